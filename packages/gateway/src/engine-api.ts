@@ -1,0 +1,34 @@
+import type {
+  InferRequest,
+  InferResponse,
+  ModelLoadOptions,
+  ModelMetadata,
+  ModelStatistics,
+  ModelUnloadOptions,
+  RepositoryIndexEntry,
+  ServerMetadata,
+} from "@operon/protocol/inference";
+
+/**
+ * The narrow surface the frontends (HTTP, gRPC) see of the engine. Frontends
+ * never reach into the engine's classes. Every method throws OperonError
+ * (from @operon/protocol/errors) with a kind the frontend maps to its status.
+ */
+export interface InferenceEngine {
+  serverMetadata(): ServerMetadata;
+  isLive(): boolean;
+  isReady(): boolean;
+  /** False (never throws) when the model or version is unknown. */
+  isModelReady(name: string, version?: string): boolean;
+  /** Throws NOT_FOUND / UNAVAILABLE. */
+  modelMetadata(name: string, version?: string): ModelMetadata;
+  /** The model's complete config as Triton's JSON (snake_case keys, TYPE_* enums, ints as numbers). */
+  modelConfig(name: string, version?: string): Record<string, unknown>;
+  infer(request: InferRequest): Promise<InferResponse>;
+  repositoryIndex(options: { ready?: boolean }): RepositoryIndexEntry[];
+  /** Throws UNSUPPORTED when the model control mode is not explicit. */
+  loadModel(name: string, options: ModelLoadOptions): Promise<void>;
+  unloadModel(name: string, options: ModelUnloadOptions): Promise<void>;
+  /** name undefined = all models; throws NOT_FOUND for an unknown model/version. */
+  modelStatistics(name?: string, version?: string): ModelStatistics[];
+}

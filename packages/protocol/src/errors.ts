@@ -1,0 +1,76 @@
+/**
+ * The one closed set of error kinds (Triton's). Every layer throws
+ * OperonError with one of these; each transport maps kinds to its status
+ * codes exactly once (see httpStatusOf / grpcStatusOf).
+ */
+export const ERROR_KINDS = [
+  "INVALID_ARG",
+  "NOT_FOUND",
+  "UNAVAILABLE",
+  "INTERNAL",
+  "UNSUPPORTED",
+  "ALREADY_EXISTS",
+  "CANCELLED",
+  "UNKNOWN",
+] as const;
+
+export type ErrorKind = (typeof ERROR_KINDS)[number];
+
+export class OperonError extends Error {
+  readonly kind: ErrorKind;
+
+  constructor(kind: ErrorKind, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "OperonError";
+    this.kind = kind;
+  }
+}
+
+export function isOperonError(error: unknown): error is OperonError {
+  return error instanceof OperonError;
+}
+
+/** Wraps anything thrown into an OperonError, keeping the cause. */
+export function asOperonError(error: unknown, fallbackKind: ErrorKind = "INTERNAL"): OperonError {
+  if (error instanceof OperonError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new OperonError(fallbackKind, message, { cause: error });
+}
+
+/** Triton's HTTP mapping: NOT_FOUND 404, UNAVAILABLE 503, UNSUPPORTED 501, INTERNAL 500, the rest 400. */
+export function httpStatusOf(kind: ErrorKind): number {
+  switch (kind) {
+    case "NOT_FOUND":
+      return 404;
+    case "UNAVAILABLE":
+      return 503;
+    case "UNSUPPORTED":
+      return 501;
+    case "INTERNAL":
+      return 500;
+    default:
+      return 400;
+  }
+}
+
+/** gRPC status codes (numeric, from grpc's status.proto) for each kind. */
+export function grpcStatusOf(kind: ErrorKind): number {
+  switch (kind) {
+    case "INVALID_ARG":
+      return 3; // INVALID_ARGUMENT
+    case "NOT_FOUND":
+      return 5;
+    case "ALREADY_EXISTS":
+      return 6;
+    case "UNAVAILABLE":
+      return 14;
+    case "INTERNAL":
+      return 13;
+    case "UNSUPPORTED":
+      return 12; // UNIMPLEMENTED
+    case "CANCELLED":
+      return 1;
+    default:
+      return 2; // UNKNOWN
+  }
+}

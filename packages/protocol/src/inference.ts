@@ -1,0 +1,114 @@
+import type { Parameters, Tensor } from "./tensor.js";
+
+/**
+ * One inference request as the engine sees it, whatever frontend it came
+ * from. Frontends decode their wire format into this and nothing else.
+ */
+export interface InferRequest {
+  modelName: string;
+  /** Explicit version ("" or undefined = the server picks, Triton-style: latest ready). */
+  modelVersion?: string;
+  id?: string;
+  parameters: Parameters;
+  inputs: InferInput[];
+  /** Requested outputs; undefined or empty = all outputs. */
+  outputs?: RequestedOutput[];
+  /** Aborted when the client goes away (HTTP close, gRPC cancel). */
+  signal?: AbortSignal;
+}
+
+export interface InferInput extends Tensor {
+  parameters?: Parameters;
+}
+
+export interface RequestedOutput {
+  name: string;
+  parameters?: Parameters;
+}
+
+export interface InferResponse {
+  modelName: string;
+  modelVersion: string;
+  id?: string;
+  parameters?: Parameters;
+  outputs: Tensor[];
+}
+
+/** Tensor metadata as served by model metadata (-1 = variable dimension). */
+export interface TensorMetadata {
+  name: string;
+  datatype: string;
+  shape: number[];
+}
+
+export interface ModelMetadata {
+  name: string;
+  versions: string[];
+  platform: string;
+  inputs: TensorMetadata[];
+  outputs: TensorMetadata[];
+}
+
+export interface ServerMetadata {
+  name: string;
+  version: string;
+  extensions: string[];
+}
+
+/** Triton model states as shown by the repository index. */
+export type ModelState = "UNKNOWN" | "READY" | "UNAVAILABLE" | "LOADING" | "UNLOADING";
+
+export interface RepositoryIndexEntry {
+  name: string;
+  version?: string;
+  state?: ModelState;
+  reason?: string;
+}
+
+/** Triton's statistics JSON (extension_statistics.md). Durations in ns. */
+export interface DurationStat {
+  count: number;
+  ns: number;
+}
+
+export interface InferStatistics {
+  success: DurationStat;
+  fail: DurationStat;
+  queue: DurationStat;
+  compute_input: DurationStat;
+  compute_infer: DurationStat;
+  compute_output: DurationStat;
+  cache_hit: DurationStat;
+  cache_miss: DurationStat;
+}
+
+export interface BatchStatistics {
+  batch_size: number;
+  compute_input: DurationStat;
+  compute_infer: DurationStat;
+  compute_output: DurationStat;
+}
+
+export interface ModelStatistics {
+  name: string;
+  version: string;
+  /** ms since epoch of the last inference, 0 if none. */
+  last_inference: number;
+  inference_count: number;
+  execution_count: number;
+  inference_stats: InferStatistics;
+  response_stats: Record<string, unknown>;
+  batch_stats: BatchStatistics[];
+  memory_usage: Array<{ type: string; id: number; byte_size: number }>;
+}
+
+/** Files uploaded with a load request: key "<version>/<path>" relative to the model dir. */
+export interface ModelLoadOptions {
+  /** ModelConfig JSON string (the `config` parameter), overrides config.pbtxt. */
+  config?: string;
+  files?: Map<string, Buffer>;
+}
+
+export interface ModelUnloadOptions {
+  unloadDependents?: boolean;
+}
