@@ -25,7 +25,8 @@ export interface InferenceEngine {
   /** The model's complete config as Triton's JSON (snake_case keys, TYPE_* enums, ints as numbers). */
   modelConfig(name: string, version?: string): Record<string, unknown>;
   infer(request: InferRequest): Promise<InferResponse>;
-  repositoryIndex(options: { ready?: boolean }): RepositoryIndexEntry[];
+  /** Reads the repositories, so it is async (models never loaded are listed too). */
+  repositoryIndex(options: { ready?: boolean }): Promise<RepositoryIndexEntry[]>;
   /** Throws UNSUPPORTED when the model control mode is not explicit. */
   loadModel(name: string, options: ModelLoadOptions): Promise<void>;
   unloadModel(name: string, options: ModelUnloadOptions): Promise<void>;

@@ -1,0 +1,13 @@
+#!/usr/bin/env node
+import { Command } from "commander";
+import { OPERON_VERSION } from "@operon/gateway/version";
+import { serveCommand } from "./serve-command.js";
+
+/** The `operon` command line: one subcommand per process role. */
+const program = new Command("operon")
+  .description("Operon: a Triton-compatible inference server and operator platform")
+  .version(OPERON_VERSION)
+  .showHelpAfterError()
+  .addCommand(serveCommand());
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,162 @@
+import { fileURLToPath } from "node:url";
+import { Command, InvalidArgumentError, Option } from "commander";
+import { createLogger } from "@operon/gateway/logger";
+import { startOperonServer, type OperonServerOptions } from "@operon/gateway/server";
+
+/**
+ * `operon serve`: tritonserver's flags, names and defaults, so that scripts
+ * written for Triton start Operon unchanged. Booleans take Triton's
+ * `--flag=true|false` form; a bare `--flag` means true.
+ */
+export function serveCommand(): Command {
+  return new Command("serve")
+    .description("Serve a Triton-style model repository over KServe v2 HTTP and gRPC, with Prometheus metrics")
+    .requiredOption("--model-repository <path>", "model repository folder (repeatable; the first one wins on name clashes)", collect, [])
+    .option("--http-port <port>", "HTTP/REST port (KServe v2 + Triton extensions)", parsePort, 8000)
+    .option("--grpc-port <port>", "gRPC port (inference.GRPCInferenceService + grpc.health.v1)", parsePort, 8001)
+    .option("--metrics-port <port>", "Prometheus metrics port (GET /metrics)", parsePort, 8002)
+    .option("--http-address <address>", "HTTP listen address; default 127.0.0.1 (loopback only), unlike Triton's 0.0.0.0", "127.0.0.1")
+    .option("--grpc-address <address>", "gRPC listen address; default 127.0.0.1 (loopback only), unlike Triton's 0.0.0.0", "127.0.0.1")
+    .option("--metrics-address <address>", "metrics listen address; default 127.0.0.1 (loopback only)", "127.0.0.1")
+    .option("--allow-http [bool]", "serve HTTP/REST", parseBool, true)
+    .option("--allow-grpc [bool]", "serve gRPC", parseBool, true)
+    .option("--allow-metrics [bool]", "serve Prometheus metrics", parseBool, true)
+    .addOption(
+      new Option(
+        "--model-control-mode <mode>",
+        "none: load every model at start, no load/unload API; poll: also reload on repository changes every --repository-poll-secs; explicit: load only --load-model models, then the load/unload API",
+      )
+        .choices(["none", "poll", "explicit"])
+        .default("none"),
+    )
+    .option("--load-model <name>", "model to load at start in explicit mode (repeatable; '*' = all)", collect, [])
+    .option("--repository-poll-secs <secs>", "poll interval of the repositories in poll mode", parseNonNegativeInt, 15)
+    .option("--strict-model-config [bool]", "require a complete config.pbtxt; do not auto-complete from the model file", parseBool, false)
+    .option("--strict-readiness [bool]", "report ready only when every model is ready", parseBool, true)
+    .option("--exit-on-error [bool]", "exit when a model fails to load at start", parseBool, true)
+    .option("--exit-timeout-secs <secs>", "on SIGTERM/SIGINT, how long to wait for in-flight requests", parseNonNegativeInt, 30)
+    .option("--log-verbose <level>", "verbose logging level; >0 logs debug detail", parseNonNegativeInt, 0)
+    .option("--data-dir <path>", "where Operon keeps its own files (uploaded models)", ".operon")
+    .option("--max-upload-bytes <bytes>", "largest total size of files uploaded with one model load request", parsePositiveInt, 256 * 1024 * 1024)
+    .option("--http-max-body-bytes <bytes>", "largest HTTP request body accepted", parsePositiveInt, 512 * 1024 * 1024)
+    .option("--default-max-batch-size <n>", "max_batch_size given to models whose config leaves it unset and that can batch (Triton's backend-config default-max-batch-size)", parseNonNegativeInt, 4)
+    .action(async (flags: Record<string, unknown>) => {
+      await runServe(flags);
+    });
+}
+
+async function runServe(flags: Record<string, unknown>): Promise<void> {
+  const logger = createLogger({ verbose: flags.logVerbose as number });
+  const options: OperonServerOptions = {
+    modelRepositories: flags.modelRepository as string[],
+    httpAddress: flags.httpAddress as string,
+    httpPort: flags.httpPort as number,
+    grpcAddress: flags.grpcAddress as string,
+    grpcPort: flags.grpcPort as number,
+    metricsAddress: flags.metricsAddress as string,
+    metricsPort: flags.metricsPort as number,
+    allowHttp: flags.allowHttp as boolean,
+    allowGrpc: flags.allowGrpc as boolean,
+    allowMetrics: flags.allowMetrics as boolean,
+    modelControlMode: flags.modelControlMode as OperonServerOptions["modelControlMode"],
+    loadModels: flags.loadModel as string[],
+    repositoryPollSecs: flags.repositoryPollSecs as number,
+    strictModelConfig: flags.strictModelConfig as boolean,
+    strictReadiness: flags.strictReadiness as boolean,
+    exitOnError: flags.exitOnError as boolean,
+    exitTimeoutSecs: flags.exitTimeoutSecs as number,
+    dataDir: flags.dataDir as string,
+    maxUploadBytes: flags.maxUploadBytes as number,
+    httpMaxBodyBytes: flags.httpMaxBodyBytes as number,
+    defaultMaxBatchSize: flags.defaultMaxBatchSize as number,
+    workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),
+    logger,
+  };
+  let server;
+  try {
+    server = await startOperonServer(options);
+  } catch (error) {
+    logger.fatal({ err: (error as Error).message }, "server failed to start");
+    process.exitCode = 1;
+    return;
+  }
+  const loopbackOnly = [options.httpAddress, options.grpcAddress].every(isLoopback);
+  logger.info(
+    {
+      http: server.httpPort !== undefined ? `http://${options.httpAddress}:${server.httpPort}` : "off",
+      grpc: server.grpcPort !== undefined ? `${options.grpcAddress}:${server.grpcPort}` : "off",
+      metrics: server.metricsPort !== undefined ? `http://${options.metricsAddress}:${server.metricsPort}/metrics` : "off",
+      modelControlMode: options.modelControlMode,
+    },
+    "Operon is serving",
+  );
+  if (options.modelControlMode === "explicit") {
+    logger.warn(
+      loopbackOnly
+        ? "model control (load/unload) is open to any local client, as in Triton: the server listens on loopback only"
+        : "model control (load/unload) is open and the server listens beyond loopback: anyone who can reach it can load models",
+    );
+  }
+  // Print a line a person can act on even when logs go to a collector.
+  process.stderr.write(
+    `Operon ${server.httpPort !== undefined ? `HTTP on http://${options.httpAddress}:${server.httpPort}` : ""}` +
+      `${server.grpcPort !== undefined ? `, gRPC on ${options.grpcAddress}:${server.grpcPort}` : ""}` +
+      `${server.metricsPort !== undefined ? `, metrics on http://${options.metricsAddress}:${server.metricsPort}/metrics` : ""}\n`,
+  );
+
+  let signals = 0;
+  const shutdown = (signal: NodeJS.Signals): void => {
+    signals += 1;
+    if (signals > 1) {
+      logger.warn({ signal }, "second signal: exiting now");
+      process.exit(1);
+    }
+    logger.info({ signal, timeoutSecs: options.exitTimeoutSecs }, "draining in-flight requests, then exiting");
+    server.stop().then(
+      () => {
+        logger.info("stopped");
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error({ err: (error as Error).message }, "error while stopping");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", shutdown);
+  process.on("SIGINT", shutdown);
+}
+
+function isLoopback(address: string): boolean {
+  return address === "localhost" || address === "::1" || address.startsWith("127.");
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+function parseBool(value: string | undefined): boolean {
+  if (value === undefined) return true;
+  const lowered = value.toLowerCase();
+  if (["true", "1", "yes", "on"].includes(lowered)) return true;
+  if (["false", "0", "no", "off"].includes(lowered)) return false;
+  throw new InvalidArgumentError(`'${value}' is not a boolean; use true or false`);
+}
+
+function parseNonNegativeInt(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isSafeInteger(parsed) || parsed < 0) throw new InvalidArgumentError(`'${value}' is not a non-negative integer`);
+  return parsed;
+}
+
+function parsePositiveInt(value: string): number {
+  const parsed = parseNonNegativeInt(value);
+  if (parsed === 0) throw new InvalidArgumentError(`'${value}' must be greater than 0`);
+  return parsed;
+}
+
+function parsePort(value: string): number {
+  const parsed = parseNonNegativeInt(value);
+  if (parsed > 65535) throw new InvalidArgumentError(`'${value}' is not a port (0-65535; 0 picks a free port)`);
+  return parsed;
+}

@@ -1,0 +1,177 @@
+import { asOperonError, OperonError } from "@operon/protocol/errors";
+import type {
+  InferRequest,
+  InferResponse,
+  ModelLoadOptions,
+  ModelMetadata,
+  ModelStatistics,
+  ModelUnloadOptions,
+  RepositoryIndexEntry,
+  ServerMetadata,
+} from "@operon/protocol/inference";
+import type { Tensor } from "@operon/protocol/tensor";
+import type { InferenceEngine } from "./engine-api.js";
+import type { FailureReason } from "./metrics.js";
+import type { ModelManager, ServedVersion } from "./model-manager.js";
+import { resolveReshape, validateInferRequest } from "./request-validation.js";
+
+/** The protocol extensions this server implements, exactly (server metadata lists these). */
+export const SERVER_EXTENSIONS = [
+  "binary_tensor_data",
+  "model_repository",
+  "model_configuration",
+  "statistics",
+  "schedule_policy",
+  "parameters",
+];
+
+/**
+ * The engine behind both frontends: it resolves the model version, checks
+ * the request against the config, runs it on the version's instances and
+ * records statistics. It never runs inference itself (workers do).
+ */
+export class Engine implements InferenceEngine {
+  private draining = false;
+  private inFlight = 0;
+  private startupDone = false;
+
+  constructor(
+    private readonly manager: ModelManager,
+    private readonly info: { version: string; strictReadiness: boolean },
+  ) {}
+
+  markStartupDone(): void {
+    this.startupDone = true;
+  }
+
+  /** Stop reporting ready; new requests are still served until the frontends close. */
+  beginDrain(): void {
+    this.draining = true;
+  }
+
+  get inFlightRequests(): number {
+    return this.inFlight;
+  }
+
+  serverMetadata(): ServerMetadata {
+    return { name: "operon", version: this.info.version, extensions: [...SERVER_EXTENSIONS] };
+  }
+
+  isLive(): boolean {
+    return true;
+  }
+
+  isReady(): boolean {
+    if (this.draining || !this.startupDone) return false;
+    return !this.info.strictReadiness || this.manager.allModelsReady();
+  }
+
+  isModelReady(name: string, version?: string): boolean {
+    return this.manager.isModelReady(name, version);
+  }
+
+  modelMetadata(name: string, version?: string): ModelMetadata {
+    const served = this.manager.resolve(name, version);
+    const batched = (served.config.max_batch_size ?? 0) > 0;
+    const tensor = (t: { name?: string; data_type?: string; dims?: number[] }) => ({
+      name: t.name ?? "",
+      datatype: wireDataType(t.data_type),
+      shape: batched ? [-1, ...(t.dims ?? [])] : [...(t.dims ?? [])],
+    });
+    return {
+      name,
+      versions: this.manager.versionsOf(name),
+      platform: served.config.platform || "onnxruntime_onnx",
+      inputs: (served.config.input ?? []).map(tensor),
+      outputs: (served.config.output ?? []).map(tensor),
+    };
+  }
+
+  modelConfig(name: string, version?: string): Record<string, unknown> {
+    return this.manager.resolve(name, version).config as Record<string, unknown>;
+  }
+
+  async infer(request: InferRequest): Promise<InferResponse> {
+    const started = process.hrtime.bigint();
+    const served = this.manager.resolve(request.modelName, request.modelVersion);
+    this.inFlight += 1;
+    try {
+      let validated;
+      try {
+        validated = validateInferRequest(served.signature, request);
+      } catch (error) {
+        served.stats.recordFailure(elapsedNs(started), "OTHER");
+        throw error;
+      }
+      try {
+        const result = await served.instances.execute(validated.inputs, validated.outputNames, request.signal);
+        const outputs = restoreOutputShapes(served, result.outputs, validated.outputNames);
+        served.stats.recordSuccess(elapsedNs(started), result.queueNs, result.timing, validated.batchSize);
+        const response: InferResponse = { modelName: request.modelName, modelVersion: served.version, outputs };
+        if (request.id !== undefined && request.id !== "") response.id = request.id;
+        return response;
+      } catch (error) {
+        const failure = asOperonError(error);
+        served.stats.recordFailure(elapsedNs(started), failureReason(failure));
+        throw failure;
+      }
+    } finally {
+      this.inFlight -= 1;
+    }
+  }
+
+  repositoryIndex(options: { ready?: boolean }): Promise<RepositoryIndexEntry[]> {
+    return this.manager.repositoryIndex(options.ready ?? false);
+  }
+
+  async loadModel(name: string, options: ModelLoadOptions): Promise<void> {
+    await this.manager.loadFromApi(name, options);
+  }
+
+  async unloadModel(name: string, _options: ModelUnloadOptions): Promise<void> {
+    await this.manager.unloadFromApi(name);
+  }
+
+  modelStatistics(name?: string, version?: string): ModelStatistics[] {
+    return this.manager.servedVersions(name, version).map((served) => served.stats.snapshot());
+  }
+}
+
+function wireDataType(configType: string | undefined): string {
+  if (configType === "TYPE_STRING") return "BYTES";
+  return configType?.startsWith("TYPE_") ? configType.slice(5) : (configType ?? "");
+}
+
+function elapsedNs(started: bigint): number {
+  return Number(process.hrtime.bigint() - started);
+}
+
+function failureReason(error: OperonError): FailureReason {
+  if (error.kind === "CANCELLED") return "CANCELED";
+  if (error.kind === "UNAVAILABLE") return "REJECTED";
+  if (error.kind === "INVALID_ARG") return "OTHER";
+  return "BACKEND";
+}
+
+/** Orders outputs as requested (else as configured) and maps reshaped outputs back to their config dims. */
+function restoreOutputShapes(served: ServedVersion, outputs: Tensor[], requested: string[] | undefined): Tensor[] {
+  const configs = served.signature.outputs;
+  const order = requested ?? configs.map((output) => output.name);
+  const byName = new Map(outputs.map((output) => [output.name, output]));
+  const ordered: Tensor[] = [];
+  for (const name of order) {
+    const tensor = byName.get(name);
+    if (tensor === undefined) continue;
+    const config = configs.find((output) => output.name === name);
+    if (config?.reshape !== undefined) {
+      const batched = served.signature.maxBatchSize > 0;
+      const modelShape = batched ? tensor.shape.slice(1) : tensor.shape;
+      const dims = resolveReshape(config.dims, modelShape);
+      ordered.push({ ...tensor, shape: batched ? [tensor.shape[0]!, ...dims] : dims });
+    } else {
+      ordered.push(tensor);
+    }
+  }
+  for (const tensor of outputs) if (!order.includes(tensor.name)) ordered.push(tensor);
+  return ordered;
+}

@@ -1,0 +1,249 @@
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import {
+  INFERENCE_HEADER_CONTENT_LENGTH,
+  type RawInputSpec,
+  encodeInferResponseBody,
+  parseInferenceHeaderLength,
+} from "@operon/protocol/binary-tensor-codec";
+import type { InferenceEngine } from "./engine-api.js";
+import { DEFAULT_MAX_BODY_BYTES, parseJsonBody, readBody } from "./http/http-body-reader.js";
+import { ClientClosedError } from "./http/http-errors.js";
+import { decodeInferBody } from "./http/http-infer-request.js";
+import { rawInputSpecFromEngine } from "./http/http-raw-input.js";
+import { decodeIndexRequest, decodeLoadRequest, decodeUnloadRequest } from "./http/http-repository-request.js";
+import { reportOf, sendBody, sendEmpty, sendError, sendJson } from "./http/http-respond.js";
+import { type RouteParams, Router } from "./http/http-router.js";
+
+/**
+ * The HTTP/REST frontend: KServe v2 plus Triton's extensions (binary
+ * tensor data, model configuration, statistics, model repository) on plain
+ * node:http. It sees the engine only through InferenceEngine.
+ */
+
+export interface HttpFrontendLogger {
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+export interface HttpFrontendOptions {
+  host: string;
+  /** 0 = let the OS pick a free port; the bound port is returned. */
+  port: number;
+  /** Largest request body accepted, bytes, after any gzip/deflate is undone (default 64 MiB). */
+  maxBodyBytes?: number;
+  logger?: HttpFrontendLogger;
+  /**
+   * The input a raw binary request (Inference-Header-Content-Length: 0)
+   * fills. Default: the model's only input from its metadata, batch-1 when
+   * its config has max_batch_size > 0. At most one -1 dimension may remain;
+   * it is resolved from the body size.
+   */
+  rawInputShape?: (model: string, version: string | undefined) => RawInputSpec | Promise<RawInputSpec>;
+}
+
+export interface HttpFrontend {
+  port: number;
+  /** Stops accepting, lets in-flight requests finish for graceMs (default 5000), then closes every connection. Idempotent. */
+  stop(graceMs?: number): Promise<void>;
+  server: http.Server;
+}
+
+const DEFAULT_GRACE_MS = 5000;
+
+/** Longer than common load-balancer idle timeouts (60 s), so the server is not the side that drops a reused connection. */
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
+interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  params: RouteParams;
+}
+
+type Handler = (context: RequestContext) => void | Promise<void>;
+
+/** Without a logger, only server faults reach stderr; client errors are the clients' business. */
+const FALLBACK_LOGGER: HttpFrontendLogger = {
+  info: () => {},
+  warn: (obj, msg) => console.warn(msg ?? "", obj),
+  error: (obj, msg) => console.error(msg ?? "", obj),
+};
+
+export async function startHttpFrontend(engine: InferenceEngine, options: HttpFrontendOptions): Promise<HttpFrontend> {
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const logger = options.logger ?? FALLBACK_LOGGER;
+  const rawInputShape = options.rawInputShape ?? ((model, version) => rawInputSpecFromEngine(engine, model, version));
+  const router = buildRouter(engine, { maxBodyBytes, rawInputShape, logger });
+  let closing = false;
+  // Requests in flight. On stop, those whose response has not started are
+  // told to close their connection, so a drained keep-alive connection does
+  // not hold the server open until the grace period ends.
+  const pending = new Set<ServerResponse>();
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (closing) res.setHeader("Connection", "close");
+    pending.add(res);
+    res.once("close", () => pending.delete(res));
+    const method = req.method ?? "GET";
+    const path = pathOf(req.url);
+    try {
+      const match = router.match(method, path);
+      if (match.kind === "not-found") {
+        sendError(res, 404, `no endpoint at '${path}'`);
+        return;
+      }
+      if (match.kind === "method-not-allowed") {
+        const allowed = match.allowed.join(", ");
+        sendError(res, 405, `method ${method} is not allowed for '${path}'; use ${allowed}`, { Allow: allowed });
+        return;
+      }
+      await match.handler({ req, res, params: match.params });
+    } catch (error) {
+      if (error instanceof ClientClosedError) {
+        logger.info({ method, path }, error.message);
+        return;
+      }
+      const report = reportOf(error);
+      if (report.serverFault) logger.error({ method, path, status: report.status, err: error }, report.message);
+      else logger.info({ method, path, status: report.status }, report.message);
+      sendError(res, report.status, report.message, report.closeConnection ? { Connection: "close" } : {});
+    }
+  };
+
+  const server = http.createServer((req, res) => void handle(req, res));
+  // With this listener Node leaves "100 Continue" to us: readBody sends it
+  // only after the declared length passed the limit, so an oversized upload
+  // is refused before the client sends it.
+  server.on("checkContinue", (req, res) => void handle(req, res));
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  logger.info({ host: options.host, port }, "HTTP frontend listening");
+
+  let stopped: Promise<void> | undefined;
+  const stop = (graceMs = DEFAULT_GRACE_MS): Promise<void> => {
+    stopped ??= new Promise<void>((resolve) => {
+      closing = true;
+      for (const res of pending) if (!res.headersSent) res.setHeader("Connection", "close");
+      const force = setTimeout(() => server.closeAllConnections(), graceMs);
+      force.unref();
+      server.close(() => {
+        clearTimeout(force);
+        resolve();
+      });
+      server.closeIdleConnections();
+    });
+    return stopped;
+  };
+
+  return { port, stop, server };
+}
+
+interface RouterOptions {
+  maxBodyBytes: number;
+  rawInputShape: NonNullable<HttpFrontendOptions["rawInputShape"]>;
+  logger: HttpFrontendLogger;
+}
+
+function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Handler> {
+  const { maxBodyBytes } = options;
+  const router = new Router<Handler>();
+  const readJson = async (req: IncomingMessage, res: ServerResponse): Promise<unknown> =>
+    parseJsonBody(await readBody(req, res, maxBodyBytes));
+  const versionOf = (params: RouteParams): string | undefined => params["version"];
+  const modelOf = (params: RouteParams): string => params["model"]!;
+  // Health answers carry no body: 200 means yes, 400 (as Triton answers) means no.
+  const health = (yes: boolean): number => (yes ? 200 : 400);
+
+  router.add("GET", "/v2/health/live", ({ res }) => sendEmpty(res, health(engine.isLive())));
+  router.add("GET", "/v2/health/ready", ({ res }) => sendEmpty(res, health(engine.isReady())));
+  router.add("GET", "/v2", ({ res }) => sendJson(res, 200, engine.serverMetadata()));
+  // Before the model routes: "stats" here is the endpoint, not a model name.
+  router.add("GET", "/v2/models/stats", ({ res }) => sendJson(res, 200, { model_stats: engine.modelStatistics() }));
+
+  const modelRoutes: Array<[method: string, suffix: string, handler: Handler]> = [
+    ["GET", "", ({ res, params }) => sendJson(res, 200, engine.modelMetadata(modelOf(params), versionOf(params)))],
+    ["GET", "/ready", ({ res, params }) => sendEmpty(res, health(engine.isModelReady(modelOf(params), versionOf(params))))],
+    ["GET", "/config", ({ res, params }) => sendJson(res, 200, engine.modelConfig(modelOf(params), versionOf(params)))],
+    [
+      "GET",
+      "/stats",
+      ({ res, params }) => sendJson(res, 200, { model_stats: engine.modelStatistics(modelOf(params), versionOf(params)) }),
+    ],
+    ["POST", "/infer", (context) => handleInfer(engine, options, context)],
+  ];
+  for (const [method, suffix, handler] of modelRoutes) {
+    router.add(method, `/v2/models/:model${suffix}`, handler);
+    router.add(method, `/v2/models/:model/versions/:version${suffix}`, handler);
+  }
+
+  router.add("POST", "/v2/repository/index", async ({ req, res }) => {
+    sendJson(res, 200, await engine.repositoryIndex(decodeIndexRequest(await readJson(req, res))));
+  });
+  router.add("POST", "/v2/repository/models/:model/load", async ({ req, res, params }) => {
+    await engine.loadModel(modelOf(params), decodeLoadRequest(await readJson(req, res)));
+    sendEmpty(res, 200);
+  });
+  router.add("POST", "/v2/repository/models/:model/unload", async ({ req, res, params }) => {
+    await engine.unloadModel(modelOf(params), decodeUnloadRequest(await readJson(req, res)));
+    sendEmpty(res, 200);
+  });
+  return router;
+}
+
+async function handleInfer(engine: InferenceEngine, options: RouterOptions, { req, res, params }: RequestContext): Promise<void> {
+  const modelName = params["model"]!;
+  const modelVersion = params["version"];
+  const body = await readBody(req, res, options.maxBodyBytes);
+  const header = req.headers[INFERENCE_HEADER_CONTENT_LENGTH];
+  const headerLength = parseInferenceHeaderLength(Array.isArray(header) ? header[0] : header);
+  const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
+  const { request, binaryDataOutput } = await decodeInferBody(body, headerLength, target, () =>
+    options.rawInputShape(modelName, modelVersion),
+  );
+
+  // The engine may queue the request for a while: if the client gives up
+  // meanwhile, the signal lets it drop the work instead of computing for nobody.
+  const controller = new AbortController();
+  const onClose = (): void => {
+    if (!res.writableFinished) controller.abort(new ClientClosedError());
+  };
+  res.on("close", onClose);
+  if (res.destroyed || req.socket.destroyed) onClose();
+  request.signal = controller.signal;
+  let response;
+  try {
+    response = await engine.infer(request);
+  } catch (error) {
+    if (controller.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+    throw error;
+  } finally {
+    res.off("close", onClose);
+  }
+  if (controller.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+
+  const encoded = encodeInferResponseBody(
+    { ...response, id: response.id ?? request.id },
+    { binaryDataOutput, outputs: request.outputs },
+  );
+  const headers =
+    encoded.headerLength === undefined
+      ? { "Content-Type": "application/json" }
+      : { "Content-Type": "application/octet-stream", "Inference-Header-Content-Length": encoded.headerLength };
+  sendBody(res, 200, headers, encoded.body);
+}
+
+/** The path part of the request target, query dropped (no KServe endpoint takes a query). */
+function pathOf(url: string | undefined): string {
+  const target = url ?? "/";
+  const query = target.indexOf("?");
+  return query === -1 ? target : target.slice(0, query);
+}

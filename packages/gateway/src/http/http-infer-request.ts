@@ -1,0 +1,172 @@
+import {
+  type RawInputSpec,
+  assignBinaryChunks,
+  rawBinaryInput,
+  splitBinaryBody,
+} from "@operon/protocol/binary-tensor-codec";
+import { DATATYPES, type DataType, elementByteSize, isDataType } from "@operon/protocol/datatypes";
+import { OperonError } from "@operon/protocol/errors";
+import type { InferInput, InferRequest, RequestedOutput } from "@operon/protocol/inference";
+import { jsonDataToBuffer } from "@operon/protocol/json-tensor-codec";
+import { type Parameters, assertTensorByteSize } from "@operon/protocol/tensor";
+import { parseJsonBody } from "./http-body-reader.js";
+import {
+  expectObject,
+  expectString,
+  invalidField,
+  kindOf,
+  optionalBoolean,
+  optionalParameters,
+  optionalString,
+} from "./http-json-fields.js";
+
+/**
+ * Turns an HTTP /infer body into the engine's InferRequest. Three body
+ * forms (extension_binary_data.md), chosen by Inference-Header-Content-Length:
+ * absent = all JSON; N > 0 = N bytes of JSON then binary tensor data;
+ * 0 = a raw binary request, the whole body being the single input's data.
+ *
+ * The HTTP-only parameters (`binary_data_output`, `binary_data_size`) are
+ * consumed here and not passed to the engine; per-output `binary_data` stays
+ * on the requested outputs because the response encoder reads it there.
+ */
+
+export interface InferTarget {
+  modelName: string;
+  modelVersion?: string;
+}
+
+export interface DecodedInferRequest {
+  request: InferRequest;
+  /** Request-level default for sending outputs as binary (true for raw binary requests, as in Triton). */
+  binaryDataOutput: boolean;
+}
+
+export async function decodeInferBody(
+  body: Buffer,
+  headerLength: number | undefined,
+  target: InferTarget,
+  rawInput: () => RawInputSpec | Promise<RawInputSpec>,
+): Promise<DecodedInferRequest> {
+  if (headerLength === 0) {
+    const input = rawBinaryInput(body, await rawInput());
+    return { request: { ...target, parameters: {}, inputs: [input] }, binaryDataOutput: true };
+  }
+  if (headerLength === undefined) return decodeInferJson(parseJsonBody(body), undefined, target);
+  const { header, binary } = splitBinaryBody(body, headerLength);
+  return decodeInferJson(parseJsonBody(header), binary, target);
+}
+
+/** `binary` is the data after the JSON header, or undefined when the body is all JSON. */
+export function decodeInferJson(json: unknown, binary: Buffer | undefined, target: InferTarget): DecodedInferRequest {
+  if (json === undefined) throw new OperonError("INVALID_ARG", "the inference request body is empty; expected a JSON object");
+  const body = expectObject(json, "request body");
+  const id = optionalString(body["id"], "id");
+  const parameters = optionalParameters(body["parameters"], "parameters") ?? {};
+  const binaryDataOutput = optionalBoolean(parameters["binary_data_output"], "parameters.binary_data_output") ?? false;
+  delete parameters["binary_data_output"];
+
+  const headers = decodeInputHeaders(body["inputs"]);
+  const chunks = binaryChunks(headers, binary);
+  const inputs = headers.map((header, i) => toInferInput(header, chunks[i]));
+  const outputs = decodeRequestedOutputs(body["outputs"]);
+
+  const request: InferRequest = { ...target, parameters, inputs };
+  if (id !== undefined) request.id = id;
+  if (outputs !== undefined) request.outputs = outputs;
+  return { request, binaryDataOutput };
+}
+
+interface InputHeader {
+  name: string;
+  datatype: DataType;
+  shape: number[];
+  parameters: Parameters | undefined;
+  binaryDataSize: number | undefined;
+  data: unknown;
+}
+
+function decodeInputHeaders(value: unknown): InputHeader[] {
+  if (!Array.isArray(value)) throw invalidField("inputs", `must be an array, got ${kindOf(value)}`);
+  const seen = new Set<string>();
+  return value.map((entry, i) => {
+    const path = `inputs[${i}]`;
+    const input = expectObject(entry, path);
+    const name = expectString(input["name"], `${path}.name`);
+    if (name === "") throw invalidField(`${path}.name`, "must not be empty");
+    if (seen.has(name)) throw new OperonError("INVALID_ARG", `input '${name}' appears more than once in 'inputs'`);
+    seen.add(name);
+    const datatypeText = expectString(input["datatype"], `${path}.datatype`);
+    if (!isDataType(datatypeText)) {
+      throw invalidField(`${path}.datatype`, `must be one of ${DATATYPES.join(", ")}; got '${datatypeText}'`);
+    }
+    const shape = decodeShape(input["shape"], `${path}.shape`);
+    const parameters = optionalParameters(input["parameters"], `${path}.parameters`);
+    const binaryDataSize = parameters?.["binary_data_size"];
+    if (binaryDataSize !== undefined && (typeof binaryDataSize !== "number" || !Number.isSafeInteger(binaryDataSize) || binaryDataSize < 0)) {
+      throw invalidField(`${path}.parameters.binary_data_size`, `must be a non-negative integer, got ${JSON.stringify(binaryDataSize)}`);
+    }
+    if (parameters !== undefined) delete parameters["binary_data_size"];
+    const data = input["data"];
+    if (binaryDataSize !== undefined && data !== undefined) {
+      throw new OperonError("INVALID_ARG", `input '${name}' has both 'data' and a binary_data_size parameter; send one or the other`);
+    }
+    if (binaryDataSize === undefined && data === undefined) {
+      throw invalidField(`${path}.data`, `is missing for input '${name}', which has no binary_data_size parameter`);
+    }
+    return {
+      name,
+      datatype: datatypeText,
+      shape,
+      parameters: parameters !== undefined && Object.keys(parameters).length > 0 ? parameters : undefined,
+      binaryDataSize: binaryDataSize as number | undefined,
+      data,
+    };
+  });
+}
+
+function decodeShape(value: unknown, path: string): number[] {
+  if (!Array.isArray(value) || !value.every((dim) => typeof dim === "number" && Number.isSafeInteger(dim) && dim >= 0)) {
+    throw invalidField(path, `must be an array of non-negative integers, got ${JSON.stringify(value) ?? "nothing"}`);
+  }
+  return value as number[];
+}
+
+function binaryChunks(headers: readonly InputHeader[], binary: Buffer | undefined): Array<Buffer | undefined> {
+  if (binary === undefined) {
+    const wantsBinary = headers.find((header) => header.binaryDataSize !== undefined && header.binaryDataSize > 0);
+    if (wantsBinary !== undefined) {
+      throw new OperonError(
+        "INVALID_ARG",
+        `input '${wantsBinary.name}' has binary_data_size ${wantsBinary.binaryDataSize} but the request has no binary data; send the JSON length in the Inference-Header-Content-Length header`,
+      );
+    }
+    binary = Buffer.alloc(0);
+  }
+  return assignBinaryChunks(headers, binary);
+}
+
+function toInferInput(header: InputHeader, chunk: Buffer | undefined): InferInput {
+  const { name, datatype, shape } = header;
+  const data = chunk ?? jsonDataToBuffer(name, datatype, shape, header.data);
+  const input: InferInput = { name, datatype, shape, data };
+  // O(1) for fixed-size types; BYTES would need a walk over every element, left to the engine.
+  if (chunk !== undefined && elementByteSize(datatype) !== undefined) assertTensorByteSize(input);
+  if (header.parameters !== undefined) input.parameters = header.parameters;
+  return input;
+}
+
+function decodeRequestedOutputs(value: unknown): RequestedOutput[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value)) throw invalidField("outputs", `must be an array, got ${kindOf(value)}`);
+  return value.map((entry, i) => {
+    const path = `outputs[${i}]`;
+    const output = expectObject(entry, path);
+    const name = expectString(output["name"], `${path}.name`);
+    const parameters = optionalParameters(output["parameters"], `${path}.parameters`);
+    optionalBoolean(parameters?.["binary_data"], `${path}.parameters.binary_data`);
+    const requested: RequestedOutput = { name };
+    if (parameters !== undefined) requested.parameters = parameters;
+    return requested;
+  });
+}

@@ -1,0 +1,346 @@
+import { OperonError } from "@operon/protocol/errors";
+import type { Tensor } from "@operon/protocol/tensor";
+import type { IoInfo } from "@operon/protocol/worker-wire";
+import type { Logger } from "./logger.js";
+import type { GatewayMetrics } from "./metrics.js";
+import type { ExecutionTiming } from "./model-stats.js";
+import { WorkerProcess } from "./worker-process.js";
+
+/**
+ * The backend instances of one model version, each in its own worker
+ * process, and the queue in front of them.
+ *
+ * Scheduling here is direct (one request = one execution) and goes to the
+ * least-busy ready instance; a request waits in the FIFO queue while every
+ * instance is at its in-flight cap or restarting. Ownership rule: once
+ * `execute` has accepted a request, it settles it exactly once.
+ *
+ * A worker that exits unexpectedly fails its in-flight requests at once with
+ * UNAVAILABLE (WorkerProcess does that), is counted and logged, and is
+ * restarted with backoff while the other instances keep serving.
+ */
+export interface InstanceLaunchSpec {
+  model: string;
+  version: string;
+  backend: string;
+  modelPath: string;
+  /** Config handed to the backend (the raw or completed model config). */
+  config: Record<string, unknown>;
+  parameters?: Record<string, string>;
+}
+
+export interface ModelInstancesOptions {
+  workerEntry: string;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  /** Requests pipelined to one worker at a time; 2 hides the round trip. */
+  maxInFlightPerInstance?: number;
+  /** Give up restarting an instance after this many failed restarts in a row. */
+  maxRestartFailures?: number;
+  loadTimeoutMs?: number;
+}
+
+export interface ExecutionResult {
+  outputs: Tensor[];
+  timing: ExecutionTiming;
+  queueNs: number;
+}
+
+interface Instance {
+  name: string;
+  worker: WorkerProcess | undefined;
+  inFlight: number;
+  restarting: boolean;
+  failedRestarts: number;
+  gaveUp: boolean;
+}
+
+interface Job {
+  inputs: Tensor[];
+  outputNames: string[] | undefined;
+  signal: AbortSignal | undefined;
+  enqueuedAt: bigint;
+  resolve(result: ExecutionResult): void;
+  reject(error: unknown): void;
+  onAbort?: () => void;
+}
+
+/** Launches one worker and loads the model into it; kills the worker if the load fails. */
+export async function launchInstance(
+  spec: InstanceLaunchSpec,
+  instanceName: string,
+  options: ModelInstancesOptions,
+): Promise<{ worker: WorkerProcess; io: { inputs: IoInfo[]; outputs: IoInfo[] } }> {
+  const worker = await WorkerProcess.spawn({
+    entry: options.workerEntry,
+    instanceName,
+    onLog: (line) => relayWorkerLog(options.logger, instanceName, line),
+  });
+  try {
+    const load = {
+      backend: spec.backend,
+      modelPath: spec.modelPath,
+      config: spec.config,
+      ...(spec.parameters !== undefined ? { parameters: spec.parameters } : {}),
+    };
+    const io = await withTimeout(worker.load(load), options.loadTimeoutMs ?? 120_000, `loading instance '${instanceName}'`);
+    return { worker, io };
+  } catch (error) {
+    await worker.stop(1000).catch(() => undefined);
+    throw error;
+  }
+}
+
+export class ModelInstances {
+  private readonly instances: Instance[] = [];
+  private readonly queue: Job[] = [];
+  private stopped = false;
+  private readonly maxInFlight: number;
+  private readonly labels: { model: string; version: string };
+
+  private constructor(
+    private spec: InstanceLaunchSpec,
+    private readonly options: ModelInstancesOptions,
+  ) {
+    this.maxInFlight = options.maxInFlightPerInstance ?? 2;
+    this.labels = { model: spec.model, version: spec.version };
+  }
+
+  /**
+   * Starts `instanceNames.length` instances. `first`, when given, is an
+   * already loaded worker (the one the config was auto-completed from) and
+   * becomes the first instance.
+   */
+  static async start(
+    spec: InstanceLaunchSpec,
+    instanceNames: string[],
+    options: ModelInstancesOptions,
+    first?: WorkerProcess,
+  ): Promise<ModelInstances> {
+    const pool = new ModelInstances(spec, options);
+    const launches = instanceNames.map(async (name, index) => {
+      const worker = index === 0 && first !== undefined ? first : (await launchInstance(spec, name, options)).worker;
+      return { name, worker };
+    });
+    const settled = await Promise.allSettled(launches);
+    const failure = settled.find((result) => result.status === "rejected");
+    if (failure !== undefined) {
+      await Promise.all(
+        settled.map((result) => (result.status === "fulfilled" ? result.value.worker.stop(1000) : undefined)),
+      );
+      throw (failure as PromiseRejectedResult).reason;
+    }
+    for (const result of settled) {
+      if (result.status === "fulfilled") pool.adopt(result.value.name, result.value.worker);
+    }
+    pool.publishUp();
+    return pool;
+  }
+
+  /** Instances with a live worker. */
+  get readyCount(): number {
+    return this.instances.filter((instance) => instance.worker !== undefined).length;
+  }
+
+  /** Requests queued or executing. */
+  get pendingCount(): number {
+    return this.queue.length + this.instances.reduce((sum, instance) => sum + instance.inFlight, 0);
+  }
+
+  /** True when no instance is alive and none will come back. */
+  get isDead(): boolean {
+    return this.instances.every((instance) => instance.worker === undefined && instance.gaveUp);
+  }
+
+  describe(): Array<{ name: string; pid: number | undefined; inFlight: number; restarting: boolean }> {
+    return this.instances.map((instance) => ({
+      name: instance.name,
+      pid: instance.worker?.pid,
+      inFlight: instance.inFlight,
+      restarting: instance.restarting,
+    }));
+  }
+
+  execute(inputs: Tensor[], outputNames: string[] | undefined, signal?: AbortSignal): Promise<ExecutionResult> {
+    if (this.stopped) return Promise.reject(new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} is unloading`));
+    if (this.isDead) {
+      return Promise.reject(new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} has no running instance`));
+    }
+    if (signal?.aborted) return Promise.reject(cancelled());
+    return new Promise<ExecutionResult>((resolve, reject) => {
+      const job: Job = { inputs, outputNames, signal, enqueuedAt: process.hrtime.bigint(), resolve, reject };
+      if (signal !== undefined) {
+        job.onAbort = () => {
+          const index = this.queue.indexOf(job);
+          if (index >= 0) {
+            this.queue.splice(index, 1);
+            this.publishPending();
+            reject(cancelled());
+          }
+        };
+        signal.addEventListener("abort", job.onAbort, { once: true });
+      }
+      this.queue.push(job);
+      this.publishPending();
+      this.pump();
+    });
+  }
+
+  /** Stops accepting work, lets in-flight and queued requests finish (up to timeoutMs), then stops the workers. */
+  async stop(timeoutMs = 30_000): Promise<void> {
+    if (this.stopped) return;
+    const deadline = Date.now() + timeoutMs;
+    while (this.pendingCount > 0 && Date.now() < deadline && !this.isDead) await sleep(20);
+    this.stopped = true;
+    for (const job of this.queue.splice(0)) job.reject(new OperonError("UNAVAILABLE", `model '${this.spec.model}' was unloaded before the request ran`));
+    await Promise.all(this.instances.map((instance) => instance.worker?.stop(5000)));
+    for (const instance of this.instances) instance.worker = undefined;
+    this.options.metrics.pendingRequests.remove(this.labels);
+  }
+
+  private adopt(name: string, worker: WorkerProcess): void {
+    let instance = this.instances.find((candidate) => candidate.name === name);
+    if (instance === undefined) {
+      instance = { name, worker: undefined, inFlight: 0, restarting: false, failedRestarts: 0, gaveUp: false };
+      this.instances.push(instance);
+    }
+    instance.worker = worker;
+    const owner = instance;
+    worker.on("exit", (info: { code: number | null; signal: string | null; expected: boolean }) => {
+      if (owner.worker !== worker) return;
+      owner.worker = undefined;
+      owner.inFlight = 0;
+      this.publishUp();
+      if (info.expected || this.stopped) return;
+      this.options.metrics.workerRestarts.inc({ ...this.labels, instance: name });
+      this.options.logger.error(
+        { model: this.spec.model, version: this.spec.version, instance: name, pid: worker.pid, code: info.code, signal: info.signal },
+        "backend worker exited unexpectedly; restarting it",
+      );
+      void this.restart(owner);
+    });
+  }
+
+  private async restart(instance: Instance): Promise<void> {
+    const maxFailures = this.options.maxRestartFailures ?? 5;
+    instance.restarting = true;
+    while (!this.stopped && instance.worker === undefined) {
+      const backoffMs = Math.min(5000, 100 * 2 ** instance.failedRestarts);
+      if (instance.failedRestarts > 0) await sleep(backoffMs);
+      if (this.stopped) break;
+      try {
+        const { worker } = await launchInstance(this.spec, instance.name, this.options);
+        if (this.stopped) {
+          await worker.stop(1000);
+          break;
+        }
+        instance.failedRestarts = 0;
+        this.adopt(instance.name, worker);
+        this.options.logger.info({ model: this.spec.model, instance: instance.name, pid: worker.pid }, "backend worker restarted");
+        this.publishUp();
+      } catch (error) {
+        instance.failedRestarts += 1;
+        this.options.logger.error(
+          { model: this.spec.model, instance: instance.name, attempt: instance.failedRestarts, err: (error as Error).message },
+          "restarting backend worker failed",
+        );
+        if (instance.failedRestarts >= maxFailures) {
+          instance.gaveUp = true;
+          break;
+        }
+      }
+    }
+    instance.restarting = false;
+    if (this.isDead) this.failQueue(new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} has no running instance: its workers keep failing to start`));
+    this.pump();
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0) {
+      const instance = this.leastBusyInstance();
+      if (instance === undefined) return;
+      const job = this.queue.shift()!;
+      if (job.onAbort !== undefined) job.signal?.removeEventListener("abort", job.onAbort);
+      this.publishPending();
+      this.dispatch(instance, job);
+    }
+  }
+
+  private leastBusyInstance(): Instance | undefined {
+    let best: Instance | undefined;
+    for (const instance of this.instances) {
+      if (instance.worker === undefined || instance.inFlight >= this.maxInFlight) continue;
+      if (best === undefined || instance.inFlight < best.inFlight) best = instance;
+    }
+    return best;
+  }
+
+  private dispatch(instance: Instance, job: Job): void {
+    const worker = instance.worker!;
+    instance.inFlight += 1;
+    const queueNs = Number(process.hrtime.bigint() - job.enqueuedAt);
+    worker.execute(job.inputs, job.outputNames).then(
+      (result) => {
+        if (instance.worker === worker) instance.inFlight -= 1;
+        job.resolve({ outputs: result.outputs, timing: result.timing, queueNs });
+        this.pump();
+      },
+      (error: unknown) => {
+        if (instance.worker === worker) instance.inFlight -= 1;
+        job.reject(error);
+        this.pump();
+      },
+    );
+  }
+
+  private failQueue(error: OperonError): void {
+    for (const job of this.queue.splice(0)) job.reject(error);
+    this.publishPending();
+  }
+
+  private publishPending(): void {
+    this.options.metrics.pendingRequests.set(this.labels, this.queue.length);
+  }
+
+  private publishUp(): void {
+    this.options.metrics.workersUp.set(this.labels, this.readyCount);
+  }
+}
+
+/** Worker stderr carries JSON log lines; re-log them through the gateway's logger at their level. */
+function relayWorkerLog(logger: Logger, instance: string, line: string): void {
+  let record: Record<string, unknown> | undefined;
+  try {
+    const parsed: unknown = JSON.parse(line);
+    if (parsed !== null && typeof parsed === "object") record = parsed as Record<string, unknown>;
+  } catch {
+    record = undefined; // plain text, e.g. ONNX Runtime's own native messages
+  }
+  if (record === undefined) {
+    logger.info({ instance, worker: true }, line);
+    return;
+  }
+  const { msg, level, time: _time, pid: workerPid, ...fields } = record;
+  const method = level === "error" || level === "warn" || level === "debug" ? level : "info";
+  logger[method]({ ...fields, instance, workerPid }, typeof msg === "string" ? msg : line);
+}
+
+function cancelled(): OperonError {
+  return new OperonError("CANCELLED", "request was cancelled by the client before it ran");
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new OperonError("UNAVAILABLE", `${what} timed out after ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

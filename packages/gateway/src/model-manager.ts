@@ -1,0 +1,387 @@
+import { access } from "node:fs/promises";
+import { join } from "node:path";
+import { OperonError, asOperonError } from "@operon/protocol/errors";
+import type { ModelLoadOptions, ModelState, RepositoryIndexEntry } from "@operon/protocol/inference";
+import type { ModelConfigJson } from "@operon/model-config/model-config-types";
+import type { Logger } from "./logger.js";
+import type { GatewayMetrics } from "./metrics.js";
+import { ModelInstances, type ModelInstancesOptions } from "./model-instances.js";
+import { ModelVersionStats } from "./model-stats.js";
+import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint } from "./repository-scanner.js";
+import { prepareModel, type PreparedVersion } from "./model-loader.js";
+import { signatureFromConfig, type ServedModelSignature } from "./request-validation.js";
+import { stageUpload, type StagedUpload } from "./upload-staging.js";
+
+/**
+ * The model registry: which models exist, their state per version, and the
+ * load / unload / reload life cycle under Triton's model control modes.
+ *
+ * Loads of one model are serialized; different models load concurrently. A
+ * reload keeps the old versions serving until the new ones are ready, and a
+ * failed reload leaves the old ones serving (Triton's behaviour). A failed
+ * load never takes other models down: it shows as UNAVAILABLE with its reason.
+ */
+export type ModelControlMode = "none" | "poll" | "explicit";
+
+export interface ModelManagerOptions {
+  repositories: string[];
+  controlMode: ModelControlMode;
+  strictModelConfig: boolean;
+  uploadDir: string;
+  maxUploadBytes: number;
+  defaultMaxBatchSize: number;
+  instances: ModelInstancesOptions;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  /** How long an unload waits for in-flight requests before stopping workers. */
+  unloadDrainMs?: number;
+}
+
+export interface ServedVersion {
+  model: string;
+  version: string;
+  config: ModelConfigJson;
+  signature: ServedModelSignature;
+  instances: ModelInstances;
+  stats: ModelVersionStats;
+}
+
+interface ModelEntry {
+  name: string;
+  /** State of the last load/unload attempt when no version is serving. */
+  state: ModelState | undefined;
+  reason: string;
+  versions: Map<string, ServedVersion>;
+  /** Versions unloaded, shown in the index as UNAVAILABLE "unloaded". */
+  unloadedVersions: Set<string>;
+  /** Folder served from, and its fingerprint (poll mode). */
+  dir: string | undefined;
+  fingerprint: string | undefined;
+  upload: StagedUpload | undefined;
+  /** Tail of the serialized load/unload chain for this model. */
+  pending: Promise<void>;
+}
+
+export class ModelManager {
+  private readonly models = new Map<string, ModelEntry>();
+  private pollTimer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: ModelManagerOptions) {}
+
+  get controlMode(): ModelControlMode {
+    return this.options.controlMode;
+  }
+
+  /**
+   * Loads the models the control mode asks for at start: every model in the
+   * repositories (none, poll) or those named with --load-model (explicit;
+   * "*" = all). Resolves with the names that failed to load.
+   */
+  async loadAtStartup(loadModels: string[]): Promise<Array<{ name: string; reason: string }>> {
+    const all = await listRepositoryModels(this.options.repositories);
+    const names =
+      this.options.controlMode !== "explicit" || loadModels.includes("*") ? [...all.keys()] : loadModels;
+    const failures: Array<{ name: string; reason: string }> = [];
+    await Promise.all(
+      names.map(async (name) => {
+        try {
+          await this.load(name, {}, { fromControlApi: false });
+        } catch (error) {
+          failures.push({ name, reason: (error as Error).message });
+        }
+      }),
+    );
+    return failures;
+  }
+
+  /** Starts the repository poller (poll mode). */
+  startPolling(intervalSecs: number): void {
+    if (this.options.controlMode !== "poll" || intervalSecs <= 0) return;
+    this.pollTimer = setInterval(() => {
+      if (this.polling === undefined) {
+        this.polling = this.pollOnce()
+          .catch((error: unknown) => this.options.logger.error({ err: (error as Error).message }, "repository poll failed"))
+          .finally(() => (this.polling = undefined));
+      }
+    }, intervalSecs * 1000);
+    this.pollTimer.unref();
+  }
+
+  /** One poll pass: load new models, reload changed ones, unload removed ones. */
+  async pollOnce(): Promise<void> {
+    const present = await listRepositoryModels(this.options.repositories);
+    for (const [name, dir] of present) {
+      const entry = this.models.get(name);
+      const fingerprint = await modelFingerprint(dir);
+      if (entry === undefined || entry.fingerprint !== fingerprint) {
+        this.options.logger.info({ model: name }, entry === undefined ? "poll: new model" : "poll: model changed, reloading");
+        await this.load(name, {}, { fromControlApi: false }).catch(() => undefined);
+      }
+    }
+    for (const [name, entry] of this.models) {
+      if (!present.has(name) && entry.upload === undefined && entry.versions.size > 0) {
+        this.options.logger.info({ model: name }, "poll: model removed, unloading");
+        await this.unload(name, { fromControlApi: false });
+      }
+    }
+  }
+
+  /** Model control API entry points: only in explicit mode, as in Triton. */
+  async loadFromApi(name: string, options: ModelLoadOptions): Promise<void> {
+    this.assertExplicitMode("load");
+    await this.load(name, options, { fromControlApi: true });
+  }
+
+  async unloadFromApi(name: string): Promise<void> {
+    this.assertExplicitMode("unload");
+    await this.unload(name, { fromControlApi: true });
+  }
+
+  /** The version that serves a request: the given one, or the highest ready one. */
+  resolve(name: string, version?: string): ServedVersion {
+    const entry = this.models.get(name);
+    if (entry === undefined || (entry.versions.size === 0 && entry.state === undefined)) {
+      throw new OperonError("NOT_FOUND", `Request for unknown model: '${name}' is not found`);
+    }
+    if (version !== undefined && version !== "") {
+      const served = entry.versions.get(version);
+      if (served === undefined) {
+        throw new OperonError("NOT_FOUND", `Request for unknown model: '${name}' version ${version} is not found`);
+      }
+      if (served.instances.isDead) {
+        throw new OperonError("UNAVAILABLE", `model '${name}' version ${version} is not ready: its backend workers failed`);
+      }
+      return served;
+    }
+    const ready = [...entry.versions.values()].filter((served) => !served.instances.isDead);
+    if (ready.length === 0) {
+      throw new OperonError("UNAVAILABLE", `model '${name}' is not ready${entry.reason ? `: ${entry.reason}` : ""}`);
+    }
+    return ready.reduce((best, served) => (Number(served.version) > Number(best.version) ? served : best));
+  }
+
+  isModelReady(name: string, version?: string): boolean {
+    try {
+      this.resolve(name, version);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Every served version, for statistics. */
+  servedVersions(name?: string, version?: string): ServedVersion[] {
+    if (name === undefined || name === "") return [...this.models.values()].flatMap((entry) => [...entry.versions.values()]);
+    const entry = this.models.get(name);
+    if (entry === undefined || entry.versions.size === 0) {
+      throw new OperonError("NOT_FOUND", `requested model '${name}' is not loaded`);
+    }
+    if (version === undefined || version === "") return [...entry.versions.values()];
+    const served = entry.versions.get(version);
+    if (served === undefined) throw new OperonError("NOT_FOUND", `requested model '${name}' version ${version} is not loaded`);
+    return [served];
+  }
+
+  /** All versions of a model that serve now (ascending). */
+  versionsOf(name: string): string[] {
+    const entry = this.models.get(name);
+    return entry === undefined ? [] : [...entry.versions.keys()].sort((a, b) => Number(a) - Number(b));
+  }
+
+  /** True when every model that was asked to load is serving. */
+  allModelsReady(): boolean {
+    for (const entry of this.models.values()) {
+      if (entry.state === "UNAVAILABLE" && entry.versions.size === 0 && entry.unloadedVersions.size === 0) return false;
+      if (entry.state === "LOADING") return false;
+      for (const served of entry.versions.values()) if (served.instances.isDead) return false;
+    }
+    return true;
+  }
+
+  async repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
+    const names = new Set<string>([...(await listRepositoryModels(this.options.repositories)).keys(), ...this.models.keys()]);
+    const index: RepositoryIndexEntry[] = [];
+    for (const name of [...names].sort()) {
+      const entry = this.models.get(name);
+      const rows: RepositoryIndexEntry[] = [];
+      if (entry !== undefined) {
+        for (const served of [...entry.versions.values()].sort((a, b) => Number(a.version) - Number(b.version))) {
+          rows.push({
+            name,
+            version: served.version,
+            state: served.instances.isDead ? "UNAVAILABLE" : entry.state === "LOADING" && entry.versions.size === 0 ? "LOADING" : "READY",
+            reason: served.instances.isDead ? "backend workers failed to restart" : "",
+          });
+        }
+        for (const version of [...entry.unloadedVersions].sort((a, b) => Number(a) - Number(b))) {
+          if (!entry.versions.has(version)) rows.push({ name, version, state: "UNAVAILABLE", reason: "unloaded" });
+        }
+        if (entry.state !== undefined && entry.state !== "READY" && (entry.state !== "UNAVAILABLE" || entry.reason !== "unloaded")) {
+          rows.push({ name, state: entry.state, reason: entry.reason });
+        }
+      }
+      if (rows.length === 0) rows.push({ name });
+      index.push(...rows);
+    }
+    return readyOnly ? index.filter((row) => row.state === "READY") : index;
+  }
+
+  async stop(timeoutMs: number): Promise<void> {
+    this.stopped = true;
+    if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
+    await this.polling;
+    await Promise.all(
+      [...this.models.values()].map(async (entry) => {
+        await entry.pending.catch(() => undefined);
+        await Promise.all([...entry.versions.values()].map((served) => served.instances.stop(timeoutMs)));
+        entry.versions.clear();
+      }),
+    );
+  }
+
+  private assertExplicitMode(action: string): void {
+    if (this.options.controlMode === "explicit") return;
+    const why = this.options.controlMode === "poll" ? "polling is enabled" : "model control mode is 'none'";
+    throw new OperonError(
+      "UNSUPPORTED",
+      `explicit model ${action} is not allowed because ${why}; start the server with --model-control-mode=explicit`,
+    );
+  }
+
+  private entry(name: string): ModelEntry {
+    let entry = this.models.get(name);
+    if (entry === undefined) {
+      entry = {
+        name,
+        state: undefined,
+        reason: "",
+        versions: new Map(),
+        unloadedVersions: new Set(),
+        dir: undefined,
+        fingerprint: undefined,
+        upload: undefined,
+        pending: Promise.resolve(),
+      };
+      this.models.set(name, entry);
+    }
+    return entry;
+  }
+
+  /** Runs fn after every earlier load/unload of the same model has settled. */
+  private serialize(entry: ModelEntry, fn: () => Promise<void>): Promise<void> {
+    const run = entry.pending.catch(() => undefined).then(fn);
+    entry.pending = run.catch(() => undefined);
+    return run;
+  }
+
+  private async load(name: string, options: ModelLoadOptions, context: { fromControlApi: boolean }): Promise<void> {
+    if (this.stopped) throw new OperonError("UNAVAILABLE", "server is shutting down");
+    if (!isValidModelName(name)) throw new OperonError("INVALID_ARG", `'${name}' is not a valid model name`);
+    if (options.files !== undefined && options.files.size > 0 && options.config === undefined) {
+      throw new OperonError("INVALID_ARG", `load of model '${name}' with file parameters needs a 'config' parameter as well`);
+    }
+    const upload =
+      options.files !== undefined && options.files.size > 0
+        ? await stageUpload(this.options.uploadDir, name, options.files, { maxUploadBytes: this.options.maxUploadBytes })
+        : undefined;
+    const dir = upload?.dir ?? (await findModelDir(this.options.repositories, name));
+    if (dir === undefined) {
+      throw new OperonError(
+        "NOT_FOUND",
+        `failed to load '${name}': no model folder of that name in the model repositories (${this.options.repositories.join(", ")})`,
+      );
+    }
+    const entry = this.entry(name);
+    return this.serialize(entry, async () => {
+      const previousState = entry.state;
+      if (entry.versions.size === 0) entry.state = "LOADING";
+      let prepared: PreparedVersion[] | undefined;
+      try {
+        const fingerprint = upload === undefined ? await modelFingerprint(dir) : undefined;
+        prepared = await prepareModel(name, dir, options.config, {
+          strictModelConfig: this.options.strictModelConfig,
+          defaultMaxBatchSize: this.options.defaultMaxBatchSize,
+          instances: this.options.instances,
+        });
+        const next = new Map<string, ServedVersion>();
+        for (const version of prepared) {
+          next.set(version.version, {
+            model: name,
+            version: version.version,
+            config: version.config,
+            signature: signatureFromConfig(version.config),
+            instances: version.instances,
+            stats: entry.versions.get(version.version)?.stats ?? new ModelVersionStats(name, version.version, this.options.metrics),
+          });
+        }
+        const retired = [...entry.versions.values()];
+        const retiredUpload = entry.upload !== upload ? entry.upload : undefined;
+        entry.versions = next;
+        entry.unloadedVersions = new Set([...retired.map((served) => served.version)].filter((version) => !next.has(version)));
+        entry.state = "READY";
+        entry.reason = "";
+        entry.dir = dir;
+        entry.fingerprint = fingerprint;
+        entry.upload = upload;
+        this.options.logger.info(
+          { model: name, versions: [...next.keys()], fromControlApi: context.fromControlApi },
+          "model loaded",
+        );
+        await Promise.all(retired.map((served) => this.retire(served, next.has(served.version))));
+        await retiredUpload?.discard();
+      } catch (error) {
+        await upload?.discard();
+        const failure = asOperonError(error);
+        if (entry.versions.size === 0) {
+          entry.state = "UNAVAILABLE";
+          entry.reason = failure.message;
+        } else {
+          entry.state = previousState ?? "READY";
+        }
+        if (upload === undefined) entry.fingerprint = await modelFingerprint(dir).catch(() => undefined);
+        this.options.logger.warn({ model: name, err: failure.message }, "model failed to load");
+        throw failure;
+      }
+    });
+  }
+
+  private async unload(name: string, context: { fromControlApi: boolean }): Promise<void> {
+    const entry = this.models.get(name);
+    if (entry === undefined) {
+      if (await findModelDir(this.options.repositories, name)) return; // known, never loaded: nothing to do
+      throw new OperonError("NOT_FOUND", `failed to unload '${name}': no such model`);
+    }
+    return this.serialize(entry, async () => {
+      const retired = [...entry.versions.values()];
+      entry.versions = new Map();
+      for (const served of retired) entry.unloadedVersions.add(served.version);
+      entry.state = "UNAVAILABLE";
+      entry.reason = "unloaded";
+      entry.fingerprint = undefined;
+      await Promise.all(retired.map((served) => this.retire(served, false)));
+      await entry.upload?.discard();
+      entry.upload = undefined;
+      this.options.logger.info({ model: name, fromControlApi: context.fromControlApi }, "model unloaded");
+    });
+  }
+
+  /** Drains and stops one version's instances; drops its metric series unless a new load serves that version again. */
+  private async retire(served: ServedVersion, versionStillServed: boolean): Promise<void> {
+    await served.instances.stop(this.options.unloadDrainMs ?? 30_000);
+    if (!versionStillServed) this.options.metrics.removeModelVersion(served.model, served.version);
+  }
+}
+
+/** True when the path exists. */
+export async function exists(path: string): Promise<boolean> {
+  return access(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+export function versionModelPath(dir: string, version: string, filename: string): string {
+  return join(dir, version, filename);
+}

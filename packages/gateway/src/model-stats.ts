@@ -1,0 +1,111 @@
+import type { BatchStatistics, DurationStat, ModelStatistics } from "@operon/protocol/inference";
+import type { FailureReason, GatewayMetrics } from "./metrics.js";
+
+/** Timings of one execution as reported by a worker, in ns. */
+export interface ExecutionTiming {
+  computeInputNs: number;
+  computeInferNs: number;
+  computeOutputNs: number;
+}
+
+/**
+ * Per model-version statistics in Triton's JSON shape (for the statistics
+ * extension), kept in step with the Prometheus counters: one record call
+ * updates both, so the two views can never disagree.
+ */
+export class ModelVersionStats {
+  private readonly success = zero();
+  private readonly fail = zero();
+  private readonly queue = zero();
+  private readonly computeInput = zero();
+  private readonly computeInfer = zero();
+  private readonly computeOutput = zero();
+  private readonly batches = new Map<number, BatchStatistics>();
+  private inferenceCount = 0;
+  private executionCount = 0;
+  private lastInference = 0;
+  private readonly labels: { model: string; version: string };
+
+  constructor(
+    readonly model: string,
+    readonly version: string,
+    private readonly metrics: GatewayMetrics,
+  ) {
+    this.labels = { model, version };
+  }
+
+  /** A request that ran and succeeded: one execution of `batchSize` inferences. */
+  recordSuccess(requestNs: number, queueNs: number, timing: ExecutionTiming, batchSize: number): void {
+    add(this.success, requestNs);
+    add(this.queue, queueNs);
+    add(this.computeInput, timing.computeInputNs);
+    add(this.computeInfer, timing.computeInferNs);
+    add(this.computeOutput, timing.computeOutputNs);
+    this.inferenceCount += batchSize;
+    this.executionCount += 1;
+    this.lastInference = Date.now();
+    let batch = this.batches.get(batchSize);
+    if (batch === undefined) {
+      batch = { batch_size: batchSize, compute_input: zero(), compute_infer: zero(), compute_output: zero() };
+      this.batches.set(batchSize, batch);
+    }
+    add(batch.compute_input, timing.computeInputNs);
+    add(batch.compute_infer, timing.computeInferNs);
+    add(batch.compute_output, timing.computeOutputNs);
+
+    const m = this.metrics;
+    m.requestSuccess.inc(this.labels);
+    m.inferenceCount.inc(this.labels, batchSize);
+    m.execCount.inc(this.labels);
+    m.requestDurationUs.inc(this.labels, requestNs / 1000);
+    m.queueDurationUs.inc(this.labels, queueNs / 1000);
+    m.computeInputDurationUs.inc(this.labels, timing.computeInputNs / 1000);
+    m.computeInferDurationUs.inc(this.labels, timing.computeInferNs / 1000);
+    m.computeOutputDurationUs.inc(this.labels, timing.computeOutputNs / 1000);
+  }
+
+  recordFailure(requestNs: number, reason: FailureReason): void {
+    add(this.fail, requestNs);
+    this.metrics.requestFailure.inc({ ...this.labels, reason });
+    this.metrics.requestDurationUs.inc(this.labels, requestNs / 1000);
+  }
+
+  snapshot(): ModelStatistics {
+    return {
+      name: this.model,
+      version: this.version,
+      last_inference: this.lastInference,
+      inference_count: this.inferenceCount,
+      execution_count: this.executionCount,
+      inference_stats: {
+        success: { ...this.success },
+        fail: { ...this.fail },
+        queue: { ...this.queue },
+        compute_input: { ...this.computeInput },
+        compute_infer: { ...this.computeInfer },
+        compute_output: { ...this.computeOutput },
+        cache_hit: zero(),
+        cache_miss: zero(),
+      },
+      response_stats: {},
+      batch_stats: [...this.batches.values()]
+        .sort((a, b) => a.batch_size - b.batch_size)
+        .map((batch) => ({
+          batch_size: batch.batch_size,
+          compute_input: { ...batch.compute_input },
+          compute_infer: { ...batch.compute_infer },
+          compute_output: { ...batch.compute_output },
+        })),
+      memory_usage: [],
+    };
+  }
+}
+
+function zero(): DurationStat {
+  return { count: 0, ns: 0 };
+}
+
+function add(stat: DurationStat, ns: number): void {
+  stat.count += 1;
+  stat.ns += Math.round(ns);
+}

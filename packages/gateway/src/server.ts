@@ -1,0 +1,128 @@
+import { join, resolve } from "node:path";
+import { OperonError } from "@operon/protocol/errors";
+import { Engine } from "./engine.js";
+import { startGrpcFrontend } from "./grpc-frontend.js";
+import { startHttpFrontend } from "./http-frontend.js";
+import type { Logger } from "./logger.js";
+import { GatewayMetrics } from "./metrics.js";
+import { startMetricsServer } from "./metrics-server.js";
+import { ModelManager, type ModelControlMode } from "./model-manager.js";
+import { OPERON_VERSION } from "./version.js";
+
+/**
+ * Starts a whole Operon server: the model manager with its workers, the
+ * HTTP and gRPC frontends and the metrics endpoint. Option names follow
+ * tritonserver's flags (see apps/cli for the flag parsing and defaults).
+ */
+export interface OperonServerOptions {
+  modelRepositories: string[];
+  httpAddress: string;
+  httpPort: number;
+  grpcAddress: string;
+  grpcPort: number;
+  metricsAddress: string;
+  metricsPort: number;
+  allowHttp: boolean;
+  allowGrpc: boolean;
+  allowMetrics: boolean;
+  modelControlMode: ModelControlMode;
+  loadModels: string[];
+  repositoryPollSecs: number;
+  strictModelConfig: boolean;
+  strictReadiness: boolean;
+  exitOnError: boolean;
+  exitTimeoutSecs: number;
+  dataDir: string;
+  maxUploadBytes: number;
+  httpMaxBodyBytes: number;
+  defaultMaxBatchSize: number;
+  /** Path of the worker process entry (packages/worker/dist/main.js). */
+  workerEntry: string;
+  logger: Logger;
+}
+
+export interface OperonServer {
+  httpPort: number | undefined;
+  grpcPort: number | undefined;
+  metricsPort: number | undefined;
+  engine: Engine;
+  /** Drains in-flight requests (up to exitTimeoutSecs), then stops everything; idempotent. */
+  stop(): Promise<void>;
+}
+
+export async function startOperonServer(options: OperonServerOptions): Promise<OperonServer> {
+  const logger = options.logger;
+  const metrics = new GatewayMetrics();
+  const manager = new ModelManager({
+    repositories: options.modelRepositories.map((repository) => resolve(repository)),
+    controlMode: options.modelControlMode,
+    strictModelConfig: options.strictModelConfig,
+    uploadDir: join(resolve(options.dataDir), "uploaded-models"),
+    maxUploadBytes: options.maxUploadBytes,
+    defaultMaxBatchSize: options.defaultMaxBatchSize,
+    instances: { workerEntry: options.workerEntry, logger, metrics },
+    logger,
+    metrics,
+  });
+  const engine = new Engine(manager, { version: OPERON_VERSION, strictReadiness: options.strictReadiness });
+
+  const failures = await manager.loadAtStartup(options.loadModels);
+  for (const failure of failures) logger.error({ model: failure.name, reason: failure.reason }, "model failed to load at startup");
+  if (failures.length > 0 && options.exitOnError) {
+    await manager.stop(0);
+    metrics.stop();
+    throw new OperonError(
+      "UNAVAILABLE",
+      `${failures.length} model(s) failed to load at startup (${failures.map((f) => f.name).join(", ")}); exiting because --exit-on-error is true`,
+    );
+  }
+  manager.startPolling(options.repositoryPollSecs);
+
+  const stoppers: Array<() => Promise<void>> = [];
+  let httpPort: number | undefined;
+  let grpcPort: number | undefined;
+  let metricsPort: number | undefined;
+  try {
+    if (options.allowHttp) {
+      const http = await startHttpFrontend(engine, {
+        host: options.httpAddress,
+        port: options.httpPort,
+        maxBodyBytes: options.httpMaxBodyBytes,
+        logger,
+      });
+      httpPort = http.port;
+      stoppers.push(() => http.stop(1000));
+    }
+    if (options.allowGrpc) {
+      const grpc = await startGrpcFrontend(engine, { host: options.grpcAddress, port: options.grpcPort, logger });
+      grpcPort = grpc.port;
+      stoppers.push(() => grpc.stop(1000));
+    }
+    if (options.allowMetrics) {
+      const server = await startMetricsServer(metrics, { host: options.metricsAddress, port: options.metricsPort });
+      metricsPort = server.port;
+      stoppers.push(() => server.stop());
+    }
+  } catch (error) {
+    await Promise.all(stoppers.map((stop) => stop()));
+    await manager.stop(0);
+    metrics.stop();
+    throw error;
+  }
+  engine.markStartupDone();
+
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      engine.beginDrain();
+      const deadline = Date.now() + options.exitTimeoutSecs * 1000;
+      while (engine.inFlightRequests > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      if (engine.inFlightRequests > 0) logger.warn({ inFlight: engine.inFlightRequests }, "exit timeout reached with requests in flight");
+      await Promise.all(stoppers.map((stopOne) => stopOne().catch(() => undefined)));
+      await manager.stop(Math.max(0, deadline - Date.now()));
+      metrics.stop();
+    })();
+    return stopping;
+  };
+  return { httpPort, grpcPort, metricsPort, engine, stop };
+}

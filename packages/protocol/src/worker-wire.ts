@@ -1,0 +1,324 @@
+import { type DataType, isDataType } from "./datatypes.js";
+import { type ErrorKind, OperonError } from "./errors.js";
+import type { Tensor } from "./tensor.js";
+
+/**
+ * The channel between the gateway and a backend worker process: one byte
+ * stream (the worker's fd 3), carrying length-prefixed frames.
+ *
+ *   [u32 LE frameLength][u32 LE headerLength][header JSON, utf8][tensor bytes...]
+ *
+ * frameLength counts every byte after the frameLength field itself
+ * (4 + headerLength + sum of tensor byteLengths). The header is one of the
+ * messages below plus `tensors: WireTensor[]`, which describes the raw tensor
+ * bytes that follow, concatenated in order, with no per-element encoding.
+ * The header JSON is padded with spaces so that the first tensor starts at a
+ * multiple of 8 from the frame start: a decoder that joins a large frame into
+ * a fresh allocation can hand out naturally aligned views.
+ *
+ * Requests (gateway -> worker) carry a requestId the reply repeats. The
+ * worker handles requests one at a time in arrival order, so the gateway may
+ * pipeline them. Bump WORKER_WIRE_VERSION on any incompatible change; the
+ * worker announces its version in `ready`.
+ */
+export const WORKER_WIRE_VERSION = 1;
+
+/** Largest frame the u32 length field can describe (bytes after the length field). */
+export const MAX_FRAME_BYTES = 0xffff_ffff;
+
+/** A model input or output as the backend reports it; -1 = dynamic dimension. */
+export interface IoInfo {
+  name: string;
+  /** undefined when the backend's type has no Operon datatype (e.g. a non-tensor value). */
+  datatype: DataType | undefined;
+  shape: number[];
+}
+
+/** Per-tensor descriptor inside a frame header. */
+export interface WireTensor {
+  name: string;
+  datatype: DataType;
+  shape: number[];
+  byteLength: number;
+}
+
+/** Backend compute time of one execute, in nanoseconds (Triton's compute_input/infer/output). */
+export interface ExecuteTiming {
+  computeInputNs: number;
+  computeInferNs: number;
+  computeOutputNs: number;
+}
+
+/** Instance kinds from the model config's instance_group (Triton names). */
+export type InstanceKind = "KIND_AUTO" | "KIND_CPU" | "KIND_GPU" | "KIND_MODEL";
+
+// ---- gateway -> worker ----
+
+export interface LoadMessage {
+  type: "load";
+  requestId: number;
+  /** Backend name, e.g. "onnxruntime". */
+  backend: string;
+  /** Absolute path of the model file. */
+  modelPath: string;
+  /** The model config as Triton's JSON (snake_case keys). */
+  config: Record<string, unknown>;
+  instanceName: string;
+  /** Extra backend parameters; they override same-named config `parameters`. */
+  parameters: Record<string, string>;
+  /** The instance group this instance belongs to; undefined = derive from config. */
+  instanceKind?: InstanceKind;
+  /** GPU ordinal for KIND_GPU instances. */
+  deviceId?: number;
+}
+
+/** Input tensors travel in the frame. outputNames undefined or empty = all outputs. */
+export interface ExecuteMessage {
+  type: "execute";
+  requestId: number;
+  outputNames?: string[];
+}
+
+/** Finish everything received so far, finalize the backend, exit 0. */
+export interface ShutdownMessage {
+  type: "shutdown";
+}
+
+// ---- worker -> gateway ----
+
+/** First frame a worker sends once its channel is open. */
+export interface ReadyMessage {
+  type: "ready";
+  pid: number;
+  wireVersion: number;
+  backendApiVersion: number;
+}
+
+export interface LoadedMessage {
+  type: "loaded";
+  requestId: number;
+  inputs: IoInfo[];
+  outputs: IoInfo[];
+}
+
+/** Output tensors travel in the frame. */
+export interface ResultMessage {
+  type: "result";
+  requestId: number;
+  timing: ExecuteTiming;
+}
+
+/** The request failed; requestId 0 = a failure not tied to a request (e.g. a corrupt frame). */
+export interface ErrorMessage {
+  type: "error";
+  requestId: number;
+  kind: ErrorKind;
+  message: string;
+}
+
+export type WorkerRequestMessage = LoadMessage | ExecuteMessage | ShutdownMessage;
+export type WorkerReplyMessage = ReadyMessage | LoadedMessage | ResultMessage | ErrorMessage;
+export type WorkerMessage = WorkerRequestMessage | WorkerReplyMessage;
+
+const MESSAGE_TYPES: ReadonlySet<string> = new Set(["load", "execute", "shutdown", "ready", "loaded", "result", "error"]);
+
+export interface DecodedFrame {
+  header: WorkerMessage;
+  /** Views into the frame's memory (no copies); byteOffset may be unaligned. */
+  tensors: Tensor[];
+}
+
+const PREFIX_BYTES = 8;
+const ALIGN = 8;
+
+/**
+ * Encodes one frame as a list of buffers: the prefix+header, then each
+ * tensor's data as is (not copied). Write them in one go (see writeFrame).
+ */
+export function encodeFrame(header: WorkerMessage, tensors: readonly Tensor[] = []): Buffer[] {
+  const descriptors: WireTensor[] = tensors.map((tensor) => ({
+    name: tensor.name,
+    datatype: tensor.datatype,
+    shape: tensor.shape,
+    byteLength: tensor.data.length,
+  }));
+  const json = Buffer.from(JSON.stringify({ ...header, tensors: descriptors }), "utf8");
+  const headerLength = json.length + ((ALIGN - ((PREFIX_BYTES + json.length) % ALIGN)) % ALIGN);
+  let tensorBytes = 0;
+  for (const tensor of tensors) tensorBytes += tensor.data.length;
+  const frameLength = 4 + headerLength + tensorBytes;
+  if (frameLength > MAX_FRAME_BYTES) {
+    throw new OperonError("INVALID_ARG", `frame of ${frameLength} bytes exceeds the worker channel limit of ${MAX_FRAME_BYTES} bytes`);
+  }
+  const head = Buffer.allocUnsafe(PREFIX_BYTES + headerLength);
+  head.writeUInt32LE(frameLength, 0);
+  head.writeUInt32LE(headerLength, 4);
+  json.copy(head, PREFIX_BYTES);
+  head.fill(0x20, PREFIX_BYTES + json.length);
+  const out: Buffer[] = [head];
+  for (const tensor of tensors) if (tensor.data.length > 0) out.push(tensor.data);
+  return out;
+}
+
+/** The corkable part of a net.Socket / stream.Writable that writeFrame needs. */
+export interface FrameSink {
+  cork(): void;
+  uncork(): void;
+  write(chunk: Buffer): boolean;
+}
+
+/**
+ * Writes one frame as a gathered write (cork + uncork lets the socket use
+ * writev): tensor bytes are never copied into a staging buffer. Returns
+ * write()'s backpressure signal for the last piece.
+ */
+export function writeFrame(sink: FrameSink, header: WorkerMessage, tensors: readonly Tensor[] = []): boolean {
+  const pieces = encodeFrame(header, tensors);
+  sink.cork();
+  let ok = true;
+  try {
+    for (const piece of pieces) ok = sink.write(piece);
+  } finally {
+    sink.uncork();
+  }
+  return ok;
+}
+
+/**
+ * Incremental frame decoder: push stream chunks, get complete frames back.
+ * Chunks are collected and joined once per frame (a frame inside one chunk
+ * is a view, not a copy), so a large frame costs one copy, not a quadratic
+ * re-concatenation. A malformed frame throws OperonError INTERNAL; the
+ * stream is then unusable.
+ */
+export class FrameDecoder {
+  private readonly chunks: Buffer[] = [];
+  private buffered = 0;
+  /** Total bytes of the frame being collected, prefix included; undefined until known. */
+  private needed: number | undefined;
+  private readonly maxFrameBytes: number;
+
+  constructor(options: { maxFrameBytes?: number } = {}) {
+    this.maxFrameBytes = Math.min(options.maxFrameBytes ?? MAX_FRAME_BYTES, MAX_FRAME_BYTES);
+  }
+
+  /** Bytes received but not yet emitted as a frame. */
+  get bufferedBytes(): number {
+    return this.buffered;
+  }
+
+  push(chunk: Buffer): DecodedFrame[] {
+    const frames: DecodedFrame[] = [];
+    if (chunk.length > 0) {
+      this.chunks.push(chunk);
+      this.buffered += chunk.length;
+    }
+    for (;;) {
+      if (this.needed === undefined) {
+        if (this.buffered < 4) break;
+        const frameLength = this.peekUInt32();
+        if (frameLength < 4 || frameLength > this.maxFrameBytes) {
+          throw new OperonError("INTERNAL", `worker channel: invalid frame length ${frameLength}`);
+        }
+        this.needed = 4 + frameLength;
+      }
+      if (this.buffered < this.needed) break;
+      const frame = this.take(this.needed);
+      this.needed = undefined;
+      frames.push(parseFrame(frame));
+    }
+    return frames;
+  }
+
+  private peekUInt32(): number {
+    const first = this.chunks[0]!;
+    if (first.length >= 4) return first.readUInt32LE(0);
+    const bytes = Buffer.allocUnsafe(4);
+    let filled = 0;
+    for (const chunk of this.chunks) {
+      filled += chunk.copy(bytes, filled, 0, Math.min(chunk.length, 4 - filled));
+      if (filled === 4) break;
+    }
+    return bytes.readUInt32LE(0);
+  }
+
+  /** Removes and returns the first n buffered bytes (a view when they sit in one chunk). */
+  private take(n: number): Buffer {
+    this.buffered -= n;
+    const first = this.chunks[0]!;
+    if (first.length >= n) {
+      if (first.length === n) this.chunks.shift();
+      else this.chunks[0] = first.subarray(n);
+      return first.subarray(0, n);
+    }
+    const pieces: Buffer[] = [];
+    let remaining = n;
+    let used = 0;
+    for (const chunk of this.chunks) {
+      if (chunk.length <= remaining) {
+        pieces.push(chunk);
+        remaining -= chunk.length;
+        used += 1;
+        if (remaining === 0) break;
+      } else {
+        pieces.push(chunk.subarray(0, remaining));
+        this.chunks[used] = chunk.subarray(remaining);
+        remaining = 0;
+        break;
+      }
+    }
+    this.chunks.splice(0, used);
+    return Buffer.concat(pieces, n);
+  }
+}
+
+function parseFrame(frame: Buffer): DecodedFrame {
+  const headerLength = frame.readUInt32LE(4);
+  if (PREFIX_BYTES + headerLength > frame.length) {
+    throw new OperonError("INTERNAL", `worker channel: header length ${headerLength} exceeds frame of ${frame.length} bytes`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(frame.toString("utf8", PREFIX_BYTES, PREFIX_BYTES + headerLength));
+  } catch (error) {
+    throw new OperonError("INTERNAL", `worker channel: frame header is not JSON: ${(error as Error).message}`);
+  }
+  if (typeof parsed !== "object" || parsed === null || !MESSAGE_TYPES.has((parsed as { type?: unknown }).type as string)) {
+    throw new OperonError("INTERNAL", "worker channel: frame header has no known message type");
+  }
+  const { tensors: descriptors = [], ...header } = parsed as { tensors?: unknown };
+  if (!Array.isArray(descriptors)) throw new OperonError("INTERNAL", "worker channel: frame header 'tensors' is not a list");
+  const tensors: Tensor[] = [];
+  let offset = PREFIX_BYTES + headerLength;
+  for (const descriptor of descriptors as unknown[]) {
+    const wire = checkDescriptor(descriptor);
+    const end = offset + wire.byteLength;
+    if (end > frame.length) {
+      throw new OperonError("INTERNAL", `worker channel: tensor '${wire.name}' runs past the end of the frame`);
+    }
+    tensors.push({ name: wire.name, datatype: wire.datatype, shape: wire.shape, data: frame.subarray(offset, end) });
+    offset = end;
+  }
+  if (offset !== frame.length) {
+    throw new OperonError("INTERNAL", `worker channel: ${frame.length - offset} bytes after the last tensor of a frame`);
+  }
+  return { header: header as WorkerMessage, tensors };
+}
+
+function checkDescriptor(value: unknown): WireTensor {
+  const d = value as Partial<WireTensor> | null;
+  if (
+    typeof d !== "object" ||
+    d === null ||
+    typeof d.name !== "string" ||
+    typeof d.datatype !== "string" ||
+    !isDataType(d.datatype) ||
+    !Array.isArray(d.shape) ||
+    !d.shape.every((dim) => Number.isSafeInteger(dim) && dim >= 0) ||
+    !Number.isSafeInteger(d.byteLength) ||
+    (d.byteLength as number) < 0
+  ) {
+    throw new OperonError("INTERNAL", `worker channel: malformed tensor descriptor ${JSON.stringify(value)}`);
+  }
+  return d as WireTensor;
+}

@@ -1,0 +1,27 @@
+import { OperonError } from "@operon/protocol/errors";
+import { BACKEND_API_VERSION, type Backend } from "./backend.js";
+
+/** Backend names a load message may ask for (config `backend` / platform "onnxruntime_onnx"). */
+export const BACKEND_NAMES = ["onnxruntime"] as const;
+
+/**
+ * Creates the backend by name. Implementations are imported on demand so a
+ * worker loads only the runtime it serves (onnxruntime-node's native
+ * library is not free to load).
+ */
+export async function createBackend(name: string): Promise<Backend> {
+  let backend: Backend;
+  switch (name) {
+    case "onnxruntime": {
+      const { createOnnxRuntimeBackend } = await import("./onnxruntime-backend.js");
+      backend = createOnnxRuntimeBackend();
+      break;
+    }
+    default:
+      throw new OperonError("UNSUPPORTED", `backend '${name}' is not supported by this worker (supported: ${BACKEND_NAMES.join(", ")})`);
+  }
+  if (backend.apiVersion !== BACKEND_API_VERSION) {
+    throw new OperonError("INTERNAL", `backend '${name}' implements backend API ${backend.apiVersion}, this worker speaks ${BACKEND_API_VERSION}`);
+  }
+  return backend;
+}
