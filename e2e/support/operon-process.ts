@@ -1,0 +1,121 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/**
+ * Starts the real `operon serve` (the built CLI, as a user runs it) on free
+ * ports and tells the test where it listens. Every test file drives the
+ * running process over the network; nothing here calls handlers directly.
+ */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const OPERON_BIN = join(REPO_ROOT, "apps/cli/bin/operon.js");
+export const EXAMPLE_REPOSITORY = join(REPO_ROOT, "examples/model_repository");
+
+export interface RunningOperon {
+  process: ChildProcess;
+  pid: number;
+  httpUrl: string;
+  grpcAddress: string;
+  metricsUrl: string;
+  /** Everything the server printed so far (stdout + stderr). */
+  output(): string;
+  /** Waits for a line of output matching the pattern. */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /** SIGTERM, then waits for exit; resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export async function startOperon(args: string[], options: { timeoutMs?: number; cwd?: string } = {}): Promise<RunningOperon> {
+  const dataDir = mkdtempSync(join(tmpdir(), "operon-e2e-data-"));
+  const child = spawn(
+    process.execPath,
+    [OPERON_BIN, "serve", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--data-dir", dataDir, ...args],
+    { cwd: options.cwd ?? REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  const listeners = new Set<() => void>();
+  const onData = (chunk: Buffer): void => {
+    output += chunk.toString("utf8");
+    for (const listener of listeners) listener();
+  };
+  child.stdout!.on("data", onData);
+  child.stderr!.on("data", onData);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolveExit) =>
+    child.once("exit", (code, signal) => resolveExit({ code, signal })),
+  );
+
+  const waitForOutput = (pattern: RegExp, timeoutMs = 30_000): Promise<string> =>
+    new Promise((resolveWait, rejectWait) => {
+      const check = (): boolean => {
+        const match = pattern.exec(output);
+        if (match === null) return false;
+        cleanup();
+        resolveWait(match[0]);
+        return true;
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        rejectWait(new Error(`timed out waiting for ${pattern} in server output:\n${output.slice(-4000)}`));
+      }, timeoutMs);
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        listeners.delete(listener);
+      };
+      const listener = (): void => void check();
+      if (check()) return;
+      listeners.add(listener);
+      void exited.then(() => {
+        if (listeners.has(listener)) {
+          cleanup();
+          rejectWait(new Error(`server exited before printing ${pattern}:\n${output.slice(-4000)}`));
+        }
+      });
+    });
+
+  const banner = await waitForOutput(/Operon HTTP on http:\/\/[^\s,]+, gRPC on [^\s,]+, metrics on http:\/\/\S+\/metrics/, options.timeoutMs ?? 60_000);
+  const httpUrl = /HTTP on (http:\/\/[^\s,]+)/.exec(banner)![1]!;
+  const grpcAddress = /gRPC on ([^\s,]+)/.exec(banner)![1]!;
+  const metricsUrl = /metrics on (http:\/\/\S+\/metrics)/.exec(banner)![1]!;
+  return {
+    process: child,
+    pid: child.pid!,
+    httpUrl,
+    grpcAddress,
+    metricsUrl,
+    output: () => output,
+    waitForOutput,
+    exited,
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      const result = await exited;
+      return result.code;
+    },
+  };
+}
+
+/** Runs the CLI to completion (for --help, bad flags, start-up failures). */
+export function runOperon(args: string[], timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolveRun, rejectRun) => {
+    const child = spawn(process.execPath, [OPERON_BIN, ...args], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      rejectRun(new Error(`operon ${args.join(" ")} did not exit within ${timeoutMs} ms:\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      resolveRun({ code, stdout, stderr });
+    });
+  });
+}
+
+/** A fresh temporary folder to build a model repository in. */
+export function tempRepository(prefix = "operon-e2e-repo-"): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
