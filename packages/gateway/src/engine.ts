@@ -14,6 +14,7 @@ import type { InferenceEngine } from "./engine-api.js";
 import type { FailureReason } from "./metrics.js";
 import type { ModelManager, ServedVersion } from "./model-manager.js";
 import { resolveReshape, validateInferRequest } from "./request-validation.js";
+import { priorityLevelOf, queueTimeoutNsOf } from "./scheduling/scheduler-policy.js";
 
 /** The protocol extensions this server implements, exactly (server metadata lists these). */
 export const SERVER_EXTENSIONS = [
@@ -96,17 +97,25 @@ export class Engine implements InferenceEngine {
     const served = this.manager.resolve(request.modelName, request.modelVersion);
     this.inFlight += 1;
     try {
-      let validated;
+      let scheduled;
       try {
-        validated = validateInferRequest(served.signature, request);
+        const validated = validateInferRequest(served.signature, request);
+        const policy = served.instances.policy;
+        const level = priorityLevelOf(policy, request.parameters);
+        scheduled = {
+          ...validated,
+          level,
+          timeoutNs: queueTimeoutNsOf(policy, level, request.parameters),
+          ...(request.signal !== undefined ? { signal: request.signal } : {}),
+        };
       } catch (error) {
         served.stats.recordFailure(elapsedNs(started), "OTHER");
         throw error;
       }
       try {
-        const result = await served.instances.execute(validated.inputs, validated.outputNames, request.signal);
-        const outputs = restoreOutputShapes(served, result.outputs, validated.outputNames);
-        served.stats.recordSuccess(elapsedNs(started), result.queueNs, result.timing, validated.batchSize);
+        const result = await served.instances.execute(scheduled);
+        const outputs = restoreOutputShapes(served, result.outputs, scheduled.outputNames);
+        served.stats.recordSuccess(elapsedNs(started), result.queueNs, result.timing, scheduled.batchSize);
         const response: InferResponse = { modelName: request.modelName, modelVersion: served.version, outputs };
         if (request.id !== undefined && request.id !== "") response.id = request.id;
         return response;

@@ -4,16 +4,21 @@ import type { IoInfo } from "@operon/protocol/worker-wire";
 import type { Logger } from "./logger.js";
 import type { GatewayMetrics } from "./metrics.js";
 import type { ExecutionTiming } from "./model-stats.js";
+import {
+  RequestScheduler,
+  type InstanceDispatcher,
+  type ReservedInstance,
+  type ScheduledRequest,
+  type ScheduledResult,
+} from "./scheduling/request-scheduler.js";
+import { schedulerPolicyFromConfig, type SchedulerPolicy } from "./scheduling/scheduler-policy.js";
 import { WorkerProcess } from "./worker-process.js";
 
 /**
  * The backend instances of one model version, each in its own worker
- * process, and the queue in front of them.
- *
- * Scheduling here is direct (one request = one execution) and goes to the
- * least-busy ready instance; a request waits in the FIFO queue while every
- * instance is at its in-flight cap or restarting. Ownership rule: once
- * `execute` has accepted a request, it settles it exactly once.
+ * process, and the scheduler in front of them (RequestScheduler: Triton's
+ * dynamic batcher or default scheduler, by the config). This class offers
+ * the scheduler the least-busy ready instance with spare capacity.
  *
  * A worker that exits unexpectedly fails its in-flight requests at once with
  * UNAVAILABLE (WorkerProcess does that), is counted and logged, and is
@@ -33,17 +38,15 @@ export interface ModelInstancesOptions {
   workerEntry: string;
   logger: Logger;
   metrics: GatewayMetrics;
-  /** Requests pipelined to one worker at a time; 2 hides the round trip. */
+  /**
+   * Executions sent to one worker at a time. Unbatched models pipeline 2 to
+   * hide the round trip; batching models send 1 so that requests gather into
+   * the next batch while an instance is busy.
+   */
   maxInFlightPerInstance?: number;
   /** Give up restarting an instance after this many failed restarts in a row. */
   maxRestartFailures?: number;
   loadTimeoutMs?: number;
-}
-
-export interface ExecutionResult {
-  outputs: Tensor[];
-  timing: ExecutionTiming;
-  queueNs: number;
 }
 
 interface Instance {
@@ -53,16 +56,6 @@ interface Instance {
   restarting: boolean;
   failedRestarts: number;
   gaveUp: boolean;
-}
-
-interface Job {
-  inputs: Tensor[];
-  outputNames: string[] | undefined;
-  signal: AbortSignal | undefined;
-  enqueuedAt: bigint;
-  resolve(result: ExecutionResult): void;
-  reject(error: unknown): void;
-  onAbort?: () => void;
 }
 
 /** Launches one worker and loads the model into it; kills the worker if the load fails. */
@@ -91,19 +84,29 @@ export async function launchInstance(
   }
 }
 
-export class ModelInstances {
+export class ModelInstances implements InstanceDispatcher {
   private readonly instances: Instance[] = [];
-  private readonly queue: Job[] = [];
   private stopped = false;
   private readonly maxInFlight: number;
   private readonly labels: { model: string; version: string };
+  private capacityListener: () => void = () => undefined;
+  readonly policy: SchedulerPolicy;
+  private readonly scheduler: RequestScheduler;
+  /** Called after each execution with its batch size (statistics). */
+  onExecution: (batchSize: number, timing: ExecutionTiming) => void = () => undefined;
 
   private constructor(
     private spec: InstanceLaunchSpec,
     private readonly options: ModelInstancesOptions,
   ) {
-    this.maxInFlight = options.maxInFlightPerInstance ?? 2;
+    this.policy = schedulerPolicyFromConfig(spec.config);
+    this.maxInFlight = options.maxInFlightPerInstance ?? (this.policy.batching ? 1 : 2);
     this.labels = { model: spec.model, version: spec.version };
+    this.scheduler = new RequestScheduler(this.policy, this, {
+      describe: `model '${spec.model}' version ${spec.version}`,
+      onExecution: (batchSize, timing) => this.onExecution(batchSize, timing),
+      onQueueLength: (length) => this.options.metrics.pendingRequests.set(this.labels, length),
+    });
   }
 
   /**
@@ -144,7 +147,7 @@ export class ModelInstances {
 
   /** Requests queued or executing. */
   get pendingCount(): number {
-    return this.queue.length + this.instances.reduce((sum, instance) => sum + instance.inFlight, 0);
+    return this.scheduler.inFlightCount;
   }
 
   /** True when no instance is alive and none will come back. */
@@ -161,41 +164,54 @@ export class ModelInstances {
     }));
   }
 
-  execute(inputs: Tensor[], outputNames: string[] | undefined, signal?: AbortSignal): Promise<ExecutionResult> {
-    if (this.stopped) return Promise.reject(new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} is unloading`));
-    if (this.isDead) {
-      return Promise.reject(new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} has no running instance`));
-    }
-    if (signal?.aborted) return Promise.reject(cancelled());
-    return new Promise<ExecutionResult>((resolve, reject) => {
-      const job: Job = { inputs, outputNames, signal, enqueuedAt: process.hrtime.bigint(), resolve, reject };
-      if (signal !== undefined) {
-        job.onAbort = () => {
-          const index = this.queue.indexOf(job);
-          if (index >= 0) {
-            this.queue.splice(index, 1);
-            this.publishPending();
-            reject(cancelled());
-          }
-        };
-        signal.addEventListener("abort", job.onAbort, { once: true });
-      }
-      this.queue.push(job);
-      this.publishPending();
-      this.pump();
-    });
+  /** Hands a request to the scheduler; see RequestScheduler for the ownership rule. */
+  execute(request: ScheduledRequest): Promise<ScheduledResult> {
+    return this.scheduler.enqueue(request);
   }
 
-  /** Stops accepting work, lets in-flight and queued requests finish (up to timeoutMs), then stops the workers. */
+  /** Stops accepting work, lets queued and running requests finish (up to timeoutMs), then stops the workers. */
   async stop(timeoutMs = 30_000): Promise<void> {
     if (this.stopped) return;
-    const deadline = Date.now() + timeoutMs;
-    while (this.pendingCount > 0 && Date.now() < deadline && !this.isDead) await sleep(20);
+    await this.scheduler.stop(timeoutMs);
     this.stopped = true;
-    for (const job of this.queue.splice(0)) job.reject(new OperonError("UNAVAILABLE", `model '${this.spec.model}' was unloaded before the request ran`));
     await Promise.all(this.instances.map((instance) => instance.worker?.stop(5000)));
     for (const instance of this.instances) instance.worker = undefined;
     this.options.metrics.pendingRequests.remove(this.labels);
+  }
+
+  /** InstanceDispatcher: reserves the least-busy ready instance with spare capacity. */
+  acquire(): ReservedInstance | undefined {
+    let best: Instance | undefined;
+    for (const instance of this.instances) {
+      if (instance.worker === undefined || instance.inFlight >= this.maxInFlight) continue;
+      if (best === undefined || instance.inFlight < best.inFlight) best = instance;
+    }
+    if (best === undefined) return undefined;
+    const instance = best;
+    const worker = instance.worker!;
+    instance.inFlight += 1;
+    return {
+      run: (inputs: Tensor[], outputNames: string[] | undefined) => {
+        const release = (): void => {
+          if (instance.worker === worker) instance.inFlight -= 1;
+          this.capacityListener();
+        };
+        return worker.execute(inputs, outputNames).then(
+          (result) => {
+            release();
+            return result;
+          },
+          (error: unknown) => {
+            release();
+            throw error;
+          },
+        );
+      },
+    };
+  }
+
+  onCapacity(listener: () => void): void {
+    this.capacityListener = listener;
   }
 
   private adopt(name: string, worker: WorkerProcess): void {
@@ -238,6 +254,7 @@ export class ModelInstances {
         this.adopt(instance.name, worker);
         this.options.logger.info({ model: this.spec.model, instance: instance.name, pid: worker.pid }, "backend worker restarted");
         this.publishUp();
+        this.capacityListener();
       } catch (error) {
         instance.failedRestarts += 1;
         this.options.logger.error(
@@ -251,55 +268,12 @@ export class ModelInstances {
       }
     }
     instance.restarting = false;
-    if (this.isDead) this.failQueue(new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} has no running instance: its workers keep failing to start`));
-    this.pump();
-  }
-
-  private pump(): void {
-    while (this.queue.length > 0) {
-      const instance = this.leastBusyInstance();
-      if (instance === undefined) return;
-      const job = this.queue.shift()!;
-      if (job.onAbort !== undefined) job.signal?.removeEventListener("abort", job.onAbort);
-      this.publishPending();
-      this.dispatch(instance, job);
+    if (this.isDead) {
+      this.scheduler.failQueued(
+        new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} has no running instance: its workers keep failing to start`),
+      );
     }
-  }
-
-  private leastBusyInstance(): Instance | undefined {
-    let best: Instance | undefined;
-    for (const instance of this.instances) {
-      if (instance.worker === undefined || instance.inFlight >= this.maxInFlight) continue;
-      if (best === undefined || instance.inFlight < best.inFlight) best = instance;
-    }
-    return best;
-  }
-
-  private dispatch(instance: Instance, job: Job): void {
-    const worker = instance.worker!;
-    instance.inFlight += 1;
-    const queueNs = Number(process.hrtime.bigint() - job.enqueuedAt);
-    worker.execute(job.inputs, job.outputNames).then(
-      (result) => {
-        if (instance.worker === worker) instance.inFlight -= 1;
-        job.resolve({ outputs: result.outputs, timing: result.timing, queueNs });
-        this.pump();
-      },
-      (error: unknown) => {
-        if (instance.worker === worker) instance.inFlight -= 1;
-        job.reject(error);
-        this.pump();
-      },
-    );
-  }
-
-  private failQueue(error: OperonError): void {
-    for (const job of this.queue.splice(0)) job.reject(error);
-    this.publishPending();
-  }
-
-  private publishPending(): void {
-    this.options.metrics.pendingRequests.set(this.labels, this.queue.length);
+    this.capacityListener();
   }
 
   private publishUp(): void {
@@ -323,10 +297,6 @@ function relayWorkerLog(logger: Logger, instance: string, line: string): void {
   const { msg, level, time: _time, pid: workerPid, ...fields } = record;
   const method = level === "error" || level === "warn" || level === "debug" ? level : "info";
   logger[method]({ ...fields, instance, workerPid }, typeof msg === "string" ? msg : line);
-}
-
-function cancelled(): OperonError {
-  return new OperonError("CANCELLED", "request was cancelled by the client before it ran");
 }
 
 function sleep(ms: number): Promise<void> {

@@ -307,13 +307,15 @@ export class ModelManager {
         });
         const next = new Map<string, ServedVersion>();
         for (const version of prepared) {
+          const stats = entry.versions.get(version.version)?.stats ?? new ModelVersionStats(name, version.version, this.options.metrics);
+          version.instances.onExecution = (batchSize, timing) => stats.recordExecution(batchSize, timing);
           next.set(version.version, {
             model: name,
             version: version.version,
             config: version.config,
             signature: signatureFromConfig(version.config),
             instances: version.instances,
-            stats: entry.versions.get(version.version)?.stats ?? new ModelVersionStats(name, version.version, this.options.metrics),
+            stats,
           });
         }
         const retired = [...entry.versions.values()];

@@ -11,7 +11,9 @@ export interface ExecutionTiming {
 /**
  * Per model-version statistics in Triton's JSON shape (for the statistics
  * extension), kept in step with the Prometheus counters: one record call
- * updates both, so the two views can never disagree.
+ * updates both, so the two views can never disagree. Requests and
+ * executions are counted apart: with dynamic batching, one execution serves
+ * many requests.
  */
 export class ModelVersionStats {
   private readonly success = zero();
@@ -34,7 +36,10 @@ export class ModelVersionStats {
     this.labels = { model, version };
   }
 
-  /** A request that ran and succeeded: one execution of `batchSize` inferences. */
+  /**
+   * A request that ran and succeeded. Its compute times are those of the
+   * execution it was part of (as Triton reports them per request).
+   */
   recordSuccess(requestNs: number, queueNs: number, timing: ExecutionTiming, batchSize: number): void {
     add(this.success, requestNs);
     add(this.queue, queueNs);
@@ -42,8 +47,21 @@ export class ModelVersionStats {
     add(this.computeInfer, timing.computeInferNs);
     add(this.computeOutput, timing.computeOutputNs);
     this.inferenceCount += batchSize;
-    this.executionCount += 1;
     this.lastInference = Date.now();
+
+    const m = this.metrics;
+    m.requestSuccess.inc(this.labels);
+    m.inferenceCount.inc(this.labels, batchSize);
+    m.requestDurationUs.inc(this.labels, requestNs / 1000);
+    m.queueDurationUs.inc(this.labels, queueNs / 1000);
+    m.computeInputDurationUs.inc(this.labels, timing.computeInputNs / 1000);
+    m.computeInferDurationUs.inc(this.labels, timing.computeInferNs / 1000);
+    m.computeOutputDurationUs.inc(this.labels, timing.computeOutputNs / 1000);
+  }
+
+  /** One model execution of `batchSize` inferences (one or many requests batched). */
+  recordExecution(batchSize: number, timing: ExecutionTiming): void {
+    this.executionCount += 1;
     let batch = this.batches.get(batchSize);
     if (batch === undefined) {
       batch = { batch_size: batchSize, compute_input: zero(), compute_infer: zero(), compute_output: zero() };
@@ -52,16 +70,7 @@ export class ModelVersionStats {
     add(batch.compute_input, timing.computeInputNs);
     add(batch.compute_infer, timing.computeInferNs);
     add(batch.compute_output, timing.computeOutputNs);
-
-    const m = this.metrics;
-    m.requestSuccess.inc(this.labels);
-    m.inferenceCount.inc(this.labels, batchSize);
-    m.execCount.inc(this.labels);
-    m.requestDurationUs.inc(this.labels, requestNs / 1000);
-    m.queueDurationUs.inc(this.labels, queueNs / 1000);
-    m.computeInputDurationUs.inc(this.labels, timing.computeInputNs / 1000);
-    m.computeInferDurationUs.inc(this.labels, timing.computeInferNs / 1000);
-    m.computeOutputDurationUs.inc(this.labels, timing.computeOutputNs / 1000);
+    this.metrics.execCount.inc(this.labels);
   }
 
   recordFailure(requestNs: number, reason: FailureReason): void {

@@ -1,0 +1,254 @@
+import { describe, expect, it } from "vitest";
+import { OperonError } from "@operon/protocol/errors";
+import type { Tensor } from "@operon/protocol/tensor";
+import type { ExecutionTiming } from "../model-stats.js";
+import { RequestScheduler, type InstanceDispatcher, type ReservedInstance, type ScheduledRequest } from "./request-scheduler.js";
+import type { SchedulerPolicy } from "./scheduler-policy.js";
+
+/** A dispatcher whose executions the test completes by hand. */
+class ManualInstances implements InstanceDispatcher {
+  readonly executions: Array<{ inputs: Tensor[]; complete(): void; fail(error: unknown): void }> = [];
+  private listener: () => void = () => undefined;
+  free: number;
+  isDead = false;
+
+  constructor(capacity: number) {
+    this.free = capacity;
+  }
+
+  acquire(): ReservedInstance | undefined {
+    if (this.free === 0) return undefined;
+    this.free -= 1;
+    return {
+      run: (inputs) =>
+        new Promise((resolve, reject) => {
+          const release = () => {
+            this.free += 1;
+            queueMicrotask(() => this.listener());
+          };
+          this.executions.push({
+            inputs,
+            complete: () => {
+              release();
+              resolve({ outputs: inputs.map((input) => ({ ...input, name: `out_${input.name}` })), timing: TIMING });
+            },
+            fail: (error) => {
+              release();
+              reject(error);
+            },
+          });
+        }),
+    };
+  }
+
+  onCapacity(listener: () => void): void {
+    this.listener = listener;
+  }
+
+  addCapacity(): void {
+    this.free += 1;
+    this.listener();
+  }
+}
+
+const TIMING: ExecutionTiming = { computeInputNs: 1, computeInferNs: 2, computeOutputNs: 3 };
+
+function policy(overrides: Partial<SchedulerPolicy> = {}): SchedulerPolicy {
+  return {
+    maxBatchSize: 8,
+    batching: true,
+    preferredBatchSizes: [],
+    maxQueueDelayNs: 0,
+    preserveOrdering: false,
+    priorityLevels: 0,
+    defaultPriorityLevel: 0,
+    queuePolicies: [{ timeoutAction: "REJECT", defaultTimeoutNs: 0, allowTimeoutOverride: false, maxQueueSize: 0 }],
+    ...overrides,
+  };
+}
+
+function request(value: number, options: Partial<ScheduledRequest> & { batch?: number; width?: number } = {}): ScheduledRequest {
+  const batch = options.batch ?? 1;
+  const width = options.width ?? 2;
+  const data = Buffer.from(new Float32Array(batch * width).fill(value).buffer);
+  return {
+    inputs: [{ name: "x", datatype: "FP32", shape: [batch, width], data }],
+    outputNames: undefined,
+    batchSize: batch,
+    level: 0,
+    timeoutNs: 0,
+    ...options,
+  };
+}
+
+function valueOf(tensor: Tensor): number {
+  return tensor.data.readFloatLE(0);
+}
+
+const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+describe("RequestScheduler", () => {
+  it("batches requests that queued while every instance was busy, up to max_batch_size", async () => {
+    const instances = new ManualInstances(1);
+    const scheduler = new RequestScheduler(policy({ maxBatchSize: 4 }), instances, { describe: "m" });
+    const results = [1, 2, 3, 4, 5, 6].map((v) => scheduler.enqueue(request(v)));
+    await tick();
+    expect(instances.executions).toHaveLength(1); // request 1 alone: the instance was idle
+    instances.executions[0]!.complete();
+    await tick();
+    expect(instances.executions[1]!.inputs[0]!.shape).toEqual([4, 2]); // 2..5 together, capped at 4
+    instances.executions[1]!.complete();
+    await tick();
+    expect(instances.executions[2]!.inputs[0]!.shape).toEqual([1, 2]);
+    instances.executions[2]!.complete();
+    const settled = await Promise.all(results);
+    expect(settled.map((r) => valueOf(r.outputs[0]!))).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(settled.map((r) => r.executedBatchSize)).toEqual([1, 4, 4, 4, 4, 1]);
+    expect(settled[2]!.outputs[0]!.shape).toEqual([1, 2]);
+  });
+
+  it("never batches requests with different non-batch shapes", async () => {
+    const instances = new ManualInstances(0);
+    const scheduler = new RequestScheduler(policy(), instances, { describe: "m" });
+    const results = [scheduler.enqueue(request(1, { width: 2 })), scheduler.enqueue(request(2, { width: 3 })), scheduler.enqueue(request(3, { width: 2 }))];
+    instances.addCapacity();
+    await tick();
+    expect(instances.executions[0]!.inputs[0]!.shape).toEqual([1, 2]); // stops at the first mismatch, keeping order
+    instances.executions[0]!.complete();
+    await tick();
+    expect(instances.executions[1]!.inputs[0]!.shape).toEqual([1, 3]);
+    instances.executions[1]!.complete();
+    await tick();
+    instances.executions[2]!.complete();
+    await Promise.all(results);
+  });
+
+  it("waits up to max_queue_delay for a preferred batch size, then sends what it has", async () => {
+    const instances = new ManualInstances(1);
+    const scheduler = new RequestScheduler(policy({ preferredBatchSizes: [4], maxQueueDelayNs: 50_000_000 }), instances, { describe: "m" });
+    const first = [1, 2].map((v) => scheduler.enqueue(request(v)));
+    await tick();
+    expect(instances.executions).toHaveLength(0); // 2 < preferred 4, within the delay
+    const more = [3, 4].map((v) => scheduler.enqueue(request(v)));
+    await tick();
+    expect(instances.executions).toHaveLength(1);
+    expect(instances.executions[0]!.inputs[0]!.shape).toEqual([4, 2]); // preferred size reached: sent at once
+    instances.executions[0]!.complete();
+    await Promise.all([...first, ...more]);
+    const late = scheduler.enqueue(request(5));
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(instances.executions).toHaveLength(2); // the delay expired: sent alone
+    instances.executions[1]!.complete();
+    expect((await late).executedBatchSize).toBe(1);
+  });
+
+  it("serves higher priority levels first", async () => {
+    const instances = new ManualInstances(0);
+    const levels = policy({
+      batching: false,
+      priorityLevels: 2,
+      defaultPriorityLevel: 2,
+      queuePolicies: Array(3).fill({ timeoutAction: "REJECT", defaultTimeoutNs: 0, allowTimeoutOverride: false, maxQueueSize: 0 }),
+    });
+    const scheduler = new RequestScheduler(levels, instances, { describe: "m" });
+    const order: number[] = [];
+    const results = [
+      scheduler.enqueue(request(1, { level: 2 })).then((r) => order.push(valueOf(r.outputs[0]!))),
+      scheduler.enqueue(request(2, { level: 1 })).then((r) => order.push(valueOf(r.outputs[0]!))),
+      scheduler.enqueue(request(3, { level: 2 })).then((r) => order.push(valueOf(r.outputs[0]!))),
+      scheduler.enqueue(request(4, { level: 1 })).then((r) => order.push(valueOf(r.outputs[0]!))),
+    ];
+    instances.addCapacity();
+    for (let i = 0; i < 4; i += 1) {
+      await tick();
+      instances.executions[i]!.complete();
+    }
+    await Promise.all(results);
+    expect(order).toEqual([2, 4, 1, 3]);
+  });
+
+  it("rejects at once when the level's queue is full (max_queue_size)", async () => {
+    const instances = new ManualInstances(0);
+    const full = policy({ queuePolicies: [{ timeoutAction: "REJECT", defaultTimeoutNs: 0, allowTimeoutOverride: false, maxQueueSize: 2 }] });
+    const scheduler = new RequestScheduler(full, instances, { describe: "model 'm'" });
+    const kept = [scheduler.enqueue(request(1)), scheduler.enqueue(request(2))];
+    expect(() => scheduler.enqueue(request(3))).toThrowError(/Exceeds maximum queue size/);
+    try {
+      scheduler.enqueue(request(3));
+    } catch (error) {
+      expect((error as OperonError).kind).toBe("UNAVAILABLE");
+    }
+    instances.addCapacity();
+    await tick();
+    instances.executions[0]!.complete();
+    await Promise.all(kept);
+  });
+
+  it("times out queued requests: REJECT fails them, DELAY runs them after the rest", async () => {
+    const instances = new ManualInstances(0);
+    const reject = new RequestScheduler(policy({ batching: false }), instances, { describe: "m" });
+    const timedOut = reject.enqueue(request(1, { timeoutNs: 5_000_000 }));
+    await expect(timedOut).rejects.toThrow(/Request timeout expired/);
+
+    const delayInstances = new ManualInstances(0);
+    const delay = new RequestScheduler(
+      policy({ batching: false, queuePolicies: [{ timeoutAction: "DELAY", defaultTimeoutNs: 0, allowTimeoutOverride: true, maxQueueSize: 0 }] }),
+      delayInstances,
+      { describe: "m" },
+    );
+    const order: number[] = [];
+    const slow = delay.enqueue(request(1, { timeoutNs: 5_000_000 })).then((r) => order.push(valueOf(r.outputs[0]!)));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const fresh = delay.enqueue(request(2)).then((r) => order.push(valueOf(r.outputs[0]!)));
+    delayInstances.addCapacity();
+    for (let i = 0; i < 2; i += 1) {
+      await tick();
+      delayInstances.executions[i]!.complete();
+    }
+    await Promise.all([slow, fresh]);
+    expect(order).toEqual([2, 1]);
+  });
+
+  it("drops a cancelled request from the queue; it never runs", async () => {
+    const instances = new ManualInstances(0);
+    const scheduler = new RequestScheduler(policy({ batching: false }), instances, { describe: "m" });
+    const controller = new AbortController();
+    const cancelled = scheduler.enqueue(request(1, { signal: controller.signal }));
+    const kept = scheduler.enqueue(request(2));
+    controller.abort();
+    await expect(cancelled).rejects.toMatchObject({ kind: "CANCELLED" });
+    instances.addCapacity();
+    await tick();
+    expect(instances.executions).toHaveLength(1);
+    expect(valueOf(instances.executions[0]!.inputs[0]!)).toBe(2);
+    instances.executions[0]!.complete();
+    await kept;
+  });
+
+  it("preserve_ordering returns responses in arrival order even when executions finish out of order", async () => {
+    const instances = new ManualInstances(2);
+    const scheduler = new RequestScheduler(policy({ batching: false, preserveOrdering: true }), instances, { describe: "m" });
+    const order: number[] = [];
+    const results = [1, 2].map((v) => scheduler.enqueue(request(v)).then((r) => order.push(valueOf(r.outputs[0]!))));
+    await tick();
+    instances.executions[1]!.complete(); // request 2 finishes first
+    await tick();
+    expect(order).toEqual([]);
+    instances.executions[0]!.complete();
+    await Promise.all(results);
+    expect(order).toEqual([1, 2]);
+  });
+
+  it("fails a whole batch with the instance's error, and keeps serving", async () => {
+    const instances = new ManualInstances(1);
+    const scheduler = new RequestScheduler(policy(), instances, { describe: "m" });
+    const failing = scheduler.enqueue(request(1));
+    await tick();
+    instances.executions[0]!.fail(new OperonError("UNAVAILABLE", "worker exited"));
+    await expect(failing).rejects.toThrow(/worker exited/);
+    const next = scheduler.enqueue(request(2));
+    await tick();
+    instances.executions[1]!.complete();
+    expect(valueOf((await next).outputs[0]!)).toBe(2);
+  });
+});

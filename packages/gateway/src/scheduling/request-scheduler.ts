@@ -1,0 +1,410 @@
+import { OperonError } from "@operon/protocol/errors";
+import type { Tensor } from "@operon/protocol/tensor";
+import type { ExecutionTiming } from "../model-stats.js";
+import { batchShapeKey, joinBatch, splitBatch } from "./batch-tensors.js";
+import type { SchedulerPolicy } from "./scheduler-policy.js";
+
+/**
+ * The scheduler in front of a model version's instances: Triton's dynamic
+ * batcher when the policy batches, its default scheduler (one request per
+ * execution) when not. Both share the priority queues, queue policies
+ * (timeouts with REJECT / DELAY, max_queue_size), cancellation and
+ * preserve_ordering.
+ *
+ * Ownership rule: when `enqueue` returns a promise, the scheduler owns the
+ * request and settles that promise exactly once; when it throws, the caller
+ * still owns it.
+ *
+ * Batches form only from requests with equal non-batch shapes, never exceed
+ * max_batch_size, and go to the least-busy instance the dispatcher offers.
+ * A batch waits for more requests while no preferred size is reached and the
+ * oldest request has waited less than max_queue_delay_microseconds.
+ */
+export interface ScheduledRequest {
+  inputs: Tensor[];
+  outputNames: string[] | undefined;
+  /** Inferences in this request (its first dimension when the model batches, else 1). */
+  batchSize: number;
+  /** Queue level from priorityLevelOf (0 when the model has no levels). */
+  level: number;
+  /** Queue timeout from queueTimeoutNsOf (0 = none). */
+  timeoutNs: number;
+  signal?: AbortSignal;
+}
+
+export interface ScheduledResult {
+  outputs: Tensor[];
+  timing: ExecutionTiming;
+  queueNs: number;
+  /** Inferences in the execution this request ran in. */
+  executedBatchSize: number;
+}
+
+/** What the scheduler needs from the instances (implemented by InstancePool). */
+export interface InstanceDispatcher {
+  /** Reserves a ready instance with spare capacity, or undefined when none has any. */
+  acquire(): ReservedInstance | undefined;
+  /** Registers the callback to call whenever capacity may have appeared. */
+  onCapacity(listener: () => void): void;
+  /** True when no instance is alive and none will come back. */
+  readonly isDead: boolean;
+}
+
+export interface ReservedInstance {
+  /** Runs one execution; the reservation ends when the promise settles. */
+  run(inputs: Tensor[], outputNames: string[] | undefined): Promise<{ outputs: Tensor[]; timing: ExecutionTiming }>;
+}
+
+interface Job {
+  request: ScheduledRequest;
+  seq: number;
+  key: string;
+  enqueuedAt: bigint;
+  /** Absolute hrtime (ns) when the queue timeout strikes; undefined = never. */
+  deadline: bigint | undefined;
+  delayed: boolean;
+  settle: { resolve(result: ScheduledResult): void; reject(error: unknown): void };
+  onAbort: (() => void) | undefined;
+  /** Result waiting for earlier requests (preserve_ordering). */
+  pending: { ok: true; result: ScheduledResult } | { ok: false; error: unknown } | undefined;
+  done: boolean;
+}
+
+export class RequestScheduler {
+  /** FIFO per level; index 0 serves models without priority levels. */
+  private readonly levels: Job[][];
+  /** Requests whose queue timeout passed under the DELAY action: served after everything else. */
+  private readonly delayed: Job[] = [];
+  /** Jobs not yet settled, in arrival order; kept only under preserve_ordering. */
+  private readonly outstanding: Job[] = [];
+  private seq = 0;
+  private queued = 0;
+  private running = 0;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt: bigint | undefined;
+
+  constructor(
+    private readonly policy: SchedulerPolicy,
+    private readonly dispatcher: InstanceDispatcher,
+    private readonly hooks: {
+      /** One execution finished (for execution_count and batch_stats). */
+      onExecution?(batchSize: number, timing: ExecutionTiming): void;
+      /** The queue length changed (for nv_inference_pending_request_count). */
+      onQueueLength?(length: number): void;
+      describe: string;
+    },
+  ) {
+    this.levels = Array.from({ length: policy.priorityLevels + 1 }, () => []);
+    dispatcher.onCapacity(() => this.schedule());
+  }
+
+  /** Requests queued, not yet executing. */
+  get queueLength(): number {
+    return this.queued;
+  }
+
+  /** Requests queued or executing. */
+  get inFlightCount(): number {
+    return this.queued + this.running;
+  }
+
+  enqueue(request: ScheduledRequest): Promise<ScheduledResult> {
+    if (this.stopped) throw new OperonError("UNAVAILABLE", `${this.hooks.describe} is unloading`);
+    if (this.dispatcher.isDead) throw new OperonError("UNAVAILABLE", `${this.hooks.describe} has no running instance`);
+    if (request.signal?.aborted) throw cancelledError();
+    const level = this.levels[request.level] ?? this.levels[0]!;
+    const queuePolicy = this.policy.queuePolicies[request.level] ?? this.policy.queuePolicies[0]!;
+    if (queuePolicy.maxQueueSize > 0 && level.length >= queuePolicy.maxQueueSize) {
+      throw new OperonError(
+        "UNAVAILABLE",
+        `Exceeds maximum queue size: ${this.hooks.describe} already has ${level.length} requests queued at priority level ${request.level} (max_queue_size ${queuePolicy.maxQueueSize})`,
+      );
+    }
+    const enqueuedAt = process.hrtime.bigint();
+    return new Promise<ScheduledResult>((resolve, reject) => {
+      const job: Job = {
+        request,
+        seq: this.seq++,
+        key: batchShapeKey(request.inputs),
+        enqueuedAt,
+        deadline: request.timeoutNs > 0 ? enqueuedAt + BigInt(request.timeoutNs) : undefined,
+        delayed: false,
+        settle: { resolve, reject },
+        onAbort: undefined,
+        pending: undefined,
+        done: false,
+      };
+      if (request.signal !== undefined) {
+        job.onAbort = () => this.cancel(job);
+        request.signal.addEventListener("abort", job.onAbort, { once: true });
+      }
+      level.push(job);
+      if (this.policy.preserveOrdering) this.outstanding.push(job);
+      this.queued += 1;
+      this.hooks.onQueueLength?.(this.queued);
+      this.schedule();
+    });
+  }
+
+  /** Rejects new work, waits for queued and running requests (up to timeoutMs), then fails what is left. */
+  async stop(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.inFlightCount > 0 && Date.now() < deadline && !this.dispatcher.isDead) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    this.stopped = true;
+    this.clearTimer();
+    for (const job of this.allQueued()) {
+      this.removeQueued(job);
+      this.finish(job, { ok: false, error: new OperonError("UNAVAILABLE", `${this.hooks.describe} was unloaded before the request ran`) });
+    }
+  }
+
+  /** Fails every queued request (the instances are gone for good). */
+  failQueued(error: OperonError): void {
+    for (const job of this.allQueued()) {
+      this.removeQueued(job);
+      this.finish(job, { ok: false, error });
+    }
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    const now = process.hrtime.bigint();
+    this.expireTimeouts(now);
+    if (this.dispatcher.isDead && this.queued > 0) {
+      this.failQueued(new OperonError("UNAVAILABLE", `${this.hooks.describe} has no running instance`));
+      return;
+    }
+    let wakeAt: bigint | undefined;
+    while (this.queued > 0) {
+      const decision = this.nextBatch(now);
+      if (decision.kind === "wait") {
+        wakeAt = decision.until;
+        break;
+      }
+      const instance = this.dispatcher.acquire();
+      if (instance === undefined) break; // onCapacity calls schedule() again
+      this.dispatch(instance, decision.jobs);
+    }
+    const deadline = this.earliestDeadline();
+    if (deadline !== undefined && (wakeAt === undefined || deadline < wakeAt)) wakeAt = deadline;
+    this.armTimer(wakeAt, now);
+  }
+
+  /** Picks the next batch in priority order, or says how long to wait for a fuller one. */
+  private nextBatch(now: bigint): { kind: "send"; jobs: Job[] } | { kind: "wait"; until: bigint } {
+    const order = this.allQueued();
+    const head = order[0]!;
+    if (!this.policy.batching) return { kind: "send", jobs: [head] };
+    const max = this.policy.maxBatchSize;
+    const jobs: Job[] = [];
+    let total = 0;
+    for (const job of order) {
+      if (job.key !== head.key || total + job.request.batchSize > max) break;
+      jobs.push(job);
+      total += job.request.batchSize;
+    }
+    if (jobs.length === 0) return { kind: "send", jobs: [head] }; // a single request is never larger than max (validated)
+    const preferred = this.policy.preferredBatchSizes;
+    if (total >= max) return { kind: "send", jobs };
+    if (preferred.length > 0 && total >= preferred[preferred.length - 1]!) return { kind: "send", jobs: trimToPreferred(jobs, preferred) };
+    if (this.policy.maxQueueDelayNs === 0) return { kind: "send", jobs };
+    const oldest = jobs.reduce((min, job) => (job.enqueuedAt < min ? job.enqueuedAt : min), head.enqueuedAt);
+    const due = oldest + BigInt(this.policy.maxQueueDelayNs);
+    if (now >= due) return { kind: "send", jobs: trimToPreferred(jobs, preferred) };
+    return { kind: "wait", until: due };
+  }
+
+  private dispatch(instance: ReservedInstance, jobs: Job[]): void {
+    const startedAt = process.hrtime.bigint();
+    for (const job of jobs) this.removeQueued(job);
+    this.running += jobs.length;
+    const batchSizes = jobs.map((job) => job.request.batchSize);
+    const executedBatchSize = batchSizes.reduce((sum, size) => sum + size, 0);
+    let inputs: Tensor[];
+    let outputNames: string[] | undefined;
+    try {
+      inputs = this.policy.batching ? joinBatch(jobs.map((job) => job.request.inputs), batchSizes) : jobs[0]!.request.inputs;
+      outputNames = unionOutputs(jobs);
+    } catch (error) {
+      this.running -= jobs.length;
+      for (const job of jobs) this.finish(job, { ok: false, error });
+      return;
+    }
+    instance.run(inputs, outputNames).then(
+      ({ outputs, timing }) => {
+        this.running -= jobs.length;
+        this.hooks.onExecution?.(executedBatchSize, timing);
+        let parts: Tensor[][];
+        try {
+          parts = jobs.length === 1 ? [outputs] : splitBatch(outputs, batchSizes);
+        } catch (error) {
+          for (const job of jobs) this.finish(job, { ok: false, error });
+          return;
+        }
+        jobs.forEach((job, index) => {
+          const wanted = job.request.outputNames;
+          const mine = parts[index]!;
+          this.finish(job, {
+            ok: true,
+            result: {
+              outputs: wanted === undefined ? mine : mine.filter((output) => wanted.includes(output.name)),
+              timing,
+              queueNs: Number(startedAt - job.enqueuedAt),
+              executedBatchSize,
+            },
+          });
+        });
+      },
+      (error: unknown) => {
+        this.running -= jobs.length;
+        for (const job of jobs) this.finish(job, { ok: false, error });
+      },
+    );
+  }
+
+  /** Settles a job, holding it back behind earlier ones when preserve_ordering is on. */
+  private finish(job: Job, outcome: NonNullable<Job["pending"]>): void {
+    if (job.done) return;
+    if (job.onAbort !== undefined) job.request.signal?.removeEventListener("abort", job.onAbort);
+    job.pending = outcome;
+    if (!this.policy.preserveOrdering) {
+      this.deliver(job);
+      return;
+    }
+    while (this.outstanding.length > 0 && this.outstanding[0]!.pending !== undefined) this.deliver(this.outstanding.shift()!);
+  }
+
+  private deliver(job: Job): void {
+    if (job.done) return;
+    job.done = true;
+    const outcome = job.pending!;
+    if (outcome.ok) job.settle.resolve(outcome.result);
+    else job.settle.reject(outcome.error);
+  }
+
+  private cancel(job: Job): void {
+    if (!this.isQueued(job)) return; // already running: it completes, the frontend drops the response
+    this.removeQueued(job);
+    this.dropOutstanding(job);
+    job.done = true;
+    job.settle.reject(cancelledError());
+    this.schedule();
+  }
+
+  /** Queue timeouts: REJECT fails the request, DELAY moves it behind every other request. */
+  private expireTimeouts(now: bigint): void {
+    for (let level = 0; level < this.levels.length; level += 1) {
+      const queue = this.levels[level]!;
+      for (const job of [...queue]) {
+        if (job.deadline === undefined || job.deadline > now) continue;
+        const action = (this.policy.queuePolicies[level] ?? this.policy.queuePolicies[0]!).timeoutAction;
+        if (action === "DELAY") {
+          queue.splice(queue.indexOf(job), 1);
+          job.delayed = true;
+          job.deadline = undefined;
+          this.delayed.push(job);
+        } else {
+          this.removeQueued(job);
+          this.dropOutstanding(job);
+          job.done = true;
+          if (job.onAbort !== undefined) job.request.signal?.removeEventListener("abort", job.onAbort);
+          job.settle.reject(
+            new OperonError("UNAVAILABLE", `Request timeout expired: it waited in the queue of ${this.hooks.describe} longer than ${Math.round(job.request.timeoutNs / 1000)} µs`),
+          );
+        }
+      }
+    }
+  }
+
+  private earliestDeadline(): bigint | undefined {
+    let earliest: bigint | undefined;
+    for (const queue of this.levels) {
+      for (const job of queue) if (job.deadline !== undefined && (earliest === undefined || job.deadline < earliest)) earliest = job.deadline;
+    }
+    return earliest;
+  }
+
+  private armTimer(at: bigint | undefined, now: bigint): void {
+    if (at === undefined) {
+      this.clearTimer();
+      return;
+    }
+    if (this.timer !== undefined && this.timerAt !== undefined && this.timerAt <= at) return;
+    this.clearTimer();
+    this.timerAt = at;
+    const delayMs = Math.max(0, Number(at - now) / 1e6);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerAt = undefined;
+      this.schedule();
+    }, delayMs);
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.timerAt = undefined;
+  }
+
+  /** Queued jobs in service order: level 1 (highest) first … then the delayed ones. */
+  private allQueued(): Job[] {
+    const order: Job[] = [];
+    const levels = this.levels.length > 1 ? this.levels.slice(1) : this.levels;
+    for (const queue of levels) order.push(...queue);
+    order.push(...this.delayed);
+    return order;
+  }
+
+  private isQueued(job: Job): boolean {
+    return (job.delayed ? this.delayed : (this.levels[job.request.level] ?? this.levels[0]!)).includes(job);
+  }
+
+  private removeQueued(job: Job): void {
+    const queue = job.delayed ? this.delayed : (this.levels[job.request.level] ?? this.levels[0]!);
+    const index = queue.indexOf(job);
+    if (index < 0) return;
+    queue.splice(index, 1);
+    this.queued -= 1;
+    this.hooks.onQueueLength?.(this.queued);
+  }
+
+  private dropOutstanding(job: Job): void {
+    if (!this.policy.preserveOrdering) return;
+    const index = this.outstanding.indexOf(job);
+    if (index >= 0) this.outstanding.splice(index, 1);
+    while (this.outstanding.length > 0 && this.outstanding[0]!.pending !== undefined) this.deliver(this.outstanding.shift()!);
+  }
+}
+
+/**
+ * Triton sends the largest preferred batch it can form: the longest prefix
+ * of whole requests whose sizes add up to a preferred size. When none does,
+ * everything gathered goes.
+ */
+function trimToPreferred(jobs: Job[], preferred: readonly number[]): Job[] {
+  if (preferred.length === 0) return jobs;
+  let best = 0;
+  let sum = 0;
+  jobs.forEach((job, index) => {
+    sum += job.request.batchSize;
+    if (preferred.includes(sum)) best = index + 1;
+  });
+  return best > 0 ? jobs.slice(0, best) : jobs;
+}
+
+/** Outputs to compute for a batch: undefined (all) when any request wants all. */
+function unionOutputs(jobs: Job[]): string[] | undefined {
+  const names = new Set<string>();
+  for (const job of jobs) {
+    if (job.request.outputNames === undefined) return undefined;
+    for (const name of job.request.outputNames) names.add(name);
+  }
+  return [...names];
+}
+
+function cancelledError(): OperonError {
+  return new OperonError("CANCELLED", "request was cancelled by the client before it ran");
+}
