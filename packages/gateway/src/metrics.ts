@@ -31,6 +31,12 @@ export class GatewayMetrics {
     labelNames: ["model", "version"] as const,
     registers: [this.registry],
   });
+  readonly executingRequests = new Gauge({
+    name: "operon_inference_executing_request_count",
+    help: "Instantaneous number of requests executing on a backend instance per-model (pending ones are in nv_inference_pending_request_count)",
+    labelNames: ["model", "version"] as const,
+    registers: [this.registry],
+  });
   readonly workerRestarts = new Counter({
     name: "operon_worker_restarts_total",
     help: "Backend worker processes restarted after exiting unexpectedly",
@@ -85,6 +91,7 @@ export class GatewayMetrics {
     }
     for (const reason of ["REJECTED", "CANCELED", "BACKEND", "OTHER"]) this.requestFailure.remove({ model, version, reason });
     this.pendingRequests.remove({ model, version });
+    this.executingRequests.remove({ model, version });
     this.workersUp.remove({ model, version });
   }
 

@@ -106,6 +106,7 @@ export class ModelInstances implements InstanceDispatcher {
       describe: `model '${spec.model}' version ${spec.version}`,
       onExecution: (batchSize, timing) => this.onExecution(batchSize, timing),
       onQueueLength: (length) => this.options.metrics.pendingRequests.set(this.labels, length),
+      onRunning: (count) => this.options.metrics.executingRequests.set(this.labels, count),
     });
   }
 
@@ -177,6 +178,7 @@ export class ModelInstances implements InstanceDispatcher {
     await Promise.all(this.instances.map((instance) => instance.worker?.stop(5000)));
     for (const instance of this.instances) instance.worker = undefined;
     this.options.metrics.pendingRequests.remove(this.labels);
+    this.options.metrics.executingRequests.remove(this.labels);
   }
 
   /** InstanceDispatcher: reserves the least-busy ready instance with spare capacity. */

@@ -92,6 +92,8 @@ export class RequestScheduler {
       onExecution?(batchSize: number, timing: ExecutionTiming): void;
       /** The queue length changed (for nv_inference_pending_request_count). */
       onQueueLength?(length: number): void;
+      /** The number of requests executing changed. */
+      onRunning?(count: number): void;
       describe: string;
     },
   ) {
@@ -220,7 +222,7 @@ export class RequestScheduler {
   private dispatch(instance: ReservedInstance, jobs: Job[]): void {
     const startedAt = process.hrtime.bigint();
     for (const job of jobs) this.removeQueued(job);
-    this.running += jobs.length;
+    this.setRunning(this.running + jobs.length);
     const batchSizes = jobs.map((job) => job.request.batchSize);
     const executedBatchSize = batchSizes.reduce((sum, size) => sum + size, 0);
     let inputs: Tensor[];
@@ -229,13 +231,13 @@ export class RequestScheduler {
       inputs = this.policy.batching ? joinBatch(jobs.map((job) => job.request.inputs), batchSizes) : jobs[0]!.request.inputs;
       outputNames = unionOutputs(jobs);
     } catch (error) {
-      this.running -= jobs.length;
+      this.setRunning(this.running - jobs.length);
       for (const job of jobs) this.finish(job, { ok: false, error });
       return;
     }
     instance.run(inputs, outputNames).then(
       ({ outputs, timing }) => {
-        this.running -= jobs.length;
+        this.setRunning(this.running - jobs.length);
         this.hooks.onExecution?.(executedBatchSize, timing);
         let parts: Tensor[][];
         try {
@@ -259,10 +261,15 @@ export class RequestScheduler {
         });
       },
       (error: unknown) => {
-        this.running -= jobs.length;
+        this.setRunning(this.running - jobs.length);
         for (const job of jobs) this.finish(job, { ok: false, error });
       },
     );
+  }
+
+  private setRunning(count: number): void {
+    this.running = count;
+    this.hooks.onRunning?.(count);
   }
 
   /** Settles a job, holding it back behind earlier ones when preserve_ordering is on. */
