@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,6 +19,8 @@ export interface RunningOperon {
   httpUrl: string;
   grpcAddress: string;
   metricsUrl: string;
+  /** The server's --data-dir (uploaded models land under <dataDir>/uploaded-models). */
+  dataDir: string;
   /** Everything the server printed so far (stdout + stderr). */
   output(): string;
   /** Waits for a line of output matching the pattern. */
@@ -28,8 +30,11 @@ export interface RunningOperon {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export async function startOperon(args: string[], options: { timeoutMs?: number; cwd?: string } = {}): Promise<RunningOperon> {
-  const dataDir = mkdtempSync(join(tmpdir(), "operon-e2e-data-"));
+export async function startOperon(
+  args: string[],
+  options: { timeoutMs?: number; cwd?: string; /** --data-dir; default a fresh temporary folder */ dataDir?: string } = {},
+): Promise<RunningOperon> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "operon-e2e-data-"));
   const child = spawn(
     process.execPath,
     [OPERON_BIN, "serve", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--data-dir", dataDir, ...args],
@@ -85,6 +90,7 @@ export async function startOperon(args: string[], options: { timeoutMs?: number;
     httpUrl,
     grpcAddress,
     metricsUrl,
+    dataDir,
     output: () => output,
     waitForOutput,
     exited,
@@ -118,4 +124,49 @@ export function runOperon(args: string[], timeoutMs = 60_000): Promise<{ code: n
 /** A fresh temporary folder to build a model repository in. */
 export function tempRepository(prefix = "operon-e2e-repo-"): string {
   return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** The live child processes of a process (Linux /proc), e.g. a server's backend workers. */
+export function childPids(pid: number): number[] {
+  const children: number[] = [];
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return [];
+  }
+  for (const task of tasks) {
+    try {
+      const text = readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").trim();
+      if (text !== "") children.push(...text.split(/\s+/).map(Number));
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return children;
+}
+
+/** The backend workers of a running server: pid and OPERON_WORKER_INSTANCE (e.g. "add_sub_0_1"), by instance name. */
+export function workerProcesses(serverPid: number): Array<{ pid: number; instance: string }> {
+  const workers: Array<{ pid: number; instance: string }> = [];
+  for (const pid of childPids(serverPid)) {
+    try {
+      const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+      const entry = environ.find((variable) => variable.startsWith("OPERON_WORKER_INSTANCE="));
+      if (entry !== undefined) workers.push({ pid, instance: entry.slice("OPERON_WORKER_INSTANCE=".length) });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return workers.sort((a, b) => a.instance.localeCompare(b.instance) || a.pid - b.pid);
+}
+
+/** True while the process exists and is not a zombie. */
+export function processAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
+  }
 }

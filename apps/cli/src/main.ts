@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command } from "commander";
 import { OPERON_VERSION } from "@operon/gateway/version";
+import { perfCommand } from "./perf-command.js";
 import { serveCommand } from "./serve-command.js";
 
 /** The `operon` command line: one subcommand per process role. */
@@ -8,6 +9,7 @@ const program = new Command("operon")
   .description("Operon: a Triton-compatible inference server and operator platform")
   .version(OPERON_VERSION)
   .showHelpAfterError()
-  .addCommand(serveCommand());
+  .addCommand(serveCommand())
+  .addCommand(perfCommand());
 
 await program.parseAsync(process.argv);

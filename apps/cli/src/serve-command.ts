@@ -11,7 +11,7 @@ import { startOperonServer, type OperonServerOptions } from "@operon/gateway/ser
 export function serveCommand(): Command {
   return new Command("serve")
     .description("Serve a Triton-style model repository over KServe v2 HTTP and gRPC, with Prometheus metrics")
-    .requiredOption("--model-repository <path>", "model repository folder (repeatable; the first one wins on name clashes)", collect, [])
+    .requiredOption("--model-repository <path>", "model repository folder (repeatable; the first one wins on name clashes)", collect)
     .option("--http-port <port>", "HTTP/REST port (KServe v2 + Triton extensions)", parsePort, 8000)
     .option("--grpc-port <port>", "gRPC port (inference.GRPCInferenceService + grpc.health.v1)", parsePort, 8001)
     .option("--metrics-port <port>", "Prometheus metrics port (GET /metrics)", parsePort, 8002)
@@ -131,8 +131,9 @@ function isLoopback(address: string): boolean {
   return address === "localhost" || address === "::1" || address.startsWith("127.");
 }
 
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
+/** Repeatable options. No default array: a default would make commander treat a required option as given. */
+function collect(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), value];
 }
 
 function parseBool(value: string | undefined): boolean {

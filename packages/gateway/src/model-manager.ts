@@ -121,9 +121,12 @@ export class ModelManager {
       }
     }
     for (const [name, entry] of this.models) {
-      if (!present.has(name) && entry.upload === undefined && entry.versions.size > 0) {
+      if (present.has(name) || entry.upload !== undefined) continue;
+      if (entry.versions.size > 0) {
         this.options.logger.info({ model: name }, "poll: model removed, unloading");
         await this.unload(name, { fromControlApi: false });
+      } else {
+        this.models.delete(name); // it never served; forget its old failure
       }
     }
   }
@@ -335,7 +338,11 @@ export class ModelManager {
         await retiredUpload?.discard();
       } catch (error) {
         await upload?.discard();
-        const failure = asOperonError(error);
+        let failure = asOperonError(error);
+        if (upload !== undefined && failure.message.includes(upload.dir)) {
+          // Clients see where their files went wrong, not the server's data-dir layout.
+          failure = new OperonError(failure.kind, failure.message.replaceAll(upload.dir, `<uploaded files of '${name}'>`), { cause: failure });
+        }
         if (entry.versions.size === 0) {
           entry.state = "UNAVAILABLE";
           entry.reason = failure.message;

@@ -34,6 +34,21 @@ export class ModelVersionStats {
     private readonly metrics: GatewayMetrics,
   ) {
     this.labels = { model, version };
+    // Export every series at 0 from load on, as Triton does, so rates and alerts work before the first request.
+    for (const counter of [
+      metrics.requestSuccess,
+      metrics.inferenceCount,
+      metrics.execCount,
+      metrics.requestDurationUs,
+      metrics.queueDurationUs,
+      metrics.computeInputDurationUs,
+      metrics.computeInferDurationUs,
+      metrics.computeOutputDurationUs,
+    ]) {
+      counter.inc(this.labels, 0);
+    }
+    for (const reason of ["REJECTED", "CANCELED", "BACKEND", "OTHER"]) metrics.requestFailure.inc({ ...this.labels, reason }, 0);
+    metrics.pendingRequests.set(this.labels, 0);
   }
 
   /**

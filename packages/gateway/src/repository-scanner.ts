@@ -16,7 +16,11 @@ export function isValidModelName(name: string): boolean {
 export async function listRepositoryModels(repositories: readonly string[]): Promise<Map<string, string>> {
   const models = new Map<string, string>();
   for (const repository of repositories) {
-    const entries = await readdir(repository, { withFileTypes: true });
+    // A repository removed while the server runs lists as empty (its models unload in poll mode).
+    const entries = await readdir(repository, { withFileTypes: true }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT") return [];
+      throw error;
+    });
     for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
       if (!entry.name.startsWith(".") && (entry.isDirectory() || entry.isSymbolicLink())) {
         const modelDir = join(repository, entry.name);

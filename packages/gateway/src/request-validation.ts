@@ -92,6 +92,12 @@ export function validateInferRequest(model: ServedModelSignature, request: Infer
           `unexpected inference output '${output.name}' for model '${model.name}'; it has outputs: ${[...known].map((n) => `'${n}'`).join(", ")}`,
         );
       }
+      if (output.parameters?.classification !== undefined) {
+        throw new OperonError(
+          "UNSUPPORTED",
+          `output '${output.name}' asks for 'classification', but this server does not implement the classification extension`,
+        );
+      }
       if (outputNames.includes(output.name)) {
         throw new OperonError("INVALID_ARG", `output '${output.name}' is requested more than once`);
       }

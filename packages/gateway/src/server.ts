@@ -1,3 +1,4 @@
+import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { OperonError } from "@operon/protocol/errors";
 import { Engine } from "./engine.js";
@@ -52,6 +53,7 @@ export interface OperonServer {
 
 export async function startOperonServer(options: OperonServerOptions): Promise<OperonServer> {
   const logger = options.logger;
+  await checkRepositories(options.modelRepositories);
   const metrics = new GatewayMetrics();
   const manager = new ModelManager({
     repositories: options.modelRepositories.map((repository) => resolve(repository)),
@@ -125,4 +127,18 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
     return stopping;
   };
   return { httpPort, grpcPort, metricsPort, engine, stop };
+}
+
+/** Every --model-repository must be an existing folder; say so plainly instead of a raw ENOENT later. */
+async function checkRepositories(repositories: string[]): Promise<void> {
+  if (repositories.length === 0) throw new OperonError("INVALID_ARG", "no model repository given (--model-repository)");
+  for (const repository of repositories) {
+    const info = await stat(repository).catch(() => undefined);
+    if (info === undefined) {
+      throw new OperonError("INVALID_ARG", `model repository '${resolve(repository)}' does not exist (--model-repository ${repository})`);
+    }
+    if (!info.isDirectory()) {
+      throw new OperonError("INVALID_ARG", `model repository '${resolve(repository)}' is not a folder (--model-repository ${repository})`);
+    }
+  }
 }

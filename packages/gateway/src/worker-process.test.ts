@@ -1,15 +1,17 @@
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Socket } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { sharedMemoryKind, sharedMemoryUnavailableReason } from "@operon/native";
+import { DATATYPES, type DataType, elementByteSize } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
-import type { Tensor } from "@operon/protocol/tensor";
+import { type Tensor, encodeBytesElements } from "@operon/protocol/tensor";
 import { writeAddSubModel, writeIdentityModel } from "@operon/worker/testing/onnx-model-writer";
-import { WorkerProcess, type WorkerExitInfo } from "./worker-process.js";
+import { WorkerProcess, type WorkerExitInfo, type WorkerSpawnOptions } from "./worker-process.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const ENTRY = path.join(ROOT, "packages/worker/dist/main.js");
@@ -31,7 +33,15 @@ beforeAll(() => {
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.stop(1000)));
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+  // Every segment this gateway created is gone: unlinked once mapped, or with its worker.
+  expect(segmentsOfThisProcess()).toEqual([]);
+});
+
+function segmentsOfThisProcess(): string[] {
+  return readdirSync("/dev/shm").filter((entry) => entry.startsWith(`operon-${process.pid}-`));
+}
 
 function file(name: string, contents: Buffer | string): string {
   const target = path.join(dir, name);
@@ -43,6 +53,18 @@ async function start(instanceName = "model_0", entry = ENTRY, startTimeoutMs?: n
   const worker = await WorkerProcess.spawn({ entry, instanceName, onLog: (line) => void logs.push(line), ...(startTimeoutMs !== undefined ? { startTimeoutMs } : {}) });
   workers.push(worker);
   return worker;
+}
+
+async function startWith(options: Omit<WorkerSpawnOptions, "entry" | "onLog"> & { entry?: string }): Promise<WorkerProcess> {
+  const worker = await WorkerProcess.spawn({ entry: ENTRY, onLog: (line) => void logs.push(line), ...options });
+  workers.push(worker);
+  return worker;
+}
+
+/** Bytes the gateway wrote to / read from the worker's socket so far. */
+function socketBytes(worker: WorkerProcess): { written: number; read: number } {
+  const channel = (worker as unknown as { channel: Socket }).channel;
+  return { written: channel.bytesWritten, read: channel.bytesRead };
 }
 
 function fp32(name: string, values: number[]): Tensor {
@@ -245,5 +267,155 @@ setInterval(() => {}, 1000);
     expect(timedOut.kind).toBe("UNAVAILABLE");
     expect(timedOut.message).toContain("did not start within 300 ms");
     expect(performance.now() - started).toBeLessThan(5000);
+  });
+});
+
+const NATIVE = sharedMemoryKind() === "native";
+
+/** Deterministic random tensors of every datatype: empty ones, odd sizes, BYTES with empty elements. */
+function randomTensors(seed: number, count: number, maxBytes: number): Tensor[] {
+  let state = seed;
+  const random = (n: number): number => {
+    state = (state * 1103515245 + 12345) & 0x7fffffff;
+    return state % n;
+  };
+  return Array.from({ length: count }, (_, i) => {
+    const datatype: DataType = DATATYPES[random(DATATYPES.length)]!;
+    const name = `T${i}_${datatype}`;
+    if (datatype === "BYTES") {
+      const elements = Array.from({ length: random(6) }, () => Buffer.from(Array.from({ length: random(40) }, () => random(256))));
+      return { name, datatype, shape: [elements.length], data: encodeBytesElements(elements) };
+    }
+    const size = elementByteSize(datatype)!;
+    const elements = random(5) === 0 ? 0 : 1 + random(Math.floor(maxBytes / size));
+    const data = Buffer.allocUnsafe(elements * size);
+    for (let b = 0; b < data.length; b += 1) data[b] = random(256);
+    return { name, datatype, shape: elements % 2 === 0 && elements > 0 ? [2, elements / 2] : [elements], data };
+  });
+}
+
+describe("WorkerProcess shared-memory transport", () => {
+  it("has the native addon (the shm transport needs it)", () => {
+    expect(NATIVE, `shared memory unavailable: ${sharedMemoryUnavailableReason()}`).toBe(true);
+  });
+
+  it("echo: random tensors give the same bytes over shm and over the socket, inline where shm has no room", async () => {
+    // 1 MiB segment: 512 KiB each way, so pipelined requests run out of room and big tensors never fit.
+    const shm = await startWith({ instanceName: "echo_shm_0", transport: "shm", sharedMemoryBytes: 1 << 20 });
+    const socket = await startWith({ instanceName: "echo_socket_0", transport: "socket" });
+    expect(shm.transportKind).toBe("shm");
+    expect(socket.transportKind).toBe("socket");
+    for (const worker of [shm, socket]) await worker.load({ backend: "echo", modelPath: "", config: {} });
+
+    const requests = Array.from({ length: 60 }, (_, i) => randomTensors(1000 + i, 1 + (i % 4), i % 10 === 0 ? 200_000 : 20_000));
+    // Larger than the whole segment: always inline.
+    const huge: Tensor = { name: "HUGE", datatype: "UINT8", shape: [1_500_001], data: Buffer.alloc(1_500_001, 0x5a) };
+    requests.push([huge, ...randomTensors(7, 2, 1000)]);
+
+    const before = socketBytes(shm);
+    const [viaShm, viaSocket] = await Promise.all([shm, socket].map((worker) => Promise.all(requests.map((inputs) => worker.execute(inputs)))));
+    const after = socketBytes(shm);
+    requests.forEach((inputs, i) => {
+      const a = viaShm![i]!.outputs;
+      const b = viaSocket![i]!.outputs;
+      expect(a.map((t) => [t.name, t.datatype, t.shape])).toEqual(inputs.map((t) => [t.name, t.datatype, t.shape]));
+      expect(b.map((t) => [t.name, t.datatype, t.shape])).toEqual(inputs.map((t) => [t.name, t.datatype, t.shape]));
+      inputs.forEach((input, j) => {
+        expect(a[j]!.data.equals(input.data)).toBe(true);
+        expect(b[j]!.data.equals(input.data)).toBe(true);
+      });
+    });
+    // Both paths ran: less crossed the socket than the tensors' total, yet at least the huge one did, both ways.
+    const total = requests.flat().reduce((sum, tensor) => sum + tensor.data.length, 0);
+    expect(after.written - before.written).toBeGreaterThan(huge.data.length);
+    expect(after.written - before.written).toBeLessThan(total - 100_000);
+    expect(after.read - before.read).toBeGreaterThan(huge.data.length);
+    expect(after.read - before.read).toBeLessThan(total - 100_000);
+
+    // Outputs are the caller's Buffers, not views of the segment: they survive the worker.
+    await shm.stop();
+    expect(viaShm![1]!.outputs[0]!.data.equals(requests[1]![0]!.data)).toBe(true);
+    expect(segmentsOfThisProcess()).toEqual([]);
+  });
+
+  it("hands output space back: 400 sequential 300 KB round trips through a 1 MiB segment never go inline", async () => {
+    const worker = await startWith({ instanceName: "echo_release_0", transport: "shm", sharedMemoryBytes: 1 << 20 });
+    await worker.load({ backend: "echo", modelPath: "", config: {}, parameters: { output_names: "OUT" } });
+    const input: Tensor = { name: "IN", datatype: "FP32", shape: [75_000], data: Buffer.alloc(300_000) };
+    const before = socketBytes(worker);
+    for (let i = 0; i < 400; i += 1) {
+      input.data.writeUInt32LE(i, 4 * (i % 75_000));
+      const { outputs } = await worker.execute([input]);
+      expect(outputs[0]!.name).toBe("OUT");
+      expect(outputs[0]!.data.equals(input.data)).toBe(true);
+    }
+    const after = socketBytes(worker);
+    // Control frames only: a few hundred bytes per round trip, not 300 KB.
+    expect(after.written - before.written).toBeLessThan(400 * 1000);
+    expect(after.read - before.read).toBeLessThan(400 * 1000);
+  });
+
+  it("fails every in-flight request with UNAVAILABLE on SIGKILL and leaves no segment behind", async () => {
+    const worker = await startWith({ instanceName: "classifier_shm_0", transport: "shm" });
+    expect(worker.transportKind).toBe("shm");
+    await worker.load({ backend: "onnxruntime", modelPath: CLASSIFIER, config: {} });
+    const input: Tensor = { name: "x", datatype: "FP32", shape: [1, 3, 48, 192], data: Buffer.from(new Float32Array(3 * 48 * 192).fill(0.1).buffer) };
+    const exit = nextExit(worker);
+    // 300 x 110 KB: more than the 32 MiB input half holds, so the tail of the queue went inline.
+    const requests = Array.from({ length: 300 }, () => worker.execute([input]));
+    const outcomes = requests.map((request) => request.then(() => "ok", (error: unknown) => error));
+    await requests[0];
+    expect(worker.inFlight).toBeGreaterThan(100);
+    process.kill(worker.pid, "SIGKILL");
+    const settled = await Promise.all(outcomes);
+    const failures = settled.filter((outcome): outcome is OperonError => outcome !== "ok");
+    expect(failures.length).toBeGreaterThan(100);
+    for (const failure of failures) {
+      expect(failure).toBeInstanceOf(OperonError);
+      expect(failure.kind).toBe("UNAVAILABLE");
+      expect(failure.message).toBe(`worker for instance 'classifier_shm_0' (pid ${worker.pid}) exited unexpectedly (signal SIGKILL); request not completed`);
+    }
+    expect(await exit).toEqual({ code: null, signal: "SIGKILL", expected: false });
+    expect((await rejection(worker.execute([input]))).kind).toBe("UNAVAILABLE");
+    expect(segmentsOfThisProcess()).toEqual([]);
+  });
+
+  it("falls back to the socket when the worker cannot map the segment, unless shm is required", async () => {
+    const env = { ...process.env, OPERON_NATIVE: "0" };
+    const auto = await startWith({ instanceName: "echo_nonative_0", env });
+    expect(auto.transportKind).toBe("socket");
+    await auto.load({ backend: "echo", modelPath: "", config: {} });
+    const { outputs } = await auto.execute([fp32("x", [1, 2, 3])]);
+    expect(floats(outputs[0])).toEqual([1, 2, 3]);
+    expect(logs.some((line) => line.includes("shared memory not used") && line.includes("disabled by OPERON_NATIVE=0"))).toBe(true);
+
+    const required = await rejection(startWith({ instanceName: "echo_nonative_1", env, transport: "shm" }));
+    expect(required.kind).toBe("UNAVAILABLE");
+    expect(required.message).toContain("cannot use the shared-memory transport");
+    expect(required.message).toContain("disabled by OPERON_NATIVE=0");
+    expect(segmentsOfThisProcess()).toEqual([]);
+  });
+
+  it("unlinks the segment as soon as the worker is ready, and on a failed start", async () => {
+    const worker = await startWith({ instanceName: "echo_unlink_0" });
+    expect(worker.transportKind).toBe("shm");
+    expect(segmentsOfThisProcess()).toEqual([]);
+    const crash = file("crash-early.mjs", "process.exit(5);\n");
+    const died = await rejection(startWith({ instanceName: "crash_shm_0", entry: crash, transport: "shm" }));
+    expect(died.kind).toBe("UNAVAILABLE");
+    expect(segmentsOfThisProcess()).toEqual([]);
+  });
+});
+
+describe("WorkerProcess echo backend", () => {
+  it("renames outputs from config parameters and selects requested outputs", async () => {
+    const worker = await start("echo_names_0");
+    await worker.load({ backend: "echo", modelPath: "", config: { parameters: { output_names: { string_value: "A, B" } } } });
+    const result = await worker.execute([fp32("x", [1]), fp32("y", [2]), fp32("z", [3])]);
+    expect(result.outputs.map((output) => output.name)).toEqual(["A", "B", "z"]);
+    const only = await worker.execute([fp32("x", [1]), fp32("y", [2])], ["B"]);
+    expect(only.outputs.map((output) => [output.name, floats(output)])).toEqual([["B", [2]]]);
+    const bad = await rejection(worker.execute([fp32("x", [1])], ["nope"]));
+    expect(bad.kind).toBe("INVALID_ARG");
   });
 });

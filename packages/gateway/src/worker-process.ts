@@ -1,19 +1,35 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
+import { readdirSync } from "node:fs";
 import type net from "node:net";
 import { createInterface } from "node:readline";
+import { type SharedMemoryApi, loadSharedMemory, sharedMemoryUnavailableReason } from "@operon/native";
 import { OperonError, asOperonError } from "@operon/protocol/errors";
+import { ShmRingAllocator } from "@operon/protocol/shm-ring-allocator";
 import type { Tensor } from "@operon/protocol/tensor";
 import {
+  DEFAULT_WORKER_SHM_BYTES,
   type DecodedFrame,
   type ExecuteTiming,
   FrameDecoder,
   type InstanceKind,
   type IoInfo,
+  WORKER_SHM_BYTES_ENV,
+  WORKER_SHM_NAME_ENV,
   WORKER_WIRE_VERSION,
   type WorkerRequestMessage,
+  sharedRegionLayout,
   writeFrame,
 } from "@operon/protocol/worker-wire";
+
+/**
+ * How tensor bytes travel between gateway and worker. "shm": a shared-memory
+ * segment per worker, the socket carrying only small control frames (needs
+ * the native addon); "socket": inside the frames; "auto": shm when the addon
+ * loads and the worker maps the segment, else socket.
+ */
+export type WorkerTransport = "auto" | "shm" | "socket";
 
 export interface WorkerSpawnOptions {
   /** Path of the worker entry (packages/worker/dist/main.js). */
@@ -25,6 +41,10 @@ export interface WorkerSpawnOptions {
   onLog?: (line: string) => void;
   /** How long the worker may take to open its channel; default 30 s. */
   startTimeoutMs?: number;
+  /** Default "auto". With "shm", spawn fails (UNAVAILABLE) when shared memory cannot be set up. */
+  transport?: WorkerTransport;
+  /** Size of the shared-memory segment, both directions together (half each); default 64 MiB. */
+  sharedMemoryBytes?: number;
 }
 
 export interface WorkerLoadSpec {
@@ -49,6 +69,9 @@ export interface WorkerExecuteResult {
   timing: ExecuteTiming;
 }
 
+/** Outputs at least this large are copied out of shared memory into the addon's recycled memory. */
+const LARGE_COPY_BYTES = 64 * 1024;
+
 /** Longest wait, after the process exited, for its channel to reach EOF. */
 const EXIT_DRAIN_MS = 100;
 
@@ -56,15 +79,57 @@ interface Pending {
   kind: "load" | "execute";
   resolve(value: unknown): void;
   reject(error: OperonError): void;
+  /** Offsets of this request's inputs in the gateway -> worker half, freed by its reply. */
+  inputOffsets?: number[];
 }
+
+/**
+ * One worker's shared-memory segment, as the gateway holds it. The name is
+ * unlinked as soon as the worker has mapped it (or failed to), so a crash of
+ * either process leaves nothing in /dev/shm; the mapping is closed when the
+ * worker exits.
+ */
+interface SharedSegment {
+  api: SharedMemoryApi;
+  name: string;
+  buffer: ArrayBuffer;
+  linked: boolean;
+  /** gateway -> worker: the inputs this gateway writes. */
+  toWorker: Buffer;
+  inputRing: ShmRingAllocator;
+  /** worker -> gateway: the outputs the worker writes, copied out here. */
+  toGateway: Buffer;
+}
+
+let reportedNoSharedMemory = false;
+
+/**
+ * Names this process created and nobody has unlinked yet: a worker maps its
+ * segment (and unlinks the name) while starting, so these are the segments
+ * of workers still starting. Unlinked on process exit; after a SIGKILL,
+ * the next gateway on the host removes them (sweepOrphanedSegments).
+ */
+const linkedSegments = new Set<SharedSegment>();
+let exitHookInstalled = false;
+let swept = false;
 
 /**
  * The gateway's handle on one backend worker process (one model instance).
  *
  * Requests are pipelined: execute() writes the request at once and the
  * worker answers in FIFO order, so callers bound concurrency themselves
- * (inFlight tells how many are outstanding). Output tensors are views into
- * the received frame; nothing is copied after the one join per frame.
+ * (inFlight tells how many are outstanding). Output tensors are plain
+ * Buffers the caller owns: views into the received frame (nothing copied
+ * after the one join per frame), or, with the shared-memory transport, one
+ * copy out of the segment.
+ *
+ * Shared memory (transportKind "shm"): each input is copied once into the
+ * gateway -> worker half, where the worker reads it in place; its space is
+ * reused when the request's reply arrives. Outputs come back in the
+ * worker -> gateway half; once copied out, their offsets go back to the
+ * worker on the next execute frame, or in a `release` frame at the end of
+ * the event-loop turn. A tensor that does not fit in the free space travels
+ * in the frame, as with the socket transport.
  *
  * When the process exits unexpectedly, every outstanding request (and a
  * pending load) rejects at once with UNAVAILABLE, 'exit' is emitted with
@@ -78,8 +143,15 @@ export class WorkerProcess extends EventEmitter {
   readonly instanceName: string;
   private readonly child: ChildProcess;
   private readonly channel: net.Socket;
-  private readonly decoder = new FrameDecoder();
+  private readonly decoder: FrameDecoder;
   private readonly pending = new Map<number, Pending>();
+  /** The segment while offered or in use; undefined on the socket transport and after exit. */
+  private shm: SharedSegment | undefined;
+  private shmMapped = false;
+  private shmDeclined: string | undefined;
+  /** Output offsets copied out and not yet handed back to the worker. */
+  private outputReleases: number[] = [];
+  private releaseScheduled = false;
   private nextRequestId = 1;
   private state: "starting" | "running" | "stopping" | "exited" = "starting";
   private expectedExit = false;
@@ -97,8 +169,11 @@ export class WorkerProcess extends EventEmitter {
     pid: number,
     instanceName: string,
     private readonly onLog: (line: string) => void,
+    shm: SharedSegment | undefined,
   ) {
     super();
+    this.shm = shm;
+    this.decoder = new FrameDecoder(shm !== undefined ? { sharedMemory: shm.toGateway } : {});
     this.child = child;
     this.pid = pid;
     this.instanceName = instanceName;
@@ -132,20 +207,49 @@ export class WorkerProcess extends EventEmitter {
     }
   }
 
-  /** Starts a worker and waits until its channel is open (its `ready` frame). Throws UNAVAILABLE. */
+  /**
+   * Starts a worker and waits until its channel is open (its `ready` frame).
+   * Throws UNAVAILABLE, also when transport "shm" was asked for and shared
+   * memory cannot be set up.
+   */
   static async spawn(options: WorkerSpawnOptions): Promise<WorkerProcess> {
-    const child = spawn(process.execPath, [options.entry], {
-      stdio: ["ignore", "inherit", "pipe", "pipe"],
-      env: { ...(options.env ?? process.env), OPERON_WORKER_INSTANCE: options.instanceName },
-    });
+    const transport = options.transport ?? "auto";
+    const onLog = options.onLog ?? ((line: string) => void process.stderr.write(`${line}\n`));
+    const shm = transport === "socket" ? undefined : createSegment(options, onLog);
+    const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env), OPERON_WORKER_INSTANCE: options.instanceName };
+    delete env[WORKER_SHM_NAME_ENV];
+    delete env[WORKER_SHM_BYTES_ENV];
+    if (shm !== undefined) {
+      env[WORKER_SHM_NAME_ENV] = shm.name;
+      env[WORKER_SHM_BYTES_ENV] = String(shm.buffer.byteLength);
+    }
+    let child: ChildProcess;
+    try {
+      child = spawn(process.execPath, [options.entry], { stdio: ["ignore", "inherit", "pipe", "pipe"], env });
+    } catch (error) {
+      dropSegment(shm);
+      throw error;
+    }
     if (child.pid === undefined) {
+      dropSegment(shm);
       const error = await new Promise<Error>((resolve) => child.once("error", resolve));
       throw new OperonError("UNAVAILABLE", `cannot start worker for instance '${options.instanceName}': ${error.message}`, { cause: error });
     }
-    const onLog = options.onLog ?? ((line: string) => void process.stderr.write(`${line}\n`));
-    const worker = new WorkerProcess(child, child.pid, options.instanceName, onLog);
+    const worker = new WorkerProcess(child, child.pid, options.instanceName, onLog, shm);
     await worker.waitReady(options.startTimeoutMs ?? 30_000);
+    if (transport === "shm" && worker.transportKind !== "shm") {
+      await worker.stop(1000);
+      throw new OperonError(
+        "UNAVAILABLE",
+        `worker for instance '${options.instanceName}' cannot use the shared-memory transport: ${worker.shmDeclined ?? "not mapped"}`,
+      );
+    }
     return worker;
+  }
+
+  /** "shm" once the worker has mapped the shared segment; "socket" otherwise (and after exit, if it was). */
+  get transportKind(): "shm" | "socket" {
+    return this.shmMapped ? "shm" : "socket";
   }
 
   /** Requests sent and not yet answered (loads included). */
@@ -211,18 +315,83 @@ export class WorkerProcess extends EventEmitter {
     const requestId = this.nextRequestId++;
     message.requestId = requestId;
     return new Promise((resolve, reject) => {
-      this.pending.set(requestId, { kind, resolve, reject });
+      const shmOffsets = this.placeInputs(tensors);
+      const inputOffsets = shmOffsets.filter((offset): offset is number => offset !== undefined);
+      const releases = message.type === "execute" ? this.takeOutputReleases() : [];
+      if (releases.length > 0) (message as { release?: number[] }).release = releases;
+      this.pending.set(requestId, { kind, resolve, reject, ...(inputOffsets.length > 0 ? { inputOffsets } : {}) });
       try {
-        this.send(message, tensors);
+        this.send(message, tensors, shmOffsets);
       } catch (error) {
         this.pending.delete(requestId);
+        for (const offset of inputOffsets) this.shm?.inputRing.release(offset);
+        this.outputReleases.unshift(...releases);
+        if (releases.length > 0) this.scheduleReleaseFlush();
         reject(asOperonError(error));
       }
     });
   }
 
-  private send(message: WorkerRequestMessage, tensors: Tensor[] = []): void {
-    if (this.channel.writable) writeFrame(this.channel, message, tensors);
+  private send(message: WorkerRequestMessage, tensors: Tensor[] = [], shmOffsets: Array<number | undefined> = []): void {
+    if (this.channel.writable) writeFrame(this.channel, message, tensors, shmOffsets);
+  }
+
+  /** Copies each input that fits into the gateway -> worker half; undefined entries travel in the frame. */
+  private placeInputs(tensors: readonly Tensor[]): Array<number | undefined> {
+    const shm = this.shm;
+    if (shm === undefined || !this.shmMapped || tensors.length === 0) return [];
+    return tensors.map((tensor) => {
+      if (tensor.data.length === 0) return undefined;
+      const offset = shm.inputRing.allocate(tensor.data.length);
+      if (offset !== undefined) shm.toWorker.set(tensor.data, offset);
+      return offset;
+    });
+  }
+
+  /** Copies shared-memory outputs out into fresh Buffers and queues their offsets for release. */
+  private takeOutputs(tensors: Tensor[], shmOffsets: Array<number | undefined>): Tensor[] {
+    if (!shmOffsets.some((offset) => offset !== undefined)) return tensors;
+    return tensors.map((tensor, i) => {
+      const offset = shmOffsets[i];
+      if (offset === undefined) return tensor;
+      const data = this.freshBuffer(tensor.data.length);
+      tensor.data.copy(data);
+      this.outputReleases.push(offset);
+      return { ...tensor, data };
+    });
+  }
+
+  /**
+   * Memory for a copy out of the segment. Large ones come from the addon's
+   * recycling allocator: a fresh malloc of that size would page-fault on
+   * every page during the copy, costing more than the copy itself.
+   */
+  private freshBuffer(byteLength: number): Buffer {
+    if (byteLength < LARGE_COPY_BYTES || this.shm === undefined) return Buffer.allocUnsafe(byteLength);
+    return Buffer.from(this.shm.api.allocate(byteLength));
+  }
+
+  private takeOutputReleases(): number[] {
+    if (this.outputReleases.length === 0) return [];
+    const releases = this.outputReleases;
+    this.outputReleases = [];
+    return releases;
+  }
+
+  /** Hands released output space back at the end of this turn, unless an execute frame carried it already. */
+  private scheduleReleaseFlush(): void {
+    if (this.releaseScheduled || this.outputReleases.length === 0) return;
+    this.releaseScheduled = true;
+    setImmediate(() => {
+      this.releaseScheduled = false;
+      const offsets = this.takeOutputReleases();
+      if (offsets.length === 0 || this.state === "exited") return;
+      try {
+        this.send({ type: "release", offsets });
+      } catch (error) {
+        this.log(`cannot hand shared memory back to the worker: ${asOperonError(error).message}`);
+      }
+    });
   }
 
   private waitReady(timeoutMs: number): Promise<void> {
@@ -257,8 +426,9 @@ export class WorkerProcess extends EventEmitter {
     for (const frame of frames) this.onFrame(frame);
   }
 
-  private onFrame({ header, tensors }: DecodedFrame): void {
+  private onFrame({ header, tensors, shmOffsets }: DecodedFrame): void {
     if (header.type === "ready") {
+      this.onReadyShm(header.shm);
       if (header.wireVersion !== WORKER_WIRE_VERSION) {
         this.ready?.reject(
           new OperonError("UNAVAILABLE", `worker for instance '${this.instanceName}' speaks wire version ${header.wireVersion}, the gateway ${WORKER_WIRE_VERSION}`),
@@ -273,15 +443,20 @@ export class WorkerProcess extends EventEmitter {
       return;
     }
     if (header.type !== "loaded" && header.type !== "result" && header.type !== "error") return;
+    // Out of shared memory before anything else, so the worker gets the space back whatever happens next.
+    const outputs = this.takeOutputs(tensors, shmOffsets);
+    this.scheduleReleaseFlush();
     const pending = this.pending.get(header.requestId);
     if (pending === undefined) {
       if (header.type === "error") this.log(`worker error: ${header.kind}: ${header.message}`);
       return;
     }
     this.pending.delete(header.requestId);
+    // The worker is done with this request's inputs once it replies.
+    if (pending.inputOffsets !== undefined) for (const offset of pending.inputOffsets) this.shm?.inputRing.release(offset);
     if (header.type === "error") pending.reject(new OperonError(header.kind, header.message));
     else if (header.type === "loaded" && pending.kind === "load") pending.resolve({ inputs: header.inputs, outputs: header.outputs });
-    else if (header.type === "result" && pending.kind === "execute") pending.resolve({ outputs: tensors, timing: header.timing });
+    else if (header.type === "result" && pending.kind === "execute") pending.resolve({ outputs, timing: header.timing });
     else pending.reject(new OperonError("INTERNAL", `worker answered a ${pending.kind} request with '${header.type}'`));
   }
 
@@ -313,6 +488,10 @@ export class WorkerProcess extends EventEmitter {
     this.pending.clear();
     for (const request of pending) request.reject(error);
     this.channel.destroy();
+    // Every output was copied out as it arrived: nothing refers to the segment any more.
+    dropSegment(this.shm);
+    this.shm = undefined;
+    this.outputReleases = [];
     this.resolveExited(info);
     this.emit("exit", info);
   }
@@ -330,12 +509,135 @@ export class WorkerProcess extends EventEmitter {
     );
   }
 
+  /** The worker's answer to the shared-memory offer; either way the name can go now. */
+  private onReadyShm(status: { status: "mapped"; byteLength: number } | { status: "unavailable"; reason: string } | undefined): void {
+    const shm = this.shm;
+    if (shm === undefined) return;
+    unlinkSegment(shm);
+    if (status?.status === "mapped" && status.byteLength === shm.buffer.byteLength) {
+      this.shmMapped = true;
+      return;
+    }
+    this.shmDeclined =
+      status === undefined
+        ? "the worker did not take up the shared-memory offer"
+        : status.status === "unavailable"
+          ? status.reason
+          : `the worker mapped ${status.byteLength} bytes, the gateway created ${shm.buffer.byteLength}`;
+    this.log(`shared memory not used, tensors travel over the socket: ${this.shmDeclined}`, "warn");
+    dropSegment(shm);
+    this.shm = undefined;
+  }
+
   /** Gateway-side findings about the worker go the same way as its own log lines. */
-  private log(message: string): void {
+  private log(message: string, level: "warn" | "error" = "error"): void {
     try {
-      this.onLog(JSON.stringify({ time: new Date().toISOString(), level: "error", instance: this.instanceName, pid: this.pid, msg: message }));
+      this.onLog(JSON.stringify({ time: new Date().toISOString(), level, instance: this.instanceName, pid: this.pid, msg: message }));
     } catch {
       // see the stderr reader
     }
   }
+}
+
+/**
+ * Creates and maps the segment offered to a new worker: undefined (socket
+ * transport) when shared memory is not available, unless "shm" was asked
+ * for. Named /operon-<gateway pid>-<instance>-<random>.
+ */
+function createSegment(options: WorkerSpawnOptions, onLog: (line: string) => void): SharedSegment | undefined {
+  const required = options.transport === "shm";
+  const byteLength = options.sharedMemoryBytes ?? DEFAULT_WORKER_SHM_BYTES;
+  const api = loadSharedMemory();
+  if (!api.shared) {
+    const reason = sharedMemoryUnavailableReason() ?? "no cross-process shared memory";
+    if (required) throw new OperonError("UNAVAILABLE", `shared-memory transport requested for instance '${options.instanceName}' but unavailable: ${reason}`);
+    if (!reportedNoSharedMemory) {
+      reportedNoSharedMemory = true;
+      onLog(JSON.stringify({ time: new Date().toISOString(), level: "info", msg: `worker tensors travel over the socket: ${reason}` }));
+    }
+    return undefined;
+  }
+  const layout = sharedRegionLayout(byteLength);
+  if (!Number.isSafeInteger(byteLength) || layout.toWorker.byteLength < 64) {
+    throw new OperonError("INVALID_ARG", `sharedMemoryBytes must be an integer of at least 128, got ${byteLength}`);
+  }
+  if (!swept) {
+    swept = true;
+    sweepOrphanedSegments(api);
+  }
+  const instance = options.instanceName.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 200);
+  const name = `/operon-${process.pid}-${instance}-${randomBytes(6).toString("hex")}`;
+  let buffer: ArrayBuffer;
+  try {
+    buffer = api.create(name, byteLength);
+  } catch (error) {
+    const reason = (error as Error).message;
+    if (required) throw new OperonError("UNAVAILABLE", `cannot create shared memory for instance '${options.instanceName}': ${reason}`, { cause: error });
+    onLog(JSON.stringify({ time: new Date().toISOString(), level: "warn", instance: options.instanceName, msg: `shared memory not used, tensors travel over the socket: ${reason}` }));
+    return undefined;
+  }
+  const segment = Buffer.from(buffer);
+  const toWorker = segment.subarray(layout.toWorker.offset, layout.toWorker.offset + layout.toWorker.byteLength);
+  const toGateway = segment.subarray(layout.toGateway.offset, layout.toGateway.offset + layout.toGateway.byteLength);
+  const shm: SharedSegment = { api, name, buffer, linked: true, toWorker, inputRing: new ShmRingAllocator(toWorker.length), toGateway };
+  linkedSegments.add(shm);
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once("exit", () => {
+      for (const segment of linkedSegments) unlinkSegment(segment);
+    });
+  }
+  return shm;
+}
+
+/**
+ * Removes /dev/shm/operon-<pid>-* segments whose gateway process is gone
+ * (killed while one of its workers was starting, before either side
+ * unlinked the name). Best effort, Linux only; run once per gateway process.
+ */
+function sweepOrphanedSegments(api: SharedMemoryApi): void {
+  let entries: string[];
+  try {
+    entries = readdirSync("/dev/shm");
+  } catch {
+    return;
+  }
+  for (const entry of entries) {
+    const pid = /^operon-(\d+)-/.exec(entry)?.[1];
+    if (pid === undefined || Number(pid) === process.pid || processAlive(Number(pid))) continue;
+    try {
+      api.unlink(`/${entry}`);
+    } catch {
+      // Gone already, or not ours to remove.
+    }
+  }
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, under another user.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function unlinkSegment(shm: SharedSegment): void {
+  if (!shm.linked) return;
+  shm.linked = false;
+  linkedSegments.delete(shm);
+  try {
+    shm.api.unlink(shm.name);
+  } catch {
+    // ENOENT: the worker unlinked it first, as it does once it has mapped it.
+  }
+}
+
+/** Unlinks (if still linked) and unmaps now: views over the segment become empty. */
+function dropSegment(shm: SharedSegment | undefined): void {
+  if (shm === undefined) return;
+  unlinkSegment(shm);
+  shm.inputRing.reset();
+  shm.api.close(shm.buffer);
 }

@@ -57,6 +57,11 @@ describe("jsonDataToBuffer", () => {
     expect(roundTrip("INT8", [1], nested)).toEqual([1]);
   });
 
+  it("rejects FP32 values that overflow to infinity", () => {
+    expect(() => jsonDataToBuffer("x", "FP32", [2], [1, 1e39])).toThrow(/input 'x'.*element 1 \(1e\+39\) is outside the FP32 range/);
+    expect(jsonDataToBuffer("x", "FP64", [1], [1e39]).readDoubleLE(0)).toBe(1e39);
+  });
+
   it("names the tensor, shape and counts when the element count is wrong", () => {
     expect(errorOf(() => jsonDataToBuffer("x", "FP32", [2, 4], [1, 2, 3, 4, 5, 6, 7])).message).toBe(
       "input 'x': expected 8 elements for shape [2,4], got 7",

@@ -249,6 +249,10 @@ function floatsToBuffer(name: string, datatype: "FP32" | "FP64", values: unknown
       throw invalid(name, `element ${i} must be a number for ${datatype}, got ${describe(value)}`);
     }
     out[i] = value;
+    // JSON cannot carry Infinity, so a finite number that overflows FP32 is a client error, not a silent inf.
+    if (datatype === "FP32" && !Number.isFinite(out[i]!)) {
+      throw invalid(name, `element ${i} (${value}) is outside the FP32 range`);
+    }
   }
   return littleEndianBytes(out);
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { OperonError } from "./errors.js";
 import type { Tensor } from "./tensor.js";
-import { type DecodedFrame, FrameDecoder, type WorkerMessage, encodeFrame, writeFrame } from "./worker-wire.js";
+import { type DecodedFrame, FrameDecoder, type WorkerMessage, encodeFrame, sharedRegionLayout, writeFrame } from "./worker-wire.js";
 
 function tensor(name: string, datatype: Tensor["datatype"], shape: number[], data: Buffer): Tensor {
   return { name, datatype, shape, data };
@@ -166,5 +166,44 @@ describe("worker wire frames", () => {
     }
     const limited = new FrameDecoder({ maxFrameBytes: 100 });
     expect(() => limited.push(join(encodeFrame(execute, [tensor("x", "UINT8", [200], Buffer.alloc(200))])))).toThrow(/invalid frame length/);
+  });
+});
+
+describe("worker wire frames with shared-memory tensors", () => {
+  it("sends only the descriptor of a tensor placed in shared memory, and decodes it as a view of the half", () => {
+    const half = Buffer.alloc(4096);
+    const a = inputs[0]!;
+    a.data.copy(half, 128);
+    const pieces = encodeFrame(execute, inputs, [128, undefined, undefined, undefined]);
+    // A's bytes are not in the frame; B and D are (C is empty).
+    expect(pieces).toHaveLength(3);
+    const bytes = join(pieces);
+    const header = JSON.parse(bytes.toString("utf8", 8, 8 + bytes.readUInt32LE(4)));
+    expect(header.tensors[0]).toEqual({ name: "A", datatype: "FP32", shape: [2, 3], byteLength: 24, shmOffset: 128 });
+    expect(header.tensors[1]).not.toHaveProperty("shmOffset");
+
+    const [frame] = new FrameDecoder({ sharedMemory: half }).push(bytes);
+    expectSameFrame(frame, execute, inputs);
+    expect(frame!.shmOffsets).toEqual([128, undefined, undefined, undefined]);
+    const view = frame!.tensors[0]!.data;
+    expect(view.buffer).toBe(half.buffer);
+    half.writeFloatLE(42, 128);
+    expect(view.readFloatLE(0)).toBe(42); // a view, not a copy
+  });
+
+  it("rejects a shared-memory tensor without a mapped half, or past its end, with INTERNAL", () => {
+    const bytes = join(encodeFrame(execute, [inputs[0]!], [64]));
+    expect(() => new FrameDecoder().push(bytes)).toThrow(/no shared segment is mapped/);
+    expect(() => new FrameDecoder({ sharedMemory: Buffer.alloc(80) }).push(bytes)).toThrow(/runs past the end of the shared-memory half/);
+    const negative = join(encodeFrame(execute, [inputs[0]!], [-64]));
+    expect(() => new FrameDecoder({ sharedMemory: Buffer.alloc(4096) }).push(negative)).toThrow(OperonError);
+  });
+
+  it("splits a segment into two 64-byte aligned halves", () => {
+    expect(sharedRegionLayout(64 * 1024 * 1024)).toEqual({
+      toWorker: { offset: 0, byteLength: 32 * 1024 * 1024 },
+      toGateway: { offset: 32 * 1024 * 1024, byteLength: 32 * 1024 * 1024 },
+    });
+    expect(sharedRegionLayout(1000)).toEqual({ toWorker: { offset: 0, byteLength: 448 }, toGateway: { offset: 448, byteLength: 448 } });
   });
 });

@@ -20,11 +20,50 @@ import type { Tensor } from "./tensor.js";
  * worker handles requests one at a time in arrival order, so the gateway may
  * pipeline them. Bump WORKER_WIRE_VERSION on any incompatible change; the
  * worker announces its version in `ready`.
+ *
+ * Shared memory (optional, negotiated). When gateway and worker share a host
+ * and the native addon loads, the gateway creates one shared-memory segment
+ * per worker and names it in the worker's environment (WORKER_SHM_NAME_ENV,
+ * WORKER_SHM_BYTES_ENV). The worker maps it and says so in `ready.shm`; only
+ * then may either side describe a tensor with `shmOffset` instead of sending
+ * its bytes: the bytes sit at that offset in the SENDER's half of the
+ * segment (see sharedRegionLayout), and the frame carries none of them.
+ * Ownership of those bytes:
+ *   - gateway -> worker (inputs): the worker may read them, in place, until
+ *     it replies to that request (result or error); the gateway reuses the
+ *     space once the reply arrives.
+ *   - worker -> gateway (outputs): the gateway copies them out, then hands
+ *     the offsets back, in `execute.release` or a `release` message; the
+ *     worker reuses the space only then.
+ * A tensor that does not fit in the free space goes inline, as without
+ * shared memory, in the same run. A peer that never offered or accepted the
+ * segment never sees `shmOffset`, `release` or `ready.shm`, so both sides of
+ * version 1 interoperate with or without it.
  */
 export const WORKER_WIRE_VERSION = 1;
 
 /** Largest frame the u32 length field can describe (bytes after the length field). */
 export const MAX_FRAME_BYTES = 0xffff_ffff;
+
+/** Worker environment: the shared-memory segment's name, when the gateway offers one. */
+export const WORKER_SHM_NAME_ENV = "OPERON_WORKER_SHM";
+/** Worker environment: the segment's size in bytes (both halves). */
+export const WORKER_SHM_BYTES_ENV = "OPERON_WORKER_SHM_BYTES";
+/** Default size of a worker's shared-memory segment: 64 MiB, half each way. */
+export const DEFAULT_WORKER_SHM_BYTES = 64 * 1024 * 1024;
+
+/** Where each direction's half lies inside a segment of a given size (64-byte aligned halves). */
+export interface SharedRegionLayout {
+  /** gateway -> worker: input tensors, allocated by the gateway. */
+  toWorker: { offset: number; byteLength: number };
+  /** worker -> gateway: output tensors, allocated by the worker. */
+  toGateway: { offset: number; byteLength: number };
+}
+
+export function sharedRegionLayout(byteLength: number): SharedRegionLayout {
+  const half = Math.floor(byteLength / 2 / 64) * 64;
+  return { toWorker: { offset: 0, byteLength: half }, toGateway: { offset: half, byteLength: half } };
+}
 
 /** A model input or output as the backend reports it; -1 = dynamic dimension. */
 export interface IoInfo {
@@ -40,6 +79,8 @@ export interface WireTensor {
   datatype: DataType;
   shape: number[];
   byteLength: number;
+  /** Present: the bytes are at this offset of the sender's shared-memory half, not in the frame. */
+  shmOffset?: number;
 }
 
 /** Backend compute time of one execute, in nanoseconds (Triton's compute_input/infer/output). */
@@ -72,11 +113,19 @@ export interface LoadMessage {
   deviceId?: number;
 }
 
-/** Input tensors travel in the frame. outputNames undefined or empty = all outputs. */
+/** Input tensors travel in the frame or in shared memory. outputNames undefined or empty = all outputs. */
 export interface ExecuteMessage {
   type: "execute";
   requestId: number;
   outputNames?: string[];
+  /** Offsets of earlier outputs in the worker's half that the gateway is done with (piggybacked release). */
+  release?: number[];
+}
+
+/** Output offsets in the worker's shared-memory half the gateway is done with. No reply. */
+export interface ReleaseMessage {
+  type: "release";
+  offsets: number[];
 }
 
 /** Finish everything received so far, finalize the backend, exit 0. */
@@ -86,12 +135,17 @@ export interface ShutdownMessage {
 
 // ---- worker -> gateway ----
 
+/** The worker's answer to a shared-memory offer: mapped, or why not. */
+export type SharedMemoryStatus = { status: "mapped"; byteLength: number } | { status: "unavailable"; reason: string };
+
 /** First frame a worker sends once its channel is open. */
 export interface ReadyMessage {
   type: "ready";
   pid: number;
   wireVersion: number;
   backendApiVersion: number;
+  /** Present when the gateway offered a segment (see the shared-memory notes above). */
+  shm?: SharedMemoryStatus;
 }
 
 export interface LoadedMessage {
@@ -116,16 +170,22 @@ export interface ErrorMessage {
   message: string;
 }
 
-export type WorkerRequestMessage = LoadMessage | ExecuteMessage | ShutdownMessage;
+export type WorkerRequestMessage = LoadMessage | ExecuteMessage | ReleaseMessage | ShutdownMessage;
 export type WorkerReplyMessage = ReadyMessage | LoadedMessage | ResultMessage | ErrorMessage;
 export type WorkerMessage = WorkerRequestMessage | WorkerReplyMessage;
 
-const MESSAGE_TYPES: ReadonlySet<string> = new Set(["load", "execute", "shutdown", "ready", "loaded", "result", "error"]);
+const MESSAGE_TYPES: ReadonlySet<string> = new Set(["load", "execute", "release", "shutdown", "ready", "loaded", "result", "error"]);
 
 export interface DecodedFrame {
   header: WorkerMessage;
-  /** Views into the frame's memory (no copies); byteOffset may be unaligned. */
+  /**
+   * Views, no copies: into the frame's memory (byteOffset may be unaligned),
+   * or for a shared-memory tensor into the sender's half of the segment
+   * (64-byte aligned; valid only until its space is handed back).
+   */
   tensors: Tensor[];
+  /** Per tensor, its offset in the sender's shared-memory half; undefined = its bytes came in the frame. */
+  shmOffsets: Array<number | undefined>;
 }
 
 const PREFIX_BYTES = 8;
@@ -133,19 +193,24 @@ const ALIGN = 8;
 
 /**
  * Encodes one frame as a list of buffers: the prefix+header, then each
- * tensor's data as is (not copied). Write them in one go (see writeFrame).
+ * inline tensor's data as is (not copied). Write them in one go (see
+ * writeFrame). shmOffsets[i], when defined, says tensor i's bytes were
+ * already placed at that offset of the sender's shared-memory half: only
+ * its descriptor goes into the frame.
  */
-export function encodeFrame(header: WorkerMessage, tensors: readonly Tensor[] = []): Buffer[] {
-  const descriptors: WireTensor[] = tensors.map((tensor) => ({
-    name: tensor.name,
-    datatype: tensor.datatype,
-    shape: tensor.shape,
-    byteLength: tensor.data.length,
-  }));
+export function encodeFrame(header: WorkerMessage, tensors: readonly Tensor[] = [], shmOffsets: ReadonlyArray<number | undefined> = []): Buffer[] {
+  const descriptors: WireTensor[] = tensors.map((tensor, i) => {
+    const descriptor: WireTensor = { name: tensor.name, datatype: tensor.datatype, shape: tensor.shape, byteLength: tensor.data.length };
+    const shmOffset = shmOffsets[i];
+    if (shmOffset !== undefined) descriptor.shmOffset = shmOffset;
+    return descriptor;
+  });
   const json = Buffer.from(JSON.stringify({ ...header, tensors: descriptors }), "utf8");
   const headerLength = json.length + ((ALIGN - ((PREFIX_BYTES + json.length) % ALIGN)) % ALIGN);
   let tensorBytes = 0;
-  for (const tensor of tensors) tensorBytes += tensor.data.length;
+  tensors.forEach((tensor, i) => {
+    if (shmOffsets[i] === undefined) tensorBytes += tensor.data.length;
+  });
   const frameLength = 4 + headerLength + tensorBytes;
   if (frameLength > MAX_FRAME_BYTES) {
     throw new OperonError("INVALID_ARG", `frame of ${frameLength} bytes exceeds the worker channel limit of ${MAX_FRAME_BYTES} bytes`);
@@ -156,7 +221,9 @@ export function encodeFrame(header: WorkerMessage, tensors: readonly Tensor[] = 
   json.copy(head, PREFIX_BYTES);
   head.fill(0x20, PREFIX_BYTES + json.length);
   const out: Buffer[] = [head];
-  for (const tensor of tensors) if (tensor.data.length > 0) out.push(tensor.data);
+  tensors.forEach((tensor, i) => {
+    if (shmOffsets[i] === undefined && tensor.data.length > 0) out.push(tensor.data);
+  });
   return out;
 }
 
@@ -172,8 +239,13 @@ export interface FrameSink {
  * writev): tensor bytes are never copied into a staging buffer. Returns
  * write()'s backpressure signal for the last piece.
  */
-export function writeFrame(sink: FrameSink, header: WorkerMessage, tensors: readonly Tensor[] = []): boolean {
-  const pieces = encodeFrame(header, tensors);
+export function writeFrame(
+  sink: FrameSink,
+  header: WorkerMessage,
+  tensors: readonly Tensor[] = [],
+  shmOffsets: ReadonlyArray<number | undefined> = [],
+): boolean {
+  const pieces = encodeFrame(header, tensors, shmOffsets);
   sink.cork();
   let ok = true;
   try {
@@ -190,6 +262,9 @@ export function writeFrame(sink: FrameSink, header: WorkerMessage, tensors: read
  * is a view, not a copy), so a large frame costs one copy, not a quadratic
  * re-concatenation. A malformed frame throws OperonError INTERNAL; the
  * stream is then unusable.
+ *
+ * `sharedMemory` is the peer's half of the shared segment (where tensors
+ * with a shmOffset lie); without it such a tensor is a malformed frame.
  */
 export class FrameDecoder {
   private readonly chunks: Buffer[] = [];
@@ -197,9 +272,11 @@ export class FrameDecoder {
   /** Total bytes of the frame being collected, prefix included; undefined until known. */
   private needed: number | undefined;
   private readonly maxFrameBytes: number;
+  private readonly sharedMemory: Buffer | undefined;
 
-  constructor(options: { maxFrameBytes?: number } = {}) {
+  constructor(options: { maxFrameBytes?: number; sharedMemory?: Buffer } = {}) {
     this.maxFrameBytes = Math.min(options.maxFrameBytes ?? MAX_FRAME_BYTES, MAX_FRAME_BYTES);
+    this.sharedMemory = options.sharedMemory;
   }
 
   /** Bytes received but not yet emitted as a frame. */
@@ -225,7 +302,7 @@ export class FrameDecoder {
       if (this.buffered < this.needed) break;
       const frame = this.take(this.needed);
       this.needed = undefined;
-      frames.push(parseFrame(frame));
+      frames.push(parseFrame(frame, this.sharedMemory));
     }
     return frames;
   }
@@ -272,7 +349,7 @@ export class FrameDecoder {
   }
 }
 
-function parseFrame(frame: Buffer): DecodedFrame {
+function parseFrame(frame: Buffer, sharedMemory: Buffer | undefined): DecodedFrame {
   const headerLength = frame.readUInt32LE(4);
   if (PREFIX_BYTES + headerLength > frame.length) {
     throw new OperonError("INTERNAL", `worker channel: header length ${headerLength} exceeds frame of ${frame.length} bytes`);
@@ -289,20 +366,34 @@ function parseFrame(frame: Buffer): DecodedFrame {
   const { tensors: descriptors = [], ...header } = parsed as { tensors?: unknown };
   if (!Array.isArray(descriptors)) throw new OperonError("INTERNAL", "worker channel: frame header 'tensors' is not a list");
   const tensors: Tensor[] = [];
+  const shmOffsets: Array<number | undefined> = [];
   let offset = PREFIX_BYTES + headerLength;
   for (const descriptor of descriptors as unknown[]) {
     const wire = checkDescriptor(descriptor);
+    if (wire.shmOffset !== undefined) {
+      const shmEnd = wire.shmOffset + wire.byteLength;
+      if (sharedMemory === undefined) {
+        throw new OperonError("INTERNAL", `worker channel: tensor '${wire.name}' is in shared memory, but no shared segment is mapped`);
+      }
+      if (shmEnd > sharedMemory.length) {
+        throw new OperonError("INTERNAL", `worker channel: tensor '${wire.name}' runs past the end of the shared-memory half (${shmEnd} > ${sharedMemory.length})`);
+      }
+      tensors.push({ name: wire.name, datatype: wire.datatype, shape: wire.shape, data: sharedMemory.subarray(wire.shmOffset, shmEnd) });
+      shmOffsets.push(wire.shmOffset);
+      continue;
+    }
     const end = offset + wire.byteLength;
     if (end > frame.length) {
       throw new OperonError("INTERNAL", `worker channel: tensor '${wire.name}' runs past the end of the frame`);
     }
     tensors.push({ name: wire.name, datatype: wire.datatype, shape: wire.shape, data: frame.subarray(offset, end) });
+    shmOffsets.push(undefined);
     offset = end;
   }
   if (offset !== frame.length) {
     throw new OperonError("INTERNAL", `worker channel: ${frame.length - offset} bytes after the last tensor of a frame`);
   }
-  return { header: header as WorkerMessage, tensors };
+  return { header: header as WorkerMessage, tensors, shmOffsets };
 }
 
 function checkDescriptor(value: unknown): WireTensor {
@@ -316,7 +407,8 @@ function checkDescriptor(value: unknown): WireTensor {
     !Array.isArray(d.shape) ||
     !d.shape.every((dim) => Number.isSafeInteger(dim) && dim >= 0) ||
     !Number.isSafeInteger(d.byteLength) ||
-    (d.byteLength as number) < 0
+    (d.byteLength as number) < 0 ||
+    (d.shmOffset !== undefined && (!Number.isSafeInteger(d.shmOffset) || d.shmOffset < 0))
   ) {
     throw new OperonError("INTERNAL", `worker channel: malformed tensor descriptor ${JSON.stringify(value)}`);
   }

@@ -1,7 +1,9 @@
 import net from "node:net";
+import { loadSharedMemory, sharedMemoryUnavailableReason } from "@operon/native";
+import { WORKER_SHM_BYTES_ENV, WORKER_SHM_NAME_ENV } from "@operon/protocol/worker-wire";
 import type { BackendLog } from "./backends/backend.js";
 import { createBackend } from "./backends/registry.js";
-import { WorkerServer } from "./worker-server.js";
+import { type WorkerSharedMemory, WorkerServer } from "./worker-server.js";
 
 /**
  * Worker process entry: `node packages/worker/dist/main.js`, spawned by the
@@ -9,6 +11,11 @@ import { WorkerServer } from "./worker-server.js";
  * frame channel (see @operon/protocol/worker-wire); stderr carries logs as
  * one JSON object per line, which the gateway relays. The instance name is
  * known from OPERON_WORKER_INSTANCE at start and from the load message after.
+ *
+ * When the gateway offers a shared-memory segment (OPERON_WORKER_SHM and
+ * OPERON_WORKER_SHM_BYTES), the worker maps it before saying `ready`, and
+ * unlinks its name at once: both sides have it mapped, so nothing is left
+ * in /dev/shm whichever process dies first.
  */
 
 let instance = process.env.OPERON_WORKER_INSTANCE ?? "";
@@ -38,8 +45,34 @@ try {
   process.exit(2);
 }
 
+function mapSharedMemory(): WorkerSharedMemory | undefined {
+  const name = process.env[WORKER_SHM_NAME_ENV];
+  if (name === undefined || name === "") return undefined;
+  // Not for this process's own children.
+  delete process.env[WORKER_SHM_NAME_ENV];
+  const byteLength = Number(process.env[WORKER_SHM_BYTES_ENV]);
+  delete process.env[WORKER_SHM_BYTES_ENV];
+  const api = loadSharedMemory();
+  if (!api.shared) return { mapped: false, reason: `worker ${process.pid}: ${sharedMemoryUnavailableReason() ?? "no shared memory"}` };
+  try {
+    const segment = Buffer.from(api.open(name, byteLength));
+    try {
+      api.unlink(name);
+    } catch {
+      // The gateway unlinks it too once it hears `ready`; either may come first.
+    }
+    return { mapped: true, segment };
+  } catch (error) {
+    return { mapped: false, reason: `worker ${process.pid}: ${(error as Error).message}` };
+  }
+}
+
+const sharedMemory = mapSharedMemory();
+if (sharedMemory?.mapped === false) log("warn", "shared memory offered but not mapped; tensors travel over the socket", { reason: sharedMemory.reason });
+
 new WorkerServer({
   channel,
+  ...(sharedMemory !== undefined ? { sharedMemory } : {}),
   createBackend,
   log,
   setInstanceName: (name) => {

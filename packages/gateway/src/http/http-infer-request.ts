@@ -63,6 +63,7 @@ export function decodeInferJson(json: unknown, binary: Buffer | undefined, targe
   const body = expectObject(json, "request body");
   const id = optionalString(body["id"], "id");
   const parameters = optionalParameters(body["parameters"], "parameters") ?? {};
+  checkReservedParameters(parameters);
   const binaryDataOutput = optionalBoolean(parameters["binary_data_output"], "parameters.binary_data_output") ?? false;
   delete parameters["binary_data_output"];
 
@@ -75,6 +76,28 @@ export function decodeInferJson(json: unknown, binary: Buffer | undefined, targe
   if (id !== undefined) request.id = id;
   if (outputs !== undefined) request.outputs = outputs;
   return { request, binaryDataOutput };
+}
+
+/**
+ * Triton's HTTP frontend refuses a schedule_policy parameter that is not an
+ * unsigned integer ("Unable to parse 'priority'" / 'timeout') and any
+ * parameter key starting with `triton_` (reserved, extension_parameters.md);
+ * every other key is a custom parameter.
+ */
+function checkReservedParameters(parameters: Parameters): void {
+  for (const key of ["priority", "timeout"]) {
+    const value = parameters[key];
+    if (value !== undefined && !(typeof value === "number" && Number.isSafeInteger(value) && value >= 0)) {
+      throw invalidField(`parameters.${key}`, `must be a non-negative integer, got ${JSON.stringify(value)}`);
+    }
+  }
+  const reserved = Object.keys(parameters).find((key) => key.startsWith("triton_"));
+  if (reserved !== undefined) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified; got '${reserved}'`,
+    );
+  }
 }
 
 interface InputHeader {

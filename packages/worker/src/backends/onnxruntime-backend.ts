@@ -241,12 +241,39 @@ function toOrtTensor(tensor: Tensor): ort.Tensor {
       // onnxruntime-node strings are JS strings: elements must be UTF-8 to round-trip.
       return new ort.Tensor(
         "string",
-        decodeBytesElements(data, tensor.name).map((element) => element.toString("utf8")),
+        decodeBytesElements(data, tensor.name).map((element, i) => textOfBytesElement(tensor.name, element, i)),
         shape,
       );
     default:
       throw new OperonError("UNSUPPORTED", `input '${tensor.name}': datatype ${tensor.datatype} is not supported by the onnxruntime backend`);
   }
+}
+
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * One BYTES element as the JS string onnxruntime-node needs. Invalid UTF-8
+ * would turn into U+FFFD and the native binding cuts strings at the first NUL,
+ * so both are refused instead of silently handing the model other bytes.
+ */
+function textOfBytesElement(name: string, element: Buffer, index: number): string {
+  let problem: string | undefined;
+  let text = "";
+  if (element.includes(0)) problem = "contains a NUL byte";
+  else {
+    try {
+      text = STRICT_UTF8.decode(element);
+    } catch {
+      problem = "is not valid UTF-8";
+    }
+  }
+  if (problem !== undefined) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `input '${name}': BYTES element ${index} ${problem}; the onnxruntime backend passes string tensors as UTF-8 text without NUL bytes`,
+    );
+  }
+  return text;
 }
 
 function fromOrtTensor(name: string, value: ort.OnnxValue): Tensor {

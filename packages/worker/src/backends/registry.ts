@@ -1,8 +1,12 @@
 import { OperonError } from "@operon/protocol/errors";
 import { BACKEND_API_VERSION, type Backend } from "./backend.js";
 
-/** Backend names a load message may ask for (config `backend` / platform "onnxruntime_onnx"). */
-export const BACKEND_NAMES = ["onnxruntime"] as const;
+/**
+ * Backend names a load message may ask for (config `backend` / platform
+ * "onnxruntime_onnx"). "echo" returns its inputs as outputs, for measuring
+ * and testing the gateway <-> worker transport.
+ */
+export const BACKEND_NAMES = ["onnxruntime", "echo"] as const;
 
 /**
  * Creates the backend by name. Implementations are imported on demand so a
@@ -15,6 +19,11 @@ export async function createBackend(name: string): Promise<Backend> {
     case "onnxruntime": {
       const { createOnnxRuntimeBackend } = await import("./onnxruntime-backend.js");
       backend = createOnnxRuntimeBackend();
+      break;
+    }
+    case "echo": {
+      const { createEchoBackend } = await import("./echo-backend.js");
+      backend = createEchoBackend();
       break;
     }
     default:

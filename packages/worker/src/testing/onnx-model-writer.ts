@@ -47,20 +47,36 @@ export interface OnnxNode {
   name?: string;
 }
 
+/** A constant tensor stored in the graph (weights), raw little-endian bytes. */
+export interface OnnxInitializer {
+  name: string;
+  datatype: DataType;
+  dims: number[];
+  data: Buffer;
+}
+
 export interface OnnxGraph {
   inputs: OnnxValueInfo[];
   outputs: OnnxValueInfo[];
   nodes: OnnxNode[];
+  initializers?: OnnxInitializer[];
   name?: string;
   /** Default 13 (Identity, Add and Sub accept every tensor type they need there). */
   opsetVersion?: number;
 }
 
-/** Serializes a graph of plain nodes (no attributes, no initializers) into ONNX model bytes. */
+/** Serializes a graph of plain nodes (no attributes) and optional initializers into ONNX model bytes. */
 export function writeOnnxModel(graph: OnnxGraph): Buffer {
   const body = new ProtoWriter();
   for (const node of graph.nodes) body.message(1, nodeProto(node));
   body.string(2, graph.name ?? "operon_test_graph");
+  // TensorProto: dims=1, data_type=2, name=8, raw_data=9.
+  for (const init of graph.initializers ?? []) {
+    const tensor = new ProtoWriter();
+    for (const dim of init.dims) tensor.varint(1, dim);
+    tensor.varint(2, ONNX_ELEM_TYPE[init.datatype]).string(8, init.name).bytes(9, init.data);
+    body.message(5, tensor);
+  }
   for (const input of graph.inputs) body.message(11, valueInfoProto(input));
   for (const output of graph.outputs) body.message(12, valueInfoProto(output));
 
@@ -96,6 +112,45 @@ export function writeAddSubModel(options: { datatype: DataType; shape: OnnxDim[]
       { opType: "Add", inputs: ["INPUT0", "INPUT1"], outputs: ["OUTPUT0"], name: "add" },
       { opType: "Sub", inputs: ["INPUT0", "INPUT1"], outputs: ["OUTPUT1"], name: "sub" },
     ],
+  });
+}
+
+/**
+ * A multi-layer perceptron `input` FP32 [N, sizes[0]] → `output` FP32
+ * [N, sizes.at(-1)]: MatMul + Add per layer, Relu between layers. Weights are
+ * deterministic pseudo-random values from `seed`, so the bytes are stable.
+ */
+export function writeMlpModel(options: { sizes: number[]; seed?: number }): Buffer {
+  const { sizes } = options;
+  let state = options.seed ?? 1;
+  const random = (): number => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state / 2 ** 32 - 0.5;
+  };
+  const floats = (count: number, scale: number): Buffer => {
+    const values = new Float32Array(count);
+    for (let i = 0; i < count; i += 1) values[i] = random() * scale;
+    return Buffer.from(values.buffer);
+  };
+  const nodes: OnnxNode[] = [];
+  const initializers: OnnxInitializer[] = [];
+  let current = "input";
+  for (let layer = 0; layer + 1 < sizes.length; layer += 1) {
+    const [inSize, outSize] = [sizes[layer]!, sizes[layer + 1]!];
+    initializers.push({ name: `w${layer}`, datatype: "FP32", dims: [inSize, outSize], data: floats(inSize * outSize, 2 / Math.sqrt(inSize)) });
+    initializers.push({ name: `b${layer}`, datatype: "FP32", dims: [outSize], data: floats(outSize, 0.1) });
+    const last = layer + 2 === sizes.length;
+    nodes.push({ opType: "MatMul", inputs: [current, `w${layer}`], outputs: [`mm${layer}`], name: `matmul${layer}` });
+    nodes.push({ opType: "Add", inputs: [`mm${layer}`, `b${layer}`], outputs: [last ? "output" : `add${layer}`], name: `add${layer}` });
+    if (!last) nodes.push({ opType: "Relu", inputs: [`add${layer}`], outputs: [`relu${layer}`], name: `relu${layer}` });
+    current = last ? "output" : `relu${layer}`;
+  }
+  return writeOnnxModel({
+    name: "mlp",
+    inputs: [{ name: "input", datatype: "FP32", shape: ["batch", sizes[0]!] }],
+    outputs: [{ name: "output", datatype: "FP32", shape: ["batch", sizes[sizes.length - 1]!] }],
+    nodes,
+    initializers,
   });
 }
 

@@ -1,0 +1,145 @@
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { parsePerfReport, type PerfReport } from "@operon/perf/perf-report";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EXAMPLE_REPOSITORY, runOperon, startOperon, tempRepository, type RunningOperon } from "./support/operon-process.js";
+
+/**
+ * `operon perf` (the built CLI, as a user runs it) against the real
+ * `operon serve` on the example repository, over HTTP and gRPC. Windows
+ * are short (300 ms, at most 3 per step) to keep the file fast; the
+ * figures are checked for shape and sanity, not for speed.
+ */
+
+const SHORT = ["--measurement-interval", "300", "--max-trials", "3"];
+
+function parseReport(stdout: string): PerfReport {
+  return parsePerfReport(JSON.parse(stdout));
+}
+
+function expectSaneSteps(report: PerfReport): void {
+  for (const step of report.steps) {
+    expect(step.requests).toBeGreaterThan(0);
+    expect(step.errors).toBe(0);
+    expect(step.errorSamples).toEqual([]);
+    expect(step.throughputInferPerSec).toBeGreaterThan(0);
+    const l = step.latencyUs;
+    expect(l.min).toBeGreaterThan(0);
+    expect(l.min).toBeLessThanOrEqual(l.p50);
+    expect(l.p50).toBeLessThanOrEqual(l.p90);
+    expect(l.p90).toBeLessThanOrEqual(l.p95);
+    expect(l.p95).toBeLessThanOrEqual(l.p99);
+    expect(l.p99).toBeLessThanOrEqual(l.max);
+    expect(step.server).toBeDefined();
+    expect(step.server!.requests).toBeGreaterThan(0);
+    expect(step.server!.computeInferUs).toBeGreaterThan(0);
+    expect(step.server!.batchSizes).not.toEqual({});
+  }
+}
+
+/** A port with nothing listening on it. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe("operon perf", () => {
+  let server: RunningOperon;
+  let httpAddress: string;
+  beforeAll(async () => {
+    server = await startOperon(["--model-repository", EXAMPLE_REPOSITORY]);
+    httpAddress = server.httpUrl.replace(/^http:\/\//, "");
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("sweeps concurrency 1:2 over HTTP and prints only the PerfReport JSON", async () => {
+    const run = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "--concurrency-range", "1:2", ...SHORT, "--json"]);
+    expect(run.stderr).not.toMatch(/error/i);
+    expect(run.code).toBe(0);
+    const report = parseReport(run.stdout);
+    expect(report).toMatchObject({ schemaVersion: 1, model: "add_sub", version: "1", protocol: "http", mode: "concurrency" });
+    expect(report.config).toMatchObject({ binaryData: true, maxBatchSize: 8, inputs: [{ name: "INPUT0", shape: [1, 16] }, { name: "INPUT1", shape: [1, 16] }] });
+    expect(report.steps.map((step) => step.concurrency)).toEqual([1, 2]);
+    expectSaneSteps(report);
+    // Progress went to stderr, one line per window (stderr is not a terminal here).
+    expect(run.stderr).toMatch(/\[1\/2\] concurrency 1: window 1\/3/);
+  });
+
+  it("sweeps concurrency 1:2 over gRPC", async () => {
+    const run = await runOperon(["perf", "-m", "add_sub", "-i", "grpc", "-u", server.grpcAddress, "--concurrency-range", "1:2", ...SHORT, "--json"]);
+    expect(run.code).toBe(0);
+    const report = parseReport(run.stdout);
+    expect(report).toMatchObject({ protocol: "grpc", mode: "concurrency", config: { url: server.grpcAddress } });
+    expect(report.steps.map((step) => step.concurrency)).toEqual([1, 2]);
+    expectSaneSteps(report);
+  });
+
+  it("sends exactly --request-count requests, prints the table and writes -f", async () => {
+    const file = join(tempRepository("operon-perf-report-"), "report.json");
+    const run = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "--request-count", "40", "--concurrency-range", "2", "-b", "4", "-f", file]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^Concurrency: 2, throughput: [0-9.]+ infer\/sec, latency [0-9]+ usec$/m);
+    expect(run.stdout).toMatch(/^Concurrency {2}Infer\/sec {2}p50 usec/m);
+    const report = parsePerfReport(JSON.parse(readFileSync(file, "utf8")));
+    expect(report.config).toMatchObject({ requestCount: 40, batchSize: 4, inputs: [{ shape: [4, 16] }, { shape: [4, 16] }] });
+    expect(report.steps).toHaveLength(1);
+    expect(report.steps[0]).toMatchObject({ concurrency: 2, requests: 40, errors: 0, stable: true });
+    expect(report.steps[0]!.throughputInferPerSec).toBeCloseTo(report.steps[0]!.throughputRequestsPerSec * 4, 0);
+    expectSaneSteps(report);
+  });
+
+  it("runs open-loop request-rate steps with Poisson arrivals", async () => {
+    const run = await runOperon([
+      "perf", "-m", "add_sub", "-u", httpAddress, "--request-rate-range", "40:80:40", "--request-distribution", "poisson", ...SHORT, "--json",
+    ]);
+    expect(run.code).toBe(0);
+    const report = parseReport(run.stdout);
+    expect(report).toMatchObject({ mode: "request-rate", config: { requestDistribution: "poisson", requestRateRange: { start: 40, end: 80, step: 40 } } });
+    expect(report.steps.map((step) => step.requestRate)).toEqual([40, 80]);
+    expectSaneSteps(report);
+    for (const step of report.steps) expect(step.throughputRequestsPerSec).toBeLessThan(step.requestRate! * 2);
+  });
+
+  it("exits 1 naming an unknown model", async () => {
+    const run = await runOperon(["perf", "-m", "no_such_model", "-u", httpAddress]);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe("");
+    expect(run.stderr.trim()).toMatch(/^error: model 'no_such_model' is not available at http:\/\/127\.0\.0\.1:\d+: .*no_such_model/);
+    const grpcRun = await runOperon(["perf", "-m", "no_such_model", "-i", "grpc", "-u", server.grpcAddress]);
+    expect(grpcRun.code).toBe(1);
+    expect(grpcRun.stderr).toContain("model 'no_such_model'");
+  });
+
+  it("exits 1 saying it cannot connect to a closed port, over HTTP and gRPC", async () => {
+    const port = await closedPort();
+    const run = await runOperon(["perf", "-m", "add_sub", "-u", `127.0.0.1:${port}`]);
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim()).toMatch(new RegExp(`^error: cannot connect to the server at http://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`));
+    const grpcRun = await runOperon(["perf", "-m", "add_sub", "-i", "grpc", "-u", `127.0.0.1:${port}`]);
+    expect(grpcRun.code).toBe(1);
+    expect(grpcRun.stderr).toContain(`cannot connect to the gRPC server at 127.0.0.1:${port}`);
+  });
+
+  it("exits 2 with one line on bad flags", async () => {
+    for (const args of [
+      ["--concurrency-range", "4:1"],
+      ["--concurrency-range", "1:2", "--request-rate-range", "10"],
+      ["--batch-size", "0"],
+      ["--bogus"],
+    ]) {
+      const run = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, ...args]);
+      expect(run.code, args.join(" ")).toBe(2);
+      expect(run.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
+      expect(run.stderr).toMatch(/^error: /);
+    }
+    const tooBig = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "-b", "9"]);
+    expect(tooBig.code).toBe(2);
+    expect(tooBig.stderr).toContain("--batch-size 9 exceeds the model's max_batch_size 8");
+  });
+});

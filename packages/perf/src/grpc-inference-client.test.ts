@@ -1,0 +1,117 @@
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
+import { afterEach, describe, expect, it } from "vitest";
+import { GrpcInferenceClient, defaultProtoDir } from "./grpc-inference-client.js";
+import type { PreparedInputSet } from "./input-data.js";
+
+const SET: PreparedInputSet = [
+  { name: "A", datatype: "FP32", shape: [1, 2], data: Buffer.from(new Float32Array([1.5, 2.5]).buffer) },
+  { name: "B", datatype: "INT64", shape: [1], data: Buffer.from(new BigInt64Array([7n]).buffer) },
+];
+
+interface Received {
+  model_name: string;
+  model_version: string;
+  inputs: Array<{ name: string; datatype: string; shape: string[]; contents: unknown }>;
+  raw_input_contents: Buffer[];
+}
+
+/** A grpc-js server built from the same protos, answering like Operon with uint64s as strings. */
+async function startFakeGrpcServer(received: Received[]): Promise<{ target: string; server: grpc.Server }> {
+  const definition = await protoLoader.load("grpc_service.proto", {
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+    includeDirs: [defaultProtoDir()],
+  });
+  const server = new grpc.Server();
+  const d = (count: number, ns: number) => ({ count: String(count), ns: String(ns) });
+  const notFound = (name: string) => ({ code: grpc.status.NOT_FOUND, details: `Request for unknown model: '${name}' is not found` });
+  server.addService(definition["inference.GRPCInferenceService"] as unknown as grpc.ServiceDefinition, {
+    ModelInfer: (call: grpc.ServerUnaryCall<Received, object>, callback: grpc.sendUnaryData<object>) => {
+      received.push(call.request);
+      callback(null, { model_name: call.request.model_name, raw_output_contents: [Buffer.alloc(4)] });
+    },
+    ModelMetadata: (call: grpc.ServerUnaryCall<{ name: string }, object>, callback: grpc.sendUnaryData<object>) => {
+      if (call.request.name !== "toy") return callback(notFound(call.request.name));
+      callback(null, { name: "toy", versions: ["3"], platform: "fake", inputs: [{ name: "A", datatype: "FP32", shape: ["-1", "2"] }] });
+    },
+    ModelConfig: (_call: unknown, callback: grpc.sendUnaryData<object>) => callback(null, { config: { name: "toy", max_batch_size: 4 } }),
+    ModelStatistics: (_call: unknown, callback: grpc.sendUnaryData<object>) =>
+      callback(null, {
+        model_stats: [
+          {
+            name: "toy",
+            version: "3",
+            inference_count: "12",
+            execution_count: "6",
+            inference_stats: { success: d(6, 6000), queue: d(6, 600), compute_infer: d(6, 3_000_000) },
+            batch_stats: [{ batch_size: "2", compute_infer: d(6, 3_000_000) }],
+          },
+        ],
+      }),
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+  );
+  return { target: `127.0.0.1:${port}`, server };
+}
+
+describe("GrpcInferenceClient", () => {
+  let server: grpc.Server | undefined;
+  let client: GrpcInferenceClient | undefined;
+  afterEach(() => {
+    client?.close();
+    server?.forceShutdown();
+  });
+
+  it("sends the prepared request with raw_input_contents, one entry per input", async () => {
+    const received: Received[] = [];
+    const fake = await startFakeGrpcServer(received);
+    server = fake.server;
+    client = await GrpcInferenceClient.create({ url: fake.target, model: "toy", version: "3", inputSets: [SET] });
+    await client.infer();
+    await client.infer();
+    expect(received).toHaveLength(2);
+    const request = received[0]!;
+    expect(request.model_name).toBe("toy");
+    expect(request.model_version).toBe("3");
+    expect(request.inputs.map((input) => [input.name, input.datatype, input.shape, input.contents])).toEqual([
+      ["A", "FP32", ["1", "2"], null],
+      ["B", "INT64", ["1"], null],
+    ]);
+    expect(request.raw_input_contents).toEqual([SET[0]!.data, SET[1]!.data]);
+  });
+
+  it("normalises metadata, config and statistics (64-bit strings become numbers)", async () => {
+    const fake = await startFakeGrpcServer([]);
+    server = fake.server;
+    client = await GrpcInferenceClient.create({ url: fake.target, model: "toy" });
+    expect(await client.modelMetadata()).toMatchObject({ name: "toy", versions: ["3"], inputs: [{ name: "A", datatype: "FP32", shape: [-1, 2] }] });
+    expect(await client.modelConfig()).toEqual({ maxBatchSize: 4 });
+    const [stats] = await client.modelStatistics();
+    expect(stats).toMatchObject({
+      inference_count: 12,
+      execution_count: 6,
+      inference_stats: { success: { count: 6, ns: 6000 }, queue: { count: 6, ns: 600 }, compute_output: { count: 0, ns: 0 } },
+      batch_stats: [{ batch_size: 2, compute_infer: { count: 6, ns: 3_000_000 } }],
+    });
+  });
+
+  it("maps NOT_FOUND to MODEL_NOT_FOUND and a closed port to UNREACHABLE", async () => {
+    const fake = await startFakeGrpcServer([]);
+    server = fake.server;
+    client = await GrpcInferenceClient.create({ url: fake.target, model: "nope" });
+    await expect(client.modelMetadata()).rejects.toMatchObject({ code: "MODEL_NOT_FOUND", message: expect.stringContaining("model 'nope'") });
+    client.close();
+    server.forceShutdown();
+    server = undefined;
+    client = await GrpcInferenceClient.create({ url: fake.target, model: "toy" });
+    await expect(client.modelMetadata()).rejects.toMatchObject({
+      code: "UNREACHABLE",
+      message: expect.stringContaining(`cannot connect to the gRPC server at ${fake.target}`),
+    });
+  });
+});

@@ -1,0 +1,103 @@
+import type { ModelMetadata, ModelStatistics } from "@operon/protocol/inference";
+import type { PreparedInputSet } from "./input-data.js";
+import { PerfError } from "./perf-error.js";
+
+/**
+ * What the load generator needs from a server, whatever the protocol. A
+ * client is built for one model (and optionally one version) and a fixed
+ * set of prepared requests, encoded once at construction: `infer()` sends
+ * the next one as is, so a call does no per-element work and the client's
+ * own cost stays out of the measured latency as far as it can.
+ */
+export interface InferenceClient {
+  /** Sends the next prepared request (cycling through them); rejects with a readable message on any failure. */
+  infer(): Promise<void>;
+  /** Throws PerfError UNREACHABLE / MODEL_NOT_FOUND / SERVER_ERROR. */
+  modelMetadata(): Promise<ModelMetadata>;
+  modelConfig(): Promise<ModelConfigSummary>;
+  /** The statistics extension's entries for the model (every version unless one was given). */
+  modelStatistics(): Promise<ModelStatistics[]>;
+  /** Closes connections; idempotent. In-flight calls may fail. */
+  close(): void;
+}
+
+/** The parts of the model configuration that perf uses. */
+export interface ModelConfigSummary {
+  /** 0 = the model does not batch: request shapes have no batch dimension. */
+  maxBatchSize: number;
+}
+
+export type PerfProtocol = "http" | "grpc";
+
+export interface InferenceClientOptions {
+  /** host:port (a scheme such as http:// is accepted and ignored for gRPC). */
+  url: string;
+  model: string;
+  /** Empty or undefined: the server picks (Triton: the latest ready version). */
+  version?: string;
+  /** The requests infer() cycles through; empty for a client that only reads metadata and statistics. */
+  inputSets?: readonly PreparedInputSet[];
+  /** HTTP: send tensors with the binary_tensor_data extension (default true); false = JSON data. */
+  binaryData?: boolean;
+  /** HTTP: the most sockets to open (at least the concurrency; default unlimited). */
+  maxConnections?: number;
+  /** Deadline for metadata, config and statistics calls (default 10 s). */
+  controlTimeoutMs?: number;
+  /** gRPC: the directory holding grpc_service.proto (default: @operon/protocol's proto/). */
+  protoDir?: string;
+}
+
+export const DEFAULT_CONTROL_TIMEOUT_MS = 10_000;
+
+export const DEFAULT_PORTS: Record<PerfProtocol, number> = { http: 8000, grpc: 8001 };
+
+/** Builds the client of a protocol (loading the gRPC protos where needed). */
+export async function createInferenceClient(protocol: PerfProtocol, options: InferenceClientOptions): Promise<InferenceClient> {
+  // Imported lazily so an HTTP run never loads the gRPC stack, and the other way round.
+  if (protocol === "http") {
+    const { HttpInferenceClient } = await import("./http-inference-client.js");
+    return new HttpInferenceClient(options);
+  }
+  const { GrpcInferenceClient } = await import("./grpc-inference-client.js");
+  return GrpcInferenceClient.create(options);
+}
+
+export interface ServerAddress {
+  /** Host name or address, IPv6 without brackets. */
+  host: string;
+  port: number;
+  /** host:port as a gRPC target or for messages (IPv6 in brackets). */
+  target: string;
+}
+
+/**
+ * Parses -u: `host:port`, `[v6]:port`, or a URL (`http://host:port`). A
+ * missing port is the protocol's default (8000 HTTP, 8001 gRPC). Paths
+ * and https are refused: Operon serves plain HTTP at the root.
+ */
+export function parseServerAddress(url: string, protocol: PerfProtocol): ServerAddress {
+  const text = url.trim();
+  let parsed: URL;
+  try {
+    parsed = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(text) ? text : `http://${text}`);
+  } catch {
+    throw new PerfError("BAD_OPTIONS", `-u '${url}': expected host:port`);
+  }
+  if (!["http:", "grpc:"].includes(parsed.protocol)) {
+    throw new PerfError("BAD_OPTIONS", `-u '${url}': only plain HTTP and gRPC (no TLS) are supported`);
+  }
+  if ((parsed.pathname !== "/" && parsed.pathname !== "") || parsed.search !== "" || parsed.username !== "" || parsed.hostname === "") {
+    throw new PerfError("BAD_OPTIONS", `-u '${url}': expected host:port, without a path or credentials`);
+  }
+  const port = parsed.port === "" ? DEFAULT_PORTS[protocol] : Number(parsed.port);
+  const host = parsed.hostname.startsWith("[") ? parsed.hostname.slice(1, -1) : parsed.hostname;
+  return { host, port, target: `${parsed.hostname}:${port}` };
+}
+
+/** Error codes of a connection that never got an answer. */
+const CONNECT_ERROR_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "ECONNRESET", "EADDRNOTAVAIL"]);
+
+export function isConnectError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === "string" && CONNECT_ERROR_CODES.has(code);
+}

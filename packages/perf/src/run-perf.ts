@@ -1,0 +1,327 @@
+import { readFile } from "node:fs/promises";
+import {
+  DEFAULT_PORTS,
+  type InferenceClient,
+  type InferenceClientOptions,
+  type PerfProtocol,
+  createInferenceClient,
+  parseServerAddress,
+} from "./inference-client.js";
+import { type InputDataSource, prepareInputSets, resolveInputSpecs } from "./input-data.js";
+import { LatencyRecorder, round1, summarizeLatencies } from "./latency-stats.js";
+import { type LoadSetting, type StepMeasurement, measureStep, windowFigures } from "./load-generator.js";
+import { type LoadRange, expandLoadRange, validateLoadRange } from "./load-range.js";
+import { PerfError, messageOf } from "./perf-error.js";
+import type { PerfProgress } from "./perf-progress.js";
+import { PERF_REPORT_SCHEMA_VERSION, type PerfReport, type PerfStep, type PerfWindow, type RequestDistribution } from "./perf-report.js";
+import { ServerStatsProbe, type ServerStatsSnapshot, addSnapshots, diffSnapshots, summarizeServerStats } from "./server-stats.js";
+
+/** What a perf run measures; every field but `model` has a default (PERF_DEFAULTS). */
+export interface PerfOptions {
+  model: string;
+  /** Empty or undefined: the server's default version. */
+  version?: string;
+  protocol?: PerfProtocol;
+  /** host:port; default localhost:8000 (HTTP) or localhost:8001 (gRPC). */
+  url?: string;
+  /** At most one of the two ranges; neither = concurrency 1. */
+  concurrencyRange?: LoadRange;
+  requestRateRange?: LoadRange;
+  requestDistribution?: RequestDistribution;
+  measurementIntervalMs?: number;
+  /** Request-count mode: each step sends exactly this many requests. */
+  requestCount?: number;
+  stabilityPercentage?: number;
+  maxTrials?: number;
+  batchSize?: number;
+  /** Dims (without the batch dimension) for inputs with variable dims. */
+  shapes?: Record<string, number[]>;
+  /** "zero", "random", or the path of a perf_analyzer --input-data JSON file. */
+  inputData?: string;
+  /** HTTP: binary tensor data (default) or JSON. */
+  binaryData?: boolean;
+  /** Stops the run at once; the report holds the completed windows (an interrupted step is marked not stable). */
+  signal?: AbortSignal;
+}
+
+export const PERF_DEFAULTS = {
+  protocol: "http" as PerfProtocol,
+  concurrencyRange: { start: 1, end: 1, step: 1 } as LoadRange,
+  requestDistribution: "constant" as RequestDistribution,
+  measurementIntervalMs: 5000,
+  stabilityPercentage: 10,
+  maxTrials: 10,
+  batchSize: 1,
+  inputData: "random",
+  binaryData: true,
+} as const;
+
+export interface PerfHooks {
+  onProgress?(progress: PerfProgress): void;
+}
+
+/** The options with defaults applied and checked; throws PerfError BAD_OPTIONS. */
+export interface ResolvedPerfOptions {
+  model: string;
+  version: string;
+  protocol: PerfProtocol;
+  url: string;
+  mode: PerfReport["mode"];
+  range: LoadRange;
+  requestDistribution: RequestDistribution;
+  measurementIntervalMs: number;
+  requestCount: number | undefined;
+  stabilityPercentage: number;
+  maxTrials: number;
+  batchSize: number;
+  shapes: Record<string, number[]>;
+  inputData: string;
+  binaryData: boolean;
+}
+
+export function resolvePerfOptions(options: PerfOptions): ResolvedPerfOptions {
+  if (typeof options.model !== "string" || options.model.trim() === "") throw bad("a model name is required (-m)");
+  const protocol = options.protocol ?? PERF_DEFAULTS.protocol;
+  if (protocol !== "http" && protocol !== "grpc") throw bad(`protocol must be http or grpc, got '${String(protocol)}'`);
+  if (options.concurrencyRange !== undefined && options.requestRateRange !== undefined) {
+    throw bad("--concurrency-range and --request-rate-range cannot be used together");
+  }
+  const mode = options.requestRateRange !== undefined ? "request-rate" : "concurrency";
+  const range =
+    mode === "request-rate"
+      ? validateLoadRange(options.requestRateRange!, "number", "--request-rate-range")
+      : validateLoadRange(options.concurrencyRange ?? PERF_DEFAULTS.concurrencyRange, "integer", "--concurrency-range");
+  const url = options.url ?? `localhost:${DEFAULT_PORTS[protocol]}`;
+  parseServerAddress(url, protocol);
+  const requestDistribution = options.requestDistribution ?? PERF_DEFAULTS.requestDistribution;
+  if (requestDistribution !== "constant" && requestDistribution !== "poisson") {
+    throw bad(`--request-distribution must be constant or poisson, got '${String(requestDistribution)}'`);
+  }
+  const resolved: ResolvedPerfOptions = {
+    model: options.model,
+    version: options.version ?? "",
+    protocol,
+    url,
+    mode,
+    range,
+    requestDistribution,
+    measurementIntervalMs: positiveInteger(options.measurementIntervalMs ?? PERF_DEFAULTS.measurementIntervalMs, "--measurement-interval"),
+    requestCount: options.requestCount === undefined ? undefined : positiveInteger(options.requestCount, "--request-count"),
+    stabilityPercentage: options.stabilityPercentage ?? PERF_DEFAULTS.stabilityPercentage,
+    maxTrials: positiveInteger(options.maxTrials ?? PERF_DEFAULTS.maxTrials, "--max-trials"),
+    batchSize: positiveInteger(options.batchSize ?? PERF_DEFAULTS.batchSize, "--batch-size"),
+    shapes: { ...(options.shapes ?? {}) },
+    inputData: options.inputData ?? PERF_DEFAULTS.inputData,
+    binaryData: options.binaryData ?? PERF_DEFAULTS.binaryData,
+  };
+  if (!(resolved.stabilityPercentage > 0) || !Number.isFinite(resolved.stabilityPercentage)) {
+    throw bad(`--stability-percentage must be a number > 0, got ${resolved.stabilityPercentage}`);
+  }
+  if (resolved.inputData.trim() === "") throw bad("--input-data must be zero, random or a JSON file path");
+  return resolved;
+}
+
+/**
+ * Runs a perf sweep against a server and returns its report. Reads the
+ * model's metadata and config first (so an unreachable server or unknown
+ * model fails fast with PerfError), builds the requests once, sends one
+ * warm-up request, then measures each load value of the range in turn.
+ */
+export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Promise<PerfReport> {
+  const resolved = resolvePerfOptions(options);
+  const source = await loadInputData(resolved.inputData);
+  const startedAt = new Date().toISOString();
+  const loads = expandLoadRange(resolved.range);
+  const clientOptions: InferenceClientOptions = {
+    url: resolved.url,
+    model: resolved.model,
+    version: resolved.version,
+    binaryData: resolved.binaryData,
+  };
+
+  const control = await createInferenceClient(resolved.protocol, clientOptions);
+  let loadClient: InferenceClient | undefined;
+  try {
+    const metadata = await control.modelMetadata();
+    const { maxBatchSize } = await control.modelConfig();
+    const specs = resolveInputSpecs(metadata.inputs, { maxBatchSize, batchSize: resolved.batchSize, shapes: resolved.shapes });
+    const inputSets = prepareInputSets(specs, resolved.batchSize, source);
+    loadClient = await createInferenceClient(resolved.protocol, {
+      ...clientOptions,
+      inputSets,
+      maxConnections: resolved.mode === "concurrency" ? Math.max(...loads) : Infinity,
+    });
+    await warmUp(loadClient, resolved);
+
+    const probe = new ServerStatsProbe(control);
+    const steps: PerfStep[] = [];
+    for (const [stepIndex, value] of loads.entries()) {
+      if (options.signal?.aborted) break;
+      const load: LoadSetting =
+        resolved.mode === "concurrency"
+          ? { kind: "concurrency", concurrency: value }
+          : { kind: "request-rate", requestRate: value, distribution: resolved.requestDistribution };
+      const progressLoad = resolved.mode === "concurrency" ? { concurrency: value } : { requestRate: value };
+      const maxWindows = resolved.requestCount !== undefined ? 1 : resolved.maxTrials;
+      hooks.onProgress?.({
+        phase: "step",
+        stepIndex,
+        stepCount: loads.length,
+        load: progressLoad,
+        window: 0,
+        maxWindows,
+        requests: 0,
+        errors: 0,
+        throughputInferPerSec: 0,
+        avgLatencyUs: 0,
+        stable: false,
+      });
+      const client = loadClient;
+      const measurement = await measureStep(() => client.infer(), load, resolved, {
+        snapshot: () => probe.snapshot(),
+        ...(options.signal ? { signal: options.signal } : {}),
+        onWindow: (window, index, stable) => {
+          const figures = windowFigures(window, resolved.batchSize);
+          hooks.onProgress?.({
+            phase: "window",
+            stepIndex,
+            stepCount: loads.length,
+            load: progressLoad,
+            window: index + 1,
+            maxWindows,
+            requests: window.requests,
+            errors: window.errors,
+            ...figures,
+            stable,
+          });
+        },
+      });
+      // An interrupted step keeps the windows it completed (reported as not stable).
+      if (measurement.windows.length > 0) steps.push(stepOf(load, measurement, resolved.batchSize));
+      if (measurement.aborted) break;
+    }
+
+    const first = inputSets[0] ?? [];
+    return {
+      schemaVersion: PERF_REPORT_SCHEMA_VERSION,
+      model: resolved.model,
+      version: resolved.version !== "" ? resolved.version : defaultVersion(metadata.versions),
+      protocol: resolved.protocol,
+      mode: resolved.mode,
+      startedAt,
+      finishedAt: new Date().toISOString(),
+      config: {
+        url: resolved.url,
+        batchSize: resolved.batchSize,
+        maxBatchSize,
+        inputData: source.kind,
+        ...(source.kind === "file" ? { inputDataFile: source.path } : {}),
+        shapes: resolved.shapes,
+        binaryData: resolved.binaryData,
+        measurementIntervalMs: resolved.measurementIntervalMs,
+        stabilityPercentage: resolved.stabilityPercentage,
+        maxTrials: resolved.maxTrials,
+        ...(resolved.requestCount !== undefined ? { requestCount: resolved.requestCount } : {}),
+        ...(resolved.mode === "concurrency"
+          ? { concurrencyRange: resolved.range }
+          : { requestRateRange: resolved.range, requestDistribution: resolved.requestDistribution }),
+        inputs: first.map((input) => ({ name: input.name, datatype: input.datatype, shape: input.shape })),
+      },
+      steps,
+    };
+  } finally {
+    loadClient?.close();
+    control.close();
+  }
+}
+
+/** Builds a step from its measurement: the merged windows give the figures; all windows are listed. */
+export function stepOf(load: LoadSetting, measurement: StepMeasurement<ServerStatsSnapshot>, batchSize: number): PerfStep {
+  const merged = measurement.windows.slice(measurement.mergedFrom);
+  const latencies = new LatencyRecorder();
+  let requests = 0;
+  let errors = 0;
+  let durationMs = 0;
+  let server: ServerStatsSnapshot | undefined;
+  let serverComplete = merged.length > 0;
+  for (const window of merged) {
+    latencies.addAll(window.latencies);
+    requests += window.requests;
+    errors += window.errors;
+    durationMs += window.durationMs;
+    if (window.serverBefore !== undefined && window.serverAfter !== undefined) {
+      const delta = diffSnapshots(window.serverBefore, window.serverAfter);
+      server = server === undefined ? delta : addSnapshots(server, delta);
+    } else {
+      serverComplete = false;
+    }
+  }
+  const seconds = durationMs / 1000;
+  const windows: PerfWindow[] = measurement.windows.map((window, index) => {
+    const figures = windowFigures(window, batchSize);
+    return {
+      durationMs: round1(window.durationMs),
+      requests: window.requests,
+      errors: window.errors,
+      throughputInferPerSec: round2(figures.throughputInferPerSec),
+      avgLatencyUs: round1(figures.avgLatencyUs),
+      merged: index >= measurement.mergedFrom,
+    };
+  });
+  const result = {
+    throughputInferPerSec: seconds > 0 ? round2((requests * batchSize) / seconds) : 0,
+    throughputRequestsPerSec: seconds > 0 ? round2(requests / seconds) : 0,
+    latencyUs: summarizeLatencies(latencies.view()),
+    requests,
+    errors,
+    errorSamples: measurement.errorSamples,
+    ...(serverComplete && server !== undefined ? { server: summarizeServerStats(server) } : {}),
+    stable: measurement.stable,
+    windows,
+  };
+  return load.kind === "concurrency" ? { concurrency: load.concurrency, ...result } : { requestRate: load.requestRate, ...result };
+}
+
+async function loadInputData(inputData: string): Promise<InputDataSource> {
+  if (inputData === "zero" || inputData === "random") return { kind: inputData };
+  let text: string;
+  try {
+    text = await readFile(inputData, "utf8");
+  } catch (error) {
+    throw bad(`--input-data '${inputData}' is neither zero, random nor a readable file: ${messageOf(error)}`, error);
+  }
+  try {
+    return { kind: "file", path: inputData, json: JSON.parse(text) as unknown };
+  } catch (error) {
+    throw bad(`--input-data '${inputData}' is not valid JSON: ${messageOf(error)}`, error);
+  }
+}
+
+/** One request before measuring: opens the connection and fails the run early if the server rejects the request. */
+async function warmUp(client: InferenceClient, options: ResolvedPerfOptions): Promise<void> {
+  try {
+    await client.infer();
+  } catch (error) {
+    throw new PerfError("SERVER_ERROR", `the first inference request to model '${options.model}' failed: ${messageOf(error)}`, { cause: error });
+  }
+}
+
+/** The highest version the metadata lists (Triton's default routing), or "" when it lists none. */
+function defaultVersion(versions: readonly string[]): string {
+  const sorted = [...versions].sort((a, b) => (Number(a) || 0) - (Number(b) || 0) || a.localeCompare(b));
+  return sorted[sorted.length - 1] ?? "";
+}
+
+function positiveInteger(value: number, flag: string): number {
+  if (!Number.isSafeInteger(value) || value < 1) throw bad(`${flag} must be a whole number >= 1, got ${value}`);
+  return value;
+}
+
+function round2(value: number): number {
+  return Math.round(value * 100) / 100;
+}
+
+function bad(message: string, cause?: unknown): PerfError {
+  return new PerfError("BAD_OPTIONS", message, cause === undefined ? undefined : { cause });
+}
+
