@@ -307,7 +307,7 @@ describe("WorkerProcess shared-memory transport", () => {
     expect(socket.transportKind).toBe("socket");
     for (const worker of [shm, socket]) await worker.load({ backend: "echo", modelPath: "", config: {} });
 
-    const requests = Array.from({ length: 60 }, (_, i) => randomTensors(1000 + i, 1 + (i % 4), i % 10 === 0 ? 200_000 : 20_000));
+    const requests = Array.from({ length: 60 }, (_, i) => randomTensors(1000 + i, 1 + (i % 4), i % 10 === 0 ? 200_000 : 60_000));
     // Larger than the whole segment: always inline.
     const huge: Tensor = { name: "HUGE", datatype: "UINT8", shape: [1_500_001], data: Buffer.alloc(1_500_001, 0x5a) };
     requests.push([huge, ...randomTensors(7, 2, 1000)]);

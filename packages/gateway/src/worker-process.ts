@@ -14,6 +14,7 @@ import {
   type ExecuteTiming,
   FrameDecoder,
   type InstanceKind,
+  SHM_MIN_TENSOR_BYTES,
   type IoInfo,
   WORKER_SHM_BYTES_ENV,
   WORKER_SHM_NAME_ENV,
@@ -68,6 +69,9 @@ export interface WorkerExecuteResult {
   outputs: Tensor[];
   timing: ExecuteTiming;
 }
+
+/** Longest a copied-out output's space waits to be handed back when no execute frame carries it. */
+const RELEASE_FLUSH_MS = 2;
 
 /** Outputs at least this large are copied out of shared memory into the addon's recycled memory. */
 const LARGE_COPY_BYTES = 64 * 1024;
@@ -127,9 +131,11 @@ let swept = false;
  * gateway -> worker half, where the worker reads it in place; its space is
  * reused when the request's reply arrives. Outputs come back in the
  * worker -> gateway half; once copied out, their offsets go back to the
- * worker on the next execute frame, or in a `release` frame at the end of
- * the event-loop turn. A tensor that does not fit in the free space travels
- * in the frame, as with the socket transport.
+ * worker on the next execute frame, or in a `release` frame when no execute
+ * has carried them within RELEASE_FLUSH_MS (a write is costly; under load the
+ * next execute always comes first). A tensor that does not fit in the free
+ * space, or is smaller than SHM_MIN_TENSOR_BYTES, travels in the frame, as
+ * with the socket transport.
  *
  * When the process exits unexpectedly, every outstanding request (and a
  * pending load) rejects at once with UNAVAILABLE, 'exit' is emitted with
@@ -341,7 +347,7 @@ export class WorkerProcess extends EventEmitter {
     const shm = this.shm;
     if (shm === undefined || !this.shmMapped || tensors.length === 0) return [];
     return tensors.map((tensor) => {
-      if (tensor.data.length === 0) return undefined;
+      if (tensor.data.length < SHM_MIN_TENSOR_BYTES) return undefined;
       const offset = shm.inputRing.allocate(tensor.data.length);
       if (offset !== undefined) shm.toWorker.set(tensor.data, offset);
       return offset;
@@ -378,11 +384,11 @@ export class WorkerProcess extends EventEmitter {
     return releases;
   }
 
-  /** Hands released output space back at the end of this turn, unless an execute frame carried it already. */
+  /** Hands released output space back soon, unless an execute frame carries it first. */
   private scheduleReleaseFlush(): void {
     if (this.releaseScheduled || this.outputReleases.length === 0) return;
     this.releaseScheduled = true;
-    setImmediate(() => {
+    setTimeout(() => {
       this.releaseScheduled = false;
       const offsets = this.takeOutputReleases();
       if (offsets.length === 0 || this.state === "exited") return;
@@ -391,7 +397,7 @@ export class WorkerProcess extends EventEmitter {
       } catch (error) {
         this.log(`cannot hand shared memory back to the worker: ${asOperonError(error).message}`);
       }
-    });
+    }, RELEASE_FLUSH_MS).unref();
   }
 
   private waitReady(timeoutMs: number): Promise<void> {

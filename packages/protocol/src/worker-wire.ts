@@ -40,6 +40,13 @@ import type { Tensor } from "./tensor.js";
  * segment never sees `shmOffset`, `release` or `ready.shm`, so both sides of
  * version 1 interoperate with or without it.
  */
+/**
+ * Tensors smaller than this travel inline in the frame even when shared
+ * memory is available: copying a few KiB into the frame costs less than the
+ * allocator bookkeeping and the space hand-back that shared memory needs.
+ */
+export const SHM_MIN_TENSOR_BYTES = 16 * 1024;
+
 export const WORKER_WIRE_VERSION = 1;
 
 /** Largest frame the u32 length field can describe (bytes after the length field). */

@@ -10,6 +10,7 @@ import {
   FrameDecoder,
   type LoadMessage,
   type SharedMemoryStatus,
+  SHM_MIN_TENSOR_BYTES,
   WORKER_WIRE_VERSION,
   type WorkerReplyMessage,
   sharedRegionLayout,
@@ -211,7 +212,7 @@ export class WorkerServer {
     const shm = this.outputs;
     if (shm === undefined || this.exited) return [];
     return outputs.map((output) => {
-      if (output.data.length === 0) return undefined;
+      if (output.data.length < SHM_MIN_TENSOR_BYTES) return undefined;
       const offset = shm.ring.allocate(output.data.length);
       if (offset !== undefined) shm.half.set(output.data, offset);
       return offset;

@@ -1,0 +1,58 @@
+// Starting and stopping the processes the benchmark measures.
+import { spawn } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
+
+function waitForLine(child, pattern, timeoutMs, what) {
+  return new Promise((resolve, reject) => {
+    let output = "";
+    const timer = setTimeout(() => reject(new Error(`${what} did not start in ${timeoutMs} ms:\n${output.slice(-3000)}`)), timeoutMs);
+    const onData = (chunk) => {
+      output += chunk.toString();
+      const match = pattern.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match);
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited with code ${code} before it was ready:\n${output.slice(-3000)}`));
+    });
+  });
+}
+
+function stopper(child) {
+  return () =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once("exit", () => resolve());
+      child.kill("SIGTERM");
+      setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
+    });
+}
+
+/** `operon serve` on free ports, logs discarded (only the banner is read). */
+export async function startOperon(repository, extraArgs = []) {
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, "apps/cli/bin/operon.js"), "serve", "--model-repository", repository, "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--exit-timeout-secs", "2", ...extraArgs],
+    { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  const match = await waitForLine(child, /HTTP on (http:\/\/[^\s,]+), gRPC on ([^\s,]+)/, 60_000, "operon serve");
+  return { httpUrl: match[1], grpcAddress: match[2], stop: stopper(child) };
+}
+
+/** The single-process node:http + onnxruntime-node baseline (bench/baselines/minimal-ort-server.mjs). */
+export async function startMinimalServer(modelPath, shape) {
+  const child = spawn(process.execPath, [join(ROOT, "bench/baselines/minimal-ort-server.mjs"), modelPath, "0", shape.join(",")], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const match = await waitForLine(child, /listening (\d+)/, 30_000, "minimal server");
+  return { url: `http://127.0.0.1:${match[1]}`, stop: stopper(child) };
+}
