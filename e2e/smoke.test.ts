@@ -20,6 +20,8 @@ describe("the example repository (what npm start serves)", () => {
       ["identity_bytes", "READY"],
       ["silero_vad", "READY"],
       ["text_direction_classifier", "READY"],
+      ["text_generator", "READY"],
+      ["tokenizer_ts", "READY"],
     ]);
   });
 

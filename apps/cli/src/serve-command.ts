@@ -39,8 +39,17 @@ export function serveCommand(): Command {
     .option("--data-dir <path>", "where Operon keeps its own files (uploaded models)", ".operon")
     .option("--max-upload-bytes <bytes>", "largest total size of files uploaded with one model load request", parsePositiveInt, 256 * 1024 * 1024)
     .option("--http-max-body-bytes <bytes>", "largest HTTP request body accepted", parsePositiveInt, 512 * 1024 * 1024)
+    .option(
+      "--cache-config <cache,key=value>",
+      "response cache, Triton's syntax: 'local,size=<bytes>' (repeatable, one or more key=value per use); models opt in with response_cache { enable: true }. Default: no cache",
+      parseCacheConfig,
+    )
     .option("--default-max-batch-size <n>", "max_batch_size given to models whose config leaves it unset and that can batch (Triton's backend-config default-max-batch-size)", parseNonNegativeInt, 4)
-    .action(async (flags: Record<string, unknown>) => {
+    .action(async (flags: Record<string, unknown>, command: Command) => {
+      const cache = flags.cacheConfig as CacheConfig | undefined;
+      if (cache !== undefined && cache.settings.size === undefined) {
+        command.error("error: --cache-config local needs a size: --cache-config local,size=<bytes>", { exitCode: 1 });
+      }
       await runServe(flags);
     });
 }
@@ -69,6 +78,7 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
     maxUploadBytes: flags.maxUploadBytes as number,
     httpMaxBodyBytes: flags.httpMaxBodyBytes as number,
     defaultMaxBatchSize: flags.defaultMaxBatchSize as number,
+    cacheSizeBytes: (flags.cacheConfig as CacheConfig | undefined)?.settings.size,
     workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),
     logger,
   };
@@ -134,6 +144,39 @@ function isLoopback(address: string): boolean {
 /** Repeatable options. No default array: a default would make commander treat a required option as given. */
 function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
+}
+
+/** `--cache-config` settings gathered over every use of the flag. */
+interface CacheConfig {
+  cache: "local";
+  settings: { size?: number };
+}
+
+/**
+ * One `--cache-config` value: `<cache>,<key>=<value>[,<key>=<value>...]`,
+ * as tritonserver takes it (e.g. `local,size=1048576`); repeating the flag
+ * adds settings. Only the `local` (in-process) cache exists; its one
+ * setting is `size` in bytes.
+ */
+function parseCacheConfig(value: string, previous: CacheConfig | undefined): CacheConfig {
+  const [cache = "", ...pairs] = value.split(",").map((part) => part.trim());
+  if (cache === "redis") throw new InvalidArgumentError("the 'redis' cache is not supported; use 'local,size=<bytes>'");
+  if (cache !== "local") throw new InvalidArgumentError(`unknown cache '${cache}'; use 'local,size=<bytes>'`);
+  if (pairs.length === 0) throw new InvalidArgumentError("expected '<cache>,<key>=<value>', e.g. 'local,size=1048576'");
+  const config: CacheConfig = previous ?? { cache, settings: {} };
+  for (const pair of pairs) {
+    const equals = pair.indexOf("=");
+    const key = equals < 0 ? pair : pair.slice(0, equals);
+    const setting = equals < 0 ? "" : pair.slice(equals + 1);
+    if (equals <= 0 || setting === "") throw new InvalidArgumentError(`'${pair}' is not a <key>=<value> setting`);
+    if (key !== "size") throw new InvalidArgumentError(`unknown setting '${key}' of the local cache; it takes size=<bytes>`);
+    const size = Number(setting);
+    if (!/^[0-9]+$/.test(setting) || !Number.isSafeInteger(size) || size <= 0) {
+      throw new InvalidArgumentError(`size '${setting}' is not a positive number of bytes`);
+    }
+    config.settings.size = size;
+  }
+  return config;
 }
 
 function parseBool(value: string | undefined): boolean {

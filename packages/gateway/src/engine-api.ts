@@ -8,6 +8,15 @@ import type {
   RepositoryIndexEntry,
   ServerMetadata,
 } from "@operon/protocol/inference";
+import type { OperatorSpec } from "./operators/operator-spec.js";
+
+/** A served operator: registered through the API, or a Triton ensemble of the model repository. */
+export interface OperatorInfo {
+  name: string;
+  version: string;
+  source: "api" | "repository";
+  spec: OperatorSpec;
+}
 
 /**
  * The narrow surface the frontends (HTTP, gRPC) see of the engine. Frontends
@@ -32,4 +41,14 @@ export interface InferenceEngine {
   unloadModel(name: string, options: ModelUnloadOptions): Promise<void>;
   /** name undefined = all models; throws NOT_FOUND for an unknown model/version. */
   modelStatistics(name?: string, version?: string): ModelStatistics[];
+  /**
+   * Registers (or replaces) an operator from its JSON spec (OperatorSpec);
+   * explicit model control mode only (else UNSUPPORTED). INVALID_ARG lists
+   * every problem of the spec; ALREADY_EXISTS when a repository model has the name.
+   */
+  registerOperator(spec: unknown): Promise<OperatorInfo>;
+  /** Removes a registered operator; NOT_FOUND when none has the name. */
+  unregisterOperator(name: string): Promise<void>;
+  /** Served operators: registered ones and the model repository's ensembles. */
+  listOperators(): OperatorInfo[];
 }

@@ -10,10 +10,11 @@ import type {
   ServerMetadata,
 } from "@operon/protocol/inference";
 import type { Tensor } from "@operon/protocol/tensor";
-import type { InferenceEngine } from "./engine-api.js";
+import type { InferenceEngine, OperatorInfo } from "./engine-api.js";
 import type { FailureReason } from "./metrics.js";
 import type { ModelManager, ServedVersion } from "./model-manager.js";
 import { resolveReshape, validateInferRequest } from "./request-validation.js";
+import { responseCacheKey, type ResponseCache } from "./response-cache.js";
 import { priorityLevelOf, queueTimeoutNsOf } from "./scheduling/scheduler-policy.js";
 
 /** The protocol extensions this server implements, exactly (server metadata lists these). */
@@ -38,8 +39,25 @@ export class Engine implements InferenceEngine {
 
   constructor(
     private readonly manager: ModelManager,
-    private readonly info: { version: string; strictReadiness: boolean },
-  ) {}
+    private readonly info: { version: string; strictReadiness: boolean; responseCache?: ResponseCache | undefined },
+  ) {
+    // Operator steps (ensembles, registered DAGs) call models through this engine's own infer, in process:
+    // the step model's validation, scheduler (batching), statistics and cache apply as for any request.
+    manager.setStepRunner((model, version, inputs, outputNames, signal, parameters) =>
+      this.infer({
+        modelName: model,
+        ...(version !== undefined ? { modelVersion: version } : {}),
+        parameters: parameters ?? {},
+        inputs,
+        outputs: outputNames.map((name) => ({ name })),
+        signal,
+      }),
+    );
+  }
+
+  /** A number per load of a model version (keyed by its instances), in cache keys: a reload never serves the old files' responses. */
+  private readonly loadGenerations = new WeakMap<object, string>();
+  private nextLoadGeneration = 0;
 
   markStartupDone(): void {
     this.startupDone = true;
@@ -107,19 +125,50 @@ export class Engine implements InferenceEngine {
           level,
           timeoutNs: queueTimeoutNsOf(policy, level, request.parameters),
           ...(request.signal !== undefined ? { signal: request.signal } : {}),
+          parameters: request.parameters,
         };
       } catch (error) {
         served.stats.recordFailure(elapsedNs(started), "OTHER");
         throw error;
       }
+      // Response cache (Triton): a hit answers without scheduling; a miss runs and inserts the response.
+      const cache = this.responseCacheFor(served);
+      let cacheKey: string | undefined;
+      let cacheMissNs = 0;
+      if (cache !== undefined) {
+        const lookupStarted = process.hrtime.bigint();
+        cacheKey = responseCacheKey({
+          model: served.model,
+          version: served.version,
+          scope: this.loadGeneration(served),
+          inputs: request.inputs,
+          outputs: scheduled.outputNames,
+        });
+        const hit = cache.get(cacheKey);
+        cacheMissNs = elapsedNs(lookupStarted);
+        if (hit !== undefined) {
+          served.stats.recordCacheHit(cacheMissNs);
+          served.stats.recordCachedSuccess(elapsedNs(started));
+          const response: InferResponse = { modelName: request.modelName, modelVersion: served.version, outputs: hit.outputs };
+          if (request.id !== undefined && request.id !== "") response.id = request.id;
+          return response;
+        }
+      }
       try {
         const result = await served.instances.execute(scheduled);
         const outputs = restoreOutputShapes(served, result.outputs, scheduled.outputNames);
+        if (cache !== undefined && cacheKey !== undefined) {
+          const insertStarted = process.hrtime.bigint();
+          cache.set(cacheKey, { outputs });
+          served.stats.recordCacheMiss(cacheMissNs + elapsedNs(insertStarted));
+          cacheKey = undefined;
+        }
         served.stats.recordSuccess(elapsedNs(started), result.queueNs, result.timing, scheduled.batchSize);
         const response: InferResponse = { modelName: request.modelName, modelVersion: served.version, outputs };
         if (request.id !== undefined && request.id !== "") response.id = request.id;
         return response;
       } catch (error) {
+        if (cacheKey !== undefined) served.stats.recordCacheMiss(cacheMissNs);
         const failure = asOperonError(error);
         served.stats.recordFailure(elapsedNs(started), failureReason(failure));
         throw failure;
@@ -127,6 +176,28 @@ export class Engine implements InferenceEngine {
     } finally {
       this.inFlight -= 1;
     }
+  }
+
+  /**
+   * The server's cache when this version may use it: the server has one
+   * (--cache-config), the config enables response_cache, and the model is
+   * neither decoupled (validateConfig rejects that pairing) nor sequence
+   * batched (its outputs depend on state, as in Triton).
+   */
+  private responseCacheFor(served: ServedVersion): ResponseCache | undefined {
+    const config = served.config;
+    if (this.info.responseCache === undefined || config.response_cache?.enable !== true) return undefined;
+    if (config.model_transaction_policy?.decoupled === true || config.sequence_batching !== undefined) return undefined;
+    return this.info.responseCache;
+  }
+
+  private loadGeneration(served: ServedVersion): string {
+    let generation = this.loadGenerations.get(served.instances);
+    if (generation === undefined) {
+      generation = String((this.nextLoadGeneration += 1));
+      this.loadGenerations.set(served.instances, generation);
+    }
+    return generation;
   }
 
   repositoryIndex(options: { ready?: boolean }): Promise<RepositoryIndexEntry[]> {
@@ -143,6 +214,18 @@ export class Engine implements InferenceEngine {
 
   modelStatistics(name?: string, version?: string): ModelStatistics[] {
     return this.manager.servedVersions(name, version).map((served) => served.stats.snapshot());
+  }
+
+  async registerOperator(spec: unknown): Promise<OperatorInfo> {
+    return this.manager.registerOperator(spec);
+  }
+
+  async unregisterOperator(name: string): Promise<void> {
+    await this.manager.unregisterOperator(name);
+  }
+
+  listOperators(): OperatorInfo[] {
+    return this.manager.listOperators();
   }
 }
 

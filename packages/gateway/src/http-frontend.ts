@@ -6,6 +6,7 @@ import {
   encodeInferResponseBody,
   parseInferenceHeaderLength,
 } from "@operon/protocol/binary-tensor-codec";
+import { OperonError } from "@operon/protocol/errors";
 import type { InferenceEngine } from "./engine-api.js";
 import { DEFAULT_MAX_BODY_BYTES, parseJsonBody, readBody } from "./http/http-body-reader.js";
 import { ClientClosedError } from "./http/http-errors.js";
@@ -194,6 +195,31 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ha
   });
   router.add("POST", "/v2/repository/models/:model/unload", async ({ req, res, params }) => {
     await engine.unloadModel(modelOf(params), decodeUnloadRequest(await readJson(req, res)));
+    sendEmpty(res, 200);
+  });
+
+  // Operators (Operon extension): DAG specs registered at run time, served under /v2/models/<name> like models.
+  router.add("GET", "/v2/operators", ({ res }) => sendJson(res, 200, { operators: engine.listOperators() }));
+  router.add("GET", "/v2/operators/:operator", ({ res, params }) => {
+    const name = params["operator"]!;
+    const found = engine.listOperators().filter((operator) => operator.name === name);
+    if (found.length === 0) throw new OperonError("NOT_FOUND", `no operator named '${name}' is served`);
+    sendJson(res, 200, found[found.length - 1]);
+  });
+  router.add("POST", "/v2/operators/:operator", async ({ req, res, params }) => {
+    const name = params["operator"]!;
+    const body = await readJson(req, res);
+    if (body === null || typeof body !== "object" || Array.isArray(body)) {
+      throw new OperonError("INVALID_ARG", "the request body must be an operator spec (a JSON object)");
+    }
+    const named = (body as { name?: unknown }).name;
+    if (named !== undefined && named !== name) {
+      throw new OperonError("INVALID_ARG", `the spec's name ${JSON.stringify(named)} differs from the operator name '${name}' in the path`);
+    }
+    sendJson(res, 200, await engine.registerOperator({ ...body, name }));
+  });
+  router.add("DELETE", "/v2/operators/:operator", async ({ res, params }) => {
+    await engine.unregisterOperator(params["operator"]!);
     sendEmpty(res, 200);
   });
   return router;

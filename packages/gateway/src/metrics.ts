@@ -25,6 +25,28 @@ export class GatewayMetrics {
   readonly computeInputDurationUs = this.counter("nv_inference_compute_input_duration_us", "Cumulative compute input duration in microseconds (does not include cached requests)");
   readonly computeInferDurationUs = this.counter("nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds (does not include cached requests)");
   readonly computeOutputDurationUs = this.counter("nv_inference_compute_output_duration_us", "Cumulative inference compute output duration in microseconds (does not include cached requests)");
+  readonly cacheHits = this.counter("nv_cache_num_hits_per_model", "Number of cache hits per model");
+  readonly cacheMisses = this.counter("nv_cache_num_misses_per_model", "Number of cache misses per model");
+  readonly cacheHitDurationUs = this.counter("nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds");
+  readonly cacheMissDurationUs = this.counter("nv_cache_miss_duration_per_model", "Total cache miss (lookup + insert) duration per model, in microseconds");
+  /** Reads the server-wide response cache's size at scrape time; unset = no cache (the gauges read 0). */
+  private responseCacheSource: (() => { bytes: number; entries: number }) | undefined;
+  readonly cacheBytes = new Gauge({
+    name: "operon_cache_bytes",
+    help: "Bytes the server-wide response cache holds (outputs plus bookkeeping), out of its --cache-config size",
+    registers: [this.registry],
+    collect: () => {
+      this.cacheBytes.set(this.responseCacheSource?.().bytes ?? 0);
+    },
+  });
+  readonly cacheEntries = new Gauge({
+    name: "operon_cache_entries",
+    help: "Responses the server-wide response cache holds",
+    registers: [this.registry],
+    collect: () => {
+      this.cacheEntries.set(this.responseCacheSource?.().entries ?? 0);
+    },
+  });
   readonly pendingRequests = new Gauge({
     name: "nv_inference_pending_request_count",
     help: "Instantaneous number of pending requests awaiting execution per-model.",
@@ -47,6 +69,19 @@ export class GatewayMetrics {
     name: "operon_worker_up",
     help: "Backend worker processes currently serving, per model version",
     labelNames: ["model", "version"] as const,
+    registers: [this.registry],
+  });
+  /** Per step of an operator (ensemble or registered DAG); its composing models keep their own nv_* series. */
+  readonly operatorStepDurationUs = new Counter({
+    name: "operon_operator_step_duration_us",
+    help: "Cumulative time operator steps ran, per operator and step, in microseconds (model steps: from their start, after any in-flight cap wait, to their answer)",
+    labelNames: ["operator", "step"] as const,
+    registers: [this.registry],
+  });
+  readonly operatorStepExecutions = new Counter({
+    name: "operon_operator_step_executions_total",
+    help: "Operator steps run (succeeded, failed or cancelled after starting), per operator and step",
+    labelNames: ["operator", "step"] as const,
     registers: [this.registry],
   });
 
@@ -75,6 +110,11 @@ export class GatewayMetrics {
     this.cpuTimer.unref();
   }
 
+  /** Reports the response cache's size through operon_cache_bytes / operon_cache_entries. */
+  observeResponseCache(source: () => { bytes: number; entries: number }): void {
+    this.responseCacheSource = source;
+  }
+
   /** Forgets a model version's series (on unload), as Triton does. */
   removeModelVersion(model: string, version: string): void {
     for (const metric of [
@@ -86,6 +126,10 @@ export class GatewayMetrics {
       this.computeInputDurationUs,
       this.computeInferDurationUs,
       this.computeOutputDurationUs,
+      this.cacheHits,
+      this.cacheMisses,
+      this.cacheHitDurationUs,
+      this.cacheMissDurationUs,
     ]) {
       metric.remove({ model, version });
     }
@@ -93,6 +137,12 @@ export class GatewayMetrics {
     this.pendingRequests.remove({ model, version });
     this.executingRequests.remove({ model, version });
     this.workersUp.remove({ model, version });
+  }
+
+  /** Forgets one operator step's series (operator unloaded, or the step gone from its new spec). */
+  removeOperatorStep(operator: string, step: string): void {
+    this.operatorStepDurationUs.remove({ operator, step });
+    this.operatorStepExecutions.remove({ operator, step });
   }
 
   stop(): void {

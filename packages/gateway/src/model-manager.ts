@@ -3,12 +3,18 @@ import { join } from "node:path";
 import { OperonError, asOperonError } from "@operon/protocol/errors";
 import type { ModelLoadOptions, ModelState, RepositoryIndexEntry } from "@operon/protocol/inference";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
+import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
 import type { Logger } from "./logger.js";
 import type { GatewayMetrics } from "./metrics.js";
-import { ModelInstances, type ModelInstancesOptions } from "./model-instances.js";
+import type { ModelInstancesOptions } from "./model-instances.js";
 import { ModelVersionStats } from "./model-stats.js";
-import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint } from "./repository-scanner.js";
-import { prepareModel, type PreparedVersion } from "./model-loader.js";
+import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint, readConfigText } from "./repository-scanner.js";
+import { prepareModel, type OperatorHooks, type PreparedVersion } from "./model-loader.js";
+import type { RunModel } from "./operators/dag-executor.js";
+import { ensembleStepModels, isEnsembleConfig } from "./operators/ensemble-operator.js";
+import { OperatorRunner } from "./operators/operator-runner.js";
+import { operatorModelConfig, parseOperatorSpec, validateOperator, type OperatorSpec } from "./operators/operator-spec.js";
+import type { VersionRunner } from "./version-runner.js";
 import { signatureFromConfig, type ServedModelSignature } from "./request-validation.js";
 import { stageUpload, type StagedUpload } from "./upload-staging.js";
 
@@ -30,6 +36,8 @@ export interface ModelManagerOptions {
   uploadDir: string;
   maxUploadBytes: number;
   defaultMaxBatchSize: number;
+  /** Whether the server has a response cache (--cache-config); models that enable response_cache without one get a warning at load. */
+  responseCacheEnabled?: boolean;
   instances: ModelInstancesOptions;
   logger: Logger;
   metrics: GatewayMetrics;
@@ -42,8 +50,20 @@ export interface ServedVersion {
   version: string;
   config: ModelConfigJson;
   signature: ServedModelSignature;
-  instances: ModelInstances;
+  /** Backend instances (ModelInstances) or, for an operator, its DAG runner. */
+  instances: VersionRunner;
   stats: ModelVersionStats;
+  /** Set when this version is an operator (an ensemble, or registered through /v2/operators). */
+  operator?: OperatorSpec;
+}
+
+/** A served operator, as GET /v2/operators lists it. */
+export interface ServedOperator {
+  name: string;
+  version: string;
+  /** "api": registered through POST /v2/operators; "repository": a Triton ensemble of the model repository. */
+  source: "api" | "repository";
+  spec: OperatorSpec;
 }
 
 interface ModelEntry {
@@ -60,6 +80,8 @@ interface ModelEntry {
   upload: StagedUpload | undefined;
   /** Tail of the serialized load/unload chain for this model. */
   pending: Promise<void>;
+  /** Set for an operator registered through the API (it has no folder in the repositories). */
+  registeredOperator?: OperatorSpec;
 }
 
 export class ModelManager {
@@ -67,8 +89,15 @@ export class ModelManager {
   private pollTimer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
   private stopped = false;
+  /** How operator steps call models: the engine's infer, set by the engine (setStepRunner). */
+  private stepRunner: RunModel | undefined;
 
   constructor(private readonly options: ModelManagerOptions) {}
+
+  /** Operators (ensembles, registered DAGs) run their model steps through this (the engine's own inference). */
+  setStepRunner(runModel: RunModel): void {
+    this.stepRunner = runModel;
+  }
 
   get controlMode(): ModelControlMode {
     return this.options.controlMode;
@@ -84,16 +113,50 @@ export class ModelManager {
     const names =
       this.options.controlMode !== "explicit" || loadModels.includes("*") ? [...all.keys()] : loadModels;
     const failures: Array<{ name: string; reason: string }> = [];
-    await Promise.all(
-      names.map(async (name) => {
-        try {
-          await this.load(name, {}, { fromControlApi: false });
-        } catch (error) {
-          failures.push({ name, reason: (error as Error).message });
-        }
-      }),
-    );
+    // Ensembles are checked against the models served when they load, so they load after them (waves: ensembles of ensembles last).
+    for (const wave of await this.loadWaves(names, all)) {
+      await Promise.all(
+        wave.map(async (name) => {
+          try {
+            await this.load(name, {}, { fromControlApi: false });
+          } catch (error) {
+            failures.push({ name, reason: (error as Error).message });
+          }
+        }),
+      );
+    }
     return failures;
+  }
+
+  /**
+   * Load order: plain models first, then ensembles, each after the ensembles
+   * it calls. A config that cannot be read counts as a plain model (its load
+   * reports the problem).
+   */
+  private async loadWaves(names: string[], dirs: Map<string, string>): Promise<string[][]> {
+    const plain: string[] = [];
+    const ensembles = new Map<string, string[]>();
+    for (const name of names) {
+      const dir = dirs.get(name);
+      const file = dir === undefined ? undefined : await readConfigText(dir).catch(() => undefined);
+      let calls: string[] | undefined;
+      try {
+        const config = file === undefined ? undefined : parsePbtxt(file.text, file.path);
+        if (config !== undefined && isEnsembleConfig(config)) calls = ensembleStepModels(config);
+      } catch {
+        calls = undefined;
+      }
+      if (calls === undefined) plain.push(name);
+      else ensembles.set(name, calls);
+    }
+    const waves = [plain];
+    while (ensembles.size > 0) {
+      const ready = [...ensembles].filter(([, calls]) => !calls.some((model) => ensembles.has(model))).map(([name]) => name);
+      const wave = ready.length > 0 ? ready : [...ensembles.keys()]; // a cycle: let their loads report it
+      for (const name of wave) ensembles.delete(name);
+      waves.push(wave);
+    }
+    return waves;
   }
 
   /** Starts the repository poller (poll mode). */
@@ -112,7 +175,8 @@ export class ModelManager {
   /** One poll pass: load new models, reload changed ones, unload removed ones. */
   async pollOnce(): Promise<void> {
     const present = await listRepositoryModels(this.options.repositories);
-    for (const [name, dir] of present) {
+    for (const name of (await this.loadWaves([...present.keys()], present)).flat()) {
+      const dir = present.get(name)!;
       const entry = this.models.get(name);
       const fingerprint = await modelFingerprint(dir);
       if (entry === undefined || entry.fingerprint !== fingerprint) {
@@ -121,7 +185,7 @@ export class ModelManager {
       }
     }
     for (const [name, entry] of this.models) {
-      if (present.has(name) || entry.upload !== undefined) continue;
+      if (present.has(name) || entry.upload !== undefined || entry.registeredOperator !== undefined) continue;
       if (entry.versions.size > 0) {
         this.options.logger.info({ model: name }, "poll: model removed, unloading");
         await this.unload(name, { fromControlApi: false });
@@ -129,6 +193,73 @@ export class ModelManager {
         this.models.delete(name); // it never served; forget its old failure
       }
     }
+  }
+
+  /**
+   * Registers (or replaces) an operator from its JSON spec: explicit mode
+   * only, like model load. The spec is checked against the models served
+   * now; every problem comes back in one INVALID_ARG. The operator serves as
+   * version 1 of a model of its name, which must not be a repository model.
+   */
+  async registerOperator(raw: unknown): Promise<ServedOperator> {
+    this.assertExplicitMode("register", "operator registration");
+    if (this.stopped) throw new OperonError("UNAVAILABLE", "server is shutting down");
+    const spec = parseOperatorSpec(raw);
+    const existing = this.models.get(spec.name);
+    if ((existing !== undefined && existing.registeredOperator === undefined) || (await findModelDir(this.options.repositories, spec.name))) {
+      throw new OperonError("ALREADY_EXISTS", `'${spec.name}' is a model of the model repository; an operator needs a name of its own`);
+    }
+    const problems = validateOperator(spec, this.operatorHooks().lookup);
+    if (problems.length > 0) {
+      throw new OperonError("INVALID_ARG", `operator '${spec.name}' is invalid: ${problems.map((problem) => problem.message).join("; ")}`);
+    }
+    const runner = this.operatorHooks().createRunner(spec);
+    const entry = existing ?? this.entry(spec.name);
+    await this.serialize(entry, async () => {
+      const config = operatorModelConfig(spec);
+      const stats = entry.versions.get("1")?.stats ?? new ModelVersionStats(spec.name, "1", this.options.metrics);
+      runner.onExecution = (batchSize, timing) => stats.recordExecution(batchSize, timing);
+      const retired = [...entry.versions.values()];
+      entry.versions = new Map([["1", { model: spec.name, version: "1", config, signature: signatureFromConfig(config), instances: runner, stats, operator: spec }]]);
+      entry.registeredOperator = spec;
+      entry.state = "READY";
+      entry.reason = "";
+      this.models.set(spec.name, entry); // again: an unregister queued before this one removed it
+      this.options.logger.info({ operator: spec.name, steps: spec.steps.length, replaced: retired.length > 0 }, "operator registered");
+      await Promise.all(retired.map((served) => this.retire(served, true)));
+    });
+    return { name: spec.name, version: "1", source: "api", spec };
+  }
+
+  /** Removes an operator registered through the API (drains its requests first). */
+  async unregisterOperator(name: string): Promise<void> {
+    this.assertExplicitMode("unregister", "operator removal");
+    const entry = this.models.get(name);
+    if (entry?.registeredOperator === undefined) {
+      throw new OperonError(
+        "NOT_FOUND",
+        `no operator named '${name}' is registered${entry !== undefined ? " (ensembles of the model repository unload through the model repository API)" : ""}`,
+      );
+    }
+    await this.serialize(entry, async () => {
+      const retired = [...entry.versions.values()];
+      entry.versions = new Map();
+      if (this.models.get(name) === entry) this.models.delete(name);
+      await Promise.all(retired.map((served) => this.retire(served, false)));
+      this.options.logger.info({ operator: name }, "operator unregistered");
+    });
+  }
+
+  /** Every served operator version: registered ones and ensembles. */
+  listOperators(): ServedOperator[] {
+    const list: ServedOperator[] = [];
+    for (const entry of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+      for (const served of [...entry.versions.values()].sort((a, b) => Number(a.version) - Number(b.version))) {
+        if (served.operator === undefined) continue;
+        list.push({ name: entry.name, version: served.version, source: entry.registeredOperator !== undefined ? "api" : "repository", spec: served.operator });
+      }
+    }
+    return list;
   }
 
   /** Model control API entry points: only in explicit mode, as in Triton. */
@@ -235,22 +366,69 @@ export class ModelManager {
     this.stopped = true;
     if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
     await this.polling;
-    await Promise.all(
-      [...this.models.values()].map(async (entry) => {
-        await entry.pending.catch(() => undefined);
-        await Promise.all([...entry.versions.values()].map((served) => served.instances.stop(timeoutMs)));
-        entry.versions.clear();
-      }),
-    );
+    // Operators first: their running requests still need their step models.
+    const stopAll = (operators: boolean): Promise<unknown> =>
+      Promise.all(
+        [...this.models.values()].map(async (entry) => {
+          await entry.pending.catch(() => undefined);
+          const versions = [...entry.versions.values()].filter((served) => (served.operator !== undefined) === operators);
+          await Promise.all(versions.map((served) => served.instances.stop(timeoutMs)));
+          for (const served of versions) entry.versions.delete(served.version);
+        }),
+      );
+    await stopAll(true);
+    await stopAll(false);
   }
 
-  private assertExplicitMode(action: string): void {
+  private assertExplicitMode(action: string, subject = `explicit model ${action}`): void {
     if (this.options.controlMode === "explicit") return;
     const why = this.options.controlMode === "poll" ? "polling is enabled" : "model control mode is 'none'";
     throw new OperonError(
       "UNSUPPORTED",
-      `explicit model ${action} is not allowed because ${why}; start the server with --model-control-mode=explicit`,
+      `${subject} is not allowed because ${why}; start the server with --model-control-mode=explicit`,
     );
+  }
+
+  /** How ensembles and registered operators are checked against served models and run. */
+  private operatorHooks(): OperatorHooks {
+    return {
+      lookup: (model, version) => {
+        try {
+          return this.resolve(model, version).signature;
+        } catch {
+          return undefined;
+        }
+      },
+      createRunner: (spec) => {
+        this.assertNoSelfCall(spec);
+        return new OperatorRunner(spec, {
+          runModel: (model, version, inputs, outputNames, signal, parameters) => {
+            if (this.stepRunner === undefined) throw new OperonError("INTERNAL", "operators cannot run: no engine is attached to the model manager");
+            return this.stepRunner(model, version, inputs, outputNames, signal, parameters);
+          },
+          metrics: this.options.metrics,
+        });
+      },
+    };
+  }
+
+  /** An operator may call other operators, but never itself (directly or through them). */
+  private assertNoSelfCall(spec: OperatorSpec): void {
+    const visit = (current: OperatorSpec, path: string[], seen: Set<string>): void => {
+      for (const step of current.steps) {
+        if (step.kind !== "model") continue;
+        const route = [...path, step.model];
+        if (step.model === spec.name) {
+          throw new OperonError("INVALID_ARG", `operator '${spec.name}' would call itself: ${route.map((name) => `'${name}'`).join(" -> ")}`);
+        }
+        if (seen.has(step.model)) continue;
+        seen.add(step.model);
+        for (const served of this.models.get(step.model)?.versions.values() ?? []) {
+          if (served.operator !== undefined) visit(served.operator, route, seen);
+        }
+      }
+    };
+    visit(spec, [spec.name], new Set());
   }
 
   private entry(name: string): ModelEntry {
@@ -296,6 +474,10 @@ export class ModelManager {
         `failed to load '${name}': no model folder of that name in the model repositories (${this.options.repositories.join(", ")})`,
       );
     }
+    if (this.models.get(name)?.registeredOperator !== undefined) {
+      await upload?.discard();
+      throw new OperonError("ALREADY_EXISTS", `'${name}' is an operator registered through /v2/operators; remove it first (DELETE /v2/operators/${name})`);
+    }
     const entry = this.entry(name);
     return this.serialize(entry, async () => {
       const previousState = entry.state;
@@ -307,6 +489,7 @@ export class ModelManager {
           strictModelConfig: this.options.strictModelConfig,
           defaultMaxBatchSize: this.options.defaultMaxBatchSize,
           instances: this.options.instances,
+          operators: this.operatorHooks(),
         });
         const next = new Map<string, ServedVersion>();
         for (const version of prepared) {
@@ -318,6 +501,7 @@ export class ModelManager {
             config: version.config,
             signature: signatureFromConfig(version.config),
             instances: version.instances,
+            ...(version.operator !== undefined ? { operator: version.operator } : {}),
             stats,
           });
         }
@@ -334,6 +518,12 @@ export class ModelManager {
           { model: name, versions: [...next.keys()], fromControlApi: context.fromControlApi },
           "model loaded",
         );
+        if (prepared[0]?.config.response_cache?.enable === true && this.options.responseCacheEnabled !== true) {
+          this.options.logger.warn(
+            { model: name },
+            "model enables response_cache but the server has no response cache (start it with --cache-config local,size=<bytes>); serving uncached",
+          );
+        }
         await Promise.all(retired.map((served) => this.retire(served, next.has(served.version))));
         await retiredUpload?.discard();
       } catch (error) {
@@ -362,6 +552,9 @@ export class ModelManager {
       if (await findModelDir(this.options.repositories, name)) return; // known, never loaded: nothing to do
       throw new OperonError("NOT_FOUND", `failed to unload '${name}': no such model`);
     }
+    if (entry.registeredOperator !== undefined) {
+      throw new OperonError("INVALID_ARG", `'${name}' is an operator registered through /v2/operators; remove it with DELETE /v2/operators/${name}`);
+    }
     return this.serialize(entry, async () => {
       const retired = [...entry.versions.values()];
       entry.versions = new Map();
@@ -380,6 +573,11 @@ export class ModelManager {
   private async retire(served: ServedVersion, versionStillServed: boolean): Promise<void> {
     await served.instances.stop(this.options.unloadDrainMs ?? 30_000);
     if (!versionStillServed) this.options.metrics.removeModelVersion(served.model, served.version);
+    if (served.operator !== undefined) {
+      // Per-step series belong to the operator, not a version: keep those of steps some served version still has.
+      const kept = new Set([...(this.models.get(served.model)?.versions.values() ?? [])].flatMap((other) => other.operator?.steps.map((step) => step.id) ?? []));
+      for (const step of served.operator.steps) if (!kept.has(step.id)) this.options.metrics.removeOperatorStep(served.model, step.id);
+    }
   }
 }
 

@@ -22,10 +22,13 @@ export class ModelVersionStats {
   private readonly computeInput = zero();
   private readonly computeInfer = zero();
   private readonly computeOutput = zero();
+  private readonly cacheHit = zero();
+  private readonly cacheMiss = zero();
   private readonly batches = new Map<number, BatchStatistics>();
   private inferenceCount = 0;
   private executionCount = 0;
   private lastInference = 0;
+  private cacheSeriesExported = false;
   private readonly labels: { model: string; version: string };
 
   constructor(
@@ -74,6 +77,45 @@ export class ModelVersionStats {
     m.computeOutputDurationUs.inc(this.labels, timing.computeOutputNs / 1000);
   }
 
+  /**
+   * A request answered from the response cache: a success (with its whole
+   * duration, and a queue entry of 0 ns, as Triton counts hits in both) but
+   * no inference, execution or compute time. Pair it with recordCacheHit.
+   */
+  recordCachedSuccess(requestNs: number): void {
+    add(this.success, requestNs);
+    add(this.queue, 0);
+    this.lastInference = Date.now();
+    const m = this.metrics;
+    m.requestSuccess.inc(this.labels);
+    m.requestDurationUs.inc(this.labels, requestNs / 1000);
+    m.queueDurationUs.inc(this.labels, 0);
+  }
+
+  /** A cache lookup that found the response; ns = the lookup time. */
+  recordCacheHit(ns: number): void {
+    this.exportCacheSeries();
+    add(this.cacheHit, ns);
+    this.metrics.cacheHits.inc(this.labels);
+    this.metrics.cacheHitDurationUs.inc(this.labels, ns / 1000);
+  }
+
+  /** A cache lookup that found nothing; ns = the lookup time plus the insert time (when the response was inserted). */
+  recordCacheMiss(ns: number): void {
+    this.exportCacheSeries();
+    add(this.cacheMiss, ns);
+    this.metrics.cacheMisses.inc(this.labels);
+    this.metrics.cacheMissDurationUs.inc(this.labels, ns / 1000);
+  }
+
+  /** The nv_cache_* series appear (all four, from 0) with a version's first cache lookup: only models that use the cache have them. */
+  private exportCacheSeries(): void {
+    if (this.cacheSeriesExported) return;
+    this.cacheSeriesExported = true;
+    const m = this.metrics;
+    for (const counter of [m.cacheHits, m.cacheMisses, m.cacheHitDurationUs, m.cacheMissDurationUs]) counter.inc(this.labels, 0);
+  }
+
   /** One model execution of `batchSize` inferences (one or many requests batched). */
   recordExecution(batchSize: number, timing: ExecutionTiming): void {
     this.executionCount += 1;
@@ -108,8 +150,8 @@ export class ModelVersionStats {
         compute_input: { ...this.computeInput },
         compute_infer: { ...this.computeInfer },
         compute_output: { ...this.computeOutput },
-        cache_hit: zero(),
-        cache_miss: zero(),
+        cache_hit: { ...this.cacheHit },
+        cache_miss: { ...this.cacheMiss },
       },
       response_stats: {},
       batch_stats: [...this.batches.values()]

@@ -8,6 +8,7 @@ import type { Logger } from "./logger.js";
 import { GatewayMetrics } from "./metrics.js";
 import { startMetricsServer } from "./metrics-server.js";
 import { ModelManager, type ModelControlMode } from "./model-manager.js";
+import { ResponseCache } from "./response-cache.js";
 import { OPERON_VERSION } from "./version.js";
 
 /**
@@ -37,6 +38,11 @@ export interface OperonServerOptions {
   maxUploadBytes: number;
   httpMaxBodyBytes: number;
   defaultMaxBatchSize: number;
+  /**
+   * Size of the server-wide response cache (`--cache-config local,size=<bytes>`);
+   * undefined = no cache, as in Triton, and models' response_cache settings are ignored.
+   */
+  cacheSizeBytes?: number | undefined;
   /** Path of the worker process entry (packages/worker/dist/main.js). */
   workerEntry: string;
   logger: Logger;
@@ -55,6 +61,8 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
   const logger = options.logger;
   await checkRepositories(options.modelRepositories);
   const metrics = new GatewayMetrics();
+  const responseCache = options.cacheSizeBytes !== undefined ? new ResponseCache(options.cacheSizeBytes) : undefined;
+  if (responseCache !== undefined) metrics.observeResponseCache(() => responseCache.stats());
   const manager = new ModelManager({
     repositories: options.modelRepositories.map((repository) => resolve(repository)),
     controlMode: options.modelControlMode,
@@ -62,11 +70,12 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
     uploadDir: join(resolve(options.dataDir), "uploaded-models"),
     maxUploadBytes: options.maxUploadBytes,
     defaultMaxBatchSize: options.defaultMaxBatchSize,
+    responseCacheEnabled: responseCache !== undefined,
     instances: { workerEntry: options.workerEntry, logger, metrics },
     logger,
     metrics,
   });
-  const engine = new Engine(manager, { version: OPERON_VERSION, strictReadiness: options.strictReadiness });
+  const engine = new Engine(manager, { version: OPERON_VERSION, strictReadiness: options.strictReadiness, responseCache });
 
   const failures = await manager.loadAtStartup(options.loadModels);
   for (const failure of failures) logger.error({ model: failure.name, reason: failure.reason }, "model failed to load at startup");

@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { Socket } from "node:net";
 import os from "node:os";
@@ -9,9 +9,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { sharedMemoryKind, sharedMemoryUnavailableReason } from "@operon/native";
 import { DATATYPES, type DataType, elementByteSize } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
-import { type Tensor, encodeBytesElements } from "@operon/protocol/tensor";
+import { type Tensor, decodeBytesElements, encodeBytesElements } from "@operon/protocol/tensor";
 import { writeAddSubModel, writeIdentityModel } from "@operon/worker/testing/onnx-model-writer";
-import { WorkerProcess, type WorkerExitInfo, type WorkerSpawnOptions } from "./worker-process.js";
+import { type BlsRequest, type StreamResponse, WorkerProcess, type WorkerExitInfo, type WorkerSpawnOptions } from "./worker-process.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
 const ENTRY = path.join(ROOT, "packages/worker/dist/main.js");
@@ -69,6 +69,10 @@ function socketBytes(worker: WorkerProcess): { written: number; read: number } {
 
 function fp32(name: string, values: number[]): Tensor {
   return { name, datatype: "FP32", shape: [values.length], data: Buffer.from(new Float32Array(values).buffer) };
+}
+
+function int32(name: string, values: number[], shape = [values.length]): Tensor {
+  return { name, datatype: "INT32", shape, data: Buffer.from(new Int32Array(values).buffer) };
 }
 
 function floats(tensor: Tensor | undefined): number[] {
@@ -417,5 +421,226 @@ describe("WorkerProcess echo backend", () => {
     expect(only.outputs.map((output) => [output.name, floats(output)])).toEqual([["B", [2]]]);
     const bad = await rejection(worker.execute([fp32("x", [1])], ["nope"]));
     expect(bad.kind).toBe("INVALID_ARG");
+  });
+});
+
+describe("WorkerProcess with TypeScript-backend models", () => {
+  /** A model folder <dir>/<name>/1/model.js. */
+  function tsModel(name: string, source: string): string {
+    const folder = path.join(dir, name, "1");
+    mkdirSync(folder, { recursive: true });
+    const target = path.join(folder, "model.js");
+    writeFileSync(target, source);
+    return target;
+  }
+
+  function strings(tensor: Tensor | undefined): string[] {
+    expect(tensor?.datatype).toBe("BYTES");
+    return decodeBytesElements(tensor!.data).map((element) => element.toString("utf8"));
+  }
+
+  const STREAMER = `export default class {
+  execute(requests, ctx) {
+    for (const request of requests) void this.stream(request, ctx);
+  }
+  async stream(request, ctx) {
+    const count = request.input("COUNT").toNumbers()[0];
+    // Large enough (64 KiB) to travel through shared memory when the worker has it.
+    const padding = ctx.tensor.uint8("PAD", [65536], new Uint8Array(65536).fill(7));
+    for (let i = 0; i < count; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      request.sender.send({ outputs: [ctx.tensor.bytes("TOKEN", [1], ["token-" + i + "-of-" + request.id]), padding] });
+    }
+    if (request.parameters.forget !== true) request.sender.send(undefined, { final: true });
+  }
+}
+`;
+  const STREAMER_CONFIG = { name: "streamer", model_transaction_policy: { decoupled: true } };
+
+  it("streams 5 responses of a decoupled model through executeStream, then the final flag", async () => {
+    const worker = await start("streamer_0");
+    expect(worker.transportKind).toBe(NATIVE ? "shm" : "socket");
+    await worker.load({ backend: "typescript", modelPath: tsModel("streamer", STREAMER), config: STREAMER_CONFIG });
+    const seen: StreamResponse[] = [];
+    const done = worker.executeStream([int32("COUNT", [5])], undefined, (response) => void seen.push(response), { id: "r1" });
+    expect(seen).toEqual([]); // never called from inside executeStream
+    await done;
+    expect(seen.map((response) => response.final)).toEqual([false, false, false, false, false, true]);
+    const tokens = seen.slice(0, 5).map((response) => {
+      expect("outputs" in response).toBe(true);
+      const outputs = (response as { outputs: Tensor[] }).outputs;
+      expect(outputs[1]!.data.equals(Buffer.alloc(65536, 7))).toBe(true);
+      return strings(outputs[0])[0];
+    });
+    expect(tokens).toEqual([0, 1, 2, 3, 4].map((i) => `token-${i}-of-r1`));
+    expect(seen[5]).toEqual({ outputs: [], final: true });
+    expect(worker.inFlight).toBe(0);
+
+    // Two streams at once: the worker serves the second while the first still streams.
+    const a: string[] = [];
+    const b: string[] = [];
+    const collect = (into: string[]) => (response: StreamResponse) => {
+      if ("outputs" in response && response.outputs.length > 0) into.push(strings(response.outputs[0])[0]!);
+    };
+    await Promise.all([
+      worker.executeStream([int32("COUNT", [3])], ["TOKEN"], collect(a), { id: "a" }),
+      worker.executeStream([int32("COUNT", [3])], ["TOKEN"], collect(b), { id: "b" }),
+    ]);
+    expect(a).toEqual(["token-0-of-a", "token-1-of-a", "token-2-of-a"]);
+    expect(b).toEqual(["token-0-of-b", "token-1-of-b", "token-2-of-b"]);
+
+    // A unary call cannot hold five responses; one is fine.
+    const five = await rejection(worker.execute([int32("COUNT", [5])]));
+    expect(five.kind).toBe("UNSUPPORTED");
+    expect(five.message).toContain("is decoupled and sent 5 responses to one request");
+    const one = await worker.execute([int32("COUNT", [1])], undefined, { id: "solo" });
+    expect(strings(one.outputs[0])).toEqual(["token-0-of-solo"]);
+  });
+
+  it("ends an open stream once with UNAVAILABLE when the worker dies, and a silent one with the final timeout", async () => {
+    const worker = await start("streamer_1");
+    await worker.load({
+      backend: "typescript",
+      modelPath: tsModel("streamer_forgetful", STREAMER),
+      config: { ...STREAMER_CONFIG, parameters: { decoupled_final_timeout_ms: { string_value: "300" } } },
+    });
+    const silent: StreamResponse[] = [];
+    await worker.executeStream([int32("COUNT", [1])], undefined, (response) => void silent.push(response), { parameters: { forget: true } });
+    expect(silent.map((response) => response.final)).toEqual([false, true]);
+    const timedOut = silent[1] as { error: OperonError };
+    expect(timedOut.error.kind).toBe("INTERNAL");
+    expect(timedOut.error.message).toMatch(/^model 'streamer' did not send the final response for request \d+ within 300 ms$/);
+
+    const seen: StreamResponse[] = [];
+    const exit = nextExit(worker);
+    let first!: () => void;
+    const gotFirst = new Promise<void>((resolve) => (first = resolve));
+    const done = worker.executeStream([int32("COUNT", [1000])], undefined, (response) => {
+      seen.push(response);
+      first();
+    });
+    await gotFirst;
+    process.kill(worker.pid, "SIGKILL");
+    await done;
+    expect((await exit).expected).toBe(false);
+    const finals = seen.filter((response) => response.final);
+    expect(finals).toHaveLength(1);
+    expect(seen.at(-1)).toBe(finals[0]);
+    expect((finals[0] as { error: OperonError }).error.kind).toBe("UNAVAILABLE");
+    // After the exit: the final error, asynchronously, once.
+    const late: StreamResponse[] = [];
+    await worker.executeStream([int32("COUNT", [1])], undefined, (response) => void late.push(response));
+    expect(late).toHaveLength(1);
+    expect(late[0]!.final).toBe(true);
+    expect((late[0] as { error: OperonError }).error.kind).toBe("UNAVAILABLE");
+  });
+
+  it("serves a model's concurrent BLS calls through onBlsRequest; a failed call is a value; no hook = UNAVAILABLE", async () => {
+    const calls: BlsRequest[] = [];
+    let concurrent = 0;
+    let peak = 0;
+    const worker = await startWith({
+      instanceName: "bls_caller_0",
+      onBlsRequest: async (request) => {
+        calls.push(request);
+        concurrent += 1;
+        peak = Math.max(peak, concurrent);
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        concurrent -= 1;
+        if (request.model === "missing") throw new OperonError("NOT_FOUND", "model 'missing' is not loaded");
+        const input = request.inputs[0]!;
+        const doubled = Buffer.alloc(input.data.length);
+        for (let i = 0; i < input.data.length; i += 4) doubled.writeFloatLE(2 * input.data.readFloatLE(i), i);
+        return { outputs: [{ name: "Y", datatype: "FP32", shape: input.shape, data: doubled }] };
+      },
+    });
+    await worker.load({
+      backend: "typescript",
+      modelPath: tsModel(
+        "bls_caller",
+        `export default class {
+  async execute(requests, ctx) {
+    return Promise.all(requests.map(async (request) => {
+      const x = request.input("X");
+      const [ok, failed] = await Promise.all([
+        ctx.infer("doubler", [x], { outputs: ["Y"], parameters: { scale: 2 } }),
+        ctx.infer("missing", [x.rename("Z")], { version: "7" }),
+      ]);
+      if (ok.error !== undefined) return ctx.error(ok.error.kind, ok.error.message);
+      return { outputs: [
+        ok.outputs.get("Y").rename("DOUBLED"),
+        ctx.tensor.bytes("FAILED", [2], [failed.error?.kind ?? "none", failed.error?.message ?? "none"]),
+      ] };
+    }));
+  }
+}
+`,
+      ),
+      config: { name: "bls_caller" },
+    });
+    // 32 KiB: the BLS input travels through shared memory when the worker has it; the answer comes back inline.
+    const values = Array.from({ length: 8192 }, (_, i) => i / 4);
+    const result = await worker.execute([fp32("X", values)]);
+    expect(floats(result.outputs.find((output) => output.name === "DOUBLED"))).toEqual(values.map((value) => 2 * value));
+    expect(strings(result.outputs.find((output) => output.name === "FAILED"))).toEqual(["NOT_FOUND", "model 'missing' is not loaded"]);
+    expect(peak).toBe(2);
+    expect(calls.map((call) => [call.model, call.version, call.outputNames, call.parameters, call.inputs[0]!.name])).toEqual([
+      ["doubler", undefined, ["Y"], { scale: 2 }, "X"],
+      ["missing", "7", undefined, undefined, "Z"],
+    ]);
+    expect(floats(calls[0]!.inputs[0])).toEqual(values);
+
+    worker.onBlsRequest = undefined;
+    const unavailable = await rejection(worker.execute([fp32("X", [1])]));
+    expect(unavailable.kind).toBe("UNAVAILABLE");
+    expect(unavailable.message).toBe("BLS is not available: nothing serves model calls from instance 'bls_caller_0'");
+  });
+
+  it("hands every queued request to a batching model's execute at once", async () => {
+    const worker = await start("batcher_0");
+    const loading = worker.load({
+      backend: "typescript",
+      modelPath: tsModel(
+        "batcher",
+        `export default class {
+  execute(requests, ctx) {
+    return requests.map((request) => ({ outputs: [ctx.tensor.int32("BATCH", [1, 1], [requests.length]), request.input("X").rename("ECHO")] }));
+  }
+}
+`,
+      ),
+      config: { name: "batcher", max_batch_size: 8 },
+    });
+    // Sent before the load finished: all four wait in the worker's queue and go to one execute.
+    const requests = [1, 2, 3, 4].map((i) => worker.execute([int32("X", [i], [1, 1])]));
+    await loading;
+    const results = await Promise.all(requests);
+    expect(results.map((result) => [result.outputs[0]!.data.readInt32LE(0), result.outputs[1]!.data.readInt32LE(0)])).toEqual([
+      [4, 1],
+      [4, 2],
+      [4, 3],
+      [4, 4],
+    ]);
+  });
+
+  it("a model stuck in while(true){} fails its call UNAVAILABLE with the timeout message and the worker exits", async () => {
+    const worker = await start("spinner_0");
+    await worker.load({
+      backend: "typescript",
+      modelPath: tsModel("spinner", `export default class {\n  execute(requests) {\n    if (requests[0].parameters.spin) while (true) {}\n    return requests.map(() => ({ outputs: [] }));\n  }\n}\n`),
+      config: { name: "spinner", parameters: { execute_timeout_ms: { string_value: "1000" } } },
+    });
+    expect((await worker.execute([])).outputs).toEqual([]);
+    const exit = nextExit(worker);
+    const started = performance.now();
+    const error = await rejection(worker.execute([], undefined, { parameters: { spin: true } }));
+    const elapsedMs = performance.now() - started;
+    expect(error.kind).toBe("UNAVAILABLE");
+    expect(error.message).toBe("model 'spinner' execute timed out after 1000 ms");
+    expect(elapsedMs).toBeGreaterThanOrEqual(950);
+    expect(elapsedMs).toBeLessThan(5000);
+    expect(await exit).toEqual({ code: null, signal: "SIGKILL", expected: false });
+    const line = logs.map((entry) => JSON.parse(entry) as Record<string, unknown>).find((entry) => entry.instance === "spinner_0" && entry.level === "error");
+    expect(line?.msg).toBe("model 'spinner' execute timed out after 1000 ms; killing the worker process (a running model cannot be interrupted)");
   });
 });

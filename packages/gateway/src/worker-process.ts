@@ -9,8 +9,10 @@ import { OperonError, asOperonError } from "@operon/protocol/errors";
 import { ShmRingAllocator } from "@operon/protocol/shm-ring-allocator";
 import type { Tensor } from "@operon/protocol/tensor";
 import {
+  type BlsRequestMessage,
   DEFAULT_WORKER_SHM_BYTES,
   type DecodedFrame,
+  type ExecuteMessage,
   type ExecuteTiming,
   FrameDecoder,
   type InstanceKind,
@@ -19,6 +21,7 @@ import {
   WORKER_SHM_BYTES_ENV,
   WORKER_SHM_NAME_ENV,
   WORKER_WIRE_VERSION,
+  type WireParameters,
   type WorkerRequestMessage,
   sharedRegionLayout,
   writeFrame,
@@ -46,6 +49,34 @@ export interface WorkerSpawnOptions {
   transport?: WorkerTransport;
   /** Size of the shared-memory segment, both directions together (half each); default 64 MiB. */
   sharedMemoryBytes?: number;
+  /** Serves the worker's BLS calls (see WorkerProcess.onBlsRequest). */
+  onBlsRequest?: BlsRequestHandler;
+}
+
+/** A BLS call a model made from inside the worker: one inference on another model. */
+export interface BlsRequest {
+  model: string;
+  /** undefined = the version the model's version policy serves. */
+  version?: string;
+  /** The caller's Buffers (copied out of shared memory). */
+  inputs: Tensor[];
+  /** undefined = every output. */
+  outputNames?: string[];
+  parameters?: Record<string, unknown>;
+}
+
+/** Runs a BLS call; a rejection (OperonError kind + message) is what the model sees as its error. */
+export type BlsRequestHandler = (request: BlsRequest) => Promise<{ outputs: Tensor[] }>;
+
+/** One response of a streamed (decoupled) request; a final flag alone arrives as { outputs: [], final: true }. */
+export type StreamResponse = { outputs: Tensor[]; final: boolean } | { error: OperonError; final: boolean };
+
+/** Per-request data some backends show the model (the TypeScript backend does). */
+export interface ExecuteRequestOptions {
+  /** The client's request id. */
+  id?: string;
+  /** The request's parameters (JSON-safe values). */
+  parameters?: WireParameters;
 }
 
 export interface WorkerLoadSpec {
@@ -80,11 +111,15 @@ const LARGE_COPY_BYTES = 64 * 1024;
 const EXIT_DRAIN_MS = 100;
 
 interface Pending {
-  kind: "load" | "execute";
+  kind: "load" | "execute" | "stream";
   resolve(value: unknown): void;
   reject(error: OperonError): void;
-  /** Offsets of this request's inputs in the gateway -> worker half, freed by its reply. */
+  /** Offsets of this request's inputs in the gateway -> worker half, freed by its (final) reply. */
   inputOffsets?: number[];
+  /** "stream": receives each non-final response (the final one settles the request). */
+  onResponse?: (response: StreamResponse) => void;
+  /** "execute" answered by a decoupled model: its responses so far. */
+  responses?: StreamResponse[];
 }
 
 /**
@@ -142,6 +177,11 @@ let swept = false;
  * expected=false, and every later call rejects with UNAVAILABLE. A worker is
  * never restarted here: that is the owner's decision.
  *
+ * Decoupled models answer a request with zero or more responses and one
+ * final flag: executeStream() hands each to a callback. A model may also
+ * call other models (BLS): the worker's bls-requests go to onBlsRequest,
+ * and its answer (or error) back to the worker.
+ *
  * Events: 'exit' (info: WorkerExitInfo), emitted exactly once.
  */
 export class WorkerProcess extends EventEmitter {
@@ -169,6 +209,13 @@ export class WorkerProcess extends EventEmitter {
   private readonly exited: Promise<WorkerExitInfo>;
   private resolveExited!: (info: WorkerExitInfo) => void;
   private ready: { resolve(): void; reject(error: OperonError): void } | undefined;
+  /**
+   * Serves the BLS calls of the worker's model (routing them to the named
+   * model is the owner's business). Unset: every call fails UNAVAILABLE
+   * "BLS is not available". Called while the worker is starting, running
+   * or stopping; its answer is dropped once the worker has exited.
+   */
+  onBlsRequest: BlsRequestHandler | undefined;
 
   private constructor(
     child: ChildProcess,
@@ -242,6 +289,7 @@ export class WorkerProcess extends EventEmitter {
       throw new OperonError("UNAVAILABLE", `cannot start worker for instance '${options.instanceName}': ${error.message}`, { cause: error });
     }
     const worker = new WorkerProcess(child, child.pid, options.instanceName, onLog, shm);
+    worker.onBlsRequest = options.onBlsRequest;
     await worker.waitReady(options.startTimeoutMs ?? 30_000);
     if (transport === "shm" && worker.transportKind !== "shm") {
       await worker.stop(1000);
@@ -278,10 +326,45 @@ export class WorkerProcess extends EventEmitter {
     }) as Promise<{ inputs: IoInfo[]; outputs: IoInfo[] }>;
   }
 
-  /** Runs one request; outputNames undefined or empty = all outputs. Rejects with the worker's OperonError. */
-  execute(inputs: Tensor[], outputNames?: string[]): Promise<WorkerExecuteResult> {
-    const message = { type: "execute" as const, requestId: 0, ...(outputNames !== undefined && outputNames.length > 0 ? { outputNames } : {}) };
-    return this.request("execute", message, inputs) as Promise<WorkerExecuteResult>;
+  /**
+   * Runs one request; outputNames undefined or empty = all outputs. Rejects
+   * with the worker's OperonError. A decoupled model's answer is accepted
+   * when it is exactly one response (then timing is all zeros); more or
+   * none reject with UNSUPPORTED once the final flag came (use executeStream).
+   */
+  execute(inputs: Tensor[], outputNames?: string[], options?: ExecuteRequestOptions): Promise<WorkerExecuteResult> {
+    return this.request("execute", executeMessage(outputNames, options), inputs) as Promise<WorkerExecuteResult>;
+  }
+
+  /**
+   * Runs one request whose answer may be many responses (decoupled models;
+   * any other model gives one, final). onResponse gets each in order, the
+   * last with final: true, errors included (a response-error, or the worker
+   * exiting: UNAVAILABLE, final). It is called exactly once with final, and
+   * never synchronously from this call. Resolves after that final call;
+   * never rejects.
+   */
+  executeStream(
+    inputs: Tensor[],
+    outputNames: string[] | undefined,
+    onResponse: (response: StreamResponse) => void,
+    options?: ExecuteRequestOptions,
+  ): Promise<void> {
+    let finished = false;
+    const deliver = (response: StreamResponse): void => {
+      if (finished) return;
+      if (response.final) finished = true;
+      try {
+        onResponse(response);
+      } catch (error) {
+        // The callback's failure is its owner's bug; the stream and this handle carry on.
+        this.log(`executeStream callback threw: ${asOperonError(error).message}`);
+      }
+    };
+    return this.request("stream", executeMessage(outputNames, options), inputs, deliver).then(
+      () => undefined,
+      (error: unknown) => deliver({ error: asOperonError(error), final: true }),
+    );
   }
 
   /**
@@ -316,7 +399,13 @@ export class WorkerProcess extends EventEmitter {
     this.child.kill(signal);
   }
 
-  private request(kind: Pending["kind"], message: WorkerRequestMessage & { requestId: number }, tensors: Tensor[] = []): Promise<unknown> {
+  private request(
+    kind: Pending["kind"],
+    message: WorkerRequestMessage & { requestId: number },
+    tensors: Tensor[] = [],
+    onResponse?: (response: StreamResponse) => void,
+  ): Promise<unknown> {
+    // Asynchronously, also for "stream": its callback is never called from inside executeStream.
     if (this.state !== "running") return Promise.reject(this.unavailable());
     const requestId = this.nextRequestId++;
     message.requestId = requestId;
@@ -325,7 +414,13 @@ export class WorkerProcess extends EventEmitter {
       const inputOffsets = shmOffsets.filter((offset): offset is number => offset !== undefined);
       const releases = message.type === "execute" ? this.takeOutputReleases() : [];
       if (releases.length > 0) (message as { release?: number[] }).release = releases;
-      this.pending.set(requestId, { kind, resolve, reject, ...(inputOffsets.length > 0 ? { inputOffsets } : {}) });
+      this.pending.set(requestId, {
+        kind,
+        resolve,
+        reject,
+        ...(inputOffsets.length > 0 ? { inputOffsets } : {}),
+        ...(onResponse !== undefined ? { onResponse } : {}),
+      });
       try {
         this.send(message, tensors, shmOffsets);
       } catch (error) {
@@ -448,22 +543,116 @@ export class WorkerProcess extends EventEmitter {
       this.ready = undefined;
       return;
     }
-    if (header.type !== "loaded" && header.type !== "result" && header.type !== "error") return;
+    if (
+      header.type !== "loaded" &&
+      header.type !== "result" &&
+      header.type !== "error" &&
+      header.type !== "response" &&
+      header.type !== "response-error" &&
+      header.type !== "bls-request"
+    ) {
+      return;
+    }
     // Out of shared memory before anything else, so the worker gets the space back whatever happens next.
     const outputs = this.takeOutputs(tensors, shmOffsets);
     this.scheduleReleaseFlush();
+    if (header.type === "bls-request") {
+      void this.serveBls(header, outputs);
+      return;
+    }
     const pending = this.pending.get(header.requestId);
     if (pending === undefined) {
-      if (header.type === "error") this.log(`worker error: ${header.kind}: ${header.message}`);
+      if (header.type === "error" || header.type === "response-error") this.log(`worker error: ${header.kind}: ${header.message}`);
+      return;
+    }
+    const streamed: StreamResponse | undefined =
+      header.type === "response"
+        ? { outputs, final: header.final }
+        : header.type === "response-error"
+          ? { error: new OperonError(header.kind, header.message), final: header.final }
+          : undefined;
+    if (streamed !== undefined && !streamed.final) {
+      if (pending.kind === "stream") pending.onResponse?.(streamed);
+      else if (pending.kind === "execute") (pending.responses ??= []).push(streamed);
       return;
     }
     this.pending.delete(header.requestId);
-    // The worker is done with this request's inputs once it replies.
+    // The worker is done with this request's inputs once it sent its (final) reply.
     if (pending.inputOffsets !== undefined) for (const offset of pending.inputOffsets) this.shm?.inputRing.release(offset);
-    if (header.type === "error") pending.reject(new OperonError(header.kind, header.message));
+    if (pending.kind === "stream") {
+      // A non-decoupled model's one result (or error) ends the stream too.
+      const last: StreamResponse =
+        streamed ??
+        (header.type === "result"
+          ? { outputs, final: true }
+          : header.type === "error"
+            ? { error: new OperonError(header.kind, header.message), final: true }
+            : { error: new OperonError("INTERNAL", `worker answered an execute request with '${header.type}'`), final: true });
+      pending.onResponse?.(last);
+      pending.resolve(undefined);
+    } else if (streamed !== undefined && pending.kind === "execute") this.settleDecoupledExecute(pending, streamed);
+    else if (header.type === "error") pending.reject(new OperonError(header.kind, header.message));
     else if (header.type === "loaded" && pending.kind === "load") pending.resolve({ inputs: header.inputs, outputs: header.outputs });
     else if (header.type === "result" && pending.kind === "execute") pending.resolve({ outputs, timing: header.timing });
     else pending.reject(new OperonError("INTERNAL", `worker answered a ${pending.kind} request with '${header.type}'`));
+  }
+
+  /** execute() on a decoupled model: one response is a result; an error, none or several are not. */
+  private settleDecoupledExecute(pending: Pending, last: StreamResponse): void {
+    const responses = [...(pending.responses ?? []), last];
+    const failed = responses.find((response): response is { error: OperonError; final: boolean } => "error" in response);
+    if (failed !== undefined) {
+      pending.reject(failed.error);
+      return;
+    }
+    const withData = responses.filter((response) => "outputs" in response && (response.outputs.length > 0 || !response.final));
+    if (withData.length === 1) {
+      pending.resolve({ outputs: (withData[0] as { outputs: Tensor[] }).outputs, timing: { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 } });
+      return;
+    }
+    pending.reject(
+      new OperonError(
+        "UNSUPPORTED",
+        `the model of instance '${this.instanceName}' is decoupled and sent ${withData.length} responses to one request: it needs a streaming call`,
+      ),
+    );
+  }
+
+  /** Runs one BLS call through onBlsRequest and answers the worker; outputs always travel inline. */
+  private async serveBls(header: BlsRequestMessage, inputs: Tensor[]): Promise<void> {
+    const { blsId } = header;
+    let outputs: Tensor[] | undefined;
+    let failure: OperonError | undefined;
+    try {
+      const handler = this.onBlsRequest;
+      if (handler === undefined) throw new OperonError("UNAVAILABLE", `BLS is not available: nothing serves model calls from instance '${this.instanceName}'`);
+      const result = await handler({
+        model: header.model,
+        inputs,
+        ...(header.version !== undefined ? { version: header.version } : {}),
+        ...(header.outputNames !== undefined ? { outputNames: header.outputNames } : {}),
+        ...(header.parameters !== undefined ? { parameters: header.parameters } : {}),
+      });
+      outputs = result.outputs;
+    } catch (error) {
+      failure = asOperonError(error);
+    }
+    if (this.state === "exited") return;
+    try {
+      if (outputs !== undefined) {
+        this.send({ type: "bls-response", blsId, ok: true }, outputs);
+        return;
+      }
+    } catch (error) {
+      // E.g. outputs over the frame limit: the model learns why instead.
+      failure = asOperonError(error);
+    }
+    const { kind, message } = failure ?? new OperonError("INTERNAL", "BLS call failed");
+    try {
+      this.send({ type: "bls-response", blsId, ok: false, kind, message });
+    } catch (error) {
+      this.log(`cannot answer a BLS call of the worker: ${asOperonError(error).message}`);
+    }
   }
 
   /**
@@ -543,6 +732,16 @@ export class WorkerProcess extends EventEmitter {
       // see the stderr reader
     }
   }
+}
+
+function executeMessage(outputNames: string[] | undefined, options: ExecuteRequestOptions | undefined): ExecuteMessage {
+  return {
+    type: "execute",
+    requestId: 0,
+    ...(outputNames !== undefined && outputNames.length > 0 ? { outputNames } : {}),
+    ...(options?.id !== undefined && options.id !== "" ? { id: options.id } : {}),
+    ...(options?.parameters !== undefined && Object.keys(options.parameters).length > 0 ? { parameters: options.parameters } : {}),
+  };
 }
 
 /**

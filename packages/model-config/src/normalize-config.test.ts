@@ -266,4 +266,13 @@ describe("validateConfig", () => {
     );
     expect(() => validateConfig(base({ max_batch_size: 0, model_warmup: [{ batch_size: 1 }] }), "cfg")).not.toThrow();
   });
+
+  it("response cache and decoupled models exclude each other", () => {
+    expect(validationError(base({ response_cache: { enable: true }, model_transaction_policy: { decoupled: true } }))).toBe(
+      "cfg: response_cache: response cache is not supported for decoupled models (model_transaction_policy { decoupled: true }); disable response_cache or decoupled",
+    );
+    expect(() => validateConfig(base({ response_cache: { enable: true } }), "cfg")).not.toThrow();
+    expect(() => validateConfig(base({ response_cache: { enable: true }, model_transaction_policy: { decoupled: false } }), "cfg")).not.toThrow();
+    expect(() => validateConfig(base({ response_cache: { enable: false }, model_transaction_policy: { decoupled: true } }), "cfg")).not.toThrow();
+  });
 });

@@ -173,6 +173,17 @@ class ConfigValidator {
     this.scheduling(config, maxBatchSize);
     this.instanceGroups(config);
     this.warmup(config, maxBatchSize);
+    this.responseCache(config);
+  }
+
+  /** Triton: the response cache holds one response per request, so it cannot serve decoupled models. */
+  private responseCache(config: ModelConfigJson): void {
+    if (config.response_cache?.enable === true && config.model_transaction_policy?.decoupled === true) {
+      this.fail(
+        "response_cache",
+        "response cache is not supported for decoupled models (model_transaction_policy { decoupled: true }); disable response_cache or decoupled",
+      );
+    }
   }
 
   private tensors(kind: "input" | "output", tensors: (ModelInputJson | ModelOutputJson)[]): void {

@@ -169,6 +169,50 @@ describe("worker wire frames", () => {
   });
 });
 
+describe("worker wire frames for decoupled responses and BLS", () => {
+  const out = tensor("OUT", "BYTES", [2], Buffer.from([1, 0, 0, 0, 0x61, 2, 0, 0, 0, 0x62, 0x63]));
+  const messages: Array<[WorkerMessage, Tensor[]]> = [
+    [{ type: "execute", requestId: 3, id: "req-1", parameters: { max_tokens: 4, stream: true, tag: "x" } }, inputs],
+    [{ type: "response", requestId: 3, final: false }, [out]],
+    // A final flag alone: zero tensors.
+    [{ type: "response", requestId: 3, final: true }, []],
+    [{ type: "response-error", requestId: 4, final: false, kind: "INVALID_ARG", message: "bad token" }, []],
+    [{ type: "response-error", requestId: 4, final: true, kind: "INTERNAL", message: "model did not send the final response" }, []],
+    [{ type: "bls-request", blsId: 1, model: "add_sub", version: "2", outputNames: ["OUTPUT0"], parameters: { priority: 1 } }, inputs],
+    [{ type: "bls-request", blsId: 2, model: "tokenizer" }, []],
+    [{ type: "bls-response", blsId: 1, ok: true }, [out]],
+    [{ type: "bls-response", blsId: 2, ok: false, kind: "NOT_FOUND", message: "model 'tokenizer' is not loaded" }, []],
+  ];
+
+  it("round-trips response, response-error, bls-request and bls-response frames, one stream", () => {
+    const bytes = join(messages.flatMap(([header, tensors]) => encodeFrame(header, tensors)));
+    const frames = new FrameDecoder().push(bytes);
+    expect(frames).toHaveLength(messages.length);
+    messages.forEach(([header, tensors], i) => expectSameFrame(frames[i], header, tensors));
+  });
+
+  it("decodes each of them split at every byte boundary", () => {
+    for (const [header, tensors] of messages) {
+      const bytes = join(encodeFrame(header, tensors));
+      for (let cut = 0; cut <= bytes.length; cut += 7) {
+        const decoder = new FrameDecoder();
+        const frames = [...decoder.push(bytes.subarray(0, cut)), ...decoder.push(bytes.subarray(cut))];
+        expect(frames).toHaveLength(1);
+        expectSameFrame(frames[0], header, tensors);
+      }
+    }
+  });
+
+  it("a bls-request's inputs may sit in the worker's shared half like outputs", () => {
+    const half = Buffer.alloc(1024);
+    inputs[0]!.data.copy(half, 64);
+    const header: WorkerMessage = { type: "bls-request", blsId: 9, model: "m" };
+    const [frame] = new FrameDecoder({ sharedMemory: half }).push(join(encodeFrame(header, inputs, [64])));
+    expectSameFrame(frame, header, inputs);
+    expect(frame!.shmOffsets).toEqual([64, undefined, undefined, undefined]);
+  });
+});
+
 describe("worker wire frames with shared-memory tensors", () => {
   it("sends only the descriptor of a tensor placed in shared memory, and decodes it as a view of the half", () => {
     const half = Buffer.alloc(4096);

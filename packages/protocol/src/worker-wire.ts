@@ -30,8 +30,8 @@ import type { Tensor } from "./tensor.js";
  * segment (see sharedRegionLayout), and the frame carries none of them.
  * Ownership of those bytes:
  *   - gateway -> worker (inputs): the worker may read them, in place, until
- *     it replies to that request (result or error); the gateway reuses the
- *     space once the reply arrives.
+ *     it replies to that request (result, error, or its final response); the
+ *     gateway reuses the space once that reply arrives.
  *   - worker -> gateway (outputs): the gateway copies them out, then hands
  *     the offsets back, in `execute.release` or a `release` message; the
  *     worker reuses the space only then.
@@ -39,6 +39,24 @@ import type { Tensor } from "./tensor.js";
  * shared memory, in the same run. A peer that never offered or accepted the
  * segment never sees `shmOffset`, `release` or `ready.shm`, so both sides of
  * version 1 interoperate with or without it.
+ *
+ * Decoupled models (zero or many responses per request). Such a request is
+ * answered by `response` / `response-error` frames instead of one `result`
+ * / `error`; exactly one of them carries final=true (a final `response` may
+ * carry no tensors: a final flag only), and the request is done only then:
+ * its inputs stay readable by the worker until the final frame. Responses of
+ * different requests may interleave. The worker takes the next request once
+ * the backend's execute returned, even while earlier requests still stream.
+ *
+ * BLS (a model calling another model). The worker sends `bls-request` with
+ * the input tensors (inline or in the worker's half, handed back like
+ * outputs) and the gateway answers with one `bls-response` carrying the
+ * outputs, always inline: the model may keep them as long as it likes. The
+ * worker reads `bls-response` (and `release`) as they arrive, ahead of its
+ * request queue, since the execute that waits for them holds that queue.
+ * A failed call is `ok: false` with an error kind, never a dropped frame.
+ * These frames are additions to version 1: a peer that serves no
+ * TypeScript-backend model never sees them.
  */
 /**
  * Tensors smaller than this travel inline in the frame even when shared
@@ -120,6 +138,9 @@ export interface LoadMessage {
   deviceId?: number;
 }
 
+/** JSON-safe request parameters (KServe `parameters`; int64 values beyond 2^53 travel as strings). */
+export type WireParameters = Record<string, string | number | boolean>;
+
 /** Input tensors travel in the frame or in shared memory. outputNames undefined or empty = all outputs. */
 export interface ExecuteMessage {
   type: "execute";
@@ -127,6 +148,10 @@ export interface ExecuteMessage {
   outputNames?: string[];
   /** Offsets of earlier outputs in the worker's half that the gateway is done with (piggybacked release). */
   release?: number[];
+  /** The client's request id, for backends that show it to the model (TypeScript backend). */
+  id?: string;
+  /** The request's parameters, for backends that show them to the model. */
+  parameters?: WireParameters;
 }
 
 /** Output offsets in the worker's shared-memory half the gateway is done with. No reply. */
@@ -139,6 +164,11 @@ export interface ReleaseMessage {
 export interface ShutdownMessage {
   type: "shutdown";
 }
+
+/** The gateway's answer to a `bls-request`: ok with the output tensors (always inline), or the failure. */
+export type BlsResponseMessage =
+  | { type: "bls-response"; blsId: number; ok: true }
+  | { type: "bls-response"; blsId: number; ok: false; kind: ErrorKind; message: string };
 
 // ---- worker -> gateway ----
 
@@ -177,11 +207,65 @@ export interface ErrorMessage {
   message: string;
 }
 
-export type WorkerRequestMessage = LoadMessage | ExecuteMessage | ReleaseMessage | ShutdownMessage;
-export type WorkerReplyMessage = ReadyMessage | LoadedMessage | ResultMessage | ErrorMessage;
+/** One response of a decoupled request; output tensors travel as in `result`, zero tensors allowed. */
+export interface ResponseMessage {
+  type: "response";
+  requestId: number;
+  /** The last frame for this request. */
+  final: boolean;
+}
+
+/** A failed response of a decoupled request; with final=false the request goes on streaming. */
+export interface ResponseErrorMessage {
+  type: "response-error";
+  requestId: number;
+  final: boolean;
+  kind: ErrorKind;
+  message: string;
+}
+
+/**
+ * A model asks for an inference on another model (BLS); input tensors
+ * follow. version undefined = the version policy's choice; outputNames
+ * undefined = all outputs. blsId is the worker's own counter, repeated by
+ * the `bls-response`.
+ */
+export interface BlsRequestMessage {
+  type: "bls-request";
+  blsId: number;
+  model: string;
+  version?: string;
+  outputNames?: string[];
+  parameters?: WireParameters;
+}
+
+/** gateway -> worker. */
+export type WorkerRequestMessage = LoadMessage | ExecuteMessage | ReleaseMessage | ShutdownMessage | BlsResponseMessage;
+/** worker -> gateway. */
+export type WorkerReplyMessage =
+  | ReadyMessage
+  | LoadedMessage
+  | ResultMessage
+  | ErrorMessage
+  | ResponseMessage
+  | ResponseErrorMessage
+  | BlsRequestMessage;
 export type WorkerMessage = WorkerRequestMessage | WorkerReplyMessage;
 
-const MESSAGE_TYPES: ReadonlySet<string> = new Set(["load", "execute", "release", "shutdown", "ready", "loaded", "result", "error"]);
+const MESSAGE_TYPES: ReadonlySet<string> = new Set([
+  "load",
+  "execute",
+  "release",
+  "shutdown",
+  "bls-response",
+  "ready",
+  "loaded",
+  "result",
+  "error",
+  "response",
+  "response-error",
+  "bls-request",
+]);
 
 export interface DecodedFrame {
   header: WorkerMessage;

@@ -79,4 +79,5 @@ new WorkerServer({
     instance = name;
   },
   exit: (code) => process.exit(code),
+  channelFd: 3,
 }).start();

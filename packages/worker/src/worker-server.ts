@@ -4,6 +4,8 @@ import { asOperonError, OperonError } from "@operon/protocol/errors";
 import { ShmRingAllocator } from "@operon/protocol/shm-ring-allocator";
 import type { Tensor } from "@operon/protocol/tensor";
 import {
+  type BlsRequestMessage,
+  type BlsResponseMessage,
   type DecodedFrame,
   type ExecuteMessage,
   type FrameSink,
@@ -16,7 +18,20 @@ import {
   sharedRegionLayout,
   writeFrame,
 } from "@operon/protocol/worker-wire";
-import { BACKEND_API_VERSION, type Backend, type BackendLog } from "./backends/backend.js";
+import {
+  BACKEND_API_VERSION,
+  type Backend,
+  type BackendHost,
+  type BackendLog,
+  type BackendRequest,
+  type BackendResponse,
+  type BlsCall,
+  type BlsOutcome,
+  type ExecuteGuardOptions,
+  type RequestBackend,
+  isRequestBackend,
+} from "./backends/backend.js";
+import { ExecuteWatchdog } from "./execute-watchdog.js";
 
 /**
  * The shared-memory segment the gateway offered (see worker-wire): mapped
@@ -36,6 +51,12 @@ export interface WorkerServerOptions {
   setInstanceName?: (name: string) => void;
   /** Ends the process: 0 after shutdown or when the gateway went away, non-zero for a corrupt stream. */
   exit: (code: number) => void;
+  /**
+   * The channel's file descriptor (3 in a real worker), for the execute
+   * hang guard, which writes its error frames there from its own thread.
+   * Undefined: a guard that fires only logs and kills the process.
+   */
+  channelFd?: number;
 }
 
 /**
@@ -49,6 +70,14 @@ export interface WorkerServerOptions {
  * output is copied once into this worker's half, whose space the gateway
  * hands back (`release`) after copying it out. Releases are applied as they
  * arrive, ahead of the queue. An output that does not fit goes inline.
+ *
+ * Request-level backends (RequestBackend: the TypeScript backend) get every
+ * execute waiting at the head of the queue in one call, and answer each
+ * request through its respond(): `result` / `error` frames, or for a
+ * decoupled model `response` / `response-error` frames that may still flow
+ * after the call returned and the queue moved on. While such a call waits
+ * on a BLS inference, the gateway's `bls-response` is taken as it arrives,
+ * like `release`: it never queues behind the execute that awaits it.
  */
 export class WorkerServer {
   private readonly decoder: FrameDecoder;
@@ -60,6 +89,16 @@ export class WorkerServer {
   private backend: Backend | undefined;
   private shutdownRequested = false;
   private exited = false;
+  /** BLS calls sent to the gateway and not yet answered, by blsId. */
+  private readonly blsCalls = new Map<number, (outcome: BlsOutcome) => void>();
+  private nextBlsId = 1;
+  /** Hang guards handed to the backend; told when the socket buffer holds a partial frame. */
+  private readonly watchdogs = new Set<ExecuteWatchdog>();
+  private readonly host: BackendHost = {
+    infer: (call) => this.infer(call),
+    createExecuteGuard: (options) => this.createExecuteGuard(options),
+  };
+  private instanceName = "";
 
   constructor(private readonly options: WorkerServerOptions) {
     const shm = options.sharedMemory;
@@ -109,6 +148,11 @@ export class WorkerServer {
         this.releaseOutputs(frame.header.offsets);
         continue;
       }
+      // An execute may be waiting for this one: it cannot wait in the queue behind it.
+      if (frame.header.type === "bls-response") {
+        this.onBlsResponse(frame);
+        continue;
+      }
       if (frame.header.type === "execute" && frame.header.release !== undefined) this.releaseOutputs(frame.header.release);
       this.queue.push(frame);
       queued = true;
@@ -140,6 +184,7 @@ export class WorkerServer {
       case "load":
         return !(await this.load(header));
       case "execute":
+        if (this.backend !== undefined && isRequestBackend(this.backend)) return this.executeRequests(this.backend, frame);
         return !(await this.execute(header, tensors));
       case "shutdown":
         await this.shutdown();
@@ -152,6 +197,7 @@ export class WorkerServer {
 
   private async load(message: LoadMessage): Promise<boolean> {
     this.options.setInstanceName?.(message.instanceName);
+    this.instanceName = message.instanceName;
     if (this.backend !== undefined) {
       return this.send({ type: "error", requestId: message.requestId, kind: "ALREADY_EXISTS", message: "this worker already serves a model instance" });
     }
@@ -166,6 +212,7 @@ export class WorkerServer {
         instanceKind: message.instanceKind,
         deviceId: message.deviceId,
         log: this.options.log,
+        host: this.host,
       });
       this.backend = backend;
       const { inputs, outputs } = backend.metadata();
@@ -190,6 +237,130 @@ export class WorkerServer {
     }
   }
 
+  /**
+   * Hands the backend this execute and every one queued right behind it,
+   * as far as maxBatchSize allows (sum of the first inputs' batch
+   * dimensions; one request when it is 0). Returns true when the channel
+   * asked for backpressure.
+   */
+  private async executeRequests(backend: RequestBackend, first: DecodedFrame): Promise<boolean> {
+    const frames = [first];
+    if (backend.maxBatchSize > 0) {
+      let total = batchSizeOf(first.tensors);
+      for (let next = this.queue[0]; next?.header.type === "execute"; next = this.queue[0]) {
+        const size = batchSizeOf(next.tensors);
+        if (total + size > backend.maxBatchSize) break;
+        this.queue.shift();
+        frames.push(next);
+        total += size;
+      }
+    }
+    const requests = frames.map((frame) => this.backendRequest(frame, backend.decoupled));
+    try {
+      await backend.executeRequests(requests);
+    } catch (error) {
+      // The contract says it never rejects; if it does, nobody else answers these requests.
+      const failure = asOperonError(error);
+      this.options.log("error", "backend executeRequests failed", { reason: failure.message });
+      for (const request of requests) if (!request.answered) request.respond({ error: failure }, true);
+    }
+    if (!backend.decoupled) {
+      for (const request of requests) {
+        if (!request.answered) request.respond({ error: new OperonError("INTERNAL", `the backend gave no response to request ${request.requestId}`) }, true);
+      }
+    }
+    return this.options.channel.writableNeedDrain;
+  }
+
+  /** One execute frame as a BackendRequest whose respond() writes its reply frames. */
+  private backendRequest(frame: DecodedFrame, decoupled: boolean): BackendRequest & { readonly answered: boolean } {
+    const header = frame.header as ExecuteMessage;
+    const { requestId } = header;
+    let answered = false;
+    return {
+      requestId,
+      id: header.id ?? "",
+      inputs: frame.tensors,
+      outputNames: header.outputNames ?? [],
+      parameters: header.parameters ?? {},
+      get answered() {
+        return answered;
+      },
+      respond: (response: BackendResponse, final: boolean): void => {
+        if (answered) throw new OperonError("INTERNAL", `request ${requestId} already has its final response`);
+        if (!decoupled && !final) throw new OperonError("INTERNAL", `request ${requestId}: a non-decoupled model answers once, with final`);
+        answered = final;
+        if (decoupled) {
+          if ("error" in response) {
+            this.send({ type: "response-error", requestId, final, kind: response.error.kind, message: response.error.message });
+          } else {
+            this.send({ type: "response", requestId, final }, response.outputs, this.placeOutputs(response.outputs));
+          }
+        } else if ("error" in response) {
+          this.send({ type: "error", requestId, kind: response.error.kind, message: response.error.message });
+        } else {
+          const timing = response.timing ?? { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 };
+          this.send({ type: "result", requestId, timing }, response.outputs, this.placeOutputs(response.outputs));
+        }
+      },
+    };
+  }
+
+  /** BackendHost.infer: one bls-request frame, answered by the bls-response with the same blsId. */
+  private infer(call: BlsCall): Promise<BlsOutcome> {
+    if (this.exited || this.options.channel.writableEnded) {
+      return Promise.resolve({ error: new OperonError("UNAVAILABLE", "BLS is not available: the gateway channel is closed") });
+    }
+    const blsId = this.nextBlsId++;
+    const header: BlsRequestMessage = {
+      type: "bls-request",
+      blsId,
+      model: call.model,
+      ...(call.version !== undefined ? { version: call.version } : {}),
+      ...(call.outputNames !== undefined && call.outputNames.length > 0 ? { outputNames: call.outputNames } : {}),
+      ...(call.parameters !== undefined ? { parameters: call.parameters } : {}),
+    };
+    return new Promise((resolve) => {
+      this.blsCalls.set(blsId, resolve);
+      try {
+        this.send(header, call.inputs, this.placeOutputs(call.inputs));
+      } catch (error) {
+        this.blsCalls.delete(blsId);
+        resolve({ error: asOperonError(error) });
+      }
+    });
+  }
+
+  private onBlsResponse({ header, tensors, shmOffsets }: DecodedFrame): void {
+    const response = header as BlsResponseMessage;
+    const resolve = this.blsCalls.get(response.blsId);
+    if (resolve === undefined) {
+      this.options.log("warn", "ignoring a bls-response for an unknown call", { blsId: response.blsId });
+      return;
+    }
+    this.blsCalls.delete(response.blsId);
+    if (!response.ok) {
+      resolve({ error: new OperonError(response.kind, response.message) });
+      return;
+    }
+    // BLS outputs travel inline (the model may keep them); copy any that came otherwise, as its space is not ours.
+    resolve({ outputs: tensors.map((tensor, i) => (shmOffsets[i] === undefined ? tensor : { ...tensor, data: Buffer.from(tensor.data) })) });
+  }
+
+  private async createExecuteGuard(options: ExecuteGuardOptions): Promise<ExecuteWatchdog> {
+    const { channel } = this.options;
+    const watchdog = await ExecuteWatchdog.start({
+      ...options,
+      ...(this.options.channelFd !== undefined ? { channelFd: this.options.channelFd } : {}),
+      instance: this.instanceName,
+      channelIdle: () => channel.writableLength === 0,
+      onClose: () => this.watchdogs.delete(watchdog),
+      onError: (error) => this.options.log("error", "the execute hang guard failed; executes are unguarded", { reason: error.message }),
+    });
+    this.watchdogs.add(watchdog);
+    return watchdog;
+  }
+
   private async shutdown(): Promise<void> {
     this.shutdownRequested = true;
     const backend = this.backend;
@@ -199,6 +370,7 @@ export class WorkerServer {
     } catch (error) {
       this.options.log("warn", "backend finalize failed", { reason: asOperonError(error).message });
     }
+    for (const watchdog of [...this.watchdogs]) watchdog.close();
     this.options.log("info", "shut down");
     // Exit only once every reply has been handed to the kernel.
     this.options.channel.end(() => this.exit(0));
@@ -238,7 +410,12 @@ export class WorkerServer {
   private send(header: WorkerReplyMessage, tensors: readonly Tensor[] = [], shmOffsets: ReadonlyArray<number | undefined> = []): boolean {
     if (this.exited || this.options.channel.writableEnded) return true;
     try {
-      return writeFrame(this.options.channel, header, tensors, shmOffsets);
+      const ok = writeFrame(this.options.channel, header, tensors, shmOffsets);
+      // Part of that frame waits in the socket buffer: a hang guard firing now must not write into the stream.
+      if (this.watchdogs.size > 0 && this.options.channel.writableLength > 0) {
+        for (const watchdog of this.watchdogs) watchdog.markUnclean();
+      }
+      return ok;
     } catch (error) {
       // The gateway never learns of these offsets: take them back.
       for (const offset of shmOffsets) if (offset !== undefined) this.outputs?.ring.release(offset);
@@ -246,6 +423,10 @@ export class WorkerServer {
       if (header.type === "result" && tensors.length > 0) {
         const failure = asOperonError(error);
         return this.send({ type: "error", requestId: header.requestId, kind: failure.kind, message: failure.message });
+      }
+      if (header.type === "response" && tensors.length > 0) {
+        const failure = asOperonError(error);
+        return this.send({ type: "response-error", requestId: header.requestId, final: header.final, kind: failure.kind, message: failure.message });
       }
       throw error;
     }
@@ -257,4 +438,9 @@ export class WorkerServer {
     if (reason !== undefined) this.options.log(level, reason);
     this.options.exit(code);
   }
+}
+
+/** A request's batch size: its first input's leading dimension (1 without inputs). */
+function batchSizeOf(tensors: readonly Tensor[]): number {
+  return tensors[0]?.shape[0] ?? 1;
 }

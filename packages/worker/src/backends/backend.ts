@@ -1,5 +1,6 @@
+import type { OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
-import type { ExecuteTiming, InstanceKind, IoInfo } from "@operon/protocol/worker-wire";
+import type { ExecuteTiming, InstanceKind, IoInfo, WireParameters } from "@operon/protocol/worker-wire";
 
 /**
  * The contract between the worker process and a backend (onnxruntime today;
@@ -25,6 +26,8 @@ export interface BackendInitOptions {
   instanceKind?: InstanceKind;
   deviceId?: number;
   log: BackendLog;
+  /** Services of the worker process (BLS, the hang guard); absent when a backend runs outside a worker (unit tests). */
+  host?: BackendHost;
 }
 
 export interface BackendMetadata {
@@ -51,4 +54,91 @@ export interface Backend {
   execute(inputs: Tensor[], outputNames?: string[]): Promise<BackendExecuteResult>;
   /** Releases the model; the object is not used afterwards. */
   finalize(): Promise<void>;
+}
+
+// ---- request-level backends (TypeScript backend): batches of requests, decoupled responses, BLS ----
+
+/** A response as a backend hands it to the worker; `{ outputs: [] }` with final = a final flag only. */
+export type BackendResponse = { outputs: Tensor[]; timing?: ExecuteTiming } | { error: OperonError };
+
+/** One request of the batch handed to RequestBackend.executeRequests. */
+export interface BackendRequest {
+  /** The wire request id (unique per worker channel): for logs. */
+  readonly requestId: number;
+  /** The client's request id; "" when it sent none. */
+  readonly id: string;
+  /** Valid until the request's final response: they may be views into shared memory. */
+  readonly inputs: Tensor[];
+  /** Empty = every output. */
+  readonly outputNames: string[];
+  readonly parameters: WireParameters;
+  /**
+   * Sends a response. A non-decoupled backend calls it exactly once per
+   * request, final = true; a decoupled one any number of times, the last
+   * with final = true. Calling it after the final response throws.
+   */
+  respond(response: BackendResponse, final: boolean): void;
+}
+
+/** A BLS call: one inference on another model, routed by the gateway. */
+export interface BlsCall {
+  model: string;
+  /** undefined = the version the model's version policy serves. */
+  version?: string;
+  inputs: Tensor[];
+  /** undefined or empty = every output. */
+  outputNames?: string[];
+  parameters?: WireParameters;
+}
+
+/** The outcome of a BLS call: a failure is a value, never a rejection. */
+export type BlsOutcome = { outputs: Tensor[] } | { error: OperonError };
+
+/**
+ * Guards executes against a model that never returns. A synchronous
+ * endless loop blocks this process's only JS thread, so no timer here can
+ * fire: the guard runs on its own thread and, past the deadline, fails the
+ * armed requests with UNAVAILABLE `message` and kills the process (the
+ * gateway then restarts the worker). One execute is armed at a time.
+ */
+export interface ExecuteGuard {
+  /** Starts the clock for the requests of one execute; call the returned function once it has returned. */
+  arm(requestIds: readonly number[]): () => void;
+  /** Stops the guard thread; idempotent. */
+  close(): void;
+}
+
+export interface ExecuteGuardOptions {
+  timeoutMs: number;
+  /** The error the armed requests fail with, e.g. "model 'x' execute timed out after 30000 ms". */
+  message: string;
+  /** Fail the requests with a final `response-error` (decoupled) rather than `error`. */
+  decoupled: boolean;
+}
+
+/** What the worker process offers a backend beyond its own model. */
+export interface BackendHost {
+  /** Runs an inference on another model through the gateway. Never rejects. */
+  infer(call: BlsCall): Promise<BlsOutcome>;
+  createExecuteGuard(options: ExecuteGuardOptions): Promise<ExecuteGuard>;
+}
+
+/**
+ * A backend that sees requests, not tensors: the worker hands it every
+ * execute waiting in its queue (up to maxBatchSize in batch-dimension sum,
+ * one request when 0) and the backend answers each through its respond().
+ * Once executeRequests resolves the worker takes the next requests, even
+ * while decoupled ones still stream. It must not reject: failures are
+ * responses. execute() (from Backend) stays usable for one non-decoupled request.
+ */
+export interface RequestBackend extends Backend {
+  /** Valid after initialize. */
+  readonly decoupled: boolean;
+  /** The config's max_batch_size: 0 = no batching, one request per execute. Valid after initialize. */
+  readonly maxBatchSize: number;
+  executeRequests(requests: BackendRequest[]): Promise<void>;
+}
+
+export function isRequestBackend(backend: Backend): backend is RequestBackend {
+  return typeof (backend as Partial<RequestBackend>).executeRequests === "function";
 }

@@ -3,10 +3,12 @@ import { BACKEND_API_VERSION, type Backend } from "./backend.js";
 
 /**
  * Backend names a load message may ask for (config `backend` / platform
- * "onnxruntime_onnx"). "echo" returns its inputs as outputs, for measuring
- * and testing the gateway <-> worker transport.
+ * "onnxruntime_onnx"). "typescript" runs a model.ts / model.mjs / model.js
+ * class in the worker (Triton's Python backend, in TypeScript). "echo"
+ * returns its inputs as outputs, for measuring and testing the gateway <->
+ * worker transport.
  */
-export const BACKEND_NAMES = ["onnxruntime", "echo"] as const;
+export const BACKEND_NAMES = ["onnxruntime", "typescript", "echo"] as const;
 
 /**
  * Creates the backend by name. Implementations are imported on demand so a
@@ -19,6 +21,11 @@ export async function createBackend(name: string): Promise<Backend> {
     case "onnxruntime": {
       const { createOnnxRuntimeBackend } = await import("./onnxruntime-backend.js");
       backend = createOnnxRuntimeBackend();
+      break;
+    }
+    case "typescript": {
+      const { createTypeScriptBackend } = await import("./typescript-backend.js");
+      backend = createTypeScriptBackend();
       break;
     }
     case "echo": {

@@ -1,0 +1,87 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { OperonError } from "@operon/protocol/errors";
+import type { Tensor } from "@operon/protocol/tensor";
+import { GatewayMetrics } from "../metrics.js";
+import type { RunModel } from "./dag-executor.js";
+import { OperatorRunner } from "./operator-runner.js";
+import type { OperatorSpec } from "./operator-spec.js";
+
+const input: Tensor = { name: "IN", datatype: "FP32", shape: [1], data: Buffer.from(Float32Array.of(2).buffer) };
+
+const SPEC: OperatorSpec = {
+  name: "op",
+  inputs: [{ name: "IN", datatype: "FP32", dims: [1] }],
+  outputs: [{ name: "OUT", datatype: "FP32", dims: [1] }],
+  steps: [
+    { id: "route", kind: "route", input: "IN", cases: [{ when: { greaterThan: 0 }, next: ["m"] }] },
+    { id: "m", kind: "model", model: "echo", inputs: { x: "IN" }, outputs: { y: "OUT" } },
+  ],
+};
+
+/** Echoes x as y after delayMs; honours the signal. */
+function echo(delayMs: number): RunModel {
+  return (_model, _version, inputs, _outputs, signal) =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => resolve({ modelName: "echo", modelVersion: "1", outputs: [{ ...inputs[0]!, name: "y" }] }), delayMs);
+      signal.addEventListener("abort", () => {
+        clearTimeout(timer);
+        reject(new OperonError("CANCELLED", "cancelled"));
+      });
+    });
+}
+
+const request = (signal?: AbortSignal) => ({
+  inputs: [input],
+  outputNames: undefined,
+  batchSize: 1,
+  level: 0,
+  timeoutNs: 0,
+  parameters: {},
+  ...(signal !== undefined ? { signal } : {}),
+});
+
+describe("OperatorRunner", () => {
+  let metrics: GatewayMetrics | undefined;
+  afterEach(() => metrics?.stop());
+
+  it("answers in the scheduler's result shape and counts each step in Prometheus", async () => {
+    metrics = new GatewayMetrics();
+    const runner = new OperatorRunner(SPEC, { runModel: echo(20), metrics });
+    let text = await metrics.registry.metrics();
+    expect(text).toContain('operon_operator_step_executions_total{operator="op",step="m"} 0');
+    const result = await runner.execute(request());
+    expect(result.outputs.map((t) => t.name)).toEqual(["OUT"]);
+    expect(result.outputs[0]!.data).toBe(input.data);
+    expect(result.executedBatchSize).toBe(1);
+    expect(result.timing.computeInferNs).toBeGreaterThan(15e6);
+    expect(result.queueNs).toBeGreaterThanOrEqual(0);
+    text = await metrics.registry.metrics();
+    expect(text).toContain('operon_operator_step_executions_total{operator="op",step="m"} 1');
+    expect(text).toContain('operon_operator_step_executions_total{operator="op",step="route"} 1');
+    const duration = /operon_operator_step_duration_us\{operator="op",step="m"\} ([0-9.e+]+)/.exec(text);
+    expect(Number(duration?.[1])).toBeGreaterThan(15_000);
+    expect(runner.isDead).toBe(false);
+    expect(runner.policy.priorityLevels).toBe(0);
+  });
+
+  it("stop drains running requests, refuses new ones, and fails the ones past the drain time with UNAVAILABLE", async () => {
+    const runner = new OperatorRunner(SPEC, { runModel: echo(200) });
+    const running = runner.execute(request());
+    expect(runner.pendingCount).toBe(1);
+    const stopped = runner.stop(30);
+    expect(() => runner.execute(request())).toThrow(expect.objectContaining({ kind: "UNAVAILABLE" }));
+    await expect(running).rejects.toMatchObject({ kind: "UNAVAILABLE", message: "operator 'op' was unloaded while the request ran" });
+    await stopped;
+    await runner.stop(); // idempotent
+    expect(runner.pendingCount).toBe(0);
+  });
+
+  it("forwards the client's cancellation", async () => {
+    const runner = new OperatorRunner(SPEC, { runModel: echo(200) });
+    const controller = new AbortController();
+    const running = runner.execute(request(controller.signal));
+    controller.abort();
+    await expect(running).rejects.toMatchObject({ kind: "CANCELLED" });
+    expect(() => runner.execute(request(AbortSignal.abort()))).toThrow(expect.objectContaining({ kind: "CANCELLED" }));
+  });
+});

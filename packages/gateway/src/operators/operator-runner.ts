@@ -1,0 +1,130 @@
+import { OperonError } from "@operon/protocol/errors";
+import type { GatewayMetrics } from "../metrics.js";
+import type { ExecutionTiming } from "../model-stats.js";
+import type { ScheduledResult } from "../scheduling/request-scheduler.js";
+import type { SchedulerPolicy } from "../scheduling/scheduler-policy.js";
+import type { RunnerRequest, VersionRunner } from "../version-runner.js";
+import { DagExecutor, type RunModel, type StepRecord } from "./dag-executor.js";
+import type { OperatorSpec } from "./operator-spec.js";
+
+/**
+ * An operator's VersionRunner: what the engine calls for a version whose
+ * "instances" are a DAG rather than worker processes. Each request runs on
+ * the DagExecutor; the result is reported in the shape the engine records
+ * in statistics: queue = time the steps waited for their in-flight caps,
+ * compute_infer = the time the model steps ran (summed over steps). The
+ * composing models count their own executions in their own statistics.
+ *
+ * Per-step Prometheus series (operon_operator_step_duration_us,
+ * operon_operator_step_executions_total) start at 0 when the runner is
+ * built; the model manager forgets them when the operator goes away.
+ */
+export interface OperatorRunnerOptions {
+  runModel: RunModel;
+  metrics?: GatewayMetrics;
+}
+
+export class OperatorRunner implements VersionRunner {
+  readonly policy: SchedulerPolicy;
+  readonly executor: DagExecutor;
+  onExecution: (batchSize: number, timing: ExecutionTiming) => void = () => undefined;
+  private stopped = false;
+  private stopping: Promise<void> | undefined;
+  private readonly running = new Set<Promise<unknown>>();
+  /** Aborted when stop's drain time is up: requests still running fail UNAVAILABLE. */
+  private readonly stopController = new AbortController();
+
+  constructor(
+    readonly spec: OperatorSpec,
+    options: OperatorRunnerOptions,
+  ) {
+    // An operator has no queue of its own: its steps queue in their models' schedulers.
+    this.policy = {
+      maxBatchSize: spec.maxBatchSize ?? 0,
+      batching: false,
+      preferredBatchSizes: [],
+      maxQueueDelayNs: 0,
+      preserveOrdering: false,
+      priorityLevels: 0,
+      defaultPriorityLevel: 0,
+      queuePolicies: [{ timeoutAction: "REJECT", defaultTimeoutNs: 0, allowTimeoutOverride: false, maxQueueSize: 0 }],
+    };
+    const metrics = options.metrics;
+    const labels = (step: string): { operator: string; step: string } => ({ operator: spec.name, step });
+    if (metrics !== undefined) {
+      for (const step of spec.steps) {
+        metrics.operatorStepDurationUs.inc(labels(step.id), 0);
+        metrics.operatorStepExecutions.inc(labels(step.id), 0);
+      }
+    }
+    const onStepEnd = (record: StepRecord): void => {
+      if (metrics === undefined || record.startedAt === undefined) return;
+      metrics.operatorStepExecutions.inc(labels(record.step));
+      metrics.operatorStepDurationUs.inc(labels(record.step), Math.max(0, ((record.endedAt ?? record.startedAt) - record.startedAt) * 1000));
+    };
+    this.executor = new DagExecutor(spec, { runModel: options.runModel, onStepEnd });
+  }
+
+  /** An operator never dies by itself: a broken step model fails its requests, not the operator. */
+  get isDead(): boolean {
+    return false;
+  }
+
+  get pendingCount(): number {
+    return this.executor.inFlightCount;
+  }
+
+  execute(request: RunnerRequest): Promise<ScheduledResult> {
+    if (this.stopped) throw new OperonError("UNAVAILABLE", `operator '${this.spec.name}' is unloading`);
+    if (request.signal?.aborted) throw new OperonError("CANCELLED", `operator '${this.spec.name}': the request was cancelled`);
+    // One signal for the DAG: the client's, or the end of the drain at stop.
+    const controller = new AbortController();
+    const forward = (source: AbortSignal) => (): void => controller.abort(source.reason);
+    const onClient = request.signal !== undefined ? forward(request.signal) : undefined;
+    const onStop = forward(this.stopController.signal);
+    if (request.signal !== undefined && onClient !== undefined) request.signal.addEventListener("abort", onClient, { once: true });
+    this.stopController.signal.addEventListener("abort", onStop, { once: true });
+    const run = this.executor
+      .run(request.inputs, {
+        ...(request.parameters !== undefined ? { parameters: request.parameters } : {}),
+        ...(request.outputNames !== undefined ? { outputNames: request.outputNames } : {}),
+        signal: controller.signal,
+      })
+      .then(
+        (result): ScheduledResult => ({
+          outputs: result.outputs,
+          timing: { computeInputNs: 0, computeInferNs: Math.round(result.modelMs * 1e6), computeOutputNs: 0 },
+          queueNs: Math.round(result.capWaitMs * 1e6),
+          executedBatchSize: request.batchSize,
+        }),
+      )
+      .finally(() => {
+        if (request.signal !== undefined && onClient !== undefined) request.signal.removeEventListener("abort", onClient);
+        this.stopController.signal.removeEventListener("abort", onStop);
+        this.running.delete(run);
+      });
+    this.running.add(run);
+    return run;
+  }
+
+  /** Refuses new requests, lets running ones finish for up to timeoutMs, then fails the rest with UNAVAILABLE. Idempotent. */
+  stop(timeoutMs = 30_000): Promise<void> {
+    this.stopping ??= (async () => {
+      this.stopped = true;
+      const drained = Promise.allSettled([...this.running]);
+      let timer: NodeJS.Timeout | undefined;
+      const late = await Promise.race([
+        drained.then(() => false),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(true), timeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (late) {
+        this.stopController.abort(new OperonError("UNAVAILABLE", `operator '${this.spec.name}' was unloaded while the request ran`));
+        await Promise.allSettled([...this.running]);
+      }
+    })();
+    return this.stopping;
+  }
+}
