@@ -17,9 +17,13 @@ describe("the example repository (what npm start serves)", () => {
     const index = (await response.json()) as Array<{ name: string; state: string }>;
     expect(index.map((entry) => [entry.name, entry.state])).toEqual([
       ["add_sub", "READY"],
+      ["bls_scaler", "READY"],
       ["identity_bytes", "READY"],
       ["silero_vad", "READY"],
+      ["text_direction", "READY"],
       ["text_direction_classifier", "READY"],
+      ["text_direction_preprocess", "READY"],
+      ["text_direction_topk", "READY"],
       ["text_generator", "READY"],
       ["tokenizer_ts", "READY"],
     ]);

@@ -8,6 +8,7 @@ import type {
   RepositoryIndexEntry,
   ServerMetadata,
 } from "@operon/protocol/inference";
+import type { OperonError } from "@operon/protocol/errors";
 import type { OperatorSpec } from "./operators/operator-spec.js";
 
 /** A served operator: registered through the API, or a Triton ensemble of the model repository. */
@@ -33,7 +34,28 @@ export interface InferenceEngine {
   modelMetadata(name: string, version?: string): ModelMetadata;
   /** The model's complete config as Triton's JSON (snake_case keys, TYPE_* enums, ints as numbers). */
   modelConfig(name: string, version?: string): Record<string, unknown>;
+  /**
+   * One request, one response. A decoupled model (model_transaction_policy
+   * { decoupled: true }) fails UNSUPPORTED: its responses need inferStream.
+   */
   infer(request: InferRequest): Promise<InferResponse>;
+  /**
+   * One request, any number of responses, in order: a decoupled model's
+   * responses as it sends them; any other model's one response (final).
+   * onResponse gets each response or per-response error, and `final` true
+   * exactly once, on the last call; a final response with no outputs is the
+   * final flag alone (frontends decide whether to send it: Triton's
+   * triton_enable_empty_final_response). The promise rejects (OperonError)
+   * when the request fails before any response (unknown model, invalid
+   * request, queue full or timed out, cancelled while queued), without
+   * calling onResponse; otherwise it resolves after the final call. When
+   * request.signal aborts after the request started, onResponse gets a
+   * final CANCELLED error at once and nothing after it: the model cannot be
+   * interrupted and runs on, its later responses dropped.
+   */
+  inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean) => void): Promise<void>;
+  /** True when the model (version) is served and decoupled; false (never throws) otherwise. */
+  isDecoupled(name: string, version?: string): boolean;
   /** Reads the repositories, so it is async (models never loaded are listed too). */
   repositoryIndex(options: { ready?: boolean }): Promise<RepositoryIndexEntry[]>;
   /** Throws UNSUPPORTED when the model control mode is not explicit. */

@@ -9,13 +9,26 @@ import type {
   RepositoryIndexEntry,
   ServerMetadata,
 } from "@operon/protocol/inference";
-import type { Tensor } from "@operon/protocol/tensor";
+import type { Parameters, Tensor } from "@operon/protocol/tensor";
 import type { InferenceEngine, OperatorInfo } from "./engine-api.js";
 import type { FailureReason } from "./metrics.js";
 import type { ModelManager, ServedVersion } from "./model-manager.js";
 import { resolveReshape, validateInferRequest } from "./request-validation.js";
 import { responseCacheKey, type ResponseCache } from "./response-cache.js";
+import type { RequestContext, ScheduledResult, StreamedResponse } from "./scheduling/request-scheduler.js";
 import { priorityLevelOf, queueTimeoutNsOf } from "./scheduling/scheduler-policy.js";
+import type { RunnerRequest } from "./version-runner.js";
+import type { BlsRequest } from "./worker-process.js";
+
+/** The request parameter that carries a request's BLS depth (0 or absent: a client's request). */
+export const BLS_DEPTH_PARAMETER = "operon_bls_depth";
+
+/**
+ * Deepest BLS nesting served: a model calling a model ... 8 levels down.
+ * A request beyond it fails INVALID_ARG, which stops a model that calls
+ * itself (directly or through others) without end.
+ */
+export const MAX_BLS_DEPTH = 8;
 
 /** The protocol extensions this server implements, exactly (server metadata lists these). */
 export const SERVER_EXTENSIONS = [
@@ -53,6 +66,8 @@ export class Engine implements InferenceEngine {
         signal,
       }),
     );
+    // Models' BLS calls (ctx.infer) are requests like any other: validation, scheduler (batching), statistics, cache.
+    manager.setBlsHandler((call, depth) => this.inferBls(call, depth));
   }
 
   /** A number per load of a model version (keyed by its instances), in cache keys: a reload never serves the old files' responses. */
@@ -110,23 +125,29 @@ export class Engine implements InferenceEngine {
     return this.manager.resolve(name, version).config as Record<string, unknown>;
   }
 
+  isDecoupled(name: string, version?: string): boolean {
+    try {
+      return isDecoupledConfig(this.manager.resolve(name, version));
+    } catch {
+      return false;
+    }
+  }
+
   async infer(request: InferRequest): Promise<InferResponse> {
     const started = process.hrtime.bigint();
     const served = this.manager.resolve(request.modelName, request.modelVersion);
+    if (isDecoupledConfig(served)) {
+      // Triton's answer too: a decoupled model's responses cannot fit one reply.
+      throw new OperonError(
+        "UNSUPPORTED",
+        `model '${request.modelName}' is decoupled: use ModelStreamInfer (gRPC) or generate_stream / infer_stream (HTTP)`,
+      );
+    }
     this.inFlight += 1;
     try {
       let scheduled;
       try {
-        const validated = validateInferRequest(served.signature, request);
-        const policy = served.instances.policy;
-        const level = priorityLevelOf(policy, request.parameters);
-        scheduled = {
-          ...validated,
-          level,
-          timeoutNs: queueTimeoutNsOf(policy, level, request.parameters),
-          ...(request.signal !== undefined ? { signal: request.signal } : {}),
-          parameters: request.parameters,
-        };
+        scheduled = scheduledRequestOf(served, request);
       } catch (error) {
         served.stats.recordFailure(elapsedNs(started), "OTHER");
         throw error;
@@ -178,6 +199,129 @@ export class Engine implements InferenceEngine {
     }
   }
 
+  async inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean) => void): Promise<void> {
+    const served = this.manager.resolve(request.modelName, request.modelVersion);
+    if (!isDecoupledConfig(served)) {
+      const response = await this.infer(request);
+      onResponse(response, true);
+      return;
+    }
+    const executeStream = served.instances.executeStream?.bind(served.instances);
+    if (executeStream === undefined) {
+      throw new OperonError("UNSUPPORTED", `model '${request.modelName}' version ${served.version} cannot stream responses`);
+    }
+    const started = process.hrtime.bigint();
+    let scheduled: RunnerRequest;
+    try {
+      scheduled = scheduledRequestOf(served, request);
+    } catch (error) {
+      served.stats.recordFailure(elapsedNs(started), "OTHER");
+      throw error;
+    }
+    const { signal } = request;
+    this.inFlight += 1;
+    return new Promise<void>((resolve, reject) => {
+      let delivered = 0;
+      let finished = false;
+      let settled = false;
+      let failure: OperonError | undefined;
+      let lastAt = started;
+      let responseIndex = 0;
+      const deliver = (response: InferResponse | OperonError, final: boolean): void => {
+        if (finished) return;
+        delivered += 1;
+        if (final) finished = true;
+        try {
+          onResponse(response, final);
+        } catch {
+          // The frontend's callback failing is its own bug; the stream still completes.
+        }
+        if (final) resolve();
+      };
+      const onStreamed = (streamed: StreamedResponse): void => {
+        const now = process.hrtime.bigint();
+        const ns = Number(now - lastAt);
+        const index = responseIndex++;
+        lastAt = now;
+        if ("error" in streamed) {
+          failure ??= streamed.error;
+          served.stats.recordResponse(index, ns, "fail");
+          deliver(streamed.error, streamed.final);
+          return;
+        }
+        served.stats.recordResponse(index, ns, streamed.final && streamed.outputs.length === 0 ? "empty" : "success");
+        const response: InferResponse = {
+          modelName: request.modelName,
+          modelVersion: served.version,
+          outputs: restoreOutputShapes(served, streamed.outputs, scheduled.outputNames),
+        };
+        if (request.id !== undefined && request.id !== "") response.id = request.id;
+        deliver(response, streamed.final);
+      };
+      const queued = (() => {
+        try {
+          return executeStream(scheduled, onStreamed);
+        } catch (error) {
+          return Promise.reject(asOperonError(error));
+        }
+      })();
+      // Client gone: while queued, the scheduler drops the request (and `queued` rejects before this runs);
+      // once running, the worker cannot be told, so the stream ends for the client now and the model's
+      // later responses are dropped.
+      const onAbort = (): void => {
+        setImmediate(() => {
+          if (settled || finished) return;
+          failure ??= new OperonError("CANCELLED", "the client cancelled the request while the model was streaming");
+          deliver(failure, true);
+        });
+      };
+      if (signal !== undefined) {
+        if (signal.aborted) onAbort();
+        else signal.addEventListener("abort", onAbort, { once: true });
+      }
+      const done = (outcome: { result: ScheduledResult } | { error: OperonError }): void => {
+        settled = true;
+        signal?.removeEventListener("abort", onAbort);
+        this.inFlight -= 1;
+        if ("error" in outcome) {
+          served.stats.recordFailure(elapsedNs(started), failureReason(outcome.error));
+          if (delivered === 0) reject(outcome.error);
+          else deliver(outcome.error, true);
+          return;
+        }
+        if (failure !== undefined) served.stats.recordFailure(elapsedNs(started), failureReason(failure));
+        else served.stats.recordSuccess(elapsedNs(started), outcome.result.queueNs, outcome.result.timing, scheduled.batchSize);
+        if (!finished) deliver(new OperonError("INTERNAL", `model '${request.modelName}' ended its stream without a final response`), true);
+      };
+      queued.then(
+        (result) => done({ result }),
+        (error: unknown) => done({ error: asOperonError(error) }),
+      );
+    });
+  }
+
+  /** A model's BLS call (ctx.infer) at BLS depth `depth`: an inference like any other, one level deeper. */
+  private async inferBls(call: BlsRequest, depth: number): Promise<{ outputs: Tensor[] }> {
+    if (this.isDecoupled(call.model, call.version)) {
+      throw new OperonError("UNSUPPORTED", `model '${call.model}' is decoupled: a BLS call (ctx.infer) takes one response, so it cannot call a decoupled model`);
+    }
+    const parameters: Parameters = {};
+    for (const [key, value] of Object.entries(call.parameters ?? {})) {
+      if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") parameters[key] = value;
+    }
+    // A depth the model passed on (explicitly) never lowers the one the gateway derived.
+    const passed = parameters[BLS_DEPTH_PARAMETER];
+    parameters[BLS_DEPTH_PARAMETER] = typeof passed === "number" && passed > depth ? passed : depth;
+    const response = await this.infer({
+      modelName: call.model,
+      ...(call.version !== undefined ? { modelVersion: call.version } : {}),
+      parameters,
+      inputs: call.inputs,
+      ...(call.outputNames !== undefined ? { outputs: call.outputNames.map((name) => ({ name })) } : {}),
+    });
+    return { outputs: response.outputs };
+  }
+
   /**
    * The server's cache when this version may use it: the server has one
    * (--cache-config), the config enables response_cache, and the model is
@@ -227,6 +371,58 @@ export class Engine implements InferenceEngine {
   listOperators(): OperatorInfo[] {
     return this.manager.listOperators();
   }
+}
+
+function isDecoupledConfig(served: ServedVersion): boolean {
+  return served.config.model_transaction_policy?.decoupled === true;
+}
+
+/** Validates a request against the version and turns it into what its runner schedules. */
+function scheduledRequestOf(served: ServedVersion, request: InferRequest): RunnerRequest {
+  const blsDepth = blsDepthOf(request);
+  const validated = validateInferRequest(served.signature, request);
+  const policy = served.instances.policy;
+  const level = priorityLevelOf(policy, request.parameters);
+  const parameters = wireParameters(request.parameters);
+  const context: RequestContext = {
+    blsDepth,
+    ...(request.id !== undefined && request.id !== "" ? { id: request.id } : {}),
+    ...(parameters !== undefined ? { parameters } : {}),
+  };
+  return {
+    ...validated,
+    level,
+    timeoutNs: queueTimeoutNsOf(policy, level, request.parameters),
+    ...(request.signal !== undefined ? { signal: request.signal } : {}),
+    parameters: request.parameters,
+    context,
+  };
+}
+
+/** The request's BLS depth (operon_bls_depth); INVALID_ARG when malformed or beyond MAX_BLS_DEPTH. */
+function blsDepthOf(request: InferRequest): number {
+  const raw = request.parameters[BLS_DEPTH_PARAMETER];
+  if (raw === undefined) return 0;
+  const depth = typeof raw === "bigint" ? Number(raw) : raw;
+  if (typeof depth !== "number" || !Number.isSafeInteger(depth) || depth < 0) {
+    throw new OperonError("INVALID_ARG", `parameter '${BLS_DEPTH_PARAMETER}' must be a non-negative integer, got ${JSON.stringify(String(raw))}`);
+  }
+  if (depth > MAX_BLS_DEPTH) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `BLS depth limit exceeded: a call to model '${request.modelName}' at BLS depth ${depth}, beyond the limit of ${MAX_BLS_DEPTH} (does a model call itself, directly or through others, without end?)`,
+    );
+  }
+  return depth;
+}
+
+/** Parameters as the worker wire carries them (64-bit integers beyond 2^53 as decimal strings); undefined when none. */
+function wireParameters(parameters: Parameters): Record<string, string | number | boolean> | undefined {
+  const entries = Object.entries(parameters);
+  if (entries.length === 0) return undefined;
+  const wire: Record<string, string | number | boolean> = {};
+  for (const [key, value] of entries) wire[key] = typeof value === "bigint" ? value.toString() : value;
+  return wire;
 }
 
 function wireDataType(configType: string | undefined): string {

@@ -96,6 +96,30 @@ class FakeEngine implements InferenceEngine {
         throw new OperonError("NOT_FOUND", `model '${request.modelName}' not found`);
     }
   }
+  /**
+   * 'tokens' is decoupled: one response per `count` (TOKEN = i), then the
+   * final flag alone, or with a last TOKEN when `final_data` is set; `fail_at`
+   * turns that response into a (non-final) error.
+   */
+  async inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean) => void): Promise<void> {
+    if (request.modelName !== "tokens") {
+      onResponse(await this.infer(request), true);
+      return;
+    }
+    this.lastRequest = request;
+    const count = Number(request.parameters["count"] ?? 0);
+    const base = { modelName: "tokens", modelVersion: "1", ...(request.id ? { id: request.id } : {}) };
+    for (let i = 0; i < count; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      if (request.parameters["fail_at"] === i) onResponse(new OperonError("INVALID_ARG", `token ${i} failed`), false);
+      else onResponse({ ...base, outputs: [{ name: "TOKEN", datatype: "FP32", shape: [1], data: fp32(i) }] }, false);
+    }
+    const last = request.parameters["final_data"] === true ? [{ name: "TOKEN", datatype: "FP32" as const, shape: [1], data: fp32(99) }] : [];
+    onResponse({ ...base, outputs: last }, true);
+  }
+  isDecoupled(name: string) {
+    return name === "tokens";
+  }
   /** Resolves once a 'slow' request has reached the engine. */
   slowArrived(): Promise<void> {
     return new Promise((resolve) => this.slowWaiters.push(resolve));
@@ -490,6 +514,61 @@ describe("ModelStreamInfer", () => {
     expect(replies[0]).toMatchObject({ error_message: "failure of kind INVALID_ARG", infer_response: { model_name: "fail" } });
     expect(replies[1]).toMatchObject({ error_message: "", infer_response: { raw_output_contents: [fp32(3)] } });
     expect(replies[2]).toMatchObject({ error_message: "", infer_response: { raw_output_contents: [fp32(2)] } });
+  });
+
+  it("streams every response of a decoupled model in order, marked triton_final_response; the flag alone only when asked", async () => {
+    const stream = client["ModelStreamInfer"]() as grpc.ClientDuplexStream<object, Reply>;
+    const replies: Reply[] = [];
+    const ended = new Promise<void>((resolve, reject) => {
+      stream.on("data", (reply: Reply) => replies.push(reply));
+      stream.on("end", resolve);
+      stream.on("error", reject);
+    });
+    stream.write({ model_name: "tokens", id: "plain", parameters: { count: { int64_param: 3 } } });
+    await expect.poll(() => replies.length).toBe(3);
+    stream.write({
+      model_name: "tokens",
+      id: "empty-final",
+      parameters: { count: { int64_param: 2 }, triton_enable_empty_final_response: { bool_param: true } },
+    });
+    await expect.poll(() => replies.length).toBe(6);
+    expect(engine.lastRequest?.parameters).toEqual({ count: 2 }); // the frontend's flag is not the model's business
+    stream.write({ model_name: "tokens", id: "final-data", parameters: { count: { int64_param: 1 }, final_data: { bool_param: true } } });
+    stream.write({ model_name: "tokens", id: "error", parameters: { count: { int64_param: 2 }, fail_at: { int64_param: 0 } } });
+    stream.end();
+    await ended;
+
+    const summary = (reply: Reply): [string, string, unknown, boolean | undefined] => [
+      reply["infer_response"]["id"],
+      reply["error_message"],
+      reply["infer_response"]["raw_output_contents"]?.map((data: Buffer) => data.readFloatLE(0)),
+      reply["infer_response"]["parameters"]?.["triton_final_response"]?.["bool_param"],
+    ];
+    const of = (id: string) => replies.filter((reply) => reply["infer_response"]["id"] === id).map(summary);
+    expect(of("plain")).toEqual([
+      ["plain", "", [0], false],
+      ["plain", "", [1], false],
+      ["plain", "", [2], false],
+    ]);
+    expect(of("empty-final")).toEqual([
+      ["empty-final", "", [0], false],
+      ["empty-final", "", [1], false],
+      ["empty-final", "", [], true],
+    ]);
+    expect(of("final-data")).toEqual([
+      ["final-data", "", [0], false],
+      ["final-data", "", [99], true],
+    ]);
+    expect(of("error")).toEqual([
+      ["error", "token 0 failed", [], false],
+      ["error", "", [1], false],
+    ]);
+    // Non-decoupled models keep one reply without the parameter.
+    const unary = client["ModelStreamInfer"]() as grpc.ClientDuplexStream<object, Reply>;
+    const reply = new Promise<Reply>((resolve) => unary.once("data", resolve));
+    unary.write({ model_name: "echo", id: "e", inputs: [{ name: "A", datatype: "FP32", shape: [1] }], raw_input_contents: [fp32(5)] });
+    expect((await reply)["infer_response"]["parameters"]).toEqual({});
+    unary.end();
   });
 
   it("reports decode errors on the stream", async () => {

@@ -252,11 +252,23 @@ function rejectRepositoryName(name: string): void {
   if (name !== "") throw new OperonError("UNSUPPORTED", "'repository_name' specification is not supported");
 }
 
+/** Request parameter (Triton's): send the final flag of a decoupled stream as an empty response of its own. */
+const EMPTY_FINAL_PARAMETER = "triton_enable_empty_final_response";
+/** Response parameter (Triton's) on every response of a decoupled model: true on the request's last one. */
+const FINAL_RESPONSE_PARAMETER = "triton_final_response";
+
 /**
- * Bidirectional stream: every request gets one response, written as soon
- * as it completes (not in request order). Failures become error_message
- * entries and the stream stays open; the call ends once the client has
- * half-closed and nothing is in flight.
+ * Bidirectional stream: requests run concurrently and their responses are
+ * written as soon as they come (not in request order), each with its
+ * request's id. A non-decoupled model answers each request once. A
+ * decoupled model answers with every response it sends, in order, each
+ * marked with the bool parameter triton_final_response (true on the last);
+ * a final flag that comes without outputs is written as an empty response
+ * only when the request asked for it (triton_enable_empty_final_response:
+ * true), as Triton does. Failures become error_message entries (with the
+ * request's id) and the stream stays open; the call ends once the client
+ * has half-closed and nothing is in flight. A cancelled call cancels its
+ * requests: queued ones are dropped, running ones' later responses too.
  */
 function streamInfer(engine: InferenceEngine, logger?: GrpcFrontendLogger): grpc.handleBidiStreamingCall<WireInferRequest, object> {
   return (call) => {
@@ -269,27 +281,61 @@ function streamInfer(engine: InferenceEngine, logger?: GrpcFrontendLogger): grpc
         if (!call.destroyed) call.end();
       }
     };
-    const runOne = async (message: WireInferRequest, signal: AbortSignal): Promise<object> => {
+    const write = (reply: object): void => {
+      if (!closed && !call.cancelled && !call.destroyed) call.write(reply);
+    };
+    // The id lets the client tell which request failed (Triton does the same).
+    const errorReply = (message: WireInferRequest, error: unknown, final?: boolean): object => {
+      if (!isOperonError(error)) logger?.error({ err: error, model: message.model_name }, "stream inference failed unexpectedly");
+      return {
+        error_message: error instanceof Error ? error.message : String(error),
+        infer_response: {
+          model_name: message.model_name,
+          model_version: message.model_version,
+          id: message.id,
+          ...(final !== undefined ? { parameters: { [FINAL_RESPONSE_PARAMETER]: { bool_param: final } } } : {}),
+        },
+      };
+    };
+    const runOne = async (message: WireInferRequest, signal: AbortSignal): Promise<void> => {
+      let request: InferRequest;
+      let emptyFinal: boolean;
       try {
-        const request = decodeInferRequest(message);
-        const response = await engine.infer({ ...request, signal });
-        return { error_message: "", infer_response: encodeInferResponse(response, request.id) };
+        request = decodeInferRequest(message);
+        emptyFinal = takeEmptyFinalFlag(request.parameters);
       } catch (error) {
-        if (!isOperonError(error)) logger?.error({ err: error, model: message.model_name }, "stream inference failed unexpectedly");
-        // The id lets the client tell which request failed (Triton does the same).
-        return {
-          error_message: error instanceof Error ? error.message : String(error),
-          infer_response: { model_name: message.model_name, model_version: message.model_version, id: message.id },
-        };
+        write(errorReply(message, error));
+        return;
+      }
+      if (!engine.isDecoupled(request.modelName, request.modelVersion)) {
+        try {
+          const response = await engine.infer({ ...request, signal });
+          write({ error_message: "", infer_response: encodeInferResponse(response, request.id) });
+        } catch (error) {
+          write(errorReply(message, error));
+        }
+        return;
+      }
+      try {
+        await engine.inferStream({ ...request, signal }, (response, final) => {
+          if (isOperonError(response)) {
+            write(errorReply(message, response, final));
+            return;
+          }
+          if (final && response.outputs.length === 0 && !emptyFinal) return;
+          const parameters = { ...response.parameters, [FINAL_RESPONSE_PARAMETER]: final };
+          write({ error_message: "", infer_response: encodeInferResponse({ ...response, parameters }, request.id) });
+        });
+      } catch (error) {
+        write(errorReply(message, error, true));
       }
     };
 
     call.on("data", (message: WireInferRequest) => {
       const controller = new AbortController();
       inFlight.add(controller);
-      void runOne(message, controller.signal).then((reply) => {
+      void runOne(message, controller.signal).then(() => {
         inFlight.delete(controller);
-        if (!closed && !call.cancelled && !call.destroyed) call.write(reply);
         finishIfIdle();
       });
     });
@@ -303,6 +349,15 @@ function streamInfer(engine: InferenceEngine, logger?: GrpcFrontendLogger): grpc
     });
     call.on("error", (error: unknown) => logger?.warn({ err: error }, "gRPC inference stream error"));
   };
+}
+
+/** Takes triton_enable_empty_final_response out of the parameters (the frontend's business, not the model's). */
+function takeEmptyFinalFlag(parameters: InferParameters): boolean {
+  const value = parameters[EMPTY_FINAL_PARAMETER];
+  if (value === undefined) return false;
+  if (typeof value !== "boolean") throw new OperonError("INVALID_ARG", `parameter '${EMPTY_FINAL_PARAMETER}' must be a bool_param`);
+  delete parameters[EMPTY_FINAL_PARAMETER];
+  return value;
 }
 
 // ---- Health ----

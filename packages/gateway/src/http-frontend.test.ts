@@ -26,6 +26,8 @@ import { type HttpFrontend, type HttpFrontendLogger, startHttpFrontend } from ".
 //   fail   throws the OperonError kind named by the request parameter "kind" ("bug": a TypeError)
 //   slow   never answers; settles only when its signal aborts
 //   delay  echo after 50 ms
+//   story  decoupled: one text_output per word of text_input (at most max_tokens), then the final flag alone;
+//          parameter fail_after=n: an error response after n words; wait=true: waits after the first word until cancelled
 // ---------------------------------------------------------------------------
 
 interface FakeModel {
@@ -128,7 +130,52 @@ class FakeEngine implements InferenceEngine {
         infer: (request) => new Promise((resolve) => setTimeout(() => resolve(echo(request)), 50)),
       },
     ],
+    [
+      "story",
+      {
+        inputs: [
+          { name: "text_input", datatype: "BYTES", shape: [1] },
+          { name: "max_tokens", datatype: "INT32", shape: [1] },
+        ],
+        outputs: [{ name: "text_output", datatype: "BYTES", shape: [1] }],
+        maxBatchSize: 0,
+        infer: () => {
+          throw new OperonError("UNSUPPORTED", "model 'story' is decoupled: use ModelStreamInfer (gRPC) or generate_stream / infer_stream (HTTP)");
+        },
+      },
+    ],
   ]);
+  storyCancelled: Promise<unknown> = Promise.resolve();
+
+  /** 'story' streams (see the table above); every other model answers once, through infer. */
+  async inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean) => void): Promise<void> {
+    if (request.modelName !== "story") {
+      onResponse(await this.infer(request), true);
+      return;
+    }
+    this.lastRequest = request;
+    const input = (name: string) => request.inputs.find((tensor) => tensor.name === name);
+    const text = input("text_input");
+    if (text === undefined) throw new OperonError("INVALID_ARG", "expected 1 inputs but got 0 inputs for model 'story'; missing: 'text_input'");
+    const cap = input("max_tokens")?.data.readInt32LE(0);
+    const words = text.data.subarray(4).toString("utf8").split(" ").slice(0, cap);
+    for (const [i, word] of words.entries()) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      if (request.parameters["fail_after"] === i) onResponse(new OperonError("INTERNAL", `story broke after ${i} words`), false);
+      onResponse(respond(request, [{ name: "text_output", datatype: "BYTES", shape: [1], data: encodeBytesElements([word]) }]), false);
+      if (request.parameters["wait"] === true) {
+        const signal = request.signal!;
+        this.storyCancelled = new Promise((resolve) => signal.addEventListener("abort", () => resolve(signal.reason), { once: true }));
+        await this.storyCancelled;
+        onResponse(new OperonError("CANCELLED", "cancelled"), true);
+        return;
+      }
+    }
+    onResponse(respond(request, []), true);
+  }
+  isDecoupled(name: string): boolean {
+    return name === "story";
+  }
 
   armSlow(): void {
     this.slowStarted = new Promise((resolve) => (this.markSlowStarted = resolve));
@@ -854,6 +901,108 @@ describe("client abort", () => {
     expect(reason).toBeInstanceOf(Error);
     await expect.poll(() => logs.some((line) => line.level === "info" && /client closed the connection/.test(line.msg ?? ""))).toBe(true);
     expect(logs.filter((line) => line.level === "error")).toEqual([]);
+  });
+});
+
+/** The `data:` events of a text/event-stream body, parsed. */
+function sseEvents(text: string): Array<Record<string, unknown>> {
+  expect(text.endsWith("\n\n") || text === "").toBe(true);
+  return text
+    .split("\n\n")
+    .filter((chunk) => chunk !== "")
+    .map((chunk) => {
+      expect(chunk.startsWith("data: ")).toBe(true);
+      return JSON.parse(chunk.slice("data: ".length)) as Record<string, unknown>;
+    });
+}
+
+describe("generate and streaming (decoupled models)", () => {
+  it("generate maps the JSON fields onto the model's inputs and answers the one response's outputs as fields", async () => {
+    const res = await post("/v2/models/add/generate", { id: "g1", INPUT0: [1, 2, 3, 4], INPUT1: [1, 1, 1, 1], temperature: 0.5, parameters: { seed: 7 } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    expect(await res.json()).toEqual({ model_name: "add", model_version: "1", id: "g1", OUTPUT0: [2, 3, 4, 5], OUTPUT1: [0, 1, 2, 3] });
+    expect(engine.lastRequest?.parameters).toEqual({ seed: 7, temperature: 0.5 }); // keys that are no input are parameters
+    expect(engine.lastRequest?.inputs.map((input) => [input.name, input.datatype, input.shape])).toEqual([
+      ["INPUT0", "FP32", [4]],
+      ["INPUT1", "FP32", [4]],
+    ]);
+
+    const one = await post("/v2/models/story/generate", { text_input: "hello world", max_tokens: 1 });
+    expect(await one.json()).toEqual({ model_name: "story", model_version: "1", text_output: "hello" });
+    expect(engine.lastRequest?.inputs.map((input) => [input.name, input.datatype, input.shape])).toEqual([
+      ["text_input", "BYTES", [1]],
+      ["max_tokens", "INT32", [1]],
+    ]);
+  });
+
+  it("generate fails UNSUPPORTED (501) when a decoupled model sends more than one response, as Triton requires exactly one", async () => {
+    await expectError(
+      await post("/v2/models/story/generate", { text_input: "hello big world" }),
+      501,
+      "model 'story' sent more than one response; generate answers with exactly one: use generate_stream for a decoupled model's responses",
+    );
+    await expectError(await post("/v2/models/story/generate", { text_input: 5 }), 400, /element 0 must be a string for BYTES/);
+    await expectError(await post("/v2/models/nope/generate", { text_input: "x" }), 404, /unknown model/);
+  });
+
+  it("generate_stream sends one SSE event per response, in order, errors as events, and ends the body", async () => {
+    const res = await post("/v2/models/story/generate_stream", { id: "s1", text_input: "a b c" });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    expect(res.headers.get("cache-control")).toBe("no-cache");
+    expect(res.headers.get("connection")).toBe("keep-alive");
+    expect(sseEvents(await res.text())).toEqual(
+      ["a", "b", "c"].map((word) => ({ model_name: "story", model_version: "1", id: "s1", text_output: word })),
+    );
+
+    const broken = await post("/v2/models/story/generate_stream", { text_input: "a b c", parameters: { fail_after: 1 } });
+    expect(broken.status).toBe(200); // fixed by the first event
+    expect(sseEvents(await broken.text()).map((event) => event["text_output"] ?? event)).toEqual(["a", { error: "story broke after 1 words" }, "b", "c"]);
+
+    // A non-decoupled model: one event.
+    const add = await post("/v2/models/add/generate_stream", { INPUT0: [1, 2, 3, 4], INPUT1: [0, 0, 0, 0] });
+    expect(sseEvents(await add.text())).toEqual([{ model_name: "add", model_version: "1", OUTPUT0: [1, 2, 3, 4], OUTPUT1: [1, 2, 3, 4] }]);
+  });
+
+  it("a streaming request that fails before any response gets a plain JSON error with its status", async () => {
+    await expectError(await post("/v2/models/nope/generate_stream", { text_input: "x" }), 404, /unknown model/);
+    await expectError(await post("/v2/models/story/generate_stream", {}), 400, /missing: 'text_input'/);
+    await expectError(await post("/v2/models/story/infer_stream", "{"), 400, /malformed JSON/);
+    await expectError(await post("/v2/models/fail/infer_stream", { inputs: [], parameters: { kind: "UNAVAILABLE" } }), 503, "failed with UNAVAILABLE");
+  });
+
+  it("infer_stream sends KServe v2 JSON responses as events, the last marked triton_final_response: true", async () => {
+    const res = await post("/v2/models/story/infer_stream", {
+      id: "i1",
+      inputs: [{ name: "text_input", datatype: "BYTES", shape: [1], data: ["x y"] }],
+    });
+    expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+    const events = sseEvents(await res.text());
+    expect(events).toEqual([
+      { model_name: "story", model_version: "1", id: "i1", parameters: { triton_final_response: false }, outputs: [{ name: "text_output", datatype: "BYTES", shape: [1], data: ["x"] }] },
+      { model_name: "story", model_version: "1", id: "i1", parameters: { triton_final_response: false }, outputs: [{ name: "text_output", datatype: "BYTES", shape: [1], data: ["y"] }] },
+      { model_name: "story", model_version: "1", id: "i1", parameters: { triton_final_response: true }, outputs: [] },
+    ]);
+    // A non-decoupled model: one final event; outputs are JSON even when asked as binary.
+    const add = await post("/v2/models/add/infer_stream", { ...ADD_REQUEST, outputs: [{ name: "OUTPUT0", parameters: { binary_data: true } }] });
+    expect(sseEvents(await add.text())).toEqual([
+      { model_name: "add", model_version: "1", id: "req-1", parameters: { triton_final_response: true }, outputs: [{ name: "OUTPUT0", datatype: "FP32", shape: [4], data: [11, 22, 33, 44] }] },
+    ]);
+  });
+
+  it("a client that disconnects mid-stream cancels its request", async () => {
+    const controller = new AbortController();
+    const res = await fetch(`${base}/v2/models/story/generate_stream`, {
+      method: "POST",
+      body: JSON.stringify({ text_input: "first second", parameters: { wait: true } }),
+      signal: controller.signal,
+    });
+    const reader = res.body!.getReader();
+    const first = await reader.read();
+    expect(Buffer.from(first.value!).toString()).toContain('"text_output":"first"');
+    controller.abort();
+    expect(await engine.storyCancelled).toBeInstanceOf(Error);
   });
 });
 

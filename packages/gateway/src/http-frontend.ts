@@ -6,20 +6,31 @@ import {
   encodeInferResponseBody,
   parseInferenceHeaderLength,
 } from "@operon/protocol/binary-tensor-codec";
-import { OperonError } from "@operon/protocol/errors";
+import { OperonError, isOperonError } from "@operon/protocol/errors";
+import type { InferRequest, InferResponse } from "@operon/protocol/inference";
 import type { InferenceEngine } from "./engine-api.js";
 import { DEFAULT_MAX_BODY_BYTES, parseJsonBody, readBody } from "./http/http-body-reader.js";
 import { ClientClosedError } from "./http/http-errors.js";
+import { decodeGenerateBody, encodeGenerateResponse } from "./http/http-generate.js";
 import { decodeInferBody } from "./http/http-infer-request.js";
 import { rawInputSpecFromEngine } from "./http/http-raw-input.js";
 import { decodeIndexRequest, decodeLoadRequest, decodeUnloadRequest } from "./http/http-repository-request.js";
 import { reportOf, sendBody, sendEmpty, sendError, sendJson } from "./http/http-respond.js";
 import { type RouteParams, Router } from "./http/http-router.js";
+import { EventStream } from "./http/http-sse.js";
 
 /**
  * The HTTP/REST frontend: KServe v2 plus Triton's extensions (binary
- * tensor data, model configuration, statistics, model repository) on plain
+ * tensor data, model configuration, statistics, model repository,
+ * generate / generate_stream) and Operon's infer_stream on plain
  * node:http. It sees the engine only through InferenceEngine.
+ *
+ * Streaming endpoints answer with server-sent events (http/http-sse.ts):
+ * generate_stream one generate response object per model response,
+ * infer_stream one KServe v2 JSON infer response per model response, the
+ * last marked `parameters.triton_final_response: true`. Both serve any
+ * model (a non-decoupled one gives one event). A client that disconnects
+ * cancels its request (see InferenceEngine.inferStream).
  */
 
 export interface HttpFrontendLogger {
@@ -180,6 +191,9 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ha
       ({ res, params }) => sendJson(res, 200, { model_stats: engine.modelStatistics(modelOf(params), versionOf(params)) }),
     ],
     ["POST", "/infer", (context) => handleInfer(engine, options, context)],
+    ["POST", "/generate", (context) => handleGenerate(engine, options, context)],
+    ["POST", "/generate_stream", (context) => handleEventStream(engine, options, context, "generate")],
+    ["POST", "/infer_stream", (context) => handleEventStream(engine, options, context, "infer")],
   ];
   for (const [method, suffix, handler] of modelRoutes) {
     router.add(method, `/v2/models/:model${suffix}`, handler);
@@ -265,6 +279,132 @@ async function handleInfer(engine: InferenceEngine, options: RouterOptions, { re
       ? { "Content-Type": "application/json" }
       : { "Content-Type": "application/octet-stream", "Inference-Header-Content-Length": encoded.headerLength };
   sendBody(res, 200, headers, encoded.body);
+}
+
+/** An AbortSignal that aborts when the client goes away before the response is complete; dispose() stops watching. */
+function clientGone(req: IncomingMessage, res: ServerResponse): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const onClose = (): void => {
+    if (!res.writableFinished) controller.abort(new ClientClosedError());
+  };
+  res.on("close", onClose);
+  if (res.destroyed || req.socket.destroyed) onClose();
+  return { signal: controller.signal, dispose: () => void res.off("close", onClose) };
+}
+
+/** The generate extension's request, mapped onto the model's inputs by name (http/http-generate.ts). */
+async function decodeGenerateRequest(engine: InferenceEngine, options: RouterOptions, { req, res, params }: RequestContext): Promise<InferRequest> {
+  const modelName = params["model"]!;
+  const modelVersion = params["version"];
+  const json = parseJsonBody(await readBody(req, res, options.maxBodyBytes));
+  const metadata = engine.modelMetadata(modelName, modelVersion);
+  const maxBatchSize = engine.modelConfig(modelName, modelVersion)["max_batch_size"];
+  const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
+  return decodeGenerateBody(json, target, metadata, typeof maxBatchSize === "number" && maxBatchSize > 0);
+}
+
+/**
+ * POST .../generate: exactly one response, as Triton requires. A decoupled
+ * model's stream is read until its final flag; a second response (or none
+ * at all) fails UNSUPPORTED, pointing at generate_stream, and the rest of
+ * the stream is dropped.
+ */
+async function handleGenerate(engine: InferenceEngine, options: RouterOptions, context: RequestContext): Promise<void> {
+  const { req, res } = context;
+  const request = await decodeGenerateRequest(engine, options, context);
+  const gone = clientGone(req, res);
+  const stop = new AbortController();
+  request.signal = AbortSignal.any([gone.signal, stop.signal]);
+  let answer: InferResponse | undefined;
+  let failure: OperonError | undefined;
+  try {
+    await engine.inferStream(request, (response, final) => {
+      if (failure !== undefined) return;
+      if (isOperonError(response)) {
+        failure = response;
+        return;
+      }
+      if (final && response.outputs.length === 0) return; // the final flag alone
+      if (answer === undefined) {
+        answer = response;
+        return;
+      }
+      failure = new OperonError(
+        "UNSUPPORTED",
+        `model '${request.modelName}' sent more than one response; generate answers with exactly one: use generate_stream for a decoupled model's responses`,
+      );
+      stop.abort(failure);
+    });
+  } catch (error) {
+    if (gone.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+    throw error;
+  } finally {
+    gone.dispose();
+  }
+  if (gone.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+  if (failure !== undefined) throw failure;
+  if (answer === undefined) {
+    throw new OperonError("UNSUPPORTED", `model '${request.modelName}' sent no response; generate answers with exactly one: use generate_stream`);
+  }
+  sendBody(res, 200, { "Content-Type": "application/json" }, Buffer.from(encodeGenerateResponse(answer, request.id), "utf8"));
+}
+
+/**
+ * POST .../generate_stream ("generate") and .../infer_stream ("infer"):
+ * server-sent events, one per response, written as they come. A failure
+ * before the first response is a plain JSON error with its status; later
+ * ones are `{"error": ...}` events. generate_stream sends no event for a
+ * final flag without outputs (the end of the body says it); infer_stream
+ * always ends with an event marked triton_final_response: true (or an
+ * error event).
+ */
+async function handleEventStream(
+  engine: InferenceEngine,
+  options: RouterOptions,
+  context: RequestContext,
+  kind: "generate" | "infer",
+): Promise<void> {
+  const { req, res, params } = context;
+  let request: InferRequest;
+  let outputs: InferRequest["outputs"];
+  if (kind === "generate") {
+    request = await decodeGenerateRequest(engine, options, context);
+  } else {
+    const modelName = params["model"]!;
+    const modelVersion = params["version"];
+    const body = await readBody(req, res, options.maxBodyBytes);
+    const header = req.headers[INFERENCE_HEADER_CONTENT_LENGTH];
+    const headerLength = parseInferenceHeaderLength(Array.isArray(header) ? header[0] : header);
+    const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
+    ({ request } = await decodeInferBody(body, headerLength, target, () => options.rawInputShape(modelName, modelVersion)));
+    // Events are JSON: outputs never travel as binary here.
+    outputs = request.outputs?.map(({ name }) => ({ name }));
+  }
+  const gone = clientGone(req, res);
+  request.signal = gone.signal;
+  const events = new EventStream(res);
+  try {
+    await engine.inferStream(request, (response, final) => {
+      if (isOperonError(response)) {
+        if (response.kind === "INTERNAL") options.logger.error({ model: request.modelName, err: response.message }, "streamed inference failed");
+        events.sendError(response.message);
+      } else if (kind === "generate") {
+        if (!final || response.outputs.length > 0) events.send(encodeGenerateResponse(response, request.id));
+      } else {
+        const parameters = { ...response.parameters, triton_final_response: final };
+        const encoded = encodeInferResponseBody({ ...response, id: response.id ?? request.id, parameters }, { binaryDataOutput: false, ...(outputs !== undefined ? { outputs } : {}) });
+        events.send((encoded.body as Buffer).toString("utf8"));
+      }
+      if (final) events.end();
+    });
+  } catch (error) {
+    // Nothing was sent yet (the engine's contract): a plain error with its own status.
+    if (gone.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+    throw error;
+  } finally {
+    gone.dispose();
+  }
+  events.end();
 }
 
 /** The path part of the request target, query dropped (no KServe endpoint takes a query). */

@@ -7,12 +7,14 @@ import type { ExecutionTiming } from "./model-stats.js";
 import {
   RequestScheduler,
   type InstanceDispatcher,
+  type RequestContext,
   type ReservedInstance,
   type ScheduledRequest,
   type ScheduledResult,
+  type StreamedResponse,
 } from "./scheduling/request-scheduler.js";
 import { schedulerPolicyFromConfig, type SchedulerPolicy } from "./scheduling/scheduler-policy.js";
-import { WorkerProcess } from "./worker-process.js";
+import { type BlsRequest, type ExecuteRequestOptions, WorkerProcess } from "./worker-process.js";
 
 /**
  * The backend instances of one model version, each in its own worker
@@ -23,6 +25,20 @@ import { WorkerProcess } from "./worker-process.js";
  * A worker that exits unexpectedly fails its in-flight requests at once with
  * UNAVAILABLE (WorkerProcess does that), is counted and logged, and is
  * restarted with backoff while the other instances keep serving.
+ *
+ * Decoupled models (model_transaction_policy { decoupled: true }) are never
+ * batched across requests: one request per execution, sent one at a time
+ * to an instance. As in Triton, the instance is busy until the model's
+ * execute returns, not until the request's final response: the worker
+ * says when execute returned (its `executed` frame; the final response
+ * counts too, whichever comes first), and the next request goes out while
+ * the earlier ones still stream.
+ *
+ * BLS: every worker (the first ones and those restarted after a crash)
+ * gets its model's BLS calls served by options.blsHandler, with the call's
+ * BLS depth: one more than the deepest request the instance holds (queued
+ * in the worker, executing, or still streaming). The wire does not say
+ * which of them made the call, so the deepest one is assumed.
  */
 export interface InstanceLaunchSpec {
   model: string;
@@ -47,12 +63,20 @@ export interface ModelInstancesOptions {
   /** Give up restarting an instance after this many failed restarts in a row. */
   maxRestartFailures?: number;
   loadTimeoutMs?: number;
+  /** Serves the BLS calls of the models (an inference through the engine); unset = BLS is not available. */
+  blsHandler?: InstanceBlsHandler;
 }
+
+/** Runs one BLS call of a model at BLS depth `depth` (1 for a call made while serving a client's request). */
+export type InstanceBlsHandler = (call: BlsRequest, depth: number) => Promise<{ outputs: Tensor[] }>;
 
 interface Instance {
   name: string;
   worker: WorkerProcess | undefined;
+  /** Reservations: executions (or streams whose execute has not returned) sent to the worker. */
   inFlight: number;
+  /** BLS depth of each request the worker holds, by a token of this pool. */
+  depths: Map<number, number>;
   restarting: boolean;
   failedRestarts: number;
   gaveUp: boolean;
@@ -90,7 +114,10 @@ export class ModelInstances implements InstanceDispatcher {
   private readonly maxInFlight: number;
   private readonly labels: { model: string; version: string };
   private capacityListener: () => void = () => undefined;
+  private nextHold = 1;
   readonly policy: SchedulerPolicy;
+  /** model_transaction_policy { decoupled: true }: requests go through executeStream. */
+  readonly decoupled: boolean;
   private readonly scheduler: RequestScheduler;
   /** Called after each execution with its batch size (statistics). */
   onExecution: (batchSize: number, timing: ExecutionTiming) => void = () => undefined;
@@ -99,8 +126,12 @@ export class ModelInstances implements InstanceDispatcher {
     private spec: InstanceLaunchSpec,
     private readonly options: ModelInstancesOptions,
   ) {
-    this.policy = schedulerPolicyFromConfig(spec.config);
-    this.maxInFlight = options.maxInFlightPerInstance ?? (this.policy.batching ? 1 : 2);
+    const policy = schedulerPolicyFromConfig(spec.config);
+    const transaction = spec.config["model_transaction_policy"] as { decoupled?: boolean } | undefined;
+    this.decoupled = transaction?.decoupled === true;
+    // Decoupled: one request per execution, and one execution at a time per instance, so the worker never joins two.
+    this.policy = this.decoupled ? { ...policy, batching: false } : policy;
+    this.maxInFlight = this.decoupled ? 1 : (options.maxInFlightPerInstance ?? (this.policy.batching ? 1 : 2));
     this.labels = { model: spec.model, version: spec.version };
     this.scheduler = new RequestScheduler(this.policy, this, {
       describe: `model '${spec.model}' version ${spec.version}`,
@@ -170,6 +201,17 @@ export class ModelInstances implements InstanceDispatcher {
     return this.scheduler.enqueue(request);
   }
 
+  /**
+   * A streamed request (decoupled models): queued like any other, then run
+   * alone; each response goes to onResponse as it comes, exactly one final.
+   * The promise settles after the final response (no outputs in its
+   * result), or rejects when the request never ran (queue timeout,
+   * cancelled while queued, unloading); ownership as for execute.
+   */
+  executeStream(request: ScheduledRequest, onResponse: (response: StreamedResponse) => void): Promise<ScheduledResult> {
+    return this.scheduler.enqueue({ ...request, onResponse });
+  }
+
   /** Stops accepting work, lets queued and running requests finish (up to timeoutMs), then stops the workers. */
   async stop(timeoutMs = 30_000): Promise<void> {
     if (this.stopped) return;
@@ -192,22 +234,57 @@ export class ModelInstances implements InstanceDispatcher {
     const instance = best;
     const worker = instance.worker!;
     instance.inFlight += 1;
+    let reserved = true;
+    const release = (): void => {
+      if (!reserved) return;
+      reserved = false;
+      if (instance.worker === worker) instance.inFlight -= 1;
+      this.capacityListener();
+    };
     return {
-      run: (inputs: Tensor[], outputNames: string[] | undefined) => {
-        const release = (): void => {
-          if (instance.worker === worker) instance.inFlight -= 1;
-          this.capacityListener();
-        };
-        return worker.execute(inputs, outputNames).then(
+      run: (inputs, outputNames, context) => {
+        const dropHold = this.hold(instance, context);
+        return worker.execute(inputs, outputNames, workerOptions(context)).then(
           (result) => {
+            dropHold();
             release();
             return result;
           },
           (error: unknown) => {
+            dropHold();
             release();
             throw error;
           },
         );
+      },
+      runRequests: (requests) => {
+        const drops = requests.map((request) => this.hold(instance, request.context));
+        const runs = requests.map((request) => worker.execute(request.inputs, request.outputNames, workerOptions(request.context)));
+        return Promise.allSettled(runs).then((settled) => {
+          for (const drop of drops) drop();
+          release();
+          return settled;
+        });
+      },
+      runStream: (inputs, outputNames, onResponse, context) => {
+        const dropHold = this.hold(instance, context);
+        const started = process.hrtime.bigint();
+        let executeNs = 0;
+        const executed = (): void => {
+          if (!reserved) return;
+          executeNs = Number(process.hrtime.bigint() - started);
+          release();
+        };
+        const deliver = (response: StreamedResponse): void => {
+          if (response.final) executed();
+          onResponse(response);
+        };
+        return worker.executeStream(inputs, outputNames, deliver, { ...workerOptions(context), onExecuted: executed }).then(() => {
+          executed();
+          dropHold();
+          // The gateway's view: from sending the request until the model's execute returned.
+          return { timing: { computeInputNs: 0, computeInferNs: executeNs, computeOutputNs: 0 } };
+        });
       },
     };
   }
@@ -216,18 +293,39 @@ export class ModelInstances implements InstanceDispatcher {
     this.capacityListener = listener;
   }
 
+  /** Records the BLS depth of a request the instance's worker now holds; returns its removal. */
+  private hold(instance: Instance, context: RequestContext | undefined): () => void {
+    const token = this.nextHold++;
+    instance.depths.set(token, context?.blsDepth ?? 0);
+    return () => void instance.depths.delete(token);
+  }
+
+  /** A BLS call of the instance's model, one level deeper than the deepest request the instance holds. */
+  private serveBls(instance: Instance, call: BlsRequest): Promise<{ outputs: Tensor[] }> {
+    const handler = this.options.blsHandler;
+    if (handler === undefined) {
+      return Promise.reject(new OperonError("UNAVAILABLE", `BLS is not available: nothing serves model calls from instance '${instance.name}'`));
+    }
+    let deepest = 0;
+    for (const depth of instance.depths.values()) deepest = Math.max(deepest, depth);
+    return handler(call, deepest + 1);
+  }
+
   private adopt(name: string, worker: WorkerProcess): void {
     let instance = this.instances.find((candidate) => candidate.name === name);
     if (instance === undefined) {
-      instance = { name, worker: undefined, inFlight: 0, restarting: false, failedRestarts: 0, gaveUp: false };
+      instance = { name, worker: undefined, inFlight: 0, depths: new Map(), restarting: false, failedRestarts: 0, gaveUp: false };
       this.instances.push(instance);
     }
     instance.worker = worker;
     const owner = instance;
+    // Every worker of the pool, restarted ones included, has its model's BLS calls served.
+    worker.onBlsRequest = (call) => this.serveBls(owner, call);
     worker.on("exit", (info: { code: number | null; signal: string | null; expected: boolean }) => {
       if (owner.worker !== worker) return;
       owner.worker = undefined;
       owner.inFlight = 0;
+      owner.depths.clear();
       this.publishUp();
       if (info.expected || this.stopped) return;
       this.options.metrics.workerRestarts.inc({ ...this.labels, instance: name });
@@ -281,6 +379,15 @@ export class ModelInstances implements InstanceDispatcher {
   private publishUp(): void {
     this.options.metrics.workersUp.set(this.labels, this.readyCount);
   }
+}
+
+/** The id and parameters the worker shows the model; undefined when the execution is not one request's. */
+function workerOptions(context: RequestContext | undefined): ExecuteRequestOptions | undefined {
+  if (context === undefined || (context.id === undefined && context.parameters === undefined)) return undefined;
+  return {
+    ...(context.id !== undefined ? { id: context.id } : {}),
+    ...(context.parameters !== undefined ? { parameters: context.parameters } : {}),
+  };
 }
 
 /** Worker stderr carries JSON log lines; re-log them through the gateway's logger at their level. */

@@ -6,7 +6,7 @@ import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
 import type { Logger } from "./logger.js";
 import type { GatewayMetrics } from "./metrics.js";
-import type { ModelInstancesOptions } from "./model-instances.js";
+import type { InstanceBlsHandler, ModelInstancesOptions } from "./model-instances.js";
 import { ModelVersionStats } from "./model-stats.js";
 import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint, readConfigText } from "./repository-scanner.js";
 import { prepareModel, type OperatorHooks, type PreparedVersion } from "./model-loader.js";
@@ -91,12 +91,32 @@ export class ModelManager {
   private stopped = false;
   /** How operator steps call models: the engine's infer, set by the engine (setStepRunner). */
   private stepRunner: RunModel | undefined;
+  /** How models' BLS calls run: the engine's infer, set by the engine (setBlsHandler). */
+  private blsHandler: InstanceBlsHandler | undefined;
+  /** What every version's instances start with: the given options plus BLS routed through blsHandler. */
+  private readonly instanceOptions: ModelInstancesOptions;
 
-  constructor(private readonly options: ModelManagerOptions) {}
+  constructor(private readonly options: ModelManagerOptions) {
+    this.instanceOptions = {
+      ...options.instances,
+      // Looked up per call: the engine attaches itself after the manager exists.
+      blsHandler: (call, depth) => {
+        if (this.blsHandler === undefined) {
+          return Promise.reject(new OperonError("UNAVAILABLE", "BLS is not available: no engine is attached to the model manager"));
+        }
+        return this.blsHandler(call, depth);
+      },
+    };
+  }
 
   /** Operators (ensembles, registered DAGs) run their model steps through this (the engine's own inference). */
   setStepRunner(runModel: RunModel): void {
     this.stepRunner = runModel;
+  }
+
+  /** Models' BLS calls (ctx.infer in a TypeScript model) run through this, in every worker started from now on or earlier. */
+  setBlsHandler(handler: InstanceBlsHandler): void {
+    this.blsHandler = handler;
   }
 
   get controlMode(): ModelControlMode {
@@ -488,7 +508,7 @@ export class ModelManager {
         prepared = await prepareModel(name, dir, options.config, {
           strictModelConfig: this.options.strictModelConfig,
           defaultMaxBatchSize: this.options.defaultMaxBatchSize,
-          instances: this.options.instances,
+          instances: this.instanceOptions,
           operators: this.operatorHooks(),
         });
         const next = new Map<string, ServedVersion>();

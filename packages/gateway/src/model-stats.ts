@@ -25,6 +25,8 @@ export class ModelVersionStats {
   private readonly cacheHit = zero();
   private readonly cacheMiss = zero();
   private readonly batches = new Map<number, BatchStatistics>();
+  /** Triton's response_stats of decoupled models: per response index ("0", "1", ...). */
+  private readonly responses = new Map<number, ResponseStatistics>();
   private inferenceCount = 0;
   private executionCount = 0;
   private lastInference = 0;
@@ -130,6 +132,23 @@ export class ModelVersionStats {
     this.metrics.execCount.inc(this.labels);
   }
 
+  /**
+   * One response of a streamed (decoupled) request: index = its place in
+   * the request's responses (0 = first); ns = the time since the previous
+   * response (or since the request arrived), counted as its compute_infer,
+   * as Triton counts it. outcome "empty": the final flag without outputs.
+   */
+  recordResponse(index: number, ns: number, outcome: "success" | "fail" | "empty"): void {
+    let stats = this.responses.get(index);
+    if (stats === undefined) {
+      stats = { compute_infer: zero(), compute_output: zero(), success: zero(), fail: zero(), empty_response: zero(), cancel: zero() };
+      this.responses.set(index, stats);
+    }
+    add(stats.compute_infer, ns);
+    add(stats.compute_output, 0);
+    add(outcome === "success" ? stats.success : outcome === "fail" ? stats.fail : stats.empty_response, ns);
+  }
+
   recordFailure(requestNs: number, reason: FailureReason): void {
     add(this.fail, requestNs);
     this.metrics.requestFailure.inc({ ...this.labels, reason });
@@ -153,7 +172,12 @@ export class ModelVersionStats {
         cache_hit: { ...this.cacheHit },
         cache_miss: { ...this.cacheMiss },
       },
-      response_stats: {},
+      response_stats: Object.fromEntries(
+        [...this.responses].sort(([a], [b]) => a - b).map(([index, stats]) => [
+          String(index),
+          Object.fromEntries(Object.entries(stats).map(([key, stat]) => [key, { ...stat }])),
+        ]),
+      ),
       batch_stats: [...this.batches.values()]
         .sort((a, b) => a.batch_size - b.batch_size)
         .map((batch) => ({
@@ -165,6 +189,15 @@ export class ModelVersionStats {
       memory_usage: [],
     };
   }
+}
+
+interface ResponseStatistics {
+  compute_infer: DurationStat;
+  compute_output: DurationStat;
+  success: DurationStat;
+  fail: DurationStat;
+  empty_response: DurationStat;
+  cancel: DurationStat;
 }
 
 function zero(): DurationStat {

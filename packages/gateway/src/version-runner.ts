@@ -1,6 +1,6 @@
 import type { Parameters } from "@operon/protocol/tensor";
 import type { ExecutionTiming } from "./model-stats.js";
-import type { ScheduledRequest, ScheduledResult } from "./scheduling/request-scheduler.js";
+import type { ScheduledRequest, ScheduledResult, StreamedResponse } from "./scheduling/request-scheduler.js";
 import type { SchedulerPolicy } from "./scheduling/scheduler-policy.js";
 
 /**
@@ -28,5 +28,11 @@ export interface VersionRunner {
   /** Called after each execution (statistics: execution_count, batch_stats). */
   onExecution: (batchSize: number, timing: ExecutionTiming) => void;
   execute(request: RunnerRequest): Promise<ScheduledResult>;
+  /**
+   * Present on runners that stream a decoupled model's responses
+   * (ModelInstances): responses go to onResponse, exactly one final, and the
+   * promise settles after it; ownership as for execute.
+   */
+  executeStream?(request: RunnerRequest, onResponse: (response: StreamedResponse) => void): Promise<ScheduledResult>;
   stop(timeoutMs?: number): Promise<void>;
 }

@@ -497,6 +497,20 @@ describe("WorkerProcess with TypeScript-backend models", () => {
     expect(strings(one.outputs[0])).toEqual(["token-0-of-solo"]);
   });
 
+  it("says when a decoupled model's execute returned (onExecuted), before the stream's final response", async () => {
+    const worker = await start("streamer_executed_0");
+    await worker.load({ backend: "typescript", modelPath: tsModel("streamer_executed", STREAMER), config: STREAMER_CONFIG });
+    const events: string[] = [];
+    await worker.executeStream(
+      [int32("COUNT", [2])],
+      undefined,
+      (response) => void events.push(response.final ? "final" : "response"),
+      { onExecuted: () => void events.push("executed") },
+    );
+    // execute() only starts the stream (its first response comes 5 ms later): the worker says so at once.
+    expect(events).toEqual(["executed", "response", "response", "final"]);
+  });
+
   it("ends an open stream once with UNAVAILABLE when the worker dies, and a silent one with the final timeout", async () => {
     const worker = await start("streamer_1");
     await worker.load({

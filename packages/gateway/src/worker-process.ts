@@ -79,6 +79,16 @@ export interface ExecuteRequestOptions {
   parameters?: WireParameters;
 }
 
+export interface StreamRequestOptions extends ExecuteRequestOptions {
+  /**
+   * Called at most once, when the worker says the model's execute returned
+   * for this request (decoupled models on request-level backends; its
+   * responses may still flow). Not called when the final response (or the
+   * worker's exit) comes first, nor for backends that never say so.
+   */
+  onExecuted?: () => void;
+}
+
 export interface WorkerLoadSpec {
   backend: string;
   modelPath: string;
@@ -120,6 +130,8 @@ interface Pending {
   onResponse?: (response: StreamResponse) => void;
   /** "execute" answered by a decoupled model: its responses so far. */
   responses?: StreamResponse[];
+  /** "stream": told once the worker's execute returned for it (see StreamRequestOptions). */
+  onExecuted?: () => void;
 }
 
 /**
@@ -348,7 +360,7 @@ export class WorkerProcess extends EventEmitter {
     inputs: Tensor[],
     outputNames: string[] | undefined,
     onResponse: (response: StreamResponse) => void,
-    options?: ExecuteRequestOptions,
+    options?: StreamRequestOptions,
   ): Promise<void> {
     let finished = false;
     const deliver = (response: StreamResponse): void => {
@@ -361,7 +373,7 @@ export class WorkerProcess extends EventEmitter {
         this.log(`executeStream callback threw: ${asOperonError(error).message}`);
       }
     };
-    return this.request("stream", executeMessage(outputNames, options), inputs, deliver).then(
+    return this.request("stream", executeMessage(outputNames, options), inputs, deliver, options?.onExecuted).then(
       () => undefined,
       (error: unknown) => deliver({ error: asOperonError(error), final: true }),
     );
@@ -404,6 +416,7 @@ export class WorkerProcess extends EventEmitter {
     message: WorkerRequestMessage & { requestId: number },
     tensors: Tensor[] = [],
     onResponse?: (response: StreamResponse) => void,
+    onExecuted?: () => void,
   ): Promise<unknown> {
     // Asynchronously, also for "stream": its callback is never called from inside executeStream.
     if (this.state !== "running") return Promise.reject(this.unavailable());
@@ -420,6 +433,7 @@ export class WorkerProcess extends EventEmitter {
         reject,
         ...(inputOffsets.length > 0 ? { inputOffsets } : {}),
         ...(onResponse !== undefined ? { onResponse } : {}),
+        ...(onExecuted !== undefined ? { onExecuted } : {}),
       });
       try {
         this.send(message, tensors, shmOffsets);
@@ -543,6 +557,10 @@ export class WorkerProcess extends EventEmitter {
       this.ready = undefined;
       return;
     }
+    if (header.type === "executed") {
+      this.onExecuted(header.requestIds);
+      return;
+    }
     if (
       header.type !== "loaded" &&
       header.type !== "result" &&
@@ -595,6 +613,22 @@ export class WorkerProcess extends EventEmitter {
     else if (header.type === "loaded" && pending.kind === "load") pending.resolve({ inputs: header.inputs, outputs: header.outputs });
     else if (header.type === "result" && pending.kind === "execute") pending.resolve({ outputs, timing: header.timing });
     else pending.reject(new OperonError("INTERNAL", `worker answered a ${pending.kind} request with '${header.type}'`));
+  }
+
+  /** The worker's execute returned for these requests: tell the streams that asked (once each). */
+  private onExecuted(requestIds: unknown): void {
+    if (!Array.isArray(requestIds)) return;
+    for (const requestId of requestIds) {
+      const pending = this.pending.get(requestId as number);
+      const notify = pending?.onExecuted;
+      if (pending === undefined || notify === undefined) continue;
+      pending.onExecuted = undefined;
+      try {
+        notify();
+      } catch (error) {
+        this.log(`executeStream onExecuted callback threw: ${asOperonError(error).message}`);
+      }
+    }
   }
 
   /** execute() on a decoupled model: one response is a result; an error, none or several are not. */

@@ -225,6 +225,17 @@ export interface ResponseErrorMessage {
 }
 
 /**
+ * A decoupled model's execute returned for these requests (their responses
+ * may still flow): the instance is free for the next requests, as a Triton
+ * instance is once execute returns. Sent only for request-level backends
+ * serving a decoupled model, after their execute call returned.
+ */
+export interface ExecutedMessage {
+  type: "executed";
+  requestIds: number[];
+}
+
+/**
  * A model asks for an inference on another model (BLS); input tensors
  * follow. version undefined = the version policy's choice; outputNames
  * undefined = all outputs. blsId is the worker's own counter, repeated by
@@ -249,6 +260,7 @@ export type WorkerReplyMessage =
   | ErrorMessage
   | ResponseMessage
   | ResponseErrorMessage
+  | ExecutedMessage
   | BlsRequestMessage;
 export type WorkerMessage = WorkerRequestMessage | WorkerReplyMessage;
 
@@ -264,6 +276,7 @@ const MESSAGE_TYPES: ReadonlySet<string> = new Set([
   "error",
   "response",
   "response-error",
+  "executed",
   "bls-request",
 ]);
 

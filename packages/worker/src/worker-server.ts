@@ -75,9 +75,11 @@ export interface WorkerServerOptions {
  * execute waiting at the head of the queue in one call, and answer each
  * request through its respond(): `result` / `error` frames, or for a
  * decoupled model `response` / `response-error` frames that may still flow
- * after the call returned and the queue moved on. While such a call waits
- * on a BLS inference, the gateway's `bls-response` is taken as it arrives,
- * like `release`: it never queues behind the execute that awaits it.
+ * after the call returned and the queue moved on; an `executed` frame tells
+ * the gateway that the call returned, so it can send the next requests.
+ * While such a call waits on a BLS inference, the gateway's `bls-response`
+ * is taken as it arrives, like `release`: it never queues behind the
+ * execute that awaits it.
  */
 export class WorkerServer {
   private readonly decoder: FrameDecoder;
@@ -264,7 +266,10 @@ export class WorkerServer {
       this.options.log("error", "backend executeRequests failed", { reason: failure.message });
       for (const request of requests) if (!request.answered) request.respond({ error: failure }, true);
     }
-    if (!backend.decoupled) {
+    if (backend.decoupled) {
+      // execute returned: the gateway may send the next requests while these stream on.
+      this.send({ type: "executed", requestIds: requests.map((request) => request.requestId) });
+    } else {
       for (const request of requests) {
         if (!request.answered) request.respond({ error: new OperonError("INTERNAL", `the backend gave no response to request ${request.requestId}`) }, true);
       }

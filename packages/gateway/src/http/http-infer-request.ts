@@ -84,7 +84,7 @@ export function decodeInferJson(json: unknown, binary: Buffer | undefined, targe
  * parameter key starting with `triton_` (reserved, extension_parameters.md);
  * every other key is a custom parameter.
  */
-function checkReservedParameters(parameters: Parameters): void {
+export function checkReservedParameters(parameters: Parameters): void {
   for (const key of ["priority", "timeout"]) {
     const value = parameters[key];
     if (value !== undefined && !(typeof value === "number" && Number.isSafeInteger(value) && value >= 0)) {

@@ -42,6 +42,7 @@ export class OperatorRunner implements VersionRunner {
     this.policy = {
       maxBatchSize: spec.maxBatchSize ?? 0,
       batching: false,
+      joinInputs: true,
       preferredBatchSizes: [],
       maxQueueDelayNs: 0,
       preserveOrdering: false,

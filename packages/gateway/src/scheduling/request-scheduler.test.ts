@@ -2,12 +2,22 @@ import { describe, expect, it } from "vitest";
 import { OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { ExecutionTiming } from "../model-stats.js";
-import { RequestScheduler, type InstanceDispatcher, type ReservedInstance, type ScheduledRequest } from "./request-scheduler.js";
+import {
+  RequestScheduler,
+  type InstanceDispatcher,
+  type RequestContext,
+  type ReservedInstance,
+  type ScheduledRequest,
+  type StreamedResponse,
+} from "./request-scheduler.js";
 import type { SchedulerPolicy } from "./scheduler-policy.js";
 
 /** A dispatcher whose executions the test completes by hand. */
 class ManualInstances implements InstanceDispatcher {
-  readonly executions: Array<{ inputs: Tensor[]; complete(): void; fail(error: unknown): void }> = [];
+  readonly executions: Array<{ inputs: Tensor[]; context: RequestContext | undefined; complete(): void; fail(error: unknown): void }> = [];
+  /** Streamed requests: the test sends their responses by hand; end() sends the final one and frees the instance. */
+  readonly streams: Array<{ inputs: Tensor[]; context: RequestContext | undefined; send(response: StreamedResponse): void; end(): void }> = [];
+  readonly requestBatches: Tensor[][][] = [];
   private listener: () => void = () => undefined;
   free: number;
   isDead = false;
@@ -19,15 +29,29 @@ class ManualInstances implements InstanceDispatcher {
   acquire(): ReservedInstance | undefined {
     if (this.free === 0) return undefined;
     this.free -= 1;
+    const release = () => {
+      this.free += 1;
+      queueMicrotask(() => this.listener());
+    };
     return {
-      run: (inputs) =>
+      runStream: (inputs, _outputNames, onResponse, context) =>
+        new Promise((resolve) => {
+          this.streams.push({
+            inputs,
+            context,
+            send: onResponse,
+            end: () => {
+              release();
+              onResponse({ outputs: [], final: true });
+              resolve({ timing: TIMING });
+            },
+          });
+        }),
+      run: (inputs, _outputNames, context) =>
         new Promise((resolve, reject) => {
-          const release = () => {
-            this.free += 1;
-            queueMicrotask(() => this.listener());
-          };
           this.executions.push({
             inputs,
+            context,
             complete: () => {
               release();
               resolve({ outputs: inputs.map((input) => ({ ...input, name: `out_${input.name}` })), timing: TIMING });
@@ -38,6 +62,18 @@ class ManualInstances implements InstanceDispatcher {
             },
           });
         }),
+      // Request-level backends: each request settles alone; a value of -1 fails its request.
+      runRequests: (requests) => {
+        this.requestBatches.push(requests.map((request) => request.inputs));
+        release();
+        return Promise.resolve(
+          requests.map((request): PromiseSettledResult<{ outputs: Tensor[]; timing: ExecutionTiming }> =>
+            request.inputs[0]!.data.readFloatLE(0) === -1
+              ? { status: "rejected", reason: new OperonError("INVALID_ARG", "bad request -1") }
+              : { status: "fulfilled", value: { outputs: request.inputs.map((input) => ({ ...input, name: `out_${input.name}` })), timing: TIMING } },
+          ),
+        );
+      },
     };
   }
 
@@ -57,6 +93,7 @@ function policy(overrides: Partial<SchedulerPolicy> = {}): SchedulerPolicy {
   return {
     maxBatchSize: 8,
     batching: true,
+    joinInputs: true,
     preferredBatchSizes: [],
     maxQueueDelayNs: 0,
     preserveOrdering: false,
@@ -250,5 +287,88 @@ describe("RequestScheduler", () => {
     await tick();
     instances.executions[1]!.complete();
     expect(valueOf((await next).outputs[0]!)).toBe(2);
+  });
+
+  it("runs a streamed request alone through runStream, relays its responses in order, and settles after the final one", async () => {
+    const instances = new ManualInstances(1);
+    const executions: number[] = [];
+    const scheduler = new RequestScheduler(policy({ maxBatchSize: 4 }), instances, {
+      describe: "m",
+      onExecution: (batchSize) => executions.push(batchSize),
+    });
+    const seen: Array<[number, string | number, boolean]> = [];
+    const onResponse = (id: number) => (response: StreamedResponse) =>
+      seen.push([id, "error" in response ? response.error.kind : response.outputs.length, response.final]);
+    const first = scheduler.enqueue({ ...request(1), onResponse: onResponse(1), context: { blsDepth: 2, id: "a" } });
+    const second = scheduler.enqueue({ ...request(2), onResponse: onResponse(2) });
+    const plain = scheduler.enqueue(request(3));
+    await tick();
+    expect(instances.streams).toHaveLength(1); // one instance: the others wait
+    expect(instances.streams[0]!.context).toEqual({ blsDepth: 2, id: "a" });
+    instances.streams[0]!.send({ outputs: instances.streams[0]!.inputs, final: false });
+    instances.streams[0]!.send({ error: new OperonError("INVALID_ARG", "one bad token"), final: false });
+    instances.streams[0]!.end();
+    expect(seen).toEqual([
+      [1, 1, false],
+      [1, "INVALID_ARG", false],
+      [1, 0, true],
+    ]);
+    const result = await first;
+    expect(result.outputs).toEqual([]);
+    expect(result.executedBatchSize).toBe(1);
+    await tick();
+    // The next streamed request is not batched with the plain one behind it, however the policy batches.
+    expect(instances.streams).toHaveLength(2);
+    expect(instances.executions).toHaveLength(0);
+    instances.streams[1]!.end();
+    await second;
+    await tick();
+    expect(instances.executions[0]!.inputs[0]!.shape).toEqual([1, 2]);
+    instances.executions[0]!.complete();
+    await plain;
+    expect(executions).toEqual([1, 1, 1]);
+  });
+
+  it("cancels a streamed request while it is queued, without calling its onResponse", async () => {
+    const instances = new ManualInstances(0);
+    const scheduler = new RequestScheduler(policy({ batching: false }), instances, { describe: "m" });
+    const controller = new AbortController();
+    const seen: StreamedResponse[] = [];
+    const queued = scheduler.enqueue({ ...request(1), signal: controller.signal, onResponse: (response) => void seen.push(response) });
+    controller.abort();
+    await expect(queued).rejects.toMatchObject({ kind: "CANCELLED" });
+    instances.addCapacity();
+    await tick();
+    expect(instances.streams).toHaveLength(0);
+    expect(seen).toEqual([]);
+  });
+
+  it("tells the instance the deepest BLS depth of a batch, and id and parameters only for a single request", async () => {
+    const instances = new ManualInstances(0);
+    const scheduler = new RequestScheduler(policy({ maxBatchSize: 4 }), instances, { describe: "m" });
+    const batch = [
+      scheduler.enqueue(request(1, { context: { blsDepth: 1, id: "a", parameters: { p: 1 } } })),
+      scheduler.enqueue(request(2, { context: { blsDepth: 3 } })),
+    ];
+    instances.addCapacity();
+    await tick();
+    expect(instances.executions[0]!.context).toEqual({ blsDepth: 3 });
+    instances.executions[0]!.complete();
+    await Promise.all(batch);
+    const single = scheduler.enqueue(request(3, { context: { blsDepth: 0, id: "b", parameters: { p: "x" } } }));
+    await tick();
+    expect(instances.executions[1]!.context).toEqual({ blsDepth: 0, id: "b", parameters: { p: "x" } });
+    instances.executions[1]!.complete();
+    await single;
+  });
+
+  it("hands a request-level backend its batch as separate requests, so one bad request fails alone", async () => {
+    const instances = new ManualInstances(0);
+    const scheduler = new RequestScheduler(policy({ joinInputs: false }), instances, { describe: "m" });
+    const results = [1, -1, 3].map((v) => scheduler.enqueue(request(v)).then((r) => valueOf(r.outputs[0]!), (e: Error) => e.message));
+    instances.addCapacity();
+    expect(await Promise.all(results)).toEqual([1, "bad request -1", 3]);
+    expect(instances.requestBatches).toHaveLength(1); // one execution of three requests
+    expect(instances.requestBatches[0]!.map((inputs) => inputs[0]!.shape)).toEqual([[1, 2], [1, 2], [1, 2]]);
   });
 });

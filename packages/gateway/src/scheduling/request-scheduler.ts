@@ -19,6 +19,12 @@ import type { SchedulerPolicy } from "./scheduler-policy.js";
  * max_batch_size, and go to the least-busy instance the dispatcher offers.
  * A batch waits for more requests while no preferred size is reached and the
  * oldest request has waited less than max_queue_delay_microseconds.
+ *
+ * A streamed request (onResponse set: a decoupled model) is never batched
+ * with another: it runs alone through the instance's runStream, its
+ * responses go to onResponse as they come, and its promise resolves (with
+ * no outputs) after the final one. Queueing, priorities, queue timeouts and
+ * cancellation before it runs are the same as for any request.
  */
 export interface ScheduledRequest {
   inputs: Tensor[];
@@ -30,7 +36,29 @@ export interface ScheduledRequest {
   /** Queue timeout from queueTimeoutNsOf (0 = none). */
   timeoutNs: number;
   signal?: AbortSignal;
+  /** What the instance learns of the request (see RequestContext). */
+  context?: RequestContext;
+  /** Set for a streamed request: receives every response, the last one with final: true. */
+  onResponse?: (response: StreamedResponse) => void;
 }
+
+/**
+ * Per-request data for the instance: the BLS depth (the instance serves
+ * its model's BLS calls one level deeper), and the id and parameters some
+ * backends show the model. id and parameters reach the backend only when
+ * the execution holds this one request (a batch of several is one tensor
+ * set to the backend).
+ */
+export interface RequestContext {
+  /** 0 for a client's request; n for a request a model made through BLS at depth n. */
+  blsDepth: number;
+  id?: string;
+  /** JSON-safe (64-bit integers beyond 2^53 as decimal strings). */
+  parameters?: Record<string, string | number | boolean>;
+}
+
+/** One response of a streamed request (the same shape as WorkerProcess's StreamResponse). */
+export type StreamedResponse = { outputs: Tensor[]; final: boolean } | { error: OperonError; final: boolean };
 
 export interface ScheduledResult {
   outputs: Tensor[];
@@ -51,8 +79,31 @@ export interface InstanceDispatcher {
 }
 
 export interface ReservedInstance {
-  /** Runs one execution; the reservation ends when the promise settles. */
-  run(inputs: Tensor[], outputNames: string[] | undefined): Promise<{ outputs: Tensor[]; timing: ExecutionTiming }>;
+  /**
+   * Runs one execution; the reservation ends when the promise settles.
+   * context: the deepest BLS depth among the execution's requests, plus id
+   * and parameters when it holds a single request.
+   */
+  run(inputs: Tensor[], outputNames: string[] | undefined, context?: RequestContext): Promise<{ outputs: Tensor[]; timing: ExecutionTiming }>;
+  /**
+   * Runs one streamed request: each response goes to onResponse, exactly
+   * one final; resolves after it and never rejects (failures are final
+   * error responses). The reservation may end before (see ModelInstances).
+   */
+  /**
+   * Runs several requests as one execution of a request-level backend: all
+   * are sent at once (the worker hands them to execute() together); each
+   * settles alone. The reservation ends when all have settled.
+   */
+  runRequests(
+    requests: Array<{ inputs: Tensor[]; outputNames: string[] | undefined; context?: RequestContext }>,
+  ): Promise<Array<PromiseSettledResult<{ outputs: Tensor[]; timing: ExecutionTiming }>>>;
+  runStream(
+    inputs: Tensor[],
+    outputNames: string[] | undefined,
+    onResponse: (response: StreamedResponse) => void,
+    context?: RequestContext,
+  ): Promise<{ timing: ExecutionTiming }>;
 }
 
 interface Job {
@@ -199,12 +250,12 @@ export class RequestScheduler {
   private nextBatch(now: bigint): { kind: "send"; jobs: Job[] } | { kind: "wait"; until: bigint } {
     const order = this.allQueued();
     const head = order[0]!;
-    if (!this.policy.batching) return { kind: "send", jobs: [head] };
+    if (!this.policy.batching || head.request.onResponse !== undefined) return { kind: "send", jobs: [head] };
     const max = this.policy.maxBatchSize;
     const jobs: Job[] = [];
     let total = 0;
     for (const job of order) {
-      if (job.key !== head.key || total + job.request.batchSize > max) break;
+      if (job.key !== head.key || total + job.request.batchSize > max || job.request.onResponse !== undefined) break;
       jobs.push(job);
       total += job.request.batchSize;
     }
@@ -220,11 +271,19 @@ export class RequestScheduler {
   }
 
   private dispatch(instance: ReservedInstance, jobs: Job[]): void {
+    if (jobs.length === 1 && jobs[0]!.request.onResponse !== undefined) {
+      this.dispatchStream(instance, jobs[0]!, jobs[0]!.request.onResponse);
+      return;
+    }
     const startedAt = process.hrtime.bigint();
     for (const job of jobs) this.removeQueued(job);
     this.setRunning(this.running + jobs.length);
     const batchSizes = jobs.map((job) => job.request.batchSize);
     const executedBatchSize = batchSizes.reduce((sum, size) => sum + size, 0);
+    if (jobs.length > 1 && !this.policy.joinInputs) {
+      this.dispatchRequests(instance, jobs, startedAt, executedBatchSize);
+      return;
+    }
     let inputs: Tensor[];
     let outputNames: string[] | undefined;
     try {
@@ -235,7 +294,7 @@ export class RequestScheduler {
       for (const job of jobs) this.finish(job, { ok: false, error });
       return;
     }
-    instance.run(inputs, outputNames).then(
+    instance.run(inputs, outputNames, executionContext(jobs)).then(
       ({ outputs, timing }) => {
         this.setRunning(this.running - jobs.length);
         this.hooks.onExecution?.(executedBatchSize, timing);
@@ -263,6 +322,55 @@ export class RequestScheduler {
       (error: unknown) => {
         this.setRunning(this.running - jobs.length);
         for (const job of jobs) this.finish(job, { ok: false, error });
+      },
+    );
+  }
+
+  /** A streamed request: alone, through runStream; settles (without outputs) after its final response. */
+  /** A batch for a request-level backend: one execution, each request settled on its own (its own errors). */
+  private dispatchRequests(instance: ReservedInstance, jobs: Job[], startedAt: bigint, executedBatchSize: number): void {
+    const requests = jobs.map((job) => ({
+      inputs: job.request.inputs,
+      outputNames: job.request.outputNames,
+      ...(job.request.context !== undefined ? { context: job.request.context } : {}),
+    }));
+    void instance.runRequests(requests).then((settled) => {
+      this.setRunning(this.running - jobs.length);
+      const firstOk = settled.find((result) => result.status === "fulfilled");
+      if (firstOk !== undefined) this.hooks.onExecution?.(executedBatchSize, firstOk.value.timing);
+      jobs.forEach((job, index) => {
+        const result = settled[index]!;
+        if (result.status === "rejected") {
+          this.finish(job, { ok: false, error: result.reason });
+          return;
+        }
+        this.finish(job, {
+          ok: true,
+          result: { outputs: result.value.outputs, timing: result.value.timing, queueNs: Number(startedAt - job.enqueuedAt), executedBatchSize },
+        });
+      });
+    });
+  }
+
+  private dispatchStream(instance: ReservedInstance, job: Job, onResponse: (response: StreamedResponse) => void): void {
+    const startedAt = process.hrtime.bigint();
+    this.removeQueued(job);
+    this.setRunning(this.running + 1);
+    const { request } = job;
+    const done = (timing: ExecutionTiming): void => {
+      this.setRunning(this.running - 1);
+      this.hooks.onExecution?.(request.batchSize, timing);
+      this.finish(job, {
+        ok: true,
+        result: { outputs: [], timing, queueNs: Number(startedAt - job.enqueuedAt), executedBatchSize: request.batchSize },
+      });
+    };
+    instance.runStream(request.inputs, request.outputNames, onResponse, request.context).then(
+      ({ timing }) => done(timing),
+      (error: unknown) => {
+        // runStream never rejects; if it did, the stream still needs its final response.
+        onResponse({ error: error instanceof OperonError ? error : new OperonError("INTERNAL", String(error)), final: true });
+        done({ computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 });
       },
     );
   }
@@ -410,6 +518,14 @@ function unionOutputs(jobs: Job[]): string[] | undefined {
     for (const name of job.request.outputNames) names.add(name);
   }
   return [...names];
+}
+
+/** The instance's view of an execution: the deepest BLS depth, and id/parameters when it is one request. */
+function executionContext(jobs: Job[]): RequestContext | undefined {
+  if (jobs.length === 1) return jobs[0]!.request.context;
+  let blsDepth = 0;
+  for (const job of jobs) blsDepth = Math.max(blsDepth, job.request.context?.blsDepth ?? 0);
+  return { blsDepth };
 }
 
 function cancelledError(): OperonError {

@@ -22,6 +22,14 @@ export interface SchedulerPolicy {
   maxBatchSize: number;
   /** True when the config has dynamic_batching and the model batches. */
   batching: boolean;
+  /**
+   * How a batch reaches the backend. true: inputs are joined along the batch
+   * dimension into one tensor set (ONNX Runtime). false: each request stays
+   * a request, sent together so the backend's execute(requests) gets them as
+   * a list and can fail one alone (the TypeScript backend, like Triton's
+   * Python backend).
+   */
+  joinInputs: boolean;
   preferredBatchSizes: number[];
   maxQueueDelayNs: number;
   preserveOrdering: boolean;
@@ -46,6 +54,7 @@ export function schedulerPolicyFromConfig(config: ModelConfigJson): SchedulerPol
   return {
     maxBatchSize,
     batching,
+    joinInputs: config.backend !== "typescript",
     preferredBatchSizes: [...(dynamic?.preferred_batch_size ?? [])].sort((a, b) => a - b),
     maxQueueDelayNs: (dynamic?.max_queue_delay_microseconds ?? 0) * 1000,
     preserveOrdering: dynamic?.preserve_ordering ?? false,

@@ -129,7 +129,13 @@ export interface ExecuteContext {
   readonly modelName: string;
   readonly tensor: TensorFactory;
   readonly log: ModelLog;
-  /** BLS: runs an inference on another model served by the same gateway. Safe to call concurrently. */
+  /**
+   * BLS: runs an inference on another model served by the same gateway,
+   * as a request like any other (its scheduler batches concurrent calls).
+   * Safe to call concurrently. Calls nest at most 8 deep: a deeper one
+   * fails INVALID_ARG (a model calling itself without end). A decoupled
+   * model cannot be called (UNSUPPORTED): a call takes one response.
+   */
   infer(model: string, inputs: readonly TensorLike[], options?: InferOptions): Promise<InferResult>;
   /** An Error carrying an error kind, to return or throw (e.g. INVALID_ARG for a bad request). */
   error(kind: ErrorKind, message: string): ModelError;
