@@ -14,6 +14,7 @@ import { OperonError } from "@operon/protocol/errors";
 import type { FieldKind } from "./config-schema.js";
 import {
   checkInteger,
+  canonicalFieldName,
   enumValueName,
   fieldKind,
   isFloatType,
@@ -96,7 +97,7 @@ class JsonReader {
     const oneofMembers = new Map<string, string>();
     for (const [key, fieldValue] of Object.entries(value)) {
       const fieldPath = child(path, key);
-      const field = lookup.get(key);
+      const field = lookup.get(canonicalFieldName(type, key));
       if (field === undefined) this.fail(fieldPath, `unknown field '${key}' in ${typeName(type)}`);
       if (fieldValue === null) continue;
       if (Object.prototype.hasOwnProperty.call(out, field.name)) {

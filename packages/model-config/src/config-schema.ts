@@ -100,3 +100,17 @@ export function enumValueName(enumType: protobuf.Enum, value: string | number): 
 export function mapKeyType(field: protobuf.FieldBase): string | undefined {
   return field instanceof protobuf.MapField ? field.keyType : undefined;
 }
+
+/**
+ * Other names accepted for a field, by message type: Triton's docs and
+ * configs in the wild use both names for ModelEnsembling's field 2, so a
+ * config written either way loads (the canonical name is what is served).
+ */
+const FIELD_ALIASES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  "inference.ModelEnsembling": { max_inflight_requests: "max_inflight_responses" },
+};
+
+/** The canonical field name for `name` in `type` (itself when it is no alias). */
+export function canonicalFieldName(type: protobuf.Type, name: string): string {
+  return FIELD_ALIASES[typeName(type)]?.[name] ?? name;
+}

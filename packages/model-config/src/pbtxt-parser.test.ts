@@ -330,6 +330,13 @@ describe("parsePbtxt: syntax variants", () => {
 });
 
 describe("parsePbtxt: errors carry source:line:col", () => {
+  it("reads ModelEnsembling's field 2 under both of its names", () => {
+    for (const written of ["max_inflight_requests", "max_inflight_responses"]) {
+      const config = parsePbtxt(`platform: "ensemble"\nensemble_scheduling { ${written}: 4 step [ { model_name: "m" } ] }`, "cfg");
+      expect(config.ensemble_scheduling).toMatchObject({ max_inflight_responses: 4 });
+    }
+  });
+
   it("unknown field, naming field and message type", () => {
     expect(errorOf('name: "m"\nmax_batch: 4')).toBe(`${SOURCE}:2:1: unknown field 'max_batch' in inference.ModelConfig`);
     expect(errorOf("input {\n  name: 'a'\n  dim: [1]\n}")).toBe(`${SOURCE}:3:3: unknown field 'dim' in inference.ModelInput`);

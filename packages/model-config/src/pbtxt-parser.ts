@@ -17,6 +17,7 @@ import type protobuf from "protobufjs";
 import type { FieldKind } from "./config-schema.js";
 import {
   checkInteger,
+  canonicalFieldName,
   enumValueName,
   fieldKind,
   isFloatType,
@@ -71,7 +72,8 @@ function specOf(field: protobuf.Field, owner: protobuf.Type): FieldSpec {
 }
 
 function messageLookup(type: protobuf.Type): Lookup {
-  return (name) => {
+  return (written) => {
+    const name = canonicalFieldName(type, written);
     const field = Object.prototype.hasOwnProperty.call(type.fields, name) ? type.fields[name] : undefined;
     return field === undefined ? undefined : specOf(field, type);
   };
