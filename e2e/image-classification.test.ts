@@ -1,11 +1,11 @@
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import * as ort from "onnxruntime-node";
 import pngjs from "pngjs";
+import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ModelError, tensor, type ExecuteContext, type InitializeArgs, type TypedRequest, type TypedResponse } from "@operon/worker/backends/typescript-model-api";
+import { grpcClient } from "./support/grpc-client.js";
 import { type BinaryOutput, float32Buffer, inferBinary, modelStats } from "./support/http-binary-client.js";
 import { EXAMPLE_REPOSITORY, REPO_ROOT, startOperon, tempRepository, type RunningOperon } from "./support/operon-process.js";
 
@@ -21,7 +21,6 @@ import { EXAMPLE_REPOSITORY, REPO_ROOT, startOperon, tempRepository, type Runnin
  * a bad image among several requests of one execute(), and k's checks.
  */
 const IMAGES = join(REPO_ROOT, "examples/images");
-const PROTO_DIR = join(REPO_ROOT, "packages/protocol/proto");
 const CLASSIFIER_FILE = join(EXAMPLE_REPOSITORY, "text_direction_classifier/1/model.onnx");
 const TOPK_DIR = join(EXAMPLE_REPOSITORY, "text_direction_topk");
 const LABELS = ["0°", "180°"];
@@ -110,26 +109,6 @@ function expectClose(actual: number[], expected: number[], tolerance: number): v
   expect(worst).toBeLessThanOrEqual(tolerance);
 }
 
-/** A gRPC client built from the .proto files, as a Triton user builds one. */
-function grpcClient(address: string): { call(method: string, request: object): Promise<any>; close(): void } {
-  const definition = protoLoader.loadSync(join(PROTO_DIR, "grpc_service.proto"), {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-    includeDirs: [PROTO_DIR],
-  });
-  const loaded = grpc.loadPackageDefinition(definition) as any;
-  const client = new loaded.inference.GRPCInferenceService(address, grpc.credentials.createInsecure()) as grpc.Client;
-  return {
-    call: (method, request) =>
-      new Promise((resolve, reject) =>
-        (client as any)[method](request, (error: grpc.ServiceError | null, response: unknown) => (error ? reject(error) : resolve(response))),
-      ),
-    close: () => client.close(),
-  };
-}
 
 const classify = (server: RunningOperon, files: Buffer[], model = "text_direction") =>
   inferBinary(server.httpUrl, model, [{ name: "image", datatype: "BYTES", shape: [files.length, 1], data: bytesTensor(files) }]);

@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADD_SUB_CONFIG, addSubModel, identityModel, writeModel } from "./support/model-fixtures.js";
+import { ADD_SUB_CONFIG, addSubModel, IDENTITY_CONFIG, identityModel, writeModel } from "./support/model-fixtures.js";
 import { runOperon, startOperon, tempRepository, workerProcesses, type RunningOperon } from "./support/operon-process.js";
 
 /**
@@ -85,14 +85,6 @@ async function inferIdentity(server: RunningOperon, model: string, version?: num
   return call(`${server.httpUrl}${path}`, { inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }] });
 }
 
-const IDENTITY_CONFIG = (name: string, extra = ""): string => `
-name: "${name}"
-backend: "onnxruntime"
-max_batch_size: 8
-input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 4 ] } ]
-output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 4 ] } ]
-${extra}
-`;
 
 /** The add_sub config as a load request's `config` parameter (ModelConfig JSON). */
 function addSubConfigJson(name: string, overrides: Record<string, unknown> = {}): string {

@@ -1,8 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { grpcClient } from "./support/grpc-client.js";
 import { float32Buffer, inferBinary, modelStats } from "./support/http-binary-client.js";
 import { REPO_ROOT, startOperon, tempRepository, type RunningOperon } from "./support/operon-process.js";
 
@@ -13,7 +12,6 @@ import { REPO_ROOT, startOperon, tempRepository, type RunningOperon } from "./su
  * time through /v2/operators, with their statistics and per-step metrics.
  */
 const ENSEMBLE_REPOSITORY = join(REPO_ROOT, "examples/ensemble_repository");
-const PROTO_DIR = join(REPO_ROOT, "packages/protocol/proto");
 
 const range = (n: number, from = 0): number[] => Array.from({ length: n }, (_, i) => from + i);
 const fromBuffer = (data: Buffer): number[] => Array.from({ length: data.length / 4 }, (_, i) => data.readFloatLE(i * 4));
@@ -33,26 +31,6 @@ async function jsonInfer(server: RunningOperon, model: string, body: object): Pr
   return { status: response.status, body: await response.json() };
 }
 
-/** A gRPC client built from the .proto files, as a Triton user builds one. */
-function grpcClient(address: string): { call(method: string, request: object): Promise<any>; close(): void } {
-  const definition = protoLoader.loadSync(join(PROTO_DIR, "grpc_service.proto"), {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-    includeDirs: [PROTO_DIR],
-  });
-  const loaded = grpc.loadPackageDefinition(definition) as any;
-  const client = new loaded.inference.GRPCInferenceService(address, grpc.credentials.createInsecure()) as grpc.Client;
-  return {
-    call: (method, request) =>
-      new Promise((resolve, reject) =>
-        (client as any)[method](request, (error: grpc.ServiceError | null, response: unknown) => (error ? reject(error) : resolve(response))),
-      ),
-    close: () => client.close(),
-  };
-}
 
 describe("Triton ensembles from the model repository (real server)", () => {
   let server: RunningOperon;

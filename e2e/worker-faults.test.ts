@@ -1,7 +1,7 @@
 import { symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADD_SUB_CONFIG, addSubModel, identityModel, writeModel } from "./support/model-fixtures.js";
+import { ADD_SUB_CONFIG, addSubModel, IDENTITY_CONFIG, identityModel, writeModel } from "./support/model-fixtures.js";
 import {
   EXAMPLE_REPOSITORY,
   processAlive,
@@ -30,14 +30,6 @@ interface Outcome {
   endedAt: number;
 }
 
-const IDENTITY_CONFIG = (name: string, extra = ""): string => `
-name: "${name}"
-backend: "onnxruntime"
-max_batch_size: 8
-input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 4 ] } ]
-output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 4 ] } ]
-${extra}
-`;
 
 function requestBody(model: string): string {
   if (model === "add_sub") {

@@ -40,3 +40,13 @@ output [
 ]
 ${extra}
 `;
+
+/** Config of identityModel("FP32") with its default dims [4]; `extra` is appended (instance_group, version_policy…). */
+export const IDENTITY_CONFIG = (name: string, extra = ""): string => `
+name: "${name}"
+backend: "onnxruntime"
+max_batch_size: 8
+input [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 4 ] } ]
+output [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 4 ] } ]
+${extra}
+`;
