@@ -94,6 +94,31 @@ describe("operator branches and TypeScript model crashes (real server)", () => {
     expect(elapsedUs).toBeLessThan(stepsUs);
   });
 
+  it("answers with each step's timing when asked (operon_step_timings): the two branches' intervals overlap", async () => {
+    const response = await fetch(`${server.httpUrl}/v2/models/fork/infer`, {
+      method: "POST",
+      body: JSON.stringify({ parameters: { operon_step_timings: true }, inputs: [{ name: "IN", datatype: "FP32", shape: [1], data: [3] }] }),
+    });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { parameters?: Record<string, unknown> };
+    const steps = JSON.parse(String(body.parameters?.operon_step_timings)) as Array<{ step: string; status: string; startMs: number; durationMs: number }>;
+    expect(steps.map((step) => [step.step, step.status])).toEqual([
+      ["left", "ok"],
+      ["right", "ok"],
+    ]);
+    const [left, right] = steps as [(typeof steps)[0], (typeof steps)[0]];
+    for (const step of steps) expect(step.durationMs).toBeGreaterThanOrEqual(290);
+    // Overlap: each branch starts before the other one ends.
+    expect(right.startMs).toBeLessThan(left.startMs + left.durationMs);
+    expect(left.startMs).toBeLessThan(right.startMs + right.durationMs);
+    // Without the parameter, no timings are sent.
+    const plain = (await (await fetch(`${server.httpUrl}/v2/models/fork/infer`, {
+      method: "POST",
+      body: JSON.stringify({ inputs: [{ name: "IN", datatype: "FP32", shape: [1], data: [3] }] }),
+    })).json()) as { parameters?: Record<string, unknown> };
+    expect(plain.parameters?.operon_step_timings).toBeUndefined();
+  });
+
   it("a model that kills its own worker fails only its request; other models keep serving and it comes back", async () => {
     const bystanders = Promise.all(Array.from({ length: 10 }, (_, i) => infer(server, "bystander", i)));
     const crashed = await infer(server, "crasher", -1);

@@ -187,6 +187,7 @@ export class Engine implements InferenceEngine {
         served.stats.recordSuccess(elapsedNs(started), result.queueNs, result.timing, scheduled.batchSize);
         const response: InferResponse = { modelName: request.modelName, modelVersion: served.version, outputs };
         if (request.id !== undefined && request.id !== "") response.id = request.id;
+        if (result.parameters !== undefined) response.parameters = result.parameters;
         return response;
       } catch (error) {
         if (cacheKey !== undefined) served.stats.recordCacheMiss(cacheMissNs);

@@ -97,6 +97,7 @@ export class OperatorRunner implements VersionRunner {
           timing: { computeInputNs: 0, computeInferNs: Math.round(result.modelMs * 1e6), computeOutputNs: 0 },
           queueNs: Math.round(result.capWaitMs * 1e6),
           executedBatchSize: request.batchSize,
+          ...(request.parameters?.[STEP_TIMINGS_PARAMETER] === true ? { parameters: { [STEP_TIMINGS_PARAMETER]: stepTimingsJson(result.steps) } } : {}),
         }),
       )
       .finally(() => {
@@ -128,4 +129,28 @@ export class OperatorRunner implements VersionRunner {
     })();
     return this.stopping;
   }
+}
+
+/**
+ * Request parameter (bool) asking an operator to answer with its steps'
+ * timings, and the response parameter that carries them: a JSON array of
+ * `{step, kind, model?, status, startMs?, durationMs?}`, startMs relative to
+ * the first step's start. The console's "try it" panel shows these.
+ */
+export const STEP_TIMINGS_PARAMETER = "operon_step_timings";
+
+function stepTimingsJson(steps: readonly StepRecord[]): string {
+  const starts = steps.map((step) => step.startedAt).filter((at): at is number => at !== undefined);
+  const origin = starts.length > 0 ? Math.min(...starts) : 0;
+  const round = (ms: number): number => Math.round(ms * 1000) / 1000;
+  return JSON.stringify(
+    steps.map((step) => ({
+      step: step.step,
+      kind: step.kind,
+      ...(step.model !== undefined ? { model: step.model } : {}),
+      status: step.status,
+      ...(step.startedAt !== undefined ? { startMs: round(step.startedAt - origin) } : {}),
+      ...(step.startedAt !== undefined && step.endedAt !== undefined ? { durationMs: round(step.endedAt - step.startedAt) } : {}),
+    })),
+  );
 }

@@ -1,5 +1,5 @@
 import { OperonError } from "@operon/protocol/errors";
-import type { Tensor } from "@operon/protocol/tensor";
+import type { Parameters, Tensor } from "@operon/protocol/tensor";
 import type { ExecutionTiming } from "../model-stats.js";
 import { batchShapeKey, joinBatch, splitBatch } from "./batch-tensors.js";
 import type { SchedulerPolicy } from "./scheduler-policy.js";
@@ -66,6 +66,8 @@ export interface ScheduledResult {
   queueNs: number;
   /** Inferences in the execution this request ran in. */
   executedBatchSize: number;
+  /** Response parameters added by the runner (e.g. an operator's step timings). */
+  parameters?: Parameters;
 }
 
 /** What the scheduler needs from the instances (implemented by InstancePool). */
