@@ -1,5 +1,3 @@
-import { access } from "node:fs/promises";
-import { join } from "node:path";
 import { OperonError, asOperonError } from "@operon/protocol/errors";
 import type { ModelLoadOptions, ModelState, RepositoryIndexEntry } from "@operon/protocol/inference";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
@@ -599,16 +597,4 @@ export class ModelManager {
       for (const step of served.operator.steps) if (!kept.has(step.id)) this.options.metrics.removeOperatorStep(served.model, step.id);
     }
   }
-}
-
-/** True when the path exists. */
-export async function exists(path: string): Promise<boolean> {
-  return access(path).then(
-    () => true,
-    () => false,
-  );
-}
-
-export function versionModelPath(dir: string, version: string, filename: string): string {
-  return join(dir, version, filename);
 }

@@ -1,7 +1,7 @@
 import { describe, it, expect } from "vitest";
 import { OperonError } from "@operon/protocol/errors";
 import type { ModelConfigJson } from "./model-config-types.js";
-import { normalizeConfig, toTritonJson, validateConfig } from "./normalize-config.js";
+import { normalizeConfig, validateConfig } from "./normalize-config.js";
 import { parsePbtxt } from "./pbtxt-parser.js";
 
 function validationError(config: ModelConfigJson): string {
@@ -128,13 +128,6 @@ describe("normalizeConfig", () => {
     });
   });
 
-  it("toTritonJson returns an equal, unaliased copy", () => {
-    const config = base();
-    const served = toTritonJson(config);
-    expect(served).toEqual(config);
-    expect(served).not.toBe(config);
-    expect(JSON.parse(JSON.stringify(served))).toEqual(config);
-  });
 });
 
 describe("validateConfig", () => {

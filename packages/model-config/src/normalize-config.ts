@@ -306,8 +306,3 @@ class ConfigValidator {
     });
   }
 }
-
-/** The normalized config is already in Triton's served shape; a copy keeps callers from aliasing it. */
-export function toTritonJson(config: ModelConfigJson): ModelConfigJson {
-  return structuredClone(config);
-}
