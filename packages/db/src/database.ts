@@ -1,0 +1,119 @@
+// Opens the control plane's database: PostgreSQL when the URL says so,
+// otherwise an embedded PostgreSQL (PGlite) persisted in a data directory.
+// Both run the same Prisma schema and the same migration history.
+import { mkdirSync } from "node:fs";
+import { resolve } from "node:path";
+import { PGlite } from "@electric-sql/pglite";
+import { PrismaPg } from "@prisma/adapter-pg";
+import pg from "pg";
+import { PrismaPGlite } from "pglite-prisma-adapter";
+import { PrismaClient } from "./generated/prisma/client.js";
+import { migrate, type MigrateResult, type MigrationSource, type SqlConnection } from "./migrate.js";
+
+export type DatabaseKind = "postgres" | "embedded";
+
+export interface OpenDatabaseOptions {
+  /**
+   * postgres:// or postgresql:// → PostgreSQL; file:<dir> → embedded, persisted
+   * in <dir>; memory: → embedded, in memory. Defaults to DATABASE_URL, then to
+   * the embedded database in `dataDir`.
+   */
+  url?: string;
+  /** Embedded data directory when no URL names one (default .operon/db). */
+  dataDir?: string;
+}
+
+export interface Database extends MigrationSource {
+  prisma: PrismaClient;
+  kind: DatabaseKind;
+  /** Where the data lives: a redacted URL or the embedded data directory. */
+  location: string;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_DATA_DIR = ".operon/db";
+
+export function isPostgresUrl(url: string | undefined): boolean {
+  return !!url && /^postgres(ql)?:\/\//i.test(url);
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");
+}
+
+export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<Database> {
+  const url = options.url ?? (process.env.DATABASE_URL || undefined);
+  if (url && isPostgresUrl(url)) return openPostgres(url);
+  if (url && !/^(file:|memory:)/.test(url)) {
+    throw new Error(`unsupported database URL ${redact(url)}: use postgres(ql)://, file:<dir> or memory:`);
+  }
+  if (url === "memory:" || url?.startsWith("memory:")) return openEmbedded(undefined);
+  const dir = url?.startsWith("file:") ? url.slice("file:".length) : (options.dataDir ?? DEFAULT_DATA_DIR);
+  return openEmbedded(resolve(dir));
+}
+
+function openPostgres(url: string): Database {
+  const pool = new pg.Pool({ connectionString: url });
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  return {
+    prisma,
+    kind: "postgres",
+    location: redact(url),
+    async connectForMigrations(): Promise<SqlConnection> {
+      const client = await pool.connect();
+      return {
+        async exec(sql) {
+          await client.query(sql);
+        },
+        async query(sql, params) {
+          return (await client.query(sql, params)).rows;
+        },
+        async release() {
+          client.release();
+        },
+      };
+    },
+    async close() {
+      await prisma.$disconnect();
+      await pool.end();
+    },
+  };
+}
+
+async function openEmbedded(dataDir: string | undefined): Promise<Database> {
+  if (dataDir) mkdirSync(dataDir, { recursive: true });
+  const lite = await PGlite.create(dataDir ? { dataDir } : {});
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) });
+  return {
+    prisma,
+    kind: "embedded",
+    location: dataDir ?? "memory:",
+    async connectForMigrations(): Promise<SqlConnection> {
+      // PGlite is a single connection: migrate before serving queries.
+      return {
+        async exec(sql) {
+          await lite.exec(sql);
+        },
+        async query(sql, params) {
+          return (await lite.query(sql, params)).rows as never[];
+        },
+        async release() {},
+      };
+    },
+    async close() {
+      await prisma.$disconnect();
+      await lite.close();
+    },
+  };
+}
+
+/** Opens the database and applies pending migrations (what `operon` does on start). */
+export async function openAndMigrate(options: OpenDatabaseOptions = {}): Promise<{ db: Database; migrations: MigrateResult }> {
+  const db = await openDatabase(options);
+  try {
+    return { db, migrations: await migrate(db) };
+  } catch (err) {
+    await db.close().catch(() => undefined);
+    throw err;
+  }
+}
