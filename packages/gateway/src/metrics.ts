@@ -6,7 +6,8 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
  * existing Triton dashboards and alerts work unchanged. Operon-only metrics
  * are prefixed `operon_`.
  */
-export type FailureReason = "REJECTED" | "CANCELED" | "BACKEND" | "OTHER";
+export const FAILURE_REASONS = ["REJECTED", "CANCELED", "BACKEND", "OTHER"] as const;
+export type FailureReason = (typeof FAILURE_REASONS)[number];
 
 export class GatewayMetrics {
   readonly registry = new Registry();
@@ -47,30 +48,15 @@ export class GatewayMetrics {
       this.cacheEntries.set(this.responseCacheSource?.().entries ?? 0);
     },
   });
-  readonly pendingRequests = new Gauge({
-    name: "nv_inference_pending_request_count",
-    help: "Instantaneous number of pending requests awaiting execution per-model.",
-    labelNames: ["model", "version"] as const,
-    registers: [this.registry],
-  });
-  readonly executingRequests = new Gauge({
-    name: "operon_inference_executing_request_count",
-    help: "Instantaneous number of requests executing on a backend instance per-model (pending ones are in nv_inference_pending_request_count)",
-    labelNames: ["model", "version"] as const,
-    registers: [this.registry],
-  });
+  readonly pendingRequests = this.gauge("nv_inference_pending_request_count", "Instantaneous number of pending requests awaiting execution per-model.");
+  readonly executingRequests = this.gauge("operon_inference_executing_request_count", "Instantaneous number of requests executing on a backend instance per-model (pending ones are in nv_inference_pending_request_count)");
   readonly workerRestarts = new Counter({
     name: "operon_worker_restarts_total",
     help: "Backend worker processes restarted after exiting unexpectedly",
     labelNames: ["model", "version", "instance"] as const,
     registers: [this.registry],
   });
-  readonly workersUp = new Gauge({
-    name: "operon_worker_up",
-    help: "Backend worker processes currently serving, per model version",
-    labelNames: ["model", "version"] as const,
-    registers: [this.registry],
-  });
+  readonly workersUp = this.gauge("operon_worker_up", "Backend worker processes currently serving, per model version");
   /** Per step of an operator (ensemble or registered DAG); its composing models keep their own nv_* series. */
   readonly operatorStepDurationUs = new Counter({
     name: "operon_operator_step_duration_us",
@@ -117,23 +103,8 @@ export class GatewayMetrics {
 
   /** Forgets a model version's series (on unload), as Triton does. */
   removeModelVersion(model: string, version: string): void {
-    for (const metric of [
-      this.requestSuccess,
-      this.inferenceCount,
-      this.execCount,
-      this.requestDurationUs,
-      this.queueDurationUs,
-      this.computeInputDurationUs,
-      this.computeInferDurationUs,
-      this.computeOutputDurationUs,
-      this.cacheHits,
-      this.cacheMisses,
-      this.cacheHitDurationUs,
-      this.cacheMissDurationUs,
-    ]) {
-      metric.remove({ model, version });
-    }
-    for (const reason of ["REJECTED", "CANCELED", "BACKEND", "OTHER"]) this.requestFailure.remove({ model, version, reason });
+    for (const metric of [...this.inferenceCounters(), ...this.cacheCounters()]) metric.remove({ model, version });
+    for (const reason of FAILURE_REASONS) this.requestFailure.remove({ model, version, reason });
     this.pendingRequests.remove({ model, version });
     this.executingRequests.remove({ model, version });
     this.workersUp.remove({ model, version });
@@ -147,6 +118,29 @@ export class GatewayMetrics {
 
   stop(): void {
     clearInterval(this.cpuTimer);
+  }
+
+  /** The per-request counters of a model version, exported at 0 from load on and dropped on unload. */
+  inferenceCounters(): Array<Counter<"model" | "version">> {
+    return [
+      this.requestSuccess,
+      this.inferenceCount,
+      this.execCount,
+      this.requestDurationUs,
+      this.queueDurationUs,
+      this.computeInputDurationUs,
+      this.computeInferDurationUs,
+      this.computeOutputDurationUs,
+    ];
+  }
+
+  /** The response-cache counters of a model version. */
+  cacheCounters(): Array<Counter<"model" | "version">> {
+    return [this.cacheHits, this.cacheMisses, this.cacheHitDurationUs, this.cacheMissDurationUs];
+  }
+
+  private gauge(name: string, help: string): Gauge<"model" | "version"> {
+    return new Gauge({ name, help, labelNames: ["model", "version"] as const, registers: [this.registry] });
   }
 
   private counter(name: string, help: string): Counter<"model" | "version"> {

@@ -1,5 +1,5 @@
 import type { BatchStatistics, DurationStat, ModelStatistics } from "@operon/protocol/inference";
-import type { FailureReason, GatewayMetrics } from "./metrics.js";
+import { FAILURE_REASONS, type FailureReason, type GatewayMetrics } from "./metrics.js";
 
 /** Timings of one execution as reported by a worker, in ns. */
 export interface ExecutionTiming {
@@ -40,19 +40,8 @@ export class ModelVersionStats {
   ) {
     this.labels = { model, version };
     // Export every series at 0 from load on, as Triton does, so rates and alerts work before the first request.
-    for (const counter of [
-      metrics.requestSuccess,
-      metrics.inferenceCount,
-      metrics.execCount,
-      metrics.requestDurationUs,
-      metrics.queueDurationUs,
-      metrics.computeInputDurationUs,
-      metrics.computeInferDurationUs,
-      metrics.computeOutputDurationUs,
-    ]) {
-      counter.inc(this.labels, 0);
-    }
-    for (const reason of ["REJECTED", "CANCELED", "BACKEND", "OTHER"]) metrics.requestFailure.inc({ ...this.labels, reason }, 0);
+    for (const counter of metrics.inferenceCounters()) counter.inc(this.labels, 0);
+    for (const reason of FAILURE_REASONS) metrics.requestFailure.inc({ ...this.labels, reason }, 0);
     metrics.pendingRequests.set(this.labels, 0);
   }
 
@@ -115,7 +104,7 @@ export class ModelVersionStats {
     if (this.cacheSeriesExported) return;
     this.cacheSeriesExported = true;
     const m = this.metrics;
-    for (const counter of [m.cacheHits, m.cacheMisses, m.cacheHitDurationUs, m.cacheMissDurationUs]) counter.inc(this.labels, 0);
+    for (const counter of m.cacheCounters()) counter.inc(this.labels, 0);
   }
 
   /** One model execution of `batchSize` inferences (one or many requests batched). */
