@@ -2,71 +2,12 @@ import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "./database.js";
 import { checksumOf, defaultMigrationsDir, migrate, readMigrations } from "./migrate.js";
+import { testDatabaseBackends } from "./testing/test-databases.js";
 
-// PostgreSQL is required, never skipped: the server that CI and this machine
-// run on 127.0.0.1:5432 (override with OPERON_TEST_POSTGRES_URL, pointing at a
-// database the user may CREATE DATABASE from).
-const ADMIN_URL = process.env.OPERON_TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
-
-interface Backend {
-  name: "embedded" | "postgres";
-  setup(): Promise<Database>;
-  teardown(): Promise<void>;
-}
-
-function embeddedBackend(): Backend {
-  let dir = "";
-  return {
-    name: "embedded",
-    async setup() {
-      dir = mkdtempSync(join(tmpdir(), "operon-db-"));
-      return openDatabase({ url: `file:${join(dir, "db")}` });
-    },
-    async teardown() {
-      if (dir) rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-function postgresBackend(): Backend {
-  const dbName = `operon_test_${randomBytes(6).toString("hex")}`;
-  const admin = async <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
-    const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 5000 });
-    try {
-      await client.connect();
-    } catch (err) {
-      throw new Error(
-        `PostgreSQL is required for the data layer tests and is unreachable at ${ADMIN_URL} (${(err as Error).message}); ` +
-          `start it (pg_ctlcluster <version> main start) or set OPERON_TEST_POSTGRES_URL`,
-      );
-    }
-    try {
-      return await fn(client);
-    } finally {
-      await client.end();
-    }
-  };
-  let created = false;
-  return {
-    name: "postgres",
-    async setup() {
-      await admin((c) => c.query(`CREATE DATABASE "${dbName}"`));
-      created = true;
-      const url = new URL(ADMIN_URL);
-      url.pathname = `/${dbName}`;
-      return openDatabase({ url: url.toString() });
-    },
-    async teardown() {
-      if (created) await admin((c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`));
-    },
-  };
-}
-
-describe.each([embeddedBackend(), postgresBackend()])("data layer on $name", (backend) => {
+describe.each(testDatabaseBackends())("data layer on $name", (backend) => {
   let db: Database;
 
   beforeAll(async () => {

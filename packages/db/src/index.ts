@@ -5,3 +5,17 @@ export type { MigrateResult, MigrationFile, MigrationSource, SqlConnection } fro
 export { PrismaClient, Prisma } from "./generated/prisma/client.js";
 export * from "./generated/prisma/enums.js";
 export type * from "./generated/prisma/models.js";
+export type {
+  User,
+  Session,
+  ApiKey,
+  Model,
+  ModelVersion,
+  Operator,
+  OperatorVersion,
+  HardwareProfile,
+  PerfReport,
+  PerfSample,
+  UsageSample,
+  AuditEvent,
+} from "./generated/prisma/client.js";

@@ -1,0 +1,85 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { parseCookie, stringifySetCookie, type SetCookie } from "cookie";
+import type { ApiServices } from "./services.js";
+import type { SessionUser } from "./services/session-store.js";
+
+/** Cookie names: the session (httpOnly) and the CSRF double-submit token (readable by the console's script). */
+export const SESSION_COOKIE = "operon_session";
+export const CSRF_COOKIE = "operon_csrf";
+export const CSRF_HEADER = "x-csrf-token";
+
+export interface CookieWriter {
+  set(name: string, value: string, options: Omit<SetCookie, "name" | "value">): void;
+  clear(name: string): void;
+}
+
+export interface ApiContext {
+  services: ApiServices;
+  user: SessionUser | null;
+  sessionId: string | null;
+  ip: string;
+  userAgent: string | null;
+  /** The request's session cookie value (present or not valid), for sign-out. */
+  sessionToken: string | null;
+  /**
+   * Whether a state-changing call proved it came from the console: the
+   * X-CSRF-Token header equals the operon_csrf cookie. Calls made in-process
+   * (createCaller, the CLI) have no browser to forge them and pass true.
+   */
+  csrfVerified: boolean;
+  cookies: CookieWriter;
+}
+
+/** Builds the context of one HTTP request to the API. */
+export async function createHttpContext(services: ApiServices, req: IncomingMessage, res: ServerResponse): Promise<ApiContext> {
+  const cookies = parseCookie(req.headers.cookie ?? "");
+  const sessionToken = cookies[SESSION_COOKIE] ?? null;
+  const active = sessionToken ? await services.sessions.resolve(sessionToken) : null;
+  const csrfCookie = cookies[CSRF_COOKIE];
+  const csrfHeader = req.headers[CSRF_HEADER];
+  const secure = services.options.secureCookies;
+  const writer: CookieWriter = {
+    set(name, value, options) {
+      res.appendHeader("set-cookie", stringifySetCookie({ name, value, path: "/", secure, ...options }));
+    },
+    clear(name) {
+      res.appendHeader("set-cookie", stringifySetCookie({ name, value: "", path: "/", secure, expires: new Date(0), maxAge: 0 }));
+    },
+  };
+  return {
+    services,
+    user: active?.user ?? null,
+    sessionId: active?.sessionId ?? null,
+    ip: clientAddress(req),
+    userAgent: req.headers["user-agent"] ?? null,
+    sessionToken,
+    csrfVerified: typeof csrfCookie === "string" && csrfCookie.length >= 16 && csrfHeader === csrfCookie,
+    cookies: writer,
+  };
+}
+
+/**
+ * The client's address. X-Forwarded-For is trusted only from loopback,
+ * where the console's own server forwards browser calls.
+ */
+function clientAddress(req: IncomingMessage): string {
+  const direct = req.socket.remoteAddress ?? "unknown";
+  const loopback = direct === "::1" || direct.startsWith("127.") || direct.startsWith("::ffff:127.");
+  const forwarded = req.headers["x-forwarded-for"];
+  if (loopback && typeof forwarded === "string" && forwarded.length > 0) return forwarded.split(",")[0]!.trim();
+  return direct;
+}
+
+/** A context for in-process calls (tests, CLI) acting as `user`. */
+export function createInProcessContext(services: ApiServices, user: SessionUser | null, options: { ip?: string } = {}): ApiContext {
+  return {
+    services,
+    user,
+    sessionId: null,
+    ip: options.ip ?? "in-process",
+    userAgent: null,
+    sessionToken: null,
+    csrfVerified: true,
+    cookies: { set: () => {}, clear: () => {} },
+  };
+}

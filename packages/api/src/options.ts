@@ -1,0 +1,51 @@
+import type { Database } from "@operon/db";
+import type { GatewayClientOptions } from "./services/gateway-client.js";
+import { DEFAULT_LOGIN_RATE_LIMITS, type LoginRateLimits } from "./services/login-rate-limiter.js";
+
+export interface ApiLogger {
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+/** What the control plane needs; the CLI builds it from flags, tests from fixtures. */
+export interface ControlPlaneOptions {
+  /** An open, migrated database (see @operon/db openAndMigrate). */
+  db: Database;
+  gateway: GatewayClientOptions;
+  /**
+   * The Triton model repository that uploads are stored in
+   * (`<dir>/<model>/<version>/...` + config.pbtxt). The gateway serves it as
+   * one of its --model-repository folders.
+   */
+  modelStoreDir: string;
+  /** Where upload chunks are staged until an upload is finished or abandoned. */
+  uploadStagingDir: string;
+  /** Largest model file accepted (default 512 MiB). */
+  maxUploadBytes?: number;
+  /** Seconds between usage samples of the gateway (default 15; 0 = no background sampling). */
+  usageSampleIntervalSecs?: number;
+  /** Mark cookies Secure (set when the console is served over HTTPS). */
+  secureCookies?: boolean;
+  loginRateLimits?: LoginRateLimits;
+  logger?: ApiLogger;
+}
+
+export const CONTROL_PLANE_DEFAULTS = {
+  maxUploadBytes: 512 * 1024 * 1024,
+  usageSampleIntervalSecs: 15,
+  secureCookies: false,
+  loginRateLimits: DEFAULT_LOGIN_RATE_LIMITS,
+} as const;
+
+export type ResolvedControlPlaneOptions = Required<Omit<ControlPlaneOptions, "logger">> & { logger: ApiLogger };
+
+export const SILENT_LOGGER: ApiLogger = { info: () => {}, warn: () => {}, error: () => {} };
+
+export function resolveControlPlaneOptions(options: ControlPlaneOptions): ResolvedControlPlaneOptions {
+  return {
+    ...CONTROL_PLANE_DEFAULTS,
+    ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
+    logger: options.logger ?? SILENT_LOGGER,
+  } as ResolvedControlPlaneOptions;
+}

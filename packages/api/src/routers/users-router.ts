@@ -1,0 +1,36 @@
+import { z } from "zod";
+import { Role } from "@operon/db";
+import { createUser, summarizeUser, updateUser } from "../services/user-accounts.js";
+import { adminProcedure, router } from "../trpc.js";
+
+const role = z.enum([Role.ADMIN, Role.ENGINEER, Role.VIEWER]);
+
+export const usersRouter = router({
+  list: adminProcedure.query(async ({ ctx }) =>
+    (await ctx.services.prisma.user.findMany({ orderBy: { createdAt: "asc" } })).map(summarizeUser),
+  ),
+
+  /** Creates an account with an initial password the admin passes on (there is no email delivery). */
+  create: adminProcedure
+    .input(
+      z.object({
+        email: z.string().trim().toLowerCase().pipe(z.email({ error: "not an email address" })),
+        name: z.string().trim().max(200).optional(),
+        role,
+        password: z.string().max(1024),
+      }),
+    )
+    .mutation(({ ctx, input }) => createUser(ctx.services.prisma, ctx.actor, { ...input, name: input.name ?? null })),
+
+  setRole: adminProcedure.input(z.object({ id: z.uuid(), role })).mutation(({ ctx, input }) =>
+    updateUser(ctx.services.prisma, ctx.actor, input.id, { role: input.role }),
+  ),
+
+  /** Disabling signs the user out everywhere and invalidates their API keys at the gateway. */
+  setDisabled: adminProcedure.input(z.object({ id: z.uuid(), disabled: z.boolean() })).mutation(async ({ ctx, input }) => {
+    const user = await updateUser(ctx.services.prisma, ctx.actor, input.id, { disabled: input.disabled });
+    if (input.disabled) await ctx.services.sessions.revokeAllFor(input.id);
+    await ctx.services.apiKeys.reload();
+    return user;
+  }),
+});

@@ -1,0 +1,73 @@
+// Test databases for suites that must run against both the embedded
+// database and a real PostgreSQL. Each backend gives a fresh, empty database
+// (not migrated) and removes it on teardown.
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { openDatabase, type Database } from "../database.js";
+
+// PostgreSQL is required, never skipped: the server that CI and this machine
+// run on 127.0.0.1:5432 (override with OPERON_TEST_POSTGRES_URL, pointing at a
+// database the user may CREATE DATABASE from).
+export const TEST_POSTGRES_ADMIN_URL = process.env.OPERON_TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
+
+export interface TestDatabaseBackend {
+  name: "embedded" | "postgres";
+  setup(): Promise<Database>;
+  teardown(): Promise<void>;
+}
+
+export function embeddedBackend(): TestDatabaseBackend {
+  let dir = "";
+  return {
+    name: "embedded",
+    async setup() {
+      dir = mkdtempSync(join(tmpdir(), "operon-db-"));
+      return openDatabase({ url: `file:${join(dir, "db")}` });
+    },
+    async teardown() {
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function postgresBackend(): TestDatabaseBackend {
+  const dbName = `operon_test_${randomBytes(6).toString("hex")}`;
+  const admin = async <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
+    const client = new pg.Client({ connectionString: TEST_POSTGRES_ADMIN_URL, connectionTimeoutMillis: 5000 });
+    try {
+      await client.connect();
+    } catch (err) {
+      throw new Error(
+        `PostgreSQL is required for the data layer tests and is unreachable at ${TEST_POSTGRES_ADMIN_URL} (${(err as Error).message}); ` +
+          `start it (pg_ctlcluster <version> main start) or set OPERON_TEST_POSTGRES_URL`,
+      );
+    }
+    try {
+      return await fn(client);
+    } finally {
+      await client.end();
+    }
+  };
+  let created = false;
+  return {
+    name: "postgres",
+    async setup() {
+      await admin((c) => c.query(`CREATE DATABASE "${dbName}"`));
+      created = true;
+      const url = new URL(TEST_POSTGRES_ADMIN_URL);
+      url.pathname = `/${dbName}`;
+      return openDatabase({ url: url.toString() });
+    },
+    async teardown() {
+      if (created) await admin((c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`));
+    },
+  };
+}
+
+/** Both backends, for `describe.each(testDatabaseBackends())`. */
+export function testDatabaseBackends(): TestDatabaseBackend[] {
+  return [embeddedBackend(), postgresBackend()];
+}

@@ -1,0 +1,57 @@
+import { createHash, randomBytes } from "node:crypto";
+
+/**
+ * Gateway API keys: the format and the hash shared by the control plane
+ * (which issues keys and stores only their hash) and the gateway (which
+ * checks `Authorization: Bearer <key>` against the hashes it was given).
+ *
+ * A key reads `opk_<prefix>_<secret>`: the prefix (8 base32 characters) is
+ * shown in listings so people can tell keys apart; the secret carries 192
+ * random bits. Keys are hashed with plain SHA-256: they are long random
+ * values, not passwords, so a slow hash would add nothing but latency on
+ * every request.
+ */
+export const API_KEY_SCOPES = ["infer", "admin"] as const;
+/** infer: inference and model metadata; admin: also model control (load, unload, upload, operators). */
+export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+
+const KEY_PATTERN = /^opk_([a-z2-7]{8})_([A-Za-z0-9_-]{32})$/;
+
+export interface GeneratedApiKey {
+  /** The whole key: shown to its owner once, never stored. */
+  key: string;
+  prefix: string;
+  hash: string;
+}
+
+export function generateApiKey(): GeneratedApiKey {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz234567";
+  const prefix = Array.from(randomBytes(8), (byte) => alphabet[byte % 32]).join("");
+  const key = `opk_${prefix}_${randomBytes(24).toString("base64url")}`;
+  return { key, prefix, hash: hashApiKey(key) };
+}
+
+export function hashApiKey(key: string): string {
+  return createHash("sha256").update(key).digest("hex");
+}
+
+/** The listing prefix of a well-formed key, undefined for anything else. */
+export function apiKeyPrefixOf(key: string): string | undefined {
+  return KEY_PATTERN.exec(key)?.[1];
+}
+
+/**
+ * What the gateway knows of one key: enough to authorize a request without
+ * reading the database on the request path.
+ */
+export interface ApiKeyGrant {
+  id: string;
+  hash: string;
+  scopes: ApiKeyScope[];
+  /** Priority given to requests that do not set one (0 = the model's default). */
+  priorityLevel: number;
+  /** Requests per second allowed; null = unlimited. */
+  qpsQuota: number | null;
+  /** Epoch milliseconds; null = never expires. */
+  expiresAt: number | null;
+}
