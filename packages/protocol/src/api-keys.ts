@@ -54,4 +54,10 @@ export interface ApiKeyGrant {
   qpsQuota: number | null;
   /** Epoch milliseconds; null = never expires. */
   expiresAt: number | null;
+  /**
+   * The control plane's own key (made at start, never stored). It does not
+   * count as a configured key: a loopback gateway with only internal keys
+   * keeps model control open, as Triton does.
+   */
+  internal?: boolean;
 }
