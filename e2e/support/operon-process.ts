@@ -21,6 +21,10 @@ export interface RunningOperon {
   metricsUrl: string;
   /** The server's --data-dir (uploaded models land under <dataDir>/uploaded-models). */
   dataDir: string;
+  /** The control plane API's base URL (tRPC under /api/trpc) when started with --control-plane. */
+  apiUrl: string | undefined;
+  /** The console's URL when the console runs. */
+  consoleUrl: string | undefined;
   /** Everything the server printed so far (stdout + stderr). */
   output(): string;
   /** Waits for a line of output matching the pattern. */
@@ -37,7 +41,9 @@ export async function startOperon(
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "operon-e2e-data-"));
   const child = spawn(
     process.execPath,
-    [OPERON_BIN, "serve", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--data-dir", dataDir, ...args],
+    // The control plane (database, API, console) is off unless a test asks for it: most system
+    // tests exercise the data plane, and each server would otherwise start a database and a console.
+    [OPERON_BIN, "serve", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--data-dir", dataDir, "--control-plane=false", ...args],
     { cwd: options.cwd ?? REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] },
   );
   let output = "";
@@ -84,6 +90,10 @@ export async function startOperon(
   const httpUrl = /HTTP on (http:\/\/[^\s,]+)/.exec(banner)![1]!;
   const grpcAddress = /gRPC on ([^\s,]+)/.exec(banner)![1]!;
   const metricsUrl = /metrics on (http:\/\/\S+\/metrics)/.exec(banner)![1]!;
+  const withControlPlane = args.some((arg) => arg === "--control-plane" || arg === "--control-plane=true");
+  const apiUrl = withControlPlane ? /Operon API on (\S+)\/api\/trpc/.exec(await waitForOutput(/Operon API on \S+\/api\/trpc/, 30_000))![1] : undefined;
+  const withConsole = withControlPlane && !args.includes("--console=false");
+  const consoleUrl = withConsole ? /Operon console on (\S+)/.exec(await waitForOutput(/Operon console on \S+/, 90_000))![1] : undefined;
   return {
     process: child,
     pid: child.pid!,
@@ -91,6 +101,8 @@ export async function startOperon(
     grpcAddress,
     metricsUrl,
     dataDir,
+    apiUrl,
+    consoleUrl,
     output: () => output,
     waitForOutput,
     exited,

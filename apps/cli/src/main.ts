@@ -1,6 +1,9 @@
 #!/usr/bin/env node
 import { Command } from "commander";
 import { OPERON_VERSION } from "@operon/gateway/version";
+import { adminCommand } from "./admin-command.js";
+import { keysCommand } from "./keys-command.js";
+import { migrateCommand } from "./migrate-command.js";
 import { perfCommand } from "./perf-command.js";
 import { serveCommand } from "./serve-command.js";
 
@@ -10,6 +13,9 @@ const program = new Command("operon")
   .version(OPERON_VERSION)
   .showHelpAfterError()
   .addCommand(serveCommand())
-  .addCommand(perfCommand());
+  .addCommand(perfCommand())
+  .addCommand(migrateCommand())
+  .addCommand(adminCommand())
+  .addCommand(keysCommand());
 
 await program.parseAsync(process.argv);

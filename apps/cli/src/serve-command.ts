@@ -1,7 +1,20 @@
+import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { Command, InvalidArgumentError, Option } from "commander";
+import type { Database } from "@operon/db";
+import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
 import { createLogger } from "@operon/gateway/logger";
-import { startOperonServer, type OperonServerOptions } from "@operon/gateway/server";
+import { startOperonServer, type OperonServer, type OperonServerOptions } from "@operon/gateway/server";
+import { ConsoleNotBuiltError, startConsole, type ConsoleProcess } from "./console-process.js";
+import {
+  controlPlaneDirs,
+  ensureFirstAdmin,
+  makeInternalKey,
+  preloadKeys,
+  startControlPlane,
+  type RunningControlPlane,
+} from "./control-plane-runtime.js";
+import { databaseUrlOf, describeDatabase, openMigratedDatabase } from "./database-flags.js";
 
 /**
  * `operon serve`: tritonserver's flags, names and defaults, so that scripts
@@ -45,6 +58,18 @@ export function serveCommand(): Command {
       parseCacheConfig,
     )
     .option("--default-max-batch-size <n>", "max_batch_size given to models whose config leaves it unset and that can batch (Triton's backend-config default-max-batch-size)", parseNonNegativeInt, 4)
+    // Operon's control plane and console (not tritonserver flags).
+    .option("--control-plane [bool]", "run the control plane (database, API, API keys, console) beside the gateway; false = a plain Triton-style server", parseBool, true)
+    .option("--console [bool]", "serve the web console (needs the control plane)", parseBool, true)
+    .option("--console-address <address>", "console listen address", "127.0.0.1")
+    .option("--console-port <port>", "console port (0 picks a free port)", parsePort, 3000)
+    .option("--api-address <address>", "control plane API listen address (the console proxies to it)", "127.0.0.1")
+    .option("--api-port <port>", "control plane API port (tRPC under /api/trpc)", parsePort, 8003)
+    .option("--database-url <url>", "postgres(ql)://… for PostgreSQL, file:<dir> or memory: for the embedded database; default $DATABASE_URL, else <data-dir>/db")
+    .option("--admin-email <email>", "create this first admin at start when no account exists")
+    .option("--admin-password <password>", "the first admin's password (default $OPERON_ADMIN_PASSWORD)")
+    .option("--require-api-key [bool]", "inference needs an API key (Authorization: Bearer <key>); model control always does beyond loopback", parseBool, false)
+    .option("--usage-sample-secs <secs>", "how often the control plane samples the gateway's usage for charts and costs (0 = never)", parseNonNegativeInt, 15)
     .action(async (flags: Record<string, unknown>, command: Command) => {
       const cache = flags.cacheConfig as CacheConfig | undefined;
       if (cache !== undefined && cache.settings.size === undefined) {
@@ -56,8 +81,13 @@ export function serveCommand(): Command {
 
 async function runServe(flags: Record<string, unknown>): Promise<void> {
   const logger = createLogger({ verbose: flags.logVerbose as number });
+  const withControlPlane = flags.controlPlane as boolean;
+  const requireApiKey = flags.requireApiKey as boolean;
+  const dataDir = flags.dataDir as string;
+  const dirs = withControlPlane ? controlPlaneDirs(dataDir) : undefined;
   const options: OperonServerOptions = {
-    modelRepositories: flags.modelRepository as string[],
+    // Uploaded models form one more repository; the first one given wins on name clashes.
+    modelRepositories: [...(flags.modelRepository as string[]), ...(dirs ? [dirs.modelStoreDir] : [])],
     httpAddress: flags.httpAddress as string,
     httpPort: flags.httpPort as number,
     grpcAddress: flags.grpcAddress as string,
@@ -74,7 +104,7 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
     strictReadiness: flags.strictReadiness as boolean,
     exitOnError: flags.exitOnError as boolean,
     exitTimeoutSecs: flags.exitTimeoutSecs as number,
-    dataDir: flags.dataDir as string,
+    dataDir,
     maxUploadBytes: flags.maxUploadBytes as number,
     httpMaxBodyBytes: flags.httpMaxBodyBytes as number,
     defaultMaxBatchSize: flags.defaultMaxBatchSize as number,
@@ -82,38 +112,108 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
     workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),
     logger,
   };
-  let server;
+  const loopbackOnly = [options.allowHttp ? options.httpAddress : "127.0.0.1", options.allowGrpc ? options.grpcAddress : "127.0.0.1"].every(isLoopback);
+
+  let db: Database | undefined;
+  let server: OperonServer | undefined;
+  let controlPlane: RunningControlPlane | undefined;
+  let consoleProcess: ConsoleProcess | undefined;
+  const stopAll = async (): Promise<void> => {
+    await consoleProcess?.stop().catch(() => undefined);
+    await controlPlane?.stop().catch((error: unknown) => logger.error({ err: (error as Error).message }, "error while stopping the control plane"));
+    await server?.stop();
+    await db?.close().catch(() => undefined);
+  };
   try {
-    server = await startOperonServer(options);
+    const ring = new ApiKeyRing();
+    const internal = makeInternalKey();
+    if (withControlPlane) {
+      const url = databaseUrlOf({ databaseUrl: flags.databaseUrl as string | undefined, dataDir });
+      const opened = await openMigratedDatabase(url);
+      db = opened.db;
+      logger.info({ database: describeDatabase(url), applied: opened.migrations.applied }, "control plane database ready");
+      await ensureFirstAdmin(db, { email: flags.adminEmail as string | undefined, password: (flags.adminPassword as string | undefined) ?? process.env.OPERON_ADMIN_PASSWORD }, logger);
+      await preloadKeys(db, ring, internal.grant);
+    }
+    // Beyond loopback, model control must not be open to whoever reaches the port.
+    if (!loopbackOnly && options.modelControlMode !== "none" && !requireApiKey && !ring.hasUserAdminKeys()) {
+      throw new Error(
+        "refusing to expose model control (load/unload) beyond loopback without API keys: create an admin-scoped key " +
+          "(operon keys create --scopes admin,infer ...) and/or pass --require-api-key, listen on 127.0.0.1, or use --model-control-mode none",
+      );
+    }
+    server = await startOperonServer({ ...options, ...(withControlPlane || requireApiKey ? { access: { ring, requireApiKey } } : {}) });
+    if (withControlPlane && db) {
+      if (server.httpPort === undefined) throw new Error("the control plane needs the gateway's HTTP endpoint: drop --allow-http=false or pass --control-plane=false");
+      controlPlane = await startControlPlane({
+        db,
+        ring,
+        internal,
+        gatewayHttpUrl: `http://${connectHost(options.httpAddress)}:${server.httpPort}`,
+        gatewayMetricsUrl: server.metricsPort !== undefined ? `http://${connectHost(options.metricsAddress)}:${server.metricsPort}/metrics` : undefined,
+        dirs: dirs!,
+        maxUploadBytes: options.maxUploadBytes,
+        usageSampleIntervalSecs: flags.usageSampleSecs as number,
+        apiAddress: flags.apiAddress as string,
+        apiPort: flags.apiPort as number,
+        logger,
+      });
+      if (flags.console as boolean) {
+        const port = (flags.consolePort as number) === 0 ? await freePort(flags.consoleAddress as string) : (flags.consolePort as number);
+        try {
+          consoleProcess = await startConsole({ address: flags.consoleAddress as string, port, apiUrl: controlPlane.api.url, logger });
+        } catch (error) {
+          if (!(error instanceof ConsoleNotBuiltError)) throw error;
+          logger.warn({ reason: error.message }, "serving without the console");
+        }
+      }
+    }
   } catch (error) {
     logger.fatal({ err: (error as Error).message }, "server failed to start");
+    await stopAll().catch(() => undefined);
     process.exitCode = 1;
     return;
   }
-  const loopbackOnly = [options.httpAddress, options.grpcAddress].every(isLoopback);
   logger.info(
     {
       http: server.httpPort !== undefined ? `http://${options.httpAddress}:${server.httpPort}` : "off",
       grpc: server.grpcPort !== undefined ? `${options.grpcAddress}:${server.grpcPort}` : "off",
       metrics: server.metricsPort !== undefined ? `http://${options.metricsAddress}:${server.metricsPort}/metrics` : "off",
+      api: controlPlane?.api.url ?? "off",
+      console: consoleProcess?.url ?? "off",
       modelControlMode: options.modelControlMode,
     },
     "Operon is serving",
   );
-  if (options.modelControlMode === "explicit") {
-    logger.warn(
-      loopbackOnly
-        ? "model control (load/unload) is open to any local client, as in Triton: the server listens on loopback only"
-        : "model control (load/unload) is open and the server listens beyond loopback: anyone who can reach it can load models",
-    );
+  if (options.modelControlMode !== "none") {
+    const open = server.access ? server.access.modelControlOpen() : true;
+    if (open) {
+      logger.warn(
+        loopbackOnly
+          ? "model control (load/unload) is open to any local client without a key, as in Triton: the server listens on loopback only and no admin API key is configured"
+          : "model control (load/unload) is open and the server listens beyond loopback: anyone who can reach it can load models",
+      );
+    } else {
+      logger.info("model control (load/unload) needs an admin-scoped API key (or the console)");
+    }
   }
-  // Print a line a person can act on even when logs go to a collector.
+  if (requireApiKey) logger.info("inference needs an API key (--require-api-key)");
+  // Print lines a person can act on even when logs go to a collector.
   process.stderr.write(
     `Operon ${server.httpPort !== undefined ? `HTTP on http://${options.httpAddress}:${server.httpPort}` : ""}` +
       `${server.grpcPort !== undefined ? `, gRPC on ${options.grpcAddress}:${server.grpcPort}` : ""}` +
       `${server.metricsPort !== undefined ? `, metrics on http://${options.metricsAddress}:${server.metricsPort}/metrics` : ""}\n`,
   );
-
+  if (controlPlane) process.stderr.write(`Operon API on ${controlPlane.api.url}/api/trpc\n`);
+  if (consoleProcess) {
+    process.stderr.write(`Operon console on ${consoleProcess.url}\n`);
+    const token = controlPlane?.controlPlane.setupToken;
+    if (token !== undefined) {
+      process.stderr.write(`First run: open ${consoleProcess.url}/setup?token=${token} to create the admin account (or run: operon admin create)\n`);
+    }
+  } else if (controlPlane?.controlPlane.setupToken !== undefined) {
+    process.stderr.write("First run: no account exists yet; create the admin with: operon admin create\n");
+  }
   let signals = 0;
   const shutdown = (signal: NodeJS.Signals): void => {
     signals += 1;
@@ -122,7 +222,7 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
       process.exit(1);
     }
     logger.info({ signal, timeoutSecs: options.exitTimeoutSecs }, "draining in-flight requests, then exiting");
-    server.stop().then(
+    stopAll().then(
       () => {
         logger.info("stopped");
         process.exit(0);
@@ -139,6 +239,25 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
 
 function isLoopback(address: string): boolean {
   return address === "localhost" || address === "::1" || address.startsWith("127.");
+}
+
+/** Where the control plane reaches a listener bound to `address` (a wildcard is reached on loopback). */
+function connectHost(address: string): string {
+  if (address === "0.0.0.0" || address === "") return "127.0.0.1";
+  if (address === "::") return "[::1]";
+  return address.includes(":") ? `[${address}]` : address;
+}
+
+/** A free TCP port (next start needs a number, not 0). */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, host, () => {
+      const address = probe.address();
+      probe.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no free port"))));
+    });
+  });
 }
 
 /** Repeatable options. No default array: a default would make commander treat a required option as given. */

@@ -8,6 +8,7 @@ import type {
   RepositoryIndexEntry,
   ServerMetadata,
 } from "@operon/protocol/inference";
+import type { WorkersResponse } from "@operon/protocol/admin";
 import type { OperonError } from "@operon/protocol/errors";
 import type { OperatorSpec } from "./operators/operator-spec.js";
 
@@ -73,4 +74,19 @@ export interface InferenceEngine {
   unregisterOperator(name: string): Promise<void>;
   /** Served operators: registered ones and the model repository's ensembles. */
   listOperators(): OperatorInfo[];
+  /**
+   * Dry run of registerOperator: every check it applies (control mode, the
+   * spec's shape, its name, its steps against the models served now, calls
+   * to itself), registering nothing. Never throws for a bad spec: its
+   * problems come back, one message each.
+   */
+  validateOperator(spec: unknown): Promise<OperatorValidation>;
+  /** One entry per backend instance (worker process) of every served model version, with its process usage. */
+  workers(): Promise<WorkersResponse>;
+}
+
+/** POST /v2/operators/:operator/validate answers this. */
+export interface OperatorValidation {
+  valid: boolean;
+  problems: string[];
 }

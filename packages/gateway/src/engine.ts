@@ -1,3 +1,5 @@
+import { availableParallelism } from "node:os";
+import type { WorkerInstanceInfo, WorkersResponse } from "@operon/protocol/admin";
 import { asOperonError, OperonError } from "@operon/protocol/errors";
 import type {
   InferRequest,
@@ -10,9 +12,10 @@ import type {
   ServerMetadata,
 } from "@operon/protocol/inference";
 import type { Parameters, Tensor } from "@operon/protocol/tensor";
-import type { InferenceEngine, OperatorInfo } from "./engine-api.js";
-import type { FailureReason } from "./metrics.js";
+import type { InferenceEngine, OperatorInfo, OperatorValidation } from "./engine-api.js";
+import type { FailureReason, GatewayMetrics } from "./metrics.js";
 import type { ModelManager, ServedVersion } from "./model-manager.js";
+import { readProcessUsage } from "./process-usage.js";
 import { resolveReshape, validateInferRequest } from "./request-validation.js";
 import { responseCacheKey, type ResponseCache } from "./response-cache.js";
 import type { RequestContext, ScheduledResult, StreamedResponse } from "./scheduling/request-scheduler.js";
@@ -52,7 +55,13 @@ export class Engine implements InferenceEngine {
 
   constructor(
     private readonly manager: ModelManager,
-    private readonly info: { version: string; strictReadiness: boolean; responseCache?: ResponseCache | undefined },
+    private readonly info: {
+      version: string;
+      strictReadiness: boolean;
+      responseCache?: ResponseCache | undefined;
+      /** Where the latency summaries are observed (one per successful request); unset = not observed. */
+      metrics?: GatewayMetrics | undefined;
+    },
   ) {
     // Operator steps (ensembles, registered DAGs) call models through this engine's own infer, in process:
     // the step model's validation, scheduler (batching), statistics and cache apply as for any request.
@@ -169,7 +178,9 @@ export class Engine implements InferenceEngine {
         cacheMissNs = elapsedNs(lookupStarted);
         if (hit !== undefined) {
           served.stats.recordCacheHit(cacheMissNs);
-          served.stats.recordCachedSuccess(elapsedNs(started));
+          const requestNs = elapsedNs(started);
+          served.stats.recordCachedSuccess(requestNs);
+          this.info.metrics?.observeLatency(served, { requestNs, queueNs: 0 });
           const response: InferResponse = { modelName: request.modelName, modelVersion: served.version, outputs: hit.outputs };
           if (request.id !== undefined && request.id !== "") response.id = request.id;
           return response;
@@ -184,7 +195,7 @@ export class Engine implements InferenceEngine {
           served.stats.recordCacheMiss(cacheMissNs + elapsedNs(insertStarted));
           cacheKey = undefined;
         }
-        served.stats.recordSuccess(elapsedNs(started), result.queueNs, result.timing, scheduled.batchSize);
+        this.recordSuccess(served, elapsedNs(started), result, scheduled.batchSize);
         const response: InferResponse = { modelName: request.modelName, modelVersion: served.version, outputs };
         if (request.id !== undefined && request.id !== "") response.id = request.id;
         if (result.parameters !== undefined) response.parameters = result.parameters;
@@ -291,7 +302,7 @@ export class Engine implements InferenceEngine {
           return;
         }
         if (failure !== undefined) served.stats.recordFailure(elapsedNs(started), failureReason(failure));
-        else served.stats.recordSuccess(elapsedNs(started), outcome.result.queueNs, outcome.result.timing, scheduled.batchSize);
+        else this.recordSuccess(served, elapsedNs(started), outcome.result, scheduled.batchSize);
         if (!finished) deliver(new OperonError("INTERNAL", `model '${request.modelName}' ended its stream without a final response`), true);
       };
       queued.then(
@@ -299,6 +310,12 @@ export class Engine implements InferenceEngine {
         (error: unknown) => done({ error: asOperonError(error) }),
       );
     });
+  }
+
+  /** A request that ran and succeeded: statistics (and their counters) and the latency summaries, from the same durations. */
+  private recordSuccess(served: ServedVersion, requestNs: number, result: ScheduledResult, batchSize: number): void {
+    served.stats.recordSuccess(requestNs, result.queueNs, result.timing, batchSize);
+    this.info.metrics?.observeLatency(served, { requestNs, queueNs: result.queueNs, computeInferNs: result.timing.computeInferNs });
   }
 
   /** A model's BLS call (ctx.infer) at BLS depth `depth`: an inference like any other, one level deeper. */
@@ -371,6 +388,31 @@ export class Engine implements InferenceEngine {
 
   listOperators(): OperatorInfo[] {
     return this.manager.listOperators();
+  }
+
+  async validateOperator(spec: unknown): Promise<OperatorValidation> {
+    const problems = await this.manager.operatorProblems(spec);
+    return { valid: problems.length === 0, problems };
+  }
+
+  async workers(): Promise<WorkersResponse> {
+    const workers: WorkerInstanceInfo[] = [];
+    for (const { model, version, instances } of this.manager.workerInstances()) {
+      for (const instance of instances) workers.push({ model, version, ...instance, cpuSeconds: null, rssBytes: null });
+    }
+    // Read together: a worker's procfs read takes a few microseconds, and none waits on another.
+    await Promise.all(
+      workers.map(async (worker) => {
+        if (worker.pid === null) return;
+        Object.assign(worker, await readProcessUsage(worker.pid));
+      }),
+    );
+    const cpu = process.cpuUsage();
+    return {
+      workers,
+      hostCpuCores: availableParallelism(),
+      gateway: { pid: process.pid, cpuSeconds: (cpu.user + cpu.system) / 1e6, rssBytes: process.memoryUsage().rss },
+    };
   }
 }
 

@@ -10,6 +10,9 @@ import type {
 } from "@operon/protocol/inference";
 import { encodeBytesElements } from "@operon/protocol/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type ApiKeyGrant, type ApiKeyScope, generateApiKey } from "@operon/protocol/api-keys";
+import { GatewayAccessPolicy } from "./auth/access-policy.js";
+import { ApiKeyRing } from "./auth/api-key-ring.js";
 import type { InferenceEngine } from "./engine-api.js";
 import { type GrpcFrontend, loadGrpcProtos, startGrpcFrontend } from "./grpc-frontend.js";
 
@@ -680,5 +683,84 @@ describe("server lifecycle and limits", () => {
       localHealth.close();
       await local.stop(100);
     }
+  });
+});
+
+describe("API keys (authorization metadata)", () => {
+  const makeKey = (id: string, scopes: ApiKeyScope[], extra: Partial<ApiKeyGrant> = {}) => {
+    const { key, prefix, hash } = generateApiKey();
+    return { key, prefix, grant: { id, hash, scopes, priorityLevel: 0, qpsQuota: null, expiresAt: null, ...extra } satisfies ApiKeyGrant };
+  };
+  const inferKey = makeKey("infer-key", ["infer"], { priorityLevel: 2 });
+  const adminKey = makeKey("admin-key", ["admin"]);
+  const limitedKey = makeKey("limited-key", ["infer"], { qpsQuota: 1 });
+  let secured: GrpcFrontend;
+  let securedClient: Client;
+
+  const withKey = (key?: { key: string }): grpc.Metadata => {
+    const metadata = new grpc.Metadata();
+    if (key !== undefined) metadata.set("authorization", `Bearer ${key.key}`);
+    return metadata;
+  };
+  const callAs = (method: string, request: object, key?: { key: string }): Promise<Reply> =>
+    new Promise((resolve, reject) => {
+      securedClient[method](request, withKey(key), (error: grpc.ServiceError | null, reply: Reply) => (error ? reject(error) : resolve(reply)));
+    });
+  const errorAs = async (method: string, request: object, key?: { key: string }): Promise<grpc.ServiceError> => {
+    try {
+      await callAs(method, request, key);
+    } catch (error) {
+      return error as grpc.ServiceError;
+    }
+    throw new Error(`${method} unexpectedly succeeded`);
+  };
+
+  beforeAll(async () => {
+    const ring = new ApiKeyRing([inferKey.grant, adminKey.grant, limitedKey.grant]);
+    secured = await startGrpcFrontend(engine, { host: "127.0.0.1", port: 0, access: new GatewayAccessPolicy({ ring, requireApiKey: true, loopbackOnly: true }) });
+    ({ inference: securedClient } = await makeClients(secured.port));
+  });
+  afterAll(async () => {
+    securedClient.close();
+    await secured.stop(500);
+  });
+
+  it("refuses model load without a key (UNAUTHENTICATED) and with an infer key (PERMISSION_DENIED); an admin key loads", async () => {
+    const anonymous = await errorAs("RepositoryModelLoad", { model_name: "m" });
+    expect(anonymous.code).toBe(grpc.status.UNAUTHENTICATED);
+    expect(anonymous.details).toBe("model control on this server needs an API key (Authorization: Bearer <key>)");
+    const inferOnly = await errorAs("RepositoryModelUnload", { model_name: "m" }, inferKey);
+    expect(inferOnly.code).toBe(grpc.status.PERMISSION_DENIED);
+    expect(inferOnly.details).toBe("this API key lacks the 'admin' scope that model control needs");
+    await callAs("RepositoryModelLoad", { model_name: "secured" }, adminKey);
+    expect(engine.loads.at(-1)?.name).toBe("secured");
+  });
+
+  it("keeps ServerLive, ServerReady and ServerMetadata open, and guards the rest", async () => {
+    expect(await callAs("ServerLive", {})).toEqual({ live: true });
+    expect(await callAs("ServerReady", {})).toEqual({ ready: true });
+    expect((await callAs("ServerMetadata", {})).name).toBe("operon");
+    expect((await errorAs("ModelMetadata", { name: "add" })).code).toBe(grpc.status.UNAUTHENTICATED);
+    expect((await errorAs("RepositoryIndex", {})).code).toBe(grpc.status.UNAUTHENTICATED);
+    expect((await callAs("ModelMetadata", { name: "add" }, inferKey)).name).toBe("add");
+  });
+
+  it("gives ModelInfer its key's priority and answers RESOURCE_EXHAUSTED over the quota", async () => {
+    await callAs("ModelInfer", { model_name: "echo", inputs: [] }, inferKey);
+    expect(engine.lastRequest?.parameters["priority"]).toBe(2);
+    await callAs("ModelInfer", { model_name: "echo", inputs: [] }, limitedKey);
+    const over = await errorAs("ModelInfer", { model_name: "echo", inputs: [] }, limitedKey);
+    expect(over.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+    expect(over.details).toBe(`API key opk_${limitedKey.prefix}… exceeded its quota of 1 requests/s`);
+  });
+
+  it("fails a ModelStreamInfer call without a key", async () => {
+    const stream = securedClient["ModelStreamInfer"](withKey());
+    const status = await new Promise<grpc.StatusObject>((resolve) => {
+      stream.on("error", () => undefined);
+      stream.on("status", resolve);
+      stream.on("data", () => undefined);
+    });
+    expect(status.code).toBe(grpc.status.UNAUTHENTICATED);
   });
 });

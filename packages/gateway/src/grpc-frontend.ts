@@ -12,6 +12,8 @@ import type {
   RequestedOutput,
 } from "@operon/protocol/inference";
 import { assertTensorByteSize, type Parameters as InferParameters, type ParameterValue } from "@operon/protocol/tensor";
+import type { AccessNeed, GatewayAccessPolicy, Principal } from "./auth/access-policy.js";
+import { applyKeyPriority } from "./auth/key-priority.js";
 import type { InferenceEngine } from "./engine-api.js";
 
 export interface GrpcFrontendLogger {
@@ -33,6 +35,13 @@ export interface GrpcFrontendOptions {
   healthWatchIntervalMs?: number;
   /** Directory holding grpc_service.proto, health.proto and model_config.proto. */
   protoDir?: string;
+  /**
+   * API key checks on the `authorization` metadata (auth/access-policy.ts);
+   * undefined = every RPC open. Open: ServerLive, ServerReady,
+   * ServerMetadata and grpc.health.v1. Admin: RepositoryModelLoad and
+   * RepositoryModelUnload. Every other RPC: infer.
+   */
+  access?: GatewayAccessPolicy;
 }
 
 export interface GrpcFrontend {
@@ -75,7 +84,7 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
     "grpc.max_send_message_length": options.maxSendMessageLength ?? DEFAULT_MESSAGE_LIMIT,
   });
   const watches = new Set<() => void>();
-  server.addService(serviceOf(definition, INFERENCE_SERVICE), inferenceHandlers(engine, options.logger));
+  server.addService(serviceOf(definition, INFERENCE_SERVICE), inferenceHandlers(engine, options.access, options.logger));
   server.addService(
     serviceOf(definition, HEALTH_SERVICE),
     healthHandlers(engine, watches, options.healthWatchIntervalMs ?? 1000, options.logger),
@@ -162,40 +171,51 @@ interface RepositoryRequest {
 
 // ---- Handlers ----
 
-function inferenceHandlers(engine: InferenceEngine, logger?: GrpcFrontendLogger): grpc.UntypedServiceImplementation {
+function inferenceHandlers(
+  engine: InferenceEngine,
+  access: GatewayAccessPolicy | undefined,
+  logger?: GrpcFrontendLogger,
+): grpc.UntypedServiceImplementation {
+  /** A unary RPC checked for `need` before it runs; fn gets the authorized principal. */
+  const guarded = <Req, Res>(
+    need: AccessNeed,
+    fn: (request: Req, call: grpc.ServerUnaryCall<Req, Res>, principal: Principal | null) => Res | Promise<Res>,
+  ): grpc.handleUnaryCall<Req, Res> =>
+    unary<Req, Res>(logger, (request, call) => fn(request, call, access?.authorize(authorizationOf(call.metadata), need) ?? null));
   const unsupported = (what: string, extension: string) =>
-    unary(logger, () => {
+    guarded("infer", () => {
       throw new OperonError("UNSUPPORTED", `${what} is not supported: this server does not offer the '${extension}' extension`);
     });
   return {
     ServerLive: unary(logger, () => ({ live: engine.isLive() })),
     ServerReady: unary(logger, () => ({ ready: engine.isReady() })),
-    ModelReady: unary(logger, (r: NameVersion) => ({ ready: engine.isModelReady(r.name, r.version || undefined) })),
+    ModelReady: guarded("infer", (r: NameVersion) => ({ ready: engine.isModelReady(r.name, r.version || undefined) })),
     ServerMetadata: unary(logger, () => engine.serverMetadata()),
-    ModelMetadata: unary(logger, (r: NameVersion) => engine.modelMetadata(r.name, r.version || undefined)),
-    ModelInfer: unary(logger, async (r: WireInferRequest, call) => {
+    ModelMetadata: guarded("infer", (r: NameVersion) => engine.modelMetadata(r.name, r.version || undefined)),
+    ModelInfer: guarded("infer", async (r: WireInferRequest, call, principal) => {
       const request = decodeInferRequest(r);
+      applyKeyPriority(engine, request, principal);
       const response = await engine.infer({ ...request, signal: abortSignalOf(call) });
       return encodeInferResponse(response, request.id);
     }),
-    ModelStreamInfer: streamInfer(engine, logger),
-    ModelConfig: unary(logger, (r: NameVersion) => ({ config: engine.modelConfig(r.name, r.version || undefined) })),
-    ModelStatistics: unary(logger, (r: NameVersion) => ({
+    ModelStreamInfer: streamInfer(engine, access, logger),
+    ModelConfig: guarded("infer", (r: NameVersion) => ({ config: engine.modelConfig(r.name, r.version || undefined) })),
+    ModelStatistics: guarded("infer", (r: NameVersion) => ({
       model_stats: engine.modelStatistics(r.name || undefined, r.version || undefined),
     })),
-    RepositoryIndex: unary(logger, async (r: { repository_name: string; ready: boolean }) => {
+    RepositoryIndex: guarded("infer", async (r: { repository_name: string; ready: boolean }) => {
       rejectRepositoryName(r.repository_name);
       const models = await engine.repositoryIndex({ ready: r.ready });
       return {
         models: models.map((m) => ({ name: m.name, version: m.version ?? "", state: m.state ?? "", reason: m.reason ?? "" })),
       };
     }),
-    RepositoryModelLoad: unary(logger, async (r: RepositoryRequest) => {
+    RepositoryModelLoad: guarded("admin", async (r: RepositoryRequest) => {
       rejectRepositoryName(r.repository_name);
       await engine.loadModel(r.model_name, decodeLoadOptions(r.parameters));
       return {};
     }),
-    RepositoryModelUnload: unary(logger, async (r: RepositoryRequest) => {
+    RepositoryModelUnload: guarded("admin", async (r: RepositoryRequest) => {
       rejectRepositoryName(r.repository_name);
       const dependents = r.parameters?.["unload_dependents"];
       if (dependents !== undefined && dependents.parameter_choice !== "bool_param") {
@@ -213,6 +233,19 @@ function inferenceHandlers(engine: InferenceEngine, logger?: GrpcFrontendLogger)
     TraceSetting: unsupported("trace settings", "trace"),
     LogSettings: unsupported("log settings", "logging"),
   };
+}
+
+/**
+ * The call's `authorization` metadata (what HTTP sends as the Authorization
+ * header); undefined when absent. More than one entry is refused: which one
+ * counts would be a guess.
+ */
+function authorizationOf(metadata: grpc.Metadata): string | undefined {
+  const values = metadata.get("authorization");
+  if (values.length === 0) return undefined;
+  if (values.length > 1) throw new OperonError("UNAUTHENTICATED", "send one 'authorization' metadata entry ('Bearer <api key>'), not several");
+  const value = values[0]!;
+  return typeof value === "string" ? value : value.toString("utf8");
 }
 
 /** Runs fn and answers with its value, or with the gRPC status of what it threw (never throws synchronously). */
@@ -270,8 +303,21 @@ const FINAL_RESPONSE_PARAMETER = "triton_final_response";
  * has half-closed and nothing is in flight. A cancelled call cancels its
  * requests: queued ones are dropped, running ones' later responses too.
  */
-function streamInfer(engine: InferenceEngine, logger?: GrpcFrontendLogger): grpc.handleBidiStreamingCall<WireInferRequest, object> {
+function streamInfer(
+  engine: InferenceEngine,
+  access: GatewayAccessPolicy | undefined,
+  logger?: GrpcFrontendLogger,
+): grpc.handleBidiStreamingCall<WireInferRequest, object> {
   return (call) => {
+    // The key is checked once, when the stream opens (a bad one fails the call);
+    // each request on it then counts against the key's quota (admit), and fails alone when over it.
+    let principal: Principal | null;
+    try {
+      principal = access?.authenticate(authorizationOf(call.metadata), "infer") ?? null;
+    } catch (error) {
+      call.emit("error", statusOf(error, call.getPath(), logger));
+      return;
+    }
     const inFlight = new Set<AbortController>();
     let clientDone = false;
     let closed = false;
@@ -301,8 +347,10 @@ function streamInfer(engine: InferenceEngine, logger?: GrpcFrontendLogger): grpc
       let request: InferRequest;
       let emptyFinal: boolean;
       try {
+        if (principal !== null) access?.admit(principal);
         request = decodeInferRequest(message);
         emptyFinal = takeEmptyFinalFlag(request.parameters);
+        applyKeyPriority(engine, request, principal);
       } catch (error) {
         write(errorReply(message, error));
         return;

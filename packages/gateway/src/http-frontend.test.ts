@@ -15,7 +15,11 @@ import type {
 } from "@operon/protocol/inference";
 import { encodeBytesElements } from "@operon/protocol/tensor";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import type { InferenceEngine } from "./engine-api.js";
+import type { WorkersResponse } from "@operon/protocol/admin";
+import { type ApiKeyGrant, type ApiKeyScope, generateApiKey } from "@operon/protocol/api-keys";
+import { GatewayAccessPolicy } from "./auth/access-policy.js";
+import { ApiKeyRing } from "./auth/api-key-ring.js";
+import type { InferenceEngine, OperatorValidation } from "./engine-api.js";
 import { type HttpFrontend, type HttpFrontendLogger, startHttpFrontend } from "./http-frontend.js";
 
 // ---------------------------------------------------------------------------
@@ -34,6 +38,8 @@ interface FakeModel {
   inputs: TensorMetadata[];
   outputs: TensorMetadata[];
   maxBatchSize: number;
+  /** More config fields (e.g. dynamic_batching). */
+  config?: Record<string, unknown>;
   infer: (request: InferRequest) => Promise<InferResponse> | InferResponse;
 }
 
@@ -79,6 +85,8 @@ class FakeEngine implements InferenceEngine {
       },
     ],
     ["echo", { inputs: [], outputs: [], maxBatchSize: 0, infer: (request) => echo(request) }],
+    // echo with 3 priority levels (key priorities are capped at 3)
+    ["ranked", { inputs: [], outputs: [], maxBatchSize: 0, config: { dynamic_batching: { priority_levels: 3 } }, infer: (request) => echo(request) }],
     ["dir/model name", { inputs: [], outputs: [], maxBatchSize: 0, infer: (request) => echo(request) }],
     [
       "image",
@@ -208,7 +216,8 @@ class FakeEngine implements InferenceEngine {
     return { name, versions: ["1"], platform: "fake", inputs: model.inputs, outputs: model.outputs };
   }
   modelConfig(name: string, version?: string): Record<string, unknown> {
-    return { name, max_batch_size: this.model(name, version).maxBatchSize, backend: "fake" };
+    const model = this.model(name, version);
+    return { name, max_batch_size: model.maxBatchSize, backend: "fake", ...model.config };
   }
   async infer(request: InferRequest): Promise<InferResponse> {
     this.lastRequest = request;
@@ -227,6 +236,15 @@ class FakeEngine implements InferenceEngine {
   }
   async unloadModel(name: string, options: ModelUnloadOptions): Promise<void> {
     this.unloads.push({ name, options });
+  }
+  /** Valid unless a step names a model this engine does not have. */
+  async validateOperator(spec: unknown): Promise<OperatorValidation> {
+    const steps = (spec as { steps?: Array<{ model?: string }> }).steps ?? [];
+    const problems = steps.filter((step) => step.model !== undefined && !this.models.has(step.model)).map((step) => `unknown model '${step.model}'`);
+    return { valid: problems.length === 0, problems };
+  }
+  async workers(): Promise<WorkersResponse> {
+    return { workers: [], hostCpuCores: 2, gateway: { pid: process.pid, cpuSeconds: 1, rssBytes: 2 } };
   }
   modelStatistics(name?: string, version?: string): ModelStatistics[] {
     const names = name === undefined ? [...this.models.keys()] : [name];
@@ -1035,5 +1053,152 @@ describe("lifecycle", () => {
     expect(Date.now() - stopStarted).toBeLessThan(2000);
     expect(own.server.listening).toBe(false);
     await expect(fetch(`http://127.0.0.1:${own.port}/v2/health/live`)).rejects.toThrow();
+  });
+});
+
+// ---------------------------------------------------------------------------
+// API keys: a second frontend on the same engine, with an access policy.
+
+describe("API keys", () => {
+  const makeKey = (id: string, scopes: ApiKeyScope[], extra: Partial<ApiKeyGrant> = {}) => {
+    const { key, prefix, hash } = generateApiKey();
+    return { key, prefix, grant: { id, hash, scopes, priorityLevel: 0, qpsQuota: null, expiresAt: null, ...extra } satisfies ApiKeyGrant };
+  };
+  const inferKey = makeKey("infer-key", ["infer"], { priorityLevel: 2 });
+  const lowKey = makeKey("low-key", ["infer"], { priorityLevel: 9 });
+  const adminKey = makeKey("admin-key", ["admin"]);
+  const limitedKey = makeKey("limited-key", ["infer"], { qpsQuota: 1 });
+  const ring = new ApiKeyRing();
+  const policy = (requireApiKey: boolean) => new GatewayAccessPolicy({ ring, requireApiKey, loopbackOnly: true });
+  let secured: HttpFrontend;
+  let open: HttpFrontend;
+  const url = (server: HttpFrontend, path: string) => `http://127.0.0.1:${server.port}${path}`;
+  const auth = (key: { key: string }) => ({ Authorization: `Bearer ${key.key}` });
+  const inferBody = (parameters: Record<string, unknown> = {}) =>
+    JSON.stringify({ parameters, inputs: [{ name: "x", datatype: "INT8", shape: [1], data: [1] }] });
+
+  beforeAll(async () => {
+    ring.replaceAll([inferKey.grant, lowKey.grant, adminKey.grant, limitedKey.grant]);
+    secured = await startHttpFrontend(engine, { host: "127.0.0.1", port: 0, logger, access: policy(true) });
+    open = await startHttpFrontend(engine, { host: "127.0.0.1", port: 0, logger, access: policy(false) });
+  });
+  afterAll(async () => {
+    await secured.stop(100);
+    await open.stop(100);
+  });
+
+  it("answers a request without a key with 401 and WWW-Authenticate: Bearer", async () => {
+    const res = await fetch(url(secured, "/v2/models/echo/infer"), { method: "POST", body: inferBody() });
+    expect(res.headers.get("www-authenticate")).toBe("Bearer");
+    await expectError(res, 401, "inference on this server needs an API key (Authorization: Bearer <key>)");
+  });
+
+  it("answers 401 for a malformed header and for an unknown key", async () => {
+    const malformed = await fetch(url(secured, "/v2/models/echo"), { headers: { Authorization: `Basic ${inferKey.key}` } });
+    await expectError(malformed, 401, "Authorization must be 'Bearer <api key>'");
+    const unknown = await fetch(url(secured, "/v2/models/echo"), { headers: auth(makeKey("gone", ["infer"])) });
+    expect(unknown.headers.get("www-authenticate")).toBe("Bearer");
+    await expectError(unknown, 401, "the API key is not valid (unknown, revoked or expired)");
+  });
+
+  it.each([
+    ["GET", "/v2/models/echo"],
+    ["GET", "/v2/models/echo/versions/1/config"],
+    ["GET", "/v2/models/echo/ready"],
+    ["GET", "/v2/models/stats"],
+    ["GET", "/v2/models/echo/stats"],
+    ["POST", "/v2/repository/index"],
+    ["GET", "/v2/operators"],
+    ["GET", "/v2/operon/workers"],
+    ["POST", "/v2/operators/pipeline/validate"],
+    ["POST", "/v2/models/echo/generate_stream"],
+  ])("guards %s %s as inference", async (method, path) => {
+    const res = await fetch(url(secured, path), { method, ...(method === "POST" ? { body: "{}" } : {}) });
+    expect(res.status).toBe(401);
+    const withKey = await fetch(url(secured, path), { method, headers: auth(inferKey), ...(method === "POST" ? { body: "{}" } : {}) });
+    expect(withKey.status).not.toBe(401);
+    expect(withKey.status).not.toBe(403);
+  });
+
+  it("keeps health and server metadata open", async () => {
+    for (const path of ["/v2/health/live", "/v2/health/ready", "/v2"]) {
+      expect((await fetch(url(secured, path))).status).toBe(200);
+      // A bad key is not even looked at there: probes never carry one.
+      expect((await fetch(url(secured, path), { headers: { Authorization: "Bearer nonsense" } })).status).toBe(200);
+    }
+  });
+
+  it("answers 403 when an infer key asks for model control, and lets an admin key load", async () => {
+    const before = engine.loads.length;
+    const res = await fetch(url(secured, "/v2/repository/models/add/load"), { method: "POST", headers: auth(inferKey) });
+    await expectError(res, 403, "this API key lacks the 'admin' scope that model control needs");
+    for (const [method, path] of [["POST", "/v2/repository/models/add/unload"], ["POST", "/v2/operators/pipeline"], ["DELETE", "/v2/operators/pipeline"]] as const) {
+      expect((await fetch(url(secured, path), { method, headers: auth(inferKey), ...(method === "POST" ? { body: "{}" } : {}) })).status).toBe(403);
+    }
+    const ok = await fetch(url(secured, "/v2/repository/models/add/load"), { method: "POST", headers: auth(adminKey) });
+    expect(ok.status).toBe(200);
+    expect(engine.loads.length).toBe(before + 1);
+  });
+
+  it("answers 429 when a key is over its quota, naming it by prefix only", async () => {
+    const first = await fetch(url(secured, "/v2/models/echo/infer"), { method: "POST", headers: auth(limitedKey), body: inferBody() });
+    expect(first.status).toBe(200);
+    const second = await fetch(url(secured, "/v2/models/echo/infer"), { method: "POST", headers: auth(limitedKey), body: inferBody() });
+    await expectError(second, 429, `API key opk_${limitedKey.prefix}… exceeded its quota of 1 requests/s`);
+  });
+
+  it("gives an inference without a priority its key's priority level, capped at the model's levels", async () => {
+    await fetch(url(secured, "/v2/models/echo/infer"), { method: "POST", headers: auth(inferKey), body: inferBody() });
+    expect(engine.lastRequest?.parameters["priority"]).toBe(2);
+    await fetch(url(secured, "/v2/models/echo/infer"), { method: "POST", headers: auth(inferKey), body: inferBody({ priority: 1 }) });
+    expect(engine.lastRequest?.parameters["priority"]).toBe(1);
+    await fetch(url(secured, "/v2/models/ranked/infer"), { method: "POST", headers: auth(lowKey), body: inferBody() });
+    expect(engine.lastRequest?.parameters["priority"]).toBe(3);
+    await fetch(url(secured, "/v2/models/echo/infer"), { method: "POST", headers: auth(adminKey), body: inferBody() });
+    expect(engine.lastRequest?.parameters["priority"]).toBeUndefined();
+  });
+
+  it("where keys are not required: anonymous requests pass, a revoked key is refused", async () => {
+    const anonymous = await fetch(url(open, "/v2/models/echo/infer"), { method: "POST", body: inferBody() });
+    expect(anonymous.status).toBe(200);
+    const revoked = makeKey("revoked", ["infer"]);
+    ring.replaceAll([...[inferKey, lowKey, adminKey, limitedKey].map((key) => key.grant), revoked.grant]);
+    expect((await fetch(url(open, "/v2/models/echo/infer"), { method: "POST", headers: auth(revoked), body: inferBody() })).status).toBe(200);
+    ring.replaceAll([inferKey, lowKey, adminKey, limitedKey].map((key) => key.grant));
+    const refused = await fetch(url(open, "/v2/models/echo/infer"), { method: "POST", headers: auth(revoked), body: inferBody() });
+    await expectError(refused, 401, "the API key is not valid (unknown, revoked or expired)");
+  });
+
+  it("locks model control on a loopback server once the user has an admin key", async () => {
+    // The ring holds adminKey: model control needs it even though keys are not required for inference.
+    const res = await fetch(url(open, "/v2/repository/models/add/unload"), { method: "POST" });
+    await expectError(res, 401, "model control on this server needs an API key (Authorization: Bearer <key>)");
+  });
+
+  it("notes the keys' uses for the control plane", async () => {
+    ring.drainUsage();
+    await fetch(url(secured, "/v2/models/echo"), { headers: auth(inferKey) });
+    expect([...ring.drainUsage().keys()]).toEqual(["infer-key"]);
+  });
+});
+
+describe("Operon admin endpoints", () => {
+  it("GET /v2/operon/workers answers the engine's workers", async () => {
+    const res = await fetch(`${base}/v2/operon/workers`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ workers: [], hostCpuCores: 2, gateway: { pid: process.pid, cpuSeconds: 1, rssBytes: 2 } });
+  });
+
+  it("POST /v2/operators/:operator/validate answers { valid, problems } with the path's name", async () => {
+    const valid = await post("/v2/operators/pipe/validate", { steps: [{ model: "echo" }] });
+    expect(valid.status).toBe(200);
+    expect(await valid.json()).toEqual({ valid: true, problems: [] });
+    const invalid = await post("/v2/operators/pipe/validate", { steps: [{ model: "missing" }] });
+    expect(await invalid.json()).toEqual({ valid: false, problems: ["unknown model 'missing'"] });
+  });
+
+  it("refuses a validate body that is not a spec object, or names another operator", async () => {
+    await expectError(await post("/v2/operators/pipe/validate", [1]), 400, "the request body must be an operator spec (a JSON object)");
+    await expectError(await post("/v2/operators/pipe/validate", { name: "other" }), 400, `the spec's name "other" differs from the operator name 'pipe' in the path`);
   });
 });

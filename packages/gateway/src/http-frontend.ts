@@ -8,6 +8,8 @@ import {
 } from "@operon/protocol/binary-tensor-codec";
 import { OperonError, isOperonError } from "@operon/protocol/errors";
 import type { InferRequest, InferResponse } from "@operon/protocol/inference";
+import type { AccessNeed, GatewayAccessPolicy, Principal } from "./auth/access-policy.js";
+import { applyKeyPriority } from "./auth/key-priority.js";
 import type { InferenceEngine } from "./engine-api.js";
 import { DEFAULT_MAX_BODY_BYTES, parseJsonBody, readBody } from "./http/http-body-reader.js";
 import { ClientClosedError } from "./http/http-errors.js";
@@ -31,6 +33,11 @@ import { EventStream } from "./http/http-sse.js";
  * last marked `parameters.triton_final_response: true`. Both serve any
  * model (a non-decoupled one gives one event). A client that disconnects
  * cancels its request (see InferenceEngine.inferStream).
+ *
+ * With an access policy, each route is checked before its body is read
+ * (`Authorization: Bearer <key>`); a 401 carries `WWW-Authenticate: Bearer`.
+ * An inference request without a `priority` parameter gets its key's
+ * priority level (auth/key-priority.ts).
  */
 
 export interface HttpFrontendLogger {
@@ -53,6 +60,12 @@ export interface HttpFrontendOptions {
    * it is resolved from the body size.
    */
   rawInputShape?: (model: string, version: string | undefined) => RawInputSpec | Promise<RawInputSpec>;
+  /**
+   * API key checks (auth/access-policy.ts); undefined = every route open.
+   * Open: GET /v2/health/live, /v2/health/ready, /v2. Admin: model load and
+   * unload, operator registration and removal. Everything else: infer.
+   */
+  access?: GatewayAccessPolicy;
 }
 
 export interface HttpFrontend {
@@ -71,9 +84,19 @@ interface RequestContext {
   req: IncomingMessage;
   res: ServerResponse;
   params: RouteParams;
+  /** The API key the request was authorized with; null when anonymous (or no access policy). */
+  principal: Principal | null;
 }
 
 type Handler = (context: RequestContext) => void | Promise<void>;
+
+/** "open": no key is ever looked at (health, server metadata); otherwise the access policy's need. */
+type RouteNeed = "open" | AccessNeed;
+
+interface Route {
+  need: RouteNeed;
+  handler: Handler;
+}
 
 /** Without a logger, only server faults reach stderr; client errors are the clients' business. */
 const FALLBACK_LOGGER: HttpFrontendLogger = {
@@ -87,6 +110,7 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
   const logger = options.logger ?? FALLBACK_LOGGER;
   const rawInputShape = options.rawInputShape ?? ((model, version) => rawInputSpecFromEngine(engine, model, version));
   const router = buildRouter(engine, { maxBodyBytes, rawInputShape, logger });
+  const access = options.access;
   let closing = false;
   // Requests in flight. On stop, those whose response has not started are
   // told to close their connection, so a drained keep-alive connection does
@@ -110,7 +134,9 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
         sendError(res, 405, `method ${method} is not allowed for '${path}'; use ${allowed}`, { Allow: allowed });
         return;
       }
-      await match.handler({ req, res, params: match.params });
+      const { need, handler } = match.handler;
+      const principal = need === "open" || access === undefined ? null : access.authorize(authorizationOf(req), need);
+      await handler({ req, res, params: match.params, principal });
     } catch (error) {
       if (error instanceof ClientClosedError) {
         logger.info({ method, path }, error.message);
@@ -119,7 +145,7 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
       const report = reportOf(error);
       if (report.serverFault) logger.error({ method, path, status: report.status, err: error }, report.message);
       else logger.info({ method, path, status: report.status }, report.message);
-      sendError(res, report.status, report.message, report.closeConnection ? { Connection: "close" } : {});
+      sendError(res, report.status, report.message, report.headers);
     }
   };
 
@@ -165,9 +191,11 @@ interface RouterOptions {
   logger: HttpFrontendLogger;
 }
 
-function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Handler> {
+function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Route> {
   const { maxBodyBytes } = options;
-  const router = new Router<Handler>();
+  const router = new Router<Route>();
+  // Each route says what it needs (see auth/access-policy.ts): "open" routes take no key, so probes never need one.
+  const add = (method: string, path: string, need: RouteNeed, handler: Handler): void => void router.add(method, path, { need, handler });
   const readJson = async (req: IncomingMessage, res: ServerResponse): Promise<unknown> =>
     parseJsonBody(await readBody(req, res, maxBodyBytes));
   const versionOf = (params: RouteParams): string | undefined => params["version"];
@@ -175,11 +203,11 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ha
   // Health answers carry no body: 200 means yes, 400 (as Triton answers) means no.
   const health = (yes: boolean): number => (yes ? 200 : 400);
 
-  router.add("GET", "/v2/health/live", ({ res }) => sendEmpty(res, health(engine.isLive())));
-  router.add("GET", "/v2/health/ready", ({ res }) => sendEmpty(res, health(engine.isReady())));
-  router.add("GET", "/v2", ({ res }) => sendJson(res, 200, engine.serverMetadata()));
+  add("GET", "/v2/health/live", "open", ({ res }) => sendEmpty(res, health(engine.isLive())));
+  add("GET", "/v2/health/ready", "open", ({ res }) => sendEmpty(res, health(engine.isReady())));
+  add("GET", "/v2", "open", ({ res }) => sendJson(res, 200, engine.serverMetadata()));
   // Before the model routes: "stats" here is the endpoint, not a model name.
-  router.add("GET", "/v2/models/stats", ({ res }) => sendJson(res, 200, { model_stats: engine.modelStatistics() }));
+  add("GET", "/v2/models/stats", "infer", ({ res }) => sendJson(res, 200, { model_stats: engine.modelStatistics() }));
 
   const modelRoutes: Array<[method: string, suffix: string, handler: Handler]> = [
     ["GET", "", ({ res, params }) => sendJson(res, 200, engine.modelMetadata(modelOf(params), versionOf(params)))],
@@ -196,50 +224,62 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ha
     ["POST", "/infer_stream", (context) => handleEventStream(engine, options, context, "infer")],
   ];
   for (const [method, suffix, handler] of modelRoutes) {
-    router.add(method, `/v2/models/:model${suffix}`, handler);
-    router.add(method, `/v2/models/:model/versions/:version${suffix}`, handler);
+    add(method, `/v2/models/:model${suffix}`, "infer", handler);
+    add(method, `/v2/models/:model/versions/:version${suffix}`, "infer", handler);
   }
 
-  router.add("POST", "/v2/repository/index", async ({ req, res }) => {
+  add("POST", "/v2/repository/index", "infer", async ({ req, res }) => {
     sendJson(res, 200, await engine.repositoryIndex(decodeIndexRequest(await readJson(req, res))));
   });
-  router.add("POST", "/v2/repository/models/:model/load", async ({ req, res, params }) => {
+  add("POST", "/v2/repository/models/:model/load", "admin", async ({ req, res, params }) => {
     await engine.loadModel(modelOf(params), decodeLoadRequest(await readJson(req, res)));
     sendEmpty(res, 200);
   });
-  router.add("POST", "/v2/repository/models/:model/unload", async ({ req, res, params }) => {
+  add("POST", "/v2/repository/models/:model/unload", "admin", async ({ req, res, params }) => {
     await engine.unloadModel(modelOf(params), decodeUnloadRequest(await readJson(req, res)));
     sendEmpty(res, 200);
   });
 
   // Operators (Operon extension): DAG specs registered at run time, served under /v2/models/<name> like models.
-  router.add("GET", "/v2/operators", ({ res }) => sendJson(res, 200, { operators: engine.listOperators() }));
-  router.add("GET", "/v2/operators/:operator", ({ res, params }) => {
+  add("GET", "/v2/operators", "infer", ({ res }) => sendJson(res, 200, { operators: engine.listOperators() }));
+  add("GET", "/v2/operators/:operator", "infer", ({ res, params }) => {
     const name = params["operator"]!;
     const found = engine.listOperators().filter((operator) => operator.name === name);
     if (found.length === 0) throw new OperonError("NOT_FOUND", `no operator named '${name}' is served`);
     sendJson(res, 200, found[found.length - 1]);
   });
-  router.add("POST", "/v2/operators/:operator", async ({ req, res, params }) => {
+  add("POST", "/v2/operators/:operator", "admin", async ({ req, res, params }) => {
     const name = params["operator"]!;
-    const body = await readJson(req, res);
-    if (body === null || typeof body !== "object" || Array.isArray(body)) {
-      throw new OperonError("INVALID_ARG", "the request body must be an operator spec (a JSON object)");
-    }
-    const named = (body as { name?: unknown }).name;
-    if (named !== undefined && named !== name) {
-      throw new OperonError("INVALID_ARG", `the spec's name ${JSON.stringify(named)} differs from the operator name '${name}' in the path`);
-    }
-    sendJson(res, 200, await engine.registerOperator({ ...body, name }));
+    sendJson(res, 200, await engine.registerOperator(operatorSpecBody(name, await readJson(req, res))));
   });
-  router.add("DELETE", "/v2/operators/:operator", async ({ res, params }) => {
+  // A dry run of the route above: 200 { valid, problems } whatever the spec's problems are.
+  add("POST", "/v2/operators/:operator/validate", "infer", async ({ req, res, params }) => {
+    const name = params["operator"]!;
+    sendJson(res, 200, await engine.validateOperator(operatorSpecBody(name, await readJson(req, res))));
+  });
+  add("DELETE", "/v2/operators/:operator", "admin", async ({ res, params }) => {
     await engine.unregisterOperator(params["operator"]!);
     sendEmpty(res, 200);
   });
+
+  // Operon's admin extension (@operon/protocol/admin): the backend workers and their process usage.
+  add("GET", "/v2/operon/workers", "infer", async ({ res }) => sendJson(res, 200, await engine.workers()));
   return router;
 }
 
-async function handleInfer(engine: InferenceEngine, options: RouterOptions, { req, res, params }: RequestContext): Promise<void> {
+/** An operator spec body for the operator named in the path: a JSON object whose `name`, if any, is that name. */
+function operatorSpecBody(name: string, body: unknown): Record<string, unknown> {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw new OperonError("INVALID_ARG", "the request body must be an operator spec (a JSON object)");
+  }
+  const named = (body as { name?: unknown }).name;
+  if (named !== undefined && named !== name) {
+    throw new OperonError("INVALID_ARG", `the spec's name ${JSON.stringify(named)} differs from the operator name '${name}' in the path`);
+  }
+  return { ...body, name };
+}
+
+async function handleInfer(engine: InferenceEngine, options: RouterOptions, { req, res, params, principal }: RequestContext): Promise<void> {
   const modelName = params["model"]!;
   const modelVersion = params["version"];
   const body = await readBody(req, res, options.maxBodyBytes);
@@ -249,6 +289,7 @@ async function handleInfer(engine: InferenceEngine, options: RouterOptions, { re
   const { request, binaryDataOutput } = await decodeInferBody(body, headerLength, target, () =>
     options.rawInputShape(modelName, modelVersion),
   );
+  applyKeyPriority(engine, request, principal);
 
   // The engine may queue the request for a while: if the client gives up
   // meanwhile, the signal lets it drop the work instead of computing for nobody.
@@ -312,6 +353,7 @@ async function decodeGenerateRequest(engine: InferenceEngine, options: RouterOpt
 async function handleGenerate(engine: InferenceEngine, options: RouterOptions, context: RequestContext): Promise<void> {
   const { req, res } = context;
   const request = await decodeGenerateRequest(engine, options, context);
+  applyKeyPriority(engine, request, context.principal);
   const gone = clientGone(req, res);
   const stop = new AbortController();
   request.signal = AbortSignal.any([gone.signal, stop.signal]);
@@ -364,7 +406,7 @@ async function handleEventStream(
   context: RequestContext,
   kind: "generate" | "infer",
 ): Promise<void> {
-  const { req, res, params } = context;
+  const { req, res, params, principal } = context;
   let request: InferRequest;
   let outputs: InferRequest["outputs"];
   if (kind === "generate") {
@@ -380,6 +422,7 @@ async function handleEventStream(
     // Events are JSON: outputs never travel as binary here.
     outputs = request.outputs?.map(({ name }) => ({ name }));
   }
+  applyKeyPriority(engine, request, principal);
   const gone = clientGone(req, res);
   request.signal = gone.signal;
   const events = new EventStream(res);
@@ -405,6 +448,11 @@ async function handleEventStream(
     gone.dispose();
   }
   events.end();
+}
+
+/** The Authorization header; undefined when absent (Node keeps only the first of duplicates). */
+function authorizationOf(req: IncomingMessage): string | undefined {
+  return req.headers.authorization;
 }
 
 /** The path part of the request target, query dropped (no KServe endpoint takes a query). */

@@ -1,5 +1,5 @@
 import { cpus, freemem, totalmem } from "node:os";
-import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Registry, Summary, collectDefaultMetrics } from "prom-client";
 
 /**
  * Prometheus metrics under Triton's names and labels (`model`, `version`), so
@@ -8,6 +8,28 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
  */
 export const FAILURE_REASONS = ["REJECTED", "CANCELED", "BACKEND", "OTHER"] as const;
 export type FailureReason = (typeof FAILURE_REASONS)[number];
+
+/** Durations of one successful request, ns; computeInferNs is absent for a response-cache hit (it computed nothing). */
+export interface RequestLatency {
+  requestNs: number;
+  queueNs: number;
+  computeInferNs?: number;
+}
+
+export interface GatewayMetricsOptions {
+  /** How often nv_cpu_* are sampled (default 2000 ms). */
+  cpuIntervalMs?: number;
+  /**
+   * Triton's latency summaries (nv_inference_*_summary_us). Triton makes them
+   * opt-in (--metrics-config summary_latencies=true); Operon exports them by
+   * default, since p50/p99 per model is what people look for first, and the
+   * cost is one quantile sketch per model version. false = not exported.
+   */
+  latencySummaries?: boolean;
+}
+
+/** Quantiles over a sliding 60 s window (6 buckets of 10 s), so they follow the current load. */
+const SUMMARY_SETTINGS = { percentiles: [0.5, 0.9, 0.95, 0.99], maxAgeSeconds: 60, ageBuckets: 6 } as const;
 
 export class GatewayMetrics {
   readonly registry = new Registry();
@@ -88,8 +110,20 @@ export class GatewayMetrics {
   });
   private lastCpuTimes = readCpuTimes();
   private readonly cpuTimer: NodeJS.Timeout;
+  /** Undefined when latency summaries are off. */
+  private readonly summaries:
+    | { request: Summary<"model" | "version">; queue: Summary<"model" | "version">; computeInfer: Summary<"model" | "version"> }
+    | undefined;
 
-  constructor(options: { cpuIntervalMs?: number } = {}) {
+  constructor(options: GatewayMetricsOptions = {}) {
+    this.summaries =
+      options.latencySummaries === false
+        ? undefined
+        : {
+            request: this.summary("nv_inference_request_summary_us", "Summary of inference request duration in microseconds (includes cached requests)"),
+            queue: this.summary("nv_inference_queue_summary_us", "Summary of inference queuing duration in microseconds (includes cached requests)"),
+            computeInfer: this.summary("nv_inference_compute_infer_summary_us", "Summary of compute inference duration in microseconds (does not include cached requests)"),
+          };
     collectDefaultMetrics({ register: this.registry, prefix: "operon_gateway_" });
     this.sampleCpu();
     this.cpuTimer = setInterval(() => this.sampleCpu(), options.cpuIntervalMs ?? 2000);
@@ -101,9 +135,24 @@ export class GatewayMetrics {
     this.responseCacheSource = source;
   }
 
+  /**
+   * One successful request in the latency summaries (the durations its
+   * statistics recorded). A version's summary series appear with its first
+   * request: prom-client cannot export a labelled summary before an
+   * observation. They go with the version's other series on unload.
+   */
+  observeLatency(labels: { model: string; version: string }, latency: RequestLatency): void {
+    if (this.summaries === undefined) return;
+    const { model, version } = labels;
+    this.summaries.request.observe({ model, version }, latency.requestNs / 1000);
+    this.summaries.queue.observe({ model, version }, latency.queueNs / 1000);
+    if (latency.computeInferNs !== undefined) this.summaries.computeInfer.observe({ model, version }, latency.computeInferNs / 1000);
+  }
+
   /** Forgets a model version's series (on unload), as Triton does. */
   removeModelVersion(model: string, version: string): void {
     for (const metric of [...this.inferenceCounters(), ...this.cacheCounters()]) metric.remove({ model, version });
+    if (this.summaries !== undefined) for (const summary of Object.values(this.summaries)) summary.remove({ model, version });
     for (const reason of FAILURE_REASONS) this.requestFailure.remove({ model, version, reason });
     this.pendingRequests.remove({ model, version });
     this.executingRequests.remove({ model, version });
@@ -137,6 +186,10 @@ export class GatewayMetrics {
   /** The response-cache counters of a model version. */
   cacheCounters(): Array<Counter<"model" | "version">> {
     return [this.cacheHits, this.cacheMisses, this.cacheHitDurationUs, this.cacheMissDurationUs];
+  }
+
+  private summary(name: string, help: string): Summary<"model" | "version"> {
+    return new Summary({ name, help, labelNames: ["model", "version"] as const, registers: [this.registry], ...SUMMARY_SETTINGS, percentiles: [...SUMMARY_SETTINGS.percentiles] });
   }
 
   private gauge(name: string, help: string): Gauge<"model" | "version"> {

@@ -1,3 +1,4 @@
+import type { WorkerInstanceInfo } from "@operon/protocol/admin";
 import { OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { IoInfo } from "@operon/protocol/worker-wire";
@@ -70,9 +71,14 @@ export interface ModelInstancesOptions {
 /** Runs one BLS call of a model at BLS depth `depth` (1 for a call made while serving a client's request). */
 export type InstanceBlsHandler = (call: BlsRequest, depth: number) => Promise<{ outputs: Tensor[] }>;
 
+/** What the pool tells of one instance (GET /v2/operon/workers adds model, version and process usage). */
+export type InstanceWorkerInfo = Omit<WorkerInstanceInfo, "model" | "version" | "cpuSeconds" | "rssBytes">;
+
 interface Instance {
   name: string;
   worker: WorkerProcess | undefined;
+  /** Unexpected exits (each followed by a restart attempt) since the version was loaded. */
+  restarts: number;
   /** Reservations: executions (or streams whose execute has not returned) sent to the worker. */
   inFlight: number;
   /** BLS depth of each request the worker holds, by a token of this pool. */
@@ -196,6 +202,25 @@ export class ModelInstances implements InstanceDispatcher {
     }));
   }
 
+  /** Each instance's worker as the admin API shows it: placement, process, state and restarts. */
+  workerInfos(): InstanceWorkerInfo[] {
+    return this.instances.map((instance) => {
+      const worker = instance.worker;
+      const placement = instancePlacement(this.spec.config, this.spec.model, instance.name);
+      return {
+        instance: instance.name,
+        backend: this.spec.backend,
+        kind: placement.kind,
+        device: placement.device,
+        pid: worker?.pid ?? null,
+        state: worker !== undefined ? "READY" : instance.gaveUp ? "FAILED" : "RESTARTING",
+        inFlight: instance.inFlight,
+        restarts: instance.restarts,
+        startedAt: worker !== undefined ? new Date(worker.startedAt).toISOString() : null,
+      };
+    });
+  }
+
   /** Hands a request to the scheduler; see RequestScheduler for the ownership rule. */
   execute(request: ScheduledRequest): Promise<ScheduledResult> {
     return this.scheduler.enqueue(request);
@@ -314,7 +339,7 @@ export class ModelInstances implements InstanceDispatcher {
   private adopt(name: string, worker: WorkerProcess): void {
     let instance = this.instances.find((candidate) => candidate.name === name);
     if (instance === undefined) {
-      instance = { name, worker: undefined, inFlight: 0, depths: new Map(), restarting: false, failedRestarts: 0, gaveUp: false };
+      instance = { name, worker: undefined, restarts: 0, inFlight: 0, depths: new Map(), restarting: false, failedRestarts: 0, gaveUp: false };
       this.instances.push(instance);
     }
     instance.worker = worker;
@@ -328,6 +353,7 @@ export class ModelInstances implements InstanceDispatcher {
       owner.depths.clear();
       this.publishUp();
       if (info.expected || this.stopped) return;
+      owner.restarts += 1;
       this.options.metrics.workerRestarts.inc({ ...this.labels, instance: name });
       this.options.logger.error(
         { model: this.spec.model, version: this.spec.version, instance: name, pid: worker.pid, code: info.code, signal: info.signal },
@@ -379,6 +405,26 @@ export class ModelInstances implements InstanceDispatcher {
   private publishUp(): void {
     this.options.metrics.workersUp.set(this.labels, this.readyCount);
   }
+}
+
+/**
+ * Where an instance runs, from the config's instance_group: KIND_GPU
+ * instances on the group's GPUs in turn (GPU 0 when none are listed), every
+ * other kind on the CPU. Instances are named as the loader names them:
+ * "<group name or <model>_<group index>>_<index>".
+ */
+export function instancePlacement(config: Record<string, unknown>, model: string, instanceName: string): { kind: "CPU" | "GPU"; device: number | null } {
+  const groups = (config["instance_group"] ?? []) as Array<{ name?: string; kind?: string; count?: number; gpus?: number[] }>;
+  for (const [groupIndex, group] of groups.entries()) {
+    const groupName = group.name || `${model}_${groupIndex}`;
+    for (let i = 0; i < (group.count ?? 1); i += 1) {
+      if (`${groupName}_${i}` !== instanceName) continue;
+      if (group.kind !== "KIND_GPU") return { kind: "CPU", device: null };
+      const gpus = group.gpus ?? [];
+      return { kind: "GPU", device: gpus.length > 0 ? gpus[i % gpus.length]! : 0 };
+    }
+  }
+  return { kind: "CPU", device: null };
 }
 
 /** The id and parameters the worker shows the model; undefined when the execution is not one request's. */

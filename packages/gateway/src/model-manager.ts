@@ -4,7 +4,7 @@ import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
 import type { Logger } from "./logger.js";
 import type { GatewayMetrics } from "./metrics.js";
-import type { InstanceBlsHandler, ModelInstancesOptions } from "./model-instances.js";
+import { ModelInstances, type InstanceBlsHandler, type InstanceWorkerInfo, type ModelInstancesOptions } from "./model-instances.js";
 import { ModelVersionStats } from "./model-stats.js";
 import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint, readConfigText } from "./repository-scanner.js";
 import { prepareModel, type OperatorHooks, type PreparedVersion } from "./model-loader.js";
@@ -224,9 +224,7 @@ export class ModelManager {
     if (this.stopped) throw new OperonError("UNAVAILABLE", "server is shutting down");
     const spec = parseOperatorSpec(raw);
     const existing = this.models.get(spec.name);
-    if ((existing !== undefined && existing.registeredOperator === undefined) || (await findModelDir(this.options.repositories, spec.name))) {
-      throw new OperonError("ALREADY_EXISTS", `'${spec.name}' is a model of the model repository; an operator needs a name of its own`);
-    }
+    await this.assertOperatorName(spec);
     const problems = validateOperator(spec, this.operatorHooks().lookup);
     if (problems.length > 0) {
       throw new OperonError("INVALID_ARG", `operator '${spec.name}' is invalid: ${problems.map((problem) => problem.message).join("; ")}`);
@@ -247,6 +245,55 @@ export class ModelManager {
       await Promise.all(retired.map((served) => this.retire(served, true)));
     });
     return { name: spec.name, version: "1", source: "api", spec };
+  }
+
+  /**
+   * Dry run of registerOperator: the problems each of its checks finds, in
+   * its order (control mode, spec shape, name, steps against the served
+   * models, calls to itself); empty = it would register. Changes nothing.
+   */
+  async operatorProblems(raw: unknown): Promise<string[]> {
+    const problems: string[] = [];
+    const attempt = async (check: () => unknown): Promise<boolean> => {
+      try {
+        await check();
+        return true;
+      } catch (error) {
+        problems.push(asOperonError(error).message);
+        return false;
+      }
+    };
+    await attempt(() => this.assertExplicitMode("register", "operator registration"));
+    let spec: OperatorSpec | undefined;
+    if (!(await attempt(() => (spec = parseOperatorSpec(raw)))) || spec === undefined) return problems;
+    const parsed = spec;
+    await attempt(() => this.assertOperatorName(parsed));
+    const stepProblems = validateOperator(parsed, this.operatorHooks().lookup).map((problem) => problem.message);
+    problems.push(...stepProblems);
+    // registerOperator reaches the self-call check (in createRunner) only with valid steps.
+    if (stepProblems.length === 0) await attempt(() => this.assertNoSelfCall(parsed));
+    return problems;
+  }
+
+  /** An operator needs a name no repository model (served or not) has; ALREADY_EXISTS otherwise. */
+  private async assertOperatorName(spec: OperatorSpec): Promise<void> {
+    const existing = this.models.get(spec.name);
+    if ((existing !== undefined && existing.registeredOperator === undefined) || (await findModelDir(this.options.repositories, spec.name))) {
+      throw new OperonError("ALREADY_EXISTS", `'${spec.name}' is a model of the model repository; an operator needs a name of its own`);
+    }
+  }
+
+  /** The backend instances of every served model version (operators have none), for GET /v2/operon/workers. */
+  workerInstances(): Array<{ model: string; version: string; instances: InstanceWorkerInfo[] }> {
+    const list: Array<{ model: string; version: string; instances: InstanceWorkerInfo[] }> = [];
+    for (const entry of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+      for (const served of [...entry.versions.values()].sort((a, b) => Number(a.version) - Number(b.version))) {
+        if (served.instances instanceof ModelInstances) {
+          list.push({ model: served.model, version: served.version, instances: served.instances.workerInfos() });
+        }
+      }
+    }
+    return list;
   }
 
   /** Removes an operator registered through the API (drains its requests first). */

@@ -1,6 +1,9 @@
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { OperonError } from "@operon/protocol/errors";
+import { GatewayAccessPolicy } from "./auth/access-policy.js";
+import type { ApiKeyRing } from "./auth/api-key-ring.js";
+import { isLoopbackHost } from "./auth/loopback.js";
 import { Engine } from "./engine.js";
 import { startGrpcFrontend } from "./grpc-frontend.js";
 import { startHttpFrontend } from "./http-frontend.js";
@@ -46,6 +49,13 @@ export interface OperonServerOptions {
   /** Path of the worker process entry (packages/worker/dist/main.js). */
   workerEntry: string;
   logger: Logger;
+  /**
+   * API keys (the control plane's grants, kept current by the caller with
+   * ring.replaceAll). Undefined = no key checks at all, as before keys
+   * existed. See GatewayAccessPolicy for the rules; loopback-only is
+   * derived here from the HTTP and gRPC addresses.
+   */
+  access?: { ring: ApiKeyRing; requireApiKey: boolean } | undefined;
 }
 
 export interface OperonServer {
@@ -53,6 +63,8 @@ export interface OperonServer {
   grpcPort: number | undefined;
   metricsPort: number | undefined;
   engine: Engine;
+  /** The frontends' access policy; undefined when started without `access`. */
+  access: GatewayAccessPolicy | undefined;
   /** Drains in-flight requests (up to exitTimeoutSecs), then stops everything; idempotent. */
   stop(): Promise<void>;
 }
@@ -75,7 +87,8 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
     logger,
     metrics,
   });
-  const engine = new Engine(manager, { version: OPERON_VERSION, strictReadiness: options.strictReadiness, responseCache });
+  const engine = new Engine(manager, { version: OPERON_VERSION, strictReadiness: options.strictReadiness, responseCache, metrics });
+  const access = accessPolicyOf(options);
 
   const failures = await manager.loadAtStartup(options.loadModels);
   for (const failure of failures) logger.error({ model: failure.name, reason: failure.reason }, "model failed to load at startup");
@@ -100,12 +113,18 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
         port: options.httpPort,
         maxBodyBytes: options.httpMaxBodyBytes,
         logger,
+        ...(access !== undefined ? { access } : {}),
       });
       httpPort = http.port;
       stoppers.push(() => http.stop(1000));
     }
     if (options.allowGrpc) {
-      const grpc = await startGrpcFrontend(engine, { host: options.grpcAddress, port: options.grpcPort, logger });
+      const grpc = await startGrpcFrontend(engine, {
+        host: options.grpcAddress,
+        port: options.grpcPort,
+        logger,
+        ...(access !== undefined ? { access } : {}),
+      });
       grpcPort = grpc.port;
       stoppers.push(() => grpc.stop(1000));
     }
@@ -121,6 +140,17 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
     throw error;
   }
   engine.markStartupDone();
+  if (access !== undefined) {
+    logger.info(
+      {
+        requireApiKey: access.requireApiKey,
+        loopbackOnly: access.loopbackOnly,
+        modelControlOpen: access.modelControlOpen(),
+        keys: access.ring.size,
+      },
+      access.modelControlOpen() ? "API keys: model control is open on this loopback-only server" : "API keys: model control needs an admin key",
+    );
+  }
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
@@ -135,7 +165,18 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
     })();
     return stopping;
   };
-  return { httpPort, grpcPort, metricsPort, engine, stop };
+  return { httpPort, grpcPort, metricsPort, engine, access, stop };
+}
+
+/** The policy of `options.access`: loopback-only when every enabled frontend (HTTP, gRPC) binds a loopback address. */
+function accessPolicyOf(options: OperonServerOptions): GatewayAccessPolicy | undefined {
+  if (options.access === undefined) return undefined;
+  const hosts = [...(options.allowHttp ? [options.httpAddress] : []), ...(options.allowGrpc ? [options.grpcAddress] : [])];
+  return new GatewayAccessPolicy({
+    ring: options.access.ring,
+    requireApiKey: options.access.requireApiKey,
+    loopbackOnly: hosts.every(isLoopbackHost),
+  });
 }
 
 /** Every --model-repository must be an existing folder; say so plainly instead of a raw ENOENT later. */

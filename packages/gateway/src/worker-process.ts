@@ -198,6 +198,8 @@ let swept = false;
  */
 export class WorkerProcess extends EventEmitter {
   readonly pid: number;
+  /** When the process was spawned, epoch milliseconds. */
+  readonly startedAt: number;
   readonly instanceName: string;
   private readonly child: ChildProcess;
   private readonly channel: net.Socket;
@@ -241,6 +243,7 @@ export class WorkerProcess extends EventEmitter {
     this.decoder = new FrameDecoder(shm !== undefined ? { sharedMemory: shm.toGateway } : {});
     this.child = child;
     this.pid = pid;
+    this.startedAt = Date.now();
     this.instanceName = instanceName;
     this.channel = child.stdio[3] as net.Socket;
     this.exited = new Promise((resolve) => {

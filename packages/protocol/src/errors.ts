@@ -12,6 +12,11 @@ export const ERROR_KINDS = [
   "ALREADY_EXISTS",
   "CANCELLED",
   "UNKNOWN",
+  // Operon's additions for gateway API keys (Triton has no request auth):
+  // no valid key, a key without the needed scope, a key over its quota.
+  "UNAUTHENTICATED",
+  "PERMISSION_DENIED",
+  "RESOURCE_EXHAUSTED",
 ] as const;
 
 export type ErrorKind = (typeof ERROR_KINDS)[number];
@@ -37,9 +42,19 @@ export function asOperonError(error: unknown, fallbackKind: ErrorKind = "INTERNA
   return new OperonError(fallbackKind, message, { cause: error });
 }
 
-/** Triton's HTTP mapping: NOT_FOUND 404, UNAVAILABLE 503, UNSUPPORTED 501, INTERNAL 500, the rest 400. */
+/**
+ * Triton's HTTP mapping: NOT_FOUND 404, UNAVAILABLE 503, UNSUPPORTED 501,
+ * INTERNAL 500, the rest 400; plus Operon's UNAUTHENTICATED 401,
+ * PERMISSION_DENIED 403, RESOURCE_EXHAUSTED 429.
+ */
 export function httpStatusOf(kind: ErrorKind): number {
   switch (kind) {
+    case "UNAUTHENTICATED":
+      return 401;
+    case "PERMISSION_DENIED":
+      return 403;
+    case "RESOURCE_EXHAUSTED":
+      return 429;
     case "NOT_FOUND":
       return 404;
     case "UNAVAILABLE":
@@ -70,6 +85,12 @@ export function grpcStatusOf(kind: ErrorKind): number {
       return 12; // UNIMPLEMENTED
     case "CANCELLED":
       return 1;
+    case "UNAUTHENTICATED":
+      return 16;
+    case "PERMISSION_DENIED":
+      return 7;
+    case "RESOURCE_EXHAUSTED":
+      return 8;
     default:
       return 2; // UNKNOWN
   }

@@ -47,17 +47,21 @@ export interface ErrorReport {
   /** True for failures that are the server's fault (logged at error); false for the client's. */
   serverFault: boolean;
   closeConnection: boolean;
+  /** Headers the error answer carries: Connection: close, or WWW-Authenticate on a 401 (RFC 6750). */
+  headers: OutgoingHttpHeaders;
 }
 
 /** The one place that turns anything thrown into an HTTP status (Triton's mapping via httpStatusOf). */
 export function reportOf(error: unknown): ErrorReport {
   if (isOperonError(error)) {
     const status = httpStatusOf(error.kind);
-    return { status, message: error.message, serverFault: status === 500, closeConnection: false };
+    const headers: OutgoingHttpHeaders = status === 401 ? { "WWW-Authenticate": "Bearer" } : {};
+    return { status, message: error.message, serverFault: status === 500, closeConnection: false, headers };
   }
   if (error instanceof HttpStatusError) {
-    return { status: error.status, message: error.message, serverFault: error.status >= 500, closeConnection: error.closeConnection };
+    const headers: OutgoingHttpHeaders = error.closeConnection ? { Connection: "close" } : {};
+    return { status: error.status, message: error.message, serverFault: error.status >= 500, closeConnection: error.closeConnection, headers };
   }
   // A bug, not a contract error: its text may expose internals, so the client gets a fixed message and the log the details.
-  return { status: 500, message: "internal server error", serverFault: true, closeConnection: false };
+  return { status: 500, message: "internal server error", serverFault: true, closeConnection: false, headers: {} };
 }

@@ -1,0 +1,132 @@
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { ControlPlane, startApiServer, type ApiServer } from "@operon/api";
+import { ApiKeyService } from "@operon/api/services/api-key-service";
+import { createUser } from "@operon/api/services/user-accounts";
+import type { Database } from "@operon/db";
+import type { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
+import type { Logger } from "@operon/gateway/logger";
+import { generateApiKey, type ApiKeyGrant } from "@operon/protocol/api-keys";
+
+/**
+ * The control plane's share of `operon serve`: the database (opened and
+ * migrated before the gateway starts), the API keys the gateway checks, the
+ * control plane services and the API server. The gateway and the control
+ * plane share a process but talk only through the gateway's HTTP endpoints
+ * and the in-memory key ring.
+ */
+export interface ControlPlaneDirs {
+  /** The model repository uploads are stored in; the gateway serves it too. */
+  modelStoreDir: string;
+  uploadStagingDir: string;
+}
+
+export function controlPlaneDirs(dataDir: string): ControlPlaneDirs {
+  const dirs = { modelStoreDir: resolve(join(dataDir, "models")), uploadStagingDir: resolve(join(dataDir, "upload-staging")) };
+  mkdirSync(dirs.modelStoreDir, { recursive: true });
+  mkdirSync(dirs.uploadStagingDir, { recursive: true });
+  return dirs;
+}
+
+/**
+ * The control plane's own admin key: made fresh at every start, kept only in
+ * memory, given to the gateway as an internal grant (it does not count as a
+ * configured key; see ApiKeyGrant.internal).
+ */
+export function makeInternalKey(): { key: string; grant: ApiKeyGrant } {
+  const generated = generateApiKey();
+  return {
+    key: generated.key,
+    grant: { id: "control-plane", hash: generated.hash, scopes: ["admin", "infer"], priorityLevel: 0, qpsQuota: null, expiresAt: null, internal: true },
+  };
+}
+
+/** Fills the ring with the stored keys before the gateway accepts its first request. */
+export async function preloadKeys(db: Database, ring: ApiKeyRing, internal: ApiKeyGrant): Promise<void> {
+  const keys = await ApiKeyService.create(db.prisma);
+  ring.replaceAll([...keys.currentGrants(), internal]);
+}
+
+/** Creates the first admin from --admin-email/--admin-password when no account exists yet. */
+export async function ensureFirstAdmin(db: Database, flags: { email?: string; password?: string }, logger: Logger): Promise<void> {
+  if (!flags.email && !flags.password) return;
+  if (!flags.email || !flags.password) throw new Error("--admin-email and --admin-password (or $OPERON_ADMIN_PASSWORD) go together");
+  if ((await db.prisma.user.count()) > 0) {
+    logger.info({ email: flags.email }, "accounts exist already: --admin-email/--admin-password ignored");
+    return;
+  }
+  await createUser(db.prisma, { userId: null, ip: "cli" }, { email: flags.email, role: "ADMIN", password: flags.password });
+  logger.info({ email: flags.email }, "created the first admin");
+}
+
+export interface RunningControlPlane {
+  controlPlane: ControlPlane;
+  api: ApiServer;
+  stop(): Promise<void>;
+}
+
+export async function startControlPlane(options: {
+  db: Database;
+  ring: ApiKeyRing;
+  internal: { key: string; grant: ApiKeyGrant };
+  gatewayHttpUrl: string;
+  gatewayMetricsUrl: string | undefined;
+  dirs: ControlPlaneDirs;
+  maxUploadBytes: number;
+  usageSampleIntervalSecs: number;
+  apiAddress: string;
+  apiPort: number;
+  logger: Logger;
+}): Promise<RunningControlPlane> {
+  const { logger } = options;
+  const controlPlane = await ControlPlane.create({
+    db: options.db,
+    gateway: { httpUrl: options.gatewayHttpUrl, metricsUrl: options.gatewayMetricsUrl, adminKey: options.internal.key },
+    modelStoreDir: options.dirs.modelStoreDir,
+    uploadStagingDir: options.dirs.uploadStagingDir,
+    maxUploadBytes: options.maxUploadBytes,
+    usageSampleIntervalSecs: options.usageSampleIntervalSecs,
+    logger: logger.child({ component: "control-plane" }),
+  });
+  const unsubscribe = controlPlane.services.apiKeys.subscribe((grants) => options.ring.replaceAll([...grants, options.internal.grant]));
+  // Last-used times of keys: gathered by the gateway in memory, written here off the request path.
+  const persistUsage = async (): Promise<void> => {
+    const used = options.ring.drainUsage();
+    used.delete(options.internal.grant.id);
+    if (used.size > 0) await controlPlane.services.apiKeys.markUsed(used).catch((error: unknown) => logger.warn({ err: (error as Error).message }, "could not record API key use"));
+  };
+  const usageTimer = setInterval(() => void persistUsage(), 30_000);
+  usageTimer.unref();
+  await syncOperators(controlPlane, logger);
+  let api: ApiServer;
+  try {
+    api = await startApiServer(controlPlane.services, { host: options.apiAddress, port: options.apiPort });
+  } catch (error) {
+    clearInterval(usageTimer);
+    unsubscribe();
+    await controlPlane.stop();
+    throw error;
+  }
+  return {
+    controlPlane,
+    api,
+    async stop() {
+      clearInterval(usageTimer);
+      await persistUsage();
+      unsubscribe();
+      await api.stop();
+      await controlPlane.stop();
+    },
+  };
+}
+
+/** Operators live in the database; the gateway learns them again at every start. */
+async function syncOperators(controlPlane: ControlPlane, logger: Logger): Promise<void> {
+  const sync = (controlPlane as unknown as { syncOperatorsToGateway?: () => Promise<unknown> }).syncOperatorsToGateway;
+  if (typeof sync !== "function") return;
+  try {
+    await sync.call(controlPlane);
+  } catch (error) {
+    logger.error({ err: (error as Error).message }, "could not register the stored operators with the gateway");
+  }
+}

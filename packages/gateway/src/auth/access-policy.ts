@@ -1,0 +1,128 @@
+import { apiKeyPrefixOf, type ApiKeyGrant, type ApiKeyScope } from "@operon/protocol/api-keys";
+import { OperonError } from "@operon/protocol/errors";
+import type { ApiKeyRing } from "./api-key-ring.js";
+
+/**
+ * Who may call what on the gateway's frontends (HTTP and gRPC alike).
+ *
+ * Needs: "infer" (inference, metadata, statistics, repository index,
+ * operator listing) and "admin" (model control: load, unload, operator
+ * registration). Health and server metadata need nothing and are not
+ * routed here.
+ *
+ * Rules:
+ * - A presented key is always checked, even where none is required, so a
+ *   revoked or expired key is refused everywhere.
+ * - "infer" needs a key iff requireApiKey; either scope satisfies it.
+ * - "admin" needs a key with the admin scope iff requireApiKey, or a
+ *   listener binds beyond loopback, or the user made an admin key. Without
+ *   any of those, model control stays open, as in Triton on localhost.
+ * - Every authorized request with a key takes one request from its quota
+ *   and notes the key's use (ApiKeyRing.recordUse).
+ *
+ * Failures are OperonErrors: UNAUTHENTICATED (no valid key),
+ * PERMISSION_DENIED (key without the scope), RESOURCE_EXHAUSTED (quota).
+ */
+export type AccessNeed = ApiKeyScope;
+
+/** The caller a request was authorized for. */
+export interface Principal {
+  keyId: string;
+  /** Priority given to requests that set none (0 = the model's default). */
+  priorityLevel: number;
+  /** How messages name the key: `opk_<prefix>…`, never the whole key; `id <keyId>` when the token has no prefix. */
+  label: string;
+}
+
+export interface GatewayAccessPolicyOptions {
+  ring: ApiKeyRing;
+  /** --require-api-key: every request but health and server metadata needs a key. */
+  requireApiKey: boolean;
+  /** True when every enabled listener binds a loopback address. */
+  loopbackOnly: boolean;
+}
+
+const BEARER = /^Bearer +([^\s]+) *$/i;
+
+export class GatewayAccessPolicy {
+  readonly ring: ApiKeyRing;
+  readonly requireApiKey: boolean;
+  readonly loopbackOnly: boolean;
+
+  constructor(options: GatewayAccessPolicyOptions) {
+    this.ring = options.ring;
+    this.requireApiKey = options.requireApiKey;
+    this.loopbackOnly = options.loopbackOnly;
+  }
+
+  /** True when model control needs no key right now (start-up messages tell the user). */
+  modelControlOpen(): boolean {
+    return !this.keyRequired("admin");
+  }
+
+  /** True when requests of this need must present a key right now. */
+  keyRequired(need: AccessNeed): boolean {
+    if (need === "infer") return this.requireApiKey;
+    return this.requireApiKey || !this.loopbackOnly || this.ring.hasUserAdminKeys();
+  }
+
+  /**
+   * Checks one request's Authorization value (undefined = none sent) for a
+   * need, takes it from the key's quota and notes the key's use. Resolves
+   * the principal, or null for an anonymous request that needs no key.
+   */
+  authorize(authorizationHeader: string | undefined, need: AccessNeed): Principal | null {
+    const principal = this.authenticate(authorizationHeader, need);
+    if (principal !== null) this.admit(principal);
+    return principal;
+  }
+
+  /**
+   * The identity and scope half of authorize, without quota or use: for a
+   * stream, checked once when it opens; admit() then runs per request.
+   */
+  authenticate(authorizationHeader: string | undefined, need: AccessNeed): Principal | null {
+    if (authorizationHeader === undefined) {
+      if (!this.keyRequired(need)) return null;
+      throw new OperonError("UNAUTHENTICATED", `${NEED_WORDS[need]} on this server needs an API key (Authorization: Bearer <key>)`);
+    }
+    const token = BEARER.exec(authorizationHeader)?.[1];
+    if (token === undefined) throw new OperonError("UNAUTHENTICATED", "Authorization must be 'Bearer <api key>'");
+    const grant = this.ring.lookup(token);
+    if (grant === undefined) throw new OperonError("UNAUTHENTICATED", "the API key is not valid (unknown, revoked or expired)");
+    checkScope(grant, need, this.keyRequired(need));
+    const prefix = apiKeyPrefixOf(token);
+    return { keyId: grant.id, priorityLevel: grant.priorityLevel, label: prefix !== undefined ? `opk_${prefix}…` : `id ${grant.id}` };
+  }
+
+  /**
+   * One request of an authenticated principal: the key must still be held
+   * (not revoked or expired since), and within its quota. Notes its use.
+   */
+  admit(principal: Principal): void {
+    const grant = this.ring.grantById(principal.keyId);
+    if (grant === undefined) throw new OperonError("UNAUTHENTICATED", "the API key is not valid (unknown, revoked or expired)");
+    if (!this.ring.takeQuota(grant)) {
+      throw new OperonError("RESOURCE_EXHAUSTED", `API key ${principal.label} exceeded its quota of ${grant.qpsQuota} requests/s`);
+    }
+    this.ring.recordUse(grant.id);
+  }
+}
+
+const NEED_WORDS: Record<AccessNeed, string> = {
+  infer: "inference",
+  admin: "model control",
+};
+
+function checkScope(grant: ApiKeyGrant, need: AccessNeed, required: boolean): void {
+  if (need === "admin") {
+    // Where model control is open, any valid key may use it (as anonymous callers may).
+    if (required && !grant.scopes.includes("admin")) {
+      throw new OperonError("PERMISSION_DENIED", "this API key lacks the 'admin' scope that model control needs");
+    }
+    return;
+  }
+  if (!grant.scopes.includes("infer") && !grant.scopes.includes("admin")) {
+    throw new OperonError("PERMISSION_DENIED", "this API key lacks the 'infer' scope that inference needs");
+  }
+}

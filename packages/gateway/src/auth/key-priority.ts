@@ -1,0 +1,28 @@
+import type { InferRequest } from "@operon/protocol/inference";
+import type { InferenceEngine } from "../engine-api.js";
+import type { Principal } from "./access-policy.js";
+
+/**
+ * An API key's priority level (schedule_policy `priority`, 1 = highest)
+ * for the inference requests that set none. The request's own `priority`
+ * always wins. The level is capped at the model's lowest priority
+ * (dynamic_batching.priority_levels): a key meant for "low priority
+ * everywhere" must not fail on a model with fewer levels. Models without
+ * priority levels get the key's level and ignore it, as they ignore a
+ * client's.
+ */
+export function applyKeyPriority(engine: InferenceEngine, request: InferRequest, principal: Principal | null): void {
+  if (principal === null || principal.priorityLevel <= 0 || request.parameters["priority"] !== undefined) return;
+  request.parameters["priority"] = Math.min(principal.priorityLevel, priorityLevelsOf(engine, request));
+}
+
+/** The model's dynamic_batching.priority_levels; unbounded when it has none or is unknown (the engine reports that). */
+function priorityLevelsOf(engine: InferenceEngine, request: InferRequest): number {
+  try {
+    const batching = engine.modelConfig(request.modelName, request.modelVersion)["dynamic_batching"] as { priority_levels?: unknown } | undefined;
+    const levels = batching?.priority_levels;
+    return typeof levels === "number" && levels > 0 ? levels : Number.POSITIVE_INFINITY;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
