@@ -122,10 +122,10 @@ export async function startControlPlane(options: {
 
 /** Operators live in the database; the gateway learns them again at every start. */
 async function syncOperators(controlPlane: ControlPlane, logger: Logger): Promise<void> {
-  const sync = (controlPlane as unknown as { syncOperatorsToGateway?: () => Promise<unknown> }).syncOperatorsToGateway;
-  if (typeof sync !== "function") return;
   try {
-    await sync.call(controlPlane);
+    const { registered, failures } = await controlPlane.syncOperatorsToGateway();
+    if (registered.length > 0) logger.info({ operators: registered }, "registered the stored operators with the gateway");
+    for (const failure of failures) logger.error({ operator: failure.name, reason: failure.message }, "a stored operator could not be registered with the gateway");
   } catch (error) {
     logger.error({ err: (error as Error).message }, "could not register the stored operators with the gateway");
   }

@@ -3,7 +3,14 @@ import { resolveControlPlaneOptions, type ControlPlaneOptions, type ResolvedCont
 import type { ApiServices } from "./services.js";
 import { ApiKeyService } from "./services/api-key-service.js";
 import { GatewayClient } from "./services/gateway-client.js";
+import { HardwareProfiles } from "./services/hardware-profiles.js";
+import { OperatorRegistry, type SyncFailure } from "./services/operator-registry.js";
+import { PerfRuns } from "./services/perf-runs.js";
+import { UsageSampler } from "./services/usage-sampler.js";
 import { LoginRateLimiter } from "./services/login-rate-limiter.js";
+import { ModelRegistry } from "./services/model-registry.js";
+import { ModelStore } from "./services/model-store.js";
+import { UploadSessions } from "./services/upload-sessions.js";
 import { SessionStore } from "./services/session-store.js";
 
 /**
@@ -23,6 +30,16 @@ export class ControlPlane {
     const resolved: ResolvedControlPlaneOptions = resolveControlPlaneOptions(options);
     const prisma = resolved.db.prisma;
     const needsSetup = (await prisma.user.count()) === 0;
+    const gateway = new GatewayClient(resolved.gateway);
+    const uploads = await UploadSessions.create({ stagingDir: resolved.uploadStagingDir, logger: resolved.logger });
+    const models = await ModelRegistry.create({
+      prisma,
+      gateway,
+      store: await ModelStore.create(resolved.modelStoreDir),
+      uploads,
+      maxUploadBytes: resolved.maxUploadBytes,
+      logger: resolved.logger,
+    });
     const services: ApiServices = {
       prisma,
       options: resolved,
@@ -30,11 +47,35 @@ export class ControlPlane {
       sessions: new SessionStore(prisma),
       apiKeys: await ApiKeyService.create(prisma),
       loginLimiter: new LoginRateLimiter(resolved.loginRateLimits),
-      gateway: new GatewayClient(resolved.gateway),
+      gateway,
+      operators: new OperatorRegistry(prisma, gateway, resolved.logger),
+      perfRuns: new PerfRuns(prisma, gateway, resolved.gateway, resolved.logger),
+      hardware: new HardwareProfiles(prisma),
+      usageSampler: new UsageSampler(prisma, gateway, resolved.usageSampleIntervalSecs, resolved.logger),
+      models,
+      uploads,
       setup: { token: needsSetup ? randomBytes(18).toString("base64url") : undefined },
     };
     const backgroundStops: Array<() => Promise<void> | void> = [];
+    // The upload sweeper; stopping removes the staged files of unfinished uploads.
+    backgroundStops.push(() => uploads.stop());
+    // Runs a crash left RUNNING cannot be resumed: they end FAILED "interrupted by a restart".
+    const interrupted = await services.perfRuns.recoverInterrupted();
+    if (interrupted > 0) resolved.logger.warn({ reports: interrupted }, "perf runs interrupted by a restart marked failed");
+    backgroundStops.push(() => services.perfRuns.stop());
+    services.usageSampler.start();
+    backgroundStops.push(() => services.usageSampler.stop());
     return new ControlPlane(services, backgroundStops);
+  }
+
+  /**
+   * Registers every stored operator with the gateway, whose operators live
+   * in its memory only: call once the gateway is up (the CLI does). Failures
+   * (e.g. a model an operator calls is no longer served) are logged and
+   * returned, never thrown.
+   */
+  async syncOperatorsToGateway(): Promise<{ registered: string[]; failures: SyncFailure[] }> {
+    return this.services.operators.syncToGateway();
   }
 
   /** The first-run setup token while no account exists (print it for the person who started Operon). */

@@ -1,6 +1,12 @@
 import { apiKeysRouter } from "./routers/api-keys-router.js";
 import { auditRouter } from "./routers/audit-router.js";
 import { authRouter } from "./routers/auth-router.js";
+import { hardwareRouter } from "./routers/hardware-router.js";
+import { metricsRouter } from "./routers/metrics-router.js";
+import { modelsRouter } from "./routers/models-router.js";
+import { operatorsRouter } from "./routers/operators-router.js";
+import { perfRouter } from "./routers/perf-router.js";
+import { workersRouter } from "./routers/workers-router.js";
 import { usersRouter } from "./routers/users-router.js";
 import { createCallerFactory, router } from "./trpc.js";
 
@@ -10,6 +16,12 @@ export const appRouter = router({
   users: usersRouter,
   apiKeys: apiKeysRouter,
   audit: auditRouter,
+  operators: operatorsRouter,
+  perf: perfRouter,
+  metrics: metricsRouter,
+  hardware: hardwareRouter,
+  workers: workersRouter,
+  models: modelsRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -2,7 +2,13 @@ import type { PrismaClient } from "@operon/db";
 import type { ApiLogger, ResolvedControlPlaneOptions } from "./options.js";
 import type { ApiKeyService } from "./services/api-key-service.js";
 import type { GatewayClient } from "./services/gateway-client.js";
+import type { HardwareProfiles } from "./services/hardware-profiles.js";
+import type { OperatorRegistry } from "./services/operator-registry.js";
+import type { PerfRuns } from "./services/perf-runs.js";
+import type { UsageSampler } from "./services/usage-sampler.js";
 import type { LoginRateLimiter } from "./services/login-rate-limiter.js";
+import type { ModelRegistry } from "./services/model-registry.js";
+import type { UploadSessions } from "./services/upload-sessions.js";
 import type { SessionStore } from "./services/session-store.js";
 
 /**
@@ -17,6 +23,17 @@ export interface ApiServices {
   apiKeys: ApiKeyService;
   loginLimiter: LoginRateLimiter;
   gateway: GatewayClient;
+  /** Operators: stored versions, kept in step with the gateway. */
+  operators: OperatorRegistry;
+  /** Perf runs in the background, one at a time. */
+  perfRuns: PerfRuns;
+  hardware: HardwareProfiles;
+  /** Usage samples of the gateway (started by ControlPlane.create when the interval > 0). */
+  usageSampler: UsageSampler;
+  /** Models: uploads (model store + gateway) and the gateway's repository models. */
+  models: ModelRegistry;
+  /** Model uploads in progress (staged files, expiry timer). */
+  uploads: UploadSessions;
   /** True until the first user exists; the console then offers first-run setup. */
   setup: FirstRunSetup;
 }

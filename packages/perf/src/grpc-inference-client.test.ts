@@ -10,6 +10,8 @@ const SET: PreparedInputSet = [
 ];
 
 interface Received {
+  /** The call's `authorization` metadata, added by the fake server. */
+  authorization?: unknown;
   model_name: string;
   model_version: string;
   inputs: Array<{ name: string; datatype: string; shape: string[]; contents: unknown }>;
@@ -31,7 +33,7 @@ async function startFakeGrpcServer(received: Received[]): Promise<{ target: stri
   const notFound = (name: string) => ({ code: grpc.status.NOT_FOUND, details: `Request for unknown model: '${name}' is not found` });
   server.addService(definition["inference.GRPCInferenceService"] as unknown as grpc.ServiceDefinition, {
     ModelInfer: (call: grpc.ServerUnaryCall<Received, object>, callback: grpc.sendUnaryData<object>) => {
-      received.push(call.request);
+      received.push({ ...call.request, authorization: call.metadata.get("authorization")[0] });
       callback(null, { model_name: call.request.model_name, raw_output_contents: [Buffer.alloc(4)] });
     },
     ModelMetadata: (call: grpc.ServerUnaryCall<{ name: string }, object>, callback: grpc.sendUnaryData<object>) => {
@@ -83,6 +85,15 @@ describe("GrpcInferenceClient", () => {
       ["B", "INT64", ["1"], null],
     ]);
     expect(request.raw_input_contents).toEqual([SET[0]!.data, SET[1]!.data]);
+  });
+
+  it("sends the extra headers as call metadata", async () => {
+    const received: Received[] = [];
+    const fake = await startFakeGrpcServer(received);
+    server = fake.server;
+    client = await GrpcInferenceClient.create({ url: fake.target, model: "toy", inputSets: [SET], headers: { Authorization: "Bearer opk_test" } });
+    await client.infer();
+    expect(received[0]!.authorization).toBe("Bearer opk_test");
   });
 
   it("normalises metadata, config and statistics (64-bit strings become numbers)", async () => {

@@ -41,6 +41,7 @@ export class GrpcInferenceClient implements InferenceClient {
   private readonly controlTimeoutMs: number;
   private readonly version: string;
   private readonly description: string;
+  private readonly metadata: grpc.Metadata;
   private next = 0;
   private closed = false;
 
@@ -72,6 +73,8 @@ export class GrpcInferenceClient implements InferenceClient {
     this.description = `model '${options.model}'${this.version === "" ? "" : ` version ${this.version}`}`;
     this.controlTimeoutMs = options.controlTimeoutMs ?? DEFAULT_CONTROL_TIMEOUT_MS;
     this.client = new grpc.Client(target, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
+    this.metadata = new grpc.Metadata();
+    for (const [name, value] of Object.entries(options.headers ?? {})) this.metadata.set(name.toLowerCase(), value);
     this.prepared = (options.inputSets ?? []).map((set) =>
       this.methods.ModelInfer.requestSerialize({
         model_name: options.model,
@@ -87,7 +90,7 @@ export class GrpcInferenceClient implements InferenceClient {
     if (body === undefined) return Promise.reject(new Error("no inference request was prepared for this client"));
     this.next = this.next + 1 === this.prepared.length ? 0 : this.next + 1;
     return new Promise<void>((resolve, reject) => {
-      this.client.makeUnaryRequest<Buffer, undefined>(this.methods.ModelInfer.path, passThrough, ignoreResponse, body, (error) => {
+      this.client.makeUnaryRequest<Buffer, undefined>(this.methods.ModelInfer.path, passThrough, ignoreResponse, body, this.metadata, (error) => {
         if (error) reject(new Error(`gRPC ${grpc.status[error.code] ?? error.code}: ${error.details}`, { cause: error }));
         else resolve();
       });
@@ -134,6 +137,7 @@ export class GrpcInferenceClient implements InferenceClient {
         method.requestSerialize,
         method.responseDeserialize,
         request,
+        this.metadata,
         { deadline: Date.now() + this.controlTimeoutMs },
         (error, response) => {
           if (!error) resolve(response);

@@ -43,6 +43,15 @@ describe("HttpInferenceClient", () => {
     expect(JSON.parse(request.body.toString())).toEqual({ inputs: [{ name: "X", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }] });
   });
 
+  it("sends the extra headers (an API key) with inferences and metadata calls", async () => {
+    server = await startFakeKserveServer();
+    client = new HttpInferenceClient({ url: server.url, model: "toy", inputSets: [SET], headers: { authorization: "Bearer opk_test" } });
+    await client.modelConfig();
+    await client.infer();
+    expect(server.received.map((request) => request.headers.authorization)).toEqual(["Bearer opk_test", "Bearer opk_test"]);
+    expect(server.received[1]!.headers["content-type"]).toBe("application/octet-stream");
+  });
+
   it("cycles through several prepared requests", async () => {
     server = await startFakeKserveServer();
     const other: PreparedInputSet = [{ ...SET[0]!, data: Buffer.alloc(16) }];

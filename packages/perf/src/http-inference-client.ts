@@ -106,7 +106,7 @@ export class HttpInferenceClient implements InferenceClient {
 
   private prepare(set: PreparedInputSet, binary: boolean): PreparedHttpRequest {
     let body: Buffer;
-    const headers: http.OutgoingHttpHeaders = {};
+    const headers: http.OutgoingHttpHeaders = { ...this.options.headers };
     if (binary) {
       const header = Buffer.from(
         JSON.stringify({
@@ -152,7 +152,7 @@ export class HttpInferenceClient implements InferenceClient {
     const path = `${this.modelPath}${suffix}`;
     return new Promise<unknown>((resolve, reject) => {
       const request = http.get(
-        { agent: this.controlAgent, host: this.address.host, port: this.address.port, path, headers: { accept: "application/json" } },
+        { agent: this.controlAgent, host: this.address.host, port: this.address.port, path, headers: { ...this.options.headers, accept: "application/json" } },
         (response) => {
           readBody(response).then((body) => {
             const status = response.statusCode ?? 0;

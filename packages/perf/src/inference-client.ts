@@ -45,6 +45,11 @@ export interface InferenceClientOptions {
   controlTimeoutMs?: number;
   /** gRPC: the directory holding grpc_service.proto (default: @operon/protocol's proto/). */
   protoDir?: string;
+  /**
+   * Sent with every call: HTTP headers, or gRPC metadata under the same
+   * (lower-cased) names. For a gateway that wants `authorization: Bearer <key>`.
+   */
+  headers?: Readonly<Record<string, string>>;
 }
 
 export const DEFAULT_CONTROL_TIMEOUT_MS = 10_000;

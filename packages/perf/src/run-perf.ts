@@ -42,6 +42,8 @@ export interface PerfOptions {
   binaryData?: boolean;
   /** Stops the run at once; the report holds the completed windows (an interrupted step is marked not stable). */
   signal?: AbortSignal;
+  /** Sent with every request (HTTP headers / gRPC metadata), e.g. `{ authorization: "Bearer <key>" }`; never written to the report. */
+  headers?: Readonly<Record<string, string>>;
 }
 
 export const PERF_DEFAULTS = {
@@ -137,6 +139,7 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
     model: resolved.model,
     version: resolved.version,
     binaryData: resolved.binaryData,
+    ...(options.headers !== undefined ? { headers: options.headers } : {}),
   };
 
   const control = await createInferenceClient(resolved.protocol, clientOptions);

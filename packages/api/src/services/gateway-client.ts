@@ -35,6 +35,18 @@ export interface GatewayOperator {
   spec: Record<string, unknown>;
 }
 
+/** One problem the gateway found in an operator spec; `path` names the field when the gateway knows it. */
+export interface OperatorProblem {
+  code?: string;
+  path?: string;
+  message: string;
+}
+
+export interface OperatorValidation {
+  valid: boolean;
+  problems: OperatorProblem[];
+}
+
 export class GatewayClient {
   readonly httpUrl: string;
   private readonly timeoutMs: number;
@@ -108,6 +120,32 @@ export class GatewayClient {
 
   async unregisterOperator(name: string): Promise<void> {
     await this.request("DELETE", `/v2/operators/${encodeURIComponent(name)}`);
+  }
+
+  /**
+   * The gateway's dry run of registerOperator (POST /v2/operators/<name>/validate):
+   * the spec is checked against the models served now and nothing is
+   * registered. Problems are data, not errors: an invalid spec answers
+   * `valid: false` with its problems, and a spec refused outright (400, e.g.
+   * malformed JSON shape) becomes one problem carrying the gateway's message.
+   */
+  async validateOperator(name: string, spec: Record<string, unknown>): Promise<OperatorValidation> {
+    const response = await this.request("POST", `/v2/operators/${encodeURIComponent(name)}/validate`, spec, { acceptStatuses: [400] });
+    const body = (response.body ?? {}) as { valid?: unknown; problems?: unknown; error?: unknown };
+    const problems: OperatorProblem[] = Array.isArray(body.problems)
+      ? body.problems.map((raw: unknown) => {
+          const item = (typeof raw === "object" && raw !== null ? raw : { message: String(raw) }) as Record<string, unknown>;
+          return {
+            message: typeof item["message"] === "string" ? item["message"] : JSON.stringify(raw),
+            ...(typeof item["code"] === "string" ? { code: item["code"] } : {}),
+            ...(typeof item["path"] === "string" && item["path"] !== "" ? { path: item["path"] } : {}),
+          };
+        })
+      : response.status === 400
+        ? [{ message: typeof body.error === "string" ? body.error : "the gateway refused the spec" }]
+        : [];
+    const valid = typeof body.valid === "boolean" ? body.valid && problems.length === 0 : problems.length === 0;
+    return { valid, problems };
   }
 
   async workers(): Promise<WorkersResponse> {

@@ -1,0 +1,282 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Database, UsageSample } from "@operon/db";
+import { testDatabaseBackends } from "@operon/db/testing/test-databases";
+import { ControlPlane } from "../control-plane.js";
+import type { ApiLogger } from "../options.js";
+import { GatewayClient } from "../services/gateway-client.js";
+import { UsageSampler } from "../services/usage-sampler.js";
+import { appCodeOf, createControlPlaneHarness, type ControlPlaneHarness } from "../testing/control-plane-harness.js";
+import { startTestGateway, type TestGateway } from "../testing/gateway-harness.js";
+
+const EXAMPLES = fileURLToPath(new URL("../../../../examples/model_repository", import.meta.url));
+
+let gateway: TestGateway;
+
+beforeAll(async () => {
+  gateway = await startTestGateway({ modelRepositories: [EXAMPLES], loadModels: ["add_sub"] });
+});
+afterAll(async () => {
+  await gateway?.stop();
+});
+
+/** `count` add_sub inferences; `failing` more with a wrong shape (the gateway counts them as failures). */
+async function traffic(count: number, failing = 0): Promise<void> {
+  const client = new GatewayClient({ httpUrl: gateway.httpUrl });
+  const data = Array.from({ length: 16 }, (_, i) => i);
+  for (let i = 0; i < count; i += 1) {
+    await client.infer("add_sub", undefined, {
+      inputs: [
+        { name: "INPUT0", datatype: "FP32", shape: [1, 16], data },
+        { name: "INPUT1", datatype: "FP32", shape: [1, 16], data },
+      ],
+    });
+  }
+  for (let i = 0; i < failing; i += 1) {
+    await expect(
+      client.infer("add_sub", undefined, {
+        inputs: [
+          { name: "INPUT0", datatype: "FP32", shape: [1, 15], data: data.slice(1) },
+          { name: "INPUT1", datatype: "FP32", shape: [1, 15], data: data.slice(1) },
+        ],
+      }),
+    ).rejects.toThrow();
+  }
+}
+
+function capturingLogger(): ApiLogger & { warnings: string[] } {
+  const warnings: string[] = [];
+  return { warnings, info: () => {}, warn: (obj, msg) => void warnings.push(msg ?? String(obj)), error: (obj, msg) => void warnings.push(msg ?? String(obj)) };
+}
+
+/** A small deterministic generator, so the synthetic samples vary without being random between runs. */
+function sequence(seed: number): () => number {
+  let state = seed;
+  return () => {
+    state = (state * 1103515245 + 12345) % 2147483648;
+    return state / 2147483648;
+  };
+}
+
+describe.each(testDatabaseBackends())("usage sampler and metrics router on $name", (backend) => {
+  let db: Database;
+  let h: ControlPlaneHarness;
+
+  beforeAll(async () => {
+    db = await backend.setup();
+    h = await createControlPlaneHarness(db, { gateway: { httpUrl: gateway.httpUrl, metricsUrl: gateway.metricsUrl } });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await db?.close();
+    await backend.teardown();
+  });
+
+  it("samples the request deltas of real inferences, with latency, queue, workers, CPU and the default profile", async () => {
+    const profile = await h.as("ADMIN").hardware.create({ name: "this-host", kind: "CPU", cpuCores: 2, costPerHour: 3.6, currency: "USD" });
+    const sampler = h.controlPlane.services.usageSampler;
+    expect(await sampler.sampleNow()).toMatchObject({ baseline: true, written: 0, skipped: null });
+
+    await traffic(5, 2);
+    const first = await sampler.sampleNow();
+    expect(first).toMatchObject({ baseline: false, written: 1, skipped: null });
+    const model = await db.prisma.model.findUniqueOrThrow({ where: { name: "add_sub" } });
+    const [row] = await db.prisma.usageSample.findMany({ where: { modelId: model.id }, orderBy: { id: "asc" } });
+    expect(row).toMatchObject({ modelVersion: 1, requests: 7, errors: 2, instanceCount: 2, hardwareProfileId: profile.id, at: first.at });
+    expect(row!.intervalSeconds).toBeGreaterThanOrEqual(1);
+    expect(row!.latencyP50Ms!).toBeGreaterThan(0);
+    expect(row!.latencyP50Ms!).toBeLessThanOrEqual(row!.latencyP99Ms!);
+    expect(row!.queueTimeMs).not.toBeNull();
+    expect(row!.cpuUtilization!).toBeGreaterThanOrEqual(0);
+    expect(row!.cpuUtilization!).toBeLessThanOrEqual(1);
+    expect(Number(row!.memoryBytes)).toBeGreaterThan(1 << 20);
+
+    await traffic(3);
+    await sampler.sampleNow();
+    const idle = await sampler.sampleNow();
+    const rows = await db.prisma.usageSample.findMany({ where: { modelId: model.id }, orderBy: { id: "asc" } });
+    expect(rows.map((sample) => [sample.requests, sample.errors])).toEqual([
+      [7, 2],
+      [3, 0],
+      [0, 0],
+    ]);
+    // No traffic: no latency, but the instances are still counted.
+    expect(rows[2]).toMatchObject({ latencyP50Ms: null, latencyP99Ms: null, queueTimeMs: null, instanceCount: 2, at: idle.at });
+    // The repository model got its row once, audited.
+    const { events } = await h.as("ADMIN").audit.list({ action: "model.discover", limit: 5 });
+    expect(events.map((event) => event.targetId)).toEqual([model.id]);
+
+    // Costs over these rows follow from them: the profile's price × CPU share × hours.
+    const from = new Date(rows[0]!.at.getTime());
+    const to = new Date(rows[2]!.at.getTime() + 1);
+    const costs = await h.as("VIEWER").metrics.costs({ from, to });
+    const expected = rows.reduce((sum, sample) => sum + 3.6 * (sample.cpuUtilization ?? 0) * (sample.intervalSeconds / 3600), 0);
+    const addSub = costs.models.find((entry) => entry.model === "add_sub")!;
+    expect(addSub.inferences).toBe(8);
+    expect(addSub.cost).toBeCloseTo(expected, 5);
+    expect(addSub.profileName).toBe("this-host");
+  });
+
+  it("reads live per-model numbers and the workers from the gateway", async () => {
+    await traffic(2);
+    const current = await h.as("VIEWER").metrics.current();
+    const addSub = current.models.find((entry) => entry.model === "add_sub")!;
+    expect(addSub).toMatchObject({ version: "1", isOperator: false, instances: 2, readyInstances: 2, restarts: 0 });
+    expect(addSub.requests).toBeGreaterThanOrEqual(10);
+    expect(addSub.errors).toBeGreaterThanOrEqual(2);
+    expect(addSub.latencyUs.p50!).toBeGreaterThan(0);
+    expect(addSub.avgQueueUs).not.toBeNull();
+    expect(addSub.cpuSeconds!).toBeGreaterThanOrEqual(0);
+    expect(addSub.memoryBytes!).toBeGreaterThan(0);
+    expect(addSub.lastSample?.requestsPerSec).toBe(0);
+    expect(current.hostCpuCores).toBeGreaterThan(0);
+    expect(current.gateway?.pid).toBe(process.pid);
+    expect(current.unavailable).toEqual([]);
+  });
+
+  it("skips a sample, without throwing, while the gateway is down", async () => {
+    const logger = capturingLogger();
+    const down = new UsageSampler(db.prisma, new GatewayClient({ httpUrl: "http://127.0.0.1:9", timeoutMs: 2000 }), 0, logger);
+    const before = await db.prisma.usageSample.count();
+    const result = await down.sampleNow();
+    expect(result).toMatchObject({ written: 0, baseline: false, skipped: expect.stringMatching(/not reachable/) });
+    expect(await db.prisma.usageSample.count()).toBe(before);
+    expect(logger.warnings.join("\n")).toMatch(/usage sample skipped/);
+
+    // The background timer keeps going through failures, and stops cleanly.
+    const dir = mkdtempSync(join(tmpdir(), "operon-sampler-"));
+    const timed = capturingLogger();
+    const controlPlane = await ControlPlane.create({
+      db,
+      gateway: { httpUrl: "http://127.0.0.1:9", timeoutMs: 500 },
+      modelStoreDir: join(dir, "models"),
+      uploadStagingDir: join(dir, "staging"),
+      usageSampleIntervalSecs: 1,
+      logger: timed,
+    });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1600));
+      expect(timed.warnings.filter((warning) => /usage sample skipped/.test(warning)).length).toBeGreaterThanOrEqual(2);
+    } finally {
+      await controlPlane.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  describe("charts and costs from stored samples", () => {
+    const from = new Date("2020-01-01T00:00:00.000Z");
+    const to = new Date("2020-01-01T00:10:00.000Z");
+    const written: Array<UsageSample & { model: string }> = [];
+    let cheap: { id: string; name: string; costPerHour: number };
+    let dear: { id: string; name: string; costPerHour: number };
+
+    beforeAll(async () => {
+      cheap = await h.as("ADMIN").hardware.create({ name: "cheap", kind: "CPU", costPerHour: 2.5, currency: "USD" });
+      dear = await h.as("ADMIN").hardware.create({ name: "dear", kind: "GPU", gpuModel: "H200", gpuCount: 1, costPerHour: 4.25, currency: "USD" });
+      const next = sequence(backend.name.length);
+      const models = { alpha: await db.prisma.model.create({ data: { name: "alpha" } }), beta: await db.prisma.model.create({ data: { name: "beta" } }) };
+      // One sample a minute for ten minutes: the first five on "cheap", the next four on "dear", the last one without a profile.
+      for (let minute = 0; minute < 10; minute += 1) {
+        const at = new Date(from.getTime() + minute * 60_000);
+        const hardwareProfileId = minute < 5 ? cheap.id : minute < 9 ? dear.id : null;
+        for (const [name, model] of Object.entries(models)) {
+          const requests = Math.floor(next() * 1000);
+          const p50 = 1 + next() * 5;
+          const row = await db.prisma.usageSample.create({
+            data: {
+              modelId: model.id,
+              modelVersion: 1,
+              hardwareProfileId,
+              at,
+              intervalSeconds: 60,
+              requests,
+              errors: Math.floor(requests * next() * 0.1),
+              latencyP50Ms: requests > 0 ? p50 : null,
+              latencyP95Ms: requests > 0 ? p50 * 2 : null,
+              latencyP99Ms: requests > 0 ? p50 * 3 : null,
+              queueTimeMs: requests > 0 ? next() : null,
+              instanceCount: 1 + Math.floor(next() * 3),
+              cpuUtilization: name === "beta" && minute === 2 ? null : next() * 0.4,
+              memoryBytes: BigInt(Math.floor(next() * 2 ** 30)),
+            },
+          });
+          written.push({ ...row, model: name });
+        }
+      }
+    });
+
+    it("buckets requests, errors, latencies, CPU and memory, overall and per model", async () => {
+      const series = await h.as("VIEWER").metrics.timeSeries({ from, to, bucketSecs: 300 });
+      expect(series.bucketSecs).toBe(300);
+      expect(series.overall.map((point) => point.at)).toEqual([from, new Date(from.getTime() + 300_000)]);
+      expect(series.models.map((entry) => entry.model)).toEqual(["alpha", "beta"]);
+      for (const [index, start] of [0, 5].entries()) {
+        const inBucket = (model?: string) => written.filter((row) => (model === undefined || row.model === model) && row.at.getTime() >= from.getTime() + start * 60_000 && row.at.getTime() < from.getTime() + (start + 5) * 60_000);
+        const sum = (rows: typeof written, pick: (row: (typeof written)[number]) => number) => rows.reduce((total, row) => total + pick(row), 0);
+        for (const model of ["alpha", "beta"]) {
+          const rows = inBucket(model);
+          const point = series.models.find((entry) => entry.model === model)!.points[index]!;
+          const requests = sum(rows, (row) => row.requests);
+          expect(point.requests).toBe(requests);
+          expect(point.requestsPerSec).toBeCloseTo(requests / 300, 9);
+          expect(point.errorRate).toBeCloseTo(sum(rows, (row) => row.errors) / requests, 9);
+          const weighted = rows.filter((row) => row.latencyP99Ms !== null && row.requests > 0);
+          expect(point.latencyP99Ms!).toBeCloseTo(sum(weighted, (row) => row.latencyP99Ms! * row.requests) / sum(weighted, (row) => row.requests), 9);
+          expect(point.cpuUtilization!).toBeCloseTo(sum(rows, (row) => (row.cpuUtilization ?? 0) * 60) / 300, 9);
+          expect(point.instances!).toBeCloseTo(sum(rows, (row) => row.instanceCount * 60) / 300, 9);
+          expect(point.memoryBytes!).toBeCloseTo(sum(rows, (row) => Number(row.memoryBytes) * 60) / 300, 0);
+        }
+        const overall = series.overall[index]!;
+        expect(overall.requests).toBe(sum(inBucket(), (row) => row.requests));
+        expect(overall.requestsPerSec).toBeCloseTo(sum(inBucket(), (row) => row.requests) / 300, 9);
+        expect(overall.errorsPerSec).toBeCloseTo(sum(inBucket(), (row) => row.errors) / 300, 9);
+      }
+      const onlyBeta = await h.as("VIEWER").metrics.timeSeries({ from, to, model: "beta" });
+      expect(onlyBeta.models.map((entry) => entry.model)).toEqual(["beta"]);
+      expect(onlyBeta.overall.reduce((total, point) => total + point.requests, 0)).toBe(written.filter((row) => row.model === "beta").reduce((total, row) => total + row.requests, 0));
+      // A bucket with no sample is a gap, not a zero.
+      const later = await h.as("VIEWER").metrics.timeSeries({ from: to, to: new Date(to.getTime() + 600_000), bucketSecs: 600 });
+      expect(later.overall[0]).toMatchObject({ requests: 0, requestsPerSec: null, cpuUtilization: null });
+    });
+
+    it("costs models by CPU share per profile, with the idle share and the unprofiled inferences", async () => {
+      const costs = await h.as("VIEWER").metrics.costs({ from, to });
+      for (const profile of [cheap, dear]) {
+        const rows = written.filter((row) => row.hardwareProfileId === profile.id);
+        const coveredHours = (new Set(rows.map((row) => row.at.getTime())).size * 60) / 3600;
+        const entry = costs.profiles.find((candidate) => candidate.profileId === profile.id)!;
+        expect(entry.coveredHours).toBeCloseTo(coveredHours, 9);
+        expect(entry.hostCost).toBeCloseTo(profile.costPerHour * coveredHours, 6);
+        let attributed = 0;
+        for (const model of ["alpha", "beta"]) {
+          const own = rows.filter((row) => row.model === model);
+          const cost = own.reduce((sum, row) => sum + profile.costPerHour * (row.cpuUtilization ?? 0) * (row.intervalSeconds / 3600), 0);
+          const inferences = own.reduce((sum, row) => sum + row.requests - row.errors, 0);
+          attributed += cost;
+          const line = entry.models.find((candidate) => candidate.model === model)!;
+          expect(line.inferences).toBe(inferences);
+          expect(line.cost).toBeCloseTo(cost, 5);
+          expect(line.costPerHour).toBeCloseTo(cost / coveredHours, 5);
+          expect(line.costPer1000Inferences!).toBeCloseTo((cost / inferences) * 1000, 5);
+          expect(costs.models).toContainEqual(line);
+        }
+        expect(entry.attributedCost).toBeCloseTo(attributed, 5);
+        expect(entry.unattributedCost).toBeCloseTo(profile.costPerHour * coveredHours - attributed, 5);
+        expect(entry.unattributedShare!).toBeCloseTo((profile.costPerHour * coveredHours - attributed) / (profile.costPerHour * coveredHours), 6);
+      }
+      const unprofiled = written.filter((row) => row.hardwareProfileId === null);
+      expect(costs.unprofiled.sort((a, b) => a.model.localeCompare(b.model))).toEqual(
+        ["alpha", "beta"].map((model) => ({ model, inferences: unprofiled.filter((row) => row.model === model).reduce((sum, row) => sum + row.requests - row.errors, 0) })),
+      );
+    });
+
+    it("rejects empty or oversized ranges with the field named", async () => {
+      await expect(h.as("VIEWER").metrics.costs({ from: to, to: from })).rejects.toThrow(/`to` must be after `from`/);
+      await expect(h.as("VIEWER").metrics.timeSeries({ from, to: new Date(from.getTime() + 30 * 86_400_000), bucketSecs: 60 })).rejects.toThrow(/at most 1000/);
+      expect(await appCodeOf(h.as(null).metrics.timeSeries({ from, to }))).toBe("UNAUTHENTICATED");
+    });
+  });
+});

@@ -1,0 +1,111 @@
+import { z } from "zod";
+import { DATATYPES } from "@operon/protocol/datatypes";
+import type { ModelActor } from "../services/model-registry.js";
+import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
+
+/**
+ * Models: viewers read (and try models through infer); engineers and admins
+ * upload, load, unload, delete and edit configs. The work happens in
+ * services/model-registry.ts; each state change writes its audit event
+ * (model.upload, model.load, model.unload, model.delete, model.updateConfig)
+ * in the transaction of its database change.
+ *
+ * Upload flow: upload.begin -> upload.chunk (repeat, base64, in order) ->
+ * upload.inspect (optional: the ONNX signature and a suggested config) ->
+ * upload.finish (stores, loads; a config problem keeps the upload open so the
+ * config can be fixed) or upload.abort.
+ */
+
+/** Triton model names as the model store accepts them (a folder name). */
+const newModelName = z
+  .string()
+  .min(1, { error: "required" })
+  .max(128, { error: "at most 128 characters" })
+  .regex(/^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/, { error: "letters, digits, '_', '.' and '-' only, not starting with '.'" });
+
+/** Any model the gateway may list (repository models are named by their folders). */
+const modelName = z.string().min(1, { error: "required" }).max(255);
+
+const uploadId = z.uuid({ error: "not an upload id" });
+
+/** A ModelConfig in Triton's JSON form (snake_case or camelCase keys, TYPE_* data types). */
+const modelConfig = z.record(z.string(), z.unknown());
+
+function modelActor(ctx: { user: { id: string }; actor: ModelActor["actor"] }): ModelActor {
+  return { userId: ctx.user.id, actor: ctx.actor };
+}
+
+export const modelsRouter = router({
+  /** Every model: uploads and the gateway's repository models, with live state from the gateway. */
+  list: viewerProcedure.query(({ ctx }) => ctx.services.models.list()),
+
+  /** One model with its config, tensors and statistics. */
+  get: viewerProcedure.input(z.object({ name: modelName })).query(({ ctx, input }) => ctx.services.models.get(input.name)),
+
+  upload: router({
+    /** Starts an upload; the version defaults to the next one after the model's existing versions. */
+    begin: engineerProcedure
+      .input(
+        z.object({
+          name: newModelName,
+          fileName: z.string().min(1, { error: "required" }).max(255),
+          sizeBytes: z.number().int().positive({ error: "must be at least 1 byte" }),
+          sha256: z
+            .string()
+            .regex(/^[0-9a-fA-F]{64}$/, { error: "must be 64 hex characters (the file's SHA-256)" })
+            .transform((hex) => hex.toLowerCase()),
+          version: z.number().int().min(1).max(2_147_483_647).optional(),
+        }),
+      )
+      .mutation(({ ctx, input }) => ctx.services.models.beginUpload(modelActor(ctx), input)),
+
+    /** Appends base64 `data` (at most chunkBytes decoded) at `offset`, which must equal the bytes received so far. */
+    chunk: engineerProcedure
+      .input(z.object({ uploadId, offset: z.number().int().min(0), data: z.string() }))
+      .mutation(({ ctx, input }) => ctx.services.models.uploadChunk(modelActor(ctx), input)),
+
+    /** After the last byte: checks size and sha256, reads the ONNX signature, suggests a config. */
+    inspect: engineerProcedure.input(z.object({ uploadId })).mutation(({ ctx, input }) => ctx.services.models.inspectUpload(modelActor(ctx), input.uploadId)),
+
+    /** Stores the upload as a new version (with `config`, default the suggested one) and loads it. */
+    finish: engineerProcedure
+      .input(z.object({ uploadId, description: z.string().trim().max(2000).optional(), config: modelConfig.optional() }))
+      .mutation(({ ctx, input }) => ctx.services.models.finishUpload(modelActor(ctx), input)),
+
+    abort: engineerProcedure.input(z.object({ uploadId })).mutation(({ ctx, input }) => ctx.services.models.abortUpload(modelActor(ctx), input.uploadId)),
+  }),
+
+  load: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.load(modelActor(ctx), input.name)),
+
+  unload: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.unload(modelActor(ctx), input.name)),
+
+  /** Uploaded models only: unloads, then removes the files and rows. */
+  delete: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.delete(modelActor(ctx), input.name)),
+
+  /** Uploaded models only: validates, writes config.pbtxt, reloads; the previous config comes back if the gateway refuses. */
+  updateConfig: engineerProcedure
+    .input(z.object({ name: modelName, config: modelConfig }))
+    .mutation(({ ctx, input }) => ctx.services.models.updateConfig(modelActor(ctx), input.name, input.config)),
+
+  /** One KServe v2 JSON inference (the console's try-it panel); flat `data` in row-major order. */
+  infer: viewerProcedure
+    .input(
+      z.object({
+        name: modelName,
+        version: z.number().int().min(1).optional(),
+        inputs: z
+          .array(
+            z.object({
+              name: z.string().min(1),
+              datatype: z.enum(DATATYPES),
+              shape: z.array(z.number().int().min(0)).max(16),
+              data: z.array(z.union([z.number(), z.string(), z.boolean()])).max(1_000_000),
+            }),
+          )
+          .min(1, { error: "give at least one input" })
+          .max(64),
+        outputs: z.array(z.string().min(1)).max(64).optional(),
+      }),
+    )
+    .mutation(({ ctx, input }) => ctx.services.models.infer(input.name, input)),
+});

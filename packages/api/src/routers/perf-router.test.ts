@@ -1,0 +1,180 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Database } from "@operon/db";
+import { testDatabaseBackends } from "@operon/db/testing/test-databases";
+import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
+import { generateApiKey } from "@operon/protocol/api-keys";
+import { ControlPlane } from "../control-plane.js";
+import { GatewayClient } from "../services/gateway-client.js";
+import type { PerfProgressView } from "../services/perf-runs.js";
+import { appCodeOf, createControlPlaneHarness, type ControlPlaneHarness } from "../testing/control-plane-harness.js";
+import { startTestGateway, type TestGateway } from "../testing/gateway-harness.js";
+
+const EXAMPLES = fileURLToPath(new URL("../../../../examples/model_repository", import.meta.url));
+
+// Every request to this gateway needs a key: the runs pass only if the control plane's key travels with perf's requests.
+const adminKey = generateApiKey();
+const ring = new ApiKeyRing();
+ring.replaceAll([{ id: "control-plane", hash: adminKey.hash, scopes: ["admin", "infer"], priorityLevel: 0, qpsQuota: null, expiresAt: null }]);
+
+let gateway: TestGateway;
+
+beforeAll(async () => {
+  gateway = await startTestGateway({ modelRepositories: [EXAMPLES], loadModels: ["add_sub"], access: { ring, requireApiKey: true } });
+});
+afterAll(async () => {
+  await gateway?.stop();
+});
+
+const quick = { batchSize: 1, measurementIntervalMs: 150, maxTrials: 3 };
+
+describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
+  let db: Database;
+  let h: ControlPlaneHarness;
+
+  beforeAll(async () => {
+    db = await backend.setup();
+    h = await createControlPlaneHarness(db, { gateway: { httpUrl: gateway.httpUrl, metricsUrl: gateway.metricsUrl, adminKey: adminKey.key } });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await db?.close();
+    await backend.teardown();
+  });
+
+  it("refuses runs viewers start, on unknown models, of the wrong kind or too large a batch, storing nothing", async () => {
+    const target = { kind: "MODEL" as const, name: "add_sub" };
+    const concurrency = { start: 1, end: 1, step: 1 };
+    expect(await appCodeOf(h.as("VIEWER").perf.start({ target, concurrency, ...quick }))).toBe("FORBIDDEN");
+    const unknown = h.as("ENGINEER").perf.start({ target: { kind: "MODEL", name: "no_such_model" }, concurrency, ...quick });
+    await expect(unknown).rejects.toThrow(/model 'no_such_model' is not served by the gateway/);
+    expect(await appCodeOf(h.as("ENGINEER").perf.start({ target: { kind: "OPERATOR", name: "add_sub" }, concurrency, ...quick }))).toBe("VALIDATION_FAILED");
+    await expect(h.as("ENGINEER").perf.start({ target, concurrency, ...quick, batchSize: 9 })).rejects.toThrow(/above model 'add_sub'.*max_batch_size \(8\)/);
+    await expect(h.as("ENGINEER").perf.start({ target, concurrency: { start: 3, end: 1, step: 1 }, ...quick })).rejects.toThrow(/end must be at least start/);
+    expect(await db.prisma.perfReport.count()).toBe(0);
+    // The gateway does refuse callers without the key.
+    await expect(new GatewayClient({ httpUrl: gateway.httpUrl }).statistics("add_sub")).rejects.toMatchObject({ code: "GATEWAY_ERROR" });
+  });
+
+  it("measures concurrency 1..2 in the background, one run at a time, and stores one sample per step", async () => {
+    const engineer = h.as("ENGINEER");
+    const { id } = await engineer.perf.start({ target: { kind: "MODEL", name: "add_sub" }, concurrency: { start: 1, end: 2, step: 1 }, ...quick });
+    const second = engineer.perf.start({ target: { kind: "MODEL", name: "add_sub" }, concurrency: { start: 1, end: 1, step: 1 }, ...quick });
+    await expect(second).rejects.toThrow(new RegExp(`already going \\(report ${id}`));
+    const running = await h.as("VIEWER").perf.progress({ id });
+    expect(running).toMatchObject({ status: "RUNNING", totalSteps: 2, error: null });
+    expect(running.percent).toBeLessThan(100);
+
+    await h.controlPlane.services.perfRuns.settled(id);
+    expect(await h.as("VIEWER").perf.progress({ id })).toEqual<PerfProgressView>({
+      id,
+      status: "SUCCEEDED",
+      completedSteps: 2,
+      totalSteps: 2,
+      currentConcurrency: null,
+      percent: 100,
+      error: null,
+    });
+    const report = await h.as("VIEWER").perf.get({ id });
+    expect(report).toMatchObject({ targetKind: "MODEL", targetName: "add_sub", targetVersion: "1", status: "SUCCEEDED", createdBy: { email: "engineer@example.com" } });
+    expect(report.samples.map((sample) => sample.concurrency)).toEqual([1, 2]);
+    for (const sample of report.samples) {
+      expect(sample.throughput).toBeGreaterThan(0);
+      expect(sample.errorCount).toBe(0);
+      expect(sample.latencyP50Us!).toBeGreaterThan(0);
+      expect(sample.latencyP50Us!).toBeLessThanOrEqual(sample.latencyP99Us!);
+      expect(sample.latencyP90Us!).toBeLessThanOrEqual(sample.latencyP95Us!);
+      expect(sample.queueUs).not.toBeNull();
+      expect(sample.computeUs!).toBeGreaterThan(0);
+    }
+    const summary = report.summary!;
+    expect(summary.steps.map((step) => step.concurrency)).toEqual([1, 2]);
+    expect(summary.totalErrors).toBe(0);
+    expect(summary.best!.throughput).toBe(Math.max(...report.samples.map((sample) => sample.throughput)));
+    expect(summary.inputs.map((input) => input.name)).toEqual(["INPUT0", "INPUT1"]);
+    expect(report.config).toMatchObject({ protocol: "http", concurrencyRange: { start: 1, end: 2, step: 1 }, totalSteps: 2 });
+    // The gateway counted the requests perf reported (plus its one warm-up request).
+    const stats = await new GatewayClient({ httpUrl: gateway.httpUrl, adminKey: adminKey.key }).statistics("add_sub");
+    expect(stats[0]!.inference_stats.success.count).toBeGreaterThanOrEqual(summary.totalRequests + 1);
+
+    expect((await h.as("VIEWER").perf.list({ targetName: "add_sub" })).map((entry) => entry.id)).toContain(id);
+    expect(await h.as("VIEWER").perf.list({ targetName: "other" })).toEqual([]);
+    expect(await appCodeOf(h.as("VIEWER").perf.delete({ id }))).toBe("FORBIDDEN");
+    await engineer.perf.delete({ id });
+    expect(await appCodeOf(h.as("VIEWER").perf.get({ id }))).toBe("NOT_FOUND");
+    expect(await db.prisma.perfSample.count()).toBe(0);
+    const { events } = await h.as("ADMIN").audit.list({ action: "perf.", limit: 20 });
+    expect(events.map((event) => event.action).reverse()).toEqual(["perf.start", "perf.finish", "perf.delete"]);
+  });
+
+  it("cancels a running run, keeping the steps it completed", async () => {
+    const { id } = await h.as("ADMIN").perf.start({
+      target: { kind: "MODEL", name: "add_sub" },
+      concurrency: { start: 1, end: 8, step: 1 },
+      batchSize: 2,
+      measurementIntervalMs: 300,
+      maxTrials: 10,
+    });
+    // Wait until it is measuring, then cancel.
+    for (let i = 0; i < 100 && (await h.as("VIEWER").perf.progress({ id })).currentConcurrency === null; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(await appCodeOf(h.as("VIEWER").perf.cancel({ id }))).toBe("FORBIDDEN");
+    expect(await appCodeOf(h.as("ENGINEER").perf.delete({ id }))).toBe("CONFLICT");
+    const cancelled = await h.as("ENGINEER").perf.cancel({ id });
+    expect(cancelled.status).toBe("CANCELLED");
+    expect(cancelled.error).toBe("cancelled by engineer@example.com");
+    expect(cancelled.completedSteps).toBeLessThan(8);
+    const report = await h.as("VIEWER").perf.get({ id });
+    expect(report.samples.length).toBe(cancelled.completedSteps);
+    expect(report.samples.every((sample) => sample.batchSize === 2)).toBe(true);
+    expect(await appCodeOf(h.as("ENGINEER").perf.cancel({ id }))).toBe("CONFLICT");
+    const { events } = await h.as("ADMIN").audit.list({ action: "perf.cancel", limit: 5 });
+    expect(events[0]).toMatchObject({ targetId: id, actorEmail: "engineer@example.com" });
+  });
+
+  it("measures an operator, linked to its stored row", async () => {
+    const spec = {
+      maxBatchSize: 8,
+      inputs: [
+        { name: "A", datatype: "FP32", dims: [16] },
+        { name: "B", datatype: "FP32", dims: [16] },
+      ],
+      outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
+      steps: [{ id: "add", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } }],
+    };
+    const name = `perf_op_${backend.name}`;
+    await h.as("ENGINEER").operators.create({ name, spec });
+    const { id } = await h.as("ENGINEER").perf.start({ target: { kind: "OPERATOR", name }, concurrency: { start: 1, end: 1, step: 1 }, ...quick });
+    await h.controlPlane.services.perfRuns.settled(id);
+    const report = await h.as("VIEWER").perf.get({ id });
+    expect(report.status).toBe("SUCCEEDED");
+    expect(report.samples[0]!.throughput).toBeGreaterThan(0);
+    const row = await db.prisma.perfReport.findUniqueOrThrow({ where: { id } });
+    expect(row.operatorId).toBe((await db.prisma.operator.findUniqueOrThrow({ where: { name } })).id);
+  });
+
+  it("marks runs a crash left RUNNING as failed when the control plane starts again", async () => {
+    const orphan = await db.prisma.perfReport.create({ data: { targetName: "add_sub", status: "RUNNING", config: { totalSteps: 3 } } });
+    const dir = mkdtempSync(join(tmpdir(), "operon-perf-restart-"));
+    const restarted = await ControlPlane.create({
+      db,
+      gateway: { httpUrl: gateway.httpUrl },
+      modelStoreDir: join(dir, "models"),
+      uploadStagingDir: join(dir, "staging"),
+      usageSampleIntervalSecs: 0,
+    });
+    try {
+      const row = await db.prisma.perfReport.findUniqueOrThrow({ where: { id: orphan.id } });
+      expect(row).toMatchObject({ status: "FAILED", error: "interrupted by a restart" });
+      expect(row.finishedAt).not.toBeNull();
+      expect(await h.as("VIEWER").perf.progress({ id: orphan.id })).toMatchObject({ status: "FAILED", completedSteps: 0, totalSteps: 3, percent: 0 });
+    } finally {
+      await restarted.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,70 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Database } from "@operon/db";
+import { testDatabaseBackends } from "@operon/db/testing/test-databases";
+import { createInProcessContext } from "../context.js";
+import { ControlPlane } from "../control-plane.js";
+import { createCaller } from "../root.js";
+import { appCodeOf, createControlPlaneHarness, type ControlPlaneHarness } from "../testing/control-plane-harness.js";
+import { startTestGateway, type TestGateway } from "../testing/gateway-harness.js";
+
+const EXAMPLES = fileURLToPath(new URL("../../../../examples/model_repository", import.meta.url));
+
+let gateway: TestGateway;
+
+beforeAll(async () => {
+  gateway = await startTestGateway({ modelRepositories: [EXAMPLES], loadModels: ["add_sub"] });
+});
+afterAll(async () => {
+  await gateway?.stop();
+});
+
+describe.each(testDatabaseBackends())("workers router on $name", (backend) => {
+  let db: Database;
+  let h: ControlPlaneHarness;
+  let down: ControlPlane | undefined;
+
+  beforeAll(async () => {
+    db = await backend.setup();
+    h = await createControlPlaneHarness(db, { gateway: { httpUrl: gateway.httpUrl, metricsUrl: gateway.metricsUrl } });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await down?.stop();
+    await db?.close();
+    await backend.teardown();
+  });
+
+  it("lists the gateway's worker processes, the gateway process and the host's cores to viewers", async () => {
+    const list = await h.as("VIEWER").workers.list();
+    expect(list.hostCpuCores).toBeGreaterThan(0);
+    expect(list.gateway.pid).toBe(process.pid);
+    expect(list.workers.map((worker) => worker.instance).sort()).toEqual(["add_sub_0_0", "add_sub_0_1"]);
+    for (const worker of list.workers) {
+      expect(worker).toMatchObject({ model: "add_sub", version: "1", backend: "onnxruntime", kind: "CPU", device: null, state: "READY", restarts: 0 });
+      expect(worker.pid).toBeGreaterThan(0);
+      expect(worker.pid).not.toBe(process.pid);
+      expect(worker.cpuSeconds).not.toBeUndefined();
+    }
+    expect(await appCodeOf(h.as(null).workers.list())).toBe("UNAUTHENTICATED");
+  });
+
+  it("says the gateway is unavailable when it is down", async () => {
+    // A second control plane over the same database, pointed at a closed port.
+    const dir = mkdtempSync(join(tmpdir(), "operon-workers-"));
+    down = await ControlPlane.create({
+      db,
+      gateway: { httpUrl: "http://127.0.0.1:9", timeoutMs: 2000 },
+      modelStoreDir: join(dir, "models"),
+      uploadStagingDir: join(dir, "staging"),
+      usageSampleIntervalSecs: 0,
+    });
+    rmSync(dir, { recursive: true, force: true });
+    const viewer = createCaller(createInProcessContext(down.services, h.users.VIEWER));
+    await expect(viewer.workers.list()).rejects.toThrow(/not reachable/);
+    expect(await appCodeOf(viewer.workers.list())).toBe("GATEWAY_UNAVAILABLE");
+  });
+});

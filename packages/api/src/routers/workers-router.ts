@@ -1,0 +1,33 @@
+import { router, viewerProcedure } from "../trpc.js";
+
+/**
+ * The gateway's worker processes (one per model instance), the gateway
+ * process itself and the host's cores, as the gateway reports them now
+ * (GET /v2/operon/workers). CPU is cumulative seconds: the console turns two
+ * readings into a utilization.
+ */
+export const workersRouter = router({
+  list: viewerProcedure.query(async ({ ctx }) => {
+    const response = await ctx.services.gateway.workers();
+    return {
+      hostCpuCores: response.hostCpuCores,
+      gateway: response.gateway,
+      workers: response.workers.map((worker) => ({
+        pid: worker.pid,
+        model: worker.model,
+        version: worker.version,
+        instance: worker.instance,
+        backend: worker.backend,
+        kind: worker.kind,
+        device: worker.device,
+        state: worker.state,
+        restarts: worker.restarts,
+        inFlight: worker.inFlight,
+        startedAt: worker.startedAt,
+        cpuSeconds: worker.cpuSeconds,
+        rssBytes: worker.rssBytes,
+      })),
+      readAt: new Date(),
+    };
+  }),
+});
