@@ -80,8 +80,6 @@ interface ModelEntry {
   pending: Promise<void>;
   /** Set for an operator registered through the API (it has no folder in the repositories). */
   registeredOperator?: OperatorSpec;
-  /** Loads/unloads queued or running on this entry (it must not be forgotten meanwhile). */
-  busy?: number;
 }
 
 export class ModelManager {
@@ -402,15 +400,7 @@ export class ModelManager {
   }
 
   async repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
-    const onDisk = await listRepositoryModels(this.options.repositories);
-    // A model that serves nothing and whose folder is gone (deleted from the
-    // repository after an unload or a failed load) is forgotten, as a
-    // restarted server would not know it either.
-    for (const [name, entry] of this.models) {
-      const idle = entry.versions.size === 0 && !entry.busy && entry.state !== "LOADING" && entry.state !== "UNLOADING";
-      if (idle && !onDisk.has(name) && entry.registeredOperator === undefined && entry.upload === undefined) this.models.delete(name);
-    }
-    const names = new Set<string>([...onDisk.keys(), ...this.models.keys()]);
+    const names = new Set<string>([...(await listRepositoryModels(this.options.repositories)).keys(), ...this.models.keys()]);
     const index: RepositoryIndexEntry[] = [];
     for (const name of [...names].sort()) {
       const entry = this.models.get(name);
@@ -527,13 +517,7 @@ export class ModelManager {
 
   /** Runs fn after every earlier load/unload of the same model has settled. */
   private serialize(entry: ModelEntry, fn: () => Promise<void>): Promise<void> {
-    entry.busy = (entry.busy ?? 0) + 1;
-    const run = entry.pending
-      .catch(() => undefined)
-      .then(fn)
-      .finally(() => {
-        entry.busy = (entry.busy ?? 1) - 1;
-      });
+    const run = entry.pending.catch(() => undefined).then(fn);
     entry.pending = run.catch(() => undefined);
     return run;
   }

@@ -145,6 +145,13 @@ const MAX_CHUNK_BASE64_CHARS = Math.ceil(UPLOAD_CHUNK_BYTES / 3) * 4;
 
 export class ModelRegistry {
   private readonly locks = new Map<string, Promise<void>>();
+  /**
+   * Names this control plane removed from the store (deleted, or a refused
+   * first upload). The gateway keeps listing a model it once knew in explicit
+   * mode, as UNAVAILABLE, even after its folder is gone; such entries are not
+   * repository models and are hidden unless something serves under the name.
+   */
+  private readonly removed = new Set<string>();
 
   private constructor(private readonly options: ModelRegistryOptions) {}
 
@@ -350,6 +357,7 @@ export class ModelRegistry {
           after: { name, version, fileName: session.fileName, sizeBytes: session.sizeBytes, sha256: session.sha256, newModel: existing === null, config: prepared.config },
         });
       });
+      this.removed.delete(name);
       return { name, version, state: versionState(view, name, version).state };
     } catch (error) {
       // Order matters: nothing may serve from files while they go, and a reload must see the restored ones.
@@ -367,6 +375,7 @@ export class ModelRegistry {
           else await this.prisma.modelVersion.delete({ where: { id: row.id } });
         },
       ]);
+      if (existing === null) this.removed.add(name);
       throw error;
     } finally {
       await uploads.discard(session);
@@ -441,6 +450,7 @@ export class ModelRegistry {
         await this.undo(`the delete of '${name}'`, [() => removal.undo(), async () => (wasLoaded ? this.gateway.loadModel(name) : undefined)]);
         throw error;
       }
+      this.removed.add(name);
       await removal.commit().catch((error: unknown) => this.options.logger.warn({ err: error, model: name }, "could not remove the files of a deleted model"));
       return { name, deleted: true as const };
     });
@@ -555,12 +565,11 @@ export class ModelRegistry {
     }
   }
 
-  /**
-   * A name the gateway lists. (The gateway forgets a model whose folder is
-   * gone once nothing serves it, so a deleted upload is not listed.)
-   */
+  /** A name the gateway lists that is not an upload (see `removed`). */
   private isRepositoryModel(name: string, view: GatewayView): boolean {
-    return view.rows.has(name);
+    const rows = view.rows.get(name);
+    if (rows === undefined) return false;
+    return !this.removed.has(name) || rows.some((row) => row.state === "READY" || row.state === "LOADING");
   }
 
   /** For a name without rows: it must be a repository model, else NOT_FOUND (or GATEWAY_UNAVAILABLE when the gateway cannot tell). */
