@@ -1,39 +1,54 @@
 #!/usr/bin/env node
 // Runs before `npm test` (the root "pretest" script): makes sure the system
 // packages the system tests need are present, installing them from Debian
-// when it can. Today that is the independent gRPC client stack used to
-// cross-check Operon's gRPC API (e2e/python/triton_grpc_client_check.py):
-// Debian's python3-grpcio, python3-grpc-tools and python3-numpy.
+// when it can:
+// * the independent gRPC client stack used to cross-check Operon's gRPC API
+//   (e2e/python/triton_grpc_client_check.py): python3-grpcio,
+//   python3-grpc-tools and python3-numpy;
+// * Chromium for the console's browser tests (e2e/browser/), driven by
+//   playwright-core at /usr/bin/chromium. Never `npx playwright install`: it
+//   downloads a browser from a host CI machines cannot reach.
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 
 const PYTHON = process.env.OPERON_TEST_PYTHON ?? "/usr/bin/python3";
-const DEBIAN_PACKAGES = ["python3-grpcio", "python3-grpc-tools", "python3-numpy"];
+const CHROMIUM = "/usr/bin/chromium";
 
-function pythonHasGrpc() {
-  if (!existsSync(PYTHON)) return false;
-  return spawnSync(PYTHON, ["-c", "import grpc, grpc_tools.protoc, numpy"], { stdio: "ignore" }).status === 0;
-}
+const requirements = [
+  {
+    what: "the gRPC cross-check test",
+    packages: ["python3-grpcio", "python3-grpc-tools", "python3-numpy"],
+    present: () => existsSync(PYTHON) && spawnSync(PYTHON, ["-c", "import grpc, grpc_tools.protoc, numpy"], { stdio: "ignore" }).status === 0,
+    missing: `Python with grpc, grpc_tools and numpy at ${PYTHON} (set OPERON_TEST_PYTHON to use another)`,
+  },
+  {
+    what: "the console's browser tests",
+    packages: ["chromium"],
+    present: () => existsSync(CHROMIUM),
+    missing: `Chromium at ${CHROMIUM}`,
+  },
+];
 
-if (pythonHasGrpc()) process.exit(0);
+const wanted = requirements.filter((requirement) => !requirement.present());
+if (wanted.length === 0) process.exit(0);
 
-const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
-const hasApt = existsSync("/usr/bin/apt-get");
-if (!hasApt) {
-  console.error(`The gRPC cross-check test needs Python with grpc, grpc_tools and numpy at ${PYTHON} (set OPERON_TEST_PYTHON to use another).`);
+if (!existsSync("/usr/bin/apt-get")) {
+  for (const requirement of wanted) console.error(`${requirement.missing} is missing (needed by ${requirement.what}), and there is no apt-get to install it.`);
   process.exit(1);
 }
-const prefix = isRoot ? [] : ["sudo"];
-console.error(`Installing ${DEBIAN_PACKAGES.join(" ")} from Debian for the gRPC cross-check test…`);
-const run = (args) => execFileSync(prefix.length > 0 ? prefix[0] : args[0], prefix.length > 0 ? args : args.slice(1), { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+
+const packages = wanted.flatMap((requirement) => requirement.packages);
+const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
+const run = (args) =>
+  execFileSync(isRoot ? args[0] : "sudo", isRoot ? args.slice(1) : args, { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+console.error(`Installing ${packages.join(" ")} from Debian for ${wanted.map((requirement) => requirement.what).join(" and ")}…`);
 try {
   run(["apt-get", "update"]);
-  run(["apt-get", "install", "-y", "--no-install-recommends", ...DEBIAN_PACKAGES]);
+  run(["apt-get", "install", "-y", "--no-install-recommends", ...packages]);
 } catch (error) {
-  console.error(`Could not install ${DEBIAN_PACKAGES.join(" ")}: ${error.message}`);
+  console.error(`Could not install ${packages.join(" ")}: ${error.message}`);
   process.exit(1);
 }
-if (!pythonHasGrpc()) {
-  console.error(`Installed, but ${PYTHON} still cannot import grpc, grpc_tools.protoc and numpy.`);
-  process.exit(1);
-}
+const stillMissing = wanted.filter((requirement) => !requirement.present());
+for (const requirement of stillMissing) console.error(`Installed ${requirement.packages.join(" ")}, but ${requirement.missing} is still missing (needed by ${requirement.what}).`);
+process.exit(stillMissing.length === 0 ? 0 : 1);

@@ -86,14 +86,31 @@ export async function startOperon(
       });
     });
 
-  const banner = await waitForOutput(/Operon HTTP on http:\/\/[^\s,]+, gRPC on [^\s,]+, metrics on http:\/\/\S+\/metrics/, options.timeoutMs ?? 60_000);
+  // A server that never says it is up is killed, so a failed start leaves no process (and no workers) behind.
+  const started = async (): Promise<{ banner: string; apiUrl: string | undefined; consoleUrl: string | undefined }> => {
+    const banner = await waitForOutput(/Operon HTTP on http:\/\/[^\s,]+, gRPC on [^\s,]+, metrics on http:\/\/\S+\/metrics/, options.timeoutMs ?? 60_000);
+    const withControlPlane = args.some((arg) => arg === "--control-plane" || arg === "--control-plane=true");
+    const apiUrl = withControlPlane ? /Operon API on (\S+)\/api\/trpc/.exec(await waitForOutput(/Operon API on \S+\/api\/trpc/, 30_000))![1] : undefined;
+    const withConsole = withControlPlane && !args.includes("--console=false");
+    const consoleUrl = withConsole ? /Operon console on (\S+)/.exec(await waitForOutput(/Operon console on \S+/, 90_000))![1] : undefined;
+    return { banner, apiUrl, consoleUrl };
+  };
+  let startup: Awaited<ReturnType<typeof started>>;
+  try {
+    startup = await started();
+  } catch (error) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGTERM");
+      const killed = setTimeout(() => child.kill("SIGKILL"), 5000);
+      await exited;
+      clearTimeout(killed);
+    }
+    throw error;
+  }
+  const { banner, apiUrl, consoleUrl } = startup;
   const httpUrl = /HTTP on (http:\/\/[^\s,]+)/.exec(banner)![1]!;
   const grpcAddress = /gRPC on ([^\s,]+)/.exec(banner)![1]!;
   const metricsUrl = /metrics on (http:\/\/\S+\/metrics)/.exec(banner)![1]!;
-  const withControlPlane = args.some((arg) => arg === "--control-plane" || arg === "--control-plane=true");
-  const apiUrl = withControlPlane ? /Operon API on (\S+)\/api\/trpc/.exec(await waitForOutput(/Operon API on \S+\/api\/trpc/, 30_000))![1] : undefined;
-  const withConsole = withControlPlane && !args.includes("--console=false");
-  const consoleUrl = withConsole ? /Operon console on (\S+)/.exec(await waitForOutput(/Operon console on \S+/, 90_000))![1] : undefined;
   return {
     process: child,
     pid: child.pid!,

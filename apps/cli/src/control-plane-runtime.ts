@@ -95,7 +95,7 @@ export async function startControlPlane(options: {
     used.delete(options.internal.grant.id);
     if (used.size > 0) await controlPlane.services.apiKeys.markUsed(used).catch((error: unknown) => logger.warn({ err: (error as Error).message }, "could not record API key use"));
   };
-  const usageTimer = setInterval(() => void persistUsage(), 30_000);
+  const usageTimer = setInterval(() => void persistUsage(), 5_000);
   usageTimer.unref();
   await syncOperators(controlPlane, logger);
   let api: ApiServer;

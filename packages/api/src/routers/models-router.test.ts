@@ -409,6 +409,16 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     await engineer().models.upload.abort({ uploadId: again.uploadId });
   });
 
+  it("keeps repository models repository models when the usage sampler has a row for them", async () => {
+    // The sampler records usage of every served model, so it makes Model rows without versions.
+    await db.prisma.model.upsert({ where: { name: "add_sub" }, create: { name: "add_sub" }, update: {} });
+    const listed = (await h.as("VIEWER").models.list()).models.find((model) => model.name === "add_sub");
+    expect(listed).toMatchObject({ source: "repository" });
+    expect((await h.as("VIEWER").models.get({ name: "add_sub" })).source).toBe("repository");
+    expect((await failure(engineer().models.delete({ name: "add_sub" }))).code).toBe("CONFLICT");
+    expect(await db.prisma.model.count({ where: { name: "add_sub" } })).toBe(1);
+  });
+
   it("writes an audit event for every change", async () => {
     const { events } = await h.as("ADMIN").audit.list({ action: "model.", limit: 100 });
     const actions = new Set(events.map((event) => `${event.action} ${event.targetId}`));

@@ -139,6 +139,13 @@ interface GatewayView {
 type DbModel = ModelGetPayload<{ include: { versions: { include: { uploadedBy: { select: { email: true } } } } } }>;
 
 const ONNX_PLATFORM = "onnxruntime_onnx";
+/**
+ * A Model row is an upload when it has stored versions. Rows without any
+ * are the usage sampler's records of repository models (their samples need
+ * a model row) and must not make those models look uploaded.
+ */
+const UPLOADED = { versions: { some: {} } } satisfies Prisma.ModelWhereInput;
+
 const DB_MODEL_INCLUDE = { versions: { include: { uploadedBy: { select: { email: true } } }, orderBy: { version: "asc" } } } as const;
 /** Base64 of one full chunk. */
 const MAX_CHUNK_BASE64_CHARS = Math.ceil(UPLOAD_CHUNK_BYTES / 3) * 4;
@@ -181,7 +188,7 @@ export class ModelRegistry {
   // ---- reading -------------------------------------------------------------
 
   async list(): Promise<{ models: ModelSummary[]; gatewayError: string | null }> {
-    const [dbModels, view] = await Promise.all([this.prisma.model.findMany({ include: DB_MODEL_INCLUDE, orderBy: { name: "asc" } }), this.gatewayView()]);
+    const [dbModels, view] = await Promise.all([this.prisma.model.findMany({ where: UPLOADED, include: DB_MODEL_INCLUDE, orderBy: { name: "asc" } }), this.gatewayView()]);
     const uploaded = new Set(dbModels.map((model) => model.name));
     const repository = [...view.rows.keys()].filter((name) => !uploaded.has(name) && this.isRepositoryModel(name, view));
     const ready = [...uploaded, ...repository].filter((name) => modelState(view, name).state === "READY");
@@ -198,7 +205,7 @@ export class ModelRegistry {
   }
 
   async get(name: string): Promise<ModelDetail> {
-    const [model, view] = await Promise.all([this.prisma.model.findUnique({ where: { name }, include: DB_MODEL_INCLUDE }), this.gatewayView()]);
+    const [model, view] = await Promise.all([this.prisma.model.findFirst({ where: { name, ...UPLOADED }, include: DB_MODEL_INCLUDE }), this.gatewayView()]);
     if (model === null) this.assertRepositoryModel(name, view);
     const loaded = modelState(view, name).state === "READY";
     const [gatewayConfig, metadata, statistics] = loaded
@@ -239,7 +246,7 @@ export class ModelRegistry {
       });
     }
     return this.withLock(input.name, async () => {
-      const model = await this.prisma.model.findUnique({ where: { name: input.name }, include: { versions: { select: { version: true } } } });
+      const model = await this.prisma.model.findFirst({ where: { name: input.name, ...UPLOADED }, include: { versions: { select: { version: true } } } });
       if (model === null) await this.assertNotRepositoryModel(input.name);
       const taken = new Set([
         ...(model?.versions.map((row) => row.version) ?? []),
@@ -309,7 +316,9 @@ export class ModelRegistry {
   ): Promise<{ name: string; version: number; state: GatewayModelState }> {
     const { modelName: name, version } = session;
     const { store, uploads } = this.options;
-    const existing = await this.prisma.model.findUnique({ where: { name }, include: { versions: { select: { version: true } } } });
+    const existing = await this.prisma.model.findFirst({ where: { name, ...UPLOADED }, include: { versions: { select: { version: true } } } });
+    // A row without versions is the usage sampler's record of a repository model that is gone now: the upload takes it over.
+    const samplerRow = existing === null ? await this.prisma.model.findUnique({ where: { name }, select: { id: true } }) : null;
     if (existing === null) await this.assertNotRepositoryModel(name);
     if (existing?.versions.some((row) => row.version === version)) {
       await uploads.discard(session);
@@ -320,7 +329,13 @@ export class ModelRegistry {
     const prepared = prepareConfig(name, rawConfig, signatures, version);
 
     const { model, row } = await this.prisma.$transaction(async (tx) => {
-      const model = existing ?? (await tx.model.create({ data: { name, description: description ?? null, platform: ONNX_PLATFORM, ownerId: who.userId } }));
+      const model =
+        existing ??
+        (await tx.model.upsert({
+          where: { name },
+          create: { name, description: description ?? null, platform: ONNX_PLATFORM, ownerId: who.userId },
+          update: { description: description ?? null, platform: ONNX_PLATFORM, ownerId: who.userId },
+        }));
       const row = await tx.modelVersion.create({
         data: {
           modelId: model.id,
@@ -371,7 +386,7 @@ export class ModelRegistry {
           if (loaded && existing !== null) await this.gateway.loadModel(name); // back to the previous versions
         },
         async () => {
-          if (existing === null) await this.prisma.model.delete({ where: { id: model.id } });
+          if (existing === null && samplerRow === null) await this.prisma.model.delete({ where: { id: model.id } });
           else await this.prisma.modelVersion.delete({ where: { id: row.id } });
         },
       ]);
@@ -393,7 +408,7 @@ export class ModelRegistry {
   }
 
   private async changeLoad(who: ModelActor, name: string, action: "load" | "unload"): Promise<ModelStateResult> {
-    const model = await this.prisma.model.findUnique({ where: { name } });
+    const model = await this.prisma.model.findFirst({ where: { name, ...UPLOADED } });
     const before = await this.gatewayView();
     if (model === null) this.assertRepositoryModel(name, before);
     try {
@@ -420,7 +435,7 @@ export class ModelRegistry {
   /** Unloads an uploaded model, then removes its files and rows. Repository models are refused. */
   async delete(who: ModelActor, name: string): Promise<{ name: string; deleted: true }> {
     return this.withLock(name, async () => {
-      const model = await this.prisma.model.findUnique({ where: { name }, include: DB_MODEL_INCLUDE });
+      const model = await this.prisma.model.findFirst({ where: { name, ...UPLOADED }, include: DB_MODEL_INCLUDE });
       const view = await this.gatewayView();
       if (model === null) {
         this.assertRepositoryModel(name, view);
@@ -465,7 +480,7 @@ export class ModelRegistry {
    */
   async updateConfig(who: ModelActor, name: string, raw: Record<string, unknown>): Promise<ModelStateResult & { config: ModelConfigJson }> {
     return this.withLock(name, async () => {
-      const model = await this.prisma.model.findUnique({ where: { name }, include: DB_MODEL_INCLUDE });
+      const model = await this.prisma.model.findFirst({ where: { name, ...UPLOADED }, include: DB_MODEL_INCLUDE });
       const before = await this.gatewayView();
       if (model === null) {
         this.assertRepositoryModel(name, before);

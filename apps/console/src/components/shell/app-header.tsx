@@ -1,0 +1,29 @@
+"use client";
+
+import Link from "next/link";
+import type { ReactNode } from "react";
+import { roleLabel } from "@/lib/roles";
+import { useSignedInUser } from "./session-context";
+import { SignOutButton } from "./sign-out-button";
+
+export function AppHeader({ menuButton }: { menuButton: ReactNode }) {
+  const user = useSignedInUser();
+  return (
+    <header className="app-header">
+      {menuButton}
+      <Link href="/" className="brand">
+        Operon
+      </Link>
+      <div className="header-user">
+        <span className="header-user-name">
+          <span className="visually-hidden">Signed in as </span>
+          {user.name ?? user.email}
+        </span>
+        <span className="badge" title="Your role">
+          {roleLabel(user.role)}
+        </span>
+        <SignOutButton />
+      </div>
+    </header>
+  );
+}

@@ -1,0 +1,34 @@
+"use client";
+
+import { useEffect, useRef } from "react";
+import { CopyButton } from "@/components/copy-button";
+import type { CreatedApiKey } from "./create-api-key-form";
+
+const KEY_INPUT_ID = "new-api-key";
+
+/** The new key, shown once: the API keeps only its hash. */
+export function NewApiKeyNotice({ created, onDone }: { created: CreatedApiKey; onDone: () => void }) {
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => heading.current?.focus(), []);
+  return (
+    <section className="notice notice-success new-key" aria-labelledby="new-key-title">
+      <h2 id="new-key-title" ref={heading} tabIndex={-1}>
+        Key “{created.summary.name}” created
+      </h2>
+      <p>
+        <strong>Copy it now: you will not see it again.</strong> Operon keeps only a hash of it. Clients send it as{" "}
+        <code>Authorization: Bearer &lt;key&gt;</code>.
+      </p>
+      <div className="key-row">
+        <label htmlFor={KEY_INPUT_ID} className="visually-hidden">
+          The new API key
+        </label>
+        <input id={KEY_INPUT_ID} className="key-value" readOnly value={created.key} spellCheck={false} onFocus={(event) => event.currentTarget.select()} />
+        <CopyButton text={created.key} fallbackTargetId={KEY_INPUT_ID} />
+      </div>
+      <button type="button" className="button" onClick={onDone}>
+        I have copied it
+      </button>
+    </section>
+  );
+}

@@ -1,0 +1,26 @@
+import { AuditRow, type AuditEvent } from "./audit-row";
+
+export function AuditTable({ events }: { events: readonly AuditEvent[] }) {
+  return (
+    <div className="table-wrap">
+      <table>
+        <caption className="visually-hidden">Audit events, newest first</caption>
+        <thead>
+          <tr>
+            <th scope="col">When</th>
+            <th scope="col">Action</th>
+            <th scope="col">Who</th>
+            <th scope="col">Target</th>
+            <th scope="col">Address</th>
+            <th scope="col">Change</th>
+          </tr>
+        </thead>
+        <tbody>
+          {events.map((event) => (
+            <AuditRow key={event.id} event={event} />
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

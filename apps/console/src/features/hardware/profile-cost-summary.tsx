@@ -1,0 +1,28 @@
+import { formatHours, formatPercent } from "../models/units";
+import type { ProfileCost } from "./cost-types";
+import { formatMoney } from "./money";
+
+/** What one host cost over the range, and how much of it no model used (the idle share). */
+export function ProfileCostSummary({ profile }: { profile: ProfileCost }) {
+  const facts: Array<[string, string]> = [
+    ["Time sampled", formatHours(profile.coveredHours)],
+    ["Host cost", formatMoney(profile.hostCost, profile.currency)],
+    ["Attributed to models", formatMoney(profile.attributedCost, profile.currency)],
+    ["Unattributed (idle)", `${formatMoney(profile.unattributedCost, profile.currency)} (${formatPercent(profile.unattributedShare)})`],
+  ];
+  return (
+    <div className="profile-cost">
+      <h3>
+        {profile.name} <span className="muted small">at {formatMoney(profile.costPerHour, profile.currency)} per hour</span>
+      </h3>
+      <dl className="facts">
+        {facts.map(([term, value]) => (
+          <div key={term} className="fact">
+            <dt>{term}</dt>
+            <dd>{value}</dd>
+          </div>
+        ))}
+      </dl>
+    </div>
+  );
+}

@@ -1,0 +1,60 @@
+import type { FieldProblem } from "@/lib/api-problem";
+import type { CreateProfileInput, HardwareProfile } from "./profile-types";
+
+const GIB = 1024 ** 3;
+
+export type ParsedProfileForm = { ok: true; input: CreateProfileInput } | { ok: false; fieldErrors: FieldProblem[] };
+
+/**
+ * Reads the profile form into hardware.create's input (update takes the same
+ * fields). Memory is typed in GiB and sent in bytes; empty optional fields
+ * are sent as null ("not known"), an empty GPU count as 0.
+ */
+export function parseProfileForm(form: FormData): ParsedProfileForm {
+  const fieldErrors: FieldProblem[] = [];
+  const text = (key: string) => String(form.get(key) ?? "").trim();
+  const number = (key: string, path: string, options: { integer: boolean; scale?: number }): number | null => {
+    const raw = text(key);
+    if (raw === "") return null;
+    const value = Number(raw);
+    if (!Number.isFinite(value) || value < 0 || (options.integer && !Number.isInteger(value))) {
+      fieldErrors.push({ path, message: options.integer ? "a whole number, 0 or more" : "a number, 0 or more" });
+      return null;
+    }
+    return options.scale ? Math.round(value * options.scale) : value;
+  };
+  const kind = text("kind") === "GPU" ? "GPU" : "CPU";
+  const costPerHour = number("costPerHour", "costPerHour", { integer: false });
+  if (text("costPerHour") === "") fieldErrors.push({ path: "costPerHour", message: "required (0 for a host that costs nothing)" });
+  const input: CreateProfileInput = {
+    name: text("name"),
+    kind,
+    cpuCores: number("cpuCores", "cpuCores", { integer: true }),
+    memoryBytes: number("memoryGiB", "memoryBytes", { integer: false, scale: GIB }),
+    gpuModel: text("gpuModel") === "" ? null : text("gpuModel"),
+    gpuCount: number("gpuCount", "gpuCount", { integer: true }) ?? 0,
+    gpuMemoryBytes: number("gpuMemoryGiB", "gpuMemoryBytes", { integer: false, scale: GIB }),
+    costPerHour: costPerHour ?? 0,
+    currency: text("currency") || "USD",
+  };
+  return fieldErrors.length > 0 ? { ok: false, fieldErrors } : { ok: true, input };
+}
+
+/** A stored size in GiB for the form (up to 2 decimals). */
+export function gibOf(bytes: number | null): string {
+  return bytes === null ? "" : String(Math.round((bytes / GIB) * 100) / 100);
+}
+
+export function formDefaults(profile: HardwareProfile | undefined) {
+  return {
+    name: profile?.name ?? "",
+    kind: profile?.kind ?? "CPU",
+    cpuCores: profile?.cpuCores?.toString() ?? "",
+    memoryGiB: gibOf(profile?.memoryBytes ?? null),
+    gpuModel: profile?.gpuModel ?? "",
+    gpuCount: profile ? String(profile.gpuCount) : "0",
+    gpuMemoryGiB: gibOf(profile?.gpuMemoryBytes ?? null),
+    costPerHour: profile ? String(profile.costPerHour) : "",
+    currency: profile?.currency ?? "USD",
+  };
+}

@@ -1,0 +1,23 @@
+import { formatCount } from "../units";
+import type { ModelDetail } from "./model-detail-types";
+
+/** The model at a glance: where it comes from, what serves it, how much. */
+export function ModelFacts({ model }: { model: ModelDetail }) {
+  const facts: Array<[string, string]> = [
+    ["Source", model.source === "uploaded" ? "Uploaded" : "Model repository folder"],
+    ["Platform", model.platform ?? "—"],
+    ["Backend", model.backend ?? "—"],
+    ["Instances", String(model.instanceCount)],
+    ["Inferences", formatCount(model.inferenceCount)],
+  ];
+  return (
+    <dl className="facts">
+      {facts.map(([term, value]) => (
+        <div key={term} className="fact">
+          <dt>{term}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}

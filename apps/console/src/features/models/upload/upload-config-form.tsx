@@ -1,0 +1,112 @@
+"use client";
+
+import { useState, type FormEvent } from "react";
+import { FormAlert } from "@/components/form/form-alert";
+import { TextField } from "@/components/form/text-field";
+import type { ApiProblem } from "@/lib/api-problem";
+import { BatchingFields } from "./batching-fields";
+import { tensorsOf, withTensor, type ConfigDraft, type TensorKind } from "./config-draft";
+import { messageNotShown, type FieldPath } from "./config-field-errors";
+import { InstanceFields } from "./instance-fields";
+import { JsonConfigField } from "./json-config-field";
+import { TensorFieldset } from "./tensor-fieldset";
+import type { UploadSignature } from "./use-model-upload";
+import { useLocalErrors } from "./use-local-errors";
+
+const FIXED_FIELDS: FieldPath[] = [
+  { path: "max_batch_size" },
+  { path: "dynamic_batching", exact: true },
+  { path: "dynamic_batching.max_queue_delay_microseconds" },
+  { path: "instance_group", exact: true },
+  { path: "instance_group[0].count" },
+  { path: "instance_group[0].kind" },
+];
+
+function tensorFields(draft: ConfigDraft): FieldPath[] {
+  return (["input", "output"] as const).flatMap((kind) =>
+    tensorsOf(draft, kind).flatMap((_, index) => ["name", "data_type", "dims", "reshape"].map((field) => ({ path: `${kind}[${index}].${field}` }))),
+  );
+}
+
+/**
+ * The uploaded model's config, prefilled with the API's suggestion and the
+ * model's own inputs and outputs, edited with fields or as JSON (the two stay
+ * in step). The API's objections show at their fields.
+ */
+export function UploadConfigForm({
+  signature,
+  problem,
+  busy,
+  onFinish,
+  onCancel,
+}: {
+  signature: UploadSignature;
+  problem: ApiProblem | null;
+  busy: boolean;
+  onFinish: (config: ConfigDraft, description: string | undefined) => void;
+  onCancel: () => void;
+}) {
+  const [draft, setDraft] = useState<ConfigDraft>(() => signature.suggestedConfig as ConfigDraft);
+  const [description, setDescription] = useState("");
+  const { hasErrors, reporter } = useLocalErrors();
+
+  const submit = (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    if (hasErrors) return;
+    onFinish(draft, description.trim() === "" ? undefined : description.trim());
+  };
+
+  const tensorGroup = (kind: TensorKind, model: UploadSignature["inputs"]) => {
+    const tensors = tensorsOf(draft, kind);
+    return (
+      <div className="tensor-list" role="group" aria-label={kind === "input" ? "Inputs" : "Outputs"}>
+        <h3>{kind === "input" ? "Inputs" : "Outputs"}</h3>
+        {tensors.length === 0 ? <p className="muted">None in the config.</p> : null}
+        {tensors.map((tensor, index) => (
+          <TensorFieldset
+            key={`${kind}-${index}`}
+            kind={kind}
+            index={index}
+            tensor={tensor}
+            model={model.find((candidate) => candidate.name === tensor.name)}
+            problem={problem}
+            onChange={(change) => setDraft((current) => withTensor(current, kind, index, change))}
+            onValidity={reporter(`${kind}[${index}].dims`)}
+          />
+        ))}
+      </div>
+    );
+  };
+
+  return (
+    <form onSubmit={submit} noValidate className="form upload-config" aria-labelledby="config-title">
+      <h2 id="config-title" className="form-title">
+        Configure
+      </h2>
+      <p className="muted">
+        Suggested from the model file. Names are the model&apos;s own; data types and dims must match it (the API checks).
+      </p>
+      <div className="config-groups">
+        <BatchingFields draft={draft} problem={problem} onChange={setDraft} reporter={reporter} />
+        <InstanceFields draft={draft} problem={problem} onChange={setDraft} reporter={reporter} />
+      </div>
+      {tensorGroup("input", signature.inputs)}
+      {tensorGroup("output", signature.outputs)}
+      <TextField label="Description (optional)" name="description" value={description} maxLength={2000} onChange={(event) => setDescription(event.target.value)} />
+      <details className="advanced">
+        <summary>Advanced: edit JSON</summary>
+        <JsonConfigField draft={draft} onChange={setDraft} onValidity={reporter("json")} />
+      </details>
+      <FormAlert message={messageNotShown(problem, [...FIXED_FIELDS, ...tensorFields(draft)])} />
+      {hasErrors ? <p className="field-error">Fix the marked fields first.</p> : null}
+      <div className="form-actions">
+        <button type="submit" className="button button-primary" disabled={busy || hasErrors}>
+          {busy ? "Storing and loading…" : "Finish upload"}
+        </button>
+        <button type="button" className="button" onClick={onCancel} disabled={busy}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}

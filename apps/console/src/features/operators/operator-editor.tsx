@@ -1,0 +1,141 @@
+"use client";
+
+import { useMutation, useQueryClient } from "@tanstack/react-query";
+import Link from "next/link";
+import { useRouter } from "next/navigation";
+import { useId, useMemo, useState, type FormEvent } from "react";
+import { FormAlert } from "@/components/form/form-alert";
+import { TextField } from "@/components/form/text-field";
+import { useFormProblem } from "@/components/form/use-form-problem";
+import { fieldMessage, formMessage } from "@/lib/api-problem";
+import { useTRPC } from "@/lib/trpc";
+import { OperatorGraph } from "./operator-graph";
+import { isOperatorName } from "./operator-name";
+import { problemNodeIds } from "./problem-targets";
+import { specGraph } from "./spec-graph";
+import { SpecProblems } from "./spec-problems";
+import { parseSpecText } from "./spec-text";
+import { useSpecValidation } from "./use-spec-validation";
+
+export interface OperatorDraft {
+  name: string;
+  description: string;
+  specText: string;
+}
+
+/**
+ * The spec editor: JSON on one side; on the other, the gateway's problems
+ * (asked as you type) and the graph, redrawn from every parseable version of
+ * the text. Save creates the operator or stores a new version of it.
+ */
+export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; initial: OperatorDraft }) {
+  const trpc = useTRPC();
+  const router = useRouter();
+  const queryClient = useQueryClient();
+  const id = useId();
+  const [name, setName] = useState(initial.name);
+  const [description, setDescription] = useState(initial.description);
+  const [text, setText] = useState(initial.specText);
+  const { problem, clear, fromError, atField } = useFormProblem();
+
+  const parsed = useMemo(() => parseSpecText(text), [text]);
+  const [lastGood, setLastGood] = useState(() => (parsed.ok ? parsed.spec : {}));
+  if (parsed.ok && parsed.spec !== lastGood) setLastGood(parsed.spec);
+  const graph = useMemo(() => specGraph(lastGood), [lastGood]);
+  const validation = useSpecValidation(name, text);
+  const blamed = useMemo(() => problemNodeIds(validation.status === "invalid" ? validation.problems : []), [validation]);
+
+  const onSaved = async (saved: { name: string }) => {
+    await queryClient.invalidateQueries({ queryKey: trpc.operators.pathKey() });
+    router.push(`/operators/${encodeURIComponent(saved.name)}`);
+  };
+  const create = useMutation(trpc.operators.create.mutationOptions({ onSuccess: onSaved, onError: fromError }));
+  const update = useMutation(trpc.operators.update.mutationOptions({ onSuccess: onSaved, onError: fromError }));
+  const saving = create.isPending || update.isPending;
+
+  const specErrors = problem?.fieldErrors.filter((field) => field.path === "spec" || field.path.startsWith("spec.")) ?? [];
+  const shownFields = ["name", "description", ...specErrors.map((field) => field.path)];
+  const textareaId = `${id}-spec`;
+  const describedBy = [`${id}-spec-hint`, specErrors.length > 0 ? `${id}-spec-error` : "", `${id}-problems`].filter(Boolean).join(" ");
+
+  const submit = (event: FormEvent<HTMLFormElement>) => {
+    event.preventDefault();
+    clear();
+    const trimmed = name.trim();
+    if (!isOperatorName(trimmed)) return atField("name", "letters, digits, '_', '.' and '-' only, starting with a letter or digit");
+    if (!parsed.ok) return atField("spec", parsed.message);
+    const input = { name: trimmed, spec: parsed.spec, ...(description.trim() !== "" || mode === "update" ? { description: description.trim() } : {}) };
+    if (mode === "create") create.mutate(input);
+    else update.mutate(input);
+  };
+
+  return (
+    <form className="operator-editor" onSubmit={submit} noValidate aria-label={mode === "create" ? "New operator" : `Edit operator ${initial.name}`}>
+      <div className="form-grid">
+        <TextField
+          label="Name"
+          name="name"
+          value={name}
+          onChange={(event) => setName(event.currentTarget.value)}
+          readOnly={mode === "update"}
+          required
+          maxLength={128}
+          autoComplete="off"
+          spellCheck={false}
+          hint={mode === "update" ? "An operator keeps its name; saving stores a new version." : "Clients call it by this name, like a model."}
+          error={fieldMessage(problem, "name")}
+        />
+        <TextField
+          label="Description (optional)"
+          name="description"
+          value={description}
+          onChange={(event) => setDescription(event.currentTarget.value)}
+          maxLength={2000}
+          error={fieldMessage(problem, "description")}
+        />
+      </div>
+      <div className="editor-columns">
+        <div className="field editor-text">
+          <label htmlFor={textareaId}>Spec (JSON)</label>
+          <p id={`${id}-spec-hint`} className="field-hint">
+            inputs, outputs and steps (kind &quot;model&quot;, &quot;route&quot; or &quot;exit&quot;); the name comes from the Name field. Checked with the gateway as
+            you type.
+          </p>
+          <textarea
+            id={textareaId}
+            name="spec"
+            className="code-input"
+            value={text}
+            onChange={(event) => setText(event.currentTarget.value)}
+            rows={26}
+            spellCheck={false}
+            autoCapitalize="off"
+            autoCorrect="off"
+            aria-invalid={!parsed.ok || validation.status === "invalid" || specErrors.length > 0 ? true : undefined}
+            aria-describedby={describedBy}
+          />
+          {specErrors.length > 0 ? (
+            <ul id={`${id}-spec-error`} className="field-error problem-list">
+              {specErrors.map((field, index) => (
+                <li key={index}>{field.message}</li>
+              ))}
+            </ul>
+          ) : null}
+        </div>
+        <div className="editor-side">
+          <SpecProblems id={`${id}-problems`} parsed={parsed} validation={validation} />
+          <OperatorGraph graph={graph} problemNodes={blamed} title={parsed.ok ? "Graph" : "Graph (last valid JSON)"} />
+        </div>
+      </div>
+      <FormAlert message={formMessage(problem, shownFields)} />
+      <div className="form-actions">
+        <button type="submit" className="button button-primary" disabled={saving}>
+          {saving ? "Saving…" : mode === "create" ? "Create operator" : "Save new version"}
+        </button>
+        <Link className="button" href={mode === "create" ? "/operators" : `/operators/${encodeURIComponent(initial.name)}`}>
+          Cancel
+        </Link>
+      </div>
+    </form>
+  );
+}

@@ -1,0 +1,104 @@
+"use client";
+
+import "@xyflow/react/dist/style.css";
+import { Background, Controls, MarkerType, Position, ReactFlow, type Edge, type Node } from "@xyflow/react";
+import { useId, useMemo } from "react";
+import { layoutGraph, NODE_HEIGHT, NODE_WIDTH } from "./graph-layout";
+import { graphSummary } from "./graph-summary";
+import type { GraphNodeKind, SpecGraph } from "./spec-graph";
+
+const FLOW_TYPE: Record<GraphNodeKind, string> = { input: "input", output: "output", model: "default", route: "default", exit: "default" };
+
+/**
+ * The operator's topology, drawn with React Flow: read-only (no dragging or
+ * connecting), zoomable from its controls, with the same graph in words for
+ * screen readers. Nodes the validation blames are marked.
+ */
+export function OperatorGraph({ graph, problemNodes = new Set(), title = "Graph" }: { graph: SpecGraph; problemNodes?: ReadonlySet<string>; title?: string }) {
+  const id = useId();
+  const { nodes, edges } = useMemo(() => toFlow(graph, problemNodes), [graph, problemNodes]);
+  // A new set of nodes remounts the view, so it fits the new graph.
+  const shape = nodes.map((node) => node.id).join("|");
+  return (
+    <figure className="operator-graph" aria-labelledby={`${id}-title`} aria-describedby={`${id}-summary`}>
+      <h3 id={`${id}-title`} className="chart-title">
+        {title}
+      </h3>
+      {nodes.length > 0 ? (
+        <div className="operator-graph-canvas">
+          <ReactFlow
+            key={shape}
+            nodes={nodes}
+            edges={edges}
+            fitView
+            fitViewOptions={{ padding: 0.15 }}
+            nodesDraggable={false}
+            nodesConnectable={false}
+            elementsSelectable={false}
+            edgesFocusable={false}
+            zoomOnScroll={false}
+            preventScrolling={false}
+            minZoom={0.2}
+            maxZoom={1.5}
+          >
+            <Background gap={16} />
+            <Controls showInteractive={false} />
+          </ReactFlow>
+        </div>
+      ) : (
+        <p className="chart-empty">Nothing to draw yet: the spec names no inputs, steps or outputs.</p>
+      )}
+      <figcaption id={`${id}-summary`} className="chart-summary">
+        {graphSummary(graph, problemNodes)}
+      </figcaption>
+      <ul className="visually-hidden">
+        {graph.edges.map((edge) => (
+          <li key={edge.id}>
+            {edge.source.replace(/^\w+:/, "")} to {edge.target.replace(/^\w+:/, "")}: {edge.label}
+          </li>
+        ))}
+      </ul>
+    </figure>
+  );
+}
+
+function toFlow(graph: SpecGraph, problemNodes: ReadonlySet<string>): { nodes: Node[]; edges: Edge[] } {
+  const positions = layoutGraph(graph);
+  const nodes: Node[] = graph.nodes.map((node) => {
+    const blamed = problemNodes.has(node.id);
+    return {
+      id: node.id,
+      type: FLOW_TYPE[node.kind],
+      position: { x: positions.get(node.id)?.x ?? 0, y: positions.get(node.id)?.y ?? 0 },
+      sourcePosition: Position.Bottom,
+      targetPosition: Position.Top,
+      className: `graph-node graph-node-${node.kind}${blamed ? " graph-node-problem" : ""}`,
+      style: { width: NODE_WIDTH, minHeight: NODE_HEIGHT },
+      ariaLabel: `${node.kind === "input" || node.kind === "output" ? `operator ${node.kind}` : `${node.kind} step`} ${node.title}, ${node.detail}${blamed ? ", has a problem" : ""}`,
+      data: {
+        label: (
+          <>
+            <span className="graph-node-title">
+              {blamed ? <span aria-hidden="true">⚠ </span> : null}
+              {node.title}
+            </span>
+            <span className="graph-node-detail">{node.detail}</span>
+          </>
+        ),
+      },
+    };
+  });
+  const edges: Edge[] = graph.edges.map((edge) => ({
+    id: edge.id,
+    source: edge.source,
+    target: edge.target,
+    label: edge.label,
+    className: `graph-edge graph-edge-${edge.kind}`,
+    markerEnd: { type: MarkerType.ArrowClosed, width: 16, height: 16 },
+    animated: edge.kind === "branch",
+    labelBgPadding: [4, 2],
+    labelBgBorderRadius: 3,
+    style: edge.kind === "data" ? { strokeWidth: 1.5 } : { strokeWidth: 1.5, strokeDasharray: "5 4" },
+  }));
+  return { nodes, edges };
+}

@@ -1,0 +1,18 @@
+import { inputNodeId, outputNodeId, stepNodeId } from "./spec-graph";
+
+/**
+ * The graph nodes a validation problem names. The gateway's messages name
+ * steps as "step 'id'", "route 'id'" or "exit 'id'" and operator tensors as
+ * "operator input 'A'" / "operator output 'Y'" (operator-spec.ts).
+ */
+const STEP_REFERENCE = /\b(?:step|route|exit) '([^']+)'/g;
+const TENSOR_REFERENCE = /\boperator (input|output) '([^']+)'/g;
+
+export function problemNodeIds(messages: readonly string[]): Set<string> {
+  const ids = new Set<string>();
+  for (const message of messages) {
+    for (const match of message.matchAll(STEP_REFERENCE)) ids.add(stepNodeId(match[1]!));
+    for (const match of message.matchAll(TENSOR_REFERENCE)) ids.add(match[1] === "input" ? inputNodeId(match[2]!) : outputNodeId(match[2]!));
+  }
+  return ids;
+}

@@ -1,0 +1,41 @@
+import { describe, expect, it } from "vitest";
+import { EXAMPLE_SPEC } from "./example-spec";
+import { specGraph } from "./spec-graph";
+
+describe("specGraph", () => {
+  it("draws the example as inputs, model steps and outputs joined by their tensor mappings", () => {
+    const graph = specGraph(EXAMPLE_SPEC);
+    expect(graph.nodes.map((node) => `${node.id} ${node.kind}`)).toEqual(["in:A input", "in:B input", "step:first model", "step:second model", "out:Y output"]);
+    expect(graph.edges.map((edge) => `${edge.source} -> ${edge.target}: ${edge.label}`)).toEqual([
+      "in:A -> step:first: A → INPUT0",
+      "in:B -> step:first: B → INPUT1",
+      "step:first -> step:second: sum → INPUT0",
+      "in:B -> step:second: B → INPUT1",
+      "step:second -> out:Y: OUTPUT0 → Y",
+    ]);
+  });
+
+  it("draws routes and exits as processing steps with their conditions", () => {
+    const graph = specGraph({
+      inputs: [{ name: "x", datatype: "FP32", dims: [1] }],
+      outputs: [{ name: "y", datatype: "FP32", dims: [1] }],
+      steps: [
+        { id: "gate", kind: "exit", input: "x", when: { lessThan: 0 }, outputs: { y: "x" } },
+        { id: "pick", kind: "route", input: "$param.mode", cases: [{ when: { equals: "fast" }, next: ["fast"] }], default: ["slow"] },
+        { id: "fast", kind: "model", model: "m", inputs: { IN: "x" }, outputs: { OUT: "y" } },
+        { id: "slow", kind: "model", model: "n", inputs: { IN: "x" }, outputs: { OUT: "y" } },
+      ],
+    });
+    expect(graph.nodes.find((node) => node.id === "step:gate")).toMatchObject({ kind: "exit", detail: "exit when x < 0" });
+    expect(graph.edges.filter((edge) => edge.kind === "branch").map((edge) => `${edge.target}: ${edge.label}`)).toEqual(['step:fast: = "fast"', "step:slow: default"]);
+    expect(graph.edges.filter((edge) => edge.kind === "answer").map((edge) => edge.label)).toEqual(["exit: x → y"]);
+  });
+
+  it("draws what it can of a half-written spec", () => {
+    expect(specGraph({ inputs: [{ name: "A" }], steps: [{ kind: "model" }, { id: "s", kind: "model", inputs: { I: "A" } }] }).nodes.map((node) => node.id)).toEqual([
+      "in:A",
+      "step:s",
+    ]);
+    expect(specGraph("not a spec")).toEqual({ nodes: [], edges: [] });
+  });
+});

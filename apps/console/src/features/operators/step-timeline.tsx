@@ -1,0 +1,44 @@
+import { formatNumber } from "@/features/charts/number-format";
+import type { RouterOutputs } from "@/lib/api-types";
+
+type StepTiming = RouterOutputs["operators"]["tryRun"]["steps"][number];
+
+/**
+ * Each step's start and duration as bars on one time scale (0 = the first
+ * step's start), in milliseconds; skipped steps have no bar.
+ */
+export function StepTimeline({ steps }: { steps: readonly StepTiming[] }) {
+  const end = Math.max(1, ...steps.map((step) => step.endUs ?? 0));
+  return (
+    <figure className="step-timeline" aria-labelledby="step-times-title">
+      <h4 id="step-times-title" className="chart-title">
+        Step times (ms)
+      </h4>
+      <ol className="timeline-list">
+        {steps.map((step) => (
+          <li key={step.name} className="timeline-row">
+            <span className="timeline-name">
+              {step.name}
+              <span className="cell-sub">
+                {step.model ? `${step.kind} ${step.model}` : step.kind} · {step.status}
+              </span>
+            </span>
+            <span className="timeline-track" aria-hidden="true">
+              {step.startUs !== null && step.durationUs !== null ? (
+                <span
+                  className={`timeline-bar timeline-bar-${step.status === "ok" ? "ok" : "other"}`}
+                  style={{ left: `${(step.startUs / end) * 100}%`, width: `${Math.max(0.5, (step.durationUs / end) * 100)}%` }}
+                />
+              ) : null}
+            </span>
+            <span className="timeline-figures">
+              {step.startUs !== null && step.durationUs !== null
+                ? `start ${formatNumber(step.startUs / 1000, 3)} ms, duration ${formatNumber(step.durationUs / 1000, 3)} ms`
+                : "did not run"}
+            </span>
+          </li>
+        ))}
+      </ol>
+    </figure>
+  );
+}

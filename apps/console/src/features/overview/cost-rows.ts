@@ -1,0 +1,30 @@
+import type { ChartRow } from "@/features/charts/chart-series";
+import type { CostReport } from "./overview-types";
+
+export type ModelCostRow = CostReport["models"][number];
+
+/** The hardware profile every row is on, or undefined when the report spans several. */
+export function singleProfile(report: CostReport): string | undefined {
+  const names = new Set(report.models.map((entry) => entry.profileName));
+  return names.size === 1 ? [...names][0] : undefined;
+}
+
+/** A bar's name: the model, and its profile when the report has several. */
+export function costCategory(entry: ModelCostRow, withProfile: boolean): string {
+  return withProfile ? `${entry.model} · ${entry.profileName}` : entry.model;
+}
+
+/** The currency the report is in, or undefined when profiles use several. */
+export function reportCurrency(report: CostReport): string | undefined {
+  const currencies = new Set(report.models.map((entry) => entry.currency));
+  return currencies.size === 1 ? [...currencies][0] : undefined;
+}
+
+/** The bars of one cost chart: models with a cost above 0, most expensive first. */
+export function costChartRows(report: CostReport, key: "costPerHour" | "costPer1000Inferences"): ChartRow[] {
+  const withProfile = singleProfile(report) === undefined;
+  return report.models
+    .filter((entry) => (entry[key] ?? 0) > 0)
+    .sort((a, b) => (b[key] ?? 0) - (a[key] ?? 0))
+    .map((entry) => ({ category: costCategory(entry, withProfile), [key]: entry[key] }));
+}

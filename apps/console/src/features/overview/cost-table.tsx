@@ -1,0 +1,47 @@
+import { formatInteger, formatMoney, formatNumber } from "@/features/charts/number-format";
+import type { CostReport } from "./overview-types";
+
+/** Per model and hardware profile: what the charts show, with the figures behind them. */
+export function CostTable({ report }: { report: CostReport }) {
+  return (
+    <div className="table-wrap">
+      <table className="wrapping-headers">
+        <caption className="visually-hidden">Cost per model and hardware profile</caption>
+        <thead>
+          <tr>
+            <th scope="col">Model</th>
+            <th scope="col">Hardware profile</th>
+            <th scope="col" className="cell-number">
+              Inferences
+            </th>
+            <th scope="col" className="cell-number">
+              Host CPU used (s)
+            </th>
+            <th scope="col" className="cell-number">
+              Cost
+            </th>
+            <th scope="col" className="cell-number">
+              Cost per hour
+            </th>
+            <th scope="col" className="cell-number">
+              Cost per 1,000 inferences
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {report.models.map((entry) => (
+            <tr key={`${entry.profileId}/${entry.model}`}>
+              <th scope="row">{entry.model}</th>
+              <td>{entry.profileName}</td>
+              <td className="cell-number">{formatInteger(entry.inferences)}</td>
+              <td className="cell-number">{formatNumber(entry.cpuShareHours * 3600, 3)}</td>
+              <td className="cell-number">{formatMoney(entry.cost, entry.currency)}</td>
+              <td className="cell-number">{formatMoney(entry.costPerHour, entry.currency)}</td>
+              <td className="cell-number">{formatMoney(entry.costPer1000Inferences, entry.currency)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

@@ -1,0 +1,83 @@
+"use client";
+
+import { SERIES_COLORS } from "@/features/charts/chart-palette";
+import { byteUnitFor, formatNumber, formatPercent } from "@/features/charts/number-format";
+import { TimeSeriesChart } from "@/features/charts/time-series-chart";
+import type { UsageSeries } from "./overview-types";
+import { maxOf, overallRows, perModelRows } from "./series-rows";
+
+/** The usage charts of one range: traffic and latency overall, then capacity per model. */
+export function UsageCharts({ series }: { series: UsageSeries }) {
+  const domain: [number, number] = [new Date(series.from).getTime(), new Date(series.to).getTime()];
+  const memoryUnit = byteUnitFor(maxOf(series, "memoryBytes"));
+  const throughput = perModelRows(series, "requestsPerSec");
+  const instances = perModelRows(series, "instances");
+  const cpu = perModelRows(series, "cpuUtilization");
+  const memory = perModelRows(series, "memoryBytes", memoryUnit.size);
+  const fmt = (value: number) => formatNumber(value);
+  return (
+    <div className="figure-grid">
+      <TimeSeriesChart
+        title="Requests per second"
+        yLabel="requests/s"
+        rows={overallRows(series, ["requestsPerSec"])}
+        series={[{ key: "requestsPerSec", label: "Requests/s", color: SERIES_COLORS.primary }]}
+        domain={domain}
+        formatValue={fmt}
+      />
+      <TimeSeriesChart
+        title="Request latency"
+        yLabel="latency (ms)"
+        rows={overallRows(series, ["latencyP50Ms", "latencyP95Ms", "latencyP99Ms"])}
+        series={[
+          { key: "latencyP50Ms", label: "p50", color: SERIES_COLORS.p50 },
+          { key: "latencyP95Ms", label: "p95", color: SERIES_COLORS.p95 },
+          { key: "latencyP99Ms", label: "p99", color: SERIES_COLORS.p99 },
+        ]}
+        domain={domain}
+        formatValue={fmt}
+      />
+      <TimeSeriesChart
+        title="Error rate"
+        yLabel="errors (% of requests)"
+        rows={overallRows(series, ["errorRate"])}
+        series={[{ key: "errorRate", label: "Error rate", color: SERIES_COLORS.error }]}
+        domain={domain}
+        emptyMax={0.01}
+        formatValue={(value) => formatPercent(value)}
+        formatAxis={(value) => formatPercent(value, value > 0 && value < 0.1 ? 2 : 0)}
+      />
+      <TimeSeriesChart
+        title="Queue time"
+        yLabel="queue time (ms)"
+        rows={overallRows(series, ["queueMs"])}
+        series={[{ key: "queueMs", label: "Queue time", color: SERIES_COLORS.primary }]}
+        domain={domain}
+        formatValue={fmt}
+      />
+      <TimeSeriesChart title="Throughput per model" yLabel="requests/s" {...chartData(throughput)} domain={domain} formatValue={fmt} />
+      <TimeSeriesChart title="Instances per model" yLabel="instances" {...chartData(instances)} domain={domain} formatValue={fmt} />
+      <TimeSeriesChart
+        title="CPU utilization per model"
+        yLabel="CPU (% of host)"
+        emptyMax={0.01}
+        {...chartData(cpu)}
+        domain={domain}
+        formatValue={(value) => formatPercent(value)}
+        formatAxis={(value) => formatPercent(value, value > 0 && value < 0.1 ? 2 : 0)}
+      />
+      <TimeSeriesChart
+        title="Memory per model"
+        yLabel={`memory (${memoryUnit.unit})`}
+        {...chartData(memory)}
+        domain={domain}
+        formatValue={(value) => `${formatNumber(value)} ${memoryUnit.unit}`}
+      />
+    </div>
+  );
+}
+
+/** A per-model chart's rows, lines and note, as TimeSeriesChart takes them. */
+function chartData(data: ReturnType<typeof perModelRows>) {
+  return { rows: data.rows, series: data.series, ...(data.note ? { note: data.note } : {}) };
+}

@@ -1,0 +1,57 @@
+"use client";
+
+import { useQuery } from "@tanstack/react-query";
+import { useState } from "react";
+import { PageHeader } from "@/components/page-header";
+import { useSignedInUser } from "@/components/shell/session-context";
+import { QueryView } from "@/components/states/query-view";
+import { hasRole } from "@/lib/roles";
+import { useTRPC } from "@/lib/trpc";
+import { NewPerfRunForm } from "./new-perf-run-form";
+import { PerfReportsTable } from "./perf-reports-table";
+import { PerfRunProgress } from "./perf-run-progress";
+
+/** Perf reports: start a run, follow it, and the reports of earlier runs. */
+export function PerfPage() {
+  const trpc = useTRPC();
+  const user = useSignedInUser();
+  const canManage = hasRole(user.role, "ENGINEER");
+  // Runs may be started elsewhere (another person, the API): look again now and then, more often while one goes.
+  const reports = useQuery({
+    ...trpc.perf.list.queryOptions(),
+    refetchInterval: (query) => (query.state.data?.some((report) => report.status === "RUNNING") ? 3_000 : 15_000),
+  });
+  const [startedId, setStartedId] = useState<string | null>(null);
+  // The run this page follows: the one just started, else one that was already going.
+  const runningId = reports.data?.find((report) => report.status === "RUNNING")?.id ?? null;
+  const followed = startedId ?? runningId;
+  return (
+    <>
+      <PageHeader title="Perf reports">
+        <p>Load tests against the gateway (the `operon perf` engine over HTTP): throughput and latency per concurrency step. One run at a time.</p>
+      </PageHeader>
+      {followed ? (
+        <section className="card" aria-labelledby="run-title">
+          <h2 id="run-title">{startedId ? "Your run" : "Run in progress"}</h2>
+          <PerfRunProgress key={followed} id={followed} canCancel={canManage} />
+        </section>
+      ) : null}
+      {canManage ? (
+        <section className="card">
+          <NewPerfRunForm onStarted={setStartedId} disabled={runningId !== null} />
+        </section>
+      ) : null}
+      <section className="card" aria-labelledby="reports-title">
+        <h2 id="reports-title">Reports</h2>
+        <QueryView
+          query={reports}
+          loadingLabel="Loading reports…"
+          isEmpty={(list) => list.length === 0}
+          empty={{ title: "No perf reports yet", body: <p>{canManage ? "Start a run above to measure a model or operator." : "An engineer can start a run."}</p> }}
+        >
+          {(list) => <PerfReportsTable reports={list} canManage={canManage} />}
+        </QueryView>
+      </section>
+    </>
+  );
+}

@@ -1,0 +1,75 @@
+"use client";
+
+import { useQuery } from "@tanstack/react-query";
+import Link from "next/link";
+import { useRouter } from "next/navigation";
+import { PageHeader } from "@/components/page-header";
+import { useSignedInUser } from "@/components/shell/session-context";
+import { EmptyState } from "@/components/states/empty-state";
+import { QueryView } from "@/components/states/query-view";
+import { hasRole } from "@/lib/roles";
+import { useTRPC } from "@/lib/trpc";
+import { ConcurrencyCharts } from "./concurrency-charts";
+import { DeletePerfReportButton } from "./delete-perf-report-button";
+import { PerfReportFacts } from "./perf-report-facts";
+import { PerfRunProgress } from "./perf-run-progress";
+import { PerfTable } from "./perf-table";
+import { ThroughputLatencyChart } from "./throughput-latency-chart";
+import { targetLabel, type PerfReportDetail } from "./perf-types";
+
+export function PerfReportPage({ id }: { id: string }) {
+  const trpc = useTRPC();
+  const report = useQuery(trpc.perf.get.queryOptions({ id }));
+  return (
+    <>
+      <PageHeader title={report.data ? `Perf report: ${targetLabel(report.data)}` : "Perf report"}>
+        <p>
+          <Link href="/perf">All perf reports</Link>
+        </p>
+      </PageHeader>
+      <QueryView query={report} loadingLabel="Loading the report…">
+        {(detail) => <PerfReportView report={detail} />}
+      </QueryView>
+    </>
+  );
+}
+
+function PerfReportView({ report }: { report: PerfReportDetail }) {
+  const user = useSignedInUser();
+  const router = useRouter();
+  const canManage = hasRole(user.role, "ENGINEER");
+  return (
+    <>
+      <section className="card" aria-labelledby="run-facts-title">
+        <div className="section-header">
+          <h2 id="run-facts-title">Run</h2>
+          {canManage && report.status !== "RUNNING" ? <DeletePerfReportButton report={report} onDeleted={() => router.push("/perf")} /> : null}
+        </div>
+        {report.status === "RUNNING" ? <PerfRunProgress id={report.id} canCancel={canManage} showReportLink={false} /> : null}
+        {report.error && report.status !== "RUNNING" ? <p className={report.status === "FAILED" ? "form-alert" : "notice"}>{report.error}</p> : null}
+        <PerfReportFacts report={report} />
+      </section>
+      {report.samples.length === 0 ? (
+        <section className="card">
+          <EmptyState title={report.status === "RUNNING" ? "No step measured yet" : "No step was measured"}>
+            <p>{report.status === "RUNNING" ? "The charts appear when the run ends." : "The run ended before its first step finished."}</p>
+          </EmptyState>
+        </section>
+      ) : (
+        <>
+          <section className="card" aria-labelledby="perf-charts-title">
+            <h2 id="perf-charts-title">Charts</h2>
+            <div className="figure-grid">
+              <ThroughputLatencyChart samples={report.samples} />
+              <ConcurrencyCharts samples={report.samples} />
+            </div>
+          </section>
+          <section className="card" aria-labelledby="perf-table-title">
+            <h2 id="perf-table-title">Perf table</h2>
+            <PerfTable samples={report.samples} />
+          </section>
+        </>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,70 @@
+import { formatInteger, formatNumber } from "@/features/charts/number-format";
+import type { PerfSample } from "./perf-types";
+
+/** Triton's perf table, one row per concurrency step; latencies in microseconds, as perf_analyzer prints them. */
+export function PerfTable({ samples }: { samples: readonly PerfSample[] }) {
+  const us = (value: number | null) => formatInteger(value);
+  return (
+    <div className="table-wrap">
+      <table className="perf-table">
+        <caption>Per step; latencies and server times in microseconds (µs). Queue and compute are the server&apos;s averages per request.</caption>
+        <thead>
+          <tr>
+            <th scope="col" className="cell-number">
+              Concurrency
+            </th>
+            <th scope="col" className="cell-number">
+              Batch
+            </th>
+            <th scope="col" className="cell-number">
+              Inferences/s
+            </th>
+            <th scope="col" className="cell-number">
+              p50 (µs)
+            </th>
+            <th scope="col" className="cell-number">
+              p90 (µs)
+            </th>
+            <th scope="col" className="cell-number">
+              p95 (µs)
+            </th>
+            <th scope="col" className="cell-number">
+              p99 (µs)
+            </th>
+            <th scope="col" className="cell-number">
+              Avg (µs)
+            </th>
+            <th scope="col" className="cell-number">
+              Queue (µs)
+            </th>
+            <th scope="col" className="cell-number">
+              Compute (µs)
+            </th>
+            <th scope="col" className="cell-number">
+              Errors
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {samples.map((sample) => (
+            <tr key={`${sample.concurrency}/${sample.batchSize}`}>
+              <th scope="row" className="cell-number">
+                {sample.concurrency}
+              </th>
+              <td className="cell-number">{sample.batchSize}</td>
+              <td className="cell-number">{formatNumber(sample.throughput)}</td>
+              <td className="cell-number">{us(sample.latencyP50Us)}</td>
+              <td className="cell-number">{us(sample.latencyP90Us)}</td>
+              <td className="cell-number">{us(sample.latencyP95Us)}</td>
+              <td className="cell-number">{us(sample.latencyP99Us)}</td>
+              <td className="cell-number">{us(sample.latencyAvgUs)}</td>
+              <td className="cell-number">{us(sample.queueUs)}</td>
+              <td className="cell-number">{us(sample.computeUs)}</td>
+              <td className="cell-number">{sample.errorCount}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

@@ -1,0 +1,51 @@
+"use client";
+
+import type { RouterOutputs } from "@/lib/api-types";
+import { formatDate, formatDateTime } from "@/lib/format";
+import { UserAccessButton } from "./user-access-button";
+import { UserRoleSelect } from "./user-role-select";
+
+type UserRow = RouterOutputs["users"]["list"][number];
+
+export function UsersTable({ users, currentUserId }: { users: readonly UserRow[]; currentUserId: string }) {
+  return (
+    <div className="table-wrap">
+      <table>
+        <caption className="visually-hidden">Users</caption>
+        <thead>
+          <tr>
+            <th scope="col">Email</th>
+            <th scope="col">Name</th>
+            <th scope="col">Role</th>
+            <th scope="col">Status</th>
+            <th scope="col">Last sign-in</th>
+            <th scope="col">Created</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {users.map((user) => (
+            <tr key={user.id} className={user.disabled ? "row-muted" : undefined}>
+              <th scope="row">
+                {user.email}
+                {user.id === currentUserId ? <span className="badge badge-quiet">you</span> : null}
+              </th>
+              <td>{user.name ?? "—"}</td>
+              <td>
+                <UserRoleSelect id={user.id} email={user.email} role={user.role} />
+              </td>
+              <td>{user.disabled ? "Disabled" : "Active"}</td>
+              <td className="cell-nowrap">{formatDateTime(user.lastLoginAt, "never")}</td>
+              <td className="cell-nowrap">{formatDate(user.createdAt)}</td>
+              <td className="cell-actions">
+                <UserAccessButton id={user.id} email={user.email} disabled={user.disabled} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

@@ -1,0 +1,63 @@
+"use client";
+
+import { useQuery } from "@tanstack/react-query";
+import { PageHeader } from "@/components/page-header";
+import { EmptyState } from "@/components/states/empty-state";
+import { QueryView } from "@/components/states/query-view";
+import { useTRPC } from "@/lib/trpc";
+import { useCpuRates } from "./cpu-rates";
+import { GatewayProcess } from "./gateway-process";
+import { workerKey, WorkersTable } from "./workers-table";
+
+const REFRESH_MS = 5_000;
+const GATEWAY_KEY = "gateway";
+
+export function WorkersPage() {
+  const trpc = useTRPC();
+  const workers = useQuery({ ...trpc.workers.list.queryOptions(), refetchInterval: REFRESH_MS, staleTime: 0 });
+  const data = workers.data;
+  const cpuRates = useCpuRates(
+    data ? String(data.readAt) : undefined,
+    data
+      ? [
+          { key: GATEWAY_KEY, pid: data.gateway.pid, cpuSeconds: data.gateway.cpuSeconds },
+          ...data.workers.map((worker) => ({ key: workerKey(worker), pid: worker.pid, cpuSeconds: worker.cpuSeconds })),
+        ]
+      : [],
+  );
+  return (
+    <>
+      <PageHeader title="Workers">
+        <p>
+          The gateway runs each model instance in its own worker process. This page asks the gateway every {REFRESH_MS / 1000} s. CPU now is the share of one core
+          since the previous reading.
+        </p>
+      </PageHeader>
+      <QueryView query={workers} loadingLabel="Asking the gateway…">
+        {(list) => (
+          <>
+            <section className="card" aria-labelledby="gateway-title">
+              <h2 id="gateway-title">Gateway process</h2>
+              <GatewayProcess data={list} cpuRate={cpuRates.get(GATEWAY_KEY)} />
+            </section>
+            <section className="card" aria-labelledby="workers-title">
+              <div className="section-header">
+                <h2 id="workers-title">Worker processes</h2>
+                <span className="muted small" aria-live="off">
+                  {list.workers.length} {list.workers.length === 1 ? "process" : "processes"}
+                </span>
+              </div>
+              {list.workers.length === 0 ? (
+                <EmptyState title="No workers running">
+                  <p>Load a model to start its workers.</p>
+                </EmptyState>
+              ) : (
+                <WorkersTable workers={list.workers} cpuRates={cpuRates} />
+              )}
+            </section>
+          </>
+        )}
+      </QueryView>
+    </>
+  );
+}

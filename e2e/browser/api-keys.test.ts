@@ -1,0 +1,96 @@
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchBrowser, openConsolePage, type ConsolePage } from "./support/browser.js";
+import { heading, signIn, visible } from "./support/console-actions.js";
+import { ADD_SUB_INPUT0, ADD_SUB_INPUT1, inferAddSubUntil } from "./support/gateway-infer.js";
+import { startOperonWithConsole, type RunningOperonWithConsole } from "./support/operon-with-console.js";
+import { screenshotAfterEachTest } from "./support/screenshots.js";
+
+// An engineer's task: make a key for a client program, see it work against the
+// gateway, revoke it, see the gateway refuse it. The tests run in order on one server.
+const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
+const KEY_NAME = "e2e client";
+
+describe("console: API keys work at the gateway until revoked", () => {
+  let operon: RunningOperonWithConsole | undefined;
+  let browser: Browser | undefined;
+  let session: ConsolePage;
+  let apiKey = "";
+
+  beforeAll(async () => {
+    operon = await startOperonWithConsole({ admin: ADMIN });
+    browser = await launchBrowser();
+    session = await openConsolePage(browser, operon.consoleUrl);
+    await signIn(session.page, ADMIN.email, ADMIN.password);
+  }, 240_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await operon?.stop();
+  });
+
+  screenshotAfterEachTest(() => session?.page);
+
+  it("creates a key and shows it once", async () => {
+    const { page } = session;
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "API keys" }).click();
+    await visible(heading(page, "API keys"));
+    await visible(page.getByText("You have no keys yet"));
+
+    await page.getByLabel("Name", { exact: true }).fill(KEY_NAME);
+    expect(await page.getByRole("checkbox", { name: /^infer/ }).isChecked()).toBe(true);
+    await page.getByLabel("QPS quota (optional)").fill("50");
+    await page.getByRole("button", { name: "Create key" }).click();
+
+    const notice = await visible(page.getByRole("region", { name: `Key “${KEY_NAME}” created` }));
+    expect(await notice.textContent()).toContain("you will not see it again");
+    apiKey = await page.getByLabel("The new API key").inputValue();
+    expect(apiKey).toMatch(/^opk_[a-z2-7]{8}_[A-Za-z0-9_-]{32}$/);
+    const row = await visible(page.getByRole("row", { name: new RegExp(KEY_NAME) }));
+    expect(await row.textContent()).toContain(apiKey.slice(0, "opk_".length + 8));
+    expect(await row.textContent()).toContain("Active");
+
+    await page.getByRole("button", { name: "I have copied it" }).click();
+    await page.getByRole("region", { name: `Key “${KEY_NAME}” created` }).waitFor({ state: "detached" });
+    await page.reload();
+    await visible(page.getByRole("row", { name: new RegExp(KEY_NAME) }));
+    expect(await page.content()).not.toContain(apiKey);
+    expect(session.errors).toEqual([]);
+  });
+
+  it("the gateway accepts the key for an inference", async () => {
+    const result = await inferAddSubUntil(operon!.httpUrl, apiKey, 200);
+    expect(result.status, JSON.stringify(result.body)).toBe(200);
+    const outputs = (result.body as { outputs: Array<{ name: string; data: number[] }> }).outputs;
+    const sum = outputs.find((output) => output.name === "OUTPUT0")!;
+    expect(sum.data).toEqual(ADD_SUB_INPUT0.map((value, index) => value + ADD_SUB_INPUT1[index]!));
+  });
+
+  it("revokes the key after confirming", async () => {
+    const { page } = session;
+    await page.getByRole("button", { name: `Revoke key ${KEY_NAME}` }).click();
+    const dialog = await visible(page.getByRole("dialog", { name: `Revoke key “${KEY_NAME}”?` }));
+    // Cancel first: nothing changes.
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    await visible(page.getByRole("row", { name: new RegExp(KEY_NAME) }));
+
+    await page.getByRole("button", { name: `Revoke key ${KEY_NAME}` }).click();
+    await visible(dialog);
+    await dialog.getByRole("button", { name: "Revoke key" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    await visible(page.getByText("You have no keys yet"));
+
+    await page.getByRole("checkbox", { name: "Show revoked" }).check();
+    const row = await visible(page.getByRole("row", { name: new RegExp(KEY_NAME) }));
+    expect(await row.textContent()).toMatch(/Revoked/);
+    expect(await row.getByRole("button").count()).toBe(0);
+    expect(session.errors).toEqual([]);
+  });
+
+  it("the gateway then rejects the key with 401", async () => {
+    const result = await inferAddSubUntil(operon!.httpUrl, apiKey, 401);
+    expect(result.status, JSON.stringify(result.body)).toBe(401);
+    expect(JSON.stringify(result.body)).toMatch(/not valid/);
+  });
+});

@@ -1,0 +1,117 @@
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signedInApiSession } from "./support/admin-api.js";
+import { launchBrowser, openConsolePage, type ConsolePage } from "./support/browser.js";
+import { chartFigure, chartSurface, drawnPoints } from "./support/chart-reading.js";
+import { heading, signIn, visible, waitForPath } from "./support/console-actions.js";
+import { startOperonWithConsole, type RunningOperonWithConsole } from "./support/operon-with-console.js";
+import { screenshotAfterEachTest } from "./support/screenshots.js";
+
+// An engineer's task: measure add_sub at concurrency 1 and 2 from the console,
+// follow the run, then read its report: charts and Triton's perf table. The
+// tests run in order on one server.
+const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
+const UUID = /^\/perf\/[0-9a-f-]{36}$/;
+
+describe("console: a perf report for add_sub", () => {
+  let operon: RunningOperonWithConsole | undefined;
+  let browser: Browser | undefined;
+  let session: ConsolePage;
+  let reportPath = "";
+
+  beforeAll(async () => {
+    operon = await startOperonWithConsole({ admin: ADMIN });
+    browser = await launchBrowser();
+    session = await openConsolePage(browser, operon.consoleUrl);
+    await signIn(session.page, ADMIN.email, ADMIN.password);
+  }, 240_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await operon?.stop();
+  });
+
+  screenshotAfterEachTest(() => session?.page);
+
+  it("starts a small run and follows it on a progress bar until it succeeds", async () => {
+    const { page } = session;
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Perf reports" }).click();
+    await visible(heading(page, "Perf reports"));
+    await visible(page.getByText("No perf reports yet"));
+
+    const form = page.getByRole("form", { name: "New run" });
+    await form.getByLabel("Target", { exact: true }).selectOption("MODEL:add_sub");
+    await form.getByLabel("From", { exact: true }).fill("1");
+    await form.getByLabel("To", { exact: true }).fill("2");
+    await form.getByLabel("Step", { exact: true }).fill("1");
+    await form.getByLabel("Batch size").fill("1");
+    await form.getByLabel("Measurement interval (seconds)").fill("0.5");
+    await form.getByRole("button", { name: "Start run" }).click();
+
+    const progress = await visible(page.getByRole("progressbar"));
+    expect(Number(await progress.getAttribute("max"))).toBe(100);
+    // While it runs, another run cannot start.
+    await visible(page.getByText("A run is going; one runs at a time."));
+
+    await visible(page.getByText(/^Succeeded: 2 of 2 steps measured$/), 120_000);
+    expect(Number(await progress.getAttribute("value"))).toBe(100);
+    const row = await visible(page.getByRole("row").filter({ hasText: "model add_sub" }));
+    expect(await row.textContent()).toContain("Succeeded");
+    expect(await row.textContent()).toMatch(/1–2/);
+    expect(session.errors).toEqual([]);
+  }, 150_000);
+
+  it("opens the finished report: throughput vs latency, by concurrency, and one table row per concurrency", async () => {
+    const { page } = session;
+    await page.getByRole("link", { name: "Open the report" }).click();
+    await page.waitForURL((url) => UUID.test(url.pathname));
+    reportPath = new URL(page.url()).pathname;
+    await visible(heading(page, "Perf report: model add_sub v1"));
+
+    const curve = await visible(chartFigure(page, "Throughput vs p95 latency"));
+    expect(await drawnPoints(curve)).toBe(2);
+    expect(await chartSurface(curve).textContent()).toContain("p95 latency (ms)");
+    expect(await chartSurface(curve).textContent()).toContain("inferences/s");
+    expect(await curve.locator("figcaption").textContent()).toMatch(/^2 steps: c=1 [\d.,]+ infer\/s at [\d.,]+ ms; c=2 /);
+    expect(await drawnPoints(chartFigure(page, "Throughput by concurrency"))).toBe(2);
+    expect(await drawnPoints(chartFigure(page, "Latency by concurrency"))).toBe(8);
+    // One batch size: no batch-size chart.
+    expect(await chartFigure(page, "Best throughput by batch size").count()).toBe(0);
+
+    // The table says what the API stored, step by step.
+    const api = await signedInApiSession(operon!, ADMIN);
+    const id = reportPath.split("/").pop()!;
+    const stored = await api.client.perf.get.query({ id });
+    const table = page.getByRole("table", { name: /latencies and server times in microseconds/ });
+    const headers = await table.getByRole("columnheader").allTextContents();
+    expect(headers.slice(0, 10)).toEqual(["Concurrency", "Batch", "Inferences/s", "p50 (µs)", "p90 (µs)", "p95 (µs)", "p99 (µs)", "Avg (µs)", "Queue (µs)", "Compute (µs)"]);
+    const rows = table.locator("tbody tr");
+    expect(await rows.count()).toBe(2);
+    for (const [index, sample] of stored.samples.entries()) {
+      const cells = await rows.nth(index).locator("th, td").allTextContents();
+      expect(cells[0]).toBe(String(sample.concurrency));
+      expect(cells[1]).toBe("1");
+      expect(Number(cells[3]!.replace(/,/g, ""))).toBe(Math.round(sample.latencyP50Us!));
+      expect(Number(cells[6]!.replace(/,/g, ""))).toBe(Math.round(sample.latencyP99Us!));
+    }
+    expect(stored.samples.map((sample) => sample.concurrency)).toEqual([1, 2]);
+    expect(session.errors).toEqual([]);
+  }, 60_000);
+
+  it("shows the curve against p99 and deletes the report after confirming", async () => {
+    const { page } = session;
+    await page.getByRole("radio", { name: "p99" }).check();
+    const curve = await visible(chartFigure(page, "Throughput vs p99 latency"));
+    expect(await drawnPoints(curve)).toBe(2);
+
+    await page.getByRole("button", { name: /^Delete report / }).click();
+    const dialog = await visible(page.getByRole("dialog", { name: "Delete this perf report?" }));
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    await page.getByRole("button", { name: /^Delete report / }).click();
+    await dialog.getByRole("button", { name: "Delete report" }).click();
+    await waitForPath(page, "/perf");
+    await visible(page.getByText("No perf reports yet"));
+    expect(session.errors).toEqual([]);
+  }, 60_000);
+});

@@ -1,0 +1,145 @@
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchBrowser, openConsolePage, type ConsolePage } from "./support/browser.js";
+import { heading, signIn, visible, waitForPath } from "./support/console-actions.js";
+import { startOperonWithConsole, type RunningOperonWithConsole } from "./support/operon-with-console.js";
+import { screenshotAfterEachTest } from "./support/screenshots.js";
+
+// An engineer's task: chain add_sub twice into an operator (Y = A + 2B) in the
+// console's editor, watching the graph and the gateway's validation as they
+// type, save it, and try it. The tests run in order on one server.
+const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
+const OPERATOR = "add_twice_e2e";
+
+/** The editor's graph: React Flow draws one element per node. */
+function graphNodes(page: Page) {
+  return page.locator(".operator-graph .react-flow__node");
+}
+
+function specEditor(page: Page) {
+  return page.getByLabel("Spec (JSON)");
+}
+
+function validation(page: Page) {
+  return page.getByRole("region", { name: "Validation" });
+}
+
+describe("console: register an operator", () => {
+  let operon: RunningOperonWithConsole | undefined;
+  let browser: Browser | undefined;
+  let session: ConsolePage;
+
+  beforeAll(async () => {
+    operon = await startOperonWithConsole({ admin: ADMIN });
+    browser = await launchBrowser();
+    session = await openConsolePage(browser, operon.consoleUrl);
+    await signIn(session.page, ADMIN.email, ADMIN.password);
+  }, 240_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await operon?.stop();
+  });
+
+  screenshotAfterEachTest(() => session?.page);
+
+  it("lists the repository's ensembles read-only and opens the editor with a two-step example drawn as a graph", async () => {
+    const { page } = session;
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Operators" }).click();
+    await visible(heading(page, "Operators"));
+    const ensemble = await visible(page.getByRole("row").filter({ has: page.getByRole("rowheader", { name: /^text_direction/ }) }));
+    expect(await ensemble.textContent()).toContain("Repository ensemble");
+    expect(await ensemble.getByRole("button", { name: /Delete/ }).count()).toBe(0);
+
+    await page.getByRole("link", { name: "New operator" }).click();
+    await waitForPath(page, "/operators/new");
+    await visible(heading(page, "New operator"));
+    await page.getByLabel("Name", { exact: true }).fill(OPERATOR);
+    const spec = JSON.parse(await specEditor(page).inputValue()) as { steps: Array<{ model: string }> };
+    expect(spec.steps.map((step) => step.model)).toEqual(["add_sub", "add_sub"]);
+
+    await visible(validation(page).getByText("No problems"), 20_000);
+    // Inputs A and B, steps first and second, output Y.
+    await visible(graphNodes(page));
+    expect(await graphNodes(page).count()).toBe(5);
+    expect(await page.locator(".operator-graph figcaption").textContent()).toContain("5 nodes (2 inputs, 2 model steps, 1 output) and 5 edges");
+    expect(await page.locator(".operator-graph .react-flow__edge").count()).toBe(5);
+    expect(await page.locator(".operator-graph .react-flow__edge-text").allTextContents()).toEqual(expect.arrayContaining(["sum → INPUT0", "A → INPUT0"]));
+    expect(session.errors).toEqual([]);
+  }, 60_000);
+
+  it("complains about an unknown model while editing, marks its step, and redraws as the spec changes", async () => {
+    const { page } = session;
+    const original = await specEditor(page).inputValue();
+    const last = original.lastIndexOf('"model": "add_sub"');
+    await specEditor(page).fill(`${original.slice(0, last)}"model": "no_such_model"${original.slice(last + '"model": "add_sub"'.length)}`);
+
+    const problem = await visible(validation(page).getByRole("listitem").filter({ hasText: "no_such_model" }));
+    expect(await problem.textContent()).toMatch(/step 'second': model 'no_such_model' .*is not served/);
+    const marked = page.locator(".operator-graph .react-flow__node.graph-node-problem");
+    await visible(marked);
+    expect(await marked.count()).toBe(1);
+    expect(await marked.textContent()).toContain("second");
+    expect(await marked.textContent()).toContain("model no_such_model");
+
+    // Broken JSON keeps the last graph and says where the JSON breaks.
+    await specEditor(page).fill(original.replace(/\}\s*$/, ""));
+    await visible(validation(page).getByText(/Not valid JSON/));
+    expect(await graphNodes(page).count()).toBe(5);
+
+    // Back to the example: valid again, nothing marked.
+    await specEditor(page).fill(original);
+    await visible(validation(page).getByText("No problems"));
+    expect(await marked.count()).toBe(0);
+    expect(session.errors).toEqual([]);
+  }, 60_000);
+
+  it("saves the operator and opens its page with the graph and its first version", async () => {
+    const { page } = session;
+    await page.getByRole("button", { name: "Create operator" }).click();
+    await waitForPath(page, `/operators/${OPERATOR}`);
+    await visible(heading(page, OPERATOR));
+    await visible(graphNodes(page));
+    expect(await graphNodes(page).count()).toBe(5);
+    const facts = page.getByRole("region", { name: "About" });
+    expect(await facts.textContent()).toContain("Served");
+    expect(await facts.textContent()).toContain("add_sub");
+    await visible(page.getByRole("region", { name: "Versions" }).getByText("Version 1"));
+    expect(session.errors).toEqual([]);
+  }, 60_000);
+
+  it("tries it: Y = A + 2B, with each step's start and duration", async () => {
+    const { page } = session;
+    const form = await visible(page.getByRole("form", { name: `Try ${OPERATOR}` }));
+    const inputs = JSON.parse(await form.getByLabel("Inputs (KServe v2 JSON tensors)").inputValue()) as Array<{ name: string; shape: number[]; data: number[] }>;
+    expect(inputs.map((input) => [input.name, input.shape])).toEqual([
+      ["A", [1, 16]],
+      ["B", [1, 16]],
+    ]);
+    await form.getByRole("button", { name: "Run" }).click();
+
+    const result = await visible(page.getByRole("region", { name: "Result" }));
+    const row = await visible(result.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "Y", exact: true }) }));
+    const expected = inputs[0]!.data.map((a, index) => a + 2 * inputs[1]!.data[index]!);
+    const shown = ((await row.getByRole("cell").last().textContent()) ?? "").split(",").map((value) => Number(value.trim()));
+    expect(shown).toEqual(expected);
+
+    const steps = result.getByRole("figure", { name: "Step times (ms)" }).getByRole("listitem");
+    expect(await steps.count()).toBe(2);
+    const texts = await steps.allTextContents();
+    expect(texts[0]).toMatch(/^first.*ok.*start [\d.]+ ms, duration [\d.]+ ms$/);
+    expect(texts[1]).toMatch(/^second.*ok.*start [\d.]+ ms, duration [\d.]+ ms$/);
+    expect(session.errors).toEqual([]);
+  }, 60_000);
+
+  it("deletes the operator after confirming", async () => {
+    const { page } = session;
+    await page.getByRole("button", { name: `Delete operator ${OPERATOR}` }).click();
+    const dialog = await visible(page.getByRole("dialog", { name: `Delete operator “${OPERATOR}”?` }));
+    await dialog.getByRole("button", { name: "Delete operator" }).click();
+    await waitForPath(page, "/operators");
+    await visible(heading(page, "Operators"));
+    await page.getByRole("rowheader", { name: OPERATOR }).waitFor({ state: "detached" });
+    expect(session.errors).toEqual([]);
+  }, 60_000);
+});

@@ -1,0 +1,114 @@
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchBrowser, openConsolePage, type ConsolePage } from "./support/browser.js";
+import { formAlert, heading, signIn, visible, waitForPath } from "./support/console-actions.js";
+import { writeTinyMlpFile } from "./support/model-files.js";
+import { startOperonWithConsole, type RunningOperonWithConsole } from "./support/operon-with-console.js";
+import { screenshotAfterEachTest } from "./support/screenshots.js";
+
+// An engineer's task: upload an ONNX model from their disk, get its config
+// right (the API refuses one that does not fit the model, at the field),
+// and see it serve. The tests run in order on one server.
+const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
+const MODEL = "tiny-mlp";
+
+describe("console: upload a model and see it serve", () => {
+  let operon: RunningOperonWithConsole | undefined;
+  let browser: Browser | undefined;
+  let session: ConsolePage;
+  const file = writeTinyMlpFile(`${MODEL}.onnx`);
+
+  beforeAll(async () => {
+    operon = await startOperonWithConsole({ admin: ADMIN });
+    browser = await launchBrowser();
+    session = await openConsolePage(browser, operon.consoleUrl);
+    await signIn(session.page, ADMIN.email, ADMIN.password);
+  }, 240_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await operon?.stop();
+  });
+
+  screenshotAfterEachTest(() => session?.page);
+
+  it("cancelling an upload leaves nothing behind", async () => {
+    const { page } = session;
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Models" }).click();
+    await visible(heading(page, "Models"));
+    await visible(page.getByRole("rowheader", { name: "add_sub" }));
+    await page.getByRole("link", { name: "Upload model" }).click();
+    await visible(heading(page, "Upload a model"));
+
+    await page.getByLabel("Model file (.onnx)").setInputFiles(file.path);
+    await visible(page.getByText(`Selected: ${MODEL}.onnx`));
+    expect(await page.getByLabel("Model name").inputValue()).toBe(MODEL);
+    await page.getByRole("button", { name: "Upload", exact: true }).click();
+    await visible(heading(page, "Configure"), 60_000);
+
+    await Promise.all([page.waitForResponse((response) => response.url().includes("models.upload.abort")), page.getByRole("button", { name: "Cancel", exact: true }).click()]);
+    await visible(page.getByText("Upload cancelled: nothing was stored."));
+    expect(await heading(page, "Configure").count()).toBe(0);
+    expect(session.errors).toEqual([]);
+  }, 90_000);
+
+  it("sends the file with a progress bar and prefills the config from the model", async () => {
+    const { page } = session;
+    // The file and name stay chosen after a cancel.
+    await page.getByRole("button", { name: "Upload", exact: true }).click();
+
+    await visible(heading(page, "Configure"), 60_000);
+    // Version 1 again: the cancelled upload no longer holds it.
+    const progress = page.getByRole("progressbar", { name: "Upload progress" });
+    expect(Number(await progress.getAttribute("value"))).toBe(file.sizeBytes);
+    expect(Number(await progress.getAttribute("max"))).toBe(file.sizeBytes);
+    expect(await page.getByRole("region", { name: `Version 1 of ${MODEL}` }).textContent()).toContain("100 %");
+
+    const input = page.getByRole("group", { name: "Input “input”" });
+    expect(await input.getByLabel("Name").inputValue()).toBe("input");
+    expect(await input.getByLabel("Dims").inputValue()).toBe("4");
+    expect(await input.getByLabel("Data type").inputValue()).toBe("TYPE_FP32");
+    expect(await page.getByRole("group", { name: "Output “output”" }).getByLabel("Name").inputValue()).toBe("output");
+    expect(await page.getByLabel("Max batch size").inputValue()).toBe("4");
+    expect(await page.getByRole("checkbox", { name: "Dynamic batching" }).isChecked()).toBe(true);
+    expect(session.errors).toEqual([]);
+  }, 90_000);
+
+  it("refuses dims that do not fit the model, at the field", async () => {
+    const { page } = session;
+    const dims = page.getByRole("group", { name: "Input “input”" }).getByLabel("Dims");
+    await dims.fill("5");
+    // The JSON view follows the form.
+    await page.getByText("Advanced: edit JSON").click();
+    expect(JSON.parse(await page.getByLabel("Config (JSON)").inputValue()).input[0].dims).toEqual([5]);
+
+    await page.getByRole("button", { name: "Finish upload" }).click();
+    const error = await visible(page.getByRole("group", { name: "Input “input”" }).getByText("does not match the model's input 'input'"));
+    expect(await error.textContent()).toContain("expected [4]");
+    expect(await dims.getAttribute("aria-invalid")).toBe("true");
+    // Shown at the field, so not repeated as a form alert.
+    expect(await formAlert(page).count()).toBe(0);
+    expect(session.errors).toEqual([]);
+  }, 60_000);
+
+  it("finishes with the fixed config and the model becomes ready", async () => {
+    const { page } = session;
+    await page.getByRole("group", { name: "Input “input”" }).getByLabel("Dims").fill("4");
+    await page.getByLabel("Description (optional)").fill("a tiny MLP from the browser test");
+    await page.getByRole("button", { name: "Finish upload" }).click();
+
+    await waitForPath(page, `/models/${MODEL}`, 90_000);
+    await visible(heading(page, MODEL));
+    await visible(page.getByRole("status").getByText("Ready", { exact: true }), 60_000);
+    const version = await visible(page.getByRole("table", { name: "Versions" }).getByRole("row", { name: /^1 / }));
+    const text = (await version.textContent()) ?? "";
+    expect(text).toContain(file.sha256.slice(0, 12));
+    expect(text).toContain(ADMIN.email);
+    expect(await page.getByRole("table", { name: "Inputs" }).textContent()).toContain("[-1, 4]");
+
+    await page.getByRole("link", { name: "All models" }).click();
+    const row = await visible(page.getByRole("row", { name: new RegExp(`^${MODEL}`) }));
+    expect(await row.textContent()).toMatch(/Uploaded.*Ready/);
+    expect(session.errors).toEqual([]);
+  }, 150_000);
+});

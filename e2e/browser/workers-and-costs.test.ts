@@ -1,0 +1,110 @@
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { workerProcesses } from "../support/operon-process.js";
+import { createInferKey, signedInApiSession } from "./support/admin-api.js";
+import { launchBrowser, openConsolePage, type ConsolePage } from "./support/browser.js";
+import { heading, signIn, visible } from "./support/console-actions.js";
+import { startOperonWithConsole, type RunningOperonWithConsole } from "./support/operon-with-console.js";
+import { screenshotAfterEachTest } from "./support/screenshots.js";
+
+// An operator's task: see which processes serve the models (the same ones the
+// gateway and the OS report), then describe the host and its price and see
+// what the models cost. The tests run in order on one server.
+const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
+const PROFILE = "e2e host";
+
+interface GatewayWorker {
+  model: string;
+  instance: string;
+  pid: number | null;
+}
+
+describe("console: workers, hardware profiles and costs", () => {
+  let operon: RunningOperonWithConsole | undefined;
+  let browser: Browser | undefined;
+  let session: ConsolePage;
+
+  beforeAll(async () => {
+    operon = await startOperonWithConsole({ admin: ADMIN });
+    browser = await launchBrowser();
+    session = await openConsolePage(browser, operon.consoleUrl);
+    await signIn(session.page, ADMIN.email, ADMIN.password);
+  }, 240_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await operon?.stop();
+  });
+
+  screenshotAfterEachTest(() => session?.page);
+
+  it("lists the add_sub worker processes the gateway really runs", async () => {
+    const { page } = session;
+    const api = await signedInApiSession(operon!, ADMIN);
+    const key = await createInferKey(api, "e2e workers check");
+    const response = await fetch(`${operon!.httpUrl}/v2/operon/workers`, { headers: { authorization: `Bearer ${key}` } });
+    expect(response.status).toBe(200);
+    const reported = ((await response.json()) as { workers: GatewayWorker[] }).workers.filter((worker) => worker.model === "add_sub");
+    // add_sub's config asks for two CPU instances, each its own process under the server.
+    expect(reported).toHaveLength(2);
+    const running = workerProcesses(operon!.pid).filter((worker) => worker.instance.startsWith("add_sub_"));
+    expect(reported.map((worker) => worker.pid).sort()).toEqual(running.map((worker) => worker.pid).sort());
+
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Workers" }).click();
+    await visible(heading(page, "Workers"));
+    const table = await visible(page.getByRole("table", { name: "Worker processes" }));
+    for (const worker of reported) {
+      const row = await visible(table.getByRole("row", { name: new RegExp(`\\b${worker.instance}\\b`) }));
+      const cells = await row.getByRole("cell").allTextContents();
+      expect(cells).toContain(String(worker.pid));
+      expect(cells).toContain("Ready");
+    }
+    const gateway = await page.getByRole("region", { name: "Gateway process" }).textContent();
+    expect(gateway).toContain(String(operon!.pid));
+    // The page asks again every 5 s: a second reading turns CPU seconds into "CPU now".
+    await visible(table.getByRole("cell", { name: /^\d+(\.\d)? %$/ }), 15_000);
+    expect(session.errors).toEqual([]);
+  }, 60_000);
+
+  it("an admin adds a hardware profile, sees it as the default, and sees what the models cost", async () => {
+    const { page } = session;
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Hardware & cost" }).click();
+    await visible(heading(page, "Hardware & cost"));
+    await visible(page.getByText("No hardware profiles yet"));
+
+    await page.getByRole("button", { name: "Add profile" }).click();
+    const form = await visible(page.getByRole("form", { name: "Add a hardware profile" }));
+    await form.getByLabel("Name", { exact: true }).fill(PROFILE);
+    await form.getByLabel("CPU cores (optional)").fill("2");
+    await form.getByLabel("Memory, GiB (optional)", { exact: true }).fill("8");
+    // A GPU count on a CPU profile: the API refuses it at the field.
+    await form.getByLabel("GPU count").fill("1");
+    await form.getByLabel("Cost per hour").fill("3.6");
+    await form.getByRole("button", { name: "Add profile" }).click();
+    await visible(form.getByText("CPU profiles have no GPUs"));
+
+    await form.getByLabel("GPU count").fill("0");
+    await form.getByRole("button", { name: "Add profile" }).click();
+    const row = await visible(page.getByRole("table", { name: "Hardware profiles" }).getByRole("row", { name: new RegExp(PROFILE) }));
+    const text = (await row.textContent()) ?? "";
+    expect(text).toContain("default");
+    expect(text).toContain("8.0 GiB");
+    expect(text).toContain("$3.60");
+
+    // Usage is sampled every 15 s and costed with the default profile from now on.
+    const costs = page.getByRole("region", { name: "Costs" });
+    await visible(costs.getByText(/How this is counted: .*share of the host.s CPU/));
+    const deadline = Date.now() + 90_000;
+    while ((await costs.getByRole("table", { name: "Cost per model" }).count()) === 0 && Date.now() < deadline) {
+      await page.waitForTimeout(5_000);
+      await page.reload();
+      await visible(heading(page, "Hardware & cost"));
+      await visible(costs.locator(".state, .profile-cost").first(), 20_000);
+    }
+    const costRow = await visible(costs.getByRole("table", { name: "Cost per model" }).getByRole("row", { name: /^add_sub / }));
+    expect(await costRow.textContent()).toMatch(/\$/);
+    expect(await costs.getByText(/Unattributed \(idle\)/).count()).toBe(1);
+    expect(await costs.textContent()).toContain(PROFILE);
+    expect(session.errors).toEqual([]);
+  }, 180_000);
+});
