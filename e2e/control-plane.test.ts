@@ -120,6 +120,12 @@ describe("operon serve with the control plane", () => {
     expect((await session.client.auth.session.query()).user?.email).toBe(ADMIN.email);
   });
 
+  it("keeps other processes out of its embedded database, saying why", async () => {
+    const result = await runOperon(["admin", "create", "--email", "second@example.com", "--password", ADMIN.password, "--data-dir", dataDir]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(new RegExp(`in use by process ${server.pid}`));
+  });
+
   it("keeps the session cookie httpOnly and refuses mutations without the CSRF token", async () => {
     const session = apiSession(server.apiUrl!);
     await session.client.auth.session.query();

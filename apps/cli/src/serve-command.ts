@@ -209,10 +209,15 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
     process.stderr.write(`Operon console on ${consoleProcess.url}\n`);
     const token = controlPlane?.controlPlane.setupToken;
     if (token !== undefined) {
-      process.stderr.write(`First run: open ${consoleProcess.url}/setup?token=${token} to create the admin account (or run: operon admin create)\n`);
+      process.stderr.write(
+        `First run: open ${consoleProcess.url}/setup?token=${token} to create the admin account` +
+          ` (or ${db?.kind === "embedded" ? "stop Operon and run" : "run"}: operon admin create)\n`,
+      );
     }
   } else if (controlPlane?.controlPlane.setupToken !== undefined) {
-    process.stderr.write("First run: no account exists yet; create the admin with: operon admin create\n");
+    process.stderr.write(
+      `First run: no account exists yet; create the admin with: operon admin create${db?.kind === "embedded" ? " (after stopping Operon: the embedded database is for one process)" : ""}\n`,
+    );
   }
   let signals = 0;
   const shutdown = (signal: NodeJS.Signals): void => {

@@ -2,6 +2,7 @@
 // otherwise an embedded PostgreSQL (PGlite) persisted in a data directory.
 // Both run the same Prisma schema and the same migration history.
 import { mkdirSync } from "node:fs";
+import { acquireDataDirLock } from "./data-dir-lock.js";
 import { resolve } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PrismaPg } from "@prisma/adapter-pg";
@@ -82,7 +83,16 @@ function openPostgres(url: string): Database {
 
 async function openEmbedded(dataDir: string | undefined): Promise<Database> {
   if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const lite = await PGlite.create(dataDir ? { dataDir } : {});
+  // PGlite is a database inside this process: a second process opening the
+  // same files would write behind its back. One process at a time.
+  const lock = dataDir ? acquireDataDirLock(dataDir) : undefined;
+  let lite: PGlite;
+  try {
+    lite = await PGlite.create(dataDir ? { dataDir } : {});
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) });
   return {
     prisma,
@@ -103,6 +113,7 @@ async function openEmbedded(dataDir: string | undefined): Promise<Database> {
     async close() {
       await prisma.$disconnect();
       await lite.close();
+      lock?.release();
     },
   };
 }
