@@ -268,6 +268,38 @@ describe("operators registered through /v2/operators (explicit mode, real server
     expect(await steps("big")).toBe(bigBefore);
   });
 
+  it("answers each step's output and timing when asked (operon_step_outputs, operon_step_timings) over HTTP", async () => {
+    const in0 = range(16, 3).map((v) => v / 4); // first element 0.75: scaled 1.5 -> the small branch
+    const in1 = range(16, 1);
+    const response = await jsonInfer(server, "triage", {
+      parameters: { operon_step_outputs: true, operon_step_timings: true },
+      inputs: [
+        { name: "IN0", datatype: "FP32", shape: [1, 16], data: in0 },
+        { name: "IN1", datatype: "FP32", shape: [1, 16], data: in1 },
+      ],
+    });
+    expect(response.status).toBe(200);
+    const stepOutputs = JSON.parse(String(response.body.parameters?.operon_step_outputs)) as Array<{ step: string; outputs: any[] }>;
+    // Model steps in spec order; the exit and the route have no entry, the skipped branch no tensors.
+    expect(stepOutputs.map((entry) => [entry.step, entry.outputs.length])).toEqual([
+      ["pre", 1],
+      ["big", 0],
+      ["small", 1],
+    ]);
+    // 'pre' shows what preprocess itself answers for IN0, under its name on the operator's board.
+    const direct = await jsonInfer(server, "preprocess", { inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], data: in0 }] });
+    expect(stepOutputs[0]!.outputs).toEqual([{ name: "scaled", datatype: "FP32", shape: [1, 16], data: direct.body.outputs[0].data }]);
+    expect(stepOutputs[2]!.outputs[0].data).toEqual(response.body.outputs[0].data);
+    const timings = JSON.parse(String(response.body.parameters?.operon_step_timings)) as Array<{ step: string; status: string }>;
+    expect(timings.map((step) => [step.step, step.status])).toEqual([
+      ["negative", "ok"],
+      ["pre", "ok"],
+      ["size", "ok"],
+      ["big", "skipped"],
+      ["small", "ok"],
+    ]);
+  });
+
   it("exits early without starting the steps after the exit", async () => {
     const preBefore = await steps("pre");
     const preprocessBefore = (await modelStats(server.httpUrl, "preprocess")).inference_stats["success"]!.count;
@@ -295,8 +327,12 @@ describe("operators registered through /v2/operators (explicit mode, real server
           { name: "IN1", datatype: "FP32", shape: [1, 16] },
         ],
         raw_input_contents: [float32Buffer(8, 16), float32Buffer(0.5, 16)],
+        parameters: { operon_step_outputs: { bool_param: true } },
       });
       expect(fromBuffer(response.raw_output_contents[0])).toEqual(new Array(16).fill(16.5));
+      // The step outputs travel as a string response parameter, as the step timings do.
+      const stepOutputs = JSON.parse(response.parameters.operon_step_outputs.string_param) as Array<{ step: string; outputs: Array<{ name: string; data: number[] }> }>;
+      expect(stepOutputs[0]).toEqual({ step: "pre", outputs: [expect.objectContaining({ name: "scaled", data: new Array(16).fill(16) })] });
     } finally {
       client.close();
     }

@@ -1,4 +1,4 @@
-import type { Browser, Page } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchBrowser, openConsolePage, type ConsolePage } from "./support/browser.js";
 import { heading, signIn, visible, waitForPath } from "./support/console-actions.js";
@@ -108,27 +108,46 @@ describe("console: register an operator", () => {
     expect(session.errors).toEqual([]);
   }, 60_000);
 
-  it("tries it: Y = A + 2B, with each step's start and duration", async () => {
+  it("tries it: Y = A + 2B, with each step's time and outputs", async () => {
     const { page } = session;
     const form = await visible(page.getByRole("form", { name: `Try ${OPERATOR}` }));
-    const inputs = JSON.parse(await form.getByLabel("Inputs (KServe v2 JSON tensors)").inputValue()) as Array<{ name: string; shape: number[]; data: number[] }>;
-    expect(inputs.map((input) => [input.name, input.shape])).toEqual([
+    const inputsField = form.getByLabel("Inputs (KServe v2 JSON tensors)");
+    const prefilled = JSON.parse(await inputsField.inputValue()) as Array<{ name: string; datatype: string; shape: number[] }>;
+    expect(prefilled.map((input) => [input.name, input.shape])).toEqual([
       ["A", [1, 16]],
       ["B", [1, 16]],
     ]);
+    // A and B differ (and are exact in FP32), so a step that mixed them up would show.
+    const a = Array.from({ length: 16 }, (_, i) => i / 2 - 3);
+    const b = Array.from({ length: 16 }, (_, i) => 16 - i);
+    await inputsField.fill(`[\n  ${JSON.stringify({ ...prefilled[0], data: a })},\n  ${JSON.stringify({ ...prefilled[1], data: b })}\n]`);
     await form.getByRole("button", { name: "Run" }).click();
 
     const result = await visible(page.getByRole("region", { name: "Result" }));
+    const valuesOf = async (row: Locator): Promise<number[]> =>
+      ((await row.getByRole("cell").last().locator("code").textContent()) ?? "").split(",").map((value) => Number(value.trim()));
     const row = await visible(result.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "Y", exact: true }) }));
-    const expected = inputs[0]!.data.map((a, index) => a + 2 * inputs[1]!.data[index]!);
-    const shown = ((await row.getByRole("cell").last().textContent()) ?? "").split(",").map((value) => Number(value.trim()));
-    expect(shown).toEqual(expected);
+    const sum = a.map((value, i) => value + b[i]!);
+    const y = sum.map((value, i) => value + b[i]!);
+    expect(await valuesOf(row)).toEqual(y);
 
-    const steps = result.getByRole("figure", { name: "Step times (ms)" }).getByRole("listitem");
+    const steps = result.getByRole("figure", { name: "Steps: time (ms) and outputs" }).getByRole("listitem");
     expect(await steps.count()).toBe(2);
     const texts = await steps.allTextContents();
-    expect(texts[0]).toMatch(/^first.*ok.*start [\d.]+ ms, duration [\d.]+ ms$/);
-    expect(texts[1]).toMatch(/^second.*ok.*start [\d.]+ ms, duration [\d.]+ ms$/);
+    expect(texts[0]).toMatch(/^first.*ok.*start [\d.]+ ms, duration [\d.]+ ms/);
+    expect(texts[1]).toMatch(/^second.*ok.*start [\d.]+ ms, duration [\d.]+ ms/);
+
+    // Each step's outputs fold out under its time: first's sum = A + B, second's Y = sum + B.
+    for (const [index, step, tensor, expected] of [
+      [0, "first", "sum", sum],
+      [1, "second", "Y", y],
+    ] as const) {
+      await steps.nth(index).locator("summary").click();
+      const table = await visible(steps.nth(index).getByRole("table", { name: `Outputs of step ${step}` }));
+      const tensorRow = table.getByRole("row").filter({ has: page.getByRole("rowheader", { name: tensor, exact: true }) });
+      expect(await tensorRow.getByRole("cell").allTextContents()).toEqual(["FP32", "[1, 16]", expect.any(String)]);
+      expect(await valuesOf(tensorRow)).toEqual(expected);
+    }
     expect(session.errors).toEqual([]);
   }, 60_000);
 

@@ -165,6 +165,11 @@ describe.each(testDatabaseBackends())("operators router on $name", (backend) => 
     }
     // second waits for first's output.
     expect(run.steps[1]!.startUs!).toBeGreaterThanOrEqual(run.steps[0]!.endUs! - 1);
+    // Each step's outputs, named as on the operator's board: first's sum = A + B, second's Y = sum + B.
+    expect(run.steps.map((step) => step.outputs)).toEqual([
+      [{ name: "sum", datatype: "FP32", shape: [1, 16], data: ones.map((a, i) => a + twos[i]!), truncated: false }],
+      [{ name: "Y", datatype: "FP32", shape: [1, 16], data: y.data, truncated: false }],
+    ]);
 
     const updated = await engineer.operators.update({ name: operator, spec: subtractOnce() });
     expect(updated.latestVersion).toBe(2);

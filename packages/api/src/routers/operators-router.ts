@@ -63,7 +63,11 @@ export const operatorsRouter = router({
     return { ok: true as const };
   }),
 
-  /** One inference with the steps' timings: { outputs, latencyMs, steps: [{ name, kind, model, status, startUs, endUs, durationUs }] }. */
+  /**
+   * One inference with each step's timing and outputs: { outputs, latencyMs, steps: [{ name, kind, model, status,
+   * startUs, endUs, durationUs, outputs: [{ name, datatype, shape, data, truncated }] }] }; step outputs are a
+   * debugging view cut to their first 256 values (truncated), not the operator's answer.
+   */
   tryRun: engineerProcedure
     .input(
       z.object({

@@ -57,7 +57,8 @@ export interface OperatorDetail extends OperatorSummary {
   versions: Array<Omit<OperatorVersionSummary, "spec">>;
 }
 
-export interface StepTiming {
+/** One step of a try run: its timing and, for a model step that ran, its outputs. */
+export interface TryRunStep {
   name: string;
   kind: string;
   model: string | null;
@@ -67,13 +68,28 @@ export interface StepTiming {
   startUs: number | null;
   endUs: number | null;
   durationUs: number | null;
+  /** The tensors a model step produced (empty for routes, exits and steps that did not end ok). */
+  outputs: StepOutputTensor[];
+}
+
+/**
+ * One tensor a step produced, as the gateway's `operon_step_outputs` shows it:
+ * KServe v2 JSON, `name` as on the operator's board, `data` flat and cut to
+ * the gateway's first 256 elements (`truncated`), `shape` the full shape.
+ */
+export interface StepOutputTensor {
+  name: string;
+  datatype: string;
+  shape: number[];
+  data: unknown[];
+  truncated: boolean;
 }
 
 export interface TryRunResult {
   outputs: unknown[];
   /** Round trip seen by the control plane, milliseconds. */
   latencyMs: number;
-  steps: StepTiming[];
+  steps: TryRunStep[];
 }
 
 export interface SyncFailure {
@@ -83,6 +99,8 @@ export interface SyncFailure {
 
 /** Request and response parameter of the gateway's step timings (see the README's operators section). */
 export const STEP_TIMINGS_PARAMETER = "operon_step_timings";
+/** Request and response parameter of the gateway's step outputs (packages/gateway/src/operators/operator-runner.ts). */
+export const STEP_OUTPUTS_PARAMETER = "operon_step_outputs";
 
 type OperatorWithRelations = Operator & {
   owner?: { id: string; email: string } | null;
@@ -254,17 +272,22 @@ export class OperatorRegistry {
   }
 
   /**
-   * One inference through a served operator with the gateway's step timings.
-   * The gateway's own errors (bad inputs, a failing step) keep their message.
+   * One inference through a served operator with the gateway's step timings
+   * and step outputs, joined per step. The gateway's own errors (bad inputs,
+   * a failing step) keep their message.
    */
   async tryRun(name: string, inputs: unknown[], parameters: Record<string, string | number | boolean> = {}): Promise<TryRunResult> {
-    const response = await this.gateway.infer(name, undefined, { inputs, parameters: { ...parameters, [STEP_TIMINGS_PARAMETER]: true } });
+    const response = await this.gateway.infer(name, undefined, {
+      inputs,
+      parameters: { ...parameters, [STEP_TIMINGS_PARAMETER]: true, [STEP_OUTPUTS_PARAMETER]: true },
+    });
     const body = response.body;
     const responseParameters = (body["parameters"] ?? {}) as Record<string, unknown>;
+    const outputsByStep = parseStepOutputs(responseParameters[STEP_OUTPUTS_PARAMETER]);
     return {
       outputs: Array.isArray(body["outputs"]) ? body["outputs"] : [],
       latencyMs: Math.round(response.latencyMs * 1000) / 1000,
-      steps: parseStepTimings(responseParameters[STEP_TIMINGS_PARAMETER]),
+      steps: parseStepTimings(responseParameters[STEP_TIMINGS_PARAMETER]).map((step) => ({ ...step, outputs: outputsByStep.get(step.name) ?? [] })),
     };
   }
 
@@ -415,8 +438,8 @@ function summarizeServed(operator: GatewayOperator): OperatorSummary {
   };
 }
 
-/** The gateway's `operon_step_timings` (a JSON array of {step, kind, model?, status, startMs?, durationMs?}) in microseconds. */
-export function parseStepTimings(raw: unknown): StepTiming[] {
+/** A JSON-array response parameter as a list of objects; anything else (absent, malformed) as none. */
+function jsonObjects(raw: unknown): Array<Record<string, unknown>> {
   let list: unknown = raw;
   if (typeof raw === "string") {
     try {
@@ -425,22 +448,44 @@ export function parseStepTimings(raw: unknown): StepTiming[] {
       return [];
     }
   }
-  if (!Array.isArray(list)) return [];
+  return Array.isArray(list) ? list.filter((item): item is Record<string, unknown> => typeof item === "object" && item !== null) : [];
+}
+
+/**
+ * The gateway's `operon_step_outputs` (a JSON array of {step, outputs: [{name,
+ * datatype, shape, data, truncated?}]}) by step name. A gateway that sent
+ * none (or an older one) leaves every step without outputs rather than failing the run.
+ */
+export function parseStepOutputs(raw: unknown): Map<string, StepOutputTensor[]> {
+  const byStep = new Map<string, StepOutputTensor[]>();
+  for (const entry of jsonObjects(raw)) {
+    const outputs = jsonObjects(entry["outputs"]).map((tensor) => ({
+      name: String(tensor["name"] ?? ""),
+      datatype: String(tensor["datatype"] ?? ""),
+      shape: Array.isArray(tensor["shape"]) ? tensor["shape"].filter((dim): dim is number => typeof dim === "number") : [],
+      data: Array.isArray(tensor["data"]) ? (tensor["data"] as unknown[]) : [],
+      truncated: tensor["truncated"] === true,
+    }));
+    byStep.set(String(entry["step"] ?? ""), outputs);
+  }
+  return byStep;
+}
+
+/** The gateway's `operon_step_timings` (a JSON array of {step, kind, model?, status, startMs?, durationMs?}) in microseconds, without outputs. */
+export function parseStepTimings(raw: unknown): Array<Omit<TryRunStep, "outputs">> {
   const us = (ms: unknown): number | null => (typeof ms === "number" && Number.isFinite(ms) ? Math.round(ms * 1000) : null);
-  return list
-    .filter((item): item is Record<string, unknown> => typeof item === "object" && item !== null)
-    .map((item) => {
-      const startUs = us(item["startMs"]);
-      const durationUs = us(item["durationMs"]);
-      return {
-        name: String(item["step"] ?? ""),
-        kind: String(item["kind"] ?? ""),
-        model: typeof item["model"] === "string" ? item["model"] : null,
-        status: String(item["status"] ?? ""),
-        startUs,
-        endUs: startUs !== null && durationUs !== null ? startUs + durationUs : null,
-        durationUs,
-      };
-    });
+  return jsonObjects(raw).map((item) => {
+    const startUs = us(item["startMs"]);
+    const durationUs = us(item["durationMs"]);
+    return {
+      name: String(item["step"] ?? ""),
+      kind: String(item["kind"] ?? ""),
+      model: typeof item["model"] === "string" ? item["model"] : null,
+      status: String(item["status"] ?? ""),
+      startUs,
+      endUs: startUs !== null && durationUs !== null ? startUs + durationUs : null,
+      durationUs,
+    };
+  });
 }
 

@@ -336,6 +336,30 @@ describe("DagExecutor", () => {
     expect(ended[1]!.ms).toBeGreaterThan(40);
   });
 
+  it("keeps each model step's outputs under their board names only when asked, by reference", async () => {
+    const fake = fakeRunner(MODELS);
+    const executor = new DagExecutor(
+      operator([
+        model("pre", "scale2", { x: "IN" }, { y: "t" }),
+        { id: "route", kind: "route", input: "t", cases: [{ when: { lessThan: 0 }, next: ["neg"] }], default: ["sum"] },
+        model("neg", "negate", { x: "t" }, { y: "OUT" }),
+        model("sum", "add", { a: "t", b: "IN" }, { sum: "OUT" }),
+      ]),
+      { runModel: fake.runModel },
+    );
+    const kept = await executor.run([f32("IN", [1, 2])], { keepStepOutputs: true });
+    const byStep = new Map(kept.steps.map((record) => [record.step, record.outputs]));
+    expect(byStep.get("pre")!.map((tensor) => [tensor.name, valuesOf(tensor)])).toEqual([["t", [2, 4]]]);
+    expect(byStep.get("sum")!.map((tensor) => [tensor.name, valuesOf(tensor)])).toEqual([["OUT", [3, 6]]]);
+    // The same tensor the operator answers with: no copy was made.
+    expect(byStep.get("sum")![0]!.data).toBe(kept.outputs[0]!.data);
+    expect(byStep.get("route")).toBeUndefined();
+    expect(byStep.get("neg")).toBeUndefined(); // skipped
+
+    const plain = await executor.run([f32("IN", [1, 2])]);
+    expect(plain.steps.map((record) => record.outputs)).toEqual([undefined, undefined, undefined, undefined]);
+  });
+
   it("leaves out optional operator inputs the request did not send, and answers the requested outputs in order", async () => {
     const fake = fakeRunner({ echo: { run: (i) => ({ y: i.get("x")!, z: [i.has("opt") ? 1 : 0] }) } });
     const spec: OperatorSpec = {

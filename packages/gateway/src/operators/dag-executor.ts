@@ -54,6 +54,12 @@ export interface StepRecord {
   /** When it started running (after waiting for its in-flight cap). */
   startedAt?: number;
   endedAt?: number;
+  /**
+   * The tensors a model step that ended ok put on the board, named as on
+   * the board, in the order of the step's outputs mapping. Only kept when
+   * the run asked for them (DagRunOptions.keepStepOutputs).
+   */
+  outputs?: Tensor[];
 }
 
 export interface DagRunOptions {
@@ -62,6 +68,12 @@ export interface DagRunOptions {
   /** Operator outputs to answer (default: all, in spec order). */
   outputNames?: string[];
   signal?: AbortSignal;
+  /**
+   * Keep each model step's outputs on its StepRecord (a debugging view).
+   * Off by default: the board's intermediate tensors are then released as
+   * soon as the request settles, and the normal path does no extra work.
+   */
+  keepStepOutputs?: boolean;
 }
 
 export interface DagRunResult {
@@ -335,6 +347,8 @@ class DagRun {
       produced.push([tensorName, tensor.name === tensorName ? tensor : { ...tensor, name: tensorName }]);
     }
     for (const [tensorName, tensor] of produced) this.board.set(tensorName, tensor);
+    // References only: the record shares the board's tensors, nothing is copied.
+    if (this.options.keepStepOutputs === true) record.outputs = produced.map(([, tensor]) => tensor);
     record.status = "ok";
     this.state.set(step.id, "done");
     this.executor.options.onStepEnd?.(record);

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { OperonError } from "@operon/protocol/errors";
-import type { Tensor } from "@operon/protocol/tensor";
+import type { Parameters, Tensor } from "@operon/protocol/tensor";
 import { GatewayMetrics } from "../metrics.js";
 import type { RunModel } from "./dag-executor.js";
 import { OperatorRunner } from "./operator-runner.js";
@@ -30,13 +30,13 @@ function echo(delayMs: number): RunModel {
     });
 }
 
-const request = (signal?: AbortSignal) => ({
+const request = (signal?: AbortSignal, parameters: Parameters = {}) => ({
   inputs: [input],
   outputNames: undefined,
   batchSize: 1,
   level: 0,
   timeoutNs: 0,
-  parameters: {},
+  parameters,
   ...(signal !== undefined ? { signal } : {}),
 });
 
@@ -83,5 +83,31 @@ describe("OperatorRunner", () => {
     controller.abort();
     await expect(running).rejects.toMatchObject({ kind: "CANCELLED" });
     expect(() => runner.execute(request(AbortSignal.abort()))).toThrow(expect.objectContaining({ kind: "CANCELLED" }));
+  });
+
+  it("answers with each step's timings and outputs only when asked, and refuses a flag that is not a boolean", async () => {
+    const runner = new OperatorRunner(SPEC, { runModel: echo(1) });
+    const plain = await runner.execute(request());
+    expect(plain.parameters).toBeUndefined();
+
+    const outputsOnly = await runner.execute(request(undefined, { operon_step_outputs: true }));
+    expect(Object.keys(outputsOnly.parameters ?? {})).toEqual(["operon_step_outputs"]);
+    // The route has no entry; the model step's output is named as on the operator's board.
+    expect(JSON.parse(String(outputsOnly.parameters!["operon_step_outputs"]))).toEqual([
+      { step: "m", outputs: [{ name: "OUT", datatype: "FP32", shape: [1], data: [2] }] },
+    ]);
+
+    const both = await runner.execute(request(undefined, { operon_step_outputs: true, operon_step_timings: true }));
+    const timings = JSON.parse(String(both.parameters!["operon_step_timings"])) as Array<{ step: string; status: string }>;
+    expect(timings.map((step) => [step.step, step.status])).toEqual([
+      ["route", "ok"],
+      ["m", "ok"],
+    ]);
+    expect(both.parameters!["operon_step_outputs"]).toBe(outputsOnly.parameters!["operon_step_outputs"]);
+
+    expect(() => runner.execute(request(undefined, { operon_step_outputs: "yes" }))).toThrow(
+      expect.objectContaining({ kind: "INVALID_ARG", message: `request parameter 'operon_step_outputs' must be a boolean, got "yes"` }),
+    );
+    expect(() => runner.execute(request(undefined, { operon_step_timings: 1 }))).toThrow(/'operon_step_timings' must be a boolean, got 1/);
   });
 });

@@ -1,4 +1,5 @@
 import { OperonError } from "@operon/protocol/errors";
+import type { Parameters } from "@operon/protocol/tensor";
 import type { GatewayMetrics } from "../metrics.js";
 import type { ExecutionTiming } from "../model-stats.js";
 import type { ScheduledResult } from "../scheduling/request-scheduler.js";
@@ -6,6 +7,7 @@ import type { SchedulerPolicy } from "../scheduling/scheduler-policy.js";
 import type { RunnerRequest, VersionRunner } from "../version-runner.js";
 import { DagExecutor, type RunModel, type StepRecord } from "./dag-executor.js";
 import type { OperatorSpec } from "./operator-spec.js";
+import { stepOutputsJson } from "./step-outputs-json.js";
 
 /**
  * An operator's VersionRunner: what the engine calls for a version whose
@@ -78,6 +80,8 @@ export class OperatorRunner implements VersionRunner {
   execute(request: RunnerRequest): Promise<ScheduledResult> {
     if (this.stopped) throw new OperonError("UNAVAILABLE", `operator '${this.spec.name}' is unloading`);
     if (request.signal?.aborted) throw new OperonError("CANCELLED", `operator '${this.spec.name}': the request was cancelled`);
+    const withTimings = debugFlag(request.parameters, STEP_TIMINGS_PARAMETER);
+    const withOutputs = debugFlag(request.parameters, STEP_OUTPUTS_PARAMETER);
     // One signal for the DAG: the client's, or the end of the drain at stop.
     const controller = new AbortController();
     const forward = (source: AbortSignal) => (): void => controller.abort(source.reason);
@@ -90,16 +94,20 @@ export class OperatorRunner implements VersionRunner {
         ...(request.parameters !== undefined ? { parameters: request.parameters } : {}),
         ...(request.outputNames !== undefined ? { outputNames: request.outputNames } : {}),
         signal: controller.signal,
+        keepStepOutputs: withOutputs,
       })
-      .then(
-        (result): ScheduledResult => ({
+      .then((result): ScheduledResult => {
+        const parameters: Parameters = {};
+        if (withTimings) parameters[STEP_TIMINGS_PARAMETER] = stepTimingsJson(result.steps);
+        if (withOutputs) parameters[STEP_OUTPUTS_PARAMETER] = stepOutputsJson(this.spec.name, result.steps);
+        return {
           outputs: result.outputs,
           timing: { computeInputNs: 0, computeInferNs: Math.round(result.modelMs * 1e6), computeOutputNs: 0 },
           queueNs: Math.round(result.capWaitMs * 1e6),
           executedBatchSize: request.batchSize,
-          ...(request.parameters?.[STEP_TIMINGS_PARAMETER] === true ? { parameters: { [STEP_TIMINGS_PARAMETER]: stepTimingsJson(result.steps) } } : {}),
-        }),
-      )
+          ...(withTimings || withOutputs ? { parameters } : {}),
+        };
+      })
       .finally(() => {
         if (request.signal !== undefined && onClient !== undefined) request.signal.removeEventListener("abort", onClient);
         this.stopController.signal.removeEventListener("abort", onStop);
@@ -138,6 +146,26 @@ export class OperatorRunner implements VersionRunner {
  * the first step's start. The console's "try it" panel shows these.
  */
 export const STEP_TIMINGS_PARAMETER = "operon_step_timings";
+
+/**
+ * Request parameter (bool) asking an operator to answer with the tensors
+ * its model steps produced, and the response parameter that carries them:
+ * a JSON array `[{step, outputs: [{name, datatype, shape, data,
+ * truncated?}]}]`, model steps in spec order, `name` the tensor's name on
+ * the operator's board, `data` the KServe v2 JSON form cut to the first 256
+ * elements (`truncated: true` when cut). It is a debugging view for the
+ * console's "try it" panel, not a second output channel: ask for the
+ * operator's outputs (or call the step's model) to get whole tensors.
+ * Without it the executor keeps nothing extra. See step-outputs-json.ts.
+ */
+export const STEP_OUTPUTS_PARAMETER = "operon_step_outputs";
+
+/** Whether a debugging flag is on; a value other than a boolean is the client's mistake, not a silent "no". */
+function debugFlag(parameters: Parameters | undefined, name: string): boolean {
+  const value = parameters?.[name];
+  if (value === undefined || typeof value === "boolean") return value === true;
+  throw new OperonError("INVALID_ARG", `request parameter '${name}' must be a boolean, got ${typeof value === "string" ? JSON.stringify(value) : String(value)}`);
+}
 
 function stepTimingsJson(steps: readonly StepRecord[]): string {
   const starts = steps.map((step) => step.startedAt).filter((at): at is number => at !== undefined);

@@ -1,18 +1,21 @@
 import { formatNumber } from "@/features/charts/number-format";
 import type { RouterOutputs } from "@/lib/api-types";
+import { TryOutputs } from "./try-outputs";
 
-type StepTiming = RouterOutputs["operators"]["tryRun"]["steps"][number];
+type TryRunStep = RouterOutputs["operators"]["tryRun"]["steps"][number];
 
 /**
  * Each step's start and duration as bars on one time scale (0 = the first
- * step's start), in milliseconds; skipped steps have no bar.
+ * step's start), in milliseconds; skipped steps have no bar. Under a model
+ * step that ran, its outputs fold out (closed by default: a step may show
+ * up to 256 values per tensor, and a long operator many steps).
  */
-export function StepTimeline({ steps }: { steps: readonly StepTiming[] }) {
+export function StepTimeline({ steps }: { steps: readonly TryRunStep[] }) {
   const end = Math.max(1, ...steps.map((step) => step.endUs ?? 0));
   return (
     <figure className="step-timeline" aria-labelledby="step-times-title">
       <h4 id="step-times-title" className="chart-title">
-        Step times (ms)
+        Steps: time (ms) and outputs
       </h4>
       <ol className="timeline-list">
         {steps.map((step) => (
@@ -36,6 +39,14 @@ export function StepTimeline({ steps }: { steps: readonly StepTiming[] }) {
                 ? `start ${formatNumber(step.startUs / 1000, 3)} ms, duration ${formatNumber(step.durationUs / 1000, 3)} ms`
                 : "did not run"}
             </span>
+            {step.outputs.length > 0 ? (
+              <details className="timeline-outputs">
+                <summary>
+                  Outputs<span className="visually-hidden"> of step {step.name}</span>: {step.outputs.map((output) => output.name).join(", ")}
+                </summary>
+                <TryOutputs outputs={step.outputs} caption={`Outputs of step ${step.name}`} maxValues={Infinity} />
+              </details>
+            ) : null}
           </li>
         ))}
       </ol>

@@ -11,7 +11,7 @@ import { StepTimeline } from "./step-timeline";
 import { exampleInputs, inputsText, parseInputsText, parseParametersText } from "./try-inputs";
 import { TryOutputs } from "./try-outputs";
 
-/** One inference through the operator (operators.tryRun): inputs in, outputs and each step's time out. */
+/** One inference through the operator (operators.tryRun): inputs in; outputs, and each step's time and outputs, out. */
 export function TryItPanel({ name, spec }: { name: string; spec: Record<string, unknown> }) {
   const trpc = useTRPC();
   const id = useId();

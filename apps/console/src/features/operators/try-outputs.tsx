@@ -1,4 +1,9 @@
-/** The operator's answer: one row per output tensor (KServe v2 JSON), long data cut short. */
+/**
+ * Tensors as a table, one row per tensor (KServe v2 JSON): the operator's
+ * answer, or the outputs of one step. Long data is cut to `maxValues` here;
+ * a tensor marked `truncated` was already cut by the gateway (step outputs
+ * keep only their first values), which the row says.
+ */
 const SHOWN_VALUES = 64;
 
 interface OutputTensor {
@@ -6,13 +11,14 @@ interface OutputTensor {
   datatype?: unknown;
   shape?: unknown;
   data?: unknown;
+  truncated?: unknown;
 }
 
-export function TryOutputs({ outputs }: { outputs: readonly unknown[] }) {
+export function TryOutputs({ outputs, caption = "Outputs", maxValues = SHOWN_VALUES }: { outputs: readonly unknown[]; caption?: string; maxValues?: number }) {
   return (
     <div className="table-wrap">
       <table>
-        <caption className="visually-hidden">Outputs</caption>
+        <caption className="visually-hidden">{caption}</caption>
         <thead>
           <tr>
             <th scope="col">Output</th>
@@ -32,9 +38,10 @@ export function TryOutputs({ outputs }: { outputs: readonly unknown[] }) {
                 <td className="cell-nowrap">{Array.isArray(output.shape) ? `[${output.shape.join(", ")}]` : "—"}</td>
                 <td>
                   <code className="data-values">
-                    {data.slice(0, SHOWN_VALUES).map((value) => JSON.stringify(value)).join(", ")}
-                    {data.length > SHOWN_VALUES ? `, … (${data.length} values)` : ""}
+                    {data.slice(0, maxValues).map((value) => JSON.stringify(value)).join(", ")}
+                    {data.length > maxValues ? `, … (${data.length} values)` : ""}
                   </code>
+                  {output.truncated === true ? <span className="cell-sub">first {data.length} values shown</span> : null}
                 </td>
               </tr>
             );
