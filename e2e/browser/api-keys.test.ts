@@ -1,10 +1,7 @@
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchBrowser, openConsolePage, type ConsolePage } from "./support/browser.js";
-import { heading, signIn, visible } from "./support/console-actions.js";
+import { describe, expect, it } from "vitest";
+import { heading, visible } from "./support/console-actions.js";
 import { ADD_SUB_INPUT0, ADD_SUB_INPUT1, inferAddSubUntil } from "./support/gateway-infer.js";
-import { startOperonWithConsole, type RunningOperonWithConsole } from "./support/operon-with-console.js";
-import { screenshotAfterEachTest } from "./support/screenshots.js";
+import { useSignedInConsole } from "./support/signed-in-console.js";
 
 // An engineer's task: make a key for a client program, see it work against the
 // gateway, revoke it, see the gateway refuse it. The tests run in order on one server.
@@ -12,27 +9,11 @@ const ADMIN = { email: "admin@example.com", password: "a long enough passphrase"
 const KEY_NAME = "e2e client";
 
 describe("console: API keys work at the gateway until revoked", () => {
-  let operon: RunningOperonWithConsole | undefined;
-  let browser: Browser | undefined;
-  let session: ConsolePage;
+  const system = useSignedInConsole({ admin: ADMIN });
   let apiKey = "";
 
-  beforeAll(async () => {
-    operon = await startOperonWithConsole({ admin: ADMIN });
-    browser = await launchBrowser();
-    session = await openConsolePage(browser, operon.consoleUrl);
-    await signIn(session.page, ADMIN.email, ADMIN.password);
-  }, 240_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await operon?.stop();
-  });
-
-  screenshotAfterEachTest(() => session?.page);
-
   it("creates a key and shows it once", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "API keys" }).click();
     await visible(heading(page, "API keys"));
     await visible(page.getByText("You have no keys yet"));
@@ -55,11 +36,11 @@ describe("console: API keys work at the gateway until revoked", () => {
     await page.reload();
     await visible(page.getByRole("row", { name: new RegExp(KEY_NAME) }));
     expect(await page.content()).not.toContain(apiKey);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   });
 
   it("the gateway accepts the key for an inference", async () => {
-    const result = await inferAddSubUntil(operon!.httpUrl, apiKey, 200);
+    const result = await inferAddSubUntil(system.operon.httpUrl, apiKey, 200);
     expect(result.status, JSON.stringify(result.body)).toBe(200);
     const outputs = (result.body as { outputs: Array<{ name: string; data: number[] }> }).outputs;
     const sum = outputs.find((output) => output.name === "OUTPUT0")!;
@@ -67,7 +48,7 @@ describe("console: API keys work at the gateway until revoked", () => {
   });
 
   it("revokes the key after confirming", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await page.getByRole("button", { name: `Revoke key ${KEY_NAME}` }).click();
     const dialog = await visible(page.getByRole("dialog", { name: `Revoke key “${KEY_NAME}”?` }));
     // Cancel first: nothing changes.
@@ -85,11 +66,11 @@ describe("console: API keys work at the gateway until revoked", () => {
     const row = await visible(page.getByRole("row", { name: new RegExp(KEY_NAME) }));
     expect(await row.textContent()).toMatch(/Revoked/);
     expect(await row.getByRole("button").count()).toBe(0);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   });
 
   it("the gateway then rejects the key with 401", async () => {
-    const result = await inferAddSubUntil(operon!.httpUrl, apiKey, 401);
+    const result = await inferAddSubUntil(system.operon.httpUrl, apiKey, 401);
     expect(result.status, JSON.stringify(result.body)).toBe(401);
     expect(JSON.stringify(result.body)).toMatch(/not valid/);
   });

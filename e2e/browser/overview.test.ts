@@ -1,12 +1,9 @@
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createInferKey, signedInApiSession } from "./support/admin-api.js";
-import { launchBrowser, openConsolePage, type ConsolePage } from "./support/browser.js";
 import { chartFigure, chartSurface, drawnPoints, pollUntil, seriesFigures } from "./support/chart-reading.js";
-import { heading, signIn, visible } from "./support/console-actions.js";
+import { heading, visible } from "./support/console-actions.js";
 import { inferAddSub } from "./support/gateway-infer.js";
-import { startOperonWithConsole, type RunningOperonWithConsole } from "./support/operon-with-console.js";
-import { screenshotAfterEachTest } from "./support/screenshots.js";
+import { useSignedInConsole } from "./support/signed-in-console.js";
 
 // An operator's glance at the platform: real inferences go to the gateway over
 // HTTP, the usage sampler (every second here) stores them, and the overview
@@ -16,39 +13,28 @@ const ADMIN = { email: "admin@example.com", password: "a long enough passphrase"
 const INFERENCES = 30;
 
 describe("console: the overview shows real traffic", () => {
-  let operon: RunningOperonWithConsole | undefined;
-  let browser: Browser | undefined;
-  let session: ConsolePage;
-
-  beforeAll(async () => {
-    operon = await startOperonWithConsole({ admin: ADMIN, extraArgs: ["--usage-sample-secs", "1"] });
+  const system = useSignedInConsole({
+    admin: ADMIN,
+    extraArgs: ["--usage-sample-secs", "1"],
     // A priced host, so the samples of the traffic below are costed.
-    const api = await signedInApiSession(operon, ADMIN);
-    await api.client.hardware.create.mutate({ name: "e2e host", kind: "CPU", cpuCores: 2, costPerHour: 3.6, currency: "USD" });
-    browser = await launchBrowser();
-    session = await openConsolePage(browser, operon.consoleUrl);
-    await signIn(session.page, ADMIN.email, ADMIN.password);
-  }, 240_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await operon?.stop();
+    prepare: async (operon) => {
+      const api = await signedInApiSession(operon, ADMIN);
+      await api.client.hardware.create.mutate({ name: "e2e host", kind: "CPU", cpuCores: 2, costPerHour: 3.6, currency: "USD" });
+    },
   });
 
-  screenshotAfterEachTest(() => session?.page);
-
   it("counts inferences sent to the gateway in the live numbers, refreshing by itself", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await visible(heading(page, "Overview"));
     const liveTable = await visible(page.getByRole("table", { name: "Live numbers per model version" }));
     const addSubRow = liveTable.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "add_sub", exact: true }) });
     const requestsOf = async () => Number(((await addSubRow.getByRole("cell").nth(1).textContent()) ?? "").replace(/[^\d]/g, ""));
     const before = await requestsOf();
 
-    const api = await signedInApiSession(operon!, ADMIN);
+    const api = await signedInApiSession(system.operon, ADMIN);
     const key = await createInferKey(api, "e2e overview traffic");
     for (let sent = 0; sent < INFERENCES; sent += 1) {
-      const result = await inferAddSub(operon!.httpUrl, key);
+      const result = await inferAddSub(system.operon.httpUrl, key);
       expect(result.status, JSON.stringify(result.body)).toBe(200);
     }
 
@@ -61,11 +47,11 @@ describe("console: the overview shows real traffic", () => {
 
     const requestsTile = page.getByRole("term").filter({ hasText: /^Requests$/ }).locator("xpath=following-sibling::dd[1]");
     expect(Number(((await requestsTile.textContent()) ?? "").replace(/[^\d]/g, ""))).toBeGreaterThan(0);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 
   it("draws the sampled traffic on the charts", async () => {
-    const { page } = session;
+    const { page } = system.session;
     const requests = chartFigure(page, "Requests per second");
     const latency = chartFigure(page, "Request latency");
     const perModel = chartFigure(page, "Throughput per model");
@@ -101,11 +87,11 @@ describe("console: the overview shows real traffic", () => {
     expect(Number(cells[1]!.replace(/[^\d]/g, ""))).toBeGreaterThanOrEqual(INFERENCES);
     await visible(chartFigure(page, "Cost per hour on e2e host"));
     await visible(chartFigure(page, "Cost per 1,000 inferences on e2e host"));
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 
   it("switches the time range and still fits a narrow screen", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await page.getByRole("group", { name: "Time range" }).getByLabel("1 h", { exact: true }).check();
     await visible(heading(page, "Usage over the last 1 h"));
     const requests = chartFigure(page, "Requests per second");
@@ -118,6 +104,6 @@ describe("console: the overview shows real traffic", () => {
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     expect(overflow).toBeLessThanOrEqual(0);
     expect(await drawnPoints(requests)).toBeGreaterThan(0);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 });

@@ -1,11 +1,8 @@
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { signedInApiSession } from "./support/admin-api.js";
-import { launchBrowser, openConsolePage, type ConsolePage } from "./support/browser.js";
 import { chartFigure, chartSurface, drawnPoints } from "./support/chart-reading.js";
-import { heading, signIn, visible, waitForPath } from "./support/console-actions.js";
-import { startOperonWithConsole, type RunningOperonWithConsole } from "./support/operon-with-console.js";
-import { screenshotAfterEachTest } from "./support/screenshots.js";
+import { heading, visible, waitForPath } from "./support/console-actions.js";
+import { useSignedInConsole } from "./support/signed-in-console.js";
 
 // An engineer's task: measure add_sub at concurrency 1 and 2 from the console,
 // follow the run, then read its report: charts and Triton's perf table. The
@@ -14,27 +11,11 @@ const ADMIN = { email: "admin@example.com", password: "a long enough passphrase"
 const UUID = /^\/perf\/[0-9a-f-]{36}$/;
 
 describe("console: a perf report for add_sub", () => {
-  let operon: RunningOperonWithConsole | undefined;
-  let browser: Browser | undefined;
-  let session: ConsolePage;
+  const system = useSignedInConsole({ admin: ADMIN });
   let reportPath = "";
 
-  beforeAll(async () => {
-    operon = await startOperonWithConsole({ admin: ADMIN });
-    browser = await launchBrowser();
-    session = await openConsolePage(browser, operon.consoleUrl);
-    await signIn(session.page, ADMIN.email, ADMIN.password);
-  }, 240_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await operon?.stop();
-  });
-
-  screenshotAfterEachTest(() => session?.page);
-
   it("starts a small run and follows it on a progress bar until it succeeds", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Perf reports" }).click();
     await visible(heading(page, "Perf reports"));
     await visible(page.getByText("No perf reports yet"));
@@ -58,11 +39,11 @@ describe("console: a perf report for add_sub", () => {
     const row = await visible(page.getByRole("row").filter({ hasText: "model add_sub" }));
     expect(await row.textContent()).toContain("Succeeded");
     expect(await row.textContent()).toMatch(/1–2/);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 150_000);
 
   it("opens the finished report: throughput vs latency, by concurrency, and one table row per concurrency", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await page.getByRole("link", { name: "Open the report" }).click();
     await page.waitForURL((url) => UUID.test(url.pathname));
     reportPath = new URL(page.url()).pathname;
@@ -79,7 +60,7 @@ describe("console: a perf report for add_sub", () => {
     expect(await chartFigure(page, "Best throughput by batch size").count()).toBe(0);
 
     // The table says what the API stored, step by step.
-    const api = await signedInApiSession(operon!, ADMIN);
+    const api = await signedInApiSession(system.operon, ADMIN);
     const id = reportPath.split("/").pop()!;
     const stored = await api.client.perf.get.query({ id });
     const table = page.getByRole("table", { name: /latencies and server times in microseconds/ });
@@ -95,11 +76,11 @@ describe("console: a perf report for add_sub", () => {
       expect(Number(cells[6]!.replace(/,/g, ""))).toBe(Math.round(sample.latencyP99Us!));
     }
     expect(stored.samples.map((sample) => sample.concurrency)).toEqual([1, 2]);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 
   it("shows the curve against p99 and deletes the report after confirming", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await page.getByRole("radio", { name: "p99" }).check();
     const curve = await visible(chartFigure(page, "Throughput vs p99 latency"));
     expect(await drawnPoints(curve)).toBe(2);
@@ -112,6 +93,6 @@ describe("console: a perf report for add_sub", () => {
     await dialog.getByRole("button", { name: "Delete report" }).click();
     await waitForPath(page, "/perf");
     await visible(page.getByText("No perf reports yet"));
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 });

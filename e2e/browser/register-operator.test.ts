@@ -1,9 +1,7 @@
-import type { Browser, Locator, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchBrowser, openConsolePage, type ConsolePage } from "./support/browser.js";
-import { heading, signIn, visible, waitForPath } from "./support/console-actions.js";
-import { startOperonWithConsole, type RunningOperonWithConsole } from "./support/operon-with-console.js";
-import { screenshotAfterEachTest } from "./support/screenshots.js";
+import type { Locator, Page } from "playwright-core";
+import { describe, expect, it } from "vitest";
+import { heading, visible, waitForPath } from "./support/console-actions.js";
+import { useSignedInConsole } from "./support/signed-in-console.js";
 
 // An engineer's task: chain add_sub twice into an operator (Y = A + 2B) in the
 // console's editor, watching the graph and the gateway's validation as they
@@ -25,26 +23,10 @@ function validation(page: Page) {
 }
 
 describe("console: register an operator", () => {
-  let operon: RunningOperonWithConsole | undefined;
-  let browser: Browser | undefined;
-  let session: ConsolePage;
-
-  beforeAll(async () => {
-    operon = await startOperonWithConsole({ admin: ADMIN });
-    browser = await launchBrowser();
-    session = await openConsolePage(browser, operon.consoleUrl);
-    await signIn(session.page, ADMIN.email, ADMIN.password);
-  }, 240_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await operon?.stop();
-  });
-
-  screenshotAfterEachTest(() => session?.page);
+  const system = useSignedInConsole({ admin: ADMIN });
 
   it("lists the repository's ensembles read-only and opens the editor with a two-step example drawn as a graph", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Operators" }).click();
     await visible(heading(page, "Operators"));
     const ensemble = await visible(page.getByRole("row").filter({ has: page.getByRole("rowheader", { name: /^text_direction/ }) }));
@@ -65,11 +47,11 @@ describe("console: register an operator", () => {
     expect(await page.locator(".operator-graph figcaption").textContent()).toContain("5 nodes (2 inputs, 2 model steps, 1 output) and 5 edges");
     expect(await page.locator(".operator-graph .react-flow__edge").count()).toBe(5);
     expect(await page.locator(".operator-graph .react-flow__edge-text").allTextContents()).toEqual(expect.arrayContaining(["sum → INPUT0", "A → INPUT0"]));
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 
   it("complains about an unknown model while editing, marks its step, and redraws as the spec changes", async () => {
-    const { page } = session;
+    const { page } = system.session;
     const original = await specEditor(page).inputValue();
     const last = original.lastIndexOf('"model": "add_sub"');
     await specEditor(page).fill(`${original.slice(0, last)}"model": "no_such_model"${original.slice(last + '"model": "add_sub"'.length)}`);
@@ -91,11 +73,11 @@ describe("console: register an operator", () => {
     await specEditor(page).fill(original);
     await visible(validation(page).getByText("No problems"));
     expect(await marked.count()).toBe(0);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 
   it("saves the operator and opens its page with the graph and its first version", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await page.getByRole("button", { name: "Create operator" }).click();
     await waitForPath(page, `/operators/${OPERATOR}`);
     await visible(heading(page, OPERATOR));
@@ -105,11 +87,11 @@ describe("console: register an operator", () => {
     expect(await facts.textContent()).toContain("Served");
     expect(await facts.textContent()).toContain("add_sub");
     await visible(page.getByRole("region", { name: "Versions" }).getByText("Version 1"));
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 
   it("tries it: Y = A + 2B, with each step's time and outputs", async () => {
-    const { page } = session;
+    const { page } = system.session;
     const form = await visible(page.getByRole("form", { name: `Try ${OPERATOR}` }));
     const inputsField = form.getByLabel("Inputs (KServe v2 JSON tensors)");
     const prefilled = JSON.parse(await inputsField.inputValue()) as Array<{ name: string; datatype: string; shape: number[] }>;
@@ -148,17 +130,17 @@ describe("console: register an operator", () => {
       expect(await tensorRow.getByRole("cell").allTextContents()).toEqual(["FP32", "[1, 16]", expect.any(String)]);
       expect(await valuesOf(tensorRow)).toEqual(expected);
     }
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 
   it("deletes the operator after confirming", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await page.getByRole("button", { name: `Delete operator ${OPERATOR}` }).click();
     const dialog = await visible(page.getByRole("dialog", { name: `Delete operator “${OPERATOR}”?` }));
     await dialog.getByRole("button", { name: "Delete operator" }).click();
     await waitForPath(page, "/operators");
     await visible(heading(page, "Operators"));
     await page.getByRole("rowheader", { name: OPERATOR }).waitFor({ state: "detached" });
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 });

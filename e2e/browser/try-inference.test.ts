@@ -1,9 +1,6 @@
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchBrowser, openConsolePage, type ConsolePage } from "./support/browser.js";
-import { formAlert, heading, signIn, visible } from "./support/console-actions.js";
-import { startOperonWithConsole, type RunningOperonWithConsole } from "./support/operon-with-console.js";
-import { screenshotAfterEachTest } from "./support/screenshots.js";
+import { describe, expect, it } from "vitest";
+import { formAlert, heading, visible } from "./support/console-actions.js";
+import { useSignedInConsole } from "./support/signed-in-console.js";
 
 // A viewer's (here: the admin's) task: try a model from its page without
 // writing a client. add_sub answers INPUT0 + INPUT1 and INPUT0 - INPUT1.
@@ -13,26 +10,10 @@ const INPUT0 = Array.from({ length: 16 }, (_, index) => index + 0.5);
 const INPUT1 = Array.from({ length: 16 }, (_, index) => 2 * index - 7);
 
 describe("console: try a model from its page", () => {
-  let operon: RunningOperonWithConsole | undefined;
-  let browser: Browser | undefined;
-  let session: ConsolePage;
-
-  beforeAll(async () => {
-    operon = await startOperonWithConsole({ admin: ADMIN });
-    browser = await launchBrowser();
-    session = await openConsolePage(browser, operon.consoleUrl);
-    await signIn(session.page, ADMIN.email, ADMIN.password);
-  }, 240_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await operon?.stop();
-  });
-
-  screenshotAfterEachTest(() => session?.page);
+  const system = useSignedInConsole({ admin: ADMIN });
 
   it("runs add_sub with the values typed and shows their sum and difference", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Models" }).click();
     await page.getByRole("link", { name: "add_sub", exact: true }).click();
     await visible(heading(page, "add_sub"));
@@ -55,11 +36,11 @@ describe("console: try a model from its page", () => {
     expect(await dataOf("OUTPUT1")).toEqual(INPUT0.map((value, index) => value - INPUT1[index]!));
     expect(await outputs.getByRole("row", { name: /^OUTPUT0 / }).textContent()).toContain("FP32[1, 16]");
     expect(await panel.getByText(/answered in \d+\.\d\d ms/).count()).toBe(1);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 
   it("checks the values against the shape, and shows the gateway's refusal plainly", async () => {
-    const { page } = session;
+    const { page } = system.session;
     const panel = page.getByRole("form", { name: "Try add_sub" });
     const first = panel.getByRole("group", { name: "Input “INPUT0”" });
     const second = panel.getByRole("group", { name: "Input “INPUT1”" });
@@ -76,6 +57,6 @@ describe("console: try a model from its page", () => {
     await panel.getByRole("button", { name: "Run" }).click();
     const alert = await visible(formAlert(page));
     expect(await alert.textContent()).toMatch(/^The request failed: .*INPUT0/);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 });

@@ -1,10 +1,7 @@
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchBrowser, openConsolePage, type ConsolePage } from "./support/browser.js";
-import { formAlert, heading, signIn, visible, waitForPath } from "./support/console-actions.js";
+import { describe, expect, it } from "vitest";
+import { formAlert, heading, visible, waitForPath } from "./support/console-actions.js";
 import { writeTinyMlpFile } from "./support/model-files.js";
-import { startOperonWithConsole, type RunningOperonWithConsole } from "./support/operon-with-console.js";
-import { screenshotAfterEachTest } from "./support/screenshots.js";
+import { useSignedInConsole } from "./support/signed-in-console.js";
 
 // An engineer's task: upload an ONNX model from their disk, get its config
 // right (the API refuses one that does not fit the model, at the field),
@@ -13,27 +10,11 @@ const ADMIN = { email: "admin@example.com", password: "a long enough passphrase"
 const MODEL = "tiny-mlp";
 
 describe("console: upload a model and see it serve", () => {
-  let operon: RunningOperonWithConsole | undefined;
-  let browser: Browser | undefined;
-  let session: ConsolePage;
+  const system = useSignedInConsole({ admin: ADMIN });
   const file = writeTinyMlpFile(`${MODEL}.onnx`);
 
-  beforeAll(async () => {
-    operon = await startOperonWithConsole({ admin: ADMIN });
-    browser = await launchBrowser();
-    session = await openConsolePage(browser, operon.consoleUrl);
-    await signIn(session.page, ADMIN.email, ADMIN.password);
-  }, 240_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await operon?.stop();
-  });
-
-  screenshotAfterEachTest(() => session?.page);
-
   it("cancelling an upload leaves nothing behind", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Models" }).click();
     await visible(heading(page, "Models"));
     await visible(page.getByRole("rowheader", { name: "add_sub" }));
@@ -49,11 +30,11 @@ describe("console: upload a model and see it serve", () => {
     await Promise.all([page.waitForResponse((response) => response.url().includes("models.upload.abort")), page.getByRole("button", { name: "Cancel", exact: true }).click()]);
     await visible(page.getByText("Upload cancelled: nothing was stored."));
     expect(await heading(page, "Configure").count()).toBe(0);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 90_000);
 
   it("sends the file with a progress bar and prefills the config from the model", async () => {
-    const { page } = session;
+    const { page } = system.session;
     // The file and name stay chosen after a cancel.
     await page.getByRole("button", { name: "Upload", exact: true }).click();
 
@@ -71,11 +52,11 @@ describe("console: upload a model and see it serve", () => {
     expect(await page.getByRole("group", { name: "Output “output”" }).getByLabel("Name").inputValue()).toBe("output");
     expect(await page.getByLabel("Max batch size").inputValue()).toBe("4");
     expect(await page.getByRole("checkbox", { name: "Dynamic batching" }).isChecked()).toBe(true);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 90_000);
 
   it("refuses dims that do not fit the model, at the field", async () => {
-    const { page } = session;
+    const { page } = system.session;
     const dims = page.getByRole("group", { name: "Input “input”" }).getByLabel("Dims");
     await dims.fill("5");
     // The JSON view follows the form.
@@ -88,11 +69,11 @@ describe("console: upload a model and see it serve", () => {
     expect(await dims.getAttribute("aria-invalid")).toBe("true");
     // Shown at the field, so not repeated as a form alert.
     expect(await formAlert(page).count()).toBe(0);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 
   it("finishes with the fixed config and the model becomes ready", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await page.getByRole("group", { name: "Input “input”" }).getByLabel("Dims").fill("4");
     await page.getByLabel("Description (optional)").fill("a tiny MLP from the browser test");
     await page.getByRole("button", { name: "Finish upload" }).click();
@@ -109,6 +90,6 @@ describe("console: upload a model and see it serve", () => {
     await page.getByRole("link", { name: "All models" }).click();
     const row = await visible(page.getByRole("row", { name: new RegExp(`^${MODEL}`) }));
     expect(await row.textContent()).toMatch(/Uploaded.*Ready/);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 150_000);
 });

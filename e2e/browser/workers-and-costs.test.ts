@@ -1,11 +1,8 @@
-import type { Browser } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { workerProcesses } from "../support/operon-process.js";
 import { createInferKey, signedInApiSession } from "./support/admin-api.js";
-import { launchBrowser, openConsolePage, type ConsolePage } from "./support/browser.js";
-import { heading, signIn, visible } from "./support/console-actions.js";
-import { startOperonWithConsole, type RunningOperonWithConsole } from "./support/operon-with-console.js";
-import { screenshotAfterEachTest } from "./support/screenshots.js";
+import { heading, visible } from "./support/console-actions.js";
+import { useSignedInConsole } from "./support/signed-in-console.js";
 
 // An operator's task: see which processes serve the models (the same ones the
 // gateway and the OS report), then describe the host and its price and see
@@ -20,34 +17,18 @@ interface GatewayWorker {
 }
 
 describe("console: workers, hardware profiles and costs", () => {
-  let operon: RunningOperonWithConsole | undefined;
-  let browser: Browser | undefined;
-  let session: ConsolePage;
-
-  beforeAll(async () => {
-    operon = await startOperonWithConsole({ admin: ADMIN });
-    browser = await launchBrowser();
-    session = await openConsolePage(browser, operon.consoleUrl);
-    await signIn(session.page, ADMIN.email, ADMIN.password);
-  }, 240_000);
-
-  afterAll(async () => {
-    await browser?.close();
-    await operon?.stop();
-  });
-
-  screenshotAfterEachTest(() => session?.page);
+  const system = useSignedInConsole({ admin: ADMIN });
 
   it("lists the add_sub worker processes the gateway really runs", async () => {
-    const { page } = session;
-    const api = await signedInApiSession(operon!, ADMIN);
+    const { page } = system.session;
+    const api = await signedInApiSession(system.operon, ADMIN);
     const key = await createInferKey(api, "e2e workers check");
-    const response = await fetch(`${operon!.httpUrl}/v2/operon/workers`, { headers: { authorization: `Bearer ${key}` } });
+    const response = await fetch(`${system.operon.httpUrl}/v2/operon/workers`, { headers: { authorization: `Bearer ${key}` } });
     expect(response.status).toBe(200);
     const reported = ((await response.json()) as { workers: GatewayWorker[] }).workers.filter((worker) => worker.model === "add_sub");
     // add_sub's config asks for two CPU instances, each its own process under the server.
     expect(reported).toHaveLength(2);
-    const running = workerProcesses(operon!.pid).filter((worker) => worker.instance.startsWith("add_sub_"));
+    const running = workerProcesses(system.operon.pid).filter((worker) => worker.instance.startsWith("add_sub_"));
     expect(reported.map((worker) => worker.pid).sort()).toEqual(running.map((worker) => worker.pid).sort());
 
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Workers" }).click();
@@ -60,14 +41,14 @@ describe("console: workers, hardware profiles and costs", () => {
       expect(cells).toContain("Ready");
     }
     const gateway = await page.getByRole("region", { name: "Gateway process" }).textContent();
-    expect(gateway).toContain(String(operon!.pid));
+    expect(gateway).toContain(String(system.operon.pid));
     // The page asks again every 5 s: a second reading turns CPU seconds into "CPU now".
     await visible(table.getByRole("cell", { name: /^\d+(\.\d)? %$/ }), 15_000);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 60_000);
 
   it("an admin adds a hardware profile, sees it as the default, and sees what the models cost", async () => {
-    const { page } = session;
+    const { page } = system.session;
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Hardware & cost" }).click();
     await visible(heading(page, "Hardware & cost"));
     await visible(page.getByText("No hardware profiles yet"));
@@ -105,6 +86,6 @@ describe("console: workers, hardware profiles and costs", () => {
     expect(await costRow.textContent()).toMatch(/\$/);
     expect(await costs.getByText(/Unattributed \(idle\)/).count()).toBe(1);
     expect(await costs.textContent()).toContain(PROFILE);
-    expect(session.errors).toEqual([]);
+    expect(system.session.errors).toEqual([]);
   }, 180_000);
 });
