@@ -13,6 +13,7 @@ import type { GatewayClient } from "./gateway-client.js";
 import type { ModelStore, StoreChange } from "./model-store.js";
 import { prepareConfig, suggestConfig } from "./uploaded-model-config.js";
 import { UPLOAD_CHUNK_BYTES, type UploadSession, type UploadSessions } from "./upload-sessions.js";
+import { KeyedLock } from "./keyed-lock.js";
 
 /**
  * The models the console manages: uploads stored in the model store and
@@ -151,7 +152,7 @@ const DB_MODEL_INCLUDE = { versions: { include: { uploadedBy: { select: { email:
 const MAX_CHUNK_BASE64_CHARS = Math.ceil(UPLOAD_CHUNK_BYTES / 3) * 4;
 
 export class ModelRegistry {
-  private readonly locks = new Map<string, Promise<void>>();
+  private readonly locks = new KeyedLock();
   /**
    * Names this control plane removed from the store (deleted, or a refused
    * first upload). The gateway keeps listing a model it once knew in explicit
@@ -556,17 +557,7 @@ export class ModelRegistry {
 
   /** Runs fn after every earlier change of the same model has settled. */
   private withLock<T>(name: string, fn: () => Promise<T>): Promise<T> {
-    const previous = this.locks.get(name) ?? Promise.resolve();
-    const run = previous.then(fn);
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.locks.set(name, tail);
-    void tail.then(() => {
-      if (this.locks.get(name) === tail) this.locks.delete(name);
-    });
-    return run;
+    return this.locks.run(name, fn);
   }
 
   private async gatewayView(): Promise<GatewayView> {
