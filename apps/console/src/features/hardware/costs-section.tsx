@@ -5,12 +5,14 @@ import { useState } from "react";
 import { SelectField } from "@/components/form/select-field";
 import { EmptyState } from "@/components/states/empty-state";
 import { QueryView } from "@/components/states/query-view";
+import { CategoryBarChart } from "@/features/charts/category-bar-chart";
+import { SERIES_COLORS } from "@/features/charts/chart-palette";
+import { TIME_RANGE_OPTIONS, useTimeWindow, type TimeRangeId } from "@/features/charts/time-range";
 import { useTRPC } from "@/lib/trpc";
 import { formatCount } from "../models/units";
-import { TIME_RANGES, useTimeWindow, type TimeRangeValue } from "../models/time-range";
-import { CostBarChart } from "./cost-bar-chart";
 import type { CostReport } from "./cost-types";
 import { ModelCostsTable } from "./model-costs-table";
+import { formatMoney } from "./money";
 import { ProfileCostSummary } from "./profile-cost-summary";
 
 /** How the numbers are made (services/cost-model.ts), in one plain sentence. */
@@ -28,6 +30,8 @@ function CostReportView({ report }: { report: CostReport }) {
   const multipleProfiles = report.profiles.length > 1;
   const currency = report.models[0]?.currency ?? report.profiles[0]?.currency ?? "USD";
   const label = (model: CostReport["models"][number]) => (multipleProfiles ? `${model.model} (${model.profileName})` : model.model);
+  const categoryLabel = multipleProfiles ? "model (hardware profile)" : "model";
+  const money = (value: number) => formatMoney(value, currency);
   return (
     <>
       {report.profiles.map((profile) => (
@@ -35,20 +39,26 @@ function CostReportView({ report }: { report: CostReport }) {
       ))}
       {report.models.length > 0 ? (
         <>
-          <div className="chart-grid">
-            <CostBarChart
+          <div className="figure-grid">
+            <CategoryBarChart
               title="Cost per hour"
-              currency={currency}
-              color="#1f5fbf"
-              empty="No model used the CPU in this range."
-              bars={report.models.filter((model) => model.costPerHour > 0).map((model) => ({ label: label(model), value: model.costPerHour }))}
+              categoryLabel={categoryLabel}
+              valueLabel={`cost per hour (${currency})`}
+              rows={report.models.filter((model) => model.costPerHour > 0).map((model) => ({ category: label(model), costPerHour: model.costPerHour }))}
+              series={[{ key: "costPerHour", label: "Cost per hour", color: SERIES_COLORS.primary }]}
+              formatValue={money}
+              emptyText="No model used the CPU in this range."
             />
-            <CostBarChart
+            <CategoryBarChart
               title="Cost per 1,000 inferences"
-              currency={currency}
-              color="#1c6b37"
-              empty="No inferences in this range."
-              bars={report.models.filter((model) => model.costPer1000Inferences !== null).map((model) => ({ label: label(model), value: model.costPer1000Inferences ?? 0 }))}
+              categoryLabel={categoryLabel}
+              valueLabel={`cost per 1,000 inferences (${currency})`}
+              rows={report.models
+                .filter((model) => model.costPer1000Inferences !== null)
+                .map((model) => ({ category: label(model), costPer1000Inferences: model.costPer1000Inferences }))}
+              series={[{ key: "costPer1000Inferences", label: "Cost per 1,000 inferences", color: SERIES_COLORS.p95 }]}
+              formatValue={money}
+              emptyText="No inferences in this range."
             />
           </div>
           <ModelCostsTable models={report.models} showProfile={multipleProfiles} />
@@ -66,7 +76,7 @@ function CostReportView({ report }: { report: CostReport }) {
 
 export function CostsSection() {
   const trpc = useTRPC();
-  const [range, setRange] = useState<TimeRangeValue>("24h");
+  const [range, setRange] = useState<TimeRangeId>("24h");
   const timeWindow = useTimeWindow(range, 60_000);
   const costs = useQuery({ ...trpc.metrics.costs.queryOptions(timeWindow), placeholderData: keepPreviousData });
   return (
@@ -74,13 +84,7 @@ export function CostsSection() {
       <div className="section-header">
         <h2 id="costs-title">Costs</h2>
         <div className="inline-select">
-          <SelectField
-            label="Time range"
-            name="range"
-            options={TIME_RANGES.map(({ value, label }) => ({ value, label }))}
-            value={range}
-            onChange={(event) => setRange(event.target.value as TimeRangeValue)}
-          />
+          <SelectField label="Time range" name="range" options={TIME_RANGE_OPTIONS} value={range} onChange={(event) => setRange(event.target.value as TimeRangeId)} />
         </div>
       </div>
       <CostModelNote />

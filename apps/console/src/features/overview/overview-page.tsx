@@ -3,11 +3,11 @@
 import { useState } from "react";
 import { PageHeader } from "@/components/page-header";
 import { useSignedInUser } from "@/components/shell/session-context";
+import type { TimeRangeId } from "@/features/charts/time-range";
 import { roleLabel } from "@/lib/roles";
 import { CostsSection } from "./costs-section";
 import { LiveUsageSection } from "./live-usage-section";
 import { RefreshStatus } from "./refresh-status";
-import { DEFAULT_RANGE, type TimeRangeId } from "./time-range";
 import { TimeRangePicker } from "./time-range-picker";
 import { useOverviewData } from "./use-overview-data";
 import { UsageTrendsSection } from "./usage-trends-section";
@@ -15,7 +15,7 @@ import { UsageTrendsSection } from "./usage-trends-section";
 /** The home page: live numbers, usage charts and costs, refreshing by themselves. */
 export function OverviewPage() {
   const user = useSignedInUser();
-  const [range, setRange] = useState<TimeRangeId>(DEFAULT_RANGE);
+  const [range, setRange] = useState<TimeRangeId>("15m");
   const [autoRefresh, setAutoRefresh] = useState(true);
   const data = useOverviewData(range, autoRefresh);
   return (

@@ -1,6 +1,6 @@
 "use client";
 
-import { TIME_RANGES, type TimeRangeId } from "./time-range";
+import { TIME_RANGES, type TimeRangeId } from "@/features/charts/time-range";
 
 /** A segmented radio group: arrow keys move between ranges, as with any radio group. */
 export function TimeRangePicker({ value, onChange }: { value: TimeRangeId; onChange: (range: TimeRangeId) => void }) {

@@ -2,7 +2,7 @@
 
 import type { UseQueryResult } from "@tanstack/react-query";
 import { QueryView } from "@/components/states/query-view";
-import { timeRange, type TimeRangeId } from "./time-range";
+import { timeRange, type TimeRangeId } from "@/features/charts/time-range";
 import type { UsageSeries } from "./overview-types";
 import { hasSamples } from "./series-rows";
 import { UsageCharts } from "./usage-charts";

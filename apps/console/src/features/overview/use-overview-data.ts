@@ -1,8 +1,8 @@
 "use client";
 
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { windowEndingNow, type TimeRangeId } from "@/features/charts/time-range";
 import { useTRPC, useTRPCClient } from "@/lib/trpc";
-import { windowEndingNow, type TimeRangeId } from "./time-range";
 
 /** How often the overview asks again while automatic refresh is on. */
 export const REFRESH_INTERVAL_MS = 10_000;

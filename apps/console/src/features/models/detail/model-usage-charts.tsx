@@ -5,41 +5,37 @@ import { useState } from "react";
 import { SelectField } from "@/components/form/select-field";
 import { EmptyState } from "@/components/states/empty-state";
 import { QueryView } from "@/components/states/query-view";
+import { SERIES_COLORS } from "@/features/charts/chart-palette";
+import type { ChartRow, ChartSeries } from "@/features/charts/chart-series";
+import { formatMs, formatNumber } from "@/features/charts/number-format";
+import { TIME_RANGE_OPTIONS, useTimeWindow, type TimeRangeId } from "@/features/charts/time-range";
+import { TimeSeriesChart } from "@/features/charts/time-series-chart";
 import { useTRPC } from "@/lib/trpc";
-import { TIME_RANGES, useTimeWindow, type TimeRangeValue } from "../time-range";
-import { UsageLineChart, type ChartLine } from "./usage-line-chart";
 
-const RATE_LINES: ChartLine[] = [{ key: "requestsPerSec", name: "Requests/s", color: "#1f5fbf" }];
-const LATENCY_LINES: ChartLine[] = [
-  { key: "latencyP50Ms", name: "p50", color: "#1c6b37" },
-  { key: "latencyP95Ms", name: "p95", color: "#b36b00" },
-  { key: "latencyP99Ms", name: "p99", color: "#b3261e" },
+const RATE_SERIES: ChartSeries[] = [{ key: "requestsPerSec", label: "Requests/s", color: SERIES_COLORS.primary }];
+const LATENCY_SERIES: ChartSeries[] = [
+  { key: "latencyP50Ms", label: "p50", color: SERIES_COLORS.p50 },
+  { key: "latencyP95Ms", label: "p95", color: SERIES_COLORS.p95 },
+  { key: "latencyP99Ms", label: "p99", color: SERIES_COLORS.p99 },
 ];
 
 /** The model's usage over time from the control plane's samples: throughput and latency quantiles. */
 export function ModelUsageCharts({ name }: { name: string }) {
   const trpc = useTRPC();
-  const [range, setRange] = useState<TimeRangeValue>("1h");
+  const [range, setRange] = useState<TimeRangeId>("1h");
   const timeWindow = useTimeWindow(range, 30_000);
   const series = useQuery({ ...trpc.metrics.timeSeries.queryOptions({ ...timeWindow, model: name }), placeholderData: keepPreviousData });
-  const spanMs = Date.parse(timeWindow.to) - Date.parse(timeWindow.from);
   return (
     <section className="card" aria-labelledby="usage-title">
       <div className="section-header">
         <h2 id="usage-title">Usage</h2>
         <div className="inline-select">
-          <SelectField
-            label="Time range"
-            name="range"
-            options={TIME_RANGES.map(({ value, label }) => ({ value, label }))}
-            value={range}
-            onChange={(event) => setRange(event.target.value as TimeRangeValue)}
-          />
+          <SelectField label="Time range" name="range" options={TIME_RANGE_OPTIONS} value={range} onChange={(event) => setRange(event.target.value as TimeRangeId)} />
         </div>
       </div>
       <QueryView query={series} loadingLabel="Loading usage…">
         {(data) => {
-          const points = (data.models.find((entry) => entry.model === name)?.points ?? []).map((point) => ({ ...point, t: Date.parse(String(point.at)) }));
+          const points = data.models.find((entry) => entry.model === name)?.points ?? [];
           if (!points.some((point) => point.requestsPerSec !== null)) {
             return (
               <EmptyState title="No usage samples in this range yet">
@@ -47,10 +43,18 @@ export function ModelUsageCharts({ name }: { name: string }) {
               </EmptyState>
             );
           }
+          const rows: ChartRow[] = points.map((point) => ({
+            t: new Date(point.at).getTime(),
+            requestsPerSec: point.requestsPerSec,
+            latencyP50Ms: point.latencyP50Ms,
+            latencyP95Ms: point.latencyP95Ms,
+            latencyP99Ms: point.latencyP99Ms,
+          }));
+          const domain: [number, number] = [new Date(data.from).getTime(), new Date(data.to).getTime()];
           return (
-            <div className="chart-grid">
-              <UsageLineChart title="Requests per second" points={points} lines={RATE_LINES} spanMs={spanMs} unit="/s" />
-              <UsageLineChart title="Latency (ms)" points={points} lines={LATENCY_LINES} spanMs={spanMs} unit=" ms" />
+            <div className="figure-grid">
+              <TimeSeriesChart title="Requests per second" yLabel="requests/s" rows={rows} series={RATE_SERIES} domain={domain} formatValue={(value) => `${formatNumber(value)}/s`} />
+              <TimeSeriesChart title="Latency (ms)" yLabel="latency (ms)" rows={rows} series={LATENCY_SERIES} domain={domain} formatValue={formatMs} />
             </div>
           );
         }}
