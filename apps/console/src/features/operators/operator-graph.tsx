@@ -14,11 +14,25 @@ const FLOW_TYPE: Record<GraphNodeKind, string> = { input: "input", output: "outp
  * connecting), zoomable from its controls, with the same graph in words for
  * screen readers. Nodes the validation blames are marked.
  */
-export function OperatorGraph({ graph, problemNodes = new Set(), title = "Graph" }: { graph: SpecGraph; problemNodes?: ReadonlySet<string>; title?: string }) {
+const NO_PROBLEMS: ReadonlySet<string> = new Set();
+
+export function OperatorGraph({ graph, problemNodes = NO_PROBLEMS, title = "Graph" }: { graph: SpecGraph; problemNodes?: ReadonlySet<string>; title?: string }) {
   const id = useId();
   const { nodes, edges } = useMemo(() => toFlow(graph, problemNodes), [graph, problemNodes]);
-  // A new set of nodes remounts the view, so it fits the new graph.
-  const shape = nodes.map((node) => node.id).join("|");
+  // React Flow owns the nodes (defaultNodes): it keeps their measured sizes,
+  // and a node stays hidden until it is measured. Handing it new node objects
+  // on a re-render (as a controlled prop) dropped those sizes while the DOM
+  // did not resize, so nothing re-measured them and the graph stayed empty.
+  // Instead, any visible change remounts the view, which measures afresh and
+  // fits the new graph.
+  const signature = useMemo(
+    () =>
+      JSON.stringify({
+        nodes: nodes.map((node) => [node.id, node.className, node.ariaLabel, node.position.x, node.position.y]),
+        edges: edges.map((edge) => [edge.id, edge.label, edge.className]),
+      }),
+    [nodes, edges],
+  );
   return (
     <figure className="operator-graph" aria-labelledby={`${id}-title`} aria-describedby={`${id}-summary`}>
       <h3 id={`${id}-title`} className="chart-title">
@@ -27,9 +41,9 @@ export function OperatorGraph({ graph, problemNodes = new Set(), title = "Graph"
       {nodes.length > 0 ? (
         <div className="operator-graph-canvas">
           <ReactFlow
-            key={shape}
-            nodes={nodes}
-            edges={edges}
+            key={signature}
+            defaultNodes={nodes}
+            defaultEdges={edges}
             fitView
             fitViewOptions={{ padding: 0.15 }}
             nodesDraggable={false}
