@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "./database.js";
 import { checksumOf, defaultMigrationsDir, migrate, readMigrations } from "./migrate.js";
-import { testDatabaseBackends } from "./testing/test-databases.js";
+import pg from "pg";
+import { postgresBackend, TEST_POSTGRES_ADMIN_URL, testDatabaseBackends } from "./testing/test-databases.js";
 
 describe.each(testDatabaseBackends())("data layer on $name", (backend) => {
   let db: Database;
@@ -193,6 +194,36 @@ describe("embedded database", () => {
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("PostgreSQL database", () => {
+  it("survives the server dropping its idle connections: the next query opens a new one", async () => {
+    const backend = postgresBackend();
+    const db = await backend.setup();
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(warning.message);
+    process.on("warning", onWarning);
+    try {
+      await db.prisma.$queryRawUnsafe("SELECT 1");
+      const ours = await db.prisma.$queryRawUnsafe<{ pid: number }[]>("SELECT pg_backend_pid() AS pid");
+      // Terminate every session of this database from another connection, as a server restart would.
+      const admin = new pg.Client({ connectionString: TEST_POSTGRES_ADMIN_URL });
+      await admin.connect();
+      try {
+        await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+        await admin.query("SELECT pg_terminate_backend($1)", [ours[0]!.pid]);
+      } finally {
+        await admin.end();
+      }
+      await expect.poll(() => warnings.some((message) => /PostgreSQL dropped an idle connection/.test(message)), { timeout: 5000 }).toBe(true);
+      const rows = await db.prisma.$queryRawUnsafe<{ one: number }[]>("SELECT 1 AS one");
+      expect(rows[0]!.one).toBe(1);
+    } finally {
+      process.off("warning", onWarning);
+      await db.close();
+      await backend.teardown();
     }
   });
 });

@@ -34,6 +34,17 @@ export interface Database extends MigrationSource {
 
 export const DEFAULT_DATA_DIR = ".operon/db";
 
+/**
+ * Interactive transactions ($transaction(async (tx) => ...)) wait up to
+ * maxWait for a connection and may run for up to timeout. Prisma's defaults
+ * (2 s / 5 s) are short for a machine that also runs inference on every core,
+ * and a timeout that fires while COMMIT is in flight makes @prisma/adapter-pg
+ * release its pool client twice and crash the process (prisma/orm#29952).
+ * The control plane's transactions are a few small statements, so these
+ * bounds are only ever reached by an overloaded or stuck database.
+ */
+export const TRANSACTION_OPTIONS = { maxWait: 15_000, timeout: 60_000 } as const;
+
 export function isPostgresUrl(url: string | undefined): boolean {
   return !!url && /^postgres(ql)?:\/\//i.test(url);
 }
@@ -55,7 +66,11 @@ export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<D
 
 function openPostgres(url: string): Database {
   const pool = new pg.Pool({ connectionString: url });
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
+  // An idle connection the server drops (a restart, an administrator) is
+  // discarded by the pool and replaced on the next query. Without a listener
+  // Node would treat the pool's "error" event as fatal and end the process.
+  pool.on("error", (error) => process.emitWarning(`PostgreSQL dropped an idle connection (${error.message}); the next query opens a new one`, "OperonDatabaseWarning"));
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool), transactionOptions: TRANSACTION_OPTIONS });
   return {
     prisma,
     kind: "postgres",
@@ -93,7 +108,7 @@ async function openEmbedded(dataDir: string | undefined): Promise<Database> {
     lock?.release();
     throw error;
   }
-  const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite) });
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(lite), transactionOptions: TRANSACTION_OPTIONS });
   return {
     prisma,
     kind: "embedded",
