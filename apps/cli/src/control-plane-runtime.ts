@@ -74,6 +74,7 @@ export async function startControlPlane(options: {
   dirs: ControlPlaneDirs;
   maxUploadBytes: number;
   usageSampleIntervalSecs: number;
+  usageRetentionDays: number;
   apiAddress: string;
   apiPort: number;
   logger: Logger;
@@ -86,6 +87,7 @@ export async function startControlPlane(options: {
     uploadStagingDir: options.dirs.uploadStagingDir,
     maxUploadBytes: options.maxUploadBytes,
     usageSampleIntervalSecs: options.usageSampleIntervalSecs,
+    usageRetentionDays: options.usageRetentionDays,
     logger: logger.child({ component: "control-plane" }),
   });
   const unsubscribe = controlPlane.services.apiKeys.subscribe((grants) => options.ring.replaceAll([...grants, options.internal.grant]));

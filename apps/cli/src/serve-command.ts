@@ -70,6 +70,7 @@ export function serveCommand(): Command {
     .option("--admin-password <password>", "the first admin's password (default $OPERON_ADMIN_PASSWORD)")
     .option("--require-api-key [bool]", "inference needs an API key (Authorization: Bearer <key>); model control always does beyond loopback", parseBool, false)
     .option("--usage-sample-secs <secs>", "how often the control plane samples the gateway's usage for charts and costs (0 = never)", parseNonNegativeInt, 15)
+    .option("--usage-retention-days <days>", "how long usage samples are kept; older ones are deleted hourly (0 = forever)", parseNonNegativeInt, 30)
     .action(async (flags: Record<string, unknown>, command: Command) => {
       const cache = flags.cacheConfig as CacheConfig | undefined;
       if (cache !== undefined && cache.settings.size === undefined) {
@@ -154,6 +155,7 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
         dirs: dirs!,
         maxUploadBytes: options.maxUploadBytes,
         usageSampleIntervalSecs: flags.usageSampleSecs as number,
+        usageRetentionDays: flags.usageRetentionDays as number,
         apiAddress: flags.apiAddress as string,
         apiPort: flags.apiPort as number,
         logger,

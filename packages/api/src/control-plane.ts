@@ -51,7 +51,7 @@ export class ControlPlane {
       operators: new OperatorRegistry(prisma, gateway, resolved.logger),
       perfRuns: new PerfRuns(prisma, gateway, resolved.gateway, resolved.logger),
       hardware: new HardwareProfiles(prisma),
-      usageSampler: new UsageSampler(prisma, gateway, resolved.usageSampleIntervalSecs, resolved.logger),
+      usageSampler: new UsageSampler(prisma, gateway, { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays }, resolved.logger),
       models,
       uploads,
       setup: { token: needsSetup ? randomBytes(18).toString("base64url") : undefined },

@@ -25,6 +25,11 @@ export interface ControlPlaneOptions {
   maxUploadBytes?: number;
   /** Seconds between usage samples of the gateway (default 15; 0 = no background sampling). */
   usageSampleIntervalSecs?: number;
+  /**
+   * Days usage samples are kept (default 30, the longest range the console
+   * charts; 0 = forever). Older samples are deleted at start and hourly.
+   */
+  usageRetentionDays?: number;
   /** Mark cookies Secure (set when the console is served over HTTPS). */
   secureCookies?: boolean;
   loginRateLimits?: LoginRateLimits;
@@ -34,6 +39,7 @@ export interface ControlPlaneOptions {
 export const CONTROL_PLANE_DEFAULTS = {
   maxUploadBytes: 512 * 1024 * 1024,
   usageSampleIntervalSecs: 15,
+  usageRetentionDays: 30,
   secureCookies: false,
   loginRateLimits: DEFAULT_LOGIN_RATE_LIMITS,
 } as const;

@@ -139,7 +139,7 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
 
   it("skips a sample, without throwing, while the gateway is down", async () => {
     const logger = capturingLogger();
-    const down = new UsageSampler(db.prisma, new GatewayClient({ httpUrl: "http://127.0.0.1:9", timeoutMs: 2000 }), 0, logger);
+    const down = new UsageSampler(db.prisma, new GatewayClient({ httpUrl: "http://127.0.0.1:9", timeoutMs: 2000 }), { intervalSecs: 0, retentionDays: 0 }, logger);
     const before = await db.prisma.usageSample.count();
     const result = await down.sampleNow();
     expect(result).toMatchObject({ written: 0, baseline: false, skipped: expect.stringMatching(/not reachable/) });
@@ -155,6 +155,8 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
       modelStoreDir: join(dir, "models"),
       uploadStagingDir: join(dir, "staging"),
       usageSampleIntervalSecs: 1,
+      // Keeps the stored samples the chart tests below write (dated 2020).
+      usageRetentionDays: 0,
       logger: timed,
     });
     try {
@@ -164,6 +166,28 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
       await controlPlane.stop();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it("deletes samples past the retention, keeps the rest, and keeps everything with retention 0", async () => {
+    const model = await db.prisma.model.create({ data: { name: "retained" } });
+    const now = Date.parse("2021-06-30T12:00:00.000Z");
+    const day = 86_400_000;
+    for (const age of [31 * day, 30 * day + 1, 30 * day - 1, day]) {
+      await db.prisma.usageSample.create({ data: { modelId: model.id, at: new Date(now - age), intervalSeconds: 15, requests: 1 } });
+    }
+    const ages = async () =>
+      (await db.prisma.usageSample.findMany({ where: { modelId: model.id }, orderBy: { at: "asc" } })).map((sample) => now - sample.at.getTime());
+    const forever = new UsageSampler(db.prisma, new GatewayClient({ httpUrl: gateway.httpUrl }), { intervalSecs: 0, retentionDays: 0 }, capturingLogger());
+    expect(await forever.prune(now)).toBe(0);
+    expect(await ages()).toHaveLength(4);
+
+    const infos: string[] = [];
+    const logger: ApiLogger = { info: (_obj, msg) => void infos.push(msg ?? ""), warn: () => {}, error: () => {} };
+    const monthly = new UsageSampler(db.prisma, new GatewayClient({ httpUrl: gateway.httpUrl }), { intervalSecs: 0, retentionDays: 30 }, logger);
+    expect(await monthly.prune(now)).toBe(2);
+    expect(await ages()).toEqual([30 * day - 1, day]);
+    expect(infos).toContain("usage samples past the retention removed");
+    await db.prisma.model.delete({ where: { id: model.id } });
   });
 
   describe("charts and costs from stored samples", () => {
@@ -271,6 +295,32 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
       expect(costs.unprofiled.sort((a, b) => a.model.localeCompare(b.model))).toEqual(
         ["alpha", "beta"].map((model) => ({ model, inferences: unprofiled.filter((row) => row.model === model).reduce((sum, row) => sum + row.requests - row.errors, 0) })),
       );
+    });
+
+    it("counts the time of versions sampled together once, and puts a sample in the bucket its interval starts in", async () => {
+      const day = new Date("2020-01-02T00:00:00.000Z");
+      const gamma = await db.prisma.model.create({ data: { name: "gamma" } });
+      const sample = (modelVersion: number, offsetMs: number, requests: number, instanceCount: number) =>
+        db.prisma.usageSample.create({
+          data: { modelId: gamma.id, modelVersion, at: new Date(day.getTime() + offsetMs), intervalSeconds: 60, requests, errors: 0, latencyP50Ms: modelVersion, instanceCount, cpuUtilization: 0.25 },
+        });
+      // Versions 1 and 2 share one 60 s interval; a third sample starts 1 ms before the second bucket, a fourth exactly at it.
+      await sample(1, 0, 10, 1);
+      await sample(2, 0, 30, 2);
+      await sample(1, 299_999, 60, 1);
+      await sample(1, 300_000, 90, 1);
+      const series = await h.as("VIEWER").metrics.timeSeries({ from: day, to: new Date(day.getTime() + 600_000), model: "gamma", bucketSecs: 300 });
+      const [first, second] = series.models[0]!.points;
+      // Two intervals covered (the shared start once): 100 requests over 120 s.
+      expect(first).toMatchObject({ requests: 100 });
+      expect(first!.requestsPerSec).toBeCloseTo(100 / 120, 9);
+      // Instances add up across versions: (1 + 2) × 60 s + 1 × 60 s over 120 s.
+      expect(first!.instances).toBeCloseTo(240 / 120, 9);
+      expect(first!.cpuUtilization).toBeCloseTo((0.25 * 180) / 120, 9);
+      // p50 weighted by requests: (1×10 + 2×30 + 1×60) / 100.
+      expect(first!.latencyP50Ms).toBeCloseTo(130 / 100, 9);
+      expect(second).toMatchObject({ requests: 90 });
+      expect(second!.requestsPerSec).toBeCloseTo(90 / 60, 9);
     });
 
     it("rejects empty or oversized ranges with the field named", async () => {

@@ -1,3 +1,5 @@
+import type { PrismaClient } from "@operon/db";
+
 /**
  * The cost model: what serving each model cost, from the usage samples and
  * the hardware profile each sample was taken on.
@@ -21,14 +23,19 @@
  * without a default profile cannot be costed; their inferences are listed
  * under `unprofiled`.
  */
-export interface CostSample {
+/** Per hardware profile (null: samples taken without one) and model, summed by the database (queryCostTotals). */
+export interface CostUsageTotals {
+  profileId: string | null;
   model: string;
-  hardwareProfileId: string | null;
-  at: Date;
-  intervalSeconds: number;
-  requests: number;
-  errors: number;
-  cpuUtilization: number | null;
+  inferences: number;
+  /** Σ cpuUtilization × intervalSeconds (samples without CPU figures add nothing). */
+  cpuShareSeconds: number;
+}
+
+export interface CostTotals {
+  usage: CostUsageTotals[];
+  /** Per profile: the seconds its samples cover (each sample start once, with its longest interval). */
+  covered: Array<{ profileId: string; coveredSeconds: number }>;
 }
 
 export interface CostProfile {
@@ -80,39 +87,31 @@ function money(value: number): number {
   return Math.round(value * MONEY_DIGITS) / MONEY_DIGITS;
 }
 
-export function computeCosts(samples: readonly CostSample[], profiles: readonly CostProfile[]): CostReport {
+export function computeCosts(totals: CostTotals, profiles: readonly CostProfile[]): CostReport {
   const profileById = new Map(profiles.map((profile) => [profile.id, profile]));
+  const coveredById = new Map(totals.covered.map((entry) => [entry.profileId, entry.coveredSeconds]));
   const unprofiled = new Map<string, number>();
-  const byProfile = new Map<string, { intervals: Map<number, number>; models: Map<string, { inferences: number; cpuShareHours: number; cost: number }> }>();
+  const byProfile = new Map<string, Array<{ model: string; inferences: number; cpuShareHours: number; cost: number }>>();
 
-  for (const sample of samples) {
-    const inferences = Math.max(0, sample.requests - sample.errors);
-    const profile = sample.hardwareProfileId !== null ? profileById.get(sample.hardwareProfileId) : undefined;
+  for (const usage of totals.usage) {
+    const profile = usage.profileId !== null ? profileById.get(usage.profileId) : undefined;
     if (profile === undefined) {
-      unprofiled.set(sample.model, (unprofiled.get(sample.model) ?? 0) + inferences);
+      unprofiled.set(usage.model, (unprofiled.get(usage.model) ?? 0) + usage.inferences);
       continue;
     }
-    const entry = byProfile.get(profile.id) ?? { intervals: new Map(), models: new Map() };
-    byProfile.set(profile.id, entry);
-    // Every model's row of one sample shares its start: the host is costed once per interval.
-    const start = sample.at.getTime();
-    entry.intervals.set(start, Math.max(entry.intervals.get(start) ?? 0, sample.intervalSeconds));
-    const hours = sample.intervalSeconds / 3600;
-    const share = sample.cpuUtilization ?? 0;
-    const model = entry.models.get(sample.model) ?? { inferences: 0, cpuShareHours: 0, cost: 0 };
-    model.inferences += inferences;
-    model.cpuShareHours += share * hours;
-    model.cost += profile.costPerHour * share * hours;
-    entry.models.set(sample.model, model);
+    const cpuShareHours = usage.cpuShareSeconds / 3600;
+    const models = byProfile.get(profile.id) ?? [];
+    byProfile.set(profile.id, models);
+    models.push({ model: usage.model, inferences: usage.inferences, cpuShareHours, cost: profile.costPerHour * cpuShareHours });
   }
 
   const result: CostReport = { profiles: [], models: [], unprofiled: [...unprofiled].map(([model, inferences]) => ({ model, inferences })) };
-  for (const [profileId, entry] of byProfile) {
+  for (const [profileId, usages] of byProfile) {
     const profile = profileById.get(profileId)!;
-    const coveredHours = [...entry.intervals.values()].reduce((sum, seconds) => sum + seconds, 0) / 3600;
+    const coveredHours = (coveredById.get(profileId) ?? 0) / 3600;
     const hostCost = profile.costPerHour * coveredHours;
-    const models: ModelCost[] = [...entry.models].map(([model, usage]) => ({
-      model,
+    const models: ModelCost[] = usages.map((usage) => ({
+      model: usage.model,
       profileId,
       profileName: profile.name,
       currency: profile.currency,
@@ -123,7 +122,7 @@ export function computeCosts(samples: readonly CostSample[], profiles: readonly 
       costPer1000Inferences: usage.inferences > 0 ? money((usage.cost / usage.inferences) * 1000) : null,
     }));
     models.sort((a, b) => b.cost - a.cost || a.model.localeCompare(b.model));
-    const attributed = [...entry.models.values()].reduce((sum, usage) => sum + usage.cost, 0);
+    const attributed = usages.reduce((sum, usage) => sum + usage.cost, 0);
     const unattributed = Math.max(0, hostCost - attributed);
     result.profiles.push({
       profileId,
@@ -143,4 +142,33 @@ export function computeCosts(samples: readonly CostSample[], profiles: readonly 
   result.profiles.sort((a, b) => a.name.localeCompare(b.name));
   result.models.sort((a, b) => b.cost - a.cost || a.model.localeCompare(b.model));
   return result;
+}
+
+/** Sums the samples of [from, to) per profile and model in the database (a month of 15 s samples stays one small answer). */
+export async function queryCostTotals(prisma: PrismaClient, range: { from: Date; to: Date }): Promise<CostTotals> {
+  const [usage, covered] = await Promise.all([
+    prisma.$queryRaw<Array<{ profile_id: string | null; model: string; inferences: number; cpu_share_seconds: number }>>`
+      SELECT s."hardwareProfileId" AS profile_id,
+        m."name" AS model,
+        sum(greatest(0, s."requests" - s."errors"))::float8 AS inferences,
+        coalesce(sum(s."cpuUtilization" * s."intervalSeconds"), 0)::float8 AS cpu_share_seconds
+      FROM "UsageSample" s
+      JOIN "Model" m ON m."id" = s."modelId"
+      WHERE s."at" >= ${range.from} AND s."at" < ${range.to}
+      GROUP BY 1, 2`,
+    // Every model's row of one sample shares its start: the host is costed once per interval.
+    prisma.$queryRaw<Array<{ profile_id: string; covered_seconds: number }>>`
+      SELECT profile_id, sum(seconds)::float8 AS covered_seconds
+      FROM (
+        SELECT "hardwareProfileId" AS profile_id, "at", max("intervalSeconds") AS seconds
+        FROM "UsageSample"
+        WHERE "at" >= ${range.from} AND "at" < ${range.to} AND "hardwareProfileId" IS NOT NULL
+        GROUP BY 1, 2
+      ) AS per_start
+      GROUP BY 1`,
+  ]);
+  return {
+    usage: usage.map((row) => ({ profileId: row.profile_id, model: row.model, inferences: Number(row.inferences), cpuShareSeconds: Number(row.cpu_share_seconds) })),
+    covered: covered.map((row) => ({ profileId: row.profile_id, coveredSeconds: Number(row.covered_seconds) })),
+  };
 }

@@ -2,10 +2,10 @@ import type { WorkersResponse } from "@operon/protocol/admin";
 import type { PrismaClient } from "@operon/db";
 import type { ApiLogger } from "../options.js";
 import { AppError } from "../app-error.js";
-import { computeCosts, type CostReport } from "./cost-model.js";
+import { computeCosts, queryCostTotals, type CostReport } from "./cost-model.js";
 import type { GatewayClient } from "./gateway-client.js";
 import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQuantiles } from "./prometheus-text.js";
-import { bucketUsage, defaultBucketSecs, MAX_SERIES_POINTS, type UsageSeries } from "./usage-series.js";
+import { defaultBucketSecs, MAX_SERIES_POINTS, queryBucketTotals, seriesFromTotals, type UsageSeries } from "./usage-series.js";
 
 /**
  * What the metrics router answers: charts from the stored usage samples
@@ -25,43 +25,18 @@ export async function usageTimeSeries(
       fieldErrors: [{ path: "bucketSecs", message: `at least ${Math.ceil((input.to.getTime() - input.from.getTime()) / 1000 / MAX_SERIES_POINTS)}` }],
     });
   }
-  const rows = await prisma.usageSample.findMany({
-    where: { at: { gte: input.from, lt: input.to }, ...(input.model !== undefined ? { model: { name: input.model } } : {}) },
-    select: {
-      at: true,
-      intervalSeconds: true,
-      requests: true,
-      errors: true,
-      latencyP50Ms: true,
-      latencyP95Ms: true,
-      latencyP99Ms: true,
-      queueTimeMs: true,
-      instanceCount: true,
-      cpuUtilization: true,
-      memoryBytes: true,
-      model: { select: { name: true } },
-    },
-    orderBy: { at: "asc" },
-  });
-  return bucketUsage(
-    rows.map(({ model, memoryBytes, ...row }) => ({ ...row, model: model.name, memoryBytes: memoryBytes === null ? null : Number(memoryBytes) })),
-    input.from,
-    input.to,
-    bucketSecs,
-  );
+  const totals = await queryBucketTotals(prisma, { from: input.from, to: input.to, model: input.model, bucketSecs });
+  return seriesFromTotals(totals, input.from, input.to, bucketSecs);
 }
 
 /** Costs over [from, to) per model and hardware profile; see cost-model.ts for the model. */
 export async function usageCosts(prisma: PrismaClient, input: { from: Date; to: Date }): Promise<CostReport & { from: Date; to: Date }> {
   checkRange(input.from, input.to);
-  const rows = await prisma.usageSample.findMany({
-    where: { at: { gte: input.from, lt: input.to } },
-    select: { at: true, intervalSeconds: true, requests: true, errors: true, cpuUtilization: true, hardwareProfileId: true, model: { select: { name: true } } },
-  });
-  const profileIds = [...new Set(rows.map((row) => row.hardwareProfileId).filter((id): id is string => id !== null))];
+  const totals = await queryCostTotals(prisma, input);
+  const profileIds = [...new Set(totals.usage.map((usage) => usage.profileId).filter((id): id is string => id !== null))];
   const profiles = await prisma.hardwareProfile.findMany({ where: { id: { in: profileIds } } });
   const report = computeCosts(
-    rows.map(({ model, ...row }) => ({ ...row, model: model.name })),
+    totals,
     profiles.map((profile) => ({ id: profile.id, name: profile.name, costPerHour: Number(profile.costPerHour), currency: profile.currency })),
   );
   return { from: input.from, to: input.to, ...report };

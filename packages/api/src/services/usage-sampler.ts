@@ -30,6 +30,10 @@ import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQua
  * models are sampled, and counting both would count inferences and CPU twice.
  * A gateway that is down is logged and the sample skipped (the next one
  * covers the longer interval).
+ *
+ * Retention: samples older than `retentionDays` are deleted when sampling
+ * starts and then at most once an hour, after a sample (charts and costs
+ * never read further back than the console's longest range).
  */
 export interface UsageSampleResult {
   /** Start of the interval the rows cover. */
@@ -57,8 +61,18 @@ interface Snapshot {
   workers: Map<string, { pid: number; cpuSeconds: number }> | undefined;
 }
 
+export interface UsageSamplerSchedule {
+  /** Seconds between samples; 0 = no background sampling (sampleNow still works). */
+  intervalSecs: number;
+  /** Days samples are kept; 0 = forever. */
+  retentionDays: number;
+}
+
+const PRUNE_EVERY_MS = 3_600_000;
+
 export class UsageSampler {
   private previous: Snapshot | undefined;
+  private lastPrunedAt = Number.NEGATIVE_INFINITY;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<UsageSampleResult> = Promise.resolve({ at: null, written: 0, baseline: false, skipped: null });
   private stopped = false;
@@ -66,19 +80,36 @@ export class UsageSampler {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly gateway: GatewayClient,
-    private readonly intervalSecs: number,
+    private readonly schedule: UsageSamplerSchedule,
     private readonly logger: ApiLogger,
   ) {}
 
   /** Takes the baseline now and a sample every interval; a no-op when the interval is 0. */
   start(): void {
-    if (this.intervalSecs <= 0 || this.timer !== undefined || this.stopped) return;
+    if (this.schedule.intervalSecs <= 0 || this.timer !== undefined || this.stopped) return;
     const tick = (): void => {
-      this.sampleNow().catch((error: unknown) => this.logger.error({ err: error }, "usage sample failed"));
+      this.sampleNow()
+        .then(() => this.pruneIfDue())
+        .catch((error: unknown) => this.logger.error({ err: error }, "usage sample failed"));
     };
     tick();
-    this.timer = setInterval(tick, this.intervalSecs * 1000);
+    this.timer = setInterval(tick, this.schedule.intervalSecs * 1000);
     this.timer.unref();
+  }
+
+  /** Deletes the samples that started before the retention window; returns how many. A no-op when retention is 0 (forever). */
+  async prune(now: number = Date.now()): Promise<number> {
+    if (this.schedule.retentionDays <= 0) return 0;
+    this.lastPrunedAt = now;
+    const before = new Date(now - this.schedule.retentionDays * 86_400_000);
+    const { count } = await this.prisma.usageSample.deleteMany({ where: { at: { lt: before } } });
+    if (count > 0) this.logger.info({ removed: count, before: before.toISOString() }, "usage samples past the retention removed");
+    return count;
+  }
+
+  private async pruneIfDue(): Promise<void> {
+    if (Date.now() - this.lastPrunedAt < PRUNE_EVERY_MS) return;
+    await this.prune();
   }
 
   /** Stops the timer and waits for a sample in progress. Idempotent. */

@@ -1,3 +1,5 @@
+import type { PrismaClient } from "@operon/db";
+
 /**
  * Usage samples grouped into time buckets for the console's charts. A
  * sample belongs to the bucket its interval starts in. Within a bucket, per
@@ -14,19 +16,35 @@
  * latencies over all requests. A bucket without samples has null rates
  * (a gap in the chart, not a zero).
  */
-export interface SeriesSample {
+/**
+ * One model's samples in one bucket, summed by the database (queryBucketTotals):
+ * the inputs of the rules above. `*Weighted` are Σ value × requests over
+ * samples with requests and a value, `*Weight` the requests they cover;
+ * `*TimeSum` are Σ value × intervalSeconds over samples with a value,
+ * `*Known` whether any had one.
+ */
+export interface BucketTotals {
   model: string;
-  at: Date;
-  intervalSeconds: number;
+  /** 0-based bucket from `from`. */
+  bucket: number;
+  /** Σ over the distinct sample starts of the longest interval starting there (versions share a start). */
+  coveredSeconds: number;
   requests: number;
   errors: number;
-  latencyP50Ms: number | null;
-  latencyP95Ms: number | null;
-  latencyP99Ms: number | null;
-  queueTimeMs: number | null;
-  instanceCount: number;
-  cpuUtilization: number | null;
-  memoryBytes: number | null;
+  latencyP50Weighted: number;
+  latencyP50Weight: number;
+  latencyP95Weighted: number;
+  latencyP95Weight: number;
+  latencyP99Weighted: number;
+  latencyP99Weight: number;
+  queueWeighted: number;
+  queueWeight: number;
+  instancesTimeSum: number;
+  instancesKnown: boolean;
+  cpuTimeSum: number;
+  cpuKnown: boolean;
+  memoryTimeSum: number;
+  memoryKnown: boolean;
 }
 
 export interface SeriesPoint {
@@ -66,95 +84,88 @@ export function defaultBucketSecs(from: Date, to: Date): number {
   return NICE_BUCKETS.find((bucket) => seconds / bucket <= 120) ?? NICE_BUCKETS[NICE_BUCKETS.length - 1]!;
 }
 
-interface ModelBucket {
-  covered: Map<number, number>;
-  requests: number;
-  errors: number;
-  weighted: Record<"latencyP50Ms" | "latencyP95Ms" | "latencyP99Ms" | "queueTimeMs", { sum: number; weight: number }>;
-  timeWeighted: Record<"instanceCount" | "cpuUtilization" | "memoryBytes", { sum: number; known: boolean }>;
-}
+type WeightedKey = "latencyP50" | "latencyP95" | "latencyP99" | "queue";
+const WEIGHTED_KEYS: readonly WeightedKey[] = ["latencyP50", "latencyP95", "latencyP99", "queue"];
 
-function emptyBucket(): ModelBucket {
-  const pair = () => ({ sum: 0, weight: 0 });
-  const known = () => ({ sum: 0, known: false });
+/** The empty bucket: no samples (a gap in the chart). */
+function emptyTotals(model: string, bucket: number): BucketTotals {
   return {
-    covered: new Map(),
+    model,
+    bucket,
+    coveredSeconds: 0,
     requests: 0,
     errors: 0,
-    weighted: { latencyP50Ms: pair(), latencyP95Ms: pair(), latencyP99Ms: pair(), queueTimeMs: pair() },
-    timeWeighted: { instanceCount: known(), cpuUtilization: known(), memoryBytes: known() },
+    latencyP50Weighted: 0,
+    latencyP50Weight: 0,
+    latencyP95Weighted: 0,
+    latencyP95Weight: 0,
+    latencyP99Weighted: 0,
+    latencyP99Weight: 0,
+    queueWeighted: 0,
+    queueWeight: 0,
+    instancesTimeSum: 0,
+    instancesKnown: false,
+    cpuTimeSum: 0,
+    cpuKnown: false,
+    memoryTimeSum: 0,
+    memoryKnown: false,
   };
 }
 
-function coveredSeconds(bucket: ModelBucket): number {
-  return [...bucket.covered.values()].reduce((sum, seconds) => sum + seconds, 0);
+function weightedMean(totals: BucketTotals, key: WeightedKey): number | null {
+  const weight = totals[`${key}Weight`];
+  return weight > 0 ? totals[`${key}Weighted`] / weight : null;
 }
 
-function weightedMean(pair: { sum: number; weight: number }): number | null {
-  return pair.weight > 0 ? pair.sum / pair.weight : null;
-}
-
-function pointOf(at: Date, bucket: ModelBucket): SeriesPoint {
-  const seconds = coveredSeconds(bucket);
+function pointOf(at: Date, totals: BucketTotals): SeriesPoint {
+  const seconds = totals.coveredSeconds;
   const perSec = (count: number): number | null => (seconds > 0 ? count / seconds : null);
-  const timeMean = (key: keyof ModelBucket["timeWeighted"]): number | null =>
-    seconds > 0 && bucket.timeWeighted[key].known ? bucket.timeWeighted[key].sum / seconds : null;
+  const timeMean = (sum: number, known: boolean): number | null => (seconds > 0 && known ? sum / seconds : null);
   return {
     at,
-    requests: bucket.requests,
-    errors: bucket.errors,
-    requestsPerSec: perSec(bucket.requests),
-    errorsPerSec: perSec(bucket.errors),
-    errorRate: bucket.requests > 0 ? bucket.errors / bucket.requests : null,
-    latencyP50Ms: weightedMean(bucket.weighted.latencyP50Ms),
-    latencyP95Ms: weightedMean(bucket.weighted.latencyP95Ms),
-    latencyP99Ms: weightedMean(bucket.weighted.latencyP99Ms),
-    queueMs: weightedMean(bucket.weighted.queueTimeMs),
-    instances: timeMean("instanceCount"),
-    cpuUtilization: timeMean("cpuUtilization"),
-    memoryBytes: timeMean("memoryBytes"),
+    requests: totals.requests,
+    errors: totals.errors,
+    requestsPerSec: perSec(totals.requests),
+    errorsPerSec: perSec(totals.errors),
+    errorRate: totals.requests > 0 ? totals.errors / totals.requests : null,
+    latencyP50Ms: weightedMean(totals, "latencyP50"),
+    latencyP95Ms: weightedMean(totals, "latencyP95"),
+    latencyP99Ms: weightedMean(totals, "latencyP99"),
+    queueMs: weightedMean(totals, "queue"),
+    instances: timeMean(totals.instancesTimeSum, totals.instancesKnown),
+    cpuUtilization: timeMean(totals.cpuTimeSum, totals.cpuKnown),
+    memoryBytes: timeMean(totals.memoryTimeSum, totals.memoryKnown),
   };
 }
 
-function addSample(bucket: ModelBucket, sample: SeriesSample): void {
-  const start = sample.at.getTime();
-  bucket.covered.set(start, Math.max(bucket.covered.get(start) ?? 0, sample.intervalSeconds));
-  bucket.requests += sample.requests;
-  bucket.errors += sample.errors;
-  for (const key of ["latencyP50Ms", "latencyP95Ms", "latencyP99Ms", "queueTimeMs"] as const) {
-    const value = sample[key];
-    if (value !== null && sample.requests > 0) {
-      bucket.weighted[key].sum += value * sample.requests;
-      bucket.weighted[key].weight += sample.requests;
-    }
-  }
-  for (const key of ["instanceCount", "cpuUtilization", "memoryBytes"] as const) {
-    const value = sample[key];
-    if (value !== null) {
-      bucket.timeWeighted[key].sum += value * sample.intervalSeconds;
-      bucket.timeWeighted[key].known = true;
-    }
+/** Adds the counts and latency weights of `from` into `into` (for "overall"). */
+function addCountsAndLatencies(into: BucketTotals, from: BucketTotals): void {
+  into.requests += from.requests;
+  into.errors += from.errors;
+  for (const key of WEIGHTED_KEYS) {
+    into[`${key}Weighted`] += from[`${key}Weighted`];
+    into[`${key}Weight`] += from[`${key}Weight`];
   }
 }
 
-export function bucketUsage(samples: readonly SeriesSample[], from: Date, to: Date, bucketSecs: number): UsageSeries {
+/** The chart series over [from, to) in `bucketSecs` buckets, from the database's per-model bucket totals. */
+export function seriesFromTotals(totals: readonly BucketTotals[], from: Date, to: Date, bucketSecs: number): UsageSeries {
   const bucketMs = bucketSecs * 1000;
   const count = Math.max(1, Math.ceil((to.getTime() - from.getTime()) / bucketMs));
   const starts = Array.from({ length: count }, (_, index) => new Date(from.getTime() + index * bucketMs));
-  const perModel = new Map<string, ModelBucket[]>();
-  const overallWeighted: ModelBucket[] = starts.map(() => emptyBucket());
-  for (const sample of samples) {
-    const index = Math.floor((sample.at.getTime() - from.getTime()) / bucketMs);
-    if (index < 0 || index >= count) continue;
-    const buckets = perModel.get(sample.model) ?? starts.map(() => emptyBucket());
-    perModel.set(sample.model, buckets);
-    addSample(buckets[index]!, sample);
-    addSample(overallWeighted[index]!, sample);
+  const perModel = new Map<string, BucketTotals[]>();
+  const overall = starts.map((_, index) => emptyTotals("", index));
+  for (const entry of totals) {
+    if (entry.bucket < 0 || entry.bucket >= count) continue;
+    const buckets = perModel.get(entry.model) ?? starts.map((_, index) => emptyTotals(entry.model, index));
+    perModel.set(entry.model, buckets);
+    buckets[entry.bucket] = entry;
+    addCountsAndLatencies(overall[entry.bucket]!, entry);
   }
   const models = [...perModel.keys()].sort().map((model) => ({ model, points: perModel.get(model)!.map((bucket, index) => pointOf(starts[index]!, bucket)) }));
-  const overall = starts.map((at, index) => {
-    // Latencies and counts over all samples; rates and capacity figures are the sum of the models'.
-    const base = pointOf(at, overallWeighted[index]!);
+  const overallPoints = starts.map((at, index) => {
+    // Latencies and counts over all requests; rates and capacity figures are the sum of the models'.
+    const base = pointOf(at, overall[index]!);
     const sum = (key: "requestsPerSec" | "errorsPerSec" | "instances" | "cpuUtilization" | "memoryBytes"): number | null => {
       const values = models.map((model) => model.points[index]![key]).filter((value): value is number => value !== null);
       return values.length > 0 ? values.reduce((total, value) => total + value, 0) : null;
@@ -168,5 +179,109 @@ export function bucketUsage(samples: readonly SeriesSample[], from: Date, to: Da
       memoryBytes: sum("memoryBytes"),
     };
   });
-  return { from, to, bucketSecs, overall, models };
+  return { from, to, bucketSecs, overall: overallPoints, models };
+}
+
+/**
+ * Sums the samples of [from, to) per model and bucket in the database, so a
+ * 30-day chart reads a few hundred rows, not every 15 s sample. Two levels:
+ * per model and sample start first (a model's versions share a start, and
+ * the covered time counts each start once), then per bucket.
+ */
+export async function queryBucketTotals(
+  prisma: PrismaClient,
+  range: { from: Date; to: Date; model?: string | undefined; bucketSecs: number },
+): Promise<BucketTotals[]> {
+  const fromMs = range.from.getTime();
+  const bucketMs = range.bucketSecs * 1000;
+  const rows = await prisma.$queryRaw<BucketTotalsRow[]>`
+    WITH per_start AS (
+      SELECT m."name" AS model,
+        s."at",
+        max(s."intervalSeconds") AS seconds,
+        sum(s."requests") AS requests,
+        sum(s."errors") AS errors,
+        sum(s."latencyP50Ms" * s."requests") FILTER (WHERE s."latencyP50Ms" IS NOT NULL) AS p50_weighted,
+        sum(s."requests") FILTER (WHERE s."latencyP50Ms" IS NOT NULL) AS p50_weight,
+        sum(s."latencyP95Ms" * s."requests") FILTER (WHERE s."latencyP95Ms" IS NOT NULL) AS p95_weighted,
+        sum(s."requests") FILTER (WHERE s."latencyP95Ms" IS NOT NULL) AS p95_weight,
+        sum(s."latencyP99Ms" * s."requests") FILTER (WHERE s."latencyP99Ms" IS NOT NULL) AS p99_weighted,
+        sum(s."requests") FILTER (WHERE s."latencyP99Ms" IS NOT NULL) AS p99_weight,
+        sum(s."queueTimeMs" * s."requests") FILTER (WHERE s."queueTimeMs" IS NOT NULL) AS queue_weighted,
+        sum(s."requests") FILTER (WHERE s."queueTimeMs" IS NOT NULL) AS queue_weight,
+        sum(s."instanceCount" * s."intervalSeconds") AS instances_time,
+        sum(s."cpuUtilization" * s."intervalSeconds") AS cpu_time,
+        count(s."cpuUtilization") AS cpu_known,
+        sum(s."memoryBytes"::float8 * s."intervalSeconds") AS memory_time,
+        count(s."memoryBytes") AS memory_known
+      FROM "UsageSample" s
+      JOIN "Model" m ON m."id" = s."modelId"
+      WHERE s."at" >= ${range.from} AND s."at" < ${range.to}
+        AND (${range.model ?? null}::text IS NULL OR m."name" = ${range.model ?? null}::text)
+      GROUP BY m."name", s."at"
+    )
+    SELECT model,
+      floor((extract(epoch FROM "at") * 1000 - ${fromMs}::float8) / ${bucketMs}::float8)::int AS bucket,
+      sum(seconds)::float8 AS covered_seconds,
+      sum(requests)::float8 AS requests,
+      sum(errors)::float8 AS errors,
+      coalesce(sum(p50_weighted), 0)::float8 AS p50_weighted,
+      coalesce(sum(p50_weight), 0)::float8 AS p50_weight,
+      coalesce(sum(p95_weighted), 0)::float8 AS p95_weighted,
+      coalesce(sum(p95_weight), 0)::float8 AS p95_weight,
+      coalesce(sum(p99_weighted), 0)::float8 AS p99_weighted,
+      coalesce(sum(p99_weight), 0)::float8 AS p99_weight,
+      coalesce(sum(queue_weighted), 0)::float8 AS queue_weighted,
+      coalesce(sum(queue_weight), 0)::float8 AS queue_weight,
+      coalesce(sum(instances_time), 0)::float8 AS instances_time,
+      coalesce(sum(cpu_time), 0)::float8 AS cpu_time,
+      sum(cpu_known)::float8 AS cpu_known,
+      coalesce(sum(memory_time), 0)::float8 AS memory_time,
+      sum(memory_known)::float8 AS memory_known
+    FROM per_start
+    GROUP BY model, 2
+    ORDER BY model, 2`;
+  return rows.map((row) => ({
+    model: row.model,
+    bucket: Number(row.bucket),
+    coveredSeconds: Number(row.covered_seconds),
+    requests: Number(row.requests),
+    errors: Number(row.errors),
+    latencyP50Weighted: Number(row.p50_weighted),
+    latencyP50Weight: Number(row.p50_weight),
+    latencyP95Weighted: Number(row.p95_weighted),
+    latencyP95Weight: Number(row.p95_weight),
+    latencyP99Weighted: Number(row.p99_weighted),
+    latencyP99Weight: Number(row.p99_weight),
+    queueWeighted: Number(row.queue_weighted),
+    queueWeight: Number(row.queue_weight),
+    instancesTimeSum: Number(row.instances_time),
+    // instanceCount is never null: every sample knows it.
+    instancesKnown: true,
+    cpuTimeSum: Number(row.cpu_time),
+    cpuKnown: Number(row.cpu_known) > 0,
+    memoryTimeSum: Number(row.memory_time),
+    memoryKnown: Number(row.memory_known) > 0,
+  }));
+}
+
+interface BucketTotalsRow {
+  model: string;
+  bucket: number;
+  covered_seconds: number;
+  requests: number;
+  errors: number;
+  p50_weighted: number;
+  p50_weight: number;
+  p95_weighted: number;
+  p95_weight: number;
+  p99_weighted: number;
+  p99_weight: number;
+  queue_weighted: number;
+  queue_weight: number;
+  instances_time: number;
+  cpu_time: number;
+  cpu_known: number;
+  memory_time: number;
+  memory_known: number;
 }
