@@ -3,8 +3,9 @@
 // How long the console's chart and cost queries (metrics.timeSeries, metrics.costs)
 // take over usage samples at the sampler's default 15 s interval. Seeds a
 // throw-away database (embedded by default; with --database-url, a new database
-// on that server, dropped afterwards), then times each range 5 times and prints
-// the median and the spread.
+// on that server, dropped afterwards), times each range 5 times (median and
+// spread) over the samples as written, then merges those older than a day
+// into 5-minute samples as the sampler's hourly upkeep does, and times again.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -12,6 +13,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { migrate, openDatabase } from "@operon/db";
+import { COMPACT_AFTER_MS, compactUsageSamples } from "@operon/api/services/usage-compaction";
 import { usageCosts, usageTimeSeries } from "@operon/api/services/usage-metrics";
 
 const { values } = parseArgs({
@@ -88,12 +90,21 @@ try {
     runs.sort((a, b) => a - b);
     return `median ${runs[2].toFixed(0)} ms (min ${runs[0].toFixed(0)}, max ${runs[4].toFixed(0)})`;
   };
-  for (const [label, span] of ranges) {
-    const rangeFrom = new Date(to.getTime() - span);
-    const series = await time(() => usageTimeSeries(db.prisma, { from: rangeFrom, to }));
-    const costs = await time(() => usageCosts(db.prisma, { from: rangeFrom, to }));
-    console.log(`${label.padEnd(8)} timeSeries ${series}; costs ${costs}`);
-  }
+  const measureRanges = async (state) => {
+    for (const [label, span] of ranges) {
+      const rangeFrom = new Date(to.getTime() - span);
+      const series = await time(() => usageTimeSeries(db.prisma, { from: rangeFrom, to }));
+      const costs = await time(() => usageCosts(db.prisma, { from: rangeFrom, to }));
+      console.log(`${state} ${label.padEnd(8)} timeSeries ${series}; costs ${costs}`);
+    }
+  };
+  await measureRanges("as sampled");
+  const compactStarted = performance.now();
+  const compacted = await compactUsageSamples(db.prisma, new Date(to.getTime() - COMPACT_AFTER_MS));
+  console.log(
+    `merged ${compacted.removed} samples into ${compacted.written} 5-minute samples in ${((performance.now() - compactStarted) / 1000).toFixed(1)} s; ${await db.prisma.usageSample.count()} samples left`,
+  );
+  await measureRanges("merged    ");
   const memory = process.memoryUsage();
   console.log(`process RSS at the end ${(memory.rss / 2 ** 20).toFixed(0)} MiB`);
 } finally {

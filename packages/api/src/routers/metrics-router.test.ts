@@ -8,6 +8,7 @@ import { testDatabaseBackends } from "@operon/db/testing/test-databases";
 import { ControlPlane } from "../control-plane.js";
 import type { ApiLogger } from "../options.js";
 import { GatewayClient } from "../services/gateway-client.js";
+import { compactUsageSamples } from "../services/usage-compaction.js";
 import { UsageSampler } from "../services/usage-sampler.js";
 import { appCodeOf, createControlPlaneHarness, type ControlPlaneHarness } from "../testing/control-plane-harness.js";
 import { startTestGateway, type TestGateway } from "../testing/gateway-harness.js";
@@ -155,8 +156,6 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
       modelStoreDir: join(dir, "models"),
       uploadStagingDir: join(dir, "staging"),
       usageSampleIntervalSecs: 1,
-      // Keeps the stored samples the chart tests below write (dated 2020).
-      usageRetentionDays: 0,
       logger: timed,
     });
     try {
@@ -321,6 +320,49 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
       expect(first!.latencyP50Ms).toBeCloseTo(130 / 100, 9);
       expect(second).toMatchObject({ requests: 90 });
       expect(second!.requestsPerSec).toBeCloseTo(90 / 60, 9);
+    });
+
+    it("merges day-old samples into 5-minute samples without changing the charts or the costs", async () => {
+      const sampler = h.controlPlane.services.usageSampler;
+      const ranges = [
+        { from, to },
+        { from: new Date("2020-01-02T00:00:00.000Z"), to: new Date("2020-01-02T00:10:00.000Z") },
+      ];
+      const read = async () =>
+        Promise.all(ranges.map(async (range) => ({ series: await h.as("VIEWER").metrics.timeSeries({ ...range, bucketSecs: 300 }), costs: await h.as("VIEWER").metrics.costs(range) })));
+      const before = await read();
+      const rowsBefore = await db.prisma.usageSample.count({ where: { at: { lt: new Date("2020-01-03T00:00:00.000Z") } } });
+
+      const result = await sampler.compact(Date.parse("2021-01-01T00:00:00.000Z"));
+      expect(result.removed).toBeGreaterThan(result.written);
+      const rowsAfter = await db.prisma.usageSample.count({ where: { at: { lt: new Date("2020-01-03T00:00:00.000Z") } } });
+      expect(rowsAfter).toBe(rowsBefore - result.removed + result.written);
+      // alpha and beta: 10 samples each become one per profile and window (cheap 0-5, dear 5-9, none 9-10).
+      expect(await db.prisma.usageSample.count({ where: { model: { name: "alpha" } } })).toBe(3);
+      // Idempotent: a full pass over the merged samples changes nothing.
+      expect(await compactUsageSamples(db.prisma, new Date("2021-01-01T00:00:00.000Z"))).toMatchObject({ removed: 0, written: 0 });
+
+      const after = await read();
+      for (const [index, { series, costs }] of after.entries()) {
+        const earlier = before[index]!;
+        for (const [modelIndex, entry] of series.models.entries()) {
+          for (const [pointIndex, point] of entry.points.entries()) {
+            const was = earlier.series.models[modelIndex]!.points[pointIndex]!;
+            expect(point.requests).toBe(was.requests);
+            expect(point.errors).toBe(was.errors);
+            for (const key of ["requestsPerSec", "latencyP50Ms", "latencyP95Ms", "latencyP99Ms", "queueMs", "cpuUtilization", "memoryBytes"] as const) {
+              if (was[key] === null) expect(point[key]).toBeNull();
+              else expect(point[key]).toBeCloseTo(was[key], key === "memoryBytes" ? -1 : 6);
+            }
+            // Instance counts are integers: a merged sample holds the rounded time-weighted mean.
+            if (was.instances !== null) expect(Math.abs(point.instances! - was.instances)).toBeLessThanOrEqual(0.5);
+          }
+        }
+        expect(costs.profiles.map((profile) => [profile.name, profile.coveredHours, profile.attributedCost, profile.inferences])).toEqual(
+          earlier.costs.profiles.map((profile) => [profile.name, expect.closeTo(profile.coveredHours, 9), expect.closeTo(profile.attributedCost, 6), profile.inferences]),
+        );
+        expect(costs.unprofiled).toEqual(earlier.costs.unprofiled);
+      }
     });
 
     it("rejects empty or oversized ranges with the field named", async () => {

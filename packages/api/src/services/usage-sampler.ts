@@ -4,6 +4,7 @@ import type { Prisma, PrismaClient } from "@operon/db";
 import type { ApiLogger } from "../options.js";
 import { recordAudit, SYSTEM_ACTOR } from "./audit-log.js";
 import type { GatewayClient } from "./gateway-client.js";
+import { COMPACT_AFTER_MS, compactUsageSamples, type CompactionResult } from "./usage-compaction.js";
 import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQuantiles } from "./prometheus-text.js";
 
 /**
@@ -31,9 +32,10 @@ import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQua
  * A gateway that is down is logged and the sample skipped (the next one
  * covers the longer interval).
  *
- * Retention: samples older than `retentionDays` are deleted when sampling
- * starts and then at most once an hour, after a sample (charts and costs
- * never read further back than the console's longest range).
+ * Upkeep, when sampling starts and then at most once an hour after a
+ * sample: samples older than `retentionDays` are deleted (charts and costs
+ * never read further back than the console's longest range), and samples
+ * older than a day are merged into 5-minute samples (usage-compaction.ts).
  */
 export interface UsageSampleResult {
   /** Start of the interval the rows cover. */
@@ -68,11 +70,13 @@ export interface UsageSamplerSchedule {
   retentionDays: number;
 }
 
-const PRUNE_EVERY_MS = 3_600_000;
+const UPKEEP_EVERY_MS = 3_600_000;
 
 export class UsageSampler {
   private previous: Snapshot | undefined;
-  private lastPrunedAt = Number.NEGATIVE_INFINITY;
+  private lastUpkeepAt = Number.NEGATIVE_INFINITY;
+  /** Where the last compaction ended: the next one starts there (after a restart, from the oldest sample). */
+  private compactedBefore: Date | undefined;
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<UsageSampleResult> = Promise.resolve({ at: null, written: 0, baseline: false, skipped: null });
   private stopped = false;
@@ -89,7 +93,7 @@ export class UsageSampler {
     if (this.schedule.intervalSecs <= 0 || this.timer !== undefined || this.stopped) return;
     const tick = (): void => {
       this.sampleNow()
-        .then(() => this.pruneIfDue())
+        .then(() => this.upkeepIfDue())
         .catch((error: unknown) => this.logger.error({ err: error }, "usage sample failed"));
     };
     tick();
@@ -100,16 +104,26 @@ export class UsageSampler {
   /** Deletes the samples that started before the retention window; returns how many. A no-op when retention is 0 (forever). */
   async prune(now: number = Date.now()): Promise<number> {
     if (this.schedule.retentionDays <= 0) return 0;
-    this.lastPrunedAt = now;
     const before = new Date(now - this.schedule.retentionDays * 86_400_000);
     const { count } = await this.prisma.usageSample.deleteMany({ where: { at: { lt: before } } });
     if (count > 0) this.logger.info({ removed: count, before: before.toISOString() }, "usage samples past the retention removed");
     return count;
   }
 
-  private async pruneIfDue(): Promise<void> {
-    if (Date.now() - this.lastPrunedAt < PRUNE_EVERY_MS) return;
-    await this.prune();
+  /** Merges the samples older than a day into 5-minute samples; returns what changed. */
+  async compact(now: number = Date.now()): Promise<CompactionResult> {
+    const { end, ...result } = await compactUsageSamples(this.prisma, new Date(now - COMPACT_AFTER_MS), this.compactedBefore);
+    this.compactedBefore = end;
+    if (result.removed > 0) this.logger.info({ ...result }, "usage samples older than a day merged into 5-minute samples");
+    return result;
+  }
+
+  private async upkeepIfDue(): Promise<void> {
+    const now = Date.now();
+    if (now - this.lastUpkeepAt < UPKEEP_EVERY_MS) return;
+    this.lastUpkeepAt = now;
+    await this.prune(now);
+    await this.compact(now);
   }
 
   /** Stops the timer and waits for a sample in progress. Idempotent. */
