@@ -15,6 +15,19 @@ process_max_fds +Inf
 up 1
 `;
 
+describe("Prometheus sample values", () => {
+  it("reads NaN and Inf in any letter case, as Prometheus does (prom-client writes 'Nan')", () => {
+    const values = parsePrometheusText("a Nan\nb nan\nc -inf\nd +Infinity\ne INF\nf 1e3\n").map((sample) => sample.value);
+    expect(values[0]).toBeNaN();
+    expect(values[1]).toBeNaN();
+    expect(values.slice(2)).toEqual([Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY, 1000]);
+  });
+
+  it("names the line and the value it cannot read", () => {
+    expect(() => parsePrometheusText("up 1\nbroken twelve\n")).toThrow(/line 2 .*value 'twelve' is not a number/);
+  });
+});
+
 describe("Prometheus text reader", () => {
   it("reads sample lines with labels, escapes, special values and timestamps", () => {
     const samples = parsePrometheusText(TEXT);

@@ -80,10 +80,17 @@ function parseSampleLine(line: string): PromSample {
   return { name, labels, value: parseValue(fields[0]!) };
 }
 
+/**
+ * A sample value as Prometheus reads it (Go's ParseFloat): NaN and Inf in
+ * any letter case, with an optional sign. prom-client, for one, writes an
+ * empty histogram's mean as "Nan".
+ */
 function parseValue(text: string): number {
-  if (text === "NaN") return Number.NaN;
-  if (text === "+Inf" || text === "Inf") return Number.POSITIVE_INFINITY;
-  if (text === "-Inf") return Number.NEGATIVE_INFINITY;
+  const special = /^([+-]?)(nan|inf|infinity)$/i.exec(text);
+  if (special !== null) {
+    if (special[2]!.toLowerCase() === "nan") return Number.NaN;
+    return special[1] === "-" ? Number.NEGATIVE_INFINITY : Number.POSITIVE_INFINITY;
+  }
   const value = Number(text);
   if (Number.isNaN(value)) throw new Error(`value '${text}' is not a number`);
   return value;

@@ -78,7 +78,8 @@ export class UsageSampler {
   /** Where the last compaction ended: the next one starts there (after a restart, from the oldest sample). */
   private compactedBefore: Date | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private running: Promise<UsageSampleResult> = Promise.resolve({ at: null, written: 0, baseline: false, skipped: null });
+  /** The last queued database work (a sample or the upkeep): they run one at a time, and stop() waits for it. */
+  private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
 
   constructor(
@@ -92,9 +93,8 @@ export class UsageSampler {
   start(): void {
     if (this.schedule.intervalSecs <= 0 || this.timer !== undefined || this.stopped) return;
     const tick = (): void => {
-      this.sampleNow()
-        .then(() => this.upkeepIfDue())
-        .catch((error: unknown) => this.logger.error({ err: error }, "usage sample failed"));
+      this.sampleNow().catch((error: unknown) => this.logger.error({ err: error }, "usage sample failed"));
+      this.queue(() => this.upkeepIfDue()).catch((error: unknown) => this.logger.error({ err: error }, "usage sample upkeep failed"));
     };
     tick();
     this.timer = setInterval(tick, this.schedule.intervalSecs * 1000);
@@ -120,7 +120,7 @@ export class UsageSampler {
 
   private async upkeepIfDue(): Promise<void> {
     const now = Date.now();
-    if (now - this.lastUpkeepAt < UPKEEP_EVERY_MS) return;
+    if (this.stopped || now - this.lastUpkeepAt < UPKEEP_EVERY_MS) return;
     this.lastUpkeepAt = now;
     await this.prune(now);
     await this.compact(now);
@@ -136,7 +136,11 @@ export class UsageSampler {
 
   /** One sample now (samples never overlap: a call waits for the one in progress). */
   sampleNow(): Promise<UsageSampleResult> {
-    const next = this.running.catch(() => undefined).then(() => this.sample());
+    return this.queue(() => this.sample());
+  }
+
+  private queue<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.running.catch(() => undefined).then(work);
     this.running = next;
     return next;
   }
