@@ -5,6 +5,7 @@ import { formatDate, formatDateTime } from "@/lib/format";
 import { keyLabel } from "./key-label";
 import { KeyLimits } from "./key-limits";
 import { RevokeApiKeyButton } from "./revoke-api-key-button";
+import { TableScroller } from "@/components/table-scroller";
 
 type ApiKeyRow = RouterOutputs["apiKeys"]["list"][number];
 
@@ -23,7 +24,7 @@ function KeyStatus({ apiKey, now }: { apiKey: ApiKeyRow; now: number }) {
 export function ApiKeysTable({ keys, showOwner }: { keys: readonly ApiKeyRow[]; showOwner: boolean }) {
   const now = Date.now();
   return (
-    <div className="table-wrap">
+    <TableScroller label="API keys">
       <table>
         <caption className="visually-hidden">API keys</caption>
         <thead>
@@ -66,6 +67,6 @@ export function ApiKeysTable({ keys, showOwner }: { keys: readonly ApiKeyRow[]; 
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

@@ -1,8 +1,9 @@
 import { AuditRow, type AuditEvent } from "./audit-row";
+import { TableScroller } from "@/components/table-scroller";
 
 export function AuditTable({ events }: { events: readonly AuditEvent[] }) {
   return (
-    <div className="table-wrap">
+    <TableScroller label="Audit events">
       <table>
         <caption className="visually-hidden">Audit events, newest first</caption>
         <thead>
@@ -21,6 +22,6 @@ export function AuditTable({ events }: { events: readonly AuditEvent[] }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

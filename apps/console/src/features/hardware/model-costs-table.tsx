@@ -1,10 +1,11 @@
 import { formatCount, formatSmall } from "../models/units";
 import type { ModelCost } from "./cost-types";
 import { formatMoney } from "./money";
+import { TableScroller } from "@/components/table-scroller";
 
 export function ModelCostsTable({ models, showProfile }: { models: readonly ModelCost[]; showProfile: boolean }) {
   return (
-    <div className="table-wrap">
+    <TableScroller label="Cost per model">
       <table className="stack-table">
         <caption className="visually-hidden">Cost per model</caption>
         <thead>
@@ -32,6 +33,6 @@ export function ModelCostsTable({ models, showProfile }: { models: readonly Mode
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

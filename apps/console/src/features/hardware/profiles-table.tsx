@@ -4,6 +4,7 @@ import { formatBytes } from "../models/units";
 import { formatMoney } from "./money";
 import { ProfileActions } from "./profile-actions";
 import type { HardwareProfile } from "./profile-types";
+import { TableScroller } from "@/components/table-scroller";
 
 function gpus(profile: HardwareProfile): string {
   if (profile.gpuCount === 0) return "—";
@@ -13,7 +14,7 @@ function gpus(profile: HardwareProfile): string {
 
 export function ProfilesTable({ profiles, canEdit, onEdit }: { profiles: readonly HardwareProfile[]; canEdit: boolean; onEdit: (id: string) => void }) {
   return (
-    <div className="table-wrap">
+    <TableScroller label="Hardware profiles">
       <table className="stack-table">
         <caption className="visually-hidden">Hardware profiles</caption>
         <thead>
@@ -52,6 +53,6 @@ export function ProfilesTable({ profiles, canEdit, onEdit }: { profiles: readonl
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

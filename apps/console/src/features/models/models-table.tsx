@@ -5,6 +5,7 @@ import { ModelActions } from "./model-actions";
 import type { ModelSummary } from "./model-state";
 import { ModelStateBadge } from "./model-state-badge";
 import { formatCount } from "./units";
+import { TableScroller } from "@/components/table-scroller";
 
 export function modelHref(name: string): string {
   return `/models/${encodeURIComponent(name)}`;
@@ -12,7 +13,7 @@ export function modelHref(name: string): string {
 
 export function ModelsTable({ models, canManage }: { models: readonly ModelSummary[]; canManage: boolean }) {
   return (
-    <div className="table-wrap">
+    <TableScroller label="Models">
       <table className="stack-table">
         <caption className="visually-hidden">Models</caption>
         <thead>
@@ -53,6 +54,6 @@ export function ModelsTable({ models, canManage }: { models: readonly ModelSumma
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

@@ -4,10 +4,11 @@ import Link from "next/link";
 import { formatDateTime } from "@/lib/format";
 import { DeleteOperatorButton } from "./delete-operator-button";
 import { operatorHref, sourceLabel, stateLabel, type OperatorSummary } from "./operator-labels";
+import { TableScroller } from "@/components/table-scroller";
 
 export function OperatorsTable({ operators, canManage }: { operators: readonly OperatorSummary[]; canManage: boolean }) {
   return (
-    <div className="table-wrap">
+    <TableScroller label="Operators">
       <table>
         <caption className="visually-hidden">Operators</caption>
         <thead>
@@ -48,6 +49,6 @@ export function OperatorsTable({ operators, canManage }: { operators: readonly O
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

@@ -1,3 +1,5 @@
+import { TableScroller } from "@/components/table-scroller";
+
 /**
  * Tensors as a table, one row per tensor (KServe v2 JSON): the operator's
  * answer, or the outputs of one step. Long data is cut to `maxValues` here;
@@ -16,7 +18,7 @@ interface OutputTensor {
 
 export function TryOutputs({ outputs, caption = "Outputs", maxValues = SHOWN_VALUES }: { outputs: readonly unknown[]; caption?: string; maxValues?: number }) {
   return (
-    <div className="table-wrap">
+    <TableScroller label={caption}>
       <table>
         <caption className="visually-hidden">{caption}</caption>
         <thead>
@@ -48,6 +50,6 @@ export function TryOutputs({ outputs, caption = "Outputs", maxValues = SHOWN_VAL
           })}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

@@ -1,10 +1,11 @@
 import { formatInteger, formatMoney, formatNumber } from "@/features/charts/number-format";
 import type { CostReport } from "./overview-types";
+import { TableScroller } from "@/components/table-scroller";
 
 /** Per model and hardware profile: what the charts show, with the figures behind them. */
 export function CostTable({ report }: { report: CostReport }) {
   return (
-    <div className="table-wrap">
+    <TableScroller label="Cost per model and hardware profile">
       <table className="wrapping-headers">
         <caption className="visually-hidden">Cost per model and hardware profile</caption>
         <thead>
@@ -42,6 +43,6 @@ export function CostTable({ report }: { report: CostReport }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

@@ -1,10 +1,11 @@
 import { formatBytes, formatInteger, formatMs, formatNumber, formatPercent, usToMs } from "@/features/charts/number-format";
 import type { CurrentModel } from "./overview-types";
+import { TableScroller } from "@/components/table-scroller";
 
 /** Per model version: the gateway's live counters and latency summary, the workers, the last sample's rate. */
 export function LiveModelsTable({ models }: { models: readonly CurrentModel[] }) {
   return (
-    <div className="table-wrap">
+    <TableScroller label="Live numbers per model version">
       <table>
         <caption className="visually-hidden">Live numbers per model version</caption>
         <thead>
@@ -57,6 +58,6 @@ export function LiveModelsTable({ models }: { models: readonly CurrentModel[] })
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

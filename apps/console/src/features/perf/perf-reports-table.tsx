@@ -5,10 +5,11 @@ import { formatNumber } from "@/features/charts/number-format";
 import { formatDateTime } from "@/lib/format";
 import { DeletePerfReportButton } from "./delete-perf-report-button";
 import { reportHref, statusLabel, targetLabel, type PerfReportSummary } from "./perf-types";
+import { TableScroller } from "@/components/table-scroller";
 
 export function PerfReportsTable({ reports, canManage }: { reports: readonly PerfReportSummary[]; canManage: boolean }) {
   return (
-    <div className="table-wrap">
+    <TableScroller label="Perf reports">
       <table>
         <caption className="visually-hidden">Perf reports</caption>
         <thead>
@@ -49,6 +50,6 @@ export function PerfReportsTable({ reports, canManage }: { reports: readonly Per
           })}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

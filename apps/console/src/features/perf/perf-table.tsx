@@ -1,11 +1,12 @@
 import { formatInteger, formatNumber } from "@/features/charts/number-format";
 import type { PerfSample } from "./perf-types";
+import { TableScroller } from "@/components/table-scroller";
 
 /** Triton's perf table, one row per concurrency step; latencies in microseconds, as perf_analyzer prints them. */
 export function PerfTable({ samples }: { samples: readonly PerfSample[] }) {
   const us = (value: number | null) => formatInteger(value);
   return (
-    <div className="table-wrap">
+    <TableScroller label="Perf steps">
       <table className="perf-table">
         <caption>Per step; latencies and server times in microseconds (µs). Queue and compute are the server&apos;s averages per request.</caption>
         <thead>
@@ -65,6 +66,6 @@ export function PerfTable({ samples }: { samples: readonly PerfSample[] }) {
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

@@ -4,12 +4,13 @@ import type { RouterOutputs } from "@/lib/api-types";
 import { formatDate, formatDateTime } from "@/lib/format";
 import { UserAccessButton } from "./user-access-button";
 import { UserRoleSelect } from "./user-role-select";
+import { TableScroller } from "@/components/table-scroller";
 
 type UserRow = RouterOutputs["users"]["list"][number];
 
 export function UsersTable({ users, currentUserId }: { users: readonly UserRow[]; currentUserId: string }) {
   return (
-    <div className="table-wrap">
+    <TableScroller label="Users">
       <table>
         <caption className="visually-hidden">Users</caption>
         <thead>
@@ -46,6 +47,6 @@ export function UsersTable({ users, currentUserId }: { users: readonly UserRow[]
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

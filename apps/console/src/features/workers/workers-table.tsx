@@ -3,6 +3,7 @@ import type { RouterOutputs } from "@/lib/api-types";
 import { formatBytes, formatSeconds } from "../models/units";
 import { formatCores } from "./cpu-rates";
 import { WorkerStateBadge } from "./worker-state-badge";
+import { TableScroller } from "@/components/table-scroller";
 
 export type WorkerRow = RouterOutputs["workers"]["list"]["workers"][number];
 
@@ -22,7 +23,7 @@ function placement(worker: WorkerRow): string {
  */
 export function WorkersTable({ workers, cpuRates }: { workers: readonly WorkerRow[]; cpuRates: ReadonlyMap<string, number> }) {
   return (
-    <div className="table-wrap">
+    <TableScroller label="Worker processes">
       <table className="stack-table">
         <caption className="visually-hidden">Worker processes</caption>
         <thead>
@@ -71,6 +72,6 @@ export function WorkersTable({ workers, cpuRates }: { workers: readonly WorkerRo
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

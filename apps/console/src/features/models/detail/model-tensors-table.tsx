@@ -1,9 +1,10 @@
 import type { TensorMetadata } from "./model-detail-types";
+import { TableScroller } from "@/components/table-scroller";
 
 /** Inputs or outputs as the gateway's metadata gives them (-1: any size; the first is the batch when the model batches). */
 export function ModelTensorsTable({ caption, tensors }: { caption: string; tensors: readonly TensorMetadata[] }) {
   return (
-    <div className="table-wrap">
+    <TableScroller label={caption}>
       <table>
         <caption>{caption}</caption>
         <thead>
@@ -33,6 +34,6 @@ export function ModelTensorsTable({ caption, tensors }: { caption: string; tenso
           )}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

@@ -2,11 +2,12 @@ import { formatDateTime } from "@/lib/format";
 import { ModelStateBadge } from "../model-state-badge";
 import { formatBytes, shortHash } from "../units";
 import type { ModelVersion } from "./model-detail-types";
+import { TableScroller } from "@/components/table-scroller";
 
 export function ModelVersionsTable({ versions }: { versions: readonly ModelVersion[] }) {
   if (versions.length === 0) return <p className="muted">The gateway lists no versions of this model.</p>;
   return (
-    <div className="table-wrap">
+    <TableScroller label="Versions">
       <table>
         <caption className="visually-hidden">Versions</caption>
         <thead>
@@ -34,6 +35,6 @@ export function ModelVersionsTable({ versions }: { versions: readonly ModelVersi
           ))}
         </tbody>
       </table>
-    </div>
+    </TableScroller>
   );
 }

@@ -1,4 +1,5 @@
 import type { RouterOutputs } from "@/lib/api-types";
+import { TableScroller } from "@/components/table-scroller";
 
 export type InferResult = RouterOutputs["models"]["infer"];
 
@@ -17,7 +18,7 @@ export function InferOutputsTable({ result }: { result: InferResult }) {
       <p>
         Version {result.modelVersion || "?"} answered in <strong className="try-latency">{result.latencyMs.toFixed(2)} ms</strong> (round trip through the gateway).
       </p>
-      <div className="table-wrap">
+      <TableScroller label="Outputs">
         <table>
           <caption className="visually-hidden">Outputs</caption>
           <thead>
@@ -41,7 +42,7 @@ export function InferOutputsTable({ result }: { result: InferResult }) {
             ))}
           </tbody>
         </table>
-      </div>
+      </TableScroller>
     </div>
   );
 }

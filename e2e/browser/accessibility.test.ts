@@ -1,0 +1,92 @@
+import { describe, expect, it } from "vitest";
+import { accessibilityViolations, type AccessibilityViolation } from "./support/accessibility.js";
+import { launchBrowser, openConsolePage } from "./support/browser.js";
+import { heading, visible } from "./support/console-actions.js";
+import { useSignedInConsole } from "./support/signed-in-console.js";
+
+// Every page of the console, as an admin sees it with the example models
+// loaded, checked against WCAG 2.1 A and AA (labels, names, roles, contrast,
+// landmarks, keyboard focusability) by axe-core, at a laptop's width and a
+// phone's. The tests run in order on one server.
+const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
+
+/** Path, and the page's heading (shown once the page is rendered). */
+const PAGES: Array<{ path: string; heading: string }> = [
+  { path: "/", heading: "Overview" },
+  { path: "/models", heading: "Models" },
+  { path: "/models/add_sub", heading: "add_sub" },
+  { path: "/models/upload", heading: "Upload a model" },
+  { path: "/operators", heading: "Operators" },
+  { path: "/operators/new", heading: "New operator" },
+  { path: "/operators/text_direction", heading: "text_direction" },
+  { path: "/perf", heading: "Perf reports" },
+  { path: "/workers", heading: "Workers" },
+  { path: "/api-keys", heading: "API keys" },
+  { path: "/users", heading: "Users" },
+  { path: "/audit", heading: "Audit" },
+  { path: "/hardware", heading: "Hardware & cost" },
+];
+
+function describeViolations(path: string, violations: AccessibilityViolation[]): string {
+  return violations.map((violation) => `${path}: [${violation.impact}] ${violation.rule}: ${violation.help}\n    ${violation.where.join("\n    ")}`).join("\n");
+}
+
+describe("console: accessibility (axe-core, WCAG 2.1 A/AA)", () => {
+  const system = useSignedInConsole({ admin: ADMIN });
+
+  for (const width of [1280, 390]) {
+    it(`every signed-in page passes at ${width} px wide`, async () => {
+      const { page } = system.session;
+      await page.setViewportSize({ width, height: 800 });
+      const problems: string[] = [];
+      for (const target of PAGES) {
+        await page.goto(target.path);
+        await visible(heading(page, target.heading), 30_000);
+        // Let the page's queries settle, so loading skeletons are not what gets checked.
+        await page.waitForLoadState("networkidle");
+        const violations = await accessibilityViolations(page);
+        if (violations.length > 0) problems.push(describeViolations(target.path, violations));
+      }
+      expect(problems.join("\n"), "accessibility violations").toBe("");
+      expect(system.session.errors).toEqual([]);
+    }, 180_000);
+  }
+
+  it("a new key's notice, a table with rows, a form error and an open confirm dialog pass", async () => {
+    const { page } = system.session;
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto("/api-keys");
+    await visible(heading(page, "API keys"));
+    // A field error: a quota of 0.
+    await page.getByLabel("Name", { exact: true }).fill("a11y check");
+    await page.getByLabel("QPS quota (optional)").fill("0");
+    await page.getByRole("button", { name: "Create key" }).click();
+    await visible(page.getByText("a whole number, 1 or more"));
+    const withError = await accessibilityViolations(page);
+    await page.getByLabel("QPS quota (optional)").fill("");
+    await page.getByRole("button", { name: "Create key" }).click();
+    await visible(page.getByRole("region", { name: "Key “a11y check” created" }));
+    const withNotice = await accessibilityViolations(page);
+    await page.getByRole("button", { name: "Revoke key a11y check" }).click();
+    await visible(page.getByRole("dialog", { name: "Revoke key “a11y check”?" }));
+    const withDialog = await accessibilityViolations(page);
+    expect([describeViolations("form error", withError), describeViolations("new key", withNotice), describeViolations("dialog", withDialog)].join("")).toBe("");
+    // The dialog holds the focus: Escape closes it and nothing was revoked.
+    await page.keyboard.press("Escape");
+    await page.getByRole("dialog").waitFor({ state: "hidden" });
+    await visible(page.getByRole("row", { name: /a11y check/ }));
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
+  it("the sign-in page passes, signed out", async () => {
+    const signedOut = await openConsolePage(await launchBrowser(), system.operon.consoleUrl);
+    try {
+      await signedOut.page.goto("/sign-in");
+      await visible(heading(signedOut.page, "Sign in"));
+      const violations = await accessibilityViolations(signedOut.page);
+      expect(describeViolations("/sign-in", violations)).toBe("");
+    } finally {
+      await signedOut.context.browser()?.close();
+    }
+  }, 60_000);
+});
