@@ -25,6 +25,7 @@ const PAGES: Array<{ path: string; heading: string }> = [
   { path: "/users", heading: "Users" },
   { path: "/audit", heading: "Audit" },
   { path: "/hardware", heading: "Hardware & cost" },
+  { path: "/account", heading: "Your account" },
 ];
 
 function describeViolations(path: string, violations: AccessibilityViolation[]): string {

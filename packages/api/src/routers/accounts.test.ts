@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "@operon/db";
 import { testDatabaseBackends } from "@operon/db/testing/test-databases";
 import { hashApiKey } from "@operon/protocol/api-keys";
+import { createInProcessContext } from "../context.js";
+import { createCaller } from "../root.js";
 import { appCodeOf, createControlPlaneHarness, TEST_PASSWORD, type ControlPlaneHarness } from "../testing/control-plane-harness.js";
 
 describe.each(testDatabaseBackends())("accounts, API keys and audit on $name", (backend) => {
@@ -45,6 +47,61 @@ describe.each(testDatabaseBackends())("accounts, API keys and audit on $name", (
   it("never leaves the platform without an enabled admin", async () => {
     expect(await appCodeOf(h.as("ADMIN").users.setRole({ id: h.users.ADMIN.id, role: "VIEWER" }))).toBe("CONFLICT");
     expect(await appCodeOf(h.as("ADMIN").users.setDisabled({ id: h.users.ADMIN.id, disabled: true }))).toBe("CONFLICT");
+  });
+
+  it("changes one's own password: checks the current one, signs out the other sessions, keeps this one", async () => {
+    const { services } = h.controlPlane;
+    const created = await h.as("ADMIN").users.create({ email: "changer@example.com", role: "VIEWER", password: TEST_PASSWORD });
+    const others = [await services.sessions.create(created.id, {}), await services.sessions.create(created.id, {})];
+    const current = await services.sessions.create(created.id, {});
+    const currentSession = (await services.sessions.resolve(current.token))!;
+    const caller = createCaller({ ...createInProcessContext(services, currentSession.user), sessionId: currentSession.sessionId });
+
+    await expect(caller.auth.changePassword({ currentPassword: "not the password", newPassword: "a brand new passphrase" })).rejects.toThrow(/the current password is wrong/);
+    await expect(caller.auth.changePassword({ currentPassword: TEST_PASSWORD, newPassword: TEST_PASSWORD })).rejects.toThrow(/same as the current one/);
+    await expect(caller.auth.changePassword({ currentPassword: TEST_PASSWORD, newPassword: "short" })).rejects.toThrow(/at least 10 characters/);
+    expect(await services.sessions.resolve(others[0]!.token)).not.toBeNull();
+
+    const changed = await caller.auth.changePassword({ currentPassword: TEST_PASSWORD, newPassword: "a brand new passphrase" });
+    expect(changed.otherSessionsSignedOut).toBe(2);
+    for (const other of others) expect(await services.sessions.resolve(other.token)).toBeNull();
+    expect(await services.sessions.resolve(current.token)).not.toBeNull();
+    expect(await appCodeOf(h.as(null).auth.signIn({ email: "changer@example.com", password: TEST_PASSWORD }))).toBe("UNAUTHENTICATED");
+    expect((await h.as(null).auth.signIn({ email: "changer@example.com", password: "a brand new passphrase" })).user.id).toBe(created.id);
+    const { events } = await h.as("ADMIN").audit.list({ action: "user.changePassword", limit: 5 });
+    expect(events.map((event) => [event.targetId, event.actorEmail])).toEqual([[created.id, "changer@example.com"]]);
+    expect(JSON.stringify(events)).not.toContain("brand new");
+  });
+
+  it("limits wrong current passwords like sign-ins", async () => {
+    const { services } = h.controlPlane;
+    const created = await h.as("ADMIN").users.create({ email: "guesser@example.com", role: "VIEWER", password: TEST_PASSWORD });
+    const caller = createCaller(createInProcessContext(services, { id: created.id, email: created.email, name: null, role: "VIEWER" }, { ip: "203.0.113.9" }));
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      expect(await appCodeOf(caller.auth.changePassword({ currentPassword: `guess ${attempt}`, newPassword: "a brand new passphrase" }))).toBe("VALIDATION_FAILED");
+    }
+    await expect(caller.auth.changePassword({ currentPassword: TEST_PASSWORD, newPassword: "a brand new passphrase" })).rejects.toThrow(/too many failed password checks; try again in \d+ s/);
+  });
+
+  it("lets admins reset another user's password, which signs that user out everywhere", async () => {
+    const { services } = h.controlPlane;
+    const created = await h.as("ADMIN").users.create({ email: "forgetful@example.com", role: "ENGINEER", password: TEST_PASSWORD });
+    const session = await services.sessions.create(created.id, {});
+    expect(await appCodeOf(h.as("ENGINEER").users.resetPassword({ id: created.id, password: "reset by an admin" }))).toBe("FORBIDDEN");
+    expect(await appCodeOf(h.as("VIEWER").users.resetPassword({ id: created.id, password: "reset by an admin" }))).toBe("FORBIDDEN");
+    await expect(h.as("ADMIN").users.resetPassword({ id: created.id, password: "short" })).rejects.toThrow(/at least 10 characters/);
+    await expect(h.as("ADMIN").users.resetPassword({ id: h.users.ADMIN.id, password: "reset by an admin" })).rejects.toThrow(/Change password/);
+    expect(await appCodeOf(h.as("ADMIN").users.resetPassword({ id: "00000000-0000-4000-8000-000000000000", password: "reset by an admin" }))).toBe("NOT_FOUND");
+    // Nothing changed so far: the old password still works, the session is alive.
+    expect(await services.sessions.resolve(session.token)).not.toBeNull();
+    expect((await h.as(null).auth.signIn({ email: "forgetful@example.com", password: TEST_PASSWORD })).user.id).toBe(created.id);
+
+    await h.as("ADMIN").users.resetPassword({ id: created.id, password: "reset by an admin" });
+    expect(await services.sessions.resolve(session.token)).toBeNull();
+    expect(await appCodeOf(h.as(null).auth.signIn({ email: "forgetful@example.com", password: TEST_PASSWORD }))).toBe("UNAUTHENTICATED");
+    expect((await h.as(null).auth.signIn({ email: "forgetful@example.com", password: "reset by an admin" })).user.id).toBe(created.id);
+    const { events } = await h.as("ADMIN").audit.list({ action: "user.resetPassword", limit: 5 });
+    expect(events.map((event) => [event.targetId, event.actorEmail])).toEqual([[created.id, "admin@example.com"]]);
   });
 
   it("issues an API key once, stores only its hash and publishes it to the gateway's grants", async () => {

@@ -82,14 +82,26 @@ export const authRouter = router({
       return { user };
     }),
 
+  /**
+   * The signed-in user's own password. Wrong current passwords count against
+   * the sign-in limit (a stolen session must not become a password oracle).
+   * Every other session of the user is signed out; this one stays.
+   */
   changePassword: viewerProcedure
     .input(z.object({ currentPassword: password, newPassword: password }))
     .mutation(async ({ ctx, input }) => {
+      const limiter = ctx.services.loginLimiter;
+      await limiter.check(ctx.ip, ctx.user.email, "password checks");
       const user = await ctx.services.prisma.user.findUniqueOrThrow({ where: { id: ctx.user.id } });
       if (!(await verifyPassword(user.passwordHash ?? "", input.currentPassword))) {
+        await limiter.recordFailure(ctx.ip, ctx.user.email);
         throw new AppError("VALIDATION_FAILED", "the current password is wrong", { fieldErrors: [{ path: "currentPassword", message: "wrong password" }] });
       }
-      await setPassword(ctx.services.prisma, ctx.actor, ctx.user.id, input.newPassword);
-      return { user: summarizeUser(await ctx.services.prisma.user.findUniqueOrThrow({ where: { id: ctx.user.id } })) };
+      if (input.newPassword === input.currentPassword) {
+        throw new AppError("VALIDATION_FAILED", "the new password is the same as the current one", { fieldErrors: [{ path: "newPassword", message: "same as the current password" }] });
+      }
+      await setPassword(ctx.services.prisma, ctx.actor, ctx.user.id, input.newPassword, { action: "user.changePassword", field: "newPassword" });
+      const signedOut = await ctx.services.sessions.revokeAllFor(ctx.user.id, ctx.sessionId);
+      return { user: summarizeUser(await ctx.services.prisma.user.findUniqueOrThrow({ where: { id: ctx.user.id } })), otherSessionsSignedOut: signedOut };
     }),
 });

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { Role } from "@operon/db";
-import { createUser, summarizeUser, updateUser } from "../services/user-accounts.js";
+import { AppError } from "../app-error.js";
+import { createUser, setPassword, summarizeUser, updateUser } from "../services/user-accounts.js";
 import { adminProcedure, router } from "../trpc.js";
 
 const role = z.enum([Role.ADMIN, Role.ENGINEER, Role.VIEWER]);
@@ -32,5 +33,21 @@ export const usersRouter = router({
     if (input.disabled) await ctx.services.sessions.revokeAllFor(input.id);
     await ctx.services.apiKeys.reload();
     return user;
+  }),
+
+  /**
+   * Sets another user's password (a forgotten one; there is no email
+   * delivery, so the admin passes it on) and signs them out everywhere.
+   * Admins change their own with auth.changePassword, which asks for the current one.
+   */
+  resetPassword: adminProcedure.input(z.object({ id: z.uuid(), password: z.string().max(1024) })).mutation(async ({ ctx, input }) => {
+    if (input.id === ctx.user.id) {
+      throw new AppError("VALIDATION_FAILED", "use Account → Change password for your own password (it asks for the current one)", {
+        fieldErrors: [{ path: "id", message: "your own account" }],
+      });
+    }
+    await setPassword(ctx.services.prisma, ctx.actor, input.id, input.password, { action: "user.resetPassword", field: "password" });
+    await ctx.services.sessions.revokeAllFor(input.id);
+    return summarizeUser(await ctx.services.prisma.user.findUniqueOrThrow({ where: { id: input.id } }));
   }),
 });

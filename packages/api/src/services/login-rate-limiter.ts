@@ -26,8 +26,8 @@ export class LoginRateLimiter {
     this.address = new RateLimiterMemory({ points: limits.perAddress, duration: limits.windowSecs });
   }
 
-  /** Throws RATE_LIMITED when either budget is spent. */
-  async check(ip: string, email: string): Promise<void> {
+  /** Throws RATE_LIMITED when either budget is spent; `what` names the failures in the message. */
+  async check(ip: string, email: string, what = "sign-ins"): Promise<void> {
     const [account, address] = await Promise.all([this.account.get(accountKey(ip, email)), this.address.get(ip)]);
     const blocked = [
       { res: account, limit: this.limits.perAccount },
@@ -35,7 +35,7 @@ export class LoginRateLimiter {
     ].filter(({ res, limit }) => res !== null && res.consumedPoints >= limit);
     if (blocked.length > 0) {
       const retryAfterSecs = Math.ceil(Math.max(...blocked.map(({ res }) => (res as RateLimiterRes).msBeforeNext)) / 1000);
-      throw new AppError("RATE_LIMITED", `too many failed sign-ins; try again in ${retryAfterSecs} s`, { retryAfterSecs });
+      throw new AppError("RATE_LIMITED", `too many failed ${what}; try again in ${retryAfterSecs} s`, { retryAfterSecs });
     }
   }
 

@@ -54,8 +54,12 @@ export class SessionStore {
     await this.prisma.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: new Date() } });
   }
 
-  /** Signs a user out everywhere (on disable, role change or password change). */
-  async revokeAllFor(userId: string): Promise<void> {
-    await this.prisma.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: new Date() } });
+  /** Signs a user out everywhere (on disable or a password change), except in the session `exceptSessionId` when given. */
+  async revokeAllFor(userId: string, exceptSessionId?: string | null): Promise<number> {
+    const { count } = await this.prisma.session.updateMany({
+      where: { userId, revokedAt: null, ...(exceptSessionId ? { id: { not: exceptSessionId } } : {}) },
+      data: { revokedAt: new Date() },
+    });
+    return count;
   }
 }

@@ -90,12 +90,24 @@ export async function updateUser(
   return summarizeUser(user);
 }
 
-export async function setPassword(prisma: PrismaClient, actor: Actor, id: string, password: string): Promise<void> {
-  checkPassword(password, "newPassword");
+/**
+ * Replaces a user's password. `action` says who did it in the audit log: the
+ * user (user.changePassword) or an admin (user.resetPassword). Signing out
+ * the user's other sessions is the caller's part.
+ */
+export async function setPassword(
+  prisma: PrismaClient,
+  actor: Actor,
+  id: string,
+  password: string,
+  options: { action: "user.changePassword" | "user.resetPassword"; field: string },
+): Promise<void> {
+  checkPassword(password, options.field);
   const passwordHash = await hashPassword(password);
   await prisma.$transaction(async (tx) => {
-    await tx.user.update({ where: { id }, data: { passwordHash } });
-    await recordAudit(tx, actor, { action: "user.changePassword", targetType: "User", targetId: id });
+    const updated = await tx.user.updateMany({ where: { id }, data: { passwordHash } });
+    if (updated.count === 0) throw notFound(`user ${id}`);
+    await recordAudit(tx, actor, { action: options.action, targetType: "User", targetId: id });
   });
 }
 

@@ -15,10 +15,10 @@ export function AppHeader({ menuButton }: { menuButton: ReactNode }) {
         Operon
       </Link>
       <div className="header-user">
-        <span className="header-user-name">
+        <Link href="/account" className="header-user-name" title="Your account: profile and password">
           <span className="visually-hidden">Signed in as </span>
           {user.name ?? user.email}
-        </span>
+        </Link>
         <span className="badge" title="Your role">
           {roleLabel(user.role)}
         </span>

@@ -2,6 +2,7 @@
 
 import type { RouterOutputs } from "@/lib/api-types";
 import { formatDate, formatDateTime } from "@/lib/format";
+import { ResetPasswordButton } from "./reset-password-button";
 import { UserAccessButton } from "./user-access-button";
 import { UserRoleSelect } from "./user-role-select";
 import { TableScroller } from "@/components/table-scroller";
@@ -38,10 +39,13 @@ export function UsersTable({ users, currentUserId }: { users: readonly UserRow[]
                 <UserRoleSelect id={user.id} email={user.email} role={user.role} />
               </td>
               <td>{user.disabled ? "Disabled" : "Active"}</td>
-              <td className="cell-nowrap">{formatDateTime(user.lastLoginAt, "never")}</td>
+              <td>{formatDateTime(user.lastLoginAt, "never")}</td>
               <td className="cell-nowrap">{formatDate(user.createdAt)}</td>
               <td className="cell-actions">
-                <UserAccessButton id={user.id} email={user.email} disabled={user.disabled} />
+                <div className="row-actions">
+                  {user.id === currentUserId ? null : <ResetPasswordButton id={user.id} email={user.email} />}
+                  <UserAccessButton id={user.id} email={user.email} disabled={user.disabled} />
+                </div>
               </td>
             </tr>
           ))}

@@ -1,0 +1,36 @@
+"use client";
+
+import { PageHeader } from "@/components/page-header";
+import { useSignedInUser } from "@/components/shell/session-context";
+import { roleLabel } from "@/lib/roles";
+import { ChangePasswordForm } from "./change-password-form";
+
+/** Who you are signed in as, and your password. */
+export function AccountPage() {
+  const user = useSignedInUser();
+  return (
+    <>
+      <PageHeader title="Your account">
+        <p>Your sign-in details. An admin changes roles and names on the Users page.</p>
+      </PageHeader>
+      <section className="card" aria-labelledby="profile-title">
+        <h2 id="profile-title">Profile</h2>
+        <dl className="facts">
+          {[
+            ["Email", user.email],
+            ["Name", user.name ?? "—"],
+            ["Role", roleLabel(user.role)],
+          ].map(([term, value]) => (
+            <div key={term} className="fact">
+              <dt>{term}</dt>
+              <dd>{value}</dd>
+            </div>
+          ))}
+        </dl>
+      </section>
+      <section className="card">
+        <ChangePasswordForm />
+      </section>
+    </>
+  );
+}
