@@ -4,6 +4,7 @@ import { PageHeader } from "@/components/page-header";
 import { useSignedInUser } from "@/components/shell/session-context";
 import { roleLabel } from "@/lib/roles";
 import { ChangePasswordForm } from "./change-password-form";
+import { FactList } from "@/components/fact-list";
 
 /** Who you are signed in as, and your password. */
 export function AccountPage() {
@@ -15,18 +16,13 @@ export function AccountPage() {
       </PageHeader>
       <section className="card" aria-labelledby="profile-title">
         <h2 id="profile-title">Profile</h2>
-        <dl className="facts">
-          {[
+        <FactList
+          facts={[
             ["Email", user.email],
             ["Name", user.name ?? "—"],
             ["Role", roleLabel(user.role)],
-          ].map(([term, value]) => (
-            <div key={term} className="fact">
-              <dt>{term}</dt>
-              <dd>{value}</dd>
-            </div>
-          ))}
-        </dl>
+          ]}
+        />
       </section>
       <section className="card">
         <ChangePasswordForm />

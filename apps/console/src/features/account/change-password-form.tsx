@@ -7,6 +7,7 @@ import { TextField } from "@/components/form/text-field";
 import { useFormProblem } from "@/components/form/use-form-problem";
 import { fieldMessage, formMessage } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
+import { SubmitButton } from "@/components/form/submit-button";
 
 const FIELDS = ["currentPassword", "newPassword", "confirmPassword"];
 
@@ -68,9 +69,7 @@ export function ChangePasswordForm() {
         </p>
       ) : null}
       <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={change.isPending}>
-          {change.isPending ? "Changing…" : "Change password"}
-        </button>
+        <SubmitButton pending={change.isPending} label="Change password" pendingLabel="Changing…" />
       </div>
     </form>
   );

@@ -12,6 +12,7 @@ import type { RouterOutputs } from "@/lib/api-types";
 import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
 import { parseApiKeyForm } from "./api-key-form-values";
+import { SubmitButton } from "@/components/form/submit-button";
 
 export type CreatedApiKey = RouterOutputs["apiKeys"]["create"];
 
@@ -69,9 +70,7 @@ export function CreateApiKeyForm({ onCreated }: { onCreated: (created: CreatedAp
       <TextField label="QPS quota (optional)" name="qpsQuota" type="number" min={1} step={1} inputMode="numeric" hint="Requests per second; empty: no quota." error={fieldMessage(problem, "qpsQuota")} />
       <FormAlert message={formMessage(problem, FIELDS)} />
       <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={create.isPending}>
-          {create.isPending ? "Creating…" : "Create key"}
-        </button>
+        <SubmitButton pending={create.isPending} label="Create key" pendingLabel="Creating…" />
       </div>
     </form>
   );

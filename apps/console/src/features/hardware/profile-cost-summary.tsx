@@ -1,6 +1,7 @@
 import { formatHours, formatPercent } from "../models/units";
 import type { ProfileCost } from "./cost-types";
 import { formatMoney } from "./money";
+import { FactList } from "@/components/fact-list";
 
 /** What one host cost over the range, and how much of it no model used (the idle share). */
 export function ProfileCostSummary({ profile }: { profile: ProfileCost }) {
@@ -15,14 +16,7 @@ export function ProfileCostSummary({ profile }: { profile: ProfileCost }) {
       <h3>
         {profile.name} <span className="muted small">at {formatMoney(profile.costPerHour, profile.currency)} per hour</span>
       </h3>
-      <dl className="facts">
-        {facts.map(([term, value]) => (
-          <div key={term} className="fact">
-            <dt>{term}</dt>
-            <dd>{value}</dd>
-          </div>
-        ))}
-      </dl>
+      <FactList facts={facts} />
     </div>
   );
 }

@@ -10,6 +10,7 @@ import { fieldMessage, formMessage } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
 import { formDefaults, parseProfileForm } from "./profile-form-values";
 import type { HardwareProfile } from "./profile-types";
+import { SubmitButton } from "@/components/form/submit-button";
 
 const FIELDS = ["name", "kind", "cpuCores", "memoryBytes", "gpuModel", "gpuCount", "gpuMemoryBytes", "costPerHour", "currency"];
 const KINDS = [
@@ -58,9 +59,7 @@ export function ProfileForm({ profile, onDone }: { profile?: HardwareProfile; on
       <TextField label="GPU memory, GiB (optional)" name="gpuMemoryGiB" type="number" min={0} step="any" inputMode="decimal" defaultValue={values.gpuMemoryGiB} error={fieldMessage(problem, "gpuMemoryBytes")} />
       <FormAlert message={formMessage(problem, FIELDS)} />
       <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={pending}>
-          {pending ? "Saving…" : profile ? "Save profile" : "Add profile"}
-        </button>
+        <SubmitButton pending={pending} label={profile ? "Save profile" : "Add profile"} pendingLabel="Saving…" />
         <button type="button" className="button" onClick={onDone} disabled={pending}>
           Cancel
         </button>

@@ -16,6 +16,7 @@ import { specGraph } from "./spec-graph";
 import { SpecProblems } from "./spec-problems";
 import { parseSpecText } from "./spec-text";
 import { useSpecValidation } from "./use-spec-validation";
+import { SubmitButton } from "@/components/form/submit-button";
 
 export interface OperatorDraft {
   name: string;
@@ -129,9 +130,7 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
       </div>
       <FormAlert message={formMessage(problem, shownFields)} />
       <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={saving}>
-          {saving ? "Saving…" : mode === "create" ? "Create operator" : "Save new version"}
-        </button>
+        <SubmitButton pending={saving} label={mode === "create" ? "Create operator" : "Save new version"} pendingLabel="Saving…" />
         <Link className="button" href={mode === "create" ? "/operators" : `/operators/${encodeURIComponent(initial.name)}`}>
           Cancel
         </Link>

@@ -10,6 +10,7 @@ import { useTRPC } from "@/lib/trpc";
 import { StepTimeline } from "./step-timeline";
 import { exampleInputs, inputsText, parseInputsText, parseParametersText } from "./try-inputs";
 import { TryOutputs } from "./try-outputs";
+import { SubmitButton } from "@/components/form/submit-button";
 
 /** One inference through the operator (operators.tryRun): inputs in; outputs, and each step's time and outputs, out. */
 export function TryItPanel({ name, spec }: { name: string; spec: Record<string, unknown> }) {
@@ -80,9 +81,7 @@ export function TryItPanel({ name, spec }: { name: string; spec: Record<string, 
         </div>
         <FormAlert message={formMessage(problem, shown)} />
         <div className="form-actions">
-          <button type="submit" className="button button-primary" disabled={run.isPending}>
-            {run.isPending ? "Running…" : "Run"}
-          </button>
+          <SubmitButton pending={run.isPending} label="Run" pendingLabel="Running…" />
         </div>
       </form>
       {run.data ? (

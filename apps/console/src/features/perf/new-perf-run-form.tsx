@@ -12,6 +12,7 @@ import { useTRPC } from "@/lib/trpc";
 import { parsePerfForm } from "./perf-form-values";
 import { usePerfTargets } from "./perf-targets";
 import { TargetSelect } from "./target-select";
+import { SubmitButton } from "@/components/form/submit-button";
 
 const FIELDS = ["target.name", "target.kind", "target", "concurrency", "concurrency.start", "concurrency.end", "concurrency.step", "batchSize", "measurementIntervalMs"];
 
@@ -92,9 +93,7 @@ export function NewPerfRunForm({ onStarted, disabled }: { onStarted: (id: string
       />
       <FormAlert message={formMessage(problem, FIELDS)} />
       <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={start.isPending || disabled}>
-          {start.isPending ? "Starting…" : "Start run"}
-        </button>
+        <SubmitButton pending={start.isPending} label="Start run" pendingLabel="Starting…" disabled={disabled} />
         {disabled ? <span className="muted">A run is going; one runs at a time.</span> : null}
       </div>
     </form>

@@ -10,6 +10,7 @@ import { fieldMessage, formMessage } from "@/lib/api-problem";
 import type { Role } from "@/lib/api-types";
 import { useTRPC } from "@/lib/trpc";
 import { ROLE_OPTIONS } from "./role-options";
+import { SubmitButton } from "@/components/form/submit-button";
 
 const FIELDS = ["email", "name", "role", "password"];
 
@@ -71,9 +72,7 @@ export function CreateUserForm() {
         </p>
       ) : null}
       <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={create.isPending}>
-          {create.isPending ? "Creating…" : "Create user"}
-        </button>
+        <SubmitButton pending={create.isPending} label="Create user" pendingLabel="Creating…" />
       </div>
     </form>
   );

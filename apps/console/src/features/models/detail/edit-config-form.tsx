@@ -9,6 +9,7 @@ import { useInvalidateModels } from "../use-invalidate-models";
 import type { ConfigDraft } from "../upload/config-draft";
 import { JsonConfigField } from "../upload/json-config-field";
 import { useLocalErrors } from "../upload/use-local-errors";
+import { SubmitButton } from "@/components/form/submit-button";
 
 /**
  * The config as JSON, saved with models.updateConfig: the API checks it
@@ -41,9 +42,7 @@ export function EditConfigForm({ name, config, onDone }: { name: string; config:
       <JsonConfigField label="Config (JSON)" draft={draft} onChange={setDraft} onValidity={reporter("json")} error={atField || undefined} rows={22} />
       <FormAlert message={problem && problem.fieldErrors.length === 0 ? problem.message : undefined} />
       <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={update.isPending || hasErrors}>
-          {update.isPending ? "Saving and reloading…" : "Save config"}
-        </button>
+        <SubmitButton pending={update.isPending} label="Save config" pendingLabel="Saving and reloading…" disabled={hasErrors} />
         <button type="button" className="button" disabled={update.isPending} onClick={() => onDone(false)}>
           Cancel
         </button>

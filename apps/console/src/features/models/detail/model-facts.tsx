@@ -1,5 +1,6 @@
 import { formatCount } from "../units";
 import type { ModelDetail } from "./model-detail-types";
+import { FactList } from "@/components/fact-list";
 
 /** The model at a glance: where it comes from, what serves it, how much. */
 export function ModelFacts({ model }: { model: ModelDetail }) {
@@ -11,13 +12,6 @@ export function ModelFacts({ model }: { model: ModelDetail }) {
     ["Inferences", formatCount(model.inferenceCount)],
   ];
   return (
-    <dl className="facts">
-      {facts.map(([term, value]) => (
-        <div key={term} className="fact">
-          <dt>{term}</dt>
-          <dd>{value}</dd>
-        </div>
-      ))}
-    </dl>
+    <FactList facts={facts} />
   );
 }

@@ -1,6 +1,7 @@
 import { formatDateTime } from "@/lib/format";
 import { formatCount, formatMs } from "../units";
 import type { ModelDetail } from "./model-detail-types";
+import { FactList } from "@/components/fact-list";
 
 /** The gateway's counters since the model was loaded. */
 export function ModelStatistics({ statistics }: { statistics: ModelDetail["statistics"] }) {
@@ -16,13 +17,6 @@ export function ModelStatistics({ statistics }: { statistics: ModelDetail["stati
     ["Last inference", formatDateTime(statistics.lastInferenceAt, "never")],
   ];
   return (
-    <dl className="facts">
-      {facts.map(([term, value]) => (
-        <div key={term} className="fact">
-          <dt>{term}</dt>
-          <dd>{value}</dd>
-        </div>
-      ))}
-    </dl>
+    <FactList facts={facts} />
   );
 }

@@ -10,6 +10,7 @@ import { useInvalidateModels } from "../use-invalidate-models";
 import { InferOutputsTable } from "./infer-outputs-table";
 import { concreteShape, defaultValues, elementCount, formatShape, parseShape, parseValues } from "./tensor-values";
 import { TryInputFields, type TryInputDraft } from "./try-input-fields";
+import { SubmitButton } from "@/components/form/submit-button";
 
 type TensorMetadata = RouterOutputs["models"]["get"]["inputs"][number];
 type InferInput = RouterInputs["models"]["infer"]["inputs"][number];
@@ -93,9 +94,7 @@ export function TryItPanel({ name, inputs }: { name: string; inputs: readonly Te
       ))}
       <FormAlert message={alert ? `The request failed: ${alert}` : undefined} />
       <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={infer.isPending}>
-          {infer.isPending ? "Running…" : "Run"}
-        </button>
+        <SubmitButton pending={infer.isPending} label="Run" pendingLabel="Running…" />
       </div>
       {infer.data && !infer.isPending ? <InferOutputsTable result={infer.data} /> : null}
     </form>

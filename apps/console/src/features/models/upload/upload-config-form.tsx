@@ -12,6 +12,7 @@ import { JsonConfigField } from "./json-config-field";
 import { TensorFieldset } from "./tensor-fieldset";
 import type { UploadSignature } from "./use-model-upload";
 import { useLocalErrors } from "./use-local-errors";
+import { SubmitButton } from "@/components/form/submit-button";
 
 const FIXED_FIELDS: FieldPath[] = [
   { path: "max_batch_size" },
@@ -100,9 +101,7 @@ export function UploadConfigForm({
       <FormAlert message={messageNotShown(problem, [...FIXED_FIELDS, ...tensorFields(draft)])} />
       {hasErrors ? <p className="field-error">Fix the marked fields first.</p> : null}
       <div className="form-actions">
-        <button type="submit" className="button button-primary" disabled={busy || hasErrors}>
-          {busy ? "Storing and loading…" : "Finish upload"}
-        </button>
+        <SubmitButton pending={busy} label="Finish upload" pendingLabel="Storing and loading…" disabled={hasErrors} />
         <button type="button" className="button" onClick={onCancel} disabled={busy}>
           Cancel
         </button>

@@ -1,0 +1,15 @@
+import type { ReactNode } from "react";
+
+/** Facts at a glance: a term and its value per entry, laid out as tiles. */
+export function FactList({ facts }: { facts: ReadonlyArray<readonly [string, ReactNode]> }) {
+  return (
+    <dl className="facts">
+      {facts.map(([term, value]) => (
+        <div key={term} className="fact">
+          <dt>{term}</dt>
+          <dd>{value}</dd>
+        </div>
+      ))}
+    </dl>
+  );
+}
