@@ -13,3 +13,8 @@ export function formatDate(value: string | Date | null | undefined, empty = "—
   if (Number.isNaN(date.getTime())) return String(value);
   return date.toLocaleDateString(undefined, { dateStyle: "medium" });
 }
+
+/** The first characters of a hash, enough to tell versions apart. */
+export function shortHash(sha256: string | null | undefined, length = 12): string {
+  return sha256 ? sha256.slice(0, length) : "—";
+}

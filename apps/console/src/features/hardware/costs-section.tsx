@@ -1,5 +1,6 @@
 "use client";
 
+import { formatInteger, formatMoney } from "@/lib/number-format";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { SelectField } from "@/components/form/select-field";
@@ -9,10 +10,8 @@ import { CategoryBarChart } from "@/features/charts/category-bar-chart";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
 import { TIME_RANGE_OPTIONS, useTimeWindow, type TimeRangeId } from "@/features/charts/time-range";
 import { useTRPC } from "@/lib/trpc";
-import { formatCount } from "../models/units";
 import type { CostReport } from "./cost-types";
 import { ModelCostsTable } from "./model-costs-table";
-import { formatMoney } from "./money";
 import { ProfileCostSummary } from "./profile-cost-summary";
 
 /** How the numbers are made (services/cost-model.ts), in one plain sentence. */
@@ -67,7 +66,7 @@ function CostReportView({ report }: { report: CostReport }) {
       {report.unprofiled.length > 0 ? (
         <p className="notice">
           Not costed (sampled while no profile was the default):{" "}
-          {report.unprofiled.map((entry) => `${entry.model} (${formatCount(entry.inferences)} inferences)`).join(", ")}.
+          {report.unprofiled.map((entry) => `${entry.model} (${formatInteger(entry.inferences)} inferences)`).join(", ")}.
         </p>
       ) : null}
     </>

@@ -1,6 +1,5 @@
-import { formatCount, formatSmall } from "../models/units";
+import { formatInteger, formatMoney, formatSmall } from "@/lib/number-format";
 import type { ModelCost } from "./cost-types";
-import { formatMoney } from "./money";
 import { TableScroller } from "@/components/table-scroller";
 
 export function ModelCostsTable({ models, showProfile }: { models: readonly ModelCost[]; showProfile: boolean }) {
@@ -24,7 +23,7 @@ export function ModelCostsTable({ models, showProfile }: { models: readonly Mode
             <tr key={`${model.profileId}/${model.model}`}>
               <th scope="row">{model.model}</th>
               {showProfile ? <td data-label="Profile">{model.profileName}</td> : null}
-              <td data-label="Inferences" className="cell-number">{formatCount(model.inferences)}</td>
+              <td data-label="Inferences" className="cell-number">{formatInteger(model.inferences)}</td>
               <td data-label="CPU share (host-hours)" className="cell-number">{formatSmall(model.cpuShareHours)}</td>
               <td data-label="Cost" className="cell-number">{formatMoney(model.cost, model.currency)}</td>
               <td data-label="Cost per hour" className="cell-number">{formatMoney(model.costPerHour, model.currency)}</td>

@@ -1,6 +1,5 @@
-import { formatHours, formatPercent } from "../models/units";
+import { formatHours, formatMoney, formatPercent } from "@/lib/number-format";
 import type { ProfileCost } from "./cost-types";
-import { formatMoney } from "./money";
 import { FactList } from "@/components/fact-list";
 
 /** What one host cost over the range, and how much of it no model used (the idle share). */

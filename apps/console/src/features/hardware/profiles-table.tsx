@@ -1,7 +1,6 @@
 "use client";
 
-import { formatBytes } from "../models/units";
-import { formatMoney } from "./money";
+import { formatBytes, formatMoney } from "@/lib/number-format";
 import { ProfileActions } from "./profile-actions";
 import type { HardwareProfile } from "./profile-types";
 import { TableScroller } from "@/components/table-scroller";

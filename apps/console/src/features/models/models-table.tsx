@@ -1,10 +1,10 @@
 "use client";
 
+import { formatInteger } from "@/lib/number-format";
 import Link from "next/link";
 import { ModelActions } from "./model-actions";
 import type { ModelSummary } from "./model-state";
 import { ModelStateBadge } from "./model-state-badge";
-import { formatCount } from "./units";
 import { TableScroller } from "@/components/table-scroller";
 
 export function modelHref(name: string): string {
@@ -44,7 +44,7 @@ export function ModelsTable({ models, canManage }: { models: readonly ModelSumma
               </td>
               <td data-label="Versions">{model.versions.length > 0 ? model.versions.map((version) => version.version).join(", ") : "—"}</td>
               <td data-label="Instances">{model.instanceCount}</td>
-              <td data-label="Inferences">{formatCount(model.inferenceCount)}</td>
+              <td data-label="Inferences">{formatInteger(model.inferenceCount)}</td>
               {canManage ? (
                 <td className="cell-actions">
                   <ModelActions model={model} />

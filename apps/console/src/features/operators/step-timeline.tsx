@@ -1,4 +1,4 @@
-import { formatNumber } from "@/features/charts/number-format";
+import { formatNumber } from "@/lib/number-format";
 import type { RouterOutputs } from "@/lib/api-types";
 import { TryOutputs } from "./try-outputs";
 

@@ -1,11 +1,11 @@
 "use client";
 
+import { formatNumber } from "@/lib/number-format";
 import { useMutation } from "@tanstack/react-query";
 import { useId, useState, type FormEvent } from "react";
 import { FormAlert } from "@/components/form/form-alert";
 import { useFormProblem } from "@/components/form/use-form-problem";
 import { formMessage } from "@/lib/api-problem";
-import { formatNumber } from "@/features/charts/number-format";
 import { useTRPC } from "@/lib/trpc";
 import { StepTimeline } from "./step-timeline";
 import { exampleInputs, inputsText, parseInputsText, parseParametersText } from "./try-inputs";

@@ -1,4 +1,4 @@
-import { formatInteger, formatMoney, formatNumber } from "@/features/charts/number-format";
+import { formatInteger, formatMoney, formatNumber } from "@/lib/number-format";
 import type { CostReport } from "./overview-types";
 import { TableScroller } from "@/components/table-scroller";
 

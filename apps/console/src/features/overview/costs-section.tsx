@@ -1,10 +1,10 @@
 "use client";
 
+import { formatInteger, formatMoney } from "@/lib/number-format";
 import type { UseQueryResult } from "@tanstack/react-query";
 import Link from "next/link";
 import { CategoryBarChart } from "@/features/charts/category-bar-chart";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
-import { formatInteger, formatMoney } from "@/features/charts/number-format";
 import { QueryView } from "@/components/states/query-view";
 import { costChartRows, reportCurrency, singleProfile } from "./cost-rows";
 import { CostTable } from "./cost-table";

@@ -1,4 +1,4 @@
-import { formatBytes, formatInteger, formatMs, formatNumber, formatPercent, usToMs } from "@/features/charts/number-format";
+import { formatBytes, formatInteger, formatMs, formatNumber, formatPercent, usToMs } from "@/lib/number-format";
 import type { CurrentModel } from "./overview-types";
 import { TableScroller } from "@/components/table-scroller";
 

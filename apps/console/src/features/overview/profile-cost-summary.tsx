@@ -1,4 +1,4 @@
-import { formatHours, formatMoney, formatPercent } from "@/features/charts/number-format";
+import { formatHours, formatMoney, formatPercent } from "@/lib/number-format";
 import type { CostReport } from "./overview-types";
 
 /** Per hardware profile: what the host cost over the covered hours, and how much of it no model used. */

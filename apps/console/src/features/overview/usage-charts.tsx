@@ -1,7 +1,7 @@
 "use client";
 
+import { byteUnitFor, formatNumber, formatPercent } from "@/lib/number-format";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
-import { byteUnitFor, formatNumber, formatPercent } from "@/features/charts/number-format";
 import { TimeSeriesChart } from "@/features/charts/time-series-chart";
 import type { UsageSeries } from "./overview-types";
 import { maxOf, overallRows, perModelRows } from "./series-rows";

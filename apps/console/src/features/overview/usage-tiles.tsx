@@ -1,4 +1,4 @@
-import { formatBytes, formatInteger, formatPercent } from "@/features/charts/number-format";
+import { formatBytes, formatInteger, formatPercent } from "@/lib/number-format";
 import type { UsageTotals } from "./usage-totals";
 
 /** The headline numbers: a definition list, so each figure keeps its name for screen readers. */

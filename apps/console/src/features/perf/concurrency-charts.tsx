@@ -1,8 +1,8 @@
 "use client";
 
+import { formatNumber } from "@/lib/number-format";
 import { CategoryBarChart } from "@/features/charts/category-bar-chart";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
-import { formatNumber } from "@/features/charts/number-format";
 import { XyLineChart } from "@/features/charts/xy-line-chart";
 import { batchSizes, byBatchSizeRows, byConcurrencyRows } from "./perf-chart-rows";
 import type { PerfSample } from "./perf-types";

@@ -1,5 +1,5 @@
+import { usToMs } from "@/lib/number-format";
 import type { ChartRow } from "@/features/charts/chart-series";
-import { usToMs } from "@/features/charts/number-format";
 import type { PerfSample } from "./perf-types";
 
 export type LatencyPercentile = "p95" | "p99";

@@ -1,4 +1,4 @@
-import { formatInteger, formatNumber } from "@/features/charts/number-format";
+import { formatInteger, formatNumber } from "@/lib/number-format";
 import { formatDateTime } from "@/lib/format";
 import { statusLabel, targetLabel, type PerfReportDetail } from "./perf-types";
 

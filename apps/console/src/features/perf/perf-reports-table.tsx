@@ -1,7 +1,7 @@
 "use client";
 
+import { formatNumber } from "@/lib/number-format";
 import Link from "next/link";
-import { formatNumber } from "@/features/charts/number-format";
 import { formatDateTime } from "@/lib/format";
 import { DeletePerfReportButton } from "./delete-perf-report-button";
 import { reportHref, statusLabel, targetLabel, type PerfReportSummary } from "./perf-types";

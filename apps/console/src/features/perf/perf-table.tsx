@@ -1,4 +1,4 @@
-import { formatInteger, formatNumber } from "@/features/charts/number-format";
+import { formatInteger, formatNumber } from "@/lib/number-format";
 import type { PerfSample } from "./perf-types";
 import { TableScroller } from "@/components/table-scroller";
 

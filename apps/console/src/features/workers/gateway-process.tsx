@@ -1,6 +1,6 @@
+import { formatBytes, formatSeconds } from "@/lib/number-format";
 import type { RouterOutputs } from "@/lib/api-types";
 import { formatDateTime } from "@/lib/format";
-import { formatBytes, formatSeconds } from "../models/units";
 import { formatCores } from "./cpu-rates";
 
 type WorkersList = RouterOutputs["workers"]["list"];

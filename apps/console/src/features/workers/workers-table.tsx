@@ -1,6 +1,6 @@
+import { formatBytes, formatSeconds } from "@/lib/number-format";
 import Link from "next/link";
 import type { RouterOutputs } from "@/lib/api-types";
-import { formatBytes, formatSeconds } from "../models/units";
 import { formatCores } from "./cpu-rates";
 import { WorkerStateBadge } from "./worker-state-badge";
 import { TableScroller } from "@/components/table-scroller";

@@ -1,4 +1,4 @@
-import { formatCount } from "../units";
+import { formatInteger } from "@/lib/number-format";
 import type { ModelDetail } from "./model-detail-types";
 import { FactList } from "@/components/fact-list";
 
@@ -9,7 +9,7 @@ export function ModelFacts({ model }: { model: ModelDetail }) {
     ["Platform", model.platform ?? "—"],
     ["Backend", model.backend ?? "—"],
     ["Instances", String(model.instanceCount)],
-    ["Inferences", formatCount(model.inferenceCount)],
+    ["Inferences", formatInteger(model.inferenceCount)],
   ];
   return (
     <FactList facts={facts} />

@@ -1,5 +1,5 @@
+import { formatInteger, formatMs } from "@/lib/number-format";
 import { formatDateTime } from "@/lib/format";
-import { formatCount, formatMs } from "../units";
 import type { ModelDetail } from "./model-detail-types";
 import { FactList } from "@/components/fact-list";
 
@@ -7,10 +7,10 @@ import { FactList } from "@/components/fact-list";
 export function ModelStatistics({ statistics }: { statistics: ModelDetail["statistics"] }) {
   if (statistics === null) return <p className="muted">Statistics appear while the model is loaded.</p>;
   const facts: Array<[string, string]> = [
-    ["Inferences", formatCount(statistics.inferenceCount)],
-    ["Executions", formatCount(statistics.executionCount)],
-    ["Successful requests", formatCount(statistics.successCount)],
-    ["Failed requests", formatCount(statistics.failureCount)],
+    ["Inferences", formatInteger(statistics.inferenceCount)],
+    ["Executions", formatInteger(statistics.executionCount)],
+    ["Successful requests", formatInteger(statistics.successCount)],
+    ["Failed requests", formatInteger(statistics.failureCount)],
     ["Mean request time", formatMs(statistics.averageLatencyMs)],
     ["Mean queue time", formatMs(statistics.averageQueueMs)],
     ["Mean compute time", formatMs(statistics.averageComputeMs)],

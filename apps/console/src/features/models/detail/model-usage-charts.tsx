@@ -1,5 +1,6 @@
 "use client";
 
+import { formatMs, formatNumber } from "@/lib/number-format";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { SelectField } from "@/components/form/select-field";
@@ -7,7 +8,6 @@ import { EmptyState } from "@/components/states/empty-state";
 import { QueryView } from "@/components/states/query-view";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
 import type { ChartRow, ChartSeries } from "@/features/charts/chart-series";
-import { formatMs, formatNumber } from "@/features/charts/number-format";
 import { TIME_RANGE_OPTIONS, useTimeWindow, type TimeRangeId } from "@/features/charts/time-range";
 import { TimeSeriesChart } from "@/features/charts/time-series-chart";
 import { useTRPC } from "@/lib/trpc";

@@ -1,6 +1,7 @@
+import { formatBytes } from "@/lib/number-format";
+import { shortHash } from "@/lib/format";
 import { formatDateTime } from "@/lib/format";
 import { ModelStateBadge } from "../model-state-badge";
-import { formatBytes, shortHash } from "../units";
 import type { ModelVersion } from "./model-detail-types";
 import { TableScroller } from "@/components/table-scroller";
 

@@ -1,7 +1,7 @@
 "use client";
 
+import { formatBytes } from "@/lib/number-format";
 import { useId, useState, type DragEvent } from "react";
-import { formatBytes } from "../units";
 
 /**
  * A drop target that is also the labelled file input: keyboard and screen

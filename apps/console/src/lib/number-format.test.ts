@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { formatBytes, formatHours, formatInteger, formatMoney, formatMs, formatNumber, formatPercent, formatSeconds, formatSmall } from "./number-format";
+
+// The runner's locale may group digits differently; these values avoid separators except where noted.
+describe("the console's number formats", () => {
+  it("fits the digits to the size of the value and writes unknown values as a dash", () => {
+    expect([formatNumber(3.14159), formatNumber(31.4159), formatNumber(314.159)]).toEqual(["3.14", "31.4", "314"]);
+    expect([formatNumber(null), formatNumber(undefined), formatNumber(Number.NaN), formatBytes(Number.POSITIVE_INFINITY)]).toEqual(["—", "—", "—", "—"]);
+    expect(formatInteger(41.6)).toBe("42");
+  });
+
+  it("writes sizes in binary units with one decimal at most", () => {
+    expect([formatBytes(512), formatBytes(1536), formatBytes(8 * 1024 ** 3), formatBytes(1.53 * 1024 ** 3), formatBytes(158.3 * 1024 ** 2)]).toEqual([
+      "512 B",
+      "1.5 KiB",
+      "8 GiB",
+      "1.5 GiB",
+      "158 MiB",
+    ]);
+  });
+
+  it("keeps sub-millisecond latencies apart and shares below 1 % visible", () => {
+    expect([formatMs(0.0423), formatMs(3.14159), formatMs(120.4)]).toEqual(["0.042 ms", "3.14 ms", "120 ms"]);
+    expect([formatPercent(0.0004), formatPercent(0.123), formatPercent(1)]).toEqual(["0.04 %", "12.3 %", "100 %"]);
+    expect(formatSeconds(12.345)).toBe("12.3 s");
+    expect(formatSmall(0.000123456)).toBe("0.000123");
+  });
+
+  it("writes money in its currency, small amounts with three significant digits", () => {
+    expect(formatMoney(3.6, "USD")).toMatch(/3\.60/);
+    expect(formatMoney(0.000412345, "USD")).toMatch(/0\.000412(?!\d)/);
+    // A well-formed code Intl has no symbol for is written out.
+    expect(formatMoney(2.5, "XQQ")).toMatch(/XQQ.*2\.50/);
+  });
+
+  it("writes a span of hours in the unit that reads best", () => {
+    expect([formatHours(18 / 3600), formatHours(4.5 / 60), formatHours(2.34)]).toEqual(["18 s", "4.5 min", "2.3 h"]);
+  });
+});

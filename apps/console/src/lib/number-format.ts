@@ -1,0 +1,97 @@
+/**
+ * The console's one way of writing numbers, on every page, table, tile and
+ * chart: units always named, digits fitted to the size of the value, the
+ * reader's locale for separators, "—" for a value that is unknown.
+ */
+export const EMPTY = "—";
+
+function known(value: number | null | undefined): value is number {
+  return value !== null && value !== undefined && Number.isFinite(value);
+}
+
+/** Up to `maximumFractionDigits` decimals below 10, one below 100, none above ("3.14", "31.4", "314"). */
+export function formatNumber(value: number | null | undefined, maximumFractionDigits = 2): string {
+  if (!known(value)) return EMPTY;
+  const digits = Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? Math.min(1, maximumFractionDigits) : maximumFractionDigits;
+  return value.toLocaleString(undefined, { maximumFractionDigits: digits });
+}
+
+/** Counts: whole numbers with separators ("12,345"). */
+export function formatInteger(value: number | null | undefined): string {
+  if (!known(value)) return EMPTY;
+  return Math.round(value).toLocaleString();
+}
+
+/** Milliseconds; below 1 ms with up to three decimals, so sub-millisecond latencies stay apart ("0.042 ms", "3.14 ms"). */
+export function formatMs(value: number | null | undefined): string {
+  if (!known(value)) return EMPTY;
+  const text = Math.abs(value) < 1 ? value.toLocaleString(undefined, { maximumFractionDigits: 3 }) : formatNumber(value);
+  return `${text} ms`;
+}
+
+/** Microseconds as milliseconds (the API measures latency in µs; people read ms). */
+export function usToMs(value: number | null | undefined): number | null {
+  return value === null || value === undefined ? null : value / 1000;
+}
+
+export function formatSeconds(value: number | null | undefined): string {
+  return known(value) ? `${formatNumber(value)} s` : EMPTY;
+}
+
+/** A 0..1 share as a percentage, with two decimals below 1 % ("0.04 %", "12.3 %"). */
+export function formatPercent(share: number | null | undefined, digits?: number): string {
+  if (!known(share)) return EMPTY;
+  const percent = share * 100;
+  const fraction = digits ?? (percent !== 0 && Math.abs(percent) < 1 ? 2 : 1);
+  return `${percent.toLocaleString(undefined, { maximumFractionDigits: fraction })} %`;
+}
+
+const BYTE_UNITS = [
+  { unit: "GiB", size: 1024 ** 3 },
+  { unit: "MiB", size: 1024 ** 2 },
+  { unit: "KiB", size: 1024 },
+] as const;
+
+/** The binary unit that keeps `maxBytes` readable (also one unit for a whole chart axis). */
+export function byteUnitFor(maxBytes: number): { unit: string; size: number } {
+  return BYTE_UNITS.find((entry) => Math.abs(maxBytes) >= entry.size) ?? { unit: "B", size: 1 };
+}
+
+/** Sizes in binary units with one decimal at most ("8 GiB", "1.5 GiB", "158 MiB", "512 B"). */
+export function formatBytes(value: number | null | undefined): string {
+  if (!known(value)) return EMPTY;
+  const { unit, size } = byteUnitFor(value);
+  return `${formatNumber(value / size, 1)} ${unit}`;
+}
+
+/** Small quantities with three significant digits ("0.000123"), others as formatNumber. */
+export function formatSmall(value: number | null | undefined): string {
+  if (!known(value)) return EMPTY;
+  if (value !== 0 && Math.abs(value) < 1) return value.toLocaleString(undefined, { maximumSignificantDigits: 3 });
+  return formatNumber(value);
+}
+
+/** A cost in its currency; small amounts keep three significant digits ("$0.000412"), larger ones two decimals. `empty` is written for an unknown value. */
+export function formatMoney(value: number | null | undefined, currency: string, empty = EMPTY): string {
+  if (!known(value)) return empty;
+  const small = value !== 0 && Math.abs(value) < 1;
+  try {
+    return value.toLocaleString(undefined, {
+      style: "currency",
+      currency,
+      ...(small ? { maximumSignificantDigits: 3 } : { minimumFractionDigits: 2, maximumFractionDigits: 2 }),
+    });
+  } catch {
+    // An ISO code Intl does not know: the number and the code.
+    return `${small ? value.toPrecision(3) : value.toFixed(2)} ${currency}`;
+  }
+}
+
+/** A length of time given in hours, in the unit that reads best ("18 s", "4.5 min", "2.3 h"). */
+export function formatHours(hours: number | null | undefined): string {
+  if (!known(hours)) return EMPTY;
+  const seconds = hours * 3600;
+  if (seconds < 120) return `${formatNumber(seconds, 1)} s`;
+  if (seconds < 7200) return `${formatNumber(seconds / 60, 1)} min`;
+  return `${formatNumber(hours, 1)} h`;
+}
