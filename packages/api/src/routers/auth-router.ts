@@ -100,8 +100,11 @@ export const authRouter = router({
       if (input.newPassword === input.currentPassword) {
         throw new AppError("VALIDATION_FAILED", "the new password is the same as the current one", { fieldErrors: [{ path: "newPassword", message: "same as the current password" }] });
       }
-      await setPassword(ctx.services.prisma, ctx.actor, ctx.user.id, input.newPassword, { action: "user.changePassword", field: "newPassword" });
-      const signedOut = await ctx.services.sessions.revokeAllFor(ctx.user.id, ctx.sessionId);
+      const signedOut = await setPassword(ctx.services.prisma, ctx.actor, ctx.user.id, input.newPassword, {
+        action: "user.changePassword",
+        field: "newPassword",
+        keepSessionId: ctx.sessionId,
+      });
       return { user: summarizeUser(await ctx.services.prisma.user.findUniqueOrThrow({ where: { id: ctx.user.id } })), otherSessionsSignedOut: signedOut };
     }),
 });

@@ -47,7 +47,6 @@ export const usersRouter = router({
       });
     }
     await setPassword(ctx.services.prisma, ctx.actor, input.id, input.password, { action: "user.resetPassword", field: "password" });
-    await ctx.services.sessions.revokeAllFor(input.id);
     return summarizeUser(await ctx.services.prisma.user.findUniqueOrThrow({ where: { id: input.id } }));
   }),
 });

@@ -54,12 +54,8 @@ export class SessionStore {
     await this.prisma.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: new Date() } });
   }
 
-  /** Signs a user out everywhere (on disable or a password change), except in the session `exceptSessionId` when given. */
-  async revokeAllFor(userId: string, exceptSessionId?: string | null): Promise<number> {
-    const { count } = await this.prisma.session.updateMany({
-      where: { userId, revokedAt: null, ...(exceptSessionId ? { id: { not: exceptSessionId } } : {}) },
-      data: { revokedAt: new Date() },
-    });
-    return count;
+  /** Signs a user out everywhere (on disable; a password change does it in its own transaction, user-accounts.ts). */
+  async revokeAllFor(userId: string): Promise<void> {
+    await this.prisma.session.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: new Date() } });
   }
 }

@@ -91,23 +91,30 @@ export async function updateUser(
 }
 
 /**
- * Replaces a user's password. `action` says who did it in the audit log: the
- * user (user.changePassword) or an admin (user.resetPassword). Signing out
- * the user's other sessions is the caller's part.
+ * Replaces a user's password and, in the same transaction, signs the user
+ * out of every session but `keepSessionId` (their own, when they changed it
+ * themselves). `action` says who did it in the audit log: the user
+ * (user.changePassword) or an admin (user.resetPassword). Returns how many
+ * sessions were signed out.
  */
 export async function setPassword(
   prisma: PrismaClient,
   actor: Actor,
   id: string,
   password: string,
-  options: { action: "user.changePassword" | "user.resetPassword"; field: string },
-): Promise<void> {
+  options: { action: "user.changePassword" | "user.resetPassword"; field: string; keepSessionId?: string | null },
+): Promise<number> {
   checkPassword(password, options.field);
   const passwordHash = await hashPassword(password);
-  await prisma.$transaction(async (tx) => {
+  return prisma.$transaction(async (tx) => {
     const updated = await tx.user.updateMany({ where: { id }, data: { passwordHash } });
     if (updated.count === 0) throw notFound(`user ${id}`);
-    await recordAudit(tx, actor, { action: options.action, targetType: "User", targetId: id });
+    const { count } = await tx.session.updateMany({
+      where: { userId: id, revokedAt: null, ...(options.keepSessionId ? { id: { not: options.keepSessionId } } : {}) },
+      data: { revokedAt: new Date() },
+    });
+    await recordAudit(tx, actor, { action: options.action, targetType: "User", targetId: id, after: { sessionsSignedOut: count } });
+    return count;
   });
 }
 
