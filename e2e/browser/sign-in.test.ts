@@ -104,4 +104,22 @@ describe("console: first-run setup, sign-out and sign-in", () => {
     expect(message).toMatch(/too many failed sign-ins; try again in \d+ s/);
     expect(stranger.errors).toEqual([]);
   });
+
+  it("counts guesses by where they really come from, not by an X-Forwarded-For the client sends", async () => {
+    // A client naming a new address on every guess must still run into the limit.
+    const spoofer = await openConsolePage(browser!, operon!.consoleUrl);
+    shown = spoofer.page;
+    await spoofer.page.goto("/sign-in");
+    let message = "";
+    let attempts = 0;
+    for (; attempts < 8 && !/try again/.test(message); attempts += 1) {
+      await spoofer.page.setExtraHTTPHeaders({ "x-forwarded-for": `203.0.113.${attempts + 1}`, forwarded: `for=198.51.100.${attempts + 1}`, "x-real-ip": `192.0.2.${attempts + 1}` });
+      await submitSignIn(spoofer.page, "someone@example.com", `guess number ${attempts}`);
+      message = (await (await visible(formAlert(spoofer.page))).textContent()) ?? "";
+    }
+    expect(message).toMatch(/too many failed sign-ins; try again in \d+ s/);
+    // Five wrong guesses are allowed per account and address; the sixth is refused.
+    expect(attempts).toBe(6);
+    expect(spoofer.errors).toEqual([]);
+  });
 });

@@ -1,15 +1,15 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "@operon/gateway/logger";
 
 /**
  * Runs the web console (apps/console, a built Next.js app) as a child
- * process: `next start` on the console's address and port, proxying its
- * /api calls to the control plane API (OPERON_API_URL). A separate process
- * keeps page rendering off the gateway's event loop.
+ * process: its server.mjs (Next.js behind a server that sets X-Forwarded-For
+ * itself) on the console's address and port, proxying its /api calls to the
+ * control plane API (OPERON_API_URL). A separate process keeps page
+ * rendering off the gateway's event loop.
  */
 export const CONSOLE_DIR = fileURLToPath(new URL("../../console/", import.meta.url));
 
@@ -24,8 +24,7 @@ export async function startConsole(options: { address: string; port: number; api
   if (!existsSync(join(CONSOLE_DIR, ".next", "BUILD_ID"))) {
     throw new ConsoleNotBuiltError(`the console is not built (no ${join(CONSOLE_DIR, ".next")}); run npm run build`);
   }
-  const nextBin = createRequire(join(CONSOLE_DIR, "package.json")).resolve("next/dist/bin/next");
-  const child = spawn(process.execPath, [nextBin, "start", "--port", String(options.port), "--hostname", options.address], {
+  const child = spawn(process.execPath, [join(CONSOLE_DIR, "server.mjs"), "--port", String(options.port), "--hostname", options.address], {
     cwd: CONSOLE_DIR,
     env: { ...process.env, OPERON_API_URL: options.apiUrl, NEXT_TELEMETRY_DISABLED: "1", NODE_ENV: "production" },
     stdio: ["ignore", "pipe", "pipe"],

@@ -255,7 +255,7 @@ function connectHost(address: string): string {
   return address.includes(":") ? `[${address}]` : address;
 }
 
-/** A free TCP port (next start needs a number, not 0). */
+/** A free TCP port (the console server needs a number, not 0). */
 function freePort(host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();

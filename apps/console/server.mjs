@@ -1,0 +1,37 @@
+// The console's HTTP server: Next.js (the built app in .next) behind a
+// node:http server that `operon serve` starts (apps/cli/src/console-process.ts).
+//
+// Why not `next start`: this server is the console's edge. Next.js keeps an
+// X-Forwarded-For that the client sent, and the proxy (src/proxy.ts) passes
+// it on to the control plane API, whose sign-in rate limit counts per client
+// address: a client could name a new address on every attempt. Here the
+// forwarding headers a client sent are dropped and X-Forwarded-For is set to
+// the address the request really came from.
+//
+// Usage: node server.mjs --port 3000 --hostname 127.0.0.1
+import { createServer } from "node:http";
+import { parseArgs } from "node:util";
+import next from "next";
+
+const FORWARDING_HEADERS = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-port", "x-forwarded-proto", "x-real-ip"];
+
+const { values } = parseArgs({ options: { port: { type: "string", default: "3000" }, hostname: { type: "string", default: "127.0.0.1" } } });
+const port = Number(values.port);
+const hostname = values.hostname;
+
+const app = next({ dev: false, dir: import.meta.dirname, hostname, port });
+const handle = app.getRequestHandler();
+await app.prepare();
+
+const server = createServer((req, res) => {
+  for (const name of FORWARDING_HEADERS) delete req.headers[name];
+  req.headers["x-forwarded-for"] = req.socket.remoteAddress ?? "unknown";
+  void handle(req, res);
+});
+server.listen(port, hostname, () => console.log(`console listening on http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`));
+for (const signal of ["SIGTERM", "SIGINT"]) {
+  process.once(signal, () => {
+    server.close(() => process.exit(0));
+    server.closeAllConnections();
+  });
+}
