@@ -187,6 +187,22 @@ describe("operon serve with the control plane", () => {
     expect(limited.message).toMatch(/try again in \d+ s/);
   });
 
+  it("counts sign-in failures by the caller's own address: an X-Forwarded-For sent straight to the API is not believed", async () => {
+    const url = `${server.apiUrl!}/api/trpc`;
+    const first = await fetch(`${url}/auth.session`);
+    const csrf = /operon_csrf=([^;]+)/.exec(first.headers.getSetCookie().join("; "))![1]!;
+    const statuses: number[] = [];
+    for (let attempt = 1; attempt <= 6; attempt++) {
+      const response = await fetch(`${url}/auth.signIn`, {
+        method: "POST",
+        headers: { "content-type": "application/json", cookie: `operon_csrf=${csrf}`, "x-csrf-token": csrf, "x-forwarded-for": `203.0.113.${attempt}`, "x-operon-proxy-token": "a guess" },
+        body: JSON.stringify({ email: "target@example.com", password: "wrong-password" }),
+      });
+      statuses.push(response.status);
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+  });
+
   it("keeps accounts and keys across a restart on the same data directory", async () => {
     await server.stop();
     server = await startOperon(controlPlaneArgs(), { dataDir });

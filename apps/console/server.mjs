@@ -5,15 +5,18 @@
 // X-Forwarded-For that the client sent, and the proxy (src/proxy.ts) passes
 // it on to the control plane API, whose sign-in rate limit counts per client
 // address: a client could name a new address on every attempt. Here the
-// forwarding headers a client sent are dropped and X-Forwarded-For is set to
-// the address the request really came from.
+// forwarding headers a client sent are dropped, X-Forwarded-For is set to
+// the address the request really came from, and X-Operon-Proxy-Token to the
+// secret `operon serve` shares with the API (OPERON_PROXY_TOKEN), the API's
+// proof that the address is this server's word.
 //
 // Usage: node server.mjs --port 3000 --hostname 127.0.0.1
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
 import next from "next";
 
-const FORWARDING_HEADERS = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-port", "x-forwarded-proto", "x-real-ip"];
+const FORWARDING_HEADERS = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-port", "x-forwarded-proto", "x-real-ip", "x-operon-proxy-token"];
+const PROXY_TOKEN = process.env.OPERON_PROXY_TOKEN;
 
 const { values } = parseArgs({ options: { port: { type: "string", default: "3000" }, hostname: { type: "string", default: "127.0.0.1" } } });
 const port = Number(values.port);
@@ -26,6 +29,7 @@ await app.prepare();
 const server = createServer((req, res) => {
   for (const name of FORWARDING_HEADERS) delete req.headers[name];
   req.headers["x-forwarded-for"] = req.socket.remoteAddress ?? "unknown";
+  if (PROXY_TOKEN) req.headers["x-operon-proxy-token"] = PROXY_TOKEN;
   void handle(req, res);
 });
 server.listen(port, hostname, () => console.log(`console listening on http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`));

@@ -20,13 +20,21 @@ export interface ConsoleProcess {
 
 export class ConsoleNotBuiltError extends Error {}
 
-export async function startConsole(options: { address: string; port: number; apiUrl: string; logger: Logger; startTimeoutMs?: number }): Promise<ConsoleProcess> {
+export async function startConsole(options: {
+  address: string;
+  port: number;
+  apiUrl: string;
+  /** The API's proxy token (RunningControlPlane.proxyToken), passed to the console's server in its environment. */
+  proxyToken: string;
+  logger: Logger;
+  startTimeoutMs?: number;
+}): Promise<ConsoleProcess> {
   if (!existsSync(join(CONSOLE_DIR, ".next", "BUILD_ID"))) {
     throw new ConsoleNotBuiltError(`the console is not built (no ${join(CONSOLE_DIR, ".next")}); run npm run build`);
   }
   const child = spawn(process.execPath, [join(CONSOLE_DIR, "server.mjs"), "--port", String(options.port), "--hostname", options.address], {
     cwd: CONSOLE_DIR,
-    env: { ...process.env, OPERON_API_URL: options.apiUrl, NEXT_TELEMETRY_DISABLED: "1", NODE_ENV: "production" },
+    env: { ...process.env, OPERON_API_URL: options.apiUrl, OPERON_PROXY_TOKEN: options.proxyToken, NEXT_TELEMETRY_DISABLED: "1", NODE_ENV: "production" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const host = options.address.includes(":") ? `[${options.address}]` : options.address;

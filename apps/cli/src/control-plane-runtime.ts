@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ControlPlane, startApiServer, type ApiServer } from "@operon/api";
@@ -62,6 +63,8 @@ export async function ensureFirstAdmin(db: Database, flags: { email?: string; pa
 export interface RunningControlPlane {
   controlPlane: ControlPlane;
   api: ApiServer;
+  /** Give it to the console's server (startConsole): the API believes the client addresses it forwards. */
+  proxyToken: string;
   stop(): Promise<void>;
 }
 
@@ -100,9 +103,11 @@ export async function startControlPlane(options: {
   const usageTimer = setInterval(() => void persistUsage(), 5_000);
   usageTimer.unref();
   await syncOperators(controlPlane, logger);
+  // Shared with the console's server only (startConsole), in memory: it vouches for the browser addresses the console forwards.
+  const proxyToken = randomBytes(24).toString("base64url");
   let api: ApiServer;
   try {
-    api = await startApiServer(controlPlane.services, { host: options.apiAddress, port: options.apiPort });
+    api = await startApiServer(controlPlane.services, { host: options.apiAddress, port: options.apiPort, proxyToken });
   } catch (error) {
     clearInterval(usageTimer);
     unsubscribe();
@@ -112,6 +117,7 @@ export async function startControlPlane(options: {
   return {
     controlPlane,
     api,
+    proxyToken,
     async stop() {
       clearInterval(usageTimer);
       await persistUsage();

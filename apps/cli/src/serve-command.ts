@@ -163,7 +163,7 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
       if (flags.console as boolean) {
         const port = (flags.consolePort as number) === 0 ? await freePort(flags.consoleAddress as string) : (flags.consolePort as number);
         try {
-          consoleProcess = await startConsole({ address: flags.consoleAddress as string, port, apiUrl: controlPlane.api.url, logger });
+          consoleProcess = await startConsole({ address: flags.consoleAddress as string, port, apiUrl: controlPlane.api.url, proxyToken: controlPlane.proxyToken, logger });
         } catch (error) {
           if (!(error instanceof ConsoleNotBuiltError)) throw error;
           logger.warn({ reason: error.message }, "serving without the console");

@@ -1,3 +1,4 @@
+import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parseCookie, stringifySetCookie, type SetCookie } from "cookie";
 import type { ApiServices } from "./services.js";
@@ -30,8 +31,11 @@ export interface ApiContext {
   cookies: CookieWriter;
 }
 
-/** Builds the context of one HTTP request to the API. */
-export async function createHttpContext(services: ApiServices, req: IncomingMessage, res: ServerResponse): Promise<ApiContext> {
+/** The header by which the console's server proves a request came through it (see clientAddress). */
+export const PROXY_TOKEN_HEADER = "x-operon-proxy-token";
+
+/** Builds the context of one HTTP request to the API; `proxyToken` is the console server's (see clientAddress). */
+export async function createHttpContext(services: ApiServices, req: IncomingMessage, res: ServerResponse, proxyToken?: string): Promise<ApiContext> {
   const cookies = parseCookie(req.headers.cookie ?? "");
   const sessionToken = cookies[SESSION_COOKIE] ?? null;
   const active = sessionToken ? await services.sessions.resolve(sessionToken) : null;
@@ -50,7 +54,7 @@ export async function createHttpContext(services: ApiServices, req: IncomingMess
     services,
     user: active?.user ?? null,
     sessionId: active?.sessionId ?? null,
-    ip: clientAddress(req),
+    ip: clientAddress(req, proxyToken),
     userAgent: req.headers["user-agent"] ?? null,
     sessionToken,
     csrfVerified: typeof csrfCookie === "string" && csrfCookie.length >= 16 && csrfHeader === csrfCookie,
@@ -59,15 +63,26 @@ export async function createHttpContext(services: ApiServices, req: IncomingMess
 }
 
 /**
- * The client's address. X-Forwarded-For is trusted only from loopback,
- * where the console's own server forwards browser calls.
+ * The client's address, for the sign-in rate limit and the audit log. The
+ * console's server (apps/console/server.mjs) forwards browser calls with
+ * X-Forwarded-For set to the browser's address and, as proof that the header
+ * is its own, the token `operon serve` gave it and this API. Without the
+ * token X-Forwarded-For is anyone's to write, so the socket's address counts.
  */
-function clientAddress(req: IncomingMessage): string {
+function clientAddress(req: IncomingMessage, proxyToken: string | undefined): string {
   const direct = req.socket.remoteAddress ?? "unknown";
-  const loopback = direct === "::1" || direct.startsWith("127.") || direct.startsWith("::ffff:127.");
   const forwarded = req.headers["x-forwarded-for"];
-  if (loopback && typeof forwarded === "string" && forwarded.length > 0) return forwarded.split(",")[0]!.trim();
+  if (proxyToken && tokenEquals(req.headers[PROXY_TOKEN_HEADER], proxyToken) && typeof forwarded === "string" && forwarded.length > 0) {
+    return forwarded.split(",")[0]!.trim();
+  }
   return direct;
+}
+
+function tokenEquals(given: string | string[] | undefined, expected: string): boolean {
+  if (typeof given !== "string") return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /** A context for in-process calls (tests, CLI) acting as `user`. */

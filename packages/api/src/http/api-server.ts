@@ -21,6 +21,11 @@ export interface ApiServerOptions {
   port: number;
   /** Largest request body (default 8 MiB: one upload chunk with its base64 overhead and some room). */
   maxBodyBytes?: number;
+  /**
+   * The secret the console's server sends in X-Operon-Proxy-Token: only
+   * requests carrying it have their X-Forwarded-For believed. Unset: never.
+   */
+  proxyToken?: string;
 }
 
 export interface ApiServer {
@@ -36,7 +41,7 @@ export async function startApiServer(services: ApiServices, options: ApiServerOp
     router: appRouter,
     basePath: `${API_BASE_PATH}/`,
     maxBodySize: options.maxBodyBytes ?? 8 * 1024 * 1024,
-    createContext: ({ req, res }) => createHttpContext(services, req, res),
+    createContext: ({ req, res }) => createHttpContext(services, req, res, options.proxyToken),
     responseMeta({ errors }) {
       const retry = errors.map((error) => (error.cause as { retryAfterSecs?: number } | undefined)?.retryAfterSecs).find((secs) => secs !== undefined);
       return retry !== undefined ? { headers: { "retry-after": String(retry) } } : {};
