@@ -10,6 +10,10 @@
 // secret `operon serve` shares with the API (OPERON_PROXY_TOKEN), the API's
 // proof that the address is this server's word.
 //
+// Behind a reverse proxy the direct peer is the proxy. OPERON_TRUSTED_PROXIES
+// (operon serve --trusted-proxy) lists such proxies: for a request from one,
+// the client is the nearest X-Forwarded-For entry that is not a trusted proxy.
+//
 // Usage: node server.mjs --port 3000 --hostname 127.0.0.1
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
@@ -17,6 +21,25 @@ import next from "next";
 
 const FORWARDING_HEADERS = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-port", "x-forwarded-proto", "x-real-ip", "x-operon-proxy-token"];
 const PROXY_TOKEN = process.env.OPERON_PROXY_TOKEN;
+const TRUSTED_PROXIES = new Set((process.env.OPERON_TRUSTED_PROXIES ?? "").split(",").map(normalizeAddress).filter(Boolean));
+
+/** IPv4 addresses as IPv4 also when the socket reports them IPv6-mapped (::ffff:10.0.0.1). */
+function normalizeAddress(address) {
+  const trimmed = (address ?? "").trim();
+  return trimmed.startsWith("::ffff:") && trimmed.includes(".") ? trimmed.slice("::ffff:".length) : trimmed;
+}
+
+/** The browser's address: the peer, or through trusted proxies the nearest forwarded hop that is not one of them. */
+function clientAddress(req) {
+  let address = normalizeAddress(req.socket.remoteAddress) || "unknown";
+  if (!TRUSTED_PROXIES.has(address)) return address;
+  const forwarded = String(req.headers["x-forwarded-for"] ?? "").split(",").map(normalizeAddress).filter(Boolean);
+  for (let hop = forwarded.length - 1; hop >= 0; hop -= 1) {
+    address = forwarded[hop];
+    if (!TRUSTED_PROXIES.has(address)) return address;
+  }
+  return address;
+}
 
 const { values } = parseArgs({ options: { port: { type: "string", default: "3000" }, hostname: { type: "string", default: "127.0.0.1" } } });
 const port = Number(values.port);
@@ -27,8 +50,9 @@ const handle = app.getRequestHandler();
 await app.prepare();
 
 const server = createServer((req, res) => {
+  const client = clientAddress(req);
   for (const name of FORWARDING_HEADERS) delete req.headers[name];
-  req.headers["x-forwarded-for"] = req.socket.remoteAddress ?? "unknown";
+  req.headers["x-forwarded-for"] = client;
   if (PROXY_TOKEN) req.headers["x-operon-proxy-token"] = PROXY_TOKEN;
   void handle(req, res);
 });

@@ -26,6 +26,8 @@ export async function startConsole(options: {
   apiUrl: string;
   /** The API's proxy token (RunningControlPlane.proxyToken), passed to the console's server in its environment. */
   proxyToken: string;
+  /** Reverse proxies in front of the console whose X-Forwarded-For the console's server believes (--trusted-proxy). */
+  trustedProxies?: readonly string[];
   logger: Logger;
   startTimeoutMs?: number;
 }): Promise<ConsoleProcess> {
@@ -34,7 +36,7 @@ export async function startConsole(options: {
   }
   const child = spawn(process.execPath, [join(CONSOLE_DIR, "server.mjs"), "--port", String(options.port), "--hostname", options.address], {
     cwd: CONSOLE_DIR,
-    env: { ...process.env, OPERON_API_URL: options.apiUrl, OPERON_PROXY_TOKEN: options.proxyToken, NEXT_TELEMETRY_DISABLED: "1", NODE_ENV: "production" },
+    env: { ...process.env, OPERON_API_URL: options.apiUrl, OPERON_PROXY_TOKEN: options.proxyToken, OPERON_TRUSTED_PROXIES: (options.trustedProxies ?? []).join(","), NEXT_TELEMETRY_DISABLED: "1", NODE_ENV: "production" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const host = options.address.includes(":") ? `[${options.address}]` : options.address;

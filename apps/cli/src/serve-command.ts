@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { Command, InvalidArgumentError, Option } from "commander";
@@ -63,6 +64,12 @@ export function serveCommand(): Command {
     .option("--console [bool]", "serve the web console (needs the control plane)", parseBool, true)
     .option("--console-address <address>", "console listen address", "127.0.0.1")
     .option("--console-port <port>", "console port (0 picks a free port)", parsePort, 3000)
+    .option(
+      "--trusted-proxy <address>",
+      "IP address of a reverse proxy in front of the console whose X-Forwarded-For names the browser (repeatable); without it, the console counts every request as coming from its direct peer",
+      parseTrustedProxy,
+      [] as string[],
+    )
     .option("--api-address <address>", "control plane API listen address (the console proxies to it)", "127.0.0.1")
     .option("--api-port <port>", "control plane API port (tRPC under /api/trpc)", parsePort, 8003)
     .option("--database-url <url>", "postgres(ql)://… for PostgreSQL, file:<dir> or memory: for the embedded database; default $DATABASE_URL, else <data-dir>/db")
@@ -163,7 +170,14 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
       if (flags.console as boolean) {
         const port = (flags.consolePort as number) === 0 ? await freePort(flags.consoleAddress as string) : (flags.consolePort as number);
         try {
-          consoleProcess = await startConsole({ address: flags.consoleAddress as string, port, apiUrl: controlPlane.api.url, proxyToken: controlPlane.proxyToken, logger });
+          consoleProcess = await startConsole({
+            address: flags.consoleAddress as string,
+            port,
+            apiUrl: controlPlane.api.url,
+            proxyToken: controlPlane.proxyToken,
+            trustedProxies: flags.trustedProxy as string[],
+            logger,
+          });
         } catch (error) {
           if (!(error instanceof ConsoleNotBuiltError)) throw error;
           logger.warn({ reason: error.message }, "serving without the console");
@@ -303,6 +317,12 @@ function parseCacheConfig(value: string, previous: CacheConfig | undefined): Cac
     config.settings.size = size;
   }
   return config;
+}
+
+function parseTrustedProxy(value: string, previous: string[]): string[] {
+  const address = value.trim();
+  if (isIP(address) === 0) throw new InvalidArgumentError(`'${value}' is not an IP address (give each proxy's address; repeat the flag for several)`);
+  return [...previous, address];
 }
 
 function parseBool(value: string | undefined): boolean {
