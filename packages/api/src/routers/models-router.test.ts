@@ -247,6 +247,8 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     expect(await appCodeOf(engineer().models.upload.begin({ name: "a/b", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }))).toBe("TRPC:BAD_REQUEST");
     expect(await appCodeOf(engineer().models.upload.begin({ name: "x".repeat(129), fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }))).toBe("TRPC:BAD_REQUEST");
     expect(await appCodeOf(engineer().models.upload.begin({ name: "short_hash", fileName: "m.onnx", sizeBytes: 10, sha256: "abc" }))).toBe("TRPC:BAD_REQUEST");
+    // The console's upload page is /models/upload: no model may be named so.
+    await expect(engineer().models.upload.begin({ name: "upload", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) })).rejects.toThrow(/'upload' is the name of the console's upload page/);
     // A repository model's name cannot be taken by an upload.
     const taken = await failure(engineer().models.upload.begin({ name: "add_sub", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }));
     expect(taken.code).toBe("CONFLICT");

@@ -21,7 +21,9 @@ const newModelName = z
   .string()
   .min(1, { error: "required" })
   .max(128, { error: "at most 128 characters" })
-  .regex(/^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/, { error: "letters, digits, '_', '.' and '-' only, not starting with '.'" });
+  .regex(/^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/, { error: "letters, digits, '_', '.' and '-' only, not starting with '.'" })
+  // The console's page for uploading sits where this model's page would (/models/upload).
+  .refine((name) => name !== "upload", { error: "'upload' is the name of the console's upload page; choose another name" });
 
 /** Any model the gateway may list (repository models are named by their folders). */
 const modelName = z.string().min(1, { error: "required" }).max(255);

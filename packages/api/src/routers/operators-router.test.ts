@@ -141,6 +141,8 @@ describe.each(testDatabaseBackends())("operators router on $name", (backend) => 
     expect(await db.prisma.operator.count({ where: { name: "add_sub" } })).toBe(0);
     // Input mistakes are named.
     await expect(engineer.operators.create({ name: "bad name!", spec: addTwice() })).rejects.toThrow(/letters, digits/);
+    await expect(engineer.operators.create({ name: "new", spec: { ...addTwice(), name: "new" } })).rejects.toThrow(/'new' is the name of the console's page for new operators/);
+    expect(await db.prisma.operator.count({ where: { name: "new" } })).toBe(0);
     await expect(engineer.operators.create({ name: name("other"), spec: { ...addTwice(), name: "not_this" } })).rejects.toThrow(/differs from the operator name/);
   });
 

@@ -13,6 +13,9 @@ export const operatorName = z
   .max(128)
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "letters, digits, '_', '.' and '-' only, starting with a letter or digit" });
 
+/** The name of an operator being created: not "new", which is the console's page for creating one (/operators/new). */
+const newOperatorName = operatorName.refine((name) => name !== "new", { error: "'new' is the name of the console's page for new operators; choose another name" });
+
 /** An operator spec (JSON object): inputs, outputs, steps, optional maxBatchSize / maxInflightPerStep; its name is the operator's. */
 const spec = z.record(z.string(), z.unknown(), { error: "the spec must be a JSON object" });
 
@@ -50,7 +53,7 @@ export const operatorsRouter = router({
 
   /** Validates, registers with the gateway, then stores version 1; nothing is stored when the gateway refuses. */
   create: engineerProcedure
-    .input(z.object({ name: operatorName, description, spec }))
+    .input(z.object({ name: newOperatorName, description, spec }))
     .mutation(({ ctx, input }) => ctx.services.operators.create(ctx.actor, input)),
 
   /** Stores the spec as the next version and serves it. */
