@@ -21,7 +21,7 @@ import { join } from "node:path";
 import ort from "onnxruntime-node";
 import { HttpInferenceClient } from "@operon/perf/http-inference-client";
 import { GrpcInferenceClient } from "@operon/perf/grpc-inference-client";
-import { writeAddSubModel, writeMlpModel } from "@operon/worker/testing/onnx-model-writer";
+import { writeAddSubModel, writeMlpModel } from "@operon/testing/onnx-model-writer";
 import { measureTransport } from "./transport-roundtrip.mjs";
 import { measureClosedLoop } from "./lib/closed-loop.mjs";
 import { ROOT, startMinimalServer, startOperon } from "./lib/processes.mjs";

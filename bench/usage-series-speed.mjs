@@ -13,8 +13,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { migrate, openDatabase } from "@operon/db";
-import { COMPACT_AFTER_MS, compactUsageSamples } from "@operon/api/services/usage-compaction";
-import { usageCosts, usageTimeSeries } from "@operon/api/services/usage-metrics";
+import { COMPACT_AFTER_MS, compactUsageSamples } from "@operon/api/usage-compaction";
+import { usageCosts, usageTimeSeries } from "@operon/api/usage-metrics";
 
 const { values } = parseArgs({
   options: {

@@ -1,7 +1,7 @@
 import http from "node:http";
 import { totalmem } from "node:os";
 import { gzipSync } from "node:zlib";
-import { writeOnnxModel } from "@operon/worker/testing/onnx-model-writer";
+import { writeOnnxModel } from "@operon/testing/onnx-model-writer";
 import type { DataType } from "@operon/protocol/datatypes";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADD_SUB_CONFIG, addSubModel, identityModel, writeModel } from "./support/model-fixtures.js";

@@ -6,7 +6,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { writeAddSubModel, writeIdentityModel, writeOnnxModel } from "@operon/worker/testing/onnx-model-writer";
+import { writeAddSubModel, writeIdentityModel, writeOnnxModel } from "@operon/testing/onnx-model-writer";
 
 const examples = dirname(fileURLToPath(import.meta.url));
 const repository = join(examples, "model_repository");

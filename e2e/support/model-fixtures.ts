@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { writeAddSubModel, writeIdentityModel } from "@operon/worker/testing/onnx-model-writer";
+import { writeAddSubModel, writeIdentityModel } from "@operon/testing/onnx-model-writer";
 import type { DataType } from "@operon/protocol/datatypes";
 
 /** Writes `<repo>/<name>/<version>/model.onnx` (+ config.pbtxt when given) and returns the model folder. */

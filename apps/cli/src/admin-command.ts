@@ -1,6 +1,6 @@
 import { Command } from "commander";
 import { input, password as passwordPrompt } from "@inquirer/prompts";
-import { createUser } from "@operon/api/services/user-accounts";
+import { createUser } from "@operon/api/user-accounts";
 import { addDatabaseFlags, databaseUrlOf, describeDatabase, openMigratedDatabase } from "./database-flags.js";
 
 /**

@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from "commander";
 import { API_KEY_SCOPES, type ApiKeyScope } from "@operon/protocol/api-keys";
-import { ApiKeyService } from "@operon/api/services/api-key-service";
-import { normalizeEmail } from "@operon/api/services/user-accounts";
+import { ApiKeyService } from "@operon/api/api-key-service";
+import { normalizeEmail } from "@operon/api/user-accounts";
 import { addDatabaseFlags, databaseUrlOf, openMigratedDatabase } from "./database-flags.js";
 
 /**

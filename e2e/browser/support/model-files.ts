@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { writeMlpModel } from "@operon/worker/testing/onnx-model-writer";
+import { writeMlpModel } from "@operon/testing/onnx-model-writer";
 
 /**
  * A small real ONNX model on disk for upload tests: an MLP `input` FP32

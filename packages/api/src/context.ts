@@ -2,7 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parseCookie, stringifySetCookie, type SetCookie } from "cookie";
 import type { ApiServices } from "./services.js";
-import type { SessionUser } from "./services/session-store.js";
+import type { SessionUser } from "./services/accounts/session-store.js";
 
 /** Cookie names: the session (httpOnly) and the CSRF double-submit token (readable by the console's script). */
 export const SESSION_COOKIE = "operon_session";

@@ -1,17 +1,17 @@
 import { randomBytes } from "node:crypto";
 import { resolveControlPlaneOptions, type ControlPlaneOptions, type ResolvedControlPlaneOptions } from "./options.js";
 import type { ApiServices } from "./services.js";
-import { ApiKeyService } from "./services/api-key-service.js";
-import { GatewayClient } from "./services/gateway-client.js";
-import { HardwareProfiles } from "./services/hardware-profiles.js";
-import { OperatorRegistry, type SyncFailure } from "./services/operator-registry.js";
-import { PerfRuns } from "./services/perf-runs.js";
-import { UsageSampler } from "./services/usage-sampler.js";
-import { LoginRateLimiter } from "./services/login-rate-limiter.js";
-import { ModelRegistry } from "./services/model-registry.js";
-import { ModelStore } from "./services/model-store.js";
-import { UploadSessions } from "./services/upload-sessions.js";
-import { SessionStore } from "./services/session-store.js";
+import { ApiKeyService } from "./services/api-keys/api-key-service.js";
+import { GatewayClient } from "./services/gateway/gateway-client.js";
+import { HardwareProfiles } from "./services/costs/hardware-profiles.js";
+import { OperatorRegistry, type SyncFailure } from "./services/operators/operator-registry.js";
+import { PerfRuns } from "./services/perf/perf-runs.js";
+import { UsageSampler } from "./services/usage/usage-sampler.js";
+import { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
+import { ModelRegistry } from "./services/models/model-registry.js";
+import { ModelStore } from "./services/models/model-store.js";
+import { UploadSessions } from "./services/models/upload-sessions.js";
+import { SessionStore } from "./services/accounts/session-store.js";
 
 /**
  * The control plane: the API's services over one database and one gateway,

@@ -1,6 +1,6 @@
 import type { Database } from "@operon/db";
-import type { GatewayClientOptions } from "./services/gateway-client.js";
-import { DEFAULT_LOGIN_RATE_LIMITS, type LoginRateLimits } from "./services/login-rate-limiter.js";
+import type { GatewayClientOptions } from "./services/gateway/gateway-client.js";
+import { DEFAULT_LOGIN_RATE_LIMITS, type LoginRateLimits } from "./services/accounts/login-rate-limiter.js";
 
 export interface ApiLogger {
   info(obj: object | string, msg?: string): void;

@@ -1,15 +1,15 @@
 import type { PrismaClient } from "@operon/db";
 import type { ApiLogger, ResolvedControlPlaneOptions } from "./options.js";
-import type { ApiKeyService } from "./services/api-key-service.js";
-import type { GatewayClient } from "./services/gateway-client.js";
-import type { HardwareProfiles } from "./services/hardware-profiles.js";
-import type { OperatorRegistry } from "./services/operator-registry.js";
-import type { PerfRuns } from "./services/perf-runs.js";
-import type { UsageSampler } from "./services/usage-sampler.js";
-import type { LoginRateLimiter } from "./services/login-rate-limiter.js";
-import type { ModelRegistry } from "./services/model-registry.js";
-import type { UploadSessions } from "./services/upload-sessions.js";
-import type { SessionStore } from "./services/session-store.js";
+import type { ApiKeyService } from "./services/api-keys/api-key-service.js";
+import type { GatewayClient } from "./services/gateway/gateway-client.js";
+import type { HardwareProfiles } from "./services/costs/hardware-profiles.js";
+import type { OperatorRegistry } from "./services/operators/operator-registry.js";
+import type { PerfRuns } from "./services/perf/perf-runs.js";
+import type { UsageSampler } from "./services/usage/usage-sampler.js";
+import type { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
+import type { ModelRegistry } from "./services/models/model-registry.js";
+import type { UploadSessions } from "./services/models/upload-sessions.js";
+import type { SessionStore } from "./services/accounts/session-store.js";
 
 /**
  * The server-side modules procedures call. Built once per control plane

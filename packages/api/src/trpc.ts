@@ -3,8 +3,8 @@ import { ZodError } from "zod";
 import type { Role } from "@operon/db";
 import { APP_ERROR_TRPC_CODES, AppError, type AppErrorCode, type FieldError } from "./app-error.js";
 import type { ApiContext } from "./context.js";
-import type { SessionUser } from "./services/session-store.js";
-import type { Actor } from "./services/audit-log.js";
+import type { SessionUser } from "./services/accounts/session-store.js";
+import type { Actor } from "./services/audit/audit-log.js";
 
 /**
  * tRPC setup: the error shape every client sees, and the procedures by role.

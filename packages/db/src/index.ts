@@ -3,8 +3,9 @@ export type { Database, DatabaseKind, OpenDatabaseOptions } from "./database.js"
 export { migrate, readMigrations, checksumOf, defaultMigrationsDir, MigrationError } from "./migrate.js";
 export type { MigrateResult, MigrationFile, MigrationSource, SqlConnection } from "./migrate.js";
 export { PrismaClient, Prisma } from "./generated/prisma/client.js";
-export * from "./generated/prisma/enums.js";
-export type * from "./generated/prisma/models.js";
+// Named, not `export *`: what the rest of Operon may use of the generated client is listed here.
+export { Role, ModelVersionState, PerfRunStatus, PerfTargetKind, HardwareKind } from "./generated/prisma/enums.js";
+export type { ModelGetPayload } from "./generated/prisma/models.js";
 export type {
   User,
   Session,

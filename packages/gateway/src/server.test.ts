@@ -6,10 +6,10 @@ import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import type { WorkerInstanceInfo, WorkersResponse } from "@operon/protocol/admin";
 import { generateApiKey } from "@operon/protocol/api-keys";
-import { writeAddSubModel } from "@operon/worker/testing/onnx-model-writer";
+import { writeAddSubModel } from "@operon/testing/onnx-model-writer";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ApiKeyRing } from "./auth/api-key-ring.js";
-import { createLogger } from "./logger.js";
+import { createLogger } from "./observability/logger.js";
 import { type OperonServer, startOperonServer } from "./server.js";
 
 /**

@@ -4,14 +4,14 @@ import { OperonError } from "@operon/protocol/errors";
 import { GatewayAccessPolicy } from "./auth/access-policy.js";
 import type { ApiKeyRing } from "./auth/api-key-ring.js";
 import { isLoopbackHost } from "./auth/loopback.js";
-import { Engine } from "./engine.js";
-import { startGrpcFrontend } from "./grpc-frontend.js";
-import { startHttpFrontend } from "./http-frontend.js";
-import type { Logger } from "./logger.js";
-import { GatewayMetrics } from "./metrics.js";
-import { startMetricsServer } from "./metrics-server.js";
-import { ModelManager, type ModelControlMode } from "./model-manager.js";
-import { ResponseCache } from "./response-cache.js";
+import { Engine } from "./engine/engine.js";
+import { startGrpcFrontend } from "./frontends/grpc/grpc-frontend.js";
+import { startHttpFrontend } from "./frontends/http/http-frontend.js";
+import type { Logger } from "./observability/logger.js";
+import { GatewayMetrics } from "./observability/metrics.js";
+import { startMetricsServer } from "./observability/metrics-server.js";
+import { ModelManager, type ModelControlMode } from "./repository/model-manager.js";
+import { ResponseCache } from "./engine/response-cache.js";
 import { OPERON_VERSION } from "./version.js";
 
 /**

@@ -56,17 +56,6 @@ export const DEFAULT_CONTROL_TIMEOUT_MS = 10_000;
 
 export const DEFAULT_PORTS: Record<PerfProtocol, number> = { http: 8000, grpc: 8001 };
 
-/** Builds the client of a protocol (loading the gRPC protos where needed). */
-export async function createInferenceClient(protocol: PerfProtocol, options: InferenceClientOptions): Promise<InferenceClient> {
-  // Imported lazily so an HTTP run never loads the gRPC stack, and the other way round.
-  if (protocol === "http") {
-    const { HttpInferenceClient } = await import("./http-inference-client.js");
-    return new HttpInferenceClient(options);
-  }
-  const { GrpcInferenceClient } = await import("./grpc-inference-client.js");
-  return GrpcInferenceClient.create(options);
-}
-
 export interface ServerAddress {
   /** Host name or address, IPv6 without brackets. */
   host: string;

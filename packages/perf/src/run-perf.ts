@@ -4,9 +4,9 @@ import {
   type InferenceClient,
   type InferenceClientOptions,
   type PerfProtocol,
-  createInferenceClient,
   parseServerAddress,
 } from "./inference-client.js";
+import { createInferenceClient } from "./create-inference-client.js";
 import { type InputDataSource, prepareInputSets, resolveInputSpecs } from "./input-data.js";
 import { LatencyRecorder, round1, summarizeLatencies } from "./latency-stats.js";
 import { type LoadSetting, type StepMeasurement, measureStep, windowFigures } from "./load-generator.js";

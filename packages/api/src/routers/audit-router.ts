@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { auditSnapshot } from "../services/audit-log.js";
+import { auditSnapshot } from "../services/audit/audit-log.js";
 import { adminProcedure, router } from "../trpc.js";
 
 export const auditRouter = router({

@@ -2,10 +2,10 @@ import { timingSafeEqual } from "node:crypto";
 import { z } from "zod";
 import { AppError } from "../app-error.js";
 import { SESSION_COOKIE } from "../context.js";
-import { recordAudit } from "../services/audit-log.js";
-import { decoyPasswordHash, verifyPassword } from "../services/password-hasher.js";
-import { SESSION_TTL_MS } from "../services/session-store.js";
-import { createUser, normalizeEmail, setPassword, summarizeUser } from "../services/user-accounts.js";
+import { recordAudit } from "../services/audit/audit-log.js";
+import { decoyPasswordHash, verifyPassword } from "../services/accounts/password-hasher.js";
+import { SESSION_TTL_MS } from "../services/accounts/session-store.js";
+import { createUser, normalizeEmail, setPassword, summarizeUser } from "../services/accounts/user-accounts.js";
 import { publicProcedure, router, viewerProcedure } from "../trpc.js";
 import type { ApiContext } from "../context.js";
 

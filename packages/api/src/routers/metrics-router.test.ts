@@ -7,9 +7,9 @@ import type { Database, UsageSample } from "@operon/db";
 import { testDatabaseBackends } from "@operon/db/testing/test-databases";
 import { ControlPlane } from "../control-plane.js";
 import type { ApiLogger } from "../options.js";
-import { GatewayClient } from "../services/gateway-client.js";
-import { compactUsageSamples } from "../services/usage-compaction.js";
-import { UsageSampler } from "../services/usage-sampler.js";
+import { GatewayClient } from "../services/gateway/gateway-client.js";
+import { compactUsageSamples } from "../services/usage/usage-compaction.js";
+import { UsageSampler } from "../services/usage/usage-sampler.js";
 import { appCodeOf, createControlPlaneHarness, type ControlPlaneHarness } from "../testing/control-plane-harness.js";
 import { startTestGateway, type TestGateway } from "../testing/gateway-harness.js";
 

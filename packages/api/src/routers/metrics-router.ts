@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { currentUsage, usageCosts, usageTimeSeries } from "../services/usage-metrics.js";
+import { currentUsage, usageCosts, usageTimeSeries } from "../services/usage/usage-metrics.js";
 import { router, viewerProcedure } from "../trpc.js";
 
 /**

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "@operon/db";
 import { testDatabaseBackends } from "@operon/db/testing/test-databases";
 import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
-import { writeOnnxModel, type OnnxValueInfo } from "@operon/worker/testing/onnx-model-writer";
+import { writeOnnxModel, type OnnxValueInfo } from "@operon/testing/onnx-model-writer";
 import type { AppError, FieldError } from "../app-error.js";
 import { createInProcessContext } from "../context.js";
 import { ControlPlane } from "../control-plane.js";

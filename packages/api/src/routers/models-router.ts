@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { DATATYPES } from "@operon/protocol/datatypes";
-import type { ModelActor } from "../services/model-registry.js";
+import type { ModelActor } from "../services/models/model-registry.js";
 import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
 
 /**

@@ -8,8 +8,8 @@ import { testDatabaseBackends } from "@operon/db/testing/test-databases";
 import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
 import { generateApiKey } from "@operon/protocol/api-keys";
 import { ControlPlane } from "../control-plane.js";
-import { GatewayClient } from "../services/gateway-client.js";
-import type { PerfProgressView } from "../services/perf-runs.js";
+import { GatewayClient } from "../services/gateway/gateway-client.js";
+import type { PerfProgressView } from "../services/perf/perf-runs.js";
 import { appCodeOf, createControlPlaneHarness, type ControlPlaneHarness } from "../testing/control-plane-harness.js";
 import { startTestGateway, type TestGateway } from "../testing/gateway-harness.js";
 

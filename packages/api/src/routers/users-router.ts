@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { Role } from "@operon/db";
 import { AppError } from "../app-error.js";
-import { createUser, setPassword, summarizeUser, updateUser } from "../services/user-accounts.js";
+import { createUser, setPassword, summarizeUser, updateUser } from "../services/accounts/user-accounts.js";
 import { adminProcedure, router } from "../trpc.js";
 
 const role = z.enum([Role.ADMIN, Role.ENGINEER, Role.VIEWER]);

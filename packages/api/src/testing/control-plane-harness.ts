@@ -7,8 +7,8 @@ import { createInProcessContext } from "../context.js";
 import { ControlPlane } from "../control-plane.js";
 import type { ControlPlaneOptions } from "../options.js";
 import { createCaller } from "../root.js";
-import type { SessionUser } from "../services/session-store.js";
-import { createUser } from "../services/user-accounts.js";
+import type { SessionUser } from "../services/accounts/session-store.js";
+import { createUser } from "../services/accounts/user-accounts.js";
 
 /**
  * A control plane over a test database (see @operon/db/testing/test-databases)

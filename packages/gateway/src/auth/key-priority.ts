@@ -1,5 +1,5 @@
 import type { InferRequest } from "@operon/protocol/inference";
-import type { InferenceEngine } from "../engine-api.js";
+import type { InferenceEngine } from "../engine/engine-api.js";
 import type { Principal } from "./access-policy.js";
 
 /**

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { OperonError } from "@operon/protocol/errors";
 import type { Parameters, Tensor } from "@operon/protocol/tensor";
-import { GatewayMetrics } from "../metrics.js";
+import { GatewayMetrics } from "../observability/metrics.js";
 import type { RunModel } from "./dag-executor.js";
 import { OperatorRunner } from "./operator-runner.js";
 import type { OperatorSpec } from "./operator-spec.js";

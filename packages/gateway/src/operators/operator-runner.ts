@@ -1,10 +1,10 @@
 import { OperonError } from "@operon/protocol/errors";
 import type { Parameters } from "@operon/protocol/tensor";
-import type { GatewayMetrics } from "../metrics.js";
-import type { ExecutionTiming } from "../model-stats.js";
+import type { GatewayMetrics } from "../observability/metrics.js";
+import type { ExecutionTiming } from "../observability/model-stats.js";
 import type { ScheduledResult } from "../scheduling/request-scheduler.js";
 import type { SchedulerPolicy } from "../scheduling/scheduler-policy.js";
-import type { RunnerRequest, VersionRunner } from "../version-runner.js";
+import type { RunnerRequest, VersionRunner } from "../engine/version-runner.js";
 import { DagExecutor, type RunModel, type StepRecord } from "./dag-executor.js";
 import type { OperatorSpec } from "./operator-spec.js";
 import { stepOutputsJson } from "./step-outputs-json.js";

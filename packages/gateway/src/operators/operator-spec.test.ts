@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { OperonError } from "@operon/protocol/errors";
-import type { ServedModelSignature } from "../request-validation.js";
+import type { ServedModelSignature } from "../engine/request-validation.js";
 import {
   analyzeOperator,
   assertValidOperator,

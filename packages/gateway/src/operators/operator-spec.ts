@@ -1,7 +1,7 @@
 import { isDataType, toConfigDataType, type DataType } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
-import type { ServedModelSignature, ServedTensorConfig } from "../request-validation.js";
+import type { ServedModelSignature, ServedTensorConfig } from "../engine/request-validation.js";
 
 /**
  * An operator: a DAG of model calls, conditional routes and early exits,

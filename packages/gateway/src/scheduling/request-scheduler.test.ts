@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
-import type { ExecutionTiming } from "../model-stats.js";
+import type { ExecutionTiming } from "../observability/model-stats.js";
 import {
   RequestScheduler,
   type InstanceDispatcher,

@@ -1,6 +1,6 @@
 import { OperonError } from "@operon/protocol/errors";
 import type { Parameters, Tensor } from "@operon/protocol/tensor";
-import type { ExecutionTiming } from "../model-stats.js";
+import type { ExecutionTiming } from "../observability/model-stats.js";
 import { batchShapeKey, joinBatch, splitBatch } from "./batch-tensors.js";
 import type { SchedulerPolicy } from "./scheduler-policy.js";
 

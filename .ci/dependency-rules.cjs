@@ -1,0 +1,93 @@
+// The package boundaries of docs/architecture.md, checked by dependency-cruiser
+// over the TypeScript import graph (`npm run check:boundaries`, run by .ci/run).
+// Workspace packages resolve to their sources through the "source" export
+// condition, so a rule names the folders an import lands in.
+//
+// Allowed production imports between packages (tests may also use
+// @operon/testing and, for the API's harness, the gateway and worker):
+//   protocol, native, db      → nothing of ours
+//   testing, model-config, perf → protocol
+//   worker                    → protocol, native
+//   gateway                   → protocol, model-config, native   (never worker)
+//   api                       → protocol, model-config, perf, db (never gateway/worker at run time)
+//   console                   → api, for types only
+//   apps/cli                  → any package
+//   nothing imports apps/ or e2e/
+const PACKAGES = ["api", "db", "gateway", "model-config", "perf", "protocol", "testing", "worker"];
+const TEST = "(\\.test\\.ts$|/testing/)";
+
+/** A rule: production code under `from` may import only the listed packages of ours. */
+function onlyImports(from, allowed) {
+  const forbidden = [...PACKAGES, "native"].filter((name) => name !== from && !allowed.includes(name));
+  const folder = from === "native" ? "^native/" : `^packages/${from}/`;
+  return {
+    name: `${from}-imports-only-${allowed.length ? allowed.join("-") : "itself"}`,
+    comment: `${from} may import ${allowed.length ? allowed.join(", ") : "no other package of ours"} (docs/architecture.md)`,
+    severity: "error",
+    from: { path: folder, pathNot: TEST },
+    to: { path: `^(${forbidden.map((name) => (name === "native" ? "native/" : `packages/${name}/`)).join("|")})` },
+  };
+}
+
+module.exports = {
+  forbidden: [
+    onlyImports("protocol", []),
+    onlyImports("native", []),
+    onlyImports("db", []),
+    onlyImports("testing", ["protocol"]),
+    onlyImports("model-config", ["protocol"]),
+    onlyImports("perf", ["protocol"]),
+    onlyImports("worker", ["protocol", "native"]),
+    onlyImports("gateway", ["protocol", "model-config", "native"]),
+    onlyImports("api", ["protocol", "model-config", "perf", "db"]),
+    {
+      name: "gateway-and-worker-share-only-protocol",
+      comment: "The gateway and the worker never import each other, tests included: they share only the wire contract in packages/protocol",
+      severity: "error",
+      from: { path: "^packages/(gateway|worker)/" },
+      to: { path: "^packages/(gateway|worker)/", pathNot: "^packages/$1/" },
+    },
+    {
+      name: "console-imports-api-types-only",
+      comment: "The console talks to the API over tRPC: it may import @operon/api for types only, and nothing else of ours",
+      severity: "error",
+      from: { path: "^apps/console/" },
+      to: { path: "^(packages|native)/", dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "no-package-imports-apps-or-e2e",
+      comment: "apps/ and e2e/ are entry points and tests: nothing below them imports them",
+      severity: "error",
+      from: { path: "^(packages|native)/" },
+      to: { path: "^(apps|e2e)/" },
+    },
+    {
+      name: "production-code-never-imports-test-helpers",
+      comment: "@operon/testing and the testing/ folders are for tests, system tests and benchmarks",
+      severity: "error",
+      from: { path: "^(packages|native|apps)/", pathNot: TEST },
+      to: { path: "(^packages/testing/|/testing/)" },
+    },
+    {
+      name: "no-circular",
+      severity: "error",
+      comment: "Modules of ours form a DAG (Prisma's generated client is not ours)",
+      from: { pathNot: "/generated/" },
+      to: { circular: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "(/dist/|/\\.next/|node_modules)" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.base.json" },
+    combinedDependencies: true,
+    preserveSymlinks: false,
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["source", "import", "types", "default"],
+      extensions: [".ts", ".tsx", ".js", ".mjs", ".d.ts"],
+      mainFields: ["module", "main", "types"],
+    },
+  },
+};

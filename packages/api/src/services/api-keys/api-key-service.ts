@@ -1,0 +1,157 @@
+import { API_KEY_SCOPES, generateApiKey, type ApiKeyGrant, type ApiKeyScope } from "@operon/protocol/api-keys";
+import type { ApiKey, PrismaClient } from "@operon/db";
+import { AppError, notFound } from "../../app-error.js";
+import { recordAudit, type Actor } from "../audit/audit-log.js";
+
+/**
+ * Issues and revokes gateway API keys and keeps the set of valid keys
+ * (grants) that the gateway checks requests against. The database keeps
+ * only hashes; the key itself is returned once, from create().
+ *
+ * Listeners get the whole current set after every change (and once on
+ * subscribe), so a gateway that missed an update still converges.
+ */
+export type GrantsListener = (grants: ApiKeyGrant[]) => void;
+
+export interface CreateApiKeyInput {
+  name: string;
+  scopes: ApiKeyScope[];
+  expiresAt?: Date | null;
+  priorityLevel?: number;
+  qpsQuota?: number | null;
+}
+
+/** A key as listings show it: never the hash, never the key. */
+export interface ApiKeySummary {
+  id: string;
+  name: string;
+  prefix: string;
+  scopes: ApiKeyScope[];
+  ownerId: string;
+  ownerEmail?: string;
+  expiresAt: Date | null;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+  priorityLevel: number;
+  qpsQuota: number | null;
+  createdAt: Date;
+}
+
+export function summarizeApiKey(key: ApiKey & { owner?: { email: string } }): ApiKeySummary {
+  return {
+    id: key.id,
+    name: key.name,
+    prefix: key.prefix,
+    scopes: key.scopes.filter((scope): scope is ApiKeyScope => (API_KEY_SCOPES as readonly string[]).includes(scope)),
+    ownerId: key.ownerId,
+    ...(key.owner ? { ownerEmail: key.owner.email } : {}),
+    expiresAt: key.expiresAt,
+    lastUsedAt: key.lastUsedAt,
+    revokedAt: key.revokedAt,
+    priorityLevel: key.priorityLevel,
+    qpsQuota: key.qpsQuota,
+    createdAt: key.createdAt,
+  };
+}
+
+export class ApiKeyService {
+  private readonly listeners = new Set<GrantsListener>();
+  private grants: ApiKeyGrant[] = [];
+
+  private constructor(private readonly prisma: PrismaClient) {}
+
+  static async create(prisma: PrismaClient): Promise<ApiKeyService> {
+    const service = new ApiKeyService(prisma);
+    await service.reload();
+    return service;
+  }
+
+  currentGrants(): ApiKeyGrant[] {
+    return this.grants;
+  }
+
+  subscribe(listener: GrantsListener): () => void {
+    this.listeners.add(listener);
+    listener(this.grants);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Re-reads the valid keys from the database and tells the listeners. */
+  async reload(): Promise<void> {
+    const rows = await this.prisma.apiKey.findMany({
+      where: { revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }], owner: { disabled: false } },
+    });
+    this.grants = rows.map((row) => ({
+      id: row.id,
+      hash: row.keyHash,
+      scopes: summarizeApiKey(row).scopes,
+      priorityLevel: row.priorityLevel,
+      qpsQuota: row.qpsQuota,
+      expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
+    }));
+    for (const listener of this.listeners) listener(this.grants);
+  }
+
+  async create(actor: Actor, ownerId: string, input: CreateApiKeyInput): Promise<{ key: string; summary: ApiKeySummary }> {
+    if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) {
+      throw new AppError("VALIDATION_FAILED", "the expiry date is in the past", {
+        fieldErrors: [{ path: "expiresAt", message: "must be in the future" }],
+      });
+    }
+    const generated = generateApiKey();
+    const row = await this.prisma.$transaction(async (tx) => {
+      const created = await tx.apiKey.create({
+        data: {
+          name: input.name,
+          keyHash: generated.hash,
+          prefix: generated.prefix,
+          scopes: [...new Set(input.scopes)],
+          ownerId,
+          expiresAt: input.expiresAt ?? null,
+          priorityLevel: input.priorityLevel ?? 0,
+          qpsQuota: input.qpsQuota ?? null,
+        },
+      });
+      await recordAudit(tx, actor, { action: "apiKey.create", targetType: "ApiKey", targetId: created.id, after: summarizeApiKey(created) });
+      return created;
+    });
+    await this.reload();
+    return { key: generated.key, summary: summarizeApiKey(row) };
+  }
+
+  /** Revokes a key; `mayRevoke` decides whether the actor may touch this owner's keys. */
+  async revoke(actor: Actor, id: string, mayRevoke: (ownerId: string) => boolean): Promise<ApiKeySummary> {
+    const existing = await this.prisma.apiKey.findUnique({ where: { id } });
+    if (!existing || !mayRevoke(existing.ownerId)) throw notFound(`API key ${id}`);
+    if (existing.revokedAt) throw new AppError("CONFLICT", `API key '${existing.name}' (${existing.prefix}) is already revoked`);
+    const row = await this.prisma.$transaction(async (tx) => {
+      const updated = await tx.apiKey.update({ where: { id }, data: { revokedAt: new Date() } });
+      await recordAudit(tx, actor, {
+        action: "apiKey.revoke",
+        targetType: "ApiKey",
+        targetId: id,
+        before: summarizeApiKey(existing),
+        after: summarizeApiKey(updated),
+      });
+      return updated;
+    });
+    await this.reload();
+    return summarizeApiKey(row);
+  }
+
+  async list(filter: { ownerId?: string; includeRevoked: boolean }): Promise<ApiKeySummary[]> {
+    const rows = await this.prisma.apiKey.findMany({
+      where: { ...(filter.ownerId ? { ownerId: filter.ownerId } : {}), ...(filter.includeRevoked ? {} : { revokedAt: null }) },
+      include: { owner: { select: { email: true } } },
+      orderBy: { createdAt: "desc" },
+    });
+    return rows.map(summarizeApiKey);
+  }
+
+  /** Records when keys were last used (the gateway reports use; written in batches, off the request path). */
+  async markUsed(usedAt: Map<string, number>): Promise<void> {
+    for (const [id, at] of usedAt) {
+      await this.prisma.apiKey.updateMany({ where: { id }, data: { lastUsedAt: new Date(at) } });
+    }
+  }
+}

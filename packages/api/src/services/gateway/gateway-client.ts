@@ -1,0 +1,216 @@
+import type { WorkersResponse } from "@operon/protocol/admin";
+import type { ModelStatistics, RepositoryIndexEntry } from "@operon/protocol/inference";
+import { AppError } from "../../app-error.js";
+
+/**
+ * The control plane's only way to the gateway: its own HTTP endpoints
+ * (KServe v2, Triton's model repository and statistics extensions, Operon's
+ * operators and workers extensions, Prometheus metrics). Calls carry the
+ * control plane's admin API key, so they pass when model control is
+ * protected. Gateway errors become AppErrors that keep the gateway's message.
+ */
+export interface GatewayClientOptions {
+  /** e.g. http://127.0.0.1:8000 */
+  httpUrl: string;
+  /** e.g. http://127.0.0.1:8002/metrics; undefined when metrics are off. */
+  metricsUrl?: string | undefined;
+  /** Bearer key with the admin scope. */
+  adminKey?: string | undefined;
+  /** Per-call timeout (default 30 s; loads may take longer: see loadTimeoutMs). */
+  timeoutMs?: number;
+  loadTimeoutMs?: number;
+}
+
+export interface TimedResponse<T> {
+  body: T;
+  status: number;
+  /** Round trip measured by the control plane, milliseconds. */
+  latencyMs: number;
+}
+
+export interface GatewayOperator {
+  name: string;
+  version: string;
+  source: "api" | "repository";
+  spec: Record<string, unknown>;
+}
+
+/** One problem the gateway found in an operator spec; `path` names the field when the gateway knows it. */
+export interface OperatorProblem {
+  code?: string;
+  path?: string;
+  message: string;
+}
+
+export interface OperatorValidation {
+  valid: boolean;
+  problems: OperatorProblem[];
+}
+
+export class GatewayClient {
+  readonly httpUrl: string;
+  private readonly timeoutMs: number;
+  private readonly loadTimeoutMs: number;
+
+  constructor(private readonly options: GatewayClientOptions) {
+    this.httpUrl = options.httpUrl.replace(/\/+$/, "");
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.loadTimeoutMs = options.loadTimeoutMs ?? 300_000;
+  }
+
+  async serverMetadata(): Promise<{ name: string; version: string; extensions: string[] }> {
+    return (await this.request("GET", "/v2")).body as never;
+  }
+
+  async isReady(): Promise<boolean> {
+    try {
+      return (await this.request("GET", "/v2/health/ready", undefined, { acceptStatuses: [200, 400, 503] })).status === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  async repositoryIndex(): Promise<RepositoryIndexEntry[]> {
+    return (await this.request("POST", "/v2/repository/index", {})).body as RepositoryIndexEntry[];
+  }
+
+  /**
+   * Triton's load: `config` (ModelConfig JSON) overrides config.pbtxt;
+   * `files` maps `<version>/<path>` to the file's bytes (sent base64, as
+   * Triton's `file:` parameters).
+   */
+  async loadModel(name: string, options: { config?: Record<string, unknown>; files?: Map<string, Buffer> } = {}): Promise<void> {
+    const parameters: Record<string, string> = {};
+    if (options.config) parameters["config"] = JSON.stringify(options.config);
+    for (const [path, bytes] of options.files ?? []) parameters[`file:${path}`] = bytes.toString("base64");
+    await this.request("POST", `/v2/repository/models/${encodeURIComponent(name)}/load`, Object.keys(parameters).length ? { parameters } : {}, {
+      timeoutMs: this.loadTimeoutMs,
+    });
+  }
+
+  async unloadModel(name: string): Promise<void> {
+    await this.request("POST", `/v2/repository/models/${encodeURIComponent(name)}/unload`, {});
+  }
+
+  async modelConfig(name: string, version?: string): Promise<Record<string, unknown>> {
+    return (await this.request("GET", `${modelPath(name, version)}/config`)).body as Record<string, unknown>;
+  }
+
+  async modelMetadata(name: string, version?: string): Promise<Record<string, unknown>> {
+    return (await this.request("GET", modelPath(name, version))).body as Record<string, unknown>;
+  }
+
+  async statistics(name?: string): Promise<ModelStatistics[]> {
+    const path = name ? `${modelPath(name)}/stats` : "/v2/models/stats";
+    return ((await this.request("GET", path)).body as { model_stats: ModelStatistics[] }).model_stats;
+  }
+
+  /** A KServe v2 JSON inference; the body is the gateway's response as is. */
+  async infer(name: string, version: string | undefined, body: unknown): Promise<TimedResponse<Record<string, unknown>>> {
+    return (await this.request("POST", `${modelPath(name, version)}/infer`, body)) as TimedResponse<Record<string, unknown>>;
+  }
+
+  async listOperators(): Promise<GatewayOperator[]> {
+    return ((await this.request("GET", "/v2/operators")).body as { operators: GatewayOperator[] }).operators;
+  }
+
+  async registerOperator(name: string, spec: Record<string, unknown>): Promise<GatewayOperator> {
+    return (await this.request("POST", `/v2/operators/${encodeURIComponent(name)}`, spec)).body as GatewayOperator;
+  }
+
+  async unregisterOperator(name: string): Promise<void> {
+    await this.request("DELETE", `/v2/operators/${encodeURIComponent(name)}`);
+  }
+
+  /**
+   * The gateway's dry run of registerOperator (POST /v2/operators/<name>/validate):
+   * the spec is checked against the models served now and nothing is
+   * registered. Problems are data, not errors: an invalid spec answers
+   * `valid: false` with its problems, and a spec refused outright (400, e.g.
+   * malformed JSON shape) becomes one problem carrying the gateway's message.
+   */
+  async validateOperator(name: string, spec: Record<string, unknown>): Promise<OperatorValidation> {
+    const response = await this.request("POST", `/v2/operators/${encodeURIComponent(name)}/validate`, spec, { acceptStatuses: [400] });
+    const body = (response.body ?? {}) as { valid?: unknown; problems?: unknown; error?: unknown };
+    const problems: OperatorProblem[] = Array.isArray(body.problems)
+      ? body.problems.map((raw: unknown) => {
+          const item = (typeof raw === "object" && raw !== null ? raw : { message: String(raw) }) as Record<string, unknown>;
+          return {
+            message: typeof item["message"] === "string" ? item["message"] : JSON.stringify(raw),
+            ...(typeof item["code"] === "string" ? { code: item["code"] } : {}),
+            ...(typeof item["path"] === "string" && item["path"] !== "" ? { path: item["path"] } : {}),
+          };
+        })
+      : response.status === 400
+        ? [{ message: typeof body.error === "string" ? body.error : "the gateway refused the spec" }]
+        : [];
+    const valid = typeof body.valid === "boolean" ? body.valid && problems.length === 0 : problems.length === 0;
+    return { valid, problems };
+  }
+
+  async workers(): Promise<WorkersResponse> {
+    return (await this.request("GET", "/v2/operon/workers")).body as WorkersResponse;
+  }
+
+  /** Prometheus text from the metrics endpoint; undefined when metrics are off. */
+  async metricsText(): Promise<string | undefined> {
+    if (!this.options.metricsUrl) return undefined;
+    const response = await this.fetchWithTimeout(this.options.metricsUrl, { method: "GET" }, this.timeoutMs);
+    if (!response.ok) throw new AppError("GATEWAY_ERROR", `the gateway's metrics endpoint answered ${response.status}`);
+    return response.text();
+  }
+
+  private async request(
+    method: string,
+    path: string,
+    body?: unknown,
+    options: { timeoutMs?: number; acceptStatuses?: number[] } = {},
+  ): Promise<TimedResponse<unknown>> {
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers["content-type"] = "application/json";
+    if (this.options.adminKey) headers["authorization"] = `Bearer ${this.options.adminKey}`;
+    const started = performance.now();
+    const response = await this.fetchWithTimeout(
+      `${this.httpUrl}${path}`,
+      { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) },
+      options.timeoutMs ?? this.timeoutMs,
+    );
+    const text = await response.text();
+    const latencyMs = performance.now() - started;
+    let parsed: unknown = undefined;
+    if (text.length > 0) {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = { error: text };
+      }
+    }
+    if (response.ok || options.acceptStatuses?.includes(response.status)) return { body: parsed, status: response.status, latencyMs };
+    const message = (parsed as { error?: unknown } | undefined)?.error;
+    throw gatewayError(response.status, typeof message === "string" ? message : `${method} ${path} answered ${response.status}`);
+  }
+
+  private async fetchWithTimeout(url: string, init: RequestInit, timeoutMs: number): Promise<Response> {
+    try {
+      return await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+    } catch (error) {
+      const reason = (error as Error).name === "TimeoutError" ? `did not answer within ${timeoutMs} ms` : "is not reachable";
+      throw new AppError("GATEWAY_UNAVAILABLE", `the gateway at ${this.httpUrl} ${reason}`, { cause: error });
+    }
+  }
+}
+
+function modelPath(name: string, version?: string): string {
+  return `/v2/models/${encodeURIComponent(name)}${version ? `/versions/${encodeURIComponent(version)}` : ""}`;
+}
+
+/** The gateway's status (Triton's mapping) back to the API's codes; the gateway's message is kept. */
+function gatewayError(status: number, message: string): AppError {
+  if (status === 400) return new AppError("VALIDATION_FAILED", message);
+  if (status === 401 || status === 403) return new AppError("GATEWAY_ERROR", `the gateway refused the control plane's key: ${message}`);
+  if (status === 404) return new AppError("NOT_FOUND", message);
+  if (status === 409) return new AppError("CONFLICT", message);
+  if (status === 413) return new AppError("PAYLOAD_TOO_LARGE", message);
+  if (status === 503) return new AppError("GATEWAY_UNAVAILABLE", message);
+  return new AppError("GATEWAY_ERROR", message, { internal: `gateway status ${status}` });
+}

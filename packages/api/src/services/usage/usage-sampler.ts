@@ -1,0 +1,299 @@
+import type { WorkerInstanceInfo, WorkersResponse } from "@operon/protocol/admin";
+import type { ModelStatistics } from "@operon/protocol/inference";
+import type { Prisma, PrismaClient } from "@operon/db";
+import type { ApiLogger } from "../../options.js";
+import { recordAudit, SYSTEM_ACTOR } from "../audit/audit-log.js";
+import type { GatewayClient } from "../gateway/gateway-client.js";
+import { COMPACT_AFTER_MS, compactUsageSamples, type CompactionResult } from "./usage-compaction.js";
+import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQuantiles } from "./prometheus-text.js";
+
+/**
+ * Samples the gateway's usage into UsageSample rows, one per served model
+ * version per interval: the source of the metrics router's charts and of
+ * the cost model.
+ *
+ * Each sample reads the gateway's cumulative counters (GET /v2/models/stats),
+ * its worker processes (GET /v2/operon/workers) and its metrics text (the
+ * latency summaries), and stores the difference to the previous sample:
+ *
+ * - requests / errors: Δ(success + fail count) / Δ(fail count) of the statistics;
+ * - latencyP50..P99Ms: the request summary's quantiles (a recent window the
+ *   gateway keeps), null when the interval had no request;
+ * - queueTimeMs: Δ queue ns / Δ queue count;
+ * - cpuUtilization: Δ CPU seconds of the version's workers / (interval × host cores),
+ *   the share of the host's CPU capacity the model used (a restarted or new
+ *   worker counts all its CPU time: it started within the interval);
+ * - memoryBytes / instanceCount: the workers' resident memory and number at the end.
+ *
+ * The first sample after start only sets the baseline (the counters' start
+ * is unknown). A counter that went down (the model reloaded) counts from 0.
+ * Operators (registered DAGs and ensembles) are left out: their composing
+ * models are sampled, and counting both would count inferences and CPU twice.
+ * A gateway that is down is logged and the sample skipped (the next one
+ * covers the longer interval).
+ *
+ * Upkeep, when sampling starts and then at most once an hour after a
+ * sample: samples older than `retentionDays` are deleted (charts and costs
+ * never read further back than the console's longest range), and samples
+ * older than a day are merged into 5-minute samples (usage-compaction.ts).
+ */
+export interface UsageSampleResult {
+  /** Start of the interval the rows cover. */
+  at: Date | null;
+  written: number;
+  /** True when this sample only set the baseline. */
+  baseline: boolean;
+  /** Why nothing was sampled (gateway down), when skipped. */
+  skipped: string | null;
+}
+
+interface VersionCounters {
+  model: string;
+  version: string;
+  requests: number;
+  errors: number;
+  queueNs: number;
+  queueCount: number;
+}
+
+interface Snapshot {
+  takenAt: number;
+  versions: Map<string, VersionCounters>;
+  /** Worker instance -> its process and CPU seconds; undefined when the workers could not be read. */
+  workers: Map<string, { pid: number; cpuSeconds: number }> | undefined;
+}
+
+export interface UsageSamplerSchedule {
+  /** Seconds between samples; 0 = no background sampling (sampleNow still works). */
+  intervalSecs: number;
+  /** Days samples are kept; 0 = forever. */
+  retentionDays: number;
+}
+
+const UPKEEP_EVERY_MS = 3_600_000;
+
+export class UsageSampler {
+  private previous: Snapshot | undefined;
+  private lastUpkeepAt = Number.NEGATIVE_INFINITY;
+  /** Where the last compaction ended: the next one starts there (after a restart, from the oldest sample). */
+  private compactedBefore: Date | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  /** The last queued database work (a sample or the upkeep): they run one at a time, and stop() waits for it. */
+  private running: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly gateway: GatewayClient,
+    private readonly schedule: UsageSamplerSchedule,
+    private readonly logger: ApiLogger,
+  ) {}
+
+  /** Takes the baseline now and a sample every interval; a no-op when the interval is 0. */
+  start(): void {
+    if (this.schedule.intervalSecs <= 0 || this.timer !== undefined || this.stopped) return;
+    const tick = (): void => {
+      this.sampleNow().catch((error: unknown) => this.logger.error({ err: error }, "usage sample failed"));
+      this.queue(() => this.upkeepIfDue()).catch((error: unknown) => this.logger.error({ err: error }, "usage sample upkeep failed"));
+    };
+    tick();
+    this.timer = setInterval(tick, this.schedule.intervalSecs * 1000);
+    this.timer.unref();
+  }
+
+  /** Deletes the samples that started before the retention window; returns how many. A no-op when retention is 0 (forever). */
+  async prune(now: number = Date.now()): Promise<number> {
+    if (this.schedule.retentionDays <= 0) return 0;
+    const before = new Date(now - this.schedule.retentionDays * 86_400_000);
+    const { count } = await this.prisma.usageSample.deleteMany({ where: { at: { lt: before } } });
+    if (count > 0) this.logger.info({ removed: count, before: before.toISOString() }, "usage samples past the retention removed");
+    return count;
+  }
+
+  /** Merges the samples older than a day into 5-minute samples; returns what changed. */
+  async compact(now: number = Date.now()): Promise<CompactionResult> {
+    const { end, ...result } = await compactUsageSamples(this.prisma, new Date(now - COMPACT_AFTER_MS), this.compactedBefore);
+    this.compactedBefore = end;
+    if (result.removed > 0) this.logger.info({ ...result }, "usage samples older than a day merged into 5-minute samples");
+    return result;
+  }
+
+  private async upkeepIfDue(): Promise<void> {
+    const now = Date.now();
+    if (this.stopped || now - this.lastUpkeepAt < UPKEEP_EVERY_MS) return;
+    this.lastUpkeepAt = now;
+    await this.prune(now);
+    await this.compact(now);
+  }
+
+  /** Stops the timer and waits for a sample in progress. Idempotent. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running.catch(() => undefined);
+  }
+
+  /** One sample now (samples never overlap: a call waits for the one in progress). */
+  sampleNow(): Promise<UsageSampleResult> {
+    return this.queue(() => this.sample());
+  }
+
+  private queue<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.running.catch(() => undefined).then(work);
+    this.running = next;
+    return next;
+  }
+
+  private async sample(): Promise<UsageSampleResult> {
+    const takenAt = Date.now();
+    let stats: ModelStatistics[];
+    let operators: Set<string>;
+    try {
+      const [statistics, served] = await Promise.all([this.gateway.statistics(), this.gateway.listOperators()]);
+      stats = statistics;
+      operators = new Set(served.map((operator) => operator.name));
+    } catch (error) {
+      const reason = (error as Error).message;
+      this.logger.warn({ err: error }, "usage sample skipped: the gateway did not answer");
+      return { at: null, written: 0, baseline: false, skipped: reason };
+    }
+    const [workers, quantiles] = await Promise.all([this.readWorkers(), this.readQuantiles()]);
+
+    const current: Snapshot = { takenAt, versions: new Map(), workers: undefined };
+    for (const entry of stats) {
+      if (operators.has(entry.name)) continue;
+      const inference = entry.inference_stats;
+      current.versions.set(modelVersionKey(entry.name, entry.version), {
+        model: entry.name,
+        version: entry.version,
+        requests: inference.success.count + inference.fail.count,
+        errors: inference.fail.count,
+        queueNs: inference.queue.ns,
+        queueCount: inference.queue.count,
+      });
+    }
+    const workersByVersion = new Map<string, WorkerInstanceInfo[]>();
+    if (workers !== undefined) {
+      current.workers = new Map();
+      for (const worker of workers.workers) {
+        const key = modelVersionKey(worker.model, worker.version);
+        workersByVersion.set(key, [...(workersByVersion.get(key) ?? []), worker]);
+        if (worker.pid !== null && worker.cpuSeconds !== null) {
+          current.workers.set(`${key}\u0000${worker.instance}`, { pid: worker.pid, cpuSeconds: worker.cpuSeconds });
+        }
+      }
+    }
+
+    const previous = this.previous;
+    if (previous === undefined) {
+      this.previous = current;
+      return { at: null, written: 0, baseline: true, skipped: null };
+    }
+    const intervalMs = Math.max(1, takenAt - previous.takenAt);
+    const at = new Date(previous.takenAt);
+    const profile = await this.prisma.hardwareProfile.findFirst({ where: { isDefault: true }, select: { id: true } });
+    const rows: Array<Omit<Prisma.UsageSampleCreateManyInput, "modelId"> & { model: string }> = [];
+    for (const [key, now] of current.versions) {
+      const before = previous.versions.get(key);
+      const delta = (field: "requests" | "errors" | "queueNs" | "queueCount"): number => {
+        const base = before !== undefined && before.requests <= now.requests ? before[field] : 0;
+        return Math.max(0, now[field] - base);
+      };
+      const requests = delta("requests");
+      const queueCount = delta("queueCount");
+      const request = quantiles.get(key)?.request;
+      const quantileMs = (q: number): number | null => {
+        if (requests === 0 || request === undefined) return null;
+        const found = Object.entries(request).find(([label]) => Number(label) === q);
+        return found === undefined ? null : found[1] / 1000;
+      };
+      const versionWorkers = workersByVersion.get(key) ?? [];
+      rows.push({
+        model: now.model,
+        modelVersion: /^\d+$/.test(now.version) ? Number(now.version) : null,
+        hardwareProfileId: profile?.id ?? null,
+        at,
+        intervalSeconds: Math.max(1, Math.round(intervalMs / 1000)),
+        requests,
+        errors: delta("errors"),
+        latencyP50Ms: quantileMs(0.5),
+        latencyP90Ms: quantileMs(0.9),
+        latencyP95Ms: quantileMs(0.95),
+        latencyP99Ms: quantileMs(0.99),
+        queueTimeMs: queueCount > 0 ? delta("queueNs") / queueCount / 1e6 : null,
+        instanceCount: versionWorkers.length,
+        cpuUtilization: cpuUtilization(key, versionWorkers, previous.workers, current.workers, intervalMs, workers?.hostCpuCores),
+        memoryBytes: memoryOf(versionWorkers),
+      });
+    }
+
+    if (rows.length > 0) {
+      await this.prisma.$transaction(async (tx) => {
+        const modelIds = new Map<string, string>();
+        for (const name of new Set(rows.map((row) => row.model))) {
+          const existing = await tx.model.findUnique({ where: { name }, select: { id: true } });
+          if (existing !== null) {
+            modelIds.set(name, existing.id);
+            continue;
+          }
+          // A repository model the control plane has not seen yet: UsageSample needs its row.
+          const created = await tx.model.upsert({ where: { name }, create: { name }, update: {}, select: { id: true } });
+          await recordAudit(tx, SYSTEM_ACTOR, { action: "model.discover", targetType: "Model", targetId: created.id, after: { name, source: "repository" } });
+          modelIds.set(name, created.id);
+        }
+        await tx.usageSample.createMany({ data: rows.map(({ model, ...row }) => ({ ...row, modelId: modelIds.get(model)! })) });
+      });
+    }
+    this.previous = current;
+    return { at, written: rows.length, baseline: false, skipped: null };
+  }
+
+  private async readWorkers(): Promise<WorkersResponse | undefined> {
+    try {
+      return await this.gateway.workers();
+    } catch (error) {
+      this.logger.warn({ err: error }, "usage sample without CPU and memory: the gateway's workers could not be read");
+      return undefined;
+    }
+  }
+
+  private async readQuantiles(): Promise<LatencyQuantiles> {
+    try {
+      const text = await this.gateway.metricsText();
+      return text === undefined ? new Map() : latencyQuantiles(parsePrometheusText(text));
+    } catch (error) {
+      this.logger.warn({ err: error }, "usage sample without latency quantiles: the gateway's metrics could not be read");
+      return new Map();
+    }
+  }
+}
+
+/** Σ Δ CPU seconds of the version's workers / (interval × host cores); null when either end lacks the workers' CPU times. */
+function cpuUtilization(
+  versionKey: string,
+  workers: readonly WorkerInstanceInfo[],
+  before: Snapshot["workers"],
+  after: Snapshot["workers"],
+  intervalMs: number,
+  hostCpuCores: number | undefined,
+): number | null {
+  if (before === undefined || after === undefined || hostCpuCores === undefined || hostCpuCores <= 0) return null;
+  let cpuSeconds = 0;
+  let known = 0;
+  for (const worker of workers) {
+    const key = `${versionKey}\u0000${worker.instance}`;
+    const now = after.get(key);
+    if (now === undefined) continue;
+    known += 1;
+    const then = before.get(key);
+    cpuSeconds += then !== undefined && then.pid === now.pid ? Math.max(0, now.cpuSeconds - then.cpuSeconds) : now.cpuSeconds;
+  }
+  if (known === 0) return workers.length === 0 ? 0 : null;
+  return Math.min(1, cpuSeconds / ((intervalMs / 1000) * hostCpuCores));
+}
+
+function memoryOf(workers: readonly WorkerInstanceInfo[]): bigint | null {
+  const known = workers.filter((worker) => worker.rssBytes !== null);
+  return known.length === 0 ? null : BigInt(Math.round(known.reduce((sum, worker) => sum + worker.rssBytes!, 0)));
+}

@@ -1,0 +1,508 @@
+import { availableParallelism } from "node:os";
+import type { WorkerInstanceInfo, WorkersResponse } from "@operon/protocol/admin";
+import { asOperonError, OperonError } from "@operon/protocol/errors";
+import type {
+  InferRequest,
+  InferResponse,
+  ModelLoadOptions,
+  ModelMetadata,
+  ModelStatistics,
+  ModelUnloadOptions,
+  RepositoryIndexEntry,
+  ServerMetadata,
+} from "@operon/protocol/inference";
+import type { Parameters, Tensor } from "@operon/protocol/tensor";
+import type { InferenceEngine, OperatorInfo, OperatorValidation } from "./engine-api.js";
+import type { FailureReason, GatewayMetrics } from "../observability/metrics.js";
+import type { ModelManager, ServedVersion } from "../repository/model-manager.js";
+import { readProcessUsage } from "../observability/process-usage.js";
+import { resolveReshape, validateInferRequest } from "./request-validation.js";
+import { responseCacheKey, type ResponseCache } from "./response-cache.js";
+import type { RequestContext, ScheduledResult, StreamedResponse } from "../scheduling/request-scheduler.js";
+import { priorityLevelOf, queueTimeoutNsOf } from "../scheduling/scheduler-policy.js";
+import type { RunnerRequest } from "./version-runner.js";
+import type { BlsRequest } from "../instances/worker-process.js";
+
+/** The request parameter that carries a request's BLS depth (0 or absent: a client's request). */
+export const BLS_DEPTH_PARAMETER = "operon_bls_depth";
+
+/**
+ * Deepest BLS nesting served: a model calling a model ... 8 levels down.
+ * A request beyond it fails INVALID_ARG, which stops a model that calls
+ * itself (directly or through others) without end.
+ */
+export const MAX_BLS_DEPTH = 8;
+
+/** The protocol extensions this server implements, exactly (server metadata lists these). */
+export const SERVER_EXTENSIONS = [
+  "binary_tensor_data",
+  "model_repository",
+  "model_configuration",
+  "statistics",
+  "schedule_policy",
+  "parameters",
+];
+
+/**
+ * The engine behind both frontends: it resolves the model version, checks
+ * the request against the config, runs it on the version's instances and
+ * records statistics. It never runs inference itself (workers do).
+ */
+export class Engine implements InferenceEngine {
+  private draining = false;
+  private inFlight = 0;
+  private startupDone = false;
+
+  constructor(
+    private readonly manager: ModelManager,
+    private readonly info: {
+      version: string;
+      strictReadiness: boolean;
+      responseCache?: ResponseCache | undefined;
+      /** Where the latency summaries are observed (one per successful request); unset = not observed. */
+      metrics?: GatewayMetrics | undefined;
+    },
+  ) {
+    // Operator steps (ensembles, registered DAGs) call models through this engine's own infer, in process:
+    // the step model's validation, scheduler (batching), statistics and cache apply as for any request.
+    manager.setStepRunner((model, version, inputs, outputNames, signal, parameters) =>
+      this.infer({
+        modelName: model,
+        ...(version !== undefined ? { modelVersion: version } : {}),
+        parameters: parameters ?? {},
+        inputs,
+        outputs: outputNames.map((name) => ({ name })),
+        signal,
+      }),
+    );
+    // Models' BLS calls (ctx.infer) are requests like any other: validation, scheduler (batching), statistics, cache.
+    manager.setBlsHandler((call, depth) => this.inferBls(call, depth));
+  }
+
+  /** A number per load of a model version (keyed by its instances), in cache keys: a reload never serves the old files' responses. */
+  private readonly loadGenerations = new WeakMap<object, string>();
+  private nextLoadGeneration = 0;
+
+  markStartupDone(): void {
+    this.startupDone = true;
+  }
+
+  /** Stop reporting ready; new requests are still served until the frontends close. */
+  beginDrain(): void {
+    this.draining = true;
+  }
+
+  get inFlightRequests(): number {
+    return this.inFlight;
+  }
+
+  serverMetadata(): ServerMetadata {
+    return { name: "operon", version: this.info.version, extensions: [...SERVER_EXTENSIONS] };
+  }
+
+  isLive(): boolean {
+    return true;
+  }
+
+  isReady(): boolean {
+    if (this.draining || !this.startupDone) return false;
+    return !this.info.strictReadiness || this.manager.allModelsReady();
+  }
+
+  isModelReady(name: string, version?: string): boolean {
+    return this.manager.isModelReady(name, version);
+  }
+
+  modelMetadata(name: string, version?: string): ModelMetadata {
+    const served = this.manager.resolve(name, version);
+    const batched = (served.config.max_batch_size ?? 0) > 0;
+    const tensor = (t: { name?: string; data_type?: string; dims?: number[] }) => ({
+      name: t.name ?? "",
+      datatype: wireDataType(t.data_type),
+      shape: batched ? [-1, ...(t.dims ?? [])] : [...(t.dims ?? [])],
+    });
+    return {
+      name,
+      versions: this.manager.versionsOf(name),
+      platform: served.config.platform || "onnxruntime_onnx",
+      inputs: (served.config.input ?? []).map(tensor),
+      outputs: (served.config.output ?? []).map(tensor),
+    };
+  }
+
+  modelConfig(name: string, version?: string): Record<string, unknown> {
+    return this.manager.resolve(name, version).config as Record<string, unknown>;
+  }
+
+  isDecoupled(name: string, version?: string): boolean {
+    try {
+      return isDecoupledConfig(this.manager.resolve(name, version));
+    } catch {
+      return false;
+    }
+  }
+
+  async infer(request: InferRequest): Promise<InferResponse> {
+    const started = process.hrtime.bigint();
+    const served = this.manager.resolve(request.modelName, request.modelVersion);
+    if (isDecoupledConfig(served)) {
+      // Triton's answer too: a decoupled model's responses cannot fit one reply.
+      throw new OperonError(
+        "UNSUPPORTED",
+        `model '${request.modelName}' is decoupled: use ModelStreamInfer (gRPC) or generate_stream / infer_stream (HTTP)`,
+      );
+    }
+    this.inFlight += 1;
+    try {
+      let scheduled;
+      try {
+        scheduled = scheduledRequestOf(served, request);
+      } catch (error) {
+        served.stats.recordFailure(elapsedNs(started), "OTHER");
+        throw error;
+      }
+      // Response cache (Triton): a hit answers without scheduling; a miss runs and inserts the response.
+      const cache = this.responseCacheFor(served);
+      let cacheKey: string | undefined;
+      let cacheMissNs = 0;
+      if (cache !== undefined) {
+        const lookupStarted = process.hrtime.bigint();
+        cacheKey = responseCacheKey({
+          model: served.model,
+          version: served.version,
+          scope: this.loadGeneration(served),
+          inputs: request.inputs,
+          outputs: scheduled.outputNames,
+        });
+        const hit = cache.get(cacheKey);
+        cacheMissNs = elapsedNs(lookupStarted);
+        if (hit !== undefined) {
+          served.stats.recordCacheHit(cacheMissNs);
+          const requestNs = elapsedNs(started);
+          served.stats.recordCachedSuccess(requestNs);
+          this.info.metrics?.observeLatency(served, { requestNs, queueNs: 0 });
+          const response: InferResponse = { modelName: request.modelName, modelVersion: served.version, outputs: hit.outputs };
+          if (request.id !== undefined && request.id !== "") response.id = request.id;
+          return response;
+        }
+      }
+      try {
+        const result = await served.instances.execute(scheduled);
+        const outputs = restoreOutputShapes(served, result.outputs, scheduled.outputNames);
+        if (cache !== undefined && cacheKey !== undefined) {
+          const insertStarted = process.hrtime.bigint();
+          cache.set(cacheKey, { outputs });
+          served.stats.recordCacheMiss(cacheMissNs + elapsedNs(insertStarted));
+          cacheKey = undefined;
+        }
+        this.recordSuccess(served, elapsedNs(started), result, scheduled.batchSize);
+        const response: InferResponse = { modelName: request.modelName, modelVersion: served.version, outputs };
+        if (request.id !== undefined && request.id !== "") response.id = request.id;
+        if (result.parameters !== undefined) response.parameters = result.parameters;
+        return response;
+      } catch (error) {
+        if (cacheKey !== undefined) served.stats.recordCacheMiss(cacheMissNs);
+        const failure = asOperonError(error);
+        served.stats.recordFailure(elapsedNs(started), failureReason(failure));
+        throw failure;
+      }
+    } finally {
+      this.inFlight -= 1;
+    }
+  }
+
+  async inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean) => void): Promise<void> {
+    const served = this.manager.resolve(request.modelName, request.modelVersion);
+    if (!isDecoupledConfig(served)) {
+      const response = await this.infer(request);
+      onResponse(response, true);
+      return;
+    }
+    const executeStream = served.instances.executeStream?.bind(served.instances);
+    if (executeStream === undefined) {
+      throw new OperonError("UNSUPPORTED", `model '${request.modelName}' version ${served.version} cannot stream responses`);
+    }
+    const started = process.hrtime.bigint();
+    let scheduled: RunnerRequest;
+    try {
+      scheduled = scheduledRequestOf(served, request);
+    } catch (error) {
+      served.stats.recordFailure(elapsedNs(started), "OTHER");
+      throw error;
+    }
+    const { signal } = request;
+    this.inFlight += 1;
+    return new Promise<void>((resolve, reject) => {
+      let delivered = 0;
+      let finished = false;
+      let settled = false;
+      let failure: OperonError | undefined;
+      let lastAt = started;
+      let responseIndex = 0;
+      const deliver = (response: InferResponse | OperonError, final: boolean): void => {
+        if (finished) return;
+        delivered += 1;
+        if (final) finished = true;
+        try {
+          onResponse(response, final);
+        } catch {
+          // The frontend's callback failing is its own bug; the stream still completes.
+        }
+        if (final) resolve();
+      };
+      const onStreamed = (streamed: StreamedResponse): void => {
+        const now = process.hrtime.bigint();
+        const ns = Number(now - lastAt);
+        const index = responseIndex++;
+        lastAt = now;
+        if ("error" in streamed) {
+          failure ??= streamed.error;
+          served.stats.recordResponse(index, ns, "fail");
+          deliver(streamed.error, streamed.final);
+          return;
+        }
+        served.stats.recordResponse(index, ns, streamed.final && streamed.outputs.length === 0 ? "empty" : "success");
+        const response: InferResponse = {
+          modelName: request.modelName,
+          modelVersion: served.version,
+          outputs: restoreOutputShapes(served, streamed.outputs, scheduled.outputNames),
+        };
+        if (request.id !== undefined && request.id !== "") response.id = request.id;
+        deliver(response, streamed.final);
+      };
+      const queued = (() => {
+        try {
+          return executeStream(scheduled, onStreamed);
+        } catch (error) {
+          return Promise.reject(asOperonError(error));
+        }
+      })();
+      // Client gone: while queued, the scheduler drops the request (and `queued` rejects before this runs);
+      // once running, the worker cannot be told, so the stream ends for the client now and the model's
+      // later responses are dropped.
+      const onAbort = (): void => {
+        setImmediate(() => {
+          if (settled || finished) return;
+          failure ??= new OperonError("CANCELLED", "the client cancelled the request while the model was streaming");
+          deliver(failure, true);
+        });
+      };
+      if (signal !== undefined) {
+        if (signal.aborted) onAbort();
+        else signal.addEventListener("abort", onAbort, { once: true });
+      }
+      const done = (outcome: { result: ScheduledResult } | { error: OperonError }): void => {
+        settled = true;
+        signal?.removeEventListener("abort", onAbort);
+        this.inFlight -= 1;
+        if ("error" in outcome) {
+          served.stats.recordFailure(elapsedNs(started), failureReason(outcome.error));
+          if (delivered === 0) reject(outcome.error);
+          else deliver(outcome.error, true);
+          return;
+        }
+        if (failure !== undefined) served.stats.recordFailure(elapsedNs(started), failureReason(failure));
+        else this.recordSuccess(served, elapsedNs(started), outcome.result, scheduled.batchSize);
+        if (!finished) deliver(new OperonError("INTERNAL", `model '${request.modelName}' ended its stream without a final response`), true);
+      };
+      queued.then(
+        (result) => done({ result }),
+        (error: unknown) => done({ error: asOperonError(error) }),
+      );
+    });
+  }
+
+  /** A request that ran and succeeded: statistics (and their counters) and the latency summaries, from the same durations. */
+  private recordSuccess(served: ServedVersion, requestNs: number, result: ScheduledResult, batchSize: number): void {
+    served.stats.recordSuccess(requestNs, result.queueNs, result.timing, batchSize);
+    this.info.metrics?.observeLatency(served, { requestNs, queueNs: result.queueNs, computeInferNs: result.timing.computeInferNs });
+  }
+
+  /** A model's BLS call (ctx.infer) at BLS depth `depth`: an inference like any other, one level deeper. */
+  private async inferBls(call: BlsRequest, depth: number): Promise<{ outputs: Tensor[] }> {
+    if (this.isDecoupled(call.model, call.version)) {
+      throw new OperonError("UNSUPPORTED", `model '${call.model}' is decoupled: a BLS call (ctx.infer) takes one response, so it cannot call a decoupled model`);
+    }
+    const parameters: Parameters = {};
+    for (const [key, value] of Object.entries(call.parameters ?? {})) {
+      if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") parameters[key] = value;
+    }
+    // A depth the model passed on (explicitly) never lowers the one the gateway derived.
+    const passed = parameters[BLS_DEPTH_PARAMETER];
+    parameters[BLS_DEPTH_PARAMETER] = typeof passed === "number" && passed > depth ? passed : depth;
+    const response = await this.infer({
+      modelName: call.model,
+      ...(call.version !== undefined ? { modelVersion: call.version } : {}),
+      parameters,
+      inputs: call.inputs,
+      ...(call.outputNames !== undefined ? { outputs: call.outputNames.map((name) => ({ name })) } : {}),
+    });
+    return { outputs: response.outputs };
+  }
+
+  /**
+   * The server's cache when this version may use it: the server has one
+   * (--cache-config), the config enables response_cache, and the model is
+   * neither decoupled (validateConfig rejects that pairing) nor sequence
+   * batched (its outputs depend on state, as in Triton).
+   */
+  private responseCacheFor(served: ServedVersion): ResponseCache | undefined {
+    const config = served.config;
+    if (this.info.responseCache === undefined || config.response_cache?.enable !== true) return undefined;
+    if (config.model_transaction_policy?.decoupled === true || config.sequence_batching !== undefined) return undefined;
+    return this.info.responseCache;
+  }
+
+  private loadGeneration(served: ServedVersion): string {
+    let generation = this.loadGenerations.get(served.instances);
+    if (generation === undefined) {
+      generation = String((this.nextLoadGeneration += 1));
+      this.loadGenerations.set(served.instances, generation);
+    }
+    return generation;
+  }
+
+  repositoryIndex(options: { ready?: boolean }): Promise<RepositoryIndexEntry[]> {
+    return this.manager.repositoryIndex(options.ready ?? false);
+  }
+
+  async loadModel(name: string, options: ModelLoadOptions): Promise<void> {
+    await this.manager.loadFromApi(name, options);
+  }
+
+  async unloadModel(name: string, _options: ModelUnloadOptions): Promise<void> {
+    await this.manager.unloadFromApi(name);
+  }
+
+  modelStatistics(name?: string, version?: string): ModelStatistics[] {
+    return this.manager.servedVersions(name, version).map((served) => served.stats.snapshot());
+  }
+
+  async registerOperator(spec: unknown): Promise<OperatorInfo> {
+    return this.manager.registerOperator(spec);
+  }
+
+  async unregisterOperator(name: string): Promise<void> {
+    await this.manager.unregisterOperator(name);
+  }
+
+  listOperators(): OperatorInfo[] {
+    return this.manager.listOperators();
+  }
+
+  async validateOperator(spec: unknown): Promise<OperatorValidation> {
+    const problems = await this.manager.operatorProblems(spec);
+    return { valid: problems.length === 0, problems };
+  }
+
+  async workers(): Promise<WorkersResponse> {
+    const workers: WorkerInstanceInfo[] = [];
+    for (const { model, version, instances } of this.manager.workerInstances()) {
+      for (const instance of instances) workers.push({ model, version, ...instance, cpuSeconds: null, rssBytes: null });
+    }
+    // Read together: a worker's procfs read takes a few microseconds, and none waits on another.
+    await Promise.all(
+      workers.map(async (worker) => {
+        if (worker.pid === null) return;
+        Object.assign(worker, await readProcessUsage(worker.pid));
+      }),
+    );
+    const cpu = process.cpuUsage();
+    return {
+      workers,
+      hostCpuCores: availableParallelism(),
+      gateway: { pid: process.pid, cpuSeconds: (cpu.user + cpu.system) / 1e6, rssBytes: process.memoryUsage().rss },
+    };
+  }
+}
+
+function isDecoupledConfig(served: ServedVersion): boolean {
+  return served.config.model_transaction_policy?.decoupled === true;
+}
+
+/** Validates a request against the version and turns it into what its runner schedules. */
+function scheduledRequestOf(served: ServedVersion, request: InferRequest): RunnerRequest {
+  const blsDepth = blsDepthOf(request);
+  const validated = validateInferRequest(served.signature, request);
+  const policy = served.instances.policy;
+  const level = priorityLevelOf(policy, request.parameters);
+  const parameters = wireParameters(request.parameters);
+  const context: RequestContext = {
+    blsDepth,
+    ...(request.id !== undefined && request.id !== "" ? { id: request.id } : {}),
+    ...(parameters !== undefined ? { parameters } : {}),
+  };
+  return {
+    ...validated,
+    level,
+    timeoutNs: queueTimeoutNsOf(policy, level, request.parameters),
+    ...(request.signal !== undefined ? { signal: request.signal } : {}),
+    parameters: request.parameters,
+    context,
+  };
+}
+
+/** The request's BLS depth (operon_bls_depth); INVALID_ARG when malformed or beyond MAX_BLS_DEPTH. */
+function blsDepthOf(request: InferRequest): number {
+  const raw = request.parameters[BLS_DEPTH_PARAMETER];
+  if (raw === undefined) return 0;
+  const depth = typeof raw === "bigint" ? Number(raw) : raw;
+  if (typeof depth !== "number" || !Number.isSafeInteger(depth) || depth < 0) {
+    throw new OperonError("INVALID_ARG", `parameter '${BLS_DEPTH_PARAMETER}' must be a non-negative integer, got ${JSON.stringify(String(raw))}`);
+  }
+  if (depth > MAX_BLS_DEPTH) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `BLS depth limit exceeded: a call to model '${request.modelName}' at BLS depth ${depth}, beyond the limit of ${MAX_BLS_DEPTH} (does a model call itself, directly or through others, without end?)`,
+    );
+  }
+  return depth;
+}
+
+/** Parameters as the worker wire carries them (64-bit integers beyond 2^53 as decimal strings); undefined when none. */
+function wireParameters(parameters: Parameters): Record<string, string | number | boolean> | undefined {
+  const entries = Object.entries(parameters);
+  if (entries.length === 0) return undefined;
+  const wire: Record<string, string | number | boolean> = {};
+  for (const [key, value] of entries) wire[key] = typeof value === "bigint" ? value.toString() : value;
+  return wire;
+}
+
+function wireDataType(configType: string | undefined): string {
+  if (configType === "TYPE_STRING") return "BYTES";
+  return configType?.startsWith("TYPE_") ? configType.slice(5) : (configType ?? "");
+}
+
+function elapsedNs(started: bigint): number {
+  return Number(process.hrtime.bigint() - started);
+}
+
+function failureReason(error: OperonError): FailureReason {
+  if (error.kind === "CANCELLED") return "CANCELED";
+  if (error.kind === "UNAVAILABLE") return "REJECTED";
+  if (error.kind === "INVALID_ARG") return "OTHER";
+  return "BACKEND";
+}
+
+/** Orders outputs as requested (else as configured) and maps reshaped outputs back to their config dims. */
+function restoreOutputShapes(served: ServedVersion, outputs: Tensor[], requested: string[] | undefined): Tensor[] {
+  const configs = served.signature.outputs;
+  const order = requested ?? configs.map((output) => output.name);
+  const byName = new Map(outputs.map((output) => [output.name, output]));
+  const ordered: Tensor[] = [];
+  for (const name of order) {
+    const tensor = byName.get(name);
+    if (tensor === undefined) continue;
+    const config = configs.find((output) => output.name === name);
+    if (config?.reshape !== undefined) {
+      const batched = served.signature.maxBatchSize > 0;
+      const modelShape = batched ? tensor.shape.slice(1) : tensor.shape;
+      const dims = resolveReshape(config.dims, modelShape);
+      ordered.push({ ...tensor, shape: batched ? [tensor.shape[0]!, ...dims] : dims });
+    } else {
+      ordered.push(tensor);
+    }
+  }
+  for (const tensor of outputs) if (!order.includes(tensor.name)) ordered.push(tensor);
+  return ordered;
+}

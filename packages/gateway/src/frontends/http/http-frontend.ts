@@ -1,0 +1,463 @@
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import {
+  INFERENCE_HEADER_CONTENT_LENGTH,
+  type RawInputSpec,
+  encodeInferResponseBody,
+  parseInferenceHeaderLength,
+} from "@operon/protocol/binary-tensor-codec";
+import { OperonError, isOperonError } from "@operon/protocol/errors";
+import type { InferRequest, InferResponse } from "@operon/protocol/inference";
+import type { AccessNeed, GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
+import { applyKeyPriority } from "../../auth/key-priority.js";
+import type { InferenceEngine } from "../../engine/engine-api.js";
+import { DEFAULT_MAX_BODY_BYTES, parseJsonBody, readBody } from "./http-body-reader.js";
+import { ClientClosedError } from "./http-errors.js";
+import { decodeGenerateBody, encodeGenerateResponse } from "./http-generate.js";
+import { decodeInferBody } from "./http-infer-request.js";
+import { rawInputSpecFromEngine } from "./http-raw-input.js";
+import { decodeIndexRequest, decodeLoadRequest, decodeUnloadRequest } from "./http-repository-request.js";
+import { reportOf, sendBody, sendEmpty, sendError, sendJson } from "./http-respond.js";
+import { type RouteParams, Router } from "./http-router.js";
+import { EventStream } from "./http-sse.js";
+
+/**
+ * The HTTP/REST frontend: KServe v2 plus Triton's extensions (binary
+ * tensor data, model configuration, statistics, model repository,
+ * generate / generate_stream) and Operon's infer_stream on plain
+ * node:http. It sees the engine only through InferenceEngine.
+ *
+ * Streaming endpoints answer with server-sent events (http/http-sse.ts):
+ * generate_stream one generate response object per model response,
+ * infer_stream one KServe v2 JSON infer response per model response, the
+ * last marked `parameters.triton_final_response: true`. Both serve any
+ * model (a non-decoupled one gives one event). A client that disconnects
+ * cancels its request (see InferenceEngine.inferStream).
+ *
+ * With an access policy, each route is checked before its body is read
+ * (`Authorization: Bearer <key>`); a 401 carries `WWW-Authenticate: Bearer`.
+ * An inference request without a `priority` parameter gets its key's
+ * priority level (auth/key-priority.ts).
+ */
+
+export interface HttpFrontendLogger {
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+export interface HttpFrontendOptions {
+  host: string;
+  /** 0 = let the OS pick a free port; the bound port is returned. */
+  port: number;
+  /** Largest request body accepted, bytes, after any gzip/deflate is undone (default 64 MiB). */
+  maxBodyBytes?: number;
+  logger?: HttpFrontendLogger;
+  /**
+   * The input a raw binary request (Inference-Header-Content-Length: 0)
+   * fills. Default: the model's only input from its metadata, batch-1 when
+   * its config has max_batch_size > 0. At most one -1 dimension may remain;
+   * it is resolved from the body size.
+   */
+  rawInputShape?: (model: string, version: string | undefined) => RawInputSpec | Promise<RawInputSpec>;
+  /**
+   * API key checks (auth/access-policy.ts); undefined = every route open.
+   * Open: GET /v2/health/live, /v2/health/ready, /v2. Admin: model load and
+   * unload, operator registration and removal. Everything else: infer.
+   */
+  access?: GatewayAccessPolicy;
+}
+
+export interface HttpFrontend {
+  port: number;
+  /** Stops accepting, lets in-flight requests finish for graceMs (default 5000), then closes every connection. Idempotent. */
+  stop(graceMs?: number): Promise<void>;
+  server: http.Server;
+}
+
+const DEFAULT_GRACE_MS = 5000;
+
+/** Longer than common load-balancer idle timeouts (60 s), so the server is not the side that drops a reused connection. */
+const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
+interface RequestContext {
+  req: IncomingMessage;
+  res: ServerResponse;
+  params: RouteParams;
+  /** The API key the request was authorized with; null when anonymous (or no access policy). */
+  principal: Principal | null;
+}
+
+type Handler = (context: RequestContext) => void | Promise<void>;
+
+/** "open": no key is ever looked at (health, server metadata); otherwise the access policy's need. */
+type RouteNeed = "open" | AccessNeed;
+
+interface Route {
+  need: RouteNeed;
+  handler: Handler;
+}
+
+/** Without a logger, only server faults reach stderr; client errors are the clients' business. */
+const FALLBACK_LOGGER: HttpFrontendLogger = {
+  info: () => {},
+  warn: (obj, msg) => console.warn(msg ?? "", obj),
+  error: (obj, msg) => console.error(msg ?? "", obj),
+};
+
+export async function startHttpFrontend(engine: InferenceEngine, options: HttpFrontendOptions): Promise<HttpFrontend> {
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const logger = options.logger ?? FALLBACK_LOGGER;
+  const rawInputShape = options.rawInputShape ?? ((model, version) => rawInputSpecFromEngine(engine, model, version));
+  const router = buildRouter(engine, { maxBodyBytes, rawInputShape, logger });
+  const access = options.access;
+  let closing = false;
+  // Requests in flight. On stop, those whose response has not started are
+  // told to close their connection, so a drained keep-alive connection does
+  // not hold the server open until the grace period ends.
+  const pending = new Set<ServerResponse>();
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (closing) res.setHeader("Connection", "close");
+    pending.add(res);
+    res.once("close", () => pending.delete(res));
+    const method = req.method ?? "GET";
+    const path = pathOf(req.url);
+    try {
+      const match = router.match(method, path);
+      if (match.kind === "not-found") {
+        sendError(res, 404, `no endpoint at '${path}'`);
+        return;
+      }
+      if (match.kind === "method-not-allowed") {
+        const allowed = match.allowed.join(", ");
+        sendError(res, 405, `method ${method} is not allowed for '${path}'; use ${allowed}`, { Allow: allowed });
+        return;
+      }
+      const { need, handler } = match.handler;
+      const principal = need === "open" || access === undefined ? null : access.authorize(authorizationOf(req), need);
+      await handler({ req, res, params: match.params, principal });
+    } catch (error) {
+      if (error instanceof ClientClosedError) {
+        logger.info({ method, path }, error.message);
+        return;
+      }
+      const report = reportOf(error);
+      if (report.serverFault) logger.error({ method, path, status: report.status, err: error }, report.message);
+      else logger.info({ method, path, status: report.status }, report.message);
+      sendError(res, report.status, report.message, report.headers);
+    }
+  };
+
+  const server = http.createServer((req, res) => void handle(req, res));
+  // With this listener Node leaves "100 Continue" to us: readBody sends it
+  // only after the declared length passed the limit, so an oversized upload
+  // is refused before the client sends it.
+  server.on("checkContinue", (req, res) => void handle(req, res));
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  logger.info({ host: options.host, port }, "HTTP frontend listening");
+
+  let stopped: Promise<void> | undefined;
+  const stop = (graceMs = DEFAULT_GRACE_MS): Promise<void> => {
+    stopped ??= new Promise<void>((resolve) => {
+      closing = true;
+      for (const res of pending) if (!res.headersSent) res.setHeader("Connection", "close");
+      const force = setTimeout(() => server.closeAllConnections(), graceMs);
+      force.unref();
+      server.close(() => {
+        clearTimeout(force);
+        resolve();
+      });
+      server.closeIdleConnections();
+    });
+    return stopped;
+  };
+
+  return { port, stop, server };
+}
+
+interface RouterOptions {
+  maxBodyBytes: number;
+  rawInputShape: NonNullable<HttpFrontendOptions["rawInputShape"]>;
+  logger: HttpFrontendLogger;
+}
+
+function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Route> {
+  const { maxBodyBytes } = options;
+  const router = new Router<Route>();
+  // Each route says what it needs (see auth/access-policy.ts): "open" routes take no key, so probes never need one.
+  const add = (method: string, path: string, need: RouteNeed, handler: Handler): void => void router.add(method, path, { need, handler });
+  const readJson = async (req: IncomingMessage, res: ServerResponse): Promise<unknown> =>
+    parseJsonBody(await readBody(req, res, maxBodyBytes));
+  const versionOf = (params: RouteParams): string | undefined => params["version"];
+  const modelOf = (params: RouteParams): string => params["model"]!;
+  // Health answers carry no body: 200 means yes, 400 (as Triton answers) means no.
+  const health = (yes: boolean): number => (yes ? 200 : 400);
+
+  add("GET", "/v2/health/live", "open", ({ res }) => sendEmpty(res, health(engine.isLive())));
+  add("GET", "/v2/health/ready", "open", ({ res }) => sendEmpty(res, health(engine.isReady())));
+  add("GET", "/v2", "open", ({ res }) => sendJson(res, 200, engine.serverMetadata()));
+  // Before the model routes: "stats" here is the endpoint, not a model name.
+  add("GET", "/v2/models/stats", "infer", ({ res }) => sendJson(res, 200, { model_stats: engine.modelStatistics() }));
+
+  const modelRoutes: Array<[method: string, suffix: string, handler: Handler]> = [
+    ["GET", "", ({ res, params }) => sendJson(res, 200, engine.modelMetadata(modelOf(params), versionOf(params)))],
+    ["GET", "/ready", ({ res, params }) => sendEmpty(res, health(engine.isModelReady(modelOf(params), versionOf(params))))],
+    ["GET", "/config", ({ res, params }) => sendJson(res, 200, engine.modelConfig(modelOf(params), versionOf(params)))],
+    [
+      "GET",
+      "/stats",
+      ({ res, params }) => sendJson(res, 200, { model_stats: engine.modelStatistics(modelOf(params), versionOf(params)) }),
+    ],
+    ["POST", "/infer", (context) => handleInfer(engine, options, context)],
+    ["POST", "/generate", (context) => handleGenerate(engine, options, context)],
+    ["POST", "/generate_stream", (context) => handleEventStream(engine, options, context, "generate")],
+    ["POST", "/infer_stream", (context) => handleEventStream(engine, options, context, "infer")],
+  ];
+  for (const [method, suffix, handler] of modelRoutes) {
+    add(method, `/v2/models/:model${suffix}`, "infer", handler);
+    add(method, `/v2/models/:model/versions/:version${suffix}`, "infer", handler);
+  }
+
+  add("POST", "/v2/repository/index", "infer", async ({ req, res }) => {
+    sendJson(res, 200, await engine.repositoryIndex(decodeIndexRequest(await readJson(req, res))));
+  });
+  add("POST", "/v2/repository/models/:model/load", "admin", async ({ req, res, params }) => {
+    await engine.loadModel(modelOf(params), decodeLoadRequest(await readJson(req, res)));
+    sendEmpty(res, 200);
+  });
+  add("POST", "/v2/repository/models/:model/unload", "admin", async ({ req, res, params }) => {
+    await engine.unloadModel(modelOf(params), decodeUnloadRequest(await readJson(req, res)));
+    sendEmpty(res, 200);
+  });
+
+  // Operators (Operon extension): DAG specs registered at run time, served under /v2/models/<name> like models.
+  add("GET", "/v2/operators", "infer", ({ res }) => sendJson(res, 200, { operators: engine.listOperators() }));
+  add("GET", "/v2/operators/:operator", "infer", ({ res, params }) => {
+    const name = params["operator"]!;
+    const found = engine.listOperators().filter((operator) => operator.name === name);
+    if (found.length === 0) throw new OperonError("NOT_FOUND", `no operator named '${name}' is served`);
+    sendJson(res, 200, found[found.length - 1]);
+  });
+  add("POST", "/v2/operators/:operator", "admin", async ({ req, res, params }) => {
+    const name = params["operator"]!;
+    sendJson(res, 200, await engine.registerOperator(operatorSpecBody(name, await readJson(req, res))));
+  });
+  // A dry run of the route above: 200 { valid, problems } whatever the spec's problems are.
+  add("POST", "/v2/operators/:operator/validate", "infer", async ({ req, res, params }) => {
+    const name = params["operator"]!;
+    sendJson(res, 200, await engine.validateOperator(operatorSpecBody(name, await readJson(req, res))));
+  });
+  add("DELETE", "/v2/operators/:operator", "admin", async ({ res, params }) => {
+    await engine.unregisterOperator(params["operator"]!);
+    sendEmpty(res, 200);
+  });
+
+  // Operon's admin extension (@operon/protocol/admin): the backend workers and their process usage.
+  add("GET", "/v2/operon/workers", "infer", async ({ res }) => sendJson(res, 200, await engine.workers()));
+  return router;
+}
+
+/** An operator spec body for the operator named in the path: a JSON object whose `name`, if any, is that name. */
+function operatorSpecBody(name: string, body: unknown): Record<string, unknown> {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) {
+    throw new OperonError("INVALID_ARG", "the request body must be an operator spec (a JSON object)");
+  }
+  const named = (body as { name?: unknown }).name;
+  if (named !== undefined && named !== name) {
+    throw new OperonError("INVALID_ARG", `the spec's name ${JSON.stringify(named)} differs from the operator name '${name}' in the path`);
+  }
+  return { ...body, name };
+}
+
+async function handleInfer(engine: InferenceEngine, options: RouterOptions, { req, res, params, principal }: RequestContext): Promise<void> {
+  const modelName = params["model"]!;
+  const modelVersion = params["version"];
+  const body = await readBody(req, res, options.maxBodyBytes);
+  const header = req.headers[INFERENCE_HEADER_CONTENT_LENGTH];
+  const headerLength = parseInferenceHeaderLength(Array.isArray(header) ? header[0] : header);
+  const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
+  const { request, binaryDataOutput } = await decodeInferBody(body, headerLength, target, () =>
+    options.rawInputShape(modelName, modelVersion),
+  );
+  applyKeyPriority(engine, request, principal);
+
+  // The engine may queue the request for a while: if the client gives up
+  // meanwhile, the signal lets it drop the work instead of computing for nobody.
+  const controller = new AbortController();
+  const onClose = (): void => {
+    if (!res.writableFinished) controller.abort(new ClientClosedError());
+  };
+  res.on("close", onClose);
+  if (res.destroyed || req.socket.destroyed) onClose();
+  request.signal = controller.signal;
+  let response;
+  try {
+    response = await engine.infer(request);
+  } catch (error) {
+    if (controller.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+    throw error;
+  } finally {
+    res.off("close", onClose);
+  }
+  if (controller.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+
+  const encoded = encodeInferResponseBody(
+    { ...response, id: response.id ?? request.id },
+    { binaryDataOutput, outputs: request.outputs },
+  );
+  const headers =
+    encoded.headerLength === undefined
+      ? { "Content-Type": "application/json" }
+      : { "Content-Type": "application/octet-stream", "Inference-Header-Content-Length": encoded.headerLength };
+  sendBody(res, 200, headers, encoded.body);
+}
+
+/** An AbortSignal that aborts when the client goes away before the response is complete; dispose() stops watching. */
+function clientGone(req: IncomingMessage, res: ServerResponse): { signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const onClose = (): void => {
+    if (!res.writableFinished) controller.abort(new ClientClosedError());
+  };
+  res.on("close", onClose);
+  if (res.destroyed || req.socket.destroyed) onClose();
+  return { signal: controller.signal, dispose: () => void res.off("close", onClose) };
+}
+
+/** The generate extension's request, mapped onto the model's inputs by name (http/http-generate.ts). */
+async function decodeGenerateRequest(engine: InferenceEngine, options: RouterOptions, { req, res, params }: RequestContext): Promise<InferRequest> {
+  const modelName = params["model"]!;
+  const modelVersion = params["version"];
+  const json = parseJsonBody(await readBody(req, res, options.maxBodyBytes));
+  const metadata = engine.modelMetadata(modelName, modelVersion);
+  const maxBatchSize = engine.modelConfig(modelName, modelVersion)["max_batch_size"];
+  const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
+  return decodeGenerateBody(json, target, metadata, typeof maxBatchSize === "number" && maxBatchSize > 0);
+}
+
+/**
+ * POST .../generate: exactly one response, as Triton requires. A decoupled
+ * model's stream is read until its final flag; a second response (or none
+ * at all) fails UNSUPPORTED, pointing at generate_stream, and the rest of
+ * the stream is dropped.
+ */
+async function handleGenerate(engine: InferenceEngine, options: RouterOptions, context: RequestContext): Promise<void> {
+  const { req, res } = context;
+  const request = await decodeGenerateRequest(engine, options, context);
+  applyKeyPriority(engine, request, context.principal);
+  const gone = clientGone(req, res);
+  const stop = new AbortController();
+  request.signal = AbortSignal.any([gone.signal, stop.signal]);
+  let answer: InferResponse | undefined;
+  let failure: OperonError | undefined;
+  try {
+    await engine.inferStream(request, (response, final) => {
+      if (failure !== undefined) return;
+      if (isOperonError(response)) {
+        failure = response;
+        return;
+      }
+      if (final && response.outputs.length === 0) return; // the final flag alone
+      if (answer === undefined) {
+        answer = response;
+        return;
+      }
+      failure = new OperonError(
+        "UNSUPPORTED",
+        `model '${request.modelName}' sent more than one response; generate answers with exactly one: use generate_stream for a decoupled model's responses`,
+      );
+      stop.abort(failure);
+    });
+  } catch (error) {
+    if (gone.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+    throw error;
+  } finally {
+    gone.dispose();
+  }
+  if (gone.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+  if (failure !== undefined) throw failure;
+  if (answer === undefined) {
+    throw new OperonError("UNSUPPORTED", `model '${request.modelName}' sent no response; generate answers with exactly one: use generate_stream`);
+  }
+  sendBody(res, 200, { "Content-Type": "application/json" }, Buffer.from(encodeGenerateResponse(answer, request.id), "utf8"));
+}
+
+/**
+ * POST .../generate_stream ("generate") and .../infer_stream ("infer"):
+ * server-sent events, one per response, written as they come. A failure
+ * before the first response is a plain JSON error with its status; later
+ * ones are `{"error": ...}` events. generate_stream sends no event for a
+ * final flag without outputs (the end of the body says it); infer_stream
+ * always ends with an event marked triton_final_response: true (or an
+ * error event).
+ */
+async function handleEventStream(
+  engine: InferenceEngine,
+  options: RouterOptions,
+  context: RequestContext,
+  kind: "generate" | "infer",
+): Promise<void> {
+  const { req, res, params, principal } = context;
+  let request: InferRequest;
+  let outputs: InferRequest["outputs"];
+  if (kind === "generate") {
+    request = await decodeGenerateRequest(engine, options, context);
+  } else {
+    const modelName = params["model"]!;
+    const modelVersion = params["version"];
+    const body = await readBody(req, res, options.maxBodyBytes);
+    const header = req.headers[INFERENCE_HEADER_CONTENT_LENGTH];
+    const headerLength = parseInferenceHeaderLength(Array.isArray(header) ? header[0] : header);
+    const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
+    ({ request } = await decodeInferBody(body, headerLength, target, () => options.rawInputShape(modelName, modelVersion)));
+    // Events are JSON: outputs never travel as binary here.
+    outputs = request.outputs?.map(({ name }) => ({ name }));
+  }
+  applyKeyPriority(engine, request, principal);
+  const gone = clientGone(req, res);
+  request.signal = gone.signal;
+  const events = new EventStream(res);
+  try {
+    await engine.inferStream(request, (response, final) => {
+      if (isOperonError(response)) {
+        if (response.kind === "INTERNAL") options.logger.error({ model: request.modelName, err: response.message }, "streamed inference failed");
+        events.sendError(response.message);
+      } else if (kind === "generate") {
+        if (!final || response.outputs.length > 0) events.send(encodeGenerateResponse(response, request.id));
+      } else {
+        const parameters = { ...response.parameters, triton_final_response: final };
+        const encoded = encodeInferResponseBody({ ...response, id: response.id ?? request.id, parameters }, { binaryDataOutput: false, ...(outputs !== undefined ? { outputs } : {}) });
+        events.send((encoded.body as Buffer).toString("utf8"));
+      }
+      if (final) events.end();
+    });
+  } catch (error) {
+    // Nothing was sent yet (the engine's contract): a plain error with its own status.
+    if (gone.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+    throw error;
+  } finally {
+    gone.dispose();
+  }
+  events.end();
+}
+
+/** The Authorization header; undefined when absent (Node keeps only the first of duplicates). */
+function authorizationOf(req: IncomingMessage): string | undefined {
+  return req.headers.authorization;
+}
+
+/** The path part of the request target, query dropped (no KServe endpoint takes a query). */
+function pathOf(url: string | undefined): string {
+  const target = url ?? "/";
+  const query = target.indexOf("?");
+  return query === -1 ? target : target.slice(0, query);
+}

@@ -1,0 +1,471 @@
+import type { WorkerInstanceInfo } from "@operon/protocol/admin";
+import { OperonError } from "@operon/protocol/errors";
+import type { Tensor } from "@operon/protocol/tensor";
+import type { IoInfo } from "@operon/protocol/worker-wire";
+import type { Logger } from "../observability/logger.js";
+import type { GatewayMetrics } from "../observability/metrics.js";
+import type { ExecutionTiming } from "../observability/model-stats.js";
+import {
+  RequestScheduler,
+  type InstanceDispatcher,
+  type RequestContext,
+  type ReservedInstance,
+  type ScheduledRequest,
+  type ScheduledResult,
+  type StreamedResponse,
+} from "../scheduling/request-scheduler.js";
+import { schedulerPolicyFromConfig, type SchedulerPolicy } from "../scheduling/scheduler-policy.js";
+import { type BlsRequest, type ExecuteRequestOptions, WorkerProcess } from "./worker-process.js";
+
+/**
+ * The backend instances of one model version, each in its own worker
+ * process, and the scheduler in front of them (RequestScheduler: Triton's
+ * dynamic batcher or default scheduler, by the config). This class offers
+ * the scheduler the least-busy ready instance with spare capacity.
+ *
+ * A worker that exits unexpectedly fails its in-flight requests at once with
+ * UNAVAILABLE (WorkerProcess does that), is counted and logged, and is
+ * restarted with backoff while the other instances keep serving.
+ *
+ * Decoupled models (model_transaction_policy { decoupled: true }) are never
+ * batched across requests: one request per execution, sent one at a time
+ * to an instance. As in Triton, the instance is busy until the model's
+ * execute returns, not until the request's final response: the worker
+ * says when execute returned (its `executed` frame; the final response
+ * counts too, whichever comes first), and the next request goes out while
+ * the earlier ones still stream.
+ *
+ * BLS: every worker (the first ones and those restarted after a crash)
+ * gets its model's BLS calls served by options.blsHandler, with the call's
+ * BLS depth: one more than the deepest request the instance holds (queued
+ * in the worker, executing, or still streaming). The wire does not say
+ * which of them made the call, so the deepest one is assumed.
+ */
+export interface InstanceLaunchSpec {
+  model: string;
+  version: string;
+  backend: string;
+  modelPath: string;
+  /** Config handed to the backend (the raw or completed model config). */
+  config: Record<string, unknown>;
+  parameters?: Record<string, string>;
+}
+
+export interface ModelInstancesOptions {
+  workerEntry: string;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  /**
+   * Executions sent to one worker at a time. Unbatched models pipeline 2 to
+   * hide the round trip; batching models send 1 so that requests gather into
+   * the next batch while an instance is busy.
+   */
+  maxInFlightPerInstance?: number;
+  /** Give up restarting an instance after this many failed restarts in a row. */
+  maxRestartFailures?: number;
+  loadTimeoutMs?: number;
+  /** Serves the BLS calls of the models (an inference through the engine); unset = BLS is not available. */
+  blsHandler?: InstanceBlsHandler;
+}
+
+/** Runs one BLS call of a model at BLS depth `depth` (1 for a call made while serving a client's request). */
+export type InstanceBlsHandler = (call: BlsRequest, depth: number) => Promise<{ outputs: Tensor[] }>;
+
+/** What the pool tells of one instance (GET /v2/operon/workers adds model, version and process usage). */
+export type InstanceWorkerInfo = Omit<WorkerInstanceInfo, "model" | "version" | "cpuSeconds" | "rssBytes">;
+
+interface Instance {
+  name: string;
+  worker: WorkerProcess | undefined;
+  /** Unexpected exits (each followed by a restart attempt) since the version was loaded. */
+  restarts: number;
+  /** Reservations: executions (or streams whose execute has not returned) sent to the worker. */
+  inFlight: number;
+  /** BLS depth of each request the worker holds, by a token of this pool. */
+  depths: Map<number, number>;
+  restarting: boolean;
+  failedRestarts: number;
+  gaveUp: boolean;
+}
+
+/** Launches one worker and loads the model into it; kills the worker if the load fails. */
+export async function launchInstance(
+  spec: InstanceLaunchSpec,
+  instanceName: string,
+  options: ModelInstancesOptions,
+): Promise<{ worker: WorkerProcess; io: { inputs: IoInfo[]; outputs: IoInfo[] } }> {
+  const worker = await WorkerProcess.spawn({
+    entry: options.workerEntry,
+    instanceName,
+    onLog: (line) => relayWorkerLog(options.logger, instanceName, line),
+  });
+  try {
+    const load = {
+      backend: spec.backend,
+      modelPath: spec.modelPath,
+      config: spec.config,
+      ...(spec.parameters !== undefined ? { parameters: spec.parameters } : {}),
+    };
+    const io = await withTimeout(worker.load(load), options.loadTimeoutMs ?? 120_000, `loading instance '${instanceName}'`);
+    return { worker, io };
+  } catch (error) {
+    await worker.stop(1000).catch(() => undefined);
+    throw error;
+  }
+}
+
+export class ModelInstances implements InstanceDispatcher {
+  private readonly instances: Instance[] = [];
+  private stopped = false;
+  private readonly maxInFlight: number;
+  private readonly labels: { model: string; version: string };
+  private capacityListener: () => void = () => undefined;
+  private nextHold = 1;
+  readonly policy: SchedulerPolicy;
+  /** model_transaction_policy { decoupled: true }: requests go through executeStream. */
+  readonly decoupled: boolean;
+  private readonly scheduler: RequestScheduler;
+  /** Called after each execution with its batch size (statistics). */
+  onExecution: (batchSize: number, timing: ExecutionTiming) => void = () => undefined;
+
+  private constructor(
+    private spec: InstanceLaunchSpec,
+    private readonly options: ModelInstancesOptions,
+  ) {
+    const policy = schedulerPolicyFromConfig(spec.config);
+    const transaction = spec.config["model_transaction_policy"] as { decoupled?: boolean } | undefined;
+    this.decoupled = transaction?.decoupled === true;
+    // Decoupled: one request per execution, and one execution at a time per instance, so the worker never joins two.
+    this.policy = this.decoupled ? { ...policy, batching: false } : policy;
+    this.maxInFlight = this.decoupled ? 1 : (options.maxInFlightPerInstance ?? (this.policy.batching ? 1 : 2));
+    this.labels = { model: spec.model, version: spec.version };
+    this.scheduler = new RequestScheduler(this.policy, this, {
+      describe: `model '${spec.model}' version ${spec.version}`,
+      onExecution: (batchSize, timing) => this.onExecution(batchSize, timing),
+      onQueueLength: (length) => this.options.metrics.pendingRequests.set(this.labels, length),
+      onRunning: (count) => this.options.metrics.executingRequests.set(this.labels, count),
+    });
+  }
+
+  /**
+   * Starts `instanceNames.length` instances. `first`, when given, is an
+   * already loaded worker (the one the config was auto-completed from) and
+   * becomes the first instance.
+   */
+  static async start(
+    spec: InstanceLaunchSpec,
+    instanceNames: string[],
+    options: ModelInstancesOptions,
+    first?: WorkerProcess,
+  ): Promise<ModelInstances> {
+    const pool = new ModelInstances(spec, options);
+    const launches = instanceNames.map(async (name, index) => {
+      const worker = index === 0 && first !== undefined ? first : (await launchInstance(spec, name, options)).worker;
+      return { name, worker };
+    });
+    const settled = await Promise.allSettled(launches);
+    const failure = settled.find((result) => result.status === "rejected");
+    if (failure !== undefined) {
+      await Promise.all(
+        settled.map((result) => (result.status === "fulfilled" ? result.value.worker.stop(1000) : undefined)),
+      );
+      throw (failure as PromiseRejectedResult).reason;
+    }
+    for (const result of settled) {
+      if (result.status === "fulfilled") pool.adopt(result.value.name, result.value.worker);
+    }
+    pool.publishUp();
+    return pool;
+  }
+
+  /** Instances with a live worker. */
+  get readyCount(): number {
+    return this.instances.filter((instance) => instance.worker !== undefined).length;
+  }
+
+  /** Requests queued or executing. */
+  get pendingCount(): number {
+    return this.scheduler.inFlightCount;
+  }
+
+  /** True when no instance is alive and none will come back. */
+  get isDead(): boolean {
+    return this.instances.every((instance) => instance.worker === undefined && instance.gaveUp);
+  }
+
+  describe(): Array<{ name: string; pid: number | undefined; inFlight: number; restarting: boolean }> {
+    return this.instances.map((instance) => ({
+      name: instance.name,
+      pid: instance.worker?.pid,
+      inFlight: instance.inFlight,
+      restarting: instance.restarting,
+    }));
+  }
+
+  /** Each instance's worker as the admin API shows it: placement, process, state and restarts. */
+  workerInfos(): InstanceWorkerInfo[] {
+    return this.instances.map((instance) => {
+      const worker = instance.worker;
+      const placement = instancePlacement(this.spec.config, this.spec.model, instance.name);
+      return {
+        instance: instance.name,
+        backend: this.spec.backend,
+        kind: placement.kind,
+        device: placement.device,
+        pid: worker?.pid ?? null,
+        state: worker !== undefined ? "READY" : instance.gaveUp ? "FAILED" : "RESTARTING",
+        inFlight: instance.inFlight,
+        restarts: instance.restarts,
+        startedAt: worker !== undefined ? new Date(worker.startedAt).toISOString() : null,
+      };
+    });
+  }
+
+  /** Hands a request to the scheduler; see RequestScheduler for the ownership rule. */
+  execute(request: ScheduledRequest): Promise<ScheduledResult> {
+    return this.scheduler.enqueue(request);
+  }
+
+  /**
+   * A streamed request (decoupled models): queued like any other, then run
+   * alone; each response goes to onResponse as it comes, exactly one final.
+   * The promise settles after the final response (no outputs in its
+   * result), or rejects when the request never ran (queue timeout,
+   * cancelled while queued, unloading); ownership as for execute.
+   */
+  executeStream(request: ScheduledRequest, onResponse: (response: StreamedResponse) => void): Promise<ScheduledResult> {
+    return this.scheduler.enqueue({ ...request, onResponse });
+  }
+
+  /** Stops accepting work, lets queued and running requests finish (up to timeoutMs), then stops the workers. */
+  async stop(timeoutMs = 30_000): Promise<void> {
+    if (this.stopped) return;
+    await this.scheduler.stop(timeoutMs);
+    this.stopped = true;
+    await Promise.all(this.instances.map((instance) => instance.worker?.stop(5000)));
+    for (const instance of this.instances) instance.worker = undefined;
+    this.options.metrics.pendingRequests.remove(this.labels);
+    this.options.metrics.executingRequests.remove(this.labels);
+  }
+
+  /** InstanceDispatcher: reserves the least-busy ready instance with spare capacity. */
+  acquire(): ReservedInstance | undefined {
+    let best: Instance | undefined;
+    for (const instance of this.instances) {
+      if (instance.worker === undefined || instance.inFlight >= this.maxInFlight) continue;
+      if (best === undefined || instance.inFlight < best.inFlight) best = instance;
+    }
+    if (best === undefined) return undefined;
+    const instance = best;
+    const worker = instance.worker!;
+    instance.inFlight += 1;
+    let reserved = true;
+    const release = (): void => {
+      if (!reserved) return;
+      reserved = false;
+      if (instance.worker === worker) instance.inFlight -= 1;
+      this.capacityListener();
+    };
+    return {
+      run: (inputs, outputNames, context) => {
+        const dropHold = this.hold(instance, context);
+        return worker.execute(inputs, outputNames, workerOptions(context)).then(
+          (result) => {
+            dropHold();
+            release();
+            return result;
+          },
+          (error: unknown) => {
+            dropHold();
+            release();
+            throw error;
+          },
+        );
+      },
+      runRequests: (requests) => {
+        const drops = requests.map((request) => this.hold(instance, request.context));
+        const runs = requests.map((request) => worker.execute(request.inputs, request.outputNames, workerOptions(request.context)));
+        return Promise.allSettled(runs).then((settled) => {
+          for (const drop of drops) drop();
+          release();
+          return settled;
+        });
+      },
+      runStream: (inputs, outputNames, onResponse, context) => {
+        const dropHold = this.hold(instance, context);
+        const started = process.hrtime.bigint();
+        let executeNs = 0;
+        const executed = (): void => {
+          if (!reserved) return;
+          executeNs = Number(process.hrtime.bigint() - started);
+          release();
+        };
+        const deliver = (response: StreamedResponse): void => {
+          if (response.final) executed();
+          onResponse(response);
+        };
+        return worker.executeStream(inputs, outputNames, deliver, { ...workerOptions(context), onExecuted: executed }).then(() => {
+          executed();
+          dropHold();
+          // The gateway's view: from sending the request until the model's execute returned.
+          return { timing: { computeInputNs: 0, computeInferNs: executeNs, computeOutputNs: 0 } };
+        });
+      },
+    };
+  }
+
+  onCapacity(listener: () => void): void {
+    this.capacityListener = listener;
+  }
+
+  /** Records the BLS depth of a request the instance's worker now holds; returns its removal. */
+  private hold(instance: Instance, context: RequestContext | undefined): () => void {
+    const token = this.nextHold++;
+    instance.depths.set(token, context?.blsDepth ?? 0);
+    return () => void instance.depths.delete(token);
+  }
+
+  /** A BLS call of the instance's model, one level deeper than the deepest request the instance holds. */
+  private serveBls(instance: Instance, call: BlsRequest): Promise<{ outputs: Tensor[] }> {
+    const handler = this.options.blsHandler;
+    if (handler === undefined) {
+      return Promise.reject(new OperonError("UNAVAILABLE", `BLS is not available: nothing serves model calls from instance '${instance.name}'`));
+    }
+    let deepest = 0;
+    for (const depth of instance.depths.values()) deepest = Math.max(deepest, depth);
+    return handler(call, deepest + 1);
+  }
+
+  private adopt(name: string, worker: WorkerProcess): void {
+    let instance = this.instances.find((candidate) => candidate.name === name);
+    if (instance === undefined) {
+      instance = { name, worker: undefined, restarts: 0, inFlight: 0, depths: new Map(), restarting: false, failedRestarts: 0, gaveUp: false };
+      this.instances.push(instance);
+    }
+    instance.worker = worker;
+    const owner = instance;
+    // Every worker of the pool, restarted ones included, has its model's BLS calls served.
+    worker.onBlsRequest = (call) => this.serveBls(owner, call);
+    worker.on("exit", (info: { code: number | null; signal: string | null; expected: boolean }) => {
+      if (owner.worker !== worker) return;
+      owner.worker = undefined;
+      owner.inFlight = 0;
+      owner.depths.clear();
+      this.publishUp();
+      if (info.expected || this.stopped) return;
+      owner.restarts += 1;
+      this.options.metrics.workerRestarts.inc({ ...this.labels, instance: name });
+      this.options.logger.error(
+        { model: this.spec.model, version: this.spec.version, instance: name, pid: worker.pid, code: info.code, signal: info.signal },
+        "backend worker exited unexpectedly; restarting it",
+      );
+      void this.restart(owner);
+    });
+  }
+
+  private async restart(instance: Instance): Promise<void> {
+    const maxFailures = this.options.maxRestartFailures ?? 5;
+    instance.restarting = true;
+    while (!this.stopped && instance.worker === undefined) {
+      const backoffMs = Math.min(5000, 100 * 2 ** instance.failedRestarts);
+      if (instance.failedRestarts > 0) await sleep(backoffMs);
+      if (this.stopped) break;
+      try {
+        const { worker } = await launchInstance(this.spec, instance.name, this.options);
+        if (this.stopped) {
+          await worker.stop(1000);
+          break;
+        }
+        instance.failedRestarts = 0;
+        this.adopt(instance.name, worker);
+        this.options.logger.info({ model: this.spec.model, instance: instance.name, pid: worker.pid }, "backend worker restarted");
+        this.publishUp();
+        this.capacityListener();
+      } catch (error) {
+        instance.failedRestarts += 1;
+        this.options.logger.error(
+          { model: this.spec.model, instance: instance.name, attempt: instance.failedRestarts, err: (error as Error).message },
+          "restarting backend worker failed",
+        );
+        if (instance.failedRestarts >= maxFailures) {
+          instance.gaveUp = true;
+          break;
+        }
+      }
+    }
+    instance.restarting = false;
+    if (this.isDead) {
+      this.scheduler.failQueued(
+        new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} has no running instance: its workers keep failing to start`),
+      );
+    }
+    this.capacityListener();
+  }
+
+  private publishUp(): void {
+    this.options.metrics.workersUp.set(this.labels, this.readyCount);
+  }
+}
+
+/**
+ * Where an instance runs, from the config's instance_group: KIND_GPU
+ * instances on the group's GPUs in turn (GPU 0 when none are listed), every
+ * other kind on the CPU. Instances are named as the loader names them:
+ * "<group name or <model>_<group index>>_<index>".
+ */
+export function instancePlacement(config: Record<string, unknown>, model: string, instanceName: string): { kind: "CPU" | "GPU"; device: number | null } {
+  const groups = (config["instance_group"] ?? []) as Array<{ name?: string; kind?: string; count?: number; gpus?: number[] }>;
+  for (const [groupIndex, group] of groups.entries()) {
+    const groupName = group.name || `${model}_${groupIndex}`;
+    for (let i = 0; i < (group.count ?? 1); i += 1) {
+      if (`${groupName}_${i}` !== instanceName) continue;
+      if (group.kind !== "KIND_GPU") return { kind: "CPU", device: null };
+      const gpus = group.gpus ?? [];
+      return { kind: "GPU", device: gpus.length > 0 ? gpus[i % gpus.length]! : 0 };
+    }
+  }
+  return { kind: "CPU", device: null };
+}
+
+/** The id and parameters the worker shows the model; undefined when the execution is not one request's. */
+function workerOptions(context: RequestContext | undefined): ExecuteRequestOptions | undefined {
+  if (context === undefined || (context.id === undefined && context.parameters === undefined)) return undefined;
+  return {
+    ...(context.id !== undefined ? { id: context.id } : {}),
+    ...(context.parameters !== undefined ? { parameters: context.parameters } : {}),
+  };
+}
+
+/** Worker stderr carries JSON log lines; re-log them through the gateway's logger at their level. */
+function relayWorkerLog(logger: Logger, instance: string, line: string): void {
+  let record: Record<string, unknown> | undefined;
+  try {
+    const parsed: unknown = JSON.parse(line);
+    if (parsed !== null && typeof parsed === "object") record = parsed as Record<string, unknown>;
+  } catch {
+    record = undefined; // plain text, e.g. ONNX Runtime's own native messages
+  }
+  if (record === undefined) {
+    logger.info({ instance, worker: true }, line);
+    return;
+  }
+  const { msg, level, time: _time, pid: workerPid, ...fields } = record;
+  const method = level === "error" || level === "warn" || level === "debug" ? level : "info";
+  logger[method]({ ...fields, instance, workerPid }, typeof msg === "string" ? msg : line);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new OperonError("UNAVAILABLE", `${what} timed out after ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,206 @@
+import { access } from "node:fs/promises";
+import { join } from "node:path";
+import { OperonError } from "@operon/protocol/errors";
+import { autoCompleteConfig, validateAgainstModel } from "@operon/model-config/auto-complete";
+import { configFromJson } from "@operon/model-config/config-json";
+import type { ModelConfigJson } from "@operon/model-config/model-config-types";
+import { normalizeConfig, validateConfig } from "@operon/model-config/normalize-config";
+import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
+import { launchInstance, ModelInstances, type InstanceLaunchSpec, type ModelInstancesOptions } from "../instances/model-instances.js";
+import { ensembleToOperator, isEnsembleConfig } from "../operators/ensemble-operator.js";
+import { assertValidOperator, type ModelSignatureLookup, type OperatorSpec } from "../operators/operator-spec.js";
+import { listVersionDirs, readConfigText } from "./repository-scanner.js";
+import { selectVersions } from "./version-policy.js";
+import type { VersionRunner } from "../engine/version-runner.js";
+import type { WorkerProcess } from "../instances/worker-process.js";
+
+/**
+ * Turns a model folder into running versions: reads config.pbtxt (or the
+ * config override of a load request), picks versions by the version policy,
+ * starts one instance to learn the model's inputs and outputs, completes and
+ * checks the config against them, then starts the remaining instances.
+ *
+ * On any failure every worker it started is stopped before it throws.
+ *
+ * An ensemble (platform "ensemble") starts no worker: its config becomes an
+ * OperatorSpec, checked against the models served now (a step model not
+ * loaded yet fails the load with UNAVAILABLE naming it), and each version
+ * is served by an operator runner (the gateway's DAG executor).
+ */
+export interface PreparedVersion {
+  version: string;
+  config: ModelConfigJson;
+  instances: VersionRunner;
+  /** Set when the version is an operator (an ensemble): the spec its runner executes. */
+  operator?: OperatorSpec;
+}
+
+/** How the loader serves ensembles; without it they are UNSUPPORTED. */
+export interface OperatorHooks {
+  /** Signatures of the models served now. */
+  lookup: ModelSignatureLookup;
+  /** Builds the runner of an operator (throws when the operator may not be served, e.g. it would call itself). */
+  createRunner(spec: OperatorSpec): VersionRunner;
+}
+
+export interface PrepareOptions {
+  strictModelConfig: boolean;
+  defaultMaxBatchSize: number;
+  instances: ModelInstancesOptions;
+  operators?: OperatorHooks;
+}
+
+const SUPPORTED_BACKENDS = ["onnxruntime", "typescript"];
+
+/** Files a version folder is searched for, in order, when the config names none. */
+const DEFAULT_MODEL_FILES: Record<string, string[]> = {
+  onnxruntime: ["model.onnx"],
+  typescript: ["model.ts", "model.mts", "model.mjs", "model.js"],
+};
+
+export async function prepareModel(
+  name: string,
+  dir: string,
+  configOverride: string | undefined,
+  options: PrepareOptions,
+): Promise<PreparedVersion[]> {
+  let raw = await readRawConfig(name, dir, configOverride, options.strictModelConfig);
+  if (isEnsembleConfig(raw)) return prepareEnsemble(name, dir, raw, options);
+  if (backendOf(name, normalizeConfig(raw, { modelName: name })) === undefined) raw = { ...raw, backend: "onnxruntime" };
+  let config = normalizeConfig(raw, { modelName: name });
+  validateConfig(config, `config of model '${name}'`);
+
+  const available = await listVersionDirs(dir);
+  const versions = selectVersions(available, config.version_policy).map(String);
+  if (versions.length === 0) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `at least one version must be available under the version policy of model '${name}' (found version folders: ${available.length > 0 ? available.join(", ") : "none"})`,
+    );
+  }
+
+  const instanceNames = instanceNamesOf(name, config);
+  const backend = config.backend || "onnxruntime";
+  const candidates = config.default_model_filename ? [config.default_model_filename] : (DEFAULT_MODEL_FILES[backend] ?? ["model.onnx"]);
+  const prepared: PreparedVersion[] = [];
+  try {
+    // The highest version completes the config; every version is checked against it.
+    for (const version of [...versions].reverse()) {
+      const modelPath = await firstExisting(candidates.map((file) => join(dir, version, file)));
+      if (modelPath === undefined) {
+        throw new OperonError(
+          "INVALID_ARG",
+          `model file ${candidates.map((file) => `'${join(version, file)}'`).join(" or ")} of model '${name}' not found in ${dir}`,
+        );
+      }
+      const spec: InstanceLaunchSpec = {
+        model: name,
+        version,
+        backend,
+        modelPath,
+        config: config as Record<string, unknown>,
+        parameters: stringParameters(config),
+      };
+      const first = await launchInstance(spec, instanceNames[0]!, options.instances);
+      let firstWorker: WorkerProcess | undefined = first.worker;
+      try {
+        if (prepared.length === 0 && !options.strictModelConfig) {
+          // Auto-complete works on the config as written (before defaults), so it can tell what was left out.
+          const completed = autoCompleteConfig(raw, first.io, { defaultMaxBatchSize: options.defaultMaxBatchSize });
+          config = normalizeConfig(completed, { modelName: name });
+          validateConfig(config, `config of model '${name}' (auto-completed)`);
+        }
+        validateAgainstModel(config, first.io, `model '${name}' version ${version}`);
+        const instances = await ModelInstances.start({ ...spec, config: config as Record<string, unknown> }, instanceNames, options.instances, firstWorker);
+        firstWorker = undefined;
+        prepared.push({ version, config, instances });
+      } finally {
+        await firstWorker?.stop(1000);
+      }
+    }
+  } catch (error) {
+    await Promise.all(prepared.map((version) => version.instances.stop(0)));
+    throw error;
+  }
+  // Every version serves the same (completed) config.
+  return prepared.reverse().map((version) => ({ ...version, config }));
+}
+
+async function prepareEnsemble(name: string, dir: string, raw: ModelConfigJson, options: PrepareOptions): Promise<PreparedVersion[]> {
+  if (options.operators === undefined) {
+    throw new OperonError("UNSUPPORTED", `model '${name}': ensemble scheduling is not supported by this server`);
+  }
+  const config = normalizeConfig(raw, { modelName: name });
+  validateConfig(config, `config of model '${name}'`);
+  if ((config.input ?? []).length === 0 || (config.output ?? []).length === 0) {
+    throw new OperonError("INVALID_ARG", `ensemble '${name}' must declare its input and output tensors in its config (ensembles are not auto-completed)`);
+  }
+  // Triton wants an (empty) version folder for an ensemble; without any, Operon serves version 1.
+  const available = await listVersionDirs(dir);
+  const versions = available.length === 0 ? ["1"] : selectVersions(available, config.version_policy).map(String);
+  if (versions.length === 0) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `at least one version must be available under the version policy of ensemble '${name}' (found version folders: ${available.join(", ")})`,
+    );
+  }
+  const spec = ensembleToOperator(name, config);
+  assertValidOperator(spec, options.operators.lookup, `ensemble '${name}'`);
+  const hooks = options.operators;
+  return versions.map((version) => ({ version, config, instances: hooks.createRunner(spec), operator: spec }));
+}
+
+async function readRawConfig(
+  name: string,
+  dir: string,
+  configOverride: string | undefined,
+  strict: boolean,
+): Promise<ModelConfigJson> {
+  if (configOverride !== undefined) return configFromJson(configOverride, `config parameter of load request for '${name}'`);
+  const file = await readConfigText(dir);
+  if (file !== undefined) return parsePbtxt(file.text, file.path);
+  if (strict) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `model '${name}' has no config.pbtxt and --strict-model-config is set, so it cannot be auto-completed`,
+    );
+  }
+  return {};
+}
+
+function backendOf(name: string, config: ModelConfigJson): string | undefined {
+  const backend = config.backend || (config.platform === "onnxruntime_onnx" ? "onnxruntime" : undefined);
+  if (backend !== undefined && !SUPPORTED_BACKENDS.includes(backend)) {
+    throw new OperonError(
+      "UNSUPPORTED",
+      `model '${name}': backend '${backend}'${config.platform ? ` (platform '${config.platform}')` : ""} is not supported; supported backends: ${SUPPORTED_BACKENDS.join(", ")}`,
+    );
+  }
+  if (backend === undefined && config.platform) {
+    throw new OperonError("UNSUPPORTED", `model '${name}': platform '${config.platform}' is not supported; use platform "onnxruntime_onnx"`);
+  }
+  return backend;
+}
+
+/** Triton names instances "<group name>_<index>" across each group's count. */
+function instanceNamesOf(name: string, config: ModelConfigJson): string[] {
+  const names: string[] = [];
+  for (const [groupIndex, group] of (config.instance_group ?? []).entries()) {
+    const groupName = group.name || `${name}_${groupIndex}`;
+    for (let i = 0; i < (group.count ?? 1); i += 1) names.push(`${groupName}_${i}`);
+  }
+  return names.length > 0 ? names : [`${name}_0`];
+}
+
+async function firstExisting(paths: string[]): Promise<string | undefined> {
+  for (const path of paths) {
+    if (await access(path).then(() => true, () => false)) return path;
+  }
+  return undefined;
+}
+
+function stringParameters(config: ModelConfigJson): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(config.parameters ?? {})) out[key] = value.string_value ?? "";
+  return out;
+}

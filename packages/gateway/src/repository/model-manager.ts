@@ -1,0 +1,647 @@
+import { OperonError, asOperonError } from "@operon/protocol/errors";
+import type { ModelLoadOptions, ModelState, RepositoryIndexEntry } from "@operon/protocol/inference";
+import type { ModelConfigJson } from "@operon/model-config/model-config-types";
+import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
+import type { Logger } from "../observability/logger.js";
+import type { GatewayMetrics } from "../observability/metrics.js";
+import { ModelInstances, type InstanceBlsHandler, type InstanceWorkerInfo, type ModelInstancesOptions } from "../instances/model-instances.js";
+import { ModelVersionStats } from "../observability/model-stats.js";
+import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint, readConfigText } from "./repository-scanner.js";
+import { prepareModel, type OperatorHooks, type PreparedVersion } from "./model-loader.js";
+import type { RunModel } from "../operators/dag-executor.js";
+import { ensembleStepModels, isEnsembleConfig } from "../operators/ensemble-operator.js";
+import { OperatorRunner } from "../operators/operator-runner.js";
+import { operatorModelConfig, parseOperatorSpec, validateOperator, type OperatorSpec } from "../operators/operator-spec.js";
+import type { VersionRunner } from "../engine/version-runner.js";
+import { signatureFromConfig, type ServedModelSignature } from "../engine/request-validation.js";
+import { stageUpload, type StagedUpload } from "./upload-staging.js";
+
+/**
+ * The model registry: which models exist, their state per version, and the
+ * load / unload / reload life cycle under Triton's model control modes.
+ *
+ * Loads of one model are serialized; different models load concurrently. A
+ * reload keeps the old versions serving until the new ones are ready, and a
+ * failed reload leaves the old ones serving (Triton's behaviour). A failed
+ * load never takes other models down: it shows as UNAVAILABLE with its reason.
+ */
+export type ModelControlMode = "none" | "poll" | "explicit";
+
+export interface ModelManagerOptions {
+  repositories: string[];
+  controlMode: ModelControlMode;
+  strictModelConfig: boolean;
+  uploadDir: string;
+  maxUploadBytes: number;
+  defaultMaxBatchSize: number;
+  /** Whether the server has a response cache (--cache-config); models that enable response_cache without one get a warning at load. */
+  responseCacheEnabled?: boolean;
+  instances: ModelInstancesOptions;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  /** How long an unload waits for in-flight requests before stopping workers. */
+  unloadDrainMs?: number;
+}
+
+export interface ServedVersion {
+  model: string;
+  version: string;
+  config: ModelConfigJson;
+  signature: ServedModelSignature;
+  /** Backend instances (ModelInstances) or, for an operator, its DAG runner. */
+  instances: VersionRunner;
+  stats: ModelVersionStats;
+  /** Set when this version is an operator (an ensemble, or registered through /v2/operators). */
+  operator?: OperatorSpec;
+}
+
+/** A served operator, as GET /v2/operators lists it. */
+export interface ServedOperator {
+  name: string;
+  version: string;
+  /** "api": registered through POST /v2/operators; "repository": a Triton ensemble of the model repository. */
+  source: "api" | "repository";
+  spec: OperatorSpec;
+}
+
+interface ModelEntry {
+  name: string;
+  /** State of the last load/unload attempt when no version is serving. */
+  state: ModelState | undefined;
+  reason: string;
+  versions: Map<string, ServedVersion>;
+  /** Versions unloaded, shown in the index as UNAVAILABLE "unloaded". */
+  unloadedVersions: Set<string>;
+  /** Folder served from, and its fingerprint (poll mode). */
+  dir: string | undefined;
+  fingerprint: string | undefined;
+  upload: StagedUpload | undefined;
+  /** Tail of the serialized load/unload chain for this model. */
+  pending: Promise<void>;
+  /** Set for an operator registered through the API (it has no folder in the repositories). */
+  registeredOperator?: OperatorSpec;
+}
+
+export class ModelManager {
+  private readonly models = new Map<string, ModelEntry>();
+  private pollTimer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private stopped = false;
+  /** How operator steps call models: the engine's infer, set by the engine (setStepRunner). */
+  private stepRunner: RunModel | undefined;
+  /** How models' BLS calls run: the engine's infer, set by the engine (setBlsHandler). */
+  private blsHandler: InstanceBlsHandler | undefined;
+  /** What every version's instances start with: the given options plus BLS routed through blsHandler. */
+  private readonly instanceOptions: ModelInstancesOptions;
+
+  constructor(private readonly options: ModelManagerOptions) {
+    this.instanceOptions = {
+      ...options.instances,
+      // Looked up per call: the engine attaches itself after the manager exists.
+      blsHandler: (call, depth) => {
+        if (this.blsHandler === undefined) {
+          return Promise.reject(new OperonError("UNAVAILABLE", "BLS is not available: no engine is attached to the model manager"));
+        }
+        return this.blsHandler(call, depth);
+      },
+    };
+  }
+
+  /** Operators (ensembles, registered DAGs) run their model steps through this (the engine's own inference). */
+  setStepRunner(runModel: RunModel): void {
+    this.stepRunner = runModel;
+  }
+
+  /** Models' BLS calls (ctx.infer in a TypeScript model) run through this, in every worker started from now on or earlier. */
+  setBlsHandler(handler: InstanceBlsHandler): void {
+    this.blsHandler = handler;
+  }
+
+  get controlMode(): ModelControlMode {
+    return this.options.controlMode;
+  }
+
+  /**
+   * Loads the models the control mode asks for at start: every model in the
+   * repositories (none, poll) or those named with --load-model (explicit;
+   * "*" = all). Resolves with the names that failed to load.
+   */
+  async loadAtStartup(loadModels: string[]): Promise<Array<{ name: string; reason: string }>> {
+    const all = await listRepositoryModels(this.options.repositories);
+    const names =
+      this.options.controlMode !== "explicit" || loadModels.includes("*") ? [...all.keys()] : loadModels;
+    const failures: Array<{ name: string; reason: string }> = [];
+    // Ensembles are checked against the models served when they load, so they load after them (waves: ensembles of ensembles last).
+    for (const wave of await this.loadWaves(names, all)) {
+      await Promise.all(
+        wave.map(async (name) => {
+          try {
+            await this.load(name, {}, { fromControlApi: false });
+          } catch (error) {
+            failures.push({ name, reason: (error as Error).message });
+          }
+        }),
+      );
+    }
+    return failures;
+  }
+
+  /**
+   * Load order: plain models first, then ensembles, each after the ensembles
+   * it calls. A config that cannot be read counts as a plain model (its load
+   * reports the problem).
+   */
+  private async loadWaves(names: string[], dirs: Map<string, string>): Promise<string[][]> {
+    const plain: string[] = [];
+    const ensembles = new Map<string, string[]>();
+    for (const name of names) {
+      const dir = dirs.get(name);
+      const file = dir === undefined ? undefined : await readConfigText(dir).catch(() => undefined);
+      let calls: string[] | undefined;
+      try {
+        const config = file === undefined ? undefined : parsePbtxt(file.text, file.path);
+        if (config !== undefined && isEnsembleConfig(config)) calls = ensembleStepModels(config);
+      } catch {
+        calls = undefined;
+      }
+      if (calls === undefined) plain.push(name);
+      else ensembles.set(name, calls);
+    }
+    const waves = [plain];
+    while (ensembles.size > 0) {
+      const ready = [...ensembles].filter(([, calls]) => !calls.some((model) => ensembles.has(model))).map(([name]) => name);
+      const wave = ready.length > 0 ? ready : [...ensembles.keys()]; // a cycle: let their loads report it
+      for (const name of wave) ensembles.delete(name);
+      waves.push(wave);
+    }
+    return waves;
+  }
+
+  /** Starts the repository poller (poll mode). */
+  startPolling(intervalSecs: number): void {
+    if (this.options.controlMode !== "poll" || intervalSecs <= 0) return;
+    this.pollTimer = setInterval(() => {
+      if (this.polling === undefined) {
+        this.polling = this.pollOnce()
+          .catch((error: unknown) => this.options.logger.error({ err: (error as Error).message }, "repository poll failed"))
+          .finally(() => (this.polling = undefined));
+      }
+    }, intervalSecs * 1000);
+    this.pollTimer.unref();
+  }
+
+  /** One poll pass: load new models, reload changed ones, unload removed ones. */
+  async pollOnce(): Promise<void> {
+    const present = await listRepositoryModels(this.options.repositories);
+    for (const name of (await this.loadWaves([...present.keys()], present)).flat()) {
+      const dir = present.get(name)!;
+      const entry = this.models.get(name);
+      const fingerprint = await modelFingerprint(dir);
+      if (entry === undefined || entry.fingerprint !== fingerprint) {
+        this.options.logger.info({ model: name }, entry === undefined ? "poll: new model" : "poll: model changed, reloading");
+        await this.load(name, {}, { fromControlApi: false }).catch(() => undefined);
+      }
+    }
+    for (const [name, entry] of this.models) {
+      if (present.has(name) || entry.upload !== undefined || entry.registeredOperator !== undefined) continue;
+      if (entry.versions.size > 0) {
+        this.options.logger.info({ model: name }, "poll: model removed, unloading");
+        await this.unload(name, { fromControlApi: false });
+      } else {
+        this.models.delete(name); // it never served; forget its old failure
+      }
+    }
+  }
+
+  /**
+   * Registers (or replaces) an operator from its JSON spec: explicit mode
+   * only, like model load. The spec is checked against the models served
+   * now; every problem comes back in one INVALID_ARG. The operator serves as
+   * version 1 of a model of its name, which must not be a repository model.
+   */
+  async registerOperator(raw: unknown): Promise<ServedOperator> {
+    this.assertExplicitMode("register", "operator registration");
+    if (this.stopped) throw new OperonError("UNAVAILABLE", "server is shutting down");
+    const spec = parseOperatorSpec(raw);
+    const existing = this.models.get(spec.name);
+    await this.assertOperatorName(spec);
+    const problems = validateOperator(spec, this.operatorHooks().lookup);
+    if (problems.length > 0) {
+      throw new OperonError("INVALID_ARG", `operator '${spec.name}' is invalid: ${problems.map((problem) => problem.message).join("; ")}`);
+    }
+    const runner = this.operatorHooks().createRunner(spec);
+    const entry = existing ?? this.entry(spec.name);
+    await this.serialize(entry, async () => {
+      const config = operatorModelConfig(spec);
+      const stats = entry.versions.get("1")?.stats ?? new ModelVersionStats(spec.name, "1", this.options.metrics);
+      runner.onExecution = (batchSize, timing) => stats.recordExecution(batchSize, timing);
+      const retired = [...entry.versions.values()];
+      entry.versions = new Map([["1", { model: spec.name, version: "1", config, signature: signatureFromConfig(config), instances: runner, stats, operator: spec }]]);
+      entry.registeredOperator = spec;
+      entry.state = "READY";
+      entry.reason = "";
+      this.models.set(spec.name, entry); // again: an unregister queued before this one removed it
+      this.options.logger.info({ operator: spec.name, steps: spec.steps.length, replaced: retired.length > 0 }, "operator registered");
+      await Promise.all(retired.map((served) => this.retire(served, true)));
+    });
+    return { name: spec.name, version: "1", source: "api", spec };
+  }
+
+  /**
+   * Dry run of registerOperator: the problems each of its checks finds, in
+   * its order (control mode, spec shape, name, steps against the served
+   * models, calls to itself); empty = it would register. Changes nothing.
+   */
+  async operatorProblems(raw: unknown): Promise<string[]> {
+    const problems: string[] = [];
+    const attempt = async (check: () => unknown): Promise<boolean> => {
+      try {
+        await check();
+        return true;
+      } catch (error) {
+        problems.push(asOperonError(error).message);
+        return false;
+      }
+    };
+    await attempt(() => this.assertExplicitMode("register", "operator registration"));
+    let spec: OperatorSpec | undefined;
+    if (!(await attempt(() => (spec = parseOperatorSpec(raw)))) || spec === undefined) return problems;
+    const parsed = spec;
+    await attempt(() => this.assertOperatorName(parsed));
+    const stepProblems = validateOperator(parsed, this.operatorHooks().lookup).map((problem) => problem.message);
+    problems.push(...stepProblems);
+    // registerOperator reaches the self-call check (in createRunner) only with valid steps.
+    if (stepProblems.length === 0) await attempt(() => this.assertNoSelfCall(parsed));
+    return problems;
+  }
+
+  /** An operator needs a name no repository model (served or not) has; ALREADY_EXISTS otherwise. */
+  private async assertOperatorName(spec: OperatorSpec): Promise<void> {
+    const existing = this.models.get(spec.name);
+    if ((existing !== undefined && existing.registeredOperator === undefined) || (await findModelDir(this.options.repositories, spec.name))) {
+      throw new OperonError("ALREADY_EXISTS", `'${spec.name}' is a model of the model repository; an operator needs a name of its own`);
+    }
+  }
+
+  /** The backend instances of every served model version (operators have none), for GET /v2/operon/workers. */
+  workerInstances(): Array<{ model: string; version: string; instances: InstanceWorkerInfo[] }> {
+    const list: Array<{ model: string; version: string; instances: InstanceWorkerInfo[] }> = [];
+    for (const entry of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+      for (const served of [...entry.versions.values()].sort((a, b) => Number(a.version) - Number(b.version))) {
+        if (served.instances instanceof ModelInstances) {
+          list.push({ model: served.model, version: served.version, instances: served.instances.workerInfos() });
+        }
+      }
+    }
+    return list;
+  }
+
+  /** Removes an operator registered through the API (drains its requests first). */
+  async unregisterOperator(name: string): Promise<void> {
+    this.assertExplicitMode("unregister", "operator removal");
+    const entry = this.models.get(name);
+    if (entry?.registeredOperator === undefined) {
+      throw new OperonError(
+        "NOT_FOUND",
+        `no operator named '${name}' is registered${entry !== undefined ? " (ensembles of the model repository unload through the model repository API)" : ""}`,
+      );
+    }
+    await this.serialize(entry, async () => {
+      const retired = [...entry.versions.values()];
+      entry.versions = new Map();
+      if (this.models.get(name) === entry) this.models.delete(name);
+      await Promise.all(retired.map((served) => this.retire(served, false)));
+      this.options.logger.info({ operator: name }, "operator unregistered");
+    });
+  }
+
+  /** Every served operator version: registered ones and ensembles. */
+  listOperators(): ServedOperator[] {
+    const list: ServedOperator[] = [];
+    for (const entry of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+      for (const served of [...entry.versions.values()].sort((a, b) => Number(a.version) - Number(b.version))) {
+        if (served.operator === undefined) continue;
+        list.push({ name: entry.name, version: served.version, source: entry.registeredOperator !== undefined ? "api" : "repository", spec: served.operator });
+      }
+    }
+    return list;
+  }
+
+  /** Model control API entry points: only in explicit mode, as in Triton. */
+  async loadFromApi(name: string, options: ModelLoadOptions): Promise<void> {
+    this.assertExplicitMode("load");
+    await this.load(name, options, { fromControlApi: true });
+  }
+
+  async unloadFromApi(name: string): Promise<void> {
+    this.assertExplicitMode("unload");
+    await this.unload(name, { fromControlApi: true });
+  }
+
+  /** The version that serves a request: the given one, or the highest ready one. */
+  resolve(name: string, version?: string): ServedVersion {
+    const entry = this.models.get(name);
+    if (entry === undefined || (entry.versions.size === 0 && entry.state === undefined)) {
+      throw new OperonError("NOT_FOUND", `Request for unknown model: '${name}' is not found`);
+    }
+    if (version !== undefined && version !== "") {
+      const served = entry.versions.get(version);
+      if (served === undefined) {
+        throw new OperonError("NOT_FOUND", `Request for unknown model: '${name}' version ${version} is not found`);
+      }
+      if (served.instances.isDead) {
+        throw new OperonError("UNAVAILABLE", `model '${name}' version ${version} is not ready: its backend workers failed`);
+      }
+      return served;
+    }
+    const ready = [...entry.versions.values()].filter((served) => !served.instances.isDead);
+    if (ready.length === 0) {
+      throw new OperonError("UNAVAILABLE", `model '${name}' is not ready${entry.reason ? `: ${entry.reason}` : ""}`);
+    }
+    return ready.reduce((best, served) => (Number(served.version) > Number(best.version) ? served : best));
+  }
+
+  isModelReady(name: string, version?: string): boolean {
+    try {
+      this.resolve(name, version);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** Every served version, for statistics. */
+  servedVersions(name?: string, version?: string): ServedVersion[] {
+    if (name === undefined || name === "") return [...this.models.values()].flatMap((entry) => [...entry.versions.values()]);
+    const entry = this.models.get(name);
+    if (entry === undefined || entry.versions.size === 0) {
+      throw new OperonError("NOT_FOUND", `requested model '${name}' is not loaded`);
+    }
+    if (version === undefined || version === "") return [...entry.versions.values()];
+    const served = entry.versions.get(version);
+    if (served === undefined) throw new OperonError("NOT_FOUND", `requested model '${name}' version ${version} is not loaded`);
+    return [served];
+  }
+
+  /** All versions of a model that serve now (ascending). */
+  versionsOf(name: string): string[] {
+    const entry = this.models.get(name);
+    return entry === undefined ? [] : [...entry.versions.keys()].sort((a, b) => Number(a) - Number(b));
+  }
+
+  /** True when every model that was asked to load is serving. */
+  allModelsReady(): boolean {
+    for (const entry of this.models.values()) {
+      if (entry.state === "UNAVAILABLE" && entry.versions.size === 0 && entry.unloadedVersions.size === 0) return false;
+      if (entry.state === "LOADING") return false;
+      for (const served of entry.versions.values()) if (served.instances.isDead) return false;
+    }
+    return true;
+  }
+
+  async repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
+    const names = new Set<string>([...(await listRepositoryModels(this.options.repositories)).keys(), ...this.models.keys()]);
+    const index: RepositoryIndexEntry[] = [];
+    for (const name of [...names].sort()) {
+      const entry = this.models.get(name);
+      const rows: RepositoryIndexEntry[] = [];
+      if (entry !== undefined) {
+        for (const served of [...entry.versions.values()].sort((a, b) => Number(a.version) - Number(b.version))) {
+          rows.push({
+            name,
+            version: served.version,
+            state: served.instances.isDead ? "UNAVAILABLE" : entry.state === "LOADING" && entry.versions.size === 0 ? "LOADING" : "READY",
+            reason: served.instances.isDead ? "backend workers failed to restart" : "",
+          });
+        }
+        for (const version of [...entry.unloadedVersions].sort((a, b) => Number(a) - Number(b))) {
+          if (!entry.versions.has(version)) rows.push({ name, version, state: "UNAVAILABLE", reason: "unloaded" });
+        }
+        if (entry.state !== undefined && entry.state !== "READY" && (entry.state !== "UNAVAILABLE" || entry.reason !== "unloaded")) {
+          rows.push({ name, state: entry.state, reason: entry.reason });
+        }
+      }
+      if (rows.length === 0) rows.push({ name });
+      index.push(...rows);
+    }
+    return readyOnly ? index.filter((row) => row.state === "READY") : index;
+  }
+
+  async stop(timeoutMs: number): Promise<void> {
+    this.stopped = true;
+    if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
+    await this.polling;
+    // Operators first: their running requests still need their step models.
+    const stopAll = (operators: boolean): Promise<unknown> =>
+      Promise.all(
+        [...this.models.values()].map(async (entry) => {
+          await entry.pending.catch(() => undefined);
+          const versions = [...entry.versions.values()].filter((served) => (served.operator !== undefined) === operators);
+          await Promise.all(versions.map((served) => served.instances.stop(timeoutMs)));
+          for (const served of versions) entry.versions.delete(served.version);
+        }),
+      );
+    await stopAll(true);
+    await stopAll(false);
+  }
+
+  private assertExplicitMode(action: string, subject = `explicit model ${action}`): void {
+    if (this.options.controlMode === "explicit") return;
+    const why = this.options.controlMode === "poll" ? "polling is enabled" : "model control mode is 'none'";
+    throw new OperonError(
+      "UNSUPPORTED",
+      `${subject} is not allowed because ${why}; start the server with --model-control-mode=explicit`,
+    );
+  }
+
+  /** How ensembles and registered operators are checked against served models and run. */
+  private operatorHooks(): OperatorHooks {
+    return {
+      lookup: (model, version) => {
+        try {
+          return this.resolve(model, version).signature;
+        } catch {
+          return undefined;
+        }
+      },
+      createRunner: (spec) => {
+        this.assertNoSelfCall(spec);
+        return new OperatorRunner(spec, {
+          runModel: (model, version, inputs, outputNames, signal, parameters) => {
+            if (this.stepRunner === undefined) throw new OperonError("INTERNAL", "operators cannot run: no engine is attached to the model manager");
+            return this.stepRunner(model, version, inputs, outputNames, signal, parameters);
+          },
+          metrics: this.options.metrics,
+        });
+      },
+    };
+  }
+
+  /** An operator may call other operators, but never itself (directly or through them). */
+  private assertNoSelfCall(spec: OperatorSpec): void {
+    const visit = (current: OperatorSpec, path: string[], seen: Set<string>): void => {
+      for (const step of current.steps) {
+        if (step.kind !== "model") continue;
+        const route = [...path, step.model];
+        if (step.model === spec.name) {
+          throw new OperonError("INVALID_ARG", `operator '${spec.name}' would call itself: ${route.map((name) => `'${name}'`).join(" -> ")}`);
+        }
+        if (seen.has(step.model)) continue;
+        seen.add(step.model);
+        for (const served of this.models.get(step.model)?.versions.values() ?? []) {
+          if (served.operator !== undefined) visit(served.operator, route, seen);
+        }
+      }
+    };
+    visit(spec, [spec.name], new Set());
+  }
+
+  private entry(name: string): ModelEntry {
+    let entry = this.models.get(name);
+    if (entry === undefined) {
+      entry = {
+        name,
+        state: undefined,
+        reason: "",
+        versions: new Map(),
+        unloadedVersions: new Set(),
+        dir: undefined,
+        fingerprint: undefined,
+        upload: undefined,
+        pending: Promise.resolve(),
+      };
+      this.models.set(name, entry);
+    }
+    return entry;
+  }
+
+  /** Runs fn after every earlier load/unload of the same model has settled. */
+  private serialize(entry: ModelEntry, fn: () => Promise<void>): Promise<void> {
+    const run = entry.pending.catch(() => undefined).then(fn);
+    entry.pending = run.catch(() => undefined);
+    return run;
+  }
+
+  private async load(name: string, options: ModelLoadOptions, context: { fromControlApi: boolean }): Promise<void> {
+    if (this.stopped) throw new OperonError("UNAVAILABLE", "server is shutting down");
+    if (!isValidModelName(name)) throw new OperonError("INVALID_ARG", `'${name}' is not a valid model name`);
+    if (options.files !== undefined && options.files.size > 0 && options.config === undefined) {
+      throw new OperonError("INVALID_ARG", `load of model '${name}' with file parameters needs a 'config' parameter as well`);
+    }
+    const upload =
+      options.files !== undefined && options.files.size > 0
+        ? await stageUpload(this.options.uploadDir, name, options.files, { maxUploadBytes: this.options.maxUploadBytes })
+        : undefined;
+    const dir = upload?.dir ?? (await findModelDir(this.options.repositories, name));
+    if (dir === undefined) {
+      throw new OperonError(
+        "NOT_FOUND",
+        `failed to load '${name}': no model folder of that name in the model repositories (${this.options.repositories.join(", ")})`,
+      );
+    }
+    if (this.models.get(name)?.registeredOperator !== undefined) {
+      await upload?.discard();
+      throw new OperonError("ALREADY_EXISTS", `'${name}' is an operator registered through /v2/operators; remove it first (DELETE /v2/operators/${name})`);
+    }
+    const entry = this.entry(name);
+    return this.serialize(entry, async () => {
+      const previousState = entry.state;
+      if (entry.versions.size === 0) entry.state = "LOADING";
+      let prepared: PreparedVersion[] | undefined;
+      try {
+        const fingerprint = upload === undefined ? await modelFingerprint(dir) : undefined;
+        prepared = await prepareModel(name, dir, options.config, {
+          strictModelConfig: this.options.strictModelConfig,
+          defaultMaxBatchSize: this.options.defaultMaxBatchSize,
+          instances: this.instanceOptions,
+          operators: this.operatorHooks(),
+        });
+        const next = new Map<string, ServedVersion>();
+        for (const version of prepared) {
+          const stats = entry.versions.get(version.version)?.stats ?? new ModelVersionStats(name, version.version, this.options.metrics);
+          version.instances.onExecution = (batchSize, timing) => stats.recordExecution(batchSize, timing);
+          next.set(version.version, {
+            model: name,
+            version: version.version,
+            config: version.config,
+            signature: signatureFromConfig(version.config),
+            instances: version.instances,
+            ...(version.operator !== undefined ? { operator: version.operator } : {}),
+            stats,
+          });
+        }
+        const retired = [...entry.versions.values()];
+        const retiredUpload = entry.upload !== upload ? entry.upload : undefined;
+        entry.versions = next;
+        entry.unloadedVersions = new Set([...retired.map((served) => served.version)].filter((version) => !next.has(version)));
+        entry.state = "READY";
+        entry.reason = "";
+        entry.dir = dir;
+        entry.fingerprint = fingerprint;
+        entry.upload = upload;
+        this.options.logger.info(
+          { model: name, versions: [...next.keys()], fromControlApi: context.fromControlApi },
+          "model loaded",
+        );
+        if (prepared[0]?.config.response_cache?.enable === true && this.options.responseCacheEnabled !== true) {
+          this.options.logger.warn(
+            { model: name },
+            "model enables response_cache but the server has no response cache (start it with --cache-config local,size=<bytes>); serving uncached",
+          );
+        }
+        await Promise.all(retired.map((served) => this.retire(served, next.has(served.version))));
+        await retiredUpload?.discard();
+      } catch (error) {
+        await upload?.discard();
+        let failure = asOperonError(error);
+        if (upload !== undefined && failure.message.includes(upload.dir)) {
+          // Clients see where their files went wrong, not the server's data-dir layout.
+          failure = new OperonError(failure.kind, failure.message.replaceAll(upload.dir, `<uploaded files of '${name}'>`), { cause: failure });
+        }
+        if (entry.versions.size === 0) {
+          entry.state = "UNAVAILABLE";
+          entry.reason = failure.message;
+        } else {
+          entry.state = previousState ?? "READY";
+        }
+        if (upload === undefined) entry.fingerprint = await modelFingerprint(dir).catch(() => undefined);
+        this.options.logger.warn({ model: name, err: failure.message }, "model failed to load");
+        throw failure;
+      }
+    });
+  }
+
+  private async unload(name: string, context: { fromControlApi: boolean }): Promise<void> {
+    const entry = this.models.get(name);
+    if (entry === undefined) {
+      if (await findModelDir(this.options.repositories, name)) return; // known, never loaded: nothing to do
+      throw new OperonError("NOT_FOUND", `failed to unload '${name}': no such model`);
+    }
+    if (entry.registeredOperator !== undefined) {
+      throw new OperonError("INVALID_ARG", `'${name}' is an operator registered through /v2/operators; remove it with DELETE /v2/operators/${name}`);
+    }
+    return this.serialize(entry, async () => {
+      const retired = [...entry.versions.values()];
+      entry.versions = new Map();
+      for (const served of retired) entry.unloadedVersions.add(served.version);
+      entry.state = "UNAVAILABLE";
+      entry.reason = "unloaded";
+      entry.fingerprint = undefined;
+      await Promise.all(retired.map((served) => this.retire(served, false)));
+      await entry.upload?.discard();
+      entry.upload = undefined;
+      this.options.logger.info({ model: name, fromControlApi: context.fromControlApi }, "model unloaded");
+    });
+  }
+
+  /** Drains and stops one version's instances; drops its metric series unless a new load serves that version again. */
+  private async retire(served: ServedVersion, versionStillServed: boolean): Promise<void> {
+    await served.instances.stop(this.options.unloadDrainMs ?? 30_000);
+    if (!versionStillServed) this.options.metrics.removeModelVersion(served.model, served.version);
+    if (served.operator !== undefined) {
+      // Per-step series belong to the operator, not a version: keep those of steps some served version still has.
+      const kept = new Set([...(this.models.get(served.model)?.versions.values() ?? [])].flatMap((other) => other.operator?.steps.map((step) => step.id) ?? []));
+      for (const step of served.operator.steps) if (!kept.has(step.id)) this.options.metrics.removeOperatorStep(served.model, step.id);
+    }
+  }
+}
