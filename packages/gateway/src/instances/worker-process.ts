@@ -8,6 +8,7 @@ import { type SharedMemoryApi, loadSharedMemory, sharedMemoryUnavailableReason }
 import { OperonError, asOperonError } from "@operon/protocol/errors";
 import { ShmRingAllocator } from "@operon/protocol/shm-ring-allocator";
 import type { Tensor } from "@operon/protocol/tensor";
+import type { BackendInstance } from "./backend-instance.js";
 import {
   type BlsRequestMessage,
   DEFAULT_WORKER_SHM_BYTES,
@@ -196,7 +197,8 @@ let swept = false;
  *
  * Events: 'exit' (info: WorkerExitInfo), emitted exactly once.
  */
-export class WorkerProcess extends EventEmitter {
+export class WorkerProcess extends EventEmitter implements BackendInstance {
+  readonly isolation = "process" as const;
   readonly pid: number;
   /** When the process was spawned, epoch milliseconds. */
   readonly startedAt: number;
