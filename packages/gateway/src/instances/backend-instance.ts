@@ -1,14 +1,8 @@
 import type { EventEmitter } from "node:events";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { IoInfo } from "@operon/protocol/worker-wire";
-import type {
-  BlsRequestHandler,
-  ExecuteRequestOptions,
-  StreamRequestOptions,
-  StreamResponse,
-  WorkerExecuteResult,
-  WorkerLoadSpec,
-} from "./worker-process.js";
+import type { OperonError } from "@operon/protocol/errors";
+import type { ExecuteTiming, InstanceKind, WireParameters } from "@operon/protocol/worker-wire";
 
 /**
  * Where a backend instance runs (an instance-level choice, see README
@@ -55,4 +49,62 @@ export interface BackendInstance extends EventEmitter {
   stop(timeoutMs?: number): Promise<void>;
   /** Ends now; outstanding requests fail UNAVAILABLE; the exit counts as expected. */
   kill(signal?: NodeJS.Signals): void;
+}
+
+/** A BLS call a model made from inside the worker: one inference on another model. */
+export interface BlsRequest {
+  model: string;
+  /** undefined = the version the model's version policy serves. */
+  version?: string;
+  /** The caller's Buffers (copied out of shared memory). */
+  inputs: Tensor[];
+  /** undefined = every output. */
+  outputNames?: string[];
+  parameters?: Record<string, unknown>;
+}
+
+/** Runs a BLS call; a rejection (OperonError kind + message) is what the model sees as its error. */
+export type BlsRequestHandler = (request: BlsRequest) => Promise<{ outputs: Tensor[] }>;
+
+/** One response of a streamed (decoupled) request; a final flag alone arrives as { outputs: [], final: true }. */
+export type StreamResponse = { outputs: Tensor[]; final: boolean } | { error: OperonError; final: boolean };
+
+/** Per-request data some backends show the model (the TypeScript backend does). */
+export interface ExecuteRequestOptions {
+  /** The client's request id. */
+  id?: string;
+  /** The request's parameters (JSON-safe values). */
+  parameters?: WireParameters;
+}
+
+export interface StreamRequestOptions extends ExecuteRequestOptions {
+  /**
+   * Called at most once, when the worker says the model's execute returned
+   * for this request (decoupled models on request-level backends; its
+   * responses may still flow). Not called when the final response (or the
+   * worker's exit) comes first, nor for backends that never say so.
+   */
+  onExecuted?: () => void;
+}
+
+export interface WorkerLoadSpec {
+  backend: string;
+  modelPath: string;
+  config: Record<string, unknown>;
+  parameters?: Record<string, string>;
+  /** The instance group kind; omitted = the backend derives it from config. */
+  instanceKind?: InstanceKind;
+  deviceId?: number;
+}
+
+export interface WorkerExitInfo {
+  code: number | null;
+  signal: string | null;
+  /** True when stop() or kill() caused the exit. */
+  expected: boolean;
+}
+
+export interface WorkerExecuteResult {
+  outputs: Tensor[];
+  timing: ExecuteTiming;
 }
