@@ -53,7 +53,9 @@ export function serveCommand(): Command {
     .option("--log-verbose <level>", "verbose logging level; >0 logs debug detail", parseNonNegativeInt, 0)
     .option("--data-dir <path>", "where Operon keeps its own files (uploaded models)", ".operon")
     .option("--max-upload-bytes <bytes>", "largest total size of files uploaded with one model load request", parsePositiveInt, 256 * 1024 * 1024)
-    .option("--http-max-body-bytes <bytes>", "largest HTTP request body accepted", parsePositiveInt, 512 * 1024 * 1024)
+    .option("--http-max-body-bytes <bytes>", "largest HTTP request body accepted (Triton's --http-max-input-size default, 64 MiB); a model load request may carry up to --max-upload-bytes of files besides", parsePositiveInt, 64 * 1024 * 1024)
+    .option("--http-max-inflight-body-bytes <bytes>", "request body bytes held at once over all HTTP requests; beyond it new bodies get 503 with Retry-After (default: 4 x --http-max-body-bytes, at least one upload more)", parsePositiveInt)
+    .option("--grpc-infer-max-message-bytes <bytes>", "largest gRPC ModelInfer / ModelStreamInfer message (RESOURCE_EXHAUSTED beyond)", parsePositiveInt, 64 * 1024 * 1024)
     .option(
       "--cache-config <cache,key=value>",
       "response cache, Triton's syntax: 'local,size=<bytes>' (repeatable, one or more key=value per use); models opt in with response_cache { enable: true }. Default: no cache",
@@ -116,6 +118,8 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
     dataDir,
     maxUploadBytes: flags.maxUploadBytes as number,
     httpMaxBodyBytes: flags.httpMaxBodyBytes as number,
+    ...(flags.httpMaxInflightBodyBytes !== undefined ? { httpMaxInflightBodyBytes: flags.httpMaxInflightBodyBytes as number } : {}),
+    grpcInferMaxMessageBytes: flags.grpcInferMaxMessageBytes as number,
     defaultMaxBatchSize: flags.defaultMaxBatchSize as number,
     cacheSizeBytes: (flags.cacheConfig as CacheConfig | undefined)?.settings.size,
     workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),

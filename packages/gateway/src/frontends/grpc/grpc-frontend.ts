@@ -17,9 +17,11 @@ import { applyKeyPriority } from "../../auth/key-priority.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
 import { abortSignalOf, authorizationOf, type GrpcFrontendLogger, rejectRepositoryName, unary } from "./grpc-calls.js";
 import { healthHandlers } from "./grpc-health.js";
-import { decodeInferRequest, decodeLoadOptions, encodeInferResponse } from "./grpc-infer-codec.js";
+import { decodeLoadOptions, encodeInferResponse } from "./grpc-infer-codec.js";
+import { GrpcInferDecoding, type RawInferMessage } from "./grpc-infer-decoding.js";
+import { DecodePool } from "../decode/decode-pool.js";
 import { streamInfer } from "./grpc-stream-infer.js";
-import { HEALTH_SERVICE, INFERENCE_SERVICE, loadGrpcProtos, type NameVersion, type RepositoryRequest, type WireInferRequest } from "./grpc-wire.js";
+import { HEALTH_SERVICE, INFERENCE_SERVICE, loadGrpcProtos, type NameVersion, type RepositoryRequest } from "./grpc-wire.js";
 
 export type { GrpcFrontendLogger } from "./grpc-calls.js";
 
@@ -36,6 +38,10 @@ export interface GrpcFrontendOptions {
   healthWatchIntervalMs?: number;
   /** Directory holding grpc_service.proto, health.proto and model_config.proto. */
   protoDir?: string;
+  /** Decodes large ModelInfer messages off the event loop; default a pool of its own (closed on stop). */
+  decodePool?: DecodePool;
+  /** Largest ModelInfer / ModelStreamInfer message, bytes (default 64 MiB): RESOURCE_EXHAUSTED beyond. */
+  maxInferMessageBytes?: number;
   /**
    * API key checks on the `authorization` metadata (auth/access-policy.ts);
    * undefined = every RPC open. Open: ServerLive, ServerReady,
@@ -57,12 +63,15 @@ const DEFAULT_GRACE_MS = 5000;
 
 export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFrontendOptions): Promise<GrpcFrontend> {
   const definition = await loadGrpcProtos(options.protoDir);
+  const ownPool = options.decodePool === undefined;
+  const decodePool = options.decodePool ?? new DecodePool();
+  const decoding = new GrpcInferDecoding(definition, decodePool, options.maxInferMessageBytes);
   const server = new grpc.Server({
     "grpc.max_receive_message_length": options.maxReceiveMessageLength ?? DEFAULT_MESSAGE_LIMIT,
     "grpc.max_send_message_length": options.maxSendMessageLength ?? DEFAULT_MESSAGE_LIMIT,
   });
   const watches = new Set<() => void>();
-  server.addService(serviceOf(definition, INFERENCE_SERVICE), inferenceHandlers(engine, options.access, options.logger));
+  server.addService(serviceOf(definition, INFERENCE_SERVICE), inferenceHandlers(engine, decoding, options.access, options.logger));
   server.addService(
     serviceOf(definition, HEALTH_SERVICE),
     healthHandlers(engine, watches, options.healthWatchIntervalMs ?? 1000, options.logger),
@@ -90,6 +99,7 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
         }, graceMs);
         server.tryShutdown(() => {
           clearTimeout(timer);
+          if (ownPool) void decodePool.close();
           resolve();
         });
       });
@@ -108,6 +118,7 @@ function serviceOf(definition: protoLoader.PackageDefinition, name: string): grp
 
 function inferenceHandlers(
   engine: InferenceEngine,
+  decoding: GrpcInferDecoding,
   access: GatewayAccessPolicy | undefined,
   logger?: GrpcFrontendLogger,
 ): grpc.UntypedServiceImplementation {
@@ -127,8 +138,8 @@ function inferenceHandlers(
     ModelReady: guarded("infer", (r: NameVersion) => ({ ready: engine.isModelReady(r.name, r.version || undefined) })),
     ServerMetadata: unary(logger, () => engine.serverMetadata()),
     ModelMetadata: guarded("infer", (r: NameVersion) => engine.modelMetadata(r.name, r.version || undefined)),
-    ModelInfer: guarded("infer", async (r: WireInferRequest, call, principal) => {
-      const request = decodeInferRequest(r);
+    ModelInfer: guarded("infer", async (r: RawInferMessage, call, principal) => {
+      const request = await decoding.decodeUnary(r);
       applyKeyPriority(engine, request, principal);
       const response = await engine.infer({ ...request, signal: abortSignalOf(call) });
       return encodeInferResponse(response, request.id);

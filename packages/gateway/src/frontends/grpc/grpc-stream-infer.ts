@@ -8,6 +8,7 @@ import type { InferenceEngine } from "../../engine/engine-api.js";
 import { authorizationOf, cancelledError, statusOf } from "./grpc-calls.js";
 import type { GrpcFrontendLogger } from "./grpc-calls.js";
 import { decodeInferRequest, encodeInferResponse } from "./grpc-infer-codec.js";
+import type { RejectedStreamMessage } from "./grpc-infer-decoding.js";
 import type { WireInferRequest } from "./grpc-wire.js";
 
 /** Request parameter (Triton's): send the final flag of a decoupled stream as an empty response of its own. */
@@ -73,6 +74,8 @@ export function streamInfer(
       let emptyFinal: boolean;
       try {
         if (principal !== null) access?.admit(principal);
+        const rejected = (message as Partial<RejectedStreamMessage>).rejected;
+        if (rejected !== undefined) throw rejected;
         request = decodeInferRequest(message);
         emptyFinal = takeEmptyFinalFlag(request.parameters);
         applyKeyPriority(engine, request, principal);

@@ -59,7 +59,7 @@ export function reportOf(error: unknown): ErrorReport {
     return { status, message: error.message, serverFault: status === 500, closeConnection: false, headers };
   }
   if (error instanceof HttpStatusError) {
-    const headers: OutgoingHttpHeaders = error.closeConnection ? { Connection: "close" } : {};
+    const headers: OutgoingHttpHeaders = { ...error.headers, ...(error.closeConnection ? { Connection: "close" } : {}) };
     return { status: error.status, message: error.message, serverFault: error.status >= 500, closeConnection: error.closeConnection, headers };
   }
   // A bug, not a contract error: its text may expose internals, so the client gets a fixed message and the log the details.
