@@ -2,17 +2,15 @@ import { OperonError, asOperonError } from "@operon/protocol/errors";
 import type { InferResponse } from "@operon/protocol/inference";
 import { decodeBytesElements, type Parameters, type Tensor } from "@operon/protocol/tensor";
 import {
-  analyzeOperator,
   PARAM_PREFIX,
   type Condition,
   type ExitStepSpec,
   type ModelStepSpec,
-  type OperatorGraph,
   type OperatorSpec,
   type RouteStepSpec,
-  type StepNode,
   type StepSpec,
-} from "./operator-spec.js";
+} from "@operon/operator-spec/operator-spec-schema";
+import { analyzeOperator, type OperatorGraph, type StepNode } from "@operon/operator-spec/operator-structure";
 
 /**
  * Runs operator requests in the gateway process. Per request, a whiteboard
@@ -23,7 +21,7 @@ import {
  * the board by reference: tensors are renamed, never copied.
  *
  * Routes and exits decide synchronously when their tensor is ready (see
- * operator-spec.ts for their semantics). The first step failure fails the
+ * @operon/operator-spec for their semantics). The first step failure fails the
  * request with the step's error kind and a message naming the operator,
  * step and model; the client's AbortSignal, a failure or an early exit
  * cancels the steps still outstanding.
