@@ -1,5 +1,6 @@
 import { type DataType, elementByteSize, elementCount, isDataType } from "@operon/protocol/datatypes";
 import type { ErrorKind } from "@operon/protocol/errors";
+import { decodeHalfFloats, numberToBfloat16Bits, numberToFloat16Bits } from "@operon/protocol/half-float";
 import { decodeBytesElements, encodeBytesElements } from "@operon/protocol/tensor";
 
 /**
@@ -212,10 +213,7 @@ class TypedTensorImpl implements TypedTensor {
 
   toFloat32Array(): Float32Array {
     if (this.datatype === "FP16" || this.datatype === "BF16") {
-      const bits = this.view(Uint16Array, this.datatype);
-      const out = new Float32Array(bits.length);
-      for (let i = 0; i < bits.length; i += 1) out[i] = this.datatype === "FP16" ? halfToFloat(bits[i]!) : bfloat16ToFloat(bits[i]!);
-      return out;
+      return decodeHalfFloats(this.datatype, this.view(Uint16Array, this.datatype));
     }
     return this.view(Float32Array, "FP32");
   }
@@ -397,9 +395,9 @@ export const tensor = {
   int64: (name: string, shape: readonly number[], values: ArrayLike<number | bigint>): TypedTensor =>
     fromValues(name, "INT64", shape, values as ArrayLike<number>, BigInt64Array, toBigInt),
   float16: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor =>
-    fromValues(name, "FP16", shape, values, Uint16Array, (value) => floatToHalf(toNumber(value))),
+    fromValues(name, "FP16", shape, values, Uint16Array, (value) => numberToFloat16Bits(toNumber(value))),
   bfloat16: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor =>
-    fromValues(name, "BF16", shape, values, Uint16Array, (value) => floatToBfloat16(toNumber(value))),
+    fromValues(name, "BF16", shape, values, Uint16Array, (value) => numberToBfloat16Bits(toNumber(value))),
   float32: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor => fromValues(name, "FP32", shape, values, Float32Array),
   float64: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor => fromValues(name, "FP64", shape, values, Float64Array),
   /** BYTES: strings are encoded as UTF-8. */
@@ -433,56 +431,3 @@ export const tensor = {
 };
 
 export type TensorFactory = typeof tensor;
-
-// ---- half precision ----
-
-const scratch = new DataView(new ArrayBuffer(4));
-
-function halfToFloat(bits: number): number {
-  const sign = bits & 0x8000 ? -1 : 1;
-  const exponent = (bits >> 10) & 0x1f;
-  const fraction = bits & 0x3ff;
-  if (exponent === 0) return sign * 2 ** -14 * (fraction / 1024);
-  if (exponent === 0x1f) return fraction === 0 ? sign * Infinity : NaN;
-  return sign * 2 ** (exponent - 15) * (1 + fraction / 1024);
-}
-
-/** Round-to-nearest-even float -> IEEE half. */
-function floatToHalf(value: number): number {
-  scratch.setFloat32(0, value);
-  const x = scratch.getUint32(0);
-  const sign = (x >>> 16) & 0x8000;
-  const exponent = (x >>> 23) & 0xff;
-  let mantissa = x & 0x7fffff;
-  if (exponent === 0xff) return sign | 0x7c00 | (mantissa !== 0 ? 0x200 : 0);
-  const e = exponent - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mantissa |= 0x800000;
-    const shift = 14 - e;
-    let half = mantissa >> shift;
-    const rest = mantissa & ((1 << shift) - 1);
-    const halfway = 1 << (shift - 1);
-    if (rest > halfway || (rest === halfway && (half & 1) === 1)) half += 1;
-    return sign | half;
-  }
-  let half = sign | (e << 10) | (mantissa >> 13);
-  const rest = mantissa & 0x1fff;
-  if (rest > 0x1000 || (rest === 0x1000 && (half & 1) === 1)) half += 1;
-  return half;
-}
-
-function bfloat16ToFloat(bits: number): number {
-  scratch.setUint32(0, bits << 16);
-  return scratch.getFloat32(0);
-}
-
-/** Round-to-nearest-even float -> bfloat16 (the upper half of the float32). */
-function floatToBfloat16(value: number): number {
-  scratch.setFloat32(0, value);
-  const x = scratch.getUint32(0);
-  if (Number.isNaN(value)) return ((x >>> 16) & 0xffff) | 0x40;
-  const rounded = x + 0x7fff + ((x >>> 16) & 1);
-  return (rounded >>> 16) & 0xffff;
-}
