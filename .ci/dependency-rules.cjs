@@ -6,14 +6,15 @@
 // Allowed production imports between packages (tests may also use
 // @operon/testing and, for the API's harness, the gateway and worker):
 //   protocol, native, db      → nothing of ours
-//   testing, model-config, perf, operator-spec → protocol
-//   worker                    → protocol, native
-//   gateway                   → protocol, model-config, operator-spec, native   (never worker)
+//   testing, model-config, perf, operator-spec, backend-api → protocol
+//   worker                    → protocol, backend-api, native
+//   gateway                   → protocol, model-config, operator-spec, native   (never worker, never backend-api:
+//                               what backends and models are written against stays on the worker's side)
 //   api                       → protocol, model-config, operator-spec, perf, db (never gateway/worker at run time)
 //   console                   → api, for types only; operator-spec (pure, browser-safe: the spec format the editor draws)
 //   apps/cli                  → any package
 //   nothing imports apps/ or e2e/
-const PACKAGES = ["api", "db", "gateway", "model-config", "operator-spec", "perf", "protocol", "testing", "worker"];
+const PACKAGES = ["api", "backend-api", "db", "gateway", "model-config", "operator-spec", "perf", "protocol", "testing", "worker"];
 const TEST = "(\\.test\\.ts$|/testing/)";
 
 /** A rule: production code under `from` may import only the listed packages of ours. */
@@ -38,7 +39,8 @@ module.exports = {
     onlyImports("model-config", ["protocol"]),
     onlyImports("perf", ["protocol"]),
     onlyImports("operator-spec", ["protocol"]),
-    onlyImports("worker", ["protocol", "native"]),
+    onlyImports("backend-api", ["protocol"]),
+    onlyImports("worker", ["protocol", "backend-api", "native"]),
     onlyImports("gateway", ["protocol", "model-config", "operator-spec", "native"]),
     onlyImports("api", ["protocol", "model-config", "operator-spec", "perf", "db"]),
     {
