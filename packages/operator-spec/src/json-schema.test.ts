@@ -8,9 +8,21 @@ describe("operatorSpecJsonSchema", () => {
     expect(committed).toBe(`${JSON.stringify(operatorSpecJsonSchema(), null, 2)}\n`);
   });
 
-  it("describes the document people write: required fields and the three step kinds", () => {
-    const schema = operatorSpecJsonSchema() as { required: string[]; properties: { steps: { items: { oneOf: Array<{ properties: { kind: { const: string } } }> } } } };
+  it("describes the document people write: required fields and the three step kinds, named under $defs", () => {
+    interface Node {
+      required?: string[];
+      properties?: Record<string, Node>;
+      items?: Node;
+      oneOf?: Node[];
+      $ref?: string;
+      $defs?: Record<string, Node>;
+      const?: string;
+    }
+    const schema = operatorSpecJsonSchema() as Node;
+    const resolve = (node: Node): Node => (node.$ref !== undefined ? schema.$defs![node.$ref.replace("#/$defs/", "")]! : node);
     expect(schema.required).toEqual(["name", "inputs", "outputs", "steps"]);
-    expect(schema.properties.steps.items.oneOf.map((step) => step.properties.kind.const)).toEqual(["model", "route", "exit"]);
+    const kinds = schema.properties!["steps"]!.items!.oneOf!.map((step) => resolve(step).properties!["kind"]!.const);
+    expect(kinds).toEqual(["model", "route", "exit"]);
+    expect(Object.keys(schema.$defs!).sort()).toEqual(["Condition", "ExitStep", "ModelStep", "RouteCase", "RouteStep", "TensorSpec"]);
   });
 });
