@@ -16,8 +16,10 @@ export type DatabaseKind = "postgres" | "embedded";
 export interface OpenDatabaseOptions {
   /**
    * postgres:// or postgresql:// → PostgreSQL; file:<dir> → embedded, persisted
-   * in <dir>; memory: → embedded, in memory. Defaults to DATABASE_URL, then to
-   * the embedded database in `dataDir`.
+   * in <dir>; memory: → embedded, in memory. Default: the embedded database in
+   * `dataDir`. This package reads no environment: the CLI resolves
+   * --database-url / DATABASE_URL (apps/cli/src/database-flags.ts, the one
+   * place that reads it) and passes the URL.
    */
   url?: string;
   /** Embedded data directory when no URL names one (default .operon/db). */
@@ -54,7 +56,7 @@ function redact(url: string): string {
 }
 
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<Database> {
-  const url = options.url ?? (process.env.DATABASE_URL || undefined);
+  const url = options.url;
   if (url && isPostgresUrl(url)) return openPostgres(url);
   if (url && !/^(file:|memory:)/.test(url)) {
     throw new Error(`unsupported database URL ${redact(url)}: use postgres(ql)://, file:<dir> or memory:`);

@@ -11,7 +11,9 @@ import { prepareModel, type OperatorHooks, type PreparedVersion } from "./model-
 import type { RunModel } from "../operators/dag-executor.js";
 import { ensembleStepModels, isEnsembleConfig } from "../operators/ensemble-operator.js";
 import { OperatorRunner } from "../operators/operator-runner.js";
-import { operatorModelConfig, parseOperatorSpec, validateOperator, type OperatorSpec } from "../operators/operator-spec.js";
+import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
+import { parseOperatorSpec } from "@operon/operator-spec/parse-operator-spec";
+import { operatorModelConfig, validateOperator } from "../operators/operator-validation.js";
 import type { VersionRunner } from "../engine/version-runner.js";
 import { signatureFromConfig, type ServedModelSignature } from "../engine/request-validation.js";
 import { stageUpload, type StagedUpload } from "./upload-staging.js";
