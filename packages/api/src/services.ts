@@ -7,7 +7,7 @@ import type { OperatorRegistry } from "./services/operators/operator-registry.js
 import type { PerfRuns } from "./services/perf/perf-runs.js";
 import type { UsageSampler } from "./services/usage/usage-sampler.js";
 import type { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
-import type { ModelRegistry } from "./services/models/model-registry.js";
+import type { ModelServices } from "./services/models/model-services.js";
 import type { UploadSessions } from "./services/models/upload-sessions.js";
 import type { SessionStore } from "./services/accounts/session-store.js";
 
@@ -31,7 +31,7 @@ export interface ApiServices {
   /** Usage samples of the gateway (started by ControlPlane.create when the interval > 0). */
   usageSampler: UsageSampler;
   /** Models: uploads (model store + gateway) and the gateway's repository models. */
-  models: ModelRegistry;
+  models: ModelServices;
   /** Model uploads in progress (staged files, expiry timer). */
   uploads: UploadSessions;
   /** True until the first user exists; the console then offers first-run setup. */
