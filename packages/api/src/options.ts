@@ -1,12 +1,7 @@
 import type { Database } from "@operon/db";
 import type { GatewayClientOptions } from "./services/gateway/gateway-client.js";
 import { DEFAULT_LOGIN_RATE_LIMITS, type LoginRateLimits } from "./services/accounts/login-rate-limiter.js";
-
-export interface ApiLogger {
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-}
+import type { Logger } from "@operon/protocol/logger";
 
 /** What the control plane needs; the CLI builds it from flags, tests from fixtures. */
 export interface ControlPlaneOptions {
@@ -33,7 +28,7 @@ export interface ControlPlaneOptions {
   /** Mark cookies Secure (set when the console is served over HTTPS). */
   secureCookies?: boolean;
   loginRateLimits?: LoginRateLimits;
-  logger?: ApiLogger;
+  logger?: Logger;
 }
 
 export const CONTROL_PLANE_DEFAULTS = {
@@ -44,9 +39,9 @@ export const CONTROL_PLANE_DEFAULTS = {
   loginRateLimits: DEFAULT_LOGIN_RATE_LIMITS,
 } as const;
 
-export type ResolvedControlPlaneOptions = Required<Omit<ControlPlaneOptions, "logger">> & { logger: ApiLogger };
+export type ResolvedControlPlaneOptions = Required<Omit<ControlPlaneOptions, "logger">> & { logger: Logger };
 
-export const SILENT_LOGGER: ApiLogger = { info: () => {}, warn: () => {}, error: () => {} };
+export const SILENT_LOGGER: Logger = { info: () => {}, warn: () => {}, error: () => {} };
 
 export function resolveControlPlaneOptions(options: ControlPlaneOptions): ResolvedControlPlaneOptions {
   return {

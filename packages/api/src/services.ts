@@ -1,5 +1,5 @@
 import type { PrismaClient } from "@operon/db";
-import type { ApiLogger, ResolvedControlPlaneOptions } from "./options.js";
+import type { ResolvedControlPlaneOptions } from "./options.js";
 import type { ApiKeyService } from "./services/api-keys/api-key-service.js";
 import type { GatewayClient } from "./services/gateway/gateway-client.js";
 import type { HardwareProfiles } from "./services/costs/hardware-profiles.js";
@@ -10,6 +10,7 @@ import type { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js
 import type { ModelServices } from "./services/models/model-services.js";
 import type { UploadSessions } from "./services/models/upload-sessions.js";
 import type { SessionStore } from "./services/accounts/session-store.js";
+import type { Logger } from "@operon/protocol/logger";
 
 /**
  * The server-side modules procedures call. Built once per control plane
@@ -18,7 +19,7 @@ import type { SessionStore } from "./services/accounts/session-store.js";
 export interface ApiServices {
   prisma: PrismaClient;
   options: ResolvedControlPlaneOptions;
-  logger: ApiLogger;
+  logger: Logger;
   sessions: SessionStore;
   apiKeys: ApiKeyService;
   loginLimiter: LoginRateLimiter;

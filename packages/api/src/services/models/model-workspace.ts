@@ -5,13 +5,13 @@ import { readOnnxSignatureFile } from "@operon/model-config/onnx-signature";
 import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
 import type { RepositoryIndexEntry } from "@operon/protocol/inference";
 import type { Prisma, PrismaClient } from "@operon/db";
-import type { ApiLogger } from "../../options.js";
 import { AppError } from "../../app-error.js";
-import type { GatewayClient } from "../gateway/gateway-client.js";
+import { GatewayError, type GatewayClient } from "../gateway/gateway-client.js";
 import { KeyedLock } from "../keyed-lock.js";
 import type { ModelStore } from "./model-store.js";
 import type { UploadSessions } from "./upload-sessions.js";
 import { notFoundModel, type GatewayView } from "./model-gateway-view.js";
+import type { Logger } from "@operon/protocol/logger";
 
 /**
  * The models the console manages: uploads stored in the model store and
@@ -34,7 +34,7 @@ export interface ModelServicesOptions {
   store: ModelStore;
   uploads: UploadSessions;
   maxUploadBytes: number;
-  logger: ApiLogger;
+  logger: Logger;
 }
 
 /**
@@ -130,28 +130,36 @@ export class ModelWorkspace {
   }
 
   /**
-   * What a failed gateway load means for the caller: a refusal of the model
-   * (or config) becomes VALIDATION_FAILED with the gateway's reason; an
-   * unreachable gateway, a refused control-plane key and a store the gateway
-   * does not serve stay what they are.
+   * What a failed gateway load means for the caller, by the gateway's error
+   * kind: a refusal of the model (or config) becomes VALIDATION_FAILED with
+   * the gateway's reason; a model folder the gateway cannot find means the
+   * store is not one of its repositories; UNSUPPORTED means it takes no load
+   * requests (model control mode other than explicit). An unreachable or
+   * unavailable gateway, a refused control-plane key and anything that is
+   * not a gateway answer stay what they are.
    */
   loadFailure(error: unknown, name: string, what: string): unknown {
-    if (!(error instanceof AppError)) return error;
-    if (error.code === "GATEWAY_UNAVAILABLE") return error;
-    if (error.code === "NOT_FOUND") {
-      return new AppError(
-        "GATEWAY_ERROR",
-        `the gateway found no folder for model '${name}': is the model store (${this.options.store.dir}) one of its --model-repository folders? (${error.message})`,
-        { cause: error },
-      );
+    if (!(error instanceof GatewayError)) return error;
+    switch (error.kind) {
+      case undefined:
+      case "UNAVAILABLE":
+      case "UNAUTHENTICATED":
+      case "PERMISSION_DENIED":
+        return error;
+      case "NOT_FOUND":
+        return new AppError(
+          "GATEWAY_ERROR",
+          `the gateway found no folder for model '${name}': is the model store (${this.options.store.dir}) one of its --model-repository folders? (${error.message})`,
+          { cause: error },
+        );
+      case "UNSUPPORTED":
+        return new AppError("GATEWAY_ERROR", `the gateway cannot load ${what} on request: ${error.message}`, { cause: error });
+      default: {
+        // The store's location is the server's business; the file's place in it is what the person needs.
+        const reason = error.message.replaceAll(`${this.options.store.dir}${sep}`, "").replaceAll(this.options.store.dir, "<model store>");
+        return new AppError("VALIDATION_FAILED", `the gateway refused ${what}: ${reason}`, { cause: error });
+      }
     }
-    // GATEWAY_ERROR without a gateway status is not about the model (e.g. the gateway refused the control plane's key).
-    if (error.code === "GATEWAY_ERROR" && !error.internal?.startsWith("gateway status")) return error;
-    // 501 UNSUPPORTED: the gateway does not take load requests (model control mode other than explicit).
-    if (error.internal === "gateway status 501") return new AppError("GATEWAY_ERROR", `the gateway cannot load ${what} on request: ${error.message}`, { cause: error });
-    // The store's location is the server's business; the file's place in it is what the person needs.
-    const reason = error.message.replaceAll(`${this.options.store.dir}${sep}`, "").replaceAll(this.options.store.dir, "<model store>");
-    return new AppError("VALIDATION_FAILED", `the gateway refused ${what}: ${reason}`, { cause: error });
   }
 
   /** Runs every undo step, logging (not throwing) the ones that fail: the original error is what the caller must see. */

@@ -15,18 +15,14 @@ import { assertTensorByteSize, type Parameters as InferParameters, type Paramete
 import type { AccessNeed, GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
-
-export interface GrpcFrontendLogger {
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-}
+import type { Logger } from "@operon/protocol/logger";
+import { logRequestFailure, requestFailureOf } from "../failure-log.js";
 
 export interface GrpcFrontendOptions {
   host: string;
   /** 0 = let the OS pick a free port; the bound port is returned. */
   port: number;
-  logger?: GrpcFrontendLogger;
+  logger?: Logger;
   /** Largest request message accepted, bytes (default 256 MiB). */
   maxReceiveMessageLength?: number;
   /** Largest response message sent, bytes (default 256 MiB). */
@@ -174,7 +170,7 @@ interface RepositoryRequest {
 function inferenceHandlers(
   engine: InferenceEngine,
   access: GatewayAccessPolicy | undefined,
-  logger?: GrpcFrontendLogger,
+  logger?: Logger,
 ): grpc.UntypedServiceImplementation {
   /** A unary RPC checked for `need` before it runs; fn gets the authorized principal. */
   const guarded = <Req, Res>(
@@ -250,7 +246,7 @@ function authorizationOf(metadata: grpc.Metadata): string | undefined {
 
 /** Runs fn and answers with its value, or with the gRPC status of what it threw (never throws synchronously). */
 function unary<Req, Res>(
-  logger: GrpcFrontendLogger | undefined,
+  logger: Logger | undefined,
   fn: (request: Req, call: grpc.ServerUnaryCall<Req, Res>) => Res | Promise<Res>,
 ): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
@@ -263,10 +259,11 @@ function unary<Req, Res>(
   };
 }
 
-function statusOf(error: unknown, method: string, logger?: GrpcFrontendLogger): Partial<grpc.StatusObject> {
-  if (isOperonError(error)) return { code: grpcStatusOf(error.kind), details: error.message };
-  logger?.error({ err: error, method }, "gRPC call failed unexpectedly");
-  return { code: grpc.status.INTERNAL, details: error instanceof Error ? error.message : String(error) };
+/** Logged at its kind's level; a bug's text stays in the log, the client gets INTERNAL with a fixed text (as over HTTP). */
+function statusOf(error: unknown, method: string, logger?: Logger): Partial<grpc.StatusObject> {
+  const failure = requestFailureOf(error);
+  logRequestFailure(logger, isOperonError(error) ? failure : { ...failure, message: "gRPC call failed unexpectedly" }, error, { method });
+  return { code: grpcStatusOf(failure.kind), details: failure.message };
 }
 
 function abortSignalOf(call: { cancelled: boolean; once(event: "cancelled", listener: () => void): unknown }): AbortSignal {
@@ -306,7 +303,7 @@ const FINAL_RESPONSE_PARAMETER = "triton_final_response";
 function streamInfer(
   engine: InferenceEngine,
   access: GatewayAccessPolicy | undefined,
-  logger?: GrpcFrontendLogger,
+  logger?: Logger,
 ): grpc.handleBidiStreamingCall<WireInferRequest, object> {
   return (call) => {
     // The key is checked once, when the stream opens (a bad one fails the call);
@@ -332,9 +329,10 @@ function streamInfer(
     };
     // The id lets the client tell which request failed (Triton does the same).
     const errorReply = (message: WireInferRequest, error: unknown, final?: boolean): object => {
-      if (!isOperonError(error)) logger?.error({ err: error, model: message.model_name }, "stream inference failed unexpectedly");
+      const failure = requestFailureOf(error);
+      logRequestFailure(logger, isOperonError(error) ? failure : { ...failure, message: "stream inference failed unexpectedly" }, error, { model: message.model_name });
       return {
-        error_message: error instanceof Error ? error.message : String(error),
+        error_message: failure.message,
         infer_response: {
           model_name: message.model_name,
           model_version: message.model_version,
@@ -424,7 +422,7 @@ function healthHandlers(
   engine: InferenceEngine,
   watches: Set<() => void>,
   intervalMs: number,
-  logger?: GrpcFrontendLogger,
+  logger?: Logger,
 ): grpc.UntypedServiceImplementation {
   const watch: grpc.handleServerStreamingCall<{ service: string }, object> = (call) => {
     let last: string | undefined;
