@@ -16,10 +16,9 @@ export type DatabaseKind = "postgres" | "embedded";
 export interface OpenDatabaseOptions {
   /**
    * postgres:// or postgresql:// → PostgreSQL; file:<dir> → embedded, persisted
-   * in <dir>; memory: → embedded, in memory. Default: the embedded database in
-   * `dataDir`. This package reads no environment: the CLI resolves
-   * --database-url / DATABASE_URL (apps/cli/src/database-flags.ts, the one
-   * place that reads it) and passes the URL.
+   * in <dir>; memory: → embedded, in memory. Without one, the embedded
+   * database in `dataDir`. The package reads no environment: DATABASE_URL is
+   * the CLI's to read (apps/cli/src/environment.ts), once.
    */
   url?: string;
   /** Embedded data directory when no URL names one (default .operon/db). */
@@ -56,7 +55,7 @@ function redact(url: string): string {
 }
 
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<Database> {
-  const url = options.url;
+  const url = options.url || undefined;
   if (url && isPostgresUrl(url)) return openPostgres(url);
   if (url && !/^(file:|memory:)/.test(url)) {
     throw new Error(`unsupported database URL ${redact(url)}: use postgres(ql)://, file:<dir> or memory:`);

@@ -1,11 +1,11 @@
 import type { Operator, Prisma, PrismaClient } from "@operon/db";
 import { specModels, specSteps } from "@operon/operator-spec/spec-summary";
 import { AppError, notFound, type FieldError } from "../../app-error.js";
-import type { ApiLogger } from "../../options.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient, GatewayOperator, OperatorProblem, OperatorValidation } from "../gateway/gateway-client.js";
 import { KeyedLock } from "../keyed-lock.js";
 import { isUniqueViolation } from "../accounts/user-accounts.js";
+import type { Logger } from "@operon/protocol/logger";
 
 /**
  * Operators (DAGs of model calls) as the control plane keeps them: the
@@ -114,7 +114,7 @@ export class OperatorRegistry {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly gateway: GatewayClient,
-    private readonly logger: ApiLogger,
+    private readonly logger: Logger,
   ) {}
 
   /** Stored operators, then served ones not stored here (repository ensembles, direct registrations). */

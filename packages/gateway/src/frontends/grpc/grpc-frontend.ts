@@ -15,7 +15,8 @@ import { assertTensorByteSize, type Parameters as InferParameters, type Paramete
 import type { AccessNeed, GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
-import { abortSignalOf, authorizationOf, type GrpcFrontendLogger, rejectRepositoryName, unary } from "./grpc-calls.js";
+import { abortSignalOf, authorizationOf, rejectRepositoryName, unary } from "./grpc-calls.js";
+import type { Logger } from "@operon/protocol/logger";
 import { healthHandlers } from "./grpc-health.js";
 import { decodeLoadOptions, encodeInferResponse } from "./grpc-infer-codec.js";
 import { GrpcInferDecoding, type RawInferMessage } from "./grpc-infer-decoding.js";
@@ -23,13 +24,12 @@ import { DecodePool } from "../decode/decode-pool.js";
 import { streamInfer } from "./grpc-stream-infer.js";
 import { HEALTH_SERVICE, INFERENCE_SERVICE, loadGrpcProtos, type NameVersion, type RepositoryRequest } from "./grpc-wire.js";
 
-export type { GrpcFrontendLogger } from "./grpc-calls.js";
 
 export interface GrpcFrontendOptions {
   host: string;
   /** 0 = let the OS pick a free port; the bound port is returned. */
   port: number;
-  logger?: GrpcFrontendLogger;
+  logger?: Logger;
   /** Largest request message accepted, bytes (default 256 MiB). */
   maxReceiveMessageLength?: number;
   /** Largest response message sent, bytes (default 256 MiB). */
@@ -120,7 +120,7 @@ function inferenceHandlers(
   engine: InferenceEngine,
   decoding: GrpcInferDecoding,
   access: GatewayAccessPolicy | undefined,
-  logger?: GrpcFrontendLogger,
+  logger?: Logger,
 ): grpc.UntypedServiceImplementation {
   /** A unary RPC checked for `need` before it runs; fn gets the authorized principal. */
   const guarded = <Req, Res>(

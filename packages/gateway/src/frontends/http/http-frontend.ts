@@ -21,8 +21,10 @@ import { unpackInferRequest } from "../decode/packed-request.js";
 import { rawInputSpecFromEngine } from "./http-raw-input.js";
 import { decodeIndexRequest, decodeLoadRequest, decodeUnloadRequest } from "./http-repository-request.js";
 import { reportOf, sendBody, sendEmpty, sendError, sendJson } from "./http-respond.js";
+import { logRequestFailure } from "../failure-log.js";
 import { type RouteParams, Router } from "./http-router.js";
 import { EventStream } from "./http-sse.js";
+import type { Logger } from "@operon/protocol/logger";
 
 /**
  * The HTTP/REST frontend: KServe v2 plus Triton's extensions (binary
@@ -43,19 +45,13 @@ import { EventStream } from "./http-sse.js";
  * priority level (auth/key-priority.ts).
  */
 
-export interface HttpFrontendLogger {
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-}
-
 export interface HttpFrontendOptions {
   host: string;
   /** 0 = let the OS pick a free port; the bound port is returned. */
   port: number;
   /** Largest request body accepted, bytes, after any gzip/deflate is undone (default 64 MiB). */
   maxBodyBytes?: number;
-  logger?: HttpFrontendLogger;
+  logger?: Logger;
   /**
    * The input a raw binary request (Inference-Header-Content-Length: 0)
    * fills. Default: the model's only input from its metadata, batch-1 when
@@ -111,7 +107,7 @@ interface Route {
 }
 
 /** Without a logger, only server faults reach stderr; client errors are the clients' business. */
-const FALLBACK_LOGGER: HttpFrontendLogger = {
+const FALLBACK_LOGGER: Logger = {
   info: () => {},
   warn: (obj, msg) => console.warn(msg ?? "", obj),
   error: (obj, msg) => console.error(msg ?? "", obj),
@@ -159,9 +155,8 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
         return;
       }
       const report = reportOf(error);
-      if (report.serverFault) logger.error({ method, path, status: report.status, err: error }, report.message);
-      else logger.info({ method, path, status: report.status }, report.message);
-      sendError(res, report.status, report.message, report.headers);
+      logRequestFailure(logger, report, error, { method, path, status: report.status });
+      sendError(res, report.status, report.message, report.headers, report.kind);
     }
   };
 
@@ -208,7 +203,7 @@ interface RouterOptions {
   maxBodyBytes: number;
   maxLoadBodyBytes: number;
   rawInputShape: NonNullable<HttpFrontendOptions["rawInputShape"]>;
-  logger: HttpFrontendLogger;
+  logger: Logger;
 }
 
 function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Route> {
