@@ -28,8 +28,13 @@ export interface GatewayMetricsOptions {
   latencySummaries?: boolean;
 }
 
-/** Quantiles over a sliding 60 s window (6 buckets of 10 s), so they follow the current load. */
-const SUMMARY_SETTINGS = { percentiles: [0.5, 0.9, 0.95, 0.99], maxAgeSeconds: 60, ageBuckets: 6 } as const;
+/**
+ * Quantiles over a sliding window of 30-60 s (2 buckets rotating every 30 s),
+ * so they follow the current load. prom-client adds every observation to
+ * every bucket's sketch: 2 buckets instead of 6 took two thirds of the
+ * summaries' cost off each request (they were 4 % of the gateway's CPU).
+ */
+const SUMMARY_SETTINGS = { percentiles: [0.5, 0.9, 0.95, 0.99], maxAgeSeconds: 60, ageBuckets: 2 } as const;
 
 export class GatewayMetrics {
   readonly registry = new Registry();
