@@ -36,11 +36,34 @@ export interface ApiServer {
 
 export const API_BASE_PATH = "/api/trpc";
 
+/** Most calls one batched request may carry (the console batches at most CONSOLE_MAX_BATCH_ITEMS). */
+export const MAX_BATCH_CALLS = 20;
+
+/**
+ * Procedures that check a password or a setup token: each must arrive in its
+ * own request, so that the sign-in limit counts every attempt on its own and
+ * one request cannot start a crowd of Argon2 computations.
+ */
+export const UNBATCHABLE_PROCEDURES: ReadonlySet<string> = new Set(["auth.signIn", "auth.completeSetup", "auth.changePassword"]);
+
+/** Why a batched tRPC request is refused before any of its calls runs, or undefined when it may run. */
+export function batchProblem(path: string, query: string): string | undefined {
+  const params = new URLSearchParams(query);
+  const batch = params.get("batch");
+  if (batch === null || batch === "0" || batch === "false") return undefined;
+  const procedures = decodeURIComponent(path.slice(API_BASE_PATH.length + 1)).split(",");
+  if (procedures.length > MAX_BATCH_CALLS) return `a batch may carry at most ${MAX_BATCH_CALLS} calls; this one has ${procedures.length}`;
+  const alone = procedures.find((procedure) => UNBATCHABLE_PROCEDURES.has(procedure));
+  if (alone !== undefined && procedures.length > 1) return `${alone} checks a password and must be sent on its own, not in a batch`;
+  return undefined;
+}
+
 export async function startApiServer(services: ApiServices, options: ApiServerOptions): Promise<ApiServer> {
   const trpcHandler = createHTTPHandler({
     router: appRouter,
     basePath: `${API_BASE_PATH}/`,
     maxBodySize: options.maxBodyBytes ?? 8 * 1024 * 1024,
+    maxBatchSize: MAX_BATCH_CALLS,
     createContext: ({ req, res }) => createHttpContext(services, req, res, options.proxyToken),
     responseMeta({ errors }) {
       const retry = errors.map((error) => (error.cause as { retryAfterSecs?: number } | undefined)?.retryAfterSecs).find((secs) => secs !== undefined);
@@ -61,6 +84,14 @@ export async function startApiServer(services: ApiServices, options: ApiServerOp
       return;
     }
     if (path.startsWith(`${API_BASE_PATH}/`)) {
+      const problem = batchProblem(path, (req.url ?? "").slice(path.length + 1));
+      if (problem !== undefined) {
+        // tRPC's own error shape, one entry per call, so batching clients show the message.
+        const calls = Math.min(MAX_BATCH_CALLS + 1, decodeURIComponent(path).split(",").length);
+        const error = { message: problem, code: -32600, data: { code: "BAD_REQUEST", httpStatus: 400, appCode: "VALIDATION_FAILED", fieldErrors: [] } };
+        res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify(Array.from({ length: calls }, () => ({ error }))));
+        return;
+      }
       trpcHandler(req, res);
       return;
     }
