@@ -1,5 +1,5 @@
 import { API_KEY_SCOPES, generateApiKey, type ApiKeyGrant, type ApiKeyScope } from "@operon/protocol/api-keys";
-import type { ApiKey, PrismaClient } from "@operon/db";
+import type { ApiKey, PrismaClient, Role } from "@operon/db";
 import { AppError, notFound } from "../../app-error.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 
@@ -54,6 +54,20 @@ export function summarizeApiKey(key: ApiKey & { owner?: { email: string } }): Ap
   };
 }
 
+/**
+ * The scopes a key may use while its owner holds a role: a key never does
+ * more than its owner could. Admins: admin and infer; engineers: infer;
+ * viewers: none (they cannot make keys, so their keys date from an earlier
+ * role and stop working). The gateway gets each key's stored scopes cut to
+ * this set at every reload, so a role change takes effect at once, and is
+ * undone by giving the role back.
+ */
+export const SCOPES_BY_ROLE: Record<Role, readonly ApiKeyScope[]> = {
+  ADMIN: ["admin", "infer"],
+  ENGINEER: ["infer"],
+  VIEWER: [],
+};
+
 export class ApiKeyService {
   private readonly listeners = new Set<GrantsListener>();
   private grants: ApiKeyGrant[] = [];
@@ -80,11 +94,13 @@ export class ApiKeyService {
   async reload(): Promise<void> {
     const rows = await this.prisma.apiKey.findMany({
       where: { revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }], owner: { disabled: false } },
+      include: { owner: { select: { role: true, email: true } } },
     });
-    this.grants = rows.map((row) => ({
+    const withScopes = rows.map((row) => ({ row, scopes: summarizeApiKey(row).scopes.filter((scope) => SCOPES_BY_ROLE[row.owner.role].includes(scope)) }));
+    this.grants = withScopes.filter(({ scopes }) => scopes.length > 0).map(({ row, scopes }) => ({
       id: row.id,
       hash: row.keyHash,
-      scopes: summarizeApiKey(row).scopes,
+      scopes,
       priorityLevel: row.priorityLevel,
       qpsQuota: row.qpsQuota,
       expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
