@@ -45,6 +45,7 @@ export function makeInternalKey(): { key: string; grant: ApiKeyGrant } {
 /** Fills the ring with the stored keys before the gateway accepts its first request. */
 export async function preloadKeys(db: Database, ring: ApiKeyRing, internal: ApiKeyGrant): Promise<void> {
   const keys = await ApiKeyService.create(db.prisma);
+  if (keys.keysEverIssued()) ring.noteKeysEverIssued();
   ring.replaceAll([...keys.currentGrants(), internal]);
 }
 
@@ -93,7 +94,11 @@ export async function startControlPlane(options: {
     usageRetentionDays: options.usageRetentionDays,
     logger: logger.child({ component: "control-plane" }),
   });
-  const unsubscribe = controlPlane.services.apiKeys.subscribe((grants) => options.ring.replaceAll([...grants, options.internal.grant]));
+  const apiKeys = controlPlane.services.apiKeys;
+  const unsubscribe = apiKeys.subscribe((grants) => {
+    if (apiKeys.keysEverIssued()) options.ring.noteKeysEverIssued();
+    options.ring.replaceAll([...grants, options.internal.grant]);
+  });
   // Last-used times of keys: gathered by the gateway in memory, written here off the request path.
   const persistUsage = async (): Promise<void> => {
     const used = options.ring.drainUsage();

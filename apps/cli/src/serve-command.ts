@@ -76,6 +76,12 @@ export function serveCommand(): Command {
     .option("--admin-email <email>", "create this first admin at start when no account exists")
     .option("--admin-password <password>", "the first admin's password (default $OPERON_ADMIN_PASSWORD)")
     .option("--require-api-key [bool]", "inference needs an API key (Authorization: Bearer <key>); model control always does beyond loopback", parseBool, false)
+    .option(
+      "--anonymous-model-control [bool]",
+      "on a loopback-only server, keep model control (load/unload) open to callers without a key even after API keys were issued (default: it locks for good once any key exists)",
+      parseBool,
+      false,
+    )
     .option("--usage-sample-secs <secs>", "how often the control plane samples the gateway's usage for charts and costs (0 = never)", parseNonNegativeInt, 15)
     .option("--usage-retention-days <days>", "how long usage samples are kept; older ones are deleted hourly (0 = forever)", parseNonNegativeInt, 30)
     .action(async (flags: Record<string, unknown>, command: Command) => {
@@ -150,7 +156,8 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
           "(operon keys create --scopes admin,infer ...) and/or pass --require-api-key, listen on 127.0.0.1, or use --model-control-mode none",
       );
     }
-    server = await startOperonServer({ ...options, ...(withControlPlane || requireApiKey ? { access: { ring, requireApiKey } } : {}) });
+    const anonymousModelControl = flags.anonymousModelControl as boolean;
+    server = await startOperonServer({ ...options, ...(withControlPlane || requireApiKey ? { access: { ring, requireApiKey, anonymousModelControl } } : {}) });
     if (withControlPlane && db) {
       if (server.httpPort === undefined) throw new Error("the control plane needs the gateway's HTTP endpoint: drop --allow-http=false or pass --control-plane=false");
       controlPlane = await startControlPlane({
@@ -166,6 +173,12 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
         apiAddress: flags.apiAddress as string,
         apiPort: flags.apiPort as number,
         logger,
+      });
+      // Model control through the gateway's own API goes to the audit log too (the console's own calls use the internal key and are audited by the API).
+      const keyService = controlPlane.controlPlane.services.apiKeys;
+      server.access?.onModelControl((event) => {
+        if (event.keyId === internal.grant.id) return;
+        keyService.recordGatewayChange(event).catch((error: unknown) => logger.error({ err: (error as Error).message, event }, "could not write a gateway model control change to the audit log"));
       });
       if (flags.console as boolean) {
         const port = (flags.consolePort as number) === 0 ? await freePort(flags.consoleAddress as string) : (flags.consolePort as number);
@@ -205,9 +218,11 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
     const open = server.access ? server.access.modelControlOpen() : true;
     if (open) {
       logger.warn(
-        loopbackOnly
-          ? "model control (load/unload) is open to any local client without a key, as in Triton: the server listens on loopback only and no admin API key is configured"
-          : "model control (load/unload) is open and the server listens beyond loopback: anyone who can reach it can load models",
+        !loopbackOnly
+          ? "model control (load/unload) is open and the server listens beyond loopback: anyone who can reach it can load models"
+          : server.access?.anonymousModelControl && server.access.ring.modelControlLocked()
+            ? "model control (load/unload) is open to any local client without a key because of --anonymous-model-control, although API keys were issued"
+            : "model control (load/unload) is open to any local client without a key, as in Triton: the server listens on loopback only and no API key was ever issued",
       );
     } else {
       logger.info("model control (load/unload) needs an admin-scoped API key (or the console)");

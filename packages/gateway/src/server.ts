@@ -55,7 +55,7 @@ export interface OperonServerOptions {
    * existed. See GatewayAccessPolicy for the rules; loopback-only is
    * derived here from the HTTP and gRPC addresses.
    */
-  access?: { ring: ApiKeyRing; requireApiKey: boolean } | undefined;
+  access?: { ring: ApiKeyRing; requireApiKey: boolean; anonymousModelControl?: boolean } | undefined;
 }
 
 export interface OperonServer {
@@ -176,6 +176,7 @@ function accessPolicyOf(options: OperonServerOptions): GatewayAccessPolicy | und
     ring: options.access.ring,
     requireApiKey: options.access.requireApiKey,
     loopbackOnly: hosts.every(isLoopbackHost),
+    ...(options.access.anonymousModelControl !== undefined ? { anonymousModelControl: options.access.anonymousModelControl } : {}),
   });
 }
 
