@@ -9,6 +9,7 @@ import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
 import { launchInstance, ModelInstances, type InstanceLaunchSpec, type ModelInstancesOptions } from "../instances/model-instances.js";
 import { ensembleToOperator, isEnsembleConfig } from "../operators/ensemble-operator.js";
 import { assertValidOperator, type ModelSignatureLookup, type OperatorSpec } from "../operators/operator-spec.js";
+import { confinedPath } from "./confined-path.js";
 import { listVersionDirs, readConfigText } from "./repository-scanner.js";
 import { selectVersions } from "./version-policy.js";
 import type { VersionRunner } from "../engine/version-runner.js";
@@ -86,11 +87,16 @@ export async function prepareModel(
   try {
     // The highest version completes the config; every version is checked against it.
     for (const version of [...versions].reverse()) {
-      const modelPath = await firstExisting(candidates.map((file) => join(dir, version, file)));
+      // Names from the config (possibly an override sent with the load request) stay inside the model's folder.
+      const confined = await Promise.all(candidates.map((file) => confinedPath(dir, join(dir, version), file, `default_model_filename of model '${name}'`)));
+      for (const output of config.output ?? []) {
+        if (output.label_filename) await confinedPath(dir, join(dir, version), output.label_filename, `label_filename of output '${output.name}' of model '${name}'`);
+      }
+      const modelPath = await firstExisting(confined);
       if (modelPath === undefined) {
         throw new OperonError(
           "INVALID_ARG",
-          `model file ${candidates.map((file) => `'${join(version, file)}'`).join(" or ")} of model '${name}' not found in ${dir}`,
+          `model file ${candidates.map((file) => `'${join(version, file)}'`).join(" or ")} of model '${name}' not found in the model's folder`,
         );
       }
       const spec: InstanceLaunchSpec = {
