@@ -79,6 +79,7 @@ export async function startControlPlane(options: {
   maxUploadBytes: number;
   usageSampleIntervalSecs: number;
   usageRetentionDays: number;
+  secureCookies: boolean;
   apiAddress: string;
   apiPort: number;
   logger: Logger;
@@ -92,6 +93,7 @@ export async function startControlPlane(options: {
     maxUploadBytes: options.maxUploadBytes,
     usageSampleIntervalSecs: options.usageSampleIntervalSecs,
     usageRetentionDays: options.usageRetentionDays,
+    secureCookies: options.secureCookies,
     logger: logger.child({ component: "control-plane" }),
   });
   const apiKeys = controlPlane.services.apiKeys;

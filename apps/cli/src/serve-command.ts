@@ -70,6 +70,12 @@ export function serveCommand(): Command {
       parseTrustedProxy,
       [] as string[],
     )
+    .option(
+      "--secure-cookies [bool]",
+      "mark the console's cookies Secure (serve the console over HTTPS, e.g. behind a TLS proxy); also set per request when a --trusted-proxy sends X-Forwarded-Proto: https",
+      parseBool,
+      false,
+    )
     .option("--api-address <address>", "control plane API listen address (the console proxies to it)", "127.0.0.1")
     .option("--api-port <port>", "control plane API port (tRPC under /api/trpc)", parsePort, 8003)
     .option("--database-url <url>", "postgres(ql)://… for PostgreSQL, file:<dir> or memory: for the embedded database; default $DATABASE_URL, else <data-dir>/db")
@@ -170,6 +176,7 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
         maxUploadBytes: options.maxUploadBytes,
         usageSampleIntervalSecs: flags.usageSampleSecs as number,
         usageRetentionDays: flags.usageRetentionDays as number,
+        secureCookies: flags.secureCookies as boolean,
         apiAddress: flags.apiAddress as string,
         apiPort: flags.apiPort as number,
         logger,

@@ -1,9 +1,8 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
-import { parseCookie, stringifySetCookie } from "cookie";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
-import { createHttpContext, CSRF_COOKIE } from "../context.js";
+import { createHttpContext } from "../context.js";
 import { appRouter } from "../root.js";
 import type { ApiServices } from "../services.js";
 
@@ -26,6 +25,12 @@ export interface ApiServerOptions {
    * requests carrying it have their X-Forwarded-For believed. Unset: never.
    */
   proxyToken?: string;
+  /**
+   * The key CSRF tokens are bound to sessions with (csrfTokenFor). Default:
+   * random per process; after a restart a signed-in browser gets its new
+   * token with its next answer.
+   */
+  csrfSecret?: Buffer;
 }
 
 export interface ApiServer {
@@ -59,27 +64,29 @@ export function batchProblem(path: string, query: string): string | undefined {
 }
 
 export async function startApiServer(services: ApiServices, options: ApiServerOptions): Promise<ApiServer> {
+  const contextOptions = { proxyToken: options.proxyToken, csrfSecret: options.csrfSecret ?? randomBytes(32) };
   const trpcHandler = createHTTPHandler({
     router: appRouter,
     basePath: `${API_BASE_PATH}/`,
     maxBodySize: options.maxBodyBytes ?? 8 * 1024 * 1024,
     maxBatchSize: MAX_BATCH_CALLS,
-    createContext: ({ req, res }) => createHttpContext(services, req, res, options.proxyToken),
+    createContext: ({ req, res }) => createHttpContext(services, req, res, contextOptions),
     responseMeta({ errors }) {
       const retry = errors.map((error) => (error.cause as { retryAfterSecs?: number } | undefined)?.retryAfterSecs).find((secs) => secs !== undefined);
       return retry !== undefined ? { headers: { "retry-after": String(retry) } } : {};
     },
   });
 
-  const server = http.createServer((req, res) => {
+  const server = http.createServer((req, res) => void serve(req, res));
+  const serve = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const path = (req.url ?? "/").split("?")[0]!;
-    if (!parseCookie(req.headers.cookie ?? "")[CSRF_COOKIE]) {
-      res.appendHeader(
-        "set-cookie",
-        stringifySetCookie({ name: CSRF_COOKIE, value: randomBytes(24).toString("base64url"), path: "/", sameSite: "strict", secure: services.options.secureCookies }),
-      );
-    }
     if (path === "/api/health") {
+      // Also hands out the CSRF cookie (the console asks here when it has none): the context sets it.
+      try {
+        await createHttpContext(services, req, res, contextOptions);
+      } catch {
+        // the health answer does not depend on the session store
+      }
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true }));
       return;
     }
@@ -96,7 +103,7 @@ export async function startApiServer(services: ApiServices, options: ApiServerOp
       return;
     }
     res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: `no API endpoint at '${path}'` }));
-  });
+  };
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => {

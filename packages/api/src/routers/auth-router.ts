@@ -15,6 +15,7 @@ const password = z.string().min(1, { error: "required" }).max(1024);
 async function startSession(ctx: ApiContext, userId: string): Promise<void> {
   const { token } = await ctx.services.sessions.create(userId, { ip: ctx.ip, userAgent: ctx.userAgent });
   ctx.cookies.set(SESSION_COOKIE, token, { httpOnly: true, sameSite: "lax", maxAge: Math.floor(SESSION_TTL_MS / 1000) });
+  ctx.bindCsrf(token);
 }
 
 function tokenMatches(expected: string | undefined, given: string): boolean {
@@ -62,6 +63,7 @@ export const authRouter = router({
     if (ctx.sessionId) await ctx.services.sessions.revoke(ctx.sessionId);
     await recordAudit(ctx.services.prisma, ctx.actor, { action: "auth.signOut", targetType: "User", targetId: ctx.user.id });
     ctx.cookies.clear(SESSION_COOKIE);
+    ctx.bindCsrf(null);
     return { ok: true as const };
   }),
 
