@@ -47,9 +47,9 @@ export async function startOperon(repository, extraArgs = []) {
   return { httpUrl: match[1], grpcAddress: match[2], stop: stopper(child) };
 }
 
-/** The single-process node:http + onnxruntime-node baseline (bench/baselines/minimal-ort-server.mjs). */
+/** The single-process node:http + onnxruntime-node baseline (bench/baselines/minimal-http-ort-server.mjs). */
 export async function startMinimalServer(modelPath, shape) {
-  const child = spawn(process.execPath, [join(ROOT, "bench/baselines/minimal-ort-server.mjs"), modelPath, "0", shape.join(",")], {
+  const child = spawn(process.execPath, [join(ROOT, "bench/baselines/minimal-http-ort-server.mjs"), modelPath, "0"], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -2,20 +2,13 @@ import { isIP } from "node:net";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { Command, InvalidArgumentError, Option } from "commander";
-import type { Database } from "@operon/db";
 import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
 import { createLogger } from "@operon/gateway/logger";
 import { startOperonServer, type OperonServer, type OperonServerOptions } from "@operon/gateway/server";
 import { ConsoleNotBuiltError, startConsole, type ConsoleProcess } from "./console-process.js";
-import {
-  controlPlaneDirs,
-  ensureFirstAdmin,
-  makeInternalKey,
-  preloadKeys,
-  startControlPlane,
-  type RunningControlPlane,
-} from "./control-plane-runtime.js";
-import { databaseUrlOf, describeDatabase, openMigratedDatabase } from "./database-flags.js";
+import { ControlPlaneThread } from "./control-plane-host.js";
+import { controlPlaneDirs, makeInternalKey } from "./control-plane-runtime.js";
+import { databaseUrlOf } from "./database-flags.js";
 
 /**
  * `operon serve`: tritonserver's flags, names and defaults, so that scripts
@@ -42,6 +35,14 @@ export function serveCommand(): Command {
       )
         .choices(["none", "poll", "explicit"])
         .default("none"),
+    )
+    .addOption(
+      new Option(
+        "--backend-isolation <mode>",
+        "where ONNX Runtime (and echo) instances run unless a model's config parameter operon_isolation says otherwise: thread = a thread of the gateway process (fastest; a native crash takes the server down, as in Triton), process = a worker process each (isolated). TypeScript models always run in processes",
+      )
+        .choices(["thread", "process"])
+        .default("thread"),
     )
     .option("--load-model <name>", "model to load at start in explicit mode (repeatable; '*' = all)", collect, [])
     .option("--repository-poll-secs <secs>", "poll interval of the repositories in poll mode", parseNonNegativeInt, 15)
@@ -130,30 +131,52 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
     defaultMaxBatchSize: flags.defaultMaxBatchSize as number,
     cacheSizeBytes: (flags.cacheConfig as CacheConfig | undefined)?.settings.size,
     workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),
+    backendIsolation: flags.backendIsolation as "thread" | "process",
     logger,
   };
   const loopbackOnly = [options.allowHttp ? options.httpAddress : "127.0.0.1", options.allowGrpc ? options.grpcAddress : "127.0.0.1"].every(isLoopback);
 
-  let db: Database | undefined;
+  let controlPlane: ControlPlaneThread | undefined;
+  let api: { apiUrl: string; proxyToken: string; setupToken: string | undefined } | undefined;
+  let embeddedDatabase = false;
   let server: OperonServer | undefined;
-  let controlPlane: RunningControlPlane | undefined;
   let consoleProcess: ConsoleProcess | undefined;
   const stopAll = async (): Promise<void> => {
     await consoleProcess?.stop().catch(() => undefined);
     await controlPlane?.stop().catch((error: unknown) => logger.error({ err: (error as Error).message }, "error while stopping the control plane"));
     await server?.stop();
-    await db?.close().catch(() => undefined);
   };
   try {
     const ring = new ApiKeyRing();
     const internal = makeInternalKey();
     if (withControlPlane) {
-      const url = databaseUrlOf({ databaseUrl: flags.databaseUrl as string | undefined, dataDir });
-      const opened = await openMigratedDatabase(url);
-      db = opened.db;
-      logger.info({ database: describeDatabase(url), applied: opened.migrations.applied }, "control plane database ready");
-      await ensureFirstAdmin(db, { email: flags.adminEmail as string | undefined, password: (flags.adminPassword as string | undefined) ?? process.env.OPERON_ADMIN_PASSWORD }, logger);
-      await preloadKeys(db, ring, internal.grant);
+      // The control plane runs on its own thread (control-plane-thread.ts): its database, API,
+      // sampler and perf runs never share the gateway's event loop.
+      const opened = await ControlPlaneThread.open(
+        {
+          databaseUrl: databaseUrlOf({ databaseUrl: flags.databaseUrl as string | undefined, dataDir }),
+          dataDir,
+          ...(flags.adminEmail !== undefined ? { adminEmail: flags.adminEmail as string } : {}),
+          ...(((flags.adminPassword as string | undefined) ?? process.env.OPERON_ADMIN_PASSWORD) !== undefined
+            ? { adminPassword: ((flags.adminPassword as string | undefined) ?? process.env.OPERON_ADMIN_PASSWORD)! }
+            : {}),
+          internal,
+          maxUploadBytes: options.maxUploadBytes,
+          usageSampleIntervalSecs: flags.usageSampleSecs as number,
+          usageRetentionDays: flags.usageRetentionDays as number,
+          secureCookies: flags.secureCookies as boolean,
+          apiAddress: flags.apiAddress as string,
+          apiPort: flags.apiPort as number,
+          logVerbose: flags.logVerbose as number,
+        },
+        (grants, everIssued) => {
+          if (everIssued) ring.noteKeysEverIssued();
+          ring.replaceAll([...grants, internal.grant]);
+        },
+      );
+      controlPlane = opened.thread;
+      embeddedDatabase = opened.info.embedded;
+      logger.info({ database: opened.info.database, applied: opened.info.appliedMigrations }, "control plane database ready");
     }
     // Beyond loopback, model control must not be open to whoever reaches the port.
     if (!loopbackOnly && options.modelControlMode !== "none" && !requireApiKey && !ring.hasUserAdminKeys()) {
@@ -164,28 +187,19 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
     }
     const anonymousModelControl = flags.anonymousModelControl as boolean;
     server = await startOperonServer({ ...options, ...(withControlPlane || requireApiKey ? { access: { ring, requireApiKey, anonymousModelControl } } : {}) });
-    if (withControlPlane && db) {
+    if (controlPlane !== undefined) {
       if (server.httpPort === undefined) throw new Error("the control plane needs the gateway's HTTP endpoint: drop --allow-http=false or pass --control-plane=false");
-      controlPlane = await startControlPlane({
-        db,
-        ring,
-        internal,
-        gatewayHttpUrl: `http://${connectHost(options.httpAddress)}:${server.httpPort}`,
-        gatewayMetricsUrl: server.metricsPort !== undefined ? `http://${connectHost(options.metricsAddress)}:${server.metricsPort}/metrics` : undefined,
-        dirs: dirs!,
-        maxUploadBytes: options.maxUploadBytes,
-        usageSampleIntervalSecs: flags.usageSampleSecs as number,
-        usageRetentionDays: flags.usageRetentionDays as number,
-        secureCookies: flags.secureCookies as boolean,
-        apiAddress: flags.apiAddress as string,
-        apiPort: flags.apiPort as number,
-        logger,
-      });
+      api = await controlPlane.attachGateway(
+        {
+          httpUrl: `http://${connectHost(options.httpAddress)}:${server.httpPort}`,
+          metricsUrl: server.metricsPort !== undefined ? `http://${connectHost(options.metricsAddress)}:${server.metricsPort}/metrics` : undefined,
+        },
+        () => ring.drainUsage(),
+      );
       // Model control through the gateway's own API goes to the audit log too (the console's own calls use the internal key and are audited by the API).
-      const keyService = controlPlane.controlPlane.services.apiKeys;
+      const thread = controlPlane;
       server.access?.onModelControl((event) => {
-        if (event.keyId === internal.grant.id) return;
-        keyService.recordGatewayChange(event).catch((error: unknown) => logger.error({ err: (error as Error).message, event }, "could not write a gateway model control change to the audit log"));
+        if (event.keyId !== internal.grant.id) thread.recordModelControl(event);
       });
       if (flags.console as boolean) {
         const port = (flags.consolePort as number) === 0 ? await freePort(flags.consoleAddress as string) : (flags.consolePort as number);
@@ -193,8 +207,8 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
           consoleProcess = await startConsole({
             address: flags.consoleAddress as string,
             port,
-            apiUrl: controlPlane.api.url,
-            proxyToken: controlPlane.proxyToken,
+            apiUrl: api.apiUrl,
+            proxyToken: api.proxyToken,
             trustedProxies: flags.trustedProxy as string[],
             logger,
           });
@@ -215,7 +229,7 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
       http: server.httpPort !== undefined ? `http://${options.httpAddress}:${server.httpPort}` : "off",
       grpc: server.grpcPort !== undefined ? `${options.grpcAddress}:${server.grpcPort}` : "off",
       metrics: server.metricsPort !== undefined ? `http://${options.metricsAddress}:${server.metricsPort}/metrics` : "off",
-      api: controlPlane?.api.url ?? "off",
+      api: api?.apiUrl ?? "off",
       console: consoleProcess?.url ?? "off",
       modelControlMode: options.modelControlMode,
     },
@@ -242,19 +256,19 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
       `${server.grpcPort !== undefined ? `, gRPC on ${options.grpcAddress}:${server.grpcPort}` : ""}` +
       `${server.metricsPort !== undefined ? `, metrics on http://${options.metricsAddress}:${server.metricsPort}/metrics` : ""}\n`,
   );
-  if (controlPlane) process.stderr.write(`Operon API on ${controlPlane.api.url}/api/trpc\n`);
+  if (api) process.stderr.write(`Operon API on ${api.apiUrl}/api/trpc\n`);
   if (consoleProcess) {
     process.stderr.write(`Operon console on ${consoleProcess.url}\n`);
-    const token = controlPlane?.controlPlane.setupToken;
+    const token = api?.setupToken;
     if (token !== undefined) {
       process.stderr.write(
         `First run: open ${consoleProcess.url}/setup?token=${token} to create the admin account` +
-          ` (or ${db?.kind === "embedded" ? "stop Operon and run" : "run"}: operon admin create)\n`,
+          ` (or ${embeddedDatabase ? "stop Operon and run" : "run"}: operon admin create)\n`,
       );
     }
-  } else if (controlPlane?.controlPlane.setupToken !== undefined) {
+  } else if (api?.setupToken !== undefined) {
     process.stderr.write(
-      `First run: no account exists yet; create the admin with: operon admin create${db?.kind === "embedded" ? " (after stopping Operon: the embedded database is for one process)" : ""}\n`,
+      `First run: no account exists yet; create the admin with: operon admin create${embeddedDatabase ? " (after stopping Operon: the embedded database is for one process)" : ""}\n`,
     );
   }
   let signals = 0;

@@ -1,3 +1,4 @@
+import type { InstanceIsolation } from "./instances/backend-instance.js";
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { OperonError } from "@operon/protocol/errors";
@@ -13,6 +14,9 @@ import { startMetricsServer } from "./observability/metrics-server.js";
 import { ModelManager, type ModelControlMode } from "./repository/model-manager.js";
 import { ResponseCache } from "./engine/response-cache.js";
 import { OPERON_VERSION } from "./version.js";
+
+/** A model control change made through the gateway's API (see GatewayAccessPolicy.onModelControl), for the control plane's audit log. */
+export type { ModelControlEvent } from "./auth/access-policy.js";
 
 /**
  * Starts a whole Operon server: the model manager with its workers, the
@@ -46,8 +50,14 @@ export interface OperonServerOptions {
    * undefined = no cache, as in Triton, and models' response_cache settings are ignored.
    */
   cacheSizeBytes?: number | undefined;
-  /** Path of the worker process entry (packages/worker/dist/main.js). */
+  /** Path of the worker process entry (packages/worker/dist/main.js); the thread entry is thread-main.js beside it. */
   workerEntry: string;
+  /**
+   * Where instances of trusted native backends (onnxruntime, echo) run
+   * unless a model's config says otherwise (`operon_isolation`); default
+   * "thread". User code (typescript backend) always runs in processes.
+   */
+  backendIsolation?: InstanceIsolation;
   logger: Logger;
   /**
    * API keys (the control plane's grants, kept current by the caller with
@@ -83,7 +93,7 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
     maxUploadBytes: options.maxUploadBytes,
     defaultMaxBatchSize: options.defaultMaxBatchSize,
     responseCacheEnabled: responseCache !== undefined,
-    instances: { workerEntry: options.workerEntry, logger, metrics },
+    instances: { workerEntry: options.workerEntry, defaultIsolation: options.backendIsolation ?? "thread", logger, metrics },
     logger,
     metrics,
   });

@@ -16,6 +16,12 @@ export interface WorkerInstanceInfo {
   kind: "CPU" | "GPU";
   /** GPU index for KIND_GPU instances; null on CPU. */
   device: number | null;
+  /**
+   * "thread": a thread of the gateway process (pid is the gateway's; its CPU
+   * and memory are counted in `gateway`, so cpuSeconds/rssBytes are null);
+   * "process": a worker process of its own.
+   */
+  isolation: "thread" | "process";
   /** null while the worker is (re)starting. */
   pid: number | null;
   state: "READY" | "RESTARTING" | "FAILED";

@@ -403,7 +403,7 @@ export class Engine implements InferenceEngine {
     // Read together: a worker's procfs read takes a few microseconds, and none waits on another.
     await Promise.all(
       workers.map(async (worker) => {
-        if (worker.pid === null) return;
+        if (worker.pid === null || worker.isolation === "thread") return;
         Object.assign(worker, await readProcessUsage(worker.pid));
       }),
     );

@@ -13,7 +13,7 @@ import { confinedPath } from "./confined-path.js";
 import { listVersionDirs, readConfigText } from "./repository-scanner.js";
 import { selectVersions } from "./version-policy.js";
 import type { VersionRunner } from "../engine/version-runner.js";
-import type { WorkerProcess } from "../instances/worker-process.js";
+import type { BackendInstance } from "../instances/backend-instance.js";
 
 /**
  * Turns a model folder into running versions: reads config.pbtxt (or the
@@ -108,7 +108,7 @@ export async function prepareModel(
         parameters: stringParameters(config),
       };
       const first = await launchInstance(spec, instanceNames[0]!, options.instances);
-      let firstWorker: WorkerProcess | undefined = first.worker;
+      let firstWorker: BackendInstance | undefined = first.worker;
       try {
         if (prepared.length === 0 && !options.strictModelConfig) {
           // Auto-complete works on the config as written (before defaults), so it can tell what was left out.

@@ -14,7 +14,8 @@ import { type ApiKeyGrant, type ApiKeyScope, generateApiKey } from "@operon/prot
 import { GatewayAccessPolicy } from "../../auth/access-policy.js";
 import { ApiKeyRing } from "../../auth/api-key-ring.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
-import { type GrpcFrontend, loadGrpcProtos, startGrpcFrontend } from "./grpc-frontend.js";
+import { type GrpcFrontend, startGrpcFrontend } from "./grpc-frontend.js";
+import { loadGrpcProtos } from "./grpc-wire.js";
 
 // ---- A fake engine with canned behaviour ----
 
