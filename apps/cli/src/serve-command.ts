@@ -9,6 +9,8 @@ import { ConsoleNotBuiltError, startConsole, type ConsoleProcess } from "./conso
 import { ControlPlaneThread } from "./control-plane-host.js";
 import { controlPlaneDirs, makeInternalKey } from "./control-plane-runtime.js";
 import { databaseUrlOf } from "./database-flags.js";
+import { operonEnvironment } from "./environment.js";
+import { serveFlagsSchema, type CacheConfig, type ServeFlags } from "./serve-flags.js";
 
 /**
  * `operon serve`: tritonserver's flags, names and defaults, so that scripts
@@ -53,7 +55,9 @@ export function serveCommand(): Command {
     .option("--log-verbose <level>", "verbose logging level; >0 logs debug detail", parseNonNegativeInt, 0)
     .option("--data-dir <path>", "where Operon keeps its own files (uploaded models)", ".operon")
     .option("--max-upload-bytes <bytes>", "largest total size of files uploaded with one model load request", parsePositiveInt, 256 * 1024 * 1024)
-    .option("--http-max-body-bytes <bytes>", "largest HTTP request body accepted", parsePositiveInt, 512 * 1024 * 1024)
+    .option("--http-max-body-bytes <bytes>", "largest HTTP request body accepted (Triton's --http-max-input-size default, 64 MiB); a model load request may carry up to --max-upload-bytes of files besides", parsePositiveInt, 64 * 1024 * 1024)
+    .option("--http-max-inflight-body-bytes <bytes>", "request body bytes held at once over all HTTP requests; beyond it new bodies get 503 with Retry-After (default: 4 x --http-max-body-bytes, at least one upload more)", parsePositiveInt)
+    .option("--grpc-infer-max-message-bytes <bytes>", "largest gRPC ModelInfer / ModelStreamInfer message (RESOURCE_EXHAUSTED beyond)", parsePositiveInt, 64 * 1024 * 1024)
     .option(
       "--cache-config <cache,key=value>",
       "response cache, Triton's syntax: 'local,size=<bytes>' (repeatable, one or more key=value per use); models opt in with response_cache { enable: true }. Default: no cache",
@@ -69,7 +73,7 @@ export function serveCommand(): Command {
       "--trusted-proxy <address>",
       "IP address of a reverse proxy in front of the console whose X-Forwarded-For names the browser (repeatable); without it, the console counts every request as coming from its direct peer",
       parseTrustedProxy,
-      [] as string[],
+      [],
     )
     .option(
       "--secure-cookies [bool]",
@@ -91,8 +95,9 @@ export function serveCommand(): Command {
     )
     .option("--usage-sample-secs <secs>", "how often the control plane samples the gateway's usage for charts and costs (0 = never)", parseNonNegativeInt, 15)
     .option("--usage-retention-days <days>", "how long usage samples are kept; older ones are deleted hourly (0 = forever)", parseNonNegativeInt, 30)
-    .action(async (flags: Record<string, unknown>, command: Command) => {
-      const cache = flags.cacheConfig as CacheConfig | undefined;
+    .action(async (raw: Record<string, unknown>, command: Command) => {
+      const flags = serveFlagsSchema.parse(raw);
+      const cache = flags.cacheConfig;
       if (cache !== undefined && cache.settings.size === undefined) {
         command.error("error: --cache-config local needs a size: --cache-config local,size=<bytes>", { exitCode: 1 });
       }
@@ -100,38 +105,40 @@ export function serveCommand(): Command {
     });
 }
 
-async function runServe(flags: Record<string, unknown>): Promise<void> {
-  const logger = createLogger({ verbose: flags.logVerbose as number });
-  const withControlPlane = flags.controlPlane as boolean;
-  const requireApiKey = flags.requireApiKey as boolean;
-  const dataDir = flags.dataDir as string;
+async function runServe(flags: ServeFlags): Promise<void> {
+  const logger = createLogger({ verbose: flags.logVerbose });
+  const withControlPlane = flags.controlPlane;
+  const requireApiKey = flags.requireApiKey;
+  const dataDir = flags.dataDir;
   const dirs = withControlPlane ? controlPlaneDirs(dataDir) : undefined;
   const options: OperonServerOptions = {
     // Uploaded models form one more repository; the first one given wins on name clashes.
-    modelRepositories: [...(flags.modelRepository as string[]), ...(dirs ? [dirs.modelStoreDir] : [])],
-    httpAddress: flags.httpAddress as string,
-    httpPort: flags.httpPort as number,
-    grpcAddress: flags.grpcAddress as string,
-    grpcPort: flags.grpcPort as number,
-    metricsAddress: flags.metricsAddress as string,
-    metricsPort: flags.metricsPort as number,
-    allowHttp: flags.allowHttp as boolean,
-    allowGrpc: flags.allowGrpc as boolean,
-    allowMetrics: flags.allowMetrics as boolean,
-    modelControlMode: flags.modelControlMode as OperonServerOptions["modelControlMode"],
-    loadModels: flags.loadModel as string[],
-    repositoryPollSecs: flags.repositoryPollSecs as number,
-    strictModelConfig: flags.strictModelConfig as boolean,
-    strictReadiness: flags.strictReadiness as boolean,
-    exitOnError: flags.exitOnError as boolean,
-    exitTimeoutSecs: flags.exitTimeoutSecs as number,
+    modelRepositories: [...flags.modelRepository, ...(dirs ? [dirs.modelStoreDir] : [])],
+    httpAddress: flags.httpAddress,
+    httpPort: flags.httpPort,
+    grpcAddress: flags.grpcAddress,
+    grpcPort: flags.grpcPort,
+    metricsAddress: flags.metricsAddress,
+    metricsPort: flags.metricsPort,
+    allowHttp: flags.allowHttp,
+    allowGrpc: flags.allowGrpc,
+    allowMetrics: flags.allowMetrics,
+    modelControlMode: flags.modelControlMode,
+    loadModels: flags.loadModel,
+    repositoryPollSecs: flags.repositoryPollSecs,
+    strictModelConfig: flags.strictModelConfig,
+    strictReadiness: flags.strictReadiness,
+    exitOnError: flags.exitOnError,
+    exitTimeoutSecs: flags.exitTimeoutSecs,
     dataDir,
-    maxUploadBytes: flags.maxUploadBytes as number,
-    httpMaxBodyBytes: flags.httpMaxBodyBytes as number,
-    defaultMaxBatchSize: flags.defaultMaxBatchSize as number,
-    cacheSizeBytes: (flags.cacheConfig as CacheConfig | undefined)?.settings.size,
+    maxUploadBytes: flags.maxUploadBytes,
+    httpMaxBodyBytes: flags.httpMaxBodyBytes,
+    ...(flags.httpMaxInflightBodyBytes !== undefined ? { httpMaxInflightBodyBytes: flags.httpMaxInflightBodyBytes } : {}),
+    grpcInferMaxMessageBytes: flags.grpcInferMaxMessageBytes,
+    defaultMaxBatchSize: flags.defaultMaxBatchSize,
+    cacheSizeBytes: flags.cacheConfig?.settings.size,
     workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),
-    backendIsolation: flags.backendIsolation as "thread" | "process",
+    backendIsolation: flags.backendIsolation,
     logger,
   };
   const loopbackOnly = [options.allowHttp ? options.httpAddress : "127.0.0.1", options.allowGrpc ? options.grpcAddress : "127.0.0.1"].every(isLoopback);
@@ -152,22 +159,21 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
     if (withControlPlane) {
       // The control plane runs on its own thread (control-plane-thread.ts): its database, API,
       // sampler and perf runs never share the gateway's event loop.
+      const adminPassword = flags.adminPassword ?? operonEnvironment().OPERON_ADMIN_PASSWORD;
       const opened = await ControlPlaneThread.open(
         {
-          databaseUrl: databaseUrlOf({ databaseUrl: flags.databaseUrl as string | undefined, dataDir }),
+          databaseUrl: databaseUrlOf({ databaseUrl: flags.databaseUrl, dataDir }),
           dataDir,
-          ...(flags.adminEmail !== undefined ? { adminEmail: flags.adminEmail as string } : {}),
-          ...(((flags.adminPassword as string | undefined) ?? process.env.OPERON_ADMIN_PASSWORD) !== undefined
-            ? { adminPassword: ((flags.adminPassword as string | undefined) ?? process.env.OPERON_ADMIN_PASSWORD)! }
-            : {}),
+          ...(flags.adminEmail !== undefined ? { adminEmail: flags.adminEmail } : {}),
+          ...(adminPassword !== undefined ? { adminPassword } : {}),
           internal,
           maxUploadBytes: options.maxUploadBytes,
-          usageSampleIntervalSecs: flags.usageSampleSecs as number,
-          usageRetentionDays: flags.usageRetentionDays as number,
-          secureCookies: flags.secureCookies as boolean,
-          apiAddress: flags.apiAddress as string,
-          apiPort: flags.apiPort as number,
-          logVerbose: flags.logVerbose as number,
+          usageSampleIntervalSecs: flags.usageSampleSecs,
+          usageRetentionDays: flags.usageRetentionDays,
+          secureCookies: flags.secureCookies,
+          apiAddress: flags.apiAddress,
+          apiPort: flags.apiPort,
+          logVerbose: flags.logVerbose,
         },
         (grants, everIssued) => {
           if (everIssued) ring.noteKeysEverIssued();
@@ -185,7 +191,7 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
           "(operon keys create --scopes admin,infer ...) and/or pass --require-api-key, listen on 127.0.0.1, or use --model-control-mode none",
       );
     }
-    const anonymousModelControl = flags.anonymousModelControl as boolean;
+    const anonymousModelControl = flags.anonymousModelControl;
     server = await startOperonServer({ ...options, ...(withControlPlane || requireApiKey ? { access: { ring, requireApiKey, anonymousModelControl } } : {}) });
     if (controlPlane !== undefined) {
       if (server.httpPort === undefined) throw new Error("the control plane needs the gateway's HTTP endpoint: drop --allow-http=false or pass --control-plane=false");
@@ -201,15 +207,15 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
       server.access?.onModelControl((event) => {
         if (event.keyId !== internal.grant.id) thread.recordModelControl(event);
       });
-      if (flags.console as boolean) {
-        const port = (flags.consolePort as number) === 0 ? await freePort(flags.consoleAddress as string) : (flags.consolePort as number);
+      if (flags.console) {
+        const port = flags.consolePort === 0 ? await freePort(flags.consoleAddress) : flags.consolePort;
         try {
           consoleProcess = await startConsole({
-            address: flags.consoleAddress as string,
+            address: flags.consoleAddress,
             port,
             apiUrl: api.apiUrl,
             proxyToken: api.proxyToken,
-            trustedProxies: flags.trustedProxy as string[],
+            trustedProxies: flags.trustedProxy,
             logger,
           });
         } catch (error) {
@@ -320,12 +326,6 @@ function freePort(host: string): Promise<number> {
 /** Repeatable options. No default array: a default would make commander treat a required option as given. */
 function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
-}
-
-/** `--cache-config` settings gathered over every use of the flag. */
-interface CacheConfig {
-  cache: "local";
-  settings: { size?: number };
 }
 
 /**

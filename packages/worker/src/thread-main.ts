@@ -9,7 +9,7 @@ import {
   packTensors,
   unpackTensors,
 } from "@operon/protocol/thread-wire";
-import type { Backend, BackendLog } from "./backends/backend.js";
+import type { Backend, BackendLog } from "@operon/backend-api/backend";
 import { createBackend } from "./backends/registry.js";
 
 /**

@@ -8,7 +8,8 @@ import { normalizeConfig, validateConfig } from "@operon/model-config/normalize-
 import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
 import { launchInstance, ModelInstances, type InstanceLaunchSpec, type ModelInstancesOptions } from "../instances/model-instances.js";
 import { ensembleToOperator, isEnsembleConfig } from "../operators/ensemble-operator.js";
-import { assertValidOperator, type ModelSignatureLookup, type OperatorSpec } from "../operators/operator-spec.js";
+import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
+import { assertValidOperator, type ModelSignatureLookup } from "../operators/operator-validation.js";
 import { confinedPath } from "./confined-path.js";
 import { listVersionDirs, readConfigText } from "./repository-scanner.js";
 import { selectVersions } from "./version-policy.js";

@@ -7,7 +7,7 @@ import type { DataType } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
 import { type Tensor, encodeBytesElements } from "@operon/protocol/tensor";
 import { writeAddSubModel, writeIdentityModel } from "@operon/testing/onnx-model-writer";
-import type { BackendInitOptions } from "./backend.js";
+import type { BackendInitOptions } from "@operon/backend-api/backend";
 import { OnnxRuntimeBackend } from "./onnxruntime-backend.js";
 
 const require = createRequire(import.meta.url);

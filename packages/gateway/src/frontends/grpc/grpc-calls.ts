@@ -1,13 +1,9 @@
 import * as grpc from "@grpc/grpc-js";
 import { OperonError, grpcStatusOf, isOperonError } from "@operon/protocol/errors";
+import type { Logger } from "@operon/protocol/logger";
+import { logRequestFailure, requestFailureOf } from "../failure-log.js";
 
 /** What every gRPC handler shares: the caller's key, unary calls answered with a status, cancellation, the logger. */
-
-export interface GrpcFrontendLogger {
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-}
 
 /**
  * The call's `authorization` metadata (what HTTP sends as the Authorization
@@ -24,7 +20,7 @@ export function authorizationOf(metadata: grpc.Metadata): string | undefined {
 
 /** Runs fn and answers with its value, or with the gRPC status of what it threw (never throws synchronously). */
 export function unary<Req, Res>(
-  logger: GrpcFrontendLogger | undefined,
+  logger: Logger | undefined,
   fn: (request: Req, call: grpc.ServerUnaryCall<Req, Res>) => Res | Promise<Res>,
 ): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
@@ -37,10 +33,11 @@ export function unary<Req, Res>(
   };
 }
 
-export function statusOf(error: unknown, method: string, logger?: GrpcFrontendLogger): Partial<grpc.StatusObject> {
-  if (isOperonError(error)) return { code: grpcStatusOf(error.kind), details: error.message };
-  logger?.error({ err: error, method }, "gRPC call failed unexpectedly");
-  return { code: grpc.status.INTERNAL, details: error instanceof Error ? error.message : String(error) };
+/** Logged at its kind's level; a bug's text stays in the log, the client gets INTERNAL with a fixed text (as over HTTP). */
+export function statusOf(error: unknown, method: string, logger?: Logger): Partial<grpc.StatusObject> {
+  const failure = requestFailureOf(error);
+  logRequestFailure(logger, isOperonError(error) ? failure : { ...failure, message: "gRPC call failed unexpectedly" }, error, { method });
+  return { code: grpcStatusOf(failure.kind), details: failure.message };
 }
 
 export function abortSignalOf(call: { cancelled: boolean; once(event: "cancelled", listener: () => void): unknown }): AbortSignal {

@@ -15,19 +15,21 @@ import { assertTensorByteSize, type Parameters as InferParameters, type Paramete
 import type { AccessNeed, GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
-import { abortSignalOf, authorizationOf, type GrpcFrontendLogger, rejectRepositoryName, unary } from "./grpc-calls.js";
+import { abortSignalOf, authorizationOf, rejectRepositoryName, unary } from "./grpc-calls.js";
+import type { Logger } from "@operon/protocol/logger";
 import { healthHandlers } from "./grpc-health.js";
-import { decodeInferRequest, decodeLoadOptions, encodeInferResponse } from "./grpc-infer-codec.js";
+import { decodeLoadOptions, encodeInferResponse } from "./grpc-infer-codec.js";
+import { GrpcInferDecoding, type RawInferMessage } from "./grpc-infer-decoding.js";
+import { DecodePool } from "../decode/decode-pool.js";
 import { streamInfer } from "./grpc-stream-infer.js";
-import { HEALTH_SERVICE, INFERENCE_SERVICE, loadGrpcProtos, type NameVersion, type RepositoryRequest, type WireInferRequest } from "./grpc-wire.js";
+import { HEALTH_SERVICE, INFERENCE_SERVICE, loadGrpcProtos, type NameVersion, type RepositoryRequest } from "./grpc-wire.js";
 
-export type { GrpcFrontendLogger } from "./grpc-calls.js";
 
 export interface GrpcFrontendOptions {
   host: string;
   /** 0 = let the OS pick a free port; the bound port is returned. */
   port: number;
-  logger?: GrpcFrontendLogger;
+  logger?: Logger;
   /** Largest request message accepted, bytes (default 256 MiB). */
   maxReceiveMessageLength?: number;
   /** Largest response message sent, bytes (default 256 MiB). */
@@ -36,6 +38,10 @@ export interface GrpcFrontendOptions {
   healthWatchIntervalMs?: number;
   /** Directory holding grpc_service.proto, health.proto and model_config.proto. */
   protoDir?: string;
+  /** Decodes large ModelInfer messages off the event loop; default a pool of its own (closed on stop). */
+  decodePool?: DecodePool;
+  /** Largest ModelInfer / ModelStreamInfer message, bytes (default 64 MiB): RESOURCE_EXHAUSTED beyond. */
+  maxInferMessageBytes?: number;
   /**
    * API key checks on the `authorization` metadata (auth/access-policy.ts);
    * undefined = every RPC open. Open: ServerLive, ServerReady,
@@ -57,12 +63,15 @@ const DEFAULT_GRACE_MS = 5000;
 
 export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFrontendOptions): Promise<GrpcFrontend> {
   const definition = await loadGrpcProtos(options.protoDir);
+  const ownPool = options.decodePool === undefined;
+  const decodePool = options.decodePool ?? new DecodePool();
+  const decoding = new GrpcInferDecoding(definition, decodePool, options.maxInferMessageBytes);
   const server = new grpc.Server({
     "grpc.max_receive_message_length": options.maxReceiveMessageLength ?? DEFAULT_MESSAGE_LIMIT,
     "grpc.max_send_message_length": options.maxSendMessageLength ?? DEFAULT_MESSAGE_LIMIT,
   });
   const watches = new Set<() => void>();
-  server.addService(serviceOf(definition, INFERENCE_SERVICE), inferenceHandlers(engine, options.access, options.logger));
+  server.addService(serviceOf(definition, INFERENCE_SERVICE), inferenceHandlers(engine, decoding, options.access, options.logger));
   server.addService(
     serviceOf(definition, HEALTH_SERVICE),
     healthHandlers(engine, watches, options.healthWatchIntervalMs ?? 1000, options.logger),
@@ -90,6 +99,7 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
         }, graceMs);
         server.tryShutdown(() => {
           clearTimeout(timer);
+          if (ownPool) void decodePool.close();
           resolve();
         });
       });
@@ -108,8 +118,9 @@ function serviceOf(definition: protoLoader.PackageDefinition, name: string): grp
 
 function inferenceHandlers(
   engine: InferenceEngine,
+  decoding: GrpcInferDecoding,
   access: GatewayAccessPolicy | undefined,
-  logger?: GrpcFrontendLogger,
+  logger?: Logger,
 ): grpc.UntypedServiceImplementation {
   /** A unary RPC checked for `need` before it runs; fn gets the authorized principal. */
   const guarded = <Req, Res>(
@@ -127,8 +138,8 @@ function inferenceHandlers(
     ModelReady: guarded("infer", (r: NameVersion) => ({ ready: engine.isModelReady(r.name, r.version || undefined) })),
     ServerMetadata: unary(logger, () => engine.serverMetadata()),
     ModelMetadata: guarded("infer", (r: NameVersion) => engine.modelMetadata(r.name, r.version || undefined)),
-    ModelInfer: guarded("infer", async (r: WireInferRequest, call, principal) => {
-      const request = decodeInferRequest(r);
+    ModelInfer: guarded("infer", async (r: RawInferMessage, call, principal) => {
+      const request = await decoding.decodeUnary(r);
       applyKeyPriority(engine, request, principal);
       const response = await engine.infer({ ...request, signal: abortSignalOf(call) });
       return encodeInferResponse(response, request.id);

@@ -1,7 +1,8 @@
 import type * as grpc from "@grpc/grpc-js";
 import { OperonError } from "@operon/protocol/errors";
 import type { InferenceEngine } from "../../engine/engine-api.js";
-import { type GrpcFrontendLogger, unary } from "./grpc-calls.js";
+import type { Logger } from "@operon/protocol/logger";
+import { unary } from "./grpc-calls.js";
 import { INFERENCE_SERVICE } from "./grpc-wire.js";
 
 type ServingStatus = "SERVING" | "NOT_SERVING" | "SERVICE_UNKNOWN";
@@ -18,7 +19,7 @@ export function healthHandlers(
   engine: InferenceEngine,
   watches: Set<() => void>,
   intervalMs: number,
-  logger?: GrpcFrontendLogger,
+  logger?: Logger,
 ): grpc.UntypedServiceImplementation {
   const watch: grpc.handleServerStreamingCall<{ service: string }, object> = (call) => {
     let last: string | undefined;

@@ -3,11 +3,13 @@ import { OperonError, grpcStatusOf, isOperonError } from "@operon/protocol/error
 import type { InferRequest, InferResponse } from "@operon/protocol/inference";
 import type { Parameters as InferParameters } from "@operon/protocol/tensor";
 import type { GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
+import { logRequestFailure, requestFailureOf } from "../failure-log.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
 import { authorizationOf, cancelledError, statusOf } from "./grpc-calls.js";
-import type { GrpcFrontendLogger } from "./grpc-calls.js";
+import type { Logger } from "@operon/protocol/logger";
 import { decodeInferRequest, encodeInferResponse } from "./grpc-infer-codec.js";
+import type { RejectedStreamMessage } from "./grpc-infer-decoding.js";
 import type { WireInferRequest } from "./grpc-wire.js";
 
 /** Request parameter (Triton's): send the final flag of a decoupled stream as an empty response of its own. */
@@ -31,7 +33,7 @@ const FINAL_RESPONSE_PARAMETER = "triton_final_response";
 export function streamInfer(
   engine: InferenceEngine,
   access: GatewayAccessPolicy | undefined,
-  logger?: GrpcFrontendLogger,
+  logger?: Logger,
 ): grpc.handleBidiStreamingCall<WireInferRequest, object> {
   return (call) => {
     // The key is checked once, when the stream opens (a bad one fails the call);
@@ -57,9 +59,10 @@ export function streamInfer(
     };
     // The id lets the client tell which request failed (Triton does the same).
     const errorReply = (message: WireInferRequest, error: unknown, final?: boolean): object => {
-      if (!isOperonError(error)) logger?.error({ err: error, model: message.model_name }, "stream inference failed unexpectedly");
+      const failure = requestFailureOf(error);
+      logRequestFailure(logger, isOperonError(error) ? failure : { ...failure, message: "stream inference failed unexpectedly" }, error, { model: message.model_name });
       return {
-        error_message: error instanceof Error ? error.message : String(error),
+        error_message: failure.message,
         infer_response: {
           model_name: message.model_name,
           model_version: message.model_version,
@@ -73,6 +76,8 @@ export function streamInfer(
       let emptyFinal: boolean;
       try {
         if (principal !== null) access?.admit(principal);
+        const rejected = (message as Partial<RejectedStreamMessage>).rejected;
+        if (rejected !== undefined) throw rejected;
         request = decodeInferRequest(message);
         emptyFinal = takeEmptyFinalFlag(request.parameters);
         applyKeyPriority(engine, request, principal);
