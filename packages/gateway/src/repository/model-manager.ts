@@ -75,6 +75,12 @@ interface ModelEntry {
   pending: Promise<void>;
   /** Set for an operator registered through the API (it has no folder in the repositories). */
   registeredOperator?: OperatorSpec;
+  /**
+   * The last load failed and nothing serves: strict readiness counts it
+   * until the model is unloaded or loaded again (the index keeps reporting
+   * the failure's reason either way).
+   */
+  loadFailed?: boolean;
 }
 
 export class ModelManager {
@@ -307,7 +313,7 @@ export class ModelManager {
   /** True when every model that was asked to load is serving. */
   allModelsReady(): boolean {
     for (const entry of this.models.values()) {
-      if (entry.state === "UNAVAILABLE" && entry.versions.size === 0 && entry.unloadedVersions.size === 0) return false;
+      if (entry.loadFailed === true) return false;
       if (entry.state === "LOADING") return false;
       for (const served of entry.versions.values()) if (served.instances.isDead) return false;
     }
@@ -415,6 +421,7 @@ export class ModelManager {
       const retired = [...entry.versions.values()];
       entry.versions = new Map([["1", { model: spec.name, version: "1", config, signature: signatureFromConfig(config), instances: runner, stats, operator: spec }]]);
       entry.registeredOperator = spec;
+      entry.loadFailed = false;
       entry.state = "READY";
       entry.reason = "";
       this.models.set(spec.name, entry); // again: an unregister queued before this one removed it
@@ -514,6 +521,7 @@ export class ModelManager {
         entry.versions = next;
         entry.unloadedVersions = new Set([...retired.map((served) => served.version)].filter((version) => !next.has(version)));
         entry.state = "READY";
+        entry.loadFailed = false;
         entry.reason = "";
         entry.dir = dir;
         entry.fingerprint = fingerprint;
@@ -540,6 +548,7 @@ export class ModelManager {
         if (entry.versions.size === 0) {
           entry.state = "UNAVAILABLE";
           entry.reason = failure.message;
+          entry.loadFailed = true;
         } else {
           entry.state = previousState ?? "READY";
         }
@@ -565,6 +574,7 @@ export class ModelManager {
       for (const served of retired) entry.unloadedVersions.add(served.version);
       entry.state = "UNAVAILABLE";
       entry.reason = "unloaded";
+      entry.loadFailed = false;
       entry.fingerprint = undefined;
       await Promise.all(retired.map((served) => this.retire(served, false)));
       await entry.upload?.discard();
