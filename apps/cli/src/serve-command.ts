@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
 import { createLogger } from "@operon/gateway/logger";
-import { startOperonServer, type OperonServer, type OperonServerOptions } from "@operon/gateway/server";
+import { defaultResourceLimits, startOperonServer, type OperonServer, type OperonServerOptions } from "@operon/gateway/server";
 import { ConsoleNotBuiltError, startConsole, type ConsoleProcess } from "./console-process.js";
 import { ControlPlaneThread } from "./control-plane-host.js";
 import { controlPlaneDirs, makeInternalKey } from "./control-plane-runtime.js";
@@ -63,6 +63,9 @@ export function serveCommand(): Command {
       "response cache, Triton's syntax: 'local,size=<bytes>' (repeatable, one or more key=value per use); models opt in with response_cache { enable: true }. Default: no cache",
       parseCacheConfig,
     )
+    .option("--max-instances-per-model <n>", "most backend instances one model may ask for (instance_group counts summed); default 2 × CPU cores", parsePositiveInt, defaultResourceLimits().maxInstancesPerModel)
+    .option("--max-threads-per-instance <n>", "most intra_op/inter_op threads one instance may ask for (0 counts as the core count); default the CPU cores", parsePositiveInt, defaultResourceLimits().maxThreadsPerInstance)
+    .option("--max-instances <n>", "most backend instances of all models at once on this host; default 8 × CPU cores", parsePositiveInt, defaultResourceLimits().maxInstancesPerHost)
     .option("--default-max-batch-size <n>", "max_batch_size given to models whose config leaves it unset and that can batch (Triton's backend-config default-max-batch-size)", parseNonNegativeInt, 4)
     // Operon's control plane and console (not tritonserver flags).
     .option("--control-plane [bool]", "run the control plane (database, API, API keys, console) beside the gateway; false = a plain Triton-style server", parseBool, true)
@@ -136,6 +139,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     ...(flags.httpMaxInflightBodyBytes !== undefined ? { httpMaxInflightBodyBytes: flags.httpMaxInflightBodyBytes } : {}),
     grpcInferMaxMessageBytes: flags.grpcInferMaxMessageBytes,
     defaultMaxBatchSize: flags.defaultMaxBatchSize,
+    resourceLimits: { maxInstancesPerModel: flags.maxInstancesPerModel, maxThreadsPerInstance: flags.maxThreadsPerInstance, maxInstancesPerHost: flags.maxInstances },
     cacheSizeBytes: flags.cacheConfig?.settings.size,
     workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),
     backendIsolation: flags.backendIsolation,

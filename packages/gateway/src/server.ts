@@ -14,10 +14,12 @@ import { GatewayMetrics } from "./observability/metrics.js";
 import { startMetricsServer } from "./observability/metrics-server.js";
 import { ModelManager, type ModelControlMode } from "./repository/model-manager.js";
 import { ResponseCache } from "./engine/response-cache.js";
+import { defaultResourceLimits, type ResourceLimits } from "./repository/resource-limits.js";
 import { OPERON_VERSION } from "./version.js";
 
 /** A model control change made through the gateway's API (see GatewayAccessPolicy.onModelControl), for the control plane's audit log. */
 export type { ModelControlEvent } from "./auth/access-policy.js";
+export { defaultResourceLimits, type ResourceLimits } from "./repository/resource-limits.js";
 
 /**
  * Starts a whole Operon server: the model manager with its workers, the
@@ -50,6 +52,8 @@ export interface OperonServerOptions {
   /** Largest gRPC ModelInfer message; default 64 MiB. */
   grpcInferMaxMessageBytes?: number;
   defaultMaxBatchSize: number;
+  /** The admin's limits on instances and threads per model and host; default defaultResourceLimits() (from the core count). */
+  resourceLimits?: ResourceLimits;
   /**
    * Size of the server-wide response cache (`--cache-config local,size=<bytes>`);
    * undefined = no cache, as in Triton, and models' response_cache settings are ignored.
@@ -97,6 +101,7 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
     uploadDir: join(resolve(options.dataDir), "uploaded-models"),
     maxUploadBytes: options.maxUploadBytes,
     defaultMaxBatchSize: options.defaultMaxBatchSize,
+    resourceLimits: options.resourceLimits ?? defaultResourceLimits(),
     responseCacheEnabled: responseCache !== undefined,
     instances: { workerEntry: options.workerEntry, defaultIsolation: options.backendIsolation ?? "thread", logger, metrics },
     logger,

@@ -11,6 +11,7 @@ import { ensembleToOperator, isEnsembleConfig } from "../operators/ensemble-oper
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 import { assertValidOperator, type ModelSignatureLookup } from "../operators/operator-validation.js";
 import { confinedPath } from "./confined-path.js";
+import { checkResourceLimits, type ResourceLimits } from "./resource-limits.js";
 import { listVersionDirs, readConfigText } from "./repository-scanner.js";
 import { selectVersions } from "./version-policy.js";
 import type { VersionRunner } from "../engine/version-runner.js";
@@ -50,6 +51,8 @@ export interface PrepareOptions {
   defaultMaxBatchSize: number;
   instances: ModelInstancesOptions;
   operators?: OperatorHooks;
+  /** The admin's limits, and how many instances the other models hold now; unset = none checked. */
+  limits?: { limits: ResourceLimits; instancesOfOtherModels: number };
 }
 
 const SUPPORTED_BACKENDS = ["onnxruntime", "typescript"];
@@ -71,6 +74,7 @@ export async function prepareModel(
   if (backendOf(name, normalizeConfig(raw, { modelName: name })) === undefined) raw = { ...raw, backend: "onnxruntime" };
   let config = normalizeConfig(raw, { modelName: name });
   validateConfig(config, `config of model '${name}'`);
+  if (options.limits !== undefined) checkResourceLimits(name, config, options.limits.limits, options.limits.instancesOfOtherModels);
 
   const available = await listVersionDirs(dir);
   const versions = selectVersions(available, config.version_policy).map(String);

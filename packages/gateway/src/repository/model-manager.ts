@@ -1,3 +1,4 @@
+import { instanceCountOf, type ResourceLimits } from "./resource-limits.js";
 import { OperonError, asOperonError } from "@operon/protocol/errors";
 import type { ModelLoadOptions, ModelState, RepositoryIndexEntry } from "@operon/protocol/inference";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
@@ -43,6 +44,8 @@ export interface ModelManagerOptions {
   metrics: GatewayMetrics;
   /** How long an unload waits for in-flight requests before stopping workers. */
   unloadDrainMs?: number;
+  /** The admin's limits on instances and threads (--max-instances-per-model, ...); unset = none. */
+  resourceLimits?: ResourceLimits;
 }
 
 export interface ServedVersion {
@@ -311,6 +314,16 @@ export class ModelManager {
   }
 
   /** True when every model that was asked to load is serving. */
+  /** Backend instances of every served model but `name` (operators run none). */
+  private instancesExcept(name: string): number {
+    let count = 0;
+    for (const entry of this.models.values()) {
+      if (entry.name === name) continue;
+      for (const served of entry.versions.values()) if (served.operator === undefined) count += instanceCountOf(served.config);
+    }
+    return count;
+  }
+
   allModelsReady(): boolean {
     for (const entry of this.models.values()) {
       if (entry.loadFailed === true) return false;
@@ -501,6 +514,7 @@ export class ModelManager {
           defaultMaxBatchSize: this.options.defaultMaxBatchSize,
           instances: this.instanceOptions,
           operators: this.operators.hooks(),
+          ...(this.options.resourceLimits !== undefined ? { limits: { limits: this.options.resourceLimits, instancesOfOtherModels: this.instancesExcept(name) } } : {}),
         });
         const next = new Map<string, ServedVersion>();
         for (const version of prepared) {
