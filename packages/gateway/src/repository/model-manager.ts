@@ -247,8 +247,30 @@ export class ModelManager {
   }
 
   /** Every served operator version: registered ones and ensembles. */
+  /** Served operators, each with the step models not ready now (an operator with any is degraded). */
   listOperators(): ServedOperator[] {
-    return this.operators.list();
+    return this.operators.list().map((operator) => ({ ...operator, unreadyModels: this.unreadyStepModels(operator.spec, new Set([operator.name])) }));
+  }
+
+  /**
+   * The models an operator's steps call that cannot serve now (unloaded,
+   * failed, dead workers), also through nested operators; names with the
+   * version when the step pins one.
+   */
+  private unreadyStepModels(spec: OperatorSpec, seen: Set<string>): string[] {
+    const missing: string[] = [];
+    for (const step of spec.steps) {
+      if (step.kind !== "model" || seen.has(step.model)) continue;
+      let served: ServedVersion;
+      try {
+        served = this.resolve(step.model, step.version);
+      } catch {
+        missing.push(step.version ? `${step.model} version ${step.version}` : step.model);
+        continue;
+      }
+      if (served.operator !== undefined) missing.push(...this.unreadyStepModels(served.operator, new Set([...seen, step.model])));
+    }
+    return [...new Set(missing)];
   }
 
   /** Model control API entry points: only in explicit mode, as in Triton. */
@@ -285,10 +307,11 @@ export class ModelManager {
     return ready.reduce((best, served) => (Number(served.version) > Number(best.version) ? served : best));
   }
 
+  /** An operator is ready only while every model its steps call is (unreadyStepModels). */
   isModelReady(name: string, version?: string): boolean {
     try {
-      this.resolve(name, version);
-      return true;
+      const served = this.resolve(name, version);
+      return served.operator === undefined || this.unreadyStepModels(served.operator, new Set([name])).length === 0;
     } catch {
       return false;
     }
