@@ -66,9 +66,16 @@ const server = createServer((req, res) => {
   void handle(req, res);
 });
 server.listen(port, hostname, () => console.log(`console listening on http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`));
+// On a signal: take no new requests, let those in flight (proxied to the API, which `operon serve`
+// stops after this process) finish for up to 20 s, then exit.
+const DRAIN_MS = 20_000;
 for (const signal of ["SIGTERM", "SIGINT"]) {
   process.once(signal, () => {
     server.close(() => process.exit(0));
-    server.closeAllConnections();
+    server.closeIdleConnections();
+    setTimeout(() => {
+      server.closeAllConnections();
+      process.exit(0);
+    }, DRAIN_MS).unref();
   });
 }

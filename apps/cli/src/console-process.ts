@@ -70,7 +70,8 @@ export async function startConsole(options: {
       if (stopping) return exited;
       stopping = true;
       child.kill("SIGTERM");
-      const force = setTimeout(() => child.kill("SIGKILL"), 5000);
+      // The console drains its requests in flight for up to 20 s (server.mjs) before it exits.
+      const force = setTimeout(() => child.kill("SIGKILL"), 25_000);
       await exited;
       clearTimeout(force);
     },

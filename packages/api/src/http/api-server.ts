@@ -36,8 +36,16 @@ export interface ApiServerOptions {
 export interface ApiServer {
   port: number;
   url: string;
-  stop(): Promise<void>;
+  /**
+   * Stops taking requests and waits for those in flight (an upload.finish
+   * that is committing a model answers its client) up to `graceMs`
+   * (default 25 s), then closes what is left. Idempotent.
+   */
+  stop(graceMs?: number): Promise<void>;
 }
+
+/** How long stop() waits for requests in flight by default. */
+export const API_DRAIN_MS = 25_000;
 
 export const API_BASE_PATH = "/api/trpc";
 
@@ -77,7 +85,18 @@ export async function startApiServer(services: ApiServices, options: ApiServerOp
     },
   });
 
-  const server = http.createServer((req, res) => void serve(req, res));
+  // Requests in flight: stop() waits for them; once stopping, answers ask the client to close its connection.
+  const inflight = new Set<http.ServerResponse>();
+  let draining = false;
+  const server = http.createServer((req, res) => {
+    inflight.add(res);
+    res.once("close", () => {
+      inflight.delete(res);
+      if (draining && inflight.size === 0) server.closeAllConnections();
+    });
+    if (draining) res.setHeader("connection", "close");
+    void serve(req, res);
+  });
   const serve = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const path = (req.url ?? "/").split("?")[0]!;
     if (path === "/api/health") {
@@ -116,10 +135,18 @@ export async function startApiServer(services: ApiServices, options: ApiServerOp
   return {
     port,
     url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
-    stop() {
+    stop(graceMs = API_DRAIN_MS) {
       stopped ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
+        draining = true;
+        server.close(() => {
+          clearTimeout(force);
+          resolve();
+        });
+        server.closeIdleConnections();
+        for (const res of inflight) if (!res.headersSent) res.setHeader("connection", "close");
+        const force = setTimeout(() => server.closeAllConnections(), graceMs);
+        force.unref();
+        if (inflight.size === 0) server.closeAllConnections();
       });
       return stopped;
     },
