@@ -288,6 +288,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
       logger.warn({ signal }, "second signal: exiting now");
       process.exit(1);
     }
+    // First: a signal sent to the whole process group reached the workers too; they must not be restarted.
+    server.haltRestarts();
     logger.info({ signal, timeoutSecs: options.exitTimeoutSecs }, "draining in-flight requests, then exiting");
     stopAll().then(
       () => {

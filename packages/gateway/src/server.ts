@@ -86,6 +86,8 @@ export interface OperonServer {
   access: GatewayAccessPolicy | undefined;
   /** Drains in-flight requests (up to exitTimeoutSecs), then stops everything; idempotent. */
   stop(): Promise<void>;
+  /** Call first thing on a shutdown signal: backend workers that exit are not restarted any more (stop() does it too). */
+  haltRestarts(): void;
 }
 
 export async function startOperonServer(options: OperonServerOptions): Promise<OperonServer> {
@@ -185,6 +187,7 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      manager.haltRestarts();
       engine.beginDrain();
       const deadline = Date.now() + options.exitTimeoutSecs * 1000;
       while (engine.inFlightRequests > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -195,7 +198,7 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
     })();
     return stopping;
   };
-  return { httpPort, grpcPort, metricsPort, engine, access, stop };
+  return { httpPort, grpcPort, metricsPort, engine, access, stop, haltRestarts: () => manager.haltRestarts() };
 }
 
 /** The policy of `options.access`: loopback-only when every enabled frontend (HTTP, gRPC) binds a loopback address. */

@@ -384,8 +384,14 @@ export class ModelManager {
     return readyOnly ? index.filter((row) => row.state === "READY") : index;
   }
 
+  /** A shutdown begins: no backend worker is restarted from now on (see ModelInstances.haltRestarts). */
+  haltRestarts(): void {
+    for (const entry of this.models.values()) for (const served of entry.versions.values()) served.instances.haltRestarts?.();
+  }
+
   async stop(timeoutMs: number): Promise<void> {
     this.stopped = true;
+    this.haltRestarts();
     if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
     await this.polling;
     // Operators first: their running requests still need their step models.
