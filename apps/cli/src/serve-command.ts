@@ -10,6 +10,7 @@ import { ControlPlaneThread } from "./control-plane-host.js";
 import { controlPlaneDirs, makeInternalKey } from "./control-plane-runtime.js";
 import { databaseUrlOf } from "./database-flags.js";
 import { operonEnvironment } from "./environment.js";
+import { readSecretFile } from "./secret-file.js";
 import { serveFlagsSchema, type CacheConfig, type ServeFlags } from "./serve-flags.js";
 
 /**
@@ -88,7 +89,8 @@ export function serveCommand(): Command {
     .option("--api-port <port>", "control plane API port (tRPC under /api/trpc)", parsePort, 8003)
     .option("--database-url <url>", "postgres(ql)://… for PostgreSQL, file:<dir> or memory: for the embedded database; default $DATABASE_URL, else <data-dir>/db")
     .option("--admin-email <email>", "create this first admin at start when no account exists")
-    .option("--admin-password <password>", "the first admin's password (default $OPERON_ADMIN_PASSWORD)")
+    .option("--admin-password <password>", "the first admin's password (shows in ps: prefer --admin-password-file or $OPERON_ADMIN_PASSWORD)")
+    .option("--admin-password-file <path>", "file holding the first admin's password (one trailing newline ignored)")
     .option("--require-api-key [bool]", "inference needs an API key (Authorization: Bearer <key>); model control always does beyond loopback", parseBool, false)
     .option(
       "--anonymous-model-control [bool]",
@@ -163,7 +165,11 @@ async function runServe(flags: ServeFlags): Promise<void> {
     if (withControlPlane) {
       // The control plane runs on its own thread (control-plane-thread.ts): its database, API,
       // sampler and perf runs never share the gateway's event loop.
-      const adminPassword = flags.adminPassword ?? operonEnvironment().OPERON_ADMIN_PASSWORD;
+      if (flags.adminPassword !== undefined) {
+        logger.warn("--admin-password is visible to every local user (ps, /proc); use --admin-password-file or $OPERON_ADMIN_PASSWORD");
+      }
+      const adminPassword =
+        flags.adminPassword ?? (flags.adminPasswordFile !== undefined ? readSecretFile(flags.adminPasswordFile, "--admin-password-file") : operonEnvironment().OPERON_ADMIN_PASSWORD);
       const opened = await ControlPlaneThread.open(
         {
           databaseUrl: databaseUrlOf({ databaseUrl: flags.databaseUrl, dataDir }),

@@ -52,6 +52,7 @@ export const serveFlagsSchema = z.object({
   databaseUrl: z.string().optional(),
   adminEmail: z.string().optional(),
   adminPassword: z.string().optional(),
+  adminPasswordFile: z.string().optional(),
   requireApiKey: z.boolean(),
   anonymousModelControl: z.boolean(),
   secureCookies: z.boolean(),

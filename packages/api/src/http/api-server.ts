@@ -80,8 +80,10 @@ export async function startApiServer(services: ApiServices, options: ApiServerOp
     maxBatchSize: MAX_BATCH_CALLS,
     createContext: ({ req, res }) => createHttpContext(services, req, res, contextOptions),
     responseMeta({ errors }) {
+      // Every 429 says when to come back: the limiter's wait, else one second (tRPC's own TOO_MANY_REQUESTS).
       const retry = errors.map((error) => (error.cause as { retryAfterSecs?: number } | undefined)?.retryAfterSecs).find((secs) => secs !== undefined);
-      return retry !== undefined ? { headers: { "retry-after": String(retry) } } : {};
+      const tooMany = errors.some((error) => error.code === "TOO_MANY_REQUESTS");
+      return retry !== undefined || tooMany ? { headers: { "retry-after": String(retry ?? 1) } } : {};
     },
   });
 
