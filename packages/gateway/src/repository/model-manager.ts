@@ -17,7 +17,7 @@ import { operatorModelConfig } from "../operators/operator-validation.js";
 import { OperatorRegistry, type OperatorModelTable, type OperatorVersion, type ServedOperator } from "../operators/operator-registry.js";
 import type { VersionRunner } from "../engine/version-runner.js";
 import { signatureFromConfig, type ServedModelSignature } from "../engine/request-validation.js";
-import { stageUpload, type StagedUpload } from "./upload-staging.js";
+import { clearUploads, stageUpload, type StagedUpload } from "./upload-staging.js";
 
 /**
  * The model registry: which models exist, their state per version, and the
@@ -132,6 +132,8 @@ export class ModelManager {
    * "*" = all). Resolves with the names that failed to load.
    */
   async loadAtStartup(loadModels: string[]): Promise<Array<{ name: string; reason: string }>> {
+    // Files uploaded with load requests of an earlier run serve nothing now.
+    await clearUploads(this.options.uploadDir);
     const all = await listRepositoryModels(this.options.repositories);
     const names =
       this.options.controlMode !== "explicit" || loadModels.includes("*") ? [...all.keys()] : loadModels;
@@ -406,6 +408,8 @@ export class ModelManager {
       );
     await stopAll(true);
     await stopAll(false);
+    await Promise.all([...this.models.values()].map((entry) => entry.upload?.discard()));
+    await clearUploads(this.options.uploadDir);
   }
 
   private assertExplicitMode(action: string, subject = `explicit model ${action}`): void {
