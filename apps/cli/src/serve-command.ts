@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
 import { createLogger } from "@operon/gateway/logger";
-import { defaultResourceLimits, startOperonServer, type OperonServer, type OperonServerOptions } from "@operon/gateway/server";
+import { defaultResourceLimits, GATEWAY_DEFAULTS, startOperonServer, type OperonServer, type OperonServerOptions } from "@operon/gateway/server";
 import { ConsoleNotBuiltError, startConsole, type ConsoleProcess } from "./console-process.js";
 import { ControlPlaneThread } from "./control-plane-host.js";
 import { controlPlaneDirs, makeInternalKey } from "./control-plane-runtime.js";
@@ -22,22 +22,22 @@ export function serveCommand(): Command {
   return new Command("serve")
     .description("Serve a Triton-style model repository over KServe v2 HTTP and gRPC, with Prometheus metrics")
     .requiredOption("--model-repository <path>", "model repository folder (repeatable; the first one wins on name clashes)", collect)
-    .option("--http-port <port>", "HTTP/REST port (KServe v2 + Triton extensions)", parsePort, 8000)
-    .option("--grpc-port <port>", "gRPC port (inference.GRPCInferenceService + grpc.health.v1)", parsePort, 8001)
-    .option("--metrics-port <port>", "Prometheus metrics port (GET /metrics)", parsePort, 8002)
-    .option("--http-address <address>", "HTTP listen address; default 127.0.0.1 (loopback only), unlike Triton's 0.0.0.0", "127.0.0.1")
-    .option("--grpc-address <address>", "gRPC listen address; default 127.0.0.1 (loopback only), unlike Triton's 0.0.0.0", "127.0.0.1")
-    .option("--metrics-address <address>", "metrics listen address; default 127.0.0.1 (loopback only)", "127.0.0.1")
-    .option("--allow-http [bool]", "serve HTTP/REST", parseBool, true)
-    .option("--allow-grpc [bool]", "serve gRPC", parseBool, true)
-    .option("--allow-metrics [bool]", "serve Prometheus metrics", parseBool, true)
+    .option("--http-port <port>", "HTTP/REST port (KServe v2 + Triton extensions)", parsePort, GATEWAY_DEFAULTS.httpPort)
+    .option("--grpc-port <port>", "gRPC port (inference.GRPCInferenceService + grpc.health.v1)", parsePort, GATEWAY_DEFAULTS.grpcPort)
+    .option("--metrics-port <port>", "Prometheus metrics port (GET /metrics)", parsePort, GATEWAY_DEFAULTS.metricsPort)
+    .option("--http-address <address>", "HTTP listen address; default 127.0.0.1 (loopback only), unlike Triton's 0.0.0.0", GATEWAY_DEFAULTS.httpAddress)
+    .option("--grpc-address <address>", "gRPC listen address; default 127.0.0.1 (loopback only), unlike Triton's 0.0.0.0", GATEWAY_DEFAULTS.grpcAddress)
+    .option("--metrics-address <address>", "metrics listen address; default 127.0.0.1 (loopback only)", GATEWAY_DEFAULTS.metricsAddress)
+    .option("--allow-http [bool]", "serve HTTP/REST", parseBool, GATEWAY_DEFAULTS.allowHttp)
+    .option("--allow-grpc [bool]", "serve gRPC", parseBool, GATEWAY_DEFAULTS.allowGrpc)
+    .option("--allow-metrics [bool]", "serve Prometheus metrics", parseBool, GATEWAY_DEFAULTS.allowMetrics)
     .addOption(
       new Option(
         "--model-control-mode <mode>",
         "none: load every model at start, no load/unload API; poll: also reload on repository changes every --repository-poll-secs; explicit: load only --load-model models, then the load/unload API",
       )
         .choices(["none", "poll", "explicit"])
-        .default("none"),
+        .default(GATEWAY_DEFAULTS.modelControlMode),
     )
     .addOption(
       new Option(
@@ -45,20 +45,20 @@ export function serveCommand(): Command {
         "where ONNX Runtime (and echo) instances run unless a model's config parameter operon_isolation says otherwise: thread = a thread of the gateway process (fastest; a native crash takes the server down, as in Triton), process = a worker process each (isolated). TypeScript models always run in processes",
       )
         .choices(["thread", "process"])
-        .default("thread"),
+        .default(GATEWAY_DEFAULTS.backendIsolation),
     )
     .option("--load-model <name>", "model to load at start in explicit mode (repeatable; '*' = all)", collect, [])
-    .option("--repository-poll-secs <secs>", "poll interval of the repositories in poll mode", parseNonNegativeInt, 15)
-    .option("--strict-model-config [bool]", "require a complete config.pbtxt; do not auto-complete from the model file", parseBool, false)
-    .option("--strict-readiness [bool]", "report ready only when every model is ready", parseBool, true)
-    .option("--exit-on-error [bool]", "exit when a model fails to load at start", parseBool, true)
-    .option("--exit-timeout-secs <secs>", "on SIGTERM/SIGINT, how long to wait for in-flight requests", parseNonNegativeInt, 30)
+    .option("--repository-poll-secs <secs>", "poll interval of the repositories in poll mode", parseNonNegativeInt, GATEWAY_DEFAULTS.repositoryPollSecs)
+    .option("--strict-model-config [bool]", "require a complete config.pbtxt; do not auto-complete from the model file", parseBool, GATEWAY_DEFAULTS.strictModelConfig)
+    .option("--strict-readiness [bool]", "report ready only when every model is ready", parseBool, GATEWAY_DEFAULTS.strictReadiness)
+    .option("--exit-on-error [bool]", "exit when a model fails to load at start", parseBool, GATEWAY_DEFAULTS.exitOnError)
+    .option("--exit-timeout-secs <secs>", "on SIGTERM/SIGINT, how long to wait for in-flight requests", parseNonNegativeInt, GATEWAY_DEFAULTS.exitTimeoutSecs)
     .option("--log-verbose <level>", "verbose logging level; >0 logs debug detail", parseNonNegativeInt, 0)
-    .option("--data-dir <path>", "where Operon keeps its own files (uploaded models)", ".operon")
-    .option("--max-upload-bytes <bytes>", "largest total size of files uploaded with one model load request", parsePositiveInt, 256 * 1024 * 1024)
-    .option("--http-max-body-bytes <bytes>", "largest HTTP request body accepted (Triton's --http-max-input-size default, 64 MiB); a model load request may carry up to --max-upload-bytes of files besides", parsePositiveInt, 64 * 1024 * 1024)
+    .option("--data-dir <path>", "where Operon keeps its own files (uploaded models)", GATEWAY_DEFAULTS.dataDir)
+    .option("--max-upload-bytes <bytes>", "largest total size of files uploaded with one model load request", parsePositiveInt, GATEWAY_DEFAULTS.maxUploadBytes)
+    .option("--http-max-body-bytes <bytes>", "largest HTTP request body accepted (Triton's --http-max-input-size default, 64 MiB); a model load request may carry up to --max-upload-bytes of files besides", parsePositiveInt, GATEWAY_DEFAULTS.httpMaxBodyBytes)
     .option("--http-max-inflight-body-bytes <bytes>", "request body bytes held at once over all HTTP requests; beyond it new bodies get 503 with Retry-After (default: 4 x --http-max-body-bytes, at least one upload more)", parsePositiveInt)
-    .option("--grpc-infer-max-message-bytes <bytes>", "largest gRPC ModelInfer / ModelStreamInfer message (RESOURCE_EXHAUSTED beyond)", parsePositiveInt, 64 * 1024 * 1024)
+    .option("--grpc-infer-max-message-bytes <bytes>", "largest gRPC ModelInfer / ModelStreamInfer message (RESOURCE_EXHAUSTED beyond)", parsePositiveInt, GATEWAY_DEFAULTS.grpcInferMaxMessageBytes)
     .option(
       "--cache-config <cache,key=value>",
       "response cache, Triton's syntax: 'local,size=<bytes>' (repeatable, one or more key=value per use); models opt in with response_cache { enable: true }. Default: no cache",
@@ -67,7 +67,7 @@ export function serveCommand(): Command {
     .option("--max-instances-per-model <n>", "most backend instances one model may ask for (instance_group counts summed); default 2 × CPU cores", parsePositiveInt, defaultResourceLimits().maxInstancesPerModel)
     .option("--max-threads-per-instance <n>", "most intra_op/inter_op threads one instance may ask for (0 counts as the core count); default the CPU cores", parsePositiveInt, defaultResourceLimits().maxThreadsPerInstance)
     .option("--max-instances <n>", "most backend instances of all models at once on this host; default 8 × CPU cores", parsePositiveInt, defaultResourceLimits().maxInstancesPerHost)
-    .option("--default-max-batch-size <n>", "max_batch_size given to models whose config leaves it unset and that can batch (Triton's backend-config default-max-batch-size)", parseNonNegativeInt, 4)
+    .option("--default-max-batch-size <n>", "max_batch_size given to models whose config leaves it unset and that can batch (Triton's backend-config default-max-batch-size)", parseNonNegativeInt, GATEWAY_DEFAULTS.defaultMaxBatchSize)
     // Operon's control plane and console (not tritonserver flags).
     .option("--control-plane [bool]", "run the control plane (database, API, API keys, console) beside the gateway; false = a plain Triton-style server", parseBool, true)
     .option("--console [bool]", "serve the web console (needs the control plane)", parseBool, true)
@@ -116,7 +116,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
   const requireApiKey = flags.requireApiKey;
   const dataDir = flags.dataDir;
   const dirs = withControlPlane ? controlPlaneDirs(dataDir) : undefined;
-  const options: OperonServerOptions = {
+  const options = {
     // Uploaded models form one more repository; the first one given wins on name clashes.
     modelRepositories: [...flags.modelRepository, ...(dirs ? [dirs.modelStoreDir] : [])],
     httpAddress: flags.httpAddress,
@@ -146,7 +146,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),
     backendIsolation: flags.backendIsolation,
     logger,
-  };
+  } satisfies OperonServerOptions;
   const loopbackOnly = [options.allowHttp ? options.httpAddress : "127.0.0.1", options.allowGrpc ? options.grpcAddress : "127.0.0.1"].every(isLoopback);
 
   let controlPlane: ControlPlaneThread | undefined;

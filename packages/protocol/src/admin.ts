@@ -17,11 +17,13 @@ export interface WorkerInstanceInfo {
   /** GPU index for KIND_GPU instances; null on CPU. */
   device: number | null;
   /**
-   * "thread": a thread of the gateway process (pid is the gateway's; its CPU
-   * and memory are counted in `gateway`, so cpuSeconds/rssBytes are null);
-   * "process": a worker process of its own.
+   * "thread": a thread of the gateway process (pid is the gateway's, tid the
+   * thread's; cpuSeconds is the thread's own, its memory is the gateway's, so
+   * rssBytes is null); "process": a worker process of its own.
    */
   isolation: "thread" | "process";
+  /** Linux thread id of a thread instance; absent for processes and elsewhere. */
+  tid?: number;
   /** null while the worker is (re)starting. */
   pid: number | null;
   state: "READY" | "RESTARTING" | "FAILED";

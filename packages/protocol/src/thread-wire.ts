@@ -58,6 +58,8 @@ export type ToThreadMessage = ThreadLoadMessage | ThreadExecuteMessage | ThreadS
 
 export interface ThreadLoadedMessage {
   type: "loaded";
+  /** The thread's Linux thread id (for its CPU time in /proc/<pid>/task/<tid>); absent elsewhere. */
+  tid?: number;
   inputs: IoInfo[];
   outputs: IoInfo[];
 }
@@ -94,8 +96,10 @@ const aligned = (offset: number): number => (offset + ALIGN - 1) & ~(ALIGN - 1);
 export function packTensors(tensors: readonly Tensor[]): { buffer: ArrayBuffer; tensors: ThreadTensor[] } {
   let total = 0;
   for (const tensor of tensors) total = aligned(total) + tensor.data.byteLength;
-  const buffer = new ArrayBuffer(total);
-  const bytes = new Uint8Array(buffer);
+  // Not `new ArrayBuffer` (zero-filled, and fresh pages each time): an uninitialized
+  // malloc'd store of its own, which glibc recycles across messages of the same size.
+  const bytes = Buffer.allocUnsafeSlow(total);
+  const buffer = bytes.buffer as ArrayBuffer;
   const described: ThreadTensor[] = new Array(tensors.length);
   let offset = 0;
   for (let i = 0; i < tensors.length; i += 1) {

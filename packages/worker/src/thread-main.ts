@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { asOperonError, OperonError } from "@operon/protocol/errors";
 import {
@@ -57,7 +58,18 @@ async function load(message: ThreadLoadMessage): Promise<void> {
   });
   backend = created;
   const { inputs, outputs } = created.metadata();
-  post({ type: "loaded", inputs, outputs });
+  const tid = ownThreadId();
+  post({ type: "loaded", inputs, outputs, ...(tid !== undefined ? { tid } : {}) });
+}
+
+/** This thread's Linux tid: /proc/thread-self/stat starts with it. */
+function ownThreadId(): number | undefined {
+  try {
+    const tid = Number.parseInt(readFileSync("/proc/thread-self/stat", "utf8"), 10);
+    return Number.isSafeInteger(tid) ? tid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function execute(message: ThreadExecuteMessage): Promise<void> {

@@ -18,7 +18,8 @@ const EXAMPLES = fileURLToPath(new URL("../../../../examples/model_repository", 
 let gateway: TestGateway;
 
 beforeAll(async () => {
-  gateway = await startTestGateway({ modelRepositories: [EXAMPLES], loadModels: ["add_sub"] });
+  // Worker processes: a model's memory is attributed per process (a model on gateway threads shares the gateway's, so it has none of its own).
+  gateway = await startTestGateway({ modelRepositories: [EXAMPLES], loadModels: ["add_sub"], backendIsolation: "process" });
 });
 afterAll(async () => {
   await gateway?.stop();

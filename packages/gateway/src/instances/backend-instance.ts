@@ -34,6 +34,8 @@ export interface BackendInstance extends EventEmitter {
   /** Epoch milliseconds. */
   readonly startedAt: number;
   readonly instanceName: string;
+  /** Linux thread id of a thread instance once loaded; undefined for processes. */
+  readonly tid?: number | undefined;
   /** Requests sent and not yet answered. */
   readonly inFlight: number;
   onBlsRequest: BlsRequestHandler | undefined;

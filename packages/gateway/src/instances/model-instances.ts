@@ -262,6 +262,7 @@ export class ModelInstances implements InstanceDispatcher {
         device: placement.device,
         isolation: worker?.isolation ?? isolationOf(this.spec, this.options.defaultIsolation),
         pid: worker?.pid ?? null,
+        ...(worker?.tid !== undefined ? { tid: worker.tid } : {}),
         state: worker !== undefined ? "READY" : instance.gaveUp ? "FAILED" : "RESTARTING",
         inFlight: instance.inFlight,
         restarts: instance.restarts,

@@ -45,6 +45,8 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
   readonly startedAt = Date.now();
   readonly instanceName: string;
   onBlsRequest: BlsRequestHandler | undefined;
+  /** The thread's Linux tid once loaded (its CPU time: /proc/<pid>/task/<tid>/stat). */
+  tid: number | undefined;
   private readonly worker: Worker;
   private readonly pending = new Map<number, Pending>();
   private loading: { resolve(io: { inputs: IoInfo[]; outputs: IoInfo[] }): void; reject(error: OperonError): void } | undefined;
@@ -168,6 +170,7 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
         return;
       }
       case "loaded": {
+        this.tid = message.tid;
         const loading = this.loading;
         this.loading = undefined;
         loading?.resolve({ inputs: message.inputs, outputs: message.outputs });
