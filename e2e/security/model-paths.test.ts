@@ -19,10 +19,13 @@ describe("config-named files stay inside the model folder", () => {
   let server: RunningOperon;
   const repository = tempRepository();
   beforeAll(async () => {
-    // A model whose version folder links to a file outside it.
+    // Links placed in the operator's repository are the operator's (the example repository links its
+    // ONNX files from node_modules); a load request must still not reach them from another model.
     mkdirSync(join(repository, "linked", "1"), { recursive: true });
     symlinkSync(evil, join(repository, "linked", "1", "model.js"));
     writeFileSync(join(repository, "linked", "config.pbtxt"), 'backend: "typescript"\n');
+    mkdirSync(join(repository, "plain", "1"), { recursive: true });
+    writeFileSync(join(repository, "plain", "config.pbtxt"), 'backend: "typescript"\n');
     server = await startOperon(["--model-repository", repository, "--model-control-mode", "explicit"]);
   }, 120_000);
   afterAll(async () => {
@@ -48,10 +51,11 @@ describe("config-named files stay inside the model folder", () => {
     expect(existsSync(marker)).toBe(false);
   });
 
-  it("refuses a model file that is a link out of the folder", async () => {
-    const response = await fetch(`${server.httpUrl}/v2/repository/models/linked/load`, { method: "POST" });
+  it("refuses a config override that names another model's file, for a repository model too", async () => {
+    const config = JSON.stringify({ backend: "typescript", default_model_filename: "../../linked/1/model.js" });
+    const response = await fetch(`${server.httpUrl}/v2/repository/models/plain/load`, { method: "POST", body: JSON.stringify({ parameters: { config } }) });
     expect(response.status).toBe(400);
-    expect(((await response.json()) as { error: string }).error).toMatch(/is a link to a file outside the model's folder/);
+    expect(((await response.json()) as { error: string }).error).toMatch(/default_model_filename of model 'plain' '\.\.\/\.\.\/linked\/1\/model\.js' points outside the model's folder/);
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(existsSync(marker)).toBe(false);
   });

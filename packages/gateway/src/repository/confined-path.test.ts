@@ -28,6 +28,11 @@ describe("confinedPath", () => {
     await expect(confinedPath(model, join(model, "1"), name, "default_model_filename")).rejects.toMatchObject({ kind: "INVALID_ARG", message: expect.stringMatching(message) });
   });
 
+  it("follows links out of an operator's repository folder when told they may leave", async () => {
+    expect(await confinedPath(model, join(model, "1"), "link.js", "f", { linksMayLeave: true })).toBe(join(root, "outside.js"));
+    await expect(confinedPath(model, join(model, "1"), "../../outside.js", "f", { linksMayLeave: true })).rejects.toThrow(/points outside/);
+  });
+
   it("never names a server path in its message", async () => {
     const error = await confinedPath(model, join(model, "1"), "../../outside.js", "default_model_filename").catch((e: Error) => e);
     expect((error as Error).message).not.toContain(root);

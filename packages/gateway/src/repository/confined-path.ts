@@ -11,10 +11,15 @@ import { OperonError } from "@operon/protocol/errors";
  * Resolves `name` against `base` (the version or model folder) and returns
  * the real path (symlinks followed) when the file exists, or the lexical
  * path when it does not. Throws INVALID_ARG naming `what` when the name is
- * absolute, or it (or its target) leaves `root` (the model's folder).
+ * absolute or climbs out of `root` (the model's folder), or when its real
+ * path leaves `root` and `linksMayLeave` is false. Links are trusted
+ * (`linksMayLeave`) only in the operator's own --model-repository folders,
+ * where whoever placed them owns the host anyway (the example repository
+ * links its ONNX files from node_modules); files that came with a load
+ * request are confined with their real paths.
  * Messages name the file relative to the model folder, never a server path.
  */
-export async function confinedPath(root: string, base: string, name: string, what: string): Promise<string> {
+export async function confinedPath(root: string, base: string, name: string, what: string, options: { linksMayLeave?: boolean } = {}): Promise<string> {
   if (name === "" || isAbsolute(name) || name.includes("\0")) {
     throw new OperonError("INVALID_ARG", `${what} '${name}' must be a file name relative to the model's folder`);
   }
@@ -24,7 +29,7 @@ export async function confinedPath(root: string, base: string, name: string, wha
     throw new OperonError("INVALID_ARG", `${what} '${name}' points outside the model's folder`);
   }
   const real = await realpath(lexical).catch(() => undefined);
-  if (real !== undefined && !inside(realRoot, real)) {
+  if (real !== undefined && options.linksMayLeave !== true && !inside(realRoot, real)) {
     throw new OperonError("INVALID_ARG", `${what} '${name}' is a link to a file outside the model's folder`);
   }
   return real ?? lexical;

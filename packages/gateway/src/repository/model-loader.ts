@@ -51,6 +51,12 @@ export interface PrepareOptions {
   defaultMaxBatchSize: number;
   instances: ModelInstancesOptions;
   operators?: OperatorHooks;
+  /**
+   * True for a folder of the operator's --model-repository (its symlinks may
+   * point elsewhere); false for files uploaded with the load request, whose
+   * real paths must stay inside the folder.
+   */
+  trustedFolder?: boolean;
   /** The admin's limits, and how many instances the other models hold now; unset = none checked. */
   limits?: { limits: ResourceLimits; instancesOfOtherModels: number };
 }
@@ -93,9 +99,10 @@ export async function prepareModel(
     // The highest version completes the config; every version is checked against it.
     for (const version of [...versions].reverse()) {
       // Names from the config (possibly an override sent with the load request) stay inside the model's folder.
-      const confined = await Promise.all(candidates.map((file) => confinedPath(dir, join(dir, version), file, `default_model_filename of model '${name}'`)));
+      const links = { linksMayLeave: options.trustedFolder === true };
+      const confined = await Promise.all(candidates.map((file) => confinedPath(dir, join(dir, version), file, `default_model_filename of model '${name}'`, links)));
       for (const output of config.output ?? []) {
-        if (output.label_filename) await confinedPath(dir, join(dir, version), output.label_filename, `label_filename of output '${output.name}' of model '${name}'`);
+        if (output.label_filename) await confinedPath(dir, join(dir, version), output.label_filename, `label_filename of output '${output.name}' of model '${name}'`, links);
       }
       const modelPath = await firstExisting(confined);
       if (modelPath === undefined) {

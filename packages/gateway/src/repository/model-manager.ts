@@ -547,6 +547,7 @@ export class ModelManager {
           defaultMaxBatchSize: this.options.defaultMaxBatchSize,
           instances: this.instanceOptions,
           operators: this.operators.hooks(),
+          trustedFolder: upload === undefined,
           ...(this.options.resourceLimits !== undefined ? { limits: { limits: this.options.resourceLimits, instancesOfOtherModels: this.instancesExcept(name) } } : {}),
         });
         const next = new Map<string, ServedVersion>();
