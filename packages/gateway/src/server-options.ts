@@ -70,6 +70,10 @@ const operonServerOptionsSchema = z.object({
    */
   backendIsolation: z.enum(["thread", "process"]).default(GATEWAY_DEFAULTS.backendIsolation),
   defaultMaxBatchSize: count.default(GATEWAY_DEFAULTS.defaultMaxBatchSize),
+  /** The admin's limits on instances and threads per model and host (repository/resource-limits.ts); default from the core count. */
+  resourceLimits: z
+    .object({ maxInstancesPerModel: z.number().int().positive(), maxThreadsPerInstance: z.number().int().positive(), maxInstancesPerHost: z.number().int().positive() })
+    .optional(),
   /**
    * Size of the server-wide response cache (`--cache-config local,size=<bytes>`);
    * undefined = no cache, as in Triton, and models' response_cache settings are ignored.
@@ -85,7 +89,7 @@ const operonServerOptionsSchema = z.object({
    * derived from the HTTP and gRPC addresses.
    */
   access: z
-    .custom<{ ring: ApiKeyRing; requireApiKey: boolean }>((value) => isObject(value) && isObject(value["ring"]) && typeof value["requireApiKey"] === "boolean")
+    .custom<{ ring: ApiKeyRing; requireApiKey: boolean; anonymousModelControl?: boolean }>((value) => isObject(value) && isObject(value["ring"]) && typeof value["requireApiKey"] === "boolean")
     .optional(),
 });
 

@@ -12,8 +12,13 @@ import { GatewayMetrics } from "./observability/metrics.js";
 import { startMetricsServer } from "./observability/metrics-server.js";
 import { ModelManager } from "./repository/model-manager.js";
 import { ResponseCache } from "./engine/response-cache.js";
+import { defaultResourceLimits } from "./repository/resource-limits.js";
 import { OPERON_VERSION } from "./version.js";
 import { GATEWAY_DEFAULTS, resolveOperonServerOptions, type OperonServerOptions, type ResolvedOperonServerOptions } from "./server-options.js";
+
+/** A model control change made through the gateway's API (see GatewayAccessPolicy.onModelControl), for the control plane's audit log. */
+export type { ModelControlEvent } from "./auth/access-policy.js";
+export { defaultResourceLimits, type ResourceLimits } from "./repository/resource-limits.js";
 
 /**
  * Starts a whole Operon server: the model manager with its workers, the
@@ -32,6 +37,8 @@ export interface OperonServer {
   access: GatewayAccessPolicy | undefined;
   /** Drains in-flight requests (up to exitTimeoutSecs), then stops everything; idempotent. */
   stop(): Promise<void>;
+  /** Call first thing on a shutdown signal: backend workers that exit are not restarted any more (stop() does it too). */
+  haltRestarts(): void;
 }
 
 export async function startOperonServer(given: OperonServerOptions): Promise<OperonServer> {
@@ -48,6 +55,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     uploadDir: join(resolve(options.dataDir), "uploaded-models"),
     maxUploadBytes: options.maxUploadBytes,
     defaultMaxBatchSize: options.defaultMaxBatchSize,
+    resourceLimits: options.resourceLimits ?? defaultResourceLimits(),
     responseCacheEnabled: responseCache !== undefined,
     instances: { workerEntry: options.workerEntry, defaultIsolation: options.backendIsolation, logger, metrics },
     logger,
@@ -131,6 +139,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      manager.haltRestarts();
       engine.beginDrain();
       const deadline = Date.now() + options.exitTimeoutSecs * 1000;
       while (engine.inFlightRequests > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -141,7 +150,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     })();
     return stopping;
   };
-  return { httpPort, grpcPort, metricsPort, engine, access, stop };
+  return { httpPort, grpcPort, metricsPort, engine, access, stop, haltRestarts: () => manager.haltRestarts() };
 }
 
 /** The policy of `options.access`: loopback-only when every enabled frontend (HTTP, gRPC) binds a loopback address. */
@@ -152,6 +161,7 @@ function accessPolicyOf(options: ResolvedOperonServerOptions): GatewayAccessPoli
     ring: options.access.ring,
     requireApiKey: options.access.requireApiKey,
     loopbackOnly: hosts.every(isLoopbackHost),
+    ...(options.access.anonymousModelControl !== undefined ? { anonymousModelControl: options.access.anonymousModelControl } : {}),
   });
 }
 

@@ -9,6 +9,15 @@ export interface ExecutionTiming {
 }
 
 /**
+ * response_stats keeps this many response indexes: "0" to "126" each on
+ * their own, and "127" for every response from the 128th on. Triton keys
+ * response_stats by response index without a bound; a stream of many small
+ * responses (one generate_stream of 200 KB made 20 MB of statistics) would
+ * otherwise grow the statistics of a model without end.
+ */
+export const MAX_RESPONSE_STATS_INDEXES = 128;
+
+/**
  * Per model-version statistics in Triton's JSON shape (for the statistics
  * extension), and the Prometheus counters' increments: one record call
  * updates both, so the two views can never disagree. The counters are
@@ -151,12 +160,14 @@ export class ModelVersionStats {
    * the request's responses (0 = first); ns = the time since the previous
    * response (or since the request arrived), counted as its compute_infer,
    * as Triton counts it. outcome "empty": the final flag without outputs.
+   * Indexes from MAX_RESPONSE_STATS_INDEXES - 1 on share the last bucket.
    */
   recordResponse(index: number, ns: number, outcome: "success" | "fail" | "empty"): void {
-    let stats = this.responses.get(index);
+    const bucket = Math.min(index, MAX_RESPONSE_STATS_INDEXES - 1);
+    let stats = this.responses.get(bucket);
     if (stats === undefined) {
       stats = { compute_infer: zero(), compute_output: zero(), success: zero(), fail: zero(), empty_response: zero(), cancel: zero() };
-      this.responses.set(index, stats);
+      this.responses.set(bucket, stats);
     }
     add(stats.compute_infer, ns);
     add(stats.compute_output, 0);
