@@ -344,23 +344,18 @@ async function handleInfer(engine: InferenceEngine, options: RouterOptions, cont
 
   // The engine may queue the request for a while: if the client gives up
   // meanwhile, the signal lets it drop the work instead of computing for nobody.
-  const controller = new AbortController();
-  const onClose = (): void => {
-    if (!res.writableFinished) controller.abort(new ClientClosedError());
-  };
-  res.on("close", onClose);
-  if (res.destroyed || req.socket.destroyed) onClose();
-  request.signal = controller.signal;
+  const gone = clientGone(req, res);
+  request.signal = gone.signal;
   let response;
   try {
     response = await engine.infer(request);
   } catch (error) {
-    if (controller.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+    if (gone.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
     throw error;
   } finally {
-    res.off("close", onClose);
+    gone.dispose();
   }
-  if (controller.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+  if (gone.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
 
   const encoded = encodeInferResponseBody(
     { ...response, id: response.id ?? request.id },
