@@ -39,9 +39,17 @@ const SUMMARY_SETTINGS = { percentiles: [0.5, 0.9, 0.95, 0.99], maxAgeSeconds: 6
 
 type LatencySeries = "request" | "queue" | "computeInfer";
 
+/** A source of counter increments flushed at scrape time (ModelVersionStats). */
+export interface ScrapeTimeCounters {
+  readonly model: string;
+  readonly version: string;
+  flushMetrics(): void;
+}
+
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly latencies = new LatencyReservoir<LatencySeries>();
+  private readonly counterSources = new Set<ScrapeTimeCounters>();
 
   readonly requestSuccess = this.counter("nv_inference_request_success", "Number of successful inference requests, all batch sizes");
   readonly requestFailure = new Counter({
@@ -49,6 +57,7 @@ export class GatewayMetrics {
     help: "Number of failed inference requests, all batch sizes",
     labelNames: ["model", "version", "reason"] as const,
     registers: [this.registry],
+    collect: () => this.flushCounters(),
   });
   readonly inferenceCount = this.counter("nv_inference_count", "Number of inferences performed (does not include cached requests)");
   readonly execCount = this.counter("nv_inference_exec_count", "Number of model executions performed (does not include cached requests)");
@@ -159,8 +168,19 @@ export class GatewayMetrics {
     if (latency.computeInferNs !== undefined) this.latencies.record(model, version, "computeInfer", latency.computeInferNs / 1000);
   }
 
+  /** Counters of a model version whose increments are added at scrape time. */
+  track(source: ScrapeTimeCounters): void {
+    this.counterSources.add(source);
+  }
+
+  /** Adds every tracked source's increments to the counters (each counter's collect() calls it; a second call finds none). */
+  private flushCounters(): void {
+    for (const source of this.counterSources) source.flushMetrics();
+  }
+
   /** Forgets a model version's series (on unload), as Triton does. */
   removeModelVersion(model: string, version: string): void {
+    for (const source of this.counterSources) if (source.model === model && source.version === version) this.counterSources.delete(source);
     for (const metric of [...this.inferenceCounters(), ...this.cacheCounters()]) metric.remove({ model, version });
     if (this.summaries !== undefined) for (const summary of Object.values(this.summaries)) summary.remove({ model, version });
     this.latencies.forget(model, version);
@@ -219,7 +239,8 @@ export class GatewayMetrics {
   }
 
   private counter(name: string, help: string): Counter<"model" | "version"> {
-    return new Counter({ name, help, labelNames: ["model", "version"] as const, registers: [this.registry] });
+    const flush = (): void => this.flushCounters();
+    return new Counter({ name, help, labelNames: ["model", "version"] as const, registers: [this.registry], collect: flush });
   }
 
   private sampleCpu(): void {
