@@ -1,6 +1,7 @@
 "use client";
 
 import Link from "next/link";
+import { usePathname } from "next/navigation";
 import type { ReactNode } from "react";
 import { roleLabel } from "@/lib/roles";
 import { useSignedInUser } from "./session-context";
@@ -8,6 +9,7 @@ import { SignOutButton } from "./sign-out-button";
 
 export function AppHeader({ menuButton }: { menuButton: ReactNode }) {
   const user = useSignedInUser();
+  const pathname = usePathname();
   return (
     <header className="app-header">
       {menuButton}
@@ -15,7 +17,7 @@ export function AppHeader({ menuButton }: { menuButton: ReactNode }) {
         Operon
       </Link>
       <div className="header-user">
-        <Link href="/account" className="header-user-name" title="Your account: profile and password">
+        <Link href="/account" className="header-user-name" title="Your account: profile and password" aria-current={pathname === "/account" ? "page" : undefined}>
           <span className="visually-hidden">Signed in as </span>
           {user.name ?? user.email}
         </Link>
