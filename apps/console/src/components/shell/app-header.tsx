@@ -6,6 +6,7 @@ import type { ReactNode } from "react";
 import { roleLabel } from "@/lib/roles";
 import { useSignedInUser } from "./session-context";
 import { SignOutButton } from "./sign-out-button";
+import { ThemeSelect } from "./theme-select";
 
 export function AppHeader({ menuButton }: { menuButton: ReactNode }) {
   const user = useSignedInUser();
@@ -24,6 +25,7 @@ export function AppHeader({ menuButton }: { menuButton: ReactNode }) {
         <span className="badge" title="Your role">
           {roleLabel(user.role)}
         </span>
+        <ThemeSelect />
         <SignOutButton />
       </div>
     </header>
