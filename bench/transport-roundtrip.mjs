@@ -1,5 +1,6 @@
 // Round trip of one tensor (default 602,112 bytes: 1x3x224x224 FP32) between
 // the gateway and a worker, by transport:
+//   thread          ThreadInstance (the default for ONNX Runtime): a gateway worker_thread, echo backend
 //   shm             WorkerProcess, shared-memory transport, echo backend
 //   socket          WorkerProcess, tensor bytes in the socket frames, echo backend
 //   worker_threads  an ArrayBuffer transferred to a worker thread and back (the target to approach)
@@ -25,12 +26,14 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const DIST = {
-  workerProcess: pathToFileURL(path.join(ROOT, "packages/gateway/dist/worker-process.js")).href,
+  workerProcess: pathToFileURL(path.join(ROOT, "packages/gateway/dist/instances/worker-process.js")).href,
+  threadInstance: pathToFileURL(path.join(ROOT, "packages/gateway/dist/instances/thread-instance.js")).href,
+  threadEntry: path.join(ROOT, "packages/worker/dist/thread-main.js"),
   native: pathToFileURL(path.join(ROOT, "native/dist/index.js")).href,
   workerEntry: path.join(ROOT, "packages/worker/dist/main.js"),
 };
 
-/** @typedef {"shm" | "socket" | "worker_threads" | "memcpy"} TransportName */
+/** @typedef {"thread" | "shm" | "socket" | "worker_threads" | "memcpy"} TransportName */
 /**
  * @typedef {object} TransportResult
  * @property {TransportName} transport
@@ -61,7 +64,7 @@ const DIST = {
  * @property {number} [sharedMemoryBytes]  shm segment size; default the transport's (64 MiB)
  */
 
-export const TRANSPORTS = /** @type {const} */ (["shm", "socket", "worker_threads", "memcpy"]);
+export const TRANSPORTS = /** @type {const} */ (["thread", "shm", "socket", "worker_threads", "memcpy"]);
 
 /**
  * @param {MeasureOptions} [options]
@@ -113,6 +116,20 @@ export async function measureTransport(options = {}) {
  */
 async function setUp(transport, input, options) {
   switch (transport) {
+    case "thread": {
+      const { ThreadInstance } = await import(DIST.threadInstance);
+      const instance = ThreadInstance.start({ entry: DIST.threadEntry, instanceName: "bench_thread" });
+      await instance.load({ backend: "echo", modelPath: "", config: {} });
+      const tensor = { name: "INPUT0", datatype: "FP32", shape: [input.length / 4], data: input };
+      const { outputs } = await instance.execute([tensor]);
+      if (!outputs[0]?.data.equals(input)) throw new Error("thread: the echo did not return the input bytes");
+      return {
+        run: async () => {
+          await instance.execute([tensor]);
+        },
+        close: () => instance.stop(),
+      };
+    }
     case "shm":
     case "socket": {
       const { WorkerProcess } = await import(DIST.workerProcess);

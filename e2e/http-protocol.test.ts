@@ -170,14 +170,14 @@ async function infer(model: string, body: unknown, version?: string): Promise<In
   return JSON.parse(text) as InferResponseJson;
 }
 
-/** Asserts the status and a `{"error": msg}` body whose message contains every fragment. */
+/** Asserts the status and a `{"error": msg}` body (plus Operon's `"kind"` when the failure has one) whose message contains every fragment. */
 async function expectError(responseOrPromise: Response | Promise<Response>, status: number, ...fragments: string[]): Promise<string> {
   const response = await responseOrPromise;
   const text = await response.text();
   expect(response.status, text).toBe(status);
   expect(response.headers.get("content-type")).toBe("application/json");
-  const body = JSON.parse(text) as { error?: unknown };
-  expect(Object.keys(body)).toEqual(["error"]);
+  const body = JSON.parse(text) as { error?: unknown; kind?: unknown };
+  expect(Object.keys(body).filter((key) => key !== "kind")).toEqual(["error"]);
   expect(typeof body.error).toBe("string");
   for (const fragment of fragments) expect(body.error).toContain(fragment);
   return body.error as string;

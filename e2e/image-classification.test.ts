@@ -4,7 +4,7 @@ import * as ort from "onnxruntime-node";
 import pngjs from "pngjs";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ModelError, tensor, type ExecuteContext, type InitializeArgs, type TypedRequest, type TypedResponse } from "@operon/worker/backends/typescript-model-api";
+import { ModelError, tensor, type ExecuteContext, type InitializeArgs, type TypedRequest, type TypedResponse } from "@operon/backend-api/typescript-model-api";
 import { grpcClient } from "./support/grpc-client.js";
 import { type BinaryOutput, float32Buffer, inferBinary, modelStats } from "./support/http-binary-client.js";
 import { EXAMPLE_REPOSITORY, REPO_ROOT, startOperon, tempRepository, type RunningOperon } from "./support/operon-process.js";

@@ -158,7 +158,7 @@ describe("model control mode 'explicit'", () => {
     writeModel(repository, "b", identityModel("FP32"), { config: IDENTITY_CONFIG("b") });
     dataDir = mkdtempSync(join(tmpdir(), "operon-e2e-data-"));
     server = await startOperon(
-      ["--model-repository", repository, "--model-control-mode", "explicit", "--load-model", "a", "--max-upload-bytes", String(MAX_UPLOAD_BYTES)],
+      ["--model-repository", repository, "--model-control-mode", "explicit", "--load-model", "a", "--max-upload-bytes", String(MAX_UPLOAD_BYTES), "--backend-isolation", "process"],
       { dataDir },
     );
   });
@@ -479,7 +479,7 @@ describe("version policies and instance groups", () => {
       for (const version of [1, 2, 3]) writeModel(repository, name, identityModel("FP32"), { version, config: IDENTITY_CONFIG(name, policy) });
     }
     writeModel(repository, "trio", addSubModel(), { config: ADD_SUB_CONFIG("trio", "instance_group [ { count: 3, kind: KIND_CPU } ]") });
-    server = await startOperon(["--model-repository", repository]);
+    server = await startOperon(["--model-repository", repository, "--backend-isolation", "process"]);
   });
   afterAll(async () => {
     await server?.stop();

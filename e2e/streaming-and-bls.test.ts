@@ -258,7 +258,7 @@ describe("text_generator (decoupled) over gRPC ModelStreamInfer", () => {
     expect(error.details).toBe(message);
     const response = await post("/v2/models/text_generator/infer", { inputs: [{ name: "text_input", datatype: "BYTES", shape: [1], data: ["x"] }] });
     expect(response.status).toBe(501);
-    expect(await response.json()).toEqual({ error: message });
+    expect(await response.json()).toEqual({ error: message, kind: "UNSUPPORTED" });
   });
 });
 
@@ -365,10 +365,10 @@ describe("TypeScript model faults", () => {
   it("a model that throws fails only its request (500, or 400 for its INVALID_ARG) and the server stays ready", async () => {
     const thrown = await post("/v2/models/thrower/infer", modeRequest("throw"));
     expect(thrown.status).toBe(500);
-    expect(await thrown.json()).toEqual({ error: "model 'thrower' execute failed: thrower exploded" });
+    expect(await thrown.json()).toEqual({ error: "model 'thrower' execute failed: thrower exploded", kind: "INTERNAL" });
     const invalid = await post("/v2/models/thrower/infer", modeRequest("invalid"));
     expect(invalid.status).toBe(400);
-    expect(await invalid.json()).toEqual({ error: "thrower says MODE is invalid" });
+    expect(await invalid.json()).toEqual({ error: "thrower says MODE is invalid", kind: "INVALID_ARG" });
     const ok = await post("/v2/models/thrower/infer", modeRequest("fine"));
     expect(ok.status).toBe(200);
     expect((await fetch(`${server.httpUrl}/v2/health/ready`)).status).toBe(200);
@@ -380,7 +380,7 @@ describe("TypeScript model faults", () => {
     const started = Date.now();
     const stuck = await post("/v2/models/spinner/infer", modeRequest("spin"));
     expect(stuck.status).toBe(503);
-    expect(await stuck.json()).toEqual({ error: "model 'spinner' execute timed out after 1000 ms" });
+    expect(await stuck.json()).toEqual({ error: "model 'spinner' execute timed out after 1000 ms", kind: "UNAVAILABLE" });
     expect(Date.now() - started).toBeLessThan(5000);
     await server.waitForOutput(/"model":"spinner"[^\n]*"msg":"backend worker restarted"/, 10_000);
     const next = await post("/v2/models/spinner/infer", modeRequest("fine"));

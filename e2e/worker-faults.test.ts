@@ -106,7 +106,7 @@ describe("a backend worker killed under load", () => {
     writeModel(repository, "add_sub", addSubModel(), { config: ADD_SUB_CONFIG("add_sub", "instance_group [ { count: 2, kind: KIND_CPU } ]") });
     writeModel(repository, "other", identityModel("FP32"), { config: IDENTITY_CONFIG("other") });
     writeModel(repository, "solo", identityModel("FP32"), { config: IDENTITY_CONFIG("solo", "instance_group [ { count: 1, kind: KIND_CPU } ]") });
-    server = await startOperon(["--model-repository", repository]);
+    server = await startOperon(["--model-repository", repository, "--backend-isolation", "process"]);
   });
   afterAll(async () => {
     await server?.stop();
@@ -210,7 +210,7 @@ describe("SIGTERM", () => {
     // Two of the example models: the MobileNetV3 classifier and add_sub (two workers).
     const repository = tempRepository();
     for (const model of ["text_direction_classifier", "add_sub"]) symlinkSync(join(EXAMPLE_REPOSITORY, model), join(repository, model));
-    server = await startOperon(["--model-repository", repository]);
+    server = await startOperon(["--model-repository", repository, "--backend-isolation", "process"]);
     const running = server;
     const workers = workerProcesses(running.pid);
     expect(workers.map((worker) => worker.instance)).toEqual(["add_sub_0_0", "add_sub_0_1", "text_direction_classifier_0_0"]);

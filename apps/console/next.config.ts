@@ -9,6 +9,9 @@ import type { NextConfig } from "next";
 const nextConfig: NextConfig = {
   poweredByHeader: false,
   reactStrictMode: true,
+  // The operator spec format is shared code the browser runs (pure TypeScript built to ESM);
+  // it imports @operon/protocol's datatypes and errors.
+  transpilePackages: ["@operon/operator-spec", "@operon/protocol"],
   experimental: {
     // The proxy buffers request bodies and silently cuts them at this size (default 10 MB).
     // Keep it above the API's own limit (8 MiB: one upload chunk), so that the API, not a

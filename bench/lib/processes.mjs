@@ -1,5 +1,7 @@
 // Starting and stopping the processes the benchmark measures.
 import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -36,23 +38,20 @@ function stopper(child) {
     });
 }
 
-/** `operon serve` on free ports, logs discarded (only the banner is read). */
+/** `operon serve` as a user starts it (control plane on its own thread, no console) on free ports and a fresh data dir; logs discarded (only the banner is read). */
 export async function startOperon(repository, extraArgs = []) {
   const child = spawn(
     process.execPath,
-    [join(ROOT, "apps/cli/bin/operon.js"), "serve", "--model-repository", repository, "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--exit-timeout-secs", "2", ...extraArgs],
+    [join(ROOT, "apps/cli/bin/operon.js"), "serve", "--model-repository", repository, "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--exit-timeout-secs", "2", "--api-port", "0", "--console=false", "--data-dir", mkdtempSync(join(tmpdir(), "operon-bench-data-")), ...extraArgs],
     { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
   );
   const match = await waitForLine(child, /HTTP on (http:\/\/[^\s,]+), gRPC on ([^\s,]+)/, 60_000, "operon serve");
-  return { httpUrl: match[1], grpcAddress: match[2], stop: stopper(child) };
+  return { httpUrl: match[1], grpcAddress: match[2], pid: child.pid, stop: stopper(child) };
 }
 
-/** The single-process node:http + onnxruntime-node baseline (bench/baselines/minimal-ort-server.mjs). */
-export async function startMinimalServer(modelPath, shape) {
-  const child = spawn(process.execPath, [join(ROOT, "bench/baselines/minimal-ort-server.mjs"), modelPath, "0", shape.join(",")], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const match = await waitForLine(child, /listening (\d+)/, 30_000, "minimal server");
-  return { url: `http://127.0.0.1:${match[1]}`, stop: stopper(child) };
+/** A baseline server of bench/baselines/ (its first line says `listening <port>`). */
+export async function startBaseline(script, args) {
+  const child = spawn(process.execPath, [join(ROOT, "bench/baselines", script), ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const match = await waitForLine(child, /listening (\d+)/, 30_000, script);
+  return { url: `http://127.0.0.1:${match[1]}`, address: `127.0.0.1:${match[1]}`, pid: child.pid, stop: stopper(child) };
 }

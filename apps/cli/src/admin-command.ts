@@ -2,6 +2,7 @@ import { Command } from "commander";
 import { input, password as passwordPrompt } from "@inquirer/prompts";
 import { createUser } from "@operon/api/user-accounts";
 import { addDatabaseFlags, databaseUrlOf, describeDatabase, openMigratedDatabase } from "./database-flags.js";
+import { operonEnvironment } from "./environment.js";
 
 /**
  * `operon admin create`: makes an admin account from flags, or asks for what
@@ -22,7 +23,7 @@ export function adminCommand(): Command {
       try {
         const interactive = process.stdin.isTTY === true;
         const email = flags.email ?? (interactive ? await input({ message: "Admin email:" }) : undefined);
-        let secret = flags.password ?? process.env.OPERON_ADMIN_PASSWORD;
+        let secret = flags.password ?? operonEnvironment().OPERON_ADMIN_PASSWORD;
         if (secret === undefined && interactive) {
           secret = await passwordPrompt({ message: "Password (at least 10 characters):", mask: true });
           const again = await passwordPrompt({ message: "Password again:", mask: true });

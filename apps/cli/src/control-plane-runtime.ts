@@ -2,19 +2,16 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ControlPlane, startApiServer, type ApiServer } from "@operon/api";
-import { ApiKeyService } from "@operon/api/api-key-service";
 import { createUser } from "@operon/api/user-accounts";
 import type { Database } from "@operon/db";
-import type { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
 import type { Logger } from "@operon/gateway/logger";
 import { generateApiKey, type ApiKeyGrant } from "@operon/protocol/api-keys";
 
 /**
- * The control plane's share of `operon serve`: the database (opened and
- * migrated before the gateway starts), the API keys the gateway checks, the
- * control plane services and the API server. The gateway and the control
- * plane share a process but talk only through the gateway's HTTP endpoints
- * and the in-memory key ring.
+ * The control plane's share of `operon serve`, run on its own thread
+ * (control-plane-thread.ts): the control plane services and the API server.
+ * It reaches the gateway only through the gateway's HTTP endpoints; the API
+ * keys the gateway checks travel as messages (control-plane-messages.ts).
  */
 export interface ControlPlaneDirs {
   /** The model repository uploads are stored in; the gateway serves it too. */
@@ -42,12 +39,6 @@ export function makeInternalKey(): { key: string; grant: ApiKeyGrant } {
   };
 }
 
-/** Fills the ring with the stored keys before the gateway accepts its first request. */
-export async function preloadKeys(db: Database, ring: ApiKeyRing, internal: ApiKeyGrant): Promise<void> {
-  const keys = await ApiKeyService.create(db.prisma);
-  ring.replaceAll([...keys.currentGrants(), internal]);
-}
-
 /** Creates the first admin from --admin-email/--admin-password when no account exists yet. */
 export async function ensureFirstAdmin(db: Database, flags: { email?: string; password?: string }, logger: Logger): Promise<void> {
   if (!flags.email && !flags.password) return;
@@ -65,12 +56,15 @@ export interface RunningControlPlane {
   api: ApiServer;
   /** Give it to the console's server (startConsole): the API believes the client addresses it forwards. */
   proxyToken: string;
+  /** Writes the last-used times the gateway gathered (key id -> epoch ms). */
+  recordKeyUsage(used: Map<string, number>): Promise<void>;
   stop(): Promise<void>;
 }
 
 export async function startControlPlane(options: {
   db: Database;
-  ring: ApiKeyRing;
+  /** Called with the stored keys' grants on every change (the gateway's ring gets them and the internal grant). */
+  onGrants: (grants: ApiKeyGrant[]) => void;
   internal: { key: string; grant: ApiKeyGrant };
   gatewayHttpUrl: string;
   gatewayMetricsUrl: string | undefined;
@@ -93,15 +87,11 @@ export async function startControlPlane(options: {
     usageRetentionDays: options.usageRetentionDays,
     logger: logger.child({ component: "control-plane" }),
   });
-  const unsubscribe = controlPlane.services.apiKeys.subscribe((grants) => options.ring.replaceAll([...grants, options.internal.grant]));
-  // Last-used times of keys: gathered by the gateway in memory, written here off the request path.
-  const persistUsage = async (): Promise<void> => {
-    const used = options.ring.drainUsage();
+  const unsubscribe = controlPlane.services.apiKeys.subscribe((grants) => options.onGrants([...grants]));
+  const recordKeyUsage = async (used: Map<string, number>): Promise<void> => {
     used.delete(options.internal.grant.id);
     if (used.size > 0) await controlPlane.services.apiKeys.markUsed(used).catch((error: unknown) => logger.warn({ err: (error as Error).message }, "could not record API key use"));
   };
-  const usageTimer = setInterval(() => void persistUsage(), 5_000);
-  usageTimer.unref();
   await syncOperators(controlPlane, logger);
   // Shared with the console's server only (startConsole), in memory: it vouches for the browser addresses the console forwards.
   const proxyToken = randomBytes(24).toString("base64url");
@@ -109,7 +99,6 @@ export async function startControlPlane(options: {
   try {
     api = await startApiServer(controlPlane.services, { host: options.apiAddress, port: options.apiPort, proxyToken });
   } catch (error) {
-    clearInterval(usageTimer);
     unsubscribe();
     await controlPlane.stop();
     throw error;
@@ -118,9 +107,8 @@ export async function startControlPlane(options: {
     controlPlane,
     api,
     proxyToken,
+    recordKeyUsage,
     async stop() {
-      clearInterval(usageTimer);
-      await persistUsage();
       unsubscribe();
       await api.stop();
       await controlPlane.stop();

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { Command } from "commander";
 import { isPostgresUrl, openAndMigrate, type Database, type MigrateResult } from "@operon/db";
+import { operonEnvironment } from "./environment.js";
 
 /**
  * Where the control plane's database is, the same for every command:
@@ -16,8 +17,8 @@ export function addDatabaseFlags(command: Command, options: { dataDir: boolean }
   return command;
 }
 
-export function databaseUrlOf(flags: { databaseUrl?: string; dataDir: string }): string {
-  return flags.databaseUrl ?? (process.env.DATABASE_URL || `file:${join(flags.dataDir, "db")}`);
+export function databaseUrlOf(flags: { databaseUrl?: string | undefined; dataDir: string }): string {
+  return flags.databaseUrl ?? operonEnvironment().DATABASE_URL ?? `file:${join(flags.dataDir, "db")}`;
 }
 
 export function describeDatabase(url: string): string {

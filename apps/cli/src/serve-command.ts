@@ -2,20 +2,15 @@ import { isIP } from "node:net";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { Command, InvalidArgumentError, Option } from "commander";
-import type { Database } from "@operon/db";
 import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
 import { createLogger } from "@operon/gateway/logger";
 import { startOperonServer, type OperonServer, type OperonServerOptions } from "@operon/gateway/server";
 import { ConsoleNotBuiltError, startConsole, type ConsoleProcess } from "./console-process.js";
-import {
-  controlPlaneDirs,
-  ensureFirstAdmin,
-  makeInternalKey,
-  preloadKeys,
-  startControlPlane,
-  type RunningControlPlane,
-} from "./control-plane-runtime.js";
-import { databaseUrlOf, describeDatabase, openMigratedDatabase } from "./database-flags.js";
+import { ControlPlaneThread } from "./control-plane-host.js";
+import { controlPlaneDirs, makeInternalKey } from "./control-plane-runtime.js";
+import { databaseUrlOf } from "./database-flags.js";
+import { operonEnvironment } from "./environment.js";
+import { serveFlagsSchema, type CacheConfig, type ServeFlags } from "./serve-flags.js";
 
 /**
  * `operon serve`: tritonserver's flags, names and defaults, so that scripts
@@ -43,6 +38,14 @@ export function serveCommand(): Command {
         .choices(["none", "poll", "explicit"])
         .default("none"),
     )
+    .addOption(
+      new Option(
+        "--backend-isolation <mode>",
+        "where ONNX Runtime (and echo) instances run unless a model's config parameter operon_isolation says otherwise: thread = a thread of the gateway process (fastest; a native crash takes the server down, as in Triton), process = a worker process each (isolated). TypeScript models always run in processes",
+      )
+        .choices(["thread", "process"])
+        .default("thread"),
+    )
     .option("--load-model <name>", "model to load at start in explicit mode (repeatable; '*' = all)", collect, [])
     .option("--repository-poll-secs <secs>", "poll interval of the repositories in poll mode", parseNonNegativeInt, 15)
     .option("--strict-model-config [bool]", "require a complete config.pbtxt; do not auto-complete from the model file", parseBool, false)
@@ -52,7 +55,9 @@ export function serveCommand(): Command {
     .option("--log-verbose <level>", "verbose logging level; >0 logs debug detail", parseNonNegativeInt, 0)
     .option("--data-dir <path>", "where Operon keeps its own files (uploaded models)", ".operon")
     .option("--max-upload-bytes <bytes>", "largest total size of files uploaded with one model load request", parsePositiveInt, 256 * 1024 * 1024)
-    .option("--http-max-body-bytes <bytes>", "largest HTTP request body accepted", parsePositiveInt, 512 * 1024 * 1024)
+    .option("--http-max-body-bytes <bytes>", "largest HTTP request body accepted (Triton's --http-max-input-size default, 64 MiB); a model load request may carry up to --max-upload-bytes of files besides", parsePositiveInt, 64 * 1024 * 1024)
+    .option("--http-max-inflight-body-bytes <bytes>", "request body bytes held at once over all HTTP requests; beyond it new bodies get 503 with Retry-After (default: 4 x --http-max-body-bytes, at least one upload more)", parsePositiveInt)
+    .option("--grpc-infer-max-message-bytes <bytes>", "largest gRPC ModelInfer / ModelStreamInfer message (RESOURCE_EXHAUSTED beyond)", parsePositiveInt, 64 * 1024 * 1024)
     .option(
       "--cache-config <cache,key=value>",
       "response cache, Triton's syntax: 'local,size=<bytes>' (repeatable, one or more key=value per use); models opt in with response_cache { enable: true }. Default: no cache",
@@ -68,7 +73,7 @@ export function serveCommand(): Command {
       "--trusted-proxy <address>",
       "IP address of a reverse proxy in front of the console whose X-Forwarded-For names the browser (repeatable); without it, the console counts every request as coming from its direct peer",
       parseTrustedProxy,
-      [] as string[],
+      [],
     )
     .option("--api-address <address>", "control plane API listen address (the console proxies to it)", "127.0.0.1")
     .option("--api-port <port>", "control plane API port (tRPC under /api/trpc)", parsePort, 8003)
@@ -78,8 +83,9 @@ export function serveCommand(): Command {
     .option("--require-api-key [bool]", "inference needs an API key (Authorization: Bearer <key>); model control always does beyond loopback", parseBool, false)
     .option("--usage-sample-secs <secs>", "how often the control plane samples the gateway's usage for charts and costs (0 = never)", parseNonNegativeInt, 15)
     .option("--usage-retention-days <days>", "how long usage samples are kept; older ones are deleted hourly (0 = forever)", parseNonNegativeInt, 30)
-    .action(async (flags: Record<string, unknown>, command: Command) => {
-      const cache = flags.cacheConfig as CacheConfig | undefined;
+    .action(async (raw: Record<string, unknown>, command: Command) => {
+      const flags = serveFlagsSchema.parse(raw);
+      const cache = flags.cacheConfig;
       if (cache !== undefined && cache.settings.size === undefined) {
         command.error("error: --cache-config local needs a size: --cache-config local,size=<bytes>", { exitCode: 1 });
       }
@@ -87,61 +93,80 @@ export function serveCommand(): Command {
     });
 }
 
-async function runServe(flags: Record<string, unknown>): Promise<void> {
-  const logger = createLogger({ verbose: flags.logVerbose as number });
-  const withControlPlane = flags.controlPlane as boolean;
-  const requireApiKey = flags.requireApiKey as boolean;
-  const dataDir = flags.dataDir as string;
+async function runServe(flags: ServeFlags): Promise<void> {
+  const logger = createLogger({ verbose: flags.logVerbose });
+  const withControlPlane = flags.controlPlane;
+  const requireApiKey = flags.requireApiKey;
+  const dataDir = flags.dataDir;
   const dirs = withControlPlane ? controlPlaneDirs(dataDir) : undefined;
   const options: OperonServerOptions = {
     // Uploaded models form one more repository; the first one given wins on name clashes.
-    modelRepositories: [...(flags.modelRepository as string[]), ...(dirs ? [dirs.modelStoreDir] : [])],
-    httpAddress: flags.httpAddress as string,
-    httpPort: flags.httpPort as number,
-    grpcAddress: flags.grpcAddress as string,
-    grpcPort: flags.grpcPort as number,
-    metricsAddress: flags.metricsAddress as string,
-    metricsPort: flags.metricsPort as number,
-    allowHttp: flags.allowHttp as boolean,
-    allowGrpc: flags.allowGrpc as boolean,
-    allowMetrics: flags.allowMetrics as boolean,
-    modelControlMode: flags.modelControlMode as OperonServerOptions["modelControlMode"],
-    loadModels: flags.loadModel as string[],
-    repositoryPollSecs: flags.repositoryPollSecs as number,
-    strictModelConfig: flags.strictModelConfig as boolean,
-    strictReadiness: flags.strictReadiness as boolean,
-    exitOnError: flags.exitOnError as boolean,
-    exitTimeoutSecs: flags.exitTimeoutSecs as number,
+    modelRepositories: [...flags.modelRepository, ...(dirs ? [dirs.modelStoreDir] : [])],
+    httpAddress: flags.httpAddress,
+    httpPort: flags.httpPort,
+    grpcAddress: flags.grpcAddress,
+    grpcPort: flags.grpcPort,
+    metricsAddress: flags.metricsAddress,
+    metricsPort: flags.metricsPort,
+    allowHttp: flags.allowHttp,
+    allowGrpc: flags.allowGrpc,
+    allowMetrics: flags.allowMetrics,
+    modelControlMode: flags.modelControlMode,
+    loadModels: flags.loadModel,
+    repositoryPollSecs: flags.repositoryPollSecs,
+    strictModelConfig: flags.strictModelConfig,
+    strictReadiness: flags.strictReadiness,
+    exitOnError: flags.exitOnError,
+    exitTimeoutSecs: flags.exitTimeoutSecs,
     dataDir,
-    maxUploadBytes: flags.maxUploadBytes as number,
-    httpMaxBodyBytes: flags.httpMaxBodyBytes as number,
-    defaultMaxBatchSize: flags.defaultMaxBatchSize as number,
-    cacheSizeBytes: (flags.cacheConfig as CacheConfig | undefined)?.settings.size,
+    maxUploadBytes: flags.maxUploadBytes,
+    httpMaxBodyBytes: flags.httpMaxBodyBytes,
+    ...(flags.httpMaxInflightBodyBytes !== undefined ? { httpMaxInflightBodyBytes: flags.httpMaxInflightBodyBytes } : {}),
+    grpcInferMaxMessageBytes: flags.grpcInferMaxMessageBytes,
+    defaultMaxBatchSize: flags.defaultMaxBatchSize,
+    cacheSizeBytes: flags.cacheConfig?.settings.size,
     workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),
+    backendIsolation: flags.backendIsolation,
     logger,
   };
   const loopbackOnly = [options.allowHttp ? options.httpAddress : "127.0.0.1", options.allowGrpc ? options.grpcAddress : "127.0.0.1"].every(isLoopback);
 
-  let db: Database | undefined;
+  let controlPlane: ControlPlaneThread | undefined;
+  let api: { apiUrl: string; proxyToken: string; setupToken: string | undefined } | undefined;
+  let embeddedDatabase = false;
   let server: OperonServer | undefined;
-  let controlPlane: RunningControlPlane | undefined;
   let consoleProcess: ConsoleProcess | undefined;
   const stopAll = async (): Promise<void> => {
     await consoleProcess?.stop().catch(() => undefined);
     await controlPlane?.stop().catch((error: unknown) => logger.error({ err: (error as Error).message }, "error while stopping the control plane"));
     await server?.stop();
-    await db?.close().catch(() => undefined);
   };
   try {
     const ring = new ApiKeyRing();
     const internal = makeInternalKey();
     if (withControlPlane) {
-      const url = databaseUrlOf({ databaseUrl: flags.databaseUrl as string | undefined, dataDir });
-      const opened = await openMigratedDatabase(url);
-      db = opened.db;
-      logger.info({ database: describeDatabase(url), applied: opened.migrations.applied }, "control plane database ready");
-      await ensureFirstAdmin(db, { email: flags.adminEmail as string | undefined, password: (flags.adminPassword as string | undefined) ?? process.env.OPERON_ADMIN_PASSWORD }, logger);
-      await preloadKeys(db, ring, internal.grant);
+      // The control plane runs on its own thread (control-plane-thread.ts): its database, API,
+      // sampler and perf runs never share the gateway's event loop.
+      const adminPassword = flags.adminPassword ?? operonEnvironment().OPERON_ADMIN_PASSWORD;
+      const opened = await ControlPlaneThread.open(
+        {
+          databaseUrl: databaseUrlOf({ databaseUrl: flags.databaseUrl, dataDir }),
+          dataDir,
+          ...(flags.adminEmail !== undefined ? { adminEmail: flags.adminEmail } : {}),
+          ...(adminPassword !== undefined ? { adminPassword } : {}),
+          internal,
+          maxUploadBytes: options.maxUploadBytes,
+          usageSampleIntervalSecs: flags.usageSampleSecs,
+          usageRetentionDays: flags.usageRetentionDays,
+          apiAddress: flags.apiAddress,
+          apiPort: flags.apiPort,
+          logVerbose: flags.logVerbose,
+        },
+        (grants) => ring.replaceAll([...grants, internal.grant]),
+      );
+      controlPlane = opened.thread;
+      embeddedDatabase = opened.info.embedded;
+      logger.info({ database: opened.info.database, applied: opened.info.appliedMigrations }, "control plane database ready");
     }
     // Beyond loopback, model control must not be open to whoever reaches the port.
     if (!loopbackOnly && options.modelControlMode !== "none" && !requireApiKey && !ring.hasUserAdminKeys()) {
@@ -151,31 +176,24 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
       );
     }
     server = await startOperonServer({ ...options, ...(withControlPlane || requireApiKey ? { access: { ring, requireApiKey } } : {}) });
-    if (withControlPlane && db) {
+    if (controlPlane !== undefined) {
       if (server.httpPort === undefined) throw new Error("the control plane needs the gateway's HTTP endpoint: drop --allow-http=false or pass --control-plane=false");
-      controlPlane = await startControlPlane({
-        db,
-        ring,
-        internal,
-        gatewayHttpUrl: `http://${connectHost(options.httpAddress)}:${server.httpPort}`,
-        gatewayMetricsUrl: server.metricsPort !== undefined ? `http://${connectHost(options.metricsAddress)}:${server.metricsPort}/metrics` : undefined,
-        dirs: dirs!,
-        maxUploadBytes: options.maxUploadBytes,
-        usageSampleIntervalSecs: flags.usageSampleSecs as number,
-        usageRetentionDays: flags.usageRetentionDays as number,
-        apiAddress: flags.apiAddress as string,
-        apiPort: flags.apiPort as number,
-        logger,
-      });
-      if (flags.console as boolean) {
-        const port = (flags.consolePort as number) === 0 ? await freePort(flags.consoleAddress as string) : (flags.consolePort as number);
+      api = await controlPlane.attachGateway(
+        {
+          httpUrl: `http://${connectHost(options.httpAddress)}:${server.httpPort}`,
+          metricsUrl: server.metricsPort !== undefined ? `http://${connectHost(options.metricsAddress)}:${server.metricsPort}/metrics` : undefined,
+        },
+        () => ring.drainUsage(),
+      );
+      if (flags.console) {
+        const port = flags.consolePort === 0 ? await freePort(flags.consoleAddress) : flags.consolePort;
         try {
           consoleProcess = await startConsole({
-            address: flags.consoleAddress as string,
+            address: flags.consoleAddress,
             port,
-            apiUrl: controlPlane.api.url,
-            proxyToken: controlPlane.proxyToken,
-            trustedProxies: flags.trustedProxy as string[],
+            apiUrl: api.apiUrl,
+            proxyToken: api.proxyToken,
+            trustedProxies: flags.trustedProxy,
             logger,
           });
         } catch (error) {
@@ -195,7 +213,7 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
       http: server.httpPort !== undefined ? `http://${options.httpAddress}:${server.httpPort}` : "off",
       grpc: server.grpcPort !== undefined ? `${options.grpcAddress}:${server.grpcPort}` : "off",
       metrics: server.metricsPort !== undefined ? `http://${options.metricsAddress}:${server.metricsPort}/metrics` : "off",
-      api: controlPlane?.api.url ?? "off",
+      api: api?.apiUrl ?? "off",
       console: consoleProcess?.url ?? "off",
       modelControlMode: options.modelControlMode,
     },
@@ -220,19 +238,19 @@ async function runServe(flags: Record<string, unknown>): Promise<void> {
       `${server.grpcPort !== undefined ? `, gRPC on ${options.grpcAddress}:${server.grpcPort}` : ""}` +
       `${server.metricsPort !== undefined ? `, metrics on http://${options.metricsAddress}:${server.metricsPort}/metrics` : ""}\n`,
   );
-  if (controlPlane) process.stderr.write(`Operon API on ${controlPlane.api.url}/api/trpc\n`);
+  if (api) process.stderr.write(`Operon API on ${api.apiUrl}/api/trpc\n`);
   if (consoleProcess) {
     process.stderr.write(`Operon console on ${consoleProcess.url}\n`);
-    const token = controlPlane?.controlPlane.setupToken;
+    const token = api?.setupToken;
     if (token !== undefined) {
       process.stderr.write(
         `First run: open ${consoleProcess.url}/setup?token=${token} to create the admin account` +
-          ` (or ${db?.kind === "embedded" ? "stop Operon and run" : "run"}: operon admin create)\n`,
+          ` (or ${embeddedDatabase ? "stop Operon and run" : "run"}: operon admin create)\n`,
       );
     }
-  } else if (controlPlane?.controlPlane.setupToken !== undefined) {
+  } else if (api?.setupToken !== undefined) {
     process.stderr.write(
-      `First run: no account exists yet; create the admin with: operon admin create${db?.kind === "embedded" ? " (after stopping Operon: the embedded database is for one process)" : ""}\n`,
+      `First run: no account exists yet; create the admin with: operon admin create${embeddedDatabase ? " (after stopping Operon: the embedded database is for one process)" : ""}\n`,
     );
   }
   let signals = 0;
@@ -284,12 +302,6 @@ function freePort(host: string): Promise<number> {
 /** Repeatable options. No default array: a default would make commander treat a required option as given. */
 function collect(value: string, previous: string[] | undefined): string[] {
   return [...(previous ?? []), value];
-}
-
-/** `--cache-config` settings gathered over every use of the flag. */
-interface CacheConfig {
-  cache: "local";
-  settings: { size?: number };
 }
 
 /**

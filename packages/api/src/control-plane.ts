@@ -8,7 +8,7 @@ import { OperatorRegistry, type SyncFailure } from "./services/operators/operato
 import { PerfRuns } from "./services/perf/perf-runs.js";
 import { UsageSampler } from "./services/usage/usage-sampler.js";
 import { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
-import { ModelRegistry } from "./services/models/model-registry.js";
+import { createModelServices } from "./services/models/model-services.js";
 import { ModelStore } from "./services/models/model-store.js";
 import { UploadSessions } from "./services/models/upload-sessions.js";
 import { SessionStore } from "./services/accounts/session-store.js";
@@ -32,7 +32,7 @@ export class ControlPlane {
     const needsSetup = (await prisma.user.count()) === 0;
     const gateway = new GatewayClient(resolved.gateway);
     const uploads = await UploadSessions.create({ stagingDir: resolved.uploadStagingDir, logger: resolved.logger });
-    const models = await ModelRegistry.create({
+    const models = await createModelServices({
       prisma,
       gateway,
       store: await ModelStore.create(resolved.modelStoreDir),

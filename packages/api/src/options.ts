@@ -1,12 +1,8 @@
+import { z } from "zod";
 import type { Database } from "@operon/db";
 import type { GatewayClientOptions } from "./services/gateway/gateway-client.js";
 import { DEFAULT_LOGIN_RATE_LIMITS, type LoginRateLimits } from "./services/accounts/login-rate-limiter.js";
-
-export interface ApiLogger {
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-}
+import type { Logger } from "@operon/protocol/logger";
 
 /** What the control plane needs; the CLI builds it from flags, tests from fixtures. */
 export interface ControlPlaneOptions {
@@ -33,7 +29,7 @@ export interface ControlPlaneOptions {
   /** Mark cookies Secure (set when the console is served over HTTPS). */
   secureCookies?: boolean;
   loginRateLimits?: LoginRateLimits;
-  logger?: ApiLogger;
+  logger?: Logger;
 }
 
 export const CONTROL_PLANE_DEFAULTS = {
@@ -44,14 +40,30 @@ export const CONTROL_PLANE_DEFAULTS = {
   loginRateLimits: DEFAULT_LOGIN_RATE_LIMITS,
 } as const;
 
-export type ResolvedControlPlaneOptions = Required<Omit<ControlPlaneOptions, "logger">> & { logger: ApiLogger };
+export const SILENT_LOGGER: Logger = { info: () => {}, warn: () => {}, error: () => {} };
 
-export const SILENT_LOGGER: ApiLogger = { info: () => {}, warn: () => {}, error: () => {} };
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null;
+const count = z.number().int().min(0);
+
+/**
+ * ControlPlaneOptions checked once, with the defaults filled in. Objects the
+ * control plane is handed (database, logger) pass through as they are.
+ */
+const controlPlaneOptionsSchema = z.object({
+  db: z.custom<Database>((value) => isObject(value) && "prisma" in value, { error: "an open database (see @operon/db openAndMigrate)" }),
+  gateway: z.custom<GatewayClientOptions>((value) => isObject(value) && typeof value["httpUrl"] === "string", { error: "the gateway's httpUrl" }),
+  modelStoreDir: z.string().min(1),
+  uploadStagingDir: z.string().min(1),
+  maxUploadBytes: z.number().int().positive().default(CONTROL_PLANE_DEFAULTS.maxUploadBytes),
+  usageSampleIntervalSecs: count.default(CONTROL_PLANE_DEFAULTS.usageSampleIntervalSecs),
+  usageRetentionDays: count.default(CONTROL_PLANE_DEFAULTS.usageRetentionDays),
+  secureCookies: z.boolean().default(CONTROL_PLANE_DEFAULTS.secureCookies),
+  loginRateLimits: z.object({ perAccount: count, perAddress: count, windowSecs: z.number().positive() }).default(CONTROL_PLANE_DEFAULTS.loginRateLimits),
+  logger: z.custom<Logger>((value) => isObject(value) && typeof value["info"] === "function").default(() => SILENT_LOGGER),
+});
+
+export type ResolvedControlPlaneOptions = z.output<typeof controlPlaneOptionsSchema>;
 
 export function resolveControlPlaneOptions(options: ControlPlaneOptions): ResolvedControlPlaneOptions {
-  return {
-    ...CONTROL_PLANE_DEFAULTS,
-    ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)),
-    logger: options.logger ?? SILENT_LOGGER,
-  } as ResolvedControlPlaneOptions;
+  return controlPlaneOptionsSchema.parse(options);
 }

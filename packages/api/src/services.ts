@@ -1,5 +1,5 @@
 import type { PrismaClient } from "@operon/db";
-import type { ApiLogger, ResolvedControlPlaneOptions } from "./options.js";
+import type { ResolvedControlPlaneOptions } from "./options.js";
 import type { ApiKeyService } from "./services/api-keys/api-key-service.js";
 import type { GatewayClient } from "./services/gateway/gateway-client.js";
 import type { HardwareProfiles } from "./services/costs/hardware-profiles.js";
@@ -7,9 +7,10 @@ import type { OperatorRegistry } from "./services/operators/operator-registry.js
 import type { PerfRuns } from "./services/perf/perf-runs.js";
 import type { UsageSampler } from "./services/usage/usage-sampler.js";
 import type { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
-import type { ModelRegistry } from "./services/models/model-registry.js";
+import type { ModelServices } from "./services/models/model-services.js";
 import type { UploadSessions } from "./services/models/upload-sessions.js";
 import type { SessionStore } from "./services/accounts/session-store.js";
+import type { Logger } from "@operon/protocol/logger";
 
 /**
  * The server-side modules procedures call. Built once per control plane
@@ -18,7 +19,7 @@ import type { SessionStore } from "./services/accounts/session-store.js";
 export interface ApiServices {
   prisma: PrismaClient;
   options: ResolvedControlPlaneOptions;
-  logger: ApiLogger;
+  logger: Logger;
   sessions: SessionStore;
   apiKeys: ApiKeyService;
   loginLimiter: LoginRateLimiter;
@@ -31,7 +32,7 @@ export interface ApiServices {
   /** Usage samples of the gateway (started by ControlPlane.create when the interval > 0). */
   usageSampler: UsageSampler;
   /** Models: uploads (model store + gateway) and the gateway's repository models. */
-  models: ModelRegistry;
+  models: ModelServices;
   /** Model uploads in progress (staged files, expiry timer). */
   uploads: UploadSessions;
   /** True until the first user exists; the console then offers first-run setup. */

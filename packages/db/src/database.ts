@@ -16,8 +16,9 @@ export type DatabaseKind = "postgres" | "embedded";
 export interface OpenDatabaseOptions {
   /**
    * postgres:// or postgresql:// → PostgreSQL; file:<dir> → embedded, persisted
-   * in <dir>; memory: → embedded, in memory. Defaults to DATABASE_URL, then to
-   * the embedded database in `dataDir`.
+   * in <dir>; memory: → embedded, in memory. Without one, the embedded
+   * database in `dataDir`. The package reads no environment: DATABASE_URL is
+   * the CLI's to read (apps/cli/src/environment.ts), once.
    */
   url?: string;
   /** Embedded data directory when no URL names one (default .operon/db). */
@@ -54,7 +55,7 @@ function redact(url: string): string {
 }
 
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<Database> {
-  const url = options.url ?? (process.env.DATABASE_URL || undefined);
+  const url = options.url || undefined;
   if (url && isPostgresUrl(url)) return openPostgres(url);
   if (url && !/^(file:|memory:)/.test(url)) {
     throw new Error(`unsupported database URL ${redact(url)}: use postgres(ql)://, file:<dir> or memory:`);

@@ -1,3 +1,4 @@
+import type { InstanceIsolation } from "./instances/backend-instance.js";
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { OperonError } from "@operon/protocol/errors";
@@ -7,6 +8,7 @@ import { isLoopbackHost } from "./auth/loopback.js";
 import { Engine } from "./engine/engine.js";
 import { startGrpcFrontend } from "./frontends/grpc/grpc-frontend.js";
 import { startHttpFrontend } from "./frontends/http/http-frontend.js";
+import { DecodePool } from "./frontends/decode/decode-pool.js";
 import type { Logger } from "./observability/logger.js";
 import { GatewayMetrics } from "./observability/metrics.js";
 import { startMetricsServer } from "./observability/metrics-server.js";
@@ -40,14 +42,24 @@ export interface OperonServerOptions {
   dataDir: string;
   maxUploadBytes: number;
   httpMaxBodyBytes: number;
+  /** Request body bytes held at once over all HTTP requests; default max(4 × httpMaxBodyBytes, a model upload + httpMaxBodyBytes). */
+  httpMaxInflightBodyBytes?: number;
+  /** Largest gRPC ModelInfer message; default 64 MiB. */
+  grpcInferMaxMessageBytes?: number;
   defaultMaxBatchSize: number;
   /**
    * Size of the server-wide response cache (`--cache-config local,size=<bytes>`);
    * undefined = no cache, as in Triton, and models' response_cache settings are ignored.
    */
   cacheSizeBytes?: number | undefined;
-  /** Path of the worker process entry (packages/worker/dist/main.js). */
+  /** Path of the worker process entry (packages/worker/dist/main.js); the thread entry is thread-main.js beside it. */
   workerEntry: string;
+  /**
+   * Where instances of trusted native backends (onnxruntime, echo) run
+   * unless a model's config says otherwise (`operon_isolation`); default
+   * "thread". User code (typescript backend) always runs in processes.
+   */
+  backendIsolation?: InstanceIsolation;
   logger: Logger;
   /**
    * API keys (the control plane's grants, kept current by the caller with
@@ -83,7 +95,7 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
     maxUploadBytes: options.maxUploadBytes,
     defaultMaxBatchSize: options.defaultMaxBatchSize,
     responseCacheEnabled: responseCache !== undefined,
-    instances: { workerEntry: options.workerEntry, logger, metrics },
+    instances: { workerEntry: options.workerEntry, defaultIsolation: options.backendIsolation ?? "thread", logger, metrics },
     logger,
     metrics,
   });
@@ -107,11 +119,19 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
   let grpcPort: number | undefined;
   let metricsPort: number | undefined;
   try {
+    // Large request bodies are decoded here, off the event loop (frontends/decode).
+    const decodePool = new DecodePool();
+    stoppers.push(() => decodePool.close());
+    // A model load carries its files base64-encoded in the JSON body.
+    const maxLoadBodyBytes = Math.max(options.httpMaxBodyBytes, Math.ceil((options.maxUploadBytes * 4) / 3) + 1024 * 1024);
     if (options.allowHttp) {
       const http = await startHttpFrontend(engine, {
         host: options.httpAddress,
         port: options.httpPort,
         maxBodyBytes: options.httpMaxBodyBytes,
+        maxLoadBodyBytes,
+        maxInflightBodyBytes: options.httpMaxInflightBodyBytes ?? Math.max(4 * options.httpMaxBodyBytes, maxLoadBodyBytes + options.httpMaxBodyBytes),
+        decodePool,
         logger,
         ...(access !== undefined ? { access } : {}),
       });
@@ -122,6 +142,8 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
       const grpc = await startGrpcFrontend(engine, {
         host: options.grpcAddress,
         port: options.grpcPort,
+        decodePool,
+        ...(options.grpcInferMaxMessageBytes !== undefined ? { maxInferMessageBytes: options.grpcInferMaxMessageBytes } : {}),
         logger,
         ...(access !== undefined ? { access } : {}),
       });

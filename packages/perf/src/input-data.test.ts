@@ -1,15 +1,14 @@
 import { DATATYPES, type DataType, elementByteSize } from "@operon/protocol/datatypes";
+import { bfloat16BitsToNumber, float16BitsToNumber } from "@operon/protocol/half-float";
 import { decodeBytesElements } from "@operon/protocol/tensor";
 import { describe, expect, it } from "vitest";
 import {
   RANDOM_INT_MAX,
   RANDOM_STRING_LENGTH,
-  float32ToBfloat16Bits,
   generateTensorData,
   parseShapeFlag,
   prepareInputSets,
   resolveInputSpecs,
-  unitToFloat16Bits,
 } from "./input-data.js";
 
 /** A seeded generator, so random data is reproducible in tests. */
@@ -58,21 +57,14 @@ function values(datatype: DataType, data: Buffer): number[] {
         out.push(data.readDoubleLE(offset));
         break;
       case "FP16":
-        out.push(halfToNumber(data.readUInt16LE(offset)));
+        out.push(float16BitsToNumber(data.readUInt16LE(offset)));
         break;
       case "BF16":
-        out.push(new Float32Array(new Uint32Array([data.readUInt16LE(offset) << 16]).buffer)[0]!);
+        out.push(bfloat16BitsToNumber(data.readUInt16LE(offset)));
         break;
     }
   }
   return out;
-}
-
-function halfToNumber(bits: number): number {
-  const exponent = (bits >> 10) & 0x1f;
-  const mantissa = bits & 0x3ff;
-  if (exponent === 0) return mantissa * 2 ** -24;
-  return (1 + mantissa / 1024) * 2 ** (exponent - 15);
 }
 
 const FIXED_SIZE = DATATYPES.filter((datatype) => datatype !== "BYTES");
@@ -116,13 +108,11 @@ describe("generated input data", () => {
     expect(generateTensorData("FP32", 16, "random", seeded(11))).toEqual(generateTensorData("FP32", 16, "random", seeded(11)));
   });
 
-  it("converts to half and bfloat16 bits", () => {
-    expect(unitToFloat16Bits(0)).toBe(0);
-    expect(unitToFloat16Bits(0.5)).toBe(0x3800);
-    expect(unitToFloat16Bits(0.25)).toBe(0x3400);
-    expect(halfToNumber(unitToFloat16Bits(0.1))).toBeCloseTo(0.1, 3);
-    expect(float32ToBfloat16Bits(1)).toBe(0x3f80);
-    expect(float32ToBfloat16Bits(0.5)).toBe(0x3f00);
+  it("keeps random half and bfloat16 data below 1 (values near 1 would round up to it)", () => {
+    const nearOne = () => 0.99999;
+    expect(float16BitsToNumber(generateTensorData("FP16", 1, "random", nearOne).readUInt16LE(0))).toBeLessThan(1);
+    expect(bfloat16BitsToNumber(generateTensorData("BF16", 1, "random", nearOne).readUInt16LE(0))).toBeLessThan(1);
+    expect(float16BitsToNumber(generateTensorData("FP16", 1, "random", () => 0.5).readUInt16LE(0))).toBe(0.5);
   });
 });
 

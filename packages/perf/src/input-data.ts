@@ -2,6 +2,7 @@ import { type DataType, elementByteSize, elementCount, isDataType } from "@opero
 import { jsonDataToBuffer } from "@operon/protocol/json-tensor-codec";
 import type { TensorMetadata } from "@operon/protocol/inference";
 import { encodeBytesElements } from "@operon/protocol/tensor";
+import { numberToBfloat16Bits, numberToFloat16Bits } from "@operon/protocol/half-float";
 import { PerfError, messageOf } from "./perf-error.js";
 
 /**
@@ -130,6 +131,14 @@ export function prepareInputSets(
  * floats are uniform in [0, 1), integers in [0, RANDOM_INT_MAX], BOOL
  * true/false, BYTES random [a-z0-9] strings; zero BYTES elements are "0".
  */
+/**
+ * The largest FP16 / BF16 values below 1: random values near 1 round up to
+ * 1, and random data stays in [0, 1) (for values >= 0 the bit patterns order
+ * as the values do).
+ */
+const FP16_BELOW_ONE = 0x3bff;
+const BF16_BELOW_ONE = 0x3f7f;
+
 export function generateTensorData(datatype: DataType, count: number, kind: "zero" | "random", random: () => number = Math.random): Buffer {
   if (datatype === "BYTES") {
     const elements = Array.from({ length: count }, () => (kind === "zero" ? "0" : randomString(RANDOM_STRING_LENGTH, random)));
@@ -162,10 +171,10 @@ export function generateTensorData(datatype: DataType, count: number, kind: "zer
         out.writeBigUInt64LE(BigInt(randomInt()), offset);
         break;
       case "FP16":
-        out.writeUInt16LE(unitToFloat16Bits(random()), offset);
+        out.writeUInt16LE(Math.min(numberToFloat16Bits(random()), FP16_BELOW_ONE), offset);
         break;
       case "BF16":
-        out.writeUInt16LE(float32ToBfloat16Bits(random()), offset);
+        out.writeUInt16LE(Math.min(numberToBfloat16Bits(random()), BF16_BELOW_ONE), offset);
         break;
       case "FP32":
         out.writeFloatLE(random(), offset);
@@ -277,23 +286,4 @@ function randomString(length: number, random: () => number): string {
   let text = "";
   for (let i = 0; i < length; i += 1) text += ALPHABET[Math.floor(random() * ALPHABET.length)];
   return text;
-}
-
-const F32 = new Float32Array(1);
-const U32 = new Uint32Array(F32.buffer);
-
-/** IEEE half bits of a value in [0, 1) (truncating the mantissa; tiny values flush to 0). */
-export function unitToFloat16Bits(value: number): number {
-  F32[0] = value;
-  const bits = U32[0]!;
-  const exponent = ((bits >>> 23) & 0xff) - 127 + 15;
-  if (exponent <= 0) return 0;
-  if (exponent >= 31) return 0x7bff; // the largest finite half, for values past the half range
-  return (exponent << 10) | ((bits >>> 13) & 0x3ff);
-}
-
-/** bfloat16 bits of a value: the top half of its float32 bits (truncated). */
-export function float32ToBfloat16Bits(value: number): number {
-  F32[0] = value;
-  return U32[0]! >>> 16;
 }

@@ -16,6 +16,14 @@ export interface WorkerInstanceInfo {
   kind: "CPU" | "GPU";
   /** GPU index for KIND_GPU instances; null on CPU. */
   device: number | null;
+  /**
+   * "thread": a thread of the gateway process (pid is the gateway's, tid the
+   * thread's; cpuSeconds is the thread's own, its memory is the gateway's, so
+   * rssBytes is null); "process": a worker process of its own.
+   */
+  isolation: "thread" | "process";
+  /** Linux thread id of a thread instance; absent for processes and elsewhere. */
+  tid?: number;
   /** null while the worker is (re)starting. */
   pid: number | null;
   state: "READY" | "RESTARTING" | "FAILED";

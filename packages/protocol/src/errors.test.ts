@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ERROR_KINDS, grpcStatusOf, httpStatusOf } from "./errors.js";
+import { ERROR_KINDS, grpcStatusOf, httpStatusOf, logLevelOf } from "./errors.js";
 
 describe("error kind mapping", () => {
   it.each([
@@ -21,5 +21,27 @@ describe("error kind mapping", () => {
 
   it("covers every kind in the table above", () => {
     expect(ERROR_KINDS).toHaveLength(11);
+  });
+});
+
+describe("log level of a failed request", () => {
+  it.each([
+    ["INVALID_ARG", "info"],
+    ["NOT_FOUND", "info"],
+    ["UNSUPPORTED", "info"],
+    ["ALREADY_EXISTS", "info"],
+    ["CANCELLED", "info"],
+    ["UNAUTHENTICATED", "info"],
+    ["PERMISSION_DENIED", "info"],
+    ["RESOURCE_EXHAUSTED", "info"],
+    ["UNAVAILABLE", "warn"],
+    ["INTERNAL", "error"],
+    ["UNKNOWN", "error"],
+  ] as const)("logs %s at %s", (kind, level) => {
+    expect(logLevelOf(kind)).toBe(level);
+  });
+
+  it("has a level for every kind", () => {
+    for (const kind of ERROR_KINDS) expect(["info", "warn", "error"]).toContain(logLevelOf(kind));
   });
 });

@@ -68,6 +68,28 @@ export function httpStatusOf(kind: ErrorKind): number {
   }
 }
 
+/** The levels a failed request is logged at (see logLevelOf). */
+export type FailureLogLevel = "info" | "warn" | "error";
+
+/**
+ * The one log policy for failed requests, the same in every frontend:
+ * the client's errors (a bad request, an unknown model, a refused key, a
+ * request over quota, a cancel) at info; UNAVAILABLE (overload, a model
+ * not ready, shutting down: the server's state, not a bug) at warn; the
+ * server's errors (INTERNAL, UNKNOWN) at error, where someone must look.
+ */
+export function logLevelOf(kind: ErrorKind): FailureLogLevel {
+  switch (kind) {
+    case "INTERNAL":
+    case "UNKNOWN":
+      return "error";
+    case "UNAVAILABLE":
+      return "warn";
+    default:
+      return "info";
+  }
+}
+
 /** gRPC status codes (numeric, from grpc's status.proto) for each kind. */
 export function grpcStatusOf(kind: ErrorKind): number {
   switch (kind) {

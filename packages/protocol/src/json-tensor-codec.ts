@@ -1,5 +1,6 @@
 import { type DataType, elementCount } from "./datatypes.js";
 import { OperonError } from "./errors.js";
+import { bfloat16BitsToNumber, float16BitsToNumber } from "./half-float.js";
 import { type Tensor, decodeBytesElements, encodeBytesElements } from "./tensor.js";
 
 /**
@@ -134,9 +135,9 @@ function decodeElements(tensor: Tensor): unknown[] {
     case "UINT64":
       return Array.from(viewAs(tensor, BigUint64Array), toNumberWhenSafe);
     case "FP16":
-      return Array.from(viewAs(tensor, Uint16Array), halfToNumber);
+      return Array.from(viewAs(tensor, Uint16Array), float16BitsToNumber);
     case "BF16":
-      return Array.from(viewAs(tensor, Uint16Array), bfloat16ToNumber);
+      return Array.from(viewAs(tensor, Uint16Array), bfloat16BitsToNumber);
   }
 }
 
@@ -320,21 +321,4 @@ function swapInPlace(bytes: Buffer, size: number): void {
 
 function toNumberWhenSafe(value: bigint): number | bigint {
   return value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value;
-}
-
-function halfToNumber(bits: number): number {
-  const sign = bits & 0x8000 ? -1 : 1;
-  const exponent = (bits >> 10) & 0x1f;
-  const fraction = bits & 0x3ff;
-  if (exponent === 0) return sign * fraction * 2 ** -24;
-  if (exponent === 0x1f) return fraction === 0 ? sign * Infinity : NaN;
-  return sign * (1 + fraction / 1024) * 2 ** (exponent - 15);
-}
-
-const BF16_SCRATCH = new Float32Array(1);
-const BF16_SCRATCH_BITS = new Uint32Array(BF16_SCRATCH.buffer);
-
-function bfloat16ToNumber(bits: number): number {
-  BF16_SCRATCH_BITS[0] = bits << 16;
-  return BF16_SCRATCH[0]!;
 }

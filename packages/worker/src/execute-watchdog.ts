@@ -1,9 +1,9 @@
 import { once } from "node:events";
 import { Worker } from "node:worker_threads";
-import type { ExecuteGuard, ExecuteGuardOptions } from "./backends/backend.js";
+import type { ExecuteGuard, ExecuteGuardOptions } from "@operon/backend-api/backend";
 
 /**
- * The execute hang guard (see ExecuteGuard in backends/backend.ts) as a
+ * The execute hang guard (see ExecuteGuard in @operon/backend-api/backend) as a
  * worker thread. The main thread and the guard share a small
  * SharedArrayBuffer, so arming and disarming cost two atomic writes and no
  * message: the thread sleeps in Atomics.wait until the sequence number

@@ -1,7 +1,7 @@
 import net from "node:net";
 import { loadSharedMemory, sharedMemoryUnavailableReason } from "@operon/native";
 import { WORKER_SHM_BYTES_ENV, WORKER_SHM_NAME_ENV } from "@operon/protocol/worker-wire";
-import type { BackendLog } from "./backends/backend.js";
+import type { BackendLog } from "@operon/backend-api/backend";
 import { createBackend } from "./backends/registry.js";
 import { type WorkerSharedMemory, WorkerServer } from "./worker-server.js";
 

@@ -18,8 +18,8 @@ import {
   sharedRegionLayout,
   writeFrame,
 } from "@operon/protocol/worker-wire";
+import { BACKEND_API_VERSION } from "@operon/backend-api/backend-api-version";
 import {
-  BACKEND_API_VERSION,
   type Backend,
   type BackendHost,
   type BackendLog,
@@ -30,7 +30,7 @@ import {
   type ExecuteGuardOptions,
   type RequestBackend,
   isRequestBackend,
-} from "./backends/backend.js";
+} from "@operon/backend-api/backend";
 import { ExecuteWatchdog } from "./execute-watchdog.js";
 
 /**
@@ -128,7 +128,7 @@ export class WorkerServer {
       type: "ready",
       pid: process.pid,
       wireVersion: WORKER_WIRE_VERSION,
-      backendApiVersion: BACKEND_API_VERSION,
+      backendApiVersion: BACKEND_API_VERSION.major,
       ...(this.shmStatus !== undefined ? { shm: this.shmStatus } : {}),
     });
   }

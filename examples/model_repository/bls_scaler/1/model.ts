@@ -11,7 +11,7 @@
  *
  * The import is type-only (erased when the backend transpiles this file).
  */
-import type { ExecuteContext, InitializeArgs, TypedRequest, TypedResponse } from "@operon/worker/backends/typescript-model-api";
+import type { ExecuteContext, InitializeArgs, TypedRequest, TypedResponse } from "@operon/backend-api/typescript-model-api";
 
 export default class BlsScaler {
   private target = "add_sub";

@@ -21,7 +21,7 @@
  */
 import { crc32 } from "node:zlib";
 import pngjs from "pngjs";
-import type { ExecuteContext, InitializeArgs, TypedRequest, TypedResponse } from "@operon/worker/backends/typescript-model-api";
+import type { ExecuteContext, InitializeArgs, TypedRequest, TypedResponse } from "@operon/backend-api/typescript-model-api";
 
 const { PNG } = pngjs;
 

@@ -15,7 +15,7 @@
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
-import type { ExecuteContext, InitializeArgs, TypedRequest, TypedResponse } from "@operon/worker/backends/typescript-model-api";
+import type { ExecuteContext, InitializeArgs, TypedRequest, TypedResponse } from "@operon/backend-api/typescript-model-api";
 
 interface ConfigTensor {
   name?: string;

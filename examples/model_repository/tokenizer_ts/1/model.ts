@@ -10,7 +10,10 @@
  * The import is type-only (erased when the backend transpiles this file),
  * so the model also runs outside this repository.
  */
-import type { ExecuteContext, TypedRequest, TypedResponse } from "@operon/worker/backends/typescript-model-api";
+import type { ExecuteContext, TypedRequest, TypedResponse } from "@operon/backend-api/typescript-model-api";
+
+/** The backend API version this model is written for: a server that cannot serve it refuses the load, naming both. */
+export const operonBackendApi = { major: 1, minor: 0 };
 
 export default class Tokenizer {
   execute(requests: TypedRequest[], ctx: ExecuteContext): Array<TypedResponse | Error> {

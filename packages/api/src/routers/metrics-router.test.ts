@@ -6,19 +6,20 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database, UsageSample } from "@operon/db";
 import { testDatabaseBackends } from "@operon/db/testing/test-databases";
 import { ControlPlane } from "../control-plane.js";
-import type { ApiLogger } from "../options.js";
 import { GatewayClient } from "../services/gateway/gateway-client.js";
 import { compactUsageSamples } from "../services/usage/usage-compaction.js";
 import { UsageSampler } from "../services/usage/usage-sampler.js";
 import { appCodeOf, createControlPlaneHarness, type ControlPlaneHarness } from "../testing/control-plane-harness.js";
 import { startTestGateway, type TestGateway } from "../testing/gateway-harness.js";
+import type { Logger } from "@operon/protocol/logger";
 
 const EXAMPLES = fileURLToPath(new URL("../../../../examples/model_repository", import.meta.url));
 
 let gateway: TestGateway;
 
 beforeAll(async () => {
-  gateway = await startTestGateway({ modelRepositories: [EXAMPLES], loadModels: ["add_sub"] });
+  // Worker processes: a model's memory is attributed per process (a model on gateway threads shares the gateway's, so it has none of its own).
+  gateway = await startTestGateway({ modelRepositories: [EXAMPLES], loadModels: ["add_sub"], backendIsolation: "process" });
 });
 afterAll(async () => {
   await gateway?.stop();
@@ -48,7 +49,7 @@ async function traffic(count: number, failing = 0): Promise<void> {
   }
 }
 
-function capturingLogger(): ApiLogger & { warnings: string[] } {
+function capturingLogger(): Logger & { warnings: string[] } {
   const warnings: string[] = [];
   return { warnings, info: () => {}, warn: (obj, msg) => void warnings.push(msg ?? String(obj)), error: (obj, msg) => void warnings.push(msg ?? String(obj)) };
 }
@@ -181,7 +182,7 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
     expect(await ages()).toHaveLength(4);
 
     const infos: string[] = [];
-    const logger: ApiLogger = { info: (_obj, msg) => void infos.push(msg ?? ""), warn: () => {}, error: () => {} };
+    const logger: Logger = { info: (_obj, msg) => void infos.push(msg ?? ""), warn: () => {}, error: () => {} };
     const monthly = new UsageSampler(db.prisma, new GatewayClient({ httpUrl: gateway.httpUrl }), { intervalSecs: 0, retentionDays: 30 }, logger);
     expect(await monthly.prune(now)).toBe(2);
     expect(await ages()).toEqual([30 * day - 1, day]);

@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { DATATYPES } from "@operon/protocol/datatypes";
-import type { ModelActor } from "../services/models/model-registry.js";
+import type { ModelActor } from "../services/models/model-types.js";
 import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
 
 /**
  * Models: viewers read (and try models through infer); engineers and admins
  * upload, load, unload, delete and edit configs. The work happens in
- * services/model-registry.ts; each state change writes its audit event
+ * services/models/ (model-services.ts); each state change writes its audit event
  * (model.upload, model.load, model.unload, model.delete, model.updateConfig)
  * in the transaction of its database change.
  *
@@ -39,10 +39,10 @@ function modelActor(ctx: { user: { id: string }; actor: ModelActor["actor"] }): 
 
 export const modelsRouter = router({
   /** Every model: uploads and the gateway's repository models, with live state from the gateway. */
-  list: viewerProcedure.query(({ ctx }) => ctx.services.models.list()),
+  list: viewerProcedure.query(({ ctx }) => ctx.services.models.catalog.list()),
 
   /** One model with its config, tensors and statistics. */
-  get: viewerProcedure.input(z.object({ name: modelName })).query(({ ctx, input }) => ctx.services.models.get(input.name)),
+  get: viewerProcedure.input(z.object({ name: modelName })).query(({ ctx, input }) => ctx.services.models.catalog.get(input.name)),
 
   upload: router({
     /** Starts an upload; the version defaults to the next one after the model's existing versions. */
@@ -59,35 +59,35 @@ export const modelsRouter = router({
           version: z.number().int().min(1).max(2_147_483_647).optional(),
         }),
       )
-      .mutation(({ ctx, input }) => ctx.services.models.beginUpload(modelActor(ctx), input)),
+      .mutation(({ ctx, input }) => ctx.services.models.uploads.beginUpload(modelActor(ctx), input)),
 
     /** Appends base64 `data` (at most chunkBytes decoded) at `offset`, which must equal the bytes received so far. */
     chunk: engineerProcedure
       .input(z.object({ uploadId, offset: z.number().int().min(0), data: z.string() }))
-      .mutation(({ ctx, input }) => ctx.services.models.uploadChunk(modelActor(ctx), input)),
+      .mutation(({ ctx, input }) => ctx.services.models.uploads.uploadChunk(modelActor(ctx), input)),
 
     /** After the last byte: checks size and sha256, reads the ONNX signature, suggests a config. */
-    inspect: engineerProcedure.input(z.object({ uploadId })).mutation(({ ctx, input }) => ctx.services.models.inspectUpload(modelActor(ctx), input.uploadId)),
+    inspect: engineerProcedure.input(z.object({ uploadId })).mutation(({ ctx, input }) => ctx.services.models.uploads.inspectUpload(modelActor(ctx), input.uploadId)),
 
     /** Stores the upload as a new version (with `config`, default the suggested one) and loads it. */
     finish: engineerProcedure
       .input(z.object({ uploadId, description: z.string().trim().max(2000).optional(), config: modelConfig.optional() }))
-      .mutation(({ ctx, input }) => ctx.services.models.finishUpload(modelActor(ctx), input)),
+      .mutation(({ ctx, input }) => ctx.services.models.uploads.finishUpload(modelActor(ctx), input)),
 
-    abort: engineerProcedure.input(z.object({ uploadId })).mutation(({ ctx, input }) => ctx.services.models.abortUpload(modelActor(ctx), input.uploadId)),
+    abort: engineerProcedure.input(z.object({ uploadId })).mutation(({ ctx, input }) => ctx.services.models.uploads.abortUpload(modelActor(ctx), input.uploadId)),
   }),
 
-  load: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.load(modelActor(ctx), input.name)),
+  load: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.lifecycle.load(modelActor(ctx), input.name)),
 
-  unload: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.unload(modelActor(ctx), input.name)),
+  unload: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.lifecycle.unload(modelActor(ctx), input.name)),
 
   /** Uploaded models only: unloads, then removes the files and rows. */
-  delete: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.delete(modelActor(ctx), input.name)),
+  delete: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.lifecycle.delete(modelActor(ctx), input.name)),
 
   /** Uploaded models only: validates, writes config.pbtxt, reloads; the previous config comes back if the gateway refuses. */
   updateConfig: engineerProcedure
     .input(z.object({ name: modelName, config: modelConfig }))
-    .mutation(({ ctx, input }) => ctx.services.models.updateConfig(modelActor(ctx), input.name, input.config)),
+    .mutation(({ ctx, input }) => ctx.services.models.configEdit.updateConfig(modelActor(ctx), input.name, input.config)),
 
   /** One KServe v2 JSON inference (the console's try-it panel); flat `data` in row-major order. */
   infer: viewerProcedure
@@ -109,5 +109,5 @@ export const modelsRouter = router({
         outputs: z.array(z.string().min(1)).max(64).optional(),
       }),
     )
-    .mutation(({ ctx, input }) => ctx.services.models.infer(input.name, input)),
+    .mutation(({ ctx, input }) => ctx.services.models.inferProxy.infer(input.name, input)),
 });

@@ -4,7 +4,7 @@ import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
 /**
  * Operators: DAGs of model calls served by the gateway like models.
  * Viewers read; engineers and admins create, update, delete and try them.
- * The spec format is the gateway's (packages/gateway/src/operators/operator-spec.ts).
+ * The spec format is @operon/operator-spec's; the gateway checks it against the models it serves.
  */
 export const operatorName = z
   .string()

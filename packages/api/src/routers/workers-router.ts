@@ -1,8 +1,8 @@
 import { router, viewerProcedure } from "../trpc.js";
 
 /**
- * The gateway's worker processes (one per model instance), the gateway
- * process itself and the host's cores, as the gateway reports them now
+ * The gateway's backend instances (threads of the gateway or worker
+ * processes, see WorkerInstanceInfo.isolation), the gateway process itself and the host's cores, as the gateway reports them now
  * (GET /v2/operon/workers). CPU is cumulative seconds: the console turns two
  * readings into a utilization.
  */
@@ -13,6 +13,7 @@ export const workersRouter = router({
       hostCpuCores: response.hostCpuCores,
       gateway: response.gateway,
       workers: response.workers.map((worker) => ({
+        isolation: worker.isolation,
         pid: worker.pid,
         model: worker.model,
         version: worker.version,

@@ -10,7 +10,7 @@ import type {
 } from "@operon/protocol/inference";
 import type { WorkersResponse } from "@operon/protocol/admin";
 import type { OperonError } from "@operon/protocol/errors";
-import type { OperatorSpec } from "../operators/operator-spec.js";
+import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 
 /** A served operator: registered through the API, or a Triton ensemble of the model repository. */
 export interface OperatorInfo {

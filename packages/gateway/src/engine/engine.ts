@@ -15,7 +15,7 @@ import type { Parameters, Tensor } from "@operon/protocol/tensor";
 import type { InferenceEngine, OperatorInfo, OperatorValidation } from "./engine-api.js";
 import type { FailureReason, GatewayMetrics } from "../observability/metrics.js";
 import type { ModelManager, ServedVersion } from "../repository/model-manager.js";
-import { readProcessUsage } from "../observability/process-usage.js";
+import { readProcessUsage, readThreadUsage } from "../observability/process-usage.js";
 import { resolveReshape, validateInferRequest } from "./request-validation.js";
 import { responseCacheKey, type ResponseCache } from "./response-cache.js";
 import type { RequestContext, ScheduledResult, StreamedResponse } from "../scheduling/request-scheduler.js";
@@ -404,6 +404,10 @@ export class Engine implements InferenceEngine {
     await Promise.all(
       workers.map(async (worker) => {
         if (worker.pid === null) return;
+        if (worker.isolation === "thread") {
+          if (worker.tid !== undefined) Object.assign(worker, await readThreadUsage(worker.pid, worker.tid));
+          return;
+        }
         Object.assign(worker, await readProcessUsage(worker.pid));
       }),
     );

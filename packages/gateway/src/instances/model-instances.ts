@@ -15,6 +15,9 @@ import {
   type StreamedResponse,
 } from "../scheduling/request-scheduler.js";
 import { schedulerPolicyFromConfig, type SchedulerPolicy } from "../scheduling/scheduler-policy.js";
+import { dirname, join } from "node:path";
+import { type BackendInstance, type InstanceIsolation, THREAD_CAPABLE_BACKENDS } from "./backend-instance.js";
+import { ThreadInstance } from "./thread-instance.js";
 import { type BlsRequest, type ExecuteRequestOptions, WorkerProcess } from "./worker-process.js";
 
 /**
@@ -52,7 +55,16 @@ export interface InstanceLaunchSpec {
 }
 
 export interface ModelInstancesOptions {
+  /** Path of the worker process entry (packages/worker/dist/main.js). */
   workerEntry: string;
+  /** Path of the backend thread entry; default thread-main.js beside workerEntry. */
+  threadEntry?: string;
+  /**
+   * Where instances of thread-capable backends (onnxruntime, echo) run
+   * unless their config says otherwise (parameter `operon_isolation`:
+   * "thread" | "process"); default "thread". User code always runs in processes.
+   */
+  defaultIsolation?: InstanceIsolation;
   logger: Logger;
   metrics: GatewayMetrics;
   /**
@@ -76,7 +88,7 @@ export type InstanceWorkerInfo = Omit<WorkerInstanceInfo, "model" | "version" | 
 
 interface Instance {
   name: string;
-  worker: WorkerProcess | undefined;
+  worker: BackendInstance | undefined;
   /** Unexpected exits (each followed by a restart attempt) since the version was loaded. */
   restarts: number;
   /** Reservations: executions (or streams whose execute has not returned) sent to the worker. */
@@ -88,17 +100,51 @@ interface Instance {
   gaveUp: boolean;
 }
 
-/** Launches one worker and loads the model into it; kills the worker if the load fails. */
+/** The parameter of a model config that picks where its instances run. */
+export const ISOLATION_PARAMETER = "operon_isolation";
+
+/**
+ * Where the instances of a model run: the config's `operon_isolation`
+ * parameter, else the server default for thread-capable backends; user
+ * code (any other backend) always in processes. Throws INVALID_ARG for an
+ * unknown value or a thread asked for a backend that cannot have one.
+ */
+export function isolationOf(spec: InstanceLaunchSpec, defaultIsolation: InstanceIsolation = "thread"): InstanceIsolation {
+  const parameters = spec.config["parameters"] as Record<string, { string_value?: string }> | undefined;
+  const asked = spec.parameters?.[ISOLATION_PARAMETER] ?? parameters?.[ISOLATION_PARAMETER]?.string_value;
+  const threadCapable = THREAD_CAPABLE_BACKENDS.has(spec.backend);
+  if (asked === undefined || asked === "") return threadCapable ? defaultIsolation : "process";
+  if (asked !== "thread" && asked !== "process") {
+    throw new OperonError("INVALID_ARG", `model '${spec.model}': parameter ${ISOLATION_PARAMETER} must be "thread" or "process", got "${asked}"`);
+  }
+  if (asked === "thread" && !threadCapable) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `model '${spec.model}': backend '${spec.backend}' runs user code, which always runs in a worker process (${ISOLATION_PARAMETER} "thread" is for ${[...THREAD_CAPABLE_BACKENDS].join(", ")})`,
+    );
+  }
+  return asked;
+}
+
+/** Starts one instance (thread or process, see isolationOf) and loads the model into it; ends it if the load fails. */
 export async function launchInstance(
   spec: InstanceLaunchSpec,
   instanceName: string,
   options: ModelInstancesOptions,
-): Promise<{ worker: WorkerProcess; io: { inputs: IoInfo[]; outputs: IoInfo[] } }> {
-  const worker = await WorkerProcess.spawn({
-    entry: options.workerEntry,
-    instanceName,
-    onLog: (line) => relayWorkerLog(options.logger, instanceName, line),
-  });
+): Promise<{ worker: BackendInstance; io: { inputs: IoInfo[]; outputs: IoInfo[] } }> {
+  const isolation = isolationOf(spec, options.defaultIsolation);
+  const worker: BackendInstance =
+    isolation === "thread"
+      ? ThreadInstance.start({
+          entry: options.threadEntry ?? join(dirname(options.workerEntry), "thread-main.js"),
+          instanceName,
+          onLog: (level, message, fields) => options.logger[level]({ ...fields, instance: instanceName, thread: true }, message),
+        })
+      : await WorkerProcess.spawn({
+          entry: options.workerEntry,
+          instanceName,
+          onLog: (line) => relayWorkerLog(options.logger, instanceName, line),
+        });
   try {
     const load = {
       backend: spec.backend,
@@ -156,7 +202,7 @@ export class ModelInstances implements InstanceDispatcher {
     spec: InstanceLaunchSpec,
     instanceNames: string[],
     options: ModelInstancesOptions,
-    first?: WorkerProcess,
+    first?: BackendInstance,
   ): Promise<ModelInstances> {
     const pool = new ModelInstances(spec, options);
     const launches = instanceNames.map(async (name, index) => {
@@ -212,7 +258,9 @@ export class ModelInstances implements InstanceDispatcher {
         backend: this.spec.backend,
         kind: placement.kind,
         device: placement.device,
+        isolation: worker?.isolation ?? isolationOf(this.spec, this.options.defaultIsolation),
         pid: worker?.pid ?? null,
+        ...(worker?.tid !== undefined ? { tid: worker.tid } : {}),
         state: worker !== undefined ? "READY" : instance.gaveUp ? "FAILED" : "RESTARTING",
         inFlight: instance.inFlight,
         restarts: instance.restarts,
@@ -336,7 +384,7 @@ export class ModelInstances implements InstanceDispatcher {
     return handler(call, deepest + 1);
   }
 
-  private adopt(name: string, worker: WorkerProcess): void {
+  private adopt(name: string, worker: BackendInstance): void {
     let instance = this.instances.find((candidate) => candidate.name === name);
     if (instance === undefined) {
       instance = { name, worker: undefined, restarts: 0, inFlight: 0, depths: new Map(), restarting: false, failedRestarts: 0, gaveUp: false };

@@ -8,6 +8,17 @@ import { type SharedMemoryApi, loadSharedMemory, sharedMemoryUnavailableReason }
 import { OperonError, asOperonError } from "@operon/protocol/errors";
 import { ShmRingAllocator } from "@operon/protocol/shm-ring-allocator";
 import type { Tensor } from "@operon/protocol/tensor";
+import type {
+  BackendInstance,
+  BlsRequest,
+  BlsRequestHandler,
+  ExecuteRequestOptions,
+  StreamRequestOptions,
+  StreamResponse,
+  WorkerExecuteResult,
+  WorkerExitInfo,
+  WorkerLoadSpec,
+} from "./backend-instance.js";
 import {
   type BlsRequestMessage,
   DEFAULT_WORKER_SHM_BYTES,
@@ -53,63 +64,6 @@ export interface WorkerSpawnOptions {
   onBlsRequest?: BlsRequestHandler;
 }
 
-/** A BLS call a model made from inside the worker: one inference on another model. */
-export interface BlsRequest {
-  model: string;
-  /** undefined = the version the model's version policy serves. */
-  version?: string;
-  /** The caller's Buffers (copied out of shared memory). */
-  inputs: Tensor[];
-  /** undefined = every output. */
-  outputNames?: string[];
-  parameters?: Record<string, unknown>;
-}
-
-/** Runs a BLS call; a rejection (OperonError kind + message) is what the model sees as its error. */
-export type BlsRequestHandler = (request: BlsRequest) => Promise<{ outputs: Tensor[] }>;
-
-/** One response of a streamed (decoupled) request; a final flag alone arrives as { outputs: [], final: true }. */
-export type StreamResponse = { outputs: Tensor[]; final: boolean } | { error: OperonError; final: boolean };
-
-/** Per-request data some backends show the model (the TypeScript backend does). */
-export interface ExecuteRequestOptions {
-  /** The client's request id. */
-  id?: string;
-  /** The request's parameters (JSON-safe values). */
-  parameters?: WireParameters;
-}
-
-export interface StreamRequestOptions extends ExecuteRequestOptions {
-  /**
-   * Called at most once, when the worker says the model's execute returned
-   * for this request (decoupled models on request-level backends; its
-   * responses may still flow). Not called when the final response (or the
-   * worker's exit) comes first, nor for backends that never say so.
-   */
-  onExecuted?: () => void;
-}
-
-export interface WorkerLoadSpec {
-  backend: string;
-  modelPath: string;
-  config: Record<string, unknown>;
-  parameters?: Record<string, string>;
-  /** The instance group kind; omitted = the backend derives it from config. */
-  instanceKind?: InstanceKind;
-  deviceId?: number;
-}
-
-export interface WorkerExitInfo {
-  code: number | null;
-  signal: string | null;
-  /** True when stop() or kill() caused the exit. */
-  expected: boolean;
-}
-
-export interface WorkerExecuteResult {
-  outputs: Tensor[];
-  timing: ExecuteTiming;
-}
 
 /** Longest a copied-out output's space waits to be handed back when no execute frame carries it. */
 const RELEASE_FLUSH_MS = 2;
@@ -196,7 +150,8 @@ let swept = false;
  *
  * Events: 'exit' (info: WorkerExitInfo), emitted exactly once.
  */
-export class WorkerProcess extends EventEmitter {
+export class WorkerProcess extends EventEmitter implements BackendInstance {
+  readonly isolation = "process" as const;
   readonly pid: number;
   /** When the process was spawned, epoch milliseconds. */
   readonly startedAt: number;
@@ -883,3 +838,6 @@ function dropSegment(shm: SharedSegment | undefined): void {
   shm.inputRing.reset();
   shm.api.close(shm.buffer);
 }
+
+// The instance contract's types, where callers of WorkerProcess have always found them.
+export type { BlsRequest, BlsRequestHandler, ExecuteRequestOptions, StreamRequestOptions, StreamResponse, WorkerExecuteResult, WorkerExitInfo, WorkerLoadSpec };

@@ -23,6 +23,16 @@ export async function readProcessUsage(pid: number): Promise<ProcessUsage> {
   return { cpuSeconds: stat === undefined ? null : cpuSecondsOfStat(stat), rssBytes: statm === undefined ? null : rssBytesOfStatm(statm) };
 }
 
+/**
+ * CPU time of one thread of a process (a backend instance on a gateway
+ * thread): /proc/<pid>/task/<tid>/stat. Its memory is the process's, so
+ * rssBytes is null.
+ */
+export async function readThreadUsage(pid: number, tid: number): Promise<ProcessUsage> {
+  const stat = await readProc(pid, `task/${tid}/stat`);
+  return { cpuSeconds: stat === undefined ? null : cpuSecondsOfStat(stat), rssBytes: null };
+}
+
 /** utime + stime of a /proc/<pid>/stat line, in seconds; null when it does not parse. */
 export function cpuSecondsOfStat(stat: string): number | null {
   // Field 2 (the command) is in parentheses and may hold spaces or ')': fields 3.. follow its last ')'.

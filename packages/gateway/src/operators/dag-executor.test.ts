@@ -3,7 +3,7 @@ import { OperonError } from "@operon/protocol/errors";
 import type { InferResponse } from "@operon/protocol/inference";
 import type { Tensor } from "@operon/protocol/tensor";
 import { DagExecutor, StepLimiter, conditionHolds, firstElement, type RunModel } from "./dag-executor.js";
-import type { OperatorSpec, StepSpec } from "./operator-spec.js";
+import type { OperatorSpec, StepSpec } from "@operon/operator-spec/operator-spec-schema";
 
 function f32(name: string, values: number[]): Tensor {
   const array = Float32Array.from(values);

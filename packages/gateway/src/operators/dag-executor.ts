@@ -1,18 +1,18 @@
+import { elementByteSize } from "@operon/protocol/datatypes";
 import { OperonError, asOperonError } from "@operon/protocol/errors";
+import { bfloat16BitsToNumber, float16BitsToNumber } from "@operon/protocol/half-float";
 import type { InferResponse } from "@operon/protocol/inference";
 import { decodeBytesElements, type Parameters, type Tensor } from "@operon/protocol/tensor";
 import {
-  analyzeOperator,
   PARAM_PREFIX,
   type Condition,
   type ExitStepSpec,
   type ModelStepSpec,
-  type OperatorGraph,
   type OperatorSpec,
   type RouteStepSpec,
-  type StepNode,
   type StepSpec,
-} from "./operator-spec.js";
+} from "@operon/operator-spec/operator-spec-schema";
+import { analyzeOperator, type OperatorGraph, type StepNode } from "@operon/operator-spec/operator-structure";
 
 /**
  * Runs operator requests in the gateway process. Per request, a whiteboard
@@ -23,7 +23,7 @@ import {
  * the board by reference: tensors are renamed, never copied.
  *
  * Routes and exits decide synchronously when their tensor is ready (see
- * operator-spec.ts for their semantics). The first step failure fails the
+ * @operon/operator-spec for their semantics). The first step failure fails the
  * request with the step's error kind and a message naming the operator,
  * step and model; the client's AbortSignal, a failure or an early exit
  * cancels the steps still outstanding.
@@ -456,8 +456,8 @@ export function firstElement(tensor: Tensor): ScalarValue {
     const first = decodeBytesElements(data, tensor.name)[0];
     return first === undefined ? undefined : first.toString("utf8");
   }
-  const size = { BOOL: 1, UINT8: 1, INT8: 1, UINT16: 2, INT16: 2, FP16: 2, BF16: 2, UINT32: 4, INT32: 4, FP32: 4, UINT64: 8, INT64: 8, FP64: 8 }[tensor.datatype];
-  if (data.length < size) return undefined;
+  const size = elementByteSize(tensor.datatype);
+  if (size === undefined || data.length < size) return undefined;
   switch (tensor.datatype) {
     case "BOOL":
       return data[0] !== 0;
@@ -482,22 +482,10 @@ export function firstElement(tensor: Tensor): ScalarValue {
     case "FP64":
       return data.readDoubleLE(0);
     case "FP16":
-      return halfToNumber(data.readUInt16LE(0));
-    case "BF16": {
-      const scratch = Buffer.alloc(4);
-      scratch.writeUInt16LE(data.readUInt16LE(0), 2);
-      return scratch.readFloatLE(0);
-    }
+      return float16BitsToNumber(data.readUInt16LE(0));
+    case "BF16":
+      return bfloat16BitsToNumber(data.readUInt16LE(0));
   }
-}
-
-function halfToNumber(bits: number): number {
-  const sign = bits & 0x8000 ? -1 : 1;
-  const exponent = (bits >> 10) & 0x1f;
-  const fraction = bits & 0x3ff;
-  if (exponent === 0) return sign * 2 ** -14 * (fraction / 1024);
-  if (exponent === 0x1f) return fraction === 0 ? sign * Infinity : NaN;
-  return sign * 2 ** (exponent - 15) * (1 + fraction / 1024);
 }
 
 /**

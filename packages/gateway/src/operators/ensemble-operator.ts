@@ -1,7 +1,7 @@
 import { fromConfigDataType } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
-import type { ModelStepSpec, OperatorSpec, TensorSpec } from "./operator-spec.js";
+import type { ModelStepSpec, OperatorSpec, TensorSpec } from "@operon/operator-spec/operator-spec-schema";
 
 /**
  * A Triton ensemble (platform "ensemble", ensemble_scheduling) as an

@@ -4,7 +4,7 @@ import type { Parameters, Tensor } from "@operon/protocol/tensor";
 import { GatewayMetrics } from "../observability/metrics.js";
 import type { RunModel } from "./dag-executor.js";
 import { OperatorRunner } from "./operator-runner.js";
-import type { OperatorSpec } from "./operator-spec.js";
+import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 
 const input: Tensor = { name: "IN", datatype: "FP32", shape: [1], data: Buffer.from(Float32Array.of(2).buffer) };
 

@@ -6,7 +6,7 @@ import type { ScheduledResult } from "../scheduling/request-scheduler.js";
 import type { SchedulerPolicy } from "../scheduling/scheduler-policy.js";
 import type { RunnerRequest, VersionRunner } from "../engine/version-runner.js";
 import { DagExecutor, type RunModel, type StepRecord } from "./dag-executor.js";
-import type { OperatorSpec } from "./operator-spec.js";
+import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 import { stepOutputsJson } from "./step-outputs-json.js";
 
 /**

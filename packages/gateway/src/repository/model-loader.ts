@@ -8,11 +8,12 @@ import { normalizeConfig, validateConfig } from "@operon/model-config/normalize-
 import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
 import { launchInstance, ModelInstances, type InstanceLaunchSpec, type ModelInstancesOptions } from "../instances/model-instances.js";
 import { ensembleToOperator, isEnsembleConfig } from "../operators/ensemble-operator.js";
-import { assertValidOperator, type ModelSignatureLookup, type OperatorSpec } from "../operators/operator-spec.js";
+import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
+import { assertValidOperator, type ModelSignatureLookup } from "../operators/operator-validation.js";
 import { listVersionDirs, readConfigText } from "./repository-scanner.js";
 import { selectVersions } from "./version-policy.js";
 import type { VersionRunner } from "../engine/version-runner.js";
-import type { WorkerProcess } from "../instances/worker-process.js";
+import type { BackendInstance } from "../instances/backend-instance.js";
 
 /**
  * Turns a model folder into running versions: reads config.pbtxt (or the
@@ -102,7 +103,7 @@ export async function prepareModel(
         parameters: stringParameters(config),
       };
       const first = await launchInstance(spec, instanceNames[0]!, options.instances);
-      let firstWorker: WorkerProcess | undefined = first.worker;
+      let firstWorker: BackendInstance | undefined = first.worker;
       try {
         if (prepared.length === 0 && !options.strictModelConfig) {
           // Auto-complete works on the config as written (before defaults), so it can tell what was left out.

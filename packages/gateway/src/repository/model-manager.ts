@@ -10,8 +10,10 @@ import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint,
 import { prepareModel, type OperatorHooks, type PreparedVersion } from "./model-loader.js";
 import type { RunModel } from "../operators/dag-executor.js";
 import { ensembleStepModels, isEnsembleConfig } from "../operators/ensemble-operator.js";
-import { OperatorRunner } from "../operators/operator-runner.js";
-import { operatorModelConfig, parseOperatorSpec, validateOperator, type OperatorSpec } from "../operators/operator-spec.js";
+import type { OperatorRunner } from "../operators/operator-runner.js";
+import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
+import { operatorModelConfig } from "../operators/operator-validation.js";
+import { OperatorRegistry, type OperatorModelTable, type OperatorVersion, type ServedOperator } from "../operators/operator-registry.js";
 import type { VersionRunner } from "../engine/version-runner.js";
 import { signatureFromConfig, type ServedModelSignature } from "../engine/request-validation.js";
 import { stageUpload, type StagedUpload } from "./upload-staging.js";
@@ -55,14 +57,7 @@ export interface ServedVersion {
   operator?: OperatorSpec;
 }
 
-/** A served operator, as GET /v2/operators lists it. */
-export interface ServedOperator {
-  name: string;
-  version: string;
-  /** "api": registered through POST /v2/operators; "repository": a Triton ensemble of the model repository. */
-  source: "api" | "repository";
-  spec: OperatorSpec;
-}
+export type { ServedOperator };
 
 interface ModelEntry {
   name: string;
@@ -87,8 +82,8 @@ export class ModelManager {
   private pollTimer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
   private stopped = false;
-  /** How operator steps call models: the engine's infer, set by the engine (setStepRunner). */
-  private stepRunner: RunModel | undefined;
+  /** Registered operators and ensembles: their rules and runners (this manager holds their served versions). */
+  private readonly operators: OperatorRegistry;
   /** How models' BLS calls run: the engine's infer, set by the engine (setBlsHandler). */
   private blsHandler: InstanceBlsHandler | undefined;
   /** What every version's instances start with: the given options plus BLS routed through blsHandler. */
@@ -105,11 +100,12 @@ export class ModelManager {
         return this.blsHandler(call, depth);
       },
     };
+    this.operators = new OperatorRegistry(this.operatorTable(), { metrics: options.metrics });
   }
 
   /** Operators (ensembles, registered DAGs) run their model steps through this (the engine's own inference). */
   setStepRunner(runModel: RunModel): void {
-    this.stepRunner = runModel;
+    this.operators.setStepRunner(runModel);
   }
 
   /** Models' BLS calls (ctx.infer in a TypeScript model) run through this, in every worker started from now on or earlier. */
@@ -213,74 +209,14 @@ export class ModelManager {
     }
   }
 
-  /**
-   * Registers (or replaces) an operator from its JSON spec: explicit mode
-   * only, like model load. The spec is checked against the models served
-   * now; every problem comes back in one INVALID_ARG. The operator serves as
-   * version 1 of a model of its name, which must not be a repository model.
-   */
-  async registerOperator(raw: unknown): Promise<ServedOperator> {
-    this.assertExplicitMode("register", "operator registration");
-    if (this.stopped) throw new OperonError("UNAVAILABLE", "server is shutting down");
-    const spec = parseOperatorSpec(raw);
-    const existing = this.models.get(spec.name);
-    await this.assertOperatorName(spec);
-    const problems = validateOperator(spec, this.operatorHooks().lookup);
-    if (problems.length > 0) {
-      throw new OperonError("INVALID_ARG", `operator '${spec.name}' is invalid: ${problems.map((problem) => problem.message).join("; ")}`);
-    }
-    const runner = this.operatorHooks().createRunner(spec);
-    const entry = existing ?? this.entry(spec.name);
-    await this.serialize(entry, async () => {
-      const config = operatorModelConfig(spec);
-      const stats = entry.versions.get("1")?.stats ?? new ModelVersionStats(spec.name, "1", this.options.metrics);
-      runner.onExecution = (batchSize, timing) => stats.recordExecution(batchSize, timing);
-      const retired = [...entry.versions.values()];
-      entry.versions = new Map([["1", { model: spec.name, version: "1", config, signature: signatureFromConfig(config), instances: runner, stats, operator: spec }]]);
-      entry.registeredOperator = spec;
-      entry.state = "READY";
-      entry.reason = "";
-      this.models.set(spec.name, entry); // again: an unregister queued before this one removed it
-      this.options.logger.info({ operator: spec.name, steps: spec.steps.length, replaced: retired.length > 0 }, "operator registered");
-      await Promise.all(retired.map((served) => this.retire(served, true)));
-    });
-    return { name: spec.name, version: "1", source: "api", spec };
+  /** Registers (or replaces) an operator from its JSON spec (see OperatorRegistry.register). */
+  registerOperator(raw: unknown): Promise<ServedOperator> {
+    return this.operators.register(raw);
   }
 
-  /**
-   * Dry run of registerOperator: the problems each of its checks finds, in
-   * its order (control mode, spec shape, name, steps against the served
-   * models, calls to itself); empty = it would register. Changes nothing.
-   */
-  async operatorProblems(raw: unknown): Promise<string[]> {
-    const problems: string[] = [];
-    const attempt = async (check: () => unknown): Promise<boolean> => {
-      try {
-        await check();
-        return true;
-      } catch (error) {
-        problems.push(asOperonError(error).message);
-        return false;
-      }
-    };
-    await attempt(() => this.assertExplicitMode("register", "operator registration"));
-    let spec: OperatorSpec | undefined;
-    if (!(await attempt(() => (spec = parseOperatorSpec(raw)))) || spec === undefined) return problems;
-    const parsed = spec;
-    await attempt(() => this.assertOperatorName(parsed));
-    const stepProblems = validateOperator(parsed, this.operatorHooks().lookup).map((problem) => problem.message);
-    problems.push(...stepProblems);
-    // registerOperator reaches the self-call check (in createRunner) only with valid steps.
-    if (stepProblems.length === 0) await attempt(() => this.assertNoSelfCall(parsed));
-    return problems;
-  }
-
-  /** An operator needs a name no repository model (served or not) has; ALREADY_EXISTS otherwise. */
-  private async assertOperatorName(spec: OperatorSpec): Promise<void> {
-    const existing = this.models.get(spec.name);
-    if ((existing !== undefined && existing.registeredOperator === undefined) || (await findModelDir(this.options.repositories, spec.name))) {
-      throw new OperonError("ALREADY_EXISTS", `'${spec.name}' is a model of the model repository; an operator needs a name of its own`);
-    }
+  /** Dry run of registerOperator: the problems it would find, in its order; empty = it would register. */
+  operatorProblems(raw: unknown): Promise<string[]> {
+    return this.operators.problems(raw);
   }
 
   /** The backend instances of every served model version (operators have none), for GET /v2/operon/workers. */
@@ -297,34 +233,13 @@ export class ModelManager {
   }
 
   /** Removes an operator registered through the API (drains its requests first). */
-  async unregisterOperator(name: string): Promise<void> {
-    this.assertExplicitMode("unregister", "operator removal");
-    const entry = this.models.get(name);
-    if (entry?.registeredOperator === undefined) {
-      throw new OperonError(
-        "NOT_FOUND",
-        `no operator named '${name}' is registered${entry !== undefined ? " (ensembles of the model repository unload through the model repository API)" : ""}`,
-      );
-    }
-    await this.serialize(entry, async () => {
-      const retired = [...entry.versions.values()];
-      entry.versions = new Map();
-      if (this.models.get(name) === entry) this.models.delete(name);
-      await Promise.all(retired.map((served) => this.retire(served, false)));
-      this.options.logger.info({ operator: name }, "operator unregistered");
-    });
+  unregisterOperator(name: string): Promise<void> {
+    return this.operators.unregister(name);
   }
 
   /** Every served operator version: registered ones and ensembles. */
   listOperators(): ServedOperator[] {
-    const list: ServedOperator[] = [];
-    for (const entry of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
-      for (const served of [...entry.versions.values()].sort((a, b) => Number(a.version) - Number(b.version))) {
-        if (served.operator === undefined) continue;
-        list.push({ name: entry.name, version: served.version, source: entry.registeredOperator !== undefined ? "api" : "repository", spec: served.operator });
-      }
-    }
-    return list;
+    return this.operators.list();
   }
 
   /** Model control API entry points: only in explicit mode, as in Triton. */
@@ -454,46 +369,70 @@ export class ModelManager {
     );
   }
 
-  /** How ensembles and registered operators are checked against served models and run. */
-  private operatorHooks(): OperatorHooks {
+  /** The view of this manager's models the operator registry works on. */
+  private operatorTable(): OperatorModelTable {
     return {
-      lookup: (model, version) => {
+      isStopped: () => this.stopped,
+      assertExplicitMode: (action, subject) => this.assertExplicitMode(action, subject),
+      signatureOf: (model, version) => {
         try {
           return this.resolve(model, version).signature;
         } catch {
           return undefined;
         }
       },
-      createRunner: (spec) => {
-        this.assertNoSelfCall(spec);
-        return new OperatorRunner(spec, {
-          runModel: (model, version, inputs, outputNames, signal, parameters) => {
-            if (this.stepRunner === undefined) throw new OperonError("INTERNAL", "operators cannot run: no engine is attached to the model manager");
-            return this.stepRunner(model, version, inputs, outputNames, signal, parameters);
-          },
-          metrics: this.options.metrics,
-        });
+      isModelName: async (name) => {
+        const existing = this.models.get(name);
+        return (existing !== undefined && existing.registeredOperator === undefined) || (await findModelDir(this.options.repositories, name)) !== undefined;
       },
+      isRegisteredOperator: (name) => this.models.get(name)?.registeredOperator !== undefined,
+      isKnown: (name) => this.models.has(name),
+      operatorSpecsOf: (model) => [...(this.models.get(model)?.versions.values() ?? [])].flatMap((served) => (served.operator !== undefined ? [served.operator] : [])),
+      operatorVersions: () => {
+        const list: OperatorVersion[] = [];
+        for (const entry of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+          for (const served of [...entry.versions.values()].sort((a, b) => Number(a.version) - Number(b.version))) {
+            if (served.operator === undefined) continue;
+            list.push({ name: entry.name, version: served.version, registered: entry.registeredOperator !== undefined, spec: served.operator });
+          }
+        }
+        return list;
+      },
+      operatorSlot: (name) => {
+        const existing = this.models.get(name);
+        return (spec, runner) => this.serveOperator(existing ?? this.entry(name), spec, runner);
+      },
+      removeOperator: (name) => this.removeOperator(name),
     };
   }
 
-  /** An operator may call other operators, but never itself (directly or through them). */
-  private assertNoSelfCall(spec: OperatorSpec): void {
-    const visit = (current: OperatorSpec, path: string[], seen: Set<string>): void => {
-      for (const step of current.steps) {
-        if (step.kind !== "model") continue;
-        const route = [...path, step.model];
-        if (step.model === spec.name) {
-          throw new OperonError("INVALID_ARG", `operator '${spec.name}' would call itself: ${route.map((name) => `'${name}'`).join(" -> ")}`);
-        }
-        if (seen.has(step.model)) continue;
-        seen.add(step.model);
-        for (const served of this.models.get(step.model)?.versions.values() ?? []) {
-          if (served.operator !== undefined) visit(served.operator, route, seen);
-        }
-      }
-    };
-    visit(spec, [spec.name], new Set());
+  /** Serves a registered operator's runner as version 1 of its model, after the model's earlier loads/unloads. */
+  private serveOperator(entry: ModelEntry, spec: OperatorSpec, runner: OperatorRunner): Promise<void> {
+    return this.serialize(entry, async () => {
+      const config = operatorModelConfig(spec);
+      const stats = entry.versions.get("1")?.stats ?? new ModelVersionStats(spec.name, "1", this.options.metrics);
+      runner.onExecution = (batchSize, timing) => stats.recordExecution(batchSize, timing);
+      const retired = [...entry.versions.values()];
+      entry.versions = new Map([["1", { model: spec.name, version: "1", config, signature: signatureFromConfig(config), instances: runner, stats, operator: spec }]]);
+      entry.registeredOperator = spec;
+      entry.state = "READY";
+      entry.reason = "";
+      this.models.set(spec.name, entry); // again: an unregister queued before this one removed it
+      this.options.logger.info({ operator: spec.name, steps: spec.steps.length, replaced: retired.length > 0 }, "operator registered");
+      await Promise.all(retired.map((served) => this.retire(served, true)));
+    });
+  }
+
+  /** Stops serving a registered operator (the registry checked that it is one). */
+  private removeOperator(name: string): Promise<void> {
+    const entry = this.models.get(name)!;
+    return this.serialize(entry, async () => {
+      const retired = [...entry.versions.values()];
+      entry.versions = new Map();
+      if (this.models.get(name) === entry) this.models.delete(name);
+      await Promise.all(retired.map((served) => this.retire(served, false)));
+      this.options.logger.info({ operator: name }, "operator unregistered");
+    });
   }
 
   private entry(name: string): ModelEntry {
@@ -554,7 +493,7 @@ export class ModelManager {
           strictModelConfig: this.options.strictModelConfig,
           defaultMaxBatchSize: this.options.defaultMaxBatchSize,
           instances: this.instanceOptions,
-          operators: this.operatorHooks(),
+          operators: this.operators.hooks(),
         });
         const next = new Map<string, ServedVersion>();
         for (const version of prepared) {

@@ -11,6 +11,7 @@ import {
   type StreamedResponse,
 } from "./request-scheduler.js";
 import type { SchedulerPolicy } from "./scheduler-policy.js";
+import { FakeClock } from "./fake-clock.js";
 
 /** A dispatcher whose executions the test completes by hand. */
 class ManualInstances implements InstanceDispatcher {
@@ -370,5 +371,35 @@ describe("RequestScheduler", () => {
     expect(await Promise.all(results)).toEqual([1, "bad request -1", 3]);
     expect(instances.requestBatches).toHaveLength(1); // one execution of three requests
     expect(instances.requestBatches[0]!.map((inputs) => inputs[0]!.shape)).toEqual([[1, 2], [1, 2], [1, 2]]);
+  });
+});
+
+describe("queue delay at microsecond resolution", () => {
+  it("sends a lone request once max_queue_delay_microseconds: 100 has passed, not a millisecond later", async () => {
+    const clock = new FakeClock();
+    const instances = new ManualInstances(1);
+    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, { describe: "model 'm'", clock });
+    const result = scheduler.enqueue(request(1));
+    expect(instances.executions).toHaveLength(0);
+    clock.advance(90_000);
+    expect(instances.executions).toHaveLength(0);
+    clock.advance(15_000); // 105 µs after it arrived
+    expect(instances.executions).toHaveLength(1);
+    instances.executions[0]!.complete();
+    await expect(result).resolves.toMatchObject({ outputs: [{ name: "out_x" }] });
+  });
+
+  it("joins the requests that arrive within the delay into one batch", async () => {
+    const clock = new FakeClock();
+    const instances = new ManualInstances(1);
+    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, { describe: "model 'm'", clock });
+    const first = scheduler.enqueue(request(1));
+    clock.advance(40_000);
+    const second = scheduler.enqueue(request(2));
+    clock.advance(70_000);
+    expect(instances.executions).toHaveLength(1);
+    expect(instances.executions[0]!.inputs[0]!.shape).toEqual([2, 2]);
+    instances.executions[0]!.complete();
+    await Promise.all([first, second]);
   });
 });

@@ -3,6 +3,7 @@ import type { Parameters, Tensor } from "@operon/protocol/tensor";
 import type { ExecutionTiming } from "../observability/model-stats.js";
 import { batchShapeKey, joinBatch, splitBatch } from "./batch-tensors.js";
 import type { SchedulerPolicy } from "./scheduler-policy.js";
+import { DeadlineTimer, PROCESS_CLOCK, type TimerClock } from "./deadline-timer.js";
 
 /**
  * The scheduler in front of a model version's instances: Triton's dynamic
@@ -124,6 +125,7 @@ interface Job {
 }
 
 export class RequestScheduler {
+  private readonly clock: TimerClock;
   /** FIFO per level; index 0 serves models without priority levels. */
   private readonly levels: Job[][];
   /** Requests whose queue timeout passed under the DELAY action: served after everything else. */
@@ -134,8 +136,7 @@ export class RequestScheduler {
   private queued = 0;
   private running = 0;
   private stopped = false;
-  private timer: NodeJS.Timeout | undefined;
-  private timerAt: bigint | undefined;
+  private readonly timer: DeadlineTimer;
 
   constructor(
     private readonly policy: SchedulerPolicy,
@@ -148,9 +149,13 @@ export class RequestScheduler {
       /** The number of requests executing changed. */
       onRunning?(count: number): void;
       describe: string;
+      /** Time and timers (tests pass a fake); default the process clock. */
+      clock?: TimerClock;
     },
   ) {
     this.levels = Array.from({ length: policy.priorityLevels + 1 }, () => []);
+    this.clock = hooks.clock ?? PROCESS_CLOCK;
+    this.timer = new DeadlineTimer(() => this.schedule(), this.clock);
     dispatcher.onCapacity(() => this.schedule());
   }
 
@@ -176,7 +181,7 @@ export class RequestScheduler {
         `Exceeds maximum queue size: ${this.hooks.describe} already has ${level.length} requests queued at priority level ${request.level} (max_queue_size ${queuePolicy.maxQueueSize})`,
       );
     }
-    const enqueuedAt = process.hrtime.bigint();
+    const enqueuedAt = this.clock.now();
     return new Promise<ScheduledResult>((resolve, reject) => {
       const job: Job = {
         request,
@@ -226,7 +231,7 @@ export class RequestScheduler {
 
   private schedule(): void {
     if (this.stopped) return;
-    const now = process.hrtime.bigint();
+    const now = this.clock.now();
     this.expireTimeouts(now);
     if (this.dispatcher.isDead && this.queued > 0) {
       this.failQueued(new OperonError("UNAVAILABLE", `${this.hooks.describe} has no running instance`));
@@ -245,7 +250,7 @@ export class RequestScheduler {
     }
     const deadline = this.earliestDeadline();
     if (deadline !== undefined && (wakeAt === undefined || deadline < wakeAt)) wakeAt = deadline;
-    this.armTimer(wakeAt, now);
+    this.armTimer(wakeAt);
   }
 
   /** Picks the next batch in priority order, or says how long to wait for a fuller one. */
@@ -444,26 +449,13 @@ export class RequestScheduler {
     return earliest;
   }
 
-  private armTimer(at: bigint | undefined, now: bigint): void {
-    if (at === undefined) {
-      this.clearTimer();
-      return;
-    }
-    if (this.timer !== undefined && this.timerAt !== undefined && this.timerAt <= at) return;
-    this.clearTimer();
-    this.timerAt = at;
-    const delayMs = Math.max(0, Number(at - now) / 1e6);
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.timerAt = undefined;
-      this.schedule();
-    }, delayMs);
+  private armTimer(at: bigint | undefined): void {
+    if (at === undefined) this.timer.clear();
+    else this.timer.arm(at);
   }
 
   private clearTimer(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.timer = undefined;
-    this.timerAt = undefined;
+    this.timer.clear();
   }
 
   /** Queued jobs in service order: level 1 (highest) first … then the delayed ones. */

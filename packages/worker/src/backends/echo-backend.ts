@@ -2,13 +2,13 @@ import { fromConfigDataType } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { IoInfo } from "@operon/protocol/worker-wire";
+import { BACKEND_API_VERSION } from "@operon/backend-api/backend-api-version";
 import {
-  BACKEND_API_VERSION,
   type Backend,
   type BackendExecuteResult,
   type BackendInitOptions,
   type BackendMetadata,
-} from "./backend.js";
+} from "@operon/backend-api/backend";
 
 /**
  * Returns its inputs as its outputs, bytes untouched: the transport between

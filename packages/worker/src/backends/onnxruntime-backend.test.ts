@@ -6,8 +6,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { DataType } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
 import { type Tensor, encodeBytesElements } from "@operon/protocol/tensor";
-import { writeAddSubModel, writeIdentityModel } from "../testing/onnx-model-writer.js";
-import type { BackendInitOptions } from "./backend.js";
+import { writeAddSubModel, writeIdentityModel } from "@operon/testing/onnx-model-writer";
+import type { BackendInitOptions } from "@operon/backend-api/backend";
 import { OnnxRuntimeBackend } from "./onnxruntime-backend.js";
 
 const require = createRequire(import.meta.url);

@@ -6,13 +6,13 @@ import type { DataType } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
 import { type Tensor, assertTensorByteSize, decodeBytesElements, encodeBytesElements } from "@operon/protocol/tensor";
 import type { InstanceKind, IoInfo } from "@operon/protocol/worker-wire";
+import { BACKEND_API_VERSION } from "@operon/backend-api/backend-api-version";
 import {
-  BACKEND_API_VERSION,
   type Backend,
   type BackendExecuteResult,
   type BackendInitOptions,
   type BackendMetadata,
-} from "./backend.js";
+} from "@operon/backend-api/backend";
 
 /**
  * ONNX Runtime (onnxruntime-node) backend. Session creation and run() are

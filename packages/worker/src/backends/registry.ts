@@ -1,5 +1,6 @@
 import { OperonError } from "@operon/protocol/errors";
-import { BACKEND_API_VERSION, type Backend } from "./backend.js";
+import type { Backend } from "@operon/backend-api/backend";
+import { BACKEND_API_VERSION, formatBackendApiVersion, isCompatibleBackendApi } from "@operon/backend-api/backend-api-version";
 
 /**
  * Backend names a load message may ask for (config `backend` / platform
@@ -36,8 +37,11 @@ export async function createBackend(name: string): Promise<Backend> {
     default:
       throw new OperonError("UNSUPPORTED", `backend '${name}' is not supported by this worker (supported: ${BACKEND_NAMES.join(", ")})`);
   }
-  if (backend.apiVersion !== BACKEND_API_VERSION) {
-    throw new OperonError("INTERNAL", `backend '${name}' implements backend API ${backend.apiVersion}, this worker speaks ${BACKEND_API_VERSION}`);
+  if (!isCompatibleBackendApi(backend.apiVersion)) {
+    throw new OperonError(
+      "INTERNAL",
+      `backend '${name}' implements backend API ${formatBackendApiVersion(backend.apiVersion)}, this worker provides ${formatBackendApiVersion(BACKEND_API_VERSION)}`,
+    );
   }
   return backend;
 }

@@ -7,10 +7,10 @@ import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
 import { DATATYPES, type DataType } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
 import { type Tensor, encodeBytesElements } from "@operon/protocol/tensor";
-import type { BackendHost, BackendRequest, BackendResponse, BlsCall, BlsOutcome, ExecuteGuardOptions } from "./backend.js";
+import type { BackendHost, BackendRequest, BackendResponse, BlsCall, BlsOutcome, ExecuteGuardOptions } from "@operon/backend-api/backend";
 import { createBackend } from "./registry.js";
 import { TypeScriptBackend } from "./typescript-backend.js";
-import { type TypedTensor, tensor, typedTensor } from "./typescript-model-api.js";
+import { type TypedTensor, tensor, typedTensor } from "@operon/backend-api/typescript-model-api";
 import { importModelModule } from "./typescript-model-loader.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");

@@ -2,8 +2,8 @@ import path from "node:path";
 import { ERROR_KINDS, type ErrorKind, OperonError, asOperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { ExecuteTiming } from "@operon/protocol/worker-wire";
+import { BACKEND_API_VERSION } from "@operon/backend-api/backend-api-version";
 import {
-  BACKEND_API_VERSION,
   type BackendExecuteResult,
   type BackendHost,
   type BackendInitOptions,
@@ -13,7 +13,7 @@ import {
   type BackendResponse,
   type ExecuteGuard,
   type RequestBackend,
-} from "./backend.js";
+} from "@operon/backend-api/backend";
 import { configIo, instanceKindOf, isDecoupled, maxBatchSizeOf, parametersOf } from "./model-config-view.js";
 import {
   type ExecuteContext,
@@ -29,13 +29,13 @@ import {
   type TypedTensor,
   tensor,
   typedTensor,
-} from "./typescript-model-api.js";
+} from "@operon/backend-api/typescript-model-api";
 import { importModelModule } from "./typescript-model-loader.js";
 
 /**
  * The TypeScript backend (Operon's answer to Triton's Python backend): the
  * model is a JS/TS module whose class runs in this worker process, never in
- * the gateway. See typescript-model-api.ts for what a model sees.
+ * the gateway. See @operon/backend-api/typescript-model-api for what a model sees.
  *
  * Contract with the model:
  *   - execute(requests, ctx) gets every request the worker had waiting (up

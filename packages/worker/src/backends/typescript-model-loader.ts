@@ -5,6 +5,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type * as TypeScript from "typescript";
 import { OperonError } from "@operon/protocol/errors";
+import { assertModelBackendApi, type BackendApiVersion } from "@operon/backend-api/backend-api-version";
 
 /**
  * Imports a TypeScript-backend model file: model.js / model.mjs as they
@@ -31,8 +32,29 @@ import { OperonError } from "@operon/protocol/errors";
  *
  * Each load imports a fresh module instance (the URL carries the file's
  * mtime), so a changed model.js is seen on reload.
+ *
+ * The module may declare the backend API version it was written for
+ * (`operonBackendApi = { major, minor }`, exported or a static property of
+ * the exported class); one the server cannot serve fails the load with
+ * INVALID_ARG naming both versions. Without a declaration the model is
+ * taken as written for the server's version. `serverApi` is for tests.
  */
-export async function importModelModule(modelPath: string): Promise<Record<string, unknown>> {
+export async function importModelModule(modelPath: string, serverApi?: BackendApiVersion): Promise<Record<string, unknown>> {
+  const module = await importModule(modelPath);
+  assertModelBackendApi(declaredBackendApi(module), `model file '${modelPath}'`, serverApi);
+  return module;
+}
+
+/** The module's `operonBackendApi` export, else that static property of its default export or `Model`. */
+function declaredBackendApi(module: Record<string, unknown>): unknown {
+  if (module["operonBackendApi"] !== undefined) return module["operonBackendApi"];
+  const exported = module["default"] ?? module["Model"];
+  return (typeof exported === "function" || (typeof exported === "object" && exported !== null))
+    ? (exported as { operonBackendApi?: unknown }).operonBackendApi
+    : undefined;
+}
+
+async function importModule(modelPath: string): Promise<Record<string, unknown>> {
   let mtimeMs: number;
   try {
     const info = await stat(modelPath);

@@ -1,5 +1,5 @@
 import { Graph, layout } from "@dagrejs/dagre";
-import type { SpecGraph } from "./spec-graph";
+import type { SpecGraph } from "@operon/operator-spec/spec-graph";
 
 export const NODE_WIDTH = 190;
 export const NODE_HEIGHT = 58;

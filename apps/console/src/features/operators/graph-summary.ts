@@ -1,4 +1,4 @@
-import type { GraphNodeKind, SpecGraph } from "./spec-graph";
+import type { GraphNodeKind, SpecGraph } from "@operon/operator-spec/spec-graph";
 
 const KIND_NAMES: Record<GraphNodeKind, [string, string]> = {
   input: ["input", "inputs"],

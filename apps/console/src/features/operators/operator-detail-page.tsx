@@ -10,13 +10,13 @@ import { QueryView } from "@/components/states/query-view";
 import { formatDateTime } from "@/lib/format";
 import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
-import { canonicalSpec } from "./canonical-spec";
+import { canonicalSpec } from "@operon/operator-spec/canonical-spec";
 import { compactJson } from "./compact-json";
 import { DeleteOperatorButton } from "./delete-operator-button";
 import { OperatorGraph } from "./operator-graph";
 import { operatorHref, sourceLabel, stateLabel, type OperatorDetail } from "./operator-labels";
 import { OperatorVersions } from "./operator-versions";
-import { specGraph } from "./spec-graph";
+import { specGraph } from "@operon/operator-spec/spec-graph";
 import { TryItPanel } from "./try-it-panel";
 import { BreakableText } from "@/components/breakable-text";
 

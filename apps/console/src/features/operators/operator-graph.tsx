@@ -5,7 +5,7 @@ import { Background, Controls, MarkerType, Position, ReactFlow, type Edge, type 
 import { useId, useMemo } from "react";
 import { layoutGraph, NODE_HEIGHT, NODE_WIDTH } from "./graph-layout";
 import { graphSummary } from "./graph-summary";
-import type { GraphNodeKind, SpecGraph } from "./spec-graph";
+import type { GraphNodeKind, SpecGraph } from "@operon/operator-spec/spec-graph";
 
 const FLOW_TYPE: Record<GraphNodeKind, string> = { input: "input", output: "output", model: "default", route: "default", exit: "default" };
 

@@ -4,7 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import { QueryView } from "@/components/states/query-view";
 import { formatDateTime } from "@/lib/format";
 import { useTRPC } from "@/lib/trpc";
-import { canonicalSpec } from "./canonical-spec";
+import { canonicalSpec } from "@operon/operator-spec/canonical-spec";
 import { compactJson } from "./compact-json";
 
 /** Every stored version, newest first, each with its spec (opened on demand). */

@@ -1,4 +1,4 @@
-import { canonicalSpec } from "./canonical-spec";
+import { canonicalSpec } from "@operon/operator-spec/canonical-spec";
 import { compactJson } from "./compact-json";
 
 /**

@@ -31,7 +31,7 @@ export function WorkersTable({ workers, cpuRates }: { workers: readonly WorkerRo
             <th scope="col">Instance (model, version)</th>
             <th scope="col">Backend</th>
             <th scope="col">Kind / device</th>
-            <th scope="col">PID</th>
+            <th scope="col">Runs in (PID)</th>
             <th scope="col">State</th>
             <th scope="col">Restarts</th>
             <th scope="col">CPU seconds</th>
@@ -50,8 +50,8 @@ export function WorkersTable({ workers, cpuRates }: { workers: readonly WorkerRo
               </th>
               <td data-label="Backend">{worker.backend}</td>
               <td data-label="Kind / device">{placement(worker)}</td>
-              <td data-label="PID" className="cell-number">
-                {worker.pid ?? "—"}
+              <td data-label="Runs in (PID)" className="cell-number">
+                {worker.isolation === "thread" ? `gateway thread (${worker.pid ?? "—"})` : `process ${worker.pid ?? "—"}`}
               </td>
               <td data-label="State">
                 <WorkerStateBadge state={worker.state} />

@@ -1,6 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import { GatewayClient } from "./gateway-client.js";
+import { ERROR_KINDS, httpStatusOf, type ErrorKind } from "@operon/protocol/errors";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GATEWAY_KIND_CODES, GatewayClient, GatewayError, gatewayError } from "./gateway-client.js";
 import { startTestGateway, type TestGateway } from "../../testing/gateway-harness.js";
 
 const EXAMPLES = fileURLToPath(new URL("../../../../../examples/model_repository", import.meta.url));
@@ -39,8 +42,89 @@ describe("gateway client against a running gateway", () => {
   });
 
   it("turns gateway errors into app errors that keep the gateway's message", async () => {
-    await expect(client.modelConfig("no_such_model")).rejects.toMatchObject({ code: "NOT_FOUND", message: expect.stringContaining("no_such_model") });
+    await expect(client.modelConfig("no_such_model")).rejects.toMatchObject({ code: "NOT_FOUND", kind: "NOT_FOUND", message: expect.stringContaining("no_such_model") });
     const unreachable = new GatewayClient({ httpUrl: "http://127.0.0.1:9", timeoutMs: 2000 });
     await expect(unreachable.repositoryIndex()).rejects.toMatchObject({ code: "GATEWAY_UNAVAILABLE" });
+  });
+});
+
+describe("gateway error kinds", () => {
+  it("maps every kind to an API code in one table", () => {
+    expect(Object.keys(GATEWAY_KIND_CODES).sort()).toEqual([...ERROR_KINDS].sort());
+    expect(GATEWAY_KIND_CODES).toEqual({
+      INVALID_ARG: "VALIDATION_FAILED",
+      ALREADY_EXISTS: "VALIDATION_FAILED",
+      CANCELLED: "VALIDATION_FAILED",
+      NOT_FOUND: "NOT_FOUND",
+      UNAVAILABLE: "GATEWAY_UNAVAILABLE",
+      UNSUPPORTED: "GATEWAY_ERROR",
+      INTERNAL: "GATEWAY_ERROR",
+      UNKNOWN: "GATEWAY_ERROR",
+      UNAUTHENTICATED: "GATEWAY_ERROR",
+      PERMISSION_DENIED: "GATEWAY_ERROR",
+      RESOURCE_EXHAUSTED: "GATEWAY_ERROR",
+    });
+  });
+
+  it.each(ERROR_KINDS)("turns a %s answer into a GatewayError that keeps the kind and the message", (kind) => {
+    const error = gatewayError(httpStatusOf(kind), "what the gateway said", kind);
+    expect(error).toBeInstanceOf(GatewayError);
+    expect(error.kind).toBe(kind);
+    expect(error.code).toBe(GATEWAY_KIND_CODES[kind]);
+    expect(error.message).toContain("what the gateway said");
+  });
+
+  it("says a refused key is the control plane's key, not the caller's", () => {
+    expect(gatewayError(401, "no valid API key", "UNAUTHENTICATED").message).toBe("the gateway refused the control plane's key: no valid API key");
+    expect(gatewayError(403, "needs admin", "PERMISSION_DENIED").message).toBe("the gateway refused the control plane's key: needs admin");
+  });
+
+  it("maps answers without a kind (failures of HTTP itself) by status", () => {
+    expect(gatewayError(404, "no endpoint at '/v2/x'", undefined).code).toBe("NOT_FOUND");
+    expect(gatewayError(413, "too large", undefined).code).toBe("PAYLOAD_TOO_LARGE");
+    expect(gatewayError(405, "use GET", undefined).code).toBe("GATEWAY_ERROR");
+  });
+});
+
+describe("gateway client against a fake gateway", () => {
+  let server: http.Server;
+  let client: GatewayClient;
+  /** What the fake gateway answers next: status and body. */
+  let answer: { status: number; body: unknown } = { status: 200, body: {} };
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        const text = JSON.stringify(answer.body);
+        res.writeHead(answer.status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text) }).end(text);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    client = new GatewayClient({ httpUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+  });
+
+  afterAll(async () => {
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it.each<[ErrorKind, string]>([
+    ["INVALID_ARG", "VALIDATION_FAILED"],
+    ["NOT_FOUND", "NOT_FOUND"],
+    ["UNSUPPORTED", "GATEWAY_ERROR"],
+    ["UNAVAILABLE", "GATEWAY_UNAVAILABLE"],
+  ])("reads the kind of a %s error body", async (kind, code) => {
+    answer = { status: httpStatusOf(kind), body: { error: `failed: ${kind}`, kind } };
+    const error = await client.loadModel("m").then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
+    expect(error).toBeInstanceOf(GatewayError);
+    expect(error).toMatchObject({ kind, code, message: `failed: ${kind}` });
+  });
+
+  it("ignores a kind outside the closed set and falls back to the status", async () => {
+    answer = { status: 404, body: { error: "gone", kind: "SOMETHING_ELSE" } };
+    await expect(client.unloadModel("m")).rejects.toMatchObject({ kind: undefined, code: "NOT_FOUND", message: "gone" });
   });
 });

@@ -1,6 +1,7 @@
 import type { WorkersResponse } from "@operon/protocol/admin";
+import { ERROR_KINDS, type ErrorKind } from "@operon/protocol/errors";
 import type { ModelStatistics, RepositoryIndexEntry } from "@operon/protocol/inference";
-import { AppError } from "../../app-error.js";
+import { AppError, type AppErrorCode } from "../../app-error.js";
 
 /**
  * The control plane's only way to the gateway: its own HTTP endpoints
@@ -186,8 +187,12 @@ export class GatewayClient {
       }
     }
     if (response.ok || options.acceptStatuses?.includes(response.status)) return { body: parsed, status: response.status, latencyMs };
-    const message = (parsed as { error?: unknown } | undefined)?.error;
-    throw gatewayError(response.status, typeof message === "string" ? message : `${method} ${path} answered ${response.status}`);
+    const { error: message, kind } = (parsed ?? {}) as { error?: unknown; kind?: unknown };
+    throw gatewayError(
+      response.status,
+      typeof message === "string" ? message : `${method} ${path} answered ${response.status}`,
+      ERROR_KINDS.includes(kind as ErrorKind) ? (kind as ErrorKind) : undefined,
+    );
   }
 
   private async fetchWithTimeout(url: string, init: RequestInit, timeoutMs: number): Promise<Response> {
@@ -204,13 +209,51 @@ function modelPath(name: string, version?: string): string {
   return `/v2/models/${encodeURIComponent(name)}${version ? `/versions/${encodeURIComponent(version)}` : ""}`;
 }
 
-/** The gateway's status (Triton's mapping) back to the API's codes; the gateway's message is kept. */
-function gatewayError(status: number, message: string): AppError {
-  if (status === 400) return new AppError("VALIDATION_FAILED", message);
-  if (status === 401 || status === 403) return new AppError("GATEWAY_ERROR", `the gateway refused the control plane's key: ${message}`);
-  if (status === 404) return new AppError("NOT_FOUND", message);
-  if (status === 409) return new AppError("CONFLICT", message);
-  if (status === 413) return new AppError("PAYLOAD_TOO_LARGE", message);
-  if (status === 503) return new AppError("GATEWAY_UNAVAILABLE", message);
-  return new AppError("GATEWAY_ERROR", message, { internal: `gateway status ${status}` });
+/**
+ * A failed gateway call. `kind` is the gateway's OperonError kind (the
+ * `"kind"` of its error body), so callers branch on it, never on the text;
+ * undefined when the failure had none (a failure of HTTP itself: no such
+ * endpoint, a body over the limit).
+ */
+export class GatewayError extends AppError {
+  constructor(
+    code: AppErrorCode,
+    message: string,
+    readonly kind: ErrorKind | undefined,
+    readonly status: number,
+  ) {
+    super(code, message, { internal: `gateway status ${status}${kind !== undefined ? ` ${kind}` : ""}` });
+    this.name = "GatewayError";
+  }
+}
+
+/**
+ * The one table from the gateway's error kinds to the API's codes. The
+ * client's own mistakes in what it sent become VALIDATION_FAILED; the
+ * gateway's failures, and refusals of the control plane's key, GATEWAY_ERROR.
+ */
+export const GATEWAY_KIND_CODES: Record<ErrorKind, AppErrorCode> = {
+  INVALID_ARG: "VALIDATION_FAILED",
+  ALREADY_EXISTS: "VALIDATION_FAILED",
+  CANCELLED: "VALIDATION_FAILED",
+  NOT_FOUND: "NOT_FOUND",
+  UNAVAILABLE: "GATEWAY_UNAVAILABLE",
+  UNSUPPORTED: "GATEWAY_ERROR",
+  INTERNAL: "GATEWAY_ERROR",
+  UNKNOWN: "GATEWAY_ERROR",
+  UNAUTHENTICATED: "GATEWAY_ERROR",
+  PERMISSION_DENIED: "GATEWAY_ERROR",
+  RESOURCE_EXHAUSTED: "GATEWAY_ERROR",
+};
+
+/** Codes of failures without a kind (HTTP itself), by status; anything else is GATEWAY_ERROR. */
+const KINDLESS_STATUS_CODES: Record<number, AppErrorCode> = { 400: "VALIDATION_FAILED", 404: "NOT_FOUND", 413: "PAYLOAD_TOO_LARGE", 503: "GATEWAY_UNAVAILABLE" };
+
+/** The gateway's error back to the API's code; the gateway's message is kept. */
+export function gatewayError(status: number, message: string, kind: ErrorKind | undefined): GatewayError {
+  if (kind === "UNAUTHENTICATED" || kind === "PERMISSION_DENIED") {
+    return new GatewayError("GATEWAY_ERROR", `the gateway refused the control plane's key: ${message}`, kind, status);
+  }
+  const code = kind !== undefined ? GATEWAY_KIND_CODES[kind] : (KINDLESS_STATUS_CODES[status] ?? "GATEWAY_ERROR");
+  return new GatewayError(code, message, kind, status);
 }

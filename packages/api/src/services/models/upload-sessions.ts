@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { readOnnxSignatureFile, type OnnxSignature } from "@operon/model-config/onnx-signature";
 import { OperonError } from "@operon/protocol/errors";
 import { AppError } from "../../app-error.js";
-import type { ApiLogger } from "../../options.js";
+import type { Logger } from "@operon/protocol/logger";
 
 /**
  * Resumable model uploads: a session per upload, its bytes staged in one
@@ -49,7 +49,7 @@ export interface UploadSession {
 
 export interface UploadSessionsOptions {
   stagingDir: string;
-  logger: ApiLogger;
+  logger: Logger;
   ttlMs?: number;
   /** How often expired sessions are swept (default one minute; 0 = no timer). */
   sweepIntervalMs?: number;

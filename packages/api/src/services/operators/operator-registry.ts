@@ -1,10 +1,11 @@
 import type { Operator, Prisma, PrismaClient } from "@operon/db";
+import { specModels, specSteps } from "@operon/operator-spec/spec-summary";
 import { AppError, notFound, type FieldError } from "../../app-error.js";
-import type { ApiLogger } from "../../options.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient, GatewayOperator, OperatorProblem, OperatorValidation } from "../gateway/gateway-client.js";
 import { KeyedLock } from "../keyed-lock.js";
 import { isUniqueViolation } from "../accounts/user-accounts.js";
+import type { Logger } from "@operon/protocol/logger";
 
 /**
  * Operators (DAGs of model calls) as the control plane keeps them: the
@@ -113,7 +114,7 @@ export class OperatorRegistry {
   constructor(
     private readonly prisma: PrismaClient,
     private readonly gateway: GatewayClient,
-    private readonly logger: ApiLogger,
+    private readonly logger: Logger,
   ) {}
 
   /** Stored operators, then served ones not stored here (repository ensembles, direct registrations). */
@@ -367,20 +368,6 @@ function specObject(value: Prisma.JsonValue): Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
 }
 
-function stepsOf(spec: Record<string, unknown>): Array<Record<string, unknown>> {
-  const steps = spec["steps"];
-  return Array.isArray(steps) ? steps.filter((step): step is Record<string, unknown> => typeof step === "object" && step !== null) : [];
-}
-
-function modelsOf(spec: Record<string, unknown>): string[] {
-  const models: string[] = [];
-  for (const step of stepsOf(spec)) {
-    const model = step["model"];
-    if (step["kind"] === "model" && typeof model === "string" && !models.includes(model)) models.push(model);
-  }
-  return models;
-}
-
 /** The gateway lists one entry per served version; the highest is the one requests reach. */
 function latestByName(operators: readonly GatewayOperator[]): GatewayOperator[] {
   const latest = new Map<string, GatewayOperator>();
@@ -405,8 +392,8 @@ function summarize(row: OperatorWithRelations, served: readonly GatewayOperator[
     stored: true,
     latestVersion: row.latestVersion,
     state: stateOf(row.name, served),
-    models: modelsOf(spec),
-    stepCount: stepsOf(spec).length,
+    models: specModels(spec),
+    stepCount: specSteps(spec).length,
     owner: row.owner ?? null,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
@@ -430,8 +417,8 @@ function summarizeServed(operator: GatewayOperator): OperatorSummary {
     stored: false,
     latestVersion: null,
     state: "SERVED",
-    models: modelsOf(operator.spec),
-    stepCount: stepsOf(operator.spec).length,
+    models: specModels(operator.spec),
+    stepCount: specSteps(operator.spec).length,
     owner: null,
     createdAt: null,
     updatedAt: null,

@@ -5,9 +5,9 @@ import type { PerfProgress } from "@operon/perf/perf-progress";
 import type { PerfReport, PerfStep } from "@operon/perf/perf-report";
 import { PERF_DEFAULTS, runPerf, type PerfOptions } from "@operon/perf/run-perf";
 import { AppError, notFound } from "../../app-error.js";
-import type { ApiLogger } from "../../options.js";
 import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-client.js";
+import type { Logger } from "@operon/protocol/logger";
 
 /**
  * Perf runs started from the console: the `operon perf` engine (runPerf)
@@ -140,7 +140,7 @@ export class PerfRuns {
     private readonly prisma: PrismaClient,
     private readonly gateway: GatewayClient,
     private readonly gatewayOptions: GatewayClientOptions,
-    private readonly logger: ApiLogger,
+    private readonly logger: Logger,
   ) {}
 
   /** Marks the RUNNING reports a crash left behind FAILED; returns how many. Call before any start. */

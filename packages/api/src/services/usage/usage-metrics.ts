@@ -1,11 +1,11 @@
 import type { WorkersResponse } from "@operon/protocol/admin";
 import type { PrismaClient } from "@operon/db";
-import type { ApiLogger } from "../../options.js";
 import { AppError } from "../../app-error.js";
 import { computeCosts, queryCostTotals, type CostReport } from "../costs/cost-model.js";
 import type { GatewayClient } from "../gateway/gateway-client.js";
 import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQuantiles } from "./prometheus-text.js";
 import { defaultBucketSecs, MAX_SERIES_POINTS, queryBucketTotals, seriesFromTotals, type UsageSeries } from "./usage-series.js";
+import type { Logger } from "@operon/protocol/logger";
 
 /**
  * What the metrics router answers: charts from the stored usage samples
@@ -77,7 +77,7 @@ export interface CurrentUsage {
 }
 
 /** The gateway's live per-model numbers (statistics, workers, latency summaries) with each version's last sample. */
-export async function currentUsage(prisma: PrismaClient, gateway: GatewayClient, logger: ApiLogger): Promise<CurrentUsage> {
+export async function currentUsage(prisma: PrismaClient, gateway: GatewayClient, logger: Logger): Promise<CurrentUsage> {
   const [stats, operators] = await Promise.all([gateway.statistics(), gateway.listOperators()]);
   const unavailable: string[] = [];
   const [workers, quantiles] = await Promise.all([

@@ -1,11 +1,11 @@
 import type { WorkerInstanceInfo, WorkersResponse } from "@operon/protocol/admin";
 import type { ModelStatistics } from "@operon/protocol/inference";
 import type { Prisma, PrismaClient } from "@operon/db";
-import type { ApiLogger } from "../../options.js";
 import { recordAudit, SYSTEM_ACTOR } from "../audit/audit-log.js";
 import type { GatewayClient } from "../gateway/gateway-client.js";
 import { COMPACT_AFTER_MS, compactUsageSamples, type CompactionResult } from "./usage-compaction.js";
 import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQuantiles } from "./prometheus-text.js";
+import type { Logger } from "@operon/protocol/logger";
 
 /**
  * Samples the gateway's usage into UsageSample rows, one per served model
@@ -86,7 +86,7 @@ export class UsageSampler {
     private readonly prisma: PrismaClient,
     private readonly gateway: GatewayClient,
     private readonly schedule: UsageSamplerSchedule,
-    private readonly logger: ApiLogger,
+    private readonly logger: Logger,
   ) {}
 
   /** Takes the baseline now and a sample every interval; a no-op when the interval is 0. */

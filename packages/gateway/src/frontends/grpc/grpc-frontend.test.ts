@@ -1,5 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
-import { ERROR_KINDS, type ErrorKind, OperonError, grpcStatusOf } from "@operon/protocol/errors";
+import { ERROR_KINDS, type ErrorKind, OperonError, grpcStatusOf, logLevelOf } from "@operon/protocol/errors";
+import type { Logger } from "@operon/protocol/logger";
 import type {
   InferRequest,
   InferResponse,
@@ -14,7 +15,8 @@ import { type ApiKeyGrant, type ApiKeyScope, generateApiKey } from "@operon/prot
 import { GatewayAccessPolicy } from "../../auth/access-policy.js";
 import { ApiKeyRing } from "../../auth/api-key-ring.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
-import { type GrpcFrontend, loadGrpcProtos, startGrpcFrontend } from "./grpc-frontend.js";
+import { type GrpcFrontend, startGrpcFrontend } from "./grpc-frontend.js";
+import { loadGrpcProtos } from "./grpc-wire.js";
 
 // ---- A fake engine with canned behaviour ----
 
@@ -209,9 +211,15 @@ const engine = new FakeEngine();
 let frontend: GrpcFrontend;
 let client: Client;
 let health: Client;
+const logs: Array<{ level: "info" | "warn" | "error"; obj: object | string; msg: string | undefined }> = [];
+const logger: Logger = {
+  info: (obj, msg) => void logs.push({ level: "info", obj, msg }),
+  warn: (obj, msg) => void logs.push({ level: "warn", obj, msg }),
+  error: (obj, msg) => void logs.push({ level: "error", obj, msg }),
+};
 
 beforeAll(async () => {
-  frontend = await startGrpcFrontend(engine, { host: "127.0.0.1", port: 0, healthWatchIntervalMs: 20 });
+  frontend = await startGrpcFrontend(engine, { host: "127.0.0.1", port: 0, healthWatchIntervalMs: 20, logger });
   ({ inference: client, health } = await makeClients(frontend.port));
 });
 
@@ -463,16 +471,35 @@ describe("ModelInfer", () => {
     expect(error.details).toMatch(pattern);
   });
 
-  it.each(ERROR_KINDS.map((kind) => [kind]))("maps OperonError %s to its gRPC status", async (kind) => {
+  it.each(ERROR_KINDS.map((kind) => [kind]))("maps OperonError %s to its gRPC status and logs it at its kind's level", async (kind) => {
     const error = await callError(client, "ModelInfer", { model_name: "fail", parameters: { kind: { string_param: kind } } });
     expect(error.code).toBe(grpcStatusOf(kind));
     expect(error.details).toBe(`failure of kind ${kind}`);
+    expect(logs.filter((line) => line.msg === `failure of kind ${kind}`).map((line) => line.level)).toEqual([logLevelOf(kind)]);
   });
 
-  it("maps other exceptions to INTERNAL", async () => {
+  it("maps other exceptions to INTERNAL with a fixed text, logging the details at error", async () => {
     const error = await callError(client, "ModelInfer", { model_name: "boom" });
     expect(error.code).toBe(grpc.status.INTERNAL);
-    expect(error.details).toBe("unexpected crash");
+    expect(error.details).toBe("internal server error");
+    const line = logs.find((entry) => entry.level === "error" && (entry.obj as { err?: Error }).err?.message === "unexpected crash");
+    expect(line?.msg).toBe("gRPC call failed unexpectedly");
+  });
+
+  it("hides an unexpected exception's text on a stream too", async () => {
+    const stream = client["ModelStreamInfer"]() as grpc.ClientDuplexStream<object, Reply>;
+    const replies: Reply[] = [];
+    const ended = new Promise<void>((resolve, reject) => {
+      stream.on("data", (reply: Reply) => replies.push(reply));
+      stream.on("end", resolve);
+      stream.on("error", reject);
+    });
+    stream.write({ model_name: "boom", id: "crash" });
+    stream.end();
+    await ended;
+    expect(replies).toHaveLength(1);
+    expect(replies[0]).toMatchObject({ error_message: "internal server error", infer_response: { id: "crash" } });
+    expect(logs.some((entry) => entry.msg === "stream inference failed unexpectedly" && (entry.obj as { err?: Error }).err?.message === "unexpected crash")).toBe(true);
   });
 
   it("aborts the engine's signal when the client cancels", async () => {

@@ -7,7 +7,45 @@ import { ClientClosedError, HttpStatusError } from "./http-errors.js";
 const gunzipAsync = promisify(gunzip);
 const inflateAsync = promisify(inflate);
 
+/** Triton's --http-max-input-size default (64 MiB). */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
+
+/** Declared bodies at least this large are read into one buffer of their own, allocated up front. */
+const PREALLOCATE_BYTES = 64 * 1024;
+
+/**
+ * Request bytes held at once by all bodies being read or decoded, so many
+ * large bodies cannot together exhaust memory: a body that would take the
+ * total past the limit is refused with 503 and Retry-After (the client may
+ * try again once others are done). Each body's bytes are released when its
+ * response finishes.
+ */
+export class BodyBytesBudget {
+  private used = 0;
+  constructor(readonly limitBytes: number) {}
+
+  get usedBytes(): number {
+    return this.used;
+  }
+
+  /** Takes `bytes` or throws 503; call the returned function once, when the request is done with them. */
+  take(bytes: number): () => void {
+    if (bytes > 0 && this.used + bytes > this.limitBytes) {
+      throw new HttpStatusError(
+        503,
+        `the server holds ${this.used} bytes of request bodies already; ${bytes} more would pass its limit of ${this.limitBytes} (--http-max-inflight-body-bytes): retry shortly`,
+        { headers: { "Retry-After": "1" }, closeConnection: true },
+      );
+    }
+    this.used += bytes;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.used -= bytes;
+    };
+  }
+}
 
 export function bodyTooLarge(bytes: number, maxBytes: number, atLeast = false): HttpStatusError {
   return new HttpStatusError(
@@ -34,17 +72,25 @@ export function declaredLength(req: IncomingMessage): number | undefined {
  * "Expect: 100-continue" is told to go ahead only once the declared length
  * has passed the limit.
  */
-export async function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number): Promise<Buffer> {
+export async function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number, budget?: BodyBytesBudget): Promise<Buffer> {
   const declared = declaredLength(req);
   if (declared !== undefined && declared > maxBytes) throw bodyTooLarge(declared, maxBytes);
+  // The declared size is taken from the budget before a byte is read; a chunked body's as it arrives (below).
+  if (budget !== undefined && declared !== undefined) res.once("close", budget.take(declared));
   if (req.headers.expect?.toLowerCase() === "100-continue" && !res.headersSent) res.writeContinue();
-  const raw = await collect(req, maxBytes);
+  const raw = await collect(req, maxBytes, declared, budget !== undefined && declared === undefined ? (bytes) => res.once("close", budget.take(bytes)) : undefined);
   return decodeContentEncoding(raw, req.headers["content-encoding"], maxBytes);
 }
 
-function collect(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+/**
+ * The body's bytes. A large declared body is copied chunk by chunk into one
+ * buffer allocated up front (no large copy at the end, and the buffer is
+ * the body's alone, so it can be moved to a decode thread).
+ */
+function collect(req: IncomingMessage, maxBytes: number, declared: number | undefined, onChunk?: (bytes: number) => void): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
+    const whole = declared !== undefined && declared >= PREALLOCATE_BYTES ? Buffer.from(new ArrayBuffer(declared)) : undefined;
     let total = 0;
     const cleanup = (): void => {
       req.off("data", onData);
@@ -53,18 +99,29 @@ function collect(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
       req.off("close", onClose);
     };
     const onData = (chunk: Buffer): void => {
+      const offset = total;
       total += chunk.length;
-      if (total > maxBytes) {
+      if (total > maxBytes || (whole !== undefined && total > whole.length)) {
         cleanup();
         req.pause();
-        reject(bodyTooLarge(total, maxBytes, true));
+        reject(total > maxBytes ? bodyTooLarge(total, maxBytes, true) : new HttpStatusError(400, `request body is longer than its Content-Length of ${declared} bytes`, { closeConnection: true }));
         return;
       }
-      chunks.push(chunk);
+      try {
+        onChunk?.(chunk.length);
+      } catch (error) {
+        cleanup();
+        req.pause();
+        reject(error);
+        return;
+      }
+      if (whole !== undefined) whole.set(chunk, offset);
+      else chunks.push(chunk);
     };
     const onEnd = (): void => {
       cleanup();
-      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
+      if (whole !== undefined) resolve(total === whole.length ? whole : whole.subarray(0, total));
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
     };
     const onError = (): void => {
       cleanup();

@@ -7,12 +7,19 @@
 export class HttpStatusError extends Error {
   readonly status: number;
   readonly closeConnection: boolean;
+  /** Extra headers of the answer (e.g. Retry-After on a 503). */
+  readonly headers: Readonly<Record<string, string>>;
 
-  constructor(status: number, message: string, options: { closeConnection?: boolean; cause?: unknown } = {}) {
+  constructor(
+    status: number,
+    message: string,
+    options: { closeConnection?: boolean; cause?: unknown; headers?: Readonly<Record<string, string>> } = {},
+  ) {
     super(message, { cause: options.cause });
     this.name = "HttpStatusError";
     this.status = status;
     this.closeConnection = options.closeConnection ?? false;
+    this.headers = options.headers ?? {};
   }
 }
 

@@ -1,7 +1,7 @@
 import http from "node:http";
 import { gzipSync } from "node:zlib";
 import type { DataType } from "@operon/protocol/datatypes";
-import { ERROR_KINDS, type ErrorKind, OperonError, httpStatusOf } from "@operon/protocol/errors";
+import { ERROR_KINDS, type ErrorKind, OperonError, httpStatusOf, logLevelOf } from "@operon/protocol/errors";
 import type {
   InferRequest,
   InferResponse,
@@ -20,7 +20,8 @@ import { type ApiKeyGrant, type ApiKeyScope, generateApiKey } from "@operon/prot
 import { GatewayAccessPolicy } from "../../auth/access-policy.js";
 import { ApiKeyRing } from "../../auth/api-key-ring.js";
 import type { InferenceEngine, OperatorValidation } from "../../engine/engine-api.js";
-import { type HttpFrontend, type HttpFrontendLogger, startHttpFrontend } from "./http-frontend.js";
+import { type HttpFrontend, startHttpFrontend } from "./http-frontend.js";
+import type { Logger } from "@operon/protocol/logger";
 
 // ---------------------------------------------------------------------------
 // A fake engine with canned models:
@@ -295,7 +296,7 @@ interface LogLine {
 const MAX_BODY = 64 * 1024;
 const engine = new FakeEngine();
 const logs: LogLine[] = [];
-const logger: HttpFrontendLogger = {
+const logger: Logger = {
   info: (obj, msg) => logs.push({ level: "info", obj, msg }),
   warn: (obj, msg) => logs.push({ level: "warn", obj, msg }),
   error: (obj, msg) => logs.push({ level: "error", obj, msg }),
@@ -351,13 +352,15 @@ async function readBinaryResponse(res: Response): Promise<{ json: { outputs: Res
   return { json, binary };
 }
 
-async function expectError(res: Response, status: number, message: string | RegExp): Promise<void> {
+/** An error body: `error` (KServe v2), plus `kind` when the failure has an OperonError kind; `kind` checked when given. */
+async function expectError(res: Response, status: number, message: string | RegExp, kind?: ErrorKind): Promise<void> {
   const text = await res.text();
   expect({ status: res.status, contentType: res.headers.get("content-type") }).toEqual({ status, contentType: "application/json" });
-  const body = JSON.parse(text) as { error: string };
-  expect(Object.keys(body)).toEqual(["error"]);
-  if (typeof message === "string") expect(body.error).toBe(message);
-  else expect(body.error).toMatch(message);
+  const { error, kind: bodyKind, ...rest } = JSON.parse(text) as { error: string; kind?: string };
+  expect(rest).toEqual({});
+  if (typeof message === "string") expect(error).toBe(message);
+  else expect(error).toMatch(message);
+  if (kind !== undefined) expect(bodyKind).toBe(kind);
 }
 
 const ADD_REQUEST = {
@@ -835,19 +838,25 @@ describe("infer request validation", () => {
 });
 
 describe("errors", () => {
-  it.each(ERROR_KINDS.filter((kind) => kind !== "INTERNAL"))("maps %s to its HTTP status and logs it at info", async (kind) => {
+  it("names the OperonError kind in the body beside the message; failures of HTTP itself have none", async () => {
+    const res = await post("/v2/models/fail/infer", { parameters: { kind: "NOT_FOUND" }, inputs: [] });
+    expect(await res.json()).toEqual({ error: "failed with NOT_FOUND", kind: "NOT_FOUND" });
+    expect(await (await fetch(`${base}/v2/no/such/endpoint`)).json()).toEqual({ error: "no endpoint at '/v2/no/such/endpoint'" });
+  });
+
+  it.each(ERROR_KINDS.filter((kind) => kind !== "INTERNAL"))("maps %s to its HTTP status and logs it at its kind's level", async (kind) => {
     const res = await post("/v2/models/fail/infer", { parameters: { kind }, inputs: [] });
-    await expectError(res, httpStatusOf(kind), `failed with ${kind}`);
-    expect(logs.filter((line) => line.msg === `failed with ${kind}`).map((line) => line.level)).toEqual(["info"]);
+    await expectError(res, httpStatusOf(kind), `failed with ${kind}`, kind);
+    expect(logs.filter((line) => line.msg === `failed with ${kind}`).map((line) => line.level)).toEqual([logLevelOf(kind)]);
   });
 
   it("maps INTERNAL to 500 and logs it at error", async () => {
-    await expectError(await post("/v2/models/fail/infer", { parameters: { kind: "INTERNAL" }, inputs: [] }), 500, "failed with INTERNAL");
+    await expectError(await post("/v2/models/fail/infer", { parameters: { kind: "INTERNAL" }, inputs: [] }), 500, "failed with INTERNAL", "INTERNAL");
     expect(logs.find((line) => line.msg === "failed with INTERNAL")?.level).toBe("error");
   });
 
   it("answers an unexpected exception with 500 and a fixed message, logging the details at error", async () => {
-    await expectError(await post("/v2/models/fail/infer", { parameters: { kind: "bug" }, inputs: [] }), 500, "internal server error");
+    await expectError(await post("/v2/models/fail/infer", { parameters: { kind: "bug" }, inputs: [] }), 500, "internal server error", "INTERNAL");
     const line = logs.find((entry) => entry.level === "error");
     expect((line?.obj as { err?: Error }).err?.message).toContain("secret internals");
   });

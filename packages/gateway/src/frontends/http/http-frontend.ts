@@ -11,15 +11,20 @@ import type { InferRequest, InferResponse } from "@operon/protocol/inference";
 import type { AccessNeed, GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
-import { DEFAULT_MAX_BODY_BYTES, parseJsonBody, readBody } from "./http-body-reader.js";
+import { BodyBytesBudget, DEFAULT_MAX_BODY_BYTES, readBody } from "./http-body-reader.js";
 import { ClientClosedError } from "./http-errors.js";
 import { decodeGenerateBody, encodeGenerateResponse } from "./http-generate.js";
-import { decodeInferBody } from "./http-infer-request.js";
+import { type DecodedInferRequest, decodeInferBody } from "./http-infer-request.js";
+import { DECODE_OFF_LOOP_BYTES, DecodePool } from "../decode/decode-pool.js";
+import { decodeHttpInfer, decodeJson } from "../decode/decode-tasks.js";
+import { unpackInferRequest } from "../decode/packed-request.js";
 import { rawInputSpecFromEngine } from "./http-raw-input.js";
 import { decodeIndexRequest, decodeLoadRequest, decodeUnloadRequest } from "./http-repository-request.js";
 import { reportOf, sendBody, sendEmpty, sendError, sendJson } from "./http-respond.js";
+import { logRequestFailure } from "../failure-log.js";
 import { type RouteParams, Router } from "./http-router.js";
 import { EventStream } from "./http-sse.js";
+import type { Logger } from "@operon/protocol/logger";
 
 /**
  * The HTTP/REST frontend: KServe v2 plus Triton's extensions (binary
@@ -40,19 +45,13 @@ import { EventStream } from "./http-sse.js";
  * priority level (auth/key-priority.ts).
  */
 
-export interface HttpFrontendLogger {
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-}
-
 export interface HttpFrontendOptions {
   host: string;
   /** 0 = let the OS pick a free port; the bound port is returned. */
   port: number;
   /** Largest request body accepted, bytes, after any gzip/deflate is undone (default 64 MiB). */
   maxBodyBytes?: number;
-  logger?: HttpFrontendLogger;
+  logger?: Logger;
   /**
    * The input a raw binary request (Inference-Header-Content-Length: 0)
    * fills. Default: the model's only input from its metadata, batch-1 when
@@ -66,6 +65,15 @@ export interface HttpFrontendOptions {
    * unload, operator registration and removal. Everything else: infer.
    */
   access?: GatewayAccessPolicy;
+  /**
+   * Decodes bodies of DECODE_OFF_LOOP_BYTES or more off the event loop;
+   * default a pool of its own (closed on stop).
+   */
+  decodePool?: DecodePool;
+  /** Request body bytes held at once over all requests (BodyBytesBudget); default 4 × maxBodyBytes. */
+  maxInflightBodyBytes?: number;
+  /** Largest body of a model load request (uploaded files travel base64 in it); default maxBodyBytes. */
+  maxLoadBodyBytes?: number;
 }
 
 export interface HttpFrontend {
@@ -99,7 +107,7 @@ interface Route {
 }
 
 /** Without a logger, only server faults reach stderr; client errors are the clients' business. */
-const FALLBACK_LOGGER: HttpFrontendLogger = {
+const FALLBACK_LOGGER: Logger = {
   info: () => {},
   warn: (obj, msg) => console.warn(msg ?? "", obj),
   error: (obj, msg) => console.error(msg ?? "", obj),
@@ -109,7 +117,11 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const logger = options.logger ?? FALLBACK_LOGGER;
   const rawInputShape = options.rawInputShape ?? ((model, version) => rawInputSpecFromEngine(engine, model, version));
-  const router = buildRouter(engine, { maxBodyBytes, rawInputShape, logger });
+  const ownPool = options.decodePool === undefined;
+  const decodePool = options.decodePool ?? new DecodePool();
+  const bodyBudget = new BodyBytesBudget(options.maxInflightBodyBytes ?? 4 * maxBodyBytes);
+  const maxLoadBodyBytes = options.maxLoadBodyBytes ?? maxBodyBytes;
+  const router = buildRouter(engine, { maxBodyBytes, maxLoadBodyBytes, rawInputShape, logger, decodePool, bodyBudget });
   const access = options.access;
   let closing = false;
   // Requests in flight. On stop, those whose response has not started are
@@ -143,9 +155,8 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
         return;
       }
       const report = reportOf(error);
-      if (report.serverFault) logger.error({ method, path, status: report.status, err: error }, report.message);
-      else logger.info({ method, path, status: report.status }, report.message);
-      sendError(res, report.status, report.message, report.headers);
+      logRequestFailure(logger, report, error, { method, path, status: report.status });
+      sendError(res, report.status, report.message, report.headers, report.kind);
     }
   };
 
@@ -175,6 +186,7 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
       force.unref();
       server.close(() => {
         clearTimeout(force);
+        if (ownPool) void decodePool.close();
         resolve();
       });
       server.closeIdleConnections();
@@ -186,9 +198,12 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
 }
 
 interface RouterOptions {
+  decodePool: DecodePool;
+  bodyBudget: BodyBytesBudget;
   maxBodyBytes: number;
+  maxLoadBodyBytes: number;
   rawInputShape: NonNullable<HttpFrontendOptions["rawInputShape"]>;
-  logger: HttpFrontendLogger;
+  logger: Logger;
 }
 
 function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Route> {
@@ -196,8 +211,12 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
   const router = new Router<Route>();
   // Each route says what it needs (see auth/access-policy.ts): "open" routes take no key, so probes never need one.
   const add = (method: string, path: string, need: RouteNeed, handler: Handler): void => void router.add(method, path, { need, handler });
-  const readJson = async (req: IncomingMessage, res: ServerResponse): Promise<unknown> =>
-    parseJsonBody(await readBody(req, res, maxBodyBytes));
+  const readJson = async (req: IncomingMessage, res: ServerResponse, limitBytes = maxBodyBytes): Promise<unknown> => {
+    const body = await readBody(req, res, limitBytes, options.bodyBudget);
+    if (body.length < DECODE_OFF_LOOP_BYTES) return decodeJson(body);
+    const decoded = await options.decodePool.decode({ kind: "json", body }, true);
+    return decoded.kind === "json" ? decoded.value : undefined;
+  };
   const versionOf = (params: RouteParams): string | undefined => params["version"];
   const modelOf = (params: RouteParams): string => params["model"]!;
   // Health answers carry no body: 200 means yes, 400 (as Triton answers) means no.
@@ -232,7 +251,7 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
     sendJson(res, 200, await engine.repositoryIndex(decodeIndexRequest(await readJson(req, res))));
   });
   add("POST", "/v2/repository/models/:model/load", "admin", async ({ req, res, params }) => {
-    await engine.loadModel(modelOf(params), decodeLoadRequest(await readJson(req, res)));
+    await engine.loadModel(modelOf(params), decodeLoadRequest(await readJson(req, res, options.maxLoadBodyBytes)));
     sendEmpty(res, 200);
   });
   add("POST", "/v2/repository/models/:model/unload", "admin", async ({ req, res, params }) => {
@@ -279,16 +298,29 @@ function operatorSpecBody(name: string, body: unknown): Record<string, unknown> 
   return { ...body, name };
 }
 
-async function handleInfer(engine: InferenceEngine, options: RouterOptions, { req, res, params, principal }: RequestContext): Promise<void> {
+/**
+ * Reads and decodes an /infer (or /infer_stream) body: JSON, JSON + binary
+ * data, or a raw binary input. Bodies of DECODE_OFF_LOOP_BYTES or more are
+ * decoded on the decode pool, never on the event loop; every JSON part is
+ * checked against the JSON budget before it is parsed.
+ */
+async function readInferRequest(options: RouterOptions, { req, res, params }: RequestContext): Promise<DecodedInferRequest> {
   const modelName = params["model"]!;
   const modelVersion = params["version"];
-  const body = await readBody(req, res, options.maxBodyBytes);
+  const body = await readBody(req, res, options.maxBodyBytes, options.bodyBudget);
   const header = req.headers[INFERENCE_HEADER_CONTENT_LENGTH];
   const headerLength = parseInferenceHeaderLength(Array.isArray(header) ? header[0] : header);
   const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
-  const { request, binaryDataOutput } = await decodeInferBody(body, headerLength, target, () =>
-    options.rawInputShape(modelName, modelVersion),
-  );
+  if (headerLength === 0) return decodeInferBody(body, headerLength, target, () => options.rawInputShape(modelName, modelVersion));
+  if (body.length < DECODE_OFF_LOOP_BYTES) return decodeHttpInfer(body, headerLength, target);
+  const decoded = await options.decodePool.decode({ kind: "http-infer", body, headerLength, target }, true);
+  if (decoded.kind !== "infer") throw new OperonError("INTERNAL", "the decoder answered an infer body with something else");
+  return { request: unpackInferRequest(decoded.packed), binaryDataOutput: decoded.binaryDataOutput };
+}
+
+async function handleInfer(engine: InferenceEngine, options: RouterOptions, context: RequestContext): Promise<void> {
+  const { req, res, principal } = context;
+  const { request, binaryDataOutput } = await readInferRequest(options, context);
   applyKeyPriority(engine, request, principal);
 
   // The engine may queue the request for a while: if the client gives up
@@ -337,7 +369,8 @@ function clientGone(req: IncomingMessage, res: ServerResponse): { signal: AbortS
 async function decodeGenerateRequest(engine: InferenceEngine, options: RouterOptions, { req, res, params }: RequestContext): Promise<InferRequest> {
   const modelName = params["model"]!;
   const modelVersion = params["version"];
-  const json = parseJsonBody(await readBody(req, res, options.maxBodyBytes));
+  const body = await readBody(req, res, options.maxBodyBytes, options.bodyBudget);
+  const json = body.length < DECODE_OFF_LOOP_BYTES ? decodeJson(body) : ((await options.decodePool.decode({ kind: "json", body }, true)) as { value: unknown }).value;
   const metadata = engine.modelMetadata(modelName, modelVersion);
   const maxBatchSize = engine.modelConfig(modelName, modelVersion)["max_batch_size"];
   const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
@@ -412,13 +445,7 @@ async function handleEventStream(
   if (kind === "generate") {
     request = await decodeGenerateRequest(engine, options, context);
   } else {
-    const modelName = params["model"]!;
-    const modelVersion = params["version"];
-    const body = await readBody(req, res, options.maxBodyBytes);
-    const header = req.headers[INFERENCE_HEADER_CONTENT_LENGTH];
-    const headerLength = parseInferenceHeaderLength(Array.isArray(header) ? header[0] : header);
-    const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
-    ({ request } = await decodeInferBody(body, headerLength, target, () => options.rawInputShape(modelName, modelVersion)));
+    ({ request } = await readInferRequest(options, context));
     // Events are JSON: outputs never travel as binary here.
     outputs = request.outputs?.map(({ name }) => ({ name }));
   }

@@ -1,5 +1,6 @@
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
-import { httpStatusOf, isOperonError } from "@operon/protocol/errors";
+import { httpStatusOf, type ErrorKind, type FailureLogLevel } from "@operon/protocol/errors";
+import { requestFailureOf } from "../failure-log.js";
 import { HttpStatusError } from "./http-errors.js";
 
 /**
@@ -36,16 +37,25 @@ export function sendEmpty(res: ServerResponse, status: number): void {
   res.end();
 }
 
-/** Every error is `{"error": "<message>"}`, as in KServe v2. */
-export function sendError(res: ServerResponse, status: number, message: string, headers: OutgoingHttpHeaders = {}): void {
-  sendBody(res, status, { ...headers, "Content-Type": "application/json" }, Buffer.from(JSON.stringify({ error: message }), "utf8"));
+/**
+ * Every error is `{"error": "<message>"}`, as in KServe v2, plus `"kind"`
+ * (the OperonError kind) when the failure has one, so Operon's own clients
+ * (the control plane) branch on the kind, never on the text; Triton clients
+ * ignore the extra field. Failures of HTTP itself (no such endpoint, a body
+ * over the limit) have no kind.
+ */
+export function sendError(res: ServerResponse, status: number, message: string, headers: OutgoingHttpHeaders = {}, kind?: ErrorKind): void {
+  const body = kind === undefined ? { error: message } : { error: message, kind };
+  sendBody(res, status, { ...headers, "Content-Type": "application/json" }, Buffer.from(JSON.stringify(body), "utf8"));
 }
 
 export interface ErrorReport {
   status: number;
   message: string;
-  /** True for failures that are the server's fault (logged at error); false for the client's. */
-  serverFault: boolean;
+  /** The OperonError kind; undefined for failures of HTTP itself (HttpStatusError). */
+  kind: ErrorKind | undefined;
+  /** The level the failure is logged at (logLevelOf its kind; for HTTP's own failures, error at 5xx). */
+  level: FailureLogLevel;
   closeConnection: boolean;
   /** Headers the error answer carries: Connection: close, or WWW-Authenticate on a 401 (RFC 6750). */
   headers: OutgoingHttpHeaders;
@@ -53,15 +63,13 @@ export interface ErrorReport {
 
 /** The one place that turns anything thrown into an HTTP status (Triton's mapping via httpStatusOf). */
 export function reportOf(error: unknown): ErrorReport {
-  if (isOperonError(error)) {
-    const status = httpStatusOf(error.kind);
-    const headers: OutgoingHttpHeaders = status === 401 ? { "WWW-Authenticate": "Bearer" } : {};
-    return { status, message: error.message, serverFault: status === 500, closeConnection: false, headers };
-  }
   if (error instanceof HttpStatusError) {
-    const headers: OutgoingHttpHeaders = error.closeConnection ? { Connection: "close" } : {};
-    return { status: error.status, message: error.message, serverFault: error.status >= 500, closeConnection: error.closeConnection, headers };
+    const headers: OutgoingHttpHeaders = { ...error.headers, ...(error.closeConnection ? { Connection: "close" } : {}) };
+    return { status: error.status, message: error.message, kind: undefined, level: error.status >= 500 ? "error" : "info", closeConnection: error.closeConnection, headers };
   }
-  // A bug, not a contract error: its text may expose internals, so the client gets a fixed message and the log the details.
-  return { status: 500, message: "internal server error", serverFault: true, closeConnection: false, headers: {} };
+  // OperonErrors keep their text; anything else (a bug) gets a fixed one, its details only in the log (requestFailureOf).
+  const { kind, message, level } = requestFailureOf(error);
+  const status = httpStatusOf(kind);
+  const headers: OutgoingHttpHeaders = status === 401 ? { "WWW-Authenticate": "Bearer" } : {};
+  return { status, message, kind, level, closeConnection: false, headers };
 }

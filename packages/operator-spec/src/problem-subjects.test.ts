@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { problemNodeIds } from "./problem-targets";
+import { problemNodeIds } from "./problem-subjects.js";
 
 describe("problemNodeIds", () => {
   it("finds the steps and operator tensors the gateway's messages name", () => {

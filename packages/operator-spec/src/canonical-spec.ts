@@ -1,12 +1,28 @@
+import {
+  ExitStepSpecSchema,
+  ModelStepSpecSchema,
+  OperatorSpecSchema,
+  RouteCaseSchema,
+  RouteStepSpecSchema,
+  TensorSpecSchema,
+} from "./operator-spec-schema.js";
+
 /**
- * A spec with its keys in the order people write them (name, inputs,
- * outputs, steps; a step's id and kind first). The database hands JSON back
- * with its keys sorted, which reads backwards; the order carries no meaning.
+ * A spec with its keys in the order people write them: the order the schema
+ * declares them in (name, inputs, outputs, steps; a step's id and kind
+ * first). The database hands JSON back with its keys sorted, which reads
+ * backwards; the order carries no meaning.
  */
-const SPEC_KEYS = ["name", "description", "maxBatchSize", "maxInflightPerStep", "inputs", "outputs", "steps"];
-const TENSOR_KEYS = ["name", "datatype", "dims", "optional"];
-const STEP_KEYS = ["id", "kind", "model", "version", "input", "when", "inputs", "outputs", "cases", "default", "maxInflight"];
-const CASE_KEYS = ["when", "next"];
+const SPEC_KEYS = Object.keys(OperatorSpecSchema.shape);
+const TENSOR_KEYS = Object.keys(TensorSpecSchema.shape);
+const STEP_KEYS_BY_KIND: Record<string, string[]> = {
+  model: Object.keys(ModelStepSpecSchema.shape),
+  route: Object.keys(RouteStepSpecSchema.shape),
+  exit: Object.keys(ExitStepSpecSchema.shape),
+};
+/** For a step of no known kind: every step key, by kind in turn. */
+const STEP_KEYS = [...new Set(Object.values(STEP_KEYS_BY_KIND).flat())];
+const CASE_KEYS = Object.keys(RouteCaseSchema.shape);
 
 export function canonicalSpec(spec: Record<string, unknown>): Record<string, unknown> {
   const ordered = ordering(spec, SPEC_KEYS);
@@ -16,7 +32,7 @@ export function canonicalSpec(spec: Record<string, unknown>): Record<string, unk
   if (Array.isArray(ordered["steps"])) {
     ordered["steps"] = ordered["steps"].map((step: unknown) => {
       if (!isObject(step)) return step;
-      const next = ordering(step, STEP_KEYS);
+      const next = ordering(step, STEP_KEYS_BY_KIND[String(step["kind"])] ?? STEP_KEYS);
       if (Array.isArray(next["cases"])) next["cases"] = next["cases"].map((entry: unknown) => (isObject(entry) ? ordering(entry, CASE_KEYS) : entry));
       return next;
     });

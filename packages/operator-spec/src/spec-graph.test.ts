@@ -1,6 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { EXAMPLE_SPEC } from "./example-spec";
-import { specGraph } from "./spec-graph";
+import { specGraph } from "./spec-graph.js";
+
+/** The console's starting spec: the README's two-step DAG over the example add_sub model. */
+const EXAMPLE_SPEC = {
+  inputs: [
+    { name: "A", datatype: "FP32", dims: [16] },
+    { name: "B", datatype: "FP32", dims: [16] },
+  ],
+  outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
+  maxBatchSize: 8,
+  steps: [
+    { id: "first", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "sum" } },
+    { id: "second", kind: "model", model: "add_sub", inputs: { INPUT0: "sum", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } },
+  ],
+};
 
 describe("specGraph", () => {
   it("draws the example as inputs, model steps and outputs joined by their tensor mappings", () => {

@@ -1,15 +1,16 @@
 import type { OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { ExecuteTiming, InstanceKind, IoInfo, WireParameters } from "@operon/protocol/worker-wire";
+import type { BackendApiVersion } from "./backend-api-version.js";
 
 /**
- * The contract between the worker process and a backend (onnxruntime today;
- * typescript and native later). One Backend object serves one model
- * instance; the worker calls execute one request at a time, never
- * concurrently, so a backend needs no locking. Bump BACKEND_API_VERSION on
- * any incompatible change: the worker refuses a backend built for another.
+ * The contract between the worker process and a backend (onnxruntime,
+ * typescript; native later). One Backend object serves one model instance;
+ * the worker calls execute one request at a time, never concurrently, so a
+ * backend needs no locking. Versioned by BACKEND_API_VERSION
+ * (backend-api-version.ts): the worker refuses a backend built for an
+ * incompatible version.
  */
-export const BACKEND_API_VERSION = 1;
 
 export type LogLevel = "debug" | "info" | "warn" | "error";
 export type BackendLog = (level: LogLevel, message: string, fields?: Record<string, unknown>) => void;
@@ -41,7 +42,8 @@ export interface BackendExecuteResult {
 }
 
 export interface Backend {
-  readonly apiVersion: number;
+  /** The backend API version the backend was built against (normally BACKEND_API_VERSION). */
+  readonly apiVersion: BackendApiVersion;
   /** Loads the model. Throws OperonError (e.g. INVALID_ARG for a bad model, UNAVAILABLE for a missing device). */
   initialize(options: BackendInitOptions): Promise<void>;
   /** Inputs and outputs as the model declares them; valid after initialize. */

@@ -1,9 +1,10 @@
-import { inputNodeId, outputNodeId, stepNodeId } from "./spec-graph";
+import { inputNodeId, outputNodeId, stepNodeId } from "./spec-graph.js";
 
 /**
- * The graph nodes a validation problem names. The gateway's messages name
- * steps as "step 'id'", "route 'id'" or "exit 'id'" and operator tensors as
- * "operator input 'A'" / "operator output 'Y'" (operator-spec.ts).
+ * The graph nodes (spec-graph.ts) a validation problem names. Problem
+ * messages (operator-structure.ts here, the gateway's checks against its
+ * models) name steps as "step 'id'", "route 'id'" or "exit 'id'" and
+ * operator tensors as "operator input 'A'" / "operator output 'Y'".
  */
 const STEP_REFERENCE = /\b(?:step|route|exit) '([^']+)'/g;
 const TENSOR_REFERENCE = /\boperator (input|output) '([^']+)'/g;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { canonicalSpec } from "./canonical-spec";
+import { canonicalSpec } from "./canonical-spec.js";
 
 describe("canonicalSpec", () => {
   it("puts the keys of a spec, its tensors and steps in the usual order and keeps the rest", () => {

@@ -1,14 +1,15 @@
+import type { StepKind } from "./operator-spec-schema.js";
+
 /**
- * An operator spec (the gateway's format: packages/gateway/src/operators/
- * operator-spec.ts) as a graph to draw: operator inputs, model steps,
+ * An operator spec (operator-spec-schema.ts) as a graph to draw: operator inputs, model steps,
  * processing steps (routes, exits) and operator outputs as nodes; the
  * tensors between them as edges labelled with their mapping.
  *
  * It reads whatever the spec has so far (the editor draws it while it is
- * being typed) and skips what it cannot read; the gateway's validation,
- * not this, decides whether a spec is right.
+ * being typed) and skips what it cannot read; parseOperatorSpec and the
+ * gateway's validation, not this, decide whether a spec is right.
  */
-export type GraphNodeKind = "input" | "model" | "route" | "exit" | "output";
+export type GraphNodeKind = "input" | StepKind | "output";
 
 export interface SpecGraphNode {
   /** "in:<tensor>", "step:<id>" or "out:<tensor>". */

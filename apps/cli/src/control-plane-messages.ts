@@ -1,0 +1,37 @@
+import type { ApiKeyGrant } from "@operon/protocol/api-keys";
+
+/**
+ * Messages between `operon serve`'s main thread (the gateway) and the
+ * control plane's thread (control-plane-thread.ts). The control plane
+ * (database, API, usage sampler, perf runs) has its own event loop: a slow
+ * query, a migration or a perf run's bookkeeping never delays inference.
+ * It reaches the gateway only as any client would (its HTTP admin API, the
+ * metrics endpoint) plus the key ring that these messages keep current.
+ */
+export interface ControlPlaneThreadOptions {
+  databaseUrl: string;
+  dataDir: string;
+  adminEmail?: string;
+  adminPassword?: string;
+  /** The control plane's own admin key (memory only) and its grant, which the gateway adds to the ring. */
+  internal: { key: string; grant: ApiKeyGrant };
+  maxUploadBytes: number;
+  usageSampleIntervalSecs: number;
+  usageRetentionDays: number;
+  apiAddress: string;
+  apiPort: number;
+  logVerbose: number;
+}
+
+export type ToControlPlane =
+  | { type: "gateway"; httpUrl: string; metricsUrl: string | undefined }
+  /** Last-used times the gateway gathered (key id -> epoch ms), to be written to the database. */
+  | { type: "key-usage"; used: Array<[string, number]> }
+  | { type: "stop" };
+
+export type FromControlPlane =
+  /** The database is open and migrated; the stored keys (sent again on every change). */
+  | { type: "keys"; grants: ApiKeyGrant[]; database: string; embedded: boolean; appliedMigrations: number }
+  | { type: "started"; apiUrl: string; proxyToken: string; setupToken: string | undefined }
+  | { type: "failed"; message: string }
+  | { type: "stopped" };

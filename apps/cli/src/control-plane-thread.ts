@@ -1,0 +1,84 @@
+import { parentPort, workerData } from "node:worker_threads";
+import type { Database } from "@operon/db";
+import { ApiKeyService } from "@operon/api/api-key-service";
+import { createLogger } from "@operon/gateway/logger";
+import type { ControlPlaneThreadOptions, FromControlPlane, ToControlPlane } from "./control-plane-messages.js";
+import { controlPlaneDirs, ensureFirstAdmin, startControlPlane, type RunningControlPlane } from "./control-plane-runtime.js";
+import { describeDatabase, openMigratedDatabase } from "./database-flags.js";
+
+/**
+ * The control plane's thread of `operon serve` (see control-plane-messages.ts):
+ * opens and migrates the database, sends the stored API keys, waits for the
+ * gateway's URLs, then runs the control plane services and the API server
+ * until told to stop.
+ */
+const port = parentPort;
+if (port === null) throw new Error("control-plane-thread.js runs as a worker_thread of operon serve");
+const options = workerData as ControlPlaneThreadOptions;
+const logger = createLogger({ verbose: options.logVerbose });
+const post = (message: FromControlPlane): void => port.postMessage(message);
+
+let db: Database | undefined;
+let running: RunningControlPlane | undefined;
+let gateway: Promise<Extract<ToControlPlane, { type: "gateway" }>> | undefined;
+let resolveGateway: ((message: Extract<ToControlPlane, { type: "gateway" }>) => void) | undefined;
+gateway = new Promise((resolve) => {
+  resolveGateway = resolve;
+});
+
+async function start(): Promise<void> {
+  const opened = await openMigratedDatabase(options.databaseUrl);
+  db = opened.db;
+  await ensureFirstAdmin(db, { email: options.adminEmail, password: options.adminPassword }, logger);
+  const keys = await ApiKeyService.create(db.prisma);
+  post({
+    type: "keys",
+    grants: keys.currentGrants(),
+    database: describeDatabase(options.databaseUrl),
+    embedded: db.kind === "embedded",
+    appliedMigrations: opened.migrations.applied.length,
+  });
+  const urls = await gateway!;
+  running = await startControlPlane({
+    db,
+    onGrants: (grants) => post({ type: "keys", grants, database: describeDatabase(options.databaseUrl), embedded: db!.kind === "embedded", appliedMigrations: 0 }),
+    internal: options.internal,
+    gatewayHttpUrl: urls.httpUrl,
+    gatewayMetricsUrl: urls.metricsUrl,
+    dirs: controlPlaneDirs(options.dataDir),
+    maxUploadBytes: options.maxUploadBytes,
+    usageSampleIntervalSecs: options.usageSampleIntervalSecs,
+    usageRetentionDays: options.usageRetentionDays,
+    apiAddress: options.apiAddress,
+    apiPort: options.apiPort,
+    logger,
+  });
+  post({ type: "started", apiUrl: running.api.url, proxyToken: running.proxyToken, setupToken: running.controlPlane.setupToken });
+}
+
+async function stop(): Promise<void> {
+  await running?.stop().catch((error: unknown) => logger.error({ err: (error as Error).message }, "error while stopping the control plane"));
+  await db?.close().catch(() => undefined);
+  post({ type: "stopped" });
+  port!.close();
+}
+
+port.on("message", (message: ToControlPlane) => {
+  switch (message.type) {
+    case "gateway":
+      resolveGateway?.(message);
+      return;
+    case "key-usage":
+      void running?.recordKeyUsage(new Map(message.used));
+      return;
+    case "stop":
+      void stop();
+      return;
+  }
+});
+
+start().catch(async (error: unknown) => {
+  post({ type: "failed", message: (error as Error).message });
+  await db?.close().catch(() => undefined);
+  port.close();
+});

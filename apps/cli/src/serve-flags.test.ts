@@ -1,0 +1,78 @@
+import { describe, expect, it } from "vitest";
+import { serveCommand } from "./serve-command.js";
+import { serveFlagsSchema } from "./serve-flags.js";
+
+/** The options commander hands `operon serve`'s action for these arguments (the action itself is replaced). */
+async function parsedFlags(args: string[]): Promise<Record<string, unknown>> {
+  let seen: Record<string, unknown> | undefined;
+  const command = serveCommand()
+    .exitOverride()
+    .action((flags: Record<string, unknown>) => {
+      seen = flags;
+    });
+  await command.parseAsync(args, { from: "user" });
+  return seen!;
+}
+
+describe("operon serve flags", () => {
+  it("types every flag with its Triton default", async () => {
+    const flags = serveFlagsSchema.parse(await parsedFlags(["--model-repository", "models"]));
+    expect(flags).toMatchObject({
+      modelRepository: ["models"],
+      httpPort: 8000,
+      grpcPort: 8001,
+      metricsPort: 8002,
+      httpAddress: "127.0.0.1",
+      allowHttp: true,
+      modelControlMode: "none",
+      loadModel: [],
+      repositoryPollSecs: 15,
+      strictModelConfig: false,
+      strictReadiness: true,
+      exitOnError: true,
+      exitTimeoutSecs: 30,
+      logVerbose: 0,
+      dataDir: ".operon",
+      defaultMaxBatchSize: 4,
+      controlPlane: true,
+      console: true,
+      consolePort: 3000,
+      trustedProxy: [],
+      apiPort: 8003,
+      requireApiKey: false,
+      usageSampleSecs: 15,
+      usageRetentionDays: 30,
+    });
+    expect(flags.cacheConfig).toBeUndefined();
+    expect(flags.databaseUrl).toBeUndefined();
+  });
+
+  it("types flags given in Triton's forms, repeated ones gathered", async () => {
+    const flags = serveFlagsSchema.parse(
+      await parsedFlags([
+        "--model-repository=a",
+        "--model-repository=b",
+        "--model-control-mode=explicit",
+        "--load-model=m1",
+        "--load-model=m2",
+        "--allow-grpc=false",
+        "--strict-model-config",
+        "--cache-config=local,size=1024",
+        "--trusted-proxy=10.0.0.1",
+        "--database-url=memory:",
+        "--http-port=0",
+      ]),
+    );
+    expect(flags).toMatchObject({
+      modelRepository: ["a", "b"],
+      modelControlMode: "explicit",
+      loadModel: ["m1", "m2"],
+      allowGrpc: false,
+      strictModelConfig: true,
+      cacheConfig: { cache: "local", settings: { size: 1024 } },
+      trustedProxy: ["10.0.0.1"],
+      databaseUrl: "memory:",
+      httpPort: 0,
+    });
+  });
+});

@@ -1,0 +1,58 @@
+import { z } from "zod";
+
+/**
+ * What `operon serve`'s flags come to once commander has parsed them (each
+ * flag's own parser has checked its value; defaults are in serve-command.ts
+ * beside the flags, Triton's). zod checks the whole object once, so the
+ * command works on typed values, never on casts; a mismatch here is a bug in
+ * the flag definitions, not a user error.
+ */
+const port = z.number().int().min(0).max(65535);
+const count = z.number().int().min(0);
+const positive = z.number().int().positive();
+
+export const serveFlagsSchema = z.object({
+  modelRepository: z.array(z.string()).min(1),
+  httpPort: port,
+  grpcPort: port,
+  metricsPort: port,
+  httpAddress: z.string(),
+  grpcAddress: z.string(),
+  metricsAddress: z.string(),
+  allowHttp: z.boolean(),
+  allowGrpc: z.boolean(),
+  allowMetrics: z.boolean(),
+  modelControlMode: z.enum(["none", "poll", "explicit"]),
+  loadModel: z.array(z.string()),
+  repositoryPollSecs: count,
+  strictModelConfig: z.boolean(),
+  strictReadiness: z.boolean(),
+  exitOnError: z.boolean(),
+  exitTimeoutSecs: count,
+  logVerbose: count,
+  dataDir: z.string(),
+  maxUploadBytes: positive,
+  httpMaxBodyBytes: positive,
+  httpMaxInflightBodyBytes: positive.optional(),
+  grpcInferMaxMessageBytes: positive,
+  backendIsolation: z.enum(["thread", "process"]),
+  /** --cache-config gathered over its uses (parseCacheConfig); absent = no cache. */
+  cacheConfig: z.object({ cache: z.literal("local"), settings: z.object({ size: positive.optional() }) }).optional(),
+  defaultMaxBatchSize: count,
+  controlPlane: z.boolean(),
+  console: z.boolean(),
+  consoleAddress: z.string(),
+  consolePort: port,
+  trustedProxy: z.array(z.string()),
+  apiAddress: z.string(),
+  apiPort: port,
+  databaseUrl: z.string().optional(),
+  adminEmail: z.string().optional(),
+  adminPassword: z.string().optional(),
+  requireApiKey: z.boolean(),
+  usageSampleSecs: count,
+  usageRetentionDays: count,
+});
+
+export type ServeFlags = z.infer<typeof serveFlagsSchema>;
+export type CacheConfig = NonNullable<ServeFlags["cacheConfig"]>;

@@ -1,0 +1,107 @@
+import { appendFileSync, cpSync, symlinkSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ADD_SUB_CONFIG, addSubModel, writeModel } from "./support/model-fixtures.js";
+import { EXAMPLE_REPOSITORY, type RunningOperon, startOperon, tempRepository, workerProcesses } from "./support/operon-process.js";
+
+/**
+ * Execution modes (README "Execution modes"): ONNX Runtime instances run on
+ * threads of the gateway process by default, TypeScript models always in
+ * worker processes, and a model's config parameter `operon_isolation`
+ * overrides the server's --backend-isolation for its instances.
+ */
+
+const ISOLATION = (mode: string): string => `parameters { key: "operon_isolation" value: { string_value: "${mode}" } }`;
+
+interface WorkerRow {
+  model: string;
+  instance: string;
+  isolation: string;
+  pid: number | null;
+  state: string;
+  cpuSeconds: number | null;
+}
+
+async function workers(server: RunningOperon): Promise<WorkerRow[]> {
+  const response = await fetch(`${server.httpUrl}/v2/operon/workers`);
+  return ((await response.json()) as { workers: WorkerRow[] }).workers;
+}
+
+async function inferAddSub(server: RunningOperon, model: string): Promise<{ status: number; body: { outputs?: Array<{ data: number[] }>; error?: string } }> {
+  const response = await fetch(`${server.httpUrl}/v2/models/${model}/infer`, {
+    method: "POST",
+    body: JSON.stringify({
+      inputs: [
+        { name: "INPUT0", datatype: "FP32", shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
+        { name: "INPUT1", datatype: "FP32", shape: [1, 16], data: new Array(16).fill(1) },
+      ],
+    }),
+  });
+  return { status: response.status, body: (await response.json()) as { outputs?: Array<{ data: number[] }>; error?: string } };
+}
+
+describe("execution modes", () => {
+  let server: RunningOperon;
+  beforeAll(async () => {
+    const repository = tempRepository();
+    writeModel(repository, "on_threads", addSubModel(), { config: ADD_SUB_CONFIG("on_threads", "instance_group [ { count: 2 } ]") });
+    writeModel(repository, "in_process", addSubModel(), { config: ADD_SUB_CONFIG("in_process", ISOLATION("process")) });
+    symlinkSync(join(EXAMPLE_REPOSITORY, "tokenizer_ts"), join(repository, "tokenizer_ts"));
+    server = await startOperon(["--model-repository", repository]);
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("runs ONNX Runtime instances on threads of the gateway by default, and answers through them", async () => {
+    const rows = (await workers(server)).filter((row) => row.model === "on_threads");
+    expect(rows.map((row) => [row.instance, row.isolation, row.pid, row.state])).toEqual([
+      ["on_threads_0_0", "thread", server.pid, "READY"],
+      ["on_threads_0_1", "thread", server.pid, "READY"],
+    ]);
+    // Each thread's own CPU time (from /proc/<pid>/task/<tid>); its memory is the gateway's.
+    for (const row of rows) expect(row.cpuSeconds).toBeGreaterThanOrEqual(0);
+    expect(workerProcesses(server.pid).filter((worker) => worker.instance.startsWith("on_threads"))).toEqual([]);
+    const replies = await Promise.all(Array.from({ length: 20 }, () => inferAddSub(server, "on_threads")));
+    for (const reply of replies) {
+      expect(reply.status).toBe(200);
+      expect(reply.body.outputs![0]!.data).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
+      expect(reply.body.outputs![1]!.data).toEqual(Array.from({ length: 16 }, (_, i) => i - 1));
+    }
+  });
+
+  it("runs a model in a worker process when its config asks for operon_isolation \"process\"", async () => {
+    const [row] = (await workers(server)).filter((candidate) => candidate.model === "in_process");
+    expect(row).toMatchObject({ isolation: "process", state: "READY" });
+    expect(row!.pid).not.toBe(server.pid);
+    expect(workerProcesses(server.pid).map((worker) => worker.instance)).toContain(row!.instance);
+    expect((await inferAddSub(server, "in_process")).status).toBe(200);
+  });
+
+  it("always runs TypeScript models (user code) in worker processes", async () => {
+    const [row] = (await workers(server)).filter((candidate) => candidate.model === "tokenizer_ts");
+    expect(row).toMatchObject({ isolation: "process", state: "READY" });
+    expect(row!.pid).not.toBe(server.pid);
+  });
+});
+
+describe("operon_isolation values a model cannot have", () => {
+  it("fails the load naming the problem: an unknown mode, or a thread for user code", async () => {
+    const repository = tempRepository();
+    writeModel(repository, "bogus", addSubModel(), { config: ADD_SUB_CONFIG("bogus", ISOLATION("fiber")) });
+    // The example TypeScript model, asking for a thread.
+    cpSync(join(EXAMPLE_REPOSITORY, "tokenizer_ts"), join(repository, "tokenizer_ts"), { recursive: true, dereference: true });
+    appendFileSync(join(repository, "tokenizer_ts", "config.pbtxt"), `\n${ISOLATION("thread")}\n`);
+    const server = await startOperon(["--model-repository", repository, "--model-control-mode", "explicit"]);
+    try {
+      const bogus = await fetch(`${server.httpUrl}/v2/repository/models/bogus/load`, { method: "POST" });
+      expect(bogus.status).toBe(400);
+      expect(((await bogus.json()) as { error: string }).error).toMatch(/operon_isolation must be "thread" or "process", got "fiber"/);
+      const typescript = await fetch(`${server.httpUrl}/v2/repository/models/tokenizer_ts/load`, { method: "POST" });
+      expect(typescript.status).toBe(400);
+      expect(((await typescript.json()) as { error: string }).error).toMatch(/backend 'typescript' runs user code, which always runs in a worker process/);
+    } finally {
+      await server.stop();
+    }
+  });
+});

@@ -1,0 +1,41 @@
+import type { InferRequest } from "@operon/protocol/inference";
+import { splitBinaryBody } from "@operon/protocol/binary-tensor-codec";
+import { type DecodedInferRequest, decodeInferJson, type InferTarget } from "../http/http-infer-request.js";
+import { parseJsonBody } from "../http/http-body-reader.js";
+import { assertJsonWithinBudget } from "../http/json-budget.js";
+import { decodeInferRequest } from "../grpc/grpc-infer-codec.js";
+import type { WireInferRequest } from "../grpc/grpc-wire.js";
+import { assertInferMessageWithinBudget } from "./protobuf-budget.js";
+
+/**
+ * The decoding work the frontends hand to the decode pool when a body is
+ * large (decode-pool.ts), or run inline when it is small: the same
+ * functions either way, budgets checked before any parsing.
+ */
+export type DecodeTask =
+  /** A KServe v2 /infer body in JSON, or JSON + binary data (headerLength > 0). */
+  | { kind: "http-infer"; body: Uint8Array; headerLength: number | undefined; target: InferTarget }
+  /** Any other JSON body (model load with uploaded files, operator specs). */
+  | { kind: "json"; body: Uint8Array }
+  /** A serialized gRPC ModelInferRequest. */
+  | { kind: "grpc-infer"; message: Uint8Array };
+
+export function decodeHttpInfer(body: Buffer, headerLength: number | undefined, target: InferTarget): DecodedInferRequest {
+  if (headerLength === undefined) {
+    assertJsonWithinBudget(body);
+    return decodeInferJson(parseJsonBody(body), undefined, target);
+  }
+  const { header, binary } = splitBinaryBody(body, headerLength);
+  assertJsonWithinBudget(header);
+  return decodeInferJson(parseJsonBody(header), binary, target);
+}
+
+export function decodeJson(body: Buffer): unknown {
+  assertJsonWithinBudget(body);
+  return parseJsonBody(body);
+}
+
+export function decodeGrpcInfer(message: Buffer, deserialize: (message: Buffer) => WireInferRequest): InferRequest {
+  assertInferMessageWithinBudget(message);
+  return decodeInferRequest(deserialize(message));
+}

@@ -1,0 +1,57 @@
+import * as grpc from "@grpc/grpc-js";
+import { OperonError, grpcStatusOf, isOperonError } from "@operon/protocol/errors";
+import type { Logger } from "@operon/protocol/logger";
+import { logRequestFailure, requestFailureOf } from "../failure-log.js";
+
+/** What every gRPC handler shares: the caller's key, unary calls answered with a status, cancellation, the logger. */
+
+/**
+ * The call's `authorization` metadata (what HTTP sends as the Authorization
+ * header); undefined when absent. More than one entry is refused: which one
+ * counts would be a guess.
+ */
+export function authorizationOf(metadata: grpc.Metadata): string | undefined {
+  const values = metadata.get("authorization");
+  if (values.length === 0) return undefined;
+  if (values.length > 1) throw new OperonError("UNAUTHENTICATED", "send one 'authorization' metadata entry ('Bearer <api key>'), not several");
+  const value = values[0]!;
+  return typeof value === "string" ? value : value.toString("utf8");
+}
+
+/** Runs fn and answers with its value, or with the gRPC status of what it threw (never throws synchronously). */
+export function unary<Req, Res>(
+  logger: Logger | undefined,
+  fn: (request: Req, call: grpc.ServerUnaryCall<Req, Res>) => Res | Promise<Res>,
+): grpc.handleUnaryCall<Req, Res> {
+  return (call, callback) => {
+    Promise.resolve()
+      .then(() => fn(call.request, call))
+      .then(
+        (value) => callback(null, value),
+        (error: unknown) => callback(statusOf(error, call.getPath(), logger)),
+      );
+  };
+}
+
+/** Logged at its kind's level; a bug's text stays in the log, the client gets INTERNAL with a fixed text (as over HTTP). */
+export function statusOf(error: unknown, method: string, logger?: Logger): Partial<grpc.StatusObject> {
+  const failure = requestFailureOf(error);
+  logRequestFailure(logger, isOperonError(error) ? failure : { ...failure, message: "gRPC call failed unexpectedly" }, error, { method });
+  return { code: grpcStatusOf(failure.kind), details: failure.message };
+}
+
+export function abortSignalOf(call: { cancelled: boolean; once(event: "cancelled", listener: () => void): unknown }): AbortSignal {
+  const controller = new AbortController();
+  const abort = () => controller.abort(cancelledError());
+  if (call.cancelled) abort();
+  else call.once("cancelled", abort);
+  return controller.signal;
+}
+
+export function cancelledError(): OperonError {
+  return new OperonError("CANCELLED", "the client cancelled the call");
+}
+
+export function rejectRepositoryName(name: string): void {
+  if (name !== "") throw new OperonError("UNSUPPORTED", "'repository_name' specification is not supported");
+}

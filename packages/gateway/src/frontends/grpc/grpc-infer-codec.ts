@@ -1,0 +1,162 @@
+import { isDataType } from "@operon/protocol/datatypes";
+import { OperonError } from "@operon/protocol/errors";
+import { tensorDataFromContents } from "@operon/protocol/grpc-tensor-contents";
+import type { InferInput, InferRequest, InferResponse, ModelLoadOptions, RequestedOutput } from "@operon/protocol/inference";
+import { assertTensorByteSize, type Parameters as InferParameters, type ParameterValue } from "@operon/protocol/tensor";
+import type { WireInferRequest, WireInput, WireParameter, WireParameters } from "./grpc-wire.js";
+
+/** ModelInfer messages (as proto-loader decodes them) to and from the engine's InferRequest/InferResponse. */
+
+export function decodeInferRequest(message: WireInferRequest): InferRequest {
+  const inputs = message.inputs ?? [];
+  const raw = message.raw_input_contents ?? [];
+  if (raw.length > 0 && raw.length !== inputs.length) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `expected ${inputs.length} raw_input_contents (one per input, in order), got ${raw.length}`,
+    );
+  }
+  const outputs: RequestedOutput[] = (message.outputs ?? []).map((output) =>
+    withParameters({ name: output.name }, decodeParameters(output.parameters, `output '${output.name}': `)),
+  );
+  return {
+    modelName: message.model_name,
+    ...(message.model_version ? { modelVersion: message.model_version } : {}),
+    ...(message.id ? { id: message.id } : {}),
+    parameters: decodeParameters(message.parameters, ""),
+    inputs: inputs.map((input, i) => decodeInput(input, raw.length > 0 ? raw[i] : undefined)),
+    ...(outputs.length > 0 ? { outputs } : {}),
+  };
+}
+
+function decodeInput(input: WireInput, raw: Buffer | undefined): InferInput {
+  const { name } = input;
+  const datatype = input.datatype;
+  if (!isDataType(datatype)) throw new OperonError("INVALID_ARG", `input '${name}': unknown datatype '${datatype}'`);
+  const shape = input.shape.map((dim) => {
+    const n = typeof dim === "number" ? dim : Number(dim);
+    if (!Number.isSafeInteger(n) || n < 0) {
+      throw new OperonError("INVALID_ARG", `input '${name}': invalid shape dimension ${dim}`);
+    }
+    return n;
+  });
+  let data: Buffer;
+  if (raw !== undefined) {
+    if (input.contents != null) {
+      throw new OperonError("INVALID_ARG", `input '${name}': contents must not be set when raw_input_contents is used`);
+    }
+    data = raw;
+    assertTensorByteSize({ name, datatype, shape, data });
+  } else {
+    data = tensorDataFromContents({ name, datatype, shape }, input.contents ?? {});
+  }
+  return withParameters({ name, datatype, shape, data }, decodeParameters(input.parameters, `input '${name}': `));
+}
+
+function withParameters<T extends object>(target: T, parameters: InferParameters): T & { parameters?: InferParameters } {
+  return Object.keys(parameters).length > 0 ? { ...target, parameters } : target;
+}
+
+export function encodeInferResponse(response: InferResponse, requestId: string | undefined): object {
+  return {
+    model_name: response.modelName,
+    model_version: response.modelVersion,
+    id: response.id ?? requestId ?? "",
+    parameters: encodeParameters(response.parameters),
+    outputs: response.outputs.map((output) => ({
+      name: output.name,
+      datatype: output.datatype,
+      shape: output.shape,
+      // Tensors may carry per-output parameters (e.g. from classification).
+      parameters: encodeParameters((output as { parameters?: InferParameters }).parameters),
+    })),
+    raw_output_contents: response.outputs.map((output) => output.data),
+  };
+}
+
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+const UINT64_MAX = 2n ** 64n - 1n;
+
+/** 64-bit values become numbers when exact, bigints otherwise. */
+function integerValue(value: string | number | undefined): number | bigint {
+  const big = BigInt(value ?? 0);
+  return big >= MIN_SAFE && big <= MAX_SAFE ? Number(big) : big;
+}
+
+export function decodeParameters(map: WireParameters, where: string): InferParameters {
+  const out: InferParameters = {};
+  for (const [key, parameter] of Object.entries(map ?? {})) {
+    switch (parameter.parameter_choice) {
+      case "bool_param":
+        out[key] = parameter.bool_param ?? false;
+        break;
+      case "string_param":
+        out[key] = parameter.string_param ?? "";
+        break;
+      case "double_param":
+        out[key] = parameter.double_param ?? 0;
+        break;
+      case "int64_param":
+        out[key] = integerValue(parameter.int64_param);
+        break;
+      case "uint64_param":
+        out[key] = integerValue(parameter.uint64_param);
+        break;
+      default:
+        throw new OperonError("INVALID_ARG", `${where}parameter '${key}' has no value`);
+    }
+  }
+  return out;
+}
+
+function encodeParameter(key: string, value: ParameterValue): WireParameter {
+  switch (typeof value) {
+    case "boolean":
+      return { bool_param: value };
+    case "string":
+      return { string_param: value };
+    case "number":
+      return Number.isSafeInteger(value) ? { int64_param: value } : { double_param: value };
+    default:
+      if (value >= INT64_MIN && value <= INT64_MAX) return { int64_param: value.toString() };
+      if (value > INT64_MAX && value <= UINT64_MAX) return { uint64_param: value.toString() };
+      throw new OperonError("INTERNAL", `parameter '${key}' (${value}) does not fit in 64 bits`);
+  }
+}
+
+export function encodeParameters(parameters: InferParameters | undefined): Record<string, WireParameter> {
+  const out: Record<string, WireParameter> = {};
+  for (const [key, value] of Object.entries(parameters ?? {})) out[key] = encodeParameter(key, value);
+  return out;
+}
+
+export function decodeLoadOptions(parameters: WireParameters): ModelLoadOptions {
+  const options: ModelLoadOptions = {};
+  const files = new Map<string, Buffer>();
+  for (const [key, parameter] of Object.entries(parameters ?? {})) {
+    if (key === "config") {
+      if (parameter.parameter_choice !== "string_param") {
+        throw new OperonError("INVALID_ARG", "load parameter 'config' must be a string_param holding the model config JSON");
+      }
+      options.config = parameter.string_param ?? "";
+    } else if (key.startsWith("file:")) {
+      const path = key.slice("file:".length);
+      if (parameter.parameter_choice !== "bytes_param" || path === "") {
+        throw new OperonError("INVALID_ARG", `load parameter '${key}' must be 'file:<version>/<path>' with a bytes_param`);
+      }
+      files.set(path, parameter.bytes_param ?? Buffer.alloc(0));
+    } else {
+      throw new OperonError("INVALID_ARG", `unrecognized load parameter '${key}'`);
+    }
+  }
+  if (files.size > 0) {
+    if (options.config === undefined) {
+      throw new OperonError("INVALID_ARG", "load parameter 'config' is required when 'file:' parameters are given");
+    }
+    options.files = files;
+  }
+  return options;
+}

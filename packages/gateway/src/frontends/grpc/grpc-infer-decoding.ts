@@ -1,0 +1,76 @@
+import type * as grpc from "@grpc/grpc-js";
+import type * as protoLoader from "@grpc/proto-loader";
+import { OperonError } from "@operon/protocol/errors";
+import type { InferRequest } from "@operon/protocol/inference";
+import { DECODE_OFF_LOOP_BYTES, type DecodePool } from "../decode/decode-pool.js";
+import { decodeGrpcInfer } from "../decode/decode-tasks.js";
+import { unpackInferRequest } from "../decode/packed-request.js";
+import { assertInferMessageWithinBudget } from "../decode/protobuf-budget.js";
+import { INFERENCE_SERVICE, type WireInferRequest } from "./grpc-wire.js";
+
+/** Triton's HTTP body default, applied to a ModelInfer message too (other RPCs, model uploads, get grpc-js's receive limit). */
+export const DEFAULT_MAX_INFER_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+/** A ModelInfer request as grpc-js hands it to the handler: its bytes, not yet decoded. */
+export interface RawInferMessage {
+  readonly raw: Buffer;
+}
+
+/** A stream message refused before decoding: the stream answers it with error_message and carries on. */
+export interface RejectedStreamMessage extends WireInferRequest {
+  rejected: OperonError;
+}
+
+/**
+ * ModelInfer and ModelStreamInfer messages are not decoded by grpc-js on
+ * the event loop as they arrive. A unary ModelInfer reaches its handler as
+ * bytes (RawInferMessage): checked against the size limit and the entry
+ * budget, then decoded inline when small, on the decode pool when large.
+ * A ModelStreamInfer message is checked the same way in the deserializer
+ * (a refused one arrives as RejectedStreamMessage) and decoded inline.
+ */
+export class GrpcInferDecoding {
+  private readonly deserialize: (message: Buffer) => WireInferRequest;
+
+  constructor(
+    definition: protoLoader.PackageDefinition,
+    private readonly pool: DecodePool,
+    private readonly maxMessageBytes: number = DEFAULT_MAX_INFER_MESSAGE_BYTES,
+  ) {
+    const service = definition[INFERENCE_SERVICE] as unknown as Record<string, grpc.MethodDefinition<unknown, unknown>>;
+    const unaryMethod = service["ModelInfer"]!;
+    const streamMethod = service["ModelStreamInfer"]!;
+    this.deserialize = unaryMethod.requestDeserialize as (message: Buffer) => WireInferRequest;
+    // Handlers see what these return (grpc-js calls them for each message).
+    unaryMethod.requestDeserialize = (raw: Buffer): RawInferMessage => ({ raw });
+    streamMethod.requestDeserialize = (raw: Buffer): WireInferRequest => {
+      try {
+        this.checkSize(raw);
+        assertInferMessageWithinBudget(raw);
+        return this.deserialize(raw);
+      } catch (error) {
+        const rejected: RejectedStreamMessage = {
+          model_name: "",
+          model_version: "",
+          id: "",
+          rejected: error instanceof OperonError ? error : new OperonError("INVALID_ARG", `malformed ModelInferRequest: ${(error as Error).message}`),
+        };
+        return rejected;
+      }
+    };
+  }
+
+  async decodeUnary(message: RawInferMessage): Promise<InferRequest> {
+    this.checkSize(message.raw);
+    if (message.raw.length < DECODE_OFF_LOOP_BYTES) return decodeGrpcInfer(message.raw, this.deserialize);
+    const decoded = await this.pool.decode({ kind: "grpc-infer", message: message.raw }, false);
+    if (decoded.kind !== "infer") throw new OperonError("INTERNAL", "the decoder answered a ModelInfer message with something else");
+    return unpackInferRequest(decoded.packed);
+  }
+
+  private checkSize(raw: Buffer): void {
+    if (raw.length > this.maxMessageBytes) {
+      throw new OperonError("RESOURCE_EXHAUSTED", `ModelInfer message of ${raw.length} bytes exceeds the limit of ${this.maxMessageBytes} bytes (--grpc-infer-max-message-bytes)`);
+    }
+  }
+}

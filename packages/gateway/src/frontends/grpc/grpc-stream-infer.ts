@@ -1,0 +1,141 @@
+import type * as grpc from "@grpc/grpc-js";
+import { OperonError, grpcStatusOf, isOperonError } from "@operon/protocol/errors";
+import type { InferRequest, InferResponse } from "@operon/protocol/inference";
+import type { Parameters as InferParameters } from "@operon/protocol/tensor";
+import type { GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
+import { logRequestFailure, requestFailureOf } from "../failure-log.js";
+import { applyKeyPriority } from "../../auth/key-priority.js";
+import type { InferenceEngine } from "../../engine/engine-api.js";
+import { authorizationOf, cancelledError, statusOf } from "./grpc-calls.js";
+import type { Logger } from "@operon/protocol/logger";
+import { decodeInferRequest, encodeInferResponse } from "./grpc-infer-codec.js";
+import type { RejectedStreamMessage } from "./grpc-infer-decoding.js";
+import type { WireInferRequest } from "./grpc-wire.js";
+
+/** Request parameter (Triton's): send the final flag of a decoupled stream as an empty response of its own. */
+const EMPTY_FINAL_PARAMETER = "triton_enable_empty_final_response";
+/** Response parameter (Triton's) on every response of a decoupled model: true on the request's last one. */
+const FINAL_RESPONSE_PARAMETER = "triton_final_response";
+
+/**
+ * Bidirectional stream: requests run concurrently and their responses are
+ * written as soon as they come (not in request order), each with its
+ * request's id. A non-decoupled model answers each request once. A
+ * decoupled model answers with every response it sends, in order, each
+ * marked with the bool parameter triton_final_response (true on the last);
+ * a final flag that comes without outputs is written as an empty response
+ * only when the request asked for it (triton_enable_empty_final_response:
+ * true), as Triton does. Failures become error_message entries (with the
+ * request's id) and the stream stays open; the call ends once the client
+ * has half-closed and nothing is in flight. A cancelled call cancels its
+ * requests: queued ones are dropped, running ones' later responses too.
+ */
+export function streamInfer(
+  engine: InferenceEngine,
+  access: GatewayAccessPolicy | undefined,
+  logger?: Logger,
+): grpc.handleBidiStreamingCall<WireInferRequest, object> {
+  return (call) => {
+    // The key is checked once, when the stream opens (a bad one fails the call);
+    // each request on it then counts against the key's quota (admit), and fails alone when over it.
+    let principal: Principal | null;
+    try {
+      principal = access?.authenticate(authorizationOf(call.metadata), "infer") ?? null;
+    } catch (error) {
+      call.emit("error", statusOf(error, call.getPath(), logger));
+      return;
+    }
+    const inFlight = new Set<AbortController>();
+    let clientDone = false;
+    let closed = false;
+    const finishIfIdle = () => {
+      if (clientDone && inFlight.size === 0 && !closed) {
+        closed = true;
+        if (!call.destroyed) call.end();
+      }
+    };
+    const write = (reply: object): void => {
+      if (!closed && !call.cancelled && !call.destroyed) call.write(reply);
+    };
+    // The id lets the client tell which request failed (Triton does the same).
+    const errorReply = (message: WireInferRequest, error: unknown, final?: boolean): object => {
+      const failure = requestFailureOf(error);
+      logRequestFailure(logger, isOperonError(error) ? failure : { ...failure, message: "stream inference failed unexpectedly" }, error, { model: message.model_name });
+      return {
+        error_message: failure.message,
+        infer_response: {
+          model_name: message.model_name,
+          model_version: message.model_version,
+          id: message.id,
+          ...(final !== undefined ? { parameters: { [FINAL_RESPONSE_PARAMETER]: { bool_param: final } } } : {}),
+        },
+      };
+    };
+    const runOne = async (message: WireInferRequest, signal: AbortSignal): Promise<void> => {
+      let request: InferRequest;
+      let emptyFinal: boolean;
+      try {
+        if (principal !== null) access?.admit(principal);
+        const rejected = (message as Partial<RejectedStreamMessage>).rejected;
+        if (rejected !== undefined) throw rejected;
+        request = decodeInferRequest(message);
+        emptyFinal = takeEmptyFinalFlag(request.parameters);
+        applyKeyPriority(engine, request, principal);
+      } catch (error) {
+        write(errorReply(message, error));
+        return;
+      }
+      if (!engine.isDecoupled(request.modelName, request.modelVersion)) {
+        try {
+          const response = await engine.infer({ ...request, signal });
+          write({ error_message: "", infer_response: encodeInferResponse(response, request.id) });
+        } catch (error) {
+          write(errorReply(message, error));
+        }
+        return;
+      }
+      try {
+        await engine.inferStream({ ...request, signal }, (response, final) => {
+          if (isOperonError(response)) {
+            write(errorReply(message, response, final));
+            return;
+          }
+          if (final && response.outputs.length === 0 && !emptyFinal) return;
+          const parameters = { ...response.parameters, [FINAL_RESPONSE_PARAMETER]: final };
+          write({ error_message: "", infer_response: encodeInferResponse({ ...response, parameters }, request.id) });
+        });
+      } catch (error) {
+        write(errorReply(message, error, true));
+      }
+    };
+
+    call.on("data", (message: WireInferRequest) => {
+      const controller = new AbortController();
+      inFlight.add(controller);
+      void runOne(message, controller.signal).then(() => {
+        inFlight.delete(controller);
+        finishIfIdle();
+      });
+    });
+    call.on("end", () => {
+      clientDone = true;
+      finishIfIdle();
+    });
+    call.on("cancelled", () => {
+      closed = true;
+      for (const controller of inFlight) controller.abort(cancelledError());
+    });
+    call.on("error", (error: unknown) => logger?.warn({ err: error }, "gRPC inference stream error"));
+  };
+}
+
+/** Takes triton_enable_empty_final_response out of the parameters (the frontend's business, not the model's). */
+function takeEmptyFinalFlag(parameters: InferParameters): boolean {
+  const value = parameters[EMPTY_FINAL_PARAMETER];
+  if (value === undefined) return false;
+  if (typeof value !== "boolean") throw new OperonError("INVALID_ARG", `parameter '${EMPTY_FINAL_PARAMETER}' must be a bool_param`);
+  delete parameters[EMPTY_FINAL_PARAMETER];
+  return value;
+}
+
+// ---- Health ----

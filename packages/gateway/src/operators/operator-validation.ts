@@ -1,0 +1,179 @@
+import { toConfigDataType, type DataType } from "@operon/protocol/datatypes";
+import { OperonError } from "@operon/protocol/errors";
+import type { ModelConfigJson } from "@operon/model-config/model-config-types";
+import type { OperatorSpec, TensorSpec } from "@operon/operator-spec/operator-spec-schema";
+import {
+  analyzeOperator,
+  isKnownTensor,
+  listNames,
+  structuralProblems,
+  type OperatorProblem,
+  type OperatorProblemCode,
+} from "@operon/operator-spec/operator-structure";
+import type { ServedModelSignature, ServedTensorConfig } from "../engine/request-validation.js";
+
+/**
+ * An operator's checks against the models this gateway serves. The spec
+ * format, its parser and the checks that need no model live in
+ * @operon/operator-spec.
+ */
+
+/** The served signature of a model (or operator) version; undefined when it is not served. */
+export type ModelSignatureLookup = (model: string, version: string | undefined) => ServedModelSignature | undefined;
+
+/**
+ * The model config a registered operator is served with (config endpoint,
+ * metadata, request validation): platform "operator", its inputs and
+ * outputs, and the spec itself as the `operator_spec` parameter (JSON), so
+ * gRPC's ModelConfig carries it too.
+ */
+export function operatorModelConfig(spec: OperatorSpec): ModelConfigJson {
+  const tensor = (t: TensorSpec) => ({ name: t.name, data_type: toConfigDataType(t.datatype), dims: [...t.dims] });
+  return {
+    name: spec.name,
+    platform: "operator",
+    backend: "",
+    max_batch_size: spec.maxBatchSize ?? 0,
+    input: spec.inputs.map((t) => ({ ...tensor(t), optional: t.optional ?? false })),
+    output: spec.outputs.map(tensor),
+    parameters: {
+      operator_spec: { string_value: JSON.stringify(spec) },
+      ...(spec.description !== undefined ? { description: { string_value: spec.description } } : {}),
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Validation against the served models
+
+/**
+ * Every problem of a (parsed) spec against the models served now: unknown
+ * models and model tensors, unmapped model inputs, batch sizes and
+ * datatype/shape mismatches on each edge, after the problems that need no
+ * model (structuralProblems: unknown tensors, tensors produced twice,
+ * cycles, unreachable outputs, bad branches and exits). Empty = valid.
+ */
+export function validateOperator(spec: OperatorSpec, lookup: ModelSignatureLookup): OperatorProblem[] {
+  const problems: OperatorProblem[] = [];
+  const problem = (code: OperatorProblemCode, message: string): void => void problems.push({ code, message });
+  const graph = analyzeOperator(spec);
+  const operatorBatch = spec.maxBatchSize ?? 0;
+  const operatorOutputs = new Map(spec.outputs.map((t) => [t.name, t]));
+
+  // Where each tensor comes from, with its type (when known), for the edge checks.
+  interface End {
+    describe: string;
+    datatype: DataType;
+    shape: number[];
+  }
+  const sources = new Map<string, End[]>();
+  const addSource = (tensor: string, end: End): void => void sources.set(tensor, [...(sources.get(tensor) ?? []), end]);
+  for (const input of spec.inputs) {
+    addSource(input.name, { describe: `operator input '${input.name}'`, datatype: input.datatype, shape: fullShape(operatorBatch, input.dims) });
+  }
+
+  const signatures = new Map<string, ServedModelSignature>();
+  for (const step of spec.steps) {
+    if (step.kind !== "model") continue;
+    const signature = lookup(step.model, step.version);
+    if (signature === undefined) {
+      problem("unknown-model", `step '${step.id}': model '${step.model}'${step.version !== undefined ? ` version ${step.version}` : ""} is not served (load it first)`);
+      continue;
+    }
+    signatures.set(step.id, signature);
+    if (operatorBatch > 0 && signature.maxBatchSize > 0 && operatorBatch > signature.maxBatchSize) {
+      problem(
+        "batch-size",
+        `step '${step.id}': the operator allows batch size ${operatorBatch}, but model '${step.model}' only ${signature.maxBatchSize} (max_batch_size)`,
+      );
+    }
+    const modelInputs = new Map(signature.inputs.map((t) => [t.name, t]));
+    const modelOutputs = new Map(signature.outputs.map((t) => [t.name, t]));
+    for (const name of Object.keys(step.inputs)) {
+      if (!modelInputs.has(name)) {
+        problem("unknown-model-tensor", `step '${step.id}': model '${step.model}' has no input '${name}' (its inputs: ${listNames(modelInputs.keys())})`);
+      }
+    }
+    for (const input of signature.inputs) {
+      if (!input.optional && step.inputs[input.name] === undefined) {
+        problem("unmapped-model-input", `step '${step.id}': required input '${input.name}' of model '${step.model}' is not mapped to a tensor`);
+      }
+    }
+    for (const [name, tensor] of Object.entries(step.outputs)) {
+      const output = modelOutputs.get(name);
+      if (output === undefined) {
+        problem("unknown-model-tensor", `step '${step.id}': model '${step.model}' has no output '${name}' (its outputs: ${listNames(modelOutputs.keys())})`);
+        continue;
+      }
+      addSource(tensor, {
+        describe: `step '${step.id}' (output '${name}' of model '${step.model}')`,
+        datatype: output.datatype,
+        shape: modelShape(signature, output),
+      });
+    }
+  }
+
+  problems.push(...structuralProblems(spec, graph));
+
+  // Connected ends must agree on datatype and shape (tensors nobody produces are reported above).
+  const checkEdge = (tensor: string, consumer: string, datatype: DataType, shape: number[]): void => {
+    for (const source of sources.get(tensor) ?? []) {
+      if (source.datatype !== datatype) {
+        problem("type-mismatch", `tensor '${tensor}' from ${source.describe} to ${consumer}: datatype ${source.datatype} does not match ${datatype}`);
+      } else if (!shapesCompatible(source.shape, shape)) {
+        problem("shape-mismatch", `tensor '${tensor}' from ${source.describe} to ${consumer}: shape ${formatShape(source.shape)} does not match ${formatShape(shape)}`);
+      }
+    }
+  };
+  const known = (tensor: string): boolean => isKnownTensor(spec, graph, tensor);
+  for (const step of spec.steps) {
+    if (step.kind === "model") {
+      const signature = signatures.get(step.id);
+      if (signature === undefined) continue;
+      for (const [name, tensor] of Object.entries(step.inputs)) {
+        const input = signature.inputs.find((t) => t.name === name);
+        if (input !== undefined && known(tensor)) {
+          checkEdge(tensor, `step '${step.id}' (input '${name}' of model '${step.model}')`, input.datatype, modelShape(signature, input));
+        }
+      }
+    } else if (step.kind === "exit") {
+      for (const [output, tensor] of Object.entries(step.outputs)) {
+        const declared = operatorOutputs.get(output);
+        if (declared !== undefined && known(tensor)) {
+          checkEdge(tensor, `operator output '${output}' (exit '${step.id}')`, declared.datatype, fullShape(operatorBatch, declared.dims));
+        }
+      }
+    }
+  }
+  for (const output of spec.outputs) {
+    if (graph.producers.has(output.name)) checkEdge(output.name, `operator output '${output.name}'`, output.datatype, fullShape(operatorBatch, output.dims));
+  }
+  return problems;
+}
+
+/** Throws when the spec has problems: INVALID_ARG, or UNAVAILABLE when the only problem is models not served yet. */
+export function assertValidOperator(spec: OperatorSpec, lookup: ModelSignatureLookup, what = `operator '${spec.name}'`): void {
+  const problems = validateOperator(spec, lookup);
+  if (problems.length === 0) return;
+  const notYet = problems.every((p) => p.code === "unknown-model");
+  const list = problems.map((p) => p.message).join("; ");
+  throw notYet
+    ? new OperonError("UNAVAILABLE", `${what} cannot be served yet: ${list}`)
+    : new OperonError("INVALID_ARG", `${what} is invalid: ${list}`);
+}
+
+function fullShape(maxBatchSize: number, dims: number[]): number[] {
+  return maxBatchSize > 0 ? [-1, ...dims] : [...dims];
+}
+
+function modelShape(signature: ServedModelSignature, tensor: ServedTensorConfig): number[] {
+  return fullShape(signature.maxBatchSize, tensor.dims);
+}
+
+function shapesCompatible(a: number[], b: number[]): boolean {
+  return a.length === b.length && a.every((dim, i) => dim === -1 || b[i] === -1 || dim === b[i]);
+}
+
+function formatShape(shape: number[]): string {
+  return `[${shape.join(",")}]`;
+}

@@ -1,0 +1,110 @@
+import { readFileSync } from "node:fs";
+import { parentPort, workerData } from "node:worker_threads";
+import { asOperonError, OperonError } from "@operon/protocol/errors";
+import {
+  type FromThreadMessage,
+  type ThreadExecuteMessage,
+  type ThreadLoadMessage,
+  THREAD_WIRE_VERSION,
+  type ToThreadMessage,
+  packTensors,
+  unpackTensors,
+} from "@operon/protocol/thread-wire";
+import type { Backend, BackendLog } from "@operon/backend-api/backend";
+import { createBackend } from "./backends/registry.js";
+
+/**
+ * Backend instance on a worker_thread of the gateway process
+ * (`new Worker(".../thread-main.js")`): the trusted native backends
+ * (onnxruntime, echo) run here, off the gateway's event loop but without a
+ * process hop, as Triton runs its C++ backends. The contract is
+ * @operon/protocol/thread-wire.
+ *
+ * One backend per thread; executes run one at a time in arrival order (a
+ * backend's run is synchronous native code on this thread anyway). A
+ * request-level backend (the TypeScript backend) is refused: user code runs
+ * in worker processes.
+ */
+
+const port = parentPort;
+if (port === null) throw new Error("thread-main.js runs as a worker_thread started by the gateway");
+const instanceName = String((workerData as { instanceName?: unknown } | null)?.instanceName ?? "");
+
+const post = (message: FromThreadMessage, transfer?: ArrayBuffer[]): void => port.postMessage(message, transfer ?? []);
+const log: BackendLog = (level, message, fields) => post({ type: "log", level, message, ...(fields !== undefined ? { fields } : {}) });
+
+/** Backends that may run on a thread of the gateway: native code we vet, never user code. */
+const THREAD_BACKENDS = new Set(["onnxruntime", "echo"]);
+
+let backend: Backend | undefined;
+let queue: Promise<void> = Promise.resolve();
+
+async function load(message: ThreadLoadMessage): Promise<void> {
+  if (message.wireVersion !== THREAD_WIRE_VERSION) {
+    throw new OperonError("INTERNAL", `thread wire version ${message.wireVersion} asked for; this worker speaks ${THREAD_WIRE_VERSION}`);
+  }
+  if (!THREAD_BACKENDS.has(message.backend)) {
+    throw new OperonError("UNSUPPORTED", `backend '${message.backend}' cannot run on a gateway thread (thread backends: ${[...THREAD_BACKENDS].join(", ")}); use process isolation`);
+  }
+  const created = await createBackend(message.backend);
+  await created.initialize({
+    modelPath: message.modelPath,
+    config: message.config,
+    instanceName: message.instanceName || instanceName,
+    parameters: message.parameters,
+    ...(message.instanceKind !== undefined ? { instanceKind: message.instanceKind } : {}),
+    ...(message.deviceId !== undefined ? { deviceId: message.deviceId } : {}),
+    log,
+  });
+  backend = created;
+  const { inputs, outputs } = created.metadata();
+  const tid = ownThreadId();
+  post({ type: "loaded", inputs, outputs, ...(tid !== undefined ? { tid } : {}) });
+}
+
+/** This thread's Linux tid: /proc/thread-self/stat starts with it. */
+function ownThreadId(): number | undefined {
+  try {
+    const tid = Number.parseInt(readFileSync("/proc/thread-self/stat", "utf8"), 10);
+    return Number.isSafeInteger(tid) ? tid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function execute(message: ThreadExecuteMessage): Promise<void> {
+  if (backend === undefined) throw new OperonError("UNAVAILABLE", `instance '${instanceName}' has no model loaded`);
+  const inputs = unpackTensors(message.buffer, message.inputs);
+  const result = await backend.execute(inputs, message.outputNames);
+  const packed = packTensors(result.outputs);
+  post({ type: "result", requestId: message.requestId, buffer: packed.buffer, outputs: packed.tensors, timing: result.timing }, [packed.buffer]);
+}
+
+async function stop(): Promise<void> {
+  const finishing = backend;
+  backend = undefined;
+  await finishing?.finalize();
+  port!.close();
+}
+
+function fail(requestId: number, error: unknown): void {
+  const operonError = asOperonError(error);
+  post({ type: "error", requestId, kind: operonError.kind, message: operonError.message });
+}
+
+port.on("message", (message: ToThreadMessage) => {
+  // Chained so executes run one at a time, in order, even if a backend's execute awaits.
+  queue = queue.then(async () => {
+    switch (message.type) {
+      case "load":
+        await load(message).catch((error: unknown) => fail(0, error));
+        return;
+      case "execute":
+        await execute(message).catch((error: unknown) => fail(message.requestId, error));
+        return;
+      case "stop":
+        await stop().catch((error: unknown) => log("error", `finalizing the backend failed: ${(error as Error).message}`));
+        return;
+    }
+  });
+});
