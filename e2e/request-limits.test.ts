@@ -1,6 +1,8 @@
+import { request as httpRequest } from "node:http";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADD_SUB_CONFIG, addSubModel, writeModel } from "./support/model-fixtures.js";
+import { grpcClient } from "./support/grpc-client.js";
 import { type RunningOperon, startOperon, tempRepository } from "./support/operon-process.js";
 
 /**
@@ -101,9 +103,27 @@ describe("request limits", () => {
   });
 
   it("refuses a body over --http-max-body-bytes with 413 before reading it", async () => {
-    const reply = await post(server, "/v2/models/add_sub/infer", Buffer.alloc(33 * 1024 * 1024, 0x20));
-    expect(reply.status).toBe(413);
-    expect(reply.error).toMatch(/exceeds the limit of 33554432 bytes/);
+    // Expect: 100-continue, as curl sends for large bodies: the 413 comes before a byte of the body is sent.
+    const body = Buffer.alloc(33 * 1024 * 1024, 0x20);
+    const reply = await new Promise<{ status: number; text: string; bodySent: boolean }>((resolve, reject) => {
+      let bodySent = false;
+      const request = httpRequest(`${server.httpUrl}/v2/models/add_sub/infer`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": body.length, expect: "100-continue" },
+      });
+      request.on("continue", () => {
+        bodySent = true;
+        request.end(body);
+      });
+      request.on("response", (response) => {
+        let text = "";
+        response.on("data", (chunk: Buffer) => (text += chunk.toString()));
+        response.on("end", () => resolve({ status: response.statusCode ?? 0, text, bodySent }));
+      });
+      request.on("error", reject);
+    });
+    expect(reply).toMatchObject({ status: 413, bodySent: false });
+    expect(JSON.parse(reply.text).error).toMatch(/exceeds the limit of 33554432 bytes/);
     await expectStillServing(server);
   });
 
@@ -118,6 +138,27 @@ describe("request limits", () => {
       ["OUTPUT0", 3],
       ["OUTPUT1", -1],
     ]);
+  });
+
+  it("decodes a large valid gRPC ModelInfer off the event loop and answers it", async () => {
+    const client = grpcClient(server.grpcAddress);
+    try {
+      // 300 KB (a long request id), so the message goes to the decode pool.
+      const reply = await client.call("ModelInfer", {
+        model_name: "add_sub",
+        id: "y".repeat(300_000),
+        inputs: [
+          { name: "INPUT0", datatype: "FP32", shape: [1, 16] },
+          { name: "INPUT1", datatype: "FP32", shape: [1, 16] },
+        ],
+        raw_input_contents: [Buffer.from(new Float32Array(16).fill(1).buffer), Buffer.from(new Float32Array(16).fill(2).buffer)],
+      });
+      expect(reply.id).toHaveLength(300_000);
+      expect(new Float32Array(new Uint8Array(reply.raw_output_contents[0]).buffer)[0]).toBe(3);
+      expect(new Float32Array(new Uint8Array(reply.raw_output_contents[1]).buffer)[0]).toBe(-1);
+    } finally {
+      client.close();
+    }
   });
 
   it("answers a gRPC ModelInfer with millions of empty inputs RESOURCE_EXHAUSTED without decoding it", async () => {

@@ -19,7 +19,7 @@ import { createServer } from "node:http";
 import { parseArgs } from "node:util";
 import next from "next";
 
-const FORWARDING_HEADERS = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-port", "x-forwarded-proto", "x-real-ip", "x-operon-proxy-token"];
+const FORWARDING_HEADERS = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-port", "x-forwarded-proto", "x-real-ip", "x-operon-proxy-token", "x-operon-forwarded-proto"];
 const PROXY_TOKEN = process.env.OPERON_PROXY_TOKEN;
 const TRUSTED_PROXIES = new Set((process.env.OPERON_TRUSTED_PROXIES ?? "").split(",").map(normalizeAddress).filter(Boolean));
 
@@ -49,17 +49,33 @@ const app = next({ dev: false, dir: import.meta.dirname, hostname, port });
 const handle = app.getRequestHandler();
 await app.prepare();
 
+/** "https" when a trusted proxy says the browser used TLS (X-Forwarded-Proto, its last value); the API then marks cookies Secure. */
+function browserScheme(req) {
+  if (!TRUSTED_PROXIES.has(normalizeAddress(req.socket.remoteAddress))) return "http";
+  const proto = String(req.headers["x-forwarded-proto"] ?? "").split(",").map((part) => part.trim().toLowerCase()).filter(Boolean);
+  return proto.at(-1) === "https" ? "https" : "http";
+}
+
 const server = createServer((req, res) => {
   const client = clientAddress(req);
+  const scheme = browserScheme(req);
   for (const name of FORWARDING_HEADERS) delete req.headers[name];
   req.headers["x-forwarded-for"] = client;
+  req.headers["x-operon-forwarded-proto"] = scheme;
   if (PROXY_TOKEN) req.headers["x-operon-proxy-token"] = PROXY_TOKEN;
   void handle(req, res);
 });
 server.listen(port, hostname, () => console.log(`console listening on http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${port}`));
+// On a signal: take no new requests, let those in flight (proxied to the API, which `operon serve`
+// stops after this process) finish for up to 20 s, then exit.
+const DRAIN_MS = 20_000;
 for (const signal of ["SIGTERM", "SIGINT"]) {
   process.once(signal, () => {
     server.close(() => process.exit(0));
-    server.closeAllConnections();
+    server.closeIdleConnections();
+    setTimeout(() => {
+      server.closeAllConnections();
+      process.exit(0);
+    }, DRAIN_MS).unref();
   });
 }

@@ -27,6 +27,12 @@ const requirements = [
     present: () => existsSync(CHROMIUM),
     missing: `Chromium at ${CHROMIUM}`,
   },
+  {
+    what: "npm run bench (HTTP load generator)",
+    packages: ["wrk", "curl"],
+    present: () => existsSync("/usr/bin/wrk") && existsSync("/usr/bin/curl"),
+    missing: "wrk and curl in /usr/bin",
+  },
 ];
 
 const wanted = requirements.filter((requirement) => !requirement.present());

@@ -36,7 +36,7 @@ export interface RunningOperon {
 
 export async function startOperon(
   args: string[],
-  options: { timeoutMs?: number; cwd?: string; /** --data-dir; default a fresh temporary folder */ dataDir?: string } = {},
+  options: { timeoutMs?: number; cwd?: string; /** --data-dir; default a fresh temporary folder */ dataDir?: string; /** added to the environment */ env?: Record<string, string>; /** own process group (signal it with process.kill(-pid)) */ detached?: boolean } = {},
 ): Promise<RunningOperon> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "operon-e2e-data-"));
   const child = spawn(
@@ -44,7 +44,7 @@ export async function startOperon(
     // The control plane (database, API, console) is off unless a test asks for it: most system
     // tests exercise the data plane, and each server would otherwise start a database and a console.
     [OPERON_BIN, "serve", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--data-dir", dataDir, "--control-plane=false", ...args],
-    { cwd: options.cwd ?? REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] },
+    { cwd: options.cwd ?? REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env }, detached: options.detached ?? false },
   );
   let output = "";
   const listeners = new Set<() => void>();

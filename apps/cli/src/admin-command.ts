@@ -3,6 +3,7 @@ import { input, password as passwordPrompt } from "@inquirer/prompts";
 import { createUser } from "@operon/api/user-accounts";
 import { addDatabaseFlags, databaseUrlOf, describeDatabase, openMigratedDatabase } from "./database-flags.js";
 import { operonEnvironment } from "./environment.js";
+import { readSecretFile } from "./secret-file.js";
 
 /**
  * `operon admin create`: makes an admin account from flags, or asks for what
@@ -18,12 +19,13 @@ export function adminCommand(): Command {
         .description("Create an admin account (the first one, or another)")
         .option("--email <email>", "the admin's email (sign-in name)")
         .option("--name <name>", "display name")
-        .option("--password <password>", "initial password (at least 10 characters); default $OPERON_ADMIN_PASSWORD, else asked"),
-    ).action(async (flags: { email?: string; name?: string; password?: string; databaseUrl?: string; dataDir: string }) => {
+        .option("--password <password>", "initial password (at least 10 characters; shows in ps: prefer --password-file or $OPERON_ADMIN_PASSWORD); else asked")
+        .option("--password-file <path>", "file holding the initial password (one trailing newline ignored)"),
+    ).action(async (flags: { email?: string; name?: string; password?: string; passwordFile?: string; databaseUrl?: string; dataDir: string }) => {
       try {
         const interactive = process.stdin.isTTY === true;
         const email = flags.email ?? (interactive ? await input({ message: "Admin email:" }) : undefined);
-        let secret = flags.password ?? operonEnvironment().OPERON_ADMIN_PASSWORD;
+        let secret = flags.password ?? (flags.passwordFile !== undefined ? readSecretFile(flags.passwordFile, "--password-file") : operonEnvironment().OPERON_ADMIN_PASSWORD);
         if (secret === undefined && interactive) {
           secret = await passwordPrompt({ message: "Password (at least 10 characters):", mask: true });
           const again = await passwordPrompt({ message: "Password again:", mask: true });

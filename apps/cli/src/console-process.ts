@@ -3,18 +3,23 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Logger } from "@operon/gateway/logger";
+import { ProcessSupervisor } from "./process-supervisor.js";
 
 /**
  * Runs the web console (apps/console, a built Next.js app) as a child
  * process: its server.mjs (Next.js behind a server that sets X-Forwarded-For
  * itself) on the console's address and port, proxying its /api calls to the
  * control plane API (OPERON_API_URL). A separate process keeps page
- * rendering off the gateway's event loop.
+ * rendering off the gateway's event loop. A console that exits (a crash,
+ * a kill) is started again with backoff (ProcessSupervisor), as workers are.
  */
 export const CONSOLE_DIR = fileURLToPath(new URL("../../console/", import.meta.url));
 
 export interface ConsoleProcess {
   url: string;
+  /** The console process running now (another one after a restart). */
+  readonly pid: number | undefined;
+  /** Ends restarts, then the console (it drains for up to 20 s). */
   stop(): Promise<void>;
 }
 
@@ -34,14 +39,8 @@ export async function startConsole(options: {
   if (!existsSync(join(CONSOLE_DIR, ".next", "BUILD_ID"))) {
     throw new ConsoleNotBuiltError(`the console is not built (no ${join(CONSOLE_DIR, ".next")}); run npm run build`);
   }
-  const child = spawn(process.execPath, [join(CONSOLE_DIR, "server.mjs"), "--port", String(options.port), "--hostname", options.address], {
-    cwd: CONSOLE_DIR,
-    env: { ...process.env, OPERON_API_URL: options.apiUrl, OPERON_PROXY_TOKEN: options.proxyToken, OPERON_TRUSTED_PROXIES: (options.trustedProxies ?? []).join(","), NEXT_TELEMETRY_DISABLED: "1", NODE_ENV: "production" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
   const host = options.address.includes(":") ? `[${options.address}]` : options.address;
   const url = `http://${host}:${options.port}`;
-  let stopping = false;
   const forward = (stream: NodeJS.ReadableStream, level: "info" | "warn"): void => {
     let buffered = "";
     stream.on("data", (chunk: Buffer) => {
@@ -51,29 +50,36 @@ export async function startConsole(options: {
       for (const line of lines) if (line.trim()) options.logger[level]({ console: line.trim() }, "console");
     });
   };
-  forward(child.stdout!, "info");
-  forward(child.stderr!, "warn");
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  child.once("exit", (code, signal) => {
-    if (!stopping) options.logger.error({ code, signal }, "the console process exited; the gateway and the API keep serving");
+  const spawnConsole = (): ChildProcess => {
+    const child = spawn(process.execPath, [join(CONSOLE_DIR, "server.mjs"), "--port", String(options.port), "--hostname", options.address], {
+      cwd: CONSOLE_DIR,
+      env: { ...process.env, OPERON_API_URL: options.apiUrl, OPERON_PROXY_TOKEN: options.proxyToken, OPERON_TRUSTED_PROXIES: (options.trustedProxies ?? []).join(","), NEXT_TELEMETRY_DISABLED: "1", NODE_ENV: "production" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    forward(child.stdout!, "info");
+    forward(child.stderr!, "warn");
+    return child;
+  };
+  const supervisor = new ProcessSupervisor({
+    spawn: spawnConsole,
+    onUnexpectedExit: ({ code, signal }) => options.logger.error({ code, signal }, "the console process exited; restarting it (the gateway and the API keep serving)"),
+    onRestart: ({ attempt, delayMs, pid }) => options.logger.warn({ attempt, delayMs, pid }, "console process restarted"),
+    // The console drains its requests in flight for up to 20 s (server.mjs) before it exits.
+    killAfterMs: 25_000,
   });
   try {
-    await waitUntilServing(url, child, options.startTimeoutMs ?? 60_000);
+    await waitUntilServing(url, supervisor.current, options.startTimeoutMs ?? 60_000);
   } catch (error) {
-    stopping = true;
-    child.kill("SIGKILL");
+    supervisor.current.kill("SIGKILL");
+    await supervisor.stop();
     throw error;
   }
   return {
     url,
-    async stop() {
-      if (stopping) return exited;
-      stopping = true;
-      child.kill("SIGTERM");
-      const force = setTimeout(() => child.kill("SIGKILL"), 5000);
-      await exited;
-      clearTimeout(force);
+    get pid() {
+      return supervisor.current.pid;
     },
+    stop: () => supervisor.stop(),
   };
 }
 

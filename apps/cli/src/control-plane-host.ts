@@ -1,4 +1,5 @@
 import { Worker } from "node:worker_threads";
+import type { ModelControlEvent } from "@operon/gateway/server";
 import type { ApiKeyGrant } from "@operon/protocol/api-keys";
 import type { ControlPlaneThreadOptions, FromControlPlane, ToControlPlane } from "./control-plane-messages.js";
 
@@ -27,7 +28,7 @@ export class ControlPlaneThread {
 
   private constructor(
     options: ControlPlaneThreadOptions,
-    private readonly onGrants: (grants: ApiKeyGrant[]) => void,
+    private readonly onGrants: (grants: ApiKeyGrant[], everIssued: boolean) => void,
   ) {
     this.worker = new Worker(new URL("./control-plane-thread.js", import.meta.url), { workerData: options });
     this.worker.on("message", (message: FromControlPlane) => this.onMessage(message));
@@ -43,7 +44,7 @@ export class ControlPlaneThread {
   }
 
   /** Starts the thread and waits until its database is open and migrated and the keys are sent (onGrants called). */
-  static async open(options: ControlPlaneThreadOptions, onGrants: (grants: ApiKeyGrant[]) => void): Promise<{ thread: ControlPlaneThread; info: ControlPlaneDatabaseInfo }> {
+  static async open(options: ControlPlaneThreadOptions, onGrants: (grants: ApiKeyGrant[], everIssued: boolean) => void): Promise<{ thread: ControlPlaneThread; info: ControlPlaneDatabaseInfo }> {
     const thread = new ControlPlaneThread(options, onGrants);
     try {
       const keys = (await thread.next("keys")) as Extract<FromControlPlane, { type: "keys" }>;
@@ -76,6 +77,11 @@ export class ControlPlaneThread {
 
   private flushUsage: () => void = () => undefined;
 
+  /** Hands a gateway-side model control change to the control plane for the audit log. */
+  recordModelControl(event: ModelControlEvent): void {
+    this.send({ type: "model-control", event });
+  }
+
   /** Stops the API (draining its requests) and the services, closes the database, ends the thread. Idempotent. */
   async stop(timeoutMs = 30_000): Promise<void> {
     if (this.exited) return;
@@ -100,7 +106,7 @@ export class ControlPlaneThread {
   }
 
   private onMessage(message: FromControlPlane): void {
-    if (message.type === "keys") this.onGrants(message.grants);
+    if (message.type === "keys") this.onGrants(message.grants, message.everIssued);
     if (message.type === "failed") this.failure = new Error(message.message);
     const waiter = this.waiters.get(message.type);
     if (waiter !== undefined) {

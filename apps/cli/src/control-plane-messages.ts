@@ -1,3 +1,4 @@
+import type { ModelControlEvent } from "@operon/gateway/server";
 import type { ApiKeyGrant } from "@operon/protocol/api-keys";
 
 /**
@@ -18,6 +19,8 @@ export interface ControlPlaneThreadOptions {
   maxUploadBytes: number;
   usageSampleIntervalSecs: number;
   usageRetentionDays: number;
+  /** --secure-cookies */
+  secureCookies: boolean;
   apiAddress: string;
   apiPort: number;
   logVerbose: number;
@@ -27,11 +30,13 @@ export type ToControlPlane =
   | { type: "gateway"; httpUrl: string; metricsUrl: string | undefined }
   /** Last-used times the gateway gathered (key id -> epoch ms), to be written to the database. */
   | { type: "key-usage"; used: Array<[string, number]> }
+  /** A load/unload/operator change made through the gateway's own API, for the audit log. */
+  | { type: "model-control"; event: ModelControlEvent }
   | { type: "stop" };
 
 export type FromControlPlane =
   /** The database is open and migrated; the stored keys (sent again on every change). */
-  | { type: "keys"; grants: ApiKeyGrant[]; database: string; embedded: boolean; appliedMigrations: number }
+  | { type: "keys"; grants: ApiKeyGrant[]; everIssued: boolean; database: string; embedded: boolean; appliedMigrations: number }
   | { type: "started"; apiUrl: string; proxyToken: string; setupToken: string | undefined }
   | { type: "failed"; message: string }
   | { type: "stopped" };

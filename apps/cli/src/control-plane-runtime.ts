@@ -63,8 +63,12 @@ export interface RunningControlPlane {
 
 export async function startControlPlane(options: {
   db: Database;
-  /** Called with the stored keys' grants on every change (the gateway's ring gets them and the internal grant). */
-  onGrants: (grants: ApiKeyGrant[]) => void;
+  /**
+   * Called with the stored keys' grants on every change (the gateway's ring
+   * gets them and the internal grant), and whether any key was ever issued
+   * (the ring then keeps model control locked for good).
+   */
+  onGrants: (grants: ApiKeyGrant[], everIssued: boolean) => void;
   internal: { key: string; grant: ApiKeyGrant };
   gatewayHttpUrl: string;
   gatewayMetricsUrl: string | undefined;
@@ -72,6 +76,7 @@ export async function startControlPlane(options: {
   maxUploadBytes: number;
   usageSampleIntervalSecs: number;
   usageRetentionDays: number;
+  secureCookies: boolean;
   apiAddress: string;
   apiPort: number;
   logger: Logger;
@@ -85,9 +90,11 @@ export async function startControlPlane(options: {
     maxUploadBytes: options.maxUploadBytes,
     usageSampleIntervalSecs: options.usageSampleIntervalSecs,
     usageRetentionDays: options.usageRetentionDays,
+    secureCookies: options.secureCookies,
     logger: logger.child({ component: "control-plane" }),
   });
-  const unsubscribe = controlPlane.services.apiKeys.subscribe((grants) => options.onGrants([...grants]));
+  const apiKeys = controlPlane.services.apiKeys;
+  const unsubscribe = apiKeys.subscribe((grants) => options.onGrants([...grants], apiKeys.keysEverIssued()));
   const recordKeyUsage = async (used: Map<string, number>): Promise<void> => {
     used.delete(options.internal.grant.id);
     if (used.size > 0) await controlPlane.services.apiKeys.markUsed(used).catch((error: unknown) => logger.warn({ err: (error as Error).message }, "could not record API key use"));

@@ -34,6 +34,7 @@ async function start(): Promise<void> {
   post({
     type: "keys",
     grants: keys.currentGrants(),
+    everIssued: keys.keysEverIssued(),
     database: describeDatabase(options.databaseUrl),
     embedded: db.kind === "embedded",
     appliedMigrations: opened.migrations.applied.length,
@@ -41,7 +42,7 @@ async function start(): Promise<void> {
   const urls = await gateway!;
   running = await startControlPlane({
     db,
-    onGrants: (grants) => post({ type: "keys", grants, database: describeDatabase(options.databaseUrl), embedded: db!.kind === "embedded", appliedMigrations: 0 }),
+    onGrants: (grants, everIssued) => post({ type: "keys", grants, everIssued, database: describeDatabase(options.databaseUrl), embedded: db!.kind === "embedded", appliedMigrations: 0 }),
     internal: options.internal,
     gatewayHttpUrl: urls.httpUrl,
     gatewayMetricsUrl: urls.metricsUrl,
@@ -49,6 +50,7 @@ async function start(): Promise<void> {
     maxUploadBytes: options.maxUploadBytes,
     usageSampleIntervalSecs: options.usageSampleIntervalSecs,
     usageRetentionDays: options.usageRetentionDays,
+    secureCookies: options.secureCookies,
     apiAddress: options.apiAddress,
     apiPort: options.apiPort,
     logger,
@@ -70,6 +72,11 @@ port.on("message", (message: ToControlPlane) => {
       return;
     case "key-usage":
       void running?.recordKeyUsage(new Map(message.used));
+      return;
+    case "model-control":
+      running?.controlPlane.services.apiKeys
+        .recordGatewayChange(message.event)
+        .catch((error: unknown) => logger.error({ err: (error as Error).message, event: message.event }, "could not write a gateway model control change to the audit log"));
       return;
     case "stop":
       void stop();

@@ -4,12 +4,13 @@ import { fileURLToPath } from "node:url";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
 import { createLogger } from "@operon/gateway/logger";
-import { startOperonServer, type OperonServer, type OperonServerOptions } from "@operon/gateway/server";
+import { defaultResourceLimits, GATEWAY_DEFAULTS, startOperonServer, type OperonServer, type OperonServerOptions } from "@operon/gateway/server";
 import { ConsoleNotBuiltError, startConsole, type ConsoleProcess } from "./console-process.js";
 import { ControlPlaneThread } from "./control-plane-host.js";
 import { controlPlaneDirs, makeInternalKey } from "./control-plane-runtime.js";
 import { databaseUrlOf } from "./database-flags.js";
 import { operonEnvironment } from "./environment.js";
+import { readSecretFile } from "./secret-file.js";
 import { serveFlagsSchema, type CacheConfig, type ServeFlags } from "./serve-flags.js";
 
 /**
@@ -21,22 +22,22 @@ export function serveCommand(): Command {
   return new Command("serve")
     .description("Serve a Triton-style model repository over KServe v2 HTTP and gRPC, with Prometheus metrics")
     .requiredOption("--model-repository <path>", "model repository folder (repeatable; the first one wins on name clashes)", collect)
-    .option("--http-port <port>", "HTTP/REST port (KServe v2 + Triton extensions)", parsePort, 8000)
-    .option("--grpc-port <port>", "gRPC port (inference.GRPCInferenceService + grpc.health.v1)", parsePort, 8001)
-    .option("--metrics-port <port>", "Prometheus metrics port (GET /metrics)", parsePort, 8002)
-    .option("--http-address <address>", "HTTP listen address; default 127.0.0.1 (loopback only), unlike Triton's 0.0.0.0", "127.0.0.1")
-    .option("--grpc-address <address>", "gRPC listen address; default 127.0.0.1 (loopback only), unlike Triton's 0.0.0.0", "127.0.0.1")
-    .option("--metrics-address <address>", "metrics listen address; default 127.0.0.1 (loopback only)", "127.0.0.1")
-    .option("--allow-http [bool]", "serve HTTP/REST", parseBool, true)
-    .option("--allow-grpc [bool]", "serve gRPC", parseBool, true)
-    .option("--allow-metrics [bool]", "serve Prometheus metrics", parseBool, true)
+    .option("--http-port <port>", "HTTP/REST port (KServe v2 + Triton extensions)", parsePort, GATEWAY_DEFAULTS.httpPort)
+    .option("--grpc-port <port>", "gRPC port (inference.GRPCInferenceService + grpc.health.v1)", parsePort, GATEWAY_DEFAULTS.grpcPort)
+    .option("--metrics-port <port>", "Prometheus metrics port (GET /metrics)", parsePort, GATEWAY_DEFAULTS.metricsPort)
+    .option("--http-address <address>", "HTTP listen address; default 127.0.0.1 (loopback only), unlike Triton's 0.0.0.0", GATEWAY_DEFAULTS.httpAddress)
+    .option("--grpc-address <address>", "gRPC listen address; default 127.0.0.1 (loopback only), unlike Triton's 0.0.0.0", GATEWAY_DEFAULTS.grpcAddress)
+    .option("--metrics-address <address>", "metrics listen address; default 127.0.0.1 (loopback only)", GATEWAY_DEFAULTS.metricsAddress)
+    .option("--allow-http [bool]", "serve HTTP/REST", parseBool, GATEWAY_DEFAULTS.allowHttp)
+    .option("--allow-grpc [bool]", "serve gRPC", parseBool, GATEWAY_DEFAULTS.allowGrpc)
+    .option("--allow-metrics [bool]", "serve Prometheus metrics", parseBool, GATEWAY_DEFAULTS.allowMetrics)
     .addOption(
       new Option(
         "--model-control-mode <mode>",
         "none: load every model at start, no load/unload API; poll: also reload on repository changes every --repository-poll-secs; explicit: load only --load-model models, then the load/unload API",
       )
         .choices(["none", "poll", "explicit"])
-        .default("none"),
+        .default(GATEWAY_DEFAULTS.modelControlMode),
     )
     .addOption(
       new Option(
@@ -44,26 +45,29 @@ export function serveCommand(): Command {
         "where ONNX Runtime (and echo) instances run unless a model's config parameter operon_isolation says otherwise: thread = a thread of the gateway process (fastest; a native crash takes the server down, as in Triton), process = a worker process each (isolated). TypeScript models always run in processes",
       )
         .choices(["thread", "process"])
-        .default("thread"),
+        .default(GATEWAY_DEFAULTS.backendIsolation),
     )
     .option("--load-model <name>", "model to load at start in explicit mode (repeatable; '*' = all)", collect, [])
-    .option("--repository-poll-secs <secs>", "poll interval of the repositories in poll mode", parseNonNegativeInt, 15)
-    .option("--strict-model-config [bool]", "require a complete config.pbtxt; do not auto-complete from the model file", parseBool, false)
-    .option("--strict-readiness [bool]", "report ready only when every model is ready", parseBool, true)
-    .option("--exit-on-error [bool]", "exit when a model fails to load at start", parseBool, true)
-    .option("--exit-timeout-secs <secs>", "on SIGTERM/SIGINT, how long to wait for in-flight requests", parseNonNegativeInt, 30)
+    .option("--repository-poll-secs <secs>", "poll interval of the repositories in poll mode", parseNonNegativeInt, GATEWAY_DEFAULTS.repositoryPollSecs)
+    .option("--strict-model-config [bool]", "require a complete config.pbtxt; do not auto-complete from the model file", parseBool, GATEWAY_DEFAULTS.strictModelConfig)
+    .option("--strict-readiness [bool]", "report ready only when every model is ready", parseBool, GATEWAY_DEFAULTS.strictReadiness)
+    .option("--exit-on-error [bool]", "exit when a model fails to load at start", parseBool, GATEWAY_DEFAULTS.exitOnError)
+    .option("--exit-timeout-secs <secs>", "on SIGTERM/SIGINT, how long to wait for in-flight requests", parseNonNegativeInt, GATEWAY_DEFAULTS.exitTimeoutSecs)
     .option("--log-verbose <level>", "verbose logging level; >0 logs debug detail", parseNonNegativeInt, 0)
-    .option("--data-dir <path>", "where Operon keeps its own files (uploaded models)", ".operon")
-    .option("--max-upload-bytes <bytes>", "largest total size of files uploaded with one model load request", parsePositiveInt, 256 * 1024 * 1024)
-    .option("--http-max-body-bytes <bytes>", "largest HTTP request body accepted (Triton's --http-max-input-size default, 64 MiB); a model load request may carry up to --max-upload-bytes of files besides", parsePositiveInt, 64 * 1024 * 1024)
+    .option("--data-dir <path>", "where Operon keeps its own files (uploaded models)", GATEWAY_DEFAULTS.dataDir)
+    .option("--max-upload-bytes <bytes>", "largest total size of files uploaded with one model load request", parsePositiveInt, GATEWAY_DEFAULTS.maxUploadBytes)
+    .option("--http-max-body-bytes <bytes>", "largest HTTP request body accepted (Triton's --http-max-input-size default, 64 MiB); a model load request may carry up to --max-upload-bytes of files besides", parsePositiveInt, GATEWAY_DEFAULTS.httpMaxBodyBytes)
     .option("--http-max-inflight-body-bytes <bytes>", "request body bytes held at once over all HTTP requests; beyond it new bodies get 503 with Retry-After (default: 4 x --http-max-body-bytes, at least one upload more)", parsePositiveInt)
-    .option("--grpc-infer-max-message-bytes <bytes>", "largest gRPC ModelInfer / ModelStreamInfer message (RESOURCE_EXHAUSTED beyond)", parsePositiveInt, 64 * 1024 * 1024)
+    .option("--grpc-infer-max-message-bytes <bytes>", "largest gRPC ModelInfer / ModelStreamInfer message (RESOURCE_EXHAUSTED beyond)", parsePositiveInt, GATEWAY_DEFAULTS.grpcInferMaxMessageBytes)
     .option(
       "--cache-config <cache,key=value>",
       "response cache, Triton's syntax: 'local,size=<bytes>' (repeatable, one or more key=value per use); models opt in with response_cache { enable: true }. Default: no cache",
       parseCacheConfig,
     )
-    .option("--default-max-batch-size <n>", "max_batch_size given to models whose config leaves it unset and that can batch (Triton's backend-config default-max-batch-size)", parseNonNegativeInt, 4)
+    .option("--max-instances-per-model <n>", "most backend instances one model may ask for (instance_group counts summed); default 2 × CPU cores", parsePositiveInt, defaultResourceLimits().maxInstancesPerModel)
+    .option("--max-threads-per-instance <n>", "most intra_op/inter_op threads one instance may ask for (0 counts as the core count); default the CPU cores", parsePositiveInt, defaultResourceLimits().maxThreadsPerInstance)
+    .option("--max-instances <n>", "most backend instances of all models at once on this host; default 8 × CPU cores", parsePositiveInt, defaultResourceLimits().maxInstancesPerHost)
+    .option("--default-max-batch-size <n>", "max_batch_size given to models whose config leaves it unset and that can batch (Triton's backend-config default-max-batch-size)", parseNonNegativeInt, GATEWAY_DEFAULTS.defaultMaxBatchSize)
     // Operon's control plane and console (not tritonserver flags).
     .option("--control-plane [bool]", "run the control plane (database, API, API keys, console) beside the gateway; false = a plain Triton-style server", parseBool, true)
     .option("--console [bool]", "serve the web console (needs the control plane)", parseBool, true)
@@ -75,12 +79,25 @@ export function serveCommand(): Command {
       parseTrustedProxy,
       [],
     )
+    .option(
+      "--secure-cookies [bool]",
+      "mark the console's cookies Secure (serve the console over HTTPS, e.g. behind a TLS proxy); also set per request when a --trusted-proxy sends X-Forwarded-Proto: https",
+      parseBool,
+      false,
+    )
     .option("--api-address <address>", "control plane API listen address (the console proxies to it)", "127.0.0.1")
     .option("--api-port <port>", "control plane API port (tRPC under /api/trpc)", parsePort, 8003)
     .option("--database-url <url>", "postgres(ql)://… for PostgreSQL, file:<dir> or memory: for the embedded database; default $DATABASE_URL, else <data-dir>/db")
     .option("--admin-email <email>", "create this first admin at start when no account exists")
-    .option("--admin-password <password>", "the first admin's password (default $OPERON_ADMIN_PASSWORD)")
+    .option("--admin-password <password>", "the first admin's password (shows in ps: prefer --admin-password-file or $OPERON_ADMIN_PASSWORD)")
+    .option("--admin-password-file <path>", "file holding the first admin's password (one trailing newline ignored)")
     .option("--require-api-key [bool]", "inference needs an API key (Authorization: Bearer <key>); model control always does beyond loopback", parseBool, false)
+    .option(
+      "--anonymous-model-control [bool]",
+      "on a loopback-only server, keep model control (load/unload) open to callers without a key even after API keys were issued (default: it locks for good once any key exists)",
+      parseBool,
+      false,
+    )
     .option("--usage-sample-secs <secs>", "how often the control plane samples the gateway's usage for charts and costs (0 = never)", parseNonNegativeInt, 15)
     .option("--usage-retention-days <days>", "how long usage samples are kept; older ones are deleted hourly (0 = forever)", parseNonNegativeInt, 30)
     .action(async (raw: Record<string, unknown>, command: Command) => {
@@ -99,7 +116,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
   const requireApiKey = flags.requireApiKey;
   const dataDir = flags.dataDir;
   const dirs = withControlPlane ? controlPlaneDirs(dataDir) : undefined;
-  const options: OperonServerOptions = {
+  const options = {
     // Uploaded models form one more repository; the first one given wins on name clashes.
     modelRepositories: [...flags.modelRepository, ...(dirs ? [dirs.modelStoreDir] : [])],
     httpAddress: flags.httpAddress,
@@ -124,11 +141,12 @@ async function runServe(flags: ServeFlags): Promise<void> {
     ...(flags.httpMaxInflightBodyBytes !== undefined ? { httpMaxInflightBodyBytes: flags.httpMaxInflightBodyBytes } : {}),
     grpcInferMaxMessageBytes: flags.grpcInferMaxMessageBytes,
     defaultMaxBatchSize: flags.defaultMaxBatchSize,
+    resourceLimits: { maxInstancesPerModel: flags.maxInstancesPerModel, maxThreadsPerInstance: flags.maxThreadsPerInstance, maxInstancesPerHost: flags.maxInstances },
     cacheSizeBytes: flags.cacheConfig?.settings.size,
     workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),
     backendIsolation: flags.backendIsolation,
     logger,
-  };
+  } satisfies OperonServerOptions;
   const loopbackOnly = [options.allowHttp ? options.httpAddress : "127.0.0.1", options.allowGrpc ? options.grpcAddress : "127.0.0.1"].every(isLoopback);
 
   let controlPlane: ControlPlaneThread | undefined;
@@ -147,7 +165,11 @@ async function runServe(flags: ServeFlags): Promise<void> {
     if (withControlPlane) {
       // The control plane runs on its own thread (control-plane-thread.ts): its database, API,
       // sampler and perf runs never share the gateway's event loop.
-      const adminPassword = flags.adminPassword ?? operonEnvironment().OPERON_ADMIN_PASSWORD;
+      if (flags.adminPassword !== undefined) {
+        logger.warn("--admin-password is visible to every local user (ps, /proc); use --admin-password-file or $OPERON_ADMIN_PASSWORD");
+      }
+      const adminPassword =
+        flags.adminPassword ?? (flags.adminPasswordFile !== undefined ? readSecretFile(flags.adminPasswordFile, "--admin-password-file") : operonEnvironment().OPERON_ADMIN_PASSWORD);
       const opened = await ControlPlaneThread.open(
         {
           databaseUrl: databaseUrlOf({ databaseUrl: flags.databaseUrl, dataDir }),
@@ -158,11 +180,15 @@ async function runServe(flags: ServeFlags): Promise<void> {
           maxUploadBytes: options.maxUploadBytes,
           usageSampleIntervalSecs: flags.usageSampleSecs,
           usageRetentionDays: flags.usageRetentionDays,
+          secureCookies: flags.secureCookies,
           apiAddress: flags.apiAddress,
           apiPort: flags.apiPort,
           logVerbose: flags.logVerbose,
         },
-        (grants) => ring.replaceAll([...grants, internal.grant]),
+        (grants, everIssued) => {
+          if (everIssued) ring.noteKeysEverIssued();
+          ring.replaceAll([...grants, internal.grant]);
+        },
       );
       controlPlane = opened.thread;
       embeddedDatabase = opened.info.embedded;
@@ -175,7 +201,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
           "(operon keys create --scopes admin,infer ...) and/or pass --require-api-key, listen on 127.0.0.1, or use --model-control-mode none",
       );
     }
-    server = await startOperonServer({ ...options, ...(withControlPlane || requireApiKey ? { access: { ring, requireApiKey } } : {}) });
+    const anonymousModelControl = flags.anonymousModelControl;
+    server = await startOperonServer({ ...options, ...(withControlPlane || requireApiKey ? { access: { ring, requireApiKey, anonymousModelControl } } : {}) });
     if (controlPlane !== undefined) {
       if (server.httpPort === undefined) throw new Error("the control plane needs the gateway's HTTP endpoint: drop --allow-http=false or pass --control-plane=false");
       api = await controlPlane.attachGateway(
@@ -185,6 +212,11 @@ async function runServe(flags: ServeFlags): Promise<void> {
         },
         () => ring.drainUsage(),
       );
+      // Model control through the gateway's own API goes to the audit log too (the console's own calls use the internal key and are audited by the API).
+      const thread = controlPlane;
+      server.access?.onModelControl((event) => {
+        if (event.keyId !== internal.grant.id) thread.recordModelControl(event);
+      });
       if (flags.console) {
         const port = flags.consolePort === 0 ? await freePort(flags.consoleAddress) : flags.consolePort;
         try {
@@ -223,9 +255,11 @@ async function runServe(flags: ServeFlags): Promise<void> {
     const open = server.access ? server.access.modelControlOpen() : true;
     if (open) {
       logger.warn(
-        loopbackOnly
-          ? "model control (load/unload) is open to any local client without a key, as in Triton: the server listens on loopback only and no admin API key is configured"
-          : "model control (load/unload) is open and the server listens beyond loopback: anyone who can reach it can load models",
+        !loopbackOnly
+          ? "model control (load/unload) is open and the server listens beyond loopback: anyone who can reach it can load models"
+          : server.access?.anonymousModelControl && server.access.ring.modelControlLocked()
+            ? "model control (load/unload) is open to any local client without a key because of --anonymous-model-control, although API keys were issued"
+            : "model control (load/unload) is open to any local client without a key, as in Triton: the server listens on loopback only and no API key was ever issued",
       );
     } else {
       logger.info("model control (load/unload) needs an admin-scoped API key (or the console)");
@@ -260,6 +294,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
       logger.warn({ signal }, "second signal: exiting now");
       process.exit(1);
     }
+    // First: a signal sent to the whole process group reached the workers too; they must not be restarted.
+    server.haltRestarts();
     logger.info({ signal, timeoutSecs: options.exitTimeoutSecs }, "draining in-flight requests, then exiting");
     stopAll().then(
       () => {

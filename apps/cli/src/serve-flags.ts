@@ -39,6 +39,9 @@ export const serveFlagsSchema = z.object({
   /** --cache-config gathered over its uses (parseCacheConfig); absent = no cache. */
   cacheConfig: z.object({ cache: z.literal("local"), settings: z.object({ size: positive.optional() }) }).optional(),
   defaultMaxBatchSize: count,
+  maxInstancesPerModel: positive,
+  maxThreadsPerInstance: positive,
+  maxInstances: positive,
   controlPlane: z.boolean(),
   console: z.boolean(),
   consoleAddress: z.string(),
@@ -49,7 +52,10 @@ export const serveFlagsSchema = z.object({
   databaseUrl: z.string().optional(),
   adminEmail: z.string().optional(),
   adminPassword: z.string().optional(),
+  adminPasswordFile: z.string().optional(),
   requireApiKey: z.boolean(),
+  anonymousModelControl: z.boolean(),
+  secureCookies: z.boolean(),
   usageSampleSecs: count,
   usageRetentionDays: count,
 });

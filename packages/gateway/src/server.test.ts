@@ -72,6 +72,8 @@ beforeAll(async () => {
     httpMaxBodyBytes: 1 << 20,
     defaultMaxBatchSize: 4,
     workerEntry: WORKER_ENTRY,
+    // Worker processes: these tests kill one and read per-process usage (thread instances: e2e/backend-isolation).
+    backendIsolation: "process",
     logger: createLogger({ destination: new Writable({ write: (_chunk, _encoding, done) => done() }) }),
     access: { ring, requireApiKey: false },
   });

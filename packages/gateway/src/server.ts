@@ -3,72 +3,30 @@ import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { OperonError } from "@operon/protocol/errors";
 import { GatewayAccessPolicy } from "./auth/access-policy.js";
-import type { ApiKeyRing } from "./auth/api-key-ring.js";
 import { isLoopbackHost } from "./auth/loopback.js";
 import { Engine } from "./engine/engine.js";
 import { startGrpcFrontend } from "./frontends/grpc/grpc-frontend.js";
 import { startHttpFrontend } from "./frontends/http/http-frontend.js";
 import { DecodePool } from "./frontends/decode/decode-pool.js";
-import type { Logger } from "./observability/logger.js";
 import { GatewayMetrics } from "./observability/metrics.js";
 import { startMetricsServer } from "./observability/metrics-server.js";
-import { ModelManager, type ModelControlMode } from "./repository/model-manager.js";
+import { ModelManager } from "./repository/model-manager.js";
 import { ResponseCache } from "./engine/response-cache.js";
+import { defaultResourceLimits } from "./repository/resource-limits.js";
 import { OPERON_VERSION } from "./version.js";
+import { GATEWAY_DEFAULTS, resolveOperonServerOptions, type OperonServerOptions, type ResolvedOperonServerOptions } from "./server-options.js";
+
+/** A model control change made through the gateway's API (see GatewayAccessPolicy.onModelControl), for the control plane's audit log. */
+export type { ModelControlEvent } from "./auth/access-policy.js";
+export { defaultResourceLimits, type ResourceLimits } from "./repository/resource-limits.js";
 
 /**
  * Starts a whole Operon server: the model manager with its workers, the
- * HTTP and gRPC frontends and the metrics endpoint. Option names follow
- * tritonserver's flags (see apps/cli for the flag parsing and defaults).
+ * HTTP and gRPC frontends and the metrics endpoint. Options and their
+ * (tritonserver's) defaults: server-options.ts.
  */
-export interface OperonServerOptions {
-  modelRepositories: string[];
-  httpAddress: string;
-  httpPort: number;
-  grpcAddress: string;
-  grpcPort: number;
-  metricsAddress: string;
-  metricsPort: number;
-  allowHttp: boolean;
-  allowGrpc: boolean;
-  allowMetrics: boolean;
-  modelControlMode: ModelControlMode;
-  loadModels: string[];
-  repositoryPollSecs: number;
-  strictModelConfig: boolean;
-  strictReadiness: boolean;
-  exitOnError: boolean;
-  exitTimeoutSecs: number;
-  dataDir: string;
-  maxUploadBytes: number;
-  httpMaxBodyBytes: number;
-  /** Request body bytes held at once over all HTTP requests; default max(4 × httpMaxBodyBytes, a model upload + httpMaxBodyBytes). */
-  httpMaxInflightBodyBytes?: number;
-  /** Largest gRPC ModelInfer message; default 64 MiB. */
-  grpcInferMaxMessageBytes?: number;
-  defaultMaxBatchSize: number;
-  /**
-   * Size of the server-wide response cache (`--cache-config local,size=<bytes>`);
-   * undefined = no cache, as in Triton, and models' response_cache settings are ignored.
-   */
-  cacheSizeBytes?: number | undefined;
-  /** Path of the worker process entry (packages/worker/dist/main.js); the thread entry is thread-main.js beside it. */
-  workerEntry: string;
-  /**
-   * Where instances of trusted native backends (onnxruntime, echo) run
-   * unless a model's config says otherwise (`operon_isolation`); default
-   * "thread". User code (typescript backend) always runs in processes.
-   */
-  backendIsolation?: InstanceIsolation;
-  logger: Logger;
-  /**
-   * API keys (the control plane's grants, kept current by the caller with
-   * ring.replaceAll). Undefined = no key checks at all, as before keys
-   * existed. See GatewayAccessPolicy for the rules; loopback-only is
-   * derived here from the HTTP and gRPC addresses.
-   */
-  access?: { ring: ApiKeyRing; requireApiKey: boolean } | undefined;
-}
+export type { OperonServerOptions };
+export { GATEWAY_DEFAULTS };
 
 export interface OperonServer {
   httpPort: number | undefined;
@@ -79,9 +37,12 @@ export interface OperonServer {
   access: GatewayAccessPolicy | undefined;
   /** Drains in-flight requests (up to exitTimeoutSecs), then stops everything; idempotent. */
   stop(): Promise<void>;
+  /** Call first thing on a shutdown signal: backend workers that exit are not restarted any more (stop() does it too). */
+  haltRestarts(): void;
 }
 
-export async function startOperonServer(options: OperonServerOptions): Promise<OperonServer> {
+export async function startOperonServer(given: OperonServerOptions): Promise<OperonServer> {
+  const options = resolveOperonServerOptions(given);
   const logger = options.logger;
   await checkRepositories(options.modelRepositories);
   const metrics = new GatewayMetrics();
@@ -94,8 +55,9 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
     uploadDir: join(resolve(options.dataDir), "uploaded-models"),
     maxUploadBytes: options.maxUploadBytes,
     defaultMaxBatchSize: options.defaultMaxBatchSize,
+    resourceLimits: options.resourceLimits ?? defaultResourceLimits(),
     responseCacheEnabled: responseCache !== undefined,
-    instances: { workerEntry: options.workerEntry, defaultIsolation: options.backendIsolation ?? "thread", logger, metrics },
+    instances: { workerEntry: options.workerEntry, defaultIsolation: options.backendIsolation, logger, metrics },
     logger,
     metrics,
   });
@@ -177,6 +139,7 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      manager.haltRestarts();
       engine.beginDrain();
       const deadline = Date.now() + options.exitTimeoutSecs * 1000;
       while (engine.inFlightRequests > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -187,17 +150,18 @@ export async function startOperonServer(options: OperonServerOptions): Promise<O
     })();
     return stopping;
   };
-  return { httpPort, grpcPort, metricsPort, engine, access, stop };
+  return { httpPort, grpcPort, metricsPort, engine, access, stop, haltRestarts: () => manager.haltRestarts() };
 }
 
 /** The policy of `options.access`: loopback-only when every enabled frontend (HTTP, gRPC) binds a loopback address. */
-function accessPolicyOf(options: OperonServerOptions): GatewayAccessPolicy | undefined {
+function accessPolicyOf(options: ResolvedOperonServerOptions): GatewayAccessPolicy | undefined {
   if (options.access === undefined) return undefined;
   const hosts = [...(options.allowHttp ? [options.httpAddress] : []), ...(options.allowGrpc ? [options.grpcAddress] : [])];
   return new GatewayAccessPolicy({
     ring: options.access.ring,
     requireApiKey: options.access.requireApiKey,
     loopbackOnly: hosts.every(isLoopbackHost),
+    ...(options.access.anonymousModelControl !== undefined ? { anonymousModelControl: options.access.anonymousModelControl } : {}),
   });
 }
 

@@ -5,6 +5,11 @@ import { unauthenticatedLink } from "./unauthenticated-link";
 
 export const API_TRPC_PATH = "/api/trpc";
 
+/** Procedures the API takes only one per request (they check a password; see the API's UNBATCHABLE_PROCEDURES). */
+const SENT_ALONE = new Set(["auth.signIn", "auth.completeSetup", "auth.changePassword"]);
+/** The API refuses batches of more than 20 calls. */
+const MAX_BATCH_ITEMS = 10;
+
 /** Procedures whose UNAUTHENTICATED answer is shown on the page, not a reason to go to sign-in. */
 const UNAUTHENTICATED_IS_AN_ANSWER = ["auth.signIn", "auth.signOut", "auth.completeSetup"];
 
@@ -33,9 +38,9 @@ export function createConsoleTrpcClient(options: { onUnauthenticated: () => void
     links: [
       unauthenticatedLink<AppRouter>(options.onUnauthenticated, UNAUTHENTICATED_IS_AN_ANSWER),
       splitLink({
-        condition: (op) => op.context.unbatched === true,
+        condition: (op) => op.context.unbatched === true || SENT_ALONE.has(op.path),
         true: httpLink(common),
-        false: httpBatchLink(common),
+        false: httpBatchLink({ ...common, maxItems: MAX_BATCH_ITEMS }),
       }),
     ],
   });

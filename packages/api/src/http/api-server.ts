@@ -1,9 +1,8 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
-import { parseCookie, stringifySetCookie } from "cookie";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
-import { createHttpContext, CSRF_COOKIE } from "../context.js";
+import { createHttpContext } from "../context.js";
 import { appRouter } from "../root.js";
 import type { ApiServices } from "../services.js";
 
@@ -26,46 +25,106 @@ export interface ApiServerOptions {
    * requests carrying it have their X-Forwarded-For believed. Unset: never.
    */
   proxyToken?: string;
+  /**
+   * The key CSRF tokens are bound to sessions with (csrfTokenFor). Default:
+   * random per process; after a restart a signed-in browser gets its new
+   * token with its next answer.
+   */
+  csrfSecret?: Buffer;
 }
 
 export interface ApiServer {
   port: number;
   url: string;
-  stop(): Promise<void>;
+  /**
+   * Stops taking requests and waits for those in flight (an upload.finish
+   * that is committing a model answers its client) up to `graceMs`
+   * (default 25 s), then closes what is left. Idempotent.
+   */
+  stop(graceMs?: number): Promise<void>;
 }
+
+/** How long stop() waits for requests in flight by default. */
+export const API_DRAIN_MS = 25_000;
 
 export const API_BASE_PATH = "/api/trpc";
 
+/** Most calls one batched request may carry (the console batches at most CONSOLE_MAX_BATCH_ITEMS). */
+export const MAX_BATCH_CALLS = 20;
+
+/**
+ * Procedures that check a password or a setup token: each must arrive in its
+ * own request, so that the sign-in limit counts every attempt on its own and
+ * one request cannot start a crowd of Argon2 computations.
+ */
+export const UNBATCHABLE_PROCEDURES: ReadonlySet<string> = new Set(["auth.signIn", "auth.completeSetup", "auth.changePassword"]);
+
+/** Why a batched tRPC request is refused before any of its calls runs, or undefined when it may run. */
+export function batchProblem(path: string, query: string): string | undefined {
+  const params = new URLSearchParams(query);
+  const batch = params.get("batch");
+  if (batch === null || batch === "0" || batch === "false") return undefined;
+  const procedures = decodeURIComponent(path.slice(API_BASE_PATH.length + 1)).split(",");
+  if (procedures.length > MAX_BATCH_CALLS) return `a batch may carry at most ${MAX_BATCH_CALLS} calls; this one has ${procedures.length}`;
+  const alone = procedures.find((procedure) => UNBATCHABLE_PROCEDURES.has(procedure));
+  if (alone !== undefined && procedures.length > 1) return `${alone} checks a password and must be sent on its own, not in a batch`;
+  return undefined;
+}
+
 export async function startApiServer(services: ApiServices, options: ApiServerOptions): Promise<ApiServer> {
+  const contextOptions = { proxyToken: options.proxyToken, csrfSecret: options.csrfSecret ?? randomBytes(32) };
   const trpcHandler = createHTTPHandler({
     router: appRouter,
     basePath: `${API_BASE_PATH}/`,
     maxBodySize: options.maxBodyBytes ?? 8 * 1024 * 1024,
-    createContext: ({ req, res }) => createHttpContext(services, req, res, options.proxyToken),
+    maxBatchSize: MAX_BATCH_CALLS,
+    createContext: ({ req, res }) => createHttpContext(services, req, res, contextOptions),
     responseMeta({ errors }) {
+      // Every 429 says when to come back: the limiter's wait, else one second (tRPC's own TOO_MANY_REQUESTS).
       const retry = errors.map((error) => (error.cause as { retryAfterSecs?: number } | undefined)?.retryAfterSecs).find((secs) => secs !== undefined);
-      return retry !== undefined ? { headers: { "retry-after": String(retry) } } : {};
+      const tooMany = errors.some((error) => error.code === "TOO_MANY_REQUESTS");
+      return retry !== undefined || tooMany ? { headers: { "retry-after": String(retry ?? 1) } } : {};
     },
   });
 
+  // Requests in flight: stop() waits for them; once stopping, answers ask the client to close its connection.
+  const inflight = new Set<http.ServerResponse>();
+  let draining = false;
   const server = http.createServer((req, res) => {
+    inflight.add(res);
+    res.once("close", () => {
+      inflight.delete(res);
+      if (draining && inflight.size === 0) server.closeAllConnections();
+    });
+    if (draining) res.setHeader("connection", "close");
+    void serve(req, res);
+  });
+  const serve = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const path = (req.url ?? "/").split("?")[0]!;
-    if (!parseCookie(req.headers.cookie ?? "")[CSRF_COOKIE]) {
-      res.appendHeader(
-        "set-cookie",
-        stringifySetCookie({ name: CSRF_COOKIE, value: randomBytes(24).toString("base64url"), path: "/", sameSite: "strict", secure: services.options.secureCookies }),
-      );
-    }
     if (path === "/api/health") {
+      // Also hands out the CSRF cookie (the console asks here when it has none): the context sets it.
+      try {
+        await createHttpContext(services, req, res, contextOptions);
+      } catch {
+        // the health answer does not depend on the session store
+      }
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true }));
       return;
     }
     if (path.startsWith(`${API_BASE_PATH}/`)) {
+      const problem = batchProblem(path, (req.url ?? "").slice(path.length + 1));
+      if (problem !== undefined) {
+        // tRPC's own error shape, one entry per call, so batching clients show the message.
+        const calls = Math.min(MAX_BATCH_CALLS + 1, decodeURIComponent(path).split(",").length);
+        const error = { message: problem, code: -32600, data: { code: "BAD_REQUEST", httpStatus: 400, appCode: "VALIDATION_FAILED", fieldErrors: [] } };
+        res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify(Array.from({ length: calls }, () => ({ error }))));
+        return;
+      }
       trpcHandler(req, res);
       return;
     }
     res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: `no API endpoint at '${path}'` }));
-  });
+  };
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => {
@@ -78,10 +137,18 @@ export async function startApiServer(services: ApiServices, options: ApiServerOp
   return {
     port,
     url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${port}`,
-    stop() {
+    stop(graceMs = API_DRAIN_MS) {
       stopped ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
+        draining = true;
+        server.close(() => {
+          clearTimeout(force);
+          resolve();
+        });
+        server.closeIdleConnections();
+        for (const res of inflight) if (!res.headersSent) res.setHeader("connection", "close");
+        const force = setTimeout(() => server.closeAllConnections(), graceMs);
+        force.unref();
+        if (inflight.size === 0) server.closeAllConnections();
       });
       return stopped;
     },

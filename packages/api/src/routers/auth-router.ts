@@ -15,6 +15,7 @@ const password = z.string().min(1, { error: "required" }).max(1024);
 async function startSession(ctx: ApiContext, userId: string): Promise<void> {
   const { token } = await ctx.services.sessions.create(userId, { ip: ctx.ip, userAgent: ctx.userAgent });
   ctx.cookies.set(SESSION_COOKIE, token, { httpOnly: true, sameSite: "lax", maxAge: Math.floor(SESSION_TTL_MS / 1000) });
+  ctx.bindCsrf(token);
 }
 
 function tokenMatches(expected: string | undefined, given: string): boolean {
@@ -33,12 +34,12 @@ export const authRouter = router({
 
   signIn: publicProcedure.input(z.object({ email, password })).mutation(async ({ ctx, input }) => {
     const limiter = ctx.services.loginLimiter;
-    await limiter.check(ctx.ip, input.email);
+    // The attempt is counted before its password is checked: concurrent guesses cannot share one budget.
+    await limiter.reserve(ctx.ip, input.email);
     const user = await ctx.services.prisma.user.findUnique({ where: { email: normalizeEmail(input.email) } });
     // Unknown accounts cost the same hash check as wrong passwords.
     const valid = await verifyPassword(user?.passwordHash ?? (await decoyPasswordHash()), input.password);
     if (!user || !valid || user.disabled) {
-      await limiter.recordFailure(ctx.ip, input.email);
       await recordAudit(ctx.services.prisma, { userId: user?.id ?? null, ip: ctx.ip }, {
         action: "auth.signInFailed",
         targetType: "User",
@@ -48,7 +49,7 @@ export const authRouter = router({
       // One message for every cause, so the form does not reveal which accounts exist.
       throw new AppError("UNAUTHENTICATED", "wrong email or password, or the account is disabled");
     }
-    await limiter.recordSuccess(ctx.ip, input.email);
+    await limiter.succeeded(ctx.ip, input.email);
     await ctx.services.prisma.$transaction(async (tx) => {
       await tx.user.update({ where: { id: user.id }, data: { lastLoginAt: new Date() } });
       await recordAudit(tx, { userId: user.id, ip: ctx.ip }, { action: "auth.signIn", targetType: "User", targetId: user.id });
@@ -62,6 +63,7 @@ export const authRouter = router({
     if (ctx.sessionId) await ctx.services.sessions.revoke(ctx.sessionId);
     await recordAudit(ctx.services.prisma, ctx.actor, { action: "auth.signOut", targetType: "User", targetId: ctx.user.id });
     ctx.cookies.clear(SESSION_COOKIE);
+    ctx.bindCsrf(null);
     return { ok: true as const };
   }),
 
@@ -93,12 +95,12 @@ export const authRouter = router({
     .input(z.object({ currentPassword: password, newPassword: password }))
     .mutation(async ({ ctx, input }) => {
       const limiter = ctx.services.loginLimiter;
-      await limiter.check(ctx.ip, ctx.user.email, "password checks");
+      await limiter.reserve(ctx.ip, ctx.user.email, "password checks");
       const user = await ctx.services.prisma.user.findUniqueOrThrow({ where: { id: ctx.user.id } });
       if (!(await verifyPassword(user.passwordHash ?? "", input.currentPassword))) {
-        await limiter.recordFailure(ctx.ip, ctx.user.email);
         throw new AppError("VALIDATION_FAILED", "the current password is wrong", { fieldErrors: [{ path: "currentPassword", message: "wrong password" }] });
       }
+      await limiter.succeeded(ctx.ip, ctx.user.email);
       if (input.newPassword === input.currentPassword) {
         throw new AppError("VALIDATION_FAILED", "the new password is the same as the current one", { fieldErrors: [{ path: "newPassword", message: "same as the current password" }] });
       }

@@ -23,9 +23,12 @@ export const usersRouter = router({
     )
     .mutation(({ ctx, input }) => createUser(ctx.services.prisma, ctx.actor, { ...input, name: input.name ?? null })),
 
-  setRole: adminProcedure.input(z.object({ id: z.uuid(), role })).mutation(({ ctx, input }) =>
-    updateUser(ctx.services.prisma, ctx.actor, input.id, { role: input.role }),
-  ),
+  /** The user's API keys follow the new role at once (SCOPES_BY_ROLE): a demoted admin's admin-scope keys lose model control. */
+  setRole: adminProcedure.input(z.object({ id: z.uuid(), role })).mutation(async ({ ctx, input }) => {
+    const user = await updateUser(ctx.services.prisma, ctx.actor, input.id, { role: input.role });
+    await ctx.services.apiKeys.reload();
+    return user;
+  }),
 
   /** Disabling signs the user out everywhere and invalidates their API keys at the gateway. */
   setDisabled: adminProcedure.input(z.object({ id: z.uuid(), disabled: z.boolean() })).mutation(async ({ ctx, input }) => {
@@ -37,7 +40,8 @@ export const usersRouter = router({
 
   /**
    * Sets another user's password (a forgotten one; there is no email
-   * delivery, so the admin passes it on) and signs them out everywhere.
+   * delivery, so the admin passes it on), signs them out everywhere and
+   * revokes their API keys (the account may have been taken over).
    * Admins change their own with auth.changePassword, which asks for the current one.
    */
   resetPassword: adminProcedure.input(z.object({ id: z.uuid(), password: z.string().max(1024) })).mutation(async ({ ctx, input }) => {
@@ -47,6 +51,7 @@ export const usersRouter = router({
       });
     }
     await setPassword(ctx.services.prisma, ctx.actor, input.id, input.password, { action: "user.resetPassword", field: "password" });
+    await ctx.services.apiKeys.reload();
     return summarizeUser(await ctx.services.prisma.user.findUniqueOrThrow({ where: { id: input.id } }));
   }),
 });

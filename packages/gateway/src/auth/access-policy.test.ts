@@ -95,17 +95,45 @@ describe("GatewayAccessPolicy: model control", () => {
   it("is open on a loopback-only server without keys, or with only the internal key", () => {
     expect(policy().modelControlOpen()).toBe(true);
     expect(policy().authorize(undefined, "admin")).toBeNull();
-    const withInternal = policy({ keys: [internalKey, inferKey] });
+    const withInternal = policy({ keys: [internalKey] });
     expect(withInternal.modelControlOpen()).toBe(true);
     expect(withInternal.authorize(undefined, "admin")).toBeNull();
-    // Where control is open, a valid infer key may use it too.
-    expect(withInternal.authorize(bearer(inferKey), "admin")?.keyId).toBe("infer-key");
+  });
+
+  it("checks a presented key's scope even where model control is open: an infer key cannot unload", () => {
+    const ring = new ApiKeyRing([internalKey.grant]);
+    const open = new GatewayAccessPolicy({ ring, requireApiKey: false, loopbackOnly: true, anonymousModelControl: true });
+    ring.replaceAll([internalKey.grant, inferKey.grant]);
+    expect(open.modelControlOpen()).toBe(true);
+    expect(failure(() => open.authorize(bearer(inferKey), "admin")).kind).toBe("PERMISSION_DENIED");
+  });
+
+  it("locks for good once any user key was held: expiry, revocation or a restart told of past keys do not reopen it", () => {
+    let now = 1_000;
+    const expiring = makeKey("expiring-admin", ["admin"], { expiresAt: 2_000 });
+    const ring = new ApiKeyRing([internalKey.grant], { now: () => now });
+    const access = new GatewayAccessPolicy({ ring, requireApiKey: false, loopbackOnly: true });
+    expect(access.modelControlOpen()).toBe(true);
+    ring.replaceAll([internalKey.grant, expiring.grant]);
+    expect(access.modelControlOpen()).toBe(false);
+    now = 3_000;
+    ring.replaceAll([internalKey.grant]); // the control plane dropped the expired key
+    expect(access.modelControlOpen()).toBe(false);
+    expect(failure(() => access.authorize(undefined, "admin")).kind).toBe("UNAUTHENTICATED");
+
+    const restarted = new ApiKeyRing([internalKey.grant]);
+    restarted.noteKeysEverIssued();
+    expect(new GatewayAccessPolicy({ ring: restarted, requireApiKey: false, loopbackOnly: true }).modelControlOpen()).toBe(false);
+    // Only the explicit flag reopens it on loopback.
+    expect(new GatewayAccessPolicy({ ring: restarted, requireApiKey: false, loopbackOnly: true, anonymousModelControl: true }).modelControlOpen()).toBe(true);
+    expect(new GatewayAccessPolicy({ ring: restarted, requireApiKey: false, loopbackOnly: false, anonymousModelControl: true }).modelControlOpen()).toBe(false);
   });
 
   it.each([
     ["keys are required", { requireApiKey: true }],
     ["a listener binds beyond loopback", { loopbackOnly: false }],
     ["the user made an admin key", { keys: [adminKey] }],
+    ["the user made any key", { keys: [inferKey] }],
   ])("needs an admin key when %s", (_label, options) => {
     const access = policy(options);
     expect(access.modelControlOpen()).toBe(false);

@@ -14,9 +14,12 @@ import type { ApiKeyRing } from "./api-key-ring.js";
  * - A presented key is always checked, even where none is required, so a
  *   revoked or expired key is refused everywhere.
  * - "infer" needs a key iff requireApiKey; either scope satisfies it.
- * - "admin" needs a key with the admin scope iff requireApiKey, or a
- *   listener binds beyond loopback, or the user made an admin key. Without
- *   any of those, model control stays open, as in Triton on localhost.
+ * - "admin" needs a key iff requireApiKey, or a listener binds beyond
+ *   loopback, or a user key has ever been issued (ApiKeyRing.modelControlLocked,
+ *   which never unlocks) unless anonymousModelControl says so explicitly.
+ *   Without any of those, model control stays open, as in Triton on localhost.
+ * - A presented key is checked for its scope whether or not one is needed:
+ *   an infer key never does model control.
  * - Every authorized request with a key takes one request from its quota
  *   and notes the key's use (ApiKeyRing.recordUse).
  *
@@ -40,6 +43,30 @@ export interface GatewayAccessPolicyOptions {
   requireApiKey: boolean;
   /** True when every enabled listener binds a loopback address. */
   loopbackOnly: boolean;
+  /**
+   * --anonymous-model-control: on a loopback-only server, keep model control
+   * open to callers without a key even after keys were issued. Default false.
+   */
+  anonymousModelControl?: boolean;
+}
+
+/**
+ * A model control change made through the gateway's own API (load, unload,
+ * operator registration), reported after it succeeded so that the control
+ * plane can write it to the audit log. `keyId` is null for an anonymous
+ * caller where model control is open.
+ */
+export interface ModelControlEvent {
+  action: "model.load" | "model.unload" | "operator.register" | "operator.remove";
+  /** The model or operator name. */
+  target: string;
+  keyId: string | null;
+  transport: "http" | "grpc";
+  /** The caller's address as the socket saw it. */
+  address: string | null;
+  /** Load only: whether the request carried a config override, and the names of uploaded files. */
+  configOverride?: boolean;
+  files?: string[];
 }
 
 const BEARER = /^Bearer +([^\s]+) *$/i;
@@ -48,11 +75,31 @@ export class GatewayAccessPolicy {
   readonly ring: ApiKeyRing;
   readonly requireApiKey: boolean;
   readonly loopbackOnly: boolean;
+  readonly anonymousModelControl: boolean;
+  private readonly modelControlListeners = new Set<(event: ModelControlEvent) => void>();
 
   constructor(options: GatewayAccessPolicyOptions) {
     this.ring = options.ring;
     this.requireApiKey = options.requireApiKey;
     this.loopbackOnly = options.loopbackOnly;
+    this.anonymousModelControl = options.anonymousModelControl ?? false;
+  }
+
+  /** Calls `listener` after every successful model control change; returns the unsubscribe. */
+  onModelControl(listener: (event: ModelControlEvent) => void): () => void {
+    this.modelControlListeners.add(listener);
+    return () => this.modelControlListeners.delete(listener);
+  }
+
+  /** For the frontends: a model control request succeeded. Listener errors never reach the caller. */
+  noteModelControl(event: ModelControlEvent): void {
+    for (const listener of this.modelControlListeners) {
+      try {
+        listener(event);
+      } catch {
+        // the audit side logs its own failures
+      }
+    }
   }
 
   /** True when model control needs no key right now (start-up messages tell the user). */
@@ -63,7 +110,7 @@ export class GatewayAccessPolicy {
   /** True when requests of this need must present a key right now. */
   keyRequired(need: AccessNeed): boolean {
     if (need === "infer") return this.requireApiKey;
-    return this.requireApiKey || !this.loopbackOnly || this.ring.hasUserAdminKeys();
+    return this.requireApiKey || !this.loopbackOnly || (!this.anonymousModelControl && this.ring.modelControlLocked());
   }
 
   /**
@@ -90,7 +137,7 @@ export class GatewayAccessPolicy {
     if (token === undefined) throw new OperonError("UNAUTHENTICATED", "Authorization must be 'Bearer <api key>'");
     const grant = this.ring.lookup(token);
     if (grant === undefined) throw new OperonError("UNAUTHENTICATED", "the API key is not valid (unknown, revoked or expired)");
-    checkScope(grant, need, this.keyRequired(need));
+    checkScope(grant, need);
     const prefix = apiKeyPrefixOf(token);
     return { keyId: grant.id, priorityLevel: grant.priorityLevel, label: prefix !== undefined ? `opk_${prefix}…` : `id ${grant.id}` };
   }
@@ -114,10 +161,10 @@ const NEED_WORDS: Record<AccessNeed, string> = {
   admin: "model control",
 };
 
-function checkScope(grant: ApiKeyGrant, need: AccessNeed, required: boolean): void {
+function checkScope(grant: ApiKeyGrant, need: AccessNeed): void {
   if (need === "admin") {
-    // Where model control is open, any valid key may use it (as anonymous callers may).
-    if (required && !grant.scopes.includes("admin")) {
+    // Even where model control is open to anonymous callers: a caller who sends a key acts as that key.
+    if (!grant.scopes.includes("admin")) {
       throw new OperonError("PERMISSION_DENIED", "this API key lacks the 'admin' scope that model control needs");
     }
     return;

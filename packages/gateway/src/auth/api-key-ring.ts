@@ -29,6 +29,8 @@ export class ApiKeyRing {
   private byHash = new Map<string, ApiKeyGrant>();
   private byId = new Map<string, ApiKeyGrant>();
   private userAdminKeys = false;
+  /** Sticky: once a user key was held (or the control plane says one was ever issued), model control stays locked. */
+  private keysEverIssued = false;
   /** Quota buckets by key id; kept across replaceAll for keys still present, so a refresh does not refill them. */
   private readonly buckets = new Map<string, Bucket>();
   private usage = new Map<string, number>();
@@ -58,6 +60,7 @@ export class ApiKeyRing {
     this.byId = byId;
     // Expired user admin keys count too: a key that lapses must not quietly reopen model control.
     this.userAdminKeys = [...byId.values()].some((grant) => grant.internal !== true && grant.scopes.includes("admin"));
+    if ([...byId.values()].some((grant) => grant.internal !== true)) this.keysEverIssued = true;
     for (const id of [...this.buckets.keys()]) if (!byId.has(id)) this.buckets.delete(id);
   }
 
@@ -81,6 +84,20 @@ export class ApiKeyRing {
   /** True when a key the user made (not the control plane's internal one) has the admin scope. */
   hasUserAdminKeys(): boolean {
     return this.userAdminKeys;
+  }
+
+  /**
+   * The control plane's word that some user key was issued at some time
+   * (revoked and expired ones included; the key table keeps their rows).
+   * Never undone: a key that lapses must not reopen model control.
+   */
+  noteKeysEverIssued(): void {
+    this.keysEverIssued = true;
+  }
+
+  /** True once any user key has existed: model control then needs an admin key, even on loopback. */
+  modelControlLocked(): boolean {
+    return this.keysEverIssued || this.userAdminKeys;
   }
 
   /** Notes that a key was used now. */

@@ -18,6 +18,8 @@ export interface OperatorInfo {
   version: string;
   source: "api" | "repository";
   spec: OperatorSpec;
+  /** Models its steps call that cannot serve now: while any is listed, the operator is degraded and not ready. */
+  unreadyModels?: string[];
 }
 
 /**

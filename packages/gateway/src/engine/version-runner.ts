@@ -35,4 +35,6 @@ export interface VersionRunner {
    */
   executeStream?(request: RunnerRequest, onResponse: (response: StreamedResponse) => void): Promise<ScheduledResult>;
   stop(timeoutMs?: number): Promise<void>;
+  /** Present on runners with workers: a shutdown begins, workers that exit from now on stay down. */
+  haltRestarts?(): void;
 }

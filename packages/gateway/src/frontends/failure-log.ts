@@ -1,5 +1,6 @@
 import { isOperonError, logLevelOf, type ErrorKind, type FailureLogLevel } from "@operon/protocol/errors";
 import type { Logger } from "@operon/protocol/logger";
+import { withoutServerPaths } from "./client-text.js";
 
 /** What a client is told when something that is not an OperonError (a bug) fails its request. */
 export const INTERNAL_ERROR_TEXT = "internal server error";
@@ -18,7 +19,8 @@ export interface RequestFailure {
  * INTERNAL with a fixed text, and only the log sees the details.
  */
 export function requestFailureOf(error: unknown): RequestFailure {
-  if (isOperonError(error)) return { kind: error.kind, message: error.message, level: logLevelOf(error.kind) };
+  // Contract errors may still quote a server path (a model folder, a file); the client gets it without.
+  if (isOperonError(error)) return { kind: error.kind, message: withoutServerPaths(error.message), level: logLevelOf(error.kind) };
   return { kind: "INTERNAL", message: INTERNAL_ERROR_TEXT, level: "error" };
 }
 

@@ -163,6 +163,8 @@ export async function launchInstance(
 export class ModelInstances implements InstanceDispatcher {
   private readonly instances: Instance[] = [];
   private stopped = false;
+  /** Set at the start of stop() or by haltRestarts(): a worker that exits from then on is not started again. */
+  private restartsHalted = false;
   private readonly maxInFlight: number;
   private readonly labels: { model: string; version: string };
   private capacityListener: () => void = () => undefined;
@@ -285,9 +287,20 @@ export class ModelInstances implements InstanceDispatcher {
     return this.scheduler.enqueue({ ...request, onResponse });
   }
 
+  /**
+   * No worker that exits from now on is started again (a shutdown begins:
+   * SIGTERM to the process group reaches the workers as well, and restarting
+   * them would leave processes behind the server).
+   */
+  haltRestarts(): void {
+    this.restartsHalted = true;
+  }
+
   /** Stops accepting work, lets queued and running requests finish (up to timeoutMs), then stops the workers. */
   async stop(timeoutMs = 30_000): Promise<void> {
     if (this.stopped) return;
+    // Restarts end before the drain: on a shutdown the workers may get the signal too (one process group).
+    this.restartsHalted = true;
     await this.scheduler.stop(timeoutMs);
     this.stopped = true;
     await Promise.all(this.instances.map((instance) => instance.worker?.stop(5000)));
@@ -400,7 +413,7 @@ export class ModelInstances implements InstanceDispatcher {
       owner.inFlight = 0;
       owner.depths.clear();
       this.publishUp();
-      if (info.expected || this.stopped) return;
+      if (info.expected || this.stopped || this.restartsHalted) return;
       owner.restarts += 1;
       this.options.metrics.workerRestarts.inc({ ...this.labels, instance: name });
       this.options.logger.error(
@@ -414,13 +427,13 @@ export class ModelInstances implements InstanceDispatcher {
   private async restart(instance: Instance): Promise<void> {
     const maxFailures = this.options.maxRestartFailures ?? 5;
     instance.restarting = true;
-    while (!this.stopped && instance.worker === undefined) {
+    while (!this.stopped && !this.restartsHalted && instance.worker === undefined) {
       const backoffMs = Math.min(5000, 100 * 2 ** instance.failedRestarts);
       if (instance.failedRestarts > 0) await sleep(backoffMs);
-      if (this.stopped) break;
+      if (this.stopped || this.restartsHalted) break;
       try {
         const { worker } = await launchInstance(this.spec, instance.name, this.options);
-        if (this.stopped) {
+        if (this.stopped || this.restartsHalted) {
           await worker.stop(1000);
           break;
         }

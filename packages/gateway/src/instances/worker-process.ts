@@ -1,12 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { readdirSync } from "node:fs";
 import type net from "node:net";
 import { createInterface } from "node:readline";
-import { type SharedMemoryApi, loadSharedMemory, sharedMemoryUnavailableReason } from "@operon/native";
 import { OperonError, asOperonError } from "@operon/protocol/errors";
-import { ShmRingAllocator } from "@operon/protocol/shm-ring-allocator";
 import type { Tensor } from "@operon/protocol/tensor";
 import type {
   BackendInstance,
@@ -19,9 +15,9 @@ import type {
   WorkerExitInfo,
   WorkerLoadSpec,
 } from "./backend-instance.js";
+import { type SharedSegment, createSegment, dropSegment, unlinkSegment } from "./shm-segment.js";
 import {
   type BlsRequestMessage,
-  DEFAULT_WORKER_SHM_BYTES,
   type DecodedFrame,
   type ExecuteMessage,
   type ExecuteTiming,
@@ -34,7 +30,6 @@ import {
   WORKER_WIRE_VERSION,
   type WireParameters,
   type WorkerRequestMessage,
-  sharedRegionLayout,
   writeFrame,
 } from "@operon/protocol/worker-wire";
 
@@ -88,35 +83,6 @@ interface Pending {
   onExecuted?: () => void;
 }
 
-/**
- * One worker's shared-memory segment, as the gateway holds it. The name is
- * unlinked as soon as the worker has mapped it (or failed to), so a crash of
- * either process leaves nothing in /dev/shm; the mapping is closed when the
- * worker exits.
- */
-interface SharedSegment {
-  api: SharedMemoryApi;
-  name: string;
-  buffer: ArrayBuffer;
-  linked: boolean;
-  /** gateway -> worker: the inputs this gateway writes. */
-  toWorker: Buffer;
-  inputRing: ShmRingAllocator;
-  /** worker -> gateway: the outputs the worker writes, copied out here. */
-  toGateway: Buffer;
-}
-
-let reportedNoSharedMemory = false;
-
-/**
- * Names this process created and nobody has unlinked yet: a worker maps its
- * segment (and unlinks the name) while starting, so these are the segments
- * of workers still starting. Unlinked on process exit; after a SIGKILL,
- * the next gateway on the host removes them (sweepOrphanedSegments).
- */
-const linkedSegments = new Set<SharedSegment>();
-let exitHookInstalled = false;
-let swept = false;
 
 /**
  * The gateway's handle on one backend worker process (one model instance).
@@ -734,109 +700,6 @@ function executeMessage(outputNames: string[] | undefined, options: ExecuteReque
     ...(options?.id !== undefined && options.id !== "" ? { id: options.id } : {}),
     ...(options?.parameters !== undefined && Object.keys(options.parameters).length > 0 ? { parameters: options.parameters } : {}),
   };
-}
-
-/**
- * Creates and maps the segment offered to a new worker: undefined (socket
- * transport) when shared memory is not available, unless "shm" was asked
- * for. Named /operon-<gateway pid>-<instance>-<random>.
- */
-function createSegment(options: WorkerSpawnOptions, onLog: (line: string) => void): SharedSegment | undefined {
-  const required = options.transport === "shm";
-  const byteLength = options.sharedMemoryBytes ?? DEFAULT_WORKER_SHM_BYTES;
-  const api = loadSharedMemory();
-  if (!api.shared) {
-    const reason = sharedMemoryUnavailableReason() ?? "no cross-process shared memory";
-    if (required) throw new OperonError("UNAVAILABLE", `shared-memory transport requested for instance '${options.instanceName}' but unavailable: ${reason}`);
-    if (!reportedNoSharedMemory) {
-      reportedNoSharedMemory = true;
-      onLog(JSON.stringify({ time: new Date().toISOString(), level: "info", msg: `worker tensors travel over the socket: ${reason}` }));
-    }
-    return undefined;
-  }
-  const layout = sharedRegionLayout(byteLength);
-  if (!Number.isSafeInteger(byteLength) || layout.toWorker.byteLength < 64) {
-    throw new OperonError("INVALID_ARG", `sharedMemoryBytes must be an integer of at least 128, got ${byteLength}`);
-  }
-  if (!swept) {
-    swept = true;
-    sweepOrphanedSegments(api);
-  }
-  const instance = options.instanceName.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 200);
-  const name = `/operon-${process.pid}-${instance}-${randomBytes(6).toString("hex")}`;
-  let buffer: ArrayBuffer;
-  try {
-    buffer = api.create(name, byteLength);
-  } catch (error) {
-    const reason = (error as Error).message;
-    if (required) throw new OperonError("UNAVAILABLE", `cannot create shared memory for instance '${options.instanceName}': ${reason}`, { cause: error });
-    onLog(JSON.stringify({ time: new Date().toISOString(), level: "warn", instance: options.instanceName, msg: `shared memory not used, tensors travel over the socket: ${reason}` }));
-    return undefined;
-  }
-  const segment = Buffer.from(buffer);
-  const toWorker = segment.subarray(layout.toWorker.offset, layout.toWorker.offset + layout.toWorker.byteLength);
-  const toGateway = segment.subarray(layout.toGateway.offset, layout.toGateway.offset + layout.toGateway.byteLength);
-  const shm: SharedSegment = { api, name, buffer, linked: true, toWorker, inputRing: new ShmRingAllocator(toWorker.length), toGateway };
-  linkedSegments.add(shm);
-  if (!exitHookInstalled) {
-    exitHookInstalled = true;
-    process.once("exit", () => {
-      for (const segment of linkedSegments) unlinkSegment(segment);
-    });
-  }
-  return shm;
-}
-
-/**
- * Removes /dev/shm/operon-<pid>-* segments whose gateway process is gone
- * (killed while one of its workers was starting, before either side
- * unlinked the name). Best effort, Linux only; run once per gateway process.
- */
-function sweepOrphanedSegments(api: SharedMemoryApi): void {
-  let entries: string[];
-  try {
-    entries = readdirSync("/dev/shm");
-  } catch {
-    return;
-  }
-  for (const entry of entries) {
-    const pid = /^operon-(\d+)-/.exec(entry)?.[1];
-    if (pid === undefined || Number(pid) === process.pid || processAlive(Number(pid))) continue;
-    try {
-      api.unlink(`/${entry}`);
-    } catch {
-      // Gone already, or not ours to remove.
-    }
-  }
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists, under another user.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-function unlinkSegment(shm: SharedSegment): void {
-  if (!shm.linked) return;
-  shm.linked = false;
-  linkedSegments.delete(shm);
-  try {
-    shm.api.unlink(shm.name);
-  } catch {
-    // ENOENT: the worker unlinked it first, as it does once it has mapped it.
-  }
-}
-
-/** Unlinks (if still linked) and unmaps now: views over the segment become empty. */
-function dropSegment(shm: SharedSegment | undefined): void {
-  if (shm === undefined) return;
-  unlinkSegment(shm);
-  shm.inputRing.reset();
-  shm.api.close(shm.buffer);
 }
 
 // The instance contract's types, where callers of WorkerProcess have always found them.

@@ -9,11 +9,23 @@ export interface ExecutionTiming {
 }
 
 /**
+ * response_stats keeps this many response indexes: "0" to "126" each on
+ * their own, and "127" for every response from the 128th on. Triton keys
+ * response_stats by response index without a bound; a stream of many small
+ * responses (one generate_stream of 200 KB made 20 MB of statistics) would
+ * otherwise grow the statistics of a model without end.
+ */
+export const MAX_RESPONSE_STATS_INDEXES = 128;
+
+/**
  * Per model-version statistics in Triton's JSON shape (for the statistics
- * extension), kept in step with the Prometheus counters: one record call
- * updates both, so the two views can never disagree. Requests and
- * executions are counted apart: with dynamic batching, one execution serves
- * many requests.
+ * extension), and the Prometheus counters' increments: one record call
+ * updates both, so the two views can never disagree. The counters are
+ * incremented when metrics are scraped (flushMetrics, called by
+ * GatewayMetrics), not per request: prom-client hashes and interns each
+ * label set on every increment, which cost more than the rest of the
+ * statistics together. Requests and executions are counted apart: with
+ * dynamic batching, one execution serves many requests.
  */
 export class ModelVersionStats {
   private readonly success = zero();
@@ -32,6 +44,8 @@ export class ModelVersionStats {
   private lastInference = 0;
   private cacheSeriesExported = false;
   private readonly labels: { model: string; version: string };
+  /** Counter increments since the last scrape (see flushMetrics). */
+  private pending = emptyPending();
 
   constructor(
     readonly model: string,
@@ -43,6 +57,28 @@ export class ModelVersionStats {
     for (const counter of metrics.inferenceCounters()) counter.inc(this.labels, 0);
     for (const reason of FAILURE_REASONS) metrics.requestFailure.inc({ ...this.labels, reason }, 0);
     metrics.pendingRequests.set(this.labels, 0);
+    metrics.track(this);
+  }
+
+  /** Adds the increments recorded since the last call to the Prometheus counters (at scrape time). */
+  flushMetrics(): void {
+    const p = this.pending;
+    this.pending = emptyPending();
+    const m = this.metrics;
+    const labels = this.labels;
+    if (p.success > 0) m.requestSuccess.inc(labels, p.success);
+    if (p.inferences > 0) m.inferenceCount.inc(labels, p.inferences);
+    if (p.executions > 0) m.execCount.inc(labels, p.executions);
+    if (p.requestUs > 0) m.requestDurationUs.inc(labels, p.requestUs);
+    if (p.queueUs > 0) m.queueDurationUs.inc(labels, p.queueUs);
+    if (p.computeInputUs > 0) m.computeInputDurationUs.inc(labels, p.computeInputUs);
+    if (p.computeInferUs > 0) m.computeInferDurationUs.inc(labels, p.computeInferUs);
+    if (p.computeOutputUs > 0) m.computeOutputDurationUs.inc(labels, p.computeOutputUs);
+    if (p.cacheHits > 0) m.cacheHits.inc(labels, p.cacheHits);
+    if (p.cacheHitUs > 0) m.cacheHitDurationUs.inc(labels, p.cacheHitUs);
+    if (p.cacheMisses > 0) m.cacheMisses.inc(labels, p.cacheMisses);
+    if (p.cacheMissUs > 0) m.cacheMissDurationUs.inc(labels, p.cacheMissUs);
+    for (const [reason, count] of p.failures) m.requestFailure.inc({ ...labels, reason }, count);
   }
 
   /**
@@ -58,14 +94,14 @@ export class ModelVersionStats {
     this.inferenceCount += batchSize;
     this.lastInference = Date.now();
 
-    const m = this.metrics;
-    m.requestSuccess.inc(this.labels);
-    m.inferenceCount.inc(this.labels, batchSize);
-    m.requestDurationUs.inc(this.labels, requestNs / 1000);
-    m.queueDurationUs.inc(this.labels, queueNs / 1000);
-    m.computeInputDurationUs.inc(this.labels, timing.computeInputNs / 1000);
-    m.computeInferDurationUs.inc(this.labels, timing.computeInferNs / 1000);
-    m.computeOutputDurationUs.inc(this.labels, timing.computeOutputNs / 1000);
+    const p = this.pending;
+    p.success += 1;
+    p.inferences += batchSize;
+    p.requestUs += requestNs / 1000;
+    p.queueUs += queueNs / 1000;
+    p.computeInputUs += timing.computeInputNs / 1000;
+    p.computeInferUs += timing.computeInferNs / 1000;
+    p.computeOutputUs += timing.computeOutputNs / 1000;
   }
 
   /**
@@ -77,26 +113,24 @@ export class ModelVersionStats {
     add(this.success, requestNs);
     add(this.queue, 0);
     this.lastInference = Date.now();
-    const m = this.metrics;
-    m.requestSuccess.inc(this.labels);
-    m.requestDurationUs.inc(this.labels, requestNs / 1000);
-    m.queueDurationUs.inc(this.labels, 0);
+    this.pending.success += 1;
+    this.pending.requestUs += requestNs / 1000;
   }
 
   /** A cache lookup that found the response; ns = the lookup time. */
   recordCacheHit(ns: number): void {
     this.exportCacheSeries();
     add(this.cacheHit, ns);
-    this.metrics.cacheHits.inc(this.labels);
-    this.metrics.cacheHitDurationUs.inc(this.labels, ns / 1000);
+    this.pending.cacheHits += 1;
+    this.pending.cacheHitUs += ns / 1000;
   }
 
   /** A cache lookup that found nothing; ns = the lookup time plus the insert time (when the response was inserted). */
   recordCacheMiss(ns: number): void {
     this.exportCacheSeries();
     add(this.cacheMiss, ns);
-    this.metrics.cacheMisses.inc(this.labels);
-    this.metrics.cacheMissDurationUs.inc(this.labels, ns / 1000);
+    this.pending.cacheMisses += 1;
+    this.pending.cacheMissUs += ns / 1000;
   }
 
   /** The nv_cache_* series appear (all four, from 0) with a version's first cache lookup: only models that use the cache have them. */
@@ -118,7 +152,7 @@ export class ModelVersionStats {
     add(batch.compute_input, timing.computeInputNs);
     add(batch.compute_infer, timing.computeInferNs);
     add(batch.compute_output, timing.computeOutputNs);
-    this.metrics.execCount.inc(this.labels);
+    this.pending.executions += 1;
   }
 
   /**
@@ -126,12 +160,14 @@ export class ModelVersionStats {
    * the request's responses (0 = first); ns = the time since the previous
    * response (or since the request arrived), counted as its compute_infer,
    * as Triton counts it. outcome "empty": the final flag without outputs.
+   * Indexes from MAX_RESPONSE_STATS_INDEXES - 1 on share the last bucket.
    */
   recordResponse(index: number, ns: number, outcome: "success" | "fail" | "empty"): void {
-    let stats = this.responses.get(index);
+    const bucket = Math.min(index, MAX_RESPONSE_STATS_INDEXES - 1);
+    let stats = this.responses.get(bucket);
     if (stats === undefined) {
       stats = { compute_infer: zero(), compute_output: zero(), success: zero(), fail: zero(), empty_response: zero(), cancel: zero() };
-      this.responses.set(index, stats);
+      this.responses.set(bucket, stats);
     }
     add(stats.compute_infer, ns);
     add(stats.compute_output, 0);
@@ -140,8 +176,8 @@ export class ModelVersionStats {
 
   recordFailure(requestNs: number, reason: FailureReason): void {
     add(this.fail, requestNs);
-    this.metrics.requestFailure.inc({ ...this.labels, reason });
-    this.metrics.requestDurationUs.inc(this.labels, requestNs / 1000);
+    this.pending.failures.set(reason, (this.pending.failures.get(reason) ?? 0) + 1);
+    this.pending.requestUs += requestNs / 1000;
   }
 
   snapshot(): ModelStatistics {
@@ -196,4 +232,39 @@ function zero(): DurationStat {
 function add(stat: DurationStat, ns: number): void {
   stat.count += 1;
   stat.ns += Math.round(ns);
+}
+
+/** Counter increments of one model version not yet added to the Prometheus counters. */
+interface PendingCounters {
+  success: number;
+  inferences: number;
+  executions: number;
+  requestUs: number;
+  queueUs: number;
+  computeInputUs: number;
+  computeInferUs: number;
+  computeOutputUs: number;
+  cacheHits: number;
+  cacheHitUs: number;
+  cacheMisses: number;
+  cacheMissUs: number;
+  failures: Map<FailureReason, number>;
+}
+
+function emptyPending(): PendingCounters {
+  return {
+    success: 0,
+    inferences: 0,
+    executions: 0,
+    requestUs: 0,
+    queueUs: 0,
+    computeInputUs: 0,
+    computeInferUs: 0,
+    computeOutputUs: 0,
+    cacheHits: 0,
+    cacheHitUs: 0,
+    cacheMisses: 0,
+    cacheMissUs: 0,
+    failures: new Map(),
+  };
 }

@@ -25,6 +25,8 @@ export interface ServedOperator {
   /** "api": registered through POST /v2/operators; "repository": a Triton ensemble of the model repository. */
   source: "api" | "repository";
   spec: OperatorSpec;
+  /** Step models that cannot serve now (set by the model manager's listing); non-empty = degraded. */
+  unreadyModels?: string[];
 }
 
 /** A served operator version, as the model table reports it. */

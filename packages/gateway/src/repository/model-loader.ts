@@ -10,6 +10,8 @@ import { launchInstance, ModelInstances, type InstanceLaunchSpec, type ModelInst
 import { ensembleToOperator, isEnsembleConfig } from "../operators/ensemble-operator.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 import { assertValidOperator, type ModelSignatureLookup } from "../operators/operator-validation.js";
+import { confinedPath } from "./confined-path.js";
+import { checkResourceLimits, type ResourceLimits } from "./resource-limits.js";
 import { listVersionDirs, readConfigText } from "./repository-scanner.js";
 import { selectVersions } from "./version-policy.js";
 import type { VersionRunner } from "../engine/version-runner.js";
@@ -49,6 +51,14 @@ export interface PrepareOptions {
   defaultMaxBatchSize: number;
   instances: ModelInstancesOptions;
   operators?: OperatorHooks;
+  /**
+   * True for a folder of the operator's --model-repository (its symlinks may
+   * point elsewhere); false for files uploaded with the load request, whose
+   * real paths must stay inside the folder.
+   */
+  trustedFolder?: boolean;
+  /** The admin's limits, and how many instances the other models hold now; unset = none checked. */
+  limits?: { limits: ResourceLimits; instancesOfOtherModels: number };
 }
 
 const SUPPORTED_BACKENDS = ["onnxruntime", "typescript"];
@@ -70,6 +80,7 @@ export async function prepareModel(
   if (backendOf(name, normalizeConfig(raw, { modelName: name })) === undefined) raw = { ...raw, backend: "onnxruntime" };
   let config = normalizeConfig(raw, { modelName: name });
   validateConfig(config, `config of model '${name}'`);
+  if (options.limits !== undefined) checkResourceLimits(name, config, options.limits.limits, options.limits.instancesOfOtherModels);
 
   const available = await listVersionDirs(dir);
   const versions = selectVersions(available, config.version_policy).map(String);
@@ -87,11 +98,17 @@ export async function prepareModel(
   try {
     // The highest version completes the config; every version is checked against it.
     for (const version of [...versions].reverse()) {
-      const modelPath = await firstExisting(candidates.map((file) => join(dir, version, file)));
+      // Names from the config (possibly an override sent with the load request) stay inside the model's folder.
+      const links = { linksMayLeave: options.trustedFolder === true };
+      const confined = await Promise.all(candidates.map((file) => confinedPath(dir, join(dir, version), file, `default_model_filename of model '${name}'`, links)));
+      for (const output of config.output ?? []) {
+        if (output.label_filename) await confinedPath(dir, join(dir, version), output.label_filename, `label_filename of output '${output.name}' of model '${name}'`, links);
+      }
+      const modelPath = await firstExisting(confined);
       if (modelPath === undefined) {
         throw new OperonError(
           "INVALID_ARG",
-          `model file ${candidates.map((file) => `'${join(version, file)}'`).join(" or ")} of model '${name}' not found in ${dir}`,
+          `model file ${candidates.map((file) => `'${join(version, file)}'`).join(" or ")} of model '${name}' not found in the model's folder`,
         );
       }
       const spec: InstanceLaunchSpec = {

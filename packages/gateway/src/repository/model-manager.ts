@@ -1,3 +1,4 @@
+import { instanceCountOf, type ResourceLimits } from "./resource-limits.js";
 import { OperonError, asOperonError } from "@operon/protocol/errors";
 import type { ModelLoadOptions, ModelState, RepositoryIndexEntry } from "@operon/protocol/inference";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
@@ -16,7 +17,7 @@ import { operatorModelConfig } from "../operators/operator-validation.js";
 import { OperatorRegistry, type OperatorModelTable, type OperatorVersion, type ServedOperator } from "../operators/operator-registry.js";
 import type { VersionRunner } from "../engine/version-runner.js";
 import { signatureFromConfig, type ServedModelSignature } from "../engine/request-validation.js";
-import { stageUpload, type StagedUpload } from "./upload-staging.js";
+import { clearUploads, stageUpload, type StagedUpload } from "./upload-staging.js";
 
 /**
  * The model registry: which models exist, their state per version, and the
@@ -43,6 +44,8 @@ export interface ModelManagerOptions {
   metrics: GatewayMetrics;
   /** How long an unload waits for in-flight requests before stopping workers. */
   unloadDrainMs?: number;
+  /** The admin's limits on instances and threads (--max-instances-per-model, ...); unset = none. */
+  resourceLimits?: ResourceLimits;
 }
 
 export interface ServedVersion {
@@ -75,6 +78,12 @@ interface ModelEntry {
   pending: Promise<void>;
   /** Set for an operator registered through the API (it has no folder in the repositories). */
   registeredOperator?: OperatorSpec;
+  /**
+   * The last load failed and nothing serves: strict readiness counts it
+   * until the model is unloaded or loaded again (the index keeps reporting
+   * the failure's reason either way).
+   */
+  loadFailed?: boolean;
 }
 
 export class ModelManager {
@@ -123,6 +132,8 @@ export class ModelManager {
    * "*" = all). Resolves with the names that failed to load.
    */
   async loadAtStartup(loadModels: string[]): Promise<Array<{ name: string; reason: string }>> {
+    // Files uploaded with load requests of an earlier run serve nothing now.
+    await clearUploads(this.options.uploadDir);
     const all = await listRepositoryModels(this.options.repositories);
     const names =
       this.options.controlMode !== "explicit" || loadModels.includes("*") ? [...all.keys()] : loadModels;
@@ -238,8 +249,30 @@ export class ModelManager {
   }
 
   /** Every served operator version: registered ones and ensembles. */
+  /** Served operators, each with the step models not ready now (an operator with any is degraded). */
   listOperators(): ServedOperator[] {
-    return this.operators.list();
+    return this.operators.list().map((operator) => ({ ...operator, unreadyModels: this.unreadyStepModels(operator.spec, new Set([operator.name])) }));
+  }
+
+  /**
+   * The models an operator's steps call that cannot serve now (unloaded,
+   * failed, dead workers), also through nested operators; names with the
+   * version when the step pins one.
+   */
+  private unreadyStepModels(spec: OperatorSpec, seen: Set<string>): string[] {
+    const missing: string[] = [];
+    for (const step of spec.steps) {
+      if (step.kind !== "model" || seen.has(step.model)) continue;
+      let served: ServedVersion;
+      try {
+        served = this.resolve(step.model, step.version);
+      } catch {
+        missing.push(step.version ? `${step.model} version ${step.version}` : step.model);
+        continue;
+      }
+      if (served.operator !== undefined) missing.push(...this.unreadyStepModels(served.operator, new Set([...seen, step.model])));
+    }
+    return [...new Set(missing)];
   }
 
   /** Model control API entry points: only in explicit mode, as in Triton. */
@@ -276,10 +309,11 @@ export class ModelManager {
     return ready.reduce((best, served) => (Number(served.version) > Number(best.version) ? served : best));
   }
 
+  /** An operator is ready only while every model its steps call is (unreadyStepModels). */
   isModelReady(name: string, version?: string): boolean {
     try {
-      this.resolve(name, version);
-      return true;
+      const served = this.resolve(name, version);
+      return served.operator === undefined || this.unreadyStepModels(served.operator, new Set([name])).length === 0;
     } catch {
       return false;
     }
@@ -305,9 +339,19 @@ export class ModelManager {
   }
 
   /** True when every model that was asked to load is serving. */
+  /** Backend instances of every served model but `name` (operators run none). */
+  private instancesExcept(name: string): number {
+    let count = 0;
+    for (const entry of this.models.values()) {
+      if (entry.name === name) continue;
+      for (const served of entry.versions.values()) if (served.operator === undefined) count += instanceCountOf(served.config);
+    }
+    return count;
+  }
+
   allModelsReady(): boolean {
     for (const entry of this.models.values()) {
-      if (entry.state === "UNAVAILABLE" && entry.versions.size === 0 && entry.unloadedVersions.size === 0) return false;
+      if (entry.loadFailed === true) return false;
       if (entry.state === "LOADING") return false;
       for (const served of entry.versions.values()) if (served.instances.isDead) return false;
     }
@@ -342,8 +386,14 @@ export class ModelManager {
     return readyOnly ? index.filter((row) => row.state === "READY") : index;
   }
 
+  /** A shutdown begins: no backend worker is restarted from now on (see ModelInstances.haltRestarts). */
+  haltRestarts(): void {
+    for (const entry of this.models.values()) for (const served of entry.versions.values()) served.instances.haltRestarts?.();
+  }
+
   async stop(timeoutMs: number): Promise<void> {
     this.stopped = true;
+    this.haltRestarts();
     if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
     await this.polling;
     // Operators first: their running requests still need their step models.
@@ -358,6 +408,8 @@ export class ModelManager {
       );
     await stopAll(true);
     await stopAll(false);
+    await Promise.all([...this.models.values()].map((entry) => entry.upload?.discard()));
+    await clearUploads(this.options.uploadDir);
   }
 
   private assertExplicitMode(action: string, subject = `explicit model ${action}`): void {
@@ -415,6 +467,7 @@ export class ModelManager {
       const retired = [...entry.versions.values()];
       entry.versions = new Map([["1", { model: spec.name, version: "1", config, signature: signatureFromConfig(config), instances: runner, stats, operator: spec }]]);
       entry.registeredOperator = spec;
+      entry.loadFailed = false;
       entry.state = "READY";
       entry.reason = "";
       this.models.set(spec.name, entry); // again: an unregister queued before this one removed it
@@ -494,6 +547,8 @@ export class ModelManager {
           defaultMaxBatchSize: this.options.defaultMaxBatchSize,
           instances: this.instanceOptions,
           operators: this.operators.hooks(),
+          trustedFolder: upload === undefined,
+          ...(this.options.resourceLimits !== undefined ? { limits: { limits: this.options.resourceLimits, instancesOfOtherModels: this.instancesExcept(name) } } : {}),
         });
         const next = new Map<string, ServedVersion>();
         for (const version of prepared) {
@@ -514,6 +569,7 @@ export class ModelManager {
         entry.versions = next;
         entry.unloadedVersions = new Set([...retired.map((served) => served.version)].filter((version) => !next.has(version)));
         entry.state = "READY";
+        entry.loadFailed = false;
         entry.reason = "";
         entry.dir = dir;
         entry.fingerprint = fingerprint;
@@ -540,6 +596,7 @@ export class ModelManager {
         if (entry.versions.size === 0) {
           entry.state = "UNAVAILABLE";
           entry.reason = failure.message;
+          entry.loadFailed = true;
         } else {
           entry.state = previousState ?? "READY";
         }
@@ -565,6 +622,7 @@ export class ModelManager {
       for (const served of retired) entry.unloadedVersions.add(served.version);
       entry.state = "UNAVAILABLE";
       entry.reason = "unloaded";
+      entry.loadFailed = false;
       entry.fingerprint = undefined;
       await Promise.all(retired.map((served) => this.retire(served, false)));
       await entry.upload?.discard();

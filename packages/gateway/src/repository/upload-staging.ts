@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, rm, rmdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rm, rmdir, writeFile } from "node:fs/promises";
 import { dirname, join, posix, resolve, sep } from "node:path";
 import { OperonError } from "@operon/protocol/errors";
 
@@ -80,4 +80,14 @@ export async function stageUpload(
     throw error;
   }
   return { dir, discard };
+}
+
+/**
+ * Removes every upload under `uploadRoot`: at start (an upload serves only
+ * the process that received it; after a crash or a kill its files are
+ * leftovers) and at stop. The root itself stays.
+ */
+export async function clearUploads(uploadRoot: string): Promise<void> {
+  const entries = await readdir(uploadRoot).catch(() => [] as string[]);
+  await Promise.all(entries.map((entry) => rm(join(uploadRoot, entry), { recursive: true, force: true })));
 }

@@ -134,6 +134,8 @@ export class RequestScheduler {
   private readonly outstanding: Job[] = [];
   private seq = 0;
   private queued = 0;
+  /** Queued jobs with a queue timeout: while 0, schedule() skips the timeout scans. */
+  private withDeadline = 0;
   private running = 0;
   private stopped = false;
   private readonly timer: DeadlineTimer;
@@ -200,6 +202,7 @@ export class RequestScheduler {
         request.signal.addEventListener("abort", job.onAbort, { once: true });
       }
       level.push(job);
+      if (job.deadline !== undefined) this.withDeadline += 1;
       if (this.policy.preserveOrdering) this.outstanding.push(job);
       this.queued += 1;
       this.hooks.onQueueLength?.(this.queued);
@@ -215,7 +218,7 @@ export class RequestScheduler {
     }
     this.stopped = true;
     this.clearTimer();
-    for (const job of this.allQueued()) {
+    for (const job of [...this.allQueued()]) {
       this.removeQueued(job);
       this.finish(job, { ok: false, error: new OperonError("UNAVAILABLE", `${this.hooks.describe} was unloaded before the request ran`) });
     }
@@ -223,7 +226,7 @@ export class RequestScheduler {
 
   /** Fails every queued request (the instances are gone for good). */
   failQueued(error: OperonError): void {
-    for (const job of this.allQueued()) {
+    for (const job of [...this.allQueued()]) {
       this.removeQueued(job);
       this.finish(job, { ok: false, error });
     }
@@ -418,6 +421,7 @@ export class RequestScheduler {
 
   /** Queue timeouts: REJECT fails the request, DELAY moves it behind every other request. */
   private expireTimeouts(now: bigint): void {
+    if (this.withDeadline === 0) return;
     for (let level = 0; level < this.levels.length; level += 1) {
       const queue = this.levels[level]!;
       for (const job of [...queue]) {
@@ -427,6 +431,7 @@ export class RequestScheduler {
           queue.splice(queue.indexOf(job), 1);
           job.delayed = true;
           job.deadline = undefined;
+          this.withDeadline -= 1;
           this.delayed.push(job);
         } else {
           this.removeQueued(job);
@@ -442,6 +447,7 @@ export class RequestScheduler {
   }
 
   private earliestDeadline(): bigint | undefined {
+    if (this.withDeadline === 0) return undefined;
     let earliest: bigint | undefined;
     for (const queue of this.levels) {
       for (const job of queue) if (job.deadline !== undefined && (earliest === undefined || job.deadline < earliest)) earliest = job.deadline;
@@ -460,6 +466,8 @@ export class RequestScheduler {
 
   /** Queued jobs in service order: level 1 (highest) first … then the delayed ones. */
   private allQueued(): Job[] {
+    // The common case (no priority levels, nothing delayed): the queue itself, read-only, no copy.
+    if (this.levels.length === 1 && this.delayed.length === 0) return this.levels[0]!;
     const order: Job[] = [];
     const levels = this.levels.length > 1 ? this.levels.slice(1) : this.levels;
     for (const queue of levels) order.push(...queue);
@@ -476,6 +484,7 @@ export class RequestScheduler {
     const index = queue.indexOf(job);
     if (index < 0) return;
     queue.splice(index, 1);
+    if (job.deadline !== undefined) this.withDeadline -= 1;
     this.queued -= 1;
     this.hooks.onQueueLength?.(this.queued);
   }

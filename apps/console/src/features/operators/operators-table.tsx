@@ -38,7 +38,7 @@ export function OperatorsTable({ operators, canManage }: { operators: readonly O
               </th>
               <td>{sourceLabel(operator.source)}</td>
               <td>
-                <span className={`status status-${operator.state.toLowerCase()}`}>{stateLabel(operator.state)}</span>
+                <span className={`status status-${operator.state.toLowerCase()}`}>{stateLabel(operator.state, operator.unreadyModels)}</span>
               </td>
               <td className="cell-number">{operator.stepCount}</td>
               <td className="cell-number">{operator.latestVersion ?? "—"}</td>

@@ -2,10 +2,15 @@ import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import { AppError } from "../../app-error.js";
 
 /**
- * Slows down password guessing: failed sign-ins are counted per
+ * Slows down password guessing: password checks are counted per
  * (address, email) and per address. Over the limit, sign-in fails with
  * RATE_LIMITED before the password is checked, until the window passes.
- * A successful sign-in clears the (address, email) count.
+ *
+ * Each attempt takes its point *before* its password is checked (reserve),
+ * and only a correct password gives it back (succeeded). Counting after the
+ * check let a caller start 100 checks at once (one tRPC batch) that all saw
+ * an empty budget; now the sixth concurrent guess at one account is refused
+ * however the calls arrive.
  */
 export interface LoginRateLimits {
   /** Failed attempts per address and email within the window (default 5). */
@@ -26,25 +31,30 @@ export class LoginRateLimiter {
     this.address = new RateLimiterMemory({ points: limits.perAddress, duration: limits.windowSecs });
   }
 
-  /** Throws RATE_LIMITED when either budget is spent; `what` names the failures in the message. */
-  async check(ip: string, email: string, what = "sign-ins"): Promise<void> {
-    const [account, address] = await Promise.all([this.account.get(accountKey(ip, email)), this.address.get(ip)]);
-    const blocked = [
-      { res: account, limit: this.limits.perAccount },
-      { res: address, limit: this.limits.perAddress },
-    ].filter(({ res, limit }) => res !== null && res.consumedPoints >= limit);
-    if (blocked.length > 0) {
-      const retryAfterSecs = Math.ceil(Math.max(...blocked.map(({ res }) => (res as RateLimiterRes).msBeforeNext)) / 1000);
-      throw new AppError("RATE_LIMITED", `too many failed ${what}; try again in ${retryAfterSecs} s`, { retryAfterSecs });
-    }
+  /**
+   * Takes one attempt from both budgets, or throws RATE_LIMITED (taking
+   * nothing) when either is spent; `what` names the attempts in the message.
+   * Synchronous up to the point of counting (RateLimiterMemory answers in
+   * the same tick), so concurrent callers are counted one after the other.
+   */
+  async reserve(ip: string, email: string, what = "sign-ins"): Promise<void> {
+    const accountKeyOf = accountKey(ip, email);
+    const account = this.account.consume(accountKeyOf, 1);
+    const address = this.address.consume(ip, 1);
+    const [accountResult, addressResult] = await Promise.allSettled([account, address]);
+    const refused = [accountResult, addressResult].filter((result): result is PromiseRejectedResult => result.status === "rejected");
+    if (refused.length === 0) return;
+    // Give back what the refused attempt took from the budget that still had room.
+    if (accountResult.status === "fulfilled") await this.account.reward(accountKeyOf, 1);
+    if (addressResult.status === "fulfilled") await this.address.reward(ip, 1);
+    const waits = refused.map((result) => (result.reason instanceof RateLimiterRes ? result.reason.msBeforeNext : this.limits.windowSecs * 1000));
+    const retryAfterSecs = Math.max(1, Math.ceil(Math.max(...waits) / 1000));
+    throw new AppError("RATE_LIMITED", `too many failed ${what}; try again in ${retryAfterSecs} s`, { retryAfterSecs });
   }
 
-  async recordFailure(ip: string, email: string): Promise<void> {
-    await Promise.all([this.account.penalty(accountKey(ip, email), 1), this.address.penalty(ip, 1)]);
-  }
-
-  async recordSuccess(ip: string, email: string): Promise<void> {
-    await this.account.delete(accountKey(ip, email));
+  /** A reserved attempt whose password was right: it does not count, and the account's failures are forgiven. */
+  async succeeded(ip: string, email: string): Promise<void> {
+    await Promise.all([this.account.delete(accountKey(ip, email)), this.address.reward(ip, 1)]);
   }
 }
 

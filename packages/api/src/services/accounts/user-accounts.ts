@@ -95,7 +95,9 @@ export async function updateUser(
  * out of every session but `keepSessionId` (their own, when they changed it
  * themselves). `action` says who did it in the audit log: the user
  * (user.changePassword) or an admin (user.resetPassword). Returns how many
- * sessions were signed out.
+ * sessions were signed out. A reset by an admin (a lost or taken-over
+ * account) also revokes every API key of the user, in the same transaction;
+ * the caller reloads the gateway's keys.
  */
 export async function setPassword(
   prisma: PrismaClient,
@@ -113,7 +115,8 @@ export async function setPassword(
       where: { userId: id, revokedAt: null, ...(options.keepSessionId ? { id: { not: options.keepSessionId } } : {}) },
       data: { revokedAt: new Date() },
     });
-    await recordAudit(tx, actor, { action: options.action, targetType: "User", targetId: id, after: { sessionsSignedOut: count } });
+    const keysRevoked = options.action === "user.resetPassword" ? (await tx.apiKey.updateMany({ where: { ownerId: id, revokedAt: null }, data: { revokedAt: new Date() } })).count : 0;
+    await recordAudit(tx, actor, { action: options.action, targetType: "User", targetId: id, after: { sessionsSignedOut: count, ...(keysRevoked > 0 ? { apiKeysRevoked: keysRevoked } : {}) } });
     return count;
   });
 }

@@ -1,5 +1,5 @@
 import { API_KEY_SCOPES, generateApiKey, type ApiKeyGrant, type ApiKeyScope } from "@operon/protocol/api-keys";
-import type { ApiKey, PrismaClient } from "@operon/db";
+import type { ApiKey, PrismaClient, Role } from "@operon/db";
 import { AppError, notFound } from "../../app-error.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 
@@ -54,9 +54,24 @@ export function summarizeApiKey(key: ApiKey & { owner?: { email: string } }): Ap
   };
 }
 
+/**
+ * The scopes a key may use while its owner holds a role: a key never does
+ * more than its owner could. Admins: admin and infer; engineers: infer;
+ * viewers: none (they cannot make keys, so their keys date from an earlier
+ * role and stop working). The gateway gets each key's stored scopes cut to
+ * this set at every reload, so a role change takes effect at once, and is
+ * undone by giving the role back.
+ */
+export const SCOPES_BY_ROLE: Record<Role, readonly ApiKeyScope[]> = {
+  ADMIN: ["admin", "infer"],
+  ENGINEER: ["infer"],
+  VIEWER: [],
+};
+
 export class ApiKeyService {
   private readonly listeners = new Set<GrantsListener>();
   private grants: ApiKeyGrant[] = [];
+  private everIssued = false;
 
   private constructor(private readonly prisma: PrismaClient) {}
 
@@ -70,6 +85,15 @@ export class ApiKeyService {
     return this.grants;
   }
 
+  /**
+   * True once any key was ever issued: revoked and expired keys keep their
+   * rows, so the key table itself is the persisted fact. The gateway keeps
+   * model control locked from then on (ApiKeyRing.noteKeysEverIssued).
+   */
+  keysEverIssued(): boolean {
+    return this.everIssued;
+  }
+
   subscribe(listener: GrantsListener): () => void {
     this.listeners.add(listener);
     listener(this.grants);
@@ -80,11 +104,14 @@ export class ApiKeyService {
   async reload(): Promise<void> {
     const rows = await this.prisma.apiKey.findMany({
       where: { revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }], owner: { disabled: false } },
+      include: { owner: { select: { role: true, email: true } } },
     });
-    this.grants = rows.map((row) => ({
+    this.everIssued ||= rows.length > 0 || (await this.prisma.apiKey.count()) > 0;
+    const withScopes = rows.map((row) => ({ row, scopes: summarizeApiKey(row).scopes.filter((scope) => SCOPES_BY_ROLE[row.owner.role].includes(scope)) }));
+    this.grants = withScopes.filter(({ scopes }) => scopes.length > 0).map(({ row, scopes }) => ({
       id: row.id,
       hash: row.keyHash,
-      scopes: summarizeApiKey(row).scopes,
+      scopes,
       priorityLevel: row.priorityLevel,
       qpsQuota: row.qpsQuota,
       expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
@@ -146,6 +173,35 @@ export class ApiKeyService {
       orderBy: { createdAt: "desc" },
     });
     return rows.map(summarizeApiKey);
+  }
+
+  /**
+   * Writes a model control change made through the gateway's own API (not
+   * the console, which audits its own) to the audit log: the key's owner as
+   * the actor, the key, the caller's address. Anonymous changes (model
+   * control open on loopback) have no actor. Off the request path.
+   */
+  async recordGatewayChange(event: {
+    action: string;
+    target: string;
+    keyId: string | null;
+    transport: string;
+    address: string | null;
+    configOverride?: boolean;
+    files?: string[];
+  }): Promise<void> {
+    const key = event.keyId !== null ? await this.prisma.apiKey.findUnique({ where: { id: event.keyId }, select: { ownerId: true } }) : null;
+    await recordAudit(this.prisma, { userId: key?.ownerId ?? null, apiKeyId: key ? event.keyId : null, ip: event.address }, {
+      action: `gateway.${event.action}`,
+      targetType: event.action.startsWith("operator.") ? "Operator" : "Model",
+      targetId: event.target,
+      after: {
+        via: event.transport,
+        anonymous: event.keyId === null,
+        ...(event.configOverride !== undefined ? { configOverride: event.configOverride } : {}),
+        ...(event.files !== undefined && event.files.length > 0 ? { files: event.files } : {}),
+      },
+    });
   }
 
   /** Records when keys were last used (the gateway reports use; written in batches, off the request path). */

@@ -34,6 +34,8 @@ export interface GatewayOperator {
   version: string;
   source: "api" | "repository";
   spec: Record<string, unknown>;
+  /** Step models that cannot serve now (the operator is degraded while any is listed). */
+  unreadyModels?: string[];
 }
 
 /** One problem the gateway found in an operator spec; `path` names the field when the gateway knows it. */

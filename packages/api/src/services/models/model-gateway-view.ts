@@ -23,6 +23,7 @@ export type DbModel = ModelGetPayload<{ include: { versions: { include: { upload
 export const UPLOADED = { versions: { some: {} } } satisfies Prisma.ModelWhereInput;
 
 export const DB_MODEL_INCLUDE = { versions: { include: { uploadedBy: { select: { email: true } } }, orderBy: { version: "asc" } } } as const;
+
 export function notFoundModel(name: string): AppError {
   return new AppError("NOT_FOUND", `model '${name}' was not found: it is neither an upload nor in the gateway's model repositories`);
 }

@@ -13,7 +13,7 @@ import { join, resolve } from "node:path";
  * `.trash-<id>` folder before the delete. Each change returns an undo, so a
  * caller whose later step fails (the database, the gateway's load) can put
  * the store back as it was. Leftover hidden folders from a crash are removed
- * at start. Callers serialize changes per model (ModelRegistry's lock).
+ * at start. Callers serialize changes per model (ModelWorkspace's lock).
  */
 export const MODEL_FILE_NAME = "model.onnx";
 export const CONFIG_FILE_NAME = "config.pbtxt";

@@ -2,7 +2,8 @@ import type { OnnxTensorInfo } from "@operon/model-config/onnx-signature";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import type { Actor } from "../audit/audit-log.js";
 
-/** What the model services (model-services.ts) take in and hand back to the models router. */
+// What the model services (model-services.ts) take in and hand back to the models router.
+
 export type GatewayModelState = "READY" | "UNAVAILABLE" | "LOADING" | "UNLOADING" | "UNKNOWN";
 export type ModelSource = "uploaded" | "repository";
 

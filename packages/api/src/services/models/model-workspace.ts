@@ -13,21 +13,7 @@ import type { UploadSessions } from "./upload-sessions.js";
 import { notFoundModel, type GatewayView } from "./model-gateway-view.js";
 import type { Logger } from "@operon/protocol/logger";
 
-/**
- * The models the console manages: uploads stored in the model store and
- * served by the gateway, plus the models of the gateway's other repository
- * folders (listed, loaded and unloaded, never changed or deleted here).
- *
- * Truth is split on purpose: the database holds who uploaded what (Model,
- * ModelVersion rows, the audit trail), the store holds the files, and the
- * gateway holds what is serving. Every change keeps the three consistent:
- * rows are written first (state LOADING), then the files (atomically), then
- * the gateway is asked to load; a failure at any step undoes the earlier
- * ones, so a refused upload leaves nothing behind and the previous version
- * keeps serving. Changes to one model are serialized (a per-name lock);
- * different models change concurrently.
- */
-
+/** What the model services are built from (createModelServices in model-services.ts). */
 export interface ModelServicesOptions {
   prisma: PrismaClient;
   gateway: GatewayClient;

@@ -27,8 +27,12 @@ import type { Logger } from "@operon/protocol/logger";
 /** Where a served operator comes from: this API (stored), or a Triton ensemble of the model repository. */
 export type OperatorSource = "api" | "repository";
 
-/** Whether the gateway serves the operator now; UNKNOWN when the gateway could not be asked. */
-export type OperatorServedState = "SERVED" | "NOT_SERVED" | "UNKNOWN";
+/**
+ * Whether the gateway serves the operator now; DEGRADED when it does but a
+ * model its steps call is not ready (unreadyModels names them); UNKNOWN when
+ * the gateway could not be asked.
+ */
+export type OperatorServedState = "SERVED" | "DEGRADED" | "NOT_SERVED" | "UNKNOWN";
 
 export interface OperatorSummary {
   name: string;
@@ -38,6 +42,8 @@ export interface OperatorSummary {
   stored: boolean;
   latestVersion: number | null;
   state: OperatorServedState;
+  /** With DEGRADED: the step models that cannot serve now. */
+  unreadyModels: string[];
   /** Models the model steps call, in step order, without duplicates. */
   models: string[];
   stepCount: number;
@@ -380,7 +386,13 @@ function latestByName(operators: readonly GatewayOperator[]): GatewayOperator[] 
 
 function stateOf(name: string, served: readonly GatewayOperator[] | undefined): OperatorServedState {
   if (served === undefined) return "UNKNOWN";
-  return served.some((operator) => operator.name === name) ? "SERVED" : "NOT_SERVED";
+  const operator = latestByName(served).find((candidate) => candidate.name === name);
+  if (operator === undefined) return "NOT_SERVED";
+  return (operator.unreadyModels ?? []).length > 0 ? "DEGRADED" : "SERVED";
+}
+
+function unreadyModelsOf(name: string, served: readonly GatewayOperator[] | undefined): string[] {
+  return latestByName(served ?? []).find((candidate) => candidate.name === name)?.unreadyModels ?? [];
 }
 
 function summarize(row: OperatorWithRelations, served: readonly GatewayOperator[] | undefined): OperatorSummary {
@@ -392,6 +404,7 @@ function summarize(row: OperatorWithRelations, served: readonly GatewayOperator[
     stored: true,
     latestVersion: row.latestVersion,
     state: stateOf(row.name, served),
+    unreadyModels: unreadyModelsOf(row.name, served),
     models: specModels(spec),
     stepCount: specSteps(spec).length,
     owner: row.owner ?? null,
@@ -416,7 +429,8 @@ function summarizeServed(operator: GatewayOperator): OperatorSummary {
     source: operator.source,
     stored: false,
     latestVersion: null,
-    state: "SERVED",
+    state: (operator.unreadyModels ?? []).length > 0 ? "DEGRADED" : "SERVED",
+    unreadyModels: operator.unreadyModels ?? [],
     models: specModels(operator.spec),
     stepCount: specSteps(operator.spec).length,
     owner: null,

@@ -48,14 +48,17 @@ export class DecodePool {
   }
 
   /**
-   * Runs a task on the least busy thread. `owned`: the task's bytes are the
-   * only view of their ArrayBuffer and may be moved to the thread (else they
-   * are copied first: a Buffer of Node's shared pool must never move).
+   * Runs a task on the least busy thread. `owned`: nothing else uses the
+   * ArrayBuffer under the task's bytes (a body read into its own buffer, a
+   * gRPC message grpc-js assembled from several frames), so the whole buffer
+   * moves to the thread, the view's offset with it. Otherwise the bytes are
+   * copied first: a Buffer of Node's shared pool must never move.
    */
   decode(task: DecodeTask, owned: boolean): Promise<DecodeResult> {
     if (this.closed) return Promise.reject(new OperonError("UNAVAILABLE", "the server is shutting down"));
     const bytes = task.kind === "grpc-infer" ? task.message : task.body;
-    const movable = owned && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && !(bytes.buffer instanceof SharedArrayBuffer);
+    // Node's pool serves allocations under 4 KiB only; anything this large has a buffer of its own.
+    const movable = owned && bytes.byteLength >= DECODE_OFF_LOOP_BYTES && !(bytes.buffer instanceof SharedArrayBuffer);
     const sent = movable ? bytes : new Uint8Array(bytes);
     const shipped: DecodeTask = task.kind === "grpc-infer" ? { ...task, message: sent } : { ...task, body: sent };
     const slot = this.leastBusy();

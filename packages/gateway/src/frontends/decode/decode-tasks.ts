@@ -1,3 +1,4 @@
+import { OperonError } from "@operon/protocol/errors";
 import type { InferRequest } from "@operon/protocol/inference";
 import { splitBinaryBody } from "@operon/protocol/binary-tensor-codec";
 import { type DecodedInferRequest, decodeInferJson, type InferTarget } from "../http/http-infer-request.js";
@@ -37,5 +38,12 @@ export function decodeJson(body: Buffer): unknown {
 
 export function decodeGrpcInfer(message: Buffer, deserialize: (message: Buffer) => WireInferRequest): InferRequest {
   assertInferMessageWithinBudget(message);
-  return decodeInferRequest(deserialize(message));
+  let wire: WireInferRequest;
+  try {
+    wire = deserialize(message);
+  } catch (error) {
+    // protobufjs throws plain Errors (bad wire type, truncated field): the client's message is malformed, not the server.
+    throw new OperonError("INVALID_ARG", `malformed ModelInferRequest: ${(error as Error).message}`, { cause: error });
+  }
+  return decodeInferRequest(wire);
 }

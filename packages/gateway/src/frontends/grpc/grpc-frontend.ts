@@ -156,18 +156,29 @@ function inferenceHandlers(
         models: models.map((m) => ({ name: m.name, version: m.version ?? "", state: m.state ?? "", reason: m.reason ?? "" })),
       };
     }),
-    RepositoryModelLoad: guarded("admin", async (r: RepositoryRequest) => {
+    RepositoryModelLoad: guarded("admin", async (r: RepositoryRequest, call, principal) => {
       rejectRepositoryName(r.repository_name);
-      await engine.loadModel(r.model_name, decodeLoadOptions(r.parameters));
+      const load = decodeLoadOptions(r.parameters);
+      await engine.loadModel(r.model_name, load);
+      access?.noteModelControl({
+        action: "model.load",
+        target: r.model_name,
+        keyId: principal?.keyId ?? null,
+        transport: "grpc",
+        address: call.getPeer(),
+        configOverride: load.config !== undefined,
+        files: [...(load.files?.keys() ?? [])],
+      });
       return {};
     }),
-    RepositoryModelUnload: guarded("admin", async (r: RepositoryRequest) => {
+    RepositoryModelUnload: guarded("admin", async (r: RepositoryRequest, call, principal) => {
       rejectRepositoryName(r.repository_name);
       const dependents = r.parameters?.["unload_dependents"];
       if (dependents !== undefined && dependents.parameter_choice !== "bool_param") {
         throw new OperonError("INVALID_ARG", "unload parameter 'unload_dependents' must be a bool_param");
       }
       await engine.unloadModel(r.model_name, { unloadDependents: dependents?.bool_param ?? false });
+      access?.noteModelControl({ action: "model.unload", target: r.model_name, keyId: principal?.keyId ?? null, transport: "grpc", address: call.getPeer() });
       return {};
     }),
     SystemSharedMemoryStatus: unsupported("system shared memory", "system_shared_memory"),

@@ -3,11 +3,13 @@ import { OperonError } from "@operon/protocol/errors";
 import { tensorDataFromContents } from "@operon/protocol/grpc-tensor-contents";
 import type { InferInput, InferRequest, InferResponse, ModelLoadOptions, RequestedOutput } from "@operon/protocol/inference";
 import { assertTensorByteSize, type Parameters as InferParameters, type ParameterValue } from "@operon/protocol/tensor";
+import { checkReservedParameters } from "../request-parameters.js";
 import type { WireInferRequest, WireInput, WireParameter, WireParameters } from "./grpc-wire.js";
 
 /** ModelInfer messages (as proto-loader decodes them) to and from the engine's InferRequest/InferResponse. */
 
-export function decodeInferRequest(message: WireInferRequest): InferRequest {
+/** `allowReserved`: triton_ parameters the calling frontend reads itself (streaming's triton_enable_empty_final_response). */
+export function decodeInferRequest(message: WireInferRequest, allowReserved: readonly string[] = []): InferRequest {
   const inputs = message.inputs ?? [];
   const raw = message.raw_input_contents ?? [];
   if (raw.length > 0 && raw.length !== inputs.length) {
@@ -19,11 +21,14 @@ export function decodeInferRequest(message: WireInferRequest): InferRequest {
   const outputs: RequestedOutput[] = (message.outputs ?? []).map((output) =>
     withParameters({ name: output.name }, decodeParameters(output.parameters, `output '${output.name}': `)),
   );
+  const parameters = decodeParameters(message.parameters, "");
+  // The same rules as HTTP's (priority, timeout, reserved triton_ keys).
+  checkReservedParameters(parameters, allowReserved);
   return {
     modelName: message.model_name,
     ...(message.model_version ? { modelVersion: message.model_version } : {}),
     ...(message.id ? { id: message.id } : {}),
-    parameters: decodeParameters(message.parameters, ""),
+    parameters,
     inputs: inputs.map((input, i) => decodeInput(input, raw.length > 0 ? raw[i] : undefined)),
     ...(outputs.length > 0 ? { outputs } : {}),
   };

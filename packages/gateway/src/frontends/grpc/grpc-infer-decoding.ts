@@ -63,7 +63,8 @@ export class GrpcInferDecoding {
   async decodeUnary(message: RawInferMessage): Promise<InferRequest> {
     this.checkSize(message.raw);
     if (message.raw.length < DECODE_OFF_LOOP_BYTES) return decodeGrpcInfer(message.raw, this.deserialize);
-    const decoded = await this.pool.decode({ kind: "grpc-infer", message: message.raw }, false);
+    // grpc-js assembles a message this large from several HTTP/2 frames into a buffer of its own (stream-decoder's concat): it moves.
+    const decoded = await this.pool.decode({ kind: "grpc-infer", message: message.raw }, true);
     if (decoded.kind !== "infer") throw new OperonError("INTERNAL", "the decoder answered a ModelInfer message with something else");
     return unpackInferRequest(decoded.packed);
   }

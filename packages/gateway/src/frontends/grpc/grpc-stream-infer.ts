@@ -78,7 +78,7 @@ export function streamInfer(
         if (principal !== null) access?.admit(principal);
         const rejected = (message as Partial<RejectedStreamMessage>).rejected;
         if (rejected !== undefined) throw rejected;
-        request = decodeInferRequest(message);
+        request = decodeInferRequest(message, [EMPTY_FINAL_PARAMETER]);
         emptyFinal = takeEmptyFinalFlag(request.parameters);
         applyKeyPriority(engine, request, principal);
       } catch (error) {

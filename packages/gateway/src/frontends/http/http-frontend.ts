@@ -8,7 +8,7 @@ import {
 } from "@operon/protocol/binary-tensor-codec";
 import { OperonError, isOperonError } from "@operon/protocol/errors";
 import type { InferRequest, InferResponse } from "@operon/protocol/inference";
-import type { AccessNeed, GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
+import type { AccessNeed, GatewayAccessPolicy, ModelControlEvent, Principal } from "../../auth/access-policy.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
 import { BodyBytesBudget, DEFAULT_MAX_BODY_BYTES, readBody } from "./http-body-reader.js";
@@ -94,6 +94,8 @@ interface RequestContext {
   params: RouteParams;
   /** The API key the request was authorized with; null when anonymous (or no access policy). */
   principal: Principal | null;
+  /** Set by the load route: what the audit log says of the load. */
+  loadDetails?: { configOverride: boolean; files: string[] };
 }
 
 type Handler = (context: RequestContext) => void | Promise<void>;
@@ -148,7 +150,12 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
       }
       const { need, handler } = match.handler;
       const principal = need === "open" || access === undefined ? null : access.authorize(authorizationOf(req), need);
-      await handler({ req, res, params: match.params, principal });
+      const context: RequestContext = { req, res, params: match.params, principal };
+      await handler(context);
+      if (need === "admin" && access !== undefined) {
+        const event = modelControlEventOf(method, path, context);
+        if (event !== undefined) access.noteModelControl(event);
+      }
     } catch (error) {
       if (error instanceof ClientClosedError) {
         logger.info({ method, path }, error.message);
@@ -250,8 +257,11 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
   add("POST", "/v2/repository/index", "infer", async ({ req, res }) => {
     sendJson(res, 200, await engine.repositoryIndex(decodeIndexRequest(await readJson(req, res))));
   });
-  add("POST", "/v2/repository/models/:model/load", "admin", async ({ req, res, params }) => {
-    await engine.loadModel(modelOf(params), decodeLoadRequest(await readJson(req, res, options.maxLoadBodyBytes)));
+  add("POST", "/v2/repository/models/:model/load", "admin", async (context) => {
+    const { req, res, params } = context;
+    const load = decodeLoadRequest(await readJson(req, res, options.maxLoadBodyBytes));
+    context.loadDetails = { configOverride: load.config !== undefined, files: [...(load.files?.keys() ?? [])] };
+    await engine.loadModel(modelOf(params), load);
     sendEmpty(res, 200);
   });
   add("POST", "/v2/repository/models/:model/unload", "admin", async ({ req, res, params }) => {
@@ -284,6 +294,15 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
   // Operon's admin extension (@operon/protocol/admin): the backend workers and their process usage.
   add("GET", "/v2/operon/workers", "infer", async ({ res }) => sendJson(res, 200, await engine.workers()));
   return router;
+}
+
+/** What an admin route did, for the audit log (see GatewayAccessPolicy.onModelControl). */
+function modelControlEventOf(method: string, path: string, { params, principal, req, loadDetails }: RequestContext): ModelControlEvent | undefined {
+  const common = { keyId: principal?.keyId ?? null, transport: "http" as const, address: req.socket.remoteAddress ?? null };
+  if (path.endsWith("/load") && params["model"] !== undefined) return { action: "model.load", target: params["model"], ...common, ...(loadDetails ?? {}) };
+  if (path.endsWith("/unload") && params["model"] !== undefined) return { action: "model.unload", target: params["model"], ...common };
+  if (params["operator"] !== undefined) return { action: method === "DELETE" ? "operator.remove" : "operator.register", target: params["operator"], ...common };
+  return undefined;
 }
 
 /** An operator spec body for the operator named in the path: a JSON object whose `name`, if any, is that name. */

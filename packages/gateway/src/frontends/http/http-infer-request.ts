@@ -9,6 +9,7 @@ import { OperonError } from "@operon/protocol/errors";
 import type { InferInput, InferRequest, RequestedOutput } from "@operon/protocol/inference";
 import { jsonDataToBuffer } from "@operon/protocol/json-tensor-codec";
 import { type Parameters, assertTensorByteSize } from "@operon/protocol/tensor";
+import { checkReservedParameters } from "../request-parameters.js";
 import { parseJsonBody } from "./http-body-reader.js";
 import {
   expectObject,
@@ -78,27 +79,8 @@ export function decodeInferJson(json: unknown, binary: Buffer | undefined, targe
   return { request, binaryDataOutput };
 }
 
-/**
- * Triton's HTTP frontend refuses a schedule_policy parameter that is not an
- * unsigned integer ("Unable to parse 'priority'" / 'timeout') and any
- * parameter key starting with `triton_` (reserved, extension_parameters.md);
- * every other key is a custom parameter.
- */
-export function checkReservedParameters(parameters: Parameters): void {
-  for (const key of ["priority", "timeout"]) {
-    const value = parameters[key];
-    if (value !== undefined && !(typeof value === "number" && Number.isSafeInteger(value) && value >= 0)) {
-      throw invalidField(`parameters.${key}`, `must be a non-negative integer, got ${JSON.stringify(value)}`);
-    }
-  }
-  const reserved = Object.keys(parameters).find((key) => key.startsWith("triton_"));
-  if (reserved !== undefined) {
-    throw new OperonError(
-      "INVALID_ARG",
-      `parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified; got '${reserved}'`,
-    );
-  }
-}
+/** The parameter rules shared with gRPC (../request-parameters.ts). */
+export { checkReservedParameters };
 
 interface InputHeader {
   name: string;

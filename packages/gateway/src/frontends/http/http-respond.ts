@@ -64,12 +64,13 @@ export interface ErrorReport {
 /** The one place that turns anything thrown into an HTTP status (Triton's mapping via httpStatusOf). */
 export function reportOf(error: unknown): ErrorReport {
   if (error instanceof HttpStatusError) {
-    const headers: OutgoingHttpHeaders = { ...error.headers, ...(error.closeConnection ? { Connection: "close" } : {}) };
+    const headers: OutgoingHttpHeaders = { ...(error.status === 429 ? { "Retry-After": "1" } : {}), ...error.headers, ...(error.closeConnection ? { Connection: "close" } : {}) };
     return { status: error.status, message: error.message, kind: undefined, level: error.status >= 500 ? "error" : "info", closeConnection: error.closeConnection, headers };
   }
   // OperonErrors keep their text; anything else (a bug) gets a fixed one, its details only in the log (requestFailureOf).
   const { kind, message, level } = requestFailureOf(error);
   const status = httpStatusOf(kind);
-  const headers: OutgoingHttpHeaders = status === 401 ? { "WWW-Authenticate": "Bearer" } : {};
+  // 429 (a key over its quota, a request over a size budget) always says when to retry: a quota refills within a second.
+  const headers: OutgoingHttpHeaders = status === 401 ? { "WWW-Authenticate": "Bearer" } : status === 429 ? { "Retry-After": "1" } : {};
   return { status, message, kind, level, closeConnection: false, headers };
 }

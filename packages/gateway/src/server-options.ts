@@ -1,0 +1,103 @@
+import { z } from "zod";
+import type { ApiKeyRing } from "./auth/api-key-ring.js";
+import type { Logger } from "./observability/logger.js";
+
+/**
+ * The gateway's options: one object, checked once by startOperonServer,
+ * with tritonserver's defaults kept here (the CLI's flags take their
+ * defaults from GATEWAY_DEFAULTS). Names follow tritonserver's flags.
+ */
+export const GATEWAY_DEFAULTS = {
+  httpAddress: "127.0.0.1",
+  httpPort: 8000,
+  grpcAddress: "127.0.0.1",
+  grpcPort: 8001,
+  metricsAddress: "127.0.0.1",
+  metricsPort: 8002,
+  allowHttp: true,
+  allowGrpc: true,
+  allowMetrics: true,
+  modelControlMode: "none",
+  loadModels: [] as readonly string[],
+  repositoryPollSecs: 15,
+  strictModelConfig: false,
+  strictReadiness: true,
+  exitOnError: true,
+  exitTimeoutSecs: 30,
+  dataDir: ".operon",
+  maxUploadBytes: 256 * 1024 * 1024,
+  /** Triton's --http-max-input-size default. */
+  httpMaxBodyBytes: 64 * 1024 * 1024,
+  grpcInferMaxMessageBytes: 64 * 1024 * 1024,
+  backendIsolation: "thread",
+  defaultMaxBatchSize: 4,
+} as const;
+
+const port = z.number().int().min(0).max(65535);
+const count = z.number().int().min(0);
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null;
+
+const operonServerOptionsSchema = z.object({
+  /** Checked for existence by startOperonServer (its message names the flag). */
+  modelRepositories: z.array(z.string()),
+  httpAddress: z.string().default(GATEWAY_DEFAULTS.httpAddress),
+  httpPort: port.default(GATEWAY_DEFAULTS.httpPort),
+  grpcAddress: z.string().default(GATEWAY_DEFAULTS.grpcAddress),
+  grpcPort: port.default(GATEWAY_DEFAULTS.grpcPort),
+  metricsAddress: z.string().default(GATEWAY_DEFAULTS.metricsAddress),
+  metricsPort: port.default(GATEWAY_DEFAULTS.metricsPort),
+  allowHttp: z.boolean().default(GATEWAY_DEFAULTS.allowHttp),
+  allowGrpc: z.boolean().default(GATEWAY_DEFAULTS.allowGrpc),
+  allowMetrics: z.boolean().default(GATEWAY_DEFAULTS.allowMetrics),
+  modelControlMode: z.enum(["none", "poll", "explicit"]).default(GATEWAY_DEFAULTS.modelControlMode),
+  loadModels: z.array(z.string()).default(() => [...GATEWAY_DEFAULTS.loadModels]),
+  repositoryPollSecs: count.default(GATEWAY_DEFAULTS.repositoryPollSecs),
+  strictModelConfig: z.boolean().default(GATEWAY_DEFAULTS.strictModelConfig),
+  strictReadiness: z.boolean().default(GATEWAY_DEFAULTS.strictReadiness),
+  exitOnError: z.boolean().default(GATEWAY_DEFAULTS.exitOnError),
+  exitTimeoutSecs: count.default(GATEWAY_DEFAULTS.exitTimeoutSecs),
+  dataDir: z.string().default(GATEWAY_DEFAULTS.dataDir),
+  maxUploadBytes: z.number().int().positive().default(GATEWAY_DEFAULTS.maxUploadBytes),
+  httpMaxBodyBytes: z.number().int().positive().default(GATEWAY_DEFAULTS.httpMaxBodyBytes),
+  /** Request body bytes held at once over all HTTP requests; default max(4 × httpMaxBodyBytes, a model upload + httpMaxBodyBytes). */
+  httpMaxInflightBodyBytes: z.number().int().positive().optional(),
+  /** Largest gRPC ModelInfer / ModelStreamInfer message (RESOURCE_EXHAUSTED beyond). */
+  grpcInferMaxMessageBytes: z.number().int().positive().default(GATEWAY_DEFAULTS.grpcInferMaxMessageBytes),
+  /**
+   * Where instances of trusted native backends (onnxruntime, echo) run
+   * unless a model's config says otherwise (`operon_isolation`): "thread"
+   * (default) or "process". User code (typescript backend) always runs in processes.
+   */
+  backendIsolation: z.enum(["thread", "process"]).default(GATEWAY_DEFAULTS.backendIsolation),
+  defaultMaxBatchSize: count.default(GATEWAY_DEFAULTS.defaultMaxBatchSize),
+  /** The admin's limits on instances and threads per model and host (repository/resource-limits.ts); default from the core count. */
+  resourceLimits: z
+    .object({ maxInstancesPerModel: z.number().int().positive(), maxThreadsPerInstance: z.number().int().positive(), maxInstancesPerHost: z.number().int().positive() })
+    .optional(),
+  /**
+   * Size of the server-wide response cache (`--cache-config local,size=<bytes>`);
+   * undefined = no cache, as in Triton, and models' response_cache settings are ignored.
+   */
+  cacheSizeBytes: z.number().int().positive().optional(),
+  /** Path of the worker process entry (packages/worker/dist/main.js); the thread entry is thread-main.js beside it. */
+  workerEntry: z.string().min(1),
+  logger: z.custom<Logger>((value) => isObject(value) && typeof value["info"] === "function", { error: "a logger (createLogger)" }),
+  /**
+   * API keys (the control plane's grants, kept current by the caller with
+   * ring.replaceAll). Undefined = no key checks at all, as before keys
+   * existed. See GatewayAccessPolicy for the rules; loopback-only is
+   * derived from the HTTP and gRPC addresses.
+   */
+  access: z
+    .custom<{ ring: ApiKeyRing; requireApiKey: boolean; anonymousModelControl?: boolean }>((value) => isObject(value) && isObject(value["ring"]) && typeof value["requireApiKey"] === "boolean")
+    .optional(),
+});
+
+/** What startOperonServer takes: every field with a default may be left out. */
+export type OperonServerOptions = z.input<typeof operonServerOptionsSchema>;
+/** The options with the defaults filled in. */
+export type ResolvedOperonServerOptions = z.output<typeof operonServerOptionsSchema>;
+
+export function resolveOperonServerOptions(options: OperonServerOptions): ResolvedOperonServerOptions {
+  return operonServerOptionsSchema.parse(options);
+}
