@@ -35,9 +35,11 @@ function describeViolations(path: string, violations: AccessibilityViolation[]):
 describe("console: accessibility (axe-core, WCAG 2.1 A/AA)", () => {
   const system = useSignedInConsole({ admin: ADMIN });
 
-  for (const width of [1280, 390]) {
-    it(`every signed-in page passes at ${width} px wide`, async () => {
+  // Both colour schemes: the console follows the system's (prefers-color-scheme) unless the header's choice says otherwise.
+  for (const [scheme, width] of [["light", 1280], ["light", 390], ["dark", 1280], ["dark", 390]] as const) {
+    it(`every signed-in page passes at ${width} px wide in the ${scheme} scheme`, async () => {
       const { page } = system.session;
+      await page.emulateMedia({ colorScheme: scheme });
       await page.setViewportSize({ width, height: 800 });
       const problems: string[] = [];
       for (const target of PAGES) {
@@ -53,8 +55,40 @@ describe("console: accessibility (axe-core, WCAG 2.1 A/AA)", () => {
     }, 180_000);
   }
 
+  it("follows the system's scheme, and the header's theme choice wins and is remembered", async () => {
+    const { page } = system.session;
+    await page.setViewportSize({ width: 1280, height: 800 });
+    const background = () => page.evaluate(() => getComputedStyle(document.body.parentElement!).backgroundColor);
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.goto("/");
+    await visible(heading(page, "Overview"));
+    const dark = await background();
+    await page.emulateMedia({ colorScheme: "light" });
+    const light = await background();
+    expect(dark).not.toBe(light);
+
+    // Light system, dark chosen: dark, also after a reload and on another page.
+    await page.getByRole("banner").getByLabel("Colour theme").selectOption("dark");
+    expect(await background()).toBe(dark);
+    await page.goto("/models");
+    await visible(heading(page, "Models"));
+    expect(await background()).toBe(dark);
+    expect(await page.getByRole("banner").getByLabel("Colour theme").inputValue()).toBe("dark");
+    const checked = await accessibilityViolations(page);
+    expect(describeViolations("/models, dark chosen", checked)).toBe("");
+
+    // Back to the system's: light again.
+    await page.getByRole("banner").getByLabel("Colour theme").selectOption("system");
+    expect(await background()).toBe(light);
+    await page.reload();
+    await visible(heading(page, "Models"));
+    expect(await background()).toBe(light);
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
   it("a new key's notice, a table with rows, a form error and an open confirm dialog pass", async () => {
     const { page } = system.session;
+    await page.emulateMedia({ colorScheme: "light" });
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto("/api-keys");
     await visible(heading(page, "API keys"));

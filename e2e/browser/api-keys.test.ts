@@ -1,3 +1,4 @@
+import { execSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { heading, visible } from "./support/console-actions.js";
 import { ADD_SUB_INPUT0, ADD_SUB_INPUT1, inferAddSubUntil } from "./support/gateway-infer.js";
@@ -30,6 +31,19 @@ describe("console: API keys work at the gateway until revoked", () => {
     const row = await visible(page.getByRole("row", { name: new RegExp(KEY_NAME) }));
     expect(await row.textContent()).toContain(apiKey.slice(0, "opk_".length + 8));
     expect(await row.textContent()).toContain("Active");
+
+    // Ready-made client lines with the new key, aimed at this gateway; the curl line works as pasted.
+    const curlLine = await visible(page.getByLabel("With curl")).then((input) => input.inputValue());
+    expect(curlLine).toBe(`curl -H 'Authorization: Bearer ${apiKey}' ${system.operon.httpUrl}/v2/models/stats`);
+    // The control plane pushes the new key to the gateway, which may take a moment.
+    let answer = "";
+    for (const deadline = Date.now() + 10_000; !answer.includes('"model_stats"') && Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 200))) {
+      answer = execSync(curlLine, { encoding: "utf8", timeout: 10_000 });
+    }
+    expect((JSON.parse(answer) as { model_stats: unknown[] }).model_stats.length, answer).toBeGreaterThan(0);
+    const pythonLine = await page.getByLabel(/^With Triton's Python client/).inputValue();
+    expect(pythonLine).toContain(`InferenceServerClient("${new URL(system.operon.httpUrl).host}")`);
+    expect(pythonLine).toContain(`"Authorization": "Bearer ${apiKey}"`);
 
     await page.getByRole("button", { name: "I have copied it" }).click();
     await page.getByRole("region", { name: `Key “${KEY_NAME}” created` }).waitFor({ state: "detached" });

@@ -49,31 +49,40 @@ describe("console: a perf report for add_sub", () => {
     reportPath = new URL(page.url()).pathname;
     await visible(heading(page, "Perf report: model add_sub v1"));
 
-    const curve = await visible(chartFigure(page, "Throughput vs p95 latency"));
-    expect(await drawnPoints(curve)).toBe(2);
-    expect(await chartSurface(curve).textContent()).toContain("p95 latency (ms)");
-    expect(await chartSurface(curve).textContent()).toContain("inferences/s");
-    expect(await curve.locator("figcaption").textContent()).toMatch(/^2 steps: c=1 [\d.,]+ infer\/s at [\d.,]+ ms; c=2 /);
-    expect(await drawnPoints(chartFigure(page, "Throughput by concurrency"))).toBe(2);
-    expect(await drawnPoints(chartFigure(page, "Latency by concurrency"))).toBe(8);
-    // One batch size: no batch-size chart.
-    expect(await chartFigure(page, "Best throughput by batch size").count()).toBe(0);
-
-    // The table says what the API stored, step by step.
+    // One latency unit for the whole report (charts, captions, table), picked by the largest latency stored.
     const api = await signedInApiSession(system.operon, ADMIN);
     const id = reportPath.split("/").pop()!;
     const stored = await api.client.perf.get.query({ id });
-    const table = page.getByRole("table", { name: /latencies and server times in microseconds/ });
+    const largest = Math.max(...stored.samples.flatMap((sample) => [sample.latencyP50Us, sample.latencyP90Us, sample.latencyP95Us, sample.latencyP99Us, sample.latencyAvgUs, sample.queueUs, sample.computeUs].filter((value): value is number => value !== null)));
+    const [unit, unitName, usPerUnit] = largest >= 1_000_000 ? ["s", "seconds", 1_000_000] : largest >= 1000 ? ["ms", "milliseconds", 1000] : ["µs", "microseconds", 1];
+
+    const curve = await visible(chartFigure(page, "Throughput vs p95 latency"));
+    expect(await drawnPoints(curve)).toBe(2);
+    expect(await chartSurface(curve).textContent()).toContain(`p95 latency (${unit})`);
+    expect(await chartSurface(curve).textContent()).toContain("inferences/s");
+    expect(await curve.locator("figcaption").textContent()).toMatch(new RegExp(`^2 steps: c=1 [\\d.,]+ infer/s at [\\d.,]+ ${unit}; c=2 `));
+    expect(await drawnPoints(chartFigure(page, "Throughput by concurrency"))).toBe(2);
+    const byConcurrency = chartFigure(page, "Latency by concurrency");
+    expect(await drawnPoints(byConcurrency)).toBe(8);
+    expect(await chartSurface(byConcurrency).textContent()).toContain(`latency (${unit})`);
+    // One batch size: no batch-size chart.
+    expect(await chartFigure(page, "Best throughput by batch size").count()).toBe(0);
+
+    // The table says what the API stored, step by step, in the same unit.
+    const table = page.getByRole("table", { name: new RegExp(`latencies and server times in ${unitName}`) });
     const headers = await table.getByRole("columnheader").allTextContents();
-    expect(headers.slice(0, 10)).toEqual(["Concurrency", "Batch", "Inferences/s", "p50 (µs)", "p90 (µs)", "p95 (µs)", "p99 (µs)", "Avg (µs)", "Queue (µs)", "Compute (µs)"]);
+    expect(headers.slice(0, 10)).toEqual(["Concurrency", "Batch", "Inferences/s", ...["p50", "p90", "p95", "p99", "Avg", "Queue", "Compute"].map((name) => `${name} (${unit})`)]);
     const rows = table.locator("tbody tr");
     expect(await rows.count()).toBe(2);
+    const shown = (cell: string) => Number(cell.replace(/,/g, ""));
+    // Whole µs; otherwise 2 decimals below 10, 1 below 100, none above (the console's formatNumber).
+    const rounding = (value: number) => (unit === "µs" || value >= 100 ? 0.5 : value >= 10 ? 0.05 : 0.005) + 1e-9;
     for (const [index, sample] of stored.samples.entries()) {
       const cells = await rows.nth(index).locator("th, td").allTextContents();
       expect(cells[0]).toBe(String(sample.concurrency));
       expect(cells[1]).toBe("1");
-      expect(Number(cells[3]!.replace(/,/g, ""))).toBe(Math.round(sample.latencyP50Us!));
-      expect(Number(cells[6]!.replace(/,/g, ""))).toBe(Math.round(sample.latencyP99Us!));
+      expect(Math.abs(shown(cells[3]!) - sample.latencyP50Us! / usPerUnit)).toBeLessThanOrEqual(rounding(sample.latencyP50Us! / usPerUnit));
+      expect(Math.abs(shown(cells[6]!) - sample.latencyP99Us! / usPerUnit)).toBeLessThanOrEqual(rounding(sample.latencyP99Us! / usPerUnit));
     }
     expect(stored.samples.map((sample) => sample.concurrency)).toEqual([1, 2]);
     expect(system.session.errors).toEqual([]);

@@ -14,8 +14,14 @@ function graphNodes(page: Page) {
   return page.locator(".operator-graph .react-flow__node");
 }
 
+/** The spec editor (CodeMirror 6: a contenteditable named "Spec (JSON)"). */
 function specEditor(page: Page) {
-  return page.getByLabel("Spec (JSON)");
+  return page.getByRole("textbox", { name: "Spec (JSON)" });
+}
+
+/** The editor's text, as the form holds it. */
+function specText(page: Page): Promise<string> {
+  return page.locator('form input[type="hidden"][name="spec"]').inputValue();
 }
 
 function validation(page: Page) {
@@ -37,7 +43,7 @@ describe("console: register an operator", () => {
     await waitForPath(page, "/operators/new");
     await visible(heading(page, "New operator"));
     await page.getByLabel("Name", { exact: true }).fill(OPERATOR);
-    const spec = JSON.parse(await specEditor(page).inputValue()) as { steps: Array<{ model: string }> };
+    const spec = JSON.parse(await specText(page)) as { steps: Array<{ model: string }> };
     expect(spec.steps.map((step) => step.model)).toEqual(["add_sub", "add_sub"]);
 
     await visible(validation(page).getByText("No problems"), 20_000);
@@ -52,7 +58,7 @@ describe("console: register an operator", () => {
 
   it("complains about an unknown model while editing, marks its step, and redraws as the spec changes", async () => {
     const { page } = system.session;
-    const original = await specEditor(page).inputValue();
+    const original = await specText(page);
     const last = original.lastIndexOf('"model": "add_sub"');
     await specEditor(page).fill(`${original.slice(0, last)}"model": "no_such_model"${original.slice(last + '"model": "add_sub"'.length)}`);
 
@@ -67,6 +73,8 @@ describe("console: register an operator", () => {
     // Broken JSON keeps the last graph and says where the JSON breaks.
     await specEditor(page).fill(original.replace(/\}\s*$/, ""));
     await visible(validation(page).getByText(/Not valid JSON/));
+    // The CodeMirror editor marks the JSON error itself, in its gutter.
+    await visible(page.locator(".spec-code-editor .cm-gutter-lint .cm-lint-marker-error"));
     expect(await graphNodes(page).count()).toBe(5);
 
     // Back to the example: valid again, nothing marked.

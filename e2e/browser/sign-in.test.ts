@@ -59,6 +59,17 @@ describe("console: first-run setup, sign-out and sign-in", () => {
     expect(session.errors).toEqual([]);
   });
 
+  it("counts the setup as the admin's first sign-in on the Users page", async () => {
+    const { page } = session;
+    await page.goto("/users");
+    await visible(heading(page, "Users"));
+    const row = page.getByRole("row").filter({ has: page.getByRole("rowheader", { name: new RegExp(ADMIN.email) }) });
+    const lastSignIn = (await (await visible(row.getByRole("cell"))).nth(3).textContent()) ?? "";
+    expect(lastSignIn).not.toBe("never");
+    expect(lastSignIn).toMatch(/\d/);
+    expect(session.errors).toEqual([]);
+  });
+
   it("signs out, and then the console's pages ask to sign in", async () => {
     const { page } = session;
     await page.getByRole("button", { name: "Sign out" }).click();

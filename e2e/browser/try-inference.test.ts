@@ -49,6 +49,9 @@ describe("console: try a model from its page", () => {
     await first.getByLabel("Data (JSON array, row-major)").fill("[1, 2, 3]");
     await panel.getByRole("button", { name: "Run" }).click();
     await visible(first.getByText("the shape holds 16 values; 3 given"));
+    // The last run's outputs answered other values: they go, not stay under the new error.
+    expect(await panel.getByRole("table", { name: "Outputs" }).count()).toBe(0);
+    expect(await panel.getByText(/answered in/).count()).toBe(0);
 
     // A shape the model does not take: the gateway refuses, and the page says why.
     await first.getByLabel("Shape").fill("1, 3");

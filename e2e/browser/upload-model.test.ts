@@ -21,11 +21,23 @@ describe("console: upload a model and see it serve", () => {
     await page.getByRole("link", { name: "Upload model" }).click();
     await visible(heading(page, "Upload a model"));
 
+    // model.onnx (Triton's file name for every model) names no model: the page asks instead of suggesting "model".
+    await page.getByLabel("Model file (.onnx)").setInputFiles(writeTinyMlpFile("model.onnx").path);
+    await visible(page.getByText("Selected: model.onnx"));
+    expect(await page.getByLabel("Model name").inputValue()).toBe("");
+    expect(await page.getByLabel("Model name").evaluate((element) => element === document.activeElement)).toBe(true);
+    await visible(page.getByText("“model.onnx” does not say which model it is: name it."));
+
     await page.getByLabel("Model file (.onnx)").setInputFiles(file.path);
     await visible(page.getByText(`Selected: ${MODEL}.onnx`));
     expect(await page.getByLabel("Model name").inputValue()).toBe(MODEL);
     await page.getByRole("button", { name: "Upload", exact: true }).click();
     await visible(heading(page, "Configure"), 60_000);
+    // Step two appears below the fold: the page brings it into view and moves focus there.
+    await page.waitForFunction(() => document.activeElement?.id === "config-title", undefined, { timeout: 5000 });
+    const top = await heading(page, "Configure").evaluate((element) => element.getBoundingClientRect().top);
+    expect(top).toBeGreaterThanOrEqual(-1); // scrolled to its top, give or take a subpixel
+    expect(top).toBeLessThan(page.viewportSize()!.height / 2);
 
     await Promise.all([page.waitForResponse((response) => response.url().includes("models.upload.abort")), page.getByRole("button", { name: "Cancel", exact: true }).click()]);
     await visible(page.getByText("Upload cancelled: nothing was stored."));

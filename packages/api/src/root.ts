@@ -1,6 +1,7 @@
 import { apiKeysRouter } from "./routers/api-keys-router.js";
 import { auditRouter } from "./routers/audit-router.js";
 import { authRouter } from "./routers/auth-router.js";
+import { gatewayRouter } from "./routers/gateway-router.js";
 import { hardwareRouter } from "./routers/hardware-router.js";
 import { metricsRouter } from "./routers/metrics-router.js";
 import { modelsRouter } from "./routers/models-router.js";
@@ -22,6 +23,7 @@ export const appRouter = router({
   hardware: hardwareRouter,
   workers: workersRouter,
   models: modelsRouter,
+  gateway: gatewayRouter,
 });
 
 export type AppRouter = typeof appRouter;

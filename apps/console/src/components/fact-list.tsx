@@ -1,4 +1,5 @@
 import type { ReactNode } from "react";
+import { BreakableText } from "./breakable-text";
 
 /** Facts at a glance: a term and its value per entry, laid out as tiles. */
 export function FactList({ facts }: { facts: ReadonlyArray<readonly [string, ReactNode]> }) {
@@ -7,7 +8,7 @@ export function FactList({ facts }: { facts: ReadonlyArray<readonly [string, Rea
       {facts.map(([term, value]) => (
         <div key={term} className="fact">
           <dt>{term}</dt>
-          <dd>{value}</dd>
+          <dd>{typeof value === "string" ? <BreakableText text={value} /> : value}</dd>
         </div>
       ))}
     </dl>

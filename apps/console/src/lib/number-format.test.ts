@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatBytes, formatHours, formatInteger, formatMoney, formatMs, formatNumber, formatPercent, formatSeconds, formatSmall } from "./number-format";
+import { formatBytes, formatCount, formatHours, formatInteger, formatMoney, formatMs, formatNumber, formatPercent, formatSeconds, formatSmall } from "./number-format";
 
 // The runner's locale may group digits differently; these values avoid separators except where noted.
 describe("the console's number formats", () => {
@@ -7,6 +7,16 @@ describe("the console's number formats", () => {
     expect([formatNumber(3.14159), formatNumber(31.4159), formatNumber(314.159)]).toEqual(["3.14", "31.4", "314"]);
     expect([formatNumber(null), formatNumber(undefined), formatNumber(Number.NaN), formatBytes(Number.POSITIVE_INFINITY)]).toEqual(["—", "—", "—", "—"]);
     expect(formatInteger(41.6)).toBe("42");
+  });
+
+  it("counts with the noun in the singular only for exactly one", () => {
+    expect([formatCount(1, "inference"), formatCount(0, "inference"), formatCount(2, "inference"), formatCount(1, "query", "queries"), formatCount(null, "inference")]).toEqual([
+      "1 inference",
+      "0 inferences",
+      "2 inferences",
+      "1 query",
+      "— inferences",
+    ]);
   });
 
   it("writes sizes in binary units with one decimal at most", () => {

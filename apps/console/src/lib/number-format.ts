@@ -22,6 +22,13 @@ export function formatInteger(value: number | null | undefined): string {
   return Math.round(value).toLocaleString();
 }
 
+/** A count with its noun, singular for exactly one ("1 inference", "0 inferences", "1,200 inferences"). */
+export function formatCount(value: number | null | undefined, singular: string, plural = `${singular}s`): string {
+  if (!known(value)) return `${EMPTY} ${plural}`;
+  const rounded = Math.round(value);
+  return `${rounded.toLocaleString()} ${rounded === 1 ? singular : plural}`;
+}
+
 /** Milliseconds; below 1 ms with up to three decimals, so sub-millisecond latencies stay apart ("0.042 ms", "3.14 ms"). */
 export function formatMs(value: number | null | undefined): string {
   if (!known(value)) return EMPTY;

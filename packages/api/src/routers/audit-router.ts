@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { auditSnapshot } from "../services/audit/audit-log.js";
+import { auditTargetNames } from "../services/audit/audit-target-names.js";
 import { adminProcedure, router } from "../trpc.js";
 
 export const auditRouter = router({
@@ -33,6 +34,7 @@ export const auditRouter = router({
         orderBy: { id: "desc" },
         take: input.limit,
       });
+      const names = await auditTargetNames(ctx.services.prisma, rows);
       const events = rows.map((row) => ({
         id: row.id.toString(),
         at: row.at,
@@ -42,6 +44,8 @@ export const auditRouter = router({
         action: row.action,
         targetType: row.targetType,
         targetId: row.targetId,
+        /** The target's name (a key's or model's name, a user's email) when it is known. */
+        targetName: row.targetId ? (names.get(`${row.targetType}:${row.targetId}`) ?? null) : null,
         before: auditSnapshot(row.before) ?? null,
         after: auditSnapshot(row.after) ?? null,
         ip: row.ip,

@@ -81,7 +81,9 @@ export const authRouter = router({
       const user = await createUser(ctx.services.prisma, { userId: null, ip: ctx.ip }, { email: input.email, name: input.name ?? null, role: "ADMIN", password: input.password }, { onlyIfNoUsers: true });
       setup.token = undefined;
       await startSession(ctx, user.id);
-      return { user };
+      // Setup signs the admin in: it is their first sign-in, and Users should say so.
+      const signedIn = await ctx.services.prisma.user.update({ where: { id: user.id }, data: { lastLoginAt: new Date() } });
+      return { user: summarizeUser(signedIn) };
     }),
 
   /**

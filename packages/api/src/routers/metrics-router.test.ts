@@ -25,6 +25,18 @@ afterAll(async () => {
   await gateway?.stop();
 });
 
+/** One add_sub request of `items` inferences (a batch): requests count 1, inferences `items`. */
+async function batchedRequest(items: number): Promise<void> {
+  const client = new GatewayClient({ httpUrl: gateway.httpUrl });
+  const data = Array.from({ length: 16 * items }, (_, i) => i % 16);
+  await client.infer("add_sub", undefined, {
+    inputs: [
+      { name: "INPUT0", datatype: "FP32", shape: [items, 16], data },
+      { name: "INPUT1", datatype: "FP32", shape: [items, 16], data },
+    ],
+  });
+}
+
 /** `count` add_sub inferences; `failing` more with a wrong shape (the gateway counts them as failures). */
 async function traffic(count: number, failing = 0): Promise<void> {
   const client = new GatewayClient({ httpUrl: gateway.httpUrl });
@@ -83,11 +95,13 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
     expect(await sampler.sampleNow()).toMatchObject({ baseline: true, written: 0, skipped: null });
 
     await traffic(5, 2);
+    await batchedRequest(4);
     const first = await sampler.sampleNow();
     expect(first).toMatchObject({ baseline: false, written: 1, skipped: null });
     const model = await db.prisma.model.findUniqueOrThrow({ where: { name: "add_sub" } });
     const [row] = await db.prisma.usageSample.findMany({ where: { modelId: model.id }, orderBy: { id: "asc" } });
-    expect(row).toMatchObject({ modelVersion: 1, requests: 7, errors: 2, instanceCount: 2, hardwareProfileId: profile.id, at: first.at });
+    // Eight requests, two failed; nine inferences (five single ones and a batch of four).
+    expect(row).toMatchObject({ modelVersion: 1, requests: 8, errors: 2, inferences: 9, instanceCount: 2, hardwareProfileId: profile.id, at: first.at });
     expect(row!.intervalSeconds).toBeGreaterThanOrEqual(1);
     expect(row!.latencyP50Ms!).toBeGreaterThan(0);
     expect(row!.latencyP50Ms!).toBeLessThanOrEqual(row!.latencyP99Ms!);
@@ -100,10 +114,10 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
     await sampler.sampleNow();
     const idle = await sampler.sampleNow();
     const rows = await db.prisma.usageSample.findMany({ where: { modelId: model.id }, orderBy: { id: "asc" } });
-    expect(rows.map((sample) => [sample.requests, sample.errors])).toEqual([
-      [7, 2],
-      [3, 0],
-      [0, 0],
+    expect(rows.map((sample) => [sample.requests, sample.errors, sample.inferences])).toEqual([
+      [8, 2, 9],
+      [3, 0, 3],
+      [0, 0, 0],
     ]);
     // No traffic: no latency, but the instances are still counted.
     expect(rows[2]).toMatchObject({ latencyP50Ms: null, latencyP99Ms: null, queueTimeMs: null, instanceCount: 2, at: idle.at });
@@ -117,7 +131,8 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
     const costs = await h.as("VIEWER").metrics.costs({ from, to });
     const expected = rows.reduce((sum, sample) => sum + 3.6 * (sample.cpuUtilization ?? 0) * (sample.intervalSeconds / 3600), 0);
     const addSub = costs.models.find((entry) => entry.model === "add_sub")!;
-    expect(addSub.inferences).toBe(8);
+    // Costs count inferences, not requests: the batch of four counts four.
+    expect(addSub.inferences).toBe(12);
     expect(addSub.cost).toBeCloseTo(expected, 5);
     expect(addSub.profileName).toBe("this-host");
   });
@@ -208,6 +223,9 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
         const hardwareProfileId = minute < 5 ? cheap.id : minute < 9 ? dear.id : null;
         for (const [name, model] of Object.entries(models)) {
           const requests = Math.floor(next() * 1000);
+          const errors = Math.floor(requests * next() * 0.1);
+          // Some requests carry batches: more inferences than successful requests.
+          const inferences = (requests - errors) * (1 + Math.floor(next() * 3));
           const p50 = 1 + next() * 5;
           const row = await db.prisma.usageSample.create({
             data: {
@@ -217,7 +235,8 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
               at,
               intervalSeconds: 60,
               requests,
-              errors: Math.floor(requests * next() * 0.1),
+              errors,
+              inferences,
               latencyP50Ms: requests > 0 ? p50 : null,
               latencyP95Ms: requests > 0 ? p50 * 2 : null,
               latencyP99Ms: requests > 0 ? p50 * 3 : null,
@@ -278,7 +297,7 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
         for (const model of ["alpha", "beta"]) {
           const own = rows.filter((row) => row.model === model);
           const cost = own.reduce((sum, row) => sum + profile.costPerHour * (row.cpuUtilization ?? 0) * (row.intervalSeconds / 3600), 0);
-          const inferences = own.reduce((sum, row) => sum + row.requests - row.errors, 0);
+          const inferences = own.reduce((sum, row) => sum + row.inferences, 0);
           attributed += cost;
           const line = entry.models.find((candidate) => candidate.model === model)!;
           expect(line.inferences).toBe(inferences);
@@ -293,7 +312,7 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
       }
       const unprofiled = written.filter((row) => row.hardwareProfileId === null);
       expect(costs.unprofiled.sort((a, b) => a.model.localeCompare(b.model))).toEqual(
-        ["alpha", "beta"].map((model) => ({ model, inferences: unprofiled.filter((row) => row.model === model).reduce((sum, row) => sum + row.requests - row.errors, 0) })),
+        ["alpha", "beta"].map((model) => ({ model, inferences: unprofiled.filter((row) => row.model === model).reduce((sum, row) => sum + row.inferences, 0) })),
       );
     });
 

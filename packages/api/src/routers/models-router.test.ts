@@ -220,10 +220,14 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
 
   it("adds a second version that takes over serving", async () => {
     expect(await appCodeOf(engineer().models.upload.begin({ name: "adder", fileName: "m.onnx", sizeBytes: ADD_SUB.length, sha256: sha256(ADD_SUB), version: 1 }))).toBe("CONFLICT");
+    // An upload begun and left (a closed browser tab) holds no number: uploads are numbered when they finish.
+    const abandoned = await engineer().models.upload.begin({ name: "adder", fileName: "m.onnx", sizeBytes: ADD_SUB.length, sha256: sha256(ADD_SUB) });
+    expect(abandoned.version).toBe(2);
     const { uploadId, version } = await upload("adder", ADD_SUB, { chunks: 2 });
     expect(version).toBe(2);
     const config = { max_batch_size: 8, dynamic_batching: { max_queue_delay_microseconds: 100 } };
     expect(await engineer().models.upload.finish({ uploadId, config })).toEqual({ name: "adder", version: 2, state: "READY" });
+    await engineer().models.upload.abort({ uploadId: abandoned.uploadId });
     const listed = (await h.as("VIEWER").models.list()).models.find((model) => model.name === "adder")!;
     expect(listed.state).toBe("READY");
     expect(listed.versions.map(({ version: v, state, reason }) => ({ v, state, reason }))).toEqual([

@@ -4,6 +4,7 @@ import Link from "next/link";
 import { usePathname } from "next/navigation";
 import { isCurrentSection, visibleNavItems } from "./nav-config";
 import { useSignedInUser } from "./session-context";
+import { ThemeSelect } from "./theme-select";
 
 /** The sections this user may open; at narrow widths it is hidden behind the header's menu button. */
 export function AppNav({ id, open, onNavigate }: { id: string; open: boolean; onNavigate: () => void }) {
@@ -23,6 +24,7 @@ export function AppNav({ id, open, onNavigate }: { id: string; open: boolean; on
           );
         })}
       </ul>
+      <ThemeSelect />
     </nav>
   );
 }

@@ -1,7 +1,10 @@
 "use client";
 
+import { useQuery } from "@tanstack/react-query";
 import { useEffect, useRef } from "react";
 import { CopyButton } from "@/components/copy-button";
+import { useTRPC } from "@/lib/trpc";
+import { clientSnippets } from "./client-snippets";
 import type { CreatedApiKey } from "./create-api-key-form";
 
 const KEY_INPUT_ID = "new-api-key";
@@ -26,9 +29,37 @@ export function NewApiKeyNotice({ created, onDone }: { created: CreatedApiKey; o
         <input id={KEY_INPUT_ID} className="key-value" readOnly value={created.key} spellCheck={false} onFocus={(event) => event.currentTarget.select()} />
         <CopyButton text={created.key} fallbackTargetId={KEY_INPUT_ID} />
       </div>
+      <ClientLines apiKey={created.key} />
       <button type="button" className="button" onClick={onDone}>
         I have copied it
       </button>
     </section>
+  );
+}
+
+/** The key at work: one call to the gateway with curl and with Triton's Python client, ready to paste. */
+function ClientLines({ apiKey }: { apiKey: string }) {
+  const trpc = useTRPC();
+  const endpoints = useQuery(trpc.gateway.endpoints.queryOptions());
+  if (!endpoints.data) return null;
+  const lines = clientSnippets(endpoints.data.httpUrl, apiKey);
+  return (
+    <div className="client-lines">
+      <p>Try it against the gateway (its inference statistics):</p>
+      {(
+        [
+          ["new-key-curl", "With curl", lines.curl],
+          ["new-key-python", "With Triton's Python client (pip install tritonclient[http])", lines.python],
+        ] as const
+      ).map(([id, label, line]) => (
+        <div key={id} className="client-line">
+          <label htmlFor={id}>{label}</label>
+          <div className="key-row">
+            <input id={id} className="key-value" readOnly value={line} spellCheck={false} onFocus={(event) => event.currentTarget.select()} />
+            <CopyButton text={line} fallbackTargetId={id} />
+          </div>
+        </div>
+      ))}
+    </div>
   );
 }

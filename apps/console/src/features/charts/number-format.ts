@@ -20,11 +20,3 @@ export function formatTimeTick(value: number, rangeMs: number): string {
   if (rangeMs <= 36 * 3_600_000) return date.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", hour12: false });
   return date.toLocaleDateString(undefined, { month: "short", day: "numeric" }) + " " + date.toLocaleTimeString(undefined, { hour: "2-digit", hour12: false });
 }
-
-/** The next "round" number at or above `value` (1, 2, 2.5, 5 × 10^n): a tidy top for an axis. */
-export function niceCeil(value: number): number {
-  if (!(value > 0) || !Number.isFinite(value)) return 1;
-  const magnitude = 10 ** Math.floor(Math.log10(value));
-  const step = [1, 2, 2.5, 5, 10].find((factor) => factor * magnitude >= value * (1 - 1e-9)) ?? 10;
-  return step * magnitude;
-}

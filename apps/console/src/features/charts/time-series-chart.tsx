@@ -3,7 +3,8 @@
 import { CartesianGrid, Legend, Line, LineChart, Tooltip, XAxis, YAxis } from "recharts";
 import { ChartFigure } from "./chart-figure";
 import { hasAnyValue, numericValues, summarizeSeries, type ChartRow, type ChartSeries } from "./chart-series";
-import { formatClock, formatTick, formatTimeTick, niceCeil } from "./number-format";
+import { niceTicks } from "./nice-ticks";
+import { formatClock, formatTick, formatTimeTick } from "./number-format";
 
 /** Few enough points to mark each one (a lone sample would otherwise draw nothing). */
 const DOTS_UP_TO = 40;
@@ -40,6 +41,8 @@ export function TimeSeriesChart({
 }) {
   const range = domain[1] - domain[0];
   const dots = Math.max(...series.map((entry) => numericValues(rows, entry.key).length), 0) <= DOTS_UP_TO;
+  const dataMax = Math.max(0, ...series.flatMap((entry) => numericValues(rows, entry.key)));
+  const yTicks = niceTicks(dataMax > 0 ? dataMax : emptyMax);
   return (
     <ChartFigure
       title={title}
@@ -62,7 +65,9 @@ export function TimeSeriesChart({
         <YAxis
           width={84}
           tick={{ fontSize: 12 }}
-          domain={[0, (dataMax: number) => (dataMax > 0 ? niceCeil(dataMax) : emptyMax)]}
+          domain={[0, yTicks[yTicks.length - 1]!]}
+          ticks={yTicks}
+          interval={0}
           tickFormatter={(value: number) => formatAxis(value)}
           label={{ value: yLabel, angle: -90, position: "insideLeft", style: { textAnchor: "middle" } }}
         />

@@ -1,6 +1,6 @@
 "use client";
 
-import { formatInteger, formatMoney } from "@/lib/number-format";
+import { formatCount, formatMoney } from "@/lib/number-format";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { SelectField } from "@/components/form/select-field";
@@ -66,7 +66,7 @@ function CostReportView({ report }: { report: CostReport }) {
       {report.unprofiled.length > 0 ? (
         <p className="notice">
           Not costed (sampled while no profile was the default):{" "}
-          {report.unprofiled.map((entry) => `${entry.model} (${formatInteger(entry.inferences)} inferences)`).join(", ")}.
+          {report.unprofiled.map((entry) => `${entry.model} (${formatCount(entry.inferences, "inference")})`).join(", ")}.
         </p>
       ) : null}
     </>
@@ -91,7 +91,7 @@ export function CostsSection() {
         query={costs}
         loadingLabel="Adding up costs…"
         isEmpty={(report) => report.profiles.length === 0 && report.unprofiled.length === 0}
-        empty={{ title: "No usage in this range yet", body: <p>The control plane samples the gateway's usage (every 15 s unless `operon serve --usage-sample-secs` says otherwise) while models are loaded; usage is costed once a hardware profile is the default.</p> }}
+        empty={{ title: "No usage in this range yet", body: <p>The control plane samples the gateway's usage (every 15 s unless <code>operon serve --usage-sample-secs</code> says otherwise) while models are loaded; usage is costed once a hardware profile is the default.</p> }}
       >
         {(report) => <CostReportView report={report} />}
       </QueryView>

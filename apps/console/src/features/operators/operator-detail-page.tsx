@@ -18,6 +18,7 @@ import { operatorHref, sourceLabel, stateLabel, type OperatorDetail } from "./op
 import { OperatorVersions } from "./operator-versions";
 import { specGraph } from "@operon/operator-spec/spec-graph";
 import { TryItPanel } from "./try-it-panel";
+import { BreakableText } from "@/components/breakable-text";
 
 export function OperatorDetailPage({ name }: { name: string }) {
   const trpc = useTRPC();
@@ -73,11 +74,11 @@ function OperatorDetailView({ detail }: { detail: OperatorDetail }) {
           </div>
           <div className="fact">
             <dt>Models used</dt>
-            <dd>{detail.models.length > 0 ? detail.models.join(", ") : "—"}</dd>
+            <dd>{detail.models.length > 0 ? <BreakableText text={detail.models.join(", ")} /> : "—"}</dd>
           </div>
           <div className="fact">
             <dt>Owner</dt>
-            <dd>{detail.owner?.email ?? "—"}</dd>
+            <dd>{detail.owner ? <BreakableText text={detail.owner.email} /> : "—"}</dd>
           </div>
           <div className="fact">
             <dt>Updated</dt>

@@ -13,6 +13,7 @@ import { OperatorGraph } from "./operator-graph";
 import { isOperatorName } from "./operator-name";
 import { problemNodeIds } from "@operon/operator-spec/problem-subjects";
 import { specGraph } from "@operon/operator-spec/spec-graph";
+import { SpecCodeEditor } from "./spec-code-editor";
 import { SpecProblems } from "./spec-problems";
 import { parseSpecText } from "./spec-text";
 import { useSpecValidation } from "./use-spec-validation";
@@ -97,23 +98,21 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
       </div>
       <div className="editor-columns">
         <div className="field editor-text">
-          <label htmlFor={textareaId}>Spec (JSON)</label>
+          {/* A label element names only form controls; CodeMirror's editor is a contenteditable, named through aria-labelledby. */}
+          <span id={`${id}-spec-label`} className="field-label" onClick={() => document.getElementById(textareaId)?.focus()}>
+            Spec (JSON)
+          </span>
           <p id={`${id}-spec-hint`} className="field-hint">
             inputs, outputs and steps (kind &quot;model&quot;, &quot;route&quot; or &quot;exit&quot;); the name comes from the Name field. Checked with the gateway as
             you type.
           </p>
-          <textarea
+          <SpecCodeEditor
             id={textareaId}
-            name="spec"
-            className="code-input"
             value={text}
-            onChange={(event) => setText(event.currentTarget.value)}
-            rows={26}
-            spellCheck={false}
-            autoCapitalize="off"
-            autoCorrect="off"
-            aria-invalid={!parsed.ok || validation.status === "invalid" || specErrors.length > 0 ? true : undefined}
-            aria-describedby={describedBy}
+            onChange={setText}
+            labelledBy={`${id}-spec-label`}
+            describedBy={describedBy}
+            invalid={!parsed.ok || validation.status === "invalid" || specErrors.length > 0}
           />
           {specErrors.length > 0 ? (
             <ul id={`${id}-spec-error`} className="field-error problem-list">

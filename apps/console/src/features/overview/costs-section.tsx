@@ -1,6 +1,6 @@
 "use client";
 
-import { formatInteger, formatMoney } from "@/lib/number-format";
+import { formatCount, formatMoney } from "@/lib/number-format";
 import type { UseQueryResult } from "@tanstack/react-query";
 import Link from "next/link";
 import { CategoryBarChart } from "@/features/charts/category-bar-chart";
@@ -77,7 +77,7 @@ function UnprofiledNotice({ unprofiled }: { unprofiled: CostReport["unprofiled"]
         page; samples taken after that are costed.
       </p>
       <p className="small">
-        Not costed: {unprofiled.map((entry) => `${entry.model} (${formatInteger(entry.inferences)} inferences)`).join(", ")}.
+        Not costed: {unprofiled.map((entry) => `${entry.model} (${formatCount(entry.inferences, "inference")})`).join(", ")}.
       </p>
     </div>
   );

@@ -36,6 +36,7 @@ export function UsageCharts({ series }: { series: UsageSeries }) {
         ]}
         domain={domain}
         formatValue={fmt}
+        note="Each point is the request-weighted mean of the 15-second p50, p95 and p99 samples in its interval (the sampler's period; 15 s by default), not a percentile of all the interval's requests."
       />
       <TimeSeriesChart
         title="Error rate"

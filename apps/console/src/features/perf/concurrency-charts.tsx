@@ -5,11 +5,13 @@ import { CategoryBarChart } from "@/features/charts/category-bar-chart";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
 import { XyLineChart } from "@/features/charts/xy-line-chart";
 import { batchSizes, byBatchSizeRows, byConcurrencyRows } from "./perf-chart-rows";
+import { perfLatencyUnit } from "./perf-latency-unit";
 import type { PerfSample } from "./perf-types";
 
 /** Throughput and latency as concurrency grows, and, when the report has several, by batch size. */
 export function ConcurrencyCharts({ samples }: { samples: readonly PerfSample[] }) {
-  const rows = byConcurrencyRows(samples);
+  const unit = perfLatencyUnit(samples);
+  const rows = byConcurrencyRows(samples, unit);
   const fmt = (value: number) => formatNumber(value);
   return (
     <>
@@ -28,7 +30,7 @@ export function ConcurrencyCharts({ samples }: { samples: readonly PerfSample[] 
         title="Latency by concurrency"
         xKey="concurrency"
         xLabel="concurrency"
-        yLabel="latency (ms)"
+        yLabel={`latency (${unit.symbol})`}
         rows={rows}
         series={[
           { key: "p50", label: "p50", color: SERIES_COLORS.p50 },

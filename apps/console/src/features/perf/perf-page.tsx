@@ -28,7 +28,7 @@ export function PerfPage() {
   return (
     <>
       <PageHeader title="Perf reports">
-        <p>Load tests against the gateway (the `operon perf` engine over HTTP): throughput and latency per concurrency step. One run at a time.</p>
+        <p>Load tests against the gateway (the <code>operon perf</code> engine over HTTP): throughput and latency per concurrency step. One run at a time.</p>
       </PageHeader>
       {followed ? (
         <section className="card" aria-labelledby="run-title">

@@ -1,14 +1,16 @@
 import { formatInteger, formatNumber } from "@/lib/number-format";
+import { inUnit, perfLatencyUnit } from "./perf-latency-unit";
 import type { PerfSample } from "./perf-types";
 import { TableScroller } from "@/components/table-scroller";
 
-/** Triton's perf table, one row per concurrency step; latencies in microseconds, as perf_analyzer prints them. */
+/** Triton's perf table, one row per concurrency step; latencies in the report's one unit (µs, as perf_analyzer prints them, while they are under 1 ms). */
 export function PerfTable({ samples }: { samples: readonly PerfSample[] }) {
-  const us = (value: number | null) => formatInteger(value);
+  const unit = perfLatencyUnit(samples);
+  const us = (value: number | null) => (unit.symbol === "µs" ? formatInteger(value) : formatNumber(inUnit(value, unit)));
   return (
     <TableScroller label="Perf steps">
       <table className="perf-table">
-        <caption>Per step; latencies and server times in microseconds (µs). Queue and compute are the server&apos;s averages per request.</caption>
+        <caption>Per step; latencies and server times in {unit.name} ({unit.symbol}). Queue and compute are the server&apos;s averages per request.</caption>
         <thead>
           <tr>
             <th scope="col" className="cell-number">
@@ -21,25 +23,25 @@ export function PerfTable({ samples }: { samples: readonly PerfSample[] }) {
               Inferences/s
             </th>
             <th scope="col" className="cell-number">
-              p50 (µs)
+              p50 ({unit.symbol})
             </th>
             <th scope="col" className="cell-number">
-              p90 (µs)
+              p90 ({unit.symbol})
             </th>
             <th scope="col" className="cell-number">
-              p95 (µs)
+              p95 ({unit.symbol})
             </th>
             <th scope="col" className="cell-number">
-              p99 (µs)
+              p99 ({unit.symbol})
             </th>
             <th scope="col" className="cell-number">
-              Avg (µs)
+              Avg ({unit.symbol})
             </th>
             <th scope="col" className="cell-number">
-              Queue (µs)
+              Queue ({unit.symbol})
             </th>
             <th scope="col" className="cell-number">
-              Compute (µs)
+              Compute ({unit.symbol})
             </th>
             <th scope="col" className="cell-number">
               Errors

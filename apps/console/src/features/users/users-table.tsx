@@ -6,6 +6,7 @@ import { ResetPasswordButton } from "./reset-password-button";
 import { UserAccessButton } from "./user-access-button";
 import { UserRoleSelect } from "./user-role-select";
 import { TableScroller } from "@/components/table-scroller";
+import { BreakableText } from "@/components/breakable-text";
 
 type UserRow = RouterOutputs["users"]["list"][number];
 
@@ -31,7 +32,7 @@ export function UsersTable({ users, currentUserId }: { users: readonly UserRow[]
           {users.map((user) => (
             <tr key={user.id} className={user.disabled ? "row-muted" : undefined}>
               <th scope="row">
-                {user.email}
+                <BreakableText text={user.email} />
                 {user.id === currentUserId ? <span className="badge badge-quiet">you</span> : null}
               </th>
               <td>{user.name ?? "—"}</td>

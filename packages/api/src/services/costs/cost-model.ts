@@ -17,7 +17,8 @@ import type { PrismaClient } from "@operon/db";
  * unattributed cost: host cost − Σ attributed. Samples without CPU figures
  * attribute nothing.
  *
- * Inferences are successful requests (requests − errors). Per model:
+ * Inferences are what the models computed: a batched request of N items
+ * counts N (the samples' inference_count deltas), failures count 0. Per model:
  * cost per hour = its cost / the hours covered; cost per 1,000 inferences =
  * its cost / inferences × 1000 (null without inferences). Samples taken
  * without a default profile cannot be costed; their inferences are listed
@@ -150,7 +151,7 @@ export async function queryCostTotals(prisma: PrismaClient, range: { from: Date;
     prisma.$queryRaw<Array<{ profile_id: string | null; model: string; inferences: number; cpu_share_seconds: number }>>`
       SELECT s."hardwareProfileId" AS profile_id,
         m."name" AS model,
-        sum(greatest(0, s."requests" - s."errors"))::float8 AS inferences,
+        sum(s."inferences")::float8 AS inferences,
         coalesce(sum(s."cpuUtilization" * s."intervalSeconds"), 0)::float8 AS cpu_share_seconds
       FROM "UsageSample" s
       JOIN "Model" m ON m."id" = s."modelId"

@@ -45,8 +45,16 @@ export class ModelUploads {
           fieldErrors: [{ path: "version", message: "exists" }],
         });
       }
+      // Without a version asked for, this is the number the upload would get now; it is given when the upload finishes.
       const version = input.version ?? Math.max(0, ...taken) + 1;
-      const session = await this.ws.options.uploads.begin(who.userId, { modelName: input.name, version, fileName: input.fileName, sizeBytes: input.sizeBytes, sha256: input.sha256 });
+      const session = await this.ws.options.uploads.begin(who.userId, {
+        modelName: input.name,
+        version,
+        versionRequested: input.version !== undefined,
+        fileName: input.fileName,
+        sizeBytes: input.sizeBytes,
+        sha256: input.sha256,
+      });
       return { uploadId: session.id, version, chunkBytes: UPLOAD_CHUNK_BYTES };
     });
   }
@@ -101,9 +109,13 @@ export class ModelUploads {
     description: string | undefined,
     rawConfig: Record<string, unknown> | undefined,
   ): Promise<{ name: string; version: number; state: GatewayModelState }> {
-    const { modelName: name, version } = session;
+    const { modelName: name } = session;
     const { store, uploads } = this.ws.options;
     const existing = await this.ws.prisma.model.findFirst({ where: { name, ...UPLOADED }, include: { versions: { select: { version: true } } } });
+    // Numbered now (under the model's lock), unless the upload asked for a number: abandoned uploads leave no gaps.
+    const version = session.versionRequested
+      ? session.version
+      : Math.max(0, ...(existing?.versions.map((row) => row.version) ?? []), ...uploads.reservedVersions(name), ...(await store.versionsOnDisk(name))) + 1;
     // A row without versions is the usage sampler's record of a repository model that is gone now: the upload takes it over.
     const samplerRow = existing === null ? await this.ws.prisma.model.findUnique({ where: { name }, select: { id: true } }) : null;
     if (existing === null) await this.ws.assertNotRepositoryModel(name);

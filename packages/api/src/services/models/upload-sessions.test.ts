@@ -40,7 +40,7 @@ describe("UploadSessions", () => {
   });
 
   const begin = (userId = "u1", bytes = ADD_SUB) =>
-    sessions.begin(userId, { modelName: "m", version: 1, fileName: "m.onnx", sizeBytes: bytes.length, sha256: sha256(bytes) });
+    sessions.begin(userId, { modelName: "m", version: 1, versionRequested: false, fileName: "m.onnx", sizeBytes: bytes.length, sha256: sha256(bytes) });
 
   it("stages chunks in order and verifies the whole file", async () => {
     const session = await begin();
@@ -50,7 +50,11 @@ describe("UploadSessions", () => {
     const { signature } = await sessions.verify(session.id, "u1");
     expect(signature.outputs.map((output) => output.name)).toEqual(["OUTPUT0", "OUTPUT1"]);
     expect(readFileSync(session.path)).toEqual(ADD_SUB);
-    expect(sessions.reservedVersions("m")).toEqual([1]);
+    // Numbered when it finishes: an upload without a version asked for holds none.
+    expect(sessions.reservedVersions("m")).toEqual([]);
+    const asked = await sessions.begin("u1", { modelName: "m", version: 4, versionRequested: true, fileName: "m.onnx", sizeBytes: ADD_SUB.length, sha256: sha256(ADD_SUB) });
+    expect(sessions.reservedVersions("m")).toEqual([4]);
+    await sessions.abort(asked.id, "u1");
   });
 
   it("keeps each upload to the user who began it", async () => {

@@ -34,7 +34,13 @@ export interface UploadSession {
   readonly id: string;
   readonly userId: string;
   readonly modelName: string;
+  /**
+   * The version asked for, or (versionRequested false) the one the model
+   * would get if the upload finished now: uploads without a version are
+   * numbered when they finish, so an abandoned one uses up no number.
+   */
   readonly version: number;
+  readonly versionRequested: boolean;
   readonly fileName: string;
   readonly sizeBytes: number;
   /** Lower-case hex, as declared at the start. */
@@ -91,12 +97,12 @@ export class UploadSessions {
     return sessions;
   }
 
-  /** Versions that open uploads of `modelName` will create. */
+  /** Versions that open uploads of `modelName` asked for by number (the others are numbered when they finish). */
   reservedVersions(modelName: string): number[] {
-    return [...this.sessions.values()].filter((session) => session.modelName === modelName).map((session) => session.version);
+    return [...this.sessions.values()].filter((session) => session.modelName === modelName && session.versionRequested).map((session) => session.version);
   }
 
-  async begin(userId: string, init: { modelName: string; version: number; fileName: string; sizeBytes: number; sha256: string }): Promise<UploadSession> {
+  async begin(userId: string, init: { modelName: string; version: number; versionRequested: boolean; fileName: string; sizeBytes: number; sha256: string }): Promise<UploadSession> {
     if (this.stopped) throw new AppError("GATEWAY_UNAVAILABLE", "the control plane is shutting down");
     const held = [...this.sessions.values()].filter((session) => session.userId === userId).length;
     if (held >= MAX_OPEN_UPLOADS_PER_USER) {

@@ -46,6 +46,15 @@ describe("Prometheus text reader", () => {
     expect(quantiles.has(modelVersionKey("idle", "1"))).toBe(false);
   });
 
+  it("leaves out a request or compute quantile of 0: prom-client's summary reports 0 once its window holds no observation", () => {
+    const idle = `nv_inference_request_summary_us{quantile="0.5",model="was_busy",version="1"} 0
+nv_inference_request_summary_us{quantile="0.99",model="was_busy",version="1"} 0
+nv_inference_compute_infer_summary_us{quantile="0.5",model="was_busy",version="1"} 0
+nv_inference_queue_summary_us{quantile="0.5",model="was_busy",version="1"} 0
+`;
+    expect(latencyQuantiles(parsePrometheusText(idle)).get(modelVersionKey("was_busy", "1"))).toEqual({ queue: { "0.5": 0 } });
+  });
+
   it("names the line of a malformed sample", () => {
     expect(() => parsePrometheusText('ok 1\nbroken{model="x" 1\n')).toThrow(/line 2 .*broken/);
     expect(() => parsePrometheusText("ok one\n")).toThrow(/line 1 .*'one' is not a number/);

@@ -105,7 +105,7 @@ export const LATENCY_SUMMARIES = {
 
 export type LatencySummaryKind = keyof typeof LATENCY_SUMMARIES;
 
-/** `model\0version` -> summary kind -> quantile -> µs. Quantiles the summary reports as NaN (no observation in its window) are left out. */
+/** `model\0version` -> summary kind -> quantile -> µs. Quantiles without an observation in the summary's window (NaN, or 0 as prom-client writes them) are left out. */
 export type LatencyQuantiles = Map<string, Partial<Record<LatencySummaryKind, Record<string, number>>>>;
 
 export function modelVersionKey(model: string, version: string): string {
@@ -119,6 +119,9 @@ export function latencyQuantiles(samples: readonly PromSample[]): LatencyQuantil
     const kind = byName.get(sample.name);
     const { model, version, quantile } = sample.labels;
     if (kind === undefined || model === undefined || quantile === undefined || !Number.isFinite(sample.value)) continue;
+    // prom-client writes 0 for a quantile of an empty window (a model idle for a minute); a request
+    // or compute duration is never 0 µs, so 0 there means no observation. A queue time may be 0.
+    if (sample.value === 0 && kind !== "queue") continue;
     const key = modelVersionKey(model, version ?? "");
     const entry = result.get(key) ?? {};
     (entry[kind] ??= {})[quantile] = sample.value;

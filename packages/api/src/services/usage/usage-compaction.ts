@@ -9,7 +9,7 @@ import type { PrismaClient } from "@operon/db";
  * samples covered (Σ intervalSeconds). Every figure the charts and the cost
  * model read stays the same sum:
  *
- * - requests, errors: Σ;
+ * - requests, errors, inferences: Σ;
  * - latencies and queue time: weighted by requests (Σ value × requests / Σ
  *   requests over the samples that had a value);
  * - CPU, GPU, memory, instances: Σ value × intervalSeconds / the merged
@@ -89,13 +89,14 @@ async function compactRange(prisma: PrismaClient, from: Date, to: Date): Promise
         AND c.profile_id IS NOT DISTINCT FROM single.profile_id
         AND c.window_start = single.window_start`;
     const written = await tx.$executeRaw`
-      INSERT INTO "UsageSample" ("modelId", "modelVersion", "hardwareProfileId", "at", "intervalSeconds", "requests", "errors",
+      INSERT INTO "UsageSample" ("modelId", "modelVersion", "hardwareProfileId", "at", "intervalSeconds", "requests", "errors", "inferences",
         "latencyP50Ms", "latencyP90Ms", "latencyP95Ms", "latencyP99Ms", "queueTimeMs",
         "instanceCount", "cpuUtilization", "gpuUtilization", "memoryBytes")
       SELECT c.model_id, c.model_version, c.profile_id, c.window_start,
         sum(s."intervalSeconds"),
         sum(s."requests"),
         sum(s."errors"),
+        sum(s."inferences"),
         sum(s."latencyP50Ms" * s."requests") / nullif(sum(s."requests") FILTER (WHERE s."latencyP50Ms" IS NOT NULL), 0),
         sum(s."latencyP90Ms" * s."requests") / nullif(sum(s."requests") FILTER (WHERE s."latencyP90Ms" IS NOT NULL), 0),
         sum(s."latencyP95Ms" * s."requests") / nullif(sum(s."requests") FILTER (WHERE s."latencyP95Ms" IS NOT NULL), 0),

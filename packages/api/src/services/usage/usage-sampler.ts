@@ -17,6 +17,7 @@ import type { Logger } from "@operon/protocol/logger";
  * latency summaries), and stores the difference to the previous sample:
  *
  * - requests / errors: Δ(success + fail count) / Δ(fail count) of the statistics;
+ * - inferences: Δ inference_count (a batched request of N items counts N; costs are per inference);
  * - latencyP50..P99Ms: the request summary's quantiles (a recent window the
  *   gateway keeps), null when the interval had no request;
  * - queueTimeMs: Δ queue ns / Δ queue count;
@@ -52,6 +53,7 @@ interface VersionCounters {
   version: string;
   requests: number;
   errors: number;
+  inferences: number;
   queueNs: number;
   queueCount: number;
 }
@@ -169,6 +171,7 @@ export class UsageSampler {
         version: entry.version,
         requests: inference.success.count + inference.fail.count,
         errors: inference.fail.count,
+        inferences: entry.inference_count,
         queueNs: inference.queue.ns,
         queueCount: inference.queue.count,
       });
@@ -196,7 +199,7 @@ export class UsageSampler {
     const rows: Array<Omit<Prisma.UsageSampleCreateManyInput, "modelId"> & { model: string }> = [];
     for (const [key, now] of current.versions) {
       const before = previous.versions.get(key);
-      const delta = (field: "requests" | "errors" | "queueNs" | "queueCount"): number => {
+      const delta = (field: "requests" | "errors" | "inferences" | "queueNs" | "queueCount"): number => {
         const base = before !== undefined && before.requests <= now.requests ? before[field] : 0;
         return Math.max(0, now[field] - base);
       };
@@ -217,6 +220,7 @@ export class UsageSampler {
         intervalSeconds: Math.max(1, Math.round(intervalMs / 1000)),
         requests,
         errors: delta("errors"),
+        inferences: delta("inferences"),
         latencyP50Ms: quantileMs(0.5),
         latencyP90Ms: quantileMs(0.9),
         latencyP95Ms: quantileMs(0.95),

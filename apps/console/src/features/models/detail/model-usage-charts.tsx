@@ -39,7 +39,7 @@ export function ModelUsageCharts({ name }: { name: string }) {
           if (!points.some((point) => point.requestsPerSec !== null)) {
             return (
               <EmptyState title="No usage samples in this range yet">
-                <p>The control plane samples the gateway's counters (every 15 s unless `operon serve --usage-sample-secs` says otherwise) while the model is loaded.</p>
+                <p>The control plane samples the gateway's counters (every 15 s unless <code>operon serve --usage-sample-secs</code> says otherwise) while the model is loaded.</p>
               </EmptyState>
             );
           }

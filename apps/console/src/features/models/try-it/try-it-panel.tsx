@@ -79,7 +79,11 @@ export function TryItPanel({ name, inputs }: { name: string; inputs: readonly Te
     event.preventDefault();
     const read = readInputs(drafts);
     setLocalErrors(read.errors);
-    if (!read.ok) return;
+    if (!read.ok) {
+      // The last result answered other inputs: under a new error it would read as this one's.
+      infer.reset();
+      return;
+    }
     infer.mutate({ name, inputs: read.inputs });
   };
 

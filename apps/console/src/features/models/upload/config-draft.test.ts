@@ -63,7 +63,12 @@ describe("form text", () => {
   it("makes a model name from a file name", () => {
     expect(modelNameFromFileName("resnet 50.onnx")).toBe("resnet_50");
     expect(modelNameFromFileName(".hidden.ONNX")).toBe("hidden");
-    expect(modelNameFromFileName(".onnx")).toBe("model");
+    expect(modelNameFromFileName(".onnx")).toBe("");
+    // model.onnx names no model: its folder does when the browser says (a dropped folder), else the person is asked.
+    expect(modelNameFromFileName("model.onnx")).toBe("");
+    expect(modelNameFromFileName("model.onnx", "resnet50/1/model.onnx")).toBe("resnet50");
+    expect(modelNameFromFileName("model.onnx", "models/bert base/model.onnx")).toBe("bert_base");
+    expect(modelNameFromFileName("model.onnx", "7/model.onnx")).toBe("");
   });
 });
 

@@ -1,6 +1,6 @@
 "use client";
 
-import { useState, type FormEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent } from "react";
 import { FormAlert } from "@/components/form/form-alert";
 import { TextField } from "@/components/form/text-field";
 import type { ApiProblem } from "@/lib/api-problem";
@@ -50,6 +50,13 @@ export function UploadConfigForm({
   const [draft, setDraft] = useState<ConfigDraft>(() => signature.suggestedConfig as ConfigDraft);
   const [description, setDescription] = useState("");
   const { hasErrors, reporter } = useLocalErrors();
+  // Step two appears below the file form once the file has arrived: bring it into view and
+  // move focus to it, so neither a sighted nor a screen-reader user misses that it is there.
+  const title = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    title.current?.scrollIntoView({ block: "start" });
+    title.current?.focus({ preventScroll: true });
+  }, []);
 
   const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
@@ -81,7 +88,7 @@ export function UploadConfigForm({
 
   return (
     <form onSubmit={submit} noValidate className="form upload-config" aria-labelledby="config-title">
-      <h2 id="config-title" className="form-title">
+      <h2 id="config-title" className="form-title" ref={title} tabIndex={-1}>
         Configure
       </h2>
       <p className="muted">

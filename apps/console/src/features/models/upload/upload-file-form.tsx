@@ -1,6 +1,6 @@
 "use client";
 
-import { useState, type FormEvent } from "react";
+import { useRef, useState, type FormEvent } from "react";
 import { FormAlert } from "@/components/form/form-alert";
 import { TextField } from "@/components/form/text-field";
 import { fieldMessage, formMessage, type ApiProblem } from "@/lib/api-problem";
@@ -16,11 +16,21 @@ export function UploadFileForm({ problem, busy, onStart }: { problem: ApiProblem
   const [nameEdited, setNameEdited] = useState(false);
   const [localProblem, setLocalProblem] = useState<{ file?: string; name?: string } | null>(null);
 
+  const form = useRef<HTMLFormElement>(null);
+
   const chooseFile = (chosen: File) => {
     setFile(chosen);
     setLocalProblem(null);
-    if (!nameEdited) setName(modelNameFromFileName(chosen.name));
+    if (nameEdited) return;
+    // webkitRelativePath names the folders of a dropped folder; model.onnx alone says nothing.
+    const suggested = modelNameFromFileName(chosen.name, chosen.webkitRelativePath);
+    setName(suggested);
+    if (suggested === "") {
+      const field = form.current?.elements.namedItem("name");
+      if (field instanceof HTMLInputElement) field.focus();
+    }
   };
+  const asking = file !== null && name === "" && !nameEdited;
 
   const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
@@ -40,7 +50,7 @@ export function UploadFileForm({ problem, busy, onStart }: { problem: ApiProblem
     localProblem?.file ?? fieldMessage(problem, "fileName") ?? fieldMessage(problem, "sizeBytes") ?? fieldMessage(problem, "sha256");
   const nameError = localProblem?.name ?? fieldMessage(problem, "name") ?? fieldMessage(problem, "version");
   return (
-    <form onSubmit={submit} noValidate className="form" aria-labelledby="file-title">
+    <form ref={form} onSubmit={submit} noValidate className="form" aria-labelledby="file-title">
       <h2 id="file-title" className="form-title">
         Choose the model
       </h2>
@@ -54,7 +64,11 @@ export function UploadFileForm({ problem, busy, onStart }: { problem: ApiProblem
         autoComplete="off"
         spellCheck={false}
         disabled={busy}
-        hint={`${MODEL_NAME_HINT} An existing upload's name adds a new version.`}
+        hint={
+          asking
+            ? `“${file.name}” does not say which model it is: name it. ${MODEL_NAME_HINT}`
+            : `${MODEL_NAME_HINT} An existing upload's name adds a new version.`
+        }
         error={nameError}
         onChange={(event) => {
           setName(event.target.value);

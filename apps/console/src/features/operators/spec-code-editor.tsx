@@ -1,0 +1,112 @@
+"use client";
+
+import { json, jsonParseLinter } from "@codemirror/lang-json";
+import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
+import { linter, lintGutter } from "@codemirror/lint";
+import { EditorState } from "@codemirror/state";
+import { EditorView } from "@codemirror/view";
+import { tags } from "@lezer/highlight";
+import { basicSetup } from "codemirror";
+import { useEffect, useRef } from "react";
+
+/**
+ * Token colours from the stylesheet's variables, so the editor follows the
+ * light and dark themes and keeps 4.5:1 contrast in both (CodeMirror's
+ * default style is for light backgrounds only).
+ */
+const SPEC_HIGHLIGHT = HighlightStyle.define([
+  { tag: tags.propertyName, color: "var(--color-code-property)" },
+  { tag: tags.string, color: "var(--color-code-string)" },
+  { tag: [tags.number, tags.bool, tags.null], color: "var(--color-code-literal)" },
+  { tag: [tags.brace, tags.squareBracket, tags.separator, tags.punctuation], color: "var(--color-text-muted)" },
+]);
+
+const SPEC_THEME = EditorView.theme({
+  "&": { backgroundColor: "var(--color-surface)", color: "var(--color-text)", border: "1px solid var(--color-border-strong)", borderRadius: "var(--radius)" },
+  "&.cm-focused": { outline: "3px solid var(--color-focus)", outlineOffset: "2px" },
+  ".cm-content": { fontFamily: "var(--font-mono)", fontSize: "0.85rem", caretColor: "var(--color-text)" },
+  ".cm-gutters": { backgroundColor: "var(--color-bg)", color: "var(--color-text-muted)", borderRight: "1px solid var(--color-border)" },
+  ".cm-activeLine, .cm-activeLineGutter": { backgroundColor: "var(--color-accent-soft)" },
+  ".cm-cursor": { borderLeftColor: "var(--color-text)" },
+  "&.cm-focused .cm-selectionBackground, .cm-selectionBackground, ::selection": { backgroundColor: "var(--color-code-selection)" },
+  ".cm-tooltip": { backgroundColor: "var(--color-surface)", color: "var(--color-text)", border: "1px solid var(--color-border)" },
+});
+
+/**
+ * The operator spec as JSON in CodeMirror 6: highlighting, bracket matching,
+ * folding, undo, search, and JSON syntax errors marked where they are (the
+ * gateway's own checks stay beside the editor). Tab is left to the browser
+ * (move focus), so the editor is no keyboard trap.
+ */
+export function SpecCodeEditor({
+  id,
+  value,
+  onChange,
+  labelledBy,
+  describedBy,
+  invalid,
+}: {
+  id: string;
+  value: string;
+  onChange: (text: string) => void;
+  labelledBy: string;
+  describedBy: string;
+  invalid: boolean;
+}) {
+  const host = useRef<HTMLDivElement>(null);
+  const view = useRef<EditorView | null>(null);
+  const onChangeRef = useRef(onChange);
+  onChangeRef.current = onChange;
+
+  useEffect(() => {
+    const editor = new EditorView({
+      parent: host.current!,
+      state: EditorState.create({
+        doc: value,
+        extensions: [
+          basicSetup,
+          json(),
+          linter(jsonParseLinter(), { delay: 300 }),
+          lintGutter(),
+          EditorView.lineWrapping,
+          syntaxHighlighting(SPEC_HIGHLIGHT),
+          SPEC_THEME,
+          // tabindex: contenteditable is focusable anyway; saying so lets checkers (axe) see the scroll area's keyboard access.
+          EditorView.contentAttributes.of({ id, tabindex: "0", "aria-labelledby": labelledBy, spellcheck: "false", autocapitalize: "off", autocorrect: "off" }),
+          EditorView.updateListener.of((update) => {
+            if (update.docChanged) onChangeRef.current(update.state.doc.toString());
+          }),
+        ],
+      }),
+    });
+    view.current = editor;
+    return () => {
+      editor.destroy();
+      view.current = null;
+    };
+    // Created once: later values arrive through the effect below, attributes through the one after it.
+  }, []);
+
+  // A value set from outside (not typed here) replaces the text.
+  useEffect(() => {
+    const editor = view.current;
+    if (editor && editor.state.doc.toString() !== value) editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: value } });
+  }, [value]);
+
+  // Attributes that change with the validation, set on CodeMirror's own content element.
+  useEffect(() => {
+    const content = view.current?.contentDOM;
+    if (!content) return;
+    content.setAttribute("aria-describedby", describedBy);
+    if (invalid) content.setAttribute("aria-invalid", "true");
+    else content.removeAttribute("aria-invalid");
+  }, [describedBy, invalid]);
+
+  return (
+    <>
+      <div ref={host} className="spec-code-editor" />
+      {/* The text as the form holds it, for reading back (tests, scripts) without CodeMirror's API. */}
+      <input type="hidden" name="spec" value={value} />
+    </>
+  );
+}
