@@ -13,31 +13,39 @@ const PROFILE = "e2e host";
 interface GatewayWorker {
   model: string;
   instance: string;
+  isolation: "thread" | "process";
   pid: number | null;
 }
 
 describe("console: workers, hardware profiles and costs", () => {
   const system = useSignedInConsole({ admin: ADMIN });
 
-  it("lists the add_sub worker processes the gateway really runs", async () => {
+  it("lists where each model instance runs: ONNX Runtime on gateway threads, TypeScript models in the processes the OS reports", async () => {
     const { page } = system.session;
     const api = await signedInApiSession(system.operon, ADMIN);
     const key = await createInferKey(api, "e2e workers check");
     const response = await fetch(`${system.operon.httpUrl}/v2/operon/workers`, { headers: { authorization: `Bearer ${key}` } });
     expect(response.status).toBe(200);
-    const reported = ((await response.json()) as { workers: GatewayWorker[] }).workers.filter((worker) => worker.model === "add_sub");
-    // add_sub's config asks for two CPU instances, each its own process under the server.
-    expect(reported).toHaveLength(2);
-    const running = workerProcesses(system.operon.pid).filter((worker) => worker.instance.startsWith("add_sub_"));
-    expect(reported.map((worker) => worker.pid).sort()).toEqual(running.map((worker) => worker.pid).sort());
+    const all = ((await response.json()) as { workers: GatewayWorker[] }).workers;
+    // add_sub's config asks for two CPU instances: threads of the gateway (the default for ONNX Runtime).
+    const threads = all.filter((worker) => worker.model === "add_sub");
+    expect(threads.map((worker) => [worker.isolation, worker.pid])).toEqual([
+      ["thread", system.operon.pid],
+      ["thread", system.operon.pid],
+    ]);
+    // The TypeScript models: worker processes, the very ones running under the server.
+    const processes = all.filter((worker) => worker.isolation === "process");
+    expect(processes.length).toBeGreaterThan(0);
+    const running = workerProcesses(system.operon.pid);
+    expect(processes.map((worker) => worker.pid).sort()).toEqual(running.map((worker) => worker.pid).sort());
 
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Workers" }).click();
     await visible(heading(page, "Workers"));
     const table = await visible(page.getByRole("table", { name: "Worker processes" }));
-    for (const worker of reported) {
+    for (const worker of [...threads, processes[0]!]) {
       const row = await visible(table.getByRole("row", { name: new RegExp(`\\b${worker.instance}\\b`) }));
       const cells = await row.getByRole("cell").allTextContents();
-      expect(cells).toContain(String(worker.pid));
+      expect(cells).toContain(worker.isolation === "thread" ? `gateway thread (${worker.pid})` : `process ${worker.pid}`);
       expect(cells).toContain("Ready");
     }
     const gateway = await page.getByRole("region", { name: "Gateway process" }).textContent();

@@ -173,6 +173,10 @@ export class ModelInstances implements InstanceDispatcher {
   /** model_transaction_policy { decoupled: true }: requests go through executeStream. */
   readonly decoupled: boolean;
   private readonly scheduler: RequestScheduler;
+  /** Requests queued / executing now: the pending and executing gauges read them at scrape time. */
+  private queueLength = 0;
+  private running = 0;
+  private readonly unhookScrape: () => void;
   /** Called after each execution with its batch size (statistics). */
   onExecution: (batchSize: number, timing: ExecutionTiming) => void = () => undefined;
 
@@ -187,11 +191,15 @@ export class ModelInstances implements InstanceDispatcher {
     this.policy = this.decoupled ? { ...policy, batching: false } : policy;
     this.maxInFlight = this.decoupled ? 1 : (options.maxInFlightPerInstance ?? (this.policy.batching ? 1 : 2));
     this.labels = { model: spec.model, version: spec.version };
+    this.unhookScrape = options.metrics.onScrape(() => {
+      options.metrics.pendingRequests.set(this.labels, this.queueLength);
+      options.metrics.executingRequests.set(this.labels, this.running);
+    });
     this.scheduler = new RequestScheduler(this.policy, this, {
       describe: `model '${spec.model}' version ${spec.version}`,
       onExecution: (batchSize, timing) => this.onExecution(batchSize, timing),
-      onQueueLength: (length) => this.options.metrics.pendingRequests.set(this.labels, length),
-      onRunning: (count) => this.options.metrics.executingRequests.set(this.labels, count),
+      onQueueLength: (length) => void (this.queueLength = length),
+      onRunning: (count) => void (this.running = count),
     });
   }
 
@@ -214,6 +222,7 @@ export class ModelInstances implements InstanceDispatcher {
     const settled = await Promise.allSettled(launches);
     const failure = settled.find((result) => result.status === "rejected");
     if (failure !== undefined) {
+      pool.unhookScrape();
       await Promise.all(
         settled.map((result) => (result.status === "fulfilled" ? result.value.worker.stop(1000) : undefined)),
       );
@@ -305,6 +314,7 @@ export class ModelInstances implements InstanceDispatcher {
     this.stopped = true;
     await Promise.all(this.instances.map((instance) => instance.worker?.stop(5000)));
     for (const instance of this.instances) instance.worker = undefined;
+    this.unhookScrape();
     this.options.metrics.pendingRequests.remove(this.labels);
     this.options.metrics.executingRequests.remove(this.labels);
   }

@@ -50,6 +50,7 @@ export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly latencies = new LatencyReservoir<LatencySeries>();
   private readonly counterSources = new Set<ScrapeTimeCounters>();
+  private readonly scrapeHooks = new Set<() => void>();
 
   readonly requestSuccess = this.counter("nv_inference_request_success", "Number of successful inference requests, all batch sizes");
   readonly requestFailure = new Counter({
@@ -88,8 +89,9 @@ export class GatewayMetrics {
       this.cacheEntries.set(this.responseCacheSource?.().entries ?? 0);
     },
   });
-  readonly pendingRequests = this.gauge("nv_inference_pending_request_count", "Instantaneous number of pending requests awaiting execution per-model.");
-  readonly executingRequests = this.gauge("operon_inference_executing_request_count", "Instantaneous number of requests executing on a backend instance per-model (pending ones are in nv_inference_pending_request_count)");
+  /** Set at scrape time by the instance pools (onScrape), not on every queue change. */
+  readonly pendingRequests = this.scrapedGauge("nv_inference_pending_request_count", "Instantaneous number of pending requests awaiting execution per-model.");
+  readonly executingRequests = this.scrapedGauge("operon_inference_executing_request_count", "Instantaneous number of requests executing on a backend instance per-model (pending ones are in nv_inference_pending_request_count)");
   readonly workerRestarts = new Counter({
     name: "operon_worker_restarts_total",
     help: "Backend worker processes restarted after exiting unexpectedly",
@@ -168,6 +170,16 @@ export class GatewayMetrics {
     if (latency.computeInferNs !== undefined) this.latencies.record(model, version, "computeInfer", latency.computeInferNs / 1000);
   }
 
+  /**
+   * Runs `hook` whenever the metrics are read (before the export), to set
+   * values that change too often to set as they change (queue lengths).
+   * Returns its removal.
+   */
+  onScrape(hook: () => void): () => void {
+    this.scrapeHooks.add(hook);
+    return () => void this.scrapeHooks.delete(hook);
+  }
+
   /** Counters of a model version whose increments are added at scrape time. */
   track(source: ScrapeTimeCounters): void {
     this.counterSources.add(source);
@@ -232,6 +244,13 @@ export class GatewayMetrics {
         latencies.drain(series, (labels, value) => this.observe(labels, value));
       },
     });
+  }
+
+  private scrapedGauge(name: string, help: string): Gauge<"model" | "version"> {
+    const runHooks = (): void => {
+      for (const hook of this.scrapeHooks) hook();
+    };
+    return new Gauge({ name, help, labelNames: ["model", "version"] as const, registers: [this.registry], collect: runHooks });
   }
 
   private gauge(name: string, help: string): Gauge<"model" | "version"> {
