@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DeadlineTimer } from "./deadline-timer.js";
-import { FakeClock } from "./fake-clock.js";
+import { FakeClock } from "./testing/fake-clock.js";
 
 const US = 1_000n;
 const MS = 1_000_000n;

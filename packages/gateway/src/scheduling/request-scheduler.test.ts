@@ -11,7 +11,7 @@ import {
   type StreamedResponse,
 } from "./request-scheduler.js";
 import type { SchedulerPolicy } from "./scheduler-policy.js";
-import { FakeClock } from "./fake-clock.js";
+import { FakeClock } from "./testing/fake-clock.js";
 
 /** A dispatcher whose executions the test completes by hand. */
 class ManualInstances implements InstanceDispatcher {

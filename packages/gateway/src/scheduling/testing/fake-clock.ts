@@ -1,4 +1,4 @@
-import type { TimerClock } from "./deadline-timer.js";
+import type { TimerClock } from "../deadline-timer.js";
 
 /**
  * A TimerClock for tests: time moves only when the test says so, and
