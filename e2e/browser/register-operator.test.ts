@@ -84,6 +84,45 @@ describe("console: register an operator", () => {
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 
+  it("completes step kinds from the spec's schema and model names from the gateway, and marks a bad step's line", async () => {
+    const { page } = system.session;
+    const original = await specText(page);
+    const completions = page.locator(".spec-code-editor .cm-tooltip-autocomplete .cm-completionLabel");
+
+    // The gateway's problem with a step lands on that step's line, in the gutter and on the field.
+    const last = original.lastIndexOf('"model": "add_sub"');
+    await specEditor(page).fill(`${original.slice(0, last)}"model": "no_such_model"${original.slice(last + '"model": "add_sub"'.length)}`);
+    await visible(validation(page).getByRole("listitem").filter({ hasText: "no_such_model" }));
+    const marker = await visible(page.locator(".spec-code-editor .cm-gutter-lint .cm-lint-marker-error"));
+    const markedLine = await visible(page.locator(".spec-code-editor .cm-line").filter({ has: page.locator(".cm-lintRange-error") }));
+    expect(await page.locator(".spec-code-editor .cm-line").filter({ has: page.locator(".cm-lintRange-error") }).count()).toBe(1);
+    expect(await markedLine.locator(".cm-lintRange-error").textContent()).toBe('"model": "no_such_model"');
+    // The gutter's marker sits on that line (the one step 'second' names its model on).
+    const [markerBox, lineBox] = [await marker.boundingBox(), await markedLine.boundingBox()];
+    expect(Math.abs(markerBox!.y + markerBox!.height / 2 - (lineBox!.y + lineBox!.height / 2))).toBeLessThan(lineBox!.height / 2);
+
+    // Typing a step's kind offers the schema's kinds; its model, the served models.
+    await specEditor(page).fill('{\n  "steps": [\n    { "id": "third", ');
+    await page.keyboard.press("Escape");
+    await page.keyboard.type('"kind": "');
+    await visible(completions.first());
+    expect(await completions.allTextContents()).toEqual(["model", "route", "exit"]);
+    await page.waitForTimeout(150);
+    await page.keyboard.press("Enter");
+    await page.keyboard.type('", "model": "');
+    await visible(completions.filter({ hasText: /^add_sub$/ }));
+    expect(await completions.allTextContents()).not.toContain("model");
+    // CodeMirror ignores Enter for 75 ms after the list opens (its interactionDelay), against accidental picks.
+    await page.waitForTimeout(150);
+    await page.keyboard.press("Enter");
+    expect(await specText(page)).toContain('{ "id": "third", "kind": "model", "model": "add_sub"');
+
+    await specEditor(page).fill(original);
+    await visible(validation(page).getByText("No problems"));
+    expect(await page.locator(".spec-code-editor .cm-lintRange-error").count()).toBe(0);
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
   it("saves the operator and opens its page with the graph and its first version", async () => {
     const { page } = system.session;
     await page.getByRole("button", { name: "Create operator" }).click();
