@@ -180,6 +180,37 @@ describe("console: register an operator", () => {
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 
+  it("switches try-it to a form per declared input, carrying the JSON's values over, and runs it through the form", async () => {
+    const { page } = system.session;
+    const form = await visible(page.getByRole("form", { name: `Try ${OPERATOR}` }));
+    const carried = JSON.parse(await form.getByLabel("Inputs (KServe v2 JSON tensors)").inputValue()) as Array<{ data: number[] }>;
+    await form.getByRole("radio", { name: "Form" }).check();
+    const dataOf = (input: string) => form.getByRole("group", { name: `Input “${input}”` }).getByLabel("Data (JSON array, row-major)");
+    await visible(dataOf("A"));
+    expect(await form.getByLabel("Inputs (KServe v2 JSON tensors)").count()).toBe(0);
+    expect(JSON.parse(await dataOf("A").inputValue())).toEqual(carried[0]!.data);
+    expect(await form.getByRole("group", { name: "Input “B”" }).getByLabel("Shape").inputValue()).toMatch(/^\[?1, 16\]?$/);
+
+    const a = Array.from({ length: 16 }, (_, i) => i * 3);
+    const b = Array.from({ length: 16 }, (_, i) => 100 - i);
+    await dataOf("A").fill(JSON.stringify(a));
+    await dataOf("B").fill(JSON.stringify(b));
+    await form.getByRole("button", { name: "Run" }).click();
+    const result = page.getByRole("region", { name: "Result" });
+    const row = result.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "Y", exact: true }) });
+    const expected = a.map((value, i) => value + 2 * b[i]!).join(", ");
+    await visible(row.getByRole("cell").last().locator("code").filter({ hasText: expected }));
+
+    // And back: the JSON now holds what the form sent.
+    await form.getByRole("radio", { name: "JSON" }).check();
+    const sent = JSON.parse(await form.getByLabel("Inputs (KServe v2 JSON tensors)").inputValue()) as Array<{ name: string; data: number[] }>;
+    expect(sent.map((input) => [input.name, input.data])).toEqual([
+      ["A", a],
+      ["B", b],
+    ]);
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
   it("deletes the operator after confirming", async () => {
     const { page } = system.session;
     await page.getByRole("button", { name: `Delete operator ${OPERATOR}` }).click();
