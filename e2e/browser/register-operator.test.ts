@@ -84,6 +84,45 @@ describe("console: register an operator", () => {
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 
+  it("completes step kinds from the spec's schema and model names from the gateway, and marks a bad step's line", async () => {
+    const { page } = system.session;
+    const original = await specText(page);
+    const completions = page.locator(".spec-code-editor .cm-tooltip-autocomplete .cm-completionLabel");
+
+    // The gateway's problem with a step lands on that step's line, in the gutter and on the field.
+    const last = original.lastIndexOf('"model": "add_sub"');
+    await specEditor(page).fill(`${original.slice(0, last)}"model": "no_such_model"${original.slice(last + '"model": "add_sub"'.length)}`);
+    await visible(validation(page).getByRole("listitem").filter({ hasText: "no_such_model" }));
+    const marker = await visible(page.locator(".spec-code-editor .cm-gutter-lint .cm-lint-marker-error"));
+    const markedLine = await visible(page.locator(".spec-code-editor .cm-line").filter({ has: page.locator(".cm-lintRange-error") }));
+    expect(await page.locator(".spec-code-editor .cm-line").filter({ has: page.locator(".cm-lintRange-error") }).count()).toBe(1);
+    expect(await markedLine.locator(".cm-lintRange-error").textContent()).toBe('"model": "no_such_model"');
+    // The gutter's marker sits on that line (the one step 'second' names its model on).
+    const [markerBox, lineBox] = [await marker.boundingBox(), await markedLine.boundingBox()];
+    expect(Math.abs(markerBox!.y + markerBox!.height / 2 - (lineBox!.y + lineBox!.height / 2))).toBeLessThan(lineBox!.height / 2);
+
+    // Typing a step's kind offers the schema's kinds; its model, the served models.
+    await specEditor(page).fill('{\n  "steps": [\n    { "id": "third", ');
+    await page.keyboard.press("Escape");
+    await page.keyboard.type('"kind": "');
+    await visible(completions.first());
+    expect(await completions.allTextContents()).toEqual(["model", "route", "exit"]);
+    await page.waitForTimeout(150);
+    await page.keyboard.press("Enter");
+    await page.keyboard.type('", "model": "');
+    await visible(completions.filter({ hasText: /^add_sub$/ }));
+    expect(await completions.allTextContents()).not.toContain("model");
+    // CodeMirror ignores Enter for 75 ms after the list opens (its interactionDelay), against accidental picks.
+    await page.waitForTimeout(150);
+    await page.keyboard.press("Enter");
+    expect(await specText(page)).toContain('{ "id": "third", "kind": "model", "model": "add_sub"');
+
+    await specEditor(page).fill(original);
+    await visible(validation(page).getByText("No problems"));
+    expect(await page.locator(".spec-code-editor .cm-lintRange-error").count()).toBe(0);
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
   it("saves the operator and opens its page with the graph and its first version", async () => {
     const { page } = system.session;
     await page.getByRole("button", { name: "Create operator" }).click();
@@ -138,6 +177,37 @@ describe("console: register an operator", () => {
       expect(await tensorRow.getByRole("cell").allTextContents()).toEqual(["FP32", "[1, 16]", expect.any(String)]);
       expect(await valuesOf(tensorRow)).toEqual(expected);
     }
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
+  it("switches try-it to a form per declared input, carrying the JSON's values over, and runs it through the form", async () => {
+    const { page } = system.session;
+    const form = await visible(page.getByRole("form", { name: `Try ${OPERATOR}` }));
+    const carried = JSON.parse(await form.getByLabel("Inputs (KServe v2 JSON tensors)").inputValue()) as Array<{ data: number[] }>;
+    await form.getByRole("radio", { name: "Form" }).check();
+    const dataOf = (input: string) => form.getByRole("group", { name: `Input “${input}”` }).getByLabel("Data (JSON array, row-major)");
+    await visible(dataOf("A"));
+    expect(await form.getByLabel("Inputs (KServe v2 JSON tensors)").count()).toBe(0);
+    expect(JSON.parse(await dataOf("A").inputValue())).toEqual(carried[0]!.data);
+    expect(await form.getByRole("group", { name: "Input “B”" }).getByLabel("Shape").inputValue()).toMatch(/^\[?1, 16\]?$/);
+
+    const a = Array.from({ length: 16 }, (_, i) => i * 3);
+    const b = Array.from({ length: 16 }, (_, i) => 100 - i);
+    await dataOf("A").fill(JSON.stringify(a));
+    await dataOf("B").fill(JSON.stringify(b));
+    await form.getByRole("button", { name: "Run" }).click();
+    const result = page.getByRole("region", { name: "Result" });
+    const row = result.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "Y", exact: true }) });
+    const expected = a.map((value, i) => value + 2 * b[i]!).join(", ");
+    await visible(row.getByRole("cell").last().locator("code").filter({ hasText: expected }));
+
+    // And back: the JSON now holds what the form sent.
+    await form.getByRole("radio", { name: "JSON" }).check();
+    const sent = JSON.parse(await form.getByLabel("Inputs (KServe v2 JSON tensors)").inputValue()) as Array<{ name: string; data: number[] }>;
+    expect(sent.map((input) => [input.name, input.data])).toEqual([
+      ["A", a],
+      ["B", b],
+    ]);
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 

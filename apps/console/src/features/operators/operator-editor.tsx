@@ -17,6 +17,7 @@ import { SpecCodeEditor } from "./spec-code-editor";
 import { SpecProblems } from "./spec-problems";
 import { parseSpecText } from "./spec-text";
 import { useSpecValidation } from "./use-spec-validation";
+import { useServedCatalog } from "./use-served-catalog";
 import { SubmitButton } from "@/components/form/submit-button";
 
 export interface OperatorDraft {
@@ -45,7 +46,9 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
   if (parsed.ok && parsed.spec !== lastGood) setLastGood(parsed.spec);
   const graph = useMemo(() => specGraph(lastGood), [lastGood]);
   const validation = useSpecValidation(name, text);
-  const blamed = useMemo(() => problemNodeIds(validation.status === "invalid" ? validation.problems : []), [validation]);
+  const problems = useMemo(() => (validation.status === "invalid" ? validation.problems : []), [validation]);
+  const catalog = useServedCatalog();
+  const blamed = useMemo(() => problemNodeIds(problems), [problems]);
 
   const onSaved = async (saved: { name: string }) => {
     await queryClient.invalidateQueries({ queryKey: trpc.operators.pathKey() });
@@ -113,6 +116,8 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
             labelledBy={`${id}-spec-label`}
             describedBy={describedBy}
             invalid={!parsed.ok || validation.status === "invalid" || specErrors.length > 0}
+            problems={problems}
+            catalog={catalog}
           />
           {specErrors.length > 0 ? (
             <ul id={`${id}-spec-error`} className="field-error problem-list">

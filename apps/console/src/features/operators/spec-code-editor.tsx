@@ -1,13 +1,16 @@
 "use client";
 
+import { autocompletion } from "@codemirror/autocomplete";
 import { json, jsonParseLinter } from "@codemirror/lang-json";
 import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
 import { linter, lintGutter } from "@codemirror/lint";
-import { EditorState } from "@codemirror/state";
+import { EditorState, StateEffect, StateField } from "@codemirror/state";
 import { EditorView } from "@codemirror/view";
 import { tags } from "@lezer/highlight";
 import { basicSetup } from "codemirror";
 import { useEffect, useRef } from "react";
+import { specCompletion, type ServedCatalog } from "./spec-completion";
+import { problemDiagnostics } from "./spec-problem-lint";
 
 /**
  * Token colours from the stylesheet's variables, so the editor follows the
@@ -32,10 +35,19 @@ const SPEC_THEME = EditorView.theme({
   ".cm-tooltip": { backgroundColor: "var(--color-surface)", color: "var(--color-text)", border: "1px solid var(--color-border)" },
 });
 
+/** The gateway's latest problems with the spec, set from outside; the lint source below places them. */
+const setProblems = StateEffect.define<readonly string[]>();
+const problemsField = StateField.define<readonly string[]>({
+  create: () => [],
+  update: (problems, transaction) => transaction.effects.reduce((current, effect) => (effect.is(setProblems) ? effect.value : current), problems),
+});
+
 /**
  * The operator spec as JSON in CodeMirror 6: highlighting, bracket matching,
- * folding, undo, search, and JSON syntax errors marked where they are (the
- * gateway's own checks stay beside the editor). Tab is left to the browser
+ * folding, undo, search, completion from the spec's JSON Schema and from the
+ * served models (spec-completion.ts), JSON syntax errors marked where they
+ * are, and the gateway's problems marked at the steps and fields they name
+ * (spec-problem-lint.ts; the full list stays beside the editor). Tab is left to the browser
  * (move focus), so the editor is no keyboard trap.
  */
 export function SpecCodeEditor({
@@ -45,6 +57,8 @@ export function SpecCodeEditor({
   labelledBy,
   describedBy,
   invalid,
+  problems,
+  catalog,
 }: {
   id: string;
   value: string;
@@ -52,11 +66,16 @@ export function SpecCodeEditor({
   labelledBy: string;
   describedBy: string;
   invalid: boolean;
+  /** The gateway's problems with the current spec ([] when none or not known yet). */
+  problems: readonly string[];
+  catalog: ServedCatalog;
 }) {
   const host = useRef<HTMLDivElement>(null);
   const view = useRef<EditorView | null>(null);
   const onChangeRef = useRef(onChange);
   onChangeRef.current = onChange;
+  const catalogRef = useRef(catalog);
+  catalogRef.current = catalog;
 
   useEffect(() => {
     const editor = new EditorView({
@@ -67,6 +86,12 @@ export function SpecCodeEditor({
           basicSetup,
           json(),
           linter(jsonParseLinter(), { delay: 300 }),
+          problemsField,
+          linter((view) => problemDiagnostics(view.state.doc.toString(), view.state.field(problemsField)), {
+            delay: 100,
+            needsRefresh: (update) => update.transactions.some((transaction) => transaction.effects.some((effect) => effect.is(setProblems))),
+          }),
+          autocompletion({ override: [specCompletion({ modelNames: () => catalogRef.current.modelNames(), modelTensors: (model) => catalogRef.current.modelTensors(model) })] }),
           lintGutter(),
           EditorView.lineWrapping,
           syntaxHighlighting(SPEC_HIGHLIGHT),
@@ -92,6 +117,10 @@ export function SpecCodeEditor({
     const editor = view.current;
     if (editor && editor.state.doc.toString() !== value) editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: value } });
   }, [value]);
+
+  useEffect(() => {
+    view.current?.dispatch({ effects: setProblems.of(problems) });
+  }, [problems]);
 
   // Attributes that change with the validation, set on CodeMirror's own content element.
   useEffect(() => {
