@@ -290,17 +290,14 @@ async function measureStalls() {
     writeFileSync(jsonFile, `${head}${"0.5,".repeat(count - 1)}0.5]}]}`);
   }
   const binaryFile = join(files, "largest.bin");
-  {
-    const header = Buffer.from(JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], parameters: { binary_data_size: LIMIT - 4096 } }] }));
-    writeFileSync(binaryFile, Buffer.concat([header, Buffer.alloc(LIMIT - 4096)]));
-    writeFileSync(`${binaryFile}.len`, String(header.length));
-  }
+  const binaryHeader = Buffer.from(JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], parameters: { binary_data_size: LIMIT - 4096 } }] }));
+  writeFileSync(binaryFile, Buffer.concat([binaryHeader, Buffer.alloc(LIMIT - 4096)]));
   const grpcFile = join(files, "largest-grpc.bin");
   writeFileSync(grpcFile, serializeModelInfer({ model_name: "add_sub", inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16] }], raw_input_contents: [Buffer.alloc(LIMIT - 1024)] }));
   const tiny = jsonBody(ADD_SUB_INPUTS);
   const attacks = [
     { name: "HTTP JSON, 64 MiB of numbers", start: () => curlLoop(inferUrl("add_sub"), jsonFile, { "content-type": "application/json" }) },
-    { name: "HTTP binary, 64 MiB", start: () => curlLoop(inferUrl("add_sub"), binaryFile, { "content-type": "application/octet-stream", "inference-header-content-length": readFileSync(`${binaryFile}.len`, "utf8") }) },
+    { name: "HTTP binary, 64 MiB", start: () => curlLoop(inferUrl("add_sub"), binaryFile, { "content-type": "application/octet-stream", "inference-header-content-length": String(binaryHeader.length) }) },
     { name: "gRPC ModelInfer, 64 MiB", start: () => spawn(process.execPath, [join(ROOT, "bench/lib/grpc-load.mjs"), operon.grpcAddress, grpcFile, "1", "8"], { stdio: "ignore" }) },
   ];
   const results = {};

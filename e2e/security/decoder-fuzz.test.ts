@@ -4,34 +4,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROTO_DIR } from "../support/grpc-client.js";
 import { EXAMPLE_REPOSITORY, processAlive, startOperon, type RunningOperon } from "../support/operon-process.js";
+import { mutateBytes, seededRandom } from "@operon/testing/seeded-fuzz";
 
 // A small bounded fuzz against the running server (fixed seed): mutated
 // valid HTTP JSON bodies and gRPC ModelInfer messages each get a client
 // error (4xx / a non-INTERNAL status) or an answer, and the server stays
 // alive and ready. Before the fix a malformed gRPC message was INTERNAL.
-
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function mutate(bytes: Buffer, next: () => number): Buffer {
-  const out = [...bytes];
-  for (let round = 0, rounds = 1 + Math.floor(next() * 3); round < rounds; round += 1) {
-    const at = Math.floor(next() * Math.max(1, out.length));
-    const pick = next();
-    if (pick < 0.5) out[at] = Math.floor(next() * 256);
-    else if (pick < 0.75) out.splice(at, 0, Math.floor(next() * 256));
-    else out.splice(at, 1 + Math.floor(next() * 6));
-  }
-  return Buffer.from(out);
-}
 
 const INPUTS = [
   { name: "INPUT0", datatype: "FP32", shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
@@ -64,11 +42,11 @@ describe("decoder fuzz against the running server", () => {
     );
 
   it("answers 300 mutated HTTP bodies and 300 mutated gRPC messages with client errors, and stays ready", async () => {
-    const next = random(2026);
+    const next = seededRandom(2026);
     const body = Buffer.from(JSON.stringify({ inputs: INPUTS }));
     const httpStatuses = new Set<number>();
     for (let i = 0; i < 300; i += 1) {
-      const response = await fetch(`${server.httpUrl}/v2/models/add_sub/infer`, { method: "POST", body: mutate(body, next) });
+      const response = await fetch(`${server.httpUrl}/v2/models/add_sub/infer`, { method: "POST", body: mutateBytes(body, next) });
       await response.arrayBuffer();
       httpStatuses.add(response.status);
     }
@@ -76,7 +54,7 @@ describe("decoder fuzz against the running server", () => {
 
     expect(await rawInfer(valid)).toBe(grpc.status.OK);
     const grpcCodes = new Set<grpc.status>();
-    for (let i = 0; i < 300; i += 1) grpcCodes.add(await rawInfer(mutate(valid, next)));
+    for (let i = 0; i < 300; i += 1) grpcCodes.add(await rawInfer(mutateBytes(valid, next)));
     expect([...grpcCodes].filter((code) => code === grpc.status.INTERNAL || code === grpc.status.UNKNOWN)).toEqual([]);
     expect(grpcCodes.has(grpc.status.INVALID_ARGUMENT)).toBe(true);
 

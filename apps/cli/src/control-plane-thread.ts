@@ -20,9 +20,10 @@ const post = (message: FromControlPlane): void => port.postMessage(message);
 
 let db: Database | undefined;
 let running: RunningControlPlane | undefined;
-let gateway: Promise<Extract<ToControlPlane, { type: "gateway" }>> | undefined;
-let resolveGateway: ((message: Extract<ToControlPlane, { type: "gateway" }>) => void) | undefined;
-gateway = new Promise((resolve) => {
+type GatewayUrls = Extract<ToControlPlane, { type: "gateway" }>;
+let resolveGateway: (message: GatewayUrls) => void = () => undefined;
+/** Resolves with the gateway's URLs once it listens (the main thread says so). */
+const gateway = new Promise<GatewayUrls>((resolve) => {
   resolveGateway = resolve;
 });
 
@@ -39,7 +40,7 @@ async function start(): Promise<void> {
     embedded: db.kind === "embedded",
     appliedMigrations: opened.migrations.applied.length,
   });
-  const urls = await gateway!;
+  const urls = await gateway;
   running = await startControlPlane({
     db,
     onGrants: (grants, everIssued) => post({ type: "keys", grants, everIssued, database: describeDatabase(options.databaseUrl), embedded: db!.kind === "embedded", appliedMigrations: 0 }),
@@ -68,7 +69,7 @@ async function stop(): Promise<void> {
 port.on("message", (message: ToControlPlane) => {
   switch (message.type) {
     case "gateway":
-      resolveGateway?.(message);
+      resolveGateway(message);
       return;
     case "key-usage":
       void running?.recordKeyUsage(new Map(message.used));

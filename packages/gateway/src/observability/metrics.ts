@@ -1,6 +1,6 @@
 import { cpus, freemem, totalmem } from "node:os";
 import { Counter, Gauge, Registry, Summary, collectDefaultMetrics } from "prom-client";
-import { LatencyReservoir } from "./latency-reservoir.js";
+import { LatencyReservoir, type LatencySeries } from "./latency-reservoir.js";
 
 /**
  * Prometheus metrics under Triton's names and labels (`model`, `version`), so
@@ -37,7 +37,6 @@ export interface GatewayMetricsOptions {
  */
 const SUMMARY_SETTINGS = { percentiles: [0.5, 0.9, 0.95, 0.99], maxAgeSeconds: 60, ageBuckets: 2 } as const;
 
-type LatencySeries = "request" | "queue" | "computeInfer";
 
 /** A source of counter increments flushed at scrape time (ModelVersionStats). */
 export interface ScrapeTimeCounters {
@@ -48,7 +47,7 @@ export interface ScrapeTimeCounters {
 
 export class GatewayMetrics {
   readonly registry = new Registry();
-  private readonly latencies = new LatencyReservoir<LatencySeries>();
+  private readonly latencies = new LatencyReservoir();
   private readonly counterSources = new Set<ScrapeTimeCounters>();
   private readonly scrapeHooks = new Set<() => void>();
 
@@ -165,9 +164,7 @@ export class GatewayMetrics {
     if (this.summaries === undefined) return;
     const { model, version } = labels;
     // Recorded now, summarized at scrape time (LatencyReservoir): nothing of the sketches' cost is on the request path.
-    this.latencies.record(model, version, "request", latency.requestNs / 1000);
-    this.latencies.record(model, version, "queue", latency.queueNs / 1000);
-    if (latency.computeInferNs !== undefined) this.latencies.record(model, version, "computeInfer", latency.computeInferNs / 1000);
+    this.latencies.record(model, version, latency);
   }
 
   /**

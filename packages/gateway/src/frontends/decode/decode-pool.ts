@@ -2,7 +2,8 @@ import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import { type ErrorKind, OperonError } from "@operon/protocol/errors";
 import type { DecodeTask } from "./decode-tasks.js";
-import type { PackedInferRequest } from "./packed-request.js";
+import type { InferRequest } from "@operon/protocol/inference";
+import { type PackedInferRequest, unpackInferRequest } from "./packed-request.js";
 
 export type DecodeResult = { kind: "infer"; packed: PackedInferRequest; binaryDataOutput: boolean } | { kind: "json"; value: unknown };
 export type DecodeReply = { id: number; ok: true; result: DecodeResult } | { id: number; ok: false; kind: ErrorKind; message: string };
@@ -54,7 +55,7 @@ export class DecodePool {
    * moves to the thread, the view's offset with it. Otherwise the bytes are
    * copied first: a Buffer of Node's shared pool must never move.
    */
-  decode(task: DecodeTask, owned: boolean): Promise<DecodeResult> {
+  private decode(task: DecodeTask, owned: boolean): Promise<DecodeResult> {
     if (this.closed) return Promise.reject(new OperonError("UNAVAILABLE", "the server is shutting down"));
     const bytes = task.kind === "grpc-infer" ? task.message : task.body;
     // Node's pool serves allocations under 4 KiB only; anything this large has a buffer of its own.
@@ -67,6 +68,20 @@ export class DecodePool {
       slot.jobs.set(id, { resolve, reject });
       slot.worker.postMessage({ id, task: shipped }, [sent.buffer as ArrayBuffer]);
     });
+  }
+
+  /** A JSON body's value. */
+  async decodeJson(body: Uint8Array, owned: boolean): Promise<unknown> {
+    const result = await this.decode({ kind: "json", body }, owned);
+    if (result.kind !== "json") throw new OperonError("INTERNAL", "the decoder answered a JSON body with something else");
+    return result.value;
+  }
+
+  /** An inference request (HTTP /infer body or gRPC ModelInfer message), its tensors as views of the buffer that came back. */
+  async decodeInfer(task: Extract<DecodeTask, { kind: "http-infer" | "grpc-infer" }>, owned: boolean): Promise<{ request: InferRequest; binaryDataOutput: boolean }> {
+    const result = await this.decode(task, owned);
+    if (result.kind !== "infer") throw new OperonError("INTERNAL", "the decoder answered an inference request with something else");
+    return { request: unpackInferRequest(result.packed), binaryDataOutput: result.binaryDataOutput };
   }
 
   /** Ends the threads; pending decodes fail UNAVAILABLE. Idempotent. */

@@ -3,40 +3,12 @@ import { httpStatusOf, isOperonError } from "@operon/protocol/errors";
 import { beforeAll, describe, expect, it } from "vitest";
 import { INFERENCE_SERVICE, loadGrpcProtos, type WireInferRequest } from "../grpc/grpc-wire.js";
 import { decodeGrpcInfer, decodeHttpInfer } from "./decode-tasks.js";
+import { mutateBytes, seededRandom } from "@operon/testing/seeded-fuzz";
 
 // A short, bounded fuzz of the request decoders (fixed seed, a few thousand
 // mutated valid requests): every input either decodes or fails with an
 // OperonError a client is to blame for (a 4xx / INVALID_ARGUMENT-like kind),
 // never a crash or an INTERNAL error.
-
-/** mulberry32: a small deterministic PRNG, so a failure replays. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const INTERESTING = [0, 1, 0x7f, 0x80, 0xff, 0x22, 0x5b, 0x5d, 0x7b, 0x7d, 0x2c, 0x3a, 0x30, 0x2d, 0x65, 0x08, 0x0a, 0x12, 0x1a, 0x22];
-
-function mutate(bytes: Buffer, next: () => number): Buffer {
-  const out = [...bytes];
-  const rounds = 1 + Math.floor(next() * 4);
-  for (let round = 0; round < rounds; round += 1) {
-    const at = Math.floor(next() * (out.length + 1));
-    const pick = next();
-    if (pick < 0.35 && out.length > 0) out[Math.min(at, out.length - 1)] = INTERESTING[Math.floor(next() * INTERESTING.length)]!;
-    else if (pick < 0.55 && out.length > 0) out[Math.min(at, out.length - 1)] = Math.floor(next() * 256);
-    else if (pick < 0.7) out.splice(at, 0, INTERESTING[Math.floor(next() * INTERESTING.length)]!);
-    else if (pick < 0.85) out.splice(at, 1 + Math.floor(next() * 8));
-    else out.length = Math.floor(next() * out.length);
-  }
-  return Buffer.from(out);
-}
 
 /** Structural mutations of the JSON request: wrong types and values where the decoder expects others. */
 const WEIRD: unknown[] = [null, -1, 1e308, -0, 2 ** 53, "x", "", [], {}, [[1]], true, "FP32", "BYTES", [-1], [1e9, 1e9], "\u0000"];
@@ -91,17 +63,17 @@ describe("decoder fuzz (seeded)", () => {
   const target = { modelName: "m" };
 
   it("HTTP JSON bodies: 2000 byte-level and structural mutations", () => {
-    const next = random(12);
+    const next = seededRandom(12);
     const valid = Buffer.from(JSON.stringify(VALID_JSON));
     const result = expectClientFaults((index) => {
-      const body = index % 2 === 0 ? mutate(valid, next) : Buffer.from(JSON.stringify(mutateJson(VALID_JSON, next)));
+      const body = index % 2 === 0 ? mutateBytes(valid, next) : Buffer.from(JSON.stringify(mutateJson(VALID_JSON, next)));
       decodeHttpInfer(body, undefined, target);
     }, 2000);
     expect(result.refused).toBeGreaterThan(500);
   });
 
   it("HTTP binary bodies: 1500 mutations of header, header length and tensor bytes", () => {
-    const next = random(34);
+    const next = seededRandom(34);
     const header = Buffer.from(
       JSON.stringify({
         inputs: [
@@ -115,7 +87,7 @@ describe("decoder fuzz (seeded)", () => {
     const body = Buffer.concat([header, tensor, text]);
     expect(() => decodeHttpInfer(body, header.length, target)).not.toThrow();
     expectClientFaults(() => {
-      const mutated = mutate(body, next);
+      const mutated = mutateBytes(body, next);
       const headerLength = next() < 0.8 ? header.length : Math.floor(next() * (mutated.length + 8)) - 4;
       decodeHttpInfer(mutated, headerLength, target);
     }, 1500);
@@ -132,7 +104,7 @@ describe("decoder fuzz (seeded)", () => {
     });
 
     it("2000 byte-level mutations of a valid message", () => {
-      const next = random(56);
+      const next = seededRandom(56);
       const valid = serialize({
         model_name: "m",
         id: "r",
@@ -145,7 +117,7 @@ describe("decoder fuzz (seeded)", () => {
         raw_input_contents: [Buffer.alloc(16, 2), Buffer.concat([Buffer.from([3, 0, 0, 0]), Buffer.from("abc")])],
       });
       expect(() => decodeGrpcInfer(valid, deserialize)).not.toThrow();
-      const result = expectClientFaults(() => decodeGrpcInfer(mutate(valid, next), deserialize), 2000);
+      const result = expectClientFaults(() => decodeGrpcInfer(mutateBytes(valid, next), deserialize), 2000);
       expect(result.refused).toBeGreaterThan(200);
     });
   });

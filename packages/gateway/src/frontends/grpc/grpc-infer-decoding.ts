@@ -4,7 +4,6 @@ import { OperonError } from "@operon/protocol/errors";
 import type { InferRequest } from "@operon/protocol/inference";
 import { DECODE_OFF_LOOP_BYTES, type DecodePool } from "../decode/decode-pool.js";
 import { decodeGrpcInfer } from "../decode/decode-tasks.js";
-import { unpackInferRequest } from "../decode/packed-request.js";
 import { assertInferMessageWithinBudget } from "../decode/protobuf-budget.js";
 import { INFERENCE_SERVICE, type WireInferRequest } from "./grpc-wire.js";
 
@@ -64,9 +63,7 @@ export class GrpcInferDecoding {
     this.checkSize(message.raw);
     if (message.raw.length < DECODE_OFF_LOOP_BYTES) return decodeGrpcInfer(message.raw, this.deserialize);
     // grpc-js assembles a message this large from several HTTP/2 frames into a buffer of its own (stream-decoder's concat): it moves.
-    const decoded = await this.pool.decode({ kind: "grpc-infer", message: message.raw }, true);
-    if (decoded.kind !== "infer") throw new OperonError("INTERNAL", "the decoder answered a ModelInfer message with something else");
-    return unpackInferRequest(decoded.packed);
+    return (await this.pool.decodeInfer({ kind: "grpc-infer", message: message.raw }, true)).request;
   }
 
   private checkSize(raw: Buffer): void {

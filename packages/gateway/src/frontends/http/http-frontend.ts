@@ -17,7 +17,6 @@ import { decodeGenerateBody, encodeGenerateResponse } from "./http-generate.js";
 import { type DecodedInferRequest, decodeInferBody } from "./http-infer-request.js";
 import { DECODE_OFF_LOOP_BYTES, DecodePool } from "../decode/decode-pool.js";
 import { decodeHttpInfer, decodeJson } from "../decode/decode-tasks.js";
-import { unpackInferRequest } from "../decode/packed-request.js";
 import { rawInputSpecFromEngine } from "./http-raw-input.js";
 import { decodeIndexRequest, decodeLoadRequest, decodeUnloadRequest } from "./http-repository-request.js";
 import { reportOf, sendBody, sendEmpty, sendError, sendJson } from "./http-respond.js";
@@ -218,12 +217,7 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
   const router = new Router<Route>();
   // Each route says what it needs (see auth/access-policy.ts): "open" routes take no key, so probes never need one.
   const add = (method: string, path: string, need: RouteNeed, handler: Handler): void => void router.add(method, path, { need, handler });
-  const readJson = async (req: IncomingMessage, res: ServerResponse, limitBytes = maxBodyBytes): Promise<unknown> => {
-    const body = await readBody(req, res, limitBytes, options.bodyBudget);
-    if (body.length < DECODE_OFF_LOOP_BYTES) return decodeJson(body);
-    const decoded = await options.decodePool.decode({ kind: "json", body }, true);
-    return decoded.kind === "json" ? decoded.value : undefined;
-  };
+  const readJson = (req: IncomingMessage, res: ServerResponse, limitBytes = maxBodyBytes): Promise<unknown> => readJsonBody(options, req, res, limitBytes);
   const versionOf = (params: RouteParams): string | undefined => params["version"];
   const modelOf = (params: RouteParams): string => params["model"]!;
   // Health answers carry no body: 200 means yes, 400 (as Triton answers) means no.
@@ -332,9 +326,13 @@ async function readInferRequest(options: RouterOptions, { req, res, params }: Re
   const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
   if (headerLength === 0) return decodeInferBody(body, headerLength, target, () => options.rawInputShape(modelName, modelVersion));
   if (body.length < DECODE_OFF_LOOP_BYTES) return decodeHttpInfer(body, headerLength, target);
-  const decoded = await options.decodePool.decode({ kind: "http-infer", body, headerLength, target }, true);
-  if (decoded.kind !== "infer") throw new OperonError("INTERNAL", "the decoder answered an infer body with something else");
-  return { request: unpackInferRequest(decoded.packed), binaryDataOutput: decoded.binaryDataOutput };
+  return options.decodePool.decodeInfer({ kind: "http-infer", body, headerLength, target }, true);
+}
+
+/** Reads a JSON body (budget checked first); one of DECODE_OFF_LOOP_BYTES or more is parsed on the decode pool. */
+async function readJsonBody(options: RouterOptions, req: IncomingMessage, res: ServerResponse, limitBytes: number): Promise<unknown> {
+  const body = await readBody(req, res, limitBytes, options.bodyBudget);
+  return body.length < DECODE_OFF_LOOP_BYTES ? decodeJson(body) : options.decodePool.decodeJson(body, true);
 }
 
 async function handleInfer(engine: InferenceEngine, options: RouterOptions, context: RequestContext): Promise<void> {
@@ -383,8 +381,7 @@ function clientGone(req: IncomingMessage, res: ServerResponse): { signal: AbortS
 async function decodeGenerateRequest(engine: InferenceEngine, options: RouterOptions, { req, res, params }: RequestContext): Promise<InferRequest> {
   const modelName = params["model"]!;
   const modelVersion = params["version"];
-  const body = await readBody(req, res, options.maxBodyBytes, options.bodyBudget);
-  const json = body.length < DECODE_OFF_LOOP_BYTES ? decodeJson(body) : ((await options.decodePool.decode({ kind: "json", body }, true)) as { value: unknown }).value;
+  const json = await readJsonBody(options, req, res, options.maxBodyBytes);
   const metadata = engine.modelMetadata(modelName, modelVersion);
   const maxBatchSize = engine.modelConfig(modelName, modelVersion)["max_batch_size"];
   const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
