@@ -75,9 +75,9 @@ export interface PerfProgressView {
   percent: number;
   error: string | null;
   /** QUEUED only: runs ahead of it (the one measuring counts), else null. */
-  queuePosition?: number | null;
+  queuePosition: number | null;
   /** What it waits for, e.g. "waiting for headroom: 120 requests/s", else null. */
-  waitingFor?: string | null;
+  waitingFor: string | null;
 }
 
 /** Stored in PerfReport.hostLoad: how busy the host was around the run, so readers can judge the numbers. */
@@ -528,7 +528,7 @@ export class PerfRuns {
         orderBy: { createdAt: "asc" },
       });
       // Automatic runs of one target and version are the same measurement; manual ones only when their plans are equal too.
-      const twin = twins.find((row) => trigger === "AUTOMATIC" || JSON.stringify(row.config) === JSON.stringify(config));
+      const twin = twins.find((row) => trigger === "AUTOMATIC" || canonicalJson(row.config) === canonicalJson(config));
       if (twin !== undefined) {
         if (cause !== null && twin.cause !== null && !twin.cause.includes(cause)) {
           await tx.perfReport.update({ where: { id: twin.id }, data: { cause: `${twin.cause}; ${cause}`.slice(0, 500) } });
@@ -831,6 +831,15 @@ function automaticConfig(settings: AutoPerfSettings): PerfRunConfig {
     totalSteps: concurrencies.length,
     sweep: { concurrencies, minGainPercent: settings.minGainPercent, timeBoundSecs: settings.timeBoundSecs },
   };
+}
+
+/** JSON with sorted keys: PostgreSQL's jsonb does not keep the key order a config was written with. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, field: unknown) =>
+    field !== null && typeof field === "object" && !Array.isArray(field)
+      ? Object.fromEntries(Object.entries(field as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)))
+      : field,
+  );
 }
 
 function loadPerCore(): number {
