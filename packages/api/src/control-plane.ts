@@ -35,6 +35,7 @@ export class ControlPlane {
     const perfRuns = new PerfRuns(prisma, gateway, resolved.gateway, resolved.logger, resolved.perfRuns);
     // Automatic perf reports: every stored upload, new version, config change and operator version queues a run (unless turned off).
     const onChange: TargetChangeListener = (change) => {
+      if (change.action.endsWith(".delete")) return perfRuns.targetDeleted({ kind: change.kind, name: change.name });
       void perfRuns.requestAutomatic({ kind: change.kind, name: change.name, version: change.version }, `${change.action}${change.version !== undefined ? ` version ${change.version}` : ""}`);
     };
     const uploads = await UploadSessions.create({ stagingDir: resolved.uploadStagingDir, logger: resolved.logger });

@@ -1,8 +1,8 @@
--- AlterEnum
-ALTER TYPE "PerfRunStatus" ADD VALUE 'QUEUED' BEFORE 'RUNNING';
-
 -- CreateEnum
 CREATE TYPE "PerfTrigger" AS ENUM ('MANUAL', 'AUTOMATIC');
+
+-- AlterEnum
+ALTER TYPE "PerfRunStatus" ADD VALUE 'QUEUED';
 
 -- AlterTable
 ALTER TABLE "PerfReport" ADD COLUMN     "cause" TEXT,

@@ -33,6 +33,15 @@ const probe: TrafficProbe = {
 
 const quick = { batchSize: 1, measurementIntervalMs: 120, maxTrials: 3 };
 const addSub = { kind: "MODEL" as const, name: "add_sub" };
+const spec = {
+  maxBatchSize: 8,
+  inputs: [
+    { name: "A", datatype: "FP32", dims: [16] },
+    { name: "B", datatype: "FP32", dims: [16] },
+  ],
+  outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
+  steps: [{ id: "add", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } }],
+};
 const tinyPlan = { maxConcurrency: 2, measurementIntervalMs: 120, maxTrials: 3, timeBoundSecs: 10, minGainPercent: 5, headroomMaxRequestsPerSec: 1, maxWaitSecs: 30 };
 
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
@@ -143,16 +152,19 @@ describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
     expect((await db.prisma.perfReport.findUniqueOrThrow({ where: { id } })).startedAt).toBeNull();
   });
 
+  it("stops the run of a target that is deleted, and the queue goes on", async () => {
+    traffic.requestsPerSec = 50;
+    const name = `doomed_op_${backend.name}`;
+    await h.as("ENGINEER").operators.create({ name, spec });
+    const { report } = await until(() => h.as("VIEWER").perf.latest({ kind: "OPERATOR", name }), (view) => view.report !== null, "the automatic run");
+    await until(() => progress(report!.id), (view) => (view.waitingFor ?? "").startsWith("headroom"), "the run to wait");
+    await h.as("ENGINEER").operators.delete({ name });
+    await h.controlPlane.services.perfRuns.settled(report!.id);
+    expect(await db.prisma.perfReport.count({ where: { id: report!.id } })).toBe(0);
+    expect(await h.controlPlane.services.perfRuns.runExclusive("after the delete", async () => "the slot is free")).toBe("the slot is free");
+  });
+
   it("queues a run when an operator is registered; admins alone change the plan, audited; off stops it", async () => {
-    const spec = {
-      maxBatchSize: 8,
-      inputs: [
-        { name: "A", datatype: "FP32", dims: [16] },
-        { name: "B", datatype: "FP32", dims: [16] },
-      ],
-      outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
-      steps: [{ id: "add", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } }],
-    };
     const name = `auto_op_${backend.name}`;
     await h.as("ENGINEER").operators.create({ name, spec });
     const latest = await until(() => h.as("VIEWER").perf.latest({ kind: "OPERATOR", name }), (view) => view.report !== null, "the automatic run");

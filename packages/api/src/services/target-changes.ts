@@ -10,7 +10,7 @@ export interface TargetChange {
   name: string;
   /** The version the change made (a model version number, an operator's registry version); undefined = the served default. */
   version?: string | undefined;
-  /** The audit action of the change, e.g. "model.upload", "model.version", "model.updateConfig", "operator.create", "operator.update". */
+  /** The audit action of the change: "model.upload", "model.version", "model.updateConfig", "model.delete", "operator.create", "operator.update", "operator.delete". */
   action: string;
 }
 

@@ -282,6 +282,7 @@ export class OperatorRegistry {
         }
         throw error;
       }
+      this.onChange?.({ kind: "OPERATOR", name, action: "operator.delete" });
     });
   }
 

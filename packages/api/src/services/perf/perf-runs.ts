@@ -1,9 +1,9 @@
 import { cpus, loadavg } from "node:os";
-import type { PerfReport as PerfReportRow, PerfRunStatus, PerfSample, PerfTargetKind, PerfTrigger, Prisma, PrismaClient } from "@operon/db";
+import type { PerfReport as PerfReportRow, PerfRunStatus, PerfTargetKind, PerfTrigger, Prisma, PrismaClient } from "@operon/db";
 import { expandLoadRange, validateLoadRange, type LoadRange } from "@operon/perf/load-range";
 import { messageOf } from "@operon/perf/perf-error";
 import type { PerfProgress } from "@operon/perf/perf-progress";
-import type { PerfReport, PerfStep } from "@operon/perf/perf-report";
+import type { PerfReport } from "@operon/perf/perf-report";
 import { PERF_DEFAULTS, runPerf, type PerfOptions } from "@operon/perf/run-perf";
 import { AppError, notFound } from "../../app-error.js";
 import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
@@ -15,6 +15,20 @@ import { ExclusiveSlot } from "./exclusive-slot.js";
 import { GatewayTrafficProbe, requestTotal } from "./gateway-traffic.js";
 import { waitForHeadroom, type GateClock, type HeadroomResult, type TrafficProbe } from "./headroom-gate.js";
 import { compareVersionList, type VersionComparison } from "./version-comparison.js";
+import {
+  configOf,
+  reportRelations,
+  sampleOf,
+  summaryOf,
+  viewReport,
+  viewSample,
+  type PerfHostLoad,
+  type PerfReportView,
+  type PerfRunConfig,
+  type PerfSampleView,
+} from "./perf-report-views.js";
+
+export type { PerfHostLoad, PerfReportView, PerfRunConfig, PerfRunSummary, PerfSampleView } from "./perf-report-views.js";
 
 /**
  * Perf runs: the `operon perf` engine (runPerf) run in the background
@@ -52,18 +66,6 @@ export interface PerfRunInput {
   protocol: "http";
 }
 
-/** What start stores in PerfReport.config. Automatic runs store their plan (concurrencyRange 1..max, the sweep doubles). */
-export interface PerfRunConfig {
-  protocol: "http";
-  concurrencyRange: LoadRange;
-  batchSize: number;
-  measurementIntervalMs: number;
-  maxTrials: number;
-  totalSteps: number;
-  /** Automatic runs: the sweep's plan. */
-  sweep?: { concurrencies: number[]; minGainPercent: number; timeBoundSecs: number } | undefined;
-}
-
 export interface PerfProgressView {
   id: string;
   status: PerfRunStatus;
@@ -78,78 +80,6 @@ export interface PerfProgressView {
   queuePosition: number | null;
   /** What it waits for, e.g. "waiting for headroom: 120 requests/s", else null. */
   waitingFor: string | null;
-}
-
-/** Stored in PerfReport.hostLoad: how busy the host was around the run, so readers can judge the numbers. */
-export interface PerfHostLoad {
-  /** Requests per second the gateway served to others while the run measured (its own requests not counted). */
-  otherRequestsPerSec: number | null;
-  /** 1-minute load average per core before and after the run (the run's own load included in "after"). */
-  loadPerCoreBefore: number;
-  loadPerCoreAfter: number;
-  /** Automatic runs: how long the run waited for headroom and the traffic when it started. */
-  waitedMs: number | null;
-  requestsPerSecAtStart: number | null;
-  /** Automatic runs: why the sweep ended. */
-  stopReason: SweepStopReason | null;
-}
-export interface PerfSampleView {
-  concurrency: number;
-  batchSize: number;
-  /** Inferences per second. */
-  throughput: number;
-  latencyAvgUs: number | null;
-  latencyP50Us: number | null;
-  latencyP90Us: number | null;
-  latencyP95Us: number | null;
-  latencyP99Us: number | null;
-  /** Server-side average queue and compute (input + infer + output) time per request; null without server statistics. */
-  queueUs: number | null;
-  computeUs: number | null;
-  errorCount: number;
-}
-
-export interface PerfReportView {
-  id: string;
-  targetKind: PerfTargetKind;
-  targetName: string;
-  targetVersion: string | null;
-  status: PerfRunStatus;
-  error: string | null;
-  config: PerfRunConfig | null;
-  summary: PerfRunSummary | null;
-  hardwareProfile: { id: string; name: string } | null;
-  createdBy: { id: string; email: string } | null;
-  createdAt: Date;
-  finishedAt: Date | null;
-  trigger: PerfTrigger;
-  /** Automatic runs: the change that queued them (e.g. "model.upload version 3"). */
-  cause: string | null;
-  startedAt: Date | null;
-  hostLoad: PerfHostLoad | null;
-}
-
-/** Stored in PerfReport.summary: the run's headline numbers and the per-step details Triton's perf table shows. */
-export interface PerfRunSummary {
-  version: string;
-  protocol: "http" | "grpc";
-  maxBatchSize: number;
-  inputs: Array<{ name: string; datatype: string; shape: number[] }>;
-  startedAt: string;
-  finishedAt: string;
-  totalRequests: number;
-  totalErrors: number;
-  /** The step with the highest throughput. */
-  best: { concurrency: number; throughput: number; latencyP99Us: number } | null;
-  errorSamples: string[];
-  steps: Array<{
-    concurrency: number;
-    requests: number;
-    errors: number;
-    stable: boolean;
-    throughputRequestsPerSec: number;
-    server: { queueUs: number; computeInputUs: number; computeInferUs: number; computeOutputUs: number; batchSizes: Record<string, number> } | null;
-  }>;
 }
 
 interface ActiveRun {
@@ -303,6 +233,15 @@ export class PerfRuns {
       this.logger.info({ target: target.name, cause, err: messageOf(error) }, "no automatic perf run queued");
       return undefined;
     }
+  }
+
+  /**
+   * The target is gone (its reports went with its row): a run of it that
+   * waits or measures is stopped, so the slot is free for the next one.
+   */
+  targetDeleted(target: { kind: PerfTargetKind; name: string }): void {
+    const run = this.active;
+    if (run !== undefined && run.targetName === target.name) run.controller.abort(new Error(`${target.kind === "MODEL" ? "model" : "operator"} '${target.name}' was deleted`));
   }
 
   /** The plan of automatic runs. Turning them off cancels the automatic runs still queued (audited each). */
@@ -615,7 +554,7 @@ export class PerfRuns {
       } catch (error) {
         if (run.cancelledBy !== undefined) return this.endQueued(run, "CANCELLED", messageOf(error));
         if (this.stopped) return; // stays QUEUED: resumed at the next start
-        throw error;
+        return this.endQueued(run, "FAILED", messageOf(error)); // e.g. its target was deleted
       }
       if (!gate.ok) return this.endQueued(run, "FAILED", gate.reason);
     }
@@ -810,6 +749,10 @@ export class PerfRuns {
       });
       if (status === "FAILED") this.logger.info({ report: run.id, error }, "perf run failed");
     } catch (writeError) {
+      if ((await this.prisma.perfReport.count({ where: { id: run.id } }).catch(() => 1)) === 0) {
+        this.logger.info({ report: run.id }, "a perf run's report was deleted with its target during the run");
+        return;
+      }
       this.logger.error({ report: run.id, err: writeError }, "could not store the result of a perf run");
       // Without samples, but not left RUNNING (which would look like a run in progress until a restart).
       await this.prisma.perfReport
@@ -850,11 +793,6 @@ function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-const reportRelations = {
-  hardwareProfile: { select: { id: true, name: true } },
-  createdBy: { select: { id: true, email: true } },
-} as const;
-
 function checkRange(range: LoadRange): LoadRange {
   try {
     validateLoadRange(range, "integer", "concurrency");
@@ -870,107 +808,6 @@ function checkRange(range: LoadRange): LoadRange {
   return range;
 }
 
-function configOf(report: PerfReportRow): PerfRunConfig | null {
-  const config = report.config;
-  return typeof config === "object" && config !== null && !Array.isArray(config) && typeof (config as Record<string, unknown>)["totalSteps"] === "number"
-    ? (config as unknown as PerfRunConfig)
-    : null;
-}
-
-function viewReport(row: PerfReportRow & { hardwareProfile: { id: string; name: string } | null; createdBy: { id: string; email: string } | null }): PerfReportView {
-  return {
-    id: row.id,
-    targetKind: row.targetKind,
-    targetName: row.targetName,
-    targetVersion: row.targetVersion,
-    status: row.status,
-    error: row.error,
-    config: configOf(row),
-    summary: (row.summary as unknown as PerfRunSummary | null) ?? null,
-    hardwareProfile: row.hardwareProfile,
-    createdBy: row.createdBy,
-    createdAt: row.createdAt,
-    finishedAt: row.finishedAt,
-    trigger: row.trigger,
-    cause: row.cause,
-    startedAt: row.startedAt,
-    hostLoad: (row.hostLoad as unknown as PerfHostLoad | null) ?? null,
-  };
-}
-
-function viewSample(sample: PerfSample): PerfSampleView {
-  return {
-    concurrency: sample.concurrency,
-    batchSize: sample.batchSize,
-    throughput: sample.throughput,
-    latencyAvgUs: sample.latencyAvgUs,
-    latencyP50Us: sample.latencyP50Us,
-    latencyP90Us: sample.latencyP90Us,
-    latencyP95Us: sample.latencyP95Us,
-    latencyP99Us: sample.latencyP99Us,
-    queueUs: sample.queueUs,
-    computeUs: sample.computeUs,
-    errorCount: sample.errorCount,
-  };
-}
-
-/** Latencies of a step with no successful request are unknown (null), not 0. */
-function sampleOf(reportId: string, step: PerfStep, batchSize: number): Prisma.PerfSampleCreateManyInput {
-  const measured = step.requests > 0;
-  const latency = (value: number): number | null => (measured ? value : null);
-  return {
-    reportId,
-    concurrency: step.concurrency ?? 0,
-    batchSize,
-    throughput: step.throughputInferPerSec,
-    latencyAvgUs: latency(step.latencyUs.avg),
-    latencyP50Us: latency(step.latencyUs.p50),
-    latencyP90Us: latency(step.latencyUs.p90),
-    latencyP95Us: latency(step.latencyUs.p95),
-    latencyP99Us: latency(step.latencyUs.p99),
-    queueUs: step.server?.queueUs ?? null,
-    computeUs: step.server !== undefined ? round1(step.server.computeInputUs + step.server.computeInferUs + step.server.computeOutputUs) : null,
-    errorCount: step.errors,
-  };
-}
-
-function summaryOf(report: PerfReport): PerfRunSummary {
-  let best: PerfRunSummary["best"] = null;
-  for (const step of report.steps) {
-    if (step.requests > 0 && (best === null || step.throughputInferPerSec > best.throughput)) {
-      best = { concurrency: step.concurrency ?? 0, throughput: step.throughputInferPerSec, latencyP99Us: step.latencyUs.p99 };
-    }
-  }
-  return {
-    version: report.version,
-    protocol: report.protocol,
-    maxBatchSize: report.config.maxBatchSize,
-    inputs: report.config.inputs,
-    startedAt: report.startedAt,
-    finishedAt: report.finishedAt,
-    totalRequests: report.steps.reduce((sum, step) => sum + step.requests, 0),
-    totalErrors: report.steps.reduce((sum, step) => sum + step.errors, 0),
-    best,
-    errorSamples: [...new Set(report.steps.flatMap((step) => step.errorSamples))].slice(0, 5),
-    steps: report.steps.map((step) => ({
-      concurrency: step.concurrency ?? 0,
-      requests: step.requests,
-      errors: step.errors,
-      stable: step.stable,
-      throughputRequestsPerSec: step.throughputRequestsPerSec,
-      server:
-        step.server !== undefined
-          ? {
-              queueUs: step.server.queueUs,
-              computeInputUs: step.server.computeInputUs,
-              computeInferUs: step.server.computeInferUs,
-              computeOutputUs: step.server.computeOutputUs,
-              batchSizes: step.server.batchSizes,
-            }
-          : null,
-    })),
-  };
-}
 
 function round1(value: number): number {
   return Math.round(value * 10) / 10;
