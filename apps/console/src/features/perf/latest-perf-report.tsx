@@ -10,19 +10,24 @@ import { PerfRunProgress } from "./perf-run-progress";
 import { hostLoadLabel } from "./perf-report-facts";
 import { isPending, reportHref, statusLabel, triggerLabel, type PerfLatest } from "./perf-types";
 
-const POLL_MS = 3000;
+const PENDING_POLL_MS = 3000;
+/** Otherwise: a change (a config edit on this page, an upload elsewhere) queues a run a moment later, so look again now and then. */
+const IDLE_POLL_MS = 10_000;
 
 /**
  * "The latest report" of a model or operator page: queued (with its place),
  * running (with progress), succeeded (headline numbers) or failed (the
- * reason), with a link to the report. Polls while none exists yet, so the
- * report an upload queued appears without a reload.
+ * reason), with a link to the report. Polls, so the run an upload or a
+ * config change queued appears without a reload.
  */
 export function LatestPerfReport({ kind, name, canCancel }: { kind: "MODEL" | "OPERATOR"; name: string; canCancel: boolean }) {
   const trpc = useTRPC();
   const latest = useQuery({
     ...trpc.perf.latest.queryOptions({ kind, name }),
-    refetchInterval: (query) => (query.state.data?.report == null || isPending(query.state.data.report.status) ? POLL_MS : false),
+    refetchInterval: (query) => {
+      const report = query.state.data?.report;
+      return report != null && isPending(report.status) ? PENDING_POLL_MS : IDLE_POLL_MS;
+    },
   });
   return (
     <section className="card" aria-labelledby="latest-perf-title">

@@ -4,8 +4,9 @@ import { recordAudit, type Actor } from "../audit/audit-log.js";
 
 /**
  * The plan of automatic perf reports and whether they run at all: one row
- * (id "default") that admins edit; absent = the defaults below. Read at the
- * start of each run, so a change applies from the next run on.
+ * (id "default") that admins edit; absent = the defaults below. The sweep's
+ * plan is copied into a run when it is queued; `enabled` and the headroom
+ * limits are read again when its turn comes.
  */
 export interface AutoPerfSettings {
   enabled: boolean;

@@ -28,7 +28,7 @@ export interface PerfHostLoad {
   /** 1-minute load average per core before and after the run (the run's own load included in "after"). */
   loadPerCoreBefore: number;
   loadPerCoreAfter: number;
-  /** Automatic runs: how long the run waited for headroom and the traffic when it started. */
+  /** Automatic runs: how long the run waited for headroom (0 when the first check found it) and the traffic when it started. */
   waitedMs: number | null;
   requestsPerSecAtStart: number | null;
   /** Automatic runs: why the sweep ended. */

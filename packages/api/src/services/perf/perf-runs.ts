@@ -707,7 +707,8 @@ export class PerfRuns {
       otherRequestsPerSec: otherBefore !== null && otherAfter !== null && measuredSecs > 0 ? round1(Math.max(0, otherAfter - otherBefore) / measuredSecs) : null,
       loadPerCoreBefore: loadBefore,
       loadPerCoreAfter: loadPerCore(),
-      waitedMs: gate?.waitedMs ?? null,
+      // The first check's own window is no wait.
+      waitedMs: gate === undefined ? null : gate.checks > 1 ? gate.waitedMs : 0,
       requestsPerSecAtStart: gate !== undefined ? round1(gate.requestsPerSec) : null,
       stopReason,
     };
