@@ -6,6 +6,7 @@ import { GatewayClient } from "./services/gateway/gateway-client.js";
 import { HardwareProfiles } from "./services/costs/hardware-profiles.js";
 import { OperatorRegistry, type SyncFailure } from "./services/operators/operator-registry.js";
 import { PerfRuns } from "./services/perf/perf-runs.js";
+import { ConfigSearches } from "./services/config-search/config-searches.js";
 import { UsageSampler } from "./services/usage/usage-sampler.js";
 import { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
 import { createModelServices } from "./services/models/model-services.js";
@@ -32,14 +33,17 @@ export class ControlPlane {
     const needsSetup = (await prisma.user.count()) === 0;
     const gateway = new GatewayClient(resolved.gateway);
     const uploads = await UploadSessions.create({ stagingDir: resolved.uploadStagingDir, logger: resolved.logger });
+    const store = await ModelStore.create(resolved.modelStoreDir);
     const models = await createModelServices({
       prisma,
       gateway,
-      store: await ModelStore.create(resolved.modelStoreDir),
+      store,
       uploads,
       maxUploadBytes: resolved.maxUploadBytes,
       logger: resolved.logger,
     });
+    const perfRuns = new PerfRuns(prisma, gateway, resolved.gateway, resolved.logger);
+    const hardware = new HardwareProfiles(prisma);
     const services: ApiServices = {
       prisma,
       options: resolved,
@@ -49,8 +53,18 @@ export class ControlPlane {
       loginLimiter: new LoginRateLimiter(resolved.loginRateLimits),
       gateway,
       operators: new OperatorRegistry(prisma, gateway, resolved.logger),
-      perfRuns: new PerfRuns(prisma, gateway, resolved.gateway, resolved.logger),
-      hardware: new HardwareProfiles(prisma),
+      perfRuns,
+      hardware,
+      configSearches: new ConfigSearches({
+        prisma,
+        gateway,
+        gatewayOptions: resolved.gateway,
+        store,
+        perfRuns,
+        configEdit: models.configEdit,
+        defaultProfile: () => hardware.defaultProfile(),
+        logger: resolved.logger,
+      }),
       usageSampler: new UsageSampler(prisma, gateway, { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays }, resolved.logger),
       models,
       uploads,
@@ -63,6 +77,9 @@ export class ControlPlane {
     const interrupted = await services.perfRuns.recoverInterrupted();
     if (interrupted > 0) resolved.logger.warn({ reports: interrupted }, "perf runs interrupted by a restart marked failed");
     backgroundStops.push(() => services.perfRuns.stop());
+    const interruptedSearches = await services.configSearches.recoverInterrupted();
+    if (interruptedSearches > 0) resolved.logger.warn({ searches: interruptedSearches }, "config searches interrupted by a restart marked failed");
+    backgroundStops.push(() => services.configSearches.stop());
     services.usageSampler.start();
     backgroundStops.push(() => services.usageSampler.stop());
     return new ControlPlane(services, backgroundStops);

@@ -43,6 +43,7 @@ CREATE TABLE "ConfigSearchCandidate" (
     "costPer1000" DOUBLE PRECISION,
     "withinBudget" BOOLEAN NOT NULL,
     "steps" JSONB NOT NULL,
+    "error" TEXT,
     "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
 
     CONSTRAINT "ConfigSearchCandidate_pkey" PRIMARY KEY ("id")

@@ -135,6 +135,8 @@ export class PerfRuns {
   private active: ActiveRun | undefined;
   private starting = false;
   private stopped = false;
+  /** Label of the exclusive work (runExclusive) holding the slot. */
+  private exclusive: string | undefined;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -167,7 +169,7 @@ export class PerfRuns {
   async start(actor: Actor, input: PerfRunInput): Promise<{ id: string }> {
     if (this.stopped) throw new AppError("GATEWAY_UNAVAILABLE", "the control plane is stopping; start the run again once it is back");
     const range = checkRange(input.concurrency);
-    if (this.active !== undefined || this.starting) throw this.busy();
+    if (this.active !== undefined || this.starting || this.exclusive !== undefined) throw this.busy();
     this.starting = true;
     try {
       const links = await this.resolveTarget(input);
@@ -320,7 +322,30 @@ export class PerfRuns {
     await run.done;
   }
 
+  /**
+   * Runs fn in the one-at-a-time perf slot (a config search measures with
+   * the same engine, and two measurements at once spoil both): CONFLICT
+   * while a run or other exclusive work goes (here or, by its RUNNING report,
+   * in another control plane); start() refuses while fn runs. `label` names
+   * the work in those refusals.
+   */
+  async runExclusive<T>(label: string, fn: () => Promise<T>): Promise<T> {
+    if (this.stopped) throw new AppError("GATEWAY_UNAVAILABLE", "the control plane is stopping; start again once it is back");
+    if (this.active !== undefined || this.starting || this.exclusive !== undefined) throw this.busy();
+    this.exclusive = label;
+    try {
+      const running = await this.prisma.perfReport.findFirst({ where: { status: "RUNNING" }, select: { id: true, targetName: true } });
+      if (running !== null) throw this.busy(running);
+      return await fn();
+    } finally {
+      this.exclusive = undefined;
+    }
+  }
+
   private busy(running?: { id: string; targetName: string }): AppError {
+    if (running === undefined && this.active === undefined && this.exclusive !== undefined) {
+      return new AppError("CONFLICT", `the perf slot is taken by ${this.exclusive}; wait for it or cancel it`);
+    }
     const current = running ?? (this.active !== undefined ? { id: this.active.id, targetName: this.active.targetName } : undefined);
     return new AppError(
       "CONFLICT",
