@@ -58,7 +58,7 @@ export const configSearchRouter = router({
   get: viewerProcedure.input(searchId).query(({ ctx, input }) => ctx.services.configSearches.get(input.id)),
 
   /** Makes candidate `index` (default: the recommended one) the model's config, as a config edit does; audited with the search. */
-  apply: engineerProcedure
+  applyCandidate: engineerProcedure
     .input(searchId.extend({ index: z.number().int().min(0).max(1000).optional() }))
     .mutation(({ ctx, input }) => ctx.services.configSearches.apply({ userId: ctx.user.id, actor: ctx.actor }, input.id, input.index)),
 });
