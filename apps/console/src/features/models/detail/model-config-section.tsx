@@ -1,6 +1,8 @@
 "use client";
 
+import Link from "next/link";
 import { useState } from "react";
+import { configSearchHref } from "@/features/config-search/config-search-types";
 import type { ConfigDraft } from "../upload/config-draft";
 import { EditConfigForm } from "./edit-config-form";
 import type { ModelDetail } from "./model-detail-types";
@@ -30,6 +32,11 @@ export function ModelConfigSection({ model, canEdit }: { model: ModelDetail; can
           >
             Edit as JSON
           </button>
+        ) : null}
+        {model.source === "uploaded" && !editing ? (
+          <Link className="button" href={configSearchHref(model.name)}>
+            Config search
+          </Link>
         ) : null}
       </div>
       {saved ? (
