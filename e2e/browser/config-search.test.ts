@@ -93,10 +93,7 @@ describe("console: the config search's chart and apply", () => {
     await page.getByRole("link", { name: "See the model's config" }).click();
     await waitForPath(page, `/models/${MODEL}`);
     const shown = await visible(page.getByLabel("Config JSON"));
-    const config = JSON.parse((await shown.textContent()) ?? "{}") as {
-      max_batch_size: number;
-      instance_group: Array<{ count: number }>;
-    };
+    const config = JSON.parse((await shown.textContent()) ?? "{}") as { max_batch_size: number; instance_group: Array<{ count: number }> };
     expect(config.max_batch_size).toBe(recommended.maxBatchSize);
     expect(config.instance_group.reduce((sum, group) => sum + group.count, 0)).toBe(recommended.instanceCount);
     const model = await api.client.models.get.query({ name: MODEL });

@@ -111,6 +111,8 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
     trpc.configSearch.applyCandidate.mutationOptions({
       onSuccess: async (result) => {
         setApplied({ index: result.appliedIndex });
+        // The model's page must not draw the config it cached before the change, even for a moment.
+        queryClient.removeQueries({ queryKey: trpc.models.get.queryKey({ name: search.model }) });
         await Promise.all([queryClient.invalidateQueries({ queryKey: trpc.configSearch.pathKey() }), queryClient.invalidateQueries({ queryKey: trpc.models.pathKey() })]);
       },
     }),
