@@ -49,7 +49,8 @@ describe("config search through the real server", () => {
   };
 
   beforeAll(async () => {
-    server = await startControlPlaneServer();
+    // Sampling every second: the shadow models must not turn up in usage (or as discovered models).
+    server = await startControlPlaneServer(["--usage-sample-secs", "1"]);
     session = await signedIn(server);
     adminKey = (await session.client.apiKeys.create.mutate({ name: "search-test", scopes: ["admin", "infer"] })).key;
     await session.client.hardware.create.mutate({ name: "test-host", kind: "CPU", cpuCores: 2, costPerHour: 1.2, currency: "USD" });
@@ -105,6 +106,8 @@ describe("config search through the real server", () => {
     expect(index.find((entry) => entry.name === MODEL)?.state).toBe("READY");
     const { models } = await session.client.models.list.query();
     expect(models.map((model) => model.name).filter((name) => name.includes(".search-"))).toEqual([]);
+    const discovered = (await session.client.audit.list.query({ action: "model.discover" })).events.map((event) => JSON.stringify(event.after));
+    expect(discovered.filter((text) => text.includes(".search-"))).toEqual([]);
   });
 
   it("applies the recommended candidate as a config edit the gateway serves, audited with the search", async () => {

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { accessibilityViolations } from "./support/accessibility.js";
 import { signedInApiSession } from "./support/admin-api.js";
 import { chartFigure, chartSurface } from "./support/chart-reading.js";
 import { heading, visible, waitForPath } from "./support/console-actions.js";
@@ -76,6 +77,14 @@ describe("console: the config search's chart and apply", () => {
     expect(await row.textContent()).toContain("recommended");
     expect(await row.getAttribute("aria-current")).toBe("true");
     expect(await page.getByRole("region", { name: "Recommendation" }).textContent()).toContain(`#${recommended.index + 1}: ${recommended.instanceCount} instance`);
+
+    // The page passes axe (WCAG 2.1 A/AA) in both colour schemes, chart and highlighted row included.
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      const violations = await accessibilityViolations(page);
+      expect(violations.map((violation) => `${scheme}: ${violation.rule}: ${violation.help} at ${violation.where.join(", ")}`)).toEqual([]);
+    }
+    await page.emulateMedia({ colorScheme: "light" });
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 

@@ -37,6 +37,12 @@ describe("candidate configs", () => {
     expect(candidateOf(config)).toEqual(candidate);
   });
 
+  it("keeps the GPUs a group names, spreading the count over them", () => {
+    const gpuBase: ModelConfigJson = { ...base, instance_group: [{ kind: "KIND_GPU", count: 1, gpus: [0, 1] }] };
+    expect(candidateOf(gpuBase).instanceCount).toBe(2);
+    expect(configOf(gpuBase, { instanceCount: 4, maxBatchSize: 4, dynamicBatching: null }).instance_group).toEqual([{ kind: "KIND_GPU", count: 2, gpus: [0, 1] }]);
+  });
+
   it("never searches the batching of a sequence model or one that does not batch", () => {
     expect(canSearchBatching(base)).toBe(true);
     expect(canSearchBatching({ ...base, max_batch_size: 0 })).toBe(false);

@@ -8,8 +8,8 @@ import type { SearchCandidate } from "./search-strategy.js";
  * optimization, kept as it is).
  *
  * Instance groups: the candidate's count goes into one group of the base's
- * first group's kind (several groups collapse into one; KIND_CPU when the
- * base names none). A model with sequence batching keeps it and is never
+ * first group's kind and GPUs (several groups collapse into one; KIND_CPU
+ * when the base names none). A model with sequence batching keeps it and is never
  * given dynamic batching (Triton refuses both).
  */
 
@@ -50,7 +50,14 @@ export function canSearchBatching(config: ModelConfigJson): boolean {
 export function configOf(base: ModelConfigJson, candidate: SearchCandidate, name?: string): ModelConfigJson {
   const { dynamic_batching: baseBatching, instance_group: baseGroups, ...rest } = base;
   const first = baseGroups?.[0];
-  const group = { ...(first?.name !== undefined ? { name: first.name } : {}), kind: first?.kind ?? "KIND_CPU", count: candidate.instanceCount };
+  // A group that names GPUs places `count` instances on each of them: the count is the candidate's total spread over them.
+  const gpus = first?.gpus !== undefined && first.gpus.length > 0 ? first.gpus : undefined;
+  const group = {
+    ...(first?.name !== undefined ? { name: first.name } : {}),
+    kind: first?.kind ?? "KIND_CPU",
+    count: gpus === undefined ? candidate.instanceCount : Math.max(1, Math.ceil(candidate.instanceCount / gpus.length)),
+    ...(gpus !== undefined ? { gpus } : {}),
+  };
   const config: ModelConfigJson = { ...rest, max_batch_size: candidate.maxBatchSize, instance_group: [group] };
   if (name !== undefined) config.name = name;
   if (candidate.dynamicBatching !== null && candidate.maxBatchSize > 0) {
