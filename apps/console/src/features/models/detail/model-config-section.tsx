@@ -21,23 +21,25 @@ export function ModelConfigSection({ model, canEdit }: { model: ModelDetail; can
     <section className="card" aria-labelledby="config-title">
       <div className="section-header">
         <h2 id="config-title">Config</h2>
-        {editable && !editing ? (
-          <button
-            type="button"
-            className="button"
-            onClick={() => {
-              setSaved(false);
-              setEditing(true);
-            }}
-          >
-            Edit as JSON
-          </button>
-        ) : null}
-        {model.source === "uploaded" && !editing ? (
-          <Link className="button" href={configSearchHref(model.name)}>
-            Config search
-          </Link>
-        ) : null}
+        <div className="model-actions">
+          {editable && !editing ? (
+            <button
+              type="button"
+              className="button"
+              onClick={() => {
+                setSaved(false);
+                setEditing(true);
+              }}
+            >
+              Edit as JSON
+            </button>
+          ) : null}
+          {model.source === "uploaded" && !editing ? (
+            <Link className="button" href={configSearchHref(model.name)}>
+              Config search
+            </Link>
+          ) : null}
+        </div>
       </div>
       {saved ? (
         <p className="form-success" role="status">
