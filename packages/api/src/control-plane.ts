@@ -7,6 +7,7 @@ import { HardwareProfiles } from "./services/costs/hardware-profiles.js";
 import { OperatorRegistry, type SyncFailure } from "./services/operators/operator-registry.js";
 import { PerfRuns } from "./services/perf/perf-runs.js";
 import type { TargetChangeListener } from "./services/target-changes.js";
+import { ConfigSearches } from "./services/config-search/config-searches.js";
 import { UsageSampler } from "./services/usage/usage-sampler.js";
 import { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
 import { createModelServices } from "./services/models/model-services.js";
@@ -39,15 +40,17 @@ export class ControlPlane {
       void perfRuns.requestAutomatic({ kind: change.kind, name: change.name, version: change.version }, `${change.action}${change.version !== undefined ? ` version ${change.version}` : ""}`);
     };
     const uploads = await UploadSessions.create({ stagingDir: resolved.uploadStagingDir, logger: resolved.logger });
+    const store = await ModelStore.create(resolved.modelStoreDir);
     const models = await createModelServices({
       prisma,
       gateway,
-      store: await ModelStore.create(resolved.modelStoreDir),
+      store,
       uploads,
       maxUploadBytes: resolved.maxUploadBytes,
       logger: resolved.logger,
       onChange,
     });
+    const hardware = new HardwareProfiles(prisma);
     const services: ApiServices = {
       prisma,
       options: resolved,
@@ -58,7 +61,17 @@ export class ControlPlane {
       gateway,
       operators: new OperatorRegistry(prisma, gateway, resolved.logger, onChange),
       perfRuns,
-      hardware: new HardwareProfiles(prisma),
+      hardware,
+      configSearches: new ConfigSearches({
+        prisma,
+        gateway,
+        gatewayOptions: resolved.gateway,
+        store,
+        perfRuns,
+        configEdit: models.configEdit,
+        defaultProfile: () => hardware.defaultProfile(),
+        logger: resolved.logger,
+      }),
       usageSampler: new UsageSampler(prisma, gateway, { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays }, resolved.logger),
       models,
       uploads,
@@ -74,6 +87,9 @@ export class ControlPlane {
     const resumed = await services.perfRuns.resume();
     if (resumed > 0) resolved.logger.info({ reports: resumed }, "queued perf runs resumed");
     backgroundStops.push(() => services.perfRuns.stop());
+    const interruptedSearches = await services.configSearches.recoverInterrupted();
+    if (interruptedSearches > 0) resolved.logger.warn({ searches: interruptedSearches }, "config searches interrupted by a restart marked failed");
+    backgroundStops.push(() => services.configSearches.stop());
     services.usageSampler.start();
     backgroundStops.push(() => services.usageSampler.stop());
     return new ControlPlane(services, backgroundStops);

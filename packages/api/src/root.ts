@@ -7,6 +7,7 @@ import { metricsRouter } from "./routers/metrics-router.js";
 import { modelsRouter } from "./routers/models-router.js";
 import { operatorsRouter } from "./routers/operators-router.js";
 import { perfRouter } from "./routers/perf-router.js";
+import { configSearchRouter } from "./routers/config-search-router.js";
 import { workersRouter } from "./routers/workers-router.js";
 import { usersRouter } from "./routers/users-router.js";
 import { createCallerFactory, router } from "./trpc.js";
@@ -19,6 +20,7 @@ export const appRouter = router({
   audit: auditRouter,
   operators: operatorsRouter,
   perf: perfRouter,
+  configSearch: configSearchRouter,
   metrics: metricsRouter,
   hardware: hardwareRouter,
   workers: workersRouter,

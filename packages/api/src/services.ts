@@ -5,6 +5,7 @@ import type { GatewayClient } from "./services/gateway/gateway-client.js";
 import type { HardwareProfiles } from "./services/costs/hardware-profiles.js";
 import type { OperatorRegistry } from "./services/operators/operator-registry.js";
 import type { PerfRuns } from "./services/perf/perf-runs.js";
+import type { ConfigSearches } from "./services/config-search/config-searches.js";
 import type { UsageSampler } from "./services/usage/usage-sampler.js";
 import type { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
 import type { ModelServices } from "./services/models/model-services.js";
@@ -28,6 +29,8 @@ export interface ApiServices {
   operators: OperatorRegistry;
   /** Perf runs in the background, one at a time. */
   perfRuns: PerfRuns;
+  /** Config searches of uploaded models, in the perf slot. */
+  configSearches: ConfigSearches;
   hardware: HardwareProfiles;
   /** Usage samples of the gateway (started by ControlPlane.create when the interval > 0). */
   usageSampler: UsageSampler;

@@ -6,6 +6,7 @@ export { PrismaClient, Prisma } from "./generated/prisma/client.js";
 // Named, not `export *`: what the rest of Operon may use of the generated client is listed here.
 export { Role, ModelVersionState, PerfRunStatus, PerfTargetKind, HardwareKind } from "./generated/prisma/enums.js";
 export { PerfTrigger } from "./generated/prisma/enums.js";
+export { ConfigSearchStatus, ConfigSearchObjective } from "./generated/prisma/enums.js";
 export type { ModelGetPayload } from "./generated/prisma/models.js";
 export type {
   User,
@@ -21,4 +22,6 @@ export type {
   UsageSample,
   AuditEvent,
   AutoPerfSettings,
+  ConfigSearch,
+  ConfigSearchCandidate,
 } from "./generated/prisma/client.js";

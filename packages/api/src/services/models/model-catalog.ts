@@ -4,6 +4,7 @@ import type { ModelStatistics } from "@operon/protocol/inference";
 import { DB_MODEL_INCLUDE, modelState, UPLOADED, versionState, type DbModel, type GatewayView } from "./model-gateway-view.js";
 import type { ModelDetail, ModelSummary, ModelVersionSummary, StatisticsSummary, TensorMetadata } from "./model-types.js";
 import type { ModelWorkspace } from "./model-workspace.js";
+import { isShadowModelName } from "../config-search/candidate-config.js";
 
 /** Reading: the models list and one model's detail, from the database, the store and the gateway. */
 export class ModelCatalog {
@@ -12,7 +13,7 @@ export class ModelCatalog {
   async list(): Promise<{ models: ModelSummary[]; gatewayError: string | null }> {
     const [dbModels, view] = await Promise.all([this.ws.prisma.model.findMany({ where: UPLOADED, include: DB_MODEL_INCLUDE, orderBy: { name: "asc" } }), this.ws.gatewayView()]);
     const uploaded = new Set(dbModels.map((model) => model.name));
-    const repository = [...view.rows.keys()].filter((name) => !uploaded.has(name) && this.ws.isRepositoryModel(name, view));
+    const repository = [...view.rows.keys()].filter((name) => !uploaded.has(name) && !isShadowModelName(name) && this.ws.isRepositoryModel(name, view));
     const ready = [...uploaded, ...repository].filter((name) => modelState(view, name).state === "READY");
     const [configs, statistics] = await Promise.all([
       Promise.all(ready.map(async (name) => [name, await this.ws.gateway.modelConfig(name).catch(() => undefined)] as const)),

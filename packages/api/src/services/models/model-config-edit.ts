@@ -16,9 +16,11 @@ export class ModelConfigEdit {
    * it against the model. When the gateway refuses it, the previous config
    * file is restored (and reloaded when the model was serving) and the
    * gateway's message is returned. A model that was not loaded is unloaded
-   * again once the new config has proved itself.
+   * again once the new config has proved itself. `source`, when given, is
+   * written into the audit event: where the config came from (a config
+   * search and its candidate).
    */
-  async updateConfig(who: ModelActor, name: string, raw: Record<string, unknown>): Promise<ModelStateResult & { config: ModelConfigJson }> {
+  async updateConfig(who: ModelActor, name: string, raw: Record<string, unknown>, source?: Record<string, unknown>): Promise<ModelStateResult & { config: ModelConfigJson }> {
     return this.ws.withLock(name, async () => {
       const model = await this.ws.prisma.model.findFirst({ where: { name, ...UPLOADED }, include: DB_MODEL_INCLUDE });
       const before = await this.ws.gatewayView();
@@ -57,7 +59,7 @@ export class ModelConfigEdit {
         await this.ws.prisma.$transaction(async (tx) => {
           await tx.modelVersion.updateMany({ where: { modelId: model.id }, data: { config: prepared.config as Prisma.InputJsonValue } });
           await syncVersionStates(tx, model.id, name, view);
-          await recordAudit(tx, who.actor, { action: "model.updateConfig", targetType: "Model", targetId: name, before: { config: previous ?? null }, after: { config: prepared.config } });
+          await recordAudit(tx, who.actor, { action: "model.updateConfig", targetType: "Model", targetId: name, before: { config: previous ?? null }, after: { config: prepared.config, ...(source !== undefined ? { source } : {}) } });
         });
       } catch (error) {
         // Without its record (and audit event) the change does not stand: back to the previous config.

@@ -6,6 +6,7 @@ import type { GatewayClient } from "../gateway/gateway-client.js";
 import { COMPACT_AFTER_MS, compactUsageSamples, type CompactionResult } from "./usage-compaction.js";
 import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQuantiles } from "./prometheus-text.js";
 import type { Logger } from "@operon/protocol/logger";
+import { isShadowModelName } from "../config-search/candidate-config.js";
 
 /**
  * Samples the gateway's usage into UsageSample rows, one per served model
@@ -198,6 +199,8 @@ export class UsageSampler {
     const profile = await this.prisma.hardwareProfile.findFirst({ where: { isDefault: true }, select: { id: true } });
     const rows: Array<Omit<Prisma.UsageSampleCreateManyInput, "modelId"> & { model: string }> = [];
     for (const [key, now] of current.versions) {
+      // A config search's shadow model is measurement load, not serving: no usage, no cost, no Model row.
+      if (isShadowModelName(now.model)) continue;
       const before = previous.versions.get(key);
       const delta = (field: "requests" | "errors" | "inferences" | "queueNs" | "queueCount"): number => {
         const base = before !== undefined && before.requests <= now.requests ? before[field] : 0;

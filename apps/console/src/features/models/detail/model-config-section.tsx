@@ -1,6 +1,8 @@
 "use client";
 
+import Link from "next/link";
 import { useState } from "react";
+import { configSearchHref } from "@/features/config-search/config-search-types";
 import type { ConfigDraft } from "../upload/config-draft";
 import { EditConfigForm } from "./edit-config-form";
 import type { ModelDetail } from "./model-detail-types";
@@ -19,18 +21,25 @@ export function ModelConfigSection({ model, canEdit }: { model: ModelDetail; can
     <section className="card" aria-labelledby="config-title">
       <div className="section-header">
         <h2 id="config-title">Config</h2>
-        {editable && !editing ? (
-          <button
-            type="button"
-            className="button"
-            onClick={() => {
-              setSaved(false);
-              setEditing(true);
-            }}
-          >
-            Edit as JSON
-          </button>
-        ) : null}
+        <div className="model-actions">
+          {editable && !editing ? (
+            <button
+              type="button"
+              className="button"
+              onClick={() => {
+                setSaved(false);
+                setEditing(true);
+              }}
+            >
+              Edit as JSON
+            </button>
+          ) : null}
+          {model.source === "uploaded" && !editing ? (
+            <Link className="button" href={configSearchHref(model.name)}>
+              Config search
+            </Link>
+          ) : null}
+        </div>
       </div>
       {saved ? (
         <p className="form-success" role="status">
