@@ -142,6 +142,8 @@ export interface ConfigSearchesOptions {
 export class ConfigSearches {
   private active: ActiveSearch | undefined;
   private stopped = false;
+  /** True while start() validates and stores a search: a second start meanwhile is refused like one during a search. */
+  private starting = false;
 
   constructor(private readonly options: ConfigSearchesOptions) {}
 
@@ -174,15 +176,24 @@ export class ConfigSearches {
   /**
    * Checks the model (an upload, with files in the store), the objective
    * (the cost objective needs a default hardware profile) and the bounds,
-   * takes the perf slot (CONFLICT while a perf run or another search measures or waits;
-   * perf runs started during the search queue behind it),
-   * stores a RUNNING search and measures in the background: → { id }.
+   * stores a RUNNING search that waits its turn in the perf slot (CONFLICT while
+   * another search goes; perf runs started meanwhile queue behind it) and
+   * measures in the background: → { id }.
    */
   async start(actor: Actor, input: ConfigSearchInput): Promise<{ id: string }> {
     if (this.stopped) throw new AppError("GATEWAY_UNAVAILABLE", "the control plane is stopping; start the search again once it is back");
-    // A search holds the slot for minutes: it is refused rather than queued behind other measuring (perf runs queue behind it).
-    const busy = this.options.perfRuns.measuring;
-    if (busy !== undefined) throw new AppError("CONFLICT", `the perf slot is busy (${busy}); start the search when it is free, or cancel what runs`);
+    // One search at a time (it holds the perf slot for minutes); perf runs queue behind it, and it queues behind them.
+    if (this.active !== undefined || this.starting) throw new AppError("CONFLICT", `the config search of '${this.active?.model ?? "another model"}' is going; wait for it or cancel it`);
+    this.starting = true;
+    try {
+      return await this.create(actor, input);
+    } finally {
+      this.starting = false;
+    }
+  }
+
+  /** start() past its one-at-a-time check: validates, stores the search and sets it going. */
+  private async create(actor: Actor, input: ConfigSearchInput): Promise<{ id: string }> {
     const plan = planOf(input);
     const model = await this.prisma.model.findFirst({ where: { name: input.model, versions: { some: {} } }, select: { id: true, name: true } });
     if (model === null || !(await this.options.store.hasModel(input.model))) {
@@ -201,39 +212,36 @@ export class ConfigSearches {
     const objective: SearchObjective = { kind: input.objective, p99BudgetUs: input.p99BudgetMs * 1000 };
     const hardware = profile === null ? null : { name: profile.name, kind: profile.kind, cpuCores: profile.cpuCores, gpuCount: profile.gpuCount, costPerHour: profile.costPerHour, currency: profile.currency };
 
-    return new Promise<{ id: string }>((resolve, reject) => {
-      const work = this.options.perfRuns.runExclusive(`the config search of '${input.model}'`, async () => {
-        if (this.stopped) throw new AppError("GATEWAY_UNAVAILABLE", "the control plane is stopping; start the search again once it is back");
-        const created = await this.prisma.$transaction(async (tx) => {
-          const row = await tx.configSearch.create({
-            data: {
-              modelId: model.id,
-              modelName: model.name,
-              objective: input.objective,
-              p99BudgetUs: objective.p99BudgetUs,
-              plan: plan as unknown as Prisma.InputJsonObject,
-              baseConfig: base as Prisma.InputJsonObject,
-              ...(hardware !== null ? { hardware: hardware as Prisma.InputJsonObject } : {}),
-              createdById: actor.userId,
-            },
-          });
-          await recordAudit(tx, actor, { action: "configSearch.start", targetType: "ConfigSearch", targetId: row.id, after: { model: model.name, objective, plan } });
-          return row;
-        });
-        const shadow = shadowModelName(model.name, created.id);
-        const search: ActiveSearch = { id: created.id, model: model.name, shadow, controller: new AbortController(), cancelledBy: undefined, measuring: null, done: Promise.resolve() };
-        this.active = search;
-        resolve({ id: created.id });
-        search.done = this.execute(search, base, objective, plan, hardware);
-        try {
-          await search.done;
-        } finally {
-          if (this.active === search) this.active = undefined;
-        }
+    const created = await this.prisma.$transaction(async (tx) => {
+      const row = await tx.configSearch.create({
+        data: {
+          modelId: model.id,
+          modelName: model.name,
+          objective: input.objective,
+          p99BudgetUs: objective.p99BudgetUs,
+          plan: plan as unknown as Prisma.InputJsonObject,
+          baseConfig: base as Prisma.InputJsonObject,
+          ...(hardware !== null ? { hardware: hardware as Prisma.InputJsonObject } : {}),
+          createdById: actor.userId,
+        },
       });
-      // After resolve, work settles when the search has; its outcome is in the row.
-      work.catch(reject);
+      await recordAudit(tx, actor, { action: "configSearch.start", targetType: "ConfigSearch", targetId: row.id, after: { model: model.name, objective, plan } });
+      return row;
     });
+    const shadow = shadowModelName(model.name, created.id);
+    const search: ActiveSearch = { id: created.id, model: model.name, shadow, controller: new AbortController(), cancelledBy: undefined, measuring: null, done: Promise.resolve() };
+    this.active = search;
+    // The search waits its turn in the perf slot (an upload's automatic perf run may hold it), then measures.
+    // Cancelled while waiting, it never measures: execute() then only writes its end (its signal is aborted).
+    const execute = (): Promise<void> => this.execute(search, base, objective, plan, hardware);
+    search.done = this.options.perfRuns
+      .runExclusive(`the config search of '${input.model}'`, execute, search.controller.signal)
+      .catch((error: unknown) => (search.controller.signal.aborted ? execute() : Promise.reject(error)))
+      .catch((error: unknown) => this.options.logger.error({ search: search.id, err: error }, "config search ended unexpectedly"))
+      .finally(() => {
+        if (this.active === search) this.active = undefined;
+      });
+    return { id: created.id };
   }
 
   async cancel(actor: Actor, id: string, who: string): Promise<ConfigSearchView> {

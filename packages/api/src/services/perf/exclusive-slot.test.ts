@@ -61,4 +61,20 @@ describe("ExclusiveSlot", () => {
     expect(await slot.run("c", async () => "free again")).toBe("free again");
     await expect(slot.run("d", async () => 1, controller.signal)).rejects.toThrow("cancelled");
   });
+
+  it("rejects a waiter at once when its signal aborts, without waiting for the work ahead", async () => {
+    const slot = new ExclusiveSlot();
+    const gate = deferred();
+    const first = slot.run("a", () => gate.promise);
+    const controller = new AbortController();
+    const waiter = slot.run("b", async () => "ran", controller.signal);
+    expect(slot.waiting).toBe(1);
+    controller.abort(new Error("cancelled while waiting"));
+    await expect(waiter).rejects.toThrow("cancelled while waiting");
+    expect(slot.current).toBe("a");
+    expect(slot.waiting).toBe(0);
+    gate.resolve();
+    await first;
+    expect(await slot.run("c", async () => "next")).toBe("next");
+  });
 });

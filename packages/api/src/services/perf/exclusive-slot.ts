@@ -9,8 +9,8 @@
  *   Its result or error is passed through unchanged.
  * - fn must end by itself (bound it in time); the slot has no timeout. A
  *   caller that may want to give up while waiting passes `signal`: when it
- *   aborts before fn started, run() rejects with the signal's reason and fn
- *   is never called (its turn is skipped); once fn started, stopping it is
+ *   aborts before fn started, run() rejects at once with the signal's reason
+ *   and fn is never called (its turn is skipped); once fn started, stopping it is
  *   fn's own business (hand it the same signal).
  * - Not reentrant: calling run() from inside fn waits for fn, forever.
  * - In process only: several control planes on one database each have their
@@ -39,16 +39,33 @@ export class ExclusiveSlot {
     this.tail = new Promise<void>((resolve) => {
       release = resolve;
     });
-    return previous.then(async () => {
-      this.waitingCount -= 1;
-      try {
-        if (signal?.aborted) throw signal.reason as Error;
+    return new Promise<T>((resolve, reject) => {
+      // Aborted while waiting: rejected at once (a cancel must not wait for the work ahead); the turn then passes on.
+      let abandoned = false;
+      const onAbort = (): void => {
+        abandoned = true;
+        this.waitingCount -= 1;
+        reject(signal!.reason as Error);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      void previous.then(async () => {
+        signal?.removeEventListener("abort", onAbort);
+        if (abandoned) {
+          release();
+          return;
+        }
+        this.waitingCount -= 1;
         this.currentLabel = label;
-        return await fn();
-      } finally {
-        this.currentLabel = undefined;
-        release();
-      }
+        try {
+          resolve(await fn());
+        } catch (error) {
+          reject(error as Error);
+        } finally {
+          this.currentLabel = undefined;
+          release();
+        }
+      });
     });
   }
+
 }

@@ -167,12 +167,6 @@ export class PerfRuns {
    * fn starts, not reentrant. `label` names the work in the queue's status
    * (e.g. "config search of 'resnet50'").
    */
-  /** What measures now (a run's target, or runExclusive work's label), undefined while the slot is free and nothing waits for it. */
-  get measuring(): string | undefined {
-    if (this.slot.current !== undefined) return this.slot.current;
-    return this.slot.waiting > 0 ? "queued measuring work" : undefined;
-  }
-
   runExclusive<T>(label: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
     return this.slot.run(label, fn, signal);
   }
