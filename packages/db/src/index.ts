@@ -4,7 +4,7 @@ export { migrate, readMigrations, checksumOf, defaultMigrationsDir, MigrationErr
 export type { MigrateResult, MigrationFile, MigrationSource, SqlConnection } from "./migrate.js";
 export { PrismaClient, Prisma } from "./generated/prisma/client.js";
 // Named, not `export *`: what the rest of Operon may use of the generated client is listed here.
-export { Role, ModelVersionState, PerfRunStatus, PerfTargetKind, HardwareKind } from "./generated/prisma/enums.js";
+export { Role, ModelVersionState, PerfRunStatus, PerfTargetKind, HardwareKind, TenantPolicy } from "./generated/prisma/enums.js";
 export type { ModelGetPayload } from "./generated/prisma/models.js";
 export type {
   User,
@@ -18,5 +18,7 @@ export type {
   PerfReport,
   PerfSample,
   UsageSample,
+  TenantGroup,
+  TenantUsageSample,
   AuditEvent,
 } from "./generated/prisma/client.js";
