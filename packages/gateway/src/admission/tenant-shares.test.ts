@@ -88,6 +88,22 @@ describe("TenantShares", () => {
     expect(shares.enabled).toBe(false);
   });
 
+  it("counts a tenant the grants stop naming as anonymous, and lists only the configured ones", async () => {
+    const shares = new TenantShares();
+    shares.configure([tenant("a", 2), tenant("b", 1)]);
+    expect(shares.shares().map((spec) => spec.id).sort()).toEqual(["a", "anonymous", "b"]);
+    shares.configure([tenant("b", 3, "refuse")]);
+    expect(shares.shares().sort((x, y) => x.id.localeCompare(y.id))).toEqual([tenant("anonymous", 1), tenant("b", 3, "refuse")]);
+    const model: GatedModel = { model: "m", config: {} };
+    const done = { timing: { computeInferNs: 2e6 }, executedBatchSize: 1 };
+    await shares.execute(model, "a", 1, undefined, async () => done);
+    await shares.execute(model, "b", 1, undefined, async () => done);
+    expect(shares.drainUsage().map((usage) => [usage.tenant, usage.requests]).sort()).toEqual([
+      ["anonymous", 1],
+      ["b", 1],
+    ]);
+  });
+
   it("sizes a model's slots from its instances and max batch size", () => {
     expect(slotsOf({ model: "m", config: {} })).toBe(2);
     expect(slotsOf({ model: "m", config: { max_batch_size: 8, instance_group: [{ count: 2 }, {}] } })).toBe(48);

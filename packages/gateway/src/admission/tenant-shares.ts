@@ -79,6 +79,8 @@ export interface TenantUsage {
 
 interface TenantState {
   spec: TenantGrant;
+  /** False once the grants stop naming it (kept until its counters are drained). */
+  configured: boolean;
   units: number;
   requests: number;
   refused: number;
@@ -138,20 +140,25 @@ export class TenantShares {
   constructor(options: TenantSharesOptions = {}) {
     this.now = options.now ?? Date.now;
     this.maxWaiting = options.maxWaitingPerModel ?? MAX_WAITING_PER_MODEL;
-    this.anonymous = { spec: ANONYMOUS_TENANT, units: 0, requests: 0, refused: 0 };
+    this.anonymous = { spec: ANONYMOUS_TENANT, configured: true, units: 0, requests: 0, refused: 0 };
     this.tenants.set(ANONYMOUS_TENANT.id, this.anonymous);
   }
 
   /**
    * The configured tenants (from the key grants). Empty = disabled. A
    * tenant's counters and lanes survive a reconfiguration; a changed share
-   * or policy applies to its next request.
+   * or policy applies to its next request. A tenant no grant names any more
+   * is kept (unconfigured: its requests count as anonymous), so counts
+   * still waiting for a scrape are not lost; tenants are few.
    */
   configure(specs: readonly TenantGrant[]): void {
+    for (const state of this.tenants.values()) if (state !== this.anonymous) state.configured = false;
     for (const spec of specs) {
       const existing = this.tenants.get(spec.id);
-      if (existing !== undefined) existing.spec = { ...spec };
-      else this.tenants.set(spec.id, { spec: { ...spec }, units: 0, requests: 0, refused: 0 });
+      if (existing !== undefined) {
+        existing.spec = { ...spec };
+        existing.configured = true;
+      } else this.tenants.set(spec.id, { spec: { ...spec }, configured: true, units: 0, requests: 0, refused: 0 });
     }
     if (!specs.some((spec) => spec.id === ANONYMOUS_TENANT.id)) this.anonymous.spec = ANONYMOUS_TENANT;
     this.enabled = specs.length > 0;
@@ -170,7 +177,8 @@ export class TenantShares {
       gate = new ModelGate(model, this.now());
       this.gates.set(model, gate);
     }
-    const tenant = (tenantId !== undefined ? this.tenants.get(tenantId) : undefined) ?? this.anonymous;
+    const named = tenantId !== undefined ? this.tenants.get(tenantId) : undefined;
+    const tenant = named !== undefined && named.configured ? named : this.anonymous;
     let lane = gate.lanes.get(tenant.spec.id);
     if (lane === undefined) {
       lane = { tenant, finishTag: 0, inFlight: 0, queue: [], head: 0, queuedUnits: 0 };
@@ -221,8 +229,9 @@ export class TenantShares {
 
   /** The tenants configured now with their shares (the anonymous one included while enabled). */
   shares(): TenantGrant[] {
-    return this.enabled ? [...this.tenants.values()].map((state) => ({ ...state.spec })) : [];
+    return this.enabled ? [...this.tenants.values()].filter((state) => state.configured).map((state) => ({ ...state.spec })) : [];
   }
+
 
   private async runNow<R extends MeasuredResult>(gate: ModelGate, lane: Lane, cost: number, run: () => Promise<R>): Promise<R> {
     gate.inFlight += 1;
