@@ -114,6 +114,7 @@ describe("traffic shares per tenant (real server)", () => {
     // Measured after a second of warm-up (workers warm, both tenants' clients all busy) until the end.
     const inWindow = (done: number[]) => done.filter((at) => at >= 1_000 && at < 8_000).length;
     const ratio = inWindow(goldLoad.done) / inWindow(bronzeLoad.done);
+    console.info(`tenant shares 2:1 under contention: gold ${inWindow(goldLoad.done)}, bronze ${inWindow(bronzeLoad.done)} requests in 7 s, ratio ${ratio.toFixed(3)}`);
     expect(inWindow(bronzeLoad.done)).toBeGreaterThan(100);
     expect(ratio).toBeGreaterThan(1.8);
     expect(ratio).toBeLessThan(2.2);
