@@ -11,8 +11,12 @@ import { TenantShares, slotsOf, type GatedModel, type MeasuredResult } from "./t
 class Simulation {
   clockMs = 0;
   readonly shares: TenantShares;
-  readonly model: GatedModel = { model: "m", config: { max_batch_size: 0, instance_group: [{ count: 1 }] } };
   private readonly backlog: Array<{ batch: number; resolve: (result: MeasuredResult) => void }> = [];
+  readonly model: GatedModel = {
+    model: "m",
+    config: { max_batch_size: 0, instance_group: [{ count: 1 }] },
+    instances: { execute: (request) => new Promise<MeasuredResult>((resolve) => this.backlog.push({ batch: request.batchSize, resolve })) },
+  };
   readonly units = new Map<string, number>();
   readonly requests = new Map<string, number>();
   readonly refusals: OperonError[] = [];
@@ -32,7 +36,7 @@ class Simulation {
     void (async () => {
       while (!this.stopped) {
         try {
-          await this.shares.execute(this.model, tenant, batch, undefined, () => new Promise<MeasuredResult>((resolve) => this.backlog.push({ batch, resolve })));
+          await this.shares.execute(this.model, tenant, { batchSize: batch });
           const key = tenant ?? "anonymous";
           this.units.set(key, (this.units.get(key) ?? 0) + batch);
           this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
@@ -94,10 +98,10 @@ describe("TenantShares", () => {
     expect(shares.shares().map((spec) => spec.id).sort()).toEqual(["a", "anonymous", "b"]);
     shares.configure([tenant("b", 3, "refuse")]);
     expect(shares.shares().sort((x, y) => x.id.localeCompare(y.id))).toEqual([tenant("anonymous", 1), tenant("b", 3, "refuse")]);
-    const model: GatedModel = { model: "m", config: {} };
     const done = { timing: { computeInferNs: 2e6 }, executedBatchSize: 1 };
-    await shares.execute(model, "a", 1, undefined, async () => done);
-    await shares.execute(model, "b", 1, undefined, async () => done);
+    const model: GatedModel = { model: "m", config: {}, instances: { execute: async () => done } };
+    await shares.execute(model, "a", { batchSize: 1 });
+    await shares.execute(model, "b", { batchSize: 1 });
     expect(shares.drainUsage().map((usage) => [usage.tenant, usage.requests]).sort()).toEqual([
       ["anonymous", 1],
       ["b", 1],
@@ -105,8 +109,9 @@ describe("TenantShares", () => {
   });
 
   it("sizes a model's slots from its instances and max batch size", () => {
-    expect(slotsOf({ model: "m", config: {} })).toBe(2);
-    expect(slotsOf({ model: "m", config: { max_batch_size: 8, instance_group: [{ count: 2 }, {}] } })).toBe(48);
+    const instances = { execute: async () => ({ timing: { computeInferNs: 0 }, executedBatchSize: 1 }) };
+    expect(slotsOf({ model: "m", config: {}, instances })).toBe(2);
+    expect(slotsOf({ model: "m", config: { max_batch_size: 8, instance_group: [{ count: 2 }, {}] }, instances })).toBe(48);
   });
 
   it("gives two saturating tenants with shares 2:1 units within 10 % of 2:1", async () => {
@@ -203,11 +208,11 @@ describe("TenantShares", () => {
   it("answers UNAVAILABLE when too many requests wait on one model", async () => {
     const shares = new TenantShares({ maxWaitingPerModel: 1 });
     shares.configure([tenant("a", 1)]);
-    const model: GatedModel = { model: "m", config: {} };
     const held: Array<(result: MeasuredResult) => void> = [];
-    const run = () => new Promise<MeasuredResult>((resolve) => held.push(resolve));
-    const running = [shares.execute(model, "a", 1, undefined, run), shares.execute(model, "a", 1, undefined, run), shares.execute(model, "a", 1, undefined, run)];
-    await expect(shares.execute(model, "a", 1, undefined, run)).rejects.toMatchObject({ kind: "UNAVAILABLE" });
+    const model: GatedModel = { model: "m", config: {}, instances: { execute: () => new Promise<MeasuredResult>((resolve) => held.push(resolve)) } };
+    const one = { batchSize: 1 };
+    const running = [shares.execute(model, "a", one), shares.execute(model, "a", one), shares.execute(model, "a", one)];
+    await expect(shares.execute(model, "a", one)).rejects.toMatchObject({ kind: "UNAVAILABLE" });
     for (let i = 0; i < 3; i += 1) {
       held.shift()!({ timing: { computeInferNs: 1e6 }, executedBatchSize: 1 });
       await settle();
@@ -218,12 +223,11 @@ describe("TenantShares", () => {
   it("drops a request cancelled while it waited, when its turn comes", async () => {
     const shares = new TenantShares();
     shares.configure([tenant("a", 1)]);
-    const model: GatedModel = { model: "m", config: {} };
     const held: Array<(result: MeasuredResult) => void> = [];
-    const run = () => new Promise<MeasuredResult>((resolve) => held.push(resolve));
-    const first = [shares.execute(model, "a", 1, undefined, run), shares.execute(model, "a", 1, undefined, run)];
+    const model: GatedModel = { model: "m", config: {}, instances: { execute: () => new Promise<MeasuredResult>((resolve) => held.push(resolve)) } };
+    const first = [shares.execute(model, "a", { batchSize: 1 }), shares.execute(model, "a", { batchSize: 1 })];
     const controller = new AbortController();
-    const cancelled = shares.execute(model, "a", 1, controller.signal, run);
+    const cancelled = shares.execute(model, "a", { batchSize: 1, signal: controller.signal });
     controller.abort();
     held.shift()!({ timing: { computeInferNs: 1e6 }, executedBatchSize: 1 });
     await expect(cancelled).rejects.toMatchObject({ kind: "CANCELLED" });

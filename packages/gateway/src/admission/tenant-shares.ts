@@ -36,8 +36,9 @@ import { OperonError } from "@operon/protocol/errors";
  *
  * Cost: nothing while no tenant is configured (the engine checks
  * `enabled` and calls the model directly). When enabled, an uncontended
- * request costs a WeakMap lookup, a Map lookup by the key's tenant id and
- * a few additions; a waiting request costs one queue entry. No timers.
+ * request costs a WeakMap lookup, a Map lookup by the key's tenant id (the
+ * grant's own string), a few additions and the promise of the call; a
+ * waiting request one queue entry. No closures per request, no timers.
  * Counters (units, requests, refusals) are plain numbers read at scrape.
  *
  * Not covered: operator (DAG) versions are not gated themselves; their
@@ -45,9 +46,17 @@ import { OperonError } from "@operon/protocol/errors";
  * starts when it reaches the model's scheduler, not while it waits here;
  * a cancelled request leaves when its turn comes.
  */
-export interface GatedModel {
+export interface GatedModel<Q extends GatedRequest = GatedRequest, R extends MeasuredResult = MeasuredResult> {
   readonly model: string;
   readonly config: { max_batch_size?: number; instance_group?: ReadonlyArray<{ count?: number }> };
+  /** The model's scheduler (ServedVersion.instances): the gate hands it each request in turn. */
+  readonly instances: { execute(request: Q): Promise<R> };
+}
+
+/** What the gate reads of a request (ScheduledRequest has it). */
+export interface GatedRequest {
+  batchSize: number;
+  signal?: AbortSignal;
 }
 
 /** What the gate reads of a finished execution (ScheduledResult has it). */
@@ -86,12 +95,11 @@ interface TenantState {
   refused: number;
 }
 
-interface Waiting<R> {
+interface Waiting {
   start: number;
   cost: number;
-  run: () => Promise<R>;
-  signal: AbortSignal | undefined;
-  resolve: (result: R) => void;
+  request: GatedRequest;
+  resolve: (result: MeasuredResult) => void;
   reject: (error: unknown) => void;
 }
 
@@ -99,7 +107,7 @@ interface Lane {
   tenant: TenantState;
   finishTag: number;
   inFlight: number;
-  queue: Waiting<MeasuredResult>[];
+  queue: Waiting[];
   /** Index of the queue's head (the array is compacted when it empties). */
   head: number;
   queuedUnits: number;
@@ -122,7 +130,10 @@ class ModelGate {
   windowUnits = 0;
   readonly lanes = new Map<string, Lane>();
 
-  constructor(model: GatedModel, nowMs: number) {
+  constructor(
+    readonly model: GatedModel,
+    nowMs: number,
+  ) {
     this.slots = slotsOf(model);
     this.windowStartMs = nowMs;
   }
@@ -166,16 +177,16 @@ export class TenantShares {
 
   /**
    * Runs one request of `tenantId` (undefined = anonymous; an id no grant
-   * names counts as anonymous too) on `model` through the gate. `run`
-   * hands the request to the model's scheduler; its result or error comes
-   * back unchanged. Throws RESOURCE_EXHAUSTED (refuse policy, over share),
+   * names counts as anonymous too) on `model` through the gate, which
+   * hands it to model.instances.execute in its turn; the result or error
+   * comes back unchanged. Throws RESOURCE_EXHAUSTED (refuse policy, over share),
    * UNAVAILABLE (too many waiting) or CANCELLED (aborted while waiting).
    */
-  execute<R extends MeasuredResult>(model: GatedModel, tenantId: string | undefined, batchSize: number, signal: AbortSignal | undefined, run: () => Promise<R>): Promise<R> {
-    let gate = this.gates.get(model);
+  execute<Q extends GatedRequest, R extends MeasuredResult>(model: GatedModel<Q, R>, tenantId: string | undefined, request: Q): Promise<R> {
+    let gate = this.gates.get(model as GatedModel);
     if (gate === undefined) {
-      gate = new ModelGate(model, this.now());
-      this.gates.set(model, gate);
+      gate = new ModelGate(model as GatedModel, this.now());
+      this.gates.set(model as GatedModel, gate);
     }
     const named = tenantId !== undefined ? this.tenants.get(tenantId) : undefined;
     const tenant = named !== undefined && named.configured ? named : this.anonymous;
@@ -184,12 +195,12 @@ export class TenantShares {
       lane = { tenant, finishTag: 0, inFlight: 0, queue: [], head: 0, queuedUnits: 0 };
       gate.lanes.set(tenant.spec.id, lane);
     }
-    const cost = Math.max(1, batchSize) * gate.unitsPerInference;
+    const cost = Math.max(1, request.batchSize) * gate.unitsPerInference;
     const start = Math.max(gate.virtualTime, lane.finishTag);
     if (gate.waiting === 0 && gate.inFlight < gate.slots) {
       lane.finishTag = start + cost / tenant.spec.share;
       gate.virtualTime = start;
-      return this.runNow(gate, lane, cost, run);
+      return this.runNow(gate, lane, cost, request) as Promise<R>;
     }
     if (tenant.spec.policy === "refuse") {
       const allowance = this.allowanceOf(gate, lane);
@@ -208,7 +219,7 @@ export class TenantShares {
     }
     lane.finishTag = start + cost / tenant.spec.share;
     return new Promise<R>((resolve, reject) => {
-      lane.queue.push({ start, cost, run, signal, resolve: resolve as (result: MeasuredResult) => void, reject });
+      lane.queue.push({ start, cost, request, resolve: resolve as (result: MeasuredResult) => void, reject });
       lane.queuedUnits += cost;
       gate.waiting += 1;
     });
@@ -233,11 +244,11 @@ export class TenantShares {
   }
 
 
-  private async runNow<R extends MeasuredResult>(gate: ModelGate, lane: Lane, cost: number, run: () => Promise<R>): Promise<R> {
+  private async runNow(gate: ModelGate, lane: Lane, cost: number, request: GatedRequest): Promise<MeasuredResult> {
     gate.inFlight += 1;
     lane.inFlight += 1;
     try {
-      const result = await run();
+      const result = await gate.model.instances.execute(request);
       this.measure(gate, result);
       lane.tenant.units += cost;
       lane.tenant.requests += 1;
@@ -259,7 +270,7 @@ export class TenantShares {
       }
       if (next === undefined) return;
       const waiting = next.queue[next.head]!;
-      next.queue[next.head] = undefined as unknown as Waiting<MeasuredResult>;
+      next.queue[next.head] = undefined as unknown as Waiting;
       next.head += 1;
       if (next.head === next.queue.length) {
         next.queue.length = 0;
@@ -267,12 +278,12 @@ export class TenantShares {
       }
       next.queuedUnits -= waiting.cost;
       gate.waiting -= 1;
-      if (waiting.signal?.aborted === true) {
+      if (waiting.request.signal?.aborted === true) {
         waiting.reject(new OperonError("CANCELLED", "the request was cancelled while it waited for its tenant's turn"));
         continue;
       }
       if (waiting.start > gate.virtualTime) gate.virtualTime = waiting.start;
-      this.runNow(gate, next, waiting.cost, waiting.run).then(waiting.resolve, waiting.reject);
+      this.runNow(gate, next, waiting.cost, waiting.request).then(waiting.resolve, waiting.reject);
     }
   }
 

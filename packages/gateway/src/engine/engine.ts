@@ -194,7 +194,7 @@ export class Engine implements InferenceEngine {
         const result =
           shares === undefined || !shares.enabled || served.operator !== undefined
             ? await served.instances.execute(scheduled)
-            : await shares.execute(served, request.tenantId, scheduled.batchSize, scheduled.signal, () => served.instances.execute(scheduled));
+            : await shares.execute(served, request.tenantId, scheduled);
         const outputs = restoreOutputShapes(served, result.outputs, scheduled.outputNames);
         if (cache !== undefined && cacheKey !== undefined) {
           const insertStarted = process.hrtime.bigint();
