@@ -6,6 +6,7 @@ import { GatewayClient } from "./services/gateway/gateway-client.js";
 import { HardwareProfiles } from "./services/costs/hardware-profiles.js";
 import { OperatorRegistry, type SyncFailure } from "./services/operators/operator-registry.js";
 import { PerfRuns } from "./services/perf/perf-runs.js";
+import type { TargetChangeListener } from "./services/target-changes.js";
 import { UsageSampler } from "./services/usage/usage-sampler.js";
 import { TenantGroups } from "./services/tenants/tenant-groups.js";
 import { TenantUsageSampler } from "./services/tenants/tenant-usage-sampler.js";
@@ -33,6 +34,12 @@ export class ControlPlane {
     const prisma = resolved.db.prisma;
     const needsSetup = (await prisma.user.count()) === 0;
     const gateway = new GatewayClient(resolved.gateway);
+    const perfRuns = new PerfRuns(prisma, gateway, resolved.gateway, resolved.logger, resolved.perfRuns);
+    // Automatic perf reports: every stored upload, new version, config change and operator version queues a run (unless turned off).
+    const onChange: TargetChangeListener = (change) => {
+      if (change.action.endsWith(".delete")) return perfRuns.targetDeleted({ kind: change.kind, name: change.name });
+      void perfRuns.requestAutomatic({ kind: change.kind, name: change.name, version: change.version }, `${change.action}${change.version !== undefined ? ` version ${change.version}` : ""}`);
+    };
     const uploads = await UploadSessions.create({ stagingDir: resolved.uploadStagingDir, logger: resolved.logger });
     const models = await createModelServices({
       prisma,
@@ -41,6 +48,7 @@ export class ControlPlane {
       uploads,
       maxUploadBytes: resolved.maxUploadBytes,
       logger: resolved.logger,
+      onChange,
     });
     const apiKeys = await ApiKeyService.create(prisma);
     const services: ApiServices = {
@@ -51,8 +59,8 @@ export class ControlPlane {
       apiKeys,
       loginLimiter: new LoginRateLimiter(resolved.loginRateLimits),
       gateway,
-      operators: new OperatorRegistry(prisma, gateway, resolved.logger),
-      perfRuns: new PerfRuns(prisma, gateway, resolved.gateway, resolved.logger),
+      operators: new OperatorRegistry(prisma, gateway, resolved.logger, onChange),
+      perfRuns,
       hardware: new HardwareProfiles(prisma),
       usageSampler: new UsageSampler(prisma, gateway, { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays }, resolved.logger),
       models,
@@ -67,6 +75,9 @@ export class ControlPlane {
     // Runs a crash left RUNNING cannot be resumed: they end FAILED "interrupted by a restart".
     const interrupted = await services.perfRuns.recoverInterrupted();
     if (interrupted > 0) resolved.logger.warn({ reports: interrupted }, "perf runs interrupted by a restart marked failed");
+    // QUEUED ones never started: they run now, in order.
+    const resumed = await services.perfRuns.resume();
+    if (resumed > 0) resolved.logger.info({ reports: resumed }, "queued perf runs resumed");
     backgroundStops.push(() => services.perfRuns.stop());
     services.usageSampler.start();
     backgroundStops.push(() => services.usageSampler.stop());

@@ -3,6 +3,7 @@ import type { Database } from "@operon/db";
 import type { GatewayClientOptions } from "./services/gateway/gateway-client.js";
 import { DEFAULT_LOGIN_RATE_LIMITS, type LoginRateLimits } from "./services/accounts/login-rate-limiter.js";
 import type { Logger } from "@operon/protocol/logger";
+import type { PerfRunsOptions } from "./services/perf/perf-runs.js";
 
 /** What the control plane needs; the CLI builds it from flags, tests from fixtures. */
 export interface ControlPlaneOptions {
@@ -30,6 +31,8 @@ export interface ControlPlaneOptions {
   secureCookies?: boolean;
   loginRateLimits?: LoginRateLimits;
   logger?: Logger;
+  /** The perf queue's headroom probe and clock (tests inject them); defaults: the gateway's statistics, real time. */
+  perfRuns?: PerfRunsOptions;
 }
 
 export const CONTROL_PLANE_DEFAULTS = {
@@ -60,6 +63,7 @@ const controlPlaneOptionsSchema = z.object({
   secureCookies: z.boolean().default(CONTROL_PLANE_DEFAULTS.secureCookies),
   loginRateLimits: z.object({ perAccount: count, perAddress: count, windowSecs: z.number().positive() }).default(CONTROL_PLANE_DEFAULTS.loginRateLimits),
   logger: z.custom<Logger>((value) => isObject(value) && typeof value["info"] === "function").default(() => SILENT_LOGGER),
+  perfRuns: z.custom<PerfRunsOptions>((value) => isObject(value), { error: "perf queue options (probe, gateClock, headroomRecheckMs)" }).optional(),
 });
 
 export type ResolvedControlPlaneOptions = z.output<typeof controlPlaneOptionsSchema>;

@@ -4,7 +4,9 @@ export { migrate, readMigrations, checksumOf, defaultMigrationsDir, MigrationErr
 export type { MigrateResult, MigrationFile, MigrationSource, SqlConnection } from "./migrate.js";
 export { PrismaClient, Prisma } from "./generated/prisma/client.js";
 // Named, not `export *`: what the rest of Operon may use of the generated client is listed here.
-export { Role, ModelVersionState, PerfRunStatus, PerfTargetKind, HardwareKind, TenantPolicy } from "./generated/prisma/enums.js";
+export { Role, ModelVersionState, PerfRunStatus, PerfTargetKind, HardwareKind } from "./generated/prisma/enums.js";
+export { PerfTrigger } from "./generated/prisma/enums.js";
+export { TenantPolicy } from "./generated/prisma/enums.js";
 export type { ModelGetPayload } from "./generated/prisma/models.js";
 export type {
   User,
@@ -21,4 +23,5 @@ export type {
   TenantGroup,
   TenantUsageSample,
   AuditEvent,
+  AutoPerfSettings,
 } from "./generated/prisma/client.js";

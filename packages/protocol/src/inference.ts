@@ -14,9 +14,22 @@ export interface InferRequest {
   /** Requested outputs; undefined or empty = all outputs. */
   outputs?: RequestedOutput[];
   /** Aborted when the client goes away (HTTP close, gRPC cancel). */
-  signal?: AbortSignal;
+  signal?: CancelSignal;
   /** The caller's tenant (from its API key's grant) for traffic shares; undefined = the anonymous tenant. Never from the wire. */
   tenantId?: string;
+}
+
+/**
+ * What the request path reads of a cancellation: the part of AbortSignal it
+ * uses, so an AbortSignal fits and so does the gateway's Cancellation
+ * (engine/cancellation.ts), which the frontends create per request because
+ * an AbortController costs microseconds there.
+ */
+export interface CancelSignal {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: "abort", listener: () => void): void;
 }
 
 export interface InferInput extends Tensor {

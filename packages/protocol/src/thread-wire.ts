@@ -92,8 +92,42 @@ export type FromThreadMessage = ThreadLoadedMessage | ThreadResultMessage | Thre
 const ALIGN = 8;
 const aligned = (offset: number): number => (offset + ALIGN - 1) & ~(ALIGN - 1);
 
-/** Copies tensors into one fresh ArrayBuffer (to be transferred) and describes where each one lies. */
+/**
+ * Buffers their holder may give away: allocateHandOff made them for one
+ * use (a batch the scheduler joined), so packTensors may transfer them as
+ * they are instead of copying. A WeakSet, so a buffer that is never sent
+ * costs nothing to forget.
+ */
+const handOffBuffers = new WeakSet<ArrayBuffer>();
+
+/**
+ * A fresh buffer of `bytes` that packTensors will send without a copy when
+ * the tensors it is asked to pack are exactly views of it at aligned
+ * offsets. Contract for the caller: nothing reads those tensors after they
+ * were handed to an instance (the transfer detaches the buffer here).
+ */
+export function allocateHandOff(bytes: number): Buffer {
+  const data = Buffer.allocUnsafeSlow(bytes);
+  handOffBuffers.add(data.buffer as ArrayBuffer);
+  return data;
+}
+
+/** The 8-byte-aligned offset at or after `offset` (where packed tensors start). */
+export function alignedOffset(offset: number): number {
+  return aligned(offset);
+}
+
+/**
+ * Copies tensors into one fresh ArrayBuffer (to be transferred) and
+ * describes where each one lies; tensors that all lie in one hand-off
+ * buffer (allocateHandOff) travel in it, with no copy.
+ */
 export function packTensors(tensors: readonly Tensor[]): { buffer: ArrayBuffer; tensors: ThreadTensor[] } {
+  const handOff = handOffOf(tensors);
+  if (handOff !== undefined) {
+    handOffBuffers.delete(handOff);
+    return { buffer: handOff, tensors: tensors.map(describeInPlace) };
+  }
   let total = 0;
   for (const tensor of tensors) total = aligned(total) + tensor.data.byteLength;
   // Not `new ArrayBuffer` (zero-filled, and fresh pages each time): an uninitialized
@@ -110,6 +144,60 @@ export function packTensors(tensors: readonly Tensor[]): { buffer: ArrayBuffer; 
     offset += tensor.data.byteLength;
   }
   return { buffer, tensors: described };
+}
+
+/**
+ * Packs a result into the buffer its execute message brought, which the
+ * thread owns once the backend has run (the gateway transferred it away):
+ *
+ * - outputs that are all views of that buffer, at aligned offsets (an
+ *   identity or pass-through model hands its inputs back) travel as they
+ *   lie, with no copy at all;
+ * - outputs that do not alias it and fit are copied to its start: no fresh
+ *   allocation (a classifier's outputs are far smaller than its inputs);
+ * - otherwise (larger outputs, or a partial alias) a fresh buffer, as
+ *   packTensors.
+ *
+ * The returned buffer is to be transferred; the received one must not be
+ * read again afterwards (it may be the one returned).
+ */
+export function packTensorsReusing(received: ArrayBuffer, tensors: readonly Tensor[]): { buffer: ArrayBuffer; tensors: ThreadTensor[] } {
+  let aliasing = 0;
+  let total = 0;
+  for (const tensor of tensors) {
+    if (tensor.data.buffer === received) aliasing += 1;
+    total = aligned(total) + tensor.data.byteLength;
+  }
+  if (aliasing === tensors.length && tensors.length > 0 && tensors.every((tensor) => tensor.data.byteOffset % ALIGN === 0)) {
+    return {
+      buffer: received,
+      tensors: tensors.map(describeInPlace),
+    };
+  }
+  if (aliasing > 0 || total > received.byteLength) return packTensors(tensors);
+  const bytes = Buffer.from(received, 0, total);
+  const described: ThreadTensor[] = new Array(tensors.length);
+  let offset = 0;
+  for (let i = 0; i < tensors.length; i += 1) {
+    const tensor = tensors[i]!;
+    offset = aligned(offset);
+    bytes.set(tensor.data, offset);
+    described[i] = { name: tensor.name, datatype: tensor.datatype, shape: tensor.shape, byteOffset: offset, byteLength: tensor.data.byteLength };
+    offset += tensor.data.byteLength;
+  }
+  return { buffer: received, tensors: described };
+}
+
+/** The hand-off buffer all the tensors are aligned views of, if there is one. */
+function handOffOf(tensors: readonly Tensor[]): ArrayBuffer | undefined {
+  const first = tensors[0]?.data.buffer;
+  if (first === undefined || !handOffBuffers.has(first as ArrayBuffer)) return undefined;
+  for (const tensor of tensors) if (tensor.data.buffer !== first || tensor.data.byteOffset % ALIGN !== 0) return undefined;
+  return first as ArrayBuffer;
+}
+
+function describeInPlace(tensor: Tensor): ThreadTensor {
+  return { name: tensor.name, datatype: tensor.datatype, shape: tensor.shape, byteOffset: tensor.data.byteOffset, byteLength: tensor.data.byteLength };
 }
 
 /** The tensors of a received message: Buffers viewing its buffer, no copy. */

@@ -7,7 +7,7 @@ import {
   type ThreadLoadMessage,
   THREAD_WIRE_VERSION,
   type ToThreadMessage,
-  packTensors,
+  packTensorsReusing,
   unpackTensors,
 } from "@operon/protocol/thread-wire";
 import type { Backend, BackendLog } from "@operon/backend-api/backend";
@@ -76,7 +76,8 @@ async function execute(message: ThreadExecuteMessage): Promise<void> {
   if (backend === undefined) throw new OperonError("UNAVAILABLE", `instance '${instanceName}' has no model loaded`);
   const inputs = unpackTensors(message.buffer, message.inputs);
   const result = await backend.execute(inputs, message.outputNames);
-  const packed = packTensors(result.outputs);
+  // The message's buffer is ours now: the result goes back in it when it can (no allocation, or no copy at all).
+  const packed = packTensorsReusing(message.buffer, result.outputs);
   post({ type: "result", requestId: message.requestId, buffer: packed.buffer, outputs: packed.tensors, timing: result.timing }, [packed.buffer]);
 }
 

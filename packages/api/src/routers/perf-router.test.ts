@@ -61,12 +61,19 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
 
   it("measures concurrency 1..2 in the background, one run at a time, and stores one sample per step", async () => {
     const engineer = h.as("ENGINEER");
-    const { id } = await engineer.perf.start({ target: { kind: "MODEL", name: "add_sub" }, concurrency: { start: 1, end: 2, step: 1 }, ...quick });
-    const second = engineer.perf.start({ target: { kind: "MODEL", name: "add_sub" }, concurrency: { start: 1, end: 1, step: 1 }, ...quick });
-    await expect(second).rejects.toThrow(new RegExp(`already going \\(report ${id}`));
-    const running = await h.as("VIEWER").perf.progress({ id });
+    const { id, status } = await engineer.perf.start({ target: { kind: "MODEL", name: "add_sub" }, concurrency: { start: 1, end: 2, step: 1 }, ...quick });
+    expect(status).toBe("QUEUED");
+    // A second run while the first goes is queued behind it, not refused.
+    const second = await engineer.perf.start({ target: { kind: "MODEL", name: "add_sub" }, concurrency: { start: 1, end: 1, step: 1 }, ...quick });
+    expect(second).toMatchObject({ status: "QUEUED", joined: false });
+    let running = await h.as("VIEWER").perf.progress({ id });
+    for (let i = 0; i < 100 && running.status === "QUEUED"; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      running = await h.as("VIEWER").perf.progress({ id });
+    }
     expect(running).toMatchObject({ status: "RUNNING", totalSteps: 2, error: null });
     expect(running.percent).toBeLessThan(100);
+    expect(await h.as("VIEWER").perf.progress({ id: second.id })).toMatchObject({ status: "QUEUED", queuePosition: 1, percent: 0 });
 
     await h.controlPlane.services.perfRuns.settled(id);
     expect(await h.as("VIEWER").perf.progress({ id })).toEqual<PerfProgressView>({
@@ -77,6 +84,8 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
       currentConcurrency: null,
       percent: 100,
       error: null,
+      queuePosition: null,
+      waitingFor: null,
     });
     const report = await h.as("VIEWER").perf.get({ id });
     expect(report).toMatchObject({ targetKind: "MODEL", targetName: "add_sub", targetVersion: "1", status: "SUCCEEDED", createdBy: { email: "engineer@example.com" } });
@@ -100,6 +109,12 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
     const stats = await new GatewayClient({ httpUrl: gateway.httpUrl, adminKey: adminKey.key }).statistics("add_sub");
     expect(stats[0]!.inference_stats.success.count).toBeGreaterThanOrEqual(summary.totalRequests + 1);
 
+    await h.controlPlane.services.perfRuns.settled(second.id);
+    expect(await h.as("VIEWER").perf.progress({ id: second.id })).toMatchObject({ status: "SUCCEEDED", completedSteps: 1 });
+    const [first, next] = await Promise.all([db.prisma.perfReport.findUniqueOrThrow({ where: { id } }), db.prisma.perfReport.findUniqueOrThrow({ where: { id: second.id } })]);
+    expect(next.startedAt!.getTime()).toBeGreaterThanOrEqual(first.finishedAt!.getTime());
+    await engineer.perf.delete({ id: second.id });
+
     expect((await h.as("VIEWER").perf.list({ targetName: "add_sub" })).map((entry) => entry.id)).toContain(id);
     expect(await h.as("VIEWER").perf.list({ targetName: "other" })).toEqual([]);
     expect(await appCodeOf(h.as("VIEWER").perf.delete({ id }))).toBe("FORBIDDEN");
@@ -107,7 +122,7 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
     expect(await appCodeOf(h.as("VIEWER").perf.get({ id }))).toBe("NOT_FOUND");
     expect(await db.prisma.perfSample.count()).toBe(0);
     const { events } = await h.as("ADMIN").audit.list({ action: "perf.", limit: 20 });
-    expect(events.map((event) => event.action).reverse()).toEqual(["perf.start", "perf.finish", "perf.delete"]);
+    expect(events.filter((event) => event.targetId === id).map((event) => event.action).reverse()).toEqual(["perf.queue", "perf.start", "perf.finish", "perf.delete"]);
   });
 
   it("cancels a running run, keeping the steps it completed", async () => {
@@ -172,6 +187,28 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
       expect(row).toMatchObject({ status: "FAILED", error: "interrupted by a restart" });
       expect(row.finishedAt).not.toBeNull();
       expect(await h.as("VIEWER").perf.progress({ id: orphan.id })).toMatchObject({ status: "FAILED", completedSteps: 0, totalSteps: 3, percent: 0 });
+    } finally {
+      await restarted.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("resumes runs left QUEUED by a restart: they never started, so they run when the control plane is back", async () => {
+    const config = { protocol: "http", concurrencyRange: { start: 1, end: 1, step: 1 }, batchSize: 1, measurementIntervalMs: 150, maxTrials: 3, totalSteps: 1 };
+    const queued = await db.prisma.perfReport.create({ data: { targetName: "add_sub", status: "QUEUED", config } });
+    const dir = mkdtempSync(join(tmpdir(), "operon-perf-resume-"));
+    const restarted = await ControlPlane.create({
+      db,
+      gateway: { httpUrl: gateway.httpUrl, adminKey: adminKey.key },
+      modelStoreDir: join(dir, "models"),
+      uploadStagingDir: join(dir, "staging"),
+      usageSampleIntervalSecs: 0,
+    });
+    try {
+      await restarted.services.perfRuns.settled(queued.id);
+      const row = await db.prisma.perfReport.findUniqueOrThrow({ where: { id: queued.id }, include: { samples: true } });
+      expect(row).toMatchObject({ status: "SUCCEEDED", error: null, targetVersion: "1" });
+      expect(row.samples.map((sample) => sample.concurrency)).toEqual([1]);
     } finally {
       await restarted.stop();
       rmSync(dir, { recursive: true, force: true });

@@ -1,21 +1,31 @@
 import { z } from "zod";
-import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
+import { adminProcedure, engineerProcedure, router, viewerProcedure } from "../trpc.js";
+import { AUTO_PERF_LIMITS } from "../services/perf/auto-perf-settings.js";
 
 /**
  * Perf runs (the `operon perf` engine against the gateway, in the
- * background, one at a time). Viewers read reports and progress; engineers
- * and admins start, cancel and delete runs.
+ * background, from a queue, one at a time). Viewers read reports, progress,
+ * the queue and the automatic plan; engineers and admins start, cancel and
+ * delete runs; admins change the plan of automatic runs.
  */
 const reportId = z.object({ id: z.uuid() });
 
 const count = (max: number) => z.number().int().min(1).max(max);
 
+const target = z.object({ kind: z.enum(["MODEL", "OPERATOR"]), name: z.string().trim().min(1, { error: "required" }).max(128) });
+
+const bounded = (key: keyof typeof AUTO_PERF_LIMITS, integer: boolean) => {
+  const [min, max] = AUTO_PERF_LIMITS[key];
+  return (integer ? z.number().int() : z.number()).min(min).max(max).optional();
+};
+
 export const perfRouter = router({
   /**
-   * Checks the target and starts measuring: → { id } of a RUNNING report.
-   * CONFLICT while another run is going; NOT_FOUND when the gateway does not
-   * serve the target. Only HTTP: the control plane knows the gateway's HTTP
-   * address alone (gRPC runs: `operon perf -i grpc`).
+   * Checks the target and queues the run: → { id, status: "QUEUED", joined }.
+   * It starts when the runs ahead of it have ended (progress tells its place);
+   * a request equal to one already queued joins it (joined: true). NOT_FOUND
+   * when the gateway does not serve the target. Only HTTP: the control plane
+   * knows the gateway's HTTP address alone (gRPC runs: `operon perf -i grpc`).
    */
   start: engineerProcedure
     .input(
@@ -37,10 +47,10 @@ export const perfRouter = router({
     )
     .mutation(({ ctx, input }) => ctx.services.perfRuns.start(ctx.actor, input)),
 
-  /** { status, completedSteps, totalSteps, currentConcurrency, percent, error }: poll it while the run goes. */
+  /** { status, completedSteps, totalSteps, currentConcurrency, percent, error, queuePosition, waitingFor }: poll it while the run waits or goes. */
   progress: viewerProcedure.input(reportId).query(({ ctx, input }) => ctx.services.perfRuns.progress(input.id)),
 
-  /** Stops the run; the steps it completed are kept and the report ends CANCELLED. */
+  /** Cancels a queued run, or stops a running one (the steps it completed are kept); the report ends CANCELLED. */
   cancel: engineerProcedure.input(reportId).mutation(({ ctx, input }) => ctx.services.perfRuns.cancel(ctx.actor, input.id, ctx.user.email)),
 
   /** Reports newest first, without samples. */
@@ -55,4 +65,34 @@ export const perfRouter = router({
     await ctx.services.perfRuns.delete(ctx.actor, input.id);
     return { ok: true as const };
   }),
+
+  /** The run measuring and the queued ones, in the order they run, and what holds the measuring slot. */
+  queue: viewerProcedure.query(({ ctx }) => ctx.services.perfRuns.queue()),
+
+  /** "The latest report" of a model or operator page: the newest report of any status, with progress while queued or running. */
+  latest: viewerProcedure.input(target).query(({ ctx, input }) => ctx.services.perfRuns.latest(input)),
+
+  /** Per version of a model, newest first: its latest report and the comparison with the previous version's ("v3 is 18 % slower at c8 than v2"). */
+  versions: viewerProcedure.input(z.object({ model: z.string().trim().min(1).max(128) })).query(({ ctx, input }) => ctx.services.perfRuns.versionReports(input.model)),
+
+  /** The plan of automatic runs and whether they are on; everyone signed in may read it. */
+  settings: viewerProcedure.query(({ ctx }) => ctx.services.perfRuns.settings.get()),
+
+  /** Admins only: changes the plan (fields left out stay); off cancels the automatic runs still queued. Audited (perf.settings). */
+  updateSettings: adminProcedure
+    .input(
+      z
+        .object({
+          enabled: z.boolean().optional(),
+          maxConcurrency: bounded("maxConcurrency", true),
+          measurementIntervalMs: bounded("measurementIntervalMs", true),
+          maxTrials: bounded("maxTrials", true),
+          timeBoundSecs: bounded("timeBoundSecs", true),
+          minGainPercent: bounded("minGainPercent", false),
+          headroomMaxRequestsPerSec: bounded("headroomMaxRequestsPerSec", false),
+          maxWaitSecs: bounded("maxWaitSecs", true),
+        })
+        .strict(),
+    )
+    .mutation(({ ctx, input }) => ctx.services.perfRuns.updateSettings(ctx.actor, input, ctx.user.email)),
 });

@@ -27,8 +27,19 @@ export interface ControlPlaneHarness {
   close(): Promise<void>;
 }
 
-export async function createControlPlaneHarness(db: Database, overrides: Partial<ControlPlaneOptions> = {}): Promise<ControlPlaneHarness> {
+/**
+ * Automatic perf runs are off in the harness unless `autoPerf` is set: a
+ * router test that uploads a model or registers an operator should not
+ * find a background load test measuring beside it.
+ */
+export async function createControlPlaneHarness(
+  db: Database,
+  overrides: Partial<ControlPlaneOptions> = {},
+  harness: { autoPerf?: boolean } = {},
+): Promise<ControlPlaneHarness> {
   await migrate(db);
+  const enabled = harness.autoPerf ?? false;
+  await db.prisma.autoPerfSettings.upsert({ where: { id: "default" }, create: { id: "default", enabled }, update: { enabled } });
   const dir = mkdtempSync(join(tmpdir(), "operon-api-"));
   const controlPlane = await ControlPlane.create({
     db,

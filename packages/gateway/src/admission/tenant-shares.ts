@@ -56,7 +56,8 @@ export interface GatedModel<Q extends GatedRequest = GatedRequest, R extends Mea
 /** What the gate reads of a request (ScheduledRequest has it). */
 export interface GatedRequest {
   batchSize: number;
-  signal?: AbortSignal;
+  /** Read when the request's turn comes: a request cancelled while it waited is dropped then. */
+  signal?: { readonly aborted: boolean } | undefined;
 }
 
 /** What the gate reads of a finished execution (ScheduledResult has it). */

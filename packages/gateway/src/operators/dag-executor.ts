@@ -1,7 +1,7 @@
 import { elementByteSize } from "@operon/protocol/datatypes";
 import { OperonError, asOperonError } from "@operon/protocol/errors";
 import { bfloat16BitsToNumber, float16BitsToNumber } from "@operon/protocol/half-float";
-import type { InferResponse } from "@operon/protocol/inference";
+import type { CancelSignal, InferResponse } from "@operon/protocol/inference";
 import { decodeBytesElements, type Parameters, type Tensor } from "@operon/protocol/tensor";
 import {
   PARAM_PREFIX,
@@ -67,7 +67,7 @@ export interface DagRunOptions {
   parameters?: Parameters;
   /** Operator outputs to answer (default: all, in spec order). */
   outputNames?: string[];
-  signal?: AbortSignal;
+  signal?: CancelSignal;
   /**
    * Keep each model step's outputs on its StepRecord (a debugging view).
    * Off by default: the board's intermediate tensors are then released as
@@ -541,7 +541,7 @@ export class StepLimiter {
   }
 }
 
-function cancelled(signal: AbortSignal): OperonError {
+function cancelled(signal: CancelSignal): OperonError {
   const reason: unknown = signal.reason;
   return reason instanceof OperonError ? reason : new OperonError("CANCELLED", "cancelled while waiting for the step's in-flight cap");
 }

@@ -1,4 +1,5 @@
 import { OperonError } from "@operon/protocol/errors";
+import type { CancelSignal } from "@operon/protocol/inference";
 import type { Parameters } from "@operon/protocol/tensor";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { ExecutionTiming } from "../observability/model-stats.js";
@@ -84,7 +85,7 @@ export class OperatorRunner implements VersionRunner {
     const withOutputs = debugFlag(request.parameters, STEP_OUTPUTS_PARAMETER);
     // One signal for the DAG: the client's, or the end of the drain at stop.
     const controller = new AbortController();
-    const forward = (source: AbortSignal) => (): void => controller.abort(source.reason);
+    const forward = (source: CancelSignal) => (): void => controller.abort(source.reason);
     const onClient = request.signal !== undefined ? forward(request.signal) : undefined;
     const onStop = forward(this.stopController.signal);
     if (request.signal !== undefined && onClient !== undefined) request.signal.addEventListener("abort", onClient, { once: true });

@@ -1,6 +1,7 @@
 import { elementByteSize, elementCount } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
+import { alignedOffset, allocateHandOff } from "@operon/protocol/thread-wire";
 
 /**
  * Joining requests into one batch along the first (batch) dimension and
@@ -16,21 +17,41 @@ export function batchShapeKey(inputs: readonly Tensor[]): string {
   return key;
 }
 
-/** Concatenates every request's inputs; `batchSizes[i]` is request i's first dimension. */
+/**
+ * Concatenates every request's inputs; `batchSizes[i]` is request i's first
+ * dimension. All the joined inputs lie in one hand-off buffer
+ * (@operon/protocol/thread-wire allocateHandOff), so a thread instance
+ * sends the batch as it is: one copy of the batch in all, not two.
+ */
 export function joinBatch(requests: ReadonlyArray<readonly Tensor[]>, batchSizes: readonly number[]): Tensor[] {
   const first = requests[0];
   if (first === undefined) throw new OperonError("INTERNAL", "cannot join an empty batch");
   if (requests.length === 1) return [...first];
   const total = batchSizes.reduce((sum, size) => sum + size, 0);
-  return first.map((template, index) => {
-    const parts = requests.map((inputs) => {
+  const offsets: number[] = new Array(first.length);
+  let bytes = 0;
+  for (let index = 0; index < first.length; index += 1) {
+    const template = first[index]!;
+    bytes = alignedOffset(bytes);
+    offsets[index] = bytes;
+    for (const inputs of requests) {
       const input = inputs[index];
       if (input === undefined || input.name !== template.name) {
         throw new OperonError("INTERNAL", `requests in one batch disagree on input ${index} ('${template.name}')`);
       }
-      return input.data;
-    });
-    return { name: template.name, datatype: template.datatype, shape: [total, ...template.shape.slice(1)], data: Buffer.concat(parts) };
+      bytes += input.data.length;
+    }
+  }
+  const joined = allocateHandOff(bytes);
+  return first.map((template, index) => {
+    const start = offsets[index]!;
+    let at = start;
+    for (const inputs of requests) {
+      const data = inputs[index]!.data;
+      joined.set(data, at);
+      at += data.length;
+    }
+    return { name: template.name, datatype: template.datatype, shape: [total, ...template.shape.slice(1)], data: joined.subarray(start, at) };
   });
 }
 

@@ -1,4 +1,5 @@
 import { OperonError } from "@operon/protocol/errors";
+import type { CancelSignal } from "@operon/protocol/inference";
 import type { Parameters, Tensor } from "@operon/protocol/tensor";
 import type { ExecutionTiming } from "../observability/model-stats.js";
 import { batchShapeKey, joinBatch, splitBatch } from "./batch-tensors.js";
@@ -36,7 +37,7 @@ export interface ScheduledRequest {
   level: number;
   /** Queue timeout from queueTimeoutNsOf (0 = none). */
   timeoutNs: number;
-  signal?: AbortSignal;
+  signal?: CancelSignal;
   /** What the instance learns of the request (see RequestContext). */
   context?: RequestContext;
   /** Set for a streamed request: receives every response, the last one with final: true. */

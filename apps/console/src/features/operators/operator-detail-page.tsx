@@ -18,6 +18,7 @@ import { operatorHref, sourceLabel, stateLabel, type OperatorDetail } from "./op
 import { OperatorVersions } from "./operator-versions";
 import { specGraph } from "@operon/operator-spec/spec-graph";
 import { TryItPanel } from "./try-it-panel";
+import { LatestPerfReport } from "../perf/latest-perf-report";
 import { BreakableText } from "@/components/breakable-text";
 
 export function OperatorDetailPage({ name }: { name: string }) {
@@ -107,6 +108,7 @@ function OperatorDetailView({ detail }: { detail: OperatorDetail }) {
       ) : (
         <p className="notice">Trying an operator needs the engineer role.</p>
       )}
+      <LatestPerfReport kind="OPERATOR" name={detail.name} canCancel={canManage} />
       {detail.stored ? <OperatorVersions name={detail.name} latest={detail.latestVersion} /> : null}
     </>
   );

@@ -16,8 +16,8 @@ import { SubmitButton } from "@/components/form/submit-button";
 
 const FIELDS = ["target.name", "target.kind", "target", "concurrency", "concurrency.start", "concurrency.end", "concurrency.step", "batchSize", "measurementIntervalMs"];
 
-/** Starts a perf run (perf.start); the page then follows its progress. */
-export function NewPerfRunForm({ onStarted, disabled }: { onStarted: (id: string) => void; disabled: boolean }) {
+/** Queues a perf run (perf.start); the page then follows its progress. */
+export function NewPerfRunForm({ onStarted, queueBusy }: { onStarted: (id: string) => void; queueBusy: boolean }) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const targets = usePerfTargets();
@@ -93,8 +93,8 @@ export function NewPerfRunForm({ onStarted, disabled }: { onStarted: (id: string
       />
       <FormAlert message={formMessage(problem, FIELDS)} />
       <div className="form-actions">
-        <SubmitButton pending={start.isPending} label="Start run" pendingLabel="Starting…" disabled={disabled} />
-        {disabled ? <span className="muted">A run is going; one runs at a time.</span> : null}
+        <SubmitButton pending={start.isPending} label="Start run" pendingLabel="Starting…" />
+        {queueBusy ? <span className="muted">A run is going; a new one waits in the queue until it ends.</span> : null}
       </div>
     </form>
   );

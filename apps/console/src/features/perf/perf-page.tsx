@@ -10,6 +10,8 @@ import { useTRPC } from "@/lib/trpc";
 import { NewPerfRunForm } from "./new-perf-run-form";
 import { PerfReportsTable } from "./perf-reports-table";
 import { PerfRunProgress } from "./perf-run-progress";
+import { AutoPerfSettingsSection } from "./auto-perf-settings-section";
+import { isPending } from "./perf-types";
 
 /** Perf reports: start a run, follow it, and the reports of earlier runs. */
 export function PerfPage() {
@@ -19,16 +21,19 @@ export function PerfPage() {
   // Runs may be started elsewhere (another person, the API): look again now and then, more often while one goes.
   const reports = useQuery({
     ...trpc.perf.list.queryOptions(),
-    refetchInterval: (query) => (query.state.data?.some((report) => report.status === "RUNNING") ? 3_000 : 15_000),
+    refetchInterval: (query) => (query.state.data?.some((report) => isPending(report.status)) ? 3_000 : 15_000),
   });
   const [startedId, setStartedId] = useState<string | null>(null);
-  // The run this page follows: the one just started, else one that was already going.
+  // The run this page follows: the one just started, else one that is going.
   const runningId = reports.data?.find((report) => report.status === "RUNNING")?.id ?? null;
   const followed = startedId ?? runningId;
   return (
     <>
       <PageHeader title="Perf reports">
-        <p>Load tests against the gateway (the <code>operon perf</code> engine over HTTP): throughput and latency per concurrency step. One run at a time.</p>
+        <p>
+          Load tests against the gateway (the <code>operon perf</code> engine over HTTP): throughput and latency per concurrency step. Runs wait in a queue and run one at a time;
+          uploads, new versions, config changes and operator versions queue one automatically.
+        </p>
       </PageHeader>
       {followed ? (
         <section className="card" aria-labelledby="run-title">
@@ -38,9 +43,10 @@ export function PerfPage() {
       ) : null}
       {canManage ? (
         <section className="card">
-          <NewPerfRunForm onStarted={setStartedId} disabled={runningId !== null} />
+          <NewPerfRunForm onStarted={setStartedId} queueBusy={runningId !== null} />
         </section>
       ) : null}
+      <AutoPerfSettingsSection />
       <section className="card" aria-labelledby="reports-title">
         <h2 id="reports-title">Reports</h2>
         <QueryView

@@ -1,6 +1,6 @@
 import { formatInteger, formatNumber } from "@/lib/number-format";
 import { formatDateTime } from "@/lib/format";
-import { statusLabel, targetLabel, type PerfReportDetail } from "./perf-types";
+import { isPending, statusLabel, targetLabel, triggerLabel, type PerfReportDetail } from "./perf-types";
 
 /** The run's status and how it was configured. */
 export function PerfReportFacts({ report }: { report: PerfReportDetail }) {
@@ -9,9 +9,17 @@ export function PerfReportFacts({ report }: { report: PerfReportDetail }) {
   const facts: Array<[string, string]> = [
     ["Target", targetLabel(report)],
     ["Status", statusLabel(report.status)],
-    ["Started", formatDateTime(report.createdAt)],
-    ["Finished", formatDateTime(report.finishedAt, report.status === "RUNNING" ? "still running" : "—")],
-    ["Concurrency", config ? `${config.concurrencyRange.start} to ${config.concurrencyRange.end}, step ${config.concurrencyRange.step}` : "—"],
+    ["Queued", formatDateTime(report.createdAt)],
+    ["Started", formatDateTime(report.startedAt, report.status === "QUEUED" ? "waiting in the queue" : "—")],
+    ["Finished", formatDateTime(report.finishedAt, isPending(report.status) ? "not yet" : "—")],
+    [
+      "Concurrency",
+      config?.sweep
+        ? `${config.sweep.concurrencies.join(", ")} until the throughput gains less than ${formatNumber(config.sweep.minGainPercent)} % (at most ${formatInteger(config.sweep.timeBoundSecs)} s)`
+        : config
+          ? `${config.concurrencyRange.start} to ${config.concurrencyRange.end}, step ${config.concurrencyRange.step}`
+          : "—",
+    ],
     ["Batch size", config ? String(config.batchSize) : "—"],
     ["Measurement interval", config ? `${formatInteger(config.measurementIntervalMs)} ms` : "—"],
     ["Max windows per step", config ? String(config.maxTrials) : "—"],
@@ -19,7 +27,8 @@ export function PerfReportFacts({ report }: { report: PerfReportDetail }) {
     ["Hardware profile", report.hardwareProfile?.name ?? "none"],
     ["Requests", summary ? `${formatInteger(summary.totalRequests)} (${formatInteger(summary.totalErrors)} failed)` : "—"],
     ["Best", summary?.best ? `${formatNumber(summary.best.throughput)} infer/s at concurrency ${summary.best.concurrency}` : "—"],
-    ["Started by", report.createdBy?.email ?? "—"],
+    ["Started by", triggerLabel(report)],
+    ["Host load", hostLoadLabel(report.hostLoad)],
   ];
   return (
     <dl className="facts">
@@ -31,4 +40,12 @@ export function PerfReportFacts({ report }: { report: PerfReportDetail }) {
       ))}
     </dl>
   );
+}
+
+/** How much the host was shared during the run: the reader's measure of how far the numbers may be off. */
+export function hostLoadLabel(load: PerfReportDetail["hostLoad"]): string {
+  if (load === null) return "—";
+  const other = load.otherRequestsPerSec === null ? "other traffic unknown" : `other traffic ${formatNumber(load.otherRequestsPerSec, 1)} requests/s`;
+  const waited = load.waitedMs !== null && load.waitedMs >= 1000 ? `; waited ${formatInteger(Math.round(load.waitedMs / 1000))} s for headroom` : "";
+  return `${other}; load per core ${formatNumber(load.loadPerCoreBefore)} before, ${formatNumber(load.loadPerCoreAfter)} after${waited}`;
 }

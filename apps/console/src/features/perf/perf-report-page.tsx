@@ -15,7 +15,7 @@ import { PerfReportFacts } from "./perf-report-facts";
 import { PerfRunProgress } from "./perf-run-progress";
 import { PerfTable } from "./perf-table";
 import { ThroughputLatencyChart } from "./throughput-latency-chart";
-import { targetLabel, type PerfReportDetail } from "./perf-types";
+import { isPending, targetLabel, type PerfReportDetail } from "./perf-types";
 
 export function PerfReportPage({ id }: { id: string }) {
   const trpc = useTRPC();
@@ -43,16 +43,16 @@ function PerfReportView({ report }: { report: PerfReportDetail }) {
       <section className="card" aria-labelledby="run-facts-title">
         <div className="section-header">
           <h2 id="run-facts-title">Run</h2>
-          {canManage && report.status !== "RUNNING" ? <DeletePerfReportButton report={report} onDeleted={() => router.push("/perf")} /> : null}
+          {canManage && !isPending(report.status) ? <DeletePerfReportButton report={report} onDeleted={() => router.push("/perf")} /> : null}
         </div>
-        {report.status === "RUNNING" ? <PerfRunProgress id={report.id} canCancel={canManage} showReportLink={false} /> : null}
-        {report.error && report.status !== "RUNNING" ? <p className={report.status === "FAILED" ? "form-alert" : "notice"}>{report.error}</p> : null}
+        {isPending(report.status) ? <PerfRunProgress id={report.id} canCancel={canManage} showReportLink={false} /> : null}
+        {report.error && !isPending(report.status) ? <p className={report.status === "FAILED" ? "form-alert" : "notice"}>{report.error}</p> : null}
         <PerfReportFacts report={report} />
       </section>
       {report.samples.length === 0 ? (
         <section className="card">
-          <EmptyState title={report.status === "RUNNING" ? "No step measured yet" : "No step was measured"}>
-            <p>{report.status === "RUNNING" ? "The charts appear when the run ends." : "The run ended before its first step finished."}</p>
+          <EmptyState title={isPending(report.status) ? "No step measured yet" : "No step was measured"}>
+            <p>{isPending(report.status) ? "The charts appear when the run ends." : "The run ended before its first step finished."}</p>
           </EmptyState>
         </section>
       ) : (

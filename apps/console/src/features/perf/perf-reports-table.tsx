@@ -4,7 +4,7 @@ import { formatNumber } from "@/lib/number-format";
 import Link from "next/link";
 import { formatDateTime } from "@/lib/format";
 import { DeletePerfReportButton } from "./delete-perf-report-button";
-import { reportHref, statusLabel, targetLabel, type PerfReportSummary } from "./perf-types";
+import { isPending, reportHref, statusLabel, targetLabel, triggerLabel, type PerfReportSummary } from "./perf-types";
 import { TableScroller } from "@/components/table-scroller";
 
 export function PerfReportsTable({ reports, canManage }: { reports: readonly PerfReportSummary[]; canManage: boolean }) {
@@ -43,8 +43,8 @@ export function PerfReportsTable({ reports, canManage }: { reports: readonly Per
                 <td className="cell-number">
                   {report.summary?.best ? `${formatNumber(report.summary.best.throughput)} at c=${report.summary.best.concurrency}` : "—"}
                 </td>
-                <td>{report.createdBy?.email ?? "—"}</td>
-                <td className="cell-actions">{canManage && report.status !== "RUNNING" ? <DeletePerfReportButton report={report} /> : null}</td>
+                <td>{triggerLabel(report)}</td>
+                <td className="cell-actions">{canManage && !isPending(report.status) ? <DeletePerfReportButton report={report} /> : null}</td>
               </tr>
             );
           })}

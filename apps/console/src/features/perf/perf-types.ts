@@ -7,7 +7,22 @@ export type PerfProgress = RouterOutputs["perf"]["progress"];
 export type PerfStartInput = RouterInputs["perf"]["start"];
 export type PerfStatus = PerfReportSummary["status"];
 
-const STATUS_LABELS: Record<PerfStatus, string> = { RUNNING: "Running", SUCCEEDED: "Succeeded", FAILED: "Failed", CANCELLED: "Cancelled" };
+export type PerfLatest = RouterOutputs["perf"]["latest"];
+export type PerfVersionEntry = RouterOutputs["perf"]["versions"][number];
+export type AutoPerfSettingsView = RouterOutputs["perf"]["settings"];
+
+const STATUS_LABELS: Record<PerfStatus, string> = { QUEUED: "Queued", RUNNING: "Running", SUCCEEDED: "Succeeded", FAILED: "Failed", CANCELLED: "Cancelled" };
+
+/** Queued or running: the run has not ended. */
+export function isPending(status: PerfStatus): boolean {
+  return status === "QUEUED" || status === "RUNNING";
+}
+
+/** Who asked for the run: "automatic (model.upload version 3)" or the person's email. */
+export function triggerLabel(report: { trigger: string; cause: string | null; createdBy: { email: string } | null }): string {
+  if (report.trigger === "AUTOMATIC") return `automatic${report.cause ? ` (${report.cause})` : ""}`;
+  return report.createdBy?.email ?? "—";
+}
 
 export function statusLabel(status: PerfStatus): string {
   return STATUS_LABELS[status] ?? status;

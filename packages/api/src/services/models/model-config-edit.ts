@@ -64,6 +64,8 @@ export class ModelConfigEdit {
         await this.ws.undo(`the config change of '${name}'`, [() => change.undo(), async () => (wasLoaded ? this.ws.gateway.loadModel(name) : undefined)]);
         throw error;
       }
+      // Measured only while it serves (a model that was not loaded is not measured).
+      if (wasLoaded) this.ws.options.onChange?.({ kind: "MODEL", name, action: "model.updateConfig" });
       return { name, ...modelState(view, name), config: prepared.config };
     });
   }

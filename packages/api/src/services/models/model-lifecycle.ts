@@ -75,6 +75,7 @@ export class ModelLifecycle {
         throw error;
       }
       this.ws.removed.add(name);
+      this.ws.options.onChange?.({ kind: "MODEL", name, action: "model.delete" });
       await removal.commit().catch((error: unknown) => this.ws.options.logger.warn({ err: error, model: name }, "could not remove the files of a deleted model"));
       return { name, deleted: true as const };
     });

@@ -172,6 +172,7 @@ export class ModelUploads {
         });
       });
       this.ws.removed.delete(name);
+      this.ws.options.onChange?.({ kind: "MODEL", name, version: String(version), action: existing === null ? "model.upload" : "model.version" });
       return { name, version, state: versionState(view, name, version).state };
     } catch (error) {
       // Order matters: nothing may serve from files while they go, and a reload must see the restored ones.

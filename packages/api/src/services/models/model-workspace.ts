@@ -12,6 +12,7 @@ import type { ModelStore } from "./model-store.js";
 import type { UploadSessions } from "./upload-sessions.js";
 import { notFoundModel, type GatewayView } from "./model-gateway-view.js";
 import type { Logger } from "@operon/protocol/logger";
+import type { TargetChangeListener } from "../target-changes.js";
 
 /** What the model services are built from (createModelServices in model-services.ts). */
 export interface ModelServicesOptions {
@@ -21,6 +22,8 @@ export interface ModelServicesOptions {
   uploads: UploadSessions;
   maxUploadBytes: number;
   logger: Logger;
+  /** Told of each stored upload and config change (automatic perf reports); optional. */
+  onChange?: TargetChangeListener | undefined;
 }
 
 /**

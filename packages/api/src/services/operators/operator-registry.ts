@@ -6,6 +6,7 @@ import type { GatewayClient, GatewayOperator, OperatorProblem, OperatorValidatio
 import { KeyedLock } from "../keyed-lock.js";
 import { isUniqueViolation } from "../accounts/user-accounts.js";
 import type { Logger } from "@operon/protocol/logger";
+import type { TargetChangeListener } from "../target-changes.js";
 
 /**
  * Operators (DAGs of model calls) as the control plane keeps them: the
@@ -121,6 +122,8 @@ export class OperatorRegistry {
     private readonly prisma: PrismaClient,
     private readonly gateway: GatewayClient,
     private readonly logger: Logger,
+    /** Told of each registration and new version once stored (automatic perf reports); optional. */
+    private readonly onChange?: TargetChangeListener,
   ) {}
 
   /** Stored operators, then served ones not stored here (repository ensembles, direct registrations). */
@@ -197,6 +200,7 @@ export class OperatorRegistry {
         if (isUniqueViolation(error)) throw new AppError("CONFLICT", `an operator named '${input.name}' already exists`, { cause: error });
         throw error;
       }
+      this.onChange?.({ kind: "OPERATOR", name: input.name, version: "1", action: "operator.create" });
       return this.get(input.name);
     });
   }
@@ -209,6 +213,7 @@ export class OperatorRegistry {
       if (before === null) throw notFound(`operator '${input.name}'`);
       await this.assertValid(input.name, spec);
       await this.gateway.registerOperator(input.name, spec);
+      let stored = 0;
       try {
         await this.prisma.$transaction(async (tx) => {
           const current = await tx.operator.findUniqueOrThrow({ where: { id: before.id } });
@@ -222,6 +227,7 @@ export class OperatorRegistry {
             },
           });
           await tx.operatorVersion.create({ data: { operatorId: before.id, version, spec: spec as Prisma.InputJsonObject, createdById: actor.userId } });
+          stored = version;
           await recordAudit(tx, actor, {
             action: "operator.update",
             targetType: "Operator",
@@ -236,6 +242,7 @@ export class OperatorRegistry {
         );
         throw error;
       }
+      this.onChange?.({ kind: "OPERATOR", name: input.name, version: String(stored), action: "operator.update" });
       return this.get(input.name);
     });
   }
@@ -275,6 +282,7 @@ export class OperatorRegistry {
         }
         throw error;
       }
+      this.onChange?.({ kind: "OPERATOR", name, action: "operator.delete" });
     });
   }
 

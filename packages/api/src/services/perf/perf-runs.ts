@@ -1,25 +1,60 @@
-import type { PerfReport as PerfReportRow, PerfRunStatus, PerfSample, PerfTargetKind, Prisma, PrismaClient } from "@operon/db";
+import { cpus, loadavg } from "node:os";
+import type { PerfReport as PerfReportRow, PerfRunStatus, PerfTargetKind, PerfTrigger, Prisma, PrismaClient } from "@operon/db";
 import { expandLoadRange, validateLoadRange, type LoadRange } from "@operon/perf/load-range";
 import { messageOf } from "@operon/perf/perf-error";
 import type { PerfProgress } from "@operon/perf/perf-progress";
-import type { PerfReport, PerfStep } from "@operon/perf/perf-report";
+import type { PerfReport } from "@operon/perf/perf-report";
 import { PERF_DEFAULTS, runPerf, type PerfOptions } from "@operon/perf/run-perf";
 import { AppError, notFound } from "../../app-error.js";
 import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-client.js";
 import type { Logger } from "@operon/protocol/logger";
+import { AutoPerfSettingsStore, type AutoPerfSettings, type AutoPerfSettingsPatch } from "./auto-perf-settings.js";
+import { runConcurrencySweep, sweepConcurrencies, type SweepStopReason } from "./concurrency-sweep.js";
+import { ExclusiveSlot } from "./exclusive-slot.js";
+import { GatewayTrafficProbe, requestTotal } from "./gateway-traffic.js";
+import { waitForHeadroom, type GateClock, type HeadroomResult, type TrafficProbe } from "./headroom-gate.js";
+import { compareVersionList, type VersionComparison } from "./version-comparison.js";
+import {
+  configOf,
+  reportRelations,
+  sampleOf,
+  summaryOf,
+  viewReport,
+  viewSample,
+  type PerfHostLoad,
+  type PerfReportView,
+  type PerfRunConfig,
+  type PerfSampleView,
+} from "./perf-report-views.js";
+
+export type { PerfHostLoad, PerfReportView, PerfRunConfig, PerfRunSummary, PerfSampleView } from "./perf-report-views.js";
 
 /**
- * Perf runs started from the console: the `operon perf` engine (runPerf)
- * run in the background against the gateway, one run at a time, its
- * progress kept in memory and its result stored as a PerfReport with one
- * PerfSample per concurrency step.
+ * Perf runs: the `operon perf` engine (runPerf) run in the background
+ * against the gateway, from a queue, one at a time, its progress kept in
+ * memory and its result stored as a PerfReport with one PerfSample per
+ * concurrency step.
  *
- * Life of a report: RUNNING (created by start) -> SUCCEEDED (samples and
- * summary written in one transaction with the status) | FAILED (error set;
- * the samples of the steps that completed are kept) | CANCELLED (cancel();
- * completed steps kept). A RUNNING report without a run in this process was
- * left by a crash: recoverInterrupted() marks it FAILED at start-up.
+ * Two kinds of run share the queue: MANUAL ones (a person's sweep over a
+ * concurrency range) and AUTOMATIC ones, queued by the platform after a
+ * model upload, a new version, a config change or an operator registration
+ * (requestAutomatic), with the admins' plan (auto-perf-settings.ts): a
+ * doubling concurrency sweep until the throughput stops rising, bounded in
+ * time. Automatic runs start only while the host has headroom
+ * (headroom-gate.ts); manual ones start when their turn comes.
+ *
+ * Life of a report: QUEUED (created by start/requestAutomatic; a second
+ * request for the same target, version and kind while one is queued joins
+ * it) -> RUNNING -> SUCCEEDED (samples and summary written in one
+ * transaction with the status) | FAILED (error set; the samples of the
+ * steps that completed are kept) | CANCELLED (cancel(), queued or running;
+ * completed steps kept). At start-up a RUNNING report was left by a crash
+ * and is marked FAILED (recoverInterrupted); QUEUED ones are resumed: they
+ * never started, so nothing is lost by running them later.
+ *
+ * The queue runs in the control plane's one measuring slot (runExclusive),
+ * which other measuring work (the config search) shares.
  */
 export interface PerfRunInput {
   target: { kind: PerfTargetKind; name: string; version?: string | undefined };
@@ -29,16 +64,6 @@ export interface PerfRunInput {
   /** Measurement windows per step at most (perf_analyzer's max trials); default PERF_DEFAULTS.maxTrials. */
   maxTrials?: number | undefined;
   protocol: "http";
-}
-
-/** What start stores in PerfReport.config. */
-export interface PerfRunConfig {
-  protocol: "http";
-  concurrencyRange: LoadRange;
-  batchSize: number;
-  measurementIntervalMs: number;
-  maxTrials: number;
-  totalSteps: number;
 }
 
 export interface PerfProgressView {
@@ -51,66 +76,19 @@ export interface PerfProgressView {
   /** 0..100: completed steps plus the share of the current step's windows. */
   percent: number;
   error: string | null;
-}
-
-export interface PerfSampleView {
-  concurrency: number;
-  batchSize: number;
-  /** Inferences per second. */
-  throughput: number;
-  latencyAvgUs: number | null;
-  latencyP50Us: number | null;
-  latencyP90Us: number | null;
-  latencyP95Us: number | null;
-  latencyP99Us: number | null;
-  /** Server-side average queue and compute (input + infer + output) time per request; null without server statistics. */
-  queueUs: number | null;
-  computeUs: number | null;
-  errorCount: number;
-}
-
-export interface PerfReportView {
-  id: string;
-  targetKind: PerfTargetKind;
-  targetName: string;
-  targetVersion: string | null;
-  status: PerfRunStatus;
-  error: string | null;
-  config: PerfRunConfig | null;
-  summary: PerfRunSummary | null;
-  hardwareProfile: { id: string; name: string } | null;
-  createdBy: { id: string; email: string } | null;
-  createdAt: Date;
-  finishedAt: Date | null;
-}
-
-/** Stored in PerfReport.summary: the run's headline numbers and the per-step details Triton's perf table shows. */
-export interface PerfRunSummary {
-  version: string;
-  protocol: "http" | "grpc";
-  maxBatchSize: number;
-  inputs: Array<{ name: string; datatype: string; shape: number[] }>;
-  startedAt: string;
-  finishedAt: string;
-  totalRequests: number;
-  totalErrors: number;
-  /** The step with the highest throughput. */
-  best: { concurrency: number; throughput: number; latencyP99Us: number } | null;
-  errorSamples: string[];
-  steps: Array<{
-    concurrency: number;
-    requests: number;
-    errors: number;
-    stable: boolean;
-    throughputRequestsPerSec: number;
-    server: { queueUs: number; computeInputUs: number; computeInferUs: number; computeOutputUs: number; batchSizes: Record<string, number> } | null;
-  }>;
+  /** QUEUED only: runs ahead of it (the one measuring counts), else null. */
+  queuePosition: number | null;
+  /** What it waits for, e.g. "waiting for headroom: 120 requests/s", else null. */
+  waitingFor: string | null;
 }
 
 interface ActiveRun {
   id: string;
   targetName: string;
   controller: AbortController;
+  /** waiting: QUEUED, its turn came and it waits for headroom; measuring: RUNNING. */
+  phase: "waiting" | "measuring";
+  waitingFor: string | null;
   totalSteps: number;
   completedSteps: number;
   currentConcurrency: number | null;
@@ -131,9 +109,43 @@ interface TargetLinks {
   hardwareProfileId?: string;
 }
 
+export interface PerfRunsOptions {
+  /** Measures the gateway's traffic for the headroom gate (default: its statistics over 1 s). */
+  probe?: TrafficProbe | undefined;
+  gateClock?: GateClock | undefined;
+  /** Pause between headroom checks while the host is busy (default 5 s). */
+  headroomRecheckMs?: number | undefined;
+}
+
+/** What start and requestAutomatic answer. */
+export interface QueuedRun {
+  id: string;
+  status: PerfRunStatus;
+  /** True when the request joined a run that was already queued for the same target and version. */
+  joined: boolean;
+}
+
+/** The target's latest report and, while it is queued or running, its progress. */
+export interface LatestReportView {
+  report: PerfReportView | null;
+  progress: PerfProgressView | null;
+}
+
+export interface VersionPerfView {
+  version: string;
+  /** The version's latest report of any status (its status shows on the version list). */
+  latest: PerfReportView | null;
+  /** Against the previous version's latest successful report; null without one or without a common concurrency. */
+  comparison: VersionComparison | null;
+}
+
 export class PerfRuns {
+  readonly settings: AutoPerfSettingsStore;
+  private readonly slot = new ExclusiveSlot();
+  private readonly probe: TrafficProbe;
   private active: ActiveRun | undefined;
-  private starting = false;
+  private draining: Promise<void> | undefined;
+  private kicked = false;
   private stopped = false;
 
   constructor(
@@ -141,9 +153,25 @@ export class PerfRuns {
     private readonly gateway: GatewayClient,
     private readonly gatewayOptions: GatewayClientOptions,
     private readonly logger: Logger,
-  ) {}
+    private readonly options: PerfRunsOptions = {},
+  ) {
+    this.settings = new AutoPerfSettingsStore(prisma);
+    this.probe = options.probe ?? new GatewayTrafficProbe(gateway);
+  }
 
-  /** Marks the RUNNING reports a crash left behind FAILED; returns how many. Call before any start. */
+  /**
+   * Runs `fn` in the control plane's one measuring slot, after the perf run
+   * measuring now (if any) and every earlier runExclusive caller; perf runs
+   * queued later wait for it. See ExclusiveSlot for the contract: fn must
+   * end by itself (bound it), `signal` skips its turn if it aborts before
+   * fn starts, not reentrant. `label` names the work in the queue's status
+   * (e.g. "config search of 'resnet50'").
+   */
+  runExclusive<T>(label: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return this.slot.run(label, fn, signal);
+  }
+
+  /** Marks the RUNNING reports a crash left behind FAILED; returns how many. Call before any start. QUEUED ones stay for resume(). */
   async recoverInterrupted(): Promise<number> {
     return this.prisma.$transaction(async (tx) => {
       const orphans = await tx.perfReport.findMany({ where: { status: "RUNNING" }, select: { id: true } });
@@ -159,74 +187,81 @@ export class PerfRuns {
     });
   }
 
+  /** Starts working through the runs left QUEUED by the previous process; returns how many wait. */
+  async resume(): Promise<number> {
+    const queued = await this.prisma.perfReport.count({ where: { status: "QUEUED" } });
+    if (queued > 0) this.pump();
+    return queued;
+  }
+
   /**
-   * Checks the target (served, of the kind named, batch size within its
-   * max_batch_size), stores a RUNNING report and starts measuring in the
-   * background. CONFLICT while another run is going.
+   * A person's run: checks the target (served, of the kind named, batch
+   * size within its max_batch_size) and queues it. It starts when its turn
+   * comes, without waiting for headroom. A request equal to a run already
+   * queued (same target, version and plan) joins it.
    */
-  async start(actor: Actor, input: PerfRunInput): Promise<{ id: string }> {
+  async start(actor: Actor, input: PerfRunInput): Promise<QueuedRun> {
     if (this.stopped) throw new AppError("GATEWAY_UNAVAILABLE", "the control plane is stopping; start the run again once it is back");
     const range = checkRange(input.concurrency);
-    if (this.active !== undefined || this.starting) throw this.busy();
-    this.starting = true;
+    const links = await this.resolveTarget(input.target, input.batchSize);
+    const config: PerfRunConfig = {
+      protocol: input.protocol,
+      concurrencyRange: range,
+      batchSize: input.batchSize,
+      measurementIntervalMs: input.measurementIntervalMs,
+      maxTrials: input.maxTrials ?? PERF_DEFAULTS.maxTrials,
+      totalSteps: expandLoadRange(range).length,
+    };
+    return this.enqueue(actor, "MANUAL", input.target, links, config, null);
+  }
+
+  /**
+   * The platform's run after a change (`cause`, e.g. "model.upload version
+   * 3"): queued with the admins' plan unless automatic runs are off or the
+   * gateway does not serve the target (then nothing is queued and the
+   * reason is logged). Never throws: the change that asked has succeeded
+   * whatever happens here. Resolves to the queued run, or undefined.
+   */
+  async requestAutomatic(target: { kind: PerfTargetKind; name: string; version?: string | undefined }, cause: string): Promise<QueuedRun | undefined> {
     try {
-      const links = await this.resolveTarget(input);
-      const totalSteps = expandLoadRange(range).length;
-      const config: PerfRunConfig = {
-        protocol: input.protocol,
-        concurrencyRange: range,
-        batchSize: input.batchSize,
-        measurementIntervalMs: input.measurementIntervalMs,
-        maxTrials: input.maxTrials ?? PERF_DEFAULTS.maxTrials,
-        totalSteps,
-      };
-      const report = await this.prisma.$transaction(async (tx) => {
-        const running = await tx.perfReport.findFirst({ where: { status: "RUNNING" }, select: { id: true, targetName: true } });
-        if (running !== null) throw this.busy(running);
-        const created = await tx.perfReport.create({
-          data: {
-            targetKind: input.target.kind,
-            targetName: input.target.name,
-            targetVersion: input.target.version ?? null,
-            ...links,
-            createdById: actor.userId,
-            status: "RUNNING",
-            config: config as unknown as Prisma.InputJsonObject,
-          },
-        });
-        await recordAudit(tx, actor, {
-          action: "perf.start",
-          targetType: "PerfReport",
-          targetId: created.id,
-          after: { target: input.target, ...config },
-        });
-        return created;
-      });
-      const run: ActiveRun = {
-        id: report.id,
-        targetName: report.targetName,
-        controller: new AbortController(),
-        totalSteps,
-        completedSteps: 0,
-        currentConcurrency: null,
-        window: 0,
-        maxWindows: config.maxTrials,
-        cancelledBy: undefined,
-        done: Promise.resolve(),
-      };
-      this.active = run;
-      run.done = this.execute(run, input, config).finally(() => {
-        if (this.active === run) this.active = undefined;
-      });
-      return { id: report.id };
-    } finally {
-      this.starting = false;
+      if (this.stopped) return undefined;
+      const settings = await this.settings.get();
+      if (!settings.enabled) return undefined;
+      const links = await this.resolveTarget(target, 1);
+      return await this.enqueue(SYSTEM_ACTOR, "AUTOMATIC", target, links, automaticConfig(settings), cause);
+    } catch (error) {
+      this.logger.info({ target: target.name, cause, err: messageOf(error) }, "no automatic perf run queued");
+      return undefined;
     }
+  }
+
+  /**
+   * The target is gone (its reports went with its row): a run of it that
+   * waits or measures is stopped, so the slot is free for the next one.
+   */
+  targetDeleted(target: { kind: PerfTargetKind; name: string }): void {
+    const run = this.active;
+    if (run !== undefined && run.targetName === target.name) run.controller.abort(new Error(`${target.kind === "MODEL" ? "model" : "operator"} '${target.name}' was deleted`));
+  }
+
+  /** The plan of automatic runs. Turning them off cancels the automatic runs still queued (audited each). */
+  async updateSettings(actor: Actor, patch: AutoPerfSettingsPatch, who: string): Promise<AutoPerfSettings> {
+    const settings = await this.settings.update(actor, patch);
+    if (!settings.enabled) {
+      const queued = await this.prisma.perfReport.findMany({ where: { status: "QUEUED", trigger: "AUTOMATIC" }, select: { id: true } });
+      for (const { id } of queued) {
+        await this.cancel(actor, id, `${who} (automatic runs turned off)`).catch(() => undefined);
+      }
+    }
+    return settings;
   }
 
   async progress(id: string): Promise<PerfProgressView> {
     const run = this.active;
     if (run !== undefined && run.id === id) {
+      if (run.phase === "waiting") {
+        return { id, status: "QUEUED", completedSteps: 0, totalSteps: run.totalSteps, currentConcurrency: null, percent: 0, error: null, queuePosition: 0, waitingFor: run.waitingFor };
+      }
       const stepShare = run.currentConcurrency === null ? 0 : Math.min(run.window / Math.max(1, run.maxWindows), 0.99);
       return {
         id,
@@ -234,15 +269,25 @@ export class PerfRuns {
         completedSteps: run.completedSteps,
         totalSteps: run.totalSteps,
         currentConcurrency: run.currentConcurrency,
-        percent: round1(((run.completedSteps + stepShare) / run.totalSteps) * 100),
+        percent: round1(Math.min(99.9, ((run.completedSteps + stepShare) / run.totalSteps) * 100)),
         error: null,
+        queuePosition: null,
+        waitingFor: null,
       };
     }
     const report = await this.prisma.perfReport.findUnique({ where: { id }, include: { _count: { select: { samples: true } } } });
     if (report === null) throw notFound(`perf report ${id}`);
     const config = configOf(report);
-    const totalSteps = config?.totalSteps ?? report._count.samples;
     const completedSteps = report._count.samples;
+    const totalSteps = report.status === "SUCCEEDED" ? completedSteps : (config?.totalSteps ?? completedSteps);
+    let queuePosition: number | null = null;
+    let waitingFor: string | null = null;
+    if (report.status === "QUEUED") {
+      const ahead = await this.prisma.perfReport.count({ where: { status: "QUEUED", OR: [{ createdAt: { lt: report.createdAt } }, { createdAt: report.createdAt, id: { lt: report.id } }] } });
+      queuePosition = ahead + (this.active !== undefined ? 1 : 0);
+      const holder = this.slot.current;
+      waitingFor = holder !== undefined && !holder.startsWith("perf ") ? `its turn (measuring now: ${holder})` : "its turn";
+    }
     return {
       id,
       status: report.status,
@@ -251,10 +296,12 @@ export class PerfRuns {
       currentConcurrency: null,
       percent: report.status === "SUCCEEDED" ? 100 : totalSteps > 0 ? round1((completedSteps / totalSteps) * 100) : 0,
       error: report.error,
+      queuePosition,
+      waitingFor,
     };
   }
 
-  /** Stops a running run; the steps it completed are kept. Resolves once the report is CANCELLED. */
+  /** Cancels a queued run, or stops a running one (the steps it completed are kept). Resolves once the report is CANCELLED. */
   async cancel(actor: Actor, id: string, who: string): Promise<PerfProgressView> {
     const run = this.active;
     if (run !== undefined && run.id === id) {
@@ -266,10 +313,13 @@ export class PerfRuns {
     await this.prisma.$transaction(async (tx) => {
       const report = await tx.perfReport.findUnique({ where: { id } });
       if (report === null) throw notFound(`perf report ${id}`);
-      if (report.status !== "RUNNING") throw new AppError("CONFLICT", `perf report ${id} is not running (it is ${report.status.toLowerCase()})`);
-      // RUNNING with no run in this process: a run another control plane owns, or one whose process died.
-      await tx.perfReport.update({ where: { id }, data: { status: "CANCELLED", error: `cancelled by ${who}`, finishedAt: new Date() } });
-      await recordAudit(tx, actor, { action: "perf.cancel", targetType: "PerfReport", targetId: id, before: { status: "RUNNING" }, after: { status: "CANCELLED" } });
+      if (report.status !== "RUNNING" && report.status !== "QUEUED") {
+        throw new AppError("CONFLICT", `perf report ${id} is neither queued nor running (it is ${report.status.toLowerCase()})`);
+      }
+      // QUEUED: not started yet. RUNNING with no run in this process: a run another control plane owns, or one whose process died.
+      const { count } = await tx.perfReport.updateMany({ where: { id, status: report.status }, data: { status: "CANCELLED", error: `cancelled by ${who}`, finishedAt: new Date() } });
+      if (count === 0) throw new AppError("CONFLICT", `perf report ${id} changed meanwhile; look at it again`);
+      await recordAudit(tx, actor, { action: "perf.cancel", targetType: "PerfReport", targetId: id, before: { status: report.status }, after: { status: "CANCELLED" } });
     });
     return this.progress(id);
   }
@@ -284,6 +334,55 @@ export class PerfRuns {
     return rows.map(viewReport);
   }
 
+  /** The queue: the run measuring (if any) and the queued ones in the order they will run, plus what holds the slot. */
+  async queue(): Promise<{ slotHolder: string | null; runs: PerfReportView[] }> {
+    const rows = await this.prisma.perfReport.findMany({
+      where: { status: { in: ["RUNNING", "QUEUED"] } },
+      include: reportRelations,
+      orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      take: 200,
+    });
+    const running = rows.filter((row) => row.status === "RUNNING");
+    const queued = rows.filter((row) => row.status === "QUEUED");
+    return { slotHolder: this.slot.current ?? null, runs: [...running, ...queued].map(viewReport) };
+  }
+
+  /** The target's newest report of any status, with its progress while it is queued or running: "the latest report" of a model or operator page. */
+  async latest(target: { kind: PerfTargetKind; name: string }): Promise<LatestReportView> {
+    const row = await this.prisma.perfReport.findFirst({
+      where: { targetKind: target.kind, targetName: target.name },
+      include: reportRelations,
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+    });
+    if (row === null) return { report: null, progress: null };
+    const progress = row.status === "QUEUED" || row.status === "RUNNING" ? await this.progress(row.id) : null;
+    return { report: viewReport(row), progress };
+  }
+
+  /**
+   * Per version of a model: its latest report and how its latest successful
+   * report compares with the previous version's (version-comparison.ts).
+   */
+  async versionReports(modelName: string): Promise<VersionPerfView[]> {
+    const rows = await this.prisma.perfReport.findMany({
+      where: { targetKind: "MODEL", targetName: modelName, targetVersion: { not: null } },
+      include: { ...reportRelations, samples: { select: { concurrency: true, throughput: true, latencyP99Us: true } } },
+      orderBy: [{ createdAt: "desc" }, { id: "desc" }],
+      take: 500,
+    });
+    const latest = new Map<string, (typeof rows)[number]>();
+    const succeeded = new Map<string, (typeof rows)[number]>();
+    for (const row of rows) {
+      const version = row.targetVersion!;
+      if (!latest.has(version)) latest.set(version, row);
+      if (row.status === "SUCCEEDED" && row.samples.length > 0 && !succeeded.has(version)) succeeded.set(version, row);
+    }
+    const comparisons = compareVersionList([...succeeded.entries()].map(([version, row]) => ({ version, samples: row.samples })));
+    return [...latest.entries()]
+      .sort(([a], [b]) => Number(b) - Number(a) || b.localeCompare(a))
+      .map(([version, row]) => ({ version, latest: viewReport(row), comparison: comparisons.get(version) ?? null }));
+  }
+
   /** The report and its samples by ascending concurrency: the points of a throughput-vs-latency chart and the rows of Triton's perf table. */
   async get(id: string): Promise<PerfReportView & { samples: PerfSampleView[] }> {
     const row = await this.prisma.perfReport.findUnique({ where: { id }, include: { ...reportRelations, samples: { orderBy: { concurrency: "asc" } } } });
@@ -295,7 +394,7 @@ export class PerfRuns {
     await this.prisma.$transaction(async (tx) => {
       const report = await tx.perfReport.findUnique({ where: { id } });
       if (report === null) throw notFound(`perf report ${id}`);
-      if (report.status === "RUNNING") throw new AppError("CONFLICT", `perf report ${id} is running; cancel it first`);
+      if (report.status === "RUNNING" || report.status === "QUEUED") throw new AppError("CONFLICT", `perf report ${id} is ${report.status.toLowerCase()}; cancel it first`);
       await tx.perfReport.delete({ where: { id } });
       await recordAudit(tx, actor, {
         action: "perf.delete",
@@ -306,33 +405,194 @@ export class PerfRuns {
     });
   }
 
-  /** Resolves when the run (if it is this process's) has ended and its report is written. */
+  /** Resolves when the run has ended and its report is written: waits through the queue for a run of this process. */
   async settled(id: string): Promise<void> {
-    if (this.active?.id === id) await this.active.done;
+    for (;;) {
+      if (this.active?.id === id) {
+        await this.active.done;
+        return;
+      }
+      const row = await this.prisma.perfReport.findUnique({ where: { id }, select: { status: true } });
+      if (row === null || (row.status !== "QUEUED" && row.status !== "RUNNING") || this.stopped) return;
+      if (row.status === "RUNNING" && this.active?.id !== id) return; // another process's run
+      if (this.draining !== undefined) await Promise.race([this.draining, delay(50)]);
+      else await delay(50);
+    }
   }
 
-  /** Stops the running run (its report becomes FAILED, completed steps kept) and waits for its report. Idempotent. */
+  /** Stops the running run (its report becomes FAILED, completed steps kept; one waiting for headroom stays QUEUED) and the queue. Idempotent. */
   async stop(): Promise<void> {
     this.stopped = true;
     const run = this.active;
-    if (run === undefined) return;
-    run.controller.abort(new Error("interrupted: the control plane stopped during the run"));
-    await run.done;
+    run?.controller.abort(new Error("interrupted: the control plane stopped during the run"));
+    await run?.done;
+    await this.draining;
   }
 
-  private busy(running?: { id: string; targetName: string }): AppError {
-    const current = running ?? (this.active !== undefined ? { id: this.active.id, targetName: this.active.targetName } : undefined);
-    return new AppError(
-      "CONFLICT",
-      current !== undefined
-        ? `a perf run is already going (report ${current.id} on '${current.targetName}'); wait for it or cancel it`
-        : "a perf run is being started; wait for it or cancel it",
-    );
+  /** Wakes the queue; it works until no run is QUEUED. */
+  private pump(): void {
+    this.kicked = true;
+    if (this.draining !== undefined || this.stopped) return;
+    this.draining = this.drain()
+      .catch((error: unknown) => this.logger.error({ err: error }, "the perf queue stopped on an error; it resumes with the next request"))
+      .finally(() => {
+        this.draining = undefined;
+      });
+  }
+
+  private async drain(): Promise<void> {
+    while (!this.stopped) {
+      this.kicked = false;
+      const next = await this.prisma.perfReport.findFirst({ where: { status: "QUEUED" }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+      if (next === null) {
+        if (this.kicked) continue;
+        return;
+      }
+      // One slot turn per run, so that runExclusive callers take turns with the queue.
+      await this.slot.run(`perf ${next.id}`, () => this.runOne(next));
+    }
+  }
+
+  private async enqueue(
+    actor: Actor,
+    trigger: PerfTrigger,
+    target: { kind: PerfTargetKind; name: string; version?: string | undefined },
+    links: TargetLinks,
+    config: PerfRunConfig,
+    cause: string | null,
+  ): Promise<QueuedRun> {
+    const result = await this.prisma.$transaction(async (tx) => {
+      const twins = await tx.perfReport.findMany({
+        where: { status: "QUEUED", trigger, targetKind: target.kind, targetName: target.name, targetVersion: target.version ?? null },
+        orderBy: { createdAt: "asc" },
+      });
+      // Automatic runs of one target and version are the same measurement; manual ones only when their plans are equal too.
+      const twin = twins.find((row) => trigger === "AUTOMATIC" || canonicalJson(row.config) === canonicalJson(config));
+      if (twin !== undefined) {
+        if (cause !== null && twin.cause !== null && !twin.cause.includes(cause)) {
+          await tx.perfReport.update({ where: { id: twin.id }, data: { cause: `${twin.cause}; ${cause}`.slice(0, 500) } });
+        }
+        return { id: twin.id, status: twin.status, joined: true };
+      }
+      const created = await tx.perfReport.create({
+        data: {
+          targetKind: target.kind,
+          targetName: target.name,
+          targetVersion: target.version ?? null,
+          ...links,
+          createdById: actor.userId,
+          status: "QUEUED",
+          trigger,
+          cause,
+          config: config as unknown as Prisma.InputJsonObject,
+        },
+      });
+      await recordAudit(tx, actor, {
+        action: "perf.queue",
+        targetType: "PerfReport",
+        targetId: created.id,
+        after: { target, trigger, cause, ...config },
+      });
+      return { id: created.id, status: created.status, joined: false };
+    });
+    this.pump();
+    return result;
+  }
+
+  /** One queued run, in the slot: the headroom gate for automatic runs, then the measurement, then its result. */
+  private async runOne(row: PerfReportRow): Promise<void> {
+    const config = configOf(row);
+    const run: ActiveRun = {
+      id: row.id,
+      targetName: row.targetName,
+      controller: new AbortController(),
+      phase: "waiting",
+      waitingFor: null,
+      totalSteps: config?.totalSteps ?? 1,
+      completedSteps: 0,
+      currentConcurrency: null,
+      window: 0,
+      maxWindows: config?.maxTrials ?? PERF_DEFAULTS.maxTrials,
+      cancelledBy: undefined,
+      done: Promise.resolve(),
+    };
+    this.active = run;
+    let finish!: () => void;
+    run.done = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    try {
+      await this.runActive(run, row, config);
+    } catch (error) {
+      this.logger.error({ report: row.id, err: error }, "a queued perf run could not be run");
+      await this.endQueued(run, "FAILED", `the run could not start: ${messageOf(error)}`).catch(() => undefined);
+    } finally {
+      if (this.active === run) this.active = undefined;
+      finish();
+    }
+  }
+
+  private async runActive(run: ActiveRun, row: PerfReportRow, config: PerfRunConfig | null): Promise<void> {
+    if (config === null) return this.endQueued(run, "FAILED", "the report has no readable plan");
+    let gate: HeadroomResult | undefined;
+    if (row.trigger === "AUTOMATIC") {
+      const settings = await this.settings.get();
+      if (!settings.enabled) return this.endQueued(run, "CANCELLED", "automatic runs were turned off");
+      run.waitingFor = "headroom";
+      try {
+        gate = await waitForHeadroom(
+          this.probe,
+          { maxRequestsPerSec: settings.headroomMaxRequestsPerSec, maxWaitMs: settings.maxWaitSecs * 1000, recheckMs: this.options.headroomRecheckMs ?? 5000 },
+          run.controller.signal,
+          {
+            ...(this.options.gateClock !== undefined ? { clock: this.options.gateClock } : {}),
+            onBusy: (rate) => {
+              run.waitingFor = `headroom (the gateway serves ${Number.isFinite(rate) ? `${Math.round(rate * 10) / 10} requests/s` : "no answer"}; limit ${settings.headroomMaxRequestsPerSec})`;
+            },
+          },
+        );
+      } catch (error) {
+        if (run.cancelledBy !== undefined) return this.endQueued(run, "CANCELLED", messageOf(error));
+        if (this.stopped) return; // stays QUEUED: resumed at the next start
+        return this.endQueued(run, "FAILED", messageOf(error)); // e.g. its target was deleted
+      }
+      if (!gate.ok) return this.endQueued(run, "FAILED", gate.reason);
+    }
+    if (run.controller.signal.aborted) {
+      if (run.cancelledBy !== undefined) return this.endQueued(run, "CANCELLED", messageOf(run.controller.signal.reason));
+      return; // stopping: stays QUEUED
+    }
+    const started = await this.prisma.$transaction(async (tx) => {
+      const { count } = await tx.perfReport.updateMany({ where: { id: row.id, status: "QUEUED" }, data: { status: "RUNNING", startedAt: new Date() } });
+      if (count === 0) return false;
+      await recordAudit(tx, SYSTEM_ACTOR, { action: "perf.start", targetType: "PerfReport", targetId: row.id, before: { status: "QUEUED" }, after: { status: "RUNNING", trigger: row.trigger } });
+      return true;
+    });
+    if (!started) return; // cancelled (or taken) meanwhile
+    run.phase = "measuring";
+    run.waitingFor = null;
+    await this.execute(run, row, config, gate);
+  }
+
+  /** Ends a run that never measured (QUEUED -> status), audited. */
+  private async endQueued(run: ActiveRun, status: "FAILED" | "CANCELLED", error: string): Promise<void> {
+    await this.prisma.$transaction(async (tx) => {
+      const { count } = await tx.perfReport.updateMany({ where: { id: run.id, status: "QUEUED" }, data: { status, error, finishedAt: new Date() } });
+      if (count === 0) return;
+      await recordAudit(tx, status === "CANCELLED" && run.cancelledBy !== undefined ? run.cancelledBy : SYSTEM_ACTOR, {
+        action: status === "CANCELLED" ? "perf.cancel" : "perf.fail",
+        targetType: "PerfReport",
+        targetId: run.id,
+        before: { status: "QUEUED" },
+        after: { status, error },
+      });
+    });
+    if (status === "FAILED") this.logger.info({ report: run.id, error }, "queued perf run failed");
   }
 
   /** Links to the target's rows, after checking with the gateway that the target is served as the kind named. */
-  private async resolveTarget(input: PerfRunInput): Promise<TargetLinks> {
-    const { kind, name, version } = input.target;
+  private async resolveTarget(target: { kind: PerfTargetKind; name: string; version?: string | undefined }, batchSize: number): Promise<TargetLinks> {
+    const { kind, name, version } = target;
     const what = `${kind === "MODEL" ? "model" : "operator"} '${name}'${version !== undefined ? ` version ${version}` : ""}`;
     let maxBatchSize: number;
     try {
@@ -354,8 +614,8 @@ export class PerfRuns {
       });
     }
     const batchLimit = Math.max(1, maxBatchSize);
-    if (input.batchSize > batchLimit) {
-      throw new AppError("VALIDATION_FAILED", `batch size ${input.batchSize} is above ${what}'s max_batch_size (${maxBatchSize === 0 ? "0: it does not batch, so only 1" : maxBatchSize})`, {
+    if (batchSize > batchLimit) {
+      throw new AppError("VALIDATION_FAILED", `batch size ${batchSize} is above ${what}'s max_batch_size (${maxBatchSize === 0 ? "0: it does not batch, so only 1" : maxBatchSize})`, {
         fieldErrors: [{ path: "batchSize", message: `at most ${batchLimit}` }],
       });
     }
@@ -378,32 +638,80 @@ export class PerfRuns {
     return links;
   }
 
-  private async execute(run: ActiveRun, input: PerfRunInput, config: PerfRunConfig): Promise<void> {
-    const options: PerfOptions = {
-      model: input.target.name,
-      ...(input.target.version !== undefined ? { version: input.target.version } : {}),
+  /** The gateway's request total, less the target's own entries (and an operator's step models): what other clients sent. */
+  private async otherTraffic(row: PerfReportRow): Promise<number | null> {
+    try {
+      let mine = new Set([row.targetName]);
+      if (row.targetKind === "OPERATOR") {
+        const operator = await this.prisma.operator.findUnique({ where: { name: row.targetName }, select: { spec: true } });
+        const steps = (operator?.spec as { steps?: Array<{ model?: unknown }> } | null)?.steps ?? [];
+        mine = new Set([row.targetName, ...steps.flatMap((step) => (typeof step.model === "string" ? [step.model] : []))]);
+      }
+      return requestTotal(await this.gateway.statistics(), (entry) => !mine.has(entry.name));
+    } catch {
+      return null;
+    }
+  }
+
+  private async execute(run: ActiveRun, row: PerfReportRow, config: PerfRunConfig, gate: HeadroomResult | undefined): Promise<void> {
+    const base: PerfOptions = {
+      model: row.targetName,
+      // An operator is served as one version; its registry version is only the report's label.
+      ...(row.targetVersion !== null && row.targetKind === "MODEL" ? { version: row.targetVersion } : {}),
       protocol: "http",
       url: this.gatewayOptions.httpUrl,
-      concurrencyRange: config.concurrencyRange,
       batchSize: config.batchSize,
       measurementIntervalMs: config.measurementIntervalMs,
       maxTrials: config.maxTrials,
-      signal: run.controller.signal,
       ...(this.gatewayOptions.adminKey ? { headers: { authorization: `Bearer ${this.gatewayOptions.adminKey}` } } : {}),
     };
+    let stepsBefore = 0;
     const onProgress = (progress: PerfProgress): void => {
-      run.completedSteps = progress.stepIndex;
+      run.completedSteps = stepsBefore + progress.stepIndex;
       run.currentConcurrency = "concurrency" in progress.load ? progress.load.concurrency : null;
       run.window = progress.window;
       run.maxWindows = progress.maxWindows;
     };
+    const loadBefore = loadPerCore();
+    const otherBefore = await this.otherTraffic(row);
+    const measureStarted = Date.now();
     let report: PerfReport | undefined;
     let failure: string | undefined;
+    let stopReason: SweepStopReason | null = null;
     try {
-      report = await runPerf(options, { onProgress });
+      if (config.sweep === undefined) {
+        report = await runPerf({ ...base, concurrencyRange: config.concurrencyRange, signal: run.controller.signal }, { onProgress });
+      } else {
+        // The sweep measures one concurrency per runPerf call, so it can stop as soon as the curve flattens.
+        const parts: PerfReport[] = [];
+        const outcome = await runConcurrencySweep(
+          { maxConcurrency: config.concurrencyRange.end, minGainPercent: config.sweep.minGainPercent, timeBoundMs: config.sweep.timeBoundSecs * 1000 },
+          async (concurrency, signal) => {
+            stepsBefore = parts.reduce((sum, part) => sum + part.steps.length, 0);
+            const part = await runPerf({ ...base, concurrencyRange: { start: concurrency, end: concurrency, step: 1 }, signal }, { onProgress });
+            parts.push(part);
+            const step = part.steps[0];
+            return step === undefined ? undefined : { concurrency, throughput: step.requests > 0 ? step.throughputInferPerSec : 0 };
+          },
+          { signal: run.controller.signal },
+        );
+        stopReason = outcome.stopReason;
+        if (parts.length > 0) report = { ...parts[parts.length - 1]!, startedAt: parts[0]!.startedAt, steps: parts.flatMap((part) => part.steps) };
+      }
     } catch (error) {
       failure = messageOf(error);
     }
+    const measuredSecs = (Date.now() - measureStarted) / 1000;
+    const otherAfter = await this.otherTraffic(row);
+    const hostLoad: PerfHostLoad = {
+      otherRequestsPerSec: otherBefore !== null && otherAfter !== null && measuredSecs > 0 ? round1(Math.max(0, otherAfter - otherBefore) / measuredSecs) : null,
+      loadPerCoreBefore: loadBefore,
+      loadPerCoreAfter: loadPerCore(),
+      // The first check's own window is no wait.
+      waitedMs: gate === undefined ? null : gate.checks > 1 ? gate.waitedMs : 0,
+      requestsPerSecAtStart: gate !== undefined ? round1(gate.requestsPerSec) : null,
+      stopReason,
+    };
     run.completedSteps = report?.steps.length ?? run.completedSteps;
     run.currentConcurrency = null;
     const aborted = run.controller.signal.aborted;
@@ -411,6 +719,7 @@ export class PerfRuns {
     if (failure === undefined && report !== undefined && !aborted && report.steps.length > 0 && report.steps.every((step) => step.requests === 0)) {
       failure = `every request failed: ${report.steps.flatMap((step) => step.errorSamples)[0] ?? "no response"}`;
     }
+    if (failure === undefined && report === undefined && !aborted) failure = "nothing was measured";
     const status: PerfRunStatus = aborted && run.cancelledBy !== undefined ? "CANCELLED" : aborted || failure !== undefined ? "FAILED" : "SUCCEEDED";
     const error = status === "SUCCEEDED" ? null : status === "CANCELLED" ? (reason ?? "cancelled") : (failure ?? reason ?? "the run stopped");
     try {
@@ -424,7 +733,10 @@ export class PerfRuns {
             status,
             error,
             finishedAt: new Date(),
-            ...(report !== undefined ? { targetVersion: report.version || null, summary: summaryOf(report) as unknown as Prisma.InputJsonObject } : {}),
+            hostLoad: hostLoad as unknown as Prisma.InputJsonObject,
+            ...(report !== undefined
+              ? { ...(row.targetKind === "MODEL" || row.targetVersion === null ? { targetVersion: report.version || null } : {}), summary: summaryOf(report) as unknown as Prisma.InputJsonObject }
+              : {}),
           },
         });
         const action = status === "CANCELLED" ? "perf.cancel" : status === "SUCCEEDED" ? "perf.finish" : "perf.fail";
@@ -438,8 +750,12 @@ export class PerfRuns {
       });
       if (status === "FAILED") this.logger.info({ report: run.id, error }, "perf run failed");
     } catch (writeError) {
+      if ((await this.prisma.perfReport.count({ where: { id: run.id } }).catch(() => 1)) === 0) {
+        this.logger.info({ report: run.id }, "a perf run's report was deleted with its target during the run");
+        return;
+      }
       this.logger.error({ report: run.id, err: writeError }, "could not store the result of a perf run");
-      // Without samples, but not left RUNNING (which would refuse every later start until a restart).
+      // Without samples, but not left RUNNING (which would look like a run in progress until a restart).
       await this.prisma.perfReport
         .update({ where: { id: run.id }, data: { status: "FAILED", error: `the results could not be stored: ${messageOf(writeError)}`, finishedAt: new Date() } })
         .catch((error: unknown) => this.logger.error({ report: run.id, err: error }, "could not mark the perf run failed; it stays RUNNING until the next restart"));
@@ -447,10 +763,36 @@ export class PerfRuns {
   }
 }
 
-const reportRelations = {
-  hardwareProfile: { select: { id: true, name: true } },
-  createdBy: { select: { id: true, email: true } },
-} as const;
+/** The stored plan of an automatic run, from the admins' settings. */
+function automaticConfig(settings: AutoPerfSettings): PerfRunConfig {
+  const concurrencies = sweepConcurrencies(settings.maxConcurrency);
+  return {
+    protocol: "http",
+    concurrencyRange: { start: 1, end: settings.maxConcurrency, step: 1 },
+    batchSize: 1,
+    measurementIntervalMs: settings.measurementIntervalMs,
+    maxTrials: settings.maxTrials,
+    totalSteps: concurrencies.length,
+    sweep: { concurrencies, minGainPercent: settings.minGainPercent, timeBoundSecs: settings.timeBoundSecs },
+  };
+}
+
+/** JSON with sorted keys: PostgreSQL's jsonb does not keep the key order a config was written with. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, field: unknown) =>
+    field !== null && typeof field === "object" && !Array.isArray(field)
+      ? Object.fromEntries(Object.entries(field as Record<string, unknown>).sort(([a], [b]) => a.localeCompare(b)))
+      : field,
+  );
+}
+
+function loadPerCore(): number {
+  return Math.round((loadavg()[0]! / Math.max(1, cpus().length)) * 100) / 100;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
 
 function checkRange(range: LoadRange): LoadRange {
   try {
@@ -467,103 +809,6 @@ function checkRange(range: LoadRange): LoadRange {
   return range;
 }
 
-function configOf(report: PerfReportRow): PerfRunConfig | null {
-  const config = report.config;
-  return typeof config === "object" && config !== null && !Array.isArray(config) && typeof (config as Record<string, unknown>)["totalSteps"] === "number"
-    ? (config as unknown as PerfRunConfig)
-    : null;
-}
-
-function viewReport(row: PerfReportRow & { hardwareProfile: { id: string; name: string } | null; createdBy: { id: string; email: string } | null }): PerfReportView {
-  return {
-    id: row.id,
-    targetKind: row.targetKind,
-    targetName: row.targetName,
-    targetVersion: row.targetVersion,
-    status: row.status,
-    error: row.error,
-    config: configOf(row),
-    summary: (row.summary as unknown as PerfRunSummary | null) ?? null,
-    hardwareProfile: row.hardwareProfile,
-    createdBy: row.createdBy,
-    createdAt: row.createdAt,
-    finishedAt: row.finishedAt,
-  };
-}
-
-function viewSample(sample: PerfSample): PerfSampleView {
-  return {
-    concurrency: sample.concurrency,
-    batchSize: sample.batchSize,
-    throughput: sample.throughput,
-    latencyAvgUs: sample.latencyAvgUs,
-    latencyP50Us: sample.latencyP50Us,
-    latencyP90Us: sample.latencyP90Us,
-    latencyP95Us: sample.latencyP95Us,
-    latencyP99Us: sample.latencyP99Us,
-    queueUs: sample.queueUs,
-    computeUs: sample.computeUs,
-    errorCount: sample.errorCount,
-  };
-}
-
-/** Latencies of a step with no successful request are unknown (null), not 0. */
-function sampleOf(reportId: string, step: PerfStep, batchSize: number): Prisma.PerfSampleCreateManyInput {
-  const measured = step.requests > 0;
-  const latency = (value: number): number | null => (measured ? value : null);
-  return {
-    reportId,
-    concurrency: step.concurrency ?? 0,
-    batchSize,
-    throughput: step.throughputInferPerSec,
-    latencyAvgUs: latency(step.latencyUs.avg),
-    latencyP50Us: latency(step.latencyUs.p50),
-    latencyP90Us: latency(step.latencyUs.p90),
-    latencyP95Us: latency(step.latencyUs.p95),
-    latencyP99Us: latency(step.latencyUs.p99),
-    queueUs: step.server?.queueUs ?? null,
-    computeUs: step.server !== undefined ? round1(step.server.computeInputUs + step.server.computeInferUs + step.server.computeOutputUs) : null,
-    errorCount: step.errors,
-  };
-}
-
-function summaryOf(report: PerfReport): PerfRunSummary {
-  let best: PerfRunSummary["best"] = null;
-  for (const step of report.steps) {
-    if (step.requests > 0 && (best === null || step.throughputInferPerSec > best.throughput)) {
-      best = { concurrency: step.concurrency ?? 0, throughput: step.throughputInferPerSec, latencyP99Us: step.latencyUs.p99 };
-    }
-  }
-  return {
-    version: report.version,
-    protocol: report.protocol,
-    maxBatchSize: report.config.maxBatchSize,
-    inputs: report.config.inputs,
-    startedAt: report.startedAt,
-    finishedAt: report.finishedAt,
-    totalRequests: report.steps.reduce((sum, step) => sum + step.requests, 0),
-    totalErrors: report.steps.reduce((sum, step) => sum + step.errors, 0),
-    best,
-    errorSamples: [...new Set(report.steps.flatMap((step) => step.errorSamples))].slice(0, 5),
-    steps: report.steps.map((step) => ({
-      concurrency: step.concurrency ?? 0,
-      requests: step.requests,
-      errors: step.errors,
-      stable: step.stable,
-      throughputRequestsPerSec: step.throughputRequestsPerSec,
-      server:
-        step.server !== undefined
-          ? {
-              queueUs: step.server.queueUs,
-              computeInputUs: step.server.computeInputUs,
-              computeInferUs: step.server.computeInferUs,
-              computeOutputUs: step.server.computeOutputUs,
-              batchSizes: step.server.batchSizes,
-            }
-          : null,
-    })),
-  };
-}
 
 function round1(value: number): number {
   return Math.round(value * 10) / 10;

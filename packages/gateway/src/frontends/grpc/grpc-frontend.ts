@@ -15,7 +15,7 @@ import { assertTensorByteSize, type Parameters as InferParameters, type Paramete
 import type { AccessNeed, GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
-import { abortSignalOf, authorizationOf, rejectRepositoryName, unary } from "./grpc-calls.js";
+import { cancelSignalOf, authorizationOf, rejectRepositoryName, unary } from "./grpc-calls.js";
 import type { Logger } from "@operon/protocol/logger";
 import { healthHandlers } from "./grpc-health.js";
 import { decodeLoadOptions, encodeInferResponse } from "./grpc-infer-codec.js";
@@ -141,7 +141,7 @@ function inferenceHandlers(
     ModelInfer: guarded("infer", async (r: RawInferMessage, call, principal) => {
       const request = await decoding.decodeUnary(r);
       applyKeyPriority(engine, request, principal);
-      const response = await engine.infer({ ...request, signal: abortSignalOf(call) });
+      const response = await engine.infer({ ...request, signal: cancelSignalOf(call) });
       return encodeInferResponse(response, request.id);
     }),
     ModelStreamInfer: streamInfer(engine, access, logger),

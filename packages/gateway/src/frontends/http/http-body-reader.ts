@@ -72,14 +72,22 @@ export function declaredLength(req: IncomingMessage): number | undefined {
  * "Expect: 100-continue" is told to go ahead only once the declared length
  * has passed the limit.
  */
-export async function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number, budget?: BodyBytesBudget): Promise<Buffer> {
-  const declared = declaredLength(req);
-  if (declared !== undefined && declared > maxBytes) throw bodyTooLarge(declared, maxBytes);
-  // The declared size is taken from the budget before a byte is read; a chunked body's as it arrives (below).
-  if (budget !== undefined && declared !== undefined) res.once("close", budget.take(declared));
-  if (req.headers.expect?.toLowerCase() === "100-continue" && !res.headersSent) res.writeContinue();
-  const raw = await collect(req, maxBytes, declared, budget !== undefined && declared === undefined ? (bytes) => res.once("close", budget.take(bytes)) : undefined);
-  return decodeContentEncoding(raw, req.headers["content-encoding"], maxBytes);
+export function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number, budget?: BodyBytesBudget): Promise<Buffer> {
+  let raw: Promise<Buffer>;
+  try {
+    const declared = declaredLength(req);
+    if (declared !== undefined && declared > maxBytes) throw bodyTooLarge(declared, maxBytes);
+    // The declared size is taken from the budget before a byte is read; a chunked body's as it arrives (below).
+    if (budget !== undefined && declared !== undefined) res.once("close", budget.take(declared));
+    if (req.headers.expect?.toLowerCase() === "100-continue" && !res.headersSent) res.writeContinue();
+    raw = collect(req, maxBytes, declared, budget !== undefined && declared === undefined ? (bytes) => res.once("close", budget.take(bytes)) : undefined);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  // Not an async function, and no second promise for a body that is not encoded (most): this runs for every request.
+  const encoding = req.headers["content-encoding"];
+  if (encoding === undefined) return raw;
+  return raw.then((body) => decodeContentEncoding(body, encoding, maxBytes));
 }
 
 /**

@@ -580,7 +580,7 @@ describe("infer with JSON", () => {
         { name: "OUTPUT1", datatype: "FP32", shape: [4], data: [-9, -18, -27, -36] },
       ],
     });
-    expect(engine.lastRequest?.signal).toBeInstanceOf(AbortSignal);
+    expect(engine.lastRequest?.signal?.aborted).toBe(false); // a cancel signal travels with the request (test at "aborts the engine's signal")
     expect(engine.lastRequest?.modelVersion).toBeUndefined();
   });
 

@@ -7,9 +7,10 @@ import {
   parseInferenceHeaderLength,
 } from "@operon/protocol/binary-tensor-codec";
 import { OperonError, isOperonError } from "@operon/protocol/errors";
-import type { InferRequest, InferResponse } from "@operon/protocol/inference";
+import type { CancelSignal, InferRequest, InferResponse } from "@operon/protocol/inference";
 import type { AccessNeed, GatewayAccessPolicy, ModelControlEvent, Principal } from "../../auth/access-policy.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
+import { Cancellation } from "../../engine/cancellation.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
 import { BodyBytesBudget, DEFAULT_MAX_BODY_BYTES, readBody } from "./http-body-reader.js";
 import { ClientClosedError } from "./http-errors.js";
@@ -348,12 +349,12 @@ async function handleInfer(engine: InferenceEngine, options: RouterOptions, cont
   try {
     response = await engine.infer(request);
   } catch (error) {
-    if (gone.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+    if (gone.closed) throw new ClientClosedError("client closed the connection before the inference finished");
     throw error;
   } finally {
     gone.dispose();
   }
-  if (gone.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+  if (gone.closed) throw new ClientClosedError("client closed the connection before the inference finished");
 
   const encoded = encodeInferResponseBody(
     { ...response, id: response.id ?? request.id },
@@ -366,15 +367,32 @@ async function handleInfer(engine: InferenceEngine, options: RouterOptions, cont
   sendBody(res, 200, headers, encoded.body);
 }
 
-/** An AbortSignal that aborts when the client goes away before the response is complete; dispose() stops watching. */
-function clientGone(req: IncomingMessage, res: ServerResponse): { signal: AbortSignal; dispose(): void } {
-  const controller = new AbortController();
+/**
+ * Watches for the client going away before the response is complete:
+ * `signal` (the request's; given or new) is then aborted with a
+ * ClientClosedError and `closed` is true. dispose() stops watching.
+ */
+function clientGone(req: IncomingMessage, res: ServerResponse, cancellation = new Cancellation()): ClientWatch {
+  const watch: ClientWatch = {
+    signal: cancellation.signal,
+    closed: false,
+    dispose: () => void res.off("close", onClose),
+  };
   const onClose = (): void => {
-    if (!res.writableFinished) controller.abort(new ClientClosedError());
+    if (res.writableFinished) return;
+    watch.closed = true;
+    cancellation.abort(new ClientClosedError());
   };
   res.on("close", onClose);
   if (res.destroyed || req.socket.destroyed) onClose();
-  return { signal: controller.signal, dispose: () => void res.off("close", onClose) };
+  return watch;
+}
+
+interface ClientWatch {
+  signal: CancelSignal;
+  /** True once the client went away. */
+  closed: boolean;
+  dispose(): void;
 }
 
 /** The generate extension's request, mapped onto the model's inputs by name (http/http-generate.ts). */
@@ -398,9 +416,10 @@ async function handleGenerate(engine: InferenceEngine, options: RouterOptions, c
   const { req, res } = context;
   const request = await decodeGenerateRequest(engine, options, context);
   applyKeyPriority(engine, request, context.principal);
-  const gone = clientGone(req, res);
-  const stop = new AbortController();
-  request.signal = AbortSignal.any([gone.signal, stop.signal]);
+  // One cancellation for both ends: the client's close and a second response (stop).
+  const stop = new Cancellation();
+  const gone = clientGone(req, res, stop);
+  request.signal = stop.signal;
   let answer: InferResponse | undefined;
   let failure: OperonError | undefined;
   try {
@@ -422,12 +441,12 @@ async function handleGenerate(engine: InferenceEngine, options: RouterOptions, c
       stop.abort(failure);
     });
   } catch (error) {
-    if (gone.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+    if (gone.closed) throw new ClientClosedError("client closed the connection before the inference finished");
     throw error;
   } finally {
     gone.dispose();
   }
-  if (gone.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+  if (gone.closed) throw new ClientClosedError("client closed the connection before the inference finished");
   if (failure !== undefined) throw failure;
   if (answer === undefined) {
     throw new OperonError("UNSUPPORTED", `model '${request.modelName}' sent no response; generate answers with exactly one: use generate_stream`);
@@ -480,7 +499,7 @@ async function handleEventStream(
     });
   } catch (error) {
     // Nothing was sent yet (the engine's contract): a plain error with its own status.
-    if (gone.signal.aborted) throw new ClientClosedError("client closed the connection before the inference finished");
+    if (gone.closed) throw new ClientClosedError("client closed the connection before the inference finished");
     throw error;
   } finally {
     gone.dispose();

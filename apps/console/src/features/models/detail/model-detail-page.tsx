@@ -19,6 +19,8 @@ import { ModelStatistics } from "./model-statistics";
 import { ModelTensorsTable } from "./model-tensors-table";
 import { ModelUsageCharts } from "./model-usage-charts";
 import { ModelVersionsTable } from "./model-versions-table";
+import { LatestPerfReport } from "../../perf/latest-perf-report";
+import { isPending } from "../../perf/perf-types";
 
 /** Settled states: READY or UNAVAILABLE; anything else is asked about again until it settles. */
 function settled(state: ModelDetail["state"]): boolean {
@@ -49,6 +51,12 @@ function ModelDetailSections({ model }: { model: ModelDetail }) {
   const user = useSignedInUser();
   const router = useRouter();
   const canManage = hasRole(user.role, "ENGINEER");
+  const trpc = useTRPC();
+  // Each version's latest perf report and its comparison with the previous version's; refreshed while a run is pending.
+  const versionPerf = useQuery({
+    ...trpc.perf.versions.queryOptions({ model: model.name }),
+    refetchInterval: (query) => (query.state.data?.some((entry) => entry.latest !== null && isPending(entry.latest.status)) ? 3000 : 15_000),
+  });
   return (
     <>
       <section className="card" aria-labelledby="state-title">
@@ -65,8 +73,9 @@ function ModelDetailSections({ model }: { model: ModelDetail }) {
       </section>
       <section className="card" aria-labelledby="versions-title">
         <h2 id="versions-title">Versions</h2>
-        <ModelVersionsTable versions={model.versions} />
+        <ModelVersionsTable versions={model.versions} perf={versionPerf.data} />
       </section>
+      <LatestPerfReport kind="MODEL" name={model.name} canCancel={canManage} />
       <section className="card" aria-labelledby="io-title">
         <h2 id="io-title">Inputs and outputs</h2>
         <div className="tensor-tables">

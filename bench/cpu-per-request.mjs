@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+// CPU per request (µs, all threads of the server process, from /proc) for
+// Operon and the minimal node:http+ORT server under the same wrk load: the
+// figure that machine noise moves least, used to judge request-path changes.
+// Usage: node bench/cpu-per-request.mjs [json|binary] [connections] [seconds]
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { writeAddSubModel } from "@operon/testing/onnx-model-writer";
+import { startBaseline, startOperon } from "./lib/processes.mjs";
+import { runWrk, wrkRequest } from "./lib/wrk.mjs";
+
+const [kind = "json", connections = "16", seconds = "4"] = process.argv.slice(2);
+const TICK_US = 1e6 / 100; // USER_HZ
+
+function cpuUs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+}
+
+const repository = mkdtempSync(join(tmpdir(), "operon-cpu-"));
+mkdirSync(join(repository, "add_sub", "1"), { recursive: true });
+const onnx = join(repository, "add_sub", "1", "model.onnx");
+writeFileSync(onnx, writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }));
+writeFileSync(join(repository, "add_sub", "config.pbtxt"), 'name: "add_sub"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninstance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }');
+
+const data = Array.from({ length: 16 }, (_, i) => 1 + (i % 7) / 8);
+let body, headers;
+if (kind === "binary") {
+  const header = Buffer.from(JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "FP32", shape: [1, 16], parameters: { binary_data_size: 64 } })), parameters: { binary_data_output: true } }));
+  const raw = Buffer.from(new Float32Array(data).buffer);
+  body = Buffer.concat([header, raw, raw]);
+  headers = { "content-type": "application/octet-stream", "inference-header-content-length": String(header.length) };
+} else {
+  body = JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "FP32", shape: [1, 16], data })) });
+  headers = { "content-type": "application/json" };
+}
+
+async function measure(label, url, pid) {
+  const request = wrkRequest(`${url}/v2/models/add_sub/infer`, body, headers);
+  await runWrk(request, { connections: Number(connections), seconds: 1 });
+  const before = cpuUs(pid);
+  const result = await runWrk(request, { connections: Number(connections), seconds: Number(seconds) });
+  const cpu = cpuUs(pid) - before;
+  const requests = result.requestsPerSec * Number(seconds);
+  console.log(`${label.padEnd(10)} ${result.requestsPerSec.toFixed(0).padStart(6)} req/s  p50 ${String(result.p50Us).padStart(5)} µs  CPU ${(cpu / requests).toFixed(1).padStart(6)} µs/req  errors ${result.errors}`);
+  return result.requestsPerSec;
+}
+
+const operon = await startOperon(repository, ["--load-model", "*", "--model-control-mode", "explicit"]);
+const minimal = await startBaseline("minimal-http-ort-server.mjs", [onnx]);
+try {
+  for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
+    const a = await measure("operon", operon.httpUrl, operon.pid);
+    const b = await measure("minimal", minimal.url, minimal.pid);
+    console.log(`ratio ${(a / b).toFixed(2)}`);
+  }
+} finally {
+  await operon.stop();
+  await minimal.stop();
+}
