@@ -107,7 +107,7 @@ describe("traffic shares per tenant (real server)", () => {
   it("gives two tenants with 2:1 shares, both saturating one model, throughput within 10 % of 2:1", async () => {
     const before = await metricsText(server);
     const started = Date.now();
-    const [goldLoad, bronzeLoad] = await Promise.all([load(server, gold.key, 8, 8_000, started), load(server, bronze.key, 8, 8_000, started)]);
+    const [goldLoad, bronzeLoad] = await Promise.all([load(server, gold.key, 12, 8_000, started), load(server, bronze.key, 12, 8_000, started)]);
     expect(goldLoad.otherFailures).toEqual([]);
     expect(bronzeLoad.otherFailures).toEqual([]);
     expect(goldLoad.refused).toEqual([]);
