@@ -24,6 +24,7 @@ const PAGES: Array<{ path: string; heading: string }> = [
   { path: "/api-keys", heading: "API keys" },
   { path: "/users", heading: "Users" },
   { path: "/audit", heading: "Audit" },
+  { path: "/tenants", heading: "Tenants" },
   { path: "/hardware", heading: "Hardware & cost" },
   { path: "/account", heading: "Your account" },
 ];

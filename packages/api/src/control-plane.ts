@@ -9,6 +9,8 @@ import { PerfRuns } from "./services/perf/perf-runs.js";
 import type { TargetChangeListener } from "./services/target-changes.js";
 import { ConfigSearches } from "./services/config-search/config-searches.js";
 import { UsageSampler } from "./services/usage/usage-sampler.js";
+import { TenantGroups } from "./services/tenants/tenant-groups.js";
+import { TenantUsageSampler } from "./services/tenants/tenant-usage-sampler.js";
 import { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
 import { createModelServices } from "./services/models/model-services.js";
 import { ModelStore } from "./services/models/model-store.js";
@@ -51,12 +53,13 @@ export class ControlPlane {
       onChange,
     });
     const hardware = new HardwareProfiles(prisma);
+    const apiKeys = await ApiKeyService.create(prisma);
     const services: ApiServices = {
       prisma,
       options: resolved,
       logger: resolved.logger,
       sessions: new SessionStore(prisma),
-      apiKeys: await ApiKeyService.create(prisma),
+      apiKeys,
       loginLimiter: new LoginRateLimiter(resolved.loginRateLimits),
       gateway,
       operators: new OperatorRegistry(prisma, gateway, resolved.logger, onChange),
@@ -76,6 +79,8 @@ export class ControlPlane {
       models,
       uploads,
       setup: { token: needsSetup ? randomBytes(18).toString("base64url") : undefined },
+      tenants: new TenantGroups(prisma, apiKeys),
+      tenantSampler: new TenantUsageSampler(prisma, gateway, { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays }, resolved.logger),
     };
     const backgroundStops: Array<() => Promise<void> | void> = [];
     // The upload sweeper; stopping removes the staged files of unfinished uploads.
@@ -92,6 +97,8 @@ export class ControlPlane {
     backgroundStops.push(() => services.configSearches.stop());
     services.usageSampler.start();
     backgroundStops.push(() => services.usageSampler.stop());
+    services.tenantSampler.start();
+    backgroundStops.push(() => services.tenantSampler.stop());
     return new ControlPlane(services, backgroundStops);
   }
 

@@ -9,6 +9,7 @@ import { operatorsRouter } from "./routers/operators-router.js";
 import { perfRouter } from "./routers/perf-router.js";
 import { configSearchRouter } from "./routers/config-search-router.js";
 import { workersRouter } from "./routers/workers-router.js";
+import { tenantsRouter } from "./routers/tenants-router.js";
 import { usersRouter } from "./routers/users-router.js";
 import { createCallerFactory, router } from "./trpc.js";
 
@@ -26,6 +27,7 @@ export const appRouter = router({
   workers: workersRouter,
   models: modelsRouter,
   gateway: gatewayRouter,
+  tenants: tenantsRouter,
 });
 
 export type AppRouter = typeof appRouter;

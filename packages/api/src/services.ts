@@ -12,6 +12,8 @@ import type { ModelServices } from "./services/models/model-services.js";
 import type { UploadSessions } from "./services/models/upload-sessions.js";
 import type { SessionStore } from "./services/accounts/session-store.js";
 import type { Logger } from "@operon/protocol/logger";
+import type { TenantGroups } from "./services/tenants/tenant-groups.js";
+import type { TenantUsageSampler } from "./services/tenants/tenant-usage-sampler.js";
 
 /**
  * The server-side modules procedures call. Built once per control plane
@@ -40,6 +42,10 @@ export interface ApiServices {
   uploads: UploadSessions;
   /** True until the first user exists; the console then offers first-run setup. */
   setup: FirstRunSetup;
+  /** Tenants for traffic shares (groups of keys, shares, policies). */
+  tenants: TenantGroups;
+  /** Each tenant's served units, sampled from the gateway's metrics. */
+  tenantSampler: TenantUsageSampler;
 }
 
 /**

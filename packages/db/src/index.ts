@@ -7,6 +7,7 @@ export { PrismaClient, Prisma } from "./generated/prisma/client.js";
 export { Role, ModelVersionState, PerfRunStatus, PerfTargetKind, HardwareKind } from "./generated/prisma/enums.js";
 export { PerfTrigger } from "./generated/prisma/enums.js";
 export { ConfigSearchStatus, ConfigSearchObjective } from "./generated/prisma/enums.js";
+export { TenantPolicy } from "./generated/prisma/enums.js";
 export type { ModelGetPayload } from "./generated/prisma/models.js";
 export type {
   User,
@@ -20,6 +21,8 @@ export type {
   PerfReport,
   PerfSample,
   UsageSample,
+  TenantGroup,
+  TenantUsageSample,
   AuditEvent,
   AutoPerfSettings,
   ConfigSearch,

@@ -5,6 +5,8 @@ import { OperonError } from "@operon/protocol/errors";
 import { GatewayAccessPolicy } from "./auth/access-policy.js";
 import { isLoopbackHost } from "./auth/loopback.js";
 import { Engine } from "./engine/engine.js";
+import { registerTenantMetrics } from "./admission/tenant-metrics.js";
+import { TenantShares } from "./admission/tenant-shares.js";
 import { startGrpcFrontend } from "./frontends/grpc/grpc-frontend.js";
 import { startHttpFrontend } from "./frontends/http/http-frontend.js";
 import { DecodePool } from "./frontends/decode/decode-pool.js";
@@ -61,8 +63,14 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     logger,
     metrics,
   });
-  const engine = new Engine(manager, { version: OPERON_VERSION, strictReadiness: options.strictReadiness, responseCache, metrics });
   const access = accessPolicyOf(options);
+  // Traffic shares per tenant: configured by the key grants (a grant's tenant), off while none has one.
+  const tenantShares = access !== undefined ? new TenantShares() : undefined;
+  if (access !== undefined && tenantShares !== undefined) {
+    access.ring.onTenants((tenants) => tenantShares.configure(tenants));
+    registerTenantMetrics(metrics.registry, tenantShares);
+  }
+  const engine = new Engine(manager, { version: OPERON_VERSION, strictReadiness: options.strictReadiness, responseCache, metrics, tenantShares });
 
   const failures = await manager.loadAtStartup(options.loadModels);
   for (const failure of failures) logger.error({ model: failure.name, reason: failure.reason }, "model failed to load at startup");

@@ -60,4 +60,27 @@ export interface ApiKeyGrant {
    * keeps model control open, as Triton does.
    */
   internal?: boolean;
+  /**
+   * The key's tenant for traffic shares (see the gateway's
+   * admission/tenant-shares.ts). Absent on every grant while no tenant
+   * shares are configured: the gateway then schedules no tenants at all.
+   */
+  tenant?: TenantGrant;
 }
+
+/** What a tenant policy does with a request over its share while its model is contended. */
+export const TENANT_POLICIES = ["queue", "refuse"] as const;
+/** queue: waits behind the tenants within their share; refuse: 429 / RESOURCE_EXHAUSTED with a retry hint. */
+export type TenantPolicy = (typeof TENANT_POLICIES)[number];
+
+/** A tenant as the gateway needs it: every grant of one tenant carries the same values. */
+export interface TenantGrant {
+  /** Stable id (a TenantGroup id, or `user:<user id>` for a key's owner). */
+  id: string;
+  /** Weight of the tenant's share of capacity (2 gets twice what 1 gets under contention). */
+  share: number;
+  policy: TenantPolicy;
+}
+
+/** The tenant of requests without a key (anonymous or loopback callers). */
+export const ANONYMOUS_TENANT: TenantGrant = { id: "anonymous", share: 1, policy: "queue" };

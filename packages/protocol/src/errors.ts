@@ -23,11 +23,14 @@ export type ErrorKind = (typeof ERROR_KINDS)[number];
 
 export class OperonError extends Error {
   readonly kind: ErrorKind;
+  /** When the client may retry, whole seconds (HTTP Retry-After, gRPC `retry-after` metadata); unset = the transport's default. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(kind: ErrorKind, message: string, options?: { cause?: unknown }) {
+  constructor(kind: ErrorKind, message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
     super(message, options);
     this.name = "OperonError";
     this.kind = kind;
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 }
 

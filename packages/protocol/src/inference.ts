@@ -15,6 +15,8 @@ export interface InferRequest {
   outputs?: RequestedOutput[];
   /** Aborted when the client goes away (HTTP close, gRPC cancel). */
   signal?: CancelSignal;
+  /** The caller's tenant (from its API key's grant) for traffic shares; undefined = the anonymous tenant. Never from the wire. */
+  tenantId?: string;
 }
 
 /**

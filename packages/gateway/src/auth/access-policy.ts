@@ -35,6 +35,8 @@ export interface Principal {
   priorityLevel: number;
   /** How messages name the key: `opk_<prefix>…`, never the whole key; `id <keyId>` when the token has no prefix. */
   label: string;
+  /** The key's tenant (traffic shares); undefined while no tenant shares are configured. */
+  tenantId?: string;
 }
 
 export interface GatewayAccessPolicyOptions {
@@ -139,7 +141,8 @@ export class GatewayAccessPolicy {
     if (grant === undefined) throw new OperonError("UNAUTHENTICATED", "the API key is not valid (unknown, revoked or expired)");
     checkScope(grant, need);
     const prefix = apiKeyPrefixOf(token);
-    return { keyId: grant.id, priorityLevel: grant.priorityLevel, label: prefix !== undefined ? `opk_${prefix}…` : `id ${grant.id}` };
+    const label = prefix !== undefined ? `opk_${prefix}…` : `id ${grant.id}`;
+    return grant.tenant !== undefined ? { keyId: grant.id, priorityLevel: grant.priorityLevel, label, tenantId: grant.tenant.id } : { keyId: grant.id, priorityLevel: grant.priorityLevel, label };
   }
 
   /**

@@ -135,3 +135,32 @@ describe("ApiKeyRing quota", () => {
     expect([ring.takeQuota(a), ring.takeQuota(a), ring.takeQuota(b)]).toEqual([true, false, true]);
   });
 });
+
+describe("ApiKeyRing tenants", () => {
+  it("tells its listener the tenants the grants name, once each, and none when no grant has one", () => {
+    const seen: string[][] = [];
+    const { ring } = ringAt([]);
+    ring.onTenants((tenants) => seen.push(tenants.map((tenant) => `${tenant.id}:${tenant.share}:${tenant.policy}`)));
+    ring.replaceAll([
+      grant({ id: "k1", tenant: { id: "team-a", share: 2, policy: "queue" } }),
+      grant({ id: "k2", tenant: { id: "team-a", share: 2, policy: "queue" } }),
+      grant({ id: "k3", tenant: { id: "user:u1", share: 1, policy: "refuse" } }),
+    ]);
+    ring.replaceAll([grant({ id: "k1" })]);
+    expect(seen).toEqual([[], ["team-a:2:queue", "user:u1:1:refuse"], []]);
+  });
+
+  it("refuses malformed tenants, and one tenant with two shares, keeping the previous set", () => {
+    const kept = grant({ id: "kept" });
+    const { ring } = ringAt([kept]);
+    const bad = (tenant: unknown) => () => ring.replaceAll([grant({ id: "k1", tenant: tenant as ApiKeyGrant["tenant"] })]);
+    expect(bad({ id: "", share: 1, policy: "queue" })).toThrow(/tenant\.id must be a non-empty string/);
+    expect(bad({ id: "t", share: 0, policy: "queue" })).toThrow(/tenant\.share must be a number > 0/);
+    expect(bad({ id: "t", share: Number.NaN, policy: "queue" })).toThrow(/tenant\.share/);
+    expect(bad({ id: "t", share: 1, policy: "drop" })).toThrow(/tenant\.policy must be one of 'queue', 'refuse'/);
+    expect(() =>
+      ring.replaceAll([grant({ id: "k1", tenant: { id: "t", share: 1, policy: "queue" } }), grant({ id: "k2", tenant: { id: "t", share: 3, policy: "queue" } })]),
+    ).toThrow(/tenant 't' has another share or policy/);
+    expect(ring.lookup(kept.key)?.id).toBe("kept");
+  });
+});

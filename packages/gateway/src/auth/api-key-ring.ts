@@ -1,4 +1,4 @@
-import { API_KEY_SCOPES, type ApiKeyGrant, hashApiKey } from "@operon/protocol/api-keys";
+import { API_KEY_SCOPES, TENANT_POLICIES, type ApiKeyGrant, type TenantGrant, hashApiKey } from "@operon/protocol/api-keys";
 import { OperonError } from "@operon/protocol/errors";
 
 /**
@@ -35,6 +35,8 @@ export class ApiKeyRing {
   private readonly buckets = new Map<string, Bucket>();
   private usage = new Map<string, number>();
   private readonly now: () => number;
+  private tenantList: TenantGrant[] = [];
+  private readonly tenantListeners = new Set<(tenants: readonly TenantGrant[]) => void>();
 
   constructor(grants: readonly ApiKeyGrant[] = [], options: ApiKeyRingOptions = {}) {
     this.now = options.now ?? Date.now;
@@ -48,8 +50,16 @@ export class ApiKeyRing {
   replaceAll(grants: readonly ApiKeyGrant[]): void {
     const byHash = new Map<string, ApiKeyGrant>();
     const byId = new Map<string, ApiKeyGrant>();
+    const tenants = new Map<string, TenantGrant>();
     for (const [index, grant] of grants.entries()) {
       checkGrant(grant, index);
+      if (grant.tenant !== undefined) {
+        const seen = tenants.get(grant.tenant.id);
+        if (seen !== undefined && (seen.share !== grant.tenant.share || seen.policy !== grant.tenant.policy)) {
+          throw new OperonError("INVALID_ARG", `API key grant ${index} ('${grant.id}'): tenant '${grant.tenant.id}' has another share or policy on an earlier grant`);
+        }
+        tenants.set(grant.tenant.id, { ...grant.tenant });
+      }
       if (byId.has(grant.id)) throw new OperonError("INVALID_ARG", `API key grants: id '${grant.id}' appears twice`);
       if (byHash.has(grant.hash)) throw new OperonError("INVALID_ARG", `API key grants: keys '${byHash.get(grant.hash)!.id}' and '${grant.id}' have the same hash`);
       const copy: ApiKeyGrant = { ...grant, scopes: [...grant.scopes] };
@@ -62,6 +72,19 @@ export class ApiKeyRing {
     this.userAdminKeys = [...byId.values()].some((grant) => grant.internal !== true && grant.scopes.includes("admin"));
     if ([...byId.values()].some((grant) => grant.internal !== true)) this.keysEverIssued = true;
     for (const id of [...this.buckets.keys()]) if (!byId.has(id)) this.buckets.delete(id);
+    this.tenantList = [...tenants.values()];
+    for (const listener of this.tenantListeners) listener(this.tenantList);
+  }
+
+  /**
+   * Calls `listener` with the tenants the grants name (each once), now and
+   * after every replaceAll; empty while no grant has a tenant. Returns the
+   * unsubscribe.
+   */
+  onTenants(listener: (tenants: readonly TenantGrant[]) => void): () => void {
+    this.tenantListeners.add(listener);
+    listener(this.tenantList);
+    return () => this.tenantListeners.delete(listener);
   }
 
   /** Grants held now (expired ones included). */
@@ -159,5 +182,12 @@ function checkGrant(grant: ApiKeyGrant, index: number): void {
   }
   if (grant.expiresAt !== null && !(typeof grant.expiresAt === "number" && Number.isFinite(grant.expiresAt))) {
     fail("expiresAt must be epoch milliseconds or null");
+  }
+  const tenant = grant.tenant;
+  if (tenant !== undefined) {
+    if (tenant === null || typeof tenant !== "object") fail("tenant must be an object or absent");
+    if (typeof tenant.id !== "string" || tenant.id === "" || tenant.id.length > 200) fail("tenant.id must be a non-empty string of at most 200 characters");
+    if (!(typeof tenant.share === "number" && Number.isFinite(tenant.share) && tenant.share > 0 && tenant.share <= 1_000_000)) fail("tenant.share must be a number > 0 and <= 1000000");
+    if (!(TENANT_POLICIES as readonly string[]).includes(tenant.policy)) fail(`tenant.policy must be one of ${TENANT_POLICIES.map((policy) => `'${policy}'`).join(", ")}`);
   }
 }

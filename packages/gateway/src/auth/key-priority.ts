@@ -10,8 +10,13 @@ import type { Principal } from "./access-policy.js";
  * everywhere" must not fail on a model with fewer levels. Models without
  * priority levels get the key's level and ignore it, as they ignore a
  * client's.
+ *
+ * It also names the key's tenant on the request (traffic shares,
+ * admission/tenant-shares.ts): every frontend passes each inference
+ * request with its principal through here, so this is the one place.
  */
 export function applyKeyPriority(engine: InferenceEngine, request: InferRequest, principal: Principal | null): void {
+  if (principal !== null && principal.tenantId !== undefined) request.tenantId = principal.tenantId;
   if (principal === null || principal.priorityLevel <= 0 || request.parameters["priority"] !== undefined) return;
   request.parameters["priority"] = Math.min(principal.priorityLevel, priorityLevelsOf(engine, request));
 }

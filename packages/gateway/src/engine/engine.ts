@@ -13,6 +13,7 @@ import type {
 } from "@operon/protocol/inference";
 import type { Parameters, Tensor } from "@operon/protocol/tensor";
 import type { InferenceEngine, OperatorInfo, OperatorValidation } from "./engine-api.js";
+import type { TenantShares } from "../admission/tenant-shares.js";
 import type { FailureReason, GatewayMetrics } from "../observability/metrics.js";
 import type { ModelManager, ServedVersion } from "../repository/model-manager.js";
 import { readProcessUsage, readThreadUsage } from "../observability/process-usage.js";
@@ -61,6 +62,8 @@ export class Engine implements InferenceEngine {
       responseCache?: ResponseCache | undefined;
       /** Where the latency summaries are observed (one per successful request); unset = not observed. */
       metrics?: GatewayMetrics | undefined;
+      /** Traffic shares per tenant (admission/tenant-shares.ts); bypassed while not enabled. */
+      tenantShares?: TenantShares | undefined;
     },
   ) {
     // Operator steps (ensembles, registered DAGs) call models through this engine's own infer, in process:
@@ -187,7 +190,11 @@ export class Engine implements InferenceEngine {
         }
       }
       try {
-        const result = await served.instances.execute(scheduled);
+        const shares = this.info.tenantShares;
+        const result =
+          shares === undefined || !shares.enabled || served.operator !== undefined
+            ? await served.instances.execute(scheduled)
+            : await shares.execute(served, request.tenantId, scheduled);
         const outputs = restoreOutputShapes(served, result.outputs, scheduled.outputNames);
         if (cache !== undefined && cacheKey !== undefined) {
           const insertStarted = process.hrtime.bigint();

@@ -23,6 +23,7 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { href: "/api-keys", label: "API keys", minRole: "ENGINEER", available: true },
   { href: "/users", label: "Users", minRole: "ADMIN", available: true },
   { href: "/audit", label: "Audit", minRole: "ADMIN", available: true },
+  { href: "/tenants", label: "Tenants", minRole: "ADMIN", available: true },
   { href: "/hardware", label: "Hardware & cost", minRole: "VIEWER", available: true },
 ];
 

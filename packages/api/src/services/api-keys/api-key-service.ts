@@ -1,4 +1,5 @@
 import { API_KEY_SCOPES, generateApiKey, type ApiKeyGrant, type ApiKeyScope } from "@operon/protocol/api-keys";
+import { tenantOfKey } from "../tenants/tenant-of-key.js";
 import type { ApiKey, PrismaClient, Role } from "@operon/db";
 import { AppError, notFound } from "../../app-error.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
@@ -34,6 +35,8 @@ export interface ApiKeySummary {
   revokedAt: Date | null;
   priorityLevel: number;
   qpsQuota: number | null;
+  /** The tenant group the key's traffic counts for; null: its owner. */
+  tenantGroupId: string | null;
   createdAt: Date;
 }
 
@@ -50,6 +53,7 @@ export function summarizeApiKey(key: ApiKey & { owner?: { email: string } }): Ap
     revokedAt: key.revokedAt,
     priorityLevel: key.priorityLevel,
     qpsQuota: key.qpsQuota,
+    tenantGroupId: key.tenantGroupId,
     createdAt: key.createdAt,
   };
 }
@@ -104,9 +108,11 @@ export class ApiKeyService {
   async reload(): Promise<void> {
     const rows = await this.prisma.apiKey.findMany({
       where: { revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }], owner: { disabled: false } },
-      include: { owner: { select: { role: true, email: true } } },
+      include: { owner: { select: { role: true, email: true } }, tenantGroup: { select: { id: true, share: true, policy: true } } },
     });
     this.everIssued ||= rows.length > 0 || (await this.prisma.apiKey.count()) > 0;
+    // Traffic shares are on while any tenant group exists: then every grant names its tenant.
+    const sharesOn = (await this.prisma.tenantGroup.count()) > 0;
     const withScopes = rows.map((row) => ({ row, scopes: summarizeApiKey(row).scopes.filter((scope) => SCOPES_BY_ROLE[row.owner.role].includes(scope)) }));
     this.grants = withScopes.filter(({ scopes }) => scopes.length > 0).map(({ row, scopes }) => ({
       id: row.id,
@@ -115,6 +121,7 @@ export class ApiKeyService {
       priorityLevel: row.priorityLevel,
       qpsQuota: row.qpsQuota,
       expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
+      ...(sharesOn ? { tenant: tenantOfKey(row) } : {}),
     }));
     for (const listener of this.listeners) listener(this.grants);
   }

@@ -39,6 +39,12 @@ export function unary<Req, Res>(
 export function statusOf(error: unknown, method: string, logger?: Logger): Partial<grpc.StatusObject> {
   const failure = requestFailureOf(error);
   logRequestFailure(logger, isOperonError(error) ? failure : { ...failure, message: "gRPC call failed unexpectedly" }, error, { method });
+  // A retry hint (a tenant over its share) travels as `retry-after` metadata, in seconds, as over HTTP.
+  if (error instanceof OperonError && error.retryAfterSeconds !== undefined) {
+    const metadata = new grpc.Metadata();
+    metadata.set("retry-after", String(error.retryAfterSeconds));
+    return { code: grpcStatusOf(failure.kind), details: failure.message, metadata };
+  }
   return { code: grpcStatusOf(failure.kind), details: failure.message };
 }
 

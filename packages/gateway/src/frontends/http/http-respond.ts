@@ -1,5 +1,5 @@
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
-import { httpStatusOf, type ErrorKind, type FailureLogLevel } from "@operon/protocol/errors";
+import { OperonError, httpStatusOf, type ErrorKind, type FailureLogLevel } from "@operon/protocol/errors";
 import { requestFailureOf } from "../failure-log.js";
 import { HttpStatusError } from "./http-errors.js";
 
@@ -71,6 +71,9 @@ export function reportOf(error: unknown): ErrorReport {
   const { kind, message, level } = requestFailureOf(error);
   const status = httpStatusOf(kind);
   // 429 (a key over its quota, a request over a size budget) always says when to retry: a quota refills within a second.
-  const headers: OutgoingHttpHeaders = status === 401 ? { "WWW-Authenticate": "Bearer" } : status === 429 ? { "Retry-After": "1" } : {};
+  // A tenant over its share (and a gate full of waiting requests) says how long to wait: retryAfterSeconds.
+  const retryAfter = error instanceof OperonError ? error.retryAfterSeconds : undefined;
+  const headers: OutgoingHttpHeaders =
+    status === 401 ? { "WWW-Authenticate": "Bearer" } : status === 429 || retryAfter !== undefined ? { "Retry-After": String(retryAfter ?? 1) } : {};
   return { status, message, kind, level, closeConnection: false, headers };
 }

@@ -1,0 +1,161 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ApiSession } from "./support/api-client.js";
+import { signedIn, startControlPlaneServer } from "./support/control-plane-server.js";
+import { tempRepository, type RunningOperon } from "./support/operon-process.js";
+
+/**
+ * Traffic shares per tenant through the real server: tenants and keys made
+ * through the control plane API, their grants pushed to the gateway, and
+ * two tenants saturating one model with concurrent HTTP clients.
+ */
+
+// One instance, no batching: 4 ms per request (a timer, so the worker's CPU stays free), IN echoed as OUT.
+const BUSY_MODEL = `export default class {
+  async execute(requests) {
+    await new Promise((resolve) => setTimeout(resolve, 4));
+    return requests.map((request) => ({ outputs: [request.input("IN").rename("OUT")] }));
+  }
+}`;
+const BUSY_CONFIG = `name: "busy"
+backend: "typescript"
+max_batch_size: 0
+input [ { name: "IN", data_type: TYPE_FP32, dims: [ 1 ] } ]
+output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 1 ] } ]
+instance_group [ { count: 1 } ]`;
+
+const BODY = JSON.stringify({ inputs: [{ name: "IN", datatype: "FP32", shape: [1], data: [1] }] });
+
+interface LoadResult {
+  /** Completion times (ms since the load started) of successful requests. */
+  done: number[];
+  refused: Array<{ at: number; retryAfter: string | null; message: string }>;
+  otherFailures: string[];
+}
+
+/** `clients` closed-loop HTTP clients with `key`, for `durationMs`. */
+async function load(server: RunningOperon, key: string, clients: number, durationMs: number, started: number): Promise<LoadResult> {
+  const result: LoadResult = { done: [], refused: [], otherFailures: [] };
+  const deadline = started + durationMs;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (Date.now() < deadline) {
+        const response = await fetch(`${server.httpUrl}/v2/models/busy/infer`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: BODY });
+        const text = await response.text();
+        if (response.status === 200) result.done.push(Date.now() - started);
+        else if (response.status === 429) {
+          result.refused.push({ at: Date.now() - started, retryAfter: response.headers.get("retry-after"), message: text });
+          // A polite client waits a little (not the whole Retry-After, so the test stays short).
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        } else result.otherFailures.push(`${response.status} ${text}`);
+      }
+    }),
+  );
+  return result;
+}
+
+async function metricsText(server: RunningOperon): Promise<string> {
+  return (await fetch(server.metricsUrl)).text();
+}
+
+function metricValue(text: string, name: string, tenant: string): number {
+  const line = text.split("\n").find((candidate) => candidate.startsWith(`${name}{tenant="${tenant}"}`));
+  return line === undefined ? 0 : Number(line.split(" ").pop());
+}
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe("traffic shares per tenant (real server)", () => {
+  let server: RunningOperon;
+  let admin: ApiSession;
+  let gold: { id: string; key: string };
+  let bronze: { id: string; key: string };
+
+  beforeAll(async () => {
+    const repository = tempRepository();
+    mkdirSync(join(repository, "busy", "1"), { recursive: true });
+    writeFileSync(join(repository, "busy", "1", "model.js"), BUSY_MODEL);
+    writeFileSync(join(repository, "busy", "config.pbtxt"), BUSY_CONFIG);
+    server = await startControlPlaneServer(["--model-repository", repository, "--load-model", "busy", "--usage-sample-secs", "1"]);
+    admin = await signedIn(server);
+    const tenant = async (name: string, share: number) => {
+      const created = await admin.client.tenants.create.mutate({ name, share, policy: "QUEUE" });
+      const { key, summary } = await admin.client.apiKeys.create.mutate({ name: `${name}-client`, scopes: ["infer"] });
+      await admin.client.tenants.assignKey.mutate({ keyId: summary.id, tenantId: created.id });
+      return { id: created.id, key };
+    };
+    gold = await tenant("gold", 2);
+    bronze = await tenant("bronze", 1);
+    // The grants reach the gateway's key ring: the shares show in its metrics.
+    await waitFor(async () => {
+      const text = await metricsText(server);
+      return metricValue(text, "operon_tenant_share", gold.id) === 2 && metricValue(text, "operon_tenant_share", bronze.id) === 1;
+    }, "the tenant shares to reach the gateway");
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("gives two tenants with 2:1 shares, both saturating one model, throughput within 10 % of 2:1", async () => {
+    const before = await metricsText(server);
+    const started = Date.now();
+    const [goldLoad, bronzeLoad] = await Promise.all([load(server, gold.key, 12, 8_000, started), load(server, bronze.key, 12, 8_000, started)]);
+    expect(goldLoad.otherFailures).toEqual([]);
+    expect(bronzeLoad.otherFailures).toEqual([]);
+    expect(goldLoad.refused).toEqual([]);
+    // Measured after a second of warm-up (workers warm, both tenants' clients all busy) until the end.
+    const inWindow = (done: number[]) => done.filter((at) => at >= 1_000 && at < 8_000).length;
+    const ratio = inWindow(goldLoad.done) / inWindow(bronzeLoad.done);
+    console.info(`tenant shares 2:1 under contention: gold ${inWindow(goldLoad.done)}, bronze ${inWindow(bronzeLoad.done)} requests in 7 s, ratio ${ratio.toFixed(3)}`);
+    expect(inWindow(bronzeLoad.done)).toBeGreaterThan(100);
+    expect(ratio).toBeGreaterThan(1.8);
+    expect(ratio).toBeLessThan(2.2);
+    // The gateway's own count in normalized units agrees.
+    const after = await metricsText(server);
+    const units = (id: string) => metricValue(after, "operon_tenant_units_total", id) - metricValue(before, "operon_tenant_units_total", id);
+    expect(units(gold.id) / units(bronze.id)).toBeGreaterThan(1.8);
+    expect(units(gold.id) / units(bronze.id)).toBeLessThan(2.2);
+    // The control plane samples it: each tenant's use against its share.
+    const usageOf = async () => {
+      const usage = await admin.client.tenants.usage.query({ from: new Date(started - 60_000), to: new Date(Date.now() + 60_000) });
+      const total = (id: string) => usage.points.reduce((sum, point) => sum + (point.tenants[id]?.units ?? 0), 0);
+      return { usage, gold: total(gold.id), bronze: total(bronze.id) };
+    };
+    await waitFor(async () => (await usageOf()).gold >= units(gold.id) * 0.99, "the tenant usage samples");
+    const sampled = await usageOf();
+    expect(sampled.usage.shareOf[gold.id]).toBeCloseTo(2 / 3, 5);
+    expect(sampled.gold / sampled.bronze).toBeGreaterThan(1.8);
+    expect(sampled.gold / sampled.bronze).toBeLessThan(2.2);
+  }, 60_000);
+
+  it("refuses a tenant under the refuse policy over its share with 429 and Retry-After while the model is busy", async () => {
+    await admin.client.tenants.update.mutate({ id: bronze.id, policy: "REFUSE" });
+    // Alone, it is not contended: nothing is refused.
+    const alone = await load(server, bronze.key, 1, 1_000, Date.now());
+    expect(alone.refused).toEqual([]);
+    expect(alone.done.length).toBeGreaterThan(10);
+    const started = Date.now();
+    const [goldLoad, bronzeLoad] = await Promise.all([load(server, gold.key, 8, 4_000, started), load(server, bronze.key, 8, 4_000, started)]);
+    expect(goldLoad.refused).toEqual([]);
+    expect(goldLoad.otherFailures).toEqual([]);
+    expect(bronzeLoad.otherFailures).toEqual([]);
+    expect(bronzeLoad.refused.length).toBeGreaterThan(0);
+    for (const refusal of bronzeLoad.refused) {
+      expect(Number(refusal.retryAfter)).toBeGreaterThanOrEqual(1);
+      expect(refusal.message).toMatch(/over its share/);
+    }
+    // Served, it still gets requests through, at most about its share.
+    expect(bronzeLoad.done.length).toBeGreaterThan(0);
+    expect(goldLoad.done.length / bronzeLoad.done.length).toBeGreaterThan(1.8);
+    const text = await metricsText(server);
+    expect(metricValue(text, "operon_tenant_throttled_total", bronze.id)).toBeGreaterThanOrEqual(bronzeLoad.refused.length);
+  }, 60_000);
+});
