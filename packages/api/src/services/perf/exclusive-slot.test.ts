@@ -68,6 +68,7 @@ describe("ExclusiveSlot", () => {
     const first = slot.run("a", () => gate.promise);
     const controller = new AbortController();
     const waiter = slot.run("b", async () => "ran", controller.signal);
+    await new Promise((resolve) => setImmediate(resolve)); // "a" has taken the slot
     expect(slot.waiting).toBe(1);
     controller.abort(new Error("cancelled while waiting"));
     await expect(waiter).rejects.toThrow("cancelled while waiting");
