@@ -1,3 +1,4 @@
+import { retryAfterOf } from "../../repository/parked-models.js";
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { httpStatusOf, type ErrorKind, type FailureLogLevel } from "@operon/protocol/errors";
 import { requestFailureOf } from "../failure-log.js";
@@ -72,5 +73,8 @@ export function reportOf(error: unknown): ErrorReport {
   const status = httpStatusOf(kind);
   // 429 (a key over its quota, a request over a size budget) always says when to retry: a quota refills within a second.
   const headers: OutgoingHttpHeaders = status === 401 ? { "WWW-Authenticate": "Bearer" } : status === 429 ? { "Retry-After": "1" } : {};
+  // A model the resource scheduler unloaded answers 503 with when to come back (parked-models.ts).
+  const retryAfter = status === 503 ? retryAfterOf(error) : undefined;
+  if (retryAfter !== undefined) headers["Retry-After"] = String(retryAfter);
   return { status, message, kind, level, closeConnection: false, headers };
 }
