@@ -74,7 +74,7 @@ describe("decide", () => {
     expect(decisions[0]!.reason).toContain("demand 60.0 req/s");
     // Demand ends at period 10; the count follows the peak of the last 60 s, so it starts down a cooldown later.
     const firstDown = decisions.find((d) => d.action === "SCALE_DOWN")!;
-    expect(firstDown.at).toBe(10 * PERIOD + POLICY.scaleDownCooldownMs);
+    expect(firstDown.at).toBe(9 * PERIOD + POLICY.scaleDownCooldownMs); // a full window after the last busy period (9)
     expect(firstDown).toMatchObject({ from: 8, to: 4 }); // at most halving
     expect(counts.at(-1)).toBe(1);
     // Each step down waits a cooldown after the one before.
