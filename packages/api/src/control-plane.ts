@@ -7,6 +7,7 @@ import { HardwareProfiles } from "./services/costs/hardware-profiles.js";
 import { OperatorRegistry, type SyncFailure } from "./services/operators/operator-registry.js";
 import { PerfRuns } from "./services/perf/perf-runs.js";
 import { UsageSampler } from "./services/usage/usage-sampler.js";
+import { ResourceScheduler } from "./services/resource-scheduler/resource-scheduler.js";
 import { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
 import { createModelServices } from "./services/models/model-services.js";
 import { ModelStore } from "./services/models/model-store.js";
@@ -52,6 +53,7 @@ export class ControlPlane {
       perfRuns: new PerfRuns(prisma, gateway, resolved.gateway, resolved.logger),
       hardware: new HardwareProfiles(prisma),
       usageSampler: new UsageSampler(prisma, gateway, { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays }, resolved.logger),
+      resourceScheduler: new ResourceScheduler(prisma, gateway, resolved.resourceScheduler, resolved.logger),
       models,
       uploads,
       setup: { token: needsSetup ? randomBytes(18).toString("base64url") : undefined },
@@ -65,6 +67,8 @@ export class ControlPlane {
     backgroundStops.push(() => services.perfRuns.stop());
     services.usageSampler.start();
     backgroundStops.push(() => services.usageSampler.stop());
+    services.resourceScheduler.start();
+    backgroundStops.push(() => services.resourceScheduler.stop());
     return new ControlPlane(services, backgroundStops);
   }
 

@@ -7,6 +7,7 @@ import { metricsRouter } from "./routers/metrics-router.js";
 import { modelsRouter } from "./routers/models-router.js";
 import { operatorsRouter } from "./routers/operators-router.js";
 import { perfRouter } from "./routers/perf-router.js";
+import { schedulerRouter } from "./routers/scheduler-router.js";
 import { workersRouter } from "./routers/workers-router.js";
 import { usersRouter } from "./routers/users-router.js";
 import { createCallerFactory, router } from "./trpc.js";
@@ -24,6 +25,7 @@ export const appRouter = router({
   workers: workersRouter,
   models: modelsRouter,
   gateway: gatewayRouter,
+  scheduler: schedulerRouter,
 });
 
 export type AppRouter = typeof appRouter;

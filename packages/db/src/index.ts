@@ -5,6 +5,7 @@ export type { MigrateResult, MigrationFile, MigrationSource, SqlConnection } fro
 export { PrismaClient, Prisma } from "./generated/prisma/client.js";
 // Named, not `export *`: what the rest of Operon may use of the generated client is listed here.
 export { Role, ModelVersionState, PerfRunStatus, PerfTargetKind, HardwareKind } from "./generated/prisma/enums.js";
+export { SchedulerAction } from "./generated/prisma/enums.js";
 export type { ModelGetPayload } from "./generated/prisma/models.js";
 export type {
   User,

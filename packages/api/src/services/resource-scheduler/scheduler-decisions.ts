@@ -27,7 +27,8 @@
  * again when a request comes, and the next period sees them loaded.
  * Scheduler off: no decisions at all (counts stay where they are; pins too).
  */
-export type SchedulerActionKind = "SCALE_UP" | "SCALE_DOWN" | "UNLOAD" | "HOLD";
+/** LOAD is never decided here: the runner records it when a parked model was loaded again by a request. */
+export type SchedulerActionKind = "SCALE_UP" | "SCALE_DOWN" | "UNLOAD" | "LOAD" | "HOLD";
 
 export interface SchedulerPolicy {
   /** Spare capacity kept above demand (0.25 = 25 %). */
