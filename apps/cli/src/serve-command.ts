@@ -107,6 +107,7 @@ export function serveCommand(): Command {
     .option("--scheduler-headroom <fraction>", "spare capacity kept above demand (0.25 = 25 %)", parseFraction, RESOURCE_SCHEDULER_DEFAULTS.headroom)
     .option("--scheduler-cooldown-secs <secs>", "a model scales down only this long after its last change and its last peak of demand", parseNonNegativeInt, RESOURCE_SCHEDULER_DEFAULTS.scaleDownCooldownSecs)
     .option("--scheduler-idle-unload-secs <secs>", "a model without a request for this long may be unloaded when memory is short (it loads again on its next request)", parseNonNegativeInt, RESOURCE_SCHEDULER_DEFAULTS.idleUnloadSecs)
+    .option("--scheduler-cpu-slots <n>", "instances of CPU models the scheduler lets run at once; default 2 × CPU cores", parsePositiveInt)
     .option("--scheduler-memory-budget-bytes <bytes>", "memory the models' instances may use together; default 75 % of the host's memory", parsePositiveInt)
     .option("--scheduler-default-capacity-rps <rps>", "requests/s one instance is assumed to serve when the model has no perf report (conservative)", parsePositiveNumber, RESOURCE_SCHEDULER_DEFAULTS.defaultCapacityRps)
     .option("--scheduler-p99-budget-ms <ms>", "p99 latency a perf report's throughput must meet to count as an instance's capacity", parsePositiveNumber, RESOURCE_SCHEDULER_DEFAULTS.p99BudgetMs)
@@ -204,6 +205,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
             scaleDownCooldownSecs: flags.schedulerCooldownSecs,
             idleUnloadSecs: flags.schedulerIdleUnloadSecs,
             ...(flags.schedulerMemoryBudgetBytes !== undefined ? { memoryBudgetBytes: flags.schedulerMemoryBudgetBytes } : {}),
+            ...(flags.schedulerCpuSlots !== undefined ? { cpuSlots: flags.schedulerCpuSlots } : {}),
             defaultCapacityRps: flags.schedulerDefaultCapacityRps,
             p99BudgetMs: flags.schedulerP99BudgetMs,
             maxInstancesPerModel: flags.maxInstancesPerModel,

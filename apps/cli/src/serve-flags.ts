@@ -64,6 +64,7 @@ export const serveFlagsSchema = z.object({
   schedulerCooldownSecs: count,
   schedulerIdleUnloadSecs: count,
   schedulerMemoryBudgetBytes: positive.optional(),
+  schedulerCpuSlots: positive.optional(),
   schedulerDefaultCapacityRps: z.number().positive(),
   schedulerP99BudgetMs: z.number().positive(),
   parkedModelPolicy: z.enum(["wait", "retry-after"]),

@@ -29,7 +29,8 @@ import { capacityOf, decide, type HostBudget, type ModelState, type SchedulerDec
  *   thread instances, whose memory is the gateway's).
  * - pins and the on/off switch: the database (set through the API, audited).
  *
- * The first period only takes the baseline. The gateway refusing a change
+ * The first period only takes the baseline, and a model first seen keeps
+ * its configured count for a scale-down cooldown. The gateway refusing a change
  * (its limits, a model with several instance groups) is recorded as a HOLD
  * with the gateway's message and the model is left alone for ten minutes.
  */
@@ -302,6 +303,8 @@ export class ResourceScheduler {
       const demandRps = interval > 0 ? delta / interval : 0;
       const peakDemandRps = this.notePeak(name, now, demandRps);
       const refusedUntil = this.refused.get(name);
+      // First seen counts as a change: a model just loaded (or the scheduler just started) keeps its count for a cooldown.
+      if (!this.lastChange.has(name)) this.lastChange.set(name, now);
       return {
         model: name,
         instances: parkedNow.has(name) || seen === undefined ? 0 : Math.max(...seen.versions.values()),

@@ -201,8 +201,8 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
   for (const m of ups) {
     const target = targets.get(m.model)!;
     const want = target.to - m.instances;
-    const slotsLeft = m.kind === "GPU" ? budget.gpuSlots - used.gpu : budget.cpuSlots - used.cpu;
-    let grant = Math.min(want, Math.max(0, slotsLeft), Math.max(0, policy.maxInstancesPerHost - used.instances));
+    const slotsLeft = (): number => Math.max(0, Math.min(m.kind === "GPU" ? budget.gpuSlots - used.gpu : budget.cpuSlots - used.cpu, policy.maxInstancesPerHost - used.instances));
+    let grant = Math.min(want, slotsLeft());
     let memoryShort = grant * m.memoryPerInstanceBytes - (budget.memoryBytes - used.memory);
     if (memoryShort > 0) {
       const victims = lruVictims(
@@ -223,9 +223,8 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
           reason: `memory is short for ${m.model} (${mib(memoryShort)} MiB more needed); ${victim.model} is the least recently used idle model (${victim.lastUsedAt === null ? "never used" : `last request ${Math.round((now - victim.lastUsedAt) / 1000)} s ago`}); it loads again on its next request`,
         });
       }
-      memoryShort = grant * m.memoryPerInstanceBytes - (budget.memoryBytes - used.memory);
-      if (memoryShort > 0) grant = Math.max(0, Math.floor((budget.memoryBytes - used.memory) / Math.max(1, m.memoryPerInstanceBytes)));
-      grant = Math.min(grant, want);
+      // The unloads freed slots too; then whatever memory allows.
+      grant = Math.min(want, slotsLeft(), Math.max(0, Math.floor((budget.memoryBytes - used.memory) / Math.max(1, m.memoryPerInstanceBytes))));
     }
     if (grant > 0) {
       add(m, grant);
