@@ -76,6 +76,8 @@ export interface InferenceEngine {
   scaleModel?(name: string, count: number): Promise<{ model: string; from: number; to: number }>;
   parkModel?(name: string): Promise<void>;
   parkedModels?(): string[];
+  /** Each served model's instance count now and as its config asked (the scheduler never goes below the latter on its own). */
+  scalingState?(): Array<{ model: string; instances: number; configuredInstances: number }>;
   /** name undefined = all models; throws NOT_FOUND for an unknown model/version. */
   modelStatistics(name?: string, version?: string): ModelStatistics[];
   /**

@@ -392,6 +392,10 @@ export class Engine implements InferenceEngine {
     return this.manager.parkedModels();
   }
 
+  scalingState(): Array<{ model: string; instances: number; configuredInstances: number }> {
+    return this.manager.scalingState();
+  }
+
   modelStatistics(name?: string, version?: string): ModelStatistics[] {
     return this.manager.servedVersions(name, version).map((served) => served.stats.snapshot());
   }

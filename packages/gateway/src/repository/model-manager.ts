@@ -61,6 +61,8 @@ export interface ServedVersion {
   stats: ModelVersionStats;
   /** Set when this version is an operator (an ensemble, or registered through /v2/operators). */
   operator?: OperatorSpec;
+  /** The instance count its config asked for at load, once scaleInstances changed it. */
+  configuredInstances?: number;
 }
 
 export type { ServedOperator };
@@ -330,6 +332,7 @@ export class ModelManager {
       from = instanceCountOf(versions[0]!.config);
       for (const served of versions) {
         const pool = served.instances as ModelInstances;
+        served.configuredInstances ??= instanceCountOf(served.config);
         const group = served.config.instance_group?.[0];
         const groupName = group?.name || `${name}_0`;
         try {
@@ -368,6 +371,21 @@ export class ModelManager {
   /** Models parked now (GET /v2/operon/parked). */
   parkedModels(): string[] {
     return [...this.parked.keys()].sort();
+  }
+
+  /** Each served model's instances now and as its config asked at load (the most over its versions); operators left out. */
+  scalingState(): Array<{ model: string; instances: number; configuredInstances: number }> {
+    const list: Array<{ model: string; instances: number; configuredInstances: number }> = [];
+    for (const entry of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+      const pools = [...entry.versions.values()].filter((served) => served.instances instanceof ModelInstances);
+      if (pools.length === 0) continue;
+      list.push({
+        model: entry.name,
+        instances: Math.max(...pools.map((served) => (served.instances as ModelInstances).instanceCount)),
+        configuredInstances: Math.max(...pools.map((served) => served.configuredInstances ?? instanceCountOf(served.config))),
+      });
+    }
+    return list;
   }
 
   /**

@@ -118,6 +118,11 @@ export class GatewayClient {
     await this.request("POST", `/v2/operon/models/${encodeURIComponent(name)}/park`, {});
   }
 
+  /** Each served model's instances now and as its config asked at load, and the parked models. */
+  async scalingState(): Promise<{ models: Array<{ model: string; instances: number; configuredInstances: number }>; parked: string[] }> {
+    return (await this.request("GET", "/v2/operon/scaling")).body as never;
+  }
+
   /** Models unloaded by parkModel and not loaded again since. */
   async parkedModels(): Promise<string[]> {
     return ((await this.request("GET", "/v2/operon/parked")).body as { models: string[] }).models;

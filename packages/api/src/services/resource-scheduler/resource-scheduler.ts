@@ -27,6 +27,9 @@ import { capacityOf, decide, type HostBudget, type ModelState, type SchedulerDec
  * - instances, kind (CPU/GPU) and memory: GET /v2/operon/workers (resident
  *   memory of process instances; --scheduler-instance-memory-bytes for
  *   thread instances, whose memory is the gateway's).
+ * - the floor: the instance count each model's config asked for
+ *   (GET /v2/operon/scaling); on its own the scheduler only removes
+ *   instances it added.
  * - pins and the on/off switch: the database (set through the API, audited).
  *
  * The first period only takes the baseline, and a model first seen keeps
@@ -262,9 +265,9 @@ export class ResourceScheduler {
     const now = this.clock();
     let stats: ModelStatistics[];
     let workers: WorkersResponse;
-    let parked: string[];
+    let scaling: Awaited<ReturnType<GatewayClient["scalingState"]>>;
     try {
-      [stats, workers, parked] = await Promise.all([this.gateway.statistics(), this.gateway.workers(), this.gateway.parkedModels()]);
+      [stats, workers, scaling] = await Promise.all([this.gateway.statistics(), this.gateway.workers(), this.gateway.scalingState()]);
     } catch (error) {
       this.logger.warn({ err: (error as Error).message }, "resource scheduler: gateway not reachable; skipping this period");
       return [];
@@ -285,7 +288,8 @@ export class ResourceScheduler {
       if (worker.rssBytes !== null) model.rss.push(worker.rssBytes);
       byModel.set(worker.model, model);
     }
-    const parkedNow = new Set(parked);
+    const parkedNow = new Set(scaling.parked);
+    const configured = new Map(scaling.models.map((entry) => [entry.model, entry.configuredInstances]));
     const names = [...new Set([...byModel.keys(), ...parkedNow])].sort();
     const [pins, capacities, enabled] = await Promise.all([
       this.prisma.schedulerPin.findMany(),
@@ -318,6 +322,7 @@ export class ResourceScheduler {
         pinned: pinOf.get(name) ?? null,
         lastChangeAt: this.lastChange.get(name) ?? null,
         scalable: refusedUntil === undefined || refusedUntil <= now,
+        minInstances: configured.get(name) ?? 1,
       };
     });
     this.lastView = states.map((state) => {

@@ -115,6 +115,13 @@ describe("decide", () => {
     expect(down).toMatchObject([{ action: "SCALE_DOWN", from: 3, to: 2 }]);
   });
 
+  it("never goes below the config's instance count on its own (a pin may)", () => {
+    const idle = model("m", { instances: 4, minInstances: 2, demandRps: 0, lastChangeAt: -1e9 });
+    expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [idle] }, 0)).toMatchObject([{ action: "SCALE_DOWN", from: 4, to: 2 }]);
+    expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [{ ...idle, instances: 2 }] }, 0)).toEqual([]);
+    expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [{ ...idle, instances: 2, pinned: 1 }] }, 0)).toMatchObject([{ action: "SCALE_DOWN", to: 1 }]);
+  });
+
   it("uses the perf report's capacity when there is one", () => {
     const [decision] = decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [model("m", { demandRps: 100, reportCapacityRps: 40 })] }, 0);
     expect(decision).toMatchObject({ action: "SCALE_UP", to: 4, capacityRps: 40, capacitySource: "report" });

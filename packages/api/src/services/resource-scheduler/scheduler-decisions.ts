@@ -21,7 +21,10 @@
  *    request for idleUnloadMs, not pinned) are unloaded least recently used
  *    first; a model that still does not fit gets what fits and a HOLD
  *    decision saying what it lacked.
- * 6. --max-instances-per-model and --max-instances cap every count.
+ * 6. --max-instances-per-model and --max-instances cap every count; the
+ *    count the model's config asks for (minInstances) is the floor: the
+ *    scheduler adds instances on demand and removes only those it added
+ *    (a pin may go lower: the admin's choice).
  *
  * Parked models (unloaded for memory) are not scaled: the gateway loads them
  * again when a request comes, and the next period sees them loaded.
@@ -74,6 +77,8 @@ export interface ModelState {
   lastChangeAt: number | null;
   /** False when the gateway cannot rescale it (several instance groups, an operator). */
   scalable: boolean;
+  /** Never scaled below this on demand (the config's instance count); default 1. */
+  minInstances?: number;
 }
 
 export interface SchedulerInputs {
@@ -164,7 +169,7 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
       continue;
     }
     const peak = Math.max(m.demandRps, m.peakDemandRps ?? 0);
-    const downTo = Math.max(instancesFor(peak, rps, policy.headroom + policy.hysteresis), Math.ceil(m.instances / 2));
+    const downTo = Math.max(instancesFor(peak, rps, policy.headroom + policy.hysteresis), Math.ceil(m.instances / 2), m.minInstances ?? 1);
     if (downTo < m.instances && sinceChange >= policy.scaleDownCooldownMs) {
       targets.set(m.model, {
         to: downTo,

@@ -297,6 +297,7 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
     sendEmpty(res, 200);
   });
   add("GET", "/v2/operon/parked", "infer", ({ res }) => sendJson(res, 200, { models: engine.parkedModels?.() ?? [] }));
+  add("GET", "/v2/operon/scaling", "infer", ({ res }) => sendJson(res, 200, { models: engine.scalingState?.() ?? [], parked: engine.parkedModels?.() ?? [] }));
   return router;
 }
 
