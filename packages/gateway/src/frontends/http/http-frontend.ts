@@ -306,6 +306,8 @@ function modelControlEventOf(method: string, path: string, { params, principal, 
   const common = { keyId: principal?.keyId ?? null, transport: "http" as const, address: req.socket.remoteAddress ?? null };
   if (path.endsWith("/load") && params["model"] !== undefined) return { action: "model.load", target: params["model"], ...common, ...(loadDetails ?? {}) };
   if (path.endsWith("/unload") && params["model"] !== undefined) return { action: "model.unload", target: params["model"], ...common };
+  if (path.endsWith("/instances") && params["model"] !== undefined) return { action: "model.scale", target: params["model"], ...common };
+  if (path.endsWith("/park") && params["model"] !== undefined) return { action: "model.park", target: params["model"], ...common };
   if (params["operator"] !== undefined) return { action: method === "DELETE" ? "operator.remove" : "operator.register", target: params["operator"], ...common };
   return undefined;
 }
