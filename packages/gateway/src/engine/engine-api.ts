@@ -77,7 +77,7 @@ export interface InferenceEngine {
   parkModel?(name: string): Promise<void>;
   parkedModels?(): string[];
   /** Each served model's instance count now and as its config asked (the scheduler never goes below the latter on its own). */
-  scalingState?(): Array<{ model: string; instances: number; configuredInstances: number }>;
+  scalingState?(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }>;
   /** name undefined = all models; throws NOT_FOUND for an unknown model/version. */
   modelStatistics(name?: string, version?: string): ModelStatistics[];
   /**

@@ -392,7 +392,7 @@ export class Engine implements InferenceEngine {
     return this.manager.parkedModels();
   }
 
-  scalingState(): Array<{ model: string; instances: number; configuredInstances: number }> {
+  scalingState(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }> {
     return this.manager.scalingState();
   }
 

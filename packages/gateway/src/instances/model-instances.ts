@@ -296,6 +296,11 @@ export class ModelInstances implements InstanceDispatcher {
     return this.instances.filter((instance) => instance.worker !== undefined).length;
   }
 
+  /** Requests waiting in the queue (not yet sent to an instance). */
+  get queuedCount(): number {
+    return this.queueLength;
+  }
+
   /** Requests queued or executing. */
   get pendingCount(): number {
     return this.scheduler.inFlightCount;

@@ -373,9 +373,9 @@ export class ModelManager {
     return [...this.parked.keys()].sort();
   }
 
-  /** Each served model's instances now and as its config asked at load (the most over its versions); operators left out. */
-  scalingState(): Array<{ model: string; instances: number; configuredInstances: number }> {
-    const list: Array<{ model: string; instances: number; configuredInstances: number }> = [];
+  /** Each served model's instances now and as its config asked at load (the most over its versions), and its requests waiting in queue; operators left out. */
+  scalingState(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }> {
+    const list: Array<{ model: string; instances: number; configuredInstances: number; queued: number }> = [];
     for (const entry of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
       const pools = [...entry.versions.values()].filter((served) => served.instances instanceof ModelInstances);
       if (pools.length === 0) continue;
@@ -383,6 +383,7 @@ export class ModelManager {
         model: entry.name,
         instances: Math.max(...pools.map((served) => (served.instances as ModelInstances).instanceCount)),
         configuredInstances: Math.max(...pools.map((served) => served.configuredInstances ?? instanceCountOf(served.config))),
+        queued: pools.reduce((sum, served) => sum + (served.instances as ModelInstances).queuedCount, 0),
       });
     }
     return list;

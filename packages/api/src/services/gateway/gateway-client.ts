@@ -119,7 +119,7 @@ export class GatewayClient {
   }
 
   /** Each served model's instances now and as its config asked at load, and the parked models. */
-  async scalingState(): Promise<{ models: Array<{ model: string; instances: number; configuredInstances: number }>; parked: string[] }> {
+  async scalingState(): Promise<{ models: Array<{ model: string; instances: number; configuredInstances: number; queued: number }>; parked: string[] }> {
     return (await this.request("GET", "/v2/operon/scaling")).body as never;
   }
 

@@ -27,9 +27,9 @@ import { capacityOf, decide, type HostBudget, type ModelState, type SchedulerDec
  * - instances, kind (CPU/GPU) and memory: GET /v2/operon/workers (resident
  *   memory of process instances; --scheduler-instance-memory-bytes for
  *   thread instances, whose memory is the gateway's).
- * - the floor: the instance count each model's config asked for
- *   (GET /v2/operon/scaling); on its own the scheduler only removes
- *   instances it added.
+ * - the floor: the instance count each model's config asked for, and the
+ *   requests waiting in each model's queue (GET /v2/operon/scaling); on its
+ *   own the scheduler only removes instances it added.
  * - pins and the on/off switch: the database (set through the API, audited).
  *
  * The first period only takes the baseline, and a model first seen keeps
@@ -290,6 +290,7 @@ export class ResourceScheduler {
     }
     const parkedNow = new Set(scaling.parked);
     const configured = new Map(scaling.models.map((entry) => [entry.model, entry.configuredInstances]));
+    const queued = new Map(scaling.models.map((entry) => [entry.model, entry.queued ?? 0]));
     const names = [...new Set([...byModel.keys(), ...parkedNow])].sort();
     const [pins, capacities, enabled] = await Promise.all([
       this.prisma.schedulerPin.findMany(),
@@ -323,6 +324,7 @@ export class ResourceScheduler {
         lastChangeAt: this.lastChange.get(name) ?? null,
         scalable: refusedUntil === undefined || refusedUntil <= now,
         minInstances: configured.get(name) ?? 1,
+        queued: queued.get(name) ?? 0,
       };
     });
     this.lastView = states.map((state) => {

@@ -122,6 +122,17 @@ describe("decide", () => {
     expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [{ ...idle, instances: 2, pinned: 1 }] }, 0)).toMatchObject([{ action: "SCALE_DOWN", to: 1 }]);
   });
 
+  it("a saturated model (requests waiting, serving near capacity) at least doubles: its measured demand is capped by what it serves", () => {
+    const saturated = model("m", { instances: 2, demandRps: 18, queued: 40, lastChangeAt: -1e9 });
+    const [decision] = decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [saturated] }, 0);
+    expect(decision).toMatchObject({ action: "SCALE_UP", from: 2, to: 4 });
+    expect(decision!.reason).toContain("saturated (40 requests waiting)");
+    // A short queue at low load (a batcher gathering a batch) is not saturation.
+    expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [{ ...saturated, demandRps: 4 }] }, 0)).toEqual([]);
+    // Nor does a model with a queue scale down.
+    expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [{ ...saturated, instances: 6, demandRps: 4, queued: 6 }] }, 0)).toEqual([]);
+  });
+
   it("uses the perf report's capacity when there is one", () => {
     const [decision] = decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [model("m", { demandRps: 100, reportCapacityRps: 40 })] }, 0);
     expect(decision).toMatchObject({ action: "SCALE_UP", to: 4, capacityRps: 40, capacitySource: "report" });

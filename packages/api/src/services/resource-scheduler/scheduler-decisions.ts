@@ -10,6 +10,11 @@
  * 2. needed = ceil(demand × (1 + headroom) / capacity per instance), at least 1.
  * 3. Up when needed > instances, unless the model changed less than
  *    scaleUpCooldownMs ago (its new instances need a period to show in the demand).
+ *    Demand is measured from completed requests, which a saturated model
+ *    caps at what it serves now; so a model with requests waiting in its
+ *    queue (at least one per instance) while it serves at least half its
+ *    assumed capacity is saturated and asks for at least double its
+ *    instances (a batching model's short queue at low load is not).
  * 4. Down (hysteresis): only to ceil(peak × (1 + headroom + hysteresis) / capacity),
  *    where peak is the highest demand over the last scaleDownCooldownMs (the
  *    runner keeps that window), at most halving per step, and only
@@ -79,6 +84,8 @@ export interface ModelState {
   scalable: boolean;
   /** Never scaled below this on demand (the config's instance count); default 1. */
   minInstances?: number;
+  /** Requests waiting in the model's queue at the sample; default 0. */
+  queued?: number;
 }
 
 export interface SchedulerInputs {
@@ -156,7 +163,8 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
       continue;
     }
     const sinceChange = m.lastChangeAt === null ? Number.POSITIVE_INFINITY : now - m.lastChangeAt;
-    const needed = instancesFor(m.demandRps, rps, policy.headroom);
+    const saturated = (m.queued ?? 0) >= m.instances && m.demandRps >= 0.5 * m.instances * rps;
+    const needed = Math.max(instancesFor(m.demandRps, rps, policy.headroom), saturated ? 2 * m.instances : 0);
     if (needed > m.instances) {
       if (sinceChange < policy.scaleUpCooldownMs) continue;
       const to = cap(needed);
@@ -164,13 +172,13 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
       targets.set(m.model, {
         to,
         pinned: false,
-        reason: `demand ${fmt(m.demandRps)} req/s + ${pct(policy.headroom)} headroom needs ${needed} × ${fmt(rps)} req/s${to < needed ? `; capped at ${to} by --max-instances-per-model` : ""}`,
+        reason: `${saturated ? `saturated (${m.queued} requests waiting): at least doubling; ` : ""}demand ${fmt(m.demandRps)} req/s + ${pct(policy.headroom)} headroom needs ${needed} × ${fmt(rps)} req/s${to < needed ? `; capped at ${to} by --max-instances-per-model` : ""}`,
       });
       continue;
     }
     const peak = Math.max(m.demandRps, m.peakDemandRps ?? 0);
     const downTo = Math.max(instancesFor(peak, rps, policy.headroom + policy.hysteresis), Math.ceil(m.instances / 2), m.minInstances ?? 1);
-    if (downTo < m.instances && sinceChange >= policy.scaleDownCooldownMs) {
+    if (downTo < m.instances && sinceChange >= policy.scaleDownCooldownMs && (m.queued ?? 0) === 0) {
       targets.set(m.model, {
         to: downTo,
         pinned: false,
