@@ -23,7 +23,7 @@ import { ROOT, startOperon } from "./lib/processes.mjs";
 
 const BASE = Number(process.env.OPERON_BENCH_STEP_BASE ?? 20);
 const STEP = Number(process.env.OPERON_BENCH_STEP_RPS ?? 300);
-const BASE_SECS = Number(process.env.OPERON_BENCH_STEP_BASE_SECS ?? 8);
+const BASE_SECS = Number(process.env.OPERON_BENCH_STEP_BASE_SECS ?? 10);
 const STEP_SECS = Number(process.env.OPERON_BENCH_STEP_SECS ?? 30);
 const WINDOW_SECS = 5;
 const MAX_IN_FLIGHT = 512;
@@ -81,6 +81,7 @@ async function scenario(name, repository, extraArgs) {
     // Warm-up: the worker's first requests.
     for (let i = 0; i < 20; i += 1) await (await fetch(`${server.httpUrl}/v2/models/wait20/infer`, { method: "POST", headers: { "content-type": "application/json" }, body: BODY })).arrayBuffer();
     const samples = []; // { sentAt (s from start), latencyMs, ok }
+    const arrivals = []; // every arrival's time (sent or shed)
     const counts = []; // { at, instances }
     let inFlight = 0;
     let shed = 0;
@@ -102,6 +103,7 @@ async function scenario(name, repository, extraArgs) {
       while (next <= elapsed) {
         const sentAt = next;
         next += 1 / (sentAt < BASE_SECS ? BASE : STEP);
+        arrivals.push(sentAt);
         if (inFlight >= MAX_IN_FLIGHT) {
           shed += 1;
           continue;
@@ -131,7 +133,7 @@ async function scenario(name, repository, extraArgs) {
       const instanceReadings = counts.filter((count) => count.at >= from && count.at < from + WINDOW_SECS && count.instances !== null).map((count) => count.instances);
       windows.push({
         from,
-        offered: from < BASE_SECS ? BASE : STEP,
+        offered: arrivals.filter((at) => at >= from && at < from + WINDOW_SECS).length / WINDOW_SECS,
         completedRps: latencies.length / WINDOW_SECS,
         errors: inWindow.filter((sample) => !sample.ok).length,
         p50: quantile(latencies, 0.5),
@@ -186,7 +188,7 @@ function report(results) {
     lines.push("", `## ${r.name}: per ${WINDOW_SECS} s window (by send time)`, "");
     lines.push("| from (s) | offered req/s | completed req/s | instances | p50 ms | p99 ms | errors |");
     lines.push("|---|---|---|---|---|---|---|");
-    for (const w of r.windows) lines.push(`| ${w.from} | ${w.offered} | ${fmt(w.completedRps)} | ${w.instances ?? "—"} | ${fmt(w.p50)} | ${fmt(w.p99)} | ${w.errors} |`);
+    for (const w of r.windows) lines.push(`| ${w.from} | ${fmt(w.offered)} | ${fmt(w.completedRps)} | ${w.instances ?? "—"} | ${fmt(w.p50)} | ${fmt(w.p99)} | ${w.errors} |`);
   }
   return lines.join("\n") + "\n";
 }
