@@ -36,6 +36,8 @@ export async function createControlPlaneHarness(db: Database, overrides: Partial
     modelStoreDir: join(dir, "models"),
     uploadStagingDir: join(dir, "staging"),
     usageSampleIntervalSecs: 0,
+    // No background scheduling: tests that drive a gateway must not see their models rescaled.
+    resourceScheduler: { periodSecs: 0 },
     ...overrides,
   });
   const users = {} as Record<Role, SessionUser>;
