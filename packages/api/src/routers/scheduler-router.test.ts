@@ -130,6 +130,17 @@ describe.each(testDatabaseBackends())("scheduler router and runner on $name", (b
     await h.as("ADMIN").scheduler.setEnabled({ enabled: true });
   });
 
+  it("leaves a model alone while a perf run measures it", async () => {
+    const run = await db.prisma.perfReport.create({ data: { targetName: "busy", status: "RUNNING" } });
+    gateway.instances.set("busy", 1);
+    now += 10_000;
+    gateway.requests.set("busy", (gateway.requests.get("busy") ?? 0) + 1000);
+    gateway.calls = [];
+    expect(await scheduler.runOnce()).toEqual([]);
+    expect(gateway.calls).toEqual([]);
+    await db.prisma.perfReport.delete({ where: { id: run.id } });
+  });
+
   it("records a parked model loaded again by a request as LOAD", async () => {
     gateway.parked = ["quiet"];
     gateway.instances.delete("quiet");

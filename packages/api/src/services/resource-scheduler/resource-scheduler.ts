@@ -32,6 +32,9 @@ import { capacityOf, decide, type HostBudget, type ModelState, type SchedulerDec
  *   own the scheduler only removes instances it added.
  * - pins and the on/off switch: the database (set through the API, audited).
  *
+ * A model with a perf run in progress (a RUNNING PerfReport) is left alone
+ * for the run: rescaling it would change what the run measures.
+ *
  * The first period only takes the baseline, and a model first seen keeps
  * its configured count for a scale-down cooldown. The gateway refusing a change
  * (its limits, a model with several instance groups) is recorded as a HOLD
@@ -292,10 +295,12 @@ export class ResourceScheduler {
     const configured = new Map(scaling.models.map((entry) => [entry.model, entry.configuredInstances]));
     const queued = new Map(scaling.models.map((entry) => [entry.model, entry.queued ?? 0]));
     const names = [...new Set([...byModel.keys(), ...parkedNow])].sort();
-    const [pins, capacities, enabled] = await Promise.all([
+    const [pins, capacities, enabled, measuring] = await Promise.all([
       this.prisma.schedulerPin.findMany(),
       this.reportCapacities(names),
       this.isEnabled(),
+      // A model under a perf run is left alone: rescaling it would change what the run measures.
+      this.prisma.perfReport.findMany({ where: { status: "RUNNING", targetKind: "MODEL" }, select: { targetName: true } }).then((rows) => new Set(rows.map((row) => row.targetName))),
     ]);
     const pinOf = new Map(pins.map((pin) => [pin.model, pin.count]));
     const states: ModelState[] = names.map((name) => {
@@ -322,7 +327,7 @@ export class ResourceScheduler {
         lastUsedAt: lastUsed.get(name) ?? null,
         pinned: pinOf.get(name) ?? null,
         lastChangeAt: this.lastChange.get(name) ?? null,
-        scalable: refusedUntil === undefined || refusedUntil <= now,
+        scalable: (refusedUntil === undefined || refusedUntil <= now) && !measuring.has(name),
         minInstances: configured.get(name) ?? 1,
         queued: queued.get(name) ?? 0,
       };
