@@ -21,6 +21,7 @@ const PAGES: Array<{ path: string; heading: string }> = [
   { path: "/operators/text_direction", heading: "text_direction" },
   { path: "/perf", heading: "Perf reports" },
   { path: "/workers", heading: "Workers" },
+  { path: "/scheduler", heading: "Scheduler" },
   { path: "/api-keys", heading: "API keys" },
   { path: "/users", heading: "Users" },
   { path: "/audit", heading: "Audit" },

@@ -1,3 +1,4 @@
+import type { ResourceSchedulerOptions } from "@operon/api";
 import type { ModelControlEvent } from "@operon/gateway/server";
 import type { ApiKeyGrant } from "@operon/protocol/api-keys";
 
@@ -19,6 +20,8 @@ export interface ControlPlaneThreadOptions {
   maxUploadBytes: number;
   usageSampleIntervalSecs: number;
   usageRetentionDays: number;
+  /** --resource-scheduler and --scheduler-* flags. */
+  resourceScheduler?: Partial<ResourceSchedulerOptions>;
   /** --secure-cookies */
   secureCookies: boolean;
   apiAddress: string;

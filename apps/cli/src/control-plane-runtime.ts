@@ -1,3 +1,4 @@
+import type { ResourceSchedulerOptions } from "@operon/api";
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -76,6 +77,7 @@ export async function startControlPlane(options: {
   maxUploadBytes: number;
   usageSampleIntervalSecs: number;
   usageRetentionDays: number;
+  resourceScheduler?: Partial<ResourceSchedulerOptions>;
   secureCookies: boolean;
   apiAddress: string;
   apiPort: number;
@@ -90,6 +92,7 @@ export async function startControlPlane(options: {
     maxUploadBytes: options.maxUploadBytes,
     usageSampleIntervalSecs: options.usageSampleIntervalSecs,
     usageRetentionDays: options.usageRetentionDays,
+    ...(options.resourceScheduler !== undefined ? { resourceScheduler: options.resourceScheduler } : {}),
     secureCookies: options.secureCookies,
     logger: logger.child({ component: "control-plane" }),
   });

@@ -51,6 +51,7 @@ async function start(): Promise<void> {
     maxUploadBytes: options.maxUploadBytes,
     usageSampleIntervalSecs: options.usageSampleIntervalSecs,
     usageRetentionDays: options.usageRetentionDays,
+    ...(options.resourceScheduler !== undefined ? { resourceScheduler: options.resourceScheduler } : {}),
     secureCookies: options.secureCookies,
     apiAddress: options.apiAddress,
     apiPort: options.apiPort,

@@ -4,7 +4,8 @@ import { fileURLToPath } from "node:url";
 import { Command, InvalidArgumentError, Option } from "commander";
 import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
 import { createLogger } from "@operon/gateway/logger";
-import { defaultResourceLimits, GATEWAY_DEFAULTS, startOperonServer, type OperonServer, type OperonServerOptions } from "@operon/gateway/server";
+import { RESOURCE_SCHEDULER_DEFAULTS } from "@operon/api";
+import { DEFAULT_PARKED_MODEL_POLICY, defaultResourceLimits, GATEWAY_DEFAULTS, startOperonServer, type OperonServer, type OperonServerOptions } from "@operon/gateway/server";
 import { ConsoleNotBuiltError, startConsole, type ConsoleProcess } from "./console-process.js";
 import { ControlPlaneThread } from "./control-plane-host.js";
 import { controlPlaneDirs, makeInternalKey } from "./control-plane-runtime.js";
@@ -100,6 +101,22 @@ export function serveCommand(): Command {
     )
     .option("--usage-sample-secs <secs>", "how often the control plane samples the gateway's usage for charts and costs (0 = never)", parseNonNegativeInt, 15)
     .option("--usage-retention-days <days>", "how long usage samples are kept; older ones are deleted hourly (0 = forever)", parseNonNegativeInt, 30)
+    // The resource scheduler (README "Resource scheduler"); admins can also switch it in the console.
+    .option("--resource-scheduler [bool]", "let the control plane set each model's instance count from its demand and unload idle models when memory is short (within --max-instances-per-model and --max-instances); the console's switch overrides this once set", parseBool, RESOURCE_SCHEDULER_DEFAULTS.enabledByDefault)
+    .option("--scheduler-period-secs <secs>", "seconds between the scheduler's decisions", parsePositiveInt, RESOURCE_SCHEDULER_DEFAULTS.periodSecs)
+    .option("--scheduler-headroom <fraction>", "spare capacity kept above demand (0.25 = 25 %)", parseFraction, RESOURCE_SCHEDULER_DEFAULTS.headroom)
+    .option("--scheduler-cooldown-secs <secs>", "a model scales down only this long after its last change and its last peak of demand", parseNonNegativeInt, RESOURCE_SCHEDULER_DEFAULTS.scaleDownCooldownSecs)
+    .option("--scheduler-idle-unload-secs <secs>", "a model without a request for this long may be unloaded when memory is short (it loads again on its next request)", parseNonNegativeInt, RESOURCE_SCHEDULER_DEFAULTS.idleUnloadSecs)
+    .option("--scheduler-cpu-slots <n>", "instances of CPU models the scheduler lets run at once; default 2 × CPU cores", parsePositiveInt)
+    .option("--scheduler-memory-budget-bytes <bytes>", "memory the models' instances may use together; default 75 % of the host's memory", parsePositiveInt)
+    .option("--scheduler-default-capacity-rps <rps>", "requests/s one instance is assumed to serve when the model has no perf report (conservative)", parsePositiveNumber, RESOURCE_SCHEDULER_DEFAULTS.defaultCapacityRps)
+    .option("--scheduler-p99-budget-ms <ms>", "p99 latency a perf report's throughput must meet to count as an instance's capacity", parsePositiveNumber, RESOURCE_SCHEDULER_DEFAULTS.p99BudgetMs)
+    .addOption(
+      new Option("--parked-model-policy <policy>", "a request for a model the scheduler unloaded: wait = hold it until the model is loaded again (up to --parked-model-wait-ms, then 503 + Retry-After); retry-after = 503 + Retry-After at once. Either way the request starts the load")
+        .choices(["wait", "retry-after"])
+        .default(DEFAULT_PARKED_MODEL_POLICY.mode),
+    )
+    .option("--parked-model-wait-ms <ms>", "how long a request waits for a parked model to load (policy wait)", parseNonNegativeInt, DEFAULT_PARKED_MODEL_POLICY.waitMs)
     .action(async (raw: Record<string, unknown>, command: Command) => {
       const flags = serveFlagsSchema.parse(raw);
       const cache = flags.cacheConfig;
@@ -145,6 +162,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     cacheSizeBytes: flags.cacheConfig?.settings.size,
     workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),
     backendIsolation: flags.backendIsolation,
+    parkedModels: { mode: flags.parkedModelPolicy, waitMs: flags.parkedModelWaitMs, retryAfterSecs: DEFAULT_PARKED_MODEL_POLICY.retryAfterSecs },
     logger,
   } satisfies OperonServerOptions;
   const loopbackOnly = [options.allowHttp ? options.httpAddress : "127.0.0.1", options.allowGrpc ? options.grpcAddress : "127.0.0.1"].every(isLoopback);
@@ -180,6 +198,19 @@ async function runServe(flags: ServeFlags): Promise<void> {
           maxUploadBytes: options.maxUploadBytes,
           usageSampleIntervalSecs: flags.usageSampleSecs,
           usageRetentionDays: flags.usageRetentionDays,
+          resourceScheduler: {
+            enabledByDefault: flags.resourceScheduler,
+            periodSecs: flags.schedulerPeriodSecs,
+            headroom: flags.schedulerHeadroom,
+            scaleDownCooldownSecs: flags.schedulerCooldownSecs,
+            idleUnloadSecs: flags.schedulerIdleUnloadSecs,
+            ...(flags.schedulerMemoryBudgetBytes !== undefined ? { memoryBudgetBytes: flags.schedulerMemoryBudgetBytes } : {}),
+            ...(flags.schedulerCpuSlots !== undefined ? { cpuSlots: flags.schedulerCpuSlots } : {}),
+            defaultCapacityRps: flags.schedulerDefaultCapacityRps,
+            p99BudgetMs: flags.schedulerP99BudgetMs,
+            maxInstancesPerModel: flags.maxInstancesPerModel,
+            maxInstancesPerHost: flags.maxInstances,
+          },
           secureCookies: flags.secureCookies,
           apiAddress: flags.apiAddress,
           apiPort: flags.apiPort,
@@ -390,6 +421,18 @@ function parseNonNegativeInt(value: string): number {
 function parsePositiveInt(value: string): number {
   const parsed = parseNonNegativeInt(value);
   if (parsed === 0) throw new InvalidArgumentError(`'${value}' must be greater than 0`);
+  return parsed;
+}
+
+function parsePositiveNumber(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed <= 0) throw new InvalidArgumentError(`'${value}' is not a positive number`);
+  return parsed;
+}
+
+function parseFraction(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed < 0 || parsed > 10) throw new InvalidArgumentError(`'${value}' is not a fraction from 0 to 10 (0.25 = 25 %)`);
   return parsed;
 }
 

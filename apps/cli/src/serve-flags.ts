@@ -58,6 +58,17 @@ export const serveFlagsSchema = z.object({
   secureCookies: z.boolean(),
   usageSampleSecs: count,
   usageRetentionDays: count,
+  resourceScheduler: z.boolean(),
+  schedulerPeriodSecs: positive,
+  schedulerHeadroom: z.number().min(0),
+  schedulerCooldownSecs: count,
+  schedulerIdleUnloadSecs: count,
+  schedulerMemoryBudgetBytes: positive.optional(),
+  schedulerCpuSlots: positive.optional(),
+  schedulerDefaultCapacityRps: z.number().positive(),
+  schedulerP99BudgetMs: z.number().positive(),
+  parkedModelPolicy: z.enum(["wait", "retry-after"]),
+  parkedModelWaitMs: count,
 });
 
 export type ServeFlags = z.infer<typeof serveFlagsSchema>;

@@ -11,6 +11,7 @@ import { ConfigSearches } from "./services/config-search/config-searches.js";
 import { UsageSampler } from "./services/usage/usage-sampler.js";
 import { TenantGroups } from "./services/tenants/tenant-groups.js";
 import { TenantUsageSampler } from "./services/tenants/tenant-usage-sampler.js";
+import { ResourceScheduler } from "./services/resource-scheduler/resource-scheduler.js";
 import { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
 import { createModelServices } from "./services/models/model-services.js";
 import { ModelStore } from "./services/models/model-store.js";
@@ -76,6 +77,7 @@ export class ControlPlane {
         logger: resolved.logger,
       }),
       usageSampler: new UsageSampler(prisma, gateway, { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays }, resolved.logger),
+      resourceScheduler: new ResourceScheduler(prisma, gateway, resolved.resourceScheduler, resolved.logger),
       models,
       uploads,
       setup: { token: needsSetup ? randomBytes(18).toString("base64url") : undefined },
@@ -99,6 +101,8 @@ export class ControlPlane {
     backgroundStops.push(() => services.usageSampler.stop());
     services.tenantSampler.start();
     backgroundStops.push(() => services.tenantSampler.stop());
+    services.resourceScheduler.start();
+    backgroundStops.push(() => services.resourceScheduler.stop());
     return new ControlPlane(services, backgroundStops);
   }
 

@@ -9,3 +9,5 @@ export type { ControlPlaneOptions } from "./options.js";
 export type { ApiErrorData } from "./trpc.js";
 export { APP_ERROR_CODES } from "./app-error.js";
 export type { AppErrorCode, FieldError } from "./app-error.js";
+export { RESOURCE_SCHEDULER_DEFAULTS } from "./services/resource-scheduler/resource-scheduler.js";
+export type { ResourceSchedulerOptions } from "./services/resource-scheduler/resource-scheduler.js";

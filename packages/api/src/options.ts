@@ -4,6 +4,7 @@ import type { GatewayClientOptions } from "./services/gateway/gateway-client.js"
 import { DEFAULT_LOGIN_RATE_LIMITS, type LoginRateLimits } from "./services/accounts/login-rate-limiter.js";
 import type { Logger } from "@operon/protocol/logger";
 import type { PerfRunsOptions } from "./services/perf/perf-runs.js";
+import { RESOURCE_SCHEDULER_DEFAULTS, type ResourceSchedulerOptions } from "./services/resource-scheduler/resource-scheduler.js";
 
 /** What the control plane needs; the CLI builds it from flags, tests from fixtures. */
 export interface ControlPlaneOptions {
@@ -33,6 +34,8 @@ export interface ControlPlaneOptions {
   logger?: Logger;
   /** The perf queue's headroom probe and clock (tests inject them); defaults: the gateway's statistics, real time. */
   perfRuns?: PerfRunsOptions;
+  /** The resource scheduler (services/resource-scheduler); unset fields take RESOURCE_SCHEDULER_DEFAULTS. */
+  resourceScheduler?: Partial<ResourceSchedulerOptions>;
 }
 
 export const CONTROL_PLANE_DEFAULTS = {
@@ -64,6 +67,25 @@ const controlPlaneOptionsSchema = z.object({
   loginRateLimits: z.object({ perAccount: count, perAddress: count, windowSecs: z.number().positive() }).default(CONTROL_PLANE_DEFAULTS.loginRateLimits),
   logger: z.custom<Logger>((value) => isObject(value) && typeof value["info"] === "function").default(() => SILENT_LOGGER),
   perfRuns: z.custom<PerfRunsOptions>((value) => isObject(value), { error: "perf queue options (probe, gateClock, headroomRecheckMs)" }).optional(),
+  resourceScheduler: z
+    .object({
+      enabledByDefault: z.boolean().default(RESOURCE_SCHEDULER_DEFAULTS.enabledByDefault),
+      periodSecs: z.number().min(0).default(RESOURCE_SCHEDULER_DEFAULTS.periodSecs),
+      headroom: z.number().min(0).max(10).default(RESOURCE_SCHEDULER_DEFAULTS.headroom),
+      hysteresis: z.number().min(0).max(10).default(RESOURCE_SCHEDULER_DEFAULTS.hysteresis),
+      scaleDownCooldownSecs: z.number().min(0).default(RESOURCE_SCHEDULER_DEFAULTS.scaleDownCooldownSecs),
+      scaleUpCooldownSecs: z.number().min(0).optional(),
+      idleUnloadSecs: z.number().min(0).default(RESOURCE_SCHEDULER_DEFAULTS.idleUnloadSecs),
+      defaultCapacityRps: z.number().positive().default(RESOURCE_SCHEDULER_DEFAULTS.defaultCapacityRps),
+      p99BudgetMs: z.number().positive().default(RESOURCE_SCHEDULER_DEFAULTS.p99BudgetMs),
+      memoryBudgetBytes: z.number().int().positive().optional(),
+      instanceMemoryBytes: z.number().int().positive().default(RESOURCE_SCHEDULER_DEFAULTS.instanceMemoryBytes),
+      cpuSlots: z.number().int().positive().optional(),
+      gpuSlots: z.number().int().min(0).optional(),
+      maxInstancesPerModel: z.number().int().positive().optional(),
+      maxInstancesPerHost: z.number().int().positive().optional(),
+    })
+    .default(() => ({ ...RESOURCE_SCHEDULER_DEFAULTS })),
 });
 
 export type ResolvedControlPlaneOptions = z.output<typeof controlPlaneOptionsSchema>;

@@ -8,6 +8,7 @@ import { modelsRouter } from "./routers/models-router.js";
 import { operatorsRouter } from "./routers/operators-router.js";
 import { perfRouter } from "./routers/perf-router.js";
 import { configSearchRouter } from "./routers/config-search-router.js";
+import { schedulerRouter } from "./routers/scheduler-router.js";
 import { workersRouter } from "./routers/workers-router.js";
 import { tenantsRouter } from "./routers/tenants-router.js";
 import { usersRouter } from "./routers/users-router.js";
@@ -28,6 +29,7 @@ export const appRouter = router({
   models: modelsRouter,
   gateway: gatewayRouter,
   tenants: tenantsRouter,
+  scheduler: schedulerRouter,
 });
 
 export type AppRouter = typeof appRouter;

@@ -14,6 +14,7 @@ import type { SessionStore } from "./services/accounts/session-store.js";
 import type { Logger } from "@operon/protocol/logger";
 import type { TenantGroups } from "./services/tenants/tenant-groups.js";
 import type { TenantUsageSampler } from "./services/tenants/tenant-usage-sampler.js";
+import type { ResourceScheduler } from "./services/resource-scheduler/resource-scheduler.js";
 
 /**
  * The server-side modules procedures call. Built once per control plane
@@ -38,6 +39,8 @@ export interface ApiServices {
   usageSampler: UsageSampler;
   /** Models: uploads (model store + gateway) and the gateway's repository models. */
   models: ModelServices;
+  /** Instances from demand: scales models, unloads idle ones when memory is short (started by ControlPlane.create). */
+  resourceScheduler: ResourceScheduler;
   /** Model uploads in progress (staged files, expiry timer). */
   uploads: UploadSessions;
   /** True until the first user exists; the console then offers first-run setup. */

@@ -8,6 +8,7 @@ export { Role, ModelVersionState, PerfRunStatus, PerfTargetKind, HardwareKind } 
 export { PerfTrigger } from "./generated/prisma/enums.js";
 export { ConfigSearchStatus, ConfigSearchObjective } from "./generated/prisma/enums.js";
 export { TenantPolicy } from "./generated/prisma/enums.js";
+export { SchedulerAction } from "./generated/prisma/enums.js";
 export type { ModelGetPayload } from "./generated/prisma/models.js";
 export type {
   User,

@@ -79,6 +79,14 @@ const operonServerOptionsSchema = z.object({
    * undefined = no cache, as in Triton, and models' response_cache settings are ignored.
    */
   cacheSizeBytes: z.number().int().positive().optional(),
+  /**
+   * What a request for a model the resource scheduler unloaded gets
+   * (repository/parked-models.ts): "wait" for its load up to waitMs (default),
+   * or "retry-after": 503 with Retry-After at once. Default DEFAULT_PARKED_MODEL_POLICY.
+   */
+  parkedModels: z
+    .object({ mode: z.enum(["wait", "retry-after"]), waitMs: z.number().int().min(0), retryAfterSecs: z.number().int().positive() })
+    .optional(),
   /** Path of the worker process entry (packages/worker/dist/main.js); the thread entry is thread-main.js beside it. */
   workerEntry: z.string().min(1),
   logger: z.custom<Logger>((value) => isObject(value) && typeof value["info"] === "function", { error: "a logger (createLogger)" }),

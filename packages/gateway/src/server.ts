@@ -21,6 +21,7 @@ import { GATEWAY_DEFAULTS, resolveOperonServerOptions, type OperonServerOptions,
 /** A model control change made through the gateway's API (see GatewayAccessPolicy.onModelControl), for the control plane's audit log. */
 export type { ModelControlEvent } from "./auth/access-policy.js";
 export { defaultResourceLimits, type ResourceLimits } from "./repository/resource-limits.js";
+export { DEFAULT_PARKED_MODEL_POLICY, type ParkedModelPolicy } from "./repository/parked-models.js";
 
 /**
  * Starts a whole Operon server: the model manager with its workers, the
@@ -59,6 +60,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     defaultMaxBatchSize: options.defaultMaxBatchSize,
     resourceLimits: options.resourceLimits ?? defaultResourceLimits(),
     responseCacheEnabled: responseCache !== undefined,
+    ...(options.parkedModels !== undefined ? { parkedModels: options.parkedModels } : {}),
     instances: { workerEntry: options.workerEntry, defaultIsolation: options.backendIsolation, logger, metrics },
     logger,
     metrics,

@@ -47,6 +47,8 @@ export async function createControlPlaneHarness(
     modelStoreDir: join(dir, "models"),
     uploadStagingDir: join(dir, "staging"),
     usageSampleIntervalSecs: 0,
+    // No background scheduling: tests that drive a gateway must not see their models rescaled.
+    resourceScheduler: { periodSecs: 0 },
     ...overrides,
   });
   const users = {} as Record<Role, SessionUser>;

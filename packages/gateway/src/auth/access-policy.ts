@@ -59,7 +59,7 @@ export interface GatewayAccessPolicyOptions {
  * caller where model control is open.
  */
 export interface ModelControlEvent {
-  action: "model.load" | "model.unload" | "operator.register" | "operator.remove";
+  action: "model.load" | "model.unload" | "operator.register" | "operator.remove" | "model.scale" | "model.park";
   /** The model or operator name. */
   target: string;
   keyId: string | null;

@@ -64,6 +64,20 @@ export interface InferenceEngine {
   /** Throws UNSUPPORTED when the model control mode is not explicit. */
   loadModel(name: string, options: ModelLoadOptions): Promise<void>;
   unloadModel(name: string, options: ModelUnloadOptions): Promise<void>;
+  /**
+   * The resource scheduler's levers (Operon admin extension). scaleModel
+   * grows or shrinks every served version of a model to `count` instances
+   * in place, no request dropped; INVALID_ARG past --max-instances-per-model
+   * or --max-instances. parkModel unloads an idle model so that its next
+   * request loads it again (the request waits or gets 503 + Retry-After,
+   * by --parked-model-policy). parkedModels lists those unloaded so.
+   * Optional: an engine without them answers UNSUPPORTED on those routes.
+   */
+  scaleModel?(name: string, count: number): Promise<{ model: string; from: number; to: number }>;
+  parkModel?(name: string): Promise<void>;
+  parkedModels?(): string[];
+  /** Each served model's instance count now and as its config asked (the scheduler never goes below the latter on its own). */
+  scalingState?(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }>;
   /** name undefined = all models; throws NOT_FOUND for an unknown model/version. */
   modelStatistics(name?: string, version?: string): ModelStatistics[];
   /**

@@ -147,7 +147,13 @@ export class Engine implements InferenceEngine {
 
   async infer(request: InferRequest): Promise<InferResponse> {
     const started = process.hrtime.bigint();
-    const served = this.manager.resolve(request.modelName, request.modelVersion);
+    let served: ServedVersion;
+    try {
+      served = this.manager.resolve(request.modelName, request.modelVersion);
+    } catch (error) {
+      // Only a failed lookup gets here: a model the resource scheduler unloaded loads again (parked-models.ts).
+      served = await this.manager.resolveAfterLoad(error, request.modelName, request.modelVersion);
+    }
     if (isDecoupledConfig(served)) {
       // Triton's answer too: a decoupled model's responses cannot fit one reply.
       throw new OperonError(
@@ -379,6 +385,22 @@ export class Engine implements InferenceEngine {
 
   async unloadModel(name: string, _options: ModelUnloadOptions): Promise<void> {
     await this.manager.unloadFromApi(name);
+  }
+
+  scaleModel(name: string, count: number): Promise<{ model: string; from: number; to: number }> {
+    return this.manager.scaleInstances(name, count);
+  }
+
+  parkModel(name: string): Promise<void> {
+    return this.manager.park(name);
+  }
+
+  parkedModels(): string[] {
+    return this.manager.parkedModels();
+  }
+
+  scalingState(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }> {
+    return this.manager.scalingState();
   }
 
   modelStatistics(name?: string, version?: string): ModelStatistics[] {

@@ -98,6 +98,8 @@ interface Instance {
   restarting: boolean;
   failedRestarts: number;
   gaveUp: boolean;
+  /** Taken out of the pool by resize(): finishes what it holds, is then stopped and never restarted. */
+  retiring?: boolean;
 }
 
 /** The parameter of a model config that picks where its instances run. */
@@ -235,9 +237,68 @@ export class ModelInstances implements InstanceDispatcher {
     return pool;
   }
 
+  /** Instances in the pool (live, restarting or failed); retiring ones are no longer counted. */
+  get instanceCount(): number {
+    return this.instances.length;
+  }
+
+  /**
+   * Grows or shrinks the pool in place to `count` instances (the resource
+   * scheduler's lever), without dropping a request:
+   * - growing launches the new instances first and adds each one as soon
+   *   as it has loaded (a failed launch throws; those already added stay);
+   * - shrinking takes the newest instances out of the pool at once (no new
+   *   work reaches them: acquire() only sees the pool), lets each finish
+   *   what it holds (up to drainMs), then stops its worker.
+   * `names(index)` names the instance at a position (the loader's naming).
+   * Resizes of one pool must not overlap (the model manager serializes them).
+   */
+  async resize(count: number, names: (index: number) => string, drainMs = 30_000): Promise<void> {
+    if (!Number.isInteger(count) || count < 1) throw new OperonError("INVALID_ARG", `instance count must be a positive integer, got ${count}`);
+    if (this.stopped || this.restartsHalted) throw new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} is stopping`);
+    if (count > this.instances.length) {
+      const taken = new Set(this.instances.map((instance) => instance.name));
+      const wanted: string[] = [];
+      for (let index = 0; wanted.length < count - this.instances.length; index += 1) {
+        const name = names(index);
+        if (!taken.has(name)) wanted.push(name);
+      }
+      const launches = await Promise.allSettled(wanted.map((name) => launchInstance(this.spec, name, this.options)));
+      for (const [index, launch] of launches.entries()) {
+        if (launch.status !== "fulfilled") continue;
+        if (this.stopped || this.restartsHalted) await launch.value.worker.stop(1000);
+        else this.adopt(wanted[index]!, launch.value.worker);
+      }
+      this.publishUp();
+      this.capacityListener();
+      const failure = launches.find((launch) => launch.status === "rejected");
+      if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
+      return;
+    }
+    const leaving = this.instances.splice(count);
+    for (const instance of leaving) instance.retiring = true;
+    this.publishUp();
+    await Promise.all(leaving.map((instance) => this.retireInstance(instance, drainMs)));
+  }
+
+  /** Waits until a retiring instance holds nothing (or drainMs passed), then stops its worker. */
+  private async retireInstance(instance: Instance, drainMs: number): Promise<void> {
+    const deadline = Date.now() + drainMs;
+    while (instance.worker !== undefined && instance.inFlight > 0 && Date.now() < deadline) await sleep(10);
+    const worker = instance.worker;
+    instance.worker = undefined;
+    await worker?.stop(5000);
+    this.options.logger.info({ model: this.spec.model, version: this.spec.version, instance: instance.name }, "instance removed (pool resized)");
+  }
+
   /** Instances with a live worker. */
   get readyCount(): number {
     return this.instances.filter((instance) => instance.worker !== undefined).length;
+  }
+
+  /** Requests waiting in the queue (not yet sent to an instance). */
+  get queuedCount(): number {
+    return this.queueLength;
   }
 
   /** Requests queued or executing. */
@@ -420,6 +481,7 @@ export class ModelInstances implements InstanceDispatcher {
     worker.on("exit", (info: { code: number | null; signal: string | null; expected: boolean }) => {
       if (owner.worker !== worker) return;
       owner.worker = undefined;
+      if (owner.retiring === true) return;
       owner.inFlight = 0;
       owner.depths.clear();
       this.publishUp();
@@ -437,13 +499,13 @@ export class ModelInstances implements InstanceDispatcher {
   private async restart(instance: Instance): Promise<void> {
     const maxFailures = this.options.maxRestartFailures ?? 5;
     instance.restarting = true;
-    while (!this.stopped && !this.restartsHalted && instance.worker === undefined) {
+    while (!this.stopped && !this.restartsHalted && instance.retiring !== true && instance.worker === undefined) {
       const backoffMs = Math.min(5000, 100 * 2 ** instance.failedRestarts);
       if (instance.failedRestarts > 0) await sleep(backoffMs);
       if (this.stopped || this.restartsHalted) break;
       try {
         const { worker } = await launchInstance(this.spec, instance.name, this.options);
-        if (this.stopped || this.restartsHalted) {
+        if (this.stopped || this.restartsHalted || (instance.retiring as boolean | undefined) === true) {
           await worker.stop(1000);
           break;
         }

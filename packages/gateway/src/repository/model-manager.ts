@@ -18,6 +18,7 @@ import { OperatorRegistry, type OperatorModelTable, type OperatorVersion, type S
 import type { VersionRunner } from "../engine/version-runner.js";
 import { signatureFromConfig, type ServedModelSignature } from "../engine/request-validation.js";
 import { clearUploads, stageUpload, type StagedUpload } from "./upload-staging.js";
+import { DEFAULT_PARKED_MODEL_POLICY, ModelParkedError, PARKED_RELOAD_BACKOFF_MS, type ParkedModelPolicy } from "./parked-models.js";
 
 /**
  * The model registry: which models exist, their state per version, and the
@@ -46,6 +47,8 @@ export interface ModelManagerOptions {
   unloadDrainMs?: number;
   /** The admin's limits on instances and threads (--max-instances-per-model, ...); unset = none. */
   resourceLimits?: ResourceLimits;
+  /** What a request for a model the resource scheduler unloaded gets (see parked-models.ts); default DEFAULT_PARKED_MODEL_POLICY. */
+  parkedModels?: ParkedModelPolicy;
 }
 
 export interface ServedVersion {
@@ -58,6 +61,8 @@ export interface ServedVersion {
   stats: ModelVersionStats;
   /** Set when this version is an operator (an ensemble, or registered through /v2/operators). */
   operator?: OperatorSpec;
+  /** The instance count its config asked for at load, once scaleInstances changed it. */
+  configuredInstances?: number;
 }
 
 export type { ServedOperator };
@@ -97,6 +102,8 @@ export class ModelManager {
   private blsHandler: InstanceBlsHandler | undefined;
   /** What every version's instances start with: the given options plus BLS routed through blsHandler. */
   private readonly instanceOptions: ModelInstancesOptions;
+  /** Models the resource scheduler unloaded (park): a request loads them again; the load under way, if any. */
+  private readonly parked = new Map<string, { loading: Promise<void> | undefined; retryAt: number }>();
 
   constructor(private readonly options: ModelManagerOptions) {
     this.instanceOptions = {
@@ -201,6 +208,7 @@ export class ModelManager {
   async pollOnce(): Promise<void> {
     const present = await listRepositoryModels(this.options.repositories);
     for (const name of (await this.loadWaves([...present.keys()], present)).flat()) {
+      if (this.parked.has(name)) continue; // loads again on demand, not by the poller
       const dir = present.get(name)!;
       const entry = this.models.get(name);
       const fingerprint = await modelFingerprint(dir);
@@ -284,6 +292,148 @@ export class ModelManager {
   async unloadFromApi(name: string): Promise<void> {
     this.assertExplicitMode("unload");
     await this.unload(name, { fromControlApi: true });
+    this.parked.delete(name); // an admin's unload stays unloaded
+  }
+
+  /**
+   * The resource scheduler's scale lever: every served version of `name`
+   * runs `count` instances from now on, grown or shrunk in place
+   * (ModelInstances.resize: no request is dropped), and its config's
+   * instance_group count says so. Checked against the admin's limits like
+   * a load. Models with more than one instance group, and operators, are
+   * refused (which group would change is not the scheduler's to guess).
+   */
+  async scaleInstances(name: string, count: number): Promise<{ model: string; from: number; to: number }> {
+    if (!Number.isInteger(count) || count < 1 || count > 1024) {
+      throw new OperonError("INVALID_ARG", `instance count must be an integer from 1 to 1024, got ${JSON.stringify(count)}`);
+    }
+    const entry = this.models.get(name);
+    if (entry === undefined || entry.versions.size === 0) throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
+    const limits = this.options.resourceLimits;
+    if (limits !== undefined && count > limits.maxInstancesPerModel) {
+      throw new OperonError("INVALID_ARG", `model '${name}': ${count} instances asked; this server allows at most ${limits.maxInstancesPerModel} per model (--max-instances-per-model)`);
+    }
+    let from = 0;
+    await this.serialize(entry, async () => {
+      const versions = [...entry.versions.values()];
+      if (versions.length === 0) throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
+      for (const served of versions) {
+        if (!(served.instances instanceof ModelInstances)) throw new OperonError("INVALID_ARG", `'${name}' is an operator: it runs no instances of its own`);
+        if ((served.config.instance_group ?? []).length > 1) {
+          throw new OperonError("UNSUPPORTED", `model '${name}' has ${served.config.instance_group!.length} instance groups; only models with one instance group are scaled`);
+        }
+      }
+      if (limits !== undefined && this.instancesExcept(name) + count * versions.length > limits.maxInstancesPerHost) {
+        throw new OperonError(
+          "INVALID_ARG",
+          `model '${name}': ${count} instances per version would make ${this.instancesExcept(name) + count * versions.length} on this server, over the limit of ${limits.maxInstancesPerHost} (--max-instances)`,
+        );
+      }
+      from = instanceCountOf(versions[0]!.config);
+      for (const served of versions) {
+        const pool = served.instances as ModelInstances;
+        served.configuredInstances ??= instanceCountOf(served.config);
+        const group = served.config.instance_group?.[0];
+        const groupName = group?.name || `${name}_0`;
+        try {
+          await pool.resize(count, (index) => `${groupName}_${index}`, this.options.unloadDrainMs ?? 30_000);
+        } finally {
+          // The config shows what runs (also after a partly failed grow).
+          served.config = { ...served.config, instance_group: [{ ...(group ?? { kind: "KIND_CPU" }), count: pool.instanceCount }] };
+        }
+      }
+      this.options.logger.info({ model: name, from, to: count }, "model instances rescaled");
+    });
+    return { model: name, from, to: count };
+  }
+
+  /**
+   * Unloads `name` for the resource scheduler (memory is short and the
+   * model is idle): like an unload, but the next request loads it again
+   * (parked-models.ts). Allowed in every model control mode: the model
+   * stays available to clients.
+   */
+  async park(name: string): Promise<void> {
+    const entry = this.models.get(name);
+    if (entry === undefined || entry.versions.size === 0) throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
+    if (entry.registeredOperator !== undefined || [...entry.versions.values()].some((served) => served.operator !== undefined)) {
+      throw new OperonError("INVALID_ARG", `'${name}' is an operator: only models are unloaded by the resource scheduler`);
+    }
+    if (entry.upload !== undefined) {
+      throw new OperonError("INVALID_ARG", `model '${name}' was loaded from uploaded files, which an unload discards: it cannot be loaded again on demand`);
+    }
+    // Parked first: a request that comes during the unload loads it again after it (loads and unloads are serialized).
+    this.parked.set(name, { loading: undefined, retryAt: 0 });
+    await this.unload(name, { fromControlApi: false });
+    if (entry.state === "UNAVAILABLE") entry.reason = "unloaded by the resource scheduler; the next request loads it again";
+  }
+
+  /** Models parked now (GET /v2/operon/parked). */
+  parkedModels(): string[] {
+    return [...this.parked.keys()].sort();
+  }
+
+  /** Each served model's instances now and as its config asked at load (the most over its versions), and its requests waiting in queue; operators left out. */
+  scalingState(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }> {
+    const list: Array<{ model: string; instances: number; configuredInstances: number; queued: number }> = [];
+    for (const entry of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+      const pools = [...entry.versions.values()].filter((served) => served.instances instanceof ModelInstances);
+      if (pools.length === 0) continue;
+      list.push({
+        model: entry.name,
+        instances: Math.max(...pools.map((served) => (served.instances as ModelInstances).instanceCount)),
+        configuredInstances: Math.max(...pools.map((served) => served.configuredInstances ?? instanceCountOf(served.config))),
+        queued: pools.reduce((sum, served) => sum + (served.instances as ModelInstances).queuedCount, 0),
+      });
+    }
+    return list;
+  }
+
+  /**
+   * The failure branch of a lookup: for a parked model, starts its load
+   * (once; again only PARKED_RELOAD_BACKOFF_MS after a failed one) and
+   * returns the ModelParkedError to throw; undefined for any other model.
+   */
+  private parkedFailure(name: string): ModelParkedError | undefined {
+    const parked = this.parked.get(name);
+    if (parked === undefined) return undefined;
+    const policy = this.options.parkedModels ?? DEFAULT_PARKED_MODEL_POLICY;
+    if (parked.loading === undefined && Date.now() >= parked.retryAt && !this.stopped) {
+      this.options.logger.info({ model: name }, "request for a parked model: loading it again");
+      parked.loading = this.load(name, {}, { fromControlApi: false }).then(
+        () => {
+          if (this.parked.get(name) === parked) this.parked.delete(name);
+        },
+        (error: unknown) => {
+          parked.loading = undefined;
+          parked.retryAt = Date.now() + PARKED_RELOAD_BACKOFF_MS;
+          this.options.logger.warn({ model: name, err: (error as Error).message }, "loading a parked model on demand failed");
+        },
+      );
+    }
+    return new ModelParkedError(name, policy.retryAfterSecs, parked.loading ?? Promise.resolve());
+  }
+
+  /**
+   * After resolve() threw: for a parked model under the "wait" policy,
+   * waits (bounded) for its load and resolves again; otherwise rethrows.
+   * Callers use it only in their catch branch (off the hot path).
+   */
+  async resolveAfterLoad(error: unknown, name: string, version?: string): Promise<ServedVersion> {
+    const policy = this.options.parkedModels ?? DEFAULT_PARKED_MODEL_POLICY;
+    if (!(error instanceof ModelParkedError) || policy.mode !== "wait") throw error;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<"expired">((resolve) => (timer = setTimeout(() => resolve("expired"), policy.waitMs)));
+    try {
+      if ((await Promise.race([error.ready.then(() => "loaded" as const), expired])) === "expired") throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+    try {
+      return this.resolve(name, version);
+    } catch (again) {
+      throw again instanceof ModelParkedError ? again : error;
+    }
   }
 
   /** The version that serves a request: the given one, or the highest ready one. */
@@ -295,7 +445,7 @@ export class ModelManager {
     if (version !== undefined && version !== "") {
       const served = entry.versions.get(version);
       if (served === undefined) {
-        throw new OperonError("NOT_FOUND", `Request for unknown model: '${name}' version ${version} is not found`);
+        throw this.parkedFailure(name) ?? new OperonError("NOT_FOUND", `Request for unknown model: '${name}' version ${version} is not found`);
       }
       if (served.instances.isDead) {
         throw new OperonError("UNAVAILABLE", `model '${name}' version ${version} is not ready: its backend workers failed`);
@@ -304,7 +454,7 @@ export class ModelManager {
     }
     const ready = [...entry.versions.values()].filter((served) => !served.instances.isDead);
     if (ready.length === 0) {
-      throw new OperonError("UNAVAILABLE", `model '${name}' is not ready${entry.reason ? `: ${entry.reason}` : ""}`);
+      throw this.parkedFailure(name) ?? new OperonError("UNAVAILABLE", `model '${name}' is not ready${entry.reason ? `: ${entry.reason}` : ""}`);
     }
     return ready.reduce((best, served) => (Number(served.version) > Number(best.version) ? served : best));
   }
@@ -571,6 +721,7 @@ export class ModelManager {
         entry.state = "READY";
         entry.loadFailed = false;
         entry.reason = "";
+        this.parked.delete(name);
         entry.dir = dir;
         entry.fingerprint = fingerprint;
         entry.upload = upload;

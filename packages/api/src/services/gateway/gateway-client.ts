@@ -108,6 +108,26 @@ export class GatewayClient {
     return ((await this.request("GET", path)).body as { model_stats: ModelStatistics[] }).model_stats;
   }
 
+  /** The resource scheduler's lever: grows or shrinks every served version of `name` to `count` instances in place. */
+  async scaleModel(name: string, count: number): Promise<{ model: string; from: number; to: number }> {
+    return (await this.request("POST", `/v2/operon/models/${encodeURIComponent(name)}/instances`, { count }, { timeoutMs: this.loadTimeoutMs })).body as never;
+  }
+
+  /** Unloads an idle model so that its next request loads it again (the scheduler's LRU unload). */
+  async parkModel(name: string): Promise<void> {
+    await this.request("POST", `/v2/operon/models/${encodeURIComponent(name)}/park`, {});
+  }
+
+  /** Each served model's instances now and as its config asked at load, and the parked models. */
+  async scalingState(): Promise<{ models: Array<{ model: string; instances: number; configuredInstances: number; queued: number }>; parked: string[] }> {
+    return (await this.request("GET", "/v2/operon/scaling")).body as never;
+  }
+
+  /** Models unloaded by parkModel and not loaded again since. */
+  async parkedModels(): Promise<string[]> {
+    return ((await this.request("GET", "/v2/operon/parked")).body as { models: string[] }).models;
+  }
+
   /** A KServe v2 JSON inference; the body is the gateway's response as is. */
   async infer(name: string, version: string | undefined, body: unknown): Promise<TimedResponse<Record<string, unknown>>> {
     return (await this.request("POST", `${modelPath(name, version)}/infer`, body)) as TimedResponse<Record<string, unknown>>;

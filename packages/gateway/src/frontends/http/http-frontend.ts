@@ -21,6 +21,7 @@ import { decodeHttpInfer, decodeJson } from "../decode/decode-tasks.js";
 import { rawInputSpecFromEngine } from "./http-raw-input.js";
 import { decodeIndexRequest, decodeLoadRequest, decodeUnloadRequest } from "./http-repository-request.js";
 import { reportOf, sendBody, sendEmpty, sendError, sendJson } from "./http-respond.js";
+import { instanceCountBody, parkModelOf, scaleModelOf } from "./http-scheduler-request.js";
 import { logRequestFailure } from "../failure-log.js";
 import { type RouteParams, Router } from "./http-router.js";
 import { EventStream } from "./http-sse.js";
@@ -288,6 +289,16 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
 
   // Operon's admin extension (@operon/protocol/admin): the backend workers and their process usage.
   add("GET", "/v2/operon/workers", "infer", async ({ res }) => sendJson(res, 200, await engine.workers()));
+  // The resource scheduler's levers (control plane only; admin like model control): scale in place, park an idle model.
+  add("POST", "/v2/operon/models/:model/instances", "admin", async ({ req, res, params }) => {
+    sendJson(res, 200, await scaleModelOf(engine)(modelOf(params), instanceCountBody(await readJson(req, res))));
+  });
+  add("POST", "/v2/operon/models/:model/park", "admin", async ({ res, params }) => {
+    await parkModelOf(engine)(modelOf(params));
+    sendEmpty(res, 200);
+  });
+  add("GET", "/v2/operon/parked", "infer", ({ res }) => sendJson(res, 200, { models: engine.parkedModels?.() ?? [] }));
+  add("GET", "/v2/operon/scaling", "infer", ({ res }) => sendJson(res, 200, { models: engine.scalingState?.() ?? [], parked: engine.parkedModels?.() ?? [] }));
   return router;
 }
 
@@ -296,6 +307,8 @@ function modelControlEventOf(method: string, path: string, { params, principal, 
   const common = { keyId: principal?.keyId ?? null, transport: "http" as const, address: req.socket.remoteAddress ?? null };
   if (path.endsWith("/load") && params["model"] !== undefined) return { action: "model.load", target: params["model"], ...common, ...(loadDetails ?? {}) };
   if (path.endsWith("/unload") && params["model"] !== undefined) return { action: "model.unload", target: params["model"], ...common };
+  if (path.endsWith("/instances") && params["model"] !== undefined) return { action: "model.scale", target: params["model"], ...common };
+  if (path.endsWith("/park") && params["model"] !== undefined) return { action: "model.park", target: params["model"], ...common };
   if (params["operator"] !== undefined) return { action: method === "DELETE" ? "operator.remove" : "operator.register", target: params["operator"], ...common };
   return undefined;
 }

@@ -1,0 +1,94 @@
+"use client";
+
+import { useQuery } from "@tanstack/react-query";
+import { useState } from "react";
+import { PageHeader } from "@/components/page-header";
+import { SelectField } from "@/components/form/select-field";
+import { useSignedInUser } from "@/components/shell/session-context";
+import { EmptyState } from "@/components/states/empty-state";
+import { QueryView } from "@/components/states/query-view";
+import { hasRole } from "@/lib/roles";
+import { useTRPC } from "@/lib/trpc";
+import { DecisionsTable } from "./decisions-table";
+import { SchedulerModelsTable } from "./scheduler-models-table";
+import { SchedulerSwitch } from "./scheduler-switch";
+
+const REFRESH_MS = 5_000;
+const ALL_MODELS = "";
+
+/**
+ * The resource scheduler: its switch, the models as it last saw them
+ * (admins pin counts there) and its decisions, filterable by model.
+ * Everyone signed in reads; only admins change anything (the API checks).
+ */
+export function SchedulerPage() {
+  const trpc = useTRPC();
+  const user = useSignedInUser();
+  const isAdmin = hasRole(user.role, "ADMIN");
+  const [model, setModel] = useState(ALL_MODELS);
+  const status = useQuery({ ...trpc.scheduler.status.queryOptions(), refetchInterval: REFRESH_MS, staleTime: 0 });
+  const decisions = useQuery({
+    ...trpc.scheduler.decisions.queryOptions(model === ALL_MODELS ? { limit: 100 } : { model, limit: 100 }),
+    refetchInterval: REFRESH_MS,
+    staleTime: 0,
+  });
+  const modelNames = [...new Set([...(status.data?.models.map((entry) => entry.model) ?? []), ...(status.data?.pins.map((pin) => pin.model) ?? [])])].sort();
+  return (
+    <>
+      <PageHeader title="Scheduler">
+        <p>
+          Every period the resource scheduler reads each model's demand from the gateway and its capacity from the latest perf report, and sets its instance count
+          to meet demand plus headroom within the host's budget. When memory is short it unloads idle models, least recently used first; they load again on their
+          next request.
+        </p>
+      </PageHeader>
+      <QueryView query={status} loadingLabel="Asking the scheduler…">
+        {(data) => (
+          <>
+            <section className="card" aria-labelledby="scheduler-state-title">
+              <h2 id="scheduler-state-title">State</h2>
+              <SchedulerSwitch enabled={data.enabled} canChange={isAdmin} />
+              <p className="muted small">
+                Every {data.periodSecs} s; headroom {Math.round(data.policy.headroom * 100)} %; scale-down cooldown {Math.round(data.policy.scaleDownCooldownMs / 1000)} s;
+                at most {data.policy.maxInstancesPerModel} instances per model and {data.budget.cpuSlots} CPU instances in all.
+              </p>
+            </section>
+            <section className="card" aria-labelledby="scheduler-models-title">
+              <h2 id="scheduler-models-title">Models</h2>
+              {data.models.length === 0 ? (
+                <EmptyState title="No model seen yet">
+                  <p>The scheduler lists the models the gateway serves after its first period.</p>
+                </EmptyState>
+              ) : (
+                <SchedulerModelsTable models={data.models} canPin={isAdmin} maxCount={data.policy.maxInstancesPerModel} />
+              )}
+            </section>
+          </>
+        )}
+      </QueryView>
+      <section className="card" aria-labelledby="scheduler-decisions-title">
+        <div className="section-header">
+          <h2 id="scheduler-decisions-title">Decisions</h2>
+          <SelectField
+            label="Model"
+            name="model"
+            value={model}
+            onChange={(event) => setModel(event.target.value)}
+            options={[{ value: ALL_MODELS, label: "All models" }, ...modelNames.map((name) => ({ value: name, label: name }))]}
+          />
+        </div>
+        <QueryView query={decisions} loadingLabel="Reading decisions…">
+          {(page) =>
+            page.decisions.length === 0 ? (
+              <EmptyState title="No decisions yet">
+                <p>Decisions appear when demand changes a model's instance count, a pin applies, or memory runs short.</p>
+              </EmptyState>
+            ) : (
+              <DecisionsTable decisions={page.decisions} />
+            )
+          }
+        </QueryView>
+      </section>
+    </>
+  );
+}

@@ -1,0 +1,156 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Database } from "@operon/db";
+import { testDatabaseBackends } from "@operon/db/testing/test-databases";
+import type { ModelStatistics } from "@operon/protocol/inference";
+import { SILENT_LOGGER } from "../options.js";
+import type { GatewayClient } from "../services/gateway/gateway-client.js";
+import { ResourceScheduler, RESOURCE_SCHEDULER_DEFAULTS } from "../services/resource-scheduler/resource-scheduler.js";
+import { appCodeOf, createControlPlaneHarness, type ControlPlaneHarness } from "../testing/control-plane-harness.js";
+
+/** A gateway as the scheduler sees it: request counters, instances, parked models; records what it is asked to do. */
+class FakeGateway {
+  requests = new Map<string, number>();
+  instances = new Map<string, number>([
+    ["busy", 1],
+    ["quiet", 1],
+  ]);
+  parked: string[] = [];
+  refuse: string | undefined;
+  calls: string[] = [];
+
+  async statistics(): Promise<ModelStatistics[]> {
+    return [...this.instances.keys()].map((name) => {
+      const count = this.requests.get(name) ?? 0;
+      return { name, version: "1", last_inference: count > 0 ? 1 : 0, inference_stats: { success: { count }, fail: { count: 0 } } } as unknown as ModelStatistics;
+    });
+  }
+  async workers() {
+    const workers = [...this.instances].flatMap(([model, count]) => Array.from({ length: count }, (_, i) => ({ model, version: "1", instance: `${model}_0_${i}`, kind: "CPU", rssBytes: null, state: "READY" })));
+    return { workers, hostCpuCores: 2, gateway: { pid: 1, cpuSeconds: 0, rssBytes: 0 } };
+  }
+  async scalingState() {
+    return { models: [...this.instances].map(([model, instances]) => ({ model, instances, configuredInstances: 1, queued: 0 })), parked: this.parked };
+  }
+  async scaleModel(name: string, count: number) {
+    this.calls.push(`scale ${name} ${count}`);
+    if (this.refuse !== undefined) throw new Error(this.refuse);
+    const from = this.instances.get(name)!;
+    this.instances.set(name, count);
+    return { model: name, from, to: count };
+  }
+  async parkModel(name: string) {
+    this.calls.push(`park ${name}`);
+  }
+}
+
+describe.each(testDatabaseBackends())("scheduler router and runner on $name", (backend) => {
+  let db: Database;
+  let h: ControlPlaneHarness;
+  let gateway: FakeGateway;
+  let scheduler: ResourceScheduler;
+  let now = 1_000_000;
+
+  beforeAll(async () => {
+    db = await backend.setup();
+    h = await createControlPlaneHarness(db);
+    gateway = new FakeGateway();
+    scheduler = new ResourceScheduler(
+      db.prisma,
+      gateway as unknown as GatewayClient,
+      { ...RESOURCE_SCHEDULER_DEFAULTS, periodSecs: 0, defaultCapacityRps: 10, maxInstancesPerModel: 4, cpuSlots: 16 },
+      SILENT_LOGGER,
+      () => now,
+    );
+    // The router works on the control plane's scheduler: give it this one (same database).
+    h.controlPlane.services.resourceScheduler = scheduler;
+  });
+  afterAll(async () => {
+    await h?.close();
+    await db?.close();
+    await backend.teardown();
+  });
+
+  it("records each decision with its inputs and reason, in the audit log too; viewers read, only admins change", async () => {
+    expect(await scheduler.runOnce()).toEqual([]); // the baseline
+    now += 10_000;
+    gateway.requests.set("busy", 300); // 30 req/s over 10 s: 30 × 1.25 / 10 -> 4
+    const decisions = await scheduler.runOnce();
+    expect(decisions).toMatchObject([{ model: "busy", action: "SCALE_UP", from: 1, to: 4 }]);
+    expect(gateway.calls).toEqual(["scale busy 4"]);
+
+    const page = await h.as("VIEWER").scheduler.decisions({});
+    expect(page.decisions).toMatchObject([{ model: "busy", action: "SCALE_UP", fromCount: 1, toCount: 4, demandRps: 30, capacityRps: 10, capacitySource: "default", applied: true }]);
+    expect(page.decisions[0]!.reason).toContain("demand 30.0 req/s");
+    const audit = await h.as("ADMIN").audit.list({ action: "scheduler." });
+    expect(audit.events.map((event) => event.action)).toContain("scheduler.scaleUp");
+    expect((await h.as("VIEWER").scheduler.decisions({ model: "quiet" })).decisions).toEqual([]);
+    const status = await h.as("ENGINEER").scheduler.status();
+    expect(status.models.find((model) => model.model === "busy")).toMatchObject({ instances: 1, demandRps: 30 });
+
+    expect(await appCodeOf(h.as("ENGINEER").scheduler.pin({ model: "busy", count: 2 }))).toBe("FORBIDDEN");
+    expect(await appCodeOf(h.as("VIEWER").scheduler.setEnabled({ enabled: false }))).toBe("FORBIDDEN");
+    // Input checks (zod: BAD_REQUEST), then the service's own (the count against --max-instances-per-model).
+    expect(await appCodeOf(h.as("ADMIN").scheduler.pin({ model: "../etc", count: 2 }))).toBe("TRPC:BAD_REQUEST");
+    expect(await appCodeOf(h.as("ADMIN").scheduler.pin({ model: "busy", count: 0 }))).toBe("TRPC:BAD_REQUEST");
+    expect(await appCodeOf(h.as("ADMIN").scheduler.pin({ model: "busy", count: 5 }))).toBe("VALIDATION_FAILED"); // over --max-instances-per-model 4
+    expect(await appCodeOf(h.as("ADMIN").scheduler.decisions({ before: "x" }))).toBe("TRPC:BAD_REQUEST");
+    expect(await appCodeOf(h.as("ADMIN").scheduler.unpin({ model: "quiet" }))).toBe("NOT_FOUND");
+  });
+
+  it("applies a pin at once, and records refusals by the gateway once, as applied = false", async () => {
+    await h.as("ADMIN").scheduler.pin({ model: "quiet", count: 3 });
+    now += 1_000;
+    gateway.refuse = "model 'quiet': 3 instances asked; this server allows at most 2 per model (--max-instances-per-model)";
+    const [decision] = await scheduler.runOnce();
+    expect(decision).toMatchObject({ model: "quiet", action: "SCALE_UP", to: 3 });
+    const [stored] = (await h.as("VIEWER").scheduler.decisions({ model: "quiet" })).decisions;
+    expect(stored).toMatchObject({ applied: false, error: gateway.refuse });
+    expect(stored!.reason).toContain("pinned to 3 by an admin; the gateway refused");
+    // Refused: left alone for ten minutes (no call each period).
+    now += 1_000;
+    gateway.calls = [];
+    await scheduler.runOnce();
+    expect(gateway.calls).toEqual([]);
+    gateway.refuse = undefined;
+    await h.as("ADMIN").scheduler.unpin({ model: "quiet" });
+    const pinAudit = await h.as("ADMIN").audit.list({ action: "scheduler.pin" });
+    expect(pinAudit.events[0]).toMatchObject({ targetType: "model", targetId: "quiet", after: { count: 3 } });
+  });
+
+  it("off: no decisions whatever the demand; the switch is stored and audited", async () => {
+    await h.as("ADMIN").scheduler.setEnabled({ enabled: false });
+    expect((await h.as("VIEWER").scheduler.status()).enabled).toBe(false);
+    now += 10_000;
+    gateway.requests.set("busy", 100_000);
+    gateway.calls = [];
+    expect(await scheduler.runOnce()).toEqual([]);
+    expect(gateway.calls).toEqual([]);
+    const audit = await h.as("ADMIN").audit.list({ action: "scheduler.disable" });
+    expect(audit.events).toHaveLength(1);
+    await h.as("ADMIN").scheduler.setEnabled({ enabled: true });
+  });
+
+  it("leaves a model alone while a perf run measures it", async () => {
+    const run = await db.prisma.perfReport.create({ data: { targetName: "busy", status: "RUNNING" } });
+    gateway.instances.set("busy", 1);
+    now += 10_000;
+    gateway.requests.set("busy", (gateway.requests.get("busy") ?? 0) + 1000);
+    gateway.calls = [];
+    expect(await scheduler.runOnce()).toEqual([]);
+    expect(gateway.calls).toEqual([]);
+    await db.prisma.perfReport.delete({ where: { id: run.id } });
+  });
+
+  it("records a parked model loaded again by a request as LOAD", async () => {
+    gateway.parked = ["quiet"];
+    gateway.instances.delete("quiet");
+    now += 1_000;
+    await scheduler.runOnce();
+    gateway.parked = [];
+    gateway.instances.set("quiet", 1);
+    now += 1_000;
+    await scheduler.runOnce();
+    const [load] = (await h.as("VIEWER").scheduler.decisions({ model: "quiet" })).decisions;
+    expect(load).toMatchObject({ action: "LOAD", fromCount: 0, toCount: 1 });
+  });
+});

@@ -1,0 +1,458 @@
+import { availableParallelism, totalmem } from "node:os";
+import type { Prisma, PrismaClient, SchedulerAction } from "@operon/db";
+import type { WorkersResponse } from "@operon/protocol/admin";
+import { isShadowModelName } from "../config-search/candidate-config.js";
+import type { ModelStatistics } from "@operon/protocol/inference";
+import type { Logger } from "@operon/protocol/logger";
+import { AppError } from "../../app-error.js";
+import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
+import type { GatewayClient } from "../gateway/gateway-client.js";
+import { capacityOf, decide, type HostBudget, type ModelState, type SchedulerDecision, type SchedulerPolicy } from "./scheduler-decisions.js";
+
+/**
+ * The resource scheduler's runner: every period it gathers the inputs of
+ * scheduler-decisions.ts, applies the decisions through the gateway's admin
+ * API and records each one (SchedulerDecision row + audit event, in one
+ * transaction).
+ *
+ * Inputs, and why from there:
+ * - demand: the gateway's statistics (GET /v2/models/stats), read each
+ *   period: Δ(success + fail requests) / Δt per model, summed over versions.
+ *   Fresher than the UsageSample rows (written every --usage-sample-secs,
+ *   15 s by default) and the same counters they are made from.
+ * - capacity: per-instance throughput at the p99 budget from the model's
+ *   latest successful perf report (the best step whose p99 is within
+ *   --scheduler-p99-budget-ms, divided by the instances the report says it
+ *   ran with, one when it does not say); --scheduler-default-capacity-rps
+ *   when there is none.
+ * - instances, kind (CPU/GPU) and memory: GET /v2/operon/workers (resident
+ *   memory of process instances; --scheduler-instance-memory-bytes for
+ *   thread instances, whose memory is the gateway's).
+ * - the floor: the instance count each model's config asked for, and the
+ *   requests waiting in each model's queue (GET /v2/operon/scaling); on its
+ *   own the scheduler only removes instances it added.
+ * - pins and the on/off switch: the database (set through the API, audited).
+ *
+ * A model with a perf run in progress (a RUNNING PerfReport) is left alone
+ * for the run: rescaling it would change what the run measures.
+ *
+ * The first period only takes the baseline, and a model first seen keeps
+ * its configured count for a scale-down cooldown. The gateway refusing a change
+ * (its limits, a model with several instance groups) is recorded as a HOLD
+ * with the gateway's message and the model is left alone for ten minutes.
+ */
+export interface ResourceSchedulerOptions {
+  /** Whether the scheduler runs when no admin has switched it (SchedulerSetting absent). */
+  enabledByDefault: boolean;
+  /** Seconds between decisions; 0 = no background runs (runOnce still works). */
+  periodSecs: number;
+  headroom: number;
+  hysteresis: number;
+  scaleDownCooldownSecs: number;
+  /** Default: one period (new instances need a period to show in the demand). */
+  scaleUpCooldownSecs?: number;
+  idleUnloadSecs: number;
+  defaultCapacityRps: number;
+  p99BudgetMs: number;
+  /** Memory the models' instances may use together; default 75 % of the host's memory. */
+  memoryBudgetBytes?: number;
+  /** Memory assumed per instance when the gateway cannot measure it (thread instances). */
+  instanceMemoryBytes: number;
+  /** CPU instance slots; default 2 × cores (the gateway's own per-model default limit). */
+  cpuSlots?: number;
+  /** GPU instance slots; default 0 (no GPU models are scaled up). */
+  gpuSlots?: number;
+  /** The gateway's --max-instances-per-model and --max-instances (it enforces them too). */
+  maxInstancesPerModel?: number;
+  maxInstancesPerHost?: number;
+}
+
+export const RESOURCE_SCHEDULER_DEFAULTS = {
+  enabledByDefault: true,
+  periodSecs: 15,
+  headroom: 0.25,
+  hysteresis: 0.2,
+  scaleDownCooldownSecs: 120,
+  idleUnloadSecs: 600,
+  defaultCapacityRps: 20,
+  p99BudgetMs: 100,
+  instanceMemoryBytes: 256 * 1024 * 1024,
+} as const satisfies Partial<ResourceSchedulerOptions>;
+
+/** What the console shows of one model now. */
+export interface SchedulerModelView {
+  model: string;
+  instances: number;
+  parked: boolean;
+  kind: "CPU" | "GPU";
+  demandRps: number;
+  capacityRps: number;
+  capacitySource: "report" | "default";
+  pinned: number | null;
+  lastUsedAt: string | null;
+}
+
+export interface SchedulerDecisionView {
+  id: string;
+  at: Date;
+  model: string;
+  action: SchedulerAction;
+  fromCount: number;
+  toCount: number;
+  demandRps: number | null;
+  capacityRps: number | null;
+  capacitySource: string | null;
+  headroom: number | null;
+  reason: string;
+  applied: boolean;
+  error: string | null;
+}
+
+const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const REFUSED_RETRY_MS = 600_000;
+
+interface Baseline {
+  at: number;
+  requests: Map<string, number>;
+}
+
+export class ResourceScheduler {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> = Promise.resolve();
+  private stopped = false;
+  private baseline: Baseline | undefined;
+  private readonly history = new Map<string, Array<{ at: number; rps: number }>>();
+  private readonly lastChange = new Map<string, number>();
+  /** Models the gateway refused to rescale, until when they are left alone. */
+  private readonly refused = new Map<string, number>();
+  /** The last HOLD recorded per model: the same one is not recorded again every period. */
+  private readonly lastHold = new Map<string, string>();
+  private parkedBefore = new Set<string>();
+  private lastView: SchedulerModelView[] = [];
+  readonly policy: SchedulerPolicy;
+  readonly budget: HostBudget;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly gateway: GatewayClient,
+    readonly options: ResourceSchedulerOptions,
+    private readonly logger: Logger,
+    private readonly clock: () => number = Date.now,
+  ) {
+    const cores = availableParallelism();
+    this.policy = {
+      headroom: options.headroom,
+      hysteresis: options.hysteresis,
+      scaleUpCooldownMs: (options.scaleUpCooldownSecs ?? options.periodSecs) * 1000,
+      scaleDownCooldownMs: options.scaleDownCooldownSecs * 1000,
+      idleUnloadMs: options.idleUnloadSecs * 1000,
+      defaultCapacityRps: options.defaultCapacityRps,
+      maxInstancesPerModel: options.maxInstancesPerModel ?? 2 * cores,
+      maxInstancesPerHost: options.maxInstancesPerHost ?? 8 * cores,
+    };
+    this.budget = {
+      cpuSlots: options.cpuSlots ?? 2 * cores,
+      gpuSlots: options.gpuSlots ?? 0,
+      memoryBytes: options.memoryBudgetBytes ?? Math.floor(totalmem() * 0.75),
+    };
+  }
+
+  start(): void {
+    if (this.options.periodSecs <= 0 || this.timer !== undefined || this.stopped) return;
+    const tick = (): void => void this.runOnce().catch((error: unknown) => this.logger.error({ err: error }, "resource scheduler run failed"));
+    tick();
+    this.timer = setInterval(tick, this.options.periodSecs * 1000);
+    this.timer.unref();
+  }
+
+  /** Stops the timer and waits for a run in progress. Idempotent. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running.catch(() => undefined);
+  }
+
+  /** One period now (runs never overlap); resolves with the decisions made. */
+  runOnce(): Promise<SchedulerDecision[]> {
+    const next = this.running.catch(() => undefined).then(() => this.run());
+    this.running = next;
+    return next;
+  }
+
+  async isEnabled(): Promise<boolean> {
+    const row = await this.prisma.schedulerSetting.findUnique({ where: { id: "default" } });
+    return row?.enabled ?? this.options.enabledByDefault;
+  }
+
+  /** The switch, as an admin sets it (audited); the next period follows it. */
+  async setEnabled(actor: Actor, enabled: boolean): Promise<{ enabled: boolean }> {
+    const before = await this.isEnabled();
+    await this.prisma.$transaction(async (tx) => {
+      await tx.schedulerSetting.upsert({ where: { id: "default" }, create: { id: "default", enabled, updatedById: actor.userId }, update: { enabled, updatedById: actor.userId } });
+      await recordAudit(tx, actor, { action: enabled ? "scheduler.enable" : "scheduler.disable", targetType: "scheduler", targetId: "default", before: { enabled: before }, after: { enabled } });
+    });
+    return { enabled };
+  }
+
+  /** Keeps `model` at `count` instances whatever the demand (audited); applied at once when the scheduler is on. */
+  async pin(actor: Actor, model: string, count: number): Promise<{ model: string; count: number }> {
+    checkModelName(model);
+    if (!Number.isInteger(count) || count < 1 || count > this.policy.maxInstancesPerModel) {
+      throw new AppError("VALIDATION_FAILED", `the pinned count must be an integer from 1 to ${this.policy.maxInstancesPerModel} (--max-instances-per-model)`, {
+        fieldErrors: [{ path: "count", message: `from 1 to ${this.policy.maxInstancesPerModel}` }],
+      });
+    }
+    await this.prisma.$transaction(async (tx) => {
+      const before = await tx.schedulerPin.findUnique({ where: { model } });
+      await tx.schedulerPin.upsert({ where: { model }, create: { model, count, pinnedById: actor.userId }, update: { count, pinnedById: actor.userId } });
+      await recordAudit(tx, actor, { action: "scheduler.pin", targetType: "model", targetId: model, before: before ? { count: before.count } : undefined, after: { count } });
+    });
+    this.kick();
+    return { model, count };
+  }
+
+  async unpin(actor: Actor, model: string): Promise<{ model: string }> {
+    checkModelName(model);
+    await this.prisma.$transaction(async (tx) => {
+      const before = await tx.schedulerPin.findUnique({ where: { model } });
+      if (before === null) throw new AppError("NOT_FOUND", `model '${model}' is not pinned`);
+      await tx.schedulerPin.delete({ where: { model } });
+      await recordAudit(tx, actor, { action: "scheduler.unpin", targetType: "model", targetId: model, before: { count: before.count } });
+    });
+    this.kick();
+    return { model };
+  }
+
+  /** The models as the last period saw them, with their pins. */
+  async status(): Promise<{ enabled: boolean; periodSecs: number; policy: SchedulerPolicy; budget: HostBudget; models: SchedulerModelView[]; pins: Array<{ model: string; count: number }> }> {
+    const pins = await this.prisma.schedulerPin.findMany({ orderBy: { model: "asc" } });
+    return { enabled: await this.isEnabled(), periodSecs: this.options.periodSecs, policy: this.policy, budget: this.budget, models: this.lastView, pins: pins.map((pin) => ({ model: pin.model, count: pin.count })) };
+  }
+
+  /** Decisions, newest first; `before` (an id) pages back. */
+  async decisions(filter: { model?: string | undefined; limit: number; before?: string | undefined }): Promise<{ decisions: SchedulerDecisionView[]; nextBefore: string | null }> {
+    const where: Prisma.SchedulerDecisionWhereInput = {
+      ...(filter.model ? { model: filter.model } : {}),
+      ...(filter.before ? { id: { lt: BigInt(filter.before) } } : {}),
+    };
+    const rows = await this.prisma.schedulerDecision.findMany({ where, orderBy: { id: "desc" }, take: filter.limit + 1 });
+    const page = rows.slice(0, filter.limit);
+    return {
+      decisions: page.map((row) => ({
+        id: row.id.toString(),
+        at: row.at,
+        model: row.model,
+        action: row.action,
+        fromCount: row.fromCount,
+        toCount: row.toCount,
+        demandRps: row.demandRps,
+        capacityRps: row.capacityRps,
+        capacitySource: row.capacitySource,
+        headroom: row.headroom,
+        reason: row.reason,
+        applied: row.applied,
+        error: row.error,
+      })),
+      nextBefore: rows.length > filter.limit ? page.at(-1)!.id.toString() : null,
+    };
+  }
+
+  /** A run soon after a pin or unpin, so that it shows without waiting a period. */
+  private kick(): void {
+    if (this.timer === undefined || this.stopped) return;
+    void this.runOnce().catch((error: unknown) => this.logger.error({ err: error }, "resource scheduler run failed"));
+  }
+
+  private async run(): Promise<SchedulerDecision[]> {
+    if (this.stopped) return [];
+    const now = this.clock();
+    let stats: ModelStatistics[];
+    let workers: WorkersResponse;
+    let scaling: Awaited<ReturnType<GatewayClient["scalingState"]>>;
+    try {
+      [stats, workers, scaling] = await Promise.all([this.gateway.statistics(), this.gateway.workers(), this.gateway.scalingState()]);
+    } catch (error) {
+      this.logger.warn({ err: (error as Error).message }, "resource scheduler: gateway not reachable; skipping this period");
+      return [];
+    }
+    const requests = new Map<string, number>();
+    const lastUsed = new Map<string, number>();
+    for (const entry of stats) {
+      requests.set(entry.name, (requests.get(entry.name) ?? 0) + entry.inference_stats.success.count + entry.inference_stats.fail.count);
+      if (entry.last_inference > 0) lastUsed.set(entry.name, Math.max(lastUsed.get(entry.name) ?? 0, entry.last_inference));
+    }
+    const previous = this.baseline;
+    this.baseline = { at: now, requests };
+    const byModel = new Map<string, { versions: Map<string, number>; gpu: boolean; rss: number[] }>();
+    for (const worker of workers.workers) {
+      const model = byModel.get(worker.model) ?? { versions: new Map<string, number>(), gpu: false, rss: [] as number[] };
+      model.versions.set(worker.version, (model.versions.get(worker.version) ?? 0) + 1);
+      if (worker.kind === "GPU") model.gpu = true;
+      if (worker.rssBytes !== null) model.rss.push(worker.rssBytes);
+      byModel.set(worker.model, model);
+    }
+    const parkedNow = new Set(scaling.parked);
+    const configured = new Map(scaling.models.map((entry) => [entry.model, entry.configuredInstances]));
+    const queued = new Map(scaling.models.map((entry) => [entry.model, entry.queued ?? 0]));
+    // A config search's shadow model is the search's to load and unload: never scaled or parked here.
+    const names = [...new Set([...byModel.keys(), ...parkedNow])].filter((name) => !isShadowModelName(name)).sort();
+    const [pins, capacities, enabled, measuring] = await Promise.all([
+      this.prisma.schedulerPin.findMany(),
+      this.reportCapacities(names),
+      this.isEnabled(),
+      // A model under a perf run is left alone: rescaling it would change what the run measures.
+      this.prisma.perfReport.findMany({ where: { status: "RUNNING", targetKind: "MODEL" }, select: { targetName: true } }).then((rows) => new Set(rows.map((row) => row.targetName))),
+    ]);
+    const pinOf = new Map(pins.map((pin) => [pin.model, pin.count]));
+    const states: ModelState[] = names.map((name) => {
+      const seen = byModel.get(name);
+      const interval = previous === undefined ? 0 : (now - previous.at) / 1000;
+      const before = previous?.requests.get(name);
+      const after = requests.get(name);
+      // A counter that went down (the model reloaded) counts from 0.
+      const delta = after === undefined || before === undefined ? 0 : after >= before ? after - before : after;
+      const demandRps = interval > 0 ? delta / interval : 0;
+      const peakDemandRps = this.notePeak(name, now, demandRps);
+      const refusedUntil = this.refused.get(name);
+      // First seen counts as a change: a model just loaded (or the scheduler just started) keeps its count for a cooldown.
+      if (!this.lastChange.has(name)) this.lastChange.set(name, now);
+      return {
+        model: name,
+        instances: parkedNow.has(name) || seen === undefined ? 0 : Math.max(...seen.versions.values()),
+        parked: parkedNow.has(name),
+        kind: seen?.gpu === true ? "GPU" : "CPU",
+        demandRps,
+        peakDemandRps,
+        reportCapacityRps: capacities.get(name) ?? null,
+        memoryPerInstanceBytes: seen !== undefined && seen.rss.length > 0 ? Math.round(seen.rss.reduce((a, b) => a + b, 0) / seen.rss.length) : this.options.instanceMemoryBytes,
+        lastUsedAt: lastUsed.get(name) ?? null,
+        pinned: pinOf.get(name) ?? null,
+        lastChangeAt: this.lastChange.get(name) ?? null,
+        scalable: (refusedUntil === undefined || refusedUntil <= now) && !measuring.has(name),
+        minInstances: configured.get(name) ?? 1,
+        queued: queued.get(name) ?? 0,
+      };
+    });
+    this.lastView = states.map((state) => {
+      const capacity = capacityOf(state, this.policy);
+      return {
+        model: state.model,
+        instances: state.instances,
+        parked: state.parked,
+        kind: state.kind,
+        demandRps: state.demandRps,
+        capacityRps: capacity.rps,
+        capacitySource: capacity.source,
+        pinned: state.pinned,
+        lastUsedAt: state.lastUsedAt !== null ? new Date(state.lastUsedAt).toISOString() : null,
+      };
+    });
+    // Models parked earlier and loaded again since: a request brought them back.
+    const reloaded = [...this.parkedBefore].filter((name) => !parkedNow.has(name) && byModel.has(name));
+    this.parkedBefore = parkedNow;
+    for (const name of reloaded) {
+      await this.record(
+        { model: name, action: "LOAD", from: 0, to: Math.max(...byModel.get(name)!.versions.values()), demandRps: 0, capacityRps: 0, capacitySource: "default", headroom: this.policy.headroom, reason: "loaded again on demand: a request came for it after the scheduler unloaded it" },
+        { applied: true, error: null, inputs: { observed: true } },
+      );
+    }
+    if (previous === undefined) return []; // the first period only takes the baseline
+    const decisions = decide({ enabled, policy: this.policy, budget: this.budget, models: states }, now);
+    const inputsOf = (name: string): Record<string, unknown> => {
+      const state = states.find((candidate) => candidate.model === name)!;
+      return { ...state, budget: this.budget, policy: this.policy };
+    };
+    for (const decision of decisions) await this.apply(decision, inputsOf(decision.model), now);
+    return decisions;
+  }
+
+  private async apply(decision: SchedulerDecision, inputs: Record<string, unknown>, now: number): Promise<void> {
+    if (decision.action === "HOLD") {
+      const key = `${decision.from}->${decision.to}`;
+      if (this.lastHold.get(decision.model) === key) return;
+      this.lastHold.set(decision.model, key);
+      await this.record(decision, { applied: false, error: null, inputs });
+      return;
+    }
+    this.lastHold.delete(decision.model);
+    let error: string | null = null;
+    try {
+      if (decision.action === "UNLOAD") await this.gateway.parkModel(decision.model);
+      else await this.gateway.scaleModel(decision.model, decision.to);
+      this.lastChange.set(decision.model, now);
+      if (decision.action === "UNLOAD") this.parkedBefore.add(decision.model);
+    } catch (failure) {
+      error = (failure as Error).message;
+      this.refused.set(decision.model, now + REFUSED_RETRY_MS);
+      this.logger.warn({ model: decision.model, action: decision.action, err: error }, "resource scheduler: the gateway refused a change");
+    }
+    await this.record(decision, { applied: error === null, error, inputs });
+  }
+
+  private async record(decision: SchedulerDecision, outcome: { applied: boolean; error: string | null; inputs: Record<string, unknown> }): Promise<void> {
+    const action = decision.action as SchedulerAction;
+    await this.prisma.$transaction(async (tx) => {
+      const row = await tx.schedulerDecision.create({
+        data: {
+          model: decision.model,
+          action,
+          fromCount: decision.from,
+          toCount: decision.to,
+          demandRps: decision.demandRps,
+          capacityRps: decision.capacityRps,
+          capacitySource: decision.capacitySource,
+          headroom: decision.headroom,
+          reason: outcome.error !== null ? `${decision.reason}; the gateway refused: ${outcome.error}` : decision.reason,
+          inputs: JSON.parse(JSON.stringify(outcome.inputs)) as Prisma.InputJsonObject,
+          applied: outcome.applied,
+          error: outcome.error,
+        },
+      });
+      await recordAudit(tx, SYSTEM_ACTOR, {
+        action: `scheduler.${action.toLowerCase().replace(/_(\w)/g, (_: string, c: string) => c.toUpperCase())}`,
+        targetType: "model",
+        targetId: decision.model,
+        before: { instances: decision.from },
+        after: { instances: decision.to, decision: row.id.toString(), reason: row.reason, applied: outcome.applied },
+      });
+    });
+    this.logger.info({ model: decision.model, action, from: decision.from, to: decision.to, applied: outcome.applied }, `resource scheduler: ${decision.reason}`);
+  }
+
+  /** Keeps the demand of the last scale-down cooldown; returns its peak. */
+  private notePeak(model: string, now: number, rps: number): number {
+    const window = (this.history.get(model) ?? []).filter((entry) => now - entry.at < this.policy.scaleDownCooldownMs);
+    window.push({ at: now, rps });
+    this.history.set(model, window);
+    return Math.max(...window.map((entry) => entry.rps));
+  }
+
+  /** Per-instance throughput at the p99 budget from each model's latest successful perf report. */
+  private async reportCapacities(models: string[]): Promise<Map<string, number>> {
+    const capacities = new Map<string, number>();
+    if (models.length === 0) return capacities;
+    const reports = await this.prisma.perfReport.findMany({
+      where: { targetKind: "MODEL", status: "SUCCEEDED", targetName: { in: models } },
+      orderBy: { createdAt: "desc" },
+      distinct: ["targetName"],
+      include: { samples: true },
+    });
+    const budgetUs = this.options.p99BudgetMs * 1000;
+    for (const report of reports) {
+      const within = report.samples.filter((sample) => sample.errorCount === 0 && sample.latencyP99Us !== null && sample.latencyP99Us <= budgetUs);
+      if (within.length === 0) continue;
+      const best = Math.max(...within.map((sample) => sample.throughput));
+      const summary = report.summary as { instanceCount?: unknown } | null;
+      const instances = typeof summary?.instanceCount === "number" && summary.instanceCount > 0 ? summary.instanceCount : 1;
+      if (best > 0) capacities.set(report.targetName, best / instances);
+    }
+    return capacities;
+  }
+}
+
+function checkModelName(model: string): void {
+  if (!MODEL_NAME.test(model)) {
+    throw new AppError("VALIDATION_FAILED", `'${model}' is not a model name (letters, digits, '_', '.', '-'; at most 128)`, { fieldErrors: [{ path: "model", message: "not a model name" }] });
+  }
+}

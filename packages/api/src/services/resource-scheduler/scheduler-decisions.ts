@@ -1,0 +1,277 @@
+/**
+ * The resource scheduler's decision logic, pure: (inputs, now) -> decisions
+ * with reasons. No clock, database or gateway here; the runner
+ * (resource-scheduler.ts) gathers the inputs each sampling period and
+ * applies what comes back, so every rule below is unit-tested with
+ * synthetic demand and a controlled clock.
+ *
+ * Per model, each period:
+ * 1. pinned: the admin's count, at once (no cooldown); nothing else applies.
+ * 2. needed = ceil(demand × (1 + headroom) / capacity per instance), at least 1.
+ * 3. Up when needed > instances, unless the model changed less than
+ *    scaleUpCooldownMs ago (its new instances need a period to show in the demand).
+ *    Demand is measured from completed requests, which a saturated model
+ *    caps at what it serves now; so a model with requests waiting in its
+ *    queue (at least one per instance) while it serves at least half its
+ *    assumed capacity is saturated and asks for at least double its
+ *    instances (a batching model's short queue at low load is not).
+ * 4. Down (hysteresis): only to ceil(peak × (1 + headroom + hysteresis) / capacity),
+ *    where peak is the highest demand over the last scaleDownCooldownMs (the
+ *    runner keeps that window), at most halving per step, and only
+ *    scaleDownCooldownMs after the model's last change. Bursts that recur
+ *    within the window keep the count up instead of making it flap.
+ * 5. The host's budget: CPU instance slots, GPU instance slots and memory.
+ *    Scale-downs are counted first (they free room), then scale-ups in order of
+ *    pressure (demand / capacity). When memory is short, idle models (no
+ *    request for idleUnloadMs, not pinned) are unloaded least recently used
+ *    first; a model that still does not fit gets what fits and a HOLD
+ *    decision saying what it lacked.
+ * 6. --max-instances-per-model and --max-instances cap every count; the
+ *    count the model's config asks for (minInstances) is the floor: the
+ *    scheduler adds instances on demand and removes only those it added
+ *    (a pin may go lower: the admin's choice).
+ *
+ * Parked models (unloaded for memory) are not scaled: the gateway loads them
+ * again when a request comes, and the next period sees them loaded.
+ * Scheduler off: no decisions at all (counts stay where they are; pins too).
+ */
+/** LOAD is never decided here: the runner records it when a parked model was loaded again by a request. */
+export type SchedulerActionKind = "SCALE_UP" | "SCALE_DOWN" | "UNLOAD" | "LOAD" | "HOLD";
+
+export interface SchedulerPolicy {
+  /** Spare capacity kept above demand (0.25 = 25 %). */
+  headroom: number;
+  /** Extra margin before scaling down (0.2 = demand must fit with 20 % more than the headroom). */
+  hysteresis: number;
+  scaleUpCooldownMs: number;
+  scaleDownCooldownMs: number;
+  /** A model with no request for this long may be unloaded when memory is short. */
+  idleUnloadMs: number;
+  /** Per-instance requests/s assumed for a model without a perf report (conservative). */
+  defaultCapacityRps: number;
+  maxInstancesPerModel: number;
+  maxInstancesPerHost: number;
+}
+
+export interface HostBudget {
+  /** Instances of CPU models the host runs at once. */
+  cpuSlots: number;
+  /** Instances of GPU models (0 without GPUs). */
+  gpuSlots: number;
+  memoryBytes: number;
+}
+
+export interface ModelState {
+  model: string;
+  /** Instances running now (0 when parked). */
+  instances: number;
+  parked: boolean;
+  kind: "CPU" | "GPU";
+  /** Requests per second over the last period. */
+  demandRps: number;
+  /** Highest demandRps over the last scaleDownCooldownMs (scale-downs follow it); defaults to demandRps. */
+  peakDemandRps?: number;
+  /** Per-instance throughput at the p99 budget from the latest perf report; null = none. */
+  reportCapacityRps: number | null;
+  memoryPerInstanceBytes: number;
+  /** Last request (epoch ms); null = never since the gateway started. */
+  lastUsedAt: number | null;
+  /** The admin's pinned count, or null. */
+  pinned: number | null;
+  /** Last change the scheduler made (epoch ms), or null. */
+  lastChangeAt: number | null;
+  /** False when the gateway cannot rescale it (several instance groups, an operator). */
+  scalable: boolean;
+  /** Never scaled below this on demand (the config's instance count); default 1. */
+  minInstances?: number;
+  /** Requests waiting in the model's queue at the sample; default 0. */
+  queued?: number;
+}
+
+export interface SchedulerInputs {
+  enabled: boolean;
+  policy: SchedulerPolicy;
+  budget: HostBudget;
+  models: ModelState[];
+}
+
+export interface SchedulerDecision {
+  model: string;
+  action: SchedulerActionKind;
+  from: number;
+  to: number;
+  demandRps: number;
+  capacityRps: number;
+  capacitySource: "report" | "default";
+  headroom: number;
+  reason: string;
+}
+
+const MIB = 1024 * 1024;
+
+/** Per-instance capacity used for a model, and where it came from. */
+export function capacityOf(model: ModelState, policy: SchedulerPolicy): { rps: number; source: "report" | "default" } {
+  return model.reportCapacityRps !== null && model.reportCapacityRps > 0
+    ? { rps: model.reportCapacityRps, source: "report" }
+    : { rps: policy.defaultCapacityRps, source: "default" };
+}
+
+/** Instances that carry `demandRps` with `margin` to spare at `capacityRps` each (at least 1). */
+export function instancesFor(demandRps: number, capacityRps: number, margin: number): number {
+  return Math.max(1, Math.ceil((Math.max(0, demandRps) * (1 + margin)) / capacityRps - 1e-9));
+}
+
+/**
+ * The idle models to unload, least recently used first, until `neededBytes`
+ * are freed; empty when even all of them would not free enough (unloading
+ * then helps no one). Pinned, busy (demand > 0), recently used and excluded
+ * models are never chosen.
+ */
+export function lruVictims(models: ModelState[], neededBytes: number, now: number, idleUnloadMs: number, exclude: ReadonlySet<string>): ModelState[] {
+  const idle = models
+    .filter((m) => !m.parked && m.instances > 0 && m.pinned === null && m.demandRps === 0 && !exclude.has(m.model))
+    .filter((m) => m.lastUsedAt === null || now - m.lastUsedAt >= idleUnloadMs)
+    .sort((a, b) => (a.lastUsedAt ?? 0) - (b.lastUsedAt ?? 0) || a.model.localeCompare(b.model));
+  const chosen: ModelState[] = [];
+  let freed = 0;
+  for (const model of idle) {
+    if (freed >= neededBytes) break;
+    chosen.push(model);
+    freed += model.instances * model.memoryPerInstanceBytes;
+  }
+  return freed >= neededBytes ? chosen : [];
+}
+
+export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[] {
+  if (!inputs.enabled) return [];
+  const { policy, budget } = inputs;
+  const decisions: SchedulerDecision[] = [];
+  const base = (m: ModelState): Pick<SchedulerDecision, "model" | "demandRps" | "capacityRps" | "capacitySource" | "headroom"> => {
+    const capacity = capacityOf(m, policy);
+    return { model: m.model, demandRps: m.demandRps, capacityRps: capacity.rps, capacitySource: capacity.source, headroom: policy.headroom };
+  };
+  const cap = (count: number): number => Math.max(1, Math.min(count, policy.maxInstancesPerModel));
+
+  // What each served model would like, before the budget.
+  const targets = new Map<string, { to: number; reason: string; pinned: boolean }>();
+  for (const m of inputs.models) {
+    if (m.parked || m.instances === 0 || !m.scalable) continue;
+    const { rps } = capacityOf(m, policy);
+    if (m.pinned !== null) {
+      const to = cap(m.pinned);
+      if (to !== m.instances) targets.set(m.model, { to, pinned: true, reason: `pinned to ${m.pinned} by an admin${to !== m.pinned ? ` (capped at ${to} by --max-instances-per-model)` : ""}` });
+      continue;
+    }
+    const sinceChange = m.lastChangeAt === null ? Number.POSITIVE_INFINITY : now - m.lastChangeAt;
+    const saturated = (m.queued ?? 0) >= m.instances && m.demandRps >= 0.5 * m.instances * rps;
+    const needed = Math.max(instancesFor(m.demandRps, rps, policy.headroom), saturated ? 2 * m.instances : 0);
+    if (needed > m.instances) {
+      if (sinceChange < policy.scaleUpCooldownMs) continue;
+      const to = cap(needed);
+      if (to === m.instances) continue;
+      targets.set(m.model, {
+        to,
+        pinned: false,
+        reason: `${saturated ? `saturated (${m.queued} requests waiting): at least doubling; ` : ""}demand ${fmt(m.demandRps)} req/s + ${pct(policy.headroom)} headroom needs ${needed} × ${fmt(rps)} req/s${to < needed ? `; capped at ${to} by --max-instances-per-model` : ""}`,
+      });
+      continue;
+    }
+    const peak = Math.max(m.demandRps, m.peakDemandRps ?? 0);
+    const downTo = Math.max(instancesFor(peak, rps, policy.headroom + policy.hysteresis), Math.ceil(m.instances / 2), m.minInstances ?? 1);
+    if (downTo < m.instances && sinceChange >= policy.scaleDownCooldownMs && (m.queued ?? 0) === 0) {
+      targets.set(m.model, {
+        to: downTo,
+        pinned: false,
+        reason: `demand ${fmt(m.demandRps)} req/s (peak ${fmt(peak)} in the last ${Math.round(policy.scaleDownCooldownMs / 1000)} s) fits ${downTo} × ${fmt(rps)} req/s with ${pct(policy.headroom + policy.hysteresis)} to spare (at most halving per step)`,
+      });
+    }
+  }
+
+  // The budget as the models use it now (parked ones use nothing).
+  const live = inputs.models.filter((m) => !m.parked && m.instances > 0);
+  const used = { cpu: 0, gpu: 0, memory: 0, instances: 0 };
+  const add = (m: ModelState, count: number): void => {
+    if (m.kind === "GPU") used.gpu += count;
+    else used.cpu += count;
+    used.memory += count * m.memoryPerInstanceBytes;
+    used.instances += count;
+  };
+  for (const m of live) add(m, m.instances);
+
+  // Scale-downs first: they free room for the scale-ups.
+  for (const m of live) {
+    const target = targets.get(m.model);
+    if (target === undefined || target.to >= m.instances) continue;
+    add(m, target.to - m.instances);
+    decisions.push({ ...base(m), action: "SCALE_DOWN", from: m.instances, to: target.to, reason: target.reason });
+  }
+
+  // Scale-ups, pins first, then by pressure (demand over what runs now).
+  const ups = live
+    .filter((m) => (targets.get(m.model)?.to ?? 0) > m.instances)
+    .sort((a, b) => Number(targets.get(b.model)!.pinned) - Number(targets.get(a.model)!.pinned) || pressure(b, policy) - pressure(a, policy) || a.model.localeCompare(b.model));
+  const unloaded = new Set<string>();
+  for (const m of ups) {
+    const target = targets.get(m.model)!;
+    const want = target.to - m.instances;
+    const slotsLeft = (): number => Math.max(0, Math.min(m.kind === "GPU" ? budget.gpuSlots - used.gpu : budget.cpuSlots - used.cpu, policy.maxInstancesPerHost - used.instances));
+    let grant = Math.min(want, slotsLeft());
+    let memoryShort = grant * m.memoryPerInstanceBytes - (budget.memoryBytes - used.memory);
+    if (memoryShort > 0) {
+      const victims = lruVictims(
+        live.filter((other) => !unloaded.has(other.model) && !targets.has(other.model)),
+        memoryShort,
+        now,
+        policy.idleUnloadMs,
+        new Set([m.model]),
+      );
+      for (const victim of victims) {
+        unloaded.add(victim.model);
+        add(victim, -victim.instances);
+        decisions.push({
+          ...base(victim),
+          action: "UNLOAD",
+          from: victim.instances,
+          to: 0,
+          reason: `memory is short for ${m.model} (${mib(memoryShort)} MiB more needed); ${victim.model} is the least recently used idle model (${victim.lastUsedAt === null ? "never used" : `last request ${Math.round((now - victim.lastUsedAt) / 1000)} s ago`}); it loads again on its next request`,
+        });
+      }
+      // The unloads freed slots too; then whatever memory allows.
+      grant = Math.min(want, slotsLeft(), Math.max(0, Math.floor((budget.memoryBytes - used.memory) / Math.max(1, m.memoryPerInstanceBytes))));
+    }
+    if (grant > 0) {
+      add(m, grant);
+      decisions.push({ ...base(m), action: "SCALE_UP", from: m.instances, to: m.instances + grant, reason: target.reason + (grant < want ? `; ${want - grant} more do not fit the host's budget` : "") });
+    }
+    if (grant < want) {
+      decisions.push({
+        ...base(m),
+        action: "HOLD",
+        from: m.instances,
+        to: m.instances + grant,
+        reason: `wanted ${target.to} instances; does not fit: ${fitProblem(m, want - grant, budget, used, policy)}`,
+      });
+    }
+  }
+  return decisions;
+}
+
+function pressure(m: ModelState, policy: SchedulerPolicy): number {
+  return m.demandRps / (capacityOf(m, policy).rps * Math.max(1, m.instances));
+}
+
+function fitProblem(m: ModelState, missing: number, budget: HostBudget, used: { cpu: number; gpu: number; memory: number; instances: number }, policy: SchedulerPolicy): string {
+  const problems: string[] = [];
+  if (m.kind === "GPU" ? used.gpu >= budget.gpuSlots : used.cpu >= budget.cpuSlots) {
+    problems.push(`${m.kind} instance slots all used (${m.kind === "GPU" ? budget.gpuSlots : budget.cpuSlots})`);
+  }
+  if (used.instances >= policy.maxInstancesPerHost) problems.push(`--max-instances ${policy.maxInstancesPerHost} reached`);
+  if (budget.memoryBytes - used.memory < m.memoryPerInstanceBytes) {
+    problems.push(`memory: ${mib(budget.memoryBytes - used.memory)} MiB left of ${mib(budget.memoryBytes)} MiB, ${mib(m.memoryPerInstanceBytes)} MiB per instance, and no idle model to unload`);
+  }
+  return `${missing} more instance${missing === 1 ? "" : "s"} (${problems.join("; ") || "budget"})`;
+}
+
+const fmt = (value: number): string => (value >= 100 ? value.toFixed(0) : value.toFixed(1));
+const pct = (value: number): string => `${Math.round(value * 100)} %`;
+const mib = (bytes: number): string => (bytes / MIB).toFixed(0);

@@ -1,0 +1,30 @@
+import { describe, expect, it } from "vitest";
+import { OperonError } from "@operon/protocol/errors";
+import { instanceCountBody } from "./http-scheduler-request.js";
+import { ModelParkedError, retryAfterOf } from "../../repository/parked-models.js";
+
+describe("instanceCountBody", () => {
+  it("takes an integer count from 1 to 1024", () => {
+    expect(instanceCountBody({ count: 1 })).toBe(1);
+    expect(instanceCountBody({ count: 1024 })).toBe(1024);
+  });
+
+  it.each([[null], [[]], ["3"], [{}], [{ count: 0 }], [{ count: 1.5 }], [{ count: "2" }], [{ count: 1025 }], [{ count: -1 }]])("refuses %j with INVALID_ARG naming the field", (body) => {
+    let thrown: unknown;
+    try {
+      instanceCountBody(body);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(OperonError);
+    expect((thrown as OperonError).kind).toBe("INVALID_ARG");
+    expect((thrown as OperonError).message).toMatch(/count/);
+  });
+});
+
+describe("retryAfterOf", () => {
+  it("gives a parked model's Retry-After and nothing for other errors", () => {
+    expect(retryAfterOf(new ModelParkedError("m", 5, Promise.resolve()))).toBe(5);
+    expect(retryAfterOf(new OperonError("UNAVAILABLE", "busy"))).toBeUndefined();
+  });
+});
