@@ -26,7 +26,7 @@ describe("console: a viewer, on a server without traffic", () => {
     const { page } = viewer;
     await signIn(page, VIEWER.email, VIEWER.password);
     const nav = page.getByRole("navigation", { name: "Main" });
-    expect(await nav.getByRole("link").allTextContents()).toEqual(["Overview", "Models", "Operators", "Perf reports", "Workers", "Hardware & cost"]);
+    expect(await nav.getByRole("link").allTextContents()).toEqual(["Overview", "Models", "Operators", "Perf reports", "Workers", "Scheduler", "Hardware & cost"]);
     expect(await page.getByRole("banner").textContent()).toContain("Viewer");
 
     await visible(heading(page, "Overview"));
