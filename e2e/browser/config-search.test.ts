@@ -97,6 +97,8 @@ describe("console: the config search's chart and apply", () => {
 
     await page.getByRole("button", { name: "Apply recommended config" }).click();
     await visible(page.getByText(`Applied #${recommended.index + 1}: the model was reloaded with its new config.`), 60_000);
+    // The candidates table re-renders after the message: wait for its "applied" row, then check there is one.
+    await visible(page.getByRole("row").filter({ hasText: "applied" }), 30_000);
     expect(await page.getByRole("row").filter({ hasText: "applied" }).count()).toBe(1);
 
     await page.getByRole("link", { name: "See the model's config" }).click();
