@@ -133,17 +133,7 @@ export function packTensors(tensors: readonly Tensor[]): { buffer: ArrayBuffer; 
   // Not `new ArrayBuffer` (zero-filled, and fresh pages each time): an uninitialized
   // malloc'd store of its own, which glibc recycles across messages of the same size.
   const bytes = Buffer.allocUnsafeSlow(total);
-  const buffer = bytes.buffer as ArrayBuffer;
-  const described: ThreadTensor[] = new Array(tensors.length);
-  let offset = 0;
-  for (let i = 0; i < tensors.length; i += 1) {
-    const tensor = tensors[i]!;
-    offset = aligned(offset);
-    bytes.set(tensor.data, offset);
-    described[i] = { name: tensor.name, datatype: tensor.datatype, shape: tensor.shape, byteOffset: offset, byteLength: tensor.data.byteLength };
-    offset += tensor.data.byteLength;
-  }
-  return { buffer, tensors: described };
+  return { buffer: bytes.buffer as ArrayBuffer, tensors: writePacked(bytes, tensors) };
 }
 
 /**
@@ -176,6 +166,11 @@ export function packTensorsReusing(received: ArrayBuffer, tensors: readonly Tens
   }
   if (aliasing > 0 || total > received.byteLength) return packTensors(tensors);
   const bytes = Buffer.from(received, 0, total);
+  return { buffer: received, tensors: writePacked(bytes, tensors) };
+}
+
+/** Copies the tensors into `bytes` at 8-byte-aligned offsets from 0 and describes where each one lies. */
+function writePacked(bytes: Buffer, tensors: readonly Tensor[]): ThreadTensor[] {
   const described: ThreadTensor[] = new Array(tensors.length);
   let offset = 0;
   for (let i = 0; i < tensors.length; i += 1) {
@@ -185,7 +180,7 @@ export function packTensorsReusing(received: ArrayBuffer, tensors: readonly Tens
     described[i] = { name: tensor.name, datatype: tensor.datatype, shape: tensor.shape, byteOffset: offset, byteLength: tensor.data.byteLength };
     offset += tensor.data.byteLength;
   }
-  return { buffer: received, tensors: described };
+  return described;
 }
 
 /** The hand-off buffer all the tensors are aligned views of, if there is one. */
