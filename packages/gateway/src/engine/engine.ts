@@ -17,11 +17,11 @@ import type { TenantShares } from "../admission/tenant-shares.js";
 import type { FailureReason, GatewayMetrics } from "../observability/metrics.js";
 import type { ModelManager, ServedVersion } from "../repository/model-manager.js";
 import { readProcessUsage, readThreadUsage } from "../observability/process-usage.js";
-import { resolveReshape, validateInferRequest } from "./request-validation.js";
+import { resolveReshape, validateInferRequest } from "../signature/model-signature.js";
 import { responseCacheKey, type ResponseCache } from "./response-cache.js";
 import type { RequestContext, ScheduledResult, StreamedResponse } from "../scheduling/request-scheduler.js";
 import { priorityLevelOf, queueTimeoutNsOf } from "../scheduling/scheduler-policy.js";
-import type { RunnerRequest } from "./version-runner.js";
+import type { RunnerRequest } from "../scheduling/version-runner.js";
 import type { BlsRequest } from "../instances/worker-process.js";
 
 /** The request parameter that carries a request's BLS depth (0 or absent: a client's request). */
