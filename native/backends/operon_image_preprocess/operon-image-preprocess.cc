@@ -103,7 +103,8 @@ OPERON_CLONES void Scatter(const int32_t* values, int count, const float* lut, f
   }
 }
 
-// One image (H x W x C bytes) into out (3 x height x width floats, zeroed).
+// One image (H x W x C bytes) into out (3 x height x width floats; every
+// value is written, the padding included).
 void Preprocess(const ModelState& m, const uint8_t* pixels, int h, int w, int channels, float* out) {
   int resized = static_cast<int>(std::ceil(m.height * (static_cast<double>(w) / static_cast<double>(h))));
   if (resized > m.width) resized = m.width;
@@ -135,6 +136,13 @@ void Preprocess(const ModelState& m, const uint8_t* pixels, int h, int w, int ch
     float* g = out + 1 * plane + static_cast<size_t>(dy) * m.width;
     float* r = out + 2 * plane + static_cast<size_t>(dy) * m.width;
     Scatter(values.data(), resized, m.lut, b, g, r);
+    // Zero padding on the right (only there: the rest is written above).
+    const size_t pad = static_cast<size_t>(m.width - resized) * sizeof(float);
+    if (pad > 0) {
+      std::memset(b + resized, 0, pad);
+      std::memset(g + resized, 0, pad);
+      std::memset(r + resized, 0, pad);
+    }
   }
 }
 
@@ -189,7 +197,6 @@ TRITONSERVER_Error* ExecuteOne(const ModelState& m, TRITONBACKEND_Request* reque
   RETURN_IF_ERROR(TRITONBACKEND_OutputBuffer(output, &buffer, n * per_image * sizeof(float), &type, &id));
   if (type == TRITONSERVER_MEMORY_GPU) return Error(TRITONSERVER_ERROR_UNSUPPORTED, "got a GPU output buffer");
   float* x = static_cast<float*>(buffer);
-  std::memset(x, 0, n * per_image * sizeof(float));
   for (int64_t i = 0; i < n; ++i)
     Preprocess(m, pixels + static_cast<size_t>(i * h * w * c), static_cast<int>(h), static_cast<int>(w), static_cast<int>(c),
                x + i * per_image);
