@@ -48,8 +48,19 @@ describe("libtritonserver.so (C++ test host)", () => {
     expect(failures).toEqual([]);
     const summary = /^(\d+) passed, (\d+) failed$/m.exec(stdout);
     expect(summary, stdout).not.toBeNull();
-    expect(Number(summary![1])).toBeGreaterThanOrEqual(16);
+    expect(Number(summary![1])).toBeGreaterThanOrEqual(17);
     expect(Number(summary![2])).toBe(0);
+  });
+
+  it("exports exactly Triton's API and Operon's host API", async () => {
+    expect(buildProblem()).toBeUndefined();
+    const { stdout } = await run("nm", ["-D", "--defined-only", path.join(BUILD, "lib/libtritonserver.so")]);
+    const symbols = stdout.split("\n").map((line) => line.trim().split(/\s+/)[2]).filter((s): s is string => Boolean(s));
+    expect(symbols.filter((s) => !/^(TRITONSERVER_|TRITONBACKEND_|OperonHost)/.test(s))).toEqual([]);
+    // What Triton's example backends import (minimal, recommended, identity, square, repeat) is there.
+    for (const needed of ["TRITONBACKEND_RequestInputByIndex", "TRITONBACKEND_ResponseFactorySendFlags", "TRITONBACKEND_ModelInstanceReportResponseStatistics", "TRITONSERVER_InferenceTraceReportActivity", "TRITONSERVER_MetricFamilyNew", "TRITONBACKEND_StateNew"]) {
+      expect(symbols).toContain(needed);
+    }
   });
 });
 

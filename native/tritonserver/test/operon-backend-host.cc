@@ -287,6 +287,31 @@ void TestAutoComplete() {
   EXPECT_CONTAINS(c, "\"name\":\"OUTPUT1\"");
 }
 
+void TestConfigNormalizedAsTriton() {
+  // config.pbtxt through protobuf's JSON mapping: int64 dims as strings, no
+  // batch_input/batch_output, inputs without "optional". Backends get
+  // Triton's normalized form.
+  Loaded l;
+  std::string raw =
+      "{\"name\":\"ident_norm\",\"max_batch_size\":8,\"dynamic_batching\":{\"max_queue_delay_microseconds\":\"100\"},"
+      "\"input\":[{\"name\":\"INPUT0\",\"data_type\":\"TYPE_FP32\",\"dims\":[\"4\",\"-1\"]}],"
+      "\"output\":[{\"name\":\"OUTPUT0\",\"data_type\":\"TYPE_FP32\",\"dims\":[\"4\",\"-1\"]}],"
+      "\"parameters\":{\"p\":{\"string_value\":\"7\"}}}";
+  std::string e = Load(l, "ident_norm", raw);
+  EXPECT(e.empty(), "load: " + e);
+  char* config = nullptr;
+  Take(OperonHostModelConfig(l.model, &config));
+  std::string c(config);
+  OperonHostFree(config);
+  EXPECT_CONTAINS(c, "\"dims\":[4,-1]");
+  EXPECT_CONTAINS(c, "\"max_queue_delay_microseconds\":100");
+  EXPECT_CONTAINS(c, "\"string_value\":\"7\"");  // parameters stay strings
+  EXPECT_CONTAINS(c, "\"batch_input\":[]");
+  EXPECT_CONTAINS(c, "\"batch_output\":[]");
+  EXPECT_CONTAINS(c, "\"optional\":false");
+  EXPECT_CONTAINS(c, "\"default_model_filename\":\"\"");
+}
+
 void TestMetricsText() {
   Loaded l;
   std::string e = Load(l, "ident_metric", IdentityConfig("ident_metric"));
@@ -406,6 +431,7 @@ int SelfTest(const std::string& build) {
       {"decoupled: cancellation stops the stream", TestDecoupledCancel},
       {"backend config validation error surfaces", TestRejectConfig},
       {"auto-complete via TRITONBACKEND_ModelSetConfig", TestAutoComplete},
+      {"model config normalized as Triton gives it to backends", TestConfigNormalizedAsTriton},
       {"custom metrics as Prometheus text", TestMetricsText},
       {"backend load is ref-counted; conflicts refused", TestRefcountAndConflicts},
       {"missing TRITONBACKEND_ModelInstanceExecute refused", TestMissingExecute},
