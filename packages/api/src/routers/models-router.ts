@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { requireModelChanger } from "../services/ownership/ownership.js";
 import { DATATYPES } from "@operon/protocol/datatypes";
 import type { ModelActor } from "../services/models/model-types.js";
 import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
@@ -59,7 +60,11 @@ export const modelsRouter = router({
           version: z.number().int().min(1).max(2_147_483_647).optional(),
         }),
       )
-      .mutation(({ ctx, input }) => ctx.services.models.uploads.beginUpload(modelActor(ctx), input)),
+      .mutation(async ({ ctx, input }) => {
+        // A new version of an existing upload is a change to it: its owner's (or an admin's).
+        await requireModelChanger(ctx.services.prisma, ctx.user, input.name);
+        return ctx.services.models.uploads.beginUpload(modelActor(ctx), input);
+      }),
 
     /** Appends base64 `data` (at most chunkBytes decoded) at `offset`, which must equal the bytes received so far. */
     chunk: engineerProcedure
@@ -77,17 +82,30 @@ export const modelsRouter = router({
     abort: engineerProcedure.input(z.object({ uploadId })).mutation(({ ctx, input }) => ctx.services.models.uploads.abortUpload(modelActor(ctx), input.uploadId)),
   }),
 
-  load: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.lifecycle.load(modelActor(ctx), input.name)),
+  /** Load, unload, delete and config edits of an uploaded model: its owner or an admin (services/ownership). */
+  load: engineerProcedure.input(z.object({ name: modelName })).mutation(async ({ ctx, input }) => {
+    await requireModelChanger(ctx.services.prisma, ctx.user, input.name);
+    return ctx.services.models.lifecycle.load(modelActor(ctx), input.name);
+  }),
 
-  unload: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.lifecycle.unload(modelActor(ctx), input.name)),
+  unload: engineerProcedure.input(z.object({ name: modelName })).mutation(async ({ ctx, input }) => {
+    await requireModelChanger(ctx.services.prisma, ctx.user, input.name);
+    return ctx.services.models.lifecycle.unload(modelActor(ctx), input.name);
+  }),
 
   /** Uploaded models only: unloads, then removes the files and rows. */
-  delete: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.lifecycle.delete(modelActor(ctx), input.name)),
+  delete: engineerProcedure.input(z.object({ name: modelName })).mutation(async ({ ctx, input }) => {
+    await requireModelChanger(ctx.services.prisma, ctx.user, input.name);
+    return ctx.services.models.lifecycle.delete(modelActor(ctx), input.name);
+  }),
 
   /** Uploaded models only: validates, writes config.pbtxt, reloads; the previous config comes back if the gateway refuses. */
   updateConfig: engineerProcedure
     .input(z.object({ name: modelName, config: modelConfig }))
-    .mutation(({ ctx, input }) => ctx.services.models.configEdit.updateConfig(modelActor(ctx), input.name, input.config)),
+    .mutation(async ({ ctx, input }) => {
+      await requireModelChanger(ctx.services.prisma, ctx.user, input.name);
+      return ctx.services.models.configEdit.updateConfig(modelActor(ctx), input.name, input.config);
+    }),
 
   /** One KServe v2 JSON inference (the console's try-it panel); flat `data` in row-major order. */
   infer: viewerProcedure

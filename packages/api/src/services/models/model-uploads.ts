@@ -133,7 +133,7 @@ export class ModelUploads {
         (await tx.model.upsert({
           where: { name },
           create: { name, description: description ?? null, platform: ONNX_PLATFORM, ownerId: who.userId },
-          update: { description: description ?? null, platform: ONNX_PLATFORM, ownerId: who.userId },
+          update: { description: description ?? null, platform: ONNX_PLATFORM },
         }));
       const row = await tx.modelVersion.create({
         data: {
