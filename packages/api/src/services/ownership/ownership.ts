@@ -26,10 +26,14 @@ export async function requireOwnerOrAdmin(prisma: PrismaClient, who: Changer, ki
   throw new AppError("FORBIDDEN", `${kind} ${label} ${whose}: only its owner or an admin may change it`);
 }
 
-/** An uploaded model: its owner or an admin. Names without a row (repository models) pass. */
+/**
+ * An uploaded model (a row with versions): its owner or an admin. Repository
+ * models pass: they have no row, or one without versions (the usage sampler
+ * keeps a row per served model).
+ */
 export async function requireModelChanger(prisma: PrismaClient, who: Changer, name: string): Promise<void> {
-  const model = await prisma.model.findUnique({ where: { name }, select: { ownerId: true } });
-  if (model !== null) await requireOwnerOrAdmin(prisma, who, "model", `'${name}'`, model.ownerId);
+  const model = await prisma.model.findUnique({ where: { name }, select: { ownerId: true, _count: { select: { versions: true } } } });
+  if (model !== null && model._count.versions > 0) await requireOwnerOrAdmin(prisma, who, "model", `'${name}'`, model.ownerId);
 }
 
 export async function requireOperatorChanger(prisma: PrismaClient, who: Changer, name: string): Promise<void> {
@@ -46,8 +50,14 @@ export async function requirePerfRunChanger(prisma: PrismaClient, who: Changer, 
   const report = await prisma.perfReport.findUnique({ where: { id }, select: { createdById: true, targetName: true, targetKind: true, trigger: true } });
   if (report === null) return;
   if (report.trigger === "AUTOMATIC" && report.createdById === null) {
-    const target = report.targetKind === "MODEL" ? await prisma.model.findUnique({ where: { name: report.targetName }, select: { ownerId: true } }) : await prisma.operator.findUnique({ where: { name: report.targetName }, select: { ownerId: true } });
-    if (target !== null) await requireOwnerOrAdmin(prisma, who, "perf run", `${id} (automatic, of ${report.targetKind === "MODEL" ? "model" : "operator"} '${report.targetName}')`, target.ownerId);
+    const label = `${id} (automatic, of ${report.targetKind === "MODEL" ? "model" : "operator"} '${report.targetName}')`;
+    if (report.targetKind === "MODEL") {
+      const model = await prisma.model.findUnique({ where: { name: report.targetName }, select: { ownerId: true, _count: { select: { versions: true } } } });
+      if (model !== null && model._count.versions > 0) await requireOwnerOrAdmin(prisma, who, "perf run", label, model.ownerId);
+    } else {
+      const operator = await prisma.operator.findUnique({ where: { name: report.targetName }, select: { ownerId: true } });
+      if (operator !== null) await requireOwnerOrAdmin(prisma, who, "perf run", label, operator.ownerId);
+    }
     return;
   }
   await requireOwnerOrAdmin(prisma, who, "perf run", `${id} (of '${report.targetName}')`, report.createdById);
