@@ -1,8 +1,10 @@
 import { z } from "zod";
 import { requireModelChanger } from "../services/ownership/ownership.js";
 import { DATATYPES } from "@operon/protocol/datatypes";
+import { isShadowModelName, SHADOW_NAME_RESERVED } from "@operon/protocol/shadow-models";
 import type { ModelActor } from "../services/models/model-types.js";
 import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
+import { notFound } from "../app-error.js";
 
 /**
  * Models: viewers read (and try models through infer); engineers and admins
@@ -24,7 +26,8 @@ const newModelName = z
   .max(128, { error: "at most 128 characters" })
   .regex(/^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/, { error: "letters, digits, '_', '.' and '-' only, not starting with '.'" })
   // The console's page for uploading sits where this model's page would (/models/upload).
-  .refine((name) => name !== "upload", { error: "'upload' is the name of the console's upload page; choose another name" });
+  .refine((name) => name !== "upload", { error: "'upload' is the name of the console's upload page; choose another name" })
+  .refine((name) => !isShadowModelName(name), { error: SHADOW_NAME_RESERVED });
 
 /** Any model the gateway may list (repository models are named by their folders). */
 const modelName = z.string().min(1, { error: "required" }).max(255);
@@ -127,5 +130,9 @@ export const modelsRouter = router({
         outputs: z.array(z.string().min(1)).max(64).optional(),
       }),
     )
-    .mutation(({ ctx, input }) => ctx.services.models.inferProxy.infer(input.name, input)),
+    .mutation(({ ctx, input }) => {
+      // The proxy calls the gateway with the control plane's own key, which shadow models answer: they are the search's alone.
+      if (isShadowModelName(input.name)) throw notFound(`model '${input.name}'`);
+      return ctx.services.models.inferProxy.infer(input.name, input);
+    }),
 });

@@ -14,6 +14,7 @@ import type {
 import { assertTensorByteSize, type Parameters as InferParameters, type ParameterValue } from "@operon/protocol/tensor";
 import type { AccessNeed, GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
+import { checkShadowModelAccess } from "../../auth/shadow-model-access.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
 import { cancelSignalOf, authorizationOf, rejectRepositoryName, unary } from "./grpc-calls.js";
 import type { Logger } from "@operon/protocol/logger";
@@ -108,6 +109,14 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
   };
 }
 
+/** The model a unary request names (NameVersion.name, RepositoryRequest.model_name); ModelInfer's is read after decoding. */
+function modelNamed(request: unknown): string | undefined {
+  if (typeof request !== "object" || request === null) return undefined;
+  const fields = request as { name?: unknown; model_name?: unknown };
+  const name = typeof fields.model_name === "string" ? fields.model_name : fields.name;
+  return typeof name === "string" && name !== "" ? name : undefined;
+}
+
 function serviceOf(definition: protoLoader.PackageDefinition, name: string): grpc.ServiceDefinition {
   const service = definition[name];
   if (service === undefined) throw new Error(`gRPC protos do not define ${name}`);
@@ -127,7 +136,11 @@ function inferenceHandlers(
     need: AccessNeed,
     fn: (request: Req, call: grpc.ServerUnaryCall<Req, Res>, principal: Principal | null) => Res | Promise<Res>,
   ): grpc.handleUnaryCall<Req, Res> =>
-    unary<Req, Res>(logger, (request, call) => fn(request, call, access?.authorize(authorizationOf(call.metadata), need) ?? null));
+    unary<Req, Res>(logger, (request, call) => {
+      const principal = access?.authorize(authorizationOf(call.metadata), need) ?? null;
+      checkShadowModelAccess(principal, modelNamed(request), need);
+      return fn(request, call, principal);
+    });
   const unsupported = (what: string, extension: string) =>
     guarded("infer", () => {
       throw new OperonError("UNSUPPORTED", `${what} is not supported: this server does not offer the '${extension}' extension`);
@@ -140,6 +153,7 @@ function inferenceHandlers(
     ModelMetadata: guarded("infer", (r: NameVersion) => engine.modelMetadata(r.name, r.version || undefined)),
     ModelInfer: guarded("infer", async (r: RawInferMessage, call, principal) => {
       const request = await decoding.decodeUnary(r);
+      checkShadowModelAccess(principal, request.modelName, "infer");
       applyKeyPriority(engine, request, principal);
       const response = await engine.infer({ ...request, signal: cancelSignalOf(call) });
       return encodeInferResponse(response, request.id);

@@ -4,6 +4,7 @@ import type { InferRequest, InferResponse } from "@operon/protocol/inference";
 import type { Parameters as InferParameters } from "@operon/protocol/tensor";
 import type { GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
 import { logRequestFailure, requestFailureOf } from "../failure-log.js";
+import { checkShadowModelAccess } from "../../auth/shadow-model-access.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
 import { authorizationOf, cancelledError, statusOf } from "./grpc-calls.js";
@@ -79,6 +80,7 @@ export function streamInfer(
         const rejected = (message as Partial<RejectedStreamMessage>).rejected;
         if (rejected !== undefined) throw rejected;
         request = decodeInferRequest(message, [EMPTY_FINAL_PARAMETER]);
+        checkShadowModelAccess(principal, request.modelName, "infer");
         emptyFinal = takeEmptyFinalFlag(request.parameters);
         applyKeyPriority(engine, request, principal);
       } catch (error) {
