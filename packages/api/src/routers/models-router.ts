@@ -5,6 +5,7 @@ import { isShadowModelName, SHADOW_NAME_RESERVED } from "@operon/protocol/shadow
 import type { ModelActor } from "../services/models/model-types.js";
 import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
 import { notFound } from "../app-error.js";
+import { MAX_MODEL_VERSION } from "../services/models/model-versions.js";
 
 /**
  * Models: viewers read (and try models through infer); engineers and admins
@@ -60,7 +61,12 @@ export const modelsRouter = router({
             .string()
             .regex(/^[0-9a-fA-F]{64}$/, { error: "must be 64 hex characters (the file's SHA-256)" })
             .transform((hex) => hex.toLowerCase()),
-          version: z.number().int().min(1).max(2_147_483_647).optional(),
+          version: z
+            .number()
+            .int({ error: "a whole number" })
+            .min(1, { error: "at least 1" })
+            .max(MAX_MODEL_VERSION, { error: `at most ${MAX_MODEL_VERSION} (2^31−1)` })
+            .optional(),
         }),
       )
       .mutation(async ({ ctx, input }) => {
