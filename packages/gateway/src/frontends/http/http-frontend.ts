@@ -415,6 +415,8 @@ async function decodeGenerateRequest(engine: InferenceEngine, options: RouterOpt
   const modelName = params["model"]!;
   const modelVersion = params["version"];
   const json = await readJsonBody(options, req, res, options.maxBodyBytes);
+  // The body maps onto the model's inputs by name: its metadata first (a parked model loads again).
+  await engine.whenServed(modelName, modelVersion);
   const metadata = engine.modelMetadata(modelName, modelVersion);
   const maxBatchSize = engine.modelConfig(modelName, modelVersion)["max_batch_size"];
   const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
