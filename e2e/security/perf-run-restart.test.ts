@@ -41,5 +41,5 @@ describe("a perf run killed by a restart keeps the steps it measured", () => {
     expect(report.error).toBe(`interrupted by a restart (${report.samples.length} steps measured before it are kept)`);
     expect(report.samples.map((sample) => sample.concurrency).slice(0, 2)).toEqual([1, 2]);
     expect(second.output()).toMatch(/perf runs interrupted by a restart marked failed/);
-  });
+  }, 180_000);
 });
