@@ -10,7 +10,7 @@ import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-client.js";
 import type { Logger } from "@operon/protocol/logger";
 import { AutoPerfSettingsStore, type AutoPerfSettings, type AutoPerfSettingsPatch } from "./auto-perf-settings.js";
-import { runConcurrencySweep, sweepConcurrencies, type SweepStopReason } from "./concurrency-sweep.js";
+import { runConcurrencySweep, sweepConcurrencies, type SweepStopReason } from "@operon/perf/concurrency-sweep";
 import { ExclusiveSlot } from "./exclusive-slot.js";
 import { GatewayTrafficProbe, requestTotal } from "./gateway-traffic.js";
 import { waitForHeadroom, type GateClock, type HeadroomResult, type TrafficProbe } from "./headroom-gate.js";
