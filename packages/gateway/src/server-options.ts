@@ -31,6 +31,20 @@ export const GATEWAY_DEFAULTS = {
   grpcInferMaxMessageBytes: 64 * 1024 * 1024,
   backendIsolation: "thread",
   defaultMaxBatchSize: 4,
+  /** Elements one BYTES tensor may hold (each becomes a JS value somewhere). */
+  maxBytesElements: 1 << 20,
+  /** Longest pause inside a request body (and the grace before the minimum rate applies). */
+  httpBodyTimeoutSecs: 10,
+  /** Slowest average rate a request body may arrive at once the grace has passed. */
+  httpMinBodyBytesPerSec: 16 * 1024,
+  /** Longest time from a connection's first byte (or a keep-alive request's) to its complete headers. */
+  httpHeadersTimeoutSecs: 20,
+  /** Open HTTP connections from one client address. */
+  httpMaxConnectionsPerAddress: 1024,
+  /** A gzip/deflate body may inflate to at most this many times its size. */
+  httpMaxInflateRatio: 100,
+  /** The metrics port answers only with an API key when keys are required. */
+  metricsRequireKey: false,
 } as const;
 
 const port = z.number().int().min(0).max(65535);
@@ -61,6 +75,20 @@ const operonServerOptionsSchema = z.object({
   httpMaxBodyBytes: z.number().int().positive().default(GATEWAY_DEFAULTS.httpMaxBodyBytes),
   /** Request body bytes held at once over all HTTP requests; default max(4 × httpMaxBodyBytes, a model upload + httpMaxBodyBytes). */
   httpMaxInflightBodyBytes: z.number().int().positive().optional(),
+  /** Elements one BYTES tensor may hold (INVALID_ARG beyond, naming --max-bytes-elements). */
+  maxBytesElements: z.number().int().positive().default(GATEWAY_DEFAULTS.maxBytesElements),
+  /** Slow bodies (frontends/http/slow-body-guard.ts): the longest pause, and the grace before the minimum rate applies. */
+  httpBodyTimeoutSecs: z.number().positive().default(GATEWAY_DEFAULTS.httpBodyTimeoutSecs),
+  httpMinBodyBytesPerSec: count.default(GATEWAY_DEFAULTS.httpMinBodyBytesPerSec),
+  /** A connection that has not sent complete headers this long after its request began is closed with 408. */
+  httpHeadersTimeoutSecs: z.number().positive().default(GATEWAY_DEFAULTS.httpHeadersTimeoutSecs),
+  /** Open HTTP connections in total (default from the process's file descriptor limit) and per client address. */
+  httpMaxConnections: z.number().int().positive().optional(),
+  httpMaxConnectionsPerAddress: z.number().int().positive().default(GATEWAY_DEFAULTS.httpMaxConnectionsPerAddress),
+  /** A gzip/deflate body inflating to more than this many times its size is refused (413). */
+  httpMaxInflateRatio: z.number().positive().default(GATEWAY_DEFAULTS.httpMaxInflateRatio),
+  /** Decode threads (frontends/decode/decode-pool.ts); default from the core count. */
+  decodeThreads: z.number().int().positive().optional(),
   /** Largest gRPC ModelInfer / ModelStreamInfer message (RESOURCE_EXHAUSTED beyond). */
   grpcInferMaxMessageBytes: z.number().int().positive().default(GATEWAY_DEFAULTS.grpcInferMaxMessageBytes),
   /**
@@ -97,7 +125,7 @@ const operonServerOptionsSchema = z.object({
    * derived from the HTTP and gRPC addresses.
    */
   access: z
-    .custom<{ ring: ApiKeyRing; requireApiKey: boolean; anonymousModelControl?: boolean }>((value) => isObject(value) && isObject(value["ring"]) && typeof value["requireApiKey"] === "boolean")
+    .custom<{ ring: ApiKeyRing; requireApiKey: boolean; anonymousModelControl?: boolean; metricsRequireKey?: boolean }>((value) => isObject(value) && isObject(value["ring"]) && typeof value["requireApiKey"] === "boolean")
     .optional(),
 });
 

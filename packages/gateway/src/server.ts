@@ -9,6 +9,7 @@ import { registerTenantMetrics } from "./admission/tenant-metrics.js";
 import { TenantShares } from "./admission/tenant-shares.js";
 import { startGrpcFrontend } from "./frontends/grpc/grpc-frontend.js";
 import { startHttpFrontend } from "./frontends/http/http-frontend.js";
+import { defaultMaxConnections } from "./frontends/http/connection-limits.js";
 import { DecodePool } from "./frontends/decode/decode-pool.js";
 import { GatewayMetrics } from "./observability/metrics.js";
 import { startMetricsServer } from "./observability/metrics-server.js";
@@ -72,7 +73,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     access.ring.onTenants((tenants) => tenantShares.configure(tenants));
     registerTenantMetrics(metrics.registry, tenantShares);
   }
-  const engine = new Engine(manager, { version: OPERON_VERSION, strictReadiness: options.strictReadiness, responseCache, metrics, tenantShares });
+  const engine = new Engine(manager, { version: OPERON_VERSION, strictReadiness: options.strictReadiness, responseCache, metrics, tenantShares, maxBytesElements: options.maxBytesElements });
 
   const failures = await manager.loadAtStartup(options.loadModels);
   for (const failure of failures) logger.error({ model: failure.name, reason: failure.reason }, "model failed to load at startup");
@@ -92,7 +93,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
   let metricsPort: number | undefined;
   try {
     // Large request bodies are decoded here, off the event loop (frontends/decode).
-    const decodePool = new DecodePool();
+    const decodePool = new DecodePool(options.decodeThreads !== undefined ? { threads: options.decodeThreads } : {});
     stoppers.push(() => decodePool.close());
     // A model load carries its files base64-encoded in the JSON body.
     const maxLoadBodyBytes = Math.max(options.httpMaxBodyBytes, Math.ceil((options.maxUploadBytes * 4) / 3) + 1024 * 1024);
@@ -105,6 +106,11 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
         maxInflightBodyBytes: options.httpMaxInflightBodyBytes ?? Math.max(4 * options.httpMaxBodyBytes, maxLoadBodyBytes + options.httpMaxBodyBytes),
         decodePool,
         logger,
+        maxBytesElements: options.maxBytesElements,
+        slowBodies: { pauseMs: options.httpBodyTimeoutSecs * 1000, minBytesPerSec: options.httpMinBodyBytesPerSec },
+        headersTimeoutMs: options.httpHeadersTimeoutSecs * 1000,
+        connections: { max: options.httpMaxConnections ?? defaultMaxConnections(), perAddress: options.httpMaxConnectionsPerAddress },
+        maxInflateRatio: options.httpMaxInflateRatio,
         ...(access !== undefined ? { access } : {}),
       });
       httpPort = http.port;
