@@ -68,6 +68,8 @@ export function serveCommand(): Command {
     .option("--http-max-connections-per-address <n>", "open HTTP connections at once from one client address (503 and closed beyond)", parsePositiveInt, GATEWAY_DEFAULTS.httpMaxConnectionsPerAddress)
     .option("--http-max-inflate-ratio <n>", "a gzip/deflate request body may inflate to at most this many times its size (413 beyond)", parsePositiveInt, GATEWAY_DEFAULTS.httpMaxInflateRatio)
     .option("--decode-threads <n>", "threads that decode large request bodies off the event loop (default: 1 per 4 cores, at least 2, at most 4)", parsePositiveInt)
+    .option("--decode-max-heap-mb <MiB>", "heap of each decode thread; a body that needs more fails alone (400) and its thread is replaced", parsePositiveInt, GATEWAY_DEFAULTS.decodeMaxHeapMb)
+    .option("--decode-timeout-secs <secs>", "longest one body may take to decode; beyond it the body fails alone (400) and its thread is replaced", parsePositiveInt, GATEWAY_DEFAULTS.decodeTimeoutSecs)
     .option(
       "--cache-config <cache,key=value>",
       "response cache, Triton's syntax: 'local,size=<bytes>' (repeatable, one or more key=value per use); models opt in with response_cache { enable: true }. Default: no cache",
@@ -174,6 +176,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
     httpMaxConnectionsPerAddress: flags.httpMaxConnectionsPerAddress,
     httpMaxInflateRatio: flags.httpMaxInflateRatio,
     ...(flags.decodeThreads !== undefined ? { decodeThreads: flags.decodeThreads } : {}),
+    decodeMaxHeapMb: flags.decodeMaxHeapMb,
+    decodeTimeoutSecs: flags.decodeTimeoutSecs,
     defaultMaxBatchSize: flags.defaultMaxBatchSize,
     resourceLimits: { maxInstancesPerModel: flags.maxInstancesPerModel, maxThreadsPerInstance: flags.maxThreadsPerInstance, maxInstancesPerHost: flags.maxInstances },
     cacheSizeBytes: flags.cacheConfig?.settings.size,

@@ -43,6 +43,8 @@ export const serveFlagsSchema = z.object({
   httpMaxConnectionsPerAddress: positive,
   httpMaxInflateRatio: positive,
   decodeThreads: positive.optional(),
+  decodeMaxHeapMb: positive,
+  decodeTimeoutSecs: positive,
   metricsRequireKey: z.boolean(),
   backendIsolation: z.enum(["thread", "process"]),
   /** --cache-config gathered over its uses (parseCacheConfig); absent = no cache. */

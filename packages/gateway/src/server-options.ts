@@ -43,6 +43,8 @@ export const GATEWAY_DEFAULTS = {
   httpMaxConnectionsPerAddress: 1024,
   /** A gzip/deflate body may inflate to at most this many times its size. */
   httpMaxInflateRatio: 100,
+  decodeMaxHeapMb: 1024,
+  decodeTimeoutSecs: 10,
   /** The metrics port answers only with an API key when keys are required. */
   metricsRequireKey: false,
 } as const;
@@ -89,6 +91,9 @@ const operonServerOptionsSchema = z.object({
   httpMaxInflateRatio: z.number().positive().default(GATEWAY_DEFAULTS.httpMaxInflateRatio),
   /** Decode threads (frontends/decode/decode-pool.ts); default from the core count. */
   decodeThreads: z.number().int().positive().optional(),
+  /** Heap of each decode thread, MiB, and the longest one body may take to decode, seconds. */
+  decodeMaxHeapMb: z.number().int().min(16).default(GATEWAY_DEFAULTS.decodeMaxHeapMb),
+  decodeTimeoutSecs: z.number().positive().default(GATEWAY_DEFAULTS.decodeTimeoutSecs),
   /** Largest gRPC ModelInfer / ModelStreamInfer message (RESOURCE_EXHAUSTED beyond). */
   grpcInferMaxMessageBytes: z.number().int().positive().default(GATEWAY_DEFAULTS.grpcInferMaxMessageBytes),
   /**

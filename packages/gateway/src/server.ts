@@ -93,7 +93,11 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
   let metricsPort: number | undefined;
   try {
     // Large request bodies are decoded here, off the event loop (frontends/decode).
-    const decodePool = new DecodePool(options.decodeThreads !== undefined ? { threads: options.decodeThreads } : {});
+    const decodePool = new DecodePool({
+      ...(options.decodeThreads !== undefined ? { threads: options.decodeThreads } : {}),
+      maxHeapMb: options.decodeMaxHeapMb,
+      maxDecodeMs: options.decodeTimeoutSecs * 1000,
+    });
     stoppers.push(() => decodePool.close());
     // A model load carries its files base64-encoded in the JSON body.
     const maxLoadBodyBytes = Math.max(options.httpMaxBodyBytes, Math.ceil((options.maxUploadBytes * 4) / 3) + 1024 * 1024);
