@@ -177,6 +177,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     httpMaxInflateRatio: flags.httpMaxInflateRatio,
     ...(flags.decodeThreads !== undefined ? { decodeThreads: flags.decodeThreads } : {}),
     decodeMaxHeapMb: flags.decodeMaxHeapMb,
+    metricsRequireKey: flags.metricsRequireKey,
     decodeTimeoutSecs: flags.decodeTimeoutSecs,
     defaultMaxBatchSize: flags.defaultMaxBatchSize,
     resourceLimits: { maxInstancesPerModel: flags.maxInstancesPerModel, maxThreadsPerInstance: flags.maxThreadsPerInstance, maxInstancesPerHost: flags.maxInstances },
@@ -254,7 +255,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
       );
     }
     const anonymousModelControl = flags.anonymousModelControl;
-    server = await startOperonServer({ ...options, ...(withControlPlane || requireApiKey ? { access: { ring, requireApiKey, anonymousModelControl, metricsRequireKey: flags.metricsRequireKey } } : {}) });
+    server = await startOperonServer({ ...options, ...(withControlPlane || requireApiKey ? { access: { ring, requireApiKey, anonymousModelControl } } : {}) });
     if (controlPlane !== undefined) {
       if (server.httpPort === undefined) throw new Error("the control plane needs the gateway's HTTP endpoint: drop --allow-http=false or pass --control-plane=false");
       api = await controlPlane.attachGateway(

@@ -89,6 +89,8 @@ const operonServerOptionsSchema = z.object({
   httpMaxConnectionsPerAddress: z.number().int().positive().default(GATEWAY_DEFAULTS.httpMaxConnectionsPerAddress),
   /** A gzip/deflate body inflating to more than this many times its size is refused (413). */
   httpMaxInflateRatio: z.number().positive().default(GATEWAY_DEFAULTS.httpMaxInflateRatio),
+  /** The metrics port needs an API key (any valid one) when keys are checked (`access`); default open, as in Triton. */
+  metricsRequireKey: z.boolean().default(GATEWAY_DEFAULTS.metricsRequireKey),
   /** Decode threads (frontends/decode/decode-pool.ts); default from the core count. */
   decodeThreads: z.number().int().positive().optional(),
   /** Heap of each decode thread, MiB, and the longest one body may take to decode, seconds. */
@@ -130,7 +132,7 @@ const operonServerOptionsSchema = z.object({
    * derived from the HTTP and gRPC addresses.
    */
   access: z
-    .custom<{ ring: ApiKeyRing; requireApiKey: boolean; anonymousModelControl?: boolean; metricsRequireKey?: boolean }>((value) => isObject(value) && isObject(value["ring"]) && typeof value["requireApiKey"] === "boolean")
+    .custom<{ ring: ApiKeyRing; requireApiKey: boolean; anonymousModelControl?: boolean }>((value) => isObject(value) && isObject(value["ring"]) && typeof value["requireApiKey"] === "boolean")
     .optional(),
 });
 
