@@ -133,7 +133,11 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
       stoppers.push(() => grpc.stop(1000));
     }
     if (options.allowMetrics) {
-      const server = await startMetricsServer(metrics, { host: options.metricsAddress, port: options.metricsPort });
+      const server = await startMetricsServer(metrics, {
+        host: options.metricsAddress,
+        port: options.metricsPort,
+        ...(options.metricsRequireKey ? { authorize: metricsAuthorizer(access) } : {}),
+      });
       metricsPort = server.port;
       stoppers.push(() => server.stop());
     }
@@ -197,4 +201,21 @@ async function checkRepositories(repositories: string[]): Promise<void> {
       throw new OperonError("INVALID_ARG", `model repository '${resolve(repository)}' is not a folder (--model-repository ${repository})`);
     }
   }
+}
+
+/**
+ * --metrics-require-key: any valid key (either scope) reads the metrics; a
+ * server without key checks has no keys, so it refuses every scrape, which
+ * says so rather than serving them open against the flag.
+ */
+function metricsAuthorizer(access: GatewayAccessPolicy | undefined): (authorizationHeader: string | undefined) => void {
+  return (authorizationHeader) => {
+    if (access === undefined) {
+      throw new OperonError("UNAVAILABLE", "the metrics need an API key (--metrics-require-key), but this server checks no keys: run it with the control plane or --require-api-key");
+    }
+    if (authorizationHeader === undefined) {
+      throw new OperonError("UNAUTHENTICATED", "the metrics on this server need an API key (Authorization: Bearer <key>; --metrics-require-key)");
+    }
+    access.authenticate(authorizationHeader, "infer");
+  };
 }

@@ -15,6 +15,7 @@ import type { InferenceEngine } from "../../engine/engine-api.js";
 import { BodyBytesBudget, type BodyReading, DEFAULT_MAX_BODY_BYTES, readBody } from "./http-body-reader.js";
 import { type ConnectionLimits, defaultMaxConnections, limitConnections } from "./connection-limits.js";
 import { SlowBodyGuard, type SlowBodyLimits } from "./slow-body-guard.js";
+import { MAX_OPERATOR_SPEC_BYTES, assertOperatorSpecWithinBudget } from "../../operators/operator-spec-budget.js";
 import { DEFAULT_MAX_BYTES_ELEMENTS } from "@operon/protocol/tensor";
 import { ClientClosedError } from "./http-errors.js";
 import { decodeGenerateBody, encodeGenerateResponse } from "./http-generate.js";
@@ -311,20 +312,22 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
   });
   add("POST", "/v2/operators/:operator", "admin", async ({ req, res, params }) => {
     const name = params["operator"]!;
-    sendJson(res, 200, await engine.registerOperator(operatorSpecBody(name, await readJson(req, res))));
+    sendJson(res, 200, await engine.registerOperator(operatorSpecBody(name, await readJson(req, res, MAX_OPERATOR_SPEC_BYTES))));
   });
-  // A dry run of the route above: 200 { valid, problems } whatever the spec's problems are.
-  add("POST", "/v2/operators/:operator/validate", "infer", async ({ req, res, params }) => {
+  // A dry run of the route above: 200 { valid, problems } whatever the spec's problems are. It costs
+  // what a registration costs, so it needs what model control needs.
+  add("POST", "/v2/operators/:operator/validate", "admin", async ({ req, res, params }) => {
     const name = params["operator"]!;
-    sendJson(res, 200, await engine.validateOperator(operatorSpecBody(name, await readJson(req, res))));
+    sendJson(res, 200, await engine.validateOperator(operatorSpecBody(name, await readJson(req, res, MAX_OPERATOR_SPEC_BYTES))));
   });
   add("DELETE", "/v2/operators/:operator", "admin", async ({ res, params }) => {
     await engine.unregisterOperator(params["operator"]!);
     sendEmpty(res, 200);
   });
 
-  // Operon's admin extension (@operon/protocol/admin): the backend workers and their process usage.
-  add("GET", "/v2/operon/workers", "infer", async ({ res }) => sendJson(res, 200, await engine.workers()));
+  // Operon's admin extension (@operon/protocol/admin): the backend workers and their process usage
+  // (pids, memory), the host's business rather than an inference client's: the admin scope reads them.
+  add("GET", "/v2/operon/workers", "admin", async ({ res }) => sendJson(res, 200, await engine.workers()));
   // The resource scheduler's levers (control plane only; admin like model control): scale in place, park an idle model.
   add("POST", "/v2/operon/models/:model/instances", "admin", async ({ req, res, params }) => {
     sendJson(res, 200, await scaleModelOf(engine)(modelOf(params), instanceCountBody(await readJson(req, res))));
@@ -333,8 +336,8 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
     await parkModelOf(engine)(modelOf(params));
     sendEmpty(res, 200);
   });
-  add("GET", "/v2/operon/parked", "infer", ({ res }) => sendJson(res, 200, { models: engine.parkedModels?.() ?? [] }));
-  add("GET", "/v2/operon/scaling", "infer", ({ res }) => sendJson(res, 200, { models: engine.scalingState?.() ?? [], parked: engine.parkedModels?.() ?? [] }));
+  add("GET", "/v2/operon/parked", "admin", ({ res }) => sendJson(res, 200, { models: engine.parkedModels?.() ?? [] }));
+  add("GET", "/v2/operon/scaling", "admin", ({ res }) => sendJson(res, 200, { models: engine.scalingState?.() ?? [], parked: engine.parkedModels?.() ?? [] }));
   return router;
 }
 
@@ -358,6 +361,7 @@ function operatorSpecBody(name: string, body: unknown): Record<string, unknown> 
   if (named !== undefined && named !== name) {
     throw new OperonError("INVALID_ARG", `the spec's name ${JSON.stringify(named)} differs from the operator name '${name}' in the path`);
   }
+  assertOperatorSpecWithinBudget(body as Record<string, unknown>);
   return { ...body, name };
 }
 
