@@ -1,7 +1,7 @@
 import { OperonError, asOperonError } from "@operon/protocol/errors";
 import type { GatewayMetrics } from "../observability/metrics.js";
-import type { ServedModelSignature } from "../engine/request-validation.js";
-import type { OperatorHooks } from "../repository/model-loader.js";
+import type { ServedModelSignature } from "../signature/model-signature.js";
+import type { OperatorHooks } from "./operator-validation.js";
 import type { RunModel } from "./dag-executor.js";
 import { OperatorRunner } from "./operator-runner.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";

@@ -113,17 +113,13 @@ export function streamInfer(
         write(errorReply(names ?? peekInferRequestNames(raw.raw), error));
         return;
       }
-      if (!engine.isDecoupled(request.modelName, request.modelVersion)) {
-        try {
-          const response = await engine.infer({ ...request, signal });
-          write({ error_message: "", infer_response: encodeInferResponse(response, request.id) });
-        } catch (error) {
-          write(errorReply(message, error));
-        }
-        return;
-      }
       try {
-        await engine.inferStream({ ...request, signal }, (response, final) => {
+        await engine.inferStream({ ...request, signal }, (response, final, decoupled) => {
+          if (!decoupled) {
+            // A plain model's one response, as ModelInfer would answer it.
+            write(isOperonError(response) ? errorReply(message, response) : { error_message: "", infer_response: encodeInferResponse(response, request.id) });
+            return;
+          }
           if (isOperonError(response)) {
             write(errorReply(message, response, final));
             return;
@@ -133,7 +129,7 @@ export function streamInfer(
           write({ error_message: "", infer_response: encodeInferResponse({ ...response, parameters }, request.id) });
         });
       } catch (error) {
-        write(errorReply(message, error, true));
+        write(errorReply(message, error, engine.isDecoupled(request.modelName, request.modelVersion) ? true : undefined));
       }
     };
 

@@ -157,9 +157,9 @@ class FakeEngine implements InferenceEngine {
   storyCancelled: Promise<unknown> = Promise.resolve();
 
   /** 'story' streams (see the table above); every other model answers once, through infer. */
-  async inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean) => void): Promise<void> {
+  async inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean, decoupled: boolean) => void): Promise<void> {
     if (request.modelName !== "story") {
-      onResponse(await this.infer(request), true);
+      onResponse(await this.infer(request), true, false);
       return;
     }
     this.lastRequest = request;
@@ -170,18 +170,19 @@ class FakeEngine implements InferenceEngine {
     const words = text.data.subarray(4).toString("utf8").split(" ").slice(0, cap);
     for (const [i, word] of words.entries()) {
       await new Promise((resolve) => setTimeout(resolve, 1));
-      if (request.parameters["fail_after"] === i) onResponse(new OperonError("INTERNAL", `story broke after ${i} words`), false);
-      onResponse(respond(request, [{ name: "text_output", datatype: "BYTES", shape: [1], data: encodeBytesElements([word]) }]), false);
+      if (request.parameters["fail_after"] === i) onResponse(new OperonError("INTERNAL", `story broke after ${i} words`), false, true);
+      onResponse(respond(request, [{ name: "text_output", datatype: "BYTES", shape: [1], data: encodeBytesElements([word]) }]), false, true);
       if (request.parameters["wait"] === true) {
         const signal = request.signal!;
         this.storyCancelled = new Promise((resolve) => signal.addEventListener("abort", () => resolve(signal.reason), { once: true }));
         await this.storyCancelled;
-        onResponse(new OperonError("CANCELLED", "cancelled"), true);
+        onResponse(new OperonError("CANCELLED", "cancelled"), true, true);
         return;
       }
     }
-    onResponse(respond(request, []), true);
+    onResponse(respond(request, []), true, true);
   }
+  async whenServed(): Promise<void> {}
   isDecoupled(name: string): boolean {
     return name === "story";
   }

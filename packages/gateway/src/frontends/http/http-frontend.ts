@@ -15,7 +15,7 @@ import type { InferenceEngine } from "../../engine/engine-api.js";
 import { BodyBytesBudget, type BodyReading, DEFAULT_MAX_BODY_BYTES, readBody } from "./http-body-reader.js";
 import { type ConnectionLimits, defaultMaxConnections, limitConnections } from "./connection-limits.js";
 import { SlowBodyGuard, type SlowBodyLimits } from "./slow-body-guard.js";
-import { MAX_OPERATOR_SPEC_BYTES, assertOperatorSpecWithinBudget } from "../../operators/operator-spec-budget.js";
+import { MAX_OPERATOR_SPEC_BYTES, assertOperatorSpecWithinBudget } from "./operator-spec-budget.js";
 import { DEFAULT_MAX_BYTES_ELEMENTS } from "@operon/protocol/tensor";
 import { ClientClosedError } from "./http-errors.js";
 import { decodeGenerateBody, encodeGenerateResponse } from "./http-generate.js";
@@ -453,6 +453,8 @@ async function decodeGenerateRequest(engine: InferenceEngine, options: RouterOpt
   const modelName = params["model"]!;
   const modelVersion = params["version"];
   const json = await readJsonBody(options, req, res, options.maxBodyBytes);
+  // The body maps onto the model's inputs by name: its metadata first (a parked model loads again).
+  await engine.whenServed(modelName, modelVersion);
   const metadata = engine.modelMetadata(modelName, modelVersion);
   const maxBatchSize = engine.modelConfig(modelName, modelVersion)["max_batch_size"];
   const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
