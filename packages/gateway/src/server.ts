@@ -62,7 +62,13 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     resourceLimits: options.resourceLimits ?? defaultResourceLimits(),
     responseCacheEnabled: responseCache !== undefined,
     ...(options.parkedModels !== undefined ? { parkedModels: options.parkedModels } : {}),
-    instances: { workerEntry: options.workerEntry, defaultIsolation: options.backendIsolation, logger, metrics },
+    instances: {
+      workerEntry: options.workerEntry,
+      defaultIsolation: options.backendIsolation,
+      ...(options.workerIdentity !== undefined ? { workerIdentity: options.workerIdentity } : {}),
+      logger,
+      metrics,
+    },
     logger,
     metrics,
   });

@@ -242,7 +242,7 @@ class FakeEngine implements InferenceEngine {
   /** Valid unless a step names a model this engine does not have. */
   async validateOperator(spec: unknown): Promise<OperatorValidation> {
     const steps = (spec as { steps?: Array<{ model?: string }> }).steps ?? [];
-    const problems = steps.filter((step) => step.model !== undefined && !this.models.has(step.model)).map((step) => `unknown model '${step.model}'`);
+    const problems = steps.filter((step) => step.model !== undefined && !this.models.has(step.model)).map((step) => ({ code: "unknown-model", message: `unknown model '${step.model}'` }));
     return { valid: problems.length === 0, problems };
   }
   async workers(): Promise<WorkersResponse> {
@@ -1210,7 +1210,7 @@ describe("Operon admin endpoints", () => {
     expect(valid.status).toBe(200);
     expect(await valid.json()).toEqual({ valid: true, problems: [] });
     const invalid = await post("/v2/operators/pipe/validate", { steps: [{ model: "missing" }] });
-    expect(await invalid.json()).toEqual({ valid: false, problems: ["unknown model 'missing'"] });
+    expect(await invalid.json()).toEqual({ valid: false, problems: [{ code: "unknown-model", message: "unknown model 'missing'" }] });
   });
 
   it("refuses a validate body that is not a spec object, or names another operator", async () => {
