@@ -174,7 +174,7 @@ export class TenantShares {
         existing.configured = true;
       } else this.tenants.set(spec.id, { spec: { ...spec }, configured: true, units: 0, requests: 0, refused: 0 });
     }
-    if (!specs.some((spec) => spec.id === ANONYMOUS_TENANT.id)) this.anonymous.spec = ANONYMOUS_TENANT;
+    if (!specs.some((spec) => spec.id === ANONYMOUS_TENANT.id)) this.anonymous.spec = anonymousSpecAmong(specs);
     this.enabled = specs.length > 0;
   }
 
@@ -338,4 +338,21 @@ export class TenantShares {
 export function slotsOf(model: GatedModel): number {
   const instances = (model.config.instance_group ?? []).reduce((sum, group) => sum + Math.max(1, group.count ?? 1), 0) || 1;
   return 2 * instances * Math.max(1, model.config.max_batch_size ?? 0);
+}
+
+/**
+ * The anonymous tenant while shares are on: requests without a key get no
+ * more than the least-favoured configured tenant, its share (at most
+ * ANONYMOUS_TENANT's 1) and its policy (refuse before queue at equal
+ * shares). Otherwise a refuse-policy tenant's members would step around
+ * their share by sending no key at all.
+ */
+export function anonymousSpecAmong(specs: readonly TenantGrant[]): TenantGrant {
+  let least: TenantGrant | undefined;
+  for (const spec of specs) {
+    if (spec.id === ANONYMOUS_TENANT.id) continue;
+    if (least === undefined || spec.share < least.share || (spec.share === least.share && spec.policy === "refuse")) least = spec;
+  }
+  if (least === undefined) return ANONYMOUS_TENANT;
+  return { id: ANONYMOUS_TENANT.id, share: Math.min(ANONYMOUS_TENANT.share, least.share), policy: least.policy };
 }

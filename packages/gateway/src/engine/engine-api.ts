@@ -8,7 +8,7 @@ import type {
   RepositoryIndexEntry,
   ServerMetadata,
 } from "@operon/protocol/inference";
-import type { WorkersResponse } from "@operon/protocol/admin";
+import type { OperatorValidation, WorkersResponse } from "@operon/protocol/admin";
 import type { OperonError } from "@operon/protocol/errors";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 
@@ -114,8 +114,5 @@ export interface InferenceEngine {
   workers(): Promise<WorkersResponse>;
 }
 
-/** POST /v2/operators/:operator/validate answers this. */
-export interface OperatorValidation {
-  valid: boolean;
-  problems: string[];
-}
+/** POST /v2/operators/:operator/validate answers this (the admin contract's shape). */
+export type { OperatorValidation };

@@ -8,6 +8,7 @@ import type { GatewayMetrics } from "../observability/metrics.js";
 import { ModelInstances, type InstanceBlsHandler, type InstanceWorkerInfo, type ModelInstancesOptions } from "../instances/model-instances.js";
 import { ModelVersionStats } from "../observability/model-stats.js";
 import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint, readConfigText } from "./repository-scanner.js";
+import type { OperatorProblem } from "@operon/protocol/admin";
 import type { OperatorHooks } from "../operators/operator-validation.js";
 import { prepareModel, type PreparedVersion } from "./model-loader.js";
 import type { RunModel } from "../operators/dag-executor.js";
@@ -232,7 +233,7 @@ export class ModelManager {
   }
 
   /** Dry run of registerOperator: the problems it would find, in its order; empty = it would register. */
-  operatorProblems(raw: unknown): Promise<string[]> {
+  operatorProblems(raw: unknown): Promise<OperatorProblem[]> {
     return this.operators.problems(raw);
   }
 

@@ -14,6 +14,7 @@ import type {
 import { assertTensorByteSize, type Parameters as InferParameters, type ParameterValue } from "@operon/protocol/tensor";
 import type { AccessNeed, GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
+import { checkShadowModelAccess } from "../../auth/shadow-model-access.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
 import { cancelSignalOf, authorizationOf, rejectRepositoryName, unary } from "./grpc-calls.js";
 import type { Logger } from "@operon/protocol/logger";
@@ -111,6 +112,14 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
   };
 }
 
+/** The model a unary request names (NameVersion.name, RepositoryRequest.model_name); ModelInfer's is read after decoding. */
+function modelNamed(request: unknown): string | undefined {
+  if (typeof request !== "object" || request === null) return undefined;
+  const fields = request as { name?: unknown; model_name?: unknown };
+  const name = typeof fields.model_name === "string" ? fields.model_name : fields.name;
+  return typeof name === "string" && name !== "" ? name : undefined;
+}
+
 function serviceOf(definition: protoLoader.PackageDefinition, name: string): grpc.ServiceDefinition {
   const service = definition[name];
   if (service === undefined) throw new Error(`gRPC protos do not define ${name}`);
@@ -136,7 +145,9 @@ function inferenceHandlers(
   ): grpc.handleUnaryCall<RawMessage, Res> =>
     unary<RawMessage, Res>(logger, (raw, call) => {
       const principal = authorize(call, need);
-      return fn(deferred.decode<Req>(method, raw), call, principal);
+      const request = deferred.decode<Req>(method, raw);
+      checkShadowModelAccess(principal, modelNamed(request), need);
+      return fn(request, call, principal);
     });
   /** An RPC anyone may call: its message is still held to its limit. */
   const open = <Res>(method: string, fn: () => Res): grpc.handleUnaryCall<RawMessage, Res> =>
@@ -157,6 +168,7 @@ function inferenceHandlers(
     ModelInfer: unary(logger, async (r: RawInferMessage, call) => {
       const principal = authorize(call, "infer");
       const request = await decoding.decode(r);
+      checkShadowModelAccess(principal, request.modelName, "infer");
       applyKeyPriority(engine, request, principal);
       const response = await engine.infer({ ...request, signal: cancelSignalOf(call) });
       return encodeInferResponse(response, request.id);

@@ -4,6 +4,7 @@ import type { InferRequest, InferResponse } from "@operon/protocol/inference";
 import type { Parameters as InferParameters } from "@operon/protocol/tensor";
 import type { GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
 import { logRequestFailure, requestFailureOf } from "../failure-log.js";
+import { checkShadowModelAccess } from "../../auth/shadow-model-access.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
 import { authorizationOf, cancelledError, statusOf } from "./grpc-calls.js";
@@ -106,6 +107,7 @@ export function streamInfer(
       try {
         if (principal !== null) access?.admit(principal);
         request = await decodeInOrder(raw);
+        checkShadowModelAccess(principal, request.modelName, "infer");
         message = { model_name: request.modelName, model_version: request.modelVersion ?? "", id: request.id ?? "" };
         emptyFinal = takeEmptyFinalFlag(request.parameters);
         applyKeyPriority(engine, request, principal);
