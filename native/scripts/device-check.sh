@@ -4,7 +4,7 @@
 # (every GPU output against the CPU references), the bench, and PyTorch on the same GPU;
 # writes bench/results/gpu-<date>.md. Fails fast, saying why, without a GPU or nvcc.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROOT=$PWD
 # DEVICE_CHECK_BUILD_ONLY=1: build and run the suite's CPU half only (for hosts without a GPU).
 [ "${DEVICE_CHECK_BUILD_ONLY:-0}" = 1 ] || command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 || [ "${DEVICE_CHECK_BUILD_ONLY:-0}" = 1 ] || { echo "device-check: no NVIDIA GPU here (nvidia-smi -L failed); run it on a GPU host" >&2; exit 1; }
@@ -42,13 +42,13 @@ echo "== bench"
 BENCH=$(timeout 180 "$HOST" cuda-bench "$OUT" 2>&1); BENCH_RC=$?
 echo "$BENCH"
 echo "== PyTorch"
-TORCH=$(timeout 120 python3 "$ROOT/scripts/device-check-torch.py" 2>&1); TORCH_RC=$?
+TORCH=$(timeout 120 python3 "$ROOT/native/scripts/device-check-torch.py" 2>&1); TORCH_RC=$?
 echo "$TORCH"
 set -e
 {
   echo "# operon_cuda on $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1), $DATE"
   echo
-  echo "Written by \`npm run device-check\` (scripts/device-check.sh). Driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1); $($NVCC --version | tail -1)."
+  echo "Written by \`npm run device-check\` (native/scripts/device-check.sh). Driver $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1); $($NVCC --version | tail -1)."
   echo
   echo "## CUDA suite (exit $SUITE_RC)"; echo; echo '```'; echo "$SUITE"; echo '```'; echo
   echo "$BENCH"; echo; echo "(bench exit $BENCH_RC)"; echo
