@@ -49,6 +49,11 @@ export interface Backend {
   /** Inputs and outputs as the model declares them; valid after initialize. */
   metadata(): BackendMetadata;
   /**
+   * The model config as the backend completed it at initialize (native
+   * backends: TRITONBACKEND_ModelSetConfig); undefined = unchanged. Optional.
+   */
+  completedConfig?(): Record<string, unknown> | undefined;
+  /**
    * Runs one request (or one batch the scheduler assembled). outputNames
    * undefined or empty = every output. Throws OperonError: INVALID_ARG for
    * bad inputs (naming the input), INTERNAL for backend faults.
@@ -74,6 +79,8 @@ export interface BackendRequest {
   /** Empty = every output. */
   readonly outputNames: string[];
   readonly parameters: WireParameters;
+  /** True once the client gave up on the request (the gateway's `cancel`); the backend may stop early, it still ends the request. */
+  readonly cancelled: boolean;
   /**
    * Sends a response. A non-decoupled backend calls it exactly once per
    * request, final = true; a decoupled one any number of times, the last
@@ -123,6 +130,19 @@ export interface BackendHost {
   /** Runs an inference on another model through the gateway. Never rejects. */
   infer(call: BlsCall): Promise<BlsOutcome>;
   createExecuteGuard(options: ExecuteGuardOptions): Promise<ExecuteGuard>;
+  /**
+   * Room for an output of byteLength bytes in the worker's shared-memory
+   * half (a view; a backend writes the output there itself, and a response
+   * whose tensor is exactly that view travels without a copy), or undefined
+   * when there is no shared memory, the output is small, or no room is free
+   * now (then use any Buffer). Space not sent in a response goes back
+   * through freeOutput. Optional.
+   */
+  allocateOutput?(byteLength: number): Buffer | undefined;
+  /** Gives back room from allocateOutput that no response carried. */
+  freeOutput?(buffer: Buffer): void;
+  /** Publishes the backend's custom metric families (Prometheus text, the whole set) on the gateway's metrics port. Optional. */
+  publishMetrics?(text: string): void;
 }
 
 /**

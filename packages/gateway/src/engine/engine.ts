@@ -464,6 +464,7 @@ function scheduledRequestOf(served: ServedVersion, request: InferRequest): Runne
     blsDepth,
     ...(request.id !== undefined && request.id !== "" ? { id: request.id } : {}),
     ...(parameters !== undefined ? { parameters } : {}),
+    ...(request.signal !== undefined ? { signal: request.signal } : {}),
   };
   return {
     ...validated,

@@ -2,7 +2,8 @@ import type { EventEmitter } from "node:events";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { IoInfo } from "@operon/protocol/worker-wire";
 import type { OperonError } from "@operon/protocol/errors";
-import type { ExecuteTiming, InstanceKind, WireParameters } from "@operon/protocol/worker-wire";
+import type { ExecuteTiming, InstanceKind, NativeLoadSpec, WireParameters } from "@operon/protocol/worker-wire";
+import type { CancelSignal } from "@operon/protocol/inference";
 
 /**
  * Where a backend instance runs (an instance-level choice, see README
@@ -39,7 +40,7 @@ export interface BackendInstance extends EventEmitter {
   /** Requests sent and not yet answered. */
   readonly inFlight: number;
   onBlsRequest: BlsRequestHandler | undefined;
-  load(spec: WorkerLoadSpec): Promise<{ inputs: IoInfo[]; outputs: IoInfo[] }>;
+  load(spec: WorkerLoadSpec): Promise<WorkerLoadResult>;
   execute(inputs: Tensor[], outputNames?: string[], options?: ExecuteRequestOptions): Promise<WorkerExecuteResult>;
   executeStream(
     inputs: Tensor[],
@@ -77,6 +78,8 @@ export interface ExecuteRequestOptions {
   id?: string;
   /** The request's parameters (JSON-safe values). */
   parameters?: WireParameters;
+  /** The client's cancellation: once it fires, the backend is told (worker processes: a `cancel` frame). */
+  signal?: CancelSignal;
 }
 
 export interface StreamRequestOptions extends ExecuteRequestOptions {
@@ -97,6 +100,15 @@ export interface WorkerLoadSpec {
   /** The instance group kind; omitted = the backend derives it from config. */
   instanceKind?: InstanceKind;
   deviceId?: number;
+  /** Backend "native": the Triton backend library and its settings. */
+  native?: NativeLoadSpec;
+}
+
+/** What a loaded instance reports: its inputs and outputs, and the config when its backend completed it. */
+export interface WorkerLoadResult {
+  inputs: IoInfo[];
+  outputs: IoInfo[];
+  config?: Record<string, unknown>;
 }
 
 export interface WorkerExitInfo {

@@ -1,7 +1,7 @@
 import type { WorkerInstanceInfo } from "@operon/protocol/admin";
 import { OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
-import type { IoInfo } from "@operon/protocol/worker-wire";
+import type { IoInfo, NativeLoadSpec } from "@operon/protocol/worker-wire";
 import type { Logger } from "../observability/logger.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { ExecutionTiming } from "../observability/model-stats.js";
@@ -52,6 +52,8 @@ export interface InstanceLaunchSpec {
   /** Config handed to the backend (the raw or completed model config). */
   config: Record<string, unknown>;
   parameters?: Record<string, string>;
+  /** Backend "native": the resolved Triton backend library (see native-backend-resolver.ts). */
+  native?: NativeLoadSpec;
 }
 
 export interface ModelInstancesOptions {
@@ -133,7 +135,7 @@ export async function launchInstance(
   spec: InstanceLaunchSpec,
   instanceName: string,
   options: ModelInstancesOptions,
-): Promise<{ worker: BackendInstance; io: { inputs: IoInfo[]; outputs: IoInfo[] } }> {
+): Promise<{ worker: BackendInstance; io: { inputs: IoInfo[]; outputs: IoInfo[] }; config?: Record<string, unknown> }> {
   const isolation = isolationOf(spec, options.defaultIsolation);
   const worker: BackendInstance =
     isolation === "thread"
@@ -153,9 +155,11 @@ export async function launchInstance(
       modelPath: spec.modelPath,
       config: spec.config,
       ...(spec.parameters !== undefined ? { parameters: spec.parameters } : {}),
+      ...(spec.native !== undefined ? { native: spec.native } : {}),
     };
-    const io = await withTimeout(worker.load(load), options.loadTimeoutMs ?? 120_000, `loading instance '${instanceName}'`);
-    return { worker, io };
+    const loaded = await withTimeout(worker.load(load), options.loadTimeoutMs ?? 120_000, `loading instance '${instanceName}'`);
+    const io = { inputs: loaded.inputs, outputs: loaded.outputs };
+    return { worker, io, ...("config" in loaded && loaded.config !== undefined ? { config: loaded.config } : {}) };
   } catch (error) {
     await worker.stop(1000).catch(() => undefined);
     throw error;
@@ -562,10 +566,11 @@ export function instancePlacement(config: Record<string, unknown>, model: string
 
 /** The id and parameters the worker shows the model; undefined when the execution is not one request's. */
 function workerOptions(context: RequestContext | undefined): ExecuteRequestOptions | undefined {
-  if (context === undefined || (context.id === undefined && context.parameters === undefined)) return undefined;
+  if (context === undefined || (context.id === undefined && context.parameters === undefined && context.signal === undefined)) return undefined;
   return {
     ...(context.id !== undefined ? { id: context.id } : {}),
     ...(context.parameters !== undefined ? { parameters: context.parameters } : {}),
+    ...(context.signal !== undefined ? { signal: context.signal } : {}),
   };
 }
 

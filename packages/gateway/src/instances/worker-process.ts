@@ -13,8 +13,10 @@ import type {
   StreamResponse,
   WorkerExecuteResult,
   WorkerExitInfo,
+  WorkerLoadResult,
   WorkerLoadSpec,
 } from "./backend-instance.js";
+import type { CancelSignal } from "@operon/protocol/inference";
 import { type SharedSegment, createSegment, dropSegment, unlinkSegment } from "./shm-segment.js";
 import {
   type BlsRequestMessage,
@@ -81,6 +83,8 @@ interface Pending {
   responses?: StreamResponse[];
   /** "stream": told once the worker's execute returned for it (see StreamRequestOptions). */
   onExecuted?: () => void;
+  /** Removes the request's cancellation listener (it sends `cancel` to the worker). */
+  dropSignal?: () => void;
 }
 
 
@@ -134,6 +138,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
   private outputReleases: number[] = [];
   private releaseScheduled = false;
   private nextRequestId = 1;
+  private metricsText = "";
   private state: "starting" | "running" | "stopping" | "exited" = "starting";
   private expectedExit = false;
   private exitInfo: WorkerExitInfo | undefined;
@@ -248,7 +253,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
   }
 
   /** Loads the model instance; resolves with the backend's view of inputs and outputs. */
-  load(spec: WorkerLoadSpec): Promise<{ inputs: IoInfo[]; outputs: IoInfo[] }> {
+  load(spec: WorkerLoadSpec): Promise<WorkerLoadResult> {
     return this.request("load", {
       type: "load",
       requestId: 0,
@@ -259,7 +264,8 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       parameters: spec.parameters ?? {},
       ...(spec.instanceKind !== undefined ? { instanceKind: spec.instanceKind } : {}),
       ...(spec.deviceId !== undefined ? { deviceId: spec.deviceId } : {}),
-    }) as Promise<{ inputs: IoInfo[]; outputs: IoInfo[] }>;
+      ...(spec.native !== undefined ? { native: spec.native } : {}),
+    }) as Promise<WorkerLoadResult>;
   }
 
   /**
@@ -269,7 +275,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
    * none reject with UNSUPPORTED once the final flag came (use executeStream).
    */
   execute(inputs: Tensor[], outputNames?: string[], options?: ExecuteRequestOptions): Promise<WorkerExecuteResult> {
-    return this.request("execute", executeMessage(outputNames, options), inputs) as Promise<WorkerExecuteResult>;
+    return this.request("execute", executeMessage(outputNames, options), inputs, undefined, undefined, options?.signal) as Promise<WorkerExecuteResult>;
   }
 
   /**
@@ -297,7 +303,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
         this.log(`executeStream callback threw: ${asOperonError(error).message}`);
       }
     };
-    return this.request("stream", executeMessage(outputNames, options), inputs, deliver, options?.onExecuted).then(
+    return this.request("stream", executeMessage(outputNames, options), inputs, deliver, options?.onExecuted, options?.signal).then(
       () => undefined,
       (error: unknown) => deliver({ error: asOperonError(error), final: true }),
     );
@@ -341,6 +347,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     tensors: Tensor[] = [],
     onResponse?: (response: StreamResponse) => void,
     onExecuted?: () => void,
+    signal?: CancelSignal,
   ): Promise<unknown> {
     // Asynchronously, also for "stream": its callback is never called from inside executeStream.
     if (this.state !== "running") return Promise.reject(this.unavailable());
@@ -358,6 +365,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
         ...(inputOffsets.length > 0 ? { inputOffsets } : {}),
         ...(onResponse !== undefined ? { onResponse } : {}),
         ...(onExecuted !== undefined ? { onExecuted } : {}),
+        ...(signal !== undefined ? { dropSignal: this.forwardCancel(requestId, signal) } : {}),
       });
       try {
         this.send(message, tensors, shmOffsets);
@@ -369,6 +377,33 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
         reject(asOperonError(error));
       }
     });
+  }
+
+  /**
+   * Tells the worker when the client gives up on a request it holds (the
+   * backend may then stop early: TRITONBACKEND_RequestIsCancelled); the
+   * request still ends with its own final reply. Returns the listener's removal.
+   */
+  private forwardCancel(requestId: number, signal: CancelSignal): () => void {
+    const onAbort = (): void => {
+      if (!this.pending.has(requestId) || this.state === "exited") return;
+      try {
+        this.send({ type: "cancel", requestIds: [requestId] });
+      } catch (error) {
+        this.log(`cannot send a cancel to the worker: ${asOperonError(error).message}`);
+      }
+    };
+    if (signal.aborted) {
+      queueMicrotask(onAbort);
+      return () => undefined;
+    }
+    signal.addEventListener("abort", onAbort, { once: true });
+    return () => signal.removeEventListener("abort", onAbort);
+  }
+
+  /** The backend's custom metric families (Prometheus text) as the worker last published them; "" = none. */
+  get customMetricsText(): string {
+    return this.metricsText;
   }
 
   private send(message: WorkerRequestMessage, tensors: Tensor[] = [], shmOffsets: Array<number | undefined> = []): void {
@@ -485,6 +520,10 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       this.onExecuted(header.requestIds);
       return;
     }
+    if (header.type === "metrics") {
+      if (typeof header.text === "string") this.metricsText = header.text;
+      return;
+    }
     if (
       header.type !== "loaded" &&
       header.type !== "result" &&
@@ -519,6 +558,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       return;
     }
     this.pending.delete(header.requestId);
+    pending.dropSignal?.();
     // The worker is done with this request's inputs once it sent its (final) reply.
     if (pending.inputOffsets !== undefined) for (const offset of pending.inputOffsets) this.shm?.inputRing.release(offset);
     if (pending.kind === "stream") {
@@ -534,7 +574,9 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       pending.resolve(undefined);
     } else if (streamed !== undefined && pending.kind === "execute") this.settleDecoupledExecute(pending, streamed);
     else if (header.type === "error") pending.reject(new OperonError(header.kind, header.message));
-    else if (header.type === "loaded" && pending.kind === "load") pending.resolve({ inputs: header.inputs, outputs: header.outputs });
+    else if (header.type === "loaded" && pending.kind === "load") {
+      pending.resolve({ inputs: header.inputs, outputs: header.outputs, ...(header.config !== undefined ? { config: header.config } : {}) });
+    }
     else if (header.type === "result" && pending.kind === "execute") pending.resolve({ outputs, timing: header.timing });
     else pending.reject(new OperonError("INTERNAL", `worker answered a ${pending.kind} request with '${header.type}'`));
   }
@@ -703,4 +745,4 @@ function executeMessage(outputNames: string[] | undefined, options: ExecuteReque
 }
 
 // The instance contract's types, where callers of WorkerProcess have always found them.
-export type { BlsRequest, BlsRequestHandler, ExecuteRequestOptions, StreamRequestOptions, StreamResponse, WorkerExecuteResult, WorkerExitInfo, WorkerLoadSpec };
+export type { BlsRequest, BlsRequestHandler, ExecuteRequestOptions, StreamRequestOptions, StreamResponse, WorkerExecuteResult, WorkerExitInfo, WorkerLoadResult, WorkerLoadSpec };

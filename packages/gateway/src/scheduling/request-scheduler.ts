@@ -57,6 +57,8 @@ export interface RequestContext {
   id?: string;
   /** JSON-safe (64-bit integers beyond 2^53 as decimal strings). */
   parameters?: Record<string, string | number | boolean>;
+  /** The client's cancellation, for backends that can stop a request they already run (native backends). */
+  signal?: CancelSignal;
 }
 
 /** One response of a streamed request (the same shape as WorkerProcess's StreamResponse). */
