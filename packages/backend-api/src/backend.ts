@@ -1,6 +1,6 @@
 import type { OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
-import type { ExecuteTiming, InstanceKind, IoInfo, WireParameters } from "@operon/protocol/worker-wire";
+import type { ExecuteTiming, InstanceKind, IoInfo, NativeLoadSpec, WireParameters } from "@operon/protocol/worker-wire";
 import type { BackendApiVersion } from "./backend-api-version.js";
 
 /**
@@ -29,6 +29,8 @@ export interface BackendInitOptions {
   log: BackendLog;
   /** Services of the worker process (BLS, the hang guard); absent when a backend runs outside a worker (unit tests). */
   host?: BackendHost;
+  /** Backend "native": the Triton backend library to load (modelPath is then the model folder). */
+  native?: NativeLoadSpec;
 }
 
 export interface BackendMetadata {
@@ -159,6 +161,8 @@ export interface RequestBackend extends Backend {
   /** The config's max_batch_size: 0 = no batching, one request per execute. Valid after initialize. */
   readonly maxBatchSize: number;
   executeRequests(requests: BackendRequest[]): Promise<void>;
+  /** Told when the client gave up on requests it holds (their `cancelled` turned true). Optional. */
+  cancelRequests?(requests: BackendRequest[]): void;
 }
 
 export function isRequestBackend(backend: Backend): backend is RequestBackend {

@@ -61,6 +61,10 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     resourceLimits: options.resourceLimits ?? defaultResourceLimits(),
     responseCacheEnabled: responseCache !== undefined,
     ...(options.parkedModels !== undefined ? { parkedModels: options.parkedModels } : {}),
+    nativeBackends: {
+      ...(options.backendDirectory !== undefined ? { backendDirectory: resolve(options.backendDirectory) } : {}),
+      backendConfig: options.backendConfig,
+    },
     instances: { workerEntry: options.workerEntry, defaultIsolation: options.backendIsolation, logger, metrics },
     logger,
     metrics,

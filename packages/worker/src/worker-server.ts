@@ -106,7 +106,7 @@ export class WorkerServer {
   /** Offsets of this worker's half handed to the backend by allocateOutput and not yet sent or freed, with their sizes. */
   private readonly backendOutputs = new Map<number, number>();
   /** Requests handed to a request-level backend and not yet finally answered, by wire id: a `cancel` marks them. */
-  private readonly liveRequests = new Map<number, { cancelled: boolean }>();
+  private readonly liveRequests = new Map<number, { cancelled: boolean; request?: BackendRequest }>();
   /** Cancelled wire ids not (yet) handed to the backend: still queued here. */
   private readonly cancelledQueued = new Set<number>();
   private instanceName = "";
@@ -229,6 +229,7 @@ export class WorkerServer {
         deviceId: message.deviceId,
         log: this.options.log,
         host: this.host,
+        ...(message.native !== undefined ? { native: message.native } : {}),
       });
       this.backend = backend;
       const { inputs, outputs } = backend.metadata();
@@ -297,9 +298,9 @@ export class WorkerServer {
     const header = frame.header as ExecuteMessage;
     const { requestId } = header;
     let answered = false;
-    const live = { cancelled: this.cancelledQueued.delete(requestId) };
+    const live: { cancelled: boolean; request?: BackendRequest } = { cancelled: this.cancelledQueued.delete(requestId) };
     this.liveRequests.set(requestId, live);
-    return {
+    const request: BackendRequest & { readonly answered: boolean } = {
       requestId,
       id: header.id ?? "",
       inputs: frame.tensors,
@@ -330,6 +331,8 @@ export class WorkerServer {
         }
       },
     };
+    live.request = request;
+    return request;
   }
 
   /** Marks requests the client gave up on; ids this worker no longer holds are ignored (their final reply crossed the cancel). */
@@ -339,11 +342,16 @@ export class WorkerServer {
       return;
     }
     const queued = new Set(this.queue.map((frame) => (frame.header.type === "execute" ? frame.header.requestId : -1)));
+    const running: BackendRequest[] = [];
     for (const requestId of requestIds as number[]) {
       const live = this.liveRequests.get(requestId);
-      if (live !== undefined) live.cancelled = true;
-      else if (queued.has(requestId)) this.cancelledQueued.add(requestId);
+      if (live !== undefined && !live.cancelled) {
+        live.cancelled = true;
+        if (live.request !== undefined) running.push(live.request);
+      } else if (queued.has(requestId)) this.cancelledQueued.add(requestId);
     }
+    const backend = this.backend;
+    if (running.length > 0 && backend !== undefined && isRequestBackend(backend)) backend.cancelRequests?.(running);
   }
 
   /** BackendHost.allocateOutput: room in this worker's half that the backend writes an output into (no copy later). */

@@ -9,6 +9,7 @@ import { ModelInstances, type InstanceBlsHandler, type InstanceWorkerInfo, type 
 import { ModelVersionStats } from "../observability/model-stats.js";
 import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint, readConfigText } from "./repository-scanner.js";
 import { prepareModel, type OperatorHooks, type PreparedVersion } from "./model-loader.js";
+import type { NativeBackendOptions } from "./native-backend-resolver.js";
 import type { RunModel } from "../operators/dag-executor.js";
 import { ensembleStepModels, isEnsembleConfig } from "../operators/ensemble-operator.js";
 import type { OperatorRunner } from "../operators/operator-runner.js";
@@ -49,6 +50,8 @@ export interface ModelManagerOptions {
   resourceLimits?: ResourceLimits;
   /** What a request for a model the resource scheduler unloaded gets (see parked-models.ts); default DEFAULT_PARKED_MODEL_POLICY. */
   parkedModels?: ParkedModelPolicy;
+  /** Native (Triton C++ API) backends: --backend-directory and --backend-config. */
+  nativeBackends?: NativeBackendOptions;
 }
 
 export interface ServedVersion {
@@ -698,6 +701,7 @@ export class ModelManager {
           instances: this.instanceOptions,
           operators: this.operators.hooks(),
           trustedFolder: upload === undefined,
+          ...(this.options.nativeBackends !== undefined ? { native: this.options.nativeBackends } : {}),
           ...(this.options.resourceLimits !== undefined ? { limits: { limits: this.options.resourceLimits, instancesOfOtherModels: this.instancesExcept(name) } } : {}),
         });
         const next = new Map<string, ServedVersion>();

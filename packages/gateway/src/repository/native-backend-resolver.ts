@@ -1,0 +1,52 @@
+import { access, constants } from "node:fs/promises";
+import { join } from "node:path";
+import { OperonError } from "@operon/protocol/errors";
+import { DEFAULT_BACKEND_DIRECTORY, nativeBackendsUnavailableReason } from "@operon/native/tritonserver-host";
+
+/**
+ * Finds the library of a model's native backend as Triton does: a config
+ * `backend: "<name>"` that is not one of Operon's built-in backends is
+ * served by `libtriton_<name>.so`, looked up in
+ *   1. the model's version folder  (<model>/<version>/libtriton_<name>.so)
+ *   2. the model's folder          (<model>/libtriton_<name>.so)
+ *   3. the backend directory       (<--backend-directory>/<name>/libtriton_<name>.so)
+ * The first that exists wins. Not found: NOT_FOUND naming every path tried.
+ */
+
+/** Where native backends come from and how they are set up (Triton's --backend-directory / --backend-config). */
+export interface NativeBackendOptions {
+  /** Default: Operon's built backends (native/build/tritonserver/backends). */
+  backendDirectory?: string;
+  /** --backend-config <name>,<key>=<value>, gathered per backend name. */
+  backendConfig?: Record<string, Record<string, string>>;
+}
+
+export function nativeLibraryName(backend: string): string {
+  return `libtriton_${backend}.so`;
+}
+
+/** A backend name as a file name part: Triton's names are identifiers; nothing that could leave a folder. */
+const BACKEND_NAME = /^[A-Za-z0-9_.-]+$/;
+
+export async function resolveNativeBackend(
+  model: string,
+  backend: string,
+  modelDir: string,
+  version: string,
+  options: NativeBackendOptions = {},
+): Promise<string> {
+  if (!BACKEND_NAME.test(backend) || backend.startsWith(".")) {
+    throw new OperonError("INVALID_ARG", `model '${model}': backend name '${backend}' is not a valid backend name (letters, digits, '_', '-', '.')`);
+  }
+  const unavailable = nativeBackendsUnavailableReason();
+  if (unavailable !== undefined) throw new OperonError("UNAVAILABLE", `model '${model}' needs native backend '${backend}': ${unavailable}`);
+  const file = nativeLibraryName(backend);
+  const candidates = [join(modelDir, version, file), join(modelDir, file), join(options.backendDirectory ?? DEFAULT_BACKEND_DIRECTORY, backend, file)];
+  for (const candidate of candidates) {
+    if (await access(candidate, constants.R_OK).then(() => true, () => false)) return candidate;
+  }
+  throw new OperonError(
+    "NOT_FOUND",
+    `model '${model}': backend '${backend}' is not a built-in backend (onnxruntime, typescript) and no ${file} was found; tried: ${candidates.join(", ")}`,
+  );
+}
