@@ -1,0 +1,604 @@
+// operon-backend-host: drives a Triton backend through libtritonserver.so's
+// embedding API exactly as Operon's worker does, without Node.
+//
+//   operon-backend-host selftest <build-dir>
+//       The C++ test suite of the library against Operon's own backends in
+//       <build-dir>/backends; prints one line per test and "N passed, M failed".
+//   operon-backend-host run --name N --library L --model-dir D --config JSON
+//       [--backend-config JSON] [--auto-complete] [--requests K] [--wait-ms T]
+//       [--input NAME:DTYPE:D1,D2:V1,V2,...]... [--output NAME]...
+//       Loads one backend (e.g. Triton's own examples), sends K identical
+//       requests as one batch and prints the model config and each response.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "host-session.h"
+#include "triton/core/tritonbackend.h"
+
+using host::MakeBytes;
+using host::MakeTensor;
+using host::RequestSpec;
+using host::Session;
+using host::Take;
+using host::Tensor;
+
+namespace {
+
+std::mutex g_log_mutex;
+std::vector<std::string> g_logs;
+
+void CaptureLog(void*, uint32_t level, const char*, int, const char* message) {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  g_logs.push_back(std::to_string(level) + " " + message);
+}
+
+struct Failure {
+  std::string what;
+};
+
+#define EXPECT(cond, msg)                                                                                  \
+  do {                                                                                                     \
+    if (!(cond)) throw Failure{std::string(msg) + " (" #cond ", line " + std::to_string(__LINE__) + ")"}; \
+  } while (false)
+
+std::string Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos ? "" : "'" + haystack + "' does not contain '" + needle + "'";
+}
+#define EXPECT_CONTAINS(haystack, needle) \
+  do {                                    \
+    std::string why__ = Contains((haystack), (needle)); \
+    EXPECT(why__.empty(), why__);         \
+  } while (false)
+
+// One backend + model + instance, torn down in reverse order.
+struct Loaded {
+  OperonHostBackend* backend = nullptr;
+  OperonHostModel* model = nullptr;
+  OperonHostInstance* instance = nullptr;
+  Session session;
+  ~Loaded() {
+    if (instance) Take(OperonHostInstanceDestroy(instance));
+    if (model) Take(OperonHostModelDestroy(model));
+    if (backend) OperonHostBackendUnload(backend);
+  }
+};
+
+std::string g_build;
+
+std::string BackendPath(const std::string& name) { return g_build + "/backends/" + name + "/libtriton_" + name + ".so"; }
+
+std::string TempModelDir() {
+  char tmpl[] = "/tmp/operon-host-model-XXXXXX";
+  char* dir = mkdtemp(tmpl);
+  return dir ? dir : "/tmp";
+}
+
+std::string IdentityConfig(const std::string& name, const std::string& parameters = "", int max_batch = 8,
+                           bool decoupled = false, bool with_outputs = true) {
+  std::string c = "{\"name\":\"" + name + "\",\"backend\":\"operon_identity\",\"max_batch_size\":" +
+                  std::to_string(max_batch) +
+                  ",\"input\":[{\"name\":\"INPUT0\",\"data_type\":\"TYPE_FP32\",\"dims\":[\"4\"]},"
+                  "{\"name\":\"INPUT1\",\"data_type\":\"TYPE_STRING\",\"dims\":[\"-1\"]}]";
+  if (with_outputs)
+    c += ",\"output\":[{\"name\":\"OUTPUT0\",\"data_type\":\"TYPE_FP32\",\"dims\":[\"4\"]},"
+         "{\"name\":\"OUTPUT1\",\"data_type\":\"TYPE_STRING\",\"dims\":[\"-1\"]}]";
+  if (decoupled) c += ",\"model_transaction_policy\":{\"decoupled\":true}";
+  if (!parameters.empty()) c += ",\"parameters\":{" + parameters + "}";
+  return c + "}";
+}
+
+std::string Param(const std::string& key, const std::string& value) {
+  return "\"" + key + "\":{\"string_value\":\"" + value + "\"}";
+}
+
+// Loads operon_identity with `config` into `l`; returns the error text.
+std::string Load(Loaded& l, const std::string& model_name, const std::string& config, bool auto_complete = false,
+                 uint32_t kind = OPERON_HOST_KIND_CPU) {
+  std::string e = Take(OperonHostBackendLoad("operon_identity", BackendPath("operon_identity").c_str(), "{}", &l.backend));
+  if (!e.empty()) return e;
+  e = Take(OperonHostModelCreate(l.backend, model_name.c_str(), 1, TempModelDir().c_str(), config.c_str(),
+                                 auto_complete ? 1 : 0, &l.model));
+  if (!e.empty()) return e;
+  OperonHostCallbacks cb = l.session.Callbacks();
+  return Take(OperonHostInstanceCreate(l.model, (model_name + "_0").c_str(), kind, 0, &cb, &l.instance));
+}
+
+RequestSpec FloatRequest(Session& s, const std::string& id, std::vector<float> values,
+                         std::vector<std::string> outputs = {"OUTPUT0"}) {
+  RequestSpec r;
+  r.id = id;
+  r.inputs.push_back(MakeTensor("INPUT0", "FP32", {1, static_cast<int64_t>(values.size())}, values));
+  r.requested_outputs = std::move(outputs);
+  r.record = s.NewRecord();
+  return r;
+}
+
+std::string Execute(Loaded& l, std::vector<RequestSpec>& specs) {
+  std::vector<OperonHostRequest> requests;
+  for (auto& s : specs) requests.push_back(s.Build());
+  return Take(OperonHostExecute(l.instance, requests.data(), static_cast<uint32_t>(requests.size())));
+}
+
+std::string ParamOf(const host::Response& r, const std::string& name) {
+  for (const auto& p : r.parameters)
+    if (p.first == name) return p.second;
+  return "<none>";
+}
+
+std::vector<float> Floats(const Tensor& t) {
+  std::vector<float> v(t.data.size() / sizeof(float));
+  std::memcpy(v.data(), t.data.data(), v.size() * sizeof(float));
+  return v;
+}
+
+// ---- Tests ----
+
+void TestIdentityFloat() {
+  Loaded l;
+  std::string e = Load(l, "ident_float", IdentityConfig("ident_float"));
+  EXPECT(e.empty(), "load: " + e);
+  std::vector<RequestSpec> specs;
+  specs.push_back(FloatRequest(l.session, "r0", {1.5f, -2.f, 3.25f, 4.f}));
+  e = Execute(l, specs);
+  EXPECT(e.empty(), "execute: " + e);
+  EXPECT(l.session.WaitAllDone(5000), "request not released/answered");
+  const auto& rec = *specs[0].record;
+  EXPECT(rec.responses.size() == 1, "one response expected");
+  const auto& r = rec.responses[0];
+  EXPECT(!r.has_error, "unexpected error: " + r.error_message);
+  EXPECT(r.flags == OPERON_HOST_RESPONSE_FINAL, "final flag");
+  EXPECT(r.outputs.size() == 1 && r.outputs[0].name == "OUTPUT0", "OUTPUT0 expected");
+  EXPECT(r.outputs[0].datatype == "FP32", "datatype FP32");
+  EXPECT((r.outputs[0].shape == std::vector<int64_t>{1, 4}), "shape [1,4]");
+  EXPECT((Floats(r.outputs[0]) == std::vector<float>{1.5f, -2.f, 3.25f, 4.f}), "values echoed");
+  EXPECT(ParamOf(r, "batch_requests") == "1", "batch_requests=1, got " + ParamOf(r, "batch_requests"));
+  EXPECT(rec.release_flags == OPERON_HOST_RELEASE_ALL, "released with RELEASE_ALL");
+  EXPECT(rec.request_stats == 1, "request statistics reported");
+  OperonHostModelStatistics st{};
+  OperonHostModelGetStatistics(l.model, &st);
+  EXPECT(st.success_count == 1 && st.execution_count == 1 && st.inference_count == 1, "pull statistics");
+  EXPECT(l.session.live_allocations == 0, "every output allocation was delivered");
+}
+
+void TestBatchSeesAllRequests() {
+  Loaded l;
+  std::string e = Load(l, "ident_batch", IdentityConfig("ident_batch"));
+  EXPECT(e.empty(), "load: " + e);
+  std::vector<RequestSpec> specs;
+  specs.push_back(FloatRequest(l.session, "a", {1, 2, 3, 4}));
+  specs.push_back(FloatRequest(l.session, "b", {5, 6, 7, 8}));
+  e = Execute(l, specs);
+  EXPECT(e.empty(), "execute: " + e);
+  EXPECT(l.session.WaitAllDone(5000), "requests not done");
+  for (auto& s : specs) {
+    EXPECT(s.record->responses.size() == 1, "one response each");
+    EXPECT(ParamOf(s.record->responses[0], "batch_requests") == "2", "the backend saw both requests");
+  }
+  EXPECT((Floats(specs[1].record->responses[0].outputs[0]) == std::vector<float>{5, 6, 7, 8}), "second request's data");
+  EXPECT(l.session.batch_stats == 1 && l.session.batch_size_total == 2, "one batch of size 2 reported");
+}
+
+void TestBytesAndDefaultOutputs() {
+  Loaded l;
+  std::string e = Load(l, "ident_bytes", IdentityConfig("ident_bytes"));
+  EXPECT(e.empty(), "load: " + e);
+  RequestSpec r;
+  r.id = "bytes";
+  r.inputs.push_back(MakeTensor<float>("INPUT0", "FP32", {1, 4}, {0, 0, 0, 1}));
+  r.inputs.push_back(MakeBytes("INPUT1", {1, 2}, {"héllo", ""}));
+  r.record = l.session.NewRecord();  // no requested outputs: every output of the config
+  std::vector<RequestSpec> specs;
+  specs.push_back(std::move(r));
+  e = Execute(l, specs);
+  EXPECT(e.empty(), "execute: " + e);
+  EXPECT(l.session.WaitAllDone(5000), "not done");
+  const auto& resp = specs[0].record->responses.at(0);
+  EXPECT(!resp.has_error, resp.error_message);
+  EXPECT(resp.outputs.size() == 2, "both config outputs returned");
+  EXPECT(resp.outputs[1].name == "OUTPUT1" && resp.outputs[1].datatype == "BYTES", "OUTPUT1 BYTES");
+  EXPECT(resp.outputs[1].data == specs[0].inputs[1].data, "BYTES echoed byte for byte");
+}
+
+void TestMissingInputIsAnError() {
+  Loaded l;
+  std::string e = Load(l, "ident_missing", IdentityConfig("ident_missing"));
+  EXPECT(e.empty(), "load: " + e);
+  std::vector<RequestSpec> specs;
+  specs.push_back(FloatRequest(l.session, "m", {1, 2, 3, 4}, {"OUTPUT1"}));
+  e = Execute(l, specs);
+  EXPECT(e.empty(), "execute: " + e);
+  EXPECT(l.session.WaitAllDone(5000), "not done");
+  const auto& resp = specs[0].record->responses.at(0);
+  EXPECT(resp.has_error && resp.error_code == OPERON_HOST_ERROR_INVALID_ARG, "INVALID_ARG response");
+  EXPECT_CONTAINS(resp.error_message, "needs input 'INPUT1'");
+}
+
+void TestDecoupledRepeat() {
+  Loaded l;
+  std::string e = Load(l, "ident_repeat", IdentityConfig("ident_repeat", Param("decoupled_repeat", "3") + "," + Param("repeat_delay_ms", "5"), 8, true));
+  EXPECT(e.empty(), "load: " + e);
+  std::vector<RequestSpec> specs;
+  specs.push_back(FloatRequest(l.session, "d", {9, 8, 7, 6}));
+  e = Execute(l, specs);
+  EXPECT(e.empty(), "execute: " + e);
+  {
+    std::lock_guard<std::mutex> lock(l.session.mutex);
+    EXPECT(specs[0].record->released, "released during Execute");
+    EXPECT(specs[0].record->responses.empty(), "responses come after Execute returned (backend thread)");
+  }
+  EXPECT(l.session.WaitAllDone(5000), "final not seen");
+  const auto& rs = specs[0].record->responses;
+  EXPECT(rs.size() == 4, "3 responses + the final flag, got " + std::to_string(rs.size()));
+  for (int k = 0; k < 3; ++k) {
+    EXPECT(ParamOf(rs[k], "index") == std::to_string(k), "index parameter");
+    EXPECT(rs[k].flags == 0 && !rs[k].empty, "non-final data response");
+    EXPECT((Floats(rs[k].outputs.at(0)) == std::vector<float>{9, 8, 7, 6}), "data");
+  }
+  EXPECT(rs[3].empty && rs[3].flags == OPERON_HOST_RESPONSE_FINAL, "flags-only final");
+}
+
+void TestDecoupledCancel() {
+  Loaded l;
+  std::string e = Load(l, "ident_cancel", IdentityConfig("ident_cancel", Param("decoupled_repeat", "200") + "," + Param("repeat_delay_ms", "10"), 8, true));
+  EXPECT(e.empty(), "load: " + e);
+  std::vector<RequestSpec> specs;
+  specs.push_back(FloatRequest(l.session, "c", {1, 1, 1, 1}));
+  e = Execute(l, specs);
+  EXPECT(e.empty(), "execute: " + e);
+  EXPECT(l.session.WaitResponses(specs[0].record, 2, 5000), "two responses before cancelling");
+  l.session.Cancel(specs[0].record);
+  EXPECT(l.session.WaitAllDone(5000), "cancelled request never finished");
+  const auto& rs = specs[0].record->responses;
+  EXPECT(rs.size() < 200, "stopped early");
+  EXPECT(rs.back().has_error && rs.back().error_code == OPERON_HOST_ERROR_CANCELLED, "CANCELLED final");
+  EXPECT_CONTAINS(rs.back().error_message, "cancelled after");
+}
+
+void TestRejectConfig() {
+  Loaded l;
+  std::string e = Load(l, "ident_reject", IdentityConfig("ident_reject", Param("reject_config", "yes")));
+  EXPECT_CONTAINS(e, "invalid config field 'parameters.reject_config'");
+  EXPECT(l.model == nullptr, "no model");
+}
+
+void TestAutoComplete() {
+  Loaded l;
+  std::string e = Load(l, "ident_auto", IdentityConfig("ident_auto", "", 8, false, false), true);
+  EXPECT(e.empty(), "load: " + e);
+  char* config = nullptr;
+  e = Take(OperonHostModelConfig(l.model, &config));
+  EXPECT(e.empty(), e);
+  std::string c(config);
+  OperonHostFree(config);
+  EXPECT_CONTAINS(c, "\"output\":[{\"name\":\"OUTPUT0\"");
+  EXPECT_CONTAINS(c, "\"name\":\"OUTPUT1\"");
+}
+
+void TestMetricsText() {
+  Loaded l;
+  std::string e = Load(l, "ident_metric", IdentityConfig("ident_metric"));
+  EXPECT(e.empty(), "load: " + e);
+  std::vector<RequestSpec> specs;
+  for (int i = 0; i < 3; ++i) specs.push_back(FloatRequest(l.session, "m" + std::to_string(i), {1, 2, 3, 4}));
+  e = Execute(l, specs);
+  EXPECT(e.empty(), e);
+  EXPECT(l.session.WaitAllDone(5000), "not done");
+  char* text = nullptr;
+  Take(OperonHostMetricsText(&text));
+  std::string t(text);
+  OperonHostFree(text);
+  EXPECT_CONTAINS(t, "# TYPE operon_identity_executed_requests counter");
+  EXPECT_CONTAINS(t, "operon_identity_executed_requests{model=\"ident_metric\"} 3");
+}
+
+void TestLogCallback() {
+  // The backend's TRITONBACKEND_Initialize logged through the callback
+  // installed at start (the first load of the selftest).
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  bool found = false;
+  for (const auto& s : g_logs) found = found || s.find("TRITONBACKEND_Initialize: operon_identity") != std::string::npos;
+  EXPECT(found, "log record from the backend");
+}
+
+void TestRefcountAndConflicts() {
+  OperonHostBackend* a = nullptr;
+  OperonHostBackend* b = nullptr;
+  std::string e = Take(OperonHostBackendLoad("operon_identity", BackendPath("operon_identity").c_str(), "{}", &a));
+  EXPECT(e.empty(), e);
+  e = Take(OperonHostBackendLoad("operon_identity", BackendPath("operon_identity").c_str(), "{}", &b));
+  EXPECT(e.empty(), "second load shares the backend: " + e);
+  OperonHostBackend* c = nullptr;
+  uint32_t code = 0;
+  e = Take(OperonHostBackendLoad("operon_identity", BackendPath("operon_wrong_api").c_str(), "{}", &c), &code);
+  EXPECT(code == OPERON_HOST_ERROR_ALREADY_EXISTS, "another path for a loaded name: " + e);
+  e = Take(OperonHostBackendLoad("x", "/nonexistent/libtriton_x.so", "{}", &c), &code);
+  EXPECT(code == OPERON_HOST_ERROR_NOT_FOUND, "missing file: " + e);
+  e = Take(OperonHostBackendLoad("y", BackendPath("operon_identity").c_str(), "{\"k\":1}", &c), &code);
+  EXPECT(code == OPERON_HOST_ERROR_INVALID_ARG, "non-string backend config: " + e);
+  OperonHostBackendUnload(b);
+  OperonHostBackendUnload(a);
+}
+
+void TestMissingExecute() {
+  OperonHostBackend* b = nullptr;
+  uint32_t code = 0;
+  std::string e = Take(OperonHostBackendLoad("operon_missing_execute", BackendPath("operon_missing_execute").c_str(), "", &b), &code);
+  EXPECT(code == OPERON_HOST_ERROR_NOT_FOUND, "NOT_FOUND");
+  EXPECT_CONTAINS(e, "does not export TRITONBACKEND_ModelInstanceExecute");
+}
+
+void TestWrongApiVersion() {
+  OperonHostBackend* b = nullptr;
+  uint32_t code = 0;
+  std::string e = Take(OperonHostBackendLoad("operon_wrong_api", BackendPath("operon_wrong_api").c_str(), "", &b), &code);
+  EXPECT(code == OPERON_HOST_ERROR_UNSUPPORTED, "UNSUPPORTED");
+  EXPECT_CONTAINS(e, "built for TRITONBACKEND API 2.0");
+  EXPECT_CONTAINS(e, "Operon implements TRITONBACKEND API 1.19");
+}
+
+void TestGpuRefused() {
+  Loaded l;
+  std::string e = Load(l, "ident_gpu", IdentityConfig("ident_gpu"), false, OPERON_HOST_KIND_GPU);
+  EXPECT_CONTAINS(e, "instance kind GPU is not supported");
+  TRITONBACKEND_MemoryManager* manager = nullptr;
+  // The memory manager is one per process; any non-NULL backend handle gets
+  // it (the function does not dereference the handle).
+  TRITONBACKEND_BackendMemoryManager(reinterpret_cast<TRITONBACKEND_Backend*>(l.backend), &manager);
+  void* p = nullptr;
+  TRITONSERVER_Error* err = TRITONBACKEND_MemoryManagerAllocate(manager, &p, TRITONSERVER_MEMORY_GPU, 0, 64);
+  EXPECT(err != nullptr && TRITONSERVER_ErrorCode(err) == TRITONSERVER_ERROR_UNSUPPORTED, "GPU allocation UNSUPPORTED");
+  EXPECT_CONTAINS(TRITONSERVER_ErrorMessage(err), "TRITONBACKEND_MemoryManagerAllocate");
+  TRITONSERVER_ErrorDelete(err);
+  err = TRITONBACKEND_MemoryManagerAllocate(manager, &p, TRITONSERVER_MEMORY_CPU_PINNED, 0, 64);
+  EXPECT(err == nullptr && p != nullptr, "CPU_PINNED allocation");
+  TRITONBACKEND_MemoryManagerFree(manager, p, TRITONSERVER_MEMORY_CPU_PINNED, 0);
+}
+
+void TestCrashIsASegfault() {
+  pid_t pid = fork();
+  if (pid == 0) {
+    Loaded l;
+    if (!Load(l, "ident_crash", IdentityConfig("ident_crash", Param("crash_on_execute", "true"))).empty()) _exit(3);
+    std::vector<RequestSpec> specs;
+    specs.push_back(FloatRequest(l.session, "x", {1, 2, 3, 4}));
+    Execute(l, specs);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV, "the child died of SIGSEGV, status " + std::to_string(status));
+}
+
+void TestEnums() {
+  EXPECT(std::string(TRITONSERVER_DataTypeString(TRITONSERVER_TYPE_BF16)) == "BF16", "BF16");
+  EXPECT(TRITONSERVER_StringToDataType("BYTES") == TRITONSERVER_TYPE_BYTES && TRITONSERVER_TYPE_BYTES == 13, "BYTES=13");
+  EXPECT(TRITONSERVER_DataTypeByteSize(TRITONSERVER_TYPE_FP64) == 8, "FP64 size");
+  EXPECT(std::string(TRITONSERVER_MemoryTypeString(TRITONSERVER_MEMORY_CPU_PINNED)) == "CPU_PINNED", "memtype");
+  TRITONSERVER_Error* err = TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_CANCELLED, "x");
+  EXPECT(std::string(TRITONSERVER_ErrorCodeString(err)) == "Cancelled" && TRITONSERVER_ErrorCode(err) == 7, "CANCELLED=7");
+  TRITONSERVER_ErrorDelete(err);
+}
+
+int SelfTest(const std::string& build) {
+  g_build = build;
+  OperonHostSetLogCallback(CaptureLog, nullptr, 0);
+  std::vector<std::pair<std::string, std::function<void()>>> tests = {
+      {"enum values and strings match Triton's", TestEnums},
+      {"identity FP32: response, release, statistics", TestIdentityFloat},
+      {"a batch of two requests reaches one Execute", TestBatchSeesAllRequests},
+      {"BYTES identity and default requested outputs", TestBytesAndDefaultOutputs},
+      {"a missing input fails only its request", TestMissingInputIsAnError},
+      {"log records reach the host callback", TestLogCallback},
+      {"decoupled: responses from a backend thread, then FINAL", TestDecoupledRepeat},
+      {"decoupled: cancellation stops the stream", TestDecoupledCancel},
+      {"backend config validation error surfaces", TestRejectConfig},
+      {"auto-complete via TRITONBACKEND_ModelSetConfig", TestAutoComplete},
+      {"custom metrics as Prometheus text", TestMetricsText},
+      {"backend load is ref-counted; conflicts refused", TestRefcountAndConflicts},
+      {"missing TRITONBACKEND_ModelInstanceExecute refused", TestMissingExecute},
+      {"wrong API major refused naming both versions", TestWrongApiVersion},
+      {"GPU instance and GPU memory are UNSUPPORTED", TestGpuRefused},
+      {"crash_on_execute raises SIGSEGV", TestCrashIsASegfault},
+  };
+  int passed = 0, failed = 0;
+  for (auto& t : tests) {
+    try {
+      t.second();
+      std::printf("ok - %s\n", t.first.c_str());
+      passed += 1;
+    } catch (const Failure& f) {
+      std::printf("not ok - %s: %s\n", t.first.c_str(), f.what.c_str());
+      failed += 1;
+    }
+    std::fflush(stdout);
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
+
+// ---- run: one backend from the command line ----
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep)) out.push_back(item);
+  return out;
+}
+
+std::string ReadFileOrText(const std::string& s) {
+  if (!s.empty() && s[0] == '@') {
+    std::ifstream f(s.substr(1));
+    std::stringstream b;
+    b << f.rdbuf();
+    return b.str();
+  }
+  return s;
+}
+
+Tensor ParseInput(const std::string& spec) {
+  auto parts = Split(spec, ':');
+  if (parts.size() < 3) throw Failure{"--input wants NAME:DTYPE:D1,D2:V1,V2, got " + spec};
+  std::vector<int64_t> shape;
+  for (auto& d : Split(parts[2], ',')) shape.push_back(std::stoll(d));
+  auto values = parts.size() > 3 ? Split(parts[3], ',') : std::vector<std::string>{};
+  const std::string& dt = parts[1];
+  if (dt == "FP32") {
+    std::vector<float> v;
+    for (auto& x : values) v.push_back(std::stof(x));
+    return MakeTensor(parts[0], dt, shape, v);
+  }
+  if (dt == "INT32") {
+    std::vector<int32_t> v;
+    for (auto& x : values) v.push_back(std::stoi(x));
+    return MakeTensor(parts[0], dt, shape, v);
+  }
+  if (dt == "INT64") {
+    std::vector<int64_t> v;
+    for (auto& x : values) v.push_back(std::stoll(x));
+    return MakeTensor(parts[0], dt, shape, v);
+  }
+  if (dt == "UINT32") {
+    std::vector<uint32_t> v;
+    for (auto& x : values) v.push_back(static_cast<uint32_t>(std::stoul(x)));
+    return MakeTensor(parts[0], dt, shape, v);
+  }
+  if (dt == "BYTES") return MakeBytes(parts[0], shape, values);
+  throw Failure{"--input: datatype " + dt + " not supported by this command"};
+}
+
+std::string Show(const Tensor& t) {
+  std::string s = t.name + " " + t.datatype + " [";
+  for (size_t i = 0; i < t.shape.size(); ++i) s += (i ? "," : "") + std::to_string(t.shape[i]);
+  s += "] =";
+  size_t n = 0;
+  auto add = [&](const std::string& v) {
+    if (n++ < 16) s += " " + v;
+  };
+  if (t.datatype == "FP32") {
+    for (size_t i = 0; i + 4 <= t.data.size(); i += 4) { float v; std::memcpy(&v, &t.data[i], 4); add(std::to_string(v)); }
+  } else if (t.datatype == "INT32") {
+    for (size_t i = 0; i + 4 <= t.data.size(); i += 4) { int32_t v; std::memcpy(&v, &t.data[i], 4); add(std::to_string(v)); }
+  } else if (t.datatype == "UINT32") {
+    for (size_t i = 0; i + 4 <= t.data.size(); i += 4) { uint32_t v; std::memcpy(&v, &t.data[i], 4); add(std::to_string(v)); }
+  } else if (t.datatype == "INT64") {
+    for (size_t i = 0; i + 8 <= t.data.size(); i += 8) { int64_t v; std::memcpy(&v, &t.data[i], 8); add(std::to_string(v)); }
+  } else if (t.datatype == "BYTES") {
+    for (size_t i = 0; i + 4 <= t.data.size();) {
+      uint32_t len; std::memcpy(&len, &t.data[i], 4); i += 4;
+      add("\"" + std::string(&t.data[i], std::min<size_t>(len, t.data.size() - i)) + "\"");
+      i += len;
+    }
+  } else {
+    add("<" + std::to_string(t.data.size()) + " bytes>");
+  }
+  if (n > 16) s += " ... (" + std::to_string(n) + " values)";
+  return s;
+}
+
+int Run(int argc, char** argv) {
+  std::string name, library, model_dir, config = "{}", backend_config = "{}";
+  bool auto_complete = false;
+  int requests = 1, wait_ms = 10000;
+  std::vector<Tensor> inputs;
+  std::vector<std::string> outputs;
+  for (int i = 2; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw Failure{a + " needs a value"};
+      return argv[++i];
+    };
+    if (a == "--name") name = next();
+    else if (a == "--library") library = next();
+    else if (a == "--model-dir") model_dir = next();
+    else if (a == "--config") config = ReadFileOrText(next());
+    else if (a == "--backend-config") backend_config = next();
+    else if (a == "--auto-complete") auto_complete = true;
+    else if (a == "--requests") requests = std::stoi(next());
+    else if (a == "--wait-ms") wait_ms = std::stoi(next());
+    else if (a == "--input") inputs.push_back(ParseInput(next()));
+    else if (a == "--output") outputs.push_back(next());
+    else throw Failure{"unknown option " + a};
+  }
+  if (name.empty() || library.empty()) throw Failure{"run needs --name and --library"};
+  OperonHostSetLogCallback(
+      [](void*, uint32_t level, const char* file, int line, const char* msg) {
+        static const char* levels[] = {"INFO", "WARN", "ERROR", "VERBOSE"};
+        std::printf("log %s %s:%d %s\n", level < 4 ? levels[level] : "?", file ? file : "-", line, msg);
+      },
+      nullptr, 1);
+  Loaded l;
+  std::string e = Take(OperonHostBackendLoad(name.c_str(), library.c_str(), backend_config.c_str(), &l.backend));
+  if (!e.empty()) { std::printf("backend load failed: %s\n", e.c_str()); return 2; }
+  e = Take(OperonHostModelCreate(l.backend, "model", 1, model_dir.c_str(), config.c_str(), auto_complete ? 1 : 0, &l.model));
+  if (!e.empty()) { std::printf("model create failed: %s\n", e.c_str()); return 2; }
+  char* c = nullptr;
+  Take(OperonHostModelConfig(l.model, &c));
+  std::printf("config %s\n", c);
+  OperonHostFree(c);
+  OperonHostCallbacks cb = l.session.Callbacks();
+  e = Take(OperonHostInstanceCreate(l.model, "model_0", OPERON_HOST_KIND_CPU, 0, &cb, &l.instance));
+  if (!e.empty()) { std::printf("instance create failed: %s\n", e.c_str()); return 2; }
+  std::vector<RequestSpec> specs(requests);
+  for (int i = 0; i < requests; ++i) {
+    specs[i].id = "req" + std::to_string(i);
+    specs[i].inputs = inputs;
+    specs[i].requested_outputs = outputs;
+    specs[i].record = l.session.NewRecord();
+  }
+  e = Execute(l, specs);
+  if (!e.empty()) std::printf("execute failed: %s\n", e.c_str());
+  bool done = l.session.WaitAllDone(wait_ms);
+  std::lock_guard<std::mutex> lock(l.session.mutex);
+  for (auto& s : specs) {
+    const auto& rec = *s.record;
+    for (size_t k = 0; k < rec.responses.size(); ++k) {
+      const auto& r = rec.responses[k];
+      std::printf("request %d response %zu%s%s", rec.index, k, r.flags & OPERON_HOST_RESPONSE_FINAL ? " FINAL" : "",
+                  r.empty ? " (flags only)" : "");
+      if (r.has_error) std::printf(" error %u: %s", r.error_code, r.error_message.c_str());
+      std::printf("\n");
+      for (const auto& o : r.outputs) std::printf("  %s\n", Show(o).c_str());
+      for (const auto& p : r.parameters) std::printf("  parameter %s=%s\n", p.first.c_str(), p.second.c_str());
+    }
+    std::printf("request %d released=%d\n", rec.index, rec.released ? 1 : 0);
+  }
+  std::printf("statistics: %d batch report(s), batch size total %llu\n", l.session.batch_stats,
+              static_cast<unsigned long long>(l.session.batch_size_total));
+  char* text = nullptr;
+  Take(OperonHostMetricsText(&text));
+  if (text && *text) std::printf("metrics:\n%s", text);
+  OperonHostFree(text);
+  std::printf(done ? "done\n" : "TIMEOUT: not every request was released and finished\n");
+  return done ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::string cmd = argc > 1 ? argv[1] : "";
+    if (cmd == "selftest" && argc == 3) return SelfTest(argv[2]);
+    if (cmd == "run") return Run(argc, argv);
+  } catch (const Failure& f) {
+    std::fprintf(stderr, "operon-backend-host: %s\n", f.what.c_str());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "operon-backend-host: %s\n", e.what());
+    return 2;
+  }
+  std::fprintf(stderr,
+               "usage: operon-backend-host selftest <build-dir>\n"
+               "       operon-backend-host run --name N --library L --model-dir D --config JSON|@file "
+               "[--backend-config JSON] [--auto-complete] [--requests K] [--wait-ms T] "
+               "[--input NAME:DTYPE:D1,D2:V1,V2]... [--output NAME]...\n");
+  return 2;
+}
