@@ -235,6 +235,8 @@ export interface ResultMessage {
   type: "result";
   requestId: number;
   timing: ExecuteTiming;
+  /** Response parameters the backend set (native backends: TRITONBACKEND_ResponseSet*Parameter); absent = none. */
+  parameters?: WireParameters;
 }
 
 /** The request failed; requestId 0 = a failure not tied to a request (e.g. a corrupt frame). */

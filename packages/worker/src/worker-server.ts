@@ -327,7 +327,8 @@ export class WorkerServer {
           this.send({ type: "error", requestId, kind: response.error.kind, message: response.error.message });
         } else {
           const timing = response.timing ?? { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 };
-          this.send({ type: "result", requestId, timing }, response.outputs, this.placeOutputs(response.outputs));
+          const parameters = response.parameters !== undefined && Object.keys(response.parameters).length > 0 ? { parameters: response.parameters } : {};
+          this.send({ type: "result", requestId, timing, ...parameters }, response.outputs, this.placeOutputs(response.outputs));
         }
       },
     };

@@ -40,6 +40,8 @@ export interface BackendInstance extends EventEmitter {
   /** Requests sent and not yet answered. */
   readonly inFlight: number;
   onBlsRequest: BlsRequestHandler | undefined;
+  /** Native backends' custom metric families as this instance's process last published them (Prometheus text); absent or "" = none. */
+  readonly customMetricsText?: string;
   load(spec: WorkerLoadSpec): Promise<WorkerLoadResult>;
   execute(inputs: Tensor[], outputNames?: string[], options?: ExecuteRequestOptions): Promise<WorkerExecuteResult>;
   executeStream(
@@ -121,4 +123,6 @@ export interface WorkerExitInfo {
 export interface WorkerExecuteResult {
   outputs: Tensor[];
   timing: ExecuteTiming;
+  /** Response parameters the backend set; absent = none. */
+  parameters?: WireParameters;
 }

@@ -183,6 +183,7 @@ export class ModelInstances implements InstanceDispatcher {
   private queueLength = 0;
   private running = 0;
   private readonly unhookScrape: () => void;
+  private readonly unhookBackendMetrics: () => void;
   /** Called after each execution with its batch size (statistics). */
   onExecution: (batchSize: number, timing: ExecutionTiming) => void = () => undefined;
 
@@ -201,6 +202,10 @@ export class ModelInstances implements InstanceDispatcher {
       options.metrics.pendingRequests.set(this.labels, this.queueLength);
       options.metrics.executingRequests.set(this.labels, this.running);
     });
+    // Native backends' own metric families, as each worker of this pool last published them.
+    this.unhookBackendMetrics = options.metrics.addBackendMetrics(() =>
+      this.instances.flatMap((instance) => (instance.worker?.customMetricsText ? [instance.worker.customMetricsText] : [])),
+    );
     this.scheduler = new RequestScheduler(this.policy, this, {
       describe: `model '${spec.model}' version ${spec.version}`,
       onExecution: (batchSize, timing) => this.onExecution(batchSize, timing),
@@ -229,6 +234,7 @@ export class ModelInstances implements InstanceDispatcher {
     const failure = settled.find((result) => result.status === "rejected");
     if (failure !== undefined) {
       pool.unhookScrape();
+      pool.unhookBackendMetrics();
       await Promise.all(
         settled.map((result) => (result.status === "fulfilled" ? result.value.worker.stop(1000) : undefined)),
       );
@@ -380,6 +386,7 @@ export class ModelInstances implements InstanceDispatcher {
     await Promise.all(this.instances.map((instance) => instance.worker?.stop(5000)));
     for (const instance of this.instances) instance.worker = undefined;
     this.unhookScrape();
+    this.unhookBackendMetrics();
     this.options.metrics.pendingRequests.remove(this.labels);
     this.options.metrics.executingRequests.remove(this.labels);
   }

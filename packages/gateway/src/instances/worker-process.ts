@@ -577,7 +577,9 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     else if (header.type === "loaded" && pending.kind === "load") {
       pending.resolve({ inputs: header.inputs, outputs: header.outputs, ...(header.config !== undefined ? { config: header.config } : {}) });
     }
-    else if (header.type === "result" && pending.kind === "execute") pending.resolve({ outputs, timing: header.timing });
+    else if (header.type === "result" && pending.kind === "execute") {
+      pending.resolve({ outputs, timing: header.timing, ...(header.parameters !== undefined ? { parameters: header.parameters } : {}) });
+    }
     else pending.reject(new OperonError("INTERNAL", `worker answered a ${pending.kind} request with '${header.type}'`));
   }
 

@@ -293,7 +293,7 @@ export class NativeBackend implements RequestBackend {
       }
       outputs.push({ name: output.name, datatype: output.datatype, shape: output.shape, data: output.data });
     }
-    return { outputs };
+    return Object.keys(payload.parameters).length > 0 ? { outputs, parameters: payload.parameters } : { outputs };
   }
 
   /** Custom metric families are process-wide: the worker sends them on whenever they changed. */
