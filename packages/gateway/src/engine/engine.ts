@@ -291,8 +291,9 @@ export class Engine implements InferenceEngine {
         }
       })();
       // Client gone: while queued, the scheduler drops the request (and `queued` rejects before this runs);
-      // once running, the worker cannot be told, so the stream ends for the client now and the model's
-      // later responses are dropped.
+      // once running, the stream ends for the client now and the model's later responses are dropped. The
+      // backend hears of it through the same signal (worker processes get a `cancel` frame; native backends
+      // see TRITONBACKEND_RequestIsCancelled) and may stop early.
       const onAbort = (): void => {
         setImmediate(() => {
           if (settled || finished) return;

@@ -40,6 +40,12 @@ export interface BackendInstance extends EventEmitter {
   /** Requests sent and not yet answered. */
   readonly inFlight: number;
   onBlsRequest: BlsRequestHandler | undefined;
+  /**
+   * Runs fn with the instance's writes held back and sent together after it
+   * (one socket write for a batch of requests, so the worker reads them as
+   * one batch). Optional: instances without a stream just run fn.
+   */
+  corked?<T>(fn: () => T): T;
   /** Native backends' custom metric families as this instance's process last published them (Prometheus text); absent or "" = none. */
   readonly customMetricsText?: string;
   load(spec: WorkerLoadSpec): Promise<WorkerLoadResult>;

@@ -427,7 +427,8 @@ export class ModelInstances implements InstanceDispatcher {
       },
       runRequests: (requests) => {
         const drops = requests.map((request) => this.hold(instance, request.context));
-        const runs = requests.map((request) => worker.execute(request.inputs, request.outputNames, workerOptions(request.context)));
+        const send = () => requests.map((request) => worker.execute(request.inputs, request.outputNames, workerOptions(request.context)));
+        const runs = worker.corked !== undefined ? worker.corked(send) : send();
         return Promise.allSettled(runs).then((settled) => {
           for (const drop of drops) drop();
           release();

@@ -401,6 +401,16 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     return () => signal.removeEventListener("abort", onAbort);
   }
 
+  /** See BackendInstance.corked: the requests of one batch leave in one write, so the worker hands them to its backend together. */
+  corked<T>(fn: () => T): T {
+    this.channel.cork();
+    try {
+      return fn();
+    } finally {
+      this.channel.uncork();
+    }
+  }
+
   /** The backend's custom metric families (Prometheus text) as the worker last published them; "" = none. */
   get customMetricsText(): string {
     return this.metricsText;

@@ -1,5 +1,5 @@
 import { access, constants } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { OperonError } from "@operon/protocol/errors";
 import { DEFAULT_BACKEND_DIRECTORY, nativeBackendsUnavailableReason } from "@operon/native/tritonserver-host";
 
@@ -41,12 +41,17 @@ export async function resolveNativeBackend(
   const unavailable = nativeBackendsUnavailableReason();
   if (unavailable !== undefined) throw new OperonError("UNAVAILABLE", `model '${model}' needs native backend '${backend}': ${unavailable}`);
   const file = nativeLibraryName(backend);
-  const candidates = [join(modelDir, version, file), join(modelDir, file), join(options.backendDirectory ?? DEFAULT_BACKEND_DIRECTORY, backend, file)];
+  const backendDirectory = options.backendDirectory ?? DEFAULT_BACKEND_DIRECTORY;
+  const candidates = [join(modelDir, version, file), join(modelDir, file), join(backendDirectory, backend, file)];
   for (const candidate of candidates) {
     if (await access(candidate, constants.R_OK).then(() => true, () => false)) return candidate;
   }
+  // The first two relative to the model's folder: clients see them (absolute server paths are masked in client text).
+  const folder = basename(modelDir);
   throw new OperonError(
     "NOT_FOUND",
-    `model '${model}': backend '${backend}' is not a built-in backend (onnxruntime, typescript) and no ${file} was found; tried: ${candidates.join(", ")}`,
+    `model '${model}': backend '${backend}' is not a built-in backend (onnxruntime, typescript) and ${file} was not found; tried, in order: ` +
+      `the version folder (${join(folder, version, file)}), the model folder (${join(folder, file)}), ` +
+      `the backend directory (${candidates[2]}; set it with --backend-directory)`,
   );
 }
