@@ -6,9 +6,12 @@
 //       <build-dir>/backends; prints one line per test and "N passed, M failed".
 //   operon-backend-host run --name N --library L --model-dir D --config JSON
 //       [--backend-config JSON] [--auto-complete] [--requests K] [--wait-ms T]
-//       [--input NAME:DTYPE:D1,D2:V1,V2,...]... [--output NAME]...
+//       [--input NAME:DTYPE:D1,D2:V1,V2,...]... [--input-file NAME:DTYPE:D1,D2:FILE]...
+//       [--output NAME]... [--dump-dir DIR] [--repeat R]
 //       Loads one backend (e.g. Triton's own examples), sends K identical
-//       requests as one batch and prints the model config and each response.
+//       requests as one batch and prints the model config and each response
+//       (--dump-dir: each output's bytes to DIR/<request>-<response>-<name>.bin;
+//       --repeat: first times R executions of the batch).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -475,6 +478,18 @@ Tensor ParseInput(const std::string& spec) {
   throw Failure{"--input: datatype " + dt + " not supported by this command"};
 }
 
+// NAME:DTYPE:D1,D2:FILE, the file's bytes as the tensor's data.
+Tensor ParseInputFile(const std::string& spec) {
+  auto parts = Split(spec, ':');
+  if (parts.size() != 4) throw Failure{"--input-file wants NAME:DTYPE:D1,D2:FILE, got " + spec};
+  Tensor t{parts[0], parts[1], {}, {}};
+  for (auto& d : Split(parts[2], ',')) t.shape.push_back(std::stoll(d));
+  std::ifstream f(parts[3], std::ios::binary);
+  if (!f) throw Failure{"--input-file: cannot read " + parts[3]};
+  t.data.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return t;
+}
+
 std::string Show(const Tensor& t) {
   std::string s = t.name + " " + t.datatype + " [";
   for (size_t i = 0; i < t.shape.size(); ++i) s += (i ? "," : "") + std::to_string(t.shape[i]);
@@ -507,7 +522,8 @@ std::string Show(const Tensor& t) {
 int Run(int argc, char** argv) {
   std::string name, library, model_dir, config = "{}", backend_config = "{}";
   bool auto_complete = false;
-  int requests = 1, wait_ms = 10000;
+  int requests = 1, wait_ms = 10000, repeat = 1;
+  std::string dump_dir;
   std::vector<Tensor> inputs;
   std::vector<std::string> outputs;
   for (int i = 2; i < argc; ++i) {
@@ -525,6 +541,9 @@ int Run(int argc, char** argv) {
     else if (a == "--requests") requests = std::stoi(next());
     else if (a == "--wait-ms") wait_ms = std::stoi(next());
     else if (a == "--input") inputs.push_back(ParseInput(next()));
+    else if (a == "--input-file") inputs.push_back(ParseInputFile(next()));
+    else if (a == "--dump-dir") dump_dir = next();
+    else if (a == "--repeat") repeat = std::stoi(next());
     else if (a == "--output") outputs.push_back(next());
     else throw Failure{"unknown option " + a};
   }
@@ -554,6 +573,23 @@ int Run(int argc, char** argv) {
     specs[i].requested_outputs = outputs;
     specs[i].record = l.session.NewRecord();
   }
+  // --repeat: time K executions of the same batch first (responses dropped).
+  if (repeat > 1) {
+    auto start = std::chrono::steady_clock::now();
+    for (int k = 0; k < repeat; ++k) {
+      std::vector<RequestSpec> again(requests);
+      for (int i = 0; i < requests; ++i) {
+        again[i].inputs = inputs;
+        again[i].requested_outputs = outputs;
+        again[i].record = l.session.NewRecord();
+      }
+      Execute(l, again);
+      l.session.WaitAllDone(wait_ms);
+    }
+    double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / repeat;
+    std::printf("timing: %d executions of %d request(s), %.1f us per execution (input copies included)\n", repeat,
+                requests, us);
+  }
   e = Execute(l, specs);
   if (!e.empty()) std::printf("execute failed: %s\n", e.c_str());
   bool done = l.session.WaitAllDone(wait_ms);
@@ -566,7 +602,14 @@ int Run(int argc, char** argv) {
                   r.empty ? " (flags only)" : "");
       if (r.has_error) std::printf(" error %u: %s", r.error_code, r.error_message.c_str());
       std::printf("\n");
-      for (const auto& o : r.outputs) std::printf("  %s\n", Show(o).c_str());
+      for (const auto& o : r.outputs) {
+        std::printf("  %s\n", Show(o).c_str());
+        if (!dump_dir.empty()) {
+          std::string file = dump_dir + "/" + std::to_string(rec.index) + "-" + std::to_string(k) + "-" + o.name + ".bin";
+          std::ofstream f(file, std::ios::binary);
+          f.write(o.data.data(), static_cast<std::streamsize>(o.data.size()));
+        }
+      }
       for (const auto& p : r.parameters) std::printf("  parameter %s=%s\n", p.first.c_str(), p.second.c_str());
     }
     std::printf("request %d released=%d\n", rec.index, rec.released ? 1 : 0);
@@ -599,6 +642,7 @@ int main(int argc, char** argv) {
                "usage: operon-backend-host selftest <build-dir>\n"
                "       operon-backend-host run --name N --library L --model-dir D --config JSON|@file "
                "[--backend-config JSON] [--auto-complete] [--requests K] [--wait-ms T] "
-               "[--input NAME:DTYPE:D1,D2:V1,V2]... [--output NAME]...\n");
+               "[--input NAME:DTYPE:D1,D2:V1,V2]... [--input-file NAME:DTYPE:D1,D2:FILE]... [--output NAME]... "
+               "[--dump-dir DIR] [--repeat K]\n");
   return 2;
 }

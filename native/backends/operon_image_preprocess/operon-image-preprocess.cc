@@ -1,0 +1,266 @@
+// operon_image_preprocess: the `text_direction` pipeline's image
+// preprocessing (PP-OCR's cls `resize_norm_img`) as a native backend, an
+// alternative to examples/model_repository/text_direction_preprocess (the
+// TypeScript step). It takes DECODED pixels, not PNG files:
+//
+//   input  "pixels" UINT8 [N, H, W, C], C = 3 (RGB) or 4 (RGBA, alpha ignored)
+//   output "x"      FP32  [N, 3, 48, 192]
+//
+// Per image: resize to height 48 keeping the aspect ratio (width
+// min(192, ceil(48 * W / H))), bilinear with half-pixel centres and edge
+// clamping like cv2.INTER_LINEAR, rounded to 8 bits; normalize v to
+// (v / 255 - 0.5) / 0.5; CHW with the channels in BGR order; zero padding on
+// the right up to 192. The arithmetic is the TypeScript step's, in the same
+// order and in double precision, so the outputs are the same values (the
+// build uses -ffp-contract=off: no fused multiply-adds).
+//
+// Speed: the resize is separable. Each source row needed is interpolated
+// horizontally once into a row of doubles; the vertical blend of two such
+// rows, the rounding and the normalization (a 256-entry table) then run over
+// contiguous arrays that the compiler vectorizes. Those loops are compiled
+// twice (target_clones: AVX2 and baseline x86-64) and picked at load time by
+// the CPU, so the library runs on any x86-64.
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "json-value.h"
+#include "triton/core/tritonbackend.h"
+
+namespace {
+
+constexpr int kChannels = 3;
+
+#define RETURN_IF_ERROR(expr)           \
+  do {                                  \
+    TRITONSERVER_Error* err__ = (expr); \
+    if (err__ != nullptr) return err__; \
+  } while (false)
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define OPERON_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define OPERON_CLONES
+#endif
+
+struct ModelState {
+  int height = 48;
+  int width = 192;
+  float lut[256];  // (v / 255 - 0.5) / 0.5, as the TypeScript step computes it
+};
+
+struct Tap {
+  int low, high;
+  double weight;
+};
+
+// cv2.INTER_LINEAR's half-pixel mapping of `target` coordinates onto `source`.
+std::vector<Tap> Axis(int source, int target) {
+  std::vector<Tap> taps(target);
+  double scale = static_cast<double>(source) / static_cast<double>(target);
+  for (int i = 0; i < target; ++i) {
+    double position = (i + 0.5) * scale - 0.5;
+    double low = std::floor(position);
+    double weight = position - low;
+    int l = static_cast<int>(low);
+    if (l < 0) { l = 0; weight = 0; }
+    if (l >= source - 1) { l = source - 1; weight = 0; }
+    taps[i] = Tap{l, l + 1 < source ? l + 1 : source - 1, weight};
+  }
+  return taps;
+}
+
+// One source row interpolated horizontally: out[dx * 3 + c], RGB order.
+void HorizontalRow(const uint8_t* row, int channels, const std::vector<Tap>& xs, double* out) {
+  const int n = static_cast<int>(xs.size());
+  for (int dx = 0; dx < n; ++dx) {
+    const Tap& t = xs[dx];
+    const uint8_t* a = row + t.low * channels;
+    const uint8_t* b = row + t.high * channels;
+    const double wa = 1 - t.weight, wb = t.weight;
+    for (int c = 0; c < kChannels; ++c) out[dx * 3 + c] = a[c] * wa + b[c] * wb;
+  }
+}
+
+// value = round(top * (1 - wy) + bottom * wy), rounding halves up like
+// JavaScript's Math.round (exact: no x + 0.5 double rounding).
+OPERON_CLONES void VerticalBlend(const double* top, const double* bottom, double wy, int count, int32_t* out) {
+  const double wt = 1 - wy;
+  for (int i = 0; i < count; ++i) {
+    double v = top[i] * wt + bottom[i] * wy;
+    double r = std::floor(v);
+    out[i] = static_cast<int32_t>(r) + ((v - r) >= 0.5 ? 1 : 0);
+  }
+}
+
+// Scatter one blended row (RGB interleaved) to the three BGR planes.
+OPERON_CLONES void Scatter(const int32_t* values, int count, const float* lut, float* b, float* g, float* r) {
+  for (int dx = 0; dx < count; ++dx) {
+    r[dx] = lut[values[dx * 3 + 0]];
+    g[dx] = lut[values[dx * 3 + 1]];
+    b[dx] = lut[values[dx * 3 + 2]];
+  }
+}
+
+// One image (H x W x C bytes) into out (3 x height x width floats, zeroed).
+void Preprocess(const ModelState& m, const uint8_t* pixels, int h, int w, int channels, float* out) {
+  int resized = static_cast<int>(std::ceil(m.height * (static_cast<double>(w) / static_cast<double>(h))));
+  if (resized > m.width) resized = m.width;
+  if (resized < 1) resized = 1;
+  std::vector<Tap> xs = Axis(w, resized);
+  std::vector<Tap> ys = Axis(h, m.height);
+  // Horizontal rows cached by source row: consecutive output rows share them.
+  std::vector<double> row_a(resized * 3), row_b(resized * 3);
+  int cached_a = -1, cached_b = -1;
+  std::vector<int32_t> values(resized * 3);
+  const size_t plane = static_cast<size_t>(m.height) * m.width;
+  for (int dy = 0; dy < m.height; ++dy) {
+    const Tap& t = ys[dy];
+    if (cached_a != t.low) {
+      if (cached_b == t.low) {
+        std::swap(row_a, row_b);
+        std::swap(cached_a, cached_b);
+      } else {
+        HorizontalRow(pixels + static_cast<size_t>(t.low) * w * channels, channels, xs, row_a.data());
+        cached_a = t.low;
+      }
+    }
+    if (cached_b != t.high) {
+      HorizontalRow(pixels + static_cast<size_t>(t.high) * w * channels, channels, xs, row_b.data());
+      cached_b = t.high;
+    }
+    VerticalBlend(row_a.data(), row_b.data(), t.weight, resized * 3, values.data());
+    float* b = out + 0 * plane + static_cast<size_t>(dy) * m.width;
+    float* g = out + 1 * plane + static_cast<size_t>(dy) * m.width;
+    float* r = out + 2 * plane + static_cast<size_t>(dy) * m.width;
+    Scatter(values.data(), resized, m.lut, b, g, r);
+  }
+}
+
+TRITONSERVER_Error* Error(TRITONSERVER_Error_Code code, const std::string& message) {
+  return TRITONSERVER_ErrorNew(code, ("operon_image_preprocess: " + message).c_str());
+}
+
+TRITONSERVER_Error* ExecuteOne(const ModelState& m, TRITONBACKEND_Request* request, TRITONBACKEND_Response* response) {
+  TRITONBACKEND_Input* input;
+  if (TRITONSERVER_Error* e = TRITONBACKEND_RequestInput(request, "pixels", &input)) {
+    TRITONSERVER_ErrorDelete(e);
+    return Error(TRITONSERVER_ERROR_INVALID_ARG, "the request has no input 'pixels' (UINT8 [N, H, W, 3 or 4])");
+  }
+  TRITONSERVER_DataType datatype;
+  const int64_t* shape;
+  uint32_t dims, buffers;
+  uint64_t size;
+  RETURN_IF_ERROR(TRITONBACKEND_InputProperties(input, nullptr, &datatype, &shape, &dims, &size, &buffers));
+  if (datatype != TRITONSERVER_TYPE_UINT8)
+    return Error(TRITONSERVER_ERROR_INVALID_ARG, std::string("input 'pixels' must be UINT8, got ") + TRITONSERVER_DataTypeString(datatype));
+  if (dims != 4 || shape[0] < 0 || shape[1] < 1 || shape[2] < 1 || (shape[3] != 3 && shape[3] != 4))
+    return Error(TRITONSERVER_ERROR_INVALID_ARG, "input 'pixels' must have shape [N, H, W, 3 or 4] with H, W >= 1");
+  const int64_t n = shape[0], h = shape[1], w = shape[2], c = shape[3];
+  if (static_cast<uint64_t>(n * h * w * c) != size)
+    return Error(TRITONSERVER_ERROR_INVALID_ARG, "input 'pixels' holds " + std::to_string(size) + " bytes, its shape needs " +
+                                                     std::to_string(n * h * w * c));
+  // One contiguous view of the pixels: the buffer itself when there is one
+  // (the usual case, no copy), else a gathered copy.
+  std::vector<uint8_t> gathered;
+  const uint8_t* pixels = nullptr;
+  for (uint32_t b = 0; b < buffers; ++b) {
+    const void* base;
+    uint64_t bytes;
+    TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
+    int64_t id = 0;
+    RETURN_IF_ERROR(TRITONBACKEND_InputBuffer(input, b, &base, &bytes, &type, &id));
+    if (type == TRITONSERVER_MEMORY_GPU) return Error(TRITONSERVER_ERROR_UNSUPPORTED, "GPU input buffers are not supported");
+    if (buffers == 1) {
+      pixels = static_cast<const uint8_t*>(base);
+    } else {
+      gathered.insert(gathered.end(), static_cast<const uint8_t*>(base), static_cast<const uint8_t*>(base) + bytes);
+      pixels = gathered.data();
+    }
+  }
+  const int64_t out_shape[4] = {n, kChannels, m.height, m.width};
+  TRITONBACKEND_Output* output;
+  RETURN_IF_ERROR(TRITONBACKEND_ResponseOutput(response, &output, "x", TRITONSERVER_TYPE_FP32, out_shape, 4));
+  const size_t per_image = static_cast<size_t>(kChannels) * m.height * m.width;
+  void* buffer;
+  TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
+  int64_t id = 0;
+  RETURN_IF_ERROR(TRITONBACKEND_OutputBuffer(output, &buffer, n * per_image * sizeof(float), &type, &id));
+  if (type == TRITONSERVER_MEMORY_GPU) return Error(TRITONSERVER_ERROR_UNSUPPORTED, "got a GPU output buffer");
+  float* x = static_cast<float*>(buffer);
+  std::memset(x, 0, n * per_image * sizeof(float));
+  for (int64_t i = 0; i < n; ++i)
+    Preprocess(m, pixels + static_cast<size_t>(i * h * w * c), static_cast<int>(h), static_cast<int>(w), static_cast<int>(c),
+               x + i * per_image);
+  return nullptr;
+}
+
+TRITONSERVER_Error* SizeParameter(const operon_json::Value& config, const char* key, int* out) {
+  const std::string* v = operon_json::ConfigParameter(config, key);
+  if (v == nullptr) return nullptr;
+  char* end = nullptr;
+  long n = std::strtol(v->c_str(), &end, 10);
+  if (v->empty() || *end != '\0' || n < 1 || n > 4096)
+    return Error(TRITONSERVER_ERROR_INVALID_ARG, std::string("invalid config field 'parameters.") + key +
+                                                     "': must be an integer from 1 to 4096, got '" + *v + "'");
+  *out = static_cast<int>(n);
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
+  TRITONSERVER_Message* message;
+  RETURN_IF_ERROR(TRITONBACKEND_ModelConfig(model, 1, &message));
+  const char* json;
+  size_t size;
+  TRITONSERVER_Error* err = TRITONSERVER_MessageSerializeToJson(message, &json, &size);
+  std::string text = err == nullptr ? std::string(json, size) : std::string();
+  TRITONSERVER_MessageDelete(message);
+  RETURN_IF_ERROR(err);
+  operon_json::Value config;
+  std::string why;
+  if (!operon_json::Parse(text, &config, &why)) return Error(TRITONSERVER_ERROR_INVALID_ARG, "bad model config: " + why);
+  auto* state = new ModelState();
+  if ((err = SizeParameter(config, "height", &state->height)) != nullptr ||
+      (err = SizeParameter(config, "width", &state->width)) != nullptr) {
+    delete state;
+    return err;
+  }
+  for (int v = 0; v < 256; ++v) state->lut[v] = static_cast<float>((v / 255.0 - 0.5) / 0.5);
+  return TRITONBACKEND_ModelSetState(model, state);
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model) {
+  void* p;
+  RETURN_IF_ERROR(TRITONBACKEND_ModelState(model, &p));
+  delete static_cast<ModelState*>(p);
+  return nullptr;
+}
+
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance* instance,
+                                                       TRITONBACKEND_Request** requests, const uint32_t count) {
+  TRITONBACKEND_Model* model;
+  RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceModel(instance, &model));
+  void* p;
+  RETURN_IF_ERROR(TRITONBACKEND_ModelState(model, &p));
+  const ModelState& m = *static_cast<ModelState*>(p);
+  // Each request is answered on its own: one bad request fails only itself.
+  for (uint32_t i = 0; i < count; ++i) {
+    TRITONBACKEND_Response* response;
+    TRITONSERVER_Error* err = TRITONBACKEND_ResponseNew(&response, requests[i]);
+    if (err == nullptr) {
+      TRITONSERVER_Error* result = ExecuteOne(m, requests[i], response);
+      err = TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, result);
+    }
+    if (err != nullptr) TRITONSERVER_ErrorDelete(err);
+    err = TRITONBACKEND_RequestRelease(requests[i], TRITONSERVER_REQUEST_RELEASE_ALL);
+    if (err != nullptr) TRITONSERVER_ErrorDelete(err);
+  }
+  return nullptr;
+}
+
+}  // extern "C"

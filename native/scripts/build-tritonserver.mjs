@@ -1,0 +1,154 @@
+// Builds Operon's libtritonserver.so, its backends and the C++ test host
+// with the system C++ compiler (plain g++, no cmake: a bare machine with a
+// compiler is enough). Run by @operon/native's `install` script (after the
+// node-gyp addon build, since `node-gyp rebuild` empties build/) and by its
+// `build` script; a target is compiled again only when one of its inputs
+// (sources, headers, this script) is newer than the target, so
+// `npm run build` is a no-op when nothing changed.
+//
+// Outputs, under native/build/tritonserver/:
+//   lib/libtritonserver.so                      Triton's backend API + Operon's host API
+//   backends/<name>/libtriton_<name>.so         each folder of native/backends/
+//   bin/operon-backend-host                     the C++ test host (selftest, run)
+//   UNAVAILABLE                                 only when the build could not run or failed:
+//                                               one line, the reason (read by the worker)
+// It never fails an `npm install`: it prints one line and exits 0; the
+// compiler's output of a failed build is kept in build/tritonserver/build.log.
+//
+// CXX picks the compiler (default g++). OPERON_NATIVE=0 skips the build.
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const out = path.join(root, "build", "tritonserver");
+const marker = path.join(out, "UNAVAILABLE");
+const logPath = path.join(out, "build.log");
+const tag = "@operon/native:";
+const cxx = process.env.CXX || "g++";
+
+const common = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-fPIC", "-fvisibility=hidden", "-I", path.join(root, "tritonserver", "include")];
+
+function unavailable(reason) {
+  mkdirSync(out, { recursive: true });
+  writeFileSync(marker, `${reason}\n`);
+  console.log(`${tag} native backends unavailable: ${reason}`);
+  process.exit(0);
+}
+
+if (process.env.OPERON_NATIVE === "0") unavailable("OPERON_NATIVE=0 at install time, libtritonserver.so not built");
+if (process.platform !== "linux") unavailable(`native backends are built on Linux only (this is ${process.platform})`);
+const probe = spawnSync(cxx, ["--version"], { encoding: "utf8" });
+if (probe.error || probe.status !== 0) unavailable(`no C++ compiler: '${cxx} --version' failed (${probe.error?.code ?? `exit ${probe.status}`}); install g++ and run npm install again`);
+
+const files = (dir, ext) => (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(ext)).map((f) => path.join(dir, f)) : []);
+const includeDir = path.join(root, "tritonserver", "include");
+const headers = [
+  ...files(path.join(includeDir, "operon"), ".h"),
+  ...files(path.join(includeDir, "triton", "core"), ".h"),
+  ...files(path.join(root, "tritonserver", "src"), ".h"),
+  fileURLToPath(import.meta.url),
+];
+const lib = path.join(out, "lib", "libtritonserver.so");
+const libDir = path.dirname(lib);
+
+/** What to build: output, inputs (for the freshness check) and compiler arguments. */
+const targets = [
+  {
+    name: "libtritonserver.so",
+    output: lib,
+    sources: files(path.join(root, "tritonserver", "src"), ".cc"),
+    extra: [path.join(root, "tritonserver", "exports.map")],
+    args: ["-shared", "-Wl,-soname,libtritonserver.so", "-Wl,--no-undefined", `-Wl,--version-script=${path.join(root, "tritonserver", "exports.map")}`],
+    libs: ["-ldl", "-lpthread"],
+  },
+];
+const backendsDir = path.join(root, "backends");
+for (const name of existsSync(backendsDir) ? readdirSync(backendsDir).sort() : []) {
+  const dir = path.join(backendsDir, name);
+  if (!statSync(dir).isDirectory()) continue;
+  targets.push({
+    name: `libtriton_${name}.so`,
+    output: path.join(out, "backends", name, `libtriton_${name}.so`),
+    sources: files(dir, ".cc"),
+    extra: [...files(dir, ".h"), lib],
+    // Backends see only Triton's headers and the private JSON helper; they
+    // link against libtritonserver.so by name (NEEDED libtritonserver.so), as
+    // Triton's do, and find it beside the host's copy when loaded.
+    args: ["-shared", "-O3", "-ffp-contract=off", "-I", path.join(root, "tritonserver", "src"), "-Wl,-rpath,$ORIGIN/../../lib"],
+    libs: [`-L${libDir}`, "-ltritonserver", "-lpthread"],
+  });
+}
+targets.push({
+  name: "operon-backend-host",
+  output: path.join(out, "bin", "operon-backend-host"),
+  sources: files(path.join(root, "tritonserver", "test"), ".cc"),
+  extra: [...files(path.join(root, "tritonserver", "test"), ".h"), lib],
+  args: ["-Wl,-rpath,$ORIGIN/../lib"],
+  libs: [`-L${libDir}`, "-ltritonserver", "-lpthread"],
+});
+
+const mtime = (f) => (existsSync(f) ? statSync(f).mtimeMs : Number.POSITIVE_INFINITY);
+const stale = (t) => !existsSync(t.output) || [...t.sources, ...t.extra, ...headers].some((f) => mtime(f) > statSync(t.output).mtimeMs);
+
+function run(args) {
+  return new Promise((resolve) => {
+    const child = spawn(cxx, args, { stdio: ["ignore", "pipe", "pipe"] });
+    let text = "";
+    child.stdout.on("data", (d) => (text += d));
+    child.stderr.on("data", (d) => (text += d));
+    child.on("error", (error) => resolve({ ok: false, text: `${text}${error.message}\n` }));
+    child.on("close", (code) => resolve({ ok: code === 0, text }));
+  });
+}
+
+// Targets in order (the library first: the others link against it); the
+// library's translation units compile in parallel, one object per source.
+let log = "";
+let built = 0;
+for (const t of targets) {
+  if (!stale(t)) continue;
+  mkdirSync(path.dirname(t.output), { recursive: true });
+  let inputs = t.sources;
+  if (t.sources.length > 1) {
+    const objDir = path.join(out, "obj", t.name);
+    mkdirSync(objDir, { recursive: true });
+    const jobs = Math.max(1, Math.min(os.availableParallelism?.() ?? 2, 4));
+    const queue = t.sources.map((src) => ({ src, obj: path.join(objDir, `${path.basename(src, ".cc")}.o`) }));
+    inputs = queue.map((q) => q.obj);
+    const todo = queue.filter((q) => !existsSync(q.obj) || [q.src, ...headers].some((f) => mtime(f) > statSync(q.obj).mtimeMs));
+    const workers = Array.from({ length: jobs }, async () => {
+      for (let q = todo.shift(); q; q = todo.shift()) {
+        const r = await run([...common, "-c", q.src, "-o", q.obj]);
+        log += r.text;
+        if (!r.ok) throw new Error(`${path.relative(root, q.src)} did not compile`);
+      }
+    });
+    try {
+      await Promise.all(workers);
+    } catch (error) {
+      fail(t, error.message);
+    }
+  }
+  const r = await run([...common, ...t.args, ...inputs, "-o", t.output, ...t.libs]);
+  log += r.text;
+  if (!r.ok) fail(t, `${t.name} did not build`);
+  built += 1;
+}
+
+function fail(t, what) {
+  rmSync(t.output, { force: true });
+  mkdirSync(out, { recursive: true });
+  writeFileSync(logPath, log);
+  const first = log.split("\n").find((line) => /\berror\b/.test(line));
+  unavailable(`${what}${first ? `: ${first.trim().slice(0, 200)}` : ""} (details: ${path.relative(root, logPath)})`);
+}
+
+rmSync(marker, { force: true });
+console.log(
+  built === 0
+    ? `${tag} libtritonserver.so and ${targets.length - 2} backend(s) up to date in build/tritonserver`
+    : `${tag} built ${built} of ${targets.length} native target(s) in build/tritonserver (libtritonserver.so, ${targets.length - 2} backend(s), operon-backend-host)`,
+);
