@@ -9,7 +9,7 @@ import { ModelInstances, type InstanceBlsHandler, type InstanceWorkerInfo, type 
 import { ModelVersionStats } from "../observability/model-stats.js";
 import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint, readConfigText } from "./repository-scanner.js";
 import { prepareModel, type OperatorHooks, type PreparedVersion } from "./model-loader.js";
-import type { NativeBackendOptions } from "./native-backend-resolver.js";
+import { NativeBackendsUnavailableError, type NativeBackendOptions } from "./native-backend-resolver.js";
 import type { RunModel } from "../operators/dag-executor.js";
 import { ensembleStepModels, isEnsembleConfig } from "../operators/ensemble-operator.js";
 import type { OperatorRunner } from "../operators/operator-runner.js";
@@ -139,15 +139,18 @@ export class ModelManager {
   /**
    * Loads the models the control mode asks for at start: every model in the
    * repositories (none, poll) or those named with --load-model (explicit;
-   * "*" = all). Resolves with the names that failed to load.
+   * "*" = all). Resolves with the names that failed to load; `hostLimited`
+   * marks the failures of a model that cannot run on this host at all
+   * (native backends not built) when it was loaded as one of "all models".
    */
-  async loadAtStartup(loadModels: string[]): Promise<Array<{ name: string; reason: string }>> {
+  async loadAtStartup(loadModels: string[]): Promise<Array<{ name: string; reason: string; hostLimited?: boolean }>> {
     // Files uploaded with load requests of an earlier run serve nothing now.
     await clearUploads(this.options.uploadDir);
     const all = await listRepositoryModels(this.options.repositories);
     const names =
       this.options.controlMode !== "explicit" || loadModels.includes("*") ? [...all.keys()] : loadModels;
-    const failures: Array<{ name: string; reason: string }> = [];
+    const everyModel = this.options.controlMode !== "explicit" || loadModels.includes("*");
+    const failures: Array<{ name: string; reason: string; hostLimited?: boolean }> = [];
     // Ensembles are checked against the models served when they load, so they load after them (waves: ensembles of ensembles last).
     for (const wave of await this.loadWaves(names, all)) {
       await Promise.all(
@@ -155,7 +158,11 @@ export class ModelManager {
           try {
             await this.load(name, {}, { fromControlApi: false });
           } catch (error) {
-            failures.push({ name, reason: (error as Error).message });
+            const hostLimited = everyModel && error instanceof NativeBackendsUnavailableError;
+            failures.push({ name, reason: (error as Error).message, ...(hostLimited ? { hostLimited } : {}) });
+            // The index still shows it UNAVAILABLE with the reason; strict readiness does not wait for what this host cannot run.
+            const entry = this.models.get(name);
+            if (hostLimited && entry !== undefined) entry.loadFailed = false;
           }
         }),
       );

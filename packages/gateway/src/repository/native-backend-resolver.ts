@@ -21,6 +21,19 @@ export interface NativeBackendOptions {
   backendConfig?: Record<string, Record<string, string>>;
 }
 
+/**
+ * The load failed because native backends cannot run on this host at all
+ * (not built: no compiler at install, OPERON_NATIVE=0): not the model's
+ * fault. A start-up load of every model ('*', or modes none/poll) leaves
+ * such models unloaded with this reason and serves the rest, even with
+ * --exit-on-error.
+ */
+export class NativeBackendsUnavailableError extends OperonError {
+  constructor(message: string) {
+    super("UNAVAILABLE", message);
+  }
+}
+
 export function nativeLibraryName(backend: string): string {
   return `libtriton_${backend}.so`;
 }
@@ -39,7 +52,7 @@ export async function resolveNativeBackend(
     throw new OperonError("INVALID_ARG", `model '${model}': backend name '${backend}' is not a valid backend name (letters, digits, '_', '-', '.')`);
   }
   const unavailable = nativeBackendsUnavailableReason();
-  if (unavailable !== undefined) throw new OperonError("UNAVAILABLE", `model '${model}' needs native backend '${backend}': ${unavailable}`);
+  if (unavailable !== undefined) throw new NativeBackendsUnavailableError(`model '${model}' needs native backend '${backend}': ${unavailable}`);
   const file = nativeLibraryName(backend);
   const backendDirectory = options.backendDirectory ?? DEFAULT_BACKEND_DIRECTORY;
   const candidates = [join(modelDir, version, file), join(modelDir, file), join(backendDirectory, backend, file)];
