@@ -61,6 +61,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     resourceLimits: options.resourceLimits ?? defaultResourceLimits(),
     responseCacheEnabled: responseCache !== undefined,
     ...(options.parkedModels !== undefined ? { parkedModels: options.parkedModels } : {}),
+    allowNativeUploads: options.allowNativeUploads,
     nativeBackends: {
       ...(options.backendDirectory !== undefined ? { backendDirectory: resolve(options.backendDirectory) } : {}),
       backendConfig: options.backendConfig,

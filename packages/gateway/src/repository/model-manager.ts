@@ -10,6 +10,7 @@ import { ModelVersionStats } from "../observability/model-stats.js";
 import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint, readConfigText } from "./repository-scanner.js";
 import { prepareModel, type OperatorHooks, type PreparedVersion } from "./model-loader.js";
 import { NativeBackendsUnavailableError, type NativeBackendOptions } from "./native-backend-resolver.js";
+import { assertNativeUploadAllowed, nativeUploadOf } from "./native-upload-policy.js";
 import type { RunModel } from "../operators/dag-executor.js";
 import { ensembleStepModels, isEnsembleConfig } from "../operators/ensemble-operator.js";
 import type { OperatorRunner } from "../operators/operator-runner.js";
@@ -52,6 +53,8 @@ export interface ModelManagerOptions {
   parkedModels?: ParkedModelPolicy;
   /** Native (Triton C++ API) backends: --backend-directory and --backend-config. */
   nativeBackends?: NativeBackendOptions;
+  /** --allow-native-uploads: loads whose uploaded files bring native code are refused without it (native-upload-policy.ts). */
+  allowNativeUploads?: boolean;
 }
 
 export interface ServedVersion {
@@ -680,6 +683,7 @@ export class ModelManager {
     if (options.files !== undefined && options.files.size > 0 && options.config === undefined) {
       throw new OperonError("INVALID_ARG", `load of model '${name}' with file parameters needs a 'config' parameter as well`);
     }
+    assertNativeUploadAllowed(name, nativeUploadOf(options), this.options.allowNativeUploads === true);
     const upload =
       options.files !== undefined && options.files.size > 0
         ? await stageUpload(this.options.uploadDir, name, options.files, { maxUploadBytes: this.options.maxUploadBytes })

@@ -23,6 +23,7 @@ import { GrpcInferDecoding, type RawInferMessage } from "./grpc-infer-decoding.j
 import { DecodePool } from "../decode/decode-pool.js";
 import { streamInfer } from "./grpc-stream-infer.js";
 import { HEALTH_SERVICE, INFERENCE_SERVICE, loadGrpcProtos, type NameVersion, type RepositoryRequest } from "./grpc-wire.js";
+import { nativeUploadOf } from "../../repository/native-upload-policy.js";
 
 
 export interface GrpcFrontendOptions {
@@ -160,6 +161,7 @@ function inferenceHandlers(
       rejectRepositoryName(r.repository_name);
       const load = decodeLoadOptions(r.parameters);
       await engine.loadModel(r.model_name, load);
+      const libraries = nativeUploadOf(load)?.libraries ?? [];
       access?.noteModelControl({
         action: "model.load",
         target: r.model_name,
@@ -168,6 +170,7 @@ function inferenceHandlers(
         address: call.getPeer(),
         configOverride: load.config !== undefined,
         files: [...(load.files?.keys() ?? [])],
+        ...(libraries.length > 0 ? { nativeLibraries: libraries } : {}),
       });
       return {};
     }),
