@@ -43,6 +43,7 @@ function buildRepository(): string {
   const repository = tempRepository("operon-e2e-native-");
   writeNative(repository, "identity_native", identityConfig("identity_native", "dynamic_batching { max_queue_delay_microseconds: 300000 }"));
   writeNative(repository, "identity_plain", identityConfig("identity_plain"));
+  writeNative(repository, "identity_large", identityConfig("identity_large").replaceAll("dims: [ 4 ]", "dims: [ 16384 ]"));
   writeNative(
     repository,
     "repeat_native",
@@ -133,7 +134,7 @@ beforeAll(async () => {
     "--backend-directory",
     backendDirectory,
     "--exit-on-error=false",
-    ...["identity_native", "identity_plain", "repeat_native", "slow_repeat_native", "add_sub"].flatMap((name) => ["--load-model", name]),
+    ...["identity_native", "identity_plain", "identity_large", "repeat_native", "slow_repeat_native", "add_sub"].flatMap((name) => ["--load-model", name]),
   ]);
   const definition = protoLoader.loadSync(join(PROTO_DIR, "grpc_service.proto"), { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] });
   const loaded = grpc.loadPackageDefinition(definition) as any;
@@ -170,6 +171,16 @@ describe("a native backend served from a model repository", () => {
     } finally {
       client.close();
     }
+  });
+
+  it("carries 64 KiB tensors through the worker's shared memory both ways, bytes intact", async () => {
+    const data = Array.from({ length: 16384 }, (_, i) => (i % 1000) / 8);
+    const response = await fetch(`${server.httpUrl}/v2/models/identity_large/infer`, {
+      method: "POST",
+      body: JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16384], data }] }),
+    });
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as any).outputs[0].data).toEqual(data);
   });
 
   it("hands a batching backend both requests of a batch in one execute", async () => {
