@@ -274,7 +274,9 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
   bool auto_complete = false;
   RETURN_IF_ERROR(TRITONBACKEND_ModelAutoCompleteConfig(model, &auto_complete));
   const operon_json::Value* inputs = config.Find("input");
-  if (auto_complete && config.Find("output") == nullptr && inputs != nullptr && inputs->IsArray()) {
+  const operon_json::Value* declared = config.Find("output");
+  bool no_outputs = declared == nullptr || (declared->IsArray() && declared->items.empty());
+  if (auto_complete && no_outputs && inputs != nullptr && inputs->IsArray()) {
     operon_json::Value outputs;
     outputs.kind = operon_json::Value::Array;
     for (const auto& in : inputs->items) {
@@ -284,7 +286,13 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
           m.second.text = "OUTPUT" + m.second.text.substr(5);
       outputs.items.push_back(out);
     }
-    config.members.emplace_back("output", outputs);
+    bool replaced = false;
+    for (auto& m : config.members)
+      if (m.first == "output") {
+        m.second = outputs;
+        replaced = true;
+      }
+    if (!replaced) config.members.emplace_back("output", outputs);
     std::string completed;
     operon_json::Write(&completed, config);
     TRITONSERVER_Message* msg;

@@ -31,6 +31,121 @@ std::string ApiVersionText() {
   return std::to_string(TRITONBACKEND_API_VERSION_MAJOR) + "." + std::to_string(TRITONBACKEND_API_VERSION_MINOR);
 }
 
+operon_json::Value Bool(bool b) {
+  operon_json::Value v;
+  v.kind = operon_json::Value::Bool;
+  v.boolean = b;
+  return v;
+}
+operon_json::Value Num(const char* text) {
+  operon_json::Value v;
+  v.kind = operon_json::Value::Number;
+  v.text = text;
+  return v;
+}
+operon_json::Value Str(const std::string& text) {
+  operon_json::Value v;
+  v.kind = operon_json::Value::String;
+  v.text = text;
+  return v;
+}
+operon_json::Value Empty(operon_json::Value::Kind kind) {
+  operon_json::Value v;
+  v.kind = kind;
+  return v;
+}
+void Default(operon_json::Value* object, const char* key, operon_json::Value value) {
+  if (object->IsObject() && object->Find(key) == nullptr) object->members.emplace_back(key, std::move(value));
+}
+
+bool IntegerText(const std::string& s) {
+  size_t i = s.size() > 0 && s[0] == '-' ? 1 : 0;
+  if (i >= s.size()) return false;
+  for (; i < s.size(); ++i)
+    if (s[i] < '0' || s[i] > '9') return false;
+  return true;
+}
+
+// Protobuf's JSON mapping writes int64 fields as strings ("dims": ["4"]);
+// Triton gives backends numbers, and backends parse them as numbers. The
+// model config's int64 fields are turned back into numbers wherever they are
+// (parameters' string_value and every other field are left alone).
+void NumberInt64Fields(operon_json::Value* v) {
+  static const char* const kInt64[] = {"dims", "shape", "max_queue_delay_microseconds", "preferred_batch_size",
+                                       "default_timeout_microseconds", "max_sequence_idle_microseconds",
+                                       "priority_levels", "default_priority_level", "max_queue_size"};
+  if (v->IsArray()) {
+    for (auto& item : v->items) NumberInt64Fields(&item);
+    return;
+  }
+  if (!v->IsObject()) return;
+  for (auto& m : v->members) {
+    if (m.first == "parameters") continue;
+    bool int64 = false;
+    for (const char* k : kInt64) int64 = int64 || m.first == k;
+    if (int64) {
+      auto fix = [](operon_json::Value* x) {
+        if (x->IsString() && IntegerText(x->text)) x->kind = operon_json::Value::Number;
+      };
+      fix(&m.second);
+      for (auto& item : m.second.items) fix(&item);
+    } else {
+      NumberInt64Fields(&m.second);
+    }
+  }
+}
+
+// Triton hands backends its normalized config: protobuf's JSON with every
+// primitive and repeated field present, defaults included. Backends (and
+// Triton's backend utilities) read some of them unconditionally
+// (batch_input, batch_output, an input's "optional"...), so the config the
+// host gives, which may come straight from config.pbtxt, gets the same
+// defaults (those that Triton's backend utilities and example backends read
+// without checking). Fields already present are left alone.
+std::string NormalizeConfig(const std::string& model_name, const std::string& json, std::string* error) {
+  operon_json::Value config;
+  if (!operon_json::Parse(json, &config, error)) return "";
+  if (!config.IsObject()) {
+    *error = "the model config must be a JSON object";
+    return "";
+  }
+  NumberInt64Fields(&config);
+  Default(&config, "name", Str(model_name));
+  Default(&config, "platform", Str(""));
+  Default(&config, "backend", Str(""));
+  Default(&config, "max_batch_size", Num("0"));
+  Default(&config, "default_model_filename", Str(""));
+  Default(&config, "input", Empty(operon_json::Value::Array));
+  Default(&config, "output", Empty(operon_json::Value::Array));
+  Default(&config, "batch_input", Empty(operon_json::Value::Array));
+  Default(&config, "batch_output", Empty(operon_json::Value::Array));
+  Default(&config, "parameters", Empty(operon_json::Value::Object));
+  for (auto& m : config.members) {
+    if (m.first == "input" && m.second.IsArray()) {
+      for (auto& in : m.second.items) {
+        Default(&in, "data_type", Str("TYPE_INVALID"));
+        Default(&in, "format", Str("FORMAT_NONE"));
+        Default(&in, "dims", Empty(operon_json::Value::Array));
+        Default(&in, "is_shape_tensor", Bool(false));
+        Default(&in, "allow_ragged_batch", Bool(false));
+        Default(&in, "optional", Bool(false));
+        Default(&in, "is_non_linear_format_io", Bool(false));
+      }
+    } else if (m.first == "output" && m.second.IsArray()) {
+      for (auto& out : m.second.items) {
+        Default(&out, "data_type", Str("TYPE_INVALID"));
+        Default(&out, "dims", Empty(operon_json::Value::Array));
+        Default(&out, "label_filename", Str(""));
+        Default(&out, "is_shape_tensor", Bool(false));
+        Default(&out, "is_non_linear_format_io", Bool(false));
+      }
+    }
+  }
+  std::string text;
+  operon_json::Write(&text, config);
+  return text;
+}
+
 // The model config's output names, in order (what a request that names no
 // outputs gets, as in Triton). Errors only on unparsable JSON.
 bool ParseConfig(const std::string& json, std::vector<std::string>* outputs, std::string* error) {
@@ -187,9 +302,9 @@ EXPORT OperonHostError* OperonHostModelCreate(OperonHostBackend* backend, const 
   m->version = version < 0 ? 0 : static_cast<uint64_t>(version);
   m->repository_path = repository_path ? repository_path : "";
   m->auto_complete = auto_complete != 0;
-  m->config = config_json && *config_json ? config_json : "{}";
   std::string error;
-  if (!ParseConfig(m->config, &m->output_names, &error)) {
+  m->config = NormalizeConfig(m->name, config_json && *config_json ? config_json : "{}", &error);
+  if (!error.empty() || !ParseConfig(m->config, &m->output_names, &error)) {
     delete m;
     return HostError(OPERON_HOST_ERROR_INVALID_ARG, "model '" + std::string(model_name) + "': bad config JSON: " + error);
   }

@@ -178,7 +178,11 @@ OPERON_HOST_EXPORT uint32_t OperonHostBackendExecutionPolicy(
 /* Creates a model on `backend` and calls TRITONBACKEND_ModelInitialize.
  * `repository_path` is the model's folder (what TRITONBACKEND_ModelRepository
  * reports, artifact type FILESYSTEM); `config_json` is the model config in
- * Triton's JSON form (protobuf JSON mapping of config.pbtxt);
+ * Triton's JSON form (protobuf JSON mapping of config.pbtxt); the library
+ * fills in the defaults Triton's normalized config always has (name,
+ * max_batch_size 0, empty batch_input/batch_output/parameters, each input's
+ * optional/is_shape_tensor/allow_ragged_batch/format, ...) and leaves every
+ * field present alone;
  * `auto_complete` is what TRITONBACKEND_ModelAutoCompleteConfig answers.
  * Errors: INVALID_ARG (bad JSON), or the backend's own ModelInitialize error
  * (its code and message unchanged). */
