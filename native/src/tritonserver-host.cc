@@ -103,6 +103,28 @@ T* HandleOf(Napi::Value value) {
   return value.IsExternal() ? value.As<Napi::External<T>>().Data() : nullptr;
 }
 
+// Calls a JS function from a thread-safe function's callback. Not Napi::Function::Call: while Node tears
+// the environment down (process exit with events still queued) a call cannot run, and node-addon-api
+// would turn that failure into a fatal error; here it is ignored, as is an exception the callback threw.
+void CallIgnoringFailure(Napi::Env env, Napi::Function fn, std::initializer_list<napi_value> args) {
+  napi_value result;
+  std::vector<napi_value> argv(args);
+  napi_call_function(env, env.Undefined(), fn, argv.size(), argv.data(), &result);
+  bool pending = false;
+  if (napi_is_exception_pending(env, &pending) == napi_ok && pending) {
+    napi_value ignored;
+    napi_get_and_clear_last_exception(env, &ignored);
+  }
+}
+
+// False while Node tears the environment down (the process exits with events still queued): calls that
+// may run JS (setting properties, calling functions) fail then, and node-addon-api would make that fatal.
+bool CanRunJs(napi_env env) {
+  napi_value object, value;
+  if (napi_create_object(env, &object) != napi_ok || napi_get_undefined(env, &value) != napi_ok) return false;
+  return napi_set_named_property(env, object, "probe", value) == napi_ok;
+}
+
 // ---- logging ----
 
 struct LogRecord {
@@ -113,10 +135,9 @@ struct LogRecord {
 };
 
 void CallLog(Napi::Env env, Napi::Function fn, std::nullptr_t*, LogRecord* record) {
-  if (env != nullptr && fn != nullptr) {
-    fn.Call({Napi::Number::New(env, record->level), Napi::String::New(env, record->file), Napi::Number::New(env, record->line),
-             Napi::String::New(env, record->message)});
-    if (env.IsExceptionPending()) env.GetAndClearPendingException();
+  if (env != nullptr && fn != nullptr && CanRunJs(env)) {
+    CallIgnoringFailure(env, fn, {Napi::Number::New(env, record->level), Napi::String::New(env, record->file), Napi::Number::New(env, record->line),
+                                  Napi::String::New(env, record->message)});
   }
   delete record;
 }
@@ -194,6 +215,7 @@ struct Instance {
   Napi::FunctionReference allocate;  // JS: (byteLength) => Buffer | undefined
   Napi::Env env = nullptr;
   bool in_execute = false;           // JS thread only
+  uint64_t live = 0;                 // JS thread only: requests not yet released and finally answered
   std::mutex mutex;
   std::unordered_map<double, RequestState*> requests;  // live, for cancel()
 };
@@ -308,14 +330,11 @@ Napi::Value OutputBuffer(Napi::Env env, OutputCopy& output) {
   output.allocation = nullptr;
   if (allocation == nullptr) return Napi::Buffer<uint8_t>::Copy(env, static_cast<uint8_t*>(output.base), output.byte_size);
   if (allocation->shm != nullptr) {
-    // The very view JS gave: the worker recognises it and sends it without a copy.
+    // The very view JS gave (maybe longer than the output: JS trims it to byteSize); the worker recognises it
+    // and sends it without a copy.
     Napi::Value view = allocation->shm->Value();
-    Napi::Buffer<uint8_t> buffer = view.As<Napi::Buffer<uint8_t>>();
-    Napi::Value result = buffer.Length() == output.byte_size
-                             ? view
-                             : buffer.Get("subarray").As<Napi::Function>().Call(buffer, {Napi::Number::New(env, 0), Napi::Number::New(env, static_cast<double>(output.byte_size))});
     FreeAllocation(allocation);
-    return result;
+    return view;
   }
   void* memory = allocation->memory;
   allocation->memory = nullptr;
@@ -331,10 +350,12 @@ void MaybeForget(Instance* instance, RequestState* request) {
     instance->requests.erase(request->token);
   }
   delete request;
+  // Nothing pending any more: queued events no longer keep the process alive.
+  if (instance->live > 0 && --instance->live == 0) instance->tsfn.Unref(instance->env);
 }
 
 void DeliverEvent(Napi::Env env, Napi::Function fn, Instance* instance, Event* event) {
-  if (env == nullptr || fn == nullptr) {
+  if (env == nullptr || fn == nullptr || !CanRunJs(env)) {
     for (auto& output : event->outputs) FreeAllocation(output.allocation);
     FreeAllocation(event->allocation);
     delete event;
@@ -349,7 +370,7 @@ void DeliverEvent(Napi::Env env, Napi::Function fn, Instance* instance, Event* e
       if (allocation != nullptr && allocation->shm != nullptr) {
         Napi::Object payload = Napi::Object::New(env);
         payload.Set("buffer", allocation->shm->Value());
-        fn.Call({Napi::String::New(env, "drop"), Napi::Number::New(env, 0), payload});
+        CallIgnoringFailure(env, fn, {Napi::String::New(env, "drop"), Napi::Number::New(env, 0), payload});
       }
       FreeAllocation(allocation);
       break;
@@ -365,6 +386,7 @@ void DeliverEvent(Napi::Env env, Napi::Function fn, Instance* instance, Event* e
         Napi::Array shape = Napi::Array::New(env, output.shape.size());
         for (size_t d = 0; d < output.shape.size(); ++d) shape.Set(d, Napi::Number::New(env, static_cast<double>(output.shape[d])));
         tensor.Set("shape", shape);
+        tensor.Set("byteSize", Napi::Number::New(env, static_cast<double>(output.byte_size)));
         tensor.Set("data", OutputBuffer(env, output));
         outputs.Set(i, tensor);
       }
@@ -388,7 +410,7 @@ void DeliverEvent(Napi::Env env, Napi::Function fn, Instance* instance, Event* e
       }
       payload.Set("final", Napi::Boolean::New(env, event->final));
       payload.Set("empty", Napi::Boolean::New(env, event->empty));
-      fn.Call({Napi::String::New(env, "response"), Napi::Number::New(env, token), payload});
+      CallIgnoringFailure(env, fn, {Napi::String::New(env, "response"), Napi::Number::New(env, token), payload});
       if (event->request != nullptr && event->final) {
         event->request->final_seen = true;
         MaybeForget(instance, event->request);
@@ -398,7 +420,7 @@ void DeliverEvent(Napi::Env env, Napi::Function fn, Instance* instance, Event* e
     case EventKind::kReleased: {
       Napi::Object payload = Napi::Object::New(env);
       payload.Set("flags", Napi::Number::New(env, event->release_flags));
-      fn.Call({Napi::String::New(env, "released"), Napi::Number::New(env, token), payload});
+      CallIgnoringFailure(env, fn, {Napi::String::New(env, "released"), Napi::Number::New(env, token), payload});
       if (event->request != nullptr && (event->release_flags & OPERON_HOST_RELEASE_ALL) != 0) {
         event->request->released = true;
         MaybeForget(instance, event->request);
@@ -414,11 +436,10 @@ void DeliverEvent(Napi::Env env, Napi::Function fn, Instance* instance, Event* e
       payload.Set("computeInputNs", Napi::Number::New(env, Elapsed(s.exec_start_ns, s.compute_start_ns)));
       payload.Set("computeInferNs", Napi::Number::New(env, Elapsed(s.compute_start_ns, s.compute_end_ns)));
       payload.Set("computeOutputNs", Napi::Number::New(env, Elapsed(s.compute_end_ns, s.exec_end_ns)));
-      fn.Call({Napi::String::New(env, "statistics"), Napi::Number::New(env, token), payload});
+      CallIgnoringFailure(env, fn, {Napi::String::New(env, "statistics"), Napi::Number::New(env, token), payload});
       break;
     }
   }
-  if (env.IsExceptionPending()) env.GetAndClearPendingException();
   for (auto& output : event->outputs) FreeAllocation(output.allocation);
   FreeAllocation(event->allocation);
   delete event;
@@ -694,6 +715,10 @@ Napi::Value Execute(const Napi::CallbackInfo& info) {
     std::lock_guard<std::mutex> lock(instance->mutex);
     for (RequestState* state : states) instance->requests[state->token] = state;
   }
+  // While requests are pending their events must keep the process alive (a worker's socket does anyway;
+  // a script awaiting a response might have nothing else).
+  if (count > 0 && instance->live == 0) instance->tsfn.Ref(env);
+  instance->live += count;
   instance->in_execute = true;
   OperonHostError* error = api.Execute(instance->handle, requests.data(), count);
   instance->in_execute = false;

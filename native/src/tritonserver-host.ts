@@ -40,8 +40,13 @@ export interface TritonHostTensor {
   data: Buffer;
 }
 
+/** A response output: `data` may be longer than the output (room given by the host's allocate); its first byteSize bytes are the output. */
+export interface TritonHostOutput extends TritonHostTensor {
+  byteSize: number;
+}
+
 export interface TritonHostResponse {
-  outputs: TritonHostTensor[];
+  outputs: TritonHostOutput[];
   parameters: Record<string, string | number | boolean>;
   /** code: TRITONSERVER_Error_Code. */
   error?: { code: number; message: string };

@@ -291,7 +291,8 @@ export class NativeBackend implements RequestBackend {
         for (const dropped of payload.outputs) this.host?.freeOutput?.(dropped.data);
         return { error: new OperonError("INTERNAL", `backend '${this.backendName}': output '${output.name}' has datatype '${output.datatype}', which is not a KServe datatype`) };
       }
-      outputs.push({ name: output.name, datatype: output.datatype, shape: output.shape, data: output.data });
+      const data = output.data.length === output.byteSize ? output.data : output.data.subarray(0, output.byteSize);
+      outputs.push({ name: output.name, datatype: output.datatype, shape: output.shape, data });
     }
     return Object.keys(payload.parameters).length > 0 ? { outputs, parameters: payload.parameters } : { outputs };
   }
