@@ -30,8 +30,41 @@ function onlyImports(from, allowed) {
   };
 }
 
+/**
+ * The gateway's folders, top to bottom: a folder imports only folders below
+ * it (frontends → auth → engine → admission, repository → operators →
+ * instances → scheduling → signature, observability). Files at the
+ * package's root (server.ts) wire them together and may import any.
+ */
+const GATEWAY_LAYERS = [["frontends"], ["auth"], ["engine"], ["admission", "repository"], ["operators"], ["instances"], ["scheduling"], ["signature", "observability"]];
+
+function gatewayLayerRules() {
+  return GATEWAY_LAYERS.flatMap((layer, rank) =>
+    layer.map((folder) => {
+      const upward = GATEWAY_LAYERS.slice(0, rank + 1)
+        .flat()
+        .filter((other) => other !== folder);
+      return {
+        name: `gateway-${folder}-imports-only-downward`,
+        comment: `packages/gateway/src/${folder} may import only the folders below it (${GATEWAY_LAYERS.slice(rank + 1).flat().join(", ") || "none"})`,
+        severity: "error",
+        from: { path: `^packages/gateway/src/${folder}/`, pathNot: TEST },
+        to: { path: `^packages/gateway/src/(${upward.join("|")})/` },
+      };
+    }),
+  );
+}
+
 module.exports = {
   forbidden: [
+    ...gatewayLayerRules(),
+    {
+      name: "gateway-frontends-see-only-the-engine-api",
+      comment: "A frontend sees the engine's narrow API (engine-api, cancellation) and the key checks (auth), never the engine's classes: a new frontend is a sibling",
+      severity: "error",
+      from: { path: "^packages/gateway/src/frontends/", pathNot: TEST },
+      to: { path: "^packages/gateway/src/", pathNot: "^packages/gateway/src/(frontends/|auth/|engine/engine-api\\.ts$|engine/cancellation\\.ts$)" },
+    },
     onlyImports("protocol", []),
     onlyImports("native", []),
     onlyImports("db", []),

@@ -5,6 +5,7 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import type { DataType } from "@operon/protocol/datatypes";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PROTO_DIR } from "./support/grpc-client.js";
 import { ADD_SUB_CONFIG, addSubModel, identityModel, writeModel } from "./support/model-fixtures.js";
 import { REPO_ROOT, startOperon, tempRepository, type RunningOperon } from "./support/operon-process.js";
 
@@ -89,7 +90,6 @@ const ALL_MODEL_VERSIONS = [
 
 // ---- A client as a Triton user writes one: proto-loader over the .proto files ----
 
-const PROTO_DIR = join(REPO_ROOT, "packages/protocol/proto");
 const LOADER_OPTIONS: protoLoader.Options = {
   keepCase: true,
   longs: String,

@@ -4,8 +4,9 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { decodeBytesElements } from "@operon/protocol/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PROTO_DIR } from "./support/grpc-client.js";
 import { ADD_SUB_CONFIG, addSubModel, writeModel } from "./support/model-fixtures.js";
-import { EXAMPLE_REPOSITORY, REPO_ROOT, startOperon, tempRepository, workerProcesses, type RunningOperon } from "./support/operon-process.js";
+import { EXAMPLE_REPOSITORY, startOperon, tempRepository, workerProcesses, type RunningOperon } from "./support/operon-process.js";
 
 /**
  * Decoupled streaming and BLS through the real `operon serve`: the example
@@ -141,7 +142,7 @@ beforeAll(async () => {
     "explicit",
     ...LOADED.flatMap((name) => ["--load-model", name]),
   ]);
-  const protoDir = join(REPO_ROOT, "packages/protocol/proto");
+  const protoDir = PROTO_DIR;
   const definition = protoLoader.loadSync(join(protoDir, "grpc_service.proto"), {
     keepCase: true,
     longs: String,

@@ -25,6 +25,17 @@ input [ { name: "IN", data_type: TYPE_FP32, dims: [ 1 ] } ]
 output [ { name: "OUT", data_type: TYPE_FP32, dims: [ 1 ] } ]
 instance_group [ { count: 1 } ]`;
 
+// Decoupled: one response echoing IN, then the final flag.
+const STREAMER_MODEL = `export default class {
+  execute(requests) {
+    for (const request of requests) {
+      request.sender.send({ outputs: [request.input("IN").rename("OUT")] });
+      request.sender.send(undefined, { final: true });
+    }
+  }
+}`;
+const STREAMER_CONFIG = BUSY_CONFIG.replace('name: "busy"', 'name: "streamer"').replace("max_batch_size: 0", "max_batch_size: 0\nmodel_transaction_policy { decoupled: true }");
+
 const BODY = JSON.stringify({ inputs: [{ name: "IN", datatype: "FP32", shape: [1], data: [1] }] });
 
 interface LoadResult {
@@ -83,7 +94,10 @@ describe("traffic shares per tenant (real server)", () => {
     mkdirSync(join(repository, "busy", "1"), { recursive: true });
     writeFileSync(join(repository, "busy", "1", "model.js"), BUSY_MODEL);
     writeFileSync(join(repository, "busy", "config.pbtxt"), BUSY_CONFIG);
-    server = await startControlPlaneServer(["--model-repository", repository, "--load-model", "busy", "--usage-sample-secs", "1"]);
+    mkdirSync(join(repository, "streamer", "1"), { recursive: true });
+    writeFileSync(join(repository, "streamer", "1", "model.js"), STREAMER_MODEL);
+    writeFileSync(join(repository, "streamer", "config.pbtxt"), STREAMER_CONFIG);
+    server = await startControlPlaneServer(["--model-repository", repository, "--load-model", "busy", "--load-model", "streamer", "--usage-sample-secs", "1"]);
     admin = await signedIn(server);
     const tenant = async (name: string, share: number) => {
       const created = await admin.client.tenants.create.mutate({ name, share, policy: "QUEUE" });
@@ -135,6 +149,15 @@ describe("traffic shares per tenant (real server)", () => {
     expect(sampled.gold / sampled.bronze).toBeGreaterThan(1.8);
     expect(sampled.gold / sampled.bronze).toBeLessThan(2.2);
   }, 60_000);
+
+  it("counts a streamed request against its tenant's share, as a unary one", async () => {
+    // Before the engine had one request path, inferStream skipped the tenant gate.
+    const before = metricValue(await metricsText(server), "operon_tenant_requests_total", gold.id);
+    const response = await fetch(`${server.httpUrl}/v2/models/streamer/infer_stream`, { method: "POST", headers: { authorization: `Bearer ${gold.key}` }, body: BODY });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('"OUT"');
+    expect(metricValue(await metricsText(server), "operon_tenant_requests_total", gold.id)).toBe(before + 1);
+  });
 
   it("refuses a tenant under the refuse policy over its share with 429 and Retry-After while the model is busy", async () => {
     await admin.client.tenants.update.mutate({ id: bronze.id, policy: "REFUSE" });

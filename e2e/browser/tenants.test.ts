@@ -30,10 +30,10 @@ describe("console: tenants with shares, and their use against them", () => {
     await page.getByRole("button", { name: "Add tenant" }).click();
     const form = await visible(page.getByRole("form", { name: "Add a tenant" }));
     await form.getByLabel("Name", { exact: true }).fill("gold");
-    // A share must be more than 0: the form says so at the field.
+    // A share must be from 0.001 to 1000: the form says so at the field.
     await form.getByLabel("Share", { exact: true }).fill("0");
     await form.getByRole("button", { name: "Add tenant" }).click();
-    await visible(form.getByText("a number more than 0, e.g. 2"));
+    await visible(form.getByText("a number from 0.001 to 1000, e.g. 2"));
     await form.getByLabel("Share", { exact: true }).fill("2");
     await form.getByRole("button", { name: "Add tenant" }).click();
     await form.waitFor({ state: "detached" });

@@ -28,7 +28,7 @@ describe("API keys follow their owner's role and state", () => {
 
   it("a demoted admin's admin-scope key loses model control at once, and keeps only what the new role allows", async () => {
     const admin = await signedIn(server);
-    const ops = { email: "ops@example.com", password: "ops-password-1" };
+    const ops = { email: "ops@example.com", password: "operations-passphrase-1" };
     const created = await admin.client.users.create.mutate({ ...ops, role: "ADMIN" });
     const opsSession = await signedIn(server, ops);
     const { key } = await opsSession.client.apiKeys.create.mutate({ name: "ops", scopes: ["admin", "infer"] });
@@ -49,7 +49,7 @@ describe("API keys follow their owner's role and state", () => {
 
   it("resetting a user's password revokes their keys", async () => {
     const admin = await signedIn(server);
-    const user = { email: "eng@example.com", password: "eng-password-1" };
+    const user = { email: "eng@example.com", password: "a fine engineer passphrase" };
     const created = await admin.client.users.create.mutate({ ...user, role: "ADMIN" });
     const session = await signedIn(server, user);
     const { key } = await session.client.apiKeys.create.mutate({ name: "ci", scopes: ["admin", "infer"] });

@@ -46,4 +46,34 @@ describe("console supervision", () => {
     expect(processAlive(second)).toBe(false);
     server = undefined;
   }, 180_000);
+
+  // Issue 28, item 15: a console killed during start-up took the whole server down.
+  it.skipIf(!consoleBuilt)("starts the console again when it is killed during start-up, and the server comes up", async () => {
+    const starting = startOperon(["--control-plane", "--api-port", "0", "--console-port", "0", "--model-repository", EXAMPLE_REPOSITORY, "--model-control-mode", "explicit"], {
+      timeoutMs: 120_000,
+    });
+    // The server is this test's child; its console is the server's child running server.mjs.
+    let killed: number | undefined;
+    const deadline = Date.now() + 90_000;
+    while (killed === undefined && Date.now() < deadline) {
+      for (const pid of childPids(process.pid)) {
+        const found = consolePid(pid);
+        if (found !== undefined) {
+          process.kill(found, "SIGKILL");
+          killed = found;
+        }
+      }
+      if (killed === undefined) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(killed).toBeDefined();
+    server = await starting;
+    expect(server.output()).toMatch(/the console process exited; restarting it/);
+    expect(server.output()).not.toMatch(/server failed to start/);
+    const status = await fetch(`${server.consoleUrl}/sign-in`, { redirect: "manual" }).then((response) => response.status);
+    expect(status).toBeLessThan(500);
+    const now = consolePid(server.pid)!;
+    expect(now).not.toBe(killed);
+    expect(await server.stop()).toBe(0);
+    server = undefined;
+  }, 240_000);
 });

@@ -1,10 +1,10 @@
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { REPO_ROOT } from "./operon-process.js";
+import { PROTO_DIR } from "@operon/protocol/proto-dir";
 
-/** The .proto files a Triton user would compile a client from. */
-export const PROTO_DIR = join(REPO_ROOT, "packages/protocol/proto");
+/** The .proto files a Triton user would compile a client from (@operon/protocol's). */
+export { PROTO_DIR };
 
 /** A unary-call gRPC client built from grpc_service.proto with proto-loader, as a Triton user builds one. */
 export function grpcClient(address: string): { call(method: string, request: object): Promise<any>; close(): void } {

@@ -70,6 +70,7 @@ for (const name of existsSync(backendsDir) ? readdirSync(backendsDir).sort() : [
   const dir = path.join(backendsDir, name);
   if (!statSync(dir).isDirectory()) continue;
   targets.push({
+    backend: true,
     name: `libtriton_${name}.so`,
     output: path.join(out, "backends", name, `libtriton_${name}.so`),
     sources: files(dir, ".cc"),
@@ -108,6 +109,7 @@ function run(args) {
 // library's translation units compile in parallel, one object per source.
 let log = "";
 let built = 0;
+const brokenBackends = [];
 for (const t of targets) {
   if (!stale(t)) continue;
   mkdirSync(path.dirname(t.output), { recursive: true });
@@ -134,6 +136,12 @@ for (const t of targets) {
   }
   const r = await run([...common, ...t.args, ...inputs, "-o", t.output, ...t.libs]);
   log += r.text;
+  if (!r.ok && t.backend) {
+    // One broken backend leaves the library and the other backends usable.
+    rmSync(t.output, { force: true });
+    brokenBackends.push(t.name);
+    continue;
+  }
   if (!r.ok) fail(t, `${t.name} did not build`);
   built += 1;
 }
@@ -147,6 +155,10 @@ function fail(t, what) {
 }
 
 rmSync(marker, { force: true });
+if (brokenBackends.length > 0) {
+  writeFileSync(logPath, log);
+  console.log(`${tag} ${brokenBackends.join(", ")} did not build (details: ${path.relative(root, logPath)}); the other native targets are usable`);
+}
 console.log(
   built === 0
     ? `${tag} libtritonserver.so and ${targets.length - 2} backend(s) up to date in build/tritonserver`

@@ -48,8 +48,19 @@ describe("libtritonserver.so (C++ test host)", () => {
     expect(failures).toEqual([]);
     const summary = /^(\d+) passed, (\d+) failed$/m.exec(stdout);
     expect(summary, stdout).not.toBeNull();
-    expect(Number(summary![1])).toBeGreaterThanOrEqual(16);
+    expect(Number(summary![1])).toBeGreaterThanOrEqual(17);
     expect(Number(summary![2])).toBe(0);
+  });
+
+  it("exports exactly Triton's API and Operon's host API", async () => {
+    expect(buildProblem()).toBeUndefined();
+    const { stdout } = await run("nm", ["-D", "--defined-only", path.join(BUILD, "lib/libtritonserver.so")]);
+    const symbols = stdout.split("\n").map((line) => line.trim().split(/\s+/)[2]).filter((s): s is string => Boolean(s));
+    expect(symbols.filter((s) => !/^(TRITONSERVER_|TRITONBACKEND_|OperonHost)/.test(s))).toEqual([]);
+    // What Triton's example backends import (minimal, recommended, identity, square, repeat) is there.
+    for (const needed of ["TRITONBACKEND_RequestInputByIndex", "TRITONBACKEND_ResponseFactorySendFlags", "TRITONBACKEND_ModelInstanceReportResponseStatistics", "TRITONSERVER_InferenceTraceReportActivity", "TRITONSERVER_MetricFamilyNew", "TRITONBACKEND_StateNew"]) {
+      expect(symbols).toContain(needed);
+    }
   });
 });
 
@@ -79,14 +90,16 @@ describe("operon_image_preprocess", () => {
   const fixtures = readdirSync(IMAGES).filter((f) => f.endsWith(".png"));
   it("has PNG fixtures to compare on", () => expect(fixtures.length).toBeGreaterThanOrEqual(3));
 
-  for (const file of fixtures) {
-    it(`matches the TypeScript step within 1e-5 on ${file}`, async () => {
+  // Both code paths: AVX2 (chosen at run time where the CPU has it) and the
+  // portable loop (forced with OPERON_PREPROCESS_SCALAR).
+  for (const [file, scalar] of fixtures.flatMap((f) => [[f, false], [f, true]] as const)) {
+    it(`matches the TypeScript step within 1e-5 on ${file}${scalar ? " (portable loop)" : ""}`, async () => {
       expect(buildProblem()).toBeUndefined();
       const png = readFileSync(path.join(IMAGES, file));
       const decoded = pngjs.PNG.sync.read(png); // RGBA, as the TypeScript step decodes it
       const raw = path.join(dir, `${file}.rgba`);
       writeFileSync(raw, decoded.data);
-      const out = path.join(dir, file);
+      const out = path.join(dir, `${file}${scalar ? "-scalar" : ""}`);
       rmSync(out, { recursive: true, force: true });
       await import("node:fs/promises").then((fs) => fs.mkdir(out));
       const config = JSON.stringify({
@@ -99,7 +112,7 @@ describe("operon_image_preprocess", () => {
       const { stdout } = await run(HOST, [
         "run", "--name", "operon_image_preprocess", "--library", PREPROCESS_LIB, "--model-dir", dir, "--config", config,
         "--input-file", `pixels:UINT8:1,${decoded.height},${decoded.width},4:${raw}`, "--dump-dir", out,
-      ]);
+      ], { env: { ...process.env, ...(scalar ? { OPERON_PREPROCESS_SCALAR: "1" } : {}) } });
       expect(stdout).toContain("x FP32 [1,3,48,192]");
       const nativeBytes = readFileSync(path.join(out, "0-0-x.bin"));
       const native = new Float32Array(nativeBytes.buffer, nativeBytes.byteOffset, nativeBytes.byteLength / 4);

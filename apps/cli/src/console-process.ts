@@ -11,7 +11,8 @@ import { ProcessSupervisor } from "./process-supervisor.js";
  * itself) on the console's address and port, proxying its /api calls to the
  * control plane API (OPERON_API_URL). A separate process keeps page
  * rendering off the gateway's event loop. A console that exits (a crash,
- * a kill) is started again with backoff (ProcessSupervisor), as workers are.
+ * a kill) is started again with backoff (ProcessSupervisor), as workers are,
+ * during start-up as after it.
  */
 export const CONSOLE_DIR = fileURLToPath(new URL("../../console/", import.meta.url));
 
@@ -68,7 +69,7 @@ export async function startConsole(options: {
     killAfterMs: 25_000,
   });
   try {
-    await waitUntilServing(url, supervisor.current, options.startTimeoutMs ?? 60_000);
+    await waitUntilServing(url, supervisor, options.startTimeoutMs ?? 60_000);
   } catch (error) {
     supervisor.current.kill("SIGKILL");
     await supervisor.stop();
@@ -83,10 +84,15 @@ export async function startConsole(options: {
   };
 }
 
-async function waitUntilServing(url: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+/**
+ * Waits for the console to answer. A console process that exits meanwhile is
+ * restarted by the supervisor with backoff, as after start-up (a kill
+ * during start-up used to take the whole server down); start-up fails only
+ * when no console answered within timeoutMs, saying how often it exited.
+ */
+async function waitUntilServing(url: string, supervisor: ProcessSupervisor, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the console process exited during start-up (${child.exitCode ?? child.signalCode})`);
     try {
       const response = await fetch(`${url}/sign-in`, { redirect: "manual", signal: AbortSignal.timeout(2000) });
       if (response.status < 500) return;
@@ -95,5 +101,6 @@ async function waitUntilServing(url: string, child: ChildProcess, timeoutMs: num
     }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  throw new Error(`the console did not answer at ${url} within ${timeoutMs} ms`);
+  const restarts = supervisor.restarts;
+  throw new Error(`the console did not answer at ${url} within ${timeoutMs} ms${restarts > 0 ? ` (its process exited and was restarted ${restarts} times)` : ""}`);
 }

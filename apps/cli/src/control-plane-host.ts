@@ -2,6 +2,7 @@ import { Worker } from "node:worker_threads";
 import type { ModelControlEvent } from "@operon/gateway/server";
 import type { ApiKeyGrant } from "@operon/protocol/api-keys";
 import type { ControlPlaneThreadOptions, FromControlPlane, ToControlPlane } from "./control-plane-messages.js";
+import { PeriodicTask } from "@operon/protocol/periodic-task";
 
 /** How often the gateway's key last-used times go to the control plane. */
 const KEY_USAGE_INTERVAL_MS = 5_000;
@@ -23,7 +24,7 @@ export class ControlPlaneThread {
   private readonly waiters = new Map<FromControlPlane["type"], (message: FromControlPlane) => void>();
   private failure: Error | undefined;
   private exited = false;
-  private usageTimer: NodeJS.Timeout | undefined;
+  private usageTimer: PeriodicTask | undefined;
   private readonly exit: Promise<void>;
 
   private constructor(
@@ -36,7 +37,7 @@ export class ControlPlaneThread {
     this.exit = new Promise((resolve) =>
       this.worker.once("exit", () => {
         this.exited = true;
-        clearInterval(this.usageTimer);
+        void this.usageTimer?.stop();
         this.fail(new Error("the control plane's thread exited"));
         resolve();
       }),
@@ -69,8 +70,8 @@ export class ControlPlaneThread {
       const used = drainKeyUsage();
       if (used.size > 0 && !this.exited) this.send({ type: "key-usage", used: [...used] });
     };
-    this.usageTimer = setInterval(flush, KEY_USAGE_INTERVAL_MS);
-    this.usageTimer.unref();
+    this.usageTimer = new PeriodicTask(flush, { intervalMs: KEY_USAGE_INTERVAL_MS, onError: (error) => this.fail(new Error("sending key usage to the control plane failed", { cause: error })) });
+    this.usageTimer.start();
     this.flushUsage = flush;
     return { apiUrl: started.apiUrl, proxyToken: started.proxyToken, setupToken: started.setupToken };
   }
@@ -85,7 +86,7 @@ export class ControlPlaneThread {
   /** Stops the API (draining its requests) and the services, closes the database, ends the thread. Idempotent. */
   async stop(timeoutMs = 30_000): Promise<void> {
     if (this.exited) return;
-    clearInterval(this.usageTimer);
+    await this.usageTimer?.stop();
     this.flushUsage();
     this.send({ type: "stop" });
     const timer = setTimeout(() => void this.worker.terminate(), timeoutMs);

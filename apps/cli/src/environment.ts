@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { scrubEnvironmentBlock } from "./environment-block-scrub.js";
 
 /**
  * The environment variables the `operon` CLI reads, read here only and
@@ -17,6 +18,38 @@ const environmentSchema = z.object({
 
 export type OperonEnvironment = z.infer<typeof environmentSchema>;
 
-export function operonEnvironment(env: NodeJS.ProcessEnv = process.env): OperonEnvironment {
+/** The environment as the CLI first read it (see takeSecretsFromEnvironment). */
+let snapshot: OperonEnvironment | undefined;
+
+export function operonEnvironment(env?: NodeJS.ProcessEnv): OperonEnvironment {
+  if (env !== undefined) return parse(env);
+  snapshot ??= parse(process.env);
+  return snapshot;
+}
+
+function parse(env: NodeJS.ProcessEnv): OperonEnvironment {
   return environmentSchema.parse({ DATABASE_URL: env.DATABASE_URL, OPERON_ADMIN_PASSWORD: env.OPERON_ADMIN_PASSWORD });
 }
+
+/**
+ * Reads the secret variables once and removes them from process.env, so no
+ * process the CLI starts later (workers, the console) inherits them, and
+ * from the process's original environment block (/proc/<pid>/environ,
+ * which another process of the same account can read). Returns the names
+ * taken, and why the block could not be scrubbed, if it could not.
+ */
+export function takeSecretsFromEnvironment(): { taken: string[]; blockError?: string } {
+  operonEnvironment();
+  const taken = SECRET_VARIABLES.filter((name) => process.env[name] !== undefined);
+  for (const name of taken) delete process.env[name];
+  if (taken.length === 0) return { taken };
+  try {
+    scrubEnvironmentBlock(taken);
+    return { taken };
+  } catch (error) {
+    return { taken, blockError: (error as Error).message };
+  }
+}
+
+/** The variables of the schema above that hold secrets. */
+export const SECRET_VARIABLES = ["OPERON_ADMIN_PASSWORD", "DATABASE_URL"] as const;

@@ -6,6 +6,16 @@ import { keysCommand } from "./keys-command.js";
 import { migrateCommand } from "./migrate-command.js";
 import { perfCommand } from "./perf-command.js";
 import { serveCommand } from "./serve-command.js";
+import { redactOwnCommandLine } from "./command-line-redaction.js";
+import { takeSecretsFromEnvironment } from "./environment.js";
+
+// First of all: secrets leave the process's visible command line and its environment
+// (children, user code in workers among them, must not inherit or read them).
+redactOwnCommandLine();
+const secrets = takeSecretsFromEnvironment();
+if (secrets.blockError !== undefined) {
+  process.stderr.write(`warning: ${secrets.taken.join(", ")} stay readable in /proc/${process.pid}/environ: ${secrets.blockError}\n`);
+}
 
 /** The `operon` command line: one subcommand per process role. */
 const program = new Command("operon")

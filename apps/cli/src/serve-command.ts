@@ -13,6 +13,7 @@ import { controlPlaneDirs, makeInternalKey } from "./control-plane-runtime.js";
 import { databaseUrlOf } from "./database-flags.js";
 import { operonEnvironment } from "./environment.js";
 import { readSecretFile } from "./secret-file.js";
+import { resolveWorkerUser } from "./worker-user.js";
 import { serveFlagsSchema, type CacheConfig, type ServeFlags } from "./serve-flags.js";
 
 /**
@@ -85,6 +86,10 @@ export function serveCommand(): Command {
       parseBool,
       false,
     )
+    .option(
+      "--worker-user <name>",
+      "when the server runs as root: run backend worker processes (TypeScript models, process instances) as this unprivileged account, e.g. nobody, so that user code cannot read root's files (/etc/shadow, the database) or the server's memory",
+    )
     .option("--default-max-batch-size <n>", "max_batch_size given to models whose config leaves it unset and that can batch (Triton's backend-config default-max-batch-size)", parseNonNegativeInt, GATEWAY_DEFAULTS.defaultMaxBatchSize)
     // Operon's control plane and console (not tritonserver flags).
     .option("--control-plane [bool]", "run the control plane (database, API, API keys, console) beside the gateway; false = a plain Triton-style server", parseBool, true)
@@ -146,6 +151,17 @@ export function serveCommand(): Command {
 
 async function runServe(flags: ServeFlags): Promise<void> {
   const logger = createLogger({ verbose: flags.logVerbose });
+  let workerIdentity: ReturnType<typeof resolveWorkerUser> | undefined;
+  try {
+    workerIdentity = flags.workerUser !== undefined ? resolveWorkerUser(flags.workerUser) : undefined;
+  } catch (error) {
+    logger.fatal({ err: (error as Error).message }, "server failed to start");
+    process.exitCode = 1;
+    return;
+  }
+  if (workerIdentity === undefined && process.getuid?.() === 0) {
+    logger.warn("the server runs as root and so do its worker processes: user code (TypeScript models) can read every file of the host; pass --worker-user nobody (or another unprivileged account)");
+  }
   const withControlPlane = flags.controlPlane;
   const requireApiKey = flags.requireApiKey;
   const dataDir = flags.dataDir;
@@ -181,6 +197,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     resourceLimits: { maxInstancesPerModel: flags.maxInstancesPerModel, maxThreadsPerInstance: flags.maxThreadsPerInstance, maxInstancesPerHost: flags.maxInstances },
     cacheSizeBytes: flags.cacheConfig?.settings.size,
     workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),
+    ...(workerIdentity !== undefined ? { workerIdentity } : {}),
     backendIsolation: flags.backendIsolation,
     parkedModels: { mode: flags.parkedModelPolicy, waitMs: flags.parkedModelWaitMs, retryAfterSecs: DEFAULT_PARKED_MODEL_POLICY.retryAfterSecs },
     logger,

@@ -57,6 +57,7 @@ export const serveFlagsSchema = z.object({
   adminEmail: z.string().optional(),
   adminPassword: z.string().optional(),
   adminPasswordFile: z.string().optional(),
+  workerUser: z.string().min(1).optional(),
   requireApiKey: z.boolean(),
   anonymousModelControl: z.boolean(),
   secureCookies: z.boolean(),

@@ -17,6 +17,7 @@
 // the Execute call that produced it saw. The counter metric family
 // operon_identity_executed_requests{model=...} counts executed requests, and
 // request and batch statistics are reported for every Execute.
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -49,10 +50,17 @@ struct ModelState {
   TRITONSERVER_Metric* executed = nullptr;
 };
 
+// Decoupled senders: joined at finalize (their code lives in this library,
+// which is closed after it), and reaped when finished so the list does not
+// grow for the instance's lifetime.
+struct Sender {
+  std::thread thread;
+  std::shared_ptr<std::atomic<bool>> done;
+};
 struct InstanceState {
   ModelState* model;
   std::mutex mutex;
-  std::vector<std::thread> threads;  // decoupled senders, joined at finalize
+  std::vector<Sender> senders;
 };
 
 uint64_t NowNs() {
@@ -334,12 +342,12 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInsta
   void* p;
   RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceState(instance, &p));
   auto* state = static_cast<InstanceState*>(p);
-  std::vector<std::thread> threads;
+  std::vector<Sender> senders;
   {
     std::lock_guard<std::mutex> lock(state->mutex);
-    threads.swap(state->threads);
+    senders.swap(state->senders);
   }
-  for (auto& t : threads) t.join();
+  for (auto& s : senders) s.thread.join();
   delete state;
   return nullptr;
 }
@@ -383,8 +391,21 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
         ok = false;
       } else {
         std::lock_guard<std::mutex> lock(state->mutex);
-        state->threads.emplace_back(Repeat, factory, std::move(tensors), model->decoupled_repeat,
-                                    model->repeat_delay_ms, count);
+        for (auto it = state->senders.begin(); it != state->senders.end();) {
+          if (it->done->load()) {
+            it->thread.join();
+            it = state->senders.erase(it);
+          } else {
+            ++it;
+          }
+        }
+        auto done = std::make_shared<std::atomic<bool>>(false);
+        state->senders.push_back(Sender{std::thread([factory, tensors = std::move(tensors), repeat = model->decoupled_repeat,
+                                                     delay = model->repeat_delay_ms, count, done]() mutable {
+                                          Repeat(factory, std::move(tensors), repeat, delay, count);
+                                          done->store(true);
+                                        }),
+                                        done});
       }
     } else {
       TRITONBACKEND_Response* response;

@@ -13,6 +13,7 @@ import { TenantGroups } from "./services/tenants/tenant-groups.js";
 import { TenantUsageSampler } from "./services/tenants/tenant-usage-sampler.js";
 import { ResourceScheduler } from "./services/resource-scheduler/resource-scheduler.js";
 import { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
+import { noticeAccountLocked } from "./services/accounts/account-lock-notice.js";
 import { createModelServices } from "./services/models/model-services.js";
 import { ModelStore } from "./services/models/model-store.js";
 import { UploadSessions } from "./services/models/upload-sessions.js";
@@ -61,7 +62,7 @@ export class ControlPlane {
       logger: resolved.logger,
       sessions: new SessionStore(prisma),
       apiKeys,
-      loginLimiter: new LoginRateLimiter(resolved.loginRateLimits),
+      loginLimiter: new LoginRateLimiter(resolved.loginRateLimits, (lock) => void noticeAccountLocked(prisma, resolved.logger, lock)),
       gateway,
       operators: new OperatorRegistry(prisma, gateway, resolved.logger, onChange),
       perfRuns,

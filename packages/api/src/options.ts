@@ -30,7 +30,7 @@ export interface ControlPlaneOptions {
   usageRetentionDays?: number;
   /** Mark cookies Secure (set when the console is served over HTTPS). */
   secureCookies?: boolean;
-  loginRateLimits?: LoginRateLimits;
+  loginRateLimits?: Omit<LoginRateLimits, "perAccountAllAddresses"> & { perAccountAllAddresses?: number };
   logger?: Logger;
   /** The perf queue's headroom probe and clock (tests inject them); defaults: the gateway's statistics, real time. */
   perfRuns?: PerfRunsOptions;
@@ -64,7 +64,14 @@ const controlPlaneOptionsSchema = z.object({
   usageSampleIntervalSecs: count.default(CONTROL_PLANE_DEFAULTS.usageSampleIntervalSecs),
   usageRetentionDays: count.default(CONTROL_PLANE_DEFAULTS.usageRetentionDays),
   secureCookies: z.boolean().default(CONTROL_PLANE_DEFAULTS.secureCookies),
-  loginRateLimits: z.object({ perAccount: count, perAddress: count, windowSecs: z.number().positive() }).default(CONTROL_PLANE_DEFAULTS.loginRateLimits),
+  loginRateLimits: z
+    .object({
+      perAccount: count,
+      perAddress: count,
+      perAccountAllAddresses: count.default(DEFAULT_LOGIN_RATE_LIMITS.perAccountAllAddresses),
+      windowSecs: z.number().positive(),
+    })
+    .default(CONTROL_PLANE_DEFAULTS.loginRateLimits),
   logger: z.custom<Logger>((value) => isObject(value) && typeof value["info"] === "function").default(() => SILENT_LOGGER),
   perfRuns: z.custom<PerfRunsOptions>((value) => isObject(value), { error: "perf queue options (probe, gateClock, headroomRecheckMs)" }).optional(),
   resourceScheduler: z

@@ -103,6 +103,10 @@ const operonServerOptionsSchema = z.object({
     .optional(),
   /** Path of the worker process entry (packages/worker/dist/main.js); the thread entry is thread-main.js beside it. */
   workerEntry: z.string().min(1),
+  /** The account worker processes (user code) run as, when the server runs as root (--worker-user); default the server's own. */
+  workerIdentity: z
+    .object({ uid: z.number().int().min(0), gid: z.number().int().min(0), name: z.string().min(1), home: z.string().min(1) })
+    .optional(),
   logger: z.custom<Logger>((value) => isObject(value) && typeof value["info"] === "function", { error: "a logger (createLogger)" }),
   /**
    * API keys (the control plane's grants, kept current by the caller with

@@ -167,7 +167,7 @@ describe("POST /v2/operators/:operator/validate", () => {
   const validate = async (name: string, body: unknown) => {
     const res = await fetch(`${http}/v2/operators/${name}/validate`, { method: "POST", body: JSON.stringify(body) });
     expect(res.status).toBe(200);
-    return (await res.json()) as { valid: boolean; problems: string[] };
+    return (await res.json()) as { valid: boolean; problems: Array<{ code?: string; message: string }> };
   };
 
   it("finds a spec against served models valid, and registers nothing", async () => {
@@ -179,16 +179,16 @@ describe("POST /v2/operators/:operator/validate", () => {
   it("names a step's unknown model", async () => {
     const answer = await validate("summer", spec("no_such_model"));
     expect(answer.valid).toBe(false);
-    expect(answer.problems.join("\n")).toContain("no_such_model");
+    expect(answer.problems).toEqual([expect.objectContaining({ code: "unknown-model", message: expect.stringContaining("no_such_model") })]);
   });
 
   it("reports a malformed spec and a name taken by a repository model", async () => {
     const malformed = await validate("summer", { steps: "none" });
     expect(malformed.valid).toBe(false);
-    expect(malformed.problems[0]).toMatch(/^invalid operator spec 'summer': /);
+    expect(malformed.problems[0]!.message).toMatch(/^invalid operator spec 'summer': /);
     const taken = await validate("add_sub", spec("add_sub"));
     expect(taken.valid).toBe(false);
-    expect(taken.problems).toContain("'add_sub' is a model of the model repository; an operator needs a name of its own");
+    expect(taken.problems).toContainEqual({ message: "'add_sub' is a model of the model repository; an operator needs a name of its own" });
   });
 });
 

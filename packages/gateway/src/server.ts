@@ -66,7 +66,13 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
       ...(options.backendDirectory !== undefined ? { backendDirectory: resolve(options.backendDirectory) } : {}),
       backendConfig: options.backendConfig,
     },
-    instances: { workerEntry: options.workerEntry, defaultIsolation: options.backendIsolation, logger, metrics },
+    instances: {
+      workerEntry: options.workerEntry,
+      defaultIsolation: options.backendIsolation,
+      ...(options.workerIdentity !== undefined ? { workerIdentity: options.workerIdentity } : {}),
+      logger,
+      metrics,
+    },
     logger,
     metrics,
   });

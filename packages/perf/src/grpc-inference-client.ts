@@ -1,4 +1,3 @@
-import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import type { BatchStatistics, DurationStat, ModelMetadata, ModelStatistics, TensorMetadata } from "@operon/protocol/inference";
@@ -10,6 +9,7 @@ import {
   parseServerAddress,
 } from "./inference-client.js";
 import { PerfError } from "./perf-error.js";
+import { PROTO_DIR } from "@operon/protocol/proto-dir";
 
 /**
  * Loader options matching the server's (packages/gateway grpc-frontend):
@@ -20,9 +20,9 @@ const SERVICE = "inference.GRPCInferenceService";
 /** No message size limits: perf sends whatever tensors the model takes. */
 const CHANNEL_OPTIONS: grpc.ChannelOptions = { "grpc.max_receive_message_length": -1, "grpc.max_send_message_length": -1 };
 
-/** @operon/protocol's proto/ directory, both from src/ (tests) and dist/ (built). */
+/** @operon/protocol's proto/ directory. */
 export function defaultProtoDir(): string {
-  return fileURLToPath(new URL("../../protocol/proto", import.meta.url));
+  return PROTO_DIR;
 }
 
 type Method = grpc.MethodDefinition<object, unknown>;

@@ -1,7 +1,12 @@
+import { z } from "zod";
+
 /**
- * Operon's admin extension of the gateway's HTTP API (beyond KServe v2 and
- * Triton's extensions), shared by the gateway that serves it and the
- * control plane that reads it.
+ * The contract between the gateway and the control plane: Operon's admin
+ * extension of the gateway's HTTP API (beyond KServe v2 and Triton's
+ * extensions) and the parts of Triton's API the control plane reads. The
+ * gateway builds these shapes (types); the control plane parses every
+ * answer with the schemas (services/gateway/gateway-client.ts), so a
+ * drift between the two is a clear error, not an `undefined` deep inside.
  *
  * GET /v2/operon/workers → WorkersResponse: one entry per model instance
  * (a worker process), for the console's workers page and the usage sampler.
@@ -45,3 +50,73 @@ export interface WorkersResponse {
   /** The gateway process's own CPU seconds and resident memory. */
   gateway: { pid: number; cpuSeconds: number; rssBytes: number };
 }
+
+const workerInstanceSchema = z.looseObject({
+  model: z.string(),
+  version: z.string(),
+  instance: z.string(),
+  backend: z.string(),
+  kind: z.enum(["CPU", "GPU"]),
+  device: z.number().nullable(),
+  isolation: z.enum(["thread", "process"]),
+  tid: z.number().optional(),
+  pid: z.number().nullable(),
+  state: z.enum(["READY", "RESTARTING", "FAILED"]),
+  inFlight: z.number(),
+  restarts: z.number(),
+  startedAt: z.string().nullable(),
+  cpuSeconds: z.number().nullable(),
+  rssBytes: z.number().nullable(),
+});
+
+export const workersResponseSchema = z.object({
+  workers: z.array(workerInstanceSchema),
+  hostCpuCores: z.number(),
+  gateway: z.object({ pid: z.number(), cpuSeconds: z.number(), rssBytes: z.number() }),
+});
+
+/** GET /v2 (KServe v2 server metadata). */
+export const serverMetadataSchema = z.object({ name: z.string(), version: z.string(), extensions: z.array(z.string()) });
+export type ServerMetadataResponse = z.infer<typeof serverMetadataSchema>;
+
+/** POST /v2/repository/index (Triton's model repository extension). */
+export const repositoryIndexSchema = z.array(
+  z.object({ name: z.string(), version: z.string().optional(), state: z.string().optional(), reason: z.string().optional() }),
+);
+
+/** GET /v2/models[/<name>]/stats (Triton's statistics extension): the envelope and each entry's identity; the figures pass as sent. */
+export const modelStatisticsResponseSchema = z.object({
+  model_stats: z.array(z.looseObject({ name: z.string(), version: z.string(), inference_count: z.number(), execution_count: z.number() })),
+});
+
+/** POST /v2/operon/models/<name>/instances: the resource scheduler's lever. */
+export const scaleModelResponseSchema = z.object({ model: z.string(), from: z.number(), to: z.number() });
+export type ScaleModelResponse = z.infer<typeof scaleModelResponseSchema>;
+
+/** A served model's instances now and as its config asked at load (GET /v2/operon/scaling). */
+export const modelScalingSchema = z.object({ model: z.string(), instances: z.number(), configuredInstances: z.number(), queued: z.number() });
+export type ModelScaling = z.infer<typeof modelScalingSchema>;
+export const scalingStateSchema = z.object({ models: z.array(modelScalingSchema), parked: z.array(z.string()) });
+
+/** GET /v2/operon/parked: models the resource scheduler unloaded (they load again on demand). */
+export const parkedModelsSchema = z.object({ models: z.array(z.string()) });
+
+/** An operator as the gateway serves it (GET /v2/operators, POST /v2/operators/<name>). */
+export const gatewayOperatorSchema = z.object({
+  name: z.string(),
+  version: z.string(),
+  source: z.enum(["api", "repository"]),
+  spec: z.record(z.string(), z.unknown()),
+  /** Step models that cannot serve now (the operator is degraded while any is listed). */
+  unreadyModels: z.array(z.string()).optional(),
+});
+export type GatewayOperator = z.infer<typeof gatewayOperatorSchema>;
+export const operatorListSchema = z.object({ operators: z.array(gatewayOperatorSchema) });
+
+/** One problem in an operator spec; `path` names the field when the gateway knows it, `code` is stable for programs. */
+export const operatorProblemSchema = z.object({ code: z.string().optional(), path: z.string().optional(), message: z.string() });
+export type OperatorProblem = z.infer<typeof operatorProblemSchema>;
+
+/** POST /v2/operators/<name>/validate: problems are data; a spec refused outright answers 400 with `error`. */
+export const operatorValidationSchema = z.object({ valid: z.boolean(), problems: z.array(operatorProblemSchema) });
+export type OperatorValidation = z.infer<typeof operatorValidationSchema>;

@@ -337,7 +337,11 @@ OPERON_HOST_EXPORT OperonHostError* OperonHostInstanceCreate(
     OperonHostModel* model, const char* instance_name, uint32_t kind,
     int32_t device_id, const OperonHostCallbacks* callbacks,
     OperonHostInstance** instance);
-/* Calls TRITONBACKEND_ModelInstanceFinalize. No Execute may be running on it. */
+/* Calls TRITONBACKEND_ModelInstanceFinalize. No Execute may be running on it,
+ * and every request executed on it should have been released and have had
+ * its FINAL response: responses and response factories refer to their
+ * instance's callbacks (a well-behaved backend, e.g. operon_identity, waits
+ * in its finalize for the threads that still send). */
 OPERON_HOST_EXPORT OperonHostError* OperonHostInstanceDestroy(
     OperonHostInstance* instance);
 

@@ -47,7 +47,7 @@ describe.each(testDatabaseBackends())("config search router on $name", (backend)
   it("marks searches a crash left RUNNING as failed when the control plane starts again", async () => {
     const model = await db.prisma.model.create({ data: { name: "crashed-search" } });
     const orphan = await db.prisma.configSearch.create({
-      data: { modelId: model.id, modelName: model.name, objective: "MAX_THROUGHPUT", p99BudgetUs: 1000, plan: {}, baseConfig: {} },
+      data: { modelId: model.id, modelName: model.name, objective: "MAX_THROUGHPUT", p99BudgetUs: 1000, plan: {}, baseConfig: {}, createdById: h.users.ENGINEER.id },
     });
     const dir = mkdtempSync(join(tmpdir(), "operon-search-restart-"));
     const restarted = await ControlPlane.create({

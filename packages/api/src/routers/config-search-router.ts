@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { requireConfigSearchChanger, requireModelChanger } from "../services/ownership/ownership.js";
 import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
 
 /**
@@ -44,10 +45,17 @@ export const configSearchRouter = router({
           .optional(),
       }),
     )
-    .mutation(({ ctx, input }) => ctx.services.configSearches.start(ctx.actor, input)),
+    .mutation(async ({ ctx, input }) => {
+      // A search loads shadows of the model and may change its config: the model's owner's (or an admin's).
+      await requireModelChanger(ctx.services.prisma, ctx.user, input.model);
+      return ctx.services.configSearches.start(ctx.actor, input);
+    }),
 
   /** Stops the search; the candidates it measured are kept and the shadow model is unloaded. */
-  cancel: engineerProcedure.input(searchId).mutation(({ ctx, input }) => ctx.services.configSearches.cancel(ctx.actor, input.id, ctx.user.email)),
+  cancel: engineerProcedure.input(searchId).mutation(async ({ ctx, input }) => {
+    await requireConfigSearchChanger(ctx.services.prisma, ctx.user, input.id);
+    return ctx.services.configSearches.cancel(ctx.actor, input.id, ctx.user.email);
+  }),
 
   /** Searches newest first, without candidates. */
   list: viewerProcedure
@@ -60,5 +68,10 @@ export const configSearchRouter = router({
   /** Makes candidate `index` (default: the recommended one) the model's config, as a config edit does; audited with the search. */
   applyCandidate: engineerProcedure
     .input(searchId.extend({ index: z.number().int().min(0).max(1000).optional() }))
-    .mutation(({ ctx, input }) => ctx.services.configSearches.apply({ userId: ctx.user.id, actor: ctx.actor }, input.id, input.index)),
+    .mutation(async ({ ctx, input }) => {
+      await requireConfigSearchChanger(ctx.services.prisma, ctx.user, input.id);
+      const search = await ctx.services.prisma.configSearch.findUnique({ where: { id: input.id }, select: { modelName: true } });
+      if (search !== null) await requireModelChanger(ctx.services.prisma, ctx.user, search.modelName);
+      return ctx.services.configSearches.apply({ userId: ctx.user.id, actor: ctx.actor }, input.id, input.index);
+    }),
 });

@@ -1,7 +1,11 @@
 import { z } from "zod";
+import { requireModelChanger } from "../services/ownership/ownership.js";
 import { DATATYPES } from "@operon/protocol/datatypes";
+import { isShadowModelName, SHADOW_NAME_RESERVED } from "@operon/protocol/shadow-models";
 import type { ModelActor } from "../services/models/model-types.js";
 import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
+import { notFound } from "../app-error.js";
+import { MAX_MODEL_VERSION } from "../services/models/model-versions.js";
 
 /**
  * Models: viewers read (and try models through infer); engineers and admins
@@ -23,7 +27,8 @@ const newModelName = z
   .max(128, { error: "at most 128 characters" })
   .regex(/^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/, { error: "letters, digits, '_', '.' and '-' only, not starting with '.'" })
   // The console's page for uploading sits where this model's page would (/models/upload).
-  .refine((name) => name !== "upload", { error: "'upload' is the name of the console's upload page; choose another name" });
+  .refine((name) => name !== "upload", { error: "'upload' is the name of the console's upload page; choose another name" })
+  .refine((name) => !isShadowModelName(name), { error: SHADOW_NAME_RESERVED });
 
 /** Any model the gateway may list (repository models are named by their folders). */
 const modelName = z.string().min(1, { error: "required" }).max(255);
@@ -56,10 +61,19 @@ export const modelsRouter = router({
             .string()
             .regex(/^[0-9a-fA-F]{64}$/, { error: "must be 64 hex characters (the file's SHA-256)" })
             .transform((hex) => hex.toLowerCase()),
-          version: z.number().int().min(1).max(2_147_483_647).optional(),
+          version: z
+            .number()
+            .int({ error: "a whole number" })
+            .min(1, { error: "at least 1" })
+            .max(MAX_MODEL_VERSION, { error: `at most ${MAX_MODEL_VERSION} (2^31−1)` })
+            .optional(),
         }),
       )
-      .mutation(({ ctx, input }) => ctx.services.models.uploads.beginUpload(modelActor(ctx), input)),
+      .mutation(async ({ ctx, input }) => {
+        // A new version of an existing upload is a change to it: its owner's (or an admin's).
+        await requireModelChanger(ctx.services.prisma, ctx.user, input.name);
+        return ctx.services.models.uploads.beginUpload(modelActor(ctx), input);
+      }),
 
     /** Appends base64 `data` (at most chunkBytes decoded) at `offset`, which must equal the bytes received so far. */
     chunk: engineerProcedure
@@ -77,17 +91,30 @@ export const modelsRouter = router({
     abort: engineerProcedure.input(z.object({ uploadId })).mutation(({ ctx, input }) => ctx.services.models.uploads.abortUpload(modelActor(ctx), input.uploadId)),
   }),
 
-  load: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.lifecycle.load(modelActor(ctx), input.name)),
+  /** Load, unload, delete and config edits of an uploaded model: its owner or an admin (services/ownership). */
+  load: engineerProcedure.input(z.object({ name: modelName })).mutation(async ({ ctx, input }) => {
+    await requireModelChanger(ctx.services.prisma, ctx.user, input.name);
+    return ctx.services.models.lifecycle.load(modelActor(ctx), input.name);
+  }),
 
-  unload: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.lifecycle.unload(modelActor(ctx), input.name)),
+  unload: engineerProcedure.input(z.object({ name: modelName })).mutation(async ({ ctx, input }) => {
+    await requireModelChanger(ctx.services.prisma, ctx.user, input.name);
+    return ctx.services.models.lifecycle.unload(modelActor(ctx), input.name);
+  }),
 
   /** Uploaded models only: unloads, then removes the files and rows. */
-  delete: engineerProcedure.input(z.object({ name: modelName })).mutation(({ ctx, input }) => ctx.services.models.lifecycle.delete(modelActor(ctx), input.name)),
+  delete: engineerProcedure.input(z.object({ name: modelName })).mutation(async ({ ctx, input }) => {
+    await requireModelChanger(ctx.services.prisma, ctx.user, input.name);
+    return ctx.services.models.lifecycle.delete(modelActor(ctx), input.name);
+  }),
 
   /** Uploaded models only: validates, writes config.pbtxt, reloads; the previous config comes back if the gateway refuses. */
   updateConfig: engineerProcedure
     .input(z.object({ name: modelName, config: modelConfig }))
-    .mutation(({ ctx, input }) => ctx.services.models.configEdit.updateConfig(modelActor(ctx), input.name, input.config)),
+    .mutation(async ({ ctx, input }) => {
+      await requireModelChanger(ctx.services.prisma, ctx.user, input.name);
+      return ctx.services.models.configEdit.updateConfig(modelActor(ctx), input.name, input.config);
+    }),
 
   /** One KServe v2 JSON inference (the console's try-it panel); flat `data` in row-major order. */
   infer: viewerProcedure
@@ -109,5 +136,9 @@ export const modelsRouter = router({
         outputs: z.array(z.string().min(1)).max(64).optional(),
       }),
     )
-    .mutation(({ ctx, input }) => ctx.services.models.inferProxy.infer(input.name, input)),
+    .mutation(({ ctx, input }) => {
+      // The proxy calls the gateway with the control plane's own key, which shadow models answer: they are the search's alone.
+      if (isShadowModelName(input.name)) throw notFound(`model '${input.name}'`);
+      return ctx.services.models.inferProxy.infer(input.name, input);
+    }),
 });

@@ -243,7 +243,7 @@ describe.each(testDatabaseBackends())("operators router on $name", (backend) => 
     // A stored spec whose model is gone fails to register; the others still do.
     const broken = name("broken");
     const brokenSpec = JSON.parse(JSON.stringify({ ...withUnknownModel(), name: broken })) as Prisma.InputJsonObject;
-    await db.prisma.operator.create({ data: { name: broken, spec: brokenSpec, versions: { create: { version: 1, spec: brokenSpec } } } });
+    await db.prisma.operator.create({ data: { name: broken, spec: brokenSpec, ownerId: h.users.ENGINEER.id, versions: { create: { version: 1, spec: brokenSpec } } } });
     const result = await h.controlPlane.syncOperatorsToGateway();
     expect(result.registered).toContain(operator);
     expect(result.failures).toEqual([{ name: broken, message: expect.stringContaining("no_such_model") }]);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { requireOperatorChanger } from "../services/ownership/ownership.js";
 import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
 
 /**
@@ -59,9 +60,13 @@ export const operatorsRouter = router({
   /** Stores the spec as the next version and serves it. */
   update: engineerProcedure
     .input(z.object({ name: operatorName, description, spec }))
-    .mutation(({ ctx, input }) => ctx.services.operators.update(ctx.actor, input)),
+    .mutation(async ({ ctx, input }) => {
+      await requireOperatorChanger(ctx.services.prisma, ctx.user, input.name);
+      return ctx.services.operators.update(ctx.actor, input);
+    }),
 
   delete: engineerProcedure.input(z.object({ name: operatorName })).mutation(async ({ ctx, input }) => {
+    await requireOperatorChanger(ctx.services.prisma, ctx.user, input.name);
     await ctx.services.operators.delete(ctx.actor, input.name);
     return { ok: true as const };
   }),

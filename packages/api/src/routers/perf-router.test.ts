@@ -126,7 +126,8 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
   });
 
   it("cancels a running run, keeping the steps it completed", async () => {
-    const { id } = await h.as("ADMIN").perf.start({
+    // The engineer's own run: only its starter (or an admin) may cancel it.
+    const { id } = await h.as("ENGINEER").perf.start({
       target: { kind: "MODEL", name: "add_sub" },
       concurrency: { start: 1, end: 8, step: 1 },
       batchSize: 2,
@@ -184,7 +185,7 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
     });
     try {
       const row = await db.prisma.perfReport.findUniqueOrThrow({ where: { id: orphan.id } });
-      expect(row).toMatchObject({ status: "FAILED", error: "interrupted by a restart" });
+      expect(row).toMatchObject({ status: "FAILED", error: "interrupted by a restart (0 steps measured before it are kept)" });
       expect(row.finishedAt).not.toBeNull();
       expect(await h.as("VIEWER").perf.progress({ id: orphan.id })).toMatchObject({ status: "FAILED", completedSteps: 0, totalSteps: 3, percent: 0 });
     } finally {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { requirePerfRunChanger } from "../services/ownership/ownership.js";
 import { adminProcedure, engineerProcedure, router, viewerProcedure } from "../trpc.js";
 import { AUTO_PERF_LIMITS } from "../services/perf/auto-perf-settings.js";
 
@@ -51,7 +52,10 @@ export const perfRouter = router({
   progress: viewerProcedure.input(reportId).query(({ ctx, input }) => ctx.services.perfRuns.progress(input.id)),
 
   /** Cancels a queued run, or stops a running one (the steps it completed are kept); the report ends CANCELLED. */
-  cancel: engineerProcedure.input(reportId).mutation(({ ctx, input }) => ctx.services.perfRuns.cancel(ctx.actor, input.id, ctx.user.email)),
+  cancel: engineerProcedure.input(reportId).mutation(async ({ ctx, input }) => {
+    await requirePerfRunChanger(ctx.services.prisma, ctx.user, input.id);
+    return ctx.services.perfRuns.cancel(ctx.actor, input.id, ctx.user.email);
+  }),
 
   /** Reports newest first, without samples. */
   list: viewerProcedure
@@ -62,6 +66,7 @@ export const perfRouter = router({
   get: viewerProcedure.input(reportId).query(({ ctx, input }) => ctx.services.perfRuns.get(input.id)),
 
   delete: engineerProcedure.input(reportId).mutation(async ({ ctx, input }) => {
+    await requirePerfRunChanger(ctx.services.prisma, ctx.user, input.id);
     await ctx.services.perfRuns.delete(ctx.actor, input.id);
     return { ok: true as const };
   }),

@@ -62,7 +62,10 @@ describe.each(testDatabaseBackends())("tenants router on $name", (backend) => {
 
   it("rejects bad input with the problem named and stores nothing", async () => {
     const admin = h.as("ADMIN");
-    await expect(admin.tenants.create({ name: "zero", share: 0 })).rejects.toThrow(/must be more than 0/);
+    await expect(admin.tenants.create({ name: "zero", share: 0 })).rejects.toThrow(/at least 0.001/);
+    await expect(admin.tenants.create({ name: "tiny", share: 1e-300 })).rejects.toThrow(/at least 0.001/);
+    await expect(admin.tenants.create({ name: "huge", share: 1001 })).rejects.toThrow(/at most 1000/);
+    await expect(admin.tenants.create({ name: "inf", share: Number.POSITIVE_INFINITY })).rejects.toThrow(/share/);
     await expect(admin.tenants.create({ name: "nan", share: Number.NaN })).rejects.toThrow(/share/);
     await expect(admin.tenants.create({ name: " ", share: 1 })).rejects.toThrow(/required/);
     await expect(admin.tenants.create({ name: "p", share: 1, policy: "DROP" as never })).rejects.toThrow(/QUEUE .* or REFUSE/);

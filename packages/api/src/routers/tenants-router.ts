@@ -8,14 +8,19 @@ import { adminProcedure, router } from "../trpc.js";
  */
 const MAX_RANGE_MS = 31 * 86_400_000;
 
+/** The shares a tenant may have (README "Tenant traffic shares"). */
+export const TENANT_SHARE_RANGE = { min: 0.001, max: 1000 } as const;
+
 const fields = {
   name: z.string().trim().min(1, { error: "required" }).max(100, { error: "at most 100 characters" }),
   description: z.string().trim().max(500, { error: "at most 500 characters" }),
+  // A weight: 0.001 to 1000 keeps any two tenants within a ratio of 10^6. A share of 1e-300 gave its
+  // lane virtual tags so large that, after it stopped, the other tenants starved behind its arithmetic.
   share: z
     .number({ error: "a number" })
     .finite({ error: "a finite number" })
-    .gt(0, { error: "must be more than 0" })
-    .max(1_000_000, { error: "at most 1000000" }),
+    .min(TENANT_SHARE_RANGE.min, { error: `at least ${TENANT_SHARE_RANGE.min}` })
+    .max(TENANT_SHARE_RANGE.max, { error: `at most ${TENANT_SHARE_RANGE.max}` }),
   policy: z.enum(["QUEUE", "REFUSE"], { error: "QUEUE (wait at a lower priority) or REFUSE (429 with Retry-After)" }),
 };
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { TenantGrant } from "@operon/protocol/api-keys";
 import { OperonError } from "@operon/protocol/errors";
-import { TenantShares, slotsOf, type GatedModel, type MeasuredResult } from "./tenant-shares.js";
+import { TenantShares, anonymousSpecAmong, slotsOf, type GatedModel, type MeasuredResult } from "./tenant-shares.js";
 
 /**
  * A simulated model behind the gate: one instance that executes one request
@@ -97,7 +97,8 @@ describe("TenantShares", () => {
     shares.configure([tenant("a", 2), tenant("b", 1)]);
     expect(shares.shares().map((spec) => spec.id).sort()).toEqual(["a", "anonymous", "b"]);
     shares.configure([tenant("b", 3, "refuse")]);
-    expect(shares.shares().sort((x, y) => x.id.localeCompare(y.id))).toEqual([tenant("anonymous", 1), tenant("b", 3, "refuse")]);
+    // Requests without a key count as the least-favoured tenant (anonymousSpecAmong): b's policy, a share of at most 1.
+    expect(shares.shares().sort((x, y) => x.id.localeCompare(y.id))).toEqual([tenant("anonymous", 1, "refuse"), tenant("b", 3, "refuse")]);
     const done = { timing: { computeInferNs: 2e6 }, executedBatchSize: 1 };
     const model: GatedModel = { model: "m", config: {}, instances: { execute: async () => done } };
     await shares.execute(model, "a", { batchSize: 1 });
@@ -106,6 +107,13 @@ describe("TenantShares", () => {
       ["anonymous", 1],
       ["b", 1],
     ]);
+  });
+
+  it("gives requests without a key the share and policy of the least-favoured tenant, never more than share 1", () => {
+    expect(anonymousSpecAmong([tenant("gold", 4), tenant("tiny", 0.25, "refuse"), tenant("user:x", 1)])).toEqual(tenant("anonymous", 0.25, "refuse"));
+    expect(anonymousSpecAmong([tenant("gold", 4)])).toEqual(tenant("anonymous", 1));
+    expect(anonymousSpecAmong([tenant("a", 0.5), tenant("b", 0.5, "refuse")])).toEqual(tenant("anonymous", 0.5, "refuse"));
+    expect(anonymousSpecAmong([])).toEqual(tenant("anonymous", 1));
   });
 
   it("sizes a model's slots from its instances and max batch size", () => {

@@ -100,6 +100,8 @@ interface Waiting {
   start: number;
   cost: number;
   request: GatedRequest;
+  /** How the request runs in its turn; undefined = model.instances.execute. */
+  run: ((request: GatedRequest) => Promise<MeasuredResult>) | undefined;
   resolve: (result: MeasuredResult) => void;
   reject: (error: unknown) => void;
 }
@@ -172,7 +174,7 @@ export class TenantShares {
         existing.configured = true;
       } else this.tenants.set(spec.id, { spec: { ...spec }, configured: true, units: 0, requests: 0, refused: 0 });
     }
-    if (!specs.some((spec) => spec.id === ANONYMOUS_TENANT.id)) this.anonymous.spec = ANONYMOUS_TENANT;
+    if (!specs.some((spec) => spec.id === ANONYMOUS_TENANT.id)) this.anonymous.spec = anonymousSpecAmong(specs);
     this.enabled = specs.length > 0;
   }
 
@@ -182,8 +184,16 @@ export class TenantShares {
    * hands it to model.instances.execute in its turn; the result or error
    * comes back unchanged. Throws RESOURCE_EXHAUSTED (refuse policy, over share),
    * UNAVAILABLE (too many waiting) or CANCELLED (aborted while waiting).
+   * `run`: how the request runs in its turn when not by
+   * model.instances.execute (a decoupled model's request streams through
+   * executeStream); it counts against the share all the same.
    */
-  execute<Q extends GatedRequest, R extends MeasuredResult>(model: GatedModel<Q, R>, tenantId: string | undefined, request: Q): Promise<R> {
+  execute<Q extends GatedRequest, R extends MeasuredResult>(
+    model: GatedModel<Q, R>,
+    tenantId: string | undefined,
+    request: Q,
+    run?: (request: Q) => Promise<R>,
+  ): Promise<R> {
     let gate = this.gates.get(model as GatedModel);
     if (gate === undefined) {
       gate = new ModelGate(model as GatedModel, this.now());
@@ -201,7 +211,7 @@ export class TenantShares {
     if (gate.waiting === 0 && gate.inFlight < gate.slots) {
       lane.finishTag = start + cost / tenant.spec.share;
       gate.virtualTime = start;
-      return this.runNow(gate, lane, cost, request) as Promise<R>;
+      return this.runNow(gate, lane, cost, request, run as Waiting["run"]) as Promise<R>;
     }
     if (tenant.spec.policy === "refuse") {
       const allowance = this.allowanceOf(gate, lane);
@@ -220,7 +230,7 @@ export class TenantShares {
     }
     lane.finishTag = start + cost / tenant.spec.share;
     return new Promise<R>((resolve, reject) => {
-      lane.queue.push({ start, cost, request, resolve: resolve as (result: MeasuredResult) => void, reject });
+      lane.queue.push({ start, cost, request, run: run as Waiting["run"], resolve: resolve as (result: MeasuredResult) => void, reject });
       lane.queuedUnits += cost;
       gate.waiting += 1;
     });
@@ -245,11 +255,11 @@ export class TenantShares {
   }
 
 
-  private async runNow(gate: ModelGate, lane: Lane, cost: number, request: GatedRequest): Promise<MeasuredResult> {
+  private async runNow(gate: ModelGate, lane: Lane, cost: number, request: GatedRequest, run: Waiting["run"]): Promise<MeasuredResult> {
     gate.inFlight += 1;
     lane.inFlight += 1;
     try {
-      const result = await gate.model.instances.execute(request);
+      const result = await (run !== undefined ? run(request) : gate.model.instances.execute(request));
       this.measure(gate, result);
       lane.tenant.units += cost;
       lane.tenant.requests += 1;
@@ -284,7 +294,7 @@ export class TenantShares {
         continue;
       }
       if (waiting.start > gate.virtualTime) gate.virtualTime = waiting.start;
-      this.runNow(gate, next, waiting.cost, waiting.request).then(waiting.resolve, waiting.reject);
+      this.runNow(gate, next, waiting.cost, waiting.request, waiting.run).then(waiting.resolve, waiting.reject);
     }
   }
 
@@ -328,4 +338,21 @@ export class TenantShares {
 export function slotsOf(model: GatedModel): number {
   const instances = (model.config.instance_group ?? []).reduce((sum, group) => sum + Math.max(1, group.count ?? 1), 0) || 1;
   return 2 * instances * Math.max(1, model.config.max_batch_size ?? 0);
+}
+
+/**
+ * The anonymous tenant while shares are on: requests without a key get no
+ * more than the least-favoured configured tenant, its share (at most
+ * ANONYMOUS_TENANT's 1) and its policy (refuse before queue at equal
+ * shares). Otherwise a refuse-policy tenant's members would step around
+ * their share by sending no key at all.
+ */
+export function anonymousSpecAmong(specs: readonly TenantGrant[]): TenantGrant {
+  let least: TenantGrant | undefined;
+  for (const spec of specs) {
+    if (spec.id === ANONYMOUS_TENANT.id) continue;
+    if (least === undefined || spec.share < least.share || (spec.share === least.share && spec.policy === "refuse")) least = spec;
+  }
+  if (least === undefined) return ANONYMOUS_TENANT;
+  return { id: ANONYMOUS_TENANT.id, share: Math.min(ANONYMOUS_TENANT.share, least.share), policy: least.policy };
 }

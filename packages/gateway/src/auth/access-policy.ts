@@ -37,6 +37,8 @@ export interface Principal {
   label: string;
   /** The key's tenant (traffic shares); undefined while no tenant shares are configured. */
   tenantId?: string;
+  /** The control plane's own key (config-search shadow models are served to it alone). */
+  internal?: boolean;
 }
 
 export interface GatewayAccessPolicyOptions {
@@ -144,7 +146,13 @@ export class GatewayAccessPolicy {
     checkScope(grant, need);
     const prefix = apiKeyPrefixOf(token);
     const label = prefix !== undefined ? `opk_${prefix}…` : `id ${grant.id}`;
-    return grant.tenant !== undefined ? { keyId: grant.id, priorityLevel: grant.priorityLevel, label, tenantId: grant.tenant.id } : { keyId: grant.id, priorityLevel: grant.priorityLevel, label };
+    return {
+      keyId: grant.id,
+      priorityLevel: grant.priorityLevel,
+      label,
+      ...(grant.tenant !== undefined ? { tenantId: grant.tenant.id } : {}),
+      ...(grant.internal === true ? { internal: true } : {}),
+    };
   }
 
   /**

@@ -8,7 +8,7 @@ import type {
   RepositoryIndexEntry,
   ServerMetadata,
 } from "@operon/protocol/inference";
-import type { WorkersResponse } from "@operon/protocol/admin";
+import type { OperatorValidation, WorkersResponse } from "@operon/protocol/admin";
 import type { OperonError } from "@operon/protocol/errors";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 
@@ -27,6 +27,13 @@ export interface OperatorInfo {
  * never reach into the engine's classes. Every method throws OperonError
  * (from @operon/protocol/errors) with a kind the frontend maps to its status.
  */
+/**
+ * Gets each response of an inferStream request. `decoupled`: the model is
+ * decoupled (its responses are a stream: Triton marks each with
+ * triton_final_response), else this is its one response.
+ */
+export type StreamResponseHandler = (response: InferResponse | OperonError, final: boolean, decoupled: boolean) => void;
+
 export interface InferenceEngine {
   serverMetadata(): ServerMetadata;
   isLive(): boolean;
@@ -56,9 +63,15 @@ export interface InferenceEngine {
    * final CANCELLED error at once and nothing after it: the model cannot be
    * interrupted and runs on, its later responses dropped.
    */
-  inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean) => void): Promise<void>;
+  inferStream(request: InferRequest, onResponse: StreamResponseHandler): Promise<void>;
   /** True when the model (version) is served and decoupled; false (never throws) otherwise. */
   isDecoupled(name: string, version?: string): boolean;
+  /**
+   * Resolves once the model (version) is served, loading it again when the
+   * resource scheduler parked it; rejects as a request to it would. For a
+   * frontend that reads a model's metadata to build its request (generate).
+   */
+  whenServed(name: string, version?: string): Promise<void>;
   /** Reads the repositories, so it is async (models never loaded are listed too). */
   repositoryIndex(options: { ready?: boolean }): Promise<RepositoryIndexEntry[]>;
   /** Throws UNSUPPORTED when the model control mode is not explicit. */
@@ -101,8 +114,5 @@ export interface InferenceEngine {
   workers(): Promise<WorkersResponse>;
 }
 
-/** POST /v2/operators/:operator/validate answers this. */
-export interface OperatorValidation {
-  valid: boolean;
-  problems: string[];
-}
+/** POST /v2/operators/:operator/validate answers this (the admin contract's shape). */
+export type { OperatorValidation };

@@ -12,16 +12,16 @@ import type {
   ServerMetadata,
 } from "@operon/protocol/inference";
 import type { Parameters, Tensor } from "@operon/protocol/tensor";
-import type { InferenceEngine, OperatorInfo, OperatorValidation } from "./engine-api.js";
+import type { InferenceEngine, OperatorInfo, OperatorValidation, StreamResponseHandler } from "./engine-api.js";
 import type { TenantShares } from "../admission/tenant-shares.js";
 import type { FailureReason, GatewayMetrics } from "../observability/metrics.js";
 import type { ModelManager, ServedVersion } from "../repository/model-manager.js";
 import { readProcessUsage, readThreadUsage } from "../observability/process-usage.js";
-import { resolveReshape, validateInferRequest } from "./request-validation.js";
+import { resolveReshape, validateInferRequest } from "../signature/model-signature.js";
 import { responseCacheKey, type ResponseCache } from "./response-cache.js";
 import type { RequestContext, ScheduledResult, StreamedResponse } from "../scheduling/request-scheduler.js";
 import { priorityLevelOf, queueTimeoutNsOf } from "../scheduling/scheduler-policy.js";
-import type { RunnerRequest } from "./version-runner.js";
+import type { RunnerRequest } from "../scheduling/version-runner.js";
 import type { BlsRequest } from "../instances/worker-process.js";
 
 /** The request parameter that carries a request's BLS depth (0 or absent: a client's request). */
@@ -146,6 +146,38 @@ export class Engine implements InferenceEngine {
   }
 
   async infer(request: InferRequest): Promise<InferResponse> {
+    const prepared = await this.prepare(request, "one response");
+    return this.runForOneResponse(request, prepared);
+  }
+
+  async inferStream(request: InferRequest, onResponse: StreamResponseHandler): Promise<void> {
+    const prepared = await this.prepare(request, "any");
+    if (!isDecoupledConfig(prepared.served)) {
+      onResponse(await this.runForOneResponse(request, prepared), true, false);
+      return;
+    }
+    return this.runStreaming(request, prepared, (response, final) => onResponse(response, final, true));
+  }
+
+  async whenServed(name: string, version?: string): Promise<void> {
+    try {
+      this.manager.resolve(name, version);
+    } catch (error) {
+      await this.manager.resolveAfterLoad(error, name, version);
+    }
+  }
+
+  /**
+   * The one preparation every request gets, whichever entry it came by
+   * (unary, stream, operator step, BLS call), as Triton's core has one
+   * Model::Enqueue: resolve the model version (loading a model the resource
+   * scheduler parked), refuse a decoupled model where one response is
+   * expected, and validate the request against the version's signature. A
+   * request that fails validation counts as a failure of the version. The
+   * key and its access were checked by the frontend; the tenant gate is
+   * applied in dispatch().
+   */
+  private async prepare(request: InferRequest, responses: "one response" | "any"): Promise<PreparedRequest> {
     const started = process.hrtime.bigint();
     let served: ServedVersion;
     try {
@@ -154,22 +186,47 @@ export class Engine implements InferenceEngine {
       // Only a failed lookup gets here: a model the resource scheduler unloaded loads again (parked-models.ts).
       served = await this.manager.resolveAfterLoad(error, request.modelName, request.modelVersion);
     }
-    if (isDecoupledConfig(served)) {
+    if (responses === "one response" && isDecoupledConfig(served)) {
       // Triton's answer too: a decoupled model's responses cannot fit one reply.
       throw new OperonError(
         "UNSUPPORTED",
         `model '${request.modelName}' is decoupled: use ModelStreamInfer (gRPC) or generate_stream / infer_stream (HTTP)`,
       );
     }
+    try {
+      return { served, scheduled: scheduledRequestOf(served, request), started };
+    } catch (error) {
+      served.stats.recordFailure(elapsedNs(started), "OTHER");
+      throw error;
+    }
+  }
+
+  /**
+   * Hands a prepared request to its version's runner: through the tenant
+   * gate while tenant shares are on (operators are not gated themselves:
+   * their steps are), else straight to the runner. `onStreamed` given: a
+   * decoupled model's responses go there, one final among them.
+   */
+  private dispatch(
+    request: InferRequest,
+    { served, scheduled }: PreparedRequest,
+    onStreamed?: (response: StreamedResponse) => void,
+  ): Promise<ScheduledResult> {
+    const shares = this.info.tenantShares;
+    const gated = shares !== undefined && shares.enabled && served.operator === undefined;
+    if (onStreamed === undefined) return gated ? shares.execute(served, request.tenantId, scheduled) : served.instances.execute(scheduled);
+    const executeStream = served.instances.executeStream?.bind(served.instances);
+    if (executeStream === undefined) {
+      throw new OperonError("UNSUPPORTED", `model '${request.modelName}' version ${served.version} cannot stream responses`);
+    }
+    return gated ? shares.execute(served, request.tenantId, scheduled, (admitted) => executeStream(admitted, onStreamed)) : executeStream(scheduled, onStreamed);
+  }
+
+  /** A request answered with one response: from the response cache when it may, else run. */
+  private async runForOneResponse(request: InferRequest, prepared: PreparedRequest): Promise<InferResponse> {
+    const { served, scheduled, started } = prepared;
     this.inFlight += 1;
     try {
-      let scheduled;
-      try {
-        scheduled = scheduledRequestOf(served, request);
-      } catch (error) {
-        served.stats.recordFailure(elapsedNs(started), "OTHER");
-        throw error;
-      }
       // Response cache (Triton): a hit answers without scheduling; a miss runs and inserts the response.
       const cache = this.responseCacheFor(served);
       let cacheKey: string | undefined;
@@ -190,17 +247,11 @@ export class Engine implements InferenceEngine {
           const requestNs = elapsedNs(started);
           served.stats.recordCachedSuccess(requestNs);
           this.info.metrics?.observeLatency(served, { requestNs, queueNs: 0 });
-          const response: InferResponse = { modelName: request.modelName, modelVersion: served.version, outputs: hit.outputs };
-          if (request.id !== undefined && request.id !== "") response.id = request.id;
-          return response;
+          return responseOf(request, served, hit.outputs);
         }
       }
       try {
-        const shares = this.info.tenantShares;
-        const result =
-          shares === undefined || !shares.enabled || served.operator !== undefined
-            ? await served.instances.execute(scheduled)
-            : await shares.execute(served, request.tenantId, scheduled);
+        const result = await this.dispatch(request, prepared);
         const outputs = restoreOutputShapes(served, result.outputs, scheduled.outputNames);
         if (cache !== undefined && cacheKey !== undefined) {
           const insertStarted = process.hrtime.bigint();
@@ -209,8 +260,7 @@ export class Engine implements InferenceEngine {
           cacheKey = undefined;
         }
         this.recordSuccess(served, elapsedNs(started), result, scheduled.batchSize);
-        const response: InferResponse = { modelName: request.modelName, modelVersion: served.version, outputs };
-        if (request.id !== undefined && request.id !== "") response.id = request.id;
+        const response = responseOf(request, served, outputs);
         if (result.parameters !== undefined) response.parameters = result.parameters;
         return response;
       } catch (error) {
@@ -224,25 +274,13 @@ export class Engine implements InferenceEngine {
     }
   }
 
-  async inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean) => void): Promise<void> {
-    const served = this.manager.resolve(request.modelName, request.modelVersion);
-    if (!isDecoupledConfig(served)) {
-      const response = await this.infer(request);
-      onResponse(response, true);
-      return;
-    }
-    const executeStream = served.instances.executeStream?.bind(served.instances);
-    if (executeStream === undefined) {
-      throw new OperonError("UNSUPPORTED", `model '${request.modelName}' version ${served.version} cannot stream responses`);
-    }
-    const started = process.hrtime.bigint();
-    let scheduled: RunnerRequest;
-    try {
-      scheduled = scheduledRequestOf(served, request);
-    } catch (error) {
-      served.stats.recordFailure(elapsedNs(started), "OTHER");
-      throw error;
-    }
+  /** A decoupled model's request: every response to onResponse, in order, exactly one final; statistics per response and per request. */
+  private runStreaming(
+    request: InferRequest,
+    prepared: PreparedRequest,
+    onResponse: (response: InferResponse | OperonError, final: boolean) => void,
+  ): Promise<void> {
+    const { served, scheduled, started } = prepared;
     const { signal } = request;
     this.inFlight += 1;
     return new Promise<void>((resolve, reject) => {
@@ -275,17 +313,11 @@ export class Engine implements InferenceEngine {
           return;
         }
         served.stats.recordResponse(index, ns, streamed.final && streamed.outputs.length === 0 ? "empty" : "success");
-        const response: InferResponse = {
-          modelName: request.modelName,
-          modelVersion: served.version,
-          outputs: restoreOutputShapes(served, streamed.outputs, scheduled.outputNames),
-        };
-        if (request.id !== undefined && request.id !== "") response.id = request.id;
-        deliver(response, streamed.final);
+        deliver(responseOf(request, served, restoreOutputShapes(served, streamed.outputs, scheduled.outputNames)), streamed.final);
       };
       const queued = (() => {
         try {
-          return executeStream(scheduled, onStreamed);
+          return this.dispatch(request, prepared, onStreamed);
         } catch (error) {
           return Promise.reject(asOperonError(error));
         }
@@ -448,6 +480,20 @@ export class Engine implements InferenceEngine {
       gateway: { pid: process.pid, cpuSeconds: (cpu.user + cpu.system) / 1e6, rssBytes: process.memoryUsage().rss },
     };
   }
+}
+
+/** A request after the engine's one preparation step: its version, what its runner schedules, when it arrived. */
+interface PreparedRequest {
+  served: ServedVersion;
+  scheduled: RunnerRequest;
+  started: bigint;
+}
+
+/** The response to `request` from `served` with these outputs (the client's id echoed). */
+function responseOf(request: InferRequest, served: ServedVersion, outputs: Tensor[]): InferResponse {
+  const response: InferResponse = { modelName: request.modelName, modelVersion: served.version, outputs };
+  if (request.id !== undefined && request.id !== "") response.id = request.id;
+  return response;
 }
 
 function isDecoupledConfig(served: ServedVersion): boolean {

@@ -1,3 +1,4 @@
+import type { WorkerIdentity } from "./worker-environment.js";
 import type { WorkerInstanceInfo } from "@operon/protocol/admin";
 import { OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
@@ -67,6 +68,8 @@ export interface ModelInstancesOptions {
    * "thread" | "process"); default "thread". User code always runs in processes.
    */
   defaultIsolation?: InstanceIsolation;
+  /** The account worker processes run as (--worker-user); default the server's own. */
+  workerIdentity?: WorkerIdentity;
   logger: Logger;
   metrics: GatewayMetrics;
   /**
@@ -147,6 +150,7 @@ export async function launchInstance(
       : await WorkerProcess.spawn({
           entry: options.workerEntry,
           instanceName,
+          ...(options.workerIdentity !== undefined ? { identity: options.workerIdentity } : {}),
           onLog: (line) => relayWorkerLog(options.logger, instanceName, line),
         });
   try {

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { chownSync } from "node:fs";
 import { EventEmitter } from "node:events";
 import type net from "node:net";
 import { createInterface } from "node:readline";
@@ -18,6 +19,7 @@ import type {
 } from "./backend-instance.js";
 import type { CancelSignal } from "@operon/protocol/inference";
 import { type SharedSegment, createSegment, dropSegment, unlinkSegment } from "./shm-segment.js";
+import { type WorkerIdentity, workerEnvironment } from "./worker-environment.js";
 import {
   type BlsRequestMessage,
   type DecodedFrame,
@@ -47,8 +49,13 @@ export interface WorkerSpawnOptions {
   /** Path of the worker entry (packages/worker/dist/main.js). */
   entry: string;
   instanceName: string;
-  /** Environment of the worker; default process.env. OPERON_WORKER_INSTANCE is added. */
+  /**
+   * Environment of the worker; default workerEnvironment(process.env): an
+   * allow-list, never the server's secrets. OPERON_WORKER_INSTANCE is added.
+   */
   env?: NodeJS.ProcessEnv;
+  /** Run the worker as this account (the server runs as root and was given --worker-user); default the server's own. */
+  identity?: WorkerIdentity;
   /** Receives each stderr line of the worker (JSON log lines, or native libraries' text). Default: forward to process.stderr. */
   onLog?: (line: string) => void;
   /** How long the worker may take to open its channel; default 30 s. */
@@ -210,16 +217,23 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     const transport = options.transport ?? "auto";
     const onLog = options.onLog ?? ((line: string) => void process.stderr.write(`${line}\n`));
     const shm = transport === "socket" ? undefined : createSegment(options, onLog);
-    const env: NodeJS.ProcessEnv = { ...(options.env ?? process.env), OPERON_WORKER_INSTANCE: options.instanceName };
+    const env: NodeJS.ProcessEnv = { ...(options.env ?? workerEnvironment(process.env, options.identity)), OPERON_WORKER_INSTANCE: options.instanceName };
     delete env[WORKER_SHM_NAME_ENV];
     delete env[WORKER_SHM_BYTES_ENV];
     if (shm !== undefined) {
       env[WORKER_SHM_NAME_ENV] = shm.name;
       env[WORKER_SHM_BYTES_ENV] = String(shm.buffer.byteLength);
     }
+    const identity = options.identity;
+    // The segment is created 0600 by the server: a worker of another account may open it only once it owns it.
+    if (identity !== undefined && shm !== undefined) chownSegment(shm, identity, onLog);
     let child: ChildProcess;
     try {
-      child = spawn(process.execPath, [options.entry], { stdio: ["ignore", "inherit", "pipe", "pipe"], env });
+      child = spawn(process.execPath, [options.entry], {
+        stdio: ["ignore", "inherit", "pipe", "pipe"],
+        env,
+        ...(identity !== undefined ? { uid: identity.uid, gid: identity.gid } : {}),
+      });
     } catch (error) {
       dropSegment(shm);
       throw error;
@@ -758,3 +772,13 @@ function executeMessage(outputNames: string[] | undefined, options: ExecuteReque
 
 // The instance contract's types, where callers of WorkerProcess have always found them.
 export type { BlsRequest, BlsRequestHandler, ExecuteRequestOptions, StreamRequestOptions, StreamResponse, WorkerExecuteResult, WorkerExitInfo, WorkerLoadResult, WorkerLoadSpec };
+
+/** Hands a worker's shared-memory segment to the account it runs as (Linux names segments under /dev/shm). */
+function chownSegment(shm: SharedSegment, identity: WorkerIdentity, onLog: (line: string) => void): void {
+  try {
+    chownSync(`/dev/shm${shm.name}`, identity.uid, identity.gid);
+  } catch (error) {
+    // The worker then cannot map it and falls back to the socket transport ("auto").
+    onLog(`cannot hand the shared-memory segment to ${identity.name}: ${(error as Error).message}`);
+  }
+}

@@ -1,6 +1,7 @@
 import { cpus, freemem, totalmem } from "node:os";
 import { Counter, Gauge, Registry, Summary, collectDefaultMetrics } from "prom-client";
 import { LatencyReservoir, type LatencySeries } from "./latency-reservoir.js";
+import { PeriodicTask } from "@operon/protocol/periodic-task";
 import { mergeBackendMetrics } from "./backend-metrics-text.js";
 
 /**
@@ -131,7 +132,7 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
   private lastCpuTimes = readCpuTimes();
-  private readonly cpuTimer: NodeJS.Timeout;
+  private readonly cpuTimer: PeriodicTask;
   /** Undefined when latency summaries are off. */
   private readonly summaries:
     | { request: Summary<"model" | "version">; queue: Summary<"model" | "version">; computeInfer: Summary<"model" | "version"> }
@@ -148,8 +149,8 @@ export class GatewayMetrics {
           };
     collectDefaultMetrics({ register: this.registry, prefix: "operon_gateway_" });
     this.sampleCpu();
-    this.cpuTimer = setInterval(() => this.sampleCpu(), options.cpuIntervalMs ?? 2000);
-    this.cpuTimer.unref();
+    this.cpuTimer = new PeriodicTask(() => this.sampleCpu(), { intervalMs: options.cpuIntervalMs ?? 2000, onError: () => undefined });
+    this.cpuTimer.start();
   }
 
   /** Reports the response cache's size through operon_cache_bytes / operon_cache_entries. */
@@ -225,7 +226,7 @@ export class GatewayMetrics {
   }
 
   stop(): void {
-    clearInterval(this.cpuTimer);
+    void this.cpuTimer.stop();
   }
 
   /** The per-request counters of a model version, exported at 0 from load on and dropped on unload. */

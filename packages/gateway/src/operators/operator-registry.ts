@@ -1,12 +1,13 @@
 import { OperonError, asOperonError } from "@operon/protocol/errors";
 import type { GatewayMetrics } from "../observability/metrics.js";
-import type { ServedModelSignature } from "../engine/request-validation.js";
-import type { OperatorHooks } from "../repository/model-loader.js";
+import type { ServedModelSignature } from "../signature/model-signature.js";
+import type { OperatorHooks } from "./operator-validation.js";
 import type { RunModel } from "./dag-executor.js";
 import { OperatorRunner } from "./operator-runner.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 import { parseOperatorSpec } from "@operon/operator-spec/parse-operator-spec";
 import { validateOperator } from "./operator-validation.js";
+import type { OperatorProblem } from "@operon/protocol/admin";
 
 /**
  * The operator registry: operators registered through /v2/operators and the
@@ -108,14 +109,15 @@ export class OperatorRegistry {
    * (control mode, spec shape, name, steps against the served models, calls
    * to itself); empty = it would register. Changes nothing.
    */
-  async problems(raw: unknown): Promise<string[]> {
-    const problems: string[] = [];
+  async problems(raw: unknown): Promise<OperatorProblem[]> {
+    const problems: OperatorProblem[] = [];
     const attempt = async (check: () => unknown): Promise<boolean> => {
       try {
         await check();
         return true;
       } catch (error) {
-        problems.push(asOperonError(error).message);
+        // A refusal before the step checks (not explicit mode, a malformed spec, a reserved name): no code, the gateway's text.
+        problems.push({ message: asOperonError(error).message });
         return false;
       }
     };
@@ -124,7 +126,7 @@ export class OperatorRegistry {
     if (!(await attempt(() => (spec = parseOperatorSpec(raw)))) || spec === undefined) return problems;
     const parsed = spec;
     await attempt(() => this.assertName(parsed));
-    const stepProblems = validateOperator(parsed, this.hooks().lookup).map((problem) => problem.message);
+    const stepProblems: OperatorProblem[] = validateOperator(parsed, this.hooks().lookup);
     problems.push(...stepProblems);
     // register reaches the self-call check (in createRunner) only with valid steps.
     if (stepProblems.length === 0) await attempt(() => this.assertNoSelfCall(parsed));

@@ -5,7 +5,7 @@ import type { GatewayMetrics } from "../observability/metrics.js";
 import type { ExecutionTiming } from "../observability/model-stats.js";
 import type { ScheduledResult } from "../scheduling/request-scheduler.js";
 import type { SchedulerPolicy } from "../scheduling/scheduler-policy.js";
-import type { RunnerRequest, VersionRunner } from "../engine/version-runner.js";
+import type { RunnerRequest, VersionRunner } from "../scheduling/version-runner.js";
 import { DagExecutor, type RunModel, type StepRecord } from "./dag-executor.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 import { stepOutputsJson } from "./step-outputs-json.js";

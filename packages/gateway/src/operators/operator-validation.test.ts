@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { OperatorSpec, StepSpec } from "@operon/operator-spec/operator-spec-schema";
-import type { ServedModelSignature } from "../engine/request-validation.js";
+import type { ServedModelSignature } from "../signature/model-signature.js";
 import { assertValidOperator, operatorModelConfig, validateOperator, type ModelSignatureLookup } from "./operator-validation.js";
 
 const fp32 = (name: string, dims: number[] = [16], optional = false) => ({ name, datatype: "FP32" as const, dims, optional });

@@ -10,7 +10,8 @@ import {
   type OperatorProblem,
   type OperatorProblemCode,
 } from "@operon/operator-spec/operator-structure";
-import type { ServedModelSignature, ServedTensorConfig } from "../engine/request-validation.js";
+import type { VersionRunner } from "../scheduling/version-runner.js";
+import type { ServedModelSignature, ServedTensorConfig } from "../signature/model-signature.js";
 
 /**
  * An operator's checks against the models this gateway serves. The spec
@@ -20,6 +21,14 @@ import type { ServedModelSignature, ServedTensorConfig } from "../engine/request
 
 /** The served signature of a model (or operator) version; undefined when it is not served. */
 export type ModelSignatureLookup = (model: string, version: string | undefined) => ServedModelSignature | undefined;
+
+/** How the model loader serves ensembles (repository/model-loader.ts); without it they are UNSUPPORTED. */
+export interface OperatorHooks {
+  /** Signatures of the models served now. */
+  lookup: ModelSignatureLookup;
+  /** Builds the runner of an operator (throws when the operator may not be served, e.g. it would call itself). */
+  createRunner(spec: OperatorSpec): VersionRunner;
+}
 
 /**
  * The model config a registered operator is served with (config endpoint,

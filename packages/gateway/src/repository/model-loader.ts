@@ -9,13 +9,13 @@ import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
 import { launchInstance, ModelInstances, type InstanceLaunchSpec, type ModelInstancesOptions } from "../instances/model-instances.js";
 import { ensembleToOperator, isEnsembleConfig } from "../operators/ensemble-operator.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
-import { assertValidOperator, type ModelSignatureLookup } from "../operators/operator-validation.js";
+import { assertValidOperator, type OperatorHooks } from "../operators/operator-validation.js";
 import { confinedPath } from "./confined-path.js";
 import { type NativeBackendOptions, resolveNativeBackend } from "./native-backend-resolver.js";
 import { checkResourceLimits, type ResourceLimits } from "./resource-limits.js";
 import { listVersionDirs, readConfigText } from "./repository-scanner.js";
 import { selectVersions } from "./version-policy.js";
-import type { VersionRunner } from "../engine/version-runner.js";
+import type { VersionRunner } from "../scheduling/version-runner.js";
 import type { BackendInstance } from "../instances/backend-instance.js";
 
 /**
@@ -37,14 +37,6 @@ export interface PreparedVersion {
   instances: VersionRunner;
   /** Set when the version is an operator (an ensemble): the spec its runner executes. */
   operator?: OperatorSpec;
-}
-
-/** How the loader serves ensembles; without it they are UNSUPPORTED. */
-export interface OperatorHooks {
-  /** Signatures of the models served now. */
-  lookup: ModelSignatureLookup;
-  /** Builds the runner of an operator (throws when the operator may not be served, e.g. it would call itself). */
-  createRunner(spec: OperatorSpec): VersionRunner;
 }
 
 export interface PrepareOptions {

@@ -8,7 +8,9 @@ import type { GatewayMetrics } from "../observability/metrics.js";
 import { ModelInstances, type InstanceBlsHandler, type InstanceWorkerInfo, type ModelInstancesOptions } from "../instances/model-instances.js";
 import { ModelVersionStats } from "../observability/model-stats.js";
 import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint, readConfigText } from "./repository-scanner.js";
-import { prepareModel, type OperatorHooks, type PreparedVersion } from "./model-loader.js";
+import type { OperatorProblem } from "@operon/protocol/admin";
+import type { OperatorHooks } from "../operators/operator-validation.js";
+import { prepareModel, type PreparedVersion } from "./model-loader.js";
 import { NativeBackendsUnavailableError, type NativeBackendOptions } from "./native-backend-resolver.js";
 import { assertNativeUploadAllowed, nativeUploadOf } from "./native-upload-policy.js";
 import type { RunModel } from "../operators/dag-executor.js";
@@ -17,10 +19,11 @@ import type { OperatorRunner } from "../operators/operator-runner.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 import { operatorModelConfig } from "../operators/operator-validation.js";
 import { OperatorRegistry, type OperatorModelTable, type OperatorVersion, type ServedOperator } from "../operators/operator-registry.js";
-import type { VersionRunner } from "../engine/version-runner.js";
-import { signatureFromConfig, type ServedModelSignature } from "../engine/request-validation.js";
+import type { VersionRunner } from "../scheduling/version-runner.js";
+import { signatureFromConfig, type ServedModelSignature } from "../signature/model-signature.js";
 import { clearUploads, stageUpload, type StagedUpload } from "./upload-staging.js";
 import { DEFAULT_PARKED_MODEL_POLICY, ModelParkedError, PARKED_RELOAD_BACKOFF_MS, type ParkedModelPolicy } from "./parked-models.js";
+import { PeriodicTask } from "@operon/protocol/periodic-task";
 
 /**
  * The model registry: which models exist, their state per version, and the
@@ -99,8 +102,7 @@ interface ModelEntry {
 
 export class ModelManager {
   private readonly models = new Map<string, ModelEntry>();
-  private pollTimer: NodeJS.Timeout | undefined;
-  private polling: Promise<void> | undefined;
+  private pollTimer: PeriodicTask | undefined;
   private stopped = false;
   /** Registered operators and ensembles: their rules and runners (this manager holds their served versions). */
   private readonly operators: OperatorRegistry;
@@ -207,14 +209,11 @@ export class ModelManager {
   /** Starts the repository poller (poll mode). */
   startPolling(intervalSecs: number): void {
     if (this.options.controlMode !== "poll" || intervalSecs <= 0) return;
-    this.pollTimer = setInterval(() => {
-      if (this.polling === undefined) {
-        this.polling = this.pollOnce()
-          .catch((error: unknown) => this.options.logger.error({ err: (error as Error).message }, "repository poll failed"))
-          .finally(() => (this.polling = undefined));
-      }
-    }, intervalSecs * 1000);
-    this.pollTimer.unref();
+    this.pollTimer = new PeriodicTask(() => this.pollOnce(), {
+      intervalMs: intervalSecs * 1000,
+      onError: (error) => this.options.logger.error({ err: (error as Error).message }, "repository poll failed"),
+    });
+    this.pollTimer.start();
   }
 
   /** One poll pass: load new models, reload changed ones, unload removed ones. */
@@ -247,7 +246,7 @@ export class ModelManager {
   }
 
   /** Dry run of registerOperator: the problems it would find, in its order; empty = it would register. */
-  operatorProblems(raw: unknown): Promise<string[]> {
+  operatorProblems(raw: unknown): Promise<OperatorProblem[]> {
     return this.operators.problems(raw);
   }
 
@@ -557,8 +556,7 @@ export class ModelManager {
   async stop(timeoutMs: number): Promise<void> {
     this.stopped = true;
     this.haltRestarts();
-    if (this.pollTimer !== undefined) clearInterval(this.pollTimer);
-    await this.polling;
+    await this.pollTimer?.stop();
     // Operators first: their running requests still need their step models.
     const stopAll = (operators: boolean): Promise<unknown> =>
       Promise.all(

@@ -38,8 +38,3 @@ export class ModelParkedError extends OperonError {
     super("UNAVAILABLE", `model '${model}' was unloaded by the resource scheduler and is loading again; retry in ${retryAfterSeconds} s`);
   }
 }
-
-/** The Retry-After an error asks for (a parked model), or undefined. */
-export function retryAfterOf(error: unknown): number | undefined {
-  return error instanceof ModelParkedError ? error.retryAfterSeconds : undefined;
-}

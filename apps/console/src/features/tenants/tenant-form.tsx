@@ -42,7 +42,7 @@ export function TenantForm({ tenant, onDone }: { tenant?: Tenant; onDone: () => 
     const policy = String(form.get("policy")) === "REFUSE" ? ("REFUSE" as const) : ("QUEUE" as const);
     const errors = [
       ...(name === "" ? [{ path: "name", message: "required" }] : []),
-      ...(shareText === "" || !Number.isFinite(share) || share <= 0 ? [{ path: "share", message: "a number more than 0, e.g. 2" }] : []),
+      ...(shareText === "" || !Number.isFinite(share) || share < 0.001 || share > 1000 ? [{ path: "share", message: "a number from 0.001 to 1000, e.g. 2" }] : []),
     ];
     if (errors.length > 0) {
       atFields(errors);

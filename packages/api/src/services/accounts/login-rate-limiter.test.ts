@@ -22,3 +22,18 @@ describe("LoginRateLimiter", () => {
     await expect(limiter.reserve("10.0.0.2", "d@example.com")).rejects.toMatchObject({ code: "RATE_LIMITED" });
   });
 });
+
+describe("LoginRateLimiter across addresses", () => {
+  it("locks an email after its failures from all addresses together, and reports the lock once", async () => {
+    const locks: Array<{ email: string; lockedForSecs: number }> = [];
+    const limiter = new LoginRateLimiter({ perAccount: 5, perAddress: 50, perAccountAllAddresses: 20, windowSecs: 60 }, (event) => locks.push(event));
+    for (let i = 0; i < 20; i += 1) await limiter.reserve(`127.0.0.${2 + Math.floor(i / 5)}`, "Victim@example.com");
+    await expect(limiter.reserve("127.0.0.10", "victim@example.com")).rejects.toMatchObject({ code: "RATE_LIMITED", message: expect.stringMatching(/locked/) });
+    await expect(limiter.reserve("127.0.0.11", "victim@example.com")).rejects.toMatchObject({ code: "RATE_LIMITED" });
+    expect(locks).toHaveLength(1);
+    expect(locks[0]).toMatchObject({ email: "victim@example.com" });
+    expect(locks[0]!.lockedForSecs).toBeGreaterThan(0);
+    // Other accounts are not touched.
+    await limiter.reserve("127.0.0.10", "other@example.com");
+  });
+});

@@ -2,6 +2,7 @@ import type { Prisma, PrismaClient, Role, User } from "@operon/db";
 import { AppError, notFound } from "../../app-error.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { hashPassword, MIN_PASSWORD_LENGTH } from "./password-hasher.js";
+import { passwordProblem } from "./password-rule.js";
 
 /**
  * Accounts: creating users (the first admin included), changing roles,
@@ -35,17 +36,17 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-export function checkPassword(password: string, path = "password"): void {
-  if (password.length < MIN_PASSWORD_LENGTH) {
-    throw new AppError("VALIDATION_FAILED", `the password must have at least ${MIN_PASSWORD_LENGTH} characters`, {
-      fieldErrors: [{ path, message: `at least ${MIN_PASSWORD_LENGTH} characters` }],
-    });
-  }
+/** Throws VALIDATION_FAILED naming the rule (password-rule.ts) a new password breaks; `email` is the account's. */
+export function checkPassword(password: string, path = "password", email?: string): void {
+  const problem = passwordProblem(password, email);
+  if (problem === undefined) return;
+  const message = password.length < MIN_PASSWORD_LENGTH ? `the password must have at least ${MIN_PASSWORD_LENGTH} characters` : `the password is refused: ${problem}`;
+  throw new AppError("VALIDATION_FAILED", message, { fieldErrors: [{ path, message: problem }] });
 }
 
 export async function createUser(prisma: PrismaClient, actor: Actor, input: NewUser, options: { onlyIfNoUsers?: boolean } = {}): Promise<UserSummary> {
-  checkPassword(input.password);
   const email = normalizeEmail(input.email);
+  checkPassword(input.password, "password", email);
   const passwordHash = await hashPassword(input.password);
   try {
     const user = await prisma.$transaction(async (tx) => {
@@ -106,7 +107,9 @@ export async function setPassword(
   password: string,
   options: { action: "user.changePassword" | "user.resetPassword"; field: string; keepSessionId?: string | null },
 ): Promise<number> {
-  checkPassword(password, options.field);
+  const account = await prisma.user.findUnique({ where: { id }, select: { email: true } });
+  if (!account) throw notFound(`user ${id}`);
+  checkPassword(password, options.field, account.email);
   const passwordHash = await hashPassword(password);
   return prisma.$transaction(async (tx) => {
     const updated = await tx.user.updateMany({ where: { id }, data: { passwordHash } });

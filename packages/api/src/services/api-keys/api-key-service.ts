@@ -134,8 +134,13 @@ export class ApiKeyService {
     }
     const generated = generateApiKey();
     const row = await this.prisma.$transaction(async (tx) => {
+      // A member of a tenant (an owner of a key an admin put in a group, revoked keys included)
+      // makes keys for that tenant: a fresh key must not step around the tenant's share. An admin
+      // may move the key elsewhere afterwards (tenants.assignKey).
+      const member = await tx.apiKey.findFirst({ where: { ownerId, tenantGroupId: { not: null } }, orderBy: { createdAt: "desc" }, select: { tenantGroupId: true } });
       const created = await tx.apiKey.create({
         data: {
+          ...(member?.tenantGroupId ? { tenantGroupId: member.tenantGroupId } : {}),
           name: input.name,
           keyHash: generated.hash,
           prefix: generated.prefix,

@@ -23,9 +23,8 @@ export function shadowModelName(model: string, searchId: string): string {
   return `${model}.search-${searchId.replace(/-/g, "").slice(0, 8)}`;
 }
 
-export function isShadowModelName(name: string): boolean {
-  return /\.search-[0-9a-f]{8}$/.test(name);
-}
+/** One definition of the reserved pattern for the gateway and the control plane. */
+export { isShadowModelName } from "@operon/protocol/shadow-models";
 
 export function candidateOf(config: ModelConfigJson): SearchCandidate {
   const groups = config.instance_group ?? [];

@@ -17,7 +17,7 @@ import type { ModelActor, ModelStateResult } from "../models/model-types.js";
 import { prepareConfig } from "../models/uploaded-model-config.js";
 import type { PerfRuns } from "../perf/perf-runs.js";
 import { candidateOf, canSearchBatching, configOf, shadowModelName } from "./candidate-config.js";
-import { representativeStep, sweepConcurrency, type SweepStep } from "./concurrency-sweep.js";
+import { representativeStep, runConcurrencySweep, type SweepStepResult } from "@operon/perf/concurrency-sweep";
 import { costPer1000Inferences, type CostProfileShape } from "./search-cost.js";
 import {
   DEFAULT_SEARCH_BOUNDS,
@@ -29,6 +29,14 @@ import {
   type SearchCandidate,
   type SearchObjective,
 } from "./search-strategy.js";
+
+/** One concurrency step of a candidate's sweep, as stored with the candidate. */
+export interface SweepStep extends SweepStepResult {
+  /** null when no request succeeded. */
+  latencyP99Us: number | null;
+  requests: number;
+  errors: number;
+}
 
 /**
  * Config searches (what Triton's model analyzer does, inside the platform):
@@ -411,10 +419,13 @@ export class ConfigSearches {
           errors.set(candidate, `the gateway refused the candidate's config: ${messageOf(error)}`);
           return unmeasured;
         }
-        const steps = await sweepConcurrency({ maxConcurrency: plan.measurement.maxConcurrency, minGainPercent: plan.bounds.minGainPercent, p99BudgetUs: objective.p99BudgetUs }, async (concurrency) => {
-          search.measuring = { candidate, concurrency };
-          return this.measureAt(search.shadow, concurrency, plan.measurement, signal);
-        });
+        const { steps } = await runConcurrencySweep(
+          { maxConcurrency: plan.measurement.maxConcurrency, minGainPercent: plan.bounds.minGainPercent, p99BudgetUs: objective.p99BudgetUs },
+          async (concurrency) => {
+            search.measuring = { candidate, concurrency };
+            return this.measureAt(search.shadow, concurrency, plan.measurement, signal);
+          },
+        );
         stepsOf.set(candidate, steps);
         const step = representativeStep(steps, objective.p99BudgetUs);
         if (step === undefined || step.requests === 0) {

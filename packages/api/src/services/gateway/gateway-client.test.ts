@@ -123,6 +123,19 @@ describe("gateway client against a fake gateway", () => {
     expect(error).toMatchObject({ kind, code, message: `failed: ${kind}` });
   });
 
+  it("checks every answer against the admin contract and names the field that drifted", async () => {
+    answer = { status: 200, body: { workers: [{ model: "m", version: "1" }], hostCpuCores: 2, gateway: { pid: 1, cpuSeconds: 0, rssBytes: 0 } } };
+    await expect(client.workers()).rejects.toMatchObject({ code: "GATEWAY_ERROR", message: expect.stringMatching(/GET \/v2\/operon\/workers does not match the admin contract: 'workers\.0\.instance'/) });
+    answer = { status: 200, body: { valid: false, problems: ["a bare string, the old shape"] } };
+    await expect(client.validateOperator("op", {})).rejects.toMatchObject({ message: expect.stringMatching(/'problems\.0'/) });
+    answer = { status: 200, body: { valid: false, problems: [{ code: "unknown-model", message: "unknown model 'x'" }] } };
+    expect(await client.validateOperator("op", {})).toEqual({ valid: false, problems: [{ code: "unknown-model", message: "unknown model 'x'" }] });
+    answer = { status: 400, body: { error: "invalid operator spec 'op': steps must be an array" } };
+    expect(await client.validateOperator("op", {})).toEqual({ valid: false, problems: [{ message: "invalid operator spec 'op': steps must be an array" }] });
+    answer = { status: 200, body: { models: "add_sub" } };
+    await expect(client.parkedModels()).rejects.toMatchObject({ message: expect.stringMatching(/'models'/) });
+  });
+
   it("ignores a kind outside the closed set and falls back to the status", async () => {
     answer = { status: 404, body: { error: "gone", kind: "SOMETHING_ELSE" } };
     await expect(client.unloadModel("m")).rejects.toMatchObject({ kind: undefined, code: "NOT_FOUND", message: "gone" });

@@ -1,6 +1,24 @@
-import type { WorkersResponse } from "@operon/protocol/admin";
+import {
+  gatewayOperatorSchema,
+  modelStatisticsResponseSchema,
+  operatorListSchema,
+  operatorValidationSchema,
+  parkedModelsSchema,
+  repositoryIndexSchema,
+  scaleModelResponseSchema,
+  scalingStateSchema,
+  serverMetadataSchema,
+  workersResponseSchema,
+  type GatewayOperator,
+  type ModelScaling,
+  type OperatorValidation,
+  type ScaleModelResponse,
+  type ServerMetadataResponse,
+  type WorkersResponse,
+} from "@operon/protocol/admin";
 import { ERROR_KINDS, type ErrorKind } from "@operon/protocol/errors";
 import type { ModelStatistics, RepositoryIndexEntry } from "@operon/protocol/inference";
+import { z } from "zod";
 import { AppError, type AppErrorCode } from "../../app-error.js";
 
 /**
@@ -29,26 +47,9 @@ export interface TimedResponse<T> {
   latencyMs: number;
 }
 
-export interface GatewayOperator {
-  name: string;
-  version: string;
-  source: "api" | "repository";
-  spec: Record<string, unknown>;
-  /** Step models that cannot serve now (the operator is degraded while any is listed). */
-  unreadyModels?: string[];
-}
+export type { GatewayOperator, OperatorProblem, OperatorValidation } from "@operon/protocol/admin";
 
-/** One problem the gateway found in an operator spec; `path` names the field when the gateway knows it. */
-export interface OperatorProblem {
-  code?: string;
-  path?: string;
-  message: string;
-}
-
-export interface OperatorValidation {
-  valid: boolean;
-  problems: OperatorProblem[];
-}
+const JSON_OBJECT = z.record(z.string(), z.unknown());
 
 export class GatewayClient {
   readonly httpUrl: string;
@@ -61,8 +62,8 @@ export class GatewayClient {
     this.loadTimeoutMs = options.loadTimeoutMs ?? 300_000;
   }
 
-  async serverMetadata(): Promise<{ name: string; version: string; extensions: string[] }> {
-    return (await this.request("GET", "/v2")).body as never;
+  async serverMetadata(): Promise<ServerMetadataResponse> {
+    return this.parsed(serverMetadataSchema, await this.request("GET", "/v2"), "GET /v2");
   }
 
   async isReady(): Promise<boolean> {
@@ -74,7 +75,7 @@ export class GatewayClient {
   }
 
   async repositoryIndex(): Promise<RepositoryIndexEntry[]> {
-    return (await this.request("POST", "/v2/repository/index", {})).body as RepositoryIndexEntry[];
+    return this.parsed(repositoryIndexSchema, await this.request("POST", "/v2/repository/index", {}), "POST /v2/repository/index") as RepositoryIndexEntry[];
   }
 
   /**
@@ -96,21 +97,23 @@ export class GatewayClient {
   }
 
   async modelConfig(name: string, version?: string): Promise<Record<string, unknown>> {
-    return (await this.request("GET", `${modelPath(name, version)}/config`)).body as Record<string, unknown>;
+    return this.parsed(JSON_OBJECT, await this.request("GET", `${modelPath(name, version)}/config`), "GET …/config");
   }
 
   async modelMetadata(name: string, version?: string): Promise<Record<string, unknown>> {
-    return (await this.request("GET", modelPath(name, version))).body as Record<string, unknown>;
+    return this.parsed(JSON_OBJECT, await this.request("GET", modelPath(name, version)), "GET /v2/models/<name>");
   }
 
   async statistics(name?: string): Promise<ModelStatistics[]> {
     const path = name ? `${modelPath(name)}/stats` : "/v2/models/stats";
-    return ((await this.request("GET", path)).body as { model_stats: ModelStatistics[] }).model_stats;
+    // The envelope and each entry's identity are checked; the figures are Triton's statistics as the gateway sent them.
+    return this.parsed(modelStatisticsResponseSchema, await this.request("GET", path), `GET ${path}`).model_stats as unknown as ModelStatistics[];
   }
 
   /** The resource scheduler's lever: grows or shrinks every served version of `name` to `count` instances in place. */
-  async scaleModel(name: string, count: number): Promise<{ model: string; from: number; to: number }> {
-    return (await this.request("POST", `/v2/operon/models/${encodeURIComponent(name)}/instances`, { count }, { timeoutMs: this.loadTimeoutMs })).body as never;
+  async scaleModel(name: string, count: number): Promise<ScaleModelResponse> {
+    const response = await this.request("POST", `/v2/operon/models/${encodeURIComponent(name)}/instances`, { count }, { timeoutMs: this.loadTimeoutMs });
+    return this.parsed(scaleModelResponseSchema, response, "POST /v2/operon/models/<name>/instances");
   }
 
   /** Unloads an idle model so that its next request loads it again (the scheduler's LRU unload). */
@@ -119,26 +122,27 @@ export class GatewayClient {
   }
 
   /** Each served model's instances now and as its config asked at load, and the parked models. */
-  async scalingState(): Promise<{ models: Array<{ model: string; instances: number; configuredInstances: number; queued: number }>; parked: string[] }> {
-    return (await this.request("GET", "/v2/operon/scaling")).body as never;
+  async scalingState(): Promise<{ models: ModelScaling[]; parked: string[] }> {
+    return this.parsed(scalingStateSchema, await this.request("GET", "/v2/operon/scaling"), "GET /v2/operon/scaling");
   }
 
   /** Models unloaded by parkModel and not loaded again since. */
   async parkedModels(): Promise<string[]> {
-    return ((await this.request("GET", "/v2/operon/parked")).body as { models: string[] }).models;
+    return this.parsed(parkedModelsSchema, await this.request("GET", "/v2/operon/parked"), "GET /v2/operon/parked").models;
   }
 
   /** A KServe v2 JSON inference; the body is the gateway's response as is. */
   async infer(name: string, version: string | undefined, body: unknown): Promise<TimedResponse<Record<string, unknown>>> {
-    return (await this.request("POST", `${modelPath(name, version)}/infer`, body)) as TimedResponse<Record<string, unknown>>;
+    const response = await this.request("POST", `${modelPath(name, version)}/infer`, body);
+    return { ...response, body: this.parsed(JSON_OBJECT, response, "POST …/infer") };
   }
 
   async listOperators(): Promise<GatewayOperator[]> {
-    return ((await this.request("GET", "/v2/operators")).body as { operators: GatewayOperator[] }).operators;
+    return this.parsed(operatorListSchema, await this.request("GET", "/v2/operators"), "GET /v2/operators").operators;
   }
 
   async registerOperator(name: string, spec: Record<string, unknown>): Promise<GatewayOperator> {
-    return (await this.request("POST", `/v2/operators/${encodeURIComponent(name)}`, spec)).body as GatewayOperator;
+    return this.parsed(gatewayOperatorSchema, await this.request("POST", `/v2/operators/${encodeURIComponent(name)}`, spec), "POST /v2/operators/<name>");
   }
 
   async unregisterOperator(name: string): Promise<void> {
@@ -154,25 +158,16 @@ export class GatewayClient {
    */
   async validateOperator(name: string, spec: Record<string, unknown>): Promise<OperatorValidation> {
     const response = await this.request("POST", `/v2/operators/${encodeURIComponent(name)}/validate`, spec, { acceptStatuses: [400] });
-    const body = (response.body ?? {}) as { valid?: unknown; problems?: unknown; error?: unknown };
-    const problems: OperatorProblem[] = Array.isArray(body.problems)
-      ? body.problems.map((raw: unknown) => {
-          const item = (typeof raw === "object" && raw !== null ? raw : { message: String(raw) }) as Record<string, unknown>;
-          return {
-            message: typeof item["message"] === "string" ? item["message"] : JSON.stringify(raw),
-            ...(typeof item["code"] === "string" ? { code: item["code"] } : {}),
-            ...(typeof item["path"] === "string" && item["path"] !== "" ? { path: item["path"] } : {}),
-          };
-        })
-      : response.status === 400
-        ? [{ message: typeof body.error === "string" ? body.error : "the gateway refused the spec" }]
-        : [];
-    const valid = typeof body.valid === "boolean" ? body.valid && problems.length === 0 : problems.length === 0;
-    return { valid, problems };
+    if (response.status === 400) {
+      const { error } = (response.body ?? {}) as { error?: unknown };
+      return { valid: false, problems: [{ message: typeof error === "string" ? error : "the gateway refused the spec" }] };
+    }
+    const { problems } = this.parsed(operatorValidationSchema, response, "POST /v2/operators/<name>/validate");
+    return { valid: problems.length === 0, problems };
   }
 
   async workers(): Promise<WorkersResponse> {
-    return (await this.request("GET", "/v2/operon/workers")).body as WorkersResponse;
+    return this.parsed(workersResponseSchema, await this.request("GET", "/v2/operon/workers"), "GET /v2/operon/workers");
   }
 
   /** Prometheus text from the metrics endpoint; undefined when metrics are off. */
@@ -181,6 +176,15 @@ export class GatewayClient {
     const response = await this.fetchWithTimeout(this.options.metricsUrl, { method: "GET" }, this.timeoutMs);
     if (!response.ok) throw new AppError("GATEWAY_ERROR", `the gateway's metrics endpoint answered ${response.status}`);
     return response.text();
+  }
+
+  /** The response's body checked against the admin contract (@operon/protocol/admin); GATEWAY_ERROR naming the field when it does not match. */
+  private parsed<S extends z.ZodType>(schema: S, response: TimedResponse<unknown>, what: string): z.infer<S> {
+    const result = schema.safeParse(response.body);
+    if (result.success) return result.data;
+    const issue = result.error.issues[0];
+    const where = issue === undefined || issue.path.length === 0 ? "the body" : `'${issue.path.join(".")}'`;
+    throw new AppError("GATEWAY_ERROR", `the gateway's answer to ${what} does not match the admin contract: ${where}: ${issue?.message ?? "invalid"}`);
   }
 
   private async request(

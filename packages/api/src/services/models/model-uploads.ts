@@ -1,6 +1,7 @@
 import type { ModelIoMetadata } from "@operon/model-config/auto-complete";
 import type { Prisma } from "@operon/db";
 import { AppError } from "../../app-error.js";
+import { nextModelVersion } from "./model-versions.js";
 import { recordAudit } from "../audit/audit-log.js";
 import type { StoreChange } from "./model-store.js";
 import { isUnavailable, syncVersionStates, UPLOADED, versionState } from "./model-gateway-view.js";
@@ -46,7 +47,7 @@ export class ModelUploads {
         });
       }
       // Without a version asked for, this is the number the upload would get now; it is given when the upload finishes.
-      const version = input.version ?? Math.max(0, ...taken) + 1;
+      const version = input.version ?? nextModelVersion(input.name, taken);
       const session = await this.ws.options.uploads.begin(who.userId, {
         modelName: input.name,
         version,
@@ -115,7 +116,7 @@ export class ModelUploads {
     // Numbered now (under the model's lock), unless the upload asked for a number: abandoned uploads leave no gaps.
     const version = session.versionRequested
       ? session.version
-      : Math.max(0, ...(existing?.versions.map((row) => row.version) ?? []), ...uploads.reservedVersions(name), ...(await store.versionsOnDisk(name))) + 1;
+      : nextModelVersion(name, [...(existing?.versions.map((row) => row.version) ?? []), ...uploads.reservedVersions(name), ...(await store.versionsOnDisk(name))]);
     // A row without versions is the usage sampler's record of a repository model that is gone now: the upload takes it over.
     const samplerRow = existing === null ? await this.ws.prisma.model.findUnique({ where: { name }, select: { id: true } }) : null;
     if (existing === null) await this.ws.assertNotRepositoryModel(name);
@@ -133,7 +134,7 @@ export class ModelUploads {
         (await tx.model.upsert({
           where: { name },
           create: { name, description: description ?? null, platform: ONNX_PLATFORM, ownerId: who.userId },
-          update: { description: description ?? null, platform: ONNX_PLATFORM, ownerId: who.userId },
+          update: { description: description ?? null, platform: ONNX_PLATFORM },
         }));
       const row = await tx.modelVersion.create({
         data: {

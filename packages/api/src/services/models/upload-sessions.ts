@@ -5,6 +5,7 @@ import { readOnnxSignatureFile, type OnnxSignature } from "@operon/model-config/
 import { OperonError } from "@operon/protocol/errors";
 import { AppError } from "../../app-error.js";
 import type { Logger } from "@operon/protocol/logger";
+import { PeriodicTask } from "@operon/protocol/periodic-task";
 
 /**
  * Resumable model uploads: a session per upload, its bytes staged in one
@@ -71,7 +72,7 @@ export class UploadSessions {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly ttlMs: number;
   private readonly now: () => number;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: PeriodicTask | undefined;
   private stopped = false;
 
   private constructor(private readonly options: UploadSessionsOptions) {
@@ -90,10 +91,8 @@ export class UploadSessions {
     }
     const sessions = new UploadSessions(options);
     const interval = options.sweepIntervalMs ?? 60_000;
-    if (interval > 0) {
-      sessions.timer = setInterval(() => void sessions.sweep(), interval);
-      sessions.timer.unref();
-    }
+    sessions.timer = new PeriodicTask(() => sessions.sweep(), { intervalMs: interval, onError: (error) => options.logger.error({ err: error }, "upload session sweep failed") });
+    sessions.timer.start();
     return sessions;
   }
 
@@ -290,8 +289,7 @@ export class UploadSessions {
    */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
+    await this.timer?.stop();
     while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
     for (const session of [...this.sessions.values()]) await this.discard(session).catch(() => undefined);
   }

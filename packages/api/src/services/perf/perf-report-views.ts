@@ -1,7 +1,7 @@
 import type { PerfReport as PerfReportRow, PerfRunStatus, PerfSample, PerfTargetKind, PerfTrigger, Prisma } from "@operon/db";
 import type { LoadRange } from "@operon/perf/load-range";
 import type { PerfReport, PerfStep } from "@operon/perf/perf-report";
-import type { SweepStopReason } from "./concurrency-sweep.js";
+import type { SweepStopReason } from "@operon/perf/concurrency-sweep";
 
 /**
  * How perf reports are stored and shown: the JSON kept in PerfReport

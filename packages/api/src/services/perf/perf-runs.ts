@@ -10,7 +10,7 @@ import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-client.js";
 import type { Logger } from "@operon/protocol/logger";
 import { AutoPerfSettingsStore, type AutoPerfSettings, type AutoPerfSettingsPatch } from "./auto-perf-settings.js";
-import { runConcurrencySweep, sweepConcurrencies, type SweepStopReason } from "./concurrency-sweep.js";
+import { runConcurrencySweep, sweepConcurrencies, type SweepStopReason } from "@operon/perf/concurrency-sweep";
 import { ExclusiveSlot } from "./exclusive-slot.js";
 import { GatewayTrafficProbe, requestTotal } from "./gateway-traffic.js";
 import { waitForHeadroom, type GateClock, type HeadroomResult, type TrafficProbe } from "./headroom-gate.js";
@@ -109,7 +109,22 @@ interface TargetLinks {
   hardwareProfileId?: string;
 }
 
+/**
+ * Bounds on what one account may ask of the one measuring slot: runs it has
+ * queued or running at once (manual runs; automatic ones are the
+ * platform's), and any run's total time (its steps measured so far are kept
+ * when it is stopped there).
+ */
+export const PERF_RUN_LIMITS = { maxQueuedPerUser: 3, maxRunSecs: 30 * 60 } as const;
+
+/** Windows a step measures at least (the last three must agree). */
+const MIN_WINDOWS_PER_STEP = 3;
+
 export interface PerfRunsOptions {
+  /** Manual runs one user may have queued or running at once; default PERF_RUN_LIMITS.maxQueuedPerUser. */
+  maxQueuedPerUser?: number | undefined;
+  /** Longest a run measures in all, manual or automatic; default PERF_RUN_LIMITS.maxRunSecs. */
+  maxRunSecs?: number | undefined;
   /** Measures the gateway's traffic for the headroom gate (default: its statistics over 1 s). */
   probe?: TrafficProbe | undefined;
   gateClock?: GateClock | undefined;
@@ -174,14 +189,14 @@ export class PerfRuns {
   /** Marks the RUNNING reports a crash left behind FAILED; returns how many. Call before any start. QUEUED ones stay for resume(). */
   async recoverInterrupted(): Promise<number> {
     return this.prisma.$transaction(async (tx) => {
-      const orphans = await tx.perfReport.findMany({ where: { status: "RUNNING" }, select: { id: true } });
+      const orphans = await tx.perfReport.findMany({ where: { status: "RUNNING" }, select: { id: true, _count: { select: { samples: true } } } });
       if (orphans.length === 0) return 0;
-      await tx.perfReport.updateMany({
-        where: { id: { in: orphans.map((orphan) => orphan.id) } },
-        data: { status: "FAILED", error: "interrupted by a restart", finishedAt: new Date() },
-      });
+      // Steps are stored as they are measured, so what the run measured before the restart stays with its report.
       for (const orphan of orphans) {
-        await recordAudit(tx, SYSTEM_ACTOR, { action: "perf.fail", targetType: "PerfReport", targetId: orphan.id, after: { status: "FAILED", error: "interrupted by a restart" } });
+        const kept = orphan._count.samples;
+        const error = `interrupted by a restart (${kept} ${kept === 1 ? "step" : "steps"} measured before it ${kept === 1 ? "is" : "are"} kept)`;
+        await tx.perfReport.update({ where: { id: orphan.id }, data: { status: "FAILED", error, finishedAt: new Date() } });
+        await recordAudit(tx, SYSTEM_ACTOR, { action: "perf.fail", targetType: "PerfReport", targetId: orphan.id, after: { status: "FAILED", error, stepsKept: kept } });
       }
       return orphans.length;
     });
@@ -203,6 +218,7 @@ export class PerfRuns {
   async start(actor: Actor, input: PerfRunInput): Promise<QueuedRun> {
     if (this.stopped) throw new AppError("GATEWAY_UNAVAILABLE", "the control plane is stopping; start the run again once it is back");
     const range = checkRange(input.concurrency);
+    await this.checkManualBounds(actor, expandLoadRange(range).length, input.measurementIntervalMs);
     const links = await this.resolveTarget(input.target, input.batchSize);
     const config: PerfRunConfig = {
       protocol: input.protocol,
@@ -213,6 +229,25 @@ export class PerfRuns {
       totalSteps: expandLoadRange(range).length,
     };
     return this.enqueue(actor, "MANUAL", input.target, links, config, null);
+  }
+
+  /** Refuses a manual run over its owner's queue limit, or one that could not finish within the time bound. */
+  private async checkManualBounds(actor: Actor, steps: number, measurementIntervalMs: number): Promise<void> {
+    const maxRunSecs = this.options.maxRunSecs ?? PERF_RUN_LIMITS.maxRunSecs;
+    const leastMs = steps * MIN_WINDOWS_PER_STEP * measurementIntervalMs;
+    if (leastMs > maxRunSecs * 1000) {
+      throw new AppError(
+        "VALIDATION_FAILED",
+        `this run would measure for at least ${Math.ceil(leastMs / 1000)} s (${steps} steps × ${MIN_WINDOWS_PER_STEP} windows × ${measurementIntervalMs} ms), beyond the ${maxRunSecs} s a run may take: measure fewer steps or shorter windows`,
+        { fieldErrors: [{ path: "concurrency", message: `at most ${maxRunSecs} s in all` }] },
+      );
+    }
+    if (actor.userId === null) return;
+    const maxQueued = this.options.maxQueuedPerUser ?? PERF_RUN_LIMITS.maxQueuedPerUser;
+    const mine = await this.prisma.perfReport.count({ where: { createdById: actor.userId, trigger: "MANUAL", status: { in: ["QUEUED", "RUNNING"] } } });
+    if (mine >= maxQueued) {
+      throw new AppError("RATE_LIMITED", `you have ${mine} perf runs queued or running, the most one user may have (${maxQueued}); wait for one to end or cancel one`, { retryAfterSecs: 60 });
+    }
   }
 
   /**
@@ -678,29 +713,48 @@ export class PerfRuns {
     let report: PerfReport | undefined;
     let failure: string | undefined;
     let stopReason: SweepStopReason | null = null;
+    // One runPerf call per concurrency, each step stored as soon as it is measured: a run that a
+    // restart (or a kill) cuts off keeps what it measured (recoverInterrupted marks it FAILED).
+    const parts: PerfReport[] = [];
+    let stored = 0;
+    const measureOne = async (concurrency: number, signal: AbortSignal): Promise<PerfReport> => {
+      stepsBefore = parts.reduce((sum, part) => sum + part.steps.length, 0);
+      const part = await runPerf({ ...base, concurrencyRange: { start: concurrency, end: concurrency, step: 1 }, signal }, { onProgress });
+      parts.push(part);
+      if (part.steps.length > 0) {
+        await this.prisma.perfSample.createMany({ data: part.steps.map((step) => sampleOf(run.id, step, part.config.batchSize)) });
+        stored += part.steps.length;
+      }
+      return part;
+    };
+    // Every run is bounded in total time, manual ones too (a plan of 1,024 steps would hold the slot for days).
+    const maxRunSecs = this.options.maxRunSecs ?? PERF_RUN_LIMITS.maxRunSecs;
+    const timeBound = setTimeout(() => run.controller.abort(new Error(`stopped at the time bound of ${maxRunSecs} s per run (the steps measured are kept)`)), maxRunSecs * 1000);
     try {
       if (config.sweep === undefined) {
-        report = await runPerf({ ...base, concurrencyRange: config.concurrencyRange, signal: run.controller.signal }, { onProgress });
+        for (const concurrency of expandLoadRange(config.concurrencyRange)) {
+          if (run.controller.signal.aborted) break;
+          await measureOne(concurrency, run.controller.signal);
+        }
       } else {
-        // The sweep measures one concurrency per runPerf call, so it can stop as soon as the curve flattens.
-        const parts: PerfReport[] = [];
+        // The sweep measures one concurrency at a time, so it can stop as soon as the curve flattens.
         const outcome = await runConcurrencySweep(
           { maxConcurrency: config.concurrencyRange.end, minGainPercent: config.sweep.minGainPercent, timeBoundMs: config.sweep.timeBoundSecs * 1000 },
           async (concurrency, signal) => {
-            stepsBefore = parts.reduce((sum, part) => sum + part.steps.length, 0);
-            const part = await runPerf({ ...base, concurrencyRange: { start: concurrency, end: concurrency, step: 1 }, signal }, { onProgress });
-            parts.push(part);
+            const part = await measureOne(concurrency, signal);
             const step = part.steps[0];
             return step === undefined ? undefined : { concurrency, throughput: step.requests > 0 ? step.throughputInferPerSec : 0 };
           },
           { signal: run.controller.signal },
         );
         stopReason = outcome.stopReason;
-        if (parts.length > 0) report = { ...parts[parts.length - 1]!, startedAt: parts[0]!.startedAt, steps: parts.flatMap((part) => part.steps) };
       }
     } catch (error) {
       failure = messageOf(error);
+    } finally {
+      clearTimeout(timeBound);
     }
+    if (parts.length > 0) report = { ...parts[parts.length - 1]!, startedAt: parts[0]!.startedAt, steps: parts.flatMap((part) => part.steps) };
     const measuredSecs = (Date.now() - measureStarted) / 1000;
     const otherAfter = await this.otherTraffic(row);
     const hostLoad: PerfHostLoad = {
@@ -724,8 +778,9 @@ export class PerfRuns {
     const error = status === "SUCCEEDED" ? null : status === "CANCELLED" ? (reason ?? "cancelled") : (failure ?? reason ?? "the run stopped");
     try {
       await this.prisma.$transaction(async (tx) => {
-        if (report !== undefined && report.steps.length > 0) {
-          await tx.perfSample.createMany({ data: report.steps.map((step) => sampleOf(run.id, step, report!.config.batchSize)) });
+        // Steps are stored as they are measured (above); only any not stored yet go in here.
+        if (report !== undefined && report.steps.length > stored) {
+          await tx.perfSample.createMany({ data: report.steps.slice(stored).map((step) => sampleOf(run.id, step, report!.config.batchSize)) });
         }
         await tx.perfReport.update({
           where: { id: run.id },

@@ -8,6 +8,7 @@ import { AppError } from "../../app-error.js";
 import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient } from "../gateway/gateway-client.js";
 import { capacityOf, decide, type HostBudget, type ModelState, type SchedulerDecision, type SchedulerPolicy } from "./scheduler-decisions.js";
+import { PeriodicTask } from "@operon/protocol/periodic-task";
 
 /**
  * The resource scheduler's runner: every period it gathers the inputs of
@@ -117,7 +118,7 @@ interface Baseline {
 }
 
 export class ResourceScheduler {
-  private timer: NodeJS.Timeout | undefined;
+  private readonly timer: PeriodicTask;
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
   private baseline: Baseline | undefined;
@@ -139,6 +140,11 @@ export class ResourceScheduler {
     private readonly logger: Logger,
     private readonly clock: () => number = Date.now,
   ) {
+    this.timer = new PeriodicTask(() => this.runOnce(), {
+      intervalMs: options.periodSecs * 1000,
+      runAtStart: true,
+      onError: (error) => this.logger.error({ err: error }, "resource scheduler run failed"),
+    });
     const cores = availableParallelism();
     this.policy = {
       headroom: options.headroom,
@@ -158,18 +164,13 @@ export class ResourceScheduler {
   }
 
   start(): void {
-    if (this.options.periodSecs <= 0 || this.timer !== undefined || this.stopped) return;
-    const tick = (): void => void this.runOnce().catch((error: unknown) => this.logger.error({ err: error }, "resource scheduler run failed"));
-    tick();
-    this.timer = setInterval(tick, this.options.periodSecs * 1000);
-    this.timer.unref();
+    if (!this.stopped) this.timer.start();
   }
 
   /** Stops the timer and waits for a run in progress. Idempotent. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
+    await this.timer.stop();
     await this.running.catch(() => undefined);
   }
 
@@ -260,7 +261,7 @@ export class ResourceScheduler {
 
   /** A run soon after a pin or unpin, so that it shows without waiting a period. */
   private kick(): void {
-    if (this.timer === undefined || this.stopped) return;
+    if (!this.timer.started || this.stopped) return;
     void this.runOnce().catch((error: unknown) => this.logger.error({ err: error }, "resource scheduler run failed"));
   }
 

@@ -2,6 +2,7 @@ import type { Logger } from "@operon/protocol/logger";
 import type { PrismaClient } from "@operon/db";
 import type { GatewayClient } from "../gateway/gateway-client.js";
 import { parsePrometheusText } from "../usage/prometheus-text.js";
+import { PeriodicTask } from "@operon/protocol/periodic-task";
 
 /**
  * Samples each tenant's served units into TenantUsageSample rows, from the
@@ -30,7 +31,7 @@ const UPKEEP_EVERY_MS = 3_600_000;
 
 export class TenantUsageSampler {
   private previous: { takenAt: number; tenants: Map<string, TenantCounters> } | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly timer: PeriodicTask;
   private running: Promise<unknown> = Promise.resolve();
   private lastUpkeepAt = Number.NEGATIVE_INFINITY;
   private stopped = false;
@@ -40,23 +41,22 @@ export class TenantUsageSampler {
     private readonly gateway: GatewayClient,
     private readonly schedule: { intervalSecs: number; retentionDays: number },
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.timer = new PeriodicTask(() => this.sampleNow(), {
+      intervalMs: schedule.intervalSecs * 1000,
+      runAtStart: true,
+      onError: (error) => this.logger.error({ err: error }, "tenant usage sample failed"),
+    });
+  }
 
   /** A sample every interval (the first sets the baseline); a no-op when the interval is 0. */
   start(): void {
-    if (this.schedule.intervalSecs <= 0 || this.timer !== undefined || this.stopped) return;
-    const tick = (): void => {
-      this.sampleNow().catch((error: unknown) => this.logger.error({ err: error }, "tenant usage sample failed"));
-    };
-    tick();
-    this.timer = setInterval(tick, this.schedule.intervalSecs * 1000);
-    this.timer.unref();
+    if (!this.stopped) this.timer.start();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
+    await this.timer.stop();
     await this.running.catch(() => undefined);
   }
 

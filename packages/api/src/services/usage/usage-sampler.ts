@@ -7,6 +7,7 @@ import { COMPACT_AFTER_MS, compactUsageSamples, type CompactionResult } from "./
 import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQuantiles } from "./prometheus-text.js";
 import type { Logger } from "@operon/protocol/logger";
 import { isShadowModelName } from "../config-search/candidate-config.js";
+import { PeriodicTask } from "@operon/protocol/periodic-task";
 
 /**
  * Samples the gateway's usage into UsageSample rows, one per served model
@@ -80,7 +81,7 @@ export class UsageSampler {
   private lastUpkeepAt = Number.NEGATIVE_INFINITY;
   /** Where the last compaction ended: the next one starts there (after a restart, from the oldest sample). */
   private compactedBefore: Date | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private readonly timer: PeriodicTask;
   /** The last queued database work (a sample or the upkeep): they run one at a time, and stop() waits for it. */
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
@@ -90,18 +91,19 @@ export class UsageSampler {
     private readonly gateway: GatewayClient,
     private readonly schedule: UsageSamplerSchedule,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.timer = new PeriodicTask(
+      async () => {
+        await this.sampleNow().catch((error: unknown) => this.logger.error({ err: error }, "usage sample failed"));
+        await this.queue(() => this.upkeepIfDue());
+      },
+      { intervalMs: schedule.intervalSecs * 1000, runAtStart: true, onError: (error) => this.logger.error({ err: error }, "usage sample upkeep failed") },
+    );
+  }
 
   /** Takes the baseline now and a sample every interval; a no-op when the interval is 0. */
   start(): void {
-    if (this.schedule.intervalSecs <= 0 || this.timer !== undefined || this.stopped) return;
-    const tick = (): void => {
-      this.sampleNow().catch((error: unknown) => this.logger.error({ err: error }, "usage sample failed"));
-      this.queue(() => this.upkeepIfDue()).catch((error: unknown) => this.logger.error({ err: error }, "usage sample upkeep failed"));
-    };
-    tick();
-    this.timer = setInterval(tick, this.schedule.intervalSecs * 1000);
-    this.timer.unref();
+    if (!this.stopped) this.timer.start();
   }
 
   /** Deletes the samples that started before the retention window; returns how many. A no-op when retention is 0 (forever). */
@@ -132,8 +134,7 @@ export class UsageSampler {
   /** Stops the timer and waits for a sample in progress. Idempotent. */
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
+    await this.timer.stop();
     await this.running.catch(() => undefined);
   }
 

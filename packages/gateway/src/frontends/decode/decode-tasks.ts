@@ -18,8 +18,8 @@ export type DecodeTask =
   | { kind: "http-infer"; body: Uint8Array; headerLength: number | undefined; target: InferTarget }
   /** Any other JSON body (model load with uploaded files, operator specs). */
   | { kind: "json"; body: Uint8Array }
-  /** A serialized gRPC ModelInferRequest. */
-  | { kind: "grpc-infer"; message: Uint8Array };
+  /** A serialized gRPC ModelInferRequest; `allowReserved`: triton_ parameters the frontend reads itself. */
+  | { kind: "grpc-infer"; message: Uint8Array; allowReserved?: readonly string[] };
 
 export function decodeHttpInfer(body: Buffer, headerLength: number | undefined, target: InferTarget): DecodedInferRequest {
   if (headerLength === undefined) {
@@ -36,7 +36,7 @@ export function decodeJson(body: Buffer): unknown {
   return parseJsonBody(body);
 }
 
-export function decodeGrpcInfer(message: Buffer, deserialize: (message: Buffer) => WireInferRequest): InferRequest {
+export function decodeGrpcInfer(message: Buffer, deserialize: (message: Buffer) => WireInferRequest, allowReserved: readonly string[] = []): InferRequest {
   assertInferMessageWithinBudget(message);
   let wire: WireInferRequest;
   try {
@@ -45,5 +45,5 @@ export function decodeGrpcInfer(message: Buffer, deserialize: (message: Buffer) 
     // protobufjs throws plain Errors (bad wire type, truncated field): the client's message is malformed, not the server.
     throw new OperonError("INVALID_ARG", `malformed ModelInferRequest: ${(error as Error).message}`, { cause: error });
   }
-  return decodeInferRequest(wire);
+  return decodeInferRequest(wire, allowReserved);
 }

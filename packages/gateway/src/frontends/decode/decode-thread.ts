@@ -35,7 +35,7 @@ port.on("message", async ({ id, task }: { id: number; task: DecodeTask }) => {
         break;
       }
       case "grpc-infer": {
-        const packed = packInferRequest(decodeGrpcInfer(view(task.message), await deserializer()));
+        const packed = packInferRequest(decodeGrpcInfer(view(task.message), await deserializer(), task.allowReserved));
         reply = { id, ok: true, result: { kind: "infer", packed, binaryDataOutput: false } };
         transfer = [packed.buffer];
         break;

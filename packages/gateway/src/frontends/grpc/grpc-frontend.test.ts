@@ -106,9 +106,9 @@ class FakeEngine implements InferenceEngine {
    * final flag alone, or with a last TOKEN when `final_data` is set; `fail_at`
    * turns that response into a (non-final) error.
    */
-  async inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean) => void): Promise<void> {
+  async inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean, decoupled: boolean) => void): Promise<void> {
     if (request.modelName !== "tokens") {
-      onResponse(await this.infer(request), true);
+      onResponse(await this.infer(request), true, false);
       return;
     }
     this.lastRequest = request;
@@ -116,12 +116,13 @@ class FakeEngine implements InferenceEngine {
     const base = { modelName: "tokens", modelVersion: "1", ...(request.id ? { id: request.id } : {}) };
     for (let i = 0; i < count; i += 1) {
       await new Promise((resolve) => setTimeout(resolve, 2));
-      if (request.parameters["fail_at"] === i) onResponse(new OperonError("INVALID_ARG", `token ${i} failed`), false);
-      else onResponse({ ...base, outputs: [{ name: "TOKEN", datatype: "FP32", shape: [1], data: fp32(i) }] }, false);
+      if (request.parameters["fail_at"] === i) onResponse(new OperonError("INVALID_ARG", `token ${i} failed`), false, true);
+      else onResponse({ ...base, outputs: [{ name: "TOKEN", datatype: "FP32", shape: [1], data: fp32(i) }] }, false, true);
     }
     const last = request.parameters["final_data"] === true ? [{ name: "TOKEN", datatype: "FP32" as const, shape: [1], data: fp32(99) }] : [];
-    onResponse({ ...base, outputs: last }, true);
+    onResponse({ ...base, outputs: last }, true, true);
   }
+  async whenServed(): Promise<void> {}
   isDecoupled(name: string) {
     return name === "tokens";
   }

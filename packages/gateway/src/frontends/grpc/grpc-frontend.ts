@@ -14,11 +14,13 @@ import type {
 import { assertTensorByteSize, type Parameters as InferParameters, type ParameterValue } from "@operon/protocol/tensor";
 import type { AccessNeed, GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
+import { checkShadowModelAccess } from "../../auth/shadow-model-access.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
 import { cancelSignalOf, authorizationOf, rejectRepositoryName, unary } from "./grpc-calls.js";
 import type { Logger } from "@operon/protocol/logger";
 import { healthHandlers } from "./grpc-health.js";
 import { decodeLoadOptions, encodeInferResponse } from "./grpc-infer-codec.js";
+import { GrpcDeferredDecoding, type RawMessage } from "./grpc-deferred-decoding.js";
 import { GrpcInferDecoding, type RawInferMessage } from "./grpc-infer-decoding.js";
 import { DecodePool } from "../decode/decode-pool.js";
 import { streamInfer } from "./grpc-stream-infer.js";
@@ -67,12 +69,14 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
   const ownPool = options.decodePool === undefined;
   const decodePool = options.decodePool ?? new DecodePool();
   const decoding = new GrpcInferDecoding(definition, decodePool, options.maxInferMessageBytes);
+  const maxReceiveMessageLength = options.maxReceiveMessageLength ?? DEFAULT_MESSAGE_LIMIT;
+  const deferred = new GrpcDeferredDecoding(definition, maxReceiveMessageLength);
   const server = new grpc.Server({
-    "grpc.max_receive_message_length": options.maxReceiveMessageLength ?? DEFAULT_MESSAGE_LIMIT,
+    "grpc.max_receive_message_length": maxReceiveMessageLength,
     "grpc.max_send_message_length": options.maxSendMessageLength ?? DEFAULT_MESSAGE_LIMIT,
   });
   const watches = new Set<() => void>();
-  server.addService(serviceOf(definition, INFERENCE_SERVICE), inferenceHandlers(engine, decoding, options.access, options.logger));
+  server.addService(serviceOf(definition, INFERENCE_SERVICE), inferenceHandlers(engine, decoding, deferred, options.access, options.logger));
   server.addService(
     serviceOf(definition, HEALTH_SERVICE),
     healthHandlers(engine, watches, options.healthWatchIntervalMs ?? 1000, options.logger),
@@ -109,6 +113,14 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
   };
 }
 
+/** The model a unary request names (NameVersion.name, RepositoryRequest.model_name); ModelInfer's is read after decoding. */
+function modelNamed(request: unknown): string | undefined {
+  if (typeof request !== "object" || request === null) return undefined;
+  const fields = request as { name?: unknown; model_name?: unknown };
+  const name = typeof fields.model_name === "string" ? fields.model_name : fields.name;
+  return typeof name === "string" && name !== "" ? name : undefined;
+}
+
 function serviceOf(definition: protoLoader.PackageDefinition, name: string): grpc.ServiceDefinition {
   const service = definition[name];
   if (service === undefined) throw new Error(`gRPC protos do not define ${name}`);
@@ -120,44 +132,61 @@ function serviceOf(definition: protoLoader.PackageDefinition, name: string): grp
 function inferenceHandlers(
   engine: InferenceEngine,
   decoding: GrpcInferDecoding,
+  deferred: GrpcDeferredDecoding,
   access: GatewayAccessPolicy | undefined,
   logger?: Logger,
 ): grpc.UntypedServiceImplementation {
-  /** A unary RPC checked for `need` before it runs; fn gets the authorized principal. */
+  const authorize = (call: grpc.ServerUnaryCall<unknown, unknown>, need: AccessNeed): Principal | null =>
+    access?.authorize(authorizationOf(call.metadata), need) ?? null;
+  /** A unary RPC checked for `need` before its message is decoded (GrpcDeferredDecoding); fn gets the request and the authorized principal. */
   const guarded = <Req, Res>(
     need: AccessNeed,
-    fn: (request: Req, call: grpc.ServerUnaryCall<Req, Res>, principal: Principal | null) => Res | Promise<Res>,
-  ): grpc.handleUnaryCall<Req, Res> =>
-    unary<Req, Res>(logger, (request, call) => fn(request, call, access?.authorize(authorizationOf(call.metadata), need) ?? null));
-  const unsupported = (what: string, extension: string) =>
-    guarded("infer", () => {
+    method: string,
+    fn: (request: Req, call: grpc.ServerUnaryCall<RawMessage, Res>, principal: Principal | null) => Res | Promise<Res>,
+  ): grpc.handleUnaryCall<RawMessage, Res> =>
+    unary<RawMessage, Res>(logger, (raw, call) => {
+      const principal = authorize(call, need);
+      const request = deferred.decode<Req>(method, raw);
+      checkShadowModelAccess(principal, modelNamed(request), need);
+      return fn(request, call, principal);
+    });
+  /** An RPC anyone may call: its message is still held to its limit. */
+  const open = <Res>(method: string, fn: () => Res): grpc.handleUnaryCall<RawMessage, Res> =>
+    unary<RawMessage, Res>(logger, (raw) => {
+      deferred.decode(method, raw);
+      return fn();
+    });
+  const unsupported = (method: string, what: string, extension: string) =>
+    guarded("infer", method, () => {
       throw new OperonError("UNSUPPORTED", `${what} is not supported: this server does not offer the '${extension}' extension`);
     });
   return {
-    ServerLive: unary(logger, () => ({ live: engine.isLive() })),
-    ServerReady: unary(logger, () => ({ ready: engine.isReady() })),
-    ModelReady: guarded("infer", (r: NameVersion) => ({ ready: engine.isModelReady(r.name, r.version || undefined) })),
-    ServerMetadata: unary(logger, () => engine.serverMetadata()),
-    ModelMetadata: guarded("infer", (r: NameVersion) => engine.modelMetadata(r.name, r.version || undefined)),
-    ModelInfer: guarded("infer", async (r: RawInferMessage, call, principal) => {
-      const request = await decoding.decodeUnary(r);
+    ServerLive: open("ServerLive", () => ({ live: engine.isLive() })),
+    ServerReady: open("ServerReady", () => ({ ready: engine.isReady() })),
+    ModelReady: guarded("infer", "ModelReady", (r: NameVersion) => ({ ready: engine.isModelReady(r.name, r.version || undefined) })),
+    ServerMetadata: open("ServerMetadata", () => engine.serverMetadata()),
+    ModelMetadata: guarded("infer", "ModelMetadata", (r: NameVersion) => engine.modelMetadata(r.name, r.version || undefined)),
+    ModelInfer: unary(logger, async (r: RawInferMessage, call) => {
+      const principal = authorize(call, "infer");
+      const request = await decoding.decode(r);
+      checkShadowModelAccess(principal, request.modelName, "infer");
       applyKeyPriority(engine, request, principal);
       const response = await engine.infer({ ...request, signal: cancelSignalOf(call) });
       return encodeInferResponse(response, request.id);
     }),
-    ModelStreamInfer: streamInfer(engine, access, logger),
-    ModelConfig: guarded("infer", (r: NameVersion) => ({ config: engine.modelConfig(r.name, r.version || undefined) })),
-    ModelStatistics: guarded("infer", (r: NameVersion) => ({
+    ModelStreamInfer: streamInfer(engine, decoding, access, logger),
+    ModelConfig: guarded("infer", "ModelConfig", (r: NameVersion) => ({ config: engine.modelConfig(r.name, r.version || undefined) })),
+    ModelStatistics: guarded("infer", "ModelStatistics", (r: NameVersion) => ({
       model_stats: engine.modelStatistics(r.name || undefined, r.version || undefined),
     })),
-    RepositoryIndex: guarded("infer", async (r: { repository_name: string; ready: boolean }) => {
+    RepositoryIndex: guarded("infer", "RepositoryIndex", async (r: { repository_name: string; ready: boolean }) => {
       rejectRepositoryName(r.repository_name);
       const models = await engine.repositoryIndex({ ready: r.ready });
       return {
         models: models.map((m) => ({ name: m.name, version: m.version ?? "", state: m.state ?? "", reason: m.reason ?? "" })),
       };
     }),
-    RepositoryModelLoad: guarded("admin", async (r: RepositoryRequest, call, principal) => {
+    RepositoryModelLoad: guarded("admin", "RepositoryModelLoad", async (r: RepositoryRequest, call, principal) => {
       rejectRepositoryName(r.repository_name);
       const load = decodeLoadOptions(r.parameters);
       await engine.loadModel(r.model_name, load);
@@ -174,7 +203,7 @@ function inferenceHandlers(
       });
       return {};
     }),
-    RepositoryModelUnload: guarded("admin", async (r: RepositoryRequest, call, principal) => {
+    RepositoryModelUnload: guarded("admin", "RepositoryModelUnload", async (r: RepositoryRequest, call, principal) => {
       rejectRepositoryName(r.repository_name);
       const dependents = r.parameters?.["unload_dependents"];
       if (dependents !== undefined && dependents.parameter_choice !== "bool_param") {
@@ -184,13 +213,13 @@ function inferenceHandlers(
       access?.noteModelControl({ action: "model.unload", target: r.model_name, keyId: principal?.keyId ?? null, transport: "grpc", address: call.getPeer() });
       return {};
     }),
-    SystemSharedMemoryStatus: unsupported("system shared memory", "system_shared_memory"),
-    SystemSharedMemoryRegister: unsupported("system shared memory", "system_shared_memory"),
-    SystemSharedMemoryUnregister: unsupported("system shared memory", "system_shared_memory"),
-    CudaSharedMemoryStatus: unsupported("CUDA shared memory", "cuda_shared_memory"),
-    CudaSharedMemoryRegister: unsupported("CUDA shared memory", "cuda_shared_memory"),
-    CudaSharedMemoryUnregister: unsupported("CUDA shared memory", "cuda_shared_memory"),
-    TraceSetting: unsupported("trace settings", "trace"),
-    LogSettings: unsupported("log settings", "logging"),
+    SystemSharedMemoryStatus: unsupported("SystemSharedMemoryStatus", "system shared memory", "system_shared_memory"),
+    SystemSharedMemoryRegister: unsupported("SystemSharedMemoryRegister", "system shared memory", "system_shared_memory"),
+    SystemSharedMemoryUnregister: unsupported("SystemSharedMemoryUnregister", "system shared memory", "system_shared_memory"),
+    CudaSharedMemoryStatus: unsupported("CudaSharedMemoryStatus", "CUDA shared memory", "cuda_shared_memory"),
+    CudaSharedMemoryRegister: unsupported("CudaSharedMemoryRegister", "CUDA shared memory", "cuda_shared_memory"),
+    CudaSharedMemoryUnregister: unsupported("CudaSharedMemoryUnregister", "CUDA shared memory", "cuda_shared_memory"),
+    TraceSetting: unsupported("TraceSetting", "trace settings", "trace"),
+    LogSettings: unsupported("LogSettings", "log settings", "logging"),
   };
 }

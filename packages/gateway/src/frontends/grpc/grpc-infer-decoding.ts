@@ -4,7 +4,6 @@ import { OperonError } from "@operon/protocol/errors";
 import type { InferRequest } from "@operon/protocol/inference";
 import { DECODE_OFF_LOOP_BYTES, type DecodePool } from "../decode/decode-pool.js";
 import { decodeGrpcInfer } from "../decode/decode-tasks.js";
-import { assertInferMessageWithinBudget } from "../decode/protobuf-budget.js";
 import { INFERENCE_SERVICE, type WireInferRequest } from "./grpc-wire.js";
 
 /** Triton's HTTP body default, applied to a ModelInfer message too (other RPCs, model uploads, get grpc-js's receive limit). */
@@ -15,18 +14,13 @@ export interface RawInferMessage {
   readonly raw: Buffer;
 }
 
-/** A stream message refused before decoding: the stream answers it with error_message and carries on. */
-export interface RejectedStreamMessage extends WireInferRequest {
-  rejected: OperonError;
-}
-
 /**
  * ModelInfer and ModelStreamInfer messages are not decoded by grpc-js on
- * the event loop as they arrive. A unary ModelInfer reaches its handler as
- * bytes (RawInferMessage): checked against the size limit and the entry
- * budget, then decoded inline when small, on the decode pool when large.
- * A ModelStreamInfer message is checked the same way in the deserializer
- * (a refused one arrives as RejectedStreamMessage) and decoded inline.
+ * the event loop as they arrive: both reach their handlers as bytes
+ * (RawInferMessage), checked there against the size limit and the entry
+ * budget (protobuf-budget.ts), then decoded inline when small, on the
+ * decode pool when large. One path for both RPCs: a stream message is no
+ * cheaper to send than a unary one, so it gets the same checks.
  */
 export class GrpcInferDecoding {
   private readonly deserialize: (message: Buffer) => WireInferRequest;
@@ -41,29 +35,21 @@ export class GrpcInferDecoding {
     const streamMethod = service["ModelStreamInfer"]!;
     this.deserialize = unaryMethod.requestDeserialize as (message: Buffer) => WireInferRequest;
     // Handlers see what these return (grpc-js calls them for each message).
-    unaryMethod.requestDeserialize = (raw: Buffer): RawInferMessage => ({ raw });
-    streamMethod.requestDeserialize = (raw: Buffer): WireInferRequest => {
-      try {
-        this.checkSize(raw);
-        assertInferMessageWithinBudget(raw);
-        return this.deserialize(raw);
-      } catch (error) {
-        const rejected: RejectedStreamMessage = {
-          model_name: "",
-          model_version: "",
-          id: "",
-          rejected: error instanceof OperonError ? error : new OperonError("INVALID_ARG", `malformed ModelInferRequest: ${(error as Error).message}`),
-        };
-        return rejected;
-      }
-    };
+    const raw = (bytes: Buffer): RawInferMessage => ({ raw: bytes });
+    unaryMethod.requestDeserialize = raw;
+    streamMethod.requestDeserialize = raw;
   }
 
-  async decodeUnary(message: RawInferMessage): Promise<InferRequest> {
+  /**
+   * The request a ModelInfer or ModelStreamInfer message holds; OperonError
+   * (RESOURCE_EXHAUSTED, INVALID_ARG) when refused. `allowReserved`:
+   * triton_ parameters the calling frontend reads itself.
+   */
+  async decode(message: RawInferMessage, allowReserved: readonly string[] = []): Promise<InferRequest> {
     this.checkSize(message.raw);
-    if (message.raw.length < DECODE_OFF_LOOP_BYTES) return decodeGrpcInfer(message.raw, this.deserialize);
+    if (message.raw.length < DECODE_OFF_LOOP_BYTES) return decodeGrpcInfer(message.raw, this.deserialize, allowReserved);
     // grpc-js assembles a message this large from several HTTP/2 frames into a buffer of its own (stream-decoder's concat): it moves.
-    return (await this.pool.decodeInfer({ kind: "grpc-infer", message: message.raw }, true)).request;
+    return (await this.pool.decodeInfer({ kind: "grpc-infer", message: message.raw, allowReserved }, true)).request;
   }
 
   private checkSize(raw: Buffer): void {

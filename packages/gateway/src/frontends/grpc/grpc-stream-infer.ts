@@ -4,18 +4,23 @@ import type { InferRequest, InferResponse } from "@operon/protocol/inference";
 import type { Parameters as InferParameters } from "@operon/protocol/tensor";
 import type { GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
 import { logRequestFailure, requestFailureOf } from "../failure-log.js";
+import { checkShadowModelAccess } from "../../auth/shadow-model-access.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
 import { authorizationOf, cancelledError, statusOf } from "./grpc-calls.js";
 import type { Logger } from "@operon/protocol/logger";
-import { decodeInferRequest, encodeInferResponse } from "./grpc-infer-codec.js";
-import type { RejectedStreamMessage } from "./grpc-infer-decoding.js";
+import { DECODE_OFF_LOOP_BYTES } from "../decode/decode-pool.js";
+import { peekInferRequestNames } from "../decode/protobuf-budget.js";
+import { encodeInferResponse } from "./grpc-infer-codec.js";
+import type { GrpcInferDecoding, RawInferMessage } from "./grpc-infer-decoding.js";
 import type { WireInferRequest } from "./grpc-wire.js";
 
 /** Request parameter (Triton's): send the final flag of a decoupled stream as an empty response of its own. */
 const EMPTY_FINAL_PARAMETER = "triton_enable_empty_final_response";
 /** Response parameter (Triton's) on every response of a decoupled model: true on the request's last one. */
 const FINAL_RESPONSE_PARAMETER = "triton_final_response";
+/** Messages of one stream waiting for their decode; beyond this the stream is paused (HTTP/2 flow control then holds the client). */
+const MAX_MESSAGES_AWAITING_DECODE = 8;
 
 /**
  * Bidirectional stream: requests run concurrently and their responses are
@@ -29,12 +34,17 @@ const FINAL_RESPONSE_PARAMETER = "triton_final_response";
  * request's id) and the stream stays open; the call ends once the client
  * has half-closed and nothing is in flight. A cancelled call cancels its
  * requests: queued ones are dropped, running ones' later responses too.
+ *
+ * Messages are decoded as unary ModelInfer messages are (same size limit,
+ * entry budget and decode pool), one at a time per stream so requests reach
+ * the engine in the order they were sent.
  */
 export function streamInfer(
   engine: InferenceEngine,
+  decoding: GrpcInferDecoding,
   access: GatewayAccessPolicy | undefined,
   logger?: Logger,
-): grpc.handleBidiStreamingCall<WireInferRequest, object> {
+): grpc.handleBidiStreamingCall<RawInferMessage, object> {
   return (call) => {
     // The key is checked once, when the stream opens (a bad one fails the call);
     // each request on it then counts against the key's quota (admit), and fails alone when over it.
@@ -71,31 +81,47 @@ export function streamInfer(
         },
       };
     };
-    const runOne = async (message: WireInferRequest, signal: AbortSignal): Promise<void> => {
+    // The previous message's decode: the next one starts after it.
+    let lastDecode: Promise<unknown> = Promise.resolve();
+    let awaitingDecode = 0;
+    const decodeInOrder = (raw: RawInferMessage): Promise<InferRequest> => {
+      awaitingDecode += 1;
+      if (awaitingDecode > MAX_MESSAGES_AWAITING_DECODE) call.pause();
+      const decoded = lastDecode.then(() => decoding.decode(raw, [EMPTY_FINAL_PARAMETER]));
+      lastDecode = decoded.then(
+        () => undefined,
+        () => undefined,
+      );
+      void lastDecode.then(() => {
+        awaitingDecode -= 1;
+        if (awaitingDecode <= MAX_MESSAGES_AWAITING_DECODE && call.isPaused()) call.resume();
+      });
+      return decoded;
+    };
+    const runOne = async (raw: RawInferMessage, signal: AbortSignal): Promise<void> => {
       let request: InferRequest;
       let emptyFinal: boolean;
+      let message: WireInferRequest;
+      // A large message moves to the decode pool (its bytes are gone here afterwards): read its names first, for an error reply.
+      const names = raw.raw.length >= DECODE_OFF_LOOP_BYTES ? peekInferRequestNames(raw.raw) : undefined;
       try {
         if (principal !== null) access?.admit(principal);
-        const rejected = (message as Partial<RejectedStreamMessage>).rejected;
-        if (rejected !== undefined) throw rejected;
-        request = decodeInferRequest(message, [EMPTY_FINAL_PARAMETER]);
+        request = await decodeInOrder(raw);
+        checkShadowModelAccess(principal, request.modelName, "infer");
+        message = { model_name: request.modelName, model_version: request.modelVersion ?? "", id: request.id ?? "" };
         emptyFinal = takeEmptyFinalFlag(request.parameters);
         applyKeyPriority(engine, request, principal);
       } catch (error) {
-        write(errorReply(message, error));
-        return;
-      }
-      if (!engine.isDecoupled(request.modelName, request.modelVersion)) {
-        try {
-          const response = await engine.infer({ ...request, signal });
-          write({ error_message: "", infer_response: encodeInferResponse(response, request.id) });
-        } catch (error) {
-          write(errorReply(message, error));
-        }
+        write(errorReply(names ?? peekInferRequestNames(raw.raw), error));
         return;
       }
       try {
-        await engine.inferStream({ ...request, signal }, (response, final) => {
+        await engine.inferStream({ ...request, signal }, (response, final, decoupled) => {
+          if (!decoupled) {
+            // A plain model's one response, as ModelInfer would answer it.
+            write(isOperonError(response) ? errorReply(message, response) : { error_message: "", infer_response: encodeInferResponse(response, request.id) });
+            return;
+          }
           if (isOperonError(response)) {
             write(errorReply(message, response, final));
             return;
@@ -105,14 +131,14 @@ export function streamInfer(
           write({ error_message: "", infer_response: encodeInferResponse({ ...response, parameters }, request.id) });
         });
       } catch (error) {
-        write(errorReply(message, error, true));
+        write(errorReply(message, error, engine.isDecoupled(request.modelName, request.modelVersion) ? true : undefined));
       }
     };
 
-    call.on("data", (message: WireInferRequest) => {
+    call.on("data", (raw: RawInferMessage) => {
       const controller = new AbortController();
       inFlight.add(controller);
-      void runOne(message, controller.signal).then(() => {
+      void runOne(raw, controller.signal).then(() => {
         inFlight.delete(controller);
         finishIfIdle();
       });

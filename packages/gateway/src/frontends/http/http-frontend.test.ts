@@ -157,9 +157,9 @@ class FakeEngine implements InferenceEngine {
   storyCancelled: Promise<unknown> = Promise.resolve();
 
   /** 'story' streams (see the table above); every other model answers once, through infer. */
-  async inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean) => void): Promise<void> {
+  async inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean, decoupled: boolean) => void): Promise<void> {
     if (request.modelName !== "story") {
-      onResponse(await this.infer(request), true);
+      onResponse(await this.infer(request), true, false);
       return;
     }
     this.lastRequest = request;
@@ -170,18 +170,19 @@ class FakeEngine implements InferenceEngine {
     const words = text.data.subarray(4).toString("utf8").split(" ").slice(0, cap);
     for (const [i, word] of words.entries()) {
       await new Promise((resolve) => setTimeout(resolve, 1));
-      if (request.parameters["fail_after"] === i) onResponse(new OperonError("INTERNAL", `story broke after ${i} words`), false);
-      onResponse(respond(request, [{ name: "text_output", datatype: "BYTES", shape: [1], data: encodeBytesElements([word]) }]), false);
+      if (request.parameters["fail_after"] === i) onResponse(new OperonError("INTERNAL", `story broke after ${i} words`), false, true);
+      onResponse(respond(request, [{ name: "text_output", datatype: "BYTES", shape: [1], data: encodeBytesElements([word]) }]), false, true);
       if (request.parameters["wait"] === true) {
         const signal = request.signal!;
         this.storyCancelled = new Promise((resolve) => signal.addEventListener("abort", () => resolve(signal.reason), { once: true }));
         await this.storyCancelled;
-        onResponse(new OperonError("CANCELLED", "cancelled"), true);
+        onResponse(new OperonError("CANCELLED", "cancelled"), true, true);
         return;
       }
     }
-    onResponse(respond(request, []), true);
+    onResponse(respond(request, []), true, true);
   }
+  async whenServed(): Promise<void> {}
   isDecoupled(name: string): boolean {
     return name === "story";
   }
@@ -241,7 +242,7 @@ class FakeEngine implements InferenceEngine {
   /** Valid unless a step names a model this engine does not have. */
   async validateOperator(spec: unknown): Promise<OperatorValidation> {
     const steps = (spec as { steps?: Array<{ model?: string }> }).steps ?? [];
-    const problems = steps.filter((step) => step.model !== undefined && !this.models.has(step.model)).map((step) => `unknown model '${step.model}'`);
+    const problems = steps.filter((step) => step.model !== undefined && !this.models.has(step.model)).map((step) => ({ code: "unknown-model", message: `unknown model '${step.model}'` }));
     return { valid: problems.length === 0, problems };
   }
   async workers(): Promise<WorkersResponse> {
@@ -1203,7 +1204,7 @@ describe("Operon admin endpoints", () => {
     expect(valid.status).toBe(200);
     expect(await valid.json()).toEqual({ valid: true, problems: [] });
     const invalid = await post("/v2/operators/pipe/validate", { steps: [{ model: "missing" }] });
-    expect(await invalid.json()).toEqual({ valid: false, problems: ["unknown model 'missing'"] });
+    expect(await invalid.json()).toEqual({ valid: false, problems: [{ code: "unknown-model", message: "unknown model 'missing'" }] });
   });
 
   it("refuses a validate body that is not a spec object, or names another operator", async () => {

@@ -9,6 +9,7 @@ import {
 import { OperonError, isOperonError } from "@operon/protocol/errors";
 import type { CancelSignal, InferRequest, InferResponse } from "@operon/protocol/inference";
 import type { AccessNeed, GatewayAccessPolicy, ModelControlEvent, Principal } from "../../auth/access-policy.js";
+import { checkShadowModelAccess } from "../../auth/shadow-model-access.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import { Cancellation } from "../../engine/cancellation.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
@@ -152,6 +153,7 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
       }
       const { need, handler } = match.handler;
       const principal = need === "open" || access === undefined ? null : access.authorize(authorizationOf(req), need);
+      if (need !== "open") checkShadowModelAccess(principal, match.params["model"], need);
       const context: RequestContext = { req, res, params: match.params, principal };
       await handler(context);
       if (need === "admin" && access !== undefined) {
@@ -419,6 +421,8 @@ async function decodeGenerateRequest(engine: InferenceEngine, options: RouterOpt
   const modelName = params["model"]!;
   const modelVersion = params["version"];
   const json = await readJsonBody(options, req, res, options.maxBodyBytes);
+  // The body maps onto the model's inputs by name: its metadata first (a parked model loads again).
+  await engine.whenServed(modelName, modelVersion);
   const metadata = engine.modelMetadata(modelName, modelVersion);
   const maxBatchSize = engine.modelConfig(modelName, modelVersion)["max_batch_size"];
   const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };

@@ -1,4 +1,3 @@
-import { retryAfterOf } from "../../repository/parked-models.js";
 import type { OutgoingHttpHeaders, ServerResponse } from "node:http";
 import { OperonError, httpStatusOf, type ErrorKind, type FailureLogLevel } from "@operon/protocol/errors";
 import { requestFailureOf } from "../failure-log.js";
@@ -72,9 +71,9 @@ export function reportOf(error: unknown): ErrorReport {
   const { kind, message, level } = requestFailureOf(error);
   const status = httpStatusOf(kind);
   // 429 (a key over its quota, a request over a size budget) always says when to retry: a quota refills within a second.
-  // A tenant over its share (and a gate full of waiting requests) says how long to wait: retryAfterSeconds;
-  // a model the resource scheduler unloaded answers 503 with when to come back (parked-models.ts).
-  const retryAfter = (error instanceof OperonError ? error.retryAfterSeconds : undefined) ?? (status === 503 ? retryAfterOf(error) : undefined);
+  // A tenant over its share (and a gate full of waiting requests) says how long to wait, and a model the
+  // resource scheduler unloaded when to come back (parked-models.ts): OperonError.retryAfterSeconds.
+  const retryAfter = error instanceof OperonError ? error.retryAfterSeconds : undefined;
   const headers: OutgoingHttpHeaders =
     status === 401 ? { "WWW-Authenticate": "Bearer" } : status === 429 || retryAfter !== undefined ? { "Retry-After": String(retryAfter ?? 1) } : {};
   return { status, message, kind, level, closeConnection: false, headers };

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { OperonError } from "@operon/protocol/errors";
 import { instanceCountBody } from "./http-scheduler-request.js";
-import { ModelParkedError, retryAfterOf } from "../../repository/parked-models.js";
+import { ModelParkedError } from "../../repository/parked-models.js";
+import { reportOf } from "./http-respond.js";
 
 describe("instanceCountBody", () => {
   it("takes an integer count from 1 to 1024", () => {
@@ -22,9 +23,9 @@ describe("instanceCountBody", () => {
   });
 });
 
-describe("retryAfterOf", () => {
-  it("gives a parked model's Retry-After and nothing for other errors", () => {
-    expect(retryAfterOf(new ModelParkedError("m", 5, Promise.resolve()))).toBe(5);
-    expect(retryAfterOf(new OperonError("UNAVAILABLE", "busy"))).toBeUndefined();
+describe("a parked model's answer", () => {
+  it("is 503 with its Retry-After; other unavailable errors carry none", () => {
+    expect(reportOf(new ModelParkedError("m", 5, Promise.resolve()))).toMatchObject({ status: 503, headers: { "Retry-After": "5" } });
+    expect(reportOf(new OperonError("UNAVAILABLE", "busy")).headers).toEqual({});
   });
 });

@@ -1,7 +1,7 @@
 import type { Parameters } from "@operon/protocol/tensor";
 import type { ExecutionTiming } from "../observability/model-stats.js";
-import type { ScheduledRequest, ScheduledResult, StreamedResponse } from "../scheduling/request-scheduler.js";
-import type { SchedulerPolicy } from "../scheduling/scheduler-policy.js";
+import type { ScheduledRequest, ScheduledResult, StreamedResponse } from "./request-scheduler.js";
+import type { SchedulerPolicy } from "./scheduler-policy.js";
 
 /**
  * What serves the requests of one model version, behind the engine: the

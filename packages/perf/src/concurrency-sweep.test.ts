@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { runConcurrencySweep, sweepConcurrencies, type SweepClock } from "./concurrency-sweep.js";
+import { representativeStep, runConcurrencySweep, sweepConcurrencies, type SweepClock } from "./concurrency-sweep.js";
 
 /** A clock that moves only when a measure says how long it took. */
 function fakeClock(): SweepClock & { advance(ms: number): void } {
@@ -97,5 +97,27 @@ describe("runConcurrencySweep", () => {
       [1, false],
       [2, true],
     ]);
+  });
+});
+
+describe("sweeps under a p99 budget (the config search's candidates)", () => {
+  const step = (concurrency: number, throughput: number, latencyP99Us: number | null) => ({ concurrency, throughput, latencyP99Us });
+
+  it("keeps the first step over the budget, stops there, and reads the best step within it", async () => {
+    const outcome = await runConcurrencySweep({ maxConcurrency: 16, minGainPercent: 5, p99BudgetUs: 2500 }, async (c) => step(c, 100 * c, 1000 * c));
+    expect(outcome.steps.map((s) => s.concurrency)).toEqual([1, 2, 4]);
+    expect(outcome.stopReason).toBe("p99-budget");
+    expect(representativeStep(outcome.steps, 2500)?.concurrency).toBe(2);
+  });
+
+  it("stops at a step where no request succeeded", async () => {
+    const outcome = await runConcurrencySweep({ maxConcurrency: 8, minGainPercent: 5, p99BudgetUs: 1e9 }, async (c) => step(c, c === 2 ? 5 : 100 * c, c === 2 ? null : 10));
+    expect(outcome.steps.map((s) => s.concurrency)).toEqual([1, 2]);
+    expect(outcome.stopReason).toBe("p99-budget");
+  });
+
+  it("falls back to the lowest concurrency when no step is within budget", () => {
+    expect(representativeStep([step(1, 100, 9000), step(2, 150, 12000)], 1000)?.concurrency).toBe(1);
+    expect(representativeStep([], 1000)).toBeUndefined();
   });
 });
