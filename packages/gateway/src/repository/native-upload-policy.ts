@@ -1,7 +1,6 @@
-import { createHash } from "node:crypto";
-import { basename } from "node:path";
 import { OperonError } from "@operon/protocol/errors";
 import type { ModelLoadOptions } from "@operon/protocol/inference";
+import { uploadedLibraries } from "@operon/protocol/uploaded-libraries";
 import { isNativeBackend } from "./model-loader.js";
 
 /**
@@ -13,9 +12,6 @@ import { isNativeBackend } from "./model-loader.js";
  * Models of the --model-repository folders are trusted, as in Triton.
  */
 
-/** A shared library's file name: libx.so, libx.so.1, libx.so.1.2. */
-const SHARED_LIBRARY = /\.so(\.\d+)*$/;
-
 export interface NativeUpload {
   /** The uploaded shared libraries with their SHA-256 (hex), for the audit log. */
   libraries: Array<{ file: string; sha256: string }>;
@@ -26,9 +22,7 @@ export interface NativeUpload {
 /** What native code a load's uploads bring; undefined when none (no uploads, or only built-in backends and no library). */
 export function nativeUploadOf(options: ModelLoadOptions): NativeUpload | undefined {
   if (options.files === undefined || options.files.size === 0) return undefined;
-  const libraries = [...options.files]
-    .filter(([path]) => SHARED_LIBRARY.test(basename(path)))
-    .map(([file, data]) => ({ file, sha256: createHash("sha256").update(data).digest("hex") }));
+  const libraries = uploadedLibraries(options.files);
   const backend = configBackendOf(options.config);
   if (libraries.length === 0 && !isNativeBackend(backend)) return undefined;
   return { libraries, backend: isNativeBackend(backend) ? backend : undefined };

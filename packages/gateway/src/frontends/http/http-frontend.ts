@@ -27,7 +27,7 @@ import { logRequestFailure } from "../failure-log.js";
 import { type RouteParams, Router } from "./http-router.js";
 import { EventStream } from "./http-sse.js";
 import type { Logger } from "@operon/protocol/logger";
-import { nativeUploadOf } from "../../repository/native-upload-policy.js";
+import { uploadedLibraries } from "@operon/protocol/uploaded-libraries";
 
 /**
  * The HTTP/REST frontend: KServe v2 plus Triton's extensions (binary
@@ -259,7 +259,7 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
   add("POST", "/v2/repository/models/:model/load", "admin", async (context) => {
     const { req, res, params } = context;
     const load = decodeLoadRequest(await readJson(req, res, options.maxLoadBodyBytes));
-    const libraries = nativeUploadOf(load)?.libraries ?? [];
+    const libraries = uploadedLibraries(load.files);
     context.loadDetails = {
       configOverride: load.config !== undefined,
       files: [...(load.files?.keys() ?? [])],
