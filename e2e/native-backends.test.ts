@@ -155,6 +155,8 @@ describe("a native backend served from a model repository", () => {
     expect(body.outputs).toEqual([{ name: "OUTPUT0", datatype: "FP32", shape: [1, 4], data: [5, 6, 7, 8] }]);
     expect(body.parameters.batch_requests).toBe(1);
     expect(workerProcesses(server.pid).some((worker) => worker.instance.startsWith("identity_plain"))).toBe(true);
+    // The backend's TRITONSERVER_LogMessage records reach Operon's log, with the backend's name.
+    await server.waitForOutput(/"backend":"operon_identity".*TRITONBACKEND_Initialize: operon_identity|TRITONBACKEND_Initialize: operon_identity.*"backend":"operon_identity"/, 5000);
   });
 
   it("answers over gRPC ModelInfer", async () => {
