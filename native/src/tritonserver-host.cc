@@ -215,6 +215,10 @@ struct Instance {
   Napi::FunctionReference allocate;  // JS: (byteLength) => Buffer | undefined
   Napi::Env env = nullptr;
   bool in_execute = false;           // JS thread only
+  // Events the backend made on the JS thread during execute: delivered right after it returns, without a
+  // trip through the thread-safe function's queue (a loop iteration later). JS thread only.
+  std::vector<Event*> local_events;
+  Napi::FunctionReference on_event;
   uint64_t live = 0;                 // JS thread only: requests not yet released and finally answered
   std::mutex mutex;
   std::unordered_map<double, RequestState*> requests;  // live, for cancel()
@@ -231,6 +235,10 @@ void FreeAllocation(Allocation* allocation) {
 }
 
 void Post(Instance* instance, Event* event) {
+  if (instance->in_execute && std::this_thread::get_id() == js_thread) {
+    instance->local_events.push_back(event);
+    return;
+  }
   if (instance->tsfn.NonBlockingCall(event) != napi_ok) {
     for (auto& output : event->outputs) FreeAllocation(output.allocation);
     FreeAllocation(event->allocation);
@@ -587,6 +595,7 @@ Napi::Value CreateInstance(const Napi::CallbackInfo& info) {
   auto* instance = new Instance();
   instance->env = env;
   if (info[4].IsFunction()) instance->allocate = Napi::Persistent(info[4].As<Napi::Function>());
+  instance->on_event = Napi::Persistent(info[5].As<Napi::Function>());
   instance->tsfn = EventTsfn::New(env, info[5].As<Napi::Function>(), "operon-tritonserver-events", 0, 1, instance);
   // Pending responses must not keep the worker alive: it exits when the gateway says so.
   instance->tsfn.Unref(env);
@@ -619,6 +628,7 @@ Napi::Value DestroyInstance(const Napi::CallbackInfo& info) {
   OperonHostError* error = api.InstanceDestroy(instance->handle);
   instance->handle = nullptr;
   instance->allocate.Reset();
+  instance->on_event.Reset();
   if (error != nullptr) return ThrowHostError(env, error);
   return env.Undefined();
 }
@@ -722,6 +732,10 @@ Napi::Value Execute(const Napi::CallbackInfo& info) {
   instance->in_execute = true;
   OperonHostError* error = api.Execute(instance->handle, requests.data(), count);
   instance->in_execute = false;
+  std::vector<Event*> events;
+  events.swap(instance->local_events);
+  Napi::Function on_event = instance->on_event.Value();
+  for (Event* event : events) DeliverEvent(env, on_event, instance, event);
   // An Execute failure was answered by the library (final error responses + releases): JS learns it through them too.
   if (error != nullptr) api.ErrorDelete(error);
   return env.Undefined();
