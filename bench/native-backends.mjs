@@ -8,9 +8,10 @@
 //      over HTTP binary at concurrency 1 and 16; goal: native p50 ≤ 1.2×;
 //   b. the text_direction image preprocessing: the native backend
 //      (operon_image_preprocess through the worker's NativeBackend, as a
-//      worker runs it) against the TypeScript step's preprocess(), on the
-//      PNG fixtures of examples/images, decoded once beforehand for both
-//      (decode excluded on both sides); goal: native ≥ 5× images/s.
+//      worker runs it, outputs written into shared-memory-like room) against
+//      the TypeScript step's preprocess(), on the PNG fixtures of
+//      examples/images, decoded once beforehand for both (decode excluded on
+//      both sides), one image per call; goal: native ≥ 5× images/s.
 // Env as run-bench: OPERON_BENCH_ROUNDS (3), OPERON_BENCH_SECONDS (3).
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,6 +19,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import pngjs from "pngjs";
 import ts from "typescript";
+import { ShmRingAllocator } from "@operon/protocol/shm-ring-allocator";
 import { writeIdentityModel } from "@operon/testing/onnx-model-writer";
 import { ROOT, startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
@@ -119,8 +121,19 @@ export async function measurePreprocess({ rounds = 3, seconds = 3 } = {}) {
   const preprocess = await typescriptPreprocess();
   const { NativeBackend } = await import(pathToFileURL(join(ROOT, "packages/worker/dist/backends/native-backend.js")).href);
   const { DEFAULT_BACKEND_DIRECTORY } = await import(pathToFileURL(join(ROOT, "native/dist/tritonserver-host.js")).href);
+  // As in a worker: outputs go into room of a shared-memory-like half (ShmRingAllocator), handed back once read.
+  const half = Buffer.alloc(16 * 1024 * 1024);
+  const ring = new ShmRingAllocator(half.length);
+  const host = {
+    allocateOutput: (byteLength) => {
+      const offset = ring.allocate(byteLength);
+      return offset === undefined ? undefined : half.subarray(offset, offset + byteLength);
+    },
+    freeOutput: (buffer) => ring.release(buffer.byteOffset - half.byteOffset),
+  };
   const backend = new NativeBackend();
   await backend.initialize({
+    host,
     modelPath: mkdtempSync(join(tmpdir(), "operon-bench-preprocess-")),
     config: {
       name: "preprocess",
@@ -149,6 +162,7 @@ export async function measurePreprocess({ rounds = 3, seconds = 3 } = {}) {
     cancelled: false,
     respond: (response) => {
       if ("error" in response) throw response.error;
+      for (const output of response.outputs) if (output.data.buffer === half.buffer) host.freeOutput(output.data);
     },
   }));
   let nextImage = 0;
