@@ -146,7 +146,9 @@ dynamic_batching { max_queue_delay_microseconds: 200000 }`,
     await waitForQueued(server, "slow_priorities", 1);
     const high = inferBinary(server.httpUrl, "slow_priorities", image(32), { parameters: { priority: 1 } }).then(() => finished.push("high"));
     await Promise.all([busy, low, high]);
-    expect(finished).toEqual(["busy", "high", "low"]);
+    // Order of the two small requests only: busy's 1.6 MB answer may finish arriving after both ran
+    // (on a loaded host the client reads it slower than the model runs two 32x32 images).
+    expect(finished.filter((name) => name !== "busy")).toEqual(["high", "low"]);
   });
 
   it("rejects a request whose queue timeout expires, and one over max_queue_size, with 503", async () => {

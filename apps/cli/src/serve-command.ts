@@ -62,6 +62,16 @@ export function serveCommand(): Command {
     .option("--http-max-body-bytes <bytes>", "largest HTTP request body accepted (Triton's --http-max-input-size default, 64 MiB); a model load request may carry up to --max-upload-bytes of files besides", parsePositiveInt, GATEWAY_DEFAULTS.httpMaxBodyBytes)
     .option("--http-max-inflight-body-bytes <bytes>", "request body bytes held at once over all HTTP requests; beyond it new bodies get 503 with Retry-After (default: 4 x --http-max-body-bytes, at least one upload more)", parsePositiveInt)
     .option("--grpc-infer-max-message-bytes <bytes>", "largest gRPC ModelInfer / ModelStreamInfer message (RESOURCE_EXHAUSTED beyond)", parsePositiveInt, GATEWAY_DEFAULTS.grpcInferMaxMessageBytes)
+    .option("--max-bytes-elements <n>", "most elements in one BYTES tensor (each becomes a JS value somewhere); beyond it the request is refused with 400 / INVALID_ARGUMENT", parsePositiveInt, GATEWAY_DEFAULTS.maxBytesElements)
+    .option("--http-body-timeout-secs <secs>", "longest pause inside an HTTP request body, and the grace before --http-min-body-bytes-per-sec applies; a slower body gets 408 and its connection is closed", parsePositiveInt, GATEWAY_DEFAULTS.httpBodyTimeoutSecs)
+    .option("--http-min-body-bytes-per-sec <bytes>", "slowest average rate an HTTP request body may arrive at after the grace (0 = no minimum)", parseNonNegativeInt, GATEWAY_DEFAULTS.httpMinBodyBytesPerSec)
+    .option("--http-headers-timeout-secs <secs>", "a connection whose request headers are not complete this long after the request began is closed with 408", parsePositiveInt, GATEWAY_DEFAULTS.httpHeadersTimeoutSecs)
+    .option("--http-max-connections <n>", "open HTTP connections at once; beyond it a new connection gets 503 and is closed (default: half the process's open-file limit, at most 16384)", parsePositiveInt)
+    .option("--http-max-connections-per-address <n>", "open HTTP connections at once from one client address (503 and closed beyond)", parsePositiveInt, GATEWAY_DEFAULTS.httpMaxConnectionsPerAddress)
+    .option("--http-max-inflate-ratio <n>", "a gzip/deflate request body may inflate to at most this many times its size (413 beyond)", parsePositiveInt, GATEWAY_DEFAULTS.httpMaxInflateRatio)
+    .option("--decode-threads <n>", "threads that decode large request bodies off the event loop (default: 1 per 4 cores, at least 2, at most 4)", parsePositiveInt)
+    .option("--decode-max-heap-mb <MiB>", "heap of each decode thread; a body that needs more fails alone (400) and its thread is replaced", parsePositiveInt, GATEWAY_DEFAULTS.decodeMaxHeapMb)
+    .option("--decode-timeout-secs <secs>", "longest one body may take to decode; beyond it the body fails alone (400) and its thread is replaced", parsePositiveInt, GATEWAY_DEFAULTS.decodeTimeoutSecs)
     .option(
       "--cache-config <cache,key=value>",
       "response cache, Triton's syntax: 'local,size=<bytes>' (repeatable, one or more key=value per use); models opt in with response_cache { enable: true }. Default: no cache",
@@ -115,6 +125,7 @@ export function serveCommand(): Command {
     .option("--admin-password <password>", "the first admin's password (shows in ps: prefer --admin-password-file or $OPERON_ADMIN_PASSWORD)")
     .option("--admin-password-file <path>", "file holding the first admin's password (one trailing newline ignored)")
     .option("--require-api-key [bool]", "inference needs an API key (Authorization: Bearer <key>); model control always does beyond loopback", parseBool, false)
+    .option("--metrics-require-key [bool]", "the metrics port (:8002/metrics) answers only requests with an API key (Authorization: Bearer <key>); default: open, as in Triton", parseBool, GATEWAY_DEFAULTS.metricsRequireKey)
     .option(
       "--anonymous-model-control [bool]",
       "on a loopback-only server, keep model control (load/unload) open to callers without a key even after API keys were issued (default: it locks for good once any key exists)",
@@ -190,6 +201,17 @@ async function runServe(flags: ServeFlags): Promise<void> {
     httpMaxBodyBytes: flags.httpMaxBodyBytes,
     ...(flags.httpMaxInflightBodyBytes !== undefined ? { httpMaxInflightBodyBytes: flags.httpMaxInflightBodyBytes } : {}),
     grpcInferMaxMessageBytes: flags.grpcInferMaxMessageBytes,
+    maxBytesElements: flags.maxBytesElements,
+    httpBodyTimeoutSecs: flags.httpBodyTimeoutSecs,
+    httpMinBodyBytesPerSec: flags.httpMinBodyBytesPerSec,
+    httpHeadersTimeoutSecs: flags.httpHeadersTimeoutSecs,
+    ...(flags.httpMaxConnections !== undefined ? { httpMaxConnections: flags.httpMaxConnections } : {}),
+    httpMaxConnectionsPerAddress: flags.httpMaxConnectionsPerAddress,
+    httpMaxInflateRatio: flags.httpMaxInflateRatio,
+    ...(flags.decodeThreads !== undefined ? { decodeThreads: flags.decodeThreads } : {}),
+    decodeMaxHeapMb: flags.decodeMaxHeapMb,
+    metricsRequireKey: flags.metricsRequireKey,
+    decodeTimeoutSecs: flags.decodeTimeoutSecs,
     defaultMaxBatchSize: flags.defaultMaxBatchSize,
     ...(flags.backendDirectory !== undefined ? { backendDirectory: flags.backendDirectory } : {}),
     backendConfig: flags.backendConfig,

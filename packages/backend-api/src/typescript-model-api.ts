@@ -1,7 +1,7 @@
 import { type DataType, elementByteSize, elementCount, isDataType } from "@operon/protocol/datatypes";
 import type { ErrorKind } from "@operon/protocol/errors";
 import { decodeHalfFloats, numberToBfloat16Bits, numberToFloat16Bits } from "@operon/protocol/half-float";
-import { decodeBytesElements, encodeBytesElements } from "@operon/protocol/tensor";
+import { bytesElementsToStrings, countBytesElements, decodeBytesElements, encodeBytesElements } from "@operon/protocol/tensor";
 import type { BackendApiVersion } from "./backend-api-version.js";
 
 /**
@@ -276,7 +276,8 @@ class TypedTensorImpl implements TypedTensor {
   }
 
   toStrings(): string[] {
-    return this.toBuffers().map((element) => element.toString("utf8"));
+    if (this.datatype !== "BYTES") throw new TypeError(`tensor '${this.name}' is ${this.datatype}, not BYTES`);
+    return bytesElementsToStrings(this.data, this.name);
   }
 
   toBuffers(): Buffer[] {
@@ -335,7 +336,7 @@ export function typedTensor(value: TensorLike): TypedTensor {
   if (size === undefined) {
     let found: number;
     try {
-      found = decodeBytesElements(data, value.name).length;
+      found = countBytesElements(data, value.name);
     } catch (error) {
       throw new TypeError(`${where}: ${(error as Error).message}`);
     }

@@ -31,6 +31,22 @@ export const GATEWAY_DEFAULTS = {
   grpcInferMaxMessageBytes: 64 * 1024 * 1024,
   backendIsolation: "thread",
   defaultMaxBatchSize: 4,
+  /** Elements one BYTES tensor may hold (each becomes a JS value somewhere). */
+  maxBytesElements: 1 << 20,
+  /** Longest pause inside a request body (and the grace before the minimum rate applies). */
+  httpBodyTimeoutSecs: 10,
+  /** Slowest average rate a request body may arrive at once the grace has passed. */
+  httpMinBodyBytesPerSec: 16 * 1024,
+  /** Longest time from a connection's first byte (or a keep-alive request's) to its complete headers. */
+  httpHeadersTimeoutSecs: 20,
+  /** Open HTTP connections from one client address. */
+  httpMaxConnectionsPerAddress: 1024,
+  /** A gzip/deflate body may inflate to at most this many times its size. */
+  httpMaxInflateRatio: 100,
+  decodeMaxHeapMb: 1024,
+  decodeTimeoutSecs: 10,
+  /** The metrics port answers only with an API key when keys are required. */
+  metricsRequireKey: false,
 } as const;
 
 const port = z.number().int().min(0).max(65535);
@@ -61,6 +77,25 @@ const operonServerOptionsSchema = z.object({
   httpMaxBodyBytes: z.number().int().positive().default(GATEWAY_DEFAULTS.httpMaxBodyBytes),
   /** Request body bytes held at once over all HTTP requests; default max(4 × httpMaxBodyBytes, a model upload + httpMaxBodyBytes). */
   httpMaxInflightBodyBytes: z.number().int().positive().optional(),
+  /** Elements one BYTES tensor may hold (INVALID_ARG beyond, naming --max-bytes-elements). */
+  maxBytesElements: z.number().int().positive().default(GATEWAY_DEFAULTS.maxBytesElements),
+  /** Slow bodies (frontends/http/slow-body-guard.ts): the longest pause, and the grace before the minimum rate applies. */
+  httpBodyTimeoutSecs: z.number().positive().default(GATEWAY_DEFAULTS.httpBodyTimeoutSecs),
+  httpMinBodyBytesPerSec: count.default(GATEWAY_DEFAULTS.httpMinBodyBytesPerSec),
+  /** A connection that has not sent complete headers this long after its request began is closed with 408. */
+  httpHeadersTimeoutSecs: z.number().positive().default(GATEWAY_DEFAULTS.httpHeadersTimeoutSecs),
+  /** Open HTTP connections in total (default from the process's file descriptor limit) and per client address. */
+  httpMaxConnections: z.number().int().positive().optional(),
+  httpMaxConnectionsPerAddress: z.number().int().positive().default(GATEWAY_DEFAULTS.httpMaxConnectionsPerAddress),
+  /** A gzip/deflate body inflating to more than this many times its size is refused (413). */
+  httpMaxInflateRatio: z.number().positive().default(GATEWAY_DEFAULTS.httpMaxInflateRatio),
+  /** The metrics port needs an API key (any valid one) when keys are checked (`access`); default open, as in Triton. */
+  metricsRequireKey: z.boolean().default(GATEWAY_DEFAULTS.metricsRequireKey),
+  /** Decode threads (frontends/decode/decode-pool.ts); default from the core count. */
+  decodeThreads: z.number().int().positive().optional(),
+  /** Heap of each decode thread, MiB, and the longest one body may take to decode, seconds. */
+  decodeMaxHeapMb: z.number().int().min(16).default(GATEWAY_DEFAULTS.decodeMaxHeapMb),
+  decodeTimeoutSecs: z.number().positive().default(GATEWAY_DEFAULTS.decodeTimeoutSecs),
   /** Largest gRPC ModelInfer / ModelStreamInfer message (RESOURCE_EXHAUSTED beyond). */
   grpcInferMaxMessageBytes: z.number().int().positive().default(GATEWAY_DEFAULTS.grpcInferMaxMessageBytes),
   /**

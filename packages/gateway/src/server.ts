@@ -9,6 +9,7 @@ import { registerTenantMetrics } from "./admission/tenant-metrics.js";
 import { TenantShares } from "./admission/tenant-shares.js";
 import { startGrpcFrontend } from "./frontends/grpc/grpc-frontend.js";
 import { startHttpFrontend } from "./frontends/http/http-frontend.js";
+import { defaultMaxConnections } from "./frontends/http/connection-limits.js";
 import { DecodePool } from "./frontends/decode/decode-pool.js";
 import { GatewayMetrics } from "./observability/metrics.js";
 import { startMetricsServer } from "./observability/metrics-server.js";
@@ -83,7 +84,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     access.ring.onTenants((tenants) => tenantShares.configure(tenants));
     registerTenantMetrics(metrics.registry, tenantShares);
   }
-  const engine = new Engine(manager, { version: OPERON_VERSION, strictReadiness: options.strictReadiness, responseCache, metrics, tenantShares });
+  const engine = new Engine(manager, { version: OPERON_VERSION, strictReadiness: options.strictReadiness, responseCache, metrics, tenantShares, maxBytesElements: options.maxBytesElements });
 
   const failures = await manager.loadAtStartup(options.loadModels);
   for (const failure of failures) {
@@ -107,7 +108,11 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
   let metricsPort: number | undefined;
   try {
     // Large request bodies are decoded here, off the event loop (frontends/decode).
-    const decodePool = new DecodePool();
+    const decodePool = new DecodePool({
+      ...(options.decodeThreads !== undefined ? { threads: options.decodeThreads } : {}),
+      maxHeapMb: options.decodeMaxHeapMb,
+      maxDecodeMs: options.decodeTimeoutSecs * 1000,
+    });
     stoppers.push(() => decodePool.close());
     // A model load carries its files base64-encoded in the JSON body.
     const maxLoadBodyBytes = Math.max(options.httpMaxBodyBytes, Math.ceil((options.maxUploadBytes * 4) / 3) + 1024 * 1024);
@@ -120,6 +125,11 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
         maxInflightBodyBytes: options.httpMaxInflightBodyBytes ?? Math.max(4 * options.httpMaxBodyBytes, maxLoadBodyBytes + options.httpMaxBodyBytes),
         decodePool,
         logger,
+        maxBytesElements: options.maxBytesElements,
+        slowBodies: { pauseMs: options.httpBodyTimeoutSecs * 1000, minBytesPerSec: options.httpMinBodyBytesPerSec },
+        headersTimeoutMs: options.httpHeadersTimeoutSecs * 1000,
+        connections: { max: options.httpMaxConnections ?? defaultMaxConnections(), perAddress: options.httpMaxConnectionsPerAddress },
+        maxInflateRatio: options.httpMaxInflateRatio,
         ...(access !== undefined ? { access } : {}),
       });
       httpPort = http.port;
@@ -138,7 +148,11 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
       stoppers.push(() => grpc.stop(1000));
     }
     if (options.allowMetrics) {
-      const server = await startMetricsServer(metrics, { host: options.metricsAddress, port: options.metricsPort });
+      const server = await startMetricsServer(metrics, {
+        host: options.metricsAddress,
+        port: options.metricsPort,
+        ...(options.metricsRequireKey ? { authorize: metricsAuthorizer(access) } : {}),
+      });
       metricsPort = server.port;
       stoppers.push(() => server.stop());
     }
@@ -202,4 +216,21 @@ async function checkRepositories(repositories: string[]): Promise<void> {
       throw new OperonError("INVALID_ARG", `model repository '${resolve(repository)}' is not a folder (--model-repository ${repository})`);
     }
   }
+}
+
+/**
+ * --metrics-require-key: any valid key (either scope) reads the metrics; a
+ * server without key checks has no keys, so it refuses every scrape, which
+ * says so rather than serving them open against the flag.
+ */
+function metricsAuthorizer(access: GatewayAccessPolicy | undefined): (authorizationHeader: string | undefined) => void {
+  return (authorizationHeader) => {
+    if (access === undefined) {
+      throw new OperonError("UNAVAILABLE", "the metrics need an API key (--metrics-require-key), but this server checks no keys: run it with the control plane or --require-api-key");
+    }
+    if (authorizationHeader === undefined) {
+      throw new OperonError("UNAUTHENTICATED", "the metrics on this server need an API key (Authorization: Bearer <key>; --metrics-require-key)");
+    }
+    access.authenticate(authorizationHeader, "infer");
+  };
 }

@@ -21,6 +21,9 @@ import type {
   ModelOutputJson,
 } from "./model-config-types.js";
 
+/** Most dynamic_batching.priority_levels a model may have. */
+export const MAX_PRIORITY_LEVELS = 1000;
+
 export interface NormalizeOptions {
   /** The model's directory name; the config's name must match it (or be empty). */
   modelName: string;
@@ -256,10 +259,18 @@ class ConfigValidator {
     });
   }
 
-  /** Triton: levels are 1..priority_levels (1 highest); 0 levels means priorities are off. */
+  /**
+   * Triton: levels are 1..priority_levels (1 highest); 0 levels means
+   * priorities are off. Operon caps them at MAX_PRIORITY_LEVELS (Triton has
+   * no cap; 4,000,000 levels made each request cost millions of steps).
+   */
   private priorities(dynamic: ModelDynamicBatchingJson): void {
     const levels = dynamic.priority_levels ?? 0;
     const defaultLevel = dynamic.default_priority_level ?? 0;
+    if (levels > MAX_PRIORITY_LEVELS) {
+      this.fail("dynamic_batching.priority_levels", `is ${levels}; a model may have at most ${MAX_PRIORITY_LEVELS} priority levels`);
+      return;
+    }
     if (levels > 0 && (defaultLevel < 1 || defaultLevel > levels)) {
       this.fail("dynamic_batching.default_priority_level", `must be in [1, ${levels}] (priority_levels), got ${defaultLevel}`);
     }

@@ -2,7 +2,7 @@ import { type DataType, elementByteSize, elementCount } from "./datatypes.js";
 import { OperonError } from "./errors.js";
 import type { InferResponse, RequestedOutput } from "./inference.js";
 import { bufferToJsonText } from "./json-tensor-codec.js";
-import { type ParameterValue, type Parameters, type Tensor, assertTensorByteSize, countBytesElements } from "./tensor.js";
+import { DEFAULT_MAX_BYTES_ELEMENTS, type ParameterValue, type Parameters, type Tensor, assertTensorByteSize, countBytesElements } from "./tensor.js";
 
 /**
  * Triton's binary_tensor_data extension (extension_binary_data.md): a body
@@ -102,9 +102,10 @@ export interface RawInputSpec {
  * A raw binary request (Inference-Header-Content-Length: 0): the whole body
  * is the data of the model's only input. The caller supplies the shape
  * (batch-1 included where the model batches); at most one -1 dimension is
- * allowed and is resolved from the body size.
+ * allowed and is resolved from the body size. A BYTES input of more than
+ * maxBytesElements elements is INVALID_ARG.
  */
-export function rawBinaryInput(body: Buffer, spec: RawInputSpec): Tensor {
+export function rawBinaryInput(body: Buffer, spec: RawInputSpec, maxBytesElements = DEFAULT_MAX_BYTES_ELEMENTS): Tensor {
   const { name, datatype } = spec;
   const shape = [...spec.shape];
   const variable = shape.flatMap((dim, index) => (dim < 0 ? [index] : []));
@@ -121,7 +122,8 @@ export function rawBinaryInput(body: Buffer, spec: RawInputSpec): Tensor {
     if (size !== undefined && body.length % size !== 0) {
       throw new OperonError("INVALID_ARG", `raw binary request: ${body.length} bytes is not a whole number of ${datatype} elements for input '${name}'`);
     }
-    const elements = size === undefined ? countBytesElements(body, name) : body.length / size;
+    // BYTES: the walk stops at the element limit, so a body of millions of empty elements costs no more than the limit.
+    const elements = size === undefined ? countBytesElements(body, name, maxBytesElements) : body.length / size;
     if (fixed === 0 ? elements !== 0 : elements % fixed !== 0) {
       throw new OperonError(
         "INVALID_ARG",

@@ -1,7 +1,7 @@
 import { type DataType, elementCount } from "./datatypes.js";
 import { OperonError } from "./errors.js";
 import { bfloat16BitsToNumber, float16BitsToNumber } from "./half-float.js";
-import { type Tensor, decodeBytesElements, encodeBytesElements } from "./tensor.js";
+import { type Tensor, bytesElementsToStrings, encodeBytesElements } from "./tensor.js";
 
 /**
  * KServe v2 JSON tensor data <-> Operon's raw little-endian bytes.
@@ -111,7 +111,7 @@ export function bufferToJsonData(tensor: Tensor): unknown[] {
 function decodeElements(tensor: Tensor): unknown[] {
   switch (tensor.datatype) {
     case "BYTES":
-      return decodeBytesElements(tensor.data, tensor.name).map((element) => element.toString("utf8"));
+      return bytesElementsToStrings(tensor.data, tensor.name);
     case "BOOL":
       return Array.from(tensor.data, (byte) => byte !== 0);
     case "UINT8":

@@ -20,9 +20,10 @@ export type Parameters = Record<string, ParameterValue>;
 /**
  * Checks that data's byte length agrees with shape and datatype; for BYTES,
  * that the length-prefixed elements exactly fill the buffer and their count
- * matches the shape. Throws INVALID_ARG naming the tensor.
+ * matches the shape, and that they are at most maxBytesElements. Throws
+ * INVALID_ARG naming the tensor.
  */
-export function assertTensorByteSize(tensor: Tensor): void {
+export function assertTensorByteSize(tensor: Tensor, maxBytesElements = Infinity): void {
   const count = elementCount(tensor.shape);
   const size = elementByteSize(tensor.datatype);
   if (size !== undefined) {
@@ -35,17 +36,46 @@ export function assertTensorByteSize(tensor: Tensor): void {
     }
     return;
   }
-  const found = countBytesElements(tensor.data, tensor.name);
+  // The shape says how many elements there are: refuse too many before walking them.
+  if (count > maxBytesElements) throw tooManyBytesElements(tensor.name, count, maxBytesElements);
+  const found = countBytesElementsUpTo(tensor.data, tensor.name, count);
   if (found !== count) {
     throw new OperonError(
       "INVALID_ARG",
-      `input '${tensor.name}': expected ${count} BYTES elements for shape [${tensor.shape.join(",")}], got ${found}`,
+      `input '${tensor.name}': expected ${count} BYTES elements for shape [${tensor.shape.join(",")}], got ${found > count ? "more" : found}`,
     );
   }
 }
 
-/** Counts length-prefixed BYTES elements; throws INVALID_ARG when the buffer is truncated. */
-export function countBytesElements(data: Buffer, tensorName: string): number {
+/**
+ * Elements one BYTES tensor may hold by default (`--max-bytes-elements`):
+ * every element becomes a JS value somewhere (a string for ONNX Runtime, a
+ * JSON string, a protobuf entry), so the count, not the byte size, is what
+ * costs memory. 8 M empty elements are only 32 MB of body.
+ */
+export const DEFAULT_MAX_BYTES_ELEMENTS = 1 << 20;
+
+/** INVALID_ARG for a BYTES tensor with more elements than allowed, naming the flag. */
+export function tooManyBytesElements(tensorName: string, found: number | undefined, maxElements: number): OperonError {
+  return new OperonError(
+    "INVALID_ARG",
+    `tensor '${tensorName}' has ${found ?? "more"} BYTES elements, more than the limit of ${maxElements} per BYTES tensor (--max-bytes-elements)`,
+  );
+}
+
+/**
+ * Counts length-prefixed BYTES elements; throws INVALID_ARG when the buffer
+ * is truncated or, with maxElements, as soon as the count passes it (the
+ * walk never goes further than the limit).
+ */
+export function countBytesElements(data: Buffer, tensorName: string, maxElements = Infinity): number {
+  const count = countBytesElementsUpTo(data, tensorName, maxElements);
+  if (count > maxElements) throw tooManyBytesElements(tensorName, undefined, maxElements);
+  return count;
+}
+
+/** The element count, or cap + 1 as soon as it passes cap (the walk stops there). */
+function countBytesElementsUpTo(data: Buffer, tensorName: string, cap: number): number {
   let offset = 0;
   let count = 0;
   while (offset < data.length) {
@@ -58,40 +88,64 @@ export function countBytesElements(data: Buffer, tensorName: string): number {
       throw new OperonError("INVALID_ARG", `tensor '${tensorName}': BYTES element ${count} runs past the end of the data`);
     }
     count += 1;
+    if (count > cap) return count;
   }
   return count;
 }
 
-/** Splits Triton-layout BYTES data into its elements (views, no copies). */
-export function decodeBytesElements(data: Buffer, tensorName = "tensor"): Buffer[] {
-  const elements: Buffer[] = [];
+/**
+ * Calls visit(start, end, index) for each element of Triton-layout BYTES
+ * data, in order, allocating nothing per element: the way to read BYTES
+ * without one JS object per element.
+ */
+export function forEachBytesElement(data: Buffer, tensorName: string, visit: (start: number, end: number, index: number) => void): void {
   let offset = 0;
+  let index = 0;
   while (offset < data.length) {
     if (offset + 4 > data.length) {
       throw new OperonError("INVALID_ARG", `tensor '${tensorName}': truncated BYTES element length at byte ${offset}`);
     }
-    const length = data.readUInt32LE(offset);
     const start = offset + 4;
-    const end = start + length;
+    const end = start + data.readUInt32LE(offset);
     if (end > data.length) {
-      throw new OperonError("INVALID_ARG", `tensor '${tensorName}': BYTES element ${elements.length} runs past the end of the data`);
+      throw new OperonError("INVALID_ARG", `tensor '${tensorName}': BYTES element ${index} runs past the end of the data`);
     }
-    elements.push(data.subarray(start, end));
+    visit(start, end, index);
+    index += 1;
     offset = end;
   }
+}
+
+/** The elements of Triton-layout BYTES data as UTF-8 strings (no Buffer per element; empty ones share ""). */
+export function bytesElementsToStrings(data: Buffer, tensorName = "tensor"): string[] {
+  const strings: string[] = [];
+  forEachBytesElement(data, tensorName, (start, end) => void strings.push(start === end ? "" : data.toString("utf8", start, end)));
+  return strings;
+}
+
+/** Splits Triton-layout BYTES data into its elements (views, no copies: still one Buffer object each; prefer forEachBytesElement). */
+export function decodeBytesElements(data: Buffer, tensorName = "tensor"): Buffer[] {
+  const elements: Buffer[] = [];
+  forEachBytesElement(data, tensorName, (start, end) => void elements.push(data.subarray(start, end)));
   return elements;
 }
 
-/** Joins elements into Triton-layout BYTES data. */
-export function encodeBytesElements(elements: ReadonlyArray<Buffer | string>): Buffer {
-  const buffers = elements.map((element) => (typeof element === "string" ? Buffer.from(element, "utf8") : element));
-  const total = buffers.reduce((sum, buffer) => sum + 4 + buffer.length, 0);
+/** Joins elements into Triton-layout BYTES data; strings are written in place (no Buffer per element). */
+export function encodeBytesElements(elements: ReadonlyArray<Buffer | Uint8Array | string>): Buffer {
+  let total = 0;
+  for (const element of elements) total += 4 + (typeof element === "string" ? Buffer.byteLength(element, "utf8") : element.length);
   const out = Buffer.allocUnsafe(total);
   let offset = 0;
-  for (const buffer of buffers) {
-    out.writeUInt32LE(buffer.length, offset);
-    buffer.copy(out, offset + 4);
-    offset += 4 + buffer.length;
+  for (const element of elements) {
+    if (typeof element === "string") {
+      const written = element.length === 0 ? 0 : out.write(element, offset + 4, "utf8");
+      out.writeUInt32LE(written, offset);
+      offset += 4 + written;
+    } else {
+      out.writeUInt32LE(element.length, offset);
+      out.set(element, offset + 4);
+      offset += 4 + element.length;
+    }
   }
   return out;
 }

@@ -11,7 +11,7 @@ import type {
   RepositoryIndexEntry,
   ServerMetadata,
 } from "@operon/protocol/inference";
-import type { Parameters, Tensor } from "@operon/protocol/tensor";
+import { DEFAULT_MAX_BYTES_ELEMENTS, type Parameters, type Tensor } from "@operon/protocol/tensor";
 import type { InferenceEngine, OperatorInfo, OperatorValidation, StreamResponseHandler } from "./engine-api.js";
 import type { TenantShares } from "../admission/tenant-shares.js";
 import type { FailureReason, GatewayMetrics } from "../observability/metrics.js";
@@ -64,6 +64,8 @@ export class Engine implements InferenceEngine {
       metrics?: GatewayMetrics | undefined;
       /** Traffic shares per tenant (admission/tenant-shares.ts); bypassed while not enabled. */
       tenantShares?: TenantShares | undefined;
+      /** Elements one BYTES input may hold (--max-bytes-elements); default DEFAULT_MAX_BYTES_ELEMENTS. */
+      maxBytesElements?: number | undefined;
     },
   ) {
     // Operator steps (ensembles, registered DAGs) call models through this engine's own infer, in process:
@@ -194,7 +196,7 @@ export class Engine implements InferenceEngine {
       );
     }
     try {
-      return { served, scheduled: scheduledRequestOf(served, request), started };
+      return { served, scheduled: scheduledRequestOf(served, request, this.info.maxBytesElements ?? DEFAULT_MAX_BYTES_ELEMENTS), started };
     } catch (error) {
       served.stats.recordFailure(elapsedNs(started), "OTHER");
       throw error;
@@ -501,9 +503,9 @@ function isDecoupledConfig(served: ServedVersion): boolean {
 }
 
 /** Validates a request against the version and turns it into what its runner schedules. */
-function scheduledRequestOf(served: ServedVersion, request: InferRequest): RunnerRequest {
+function scheduledRequestOf(served: ServedVersion, request: InferRequest, maxBytesElements: number): RunnerRequest {
   const blsDepth = blsDepthOf(request);
-  const validated = validateInferRequest(served.signature, request);
+  const validated = validateInferRequest(served.signature, request, maxBytesElements);
   const policy = served.instances.policy;
   const level = priorityLevelOf(policy, request.parameters);
   const parameters = wireParameters(request.parameters);

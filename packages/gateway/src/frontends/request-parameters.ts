@@ -13,7 +13,9 @@ export function checkReservedParameters(parameters: Parameters, allowed: readonl
   for (const key of ["priority", "timeout"]) {
     const value = parameters[key];
     if (value !== undefined && !(typeof value === "number" && Number.isSafeInteger(value) && value >= 0)) {
-      throw new OperonError("INVALID_ARG", `'parameters.${key}' must be a non-negative integer, got ${JSON.stringify(value)}`);
+      // A gRPC int64/uint64 beyond 2^53 arrives as a bigint, which JSON.stringify cannot print (that was an INTERNAL error).
+      const shown = typeof value === "bigint" ? `${value} (outside 0..${Number.MAX_SAFE_INTEGER})` : JSON.stringify(value);
+      throw new OperonError("INVALID_ARG", `'parameters.${key}' must be a non-negative integer, got ${shown}`);
     }
   }
   const reserved = Object.keys(parameters).find((key) => key.startsWith("triton_") && !allowed.includes(key));

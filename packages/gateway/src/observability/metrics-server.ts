@@ -1,14 +1,35 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { asOperonError, httpStatusOf } from "@operon/protocol/errors";
 import type { GatewayMetrics } from "./metrics.js";
 
 /** Serves Prometheus text at GET /metrics on the metrics port (Triton's :8002). */
 export async function startMetricsServer(
   metrics: GatewayMetrics,
-  options: { host: string; port: number },
+  options: {
+    host: string;
+    port: number;
+    /**
+     * --metrics-require-key: checks the request's Authorization value (undefined = none sent) and
+     * throws an OperonError (UNAUTHENTICATED, PERMISSION_DENIED) to refuse it; undefined = open, as in Triton.
+     */
+    authorize?: (authorizationHeader: string | undefined) => void;
+  },
 ): Promise<{ port: number; stop(): Promise<void> }> {
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0];
+    if (options.authorize !== undefined) {
+      try {
+        options.authorize(request.headers.authorization);
+      } catch (error) {
+        const failure = asOperonError(error);
+        const status = httpStatusOf(failure.kind);
+        response
+          .writeHead(status, { "content-type": "application/json", ...(status === 401 ? { "www-authenticate": "Bearer" } : {}) })
+          .end(JSON.stringify({ error: failure.message }));
+        return;
+      }
+    }
     if (path !== "/metrics") {
       response.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: `no metrics at '${path}'; use /metrics` }));
       return;

@@ -205,6 +205,29 @@ describe("RequestScheduler", () => {
     expect(order).toEqual([2, 4, 1, 3]);
   });
 
+  it("costs nothing per configured level: 4,000,000 levels serve 80 requests at once (issue 28.7)", async () => {
+    const instances = new ManualInstances(0);
+    const queuePolicy = { timeoutAction: "REJECT" as const, defaultTimeoutNs: 60_000_000_000, allowTimeoutOverride: false, maxQueueSize: 0 };
+    // Only the levels used have a policy of their own; the rest read index 0 (the default policy).
+    const many = policy({ batching: false, priorityLevels: 4_000_000, defaultPriorityLevel: 2_000_000, queuePolicies: [queuePolicy] });
+    const started = performance.now();
+    const scheduler = new RequestScheduler(many, instances, { describe: "m" });
+    const order: number[] = [];
+    const results = Array.from({ length: 80 }, (_, i) =>
+      scheduler.enqueue(request(i, { level: i % 2 === 0 ? 3_999_999 : 7 + i, timeoutNs: 60_000_000_000 })).then((r) => order.push(valueOf(r.outputs[0]!))),
+    );
+    for (let i = 0; i < 80; i += 1) {
+      instances.addCapacity();
+      await tick();
+      instances.executions[i]!.complete();
+    }
+    await Promise.all(results);
+    expect(performance.now() - started).toBeLessThan(1000);
+    // Service order still follows the levels: every odd one (levels 8..86) before the even ones (level 3,999,999).
+    expect(order.slice(0, 40).every((value) => value % 2 === 1)).toBe(true);
+    expect(order.slice(40)).toEqual(Array.from({ length: 40 }, (_, i) => 2 * i));
+  });
+
   it("rejects at once when the level's queue is full (max_queue_size)", async () => {
     const instances = new ManualInstances(0);
     const full = policy({ queuePolicies: [{ timeoutAction: "REJECT", defaultTimeoutNs: 0, allowTimeoutOverride: false, maxQueueSize: 2 }] });

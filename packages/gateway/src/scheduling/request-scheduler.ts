@@ -129,8 +129,14 @@ interface Job {
 
 export class RequestScheduler {
   private readonly clock: TimerClock;
-  /** FIFO per level; index 0 serves models without priority levels. */
-  private readonly levels: Job[][];
+  /**
+   * FIFO per level that has requests queued (level 0 serves models without
+   * priority levels), and those levels in service order (ascending: 1 is the
+   * highest). Only levels in use exist, so no step of the scheduler costs
+   * anything per configured level.
+   */
+  private readonly levels = new Map<number, Job[]>();
+  private readonly activeLevels: number[] = [];
   /** Requests whose queue timeout passed under the DELAY action: served after everything else. */
   private readonly delayed: Job[] = [];
   /** Jobs not yet settled, in arrival order; kept only under preserve_ordering. */
@@ -158,7 +164,6 @@ export class RequestScheduler {
       clock?: TimerClock;
     },
   ) {
-    this.levels = Array.from({ length: policy.priorityLevels + 1 }, () => []);
     this.clock = hooks.clock ?? PROCESS_CLOCK;
     this.timer = new DeadlineTimer(() => this.schedule(), this.clock);
     dispatcher.onCapacity(() => this.schedule());
@@ -178,12 +183,12 @@ export class RequestScheduler {
     if (this.stopped) throw new OperonError("UNAVAILABLE", `${this.hooks.describe} is unloading`);
     if (this.dispatcher.isDead) throw new OperonError("UNAVAILABLE", `${this.hooks.describe} has no running instance`);
     if (request.signal?.aborted) throw cancelledError();
-    const level = this.levels[request.level] ?? this.levels[0]!;
+    const queuedAtLevel = this.levels.get(request.level)?.length ?? 0;
     const queuePolicy = this.policy.queuePolicies[request.level] ?? this.policy.queuePolicies[0]!;
-    if (queuePolicy.maxQueueSize > 0 && level.length >= queuePolicy.maxQueueSize) {
+    if (queuePolicy.maxQueueSize > 0 && queuedAtLevel >= queuePolicy.maxQueueSize) {
       throw new OperonError(
         "UNAVAILABLE",
-        `Exceeds maximum queue size: ${this.hooks.describe} already has ${level.length} requests queued at priority level ${request.level} (max_queue_size ${queuePolicy.maxQueueSize})`,
+        `Exceeds maximum queue size: ${this.hooks.describe} already has ${queuedAtLevel} requests queued at priority level ${request.level} (max_queue_size ${queuePolicy.maxQueueSize})`,
       );
     }
     const enqueuedAt = this.clock.now();
@@ -204,7 +209,7 @@ export class RequestScheduler {
         job.onAbort = () => this.cancel(job);
         request.signal.addEventListener("abort", job.onAbort, { once: true });
       }
-      level.push(job);
+      this.queueAt(request.level).push(job);
       if (job.deadline !== undefined) this.withDeadline += 1;
       if (this.policy.preserveOrdering) this.outstanding.push(job);
       this.queued += 1;
@@ -433,13 +438,14 @@ export class RequestScheduler {
   /** Queue timeouts: REJECT fails the request, DELAY moves it behind every other request. */
   private expireTimeouts(now: bigint): void {
     if (this.withDeadline === 0) return;
-    for (let level = 0; level < this.levels.length; level += 1) {
-      const queue = this.levels[level]!;
+    for (const level of [...this.activeLevels]) {
+      const queue = this.levels.get(level)!;
       for (const job of [...queue]) {
         if (job.deadline === undefined || job.deadline > now) continue;
         const action = (this.policy.queuePolicies[level] ?? this.policy.queuePolicies[0]!).timeoutAction;
         if (action === "DELAY") {
           queue.splice(queue.indexOf(job), 1);
+          this.dropLevelIfEmpty(level, queue);
           job.delayed = true;
           job.deadline = undefined;
           this.withDeadline -= 1;
@@ -460,7 +466,7 @@ export class RequestScheduler {
   private earliestDeadline(): bigint | undefined {
     if (this.withDeadline === 0) return undefined;
     let earliest: bigint | undefined;
-    for (const queue of this.levels) {
+    for (const queue of this.levels.values()) {
       for (const job of queue) if (job.deadline !== undefined && (earliest === undefined || job.deadline < earliest)) earliest = job.deadline;
     }
     return earliest;
@@ -477,24 +483,44 @@ export class RequestScheduler {
 
   /** Queued jobs in service order: level 1 (highest) first … then the delayed ones. */
   private allQueued(): Job[] {
-    // The common case (no priority levels, nothing delayed): the queue itself, read-only, no copy.
-    if (this.levels.length === 1 && this.delayed.length === 0) return this.levels[0]!;
+    // The common case (one level in use, nothing delayed): the queue itself, read-only, no copy.
+    if (this.activeLevels.length === 1 && this.delayed.length === 0) return this.levels.get(this.activeLevels[0]!)!;
     const order: Job[] = [];
-    const levels = this.levels.length > 1 ? this.levels.slice(1) : this.levels;
-    for (const queue of levels) order.push(...queue);
+    for (const level of this.activeLevels) order.push(...this.levels.get(level)!);
     order.push(...this.delayed);
     return order;
   }
 
+  /** The queue of a level, made (and placed in service order) when the level gets its first request. */
+  private queueAt(level: number): Job[] {
+    let queue = this.levels.get(level);
+    if (queue === undefined) {
+      queue = [];
+      this.levels.set(level, queue);
+      let at = this.activeLevels.length;
+      while (at > 0 && this.activeLevels[at - 1]! > level) at -= 1;
+      this.activeLevels.splice(at, 0, level);
+    }
+    return queue;
+  }
+
+  private dropLevelIfEmpty(level: number, queue: Job[]): void {
+    if (queue.length > 0) return;
+    this.levels.delete(level);
+    this.activeLevels.splice(this.activeLevels.indexOf(level), 1);
+  }
+
   private isQueued(job: Job): boolean {
-    return (job.delayed ? this.delayed : (this.levels[job.request.level] ?? this.levels[0]!)).includes(job);
+    return (job.delayed ? this.delayed : (this.levels.get(job.request.level) ?? [])).includes(job);
   }
 
   private removeQueued(job: Job): void {
-    const queue = job.delayed ? this.delayed : (this.levels[job.request.level] ?? this.levels[0]!);
+    const queue = job.delayed ? this.delayed : this.levels.get(job.request.level);
+    if (queue === undefined) return;
     const index = queue.indexOf(job);
     if (index < 0) return;
     queue.splice(index, 1);
+    if (!job.delayed) this.dropLevelIfEmpty(job.request.level, queue);
     if (job.deadline !== undefined) this.withDeadline -= 1;
     this.queued -= 1;
     this.hooks.onQueueLength?.(this.queued);

@@ -1,7 +1,7 @@
 import { fromConfigDataType, type DataType } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
 import type { InferInput, InferRequest } from "@operon/protocol/inference";
-import { assertTensorByteSize, type Tensor } from "@operon/protocol/tensor";
+import { DEFAULT_MAX_BYTES_ELEMENTS, assertTensorByteSize, type Tensor } from "@operon/protocol/tensor";
 
 /**
  * Checks an inference request against the model's config before it is
@@ -35,7 +35,8 @@ export interface ValidatedRequest {
   batchSize: number;
 }
 
-export function validateInferRequest(model: ServedModelSignature, request: InferRequest): ValidatedRequest {
+/** maxBytesElements: elements one BYTES input may hold (checked on its shape before its bytes are walked). */
+export function validateInferRequest(model: ServedModelSignature, request: InferRequest, maxBytesElements = DEFAULT_MAX_BYTES_ELEMENTS): ValidatedRequest {
   const byName = new Map(model.inputs.map((input) => [input.name, input]));
   const seen = new Set<string>();
   let batchSize: number | undefined;
@@ -69,7 +70,7 @@ export function validateInferRequest(model: ServedModelSignature, request: Infer
       }
       batchSize = inputBatch;
     }
-    assertTensorByteSize(input);
+    assertTensorByteSize(input, maxBytesElements);
     inputs.push(toBackendTensor(model, config, input, inputBatch));
   }
 

@@ -4,7 +4,7 @@ import path from "node:path";
 import ort from "onnxruntime-node";
 import type { DataType } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
-import { type Tensor, assertTensorByteSize, decodeBytesElements, encodeBytesElements } from "@operon/protocol/tensor";
+import { type Tensor, assertTensorByteSize, encodeBytesElements, forEachBytesElement } from "@operon/protocol/tensor";
 import type { InstanceKind, IoInfo } from "@operon/protocol/worker-wire";
 import { BACKEND_API_VERSION } from "@operon/backend-api/backend-api-version";
 import {
@@ -239,11 +239,7 @@ function toOrtTensor(tensor: Tensor): ort.Tensor {
       return new ort.Tensor("bool", typedView(data, Uint8Array), shape);
     case "BYTES":
       // onnxruntime-node strings are JS strings: elements must be UTF-8 to round-trip.
-      return new ort.Tensor(
-        "string",
-        decodeBytesElements(data, tensor.name).map((element, i) => textOfBytesElement(tensor.name, element, i)),
-        shape,
-      );
+      return new ort.Tensor("string", bytesElementTexts(tensor.name, data), shape);
     default:
       throw new OperonError("UNSUPPORTED", `input '${tensor.name}': datatype ${tensor.datatype} is not supported by the onnxruntime backend`);
   }
@@ -252,28 +248,38 @@ function toOrtTensor(tensor: Tensor): ort.Tensor {
 const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
- * One BYTES element as the JS string onnxruntime-node needs. Invalid UTF-8
- * would turn into U+FFFD and the native binding cuts strings at the first NUL,
- * so both are refused instead of silently handing the model other bytes.
+ * The BYTES elements as the JS strings onnxruntime-node needs, read in place
+ * (no Buffer per element; empty elements share ""). Invalid UTF-8 would turn
+ * into U+FFFD and the native binding cuts strings at the first NUL, so both
+ * are refused instead of silently handing the model other bytes.
  */
-function textOfBytesElement(name: string, element: Buffer, index: number): string {
-  let problem: string | undefined;
-  let text = "";
-  if (element.includes(0)) problem = "contains a NUL byte";
-  else {
-    try {
-      text = STRICT_UTF8.decode(element);
-    } catch {
-      problem = "is not valid UTF-8";
+function bytesElementTexts(name: string, data: Buffer): string[] {
+  const texts: string[] = [];
+  forEachBytesElement(data, name, (start, end, index) => {
+    let ascii = true;
+    for (let i = start; i < end; i++) {
+      const byte = data[i]!;
+      if (byte === 0) throw badBytesElement(name, index, "contains a NUL byte");
+      if (byte >= 0x80) ascii = false;
     }
-  }
-  if (problem !== undefined) {
-    throw new OperonError(
-      "INVALID_ARG",
-      `input '${name}': BYTES element ${index} ${problem}; the onnxruntime backend passes string tensors as UTF-8 text without NUL bytes`,
-    );
-  }
-  return text;
+    if (start === end) texts.push("");
+    else if (ascii) texts.push(data.toString("latin1", start, end));
+    else {
+      try {
+        texts.push(STRICT_UTF8.decode(data.subarray(start, end)));
+      } catch {
+        throw badBytesElement(name, index, "is not valid UTF-8");
+      }
+    }
+  });
+  return texts;
+}
+
+function badBytesElement(name: string, index: number, problem: string): OperonError {
+  return new OperonError(
+    "INVALID_ARG",
+    `input '${name}': BYTES element ${index} ${problem}; the onnxruntime backend passes string tensors as UTF-8 text without NUL bytes`,
+  );
 }
 
 function fromOrtTensor(name: string, value: ort.OnnxValue): Tensor {

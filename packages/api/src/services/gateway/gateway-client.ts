@@ -173,7 +173,9 @@ export class GatewayClient {
   /** Prometheus text from the metrics endpoint; undefined when metrics are off. */
   async metricsText(): Promise<string | undefined> {
     if (!this.options.metricsUrl) return undefined;
-    const response = await this.fetchWithTimeout(this.options.metricsUrl, { method: "GET" }, this.timeoutMs);
+    // The key matters where the gateway runs with --metrics-require-key.
+    const headers: Record<string, string> = this.options.adminKey ? { authorization: `Bearer ${this.options.adminKey}` } : {};
+    const response = await this.fetchWithTimeout(this.options.metricsUrl, { method: "GET", headers }, this.timeoutMs);
     if (!response.ok) throw new AppError("GATEWAY_ERROR", `the gateway's metrics endpoint answered ${response.status}`);
     return response.text();
   }

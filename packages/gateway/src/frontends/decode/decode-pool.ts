@@ -9,47 +9,96 @@ export type DecodeResult = { kind: "infer"; packed: PackedInferRequest; binaryDa
 export type DecodeReply = { id: number; ok: true; result: DecodeResult } | { id: number; ok: false; kind: ErrorKind; message: string };
 
 export interface DecodePoolOptions {
-  /** Threads; default 1 per 4 cores, at least 1, at most 4. */
+  /** Threads; default DEFAULT_DECODE_THREADS (1 per 4 cores, at least 2, at most 4). */
   threads?: number;
   /** Heap of each thread (V8 old generation), MiB: a body whose decoding needs more fails alone with INVALID_ARG. Default 1024. */
   maxHeapMb?: number;
+  /** Longest one body may take to decode, ms: beyond it its thread is replaced and it fails alone with INVALID_ARG. Default 10 s. */
+  maxDecodeMs?: number;
+  /** Bodies waiting for a thread, at most (beyond: UNAVAILABLE at once). Default 64. */
+  maxQueuedBodies?: number;
+  /** Bytes of bodies waiting for a thread, at most (beyond: UNAVAILABLE at once). Default 512 MiB. */
+  maxQueuedBytes?: number;
 }
 
 /** Bodies at least this large are decoded on the pool, not on the event loop. */
 export const DECODE_OFF_LOOP_BYTES = 64 * 1024;
 
+/**
+ * Two threads at least, even on a small host: with one, a single body slow
+ * to decode held up every other client's large request behind it.
+ */
+export const DEFAULT_DECODE_THREADS = Math.min(4, Math.max(2, Math.floor(availableParallelism() / 4)));
+export const DEFAULT_MAX_DECODE_MS = 10_000;
+export const DEFAULT_MAX_QUEUED_BODIES = 64;
+export const DEFAULT_MAX_QUEUED_BYTES = 512 * 1024 * 1024;
+
 interface Job {
+  id: number;
+  task: DecodeTask;
+  /** The ArrayBuffer that moves to the thread with the task. */
+  transfer: ArrayBuffer;
+  bytes: number;
   resolve(result: DecodeResult): void;
   reject(error: OperonError): void;
 }
 
 interface Slot {
   worker: Worker;
-  jobs: Map<number, Job>;
+  /** The one job this thread is decoding; undefined = idle. */
+  busy: Job | undefined;
+  timer: NodeJS.Timeout | undefined;
+  /** Why the thread is going away, once known (out of memory, over time). */
+  failure: OperonError | undefined;
 }
 
 /**
  * Threads that decode large request bodies (JSON parse, protobuf decode,
  * tensor conversion) off the gateway's event loop, so one huge request
- * never delays the others. Each thread has a capped heap: a body that
- * would need more kills only its thread (its requests fail with
- * INVALID_ARG, the thread is replaced). Bodies travel transferred, never
- * copied, when the caller owns them (see decode()).
+ * never delays the others.
+ *
+ * One queue on the gateway's side feeds every thread, one body per thread
+ * at a time: a body waits only for a free thread, never behind a slow body
+ * on a busy one, and the pool always knows which body a thread is on. So
+ * when a thread dies (its heap ran out, or a body passed maxDecodeMs and
+ * the thread was stopped) exactly that body fails, with INVALID_ARG naming
+ * the limit; the bodies queued behind it were never sent and go to the
+ * replacement thread. The queue is bounded in bodies and bytes: beyond it a
+ * body is refused at once with UNAVAILABLE (503 / UNAVAILABLE, retry).
+ * Bodies travel transferred, never copied, when the caller owns them (see
+ * decode()).
  */
 export class DecodePool {
   private readonly slots: Array<Slot | undefined>;
   private readonly maxHeapMb: number;
+  private readonly maxDecodeMs: number;
+  private readonly maxQueuedBodies: number;
+  private readonly maxQueuedBytes: number;
+  private readonly queue: Job[] = [];
+  private queuedBytes = 0;
   private nextId = 1;
   private closed = false;
 
   constructor(options: DecodePoolOptions = {}) {
-    const threads = options.threads ?? Math.min(4, Math.max(1, Math.floor(availableParallelism() / 4)));
-    this.slots = new Array(threads).fill(undefined);
+    this.slots = new Array(options.threads ?? DEFAULT_DECODE_THREADS).fill(undefined);
     this.maxHeapMb = options.maxHeapMb ?? 1024;
+    this.maxDecodeMs = options.maxDecodeMs ?? DEFAULT_MAX_DECODE_MS;
+    this.maxQueuedBodies = options.maxQueuedBodies ?? DEFAULT_MAX_QUEUED_BODIES;
+    this.maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
+  }
+
+  /** Threads of the pool. */
+  get threads(): number {
+    return this.slots.length;
+  }
+
+  /** Bodies waiting for a thread (not counting those being decoded). */
+  get queued(): number {
+    return this.queue.length;
   }
 
   /**
-   * Runs a task on the least busy thread. `owned`: nothing else uses the
+   * Runs a task on the next free thread. `owned`: nothing else uses the
    * ArrayBuffer under the task's bytes (a body read into its own buffer, a
    * gRPC message grpc-js assembled from several frames), so the whole buffer
    * moves to the thread, the view's offset with it. Otherwise the bytes are
@@ -58,15 +107,24 @@ export class DecodePool {
   private decode(task: DecodeTask, owned: boolean): Promise<DecodeResult> {
     if (this.closed) return Promise.reject(new OperonError("UNAVAILABLE", "the server is shutting down"));
     const bytes = task.kind === "grpc-infer" ? task.message : task.body;
+    if (this.queue.length >= this.maxQueuedBodies || (this.queue.length > 0 && this.queuedBytes + bytes.byteLength > this.maxQueuedBytes)) {
+      if (this.idleSlot() === undefined) {
+        return Promise.reject(
+          new OperonError(
+            "UNAVAILABLE",
+            `the request decoder is busy: ${this.queue.length} bodies (${this.queuedBytes} bytes) wait for its ${this.slots.length} threads already; retry shortly`,
+          ),
+        );
+      }
+    }
     // Node's pool serves allocations under 4 KiB only; anything this large has a buffer of its own.
     const movable = owned && bytes.byteLength >= DECODE_OFF_LOOP_BYTES && !(bytes.buffer instanceof SharedArrayBuffer);
     const sent = movable ? bytes : new Uint8Array(bytes);
     const shipped: DecodeTask = task.kind === "grpc-infer" ? { ...task, message: sent } : { ...task, body: sent };
-    const slot = this.leastBusy();
-    const id = this.nextId++;
     return new Promise<DecodeResult>((resolve, reject) => {
-      slot.jobs.set(id, { resolve, reject });
-      slot.worker.postMessage({ id, task: shipped }, [sent.buffer as ArrayBuffer]);
+      this.queue.push({ id: this.nextId++, task: shipped, transfer: sent.buffer as ArrayBuffer, bytes: sent.byteLength, resolve, reject });
+      this.queuedBytes += sent.byteLength;
+      this.dispatch();
     });
   }
 
@@ -84,44 +142,74 @@ export class DecodePool {
     return { request: unpackInferRequest(result.packed), binaryDataOutput: result.binaryDataOutput };
   }
 
-  /** Ends the threads; pending decodes fail UNAVAILABLE. Idempotent. */
+  /** Ends the threads; queued and running decodes fail UNAVAILABLE. Idempotent. */
   async close(): Promise<void> {
     this.closed = true;
+    const stopping = new OperonError("UNAVAILABLE", "the server is shutting down");
+    for (const job of this.queue.splice(0)) job.reject(stopping);
+    this.queuedBytes = 0;
     await Promise.all(this.slots.map((slot) => slot?.worker.terminate()));
   }
 
-  private leastBusy(): Slot {
-    let best: Slot | undefined;
-    for (let i = 0; i < this.slots.length; i += 1) {
-      const slot = this.slots[i] ?? (this.slots[i] = this.spawn(i));
-      if (best === undefined || slot.jobs.size < best.jobs.size) best = slot;
+  /** Hands queued bodies to idle threads (starting threads as needed). */
+  private dispatch(): void {
+    while (this.queue.length > 0 && !this.closed) {
+      const index = this.idleSlot();
+      if (index === undefined) return;
+      const slot = this.slots[index] ?? (this.slots[index] = this.spawn(index));
+      const job = this.queue.shift()!;
+      this.queuedBytes -= job.bytes;
+      slot.busy = job;
+      slot.timer = setTimeout(() => {
+        slot.failure = new OperonError(
+          "INVALID_ARG",
+          `the request took longer than ${this.maxDecodeMs / 1000} s to decode, the decoder's limit per body; send a smaller or simpler request`,
+        );
+        void slot.worker.terminate();
+      }, this.maxDecodeMs);
+      slot.timer.unref();
+      slot.worker.postMessage({ id: job.id, task: job.task }, [job.transfer]);
     }
-    return best!;
+  }
+
+  /** A slot whose thread is idle or not started; undefined when every thread is busy. */
+  private idleSlot(): number | undefined {
+    for (let i = 0; i < this.slots.length; i += 1) {
+      const slot = this.slots[i];
+      if (slot === undefined || (slot.busy === undefined && slot.failure === undefined)) return i;
+    }
+    return undefined;
   }
 
   private spawn(index: number): Slot {
     const worker = new Worker(decodeThreadEntry(), { resourceLimits: { maxOldGenerationSizeMb: this.maxHeapMb } });
     worker.unref();
-    const slot: Slot = { worker, jobs: new Map() };
+    const slot: Slot = { worker, busy: undefined, timer: undefined, failure: undefined };
+    const finish = (): Job | undefined => {
+      const job = slot.busy;
+      slot.busy = undefined;
+      if (slot.timer !== undefined) clearTimeout(slot.timer);
+      slot.timer = undefined;
+      return job;
+    };
     worker.on("message", (reply: DecodeReply) => {
-      const job = slot.jobs.get(reply.id);
-      if (job === undefined) return;
-      slot.jobs.delete(reply.id);
+      if (slot.busy?.id !== reply.id) return;
+      const job = finish()!;
       if (reply.ok) job.resolve(reply.result);
       else job.reject(new OperonError(reply.kind, reply.message));
+      this.dispatch();
     });
-    let failure: OperonError | undefined;
     worker.on("error", (error: Error & { code?: string }) => {
-      failure =
+      slot.failure ??=
         error.code === "ERR_WORKER_OUT_OF_MEMORY"
           ? new OperonError("INVALID_ARG", `the request is too large or too complex to decode within the decoder's ${this.maxHeapMb} MiB of memory`)
           : new OperonError("INTERNAL", `the request decoder failed: ${error.message}`);
     });
     worker.on("exit", () => {
       if (this.slots[index] === slot) this.slots[index] = undefined;
-      const error = failure ?? new OperonError("UNAVAILABLE", "the request decoder stopped");
-      for (const job of slot.jobs.values()) job.reject(error);
-      slot.jobs.clear();
+      // Only the body this thread was on fails; the queue goes on to a new thread.
+      finish()?.reject(this.closed ? new OperonError("UNAVAILABLE", "the server is shutting down") : (slot.failure ?? new OperonError("UNAVAILABLE", "the request decoder stopped")));
+      this.dispatch();
     });
     return slot;
   }

@@ -1,11 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { promisify } from "node:util";
-import { gunzip, inflate } from "node:zlib";
+import { createGunzip, createInflate } from "node:zlib";
 import { OperonError } from "@operon/protocol/errors";
 import { ClientClosedError, HttpStatusError } from "./http-errors.js";
-
-const gunzipAsync = promisify(gunzip);
-const inflateAsync = promisify(inflate);
+import type { SlowBodyGuard } from "./slow-body-guard.js";
 
 /** Triton's --http-max-input-size default (64 MiB). */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -14,8 +11,11 @@ export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 const PREALLOCATE_BYTES = 64 * 1024;
 
 /**
- * Request bytes held at once by all bodies being read or decoded, so many
- * large bodies cannot together exhaust memory: a body that would take the
+ * Request bytes held at once by all bodies being read, inflated or decoded,
+ * so many large bodies cannot together exhaust memory. Bytes are counted as
+ * they arrive (and, for gzip/deflate bodies, as they inflate), never as
+ * declared: a client that declares 64 MiB and sends 7 bytes holds 7 bytes,
+ * not a share of everyone's budget. A body whose next bytes would take the
  * total past the limit is refused with 503 and Retry-After (the client may
  * try again once others are done). Each body's bytes are released when its
  * response finishes.
@@ -28,24 +28,56 @@ export class BodyBytesBudget {
     return this.used;
   }
 
-  /** Takes `bytes` or throws 503; call the returned function once, when the request is done with them. */
-  take(bytes: number): () => void {
-    if (bytes > 0 && this.used + bytes > this.limitBytes) {
-      throw new HttpStatusError(
-        503,
-        `the server holds ${this.used} bytes of request bodies already; ${bytes} more would pass its limit of ${this.limitBytes} (--http-max-inflight-body-bytes): retry shortly`,
-        { headers: { "Retry-After": "1" }, closeConnection: true },
-      );
-    }
-    this.used += bytes;
+  /** A body's account: add() bytes as they arrive (throws 503 past the limit); release() once, when the request is done. */
+  open(): BodyBytesLease {
+    let held = 0;
     let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.used -= bytes;
+    return {
+      add: (bytes) => {
+        if (released) return;
+        if (bytes > 0 && this.used + bytes > this.limitBytes) throw this.refusal(bytes);
+        this.used += bytes;
+        held += bytes;
+      },
+      fits: (bytes) => {
+        if (bytes > 0 && this.used + bytes > this.limitBytes) throw this.refusal(bytes);
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        this.used -= held;
+        held = 0;
+      },
     };
   }
+
+  private refusal(bytes: number): HttpStatusError {
+    return new HttpStatusError(
+      503,
+      `the server holds ${this.used} bytes of request bodies already; ${bytes} more would pass its limit of ${this.limitBytes} (--http-max-inflight-body-bytes): retry shortly`,
+      { headers: { "Retry-After": "1" }, closeConnection: true },
+    );
+  }
 }
+
+export interface BodyBytesLease {
+  /** Counts bytes that arrived (or inflated); throws 503 when they do not fit. */
+  add(bytes: number): void;
+  /** Throws 503 when `bytes` more would not fit now (a declared length checked up front; nothing is held). */
+  fits(bytes: number): void;
+  release(): void;
+}
+
+/** How bodies are read: the shared budget, the slow-body guard, the inflation cap. */
+export interface BodyReading {
+  budget?: BodyBytesBudget;
+  slowBodies?: SlowBodyGuard;
+  /** A gzip/deflate body may inflate to at most this many times its size (and at least INFLATE_FLOOR_BYTES). */
+  maxInflateRatio?: number;
+}
+
+/** Any compressed body may inflate this far whatever its ratio: tiny bodies of JSON compress well. */
+export const INFLATE_FLOOR_BYTES = 64 * 1024;
 
 export function bodyTooLarge(bytes: number, maxBytes: number, atLeast = false): HttpStatusError {
   return new HttpStatusError(
@@ -67,40 +99,55 @@ export function declaredLength(req: IncomingMessage): number | undefined {
  * Reads the whole request body, refusing more than maxBytes: a declared
  * Content-Length over the limit is refused before a byte is read, a chunked
  * body as soon as it crosses the limit (reading stops; the 413 must close
- * the connection). A gzip/deflate Content-Encoding is undone, with the
- * limit applied to the inflated size too. A client waiting on
- * "Expect: 100-continue" is told to go ahead only once the declared length
- * has passed the limit.
+ * the connection). Bytes count against the budget as they arrive; a body
+ * that pauses or trickles is cut off by the slow-body guard (408). A
+ * gzip/deflate Content-Encoding is undone as a stream, the inflated bytes
+ * counted against the budget as they come and capped by maxBytes and the
+ * inflation ratio. A client waiting on "Expect: 100-continue" is told to go
+ * ahead only once the declared length has passed the limits.
  */
-export function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number, budget?: BodyBytesBudget): Promise<Buffer> {
+export function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number, reading: BodyReading = {}): Promise<Buffer> {
   let raw: Promise<Buffer>;
+  let lease: BodyBytesLease | undefined;
   try {
     const declared = declaredLength(req);
     if (declared !== undefined && declared > maxBytes) throw bodyTooLarge(declared, maxBytes);
-    // The declared size is taken from the budget before a byte is read; a chunked body's as it arrives (below).
-    if (budget !== undefined && declared !== undefined) res.once("close", budget.take(declared));
+    if (reading.budget !== undefined) {
+      lease = reading.budget.open();
+      // Refuse at once what clearly cannot fit now, but hold nothing for bytes not yet sent.
+      if (declared !== undefined) lease.fits(declared);
+      res.once("close", lease.release);
+    }
     if (req.headers.expect?.toLowerCase() === "100-continue" && !res.headersSent) res.writeContinue();
-    raw = collect(req, maxBytes, declared, budget !== undefined && declared === undefined ? (bytes) => res.once("close", budget.take(bytes)) : undefined);
+    raw = collect(req, maxBytes, declared, lease, reading.slowBodies);
   } catch (error) {
     return Promise.reject(error);
   }
   // Not an async function, and no second promise for a body that is not encoded (most): this runs for every request.
   const encoding = req.headers["content-encoding"];
   if (encoding === undefined) return raw;
-  return raw.then((body) => decodeContentEncoding(body, encoding, maxBytes));
+  return raw.then((body) => decodeContentEncoding(body, encoding, maxBytes, reading.maxInflateRatio ?? Infinity, lease));
 }
 
 /**
  * The body's bytes. A large declared body is copied chunk by chunk into one
  * buffer allocated up front (no large copy at the end, and the buffer is
- * the body's alone, so it can be moved to a decode thread).
+ * the body's alone, so it can be moved to a decode thread; its pages are
+ * touched, and so resident, only as bytes arrive).
  */
-function collect(req: IncomingMessage, maxBytes: number, declared: number | undefined, onChunk?: (bytes: number) => void): Promise<Buffer> {
+function collect(req: IncomingMessage, maxBytes: number, declared: number | undefined, lease: BodyBytesLease | undefined, guard: SlowBodyGuard | undefined): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     const whole = declared !== undefined && declared >= PREALLOCATE_BYTES ? Buffer.from(new ArrayBuffer(declared)) : undefined;
     let total = 0;
+    const fail = (error: unknown): void => {
+      cleanup();
+      req.pause();
+      reject(error);
+    };
+    const watch = guard?.watch(fail);
     const cleanup = (): void => {
+      watch?.done();
       req.off("data", onData);
       req.off("end", onEnd);
       req.off("error", onError);
@@ -110,19 +157,16 @@ function collect(req: IncomingMessage, maxBytes: number, declared: number | unde
       const offset = total;
       total += chunk.length;
       if (total > maxBytes || (whole !== undefined && total > whole.length)) {
-        cleanup();
-        req.pause();
-        reject(total > maxBytes ? bodyTooLarge(total, maxBytes, true) : new HttpStatusError(400, `request body is longer than its Content-Length of ${declared} bytes`, { closeConnection: true }));
+        fail(total > maxBytes ? bodyTooLarge(total, maxBytes, true) : new HttpStatusError(400, `request body is longer than its Content-Length of ${declared} bytes`, { closeConnection: true }));
         return;
       }
       try {
-        onChunk?.(chunk.length);
+        lease?.add(chunk.length);
       } catch (error) {
-        cleanup();
-        req.pause();
-        reject(error);
+        fail(error);
         return;
       }
+      watch?.progress(chunk.length);
       if (whole !== undefined) whole.set(chunk, offset);
       else chunks.push(chunk);
     };
@@ -146,21 +190,55 @@ function collect(req: IncomingMessage, maxBytes: number, declared: number | unde
   });
 }
 
-async function decodeContentEncoding(body: Buffer, encoding: string | undefined, maxBytes: number): Promise<Buffer> {
+/**
+ * Undoes gzip/deflate as a stream: every inflated chunk counts against the
+ * in-flight budget as it comes out (24 bodies of 63 KB, 1.5 MB counted, used
+ * to inflate to 3.8 GB held), and inflation stops with 413 past maxBytes or
+ * past maxRatio × the compressed size (at least INFLATE_FLOOR_BYTES).
+ */
+function decodeContentEncoding(body: Buffer, encoding: string | undefined, maxBytes: number, maxRatio: number, lease: BodyBytesLease | undefined): Promise<Buffer> {
   const name = encoding?.trim().toLowerCase() ?? "identity";
-  if (name === "identity" || name === "") return body;
-  const decode = name === "gzip" || name === "x-gzip" ? gunzipAsync : name === "deflate" ? inflateAsync : undefined;
-  if (decode === undefined) {
-    throw new OperonError("UNSUPPORTED", `unsupported Content-Encoding '${encoding}'; use gzip, deflate or identity`);
+  if (name === "identity" || name === "") return Promise.resolve(body);
+  const inflater = name === "gzip" || name === "x-gzip" ? createGunzip() : name === "deflate" ? createInflate() : undefined;
+  if (inflater === undefined) {
+    return Promise.reject(new OperonError("UNSUPPORTED", `unsupported Content-Encoding '${encoding}'; use gzip, deflate or identity`));
   }
-  try {
-    return await decode(body, { maxOutputLength: maxBytes });
-  } catch (error) {
-    if ((error as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
-      throw new HttpStatusError(413, `request body inflates to more than the limit of ${maxBytes} bytes`, { cause: error });
-    }
-    throw new OperonError("INVALID_ARG", `request body is not valid ${name} data: ${(error as Error).message}`, { cause: error });
-  }
+  const ratioCap = Math.max(INFLATE_FLOOR_BYTES, maxRatio * body.length);
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let failed = false;
+    const fail = (error: unknown): void => {
+      if (failed) return;
+      failed = true;
+      inflater.destroy();
+      reject(error);
+    };
+    inflater.on("data", (chunk: Buffer) => {
+      total += chunk.length;
+      if (total > maxBytes) return fail(new HttpStatusError(413, `request body inflates to more than the limit of ${maxBytes} bytes`, { closeConnection: true }));
+      if (total > ratioCap) {
+        return fail(
+          new HttpStatusError(
+            413,
+            `request body of ${body.length} bytes inflates to more than ${maxRatio} times its size (--http-max-inflate-ratio ${maxRatio})`,
+            { closeConnection: true },
+          ),
+        );
+      }
+      try {
+        lease?.add(chunk.length);
+      } catch (error) {
+        return fail(error);
+      }
+      chunks.push(chunk);
+    });
+    inflater.on("end", () => {
+      if (!failed) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
+    });
+    inflater.on("error", (error) => fail(new OperonError("INVALID_ARG", `request body is not valid ${name} data: ${error.message}`, { cause: error })));
+    inflater.end(body);
+  });
 }
 
 /** Parses a JSON body; an empty body is `undefined`, so optional-body endpoints can accept it. */

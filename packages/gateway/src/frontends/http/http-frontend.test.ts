@@ -1119,8 +1119,6 @@ describe("API keys", () => {
     ["GET", "/v2/models/echo/stats"],
     ["POST", "/v2/repository/index"],
     ["GET", "/v2/operators"],
-    ["GET", "/v2/operon/workers"],
-    ["POST", "/v2/operators/pipeline/validate"],
     ["POST", "/v2/models/echo/generate_stream"],
   ])("guards %s %s as inference", async (method, path) => {
     const res = await fetch(url(secured, path), { method, ...(method === "POST" ? { body: "{}" } : {}) });
@@ -1142,7 +1140,15 @@ describe("API keys", () => {
     const before = engine.loads.length;
     const res = await fetch(url(secured, "/v2/repository/models/add/load"), { method: "POST", headers: auth(inferKey) });
     await expectError(res, 403, "this API key lacks the 'admin' scope that model control needs");
-    for (const [method, path] of [["POST", "/v2/repository/models/add/unload"], ["POST", "/v2/operators/pipeline"], ["DELETE", "/v2/operators/pipeline"]] as const) {
+    for (const [method, path] of [
+      ["POST", "/v2/repository/models/add/unload"],
+      ["POST", "/v2/operators/pipeline"],
+      ["DELETE", "/v2/operators/pipeline"],
+      ["POST", "/v2/operators/pipeline/validate"],
+      ["GET", "/v2/operon/workers"],
+      ["GET", "/v2/operon/scaling"],
+      ["GET", "/v2/operon/parked"],
+    ] as const) {
       expect((await fetch(url(secured, path), { method, headers: auth(inferKey), ...(method === "POST" ? { body: "{}" } : {}) })).status).toBe(403);
     }
     const ok = await fetch(url(secured, "/v2/repository/models/add/load"), { method: "POST", headers: auth(adminKey) });

@@ -13,7 +13,11 @@ import { checkShadowModelAccess } from "../../auth/shadow-model-access.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import { Cancellation } from "../../engine/cancellation.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
-import { BodyBytesBudget, DEFAULT_MAX_BODY_BYTES, readBody } from "./http-body-reader.js";
+import { BodyBytesBudget, type BodyReading, DEFAULT_MAX_BODY_BYTES, readBody } from "./http-body-reader.js";
+import { type ConnectionLimits, defaultMaxConnections, limitConnections } from "./connection-limits.js";
+import { SlowBodyGuard, type SlowBodyLimits } from "./slow-body-guard.js";
+import { MAX_OPERATOR_SPEC_BYTES, assertOperatorSpecWithinBudget } from "./operator-spec-budget.js";
+import { DEFAULT_MAX_BYTES_ELEMENTS } from "@operon/protocol/tensor";
 import { ClientClosedError } from "./http-errors.js";
 import { decodeGenerateBody, encodeGenerateResponse } from "./http-generate.js";
 import { type DecodedInferRequest, decodeInferBody } from "./http-infer-request.js";
@@ -77,6 +81,16 @@ export interface HttpFrontendOptions {
   maxInflightBodyBytes?: number;
   /** Largest body of a model load request (uploaded files travel base64 in it); default maxBodyBytes. */
   maxLoadBodyBytes?: number;
+  /** Elements one BYTES tensor of a raw binary request may hold; default DEFAULT_MAX_BYTES_ELEMENTS. */
+  maxBytesElements?: number;
+  /** Slow bodies get 408 (slow-body-guard.ts); default 10 s pause, 16 KiB/s. */
+  slowBodies?: SlowBodyLimits;
+  /** Headers must be complete this long after a request began (408 and closed beyond); default 20 s. */
+  headersTimeoutMs?: number;
+  /** Open connections in total and per client address (connection-limits.ts); default from the open-file limit, 1024 per address. */
+  connections?: ConnectionLimits;
+  /** A gzip/deflate body may inflate to at most this many times its size; default 100. */
+  maxInflateRatio?: number;
 }
 
 export interface HttpFrontend {
@@ -87,6 +101,9 @@ export interface HttpFrontend {
 }
 
 const DEFAULT_GRACE_MS = 5000;
+
+/** Node's default: a request (headers and body) must arrive within 5 minutes whatever its rate. */
+const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
 
 /** Longer than common load-balancer idle timeouts (60 s), so the server is not the side that drops a reused connection. */
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
@@ -124,9 +141,15 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
   const rawInputShape = options.rawInputShape ?? ((model, version) => rawInputSpecFromEngine(engine, model, version));
   const ownPool = options.decodePool === undefined;
   const decodePool = options.decodePool ?? new DecodePool();
-  const bodyBudget = new BodyBytesBudget(options.maxInflightBodyBytes ?? 4 * maxBodyBytes);
+  const slowBodies = new SlowBodyGuard(options.slowBodies ?? { pauseMs: 10_000, minBytesPerSec: 16 * 1024 });
+  const reading: BodyReading = {
+    budget: new BodyBytesBudget(options.maxInflightBodyBytes ?? 4 * maxBodyBytes),
+    slowBodies,
+    maxInflateRatio: options.maxInflateRatio ?? 100,
+  };
   const maxLoadBodyBytes = options.maxLoadBodyBytes ?? maxBodyBytes;
-  const router = buildRouter(engine, { maxBodyBytes, maxLoadBodyBytes, rawInputShape, logger, decodePool, bodyBudget });
+  const maxBytesElements = options.maxBytesElements ?? DEFAULT_MAX_BYTES_ELEMENTS;
+  const router = buildRouter(engine, { maxBodyBytes, maxLoadBodyBytes, rawInputShape, logger, decodePool, reading, maxBytesElements });
   const access = options.access;
   let closing = false;
   // Requests in flight. On stop, those whose response has not started are
@@ -135,6 +158,11 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
   const pending = new Set<ServerResponse>();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // A connection over the caps was answered 503 already; a request Node still parsed from it is dropped.
+    if (connections.refused(req.socket)) {
+      req.socket.destroy();
+      return;
+    }
     if (closing) res.setHeader("Connection", "close");
     pending.add(res);
     res.once("close", () => pending.delete(res));
@@ -171,7 +199,14 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
     }
   };
 
-  const server = http.createServer((req, res) => void handle(req, res));
+  // Node's own headers timeout closes a connection whose request (or first byte) began that long ago
+  // without complete headers; checked every second, not every 30 s, so it fires when it says.
+  const headersTimeout = options.headersTimeoutMs ?? 20_000;
+  const server = http.createServer(
+    { headersTimeout, requestTimeout: Math.max(headersTimeout, DEFAULT_REQUEST_TIMEOUT_MS), connectionsCheckingInterval: 1000 },
+    (req, res) => void handle(req, res),
+  );
+  const connections = limitConnections(server, options.connections ?? { max: defaultMaxConnections(), perAddress: 1024 });
   // With this listener Node leaves "100 Continue" to us: readBody sends it
   // only after the declared length passed the limit, so an oversized upload
   // is refused before the client sends it.
@@ -198,6 +233,7 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
       server.close(() => {
         clearTimeout(force);
         if (ownPool) void decodePool.close();
+        slowBodies.stop();
         resolve();
       });
       server.closeIdleConnections();
@@ -210,7 +246,8 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
 
 interface RouterOptions {
   decodePool: DecodePool;
-  bodyBudget: BodyBytesBudget;
+  reading: BodyReading;
+  maxBytesElements: number;
   maxBodyBytes: number;
   maxLoadBodyBytes: number;
   rawInputShape: NonNullable<HttpFrontendOptions["rawInputShape"]>;
@@ -283,20 +320,22 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
   });
   add("POST", "/v2/operators/:operator", "admin", async ({ req, res, params }) => {
     const name = params["operator"]!;
-    sendJson(res, 200, await engine.registerOperator(operatorSpecBody(name, await readJson(req, res))));
+    sendJson(res, 200, await engine.registerOperator(operatorSpecBody(name, await readJson(req, res, MAX_OPERATOR_SPEC_BYTES))));
   });
-  // A dry run of the route above: 200 { valid, problems } whatever the spec's problems are.
-  add("POST", "/v2/operators/:operator/validate", "infer", async ({ req, res, params }) => {
+  // A dry run of the route above: 200 { valid, problems } whatever the spec's problems are. It costs
+  // what a registration costs, so it needs what model control needs.
+  add("POST", "/v2/operators/:operator/validate", "admin", async ({ req, res, params }) => {
     const name = params["operator"]!;
-    sendJson(res, 200, await engine.validateOperator(operatorSpecBody(name, await readJson(req, res))));
+    sendJson(res, 200, await engine.validateOperator(operatorSpecBody(name, await readJson(req, res, MAX_OPERATOR_SPEC_BYTES))));
   });
   add("DELETE", "/v2/operators/:operator", "admin", async ({ res, params }) => {
     await engine.unregisterOperator(params["operator"]!);
     sendEmpty(res, 200);
   });
 
-  // Operon's admin extension (@operon/protocol/admin): the backend workers and their process usage.
-  add("GET", "/v2/operon/workers", "infer", async ({ res }) => sendJson(res, 200, await engine.workers()));
+  // Operon's admin extension (@operon/protocol/admin): the backend workers and their process usage
+  // (pids, memory), the host's business rather than an inference client's: the admin scope reads them.
+  add("GET", "/v2/operon/workers", "admin", async ({ res }) => sendJson(res, 200, await engine.workers()));
   // The resource scheduler's levers (control plane only; admin like model control): scale in place, park an idle model.
   add("POST", "/v2/operon/models/:model/instances", "admin", async ({ req, res, params }) => {
     sendJson(res, 200, await scaleModelOf(engine)(modelOf(params), instanceCountBody(await readJson(req, res))));
@@ -305,8 +344,8 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
     await parkModelOf(engine)(modelOf(params));
     sendEmpty(res, 200);
   });
-  add("GET", "/v2/operon/parked", "infer", ({ res }) => sendJson(res, 200, { models: engine.parkedModels?.() ?? [] }));
-  add("GET", "/v2/operon/scaling", "infer", ({ res }) => sendJson(res, 200, { models: engine.scalingState?.() ?? [], parked: engine.parkedModels?.() ?? [] }));
+  add("GET", "/v2/operon/parked", "admin", ({ res }) => sendJson(res, 200, { models: engine.parkedModels?.() ?? [] }));
+  add("GET", "/v2/operon/scaling", "admin", ({ res }) => sendJson(res, 200, { models: engine.scalingState?.() ?? [], parked: engine.parkedModels?.() ?? [] }));
   return router;
 }
 
@@ -330,6 +369,7 @@ function operatorSpecBody(name: string, body: unknown): Record<string, unknown> 
   if (named !== undefined && named !== name) {
     throw new OperonError("INVALID_ARG", `the spec's name ${JSON.stringify(named)} differs from the operator name '${name}' in the path`);
   }
+  assertOperatorSpecWithinBudget(body as Record<string, unknown>);
   return { ...body, name };
 }
 
@@ -342,18 +382,18 @@ function operatorSpecBody(name: string, body: unknown): Record<string, unknown> 
 async function readInferRequest(options: RouterOptions, { req, res, params }: RequestContext): Promise<DecodedInferRequest> {
   const modelName = params["model"]!;
   const modelVersion = params["version"];
-  const body = await readBody(req, res, options.maxBodyBytes, options.bodyBudget);
+  const body = await readBody(req, res, options.maxBodyBytes, options.reading);
   const header = req.headers[INFERENCE_HEADER_CONTENT_LENGTH];
   const headerLength = parseInferenceHeaderLength(Array.isArray(header) ? header[0] : header);
   const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
-  if (headerLength === 0) return decodeInferBody(body, headerLength, target, () => options.rawInputShape(modelName, modelVersion));
+  if (headerLength === 0) return decodeInferBody(body, headerLength, target, () => options.rawInputShape(modelName, modelVersion), options.maxBytesElements);
   if (body.length < DECODE_OFF_LOOP_BYTES) return decodeHttpInfer(body, headerLength, target);
   return options.decodePool.decodeInfer({ kind: "http-infer", body, headerLength, target }, true);
 }
 
 /** Reads a JSON body (budget checked first); one of DECODE_OFF_LOOP_BYTES or more is parsed on the decode pool. */
 async function readJsonBody(options: RouterOptions, req: IncomingMessage, res: ServerResponse, limitBytes: number): Promise<unknown> {
-  const body = await readBody(req, res, limitBytes, options.bodyBudget);
+  const body = await readBody(req, res, limitBytes, options.reading);
   return body.length < DECODE_OFF_LOOP_BYTES ? decodeJson(body) : options.decodePool.decodeJson(body, true);
 }
 

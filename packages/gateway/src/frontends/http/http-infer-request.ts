@@ -48,9 +48,10 @@ export async function decodeInferBody(
   headerLength: number | undefined,
   target: InferTarget,
   rawInput: () => RawInputSpec | Promise<RawInputSpec>,
+  maxBytesElements?: number,
 ): Promise<DecodedInferRequest> {
   if (headerLength === 0) {
-    const input = rawBinaryInput(body, await rawInput());
+    const input = rawBinaryInput(body, await rawInput(), maxBytesElements);
     return { request: { ...target, parameters: {}, inputs: [input] }, binaryDataOutput: true };
   }
   if (headerLength === undefined) return decodeInferJson(parseJsonBody(body), undefined, target);
