@@ -201,6 +201,8 @@ export class WorkerServer {
         return !(await this.load(header));
       case "execute":
         if (this.backend !== undefined && isRequestBackend(this.backend)) return this.executeRequests(this.backend, frame);
+        // Tensor-level backends cannot be told of a cancel: forget it.
+        this.cancelledQueued.delete(header.requestId);
         return !(await this.execute(header, tensors));
       case "shutdown":
         await this.shutdown();
