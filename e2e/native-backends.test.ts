@@ -215,6 +215,8 @@ describe("a native backend served from a model repository", () => {
     const finals = replies.map((reply) => reply.infer_response.parameters.triton_final_response.bool_param);
     expect(finals).toEqual([false, false, false, true]);
     expect(replies.slice(0, 3).every((reply) => reply.infer_response.raw_output_contents.length === 1)).toBe(true);
+    // The backend's response parameters travel with each streamed response.
+    expect(replies.slice(0, 3).map((reply) => Number(reply.infer_response.parameters.index.int64_param))).toEqual([0, 1, 2]);
     expect(replies[3].infer_response.raw_output_contents).toEqual([]);
   });
 

@@ -253,6 +253,8 @@ export interface ResponseMessage {
   requestId: number;
   /** The last frame for this request. */
   final: boolean;
+  /** Response parameters the backend set; absent = none. */
+  parameters?: WireParameters;
 }
 
 /** A failed response of a decoupled request; with final=false the request goes on streaming. */

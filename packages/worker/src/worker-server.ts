@@ -323,7 +323,8 @@ export class WorkerServer {
           if ("error" in response) {
             this.send({ type: "response-error", requestId, final, kind: response.error.kind, message: response.error.message });
           } else {
-            this.send({ type: "response", requestId, final }, response.outputs, this.placeOutputs(response.outputs));
+            const parameters = response.parameters !== undefined && Object.keys(response.parameters).length > 0 ? { parameters: response.parameters } : {};
+            this.send({ type: "response", requestId, final, ...parameters }, response.outputs, this.placeOutputs(response.outputs));
           }
         } else if ("error" in response) {
           this.send({ type: "error", requestId, kind: response.error.kind, message: response.error.message });

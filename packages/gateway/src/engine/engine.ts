@@ -315,7 +315,10 @@ export class Engine implements InferenceEngine {
           return;
         }
         served.stats.recordResponse(index, ns, streamed.final && streamed.outputs.length === 0 ? "empty" : "success");
-        deliver(responseOf(request, served, restoreOutputShapes(served, streamed.outputs, scheduled.outputNames)), streamed.final);
+        const response = responseOf(request, served, restoreOutputShapes(served, streamed.outputs, scheduled.outputNames));
+        // Parameters the backend set on this response (native backends' TRITONBACKEND_ResponseSet*Parameter).
+        if (streamed.parameters !== undefined) response.parameters = streamed.parameters;
+        deliver(response, streamed.final);
       };
       const queued = (() => {
         try {

@@ -572,7 +572,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     }
     const streamed: StreamResponse | undefined =
       header.type === "response"
-        ? { outputs, final: header.final }
+        ? { outputs, final: header.final, ...(header.parameters !== undefined ? { parameters: header.parameters } : {}) }
         : header.type === "response-error"
           ? { error: new OperonError(header.kind, header.message), final: header.final }
           : undefined;

@@ -62,7 +62,7 @@ export interface RequestContext {
 }
 
 /** One response of a streamed request (the same shape as WorkerProcess's StreamResponse). */
-export type StreamedResponse = { outputs: Tensor[]; final: boolean } | { error: OperonError; final: boolean };
+export type StreamedResponse = { outputs: Tensor[]; final: boolean; parameters?: Parameters } | { error: OperonError; final: boolean };
 
 export interface ScheduledResult {
   outputs: Tensor[];
