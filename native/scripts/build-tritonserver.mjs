@@ -9,15 +9,22 @@
 // Outputs, under native/build/tritonserver/:
 //   lib/libtritonserver.so                      Triton's backend API + Operon's host API
 //   backends/<name>/libtriton_<name>.so         each folder of native/backends/
-//   bin/operon-backend-host                     the C++ test host (selftest, run)
+//   bin/operon-backend-host                     the C++ test host (selftest, cuda-selftest, run)
+//   backends/<name>/UNAVAILABLE                 a CUDA backend (a folder with .cu sources) that was
+//                                               skipped: one line, the reason (no nvcc)
 //   UNAVAILABLE                                 only when the build could not run or failed:
 //                                               one line, the reason (read by the worker)
 // It never fails an `npm install`: it prints one line and exits 0; the
 // compiler's output of a failed build is kept in build/tritonserver/build.log.
 //
 // CXX picks the compiler (default g++). OPERON_NATIVE=0 skips the build.
+// Backends with .cu sources (operon_cuda) need nvcc (NVCC, else nvcc on the
+// PATH, else /usr/local/cuda/bin/nvcc): compiled for sm_90 (H200/H100) plus
+// compute_90 PTX (CUDA_ARCHS="90 100" picks others), linked with the static
+// CUDA runtime so only the driver (libcuda.so.1) is needed at run time.
+// Without nvcc they are skipped with the reason; nothing else changes.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -65,10 +72,43 @@ const targets = [
     libs: ["-ldl", "-lpthread"],
   },
 ];
+const nvcc = findNvcc();
+// CUDA's root (the one with lib64/libcudart_static.a): CUDA_HOME, the folder above nvcc's real
+// location (nvcc is often a symlink), or /usr/local/cuda (nvcc may be a wrapper script).
+const cudaRoot =
+  nvcc === undefined
+    ? undefined
+    : [process.env.CUDA_HOME, path.resolve(path.dirname(realpathSync(nvcc)), ".."), "/usr/local/cuda"]
+        .filter(Boolean)
+        .find((dir) => existsSync(path.join(dir, "lib64", "libcudart_static.a"))) ?? "/usr/local/cuda";
+const cudaArchs = (process.env.CUDA_ARCHS || "90").split(/[\s,]+/).filter(Boolean);
+const skippedCuda = [];
 const backendsDir = path.join(root, "backends");
 for (const name of existsSync(backendsDir) ? readdirSync(backendsDir).sort() : []) {
   const dir = path.join(backendsDir, name);
   if (!statSync(dir).isDirectory()) continue;
+  const cuSources = files(dir, ".cu");
+  if (cuSources.length > 0) {
+    const skipFile = path.join(out, "backends", name, "UNAVAILABLE");
+    if (nvcc === undefined) {
+      mkdirSync(path.dirname(skipFile), { recursive: true });
+      writeFileSync(skipFile, "no CUDA compiler: nvcc not found (set NVCC or put CUDA's bin on the PATH)\n");
+      skippedCuda.push(name);
+      continue;
+    }
+    rmSync(skipFile, { force: true });
+    targets.push({
+      backend: true,
+      cuda: true,
+      name: `libtriton_${name}.so`,
+      output: path.join(out, "backends", name, `libtriton_${name}.so`),
+      sources: [...cuSources, ...files(dir, ".cc")],
+      extra: [...files(dir, ".h"), lib],
+      args: ["-shared", "-I", path.join(root, "tritonserver", "src"), "-Wl,-rpath,$ORIGIN/../../lib"],
+      libs: [`-L${libDir}`, "-ltritonserver", `-L${path.join(cudaRoot, "lib64")}`, "-lcudart_static", "-lrt", "-ldl", "-lpthread"],
+    });
+    continue;
+  }
   targets.push({
     backend: true,
     name: `libtriton_${name}.so`,
@@ -82,21 +122,43 @@ for (const name of existsSync(backendsDir) ? readdirSync(backendsDir).sort() : [
     libs: [`-L${libDir}`, "-ltritonserver", "-lpthread"],
   });
 }
+// The test host also carries operon_cuda's CPU references (plain C++) for cuda-selftest.
+const cudaDir = path.join(backendsDir, "operon_cuda");
 targets.push({
   name: "operon-backend-host",
   output: path.join(out, "bin", "operon-backend-host"),
-  sources: files(path.join(root, "tritonserver", "test"), ".cc"),
-  extra: [...files(path.join(root, "tritonserver", "test"), ".h"), lib],
-  args: ["-Wl,-rpath,$ORIGIN/../lib"],
+  sources: [...files(path.join(root, "tritonserver", "test"), ".cc"), path.join(cudaDir, "cuda-reference.cc")],
+  extra: [...files(path.join(root, "tritonserver", "test"), ".h"), path.join(cudaDir, "cuda-reference.h"), lib],
+  args: ["-I", cudaDir, "-Wl,-rpath,$ORIGIN/../lib"],
   libs: [`-L${libDir}`, "-ltritonserver", "-lpthread"],
 });
 
 const mtime = (f) => (existsSync(f) ? statSync(f).mtimeMs : Number.POSITIVE_INFINITY);
 const stale = (t) => !existsSync(t.output) || [...t.sources, ...t.extra, ...headers].some((f) => mtime(f) > statSync(t.output).mtimeMs);
 
-function run(args) {
+function findNvcc() {
+  const candidates = [process.env.NVCC, "nvcc", "/usr/local/cuda/bin/nvcc"].filter(Boolean);
+  for (const candidate of candidates) {
+    const r = spawnSync(candidate, ["--version"], { encoding: "utf8" });
+    if (!r.error && r.status === 0) {
+      const found = spawnSync("sh", ["-c", `command -v "${candidate}"`], { encoding: "utf8" }).stdout.trim();
+      return found || candidate;
+    }
+  }
+  return undefined;
+}
+
+// nvcc arguments for one .cu source: sm_<arch> code for each arch, plus PTX of the newest for later GPUs.
+function nvccArgs(t, src, obj) {
+  const gencode = cudaArchs.flatMap((a) => ["-gencode", `arch=compute_${a},code=sm_${a}`]);
+  const newest = cudaArchs[cudaArchs.length - 1];
+  return ["-std=c++17", "-O3", "-fmad=false", "-Xcompiler", "-fPIC,-fvisibility=hidden,-Wall", "-I", includeDir, "-I", path.join(root, "tritonserver", "src"),
+    ...gencode, "-gencode", `arch=compute_${newest},code=compute_${newest}`, "-c", src, "-o", obj];
+}
+
+function run(args, compiler = cxx) {
   return new Promise((resolve) => {
-    const child = spawn(cxx, args, { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(compiler, args, { stdio: ["ignore", "pipe", "pipe"] });
     let text = "";
     child.stdout.on("data", (d) => (text += d));
     child.stderr.on("data", (d) => (text += d));
@@ -118,12 +180,14 @@ for (const t of targets) {
     const objDir = path.join(out, "obj", t.name);
     mkdirSync(objDir, { recursive: true });
     const jobs = Math.max(1, Math.min(os.availableParallelism?.() ?? 2, 4));
-    const queue = t.sources.map((src) => ({ src, obj: path.join(objDir, `${path.basename(src, ".cc")}.o`) }));
+    const queue = t.sources.map((src) => ({ src, obj: path.join(objDir, `${path.basename(src)}.o`) }));
     inputs = queue.map((q) => q.obj);
-    const todo = queue.filter((q) => !existsSync(q.obj) || [q.src, ...headers].some((f) => mtime(f) > statSync(q.obj).mtimeMs));
+    const todo = queue.filter((q) => !existsSync(q.obj) || [q.src, ...headers, ...t.extra].some((f) => mtime(f) > statSync(q.obj).mtimeMs));
     const workers = Array.from({ length: jobs }, async () => {
       for (let q = todo.shift(); q; q = todo.shift()) {
-        const r = await run([...common, "-c", q.src, "-o", q.obj]);
+        const r = q.src.endsWith(".cu")
+          ? await run(nvccArgs(t, q.src, q.obj), nvcc)
+          : await run([...common, ...(t.backend ? ["-O3", "-ffp-contract=off", "-I", path.join(root, "tritonserver", "src")] : []), ...(t.name === "operon-backend-host" ? ["-I", cudaDir] : []), "-c", q.src, "-o", q.obj]);
         log += r.text;
         if (!r.ok) throw new Error(`${path.relative(root, q.src)} did not compile`);
       }
@@ -131,6 +195,11 @@ for (const t of targets) {
     try {
       await Promise.all(workers);
     } catch (error) {
+      if (t.backend) {
+        rmSync(t.output, { force: true });
+        brokenBackends.push(t.name);
+        continue;
+      }
       fail(t, error.message);
     }
   }
@@ -155,6 +224,7 @@ function fail(t, what) {
 }
 
 rmSync(marker, { force: true });
+if (skippedCuda.length > 0) console.log(`${tag} ${skippedCuda.join(", ")} skipped: no CUDA compiler (nvcc not found); the other native targets are usable`);
 if (brokenBackends.length > 0) {
   writeFileSync(logPath, log);
   console.log(`${tag} ${brokenBackends.join(", ")} did not build (details: ${path.relative(root, logPath)}); the other native targets are usable`);

@@ -374,9 +374,11 @@ EXPORT OperonHostError* OperonHostInstanceCreate(OperonHostModel* model, const c
                                                  OperonHostInstance** out) {
   if (model == nullptr || out == nullptr)
     return HostError(OPERON_HOST_ERROR_INVALID_ARG, "OperonHostInstanceCreate: model or instance is NULL");
-  if (kind == OPERON_HOST_KIND_GPU)
-    return HostError(OPERON_HOST_ERROR_UNSUPPORTED, "model '" + model->model->name +
-                                                        "': instance kind GPU is not supported by Operon's native backends yet (CPU only)");
+  // KIND_GPU reaches the backend with its device (TRITONBACKEND_ModelInstanceKind/DeviceId): the
+  // backend decides, as in Triton (a CUDA backend sets up its device; a CPU-only one may refuse). The
+  // gateway has refused it already when the host has no such GPU.
+  if (kind == OPERON_HOST_KIND_GPU && device_id < 0)
+    return HostError(OPERON_HOST_ERROR_INVALID_ARG, "OperonHostInstanceCreate: a GPU instance needs a device id >= 0, got " + std::to_string(device_id));
   if (kind > OPERON_HOST_KIND_MODEL)
     return HostError(OPERON_HOST_ERROR_INVALID_ARG, "OperonHostInstanceCreate: unknown instance kind " + std::to_string(kind));
   auto* i = new TRITONBACKEND_ModelInstance();
@@ -385,7 +387,8 @@ EXPORT OperonHostError* OperonHostInstanceCreate(OperonHostModel* model, const c
   i->kind = kind == OPERON_HOST_KIND_AUTO ? TRITONSERVER_INSTANCEGROUPKIND_CPU : static_cast<TRITONSERVER_InstanceGroupKind>(kind);
   i->device_id = device_id;
   if (callbacks != nullptr) i->callbacks = *callbacks;
-  i->host_policy.json = "{\"cpu\":{}}";  // Triton's default host policy for CPU instances
+  // Triton's default host policy names: "cpu" for CPU instances, "gpu_<device>" for GPU ones.
+  i->host_policy.json = kind == OPERON_HOST_KIND_GPU ? "{\"gpu_" + std::to_string(device_id) + "\":{}}" : "{\"cpu\":{}}";
   model->model->instances += 1;
   if (i->model->backend->instance_initialize != nullptr) {
     TRITONSERVER_Error* err = i->model->backend->instance_initialize(i);

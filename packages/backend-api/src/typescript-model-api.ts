@@ -161,6 +161,8 @@ export interface InitializeArgs {
   readonly instanceName: string;
   /** KIND_CPU, KIND_GPU, KIND_MODEL. */
   readonly instanceKind: string;
+  /** The GPU ordinal of a KIND_GPU instance (instance_group gpus, count per GPU); null otherwise. */
+  readonly deviceId: number | null;
   /** The model's folder in the repository (<repo>/<model>). */
   readonly modelDir: string;
   /** The version folder's name ("1"); its files are in path.join(modelDir, modelVersion). */

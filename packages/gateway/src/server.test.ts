@@ -85,8 +85,9 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function workers(): Promise<WorkersResponse> {
-  const res = await fetch(`${http}/v2/operon/workers`);
+/** `key`: once an admin key exists the workers view needs it (issue 28 item 14). */
+async function workers(key?: string): Promise<WorkersResponse> {
+  const res = await fetch(`${http}/v2/operon/workers`, key !== undefined ? { headers: { Authorization: `Bearer ${key}` } } : {});
   expect(res.status).toBe(200);
   return (await res.json()) as WorkersResponse;
 }
@@ -215,6 +216,7 @@ describe("latency summaries and API keys through startOperonServer", () => {
     const after = await metricsText();
     expect(after).not.toMatch(/nv_inference_\w+\{[^}]*model="add_sub"/);
     expect(after).not.toMatch(/_summary_us\{[^}]*model="add_sub"/);
-    expect((await workers()).workers).toEqual([]);
+    expect((await fetch(`${http}/v2/operon/workers`)).status).toBe(401);
+    expect((await workers(adminKey.key)).workers).toEqual([]);
   });
 });

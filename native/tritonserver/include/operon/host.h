@@ -331,7 +331,8 @@ OPERON_HOST_EXPORT OperonHostError* OperonHostErrorNew(
     uint32_t code, const char* message);
 
 /* Creates an instance (TRITONBACKEND_ModelInstanceInitialize). `kind` is
- * OPERON_HOST_KIND_*; GPU is refused with UNSUPPORTED in this build.
+ * OPERON_HOST_KIND_*; a GPU instance's `device_id` (>= 0) reaches the backend
+ * (TRITONBACKEND_ModelInstanceDeviceId), which decides whether it can run it.
  * `callbacks` is copied. */
 OPERON_HOST_EXPORT OperonHostError* OperonHostInstanceCreate(
     OperonHostModel* model, const char* instance_name, uint32_t kind,

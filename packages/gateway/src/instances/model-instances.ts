@@ -18,6 +18,8 @@ import {
 import { schedulerPolicyFromConfig, type SchedulerPolicy } from "../scheduling/scheduler-policy.js";
 import { dirname, join } from "node:path";
 import { type BackendInstance, type InstanceIsolation, THREAD_CAPABLE_BACKENDS } from "./backend-instance.js";
+import { hostGpus, type GpuInventory } from "./gpu-inventory.js";
+import { placementOf, type InstancePlacement } from "./instance-placement.js";
 import { ThreadInstance } from "./thread-instance.js";
 import { type BlsRequest, type ExecuteRequestOptions, WorkerProcess } from "./worker-process.js";
 
@@ -83,6 +85,8 @@ export interface ModelInstancesOptions {
   loadTimeoutMs?: number;
   /** Serves the BLS calls of the models (an inference through the engine); unset = BLS is not available. */
   blsHandler?: InstanceBlsHandler;
+  /** The GPUs KIND_GPU instances may use; default: this host's (hostGpus()). */
+  gpus?: GpuInventory;
 }
 
 /** Runs one BLS call of a model at BLS depth `depth` (1 for a call made while serving a client's request). */
@@ -133,13 +137,22 @@ export function isolationOf(spec: InstanceLaunchSpec, defaultIsolation: Instance
   return asked;
 }
 
-/** Starts one instance (thread or process, see isolationOf) and loads the model into it; ends it if the load fails. */
+/**
+ * Starts one instance (thread or process, see isolationOf) where the config
+ * places it (instancePlacements: its kind and GPU reach the backend as the
+ * load's instanceKind/deviceId) and loads the model into it; ends it if the
+ * load fails. A KIND_GPU instance on a host without that GPU is refused
+ * before anything starts (never run on the CPU instead).
+ */
 export async function launchInstance(
   spec: InstanceLaunchSpec,
   instanceName: string,
   options: ModelInstancesOptions,
 ): Promise<{ worker: BackendInstance; io: { inputs: IoInfo[]; outputs: IoInfo[] }; config?: Record<string, unknown> }> {
   const isolation = isolationOf(spec, options.defaultIsolation);
+  const gpus = options.gpus ?? hostGpus();
+  const placement = placementOf(spec.model, spec.config, instanceName, gpus.count);
+  assertPlaceable(spec, placement, gpus);
   const worker: BackendInstance =
     isolation === "thread"
       ? ThreadInstance.start({
@@ -160,6 +173,8 @@ export async function launchInstance(
       config: spec.config,
       ...(spec.parameters !== undefined ? { parameters: spec.parameters } : {}),
       ...(spec.native !== undefined ? { native: spec.native } : {}),
+      instanceKind: placement.kind,
+      ...(placement.device !== null ? { deviceId: placement.device } : {}),
     };
     const loaded = await withTimeout(worker.load(load), options.loadTimeoutMs ?? 120_000, `loading instance '${instanceName}'`);
     const io = { inputs: loaded.inputs, outputs: loaded.outputs };
@@ -338,11 +353,11 @@ export class ModelInstances implements InstanceDispatcher {
   workerInfos(): InstanceWorkerInfo[] {
     return this.instances.map((instance) => {
       const worker = instance.worker;
-      const placement = instancePlacement(this.spec.config, this.spec.model, instance.name);
+      const placement = placementOf(this.spec.model, this.spec.config, instance.name, (this.options.gpus ?? hostGpus()).count);
       return {
         instance: instance.name,
         backend: this.spec.backend,
-        kind: placement.kind,
+        kind: placement.kind === "KIND_GPU" ? "GPU" : "CPU",
         device: placement.device,
         isolation: worker?.isolation ?? isolationOf(this.spec, this.options.defaultIsolation),
         pid: worker?.pid ?? null,
@@ -556,24 +571,19 @@ export class ModelInstances implements InstanceDispatcher {
   }
 }
 
-/**
- * Where an instance runs, from the config's instance_group: KIND_GPU
- * instances on the group's GPUs in turn (GPU 0 when none are listed), every
- * other kind on the CPU. Instances are named as the loader names them:
- * "<group name or <model>_<group index>>_<index>".
- */
-export function instancePlacement(config: Record<string, unknown>, model: string, instanceName: string): { kind: "CPU" | "GPU"; device: number | null } {
-  const groups = (config["instance_group"] ?? []) as Array<{ name?: string; kind?: string; count?: number; gpus?: number[] }>;
-  for (const [groupIndex, group] of groups.entries()) {
-    const groupName = group.name || `${model}_${groupIndex}`;
-    for (let i = 0; i < (group.count ?? 1); i += 1) {
-      if (`${groupName}_${i}` !== instanceName) continue;
-      if (group.kind !== "KIND_GPU") return { kind: "CPU", device: null };
-      const gpus = group.gpus ?? [];
-      return { kind: "GPU", device: gpus.length > 0 ? gpus[i % gpus.length]! : 0 };
-    }
+/** Refuses a KIND_GPU instance whose GPU this host does not have (UNAVAILABLE, saying why). */
+export function assertPlaceable(spec: InstanceLaunchSpec, placement: InstancePlacement, gpus: GpuInventory): void {
+  if (placement.kind !== "KIND_GPU") return;
+  const where = `model '${spec.model}': instance '${placement.name}' is KIND_GPU on GPU ${placement.device}`;
+  if (gpus.count === 0) {
+    throw new OperonError("UNAVAILABLE", `${where}, but this host has no usable GPU: ${gpus.reason ?? "none found"}; use kind KIND_CPU to run it on the CPU`);
   }
-  return { kind: "CPU", device: null };
+  if (placement.device === null || placement.device < 0 || placement.device >= gpus.count) {
+    throw new OperonError(
+      "UNAVAILABLE",
+      `${where}, but this host has ${gpus.count} GPU${gpus.count === 1 ? "" : "s"} (0..${gpus.count - 1})${gpus.reason !== undefined ? `: ${gpus.reason}` : ""}`,
+    );
+  }
 }
 
 /** The id and parameters the worker shows the model; undefined when the execution is not one request's. */

@@ -6,6 +6,8 @@ import { configFromJson } from "@operon/model-config/config-json";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { normalizeConfig, validateConfig } from "@operon/model-config/normalize-config";
 import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
+import { hostGpus } from "../instances/gpu-inventory.js";
+import { instancePlacements } from "../instances/instance-placement.js";
 import { launchInstance, ModelInstances, type InstanceLaunchSpec, type ModelInstancesOptions } from "../instances/model-instances.js";
 import { ensembleToOperator, isEnsembleConfig } from "../operators/ensemble-operator.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
@@ -92,7 +94,7 @@ export async function prepareModel(
     );
   }
 
-  const instanceNames = instanceNamesOf(name, config);
+  const instanceNames = instanceNamesOf(name, config, (options.instances.gpus ?? hostGpus()).count);
   const backend = config.backend || "onnxruntime";
   const native = isNativeBackend(backend);
   const candidates = config.default_model_filename ? [config.default_model_filename] : (DEFAULT_MODEL_FILES[backend] ?? ["model.onnx"]);
@@ -215,14 +217,9 @@ function backendOf(name: string, config: ModelConfigJson): string | undefined {
   return backend;
 }
 
-/** Triton names instances "<group name>_<index>" across each group's count. */
-function instanceNamesOf(name: string, config: ModelConfigJson): string[] {
-  const names: string[] = [];
-  for (const [groupIndex, group] of (config.instance_group ?? []).entries()) {
-    const groupName = group.name || `${name}_${groupIndex}`;
-    for (let i = 0; i < (group.count ?? 1); i += 1) names.push(`${groupName}_${i}`);
-  }
-  return names.length > 0 ? names : [`${name}_0`];
+/** The instances' names, "<group name>_<index>" (KIND_GPU groups: count per GPU; see instancePlacements). */
+function instanceNamesOf(name: string, config: ModelConfigJson, gpuCount: number): string[] {
+  return instancePlacements(name, config as Record<string, unknown>, gpuCount).map((placement) => placement.name);
 }
 
 async function firstExisting(paths: string[]): Promise<string | undefined> {

@@ -1,6 +1,8 @@
 import { availableParallelism } from "node:os";
 import { OperonError } from "@operon/protocol/errors";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
+import { hostGpus } from "../instances/gpu-inventory.js";
+import { instancePlacements } from "../instances/instance-placement.js";
 
 /**
  * What one model may take of the host, set by the admin (operon serve
@@ -23,11 +25,12 @@ export function defaultResourceLimits(cores = availableParallelism()): ResourceL
   return { maxInstancesPerModel: 2 * cores, maxThreadsPerInstance: cores, maxInstancesPerHost: 8 * cores };
 }
 
-/** Instances a config asks for (an instance group without count has one; no group: one instance). */
-export function instanceCountOf(config: ModelConfigJson): number {
-  const groups = config.instance_group ?? [];
-  if (groups.length === 0) return 1;
-  return groups.reduce((sum, group) => sum + (group.count ?? 1), 0);
+/**
+ * Instances a config asks for (an instance group without count has one; no
+ * group: one instance; a KIND_GPU group has its count on each of its GPUs).
+ */
+export function instanceCountOf(config: ModelConfigJson, gpuCount = hostGpus().count): number {
+  return instancePlacements(config.name ?? "model", config as Record<string, unknown>, gpuCount).length;
 }
 
 const THREAD_PARAMETERS = ["intra_op_thread_count", "inter_op_thread_count"] as const;

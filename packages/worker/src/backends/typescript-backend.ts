@@ -118,6 +118,7 @@ export class TypeScriptBackend implements RequestBackend {
         modelName: this.modelName,
         instanceName: options.instanceName,
         instanceKind: options.instanceKind ?? instanceKindOf(config),
+        deviceId: options.deviceId ?? null,
         modelDir,
         modelVersion: path.basename(path.dirname(modelPath)),
         log: modelLog,

@@ -1,0 +1,94 @@
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../observability/logger.js";
+import { GatewayMetrics } from "../observability/metrics.js";
+import type { GpuInventory } from "./gpu-inventory.js";
+import { instancePlacements } from "./instance-placement.js";
+import { type InstanceLaunchSpec, ModelInstances, type ModelInstancesOptions, launchInstance } from "./model-instances.js";
+
+/**
+ * launchInstance hands each instance its own kind and GPU (instance_group
+ * placement) through real worker processes: a TypeScript model logs what
+ * its initialize() was told. The GPU inventory is injected (this host has
+ * no GPU; the refusal on a real GPU-less host is in e2e/gpu-placement.test.ts).
+ */
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
+const ENTRY = path.join(ROOT, "packages/worker/dist/main.js");
+const dir = mkdtempSync(path.join(os.tmpdir(), "operon-placement-"));
+const modelPath = path.join(dir, "placed", "1", "model.mjs");
+const lines: string[] = [];
+
+beforeAll(() => {
+  execFileSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b", "packages/worker"], { cwd: ROOT, stdio: "inherit" });
+  mkdirSync(path.dirname(modelPath), { recursive: true });
+  writeFileSync(
+    modelPath,
+    `export default class Placed {
+      initialize(args) { args.log("info", "placed " + args.instanceName + " " + args.instanceKind + " " + args.deviceId); }
+      execute(requests, ctx) { return requests.map(() => ({ outputs: [ctx.tensor.float32("y", [1, 1], [0])] })); }
+    }\n`,
+  );
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const config = {
+  name: "placed",
+  backend: "typescript",
+  max_batch_size: 0,
+  input: [{ name: "x", data_type: "TYPE_FP32", dims: [1, 1] }],
+  output: [{ name: "y", data_type: "TYPE_FP32", dims: [1, 1] }],
+  instance_group: [
+    { name: "cpu", kind: "KIND_CPU", count: 1 },
+    { name: "gpu", kind: "KIND_GPU", count: 1, gpus: [0, 1] },
+  ],
+};
+const spec: InstanceLaunchSpec = { model: "placed", version: "1", backend: "typescript", modelPath, config };
+
+function options(gpus: GpuInventory): ModelInstancesOptions {
+  const destination = new Writable({
+    write: (chunk: Buffer, _encoding, done) => {
+      lines.push(...chunk.toString("utf8").split("\n").filter((line) => line !== ""));
+      done();
+    },
+  });
+  return { workerEntry: ENTRY, logger: createLogger({ destination }), metrics: new GatewayMetrics(), gpus };
+}
+
+function placedLines(): string[] {
+  return lines
+    .map((line) => (JSON.parse(line) as { msg?: string }).msg ?? "")
+    .filter((msg) => msg.startsWith("placed "))
+    .sort();
+}
+
+describe("instance placement reaches the backend", () => {
+  it("gives each instance of a mixed CPU + gpus: [0, 1] config its own kind and device", async () => {
+    const names = instancePlacements("placed", config, 2).map((p) => p.name);
+    expect(names).toEqual(["cpu_0", "gpu_0", "gpu_1"]);
+    const pool = await ModelInstances.start(spec, names, options({ count: 2 }));
+    try {
+      expect(placedLines()).toEqual(["placed cpu_0 KIND_CPU null", "placed gpu_0 KIND_GPU 0", "placed gpu_1 KIND_GPU 1"]);
+      expect(pool.workerInfos().map((w) => [w.instance, w.kind, w.device])).toEqual([
+        ["cpu_0", "CPU", null],
+        ["gpu_0", "GPU", 0],
+        ["gpu_1", "GPU", 1],
+      ]);
+    } finally {
+      await pool.stop(1000);
+    }
+  }, 60_000);
+
+  it("refuses a KIND_GPU instance on a host without a GPU, saying why, and starts nothing", async () => {
+    lines.length = 0;
+    await expect(launchInstance(spec, "gpu_0", options({ count: 0, reason: "no NVIDIA driver on this host (/dev/nvidiactl does not exist)" }))).rejects.toThrow(
+      "model 'placed': instance 'gpu_0' is KIND_GPU on GPU 0, but this host has no usable GPU: no NVIDIA driver on this host (/dev/nvidiactl does not exist)",
+    );
+    await expect(launchInstance(spec, "gpu_1", options({ count: 1 }))).rejects.toThrow("instance 'gpu_1' is KIND_GPU on GPU 1, but this host has 1 GPU (0..0)");
+    expect(placedLines()).toEqual([]);
+  });
+});
