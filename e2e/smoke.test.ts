@@ -19,14 +19,28 @@ describe("the example repository (what npm start serves)", () => {
       ["add_sub", "READY"],
       ["bls_scaler", "READY"],
       ["identity_bytes", "READY"],
+      ["identity_native", "READY"],
       ["silero_vad", "READY"],
       ["text_direction", "READY"],
       ["text_direction_classifier", "READY"],
       ["text_direction_preprocess", "READY"],
+      ["text_direction_preprocess_native", "READY"],
       ["text_direction_topk", "READY"],
       ["text_generator", "READY"],
       ["tokenizer_ts", "READY"],
     ]);
+  });
+
+  it("serves identity_native with Operon's native (Triton C++ API) identity backend", async () => {
+    const data = Array.from({ length: 16 }, (_, i) => i / 2);
+    const response = await fetch(`${server.httpUrl}/v2/models/identity_native/infer`, {
+      method: "POST",
+      body: JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], data }] }),
+    });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { outputs: Array<{ name: string; data: number[] }>; parameters: Record<string, unknown> };
+    expect(body.outputs[0]).toMatchObject({ name: "OUTPUT0", data });
+    expect(body.parameters["batch_requests"]).toBe(1);
   });
 
   it("classifies with the MobileNetV3 model and matches ONNX Runtime's golden values", async () => {

@@ -33,7 +33,7 @@ const result = spawnSync(command, args, { cwd: root, encoding: "utf8", env, maxB
 const log = `${result.stdout ?? ""}${result.stderr ?? ""}${result.error ? `\n${result.error.stack}` : ""}`;
 
 if (result.status === 0) {
-  console.log(`${tag} built build/Release/operon_native.node (native shared-memory transport available)`);
+  console.log(`${tag} built build/Release/operon_native.node (native shared-memory transport available) and build/Release/operon_tritonhost.node (the worker's binding to libtritonserver.so)`);
   process.exit(0);
 }
 

@@ -2,6 +2,7 @@ import { isIP } from "node:net";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import { Command, InvalidArgumentError, Option } from "commander";
+import { parseBackendConfig } from "./backend-config-flag.js";
 import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
 import { createLogger } from "@operon/gateway/logger";
 import { RESOURCE_SCHEDULER_DEFAULTS } from "@operon/api";
@@ -79,6 +80,22 @@ export function serveCommand(): Command {
     .option("--max-instances-per-model <n>", "most backend instances one model may ask for (instance_group counts summed); default 2 × CPU cores", parsePositiveInt, defaultResourceLimits().maxInstancesPerModel)
     .option("--max-threads-per-instance <n>", "most intra_op/inter_op threads one instance may ask for (0 counts as the core count); default the CPU cores", parsePositiveInt, defaultResourceLimits().maxThreadsPerInstance)
     .option("--max-instances <n>", "most backend instances of all models at once on this host; default 8 × CPU cores", parsePositiveInt, defaultResourceLimits().maxInstancesPerHost)
+    .option(
+      "--backend-directory <dir>",
+      "where native (Triton C++ API) backends are found: <dir>/<name>/libtriton_<name>.so, after the model's version folder and folder (default: Operon's built backends, native/build/tritonserver/backends)",
+    )
+    .option(
+      "--backend-config <backend,key=value>",
+      "a setting of a native backend, Triton's syntax (repeatable); the backend reads it with TRITONBACKEND_BackendConfig",
+      parseBackendConfig,
+      {},
+    )
+    .option(
+      "--allow-native-uploads [bool]",
+      "let the load API's file: uploads bring a native backend (a .so, or a config naming a non-built-in backend); native code runs with the server's rights, so even then only the admin scope may",
+      parseBool,
+      false,
+    )
     .option(
       "--worker-user <name>",
       "when the server runs as root: run backend worker processes (TypeScript models, process instances) as this unprivileged account, e.g. nobody, so that user code cannot read root's files (/etc/shadow, the database) or the server's memory",
@@ -196,6 +213,9 @@ async function runServe(flags: ServeFlags): Promise<void> {
     metricsRequireKey: flags.metricsRequireKey,
     decodeTimeoutSecs: flags.decodeTimeoutSecs,
     defaultMaxBatchSize: flags.defaultMaxBatchSize,
+    ...(flags.backendDirectory !== undefined ? { backendDirectory: flags.backendDirectory } : {}),
+    backendConfig: flags.backendConfig,
+    allowNativeUploads: flags.allowNativeUploads,
     resourceLimits: { maxInstancesPerModel: flags.maxInstancesPerModel, maxThreadsPerInstance: flags.maxThreadsPerInstance, maxInstancesPerHost: flags.maxInstances },
     cacheSizeBytes: flags.cacheConfig?.settings.size,
     workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),

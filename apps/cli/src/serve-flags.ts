@@ -50,6 +50,10 @@ export const serveFlagsSchema = z.object({
   /** --cache-config gathered over its uses (parseCacheConfig); absent = no cache. */
   cacheConfig: z.object({ cache: z.literal("local"), settings: z.object({ size: positive.optional() }) }).optional(),
   defaultMaxBatchSize: count,
+  backendDirectory: z.string().optional(),
+  /** --backend-config gathered per backend (parseBackendConfig). */
+  backendConfig: z.record(z.string(), z.record(z.string(), z.string())),
+  allowNativeUploads: z.boolean(),
   maxInstancesPerModel: positive,
   maxThreadsPerInstance: positive,
   maxInstances: positive,

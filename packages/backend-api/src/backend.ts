@@ -1,6 +1,6 @@
 import type { OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
-import type { ExecuteTiming, InstanceKind, IoInfo, WireParameters } from "@operon/protocol/worker-wire";
+import type { ExecuteTiming, InstanceKind, IoInfo, NativeLoadSpec, WireParameters } from "@operon/protocol/worker-wire";
 import type { BackendApiVersion } from "./backend-api-version.js";
 
 /**
@@ -29,6 +29,8 @@ export interface BackendInitOptions {
   log: BackendLog;
   /** Services of the worker process (BLS, the hang guard); absent when a backend runs outside a worker (unit tests). */
   host?: BackendHost;
+  /** Backend "native": the Triton backend library to load (modelPath is then the model folder). */
+  native?: NativeLoadSpec;
 }
 
 export interface BackendMetadata {
@@ -49,6 +51,11 @@ export interface Backend {
   /** Inputs and outputs as the model declares them; valid after initialize. */
   metadata(): BackendMetadata;
   /**
+   * The model config as the backend completed it at initialize (native
+   * backends: TRITONBACKEND_ModelSetConfig); undefined = unchanged. Optional.
+   */
+  completedConfig?(): Record<string, unknown> | undefined;
+  /**
    * Runs one request (or one batch the scheduler assembled). outputNames
    * undefined or empty = every output. Throws OperonError: INVALID_ARG for
    * bad inputs (naming the input), INTERNAL for backend faults.
@@ -61,7 +68,7 @@ export interface Backend {
 // ---- request-level backends (TypeScript backend): batches of requests, decoupled responses, BLS ----
 
 /** A response as a backend hands it to the worker; `{ outputs: [] }` with final = a final flag only. */
-export type BackendResponse = { outputs: Tensor[]; timing?: ExecuteTiming } | { error: OperonError };
+export type BackendResponse = { outputs: Tensor[]; timing?: ExecuteTiming; parameters?: WireParameters } | { error: OperonError };
 
 /** One request of the batch handed to RequestBackend.executeRequests. */
 export interface BackendRequest {
@@ -74,6 +81,8 @@ export interface BackendRequest {
   /** Empty = every output. */
   readonly outputNames: string[];
   readonly parameters: WireParameters;
+  /** True once the client gave up on the request (the gateway's `cancel`); the backend may stop early, it still ends the request. */
+  readonly cancelled: boolean;
   /**
    * Sends a response. A non-decoupled backend calls it exactly once per
    * request, final = true; a decoupled one any number of times, the last
@@ -123,6 +132,19 @@ export interface BackendHost {
   /** Runs an inference on another model through the gateway. Never rejects. */
   infer(call: BlsCall): Promise<BlsOutcome>;
   createExecuteGuard(options: ExecuteGuardOptions): Promise<ExecuteGuard>;
+  /**
+   * Room for an output of byteLength bytes in the worker's shared-memory
+   * half (a view; a backend writes the output there itself, and a response
+   * whose tensor is exactly that view travels without a copy), or undefined
+   * when there is no shared memory, the output is small, or no room is free
+   * now (then use any Buffer). Space not sent in a response goes back
+   * through freeOutput. Optional.
+   */
+  allocateOutput?(byteLength: number): Buffer | undefined;
+  /** Gives back room from allocateOutput that no response carried. */
+  freeOutput?(buffer: Buffer): void;
+  /** Publishes the backend's custom metric families (Prometheus text, the whole set) on the gateway's metrics port. Optional. */
+  publishMetrics?(text: string): void;
 }
 
 /**
@@ -139,6 +161,8 @@ export interface RequestBackend extends Backend {
   /** The config's max_batch_size: 0 = no batching, one request per execute. Valid after initialize. */
   readonly maxBatchSize: number;
   executeRequests(requests: BackendRequest[]): Promise<void>;
+  /** Told when the client gave up on requests it holds (their `cancelled` turned true). Optional. */
+  cancelRequests?(requests: BackendRequest[]): void;
 }
 
 export function isRequestBackend(backend: Backend): backend is RequestBackend {

@@ -105,6 +105,20 @@ const operonServerOptionsSchema = z.object({
    */
   backendIsolation: z.enum(["thread", "process"]).default(GATEWAY_DEFAULTS.backendIsolation),
   defaultMaxBatchSize: count.default(GATEWAY_DEFAULTS.defaultMaxBatchSize),
+  /**
+   * Triton's --backend-directory: where a native backend `<name>` is found
+   * as <dir>/<name>/libtriton_<name>.so (after the model's version folder and
+   * folder). Default: Operon's built backends (native/build/tritonserver/backends).
+   */
+  backendDirectory: z.string().min(1).optional(),
+  /** Triton's --backend-config, gathered per backend: {<name>: {<key>: <value>}}; reaches TRITONBACKEND_BackendConfig. */
+  backendConfig: z.record(z.string(), z.record(z.string(), z.string())).default({}),
+  /**
+   * Let the load API's `file:` uploads bring a native backend (a .so among
+   * the files, or a config naming a non-built-in backend): native code runs
+   * with the server's rights. Off by default; even on, only the admin scope may.
+   */
+  allowNativeUploads: z.boolean().default(false),
   /** The admin's limits on instances and threads per model and host (repository/resource-limits.ts); default from the core count. */
   resourceLimits: z
     .object({ maxInstancesPerModel: z.number().int().positive(), maxThreadsPerInstance: z.number().int().positive(), maxInstancesPerHost: z.number().int().positive() })

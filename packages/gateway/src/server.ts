@@ -62,6 +62,11 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     resourceLimits: options.resourceLimits ?? defaultResourceLimits(),
     responseCacheEnabled: responseCache !== undefined,
     ...(options.parkedModels !== undefined ? { parkedModels: options.parkedModels } : {}),
+    allowNativeUploads: options.allowNativeUploads,
+    nativeBackends: {
+      ...(options.backendDirectory !== undefined ? { backendDirectory: resolve(options.backendDirectory) } : {}),
+      backendConfig: options.backendConfig,
+    },
     instances: {
       workerEntry: options.workerEntry,
       defaultIsolation: options.backendIsolation,
@@ -82,8 +87,12 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
   const engine = new Engine(manager, { version: OPERON_VERSION, strictReadiness: options.strictReadiness, responseCache, metrics, tenantShares, maxBytesElements: options.maxBytesElements });
 
   const failures = await manager.loadAtStartup(options.loadModels);
-  for (const failure of failures) logger.error({ model: failure.name, reason: failure.reason }, "model failed to load at startup");
-  if (failures.length > 0 && options.exitOnError) {
+  for (const failure of failures) {
+    if (failure.hostLimited === true) logger.warn({ model: failure.name, reason: failure.reason }, "model not loaded: native backends are unavailable on this host");
+    else logger.error({ model: failure.name, reason: failure.reason }, "model failed to load at startup");
+  }
+  // A model this host cannot run at all (native backends not built) does not stop a start that loads every model.
+  if (failures.some((failure) => failure.hostLimited !== true) && options.exitOnError) {
     await manager.stop(0);
     metrics.stop();
     throw new OperonError(

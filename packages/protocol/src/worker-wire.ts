@@ -57,6 +57,14 @@ import type { Tensor } from "./tensor.js";
  * A failed call is `ok: false` with an error kind, never a dropped frame.
  * These frames are additions to version 1: a peer that serves no
  * TypeScript-backend model never sees them.
+ *
+ * Native backends (Triton C++ API, the worker's `native` backend) add, still
+ * within version 1: `load.native` (which library to load), `loaded.config`
+ * (the config after the backend's auto-complete), `cancel` (the client gave
+ * up on requests the worker holds: the backend may stop early; each request
+ * still gets its final frame) and `metrics` (the backend's custom metric
+ * families as Prometheus text, sent by the worker after executes that
+ * changed them; the gateway shows the latest on its metrics port).
  */
 /**
  * Tensors smaller than this travel inline in the frame even when shared
@@ -136,6 +144,22 @@ export interface LoadMessage {
   instanceKind?: InstanceKind;
   /** GPU ordinal for KIND_GPU instances. */
   deviceId?: number;
+  /** Set for backend "native": the Triton backend library to serve the model with (modelPath is then the model folder). */
+  native?: NativeLoadSpec;
+}
+
+/** What a worker needs to serve a model with a Triton C++ API backend (`libtriton_<name>.so`). */
+export interface NativeLoadSpec {
+  /** The config's backend name (e.g. "operon_identity"). */
+  backendName: string;
+  /** Absolute path of the resolved libtriton_<name>.so. */
+  libraryPath: string;
+  /** The backend's --backend-config settings (TRITONBACKEND_BackendConfig's cmdline). */
+  backendConfig: Record<string, string>;
+  /** The model version served (TRITONBACKEND_ModelVersion). */
+  version: string;
+  /** Whether the backend may auto-complete the config (not --strict-model-config). */
+  autoComplete: boolean;
 }
 
 /** JSON-safe request parameters (KServe `parameters`; int64 values beyond 2^53 travel as strings). */
@@ -165,6 +189,12 @@ export interface ShutdownMessage {
   type: "shutdown";
 }
 
+/** The client gave up on these requests (no reply of its own; the requests still end with their final frames). */
+export interface CancelMessage {
+  type: "cancel";
+  requestIds: number[];
+}
+
 /** The gateway's answer to a `bls-request`: ok with the output tensors (always inline), or the failure. */
 export type BlsResponseMessage =
   | { type: "bls-response"; blsId: number; ok: true }
@@ -190,6 +220,14 @@ export interface LoadedMessage {
   requestId: number;
   inputs: IoInfo[];
   outputs: IoInfo[];
+  /** The model config as the backend completed it (native backends: TRITONBACKEND_ModelSetConfig); absent = unchanged. */
+  config?: Record<string, unknown>;
+}
+
+/** The backend's custom metric families now, as Prometheus text exposition lines (the whole set, replacing earlier ones). */
+export interface MetricsMessage {
+  type: "metrics";
+  text: string;
 }
 
 /** Output tensors travel in the frame. */
@@ -197,6 +235,8 @@ export interface ResultMessage {
   type: "result";
   requestId: number;
   timing: ExecuteTiming;
+  /** Response parameters the backend set (native backends: TRITONBACKEND_ResponseSet*Parameter); absent = none. */
+  parameters?: WireParameters;
 }
 
 /** The request failed; requestId 0 = a failure not tied to a request (e.g. a corrupt frame). */
@@ -213,6 +253,8 @@ export interface ResponseMessage {
   requestId: number;
   /** The last frame for this request. */
   final: boolean;
+  /** Response parameters the backend set; absent = none. */
+  parameters?: WireParameters;
 }
 
 /** A failed response of a decoupled request; with final=false the request goes on streaming. */
@@ -251,7 +293,7 @@ export interface BlsRequestMessage {
 }
 
 /** gateway -> worker. */
-export type WorkerRequestMessage = LoadMessage | ExecuteMessage | ReleaseMessage | ShutdownMessage | BlsResponseMessage;
+export type WorkerRequestMessage = LoadMessage | ExecuteMessage | ReleaseMessage | ShutdownMessage | BlsResponseMessage | CancelMessage;
 /** worker -> gateway. */
 export type WorkerReplyMessage =
   | ReadyMessage
@@ -261,7 +303,8 @@ export type WorkerReplyMessage =
   | ResponseMessage
   | ResponseErrorMessage
   | ExecutedMessage
-  | BlsRequestMessage;
+  | BlsRequestMessage
+  | MetricsMessage;
 export type WorkerMessage = WorkerRequestMessage | WorkerReplyMessage;
 
 const MESSAGE_TYPES: ReadonlySet<string> = new Set([
@@ -270,6 +313,7 @@ const MESSAGE_TYPES: ReadonlySet<string> = new Set([
   "release",
   "shutdown",
   "bls-response",
+  "cancel",
   "ready",
   "loaded",
   "result",
@@ -278,6 +322,7 @@ const MESSAGE_TYPES: ReadonlySet<string> = new Set([
   "response-error",
   "executed",
   "bls-request",
+  "metrics",
 ]);
 
 export interface DecodedFrame {

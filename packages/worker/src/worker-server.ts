@@ -99,7 +99,16 @@ export class WorkerServer {
   private readonly host: BackendHost = {
     infer: (call) => this.infer(call),
     createExecuteGuard: (options) => this.createExecuteGuard(options),
+    allocateOutput: (byteLength) => this.allocateOutput(byteLength),
+    freeOutput: (buffer) => this.freeOutput(buffer),
+    publishMetrics: (text) => void this.send({ type: "metrics", text }),
   };
+  /** Offsets of this worker's half handed to the backend by allocateOutput and not yet sent or freed, with their sizes. */
+  private readonly backendOutputs = new Map<number, number>();
+  /** Requests handed to a request-level backend and not yet finally answered, by wire id: a `cancel` marks them. */
+  private readonly liveRequests = new Map<number, { cancelled: boolean; request?: BackendRequest }>();
+  /** Cancelled wire ids not (yet) handed to the backend: still queued here. */
+  private readonly cancelledQueued = new Set<number>();
   private instanceName = "";
 
   constructor(private readonly options: WorkerServerOptions) {
@@ -155,6 +164,11 @@ export class WorkerServer {
         this.onBlsResponse(frame);
         continue;
       }
+      // The backend is still executing those requests: it must learn of this now, not after them.
+      if (frame.header.type === "cancel") {
+        this.onCancel(frame.header.requestIds);
+        continue;
+      }
       if (frame.header.type === "execute" && frame.header.release !== undefined) this.releaseOutputs(frame.header.release);
       this.queue.push(frame);
       queued = true;
@@ -187,6 +201,8 @@ export class WorkerServer {
         return !(await this.load(header));
       case "execute":
         if (this.backend !== undefined && isRequestBackend(this.backend)) return this.executeRequests(this.backend, frame);
+        // Tensor-level backends cannot be told of a cancel: forget it.
+        this.cancelledQueued.delete(header.requestId);
         return !(await this.execute(header, tensors));
       case "shutdown":
         await this.shutdown();
@@ -215,11 +231,13 @@ export class WorkerServer {
         deviceId: message.deviceId,
         log: this.options.log,
         host: this.host,
+        ...(message.native !== undefined ? { native: message.native } : {}),
       });
       this.backend = backend;
       const { inputs, outputs } = backend.metadata();
+      const config = backend.completedConfig?.();
       this.options.log("info", "model instance loaded", { backend: message.backend, ms: Math.round(performance.now() - started) });
-      return this.send({ type: "loaded", requestId: message.requestId, inputs, outputs });
+      return this.send({ type: "loaded", requestId: message.requestId, inputs, outputs, ...(config !== undefined ? { config } : {}) });
     } catch (error) {
       const failure = asOperonError(error);
       this.options.log("error", "model instance failed to load", { kind: failure.kind, reason: failure.message });
@@ -282,12 +300,17 @@ export class WorkerServer {
     const header = frame.header as ExecuteMessage;
     const { requestId } = header;
     let answered = false;
-    return {
+    const live: { cancelled: boolean; request?: BackendRequest } = { cancelled: this.cancelledQueued.delete(requestId) };
+    this.liveRequests.set(requestId, live);
+    const request: BackendRequest & { readonly answered: boolean } = {
       requestId,
       id: header.id ?? "",
       inputs: frame.tensors,
       outputNames: header.outputNames ?? [],
       parameters: header.parameters ?? {},
+      get cancelled() {
+        return live.cancelled;
+      },
       get answered() {
         return answered;
       },
@@ -295,20 +318,70 @@ export class WorkerServer {
         if (answered) throw new OperonError("INTERNAL", `request ${requestId} already has its final response`);
         if (!decoupled && !final) throw new OperonError("INTERNAL", `request ${requestId}: a non-decoupled model answers once, with final`);
         answered = final;
+        if (final) this.liveRequests.delete(requestId);
         if (decoupled) {
           if ("error" in response) {
             this.send({ type: "response-error", requestId, final, kind: response.error.kind, message: response.error.message });
           } else {
-            this.send({ type: "response", requestId, final }, response.outputs, this.placeOutputs(response.outputs));
+            const parameters = response.parameters !== undefined && Object.keys(response.parameters).length > 0 ? { parameters: response.parameters } : {};
+            this.send({ type: "response", requestId, final, ...parameters }, response.outputs, this.placeOutputs(response.outputs));
           }
         } else if ("error" in response) {
           this.send({ type: "error", requestId, kind: response.error.kind, message: response.error.message });
         } else {
           const timing = response.timing ?? { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 };
-          this.send({ type: "result", requestId, timing }, response.outputs, this.placeOutputs(response.outputs));
+          const parameters = response.parameters !== undefined && Object.keys(response.parameters).length > 0 ? { parameters: response.parameters } : {};
+          this.send({ type: "result", requestId, timing, ...parameters }, response.outputs, this.placeOutputs(response.outputs));
         }
       },
     };
+    live.request = request;
+    return request;
+  }
+
+  /** Marks requests the client gave up on; ids this worker no longer holds are ignored (their final reply crossed the cancel). */
+  private onCancel(requestIds: unknown): void {
+    if (!Array.isArray(requestIds)) {
+      this.options.log("error", "ignoring a malformed cancel from the gateway", { requestIds });
+      return;
+    }
+    const queued = new Set(this.queue.map((frame) => (frame.header.type === "execute" ? frame.header.requestId : -1)));
+    const running: BackendRequest[] = [];
+    for (const requestId of requestIds as number[]) {
+      const live = this.liveRequests.get(requestId);
+      if (live !== undefined && !live.cancelled) {
+        live.cancelled = true;
+        if (live.request !== undefined) running.push(live.request);
+      } else if (queued.has(requestId)) this.cancelledQueued.add(requestId);
+    }
+    const backend = this.backend;
+    if (running.length > 0 && backend !== undefined && isRequestBackend(backend)) backend.cancelRequests?.(running);
+  }
+
+  /** BackendHost.allocateOutput: room in this worker's half that the backend writes an output into (no copy later). */
+  private allocateOutput(byteLength: number): Buffer | undefined {
+    const shm = this.outputs;
+    if (shm === undefined || this.exited || byteLength < SHM_MIN_TENSOR_BYTES) return undefined;
+    const offset = shm.ring.allocate(byteLength);
+    if (offset === undefined) return undefined;
+    this.backendOutputs.set(offset, byteLength);
+    return shm.half.subarray(offset, offset + byteLength);
+  }
+
+  /** The offset in this worker's half of a Buffer from allocateOutput (undefined for any other Buffer). */
+  private backendOutputOffset(data: Buffer): number | undefined {
+    const shm = this.outputs;
+    if (shm === undefined || data.buffer !== shm.half.buffer) return undefined;
+    const offset = data.byteOffset - shm.half.byteOffset;
+    const size = this.backendOutputs.get(offset);
+    return size !== undefined && data.length <= size ? offset : undefined;
+  }
+
+  private freeOutput(buffer: Buffer): void {
+    const offset = this.backendOutputOffset(buffer);
+    if (offset === undefined) return;
+    this.backendOutputs.delete(offset);
+    this.outputs?.ring.release(offset);
   }
 
   /** BackendHost.infer: one bls-request frame, answered by the bls-response with the same blsId. */
@@ -389,6 +462,12 @@ export class WorkerServer {
     const shm = this.outputs;
     if (shm === undefined || this.exited) return [];
     return outputs.map((output) => {
+      // Written in place by the backend (allocateOutput): the gateway owns that range from now on.
+      const inPlace = this.backendOutputOffset(output.data);
+      if (inPlace !== undefined) {
+        this.backendOutputs.delete(inPlace);
+        return inPlace;
+      }
       if (output.data.length < SHM_MIN_TENSOR_BYTES) return undefined;
       const offset = shm.ring.allocate(output.data.length);
       if (offset !== undefined) shm.half.set(output.data, offset);

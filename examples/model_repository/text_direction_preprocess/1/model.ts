@@ -131,7 +131,8 @@ function checkStructure(file: Buffer, maxPixels: number): { width: number; heigh
 }
 
 /** PP-OCR's cls preprocessing of one RGBA image into `out` (CHW, BGR, 3x48x192; `out` starts zeroed). */
-function preprocess(rgba: Uint8Array, width: number, height: number, out: Float32Array): void {
+// Exported for the benchmark (bench/native-backends.mjs), which times it against the native step.
+export function preprocess(rgba: Uint8Array, width: number, height: number, out: Float32Array): void {
   const resizedWidth = Math.min(WIDTH, Math.ceil(HEIGHT * (width / height)));
   const xs = axis(width, resizedWidth);
   const ys = axis(height, HEIGHT);

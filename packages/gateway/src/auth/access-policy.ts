@@ -71,6 +71,8 @@ export interface ModelControlEvent {
   /** Load only: whether the request carried a config override, and the names of uploaded files. */
   configOverride?: boolean;
   files?: string[];
+  /** Load only: uploaded shared libraries (native backends) and their SHA-256, hex. */
+  nativeLibraries?: Array<{ file: string; sha256: string }>;
 }
 
 const BEARER = /^Bearer +([^\s]+) *$/i;

@@ -315,7 +315,10 @@ export class Engine implements InferenceEngine {
           return;
         }
         served.stats.recordResponse(index, ns, streamed.final && streamed.outputs.length === 0 ? "empty" : "success");
-        deliver(responseOf(request, served, restoreOutputShapes(served, streamed.outputs, scheduled.outputNames)), streamed.final);
+        const response = responseOf(request, served, restoreOutputShapes(served, streamed.outputs, scheduled.outputNames));
+        // Parameters the backend set on this response (native backends' TRITONBACKEND_ResponseSet*Parameter).
+        if (streamed.parameters !== undefined) response.parameters = streamed.parameters;
+        deliver(response, streamed.final);
       };
       const queued = (() => {
         try {
@@ -325,8 +328,9 @@ export class Engine implements InferenceEngine {
         }
       })();
       // Client gone: while queued, the scheduler drops the request (and `queued` rejects before this runs);
-      // once running, the worker cannot be told, so the stream ends for the client now and the model's
-      // later responses are dropped.
+      // once running, the stream ends for the client now and the model's later responses are dropped. The
+      // backend hears of it through the same signal (worker processes get a `cancel` frame; native backends
+      // see TRITONBACKEND_RequestIsCancelled) and may stop early.
       const onAbort = (): void => {
         setImmediate(() => {
           if (settled || finished) return;
@@ -512,6 +516,7 @@ function scheduledRequestOf(served: ServedVersion, request: InferRequest, maxByt
     blsDepth,
     ...(request.id !== undefined && request.id !== "" ? { id: request.id } : {}),
     ...(parameters !== undefined ? { parameters } : {}),
+    ...(request.signal !== undefined ? { signal: request.signal } : {}),
   };
   return {
     ...validated,

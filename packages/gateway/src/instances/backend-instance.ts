@@ -2,7 +2,8 @@ import type { EventEmitter } from "node:events";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { IoInfo } from "@operon/protocol/worker-wire";
 import type { OperonError } from "@operon/protocol/errors";
-import type { ExecuteTiming, InstanceKind, WireParameters } from "@operon/protocol/worker-wire";
+import type { ExecuteTiming, InstanceKind, NativeLoadSpec, WireParameters } from "@operon/protocol/worker-wire";
+import type { CancelSignal } from "@operon/protocol/inference";
 
 /**
  * Where a backend instance runs (an instance-level choice, see README
@@ -39,7 +40,15 @@ export interface BackendInstance extends EventEmitter {
   /** Requests sent and not yet answered. */
   readonly inFlight: number;
   onBlsRequest: BlsRequestHandler | undefined;
-  load(spec: WorkerLoadSpec): Promise<{ inputs: IoInfo[]; outputs: IoInfo[] }>;
+  /**
+   * Runs fn with the instance's writes held back and sent together after it
+   * (one socket write for a batch of requests, so the worker reads them as
+   * one batch). Optional: instances without a stream just run fn.
+   */
+  corked?<T>(fn: () => T): T;
+  /** Native backends' custom metric families as this instance's process last published them (Prometheus text); absent or "" = none. */
+  readonly customMetricsText?: string;
+  load(spec: WorkerLoadSpec): Promise<WorkerLoadResult>;
   execute(inputs: Tensor[], outputNames?: string[], options?: ExecuteRequestOptions): Promise<WorkerExecuteResult>;
   executeStream(
     inputs: Tensor[],
@@ -69,7 +78,7 @@ export interface BlsRequest {
 export type BlsRequestHandler = (request: BlsRequest) => Promise<{ outputs: Tensor[] }>;
 
 /** One response of a streamed (decoupled) request; a final flag alone arrives as { outputs: [], final: true }. */
-export type StreamResponse = { outputs: Tensor[]; final: boolean } | { error: OperonError; final: boolean };
+export type StreamResponse = { outputs: Tensor[]; final: boolean; parameters?: WireParameters } | { error: OperonError; final: boolean };
 
 /** Per-request data some backends show the model (the TypeScript backend does). */
 export interface ExecuteRequestOptions {
@@ -77,6 +86,8 @@ export interface ExecuteRequestOptions {
   id?: string;
   /** The request's parameters (JSON-safe values). */
   parameters?: WireParameters;
+  /** The client's cancellation: once it fires, the backend is told (worker processes: a `cancel` frame). */
+  signal?: CancelSignal;
 }
 
 export interface StreamRequestOptions extends ExecuteRequestOptions {
@@ -97,6 +108,15 @@ export interface WorkerLoadSpec {
   /** The instance group kind; omitted = the backend derives it from config. */
   instanceKind?: InstanceKind;
   deviceId?: number;
+  /** Backend "native": the Triton backend library and its settings. */
+  native?: NativeLoadSpec;
+}
+
+/** What a loaded instance reports: its inputs and outputs, and the config when its backend completed it. */
+export interface WorkerLoadResult {
+  inputs: IoInfo[];
+  outputs: IoInfo[];
+  config?: Record<string, unknown>;
 }
 
 export interface WorkerExitInfo {
@@ -109,4 +129,6 @@ export interface WorkerExitInfo {
 export interface WorkerExecuteResult {
   outputs: Tensor[];
   timing: ExecuteTiming;
+  /** Response parameters the backend set; absent = none. */
+  parameters?: WireParameters;
 }

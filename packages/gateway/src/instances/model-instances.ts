@@ -2,7 +2,7 @@ import type { WorkerIdentity } from "./worker-environment.js";
 import type { WorkerInstanceInfo } from "@operon/protocol/admin";
 import { OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
-import type { IoInfo } from "@operon/protocol/worker-wire";
+import type { IoInfo, NativeLoadSpec } from "@operon/protocol/worker-wire";
 import type { Logger } from "../observability/logger.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import type { ExecutionTiming } from "../observability/model-stats.js";
@@ -55,6 +55,8 @@ export interface InstanceLaunchSpec {
   /** Config handed to the backend (the raw or completed model config). */
   config: Record<string, unknown>;
   parameters?: Record<string, string>;
+  /** Backend "native": the resolved Triton backend library (see native-backend-resolver.ts). */
+  native?: NativeLoadSpec;
 }
 
 export interface ModelInstancesOptions {
@@ -146,7 +148,7 @@ export async function launchInstance(
   spec: InstanceLaunchSpec,
   instanceName: string,
   options: ModelInstancesOptions,
-): Promise<{ worker: BackendInstance; io: { inputs: IoInfo[]; outputs: IoInfo[] } }> {
+): Promise<{ worker: BackendInstance; io: { inputs: IoInfo[]; outputs: IoInfo[] }; config?: Record<string, unknown> }> {
   const isolation = isolationOf(spec, options.defaultIsolation);
   const gpus = options.gpus ?? hostGpus();
   const placement = placementOf(spec.model, spec.config, instanceName, gpus.count);
@@ -170,11 +172,13 @@ export async function launchInstance(
       modelPath: spec.modelPath,
       config: spec.config,
       ...(spec.parameters !== undefined ? { parameters: spec.parameters } : {}),
+      ...(spec.native !== undefined ? { native: spec.native } : {}),
       instanceKind: placement.kind,
       ...(placement.device !== null ? { deviceId: placement.device } : {}),
     };
-    const io = await withTimeout(worker.load(load), options.loadTimeoutMs ?? 120_000, `loading instance '${instanceName}'`);
-    return { worker, io };
+    const loaded = await withTimeout(worker.load(load), options.loadTimeoutMs ?? 120_000, `loading instance '${instanceName}'`);
+    const io = { inputs: loaded.inputs, outputs: loaded.outputs };
+    return { worker, io, ...("config" in loaded && loaded.config !== undefined ? { config: loaded.config } : {}) };
   } catch (error) {
     await worker.stop(1000).catch(() => undefined);
     throw error;
@@ -198,6 +202,7 @@ export class ModelInstances implements InstanceDispatcher {
   private queueLength = 0;
   private running = 0;
   private readonly unhookScrape: () => void;
+  private readonly unhookBackendMetrics: () => void;
   /** Called after each execution with its batch size (statistics). */
   onExecution: (batchSize: number, timing: ExecutionTiming) => void = () => undefined;
 
@@ -216,6 +221,10 @@ export class ModelInstances implements InstanceDispatcher {
       options.metrics.pendingRequests.set(this.labels, this.queueLength);
       options.metrics.executingRequests.set(this.labels, this.running);
     });
+    // Native backends' own metric families, as each worker of this pool last published them.
+    this.unhookBackendMetrics = options.metrics.addBackendMetrics(() =>
+      this.instances.flatMap((instance) => (instance.worker?.customMetricsText ? [instance.worker.customMetricsText] : [])),
+    );
     this.scheduler = new RequestScheduler(this.policy, this, {
       describe: `model '${spec.model}' version ${spec.version}`,
       onExecution: (batchSize, timing) => this.onExecution(batchSize, timing),
@@ -244,6 +253,7 @@ export class ModelInstances implements InstanceDispatcher {
     const failure = settled.find((result) => result.status === "rejected");
     if (failure !== undefined) {
       pool.unhookScrape();
+      pool.unhookBackendMetrics();
       await Promise.all(
         settled.map((result) => (result.status === "fulfilled" ? result.value.worker.stop(1000) : undefined)),
       );
@@ -395,6 +405,7 @@ export class ModelInstances implements InstanceDispatcher {
     await Promise.all(this.instances.map((instance) => instance.worker?.stop(5000)));
     for (const instance of this.instances) instance.worker = undefined;
     this.unhookScrape();
+    this.unhookBackendMetrics();
     this.options.metrics.pendingRequests.remove(this.labels);
     this.options.metrics.executingRequests.remove(this.labels);
   }
@@ -435,7 +446,8 @@ export class ModelInstances implements InstanceDispatcher {
       },
       runRequests: (requests) => {
         const drops = requests.map((request) => this.hold(instance, request.context));
-        const runs = requests.map((request) => worker.execute(request.inputs, request.outputNames, workerOptions(request.context)));
+        const send = () => requests.map((request) => worker.execute(request.inputs, request.outputNames, workerOptions(request.context)));
+        const runs = worker.corked !== undefined ? worker.corked(send) : send();
         return Promise.allSettled(runs).then((settled) => {
           for (const drop of drops) drop();
           release();
@@ -576,10 +588,11 @@ export function assertPlaceable(spec: InstanceLaunchSpec, placement: InstancePla
 
 /** The id and parameters the worker shows the model; undefined when the execution is not one request's. */
 function workerOptions(context: RequestContext | undefined): ExecuteRequestOptions | undefined {
-  if (context === undefined || (context.id === undefined && context.parameters === undefined)) return undefined;
+  if (context === undefined || (context.id === undefined && context.parameters === undefined && context.signal === undefined)) return undefined;
   return {
     ...(context.id !== undefined ? { id: context.id } : {}),
     ...(context.parameters !== undefined ? { parameters: context.parameters } : {}),
+    ...(context.signal !== undefined ? { signal: context.signal } : {}),
   };
 }
 

@@ -14,8 +14,10 @@ import type {
   StreamResponse,
   WorkerExecuteResult,
   WorkerExitInfo,
+  WorkerLoadResult,
   WorkerLoadSpec,
 } from "./backend-instance.js";
+import type { CancelSignal } from "@operon/protocol/inference";
 import { type SharedSegment, createSegment, dropSegment, unlinkSegment } from "./shm-segment.js";
 import { type WorkerIdentity, workerEnvironment } from "./worker-environment.js";
 import {
@@ -88,6 +90,8 @@ interface Pending {
   responses?: StreamResponse[];
   /** "stream": told once the worker's execute returned for it (see StreamRequestOptions). */
   onExecuted?: () => void;
+  /** Removes the request's cancellation listener (it sends `cancel` to the worker). */
+  dropSignal?: () => void;
 }
 
 
@@ -141,6 +145,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
   private outputReleases: number[] = [];
   private releaseScheduled = false;
   private nextRequestId = 1;
+  private metricsText = "";
   private state: "starting" | "running" | "stopping" | "exited" = "starting";
   private expectedExit = false;
   private exitInfo: WorkerExitInfo | undefined;
@@ -262,7 +267,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
   }
 
   /** Loads the model instance; resolves with the backend's view of inputs and outputs. */
-  load(spec: WorkerLoadSpec): Promise<{ inputs: IoInfo[]; outputs: IoInfo[] }> {
+  load(spec: WorkerLoadSpec): Promise<WorkerLoadResult> {
     return this.request("load", {
       type: "load",
       requestId: 0,
@@ -273,7 +278,8 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       parameters: spec.parameters ?? {},
       ...(spec.instanceKind !== undefined ? { instanceKind: spec.instanceKind } : {}),
       ...(spec.deviceId !== undefined ? { deviceId: spec.deviceId } : {}),
-    }) as Promise<{ inputs: IoInfo[]; outputs: IoInfo[] }>;
+      ...(spec.native !== undefined ? { native: spec.native } : {}),
+    }) as Promise<WorkerLoadResult>;
   }
 
   /**
@@ -283,7 +289,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
    * none reject with UNSUPPORTED once the final flag came (use executeStream).
    */
   execute(inputs: Tensor[], outputNames?: string[], options?: ExecuteRequestOptions): Promise<WorkerExecuteResult> {
-    return this.request("execute", executeMessage(outputNames, options), inputs) as Promise<WorkerExecuteResult>;
+    return this.request("execute", executeMessage(outputNames, options), inputs, undefined, undefined, options?.signal) as Promise<WorkerExecuteResult>;
   }
 
   /**
@@ -311,7 +317,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
         this.log(`executeStream callback threw: ${asOperonError(error).message}`);
       }
     };
-    return this.request("stream", executeMessage(outputNames, options), inputs, deliver, options?.onExecuted).then(
+    return this.request("stream", executeMessage(outputNames, options), inputs, deliver, options?.onExecuted, options?.signal).then(
       () => undefined,
       (error: unknown) => deliver({ error: asOperonError(error), final: true }),
     );
@@ -355,6 +361,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     tensors: Tensor[] = [],
     onResponse?: (response: StreamResponse) => void,
     onExecuted?: () => void,
+    signal?: CancelSignal,
   ): Promise<unknown> {
     // Asynchronously, also for "stream": its callback is never called from inside executeStream.
     if (this.state !== "running") return Promise.reject(this.unavailable());
@@ -372,6 +379,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
         ...(inputOffsets.length > 0 ? { inputOffsets } : {}),
         ...(onResponse !== undefined ? { onResponse } : {}),
         ...(onExecuted !== undefined ? { onExecuted } : {}),
+        ...(signal !== undefined ? { dropSignal: this.forwardCancel(requestId, signal) } : {}),
       });
       try {
         this.send(message, tensors, shmOffsets);
@@ -383,6 +391,43 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
         reject(asOperonError(error));
       }
     });
+  }
+
+  /**
+   * Tells the worker when the client gives up on a request it holds (the
+   * backend may then stop early: TRITONBACKEND_RequestIsCancelled); the
+   * request still ends with its own final reply. Returns the listener's removal.
+   */
+  private forwardCancel(requestId: number, signal: CancelSignal): () => void {
+    const onAbort = (): void => {
+      if (!this.pending.has(requestId) || this.state === "exited") return;
+      try {
+        this.send({ type: "cancel", requestIds: [requestId] });
+      } catch (error) {
+        this.log(`cannot send a cancel to the worker: ${asOperonError(error).message}`);
+      }
+    };
+    if (signal.aborted) {
+      queueMicrotask(onAbort);
+      return () => undefined;
+    }
+    signal.addEventListener("abort", onAbort, { once: true });
+    return () => signal.removeEventListener("abort", onAbort);
+  }
+
+  /** See BackendInstance.corked: the requests of one batch leave in one write, so the worker hands them to its backend together. */
+  corked<T>(fn: () => T): T {
+    this.channel.cork();
+    try {
+      return fn();
+    } finally {
+      this.channel.uncork();
+    }
+  }
+
+  /** The backend's custom metric families (Prometheus text) as the worker last published them; "" = none. */
+  get customMetricsText(): string {
+    return this.metricsText;
   }
 
   private send(message: WorkerRequestMessage, tensors: Tensor[] = [], shmOffsets: Array<number | undefined> = []): void {
@@ -499,6 +544,10 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       this.onExecuted(header.requestIds);
       return;
     }
+    if (header.type === "metrics") {
+      if (typeof header.text === "string") this.metricsText = header.text;
+      return;
+    }
     if (
       header.type !== "loaded" &&
       header.type !== "result" &&
@@ -523,7 +572,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     }
     const streamed: StreamResponse | undefined =
       header.type === "response"
-        ? { outputs, final: header.final }
+        ? { outputs, final: header.final, ...(header.parameters !== undefined ? { parameters: header.parameters } : {}) }
         : header.type === "response-error"
           ? { error: new OperonError(header.kind, header.message), final: header.final }
           : undefined;
@@ -533,6 +582,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       return;
     }
     this.pending.delete(header.requestId);
+    pending.dropSignal?.();
     // The worker is done with this request's inputs once it sent its (final) reply.
     if (pending.inputOffsets !== undefined) for (const offset of pending.inputOffsets) this.shm?.inputRing.release(offset);
     if (pending.kind === "stream") {
@@ -548,8 +598,12 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       pending.resolve(undefined);
     } else if (streamed !== undefined && pending.kind === "execute") this.settleDecoupledExecute(pending, streamed);
     else if (header.type === "error") pending.reject(new OperonError(header.kind, header.message));
-    else if (header.type === "loaded" && pending.kind === "load") pending.resolve({ inputs: header.inputs, outputs: header.outputs });
-    else if (header.type === "result" && pending.kind === "execute") pending.resolve({ outputs, timing: header.timing });
+    else if (header.type === "loaded" && pending.kind === "load") {
+      pending.resolve({ inputs: header.inputs, outputs: header.outputs, ...(header.config !== undefined ? { config: header.config } : {}) });
+    }
+    else if (header.type === "result" && pending.kind === "execute") {
+      pending.resolve({ outputs, timing: header.timing, ...(header.parameters !== undefined ? { parameters: header.parameters } : {}) });
+    }
     else pending.reject(new OperonError("INTERNAL", `worker answered a ${pending.kind} request with '${header.type}'`));
   }
 
@@ -717,7 +771,7 @@ function executeMessage(outputNames: string[] | undefined, options: ExecuteReque
 }
 
 // The instance contract's types, where callers of WorkerProcess have always found them.
-export type { BlsRequest, BlsRequestHandler, ExecuteRequestOptions, StreamRequestOptions, StreamResponse, WorkerExecuteResult, WorkerExitInfo, WorkerLoadSpec };
+export type { BlsRequest, BlsRequestHandler, ExecuteRequestOptions, StreamRequestOptions, StreamResponse, WorkerExecuteResult, WorkerExitInfo, WorkerLoadResult, WorkerLoadSpec };
 
 /** Hands a worker's shared-memory segment to the account it runs as (Linux names segments under /dev/shm). */
 function chownSegment(shm: SharedSegment, identity: WorkerIdentity, onLog: (line: string) => void): void {

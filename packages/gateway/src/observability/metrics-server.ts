@@ -38,7 +38,7 @@ export async function startMetricsServer(
       response.writeHead(405, { "content-type": "application/json", allow: "GET" }).end(JSON.stringify({ error: "use GET /metrics" }));
       return;
     }
-    metrics.registry.metrics().then(
+    metrics.exposition().then(
       (text) => response.writeHead(200, { "content-type": metrics.registry.contentType }).end(text),
       (error: unknown) => response.writeHead(500).end(String(error)),
     );

@@ -2,6 +2,7 @@ import { cpus, freemem, totalmem } from "node:os";
 import { Counter, Gauge, Registry, Summary, collectDefaultMetrics } from "prom-client";
 import { LatencyReservoir, type LatencySeries } from "./latency-reservoir.js";
 import { PeriodicTask } from "@operon/protocol/periodic-task";
+import { mergeBackendMetrics } from "./backend-metrics-text.js";
 
 /**
  * Prometheus metrics under Triton's names and labels (`model`, `version`), so
@@ -51,6 +52,8 @@ export class GatewayMetrics {
   private readonly latencies = new LatencyReservoir();
   private readonly counterSources = new Set<ScrapeTimeCounters>();
   private readonly scrapeHooks = new Set<() => void>();
+  /** Prometheus text of native backends' custom metric families, per worker (see backendMetricsText). */
+  private readonly backendMetricSources = new Set<() => Iterable<string>>();
 
   readonly requestSuccess = this.counter("nv_inference_request_success", "Number of successful inference requests, all batch sizes");
   readonly requestFailure = new Counter({
@@ -176,6 +179,22 @@ export class GatewayMetrics {
   onScrape(hook: () => void): () => void {
     this.scrapeHooks.add(hook);
     return () => void this.scrapeHooks.delete(hook);
+  }
+
+  /** Adds a source of native backends' metric text (one entry per worker); returns its removal. */
+  addBackendMetrics(source: () => Iterable<string>): () => void {
+    this.backendMetricSources.add(source);
+    return () => void this.backendMetricSources.delete(source);
+  }
+
+  /** Everything the registry exports, then the native backends' custom families merged over workers. */
+  async exposition(): Promise<string> {
+    const own = await this.registry.metrics();
+    const texts: string[] = [];
+    for (const source of this.backendMetricSources) texts.push(...source());
+    if (texts.length === 0) return own;
+    const reserved = new Set(this.registry.getMetricsAsArray().map((metric) => metric.name));
+    return own + mergeBackendMetrics(texts, reserved);
   }
 
   /** Counters of a model version whose increments are added at scrape time. */

@@ -13,6 +13,7 @@ import { ensembleToOperator, isEnsembleConfig } from "../operators/ensemble-oper
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 import { assertValidOperator, type OperatorHooks } from "../operators/operator-validation.js";
 import { confinedPath } from "./confined-path.js";
+import { type NativeBackendOptions, resolveNativeBackend } from "./native-backend-resolver.js";
 import { checkResourceLimits, type ResourceLimits } from "./resource-limits.js";
 import { listVersionDirs, readConfigText } from "./repository-scanner.js";
 import { selectVersions } from "./version-policy.js";
@@ -53,9 +54,17 @@ export interface PrepareOptions {
   trustedFolder?: boolean;
   /** The admin's limits, and how many instances the other models hold now; unset = none checked. */
   limits?: { limits: ResourceLimits; instancesOfOtherModels: number };
+  /** Where native (Triton C++ API) backends are found and their --backend-config. */
+  native?: NativeBackendOptions;
 }
 
-const SUPPORTED_BACKENDS = ["onnxruntime", "typescript"];
+/** Operon's own backends; any other `backend` name is a native one (libtriton_<name>.so, see native-backend-resolver.ts). */
+export const BUILTIN_BACKENDS = ["onnxruntime", "typescript"];
+
+/** True when the config's backend is served by a Triton C++ API library rather than a built-in backend. */
+export function isNativeBackend(backend: string | undefined): backend is string {
+  return backend !== undefined && backend !== "" && !BUILTIN_BACKENDS.includes(backend);
+}
 
 /** Files a version folder is searched for, in order, when the config names none. */
 const DEFAULT_MODEL_FILES: Record<string, string[]> = {
@@ -87,6 +96,7 @@ export async function prepareModel(
 
   const instanceNames = instanceNamesOf(name, config, (options.instances.gpus ?? hostGpus()).count);
   const backend = config.backend || "onnxruntime";
+  const native = isNativeBackend(backend);
   const candidates = config.default_model_filename ? [config.default_model_filename] : (DEFAULT_MODEL_FILES[backend] ?? ["model.onnx"]);
   const prepared: PreparedVersion[] = [];
   try {
@@ -98,7 +108,8 @@ export async function prepareModel(
       for (const output of config.output ?? []) {
         if (output.label_filename) await confinedPath(dir, join(dir, version), output.label_filename, `label_filename of output '${output.name}' of model '${name}'`, links);
       }
-      const modelPath = await firstExisting(confined);
+      // A native backend reads what it likes from the model's folder (TRITONBACKEND_ModelRepository): no model file is required.
+      const modelPath = native ? dir : await firstExisting(confined);
       if (modelPath === undefined) {
         throw new OperonError(
           "INVALID_ARG",
@@ -108,15 +119,32 @@ export async function prepareModel(
       const spec: InstanceLaunchSpec = {
         model: name,
         version,
-        backend,
+        backend: native ? "native" : backend,
         modelPath,
         config: config as Record<string, unknown>,
         parameters: stringParameters(config),
+        ...(native
+          ? {
+              native: {
+                backendName: backend,
+                libraryPath: await resolveNativeBackend(name, backend, dir, version, options.native),
+                backendConfig: options.native?.backendConfig?.[backend] ?? {},
+                version,
+                autoComplete: !options.strictModelConfig,
+              },
+            }
+          : {}),
       };
       const first = await launchInstance(spec, instanceNames[0]!, options.instances);
       let firstWorker: BackendInstance | undefined = first.worker;
       try {
-        if (prepared.length === 0 && !options.strictModelConfig) {
+        if (native) {
+          // The backend owns its config: it may have completed it (TRITONBACKEND_ModelSetConfig), as Triton lets it.
+          if (first.config !== undefined && prepared.length === 0) {
+            config = normalizeConfig(first.config as ModelConfigJson, { modelName: name });
+            validateConfig(config, `config of model '${name}' (auto-completed by backend '${backend}')`);
+          }
+        } else if (prepared.length === 0 && !options.strictModelConfig) {
           // Auto-complete works on the config as written (before defaults), so it can tell what was left out.
           const completed = autoCompleteConfig(raw, first.io, { defaultMaxBatchSize: options.defaultMaxBatchSize });
           config = normalizeConfig(completed, { modelName: name });
@@ -182,12 +210,7 @@ async function readRawConfig(
 
 function backendOf(name: string, config: ModelConfigJson): string | undefined {
   const backend = config.backend || (config.platform === "onnxruntime_onnx" ? "onnxruntime" : undefined);
-  if (backend !== undefined && !SUPPORTED_BACKENDS.includes(backend)) {
-    throw new OperonError(
-      "UNSUPPORTED",
-      `model '${name}': backend '${backend}'${config.platform ? ` (platform '${config.platform}')` : ""} is not supported; supported backends: ${SUPPORTED_BACKENDS.join(", ")}`,
-    );
-  }
+  // Any other backend name is a native one, resolved (or refused, naming the paths tried) when its versions load.
   if (backend === undefined && config.platform) {
     throw new OperonError("UNSUPPORTED", `model '${name}': platform '${config.platform}' is not supported; use platform "onnxruntime_onnx"`);
   }

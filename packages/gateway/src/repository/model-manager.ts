@@ -11,6 +11,8 @@ import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint,
 import type { OperatorProblem } from "@operon/protocol/admin";
 import type { OperatorHooks } from "../operators/operator-validation.js";
 import { prepareModel, type PreparedVersion } from "./model-loader.js";
+import { NativeBackendsUnavailableError, type NativeBackendOptions } from "./native-backend-resolver.js";
+import { assertNativeUploadAllowed, nativeUploadOf } from "./native-upload-policy.js";
 import type { RunModel } from "../operators/dag-executor.js";
 import { ensembleStepModels, isEnsembleConfig } from "../operators/ensemble-operator.js";
 import type { OperatorRunner } from "../operators/operator-runner.js";
@@ -52,6 +54,10 @@ export interface ModelManagerOptions {
   resourceLimits?: ResourceLimits;
   /** What a request for a model the resource scheduler unloaded gets (see parked-models.ts); default DEFAULT_PARKED_MODEL_POLICY. */
   parkedModels?: ParkedModelPolicy;
+  /** Native (Triton C++ API) backends: --backend-directory and --backend-config. */
+  nativeBackends?: NativeBackendOptions;
+  /** --allow-native-uploads: loads whose uploaded files bring native code are refused without it (native-upload-policy.ts). */
+  allowNativeUploads?: boolean;
 }
 
 export interface ServedVersion {
@@ -138,15 +144,18 @@ export class ModelManager {
   /**
    * Loads the models the control mode asks for at start: every model in the
    * repositories (none, poll) or those named with --load-model (explicit;
-   * "*" = all). Resolves with the names that failed to load.
+   * "*" = all). Resolves with the names that failed to load; `hostLimited`
+   * marks the failures of a model that cannot run on this host at all
+   * (native backends not built) when it was loaded as one of "all models".
    */
-  async loadAtStartup(loadModels: string[]): Promise<Array<{ name: string; reason: string }>> {
+  async loadAtStartup(loadModels: string[]): Promise<Array<{ name: string; reason: string; hostLimited?: boolean }>> {
     // Files uploaded with load requests of an earlier run serve nothing now.
     await clearUploads(this.options.uploadDir);
     const all = await listRepositoryModels(this.options.repositories);
     const names =
       this.options.controlMode !== "explicit" || loadModels.includes("*") ? [...all.keys()] : loadModels;
-    const failures: Array<{ name: string; reason: string }> = [];
+    const everyModel = this.options.controlMode !== "explicit" || loadModels.includes("*");
+    const failures: Array<{ name: string; reason: string; hostLimited?: boolean }> = [];
     // Ensembles are checked against the models served when they load, so they load after them (waves: ensembles of ensembles last).
     for (const wave of await this.loadWaves(names, all)) {
       await Promise.all(
@@ -154,7 +163,11 @@ export class ModelManager {
           try {
             await this.load(name, {}, { fromControlApi: false });
           } catch (error) {
-            failures.push({ name, reason: (error as Error).message });
+            const hostLimited = everyModel && error instanceof NativeBackendsUnavailableError;
+            failures.push({ name, reason: (error as Error).message, ...(hostLimited ? { hostLimited } : {}) });
+            // The index still shows it UNAVAILABLE with the reason; strict readiness does not wait for what this host cannot run.
+            const entry = this.models.get(name);
+            if (hostLimited && entry !== undefined) entry.loadFailed = false;
           }
         }),
       );
@@ -668,6 +681,7 @@ export class ModelManager {
     if (options.files !== undefined && options.files.size > 0 && options.config === undefined) {
       throw new OperonError("INVALID_ARG", `load of model '${name}' with file parameters needs a 'config' parameter as well`);
     }
+    assertNativeUploadAllowed(name, nativeUploadOf(options), this.options.allowNativeUploads === true);
     const upload =
       options.files !== undefined && options.files.size > 0
         ? await stageUpload(this.options.uploadDir, name, options.files, { maxUploadBytes: this.options.maxUploadBytes })
@@ -696,6 +710,7 @@ export class ModelManager {
           instances: this.instanceOptions,
           operators: this.operators.hooks(),
           trustedFolder: upload === undefined,
+          ...(this.options.nativeBackends !== undefined ? { native: this.options.nativeBackends } : {}),
           ...(this.options.resourceLimits !== undefined ? { limits: { limits: this.options.resourceLimits, instancesOfOtherModels: this.instancesExcept(name) } } : {}),
         });
         const next = new Map<string, ServedVersion>();

@@ -57,10 +57,12 @@ export interface RequestContext {
   id?: string;
   /** JSON-safe (64-bit integers beyond 2^53 as decimal strings). */
   parameters?: Record<string, string | number | boolean>;
+  /** The client's cancellation, for backends that can stop a request they already run (native backends). */
+  signal?: CancelSignal;
 }
 
 /** One response of a streamed request (the same shape as WorkerProcess's StreamResponse). */
-export type StreamedResponse = { outputs: Tensor[]; final: boolean } | { error: OperonError; final: boolean };
+export type StreamedResponse = { outputs: Tensor[]; final: boolean; parameters?: Parameters } | { error: OperonError; final: boolean };
 
 export interface ScheduledResult {
   outputs: Tensor[];
@@ -88,7 +90,7 @@ export interface ReservedInstance {
    * context: the deepest BLS depth among the execution's requests, plus id
    * and parameters when it holds a single request.
    */
-  run(inputs: Tensor[], outputNames: string[] | undefined, context?: RequestContext): Promise<{ outputs: Tensor[]; timing: ExecutionTiming }>;
+  run(inputs: Tensor[], outputNames: string[] | undefined, context?: RequestContext): Promise<{ outputs: Tensor[]; timing: ExecutionTiming; parameters?: Parameters }>;
   /**
    * Runs one streamed request: each response goes to onResponse, exactly
    * one final; resolves after it and never rejects (failures are final
@@ -101,7 +103,7 @@ export interface ReservedInstance {
    */
   runRequests(
     requests: Array<{ inputs: Tensor[]; outputNames: string[] | undefined; context?: RequestContext }>,
-  ): Promise<Array<PromiseSettledResult<{ outputs: Tensor[]; timing: ExecutionTiming }>>>;
+  ): Promise<Array<PromiseSettledResult<{ outputs: Tensor[]; timing: ExecutionTiming; parameters?: Parameters }>>>;
   runStream(
     inputs: Tensor[],
     outputNames: string[] | undefined,
@@ -311,7 +313,7 @@ export class RequestScheduler {
       return;
     }
     instance.run(inputs, outputNames, executionContext(jobs)).then(
-      ({ outputs, timing }) => {
+      ({ outputs, timing, parameters }) => {
         this.setRunning(this.running - jobs.length);
         this.hooks.onExecution?.(executedBatchSize, timing);
         let parts: Tensor[][];
@@ -331,6 +333,8 @@ export class RequestScheduler {
               timing,
               queueNs: Number(startedAt - job.enqueuedAt),
               executedBatchSize,
+              // The backend's response parameters belong to a request of its own, not to a joined batch.
+              ...(parameters !== undefined && jobs.length === 1 ? { parameters } : {}),
             },
           });
         });
@@ -362,7 +366,13 @@ export class RequestScheduler {
         }
         this.finish(job, {
           ok: true,
-          result: { outputs: result.value.outputs, timing: result.value.timing, queueNs: Number(startedAt - job.enqueuedAt), executedBatchSize },
+          result: {
+            outputs: result.value.outputs,
+            timing: result.value.timing,
+            queueNs: Number(startedAt - job.enqueuedAt),
+            executedBatchSize,
+            ...(result.value.parameters !== undefined ? { parameters: result.value.parameters } : {}),
+          },
         });
       });
     });

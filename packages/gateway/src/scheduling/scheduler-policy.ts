@@ -40,6 +40,9 @@ export interface SchedulerPolicy {
   queuePolicies: QueuePolicy[];
 }
 
+/** Backends whose batch is one tensor set joined along the batch dimension ("" = no backend named: ONNX Runtime). */
+const JOINING_BACKENDS: ReadonlySet<string> = new Set(["", "onnxruntime", "echo"]);
+
 export function schedulerPolicyFromConfig(config: ModelConfigJson): SchedulerPolicy {
   const maxBatchSize = config.max_batch_size ?? 0;
   const dynamic = config.dynamic_batching;
@@ -54,7 +57,8 @@ export function schedulerPolicyFromConfig(config: ModelConfigJson): SchedulerPol
   return {
     maxBatchSize,
     batching,
-    joinInputs: config.backend !== "typescript",
+    // Only ONNX Runtime (and echo) take one joined tensor set; request-level backends (TypeScript, native) see every request.
+    joinInputs: JOINING_BACKENDS.has(config.backend ?? ""),
     preferredBatchSizes: [...(dynamic?.preferred_batch_size ?? [])].sort((a, b) => a - b),
     maxQueueDelayNs: (dynamic?.max_queue_delay_microseconds ?? 0) * 1000,
     preserveOrdering: dynamic?.preserve_ordering ?? false,

@@ -7,9 +7,10 @@ import { BACKEND_API_VERSION, formatBackendApiVersion, isCompatibleBackendApi } 
  * "onnxruntime_onnx"). "typescript" runs a model.ts / model.mjs / model.js
  * class in the worker (Triton's Python backend, in TypeScript). "echo"
  * returns its inputs as outputs, for measuring and testing the gateway <->
- * worker transport.
+ * worker transport. "native" serves a backend written against Triton's C++
+ * API (libtriton_<name>.so, named by the load message's `native`).
  */
-export const BACKEND_NAMES = ["onnxruntime", "typescript", "echo"] as const;
+export const BACKEND_NAMES = ["onnxruntime", "typescript", "echo", "native"] as const;
 
 /**
  * Creates the backend by name. Implementations are imported on demand so a
@@ -27,6 +28,11 @@ export async function createBackend(name: string): Promise<Backend> {
     case "typescript": {
       const { createTypeScriptBackend } = await import("./typescript-backend.js");
       backend = createTypeScriptBackend();
+      break;
+    }
+    case "native": {
+      const { createNativeBackend } = await import("./native-backend.js");
+      backend = createNativeBackend();
       break;
     }
     case "echo": {

@@ -97,6 +97,7 @@ function request(inputs: Tensor[], extra: Partial<Pick<BackendRequest, "id" | "o
     inputs,
     outputNames: extra.outputNames ?? [],
     parameters: extra.parameters ?? {},
+    cancelled: false,
     responses,
     done: new Promise<void>((resolve) => (finish = resolve)),
     respond(response, final) {

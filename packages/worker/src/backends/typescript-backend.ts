@@ -146,7 +146,7 @@ export class TypeScriptBackend implements RequestBackend {
     }
     let answer: BackendResponse | undefined;
     await this.executeRequests([
-      { requestId: 0, id: "", inputs, outputNames: outputNames ?? [], parameters: {}, respond: (response) => void (answer = response) },
+      { requestId: 0, id: "", inputs, outputNames: outputNames ?? [], parameters: {}, cancelled: false, respond: (response) => void (answer = response) },
     ]);
     if (answer === undefined) throw new OperonError("INTERNAL", `model '${this.modelName}' gave no response`);
     if ("error" in answer) throw answer.error;

@@ -201,6 +201,7 @@ export class ApiKeyService {
     address: string | null;
     configOverride?: boolean;
     files?: string[];
+    nativeLibraries?: Array<{ file: string; sha256: string }>;
   }): Promise<void> {
     const key = event.keyId !== null ? await this.prisma.apiKey.findUnique({ where: { id: event.keyId }, select: { ownerId: true } }) : null;
     await recordAudit(this.prisma, { userId: key?.ownerId ?? null, apiKeyId: key ? event.keyId : null, ip: event.address }, {
@@ -212,6 +213,8 @@ export class ApiKeyService {
         anonymous: event.keyId === null,
         ...(event.configOverride !== undefined ? { configOverride: event.configOverride } : {}),
         ...(event.files !== undefined && event.files.length > 0 ? { files: event.files } : {}),
+        // Native code loaded with the server's rights: which library exactly.
+        ...(event.nativeLibraries !== undefined && event.nativeLibraries.length > 0 ? { nativeLibraries: event.nativeLibraries } : {}),
       },
     });
   }

@@ -31,6 +31,7 @@ import { logRequestFailure } from "../failure-log.js";
 import { type RouteParams, Router } from "./http-router.js";
 import { EventStream } from "./http-sse.js";
 import type { Logger } from "@operon/protocol/logger";
+import { uploadedLibraries } from "@operon/protocol/uploaded-libraries";
 
 /**
  * The HTTP/REST frontend: KServe v2 plus Triton's extensions (binary
@@ -114,7 +115,7 @@ interface RequestContext {
   /** The API key the request was authorized with; null when anonymous (or no access policy). */
   principal: Principal | null;
   /** Set by the load route: what the audit log says of the load. */
-  loadDetails?: { configOverride: boolean; files: string[] };
+  loadDetails?: { configOverride: boolean; files: string[]; nativeLibraries?: Array<{ file: string; sha256: string }> };
 }
 
 type Handler = (context: RequestContext) => void | Promise<void>;
@@ -295,7 +296,12 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
   add("POST", "/v2/repository/models/:model/load", "admin", async (context) => {
     const { req, res, params } = context;
     const load = decodeLoadRequest(await readJson(req, res, options.maxLoadBodyBytes));
-    context.loadDetails = { configOverride: load.config !== undefined, files: [...(load.files?.keys() ?? [])] };
+    const libraries = uploadedLibraries(load.files);
+    context.loadDetails = {
+      configOverride: load.config !== undefined,
+      files: [...(load.files?.keys() ?? [])],
+      ...(libraries.length > 0 ? { nativeLibraries: libraries } : {}),
+    };
     await engine.loadModel(modelOf(params), load);
     sendEmpty(res, 200);
   });
