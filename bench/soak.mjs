@@ -8,7 +8,7 @@
 // Writes bench/results/soak-<stamp>.md and soak-latest.md.
 //
 // usage: npm run build && node bench/soak.mjs
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";

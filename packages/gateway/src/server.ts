@@ -1,4 +1,4 @@
-import type { InstanceIsolation } from "./instances/backend-instance.js";
+
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { OperonError } from "@operon/protocol/errors";

@@ -9,7 +9,6 @@ import { ModelInstances, type InstanceBlsHandler, type InstanceWorkerInfo, type 
 import { ModelVersionStats } from "../observability/model-stats.js";
 import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint, readConfigText } from "./repository-scanner.js";
 import type { OperatorProblem } from "@operon/protocol/admin";
-import type { OperatorHooks } from "../operators/operator-validation.js";
 import { prepareModel, type PreparedVersion } from "./model-loader.js";
 import { NativeBackendsUnavailableError, type NativeBackendOptions } from "./native-backend-resolver.js";
 import { assertNativeUploadAllowed, nativeUploadOf } from "./native-upload-policy.js";

@@ -4,7 +4,6 @@ import { formatCount, formatMoney } from "@/lib/number-format";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { SelectField } from "@/components/form/select-field";
-import { EmptyState } from "@/components/states/empty-state";
 import { QueryView } from "@/components/states/query-view";
 import { CategoryBarChart } from "@/features/charts/category-bar-chart";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";

@@ -1,17 +1,6 @@
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { isDataType } from "@operon/protocol/datatypes";
-import { OperonError, grpcStatusOf, isOperonError } from "@operon/protocol/errors";
-import { type InferTensorContents, tensorDataFromContents } from "@operon/protocol/grpc-tensor-contents";
-import { PROTO_DIR } from "@operon/protocol/proto-dir";
-import type {
-  InferInput,
-  InferRequest,
-  InferResponse,
-  ModelLoadOptions,
-  RequestedOutput,
-} from "@operon/protocol/inference";
-import { assertTensorByteSize, type Parameters as InferParameters, type ParameterValue } from "@operon/protocol/tensor";
+import { OperonError } from "@operon/protocol/errors";
 import type { AccessNeed, GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import { checkShadowModelAccess } from "../../auth/shadow-model-access.js";

@@ -1,6 +1,6 @@
 import type * as grpc from "@grpc/grpc-js";
-import { OperonError, grpcStatusOf, isOperonError } from "@operon/protocol/errors";
-import type { InferRequest, InferResponse } from "@operon/protocol/inference";
+import { OperonError, isOperonError } from "@operon/protocol/errors";
+import type { InferRequest } from "@operon/protocol/inference";
 import type { Parameters as InferParameters } from "@operon/protocol/tensor";
 import type { GatewayAccessPolicy, Principal } from "../../auth/access-policy.js";
 import { logRequestFailure, requestFailureOf } from "../failure-log.js";
