@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createInferKey, signedInApiSession } from "./support/admin-api.js";
+import { signedInApiSession } from "./support/admin-api.js";
 import { heading, visible } from "./support/console-actions.js";
 import { inferAddSub } from "./support/gateway-infer.js";
 import { useSignedInConsole } from "./support/signed-in-console.js";
@@ -25,7 +25,8 @@ describe("console: the scheduler's decisions page", () => {
 
   it("shows the scale-up that load caused, with its inputs and reason, filterable by model", async () => {
     const api = await signedInApiSession(system.operon, ADMIN);
-    key = await createInferKey(api, "e2e scheduler load");
+    // It infers and reads the workers view (which needs the admin scope: issue 28 item 14).
+    key = (await api.client.apiKeys.create.mutate({ name: "e2e scheduler load", scopes: ["infer", "admin"] })).key;
     // add_sub's config asks for 2 instances; ~60 req/s for a few seconds needs 4 at 5 req/s each (capped at 4).
     let running = true;
     const loops = Array.from({ length: 6 }, async () => {

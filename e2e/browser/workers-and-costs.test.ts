@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { workerProcesses } from "../support/operon-process.js";
-import { createInferKey, signedInApiSession } from "./support/admin-api.js";
+import { signedInApiSession } from "./support/admin-api.js";
 import { heading, visible } from "./support/console-actions.js";
 import { useSignedInConsole } from "./support/signed-in-console.js";
 
@@ -23,7 +23,8 @@ describe("console: workers, hardware profiles and costs", () => {
   it("lists where each model instance runs: ONNX Runtime on gateway threads, TypeScript models in the processes the OS reports", async () => {
     const { page } = system.session;
     const api = await signedInApiSession(system.operon, ADMIN);
-    const key = await createInferKey(api, "e2e workers check");
+    // The workers view names processes and models: it needs the admin scope (issue 28 item 14).
+    const { key } = await api.client.apiKeys.create.mutate({ name: "e2e workers check", scopes: ["admin"] });
     const response = await fetch(`${system.operon.httpUrl}/v2/operon/workers`, { headers: { authorization: `Bearer ${key}` } });
     expect(response.status).toBe(200);
     const all = ((await response.json()) as { workers: GatewayWorker[] }).workers;
