@@ -28,6 +28,7 @@
 
 #include "cuda-kernels.h"
 #include "cuda-reference.h"
+#include "backend-model-config.h"
 #include "json-value.h"
 #include "triton/core/tritonbackend.h"
 
@@ -127,14 +128,8 @@ TRITONSERVER_Error* IntParameter(const operon_json::Value& config, const char* k
 }
 
 TRITONSERVER_Error* ParseModel(TRITONBACKEND_Model* model, ModelState* s) {
-  TRITONSERVER_Message* message;
-  RETURN_IF_ERROR(TRITONBACKEND_ModelConfig(model, 1, &message));
-  const char* json;
-  size_t size;
-  TRITONSERVER_Error* err = TRITONSERVER_MessageSerializeToJson(message, &json, &size);
-  std::string text = err == nullptr ? std::string(json, size) : std::string();
-  TRITONSERVER_MessageDelete(message);
-  RETURN_IF_ERROR(err);
+  std::string text;
+  RETURN_IF_ERROR(operon_backend::ModelConfigJson(model, &text));
   operon_json::Value config;
   std::string why;
   if (!operon_json::Parse(text, &config, &why)) return Error(TRITONSERVER_ERROR_INVALID_ARG, "bad model config: " + why);

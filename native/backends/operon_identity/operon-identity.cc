@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "backend-model-config.h"
 #include "json-value.h"
 #include "triton/core/tritonbackend.h"
 
@@ -250,14 +251,9 @@ TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend*) {
 TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
   const char* name;
   RETURN_IF_ERROR(TRITONBACKEND_ModelName(model, &name));
-  TRITONSERVER_Message* message;
-  RETURN_IF_ERROR(TRITONBACKEND_ModelConfig(model, 1, &message));
-  const char* json;
-  size_t size;
-  TRITONSERVER_Error* err = TRITONSERVER_MessageSerializeToJson(message, &json, &size);
-  std::string text = err == nullptr ? std::string(json, size) : std::string();
-  TRITONSERVER_MessageDelete(message);
-  RETURN_IF_ERROR(err);
+  std::string text;
+  RETURN_IF_ERROR(operon_backend::ModelConfigJson(model, &text));
+  TRITONSERVER_Error* err = nullptr;
   operon_json::Value config;
   std::string parse_error;
   if (!operon_json::Parse(text, &config, &parse_error))

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "backend-model-config.h"
 #include "json-value.h"
 #include "triton/core/tritonbackend.h"
 
@@ -280,14 +281,9 @@ TRITONSERVER_Error* SizeParameter(const operon_json::Value& config, const char* 
 extern "C" {
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
-  TRITONSERVER_Message* message;
-  RETURN_IF_ERROR(TRITONBACKEND_ModelConfig(model, 1, &message));
-  const char* json;
-  size_t size;
-  TRITONSERVER_Error* err = TRITONSERVER_MessageSerializeToJson(message, &json, &size);
-  std::string text = err == nullptr ? std::string(json, size) : std::string();
-  TRITONSERVER_MessageDelete(message);
-  RETURN_IF_ERROR(err);
+  std::string text;
+  RETURN_IF_ERROR(operon_backend::ModelConfigJson(model, &text));
+  TRITONSERVER_Error* err = nullptr;
   operon_json::Value config;
   std::string why;
   if (!operon_json::Parse(text, &config, &why)) return Error(TRITONSERVER_ERROR_INVALID_ARG, "bad model config: " + why);
