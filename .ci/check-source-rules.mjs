@@ -28,7 +28,9 @@ for (const top of ["apps", "packages", "native", "e2e", "bench"]) {
   for (const file of sources(join(root, top))) {
     const lines = readFileSync(file, "utf8").split("\n");
     lines.forEach((line, index) => {
-      for (const rule of RULES) if (rule.pattern.test(line)) offences.push(`${relative(root, file)}:${index + 1}: ${rule.name}: ${rule.message}`);
+      for (const rule of RULES)
+        if (rule.pattern.test(line))
+          offences.push(`${relative(root, file)}:${index + 1}: ${rule.name}: ${rule.message}`);
     });
   }
 }

@@ -14,7 +14,18 @@
 //   console                   → api, for types only; operator-spec (pure, browser-safe: the spec format the editor draws)
 //   apps/cli                  → any package
 //   nothing imports apps/ or e2e/
-const PACKAGES = ["api", "backend-api", "db", "gateway", "model-config", "operator-spec", "perf", "protocol", "testing", "worker"];
+const PACKAGES = [
+  "api",
+  "backend-api",
+  "db",
+  "gateway",
+  "model-config",
+  "operator-spec",
+  "perf",
+  "protocol",
+  "testing",
+  "worker",
+];
 const TEST = "(\\.test\\.ts$|/testing/)";
 
 /** A rule: production code under `from` may import only the listed packages of ours. */
@@ -36,7 +47,16 @@ function onlyImports(from, allowed) {
  * instances → scheduling → signature, observability). Files at the
  * package's root (server.ts) wire them together and may import any.
  */
-const GATEWAY_LAYERS = [["frontends"], ["auth"], ["engine"], ["admission", "repository"], ["operators"], ["instances"], ["scheduling"], ["signature", "observability"]];
+const GATEWAY_LAYERS = [
+  ["frontends"],
+  ["auth"],
+  ["engine"],
+  ["admission", "repository"],
+  ["operators"],
+  ["instances"],
+  ["scheduling"],
+  ["signature", "observability"],
+];
 
 function gatewayLayerRules() {
   return GATEWAY_LAYERS.flatMap((layer, rank) =>
@@ -46,7 +66,11 @@ function gatewayLayerRules() {
         .filter((other) => other !== folder);
       return {
         name: `gateway-${folder}-imports-only-downward`,
-        comment: `packages/gateway/src/${folder} may import only the folders below it (${GATEWAY_LAYERS.slice(rank + 1).flat().join(", ") || "none"})`,
+        comment: `packages/gateway/src/${folder} may import only the folders below it (${
+          GATEWAY_LAYERS.slice(rank + 1)
+            .flat()
+            .join(", ") || "none"
+        })`,
         severity: "error",
         from: { path: `^packages/gateway/src/${folder}/`, pathNot: TEST },
         to: { path: `^packages/gateway/src/(${upward.join("|")})/` },
@@ -60,10 +84,14 @@ module.exports = {
     ...gatewayLayerRules(),
     {
       name: "gateway-frontends-see-only-the-engine-api",
-      comment: "A frontend sees the engine's narrow API (engine-api, cancellation) and the key checks (auth), never the engine's classes: a new frontend is a sibling",
+      comment:
+        "A frontend sees the engine's narrow API (engine-api, cancellation) and the key checks (auth), never the engine's classes: a new frontend is a sibling",
       severity: "error",
       from: { path: "^packages/gateway/src/frontends/", pathNot: TEST },
-      to: { path: "^packages/gateway/src/", pathNot: "^packages/gateway/src/(frontends/|auth/|engine/engine-api\\.ts$|engine/cancellation\\.ts$)" },
+      to: {
+        path: "^packages/gateway/src/",
+        pathNot: "^packages/gateway/src/(frontends/|auth/|engine/engine-api\\.ts$|engine/cancellation\\.ts$)",
+      },
     },
     onlyImports("protocol", []),
     onlyImports("native", []),
@@ -78,7 +106,8 @@ module.exports = {
     onlyImports("api", ["protocol", "model-config", "operator-spec", "perf", "db"]),
     {
       name: "gateway-and-worker-share-only-protocol",
-      comment: "The gateway and the worker never import each other, tests included: they share only the wire contract in packages/protocol",
+      comment:
+        "The gateway and the worker never import each other, tests included: they share only the wire contract in packages/protocol",
       severity: "error",
       from: { path: "^packages/(gateway|worker)/" },
       to: { path: "^packages/(gateway|worker)/", pathNot: "^packages/$1/" },

@@ -23,17 +23,32 @@ const repository = mkdtempSync(join(tmpdir(), "operon-cpu-"));
 mkdirSync(join(repository, "add_sub", "1"), { recursive: true });
 const onnx = join(repository, "add_sub", "1", "model.onnx");
 writeFileSync(onnx, writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }));
-writeFileSync(join(repository, "add_sub", "config.pbtxt"), 'name: "add_sub"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninstance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }');
+writeFileSync(
+  join(repository, "add_sub", "config.pbtxt"),
+  'name: "add_sub"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninstance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }',
+);
 
 const data = Array.from({ length: 16 }, (_, i) => 1 + (i % 7) / 8);
 let body, headers;
 if (kind === "binary") {
-  const header = Buffer.from(JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "FP32", shape: [1, 16], parameters: { binary_data_size: 64 } })), parameters: { binary_data_output: true } }));
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: ["INPUT0", "INPUT1"].map((name) => ({
+        name,
+        datatype: "FP32",
+        shape: [1, 16],
+        parameters: { binary_data_size: 64 },
+      })),
+      parameters: { binary_data_output: true },
+    }),
+  );
   const raw = Buffer.from(new Float32Array(data).buffer);
   body = Buffer.concat([header, raw, raw]);
   headers = { "content-type": "application/octet-stream", "inference-header-content-length": String(header.length) };
 } else {
-  body = JSON.stringify({ inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "FP32", shape: [1, 16], data })) });
+  body = JSON.stringify({
+    inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "FP32", shape: [1, 16], data })),
+  });
   headers = { "content-type": "application/json" };
 }
 
@@ -44,7 +59,9 @@ async function measure(label, url, pid) {
   const result = await runWrk(request, { connections: Number(connections), seconds: Number(seconds) });
   const cpu = cpuUs(pid) - before;
   const requests = result.requestsPerSec * Number(seconds);
-  console.log(`${label.padEnd(10)} ${result.requestsPerSec.toFixed(0).padStart(6)} req/s  p50 ${String(result.p50Us).padStart(5)} µs  CPU ${(cpu / requests).toFixed(1).padStart(6)} µs/req  errors ${result.errors}`);
+  console.log(
+    `${label.padEnd(10)} ${result.requestsPerSec.toFixed(0).padStart(6)} req/s  p50 ${String(result.p50Us).padStart(5)} µs  CPU ${(cpu / requests).toFixed(1).padStart(6)} µs/req  errors ${result.errors}`,
+  );
   return result.requestsPerSec;
 }
 

@@ -36,15 +36,29 @@ function writeRepository() {
   const repository = mkdtempSync(join(tmpdir(), "operon-bench-native-"));
   const io = `max_batch_size: 8\ninput [ { name: "INPUT0", data_type: TYPE_FP32, dims: [ 16 ] } ]\noutput [ { name: "OUTPUT0", data_type: TYPE_FP32, dims: [ 16 ] } ]\ninstance_group [ { count: 1 } ]\n`;
   mkdirSync(join(repository, "identity_ort", "1"), { recursive: true });
-  writeFileSync(join(repository, "identity_ort", "1", "model.onnx"), writeIdentityModel({ datatype: "FP32", shape: [-1, 16], inputName: "INPUT0", outputName: "OUTPUT0" }));
-  writeFileSync(join(repository, "identity_ort", "config.pbtxt"), `name: "identity_ort"\nbackend: "onnxruntime"\n${io}`);
+  writeFileSync(
+    join(repository, "identity_ort", "1", "model.onnx"),
+    writeIdentityModel({ datatype: "FP32", shape: [-1, 16], inputName: "INPUT0", outputName: "OUTPUT0" }),
+  );
+  writeFileSync(
+    join(repository, "identity_ort", "config.pbtxt"),
+    `name: "identity_ort"\nbackend: "onnxruntime"\n${io}`,
+  );
   mkdirSync(join(repository, "identity_native", "1"), { recursive: true });
-  writeFileSync(join(repository, "identity_native", "config.pbtxt"), `name: "identity_native"\nbackend: "operon_identity"\n${io}`);
+  writeFileSync(
+    join(repository, "identity_native", "config.pbtxt"),
+    `name: "identity_native"\nbackend: "operon_identity"\n${io}`,
+  );
   return repository;
 }
 
 function binaryBody(values) {
-  const header = Buffer.from(JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], parameters: { binary_data_size: 64 } }], parameters: { binary_data_output: true } }));
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], parameters: { binary_data_size: 64 } }],
+      parameters: { binary_data_output: true },
+    }),
+  );
   return {
     body: Buffer.concat([header, Buffer.from(new Float32Array(values).buffer)]),
     headers: { "content-type": "application/octet-stream", "inference-header-content-length": String(header.length) },
@@ -56,7 +70,10 @@ export async function measureRoundTrip({ rounds = 3, seconds = 3 } = {}) {
   const operon = await startOperon(writeRepository(), ["--control-plane=false"]);
   try {
     const { body, headers } = binaryBody(Array.from({ length: 16 }, (_, i) => i));
-    const targets = ["identity_ort", "identity_native"].map((name) => ({ name, request: wrkRequest(`${operon.httpUrl}/v2/models/${name}/infer`, body, headers) }));
+    const targets = ["identity_ort", "identity_native"].map((name) => ({
+      name,
+      request: wrkRequest(`${operon.httpUrl}/v2/models/${name}/infer`, body, headers),
+    }));
     const byConcurrency = {};
     for (const concurrency of [1, 16]) {
       const results = { identity_ort: [], identity_native: [] };
@@ -64,20 +81,37 @@ export async function measureRoundTrip({ rounds = 3, seconds = 3 } = {}) {
         for (const target of targets) {
           await runWrk(target.request, { connections: concurrency, seconds: 1 });
           const result = await runWrk(target.request, { connections: concurrency, seconds });
-          if (result.errors > 0) throw new Error(`${target.name}: ${result.errors} errors, first: ${result.firstError}`);
+          if (result.errors > 0)
+            throw new Error(`${target.name}: ${result.errors} errors, first: ${result.firstError}`);
           results[target.name].push(result);
-          log(`  round ${round} ${target.name.padEnd(16)} c=${String(concurrency).padStart(2)} ${result.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${String(Math.round(result.p50Us)).padStart(6)} µs  p99 ${String(Math.round(result.p99Us)).padStart(6)} µs`);
+          log(
+            `  round ${round} ${target.name.padEnd(16)} c=${String(concurrency).padStart(2)} ${result.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${String(Math.round(result.p50Us)).padStart(6)} µs  p99 ${String(Math.round(result.p99Us)).padStart(6)} µs`,
+          );
         }
       }
       const pick = (name, key) => results[name].map((r) => r[key]);
       byConcurrency[concurrency] = {
-        ort: { requestsPerSec: spread(pick("identity_ort", "requestsPerSec")), p50Us: spread(pick("identity_ort", "p50Us")), p99Us: spread(pick("identity_ort", "p99Us")) },
-        native: { requestsPerSec: spread(pick("identity_native", "requestsPerSec")), p50Us: spread(pick("identity_native", "p50Us")), p99Us: spread(pick("identity_native", "p99Us")) },
+        ort: {
+          requestsPerSec: spread(pick("identity_ort", "requestsPerSec")),
+          p50Us: spread(pick("identity_ort", "p50Us")),
+          p99Us: spread(pick("identity_ort", "p99Us")),
+        },
+        native: {
+          requestsPerSec: spread(pick("identity_native", "requestsPerSec")),
+          p50Us: spread(pick("identity_native", "p50Us")),
+          p99Us: spread(pick("identity_native", "p99Us")),
+        },
         nativeVsOrtP50: spread(results.identity_native.map((r, i) => r.p50Us / results.identity_ort[i].p50Us)),
-        nativeVsOrtThroughput: spread(results.identity_native.map((r, i) => r.requestsPerSec / results.identity_ort[i].requestsPerSec)),
+        nativeVsOrtThroughput: spread(
+          results.identity_native.map((r, i) => r.requestsPerSec / results.identity_ort[i].requestsPerSec),
+        ),
       };
     }
-    return { model: "identity FP32 [1,16], HTTP binary; ONNX Runtime on a gateway thread vs operon_identity in a worker process", byConcurrency };
+    return {
+      model:
+        "identity FP32 [1,16], HTTP binary; ONNX Runtime on a gateway thread vs operon_identity in a worker process",
+      byConcurrency,
+    };
   } finally {
     await operon.stop();
   }
@@ -86,7 +120,9 @@ export async function measureRoundTrip({ rounds = 3, seconds = 3 } = {}) {
 /** The TypeScript step's preprocess(), transpiled as the TypeScript backend does. */
 async function typescriptPreprocess() {
   const source = readFileSync(join(ROOT, "examples/model_repository/text_direction_preprocess/1/model.ts"), "utf8");
-  const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } });
+  const { outputText } = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+  });
   // Inside the repository (bench/tmp/, git-ignored) so that its bare imports (pngjs) resolve from node_modules.
   mkdirSync(join(ROOT, "bench", "tmp"), { recursive: true });
   const file = join(ROOT, "bench", "tmp", `preprocess-${process.pid}.mjs`);
@@ -119,8 +155,12 @@ export async function measurePreprocess({ rounds = 3, seconds = 3 } = {}) {
       return { file, width: decoded.width, height: decoded.height, rgba: new Uint8Array(decoded.data) };
     });
   const preprocess = await typescriptPreprocess();
-  const { NativeBackend } = await import(pathToFileURL(join(ROOT, "packages/worker/dist/backends/native-backend.js")).href);
-  const { DEFAULT_BACKEND_DIRECTORY } = await import(pathToFileURL(join(ROOT, "native/dist/tritonserver-host.js")).href);
+  const { NativeBackend } = await import(
+    pathToFileURL(join(ROOT, "packages/worker/dist/backends/native-backend.js")).href
+  );
+  const { DEFAULT_BACKEND_DIRECTORY } = await import(
+    pathToFileURL(join(ROOT, "native/dist/tritonserver-host.js")).href
+  );
   // As in a worker: outputs go into room of a shared-memory-like half (ShmRingAllocator), handed back once read.
   const half = Buffer.alloc(16 * 1024 * 1024);
   const ring = new ShmRingAllocator(half.length);
@@ -156,7 +196,14 @@ export async function measurePreprocess({ rounds = 3, seconds = 3 } = {}) {
   const requests = images.map((image) => ({
     requestId: 0,
     id: "",
-    inputs: [{ name: "pixels", datatype: "UINT8", shape: [1, image.height, image.width, 4], data: Buffer.from(image.rgba.buffer, image.rgba.byteOffset, image.rgba.byteLength) }],
+    inputs: [
+      {
+        name: "pixels",
+        datatype: "UINT8",
+        shape: [1, image.height, image.width, 4],
+        data: Buffer.from(image.rgba.buffer, image.rgba.byteOffset, image.rgba.byteLength),
+      },
+    ],
     outputNames: [],
     parameters: {},
     cancelled: false,
@@ -178,7 +225,9 @@ export async function measurePreprocess({ rounds = 3, seconds = 3 } = {}) {
       results.typescript.push(await rate(seconds, typescriptOnce));
       await rate(0.3, nativeOnce);
       results.native.push(await rate(seconds, nativeOnce));
-      log(`  round ${round} preprocess  typescript ${results.typescript.at(-1).toFixed(0).padStart(7)} images/s  native ${results.native.at(-1).toFixed(0).padStart(7)} images/s`);
+      log(
+        `  round ${round} preprocess  typescript ${results.typescript.at(-1).toFixed(0).padStart(7)} images/s  native ${results.native.at(-1).toFixed(0).padStart(7)} images/s`,
+      );
     }
   } finally {
     await backend.finalize();
@@ -216,7 +265,10 @@ export async function measureNativeBackends(options) {
 }
 
 if (process.argv[1] === new URL(import.meta.url).pathname) {
-  const options = { rounds: Number(process.env.OPERON_BENCH_ROUNDS ?? 3), seconds: Number(process.env.OPERON_BENCH_SECONDS ?? 3) };
+  const options = {
+    rounds: Number(process.env.OPERON_BENCH_ROUNDS ?? 3),
+    seconds: Number(process.env.OPERON_BENCH_SECONDS ?? 3),
+  };
   const section = await measureNativeBackends(options);
   process.stdout.write(`${renderNativeSection(section)}\n`);
   process.stdout.write(`${JSON.stringify(section, null, 2)}\n`);

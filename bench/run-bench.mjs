@@ -51,30 +51,68 @@ function model(name, bytesOrPath, config) {
   writeFileSync(join(repository, name, "config.pbtxt"), `name: "${name}"\nbackend: "onnxruntime"\n${config}`);
   return join(repository, name, "1", "model.onnx");
 }
-const ADD_SUB = model("add_sub", writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }), "max_batch_size: 8\ninstance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }");
-model("add_sub_nodelay", writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }), "max_batch_size: 8\ninstance_group [ { count: 1 } ]");
-model("add_sub_delay100", writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }), "max_batch_size: 8\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }");
-for (const [name, sizes] of [["mlp_small", [784, 128, 10]], ["mlp_large", [784, 2048, 2048, 10]]]) {
+const ADD_SUB = model(
+  "add_sub",
+  writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }),
+  "max_batch_size: 8\ninstance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }",
+);
+model(
+  "add_sub_nodelay",
+  writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }),
+  "max_batch_size: 8\ninstance_group [ { count: 1 } ]",
+);
+model(
+  "add_sub_delay100",
+  writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }),
+  "max_batch_size: 8\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }",
+);
+for (const [name, sizes] of [
+  ["mlp_small", [784, 128, 10]],
+  ["mlp_large", [784, 2048, 2048, 10]],
+]) {
   const bytes = writeMlpModel({ sizes });
   model(`${name}_unbatched`, bytes, "max_batch_size: 64\ninstance_group [ { count: 1 } ]");
-  model(`${name}_batched`, bytes, "max_batch_size: 64\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }");
+  model(
+    `${name}_batched`,
+    bytes,
+    "max_batch_size: 64\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }",
+  );
 }
-model("mobilenet", MOBILENET, "max_batch_size: 8\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }");
+model(
+  "mobilenet",
+  MOBILENET,
+  "max_batch_size: 8\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }",
+);
 
 // -------------------------------------------------------------- requests --
 const f32 = (count, value) => Array.from({ length: count }, (_, i) => value + (i % 7) / 8);
-const jsonBody = (inputs) => JSON.stringify({ inputs: inputs.map(({ name, shape, data }) => ({ name, datatype: "FP32", shape, data })) });
+const jsonBody = (inputs) =>
+  JSON.stringify({ inputs: inputs.map(({ name, shape, data }) => ({ name, datatype: "FP32", shape, data })) });
 function binaryBody(inputs) {
   const header = Buffer.from(
     JSON.stringify({
-      inputs: inputs.map(({ name, shape, data }) => ({ name, datatype: "FP32", shape, parameters: { binary_data_size: data.length * 4 } })),
+      inputs: inputs.map(({ name, shape, data }) => ({
+        name,
+        datatype: "FP32",
+        shape,
+        parameters: { binary_data_size: data.length * 4 },
+      })),
       parameters: { binary_data_output: true },
     }),
   );
   const raw = inputs.map(({ data }) => Buffer.from(new Float32Array(data).buffer));
-  return { body: Buffer.concat([header, ...raw]), headers: { "content-type": "application/octet-stream", "inference-header-content-length": String(header.length) } };
+  return {
+    body: Buffer.concat([header, ...raw]),
+    headers: { "content-type": "application/octet-stream", "inference-header-content-length": String(header.length) },
+  };
 }
-const definition = await protoLoader.load(["grpc_service.proto"], { keepCase: true, longs: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] });
+const definition = await protoLoader.load(["grpc_service.proto"], {
+  keepCase: true,
+  longs: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [PROTO_DIR],
+});
 const serializeModelInfer = definition["inference.GRPCInferenceService"].ModelInfer.requestSerialize;
 function grpcMessageFile(model, inputs) {
   const message = serializeModelInfer({
@@ -96,13 +134,24 @@ const MOBILENET_INPUTS = [{ name: "x", shape: [1, 3, 48, 192], data: f32(3 * 48 
 // ------------------------------------------------------------- measuring --
 function grpcLoad(address, file, concurrency, seconds) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, "bench/lib/grpc-load.mjs"), address, file, String(concurrency), String(seconds)], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] });
+    const child = spawn(
+      process.execPath,
+      [join(ROOT, "bench/lib/grpc-load.mjs"), address, file, String(concurrency), String(seconds)],
+      { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
+    );
     let out = "";
     child.stdout.on("data", (chunk) => (out += chunk));
     child.on("exit", (code) => {
       if (code !== 0) return reject(new Error(`grpc-load exited ${code}`));
       const raw = JSON.parse(out.trim().split("\n").pop());
-      resolve({ requestsPerSec: raw.requests / raw.seconds, itemsPerSec: raw.requests / raw.seconds, p50Us: raw.p50Us, p99Us: raw.p99Us, errors: raw.errors, firstError: raw.firstError });
+      resolve({
+        requestsPerSec: raw.requests / raw.seconds,
+        itemsPerSec: raw.requests / raw.seconds,
+        p50Us: raw.p50Us,
+        p99Us: raw.p99Us,
+        errors: raw.errors,
+        firstError: raw.firstError,
+      });
     });
   });
 }
@@ -112,7 +161,11 @@ const httpTarget = (name, url, body, headers, concurrency) => {
   const request = wrkRequest(url, body, headers);
   return { name, concurrency, run: async (seconds) => runWrk(request, { connections: concurrency, seconds }) };
 };
-const grpcTarget = (name, address, file, concurrency) => ({ name, concurrency, run: (seconds) => grpcLoad(address, file, concurrency, seconds) });
+const grpcTarget = (name, address, file, concurrency) => ({
+  name,
+  concurrency,
+  run: (seconds) => grpcLoad(address, file, concurrency, seconds),
+});
 
 /** Every target once per round, interleaved, each after a 1 s warm-up; per-target lists of round results. */
 async function rounds(targets) {
@@ -123,7 +176,9 @@ async function rounds(targets) {
       const result = await target.run(SECONDS);
       if (result.errors > 0) throw new Error(`${target.name}: ${result.errors} errors, first: ${result.firstError}`);
       results[target.name].push(result);
-      log(`  round ${round} ${target.name.padEnd(40)} c=${String(target.concurrency).padStart(2)} ${result.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${String(Math.round(result.p50Us)).padStart(6)} µs  p99 ${String(Math.round(result.p99Us)).padStart(6)} µs`);
+      log(
+        `  round ${round} ${target.name.padEnd(40)} c=${String(target.concurrency).padStart(2)} ${result.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${String(Math.round(result.p50Us)).padStart(6)} µs  p99 ${String(Math.round(result.p99Us)).padStart(6)} µs`,
+      );
     }
   }
   return results;
@@ -137,7 +192,12 @@ const median = (values) => {
 const spreadOf = (values) => ({ median: median(values), min: Math.min(...values), max: Math.max(...values) });
 function summarize(list) {
   const pick = (key) => list.map((r) => r[key]);
-  return { requestsPerSec: spreadOf(pick("requestsPerSec")), p50Us: spreadOf(pick("p50Us")), p99Us: spreadOf(pick("p99Us")), rounds: list.length };
+  return {
+    requestsPerSec: spreadOf(pick("requestsPerSec")),
+    p50Us: spreadOf(pick("p50Us")),
+    p99Us: spreadOf(pick("p99Us")),
+    rounds: list.length,
+  };
 }
 /** Per-round a/b of targets measured in the same round. */
 const ratio = (a, b, key = "requestsPerSec") => spreadOf(a.map((x, i) => x[key] / b[i][key]));
@@ -147,7 +207,12 @@ const difference = (a, b, key) => spreadOf(a.map((x, i) => x[key] - b[i][key]));
 const report = {
   schemaVersion: 2,
   startedAt: new Date().toISOString(),
-  machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "", node: process.version, loadAverageAtStart: loadavg() },
+  machine: {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? "",
+    node: process.version,
+    loadAverageAtStart: loadavg(),
+  },
   settings: { rounds: ROUNDS, secondsPerMeasurement: SECONDS },
   sections: {},
 };
@@ -186,7 +251,12 @@ try {
         httpTarget("minimal http json", minimalHttp.url, json, JSON_HEADERS, 1),
         httpTarget("operon http binary, no queue delay", inferUrl("add_sub_nodelay"), binary.body, binary.headers, 1),
         httpTarget("minimal http binary", minimalHttp.url, binary.body, binary.headers, 1),
-        grpcTarget("operon grpc, no queue delay", operon.grpcAddress, grpcMessageFile("add_sub_nodelay", ADD_SUB_INPUTS), 1),
+        grpcTarget(
+          "operon grpc, no queue delay",
+          operon.grpcAddress,
+          grpcMessageFile("add_sub_nodelay", ADD_SUB_INPUTS),
+          1,
+        ),
         grpcTarget("minimal grpc", minimalGrpc.address, grpcMessageFile("add_sub", ADD_SUB_INPUTS), 1),
       ]);
       section.byConcurrency[1] = {
@@ -194,7 +264,11 @@ try {
         addedP50UsHttpJson: difference(c1["operon http json, no queue delay"], c1["minimal http json"], "p50Us"),
         addedP50UsHttpBinary: difference(c1["operon http binary, no queue delay"], c1["minimal http binary"], "p50Us"),
         addedP50UsGrpc: difference(c1["operon grpc, no queue delay"], c1["minimal grpc"], "p50Us"),
-        queueDelay100UsCostP50: difference(c1["operon http json, 100 µs queue delay"], c1["operon http json, no queue delay"], "p50Us"),
+        queueDelay100UsCostP50: difference(
+          c1["operon http json, 100 µs queue delay"],
+          c1["operon http json, no queue delay"],
+          "p50Us",
+        ),
       };
       report.sections.overhead = section;
     } finally {
@@ -222,7 +296,10 @@ try {
           model: "MLP 784-128-10",
           targets: Object.fromEntries(Object.entries(small).map(([name, list]) => [name, summarize(list)])),
           batchedVsUnbatched: ratio(small["operon, dynamic batching"], small["operon, no batching"]),
-          batchedVsIoCeiling: ratio(small["operon, dynamic batching"], small["I/O ceiling (decode + encode, no inference)"]),
+          batchedVsIoCeiling: ratio(
+            small["operon, dynamic batching"],
+            small["I/O ceiling (decode + encode, no inference)"],
+          ),
         },
         large: {
           model: "MLP 784-2048-2048-10",
@@ -260,13 +337,24 @@ try {
     for (let round = 1; round <= ROUNDS; round += 1) {
       const result = await measureTransport({ iterations: 300, warmup: 1000 });
       runs.push(result);
-      log(`  round ${round} ${result.results.map((r) => `${r.transport} ${r.ok ? r.medianUs.toFixed(0) : "n/a"} µs`).join(", ")}`);
+      log(
+        `  round ${round} ${result.results.map((r) => `${r.transport} ${r.ok ? r.medianUs.toFixed(0) : "n/a"} µs`).join(", ")}`,
+      );
     }
     const names = runs[0].results.map((r) => r.transport);
-    const perRound = (a, b) => runs.map((run) => run.results.find((r) => r.transport === a).medianUs / run.results.find((r) => r.transport === b).medianUs);
+    const perRound = (a, b) =>
+      runs.map(
+        (run) =>
+          run.results.find((r) => r.transport === a).medianUs / run.results.find((r) => r.transport === b).medianUs,
+      );
     report.sections.transport = {
       byteLength: runs[0].byteLength,
-      medianUs: Object.fromEntries(names.map((name) => [name, spreadOf(runs.map((run) => run.results.find((r) => r.transport === name).medianUs))])),
+      medianUs: Object.fromEntries(
+        names.map((name) => [
+          name,
+          spreadOf(runs.map((run) => run.results.find((r) => r.transport === name).medianUs)),
+        ]),
+      ),
       threadVsWorkerThreads: spreadOf(perRound("thread", "worker_threads")),
     };
   }
@@ -299,15 +387,42 @@ async function measureStalls() {
     writeFileSync(jsonFile, `${head}${"0.5,".repeat(count - 1)}0.5]}]}`);
   }
   const binaryFile = join(files, "largest.bin");
-  const binaryHeader = Buffer.from(JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], parameters: { binary_data_size: LIMIT - 4096 } }] }));
+  const binaryHeader = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], parameters: { binary_data_size: LIMIT - 4096 } }],
+    }),
+  );
   writeFileSync(binaryFile, Buffer.concat([binaryHeader, Buffer.alloc(LIMIT - 4096)]));
   const grpcFile = join(files, "largest-grpc.bin");
-  writeFileSync(grpcFile, serializeModelInfer({ model_name: "add_sub", inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16] }], raw_input_contents: [Buffer.alloc(LIMIT - 1024)] }));
+  writeFileSync(
+    grpcFile,
+    serializeModelInfer({
+      model_name: "add_sub",
+      inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16] }],
+      raw_input_contents: [Buffer.alloc(LIMIT - 1024)],
+    }),
+  );
   const tiny = jsonBody(ADD_SUB_INPUTS);
   const attacks = [
-    { name: "HTTP JSON, 64 MiB of numbers", start: () => curlLoop(inferUrl("add_sub"), jsonFile, { "content-type": "application/json" }) },
-    { name: "HTTP binary, 64 MiB", start: () => curlLoop(inferUrl("add_sub"), binaryFile, { "content-type": "application/octet-stream", "inference-header-content-length": String(binaryHeader.length) }) },
-    { name: "gRPC ModelInfer, 64 MiB", start: () => spawn(process.execPath, [join(ROOT, "bench/lib/grpc-load.mjs"), operon.grpcAddress, grpcFile, "1", "8"], { stdio: "ignore" }) },
+    {
+      name: "HTTP JSON, 64 MiB of numbers",
+      start: () => curlLoop(inferUrl("add_sub"), jsonFile, { "content-type": "application/json" }),
+    },
+    {
+      name: "HTTP binary, 64 MiB",
+      start: () =>
+        curlLoop(inferUrl("add_sub"), binaryFile, {
+          "content-type": "application/octet-stream",
+          "inference-header-content-length": String(binaryHeader.length),
+        }),
+    },
+    {
+      name: "gRPC ModelInfer, 64 MiB",
+      start: () =>
+        spawn(process.execPath, [join(ROOT, "bench/lib/grpc-load.mjs"), operon.grpcAddress, grpcFile, "1", "8"], {
+          stdio: "ignore",
+        }),
+    },
   ];
   const results = {};
   for (const attack of attacks) {
@@ -341,7 +456,9 @@ async function measureStalls() {
       inferMaxMs: Math.max(...infer),
       gatewayRssPeakMiB: rssPeak / 1024 / 1024,
     };
-    log(`  ${attack.name}: health p99 ${results[attack.name].healthP99Ms.toFixed(1)} ms, tiny inference p99 ${results[attack.name].inferP99Ms.toFixed(1)} ms, RSS peak ${results[attack.name].gatewayRssPeakMiB.toFixed(0)} MiB`);
+    log(
+      `  ${attack.name}: health p99 ${results[attack.name].healthP99Ms.toFixed(1)} ms, tiny inference p99 ${results[attack.name].inferP99Ms.toFixed(1)} ms, RSS peak ${results[attack.name].gatewayRssPeakMiB.toFixed(0)} MiB`,
+    );
     await sleep(1000);
   }
   return results;
@@ -372,7 +489,10 @@ process.stdout.write(markdown);
 process.exit(0);
 
 function renderMarkdown(r) {
-  const n = (value, digits = 0) => (Number.isFinite(value) ? value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "—");
+  const n = (value, digits = 0) =>
+    Number.isFinite(value)
+      ? value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+      : "—";
   const s = (spread, digits = 0) => `${n(spread.median, digits)} (${n(spread.min, digits)}–${n(spread.max, digits)})`;
   const lines = [
     "# Operon benchmark",
@@ -384,12 +504,18 @@ function renderMarkdown(r) {
   ];
   const table = (targets) => {
     lines.push("| target | req/s | p50 µs | p99 µs |", "|---|---|---|---|");
-    for (const [name, t] of Object.entries(targets)) lines.push(`| ${name} | ${s(t.requestsPerSec)} | ${s(t.p50Us)} | ${s(t.p99Us)} |`);
+    for (const [name, t] of Object.entries(targets))
+      lines.push(`| ${name} | ${s(t.requestsPerSec)} | ${s(t.p50Us)} | ${s(t.p99Us)} |`);
     lines.push("");
   };
   if (r.sections.overhead) {
     const o = r.sections.overhead;
-    lines.push(`## 1. Per-request overhead: ${o.model}`, "", `### Concurrency 16 (Operon: ${o.byConcurrency[16].operonModel})`, "");
+    lines.push(
+      `## 1. Per-request overhead: ${o.model}`,
+      "",
+      `### Concurrency 16 (Operon: ${o.byConcurrency[16].operonModel})`,
+      "",
+    );
     table(o.byConcurrency[16].targets);
     lines.push(
       `- Operon / minimal server throughput: HTTP JSON **${s(o.byConcurrency[16].httpJsonVsMinimal, 2)}**, HTTP binary **${s(o.byConcurrency[16].httpBinaryVsMinimal, 2)}**, gRPC **${s(o.byConcurrency[16].grpcVsMinimal, 2)}** (goal ≥ 1.0)`,
@@ -406,9 +532,19 @@ function renderMarkdown(r) {
   }
   if (r.sections.batching) {
     const b = r.sections.batching;
-    lines.push("## 2. Dynamic batching at concurrency 64 (requests of batch 1, KServe JSON)", "", `### ${b.small.model}`, "");
+    lines.push(
+      "## 2. Dynamic batching at concurrency 64 (requests of batch 1, KServe JSON)",
+      "",
+      `### ${b.small.model}`,
+      "",
+    );
     table(b.small.targets);
-    lines.push(`- batched / I/O ceiling: **${s(b.small.batchedVsIoCeiling, 2)}** (goal ≥ 0.8); batched / unbatched: ${s(b.small.batchedVsUnbatched, 2)}`, "", `### ${b.large.model}`, "");
+    lines.push(
+      `- batched / I/O ceiling: **${s(b.small.batchedVsIoCeiling, 2)}** (goal ≥ 0.8); batched / unbatched: ${s(b.small.batchedVsUnbatched, 2)}`,
+      "",
+      `### ${b.large.model}`,
+      "",
+    );
     table(b.large.targets);
     lines.push(`- batched / unbatched: **${s(b.large.batchedVsUnbatched, 2)}** (goal ≥ 3)`, "");
   }
@@ -421,7 +557,11 @@ function renderMarkdown(r) {
     const t = r.sections.transport;
     lines.push(`## 4. Transport: ${n(t.byteLength)}-byte round trip, median µs`, "", "| path | µs |", "|---|---|");
     for (const [name, spread] of Object.entries(t.medianUs)) lines.push(`| ${name} | ${s(spread)} |`);
-    lines.push("", `- thread (Operon's default for ONNX Runtime) / worker_threads transfer: **${s(t.threadVsWorkerThreads, 1)}** (goal ≤ 2)`, "");
+    lines.push(
+      "",
+      `- thread (Operon's default for ONNX Runtime) / worker_threads transfer: **${s(t.threadVsWorkerThreads, 1)}** (goal ≤ 2)`,
+      "",
+    );
   }
   if (r.sections.stalls) {
     lines.push(
@@ -433,7 +573,9 @@ function renderMarkdown(r) {
       "|---|---|---|---|---|",
     );
     for (const [name, x] of Object.entries(r.sections.stalls)) {
-      lines.push(`| ${name} | ${x.probes} | ${n(x.healthP50Ms, 1)} / ${n(x.healthP99Ms, 1)} / ${n(x.healthMaxMs, 1)} | ${n(x.inferP50Ms, 1)} / ${n(x.inferP99Ms, 1)} / ${n(x.inferMaxMs, 1)} | ${n(x.gatewayRssPeakMiB)} |`);
+      lines.push(
+        `| ${name} | ${x.probes} | ${n(x.healthP50Ms, 1)} / ${n(x.healthP99Ms, 1)} / ${n(x.healthMaxMs, 1)} | ${n(x.inferP50Ms, 1)} / ${n(x.inferP99Ms, 1)} / ${n(x.inferMaxMs, 1)} | ${n(x.gatewayRssPeakMiB)} |`,
+      );
     }
     lines.push("", "Goal: p99 ≤ 50 ms for both probes.", "");
   }

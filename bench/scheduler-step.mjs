@@ -59,7 +59,9 @@ export default class Wait20 {
   return root;
 }
 
-const BODY = JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "FP32", shape: [16], data: Array.from({ length: 16 }, (_, i) => i) }] });
+const BODY = JSON.stringify({
+  inputs: [{ name: "INPUT0", datatype: "FP32", shape: [16], data: Array.from({ length: 16 }, (_, i) => i) }],
+});
 
 function quantile(sorted, q) {
   if (sorted.length === 0) return null;
@@ -76,10 +78,25 @@ async function instances(httpUrl) {
 }
 
 async function scenario(name, repository, extraArgs) {
-  const server = await startOperon(repository, ["--model-control-mode", "explicit", "--load-model", "wait20", "--database-url", "memory:", ...extraArgs]);
+  const server = await startOperon(repository, [
+    "--model-control-mode",
+    "explicit",
+    "--load-model",
+    "wait20",
+    "--database-url",
+    "memory:",
+    ...extraArgs,
+  ]);
   try {
     // Warm-up: the worker's first requests.
-    for (let i = 0; i < 20; i += 1) await (await fetch(`${server.httpUrl}/v2/models/wait20/infer`, { method: "POST", headers: { "content-type": "application/json" }, body: BODY })).arrayBuffer();
+    for (let i = 0; i < 20; i += 1)
+      await (
+        await fetch(`${server.httpUrl}/v2/models/wait20/infer`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: BODY,
+        })
+      ).arrayBuffer();
     const samples = []; // { sentAt (s from start), latencyMs, ok }
     const arrivals = []; // every arrival's time (sent or shed)
     const counts = []; // { at, instances }
@@ -111,7 +128,11 @@ async function scenario(name, repository, extraArgs) {
         inFlight += 1;
         const t0 = performance.now();
         pending.push(
-          fetch(`${server.httpUrl}/v2/models/wait20/infer`, { method: "POST", headers: { "content-type": "application/json" }, body: BODY })
+          fetch(`${server.httpUrl}/v2/models/wait20/infer`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: BODY,
+          })
             .then(async (response) => {
               await response.arrayBuffer();
               samples.push({ sentAt, latencyMs: performance.now() - t0, ok: response.ok });
@@ -129,8 +150,13 @@ async function scenario(name, repository, extraArgs) {
     const windows = [];
     for (let from = 0; from < totalSecs; from += WINDOW_SECS) {
       const inWindow = samples.filter((sample) => sample.sentAt >= from && sample.sentAt < from + WINDOW_SECS);
-      const latencies = inWindow.filter((sample) => sample.ok).map((sample) => sample.latencyMs).sort((a, b) => a - b);
-      const instanceReadings = counts.filter((count) => count.at >= from && count.at < from + WINDOW_SECS && count.instances !== null).map((count) => count.instances);
+      const latencies = inWindow
+        .filter((sample) => sample.ok)
+        .map((sample) => sample.latencyMs)
+        .sort((a, b) => a - b);
+      const instanceReadings = counts
+        .filter((count) => count.at >= from && count.at < from + WINDOW_SECS && count.instances !== null)
+        .map((count) => count.instances);
       windows.push({
         from,
         offered: arrivals.filter((at) => at >= from && at < from + WINDOW_SECS).length / WINDOW_SECS,
@@ -141,13 +167,21 @@ async function scenario(name, repository, extraArgs) {
         instances: instanceReadings.length ? Math.max(...instanceReadings) : null,
       });
     }
-    const stepLatencies = samples.filter((sample) => sample.sentAt >= BASE_SECS && sample.ok).map((sample) => sample.latencyMs).sort((a, b) => a - b);
+    const stepLatencies = samples
+      .filter((sample) => sample.sentAt >= BASE_SECS && sample.ok)
+      .map((sample) => sample.latencyMs)
+      .sort((a, b) => a - b);
     const firstCount = counts.find((count) => count.instances !== null)?.instances ?? null;
-    const grewAt = counts.find((count) => count.at >= BASE_SECS && count.instances !== null && firstCount !== null && count.instances > firstCount)?.at;
+    const grewAt = counts.find(
+      (count) =>
+        count.at >= BASE_SECS && count.instances !== null && firstCount !== null && count.instances > firstCount,
+    )?.at;
     const maxCount = Math.max(...counts.filter((count) => count.instances !== null).map((count) => count.instances));
     const settledAt = counts.find((count) => count.at >= BASE_SECS && count.instances === maxCount)?.at;
     // Recovery: the first window of the step whose p99 is within the budget again.
-    const recovered = windows.find((window) => window.from >= BASE_SECS && window.p99 !== null && window.p99 <= P99_BUDGET_MS);
+    const recovered = windows.find(
+      (window) => window.from >= BASE_SECS && window.p99 !== null && window.p99 <= P99_BUDGET_MS,
+    );
     return {
       name,
       windows,
@@ -172,12 +206,16 @@ const fmt = (value, digits = 0) => (value === null || value === undefined ? "—
 function report(results) {
   const lines = [];
   lines.push(`# Resource scheduler: a step in demand`, "");
-  lines.push(`Run ${new Date().toISOString()} on ${process.env.HOSTNAME ?? "this host"} (\`npm run bench:scheduler\`).`);
+  lines.push(
+    `Run ${new Date().toISOString()} on ${process.env.HOSTNAME ?? "this host"} (\`npm run bench:scheduler\`).`,
+  );
   lines.push(
     `Model: wait20 (TypeScript, waits 20 ms per execution, unbatched). Load: open loop, ${BASE} req/s for ${BASE_SECS} s, then ${STEP} req/s for ${STEP_SECS} s (at most ${MAX_IN_FLIGHT} in flight; arrivals beyond are shed by the client). Scheduler: period 2 s, 50 req/s per instance assumed, headroom 25 %, up to 8 instances.`,
     "",
   );
-  lines.push("| config | instances before → after | first scale-up after the step | at full count after | p99 ≤ 100 ms again from | step p50 | step p99 | completed | errors | shed |");
+  lines.push(
+    "| config | instances before → after | first scale-up after the step | at full count after | p99 ≤ 100 ms again from | step p50 | step p99 | completed | errors | shed |",
+  );
   lines.push("|---|---|---|---|---|---|---|---|---|---|");
   for (const r of results) {
     lines.push(
@@ -188,7 +226,10 @@ function report(results) {
     lines.push("", `## ${r.name}: per ${WINDOW_SECS} s window (by send time)`, "");
     lines.push("| from (s) | offered req/s | completed req/s | instances | p50 ms | p99 ms | errors |");
     lines.push("|---|---|---|---|---|---|---|");
-    for (const w of r.windows) lines.push(`| ${w.from} | ${fmt(w.offered)} | ${fmt(w.completedRps)} | ${w.instances ?? "—"} | ${fmt(w.p50)} | ${fmt(w.p99)} | ${w.errors} |`);
+    for (const w of r.windows)
+      lines.push(
+        `| ${w.from} | ${fmt(w.offered)} | ${fmt(w.completedRps)} | ${w.instances ?? "—"} | ${fmt(w.p50)} | ${fmt(w.p99)} | ${w.errors} |`,
+      );
   }
   return lines.join("\n") + "\n";
 }

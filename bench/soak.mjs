@@ -20,10 +20,21 @@ const MINUTES = Number(process.env.OPERON_SOAK_MINUTES ?? 10);
 const log = (line) => process.stderr.write(`${line}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const server = await startOperon(join(ROOT, "examples/model_repository"), ["--model-control-mode", "explicit", "--load-model", "*"]);
+const server = await startOperon(join(ROOT, "examples/model_repository"), [
+  "--model-control-mode",
+  "explicit",
+  "--load-model",
+  "*",
+]);
 log(`soak: ${MINUTES} min against ${server.httpUrl} / ${server.grpcAddress} (pid ${server.pid})`);
 
-const definition = await protoLoader.load(["grpc_service.proto"], { keepCase: true, longs: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] });
+const definition = await protoLoader.load(["grpc_service.proto"], {
+  keepCase: true,
+  longs: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [PROTO_DIR],
+});
 const service = grpc.loadPackageDefinition(definition).inference.GRPCInferenceService;
 const grpcClient = new service(server.grpcAddress, grpc.credentials.createInsecure());
 
@@ -45,8 +56,13 @@ let unloaded = false;
 const httpLoop = async () => {
   while (Date.now() < end) {
     const model = Math.random() < 0.5 ? "add_sub" : "identity_bytes";
-    const body = model === "add_sub" ? addSub : JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 1], data: ["soak"] }] });
-    const response = await fetch(`${server.httpUrl}/v2/models/${model}/infer`, { method: "POST", body }).catch((error) => ({ status: 0, error }));
+    const body =
+      model === "add_sub"
+        ? addSub
+        : JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 1], data: ["soak"] }] });
+    const response = await fetch(`${server.httpUrl}/v2/models/${model}/infer`, { method: "POST", body }).catch(
+      (error) => ({ status: 0, error }),
+    );
     if (response.status === 200) counts.http += 1;
     else if (response.status === 503 || (response.status === 404 && unloaded)) counts.expected503 += 1;
     else note(`HTTP ${model}: ${response.status}`);
@@ -63,7 +79,10 @@ const grpcLoop = async () => {
             { name: "INPUT0", datatype: "FP32", shape: [1, 16] },
             { name: "INPUT1", datatype: "FP32", shape: [1, 16] },
           ],
-          raw_input_contents: [Buffer.from(new Float32Array(16).fill(1).buffer), Buffer.from(new Float32Array(16).fill(2).buffer)],
+          raw_input_contents: [
+            Buffer.from(new Float32Array(16).fill(1).buffer),
+            Buffer.from(new Float32Array(16).fill(2).buffer),
+          ],
         },
         (error) => resolve(error ? error : true),
       ),
@@ -75,7 +94,10 @@ const grpcLoop = async () => {
 };
 const streamLoop = async () => {
   while (Date.now() < end) {
-    const response = await fetch(`${server.httpUrl}/v2/models/text_generator/generate_stream`, { method: "POST", body: JSON.stringify({ text_input: "one two three four" }) }).catch((error) => ({ status: 0, error }));
+    const response = await fetch(`${server.httpUrl}/v2/models/text_generator/generate_stream`, {
+      method: "POST",
+      body: JSON.stringify({ text_input: "one two three four" }),
+    }).catch((error) => ({ status: 0, error }));
     if (response.status === 200) {
       const text = await response.text();
       if ((text.match(/^data:/gm) ?? []).length === 5) counts.stream += 1;
@@ -107,7 +129,11 @@ const rssOf = (pid) => {
 };
 const workerPids = () => {
   try {
-    return execFileSync("pgrep", ["-P", String(server.pid)], { encoding: "utf8" }).trim().split("\n").filter(Boolean).map(Number);
+    return execFileSync("pgrep", ["-P", String(server.pid)], { encoding: "utf8" })
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map(Number);
   } catch {
     return [];
   }
@@ -116,12 +142,23 @@ const sampler = async () => {
   const started = Date.now();
   while (Date.now() < end) {
     const workers = workerPids();
-    samples.push({ atS: (Date.now() - started) / 1000, gatewayRss: rssOf(server.pid), workersRss: workers.reduce((sum, pid) => sum + rssOf(pid), 0), workers: workers.length });
+    samples.push({
+      atS: (Date.now() - started) / 1000,
+      gatewayRss: rssOf(server.pid),
+      workersRss: workers.reduce((sum, pid) => sum + rssOf(pid), 0),
+      workers: workers.length,
+    });
     await sleep(5_000);
   }
 };
 
-await Promise.all([...Array.from({ length: 4 }, httpLoop), ...Array.from({ length: 2 }, grpcLoop), streamLoop(), loadLoop(), sampler()]);
+await Promise.all([
+  ...Array.from({ length: 4 }, httpLoop),
+  ...Array.from({ length: 2 }, grpcLoop),
+  streamLoop(),
+  loadLoop(),
+  sampler(),
+]);
 grpcClient.close();
 await server.stop();
 
@@ -150,7 +187,9 @@ const lines = [
   ...(unexpected.length > 0 ? ["Unexpected errors (first 10):", "", ...unexpected.map((what) => `- ${what}`), ""] : []),
   "Samples (s, gateway MiB, workers MiB, worker processes):",
   "",
-  samples.map((sample) => `${sample.atS.toFixed(0)} ${mib(sample.gatewayRss)} ${mib(sample.workersRss)} ${sample.workers}`).join(" · "),
+  samples
+    .map((sample) => `${sample.atS.toFixed(0)} ${mib(sample.gatewayRss)} ${mib(sample.workersRss)} ${sample.workers}`)
+    .join(" · "),
   "",
 ];
 const markdown = `${lines.join("\n")}\n`;

@@ -90,7 +90,17 @@ export async function measureTransport(options = {}) {
         await roundTrip.close();
       }
     } catch (error) {
-      results.push({ transport, ok: false, error: error instanceof Error ? error.message : String(error), samples: 0, medianUs: NaN, p10Us: NaN, p90Us: NaN, minUs: NaN, meanUs: NaN });
+      results.push({
+        transport,
+        ok: false,
+        error: error instanceof Error ? error.message : String(error),
+        samples: 0,
+        medianUs: NaN,
+        p10Us: NaN,
+        p90Us: NaN,
+        minUs: NaN,
+        meanUs: NaN,
+      });
     }
   }
   return {
@@ -170,7 +180,8 @@ async function setUp(transport, input, options) {
         buffer = /** @type {ArrayBuffer} */ (await back);
       };
       await run();
-      if (!Buffer.from(buffer).equals(input)) throw new Error("worker_threads: the echo did not return the input bytes");
+      if (!Buffer.from(buffer).equals(input))
+        throw new Error("worker_threads: the echo did not return the input bytes");
       return { run, close: async () => void (await thread.terminate()) };
     }
     case "memcpy": {

@@ -53,7 +53,9 @@ if (values["database-url"]) {
 const db = await openDatabase({ url });
 try {
   await migrate(db);
-  const profile = await db.prisma.hardwareProfile.create({ data: { name: "bench-host", kind: "CPU", costPerHour: 1.5, isDefault: true } });
+  const profile = await db.prisma.hardwareProfile.create({
+    data: { name: "bench-host", kind: "CPU", costPerHour: 1.5, isDefault: true },
+  });
   const to = new Date(Math.floor(Date.now() / 60_000) * 60_000);
   const from = new Date(to.getTime() - DAYS * 86_400_000);
   const seedStarted = performance.now();
@@ -72,7 +74,9 @@ try {
     );
   }
   const rows = await db.prisma.usageSample.count();
-  console.log(`${db.kind} database: ${rows} samples (${MODELS} models × ${DAYS} days at ${INTERVAL_SECS} s), seeded in ${((performance.now() - seedStarted) / 1000).toFixed(1)} s`);
+  console.log(
+    `${db.kind} database: ${rows} samples (${MODELS} models × ${DAYS} days at ${INTERVAL_SECS} s), seeded in ${((performance.now() - seedStarted) / 1000).toFixed(1)} s`,
+  );
 
   const ranges = [
     ["1 hour", 3_600_000],

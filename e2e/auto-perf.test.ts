@@ -13,15 +13,30 @@ import { EXAMPLE_REPOSITORY, type RunningOperon } from "./support/operon-process
 const ADD_SUB = readFileSync(join(EXAMPLE_REPOSITORY, "add_sub", "1", "model.onnx"));
 
 async function upload(session: ApiSession, name: string): Promise<{ version: number }> {
-  const begun = await session.client.models.upload.begin.mutate({ name, fileName: "model.onnx", sizeBytes: ADD_SUB.length, sha256: createHash("sha256").update(ADD_SUB).digest("hex") });
-  await session.client.models.upload.chunk.mutate({ uploadId: begun.uploadId, offset: 0, data: ADD_SUB.toString("base64") });
+  const begun = await session.client.models.upload.begin.mutate({
+    name,
+    fileName: "model.onnx",
+    sizeBytes: ADD_SUB.length,
+    sha256: createHash("sha256").update(ADD_SUB).digest("hex"),
+  });
+  await session.client.models.upload.chunk.mutate({
+    uploadId: begun.uploadId,
+    offset: 0,
+    data: ADD_SUB.toString("base64"),
+  });
   return session.client.models.upload.finish.mutate({ uploadId: begun.uploadId });
 }
 
 async function latestDone(session: ApiSession, name: string, version: string) {
   for (let i = 0; i < 600; i += 1) {
     const { report } = await session.client.perf.latest.query({ kind: "MODEL", name });
-    if (report !== null && report.targetVersion === version && report.status !== "QUEUED" && report.status !== "RUNNING") return report;
+    if (
+      report !== null &&
+      report.targetVersion === version &&
+      report.status !== "QUEUED" &&
+      report.status !== "RUNNING"
+    )
+      return report;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`no finished automatic report for ${name} v${version}`);
@@ -34,7 +49,12 @@ describe("automatic perf reports", () => {
   beforeAll(async () => {
     server = await startControlPlaneServer();
     admin = await signedIn(server);
-    await admin.client.perf.updateSettings.mutate({ maxConcurrency: 2, measurementIntervalMs: 200, maxTrials: 3, timeBoundSecs: 20 });
+    await admin.client.perf.updateSettings.mutate({
+      maxConcurrency: 2,
+      measurementIntervalMs: 200,
+      maxTrials: 3,
+      timeBoundSecs: 20,
+    });
   }, 120_000);
   afterAll(async () => {
     await server?.stop();
@@ -43,7 +63,13 @@ describe("automatic perf reports", () => {
   it("an upload queues a run nobody starts; it succeeds with samples; the next version is compared with it", async () => {
     expect(await upload(admin, "auto_adder")).toMatchObject({ version: 1 });
     const first = await latestDone(admin, "auto_adder", "1");
-    expect(first).toMatchObject({ status: "SUCCEEDED", trigger: "AUTOMATIC", cause: "model.upload version 1", createdBy: null, error: null });
+    expect(first).toMatchObject({
+      status: "SUCCEEDED",
+      trigger: "AUTOMATIC",
+      cause: "model.upload version 1",
+      createdBy: null,
+      error: null,
+    });
     const report = await admin.client.perf.get.query({ id: first.id });
     expect(report.samples.map((sample) => sample.concurrency)).toEqual([1, 2].slice(0, report.samples.length));
     expect(report.samples.length).toBeGreaterThan(0);
@@ -56,17 +82,29 @@ describe("automatic perf reports", () => {
     expect(second).toMatchObject({ status: "SUCCEEDED", cause: "model.version version 2" });
     const versions = await admin.client.perf.versions.query({ model: "auto_adder" });
     expect(versions.map((entry) => entry.version)).toEqual(["2", "1"]);
-    expect(versions[0]!.comparison).toMatchObject({ version: "2", previousVersion: "1", concurrency: expect.any(Number) });
+    expect(versions[0]!.comparison).toMatchObject({
+      version: "2",
+      previousVersion: "1",
+      concurrency: expect.any(Number),
+    });
     expect(versions[0]!.comparison!.text).toMatch(/^v2 is .* at c\d+ (than|as) v1/);
     const { events } = await admin.client.audit.list.query({ action: "perf.", limit: 50 });
-    expect(events.filter((event) => event.targetId === first.id).map((event) => event.action).reverse()).toEqual(["perf.queue", "perf.start", "perf.finish"]);
+    expect(
+      events
+        .filter((event) => event.targetId === first.id)
+        .map((event) => event.action)
+        .reverse(),
+    ).toEqual(["perf.queue", "perf.start", "perf.finish"]);
   }, 120_000);
 
   it("turned off, an upload queues nothing", async () => {
     expect(await admin.client.perf.updateSettings.mutate({ enabled: false })).toMatchObject({ enabled: false });
     await upload(admin, "auto_off");
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    expect(await admin.client.perf.latest.query({ kind: "MODEL", name: "auto_off" })).toEqual({ report: null, progress: null });
+    expect(await admin.client.perf.latest.query({ kind: "MODEL", name: "auto_off" })).toEqual({
+      report: null,
+      progress: null,
+    });
     expect((await admin.client.perf.queue.query()).runs).toEqual([]);
   }, 60_000);
 });

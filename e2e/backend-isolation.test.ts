@@ -2,7 +2,13 @@ import { appendFileSync, cpSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADD_SUB_CONFIG, addSubModel, writeModel } from "./support/model-fixtures.js";
-import { EXAMPLE_REPOSITORY, type RunningOperon, startOperon, tempRepository, workerProcesses } from "./support/operon-process.js";
+import {
+  EXAMPLE_REPOSITORY,
+  type RunningOperon,
+  startOperon,
+  tempRepository,
+  workerProcesses,
+} from "./support/operon-process.js";
 
 /**
  * Execution modes (README "Execution modes"): ONNX Runtime instances run on
@@ -27,7 +33,10 @@ async function workers(server: RunningOperon): Promise<WorkerRow[]> {
   return ((await response.json()) as { workers: WorkerRow[] }).workers;
 }
 
-async function inferAddSub(server: RunningOperon, model: string): Promise<{ status: number; body: { outputs?: Array<{ data: number[] }>; error?: string } }> {
+async function inferAddSub(
+  server: RunningOperon,
+  model: string,
+): Promise<{ status: number; body: { outputs?: Array<{ data: number[] }>; error?: string } }> {
   const response = await fetch(`${server.httpUrl}/v2/models/${model}/infer`, {
     method: "POST",
     body: JSON.stringify({
@@ -37,14 +46,19 @@ async function inferAddSub(server: RunningOperon, model: string): Promise<{ stat
       ],
     }),
   });
-  return { status: response.status, body: (await response.json()) as { outputs?: Array<{ data: number[] }>; error?: string } };
+  return {
+    status: response.status,
+    body: (await response.json()) as { outputs?: Array<{ data: number[] }>; error?: string },
+  };
 }
 
 describe("execution modes", () => {
   let server: RunningOperon;
   beforeAll(async () => {
     const repository = tempRepository();
-    writeModel(repository, "on_threads", addSubModel(), { config: ADD_SUB_CONFIG("on_threads", "instance_group [ { count: 2 } ]") });
+    writeModel(repository, "on_threads", addSubModel(), {
+      config: ADD_SUB_CONFIG("on_threads", "instance_group [ { count: 2 } ]"),
+    });
     writeModel(repository, "in_process", addSubModel(), { config: ADD_SUB_CONFIG("in_process", ISOLATION("process")) });
     symlinkSync(join(EXAMPLE_REPOSITORY, "tokenizer_ts"), join(repository, "tokenizer_ts"));
     server = await startOperon(["--model-repository", repository]);
@@ -70,7 +84,7 @@ describe("execution modes", () => {
     }
   });
 
-  it("runs a model in a worker process when its config asks for operon_isolation \"process\"", async () => {
+  it('runs a model in a worker process when its config asks for operon_isolation "process"', async () => {
     const [row] = (await workers(server)).filter((candidate) => candidate.model === "in_process");
     expect(row).toMatchObject({ isolation: "process", state: "READY" });
     expect(row!.pid).not.toBe(server.pid);
@@ -90,16 +104,23 @@ describe("operon_isolation values a model cannot have", () => {
     const repository = tempRepository();
     writeModel(repository, "bogus", addSubModel(), { config: ADD_SUB_CONFIG("bogus", ISOLATION("fiber")) });
     // The example TypeScript model, asking for a thread.
-    cpSync(join(EXAMPLE_REPOSITORY, "tokenizer_ts"), join(repository, "tokenizer_ts"), { recursive: true, dereference: true });
+    cpSync(join(EXAMPLE_REPOSITORY, "tokenizer_ts"), join(repository, "tokenizer_ts"), {
+      recursive: true,
+      dereference: true,
+    });
     appendFileSync(join(repository, "tokenizer_ts", "config.pbtxt"), `\n${ISOLATION("thread")}\n`);
     const server = await startOperon(["--model-repository", repository, "--model-control-mode", "explicit"]);
     try {
       const bogus = await fetch(`${server.httpUrl}/v2/repository/models/bogus/load`, { method: "POST" });
       expect(bogus.status).toBe(400);
-      expect(((await bogus.json()) as { error: string }).error).toMatch(/operon_isolation must be "thread" or "process", got "fiber"/);
+      expect(((await bogus.json()) as { error: string }).error).toMatch(
+        /operon_isolation must be "thread" or "process", got "fiber"/,
+      );
       const typescript = await fetch(`${server.httpUrl}/v2/repository/models/tokenizer_ts/load`, { method: "POST" });
       expect(typescript.status).toBe(400);
-      expect(((await typescript.json()) as { error: string }).error).toMatch(/backend 'typescript' runs user code, which always runs in a worker process/);
+      expect(((await typescript.json()) as { error: string }).error).toMatch(
+        /backend 'typescript' runs user code, which always runs in a worker process/,
+      );
     } finally {
       await server.stop();
     }

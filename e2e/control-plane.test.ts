@@ -37,7 +37,18 @@ function loadModel(server: RunningOperon, key?: string): Promise<Response> {
 }
 
 function controlPlaneArgs(): string[] {
-  return ["--control-plane", "--console=false", "--api-port", "0", "--model-repository", EXAMPLE_REPOSITORY, "--model-control-mode", "explicit", "--load-model", "add_sub"];
+  return [
+    "--control-plane",
+    "--console=false",
+    "--api-port",
+    "0",
+    "--model-repository",
+    EXAMPLE_REPOSITORY,
+    "--model-control-mode",
+    "explicit",
+    "--load-model",
+    "add_sub",
+  ];
 }
 
 describe("operon migrate, admin create and keys create", () => {
@@ -78,22 +89,69 @@ describe("operon migrate, admin create and keys create", () => {
     const missing = await runOperon(["admin", "create", "--email", "x@example.com", "--data-dir", dataDir]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/--password .* required/);
-    const weak = await runOperon(["admin", "create", "--email", "x@example.com", "--password", "short", "--data-dir", dataDir]);
+    const weak = await runOperon([
+      "admin",
+      "create",
+      "--email",
+      "x@example.com",
+      "--password",
+      "short",
+      "--data-dir",
+      dataDir,
+    ]);
     expect(weak.code).toBe(1);
     expect(weak.stderr).toMatch(/at least 10 characters/);
-    const created = await runOperon(["admin", "create", "--email", ADMIN.email, "--password", ADMIN.password, "--data-dir", dataDir]);
+    const created = await runOperon([
+      "admin",
+      "create",
+      "--email",
+      ADMIN.email,
+      "--password",
+      ADMIN.password,
+      "--data-dir",
+      dataDir,
+    ]);
     expect(created.code, created.stderr).toBe(0);
     expect(created.stdout).toMatch(/created admin admin@example.com/);
-    const again = await runOperon(["admin", "create", "--email", ADMIN.email, "--password", ADMIN.password, "--data-dir", dataDir]);
+    const again = await runOperon([
+      "admin",
+      "create",
+      "--email",
+      ADMIN.email,
+      "--password",
+      ADMIN.password,
+      "--data-dir",
+      dataDir,
+    ]);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/already exists/);
   });
 
   it("issues a key for an existing account only", async () => {
-    const unknown = await runOperon(["keys", "create", "--owner", "ghost@example.com", "--name", "x", "--data-dir", dataDir]);
+    const unknown = await runOperon([
+      "keys",
+      "create",
+      "--owner",
+      "ghost@example.com",
+      "--name",
+      "x",
+      "--data-dir",
+      dataDir,
+    ]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/no account with email ghost@example.com/);
-    const created = await runOperon(["keys", "create", "--owner", ADMIN.email, "--name", "ci", "--scopes", "infer", "--data-dir", dataDir]);
+    const created = await runOperon([
+      "keys",
+      "create",
+      "--owner",
+      ADMIN.email,
+      "--name",
+      "ci",
+      "--scopes",
+      "infer",
+      "--data-dir",
+      dataDir,
+    ]);
     expect(created.code, created.stderr).toBe(0);
     expect(created.stdout.trim()).toMatch(/^opk_[a-z2-7]{8}_\S+$/);
   });
@@ -104,7 +162,10 @@ describe("operon serve with the control plane", () => {
   let server: RunningOperon;
 
   beforeAll(async () => {
-    server = await startOperon([...controlPlaneArgs(), "--admin-email", ADMIN.email, "--admin-password", ADMIN.password], { dataDir });
+    server = await startOperon(
+      [...controlPlaneArgs(), "--admin-email", ADMIN.email, "--admin-password", ADMIN.password],
+      { dataDir },
+    );
   }, 120_000);
   afterAll(async () => {
     await server?.stop();
@@ -121,7 +182,16 @@ describe("operon serve with the control plane", () => {
   });
 
   it("keeps other processes out of its embedded database, saying why", async () => {
-    const result = await runOperon(["admin", "create", "--email", "second@example.com", "--password", ADMIN.password, "--data-dir", dataDir]);
+    const result = await runOperon([
+      "admin",
+      "create",
+      "--email",
+      "second@example.com",
+      "--password",
+      ADMIN.password,
+      "--data-dir",
+      dataDir,
+    ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(new RegExp(`in use by process ${server.pid}`));
   });
@@ -131,7 +201,11 @@ describe("operon serve with the control plane", () => {
     await session.client.auth.session.query();
     const response = await fetch(`${server.apiUrl}/api/trpc/auth.signIn`, {
       method: "POST",
-      headers: { "content-type": "application/json", cookie: `operon_csrf=${session.cookies.get("operon_csrf")}`, "x-csrf-token": session.cookies.get("operon_csrf")! },
+      headers: {
+        "content-type": "application/json",
+        cookie: `operon_csrf=${session.cookies.get("operon_csrf")}`,
+        "x-csrf-token": session.cookies.get("operon_csrf")!,
+      },
       body: JSON.stringify(ADMIN),
     });
     expect(response.status).toBe(200);
@@ -179,9 +253,17 @@ describe("operon serve with the control plane", () => {
     const session = apiSession(server.apiUrl!);
     await session.client.auth.session.query();
     for (let attempt = 0; attempt < 5; attempt++) {
-      expect((await apiErrorOf(session.client.auth.signIn.mutate({ email: "victim@example.com", password: "wrong-password" }))).appCode).toBe("UNAUTHENTICATED");
+      expect(
+        (
+          await apiErrorOf(
+            session.client.auth.signIn.mutate({ email: "victim@example.com", password: "wrong-password" }),
+          )
+        ).appCode,
+      ).toBe("UNAUTHENTICATED");
     }
-    const limited = await apiErrorOf(session.client.auth.signIn.mutate({ email: "victim@example.com", password: "wrong-password" }));
+    const limited = await apiErrorOf(
+      session.client.auth.signIn.mutate({ email: "victim@example.com", password: "wrong-password" }),
+    );
     expect(limited.appCode).toBe("RATE_LIMITED");
     expect(limited.httpStatus).toBe(429);
     expect(limited.message).toMatch(/try again in \d+ s/);
@@ -195,7 +277,13 @@ describe("operon serve with the control plane", () => {
     for (let attempt = 1; attempt <= 6; attempt++) {
       const response = await fetch(`${url}/auth.signIn`, {
         method: "POST",
-        headers: { "content-type": "application/json", cookie: `operon_csrf=${csrf}`, "x-csrf-token": csrf, "x-forwarded-for": `203.0.113.${attempt}`, "x-operon-proxy-token": "a guess" },
+        headers: {
+          "content-type": "application/json",
+          cookie: `operon_csrf=${csrf}`,
+          "x-csrf-token": csrf,
+          "x-forwarded-for": `203.0.113.${attempt}`,
+          "x-operon-proxy-token": "a guess",
+        },
         body: JSON.stringify({ email: "target@example.com", password: "wrong-password" }),
       });
       statuses.push(response.status);
@@ -219,8 +307,23 @@ describe("operon serve with the control plane", () => {
 describe("operon serve --require-api-key", () => {
   it("refuses inference without a key and serves it with one made by operon keys create", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "operon-cp-require-"));
-    expect((await runOperon(["admin", "create", "--email", ADMIN.email, "--password", ADMIN.password, "--data-dir", dataDir])).code).toBe(0);
-    const key = (await runOperon(["keys", "create", "--owner", ADMIN.email, "--name", "batch", "--data-dir", dataDir])).stdout.trim();
+    expect(
+      (
+        await runOperon([
+          "admin",
+          "create",
+          "--email",
+          ADMIN.email,
+          "--password",
+          ADMIN.password,
+          "--data-dir",
+          dataDir,
+        ])
+      ).code,
+    ).toBe(0);
+    const key = (
+      await runOperon(["keys", "create", "--owner", ADMIN.email, "--name", "batch", "--data-dir", dataDir])
+    ).stdout.trim();
     const server = await startOperon([...controlPlaneArgs(), "--require-api-key"], { dataDir });
     try {
       const anonymous = await infer(server);
@@ -238,8 +341,24 @@ describe("model control beyond loopback", () => {
   it("refuses to start when model control would be open to the network", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "operon-cp-exposed-"));
     const result = await runOperon([
-      "serve", "--model-repository", EXAMPLE_REPOSITORY, "--model-control-mode", "explicit", "--http-address", "0.0.0.0",
-      "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--api-port", "0", "--console=false", "--data-dir", dataDir,
+      "serve",
+      "--model-repository",
+      EXAMPLE_REPOSITORY,
+      "--model-control-mode",
+      "explicit",
+      "--http-address",
+      "0.0.0.0",
+      "--http-port",
+      "0",
+      "--grpc-port",
+      "0",
+      "--metrics-port",
+      "0",
+      "--api-port",
+      "0",
+      "--console=false",
+      "--data-dir",
+      dataDir,
     ]);
     expect(result.code).toBe(1);
     expect(result.stdout + result.stderr).toMatch(/refusing to expose model control/);

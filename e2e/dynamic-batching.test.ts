@@ -39,7 +39,9 @@ output [
 ]`;
 
 function image(side: number) {
-  return [{ name: "x", datatype: "FP32" as const, shape: [1, 3, side, side], data: float32Buffer(0.5, 3 * side * side) }];
+  return [
+    { name: "x", datatype: "FP32" as const, shape: [1, 3, side, side], data: float32Buffer(0.5, 3 * side * side) },
+  ];
 }
 
 function addSubInputs(batch: number, value: number) {
@@ -84,7 +86,11 @@ dynamic_batching { max_queue_delay_microseconds: 200000 }`,
 }`,
     );
     detModel(repository, "slow_unordered", `instance_group [ { count: 2 } ]\ndynamic_batching { }`);
-    detModel(repository, "slow_ordered", `instance_group [ { count: 2 } ]\ndynamic_batching { preserve_ordering: true }`);
+    detModel(
+      repository,
+      "slow_ordered",
+      `instance_group [ { count: 2 } ]\ndynamic_batching { preserve_ordering: true }`,
+    );
     server = await startOperon(["--model-repository", repository]);
   }, 120_000);
 
@@ -94,7 +100,9 @@ dynamic_batching { max_queue_delay_microseconds: 200000 }`,
 
   it("gathers concurrent requests into one batch of the preferred size and splits the outputs back", async () => {
     const before = await modelStats(server.httpUrl, "preferred4");
-    const results = await Promise.all([1, 2, 3, 4].map((value) => inferBinary(server.httpUrl, "preferred4", addSubInputs(1, value))));
+    const results = await Promise.all(
+      [1, 2, 3, 4].map((value) => inferBinary(server.httpUrl, "preferred4", addSubInputs(1, value))),
+    );
     results.forEach((result, index) => {
       expect(result.status).toBe(200);
       expect(result.outputs[0]!.data.readFloatLE(0)).toBe(index + 2); // INPUT0 + 1
@@ -108,7 +116,9 @@ dynamic_batching { max_queue_delay_microseconds: 200000 }`,
   });
 
   it("never exceeds max_batch_size and sends a partial batch when the queue delay expires", async () => {
-    const results = await Promise.all([1, 2, 3].map((value) => inferBinary(server.httpUrl, "delay200ms", addSubInputs(3, value))));
+    const results = await Promise.all(
+      [1, 2, 3].map((value) => inferBinary(server.httpUrl, "delay200ms", addSubInputs(3, value))),
+    );
     results.forEach((result, index) => {
       expect(result.status).toBe(200);
       expect(result.outputs[0]!.shape).toEqual([3, 16]);
@@ -126,7 +136,9 @@ dynamic_batching { max_queue_delay_microseconds: 200000 }`,
     const shapes = [2, 3, 2];
     const results = await Promise.all(
       shapes.map((width, index) =>
-        inferBinary(server.httpUrl, "ragged", [{ name: "INPUT0", datatype: "FP32", shape: [1, width], data: float32Buffer(index, width) }]),
+        inferBinary(server.httpUrl, "ragged", [
+          { name: "INPUT0", datatype: "FP32", shape: [1, width], data: float32Buffer(index, width) },
+        ]),
       ),
     );
     results.forEach((result, index) => {
@@ -144,7 +156,9 @@ dynamic_batching { max_queue_delay_microseconds: 200000 }`,
     await waitForExecutionStart(server, "slow_priorities");
     const low = inferBinary(server.httpUrl, "slow_priorities", image(32)).then(() => finished.push("low"));
     await waitForQueued(server, "slow_priorities", 1);
-    const high = inferBinary(server.httpUrl, "slow_priorities", image(32), { parameters: { priority: 1 } }).then(() => finished.push("high"));
+    const high = inferBinary(server.httpUrl, "slow_priorities", image(32), { parameters: { priority: 1 } }).then(() =>
+      finished.push("high"),
+    );
     await Promise.all([busy, low, high]);
     // Order of the two small requests only: busy's 1.6 MB answer may finish arriving after both ran
     // (on a loaded host the client reads it slower than the model runs two 32x32 images).
@@ -158,7 +172,10 @@ dynamic_batching { max_queue_delay_microseconds: 200000 }`,
     expect(timedOut.status).toBe(503);
     expect(timedOut.error).toMatch(/Request timeout expired/);
 
-    const queued = [inferBinary(server.httpUrl, "slow_priorities", image(32)), inferBinary(server.httpUrl, "slow_priorities", image(32))];
+    const queued = [
+      inferBinary(server.httpUrl, "slow_priorities", image(32)),
+      inferBinary(server.httpUrl, "slow_priorities", image(32)),
+    ];
     await waitForQueued(server, "slow_priorities", 2);
     const overflow = await inferBinary(server.httpUrl, "slow_priorities", image(32));
     expect(overflow.status).toBe(503);
@@ -172,12 +189,20 @@ dynamic_batching { max_queue_delay_microseconds: 200000 }`,
     const busy = inferBinary(server.httpUrl, "slow_priorities", image(640));
     await waitForExecutionStart(server, "slow_priorities");
     const controller = new AbortController();
-    const abandoned = inferBinary(server.httpUrl, "slow_priorities", image(32), { signal: controller.signal }).catch((error: Error) => error);
+    const abandoned = inferBinary(server.httpUrl, "slow_priorities", image(32), { signal: controller.signal }).catch(
+      (error: Error) => error,
+    );
     await waitForQueued(server, "slow_priorities", 1);
     controller.abort();
     expect(await abandoned).toBeInstanceOf(Error);
     expect((await busy).status).toBe(200);
-    await waitFor(async () => (await metric(server, /^nv_inference_request_failure\{model="slow_priorities",version="1",reason="CANCELED"\}/)) === 1);
+    await waitFor(
+      async () =>
+        (await metric(
+          server,
+          /^nv_inference_request_failure\{model="slow_priorities",version="1",reason="CANCELED"\}/,
+        )) === 1,
+    );
     const after = await modelStats(server.httpUrl, "slow_priorities");
     expect(after.execution_count - before.execution_count).toBe(1);
     expect(await metric(server, /^nv_inference_pending_request_count\{model="slow_priorities"/)).toBe(0);
@@ -198,8 +223,12 @@ dynamic_batching { max_queue_delay_microseconds: 200000 }`,
       await Promise.all([big, small]);
       doneAt[model] = times;
     }
-    expect(doneAt["slow_unordered"]!.small, "unordered: the small answer does not wait for the big one").toBeLessThan(doneAt["slow_unordered"]!.big - JITTER_MS);
-    expect(doneAt["slow_ordered"]!.small, "ordered: the small answer waits for the big one").toBeGreaterThanOrEqual(doneAt["slow_ordered"]!.big - JITTER_MS);
+    expect(doneAt["slow_unordered"]!.small, "unordered: the small answer does not wait for the big one").toBeLessThan(
+      doneAt["slow_unordered"]!.big - JITTER_MS,
+    );
+    expect(doneAt["slow_ordered"]!.small, "ordered: the small answer waits for the big one").toBeGreaterThanOrEqual(
+      doneAt["slow_ordered"]!.big - JITTER_MS,
+    );
   });
 });
 

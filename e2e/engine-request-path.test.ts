@@ -16,18 +16,31 @@ import { EXAMPLE_REPOSITORY, type RunningOperon, startOperon, tempRepository } f
  */
 
 const post = (server: RunningOperon, path: string, body: unknown): Promise<Response> =>
-  fetch(`${server.httpUrl}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  fetch(`${server.httpUrl}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
 
 function sseWords(text: string): string[] {
   return text
     .split("\n")
     .filter((line) => line.startsWith("data: "))
-    .map((line) => (JSON.parse(line.slice(6)) as { text_output?: string; error?: string }).text_output ?? `error: ${line}`);
+    .map(
+      (line) => (JSON.parse(line.slice(6)) as { text_output?: string; error?: string }).text_output ?? `error: ${line}`,
+    );
 }
 
 /** One ModelStreamInfer request on its own stream; the words streamed back (or the error messages). */
 function grpcStreamWords(address: string, model: string, text: string): Promise<string[]> {
-  const definition = protoLoader.loadSync(join(PROTO_DIR, "grpc_service.proto"), { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] });
+  const definition = protoLoader.loadSync(join(PROTO_DIR, "grpc_service.proto"), {
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+    includeDirs: [PROTO_DIR],
+  });
   const loaded = grpc.loadPackageDefinition(definition) as any;
   const client = new loaded.inference.GRPCInferenceService(address, grpc.credentials.createInsecure());
   const words: string[] = [];
@@ -36,7 +49,8 @@ function grpcStreamWords(address: string, model: string, text: string): Promise<
     call.on("data", (reply: { error_message: string; infer_response: { raw_output_contents: Buffer[] } }) => {
       if (reply.error_message !== "") words.push(`error: ${reply.error_message}`);
       // One BYTES element: a 4-byte length, then the word.
-      for (const raw of reply.infer_response.raw_output_contents) words.push(Buffer.from(raw).subarray(4).toString("utf8"));
+      for (const raw of reply.infer_response.raw_output_contents)
+        words.push(Buffer.from(raw).subarray(4).toString("utf8"));
     });
     call.on("end", () => {
       client.close();
@@ -46,7 +60,11 @@ function grpcStreamWords(address: string, model: string, text: string): Promise<
     const element = Buffer.from(text, "utf8");
     const length = Buffer.alloc(4);
     length.writeUInt32LE(element.length);
-    call.write({ model_name: model, inputs: [{ name: "text_input", datatype: "BYTES", shape: [1] }], raw_input_contents: [Buffer.concat([length, element])] });
+    call.write({
+      model_name: model,
+      inputs: [{ name: "text_input", datatype: "BYTES", shape: [1] }],
+      raw_input_contents: [Buffer.concat([length, element])],
+    });
     call.end();
   });
 }
@@ -55,8 +73,18 @@ describe("one request path for unary and streaming requests", () => {
   let server: RunningOperon;
   beforeAll(async () => {
     const repository = tempRepository();
-    for (const name of ["text_generator", "add_sub"]) cpSync(join(EXAMPLE_REPOSITORY, name), join(repository, name), { recursive: true });
-    server = await startOperon(["--model-repository", repository, "--model-control-mode", "explicit", "--load-model", "text_generator", "--load-model", "add_sub"]);
+    for (const name of ["text_generator", "add_sub"])
+      cpSync(join(EXAMPLE_REPOSITORY, name), join(repository, name), { recursive: true });
+    server = await startOperon([
+      "--model-repository",
+      repository,
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "text_generator",
+      "--load-model",
+      "add_sub",
+    ]);
   }, 60_000);
   afterAll(async () => {
     await server?.stop();
@@ -69,16 +97,24 @@ describe("one request path for unary and streaming requests", () => {
     const response = await post(server, "/v2/models/text_generator/generate_stream", { text_input: "parked no more" });
     expect(response.status).toBe(200);
     expect(sseWords(await response.text())).toEqual(["more", "no", "parked", "done"]);
-    expect(((await (await fetch(`${server.httpUrl}/v2/operon/parked`)).json()) as { models: string[] }).models).toEqual([]);
+    expect(((await (await fetch(`${server.httpUrl}/v2/operon/parked`)).json()) as { models: string[] }).models).toEqual(
+      [],
+    );
   }, 60_000);
 
   it("loads a parked decoupled model again for a gRPC stream", async () => {
     expect((await post(server, "/v2/operon/models/text_generator/park", {})).status).toBe(200);
-    expect(await grpcStreamWords(server.grpcAddress, "text_generator", "back again")).toEqual(["again", "back", "done"]);
+    expect(await grpcStreamWords(server.grpcAddress, "text_generator", "back again")).toEqual([
+      "again",
+      "back",
+      "done",
+    ]);
   }, 60_000);
 
   it("answers a unary request to a decoupled model UNSUPPORTED without counting it as a failure, and a stream to a plain model with one final response", async () => {
-    const refused = await post(server, "/v2/models/text_generator/infer", { inputs: [{ name: "text_input", datatype: "BYTES", shape: [1], data: ["x"] }] });
+    const refused = await post(server, "/v2/models/text_generator/infer", {
+      inputs: [{ name: "text_input", datatype: "BYTES", shape: [1], data: ["x"] }],
+    });
     expect(refused.status).toBe(501);
     const stats = (await (await fetch(`${server.httpUrl}/v2/models/text_generator/stats`)).json()) as {
       model_stats: Array<{ inference_stats: { fail: { count: number } } }>;

@@ -14,7 +14,10 @@ describe("example models", () => {
     for (const [path, write] of Object.entries(models)) {
       it(`${root}/${path} matches its generator`, () => {
         const committed = readFileSync(join(REPO_ROOT, root, path));
-        expect(Buffer.compare(write(), committed), `${root}/${path} differs: run node examples/generate-models.mjs`).toBe(0);
+        expect(
+          Buffer.compare(write(), committed),
+          `${root}/${path} differs: run node examples/generate-models.mjs`,
+        ).toBe(0);
       });
     }
   }

@@ -12,7 +12,10 @@ import { type RunningOperon, startOperon, tempRepository } from "./support/opero
  */
 interface Reply {
   status: number;
-  body: { error?: string; workers?: Array<{ model: string; instance: string; kind: string; device: number | null; state: string }> };
+  body: {
+    error?: string;
+    workers?: Array<{ model: string; instance: string; kind: string; device: number | null; state: string }>;
+  };
 }
 
 async function call(url: string, body?: unknown): Promise<Reply> {
@@ -28,8 +31,17 @@ describe("KIND_GPU instances on a host without a GPU", () => {
   beforeAll(async () => {
     const repository = tempRepository();
     writeModel(repository, "mixed", addSubModel(), { config: ADD_SUB_CONFIG("mixed", MIXED) });
-    writeModel(repository, "on_cpu", addSubModel(), { config: ADD_SUB_CONFIG("on_cpu", "instance_group [ { kind: KIND_CPU, count: 2 } ]") });
-    server = await startOperon(["--model-repository", repository, "--model-control-mode", "explicit", "--load-model", "on_cpu"]);
+    writeModel(repository, "on_cpu", addSubModel(), {
+      config: ADD_SUB_CONFIG("on_cpu", "instance_group [ { kind: KIND_CPU, count: 2 } ]"),
+    });
+    server = await startOperon([
+      "--model-repository",
+      repository,
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "on_cpu",
+    ]);
   });
   afterAll(async () => {
     await server?.stop();
@@ -39,7 +51,9 @@ describe("KIND_GPU instances on a host without a GPU", () => {
     const reply = await call(`${server.httpUrl}/v2/repository/models/mixed/load`, {});
     expect(reply.status).toBe(503);
     // (The server hides host paths from clients: /dev shows as "<server path>".)
-    expect(reply.body.error).toMatch(/instance 'mixed_1_0' is KIND_GPU on GPU 0, but this host has no usable GPU: no NVIDIA driver on this host \(.*nvidiactl does not exist\)/);
+    expect(reply.body.error).toMatch(
+      /instance 'mixed_1_0' is KIND_GPU on GPU 0, but this host has no usable GPU: no NVIDIA driver on this host \(.*nvidiactl does not exist\)/,
+    );
     const workers = await call(`${server.httpUrl}/v2/operon/workers`);
     expect(workers.body.workers!.filter((w) => w.model === "mixed")).toEqual([]);
     expect((await call(`${server.httpUrl}/v2/models/mixed/ready`)).status).not.toBe(200);

@@ -291,7 +291,11 @@ describe("metadata and configuration", () => {
   it("ModelMetadata reports every datatype by its wire name, BYTES for TYPE_STRING", async () => {
     for (const { name, datatype, dims } of IDENTITY_MODELS) {
       const metadata = await rpc("ModelMetadata", { name });
-      expect([name, metadata.inputs[0].datatype, metadata.inputs[0].shape.map(Number)]).toEqual([name, datatype, [-1, ...dims]]);
+      expect([name, metadata.inputs[0].datatype, metadata.inputs[0].shape.map(Number)]).toEqual([
+        name,
+        datatype,
+        [-1, ...dims],
+      ]);
       expect(metadata.outputs[0].datatype).toBe(datatype);
     }
   });
@@ -339,7 +343,12 @@ describe("ModelInfer with raw_input_contents", () => {
   });
 
   const cases: Array<{ model: string; datatype: string; shape: number[]; raw: Buffer }> = [
-    { model: "identity_fp32", datatype: "FP32", shape: [2, 4], raw: fp32([0, -1.5, 3.25, 1e30, -0, 7, 8, Number.MIN_VALUE]) },
+    {
+      model: "identity_fp32",
+      datatype: "FP32",
+      shape: [2, 4],
+      raw: fp32([0, -1.5, 3.25, 1e30, -0, 7, 8, Number.MIN_VALUE]),
+    },
     {
       model: "identity_int64",
       datatype: "INT64",
@@ -356,21 +365,33 @@ describe("ModelInfer with raw_input_contents", () => {
     },
     { model: "identity_uint8", datatype: "UINT8", shape: [1, 4], raw: Buffer.from([0, 1, 128, 255]) },
     // FP16 1.0, -2.0, 65504 (max), smallest subnormal.
-    { model: "identity_fp16", datatype: "FP16", shape: [1, 4], raw: Buffer.from([0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b, 0x01, 0x00]) },
+    {
+      model: "identity_fp16",
+      datatype: "FP16",
+      shape: [1, 4],
+      raw: Buffer.from([0x00, 0x3c, 0x00, 0xc0, 0xff, 0x7b, 0x01, 0x00]),
+    },
   ];
 
-  it.each(cases)("$datatype identity returns raw_output_contents equal to the input bytes", async ({ model, datatype, shape, raw }) => {
-    const response = await rpc("ModelInfer", identityRequest(model, { name: "INPUT0", datatype, shape }, raw));
-    expect(response.model_name).toBe(model);
-    expect(response.outputs.map((o: Message) => [o.name, o.datatype, o.shape.map(Number)])).toEqual([["OUTPUT0", datatype, shape]]);
-    expect(response.raw_output_contents).toHaveLength(1);
-    expect(Buffer.compare(response.raw_output_contents[0], raw)).toBe(0);
-  });
+  it.each(cases)(
+    "$datatype identity returns raw_output_contents equal to the input bytes",
+    async ({ model, datatype, shape, raw }) => {
+      const response = await rpc("ModelInfer", identityRequest(model, { name: "INPUT0", datatype, shape }, raw));
+      expect(response.model_name).toBe(model);
+      expect(response.outputs.map((o: Message) => [o.name, o.datatype, o.shape.map(Number)])).toEqual([
+        ["OUTPUT0", datatype, shape],
+      ]);
+      expect(response.raw_output_contents).toHaveLength(1);
+      expect(Buffer.compare(response.raw_output_contents[0], raw)).toBe(0);
+    },
+  );
 
   it("a multi-version model serves the requested version, and the highest one by default", async () => {
     const raw = fp32([1, 2]);
     const request = (version: string) =>
-      identityRequest("identity_versions", { name: "INPUT0", datatype: "FP32", shape: [1, 2] }, raw, { model_version: version });
+      identityRequest("identity_versions", { name: "INPUT0", datatype: "FP32", shape: [1, 2] }, raw, {
+        model_version: version,
+      });
     const v1 = await rpc("ModelInfer", request("1"));
     const v2 = await rpc("ModelInfer", request("2"));
     const latest = await rpc("ModelInfer", request(""));
@@ -385,7 +406,10 @@ describe("ModelInfer with raw_input_contents", () => {
     expect(only1.outputs.map((o: Message) => o.name)).toEqual(["OUTPUT1"]);
     expect(only1.raw_output_contents).toHaveLength(1);
     expect(Buffer.compare(only1.raw_output_contents[0], fp32(a.map((v) => v - 2)))).toBe(0);
-    const reversed = await rpc("ModelInfer", addSubRequest(a, b, { outputs: [{ name: "OUTPUT1" }, { name: "OUTPUT0" }] }));
+    const reversed = await rpc(
+      "ModelInfer",
+      addSubRequest(a, b, { outputs: [{ name: "OUTPUT1" }, { name: "OUTPUT0" }] }),
+    );
     expect(reversed.outputs.map((o: Message) => o.name)).toEqual(["OUTPUT1", "OUTPUT0"]);
     expect(Buffer.compare(reversed.raw_output_contents[1], fp32(a.map((v) => v + 2)))).toBe(0);
   });
@@ -432,7 +456,12 @@ describe("ModelInfer with typed contents", () => {
     const values = ["-9223372036854775808", "9223372036854775807", "9007199254740993", "-3"];
     const response = await rpc(
       "ModelInfer",
-      identityRequest("identity_int64", { name: "INPUT0", datatype: "INT64", shape: [1, 4], contents: { int64_contents: values } }),
+      identityRequest("identity_int64", {
+        name: "INPUT0",
+        datatype: "INT64",
+        shape: [1, 4],
+        contents: { int64_contents: values },
+      }),
     );
     expect(Buffer.compare(response.raw_output_contents[0], int64(values.map(BigInt)))).toBe(0);
   });
@@ -440,7 +469,12 @@ describe("ModelInfer with typed contents", () => {
   it("uint_contents carry UINT8 values", async () => {
     const response = await rpc(
       "ModelInfer",
-      identityRequest("identity_uint8", { name: "INPUT0", datatype: "UINT8", shape: [1, 4], contents: { uint_contents: [0, 7, 128, 255] } }),
+      identityRequest("identity_uint8", {
+        name: "INPUT0",
+        datatype: "UINT8",
+        shape: [1, 4],
+        contents: { uint_contents: [0, 7, 128, 255] },
+      }),
     );
     expect([...response.raw_output_contents[0]]).toEqual([0, 7, 128, 255]);
   });
@@ -462,7 +496,12 @@ describe("ModelInfer with typed contents", () => {
     const elements = [Buffer.from("héllo"), Buffer.alloc(0), Buffer.from("𝄞 clef")];
     const response = await rpc(
       "ModelInfer",
-      identityRequest("identity_bytes", { name: "INPUT0", datatype: "BYTES", shape: [1, 3], contents: { bytes_contents: elements } }),
+      identityRequest("identity_bytes", {
+        name: "INPUT0",
+        datatype: "BYTES",
+        shape: [1, 3],
+        contents: { bytes_contents: elements },
+      }),
     );
     expect(response.outputs[0].shape.map(Number)).toEqual([1, 3]);
     expect(Buffer.compare(response.raw_output_contents[0], bytesTensor(elements))).toBe(0);
@@ -728,7 +767,10 @@ describe("model repository", () => {
   });
 
   it("RepositoryModelLoad with a config override serves the new config until reloaded from the repository", async () => {
-    const request = (batch: number) => ({ ...addSubRequest(range(16 * batch), range(16 * batch)), model_name: "add_sub_override" });
+    const request = (batch: number) => ({
+      ...addSubRequest(range(16 * batch), range(16 * batch)),
+      model_name: "add_sub_override",
+    });
     await rpc("RepositoryModelLoad", {
       model_name: "add_sub_override",
       parameters: { config: { string_param: addSubConfigJson("add_sub_override", 2) } },
@@ -773,19 +815,31 @@ describe("model repository", () => {
 
   it("load and unload errors: unknown model NOT_FOUND, files without config and bad parameters INVALID_ARGUMENT", async () => {
     const unknownLoad = await rpcError("RepositoryModelLoad", { model_name: "no_such_model" });
-    expect([unknownLoad.code, unknownLoad.details]).toEqual([grpc.status.NOT_FOUND, expect.stringContaining("no_such_model")]);
+    expect([unknownLoad.code, unknownLoad.details]).toEqual([
+      grpc.status.NOT_FOUND,
+      expect.stringContaining("no_such_model"),
+    ]);
     const unknownUnload = await rpcError("RepositoryModelUnload", { model_name: "no_such_model" });
-    expect([unknownUnload.code, unknownUnload.details]).toEqual([grpc.status.NOT_FOUND, expect.stringContaining("no_such_model")]);
+    expect([unknownUnload.code, unknownUnload.details]).toEqual([
+      grpc.status.NOT_FOUND,
+      expect.stringContaining("no_such_model"),
+    ]);
     const noConfig = await rpcError("RepositoryModelLoad", {
       model_name: "uploaded_without_config",
       parameters: { "file:1/model.onnx": { bytes_param: addSubModel() } },
     });
-    expect([noConfig.code, noConfig.details]).toEqual([grpc.status.INVALID_ARGUMENT, expect.stringContaining("'config' is required")]);
+    expect([noConfig.code, noConfig.details]).toEqual([
+      grpc.status.INVALID_ARGUMENT,
+      expect.stringContaining("'config' is required"),
+    ]);
     const badConfig = await rpcError("RepositoryModelLoad", {
       model_name: "add_sub_override",
       parameters: { config: { string_param: "{not json" } },
     });
-    expect([badConfig.code, badConfig.details]).toEqual([grpc.status.INVALID_ARGUMENT, expect.stringContaining("invalid JSON")]);
+    expect([badConfig.code, badConfig.details]).toEqual([
+      grpc.status.INVALID_ARGUMENT,
+      expect.stringContaining("invalid JSON"),
+    ]);
     // A failed reload leaves the served version in place.
     expect((await rpc("ModelReady", { name: "add_sub_override" })).ready).toBe(true);
   });
@@ -800,7 +854,9 @@ describe("model repository", () => {
 
 describe("ModelStreamInfer", () => {
   it("answers 20 requests on one stream, matched by id; bad requests in the middle yield error_message and the stream continues", async () => {
-    const stream = (inference as unknown as { ModelStreamInfer(): grpc.ClientDuplexStream<object, Message> }).ModelStreamInfer();
+    const stream = (
+      inference as unknown as { ModelStreamInfer(): grpc.ClientDuplexStream<object, Message> }
+    ).ModelStreamInfer();
     const replies: Message[] = [];
     const finished = new Promise<grpc.StatusObject>((resolve, reject) => {
       stream.on("data", (reply: Message) => replies.push(reply));
@@ -824,11 +880,17 @@ describe("ModelStreamInfer", () => {
     expect(status.code).toBe(grpc.status.OK);
     expect(replies).toHaveLength(20);
     const byId = new Map(replies.map((reply) => [reply.infer_response.id, reply]));
-    expect([...byId.keys()].sort()).toEqual(range(20).map((i) => `req-${i}`).sort());
+    expect([...byId.keys()].sort()).toEqual(
+      range(20)
+        .map((i) => `req-${i}`)
+        .sort(),
+    );
     for (let i = 0; i < 20; i++) {
       const reply = byId.get(`req-${i}`);
       if (i === 10 || i === 15) {
-        expect(reply.error_message).toMatch(i === 10 ? /unexpected shape for input 'INPUT1'/ : /unknown model.*'no_such_model'/);
+        expect(reply.error_message).toMatch(
+          i === 10 ? /unexpected shape for input 'INPUT1'/ : /unknown model.*'no_such_model'/,
+        );
         expect(reply.infer_response.raw_output_contents).toEqual([]);
       } else {
         expect(reply.error_message).toBe("");
@@ -839,7 +901,9 @@ describe("ModelStreamInfer", () => {
   });
 
   it("a client that cancels its stream does not break the server", async () => {
-    const stream = (inference as unknown as { ModelStreamInfer(): grpc.ClientDuplexStream<object, Message> }).ModelStreamInfer();
+    const stream = (
+      inference as unknown as { ModelStreamInfer(): grpc.ClientDuplexStream<object, Message> }
+    ).ModelStreamInfer();
     const ended = new Promise<grpc.StatusObject>((resolve) => {
       stream.on("status", resolve);
       stream.on("error", () => undefined); // the CANCELLED status below says it all
@@ -873,7 +937,10 @@ describe("cancellation and concurrency", () => {
     );
     expect(cancelled.map((error) => error?.code)).toEqual(range(10).map(() => grpc.status.CANCELLED));
     const raw = fp32([1, 2, 3, 4]);
-    const response = await rpc("ModelInfer", identityRequest("identity_fp32", { name: "INPUT0", datatype: "FP32", shape: [1, 4] }, raw));
+    const response = await rpc(
+      "ModelInfer",
+      identityRequest("identity_fp32", { name: "INPUT0", datatype: "FP32", shape: [1, 4] }, raw),
+    );
     expect(Buffer.compare(response.raw_output_contents[0], raw)).toBe(0);
     expect((await rpc("ServerReady")).ready).toBe(true);
   });
@@ -885,8 +952,11 @@ describe("cancellation and concurrency", () => {
       range(20).map(
         (i) =>
           new Promise<{ error: grpc.ServiceError | null; response: Message }>((resolve) => {
-            const call = method(inference, "ModelInfer")(addSubRequest(a, a, { id: `cancel-${i}` }), new grpc.Metadata(), {}, (error, response) =>
-              resolve({ error, response }),
+            const call = method(inference, "ModelInfer")(
+              addSubRequest(a, a, { id: `cancel-${i}` }),
+              new grpc.Metadata(),
+              {},
+              (error, response) => resolve({ error, response }),
             );
             setTimeout(() => call.cancel(), 2 * i);
           }),
@@ -900,7 +970,11 @@ describe("cancellation and concurrency", () => {
   });
 
   it("100 concurrent ModelInfer calls all get their own correct answers", async () => {
-    const requests = range(100).map((i) => ({ a: range(16, i * 16), b: range(16).map((v) => v * i), id: `concurrent-${i}` }));
+    const requests = range(100).map((i) => ({
+      a: range(16, i * 16),
+      b: range(16).map((v) => v * i),
+      id: `concurrent-${i}`,
+    }));
     const responses = await Promise.all(requests.map(({ a, b, id }) => rpc("ModelInfer", addSubRequest(a, b, { id }))));
     responses.forEach((response, i) => {
       const { a, b, id } = requests[i]!;
@@ -918,7 +992,8 @@ describe("Python grpcio client (independent stack)", () => {
   /** Debian's python3-grpcio et al. install for /usr/bin/python3; a python3 on PATH may be another interpreter. */
   function pythonWithGrpc(): string {
     const candidates = [process.env.OPERON_TEST_PYTHON, "/usr/bin/python3", "python3"].filter(
-      (candidate): candidate is string => candidate !== undefined && candidate !== "" && (!candidate.startsWith("/") || existsSync(candidate)),
+      (candidate): candidate is string =>
+        candidate !== undefined && candidate !== "" && (!candidate.startsWith("/") || existsSync(candidate)),
     );
     for (const candidate of candidates) {
       if (spawnSync(candidate, ["-c", PYTHON_MODULES], { stdio: "ignore" }).status === 0) return candidate;
@@ -964,7 +1039,11 @@ describe("after everything", () => {
     expect(await rpc("ServerLive")).toEqual({ live: true });
     expect(await rpc("ServerReady")).toEqual({ ready: true });
     expect(await rpc("Check", { service: "" }, health)).toEqual({ status: "SERVING" });
-    const rows = (await rpc("RepositoryIndex", { ready: true })).models.map((m: Message) => [m.name, m.version, m.state]);
+    const rows = (await rpc("RepositoryIndex", { ready: true })).models.map((m: Message) => [
+      m.name,
+      m.version,
+      m.state,
+    ]);
     expect(rows).toEqual(ALL_MODEL_VERSIONS.map(([name, version]) => [name, version, "READY"]));
     expect(server.output()).not.toMatch(/failed unexpectedly/);
   });

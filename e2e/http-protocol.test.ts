@@ -143,7 +143,12 @@ interface ModelStatsJson {
     "success" | "fail" | "queue" | "compute_input" | "compute_infer" | "compute_output" | "cache_hit" | "cache_miss",
     DurationStat
   >;
-  batch_stats: Array<{ batch_size: number; compute_input: DurationStat; compute_infer: DurationStat; compute_output: DurationStat }>;
+  batch_stats: Array<{
+    batch_size: number;
+    compute_input: DurationStat;
+    compute_infer: DurationStat;
+    compute_output: DurationStat;
+  }>;
   memory_usage: unknown[];
 }
 
@@ -171,7 +176,11 @@ async function infer(model: string, body: unknown, version?: string): Promise<In
 }
 
 /** Asserts the status and a `{"error": msg}` body (plus Operon's `"kind"` when the failure has one) whose message contains every fragment. */
-async function expectError(responseOrPromise: Response | Promise<Response>, status: number, ...fragments: string[]): Promise<string> {
+async function expectError(
+  responseOrPromise: Response | Promise<Response>,
+  status: number,
+  ...fragments: string[]
+): Promise<string> {
   const response = await responseOrPromise;
   const text = await response.text();
   expect(response.status, text).toBe(status);
@@ -250,12 +259,21 @@ function rawRequest(
   return new Promise((resolve, reject) => {
     let answered = false;
     const request = http.request(
-      { host: target.hostname, port: target.port, path: target.pathname, method: options.method, headers: options.headers ?? {}, agent: false },
+      {
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: options.method,
+        headers: options.headers ?? {},
+        agent: false,
+      },
       (response) => {
         answered = true;
         const chunks: Buffer[] = [];
         response.on("data", (chunk: Buffer) => chunks.push(chunk));
-        response.on("end", () => resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) }));
+        response.on("end", () =>
+          resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks) }),
+        );
         response.on("error", reject);
       },
     );
@@ -293,7 +311,8 @@ async function scrapeMetrics(): Promise<Map<string, Sample[]>> {
     expect(match, `unparseable metrics line: ${line}`).not.toBeNull();
     const [, name, labelText, value] = match!;
     const labels: Record<string, string> = {};
-    for (const label of (labelText ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[label[1]!] = label[2]!;
+    for (const label of (labelText ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      labels[label[1]!] = label[2]!;
     const list = samples.get(name!) ?? [];
     list.push({ labels, value: Number(value) });
     samples.set(name!, list);
@@ -315,7 +334,8 @@ function metric(samples: Map<string, Sample[]>, name: string, labels: Record<str
 // ---------------------------------------------------------------------------
 
 const f32 = (values: number[]): Buffer => Buffer.from(new Float32Array(values).buffer);
-const readF32 = (bytes: Buffer): number[] => Array.from({ length: bytes.length / 4 }, (_, i) => bytes.readFloatLE(i * 4));
+const readF32 = (bytes: Buffer): number[] =>
+  Array.from({ length: bytes.length / 4 }, (_, i) => bytes.readFloatLE(i * 4));
 const i32 = (values: number[]): Buffer => Buffer.from(new Int32Array(values).buffer);
 const range = (n: number, from = 0): number[] => Array.from({ length: n }, (_, i) => from + i);
 
@@ -351,9 +371,14 @@ const B16 = new Array<number>(16).fill(2);
 beforeAll(async () => {
   // Each assigned as soon as it is up, so afterAll stops it even if the other fails to start.
   const started = await Promise.allSettled([
-    startOperon(["--model-repository", buildMainRepository(), "--model-control-mode", "explicit", "--load-model", "*"]).then(
-      (running) => (server = running),
-    ),
+    startOperon([
+      "--model-repository",
+      buildMainRepository(),
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "*",
+    ]).then((running) => (server = running)),
     startOperon(["--model-repository", buildSmallRepository(), "--http-max-body-bytes", String(SMALL_BODY_LIMIT)]).then(
       (running) => (smallServer = running),
     ),
@@ -379,7 +404,12 @@ describe("health", () => {
   });
 
   it("reports a loaded model ready, with and without a version", async () => {
-    for (const path of ["/v2/models/add_sub/ready", "/v2/models/add_sub/versions/1/ready", "/v2/models/versioned/versions/1/ready", "/v2/models/versioned/versions/2/ready"]) {
+    for (const path of [
+      "/v2/models/add_sub/ready",
+      "/v2/models/add_sub/versions/1/ready",
+      "/v2/models/versioned/versions/1/ready",
+      "/v2/models/versioned/versions/2/ready",
+    ]) {
       const response = await fetch(url(path));
       expect(response.status, path).toBe(200);
       expect(await response.text()).toBe("");
@@ -489,7 +519,10 @@ describe("model configuration extension", () => {
 
   it("auto-completes a model without config.pbtxt from its ONNX file", async () => {
     for (const datatype of ALL_DATATYPES.filter((type) => !CONFIGURED.has(type))) {
-      const config = (await (await fetch(url(`/v2/models/${identityName(datatype)}/config`))).json()) as Record<string, unknown>;
+      const config = (await (await fetch(url(`/v2/models/${identityName(datatype)}/config`))).json()) as Record<
+        string,
+        unknown
+      >;
       expect(config, datatype).toMatchObject({
         name: identityName(datatype),
         backend: "onnxruntime",
@@ -502,7 +535,9 @@ describe("model configuration extension", () => {
   });
 
   it("names BYTES tensors TYPE_STRING and serves the config per version", async () => {
-    const bytes = (await (await fetch(url("/v2/models/identity_bytes/config"))).json()) as { input: Array<{ data_type: string; dims: number[] }> };
+    const bytes = (await (await fetch(url("/v2/models/identity_bytes/config"))).json()) as {
+      input: Array<{ data_type: string; dims: number[] }>;
+    };
     expect(bytes.input[0]).toMatchObject({ data_type: "TYPE_STRING", dims: [-1] });
     const response = await fetch(url("/v2/models/versioned/versions/1/config"));
     expect(response.status).toBe(200);
@@ -547,8 +582,16 @@ describe("infer with JSON tensors", () => {
 
   it("takes INT64/UINT64 beyond 2^53 as decimal strings and answers with every digit", async () => {
     for (const [datatype, values, expected] of [
-      ["INT64", ["9223372036854775807", "-9223372036854775808", "9007199254740993", "-9007199254740993"], "[9223372036854775807,-9223372036854775808,9007199254740993,-9007199254740993]"],
-      ["UINT64", ["18446744073709551615", "9007199254740993", "0", "12345678901234567890"], "[18446744073709551615,9007199254740993,0,12345678901234567890]"],
+      [
+        "INT64",
+        ["9223372036854775807", "-9223372036854775808", "9007199254740993", "-9007199254740993"],
+        "[9223372036854775807,-9223372036854775808,9007199254740993,-9007199254740993]",
+      ],
+      [
+        "UINT64",
+        ["18446744073709551615", "9007199254740993", "0", "12345678901234567890"],
+        "[18446744073709551615,9007199254740993,0,12345678901234567890]",
+      ],
     ] as const) {
       const response = await postJson(inferPath(identityName(datatype)), {
         inputs: [{ name: "INPUT0", datatype, shape: [1, 4], data: values }],
@@ -562,7 +605,10 @@ describe("infer with JSON tensors", () => {
 
   it("refuses an INT64 number past 2^53, which JSON may already have rounded", async () => {
     await expectError(
-      postJson(inferPath("identity_int64"), '{"inputs":[{"name":"INPUT0","datatype":"INT64","shape":[1,4],"data":[9007199254740993,0,0,0]}]}'),
+      postJson(
+        inferPath("identity_int64"),
+        '{"inputs":[{"name":"INPUT0","datatype":"INT64","shape":[1,4],"data":[9007199254740993,0,0,0]}]}',
+      ),
       400,
       "INPUT0",
       "decimal string",
@@ -571,7 +617,9 @@ describe("infer with JSON tensors", () => {
 
   it("refuses FP16 as JSON, naming binary data as the way", async () => {
     await expectError(
-      postJson(inferPath("identity_fp16"), { inputs: [{ name: "INPUT0", datatype: "FP16", shape: [1, 4], data: [1, 2, 3, 4] }] }),
+      postJson(inferPath("identity_fp16"), {
+        inputs: [{ name: "INPUT0", datatype: "FP16", shape: [1, 4], data: [1, 2, 3, 4] }],
+      }),
       400,
       "INPUT0",
       "FP16",
@@ -584,7 +632,17 @@ describe("infer with JSON tensors", () => {
       inputs: [{ name: "INPUT0", datatype: "INT32", shape: [2, 4], data: range(8) }],
     });
     const nested = await infer("identity_int32", {
-      inputs: [{ name: "INPUT0", datatype: "INT32", shape: [2, 4], data: [[0, 1, 2, 3], [4, 5, 6, 7]] }],
+      inputs: [
+        {
+          name: "INPUT0",
+          datatype: "INT32",
+          shape: [2, 4],
+          data: [
+            [0, 1, 2, 3],
+            [4, 5, 6, 7],
+          ],
+        },
+      ],
     });
     expect(flat.outputs).toEqual([{ name: "OUTPUT0", datatype: "INT32", shape: [2, 4], data: range(8) }]);
     expect(nested.outputs).toEqual(flat.outputs);
@@ -626,7 +684,10 @@ describe("infer with JSON tensors", () => {
   it("returns only the requested outputs", async () => {
     const one = await infer("add_sub", addSubRequest(A16, B16, { outputs: [{ name: "OUTPUT1" }] }));
     expect(one.outputs).toEqual([{ name: "OUTPUT1", datatype: "FP32", shape: [1, 16], data: A16.map((a) => a - 2) }]);
-    const both = await infer("add_sub", addSubRequest(A16, B16, { outputs: [{ name: "OUTPUT0" }, { name: "OUTPUT1" }] }));
+    const both = await infer(
+      "add_sub",
+      addSubRequest(A16, B16, { outputs: [{ name: "OUTPUT0" }, { name: "OUTPUT1" }] }),
+    );
     expect(both.outputs.map((output) => output.name).sort()).toEqual(["OUTPUT0", "OUTPUT1"]);
     const empty = await infer("add_sub", addSubRequest(A16, B16, { outputs: [] }));
     expect(empty.outputs.map((output) => output.name).sort()).toEqual(["OUTPUT0", "OUTPUT1"]);
@@ -670,7 +731,10 @@ describe("infer with JSON tensors", () => {
 
   it("refuses parameter keys starting with 'triton_' (reserved)", async () => {
     await expectError(
-      postJson(inferPath("add_sub"), addSubRequest(A16, B16, { parameters: { triton_enable_empty_final_response: true } })),
+      postJson(
+        inferPath("add_sub"),
+        addSubRequest(A16, B16, { parameters: { triton_enable_empty_final_response: true } }),
+      ),
       400,
       "'triton_'",
       "reserved",
@@ -678,7 +742,11 @@ describe("infer with JSON tensors", () => {
   });
 
   it("refuses a parameter value that is not a string, number or boolean", async () => {
-    await expectError(postJson(inferPath("add_sub"), addSubRequest(A16, B16, { parameters: { nested: { a: 1 } } })), 400, "parameters.nested");
+    await expectError(
+      postJson(inferPath("add_sub"), addSubRequest(A16, B16, { parameters: { nested: { a: 1 } } })),
+      400,
+      "parameters.nested",
+    );
   });
 
   it("serves versioned routes: each version by number, the highest without one", async () => {
@@ -813,7 +881,9 @@ describe("binary_tensor_data extension", () => {
     const second = await parseInferResponse(
       await postJson(
         inferPath("add_sub"),
-        addSubRequest(A16, B16, { outputs: [{ name: "OUTPUT0" }, { name: "OUTPUT1", parameters: { binary_data: true } }] }),
+        addSubRequest(A16, B16, {
+          outputs: [{ name: "OUTPUT0" }, { name: "OUTPUT1", parameters: { binary_data: true } }],
+        }),
       ),
     );
     expect(second.json.outputs.find((o) => o.name === "OUTPUT0")!.data).toEqual(A16.map((a) => a + 2));
@@ -846,7 +916,10 @@ describe("binary_tensor_data extension", () => {
 
   it("sends only the one requested output as binary", async () => {
     const { json, binary } = await parseInferResponse(
-      await postJson(inferPath("add_sub"), addSubRequest(A16, B16, { outputs: [{ name: "OUTPUT1", parameters: { binary_data: true } }] })),
+      await postJson(
+        inferPath("add_sub"),
+        addSubRequest(A16, B16, { outputs: [{ name: "OUTPUT1", parameters: { binary_data: true } }] }),
+      ),
     );
     expect(json.outputs.map((output) => output.name)).toEqual(["OUTPUT1"]);
     expect(readF32(binary.get("OUTPUT1")!)).toEqual(A16.map((a) => a - 2));
@@ -866,13 +939,28 @@ describe("binary_tensor_data extension", () => {
         bytes,
       ),
     );
-    expect(json.outputs).toEqual([{ name: "OUTPUT0", datatype: "FP16", shape: [2, 4], parameters: { binary_data_size: 16 } }]);
+    expect(json.outputs).toEqual([
+      { name: "OUTPUT0", datatype: "FP16", shape: [2, 4], parameters: { binary_data_size: 16 } },
+    ]);
     expect(binary.get("OUTPUT0")!.equals(bytes)).toBe(true);
   });
 
   it("carries every fixed-size datatype through binary data unchanged", async () => {
     for (const datatype of ALL_DATATYPES.filter((type) => type !== "BYTES")) {
-      const size = { BOOL: 1, INT8: 1, UINT8: 1, INT16: 2, UINT16: 2, FP16: 2, INT32: 4, UINT32: 4, FP32: 4, INT64: 8, UINT64: 8, FP64: 8 }[datatype];
+      const size = {
+        BOOL: 1,
+        INT8: 1,
+        UINT8: 1,
+        INT16: 2,
+        UINT16: 2,
+        FP16: 2,
+        INT32: 4,
+        UINT32: 4,
+        FP32: 4,
+        INT64: 8,
+        UINT64: 8,
+        FP64: 8,
+      }[datatype];
       // Distinct, valid bytes per element (BOOL must be 0 or 1).
       const bytes = Buffer.from(range(4 * size, 1).map((i) => (datatype === "BOOL" ? i % 2 : (i * 37) & 0x7f)));
       const { json, binary } = await parseInferResponse(
@@ -885,7 +973,11 @@ describe("binary_tensor_data extension", () => {
           bytes,
         ),
       );
-      expect(json.outputs[0], datatype).toMatchObject({ datatype, shape: [1, 4], parameters: { binary_data_size: bytes.length } });
+      expect(json.outputs[0], datatype).toMatchObject({
+        datatype,
+        shape: [1, 4],
+        parameters: { binary_data_size: bytes.length },
+      });
       expect(binary.get("OUTPUT0")!.equals(bytes), datatype).toBe(true);
     }
   });
@@ -898,12 +990,16 @@ describe("binary_tensor_data extension", () => {
         inferPath("identity_bytes"),
         {
           parameters: { binary_data_output: true },
-          inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 4], parameters: { binary_data_size: tensor.length } }],
+          inputs: [
+            { name: "INPUT0", datatype: "BYTES", shape: [1, 4], parameters: { binary_data_size: tensor.length } },
+          ],
         },
         tensor,
       ),
     );
-    expect(json.outputs).toEqual([{ name: "OUTPUT0", datatype: "BYTES", shape: [1, 4], parameters: { binary_data_size: tensor.length } }]);
+    expect(json.outputs).toEqual([
+      { name: "OUTPUT0", datatype: "BYTES", shape: [1, 4], parameters: { binary_data_size: tensor.length } },
+    ]);
     expect(binary.get("OUTPUT0")!.equals(tensor)).toBe(true);
 
     // The same binary input answered as JSON strings.
@@ -925,7 +1021,9 @@ describe("binary_tensor_data extension", () => {
         inferPath("identity_bytes"),
         {
           parameters: { binary_data_output: true },
-          inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [2, 2], parameters: { binary_data_size: tensor.length } }],
+          inputs: [
+            { name: "INPUT0", datatype: "BYTES", shape: [2, 2], parameters: { binary_data_size: tensor.length } },
+          ],
         },
         tensor,
       ),
@@ -943,7 +1041,11 @@ describe("binary_tensor_data extension", () => {
       await expectError(
         postBinary(
           inferPath("identity_bytes"),
-          { inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 2], parameters: { binary_data_size: tensor.length } }] },
+          {
+            inputs: [
+              { name: "INPUT0", datatype: "BYTES", shape: [1, 2], parameters: { binary_data_size: tensor.length } },
+            ],
+          },
           tensor,
         ),
         400,
@@ -959,7 +1061,11 @@ describe("binary_tensor_data extension", () => {
     await expectError(
       postBinary(
         inferPath("identity_bytes"),
-        { inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 1], parameters: { binary_data_size: tensor.length } }] },
+        {
+          inputs: [
+            { name: "INPUT0", datatype: "BYTES", shape: [1, 1], parameters: { binary_data_size: tensor.length } },
+          ],
+        },
         tensor,
       ),
       400,
@@ -976,19 +1082,29 @@ describe("binary_tensor_data extension", () => {
     });
     const { json, binary } = await parseInferResponse(response);
     expect(json.model_name).toBe("identity_fp32");
-    expect(json.outputs).toEqual([{ name: "OUTPUT0", datatype: "FP32", shape: [1, 4], parameters: { binary_data_size: 16 } }]);
+    expect(json.outputs).toEqual([
+      { name: "OUTPUT0", datatype: "FP32", shape: [1, 4], parameters: { binary_data_size: 16 } },
+    ]);
     expect(binary.get("OUTPUT0")!.equals(data)).toBe(true);
   });
 
   it("refuses a raw binary request for a model with two inputs, or of the wrong size", async () => {
     await expectError(
-      fetch(url(inferPath("add_sub")), { method: "POST", headers: { "Inference-Header-Content-Length": "0" }, body: f32(A16) }),
+      fetch(url(inferPath("add_sub")), {
+        method: "POST",
+        headers: { "Inference-Header-Content-Length": "0" },
+        body: f32(A16),
+      }),
       400,
       "exactly one input",
       "'add_sub'",
     );
     await expectError(
-      fetch(url(inferPath("identity_fp32")), { method: "POST", headers: { "Inference-Header-Content-Length": "0" }, body: f32([1, 2, 3]) }),
+      fetch(url(inferPath("identity_fp32")), {
+        method: "POST",
+        headers: { "Inference-Header-Content-Length": "0" },
+        body: f32([1, 2, 3]),
+      }),
       400,
       "INPUT0",
       "16 bytes",
@@ -1020,15 +1136,40 @@ describe("bad requests", () => {
   });
 
   it("an input without name, datatype or shape → 400 naming the field", async () => {
-    await expectError(postJson(addSubPath, { inputs: [{ datatype: "FP32", shape: [1, 16], data: ZEROS_16 }, input1] }), 400, "inputs[0].name");
-    await expectError(postJson(addSubPath, { inputs: [input0, { name: "INPUT1", shape: [1, 16], data: ZEROS_16 }] }), 400, "inputs[1].datatype");
-    await expectError(postJson(addSubPath, { inputs: [{ name: "INPUT0", datatype: "FP32", data: ZEROS_16 }, input1] }), 400, "inputs[0].shape");
-    await expectError(postJson(addSubPath, { inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16] }, input1] }), 400, "inputs[0].data");
-    await expectError(postJson(addSubPath, { inputs: [{ ...input0, shape: [1, -16] }, input1] }), 400, "inputs[0].shape");
+    await expectError(
+      postJson(addSubPath, { inputs: [{ datatype: "FP32", shape: [1, 16], data: ZEROS_16 }, input1] }),
+      400,
+      "inputs[0].name",
+    );
+    await expectError(
+      postJson(addSubPath, { inputs: [input0, { name: "INPUT1", shape: [1, 16], data: ZEROS_16 }] }),
+      400,
+      "inputs[1].datatype",
+    );
+    await expectError(
+      postJson(addSubPath, { inputs: [{ name: "INPUT0", datatype: "FP32", data: ZEROS_16 }, input1] }),
+      400,
+      "inputs[0].shape",
+    );
+    await expectError(
+      postJson(addSubPath, { inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16] }, input1] }),
+      400,
+      "inputs[0].data",
+    );
+    await expectError(
+      postJson(addSubPath, { inputs: [{ ...input0, shape: [1, -16] }, input1] }),
+      400,
+      "inputs[0].shape",
+    );
   });
 
   it("an unknown datatype → 400 naming it", async () => {
-    await expectError(postJson(addSubPath, { inputs: [{ ...input0, datatype: "FLOAT32" }, input1] }), 400, "inputs[0].datatype", "'FLOAT32'");
+    await expectError(
+      postJson(addSubPath, { inputs: [{ ...input0, datatype: "FLOAT32" }, input1] }),
+      400,
+      "inputs[0].datatype",
+      "'FLOAT32'",
+    );
   });
 
   it("a datatype the model does not take → 400 naming input, sent and expected types", async () => {
@@ -1049,22 +1190,37 @@ describe("bad requests", () => {
       "[-1,16]",
       "[2,8]",
     );
-    await expectError(postJson(addSubPath, { inputs: [{ ...input0, shape: [1, 16, 1] }, input1] }), 400, "'INPUT0'", "[1,16,1]");
+    await expectError(
+      postJson(addSubPath, { inputs: [{ ...input0, shape: [1, 16, 1] }, input1] }),
+      400,
+      "'INPUT0'",
+      "[1,16,1]",
+    );
   });
 
   it("a data length that does not match the shape → 400 naming the counts", async () => {
-    await expectError(postJson(addSubPath, { inputs: [{ ...input0, data: [1, 2, 3] }, input1] }), 400, "'INPUT0'", "16 elements", "got 3");
+    await expectError(
+      postJson(addSubPath, { inputs: [{ ...input0, data: [1, 2, 3] }, input1] }),
+      400,
+      "'INPUT0'",
+      "16 elements",
+      "got 3",
+    );
   });
 
   it("data of the wrong JSON type or out of range → 400 naming the element", async () => {
     await expectError(
-      postJson(inferPath("identity_uint8"), { inputs: [{ name: "INPUT0", datatype: "UINT8", shape: [1, 4], data: [1, 2, 256, 3] }] }),
+      postJson(inferPath("identity_uint8"), {
+        inputs: [{ name: "INPUT0", datatype: "UINT8", shape: [1, 4], data: [1, 2, 256, 3] }],
+      }),
       400,
       "element 2",
       "UINT8",
     );
     await expectError(
-      postJson(inferPath("identity_bool"), { inputs: [{ name: "INPUT0", datatype: "BOOL", shape: [1, 4], data: [true, 1, false, true] }] }),
+      postJson(inferPath("identity_bool"), {
+        inputs: [{ name: "INPUT0", datatype: "BOOL", shape: [1, 4], data: [true, 1, false, true] }],
+      }),
       400,
       "element 1",
       "BOOL",
@@ -1102,7 +1258,9 @@ describe("bad requests", () => {
       "'add_sub'",
     );
     await expectError(
-      postJson(inferPath("identity_int32"), { inputs: [{ name: "INPUT0", datatype: "INT32", shape: [5, 4], data: range(20) }] }),
+      postJson(inferPath("identity_int32"), {
+        inputs: [{ name: "INPUT0", datatype: "INT32", shape: [5, 4], data: range(20) }],
+      }),
       400,
       `<= ${AUTO_MAX_BATCH}`,
     );
@@ -1158,7 +1316,9 @@ describe("bad requests", () => {
     await expectError(
       postBinary(
         addSubPath,
-        { inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], parameters: { binary_data_size: 64 } }, input1] },
+        {
+          inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], parameters: { binary_data_size: 64 } }, input1],
+        },
         f32(A16),
         Buffer.alloc(8),
       ),
@@ -1219,10 +1379,17 @@ describe("bad requests", () => {
   });
 
   it("infer on an unknown model or version → 404 naming it", async () => {
-    await expectError(postJson(inferPath("no_such_model"), addSubRequest(A16, B16)), 404, "'no_such_model'", "not found");
+    await expectError(
+      postJson(inferPath("no_such_model"), addSubRequest(A16, B16)),
+      404,
+      "'no_such_model'",
+      "not found",
+    );
     await expectError(postJson(inferPath("add_sub", "2"), addSubRequest(A16, B16)), 404, "'add_sub'", "version 2");
     await expectError(
-      postJson(inferPath("versioned", "9"), { inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }] }),
+      postJson(inferPath("versioned", "9"), {
+        inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }],
+      }),
       404,
       "version 9",
     );
@@ -1369,7 +1536,16 @@ describe("statistics extension", () => {
     expect(stats.name).toBe("stats_probe");
     expect(stats.version).toBe("1");
     expect(Object.keys(stats.inference_stats).sort()).toEqual(
-      ["cache_hit", "cache_miss", "compute_infer", "compute_input", "compute_output", "fail", "queue", "success"].sort(),
+      [
+        "cache_hit",
+        "cache_miss",
+        "compute_infer",
+        "compute_input",
+        "compute_output",
+        "fail",
+        "queue",
+        "success",
+      ].sort(),
     );
     for (const stat of Object.values(stats.inference_stats)) expect(Object.keys(stat).sort()).toEqual(["count", "ns"]);
     expect(Array.isArray(stats.batch_stats)).toBe(true);
@@ -1422,12 +1598,16 @@ describe("statistics extension", () => {
   it("counts a request the model refuses as a failure, not a success or execution", async () => {
     const before = await getStats("stats_probe");
     await expectError(
-      postJson(inferPath("stats_probe"), { inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 3], data: [1, 2, 3] }] }),
+      postJson(inferPath("stats_probe"), {
+        inputs: [{ name: "INPUT0", datatype: "INT32", shape: [1, 3], data: [1, 2, 3] }],
+      }),
       400,
       "unexpected shape",
     );
     await expectError(
-      postJson(inferPath("stats_probe"), { inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }] }),
+      postJson(inferPath("stats_probe"), {
+        inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }],
+      }),
       400,
       "data-type",
     );
@@ -1510,7 +1690,9 @@ describe("concurrency", () => {
       }
     });
     const results = await Promise.allSettled(requests);
-    const failures = results.flatMap((result, i) => (result.status === "rejected" ? [`#${i}: ${String(result.reason)}`] : []));
+    const failures = results.flatMap((result, i) =>
+      result.status === "rejected" ? [`#${i}: ${String(result.reason)}`] : [],
+    );
     expect(failures).toEqual([]);
     expect((await fetch(url("/v2/health/ready"))).status).toBe(200);
   });
@@ -1574,7 +1756,10 @@ describe("metrics endpoint", () => {
       expect(metric(samples, name, labels), name).toBeGreaterThan(0);
     }
     // The duration counters are the statistics' nanoseconds in microseconds.
-    expect(metric(samples, "nv_inference_compute_infer_duration_us", labels)).toBeCloseTo(stats.inference_stats.compute_infer.ns / 1000, -1);
+    expect(metric(samples, "nv_inference_compute_infer_duration_us", labels)).toBeCloseTo(
+      stats.inference_stats.compute_infer.ns / 1000,
+      -1,
+    );
     expect(metric(samples, "nv_inference_request_duration_us", labels)).toBeGreaterThanOrEqual(
       Math.floor(stats.inference_stats.success.ns / 1000) - 1,
     );
@@ -1614,7 +1799,11 @@ describe("metrics endpoint", () => {
   });
 
   it("labels every per-model series with model and version", async () => {
-    await infer("versioned", { inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }] }, "2");
+    await infer(
+      "versioned",
+      { inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }] },
+      "2",
+    );
     const samples = await scrapeMetrics();
     for (const name of ["nv_inference_request_success", "nv_inference_count", "nv_inference_exec_count"]) {
       const series = samples.get(name) ?? [];

@@ -4,10 +4,23 @@ import * as ort from "onnxruntime-node";
 import pngjs from "pngjs";
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ModelError, tensor, type ExecuteContext, type InitializeArgs, type TypedRequest, type TypedResponse } from "@operon/backend-api/typescript-model-api";
+import {
+  ModelError,
+  tensor,
+  type ExecuteContext,
+  type InitializeArgs,
+  type TypedRequest,
+  type TypedResponse,
+} from "@operon/backend-api/typescript-model-api";
 import { grpcClient } from "./support/grpc-client.js";
 import { type BinaryOutput, float32Buffer, inferBinary, modelStats } from "./support/http-binary-client.js";
-import { EXAMPLE_REPOSITORY, REPO_ROOT, startOperon, tempRepository, type RunningOperon } from "./support/operon-process.js";
+import {
+  EXAMPLE_REPOSITORY,
+  REPO_ROOT,
+  startOperon,
+  tempRepository,
+  type RunningOperon,
+} from "./support/operon-process.js";
 
 /**
  * The image-classification example through the real server: the
@@ -77,9 +90,15 @@ function referencePreprocess(file: Buffer): Float32Array {
     const [y0, y1, fy] = source((y + 0.5) * (h / 48) - 0.5, h);
     for (let col = 0; col < outW; col += 1) {
       const [x0, x1, fx] = source((col + 0.5) * (w / outW) - 0.5, w);
-      for (const [channel, rgba] of [[0, 2], [1, 1], [2, 0]] as const) {
+      for (const [channel, rgba] of [
+        [0, 2],
+        [1, 1],
+        [2, 0],
+      ] as const) {
         const at = (yy: number, xx: number): number => data[(yy * w + xx) * 4 + rgba]!;
-        const value = Math.round((at(y0, x0) * (1 - fx) + at(y0, x1) * fx) * (1 - fy) + (at(y1, x0) * (1 - fx) + at(y1, x1) * fx) * fy);
+        const value = Math.round(
+          (at(y0, x0) * (1 - fx) + at(y0, x1) * fx) * (1 - fy) + (at(y1, x0) * (1 - fx) + at(y1, x1) * fx) * fy,
+        );
         x[channel * 48 * 192 + y * 192 + col] = (value / 255 - 0.5) / 0.5;
       }
     }
@@ -88,7 +107,9 @@ function referencePreprocess(file: Buffer): Float32Array {
 }
 
 /** Label and score of each image, computed in this process. */
-async function reference(files: Buffer[]): Promise<{ x: Float32Array; probabilities: number[]; labels: string[]; scores: number[] }> {
+async function reference(
+  files: Buffer[],
+): Promise<{ x: Float32Array; probabilities: number[]; labels: string[]; scores: number[] }> {
   const x = new Float32Array(files.length * 3 * 48 * 192);
   files.forEach((file, i) => x.set(referencePreprocess(file), i * 3 * 48 * 192));
   const result = await session.run({ x: new ort.Tensor("float32", x, [files.length, 3, 48, 192]) });
@@ -109,9 +130,10 @@ function expectClose(actual: number[], expected: number[], tolerance: number): v
   expect(worst).toBeLessThanOrEqual(tolerance);
 }
 
-
 const classify = (server: RunningOperon, files: Buffer[], model = "text_direction") =>
-  inferBinary(server.httpUrl, model, [{ name: "image", datatype: "BYTES", shape: [files.length, 1], data: bytesTensor(files) }]);
+  inferBinary(server.httpUrl, model, [
+    { name: "image", datatype: "BYTES", shape: [files.length, 1], data: bytesTensor(files) },
+  ]);
 
 let session: ort.InferenceSession;
 
@@ -142,7 +164,14 @@ parameters { key: "k" value { string_value: "${k}" } }
     topk("text_direction_top2", "2", "-1");
     topk("text_direction_top3", "3", "-1");
     [server, session] = await Promise.all([
-      startOperon(["--model-repository", EXAMPLE_REPOSITORY, "--model-repository", extra, "--exit-on-error=false", "--strict-readiness=false"]),
+      startOperon([
+        "--model-repository",
+        EXAMPLE_REPOSITORY,
+        "--model-repository",
+        extra,
+        "--exit-on-error=false",
+        "--strict-readiness=false",
+      ]),
       ort.InferenceSession.create(CLASSIFIER_FILE),
     ]);
   });
@@ -153,9 +182,18 @@ parameters { key: "k" value { string_value: "${k}" } }
   });
 
   it("serves the ensemble and its three steps READY, with the ensemble's metadata", async () => {
-    const index = (await (await fetch(`${server.httpUrl}/v2/repository/index`, { method: "POST" })).json()) as Array<{ name: string; state: string }>;
+    const index = (await (await fetch(`${server.httpUrl}/v2/repository/index`, { method: "POST" })).json()) as Array<{
+      name: string;
+      state: string;
+    }>;
     const state = (name: string): string | undefined => index.find((row) => row.name === name)?.state;
-    for (const name of ["text_direction", "text_direction_preprocess", "text_direction_classifier", "text_direction_topk"]) expect(state(name)).toBe("READY");
+    for (const name of [
+      "text_direction",
+      "text_direction_preprocess",
+      "text_direction_classifier",
+      "text_direction_topk",
+    ])
+      expect(state(name)).toBe("READY");
     const metadata = (await (await fetch(`${server.httpUrl}/v2/models/text_direction`)).json()) as any;
     expect(metadata.platform).toBe("ensemble");
     expect(metadata.inputs).toEqual([{ name: "image", datatype: "BYTES", shape: [-1, 1] }]);
@@ -192,7 +230,9 @@ parameters { key: "k" value { string_value: "${k}" } }
     expect([x.datatype, x.shape]).toEqual(["FP32", [1, 3, 48, 192]]);
     expectClose(floats(x.data), Array.from(expected.x), 1e-6);
 
-    const cls = await inferBinary(server.httpUrl, "text_direction_classifier", [{ name: "x", datatype: "FP32", shape: [1, 3, 48, 192], data: x.data }]);
+    const cls = await inferBinary(server.httpUrl, "text_direction_classifier", [
+      { name: "x", datatype: "FP32", shape: [1, 3, 48, 192], data: x.data },
+    ]);
     expect(cls.status).toBe(200);
     const probabilities = output(cls.outputs, "softmax_0.tmp_0");
     expectClose(floats(probabilities.data), expected.probabilities, 1e-5);
@@ -204,7 +244,9 @@ parameters { key: "k" value { string_value: "${k}" } }
 
     const whole = await classify(server, [TEXT_180]);
     expect(whole.status).toBe(200);
-    expect(bytesElements(output(whole.outputs, "label").data)).toEqual(bytesElements(output(top.outputs, "label").data));
+    expect(bytesElements(output(whole.outputs, "label").data)).toEqual(
+      bytesElements(output(top.outputs, "label").data),
+    );
     expect(output(whole.outputs, "score").data.equals(output(top.outputs, "score").data)).toBe(true);
     expect(bytesElements(output(whole.outputs, "label").data)).toEqual(["180°"]); // the rotated fixture reads upside down
     expectClose(floats(output(whole.outputs, "score").data), expected.scores, 1e-5);
@@ -235,7 +277,13 @@ parameters { key: "k" value { string_value: "${k}" } }
         model_name: "text_direction",
         inputs: [{ name: "image", datatype: "BYTES", shape: [1, 1], contents: { bytes_contents: [TEXT_180] } }],
       });
-      expect(single.outputs.map((o: { name: string; datatype: string; shape: string[] }) => [o.name, o.datatype, o.shape.map(Number)])).toEqual([
+      expect(
+        single.outputs.map((o: { name: string; datatype: string; shape: string[] }) => [
+          o.name,
+          o.datatype,
+          o.shape.map(Number),
+        ]),
+      ).toEqual([
         ["label", "BYTES", [1, 1]],
         ["score", "FP32", [1, 1]],
       ]);
@@ -256,9 +304,14 @@ parameters { key: "k" value { string_value: "${k}" } }
       await expect(
         client.call("ModelInfer", {
           model_name: "text_direction",
-          inputs: [{ name: "image", datatype: "BYTES", shape: [1, 1], contents: { bytes_contents: [Buffer.from("GIF89a")] } }],
+          inputs: [
+            { name: "image", datatype: "BYTES", shape: [1, 1], contents: { bytes_contents: [Buffer.from("GIF89a")] } },
+          ],
         }),
-      ).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringMatching(/text_direction_preprocess.*not a PNG/) });
+      ).rejects.toMatchObject({
+        code: grpc.status.INVALID_ARGUMENT,
+        details: expect.stringMatching(/text_direction_preprocess.*not a PNG/),
+      });
     } finally {
       client.close();
     }
@@ -268,15 +321,25 @@ parameters { key: "k" value { string_value: "${k}" } }
     const cases: Array<[string, Buffer, RegExp]> = [
       ["text", Buffer.from("this is not an image"), /not a PNG: 20 bytes that do not start with the PNG signature/],
       ["JPEG", Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 16, 0x4a, 0x46, 0x49, 0x46]), /not a PNG.*looks like a JPEG/],
-      ["truncated", TEXT_0.subarray(0, 100), /truncated PNG: chunk IDAT at byte 33 declares \d+ bytes of data but the file ends after 100 bytes/],
-      ["cut at a chunk boundary", TEXT_0.subarray(0, 33), /truncated PNG: the file ends after 33 bytes, before its IEND chunk/],
+      [
+        "truncated",
+        TEXT_0.subarray(0, 100),
+        /truncated PNG: chunk IDAT at byte 33 declares \d+ bytes of data but the file ends after 100 bytes/,
+      ],
+      [
+        "cut at a chunk boundary",
+        TEXT_0.subarray(0, 33),
+        /truncated PNG: the file ends after 33 bytes, before its IEND chunk/,
+      ],
       ["corrupt", Buffer.from(TEXT_0).fill(0, 50, 60), /corrupt PNG: chunk IDAT at byte 33 fails its CRC check/],
       ["empty", Buffer.alloc(0), /empty \(0 bytes\)/],
     ];
     for (const [what, file, problem] of cases) {
       const result = await classify(server, [file]);
       expect(result.status, what).toBe(400);
-      expect(result.error, what).toMatch(/operator 'text_direction' step 'text_direction_preprocess' \(model 'text_direction_preprocess'\) failed: input 'image': /);
+      expect(result.error, what).toMatch(
+        /operator 'text_direction' step 'text_direction_preprocess' \(model 'text_direction_preprocess'\) failed: input 'image': /,
+      );
       expect(result.error, what).toMatch(problem);
     }
     // In a batch, the message names the element.
@@ -326,10 +389,16 @@ parameters { key: "k" value { string_value: "${k}" } }
     expect(output(top2.outputs, "label").shape).toEqual([3, 2]);
     expect(output(top2.outputs, "score").shape).toEqual([3, 2]);
     expect(bytesElements(output(top2.outputs, "label").data)).toEqual(["180°", "0°", "0°", "180°", "0°", "180°"]);
-    expect(floats(output(top2.outputs, "score").data)).toEqual([0.7, 0.3, 0.9, 0.1, 0.5, 0.5].map((v) => Math.fround(v)));
+    expect(floats(output(top2.outputs, "score").data)).toEqual(
+      [0.7, 0.3, 0.9, 0.1, 0.5, 0.5].map((v) => Math.fround(v)),
+    );
 
     // k larger than the number of labels: the model does not load, and says why.
-    const index = (await (await fetch(`${server.httpUrl}/v2/repository/index`, { method: "POST" })).json()) as Array<{ name: string; state: string; reason: string }>;
+    const index = (await (await fetch(`${server.httpUrl}/v2/repository/index`, { method: "POST" })).json()) as Array<{
+      name: string;
+      state: string;
+      reason: string;
+    }>;
     const refused = index.find((row) => row.name === "text_direction_top3");
     expect(refused?.state).toBe("UNAVAILABLE");
     expect(refused?.reason).toMatch(/parameter 'k' must be an integer from 1 to 2 \(the number of labels\), got '3'/);
@@ -381,8 +450,13 @@ describe("the example's TypeScript models, in process", () => {
   });
 
   it("preprocessing: a bad image fails only its own request of the execute() batch", async () => {
-    const { default: Preprocess } = (await import("../examples/model_repository/text_direction_preprocess/1/model.ts")) as {
-      default: new () => { initialize(args: InitializeArgs): void; execute(requests: TypedRequest[], ctx: ExecuteContext): Array<TypedResponse | Error> };
+    const { default: Preprocess } = (await import(
+      "../examples/model_repository/text_direction_preprocess/1/model.ts"
+    )) as {
+      default: new () => {
+        initialize(args: InitializeArgs): void;
+        execute(requests: TypedRequest[], ctx: ExecuteContext): Array<TypedResponse | Error>;
+      };
     };
     const model = new Preprocess();
     model.initialize(preprocessArgs({}));
@@ -399,8 +473,11 @@ describe("the example's TypeScript models, in process", () => {
     const failure = answers[1] as ModelError;
     expect(failure).toBeInstanceOf(ModelError);
     expect(failure.kind).toBe("INVALID_ARG");
-    expect(failure.message).toBe("input 'image' element 1 of 2: not a PNG: 4 bytes that do not start with the PNG signature (they start with 89 50 4e 47)");
-    const x = (answer: TypedResponse | Error): number[] => Array.from(tensor.from((answer as TypedResponse).outputs[0]!).toFloat32Array());
+    expect(failure.message).toBe(
+      "input 'image' element 1 of 2: not a PNG: 4 bytes that do not start with the PNG signature (they start with 89 50 4e 47)",
+    );
+    const x = (answer: TypedResponse | Error): number[] =>
+      Array.from(tensor.from((answer as TypedResponse).outputs[0]!).toFloat32Array());
     expect((answers[0] as TypedResponse).outputs[0]!.shape).toEqual([1, 3, 48, 192]);
     expect(x(answers[0]!)).toEqual(Array.from(referencePreprocess(TEXT_0)));
     expect((answers[2] as TypedResponse).outputs[0]!.shape).toEqual([2, 3, 48, 192]);
@@ -410,19 +487,28 @@ describe("the example's TypeScript models, in process", () => {
     small.initialize(preprocessArgs({ max_pixels: "5000" }));
     const big = small.execute([request("image", tensor.bytes("image", [1, 1], [TEXT_0]))], ctx)[0] as ModelError;
     expect(big.message).toBe("input 'image': image too large: 160x40 pixels, at most 5000 are accepted");
-    expect(() => new Preprocess().initialize(preprocessArgs({ max_pixels: "-1" }))).toThrow(/'max_pixels' must be a positive integer/);
+    expect(() => new Preprocess().initialize(preprocessArgs({ max_pixels: "-1" }))).toThrow(
+      /'max_pixels' must be a positive integer/,
+    );
   });
 
   it("top-k: k and the labels are checked against the config at initialize", async () => {
     const { default: TopK } = (await import("../examples/model_repository/text_direction_topk/1/model.ts")) as {
-      default: new () => { initialize(args: InitializeArgs): void; execute(requests: TypedRequest[], ctx: ExecuteContext): Array<TypedResponse | Error> };
+      default: new () => {
+        initialize(args: InitializeArgs): void;
+        execute(requests: TypedRequest[], ctx: ExecuteContext): Array<TypedResponse | Error>;
+      };
     };
     const load = (args: InitializeArgs) => () => new TopK().initialize(args);
     expect(load(initArgs(TOPK_DIR, {}, [1]))).not.toThrow(); // k defaults to 1
     expect(load(initArgs(TOPK_DIR, { k: "2" }, [2]))).not.toThrow();
-    expect(load(initArgs(TOPK_DIR, { k: "0" }))).toThrow(/parameter 'k' must be an integer from 1 to 2 \(the number of labels\), got '0'/);
+    expect(load(initArgs(TOPK_DIR, { k: "0" }))).toThrow(
+      /parameter 'k' must be an integer from 1 to 2 \(the number of labels\), got '0'/,
+    );
     expect(load(initArgs(TOPK_DIR, { k: "1.5" }))).toThrow(/parameter 'k' must be an integer/);
-    expect(load(initArgs(TOPK_DIR, { k: "2" }, [1]))).toThrow(/output 'label' has dims \[1\] but k is 2: give it dims \[ 2 \] or \[ -1 \]/);
+    expect(load(initArgs(TOPK_DIR, { k: "2" }, [1]))).toThrow(
+      /output 'label' has dims \[1\] but k is 2: give it dims \[ 2 \] or \[ -1 \]/,
+    );
     expect(load(initArgs(IMAGES, {}))).toThrow(/cannot read the labels file '.*examples\/images\/labels.txt'/);
     const three = initArgs(TOPK_DIR, {});
     (three.config as { input: Array<{ dims: number[] }> }).input[0]!.dims = [3];
@@ -445,6 +531,8 @@ describe("the example's TypeScript models, in process", () => {
     expect(outputs[0]!.toStrings()).toEqual(["180°", "0°", "0°", "180°"]);
     expect(outputs[1]!.toNumbers()).toEqual([0.25, Number.NaN, 0.6, 0.4].map((v) => Math.fround(v)));
     expect((wrong as ModelError).kind).toBe("INVALID_ARG");
-    expect((wrong as ModelError).message).toMatch(/input 'probabilities' has 3 classes per row \(shape \[1,3\]\); the labels are 2/);
+    expect((wrong as ModelError).message).toMatch(
+      /input 'probabilities' has 3 classes per row \(shape \[1,3\]\); the labels are 2/,
+    );
   });
 });

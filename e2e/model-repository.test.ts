@@ -3,7 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADD_SUB_CONFIG, addSubModel, IDENTITY_CONFIG, identityModel, writeModel } from "./support/model-fixtures.js";
-import { runOperon, startOperon, tempRepository, workerProcesses, type RunningOperon } from "./support/operon-process.js";
+import {
+  runOperon,
+  startOperon,
+  tempRepository,
+  workerProcesses,
+  type RunningOperon,
+} from "./support/operon-process.js";
 
 /**
  * The model_repository extension and everything around it, through the real
@@ -42,8 +48,10 @@ async function rowsOf(server: RunningOperon, name: string): Promise<IndexRow[]> 
 
 const load = (server: RunningOperon, name: string, parameters?: Record<string, string>): Promise<Reply> =>
   call(`${server.httpUrl}/v2/repository/models/${name}/load`, parameters === undefined ? {} : { parameters });
-const unload = (server: RunningOperon, name: string): Promise<Reply> => call(`${server.httpUrl}/v2/repository/models/${name}/unload`, {});
-const modelConfig = (server: RunningOperon, name: string): Promise<Reply> => call(`${server.httpUrl}/v2/models/${name}/config`);
+const unload = (server: RunningOperon, name: string): Promise<Reply> =>
+  call(`${server.httpUrl}/v2/repository/models/${name}/unload`, {});
+const modelConfig = (server: RunningOperon, name: string): Promise<Reply> =>
+  call(`${server.httpUrl}/v2/models/${name}/config`);
 
 /** Polls until check returns a value other than undefined/false; bounded. */
 async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
@@ -56,7 +64,8 @@ async function waitFor<T>(what: string, check: () => Promise<T | undefined | fal
     } catch (error) {
       last = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last !== undefined ? ` (last error: ${String(last)})` : ""}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last !== undefined ? ` (last error: ${String(last)})` : ""}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -82,9 +91,10 @@ function expectAddSubAnswer(reply: Reply): void {
 
 async function inferIdentity(server: RunningOperon, model: string, version?: number): Promise<Reply> {
   const path = version === undefined ? `/v2/models/${model}/infer` : `/v2/models/${model}/versions/${version}/infer`;
-  return call(`${server.httpUrl}${path}`, { inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }] });
+  return call(`${server.httpUrl}${path}`, {
+    inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }],
+  });
 }
-
 
 /** The add_sub config as a load request's `config` parameter (ModelConfig JSON). */
 function addSubConfigJson(name: string, overrides: Record<string, unknown> = {}): string {
@@ -102,7 +112,13 @@ function addSubConfigJson(name: string, overrides: Record<string, unknown> = {})
 /** Every file under a folder, relative to it (folders themselves not listed). */
 function filesUnder(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return (readdirSync(dir, { recursive: true, withFileTypes: true }) as Array<{ name: string; parentPath: string; isFile(): boolean }>)
+  return (
+    readdirSync(dir, { recursive: true, withFileTypes: true }) as Array<{
+      name: string;
+      parentPath: string;
+      isFile(): boolean;
+    }>
+  )
     .filter((entry) => entry.isFile())
     .map((entry) => join(entry.parentPath, entry.name).slice(dir.length + 1))
     .sort();
@@ -158,7 +174,18 @@ describe("model control mode 'explicit'", () => {
     writeModel(repository, "b", identityModel("FP32"), { config: IDENTITY_CONFIG("b") });
     dataDir = mkdtempSync(join(tmpdir(), "operon-e2e-data-"));
     server = await startOperon(
-      ["--model-repository", repository, "--model-control-mode", "explicit", "--load-model", "a", "--max-upload-bytes", String(MAX_UPLOAD_BYTES), "--backend-isolation", "process"],
+      [
+        "--model-repository",
+        repository,
+        "--model-control-mode",
+        "explicit",
+        "--load-model",
+        "a",
+        "--max-upload-bytes",
+        String(MAX_UPLOAD_BYTES),
+        "--backend-isolation",
+        "process",
+      ],
       { dataDir },
     );
   });
@@ -167,7 +194,10 @@ describe("model control mode 'explicit'", () => {
   });
 
   it("loads only the --load-model models at start; the others are listed without a state", async () => {
-    expect(await repositoryIndex(server)).toEqual([{ name: "a", version: "1", state: "READY", reason: "" }, { name: "b" }]);
+    expect(await repositoryIndex(server)).toEqual([
+      { name: "a", version: "1", state: "READY", reason: "" },
+      { name: "b" },
+    ]);
     expect((await inferIdentity(server, "b")).status).not.toBe(200);
   });
 
@@ -242,7 +272,9 @@ describe("model control mode 'explicit'", () => {
         "file:1/model.onnx": addSubModel().toString("base64"),
       });
       expect(reply.status, reply.body.error).toBe(200);
-      expect(await rowsOf(server, "uploaded")).toEqual([{ name: "uploaded", version: "1", state: "READY", reason: "" }]);
+      expect(await rowsOf(server, "uploaded")).toEqual([
+        { name: "uploaded", version: "1", state: "READY", reason: "" },
+      ]);
       expectAddSubAnswer(await inferAddSub(server, "uploaded"));
       // <data dir>/uploaded-models/<model>/<upload id>/1/model.onnx
       expect(filesUnder(uploadRoot())).toEqual([expect.stringMatching(/^uploaded\/[^/]+\/1\/model\.onnx$/)]);
@@ -254,10 +286,22 @@ describe("model control mode 'explicit'", () => {
 
     const model = (): string => addSubModel().toString("base64");
     const rejected: Array<[string, () => Record<string, string>, RegExp]> = [
-      ["a path with '..'", () => ({ config: addSubConfigJson("rejected"), "file:1/../../escape.onnx": model() }), /relative file path/],
-      ["an absolute path", () => ({ config: addSubConfigJson("rejected"), "file:/tmp/model.onnx": model() }), /relative file path/],
+      [
+        "a path with '..'",
+        () => ({ config: addSubConfigJson("rejected"), "file:1/../../escape.onnx": model() }),
+        /relative file path/,
+      ],
+      [
+        "an absolute path",
+        () => ({ config: addSubConfigJson("rejected"), "file:/tmp/model.onnx": model() }),
+        /relative file path/,
+      ],
       ["files without a config", () => ({ "file:1/model.onnx": model() }), /must also provide the 'config' parameter/],
-      ["invalid base64", () => ({ config: addSubConfigJson("rejected"), "file:1/model.onnx": "not*base64!" }), /file:1\/model\.onnx.*not valid base64/],
+      [
+        "invalid base64",
+        () => ({ config: addSubConfigJson("rejected"), "file:1/model.onnx": "not*base64!" }),
+        /file:1\/model\.onnx.*not valid base64/,
+      ],
       [
         "files over --max-upload-bytes",
         () => ({
@@ -281,7 +325,10 @@ describe("model control mode 'explicit'", () => {
 
     it("fails the load of an invalid ONNX file with ONNX Runtime's reason and removes the upload", async () => {
       const garbage = Buffer.from("this is not an ONNX model, just some bytes".repeat(8));
-      const reply = await load(server, "garbage", { config: addSubConfigJson("garbage"), "file:1/model.onnx": garbage.toString("base64") });
+      const reply = await load(server, "garbage", {
+        config: addSubConfigJson("garbage"),
+        "file:1/model.onnx": garbage.toString("base64"),
+      });
       expect(reply.status).toBe(400);
       expect(reply.body.error).toMatch(/Protobuf parsing failed/); // ONNX Runtime's words
       const rows = await rowsOf(server, "garbage");
@@ -297,7 +344,14 @@ describe("explicit mode with --load-model '*'", () => {
     const repository = tempRepository();
     writeModel(repository, "a", addSubModel(), { config: ADD_SUB_CONFIG("a") });
     writeModel(repository, "b", identityModel("FP32"), { config: IDENTITY_CONFIG("b") });
-    const server = await startOperon(["--model-repository", repository, "--model-control-mode", "explicit", "--load-model", "*"]);
+    const server = await startOperon([
+      "--model-repository",
+      repository,
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "*",
+    ]);
     try {
       expect(await repositoryIndex(server)).toEqual([
         { name: "a", version: "1", state: "READY", reason: "" },
@@ -315,7 +369,14 @@ describe("model control mode 'poll'", () => {
   beforeAll(async () => {
     repository = tempRepository();
     writeModel(repository, "a", addSubModel(), { config: ADD_SUB_CONFIG("a") });
-    server = await startOperon(["--model-repository", repository, "--model-control-mode", "poll", "--repository-poll-secs", "1"]);
+    server = await startOperon([
+      "--model-repository",
+      repository,
+      "--model-control-mode",
+      "poll",
+      "--repository-poll-secs",
+      "1",
+    ]);
   });
   afterAll(async () => {
     await server?.stop();
@@ -342,7 +403,9 @@ describe("model control mode 'poll'", () => {
   it("unloads a model whose folder was removed", async () => {
     rmSync(join(repository, "fresh"), { recursive: true, force: true });
     await waitFor("'fresh' to be unloaded", async () => (await rowsOf(server, "fresh"))[0]?.reason === "unloaded");
-    expect(await rowsOf(server, "fresh")).toEqual([{ name: "fresh", version: "1", state: "UNAVAILABLE", reason: "unloaded" }]);
+    expect(await rowsOf(server, "fresh")).toEqual([
+      { name: "fresh", version: "1", state: "UNAVAILABLE", reason: "unloaded" },
+    ]);
     expect((await inferIdentity(server, "fresh")).status).not.toBe(200);
     expectAddSubAnswer(await inferAddSub(server, "a"));
   });
@@ -401,7 +464,12 @@ describe("models that fail to load", () => {
   });
 
   it("is ready with --strict-readiness=false", async () => {
-    const server = await startOperon(["--model-repository", repository, "--exit-on-error=false", "--strict-readiness=false"]);
+    const server = await startOperon([
+      "--model-repository",
+      repository,
+      "--exit-on-error=false",
+      "--strict-readiness=false",
+    ]);
     try {
       expect((await fetch(`${server.httpUrl}/v2/health/ready`)).status).toBe(200);
     } finally {
@@ -441,7 +509,12 @@ describe("--strict-model-config", () => {
   });
 
   it("fails a model without config.pbtxt, saying why", async () => {
-    const server = await startOperon(["--model-repository", repository, "--strict-model-config", "--exit-on-error=false"]);
+    const server = await startOperon([
+      "--model-repository",
+      repository,
+      "--strict-model-config",
+      "--exit-on-error=false",
+    ]);
     try {
       const [row] = await rowsOf(server, "no_config");
       expect(row).toMatchObject({ name: "no_config", state: "UNAVAILABLE" });
@@ -454,7 +527,9 @@ describe("--strict-model-config", () => {
   it("auto-completes the config from the ONNX file without the flag", async () => {
     const server = await startOperon(["--model-repository", repository]);
     try {
-      expect(await rowsOf(server, "no_config")).toEqual([{ name: "no_config", version: "1", state: "READY", reason: "" }]);
+      expect(await rowsOf(server, "no_config")).toEqual([
+        { name: "no_config", version: "1", state: "READY", reason: "" },
+      ]);
       const config = (await modelConfig(server, "no_config")).body;
       expect(config["max_batch_size"]).toBe(4);
       expect(config["input"]).toMatchObject([{ name: "INPUT0", data_type: "TYPE_FP32", dims: [4] }]);
@@ -476,9 +551,12 @@ describe("version policies and instance groups", () => {
       specific: "version_policy: { specific: { versions: [ 1, 3 ] } }",
     };
     for (const [name, policy] of Object.entries(policies)) {
-      for (const version of [1, 2, 3]) writeModel(repository, name, identityModel("FP32"), { version, config: IDENTITY_CONFIG(name, policy) });
+      for (const version of [1, 2, 3])
+        writeModel(repository, name, identityModel("FP32"), { version, config: IDENTITY_CONFIG(name, policy) });
     }
-    writeModel(repository, "trio", addSubModel(), { config: ADD_SUB_CONFIG("trio", "instance_group [ { count: 3, kind: KIND_CPU } ]") });
+    writeModel(repository, "trio", addSubModel(), {
+      config: ADD_SUB_CONFIG("trio", "instance_group [ { count: 3, kind: KIND_CPU } ]"),
+    });
     server = await startOperon(["--model-repository", repository, "--backend-isolation", "process"]);
   });
   afterAll(async () => {

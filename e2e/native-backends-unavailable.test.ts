@@ -19,7 +19,10 @@ beforeAll(async () => {
   writeModel(repository, "add_sub", addSubModel(), { config: ADD_SUB_CONFIG() });
   cpSync(join(EXAMPLE_REPOSITORY, "identity_native"), join(repository, "identity_native"), { recursive: true });
   mkdirSync(join(repository, "identity_native", "1"), { recursive: true });
-  server = await startOperon(["--model-repository", repository, "--model-control-mode", "explicit", "--load-model", "*"], { env: { OPERON_NATIVE: "0" } });
+  server = await startOperon(
+    ["--model-repository", repository, "--model-control-mode", "explicit", "--load-model", "*"],
+    { env: { OPERON_NATIVE: "0" } },
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -43,11 +46,20 @@ describe("native backends unavailable on the host", () => {
   });
 
   it("shows the native model UNAVAILABLE with the reason, and a load names it", async () => {
-    const index = (await (await fetch(`${server.httpUrl}/v2/repository/index`, { method: "POST" })).json()) as Array<{ name: string; state: string; reason: string }>;
+    const index = (await (await fetch(`${server.httpUrl}/v2/repository/index`, { method: "POST" })).json()) as Array<{
+      name: string;
+      state: string;
+      reason: string;
+    }>;
     const native = index.find((entry) => entry.name === "identity_native");
     expect(native?.state).toBe("UNAVAILABLE");
-    expect(native?.reason).toMatch(/needs native backend 'operon_identity': native backends are disabled by OPERON_NATIVE=0/);
-    const load = await fetch(`${server.httpUrl}/v2/repository/models/identity_native/load`, { method: "POST", body: "{}" });
+    expect(native?.reason).toMatch(
+      /needs native backend 'operon_identity': native backends are disabled by OPERON_NATIVE=0/,
+    );
+    const load = await fetch(`${server.httpUrl}/v2/repository/models/identity_native/load`, {
+      method: "POST",
+      body: "{}",
+    });
     expect(load.status).toBe(503);
     expect(((await load.json()) as { error: string }).error).toMatch(/native backends are disabled by OPERON_NATIVE=0/);
   });

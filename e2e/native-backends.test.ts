@@ -5,7 +5,13 @@ import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADD_SUB_CONFIG, addSubModel, writeModel } from "./support/model-fixtures.js";
 import { grpcClient, PROTO_DIR } from "./support/grpc-client.js";
-import { REPO_ROOT, startOperon, tempRepository, workerProcesses, type RunningOperon } from "./support/operon-process.js";
+import {
+  REPO_ROOT,
+  startOperon,
+  tempRepository,
+  workerProcesses,
+  type RunningOperon,
+} from "./support/operon-process.js";
 
 /**
  * Native backends (Triton's C++ backend API) through the real `operon
@@ -30,7 +36,8 @@ ${extra}
 `;
 }
 
-const parameter = (key: string, value: string): string => `parameters { key: "${key}" value: { string_value: "${value}" } }`;
+const parameter = (key: string, value: string): string =>
+  `parameters { key: "${key}" value: { string_value: "${value}" } }`;
 
 function writeNative(repository: string, name: string, config: string): string {
   const dir = join(repository, name);
@@ -41,13 +48,24 @@ function writeNative(repository: string, name: string, config: string): string {
 
 function buildRepository(): string {
   const repository = tempRepository("operon-e2e-native-");
-  writeNative(repository, "identity_native", identityConfig("identity_native", "dynamic_batching { max_queue_delay_microseconds: 300000 }"));
+  writeNative(
+    repository,
+    "identity_native",
+    identityConfig("identity_native", "dynamic_batching { max_queue_delay_microseconds: 300000 }"),
+  );
   writeNative(repository, "identity_plain", identityConfig("identity_plain"));
-  writeNative(repository, "identity_large", identityConfig("identity_large").replaceAll("dims: [ 4 ]", "dims: [ 16384 ]"));
+  writeNative(
+    repository,
+    "identity_large",
+    identityConfig("identity_large").replaceAll("dims: [ 4 ]", "dims: [ 16384 ]"),
+  );
   writeNative(
     repository,
     "repeat_native",
-    identityConfig("repeat_native", `model_transaction_policy { decoupled: true }\n${parameter("decoupled_repeat", "3")}`).replace("max_batch_size: 8", "max_batch_size: 0"),
+    identityConfig(
+      "repeat_native",
+      `model_transaction_policy { decoupled: true }\n${parameter("decoupled_repeat", "3")}`,
+    ).replace("max_batch_size: 8", "max_batch_size: 0"),
   );
   writeNative(
     repository,
@@ -59,7 +77,11 @@ function buildRepository(): string {
   );
   writeNative(repository, "rejecting_native", identityConfig("rejecting_native", parameter("reject_config", "yes")));
   writeNative(repository, "crashing_native", identityConfig("crashing_native", parameter("crash_on_execute", "true")));
-  writeNative(repository, "missing_symbol_native", identityConfig("missing_symbol_native", "", "operon_missing_execute"));
+  writeNative(
+    repository,
+    "missing_symbol_native",
+    identityConfig("missing_symbol_native", "", "operon_missing_execute"),
+  );
   writeNative(repository, "wrong_api_native", identityConfig("wrong_api_native", "", "operon_wrong_api"));
   writeNative(repository, "unknown_native", identityConfig("unknown_native", "", "no_such_backend"));
   // Resolution order: the same backend name found in the version folder, the model folder and the backend directory.
@@ -101,7 +123,11 @@ async function modelStats(model: string): Promise<any> {
   return ((await response.json()) as { model_stats: any[] }).model_stats[0];
 }
 
-async function waitFor<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -113,7 +139,8 @@ async function waitFor<T>(what: string, check: () => Promise<T | undefined | fal
 
 beforeAll(async () => {
   for (const name of ["operon_identity", "operon_missing_execute", "operon_wrong_api"]) {
-    if (!existsSync(library(name))) throw new Error(`${library(name)} is missing: native backends were not built (npm install builds them)`);
+    if (!existsSync(library(name)))
+      throw new Error(`${library(name)} is missing: native backends were not built (npm install builds them)`);
   }
   repository = buildRepository();
   backendDirectory = tempRepository("operon-e2e-backend-dir-");
@@ -134,9 +161,23 @@ beforeAll(async () => {
     "--backend-directory",
     backendDirectory,
     "--exit-on-error=false",
-    ...["identity_native", "identity_plain", "identity_large", "repeat_native", "slow_repeat_native", "add_sub"].flatMap((name) => ["--load-model", name]),
+    ...[
+      "identity_native",
+      "identity_plain",
+      "identity_large",
+      "repeat_native",
+      "slow_repeat_native",
+      "add_sub",
+    ].flatMap((name) => ["--load-model", name]),
   ]);
-  const definition = protoLoader.loadSync(join(PROTO_DIR, "grpc_service.proto"), { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] });
+  const definition = protoLoader.loadSync(join(PROTO_DIR, "grpc_service.proto"), {
+    keepCase: true,
+    longs: String,
+    enums: String,
+    defaults: true,
+    oneofs: true,
+    includeDirs: [PROTO_DIR],
+  });
   const loaded = grpc.loadPackageDefinition(definition) as any;
   inference = new loaded.inference.GRPCInferenceService(server.grpcAddress, grpc.credentials.createInsecure());
 }, 120_000);
@@ -156,7 +197,10 @@ describe("a native backend served from a model repository", () => {
     expect(body.parameters.batch_requests).toBe(1);
     expect(workerProcesses(server.pid).some((worker) => worker.instance.startsWith("identity_plain"))).toBe(true);
     // The backend's TRITONSERVER_LogMessage records reach Operon's log, with the backend's name.
-    await server.waitForOutput(/"backend":"operon_identity".*TRITONBACKEND_Initialize: operon_identity|TRITONBACKEND_Initialize: operon_identity.*"backend":"operon_identity"/, 5000);
+    await server.waitForOutput(
+      /"backend":"operon_identity".*TRITONBACKEND_Initialize: operon_identity|TRITONBACKEND_Initialize: operon_identity.*"backend":"operon_identity"/,
+      5000,
+    );
   });
 
   it("answers over gRPC ModelInfer", async () => {
@@ -169,7 +213,9 @@ describe("a native backend served from a model repository", () => {
       expect(response.outputs[0].name).toBe("OUTPUT0");
       expect(response.outputs[0].shape).toEqual(["1", "4"]);
       const raw: Buffer = response.raw_output_contents[0];
-      expect([...new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length))]).toEqual([9, 8, 7, 6]);
+      expect([...new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length))]).toEqual([
+        9, 8, 7, 6,
+      ]);
     } finally {
       client.close();
     }
@@ -186,7 +232,10 @@ describe("a native backend served from a model repository", () => {
   });
 
   it("hands a batching backend both requests of a batch in one execute", async () => {
-    const [first, second] = await Promise.all([inferHttp("identity_native", [1, 1, 1, 1]), inferHttp("identity_native", [2, 2, 2, 2])]);
+    const [first, second] = await Promise.all([
+      inferHttp("identity_native", [1, 1, 1, 1]),
+      inferHttp("identity_native", [2, 2, 2, 2]),
+    ]);
     expect(first.status).toBe(200);
     expect(second.status).toBe(200);
     expect(first.body.outputs[0].data).toEqual([1, 1, 1, 1]);
@@ -216,7 +265,9 @@ describe("a native backend served from a model repository", () => {
     expect(finals).toEqual([false, false, false, true]);
     expect(replies.slice(0, 3).every((reply) => reply.infer_response.raw_output_contents.length === 1)).toBe(true);
     // The backend's response parameters travel with each streamed response.
-    expect(replies.slice(0, 3).map((reply) => Number(reply.infer_response.parameters.index.int64_param))).toEqual([0, 1, 2]);
+    expect(replies.slice(0, 3).map((reply) => Number(reply.infer_response.parameters.index.int64_param))).toEqual([
+      0, 1, 2,
+    ]);
     expect(replies[3].infer_response.raw_output_contents).toEqual([]);
   });
 
@@ -225,12 +276,22 @@ describe("a native backend served from a model repository", () => {
     const stream = inference["ModelStreamInfer"]() as grpc.ClientDuplexStream<object, any>;
     const firstReply = new Promise<void>((resolve) => stream.once("data", () => resolve()));
     stream.on("error", () => undefined);
-    stream.write({ model_name: "slow_repeat_native", id: "c1", inputs: [{ name: "INPUT0", datatype: "FP32", shape: [4], contents: { fp32_contents: INPUT } }] });
+    stream.write({
+      model_name: "slow_repeat_native",
+      id: "c1",
+      inputs: [{ name: "INPUT0", datatype: "FP32", shape: [4], contents: { fp32_contents: INPUT } }],
+    });
     await firstReply;
     const cancelledAt = Date.now();
     stream.cancel();
     // 200 responses 50 ms apart take 10 s; the request ends (as a failure) soon after the cancel only if the backend learned of it.
-    await waitFor("the cancelled request to end", async () => Number((await modelStats("slow_repeat_native")).inference_stats.fail.count) > Number(before.inference_stats.fail.count), 5000);
+    await waitFor(
+      "the cancelled request to end",
+      async () =>
+        Number((await modelStats("slow_repeat_native")).inference_stats.fail.count) >
+        Number(before.inference_stats.fail.count),
+      5000,
+    );
     expect(Date.now() - cancelledAt).toBeLessThan(3000);
   });
 
@@ -238,7 +299,10 @@ describe("a native backend served from a model repository", () => {
     for (let i = 0; i < 3; i += 1) expect((await inferHttp("identity_plain")).status).toBe(200);
     const metrics = await waitFor("the backend's custom metric", async () => {
       const text = await (await fetch(server.metricsUrl)).text();
-      return /operon_identity_executed_requests\{model="identity_plain"\} ([0-9]+)/.exec(text) !== null && Number(/operon_identity_executed_requests\{model="identity_plain"\} ([0-9]+)/.exec(text)![1]) >= 4 ? text : undefined;
+      return /operon_identity_executed_requests\{model="identity_plain"\} ([0-9]+)/.exec(text) !== null &&
+        Number(/operon_identity_executed_requests\{model="identity_plain"\} ([0-9]+)/.exec(text)![1]) >= 4
+        ? text
+        : undefined;
     });
     expect(metrics).toContain("# TYPE operon_identity_executed_requests counter");
     const count = /nv_inference_count\{model="identity_plain",version="1"\} ([0-9]+)/.exec(metrics);
@@ -289,12 +353,16 @@ describe("loading and refusing native backends", () => {
     expect(unknown.status).toBe(404);
     expect(unknown.error).toContain("the version folder (unknown_native/1/libtriton_no_such_backend.so)");
     expect(unknown.error).toContain("the model folder (unknown_native/libtriton_no_such_backend.so)");
-    expect(unknown.error).toMatch(/the backend directory \([^)]*\/libtriton_no_such_backend\.so; set it with --backend-directory\)/);
+    expect(unknown.error).toMatch(
+      /the backend directory \([^)]*\/libtriton_no_such_backend\.so; set it with --backend-directory\)/,
+    );
   });
 
   it("a backend that crashes takes down its worker only: it restarts, other models keep serving", async () => {
     expect((await load("crashing_native")).status).toBe(200);
-    const pidsBefore = workerProcesses(server.pid).filter((worker) => worker.instance.startsWith("crashing_native")).map((worker) => worker.pid);
+    const pidsBefore = workerProcesses(server.pid)
+      .filter((worker) => worker.instance.startsWith("crashing_native"))
+      .map((worker) => worker.pid);
     expect(pidsBefore.length).toBe(1);
     const crashed = await inferHttp("crashing_native");
     expect(crashed.status).toBe(503);
@@ -302,10 +370,14 @@ describe("loading and refusing native backends", () => {
     // The other models' workers were not touched.
     expect((await inferHttp("identity_plain")).status).toBe(200);
     const restarted = await waitFor("the crashed worker to restart", () => {
-      const pids = workerProcesses(server.pid).filter((worker) => worker.instance.startsWith("crashing_native")).map((worker) => worker.pid);
+      const pids = workerProcesses(server.pid)
+        .filter((worker) => worker.instance.startsWith("crashing_native"))
+        .map((worker) => worker.pid);
       return pids.length === 1 && pids[0] !== pidsBefore[0] ? pids[0] : undefined;
     });
     expect(restarted).toBeGreaterThan(0);
-    expect(await fetch(`${server.httpUrl}/v2/models/crashing_native/ready`).then((response) => response.status)).toBe(200);
+    expect(await fetch(`${server.httpUrl}/v2/models/crashing_native/ready`).then((response) => response.status)).toBe(
+      200,
+    );
   });
 });

@@ -34,7 +34,11 @@ const CRASHER = `export default class {
   }
 }`;
 
-async function infer(server: RunningOperon, model: string, value: number): Promise<{ status: number; body: { outputs?: Array<{ name: string; data: number[] }>; error?: string } }> {
+async function infer(
+  server: RunningOperon,
+  model: string,
+  value: number,
+): Promise<{ status: number; body: { outputs?: Array<{ name: string; data: number[] }>; error?: string } }> {
   const response = await fetch(`${server.httpUrl}/v2/models/${model}/infer`, {
     method: "POST",
     body: JSON.stringify({ inputs: [{ name: "IN", datatype: "FP32", shape: [1], data: [value] }] }),
@@ -58,7 +62,14 @@ describe("operator branches and TypeScript model crashes (real server)", () => {
     tsModel(repository, "sleeper", SLEEPER, `${IO}\ninstance_group [ { count: 2 } ]`);
     tsModel(repository, "crasher", CRASHER, IO);
     tsModel(repository, "bystander", SLEEPER.replace("300", "1"), IO);
-    server = await startOperon(["--model-repository", repository, "--model-control-mode", "explicit", "--load-model", "*"]);
+    server = await startOperon([
+      "--model-repository",
+      repository,
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "*",
+    ]);
     const spec = {
       inputs: [{ name: "IN", datatype: "FP32", dims: [1] }],
       outputs: [
@@ -70,7 +81,10 @@ describe("operator branches and TypeScript model crashes (real server)", () => {
         { id: "right", kind: "model", model: "sleeper", inputs: { IN: "IN" }, outputs: { OUT: "RIGHT" } },
       ],
     };
-    const registered = await fetch(`${server.httpUrl}/v2/operators/fork`, { method: "POST", body: JSON.stringify(spec) });
+    const registered = await fetch(`${server.httpUrl}/v2/operators/fork`, {
+      method: "POST",
+      body: JSON.stringify(spec),
+    });
     expect(registered.status, await registered.text()).toBe(200);
   }, 120_000);
 
@@ -97,11 +111,19 @@ describe("operator branches and TypeScript model crashes (real server)", () => {
   it("answers with each step's timing when asked (operon_step_timings): the two branches' intervals overlap", async () => {
     const response = await fetch(`${server.httpUrl}/v2/models/fork/infer`, {
       method: "POST",
-      body: JSON.stringify({ parameters: { operon_step_timings: true }, inputs: [{ name: "IN", datatype: "FP32", shape: [1], data: [3] }] }),
+      body: JSON.stringify({
+        parameters: { operon_step_timings: true },
+        inputs: [{ name: "IN", datatype: "FP32", shape: [1], data: [3] }],
+      }),
     });
     expect(response.status).toBe(200);
     const body = (await response.json()) as { parameters?: Record<string, unknown> };
-    const steps = JSON.parse(String(body.parameters?.operon_step_timings)) as Array<{ step: string; status: string; startMs: number; durationMs: number }>;
+    const steps = JSON.parse(String(body.parameters?.operon_step_timings)) as Array<{
+      step: string;
+      status: string;
+      startMs: number;
+      durationMs: number;
+    }>;
     expect(steps.map((step) => [step.step, step.status])).toEqual([
       ["left", "ok"],
       ["right", "ok"],
@@ -112,10 +134,12 @@ describe("operator branches and TypeScript model crashes (real server)", () => {
     expect(right.startMs).toBeLessThan(left.startMs + left.durationMs);
     expect(left.startMs).toBeLessThan(right.startMs + right.durationMs);
     // Without the parameter, no timings are sent.
-    const plain = (await (await fetch(`${server.httpUrl}/v2/models/fork/infer`, {
-      method: "POST",
-      body: JSON.stringify({ inputs: [{ name: "IN", datatype: "FP32", shape: [1], data: [3] }] }),
-    })).json()) as { parameters?: Record<string, unknown> };
+    const plain = (await (
+      await fetch(`${server.httpUrl}/v2/models/fork/infer`, {
+        method: "POST",
+        body: JSON.stringify({ inputs: [{ name: "IN", datatype: "FP32", shape: [1], data: [3] }] }),
+      })
+    ).json()) as { parameters?: Record<string, unknown> };
     expect(plain.parameters?.operon_step_timings).toBeUndefined();
   });
 

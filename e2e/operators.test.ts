@@ -14,7 +14,8 @@ import { REPO_ROOT, startOperon, tempRepository, type RunningOperon } from "./su
 const ENSEMBLE_REPOSITORY = join(REPO_ROOT, "examples/ensemble_repository");
 
 const range = (n: number, from = 0): number[] => Array.from({ length: n }, (_, i) => from + i);
-const fromBuffer = (data: Buffer): number[] => Array.from({ length: data.length / 4 }, (_, i) => data.readFloatLE(i * 4));
+const fromBuffer = (data: Buffer): number[] =>
+  Array.from({ length: data.length / 4 }, (_, i) => data.readFloatLE(i * 4));
 
 async function metric(server: RunningOperon, pattern: RegExp): Promise<number | undefined> {
   const text = await (await fetch(server.metricsUrl)).text();
@@ -22,15 +23,19 @@ async function metric(server: RunningOperon, pattern: RegExp): Promise<number | 
   return row === undefined ? undefined : Number(row.split(" ").pop());
 }
 
-async function index(server: RunningOperon): Promise<Array<{ name: string; version?: string; state?: string; reason?: string }>> {
+async function index(
+  server: RunningOperon,
+): Promise<Array<{ name: string; version?: string; state?: string; reason?: string }>> {
   return (await fetch(`${server.httpUrl}/v2/repository/index`, { method: "POST" })).json() as Promise<never>;
 }
 
 async function jsonInfer(server: RunningOperon, model: string, body: object): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${server.httpUrl}/v2/models/${model}/infer`, { method: "POST", body: JSON.stringify(body) });
+  const response = await fetch(`${server.httpUrl}/v2/models/${model}/infer`, {
+    method: "POST",
+    body: JSON.stringify(body),
+  });
   return { status: response.status, body: await response.json() };
 }
-
 
 describe("Triton ensembles from the model repository (real server)", () => {
   let server: RunningOperon;
@@ -128,7 +133,11 @@ ensemble_scheduling { step [ { model_name: "preprocess" model_version: -1 input_
       ]);
       const config = await client.call("ModelConfig", { name: "ensemble" });
       expect(config.config.platform).toBe("ensemble");
-      expect(config.config.ensemble_scheduling.step.map((s: { model_name: string }) => s.model_name)).toEqual(["preprocess", "preprocess", "add_sub"]);
+      expect(config.config.ensemble_scheduling.step.map((s: { model_name: string }) => s.model_name)).toEqual([
+        "preprocess",
+        "preprocess",
+        "add_sub",
+      ]);
     } finally {
       client.close();
     }
@@ -140,12 +149,16 @@ ensemble_scheduling { step [ { model_name: "preprocess" model_version: -1 input_
     expect(row("ensemble")).toMatchObject({ version: "1", state: "READY" });
     expect(row("preprocess")).toMatchObject({ state: "READY" });
     expect(row("broken_ensemble")).toMatchObject({ state: "UNAVAILABLE" });
-    expect(row("broken_ensemble")!.reason).toContain("ensemble 'broken_ensemble' cannot be served yet: step 'missing_model': model 'missing_model' is not served");
+    expect(row("broken_ensemble")!.reason).toContain(
+      "ensemble 'broken_ensemble' cannot be served yet: step 'missing_model': model 'missing_model' is not served",
+    );
     expect(row("mistyped_ensemble")).toMatchObject({ state: "UNAVAILABLE" });
     expect(row("mistyped_ensemble")!.reason).toContain(
       "tensor 'IN' from operator input 'IN' to step 'preprocess' (input 'INPUT0' of model 'preprocess'): datatype INT32 does not match FP32",
     );
-    const response = await jsonInfer(server, "broken_ensemble", { inputs: [{ name: "IN", datatype: "FP32", shape: [1, 16], data: range(16) }] });
+    const response = await jsonInfer(server, "broken_ensemble", {
+      inputs: [{ name: "IN", datatype: "FP32", shape: [1, 16], data: range(16) }],
+    });
     expect(response.status).toBe(503);
     expect(response.body.error).toContain("missing_model");
   });
@@ -153,7 +166,8 @@ ensemble_scheduling { step [ { model_name: "preprocess" model_version: -1 input_
   it("reports statistics for the ensemble and its composing models, and per-step metrics", async () => {
     const before = await modelStats(server.httpUrl, "preprocess");
     const ensembleBefore = await modelStats(server.httpUrl, "ensemble");
-    const stepBefore = (await metric(server, /^operon_operator_step_executions_total\{operator="ensemble",step="preprocess#2"\}/)) ?? 0;
+    const stepBefore =
+      (await metric(server, /^operon_operator_step_executions_total\{operator="ensemble",step="preprocess#2"\}/)) ?? 0;
     await inferBinary(server.httpUrl, "ensemble", [
       { name: "IN0", datatype: "FP32", shape: [1, 16], data: float32Buffer(1, 16) },
       { name: "IN1", datatype: "FP32", shape: [1, 16], data: float32Buffer(2, 16) },
@@ -166,19 +180,32 @@ ensemble_scheduling { step [ { model_name: "preprocess" model_version: -1 input_
     expect(ensembleAfter.inference_count - ensembleBefore.inference_count).toBe(1);
     expect(ensembleAfter.inference_stats["queue"]!.count).toBe(ensembleAfter.inference_stats["success"]!.count);
 
-    expect(await metric(server, /^operon_operator_step_executions_total\{operator="ensemble",step="preprocess#2"\}/)).toBe(stepBefore + 1);
+    expect(
+      await metric(server, /^operon_operator_step_executions_total\{operator="ensemble",step="preprocess#2"\}/),
+    ).toBe(stepBefore + 1);
     for (const step of ["preprocess", "preprocess#2", "add_sub"]) {
-      expect(await metric(server, new RegExp(`^operon_operator_step_duration_us\\{operator="ensemble",step="${step.replace("#", "\\#")}"\\}`))).toBeGreaterThan(0);
+      expect(
+        await metric(
+          server,
+          new RegExp(`^operon_operator_step_duration_us\\{operator="ensemble",step="${step.replace("#", "\\#")}"\\}`),
+        ),
+      ).toBeGreaterThan(0);
     }
     expect(await metric(server, /^nv_inference_request_success\{model="ensemble",version="1"\}/)).toBeGreaterThan(0);
   });
 
   it("lists ensembles as operators, and refuses registration outside explicit mode", async () => {
-    const list = (await (await fetch(`${server.httpUrl}/v2/operators`)).json()) as { operators: Array<{ name: string; source: string; spec: any }> };
+    const list = (await (await fetch(`${server.httpUrl}/v2/operators`)).json()) as {
+      operators: Array<{ name: string; source: string; spec: any }>;
+    };
     const ensemble = list.operators.find((operator) => operator.name === "ensemble")!;
     expect(ensemble.source).toBe("repository");
     expect(ensemble.spec.maxInflightPerStep).toBe(64);
-    expect(ensemble.spec.steps.map((step: { id: string }) => step.id)).toEqual(["preprocess", "preprocess#2", "add_sub"]);
+    expect(ensemble.spec.steps.map((step: { id: string }) => step.id)).toEqual([
+      "preprocess",
+      "preprocess#2",
+      "add_sub",
+    ]);
     const refused = await fetch(`${server.httpUrl}/v2/operators/x`, { method: "POST", body: JSON.stringify({}) });
     expect(refused.status).toBe(501);
     expect(((await refused.json()) as { error: string }).error).toContain("--model-control-mode=explicit");
@@ -204,8 +231,20 @@ describe("operators registered through /v2/operators (explicit mode, real server
     steps: [
       { id: "negative", kind: "exit", input: "IN1", when: { lessThan: 0 }, outputs: { OUT: "IN1" } },
       { id: "pre", kind: "model", model: "preprocess", inputs: { INPUT0: "IN0" }, outputs: { OUTPUT0: "scaled" } },
-      { id: "size", kind: "route", input: "scaled", cases: [{ when: { greaterThan: 10 }, next: ["big"] }], default: ["small"] },
-      { id: "big", kind: "model", model: "add_sub", inputs: { INPUT0: "scaled", INPUT1: "IN1" }, outputs: { OUTPUT0: "OUT" } },
+      {
+        id: "size",
+        kind: "route",
+        input: "scaled",
+        cases: [{ when: { greaterThan: 10 }, next: ["big"] }],
+        default: ["small"],
+      },
+      {
+        id: "big",
+        kind: "model",
+        model: "add_sub",
+        inputs: { INPUT0: "scaled", INPUT1: "IN1" },
+        outputs: { OUTPUT0: "OUT" },
+      },
       { id: "small", kind: "model", model: "preprocess", inputs: { INPUT0: "scaled" }, outputs: { OUTPUT0: "OUT" } },
     ],
   };
@@ -219,7 +258,11 @@ describe("operators registered through /v2/operators (explicit mode, real server
       { name: "IN1", datatype: "FP32", shape: [1, 16], data: float32Buffer(in1, 16) },
     ]);
 
-  const steps = async (step: string) => (await metric(server, new RegExp(`^operon_operator_step_executions_total\\{operator="triage",step="${step}"\\}`))) ?? 0;
+  const steps = async (step: string) =>
+    (await metric(
+      server,
+      new RegExp(`^operon_operator_step_executions_total\\{operator="triage",step="${step}"\\}`),
+    )) ?? 0;
 
   beforeAll(async () => {
     server = await startOperon([
@@ -246,7 +289,9 @@ describe("operators registered through /v2/operators (explicit mode, real server
     const metadata = (await (await fetch(`${server.httpUrl}/v2/models/triage`)).json()) as any;
     expect(metadata).toMatchObject({ name: "triage", platform: "operator", versions: ["1"] });
     expect(metadata.outputs).toEqual([{ name: "OUT", datatype: "FP32", shape: [-1, 16] }]);
-    const listed = (await (await fetch(`${server.httpUrl}/v2/operators/triage`)).json()) as { spec: { steps: unknown[] } };
+    const listed = (await (await fetch(`${server.httpUrl}/v2/operators/triage`)).json()) as {
+      spec: { steps: unknown[] };
+    };
     expect(listed.spec.steps).toHaveLength(5);
   });
 
@@ -279,7 +324,10 @@ describe("operators registered through /v2/operators (explicit mode, real server
       ],
     });
     expect(response.status).toBe(200);
-    const stepOutputs = JSON.parse(String(response.body.parameters?.operon_step_outputs)) as Array<{ step: string; outputs: any[] }>;
+    const stepOutputs = JSON.parse(String(response.body.parameters?.operon_step_outputs)) as Array<{
+      step: string;
+      outputs: any[];
+    }>;
     // Model steps in spec order; the exit and the route have no entry, the skipped branch no tensors.
     expect(stepOutputs.map((entry) => [entry.step, entry.outputs.length])).toEqual([
       ["pre", 1],
@@ -287,10 +335,17 @@ describe("operators registered through /v2/operators (explicit mode, real server
       ["small", 1],
     ]);
     // 'pre' shows what preprocess itself answers for IN0, under its name on the operator's board.
-    const direct = await jsonInfer(server, "preprocess", { inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], data: in0 }] });
-    expect(stepOutputs[0]!.outputs).toEqual([{ name: "scaled", datatype: "FP32", shape: [1, 16], data: direct.body.outputs[0].data }]);
+    const direct = await jsonInfer(server, "preprocess", {
+      inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], data: in0 }],
+    });
+    expect(stepOutputs[0]!.outputs).toEqual([
+      { name: "scaled", datatype: "FP32", shape: [1, 16], data: direct.body.outputs[0].data },
+    ]);
     expect(stepOutputs[2]!.outputs[0].data).toEqual(response.body.outputs[0].data);
-    const timings = JSON.parse(String(response.body.parameters?.operon_step_timings)) as Array<{ step: string; status: string }>;
+    const timings = JSON.parse(String(response.body.parameters?.operon_step_timings)) as Array<{
+      step: string;
+      status: string;
+    }>;
     expect(timings.map((step) => [step.step, step.status])).toEqual([
       ["negative", "ok"],
       ["pre", "ok"],
@@ -331,8 +386,14 @@ describe("operators registered through /v2/operators (explicit mode, real server
       });
       expect(fromBuffer(response.raw_output_contents[0])).toEqual(new Array(16).fill(16.5));
       // The step outputs travel as a string response parameter, as the step timings do.
-      const stepOutputs = JSON.parse(response.parameters.operon_step_outputs.string_param) as Array<{ step: string; outputs: Array<{ name: string; data: number[] }> }>;
-      expect(stepOutputs[0]).toEqual({ step: "pre", outputs: [expect.objectContaining({ name: "scaled", data: new Array(16).fill(16) })] });
+      const stepOutputs = JSON.parse(response.parameters.operon_step_outputs.string_param) as Array<{
+        step: string;
+        outputs: Array<{ name: string; data: number[] }>;
+      }>;
+      expect(stepOutputs[0]).toEqual({
+        step: "pre",
+        outputs: [expect.objectContaining({ name: "scaled", data: new Array(16).fill(16) })],
+      });
     } finally {
       client.close();
     }
@@ -361,7 +422,11 @@ describe("operators registered through /v2/operators (explicit mode, real server
       { ...TRIAGE, steps: [{ id: "m", kind: "model", model: "nope", inputs: { x: "IN0" }, outputs: { y: "OUT" } }] },
       "step 'm': model 'nope' is not served",
     ],
-    ["a malformed document", { inputs: "x", steps: [] }, "invalid operator spec 'bad': inputs: must be a non-empty array"],
+    [
+      "a malformed document",
+      { inputs: "x", steps: [] },
+      "invalid operator spec 'bad': inputs: must be a non-empty array",
+    ],
   ])("refuses %s with 400 naming the problem", async (_what, spec, expected) => {
     const response = await register("bad", spec);
     expect(response.status).toBe(400);
@@ -371,10 +436,22 @@ describe("operators registered through /v2/operators (explicit mode, real server
 
   it("refuses a name taken by a repository model, and an operator that calls itself", async () => {
     expect((await register("add_sub", TRIAGE)).status).toBe(400);
-    await register("wrapper", { ...TRIAGE, steps: [{ id: "inner", kind: "model", model: "triage", inputs: { IN0: "IN0", IN1: "IN1" }, outputs: { OUT: "OUT" } }] });
-    const loop = await register("triage", { ...TRIAGE, steps: [{ id: "w", kind: "model", model: "wrapper", inputs: { IN0: "IN0", IN1: "IN1" }, outputs: { OUT: "OUT" } }] });
+    await register("wrapper", {
+      ...TRIAGE,
+      steps: [
+        { id: "inner", kind: "model", model: "triage", inputs: { IN0: "IN0", IN1: "IN1" }, outputs: { OUT: "OUT" } },
+      ],
+    });
+    const loop = await register("triage", {
+      ...TRIAGE,
+      steps: [
+        { id: "w", kind: "model", model: "wrapper", inputs: { IN0: "IN0", IN1: "IN1" }, outputs: { OUT: "OUT" } },
+      ],
+    });
     expect(loop.status).toBe(400);
-    expect(((await loop.json()) as { error: string }).error).toContain("operator 'triage' would call itself: 'triage' -> 'wrapper' -> 'triage'");
+    expect(((await loop.json()) as { error: string }).error).toContain(
+      "operator 'triage' would call itself: 'triage' -> 'wrapper' -> 'triage'",
+    );
     // The nested operator serves: wrapper -> triage -> models.
     const nested = await inferBinary(server.httpUrl, "wrapper", [
       { name: "IN0", datatype: "FP32", shape: [1, 16], data: float32Buffer(10, 16) },

@@ -3,7 +3,13 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 import { parsePerfReport, type PerfReport } from "@operon/perf/perf-report";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXAMPLE_REPOSITORY, runOperon, startOperon, tempRepository, type RunningOperon } from "./support/operon-process.js";
+import {
+  EXAMPLE_REPOSITORY,
+  runOperon,
+  startOperon,
+  tempRepository,
+  type RunningOperon,
+} from "./support/operon-process.js";
 
 /**
  * `operon perf` (the built CLI, as a user runs it) against the real
@@ -59,12 +65,35 @@ describe("operon perf", () => {
   });
 
   it("sweeps concurrency 1:2 over HTTP and prints only the PerfReport JSON", async () => {
-    const run = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "--concurrency-range", "1:2", ...SHORT, "--json"]);
+    const run = await runOperon([
+      "perf",
+      "-m",
+      "add_sub",
+      "-u",
+      httpAddress,
+      "--concurrency-range",
+      "1:2",
+      ...SHORT,
+      "--json",
+    ]);
     expect(run.stderr).not.toMatch(/error/i);
     expect(run.code).toBe(0);
     const report = parseReport(run.stdout);
-    expect(report).toMatchObject({ schemaVersion: 1, model: "add_sub", version: "1", protocol: "http", mode: "concurrency" });
-    expect(report.config).toMatchObject({ binaryData: true, maxBatchSize: 8, inputs: [{ name: "INPUT0", shape: [1, 16] }, { name: "INPUT1", shape: [1, 16] }] });
+    expect(report).toMatchObject({
+      schemaVersion: 1,
+      model: "add_sub",
+      version: "1",
+      protocol: "http",
+      mode: "concurrency",
+    });
+    expect(report.config).toMatchObject({
+      binaryData: true,
+      maxBatchSize: 8,
+      inputs: [
+        { name: "INPUT0", shape: [1, 16] },
+        { name: "INPUT1", shape: [1, 16] },
+      ],
+    });
     expect(report.steps.map((step) => step.concurrency)).toEqual([1, 2]);
     expectSaneSteps(report);
     // Progress went to stderr, one line per window (stderr is not a terminal here).
@@ -72,7 +101,19 @@ describe("operon perf", () => {
   });
 
   it("sweeps concurrency 1:2 over gRPC", async () => {
-    const run = await runOperon(["perf", "-m", "add_sub", "-i", "grpc", "-u", server.grpcAddress, "--concurrency-range", "1:2", ...SHORT, "--json"]);
+    const run = await runOperon([
+      "perf",
+      "-m",
+      "add_sub",
+      "-i",
+      "grpc",
+      "-u",
+      server.grpcAddress,
+      "--concurrency-range",
+      "1:2",
+      ...SHORT,
+      "--json",
+    ]);
     expect(run.code).toBe(0);
     const report = parseReport(run.stdout);
     expect(report).toMatchObject({ protocol: "grpc", mode: "concurrency", config: { url: server.grpcAddress } });
@@ -82,12 +123,30 @@ describe("operon perf", () => {
 
   it("sends exactly --request-count requests, prints the table and writes -f", async () => {
     const file = join(tempRepository("operon-perf-report-"), "report.json");
-    const run = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "--request-count", "40", "--concurrency-range", "2", "-b", "4", "-f", file]);
+    const run = await runOperon([
+      "perf",
+      "-m",
+      "add_sub",
+      "-u",
+      httpAddress,
+      "--request-count",
+      "40",
+      "--concurrency-range",
+      "2",
+      "-b",
+      "4",
+      "-f",
+      file,
+    ]);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^Concurrency: 2, throughput: [0-9.]+ infer\/sec, latency [0-9]+ usec$/m);
     expect(run.stdout).toMatch(/^Concurrency {2}Infer\/sec {2}p50 usec/m);
     const report = parsePerfReport(JSON.parse(readFileSync(file, "utf8")));
-    expect(report.config).toMatchObject({ requestCount: 40, batchSize: 4, inputs: [{ shape: [4, 16] }, { shape: [4, 16] }] });
+    expect(report.config).toMatchObject({
+      requestCount: 40,
+      batchSize: 4,
+      inputs: [{ shape: [4, 16] }, { shape: [4, 16] }],
+    });
     expect(report.steps).toHaveLength(1);
     expect(report.steps[0]).toMatchObject({ concurrency: 2, requests: 40, errors: 0, stable: true });
     expect(report.steps[0]!.throughputInferPerSec).toBeCloseTo(report.steps[0]!.throughputRequestsPerSec * 4, 0);
@@ -96,11 +155,24 @@ describe("operon perf", () => {
 
   it("runs open-loop request-rate steps with Poisson arrivals", async () => {
     const run = await runOperon([
-      "perf", "-m", "add_sub", "-u", httpAddress, "--request-rate-range", "40:80:40", "--request-distribution", "poisson", ...SHORT, "--json",
+      "perf",
+      "-m",
+      "add_sub",
+      "-u",
+      httpAddress,
+      "--request-rate-range",
+      "40:80:40",
+      "--request-distribution",
+      "poisson",
+      ...SHORT,
+      "--json",
     ]);
     expect(run.code).toBe(0);
     const report = parseReport(run.stdout);
-    expect(report).toMatchObject({ mode: "request-rate", config: { requestDistribution: "poisson", requestRateRange: { start: 40, end: 80, step: 40 } } });
+    expect(report).toMatchObject({
+      mode: "request-rate",
+      config: { requestDistribution: "poisson", requestRateRange: { start: 40, end: 80, step: 40 } },
+    });
     expect(report.steps.map((step) => step.requestRate)).toEqual([40, 80]);
     expectSaneSteps(report);
     for (const step of report.steps) expect(step.throughputRequestsPerSec).toBeLessThan(step.requestRate! * 2);
@@ -110,7 +182,9 @@ describe("operon perf", () => {
     const run = await runOperon(["perf", "-m", "no_such_model", "-u", httpAddress]);
     expect(run.code).toBe(1);
     expect(run.stdout).toBe("");
-    expect(run.stderr.trim()).toMatch(/^error: model 'no_such_model' is not available at http:\/\/127\.0\.0\.1:\d+: .*no_such_model/);
+    expect(run.stderr.trim()).toMatch(
+      /^error: model 'no_such_model' is not available at http:\/\/127\.0\.0\.1:\d+: .*no_such_model/,
+    );
     const grpcRun = await runOperon(["perf", "-m", "no_such_model", "-i", "grpc", "-u", server.grpcAddress]);
     expect(grpcRun.code).toBe(1);
     expect(grpcRun.stderr).toContain("model 'no_such_model'");
@@ -120,7 +194,9 @@ describe("operon perf", () => {
     const port = await closedPort();
     const run = await runOperon(["perf", "-m", "add_sub", "-u", `127.0.0.1:${port}`]);
     expect(run.code).toBe(1);
-    expect(run.stderr.trim()).toMatch(new RegExp(`^error: cannot connect to the server at http://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`));
+    expect(run.stderr.trim()).toMatch(
+      new RegExp(`^error: cannot connect to the server at http://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`),
+    );
     const grpcRun = await runOperon(["perf", "-m", "add_sub", "-i", "grpc", "-u", `127.0.0.1:${port}`]);
     expect(grpcRun.code).toBe(1);
     expect(grpcRun.stderr).toContain(`cannot connect to the gRPC server at 127.0.0.1:${port}`);

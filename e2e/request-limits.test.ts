@@ -19,8 +19,17 @@ const ADD_SUB_BODY = JSON.stringify({
   ],
 });
 
-async function post(server: RunningOperon, path: string, body: Buffer | string, headers: Record<string, string> = {}): Promise<{ status: number; error: string | undefined }> {
-  const response = await fetch(`${server.httpUrl}${path}`, { method: "POST", body, headers: { "content-type": "application/json", ...headers } });
+async function post(
+  server: RunningOperon,
+  path: string,
+  body: Buffer | string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; error: string | undefined }> {
+  const response = await fetch(`${server.httpUrl}${path}`, {
+    method: "POST",
+    body,
+    headers: { "content-type": "application/json", ...headers },
+  });
   const text = await response.text();
   let error: string | undefined;
   try {
@@ -85,7 +94,11 @@ describe("request limits", () => {
   });
 
   it("refuses JSON nested deeper than the budget", async () => {
-    const reply = await post(server, "/v2/models/add_sub/infer", `{"inputs":${"[".repeat(100_000)}${"]".repeat(100_000)}}`);
+    const reply = await post(
+      server,
+      "/v2/models/add_sub/infer",
+      `{"inputs":${"[".repeat(100_000)}${"]".repeat(100_000)}}`,
+    );
     expect(reply.status).toBe(400);
     expect(reply.error).toMatch(/nested deeper than 64 levels/);
     await expectStillServing(server);
@@ -151,7 +164,10 @@ describe("request limits", () => {
           { name: "INPUT0", datatype: "FP32", shape: [1, 16] },
           { name: "INPUT1", datatype: "FP32", shape: [1, 16] },
         ],
-        raw_input_contents: [Buffer.from(new Float32Array(16).fill(1).buffer), Buffer.from(new Float32Array(16).fill(2).buffer)],
+        raw_input_contents: [
+          Buffer.from(new Float32Array(16).fill(1).buffer),
+          Buffer.from(new Float32Array(16).fill(2).buffer),
+        ],
       });
       expect(reply.id).toHaveLength(300_000);
       expect(new Float32Array(new Uint8Array(reply.raw_output_contents[0]).buffer)[0]).toBe(3);

@@ -21,7 +21,9 @@ function twoModelRepository(): string {
   for (const name of ["hot", "idle"]) {
     cpSync(join(EXAMPLE_REPOSITORY, "add_sub"), join(root, name), { recursive: true });
     const configPath = join(root, name, "config.pbtxt");
-    const config = readFileSync(configPath, "utf8").replace('name: "add_sub"', `name: "${name}"`).replace("count: 2", "count: 1");
+    const config = readFileSync(configPath, "utf8")
+      .replace('name: "add_sub"', `name: "${name}"`)
+      .replace("count: 2", "count: 1");
     writeFileSync(configPath, config);
   }
   return root;
@@ -35,11 +37,17 @@ const INFER_BODY = JSON.stringify({
 });
 
 function infer(server: RunningOperon, model: string): Promise<Response> {
-  return fetch(`${server.httpUrl}/v2/models/${model}/infer`, { method: "POST", headers: { "content-type": "application/json" }, body: INFER_BODY });
+  return fetch(`${server.httpUrl}/v2/models/${model}/infer`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: INFER_BODY,
+  });
 }
 
 async function instancesOf(server: RunningOperon, model: string): Promise<number> {
-  const body = (await (await fetch(`${server.httpUrl}/v2/operon/workers`)).json()) as { workers: Array<{ model: string; state: string }> };
+  const body = (await (await fetch(`${server.httpUrl}/v2/operon/workers`)).json()) as {
+    workers: Array<{ model: string; state: string }>;
+  };
   return body.workers.filter((worker) => worker.model === model && worker.state === "READY").length;
 }
 
@@ -47,11 +55,17 @@ async function parked(server: RunningOperon): Promise<string[]> {
   return ((await (await fetch(`${server.httpUrl}/v2/operon/parked`)).json()) as { models: string[] }).models;
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs: number,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last = await probe();
   while (!done(last)) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last seen ${JSON.stringify(last)}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}; last seen ${JSON.stringify(last)}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
     last = await probe();
   }
@@ -59,7 +73,12 @@ async function waitFor<T>(what: string, probe: () => Promise<T>, done: (value: T
 }
 
 /** `loops` clients, each sending a request every `gapMs`; counts answers by status until stopped. */
-function startLoad(server: RunningOperon, model: string, loops: number, gapMs: number): { stop: () => Promise<Map<number, number>> } {
+function startLoad(
+  server: RunningOperon,
+  model: string,
+  loops: number,
+  gapMs: number,
+): { stop: () => Promise<Map<number, number>> } {
   const statuses = new Map<number, number>();
   let running = true;
   const clients = Array.from({ length: loops }, async () => {
@@ -119,7 +138,12 @@ describe("resource scheduler: instances from demand", () => {
     let statuses: Map<number, number>;
     try {
       const started = Date.now();
-      const grown = await waitFor("hot to scale up", () => instancesOf(server, "hot"), (count) => count >= 4, 20_000);
+      const grown = await waitFor(
+        "hot to scale up",
+        () => instancesOf(server, "hot"),
+        (count) => count >= 4,
+        20_000,
+      );
       const timeToScaleMs = Date.now() - started;
       expect(grown).toBe(4);
       expect(timeToScaleMs).toBeLessThan(20_000);
@@ -132,7 +156,12 @@ describe("resource scheduler: instances from demand", () => {
     expect([...statuses.keys()]).toEqual([200]);
 
     // Down in steps (4 -> 2 -> 1), each a cooldown after the last peak.
-    await waitFor("hot to scale back down", () => instancesOf(server, "hot"), (count) => count === 1, 30_000);
+    await waitFor(
+      "hot to scale back down",
+      () => instancesOf(server, "hot"),
+      (count) => count === 1,
+      30_000,
+    );
 
     const { decisions } = await admin.client.scheduler.decisions.query({ model: "hot" });
     const actions = decisions.map((decision) => decision.action);
@@ -141,7 +170,9 @@ describe("resource scheduler: instances from demand", () => {
     const up = decisions.find((decision) => decision.action === "SCALE_UP")!;
     expect(up).toMatchObject({ fromCount: 1, toCount: 4, capacitySource: "default", capacityRps: 5, applied: true });
     expect(up.reason).toMatch(/demand [\d.]+ req\/s \+ 25 % headroom needs/);
-    const unload = (await admin.client.scheduler.decisions.query({ model: "idle" })).decisions.find((decision) => decision.action === "UNLOAD")!;
+    const unload = (await admin.client.scheduler.decisions.query({ model: "idle" })).decisions.find(
+      (decision) => decision.action === "UNLOAD",
+    )!;
     expect(unload.reason).toMatch(/least recently used idle model/);
   }, 90_000);
 
@@ -152,7 +183,8 @@ describe("resource scheduler: instances from demand", () => {
     expect(await parked(server)).toEqual(["add_sub"]);
     await waitFor(
       "the LOAD decision",
-      async () => (await admin.client.scheduler.decisions.query({ model: "idle" })).decisions.map((decision) => decision.action),
+      async () =>
+        (await admin.client.scheduler.decisions.query({ model: "idle" })).decisions.map((decision) => decision.action),
       (actions) => actions.includes("LOAD"),
       10_000,
     );
@@ -167,7 +199,12 @@ describe("resource scheduler: instances from demand", () => {
 
   it("a pin holds the count whatever the demand; off stops all changes", async () => {
     await admin.client.scheduler.pin.mutate({ model: "hot", count: 2 });
-    await waitFor("hot pinned at 2", () => instancesOf(server, "hot"), (count) => count === 2, 15_000);
+    await waitFor(
+      "hot pinned at 2",
+      () => instancesOf(server, "hot"),
+      (count) => count === 2,
+      15_000,
+    );
     await admin.client.scheduler.unpin.mutate({ model: "hot" });
     await admin.client.scheduler.setEnabled.mutate({ enabled: false });
     expect((await admin.client.scheduler.status.query()).enabled).toBe(false);
@@ -202,14 +239,20 @@ describe("gateway levers without the control plane", () => {
   });
 
   const post = (path: string, body: unknown): Promise<Response> =>
-    fetch(`${gateway.httpUrl}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${gateway.httpUrl}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
 
   it("rescales a model in place and refuses counts past --max-instances-per-model", async () => {
     const grown = await post("/v2/operon/models/hot/instances", { count: 3 });
     expect(grown.status).toBe(200);
     expect(await grown.json()).toEqual({ model: "hot", from: 1, to: 3 });
     expect(await instancesOf(gateway, "hot")).toBe(3);
-    const config = (await (await fetch(`${gateway.httpUrl}/v2/models/hot/config`)).json()) as { instance_group: Array<{ count: number }> };
+    const config = (await (await fetch(`${gateway.httpUrl}/v2/models/hot/config`)).json()) as {
+      instance_group: Array<{ count: number }>;
+    };
     expect(config.instance_group[0]!.count).toBe(3);
     const tooMany = await post("/v2/operon/models/hot/instances", { count: 4 });
     expect(tooMany.status).toBe(400);
@@ -228,7 +271,12 @@ describe("gateway levers without the control plane", () => {
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toBe("5");
     expect(((await refused.json()) as { error: string }).error).toContain("unloaded by the resource scheduler");
-    const served = await waitFor("idle to load again", async () => (await infer(gateway, "idle")).status, (status) => status === 200, 30_000);
+    const served = await waitFor(
+      "idle to load again",
+      async () => (await infer(gateway, "idle")).status,
+      (status) => status === 200,
+      30_000,
+    );
     expect(served).toBe(200);
   }, 60_000);
 });

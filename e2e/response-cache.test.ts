@@ -36,10 +36,15 @@ describe("response cache (real server)", () => {
 
   beforeAll(async () => {
     const repository = tempRepository();
-    writeModel(repository, "cached", addSubModel(), { config: ADD_SUB_CONFIG("cached", "response_cache { enable: true }") });
+    writeModel(repository, "cached", addSubModel(), {
+      config: ADD_SUB_CONFIG("cached", "response_cache { enable: true }"),
+    });
     writeModel(repository, "plain", addSubModel(), { config: ADD_SUB_CONFIG("plain") });
     writeModel(repository, "decoupled_cached", addSubModel(), {
-      config: ADD_SUB_CONFIG("decoupled_cached", "response_cache { enable: true }\nmodel_transaction_policy { decoupled: true }"),
+      config: ADD_SUB_CONFIG(
+        "decoupled_cached",
+        "response_cache { enable: true }\nmodel_transaction_policy { decoupled: true }",
+      ),
     });
     server = await startOperon([
       "--model-repository",
@@ -68,7 +73,9 @@ describe("response cache (real server)", () => {
 
     const second = await inferBinary(server.httpUrl, "cached", inputs(1.5));
     expect(second.status).toBe(200);
-    expect(second.outputs.map((o) => [o.name, o.datatype, o.shape])).toEqual(first.outputs.map((o) => [o.name, o.datatype, o.shape]));
+    expect(second.outputs.map((o) => [o.name, o.datatype, o.shape])).toEqual(
+      first.outputs.map((o) => [o.name, o.datatype, o.shape]),
+    );
     second.outputs.forEach((output, index) => expect(output.data.equals(first.outputs[index]!.data)).toBe(true));
 
     const afterHit = await modelStats(server.httpUrl, "cached");
@@ -93,9 +100,17 @@ describe("response cache (real server)", () => {
       return JSON.stringify({ id, inputs: reversed ? tensors.reverse() : tensors });
     };
     const send = async (id: string, reversed: boolean) => {
-      const response = await fetch(`${server.httpUrl}/v2/models/cached/infer`, { method: "POST", body: body(id, reversed) });
+      const response = await fetch(`${server.httpUrl}/v2/models/cached/infer`, {
+        method: "POST",
+        body: body(id, reversed),
+      });
       expect(response.status).toBe(200);
-      return (await response.json()) as { id: string; model_name: string; model_version: string; outputs: Array<{ name: string; data: number[] }> };
+      return (await response.json()) as {
+        id: string;
+        model_name: string;
+        model_version: string;
+        outputs: Array<{ name: string; data: number[] }>;
+      };
     };
     const before = await modelStats(server.httpUrl, "cached");
     const miss = await send("first", false);
@@ -145,7 +160,8 @@ describe("response cache (real server)", () => {
   it("evicts the least recently used response when more distinct responses arrive than fit", async () => {
     const hits = async () => (await modelStats(server.httpUrl, "cached")).inference_stats.cache_hit!.count;
     const executions = async () => (await modelStats(server.httpUrl, "cached")).execution_count;
-    for (const value of [100, 200, 300]) expect((await inferBinary(server.httpUrl, "cached", inputs(value))).status).toBe(200);
+    for (const value of [100, 200, 300])
+      expect((await inferBinary(server.httpUrl, "cached", inputs(value))).status).toBe(200);
     // Two fit: 100 was evicted; 200 and 300 are cached.
     let text = await metricsText(server);
     expect(series(text, "operon_cache_entries")).toBe(2);
@@ -220,7 +236,9 @@ describe("response cache (real server)", () => {
 describe("response cache flags and defaults (real server)", () => {
   it("serves uncached, with a warning at load, when a model enables response_cache but the server has no cache", async () => {
     const repository = tempRepository();
-    writeModel(repository, "cached", addSubModel(), { config: ADD_SUB_CONFIG("cached", "response_cache { enable: true }") });
+    writeModel(repository, "cached", addSubModel(), {
+      config: ADD_SUB_CONFIG("cached", "response_cache { enable: true }"),
+    });
     const server = await startOperon(["--model-repository", repository]);
     try {
       expect(server.output()).toMatch(/model enables response_cache but the server has no response cache/);

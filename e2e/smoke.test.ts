@@ -38,7 +38,10 @@ describe("the example repository (what npm start serves)", () => {
       body: JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], data }] }),
     });
     expect(response.status).toBe(200);
-    const body = (await response.json()) as { outputs: Array<{ name: string; data: number[] }>; parameters: Record<string, unknown> };
+    const body = (await response.json()) as {
+      outputs: Array<{ name: string; data: number[] }>;
+      parameters: Record<string, unknown>;
+    };
     expect(body.outputs[0]).toMatchObject({ name: "OUTPUT0", data });
     expect(body.parameters["batch_requests"]).toBe(1);
   });

@@ -6,7 +6,13 @@ import { decodeBytesElements } from "@operon/protocol/tensor";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROTO_DIR } from "./support/grpc-client.js";
 import { ADD_SUB_CONFIG, addSubModel, writeModel } from "./support/model-fixtures.js";
-import { EXAMPLE_REPOSITORY, startOperon, tempRepository, workerProcesses, type RunningOperon } from "./support/operon-process.js";
+import {
+  EXAMPLE_REPOSITORY,
+  startOperon,
+  tempRepository,
+  workerProcesses,
+  type RunningOperon,
+} from "./support/operon-process.js";
 
 /**
  * Decoupled streaming and BLS through the real `operon serve`: the example
@@ -87,7 +93,12 @@ function buildRepository(): string {
     `${modeConfig("forgetful", 'model_transaction_policy { decoupled: true }\nparameters { key: "decoupled_final_timeout_ms" value: { string_value: "500" } }')}`,
   );
   writeTsModel(repository, "thrower", THROWER, modeConfig("thrower"));
-  writeTsModel(repository, "spinner", SPINNER, modeConfig("spinner", 'parameters { key: "execute_timeout_ms" value: { string_value: "1000" } }'));
+  writeTsModel(
+    repository,
+    "spinner",
+    SPINNER,
+    modeConfig("spinner", 'parameters { key: "execute_timeout_ms" value: { string_value: "1000" } }'),
+  );
   writeTsModel(
     repository,
     "countdown",
@@ -110,8 +121,12 @@ instance_group [ { count: 3, kind: KIND_CPU } ]
   const generator = join(EXAMPLE_REPOSITORY, "text_generator");
   const slowConfig = readFileSync(join(generator, "config.pbtxt"), "utf8")
     .replace('name: "text_generator"', 'name: "text_generator_slow"')
-    .replace('key: "token_delay_ms" value { string_value: "0" }', 'key: "token_delay_ms" value { string_value: "150" }');
-  if (!slowConfig.includes('string_value: "150"')) throw new Error("text_generator's config changed: set token_delay_ms for text_generator_slow another way");
+    .replace(
+      'key: "token_delay_ms" value { string_value: "0" }',
+      'key: "token_delay_ms" value { string_value: "150" }',
+    );
+  if (!slowConfig.includes('string_value: "150"'))
+    throw new Error("text_generator's config changed: set token_delay_ms for text_generator_slow another way");
   writeTsModel(repository, "text_generator_slow", readFileSync(join(generator, "1/model.js"), "utf8"), slowConfig);
   const scaler = join(EXAMPLE_REPOSITORY, "bls_scaler");
   writeTsModel(
@@ -126,7 +141,18 @@ instance_group [ { count: 3, kind: KIND_CPU } ]
   return repository;
 }
 
-const LOADED = ["text_generator", "text_generator_slow", "add_sub", "bls_scaler", "forgetful", "thrower", "spinner", "countdown", "add_sub_batched", "bls_scaler_batched"];
+const LOADED = [
+  "text_generator",
+  "text_generator_slow",
+  "add_sub",
+  "bls_scaler",
+  "forgetful",
+  "thrower",
+  "spinner",
+  "countdown",
+  "add_sub_batched",
+  "bls_scaler_batched",
+];
 
 let server: RunningOperon;
 let inference: grpc.Client & Record<string, any>;
@@ -163,7 +189,11 @@ afterAll(async () => {
 // ---- helpers ----
 
 function post(path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
-  return fetch(`${server.httpUrl}${path}`, { method: "POST", body: JSON.stringify(body), ...(signal !== undefined ? { signal } : {}) });
+  return fetch(`${server.httpUrl}${path}`, {
+    method: "POST",
+    body: JSON.stringify(body),
+    ...(signal !== undefined ? { signal } : {}),
+  });
 }
 
 /** The `data:` events of a text/event-stream body, in order, parsed. */
@@ -210,7 +240,9 @@ describe("text_generator (decoupled) over gRPC ModelStreamInfer", () => {
       parameters,
       inputs: [
         { name: "text_input", datatype: "BYTES", shape: [1], contents: { bytes_contents: [Buffer.from(text)] } },
-        ...(maxTokens !== undefined ? [{ name: "max_tokens", datatype: "INT32", shape: [1], contents: { int_contents: [maxTokens] } }] : []),
+        ...(maxTokens !== undefined
+          ? [{ name: "max_tokens", datatype: "INT32", shape: [1], contents: { int_contents: [maxTokens] } }]
+          : []),
       ],
     });
     stream.write(prompt("plain", "one two three"));
@@ -248,16 +280,24 @@ describe("text_generator (decoupled) over gRPC ModelStreamInfer", () => {
   });
 
   it("unary inference on it answers UNIMPLEMENTED (gRPC) and 501 (HTTP) with Triton's reason", async () => {
-    const message = "model 'text_generator' is decoupled: use ModelStreamInfer (gRPC) or generate_stream / infer_stream (HTTP)";
+    const message =
+      "model 'text_generator' is decoupled: use ModelStreamInfer (gRPC) or generate_stream / infer_stream (HTTP)";
     const error = await new Promise<grpc.ServiceError>((resolve, reject) =>
       inference["ModelInfer"](
-        { model_name: "text_generator", inputs: [{ name: "text_input", datatype: "BYTES", shape: [1], contents: { bytes_contents: [Buffer.from("x")] } }] },
+        {
+          model_name: "text_generator",
+          inputs: [
+            { name: "text_input", datatype: "BYTES", shape: [1], contents: { bytes_contents: [Buffer.from("x")] } },
+          ],
+        },
         (failure: grpc.ServiceError | null) => (failure ? resolve(failure) : reject(new Error("ModelInfer succeeded"))),
       ),
     );
     expect(error.code).toBe(grpc.status.UNIMPLEMENTED);
     expect(error.details).toBe(message);
-    const response = await post("/v2/models/text_generator/infer", { inputs: [{ name: "text_input", datatype: "BYTES", shape: [1], data: ["x"] }] });
+    const response = await post("/v2/models/text_generator/infer", {
+      inputs: [{ name: "text_input", datatype: "BYTES", shape: [1], data: ["x"] }],
+    });
     expect(response.status).toBe(501);
     expect(await response.json()).toEqual({ error: message, kind: "UNSUPPORTED" });
   });
@@ -265,12 +305,20 @@ describe("text_generator (decoupled) over gRPC ModelStreamInfer", () => {
 
 describe("text_generator over HTTP server-sent events", () => {
   it("generate_stream: one event per response, in order", async () => {
-    const response = await post("/v2/models/text_generator/generate_stream", { id: "sse-1", text_input: "hello big world" });
+    const response = await post("/v2/models/text_generator/generate_stream", {
+      id: "sse-1",
+      text_input: "hello big world",
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
     expect(response.headers.get("cache-control")).toBe("no-cache");
     expect(sseEvents(await response.text())).toEqual(
-      ["world", "big", "hello", "done"].map((word) => ({ model_name: "text_generator", model_version: "1", id: "sse-1", text_output: word })),
+      ["world", "big", "hello", "done"].map((word) => ({
+        model_name: "text_generator",
+        model_version: "1",
+        id: "sse-1",
+        text_output: word,
+      })),
     );
   });
 
@@ -279,7 +327,9 @@ describe("text_generator over HTTP server-sent events", () => {
     expect(await one.json()).toEqual({ model_name: "text_generator", model_version: "1", text_output: "done" });
     const many = await post("/v2/models/text_generator/generate", { text_input: "hello world" });
     expect(many.status).toBe(501);
-    expect(((await many.json()) as { error: string }).error).toMatch(/sent more than one response; generate answers with exactly one: use generate_stream/);
+    expect(((await many.json()) as { error: string }).error).toMatch(
+      /sent more than one response; generate answers with exactly one: use generate_stream/,
+    );
   });
 
   it("infer_stream: KServe v2 JSON responses as events, the last one final", async () => {
@@ -288,7 +338,9 @@ describe("text_generator over HTTP server-sent events", () => {
       inputs: [{ name: "text_input", datatype: "BYTES", shape: [1], data: ["x y"] }],
     });
     const events = sseEvents(await response.text());
-    expect(events.map((event) => [event.outputs[0]?.data[0] ?? null, event.parameters.triton_final_response, event.id])).toEqual([
+    expect(
+      events.map((event) => [event.outputs[0]?.data[0] ?? null, event.parameters.triton_final_response, event.id]),
+    ).toEqual([
       ["y", false, "is-1"],
       ["x", false, "is-1"],
       ["done", false, "is-1"],
@@ -304,7 +356,10 @@ describe("text_generator over HTTP server-sent events", () => {
       const reader = response.body!.getReader();
       const arrivals: number[] = [];
       for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
-        const events = Buffer.from(chunk.value).toString().split("\n\n").filter((event) => event !== "");
+        const events = Buffer.from(chunk.value)
+          .toString()
+          .split("\n\n")
+          .filter((event) => event !== "");
         for (const _event of events) arrivals.push(Date.now() - started);
       }
       return arrivals;
@@ -335,8 +390,13 @@ describe("text_generator over HTTP server-sent events", () => {
     expect(events).toHaveLength(2);
     expect(events[0].outputs[0].data).toEqual(["only"]);
     expect(events[0].parameters.triton_final_response).toBe(false);
-    expect(events[1].error).toMatch(/^model 'forgetful' did not send the final response for request \d+ within 500 ms$/);
-    await server.waitForOutput(/"model":"forgetful"[^\n]*"msg":"model did not send the final response; ending the request"/, 5000);
+    expect(events[1].error).toMatch(
+      /^model 'forgetful' did not send the final response for request \d+ within 500 ms$/,
+    );
+    await server.waitForOutput(
+      /"model":"forgetful"[^\n]*"msg":"model did not send the final response; ending the request"/,
+      5000,
+    );
     expect((await stats("forgetful")).inference_stats.fail.count).toBe(1);
   });
 });
@@ -347,11 +407,20 @@ describe("a client that disconnects from a stream", () => {
     const response = await post("/v2/models/forgetful/generate_stream", { MODE: "x" }, controller.signal);
     const reader = response.body!.getReader();
     const first = await reader.read();
-    expect(Buffer.from(first.value!).toString()).toBe('data: {"model_name":"forgetful","model_version":"1","OUT":"only"}\n\n');
+    expect(Buffer.from(first.value!).toString()).toBe(
+      'data: {"model_name":"forgetful","model_version":"1","OUT":"only"}\n\n',
+    );
     controller.abort();
     const canceled = async (): Promise<number> => {
       const text = await (await fetch(server.metricsUrl)).text();
-      const line = text.split("\n").find((row) => row.startsWith("nv_inference_request_failure{") && row.includes('model="forgetful"') && row.includes('reason="CANCELED"'));
+      const line = text
+        .split("\n")
+        .find(
+          (row) =>
+            row.startsWith("nv_inference_request_failure{") &&
+            row.includes('model="forgetful"') &&
+            row.includes('reason="CANCELED"'),
+        );
       return line === undefined ? 0 : Number(line.split(" ").pop());
     };
     // Counted when the model is done with it (here: its final-flag timeout, 500 ms).
@@ -366,7 +435,10 @@ describe("TypeScript model faults", () => {
   it("a model that throws fails only its request (500, or 400 for its INVALID_ARG) and the server stays ready", async () => {
     const thrown = await post("/v2/models/thrower/infer", modeRequest("throw"));
     expect(thrown.status).toBe(500);
-    expect(await thrown.json()).toEqual({ error: "model 'thrower' execute failed: thrower exploded", kind: "INTERNAL" });
+    expect(await thrown.json()).toEqual({
+      error: "model 'thrower' execute failed: thrower exploded",
+      kind: "INTERNAL",
+    });
     const invalid = await post("/v2/models/thrower/infer", modeRequest("invalid"));
     expect(invalid.status).toBe(400);
     expect(await invalid.json()).toEqual({ error: "thrower says MODE is invalid", kind: "INVALID_ARG" });
@@ -381,7 +453,10 @@ describe("TypeScript model faults", () => {
     const started = Date.now();
     const stuck = await post("/v2/models/spinner/infer", modeRequest("spin"));
     expect(stuck.status).toBe(503);
-    expect(await stuck.json()).toEqual({ error: "model 'spinner' execute timed out after 1000 ms", kind: "UNAVAILABLE" });
+    expect(await stuck.json()).toEqual({
+      error: "model 'spinner' execute timed out after 1000 ms",
+      kind: "UNAVAILABLE",
+    });
     expect(Date.now() - started).toBeLessThan(5000);
     await server.waitForOutput(/"model":"spinner"[^\n]*"msg":"backend worker restarted"/, 10_000);
     const next = await post("/v2/models/spinner/infer", modeRequest("fine"));
@@ -408,7 +483,9 @@ describe("BLS", () => {
   });
 
   it("concurrent BLS calls are batched by the called model's dynamic batcher", async () => {
-    const responses = await Promise.all(Array.from({ length: 8 }, (_, i) => post("/v2/models/bls_scaler_batched/infer", fp32Request([ramp(i)]))));
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => post("/v2/models/bls_scaler_batched/infer", fp32Request([ramp(i)]))),
+    );
     for (const [i, response] of responses.entries()) {
       expect(response.status).toBe(200);
       expect(((await response.json()) as any).outputs[0].data).toEqual(ramp(i).map((x) => x * x - 1));
@@ -443,7 +520,9 @@ describe("BLS", () => {
     // Depth 6 -> 7 -> 8 through the model's own calls (it passes no depth on); its call at depth 9 is refused.
     const endless = await countdown(1000, 6);
     expect(endless.status).toBe(400);
-    expect(((await endless.json()) as { error: string }).error).toMatch(/^BLS depth limit exceeded: a call to model 'countdown' at BLS depth 9, beyond the limit of 8/);
+    expect(((await endless.json()) as { error: string }).error).toMatch(
+      /^BLS depth limit exceeded: a call to model 'countdown' at BLS depth 9, beyond the limit of 8/,
+    );
     expect((await fetch(`${server.httpUrl}/v2/health/ready`)).status).toBe(200);
   });
 });

@@ -34,7 +34,10 @@ const STREAMER_MODEL = `export default class {
     }
   }
 }`;
-const STREAMER_CONFIG = BUSY_CONFIG.replace('name: "busy"', 'name: "streamer"').replace("max_batch_size: 0", "max_batch_size: 0\nmodel_transaction_policy { decoupled: true }");
+const STREAMER_CONFIG = BUSY_CONFIG.replace('name: "busy"', 'name: "streamer"').replace(
+  "max_batch_size: 0",
+  "max_batch_size: 0\nmodel_transaction_policy { decoupled: true }",
+);
 
 const BODY = JSON.stringify({ inputs: [{ name: "IN", datatype: "FP32", shape: [1], data: [1] }] });
 
@@ -46,17 +49,31 @@ interface LoadResult {
 }
 
 /** `clients` closed-loop HTTP clients with `key`, for `durationMs`. */
-async function load(server: RunningOperon, key: string, clients: number, durationMs: number, started: number): Promise<LoadResult> {
+async function load(
+  server: RunningOperon,
+  key: string,
+  clients: number,
+  durationMs: number,
+  started: number,
+): Promise<LoadResult> {
   const result: LoadResult = { done: [], refused: [], otherFailures: [] };
   const deadline = started + durationMs;
   await Promise.all(
     Array.from({ length: clients }, async () => {
       while (Date.now() < deadline) {
-        const response = await fetch(`${server.httpUrl}/v2/models/busy/infer`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: BODY });
+        const response = await fetch(`${server.httpUrl}/v2/models/busy/infer`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}` },
+          body: BODY,
+        });
         const text = await response.text();
         if (response.status === 200) result.done.push(Date.now() - started);
         else if (response.status === 429) {
-          result.refused.push({ at: Date.now() - started, retryAfter: response.headers.get("retry-after"), message: text });
+          result.refused.push({
+            at: Date.now() - started,
+            retryAfter: response.headers.get("retry-after"),
+            message: text,
+          });
           // A polite client waits a little (not the whole Retry-After, so the test stays short).
           await new Promise((resolve) => setTimeout(resolve, 20));
         } else result.otherFailures.push(`${response.status} ${text}`);
@@ -97,7 +114,16 @@ describe("traffic shares per tenant (real server)", () => {
     mkdirSync(join(repository, "streamer", "1"), { recursive: true });
     writeFileSync(join(repository, "streamer", "1", "model.js"), STREAMER_MODEL);
     writeFileSync(join(repository, "streamer", "config.pbtxt"), STREAMER_CONFIG);
-    server = await startControlPlaneServer(["--model-repository", repository, "--load-model", "busy", "--load-model", "streamer", "--usage-sample-secs", "1"]);
+    server = await startControlPlaneServer([
+      "--model-repository",
+      repository,
+      "--load-model",
+      "busy",
+      "--load-model",
+      "streamer",
+      "--usage-sample-secs",
+      "1",
+    ]);
     admin = await signedIn(server);
     const tenant = async (name: string, share: number) => {
       const created = await admin.client.tenants.create.mutate({ name, share, policy: "QUEUE" });
@@ -110,7 +136,10 @@ describe("traffic shares per tenant (real server)", () => {
     // The grants reach the gateway's key ring: the shares show in its metrics.
     await waitFor(async () => {
       const text = await metricsText(server);
-      return metricValue(text, "operon_tenant_share", gold.id) === 2 && metricValue(text, "operon_tenant_share", bronze.id) === 1;
+      return (
+        metricValue(text, "operon_tenant_share", gold.id) === 2 &&
+        metricValue(text, "operon_tenant_share", bronze.id) === 1
+      );
     }, "the tenant shares to reach the gateway");
   }, 120_000);
 
@@ -121,25 +150,34 @@ describe("traffic shares per tenant (real server)", () => {
   it("gives two tenants with 2:1 shares, both saturating one model, throughput within 10 % of 2:1", async () => {
     const before = await metricsText(server);
     const started = Date.now();
-    const [goldLoad, bronzeLoad] = await Promise.all([load(server, gold.key, 12, 8_000, started), load(server, bronze.key, 12, 8_000, started)]);
+    const [goldLoad, bronzeLoad] = await Promise.all([
+      load(server, gold.key, 12, 8_000, started),
+      load(server, bronze.key, 12, 8_000, started),
+    ]);
     expect(goldLoad.otherFailures).toEqual([]);
     expect(bronzeLoad.otherFailures).toEqual([]);
     expect(goldLoad.refused).toEqual([]);
     // Measured after a second of warm-up (workers warm, both tenants' clients all busy) until the end.
     const inWindow = (done: number[]) => done.filter((at) => at >= 1_000 && at < 8_000).length;
     const ratio = inWindow(goldLoad.done) / inWindow(bronzeLoad.done);
-    console.info(`tenant shares 2:1 under contention: gold ${inWindow(goldLoad.done)}, bronze ${inWindow(bronzeLoad.done)} requests in 7 s, ratio ${ratio.toFixed(3)}`);
+    console.info(
+      `tenant shares 2:1 under contention: gold ${inWindow(goldLoad.done)}, bronze ${inWindow(bronzeLoad.done)} requests in 7 s, ratio ${ratio.toFixed(3)}`,
+    );
     expect(inWindow(bronzeLoad.done)).toBeGreaterThan(100);
     expect(ratio).toBeGreaterThan(1.8);
     expect(ratio).toBeLessThan(2.2);
     // The gateway's own count in normalized units agrees.
     const after = await metricsText(server);
-    const units = (id: string) => metricValue(after, "operon_tenant_units_total", id) - metricValue(before, "operon_tenant_units_total", id);
+    const units = (id: string) =>
+      metricValue(after, "operon_tenant_units_total", id) - metricValue(before, "operon_tenant_units_total", id);
     expect(units(gold.id) / units(bronze.id)).toBeGreaterThan(1.8);
     expect(units(gold.id) / units(bronze.id)).toBeLessThan(2.2);
     // The control plane samples it: each tenant's use against its share.
     const usageOf = async () => {
-      const usage = await admin.client.tenants.usage.query({ from: new Date(started - 60_000), to: new Date(Date.now() + 60_000) });
+      const usage = await admin.client.tenants.usage.query({
+        from: new Date(started - 60_000),
+        to: new Date(Date.now() + 60_000),
+      });
       const total = (id: string) => usage.points.reduce((sum, point) => sum + (point.tenants[id]?.units ?? 0), 0);
       return { usage, gold: total(gold.id), bronze: total(bronze.id) };
     };
@@ -153,7 +191,11 @@ describe("traffic shares per tenant (real server)", () => {
   it("counts a streamed request against its tenant's share, as a unary one", async () => {
     // Before the engine had one request path, inferStream skipped the tenant gate.
     const before = metricValue(await metricsText(server), "operon_tenant_requests_total", gold.id);
-    const response = await fetch(`${server.httpUrl}/v2/models/streamer/infer_stream`, { method: "POST", headers: { authorization: `Bearer ${gold.key}` }, body: BODY });
+    const response = await fetch(`${server.httpUrl}/v2/models/streamer/infer_stream`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gold.key}` },
+      body: BODY,
+    });
     expect(response.status).toBe(200);
     expect(await response.text()).toContain('"OUT"');
     expect(metricValue(await metricsText(server), "operon_tenant_requests_total", gold.id)).toBe(before + 1);
@@ -166,7 +208,10 @@ describe("traffic shares per tenant (real server)", () => {
     expect(alone.refused).toEqual([]);
     expect(alone.done.length).toBeGreaterThan(10);
     const started = Date.now();
-    const [goldLoad, bronzeLoad] = await Promise.all([load(server, gold.key, 8, 4_000, started), load(server, bronze.key, 8, 4_000, started)]);
+    const [goldLoad, bronzeLoad] = await Promise.all([
+      load(server, gold.key, 8, 4_000, started),
+      load(server, bronze.key, 8, 4_000, started),
+    ]);
     expect(goldLoad.refused).toEqual([]);
     expect(goldLoad.otherFailures).toEqual([]);
     expect(bronzeLoad.otherFailures).toEqual([]);
@@ -179,6 +224,8 @@ describe("traffic shares per tenant (real server)", () => {
     expect(bronzeLoad.done.length).toBeGreaterThan(0);
     expect(goldLoad.done.length / bronzeLoad.done.length).toBeGreaterThan(1.8);
     const text = await metricsText(server);
-    expect(metricValue(text, "operon_tenant_throttled_total", bronze.id)).toBeGreaterThanOrEqual(bronzeLoad.refused.length);
+    expect(metricValue(text, "operon_tenant_throttled_total", bronze.id)).toBeGreaterThanOrEqual(
+      bronzeLoad.refused.length,
+    );
   }, 60_000);
 });

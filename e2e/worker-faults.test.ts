@@ -30,7 +30,6 @@ interface Outcome {
   endedAt: number;
 }
 
-
 function requestBody(model: string): string {
   if (model === "add_sub") {
     return JSON.stringify({
@@ -46,7 +45,10 @@ function requestBody(model: string): string {
 async function infer(server: RunningOperon, model: string): Promise<Outcome> {
   const startedAt = Date.now();
   try {
-    const response = await fetch(`${server.httpUrl}/v2/models/${model}/infer`, { method: "POST", body: requestBody(model) });
+    const response = await fetch(`${server.httpUrl}/v2/models/${model}/infer`, {
+      method: "POST",
+      body: requestBody(model),
+    });
     const body = (await response.json()) as { error?: string; outputs?: unknown[] };
     return { model, status: response.status, error: body.error, startedAt, endedAt: Date.now() };
   } catch (error) {
@@ -66,7 +68,8 @@ function loadLoop(server: RunningOperon, models: string[], concurrency: number) 
   return {
     outcomes,
     successes: (model: string, since = 0): number =>
-      outcomes.filter((outcome) => outcome.model === model && outcome.status === 200 && outcome.startedAt >= since).length,
+      outcomes.filter((outcome) => outcome.model === model && outcome.status === 200 && outcome.startedAt >= since)
+        .length,
     async stop(): Promise<Outcome[]> {
       running = false;
       await Promise.all(loops);
@@ -76,7 +79,11 @@ function loadLoop(server: RunningOperon, models: string[], concurrency: number) 
 }
 
 /** Polls until check returns a value other than undefined/false; bounded. */
-async function waitFor<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -103,9 +110,13 @@ describe("a backend worker killed under load", () => {
   let server: RunningOperon;
   beforeAll(async () => {
     const repository = tempRepository();
-    writeModel(repository, "add_sub", addSubModel(), { config: ADD_SUB_CONFIG("add_sub", "instance_group [ { count: 2, kind: KIND_CPU } ]") });
+    writeModel(repository, "add_sub", addSubModel(), {
+      config: ADD_SUB_CONFIG("add_sub", "instance_group [ { count: 2, kind: KIND_CPU } ]"),
+    });
     writeModel(repository, "other", identityModel("FP32"), { config: IDENTITY_CONFIG("other") });
-    writeModel(repository, "solo", identityModel("FP32"), { config: IDENTITY_CONFIG("solo", "instance_group [ { count: 1, kind: KIND_CPU } ]") });
+    writeModel(repository, "solo", identityModel("FP32"), {
+      config: IDENTITY_CONFIG("solo", "instance_group [ { count: 1, kind: KIND_CPU } ]"),
+    });
     server = await startOperon(["--model-repository", repository, "--backend-isolation", "process"]);
   });
   afterAll(async () => {
@@ -137,9 +148,15 @@ describe("a backend worker killed under load", () => {
         return pid !== undefined && pid !== victim ? pid : undefined;
       });
       expect(replacement).not.toBe(victim);
-      await waitFor("both add_sub workers up again", async () => gauge(await metricsText(server), "operon_worker_up", "add_sub") === 2);
+      await waitFor(
+        "both add_sub workers up again",
+        async () => gauge(await metricsText(server), "operon_worker_up", "add_sub") === 2,
+      );
       restartedAt = Date.now();
-      await waitFor("traffic after the restart", () => load.successes("add_sub", restartedAt) >= 30 && load.successes("other", restartedAt) >= 30);
+      await waitFor(
+        "traffic after the restart",
+        () => load.successes("add_sub", restartedAt) >= 30 && load.successes("other", restartedAt) >= 30,
+      );
     } finally {
       if (frozen) process.kill(victim, "SIGCONT");
       await load.stop();
@@ -152,16 +169,22 @@ describe("a backend worker killed under load", () => {
     for (const failure of failures) {
       expect(failure.model).toBe("add_sub");
       expect(failure.status).toBe(503);
-      expect(failure.error).toMatch(new RegExp(`worker for instance 'add_sub_0_0' \\(pid ${victim}\\) exited unexpectedly \\(signal SIGKILL\\)`));
+      expect(failure.error).toMatch(
+        new RegExp(`worker for instance 'add_sub_0_0' \\(pid ${victim}\\) exited unexpectedly \\(signal SIGKILL\\)`),
+      );
       expect(failure.startedAt).toBeLessThan(killedAt);
     }
     // Nothing hung: each request ended within a few seconds of when it could have (the freeze aside).
-    for (const outcome of load.outcomes) expect(outcome.endedAt - Math.max(outcome.startedAt, killedAt)).toBeLessThan(10_000);
+    for (const outcome of load.outcomes)
+      expect(outcome.endedAt - Math.max(outcome.startedAt, killedAt)).toBeLessThan(10_000);
     // Everything sent after the kill succeeded, on both models.
     expect(load.outcomes.filter((outcome) => outcome.startedAt > killedAt && outcome.status !== 200)).toEqual([]);
     expect(load.outcomes.filter((outcome) => outcome.model === "other" && outcome.status !== 200)).toEqual([]);
 
-    await server.waitForOutput(/"instance":"add_sub_0_0".*"msg":"backend worker exited unexpectedly; restarting it"/, 5000);
+    await server.waitForOutput(
+      /"instance":"add_sub_0_0".*"msg":"backend worker exited unexpectedly; restarting it"/,
+      5000,
+    );
     await server.waitForOutput(/"instance":"add_sub_0_0".*"msg":"backend worker restarted"/, 5000);
     const metrics = await metricsText(server);
     expect(metrics).toMatch(/^operon_worker_restarts_total\{model="add_sub",version="1",instance="add_sub_0_0"\} 1$/m);
@@ -196,7 +219,9 @@ describe("a backend worker killed under load", () => {
     }
     expect(load.outcomes.filter((outcome) => outcome.startedAt >= replacedAt && outcome.status !== 200)).toEqual([]);
     expect((await infer(server, "solo")).status).toBe(200);
-    expect(await metricsText(server)).toMatch(/^operon_worker_restarts_total\{model="solo",version="1",instance="solo_0_0"\} 1$/m);
+    expect(await metricsText(server)).toMatch(
+      /^operon_worker_restarts_total\{model="solo",version="1",instance="solo_0_0"\} 1$/m,
+    );
   });
 });
 
@@ -209,16 +234,26 @@ describe("SIGTERM", () => {
   it("drains the requests in flight, exits 0 and leaves no worker behind", async () => {
     // Two of the example models: the MobileNetV3 classifier and add_sub (two workers).
     const repository = tempRepository();
-    for (const model of ["text_direction_classifier", "add_sub"]) symlinkSync(join(EXAMPLE_REPOSITORY, model), join(repository, model));
+    for (const model of ["text_direction_classifier", "add_sub"])
+      symlinkSync(join(EXAMPLE_REPOSITORY, model), join(repository, model));
     server = await startOperon(["--model-repository", repository, "--backend-isolation", "process"]);
     const running = server;
     const workers = workerProcesses(running.pid);
-    expect(workers.map((worker) => worker.instance)).toEqual(["add_sub_0_0", "add_sub_0_1", "text_direction_classifier_0_0"]);
+    expect(workers.map((worker) => worker.instance)).toEqual([
+      "add_sub_0_0",
+      "add_sub_0_1",
+      "text_direction_classifier_0_0",
+    ]);
     const classifier = workers.find((worker) => worker.instance === "text_direction_classifier_0_0")!.pid;
 
-    const image = JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [1, 3, 48, 192], data: new Array(3 * 48 * 192).fill(0.1) }] });
+    const image = JSON.stringify({
+      inputs: [{ name: "x", datatype: "FP32", shape: [1, 3, 48, 192], data: new Array(3 * 48 * 192).fill(0.1) }],
+    });
     const infer = async (): Promise<{ status: number; probabilities: number[] | undefined }> => {
-      const response = await fetch(`${running.httpUrl}/v2/models/text_direction_classifier/infer`, { method: "POST", body: image });
+      const response = await fetch(`${running.httpUrl}/v2/models/text_direction_classifier/infer`, {
+        method: "POST",
+        body: image,
+      });
       const body = (await response.json()) as { outputs?: Array<{ data: number[] }> };
       return { status: response.status, probabilities: body.outputs?.[0]?.data };
     };
@@ -246,7 +281,11 @@ describe("SIGTERM", () => {
     expect(results.map((result) => result.status)).toEqual(new Array(10).fill(200));
     for (const result of results) expect(result.probabilities![0]).toBeCloseTo(0.5065, 3);
     expect(await running.exited).toEqual({ code: 0, signal: null });
-    await waitFor("every worker process to be gone", () => workers.every((worker) => !processAlive(worker.pid)), 10_000);
+    await waitFor(
+      "every worker process to be gone",
+      () => workers.every((worker) => !processAlive(worker.pid)),
+      10_000,
+    );
   });
 });
 
@@ -278,10 +317,22 @@ describe("the command line", () => {
 
   const FREE_PORTS = ["--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"];
   const failures: Array<[string, string[], RegExp]> = [
-    ["a port that is not a number", ["--model-repository", EXAMPLE_REPOSITORY, ...FREE_PORTS, "--http-port", "abc"], /--http-port.*'abc' is not a non-negative integer/],
-    ["an unknown control mode", ["--model-repository", EXAMPLE_REPOSITORY, ...FREE_PORTS, "--model-control-mode", "bogus"], /--model-control-mode.*'bogus' is invalid.*none, poll, explicit/],
+    [
+      "a port that is not a number",
+      ["--model-repository", EXAMPLE_REPOSITORY, ...FREE_PORTS, "--http-port", "abc"],
+      /--http-port.*'abc' is not a non-negative integer/,
+    ],
+    [
+      "an unknown control mode",
+      ["--model-repository", EXAMPLE_REPOSITORY, ...FREE_PORTS, "--model-control-mode", "bogus"],
+      /--model-control-mode.*'bogus' is invalid.*none, poll, explicit/,
+    ],
     ["no --model-repository", [...FREE_PORTS], /required option '--model-repository <path>' not specified/],
-    ["a repository that does not exist", ["--model-repository", "/nonexistent/operon-models", ...FREE_PORTS], /model repository '\/nonexistent\/operon-models' does not exist/],
+    [
+      "a repository that does not exist",
+      ["--model-repository", "/nonexistent/operon-models", ...FREE_PORTS],
+      /model repository '\/nonexistent\/operon-models' does not exist/,
+    ],
   ];
   for (const [what, args, message] of failures) {
     it(`exits non-zero on ${what}, saying so`, async () => {

@@ -18,7 +18,11 @@ const server = createServer((request, response) => {
     let sum = 0;
     for (const input of json.inputs) sum += Float32Array.from(input.data)[0];
     const data = Array.from(new Float32Array(outputElements).fill(sum));
-    const body = JSON.stringify({ model_name: "model", model_version: "1", outputs: [{ name: "output", datatype: "FP32", shape: [1, outputElements], data }] });
+    const body = JSON.stringify({
+      model_name: "model",
+      model_version: "1",
+      outputs: [{ name: "output", datatype: "FP32", shape: [1, outputElements], data }],
+    });
     response.writeHead(200, { "content-type": "application/json" });
     response.end(body);
   });

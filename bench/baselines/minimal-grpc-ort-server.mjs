@@ -12,7 +12,12 @@ import { PROTO_DIR } from "@operon/protocol/proto-dir";
 
 const [modelPath, portText = "0"] = process.argv.slice(2);
 const session = await ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1, interOpNumThreads: 1 });
-const definition = await protoLoader.load(["grpc_service.proto"], { keepCase: true, longs: Number, defaults: true, includeDirs: [PROTO_DIR] });
+const definition = await protoLoader.load(["grpc_service.proto"], {
+  keepCase: true,
+  longs: Number,
+  defaults: true,
+  includeDirs: [PROTO_DIR],
+});
 const service = grpc.loadPackageDefinition(definition).inference.GRPCInferenceService.service;
 
 const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });

@@ -55,8 +55,13 @@ const server = createServer((request, response) => {
       response.end(header);
       return;
     }
-    const raw = outputs.map(({ tensor }) => Buffer.from(tensor.data.buffer, tensor.data.byteOffset, tensor.data.byteLength));
-    response.writeHead(200, { "content-type": "application/octet-stream", "inference-header-content-length": Buffer.byteLength(header) });
+    const raw = outputs.map(({ tensor }) =>
+      Buffer.from(tensor.data.buffer, tensor.data.byteOffset, tensor.data.byteLength),
+    );
+    response.writeHead(200, {
+      "content-type": "application/octet-stream",
+      "inference-header-content-length": Buffer.byteLength(header),
+    });
     response.end(Buffer.concat([Buffer.from(header), ...raw]));
   });
 });

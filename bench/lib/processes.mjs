@@ -10,7 +10,10 @@ export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "../..");
 function waitForLine(child, pattern, timeoutMs, what) {
   return new Promise((resolve, reject) => {
     let output = "";
-    const timer = setTimeout(() => reject(new Error(`${what} did not start in ${timeoutMs} ms:\n${output.slice(-3000)}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`${what} did not start in ${timeoutMs} ms:\n${output.slice(-3000)}`)),
+      timeoutMs,
+    );
     const onData = (chunk) => {
       output += chunk.toString();
       const match = pattern.exec(output);
@@ -42,7 +45,26 @@ function stopper(child) {
 export async function startOperon(repository, extraArgs = []) {
   const child = spawn(
     process.execPath,
-    [join(ROOT, "apps/cli/bin/operon.js"), "serve", "--model-repository", repository, "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--exit-timeout-secs", "2", "--api-port", "0", "--console=false", "--data-dir", mkdtempSync(join(tmpdir(), "operon-bench-data-")), ...extraArgs],
+    [
+      join(ROOT, "apps/cli/bin/operon.js"),
+      "serve",
+      "--model-repository",
+      repository,
+      "--http-port",
+      "0",
+      "--grpc-port",
+      "0",
+      "--metrics-port",
+      "0",
+      "--exit-timeout-secs",
+      "2",
+      "--api-port",
+      "0",
+      "--console=false",
+      "--data-dir",
+      mkdtempSync(join(tmpdir(), "operon-bench-data-")),
+      ...extraArgs,
+    ],
     { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
   );
   const match = await waitForLine(child, /HTTP on (http:\/\/[^\s,]+), gRPC on ([^\s,]+)/, 60_000, "operon serve");
@@ -51,7 +73,15 @@ export async function startOperon(repository, extraArgs = []) {
 
 /** A baseline server of bench/baselines/ (its first line says `listening <port>`). */
 export async function startBaseline(script, args) {
-  const child = spawn(process.execPath, [join(ROOT, "bench/baselines", script), ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [join(ROOT, "bench/baselines", script), ...args], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const match = await waitForLine(child, /listening (\d+)/, 30_000, script);
-  return { url: `http://127.0.0.1:${match[1]}`, address: `127.0.0.1:${match[1]}`, pid: child.pid, stop: stopper(child) };
+  return {
+    url: `http://127.0.0.1:${match[1]}`,
+    address: `127.0.0.1:${match[1]}`,
+    pid: child.pid,
+    stop: stopper(child),
+  };
 }

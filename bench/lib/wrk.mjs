@@ -19,7 +19,21 @@ export function wrkRequest(url, body, headers = {}) {
 
 /** Runs wrk with `connections` connections on 1 thread for `seconds`; resolves with throughput and latency (µs). */
 export function runWrk(request, { connections, seconds }) {
-  const args = ["-t", "1", "-c", String(connections), "-d", `${seconds}s`, "--timeout", "10s", "-s", SCRIPT, request.url, "--", request.file];
+  const args = [
+    "-t",
+    "1",
+    "-c",
+    String(connections),
+    "-d",
+    `${seconds}s`,
+    "--timeout",
+    "10s",
+    "-s",
+    SCRIPT,
+    request.url,
+    "--",
+    request.file,
+  ];
   for (const [name, value] of Object.entries(request.headers)) args.push(`${name}: ${value}`);
   return new Promise((resolve, reject) => {
     execFile("wrk", args, { maxBuffer: 1 << 20 }, (error, stdout, stderr) => {

@@ -31,14 +31,24 @@ const PAGES: Array<{ path: string; heading: string }> = [
 ];
 
 function describeViolations(path: string, violations: AccessibilityViolation[]): string {
-  return violations.map((violation) => `${path}: [${violation.impact}] ${violation.rule}: ${violation.help}\n    ${violation.where.join("\n    ")}`).join("\n");
+  return violations
+    .map(
+      (violation) =>
+        `${path}: [${violation.impact}] ${violation.rule}: ${violation.help}\n    ${violation.where.join("\n    ")}`,
+    )
+    .join("\n");
 }
 
 describe("console: accessibility (axe-core, WCAG 2.1 A/AA)", () => {
   const system = useSignedInConsole({ admin: ADMIN });
 
   // Both colour schemes: the console follows the system's (prefers-color-scheme) unless the header's choice says otherwise.
-  for (const [scheme, width] of [["light", 1280], ["light", 390], ["dark", 1280], ["dark", 390]] as const) {
+  for (const [scheme, width] of [
+    ["light", 1280],
+    ["light", 390],
+    ["dark", 1280],
+    ["dark", 390],
+  ] as const) {
     it(`every signed-in page passes at ${width} px wide in the ${scheme} scheme`, async () => {
       const { page } = system.session;
       await page.emulateMedia({ colorScheme: scheme });
@@ -107,7 +117,13 @@ describe("console: accessibility (axe-core, WCAG 2.1 A/AA)", () => {
     await page.getByRole("button", { name: "Revoke key a11y check" }).click();
     await visible(page.getByRole("dialog", { name: "Revoke key “a11y check”?" }));
     const withDialog = await accessibilityViolations(page);
-    expect([describeViolations("form error", withError), describeViolations("new key", withNotice), describeViolations("dialog", withDialog)].join("")).toBe("");
+    expect(
+      [
+        describeViolations("form error", withError),
+        describeViolations("new key", withNotice),
+        describeViolations("dialog", withDialog),
+      ].join(""),
+    ).toBe("");
     // The dialog holds the focus: Escape closes it and nothing was revoked.
     await page.keyboard.press("Escape");
     await page.getByRole("dialog").waitFor({ state: "hidden" });

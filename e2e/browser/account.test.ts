@@ -8,7 +8,12 @@ import { useSignedInConsole } from "./support/signed-in-console.js";
 // engineer signs in with it and changes it on their account page; each old
 // password stops working. The tests run in order on one server.
 const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
-const ENGINEER = { email: "eng@example.com", initial: "the initial password", reset: "reset by the admin", chosen: "my own passphrase now" };
+const ENGINEER = {
+  email: "eng@example.com",
+  initial: "the initial password",
+  reset: "reset by the admin",
+  chosen: "my own passphrase now",
+};
 
 describe("console: account and passwords", () => {
   const system = useSignedInConsole({
@@ -52,7 +57,10 @@ describe("console: account and passwords", () => {
     const engineer = await openConsolePage(system.browser, system.operon.consoleUrl);
     const { page } = engineer;
     await signIn(page, ENGINEER.email, ENGINEER.reset);
-    await page.getByRole("banner").getByRole("link", { name: /eng@example\.com/ }).click();
+    await page
+      .getByRole("banner")
+      .getByRole("link", { name: /eng@example\.com/ })
+      .click();
     await waitForPath(page, "/account");
     await visible(heading(page, "Your account"));
     expect(await page.getByRole("region", { name: "Profile" }).textContent()).toContain("Engineer");

@@ -37,7 +37,11 @@ describe("console: API keys work at the gateway until revoked", () => {
     expect(curlLine).toBe(`curl -H 'Authorization: Bearer ${apiKey}' ${system.operon.httpUrl}/v2/models/stats`);
     // The control plane pushes the new key to the gateway, which may take a moment.
     let answer = "";
-    for (const deadline = Date.now() + 10_000; !answer.includes('"model_stats"') && Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 200))) {
+    for (
+      const deadline = Date.now() + 10_000;
+      !answer.includes('"model_stats"') && Date.now() < deadline;
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    ) {
       answer = execSync(curlLine, { encoding: "utf8", timeout: 10_000 });
     }
     expect((JSON.parse(answer) as { model_stats: unknown[] }).model_stats.length, answer).toBeGreaterThan(0);

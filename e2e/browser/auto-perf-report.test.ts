@@ -17,7 +17,12 @@ describe("console: an upload produces its perf report without anyone starting it
     admin: ADMIN,
     prepare: async (operon) => {
       const api = await signedInApiSession(operon, ADMIN);
-      await api.client.perf.updateSettings.mutate({ maxConcurrency: 2, measurementIntervalMs: 200, maxTrials: 3, timeBoundSecs: 20 });
+      await api.client.perf.updateSettings.mutate({
+        maxConcurrency: 2,
+        measurementIntervalMs: 200,
+        maxTrials: 3,
+        timeBoundSecs: 20,
+      });
     },
   });
   const file = writeTinyMlpFile(`${MODEL}.onnx`);
@@ -53,8 +58,17 @@ describe("console: an upload produces its perf report without anyone starting it
     const { page } = system.session;
     const api = await signedInApiSession(system.operon, ADMIN);
     const bytes = readFileSync(file.path);
-    const begun = await api.client.models.upload.begin.mutate({ name: MODEL, fileName: `${MODEL}.onnx`, sizeBytes: bytes.length, sha256: file.sha256 });
-    await api.client.models.upload.chunk.mutate({ uploadId: begun.uploadId, offset: 0, data: bytes.toString("base64") });
+    const begun = await api.client.models.upload.begin.mutate({
+      name: MODEL,
+      fileName: `${MODEL}.onnx`,
+      sizeBytes: bytes.length,
+      sha256: file.sha256,
+    });
+    await api.client.models.upload.chunk.mutate({
+      uploadId: begun.uploadId,
+      offset: 0,
+      data: bytes.toString("base64"),
+    });
     expect(await api.client.models.upload.finish.mutate({ uploadId: begun.uploadId })).toMatchObject({ version: 2 });
 
     await page.goto(`/models/${MODEL}`);

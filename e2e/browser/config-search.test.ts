@@ -18,10 +18,25 @@ describe("console: the config search's chart and apply", () => {
     admin: ADMIN,
     prepare: async (operon) => {
       const api = await signedInApiSession(operon, ADMIN);
-      await api.client.hardware.create.mutate({ name: "test-host", kind: "CPU", cpuCores: 2, costPerHour: 1.2, currency: "USD" });
+      await api.client.hardware.create.mutate({
+        name: "test-host",
+        kind: "CPU",
+        cpuCores: 2,
+        costPerHour: 1.2,
+        currency: "USD",
+      });
       const file = writeTinyMlpFile(`${MODEL}.onnx`);
-      const begun = await api.client.models.upload.begin.mutate({ name: MODEL, fileName: `${MODEL}.onnx`, sizeBytes: file.sizeBytes, sha256: file.sha256 });
-      await api.client.models.upload.chunk.mutate({ uploadId: begun.uploadId, offset: 0, data: readFileSync(file.path).toString("base64") });
+      const begun = await api.client.models.upload.begin.mutate({
+        name: MODEL,
+        fileName: `${MODEL}.onnx`,
+        sizeBytes: file.sizeBytes,
+        sha256: file.sha256,
+      });
+      await api.client.models.upload.chunk.mutate({
+        uploadId: begun.uploadId,
+        offset: 0,
+        data: readFileSync(file.path).toString("base64"),
+      });
       await api.client.models.upload.inspect.mutate({ uploadId: begun.uploadId });
       await api.client.models.upload.finish.mutate({ uploadId: begun.uploadId });
     },
@@ -63,7 +78,9 @@ describe("console: the config search's chart and apply", () => {
     const surface = chartSurface(chart);
     // Every measured candidate is a point; the front is joined by a line; the recommended one is its own symbol.
     expect(await surface.locator(".search-candidates .recharts-scatter-symbol").count()).toBe(search.candidates.length);
-    expect(await surface.locator(".search-pareto-front .recharts-scatter-symbol").count()).toBe(search.candidates.filter((candidate) => candidate.pareto).length);
+    expect(await surface.locator(".search-pareto-front .recharts-scatter-symbol").count()).toBe(
+      search.candidates.filter((candidate) => candidate.pareto).length,
+    );
     expect(await surface.locator(".search-pareto-front .recharts-scatter-line").count()).toBe(1);
     expect(await surface.locator(".search-recommended .recharts-scatter-symbol").count()).toBe(1);
     const caption = (await chart.locator("figcaption").textContent()) ?? "";
@@ -73,16 +90,24 @@ describe("console: the config search's chart and apply", () => {
 
     const table = page.getByRole("table", { name: /Every candidate measured/ });
     expect(await table.getByRole("row").count()).toBe(search.candidates.length + 1);
-    const row = table.getByRole("row").filter({ has: page.getByRole("rowheader", { name: String(recommended.index + 1), exact: true }) });
+    const row = table
+      .getByRole("row")
+      .filter({ has: page.getByRole("rowheader", { name: String(recommended.index + 1), exact: true }) });
     expect(await row.textContent()).toContain("recommended");
     expect(await row.getAttribute("aria-current")).toBe("true");
-    expect(await page.getByRole("region", { name: "Recommendation" }).textContent()).toContain(`#${recommended.index + 1}: ${recommended.instanceCount} instance`);
+    expect(await page.getByRole("region", { name: "Recommendation" }).textContent()).toContain(
+      `#${recommended.index + 1}: ${recommended.instanceCount} instance`,
+    );
 
     // The page passes axe (WCAG 2.1 A/AA) in both colour schemes, chart and highlighted row included.
     for (const scheme of ["light", "dark"] as const) {
       await page.emulateMedia({ colorScheme: scheme });
       const violations = await accessibilityViolations(page);
-      expect(violations.map((violation) => `${scheme}: ${violation.rule}: ${violation.help} at ${violation.where.join(", ")}`)).toEqual([]);
+      expect(
+        violations.map(
+          (violation) => `${scheme}: ${violation.rule}: ${violation.help} at ${violation.where.join(", ")}`,
+        ),
+      ).toEqual([]);
     }
     await page.emulateMedia({ colorScheme: "light" });
     expect(system.session.errors).toEqual([]);
@@ -96,7 +121,10 @@ describe("console: the config search's chart and apply", () => {
     const recommended = search.candidates[search.recommendedIndex!]!;
 
     await page.getByRole("button", { name: "Apply recommended config" }).click();
-    await visible(page.getByText(`Applied #${recommended.index + 1}: the model was reloaded with its new config.`), 60_000);
+    await visible(
+      page.getByText(`Applied #${recommended.index + 1}: the model was reloaded with its new config.`),
+      60_000,
+    );
     // The candidates table re-renders after the message: wait for its "applied" row, then check there is one.
     await visible(page.getByRole("row").filter({ hasText: "applied" }), 30_000);
     expect(await page.getByRole("row").filter({ hasText: "applied" }).count()).toBe(1);
@@ -104,7 +132,10 @@ describe("console: the config search's chart and apply", () => {
     await page.getByRole("link", { name: "See the model's config" }).click();
     await waitForPath(page, `/models/${MODEL}`);
     const shown = await visible(page.getByLabel("Config JSON"));
-    const config = JSON.parse((await shown.textContent()) ?? "{}") as { max_batch_size: number; instance_group: Array<{ count: number }> };
+    const config = JSON.parse((await shown.textContent()) ?? "{}") as {
+      max_batch_size: number;
+      instance_group: Array<{ count: number }>;
+    };
     expect(config.max_batch_size).toBe(recommended.maxBatchSize);
     expect(config.instance_group.reduce((sum, group) => sum + group.count, 0)).toBe(recommended.instanceCount);
     const model = await api.client.models.get.query({ name: MODEL });

@@ -27,7 +27,9 @@ describe("console: the first hour's numbers and words", () => {
     const { page } = system.session;
     await visible(heading(page, "Overview"));
     const liveTable = await visible(page.getByRole("table", { name: "Live numbers per model version" }));
-    const idle = liveTable.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "identity_bytes", exact: true }) });
+    const idle = liveTable
+      .getByRole("row")
+      .filter({ has: page.getByRole("rowheader", { name: "identity_bytes", exact: true }) });
     const cells = await visible(idle.getByRole("cell"));
     expect(await cells.nth(1).textContent()).toBe("0");
     expect(await cells.nth(4).textContent()).toBe("—");
@@ -38,7 +40,8 @@ describe("console: the first hour's numbers and words", () => {
   it("says what the latency chart's percentiles are over a long range", async () => {
     const { page } = system.session;
     // Some traffic for the sampler (every second here), so the chart has points.
-    for (let sent = 0; sent < 5; sent += 1) expect((await inferAddSubUntil(system.operon.httpUrl, apiKey, 200)).status).toBe(200);
+    for (let sent = 0; sent < 5; sent += 1)
+      expect((await inferAddSubUntil(system.operon.httpUrl, apiKey, 200)).status).toBe(200);
     const latency = chartFigure(page, "Request latency");
     await pollUntil(
       async () => {
@@ -98,7 +101,10 @@ describe("console: the first hour's numbers and words", () => {
     const created = page.getByRole("row").filter({ has: page.getByText("apiKey.create", { exact: true }) });
     const link = await visible(created.getByRole("link", { name: KEY_NAME }));
     expect(await link.getAttribute("href")).toBe("/api-keys");
-    const signIn = page.getByRole("row").filter({ has: page.getByText("auth.signIn", { exact: true }) }).first();
+    const signIn = page
+      .getByRole("row")
+      .filter({ has: page.getByText("auth.signIn", { exact: true }) })
+      .first();
     expect(await signIn.getByRole("link", { name: ADMIN.email }).getAttribute("href")).toBe("/users");
     expect(await page.locator("main").innerText()).not.toMatch(/ApiKey [0-9a-f]{8}-/);
   });
@@ -119,7 +125,10 @@ describe("console: the first hour's numbers and words", () => {
     await visible(heading(page, "Your account"));
     await page.mouse.move(600, 600);
     expect(await account.getAttribute("aria-current")).toBe("page");
-    const [color, background] = await account.evaluate((element) => [getComputedStyle(element).color, getComputedStyle(element.closest("header")!).backgroundColor]);
+    const [color, background] = await account.evaluate((element) => [
+      getComputedStyle(element).color,
+      getComputedStyle(element.closest("header")!).backgroundColor,
+    ]);
     expect(contrastRatio(color, background), `${color} on ${background}`).toBeGreaterThanOrEqual(4.5);
   });
 });

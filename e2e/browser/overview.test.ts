@@ -19,7 +19,13 @@ describe("console: the overview shows real traffic", () => {
     // A priced host, so the samples of the traffic below are costed.
     prepare: async (operon) => {
       const api = await signedInApiSession(operon, ADMIN);
-      await api.client.hardware.create.mutate({ name: "e2e host", kind: "CPU", cpuCores: 2, costPerHour: 3.6, currency: "USD" });
+      await api.client.hardware.create.mutate({
+        name: "e2e host",
+        kind: "CPU",
+        cpuCores: 2,
+        costPerHour: 3.6,
+        currency: "USD",
+      });
     },
   });
 
@@ -27,8 +33,11 @@ describe("console: the overview shows real traffic", () => {
     const { page } = system.session;
     await visible(heading(page, "Overview"));
     const liveTable = await visible(page.getByRole("table", { name: "Live numbers per model version" }));
-    const addSubRow = liveTable.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "add_sub", exact: true }) });
-    const requestsOf = async () => Number(((await addSubRow.getByRole("cell").nth(1).textContent()) ?? "").replace(/[^\d]/g, ""));
+    const addSubRow = liveTable
+      .getByRole("row")
+      .filter({ has: page.getByRole("rowheader", { name: "add_sub", exact: true }) });
+    const requestsOf = async () =>
+      Number(((await addSubRow.getByRole("cell").nth(1).textContent()) ?? "").replace(/[^\d]/g, ""));
     const before = await requestsOf();
 
     const api = await signedInApiSession(system.operon, ADMIN);
@@ -45,7 +54,10 @@ describe("console: the overview shows real traffic", () => {
     expect(await page.locator(".refresh-updated time").getAttribute("datetime")).not.toBe(updatedBefore);
     expect(await page.getByText(/^Updated \d\d:\d\d:\d\d/).count()).toBe(1);
 
-    const requestsTile = page.getByRole("term").filter({ hasText: /^Requests$/ }).locator("xpath=following-sibling::dd[1]");
+    const requestsTile = page
+      .getByRole("term")
+      .filter({ hasText: /^Requests$/ })
+      .locator("xpath=following-sibling::dd[1]");
     expect(Number(((await requestsTile.textContent()) ?? "").replace(/[^\d]/g, ""))).toBeGreaterThan(0);
     expect(system.session.errors).toEqual([]);
   }, 60_000);
@@ -70,7 +82,13 @@ describe("console: the overview shows real traffic", () => {
     expect(await seriesFigures(latency, "p99")).toBeDefined();
     expect((await seriesFigures(perModel, "add_sub"))?.highest).toBeGreaterThan(0);
     expect(await drawnPoints(perModel)).toBeGreaterThan(0);
-    for (const title of ["Error rate", "Queue time", "Instances per model", "CPU utilization per model", "Memory per model"]) {
+    for (const title of [
+      "Error rate",
+      "Queue time",
+      "Instances per model",
+      "CPU utilization per model",
+      "Memory per model",
+    ]) {
       await visible(chartFigure(page, title));
     }
     // Axes say their units.
@@ -80,7 +98,9 @@ describe("console: the overview shows real traffic", () => {
 
     // The same samples, costed on the host's profile.
     const costs = page.getByRole("table", { name: "Cost per model and hardware profile" });
-    const addSubCost = costs.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "add_sub", exact: true }) });
+    const addSubCost = costs
+      .getByRole("row")
+      .filter({ has: page.getByRole("rowheader", { name: "add_sub", exact: true }) });
     await visible(addSubCost);
     const cells = await addSubCost.getByRole("cell").allTextContents();
     expect(cells[0]).toBe("e2e host");
@@ -95,13 +115,19 @@ describe("console: the overview shows real traffic", () => {
     await page.getByRole("group", { name: "Time range" }).getByLabel("1 h", { exact: true }).check();
     await visible(heading(page, "Usage over the last 1 h"));
     const requests = chartFigure(page, "Requests per second");
-    const figures = await pollUntil(() => seriesFigures(requests, "Requests/s"), (value) => value !== undefined && value.highest > 0, 20_000);
+    const figures = await pollUntil(
+      () => seriesFigures(requests, "Requests/s"),
+      (value) => value !== undefined && value.highest > 0,
+      20_000,
+    );
     expect(figures?.highest).toBeGreaterThan(0);
 
     await page.setViewportSize({ width: 390, height: 844 });
     await visible(page.getByRole("button", { name: "Menu" }));
     await visible(requests);
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const overflow = await page.evaluate(
+      () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+    );
     expect(overflow).toBeLessThanOrEqual(0);
     expect(await drawnPoints(requests)).toBeGreaterThan(0);
     expect(system.session.errors).toEqual([]);

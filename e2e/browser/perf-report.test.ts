@@ -53,14 +53,33 @@ describe("console: a perf report for add_sub", () => {
     const api = await signedInApiSession(system.operon, ADMIN);
     const id = reportPath.split("/").pop()!;
     const stored = await api.client.perf.get.query({ id });
-    const largest = Math.max(...stored.samples.flatMap((sample) => [sample.latencyP50Us, sample.latencyP90Us, sample.latencyP95Us, sample.latencyP99Us, sample.latencyAvgUs, sample.queueUs, sample.computeUs].filter((value): value is number => value !== null)));
-    const [unit, unitName, usPerUnit] = largest >= 1_000_000 ? ["s", "seconds", 1_000_000] : largest >= 1000 ? ["ms", "milliseconds", 1000] : ["µs", "microseconds", 1];
+    const largest = Math.max(
+      ...stored.samples.flatMap((sample) =>
+        [
+          sample.latencyP50Us,
+          sample.latencyP90Us,
+          sample.latencyP95Us,
+          sample.latencyP99Us,
+          sample.latencyAvgUs,
+          sample.queueUs,
+          sample.computeUs,
+        ].filter((value): value is number => value !== null),
+      ),
+    );
+    const [unit, unitName, usPerUnit] =
+      largest >= 1_000_000
+        ? ["s", "seconds", 1_000_000]
+        : largest >= 1000
+          ? ["ms", "milliseconds", 1000]
+          : ["µs", "microseconds", 1];
 
     const curve = await visible(chartFigure(page, "Throughput vs p95 latency"));
     expect(await drawnPoints(curve)).toBe(2);
     expect(await chartSurface(curve).textContent()).toContain(`p95 latency (${unit})`);
     expect(await chartSurface(curve).textContent()).toContain("inferences/s");
-    expect(await curve.locator("figcaption").textContent()).toMatch(new RegExp(`^2 steps: c=1 [\\d.,]+ infer/s at [\\d.,]+ ${unit}; c=2 `));
+    expect(await curve.locator("figcaption").textContent()).toMatch(
+      new RegExp(`^2 steps: c=1 [\\d.,]+ infer/s at [\\d.,]+ ${unit}; c=2 `),
+    );
     expect(await drawnPoints(chartFigure(page, "Throughput by concurrency"))).toBe(2);
     const byConcurrency = chartFigure(page, "Latency by concurrency");
     expect(await drawnPoints(byConcurrency)).toBe(8);
@@ -71,7 +90,12 @@ describe("console: a perf report for add_sub", () => {
     // The table says what the API stored, step by step, in the same unit.
     const table = page.getByRole("table", { name: new RegExp(`latencies and server times in ${unitName}`) });
     const headers = await table.getByRole("columnheader").allTextContents();
-    expect(headers.slice(0, 10)).toEqual(["Concurrency", "Batch", "Inferences/s", ...["p50", "p90", "p95", "p99", "Avg", "Queue", "Compute"].map((name) => `${name} (${unit})`)]);
+    expect(headers.slice(0, 10)).toEqual([
+      "Concurrency",
+      "Batch",
+      "Inferences/s",
+      ...["p50", "p90", "p95", "p99", "Avg", "Queue", "Compute"].map((name) => `${name} (${unit})`),
+    ]);
     const rows = table.locator("tbody tr");
     expect(await rows.count()).toBe(2);
     const shown = (cell: string) => Number(cell.replace(/,/g, ""));
@@ -81,8 +105,12 @@ describe("console: a perf report for add_sub", () => {
       const cells = await rows.nth(index).locator("th, td").allTextContents();
       expect(cells[0]).toBe(String(sample.concurrency));
       expect(cells[1]).toBe("1");
-      expect(Math.abs(shown(cells[3]!) - sample.latencyP50Us! / usPerUnit)).toBeLessThanOrEqual(rounding(sample.latencyP50Us! / usPerUnit));
-      expect(Math.abs(shown(cells[6]!) - sample.latencyP99Us! / usPerUnit)).toBeLessThanOrEqual(rounding(sample.latencyP99Us! / usPerUnit));
+      expect(Math.abs(shown(cells[3]!) - sample.latencyP50Us! / usPerUnit)).toBeLessThanOrEqual(
+        rounding(sample.latencyP50Us! / usPerUnit),
+      );
+      expect(Math.abs(shown(cells[6]!) - sample.latencyP99Us! / usPerUnit)).toBeLessThanOrEqual(
+        rounding(sample.latencyP99Us! / usPerUnit),
+      );
     }
     expect(stored.samples.map((sample) => sample.concurrency)).toEqual([1, 2]);
     expect(system.session.errors).toEqual([]);

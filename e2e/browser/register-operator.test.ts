@@ -35,7 +35,9 @@ describe("console: register an operator", () => {
     const { page } = system.session;
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Operators" }).click();
     await visible(heading(page, "Operators"));
-    const ensemble = await visible(page.getByRole("row").filter({ has: page.getByRole("rowheader", { name: /^text_direction/ }) }));
+    const ensemble = await visible(
+      page.getByRole("row").filter({ has: page.getByRole("rowheader", { name: /^text_direction/ }) }),
+    );
     expect(await ensemble.textContent()).toContain("Repository ensemble");
     expect(await ensemble.getByRole("button", { name: /Delete/ }).count()).toBe(0);
 
@@ -50,9 +52,13 @@ describe("console: register an operator", () => {
     // Inputs A and B, steps first and second, output Y.
     await visible(graphNodes(page));
     expect(await graphNodes(page).count()).toBe(5);
-    expect(await page.locator(".operator-graph figcaption").textContent()).toContain("5 nodes (2 inputs, 2 model steps, 1 output) and 5 edges");
+    expect(await page.locator(".operator-graph figcaption").textContent()).toContain(
+      "5 nodes (2 inputs, 2 model steps, 1 output) and 5 edges",
+    );
     expect(await page.locator(".operator-graph .react-flow__edge").count()).toBe(5);
-    expect(await page.locator(".operator-graph .react-flow__edge-text").allTextContents()).toEqual(expect.arrayContaining(["sum → INPUT0", "A → INPUT0"]));
+    expect(await page.locator(".operator-graph .react-flow__edge-text").allTextContents()).toEqual(
+      expect.arrayContaining(["sum → INPUT0", "A → INPUT0"]),
+    );
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 
@@ -60,7 +66,9 @@ describe("console: register an operator", () => {
     const { page } = system.session;
     const original = await specText(page);
     const last = original.lastIndexOf('"model": "add_sub"');
-    await specEditor(page).fill(`${original.slice(0, last)}"model": "no_such_model"${original.slice(last + '"model": "add_sub"'.length)}`);
+    await specEditor(page).fill(
+      `${original.slice(0, last)}"model": "no_such_model"${original.slice(last + '"model": "add_sub"'.length)}`,
+    );
 
     const problem = await visible(validation(page).getByRole("listitem").filter({ hasText: "no_such_model" }));
     expect(await problem.textContent()).toMatch(/step 'second': model 'no_such_model' .*is not served/);
@@ -91,15 +99,26 @@ describe("console: register an operator", () => {
 
     // The gateway's problem with a step lands on that step's line, in the gutter and on the field.
     const last = original.lastIndexOf('"model": "add_sub"');
-    await specEditor(page).fill(`${original.slice(0, last)}"model": "no_such_model"${original.slice(last + '"model": "add_sub"'.length)}`);
+    await specEditor(page).fill(
+      `${original.slice(0, last)}"model": "no_such_model"${original.slice(last + '"model": "add_sub"'.length)}`,
+    );
     await visible(validation(page).getByRole("listitem").filter({ hasText: "no_such_model" }));
     const marker = await visible(page.locator(".spec-code-editor .cm-gutter-lint .cm-lint-marker-error"));
-    const markedLine = await visible(page.locator(".spec-code-editor .cm-line").filter({ has: page.locator(".cm-lintRange-error") }));
-    expect(await page.locator(".spec-code-editor .cm-line").filter({ has: page.locator(".cm-lintRange-error") }).count()).toBe(1);
+    const markedLine = await visible(
+      page.locator(".spec-code-editor .cm-line").filter({ has: page.locator(".cm-lintRange-error") }),
+    );
+    expect(
+      await page
+        .locator(".spec-code-editor .cm-line")
+        .filter({ has: page.locator(".cm-lintRange-error") })
+        .count(),
+    ).toBe(1);
     expect(await markedLine.locator(".cm-lintRange-error").textContent()).toBe('"model": "no_such_model"');
     // The gutter's marker sits on that line (the one step 'second' names its model on).
     const [markerBox, lineBox] = [await marker.boundingBox(), await markedLine.boundingBox()];
-    expect(Math.abs(markerBox!.y + markerBox!.height / 2 - (lineBox!.y + lineBox!.height / 2))).toBeLessThan(lineBox!.height / 2);
+    expect(Math.abs(markerBox!.y + markerBox!.height / 2 - (lineBox!.y + lineBox!.height / 2))).toBeLessThan(
+      lineBox!.height / 2,
+    );
 
     // Typing a step's kind offers the schema's kinds; its model, the served models.
     await specEditor(page).fill('{\n  "steps": [\n    { "id": "third", ');
@@ -141,7 +160,11 @@ describe("console: register an operator", () => {
     const { page } = system.session;
     const form = await visible(page.getByRole("form", { name: `Try ${OPERATOR}` }));
     const inputsField = form.getByLabel("Inputs (KServe v2 JSON tensors)");
-    const prefilled = JSON.parse(await inputsField.inputValue()) as Array<{ name: string; datatype: string; shape: number[] }>;
+    const prefilled = JSON.parse(await inputsField.inputValue()) as Array<{
+      name: string;
+      datatype: string;
+      shape: number[];
+    }>;
     expect(prefilled.map((input) => [input.name, input.shape])).toEqual([
       ["A", [1, 16]],
       ["B", [1, 16]],
@@ -149,13 +172,19 @@ describe("console: register an operator", () => {
     // A and B differ (and are exact in FP32), so a step that mixed them up would show.
     const a = Array.from({ length: 16 }, (_, i) => i / 2 - 3);
     const b = Array.from({ length: 16 }, (_, i) => 16 - i);
-    await inputsField.fill(`[\n  ${JSON.stringify({ ...prefilled[0], data: a })},\n  ${JSON.stringify({ ...prefilled[1], data: b })}\n]`);
+    await inputsField.fill(
+      `[\n  ${JSON.stringify({ ...prefilled[0], data: a })},\n  ${JSON.stringify({ ...prefilled[1], data: b })}\n]`,
+    );
     await form.getByRole("button", { name: "Run" }).click();
 
     const result = await visible(page.getByRole("region", { name: "Result" }));
     const valuesOf = async (row: Locator): Promise<number[]> =>
-      ((await row.getByRole("cell").last().locator("code").textContent()) ?? "").split(",").map((value) => Number(value.trim()));
-    const row = await visible(result.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "Y", exact: true }) }));
+      ((await row.getByRole("cell").last().locator("code").textContent()) ?? "")
+        .split(",")
+        .map((value) => Number(value.trim()));
+    const row = await visible(
+      result.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "Y", exact: true }) }),
+    );
     const sum = a.map((value, i) => value + b[i]!);
     const y = sum.map((value, i) => value + b[i]!);
     expect(await valuesOf(row)).toEqual(y);
@@ -173,7 +202,9 @@ describe("console: register an operator", () => {
     ] as const) {
       await steps.nth(index).locator("summary").click();
       const table = await visible(steps.nth(index).getByRole("table", { name: `Outputs of step ${step}` }));
-      const tensorRow = table.getByRole("row").filter({ has: page.getByRole("rowheader", { name: tensor, exact: true }) });
+      const tensorRow = table
+        .getByRole("row")
+        .filter({ has: page.getByRole("rowheader", { name: tensor, exact: true }) });
       expect(await tensorRow.getByRole("cell").allTextContents()).toEqual(["FP32", "[1, 16]", expect.any(String)]);
       expect(await valuesOf(tensorRow)).toEqual(expected);
     }
@@ -183,13 +214,18 @@ describe("console: register an operator", () => {
   it("switches try-it to a form per declared input, carrying the JSON's values over, and runs it through the form", async () => {
     const { page } = system.session;
     const form = await visible(page.getByRole("form", { name: `Try ${OPERATOR}` }));
-    const carried = JSON.parse(await form.getByLabel("Inputs (KServe v2 JSON tensors)").inputValue()) as Array<{ data: number[] }>;
+    const carried = JSON.parse(await form.getByLabel("Inputs (KServe v2 JSON tensors)").inputValue()) as Array<{
+      data: number[];
+    }>;
     await form.getByRole("radio", { name: "Form" }).check();
-    const dataOf = (input: string) => form.getByRole("group", { name: `Input “${input}”` }).getByLabel("Data (JSON array, row-major)");
+    const dataOf = (input: string) =>
+      form.getByRole("group", { name: `Input “${input}”` }).getByLabel("Data (JSON array, row-major)");
     await visible(dataOf("A"));
     expect(await form.getByLabel("Inputs (KServe v2 JSON tensors)").count()).toBe(0);
     expect(JSON.parse(await dataOf("A").inputValue())).toEqual(carried[0]!.data);
-    expect(await form.getByRole("group", { name: "Input “B”" }).getByLabel("Shape").inputValue()).toMatch(/^\[?1, 16\]?$/);
+    expect(await form.getByRole("group", { name: "Input “B”" }).getByLabel("Shape").inputValue()).toMatch(
+      /^\[?1, 16\]?$/,
+    );
 
     const a = Array.from({ length: 16 }, (_, i) => i * 3);
     const b = Array.from({ length: 16 }, (_, i) => 100 - i);
@@ -203,7 +239,10 @@ describe("console: register an operator", () => {
 
     // And back: the JSON now holds what the form sent.
     await form.getByRole("radio", { name: "JSON" }).check();
-    const sent = JSON.parse(await form.getByLabel("Inputs (KServe v2 JSON tensors)").inputValue()) as Array<{ name: string; data: number[] }>;
+    const sent = JSON.parse(await form.getByLabel("Inputs (KServe v2 JSON tensors)").inputValue()) as Array<{
+      name: string;
+      data: number[];
+    }>;
     expect(sent.map((input) => [input.name, input.data])).toEqual([
       ["A", a],
       ["B", b],

@@ -19,7 +19,16 @@ async function instancesOf(httpUrl: string, key: string, model: string): Promise
 describe("console: the scheduler's decisions page", () => {
   const system = useSignedInConsole({
     admin: ADMIN,
-    extraArgs: ["--scheduler-period-secs", "1", "--scheduler-default-capacity-rps", "5", "--scheduler-cpu-slots", "16", "--max-instances-per-model", "4"],
+    extraArgs: [
+      "--scheduler-period-secs",
+      "1",
+      "--scheduler-default-capacity-rps",
+      "5",
+      "--scheduler-cpu-slots",
+      "16",
+      "--max-instances-per-model",
+      "4",
+    ],
   });
   let key = "";
 
@@ -58,12 +67,16 @@ describe("console: the scheduler's decisions page", () => {
 
     // Filter to another model: add_sub's decisions go away; back to add_sub: they return.
     const filter = page.getByLabel("Model", { exact: true });
-    const other = (await filter.locator("option").allTextContents()).find((name) => name !== "All models" && name !== "add_sub")!;
+    const other = (await filter.locator("option").allTextContents()).find(
+      (name) => name !== "All models" && name !== "add_sub",
+    )!;
     expect(other).toBeDefined();
     await filter.selectOption(other);
     await visible(page.getByText("No decisions yet"));
     await filter.selectOption("add_sub");
-    await visible(page.getByRole("table", { name: "Scheduler decisions" }).getByRole("row", { name: /add_sub.*Scaled up/ }));
+    await visible(
+      page.getByRole("table", { name: "Scheduler decisions" }).getByRole("row", { name: /add_sub.*Scaled up/ }),
+    );
     expect(system.session.errors).toEqual([]);
   }, 90_000);
 
@@ -73,7 +86,10 @@ describe("console: the scheduler's decisions page", () => {
     const row = await visible(models.getByRole("row", { name: /^add_sub/ }));
     await row.getByLabel("Instances to pin add_sub at").fill("3");
     await row.getByRole("button", { name: "Pin add_sub" }).click();
-    await visible(page.getByRole("table", { name: "Scheduler decisions" }).getByRole("row", { name: /pinned to 3 by an admin/ }), 15_000);
+    await visible(
+      page.getByRole("table", { name: "Scheduler decisions" }).getByRole("row", { name: /pinned to 3 by an admin/ }),
+      15_000,
+    );
     expect(await instancesOf(system.operon.httpUrl, key, "add_sub")).toBe(3);
     await visible(row.getByRole("button", { name: "Unpin add_sub" }));
     expect(await row.getByRole("cell").allTextContents()).toContain("3");

@@ -38,7 +38,9 @@ describe("console: first-run setup, sign-out and sign-in", () => {
 
     await page.goto(operon!.setupUrl!);
     await visible(heading(page, "Set up Operon"));
-    expect(await page.getByLabel("Setup token").inputValue()).toBe(new URL(operon!.setupUrl!).searchParams.get("token"));
+    expect(await page.getByLabel("Setup token").inputValue()).toBe(
+      new URL(operon!.setupUrl!).searchParams.get("token"),
+    );
     await page.getByLabel("Email").fill(ADMIN.email);
     await page.getByLabel("Name (optional)").fill(ADMIN.name);
     await page.getByLabel("Password", { exact: true }).fill(ADMIN.password);
@@ -124,7 +126,11 @@ describe("console: first-run setup, sign-out and sign-in", () => {
     let message = "";
     let attempts = 0;
     for (; attempts < 8 && !/try again/.test(message); attempts += 1) {
-      await spoofer.page.setExtraHTTPHeaders({ "x-forwarded-for": `203.0.113.${attempts + 1}`, forwarded: `for=198.51.100.${attempts + 1}`, "x-real-ip": `192.0.2.${attempts + 1}` });
+      await spoofer.page.setExtraHTTPHeaders({
+        "x-forwarded-for": `203.0.113.${attempts + 1}`,
+        forwarded: `for=198.51.100.${attempts + 1}`,
+        "x-real-ip": `192.0.2.${attempts + 1}`,
+      });
       await submitSignIn(spoofer.page, "someone@example.com", `guess number ${attempts}`);
       message = (await (await visible(formAlert(spoofer.page))).textContent()) ?? "";
     }

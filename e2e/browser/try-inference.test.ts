@@ -31,7 +31,13 @@ describe("console: try a model from its page", () => {
     await panel.getByRole("button", { name: "Run" }).click();
 
     const outputs = await visible(panel.getByRole("table", { name: "Outputs" }));
-    const dataOf = async (name: string): Promise<number[]> => JSON.parse((await outputs.getByRole("row", { name: new RegExp(`^${name} `) }).locator("code").textContent()) ?? "") as number[];
+    const dataOf = async (name: string): Promise<number[]> =>
+      JSON.parse(
+        (await outputs
+          .getByRole("row", { name: new RegExp(`^${name} `) })
+          .locator("code")
+          .textContent()) ?? "",
+      ) as number[];
     expect(await dataOf("OUTPUT0")).toEqual(INPUT0.map((value, index) => value + INPUT1[index]!));
     expect(await dataOf("OUTPUT1")).toEqual(INPUT0.map((value, index) => value - INPUT1[index]!));
     expect(await outputs.getByRole("row", { name: /^OUTPUT0 / }).textContent()).toContain("FP32[1, 16]");

@@ -39,7 +39,10 @@ describe("console: upload a model and see it serve", () => {
     expect(top).toBeGreaterThanOrEqual(-1); // scrolled to its top, give or take a subpixel
     expect(top).toBeLessThan(page.viewportSize()!.height / 2);
 
-    await Promise.all([page.waitForResponse((response) => response.url().includes("models.upload.abort")), page.getByRole("button", { name: "Cancel", exact: true }).click()]);
+    await Promise.all([
+      page.waitForResponse((response) => response.url().includes("models.upload.abort")),
+      page.getByRole("button", { name: "Cancel", exact: true }).click(),
+    ]);
     await visible(page.getByText("Upload cancelled: nothing was stored."));
     expect(await heading(page, "Configure").count()).toBe(0);
     expect(system.session.errors).toEqual([]);
@@ -76,7 +79,9 @@ describe("console: upload a model and see it serve", () => {
     expect(JSON.parse(await page.getByLabel("Config (JSON)").inputValue()).input[0].dims).toEqual([5]);
 
     await page.getByRole("button", { name: "Finish upload" }).click();
-    const error = await visible(page.getByRole("group", { name: "Input “input”" }).getByText("does not match the model's input 'input'"));
+    const error = await visible(
+      page.getByRole("group", { name: "Input “input”" }).getByText("does not match the model's input 'input'"),
+    );
     expect(await error.textContent()).toContain("expected [4]");
     expect(await dims.getAttribute("aria-invalid")).toBe("true");
     // Shown at the field, so not repeated as a form alert.

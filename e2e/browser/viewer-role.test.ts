@@ -26,7 +26,15 @@ describe("console: a viewer, on a server without traffic", () => {
     const { page } = viewer;
     await signIn(page, VIEWER.email, VIEWER.password);
     const nav = page.getByRole("navigation", { name: "Main" });
-    expect(await nav.getByRole("link").allTextContents()).toEqual(["Overview", "Models", "Operators", "Perf reports", "Workers", "Scheduler", "Hardware & cost"]);
+    expect(await nav.getByRole("link").allTextContents()).toEqual([
+      "Overview",
+      "Models",
+      "Operators",
+      "Perf reports",
+      "Workers",
+      "Scheduler",
+      "Hardware & cost",
+    ]);
     expect(await page.getByRole("banner").textContent()).toContain("Viewer");
 
     await visible(heading(page, "Overview"));
@@ -82,7 +90,9 @@ describe("console: a viewer, on a server without traffic", () => {
     }
     // The page only reflects the API's rule: a viewer's call is refused there as well.
     const api = await signedInApiSession(system.operon, VIEWER);
-    await expect(api.client.apiKeys.create.mutate({ name: "sneaky", scopes: ["infer"] })).rejects.toThrow(/role|permission|forbidden/i);
+    await expect(api.client.apiKeys.create.mutate({ name: "sneaky", scopes: ["infer"] })).rejects.toThrow(
+      /role|permission|forbidden/i,
+    );
     expect(viewer.errors).toEqual([]);
     await viewer.context.close();
   }, 90_000);

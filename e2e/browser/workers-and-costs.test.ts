@@ -25,7 +25,9 @@ describe("console: workers, hardware profiles and costs", () => {
     const api = await signedInApiSession(system.operon, ADMIN);
     // The workers view names processes and models: it needs the admin scope (issue 28 item 14).
     const { key } = await api.client.apiKeys.create.mutate({ name: "e2e workers check", scopes: ["admin"] });
-    const response = await fetch(`${system.operon.httpUrl}/v2/operon/workers`, { headers: { authorization: `Bearer ${key}` } });
+    const response = await fetch(`${system.operon.httpUrl}/v2/operon/workers`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
     expect(response.status).toBe(200);
     const all = ((await response.json()) as { workers: GatewayWorker[] }).workers;
     // add_sub's config asks for two CPU instances: threads of the gateway (the default for ONNX Runtime).
@@ -46,7 +48,9 @@ describe("console: workers, hardware profiles and costs", () => {
     for (const worker of [...threads, processes[0]!]) {
       const row = await visible(table.getByRole("row", { name: new RegExp(`\\b${worker.instance}\\b`) }));
       const cells = await row.getByRole("cell").allTextContents();
-      expect(cells).toContain(worker.isolation === "thread" ? `gateway thread (${worker.pid})` : `process ${worker.pid}`);
+      expect(cells).toContain(
+        worker.isolation === "thread" ? `gateway thread (${worker.pid})` : `process ${worker.pid}`,
+      );
       expect(cells).toContain("Ready");
     }
     const gateway = await page.getByRole("region", { name: "Gateway process" }).textContent();
@@ -75,7 +79,9 @@ describe("console: workers, hardware profiles and costs", () => {
 
     await form.getByLabel("GPU count").fill("0");
     await form.getByRole("button", { name: "Add profile" }).click();
-    const row = await visible(page.getByRole("table", { name: "Hardware profiles" }).getByRole("row", { name: new RegExp(PROFILE) }));
+    const row = await visible(
+      page.getByRole("table", { name: "Hardware profiles" }).getByRole("row", { name: new RegExp(PROFILE) }),
+    );
     const text = (await row.textContent()) ?? "";
     expect(text).toContain("default");
     expect(text).toContain("8 GiB");
@@ -91,7 +97,9 @@ describe("console: workers, hardware profiles and costs", () => {
       await visible(heading(page, "Hardware & cost"));
       await visible(costs.locator(".state, .profile-cost").first(), 20_000);
     }
-    const costRow = await visible(costs.getByRole("table", { name: "Cost per model" }).getByRole("row", { name: /^add_sub / }));
+    const costRow = await visible(
+      costs.getByRole("table", { name: "Cost per model" }).getByRole("row", { name: /^add_sub / }),
+    );
     expect(await costRow.textContent()).toMatch(/\$/);
     expect(await costs.getByText(/Unattributed \(idle\)/).count()).toBe(1);
     expect(await costs.textContent()).toContain(PROFILE);

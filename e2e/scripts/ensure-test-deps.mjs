@@ -18,7 +18,9 @@ const requirements = [
   {
     what: "the gRPC cross-check test",
     packages: ["python3-grpcio", "python3-grpc-tools", "python3-numpy"],
-    present: () => existsSync(PYTHON) && spawnSync(PYTHON, ["-c", "import grpc, grpc_tools.protoc, numpy"], { stdio: "ignore" }).status === 0,
+    present: () =>
+      existsSync(PYTHON) &&
+      spawnSync(PYTHON, ["-c", "import grpc, grpc_tools.protoc, numpy"], { stdio: "ignore" }).status === 0,
     missing: `Python with grpc, grpc_tools and numpy at ${PYTHON} (set OPERON_TEST_PYTHON to use another)`,
   },
   {
@@ -39,15 +41,23 @@ const wanted = requirements.filter((requirement) => !requirement.present());
 if (wanted.length === 0) process.exit(0);
 
 if (!existsSync("/usr/bin/apt-get")) {
-  for (const requirement of wanted) console.error(`${requirement.missing} is missing (needed by ${requirement.what}), and there is no apt-get to install it.`);
+  for (const requirement of wanted)
+    console.error(
+      `${requirement.missing} is missing (needed by ${requirement.what}), and there is no apt-get to install it.`,
+    );
   process.exit(1);
 }
 
 const packages = wanted.flatMap((requirement) => requirement.packages);
 const isRoot = typeof process.getuid === "function" && process.getuid() === 0;
 const run = (args) =>
-  execFileSync(isRoot ? args[0] : "sudo", isRoot ? args.slice(1) : args, { stdio: "inherit", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
-console.error(`Installing ${packages.join(" ")} from Debian for ${wanted.map((requirement) => requirement.what).join(" and ")}…`);
+  execFileSync(isRoot ? args[0] : "sudo", isRoot ? args.slice(1) : args, {
+    stdio: "inherit",
+    env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+  });
+console.error(
+  `Installing ${packages.join(" ")} from Debian for ${wanted.map((requirement) => requirement.what).join(" and ")}…`,
+);
 try {
   run(["apt-get", "update"]);
   run(["apt-get", "install", "-y", "--no-install-recommends", ...packages]);
@@ -56,5 +66,8 @@ try {
   process.exit(1);
 }
 const stillMissing = wanted.filter((requirement) => !requirement.present());
-for (const requirement of stillMissing) console.error(`Installed ${requirement.packages.join(" ")}, but ${requirement.missing} is still missing (needed by ${requirement.what}).`);
+for (const requirement of stillMissing)
+  console.error(
+    `Installed ${requirement.packages.join(" ")}, but ${requirement.missing} is still missing (needed by ${requirement.what}).`,
+  );
 process.exit(stillMissing.length === 0 ? 0 : 1);

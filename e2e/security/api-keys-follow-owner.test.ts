@@ -22,9 +22,17 @@ describe("API keys follow their owner's role and state", () => {
     await server?.stop();
   });
 
-  const load = (key: string): Promise<Response> => fetch(`${server.httpUrl}/v2/repository/models/add_sub/load`, { method: "POST", headers: { authorization: `Bearer ${key}` } });
+  const load = (key: string): Promise<Response> =>
+    fetch(`${server.httpUrl}/v2/repository/models/add_sub/load`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+    });
   const infer = (key: string): Promise<Response> =>
-    fetch(`${server.httpUrl}/v2/models/add_sub/infer`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${key}` }, body: ADD_SUB_BODY });
+    fetch(`${server.httpUrl}/v2/models/add_sub/infer`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+      body: ADD_SUB_BODY,
+    });
 
   it("a demoted admin's admin-scope key loses model control at once, and keeps only what the new role allows", async () => {
     const admin = await signedIn(server);

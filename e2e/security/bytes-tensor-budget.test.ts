@@ -20,7 +20,14 @@ function peakRssMb(pid: number): number {
 describe("BYTES tensors are budgeted per tensor", () => {
   let server: RunningOperon;
   beforeAll(async () => {
-    server = await startOperon(["--model-repository", EXAMPLE_REPOSITORY, "--model-control-mode", "explicit", "--load-model", "identity_bytes"]);
+    server = await startOperon([
+      "--model-repository",
+      EXAMPLE_REPOSITORY,
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "identity_bytes",
+    ]);
   }, 120_000);
   afterAll(async () => {
     await server?.stop();
@@ -49,11 +56,22 @@ describe("BYTES tensors are budgeted per tensor", () => {
   it("refuses a JSON header that declares 8 M elements of binary data, on the shape", async () => {
     const data = Buffer.alloc(EIGHT_MILLION * 4);
     const header = Buffer.from(
-      JSON.stringify({ inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, EIGHT_MILLION], parameters: { binary_data_size: data.length } }] }),
+      JSON.stringify({
+        inputs: [
+          {
+            name: "INPUT0",
+            datatype: "BYTES",
+            shape: [1, EIGHT_MILLION],
+            parameters: { binary_data_size: data.length },
+          },
+        ],
+      }),
     );
     const response = await infer(Buffer.concat([header, data]), header.length);
     expect(response.status).toBe(400);
-    expect(((await response.json()) as { error: string }).error).toMatch(/tensor 'INPUT0' has 8000000 BYTES elements, more than the limit of 1048576/);
+    expect(((await response.json()) as { error: string }).error).toMatch(
+      /tensor 'INPUT0' has 8000000 BYTES elements, more than the limit of 1048576/,
+    );
   }, 60_000);
 
   it("refuses the same over gRPC raw_input_contents with INVALID_ARGUMENT", async () => {
@@ -65,9 +83,14 @@ describe("BYTES tensors are budgeted per tensor", () => {
           inputs: [{ name: "INPUT0", datatype: "BYTES", shape: [1, 2_000_000] }],
           raw_input_contents: [Buffer.alloc(2_000_000 * 4)],
         })
-        .then(() => undefined, (error: { code: number; details: string }) => error);
+        .then(
+          () => undefined,
+          (error: { code: number; details: string }) => error,
+        );
       expect(failure?.code).toBe(3);
-      expect(failure?.details).toMatch(/has 2000000 BYTES elements, more than the limit of 1048576 per BYTES tensor \(--max-bytes-elements\)/);
+      expect(failure?.details).toMatch(
+        /has 2000000 BYTES elements, more than the limit of 1048576 per BYTES tensor \(--max-bytes-elements\)/,
+      );
     } finally {
       client.close();
     }
@@ -78,7 +101,11 @@ describe("BYTES tensors are budgeted per tensor", () => {
     const response = await infer(Buffer.alloc(elements * 4), 0);
     expect(response.status).toBe(200);
     const headerLength = Number(response.headers.get("inference-header-content-length"));
-    const header = JSON.parse(Buffer.from(await response.arrayBuffer()).subarray(0, headerLength).toString()) as { outputs: Array<{ shape: number[] }> };
+    const header = JSON.parse(
+      Buffer.from(await response.arrayBuffer())
+        .subarray(0, headerLength)
+        .toString(),
+    ) as { outputs: Array<{ shape: number[] }> };
     expect(header.outputs[0]!.shape).toEqual([1, elements]);
   }, 60_000);
 });

@@ -25,8 +25,16 @@ describe("gzip request bodies", () => {
   let server: RunningOperon;
   beforeAll(async () => {
     server = await startOperon([
-      "--model-repository", EXAMPLE_REPOSITORY, "--model-control-mode", "explicit", "--load-model", "add_sub",
-      "--http-max-body-bytes", "16000000", "--http-max-inflight-body-bytes", "8000000",
+      "--model-repository",
+      EXAMPLE_REPOSITORY,
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "add_sub",
+      "--http-max-body-bytes",
+      "16000000",
+      "--http-max-inflight-body-bytes",
+      "8000000",
     ]);
   }, 120_000);
   afterAll(async () => {
@@ -43,7 +51,9 @@ describe("gzip request bodies", () => {
     // 15 MB of one repeated character: about 15 KB compressed, a ratio of ~1000.
     const response = await postGzip(server.httpUrl, JSON.stringify({ id: "0".repeat(15_000_000), inputs }));
     expect(response.status).toBe(413);
-    expect(((await response.json()) as { error: string }).error).toMatch(/inflates to more than 100 times its size \(--http-max-inflate-ratio 100\)/);
+    expect(((await response.json()) as { error: string }).error).toMatch(
+      /inflates to more than 100 times its size \(--http-max-inflate-ratio 100\)/,
+    );
   });
 
   it("counts inflated bytes against the in-flight budget as they inflate (503 past it), then serves again", async () => {
@@ -55,7 +65,9 @@ describe("gzip request bodies", () => {
     const response = await postGzip(server.httpUrl, json);
     expect(response.status).toBe(503);
     expect(response.headers.get("retry-after")).toBe("1");
-    expect(((await response.json()) as { error: string }).error).toMatch(/would pass its limit of 8000000 \(--http-max-inflight-body-bytes\)/);
+    expect(((await response.json()) as { error: string }).error).toMatch(
+      /would pass its limit of 8000000 \(--http-max-inflight-body-bytes\)/,
+    );
     const after = await postGzip(server.httpUrl, JSON.stringify({ inputs }));
     expect(after.status).toBe(200);
   });

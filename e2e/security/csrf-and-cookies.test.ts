@@ -31,7 +31,9 @@ describe("CSRF token bound to the session; Secure cookies", () => {
     expect(response.status).toBe(403);
     expect(await response.text()).toMatch(/CSRF/);
     // The answer carries the session's real token, so the console recovers on its own.
-    expect(response.headers.getSetCookie().some((line) => line.startsWith("operon_csrf=") && !line.includes(planted))).toBe(true);
+    expect(
+      response.headers.getSetCookie().some((line) => line.startsWith("operon_csrf=") && !line.includes(planted)),
+    ).toBe(true);
     // The console's own calls, echoing the token the API set at sign-in, work.
     const created = await session.client.apiKeys.create.mutate({ name: "real", scopes: ["infer"] });
     expect(created.key).toMatch(/^opk_/);

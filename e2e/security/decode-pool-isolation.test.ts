@@ -32,8 +32,16 @@ describe("the decode pool fails only the body that breaks a limit", () => {
   let server: RunningOperon;
   beforeAll(async () => {
     server = await startOperon([
-      "--model-repository", EXAMPLE_REPOSITORY, "--model-control-mode", "explicit", "--load-model", "add_sub",
-      "--decode-threads", "1", "--decode-max-heap-mb", "48",
+      "--model-repository",
+      EXAMPLE_REPOSITORY,
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "add_sub",
+      "--decode-threads",
+      "1",
+      "--decode-max-heap-mb",
+      "48",
     ]);
   }, 120_000);
   afterAll(async () => {
@@ -48,7 +56,9 @@ describe("the decode pool fails only the body that breaks a limit", () => {
     expect(ready.status).toBe(200);
     const [heavyAnswer, behindAnswer] = await Promise.all([heavy, behind]);
     expect(heavyAnswer.status).toBe(400);
-    expect(((await heavyAnswer.json()) as { error: string }).error).toMatch(/too large or too complex to decode within the decoder's 48 MiB of memory/);
+    expect(((await heavyAnswer.json()) as { error: string }).error).toMatch(
+      /too large or too complex to decode within the decoder's 48 MiB of memory/,
+    );
     expect(behindAnswer.status).toBe(200);
     const outputs = ((await behindAnswer.json()) as { outputs: Array<{ name: string; data: number[] }> }).outputs;
     expect(outputs.find((o) => o.name === "OUTPUT0")?.data[3]).toBe(4);

@@ -21,14 +21,33 @@ describe("decoder fuzz against the running server", () => {
   let client: grpc.Client;
   let valid: Buffer;
   beforeAll(async () => {
-    server = await startOperon(["--model-repository", EXAMPLE_REPOSITORY, "--model-control-mode", "explicit", "--load-model", "add_sub"]);
+    server = await startOperon([
+      "--model-repository",
+      EXAMPLE_REPOSITORY,
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "add_sub",
+    ]);
     client = new grpc.Client(server.grpcAddress, grpc.credentials.createInsecure());
-    const definition = protoLoader.loadSync(join(PROTO_DIR, "grpc_service.proto"), { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTO_DIR] });
-    const method = (definition["inference.GRPCInferenceService"] as unknown as Record<string, grpc.MethodDefinition<object, unknown>>)["ModelInfer"]!;
+    const definition = protoLoader.loadSync(join(PROTO_DIR, "grpc_service.proto"), {
+      keepCase: true,
+      longs: String,
+      enums: String,
+      defaults: true,
+      oneofs: true,
+      includeDirs: [PROTO_DIR],
+    });
+    const method = (
+      definition["inference.GRPCInferenceService"] as unknown as Record<string, grpc.MethodDefinition<object, unknown>>
+    )["ModelInfer"]!;
     valid = method.requestSerialize({
       model_name: "add_sub",
       inputs: INPUTS.map(({ name, datatype, shape }) => ({ name, datatype, shape })),
-      raw_input_contents: [Buffer.from(new Float32Array(16).fill(1).buffer), Buffer.from(new Float32Array(16).fill(2).buffer)],
+      raw_input_contents: [
+        Buffer.from(new Float32Array(16).fill(1).buffer),
+        Buffer.from(new Float32Array(16).fill(2).buffer),
+      ],
     });
   }, 120_000);
   afterAll(async () => {
@@ -38,7 +57,13 @@ describe("decoder fuzz against the running server", () => {
 
   const rawInfer = (message: Buffer): Promise<grpc.status> =>
     new Promise((resolve) =>
-      client.makeUnaryRequest("/inference.GRPCInferenceService/ModelInfer", (b: Buffer) => b, (b: Buffer) => b, message, (error) => resolve(error ? error.code : grpc.status.OK)),
+      client.makeUnaryRequest(
+        "/inference.GRPCInferenceService/ModelInfer",
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        message,
+        (error) => resolve(error ? error.code : grpc.status.OK),
+      ),
     );
 
   it("answers 300 mutated HTTP bodies and 300 mutated gRPC messages with client errors, and stays ready", async () => {
@@ -46,7 +71,10 @@ describe("decoder fuzz against the running server", () => {
     const body = Buffer.from(JSON.stringify({ inputs: INPUTS }));
     const httpStatuses = new Set<number>();
     for (let i = 0; i < 300; i += 1) {
-      const response = await fetch(`${server.httpUrl}/v2/models/add_sub/infer`, { method: "POST", body: mutateBytes(body, next) });
+      const response = await fetch(`${server.httpUrl}/v2/models/add_sub/infer`, {
+        method: "POST",
+        body: mutateBytes(body, next),
+      });
       await response.arrayBuffer();
       httpStatuses.add(response.status);
     }

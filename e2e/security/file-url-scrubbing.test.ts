@@ -21,7 +21,14 @@ describe("file:// URLs in model errors", () => {
       join(repository, "leaky", "1", "model.js"),
       "export default class { execute(requests, ctx) { return requests.map(() => ctx.error('INVALID_ARG', `cannot read the table next to ${import.meta.url}`)); } }\n",
     );
-    server = await startOperon(["--model-repository", repository, "--model-control-mode", "explicit", "--load-model", "leaky"]);
+    server = await startOperon([
+      "--model-repository",
+      repository,
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "leaky",
+    ]);
   }, 120_000);
   afterAll(async () => {
     await server?.stop();

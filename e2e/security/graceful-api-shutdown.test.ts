@@ -15,8 +15,17 @@ describe("SIGTERM while the API is busy", () => {
     try {
       const session = await signedIn(server);
       const bytes = readFileSync(join(EXAMPLE_REPOSITORY, "add_sub", "1", "model.onnx"));
-      const begun = await session.client.models.upload.begin.mutate({ name: "adder", fileName: "model.onnx", sizeBytes: bytes.length, sha256: createHash("sha256").update(bytes).digest("hex") });
-      await session.client.models.upload.chunk.mutate({ uploadId: begun.uploadId, offset: 0, data: bytes.toString("base64") });
+      const begun = await session.client.models.upload.begin.mutate({
+        name: "adder",
+        fileName: "model.onnx",
+        sizeBytes: bytes.length,
+        sha256: createHash("sha256").update(bytes).digest("hex"),
+      });
+      await session.client.models.upload.chunk.mutate({
+        uploadId: begun.uploadId,
+        offset: 0,
+        data: bytes.toString("base64"),
+      });
       const finishing = session.client.models.upload.finish.mutate({ uploadId: begun.uploadId }).then(
         (result) => ({ ok: true as const, result }),
         (error: Error) => ({ ok: false as const, error: error.message }),

@@ -24,7 +24,10 @@ const definition = protoLoader.loadSync(join(PROTO_DIR, "grpc_service.proto"), {
   oneofs: true,
   includeDirs: [PROTO_DIR],
 });
-const service = definition["inference.GRPCInferenceService"] as unknown as Record<string, grpc.MethodDefinition<any, any>>;
+const service = definition["inference.GRPCInferenceService"] as unknown as Record<
+  string,
+  grpc.MethodDefinition<any, any>
+>;
 const encode = (method: string, message: object): Buffer => service[method]!.requestSerialize(message);
 
 const varint = (value: number): Buffer => {
@@ -36,7 +39,8 @@ const varint = (value: number): Buffer => {
   bytes.push(value);
   return Buffer.from(bytes);
 };
-const field = (number: number, payload: Buffer): Buffer => Buffer.concat([varint(number * 8 + 2), varint(payload.length), payload]);
+const field = (number: number, payload: Buffer): Buffer =>
+  Buffer.concat([varint(number * 8 + 2), varint(payload.length), payload]);
 const text = (value: string): Buffer => Buffer.from(value, "utf8");
 
 /** An add_sub request whose one input holds `body` (raw InferInputTensor fields) after its name and datatype. */
@@ -48,7 +52,11 @@ function requestWithInput(id: string, inputBody: Buffer): Buffer {
 type StreamReply = { error_message: string; infer_response: { id: string; raw_output_contents: Buffer[] } };
 
 /** Sends raw ModelStreamInfer messages on one stream, half-closes, and collects the replies. */
-function streamRaw(address: string, messages: Buffer[], metadata = new grpc.Metadata()): Promise<{ replies: StreamReply[]; status: grpc.StatusObject }> {
+function streamRaw(
+  address: string,
+  messages: Buffer[],
+  metadata = new grpc.Metadata(),
+): Promise<{ replies: StreamReply[]; status: grpc.StatusObject }> {
   const client = new grpc.Client(address, grpc.credentials.createInsecure(), { "grpc.max_send_message_length": -1 });
   const call = client.makeBidiStreamRequest(
     "/inference.GRPCInferenceService/ModelStreamInfer",
@@ -69,13 +77,25 @@ function streamRaw(address: string, messages: Buffer[], metadata = new grpc.Meta
   });
 }
 
-function unaryRaw(address: string, method: string, message: Buffer, metadata = new grpc.Metadata()): Promise<{ code: number; details: string }> {
+function unaryRaw(
+  address: string,
+  method: string,
+  message: Buffer,
+  metadata = new grpc.Metadata(),
+): Promise<{ code: number; details: string }> {
   const client = new grpc.Client(address, grpc.credentials.createInsecure(), { "grpc.max_send_message_length": -1 });
   return new Promise((resolve) => {
-    client.makeUnaryRequest(`/inference.GRPCInferenceService/${method}`, (value: Buffer) => value, (value: Buffer) => value, message, metadata, (error) => {
-      client.close();
-      resolve(error ? { code: error.code, details: error.details } : { code: grpc.status.OK, details: "" });
-    });
+    client.makeUnaryRequest(
+      `/inference.GRPCInferenceService/${method}`,
+      (value: Buffer) => value,
+      (value: Buffer) => value,
+      message,
+      metadata,
+      (error) => {
+        client.close();
+        resolve(error ? { code: error.code, details: error.details } : { code: grpc.status.OK, details: "" });
+      },
+    );
   });
 }
 
@@ -135,7 +155,9 @@ describe("gRPC stream messages get the unary budget", () => {
   it("refuses a stream message of millions of bytes_contents entries", async () => {
     const contents = Buffer.alloc(2_000_000 * 2);
     for (let i = 0; i < contents.length; i += 2) (contents[i] = 0x42), (contents[i + 1] = 0x00);
-    const { replies } = await streamRaw(server.grpcAddress, [requestWithInput("many-strings", Buffer.concat([field(3, varint(1)), field(5, contents)]))]);
+    const { replies } = await streamRaw(server.grpcAddress, [
+      requestWithInput("many-strings", Buffer.concat([field(3, varint(1)), field(5, contents)])),
+    ]);
     expect(replies).toHaveLength(1);
     expect(replies[0]!.infer_response.id).toBe("many-strings");
     expect(replies[0]!.error_message).toMatch(/more than 1048576 BYTES elements/);
@@ -144,7 +166,9 @@ describe("gRPC stream messages get the unary budget", () => {
 
   it("refuses millions of packed typed contents elements", async () => {
     const packed = Buffer.alloc(9_000_000, 0x01); // 9 M one-byte varints in int_contents
-    const { replies } = await streamRaw(server.grpcAddress, [requestWithInput("packed", Buffer.concat([field(3, varint(1)), field(5, field(2, packed))]))]);
+    const { replies } = await streamRaw(server.grpcAddress, [
+      requestWithInput("packed", Buffer.concat([field(3, varint(1)), field(5, field(2, packed))])),
+    ]);
     expect(replies[0]!.error_message).toMatch(/more than 8388608 elements in typed 'contents'/);
   });
 
@@ -175,8 +199,14 @@ describe("gRPC stream messages get the unary budget", () => {
   });
 
   it("refuses a RepositoryModelLoad of thousands of parameters before decoding them", async () => {
-    const parameters = new Array(2_000).fill(0).map((_, i) => field(3, Buffer.concat([field(1, text(`file:1/f${i}`)), field(2, field(4, Buffer.alloc(1)))])));
-    const reply = await unaryRaw(server.grpcAddress, "RepositoryModelLoad", Buffer.concat([field(2, text("add_sub")), ...parameters]));
+    const parameters = new Array(2_000)
+      .fill(0)
+      .map((_, i) => field(3, Buffer.concat([field(1, text(`file:1/f${i}`)), field(2, field(4, Buffer.alloc(1)))])));
+    const reply = await unaryRaw(
+      server.grpcAddress,
+      "RepositoryModelLoad",
+      Buffer.concat([field(2, text("add_sub")), ...parameters]),
+    );
     expect(reply.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
     expect(reply.details).toMatch(/more than 1024 parameters/);
     await expectStillServing(server);

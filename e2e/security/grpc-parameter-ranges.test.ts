@@ -11,7 +11,14 @@ const fp32 = (values: number[]): Buffer => Buffer.from(new Float32Array(values).
 describe("gRPC schedule parameters out of range", () => {
   let server: RunningOperon;
   beforeAll(async () => {
-    server = await startOperon(["--model-repository", EXAMPLE_REPOSITORY, "--model-control-mode", "explicit", "--load-model", "add_sub"]);
+    server = await startOperon([
+      "--model-repository",
+      EXAMPLE_REPOSITORY,
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "add_sub",
+    ]);
   }, 120_000);
   afterAll(async () => {
     await server?.stop();
@@ -24,10 +31,16 @@ describe("gRPC schedule parameters out of range", () => {
         .call("ModelInfer", {
           model_name: "add_sub",
           parameters,
-          inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16] }, { name: "INPUT1", datatype: "FP32", shape: [1, 16] }],
+          inputs: [
+            { name: "INPUT0", datatype: "FP32", shape: [1, 16] },
+            { name: "INPUT1", datatype: "FP32", shape: [1, 16] },
+          ],
           raw_input_contents: [fp32(new Array(16).fill(1)), fp32(new Array(16).fill(2))],
         })
-        .then(() => undefined, (error: { code: number; details: string }) => error);
+        .then(
+          () => undefined,
+          (error: { code: number; details: string }) => error,
+        );
     } finally {
       client.close();
     }
@@ -41,7 +54,9 @@ describe("gRPC schedule parameters out of range", () => {
   ])("%s %j is INVALID_ARGUMENT naming the parameter", async (name, value, shown) => {
     const failure = await inferWith({ [name]: value });
     expect(failure?.code).toBe(3);
-    expect(failure?.details).toBe(`'parameters.${name}' must be a non-negative integer, got ${shown} (outside 0..9007199254740991)`);
+    expect(failure?.details).toBe(
+      `'parameters.${name}' must be a non-negative integer, got ${shown} (outside 0..9007199254740991)`,
+    );
   });
 
   it("still serves a timeout in range", async () => {

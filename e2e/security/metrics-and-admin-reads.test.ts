@@ -14,13 +14,25 @@ import type { RunningOperon } from "../support/operon-process.js";
 const bearer = (key?: string): Record<string, string> => (key !== undefined ? { authorization: `Bearer ${key}` } : {});
 
 /** POST with "Expect: 100-continue", as curl sends large bodies: the body goes out only if the server asks for it. */
-function postExpectingContinue(url: string, body: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
+function postExpectingContinue(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: "POST", agent: false, headers: { ...headers, expect: "100-continue", "content-length": Buffer.byteLength(body) } }, (res) => {
-      let text = "";
-      res.on("data", (chunk) => (text += chunk));
-      res.on("end", () => resolve({ status: res.statusCode!, text }));
-    });
+    const req = http.request(
+      url,
+      {
+        method: "POST",
+        agent: false,
+        headers: { ...headers, expect: "100-continue", "content-length": Buffer.byteLength(body) },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (chunk) => (text += chunk));
+        res.on("end", () => resolve({ status: res.statusCode!, text }));
+      },
+    );
     req.on("continue", () => req.end(body));
     req.on("error", reject);
   });
@@ -29,11 +41,17 @@ function postExpectingContinue(url: string, body: string, headers: Record<string
 function operatorSpec(steps: number): object {
   return {
     maxBatchSize: 8,
-    inputs: [{ name: "A", datatype: "FP32", dims: [16] }, { name: "B", datatype: "FP32", dims: [16] }],
+    inputs: [
+      { name: "A", datatype: "FP32", dims: [16] },
+      { name: "B", datatype: "FP32", dims: [16] },
+    ],
     outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
     steps: Array.from({ length: steps }, (_, i) => ({
-      id: `s${i}`, kind: "model", model: "add_sub",
-      inputs: { INPUT0: i === 0 ? "A" : `t${i - 1}`, INPUT1: "B" }, outputs: { OUTPUT0: i === steps - 1 ? "Y" : `t${i}` },
+      id: `s${i}`,
+      kind: "model",
+      model: "add_sub",
+      inputs: { INPUT0: i === 0 ? "A" : `t${i - 1}`, INPUT1: "B" },
+      outputs: { OUTPUT0: i === steps - 1 ? "Y" : `t${i}` },
     })),
   };
 }
@@ -48,7 +66,11 @@ describe("metrics and admin views need keys; operator validation is model contro
     inferKey = (await admin.client.apiKeys.create.mutate({ name: "client", scopes: ["infer"] })).key;
     adminKey = (await admin.client.apiKeys.create.mutate({ name: "ops", scopes: ["admin"] })).key;
     // Keys reach the gateway within a second.
-    for (let i = 0; i < 50 && (await fetch(`${server.httpUrl}/v2/models/add_sub`, { headers: bearer(inferKey) })).status !== 200; i++) {
+    for (
+      let i = 0;
+      i < 50 && (await fetch(`${server.httpUrl}/v2/models/add_sub`, { headers: bearer(inferKey) })).status !== 200;
+      i++
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }, 120_000);
@@ -61,7 +83,9 @@ describe("metrics and admin views need keys; operator validation is model contro
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get("www-authenticate")).toBe("Bearer");
     expect(await anonymous.text()).toMatch(/the metrics on this server need an API key .*--metrics-require-key/);
-    expect((await fetch(server.metricsUrl, { headers: bearer("opk_aaaaaaaa_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb") })).status).toBe(401);
+    expect(
+      (await fetch(server.metricsUrl, { headers: bearer("opk_aaaaaaaa_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb") })).status,
+    ).toBe(401);
     const withKey = await fetch(server.metricsUrl, { headers: bearer(inferKey) });
     expect(withKey.status).toBe(200);
     expect(await withKey.text()).toMatch(/nv_inference_count\{model="add_sub"/);
@@ -83,8 +107,20 @@ describe("metrics and admin views need keys; operator validation is model contro
   it("operator validation needs the admin scope", async () => {
     const body = JSON.stringify(operatorSpec(2));
     expect((await fetch(`${server.httpUrl}/v2/operators/twice/validate`, { method: "POST", body })).status).toBe(401);
-    expect((await fetch(`${server.httpUrl}/v2/operators/twice/validate`, { method: "POST", body, headers: bearer(inferKey) })).status).toBe(403);
-    const ok = await fetch(`${server.httpUrl}/v2/operators/twice/validate`, { method: "POST", body, headers: bearer(adminKey) });
+    expect(
+      (
+        await fetch(`${server.httpUrl}/v2/operators/twice/validate`, {
+          method: "POST",
+          body,
+          headers: bearer(inferKey),
+        })
+      ).status,
+    ).toBe(403);
+    const ok = await fetch(`${server.httpUrl}/v2/operators/twice/validate`, {
+      method: "POST",
+      body,
+      headers: bearer(adminKey),
+    });
     expect(ok.status).toBe(200);
     expect(await ok.json()).toMatchObject({ valid: true });
   });
@@ -99,7 +135,11 @@ describe("metrics and admin views need keys; operator validation is model contro
     expect(refused.status).toBe(413);
     expect(refused.text).toMatch(/request body of \d+ bytes exceeds the limit of 1048576 bytes/);
     expect(Date.now() - started).toBeLessThan(3000);
-    const many = await fetch(`${server.httpUrl}/v2/operators/many/validate`, { method: "POST", body: JSON.stringify(operatorSpec(257)), headers: bearer(adminKey) });
+    const many = await fetch(`${server.httpUrl}/v2/operators/many/validate`, {
+      method: "POST",
+      body: JSON.stringify(operatorSpec(257)),
+      headers: bearer(adminKey),
+    });
     expect(many.status).toBe(400);
     expect(await many.text()).toMatch(/the operator spec has 257 steps; an operator may have at most 256/);
   }, 30_000);

@@ -11,9 +11,15 @@ import type { RunningOperon } from "../support/operon-process.js";
 // infer-scoped key unloaded a model; gateway-side changes were not audited.
 
 const unload = (server: RunningOperon, key?: string): Promise<Response> =>
-  fetch(`${server.httpUrl}/v2/repository/models/add_sub/unload`, { method: "POST", headers: key ? { authorization: `Bearer ${key}` } : {} });
+  fetch(`${server.httpUrl}/v2/repository/models/add_sub/unload`, {
+    method: "POST",
+    headers: key ? { authorization: `Bearer ${key}` } : {},
+  });
 const load = (server: RunningOperon, key?: string): Promise<Response> =>
-  fetch(`${server.httpUrl}/v2/repository/models/add_sub/load`, { method: "POST", headers: key ? { authorization: `Bearer ${key}` } : {} });
+  fetch(`${server.httpUrl}/v2/repository/models/add_sub/load`, {
+    method: "POST",
+    headers: key ? { authorization: `Bearer ${key}` } : {},
+  });
 
 describe("model control stays locked once keys exist", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "operon-sec-mc-"));
@@ -26,7 +32,11 @@ describe("model control stays locked once keys exist", () => {
     server = await startControlPlaneServer([], { dataDir });
     await server.waitForOutput(/model control \(load\/unload\) is open to any local client without a key/, 10_000);
     const admin = await signedIn(server);
-    await admin.client.apiKeys.create.mutate({ name: "short-lived", scopes: ["admin", "infer"], expiresAt: new Date(Date.now() + 2_500) });
+    await admin.client.apiKeys.create.mutate({
+      name: "short-lived",
+      scopes: ["admin", "infer"],
+      expiresAt: new Date(Date.now() + 2_500),
+    });
     expect((await unload(server)).status).toBe(401);
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     // A key change makes the control plane reload its keys, dropping the expired one.
@@ -43,7 +53,10 @@ describe("model control stays locked once keys exist", () => {
   it("reopens on loopback only with --anonymous-model-control, warning at start; a key sent is still checked for its scope", async () => {
     await server?.stop();
     server = await startControlPlaneServer(["--anonymous-model-control"], { dataDir });
-    await server.waitForOutput(/model control \(load\/unload\) is open to any local client without a key because of --anonymous-model-control/, 10_000);
+    await server.waitForOutput(
+      /model control \(load\/unload\) is open to any local client without a key because of --anonymous-model-control/,
+      10_000,
+    );
     const admin = await signedIn(server);
     const { key: inferKey } = await admin.client.apiKeys.create.mutate({ name: "client", scopes: ["infer"] });
     const refused = await unload(server, inferKey);

@@ -53,9 +53,14 @@ describe("config-named files stay inside the model folder", () => {
 
   it("refuses a config override that names another model's file, for a repository model too", async () => {
     const config = JSON.stringify({ backend: "typescript", default_model_filename: "../../linked/1/model.js" });
-    const response = await fetch(`${server.httpUrl}/v2/repository/models/plain/load`, { method: "POST", body: JSON.stringify({ parameters: { config } }) });
+    const response = await fetch(`${server.httpUrl}/v2/repository/models/plain/load`, {
+      method: "POST",
+      body: JSON.stringify({ parameters: { config } }),
+    });
     expect(response.status).toBe(400);
-    expect(((await response.json()) as { error: string }).error).toMatch(/default_model_filename of model 'plain' '\.\.\/\.\.\/linked\/1\/model\.js' points outside the model's folder/);
+    expect(((await response.json()) as { error: string }).error).toMatch(
+      /default_model_filename of model 'plain' '\.\.\/\.\.\/linked\/1\/model\.js' points outside the model's folder/,
+    );
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(existsSync(marker)).toBe(false);
   });

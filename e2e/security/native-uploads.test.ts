@@ -11,7 +11,9 @@ import { REPO_ROOT, startOperon, type RunningOperon } from "../support/operon-pr
  * runs with the server's rights, so it needs --allow-native-uploads (off by
  * default) and the admin scope; the audit log records the library's SHA-256.
  */
-const IDENTITY = readFileSync(join(REPO_ROOT, "native/build/tritonserver/backends/operon_identity/libtriton_operon_identity.so"));
+const IDENTITY = readFileSync(
+  join(REPO_ROOT, "native/build/tritonserver/backends/operon_identity/libtriton_operon_identity.so"),
+);
 
 const config = (name: string, backend: string): string =>
   JSON.stringify({
@@ -22,7 +24,12 @@ const config = (name: string, backend: string): string =>
     output: [{ name: "OUTPUT0", data_type: "TYPE_FP32", dims: [4] }],
   });
 
-async function load(server: RunningOperon, name: string, parameters: Record<string, string>, key?: string): Promise<{ status: number; error?: string }> {
+async function load(
+  server: RunningOperon,
+  name: string,
+  parameters: Record<string, string>,
+  key?: string,
+): Promise<{ status: number; error?: string }> {
   const response = await fetch(`${server.httpUrl}/v2/repository/models/${name}/load`, {
     method: "POST",
     headers: key !== undefined ? { authorization: `Bearer ${key}` } : {},
@@ -44,15 +51,29 @@ afterAll(async () => {
 
 describe("native backends from load API uploads", () => {
   it("are refused without --allow-native-uploads, naming the flag; repository models are not affected", async () => {
-    const server = await startOperon(["--model-repository", join(REPO_ROOT, "examples/model_repository"), "--model-control-mode", "explicit", "--load-model", "identity_native"]);
+    const server = await startOperon([
+      "--model-repository",
+      join(REPO_ROOT, "examples/model_repository"),
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "identity_native",
+    ]);
     servers.push(server);
     const library = await load(server, "sneaky", withLibrary("sneaky"));
     expect(library.status).toBe(403);
-    expect(library.error).toMatch(/uploads a shared library \(1\/libtriton_uploaded_native\.so\).*needs the server flag --allow-native-uploads/);
+    expect(library.error).toMatch(
+      /uploads a shared library \(1\/libtriton_uploaded_native\.so\).*needs the server flag --allow-native-uploads/,
+    );
     // A config naming a native backend for uploaded files (it would load whatever library that name finds).
-    const named = await load(server, "sneaky", { config: config("sneaky", "operon_identity"), "file:1/notes.txt": Buffer.from("hi").toString("base64") });
+    const named = await load(server, "sneaky", {
+      config: config("sneaky", "operon_identity"),
+      "file:1/notes.txt": Buffer.from("hi").toString("base64"),
+    });
     expect(named.status).toBe(403);
-    expect(named.error).toMatch(/names the native backend 'operon_identity' for uploaded files.*--allow-native-uploads/);
+    expect(named.error).toMatch(
+      /names the native backend 'operon_identity' for uploaded files.*--allow-native-uploads/,
+    );
     expect((await fetch(`${server.httpUrl}/v2/models/identity_native/ready`)).status).toBe(200);
   }, 120_000);
 
@@ -61,7 +82,10 @@ describe("native backends from load API uploads", () => {
     servers.push(server);
     const admin = await signedIn(server);
     const { key: inferKey } = await admin.client.apiKeys.create.mutate({ name: "client", scopes: ["infer"] });
-    const { key: adminKey, summary } = await admin.client.apiKeys.create.mutate({ name: "ops", scopes: ["admin", "infer"] });
+    const { key: adminKey, summary } = await admin.client.apiKeys.create.mutate({
+      name: "ops",
+      scopes: ["admin", "infer"],
+    });
     const refused = await load(server, "uploaded", withLibrary("uploaded"), inferKey);
     expect(refused.status).toBe(403);
     expect(refused.error).toMatch(/lacks the 'admin' scope/);

@@ -13,7 +13,9 @@ const SPEC = {
   ],
   outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
   maxBatchSize: 8,
-  steps: [{ id: "first", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } }],
+  steps: [
+    { id: "first", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } },
+  ],
 };
 
 describe("operator readiness follows its step models", () => {
@@ -36,11 +38,15 @@ describe("operator readiness follows its step models", () => {
     const listed = (await admin.client.operators.list.query()).find((operator) => operator.name === "add_once")!;
     expect(listed.state).toBe("DEGRADED");
     expect(listed.unreadyModels).toEqual(["add_sub"]);
-    const gateway = (await (await fetch(`${server.httpUrl}/v2/operators/add_once`)).json()) as { unreadyModels: string[] };
+    const gateway = (await (await fetch(`${server.httpUrl}/v2/operators/add_once`)).json()) as {
+      unreadyModels: string[];
+    };
     expect(gateway.unreadyModels).toEqual(["add_sub"]);
 
     expect((await fetch(`${server.httpUrl}/v2/repository/models/add_sub/load`, { method: "POST" })).status).toBe(200);
     expect(await ready()).toBe(200);
-    expect((await admin.client.operators.list.query()).find((operator) => operator.name === "add_once")!.state).toBe("SERVED");
+    expect((await admin.client.operators.list.query()).find((operator) => operator.name === "add_once")!.state).toBe(
+      "SERVED",
+    );
   });
 });

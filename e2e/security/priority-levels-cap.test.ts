@@ -28,21 +28,30 @@ describe("priority levels are capped", () => {
     fetch(`${server.httpUrl}/v2/repository/models/add_sub/load`, {
       method: "POST",
       body: JSON.stringify({
-        parameters: { config: JSON.stringify({ max_batch_size: 8, dynamic_batching: { priority_levels: levels, default_priority_level: 1 } }) },
+        parameters: {
+          config: JSON.stringify({
+            max_batch_size: 8,
+            dynamic_batching: { priority_levels: levels, default_priority_level: 1 },
+          }),
+        },
       }),
     });
 
   it("refuses 4,000,000 priority levels at load, naming the limit", async () => {
     const response = await loadWithLevels(4_000_000);
     expect(response.status).toBe(400);
-    expect(((await response.json()) as { error: string }).error).toMatch(/dynamic_batching\.priority_levels.*is 4000000; a model may have at most 1000 priority levels/);
+    expect(((await response.json()) as { error: string }).error).toMatch(
+      /dynamic_batching\.priority_levels.*is 4000000; a model may have at most 1000 priority levels/,
+    );
   });
 
   it("serves 1,000 levels, 80 requests across them promptly", async () => {
     expect((await loadWithLevels(1000)).status).toBe(200);
     const started = Date.now();
     const answers = await Promise.all(
-      Array.from({ length: 80 }, (_, i) => fetch(`${server.httpUrl}/v2/models/add_sub/infer`, { method: "POST", body: INFER_BODY(1 + ((i * 37) % 1000)) })),
+      Array.from({ length: 80 }, (_, i) =>
+        fetch(`${server.httpUrl}/v2/models/add_sub/infer`, { method: "POST", body: INFER_BODY(1 + ((i * 37) % 1000)) }),
+      ),
     );
     expect(answers.map((a) => a.status)).toEqual(new Array(80).fill(200));
     expect(Date.now() - started).toBeLessThan(5000);

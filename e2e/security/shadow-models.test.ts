@@ -15,8 +15,17 @@ const FAKE_SHADOW = "mine.search-0123abcd";
 async function uploadModel(session: ApiSession, name: string): Promise<void> {
   const bytes = writeMlpModel({ sizes: [4, 8, 2], seed: 3 });
   const sha256 = createHash("sha256").update(bytes).digest("hex");
-  const begun = await session.client.models.upload.begin.mutate({ name, fileName: `${name}.onnx`, sizeBytes: bytes.length, sha256 });
-  await session.client.models.upload.chunk.mutate({ uploadId: begun.uploadId, offset: 0, data: bytes.toString("base64") });
+  const begun = await session.client.models.upload.begin.mutate({
+    name,
+    fileName: `${name}.onnx`,
+    sizeBytes: bytes.length,
+    sha256,
+  });
+  await session.client.models.upload.chunk.mutate({
+    uploadId: begun.uploadId,
+    offset: 0,
+    data: bytes.toString("base64"),
+  });
   await session.client.models.upload.finish.mutate({ uploadId: begun.uploadId });
 }
 
@@ -48,7 +57,9 @@ describe("config-search shadow models are the search's alone", () => {
     // The shadow is loaded: the gateway's workers list shows its instance.
     let loaded = false;
     for (let i = 0; i < 400 && !loaded; i += 1) {
-      const workers = (await (await fetch(`${server.httpUrl}/v2/operon/workers`, { headers: auth })).json()) as { workers: Array<{ model: string }> };
+      const workers = (await (await fetch(`${server.httpUrl}/v2/operon/workers`, { headers: auth })).json()) as {
+        workers: Array<{ model: string }>;
+      };
       loaded = workers.workers.some((worker) => worker.model === shadow);
       if (!loaded) await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -56,14 +67,19 @@ describe("config-search shadow models are the search's alone", () => {
     for (const headers of [{}, auth]) {
       const metadata = await fetch(`${server.httpUrl}/v2/models/${shadow}`, { headers });
       expect(metadata.status).toBe(404);
-      expect(((await metadata.json()) as { error: string }).error).toBe(`Request for unknown model: '${shadow}' is not found`);
+      expect(((await metadata.json()) as { error: string }).error).toBe(
+        `Request for unknown model: '${shadow}' is not found`,
+      );
       const infer = await fetch(`${server.httpUrl}/v2/models/${shadow}/infer`, {
         method: "POST",
         headers,
         body: JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }] }),
       });
       expect(infer.status).toBe(404);
-      const unload = await fetch(`${server.httpUrl}/v2/repository/models/${shadow}/unload`, { method: "POST", headers: auth });
+      const unload = await fetch(`${server.httpUrl}/v2/repository/models/${shadow}/unload`, {
+        method: "POST",
+        headers: auth,
+      });
       expect(unload.status).toBe(400);
     }
     const grpc = grpcClient(server.grpcAddress);
@@ -83,11 +99,25 @@ describe("config-search shadow models are the search's alone", () => {
   });
 
   it("refuses uploads and gateway loads of a name in the reserved pattern", async () => {
-    const upload = await apiErrorOf(admin.client.models.upload.begin.mutate({ name: FAKE_SHADOW, fileName: "m.onnx", sizeBytes: 10, sha256: "0".repeat(64) }));
+    const upload = await apiErrorOf(
+      admin.client.models.upload.begin.mutate({
+        name: FAKE_SHADOW,
+        fileName: "m.onnx",
+        sizeBytes: 10,
+        sha256: "0".repeat(64),
+      }),
+    );
     expect(upload.appCode).toBe("VALIDATION_FAILED");
-    expect(upload.message).toMatch(/names ending in '\.search-<8 hex digits>' are reserved for the config search's shadow models/);
-    const load = await fetch(`${server.httpUrl}/v2/repository/models/${FAKE_SHADOW}/load`, { method: "POST", headers: { authorization: `Bearer ${adminKey}` } });
+    expect(upload.message).toMatch(
+      /names ending in '\.search-<8 hex digits>' are reserved for the config search's shadow models/,
+    );
+    const load = await fetch(`${server.httpUrl}/v2/repository/models/${FAKE_SHADOW}/load`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${adminKey}` },
+    });
     expect(load.status).toBe(400);
-    expect(((await load.json()) as { error: string }).error).toBe(`model '${FAKE_SHADOW}': names ending in '.search-<8 hex digits>' are reserved for the config search's shadow models; choose another name`);
+    expect(((await load.json()) as { error: string }).error).toBe(
+      `model '${FAKE_SHADOW}': names ending in '.search-<8 hex digits>' are reserved for the config search's shadow models; choose another name`,
+    );
   });
 });

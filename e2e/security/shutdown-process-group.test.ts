@@ -1,5 +1,12 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { childPids, EXAMPLE_REPOSITORY, processAlive, startOperon, workerProcesses, type RunningOperon } from "../support/operon-process.js";
+import {
+  childPids,
+  EXAMPLE_REPOSITORY,
+  processAlive,
+  startOperon,
+  workerProcesses,
+  type RunningOperon,
+} from "../support/operon-process.js";
 
 // Finding 15: SIGTERM to the whole process group (what a terminal's Ctrl-C,
 // systemd or a container runtime sends) reached the workers too; the
@@ -13,14 +20,30 @@ describe("shutdown by a signal to the process group", () => {
 
   it("restarts no worker and leaves no process behind", async () => {
     server = await startOperon(
-      ["--control-plane", "--console=false", "--api-port", "0", "--model-repository", EXAMPLE_REPOSITORY, "--model-control-mode", "explicit", "--load-model", "text_generator", "--load-model", "tokenizer_ts"],
+      [
+        "--control-plane",
+        "--console=false",
+        "--api-port",
+        "0",
+        "--model-repository",
+        EXAMPLE_REPOSITORY,
+        "--model-control-mode",
+        "explicit",
+        "--load-model",
+        "text_generator",
+        "--load-model",
+        "tokenizer_ts",
+      ],
       { detached: true },
     );
     const workers = workerProcesses(server.pid);
     expect(workers.length).toBeGreaterThanOrEqual(2);
     // A stream in flight keeps the drain going while the workers are gone.
     const words = Array.from({ length: 200 }, (_, i) => `w${i}`).join(" ");
-    const inFlight = fetch(`${server.httpUrl}/v2/models/text_generator/generate_stream`, { method: "POST", body: JSON.stringify({ text_input: words, parameters: {} }) })
+    const inFlight = fetch(`${server.httpUrl}/v2/models/text_generator/generate_stream`, {
+      method: "POST",
+      body: JSON.stringify({ text_input: words, parameters: {} }),
+    })
       .then((response) => response.text())
       .catch(() => "");
     process.kill(-server.pid, "SIGTERM");
@@ -35,7 +58,8 @@ describe("shutdown by a signal to the process group", () => {
     expect(server.output()).not.toMatch(/backend worker restarted|exited unexpectedly; restarting/);
     const started = [...seenLater].filter((pid) => !workers.some((worker) => worker.pid === pid));
     await new Promise((resolve) => setTimeout(resolve, 500));
-    for (const pid of [...workers.map((worker) => worker.pid), ...started]) expect(processAlive(pid), `process ${pid} outlived the server`).toBe(false);
+    for (const pid of [...workers.map((worker) => worker.pid), ...started])
+      expect(processAlive(pid), `process ${pid} outlived the server`).toBe(false);
     seenLater = new Set();
   }, 120_000);
 });

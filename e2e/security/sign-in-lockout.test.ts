@@ -11,17 +11,36 @@ import type { RunningOperon } from "../support/operon-process.js";
 const VICTIM = { email: "victim.engineer@example.com", password: "a fine engineer passphrase" };
 
 /** One sign-in call from a chosen loopback address (Linux routes all of 127/8 to lo). */
-function signInFrom(apiUrl: string, localAddress: string, body: unknown, csrf: { cookie: string; token: string }): Promise<{ status: number; text: string; retryAfter: string | undefined }> {
+function signInFrom(
+  apiUrl: string,
+  localAddress: string,
+  body: unknown,
+  csrf: { cookie: string; token: string },
+): Promise<{ status: number; text: string; retryAfter: string | undefined }> {
   const url = new URL(`${apiUrl}/api/trpc/auth.signIn`);
   const payload = JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: url.hostname, port: url.port, path: url.pathname, method: "POST", localAddress, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload), cookie: csrf.cookie, "x-csrf-token": csrf.token } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: "POST",
+        localAddress,
+        headers: {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(payload),
+          cookie: csrf.cookie,
+          "x-csrf-token": csrf.token,
+        },
+      },
       (res) => {
         let text = "";
         res.setEncoding("utf8");
         res.on("data", (chunk: string) => (text += chunk));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text, retryAfter: res.headers["retry-after"] as string | undefined }));
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, text, retryAfter: res.headers["retry-after"] as string | undefined }),
+        );
       },
     );
     req.on("error", reject);
@@ -45,14 +64,18 @@ describe("sign-in: a limit per account across addresses, and a password rule", (
     const statuses: number[] = [];
     for (let i = 0; i < 40; i += 1) {
       const address = `127.0.0.${2 + Math.floor(i / 5)}`; // 5 guesses from each of 127.0.0.2–9: within each address's own limit
-      statuses.push((await signInFrom(server.apiUrl!, address, { email: VICTIM.email, password: `wrong-guess-${i}` }, csrf)).status);
+      statuses.push(
+        (await signInFrom(server.apiUrl!, address, { email: VICTIM.email, password: `wrong-guess-${i}` }, csrf)).status,
+      );
     }
     expect(statuses.slice(0, 20).every((status) => status === 401)).toBe(true);
     expect(statuses.slice(20).every((status) => status === 429)).toBe(true);
 
     const right = await signInFrom(server.apiUrl!, "127.0.0.10", VICTIM, csrf);
     expect(right.status).toBe(429);
-    expect(right.text).toMatch(/too many failed sign-ins for this account from all addresses: it is locked; try again in \d+ s/);
+    expect(right.text).toMatch(
+      /too many failed sign-ins for this account from all addresses: it is locked; try again in \d+ s/,
+    );
     expect(Number(right.retryAfter)).toBeGreaterThan(0);
     expect(right.text).not.toMatch(/"user"/);
 
@@ -61,21 +84,37 @@ describe("sign-in: a limit per account across addresses, and a password rule", (
     expect(events[0]!.after).toMatchObject({ email: VICTIM.email, failedSignIns: 20, knownAccount: true });
     expect(server.output()).toMatch(/account locked: too many failed sign-ins from all addresses/);
     // Other accounts sign in as before.
-    expect((await signInFrom(server.apiUrl!, "127.0.0.10", { email: "admin@example.com", password: "s3cret-admin-pass" }, csrf)).status).toBe(200);
+    expect(
+      (
+        await signInFrom(
+          server.apiUrl!,
+          "127.0.0.10",
+          { email: "admin@example.com", password: "s3cret-admin-pass" },
+          csrf,
+        )
+      ).status,
+    ).toBe(200);
   });
 
   it("refuses passwords that are or start with the email or its name, and common ones, naming the rule", async () => {
     const admin = await signedIn(server);
-    const create = (email: string, password: string) => admin.client.users.create.mutate({ email, role: "VIEWER", password });
+    const create = (email: string, password: string) =>
+      admin.client.users.create.mutate({ email, role: "VIEWER", password });
     expect(await apiErrorOf(create("dana.smith@example.com", "dana.smith@example.com"))).toMatchObject({
       appCode: "VALIDATION_FAILED",
       message: "the password is refused: must not be or start with the account's email",
     });
-    expect((await apiErrorOf(create("dana.smith@example.com", "dana.smith-2026!"))).message).toBe("the password is refused: must not be or start with the email's name ('dana.smith')");
-    expect((await apiErrorOf(create("dana.smith@example.com", "1234567890"))).message).toBe("the password is refused: one of the most common passwords; choose another");
+    expect((await apiErrorOf(create("dana.smith@example.com", "dana.smith-2026!"))).message).toBe(
+      "the password is refused: must not be or start with the email's name ('dana.smith')",
+    );
+    expect((await apiErrorOf(create("dana.smith@example.com", "1234567890"))).message).toBe(
+      "the password is refused: one of the most common passwords; choose another",
+    );
     expect((await apiErrorOf(create("dana.smith@example.com", "Password123"))).message).toMatch(/most common/);
     // An admin's reset follows the same rule.
     const viewer = await create("dana.smith@example.com", "an uncommon passphrase");
-    expect((await apiErrorOf(admin.client.users.resetPassword.mutate({ id: viewer.id, password: "qwertyuiop" }))).message).toMatch(/most common/);
+    expect(
+      (await apiErrorOf(admin.client.users.resetPassword.mutate({ id: viewer.id, password: "qwertyuiop" }))).message,
+    ).toMatch(/most common/);
   });
 });

@@ -26,20 +26,30 @@ interface RawAnswer {
 }
 
 /** Opens a raw connection (optionally from another loopback address), writes `text`, and reports what came back and when it closed. */
-function rawConnection(port: number, text: string, localAddress?: string): { socket: net.Socket; answer: Promise<RawAnswer>; connected: Promise<void> } {
+function rawConnection(
+  port: number,
+  text: string,
+  localAddress?: string,
+): { socket: net.Socket; answer: Promise<RawAnswer>; connected: Promise<void> } {
   const started = Date.now();
   const socket = net.connect({ port, host: "127.0.0.1", ...(localAddress !== undefined ? { localAddress } : {}) });
   let received = "";
   socket.on("data", (chunk) => (received += chunk.toString("latin1")));
   socket.on("error", () => {});
-  const connected = new Promise<void>((resolve) => socket.once("connect", () => {
-    if (text !== "") socket.write(text);
-    resolve();
-  }));
+  const connected = new Promise<void>((resolve) =>
+    socket.once("connect", () => {
+      if (text !== "") socket.write(text);
+      resolve();
+    }),
+  );
   const answer = new Promise<RawAnswer>((resolve) =>
     socket.once("close", () => {
       const status = /^HTTP\/1\.1 (\d{3})/.exec(received)?.[1];
-      resolve({ status: status === undefined ? undefined : Number(status), text: received, closedAfterMs: Date.now() - started });
+      resolve({
+        status: status === undefined ? undefined : Number(status),
+        text: received,
+        closedAfterMs: Date.now() - started,
+      });
     }),
   );
   return { socket, answer, connected };
@@ -49,7 +59,15 @@ function rawConnection(port: number, text: string, localAddress?: string): { soc
 function inferOnce(port: number, localAddress = "127.0.0.1"): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: "127.0.0.1", port, path: "/v2/models/add_sub/infer", method: "POST", agent: false, localAddress, headers: { "content-type": "application/json", connection: "close" } },
+      {
+        host: "127.0.0.1",
+        port,
+        path: "/v2/models/add_sub/infer",
+        method: "POST",
+        agent: false,
+        localAddress,
+        headers: { "content-type": "application/json", connection: "close" },
+      },
       (res) => {
         let body = "";
         res.on("data", (chunk) => (body += chunk));
@@ -66,10 +84,26 @@ describe("slow bodies, idle connections and connection caps", () => {
   let port: number;
   beforeAll(async () => {
     server = await startOperon([
-      "--model-repository", EXAMPLE_REPOSITORY, "--model-control-mode", "explicit", "--load-model", "add_sub",
-      "--http-max-body-bytes", "3000000", "--http-max-inflight-body-bytes", "4000000",
-      "--http-body-timeout-secs", "2", "--http-min-body-bytes-per-sec", "1000", "--http-headers-timeout-secs", "2",
-      "--http-max-connections", "30", "--http-max-connections-per-address", "12",
+      "--model-repository",
+      EXAMPLE_REPOSITORY,
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "add_sub",
+      "--http-max-body-bytes",
+      "3000000",
+      "--http-max-inflight-body-bytes",
+      "4000000",
+      "--http-body-timeout-secs",
+      "2",
+      "--http-min-body-bytes-per-sec",
+      "1000",
+      "--http-headers-timeout-secs",
+      "2",
+      "--http-max-connections",
+      "30",
+      "--http-max-connections-per-address",
+      "12",
     ]);
     port = Number(new URL(server.httpUrl).port);
   }, 120_000);
@@ -79,7 +113,10 @@ describe("slow bodies, idle connections and connection caps", () => {
 
   it("counts the body budget by bytes received: bodies declared far past it but not sent leave inference alone, and are cut off with 408", async () => {
     const stalled = Array.from({ length: 7 }, () =>
-      rawConnection(port, `POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2900000\r\n\r\n{"input`),
+      rawConnection(
+        port,
+        `POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2900000\r\n\r\n{"input`,
+      ),
     );
     await Promise.all(stalled.map((c) => c.connected));
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -89,13 +126,18 @@ describe("slow bodies, idle connections and connection caps", () => {
     for (const answer of answers) {
       expect(answer.status).toBe(408);
       // Stalled after its first bytes, a body breaks both rules at about the same sweep: either reason is right.
-      expect(answer.text).toMatch(/no byte of the request body arrived for \d+ s \(--http-body-timeout-secs 2\)|arrives at \d+ bytes\/s, below the minimum of 1000 \(--http-min-body-bytes-per-sec\)/);
+      expect(answer.text).toMatch(
+        /no byte of the request body arrived for \d+ s \(--http-body-timeout-secs 2\)|arrives at \d+ bytes\/s, below the minimum of 1000 \(--http-min-body-bytes-per-sec\)/,
+      );
       expect(answer.closedAfterMs).toBeLessThan(6000);
     }
   }, 30_000);
 
   it("cuts off a body that trickles in below the minimum rate", async () => {
-    const trickle = rawConnection(port, `POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n`);
+    const trickle = rawConnection(
+      port,
+      `POST /v2/models/add_sub/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n`,
+    );
     await trickle.connected;
     const timer = setInterval(() => trickle.socket.write("0123456789"), 300);
     const answer = await trickle.answer;
@@ -130,7 +172,9 @@ describe("slow bodies, idle connections and connection caps", () => {
     const refused = rawConnection(port, "", "127.0.0.1");
     const perAddress = await refused.answer;
     expect(perAddress.status).toBe(503);
-    expect(perAddress.text).toMatch(/127\.0\.0\.1 has 12 HTTP connections open, the limit per address \(--http-max-connections-per-address 12\)/);
+    expect(perAddress.text).toMatch(
+      /127\.0\.0\.1 has 12 HTTP connections open, the limit per address \(--http-max-connections-per-address 12\)/,
+    );
     // Another address is still served.
     expect((await inferOnce(port, "127.0.0.2")).status).toBe(200);
     await hold(12, "127.0.0.2");

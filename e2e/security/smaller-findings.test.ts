@@ -19,8 +19,20 @@ describe("smaller findings", () => {
     const secrets = mkdtempSync(join(tmpdir(), "operon-sec-secret-"));
     writeFileSync(join(secrets, "admin-password"), `${ADMIN.password}\n`, { mode: 0o600 });
     server = await startOperon([
-      "--control-plane", "--console=false", "--api-port", "0", "--model-repository", EXAMPLE_REPOSITORY, "--model-control-mode", "explicit", "--load-model", "add_sub",
-      "--admin-email", ADMIN.email, "--admin-password-file", join(secrets, "admin-password"),
+      "--control-plane",
+      "--console=false",
+      "--api-port",
+      "0",
+      "--model-repository",
+      EXAMPLE_REPOSITORY,
+      "--model-control-mode",
+      "explicit",
+      "--load-model",
+      "add_sub",
+      "--admin-email",
+      ADMIN.email,
+      "--admin-password-file",
+      join(secrets, "admin-password"),
     ]);
     grpc = grpcClient(server.grpcAddress);
   }, 120_000);
@@ -41,9 +53,16 @@ describe("smaller findings", () => {
       { name: "INPUT0", datatype: "FP32", shape: [1, 16], contents: { fp32_contents: Array(16).fill(1) } },
       { name: "INPUT1", datatype: "FP32", shape: [1, 16], contents: { fp32_contents: Array(16).fill(1) } },
     ];
-    const negative = await grpc.call("ModelInfer", { model_name: "add_sub", inputs, parameters: { priority: { int64_param: -5 } } }).catch((error: { code: number; details: string }) => error);
-    expect(negative).toMatchObject({ code: 3, details: expect.stringMatching(/'parameters.priority' must be a non-negative integer/) });
-    const reserved = await grpc.call("ModelInfer", { model_name: "add_sub", inputs, parameters: { triton_secret: { bool_param: true } } }).catch((error: { code: number; details: string }) => error);
+    const negative = await grpc
+      .call("ModelInfer", { model_name: "add_sub", inputs, parameters: { priority: { int64_param: -5 } } })
+      .catch((error: { code: number; details: string }) => error);
+    expect(negative).toMatchObject({
+      code: 3,
+      details: expect.stringMatching(/'parameters.priority' must be a non-negative integer/),
+    });
+    const reserved = await grpc
+      .call("ModelInfer", { model_name: "add_sub", inputs, parameters: { triton_secret: { bool_param: true } } })
+      .catch((error: { code: number; details: string }) => error);
     expect(reserved).toMatchObject({ code: 3, details: expect.stringMatching(/reserved for Triton usage/) });
   });
 
@@ -62,7 +81,10 @@ describe("smaller findings", () => {
     await session.client.auth.signIn.mutate(ADMIN);
     const { key } = await session.client.apiKeys.create.mutate({ name: "slow", scopes: ["infer"], qpsQuota: 1 });
     const statuses: Response[] = [];
-    for (let i = 0; i < 3; i += 1) statuses.push(await fetch(`${server.httpUrl}/v2/models/add_sub`, { headers: { authorization: `Bearer ${key}` } }));
+    for (let i = 0; i < 3; i += 1)
+      statuses.push(
+        await fetch(`${server.httpUrl}/v2/models/add_sub`, { headers: { authorization: `Bearer ${key}` } }),
+      );
     const limited = statuses.find((response) => response.status === 429);
     expect(limited).toBeDefined();
     expect(limited!.headers.get("retry-after")).toBe("1");

@@ -44,7 +44,9 @@ describe("tenant shares cannot be stepped around", () => {
     const fresh = await member.client.apiKeys.create.mutate({ name: "fresh", scopes: ["infer"] });
     const tenants = await admin.client.tenants.list.query();
     expect(tenants.find((tenant) => tenant.id === tight.id)!.keys.map((key) => key.id)).toContain(fresh.summary.id);
-    expect(tenants.some((tenant) => tenant.kind === "owner" && tenant.keys.some((key) => key.id === fresh.summary.id))).toBe(false);
+    expect(
+      tenants.some((tenant) => tenant.kind === "owner" && tenant.keys.some((key) => key.id === fresh.summary.id)),
+    ).toBe(false);
     // What an admin decides stands.
     await admin.client.tenants.assignKey.mutate({ keyId: fresh.summary.id, tenantId: null });
     const moved = await admin.client.tenants.list.query();
@@ -59,9 +61,19 @@ describe("tenant shares cannot be stepped around", () => {
     const fresh = tenants.flatMap((tenant) => tenant.keys).find((key) => key.name === "fresh")!;
     await admin.client.tenants.assignKey.mutate({ keyId: fresh.id, tenantId: tight.id });
     // Anonymous traffic gets the least-favoured tenant's share and policy, not share 1.
-    expect(await until(() => shareMetric(server, "anonymous"), (share) => share === 0.5)).toBe(0.5);
+    expect(
+      await until(
+        () => shareMetric(server, "anonymous"),
+        (share) => share === 0.5,
+      ),
+    ).toBe(0.5);
     await admin.client.tenants.update.mutate({ id: tight.id, share: 3 });
-    expect(await until(() => shareMetric(server, "anonymous"), (share) => share === 1)).toBe(1);
+    expect(
+      await until(
+        () => shareMetric(server, "anonymous"),
+        (share) => share === 1,
+      ),
+    ).toBe(1);
   });
 
   it("refuses shares outside 0.001 to 1000, naming the range", async () => {
@@ -72,6 +84,8 @@ describe("tenant shares cannot be stepped around", () => {
       expect(error.message).toMatch(share > 1000 ? /at most 1000/ : /at least 0.001/);
     }
     const tight = (await admin.client.tenants.list.query()).find((tenant) => tenant.name === "tight")!;
-    expect((await apiErrorOf(admin.client.tenants.update.mutate({ id: tight.id, share: 1e-300 }))).message).toMatch(/at least 0.001/);
+    expect((await apiErrorOf(admin.client.tenants.update.mutate({ id: tight.id, share: 1e-300 }))).message).toMatch(
+      /at least 0.001/,
+    );
   });
 });

@@ -13,8 +13,18 @@ const ADD_SUB = readFileSync(join(EXAMPLE_REPOSITORY, "add_sub", "1", "model.onn
 const SHA256 = createHash("sha256").update(ADD_SUB).digest("hex");
 
 async function upload(session: ApiSession, name: string, version?: number) {
-  const begun = await session.client.models.upload.begin.mutate({ name, fileName: "model.onnx", sizeBytes: ADD_SUB.length, sha256: SHA256, ...(version !== undefined ? { version } : {}) });
-  await session.client.models.upload.chunk.mutate({ uploadId: begun.uploadId, offset: 0, data: ADD_SUB.toString("base64") });
+  const begun = await session.client.models.upload.begin.mutate({
+    name,
+    fileName: "model.onnx",
+    sizeBytes: ADD_SUB.length,
+    sha256: SHA256,
+    ...(version !== undefined ? { version } : {}),
+  });
+  await session.client.models.upload.chunk.mutate({
+    uploadId: begun.uploadId,
+    offset: 0,
+    data: ADD_SUB.toString("base64"),
+  });
   return session.client.models.upload.finish.mutate({ uploadId: begun.uploadId });
 }
 
@@ -31,7 +41,15 @@ describe("upload versions stay within 1 to 2^31-1", () => {
   });
 
   it("refuses 2^31 at the boundary, naming the limit", async () => {
-    const error = await apiErrorOf(admin.client.models.upload.begin.mutate({ name: "edge", fileName: "model.onnx", sizeBytes: ADD_SUB.length, sha256: SHA256, version: 2_147_483_648 }));
+    const error = await apiErrorOf(
+      admin.client.models.upload.begin.mutate({
+        name: "edge",
+        fileName: "model.onnx",
+        sizeBytes: ADD_SUB.length,
+        sha256: SHA256,
+        version: 2_147_483_648,
+      }),
+    );
     expect(error.appCode).toBe("VALIDATION_FAILED");
     expect(error.message).toMatch(/at most 2147483647 \(2\^31−1\)/);
   });
@@ -40,7 +58,9 @@ describe("upload versions stay within 1 to 2^31-1", () => {
     expect(await upload(admin, "edge", 2_147_483_647)).toMatchObject({ version: 2_147_483_647 });
     const next = await apiErrorOf(upload(admin, "edge"));
     expect(next.appCode).toBe("CONFLICT");
-    expect(next.message).toBe("model 'edge' has version 2147483647, the highest a version may be (2^31−1), so there is no next one; give the upload a free version number");
+    expect(next.message).toBe(
+      "model 'edge' has version 2147483647, the highest a version may be (2^31−1), so there is no next one; give the upload a free version number",
+    );
     // A lower free version is taken as an upload, and refused for what it is: the model serves its latest version only.
     const lower = await apiErrorOf(upload(admin, "edge", 2));
     expect(lower.appCode).toBe("VALIDATION_FAILED");

@@ -19,13 +19,20 @@ describe("uploaded model files are cleaned up", () => {
     const repository = tempRepository();
     const onnx = readFileSync(join(EXAMPLE_REPOSITORY, "add_sub", "1", "model.onnx")).toString("base64");
     const load = async (url: string, name: string): Promise<void> => {
-      const response = await fetch(`${url}/v2/repository/models/${name}/load`, { method: "POST", body: JSON.stringify({ parameters: { config: JSON.stringify({ backend: "onnxruntime" }), "file:1/model.onnx": onnx } }) });
+      const response = await fetch(`${url}/v2/repository/models/${name}/load`, {
+        method: "POST",
+        body: JSON.stringify({
+          parameters: { config: JSON.stringify({ backend: "onnxruntime" }), "file:1/model.onnx": onnx },
+        }),
+      });
       expect(response.status, await response.text()).toBe(200);
     };
     let server = await startOperon(["--model-repository", repository, "--model-control-mode", "explicit"], { dataDir });
     await load(server.httpUrl, "uploaded_a");
     expect(uploadsOf(dataDir).some((path) => path.endsWith("model.onnx"))).toBe(true);
-    expect((await fetch(`${server.httpUrl}/v2/repository/models/uploaded_a/unload`, { method: "POST" })).status).toBe(200);
+    expect((await fetch(`${server.httpUrl}/v2/repository/models/uploaded_a/unload`, { method: "POST" })).status).toBe(
+      200,
+    );
     expect(uploadsOf(dataDir).filter((path) => path.endsWith("model.onnx"))).toEqual([]);
 
     await load(server.httpUrl, "uploaded_b");

@@ -95,7 +95,16 @@ function expectNoSecrets(report: SpyReport): void {
   expect(report.env.DATABASE_URL).toBeUndefined();
   expect(report.env.NODE_OPTIONS).toBeUndefined();
   // Only the allow-list (plus the worker's own switches) reaches user code.
-  expect(Object.keys(report.env).filter((name) => name.startsWith("OPERON_") && name !== "OPERON_WORKER_INSTANCE" && name !== "OPERON_TRACE" && !name.startsWith("OPERON_NATIVE") && !name.startsWith("OPERON_WORKER_SHM"))).toEqual([]);
+  expect(
+    Object.keys(report.env).filter(
+      (name) =>
+        name.startsWith("OPERON_") &&
+        name !== "OPERON_WORKER_INSTANCE" &&
+        name !== "OPERON_TRACE" &&
+        !name.startsWith("OPERON_NATIVE") &&
+        !name.startsWith("OPERON_WORKER_SHM"),
+    ),
+  ).toEqual([]);
 }
 
 describe("worker processes do not see the server's secrets", () => {
@@ -144,7 +153,20 @@ describe("--worker-user: a root server's workers run unprivileged", () => {
   });
 
   it("refuses --worker-user naming an account that does not exist", async () => {
-    const run = await runOperon(["serve", "--model-repository", spyRepository(), "--control-plane=false", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--worker-user", "no-such-operon-user"]);
+    const run = await runOperon([
+      "serve",
+      "--model-repository",
+      spyRepository(),
+      "--control-plane=false",
+      "--http-port",
+      "0",
+      "--grpc-port",
+      "0",
+      "--metrics-port",
+      "0",
+      "--worker-user",
+      "no-such-operon-user",
+    ]);
     expect(run.code).toBe(1);
     expect(run.stdout + run.stderr).toMatch(/--worker-user no-such-operon-user: no such account/);
   });

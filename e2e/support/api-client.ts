@@ -37,7 +37,9 @@ export function apiSession(apiUrl: string): ApiSession {
 }
 
 /** The API's app error code of a failed call (error.data.appCode). */
-export async function apiErrorOf(promise: Promise<unknown>): Promise<{ appCode: string; message: string; httpStatus: number | undefined }> {
+export async function apiErrorOf(
+  promise: Promise<unknown>,
+): Promise<{ appCode: string; message: string; httpStatus: number | undefined }> {
   try {
     await promise;
   } catch (error) {

@@ -8,7 +8,10 @@ import { EXAMPLE_REPOSITORY, startOperon, type RunningOperon } from "./operon-pr
  */
 export const TEST_ADMIN = { email: "admin@example.com", password: "s3cret-admin-pass" };
 
-export async function startControlPlaneServer(extraArgs: string[] = [], options: { dataDir?: string } = {}): Promise<RunningOperon> {
+export async function startControlPlaneServer(
+  extraArgs: string[] = [],
+  options: { dataDir?: string } = {},
+): Promise<RunningOperon> {
   return startOperon(
     [
       "--control-plane",
@@ -30,7 +33,10 @@ export async function startControlPlaneServer(extraArgs: string[] = [], options:
 }
 
 /** An API session signed in as `who` (the admin by default). */
-export async function signedIn(server: RunningOperon, who: { email: string; password: string } = TEST_ADMIN): Promise<ApiSession> {
+export async function signedIn(
+  server: RunningOperon,
+  who: { email: string; password: string } = TEST_ADMIN,
+): Promise<ApiSession> {
   const session = apiSession(server.apiUrl!);
   await session.client.auth.session.query();
   await session.client.auth.signIn.mutate(who);

@@ -21,7 +21,9 @@ export function grpcClient(address: string): { call(method: string, request: obj
   return {
     call: (method, request) =>
       new Promise((resolve, reject) =>
-        (client as any)[method](request, (error: grpc.ServiceError | null, response: unknown) => (error ? reject(error) : resolve(response))),
+        (client as any)[method](request, (error: grpc.ServiceError | null, response: unknown) =>
+          error ? reject(error) : resolve(response),
+        ),
       ),
     close: () => client.close(),
   };

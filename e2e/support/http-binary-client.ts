@@ -44,7 +44,8 @@ export async function inferBinary(
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   });
   const body = Buffer.from(await response.arrayBuffer());
-  if (response.status !== 200) return { status: response.status, outputs: [], error: (JSON.parse(body.toString()) as { error: string }).error };
+  if (response.status !== 200)
+    return { status: response.status, outputs: [], error: (JSON.parse(body.toString()) as { error: string }).error };
   const headerLength = Number(response.headers.get("inference-header-content-length") ?? body.length);
   const json = JSON.parse(body.subarray(0, headerLength).toString()) as {
     outputs: Array<{ name: string; datatype: string; shape: number[]; parameters?: { binary_data_size?: number } }>;
@@ -65,7 +66,10 @@ export function float32Buffer(values: ArrayLike<number> | number, length?: numbe
 }
 
 /** Triton's statistics for one model version. */
-export async function modelStats(httpUrl: string, model: string): Promise<{
+export async function modelStats(
+  httpUrl: string,
+  model: string,
+): Promise<{
   inference_count: number;
   execution_count: number;
   inference_stats: Record<string, { count: number; ns: number }>;

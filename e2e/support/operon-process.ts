@@ -36,15 +36,39 @@ export interface RunningOperon {
 
 export async function startOperon(
   args: string[],
-  options: { timeoutMs?: number; cwd?: string; /** --data-dir; default a fresh temporary folder */ dataDir?: string; /** added to the environment */ env?: Record<string, string>; /** own process group (signal it with process.kill(-pid)) */ detached?: boolean } = {},
+  options: {
+    timeoutMs?: number;
+    cwd?: string /** --data-dir; default a fresh temporary folder */;
+    dataDir?: string /** added to the environment */;
+    env?: Record<string, string> /** own process group (signal it with process.kill(-pid)) */;
+    detached?: boolean;
+  } = {},
 ): Promise<RunningOperon> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "operon-e2e-data-"));
   const child = spawn(
     process.execPath,
     // The control plane (database, API, console) is off unless a test asks for it: most system
     // tests exercise the data plane, and each server would otherwise start a database and a console.
-    [OPERON_BIN, "serve", "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0", "--data-dir", dataDir, "--control-plane=false", ...args],
-    { cwd: options.cwd ?? REPO_ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env }, detached: options.detached ?? false },
+    [
+      OPERON_BIN,
+      "serve",
+      "--http-port",
+      "0",
+      "--grpc-port",
+      "0",
+      "--metrics-port",
+      "0",
+      "--data-dir",
+      dataDir,
+      "--control-plane=false",
+      ...args,
+    ],
+    {
+      cwd: options.cwd ?? REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...options.env },
+      detached: options.detached ?? false,
+    },
   );
   let output = "";
   const listeners = new Set<() => void>();
@@ -88,11 +112,18 @@ export async function startOperon(
 
   // A server that never says it is up is killed, so a failed start leaves no process (and no workers) behind.
   const started = async (): Promise<{ banner: string; apiUrl: string | undefined; consoleUrl: string | undefined }> => {
-    const banner = await waitForOutput(/Operon HTTP on http:\/\/[^\s,]+, gRPC on [^\s,]+, metrics on http:\/\/\S+\/metrics/, options.timeoutMs ?? 60_000);
+    const banner = await waitForOutput(
+      /Operon HTTP on http:\/\/[^\s,]+, gRPC on [^\s,]+, metrics on http:\/\/\S+\/metrics/,
+      options.timeoutMs ?? 60_000,
+    );
     const withControlPlane = args.some((arg) => arg === "--control-plane" || arg === "--control-plane=true");
-    const apiUrl = withControlPlane ? /Operon API on (\S+)\/api\/trpc/.exec(await waitForOutput(/Operon API on \S+\/api\/trpc/, 30_000))![1] : undefined;
+    const apiUrl = withControlPlane
+      ? /Operon API on (\S+)\/api\/trpc/.exec(await waitForOutput(/Operon API on \S+\/api\/trpc/, 30_000))![1]
+      : undefined;
     const withConsole = withControlPlane && !args.includes("--console=false");
-    const consoleUrl = withConsole ? /Operon console on (\S+)/.exec(await waitForOutput(/Operon console on \S+/, 90_000))![1] : undefined;
+    const consoleUrl = withConsole
+      ? /Operon console on (\S+)/.exec(await waitForOutput(/Operon console on \S+/, 90_000))![1]
+      : undefined;
     return { banner, apiUrl, consoleUrl };
   };
   let startup: Awaited<ReturnType<typeof started>>;
@@ -132,7 +163,10 @@ export async function startOperon(
 }
 
 /** Runs the CLI to completion (for --help, bad flags, start-up failures). */
-export function runOperon(args: string[], timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runOperon(
+  args: string[],
+  timeoutMs = 60_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolveRun, rejectRun) => {
     const child = spawn(process.execPath, [OPERON_BIN, ...args], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";

@@ -14,13 +14,25 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const tag = "@operon/native:";
 
 if (process.env.OPERON_NATIVE === "0") {
-  console.log(`${tag} OPERON_NATIVE=0, addon not built; the native shared-memory transport is unavailable (socket fallback)`);
+  console.log(
+    `${tag} OPERON_NATIVE=0, addon not built; the native shared-memory transport is unavailable (socket fallback)`,
+  );
   process.exit(0);
 }
 
 // npm hands lifecycle scripts the path of its bundled node-gyp; run by hand,
 // use npm's copy beside this node, else whatever node-gyp is on PATH.
-const bundled = path.join(path.dirname(process.execPath), "..", "lib", "node_modules", "npm", "node_modules", "node-gyp", "bin", "node-gyp.js");
+const bundled = path.join(
+  path.dirname(process.execPath),
+  "..",
+  "lib",
+  "node_modules",
+  "npm",
+  "node_modules",
+  "node-gyp",
+  "bin",
+  "node-gyp.js",
+);
 const gyp = process.env.npm_config_node_gyp ?? (existsSync(bundled) ? bundled : undefined);
 const [command, args] = gyp ? [process.execPath, [gyp, "rebuild"]] : ["node-gyp", ["rebuild"]];
 // Offline machines cannot download Node's headers: when no nodedir is
@@ -28,12 +40,15 @@ const [command, args] = gyp ? [process.execPath, [gyp, "rebuild"]] : ["node-gyp"
 // (distro packages: /usr/include/node), build against those.
 const env = { ...process.env };
 const nodePrefix = path.resolve(path.dirname(process.execPath), "..");
-if (!env.npm_config_nodedir && existsSync(path.join(nodePrefix, "include", "node", "node_api.h"))) env.npm_config_nodedir = nodePrefix;
+if (!env.npm_config_nodedir && existsSync(path.join(nodePrefix, "include", "node", "node_api.h")))
+  env.npm_config_nodedir = nodePrefix;
 const result = spawnSync(command, args, { cwd: root, encoding: "utf8", env, maxBuffer: 64 * 1024 * 1024 });
 const log = `${result.stdout ?? ""}${result.stderr ?? ""}${result.error ? `\n${result.error.stack}` : ""}`;
 
 if (result.status === 0) {
-  console.log(`${tag} built build/Release/operon_native.node (native shared-memory transport available) and build/Release/operon_tritonhost.node (the worker's binding to libtritonserver.so)`);
+  console.log(
+    `${tag} built build/Release/operon_native.node (native shared-memory transport available) and build/Release/operon_tritonhost.node (the worker's binding to libtritonserver.so)`,
+  );
   process.exit(0);
 }
 
@@ -54,5 +69,7 @@ const reason =
     : undefined) ??
   lines.find((line) => /^gyp ERR! (?!stack|System|command|cwd|node -v|node-gyp -v|not ok)/.test(line)) ??
   `node-gyp exited with ${result.status ?? result.signal}`;
-console.log(`${tag} native shared-memory transport unavailable (addon build failed: ${reason.slice(0, 200)}); workers will use the socket. Details: ${logPath}`);
+console.log(
+  `${tag} native shared-memory transport unavailable (addon build failed: ${reason.slice(0, 200)}); workers will use the socket. Details: ${logPath}`,
+);
 process.exit(0);

@@ -36,7 +36,16 @@ const logPath = path.join(out, "build.log");
 const tag = "@operon/native:";
 const cxx = process.env.CXX || "g++";
 
-const common = ["-std=c++17", "-O2", "-Wall", "-Wextra", "-fPIC", "-fvisibility=hidden", "-I", path.join(root, "tritonserver", "include")];
+const common = [
+  "-std=c++17",
+  "-O2",
+  "-Wall",
+  "-Wextra",
+  "-fPIC",
+  "-fvisibility=hidden",
+  "-I",
+  path.join(root, "tritonserver", "include"),
+];
 
 function unavailable(reason) {
   mkdirSync(out, { recursive: true });
@@ -48,9 +57,17 @@ function unavailable(reason) {
 if (process.env.OPERON_NATIVE === "0") unavailable("OPERON_NATIVE=0 at install time, libtritonserver.so not built");
 if (process.platform !== "linux") unavailable(`native backends are built on Linux only (this is ${process.platform})`);
 const probe = spawnSync(cxx, ["--version"], { encoding: "utf8" });
-if (probe.error || probe.status !== 0) unavailable(`no C++ compiler: '${cxx} --version' failed (${probe.error?.code ?? `exit ${probe.status}`}); install g++ and run npm install again`);
+if (probe.error || probe.status !== 0)
+  unavailable(
+    `no C++ compiler: '${cxx} --version' failed (${probe.error?.code ?? `exit ${probe.status}`}); install g++ and run npm install again`,
+  );
 
-const files = (dir, ext) => (existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith(ext)).map((f) => path.join(dir, f)) : []);
+const files = (dir, ext) =>
+  existsSync(dir)
+    ? readdirSync(dir)
+        .filter((f) => f.endsWith(ext))
+        .map((f) => path.join(dir, f))
+    : [];
 const includeDir = path.join(root, "tritonserver", "include");
 const headers = [
   ...files(path.join(includeDir, "operon"), ".h"),
@@ -68,7 +85,12 @@ const targets = [
     output: lib,
     sources: files(path.join(root, "tritonserver", "src"), ".cc"),
     extra: [path.join(root, "tritonserver", "exports.map")],
-    args: ["-shared", "-Wl,-soname,libtritonserver.so", "-Wl,--no-undefined", `-Wl,--version-script=${path.join(root, "tritonserver", "exports.map")}`],
+    args: [
+      "-shared",
+      "-Wl,-soname,libtritonserver.so",
+      "-Wl,--no-undefined",
+      `-Wl,--version-script=${path.join(root, "tritonserver", "exports.map")}`,
+    ],
     libs: ["-ldl", "-lpthread"],
   },
 ];
@@ -78,9 +100,9 @@ const nvcc = findNvcc();
 const cudaRoot =
   nvcc === undefined
     ? undefined
-    : [process.env.CUDA_HOME, path.resolve(path.dirname(realpathSync(nvcc)), ".."), "/usr/local/cuda"]
+    : ([process.env.CUDA_HOME, path.resolve(path.dirname(realpathSync(nvcc)), ".."), "/usr/local/cuda"]
         .filter(Boolean)
-        .find((dir) => existsSync(path.join(dir, "lib64", "libcudart_static.a"))) ?? "/usr/local/cuda";
+        .find((dir) => existsSync(path.join(dir, "lib64", "libcudart_static.a"))) ?? "/usr/local/cuda");
 const cudaArchs = (process.env.CUDA_ARCHS || "90").split(/[\s,]+/).filter(Boolean);
 const skippedCuda = [];
 const backendsDir = path.join(root, "backends");
@@ -105,7 +127,15 @@ for (const name of existsSync(backendsDir) ? readdirSync(backendsDir).sort() : [
       sources: [...cuSources, ...files(dir, ".cc")],
       extra: [...files(dir, ".h"), lib],
       args: ["-shared", "-I", path.join(root, "tritonserver", "src"), "-Wl,-rpath,$ORIGIN/../../lib"],
-      libs: [`-L${libDir}`, "-ltritonserver", `-L${path.join(cudaRoot, "lib64")}`, "-lcudart_static", "-lrt", "-ldl", "-lpthread"],
+      libs: [
+        `-L${libDir}`,
+        "-ltritonserver",
+        `-L${path.join(cudaRoot, "lib64")}`,
+        "-lcudart_static",
+        "-lrt",
+        "-ldl",
+        "-lpthread",
+      ],
     });
     continue;
   }
@@ -118,7 +148,14 @@ for (const name of existsSync(backendsDir) ? readdirSync(backendsDir).sort() : [
     // Backends see only Triton's headers and the private JSON helper; they
     // link against libtritonserver.so by name (NEEDED libtritonserver.so), as
     // Triton's do, and find it beside the host's copy when loaded.
-    args: ["-shared", "-O3", "-ffp-contract=off", "-I", path.join(root, "tritonserver", "src"), "-Wl,-rpath,$ORIGIN/../../lib"],
+    args: [
+      "-shared",
+      "-O3",
+      "-ffp-contract=off",
+      "-I",
+      path.join(root, "tritonserver", "src"),
+      "-Wl,-rpath,$ORIGIN/../../lib",
+    ],
     libs: [`-L${libDir}`, "-ltritonserver", "-lpthread"],
   });
 }
@@ -134,7 +171,8 @@ targets.push({
 });
 
 const mtime = (f) => (existsSync(f) ? statSync(f).mtimeMs : Number.POSITIVE_INFINITY);
-const stale = (t) => !existsSync(t.output) || [...t.sources, ...t.extra, ...headers].some((f) => mtime(f) > statSync(t.output).mtimeMs);
+const stale = (t) =>
+  !existsSync(t.output) || [...t.sources, ...t.extra, ...headers].some((f) => mtime(f) > statSync(t.output).mtimeMs);
 
 function findNvcc() {
   const candidates = [process.env.NVCC, "nvcc", "/usr/local/cuda/bin/nvcc"].filter(Boolean);
@@ -152,8 +190,24 @@ function findNvcc() {
 function nvccArgs(t, src, obj) {
   const gencode = cudaArchs.flatMap((a) => ["-gencode", `arch=compute_${a},code=sm_${a}`]);
   const newest = cudaArchs[cudaArchs.length - 1];
-  return ["-std=c++17", "-O3", "-fmad=false", "-Xcompiler", "-fPIC,-fvisibility=hidden,-Wall", "-I", includeDir, "-I", path.join(root, "tritonserver", "src"),
-    ...gencode, "-gencode", `arch=compute_${newest},code=compute_${newest}`, "-c", src, "-o", obj];
+  return [
+    "-std=c++17",
+    "-O3",
+    "-fmad=false",
+    "-Xcompiler",
+    "-fPIC,-fvisibility=hidden,-Wall",
+    "-I",
+    includeDir,
+    "-I",
+    path.join(root, "tritonserver", "src"),
+    ...gencode,
+    "-gencode",
+    `arch=compute_${newest},code=compute_${newest}`,
+    "-c",
+    src,
+    "-o",
+    obj,
+  ];
 }
 
 function run(args, compiler = cxx) {
@@ -182,12 +236,22 @@ for (const t of targets) {
     const jobs = Math.max(1, Math.min(os.availableParallelism?.() ?? 2, 4));
     const queue = t.sources.map((src) => ({ src, obj: path.join(objDir, `${path.basename(src)}.o`) }));
     inputs = queue.map((q) => q.obj);
-    const todo = queue.filter((q) => !existsSync(q.obj) || [q.src, ...headers, ...t.extra].some((f) => mtime(f) > statSync(q.obj).mtimeMs));
+    const todo = queue.filter(
+      (q) => !existsSync(q.obj) || [q.src, ...headers, ...t.extra].some((f) => mtime(f) > statSync(q.obj).mtimeMs),
+    );
     const workers = Array.from({ length: jobs }, async () => {
       for (let q = todo.shift(); q; q = todo.shift()) {
         const r = q.src.endsWith(".cu")
           ? await run(nvccArgs(t, q.src, q.obj), nvcc)
-          : await run([...common, ...(t.backend ? ["-O3", "-ffp-contract=off", "-I", path.join(root, "tritonserver", "src")] : []), ...(t.name === "operon-backend-host" ? ["-I", cudaDir] : []), "-c", q.src, "-o", q.obj]);
+          : await run([
+              ...common,
+              ...(t.backend ? ["-O3", "-ffp-contract=off", "-I", path.join(root, "tritonserver", "src")] : []),
+              ...(t.name === "operon-backend-host" ? ["-I", cudaDir] : []),
+              "-c",
+              q.src,
+              "-o",
+              q.obj,
+            ]);
         log += r.text;
         if (!r.ok) throw new Error(`${path.relative(root, q.src)} did not compile`);
       }
@@ -224,10 +288,15 @@ function fail(t, what) {
 }
 
 rmSync(marker, { force: true });
-if (skippedCuda.length > 0) console.log(`${tag} ${skippedCuda.join(", ")} skipped: no CUDA compiler (nvcc not found); the other native targets are usable`);
+if (skippedCuda.length > 0)
+  console.log(
+    `${tag} ${skippedCuda.join(", ")} skipped: no CUDA compiler (nvcc not found); the other native targets are usable`,
+  );
 if (brokenBackends.length > 0) {
   writeFileSync(logPath, log);
-  console.log(`${tag} ${brokenBackends.join(", ")} did not build (details: ${path.relative(root, logPath)}); the other native targets are usable`);
+  console.log(
+    `${tag} ${brokenBackends.join(", ")} did not build (details: ${path.relative(root, logPath)}); the other native targets are usable`,
+  );
 }
 console.log(
   built === 0

@@ -37,7 +37,8 @@ let unavailableReason: string | undefined;
 export function loadNativeSharedMemory(addonPath: string = NATIVE_ADDON_PATH): SharedMemoryApi {
   const binding = createRequire(import.meta.url)(addonPath) as Partial<NativeBinding>;
   for (const fn of ["create", "open", "unlink", "close", "allocate"] as const) {
-    if (typeof binding[fn] !== "function") throw new Error(`${addonPath} is not Operon's shared-memory addon (no ${fn}())`);
+    if (typeof binding[fn] !== "function")
+      throw new Error(`${addonPath} is not Operon's shared-memory addon (no ${fn}())`);
   }
   const native = binding as NativeBinding;
   return {

@@ -29,7 +29,13 @@ function fail(syscall: string, name: string, code: keyof typeof ERRNO, detail?: 
 
 function checkName(fn: string, name: unknown): string {
   if (typeof name !== "string") throw new TypeError(`${fn}: name must be a string`);
-  if (name.length < 2 || name[0] !== "/" || name.includes("/", 1) || Buffer.byteLength(name) > 255 || name.includes("\0")) {
+  if (
+    name.length < 2 ||
+    name[0] !== "/" ||
+    name.includes("/", 1) ||
+    Buffer.byteLength(name) > 255 ||
+    name.includes("\0")
+  ) {
     fail(fn, name, "EINVAL", "a segment name is '/' followed by 1 to 254 characters other than '/'");
   }
   return name;
@@ -64,7 +70,8 @@ export function createFallbackSharedMemory(): SharedMemoryApi {
       const length = checkLength("open", name, byteLength);
       const buffer = segments.get(name);
       if (buffer === undefined) return fail("shm_open", name, "ENOENT");
-      if (buffer.byteLength < length) fail("open", name, "EINVAL", `segment is ${buffer.byteLength} bytes, cannot map ${length}`);
+      if (buffer.byteLength < length)
+        fail("open", name, "EINVAL", `segment is ${buffer.byteLength} bytes, cannot map ${length}`);
       return buffer;
     },
     unlink(name) {
@@ -72,7 +79,8 @@ export function createFallbackSharedMemory(): SharedMemoryApi {
       if (!segments.delete(name)) fail("shm_unlink", name, "ENOENT");
     },
     close(buffer) {
-      if (!(buffer instanceof ArrayBuffer)) throw new TypeError("close: expected an ArrayBuffer from create() or open()");
+      if (!(buffer instanceof ArrayBuffer))
+        throw new TypeError("close: expected an ArrayBuffer from create() or open()");
       if (!mappings.has(buffer) || buffer.byteLength === 0) return;
       mappings.delete(buffer);
       // The segment outlives its mappings, as a shm file does: keep a copy of
@@ -87,7 +95,8 @@ export function createFallbackSharedMemory(): SharedMemoryApi {
     },
     allocate(byteLength) {
       if (typeof byteLength !== "number") throw new TypeError("allocate: byteLength must be a number");
-      if (!Number.isSafeInteger(byteLength) || byteLength < 1) throw new RangeError(`allocate: byteLength must be a positive integer, got ${String(byteLength)}`);
+      if (!Number.isSafeInteger(byteLength) || byteLength < 1)
+        throw new RangeError(`allocate: byteLength must be a positive integer, got ${String(byteLength)}`);
       // A Buffer this large never comes from Node's shared pool: the ArrayBuffer is exactly its own.
       return Buffer.allocUnsafeSlow(byteLength).buffer as ArrayBuffer;
     },

@@ -51,7 +51,10 @@ function thrown(fn: () => unknown): SharedMemoryError {
 
 beforeAll(() => {
   // The loader tests run dist/ in child processes: make sure it reflects the sources.
-  execFileSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b", "native"], { cwd: ROOT, stdio: "inherit" });
+  execFileSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b", "native"], {
+    cwd: ROOT,
+    stdio: "inherit",
+  });
 });
 
 afterAll(() => {
@@ -215,16 +218,28 @@ describe("native shared memory across processes", () => {
   it("the loader: addon by default, OPERON_NATIVE=0 kill switch, OPERON_NATIVE_PATH override", async () => {
     const probe = `import { sharedMemoryKind, sharedMemoryUnavailableReason, loadSharedMemory } from ${JSON.stringify(DIST_INDEX)};
       console.log(JSON.stringify({ kind: sharedMemoryKind(), shared: loadSharedMemory().shared, reason: sharedMemoryUnavailableReason() ?? null }));`;
-    const load = async (env: Record<string, string>): Promise<{ kind: string; shared: boolean; reason: string | null }> => {
+    const load = async (
+      env: Record<string, string>,
+    ): Promise<{ kind: string; shared: boolean; reason: string | null }> => {
       const base = { ...process.env };
       delete base.OPERON_NATIVE;
       delete base.OPERON_NATIVE_PATH;
-      const { stdout } = await run(process.execPath, ["--input-type=module", "-e", probe], { env: { ...base, ...env } });
+      const { stdout } = await run(process.execPath, ["--input-type=module", "-e", probe], {
+        env: { ...base, ...env },
+      });
       return JSON.parse(stdout);
     };
     expect(await load({})).toEqual({ kind: "native", shared: true, reason: null });
-    expect(await load({ OPERON_NATIVE: "0" })).toEqual({ kind: "fallback", shared: false, reason: "disabled by OPERON_NATIVE=0" });
-    expect(await load({ OPERON_NATIVE_PATH: NATIVE_ADDON_PATH })).toEqual({ kind: "native", shared: true, reason: null });
+    expect(await load({ OPERON_NATIVE: "0" })).toEqual({
+      kind: "fallback",
+      shared: false,
+      reason: "disabled by OPERON_NATIVE=0",
+    });
+    expect(await load({ OPERON_NATIVE_PATH: NATIVE_ADDON_PATH })).toEqual({
+      kind: "native",
+      shared: true,
+      reason: null,
+    });
     const missing = await load({ OPERON_NATIVE_PATH: "/nonexistent/operon_native.node" });
     expect(missing.kind).toBe("fallback");
     expect(missing.reason).toContain("cannot load the native addon /nonexistent/operon_native.node");
@@ -302,7 +317,9 @@ describe("native and fallback parity on random operations", () => {
       }
       seen.add(`${op} ${results.native!.split(" ")[0]}`);
       if (results.native !== results.fallback) {
-        throw new Error(`step ${step} (op ${op}, slot ${slot}, size ${size}): native ${results.native}, fallback ${results.fallback}`);
+        throw new Error(
+          `step ${step} (op ${op}, slot ${slot}, size ${size}): native ${results.native}, fallback ${results.fallback}`,
+        );
       }
     }
     // Every kind of step both succeeded and failed at some point (reads and writes only fail with no mapping).

@@ -17,7 +17,10 @@ import { fileURLToPath } from "node:url";
  */
 
 /** Where native/scripts/build-tritonserver.mjs leaves its outputs (lib/, backends/, bin/, or an UNAVAILABLE marker). */
-export const TRITONSERVER_BUILD_DIR = fileURLToPath(new URL("../build/tritonserver/", import.meta.url)).replace(/\/$/, "");
+export const TRITONSERVER_BUILD_DIR = fileURLToPath(new URL("../build/tritonserver/", import.meta.url)).replace(
+  /\/$/,
+  "",
+);
 /** Operon's own backends in Triton's --backend-directory layout: <dir>/<name>/libtriton_<name>.so. The default --backend-directory. */
 export const DEFAULT_BACKEND_DIRECTORY = `${TRITONSERVER_BUILD_DIR}/backends`;
 export const TRITONSERVER_LIBRARY_PATH = `${TRITONSERVER_BUILD_DIR}/lib/libtritonserver.so`;
@@ -92,7 +95,14 @@ export type TritonInstanceHandle = { readonly [handle]: "instance" };
 export interface TritonHostBinding {
   loadBackend(name: string, libraryPath: string, backendConfigJson: string): TritonBackendHandle;
   unloadBackend(backend: TritonBackendHandle): void;
-  createModel(backend: TritonBackendHandle, name: string, version: number, repositoryPath: string, configJson: string, autoComplete: boolean): TritonModelHandle;
+  createModel(
+    backend: TritonBackendHandle,
+    name: string,
+    version: number,
+    repositoryPath: string,
+    configJson: string,
+    autoComplete: boolean,
+  ): TritonModelHandle;
   modelConfig(model: TritonModelHandle): string;
   modelStatistics(model: TritonModelHandle): TritonHostModelStatistics;
   destroyModel(model: TritonModelHandle): void;
@@ -111,11 +121,24 @@ export interface TritonHostBinding {
 }
 
 interface RawBinding extends TritonHostBinding {
-  open(libraryPath: string, onLog: (level: TritonLogLevel, file: string, line: number, message: string) => void, verboseLevel: number): void;
+  open(
+    libraryPath: string,
+    onLog: (level: TritonLogLevel, file: string, line: number, message: string) => void,
+    verboseLevel: number,
+  ): void;
 }
 
 /** Triton's TRITONSERVER_Error_Code names, by value. */
-export const TRITON_ERROR_CODES = ["UNKNOWN", "INTERNAL", "NOT_FOUND", "INVALID_ARG", "UNAVAILABLE", "UNSUPPORTED", "ALREADY_EXISTS", "CANCELLED"] as const;
+export const TRITON_ERROR_CODES = [
+  "UNKNOWN",
+  "INTERNAL",
+  "NOT_FOUND",
+  "INVALID_ARG",
+  "UNAVAILABLE",
+  "UNSUPPORTED",
+  "ALREADY_EXISTS",
+  "CANCELLED",
+] as const;
 export type TritonErrorCode = (typeof TRITON_ERROR_CODES)[number];
 
 /** The error code an addon call threw with (INTERNAL for anything else). */
@@ -141,8 +164,10 @@ export function nativeBackendsUnavailableReason(): string | undefined {
     return `native backends are unavailable: libtritonserver.so was not built (${reason || "see the npm install output"})`;
   }
   const library = libraryPath();
-  if (!existsSync(library)) return `native backends are unavailable: ${library} does not exist (run npm install to build it)`;
-  if (!existsSync(TRITONHOST_ADDON_PATH)) return `native backends are unavailable: the worker's addon ${TRITONHOST_ADDON_PATH} was not built (see native/build/node-gyp.log; run npm install)`;
+  if (!existsSync(library))
+    return `native backends are unavailable: ${library} does not exist (run npm install to build it)`;
+  if (!existsSync(TRITONHOST_ADDON_PATH))
+    return `native backends are unavailable: the worker's addon ${TRITONHOST_ADDON_PATH} was not built (see native/build/node-gyp.log; run npm install)`;
   return undefined;
 }
 
@@ -172,12 +197,15 @@ export function loadTritonHost(
   }
   try {
     const binding = createRequire(import.meta.url)(TRITONHOST_ADDON_PATH) as Partial<RawBinding>;
-    if (typeof binding.open !== "function" || typeof binding.execute !== "function") throw new Error(`${TRITONHOST_ADDON_PATH} is not Operon's tritonserver addon`);
+    if (typeof binding.open !== "function" || typeof binding.execute !== "function")
+      throw new Error(`${TRITONHOST_ADDON_PATH} is not Operon's tritonserver addon`);
     binding.open(libraryPath(), onLog, verboseLevel);
     loaded = binding as RawBinding;
     return loaded;
   } catch (error) {
-    failure = new Error(`native backends are unavailable: ${(error as Error).message.split("\n")[0]}`, { cause: error });
+    failure = new Error(`native backends are unavailable: ${(error as Error).message.split("\n")[0]}`, {
+      cause: error,
+    });
     throw failure;
   }
 }

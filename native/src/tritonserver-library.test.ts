@@ -41,9 +41,11 @@ describe("libtritonserver.so (C++ test host)", () => {
 
   it("passes the host's C++ suite against Operon's backends", async () => {
     expect(buildProblem()).toBeUndefined();
-    const { stdout } = await run(HOST, ["selftest", BUILD], { timeout: 60_000 }).catch((error: { stdout?: string; message: string }) => {
-      throw new Error(`operon-backend-host selftest failed:\n${error.stdout ?? error.message}`);
-    });
+    const { stdout } = await run(HOST, ["selftest", BUILD], { timeout: 60_000 }).catch(
+      (error: { stdout?: string; message: string }) => {
+        throw new Error(`operon-backend-host selftest failed:\n${error.stdout ?? error.message}`);
+      },
+    );
     const failures = stdout.split("\n").filter((line) => line.startsWith("not ok"));
     expect(failures).toEqual([]);
     const summary = /^(\d+) passed, (\d+) failed$/m.exec(stdout);
@@ -55,10 +57,20 @@ describe("libtritonserver.so (C++ test host)", () => {
   it("exports exactly Triton's API and Operon's host API", async () => {
     expect(buildProblem()).toBeUndefined();
     const { stdout } = await run("nm", ["-D", "--defined-only", path.join(BUILD, "lib/libtritonserver.so")]);
-    const symbols = stdout.split("\n").map((line) => line.trim().split(/\s+/)[2]).filter((s): s is string => Boolean(s));
+    const symbols = stdout
+      .split("\n")
+      .map((line) => line.trim().split(/\s+/)[2])
+      .filter((s): s is string => Boolean(s));
     expect(symbols.filter((s) => !/^(TRITONSERVER_|TRITONBACKEND_|OperonHost)/.test(s))).toEqual([]);
     // What Triton's example backends import (minimal, recommended, identity, square, repeat) is there.
-    for (const needed of ["TRITONBACKEND_RequestInputByIndex", "TRITONBACKEND_ResponseFactorySendFlags", "TRITONBACKEND_ModelInstanceReportResponseStatistics", "TRITONSERVER_InferenceTraceReportActivity", "TRITONSERVER_MetricFamilyNew", "TRITONBACKEND_StateNew"]) {
+    for (const needed of [
+      "TRITONBACKEND_RequestInputByIndex",
+      "TRITONBACKEND_ResponseFactorySendFlags",
+      "TRITONBACKEND_ModelInstanceReportResponseStatistics",
+      "TRITONSERVER_InferenceTraceReportActivity",
+      "TRITONSERVER_MetricFamilyNew",
+      "TRITONBACKEND_StateNew",
+    ]) {
       expect(symbols).toContain(needed);
     }
   });
@@ -67,7 +79,9 @@ describe("libtritonserver.so (C++ test host)", () => {
 /** The TypeScript step, run in-process on one PNG (its execute() with a minimal context). */
 async function typescriptPreprocess(png: Buffer): Promise<Float32Array> {
   const modulePath = path.join(ROOT, "examples/model_repository/text_direction_preprocess/1/model.ts");
-  const { default: Model } = (await import(modulePath)) as { default: new () => { initialize(a: unknown): void; execute(r: unknown[], c: unknown): unknown[] } };
+  const { default: Model } = (await import(modulePath)) as {
+    default: new () => { initialize(a: unknown): void; execute(r: unknown[], c: unknown): unknown[] };
+  };
   const model = new Model();
   model.initialize({ parameters: {} });
   const request = { input: () => ({ datatype: "BYTES", toBuffers: () => [png] }) };
@@ -92,7 +106,13 @@ describe("operon_image_preprocess", () => {
 
   // Both code paths: AVX2 (chosen at run time where the CPU has it) and the
   // portable loop (forced with OPERON_PREPROCESS_SCALAR).
-  for (const [file, scalar] of fixtures.flatMap((f) => [[f, false], [f, true]] as const)) {
+  for (const [file, scalar] of fixtures.flatMap(
+    (f) =>
+      [
+        [f, false],
+        [f, true],
+      ] as const,
+  )) {
     it(`matches the TypeScript step within 1e-5 on ${file}${scalar ? " (portable loop)" : ""}`, async () => {
       expect(buildProblem()).toBeUndefined();
       const png = readFileSync(path.join(IMAGES, file));
@@ -109,10 +129,25 @@ describe("operon_image_preprocess", () => {
         input: [{ name: "pixels", data_type: "TYPE_UINT8", dims: ["-1", "-1", "-1"] }],
         output: [{ name: "x", data_type: "TYPE_FP32", dims: ["3", "48", "192"] }],
       });
-      const { stdout } = await run(HOST, [
-        "run", "--name", "operon_image_preprocess", "--library", PREPROCESS_LIB, "--model-dir", dir, "--config", config,
-        "--input-file", `pixels:UINT8:1,${decoded.height},${decoded.width},4:${raw}`, "--dump-dir", out,
-      ], { env: { ...process.env, ...(scalar ? { OPERON_PREPROCESS_SCALAR: "1" } : {}) } });
+      const { stdout } = await run(
+        HOST,
+        [
+          "run",
+          "--name",
+          "operon_image_preprocess",
+          "--library",
+          PREPROCESS_LIB,
+          "--model-dir",
+          dir,
+          "--config",
+          config,
+          "--input-file",
+          `pixels:UINT8:1,${decoded.height},${decoded.width},4:${raw}`,
+          "--dump-dir",
+          out,
+        ],
+        { env: { ...process.env, ...(scalar ? { OPERON_PREPROCESS_SCALAR: "1" } : {}) } },
+      );
       expect(stdout).toContain("x FP32 [1,3,48,192]");
       const nativeBytes = readFileSync(path.join(out, "0-0-x.bin"));
       const native = new Float32Array(nativeBytes.buffer, nativeBytes.byteOffset, nativeBytes.byteLength / 4);
@@ -128,8 +163,17 @@ describe("operon_image_preprocess", () => {
     expect(buildProblem()).toBeUndefined();
     const config = JSON.stringify({ name: "p", backend: "operon_image_preprocess", max_batch_size: 8 });
     const { stdout } = await run(HOST, [
-      "run", "--name", "operon_image_preprocess", "--library", PREPROCESS_LIB, "--model-dir", dir, "--config", config,
-      "--input", "pixels:INT32:1,2,2,3:" + Array(12).fill(1).join(","),
+      "run",
+      "--name",
+      "operon_image_preprocess",
+      "--library",
+      PREPROCESS_LIB,
+      "--model-dir",
+      dir,
+      "--config",
+      config,
+      "--input",
+      "pixels:INT32:1,2,2,3:" + Array(12).fill(1).join(","),
     ]);
     expect(stdout).toContain("error 3: operon_image_preprocess: input 'pixels' must be UINT8, got INT32");
   });

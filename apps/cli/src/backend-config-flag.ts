@@ -19,7 +19,8 @@ export function parseBackendConfig(value: string, previous: BackendConfigFlags |
   }
   const equals = setting.indexOf("=");
   const key = equals < 0 ? "" : setting.slice(0, equals).trim();
-  if (key === "") throw new InvalidArgumentError(`'${setting}' in --backend-config '${value}' is not a <key>=<value> setting`);
+  if (key === "")
+    throw new InvalidArgumentError(`'${setting}' in --backend-config '${value}' is not a <key>=<value> setting`);
   const config: BackendConfigFlags = { ...(previous ?? {}) };
   config[backend] = { ...(config[backend] ?? {}), [key]: setting.slice(equals + 1) };
   return config;

@@ -3,16 +3,18 @@ import { redactedCommandLine } from "./command-line-redaction.js";
 
 describe("redactedCommandLine", () => {
   it("hides the values of secret flags, in both forms", () => {
-    expect(redactedCommandLine(["node", "operon", "serve", "--admin-password", "s3cret!", "--database-url=postgres://u:p@h/db", "--http-port", "1"])).toEqual([
-      "node",
-      "operon",
-      "serve",
-      "--admin-password",
-      "***",
-      "--database-url=***",
-      "--http-port",
-      "1",
-    ]);
+    expect(
+      redactedCommandLine([
+        "node",
+        "operon",
+        "serve",
+        "--admin-password",
+        "s3cret!",
+        "--database-url=postgres://u:p@h/db",
+        "--http-port",
+        "1",
+      ]),
+    ).toEqual(["node", "operon", "serve", "--admin-password", "***", "--database-url=***", "--http-port", "1"]);
   });
 
   it("leaves a command line without secrets alone", () => {

@@ -52,19 +52,35 @@ export async function startConsole(options: {
     });
   };
   const spawnConsole = (): ChildProcess => {
-    const child = spawn(process.execPath, [join(CONSOLE_DIR, "server.mjs"), "--port", String(options.port), "--hostname", options.address], {
-      cwd: CONSOLE_DIR,
-      env: { ...process.env, OPERON_API_URL: options.apiUrl, OPERON_PROXY_TOKEN: options.proxyToken, OPERON_TRUSTED_PROXIES: (options.trustedProxies ?? []).join(","), NEXT_TELEMETRY_DISABLED: "1", NODE_ENV: "production" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [join(CONSOLE_DIR, "server.mjs"), "--port", String(options.port), "--hostname", options.address],
+      {
+        cwd: CONSOLE_DIR,
+        env: {
+          ...process.env,
+          OPERON_API_URL: options.apiUrl,
+          OPERON_PROXY_TOKEN: options.proxyToken,
+          OPERON_TRUSTED_PROXIES: (options.trustedProxies ?? []).join(","),
+          NEXT_TELEMETRY_DISABLED: "1",
+          NODE_ENV: "production",
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     forward(child.stdout!, "info");
     forward(child.stderr!, "warn");
     return child;
   };
   const supervisor = new ProcessSupervisor({
     spawn: spawnConsole,
-    onUnexpectedExit: ({ code, signal }) => options.logger.error({ code, signal }, "the console process exited; restarting it (the gateway and the API keep serving)"),
-    onRestart: ({ attempt, delayMs, pid }) => options.logger.warn({ attempt, delayMs, pid }, "console process restarted"),
+    onUnexpectedExit: ({ code, signal }) =>
+      options.logger.error(
+        { code, signal },
+        "the console process exited; restarting it (the gateway and the API keep serving)",
+      ),
+    onRestart: ({ attempt, delayMs, pid }) =>
+      options.logger.warn({ attempt, delayMs, pid }, "console process restarted"),
     // The console drains its requests in flight for up to 20 s (server.mjs) before it exits.
     killAfterMs: 25_000,
   });
@@ -102,5 +118,7 @@ async function waitUntilServing(url: string, supervisor: ProcessSupervisor, time
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   const restarts = supervisor.restarts;
-  throw new Error(`the console did not answer at ${url} within ${timeoutMs} ms${restarts > 0 ? ` (its process exited and was restarted ${restarts} times)` : ""}`);
+  throw new Error(
+    `the console did not answer at ${url} within ${timeoutMs} ms${restarts > 0 ? ` (its process exited and was restarted ${restarts} times)` : ""}`,
+  );
 }

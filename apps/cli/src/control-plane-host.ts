@@ -33,7 +33,9 @@ export class ControlPlaneThread {
   ) {
     this.worker = new Worker(new URL("./control-plane-thread.js", import.meta.url), { workerData: options });
     this.worker.on("message", (message: FromControlPlane) => this.onMessage(message));
-    this.worker.on("error", (error) => this.fail(new Error(`the control plane's thread failed: ${error.message}`, { cause: error })));
+    this.worker.on("error", (error) =>
+      this.fail(new Error(`the control plane's thread failed: ${error.message}`, { cause: error })),
+    );
     this.exit = new Promise((resolve) =>
       this.worker.once("exit", () => {
         this.exited = true;
@@ -45,11 +47,17 @@ export class ControlPlaneThread {
   }
 
   /** Starts the thread and waits until its database is open and migrated and the keys are sent (onGrants called). */
-  static async open(options: ControlPlaneThreadOptions, onGrants: (grants: ApiKeyGrant[], everIssued: boolean) => void): Promise<{ thread: ControlPlaneThread; info: ControlPlaneDatabaseInfo }> {
+  static async open(
+    options: ControlPlaneThreadOptions,
+    onGrants: (grants: ApiKeyGrant[], everIssued: boolean) => void,
+  ): Promise<{ thread: ControlPlaneThread; info: ControlPlaneDatabaseInfo }> {
     const thread = new ControlPlaneThread(options, onGrants);
     try {
       const keys = (await thread.next("keys")) as Extract<FromControlPlane, { type: "keys" }>;
-      return { thread, info: { database: keys.database, embedded: keys.embedded, appliedMigrations: keys.appliedMigrations } };
+      return {
+        thread,
+        info: { database: keys.database, embedded: keys.embedded, appliedMigrations: keys.appliedMigrations },
+      };
     } catch (error) {
       await thread.stop();
       throw error;
@@ -70,7 +78,10 @@ export class ControlPlaneThread {
       const used = drainKeyUsage();
       if (used.size > 0 && !this.exited) this.send({ type: "key-usage", used: [...used] });
     };
-    this.usageTimer = new PeriodicTask(flush, { intervalMs: KEY_USAGE_INTERVAL_MS, onError: (error) => this.fail(new Error("sending key usage to the control plane failed", { cause: error })) });
+    this.usageTimer = new PeriodicTask(flush, {
+      intervalMs: KEY_USAGE_INTERVAL_MS,
+      onError: (error) => this.fail(new Error("sending key usage to the control plane failed", { cause: error })),
+    });
     this.usageTimer.start();
     this.flushUsage = flush;
     return { apiUrl: started.apiUrl, proxyToken: started.proxyToken, setupToken: started.setupToken };
@@ -102,7 +113,9 @@ export class ControlPlaneThread {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
       this.waiters.set(type, resolve);
-      this.waiters.set("failed", (message) => reject(new Error((message as Extract<FromControlPlane, { type: "failed" }>).message)));
+      this.waiters.set("failed", (message) =>
+        reject(new Error((message as Extract<FromControlPlane, { type: "failed" }>).message)),
+      );
     });
   }
 

@@ -39,7 +39,14 @@ export type ToControlPlane =
 
 export type FromControlPlane =
   /** The database is open and migrated; the stored keys (sent again on every change). */
-  | { type: "keys"; grants: ApiKeyGrant[]; everIssued: boolean; database: string; embedded: boolean; appliedMigrations: number }
+  | {
+      type: "keys";
+      grants: ApiKeyGrant[];
+      everIssued: boolean;
+      database: string;
+      embedded: boolean;
+      appliedMigrations: number;
+    }
   | { type: "started"; apiUrl: string; proxyToken: string; setupToken: string | undefined }
   | { type: "failed"; message: string }
   | { type: "stopped" };

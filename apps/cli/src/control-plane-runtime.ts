@@ -21,7 +21,10 @@ export interface ControlPlaneDirs {
 }
 
 export function controlPlaneDirs(dataDir: string): ControlPlaneDirs {
-  const dirs = { modelStoreDir: resolve(join(dataDir, "models")), uploadStagingDir: resolve(join(dataDir, "upload-staging")) };
+  const dirs = {
+    modelStoreDir: resolve(join(dataDir, "models")),
+    uploadStagingDir: resolve(join(dataDir, "upload-staging")),
+  };
   mkdirSync(dirs.modelStoreDir, { recursive: true });
   mkdirSync(dirs.uploadStagingDir, { recursive: true });
   return dirs;
@@ -36,19 +39,36 @@ export function makeInternalKey(): { key: string; grant: ApiKeyGrant } {
   const generated = generateApiKey();
   return {
     key: generated.key,
-    grant: { id: "control-plane", hash: generated.hash, scopes: ["admin", "infer"], priorityLevel: 0, qpsQuota: null, expiresAt: null, internal: true },
+    grant: {
+      id: "control-plane",
+      hash: generated.hash,
+      scopes: ["admin", "infer"],
+      priorityLevel: 0,
+      qpsQuota: null,
+      expiresAt: null,
+      internal: true,
+    },
   };
 }
 
 /** Creates the first admin from --admin-email/--admin-password when no account exists yet. */
-export async function ensureFirstAdmin(db: Database, flags: { email?: string; password?: string }, logger: Logger): Promise<void> {
+export async function ensureFirstAdmin(
+  db: Database,
+  flags: { email?: string; password?: string },
+  logger: Logger,
+): Promise<void> {
   if (!flags.email && !flags.password) return;
-  if (!flags.email || !flags.password) throw new Error("--admin-email and --admin-password (or $OPERON_ADMIN_PASSWORD) go together");
+  if (!flags.email || !flags.password)
+    throw new Error("--admin-email and --admin-password (or $OPERON_ADMIN_PASSWORD) go together");
   if ((await db.prisma.user.count()) > 0) {
     logger.info({ email: flags.email }, "accounts exist already: --admin-email/--admin-password ignored");
     return;
   }
-  await createUser(db.prisma, { userId: null, ip: "cli" }, { email: flags.email, role: "ADMIN", password: flags.password });
+  await createUser(
+    db.prisma,
+    { userId: null, ip: "cli" },
+    { email: flags.email, role: "ADMIN", password: flags.password },
+  );
   logger.info({ email: flags.email }, "created the first admin");
 }
 
@@ -100,7 +120,10 @@ export async function startControlPlane(options: {
   const unsubscribe = apiKeys.subscribe((grants) => options.onGrants([...grants], apiKeys.keysEverIssued()));
   const recordKeyUsage = async (used: Map<string, number>): Promise<void> => {
     used.delete(options.internal.grant.id);
-    if (used.size > 0) await controlPlane.services.apiKeys.markUsed(used).catch((error: unknown) => logger.warn({ err: (error as Error).message }, "could not record API key use"));
+    if (used.size > 0)
+      await controlPlane.services.apiKeys
+        .markUsed(used)
+        .catch((error: unknown) => logger.warn({ err: (error as Error).message }, "could not record API key use"));
   };
   await syncOperators(controlPlane, logger);
   // Shared with the console's server only (startConsole), in memory: it vouches for the browser addresses the console forwards.
@@ -130,8 +153,13 @@ export async function startControlPlane(options: {
 async function syncOperators(controlPlane: ControlPlane, logger: Logger): Promise<void> {
   try {
     const { registered, failures } = await controlPlane.syncOperatorsToGateway();
-    if (registered.length > 0) logger.info({ operators: registered }, "registered the stored operators with the gateway");
-    for (const failure of failures) logger.error({ operator: failure.name, reason: failure.message }, "a stored operator could not be registered with the gateway");
+    if (registered.length > 0)
+      logger.info({ operators: registered }, "registered the stored operators with the gateway");
+    for (const failure of failures)
+      logger.error(
+        { operator: failure.name, reason: failure.message },
+        "a stored operator could not be registered with the gateway",
+      );
   } catch (error) {
     logger.error({ err: (error as Error).message }, "could not register the stored operators with the gateway");
   }

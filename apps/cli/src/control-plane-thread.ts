@@ -3,7 +3,12 @@ import type { Database } from "@operon/db";
 import { ApiKeyService } from "@operon/api/api-key-service";
 import { createLogger } from "@operon/gateway/logger";
 import type { ControlPlaneThreadOptions, FromControlPlane, ToControlPlane } from "./control-plane-messages.js";
-import { controlPlaneDirs, ensureFirstAdmin, startControlPlane, type RunningControlPlane } from "./control-plane-runtime.js";
+import {
+  controlPlaneDirs,
+  ensureFirstAdmin,
+  startControlPlane,
+  type RunningControlPlane,
+} from "./control-plane-runtime.js";
 import { describeDatabase, openMigratedDatabase } from "./database-flags.js";
 
 /**
@@ -43,7 +48,15 @@ async function start(): Promise<void> {
   const urls = await gateway;
   running = await startControlPlane({
     db,
-    onGrants: (grants, everIssued) => post({ type: "keys", grants, everIssued, database: describeDatabase(options.databaseUrl), embedded: db!.kind === "embedded", appliedMigrations: 0 }),
+    onGrants: (grants, everIssued) =>
+      post({
+        type: "keys",
+        grants,
+        everIssued,
+        database: describeDatabase(options.databaseUrl),
+        embedded: db!.kind === "embedded",
+        appliedMigrations: 0,
+      }),
     internal: options.internal,
     gatewayHttpUrl: urls.httpUrl,
     gatewayMetricsUrl: urls.metricsUrl,
@@ -57,11 +70,20 @@ async function start(): Promise<void> {
     apiPort: options.apiPort,
     logger,
   });
-  post({ type: "started", apiUrl: running.api.url, proxyToken: running.proxyToken, setupToken: running.controlPlane.setupToken });
+  post({
+    type: "started",
+    apiUrl: running.api.url,
+    proxyToken: running.proxyToken,
+    setupToken: running.controlPlane.setupToken,
+  });
 }
 
 async function stop(): Promise<void> {
-  await running?.stop().catch((error: unknown) => logger.error({ err: (error as Error).message }, "error while stopping the control plane"));
+  await running
+    ?.stop()
+    .catch((error: unknown) =>
+      logger.error({ err: (error as Error).message }, "error while stopping the control plane"),
+    );
   await db?.close().catch(() => undefined);
   post({ type: "stopped" });
   port!.close();
@@ -78,7 +100,12 @@ port.on("message", (message: ToControlPlane) => {
     case "model-control":
       running?.controlPlane.services.apiKeys
         .recordGatewayChange(message.event)
-        .catch((error: unknown) => logger.error({ err: (error as Error).message, event: message.event }, "could not write a gateway model control change to the audit log"));
+        .catch((error: unknown) =>
+          logger.error(
+            { err: (error as Error).message, event: message.event },
+            "could not write a gateway model control change to the audit log",
+          ),
+        );
       return;
     case "stop":
       void stop();

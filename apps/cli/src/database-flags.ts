@@ -13,7 +13,12 @@ export function addDatabaseFlags(command: Command, options: { dataDir: boolean }
     "--database-url <url>",
     "postgres(ql)://… for PostgreSQL, file:<dir> or memory: for the embedded database; default $DATABASE_URL, else <data-dir>/db",
   );
-  if (options.dataDir) command.option("--data-dir <path>", "where Operon keeps its own files (embedded database, uploaded models)", ".operon");
+  if (options.dataDir)
+    command.option(
+      "--data-dir <path>",
+      "where Operon keeps its own files (embedded database, uploaded models)",
+      ".operon",
+    );
   return command;
 }
 

@@ -18,7 +18,9 @@ export function scrubEnvironmentBlock(names: readonly string[]): string[] {
   const start = Number(fields[47]);
   const end = Number(fields[48]);
   if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || end <= start || end - start > 16 * 1024 * 1024) {
-    throw new Error(`cannot find the environment block in /proc/self/stat (env_start ${fields[47]}, env_end ${fields[48]})`);
+    throw new Error(
+      `cannot find the environment block in /proc/self/stat (env_start ${fields[47]}, env_end ${fields[48]})`,
+    );
   }
   const fd = openSync("/proc/self/mem", "r+");
   try {

@@ -18,34 +18,48 @@ export function keysCommand(): Command {
         .description("Create an API key; it is printed once")
         .requiredOption("--owner <email>", "the account that owns the key")
         .requiredOption("--name <name>", "what the key is for")
-        .option("--scopes <list>", `comma-separated scopes (${API_KEY_SCOPES.join(", ")})`, parseScopes, ["infer"] as ApiKeyScope[]),
-    ).action(async (flags: { owner: string; name: string; scopes: ApiKeyScope[]; databaseUrl?: string; dataDir: string }) => {
-      try {
-        const { db } = await openMigratedDatabase(databaseUrlOf(flags));
+        .option("--scopes <list>", `comma-separated scopes (${API_KEY_SCOPES.join(", ")})`, parseScopes, [
+          "infer",
+        ] as ApiKeyScope[]),
+    ).action(
+      async (flags: { owner: string; name: string; scopes: ApiKeyScope[]; databaseUrl?: string; dataDir: string }) => {
         try {
-          const owner = await db.prisma.user.findUnique({ where: { email: normalizeEmail(flags.owner) } });
-          if (!owner) throw new Error(`no account with email ${flags.owner}; create it first (operon admin create)`);
-          if (flags.scopes.includes("admin") && owner.role !== "ADMIN") throw new Error(`${owner.email} is not an admin: only admins may own keys with the admin scope`);
-          const service = await ApiKeyService.create(db.prisma);
-          const { key, summary } = await service.create({ userId: owner.id, ip: "cli" }, owner.id, { name: flags.name, scopes: flags.scopes });
-          process.stdout.write(`${key}\n`);
-          process.stderr.write(`created key '${summary.name}' (${summary.prefix}, scopes ${summary.scopes.join(",")}) for ${owner.email}; it will not be shown again\n`);
-        } finally {
-          await db.close();
+          const { db } = await openMigratedDatabase(databaseUrlOf(flags));
+          try {
+            const owner = await db.prisma.user.findUnique({ where: { email: normalizeEmail(flags.owner) } });
+            if (!owner) throw new Error(`no account with email ${flags.owner}; create it first (operon admin create)`);
+            if (flags.scopes.includes("admin") && owner.role !== "ADMIN")
+              throw new Error(`${owner.email} is not an admin: only admins may own keys with the admin scope`);
+            const service = await ApiKeyService.create(db.prisma);
+            const { key, summary } = await service.create({ userId: owner.id, ip: "cli" }, owner.id, {
+              name: flags.name,
+              scopes: flags.scopes,
+            });
+            process.stdout.write(`${key}\n`);
+            process.stderr.write(
+              `created key '${summary.name}' (${summary.prefix}, scopes ${summary.scopes.join(",")}) for ${owner.email}; it will not be shown again\n`,
+            );
+          } finally {
+            await db.close();
+          }
+        } catch (error) {
+          process.stderr.write(`operon keys create: ${(error as Error).message}\n`);
+          process.exitCode = 1;
         }
-      } catch (error) {
-        process.stderr.write(`operon keys create: ${(error as Error).message}\n`);
-        process.exitCode = 1;
-      }
-    }),
+      },
+    ),
   );
   return keys;
 }
 
 function parseScopes(value: string): ApiKeyScope[] {
-  const scopes = value.split(",").map((scope) => scope.trim()).filter(Boolean);
+  const scopes = value
+    .split(",")
+    .map((scope) => scope.trim())
+    .filter(Boolean);
   for (const scope of scopes) {
-    if (!(API_KEY_SCOPES as readonly string[]).includes(scope)) throw new InvalidArgumentError(`unknown scope '${scope}'; use ${API_KEY_SCOPES.join(", ")}`);
+    if (!(API_KEY_SCOPES as readonly string[]).includes(scope))
+      throw new InvalidArgumentError(`unknown scope '${scope}'; use ${API_KEY_SCOPES.join(", ")}`);
   }
   if (scopes.length === 0) throw new InvalidArgumentError("give at least one scope");
   return scopes as ApiKeyScope[];

@@ -14,7 +14,9 @@ import { takeSecretsFromEnvironment } from "./environment.js";
 redactOwnCommandLine();
 const secrets = takeSecretsFromEnvironment();
 if (secrets.blockError !== undefined) {
-  process.stderr.write(`warning: ${secrets.taken.join(", ")} stay readable in /proc/${process.pid}/environ: ${secrets.blockError}\n`);
+  process.stderr.write(
+    `warning: ${secrets.taken.join(", ")} stay readable in /proc/${process.pid}/environ: ${secrets.blockError}\n`,
+  );
 }
 
 /** The `operon` command line: one subcommand per process role. */

@@ -43,18 +43,45 @@ export function perfCommand(): Command {
         .choices(["constant", "poisson"])
         .default(PERF_DEFAULTS.requestDistribution),
     )
-    .option("-p, --measurement-interval <ms>", "length of a measurement window", parsePositiveInt, PERF_DEFAULTS.measurementIntervalMs)
-    .option("--request-count <n>", "send exactly n requests per step, measured as one window (instead of time windows)", parsePositiveInt)
+    .option(
+      "-p, --measurement-interval <ms>",
+      "length of a measurement window",
+      parsePositiveInt,
+      PERF_DEFAULTS.measurementIntervalMs,
+    )
+    .option(
+      "--request-count <n>",
+      "send exactly n requests per step, measured as one window (instead of time windows)",
+      parsePositiveInt,
+    )
     .option(
       "-s, --stability-percentage <pct>",
       "a step is stable when 3 consecutive windows agree within pct% on throughput and latency",
       parsePositiveNumber,
       PERF_DEFAULTS.stabilityPercentage,
     )
-    .option("-r, --max-trials <n>", "most windows per step before giving up on stability", parsePositiveInt, PERF_DEFAULTS.maxTrials)
-    .option("-b, --batch-size <n>", "batch size of each request (models with max_batch_size > 0)", parsePositiveInt, PERF_DEFAULTS.batchSize)
-    .option("--shape <name:dims>", "dims of an input with variable dims, batch dim excluded, e.g. input:1,512 (repeatable)", collectShape)
-    .option("--input-data <zero|random|file>", "input values: zero, random, or a perf_analyzer JSON data file", PERF_DEFAULTS.inputData)
+    .option(
+      "-r, --max-trials <n>",
+      "most windows per step before giving up on stability",
+      parsePositiveInt,
+      PERF_DEFAULTS.maxTrials,
+    )
+    .option(
+      "-b, --batch-size <n>",
+      "batch size of each request (models with max_batch_size > 0)",
+      parsePositiveInt,
+      PERF_DEFAULTS.batchSize,
+    )
+    .option(
+      "--shape <name:dims>",
+      "dims of an input with variable dims, batch dim excluded, e.g. input:1,512 (repeatable)",
+      collectShape,
+    )
+    .option(
+      "--input-data <zero|random|file>",
+      "input values: zero, random, or a perf_analyzer JSON data file",
+      PERF_DEFAULTS.inputData,
+    )
     .option("--binary", "http: send tensors as binary data (binary_tensor_data extension; the default)")
     .option("--no-binary", "http: send tensors as JSON")
     .option("--json", "print only the PerfReport JSON on stdout")
@@ -94,7 +121,9 @@ async function runPerfCommand(flags: PerfFlags): Promise<void> {
   const onInterrupt = (): void => {
     interrupts += 1;
     if (interrupts > 1) process.exit(EXIT_INTERRUPTED);
-    process.stderr.write("\ninterrupted: stopping; the report keeps the windows measured so far (Ctrl-C again to quit now)\n");
+    process.stderr.write(
+      "\ninterrupted: stopping; the report keeps the windows measured so far (Ctrl-C again to quit now)\n",
+    );
     controller.abort();
   };
   process.on("SIGINT", onInterrupt);
@@ -180,12 +209,14 @@ function collectShape(value: string, previous: Record<string, number[]> = {}): R
 
 function parsePositiveInt(value: string): number {
   const parsed = /^[0-9]+$/.test(value.trim()) ? Number(value) : NaN;
-  if (!Number.isSafeInteger(parsed) || parsed < 1) throw new InvalidArgumentError(`'${value}' is not a whole number >= 1`);
+  if (!Number.isSafeInteger(parsed) || parsed < 1)
+    throw new InvalidArgumentError(`'${value}' is not a whole number >= 1`);
   return parsed;
 }
 
 function parsePositiveNumber(value: string): number {
   const parsed = Number(value);
-  if (value.trim() === "" || !Number.isFinite(parsed) || parsed <= 0) throw new InvalidArgumentError(`'${value}' is not a number > 0`);
+  if (value.trim() === "" || !Number.isFinite(parsed) || parsed <= 0)
+    throw new InvalidArgumentError(`'${value}' is not a number > 0`);
   return parsed;
 }

@@ -24,7 +24,11 @@ const until = async (condition: () => boolean, timeoutMs = 5_000): Promise<void>
 describe("ProcessSupervisor", () => {
   it("restarts a killed child with a growing backoff, and stops restarting on stop()", async () => {
     const restarts: Array<{ attempt: number; delayMs: number }> = [];
-    const supervisor = new ProcessSupervisor({ spawn: sleeper, initialBackoffMs: 50, onRestart: ({ attempt, delayMs }) => restarts.push({ attempt, delayMs }) });
+    const supervisor = new ProcessSupervisor({
+      spawn: sleeper,
+      initialBackoffMs: 50,
+      onRestart: ({ attempt, delayMs }) => restarts.push({ attempt, delayMs }),
+    });
     const first = supervisor.current.pid;
     supervisor.current.kill("SIGKILL");
     await until(() => restarts.length === 1);

@@ -10,7 +10,10 @@ export function readSecretFile(path: string, flag: string): string {
   try {
     text = readFileSync(path, "utf8");
   } catch (error) {
-    throw new Error(`${flag} ${path}: cannot read the file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, { cause: error });
+    throw new Error(
+      `${flag} ${path}: cannot read the file (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      { cause: error },
+    );
   }
   const secret = text.replace(/\r?\n$/, "");
   if (secret === "") throw new Error(`${flag} ${path}: the file is empty`);

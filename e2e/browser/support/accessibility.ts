@@ -22,13 +22,19 @@ export async function accessibilityViolations(page: Page): Promise<Accessibility
   const loaded = await page.evaluate(() => typeof (window as unknown as { axe?: unknown }).axe === "object");
   if (!loaded) await page.addScriptTag({ path: AXE_SOURCE_PATH });
   const results = await page.evaluate(
-    (tags) => (window as unknown as { axe: { run(context: Document, options: object): Promise<AxeResults> } }).axe.run(document, { runOnly: { type: "tag", values: tags } }),
+    (tags) =>
+      (window as unknown as { axe: { run(context: Document, options: object): Promise<AxeResults> } }).axe.run(
+        document,
+        { runOnly: { type: "tag", values: tags } },
+      ),
     [...WCAG_TAGS],
   );
   return results.violations.map((violation: Result) => ({
     rule: violation.id,
     impact: violation.impact ?? null,
     help: violation.help,
-    where: violation.nodes.slice(0, 5).map((node) => `${node.target.join(" ")}: ${node.failureSummary?.replace(/\s+/g, " ") ?? ""}`),
+    where: violation.nodes
+      .slice(0, 5)
+      .map((node) => `${node.target.join(" ")}: ${node.failureSummary?.replace(/\s+/g, " ") ?? ""}`),
   }));
 }

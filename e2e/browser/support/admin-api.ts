@@ -13,7 +13,10 @@ export function apiUrlOf(operon: RunningOperon): string {
 }
 
 /** A signed-in API session (it fetches the CSRF cookie first, as the console does). */
-export async function signedInApiSession(operon: RunningOperon, account: { email: string; password: string }): Promise<ApiSession> {
+export async function signedInApiSession(
+  operon: RunningOperon,
+  account: { email: string; password: string },
+): Promise<ApiSession> {
   const session = apiSession(apiUrlOf(operon));
   await session.client.auth.session.query();
   await session.client.auth.signIn.mutate(account);

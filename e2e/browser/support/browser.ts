@@ -20,7 +20,9 @@ export const CHROMIUM_ARGS = [
 
 export async function launchBrowser(): Promise<Browser> {
   if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(`no Chromium at ${CHROMIUM_PATH}: run \`node e2e/scripts/ensure-test-deps.mjs\` (installs Debian's chromium) or set OPERON_CHROMIUM`);
+    throw new Error(
+      `no Chromium at ${CHROMIUM_PATH}: run \`node e2e/scripts/ensure-test-deps.mjs\` (installs Debian's chromium) or set OPERON_CHROMIUM`,
+    );
   }
   return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS, headless: true });
 }
@@ -33,7 +35,11 @@ export interface ConsolePage {
 }
 
 /** A fresh browser context (no cookies) with one page on the console. */
-export async function openConsolePage(browser: Browser, baseURL: string, viewport = { width: 1280, height: 800 }): Promise<ConsolePage> {
+export async function openConsolePage(
+  browser: Browser,
+  baseURL: string,
+  viewport = { width: 1280, height: 800 },
+): Promise<ConsolePage> {
   const context = await browser.newContext({ baseURL, viewport });
   const page = await context.newPage();
   page.setDefaultTimeout(20_000);
@@ -42,7 +48,8 @@ export async function openConsolePage(browser: Browser, baseURL: string, viewpor
   page.on("pageerror", (error) => errors.push(`uncaught: ${error.message}`));
   page.on("console", (message) => {
     // Failed API calls the page shows to the person (401 at sign-in) are logged by the browser as resource errors; they are expected.
-    if (message.type() === "error" && !message.text().startsWith("Failed to load resource")) errors.push(`console: ${message.text()}`);
+    if (message.type() === "error" && !message.text().startsWith("Failed to load resource"))
+      errors.push(`console: ${message.text()}`);
   });
   return { context, page, errors };
 }

@@ -15,7 +15,10 @@ export function chartSurface(figure: Locator): Locator {
 }
 
 /** The numbers of a caption such as "Requests/s: 3 points, latest 0.5, highest 2.1." for one series. */
-export async function seriesFigures(figure: Locator, seriesLabel: string): Promise<{ points: number; latest: number; highest: number } | undefined> {
+export async function seriesFigures(
+  figure: Locator,
+  seriesLabel: string,
+): Promise<{ points: number; latest: number; highest: number } | undefined> {
   const caption = (await figure.locator("figcaption").textContent()) ?? "";
   const escaped = seriesLabel.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
   const numeral = "([\\d,]+(?:\\.\\d+)?)";
@@ -31,7 +34,12 @@ export async function drawnPoints(figure: Locator): Promise<number> {
 }
 
 /** Polls `read` until `accept` holds or the time is up; returns the last value read. */
-export async function pollUntil<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs: number, everyMs = 500): Promise<T> {
+export async function pollUntil<T>(
+  read: () => Promise<T>,
+  accept: (value: T) => boolean,
+  timeoutMs: number,
+  everyMs = 500,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await read();

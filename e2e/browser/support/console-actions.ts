@@ -26,7 +26,10 @@ export async function submitSignIn(page: Page, email: string, password: string):
   await visible(heading(page, "Sign in"));
   await page.getByLabel("Email").fill(email);
   await page.getByLabel("Password").fill(password);
-  await Promise.all([page.waitForResponse((response) => response.url().includes("auth.signIn")), page.getByRole("button", { name: "Sign in" }).click()]);
+  await Promise.all([
+    page.waitForResponse((response) => response.url().includes("auth.signIn")),
+    page.getByRole("button", { name: "Sign in" }).click(),
+  ]);
 }
 
 /** Signs in from the sign-in page and waits for the console's header. */

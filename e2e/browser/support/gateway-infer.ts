@@ -30,7 +30,12 @@ export async function inferAddSub(httpUrl: string, apiKey: string): Promise<{ st
  * Repeats the inference until it answers `status` or `timeoutMs` passes:
  * the control plane pushes key changes to the gateway, which may take a moment.
  */
-export async function inferAddSubUntil(httpUrl: string, apiKey: string, status: number, timeoutMs = 10_000): Promise<{ status: number; body: unknown }> {
+export async function inferAddSubUntil(
+  httpUrl: string,
+  apiKey: string,
+  status: number,
+  timeoutMs = 10_000,
+): Promise<{ status: number; body: unknown }> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const result = await inferAddSub(httpUrl, apiKey);

@@ -27,7 +27,9 @@ export interface OperonWithConsoleOptions {
 const CONSOLE_LINE = /Operon console on (http:\/\/[^\s,]+)/;
 const SETUP_LINE = /First run: open (http:\/\/\S+\/setup\?token=[A-Za-z0-9_-]+)/;
 
-export async function startOperonWithConsole(options: OperonWithConsoleOptions = {}): Promise<RunningOperonWithConsole> {
+export async function startOperonWithConsole(
+  options: OperonWithConsoleOptions = {},
+): Promise<RunningOperonWithConsole> {
   const args = [
     // startOperon leaves the control plane off unless asked (most system tests need only the data plane).
     "--control-plane",

@@ -2,7 +2,11 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll } from "vitest";
 import { launchBrowser, openConsolePage, type ConsolePage } from "./browser.js";
 import { signIn } from "./console-actions.js";
-import { startOperonWithConsole, type OperonWithConsoleOptions, type RunningOperonWithConsole } from "./operon-with-console.js";
+import {
+  startOperonWithConsole,
+  type OperonWithConsoleOptions,
+  type RunningOperonWithConsole,
+} from "./operon-with-console.js";
 import { screenshotAfterEachTest } from "./screenshots.js";
 
 /**

@@ -28,12 +28,18 @@ export async function midWordBreaks(scope: Locator, longRun = 24): Promise<MidWo
         range.setEnd(node, index + 1);
         const rect = range.getClientRects()[0];
         if (rect === undefined || rect.width === 0) continue;
-        if (previousTop !== null && rect.top > previousTop + 2 && word.test(text[index - 1] ?? "") && word.test(text[index]!)) {
+        if (
+          previousTop !== null &&
+          rect.top > previousTop + 2 &&
+          word.test(text[index - 1] ?? "") &&
+          word.test(text[index]!)
+        ) {
           let start = index - 1;
           while (start > 0 && word.test(text[start - 1]!)) start -= 1;
           let end = index;
           while (end < text.length && word.test(text[end]!)) end += 1;
-          if (end - start <= maxRun) found.push({ text, at: `${text.slice(Math.max(0, start - 12), index)}|${text.slice(index, end + 12)}` });
+          if (end - start <= maxRun)
+            found.push({ text, at: `${text.slice(Math.max(0, start - 12), index)}|${text.slice(index, end + 12)}` });
         }
         previousTop = rect.top;
       }

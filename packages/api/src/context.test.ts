@@ -14,7 +14,12 @@ function request(headers: Record<string, string>): { req: IncomingMessage; res: 
 
 const services = {
   options: { secureCookies: false },
-  sessions: { resolve: async (token: string) => (token === "good-session" ? { sessionId: "s1", user: { id: "u1", email: "a@example.com", name: null, role: "ADMIN" } } : null) },
+  sessions: {
+    resolve: async (token: string) =>
+      token === "good-session"
+        ? { sessionId: "s1", user: { id: "u1", email: "a@example.com", name: null, role: "ADMIN" } }
+        : null,
+  },
 } as unknown as ApiServices;
 
 describe("createHttpContext: CSRF and cookies", () => {
@@ -22,8 +27,13 @@ describe("createHttpContext: CSRF and cookies", () => {
     const token = csrfTokenFor(secret, "good-session");
     const ok = request({ cookie: `operon_session=good-session; operon_csrf=${token}`, "x-csrf-token": token });
     expect((await createHttpContext(services, ok.req, ok.res, { csrfSecret: secret })).csrfVerified).toBe(true);
-    const planted = request({ cookie: "operon_session=good-session; operon_csrf=planted-planted-planted", "x-csrf-token": "planted-planted-planted" });
-    expect((await createHttpContext(services, planted.req, planted.res, { csrfSecret: secret })).csrfVerified).toBe(false);
+    const planted = request({
+      cookie: "operon_session=good-session; operon_csrf=planted-planted-planted",
+      "x-csrf-token": "planted-planted-planted",
+    });
+    expect((await createHttpContext(services, planted.req, planted.res, { csrfSecret: secret })).csrfVerified).toBe(
+      false,
+    );
   });
 
   it("marks cookies Secure when the console's server vouches for an https browser, not when anyone else says so", async () => {

@@ -67,7 +67,12 @@ export const PROXY_TOKEN_HEADER = "x-operon-proxy-token";
  * The CSRF cookie is kept current: a signed-in caller whose cookie is not its
  * session's token gets the right one in this response.
  */
-export async function createHttpContext(services: ApiServices, req: IncomingMessage, res: ServerResponse, options: HttpContextOptions): Promise<ApiContext> {
+export async function createHttpContext(
+  services: ApiServices,
+  req: IncomingMessage,
+  res: ServerResponse,
+  options: HttpContextOptions,
+): Promise<ApiContext> {
   const cookies = parseCookie(req.headers.cookie ?? "");
   const sessionToken = cookies[SESSION_COOKIE] ?? null;
   const active = sessionToken ? await services.sessions.resolve(sessionToken) : null;
@@ -80,7 +85,10 @@ export async function createHttpContext(services: ApiServices, req: IncomingMess
       res.appendHeader("set-cookie", stringifySetCookie({ name, value, path: "/", secure, ...cookieOptions }));
     },
     clear(name) {
-      res.appendHeader("set-cookie", stringifySetCookie({ name, value: "", path: "/", secure, expires: new Date(0), maxAge: 0 }));
+      res.appendHeader(
+        "set-cookie",
+        stringifySetCookie({ name, value: "", path: "/", secure, expires: new Date(0), maxAge: 0 }),
+      );
     },
   };
   const setCsrf = (value: string): void => writer.set(CSRF_COOKIE, value, { sameSite: "strict" });
@@ -101,7 +109,11 @@ export async function createHttpContext(services: ApiServices, req: IncomingMess
     csrfVerified,
     cookies: writer,
     bindCsrf(newSessionToken) {
-      setCsrf(newSessionToken !== null ? csrfTokenFor(options.csrfSecret, newSessionToken) : randomBytes(24).toString("base64url"));
+      setCsrf(
+        newSessionToken !== null
+          ? csrfTokenFor(options.csrfSecret, newSessionToken)
+          : randomBytes(24).toString("base64url"),
+      );
     },
   };
 }
@@ -134,7 +146,11 @@ function tokenEquals(given: string | string[] | undefined, expected: string): bo
 }
 
 /** A context for in-process calls (tests, CLI) acting as `user`. */
-export function createInProcessContext(services: ApiServices, user: SessionUser | null, options: { ip?: string } = {}): ApiContext {
+export function createInProcessContext(
+  services: ApiServices,
+  user: SessionUser | null,
+  options: { ip?: string } = {},
+): ApiContext {
   return {
     services,
     user,

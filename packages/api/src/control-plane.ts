@@ -41,7 +41,10 @@ export class ControlPlane {
     // Automatic perf reports: every stored upload, new version, config change and operator version queues a run (unless turned off).
     const onChange: TargetChangeListener = (change) => {
       if (change.action.endsWith(".delete")) return perfRuns.targetDeleted({ kind: change.kind, name: change.name });
-      void perfRuns.requestAutomatic({ kind: change.kind, name: change.name, version: change.version }, `${change.action}${change.version !== undefined ? ` version ${change.version}` : ""}`);
+      void perfRuns.requestAutomatic(
+        { kind: change.kind, name: change.name, version: change.version },
+        `${change.action}${change.version !== undefined ? ` version ${change.version}` : ""}`,
+      );
     };
     const uploads = await UploadSessions.create({ stagingDir: resolved.uploadStagingDir, logger: resolved.logger });
     const store = await ModelStore.create(resolved.modelStoreDir);
@@ -62,7 +65,10 @@ export class ControlPlane {
       logger: resolved.logger,
       sessions: new SessionStore(prisma),
       apiKeys,
-      loginLimiter: new LoginRateLimiter(resolved.loginRateLimits, (lock) => void noticeAccountLocked(prisma, resolved.logger, lock)),
+      loginLimiter: new LoginRateLimiter(
+        resolved.loginRateLimits,
+        (lock) => void noticeAccountLocked(prisma, resolved.logger, lock),
+      ),
       gateway,
       operators: new OperatorRegistry(prisma, gateway, resolved.logger, onChange),
       perfRuns,
@@ -77,26 +83,38 @@ export class ControlPlane {
         defaultProfile: () => hardware.defaultProfile(),
         logger: resolved.logger,
       }),
-      usageSampler: new UsageSampler(prisma, gateway, { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays }, resolved.logger),
+      usageSampler: new UsageSampler(
+        prisma,
+        gateway,
+        { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays },
+        resolved.logger,
+      ),
       resourceScheduler: new ResourceScheduler(prisma, gateway, resolved.resourceScheduler, resolved.logger),
       models,
       uploads,
       setup: { token: needsSetup ? randomBytes(18).toString("base64url") : undefined },
       tenants: new TenantGroups(prisma, apiKeys),
-      tenantSampler: new TenantUsageSampler(prisma, gateway, { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays }, resolved.logger),
+      tenantSampler: new TenantUsageSampler(
+        prisma,
+        gateway,
+        { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays },
+        resolved.logger,
+      ),
     };
     const backgroundStops: Array<() => Promise<void> | void> = [];
     // The upload sweeper; stopping removes the staged files of unfinished uploads.
     backgroundStops.push(() => uploads.stop());
     // Runs a crash left RUNNING cannot be resumed: they end FAILED "interrupted by a restart".
     const interrupted = await services.perfRuns.recoverInterrupted();
-    if (interrupted > 0) resolved.logger.warn({ reports: interrupted }, "perf runs interrupted by a restart marked failed");
+    if (interrupted > 0)
+      resolved.logger.warn({ reports: interrupted }, "perf runs interrupted by a restart marked failed");
     // QUEUED ones never started: they run now, in order.
     const resumed = await services.perfRuns.resume();
     if (resumed > 0) resolved.logger.info({ reports: resumed }, "queued perf runs resumed");
     backgroundStops.push(() => services.perfRuns.stop());
     const interruptedSearches = await services.configSearches.recoverInterrupted();
-    if (interruptedSearches > 0) resolved.logger.warn({ searches: interruptedSearches }, "config searches interrupted by a restart marked failed");
+    if (interruptedSearches > 0)
+      resolved.logger.warn({ searches: interruptedSearches }, "config searches interrupted by a restart marked failed");
     backgroundStops.push(() => services.configSearches.stop());
     services.usageSampler.start();
     backgroundStops.push(() => services.usageSampler.stop());

@@ -3,7 +3,12 @@ import { describe, expect, it } from "vitest";
 import { CONTROL_PLANE_DEFAULTS, resolveControlPlaneOptions, SILENT_LOGGER } from "./options.js";
 
 const db = { prisma: {}, kind: "embedded" } as unknown as Database;
-const base = { db, gateway: { httpUrl: "http://127.0.0.1:8000" }, modelStoreDir: "/tmp/store", uploadStagingDir: "/tmp/staging" };
+const base = {
+  db,
+  gateway: { httpUrl: "http://127.0.0.1:8000" },
+  modelStoreDir: "/tmp/store",
+  uploadStagingDir: "/tmp/staging",
+};
 
 describe("control plane options", () => {
   it("fills in the package's defaults and passes the database and logger through as they are", () => {
@@ -12,7 +17,9 @@ describe("control plane options", () => {
     expect(resolved.db).toBe(db);
     expect(resolved.logger).toBe(SILENT_LOGGER);
     const logger = { info: () => {}, warn: () => {}, error: () => {} };
-    expect(resolveControlPlaneOptions({ ...base, logger, usageSampleIntervalSecs: undefined, usageRetentionDays: 0 })).toMatchObject({
+    expect(
+      resolveControlPlaneOptions({ ...base, logger, usageSampleIntervalSecs: undefined, usageRetentionDays: 0 }),
+    ).toMatchObject({
       logger,
       usageSampleIntervalSecs: CONTROL_PLANE_DEFAULTS.usageSampleIntervalSecs,
       usageRetentionDays: 0,

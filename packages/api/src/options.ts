@@ -4,7 +4,10 @@ import type { GatewayClientOptions } from "./services/gateway/gateway-client.js"
 import { DEFAULT_LOGIN_RATE_LIMITS, type LoginRateLimits } from "./services/accounts/login-rate-limiter.js";
 import type { Logger } from "@operon/protocol/logger";
 import type { PerfRunsOptions } from "./services/perf/perf-runs.js";
-import { RESOURCE_SCHEDULER_DEFAULTS, type ResourceSchedulerOptions } from "./services/resource-scheduler/resource-scheduler.js";
+import {
+  RESOURCE_SCHEDULER_DEFAULTS,
+  type ResourceSchedulerOptions,
+} from "./services/resource-scheduler/resource-scheduler.js";
 
 /** What the control plane needs; the CLI builds it from flags, tests from fixtures. */
 export interface ControlPlaneOptions {
@@ -56,8 +59,12 @@ const count = z.number().int().min(0);
  * control plane is handed (database, logger) pass through as they are.
  */
 const controlPlaneOptionsSchema = z.object({
-  db: z.custom<Database>((value) => isObject(value) && "prisma" in value, { error: "an open database (see @operon/db openAndMigrate)" }),
-  gateway: z.custom<GatewayClientOptions>((value) => isObject(value) && typeof value["httpUrl"] === "string", { error: "the gateway's httpUrl" }),
+  db: z.custom<Database>((value) => isObject(value) && "prisma" in value, {
+    error: "an open database (see @operon/db openAndMigrate)",
+  }),
+  gateway: z.custom<GatewayClientOptions>((value) => isObject(value) && typeof value["httpUrl"] === "string", {
+    error: "the gateway's httpUrl",
+  }),
   modelStoreDir: z.string().min(1),
   uploadStagingDir: z.string().min(1),
   maxUploadBytes: z.number().int().positive().default(CONTROL_PLANE_DEFAULTS.maxUploadBytes),
@@ -72,8 +79,14 @@ const controlPlaneOptionsSchema = z.object({
       windowSecs: z.number().positive(),
     })
     .default(CONTROL_PLANE_DEFAULTS.loginRateLimits),
-  logger: z.custom<Logger>((value) => isObject(value) && typeof value["info"] === "function").default(() => SILENT_LOGGER),
-  perfRuns: z.custom<PerfRunsOptions>((value) => isObject(value), { error: "perf queue options (probe, gateClock, headroomRecheckMs)" }).optional(),
+  logger: z
+    .custom<Logger>((value) => isObject(value) && typeof value["info"] === "function")
+    .default(() => SILENT_LOGGER),
+  perfRuns: z
+    .custom<PerfRunsOptions>((value) => isObject(value), {
+      error: "perf queue options (probe, gateClock, headroomRecheckMs)",
+    })
+    .optional(),
   resourceScheduler: z
     .object({
       enabledByDefault: z.boolean().default(RESOURCE_SCHEDULER_DEFAULTS.enabledByDefault),

@@ -32,9 +32,16 @@ const t = initTRPC.context<ApiContext>().create({
     let data: ApiErrorData;
     let message = shape.message;
     if (cause instanceof AppError) {
-      data = { appCode: cause.code, fieldErrors: cause.fieldErrors, ...(cause.retryAfterSecs !== undefined ? { retryAfterSecs: cause.retryAfterSecs } : {}) };
+      data = {
+        appCode: cause.code,
+        fieldErrors: cause.fieldErrors,
+        ...(cause.retryAfterSecs !== undefined ? { retryAfterSecs: cause.retryAfterSecs } : {}),
+      };
     } else if (cause instanceof ZodError) {
-      const fieldErrors = cause.issues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message }));
+      const fieldErrors = cause.issues.map((issue) => ({
+        path: issue.path.map(String).join("."),
+        message: issue.message,
+      }));
       data = { appCode: "VALIDATION_FAILED", fieldErrors };
       message = `invalid input: ${fieldErrors.map((field) => (field.path ? `${field.path}: ${field.message}` : field.message)).join("; ")}`;
     } else if (error.code === "INTERNAL_SERVER_ERROR") {
@@ -49,7 +56,9 @@ const t = initTRPC.context<ApiContext>().create({
 });
 
 function appCodeOfTrpc(code: TRPCError["code"]): AppErrorCode {
-  const found = (Object.entries(APP_ERROR_TRPC_CODES) as Array<[AppErrorCode, string]>).find(([, trpc]) => trpc === code);
+  const found = (Object.entries(APP_ERROR_TRPC_CODES) as Array<[AppErrorCode, string]>).find(
+    ([, trpc]) => trpc === code,
+  );
   return found?.[0] ?? "VALIDATION_FAILED";
 }
 
@@ -63,10 +72,12 @@ const errorMapping = t.middleware(async ({ ctx, next, path }) => {
     const cause = result.error.cause;
     if (cause instanceof AppError) {
       const internal = cause.internal ? { internal: cause.internal } : {};
-      if (cause.code === "INTERNAL" || cause.code === "GATEWAY_ERROR") ctx.services.logger.error({ path, code: cause.code, err: cause, ...internal }, cause.message);
+      if (cause.code === "INTERNAL" || cause.code === "GATEWAY_ERROR")
+        ctx.services.logger.error({ path, code: cause.code, err: cause, ...internal }, cause.message);
       throw new TRPCError({ code: APP_ERROR_TRPC_CODES[cause.code], message: cause.message, cause });
     }
-    if (result.error.code === "INTERNAL_SERVER_ERROR") ctx.services.logger.error({ path, err: cause ?? result.error }, "unexpected API error");
+    if (result.error.code === "INTERNAL_SERVER_ERROR")
+      ctx.services.logger.error({ path, err: cause ?? result.error }, "unexpected API error");
   }
   return result;
 });
@@ -74,7 +85,10 @@ const errorMapping = t.middleware(async ({ ctx, next, path }) => {
 /** Mutations change state: over HTTP they must carry the CSRF token. */
 const csrfForMutations = t.middleware(({ ctx, type, next }) => {
   if (type === "mutation" && !ctx.csrfVerified) {
-    throw new AppError("CSRF_FAILED", "this request did not carry the console's CSRF token (X-CSRF-Token header matching the operon_csrf cookie)");
+    throw new AppError(
+      "CSRF_FAILED",
+      "this request did not carry the console's CSRF token (X-CSRF-Token header matching the operon_csrf cookie)",
+    );
   }
   return next();
 });
@@ -90,7 +104,11 @@ const signedIn = t.middleware(({ ctx, next }) => {
 function requireRole(role: Role) {
   return t.middleware(({ ctx, next }) => {
     if (!ctx.user) throw new AppError("UNAUTHENTICATED", "sign in first");
-    if (!hasRole(ctx.user, role)) throw new AppError("FORBIDDEN", `this needs the ${role.toLowerCase()} role; you are ${ctx.user.role.toLowerCase()}`);
+    if (!hasRole(ctx.user, role))
+      throw new AppError(
+        "FORBIDDEN",
+        `this needs the ${role.toLowerCase()} role; you are ${ctx.user.role.toLowerCase()}`,
+      );
     return next();
   });
 }

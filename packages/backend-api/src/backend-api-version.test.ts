@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { OperonError } from "@operon/protocol/errors";
-import { BACKEND_API_VERSION, assertModelBackendApi, formatBackendApiVersion, isCompatibleBackendApi } from "./backend-api-version.js";
+import {
+  BACKEND_API_VERSION,
+  assertModelBackendApi,
+  formatBackendApiVersion,
+  isCompatibleBackendApi,
+} from "./backend-api-version.js";
 
 const server = { major: 1, minor: 2 };
 

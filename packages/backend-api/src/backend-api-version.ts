@@ -23,7 +23,10 @@ export function formatBackendApiVersion(version: BackendApiVersion): string {
 }
 
 /** True when code written for `written` runs against `provided`. */
-export function isCompatibleBackendApi(written: BackendApiVersion, provided: BackendApiVersion = BACKEND_API_VERSION): boolean {
+export function isCompatibleBackendApi(
+  written: BackendApiVersion,
+  provided: BackendApiVersion = BACKEND_API_VERSION,
+): boolean {
   return written.major === provided.major && written.minor <= provided.minor;
 }
 
@@ -33,7 +36,11 @@ export function isCompatibleBackendApi(written: BackendApiVersion, provided: Bac
  * written for the server's own version). Throws INVALID_ARG naming `what`
  * and both versions when the declaration is malformed or incompatible.
  */
-export function assertModelBackendApi(declared: unknown, what: string, provided: BackendApiVersion = BACKEND_API_VERSION): void {
+export function assertModelBackendApi(
+  declared: unknown,
+  what: string,
+  provided: BackendApiVersion = BACKEND_API_VERSION,
+): void {
   if (declared === undefined) return;
   const record = typeof declared === "object" && declared !== null ? (declared as Record<string, unknown>) : undefined;
   const major = record?.["major"];

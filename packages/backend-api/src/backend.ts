@@ -68,7 +68,9 @@ export interface Backend {
 // ---- request-level backends (TypeScript backend): batches of requests, decoupled responses, BLS ----
 
 /** A response as a backend hands it to the worker; `{ outputs: [] }` with final = a final flag only. */
-export type BackendResponse = { outputs: Tensor[]; timing?: ExecuteTiming; parameters?: WireParameters } | { error: OperonError };
+export type BackendResponse =
+  | { outputs: Tensor[]; timing?: ExecuteTiming; parameters?: WireParameters }
+  | { error: OperonError };
 
 /** One request of the batch handed to RequestBackend.executeRequests. */
 export interface BackendRequest {

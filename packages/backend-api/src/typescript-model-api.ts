@@ -1,7 +1,12 @@
 import { type DataType, elementByteSize, elementCount, isDataType } from "@operon/protocol/datatypes";
 import type { ErrorKind } from "@operon/protocol/errors";
 import { decodeHalfFloats, numberToBfloat16Bits, numberToFloat16Bits } from "@operon/protocol/half-float";
-import { bytesElementsToStrings, countBytesElements, decodeBytesElements, encodeBytesElements } from "@operon/protocol/tensor";
+import {
+  bytesElementsToStrings,
+  countBytesElements,
+  decodeBytesElements,
+  encodeBytesElements,
+} from "@operon/protocol/tensor";
 import type { BackendApiVersion } from "./backend-api-version.js";
 
 /**
@@ -302,7 +307,10 @@ class TypedTensorImpl implements TypedTensor {
   }
 }
 
-const ARRAY_OF: Record<Exclude<DataType, "BYTES" | "FP16" | "BF16" | "INT64" | "UINT64">, TypedArrayClass<NumericArray>> = {
+const ARRAY_OF: Record<
+  Exclude<DataType, "BYTES" | "FP16" | "BF16" | "INT64" | "UINT64">,
+  TypedArrayClass<NumericArray>
+> = {
   BOOL: Uint8Array,
   UINT8: Uint8Array,
   UINT16: Uint16Array,
@@ -322,18 +330,24 @@ const ARRAY_OF: Record<Exclude<DataType, "BYTES" | "FP16" | "BF16" | "INT64" | "
 export function typedTensor(value: TensorLike): TypedTensor {
   if (value instanceof TypedTensorImpl) return value;
   const where = `tensor '${String((value as Partial<TensorLike>)?.name)}'`;
-  if (typeof value !== "object" || value === null || typeof value.name !== "string") throw new TypeError("a tensor needs a string name");
-  if (typeof value.datatype !== "string" || !isDataType(value.datatype)) throw new TypeError(`${where}: unknown datatype '${String(value.datatype)}'`);
+  if (typeof value !== "object" || value === null || typeof value.name !== "string")
+    throw new TypeError("a tensor needs a string name");
+  if (typeof value.datatype !== "string" || !isDataType(value.datatype))
+    throw new TypeError(`${where}: unknown datatype '${String(value.datatype)}'`);
   if (!Array.isArray(value.shape) || !value.shape.every((dim) => Number.isSafeInteger(dim) && dim >= 0)) {
     throw new TypeError(`${where}: shape must be a list of non-negative integers, got ${JSON.stringify(value.shape)}`);
   }
   if (!(value.data instanceof Uint8Array)) throw new TypeError(`${where}: data must be a Buffer or Uint8Array`);
-  const data = Buffer.isBuffer(value.data) ? value.data : Buffer.from(value.data.buffer, value.data.byteOffset, value.data.byteLength);
+  const data = Buffer.isBuffer(value.data)
+    ? value.data
+    : Buffer.from(value.data.buffer, value.data.byteOffset, value.data.byteLength);
   const shape = [...value.shape];
   const count = elementCount(shape);
   const size = elementByteSize(value.datatype);
   if (size !== undefined && data.length !== count * size) {
-    throw new TypeError(`${where}: shape [${shape.join(",")}] of ${value.datatype} needs ${count * size} bytes, got ${data.length}`);
+    throw new TypeError(
+      `${where}: shape [${shape.join(",")}] of ${value.datatype} needs ${count * size} bytes, got ${data.length}`,
+    );
   }
   if (size === undefined) {
     let found: number;
@@ -342,17 +356,21 @@ export function typedTensor(value: TensorLike): TypedTensor {
     } catch (error) {
       throw new TypeError(`${where}: ${(error as Error).message}`);
     }
-    if (found !== count) throw new TypeError(`${where}: shape [${shape.join(",")}] holds ${count} BYTES elements, got ${found}`);
+    if (found !== count)
+      throw new TypeError(`${where}: shape [${shape.join(",")}] holds ${count} BYTES elements, got ${found}`);
   }
   return new TypedTensorImpl(value.name, value.datatype, shape, data);
 }
 
 function checkCount(name: string, shape: readonly number[], length: number): number[] {
   if (!shape.every((dim) => Number.isSafeInteger(dim) && dim >= 0)) {
-    throw new TypeError(`tensor '${name}': shape must be a list of non-negative integers, got ${JSON.stringify(shape)}`);
+    throw new TypeError(
+      `tensor '${name}': shape must be a list of non-negative integers, got ${JSON.stringify(shape)}`,
+    );
   }
   const count = elementCount(shape);
-  if (count !== length) throw new TypeError(`tensor '${name}': shape [${shape.join(",")}] holds ${count} elements, got ${length} values`);
+  if (count !== length)
+    throw new TypeError(`tensor '${name}': shape [${shape.join(",")}] holds ${count} elements, got ${length} values`);
   return [...shape];
 }
 
@@ -397,27 +415,37 @@ export const tensor = {
     for (let i = 0; i < values.length; i += 1) data[i] = values[i] ? 1 : 0;
     return new TypedTensorImpl(name, "BOOL", checked, data);
   },
-  uint8: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor => fromValues(name, "UINT8", shape, values, Uint8Array),
-  uint16: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor => fromValues(name, "UINT16", shape, values, Uint16Array),
-  uint32: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor => fromValues(name, "UINT32", shape, values, Uint32Array),
+  uint8: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor =>
+    fromValues(name, "UINT8", shape, values, Uint8Array),
+  uint16: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor =>
+    fromValues(name, "UINT16", shape, values, Uint16Array),
+  uint32: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor =>
+    fromValues(name, "UINT32", shape, values, Uint32Array),
   uint64: (name: string, shape: readonly number[], values: ArrayLike<number | bigint>): TypedTensor =>
     fromValues(name, "UINT64", shape, values as ArrayLike<number>, BigUint64Array, toBigInt),
-  int8: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor => fromValues(name, "INT8", shape, values, Int8Array),
-  int16: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor => fromValues(name, "INT16", shape, values, Int16Array),
-  int32: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor => fromValues(name, "INT32", shape, values, Int32Array),
+  int8: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor =>
+    fromValues(name, "INT8", shape, values, Int8Array),
+  int16: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor =>
+    fromValues(name, "INT16", shape, values, Int16Array),
+  int32: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor =>
+    fromValues(name, "INT32", shape, values, Int32Array),
   int64: (name: string, shape: readonly number[], values: ArrayLike<number | bigint>): TypedTensor =>
     fromValues(name, "INT64", shape, values as ArrayLike<number>, BigInt64Array, toBigInt),
   float16: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor =>
     fromValues(name, "FP16", shape, values, Uint16Array, (value) => numberToFloat16Bits(toNumber(value))),
   bfloat16: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor =>
     fromValues(name, "BF16", shape, values, Uint16Array, (value) => numberToBfloat16Bits(toNumber(value))),
-  float32: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor => fromValues(name, "FP32", shape, values, Float32Array),
-  float64: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor => fromValues(name, "FP64", shape, values, Float64Array),
+  float32: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor =>
+    fromValues(name, "FP32", shape, values, Float32Array),
+  float64: (name: string, shape: readonly number[], values: ArrayLike<number>): TypedTensor =>
+    fromValues(name, "FP64", shape, values, Float64Array),
   /** BYTES: strings are encoded as UTF-8. */
   bytes: (name: string, shape: readonly number[], values: ArrayLike<string | Uint8Array>): TypedTensor => {
     const checked = checkCount(name, shape, values.length);
     const elements = Array.from(values, (value) =>
-      typeof value === "string" ? Buffer.from(value, "utf8") : Buffer.from(value.buffer, value.byteOffset, value.byteLength),
+      typeof value === "string"
+        ? Buffer.from(value, "utf8")
+        : Buffer.from(value.buffer, value.byteOffset, value.byteLength),
     );
     return new TypedTensorImpl(name, "BYTES", checked, encodeBytesElements(elements));
   },
@@ -438,7 +466,8 @@ export const tensor = {
     return new TypedTensorImpl(name, chosen, checked, Buffer.from(array.buffer, array.byteOffset, array.byteLength));
   },
   /** Wraps raw bytes in the wire layout (checked, not copied). */
-  raw: (name: string, datatype: DataType, shape: readonly number[], data: Uint8Array): TypedTensor => typedTensor({ name, datatype, shape, data }),
+  raw: (name: string, datatype: DataType, shape: readonly number[], data: Uint8Array): TypedTensor =>
+    typedTensor({ name, datatype, shape, data }),
   /** Wraps any tensor-shaped value (checked, not copied). */
   from: (value: TensorLike): TypedTensor => typedTensor(value),
 };

@@ -19,7 +19,9 @@ if (!env.PRISMA_SCHEMA_ENGINE_BINARY) {
   const placeholder = join(pkgDir, "node_modules", ".cache", "operon-db", "schema-engine-placeholder");
   if (!existsSync(placeholder)) {
     mkdirSync(dirname(placeholder), { recursive: true });
-    writeFileSync(placeholder, "#!/bin/sh\necho 'placeholder schema engine: not a real engine' >&2\nexit 1\n", { mode: 0o755 });
+    writeFileSync(placeholder, "#!/bin/sh\necho 'placeholder schema engine: not a real engine' >&2\nexit 1\n", {
+      mode: 0o755,
+    });
   }
   env.PRISMA_SCHEMA_ENGINE_BINARY = placeholder;
 }

@@ -24,13 +24,17 @@ if (!name || !/^[a-z0-9_]+$/.test(name)) {
 }
 const schemaPath = join(root, "prisma/schema.prisma");
 const oldSchema =
-  fromIndex >= 0 ? readFileSync(args[fromIndex + 1], "utf8") : execFileSync("git", ["show", "HEAD:prisma/schema.prisma"], { cwd: root, encoding: "utf8" });
+  fromIndex >= 0
+    ? readFileSync(args[fromIndex + 1], "utf8")
+    : execFileSync("git", ["show", "HEAD:prisma/schema.prisma"], { cwd: root, encoding: "utf8" });
 const newSchema = readFileSync(schemaPath, "utf8");
 
 // The package's entry imports its .wasm as an ES module, which Node 20 cannot; instantiate it by hand.
 const engineDir = dirname(fileURLToPath(import.meta.resolve("@prisma/schema-engine-wasm")));
 const bindings = await import(join(engineDir, "schema_engine_bg.js"));
-const { instance } = await WebAssembly.instantiate(readFileSync(join(engineDir, "schema_engine_bg.wasm")), { "./schema_engine_bg.js": bindings });
+const { instance } = await WebAssembly.instantiate(readFileSync(join(engineDir, "schema_engine_bg.wasm")), {
+  "./schema_engine_bg.js": bindings,
+});
 bindings.__wbg_set_wasm(instance.exports);
 instance.exports.__wbindgen_start?.();
 

@@ -44,7 +44,8 @@ export function acquireDataDirLock(dataDir: string): DataDirLock {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
       const owner = Number(readFileSync(path, "utf8").trim());
-      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) throw new DataDirLockedError(dataDir, owner);
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner))
+        throw new DataDirLockedError(dataDir, owner);
       if (owner === process.pid) throw new DataDirLockedError(dataDir, owner);
       rmSync(path, { force: true }); // stale: its process is gone
     }

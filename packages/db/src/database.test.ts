@@ -36,8 +36,16 @@ describe.each(testDatabaseBackends())("data layer on $name", (backend) => {
 
   it("records Prisma's bookkeeping with sha256 checksums of migration.sql", async () => {
     const rows = await db.prisma.$queryRawUnsafe<
-      { migration_name: string; checksum: string; finished_at: Date | null; rolled_back_at: Date | null; applied_steps_count: number }[]
-    >(`SELECT migration_name, checksum, finished_at, rolled_back_at, applied_steps_count FROM "_prisma_migrations" ORDER BY migration_name`);
+      {
+        migration_name: string;
+        checksum: string;
+        finished_at: Date | null;
+        rolled_back_at: Date | null;
+        applied_steps_count: number;
+      }[]
+    >(
+      `SELECT migration_name, checksum, finished_at, rolled_back_at, applied_steps_count FROM "_prisma_migrations" ORDER BY migration_name`,
+    );
     const files = readMigrations();
     expect(rows.map((r) => r.migration_name)).toEqual(files.map((f) => f.name));
     for (const [i, f] of files.entries()) {
@@ -110,7 +118,12 @@ describe.each(testDatabaseBackends())("data layer on $name", (backend) => {
       }),
     ).rejects.toThrow();
 
-    const spec = { steps: [{ name: "pre", model: "tokenizer" }, { name: "infer", model: "resnet50", after: ["pre"] }] };
+    const spec = {
+      steps: [
+        { name: "pre", model: "tokenizer" },
+        { name: "infer", model: "resnet50", after: ["pre"] },
+      ],
+    };
     const operator = await prisma.operator.create({
       data: {
         name: "classify",
@@ -120,7 +133,10 @@ describe.each(testDatabaseBackends())("data layer on $name", (backend) => {
         versions: { create: { version: 1, spec, createdById: user.id } },
       },
     });
-    const gotOperator = await prisma.operator.findUniqueOrThrow({ where: { name: "classify" }, include: { versions: true } });
+    const gotOperator = await prisma.operator.findUniqueOrThrow({
+      where: { name: "classify" },
+      include: { versions: true },
+    });
     expect(gotOperator.id).toBe(operator.id);
     expect(gotOperator.spec).toEqual(spec);
     expect(gotOperator.versions[0]?.spec).toEqual(spec);
@@ -153,13 +169,16 @@ describe.each(testDatabaseBackends())("data layer on $name", (backend) => {
     const dir = mkdtempSync(join(tmpdir(), "operon-mig-"));
     try {
       const { mkdirSync, writeFileSync, cpSync } = await import("node:fs");
-      for (const m of readMigrations()) cpSync(join(defaultMigrationsDir(), m.name), join(dir, m.name), { recursive: true });
+      for (const m of readMigrations())
+        cpSync(join(defaultMigrationsDir(), m.name), join(dir, m.name), { recursive: true });
       mkdirSync(join(dir, "99999999999999_broken"));
       writeFileSync(
         join(dir, "99999999999999_broken", "migration.sql"),
         `CREATE TABLE "half_done" ("id" INTEGER);\nSELECT * FROM "no_such_table";\n`,
       );
-      await expect(migrate(db, { migrationsDir: dir })).rejects.toThrow(/99999999999999_broken failed and was rolled back/);
+      await expect(migrate(db, { migrationsDir: dir })).rejects.toThrow(
+        /99999999999999_broken failed and was rolled back/,
+      );
       const tables = await db.prisma.$queryRawUnsafe<{ n: bigint | number }[]>(
         `SELECT count(*) AS n FROM information_schema.tables WHERE table_name = 'half_done'`,
       );
@@ -212,12 +231,18 @@ describe("PostgreSQL database", () => {
       const admin = new pg.Client({ connectionString: TEST_POSTGRES_ADMIN_URL });
       await admin.connect();
       try {
-        await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+        await admin.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        );
         await admin.query("SELECT pg_terminate_backend($1)", [ours[0]!.pid]);
       } finally {
         await admin.end();
       }
-      await expect.poll(() => warnings.some((message) => /PostgreSQL dropped an idle connection/.test(message)), { timeout: 5000 }).toBe(true);
+      await expect
+        .poll(() => warnings.some((message) => /PostgreSQL dropped an idle connection/.test(message)), {
+          timeout: 5000,
+        })
+        .toBe(true);
       const rows = await db.prisma.$queryRawUnsafe<{ one: number }[]>("SELECT 1 AS one");
       expect(rows[0]!.one).toBe(1);
     } finally {

@@ -70,7 +70,12 @@ function openPostgres(url: string): Database {
   // An idle connection the server drops (a restart, an administrator) is
   // discarded by the pool and replaced on the next query. Without a listener
   // Node would treat the pool's "error" event as fatal and end the process.
-  pool.on("error", (error) => process.emitWarning(`PostgreSQL dropped an idle connection (${error.message}); the next query opens a new one`, "OperonDatabaseWarning"));
+  pool.on("error", (error) =>
+    process.emitWarning(
+      `PostgreSQL dropped an idle connection (${error.message}); the next query opens a new one`,
+      "OperonDatabaseWarning",
+    ),
+  );
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool), transactionOptions: TRANSACTION_OPTIONS });
   return {
     prisma,
@@ -135,7 +140,9 @@ async function openEmbedded(dataDir: string | undefined): Promise<Database> {
 }
 
 /** Opens the database and applies pending migrations (what `operon` does on start). */
-export async function openAndMigrate(options: OpenDatabaseOptions = {}): Promise<{ db: Database; migrations: MigrateResult }> {
+export async function openAndMigrate(
+  options: OpenDatabaseOptions = {},
+): Promise<{ db: Database; migrations: MigrateResult }> {
   const db = await openDatabase(options);
   try {
     return { db, migrations: await migrate(db) };

@@ -131,7 +131,11 @@ export async function migrate(db: MigrationSource, options: { migrationsDir?: st
         try {
           await conn.exec(m.sql);
         } catch (err) {
-          throw new MigrationError(`migration ${m.name} failed and was rolled back: ${(err as Error).message}`, m.name, { cause: err });
+          throw new MigrationError(
+            `migration ${m.name} failed and was rolled back: ${(err as Error).message}`,
+            m.name,
+            { cause: err },
+          );
         }
         await conn.query(
           `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, logs, rolled_back_at, started_at, applied_steps_count) VALUES ($1, $2, now(), $3, NULL, NULL, now(), 1)`,

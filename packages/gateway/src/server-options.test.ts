@@ -13,11 +13,23 @@ describe("gateway options", () => {
   });
 
   it("keeps what is given and refuses values out of range", () => {
-    expect(resolveOperonServerOptions({ modelRepositories: [], workerEntry: "w", logger, httpPort: 0, modelControlMode: "explicit" })).toMatchObject({
+    expect(
+      resolveOperonServerOptions({
+        modelRepositories: [],
+        workerEntry: "w",
+        logger,
+        httpPort: 0,
+        modelControlMode: "explicit",
+      }),
+    ).toMatchObject({
       httpPort: 0,
       modelControlMode: "explicit",
     });
-    expect(() => resolveOperonServerOptions({ modelRepositories: [], workerEntry: "w", logger, grpcPort: 70000 })).toThrow();
-    expect(() => resolveOperonServerOptions({ modelRepositories: [], workerEntry: "w", logger, cacheSizeBytes: 0 })).toThrow();
+    expect(() =>
+      resolveOperonServerOptions({ modelRepositories: [], workerEntry: "w", logger, grpcPort: 70000 }),
+    ).toThrow();
+    expect(() =>
+      resolveOperonServerOptions({ modelRepositories: [], workerEntry: "w", logger, cacheSizeBytes: 0 }),
+    ).toThrow();
   });
 });

@@ -121,7 +121,11 @@ const operonServerOptionsSchema = z.object({
   allowNativeUploads: z.boolean().default(false),
   /** The admin's limits on instances and threads per model and host (repository/resource-limits.ts); default from the core count. */
   resourceLimits: z
-    .object({ maxInstancesPerModel: z.number().int().positive(), maxThreadsPerInstance: z.number().int().positive(), maxInstancesPerHost: z.number().int().positive() })
+    .object({
+      maxInstancesPerModel: z.number().int().positive(),
+      maxThreadsPerInstance: z.number().int().positive(),
+      maxInstancesPerHost: z.number().int().positive(),
+    })
     .optional(),
   /**
    * Size of the server-wide response cache (`--cache-config local,size=<bytes>`);
@@ -134,15 +138,26 @@ const operonServerOptionsSchema = z.object({
    * or "retry-after": 503 with Retry-After at once. Default DEFAULT_PARKED_MODEL_POLICY.
    */
   parkedModels: z
-    .object({ mode: z.enum(["wait", "retry-after"]), waitMs: z.number().int().min(0), retryAfterSecs: z.number().int().positive() })
+    .object({
+      mode: z.enum(["wait", "retry-after"]),
+      waitMs: z.number().int().min(0),
+      retryAfterSecs: z.number().int().positive(),
+    })
     .optional(),
   /** Path of the worker process entry (packages/worker/dist/main.js); the thread entry is thread-main.js beside it. */
   workerEntry: z.string().min(1),
   /** The account worker processes (user code) run as, when the server runs as root (--worker-user); default the server's own. */
   workerIdentity: z
-    .object({ uid: z.number().int().min(0), gid: z.number().int().min(0), name: z.string().min(1), home: z.string().min(1) })
+    .object({
+      uid: z.number().int().min(0),
+      gid: z.number().int().min(0),
+      name: z.string().min(1),
+      home: z.string().min(1),
+    })
     .optional(),
-  logger: z.custom<Logger>((value) => isObject(value) && typeof value["info"] === "function", { error: "a logger (createLogger)" }),
+  logger: z.custom<Logger>((value) => isObject(value) && typeof value["info"] === "function", {
+    error: "a logger (createLogger)",
+  }),
   /**
    * API keys (the control plane's grants, kept current by the caller with
    * ring.replaceAll). Undefined = no key checks at all, as before keys
@@ -150,7 +165,9 @@ const operonServerOptionsSchema = z.object({
    * derived from the HTTP and gRPC addresses.
    */
   access: z
-    .custom<{ ring: ApiKeyRing; requireApiKey: boolean; anonymousModelControl?: boolean }>((value) => isObject(value) && isObject(value["ring"]) && typeof value["requireApiKey"] === "boolean")
+    .custom<{ ring: ApiKeyRing; requireApiKey: boolean; anonymousModelControl?: boolean }>(
+      (value) => isObject(value) && isObject(value["ring"]) && typeof value["requireApiKey"] === "boolean",
+    )
     .optional(),
 });
 

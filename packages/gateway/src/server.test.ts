@@ -45,9 +45,15 @@ let http: string;
 
 beforeAll(async () => {
   // The workers run from dist/: make sure it reflects the sources (a no-op when up to date).
-  execFileSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b", "packages/worker"], { cwd: ROOT, stdio: "inherit" });
+  execFileSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b", "packages/worker"], {
+    cwd: ROOT,
+    stdio: "inherit",
+  });
   mkdirSync(path.join(repository, "add_sub", "1"), { recursive: true });
-  writeFileSync(path.join(repository, "add_sub", "1", "model.onnx"), writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }));
+  writeFileSync(
+    path.join(repository, "add_sub", "1", "model.onnx"),
+    writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }),
+  );
   writeFileSync(path.join(repository, "add_sub", "config.pbtxt"), ADD_SUB_CONFIG);
   server = await startOperonServer({
     modelRepositories: [repository],
@@ -87,7 +93,10 @@ afterAll(async () => {
 
 /** `key`: once an admin key exists the workers view needs it (issue 28 item 14). */
 async function workers(key?: string): Promise<WorkersResponse> {
-  const res = await fetch(`${http}/v2/operon/workers`, key !== undefined ? { headers: { Authorization: `Bearer ${key}` } } : {});
+  const res = await fetch(
+    `${http}/v2/operon/workers`,
+    key !== undefined ? { headers: { Authorization: `Bearer ${key}` } } : {},
+  );
   expect(res.status).toBe(200);
   return (await res.json()) as WorkersResponse;
 }
@@ -130,7 +139,15 @@ describe("GET /v2/operon/workers", () => {
     expect(answer.gateway.rssBytes).toBeGreaterThan(0);
     expect(answer.workers.map((worker) => worker.instance)).toEqual(["add_sub_0_0", "add_sub_0_1"]);
     for (const worker of answer.workers) {
-      expect(worker).toMatchObject({ model: "add_sub", version: "1", backend: "onnxruntime", kind: "CPU", device: null, state: "READY", restarts: 0 });
+      expect(worker).toMatchObject({
+        model: "add_sub",
+        version: "1",
+        backend: "onnxruntime",
+        kind: "CPU",
+        device: null,
+        state: "READY",
+        restarts: 0,
+      });
       expect(worker.pid).toBeGreaterThan(0);
       expect(worker.pid).not.toBe(process.pid);
       expect(Date.parse(worker.startedAt!)).toBeLessThanOrEqual(Date.now());
@@ -180,7 +197,9 @@ describe("POST /v2/operators/:operator/validate", () => {
   it("names a step's unknown model", async () => {
     const answer = await validate("summer", spec("no_such_model"));
     expect(answer.valid).toBe(false);
-    expect(answer.problems).toEqual([expect.objectContaining({ code: "unknown-model", message: expect.stringContaining("no_such_model") })]);
+    expect(answer.problems).toEqual([
+      expect.objectContaining({ code: "unknown-model", message: expect.stringContaining("no_such_model") }),
+    ]);
   });
 
   it("reports a malformed spec and a name taken by a repository model", async () => {
@@ -189,7 +208,9 @@ describe("POST /v2/operators/:operator/validate", () => {
     expect(malformed.problems[0]!.message).toMatch(/^invalid operator spec 'summer': /);
     const taken = await validate("add_sub", spec("add_sub"));
     expect(taken.valid).toBe(false);
-    expect(taken.problems).toContainEqual({ message: "'add_sub' is a model of the model repository; an operator needs a name of its own" });
+    expect(taken.problems).toContainEqual({
+      message: "'add_sub' is a model of the model repository; an operator needs a name of its own",
+    });
   });
 });
 
@@ -199,17 +220,27 @@ describe("latency summaries and API keys through startOperonServer", () => {
     expect(server.access?.modelControlOpen()).toBe(true);
     expect(await infer()).toBe(200);
     const text = await metricsText();
-    for (const name of ["nv_inference_request_summary_us", "nv_inference_queue_summary_us", "nv_inference_compute_infer_summary_us"]) {
+    for (const name of [
+      "nv_inference_request_summary_us",
+      "nv_inference_queue_summary_us",
+      "nv_inference_compute_infer_summary_us",
+    ]) {
       expect(text).toContain(`# TYPE ${name} summary`);
-      for (const quantile of ["0.5", "0.9", "0.95", "0.99"]) expect(text).toContain(`${name}{quantile="${quantile}",model="add_sub",version="1"}`);
+      for (const quantile of ["0.5", "0.9", "0.95", "0.99"])
+        expect(text).toContain(`${name}{quantile="${quantile}",model="add_sub",version="1"}`);
       expect(text).toMatch(new RegExp(`${name}_count\\{model="add_sub",version="1"\\} [1-9]`));
     }
 
-    ring.replaceAll([{ id: "admin", hash: adminKey.hash, scopes: ["admin"], priorityLevel: 0, qpsQuota: null, expiresAt: null }]);
+    ring.replaceAll([
+      { id: "admin", hash: adminKey.hash, scopes: ["admin"], priorityLevel: 0, qpsQuota: null, expiresAt: null },
+    ]);
     expect(server.access?.modelControlOpen()).toBe(false);
     const anonymous = await fetch(`${http}/v2/repository/models/add_sub/unload`, { method: "POST" });
     expect(anonymous.status).toBe(401);
-    const unload = await fetch(`${http}/v2/repository/models/add_sub/unload`, { method: "POST", headers: { Authorization: `Bearer ${adminKey.key}` } });
+    const unload = await fetch(`${http}/v2/repository/models/add_sub/unload`, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${adminKey.key}` },
+    });
     expect(unload.status).toBe(200);
     expect(ring.drainUsage().has("admin")).toBe(true);
 

@@ -1,4 +1,3 @@
-
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { OperonError } from "@operon/protocol/errors";
@@ -17,7 +16,12 @@ import { ModelManager } from "./repository/model-manager.js";
 import { ResponseCache } from "./engine/response-cache.js";
 import { defaultResourceLimits } from "./repository/resource-limits.js";
 import { OPERON_VERSION } from "./version.js";
-import { GATEWAY_DEFAULTS, resolveOperonServerOptions, type OperonServerOptions, type ResolvedOperonServerOptions } from "./server-options.js";
+import {
+  GATEWAY_DEFAULTS,
+  resolveOperonServerOptions,
+  type OperonServerOptions,
+  type ResolvedOperonServerOptions,
+} from "./server-options.js";
 
 /** A model control change made through the gateway's API (see GatewayAccessPolicy.onModelControl), for the control plane's audit log. */
 export type { ModelControlEvent } from "./auth/access-policy.js";
@@ -84,11 +88,22 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     access.ring.onTenants((tenants) => tenantShares.configure(tenants));
     registerTenantMetrics(metrics.registry, tenantShares);
   }
-  const engine = new Engine(manager, { version: OPERON_VERSION, strictReadiness: options.strictReadiness, responseCache, metrics, tenantShares, maxBytesElements: options.maxBytesElements });
+  const engine = new Engine(manager, {
+    version: OPERON_VERSION,
+    strictReadiness: options.strictReadiness,
+    responseCache,
+    metrics,
+    tenantShares,
+    maxBytesElements: options.maxBytesElements,
+  });
 
   const failures = await manager.loadAtStartup(options.loadModels);
   for (const failure of failures) {
-    if (failure.hostLimited === true) logger.warn({ model: failure.name, reason: failure.reason }, "model not loaded: native backends are unavailable on this host");
+    if (failure.hostLimited === true)
+      logger.warn(
+        { model: failure.name, reason: failure.reason },
+        "model not loaded: native backends are unavailable on this host",
+      );
     else logger.error({ model: failure.name, reason: failure.reason }, "model failed to load at startup");
   }
   // A model this host cannot run at all (native backends not built) does not stop a start that loads every model.
@@ -115,20 +130,28 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     });
     stoppers.push(() => decodePool.close());
     // A model load carries its files base64-encoded in the JSON body.
-    const maxLoadBodyBytes = Math.max(options.httpMaxBodyBytes, Math.ceil((options.maxUploadBytes * 4) / 3) + 1024 * 1024);
+    const maxLoadBodyBytes = Math.max(
+      options.httpMaxBodyBytes,
+      Math.ceil((options.maxUploadBytes * 4) / 3) + 1024 * 1024,
+    );
     if (options.allowHttp) {
       const http = await startHttpFrontend(engine, {
         host: options.httpAddress,
         port: options.httpPort,
         maxBodyBytes: options.httpMaxBodyBytes,
         maxLoadBodyBytes,
-        maxInflightBodyBytes: options.httpMaxInflightBodyBytes ?? Math.max(4 * options.httpMaxBodyBytes, maxLoadBodyBytes + options.httpMaxBodyBytes),
+        maxInflightBodyBytes:
+          options.httpMaxInflightBodyBytes ??
+          Math.max(4 * options.httpMaxBodyBytes, maxLoadBodyBytes + options.httpMaxBodyBytes),
         decodePool,
         logger,
         maxBytesElements: options.maxBytesElements,
         slowBodies: { pauseMs: options.httpBodyTimeoutSecs * 1000, minBytesPerSec: options.httpMinBodyBytesPerSec },
         headersTimeoutMs: options.httpHeadersTimeoutSecs * 1000,
-        connections: { max: options.httpMaxConnections ?? defaultMaxConnections(), perAddress: options.httpMaxConnectionsPerAddress },
+        connections: {
+          max: options.httpMaxConnections ?? defaultMaxConnections(),
+          perAddress: options.httpMaxConnectionsPerAddress,
+        },
         maxInflateRatio: options.httpMaxInflateRatio,
         ...(access !== undefined ? { access } : {}),
       });
@@ -140,7 +163,9 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
         host: options.grpcAddress,
         port: options.grpcPort,
         decodePool,
-        ...(options.grpcInferMaxMessageBytes !== undefined ? { maxInferMessageBytes: options.grpcInferMaxMessageBytes } : {}),
+        ...(options.grpcInferMaxMessageBytes !== undefined
+          ? { maxInferMessageBytes: options.grpcInferMaxMessageBytes }
+          : {}),
         logger,
         ...(access !== undefined ? { access } : {}),
       });
@@ -171,7 +196,9 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
         modelControlOpen: access.modelControlOpen(),
         keys: access.ring.size,
       },
-      access.modelControlOpen() ? "API keys: model control is open on this loopback-only server" : "API keys: model control needs an admin key",
+      access.modelControlOpen()
+        ? "API keys: model control is open on this loopback-only server"
+        : "API keys: model control needs an admin key",
     );
   }
 
@@ -182,7 +209,8 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
       engine.beginDrain();
       const deadline = Date.now() + options.exitTimeoutSecs * 1000;
       while (engine.inFlightRequests > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      if (engine.inFlightRequests > 0) logger.warn({ inFlight: engine.inFlightRequests }, "exit timeout reached with requests in flight");
+      if (engine.inFlightRequests > 0)
+        logger.warn({ inFlight: engine.inFlightRequests }, "exit timeout reached with requests in flight");
       await Promise.all(stoppers.map((stopOne) => stopOne().catch(() => undefined)));
       await manager.stop(Math.max(0, deadline - Date.now()));
       metrics.stop();
@@ -195,12 +223,17 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
 /** The policy of `options.access`: loopback-only when every enabled frontend (HTTP, gRPC) binds a loopback address. */
 function accessPolicyOf(options: ResolvedOperonServerOptions): GatewayAccessPolicy | undefined {
   if (options.access === undefined) return undefined;
-  const hosts = [...(options.allowHttp ? [options.httpAddress] : []), ...(options.allowGrpc ? [options.grpcAddress] : [])];
+  const hosts = [
+    ...(options.allowHttp ? [options.httpAddress] : []),
+    ...(options.allowGrpc ? [options.grpcAddress] : []),
+  ];
   return new GatewayAccessPolicy({
     ring: options.access.ring,
     requireApiKey: options.access.requireApiKey,
     loopbackOnly: hosts.every(isLoopbackHost),
-    ...(options.access.anonymousModelControl !== undefined ? { anonymousModelControl: options.access.anonymousModelControl } : {}),
+    ...(options.access.anonymousModelControl !== undefined
+      ? { anonymousModelControl: options.access.anonymousModelControl }
+      : {}),
   });
 }
 
@@ -210,10 +243,16 @@ async function checkRepositories(repositories: string[]): Promise<void> {
   for (const repository of repositories) {
     const info = await stat(repository).catch(() => undefined);
     if (info === undefined) {
-      throw new OperonError("INVALID_ARG", `model repository '${resolve(repository)}' does not exist (--model-repository ${repository})`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `model repository '${resolve(repository)}' does not exist (--model-repository ${repository})`,
+      );
     }
     if (!info.isDirectory()) {
-      throw new OperonError("INVALID_ARG", `model repository '${resolve(repository)}' is not a folder (--model-repository ${repository})`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `model repository '${resolve(repository)}' is not a folder (--model-repository ${repository})`,
+      );
     }
   }
 }
@@ -226,10 +265,16 @@ async function checkRepositories(repositories: string[]): Promise<void> {
 function metricsAuthorizer(access: GatewayAccessPolicy | undefined): (authorizationHeader: string | undefined) => void {
   return (authorizationHeader) => {
     if (access === undefined) {
-      throw new OperonError("UNAVAILABLE", "the metrics need an API key (--metrics-require-key), but this server checks no keys: run it with the control plane or --require-api-key");
+      throw new OperonError(
+        "UNAVAILABLE",
+        "the metrics need an API key (--metrics-require-key), but this server checks no keys: run it with the control plane or --require-api-key",
+      );
     }
     if (authorizationHeader === undefined) {
-      throw new OperonError("UNAUTHENTICATED", "the metrics on this server need an API key (Authorization: Bearer <key>; --metrics-require-key)");
+      throw new OperonError(
+        "UNAUTHENTICATED",
+        "the metrics on this server need an API key (Authorization: Bearer <key>; --metrics-require-key)",
+      );
     }
     access.authenticate(authorizationHeader, "infer");
   };

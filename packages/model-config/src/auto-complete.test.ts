@@ -78,7 +78,9 @@ describe("autoCompleteConfig", () => {
   it("maxBatchSizeSet overrides the detection (e.g. for an already-normalized config)", () => {
     const normalized = normalizeConfig({}, { modelName: "m" }); // max_batch_size 0 filled by default
     expect(autoCompleteConfig(normalized, BATCHING_MODEL, { maxBatchSizeSet: false }).max_batch_size).toBe(4);
-    expect(autoCompleteConfig({ max_batch_size: 2 }, BATCHING_MODEL, { maxBatchSizeSet: false }).max_batch_size).toBe(4);
+    expect(autoCompleteConfig({ max_batch_size: 2 }, BATCHING_MODEL, { maxBatchSizeSet: false }).max_batch_size).toBe(
+      4,
+    );
   });
 
   it("partial config: fills data_type / dims of listed tensors, appends the rest in model order", () => {
@@ -144,7 +146,10 @@ describe("validateAgainstModel", () => {
       "model 'm': input 'x': the configuration says TYPE_INT32 but the model tensor is TYPE_INT64",
     );
     expect(
-      mismatch(config({ max_batch_size: 4, input: [{ name: "text", data_type: "TYPE_FP32", dims: [1] }] }), BATCHING_MODEL),
+      mismatch(
+        config({ max_batch_size: 4, input: [{ name: "text", data_type: "TYPE_FP32", dims: [1] }] }),
+        BATCHING_MODEL,
+      ),
     ).toBe("model 'm': input 'text': the configuration says TYPE_FP32 but the model tensor is TYPE_STRING");
     expect(
       mismatch(config({ input: [{ name: "c", data_type: "TYPE_FP32", dims: [2] }] }), {
@@ -164,16 +169,25 @@ describe("validateAgainstModel", () => {
     expect(mismatch(config({ input: [{ name: "x", data_type: "TYPE_INT64", dims: [1, -1] }] }), FIXED_MODEL)).toBe(
       "model 'm': input 'x': the configuration's shape [1,-1] from dims does not match the model tensor's shape [1,4]",
     );
-    expect(mismatch(config({ max_batch_size: 2, input: [{ name: "x", data_type: "TYPE_INT64", dims: [4] }] }), FIXED_MODEL)).toBe(
+    expect(
+      mismatch(config({ max_batch_size: 2, input: [{ name: "x", data_type: "TYPE_INT64", dims: [4] }] }), FIXED_MODEL),
+    ).toBe(
       "model 'm': input 'x': the configuration's shape [-1,4] (with the batch dimension, as max_batch_size > 0) from dims " +
         "does not match the model tensor's shape [1,4]",
     );
     expect(
-      mismatch(config({ output: [{ name: "y", data_type: "TYPE_FP32", dims: [2], reshape: { shape: [1, 2] } }] }), FIXED_MODEL),
-    ).toBe("model 'm': output 'y': the configuration's shape [1,2] from reshape does not match the model tensor's shape [-1]");
+      mismatch(
+        config({ output: [{ name: "y", data_type: "TYPE_FP32", dims: [2], reshape: { shape: [1, 2] } }] }),
+        FIXED_MODEL,
+      ),
+    ).toBe(
+      "model 'm': output 'y': the configuration's shape [1,2] from reshape does not match the model tensor's shape [-1]",
+    );
   });
 
   it("uses the given source as the message prefix", () => {
-    expect(() => validateAgainstModel(config({ input: [{ name: "nope" }] }), FIXED_MODEL, "repo/m")).toThrow(/^repo\/m: unexpected input 'nope'/);
+    expect(() => validateAgainstModel(config({ input: [{ name: "nope" }] }), FIXED_MODEL, "repo/m")).toThrow(
+      /^repo\/m: unexpected input 'nope'/,
+    );
   });
 });

@@ -70,7 +70,11 @@ export function autoCompleteConfig(
   return out;
 }
 
-function completeTensors<T extends ModelInputJson | ModelOutputJson>(configured: T[], model: IoInfo[], batching: boolean): T[] {
+function completeTensors<T extends ModelInputJson | ModelOutputJson>(
+  configured: T[],
+  model: IoInfo[],
+  batching: boolean,
+): T[] {
   const byName = new Map(model.map((tensor) => [tensor.name, tensor]));
   const completed = configured.map((tensor) => {
     const info = byName.get(tensor.name);
@@ -123,12 +127,18 @@ function check(
     const info = model.find((candidate) => candidate.name === tensor.name);
     if (info === undefined) {
       const names = model.map((candidate) => candidate.name).join(", ");
-      throw invalid(prefix, `unexpected ${kind} '${tensor.name}' in the configuration; the model's ${kind}s are: ${names || "(none)"}`);
+      throw invalid(
+        prefix,
+        `unexpected ${kind} '${tensor.name}' in the configuration; the model's ${kind}s are: ${names || "(none)"}`,
+      );
     }
     const modelType = info.datatype === undefined ? "an unsupported type" : toConfigDataType(info.datatype);
     const configType = tensor.data_type ?? "TYPE_INVALID";
     if (info.datatype === undefined || fromConfigDataType(configType) !== info.datatype) {
-      throw invalid(prefix, `${kind} '${tensor.name}': the configuration says ${configType} but the model tensor is ${modelType}`);
+      throw invalid(
+        prefix,
+        `${kind} '${tensor.name}': the configuration says ${configType} but the model tensor is ${modelType}`,
+      );
     }
     const dims = tensor.reshape !== undefined ? (tensor.reshape.shape ?? []) : (tensor.dims ?? []);
     const expected = batching ? [-1, ...dims] : dims;

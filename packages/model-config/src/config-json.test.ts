@@ -53,7 +53,10 @@ version_policy { specific { versions: 2 } }`;
         {
           maxBatchSize: "8",
           input: [{ name: "x", dataType: 11, dims: ["-1", "3"], isShapeTensor: false }],
-          dynamicBatching: { maxQueueDelayMicroseconds: "18446744073709551615", defaultQueuePolicy: { timeoutAction: 1 } },
+          dynamicBatching: {
+            maxQueueDelayMicroseconds: "18446744073709551615",
+            defaultQueuePolicy: { timeoutAction: 1 },
+          },
           sequenceBatching: null,
           modelTransactionPolicy: { decoupled: true },
         },
@@ -62,14 +65,22 @@ version_policy { specific { versions: 2 } }`;
     ).toEqual({
       max_batch_size: 8,
       input: [{ name: "x", data_type: "TYPE_FP32", dims: [-1, 3], is_shape_tensor: false }],
-      dynamic_batching: { max_queue_delay_microseconds: 18446744073709551615, default_queue_policy: { timeout_action: "DELAY" } },
+      dynamic_batching: {
+        max_queue_delay_microseconds: 18446744073709551615,
+        default_queue_policy: { timeout_action: "DELAY" },
+      },
       model_transaction_policy: { decoupled: true },
     });
   });
 
   it("accepts floats as numbers or the proto3 JSON special strings", () => {
     const config = configFromJson(
-      { sequence_batching: { direct: { minimum_slot_utilization: "0.5" }, control_input: [{ control: [{ fp32_false_true: [0, "Infinity", "NaN"] }] }] } },
+      {
+        sequence_batching: {
+          direct: { minimum_slot_utilization: "0.5" },
+          control_input: [{ control: [{ fp32_false_true: [0, "Infinity", "NaN"] }] }],
+        },
+      },
       "load",
     );
     const sequence = config.sequence_batching!;
@@ -101,26 +112,40 @@ describe("configFromJson: rejected inputs name source and field path", () => {
       "load: input[1].dim: unknown field 'dim' in inference.ModelInput",
     );
     expect(errorOf({ parameters: { p: { value: "x" } } })).toBe(
-      'load: parameters["p"].value: unknown field \'value\' in inference.ModelParameter',
+      "load: parameters[\"p\"].value: unknown field 'value' in inference.ModelParameter",
     );
   });
 
   it("wrong types", () => {
     expect(errorOf({ name: 3 })).toBe("load: name: expected a string, got number 3");
     expect(errorOf({ max_batch_size: 1.5 })).toBe("load: max_batch_size: expected an integer (int32), got number 1.5");
-    expect(errorOf({ max_batch_size: "four" })).toBe('load: max_batch_size: expected an integer (int32), got string "four"');
-    expect(errorOf({ input: { name: "a" } })).toBe("load: input: expected an array of inference.ModelInput, got an object");
-    expect(errorOf({ input: [{ dims: [1, true] }] })).toBe("load: input[0].dims[1]: expected an integer (int64), got boolean true");
-    expect(errorOf({ response_cache: { enable: "true" } })).toBe('load: response_cache.enable: expected a boolean, got string "true"');
-    expect(errorOf({ response_cache: true })).toBe("load: response_cache: expected an object (inference.ModelResponseCache), got boolean true");
-    expect(errorOf({ parameters: [] })).toBe("load: parameters: expected an object (map<string, inference.ModelParameter>), got an array");
+    expect(errorOf({ max_batch_size: "four" })).toBe(
+      'load: max_batch_size: expected an integer (int32), got string "four"',
+    );
+    expect(errorOf({ input: { name: "a" } })).toBe(
+      "load: input: expected an array of inference.ModelInput, got an object",
+    );
+    expect(errorOf({ input: [{ dims: [1, true] }] })).toBe(
+      "load: input[0].dims[1]: expected an integer (int64), got boolean true",
+    );
+    expect(errorOf({ response_cache: { enable: "true" } })).toBe(
+      'load: response_cache.enable: expected a boolean, got string "true"',
+    );
+    expect(errorOf({ response_cache: true })).toBe(
+      "load: response_cache: expected an object (inference.ModelResponseCache), got boolean true",
+    );
+    expect(errorOf({ parameters: [] })).toBe(
+      "load: parameters: expected an object (map<string, inference.ModelParameter>), got an array",
+    );
     expect(errorOf({ sequence_batching: { direct: { minimum_slot_utilization: "half" } } })).toBe(
       'load: sequence_batching.direct.minimum_slot_utilization: expected a number, got string "half"',
     );
   });
 
   it("unknown enum values", () => {
-    expect(errorOf({ input: [{ data_type: "FP32" }] })).toBe('load: input[0].data_type: unknown value "FP32" for enum inference.DataType');
+    expect(errorOf({ input: [{ data_type: "FP32" }] })).toBe(
+      'load: input[0].data_type: unknown value "FP32" for enum inference.DataType',
+    );
     expect(errorOf({ instance_group: [{ kind: 9 }] })).toBe(
       "load: instance_group[0].kind: unknown value 9 for enum inference.ModelInstanceGroup.Kind",
     );
@@ -130,7 +155,9 @@ describe("configFromJson: rejected inputs name source and field path", () => {
   });
 
   it("integers out of range and bad map keys", () => {
-    expect(errorOf({ max_batch_size: 2 ** 31 })).toBe("load: max_batch_size: integer 2147483648 out of range for int32 [-2147483648, 2147483647]");
+    expect(errorOf({ max_batch_size: 2 ** 31 })).toBe(
+      "load: max_batch_size: integer 2147483648 out of range for int32 [-2147483648, 2147483647]",
+    );
     expect(errorOf({ model_warmup: [{ batch_size: -1 }] })).toBe(
       "load: model_warmup[0].batch_size: integer -1 out of range for uint32 [0, 4294967295]",
     );

@@ -47,7 +47,8 @@ function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   if (typeof value === "object") return "an object";
-  if (typeof value === "string") return `string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value)}`;
+  if (typeof value === "string")
+    return `string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value)}`;
   return `${typeof value} ${String(value)}`;
 }
 
@@ -105,7 +106,8 @@ class JsonReader {
       }
       if (field.partOf) {
         const other = oneofMembers.get(field.partOf.name);
-        if (other !== undefined) this.fail(fieldPath, `'${field.name}' conflicts with '${other}': both are in oneof '${field.partOf.name}'`);
+        if (other !== undefined)
+          this.fail(fieldPath, `'${field.name}' conflicts with '${other}': both are in oneof '${field.partOf.name}'`);
         oneofMembers.set(field.partOf.name, field.name);
       }
       out[field.name] = this.field(field, fieldValue, fieldPath);
@@ -117,7 +119,8 @@ class JsonReader {
     const kind = fieldKind(field);
     const keyType = mapKeyType(field);
     if (keyType !== undefined) {
-      if (!isPlainObject(value)) this.fail(path, `expected an object (map<${keyType}, ${kindLabel(kind)}>), got ${describe(value)}`);
+      if (!isPlainObject(value))
+        this.fail(path, `expected an object (map<${keyType}, ${kindLabel(kind)}>), got ${describe(value)}`);
       const out: Record<string, unknown> = {};
       for (const [key, entry] of Object.entries(value)) {
         const entryPath = `${path}[${JSON.stringify(key)}]`;

@@ -31,7 +31,10 @@ function base(extra: ModelConfigJson = {}): ModelConfigJson {
 
 describe("normalizeConfig", () => {
   it("fills Triton's defaults for a minimal ONNX config", () => {
-    const raw = parsePbtxt('platform: "onnxruntime_onnx"\ninput { name: "x" data_type: TYPE_FP32 }\noutput { name: "y" data_type: TYPE_FP32 dims: 2 }', "c");
+    const raw = parsePbtxt(
+      'platform: "onnxruntime_onnx"\ninput { name: "x" data_type: TYPE_FP32 }\noutput { name: "y" data_type: TYPE_FP32 dims: 2 }',
+      "c",
+    );
     expect(normalizeConfig(raw, { modelName: "simple" })).toEqual({
       name: "simple",
       platform: "onnxruntime_onnx",
@@ -53,12 +56,28 @@ describe("normalizeConfig", () => {
         },
       ],
       output: [
-        { name: "y", data_type: "TYPE_FP32", dims: [2], label_filename: "", is_shape_tensor: false, is_non_linear_format_io: false },
+        {
+          name: "y",
+          data_type: "TYPE_FP32",
+          dims: [2],
+          label_filename: "",
+          is_shape_tensor: false,
+          is_non_linear_format_io: false,
+        },
       ],
       batch_input: [],
       batch_output: [],
       instance_group: [
-        { name: "simple", kind: "KIND_CPU", count: 1, gpus: [], secondary_devices: [], profile: [], passive: false, host_policy: "" },
+        {
+          name: "simple",
+          kind: "KIND_CPU",
+          count: 1,
+          gpus: [],
+          secondary_devices: [],
+          profile: [],
+          passive: false,
+          host_policy: "",
+        },
       ],
       cc_model_filenames: {},
       metric_tags: {},
@@ -76,14 +95,23 @@ describe("normalizeConfig", () => {
   });
 
   it("fills platform from backend and the backend from defaultBackend", () => {
-    expect(normalizeConfig({ backend: "onnxruntime" }, { modelName: "m" })).toMatchObject({ platform: "onnxruntime_onnx" });
+    expect(normalizeConfig({ backend: "onnxruntime" }, { modelName: "m" })).toMatchObject({
+      platform: "onnxruntime_onnx",
+    });
     expect(normalizeConfig({}, { modelName: "m", defaultBackend: "onnxruntime" })).toMatchObject({
       backend: "onnxruntime",
       platform: "onnxruntime_onnx",
       default_model_filename: "model.onnx",
     });
-    expect(normalizeConfig({ backend: "python" }, { modelName: "m" })).toMatchObject({ backend: "python", platform: "", default_model_filename: "" });
-    expect(normalizeConfig({ backend: "onnxruntime", default_model_filename: "net.onnx" }, { modelName: "m" }).default_model_filename).toBe("net.onnx");
+    expect(normalizeConfig({ backend: "python" }, { modelName: "m" })).toMatchObject({
+      backend: "python",
+      platform: "",
+      default_model_filename: "",
+    });
+    expect(
+      normalizeConfig({ backend: "onnxruntime", default_model_filename: "net.onnx" }, { modelName: "m" })
+        .default_model_filename,
+    ).toBe("net.onnx");
   });
 
   it("rejects a platform/backend mismatch and a name different from the directory", () => {
@@ -118,7 +146,9 @@ describe("normalizeConfig", () => {
   });
 
   it("fills dynamic batching defaults and keeps given values", () => {
-    expect(normalizeConfig({ dynamic_batching: { max_queue_delay_microseconds: 10 } }, { modelName: "m" }).dynamic_batching).toEqual({
+    expect(
+      normalizeConfig({ dynamic_batching: { max_queue_delay_microseconds: 10 } }, { modelName: "m" }).dynamic_batching,
+    ).toEqual({
       preferred_batch_size: [],
       max_queue_delay_microseconds: 10,
       preserve_ordering: false,
@@ -127,7 +157,6 @@ describe("normalizeConfig", () => {
       priority_queue_policy: {},
     });
   });
-
 });
 
 describe("validateConfig", () => {
@@ -149,7 +178,12 @@ describe("validateConfig", () => {
         "cfg",
       ),
     ).not.toThrow();
-    expect(() => validateConfig(base({ input: [{ name: "x", data_type: "TYPE_FP32", dims: [1], reshape: { shape: [] } }] }), "cfg")).not.toThrow();
+    expect(() =>
+      validateConfig(
+        base({ input: [{ name: "x", data_type: "TYPE_FP32", dims: [1], reshape: { shape: [] } }] }),
+        "cfg",
+      ),
+    ).not.toThrow();
   });
 
   it("max_batch_size and dims", () => {
@@ -163,27 +197,40 @@ describe("validateConfig", () => {
   });
 
   it("data types and tensor names", () => {
-    expect(validationError(base({ input: [{ name: "x", dims: [1] }] }))).toBe("cfg: input[0].data_type: input 'x' must set a data_type other than TYPE_INVALID");
+    expect(validationError(base({ input: [{ name: "x", dims: [1] }] }))).toBe(
+      "cfg: input[0].data_type: input 'x' must set a data_type other than TYPE_INVALID",
+    );
     expect(validationError(base({ output: [{ name: "y", data_type: "TYPE_INVALID" }] }))).toBe(
       "cfg: output[0].data_type: output 'y' must set a data_type other than TYPE_INVALID",
     );
-    expect(validationError(base({ input: [{ name: "", data_type: "TYPE_FP32" }] }))).toBe("cfg: input[0].name: input name must not be empty");
+    expect(validationError(base({ input: [{ name: "", data_type: "TYPE_FP32" }] }))).toBe(
+      "cfg: input[0].name: input name must not be empty",
+    );
     expect(
-      validationError(base({ input: [{ name: "x", data_type: "TYPE_FP32" }, { name: "x", data_type: "TYPE_INT32" }] })),
+      validationError(
+        base({
+          input: [
+            { name: "x", data_type: "TYPE_FP32" },
+            { name: "x", data_type: "TYPE_INT32" },
+          ],
+        }),
+      ),
     ).toBe("cfg: input[1].name: duplicate input name 'x'");
   });
 
   it("reshape element counts", () => {
-    expect(validationError(base({ input: [{ name: "x", data_type: "TYPE_FP32", dims: [2, 3], reshape: { shape: [5] } }] }))).toBe(
-      "cfg: input[0].reshape: reshape [5] has 5 elements but dims [2,3] have 6",
-    );
-    expect(validationError(base({ output: [{ name: "y", data_type: "TYPE_FP32", dims: [2], reshape: { shape: [0] } }] }))).toBe(
-      "cfg: output[0].reshape.shape[0]: dimension must be > 0 or -1, got 0",
-    );
+    expect(
+      validationError(base({ input: [{ name: "x", data_type: "TYPE_FP32", dims: [2, 3], reshape: { shape: [5] } }] })),
+    ).toBe("cfg: input[0].reshape: reshape [5] has 5 elements but dims [2,3] have 6");
+    expect(
+      validationError(base({ output: [{ name: "y", data_type: "TYPE_FP32", dims: [2], reshape: { shape: [0] } }] })),
+    ).toBe("cfg: output[0].reshape.shape[0]: dimension must be > 0 or -1, got 0");
   });
 
   it("batching schedulers need max_batch_size > 0; preferred sizes within it", () => {
-    expect(validationError(base({ max_batch_size: 0, dynamic_batching: {} }))).toBe("cfg: dynamic_batching: dynamic batching requires max_batch_size > 0");
+    expect(validationError(base({ max_batch_size: 0, dynamic_batching: {} }))).toBe(
+      "cfg: dynamic_batching: dynamic batching requires max_batch_size > 0",
+    );
     expect(validationError(base({ max_batch_size: 0, sequence_batching: {} }))).toBe(
       "cfg: sequence_batching: sequence batching requires max_batch_size > 0",
     );
@@ -212,7 +259,11 @@ describe("validateConfig", () => {
       "cfg: dynamic_batching.default_priority_level: is 1 but priority_levels is 0",
     );
     expect(
-      validationError(base({ dynamic_batching: { priority_levels: 2, default_priority_level: 1, priority_queue_policy: { "3": {} } } })),
+      validationError(
+        base({
+          dynamic_batching: { priority_levels: 2, default_priority_level: 1, priority_queue_policy: { "3": {} } },
+        }),
+      ),
     ).toBe("cfg: dynamic_batching.priority_queue_policy[3]: priority level must be in [1, 2] (priority_levels), got 3");
     expect(validationError(base({ dynamic_batching: { priority_queue_policy: { "1": {} } } }))).toBe(
       "cfg: dynamic_batching.priority_queue_policy[1]: priority level must be in [1, 0] (priority_levels), got 1",
@@ -220,11 +271,15 @@ describe("validateConfig", () => {
   });
 
   it("instance groups and version policy", () => {
-    expect(validationError(base({ instance_group: [{ count: -1 }] }))).toBe("cfg: instance_group[0].count: must be >= 1, got -1");
+    expect(validationError(base({ instance_group: [{ count: -1 }] }))).toBe(
+      "cfg: instance_group[0].count: must be >= 1, got -1",
+    );
     expect(validationError(base({ version_policy: { specific: { versions: [1, 0] } } }))).toBe(
       "cfg: version_policy.specific.versions[1]: version must be >= 1, got 0",
     );
-    expect(validationError(base({ version_policy: { latest: {} } }))).toBe("cfg: version_policy.latest.num_versions: must be >= 1, got 0");
+    expect(validationError(base({ version_policy: { latest: {} } }))).toBe(
+      "cfg: version_policy.latest.num_versions: must be >= 1, got 0",
+    );
   });
 
   it("ensembles", () => {
@@ -241,13 +296,21 @@ describe("validateConfig", () => {
         { modelName: "e" },
       );
     expect(() => validateConfig(ensemble({}), "cfg")).not.toThrow();
-    expect(validationError(ensemble({ platform: "onnxruntime_onnx" }))).toBe("cfg: platform: ensemble_scheduling requires platform 'ensemble', got 'onnxruntime_onnx'");
-    expect(validationError(ensemble({ ensemble_scheduling: { step: [] } }))).toBe("cfg: ensemble_scheduling.step: an ensemble needs at least one step");
-    expect(validationError(ensemble({ ensemble_scheduling: { step: [{ model_name: "a" }, { model_version: 1 }] } }))).toBe(
-      "cfg: ensemble_scheduling.step[1].model_name: must not be empty",
+    expect(validationError(ensemble({ platform: "onnxruntime_onnx" }))).toBe(
+      "cfg: platform: ensemble_scheduling requires platform 'ensemble', got 'onnxruntime_onnx'",
     );
-    expect(validationError(ensemble({ instance_group: [{ count: 1 }] }))).toBe("cfg: instance_group: ensemble models take no instance_group");
-    expect(validationError(base({ platform: "ensemble", backend: "" }))).toBe("cfg: ensemble_scheduling: platform 'ensemble' requires ensemble_scheduling");
+    expect(validationError(ensemble({ ensemble_scheduling: { step: [] } }))).toBe(
+      "cfg: ensemble_scheduling.step: an ensemble needs at least one step",
+    );
+    expect(
+      validationError(ensemble({ ensemble_scheduling: { step: [{ model_name: "a" }, { model_version: 1 }] } })),
+    ).toBe("cfg: ensemble_scheduling.step[1].model_name: must not be empty");
+    expect(validationError(ensemble({ instance_group: [{ count: 1 }] }))).toBe(
+      "cfg: instance_group: ensemble models take no instance_group",
+    );
+    expect(validationError(base({ platform: "ensemble", backend: "" }))).toBe(
+      "cfg: ensemble_scheduling: platform 'ensemble' requires ensemble_scheduling",
+    );
   });
 
   it("warmup batch size", () => {
@@ -261,11 +324,17 @@ describe("validateConfig", () => {
   });
 
   it("response cache and decoupled models exclude each other", () => {
-    expect(validationError(base({ response_cache: { enable: true }, model_transaction_policy: { decoupled: true } }))).toBe(
+    expect(
+      validationError(base({ response_cache: { enable: true }, model_transaction_policy: { decoupled: true } })),
+    ).toBe(
       "cfg: response_cache: response cache is not supported for decoupled models (model_transaction_policy { decoupled: true }); disable response_cache or decoupled",
     );
     expect(() => validateConfig(base({ response_cache: { enable: true } }), "cfg")).not.toThrow();
-    expect(() => validateConfig(base({ response_cache: { enable: true }, model_transaction_policy: { decoupled: false } }), "cfg")).not.toThrow();
-    expect(() => validateConfig(base({ response_cache: { enable: false }, model_transaction_policy: { decoupled: true } }), "cfg")).not.toThrow();
+    expect(() =>
+      validateConfig(base({ response_cache: { enable: true }, model_transaction_policy: { decoupled: false } }), "cfg"),
+    ).not.toThrow();
+    expect(() =>
+      validateConfig(base({ response_cache: { enable: false }, model_transaction_policy: { decoupled: true } }), "cfg"),
+    ).not.toThrow();
   });
 });

@@ -34,7 +34,9 @@ export interface NormalizeOptions {
 }
 
 /** Platform name <-> backend name pairs that Triton treats as the same thing. */
-const PLATFORM_BACKENDS: readonly (readonly [platform: string, backend: string])[] = [["onnxruntime_onnx", "onnxruntime"]];
+const PLATFORM_BACKENDS: readonly (readonly [platform: string, backend: string])[] = [
+  ["onnxruntime_onnx", "onnxruntime"],
+];
 
 const DEFAULT_MODEL_FILENAMES: Record<string, string> = { onnxruntime: "model.onnx" };
 
@@ -81,7 +83,10 @@ function fillPlatformAndBackend(config: ModelConfigJson, defaultBackend: string 
     if (config.platform === platform && !config.backend) config.backend = backend;
     else if (config.backend === backend && !config.platform) config.platform = platform;
     else if (config.platform === platform && config.backend !== backend) {
-      throw new OperonError("INVALID_ARG", `${source}: backend: platform '${platform}' requires backend '${backend}', got '${config.backend}'`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `${source}: backend: platform '${platform}' requires backend '${backend}', got '${config.backend}'`,
+      );
     }
   }
   config.platform ??= "";
@@ -113,7 +118,10 @@ function normalizeOutput(output: ModelOutputJson): ModelOutputJson {
 }
 
 /** One CPU instance when none is given; unnamed groups become "<model>_<index>" as in Triton. */
-function normalizeInstanceGroups(groups: ModelInstanceGroupJson[] | undefined, modelName: string): ModelInstanceGroupJson[] {
+function normalizeInstanceGroups(
+  groups: ModelInstanceGroupJson[] | undefined,
+  modelName: string,
+): ModelInstanceGroupJson[] {
   const given: ModelInstanceGroupJson[] = groups !== undefined && groups.length > 0 ? groups : [{ name: modelName }];
   return given.map((group, index) => ({
     ...group,
@@ -169,7 +177,8 @@ class ConfigValidator {
 
   validate(config: ModelConfigJson): void {
     const maxBatchSize = config.max_batch_size ?? 0;
-    if (!Number.isInteger(maxBatchSize) || maxBatchSize < 0) this.fail("max_batch_size", `must be >= 0, got ${maxBatchSize}`);
+    if (!Number.isInteger(maxBatchSize) || maxBatchSize < 0)
+      this.fail("max_batch_size", `must be >= 0, got ${maxBatchSize}`);
     this.tensors("input", config.input ?? []);
     this.tensors("output", config.output ?? []);
     this.versionPolicy(config);
@@ -217,7 +226,8 @@ class ConfigValidator {
 
   private dims(path: string, dims: number[]): void {
     dims.forEach((dim, index) => {
-      if (!Number.isInteger(dim) || (dim <= 0 && dim !== -1)) this.fail(`${path}[${index}]`, `dimension must be > 0 or -1, got ${dim}`);
+      if (!Number.isInteger(dim) || (dim <= 0 && dim !== -1))
+        this.fail(`${path}[${index}]`, `dimension must be > 0 or -1, got ${dim}`);
     });
   }
 
@@ -237,7 +247,10 @@ class ConfigValidator {
       if (maxBatchSize === 0) this.fail("dynamic_batching", "dynamic batching requires max_batch_size > 0");
       this.preferredSizes("dynamic_batching.preferred_batch_size", dynamic.preferred_batch_size ?? [], maxBatchSize);
       if ((dynamic.max_queue_delay_microseconds ?? 0) < 0) {
-        this.fail("dynamic_batching.max_queue_delay_microseconds", `must be >= 0, got ${dynamic.max_queue_delay_microseconds}`);
+        this.fail(
+          "dynamic_batching.max_queue_delay_microseconds",
+          `must be >= 0, got ${dynamic.max_queue_delay_microseconds}`,
+        );
       }
       this.priorities(dynamic);
     }
@@ -246,7 +259,11 @@ class ConfigValidator {
       if (maxBatchSize === 0) this.fail("sequence_batching", "sequence batching requires max_batch_size > 0");
       const oldest = sequence.oldest;
       if (oldest !== undefined) {
-        this.preferredSizes("sequence_batching.oldest.preferred_batch_size", oldest.preferred_batch_size ?? [], maxBatchSize);
+        this.preferredSizes(
+          "sequence_batching.oldest.preferred_batch_size",
+          oldest.preferred_batch_size ?? [],
+          maxBatchSize,
+        );
       }
     }
     this.ensemble(config);
@@ -255,7 +272,8 @@ class ConfigValidator {
   private preferredSizes(path: string, sizes: number[], maxBatchSize: number): void {
     sizes.forEach((size, index) => {
       if (size <= 0) this.fail(`${path}[${index}]`, `preferred batch size must be > 0, got ${size}`);
-      if (size > maxBatchSize) this.fail(`${path}[${index}]`, `preferred batch size ${size} exceeds max_batch_size ${maxBatchSize}`);
+      if (size > maxBatchSize)
+        this.fail(`${path}[${index}]`, `preferred batch size ${size} exceeds max_batch_size ${maxBatchSize}`);
     });
   }
 
@@ -268,11 +286,17 @@ class ConfigValidator {
     const levels = dynamic.priority_levels ?? 0;
     const defaultLevel = dynamic.default_priority_level ?? 0;
     if (levels > MAX_PRIORITY_LEVELS) {
-      this.fail("dynamic_batching.priority_levels", `is ${levels}; a model may have at most ${MAX_PRIORITY_LEVELS} priority levels`);
+      this.fail(
+        "dynamic_batching.priority_levels",
+        `is ${levels}; a model may have at most ${MAX_PRIORITY_LEVELS} priority levels`,
+      );
       return;
     }
     if (levels > 0 && (defaultLevel < 1 || defaultLevel > levels)) {
-      this.fail("dynamic_batching.default_priority_level", `must be in [1, ${levels}] (priority_levels), got ${defaultLevel}`);
+      this.fail(
+        "dynamic_batching.default_priority_level",
+        `must be in [1, ${levels}] (priority_levels), got ${defaultLevel}`,
+      );
     }
     if (levels === 0 && defaultLevel !== 0) {
       this.fail("dynamic_batching.default_priority_level", `is ${defaultLevel} but priority_levels is 0`);
@@ -280,7 +304,10 @@ class ConfigValidator {
     for (const key of Object.keys(dynamic.priority_queue_policy ?? {})) {
       const level = Number(key);
       if (!Number.isInteger(level) || level < 1 || level > levels) {
-        this.fail(`dynamic_batching.priority_queue_policy[${key}]`, `priority level must be in [1, ${levels}] (priority_levels), got ${key}`);
+        this.fail(
+          `dynamic_batching.priority_queue_policy[${key}]`,
+          `priority level must be in [1, ${levels}] (priority_levels), got ${key}`,
+        );
       }
     }
   }
@@ -288,10 +315,12 @@ class ConfigValidator {
   private ensemble(config: ModelConfigJson): void {
     const ensemble = config.ensemble_scheduling;
     if (ensemble === undefined) {
-      if (config.platform === "ensemble") this.fail("ensemble_scheduling", "platform 'ensemble' requires ensemble_scheduling");
+      if (config.platform === "ensemble")
+        this.fail("ensemble_scheduling", "platform 'ensemble' requires ensemble_scheduling");
       return;
     }
-    if (config.platform !== "ensemble") this.fail("platform", `ensemble_scheduling requires platform 'ensemble', got '${config.platform ?? ""}'`);
+    if (config.platform !== "ensemble")
+      this.fail("platform", `ensemble_scheduling requires platform 'ensemble', got '${config.platform ?? ""}'`);
     const steps = ensemble.step ?? [];
     if (steps.length === 0) this.fail("ensemble_scheduling.step", "an ensemble needs at least one step");
     steps.forEach((step, index) => {
@@ -303,7 +332,8 @@ class ConfigValidator {
   private instanceGroups(config: ModelConfigJson): void {
     (config.instance_group ?? []).forEach((group, index) => {
       const count = group.count ?? 1;
-      if (!Number.isInteger(count) || count < 1) this.fail(`instance_group[${index}].count`, `must be >= 1, got ${count}`);
+      if (!Number.isInteger(count) || count < 1)
+        this.fail(`instance_group[${index}].count`, `must be >= 1, got ${count}`);
     });
   }
 
@@ -312,7 +342,10 @@ class ConfigValidator {
     (config.model_warmup ?? []).forEach((sample, index) => {
       const size = sample.batch_size ?? 0;
       if (size < 1 || size > limit) {
-        this.fail(`model_warmup[${index}].batch_size`, `must be in [1, ${limit}] (max(max_batch_size, 1)), got ${size}`);
+        this.fail(
+          `model_warmup[${index}].batch_size`,
+          `must be in [1, ${limit}] (max(max_batch_size, 1)), got ${size}`,
+        );
       }
     });
   }

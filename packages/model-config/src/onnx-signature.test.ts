@@ -49,7 +49,11 @@ function model(graph: TestGraph): Uint8Array {
   w.uint32((1 << 3) | 0).int64(8); // ir_version
   w.uint32((2 << 3) | 2).string("test"); // producer_name
   w.uint32((7 << 3) | 2).fork(); // graph
-  w.uint32((1 << 3) | 2).fork().uint32((4 << 3) | 2).string("Identity").ldelim(); // a node
+  w.uint32((1 << 3) | 2)
+    .fork()
+    .uint32((4 << 3) | 2)
+    .string("Identity")
+    .ldelim(); // a node
   for (const init of graph.initializers ?? []) {
     w.uint32((5 << 3) | 2).fork();
     w.uint32((1 << 3) | 0).int64(init.bytes / 4); // dims
@@ -62,12 +66,21 @@ function model(graph: TestGraph): Uint8Array {
   if (graph.sequenceInput !== undefined) {
     w.uint32((11 << 3) | 2).fork();
     w.uint32((1 << 3) | 2).string(graph.sequenceInput);
-    w.uint32((2 << 3) | 2).fork().uint32((4 << 3) | 2).fork().ldelim().ldelim();
+    w.uint32((2 << 3) | 2)
+      .fork()
+      .uint32((4 << 3) | 2)
+      .fork()
+      .ldelim()
+      .ldelim();
     w.ldelim();
   }
   for (const [name, elem, shape] of graph.outputs ?? []) valueInfo(w, 12, name, elem, shape);
   w.ldelim();
-  w.uint32((8 << 3) | 2).fork().uint32((2 << 3) | 0).int64(13).ldelim(); // opset_import
+  w.uint32((8 << 3) | 2)
+    .fork()
+    .uint32((2 << 3) | 0)
+    .int64(13)
+    .ldelim(); // opset_import
   return w.finish();
 }
 
@@ -114,7 +127,9 @@ describe("readOnnxSignature", () => {
     });
     const cls = await readOnnxSignatureFile(OCR_CLS);
     expect(cls.inputs).toEqual([{ name: "x", datatype: "FP32", shape: [-1, 3, -1, -1], onnxType: "tensor(float)" }]);
-    expect(cls.outputs).toEqual([{ name: "softmax_0.tmp_0", datatype: "FP32", shape: [-1, 2], onnxType: "tensor(float)" }]);
+    expect(cls.outputs).toEqual([
+      { name: "softmax_0.tmp_0", datatype: "FP32", shape: [-1, 2], onnxType: "tensor(float)" },
+    ]);
   });
 
   it("maps element types and dims, and drops inputs that are initializers", async () => {
@@ -148,7 +163,11 @@ describe("readOnnxSignature", () => {
   });
 
   it("skips the weights: reads only a small part of a large model", async () => {
-    const bytes = model({ inputs: [["x", 1, [-1, 4]]], outputs: [["y", 1, [-1, 4]]], initializers: [{ name: "big", bytes: 8 * 1024 * 1024 }] });
+    const bytes = model({
+      inputs: [["x", 1, [-1, 4]]],
+      outputs: [["y", 1, [-1, 4]]],
+      initializers: [{ name: "big", bytes: 8 * 1024 * 1024 }],
+    });
     let read = 0;
     const source: ByteSource = {
       size: bytes.length,
@@ -167,15 +186,23 @@ describe("readOnnxSignature", () => {
 
   it("refuses files that are not ONNX models, saying what is wrong", async () => {
     expect(await failure(new Uint8Array())).toBe("upload.onnx: not a valid ONNX model: the file is empty (at byte 0)");
-    expect(await failure(Buffer.from('{ "model": "not protobuf" }'))).toMatch(/^upload\.onnx: not a valid ONNX model: field 15 of ModelProto has wire type 3/);
+    expect(await failure(Buffer.from('{ "model": "not protobuf" }'))).toMatch(
+      /^upload\.onnx: not a valid ONNX model: field 15 of ModelProto has wire type 3/,
+    );
     expect(await failure(Buffer.from("\x08\x08"))).toMatch(/it has no graph \(ModelProto field 7\)/);
     const valid = model({ inputs: [["x", 1, [1]]], outputs: [["y", 1, [1]]] });
     expect(await failure(valid.subarray(0, valid.length - 20))).toMatch(/runs past the end of its file/);
     expect(await failure(model({ inputs: [["x", 1, [1]]] }))).toMatch(/its graph declares no outputs/);
-    expect(await failure(Buffer.from([0x3a, 0x02, 0x5a, 0x05]))).toMatch(/field 11 of GraphProto runs past the end of its enclosing message/);
-    expect(await failure(Buffer.from([0x38, 0x01]))).toMatch(/ModelProto\.graph \(field 7\) should be a message, but has wire type 0/);
+    expect(await failure(Buffer.from([0x3a, 0x02, 0x5a, 0x05]))).toMatch(
+      /field 11 of GraphProto runs past the end of its enclosing message/,
+    );
+    expect(await failure(Buffer.from([0x38, 0x01]))).toMatch(
+      /ModelProto\.graph \(field 7\) should be a message, but has wire type 0/,
+    );
     // A graph output whose bytes are no ValueInfoProto (a string field with a bad length inside).
-    expect(await failure(Buffer.from([0x3a, 0x04, 0x62, 0x02, 0x0a, 0x05]))).toMatch(/graph output #0 cannot be decoded as a ValueInfoProto/);
+    expect(await failure(Buffer.from([0x3a, 0x04, 0x62, 0x02, 0x0a, 0x05]))).toMatch(
+      /graph output #0 cannot be decoded as a ValueInfoProto/,
+    );
     expect(await failure(Buffer.from([0x3a, 0x02, 0x62, 0x00]))).toMatch(/graph output #0 has no name/);
   });
 });

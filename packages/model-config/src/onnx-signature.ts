@@ -162,7 +162,10 @@ export async function readOnnxSignatureFile(path: string, source: string = path)
 
 /** The signature of ONNX model bytes held in memory. */
 export function readOnnxSignatureBytes(bytes: Uint8Array, source: string): Promise<OnnxSignature> {
-  return readOnnxSignature({ size: bytes.length, read: async (position, length) => bytes.subarray(position, position + length) }, source);
+  return readOnnxSignature(
+    { size: bytes.length, read: async (position, length) => bytes.subarray(position, position + length) },
+    source,
+  );
 }
 
 export async function readOnnxSignature(input: ByteSource, source: string): Promise<OnnxSignature> {
@@ -174,7 +177,8 @@ export async function readOnnxSignature(input: ByteSource, source: string): Prom
   await wire.fields({ start: 0, end: input.size }, "ModelProto", async (field) => {
     if (field.id === fieldId(s.model, "graph")) graph = wire.expectBytes(field, "ModelProto.graph");
   });
-  if (graph === undefined) throw wire.invalid(`it has no graph (ModelProto field ${fieldId(s.model, "graph")})`, input.size);
+  if (graph === undefined)
+    throw wire.invalid(`it has no graph (ModelProto field ${fieldId(s.model, "graph")})`, input.size);
 
   const initializers = new Set<string>();
   const inputs: Span[] = [];
@@ -198,7 +202,8 @@ export async function readOnnxSignature(input: ByteSource, source: string): Prom
 
   const decode = async (spans: Span[], kind: "input" | "output"): Promise<OnnxTensorInfo[]> => {
     const infos: OnnxTensorInfo[] = [];
-    for (const [index, span] of spans.entries()) infos.push(await wire.valueInfo(span, s.valueInfo, `graph ${kind} #${index}`));
+    for (const [index, span] of spans.entries())
+      infos.push(await wire.valueInfo(span, s.valueInfo, `graph ${kind} #${index}`));
     return infos;
   };
   const declaredInputs = await decode(inputs, "input");
@@ -301,7 +306,10 @@ class WireReader {
           throw this.invalid(`field ${id} of ${message} has wire type ${wireType}, which ONNX does not use`, at);
       }
       if (value.end > span.end) {
-        throw this.invalid(`field ${id} of ${message} runs past the end of its ${message === "ModelProto" ? "file" : "enclosing message"}`, at);
+        throw this.invalid(
+          `field ${id} of ${message} runs past the end of its ${message === "ModelProto" ? "file" : "enclosing message"}`,
+          at,
+        );
       }
       await visit({ id, wireType, value, at });
       position = value.end;
@@ -309,7 +317,11 @@ class WireReader {
   }
 
   expectBytes(field: WireField, what: string): Span {
-    if (field.wireType !== 2) throw this.invalid(`${what} (field ${field.id}) should be a message, but has wire type ${field.wireType}`, field.at);
+    if (field.wireType !== 2)
+      throw this.invalid(
+        `${what} (field ${field.id}) should be a message, but has wire type ${field.wireType}`,
+        field.at,
+      );
     return field.value;
   }
 

@@ -167,7 +167,12 @@ ensemble_scheduling {
       output: [{ name: "SCORES", data_type: "TYPE_FP32", dims: [10] }],
       ensemble_scheduling: {
         step: [
-          { model_name: "preprocess", model_version: -1, input_map: { INPUT: "RAW" }, output_map: { OUTPUT: "pixels" } },
+          {
+            model_name: "preprocess",
+            model_version: -1,
+            input_map: { INPUT: "RAW" },
+            output_map: { OUTPUT: "pixels" },
+          },
           {
             model_name: "classifier",
             model_version: 2,
@@ -247,7 +252,9 @@ describe("parsePbtxt: syntax variants", () => {
   });
 
   it("accepts map entries as blocks and as lists; a repeated key keeps the last value", () => {
-    expect(parse('metric_tags { key: "a" value: "1" } metric_tags: [ { key: "b" value: "2" }, { key: "a" value: "3" } ]')).toEqual({
+    expect(
+      parse('metric_tags { key: "a" value: "1" } metric_tags: [ { key: "b" value: "2" }, { key: "a" value: "3" } ]'),
+    ).toEqual({
       metric_tags: { a: "3", b: "2" },
     });
   });
@@ -321,7 +328,9 @@ describe("parsePbtxt: syntax variants", () => {
 
   it("keeps a oneof member alone (version_policy latest / all)", () => {
     expect(parse("version_policy { all {} }")).toEqual({ version_policy: { all: {} } });
-    expect(parse("version_policy { latest { num_versions: 2 } }")).toEqual({ version_policy: { latest: { num_versions: 2 } } });
+    expect(parse("version_policy { latest { num_versions: 2 } }")).toEqual({
+      version_policy: { latest: { num_versions: 2 } },
+    });
   });
 
   it("handles CRLF line endings and tabs", () => {
@@ -332,14 +341,21 @@ describe("parsePbtxt: syntax variants", () => {
 describe("parsePbtxt: errors carry source:line:col", () => {
   it("reads ModelEnsembling's field 2 under both of its names", () => {
     for (const written of ["max_inflight_requests", "max_inflight_responses"]) {
-      const config = parsePbtxt(`platform: "ensemble"\nensemble_scheduling { ${written}: 4 step [ { model_name: "m" } ] }`, "cfg");
+      const config = parsePbtxt(
+        `platform: "ensemble"\nensemble_scheduling { ${written}: 4 step [ { model_name: "m" } ] }`,
+        "cfg",
+      );
       expect(config.ensemble_scheduling).toMatchObject({ max_inflight_responses: 4 });
     }
   });
 
   it("unknown field, naming field and message type", () => {
-    expect(errorOf('name: "m"\nmax_batch: 4')).toBe(`${SOURCE}:2:1: unknown field 'max_batch' in inference.ModelConfig`);
-    expect(errorOf("input {\n  name: 'a'\n  dim: [1]\n}")).toBe(`${SOURCE}:3:3: unknown field 'dim' in inference.ModelInput`);
+    expect(errorOf('name: "m"\nmax_batch: 4')).toBe(
+      `${SOURCE}:2:1: unknown field 'max_batch' in inference.ModelConfig`,
+    );
+    expect(errorOf("input {\n  name: 'a'\n  dim: [1]\n}")).toBe(
+      `${SOURCE}:3:3: unknown field 'dim' in inference.ModelInput`,
+    );
     expect(errorOf('parameters { key: "a" val { } }')).toBe(
       `${SOURCE}:1:23: unknown field 'val' in inference.ModelConfig.ParametersEntry`,
     );
@@ -355,9 +371,15 @@ describe("parsePbtxt: errors carry source:line:col", () => {
   });
 
   it("wrong value kinds", () => {
-    expect(errorOf('max_batch_size: "4"')).toBe(`${SOURCE}:1:17: field 'max_batch_size' of inference.ModelConfig expects int32, got string "4"`);
-    expect(errorOf("max_batch_size { }")).toBe(`${SOURCE}:1:16: field 'max_batch_size' of inference.ModelConfig expects int32, got '{'`);
-    expect(errorOf("name: model")).toBe(`${SOURCE}:1:7: field 'name' of inference.ModelConfig expects string, got 'model'`);
+    expect(errorOf('max_batch_size: "4"')).toBe(
+      `${SOURCE}:1:17: field 'max_batch_size' of inference.ModelConfig expects int32, got string "4"`,
+    );
+    expect(errorOf("max_batch_size { }")).toBe(
+      `${SOURCE}:1:16: field 'max_batch_size' of inference.ModelConfig expects int32, got '{'`,
+    );
+    expect(errorOf("name: model")).toBe(
+      `${SOURCE}:1:7: field 'name' of inference.ModelConfig expects string, got 'model'`,
+    );
     expect(errorOf("response_cache: true")).toBe(
       `${SOURCE}:1:17: field 'response_cache' of inference.ModelConfig expects a message (inference.ModelResponseCache), got 'true'`,
     );
@@ -370,7 +392,9 @@ describe("parsePbtxt: errors carry source:line:col", () => {
     expect(errorOf("input { data_type: 'TYPE_FP32' }")).toBe(
       `${SOURCE}:1:20: field 'data_type' of inference.ModelInput expects inference.DataType, got string 'TYPE_FP32'`,
     );
-    expect(errorOf("max_batch_size: 1.5")).toBe(`${SOURCE}:1:17: field 'max_batch_size' of inference.ModelConfig expects an integer (int32), got number 1.5`);
+    expect(errorOf("max_batch_size: 1.5")).toBe(
+      `${SOURCE}:1:17: field 'max_batch_size' of inference.ModelConfig expects an integer (int32), got number 1.5`,
+    );
     expect(errorOf("max_batch_size: [1]")).toBe(
       `${SOURCE}:1:17: field 'max_batch_size' of inference.ModelConfig is not repeated; a list '[...]' is not allowed`,
     );
@@ -396,7 +420,9 @@ describe("parsePbtxt: errors carry source:line:col", () => {
 
   it("duplicate non-repeated field", () => {
     expect(errorOf('name: "a"\nname: "b"')).toBe(`${SOURCE}:2:1: duplicate field 'name' in inference.ModelConfig`);
-    expect(errorOf("input { name: 'a' name: 'b' }")).toBe(`${SOURCE}:1:19: duplicate field 'name' in inference.ModelInput`);
+    expect(errorOf("input { name: 'a' name: 'b' }")).toBe(
+      `${SOURCE}:1:19: duplicate field 'name' in inference.ModelInput`,
+    );
     expect(errorOf('parameters { key: "a" key: "b" }')).toBe(
       `${SOURCE}:1:23: duplicate field 'key' in inference.ModelConfig.ParametersEntry`,
     );
@@ -415,7 +441,9 @@ describe("parsePbtxt: errors carry source:line:col", () => {
     expect(errorOf("}")).toBe(`${SOURCE}:1:1: expected a field name, got '}'`);
     expect(errorOf('name: "m" 42')).toBe(`${SOURCE}:1:11: expected a field name, got number 42`);
     expect(errorOf("input { name: 'a' >")).toBe(`${SOURCE}:1:19: expected a field name or '}', got '>'`);
-    expect(errorOf("input [ { name: 'a' } { name: 'b' } ]")).toBe(`${SOURCE}:1:23: expected ',' or ']' in the list of 'input', got '{'`);
+    expect(errorOf("input [ { name: 'a' } { name: 'b' } ]")).toBe(
+      `${SOURCE}:1:23: expected ',' or ']' in the list of 'input', got '{'`,
+    );
     expect(errorOf("input { dims: [1, 2 }")).toBe(`${SOURCE}:1:21: expected ',' or ']' in the list of 'dims', got '}'`);
     expect(errorOf("name: @")).toBe(`${SOURCE}:1:7: unexpected character '@'`);
     expect(errorOf("max_batch_size: 12ab")).toBe(`${SOURCE}:1:17: invalid number '12ab'`);
@@ -430,15 +458,25 @@ describe("parsePbtxt: errors carry source:line:col", () => {
   });
 
   it("unbalanced braces and unexpected end of input", () => {
-    expect(errorOf("input {\n  name: 'a'\n")).toBe(`${SOURCE}:3:1: unexpected end of input: missing '}' to close '{' opened at 1:7`);
-    expect(errorOf("input < name: 'a'")).toBe(`${SOURCE}:1:18: unexpected end of input: missing '>' to close '<' opened at 1:7`);
+    expect(errorOf("input {\n  name: 'a'\n")).toBe(
+      `${SOURCE}:3:1: unexpected end of input: missing '}' to close '{' opened at 1:7`,
+    );
+    expect(errorOf("input < name: 'a'")).toBe(
+      `${SOURCE}:1:18: unexpected end of input: missing '>' to close '<' opened at 1:7`,
+    );
     expect(errorOf("input { name: 'a' } }")).toBe(`${SOURCE}:1:21: expected a field name, got '}'`);
-    expect(errorOf("name:")).toBe(`${SOURCE}:1:6: field 'name' of inference.ModelConfig expects string, got end of input`);
-    expect(errorOf("input [ { name: 'a' }")).toBe(`${SOURCE}:1:22: expected ',' or ']' in the list of 'input', got end of input`);
+    expect(errorOf("name:")).toBe(
+      `${SOURCE}:1:6: field 'name' of inference.ModelConfig expects string, got end of input`,
+    );
+    expect(errorOf("input [ { name: 'a' }")).toBe(
+      `${SOURCE}:1:22: expected ',' or ']' in the list of 'input', got end of input`,
+    );
     expect(errorOf("max_batch_size: -")).toBe(`${SOURCE}:1:18: expected a number after '-', got end of input`);
   });
 
   it("reports the first error in the file, even when a later one is lexical", () => {
-    expect(errorOf("bogus: 1\nname: 'unterminated")).toBe(`${SOURCE}:1:1: unknown field 'bogus' in inference.ModelConfig`);
+    expect(errorOf("bogus: 1\nname: 'unterminated")).toBe(
+      `${SOURCE}:1:1: unknown field 'bogus' in inference.ModelConfig`,
+    );
   });
 });

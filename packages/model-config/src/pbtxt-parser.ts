@@ -132,7 +132,10 @@ class PbtxtParser {
       }
       if (token.kind === "eof") {
         if (open === undefined) return out;
-        this.fail(token, `unexpected end of input: missing '${closer}' to close '${open.text}' opened at ${open.line}:${open.col}`);
+        this.fail(
+          token,
+          `unexpected end of input: missing '${closer}' to close '${open.text}' opened at ${open.line}:${open.col}`,
+        );
       }
       if (token.kind !== "ident") {
         const expected = closer === undefined ? "a field name" : `a field name or '${closer}'`;
@@ -148,7 +151,10 @@ class PbtxtParser {
       if (spec.oneof !== undefined) {
         const other = oneofMembers.get(spec.oneof);
         if (other !== undefined && other !== spec.name) {
-          this.fail(token, `field '${spec.name}' conflicts with '${other}': both are in oneof '${spec.oneof}' of ${owner}`);
+          this.fail(
+            token,
+            `field '${spec.name}' conflicts with '${other}': both are in oneof '${spec.oneof}' of ${owner}`,
+          );
         }
         oneofMembers.set(spec.oneof, spec.name);
       }
@@ -186,7 +192,8 @@ class PbtxtParser {
       this.store(spec, out, this.parseValue(spec));
       const after = this.lexer.next();
       if (this.isPunct(after, "]")) return;
-      if (!this.isPunct(after, ",")) this.fail(after, `expected ',' or ']' in the list of '${spec.name}', got ${describeToken(after)}`);
+      if (!this.isPunct(after, ","))
+        this.fail(after, `expected ',' or ']' in the list of '${spec.name}', got ${describeToken(after)}`);
     }
   }
 
@@ -208,12 +215,21 @@ class PbtxtParser {
 
   private wrongKind(spec: FieldSpec, token: Token): never {
     if (spec.map !== undefined) {
-      this.fail(token, `field '${spec.name}' of ${spec.owner} is a map; expected an entry '{ key: ... value: ... }', got ${describeToken(token)}`);
+      this.fail(
+        token,
+        `field '${spec.name}' of ${spec.owner} is a map; expected an entry '{ key: ... value: ... }', got ${describeToken(token)}`,
+      );
     }
     if (spec.value.kind === "message") {
-      this.fail(token, `field '${spec.name}' of ${spec.owner} expects a message (${kindLabel(spec.value)}), got ${describeToken(token)}`);
+      this.fail(
+        token,
+        `field '${spec.name}' of ${spec.owner} expects a message (${kindLabel(spec.value)}), got ${describeToken(token)}`,
+      );
     }
-    this.fail(token, `field '${spec.name}' of ${spec.owner} expects ${kindLabel(spec.value)}, got ${describeToken(token)}`);
+    this.fail(
+      token,
+      `field '${spec.name}' of ${spec.owner} expects ${kindLabel(spec.value)}, got ${describeToken(token)}`,
+    );
   }
 
   /** One value of the field: a block for messages / map entries, else a scalar or enum. */
@@ -242,13 +258,15 @@ class PbtxtParser {
     if (token.kind === "ident") {
       this.lexer.next();
       const name = enumValueName(enumType, token.text);
-      if (name === undefined) this.fail(token, `unknown value '${token.text}' for enum ${typeName(enumType)} (field '${spec.name}')`);
+      if (name === undefined)
+        this.fail(token, `unknown value '${token.text}' for enum ${typeName(enumType)} (field '${spec.name}')`);
       return name;
     }
     if (token.kind === "number" || this.isPunct(token, "-")) {
       const number = this.parseInteger(spec, "int32");
       const name = enumValueName(enumType, number);
-      if (name === undefined) this.fail(token, `unknown value ${number} for enum ${typeName(enumType)} (field '${spec.name}')`);
+      if (name === undefined)
+        this.fail(token, `unknown value ${number} for enum ${typeName(enumType)} (field '${spec.name}')`);
       return name;
     }
     this.wrongKind(spec, token);
@@ -303,7 +321,10 @@ class PbtxtParser {
       if (text.length > 1 && text.startsWith("0")) this.fail(token, `octal integer '${text}' is not supported`);
       magnitude = BigInt(text);
     } else {
-      this.fail(token, `field '${spec.name}' of ${spec.owner} expects an integer (${scalar}), got number ${negative ? "-" : ""}${text}`);
+      this.fail(
+        token,
+        `field '${spec.name}' of ${spec.owner} expects an integer (${scalar}), got number ${negative ? "-" : ""}${text}`,
+      );
     }
     this.lexer.next();
     const checked = checkInteger(negative ? -magnitude : magnitude, scalar);

@@ -96,7 +96,16 @@ describe("writePbtxt", () => {
         backend: "onnxruntime",
         version_policy: { specific: { versions: [1, 3] } },
         max_batch_size: 8,
-        input: [{ name: "x", data_type: "TYPE_INT64", format: "FORMAT_NCHW", dims: [3, -1], reshape: { shape: [1, 3, -1] }, optional: true }],
+        input: [
+          {
+            name: "x",
+            data_type: "TYPE_INT64",
+            format: "FORMAT_NCHW",
+            dims: [3, -1],
+            reshape: { shape: [1, 3, -1] },
+            optional: true,
+          },
+        ],
         dynamic_batching: {
           preferred_batch_size: [2, 8],
           max_queue_delay_microseconds: "18446744073709551615",
@@ -105,9 +114,13 @@ describe("writePbtxt", () => {
           priority_queue_policy: { "1": { timeout_action: "DELAY", max_queue_size: 4 }, "2": {} },
         },
         // Parsed from JSON text: in an object literal, __proto__ would set the prototype, not a key.
-        parameters: JSON.parse('{ "intra_op_thread_count": { "string_value": "2" }, "__proto__": { "string_value": "odd key" } }'),
+        parameters: JSON.parse(
+          '{ "intra_op_thread_count": { "string_value": "2" }, "__proto__": { "string_value": "odd key" } }',
+        ),
         metric_tags: {},
-        model_warmup: [{ name: "w", batch_size: 1, inputs: { x: { data_type: "TYPE_INT64", dims: [3, 1], zero_data: true } } }],
+        model_warmup: [
+          { name: "w", batch_size: 1, inputs: { x: { data_type: "TYPE_INT64", dims: [3, 1], zero_data: true } } },
+        ],
         optimization: { graph: { level: -1 }, input_pinned_memory: { enable: false } },
         cc_model_filenames: { "8.6": "model_sm86.plan" },
         instance_group: [],
@@ -131,7 +144,11 @@ describe("writePbtxt", () => {
 
   it("round-trips strings with quotes, escapes, control characters and non-ASCII text", () => {
     const label = 'a "quoted" \\ path\nline\ttab\r\u0001\u007f é 日本 🙂';
-    const config: ModelConfigJson = { name: label, output: [{ name: "y", label_filename: label }], parameters: { [label]: { string_value: label } } };
+    const config: ModelConfigJson = {
+      name: label,
+      output: [{ name: "y", label_filename: label }],
+      parameters: { [label]: { string_value: label } },
+    };
     expect(roundTrip(config)).toEqual(config);
     expect(writePbtxt({ name: "\u0001" })).toBe('name: "\\001"\n');
   });
@@ -144,15 +161,23 @@ describe("writePbtxt", () => {
   });
 
   it("keeps set-but-empty lists and maps", () => {
-    const config: ModelConfigJson = { input: [], output: [{ name: "y", dims: [] }], parameters: {}, dynamic_batching: {} };
+    const config: ModelConfigJson = {
+      input: [],
+      output: [{ name: "y", dims: [] }],
+      parameters: {},
+      dynamic_batching: {},
+    };
     expect(roundTrip(config)).toEqual(config);
   });
 
   it("writes what auto-completion and normalization produce, and reads back the same config", () => {
-    const completed = autoCompleteConfig({ name: "m", platform: "onnxruntime_onnx" }, {
-      inputs: [{ name: "in", datatype: "FP32", shape: [-1, 4] }],
-      outputs: [{ name: "out", datatype: "BYTES", shape: [-1, 2] }],
-    });
+    const completed = autoCompleteConfig(
+      { name: "m", platform: "onnxruntime_onnx" },
+      {
+        inputs: [{ name: "in", datatype: "FP32", shape: [-1, 4] }],
+        outputs: [{ name: "out", datatype: "BYTES", shape: [-1, 2] }],
+      },
+    );
     const normalized = normalizeConfig(completed, { modelName: "m" });
     expect(roundTrip(completed)).toEqual(completed);
     expect(normalizeConfig(roundTrip(completed), { modelName: "m" })).toEqual(normalized);
@@ -161,11 +186,19 @@ describe("writePbtxt", () => {
 
   it("refuses values the schema does not allow, naming the field", () => {
     expect(errorOf({ nmae: "x" })).toBe("cfg: nmae: unknown field 'nmae' in inference.ModelConfig");
-    expect(errorOf({ input: [{ name: "x", data_type: "TYPE_FLOAT" }] })).toBe('cfg: input[0].data_type: unknown value "TYPE_FLOAT" for enum inference.DataType');
+    expect(errorOf({ input: [{ name: "x", data_type: "TYPE_FLOAT" }] })).toBe(
+      'cfg: input[0].data_type: unknown value "TYPE_FLOAT" for enum inference.DataType',
+    );
     expect(errorOf({ max_batch_size: 1.5 })).toBe("cfg: max_batch_size: expected an integer (int32), got 1.5");
-    expect(errorOf({ max_batch_size: 2 ** 31 })).toMatch(/^cfg: max_batch_size: integer 2147483648 out of range for int32/);
-    expect(errorOf({ input: [{ name: "x", dims: "3" }] })).toBe("cfg: input[0].dims: expected an array (a repeated field)");
-    expect(errorOf({ dynamic_batching: { priority_queue_policy: { one: {} } } })).toMatch(/priority_queue_policy\["one"\]: map key must be an integer/);
+    expect(errorOf({ max_batch_size: 2 ** 31 })).toMatch(
+      /^cfg: max_batch_size: integer 2147483648 out of range for int32/,
+    );
+    expect(errorOf({ input: [{ name: "x", dims: "3" }] })).toBe(
+      "cfg: input[0].dims: expected an array (a repeated field)",
+    );
+    expect(errorOf({ dynamic_batching: { priority_queue_policy: { one: {} } } })).toMatch(
+      /priority_queue_policy\["one"\]: map key must be an integer/,
+    );
     expect(errorOf({ name: "\ud800" })).toMatch(/^cfg: name: string holds an unpaired UTF-16 surrogate/);
     expect(errorOf([])).toBe("cfg: <root>: expected an object (inference.ModelConfig)");
   });

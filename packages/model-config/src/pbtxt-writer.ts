@@ -18,7 +18,16 @@
 import type protobuf from "protobufjs";
 import { OperonError } from "@operon/protocol/errors";
 import type { FieldKind } from "./config-schema.js";
-import { checkInteger, enumValueName, fieldKind, isFloatType, isIntegerType, mapKeyType, modelConfigType, typeName } from "./config-schema.js";
+import {
+  checkInteger,
+  enumValueName,
+  fieldKind,
+  isFloatType,
+  isIntegerType,
+  mapKeyType,
+  modelConfigType,
+  typeName,
+} from "./config-schema.js";
 import type { ModelConfigJson } from "./model-config-types.js";
 
 const INDENT = "  ";
@@ -43,7 +52,11 @@ function quote(value: string, fail: (problem: string) => never): string {
   for (let i = 0; i < value.length; i += 1) {
     const code = value.charCodeAt(i);
     if (code >= 0xd800 && code <= 0xdfff) {
-      const pair = code <= 0xdbff && i + 1 < value.length && value.charCodeAt(i + 1) >= 0xdc00 && value.charCodeAt(i + 1) <= 0xdfff;
+      const pair =
+        code <= 0xdbff &&
+        i + 1 < value.length &&
+        value.charCodeAt(i + 1) >= 0xdc00 &&
+        value.charCodeAt(i + 1) <= 0xdfff;
       if (!pair) fail(`string holds an unpaired UTF-16 surrogate at index ${i}; it cannot be written as UTF-8`);
       out += value[i]! + value[i + 1]!;
       i += 1;
@@ -182,7 +195,8 @@ class PbtxtWriter {
       return String(value);
     }
     if (isIntegerType(scalar)) {
-      if (typeof value !== "number" || !Number.isInteger(value)) this.fail(path, `expected an integer (${scalar}), got ${JSON.stringify(value)}`);
+      if (typeof value !== "number" || !Number.isInteger(value))
+        this.fail(path, `expected an integer (${scalar}), got ${JSON.stringify(value)}`);
       return this.integer(value, scalar, path);
     }
     if (isFloatType(scalar)) {

@@ -27,13 +27,15 @@ const CASE_KEYS = Object.keys(RouteCaseSchema.shape);
 export function canonicalSpec(spec: Record<string, unknown>): Record<string, unknown> {
   const ordered = ordering(spec, SPEC_KEYS);
   for (const key of ["inputs", "outputs"]) {
-    if (Array.isArray(ordered[key])) ordered[key] = ordered[key].map((tensor: unknown) => (isObject(tensor) ? ordering(tensor, TENSOR_KEYS) : tensor));
+    if (Array.isArray(ordered[key]))
+      ordered[key] = ordered[key].map((tensor: unknown) => (isObject(tensor) ? ordering(tensor, TENSOR_KEYS) : tensor));
   }
   if (Array.isArray(ordered["steps"])) {
     ordered["steps"] = ordered["steps"].map((step: unknown) => {
       if (!isObject(step)) return step;
       const next = ordering(step, STEP_KEYS_BY_KIND[String(step["kind"])] ?? STEP_KEYS);
-      if (Array.isArray(next["cases"])) next["cases"] = next["cases"].map((entry: unknown) => (isObject(entry) ? ordering(entry, CASE_KEYS) : entry));
+      if (Array.isArray(next["cases"]))
+        next["cases"] = next["cases"].map((entry: unknown) => (isObject(entry) ? ordering(entry, CASE_KEYS) : entry));
       return next;
     });
   }

@@ -19,10 +19,18 @@ describe("operatorSpecJsonSchema", () => {
       const?: string;
     }
     const schema = operatorSpecJsonSchema() as Node;
-    const resolve = (node: Node): Node => (node.$ref !== undefined ? schema.$defs![node.$ref.replace("#/$defs/", "")]! : node);
+    const resolve = (node: Node): Node =>
+      node.$ref !== undefined ? schema.$defs![node.$ref.replace("#/$defs/", "")]! : node;
     expect(schema.required).toEqual(["name", "inputs", "outputs", "steps"]);
     const kinds = schema.properties!["steps"]!.items!.oneOf!.map((step) => resolve(step).properties!["kind"]!.const);
     expect(kinds).toEqual(["model", "route", "exit"]);
-    expect(Object.keys(schema.$defs!).sort()).toEqual(["Condition", "ExitStep", "ModelStep", "RouteCase", "RouteStep", "TensorSpec"]);
+    expect(Object.keys(schema.$defs!).sort()).toEqual([
+      "Condition",
+      "ExitStep",
+      "ModelStep",
+      "RouteCase",
+      "RouteStep",
+      "TensorSpec",
+    ]);
   });
 });

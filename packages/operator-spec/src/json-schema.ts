@@ -26,5 +26,8 @@ export function operatorSpecJsonSchema(): Record<string, unknown> {
   names.add(RouteCaseSchema, { id: "RouteCase" });
   names.add(RouteStepSpecSchema, { id: "RouteStep" });
   names.add(ExitStepSpecSchema, { id: "ExitStep" });
-  return z.toJSONSchema(OperatorSpecSchema, { io: "input", target: "draft-2020-12", metadata: names }) as Record<string, unknown>;
+  return z.toJSONSchema(OperatorSpecSchema, { io: "input", target: "draft-2020-12", metadata: names }) as Record<
+    string,
+    unknown
+  >;
 }

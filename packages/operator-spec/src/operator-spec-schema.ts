@@ -41,7 +41,8 @@ export const PARAM_PREFIX = "$param.";
 /** Prefix of an error message reported at its parent's path (the list or map holding the element). */
 export const UP = "\u0000up:";
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 const nonEmpty = (message: string) => z.string({ error: message }).min(1, { error: message });
 
@@ -54,7 +55,11 @@ const tensorMap = (description: string) =>
     .describe(description);
 
 const count = (description: string) =>
-  z.int({ error: (issue) => `must be an integer >= 0, got ${JSON.stringify(issue.input)}` }).min(0).optional().describe(description);
+  z
+    .int({ error: (issue) => `must be an integer >= 0, got ${JSON.stringify(issue.input)}` })
+    .min(0)
+    .optional()
+    .describe(description);
 
 export const TensorSpecSchema = z
   .object(
@@ -62,13 +67,19 @@ export const TensorSpecSchema = z
       name: nonEmpty("name must be a non-empty string"),
       datatype: z
         .enum(DATATYPES, {
-          error: (issue) => `datatype must be one of the KServe datatypes (FP32, INT64, BYTES, ...), got ${JSON.stringify(issue.input)}`,
+          error: (issue) =>
+            `datatype must be one of the KServe datatypes (FP32, INT64, BYTES, ...), got ${JSON.stringify(issue.input)}`,
         })
         .describe('Wire datatype name, e.g. "FP32", "BYTES"'),
       dims: z
-        .array(z.int({ error: `${UP}dims must be an array of integers >= -1` }).min(-1, { error: `${UP}dims must be an array of integers >= -1` }), {
-          error: "dims must be an array of integers >= -1",
-        })
+        .array(
+          z
+            .int({ error: `${UP}dims must be an array of integers >= -1` })
+            .min(-1, { error: `${UP}dims must be an array of integers >= -1` }),
+          {
+            error: "dims must be an array of integers >= -1",
+          },
+        )
         .describe("Without the batch dimension when the operator's maxBatchSize > 0; -1 is any size"),
       optional: z.boolean({ error: "optional must be a boolean" }).optional(),
     },
@@ -103,23 +114,35 @@ function conditionProblem(value: unknown): string {
 
 const stepId = nonEmpty("id must be a non-empty string").describe("Unique among the operator's steps");
 const stepList = (description: string) =>
-  z.array(nonEmpty(`${UP}must be an array of step ids`), { error: "must be an array of step ids" }).describe(description);
-const conditionInput = nonEmpty('input must be a tensor name or "$param.<name>"').describe('Tensor name, or "$param.<name>" for a request parameter');
+  z
+    .array(nonEmpty(`${UP}must be an array of step ids`), { error: "must be an array of step ids" })
+    .describe(description);
+const conditionInput = nonEmpty('input must be a tensor name or "$param.<name>"').describe(
+  'Tensor name, or "$param.<name>" for a request parameter',
+);
 
 export const ModelStepSpecSchema = z.object({
   id: stepId,
   kind: z.literal("model"),
   model: nonEmpty("model must be a non-empty string"),
-  version: z.string({ error: 'version must be a string (e.g. "1")' }).optional().describe("Version to call; absent = the model's latest ready version"),
+  version: z
+    .string({ error: 'version must be a string (e.g. "1")' })
+    .optional()
+    .describe("Version to call; absent = the model's latest ready version"),
   inputs: tensorMap("Model input name -> tensor name (an operator input or another step's output)"),
-  outputs: tensorMap("Model output name -> tensor name it is published under").refine((outputs) => Object.keys(outputs).length > 0, {
-    error: "outputs must map at least one model output",
-  }),
+  outputs: tensorMap("Model output name -> tensor name it is published under").refine(
+    (outputs) => Object.keys(outputs).length > 0,
+    {
+      error: "outputs must map at least one model output",
+    },
+  ),
   maxInflight: z
     .int({ error: "maxInflight must be an integer >= 0" })
     .min(0, { error: "maxInflight must be an integer >= 0" })
     .optional()
-    .describe("Requests this step runs at once across all requests of the operator (0 = unlimited; default: the operator's)"),
+    .describe(
+      "Requests this step runs at once across all requests of the operator (0 = unlimited; default: the operator's)",
+    ),
 });
 
 export const RouteCaseSchema = z.object(
@@ -138,7 +161,9 @@ export const RouteStepSpecSchema = z
     cases: z.array(RouteCaseSchema, { error: "cases must be an array of { when, next }" }),
     default: stepList("Step ids activated when no case matches; without it, no match fails the request").optional(),
   })
-  .refine((route) => route.cases.length > 0 || route.default !== undefined, { error: "a route needs at least one case or a default" });
+  .refine((route) => route.cases.length > 0 || route.default !== undefined, {
+    error: "a route needs at least one case or a default",
+  });
 
 export const ExitStepSpecSchema = z.object({
   id: stepId,
@@ -148,9 +173,16 @@ export const ExitStepSpecSchema = z.object({
   outputs: tensorMap("Operator output name -> tensor name answered when the exit fires; covers every operator output"),
 });
 
-export const StepSpecSchema = z.discriminatedUnion("kind", [ModelStepSpecSchema, RouteStepSpecSchema, ExitStepSpecSchema], {
-  error: (issue) => (isObject(issue.input) ? `kind must be "model", "route" or "exit", got ${JSON.stringify(issue.input["kind"] ?? null)}` : "a step must be an object"),
-});
+export const StepSpecSchema = z.discriminatedUnion(
+  "kind",
+  [ModelStepSpecSchema, RouteStepSpecSchema, ExitStepSpecSchema],
+  {
+    error: (issue) =>
+      isObject(issue.input)
+        ? `kind must be "model", "route" or "exit", got ${JSON.stringify(issue.input["kind"] ?? null)}`
+        : "a step must be an object",
+  },
+);
 
 export const OperatorSpecSchema = z
   .object({
@@ -159,11 +191,19 @@ export const OperatorSpecSchema = z
       .regex(/^(?!\.\.?$)[^/\\\0]+$/, { error: "must be a non-empty string usable as a model name" })
       .describe("The operator's name, served like a model name"),
     description: z.string({ error: "must be a string" }).optional(),
-    maxBatchSize: count("As a model config's max_batch_size: > 0 means tensors carry a batch dimension not written in dims. Default 0"),
+    maxBatchSize: count(
+      "As a model config's max_batch_size: > 0 means tensors carry a batch dimension not written in dims. Default 0",
+    ),
     maxInflightPerStep: count("Default in-flight cap of every model step (0 = unlimited)"),
-    inputs: z.array(TensorSpecSchema, { error: "must be a non-empty array of { name, datatype, dims }" }).min(1, { error: "must be a non-empty array of { name, datatype, dims }" }),
-    outputs: z.array(TensorSpecSchema, { error: "must be a non-empty array of { name, datatype, dims }" }).min(1, { error: "must be a non-empty array of { name, datatype, dims }" }),
-    steps: z.array(StepSpecSchema, { error: "must be a non-empty array" }).min(1, { error: "must be a non-empty array" }),
+    inputs: z
+      .array(TensorSpecSchema, { error: "must be a non-empty array of { name, datatype, dims }" })
+      .min(1, { error: "must be a non-empty array of { name, datatype, dims }" }),
+    outputs: z
+      .array(TensorSpecSchema, { error: "must be a non-empty array of { name, datatype, dims }" })
+      .min(1, { error: "must be a non-empty array of { name, datatype, dims }" }),
+    steps: z
+      .array(StepSpecSchema, { error: "must be a non-empty array" })
+      .min(1, { error: "must be a non-empty array" }),
   })
   // Unique names and ids, checked also when other parts of the spec are wrong (every problem is listed at once).
   .superRefine(
@@ -177,7 +217,10 @@ export const OperatorSpecSchema = z
           const name = isObject(element) ? element[field] : undefined;
           if (typeof name !== "string" || name === "") return;
           if (seen.has(name)) {
-            const message = key === "steps" ? `step id '${name}' is used more than once` : `tensor name '${name}' is used more than once`;
+            const message =
+              key === "steps"
+                ? `step id '${name}' is used more than once`
+                : `tensor name '${name}' is used more than once`;
             context.addIssue({ code: "custom", path: [key, index], message });
           }
           seen.add(name);

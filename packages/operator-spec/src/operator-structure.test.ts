@@ -2,13 +2,24 @@ import { describe, expect, it } from "vitest";
 import type { OperatorSpec, StepSpec } from "./operator-spec-schema.js";
 import { analyzeOperator, structuralProblems } from "./operator-structure.js";
 
-const fp32 = (name: string, dims: number[] = [16], optional = false) => ({ name, datatype: "FP32" as const, dims, optional });
+const fp32 = (name: string, dims: number[] = [16], optional = false) => ({
+  name,
+  datatype: "FP32" as const,
+  dims,
+  optional,
+});
 
 function spec(steps: StepSpec[], extra: Partial<OperatorSpec> = {}): OperatorSpec {
   return { name: "op", maxBatchSize: 8, inputs: [fp32("IN")], outputs: [fp32("OUT")], steps, ...extra };
 }
 
-const pre = (id: string, input: string, output: string): StepSpec => ({ id, kind: "model", model: "pre", inputs: { x: input }, outputs: { y: output } });
+const pre = (id: string, input: string, output: string): StepSpec => ({
+  id,
+  kind: "model",
+  model: "pre",
+  inputs: { x: input },
+  outputs: { y: output },
+});
 
 function codes(s: OperatorSpec): string[] {
   return structuralProblems(s).map((problem) => problem.code);
@@ -24,7 +35,9 @@ describe("structuralProblems", () => {
   it("unknown tensors", () => {
     const s = spec([pre("a", "nowhere", "OUT")]);
     expect(codes(s)).toEqual(["unknown-tensor"]);
-    expect(messages(s)).toContain("step 'a' reads tensor 'nowhere' (for input 'x'), which is neither an operator input nor produced by any step");
+    expect(messages(s)).toContain(
+      "step 'a' reads tensor 'nowhere' (for input 'x'), which is neither an operator input nor produced by any step",
+    );
     const route = spec([pre("a", "IN", "OUT"), { id: "r", kind: "route", input: "ghost", cases: [], default: ["a"] }]);
     expect(messages(route)).toContain("route step 'r' reads tensor 'ghost'");
   });
@@ -33,7 +46,9 @@ describe("structuralProblems", () => {
     const s = spec([pre("a", "IN", "OUT"), pre("b", "IN", "OUT")]);
     expect(codes(s)).toEqual(["duplicate-producer"]);
     expect(messages(s)).toContain("tensor 'OUT' is produced by both step 'a' and step 'b'");
-    expect(messages(spec([pre("a", "IN", "IN"), pre("b", "IN", "OUT")]))).toContain("tensor 'IN' is an operator input and is also produced by step 'a'");
+    expect(messages(spec([pre("a", "IN", "IN"), pre("b", "IN", "OUT")]))).toContain(
+      "tensor 'IN' is an operator input and is also produced by step 'a'",
+    );
   });
 
   it("allows one tensor from the exclusive branches of a route, not from one branch", () => {
@@ -44,7 +59,9 @@ describe("structuralProblems", () => {
       cases: cases.map((next, i) => ({ when: { equals: i }, next })),
     });
     expect(codes(spec([route([["a"], ["b"]]), pre("a", "IN", "OUT"), pre("b", "IN", "OUT")]))).toEqual([]);
-    expect(codes(spec([route([["a", "b"]]), pre("a", "IN", "OUT"), pre("b", "IN", "OUT")]))).toEqual(["duplicate-producer"]);
+    expect(codes(spec([route([["a", "b"]]), pre("a", "IN", "OUT"), pre("b", "IN", "OUT")]))).toEqual([
+      "duplicate-producer",
+    ]);
   });
 
   it("unreachable outputs", () => {
@@ -66,7 +83,10 @@ describe("structuralProblems", () => {
   });
 
   it("exits must answer exactly the operator outputs", () => {
-    const s = spec([pre("a", "IN", "OUT"), { id: "e", kind: "exit", input: "IN", when: { equals: 0 }, outputs: { OTHER: "IN" } }]);
+    const s = spec([
+      pre("a", "IN", "OUT"),
+      { id: "e", kind: "exit", input: "IN", when: { equals: 0 }, outputs: { OTHER: "IN" } },
+    ]);
     const text = messages(s);
     expect(codes(s)).toEqual(["bad-exit", "bad-exit"]);
     expect(text).toContain("exit 'e' answers 'OTHER', which is not an operator output");
@@ -80,10 +100,12 @@ describe("structuralProblems", () => {
   });
 
   it("counts an exit's wait as an edge: an exit reading a step listed after it is a cycle", () => {
-    const s = spec([{ id: "e", kind: "exit", input: "OUT", when: { equals: 0 }, outputs: { OUT: "OUT" } }, pre("a", "IN", "OUT")]);
+    const s = spec([
+      { id: "e", kind: "exit", input: "OUT", when: { equals: 0 }, outputs: { OUT: "OUT" } },
+      pre("a", "IN", "OUT"),
+    ]);
     expect(messages(s)).toBe("cycle: 'e' -(listed after the exit)-> 'a' -(tensor 'OUT')-> 'e'");
   });
-
 });
 
 describe("analyzeOperator", () => {

@@ -92,7 +92,10 @@ export function isKnownTensor(spec: OperatorSpec, graph: OperatorGraph, tensor: 
  * answer exactly the operator outputs, outputs no step produces, cycles
  * (named). Empty = the graph holds together.
  */
-export function structuralProblems(spec: OperatorSpec, graph: OperatorGraph = analyzeOperator(spec)): OperatorProblem[] {
+export function structuralProblems(
+  spec: OperatorSpec,
+  graph: OperatorGraph = analyzeOperator(spec),
+): OperatorProblem[] {
   const problems: OperatorProblem[] = [];
   const problem = (code: OperatorProblemCode, message: string): void => void problems.push({ code, message });
   const operatorInputs = new Set(spec.inputs.map((t) => t.name));
@@ -102,12 +105,18 @@ export function structuralProblems(spec: OperatorSpec, graph: OperatorGraph = an
   // Tensors produced twice: by two steps (unless they are in different cases of one route), or a step and the request.
   for (const [tensor, ids] of graph.producers) {
     if (operatorInputs.has(tensor)) {
-      problem("duplicate-producer", `tensor '${tensor}' is an operator input and is also produced by step '${ids[0]!}'`);
+      problem(
+        "duplicate-producer",
+        `tensor '${tensor}' is an operator input and is also produced by step '${ids[0]!}'`,
+      );
     }
     for (let i = 0; i < ids.length; i += 1) {
       for (let j = i + 1; j < ids.length; j += 1) {
         if (!exclusive(graph, ids[i]!, ids[j]!)) {
-          problem("duplicate-producer", `tensor '${tensor}' is produced by both step '${ids[i]!}' and step '${ids[j]!}'`);
+          problem(
+            "duplicate-producer",
+            `tensor '${tensor}' is produced by both step '${ids[i]!}' and step '${ids[j]!}'`,
+          );
         }
       }
     }
@@ -117,13 +126,19 @@ export function structuralProblems(spec: OperatorSpec, graph: OperatorGraph = an
     if (step.kind === "model") {
       for (const [name, tensor] of Object.entries(step.inputs)) {
         if (!known(tensor)) {
-          problem("unknown-tensor", `step '${step.id}' reads tensor '${tensor}' (for input '${name}'), which is neither an operator input nor produced by any step`);
+          problem(
+            "unknown-tensor",
+            `step '${step.id}' reads tensor '${tensor}' (for input '${name}'), which is neither an operator input nor produced by any step`,
+          );
         }
       }
       continue;
     }
     if (!step.input.startsWith(PARAM_PREFIX) && !known(step.input)) {
-      problem("unknown-tensor", `${step.kind} step '${step.id}' reads tensor '${step.input}', which is neither an operator input nor produced by any step`);
+      problem(
+        "unknown-tensor",
+        `${step.kind} step '${step.id}' reads tensor '${step.input}', which is neither an operator input nor produced by any step`,
+      );
     }
     if (step.kind === "route") {
       const seen = new Set<string>();
@@ -133,24 +148,35 @@ export function structuralProblems(spec: OperatorSpec, graph: OperatorGraph = an
         if (id === step.id) problem("bad-branch", `route '${step.id}' names itself as a branch`);
         else if (!graph.nodes.has(id)) problem("unknown-step", `route '${step.id}' names unknown step '${id}'`);
         else if (graph.nodes.get(id)!.gate !== step.id) {
-          problem("bad-branch", `step '${id}' is a branch of both route '${graph.nodes.get(id)!.gate!}' and route '${step.id}'`);
+          problem(
+            "bad-branch",
+            `step '${id}' is a branch of both route '${graph.nodes.get(id)!.gate!}' and route '${step.id}'`,
+          );
         }
       }
     } else {
       for (const [output, tensor] of Object.entries(step.outputs)) {
         if (!operatorOutputs.has(output)) {
-          problem("bad-exit", `exit '${step.id}' answers '${output}', which is not an operator output (outputs: ${listNames(operatorOutputs)})`);
+          problem(
+            "bad-exit",
+            `exit '${step.id}' answers '${output}', which is not an operator output (outputs: ${listNames(operatorOutputs)})`,
+          );
         } else if (!known(tensor)) {
-          problem("unknown-tensor", `exit '${step.id}' answers output '${output}' with tensor '${tensor}', which is neither an operator input nor produced by any step`);
+          problem(
+            "unknown-tensor",
+            `exit '${step.id}' answers output '${output}' with tensor '${tensor}', which is neither an operator input nor produced by any step`,
+          );
         }
       }
       for (const output of operatorOutputs) {
-        if (step.outputs[output] === undefined) problem("bad-exit", `exit '${step.id}' does not answer operator output '${output}'`);
+        if (step.outputs[output] === undefined)
+          problem("bad-exit", `exit '${step.id}' does not answer operator output '${output}'`);
       }
     }
   }
   for (const output of spec.outputs) {
-    if (!graph.producers.has(output.name)) problem("unreachable-output", `operator output '${output.name}' is not produced by any step`);
+    if (!graph.producers.has(output.name))
+      problem("unreachable-output", `operator output '${output.name}' is not produced by any step`);
   }
 
   const cycle = findCycle(spec, graph);
@@ -175,7 +201,8 @@ function findCycle(spec: OperatorSpec, graph: OperatorGraph): string | undefined
   for (const id of graph.nodes.keys()) edges.set(id, []);
   for (const node of graph.nodes.values()) {
     for (const tensor of node.reads) {
-      for (const producer of graph.producers.get(tensor) ?? []) edges.get(producer)!.push({ to: node.step.id, via: `tensor '${tensor}'` });
+      for (const producer of graph.producers.get(tensor) ?? [])
+        edges.get(producer)!.push({ to: node.step.id, via: `tensor '${tensor}'` });
     }
     if (node.gate !== undefined) edges.get(node.gate)!.push({ to: node.step.id, via: "branch" });
     for (const exit of node.guards) edges.get(exit)!.push({ to: node.step.id, via: "listed after the exit" });

@@ -14,7 +14,10 @@ export function parseOperatorSpec(value: unknown): OperatorSpec {
   if (!parsed.success) {
     const name = value["name"];
     const problems = [...new Set(parsed.error.issues.map((issue) => describeIssue(value, issue)))];
-    throw new OperonError("INVALID_ARG", `invalid operator spec${typeof name === "string" && name ? ` '${name}'` : ""}: ${problems.join("; ")}`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `invalid operator spec${typeof name === "string" && name ? ` '${name}'` : ""}: ${problems.join("; ")}`,
+    );
   }
   return normalized(parsed.data);
 }
@@ -54,9 +57,15 @@ function describeIssue(root: Record<string, unknown>, issue: z.core.$ZodIssue): 
     const id = isRecord(element) ? element[list === "steps" ? "id" : "name"] : undefined;
     const named = typeof id === "string" && id !== "";
     if (list === "steps") where = named ? `step '${id}'` : `steps[${index}]`;
-    else where = named && issue.path.length > 2 && issue.path[2] !== "name" ? `${list}[${index}]: '${id}'` : `${list}[${index}]`;
+    else
+      where =
+        named && issue.path.length > 2 && issue.path[2] !== "name" ? `${list}[${index}]: '${id}'` : `${list}[${index}]`;
   }
-  const tail = rest.map((segment, i) => (typeof segment === "number" ? `[${segment}]` : i === 0 ? String(segment) : `.${String(segment)}`)).join("");
+  const tail = rest
+    .map((segment, i) =>
+      typeof segment === "number" ? `[${segment}]` : i === 0 ? String(segment) : `.${String(segment)}`,
+    )
+    .join("");
   const at = [where, tail].filter((part) => part !== "").join(": ");
   return at === "" ? message : `${at}: ${message}`;
 }

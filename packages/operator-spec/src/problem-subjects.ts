@@ -13,7 +13,8 @@ export function problemNodeIds(messages: readonly string[]): Set<string> {
   const ids = new Set<string>();
   for (const message of messages) {
     for (const match of message.matchAll(STEP_REFERENCE)) ids.add(stepNodeId(match[1]!));
-    for (const match of message.matchAll(TENSOR_REFERENCE)) ids.add(match[1] === "input" ? inputNodeId(match[2]!) : outputNodeId(match[2]!));
+    for (const match of message.matchAll(TENSOR_REFERENCE))
+      ids.add(match[1] === "input" ? inputNodeId(match[2]!) : outputNodeId(match[2]!));
   }
   return ids;
 }

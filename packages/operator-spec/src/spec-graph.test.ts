@@ -11,14 +11,26 @@ const EXAMPLE_SPEC = {
   maxBatchSize: 8,
   steps: [
     { id: "first", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "sum" } },
-    { id: "second", kind: "model", model: "add_sub", inputs: { INPUT0: "sum", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } },
+    {
+      id: "second",
+      kind: "model",
+      model: "add_sub",
+      inputs: { INPUT0: "sum", INPUT1: "B" },
+      outputs: { OUTPUT0: "Y" },
+    },
   ],
 };
 
 describe("specGraph", () => {
   it("draws the example as inputs, model steps and outputs joined by their tensor mappings", () => {
     const graph = specGraph(EXAMPLE_SPEC);
-    expect(graph.nodes.map((node) => `${node.id} ${node.kind}`)).toEqual(["in:A input", "in:B input", "step:first model", "step:second model", "out:Y output"]);
+    expect(graph.nodes.map((node) => `${node.id} ${node.kind}`)).toEqual([
+      "in:A input",
+      "in:B input",
+      "step:first model",
+      "step:second model",
+      "out:Y output",
+    ]);
     expect(graph.edges.map((edge) => `${edge.source} -> ${edge.target}: ${edge.label}`)).toEqual([
       "in:A -> step:first: A → INPUT0",
       "in:B -> step:first: B → INPUT1",
@@ -34,21 +46,34 @@ describe("specGraph", () => {
       outputs: [{ name: "y", datatype: "FP32", dims: [1] }],
       steps: [
         { id: "gate", kind: "exit", input: "x", when: { lessThan: 0 }, outputs: { y: "x" } },
-        { id: "pick", kind: "route", input: "$param.mode", cases: [{ when: { equals: "fast" }, next: ["fast"] }], default: ["slow"] },
+        {
+          id: "pick",
+          kind: "route",
+          input: "$param.mode",
+          cases: [{ when: { equals: "fast" }, next: ["fast"] }],
+          default: ["slow"],
+        },
         { id: "fast", kind: "model", model: "m", inputs: { IN: "x" }, outputs: { OUT: "y" } },
         { id: "slow", kind: "model", model: "n", inputs: { IN: "x" }, outputs: { OUT: "y" } },
       ],
     });
-    expect(graph.nodes.find((node) => node.id === "step:gate")).toMatchObject({ kind: "exit", detail: "exit when x < 0" });
-    expect(graph.edges.filter((edge) => edge.kind === "branch").map((edge) => `${edge.target}: ${edge.label}`)).toEqual(['step:fast: = "fast"', "step:slow: default"]);
+    expect(graph.nodes.find((node) => node.id === "step:gate")).toMatchObject({
+      kind: "exit",
+      detail: "exit when x < 0",
+    });
+    expect(graph.edges.filter((edge) => edge.kind === "branch").map((edge) => `${edge.target}: ${edge.label}`)).toEqual(
+      ['step:fast: = "fast"', "step:slow: default"],
+    );
     expect(graph.edges.filter((edge) => edge.kind === "answer").map((edge) => edge.label)).toEqual(["exit: x → y"]);
   });
 
   it("draws what it can of a half-written spec", () => {
-    expect(specGraph({ inputs: [{ name: "A" }], steps: [{ kind: "model" }, { id: "s", kind: "model", inputs: { I: "A" } }] }).nodes.map((node) => node.id)).toEqual([
-      "in:A",
-      "step:s",
-    ]);
+    expect(
+      specGraph({
+        inputs: [{ name: "A" }],
+        steps: [{ kind: "model" }, { id: "s", kind: "model", inputs: { I: "A" } }],
+      }).nodes.map((node) => node.id),
+    ).toEqual(["in:A", "step:s"]);
     expect(specGraph("not a spec")).toEqual({ nodes: [], edges: [] });
   });
 });

@@ -56,43 +56,72 @@ export function specGraph(spec: unknown): SpecGraph {
 
   const inputs = tensorList(spec["inputs"]);
   const outputs = tensorList(spec["outputs"]);
-  const steps = Array.isArray(spec["steps"]) ? spec["steps"].filter(isObject).filter((step) => typeof step["id"] === "string" && step["id"] !== "") : [];
+  const steps = Array.isArray(spec["steps"])
+    ? spec["steps"].filter(isObject).filter((step) => typeof step["id"] === "string" && step["id"] !== "")
+    : [];
 
-  for (const tensor of inputs) addNode({ id: inputNodeId(tensor.name), kind: "input", title: tensor.name, detail: `input · ${tensorType(tensor)}` });
+  for (const tensor of inputs)
+    addNode({
+      id: inputNodeId(tensor.name),
+      kind: "input",
+      title: tensor.name,
+      detail: `input · ${tensorType(tensor)}`,
+    });
   for (const step of steps) addNode(stepNode(step));
-  for (const tensor of outputs) addNode({ id: outputNodeId(tensor.name), kind: "output", title: tensor.name, detail: `output · ${tensorType(tensor)}` });
+  for (const tensor of outputs)
+    addNode({
+      id: outputNodeId(tensor.name),
+      kind: "output",
+      title: tensor.name,
+      detail: `output · ${tensorType(tensor)}`,
+    });
 
   // Who produces each tensor: operator inputs, and model steps under the names they publish (model output → tensor).
   const producers = new Map<string, Array<{ node: string; as: string | undefined }>>();
-  const produce = (tensor: string, node: string, as: string | undefined): void => void producers.set(tensor, [...(producers.get(tensor) ?? []), { node, as }]);
+  const produce = (tensor: string, node: string, as: string | undefined): void =>
+    void producers.set(tensor, [...(producers.get(tensor) ?? []), { node, as }]);
   for (const tensor of inputs) produce(tensor.name, inputNodeId(tensor.name), undefined);
   for (const step of steps) {
     if (step["kind"] !== "model") continue;
-    for (const [modelOutput, tensor] of stringEntries(step["outputs"])) produce(tensor, stepNodeId(step["id"] as string), modelOutput);
+    for (const [modelOutput, tensor] of stringEntries(step["outputs"]))
+      produce(tensor, stepNodeId(step["id"] as string), modelOutput);
   }
   const reads = (tensor: string, target: string, label: (as: string | undefined) => string): void => {
-    for (const producer of producers.get(tensor) ?? []) addEdge({ source: producer.node, target, label: label(producer.as), kind: "data" });
+    for (const producer of producers.get(tensor) ?? [])
+      addEdge({ source: producer.node, target, label: label(producer.as), kind: "data" });
   };
 
   for (const step of steps) {
     const id = stepNodeId(step["id"] as string);
     if (step["kind"] === "model") {
-      for (const [modelInput, tensor] of stringEntries(step["inputs"])) reads(tensor, id, () => (tensor === modelInput ? tensor : `${tensor} → ${modelInput}`));
+      for (const [modelInput, tensor] of stringEntries(step["inputs"]))
+        reads(tensor, id, () => (tensor === modelInput ? tensor : `${tensor} → ${modelInput}`));
     } else if (step["kind"] === "route" || step["kind"] === "exit") {
       if (typeof step["input"] === "string") reads(step["input"], id, () => step["input"] as string);
     }
     if (step["kind"] === "route") {
       const cases = Array.isArray(step["cases"]) ? step["cases"].filter(isObject) : [];
       for (const entry of cases) {
-        for (const next of stringList(entry["next"])) addEdge({ source: id, target: stepNodeId(next), label: conditionText(entry["when"]), kind: "branch" });
+        for (const next of stringList(entry["next"]))
+          addEdge({ source: id, target: stepNodeId(next), label: conditionText(entry["when"]), kind: "branch" });
       }
-      for (const next of stringList(step["default"])) addEdge({ source: id, target: stepNodeId(next), label: "default", kind: "branch" });
+      for (const next of stringList(step["default"]))
+        addEdge({ source: id, target: stepNodeId(next), label: "default", kind: "branch" });
     }
     if (step["kind"] === "exit") {
-      for (const [output, tensor] of stringEntries(step["outputs"])) addEdge({ source: id, target: outputNodeId(output), label: tensor === output ? `exit: ${tensor}` : `exit: ${tensor} → ${output}`, kind: "answer" });
+      for (const [output, tensor] of stringEntries(step["outputs"]))
+        addEdge({
+          source: id,
+          target: outputNodeId(output),
+          label: tensor === output ? `exit: ${tensor}` : `exit: ${tensor} → ${output}`,
+          kind: "answer",
+        });
     }
   }
-  for (const tensor of outputs) reads(tensor.name, outputNodeId(tensor.name), (as) => (as === undefined || as === tensor.name ? tensor.name : `${as} → ${tensor.name}`));
+  for (const tensor of outputs)
+    reads(tensor.name, outputNodeId(tensor.name), (as) =>
+      as === undefined || as === tensor.name ? tensor.name : `${as} → ${tensor.name}`,
+    );
   return { nodes, edges };
 }
 
@@ -108,7 +137,11 @@ function stepNode(step: Json): SpecGraphNode {
     case "route":
       return { ...base, kind: "route", detail: `route on ${typeof step["input"] === "string" ? step["input"] : "?"}` };
     case "exit":
-      return { ...base, kind: "exit", detail: `exit when ${typeof step["input"] === "string" ? step["input"] : "?"} ${conditionText(step["when"])}` };
+      return {
+        ...base,
+        kind: "exit",
+        detail: `exit when ${typeof step["input"] === "string" ? step["input"] : "?"} ${conditionText(step["when"])}`,
+      };
     default:
       return { ...base, kind: "model", detail: `unknown kind ${JSON.stringify(step["kind"] ?? null)}` };
   }
@@ -134,7 +167,11 @@ function tensorList(value: unknown): TensorEntry[] {
   return value
     .filter(isObject)
     .filter((entry) => typeof entry["name"] === "string" && entry["name"] !== "")
-    .map((entry) => ({ name: entry["name"] as string, datatype: typeof entry["datatype"] === "string" ? entry["datatype"] : "?", dims: entry["dims"] }));
+    .map((entry) => ({
+      name: entry["name"] as string,
+      datatype: typeof entry["datatype"] === "string" ? entry["datatype"] : "?",
+      dims: entry["dims"],
+    }));
 }
 
 function tensorType(tensor: TensorEntry): string {
@@ -143,7 +180,9 @@ function tensorType(tensor: TensorEntry): string {
 
 function stringEntries(value: unknown): Array<[string, string]> {
   if (!isObject(value)) return [];
-  return Object.entries(value).filter((entry): entry is [string, string] => typeof entry[1] === "string" && entry[1] !== "");
+  return Object.entries(value).filter(
+    (entry): entry is [string, string] => typeof entry[1] === "string" && entry[1] !== "",
+  );
 }
 
 function stringList(value: unknown): string[] {

@@ -15,7 +15,8 @@ export function specModels(spec: unknown): string[] {
   const models: string[] = [];
   for (const step of specSteps(spec)) {
     const model = step["model"];
-    if (step["kind"] === ("model" satisfies StepSpec["kind"]) && typeof model === "string" && !models.includes(model)) models.push(model);
+    if (step["kind"] === ("model" satisfies StepSpec["kind"]) && typeof model === "string" && !models.includes(model))
+      models.push(model);
   }
   return models;
 }

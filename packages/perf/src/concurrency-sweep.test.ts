@@ -54,8 +54,15 @@ describe("runConcurrencySweep", () => {
 
   it("stops at the maximum concurrency while the throughput keeps rising", async () => {
     const clock = fakeClock();
-    const outcome = await runConcurrencySweep({ ...plan, maxConcurrency: 4 }, async (concurrency) => ({ concurrency, throughput: concurrency * 100 }), { clock });
-    expect(outcome).toEqual({ steps: [1, 2, 4].map((c) => ({ concurrency: c, throughput: c * 100 })), stopReason: "max-concurrency" });
+    const outcome = await runConcurrencySweep(
+      { ...plan, maxConcurrency: 4 },
+      async (concurrency) => ({ concurrency, throughput: concurrency * 100 }),
+      { clock },
+    );
+    expect(outcome).toEqual({
+      steps: [1, 2, 4].map((c) => ({ concurrency: c, throughput: c * 100 })),
+      stopReason: "max-concurrency",
+    });
   });
 
   it("stops the step running at the time bound through its signal and keeps what it measured", async () => {
@@ -82,7 +89,10 @@ describe("runConcurrencySweep", () => {
 
   it("stops when a step measures nothing, and when the caller aborts", async () => {
     const clock = fakeClock();
-    expect(await runConcurrencySweep(plan, async () => undefined, { clock })).toEqual({ steps: [], stopReason: "no-throughput" });
+    expect(await runConcurrencySweep(plan, async () => undefined, { clock })).toEqual({
+      steps: [],
+      stopReason: "no-throughput",
+    });
     const controller = new AbortController();
     const outcome = await runConcurrencySweep(
       plan,
@@ -101,17 +111,25 @@ describe("runConcurrencySweep", () => {
 });
 
 describe("sweeps under a p99 budget (the config search's candidates)", () => {
-  const step = (concurrency: number, throughput: number, latencyP99Us: number | null) => ({ concurrency, throughput, latencyP99Us });
+  const step = (concurrency: number, throughput: number, latencyP99Us: number | null) => ({
+    concurrency,
+    throughput,
+    latencyP99Us,
+  });
 
   it("keeps the first step over the budget, stops there, and reads the best step within it", async () => {
-    const outcome = await runConcurrencySweep({ maxConcurrency: 16, minGainPercent: 5, p99BudgetUs: 2500 }, async (c) => step(c, 100 * c, 1000 * c));
+    const outcome = await runConcurrencySweep({ maxConcurrency: 16, minGainPercent: 5, p99BudgetUs: 2500 }, async (c) =>
+      step(c, 100 * c, 1000 * c),
+    );
     expect(outcome.steps.map((s) => s.concurrency)).toEqual([1, 2, 4]);
     expect(outcome.stopReason).toBe("p99-budget");
     expect(representativeStep(outcome.steps, 2500)?.concurrency).toBe(2);
   });
 
   it("stops at a step where no request succeeded", async () => {
-    const outcome = await runConcurrencySweep({ maxConcurrency: 8, minGainPercent: 5, p99BudgetUs: 1e9 }, async (c) => step(c, c === 2 ? 5 : 100 * c, c === 2 ? null : 10));
+    const outcome = await runConcurrencySweep({ maxConcurrency: 8, minGainPercent: 5, p99BudgetUs: 1e9 }, async (c) =>
+      step(c, c === 2 ? 5 : 100 * c, c === 2 ? null : 10),
+    );
     expect(outcome.steps.map((s) => s.concurrency)).toEqual([1, 2]);
     expect(outcome.stopReason).toBe("p99-budget");
   });

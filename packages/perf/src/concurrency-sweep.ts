@@ -95,7 +95,8 @@ export async function runConcurrencySweep<S extends SweepStepResult>(
     if (options.signal?.aborted) return { steps, stopReason: "aborted" };
     if (timedOut) return { steps, stopReason: "time-bound" };
     if (step === undefined || step.throughput <= 0) return { steps, stopReason: "no-throughput" };
-    if (plan.p99BudgetUs !== undefined && (step.latencyP99Us == null || step.latencyP99Us > plan.p99BudgetUs)) return { steps, stopReason: "p99-budget" };
+    if (plan.p99BudgetUs !== undefined && (step.latencyP99Us == null || step.latencyP99Us > plan.p99BudgetUs))
+      return { steps, stopReason: "p99-budget" };
     if (best > 0 && step.throughput < best * (1 + plan.minGainPercent / 100)) return { steps, stopReason: "plateau" };
     best = Math.max(best, step.throughput);
   }

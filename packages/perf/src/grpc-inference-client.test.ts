@@ -30,7 +30,10 @@ async function startFakeGrpcServer(received: Received[]): Promise<{ target: stri
   });
   const server = new grpc.Server();
   const d = (count: number, ns: number) => ({ count: String(count), ns: String(ns) });
-  const notFound = (name: string) => ({ code: grpc.status.NOT_FOUND, details: `Request for unknown model: '${name}' is not found` });
+  const notFound = (name: string) => ({
+    code: grpc.status.NOT_FOUND,
+    details: `Request for unknown model: '${name}' is not found`,
+  });
   server.addService(definition["inference.GRPCInferenceService"] as unknown as grpc.ServiceDefinition, {
     ModelInfer: (call: grpc.ServerUnaryCall<Received, object>, callback: grpc.sendUnaryData<object>) => {
       received.push({ ...call.request, authorization: call.metadata.get("authorization")[0] });
@@ -38,9 +41,15 @@ async function startFakeGrpcServer(received: Received[]): Promise<{ target: stri
     },
     ModelMetadata: (call: grpc.ServerUnaryCall<{ name: string }, object>, callback: grpc.sendUnaryData<object>) => {
       if (call.request.name !== "toy") return callback(notFound(call.request.name));
-      callback(null, { name: "toy", versions: ["3"], platform: "fake", inputs: [{ name: "A", datatype: "FP32", shape: ["-1", "2"] }] });
+      callback(null, {
+        name: "toy",
+        versions: ["3"],
+        platform: "fake",
+        inputs: [{ name: "A", datatype: "FP32", shape: ["-1", "2"] }],
+      });
     },
-    ModelConfig: (_call: unknown, callback: grpc.sendUnaryData<object>) => callback(null, { config: { name: "toy", max_batch_size: 4 } }),
+    ModelConfig: (_call: unknown, callback: grpc.sendUnaryData<object>) =>
+      callback(null, { config: { name: "toy", max_batch_size: 4 } }),
     ModelStatistics: (_call: unknown, callback: grpc.sendUnaryData<object>) =>
       callback(null, {
         model_stats: [
@@ -56,7 +65,9 @@ async function startFakeGrpcServer(received: Received[]): Promise<{ target: stri
       }),
   });
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))),
+    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, bound) =>
+      error ? reject(error) : resolve(bound),
+    ),
   );
   return { target: `127.0.0.1:${port}`, server };
 }
@@ -91,7 +102,12 @@ describe("GrpcInferenceClient", () => {
     const received: Received[] = [];
     const fake = await startFakeGrpcServer(received);
     server = fake.server;
-    client = await GrpcInferenceClient.create({ url: fake.target, model: "toy", inputSets: [SET], headers: { Authorization: "Bearer opk_test" } });
+    client = await GrpcInferenceClient.create({
+      url: fake.target,
+      model: "toy",
+      inputSets: [SET],
+      headers: { Authorization: "Bearer opk_test" },
+    });
     await client.infer();
     expect(received[0]!.authorization).toBe("Bearer opk_test");
   });
@@ -100,13 +116,21 @@ describe("GrpcInferenceClient", () => {
     const fake = await startFakeGrpcServer([]);
     server = fake.server;
     client = await GrpcInferenceClient.create({ url: fake.target, model: "toy" });
-    expect(await client.modelMetadata()).toMatchObject({ name: "toy", versions: ["3"], inputs: [{ name: "A", datatype: "FP32", shape: [-1, 2] }] });
+    expect(await client.modelMetadata()).toMatchObject({
+      name: "toy",
+      versions: ["3"],
+      inputs: [{ name: "A", datatype: "FP32", shape: [-1, 2] }],
+    });
     expect(await client.modelConfig()).toEqual({ maxBatchSize: 4 });
     const [stats] = await client.modelStatistics();
     expect(stats).toMatchObject({
       inference_count: 12,
       execution_count: 6,
-      inference_stats: { success: { count: 6, ns: 6000 }, queue: { count: 6, ns: 600 }, compute_output: { count: 0, ns: 0 } },
+      inference_stats: {
+        success: { count: 6, ns: 6000 },
+        queue: { count: 6, ns: 600 },
+        compute_output: { count: 0, ns: 0 },
+      },
       batch_stats: [{ batch_size: 2, compute_infer: { count: 6, ns: 3_000_000 } }],
     });
   });
@@ -115,7 +139,10 @@ describe("GrpcInferenceClient", () => {
     const fake = await startFakeGrpcServer([]);
     server = fake.server;
     client = await GrpcInferenceClient.create({ url: fake.target, model: "nope" });
-    await expect(client.modelMetadata()).rejects.toMatchObject({ code: "MODEL_NOT_FOUND", message: expect.stringContaining("model 'nope'") });
+    await expect(client.modelMetadata()).rejects.toMatchObject({
+      code: "MODEL_NOT_FOUND",
+      message: expect.stringContaining("model 'nope'"),
+    });
     client.close();
     server.forceShutdown();
     server = undefined;

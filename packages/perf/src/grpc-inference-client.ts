@@ -1,6 +1,12 @@
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import type { BatchStatistics, DurationStat, ModelMetadata, ModelStatistics, TensorMetadata } from "@operon/protocol/inference";
+import type {
+  BatchStatistics,
+  DurationStat,
+  ModelMetadata,
+  ModelStatistics,
+  TensorMetadata,
+} from "@operon/protocol/inference";
 import {
   DEFAULT_CONTROL_TIMEOUT_MS,
   type InferenceClient,
@@ -15,10 +21,19 @@ import { PROTO_DIR } from "@operon/protocol/proto-dir";
  * Loader options matching the server's (packages/gateway grpc-frontend):
  * 64-bit integers decode as decimal strings, normalised to numbers here.
  */
-const LOADER_OPTIONS: protoLoader.Options = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
+const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+};
 const SERVICE = "inference.GRPCInferenceService";
 /** No message size limits: perf sends whatever tensors the model takes. */
-const CHANNEL_OPTIONS: grpc.ChannelOptions = { "grpc.max_receive_message_length": -1, "grpc.max_send_message_length": -1 };
+const CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  "grpc.max_receive_message_length": -1,
+  "grpc.max_send_message_length": -1,
+};
 
 /** @operon/protocol's proto/ directory. */
 export function defaultProtoDir(): string {
@@ -56,7 +71,11 @@ export class GrpcInferenceClient implements InferenceClient {
     return new GrpcInferenceClient(address.target, service, options);
   }
 
-  private constructor(target: string, service: Record<string, Method>, private readonly options: InferenceClientOptions) {
+  private constructor(
+    target: string,
+    service: Record<string, Method>,
+    private readonly options: InferenceClientOptions,
+  ) {
     this.target = target;
     const method = (name: string): Method => {
       const found = service[name];
@@ -90,15 +109,26 @@ export class GrpcInferenceClient implements InferenceClient {
     if (body === undefined) return Promise.reject(new Error("no inference request was prepared for this client"));
     this.next = this.next + 1 === this.prepared.length ? 0 : this.next + 1;
     return new Promise<void>((resolve, reject) => {
-      this.client.makeUnaryRequest<Buffer, undefined>(this.methods.ModelInfer.path, passThrough, ignoreResponse, body, this.metadata, (error) => {
-        if (error) reject(new Error(`gRPC ${grpc.status[error.code] ?? error.code}: ${error.details}`, { cause: error }));
-        else resolve();
-      });
+      this.client.makeUnaryRequest<Buffer, undefined>(
+        this.methods.ModelInfer.path,
+        passThrough,
+        ignoreResponse,
+        body,
+        this.metadata,
+        (error) => {
+          if (error)
+            reject(new Error(`gRPC ${grpc.status[error.code] ?? error.code}: ${error.details}`, { cause: error }));
+          else resolve();
+        },
+      );
     });
   }
 
   async modelMetadata(): Promise<ModelMetadata> {
-    const response = (await this.control("ModelMetadata", { name: this.options.model, version: this.version })) as WireMetadata;
+    const response = (await this.control("ModelMetadata", {
+      name: this.options.model,
+      version: this.version,
+    })) as WireMetadata;
     return {
       name: response.name,
       versions: response.versions ?? [],
@@ -157,13 +187,21 @@ export class GrpcInferenceClient implements InferenceClient {
           ? new PerfError("UNREACHABLE", `cannot connect to ${where}: ${details}`, { cause: error })
           : new PerfError("SERVER_ERROR", `${name} at ${where} failed: ${details}`, { cause: error });
       case grpc.status.DEADLINE_EXCEEDED:
-        return new PerfError("UNREACHABLE", `${where} did not answer ${name} within ${this.controlTimeoutMs} ms`, { cause: error });
-      case grpc.status.NOT_FOUND:
-        return new PerfError("MODEL_NOT_FOUND", `${this.description} is not available at ${where}: ${details}`, { cause: error });
-      default:
-        return new PerfError("SERVER_ERROR", `${name} at ${where} failed (${grpc.status[error.code] ?? error.code}): ${details}`, {
+        return new PerfError("UNREACHABLE", `${where} did not answer ${name} within ${this.controlTimeoutMs} ms`, {
           cause: error,
         });
+      case grpc.status.NOT_FOUND:
+        return new PerfError("MODEL_NOT_FOUND", `${this.description} is not available at ${where}: ${details}`, {
+          cause: error,
+        });
+      default:
+        return new PerfError(
+          "SERVER_ERROR",
+          `${name} at ${where} failed (${grpc.status[error.code] ?? error.code}): ${details}`,
+          {
+            cause: error,
+          },
+        );
     }
   }
 }

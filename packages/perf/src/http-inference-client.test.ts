@@ -4,7 +4,9 @@ import { HttpInferenceClient } from "./http-inference-client.js";
 import type { PreparedInputSet } from "./input-data.js";
 import { PerfError } from "./perf-error.js";
 
-const SET: PreparedInputSet = [{ name: "X", datatype: "FP32", shape: [1, 4], data: Buffer.from(new Float32Array([1, 2, 3, 4]).buffer) }];
+const SET: PreparedInputSet = [
+  { name: "X", datatype: "FP32", shape: [1, 4], data: Buffer.from(new Float32Array([1, 2, 3, 4]).buffer) },
+];
 
 describe("HttpInferenceClient", () => {
   let server: FakeKserveServer;
@@ -35,20 +37,35 @@ describe("HttpInferenceClient", () => {
 
   it("sends JSON data when binaryData is off", async () => {
     server = await startFakeKserveServer();
-    client = new HttpInferenceClient({ url: `http://${server.url}`, model: "toy", inputSets: [SET], binaryData: false });
+    client = new HttpInferenceClient({
+      url: `http://${server.url}`,
+      model: "toy",
+      inputSets: [SET],
+      binaryData: false,
+    });
     await client.infer();
     const request = server.received[0]!;
     expect(request.path).toBe("/v2/models/toy/infer");
     expect(request.headers["inference-header-content-length"]).toBeUndefined();
-    expect(JSON.parse(request.body.toString())).toEqual({ inputs: [{ name: "X", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }] });
+    expect(JSON.parse(request.body.toString())).toEqual({
+      inputs: [{ name: "X", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }],
+    });
   });
 
   it("sends the extra headers (an API key) with inferences and metadata calls", async () => {
     server = await startFakeKserveServer();
-    client = new HttpInferenceClient({ url: server.url, model: "toy", inputSets: [SET], headers: { authorization: "Bearer opk_test" } });
+    client = new HttpInferenceClient({
+      url: server.url,
+      model: "toy",
+      inputSets: [SET],
+      headers: { authorization: "Bearer opk_test" },
+    });
     await client.modelConfig();
     await client.infer();
-    expect(server.received.map((request) => request.headers.authorization)).toEqual(["Bearer opk_test", "Bearer opk_test"]);
+    expect(server.received.map((request) => request.headers.authorization)).toEqual([
+      "Bearer opk_test",
+      "Bearer opk_test",
+    ]);
     expect(server.received[1]!.headers["content-type"]).toBe("application/octet-stream");
   });
 
@@ -57,8 +74,14 @@ describe("HttpInferenceClient", () => {
     const other: PreparedInputSet = [{ ...SET[0]!, data: Buffer.alloc(16) }];
     client = new HttpInferenceClient({ url: server.url, model: "toy", inputSets: [SET, other], binaryData: false });
     for (let i = 0; i < 3; i += 1) await client.infer();
-    const data = server.received.map((r) => (JSON.parse(r.body.toString()) as { inputs: Array<{ data: number[] }> }).inputs[0]!.data);
-    expect(data).toEqual([[1, 2, 3, 4], [0, 0, 0, 0], [1, 2, 3, 4]]);
+    const data = server.received.map(
+      (r) => (JSON.parse(r.body.toString()) as { inputs: Array<{ data: number[] }> }).inputs[0]!.data,
+    );
+    expect(data).toEqual([
+      [1, 2, 3, 4],
+      [0, 0, 0, 0],
+      [1, 2, 3, 4],
+    ]);
   });
 
   it("rejects a failed inference with the server's message and status", async () => {
@@ -71,7 +94,11 @@ describe("HttpInferenceClient", () => {
   it("reads metadata, config and statistics", async () => {
     server = await startFakeKserveServer();
     client = new HttpInferenceClient({ url: server.url, model: "toy" });
-    expect(await client.modelMetadata()).toMatchObject({ name: "toy", versions: ["1", "2"], inputs: [{ name: "X", datatype: "FP32", shape: [-1, 4] }] });
+    expect(await client.modelMetadata()).toMatchObject({
+      name: "toy",
+      versions: ["1", "2"],
+      inputs: [{ name: "X", datatype: "FP32", shape: [-1, 4] }],
+    });
     expect(await client.modelConfig()).toEqual({ maxBatchSize: 8 });
     expect((await client.modelStatistics())[0]).toMatchObject({ name: "toy", version: "2" });
     await expect(client.infer()).rejects.toThrow(/no inference request was prepared/);
@@ -80,14 +107,20 @@ describe("HttpInferenceClient", () => {
   it("maps an unknown model to MODEL_NOT_FOUND and a closed port to UNREACHABLE", async () => {
     server = await startFakeKserveServer();
     client = new HttpInferenceClient({ url: server.url, model: "nope" });
-    await expect(client.modelMetadata()).rejects.toMatchObject({ code: "MODEL_NOT_FOUND", message: expect.stringContaining("model 'nope'") });
+    await expect(client.modelMetadata()).rejects.toMatchObject({
+      code: "MODEL_NOT_FOUND",
+      message: expect.stringContaining("model 'nope'"),
+    });
     const url = server.url;
     await server.close();
     const closed = new HttpInferenceClient({ url, model: "toy" });
     try {
       const error = await closed.modelMetadata().catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PerfError);
-      expect(error).toMatchObject({ code: "UNREACHABLE", message: expect.stringMatching(/^cannot connect to the server at http:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/) });
+      expect(error).toMatchObject({
+        code: "UNREACHABLE",
+        message: expect.stringMatching(/^cannot connect to the server at http:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED/),
+      });
     } finally {
       closed.close();
     }

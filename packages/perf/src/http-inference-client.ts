@@ -76,14 +76,23 @@ export class HttpInferenceClient implements InferenceClient {
   }
 
   async modelMetadata(): Promise<ModelMetadata> {
-    const metadata = await this.getModelJson("") as Partial<ModelMetadata>;
-    if (!Array.isArray(metadata.inputs)) throw new PerfError("SERVER_ERROR", `${this.baseUrl} answered model metadata without 'inputs'`);
+    const metadata = (await this.getModelJson("")) as Partial<ModelMetadata>;
+    if (!Array.isArray(metadata.inputs))
+      throw new PerfError("SERVER_ERROR", `${this.baseUrl} answered model metadata without 'inputs'`);
     return {
       name: String(metadata.name ?? this.options.model),
       versions: Array.isArray(metadata.versions) ? metadata.versions.map(String) : [],
       platform: String(metadata.platform ?? ""),
-      inputs: metadata.inputs.map((input) => ({ name: input.name, datatype: input.datatype, shape: input.shape.map(Number) })),
-      outputs: (metadata.outputs ?? []).map((output) => ({ name: output.name, datatype: output.datatype, shape: output.shape.map(Number) })),
+      inputs: metadata.inputs.map((input) => ({
+        name: input.name,
+        datatype: input.datatype,
+        shape: input.shape.map(Number),
+      })),
+      outputs: (metadata.outputs ?? []).map((output) => ({
+        name: output.name,
+        datatype: output.datatype,
+        shape: output.shape.map(Number),
+      })),
     };
   }
 
@@ -126,7 +135,10 @@ export class HttpInferenceClient implements InferenceClient {
     } else {
       const inputs = set.map((input) => {
         if (input.datatype === "FP16" || input.datatype === "BF16") {
-          throw new PerfError("BAD_OPTIONS", `input '${input.name}' is ${input.datatype}, which has no JSON form; drop --no-binary`);
+          throw new PerfError(
+            "BAD_OPTIONS",
+            `input '${input.name}' is ${input.datatype}, which has no JSON form; drop --no-binary`,
+          );
         }
         return `{"name":${JSON.stringify(input.name)},"datatype":"${input.datatype}","shape":${JSON.stringify(input.shape)},"data":${bufferToJsonText(input)}}`;
       });
@@ -152,33 +164,61 @@ export class HttpInferenceClient implements InferenceClient {
     const path = `${this.modelPath}${suffix}`;
     return new Promise<unknown>((resolve, reject) => {
       const request = http.get(
-        { agent: this.controlAgent, host: this.address.host, port: this.address.port, path, headers: { ...this.options.headers, accept: "application/json" } },
+        {
+          agent: this.controlAgent,
+          host: this.address.host,
+          port: this.address.port,
+          path,
+          headers: { ...this.options.headers, accept: "application/json" },
+        },
         (response) => {
           readBody(response).then((body) => {
             const status = response.statusCode ?? 0;
             if (status === 404) {
-              reject(new PerfError("MODEL_NOT_FOUND", `${this.description} is not available at ${this.baseUrl}: ${errorText(body)}`));
+              reject(
+                new PerfError(
+                  "MODEL_NOT_FOUND",
+                  `${this.description} is not available at ${this.baseUrl}: ${errorText(body)}`,
+                ),
+              );
             } else if (status !== 200) {
-              reject(new PerfError("SERVER_ERROR", `GET ${path} at ${this.baseUrl} failed: ${statusMessage(status, body)}`));
+              reject(
+                new PerfError("SERVER_ERROR", `GET ${path} at ${this.baseUrl} failed: ${statusMessage(status, body)}`),
+              );
             } else {
               try {
                 resolve(JSON.parse(body.toString("utf8")));
               } catch (error) {
-                reject(new PerfError("SERVER_ERROR", `GET ${path} at ${this.baseUrl} did not answer JSON`, { cause: error }));
+                reject(
+                  new PerfError("SERVER_ERROR", `GET ${path} at ${this.baseUrl} did not answer JSON`, { cause: error }),
+                );
               }
             }
           }, reject);
         },
       );
       request.setTimeout(this.controlTimeoutMs, () => {
-        request.destroy(new PerfError("UNREACHABLE", `the server at ${this.baseUrl} did not answer within ${this.controlTimeoutMs} ms`));
+        request.destroy(
+          new PerfError(
+            "UNREACHABLE",
+            `the server at ${this.baseUrl} did not answer within ${this.controlTimeoutMs} ms`,
+          ),
+        );
       });
       request.on("error", (error) => {
         if (error instanceof PerfError) reject(error);
         else if (isConnectError(error)) {
-          reject(new PerfError("UNREACHABLE", `cannot connect to the server at ${this.baseUrl}: ${messageOf(error)}`, { cause: error }));
+          reject(
+            new PerfError("UNREACHABLE", `cannot connect to the server at ${this.baseUrl}: ${messageOf(error)}`, {
+              cause: error,
+            }),
+          );
         } else {
-          reject(new PerfError("UNREACHABLE", `cannot talk KServe v2 HTTP with ${this.baseUrl}: ${messageOf(error)}`, { cause: error }));
+          reject(
+            new PerfError("UNREACHABLE", `cannot talk KServe v2 HTTP with ${this.baseUrl}: ${messageOf(error)}`, {
+              cause: error,
+            }),
+          );
         }
       });
     });

@@ -80,7 +80,12 @@ export function parseServerAddress(url: string, protocol: PerfProtocol): ServerA
   if (!["http:", "grpc:"].includes(parsed.protocol)) {
     throw new PerfError("BAD_OPTIONS", `-u '${url}': only plain HTTP and gRPC (no TLS) are supported`);
   }
-  if ((parsed.pathname !== "/" && parsed.pathname !== "") || parsed.search !== "" || parsed.username !== "" || parsed.hostname === "") {
+  if (
+    (parsed.pathname !== "/" && parsed.pathname !== "") ||
+    parsed.search !== "" ||
+    parsed.username !== "" ||
+    parsed.hostname === ""
+  ) {
     throw new PerfError("BAD_OPTIONS", `-u '${url}': expected host:port, without a path or credentials`);
   }
   const port = parsed.port === "" ? DEFAULT_PORTS[protocol] : Number(parsed.port);
@@ -89,7 +94,16 @@ export function parseServerAddress(url: string, protocol: PerfProtocol): ServerA
 }
 
 /** Error codes of a connection that never got an answer. */
-const CONNECT_ERROR_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "ECONNRESET", "EADDRNOTAVAIL"]);
+const CONNECT_ERROR_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ETIMEDOUT",
+  "ECONNRESET",
+  "EADDRNOTAVAIL",
+]);
 
 export function isConnectError(error: unknown): boolean {
   const code = (error as { code?: unknown } | undefined)?.code;

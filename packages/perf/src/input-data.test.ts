@@ -105,7 +105,9 @@ describe("generated input data", () => {
   });
 
   it("is reproducible with the same random source", () => {
-    expect(generateTensorData("FP32", 16, "random", seeded(11))).toEqual(generateTensorData("FP32", 16, "random", seeded(11)));
+    expect(generateTensorData("FP32", 16, "random", seeded(11))).toEqual(
+      generateTensorData("FP32", 16, "random", seeded(11)),
+    );
   });
 
   it("keeps random half and bfloat16 data below 1 (values near 1 would round up to it)", () => {
@@ -141,7 +143,11 @@ describe("input specs from model metadata", () => {
       { name: "state", datatype: "FP32", shape: [2, -1, 128] },
       { name: "sr", datatype: "INT64", shape: [] },
     ];
-    const specs = resolveInputSpecs(silero, { maxBatchSize: 0, batchSize: 1, shapes: { input: [1, 512], state: [2, 1, 128] } });
+    const specs = resolveInputSpecs(silero, {
+      maxBatchSize: 0,
+      batchSize: 1,
+      shapes: { input: [1, 512], state: [2, 1, 128] },
+    });
     const [set] = prepareInputSets(specs, 1, { kind: "random" }, seeded());
     expect(set!.map((input) => [input.name, input.datatype, input.shape, input.data.length])).toEqual([
       ["input", "FP32", [1, 512], 2048],
@@ -153,17 +159,25 @@ describe("input specs from model metadata", () => {
   it("refuses what does not fit the model, naming the input and the fix", () => {
     const bytes = [{ name: "INPUT0", datatype: "BYTES", shape: [-1, -1] }];
     const specs = resolveInputSpecs(bytes, { maxBatchSize: 4, batchSize: 1, shapes: {} });
-    expect(() => prepareInputSets(specs, 1, { kind: "random" })).toThrow(/input 'INPUT0' has variable shape \[-1\].*--shape INPUT0:N/);
-    expect(() => resolveInputSpecs(ADD_SUB, { maxBatchSize: 8, batchSize: 9, shapes: {} })).toThrow(/exceeds the model's max_batch_size 8/);
+    expect(() => prepareInputSets(specs, 1, { kind: "random" })).toThrow(
+      /input 'INPUT0' has variable shape \[-1\].*--shape INPUT0:N/,
+    );
+    expect(() => resolveInputSpecs(ADD_SUB, { maxBatchSize: 8, batchSize: 9, shapes: {} })).toThrow(
+      /exceeds the model's max_batch_size 8/,
+    );
     expect(() => resolveInputSpecs(ADD_SUB, { maxBatchSize: 0, batchSize: 2, shapes: {} })).toThrow(/does not batch/);
     expect(() => resolveInputSpecs(ADD_SUB, { maxBatchSize: 8, batchSize: 1, shapes: { NOPE: [1] } })).toThrow(
       /input 'NOPE', which the model does not have \(inputs: INPUT0, INPUT1\)/,
     );
-    expect(() => resolveInputSpecs(ADD_SUB, { maxBatchSize: 8, batchSize: 1, shapes: { INPUT0: [8] } })).toThrow(/conflicts with the input's fixed shape/);
-    expect(() => resolveInputSpecs(ADD_SUB, { maxBatchSize: 8, batchSize: 1, shapes: { INPUT0: [1, 16] } })).toThrow(/has 2 dims/);
-    expect(() => resolveInputSpecs([{ name: "x", datatype: "FP8", shape: [1] }], { maxBatchSize: 0, batchSize: 1, shapes: {} })).toThrow(
-      /datatype 'FP8'/,
+    expect(() => resolveInputSpecs(ADD_SUB, { maxBatchSize: 8, batchSize: 1, shapes: { INPUT0: [8] } })).toThrow(
+      /conflicts with the input's fixed shape/,
     );
+    expect(() => resolveInputSpecs(ADD_SUB, { maxBatchSize: 8, batchSize: 1, shapes: { INPUT0: [1, 16] } })).toThrow(
+      /has 2 dims/,
+    );
+    expect(() =>
+      resolveInputSpecs([{ name: "x", datatype: "FP8", shape: [1] }], { maxBatchSize: 0, batchSize: 1, shapes: {} }),
+    ).toThrow(/datatype 'FP8'/);
   });
 });
 
@@ -192,8 +206,16 @@ describe("--input-data files (perf_analyzer's JSON format)", () => {
   });
 
   it("takes variable dims from the entry's shape and BYTES from strings", () => {
-    const bytesSpecs = resolveInputSpecs([{ name: "TEXT", datatype: "BYTES", shape: [-1, -1] }], { maxBatchSize: 4, batchSize: 1, shapes: {} });
-    const [set] = prepareInputSets(bytesSpecs, 1, { kind: "file", path: "f", json: { data: [{ TEXT: { content: ["hi", "there"], shape: [2] } }] } });
+    const bytesSpecs = resolveInputSpecs([{ name: "TEXT", datatype: "BYTES", shape: [-1, -1] }], {
+      maxBatchSize: 4,
+      batchSize: 1,
+      shapes: {},
+    });
+    const [set] = prepareInputSets(bytesSpecs, 1, {
+      kind: "file",
+      path: "f",
+      json: { data: [{ TEXT: { content: ["hi", "there"], shape: [2] } }] },
+    });
     expect(set![0]!.shape).toEqual([1, 2]);
     expect(decodeBytesElements(set![0]!.data).map(String)).toEqual(["hi", "there"]);
   });

@@ -57,11 +57,13 @@ export const RANDOM_INT_MAX = 127;
 export function parseShapeFlag(text: string): { name: string; dims: number[] } {
   const colon = text.lastIndexOf(":");
   const name = colon > 0 ? text.slice(0, colon) : "";
-  if (name === "") throw new PerfError("BAD_OPTIONS", `--shape '${text}': expected NAME:d1,d2,... (for example INPUT0:1,16)`);
+  if (name === "")
+    throw new PerfError("BAD_OPTIONS", `--shape '${text}': expected NAME:d1,d2,... (for example INPUT0:1,16)`);
   const list = text.slice(colon + 1).trim();
   const dims = list === "" ? [] : list.split(",").map((part) => part.trim());
   for (const dim of dims) {
-    if (!/^[0-9]+$/.test(dim)) throw new PerfError("BAD_OPTIONS", `--shape '${text}': '${dim}' is not a dimension (a whole number >= 0)`);
+    if (!/^[0-9]+$/.test(dim))
+      throw new PerfError("BAD_OPTIONS", `--shape '${text}': '${dim}' is not a dimension (a whole number >= 0)`);
   }
   return { name, dims: dims.map(Number) };
 }
@@ -77,7 +79,10 @@ export function resolveInputSpecs(inputs: readonly TensorMetadata[], options: In
     throw new PerfError("BAD_OPTIONS", `--batch-size must be a whole number >= 1, got ${batchSize}`);
   }
   if (maxBatchSize === 0 && batchSize !== 1) {
-    throw new PerfError("BAD_OPTIONS", `--batch-size ${batchSize}: the model does not batch (max_batch_size 0); use --batch-size 1`);
+    throw new PerfError(
+      "BAD_OPTIONS",
+      `--batch-size ${batchSize}: the model does not batch (max_batch_size 0); use --batch-size 1`,
+    );
   }
   if (maxBatchSize > 0 && batchSize > maxBatchSize) {
     throw new PerfError("BAD_OPTIONS", `--batch-size ${batchSize} exceeds the model's max_batch_size ${maxBatchSize}`);
@@ -85,12 +90,18 @@ export function resolveInputSpecs(inputs: readonly TensorMetadata[], options: In
   const names = new Set(inputs.map((input) => input.name));
   for (const name of Object.keys(options.shapes)) {
     if (!names.has(name)) {
-      throw new PerfError("BAD_OPTIONS", `--shape names input '${name}', which the model does not have (inputs: ${[...names].join(", ")})`);
+      throw new PerfError(
+        "BAD_OPTIONS",
+        `--shape names input '${name}', which the model does not have (inputs: ${[...names].join(", ")})`,
+      );
     }
   }
   return inputs.map((input) => {
     if (!isDataType(input.datatype)) {
-      throw new PerfError("BAD_OPTIONS", `input '${input.name}' has datatype '${input.datatype}', which perf cannot generate`);
+      throw new PerfError(
+        "BAD_OPTIONS",
+        `input '${input.name}' has datatype '${input.datatype}', which perf cannot generate`,
+      );
     }
     const batched = maxBatchSize > 0;
     const modelDims = batched ? input.shape.slice(1) : [...input.shape];
@@ -121,7 +132,12 @@ export function prepareInputSets(
     specs.map((spec) => {
       const dims = fixedDims(spec, spec.dims, "");
       const shape = requestShape(spec, dims, batchSize);
-      return { name: spec.name, datatype: spec.datatype, shape, data: generateTensorData(spec.datatype, elementCount(shape), source.kind, random) };
+      return {
+        name: spec.name,
+        datatype: spec.datatype,
+        shape,
+        data: generateTensorData(spec.datatype, elementCount(shape), source.kind, random),
+      };
     }),
   ];
 }
@@ -139,9 +155,16 @@ export function prepareInputSets(
 const FP16_BELOW_ONE = 0x3bff;
 const BF16_BELOW_ONE = 0x3f7f;
 
-export function generateTensorData(datatype: DataType, count: number, kind: "zero" | "random", random: () => number = Math.random): Buffer {
+export function generateTensorData(
+  datatype: DataType,
+  count: number,
+  kind: "zero" | "random",
+  random: () => number = Math.random,
+): Buffer {
   if (datatype === "BYTES") {
-    const elements = Array.from({ length: count }, () => (kind === "zero" ? "0" : randomString(RANDOM_STRING_LENGTH, random)));
+    const elements = Array.from({ length: count }, () =>
+      kind === "zero" ? "0" : randomString(RANDOM_STRING_LENGTH, random),
+    );
     return encodeBytesElements(elements);
   }
   const size = elementByteSize(datatype)!;
@@ -194,15 +217,26 @@ export function generateTensorData(datatype: DataType, count: number, kind: "zer
  * Values and shapes exclude the batch dimension; with --batch-size N each
  * entry's data is repeated N times to fill the batch.
  */
-function inputSetsFromFile(specs: readonly InputSpec[], batchSize: number, path: string, json: unknown): PreparedInputSet[] {
+function inputSetsFromFile(
+  specs: readonly InputSpec[],
+  batchSize: number,
+  path: string,
+  json: unknown,
+): PreparedInputSet[] {
   const where = `--input-data ${path}`;
   const entries = isRecord(json) && !Array.isArray(json) ? json["data"] : undefined;
   if (!Array.isArray(entries) || entries.length === 0) {
-    throw new PerfError("BAD_OPTIONS", `${where}: expected {"data": [ {<input name>: <values>, ...}, ... ]} with at least one entry`);
+    throw new PerfError(
+      "BAD_OPTIONS",
+      `${where}: expected {"data": [ {<input name>: <values>, ...}, ... ]} with at least one entry`,
+    );
   }
   return entries.map((entry, index) => {
     if (!isRecord(entry) || Array.isArray(entry)) {
-      throw new PerfError("BAD_OPTIONS", `${where}: data[${index}] must be an object of input name -> values (sequence streams are not supported)`);
+      throw new PerfError(
+        "BAD_OPTIONS",
+        `${where}: data[${index}] must be an object of input name -> values (sequence streams are not supported)`,
+      );
     }
     return specs.map((spec) => {
       const context = `${where}: data[${index}].${spec.name}`;
@@ -210,7 +244,11 @@ function inputSetsFromFile(specs: readonly InputSpec[], batchSize: number, path:
       if (value === undefined) throw new PerfError("BAD_OPTIONS", `${context} is missing`);
       // A bare array is the content itself; an object is {content, shape} or {b64}.
       const content = isRecord(value) && !Array.isArray(value) ? value : { content: value };
-      const dims = fixedDims(spec, content["shape"] !== undefined ? shapeOf(content["shape"], context) : spec.dims, context);
+      const dims = fixedDims(
+        spec,
+        content["shape"] !== undefined ? shapeOf(content["shape"], context) : spec.dims,
+        context,
+      );
       const one = entryData(spec, dims, content, context);
       const shape = requestShape(spec, dims, batchSize);
       const data = spec.batched && batchSize > 1 ? Buffer.concat(Array.from({ length: batchSize }, () => one)) : one;
@@ -231,7 +269,11 @@ function entryData(spec: InputSpec, dims: number[], content: Record<string, unkn
     }
     return data;
   }
-  if (!("content" in content)) throw new PerfError("BAD_OPTIONS", `${context}: expected an array, {"content": [...], "shape": [...]} or {"b64": "..."}`);
+  if (!("content" in content))
+    throw new PerfError(
+      "BAD_OPTIONS",
+      `${context}: expected an array, {"content": [...], "shape": [...]} or {"b64": "..."}`,
+    );
   try {
     return jsonDataToBuffer(spec.name, spec.datatype, dims, content["content"]);
   } catch (error) {
@@ -259,7 +301,10 @@ function mergeDims(name: string, modelDims: readonly number[], given: readonly n
   return modelDims.map((dim, i) => {
     const wanted = given[i]!;
     if (dim >= 0 && dim !== wanted) {
-      throw new PerfError("BAD_OPTIONS", `--shape ${name}:${given.join(",")} conflicts with the input's fixed shape ${shown} at dim ${i}`);
+      throw new PerfError(
+        "BAD_OPTIONS",
+        `--shape ${name}:${given.join(",")} conflicts with the input's fixed shape ${shown} at dim ${i}`,
+      );
     }
     return wanted;
   });

@@ -55,7 +55,11 @@ describe("measureStep in concurrency mode", () => {
 
   it("stops as soon as three windows are stable and merges the last three", async () => {
     const { infer } = fakeInfer(2);
-    const step = await measureStep(infer, { kind: "concurrency", concurrency: 2 }, policy({ maxTrials: 10, stabilityPercentage: 80 }));
+    const step = await measureStep(
+      infer,
+      { kind: "concurrency", concurrency: 2 },
+      policy({ maxTrials: 10, stabilityPercentage: 80 }),
+    );
     expect(step.stable).toBe(true);
     expect(step.windows.length).toBeGreaterThanOrEqual(3);
     expect(step.windows.length).toBeLessThan(10);
@@ -65,9 +69,14 @@ describe("measureStep in concurrency mode", () => {
   it("brackets every window with server snapshots, each window's end being the next one's start", async () => {
     const { infer } = fakeInfer(2);
     let reads = 0;
-    const step = await measureStep(infer, { kind: "concurrency", concurrency: 1 }, policy({ maxTrials: 3, measurementIntervalMs: 30 }), {
-      snapshot: async () => ++reads,
-    });
+    const step = await measureStep(
+      infer,
+      { kind: "concurrency", concurrency: 1 },
+      policy({ maxTrials: 3, measurementIntervalMs: 30 }),
+      {
+        snapshot: async () => ++reads,
+      },
+    );
     expect(step.windows.map((w) => [w.serverBefore, w.serverAfter])).toEqual([
       [1, 2],
       [2, 3],
@@ -89,7 +98,9 @@ describe("measureStep in concurrency mode", () => {
     const { infer, state } = fakeInfer(2);
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 90);
-    const step = await measureStep(infer, { kind: "concurrency", concurrency: 2 }, policy({ maxTrials: 10 }), { signal: controller.signal });
+    const step = await measureStep(infer, { kind: "concurrency", concurrency: 2 }, policy({ maxTrials: 10 }), {
+      signal: controller.signal,
+    });
     expect(step.aborted).toBe(true);
     expect(step.windows).toHaveLength(1);
     expect(state.inFlight).toBe(0);
@@ -113,7 +124,11 @@ describe("measureStep in request-rate mode", () => {
     // 200 req/s with 50 ms answers: a closed loop of 1 would reach 20 req/s; an open loop keeps ~10 in flight.
     const { infer, state } = fakeInfer(50);
     const started = performance.now();
-    const step = await measureStep(infer, { kind: "request-rate", requestRate: 200, distribution: "constant" }, policy({ requestCount: 30 }));
+    const step = await measureStep(
+      infer,
+      { kind: "request-rate", requestRate: 200, distribution: "constant" },
+      policy({ requestCount: 30 }),
+    );
     const elapsed = performance.now() - started;
     expect(state.calls).toBe(30);
     expect(step.windows[0]!.requests).toBe(30);
@@ -124,7 +139,11 @@ describe("measureStep in request-rate mode", () => {
 
   it("measures time windows at a rate", async () => {
     const { infer } = fakeInfer(1);
-    const step = await measureStep(infer, { kind: "request-rate", requestRate: 300, distribution: "poisson" }, policy({ measurementIntervalMs: 100 }));
+    const step = await measureStep(
+      infer,
+      { kind: "request-rate", requestRate: 300, distribution: "poisson" },
+      policy({ measurementIntervalMs: 100 }),
+    );
     const total = step.windows.reduce((sum, w) => sum + w.requests, 0);
     // ~60 expected over 200 ms; wide bounds for a loaded machine.
     expect(total).toBeGreaterThan(20);

@@ -75,7 +75,10 @@ export interface WindowFigures {
   avgLatencyUs: number;
 }
 
-export function windowFigures(window: { requests: number; durationMs: number; latencies: LatencyRecorder }, batchSize: number): WindowFigures {
+export function windowFigures(
+  window: { requests: number; durationMs: number; latencies: LatencyRecorder },
+  batchSize: number,
+): WindowFigures {
   const seconds = window.durationMs / 1000;
   return {
     throughputInferPerSec: seconds > 0 ? (window.requests * batchSize) / seconds : 0,
@@ -101,7 +104,11 @@ export function isStable(windows: readonly WindowFigures[], percentage: number, 
 }
 
 /** Milliseconds between sends at `rate` per second: constant, or exponential (Poisson arrivals). */
-export function intervalSource(rate: number, distribution: RequestDistribution, random: () => number = Math.random): () => number {
+export function intervalSource(
+  rate: number,
+  distribution: RequestDistribution,
+  random: () => number = Math.random,
+): () => number {
   const meanMs = 1000 / rate;
   if (distribution === "constant") return () => meanMs;
   return () => -Math.log(1 - random()) * meanMs;
@@ -243,13 +250,24 @@ interface LoadDriver {
   drained: Promise<void>;
 }
 
-function startLoad(infer: () => Promise<void>, load: LoadSetting, sink: Sink, limit: number | undefined, random?: () => number): LoadDriver {
+function startLoad(
+  infer: () => Promise<void>,
+  load: LoadSetting,
+  sink: Sink,
+  limit: number | undefined,
+  random?: () => number,
+): LoadDriver {
   return load.kind === "concurrency"
     ? startConcurrency(infer, load.concurrency, sink, limit)
     : startRequestRate(infer, intervalSource(load.requestRate, load.distribution, random), sink, limit);
 }
 
-function startConcurrency(infer: () => Promise<void>, concurrency: number, sink: Sink, limit: number | undefined): LoadDriver {
+function startConcurrency(
+  infer: () => Promise<void>,
+  concurrency: number,
+  sink: Sink,
+  limit: number | undefined,
+): LoadDriver {
   let stopped = false;
   let issued = 0;
   const worker = async (): Promise<void> => {
@@ -273,7 +291,12 @@ function startConcurrency(infer: () => Promise<void>, concurrency: number, sink:
 /** Longest sleep of the scheduler, so that stop() takes effect quickly at low rates. */
 const MAX_SCHEDULER_SLEEP_MS = 50;
 
-function startRequestRate(infer: () => Promise<void>, nextIntervalMs: () => number, sink: Sink, limit: number | undefined): LoadDriver {
+function startRequestRate(
+  infer: () => Promise<void>,
+  nextIntervalMs: () => number,
+  sink: Sink,
+  limit: number | undefined,
+): LoadDriver {
   let stopped = false;
   let issued = 0;
   let inFlight = 0;
@@ -282,13 +305,15 @@ function startRequestRate(infer: () => Promise<void>, nextIntervalMs: () => numb
     issued += 1;
     inFlight += 1;
     const started = performance.now();
-    infer().then(
-      () => sink.success((performance.now() - started) * 1000),
-      (error: unknown) => sink.failure(error),
-    ).finally(() => {
-      inFlight -= 1;
-      if (inFlight === 0) onIdle?.();
-    });
+    infer()
+      .then(
+        () => sink.success((performance.now() - started) * 1000),
+        (error: unknown) => sink.failure(error),
+      )
+      .finally(() => {
+        inFlight -= 1;
+        if (inFlight === 0) onIdle?.();
+      });
   };
   const schedule = async (): Promise<void> => {
     // Due times are absolute, so timer lateness does not lower the rate: overdue sends go out at once.

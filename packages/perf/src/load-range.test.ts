@@ -18,7 +18,9 @@ describe("load ranges (start:end:step, additive like perf_analyzer)", () => {
   });
 
   it("accepts fractional request rates without drift", () => {
-    expect(expandLoadRange(parseLoadRange("0.5:1.5:0.1", "number"))).toEqual([0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.1, 1.2, 1.3, 1.4, 1.5]);
+    expect(expandLoadRange(parseLoadRange("0.5:1.5:0.1", "number"))).toEqual([
+      0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.1, 1.2, 1.3, 1.4, 1.5,
+    ]);
     expect(parseLoadRange("12.5", "number")).toEqual({ start: 12.5, end: 12.5, step: 1 });
   });
 

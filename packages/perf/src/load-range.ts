@@ -29,7 +29,12 @@ export function parseLoadRange(text: string, kind: RangeKind, flag = "range"): L
   return validateLoadRange(range, kind, flag, text);
 }
 
-export function validateLoadRange(range: LoadRange, kind: RangeKind, flag = "range", text = formatLoadRange(range)): LoadRange {
+export function validateLoadRange(
+  range: LoadRange,
+  kind: RangeKind,
+  flag = "range",
+  text = formatLoadRange(range),
+): LoadRange {
   const { start, end, step } = range;
   for (const value of [start, end, step]) {
     if (!Number.isFinite(value) || (kind === "integer" && !Number.isSafeInteger(value))) {

@@ -17,13 +17,20 @@ const window: PerfProgress = {
 
 function stream(isTTY: boolean) {
   const chunks: string[] = [];
-  return { isTTY, chunks, write: (chunk: string) => (chunks.push(chunk), true) } as unknown as NodeJS.WritableStream & { isTTY: boolean; chunks: string[] };
+  return { isTTY, chunks, write: (chunk: string) => (chunks.push(chunk), true) } as unknown as NodeJS.WritableStream & {
+    isTTY: boolean;
+    chunks: string[];
+  };
 }
 
 describe("progress", () => {
   it("formats a window and a step start", () => {
-    expect(formatProgress(window)).toBe("[2/4] concurrency 2: window 3/10, 840.0 infer/sec, avg latency 2381 usec, 420 requests, stable");
-    expect(formatProgress({ ...window, phase: "step", load: { requestRate: 50 } })).toBe("[2/4] request rate 50/s: measuring...");
+    expect(formatProgress(window)).toBe(
+      "[2/4] concurrency 2: window 3/10, 840.0 infer/sec, avg latency 2381 usec, 420 requests, stable",
+    );
+    expect(formatProgress({ ...window, phase: "step", load: { requestRate: 50 } })).toBe(
+      "[2/4] request rate 50/s: measuring...",
+    );
     expect(formatProgress({ ...window, errors: 3, stable: false })).toContain("420 requests, 3 errors");
   });
 
@@ -34,7 +41,11 @@ describe("progress", () => {
     writer.update(window);
     writer.finish();
     writer.finish();
-    expect(out.chunks).toEqual(["\r[2/4] concurrency 2: measuring...\x1b[K", `\r${formatProgress(window)}\x1b[K`, "\n"]);
+    expect(out.chunks).toEqual([
+      "\r[2/4] concurrency 2: measuring...\x1b[K",
+      `\r${formatProgress(window)}\x1b[K`,
+      "\n",
+    ]);
   });
 
   it("writes one line per window elsewhere", () => {

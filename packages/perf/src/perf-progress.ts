@@ -21,7 +21,10 @@ export interface PerfProgress {
 }
 
 export function formatProgress(progress: PerfProgress): string {
-  const load = "concurrency" in progress.load ? `concurrency ${progress.load.concurrency}` : `request rate ${progress.load.requestRate}/s`;
+  const load =
+    "concurrency" in progress.load
+      ? `concurrency ${progress.load.concurrency}`
+      : `request rate ${progress.load.requestRate}/s`;
   const head = `[${progress.stepIndex + 1}/${progress.stepCount}] ${load}`;
   if (progress.phase === "step") return `${head}: measuring...`;
   const parts = [

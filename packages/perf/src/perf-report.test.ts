@@ -15,15 +15,32 @@ function snapshot(requests: number): ServerStatsSnapshot {
   return s;
 }
 
-function window(latenciesUs: number[], errors: number, before: number, after: number): WindowMeasurement<ServerStatsSnapshot> {
+function window(
+  latenciesUs: number[],
+  errors: number,
+  before: number,
+  after: number,
+): WindowMeasurement<ServerStatsSnapshot> {
   const latencies = new LatencyRecorder();
   for (const value of latenciesUs) latencies.record(value);
-  return { durationMs: 1000, requests: latenciesUs.length, errors, latencies, serverBefore: snapshot(before), serverAfter: snapshot(after) };
+  return {
+    durationMs: 1000,
+    requests: latenciesUs.length,
+    errors,
+    latencies,
+    serverBefore: snapshot(before),
+    serverAfter: snapshot(after),
+  };
 }
 
 const measurement: StepMeasurement<ServerStatsSnapshot> = {
   // The first window (ramp-up) is not merged: figures come from the last three.
-  windows: [window([9000], 1, 0, 1), window([1000, 2000], 0, 1, 3), window([3000, 4000], 0, 3, 5), window([5000, 6000], 0, 5, 7)],
+  windows: [
+    window([9000], 1, 0, 1),
+    window([1000, 2000], 0, 1, 3),
+    window([3000, 4000], 0, 3, 5),
+    window([5000, 6000], 0, 5, 7),
+  ],
   mergedFrom: 1,
   stable: true,
   errorSamples: ["HTTP 500: boom"],
@@ -67,7 +84,14 @@ describe("PerfStep from a measurement", () => {
       requests: 6,
       errors: 0,
       errorSamples: ["HTTP 500: boom"],
-      server: { requests: 6, queueUs: 100, computeInputUs: 0, computeInferUs: 700, computeOutputUs: 0, batchSizes: { "2": 6 } },
+      server: {
+        requests: 6,
+        queueUs: 100,
+        computeInputUs: 0,
+        computeInferUs: 700,
+        computeOutputUs: 0,
+        batchSizes: { "2": 6 },
+      },
       stable: true,
     });
     expect(step.requestRate).toBeUndefined();
@@ -81,7 +105,10 @@ describe("PerfStep from a measurement", () => {
   });
 
   it("leaves server out when a merged window has no statistics, and labels request-rate steps", () => {
-    const partial = { ...measurement, windows: measurement.windows.map((w, i) => (i === 2 ? { ...w, serverAfter: undefined } : w)) };
+    const partial = {
+      ...measurement,
+      windows: measurement.windows.map((w, i) => (i === 2 ? { ...w, serverAfter: undefined } : w)),
+    };
     const step = stepOf({ kind: "request-rate", requestRate: 50, distribution: "poisson" }, partial, 1);
     expect(step.server).toBeUndefined();
     expect(step.requestRate).toBe(50);
@@ -94,7 +121,17 @@ describe("PerfReport schema", () => {
     const original = report();
     const parsed = parsePerfReport(JSON.parse(JSON.stringify(original)));
     expect(parsed).toEqual(original);
-    expect(Object.keys(parsed)).toEqual(["schemaVersion", "model", "version", "protocol", "mode", "startedAt", "finishedAt", "config", "steps"]);
+    expect(Object.keys(parsed)).toEqual([
+      "schemaVersion",
+      "model",
+      "version",
+      "protocol",
+      "mode",
+      "startedAt",
+      "finishedAt",
+      "config",
+      "steps",
+    ]);
     expect(Object.keys(parsed.steps[0]!).sort()).toEqual(
       [
         "concurrency",
@@ -125,11 +162,15 @@ describe("perf table", () => {
     const text = formatPerfReport(report());
     expect(text).toContain("Concurrency: 4, throughput: 4.0 infer/sec, latency 3500 usec");
     expect(text).toContain("Request concurrency: 4");
-    expect(text).toContain("Avg queue 100 usec + compute input 0 usec + compute infer 700 usec + compute output 0 usec");
+    expect(text).toContain(
+      "Avg queue 100 usec + compute input 0 usec + compute infer 700 usec + compute output 0 usec",
+    );
     expect(text).toContain("Executions by batch size: 2: 6");
     const [head, rule, row] = summaryTable(report());
     expect(head).toMatch(/^Concurrency {2}Infer\/sec {2}p50 usec/);
-    expect(rule!.split("  ").map((dashes) => dashes.length)).toEqual(head!.split(/ {2}(?=\S)/).map((title) => title.length));
+    expect(rule!.split("  ").map((dashes) => dashes.length)).toEqual(
+      head!.split(/ {2}(?=\S)/).map((title) => title.length),
+    );
     expect(row).toMatch(/^4 +4\.0 +3000 +6000 +6000 +6000 +3500 +100 +0 +700 +0 +6 +0 +yes$/);
     // Every column's right edge lines up between the header and the row.
     expect(row!.length).toBe(head!.length);

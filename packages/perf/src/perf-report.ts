@@ -57,7 +57,8 @@ export interface PerfReportConfig {
   inputs: Array<{ name: string; datatype: string; shape: number[] }>;
 }
 
-export type PerfStep = PerfStepResult & ({ concurrency: number; requestRate?: undefined } | { requestRate: number; concurrency?: undefined });
+export type PerfStep = PerfStepResult &
+  ({ concurrency: number; requestRate?: undefined } | { requestRate: number; concurrency?: undefined });
 
 export interface PerfStepResult {
   /** Inferences per second: successful requests × batch size / measured time. */
@@ -113,13 +114,16 @@ export function stepLoadLabel(step: PerfStep): string {
 export function parsePerfReport(value: unknown): PerfReport {
   const report = object(value, "report");
   if (report["schemaVersion"] !== PERF_REPORT_SCHEMA_VERSION) {
-    throw new Error(`unsupported perf report schemaVersion ${JSON.stringify(report["schemaVersion"])} (this reader knows ${PERF_REPORT_SCHEMA_VERSION})`);
+    throw new Error(
+      `unsupported perf report schemaVersion ${JSON.stringify(report["schemaVersion"])} (this reader knows ${PERF_REPORT_SCHEMA_VERSION})`,
+    );
   }
   for (const key of ["model", "version", "startedAt", "finishedAt"]) string(report[key], key);
   oneOf(report["protocol"], ["http", "grpc"], "protocol");
   oneOf(report["mode"], ["concurrency", "request-rate"], "mode");
   const config = object(report["config"], "config");
-  for (const key of ["batchSize", "maxBatchSize", "measurementIntervalMs", "stabilityPercentage", "maxTrials"]) number(config[key], `config.${key}`);
+  for (const key of ["batchSize", "maxBatchSize", "measurementIntervalMs", "stabilityPercentage", "maxTrials"])
+    number(config[key], `config.${key}`);
   oneOf(config["inputData"], ["zero", "random", "file"], "config.inputData");
   if (!Array.isArray(config["inputs"])) throw new Error("config.inputs must be an array");
   if (!Array.isArray(report["steps"])) throw new Error("steps must be an array");
@@ -128,16 +132,19 @@ export function parsePerfReport(value: unknown): PerfReport {
     const step = object(item, where);
     const load = report["mode"] === "concurrency" ? "concurrency" : "requestRate";
     number(step[load], `${where}.${load}`);
-    for (const key of ["throughputInferPerSec", "throughputRequestsPerSec", "requests", "errors"]) number(step[key], `${where}.${key}`);
+    for (const key of ["throughputInferPerSec", "throughputRequestsPerSec", "requests", "errors"])
+      number(step[key], `${where}.${key}`);
     const latency = object(step["latencyUs"], `${where}.latencyUs`);
-    for (const key of ["p50", "p90", "p95", "p99", "avg", "min", "max"]) number(latency[key], `${where}.latencyUs.${key}`);
+    for (const key of ["p50", "p90", "p95", "p99", "avg", "min", "max"])
+      number(latency[key], `${where}.latencyUs.${key}`);
     if (typeof step["stable"] !== "boolean") throw new Error(`${where}.stable must be a boolean`);
     if (!Array.isArray(step["errorSamples"]) || !Array.isArray(step["windows"])) {
       throw new Error(`${where}.errorSamples and ${where}.windows must be arrays`);
     }
     if (step["server"] !== undefined) {
       const server = object(step["server"], `${where}.server`);
-      for (const key of ["requests", "queueUs", "computeInputUs", "computeInferUs", "computeOutputUs"]) number(server[key], `${where}.server.${key}`);
+      for (const key of ["requests", "queueUs", "computeInputUs", "computeInferUs", "computeOutputUs"])
+        number(server[key], `${where}.server.${key}`);
       object(server["batchSizes"], `${where}.server.batchSizes`);
     }
   });
@@ -145,7 +152,8 @@ export function parsePerfReport(value: unknown): PerfReport {
 }
 
 function object(value: unknown, where: string): Record<string, unknown> {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error(`${where} must be an object`);
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    throw new Error(`${where} must be an object`);
   return value as Record<string, unknown>;
 }
 
@@ -158,5 +166,6 @@ function number(value: unknown, where: string): void {
 }
 
 function oneOf(value: unknown, allowed: readonly string[], where: string): void {
-  if (typeof value !== "string" || !allowed.includes(value)) throw new Error(`${where} must be one of ${allowed.join(", ")}`);
+  if (typeof value !== "string" || !allowed.includes(value))
+    throw new Error(`${where} must be one of ${allowed.join(", ")}`);
 }

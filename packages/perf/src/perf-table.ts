@@ -10,11 +10,18 @@ import { type PerfReport, type PerfStep, stepLoadLabel } from "./perf-report.js"
 export function formatPerfReport(report: PerfReport): string {
   const lines: string[] = [];
   const config = report.config;
-  const transport = report.protocol === "http" ? `HTTP (${config.binaryData ? "binary tensor data" : "JSON tensor data"})` : "gRPC (raw_input_contents)";
+  const transport =
+    report.protocol === "http"
+      ? `HTTP (${config.binaryData ? "binary tensor data" : "JSON tensor data"})`
+      : "gRPC (raw_input_contents)";
   lines.push("*** Measurement Settings ***");
-  lines.push(`  Model: ${report.model}${report.version === "" ? "" : ` (version ${report.version})`} over ${transport} at ${config.url}`);
+  lines.push(
+    `  Model: ${report.model}${report.version === "" ? "" : ` (version ${report.version})`} over ${transport} at ${config.url}`,
+  );
   lines.push(`  Batch size: ${config.batchSize}`);
-  lines.push(`  Inputs: ${config.inputs.map((input) => `${input.name} ${input.datatype} [${input.shape.join(",")}]`).join(", ")} (${config.inputData} data)`);
+  lines.push(
+    `  Inputs: ${config.inputs.map((input) => `${input.name} ${input.datatype} [${input.shape.join(",")}]`).join(", ")} (${config.inputData} data)`,
+  );
   if (config.requestCount !== undefined) {
     lines.push(`  Request count: ${config.requestCount} requests per step, measured as one window`);
   } else {
@@ -27,10 +34,14 @@ export function formatPerfReport(report: PerfReport): string {
   lines.push("");
 
   for (const step of report.steps) {
-    lines.push(report.mode === "concurrency" ? `Request concurrency: ${step.concurrency}` : `Request rate: ${step.requestRate}`);
+    lines.push(
+      report.mode === "concurrency" ? `Request concurrency: ${step.concurrency}` : `Request rate: ${step.requestRate}`,
+    );
     lines.push("  Client:");
     lines.push(`    Request count: ${step.requests}${step.errors > 0 ? ` (${step.errors} errors)` : ""}`);
-    lines.push(`    Throughput: ${step.throughputInferPerSec.toFixed(1)} infer/sec (${step.throughputRequestsPerSec.toFixed(1)} requests/sec)`);
+    lines.push(
+      `    Throughput: ${step.throughputInferPerSec.toFixed(1)} infer/sec (${step.throughputRequestsPerSec.toFixed(1)} requests/sec)`,
+    );
     const l = step.latencyUs;
     lines.push(
       `    Avg latency: ${us(l.avg)} usec (p50 ${us(l.p50)}, p90 ${us(l.p90)}, p95 ${us(l.p95)}, p99 ${us(l.p99)}, min ${us(l.min)}, max ${us(l.max)} usec)`,
@@ -44,14 +55,17 @@ export function formatPerfReport(report: PerfReport): string {
           ` + compute output ${us(s.computeOutputUs)} usec`,
       );
       const batches = Object.entries(s.batchSizes).sort(([a], [b]) => Number(a) - Number(b));
-      if (batches.length > 0) lines.push(`    Executions by batch size: ${batches.map(([size, count]) => `${size}: ${count}`).join(", ")}`);
+      if (batches.length > 0)
+        lines.push(`    Executions by batch size: ${batches.map(([size, count]) => `${size}: ${count}`).join(", ")}`);
     }
   }
   if (report.steps.length > 0) lines.push("");
 
   lines.push("Inferences/Second vs. Client Average Batch Latency");
   for (const step of report.steps) {
-    lines.push(`${stepLoadLabel(step)}, throughput: ${step.throughputInferPerSec.toFixed(1)} infer/sec, latency ${us(step.latencyUs.avg)} usec`);
+    lines.push(
+      `${stepLoadLabel(step)}, throughput: ${step.throughputInferPerSec.toFixed(1)} infer/sec, latency ${us(step.latencyUs.avg)} usec`,
+    );
   }
   lines.push("");
   lines.push(...summaryTable(report));
@@ -103,7 +117,10 @@ export function summaryTable(report: PerfReport): string[] {
   const widths = head.map((title, column) => Math.max(title.length, ...rows.map((row) => row[column]!.length)));
   // First column left-aligned (a label), numbers right-aligned.
   const render = (cells: string[]): string =>
-    cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join("  ").trimEnd();
+    cells
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
+      .join("  ")
+      .trimEnd();
   return [render(head), widths.map((width) => "-".repeat(width)).join("  "), ...rows.map(render)];
 }
 
@@ -119,7 +136,9 @@ function warningsOf(report: PerfReport, step: PerfStep): string[] {
     );
   }
   if (step.errors > 0 || step.errorSamples.length > 0) {
-    warnings.push(`Errors at ${label}: ${step.errors} failed requests${step.errorSamples.length > 0 ? `; e.g. ${step.errorSamples[0]}` : ""}`);
+    warnings.push(
+      `Errors at ${label}: ${step.errors} failed requests${step.errorSamples.length > 0 ? `; e.g. ${step.errorSamples[0]}` : ""}`,
+    );
   }
   return warnings;
 }

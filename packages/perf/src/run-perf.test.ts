@@ -23,12 +23,17 @@ describe("resolvePerfOptions", () => {
       requestCount: undefined,
     });
     expect(resolvePerfOptions({ model: "m", protocol: "grpc" }).url).toBe("localhost:8001");
-    expect(resolvePerfOptions({ model: "m", requestRateRange: { start: 10, end: 30, step: 10 } }).mode).toBe("request-rate");
+    expect(resolvePerfOptions({ model: "m", requestRateRange: { start: 10, end: 30, step: 10 } }).mode).toBe(
+      "request-rate",
+    );
   });
 
   it.each([
     [{ model: "" }, /model name is required/],
-    [{ model: "m", concurrencyRange: { start: 1, end: 2, step: 1 }, requestRateRange: { start: 1, end: 1, step: 1 } }, /cannot be used together/],
+    [
+      { model: "m", concurrencyRange: { start: 1, end: 2, step: 1 }, requestRateRange: { start: 1, end: 1, step: 1 } },
+      /cannot be used together/,
+    ],
     [{ model: "m", concurrencyRange: { start: 1.5, end: 2, step: 1 } }, /whole numbers/],
     [{ model: "m", measurementIntervalMs: 0 }, /--measurement-interval must be a whole number >= 1/],
     [{ model: "m", maxTrials: 0 }, /--max-trials/],
@@ -50,12 +55,23 @@ describe("runPerf against a fake KServe server", () => {
     server = await startFakeKserveServer({ inferDelayMs: 1 });
     const progress: PerfProgress[] = [];
     const report = await runPerf(
-      { model: "toy", url: server.url, concurrencyRange: { start: 1, end: 3, step: 2 }, measurementIntervalMs: 50, maxTrials: 3, batchSize: 2 },
+      {
+        model: "toy",
+        url: server.url,
+        concurrencyRange: { start: 1, end: 3, step: 2 },
+        measurementIntervalMs: 50,
+        maxTrials: 3,
+        batchSize: 2,
+      },
       { onProgress: (p) => progress.push(p) },
     );
     expect(parsePerfReport(JSON.parse(JSON.stringify(report)))).toEqual(report);
     expect(report).toMatchObject({ model: "toy", version: "2", protocol: "http", mode: "concurrency" });
-    expect(report.config).toMatchObject({ batchSize: 2, maxBatchSize: 8, inputs: [{ name: "X", datatype: "FP32", shape: [2, 4] }] });
+    expect(report.config).toMatchObject({
+      batchSize: 2,
+      maxBatchSize: 8,
+      inputs: [{ name: "X", datatype: "FP32", shape: [2, 4] }],
+    });
     expect(report.steps.map((step) => step.concurrency)).toEqual([1, 3]);
     for (const step of report.steps) {
       expect(step.requests).toBeGreaterThan(0);
@@ -78,17 +94,27 @@ describe("runPerf against a fake KServe server", () => {
     server = await startFakeKserveServer();
     const file = join(mkdtempSync(join(tmpdir(), "operon-perf-")), "data.json");
     writeFileSync(file, JSON.stringify({ data: [{ X: [1, 2, 3, 4] }] }));
-    const report = await runPerf({ model: "toy", url: server.url, inputData: file, requestCount: 12, binaryData: false });
+    const report = await runPerf({
+      model: "toy",
+      url: server.url,
+      inputData: file,
+      requestCount: 12,
+      binaryData: false,
+    });
     expect(report.config).toMatchObject({ inputData: "file", inputDataFile: file, requestCount: 12 });
     expect(report.steps[0]).toMatchObject({ concurrency: 1, requests: 12, stable: true });
     const last = server.received.filter((r) => r.path.endsWith("/infer")).at(-1)!;
-    expect(JSON.parse(last.body.toString())).toEqual({ inputs: [{ name: "X", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }] });
+    expect(JSON.parse(last.body.toString())).toEqual({
+      inputs: [{ name: "X", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }],
+    });
   });
 
   it("fails fast with PerfError codes: unknown model, rejected first request, bad input file", async () => {
     server = await startFakeKserveServer();
     await expect(runPerf({ model: "nope", url: server.url })).rejects.toMatchObject({ code: "MODEL_NOT_FOUND" });
-    await expect(runPerf({ model: "toy", url: server.url, inputData: "/does/not/exist.json" })).rejects.toMatchObject({ code: "BAD_OPTIONS" });
+    await expect(runPerf({ model: "toy", url: server.url, inputData: "/does/not/exist.json" })).rejects.toMatchObject({
+      code: "BAD_OPTIONS",
+    });
     server.failInfer(400, "input 'X' is wrong");
     await expect(runPerf({ model: "toy", url: server.url, measurementIntervalMs: 50 })).rejects.toMatchObject({
       code: "SERVER_ERROR",
@@ -100,7 +126,14 @@ describe("runPerf against a fake KServe server", () => {
     server = await startFakeKserveServer({ inferDelayMs: 1 });
     const controller = new AbortController();
     const report = await runPerf(
-      { model: "toy", url: server.url, concurrencyRange: { start: 1, end: 5, step: 1 }, measurementIntervalMs: 40, maxTrials: 2, signal: controller.signal },
+      {
+        model: "toy",
+        url: server.url,
+        concurrencyRange: { start: 1, end: 5, step: 1 },
+        measurementIntervalMs: 40,
+        maxTrials: 2,
+        signal: controller.signal,
+      },
       { onProgress: (p) => p.phase === "step" && p.stepIndex === 1 && controller.abort() },
     );
     expect(report.steps.map((step) => step.concurrency)).toEqual([1]);

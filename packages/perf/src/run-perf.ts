@@ -13,8 +13,20 @@ import { type LoadSetting, type StepMeasurement, measureStep, windowFigures } fr
 import { type LoadRange, expandLoadRange, validateLoadRange } from "./load-range.js";
 import { PerfError, messageOf } from "./perf-error.js";
 import type { PerfProgress } from "./perf-progress.js";
-import { PERF_REPORT_SCHEMA_VERSION, type PerfReport, type PerfStep, type PerfWindow, type RequestDistribution } from "./perf-report.js";
-import { ServerStatsProbe, type ServerStatsSnapshot, addSnapshots, diffSnapshots, summarizeServerStats } from "./server-stats.js";
+import {
+  PERF_REPORT_SCHEMA_VERSION,
+  type PerfReport,
+  type PerfStep,
+  type PerfWindow,
+  type RequestDistribution,
+} from "./perf-report.js";
+import {
+  ServerStatsProbe,
+  type ServerStatsSnapshot,
+  addSnapshots,
+  diffSnapshots,
+  summarizeServerStats,
+} from "./server-stats.js";
 
 /** What a perf run measures; every field but `model` has a default (PERF_DEFAULTS). */
 export interface PerfOptions {
@@ -107,8 +119,12 @@ export function resolvePerfOptions(options: PerfOptions): ResolvedPerfOptions {
     mode,
     range,
     requestDistribution,
-    measurementIntervalMs: positiveInteger(options.measurementIntervalMs ?? PERF_DEFAULTS.measurementIntervalMs, "--measurement-interval"),
-    requestCount: options.requestCount === undefined ? undefined : positiveInteger(options.requestCount, "--request-count"),
+    measurementIntervalMs: positiveInteger(
+      options.measurementIntervalMs ?? PERF_DEFAULTS.measurementIntervalMs,
+      "--measurement-interval",
+    ),
+    requestCount:
+      options.requestCount === undefined ? undefined : positiveInteger(options.requestCount, "--request-count"),
     stabilityPercentage: options.stabilityPercentage ?? PERF_DEFAULTS.stabilityPercentage,
     maxTrials: positiveInteger(options.maxTrials ?? PERF_DEFAULTS.maxTrials, "--max-trials"),
     batchSize: positiveInteger(options.batchSize ?? PERF_DEFAULTS.batchSize, "--batch-size"),
@@ -147,7 +163,11 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
   try {
     const metadata = await control.modelMetadata();
     const { maxBatchSize } = await control.modelConfig();
-    const specs = resolveInputSpecs(metadata.inputs, { maxBatchSize, batchSize: resolved.batchSize, shapes: resolved.shapes });
+    const specs = resolveInputSpecs(metadata.inputs, {
+      maxBatchSize,
+      batchSize: resolved.batchSize,
+      shapes: resolved.shapes,
+    });
     const inputSets = prepareInputSets(specs, resolved.batchSize, source);
     loadClient = await createInferenceClient(resolved.protocol, {
       ...clientOptions,
@@ -239,7 +259,11 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
 }
 
 /** Builds a step from its measurement: the merged windows give the figures; all windows are listed. */
-export function stepOf(load: LoadSetting, measurement: StepMeasurement<ServerStatsSnapshot>, batchSize: number): PerfStep {
+export function stepOf(
+  load: LoadSetting,
+  measurement: StepMeasurement<ServerStatsSnapshot>,
+  batchSize: number,
+): PerfStep {
   const merged = measurement.windows.slice(measurement.mergedFrom);
   const latencies = new LatencyRecorder();
   let requests = 0;
@@ -282,7 +306,9 @@ export function stepOf(load: LoadSetting, measurement: StepMeasurement<ServerSta
     stable: measurement.stable,
     windows,
   };
-  return load.kind === "concurrency" ? { concurrency: load.concurrency, ...result } : { requestRate: load.requestRate, ...result };
+  return load.kind === "concurrency"
+    ? { concurrency: load.concurrency, ...result }
+    : { requestRate: load.requestRate, ...result };
 }
 
 async function loadInputData(inputData: string): Promise<InputDataSource> {
@@ -305,7 +331,11 @@ async function warmUp(client: InferenceClient, options: ResolvedPerfOptions): Pr
   try {
     await client.infer();
   } catch (error) {
-    throw new PerfError("SERVER_ERROR", `the first inference request to model '${options.model}' failed: ${messageOf(error)}`, { cause: error });
+    throw new PerfError(
+      "SERVER_ERROR",
+      `the first inference request to model '${options.model}' failed: ${messageOf(error)}`,
+      { cause: error },
+    );
   }
 }
 
@@ -327,4 +357,3 @@ function round2(value: number): number {
 function bad(message: string, cause?: unknown): PerfError {
   return new PerfError("BAD_OPTIONS", message, cause === undefined ? undefined : { cause });
 }
-

@@ -33,8 +33,20 @@ function entry(version: string, n: number, batches: Array<[number, number]> = [[
 
 describe("server statistics deltas", () => {
   it("sums versions, diffs two reads and averages per request in µs", () => {
-    const before = snapshotOf([entry("1", 10), entry("2", 5, [[1, 3], [4, 2]])]);
-    const after = snapshotOf([entry("1", 30), entry("2", 5, [[1, 3], [4, 6]])]);
+    const before = snapshotOf([
+      entry("1", 10),
+      entry("2", 5, [
+        [1, 3],
+        [4, 2],
+      ]),
+    ]);
+    const after = snapshotOf([
+      entry("1", 30),
+      entry("2", 5, [
+        [1, 3],
+        [4, 6],
+      ]),
+    ]);
     const delta = diffSnapshots(before, after);
     expect(delta.success.count).toBe(20);
     expect(summarizeServerStats(delta)).toEqual({
@@ -58,7 +70,14 @@ describe("server statistics deltas", () => {
 
   it("averages to 0 when nothing ran", () => {
     const none = diffSnapshots(snapshotOf([entry("1", 3)]), snapshotOf([entry("1", 3)]));
-    expect(summarizeServerStats(none)).toEqual({ requests: 0, queueUs: 0, computeInputUs: 0, computeInferUs: 0, computeOutputUs: 0, batchSizes: {} });
+    expect(summarizeServerStats(none)).toEqual({
+      requests: 0,
+      queueUs: 0,
+      computeInputUs: 0,
+      computeInferUs: 0,
+      computeOutputUs: 0,
+      batchSizes: {},
+    });
   });
 
   it("the probe gives up quietly on a server without statistics", async () => {

@@ -76,17 +76,28 @@ export const workersResponseSchema = z.object({
 });
 
 /** GET /v2 (KServe v2 server metadata). */
-export const serverMetadataSchema = z.object({ name: z.string(), version: z.string(), extensions: z.array(z.string()) });
+export const serverMetadataSchema = z.object({
+  name: z.string(),
+  version: z.string(),
+  extensions: z.array(z.string()),
+});
 export type ServerMetadataResponse = z.infer<typeof serverMetadataSchema>;
 
 /** POST /v2/repository/index (Triton's model repository extension). */
 export const repositoryIndexSchema = z.array(
-  z.object({ name: z.string(), version: z.string().optional(), state: z.string().optional(), reason: z.string().optional() }),
+  z.object({
+    name: z.string(),
+    version: z.string().optional(),
+    state: z.string().optional(),
+    reason: z.string().optional(),
+  }),
 );
 
 /** GET /v2/models[/<name>]/stats (Triton's statistics extension): the envelope and each entry's identity; the figures pass as sent. */
 export const modelStatisticsResponseSchema = z.object({
-  model_stats: z.array(z.looseObject({ name: z.string(), version: z.string(), inference_count: z.number(), execution_count: z.number() })),
+  model_stats: z.array(
+    z.looseObject({ name: z.string(), version: z.string(), inference_count: z.number(), execution_count: z.number() }),
+  ),
 });
 
 /** POST /v2/operon/models/<name>/instances: the resource scheduler's lever. */
@@ -94,7 +105,12 @@ export const scaleModelResponseSchema = z.object({ model: z.string(), from: z.nu
 export type ScaleModelResponse = z.infer<typeof scaleModelResponseSchema>;
 
 /** A served model's instances now and as its config asked at load (GET /v2/operon/scaling). */
-export const modelScalingSchema = z.object({ model: z.string(), instances: z.number(), configuredInstances: z.number(), queued: z.number() });
+export const modelScalingSchema = z.object({
+  model: z.string(),
+  instances: z.number(),
+  configuredInstances: z.number(),
+  queued: z.number(),
+});
 export type ModelScaling = z.infer<typeof modelScalingSchema>;
 export const scalingStateSchema = z.object({ models: z.array(modelScalingSchema), parked: z.array(z.string()) });
 
@@ -114,7 +130,11 @@ export type GatewayOperator = z.infer<typeof gatewayOperatorSchema>;
 export const operatorListSchema = z.object({ operators: z.array(gatewayOperatorSchema) });
 
 /** One problem in an operator spec; `path` names the field when the gateway knows it, `code` is stable for programs. */
-export const operatorProblemSchema = z.object({ code: z.string().optional(), path: z.string().optional(), message: z.string() });
+export const operatorProblemSchema = z.object({
+  code: z.string().optional(),
+  path: z.string().optional(),
+  message: z.string(),
+});
 export type OperatorProblem = z.infer<typeof operatorProblemSchema>;
 
 /** POST /v2/operators/<name>/validate: problems are data; a spec refused outright answers 400 with `error`. */

@@ -31,7 +31,9 @@ describe("Inference-Header-Content-Length", () => {
   });
 
   it.each(["-1", "1.5", "abc", "", "99999999999999999999"])("rejects %j", (value) => {
-    expect(errorOf(() => parseInferenceHeaderLength(value)).message).toContain("Inference-Header-Content-Length must be a non-negative integer");
+    expect(errorOf(() => parseInferenceHeaderLength(value)).message).toContain(
+      "Inference-Header-Content-Length must be a non-negative integer",
+    );
   });
 
   it("splits a body into header and binary views", () => {
@@ -61,7 +63,12 @@ describe("assignBinaryChunks", () => {
       ],
       binary,
     );
-    expect(chunks.map((chunk) => (chunk === undefined ? undefined : [...chunk]))).toEqual([[1, 2], undefined, [], [3, 4, 5, 6]]);
+    expect(chunks.map((chunk) => (chunk === undefined ? undefined : [...chunk]))).toEqual([
+      [1, 2],
+      undefined,
+      [],
+      [3, 4, 5, 6],
+    ]);
     expect(chunks[3]!.buffer).toBe(binary.buffer);
   });
 
@@ -103,21 +110,25 @@ describe("rawBinaryInput", () => {
   });
 
   it("resolves one variable dimension from the body size", () => {
-    expect(rawBinaryInput(fp32(1, 2, 3, 4, 5, 6), { name: "in", datatype: "FP32", shape: [1, -1, 3] }).shape).toEqual([1, 2, 3]);
-    expect(rawBinaryInput(encodeBytesElements(["a", "bc"]), { name: "s", datatype: "BYTES", shape: [1, -1] }).shape).toEqual([1, 2]);
+    expect(rawBinaryInput(fp32(1, 2, 3, 4, 5, 6), { name: "in", datatype: "FP32", shape: [1, -1, 3] }).shape).toEqual([
+      1, 2, 3,
+    ]);
+    expect(
+      rawBinaryInput(encodeBytesElements(["a", "bc"]), { name: "s", datatype: "BYTES", shape: [1, -1] }).shape,
+    ).toEqual([1, 2]);
     expect(rawBinaryInput(Buffer.alloc(0), { name: "in", datatype: "FP32", shape: [-1, 0] }).shape).toEqual([0, 0]);
   });
 
   it("rejects sizes that do not fit and shapes it cannot resolve", () => {
-    expect(errorOf(() => rawBinaryInput(fp32(1, 2, 3, 4), { name: "in", datatype: "FP32", shape: [1, -1, 3] })).message).toBe(
-      "raw binary request: 4 elements do not fit shape [1,-1,3] of input 'in'",
-    );
+    expect(
+      errorOf(() => rawBinaryInput(fp32(1, 2, 3, 4), { name: "in", datatype: "FP32", shape: [1, -1, 3] })).message,
+    ).toBe("raw binary request: 4 elements do not fit shape [1,-1,3] of input 'in'");
     expect(errorOf(() => rawBinaryInput(Buffer.alloc(6), { name: "in", datatype: "FP32", shape: [-1] })).message).toBe(
       "raw binary request: 6 bytes is not a whole number of FP32 elements for input 'in'",
     );
-    expect(errorOf(() => rawBinaryInput(Buffer.alloc(8), { name: "in", datatype: "FP32", shape: [-1, -1] })).message).toContain(
-      "has shape [-1,-1] with 2 variable dimensions; send a JSON header to give the shape",
-    );
+    expect(
+      errorOf(() => rawBinaryInput(Buffer.alloc(8), { name: "in", datatype: "FP32", shape: [-1, -1] })).message,
+    ).toContain("has shape [-1,-1] with 2 variable dimensions; send a JSON header to give the shape");
   });
 });
 
@@ -169,14 +180,18 @@ describe("encodeInferResponseBody", () => {
     expect(outputs[1].parameters).toEqual({ binary_data_size: 7 });
     expect(chunks).toHaveLength(1);
 
-    const one = encodeInferResponseBody(response, { outputs: [{ name: "label", parameters: { binary_data: true } }, { name: "sum" }] });
+    const one = encodeInferResponseBody(response, {
+      outputs: [{ name: "label", parameters: { binary_data: true } }, { name: "sum" }],
+    });
     expect(one.headerLength).toBeDefined();
     expect((one.body as Buffer[]).slice(1)).toEqual([response.outputs[1]!.data]);
   });
 
   it("sends only the requested outputs when some are named", () => {
     const encoded = encodeInferResponseBody(response, { outputs: [{ name: "label" }] });
-    expect(JSON.parse((encoded.body as Buffer).toString()).outputs.map((o: { name: string }) => o.name)).toEqual(["label"]);
+    expect(JSON.parse((encoded.body as Buffer).toString()).outputs.map((o: { name: string }) => o.name)).toEqual([
+      "label",
+    ]);
   });
 
   it("writes 64-bit integers and bigint parameters without losing digits", () => {

@@ -2,7 +2,14 @@ import { type DataType, elementByteSize, elementCount } from "./datatypes.js";
 import { OperonError } from "./errors.js";
 import type { InferResponse, RequestedOutput } from "./inference.js";
 import { bufferToJsonText } from "./json-tensor-codec.js";
-import { DEFAULT_MAX_BYTES_ELEMENTS, type ParameterValue, type Parameters, type Tensor, assertTensorByteSize, countBytesElements } from "./tensor.js";
+import {
+  DEFAULT_MAX_BYTES_ELEMENTS,
+  type ParameterValue,
+  type Parameters,
+  type Tensor,
+  assertTensorByteSize,
+  countBytesElements,
+} from "./tensor.js";
 
 /**
  * Triton's binary_tensor_data extension (extension_binary_data.md): a body
@@ -24,7 +31,10 @@ export function parseInferenceHeaderLength(value: string | undefined): number | 
   const text = value.trim();
   const length = /^[0-9]+$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(length)) {
-    throw new OperonError("INVALID_ARG", `Inference-Header-Content-Length must be a non-negative integer, got '${value}'`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `Inference-Header-Content-Length must be a non-negative integer, got '${value}'`,
+    );
   }
   return length;
 }
@@ -32,7 +42,10 @@ export function parseInferenceHeaderLength(value: string | undefined): number | 
 /** Splits a body into its JSON header and the binary tensor data after it (views, not copies). */
 export function splitBinaryBody(body: Buffer, headerLength: number): { header: Buffer; binary: Buffer } {
   if (!Number.isSafeInteger(headerLength) || headerLength < 0) {
-    throw new OperonError("INVALID_ARG", `Inference-Header-Content-Length must be a non-negative integer, got ${headerLength}`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `Inference-Header-Content-Length must be a non-negative integer, got ${headerLength}`,
+    );
   }
   if (headerLength > body.length) {
     throw new OperonError(
@@ -66,7 +79,10 @@ export function assignBinaryChunks(inputs: readonly BinaryInputSlot[], binary: B
       continue;
     }
     if (!Number.isSafeInteger(size) || size < 0) {
-      throw new OperonError("INVALID_ARG", `input '${input.name}': binary_data_size must be a non-negative integer, got ${size}`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `input '${input.name}': binary_data_size must be a non-negative integer, got ${size}`,
+      );
     }
     const end = offset + size;
     if (end > binary.length) {
@@ -105,7 +121,11 @@ export interface RawInputSpec {
  * allowed and is resolved from the body size. A BYTES input of more than
  * maxBytesElements elements is INVALID_ARG.
  */
-export function rawBinaryInput(body: Buffer, spec: RawInputSpec, maxBytesElements = DEFAULT_MAX_BYTES_ELEMENTS): Tensor {
+export function rawBinaryInput(
+  body: Buffer,
+  spec: RawInputSpec,
+  maxBytesElements = DEFAULT_MAX_BYTES_ELEMENTS,
+): Tensor {
   const { name, datatype } = spec;
   const shape = [...spec.shape];
   const variable = shape.flatMap((dim, index) => (dim < 0 ? [index] : []));
@@ -120,7 +140,10 @@ export function rawBinaryInput(body: Buffer, spec: RawInputSpec, maxBytesElement
   if (variableIndex !== undefined) {
     const fixed = elementCount(shape.filter((dim) => dim >= 0));
     if (size !== undefined && body.length % size !== 0) {
-      throw new OperonError("INVALID_ARG", `raw binary request: ${body.length} bytes is not a whole number of ${datatype} elements for input '${name}'`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `raw binary request: ${body.length} bytes is not a whole number of ${datatype} elements for input '${name}'`,
+      );
     }
     // BYTES: the walk stops at the element limit, so a body of millions of empty elements costs no more than the limit.
     const elements = size === undefined ? countBytesElements(body, name, maxBytesElements) : body.length / size;
@@ -158,10 +181,14 @@ export interface EncodedInferResponse {
  * JSON in output order (zero-copy: the output buffers themselves); the rest
  * carry JSON `data`. When requested outputs are given, only those are sent.
  */
-export function encodeInferResponseBody(response: InferResponse, options: ResponseEncodingOptions = {}): EncodedInferResponse {
-  const requested = options.outputs !== undefined && options.outputs.length > 0
-    ? new Map(options.outputs.map((output) => [output.name, output]))
-    : undefined;
+export function encodeInferResponseBody(
+  response: InferResponse,
+  options: ResponseEncodingOptions = {},
+): EncodedInferResponse {
+  const requested =
+    options.outputs !== undefined && options.outputs.length > 0
+      ? new Map(options.outputs.map((output) => [output.name, output]))
+      : undefined;
   const binaryChunks: Buffer[] = [];
   const outputTexts: string[] = [];
   for (const output of response.outputs) {
@@ -177,7 +204,10 @@ export function encodeInferResponseBody(response: InferResponse, options: Respon
       outputTexts.push(`${head},"data":${bufferToJsonText(output)}}`);
     }
   }
-  const fields = [`"model_name":${JSON.stringify(response.modelName)}`, `"model_version":${JSON.stringify(response.modelVersion)}`];
+  const fields = [
+    `"model_name":${JSON.stringify(response.modelName)}`,
+    `"model_version":${JSON.stringify(response.modelVersion)}`,
+  ];
   if (response.id !== undefined) fields.push(`"id":${JSON.stringify(response.id)}`);
   if (response.parameters !== undefined && Object.keys(response.parameters).length > 0) {
     fields.push(`"parameters":${stringifyParameters(response.parameters)}`);

@@ -66,7 +66,10 @@ describe("tensorDataFromContents", () => {
   });
 
   it("rejects an element count that does not match the shape", () => {
-    expectInvalid(() => fromContents("FP32", [2, 2], { fp32_contents: [1, 2, 3] }), /input 'x'.*expected 4 elements in fp32_contents.*got 3/);
+    expectInvalid(
+      () => fromContents("FP32", [2, 2], { fp32_contents: [1, 2, 3] }),
+      /input 'x'.*expected 4 elements in fp32_contents.*got 3/,
+    );
   });
 
   it("rejects FP16 and BF16 as typed contents", () => {
@@ -75,13 +78,19 @@ describe("tensorDataFromContents", () => {
   });
 
   it("rejects values in the wrong field", () => {
-    expectInvalid(() => fromContents("FP32", [1], { fp32_contents: [1], int_contents: [1] }), /must use fp32_contents.*int_contents/);
+    expectInvalid(
+      () => fromContents("FP32", [1], { fp32_contents: [1], int_contents: [1] }),
+      /must use fp32_contents.*int_contents/,
+    );
   });
 
   it("rejects out-of-range and non-integer values", () => {
     expectInvalid(() => fromContents("UINT8", [1], { uint_contents: [256] }), /out of range for UINT8/);
     expectInvalid(() => fromContents("INT8", [1], { int_contents: [1.5] }), /out of range for INT8/);
-    expectInvalid(() => fromContents("INT64", [1], { int64_contents: ["9223372036854775808"] }), /out of range for INT64/);
+    expectInvalid(
+      () => fromContents("INT64", [1], { int64_contents: ["9223372036854775808"] }),
+      /out of range for INT64/,
+    );
     expectInvalid(() => fromContents("UINT64", [1], { uint64_contents: ["-1"] }), /out of range for UINT64/);
     expectInvalid(() => fromContents("INT64", [1], { int64_contents: ["abc"] }), /expected an integer/);
   });
@@ -115,7 +124,9 @@ describe("contentsFromTensorData", () => {
   });
 
   it("rejects FP16", () => {
-    expect(() => contentsFromTensorData({ name: "h", datatype: "FP16", shape: [1], data: Buffer.alloc(2) })).toThrow(/tensor 'h'.*FP16/);
+    expect(() => contentsFromTensorData({ name: "h", datatype: "FP16", shape: [1], data: Buffer.alloc(2) })).toThrow(
+      /tensor 'h'.*FP16/,
+    );
   });
 
   it("names the field for each datatype", () => {

@@ -82,7 +82,10 @@ export function tensorDataFromContents(input: TensorHeader, contents: InferTenso
   const values = contents[field] ?? [];
   const count = elementCount(input.shape);
   if (values.length !== count) {
-    throw invalid(name, `expected ${count} elements in ${field} for shape [${input.shape.join(",")}], got ${values.length}`);
+    throw invalid(
+      name,
+      `expected ${count} elements in ${field} for shape [${input.shape.join(",")}], got ${values.length}`,
+    );
   }
   return encodeValues(name, datatype, values);
 }
@@ -190,7 +193,10 @@ export function contentsFromTensorData(tensor: Tensor): InferTensorContents {
     case "BYTES":
       return { bytes_contents: decodeBytesElements(data, name) };
     default:
-      throw new OperonError("INVALID_ARG", `tensor '${name}': ${datatype} has no typed contents field; use raw contents`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `tensor '${name}': ${datatype} has no typed contents field; use raw contents`,
+      );
   }
 }
 

@@ -113,7 +113,10 @@ describe("arrays", () => {
     expect(bits).toBeInstanceOf(Uint16Array);
     const decoded = decodeHalfFloats(datatype, bits);
     expect(decoded).toBeInstanceOf(Float32Array);
-    const one = datatype === "FP16" ? (v: number) => float16BitsToNumber(numberToFloat16Bits(v)) : (v: number) => bfloat16BitsToNumber(numberToBfloat16Bits(v));
+    const one =
+      datatype === "FP16"
+        ? (v: number) => float16BitsToNumber(numberToFloat16Bits(v))
+        : (v: number) => bfloat16BitsToNumber(numberToBfloat16Bits(v));
     expect(Array.from(decoded)).toEqual(values.map(one));
     expect(Array.from(encodeHalfFloats(datatype, decoded))).toEqual(Array.from(bits)); // a second trip changes nothing
   });

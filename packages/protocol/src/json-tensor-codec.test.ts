@@ -45,8 +45,28 @@ describe("jsonDataToBuffer", () => {
   });
 
   it("accepts nested data in row-major order, and scalars and empty tensors", () => {
-    expect(roundTrip("INT32", [2, 2], [[1, 2], [3, 4]])).toEqual([1, 2, 3, 4]);
-    expect(roundTrip("INT32", [1, 2, 2], [[[1, 2], [3, 4]]])).toEqual([1, 2, 3, 4]);
+    expect(
+      roundTrip(
+        "INT32",
+        [2, 2],
+        [
+          [1, 2],
+          [3, 4],
+        ],
+      ),
+    ).toEqual([1, 2, 3, 4]);
+    expect(
+      roundTrip(
+        "INT32",
+        [1, 2, 2],
+        [
+          [
+            [1, 2],
+            [3, 4],
+          ],
+        ],
+      ),
+    ).toEqual([1, 2, 3, 4]);
     expect(roundTrip("FP64", [], [7])).toEqual([7]);
     expect(jsonDataToBuffer("x", "FP32", [0, 3], [])).toHaveLength(0);
   });
@@ -58,7 +78,9 @@ describe("jsonDataToBuffer", () => {
   });
 
   it("rejects FP32 values that overflow to infinity", () => {
-    expect(() => jsonDataToBuffer("x", "FP32", [2], [1, 1e39])).toThrow(/input 'x'.*element 1 \(1e\+39\) is outside the FP32 range/);
+    expect(() => jsonDataToBuffer("x", "FP32", [2], [1, 1e39])).toThrow(
+      /input 'x'.*element 1 \(1e\+39\) is outside the FP32 range/,
+    );
     expect(jsonDataToBuffer("x", "FP64", [1], [1e39]).readDoubleLE(0)).toBe(1e39);
   });
 
@@ -70,7 +92,9 @@ describe("jsonDataToBuffer", () => {
   });
 
   it("rejects data that is not an array", () => {
-    expect(errorOf(() => jsonDataToBuffer("x", "FP32", [1], 1)).message).toBe("input 'x': 'data' must be an array, got 1");
+    expect(errorOf(() => jsonDataToBuffer("x", "FP32", [1], 1)).message).toBe(
+      "input 'x': 'data' must be an array, got 1",
+    );
     expect(errorOf(() => jsonDataToBuffer("x", "FP32", [1], { a: 1 })).message).toContain("got an object");
   });
 
@@ -83,7 +107,11 @@ describe("jsonDataToBuffer", () => {
     ["UINT32", "7", 'got "7"'],
     ["INT64", 2 ** 60, "is past 2^53 and may already have lost precision in JSON; send it as a decimal string"],
     ["INT64", 0.5, "element 1 (0.5) must be an integer for INT64"],
-    ["INT64", "9223372036854775808", "element 1 (9223372036854775808) is out of range [-9223372036854775808, 9223372036854775807] for INT64"],
+    [
+      "INT64",
+      "9223372036854775808",
+      "element 1 (9223372036854775808) is out of range [-9223372036854775808, 9223372036854775807] for INT64",
+    ],
     ["UINT64", "-1", "is out of range [0, 18446744073709551615] for UINT64"],
     ["UINT64", "12abc", "element 1 must be an integer or a decimal string for UINT64"],
     ["FP32", "1.0", 'element 1 must be a number for FP32, got "1.0"'],
@@ -150,22 +178,33 @@ describe("bufferToJsonData", () => {
   });
 
   it("decodes BOOL as booleans and BYTES as UTF-8 strings", () => {
-    expect(bufferToJsonData({ name: "b", datatype: "BOOL", shape: [3], data: Buffer.from([0, 1, 2]) })).toEqual([false, true, true]);
-    expect(bufferToJsonData({ name: "s", datatype: "BYTES", shape: [2], data: encodeBytesElements(["é", "z"]) })).toEqual(["é", "z"]);
+    expect(bufferToJsonData({ name: "b", datatype: "BOOL", shape: [3], data: Buffer.from([0, 1, 2]) })).toEqual([
+      false,
+      true,
+      true,
+    ]);
+    expect(
+      bufferToJsonData({ name: "s", datatype: "BYTES", shape: [2], data: encodeBytesElements(["é", "z"]) }),
+    ).toEqual(["é", "z"]);
   });
 
   it("writes NaN as null in JSON text, which has no NaN", () => {
-    expect(bufferToJsonText({ name: "f", datatype: "FP32", shape: [2], data: Buffer.from(new Float32Array([NaN, 1]).buffer) })).toBe(
-      "[null,1]",
-    );
+    expect(
+      bufferToJsonText({
+        name: "f",
+        datatype: "FP32",
+        shape: [2],
+        data: Buffer.from(new Float32Array([NaN, 1]).buffer),
+      }),
+    ).toBe("[null,1]");
   });
 
   it("rejects data whose size disagrees with the shape or datatype", () => {
-    expect(errorOf(() => bufferToJsonData({ name: "o", datatype: "FP32", shape: [3], data: Buffer.alloc(8) })).message).toBe(
-      "tensor 'o': expected 3 elements for shape [3], got 2",
-    );
-    expect(errorOf(() => bufferToJsonData({ name: "o", datatype: "INT32", shape: [1], data: Buffer.alloc(5) })).message).toContain(
-      "5 bytes is not a whole number of 4-byte INT32 elements",
-    );
+    expect(
+      errorOf(() => bufferToJsonData({ name: "o", datatype: "FP32", shape: [3], data: Buffer.alloc(8) })).message,
+    ).toBe("tensor 'o': expected 3 elements for shape [3], got 2");
+    expect(
+      errorOf(() => bufferToJsonData({ name: "o", datatype: "INT32", shape: [1], data: Buffer.alloc(5) })).message,
+    ).toContain("5 bytes is not a whole number of 4-byte INT32 elements");
   });
 });

@@ -204,7 +204,10 @@ function smallIntsToBuffer(name: string, datatype: SmallIntType, values: unknown
   for (let i = 0; i < values.length; i++) {
     const value = values[i];
     if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-      throw invalid(name, `element ${i} must be an integer in [${min}, ${max}] for ${datatype}, got ${describe(value)}`);
+      throw invalid(
+        name,
+        `element ${i} must be an integer in [${min}, ${max}] for ${datatype}, got ${describe(value)}`,
+      );
     }
     out[i] = value;
   }
@@ -232,7 +235,10 @@ function bigIntsToBuffer(name: string, datatype: BigIntType, values: unknown[]):
     } else if (typeof value === "string" && DECIMAL_INTEGER.test(value)) {
       big = BigInt(value);
     } else {
-      throw invalid(name, `element ${i} must be an integer or a decimal string for ${datatype}, got ${describe(value)}`);
+      throw invalid(
+        name,
+        `element ${i} must be an integer or a decimal string for ${datatype}, got ${describe(value)}`,
+      );
     }
     if (big < min || big > max) {
       throw invalid(name, `element ${i} (${big}) is out of range [${min}, ${max}] for ${datatype}`);

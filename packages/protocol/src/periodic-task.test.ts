@@ -61,7 +61,10 @@ describe("PeriodicTask", () => {
 
   it("waits in stop() for the run in progress, and does nothing when the interval is 0", async () => {
     let finished = false;
-    const task = new PeriodicTask(() => new Promise<void>((resolve) => setTimeout(() => ((finished = true), resolve()), 20)), { intervalMs: 1_000, runAtStart: true, onError: () => undefined });
+    const task = new PeriodicTask(
+      () => new Promise<void>((resolve) => setTimeout(() => ((finished = true), resolve()), 20)),
+      { intervalMs: 1_000, runAtStart: true, onError: () => undefined },
+    );
     task.start();
     await task.stop();
     expect(finished).toBe(true);

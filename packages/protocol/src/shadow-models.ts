@@ -13,4 +13,5 @@ export function isShadowModelName(name: string): boolean {
 }
 
 /** Why a name of the reserved pattern is refused (loads, uploads). */
-export const SHADOW_NAME_RESERVED = "names ending in '.search-<8 hex digits>' are reserved for the config search's shadow models; choose another name";
+export const SHADOW_NAME_RESERVED =
+  "names ending in '.search-<8 hex digits>' are reserved for the config search's shadow models; choose another name";

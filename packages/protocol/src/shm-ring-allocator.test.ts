@@ -102,7 +102,8 @@ describe("ShmRingAllocator", () => {
         expect(offset % 64).toBe(0);
         expect(offset + length).toBeLessThanOrEqual(capacity);
         for (let i = offset; i < offset + length; i += 1) {
-          if (owner[i] !== -1) throw new Error(`step ${step}: [${offset}, ${offset + length}) overlaps a live range at ${i}`);
+          if (owner[i] !== -1)
+            throw new Error(`step ${step}: [${offset}, ${offset + length}) overlaps a live range at ${i}`);
         }
         owner.fill(step, offset, offset + length);
         live.set(offset, length);

@@ -28,8 +28,10 @@ export class ShmRingAllocator {
   private reserved = 0;
 
   constructor(byteLength: number, align: number = SHM_ALIGN) {
-    if (!Number.isSafeInteger(align) || align < 1 || (align & (align - 1)) !== 0) throw new RangeError(`align must be a power of two, got ${align}`);
-    if (!Number.isSafeInteger(byteLength) || byteLength < 0) throw new RangeError(`byteLength must be a non-negative integer, got ${byteLength}`);
+    if (!Number.isSafeInteger(align) || align < 1 || (align & (align - 1)) !== 0)
+      throw new RangeError(`align must be a power of two, got ${align}`);
+    if (!Number.isSafeInteger(byteLength) || byteLength < 0)
+      throw new RangeError(`byteLength must be a non-negative integer, got ${byteLength}`);
     this.align = align;
     this.capacity = byteLength - (byteLength % align);
   }
@@ -46,7 +48,8 @@ export class ShmRingAllocator {
 
   /** Returns the offset of byteLength free bytes, or undefined when no contiguous room is free now. */
   allocate(byteLength: number): number | undefined {
-    if (!Number.isSafeInteger(byteLength) || byteLength < 1) throw new RangeError(`allocation size must be a positive integer, got ${byteLength}`);
+    if (!Number.isSafeInteger(byteLength) || byteLength < 1)
+      throw new RangeError(`allocation size must be a positive integer, got ${byteLength}`);
     const size = byteLength + ((this.align - (byteLength % this.align)) % this.align);
     if (size > this.capacity) return undefined;
     let offset: number | undefined;

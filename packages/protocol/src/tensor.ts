@@ -85,7 +85,10 @@ function countBytesElementsUpTo(data: Buffer, tensorName: string, cap: number): 
     const length = data.readUInt32LE(offset);
     offset += 4 + length;
     if (offset > data.length) {
-      throw new OperonError("INVALID_ARG", `tensor '${tensorName}': BYTES element ${count} runs past the end of the data`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `tensor '${tensorName}': BYTES element ${count} runs past the end of the data`,
+      );
     }
     count += 1;
     if (count > cap) return count;
@@ -98,7 +101,11 @@ function countBytesElementsUpTo(data: Buffer, tensorName: string, cap: number): 
  * data, in order, allocating nothing per element: the way to read BYTES
  * without one JS object per element.
  */
-export function forEachBytesElement(data: Buffer, tensorName: string, visit: (start: number, end: number, index: number) => void): void {
+export function forEachBytesElement(
+  data: Buffer,
+  tensorName: string,
+  visit: (start: number, end: number, index: number) => void,
+): void {
   let offset = 0;
   let index = 0;
   while (offset < data.length) {
@@ -108,7 +115,10 @@ export function forEachBytesElement(data: Buffer, tensorName: string, visit: (st
     const start = offset + 4;
     const end = start + data.readUInt32LE(offset);
     if (end > data.length) {
-      throw new OperonError("INVALID_ARG", `tensor '${tensorName}': BYTES element ${index} runs past the end of the data`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `tensor '${tensorName}': BYTES element ${index} runs past the end of the data`,
+      );
     }
     visit(start, end, index);
     index += 1;
@@ -119,7 +129,11 @@ export function forEachBytesElement(data: Buffer, tensorName: string, visit: (st
 /** The elements of Triton-layout BYTES data as UTF-8 strings (no Buffer per element; empty ones share ""). */
 export function bytesElementsToStrings(data: Buffer, tensorName = "tensor"): string[] {
   const strings: string[] = [];
-  forEachBytesElement(data, tensorName, (start, end) => void strings.push(start === end ? "" : data.toString("utf8", start, end)));
+  forEachBytesElement(
+    data,
+    tensorName,
+    (start, end) => void strings.push(start === end ? "" : data.toString("utf8", start, end)),
+  );
   return strings;
 }
 
@@ -133,7 +147,8 @@ export function decodeBytesElements(data: Buffer, tensorName = "tensor"): Buffer
 /** Joins elements into Triton-layout BYTES data; strings are written in place (no Buffer per element). */
 export function encodeBytesElements(elements: ReadonlyArray<Buffer | Uint8Array | string>): Buffer {
   let total = 0;
-  for (const element of elements) total += 4 + (typeof element === "string" ? Buffer.byteLength(element, "utf8") : element.length);
+  for (const element of elements)
+    total += 4 + (typeof element === "string" ? Buffer.byteLength(element, "utf8") : element.length);
   const out = Buffer.allocUnsafe(total);
   let offset = 0;
   for (const element of elements) {

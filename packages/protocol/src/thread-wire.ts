@@ -151,14 +151,21 @@ export function packTensors(tensors: readonly Tensor[]): { buffer: ArrayBuffer; 
  * The returned buffer is to be transferred; the received one must not be
  * read again afterwards (it may be the one returned).
  */
-export function packTensorsReusing(received: ArrayBuffer, tensors: readonly Tensor[]): { buffer: ArrayBuffer; tensors: ThreadTensor[] } {
+export function packTensorsReusing(
+  received: ArrayBuffer,
+  tensors: readonly Tensor[],
+): { buffer: ArrayBuffer; tensors: ThreadTensor[] } {
   let aliasing = 0;
   let total = 0;
   for (const tensor of tensors) {
     if (tensor.data.buffer === received) aliasing += 1;
     total = aligned(total) + tensor.data.byteLength;
   }
-  if (aliasing === tensors.length && tensors.length > 0 && tensors.every((tensor) => tensor.data.byteOffset % ALIGN === 0)) {
+  if (
+    aliasing === tensors.length &&
+    tensors.length > 0 &&
+    tensors.every((tensor) => tensor.data.byteOffset % ALIGN === 0)
+  ) {
     return {
       buffer: received,
       tensors: tensors.map(describeInPlace),
@@ -177,7 +184,13 @@ function writePacked(bytes: Buffer, tensors: readonly Tensor[]): ThreadTensor[] 
     const tensor = tensors[i]!;
     offset = aligned(offset);
     bytes.set(tensor.data, offset);
-    described[i] = { name: tensor.name, datatype: tensor.datatype, shape: tensor.shape, byteOffset: offset, byteLength: tensor.data.byteLength };
+    described[i] = {
+      name: tensor.name,
+      datatype: tensor.datatype,
+      shape: tensor.shape,
+      byteOffset: offset,
+      byteLength: tensor.data.byteLength,
+    };
     offset += tensor.data.byteLength;
   }
   return described;
@@ -187,12 +200,19 @@ function writePacked(bytes: Buffer, tensors: readonly Tensor[]): ThreadTensor[] 
 function handOffOf(tensors: readonly Tensor[]): ArrayBuffer | undefined {
   const first = tensors[0]?.data.buffer;
   if (first === undefined || !handOffBuffers.has(first as ArrayBuffer)) return undefined;
-  for (const tensor of tensors) if (tensor.data.buffer !== first || tensor.data.byteOffset % ALIGN !== 0) return undefined;
+  for (const tensor of tensors)
+    if (tensor.data.buffer !== first || tensor.data.byteOffset % ALIGN !== 0) return undefined;
   return first as ArrayBuffer;
 }
 
 function describeInPlace(tensor: Tensor): ThreadTensor {
-  return { name: tensor.name, datatype: tensor.datatype, shape: tensor.shape, byteOffset: tensor.data.byteOffset, byteLength: tensor.data.byteLength };
+  return {
+    name: tensor.name,
+    datatype: tensor.datatype,
+    shape: tensor.shape,
+    byteOffset: tensor.data.byteOffset,
+    byteLength: tensor.data.byteLength,
+  };
 }
 
 /** The tensors of a received message: Buffers viewing its buffer, no copy. */
@@ -200,7 +220,12 @@ export function unpackTensors(buffer: ArrayBuffer, tensors: readonly ThreadTenso
   const out: Tensor[] = new Array(tensors.length);
   for (let i = 0; i < tensors.length; i += 1) {
     const t = tensors[i]!;
-    out[i] = { name: t.name, datatype: t.datatype, shape: t.shape, data: Buffer.from(buffer, t.byteOffset, t.byteLength) };
+    out[i] = {
+      name: t.name,
+      datatype: t.datatype,
+      shape: t.shape,
+      data: Buffer.from(buffer, t.byteOffset, t.byteLength),
+    };
   }
   return out;
 }

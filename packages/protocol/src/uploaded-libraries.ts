@@ -9,7 +9,9 @@ import { basename } from "node:path";
  */
 const SHARED_LIBRARY = /\.so(\.\d+)*$/;
 
-export function uploadedLibraries(files: ReadonlyMap<string, Buffer> | undefined): Array<{ file: string; sha256: string }> {
+export function uploadedLibraries(
+  files: ReadonlyMap<string, Buffer> | undefined,
+): Array<{ file: string; sha256: string }> {
   if (files === undefined) return [];
   return [...files]
     .filter(([path]) => SHARED_LIBRARY.test(basename(path)))

@@ -1,7 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { OperonError } from "./errors.js";
 import type { Tensor } from "./tensor.js";
-import { type DecodedFrame, FrameDecoder, type WorkerMessage, encodeFrame, sharedRegionLayout, writeFrame } from "./worker-wire.js";
+import {
+  type DecodedFrame,
+  FrameDecoder,
+  type WorkerMessage,
+  encodeFrame,
+  sharedRegionLayout,
+  writeFrame,
+} from "./worker-wire.js";
 
 function tensor(name: string, datatype: Tensor["datatype"], shape: number[], data: Buffer): Tensor {
   return { name, datatype, shape, data };
@@ -70,7 +77,12 @@ describe("worker wire frames", () => {
 
   it("decodes many frames from one chunk, and a frame split across three chunks", () => {
     const messages: WorkerMessage[] = [];
-    for (let i = 1; i <= 100; i += 1) messages.push({ type: "result", requestId: i, timing: { computeInputNs: i, computeInferNs: 2 * i, computeOutputNs: 3 } });
+    for (let i = 1; i <= 100; i += 1)
+      messages.push({
+        type: "result",
+        requestId: i,
+        timing: { computeInputNs: i, computeInferNs: 2 * i, computeOutputNs: 3 },
+      });
     const out = tensor("OUT", "INT32", [2], Buffer.from(new Int32Array([5, -5]).buffer));
     const bytes = join(messages.flatMap((message) => encodeFrame(message, [out])));
     const frames = new FrameDecoder().push(bytes);
@@ -94,7 +106,8 @@ describe("worker wire frames", () => {
     const bytes = join(encodeFrame(header, [tensor("x", "FP32", [1, 3, 224, 224], big)]));
     const decoder = new FrameDecoder();
     const frames: DecodedFrame[] = [];
-    for (let offset = 0; offset < bytes.length; offset += 65_536) frames.push(...decoder.push(bytes.subarray(offset, offset + 65_536)));
+    for (let offset = 0; offset < bytes.length; offset += 65_536)
+      frames.push(...decoder.push(bytes.subarray(offset, offset + 65_536)));
     expect(frames).toHaveLength(1);
     const data = frames[0]!.tensors[0]!.data;
     expect(data.equals(big)).toBe(true);
@@ -109,7 +122,8 @@ describe("worker wire frames", () => {
     const decoder = new FrameDecoder();
     const started = performance.now();
     let frames: DecodedFrame[] = [];
-    for (let offset = 0; offset < stream.length; offset += 65_536) frames = frames.concat(decoder.push(stream.subarray(offset, offset + 65_536)));
+    for (let offset = 0; offset < stream.length; offset += 65_536)
+      frames = frames.concat(decoder.push(stream.subarray(offset, offset + 65_536)));
     const elapsed = performance.now() - started;
     expect(frames).toHaveLength(1);
     expect(frames[0]!.tensors[0]!.data.length).toBe(big.length);
@@ -157,7 +171,10 @@ describe("worker wire frames", () => {
       frameOf("{not json"),
       frameOf('{"type":"bogus"}'),
       frameOf('{"type":"execute","requestId":1,"tensors":[{"name":"x","datatype":"FP32","shape":[1],"byteLength":4}]}'),
-      frameOf('{"type":"execute","requestId":1,"tensors":[{"name":"x","datatype":"FP99","shape":[1],"byteLength":1}]}', Buffer.alloc(1)),
+      frameOf(
+        '{"type":"execute","requestId":1,"tensors":[{"name":"x","datatype":"FP99","shape":[1],"byteLength":1}]}',
+        Buffer.alloc(1),
+      ),
       frameOf('{"type":"execute","requestId":1}', Buffer.alloc(3)),
     ]) {
       const error = bad(bytes);
@@ -165,7 +182,9 @@ describe("worker wire frames", () => {
       expect((error as OperonError).kind).toBe("INTERNAL");
     }
     const limited = new FrameDecoder({ maxFrameBytes: 100 });
-    expect(() => limited.push(join(encodeFrame(execute, [tensor("x", "UINT8", [200], Buffer.alloc(200))])))).toThrow(/invalid frame length/);
+    expect(() => limited.push(join(encodeFrame(execute, [tensor("x", "UINT8", [200], Buffer.alloc(200))])))).toThrow(
+      /invalid frame length/,
+    );
   });
 });
 
@@ -177,8 +196,27 @@ describe("worker wire frames for decoupled responses and BLS", () => {
     // A final flag alone: zero tensors.
     [{ type: "response", requestId: 3, final: true }, []],
     [{ type: "response-error", requestId: 4, final: false, kind: "INVALID_ARG", message: "bad token" }, []],
-    [{ type: "response-error", requestId: 4, final: true, kind: "INTERNAL", message: "model did not send the final response" }, []],
-    [{ type: "bls-request", blsId: 1, model: "add_sub", version: "2", outputNames: ["OUTPUT0"], parameters: { priority: 1 } }, inputs],
+    [
+      {
+        type: "response-error",
+        requestId: 4,
+        final: true,
+        kind: "INTERNAL",
+        message: "model did not send the final response",
+      },
+      [],
+    ],
+    [
+      {
+        type: "bls-request",
+        blsId: 1,
+        model: "add_sub",
+        version: "2",
+        outputNames: ["OUTPUT0"],
+        parameters: { priority: 1 },
+      },
+      inputs,
+    ],
     [{ type: "bls-request", blsId: 2, model: "tokenizer" }, []],
     [{ type: "bls-response", blsId: 1, ok: true }, [out]],
     [{ type: "bls-response", blsId: 2, ok: false, kind: "NOT_FOUND", message: "model 'tokenizer' is not loaded" }, []],
@@ -238,7 +276,9 @@ describe("worker wire frames with shared-memory tensors", () => {
   it("rejects a shared-memory tensor without a mapped half, or past its end, with INTERNAL", () => {
     const bytes = join(encodeFrame(execute, [inputs[0]!], [64]));
     expect(() => new FrameDecoder().push(bytes)).toThrow(/no shared segment is mapped/);
-    expect(() => new FrameDecoder({ sharedMemory: Buffer.alloc(80) }).push(bytes)).toThrow(/runs past the end of the shared-memory half/);
+    expect(() => new FrameDecoder({ sharedMemory: Buffer.alloc(80) }).push(bytes)).toThrow(
+      /runs past the end of the shared-memory half/,
+    );
     const negative = join(encodeFrame(execute, [inputs[0]!], [-64]));
     expect(() => new FrameDecoder({ sharedMemory: Buffer.alloc(4096) }).push(negative)).toThrow(OperonError);
   });
@@ -248,6 +288,9 @@ describe("worker wire frames with shared-memory tensors", () => {
       toWorker: { offset: 0, byteLength: 32 * 1024 * 1024 },
       toGateway: { offset: 32 * 1024 * 1024, byteLength: 32 * 1024 * 1024 },
     });
-    expect(sharedRegionLayout(1000)).toEqual({ toWorker: { offset: 0, byteLength: 448 }, toGateway: { offset: 448, byteLength: 448 } });
+    expect(sharedRegionLayout(1000)).toEqual({
+      toWorker: { offset: 0, byteLength: 448 },
+      toGateway: { offset: 448, byteLength: 448 },
+    });
   });
 });

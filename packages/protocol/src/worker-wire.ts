@@ -293,7 +293,13 @@ export interface BlsRequestMessage {
 }
 
 /** gateway -> worker. */
-export type WorkerRequestMessage = LoadMessage | ExecuteMessage | ReleaseMessage | ShutdownMessage | BlsResponseMessage | CancelMessage;
+export type WorkerRequestMessage =
+  | LoadMessage
+  | ExecuteMessage
+  | ReleaseMessage
+  | ShutdownMessage
+  | BlsResponseMessage
+  | CancelMessage;
 /** worker -> gateway. */
 export type WorkerReplyMessage =
   | ReadyMessage
@@ -347,9 +353,18 @@ const ALIGN = 8;
  * already placed at that offset of the sender's shared-memory half: only
  * its descriptor goes into the frame.
  */
-export function encodeFrame(header: WorkerMessage, tensors: readonly Tensor[] = [], shmOffsets: ReadonlyArray<number | undefined> = []): Buffer[] {
+export function encodeFrame(
+  header: WorkerMessage,
+  tensors: readonly Tensor[] = [],
+  shmOffsets: ReadonlyArray<number | undefined> = [],
+): Buffer[] {
   const descriptors: WireTensor[] = tensors.map((tensor, i) => {
-    const descriptor: WireTensor = { name: tensor.name, datatype: tensor.datatype, shape: tensor.shape, byteLength: tensor.data.length };
+    const descriptor: WireTensor = {
+      name: tensor.name,
+      datatype: tensor.datatype,
+      shape: tensor.shape,
+      byteLength: tensor.data.length,
+    };
     const shmOffset = shmOffsets[i];
     if (shmOffset !== undefined) descriptor.shmOffset = shmOffset;
     return descriptor;
@@ -362,7 +377,10 @@ export function encodeFrame(header: WorkerMessage, tensors: readonly Tensor[] = 
   });
   const frameLength = 4 + headerLength + tensorBytes;
   if (frameLength > MAX_FRAME_BYTES) {
-    throw new OperonError("INVALID_ARG", `frame of ${frameLength} bytes exceeds the worker channel limit of ${MAX_FRAME_BYTES} bytes`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `frame of ${frameLength} bytes exceeds the worker channel limit of ${MAX_FRAME_BYTES} bytes`,
+    );
   }
   const head = Buffer.allocUnsafe(PREFIX_BYTES + headerLength);
   head.writeUInt32LE(frameLength, 0);
@@ -501,7 +519,10 @@ export class FrameDecoder {
 function parseFrame(frame: Buffer, sharedMemory: Buffer | undefined): DecodedFrame {
   const headerLength = frame.readUInt32LE(4);
   if (PREFIX_BYTES + headerLength > frame.length) {
-    throw new OperonError("INTERNAL", `worker channel: header length ${headerLength} exceeds frame of ${frame.length} bytes`);
+    throw new OperonError(
+      "INTERNAL",
+      `worker channel: header length ${headerLength} exceeds frame of ${frame.length} bytes`,
+    );
   }
   let parsed: unknown;
   try {
@@ -509,11 +530,16 @@ function parseFrame(frame: Buffer, sharedMemory: Buffer | undefined): DecodedFra
   } catch (error) {
     throw new OperonError("INTERNAL", `worker channel: frame header is not JSON: ${(error as Error).message}`);
   }
-  if (typeof parsed !== "object" || parsed === null || !MESSAGE_TYPES.has((parsed as { type?: unknown }).type as string)) {
+  if (
+    typeof parsed !== "object" ||
+    parsed === null ||
+    !MESSAGE_TYPES.has((parsed as { type?: unknown }).type as string)
+  ) {
     throw new OperonError("INTERNAL", "worker channel: frame header has no known message type");
   }
   const { tensors: descriptors = [], ...header } = parsed as { tensors?: unknown };
-  if (!Array.isArray(descriptors)) throw new OperonError("INTERNAL", "worker channel: frame header 'tensors' is not a list");
+  if (!Array.isArray(descriptors))
+    throw new OperonError("INTERNAL", "worker channel: frame header 'tensors' is not a list");
   const tensors: Tensor[] = [];
   const shmOffsets: Array<number | undefined> = [];
   let offset = PREFIX_BYTES + headerLength;
@@ -522,12 +548,23 @@ function parseFrame(frame: Buffer, sharedMemory: Buffer | undefined): DecodedFra
     if (wire.shmOffset !== undefined) {
       const shmEnd = wire.shmOffset + wire.byteLength;
       if (sharedMemory === undefined) {
-        throw new OperonError("INTERNAL", `worker channel: tensor '${wire.name}' is in shared memory, but no shared segment is mapped`);
+        throw new OperonError(
+          "INTERNAL",
+          `worker channel: tensor '${wire.name}' is in shared memory, but no shared segment is mapped`,
+        );
       }
       if (shmEnd > sharedMemory.length) {
-        throw new OperonError("INTERNAL", `worker channel: tensor '${wire.name}' runs past the end of the shared-memory half (${shmEnd} > ${sharedMemory.length})`);
+        throw new OperonError(
+          "INTERNAL",
+          `worker channel: tensor '${wire.name}' runs past the end of the shared-memory half (${shmEnd} > ${sharedMemory.length})`,
+        );
       }
-      tensors.push({ name: wire.name, datatype: wire.datatype, shape: wire.shape, data: sharedMemory.subarray(wire.shmOffset, shmEnd) });
+      tensors.push({
+        name: wire.name,
+        datatype: wire.datatype,
+        shape: wire.shape,
+        data: sharedMemory.subarray(wire.shmOffset, shmEnd),
+      });
       shmOffsets.push(wire.shmOffset);
       continue;
     }
@@ -540,7 +577,10 @@ function parseFrame(frame: Buffer, sharedMemory: Buffer | undefined): DecodedFra
     offset = end;
   }
   if (offset !== frame.length) {
-    throw new OperonError("INTERNAL", `worker channel: ${frame.length - offset} bytes after the last tensor of a frame`);
+    throw new OperonError(
+      "INTERNAL",
+      `worker channel: ${frame.length - offset} bytes after the last tensor of a frame`,
+    );
   }
   return { header: header as WorkerMessage, tensors, shmOffsets };
 }

@@ -137,11 +137,21 @@ export function writeMlpModel(options: { sizes: number[]; seed?: number }): Buff
   let current = "input";
   for (let layer = 0; layer + 1 < sizes.length; layer += 1) {
     const [inSize, outSize] = [sizes[layer]!, sizes[layer + 1]!];
-    initializers.push({ name: `w${layer}`, datatype: "FP32", dims: [inSize, outSize], data: floats(inSize * outSize, 2 / Math.sqrt(inSize)) });
+    initializers.push({
+      name: `w${layer}`,
+      datatype: "FP32",
+      dims: [inSize, outSize],
+      data: floats(inSize * outSize, 2 / Math.sqrt(inSize)),
+    });
     initializers.push({ name: `b${layer}`, datatype: "FP32", dims: [outSize], data: floats(outSize, 0.1) });
     const last = layer + 2 === sizes.length;
     nodes.push({ opType: "MatMul", inputs: [current, `w${layer}`], outputs: [`mm${layer}`], name: `matmul${layer}` });
-    nodes.push({ opType: "Add", inputs: [`mm${layer}`, `b${layer}`], outputs: [last ? "output" : `add${layer}`], name: `add${layer}` });
+    nodes.push({
+      opType: "Add",
+      inputs: [`mm${layer}`, `b${layer}`],
+      outputs: [last ? "output" : `add${layer}`],
+      name: `add${layer}`,
+    });
     if (!last) nodes.push({ opType: "Relu", inputs: [`add${layer}`], outputs: [`relu${layer}`], name: `relu${layer}` });
     current = last ? "output" : `relu${layer}`;
   }

@@ -11,7 +11,10 @@ const WATCHDOG = pathToFileURL(path.join(ROOT, "packages/worker/dist/execute-wat
 
 beforeAll(() => {
   // The child processes below run the built module.
-  execFileSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b", "packages/worker"], { cwd: ROOT, stdio: "inherit" });
+  execFileSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b", "packages/worker"], {
+    cwd: ROOT,
+    stdio: "inherit",
+  });
 });
 
 /** Runs a process that arms a guard over `ids` and then spins forever; returns its fd 3 frames, stderr and exit. */
@@ -31,13 +34,17 @@ guard.arm(${JSON.stringify(options.ids)});
 while (true) {}
 `;
   const started = performance.now();
-  const child = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "inherit", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+    stdio: ["ignore", "inherit", "pipe", "pipe"],
+  });
   const decoder = new FrameDecoder();
   const frames: DecodedFrame[] = [];
   (child.stdio[3] as Readable).on("data", (chunk: Buffer) => frames.push(...decoder.push(chunk)));
   let stderr = "";
   child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  const signal = await new Promise<NodeJS.Signals | null>((resolve) => child.once("close", (_code, sig) => resolve(sig)));
+  const signal = await new Promise<NodeJS.Signals | null>((resolve) =>
+    child.once("close", (_code, sig) => resolve(sig)),
+  );
   return { frames, stderr, signal, elapsedMs: performance.now() - started };
 }
 
@@ -51,13 +58,25 @@ describe("ExecuteWatchdog", () => {
       { type: "error", requestId: 6, kind: "UNAVAILABLE", message: "model 'spin' execute timed out after 300 ms" },
     ]);
     const line = JSON.parse(stderr.trim().split("\n").at(-1)!) as Record<string, unknown>;
-    expect(line).toMatchObject({ level: "error", instance: "spin_0", requestIds: [5, 6], timeoutMs: 300, reported: true });
+    expect(line).toMatchObject({
+      level: "error",
+      instance: "spin_0",
+      requestIds: [5, 6],
+      timeoutMs: 300,
+      reported: true,
+    });
   });
 
   it("ends decoupled requests with a final response-error; writes no frame when the channel may hold a partial one", async () => {
     const decoupled = await hangUnderGuard({ decoupled: true, ids: [9] });
     expect(decoupled.frames.map((frame) => frame.header)).toEqual([
-      { type: "response-error", requestId: 9, final: true, kind: "UNAVAILABLE", message: "model 'spin' execute timed out after 300 ms" },
+      {
+        type: "response-error",
+        requestId: 9,
+        final: true,
+        kind: "UNAVAILABLE",
+        message: "model 'spin' execute timed out after 300 ms",
+      },
     ]);
     const busy = await hangUnderGuard({ decoupled: false, ids: [1], idle: false });
     expect(busy.signal).toBe("SIGKILL");
@@ -67,7 +86,13 @@ describe("ExecuteWatchdog", () => {
 
   it("does not fire for executes that return in time, however many", async () => {
     // If it fired, it would kill this very process.
-    const guard = await ExecuteWatchdog.start({ timeoutMs: 100, message: "never", decoupled: false, instance: "ok_0", channelIdle: () => true });
+    const guard = await ExecuteWatchdog.start({
+      timeoutMs: 100,
+      message: "never",
+      decoupled: false,
+      instance: "ok_0",
+      channelIdle: () => true,
+    });
     for (let i = 0; i < 10_000; i += 1) guard.arm([i])();
     const disarm = guard.arm([1]);
     await new Promise((resolve) => setTimeout(resolve, 50));

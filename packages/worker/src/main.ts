@@ -30,7 +30,9 @@ process.on("uncaughtException", (error) => {
   process.exit(70);
 });
 process.on("unhandledRejection", (reason) => {
-  log("error", "unhandled rejection; exiting", { error: reason instanceof Error ? (reason.stack ?? reason.message) : String(reason) });
+  log("error", "unhandled rejection; exiting", {
+    error: reason instanceof Error ? (reason.stack ?? reason.message) : String(reason),
+  });
   process.exit(70);
 });
 // Ctrl-C in the gateway's terminal reaches the whole process group; the
@@ -53,7 +55,8 @@ function mapSharedMemory(): WorkerSharedMemory | undefined {
   const byteLength = Number(process.env[WORKER_SHM_BYTES_ENV]);
   delete process.env[WORKER_SHM_BYTES_ENV];
   const api = loadSharedMemory();
-  if (!api.shared) return { mapped: false, reason: `worker ${process.pid}: ${sharedMemoryUnavailableReason() ?? "no shared memory"}` };
+  if (!api.shared)
+    return { mapped: false, reason: `worker ${process.pid}: ${sharedMemoryUnavailableReason() ?? "no shared memory"}` };
   try {
     const segment = Buffer.from(api.open(name, byteLength));
     try {
@@ -68,7 +71,8 @@ function mapSharedMemory(): WorkerSharedMemory | undefined {
 }
 
 const sharedMemory = mapSharedMemory();
-if (sharedMemory?.mapped === false) log("warn", "shared memory offered but not mapped; tensors travel over the socket", { reason: sharedMemory.reason });
+if (sharedMemory?.mapped === false)
+  log("warn", "shared memory offered but not mapped; tensors travel over the socket", { reason: sharedMemory.reason });
 
 new WorkerServer({
   channel,

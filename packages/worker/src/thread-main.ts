@@ -31,7 +31,8 @@ if (port === null) throw new Error("thread-main.js runs as a worker_thread start
 const instanceName = String((workerData as { instanceName?: unknown } | null)?.instanceName ?? "");
 
 const post = (message: FromThreadMessage, transfer?: ArrayBuffer[]): void => port.postMessage(message, transfer ?? []);
-const log: BackendLog = (level, message, fields) => post({ type: "log", level, message, ...(fields !== undefined ? { fields } : {}) });
+const log: BackendLog = (level, message, fields) =>
+  post({ type: "log", level, message, ...(fields !== undefined ? { fields } : {}) });
 
 /** Backends that may run on a thread of the gateway: native code we vet, never user code. */
 const THREAD_BACKENDS = new Set(["onnxruntime", "echo"]);
@@ -41,10 +42,16 @@ let queue: Promise<void> = Promise.resolve();
 
 async function load(message: ThreadLoadMessage): Promise<void> {
   if (message.wireVersion !== THREAD_WIRE_VERSION) {
-    throw new OperonError("INTERNAL", `thread wire version ${message.wireVersion} asked for; this worker speaks ${THREAD_WIRE_VERSION}`);
+    throw new OperonError(
+      "INTERNAL",
+      `thread wire version ${message.wireVersion} asked for; this worker speaks ${THREAD_WIRE_VERSION}`,
+    );
   }
   if (!THREAD_BACKENDS.has(message.backend)) {
-    throw new OperonError("UNSUPPORTED", `backend '${message.backend}' cannot run on a gateway thread (thread backends: ${[...THREAD_BACKENDS].join(", ")}); use process isolation`);
+    throw new OperonError(
+      "UNSUPPORTED",
+      `backend '${message.backend}' cannot run on a gateway thread (thread backends: ${[...THREAD_BACKENDS].join(", ")}); use process isolation`,
+    );
   }
   const created = await createBackend(message.backend);
   await created.initialize({
@@ -78,7 +85,16 @@ async function execute(message: ThreadExecuteMessage): Promise<void> {
   const result = await backend.execute(inputs, message.outputNames);
   // The message's buffer is ours now: the result goes back in it when it can (no allocation, or no copy at all).
   const packed = packTensorsReusing(message.buffer, result.outputs);
-  post({ type: "result", requestId: message.requestId, buffer: packed.buffer, outputs: packed.tensors, timing: result.timing }, [packed.buffer]);
+  post(
+    {
+      type: "result",
+      requestId: message.requestId,
+      buffer: packed.buffer,
+      outputs: packed.tensors,
+      timing: result.timing,
+    },
+    [packed.buffer],
+  );
 }
 
 async function stop(): Promise<void> {
@@ -104,7 +120,9 @@ port.on("message", (message: ToThreadMessage) => {
         await execute(message).catch((error: unknown) => fail(message.requestId, error));
         return;
       case "stop":
-        await stop().catch((error: unknown) => log("error", `finalizing the backend failed: ${(error as Error).message}`));
+        await stop().catch((error: unknown) =>
+          log("error", `finalizing the backend failed: ${(error as Error).message}`),
+        );
         return;
     }
   });

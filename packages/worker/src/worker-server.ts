@@ -115,8 +115,14 @@ export class WorkerServer {
     const shm = options.sharedMemory;
     if (shm?.mapped === true) {
       const layout = sharedRegionLayout(shm.segment.length);
-      const toWorker = shm.segment.subarray(layout.toWorker.offset, layout.toWorker.offset + layout.toWorker.byteLength);
-      const toGateway = shm.segment.subarray(layout.toGateway.offset, layout.toGateway.offset + layout.toGateway.byteLength);
+      const toWorker = shm.segment.subarray(
+        layout.toWorker.offset,
+        layout.toWorker.offset + layout.toWorker.byteLength,
+      );
+      const toGateway = shm.segment.subarray(
+        layout.toGateway.offset,
+        layout.toGateway.offset + layout.toGateway.byteLength,
+      );
       this.decoder = new FrameDecoder({ sharedMemory: toWorker });
       this.outputs = { half: toGateway, ring: new ShmRingAllocator(toGateway.length) };
       this.shmStatus = { status: "mapped", byteLength: shm.segment.length };
@@ -169,7 +175,8 @@ export class WorkerServer {
         this.onCancel(frame.header.requestIds);
         continue;
       }
-      if (frame.header.type === "execute" && frame.header.release !== undefined) this.releaseOutputs(frame.header.release);
+      if (frame.header.type === "execute" && frame.header.release !== undefined)
+        this.releaseOutputs(frame.header.release);
       this.queue.push(frame);
       queued = true;
     }
@@ -200,7 +207,8 @@ export class WorkerServer {
       case "load":
         return !(await this.load(header));
       case "execute":
-        if (this.backend !== undefined && isRequestBackend(this.backend)) return this.executeRequests(this.backend, frame);
+        if (this.backend !== undefined && isRequestBackend(this.backend))
+          return this.executeRequests(this.backend, frame);
         // Tensor-level backends cannot be told of a cancel: forget it.
         this.cancelledQueued.delete(header.requestId);
         return !(await this.execute(header, tensors));
@@ -217,7 +225,12 @@ export class WorkerServer {
     this.options.setInstanceName?.(message.instanceName);
     this.instanceName = message.instanceName;
     if (this.backend !== undefined) {
-      return this.send({ type: "error", requestId: message.requestId, kind: "ALREADY_EXISTS", message: "this worker already serves a model instance" });
+      return this.send({
+        type: "error",
+        requestId: message.requestId,
+        kind: "ALREADY_EXISTS",
+        message: "this worker already serves a model instance",
+      });
     }
     const started = performance.now();
     try {
@@ -236,8 +249,17 @@ export class WorkerServer {
       this.backend = backend;
       const { inputs, outputs } = backend.metadata();
       const config = backend.completedConfig?.();
-      this.options.log("info", "model instance loaded", { backend: message.backend, ms: Math.round(performance.now() - started) });
-      return this.send({ type: "loaded", requestId: message.requestId, inputs, outputs, ...(config !== undefined ? { config } : {}) });
+      this.options.log("info", "model instance loaded", {
+        backend: message.backend,
+        ms: Math.round(performance.now() - started),
+      });
+      return this.send({
+        type: "loaded",
+        requestId: message.requestId,
+        inputs,
+        outputs,
+        ...(config !== undefined ? { config } : {}),
+      });
     } catch (error) {
       const failure = asOperonError(error);
       this.options.log("error", "model instance failed to load", { kind: failure.kind, reason: failure.message });
@@ -247,12 +269,14 @@ export class WorkerServer {
 
   private async execute(message: ExecuteMessage, inputs: Tensor[]): Promise<boolean> {
     try {
-      if (this.backend === undefined) throw new OperonError("UNAVAILABLE", "no model instance is loaded in this worker");
+      if (this.backend === undefined)
+        throw new OperonError("UNAVAILABLE", "no model instance is loaded in this worker");
       const { outputs, timing } = await this.backend.execute(inputs, message.outputNames);
       return this.send({ type: "result", requestId: message.requestId, timing }, outputs, this.placeOutputs(outputs));
     } catch (error) {
       const failure = asOperonError(error);
-      if (failure.kind === "INTERNAL") this.options.log("error", "execute failed", { requestId: message.requestId, reason: failure.message });
+      if (failure.kind === "INTERNAL")
+        this.options.log("error", "execute failed", { requestId: message.requestId, reason: failure.message });
       return this.send({ type: "error", requestId: message.requestId, kind: failure.kind, message: failure.message });
     }
   }
@@ -289,7 +313,11 @@ export class WorkerServer {
       this.send({ type: "executed", requestIds: requests.map((request) => request.requestId) });
     } else {
       for (const request of requests) {
-        if (!request.answered) request.respond({ error: new OperonError("INTERNAL", `the backend gave no response to request ${request.requestId}`) }, true);
+        if (!request.answered)
+          request.respond(
+            { error: new OperonError("INTERNAL", `the backend gave no response to request ${request.requestId}`) },
+            true,
+          );
       }
     }
     return this.options.channel.writableNeedDrain;
@@ -300,7 +328,9 @@ export class WorkerServer {
     const header = frame.header as ExecuteMessage;
     const { requestId } = header;
     let answered = false;
-    const live: { cancelled: boolean; request?: BackendRequest } = { cancelled: this.cancelledQueued.delete(requestId) };
+    const live: { cancelled: boolean; request?: BackendRequest } = {
+      cancelled: this.cancelledQueued.delete(requestId),
+    };
     this.liveRequests.set(requestId, live);
     const request: BackendRequest & { readonly answered: boolean } = {
       requestId,
@@ -316,22 +346,43 @@ export class WorkerServer {
       },
       respond: (response: BackendResponse, final: boolean): void => {
         if (answered) throw new OperonError("INTERNAL", `request ${requestId} already has its final response`);
-        if (!decoupled && !final) throw new OperonError("INTERNAL", `request ${requestId}: a non-decoupled model answers once, with final`);
+        if (!decoupled && !final)
+          throw new OperonError("INTERNAL", `request ${requestId}: a non-decoupled model answers once, with final`);
         answered = final;
         if (final) this.liveRequests.delete(requestId);
         if (decoupled) {
           if ("error" in response) {
-            this.send({ type: "response-error", requestId, final, kind: response.error.kind, message: response.error.message });
+            this.send({
+              type: "response-error",
+              requestId,
+              final,
+              kind: response.error.kind,
+              message: response.error.message,
+            });
           } else {
-            const parameters = response.parameters !== undefined && Object.keys(response.parameters).length > 0 ? { parameters: response.parameters } : {};
-            this.send({ type: "response", requestId, final, ...parameters }, response.outputs, this.placeOutputs(response.outputs));
+            const parameters =
+              response.parameters !== undefined && Object.keys(response.parameters).length > 0
+                ? { parameters: response.parameters }
+                : {};
+            this.send(
+              { type: "response", requestId, final, ...parameters },
+              response.outputs,
+              this.placeOutputs(response.outputs),
+            );
           }
         } else if ("error" in response) {
           this.send({ type: "error", requestId, kind: response.error.kind, message: response.error.message });
         } else {
           const timing = response.timing ?? { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 };
-          const parameters = response.parameters !== undefined && Object.keys(response.parameters).length > 0 ? { parameters: response.parameters } : {};
-          this.send({ type: "result", requestId, timing, ...parameters }, response.outputs, this.placeOutputs(response.outputs));
+          const parameters =
+            response.parameters !== undefined && Object.keys(response.parameters).length > 0
+              ? { parameters: response.parameters }
+              : {};
+          this.send(
+            { type: "result", requestId, timing, ...parameters },
+            response.outputs,
+            this.placeOutputs(response.outputs),
+          );
         }
       },
     };
@@ -387,7 +438,9 @@ export class WorkerServer {
   /** BackendHost.infer: one bls-request frame, answered by the bls-response with the same blsId. */
   private infer(call: BlsCall): Promise<BlsOutcome> {
     if (this.exited || this.options.channel.writableEnded) {
-      return Promise.resolve({ error: new OperonError("UNAVAILABLE", "BLS is not available: the gateway channel is closed") });
+      return Promise.resolve({
+        error: new OperonError("UNAVAILABLE", "BLS is not available: the gateway channel is closed"),
+      });
     }
     const blsId = this.nextBlsId++;
     const header: BlsRequestMessage = {
@@ -422,7 +475,11 @@ export class WorkerServer {
       return;
     }
     // BLS outputs travel inline (the model may keep them); copy any that came otherwise, as its space is not ours.
-    resolve({ outputs: tensors.map((tensor, i) => (shmOffsets[i] === undefined ? tensor : { ...tensor, data: Buffer.from(tensor.data) })) });
+    resolve({
+      outputs: tensors.map((tensor, i) =>
+        shmOffsets[i] === undefined ? tensor : { ...tensor, data: Buffer.from(tensor.data) },
+      ),
+    });
   }
 
   private async createExecuteGuard(options: ExecuteGuardOptions): Promise<ExecuteWatchdog> {
@@ -433,7 +490,8 @@ export class WorkerServer {
       instance: this.instanceName,
       channelIdle: () => channel.writableLength === 0,
       onClose: () => this.watchdogs.delete(watchdog),
-      onError: (error) => this.options.log("error", "the execute hang guard failed; executes are unguarded", { reason: error.message }),
+      onError: (error) =>
+        this.options.log("error", "the execute hang guard failed; executes are unguarded", { reason: error.message }),
     });
     this.watchdogs.add(watchdog);
     return watchdog;
@@ -486,12 +544,19 @@ export class WorkerServer {
         this.outputs.ring.release(offset);
       } catch (error) {
         // The gateway's bookkeeping and ours disagree: that space stays in use, everything else goes on.
-        this.options.log("error", "ignoring a bad shared-memory release from the gateway", { offset, reason: (error as Error).message });
+        this.options.log("error", "ignoring a bad shared-memory release from the gateway", {
+          offset,
+          reason: (error as Error).message,
+        });
       }
     }
   }
 
-  private send(header: WorkerReplyMessage, tensors: readonly Tensor[] = [], shmOffsets: ReadonlyArray<number | undefined> = []): boolean {
+  private send(
+    header: WorkerReplyMessage,
+    tensors: readonly Tensor[] = [],
+    shmOffsets: ReadonlyArray<number | undefined> = [],
+  ): boolean {
     if (this.exited || this.options.channel.writableEnded) return true;
     try {
       const ok = writeFrame(this.options.channel, header, tensors, shmOffsets);
@@ -510,7 +575,13 @@ export class WorkerServer {
       }
       if (header.type === "response" && tensors.length > 0) {
         const failure = asOperonError(error);
-        return this.send({ type: "response-error", requestId: header.requestId, final: header.final, kind: failure.kind, message: failure.message });
+        return this.send({
+          type: "response-error",
+          requestId: header.requestId,
+          final: header.final,
+          kind: failure.kind,
+          message: failure.message,
+        });
       }
       throw error;
     }

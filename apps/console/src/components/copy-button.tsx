@@ -3,7 +3,15 @@
 import { useState } from "react";
 
 /** Copies text to the clipboard and says so; falls back to selecting it where the Clipboard API is unavailable (plain HTTP). */
-export function CopyButton({ text, label = "Copy", fallbackTargetId }: { text: string; label?: string; fallbackTargetId?: string }) {
+export function CopyButton({
+  text,
+  label = "Copy",
+  fallbackTargetId,
+}: {
+  text: string;
+  label?: string;
+  fallbackTargetId?: string;
+}) {
   const [status, setStatus] = useState<"idle" | "copied" | "select">("idle");
   const copy = async () => {
     try {
@@ -21,7 +29,11 @@ export function CopyButton({ text, label = "Copy", fallbackTargetId }: { text: s
         {label}
       </button>
       <span className="copy-status" role="status" aria-live="polite">
-        {status === "copied" ? "Copied to the clipboard." : status === "select" ? "Selected: press Ctrl+C (⌘C) to copy." : ""}
+        {status === "copied"
+          ? "Copied to the clipboard."
+          : status === "select"
+            ? "Selected: press Ctrl+C (⌘C) to copy."
+            : ""}
       </span>
     </>
   );

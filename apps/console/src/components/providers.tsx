@@ -17,7 +17,11 @@ export function Providers({ children }: { children: ReactNode }) {
     () =>
       new QueryClient({
         defaultOptions: {
-          queries: { staleTime: 5_000, retry: (failures, error) => failures < 2 && !isClientError(error), refetchOnWindowFocus: false },
+          queries: {
+            staleTime: 5_000,
+            retry: (failures, error) => failures < 2 && !isClientError(error),
+            refetchOnWindowFocus: false,
+          },
           mutations: { retry: false },
         },
       }),

@@ -11,7 +11,9 @@ export function TextWithCode({ text }: { text: string }) {
   const closed = parts.length % 2 === 1 ? parts : [...parts.slice(0, -2), `${parts.at(-2)}\`${parts.at(-1)}`];
   return (
     <>
-      {closed.map((part, index) => (index % 2 === 1 ? <code key={index}>{part}</code> : <Fragment key={index}>{part}</Fragment>))}
+      {closed.map((part, index) =>
+        index % 2 === 1 ? <code key={index}>{part}</code> : <Fragment key={index}>{part}</Fragment>,
+      )}
     </>
   );
 }

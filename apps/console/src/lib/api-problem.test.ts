@@ -8,7 +8,12 @@ function apiError(message: string, data: unknown): TRPCClientError<never> {
 
 describe("apiProblem", () => {
   it("reads the API's message, code and field errors", () => {
-    const problem = apiProblem(apiError("invalid input: email: not an email address", { appCode: "VALIDATION_FAILED", fieldErrors: [{ path: "email", message: "not an email address" }] }));
+    const problem = apiProblem(
+      apiError("invalid input: email: not an email address", {
+        appCode: "VALIDATION_FAILED",
+        fieldErrors: [{ path: "email", message: "not an email address" }],
+      }),
+    );
     expect(problem).toEqual({
       message: "invalid input: email: not an email address",
       appCode: "VALIDATION_FAILED",
@@ -20,7 +25,13 @@ describe("apiProblem", () => {
   });
 
   it("keeps the rate limit's wait", () => {
-    const problem = apiProblem(apiError("too many failed sign-ins; try again in 42 s", { appCode: "RATE_LIMITED", fieldErrors: [], retryAfterSecs: 42 }));
+    const problem = apiProblem(
+      apiError("too many failed sign-ins; try again in 42 s", {
+        appCode: "RATE_LIMITED",
+        fieldErrors: [],
+        retryAfterSecs: 42,
+      }),
+    );
     expect(problem.retryAfterSecs).toBe(42);
     expect(problem.message).toContain("try again in 42 s");
   });
@@ -39,7 +50,12 @@ describe("apiProblem", () => {
 });
 
 describe("formMessage", () => {
-  const atEmail = { message: "a user with email x exists", appCode: "CONFLICT", fieldErrors: [{ path: "email", message: "already in use" }], retryAfterSecs: undefined };
+  const atEmail = {
+    message: "a user with email x exists",
+    appCode: "CONFLICT",
+    fieldErrors: [{ path: "email", message: "already in use" }],
+    retryAfterSecs: undefined,
+  };
 
   it("is silent when every problem is shown at a field of the form", () => {
     expect(formMessage(atEmail, ["email", "password"])).toBeUndefined();

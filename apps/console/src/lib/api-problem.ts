@@ -24,8 +24,14 @@ export function apiProblem(error: unknown): ApiProblem {
   if (error instanceof TRPCClientError) {
     const data: unknown = error.data;
     const appCode = readString(data, "appCode");
-    if (appCode === undefined) return { message: UNREACHABLE, appCode: undefined, fieldErrors: [], retryAfterSecs: undefined };
-    return { message: error.message, appCode, fieldErrors: readFieldErrors(data), retryAfterSecs: readNumber(data, "retryAfterSecs") };
+    if (appCode === undefined)
+      return { message: UNREACHABLE, appCode: undefined, fieldErrors: [], retryAfterSecs: undefined };
+    return {
+      message: error.message,
+      appCode,
+      fieldErrors: readFieldErrors(data),
+      retryAfterSecs: readNumber(data, "retryAfterSecs"),
+    };
   }
   const message = error instanceof Error ? error.message : String(error);
   return { message, appCode: undefined, fieldErrors: [], retryAfterSecs: undefined };
@@ -41,9 +47,13 @@ export function fieldMessage(problem: ApiProblem | null | undefined, path: strin
 }
 
 /** The problem's message unless every detail is already shown at a field the form has. */
-export function formMessage(problem: ApiProblem | null | undefined, fieldsShown: readonly string[]): string | undefined {
+export function formMessage(
+  problem: ApiProblem | null | undefined,
+  fieldsShown: readonly string[],
+): string | undefined {
   if (!problem) return undefined;
-  const allShown = problem.fieldErrors.length > 0 && problem.fieldErrors.every((field) => fieldsShown.includes(field.path));
+  const allShown =
+    problem.fieldErrors.length > 0 && problem.fieldErrors.every((field) => fieldsShown.includes(field.path));
   return allShown ? undefined : problem.message;
 }
 
@@ -61,6 +71,10 @@ function readFieldErrors(data: unknown): FieldProblem[] {
   const value = typeof data === "object" && data !== null ? (data as Record<string, unknown>).fieldErrors : undefined;
   if (!Array.isArray(value)) return [];
   return value.filter(
-    (entry): entry is FieldProblem => typeof entry === "object" && entry !== null && typeof entry.path === "string" && typeof entry.message === "string",
+    (entry): entry is FieldProblem =>
+      typeof entry === "object" &&
+      entry !== null &&
+      typeof entry.path === "string" &&
+      typeof entry.message === "string",
   );
 }

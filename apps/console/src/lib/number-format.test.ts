@@ -1,32 +1,48 @@
 import { describe, expect, it } from "vitest";
-import { formatBytes, formatCount, formatHours, formatInteger, formatMoney, formatMs, formatNumber, formatPercent, formatSeconds, formatSmall } from "./number-format";
+import {
+  formatBytes,
+  formatCount,
+  formatHours,
+  formatInteger,
+  formatMoney,
+  formatMs,
+  formatNumber,
+  formatPercent,
+  formatSeconds,
+  formatSmall,
+} from "./number-format";
 
 // The runner's locale may group digits differently; these values avoid separators except where noted.
 describe("the console's number formats", () => {
   it("fits the digits to the size of the value and writes unknown values as a dash", () => {
     expect([formatNumber(3.14159), formatNumber(31.4159), formatNumber(314.159)]).toEqual(["3.14", "31.4", "314"]);
-    expect([formatNumber(null), formatNumber(undefined), formatNumber(Number.NaN), formatBytes(Number.POSITIVE_INFINITY)]).toEqual(["—", "—", "—", "—"]);
+    expect([
+      formatNumber(null),
+      formatNumber(undefined),
+      formatNumber(Number.NaN),
+      formatBytes(Number.POSITIVE_INFINITY),
+    ]).toEqual(["—", "—", "—", "—"]);
     expect(formatInteger(41.6)).toBe("42");
   });
 
   it("counts with the noun in the singular only for exactly one", () => {
-    expect([formatCount(1, "inference"), formatCount(0, "inference"), formatCount(2, "inference"), formatCount(1, "query", "queries"), formatCount(null, "inference")]).toEqual([
-      "1 inference",
-      "0 inferences",
-      "2 inferences",
-      "1 query",
-      "— inferences",
-    ]);
+    expect([
+      formatCount(1, "inference"),
+      formatCount(0, "inference"),
+      formatCount(2, "inference"),
+      formatCount(1, "query", "queries"),
+      formatCount(null, "inference"),
+    ]).toEqual(["1 inference", "0 inferences", "2 inferences", "1 query", "— inferences"]);
   });
 
   it("writes sizes in binary units with one decimal at most", () => {
-    expect([formatBytes(512), formatBytes(1536), formatBytes(8 * 1024 ** 3), formatBytes(1.53 * 1024 ** 3), formatBytes(158.3 * 1024 ** 2)]).toEqual([
-      "512 B",
-      "1.5 KiB",
-      "8 GiB",
-      "1.5 GiB",
-      "158 MiB",
-    ]);
+    expect([
+      formatBytes(512),
+      formatBytes(1536),
+      formatBytes(8 * 1024 ** 3),
+      formatBytes(1.53 * 1024 ** 3),
+      formatBytes(158.3 * 1024 ** 2),
+    ]).toEqual(["512 B", "1.5 KiB", "8 GiB", "1.5 GiB", "158 MiB"]);
   });
 
   it("keeps sub-millisecond latencies apart and shares below 1 % visible", () => {

@@ -12,7 +12,8 @@ function known(value: number | null | undefined): value is number {
 /** Up to `maximumFractionDigits` decimals below 10, one below 100, none above ("3.14", "31.4", "314"). */
 export function formatNumber(value: number | null | undefined, maximumFractionDigits = 2): string {
   if (!known(value)) return EMPTY;
-  const digits = Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? Math.min(1, maximumFractionDigits) : maximumFractionDigits;
+  const digits =
+    Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? Math.min(1, maximumFractionDigits) : maximumFractionDigits;
   return value.toLocaleString(undefined, { maximumFractionDigits: digits });
 }
 
@@ -32,7 +33,8 @@ export function formatCount(value: number | null | undefined, singular: string, 
 /** Milliseconds; below 1 ms with up to three decimals, so sub-millisecond latencies stay apart ("0.042 ms", "3.14 ms"). */
 export function formatMs(value: number | null | undefined): string {
   if (!known(value)) return EMPTY;
-  const text = Math.abs(value) < 1 ? value.toLocaleString(undefined, { maximumFractionDigits: 3 }) : formatNumber(value);
+  const text =
+    Math.abs(value) < 1 ? value.toLocaleString(undefined, { maximumFractionDigits: 3 }) : formatNumber(value);
   return `${text} ms`;
 }
 

@@ -6,9 +6,12 @@ describe("safeNextPath", () => {
     expect(safeNextPath("/api-keys?all=1")).toBe("/api-keys?all=1");
   });
 
-  it.each([null, undefined, "", "https://evil.example/", "//evil.example/", "/\\evil.example", "api-keys"])("sends %j home", (next) => {
-    expect(safeNextPath(next)).toBe("/");
-  });
+  it.each([null, undefined, "", "https://evil.example/", "//evil.example/", "/\\evil.example", "api-keys"])(
+    "sends %j home",
+    (next) => {
+      expect(safeNextPath(next)).toBe("/");
+    },
+  );
 });
 
 describe("signInPath", () => {

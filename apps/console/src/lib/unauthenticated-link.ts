@@ -8,7 +8,10 @@ import { isUnauthenticated } from "./api-problem";
  * expired or was revoked), except for the procedures in `except`, whose
  * UNAUTHENTICATED answer is an ordinary result (a wrong password at sign-in).
  */
-export function unauthenticatedLink<TRouter extends AnyRouter>(onUnauthenticated: () => void, except: readonly string[]): TRPCLink<TRouter> {
+export function unauthenticatedLink<TRouter extends AnyRouter>(
+  onUnauthenticated: () => void,
+  except: readonly string[],
+): TRPCLink<TRouter> {
   return () =>
     ({ op, next }) =>
       observable((observer) =>

@@ -31,7 +31,9 @@ describe("API server stop", () => {
 
   it("gives up on requests that outlast the grace period", async () => {
     const api = await startApiServer(slowServices(5_000), { host: "127.0.0.1", port: 0 });
-    const pending = fetch(`${api.url}/api/trpc/auth.session`, { headers: { cookie: "operon_session=some-session" } }).catch((error: Error) => error);
+    const pending = fetch(`${api.url}/api/trpc/auth.session`, {
+      headers: { cookie: "operon_session=some-session" },
+    }).catch((error: Error) => error);
     await new Promise((resolve) => setTimeout(resolve, 100));
     const started = Date.now();
     await api.stop(300);

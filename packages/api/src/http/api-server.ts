@@ -57,7 +57,11 @@ export const MAX_BATCH_CALLS = 20;
  * own request, so that the sign-in limit counts every attempt on its own and
  * one request cannot start a crowd of Argon2 computations.
  */
-export const UNBATCHABLE_PROCEDURES: ReadonlySet<string> = new Set(["auth.signIn", "auth.completeSetup", "auth.changePassword"]);
+export const UNBATCHABLE_PROCEDURES: ReadonlySet<string> = new Set([
+  "auth.signIn",
+  "auth.completeSetup",
+  "auth.changePassword",
+]);
 
 /** Why a batched tRPC request is refused before any of its calls runs, or undefined when it may run. */
 export function batchProblem(path: string, query: string): string | undefined {
@@ -65,9 +69,11 @@ export function batchProblem(path: string, query: string): string | undefined {
   const batch = params.get("batch");
   if (batch === null || batch === "0" || batch === "false") return undefined;
   const procedures = decodeURIComponent(path.slice(API_BASE_PATH.length + 1)).split(",");
-  if (procedures.length > MAX_BATCH_CALLS) return `a batch may carry at most ${MAX_BATCH_CALLS} calls; this one has ${procedures.length}`;
+  if (procedures.length > MAX_BATCH_CALLS)
+    return `a batch may carry at most ${MAX_BATCH_CALLS} calls; this one has ${procedures.length}`;
   const alone = procedures.find((procedure) => UNBATCHABLE_PROCEDURES.has(procedure));
-  if (alone !== undefined && procedures.length > 1) return `${alone} checks a password and must be sent on its own, not in a batch`;
+  if (alone !== undefined && procedures.length > 1)
+    return `${alone} checks a password and must be sent on its own, not in a batch`;
   return undefined;
 }
 
@@ -81,7 +87,9 @@ export async function startApiServer(services: ApiServices, options: ApiServerOp
     createContext: ({ req, res }) => createHttpContext(services, req, res, contextOptions),
     responseMeta({ errors }) {
       // Every 429 says when to come back: the limiter's wait, else one second (tRPC's own TOO_MANY_REQUESTS).
-      const retry = errors.map((error) => (error.cause as { retryAfterSecs?: number } | undefined)?.retryAfterSecs).find((secs) => secs !== undefined);
+      const retry = errors
+        .map((error) => (error.cause as { retryAfterSecs?: number } | undefined)?.retryAfterSecs)
+        .find((secs) => secs !== undefined);
       const tooMany = errors.some((error) => error.code === "TOO_MANY_REQUESTS");
       return retry !== undefined || tooMany ? { headers: { "retry-after": String(retry ?? 1) } } : {};
     },
@@ -116,14 +124,22 @@ export async function startApiServer(services: ApiServices, options: ApiServerOp
       if (problem !== undefined) {
         // tRPC's own error shape, one entry per call, so batching clients show the message.
         const calls = Math.min(MAX_BATCH_CALLS + 1, decodeURIComponent(path).split(",").length);
-        const error = { message: problem, code: -32600, data: { code: "BAD_REQUEST", httpStatus: 400, appCode: "VALIDATION_FAILED", fieldErrors: [] } };
-        res.writeHead(400, { "content-type": "application/json" }).end(JSON.stringify(Array.from({ length: calls }, () => ({ error }))));
+        const error = {
+          message: problem,
+          code: -32600,
+          data: { code: "BAD_REQUEST", httpStatus: 400, appCode: "VALIDATION_FAILED", fieldErrors: [] },
+        };
+        res
+          .writeHead(400, { "content-type": "application/json" })
+          .end(JSON.stringify(Array.from({ length: calls }, () => ({ error }))));
         return;
       }
       trpcHandler(req, res);
       return;
     }
-    res.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: `no API endpoint at '${path}'` }));
+    res
+      .writeHead(404, { "content-type": "application/json" })
+      .end(JSON.stringify({ error: `no API endpoint at '${path}'` }));
   };
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

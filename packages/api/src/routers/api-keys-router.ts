@@ -6,10 +6,18 @@ import { engineerProcedure, hasRole, router } from "../trpc.js";
 export const apiKeysRouter = router({
   /** Your keys; admins may ask for everyone's (`all: true`). */
   list: engineerProcedure
-    .input(z.object({ all: z.boolean().default(false), includeRevoked: z.boolean().default(false) }).default({ all: false, includeRevoked: false }))
+    .input(
+      z
+        .object({ all: z.boolean().default(false), includeRevoked: z.boolean().default(false) })
+        .default({ all: false, includeRevoked: false }),
+    )
     .query(({ ctx, input }) => {
-      if (input.all && !hasRole(ctx.user, "ADMIN")) throw new AppError("FORBIDDEN", "only admins may list everyone's keys");
-      return ctx.services.apiKeys.list({ ...(input.all ? {} : { ownerId: ctx.user.id }), includeRevoked: input.includeRevoked });
+      if (input.all && !hasRole(ctx.user, "ADMIN"))
+        throw new AppError("FORBIDDEN", "only admins may list everyone's keys");
+      return ctx.services.apiKeys.list({
+        ...(input.all ? {} : { ownerId: ctx.user.id }),
+        includeRevoked: input.includeRevoked,
+      });
     }),
 
   /** The key is in the answer once; only its hash is kept. */
@@ -25,7 +33,9 @@ export const apiKeysRouter = router({
     )
     .mutation(({ ctx, input }) => {
       if (input.scopes.includes("admin") && !hasRole(ctx.user, "ADMIN")) {
-        throw new AppError("FORBIDDEN", "only admins may create keys with the admin scope", { fieldErrors: [{ path: "scopes", message: "admin scope needs the admin role" }] });
+        throw new AppError("FORBIDDEN", "only admins may create keys with the admin scope", {
+          fieldErrors: [{ path: "scopes", message: "admin scope needs the admin role" }],
+        });
       }
       return ctx.services.apiKeys.create(ctx.actor, ctx.user.id, {
         name: input.name,
@@ -36,7 +46,13 @@ export const apiKeysRouter = router({
       });
     }),
 
-  revoke: engineerProcedure.input(z.object({ id: z.uuid() })).mutation(({ ctx, input }) =>
-    ctx.services.apiKeys.revoke(ctx.actor, input.id, (ownerId) => ownerId === ctx.user.id || hasRole(ctx.user, "ADMIN")),
-  ),
+  revoke: engineerProcedure
+    .input(z.object({ id: z.uuid() }))
+    .mutation(({ ctx, input }) =>
+      ctx.services.apiKeys.revoke(
+        ctx.actor,
+        input.id,
+        (ownerId) => ownerId === ctx.user.id || hasRole(ctx.user, "ADMIN"),
+      ),
+    ),
 });

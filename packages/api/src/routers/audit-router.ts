@@ -27,7 +27,9 @@ export const auditRouter = router({
           ...(input.action ? { action: { startsWith: input.action } } : {}),
           ...(input.targetType ? { targetType: input.targetType } : {}),
           ...(input.targetId ? { targetId: input.targetId } : {}),
-          ...(input.from || input.to ? { at: { ...(input.from ? { gte: input.from } : {}), ...(input.to ? { lte: input.to } : {}) } } : {}),
+          ...(input.from || input.to
+            ? { at: { ...(input.from ? { gte: input.from } : {}), ...(input.to ? { lte: input.to } : {}) } }
+            : {}),
           ...(input.cursor ? { id: { lt: BigInt(input.cursor) } } : {}),
         },
         include: { actor: { select: { email: true } } },

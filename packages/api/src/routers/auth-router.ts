@@ -9,12 +9,20 @@ import { createUser, normalizeEmail, setPassword, summarizeUser } from "../servi
 import { publicProcedure, router, viewerProcedure } from "../trpc.js";
 import type { ApiContext } from "../context.js";
 
-const email = z.string().trim().toLowerCase().pipe(z.email({ error: "not an email address" }));
+const email = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.email({ error: "not an email address" }));
 const password = z.string().min(1, { error: "required" }).max(1024);
 
 async function startSession(ctx: ApiContext, userId: string): Promise<void> {
   const { token } = await ctx.services.sessions.create(userId, { ip: ctx.ip, userAgent: ctx.userAgent });
-  ctx.cookies.set(SESSION_COOKIE, token, { httpOnly: true, sameSite: "lax", maxAge: Math.floor(SESSION_TTL_MS / 1000) });
+  ctx.cookies.set(SESSION_COOKIE, token, {
+    httpOnly: true,
+    sameSite: "lax",
+    maxAge: Math.floor(SESSION_TTL_MS / 1000),
+  });
   ctx.bindCsrf(token);
 }
 
@@ -40,19 +48,30 @@ export const authRouter = router({
     // Unknown accounts cost the same hash check as wrong passwords.
     const valid = await verifyPassword(user?.passwordHash ?? (await decoyPasswordHash()), input.password);
     if (!user || !valid || user.disabled) {
-      await recordAudit(ctx.services.prisma, { userId: user?.id ?? null, ip: ctx.ip }, {
-        action: "auth.signInFailed",
-        targetType: "User",
-        targetId: user?.id ?? null,
-        after: { email: input.email, reason: !user ? "unknown email" : user.disabled ? "disabled" : "wrong password" },
-      });
+      await recordAudit(
+        ctx.services.prisma,
+        { userId: user?.id ?? null, ip: ctx.ip },
+        {
+          action: "auth.signInFailed",
+          targetType: "User",
+          targetId: user?.id ?? null,
+          after: {
+            email: input.email,
+            reason: !user ? "unknown email" : user.disabled ? "disabled" : "wrong password",
+          },
+        },
+      );
       // One message for every cause, so the form does not reveal which accounts exist.
       throw new AppError("UNAUTHENTICATED", "wrong email or password, or the account is disabled");
     }
     await limiter.succeeded(ctx.ip, input.email);
     await ctx.services.prisma.$transaction(async (tx) => {
       await tx.user.update({ where: { id: user.id }, data: { lastLoginAt: new Date() } });
-      await recordAudit(tx, { userId: user.id, ip: ctx.ip }, { action: "auth.signIn", targetType: "User", targetId: user.id });
+      await recordAudit(
+        tx,
+        { userId: user.id, ip: ctx.ip },
+        { action: "auth.signIn", targetType: "User", targetId: user.id },
+      );
     });
     await startSession(ctx, user.id);
     const { id, email: userEmail, name, role } = user;
@@ -61,7 +80,11 @@ export const authRouter = router({
 
   signOut: viewerProcedure.mutation(async ({ ctx }) => {
     if (ctx.sessionId) await ctx.services.sessions.revoke(ctx.sessionId);
-    await recordAudit(ctx.services.prisma, ctx.actor, { action: "auth.signOut", targetType: "User", targetId: ctx.user.id });
+    await recordAudit(ctx.services.prisma, ctx.actor, {
+      action: "auth.signOut",
+      targetType: "User",
+      targetId: ctx.user.id,
+    });
     ctx.cookies.clear(SESSION_COOKIE);
     ctx.bindCsrf(null);
     return { ok: true as const };
@@ -72,17 +95,30 @@ export const authRouter = router({
     .input(z.object({ token: z.string().min(1), email, name: z.string().trim().max(200).optional(), password }))
     .mutation(async ({ ctx, input }) => {
       const setup = ctx.services.setup;
-      if (setup.token === undefined) throw new AppError("CONFLICT", "first-run setup is over: an admin exists; sign in instead");
+      if (setup.token === undefined)
+        throw new AppError("CONFLICT", "first-run setup is over: an admin exists; sign in instead");
       if (!tokenMatches(setup.token, input.token)) {
-        throw new AppError("FORBIDDEN", "the setup token is wrong; use the one `operon serve` printed in its terminal", {
-          fieldErrors: [{ path: "token", message: "does not match" }],
-        });
+        throw new AppError(
+          "FORBIDDEN",
+          "the setup token is wrong; use the one `operon serve` printed in its terminal",
+          {
+            fieldErrors: [{ path: "token", message: "does not match" }],
+          },
+        );
       }
-      const user = await createUser(ctx.services.prisma, { userId: null, ip: ctx.ip }, { email: input.email, name: input.name ?? null, role: "ADMIN", password: input.password }, { onlyIfNoUsers: true });
+      const user = await createUser(
+        ctx.services.prisma,
+        { userId: null, ip: ctx.ip },
+        { email: input.email, name: input.name ?? null, role: "ADMIN", password: input.password },
+        { onlyIfNoUsers: true },
+      );
       setup.token = undefined;
       await startSession(ctx, user.id);
       // Setup signs the admin in: it is their first sign-in, and Users should say so.
-      const signedIn = await ctx.services.prisma.user.update({ where: { id: user.id }, data: { lastLoginAt: new Date() } });
+      const signedIn = await ctx.services.prisma.user.update({
+        where: { id: user.id },
+        data: { lastLoginAt: new Date() },
+      });
       return { user: summarizeUser(signedIn) };
     }),
 
@@ -98,17 +134,24 @@ export const authRouter = router({
       await limiter.reserve(ctx.ip, ctx.user.email, "password checks");
       const user = await ctx.services.prisma.user.findUniqueOrThrow({ where: { id: ctx.user.id } });
       if (!(await verifyPassword(user.passwordHash ?? "", input.currentPassword))) {
-        throw new AppError("VALIDATION_FAILED", "the current password is wrong", { fieldErrors: [{ path: "currentPassword", message: "wrong password" }] });
+        throw new AppError("VALIDATION_FAILED", "the current password is wrong", {
+          fieldErrors: [{ path: "currentPassword", message: "wrong password" }],
+        });
       }
       await limiter.succeeded(ctx.ip, ctx.user.email);
       if (input.newPassword === input.currentPassword) {
-        throw new AppError("VALIDATION_FAILED", "the new password is the same as the current one", { fieldErrors: [{ path: "newPassword", message: "same as the current password" }] });
+        throw new AppError("VALIDATION_FAILED", "the new password is the same as the current one", {
+          fieldErrors: [{ path: "newPassword", message: "same as the current password" }],
+        });
       }
       const signedOut = await setPassword(ctx.services.prisma, ctx.actor, ctx.user.id, input.newPassword, {
         action: "user.changePassword",
         field: "newPassword",
         keepSessionId: ctx.sessionId,
       });
-      return { user: summarizeUser(await ctx.services.prisma.user.findUniqueOrThrow({ where: { id: ctx.user.id } })), otherSessionsSignedOut: signedOut };
+      return {
+        user: summarizeUser(await ctx.services.prisma.user.findUniqueOrThrow({ where: { id: ctx.user.id } })),
+        otherSessionsSignedOut: signedOut,
+      };
     }),
 });

@@ -25,7 +25,9 @@ describe.each(testDatabaseBackends())("config search router on $name", (backend)
 
   it("lets viewers read but not start, cancel or apply", async () => {
     const id = "00000000-0000-4000-8000-000000000001";
-    expect(await appCodeOf(h.as("VIEWER").configSearch.start({ model: "m", objective: "MAX_THROUGHPUT", p99BudgetMs: 10 }))).toBe("FORBIDDEN");
+    expect(
+      await appCodeOf(h.as("VIEWER").configSearch.start({ model: "m", objective: "MAX_THROUGHPUT", p99BudgetMs: 10 })),
+    ).toBe("FORBIDDEN");
     expect(await appCodeOf(h.as("VIEWER").configSearch.cancel({ id }))).toBe("FORBIDDEN");
     expect(await appCodeOf(h.as("VIEWER").configSearch.applyCandidate({ id }))).toBe("FORBIDDEN");
     expect(await appCodeOf(h.as(null).configSearch.list())).toBe("UNAUTHENTICATED");
@@ -35,19 +37,51 @@ describe.each(testDatabaseBackends())("config search router on $name", (backend)
 
   it("refuses bad input, in the input schema or the service", async () => {
     const engineer = h.as("ENGINEER");
-    expect(await appCodeOf(engineer.configSearch.start({ model: "m", objective: "MAX_THROUGHPUT", p99BudgetMs: 0 }))).toBe("TRPC:BAD_REQUEST");
+    expect(
+      await appCodeOf(engineer.configSearch.start({ model: "m", objective: "MAX_THROUGHPUT", p99BudgetMs: 0 })),
+    ).toBe("TRPC:BAD_REQUEST");
     // @ts-expect-error: an objective that does not exist
-    expect(await appCodeOf(engineer.configSearch.start({ model: "m", objective: "FASTEST", p99BudgetMs: 10 }))).toBe("TRPC:BAD_REQUEST");
-    expect(await appCodeOf(engineer.configSearch.start({ model: "m", objective: "MAX_THROUGHPUT", p99BudgetMs: 10, bounds: { maxCandidates: 0 } }))).toBe("TRPC:BAD_REQUEST");
-    expect(await appCodeOf(engineer.configSearch.start({ model: "m", objective: "MAX_THROUGHPUT", p99BudgetMs: 10, measurement: { maxTrials: 1 } }))).toBe("TRPC:BAD_REQUEST");
+    expect(await appCodeOf(engineer.configSearch.start({ model: "m", objective: "FASTEST", p99BudgetMs: 10 }))).toBe(
+      "TRPC:BAD_REQUEST",
+    );
+    expect(
+      await appCodeOf(
+        engineer.configSearch.start({
+          model: "m",
+          objective: "MAX_THROUGHPUT",
+          p99BudgetMs: 10,
+          bounds: { maxCandidates: 0 },
+        }),
+      ),
+    ).toBe("TRPC:BAD_REQUEST");
+    expect(
+      await appCodeOf(
+        engineer.configSearch.start({
+          model: "m",
+          objective: "MAX_THROUGHPUT",
+          p99BudgetMs: 10,
+          measurement: { maxTrials: 1 },
+        }),
+      ),
+    ).toBe("TRPC:BAD_REQUEST");
     expect(await appCodeOf(engineer.configSearch.get({ id: "not-a-uuid" }))).toBe("TRPC:BAD_REQUEST");
-    await expect(engineer.configSearch.start({ model: "no_such_model", objective: "MAX_THROUGHPUT", p99BudgetMs: 10 })).rejects.toThrow(/model 'no_such_model' is not an uploaded model/);
+    await expect(
+      engineer.configSearch.start({ model: "no_such_model", objective: "MAX_THROUGHPUT", p99BudgetMs: 10 }),
+    ).rejects.toThrow(/model 'no_such_model' is not an uploaded model/);
   });
 
   it("marks searches a crash left RUNNING as failed when the control plane starts again", async () => {
     const model = await db.prisma.model.create({ data: { name: "crashed-search" } });
     const orphan = await db.prisma.configSearch.create({
-      data: { modelId: model.id, modelName: model.name, objective: "MAX_THROUGHPUT", p99BudgetUs: 1000, plan: {}, baseConfig: {}, createdById: h.users.ENGINEER.id },
+      data: {
+        modelId: model.id,
+        modelName: model.name,
+        objective: "MAX_THROUGHPUT",
+        p99BudgetUs: 1000,
+        plan: {},
+        baseConfig: {},
+        createdById: h.users.ENGINEER.id,
+      },
     });
     const dir = mkdtempSync(join(tmpdir(), "operon-search-restart-"));
     const restarted = await ControlPlane.create({
@@ -61,7 +95,9 @@ describe.each(testDatabaseBackends())("config search router on $name", (backend)
       const row = await db.prisma.configSearch.findUniqueOrThrow({ where: { id: orphan.id } });
       expect(row).toMatchObject({ status: "FAILED", error: "interrupted by a restart" });
       expect(row.finishedAt).not.toBeNull();
-      const audit = await db.prisma.auditEvent.findFirst({ where: { action: "configSearch.fail", targetId: orphan.id } });
+      const audit = await db.prisma.auditEvent.findFirst({
+        where: { action: "configSearch.fail", targetId: orphan.id },
+      });
       expect(audit).not.toBeNull();
       expect(await appCodeOf(h.as("ENGINEER").configSearch.applyCandidate({ id: orphan.id }))).toBe("CONFLICT");
     } finally {

@@ -33,7 +33,12 @@ export const configSearchRouter = router({
             queueDelaysUs: z.array(z.number().int().min(0).max(1_000_000)).min(1).max(8).optional(),
             minGainPercent: z.number().min(0).max(100).optional(),
             maxCandidates: z.number().int().min(1).max(50).optional(),
-            maxDurationMs: z.number().int().min(1000).max(4 * 3600_000).optional(),
+            maxDurationMs: z
+              .number()
+              .int()
+              .min(1000)
+              .max(4 * 3600_000)
+              .optional(),
           })
           .optional(),
         measurement: z
@@ -59,7 +64,11 @@ export const configSearchRouter = router({
 
   /** Searches newest first, without candidates. */
   list: viewerProcedure
-    .input(z.object({ model: modelName.optional(), limit: z.number().int().min(1).max(200).default(50) }).default({ limit: 50 }))
+    .input(
+      z
+        .object({ model: modelName.optional(), limit: z.number().int().min(1).max(200).default(50) })
+        .default({ limit: 50 }),
+    )
     .query(({ ctx, input }) => ctx.services.configSearches.list(input)),
 
   /** The search (with the candidate being measured while it runs) and every candidate, Pareto front marked. */
@@ -70,7 +79,10 @@ export const configSearchRouter = router({
     .input(searchId.extend({ index: z.number().int().min(0).max(1000).optional() }))
     .mutation(async ({ ctx, input }) => {
       await requireConfigSearchChanger(ctx.services.prisma, ctx.user, input.id);
-      const search = await ctx.services.prisma.configSearch.findUnique({ where: { id: input.id }, select: { modelName: true } });
+      const search = await ctx.services.prisma.configSearch.findUnique({
+        where: { id: input.id },
+        select: { modelName: true },
+      });
       if (search !== null) await requireModelChanger(ctx.services.prisma, ctx.user, search.modelName);
       return ctx.services.configSearches.apply({ userId: ctx.user.id, actor: ctx.actor }, input.id, input.index);
     }),

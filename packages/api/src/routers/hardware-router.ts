@@ -19,7 +19,11 @@ const fields = {
   /** Stored with 4 decimals (Decimal(12,4)). */
   costPerHour: z.number().min(0).max(99_999_999),
   /** ISO 4217 code, e.g. USD. */
-  currency: z.string().trim().toUpperCase().regex(/^[A-Z]{3}$/, { error: "a three-letter currency code such as USD" }),
+  currency: z
+    .string()
+    .trim()
+    .toUpperCase()
+    .regex(/^[A-Z]{3}$/, { error: "a three-letter currency code such as USD" }),
 };
 
 const profileId = z.uuid();
@@ -60,5 +64,7 @@ export const hardwareRouter = router({
     return { ok: true as const };
   }),
 
-  setDefault: adminProcedure.input(z.object({ id: profileId })).mutation(({ ctx, input }) => ctx.services.hardware.setDefault(ctx.actor, input.id)),
+  setDefault: adminProcedure
+    .input(z.object({ id: profileId }))
+    .mutation(({ ctx, input }) => ctx.services.hardware.setDefault(ctx.actor, input.id)),
 });

@@ -19,7 +19,11 @@ let gateway: TestGateway;
 
 beforeAll(async () => {
   // Worker processes: a model's memory is attributed per process (a model on gateway threads shares the gateway's, so it has none of its own).
-  gateway = await startTestGateway({ modelRepositories: [EXAMPLES], loadModels: ["add_sub"], backendIsolation: "process" });
+  gateway = await startTestGateway({
+    modelRepositories: [EXAMPLES],
+    loadModels: ["add_sub"],
+    backendIsolation: "process",
+  });
 });
 afterAll(async () => {
   await gateway?.stop();
@@ -63,7 +67,12 @@ async function traffic(count: number, failing = 0): Promise<void> {
 
 function capturingLogger(): Logger & { warnings: string[] } {
   const warnings: string[] = [];
-  return { warnings, info: () => {}, warn: (obj, msg) => void warnings.push(msg ?? String(obj)), error: (obj, msg) => void warnings.push(msg ?? String(obj)) };
+  return {
+    warnings,
+    info: () => {},
+    warn: (obj, msg) => void warnings.push(msg ?? String(obj)),
+    error: (obj, msg) => void warnings.push(msg ?? String(obj)),
+  };
 }
 
 /** A small deterministic generator, so the synthetic samples vary without being random between runs. */
@@ -90,7 +99,9 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
   });
 
   it("samples the request deltas of real inferences, with latency, queue, workers, CPU and the default profile", async () => {
-    const profile = await h.as("ADMIN").hardware.create({ name: "this-host", kind: "CPU", cpuCores: 2, costPerHour: 3.6, currency: "USD" });
+    const profile = await h
+      .as("ADMIN")
+      .hardware.create({ name: "this-host", kind: "CPU", cpuCores: 2, costPerHour: 3.6, currency: "USD" });
     const sampler = h.controlPlane.services.usageSampler;
     expect(await sampler.sampleNow()).toMatchObject({ baseline: true, written: 0, skipped: null });
 
@@ -101,7 +112,15 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
     const model = await db.prisma.model.findUniqueOrThrow({ where: { name: "add_sub" } });
     const [row] = await db.prisma.usageSample.findMany({ where: { modelId: model.id }, orderBy: { id: "asc" } });
     // Eight requests, two failed; nine inferences (five single ones and a batch of four).
-    expect(row).toMatchObject({ modelVersion: 1, requests: 8, errors: 2, inferences: 9, instanceCount: 2, hardwareProfileId: profile.id, at: first.at });
+    expect(row).toMatchObject({
+      modelVersion: 1,
+      requests: 8,
+      errors: 2,
+      inferences: 9,
+      instanceCount: 2,
+      hardwareProfileId: profile.id,
+      at: first.at,
+    });
     expect(row!.intervalSeconds).toBeGreaterThanOrEqual(1);
     expect(row!.latencyP50Ms!).toBeGreaterThan(0);
     expect(row!.latencyP50Ms!).toBeLessThanOrEqual(row!.latencyP99Ms!);
@@ -120,7 +139,13 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
       [0, 0, 0],
     ]);
     // No traffic: no latency, but the instances are still counted.
-    expect(rows[2]).toMatchObject({ latencyP50Ms: null, latencyP99Ms: null, queueTimeMs: null, instanceCount: 2, at: idle.at });
+    expect(rows[2]).toMatchObject({
+      latencyP50Ms: null,
+      latencyP99Ms: null,
+      queueTimeMs: null,
+      instanceCount: 2,
+      at: idle.at,
+    });
     // The repository model got its row once, audited.
     const { events } = await h.as("ADMIN").audit.list({ action: "model.discover", limit: 5 });
     expect(events.map((event) => event.targetId)).toEqual([model.id]);
@@ -129,7 +154,10 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
     const from = new Date(rows[0]!.at.getTime());
     const to = new Date(rows[2]!.at.getTime() + 1);
     const costs = await h.as("VIEWER").metrics.costs({ from, to });
-    const expected = rows.reduce((sum, sample) => sum + 3.6 * (sample.cpuUtilization ?? 0) * (sample.intervalSeconds / 3600), 0);
+    const expected = rows.reduce(
+      (sum, sample) => sum + 3.6 * (sample.cpuUtilization ?? 0) * (sample.intervalSeconds / 3600),
+      0,
+    );
     const addSub = costs.models.find((entry) => entry.model === "add_sub")!;
     // Costs count inferences, not requests: the batch of four counts four.
     expect(addSub.inferences).toBe(12);
@@ -156,7 +184,12 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
 
   it("skips a sample, without throwing, while the gateway is down", async () => {
     const logger = capturingLogger();
-    const down = new UsageSampler(db.prisma, new GatewayClient({ httpUrl: "http://127.0.0.1:9", timeoutMs: 2000 }), { intervalSecs: 0, retentionDays: 0 }, logger);
+    const down = new UsageSampler(
+      db.prisma,
+      new GatewayClient({ httpUrl: "http://127.0.0.1:9", timeoutMs: 2000 }),
+      { intervalSecs: 0, retentionDays: 0 },
+      logger,
+    );
     const before = await db.prisma.usageSample.count();
     const result = await down.sampleNow();
     expect(result).toMatchObject({ written: 0, baseline: false, skipped: expect.stringMatching(/not reachable/) });
@@ -188,17 +221,31 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
     const now = Date.parse("2021-06-30T12:00:00.000Z");
     const day = 86_400_000;
     for (const age of [31 * day, 30 * day + 1, 30 * day - 1, day]) {
-      await db.prisma.usageSample.create({ data: { modelId: model.id, at: new Date(now - age), intervalSeconds: 15, requests: 1 } });
+      await db.prisma.usageSample.create({
+        data: { modelId: model.id, at: new Date(now - age), intervalSeconds: 15, requests: 1 },
+      });
     }
     const ages = async () =>
-      (await db.prisma.usageSample.findMany({ where: { modelId: model.id }, orderBy: { at: "asc" } })).map((sample) => now - sample.at.getTime());
-    const forever = new UsageSampler(db.prisma, new GatewayClient({ httpUrl: gateway.httpUrl }), { intervalSecs: 0, retentionDays: 0 }, capturingLogger());
+      (await db.prisma.usageSample.findMany({ where: { modelId: model.id }, orderBy: { at: "asc" } })).map(
+        (sample) => now - sample.at.getTime(),
+      );
+    const forever = new UsageSampler(
+      db.prisma,
+      new GatewayClient({ httpUrl: gateway.httpUrl }),
+      { intervalSecs: 0, retentionDays: 0 },
+      capturingLogger(),
+    );
     expect(await forever.prune(now)).toBe(0);
     expect(await ages()).toHaveLength(4);
 
     const infos: string[] = [];
     const logger: Logger = { info: (_obj, msg) => void infos.push(msg ?? ""), warn: () => {}, error: () => {} };
-    const monthly = new UsageSampler(db.prisma, new GatewayClient({ httpUrl: gateway.httpUrl }), { intervalSecs: 0, retentionDays: 30 }, logger);
+    const monthly = new UsageSampler(
+      db.prisma,
+      new GatewayClient({ httpUrl: gateway.httpUrl }),
+      { intervalSecs: 0, retentionDays: 30 },
+      logger,
+    );
     expect(await monthly.prune(now)).toBe(2);
     expect(await ages()).toEqual([30 * day - 1, day]);
     expect(infos).toContain("usage samples past the retention removed");
@@ -214,9 +261,19 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
 
     beforeAll(async () => {
       cheap = await h.as("ADMIN").hardware.create({ name: "cheap", kind: "CPU", costPerHour: 2.5, currency: "USD" });
-      dear = await h.as("ADMIN").hardware.create({ name: "dear", kind: "GPU", gpuModel: "H200", gpuCount: 1, costPerHour: 4.25, currency: "USD" });
+      dear = await h.as("ADMIN").hardware.create({
+        name: "dear",
+        kind: "GPU",
+        gpuModel: "H200",
+        gpuCount: 1,
+        costPerHour: 4.25,
+        currency: "USD",
+      });
       const next = sequence(backend.name.length);
-      const models = { alpha: await db.prisma.model.create({ data: { name: "alpha" } }), beta: await db.prisma.model.create({ data: { name: "beta" } }) };
+      const models = {
+        alpha: await db.prisma.model.create({ data: { name: "alpha" } }),
+        beta: await db.prisma.model.create({ data: { name: "beta" } }),
+      };
       // One sample a minute for ten minutes: the first five on "cheap", the next four on "dear", the last one without a profile.
       for (let minute = 0; minute < 10; minute += 1) {
         const at = new Date(from.getTime() + minute * 60_000);
@@ -257,8 +314,15 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
       expect(series.overall.map((point) => point.at)).toEqual([from, new Date(from.getTime() + 300_000)]);
       expect(series.models.map((entry) => entry.model)).toEqual(["alpha", "beta"]);
       for (const [index, start] of [0, 5].entries()) {
-        const inBucket = (model?: string) => written.filter((row) => (model === undefined || row.model === model) && row.at.getTime() >= from.getTime() + start * 60_000 && row.at.getTime() < from.getTime() + (start + 5) * 60_000);
-        const sum = (rows: typeof written, pick: (row: (typeof written)[number]) => number) => rows.reduce((total, row) => total + pick(row), 0);
+        const inBucket = (model?: string) =>
+          written.filter(
+            (row) =>
+              (model === undefined || row.model === model) &&
+              row.at.getTime() >= from.getTime() + start * 60_000 &&
+              row.at.getTime() < from.getTime() + (start + 5) * 60_000,
+          );
+        const sum = (rows: typeof written, pick: (row: (typeof written)[number]) => number) =>
+          rows.reduce((total, row) => total + pick(row), 0);
         for (const model of ["alpha", "beta"]) {
           const rows = inBucket(model);
           const point = series.models.find((entry) => entry.model === model)!.points[index]!;
@@ -267,7 +331,10 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
           expect(point.requestsPerSec).toBeCloseTo(requests / 300, 9);
           expect(point.errorRate).toBeCloseTo(sum(rows, (row) => row.errors) / requests, 9);
           const weighted = rows.filter((row) => row.latencyP99Ms !== null && row.requests > 0);
-          expect(point.latencyP99Ms!).toBeCloseTo(sum(weighted, (row) => row.latencyP99Ms! * row.requests) / sum(weighted, (row) => row.requests), 9);
+          expect(point.latencyP99Ms!).toBeCloseTo(
+            sum(weighted, (row) => row.latencyP99Ms! * row.requests) / sum(weighted, (row) => row.requests),
+            9,
+          );
           expect(point.cpuUtilization!).toBeCloseTo(sum(rows, (row) => (row.cpuUtilization ?? 0) * 60) / 300, 9);
           expect(point.instances!).toBeCloseTo(sum(rows, (row) => row.instanceCount * 60) / 300, 9);
           expect(point.memoryBytes!).toBeCloseTo(sum(rows, (row) => Number(row.memoryBytes) * 60) / 300, 0);
@@ -279,9 +346,13 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
       }
       const onlyBeta = await h.as("VIEWER").metrics.timeSeries({ from, to, model: "beta" });
       expect(onlyBeta.models.map((entry) => entry.model)).toEqual(["beta"]);
-      expect(onlyBeta.overall.reduce((total, point) => total + point.requests, 0)).toBe(written.filter((row) => row.model === "beta").reduce((total, row) => total + row.requests, 0));
+      expect(onlyBeta.overall.reduce((total, point) => total + point.requests, 0)).toBe(
+        written.filter((row) => row.model === "beta").reduce((total, row) => total + row.requests, 0),
+      );
       // A bucket with no sample is a gap, not a zero.
-      const later = await h.as("VIEWER").metrics.timeSeries({ from: to, to: new Date(to.getTime() + 600_000), bucketSecs: 600 });
+      const later = await h
+        .as("VIEWER")
+        .metrics.timeSeries({ from: to, to: new Date(to.getTime() + 600_000), bucketSecs: 600 });
       expect(later.overall[0]).toMatchObject({ requests: 0, requestsPerSec: null, cpuUtilization: null });
     });
 
@@ -296,7 +367,10 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
         let attributed = 0;
         for (const model of ["alpha", "beta"]) {
           const own = rows.filter((row) => row.model === model);
-          const cost = own.reduce((sum, row) => sum + profile.costPerHour * (row.cpuUtilization ?? 0) * (row.intervalSeconds / 3600), 0);
+          const cost = own.reduce(
+            (sum, row) => sum + profile.costPerHour * (row.cpuUtilization ?? 0) * (row.intervalSeconds / 3600),
+            0,
+          );
           const inferences = own.reduce((sum, row) => sum + row.inferences, 0);
           attributed += cost;
           const line = entry.models.find((candidate) => candidate.model === model)!;
@@ -308,11 +382,17 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
         }
         expect(entry.attributedCost).toBeCloseTo(attributed, 5);
         expect(entry.unattributedCost).toBeCloseTo(profile.costPerHour * coveredHours - attributed, 5);
-        expect(entry.unattributedShare!).toBeCloseTo((profile.costPerHour * coveredHours - attributed) / (profile.costPerHour * coveredHours), 6);
+        expect(entry.unattributedShare!).toBeCloseTo(
+          (profile.costPerHour * coveredHours - attributed) / (profile.costPerHour * coveredHours),
+          6,
+        );
       }
       const unprofiled = written.filter((row) => row.hardwareProfileId === null);
       expect(costs.unprofiled.sort((a, b) => a.model.localeCompare(b.model))).toEqual(
-        ["alpha", "beta"].map((model) => ({ model, inferences: unprofiled.filter((row) => row.model === model).reduce((sum, row) => sum + row.inferences, 0) })),
+        ["alpha", "beta"].map((model) => ({
+          model,
+          inferences: unprofiled.filter((row) => row.model === model).reduce((sum, row) => sum + row.inferences, 0),
+        })),
       );
     });
 
@@ -321,14 +401,26 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
       const gamma = await db.prisma.model.create({ data: { name: "gamma" } });
       const sample = (modelVersion: number, offsetMs: number, requests: number, instanceCount: number) =>
         db.prisma.usageSample.create({
-          data: { modelId: gamma.id, modelVersion, at: new Date(day.getTime() + offsetMs), intervalSeconds: 60, requests, errors: 0, latencyP50Ms: modelVersion, instanceCount, cpuUtilization: 0.25 },
+          data: {
+            modelId: gamma.id,
+            modelVersion,
+            at: new Date(day.getTime() + offsetMs),
+            intervalSeconds: 60,
+            requests,
+            errors: 0,
+            latencyP50Ms: modelVersion,
+            instanceCount,
+            cpuUtilization: 0.25,
+          },
         });
       // Versions 1 and 2 share one 60 s interval; a third sample starts 1 ms before the second bucket, a fourth exactly at it.
       await sample(1, 0, 10, 1);
       await sample(2, 0, 30, 2);
       await sample(1, 299_999, 60, 1);
       await sample(1, 300_000, 90, 1);
-      const series = await h.as("VIEWER").metrics.timeSeries({ from: day, to: new Date(day.getTime() + 600_000), model: "gamma", bucketSecs: 300 });
+      const series = await h
+        .as("VIEWER")
+        .metrics.timeSeries({ from: day, to: new Date(day.getTime() + 600_000), model: "gamma", bucketSecs: 300 });
       const [first, second] = series.models[0]!.points;
       // Two intervals covered (the shared start once): 100 requests over 120 s.
       expect(first).toMatchObject({ requests: 100 });
@@ -349,18 +441,30 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
         { from: new Date("2020-01-02T00:00:00.000Z"), to: new Date("2020-01-02T00:10:00.000Z") },
       ];
       const read = async () =>
-        Promise.all(ranges.map(async (range) => ({ series: await h.as("VIEWER").metrics.timeSeries({ ...range, bucketSecs: 300 }), costs: await h.as("VIEWER").metrics.costs(range) })));
+        Promise.all(
+          ranges.map(async (range) => ({
+            series: await h.as("VIEWER").metrics.timeSeries({ ...range, bucketSecs: 300 }),
+            costs: await h.as("VIEWER").metrics.costs(range),
+          })),
+        );
       const before = await read();
-      const rowsBefore = await db.prisma.usageSample.count({ where: { at: { lt: new Date("2020-01-03T00:00:00.000Z") } } });
+      const rowsBefore = await db.prisma.usageSample.count({
+        where: { at: { lt: new Date("2020-01-03T00:00:00.000Z") } },
+      });
 
       const result = await sampler.compact(Date.parse("2021-01-01T00:00:00.000Z"));
       expect(result.removed).toBeGreaterThan(result.written);
-      const rowsAfter = await db.prisma.usageSample.count({ where: { at: { lt: new Date("2020-01-03T00:00:00.000Z") } } });
+      const rowsAfter = await db.prisma.usageSample.count({
+        where: { at: { lt: new Date("2020-01-03T00:00:00.000Z") } },
+      });
       expect(rowsAfter).toBe(rowsBefore - result.removed + result.written);
       // alpha and beta: 10 samples each become one per profile and window (cheap 0-5, dear 5-9, none 9-10).
       expect(await db.prisma.usageSample.count({ where: { model: { name: "alpha" } } })).toBe(3);
       // Idempotent: a full pass over the merged samples changes nothing.
-      expect(await compactUsageSamples(db.prisma, new Date("2021-01-01T00:00:00.000Z"))).toMatchObject({ removed: 0, written: 0 });
+      expect(await compactUsageSamples(db.prisma, new Date("2021-01-01T00:00:00.000Z"))).toMatchObject({
+        removed: 0,
+        written: 0,
+      });
 
       const after = await read();
       for (const [index, { series, costs }] of after.entries()) {
@@ -370,7 +474,15 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
             const was = earlier.series.models[modelIndex]!.points[pointIndex]!;
             expect(point.requests).toBe(was.requests);
             expect(point.errors).toBe(was.errors);
-            for (const key of ["requestsPerSec", "latencyP50Ms", "latencyP95Ms", "latencyP99Ms", "queueMs", "cpuUtilization", "memoryBytes"] as const) {
+            for (const key of [
+              "requestsPerSec",
+              "latencyP50Ms",
+              "latencyP95Ms",
+              "latencyP99Ms",
+              "queueMs",
+              "cpuUtilization",
+              "memoryBytes",
+            ] as const) {
               if (was[key] === null) expect(point[key]).toBeNull();
               else expect(point[key]).toBeCloseTo(was[key], key === "memoryBytes" ? -1 : 6);
             }
@@ -378,8 +490,20 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
             if (was.instances !== null) expect(Math.abs(point.instances! - was.instances)).toBeLessThanOrEqual(0.5);
           }
         }
-        expect(costs.profiles.map((profile) => [profile.name, profile.coveredHours, profile.attributedCost, profile.inferences])).toEqual(
-          earlier.costs.profiles.map((profile) => [profile.name, expect.closeTo(profile.coveredHours, 9), expect.closeTo(profile.attributedCost, 6), profile.inferences]),
+        expect(
+          costs.profiles.map((profile) => [
+            profile.name,
+            profile.coveredHours,
+            profile.attributedCost,
+            profile.inferences,
+          ]),
+        ).toEqual(
+          earlier.costs.profiles.map((profile) => [
+            profile.name,
+            expect.closeTo(profile.coveredHours, 9),
+            expect.closeTo(profile.attributedCost, 6),
+            profile.inferences,
+          ]),
         );
         expect(costs.unprofiled).toEqual(earlier.costs.unprofiled);
       }
@@ -387,7 +511,9 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
 
     it("rejects empty or oversized ranges with the field named", async () => {
       await expect(h.as("VIEWER").metrics.costs({ from: to, to: from })).rejects.toThrow(/`to` must be after `from`/);
-      await expect(h.as("VIEWER").metrics.timeSeries({ from, to: new Date(from.getTime() + 30 * 86_400_000), bucketSecs: 60 })).rejects.toThrow(/at most 1000/);
+      await expect(
+        h.as("VIEWER").metrics.timeSeries({ from, to: new Date(from.getTime() + 30 * 86_400_000), bucketSecs: 60 }),
+      ).rejects.toThrow(/at most 1000/);
       expect(await appCodeOf(h.as(null).metrics.timeSeries({ from, to }))).toBe("UNAUTHENTICATED");
     });
   });

@@ -18,11 +18,24 @@ export const metricsRouter = router({
    * host), memory bytes. bucketSecs defaults to a round size giving ≤ ~120 points.
    */
   timeSeries: viewerProcedure
-    .input(z.object({ ...range, model: z.string().trim().min(1).max(128).optional(), bucketSecs: z.number().int().min(1).max(30 * 86_400).optional() }))
+    .input(
+      z.object({
+        ...range,
+        model: z.string().trim().min(1).max(128).optional(),
+        bucketSecs: z
+          .number()
+          .int()
+          .min(1)
+          .max(30 * 86_400)
+          .optional(),
+      }),
+    )
     .query(({ ctx, input }) => usageTimeSeries(ctx.services.prisma, input)),
 
   /** Live per-model numbers from the gateway (statistics, workers, latency summaries) plus each version's last sample. */
-  current: viewerProcedure.query(({ ctx }) => currentUsage(ctx.services.prisma, ctx.services.gateway, ctx.services.logger)),
+  current: viewerProcedure.query(({ ctx }) =>
+    currentUsage(ctx.services.prisma, ctx.services.gateway, ctx.services.logger),
+  ),
 
   /**
    * Per model and hardware profile: inferences, cost, cost per hour, cost per

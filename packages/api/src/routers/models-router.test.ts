@@ -35,12 +35,18 @@ function unloadableModel(): Buffer {
 }
 
 /** What a failed call carried: the app code, the message and the fieldErrors. */
-async function failure(promise: Promise<unknown>): Promise<{ code: string; message: string; fieldErrors: FieldError[] }> {
+async function failure(
+  promise: Promise<unknown>,
+): Promise<{ code: string; message: string; fieldErrors: FieldError[] }> {
   try {
     await promise;
   } catch (error) {
     const cause = (error as { cause?: AppError }).cause;
-    return { code: cause?.code ?? `TRPC:${(error as { code?: string }).code}`, message: (error as Error).message, fieldErrors: cause?.fieldErrors ?? [] };
+    return {
+      code: cause?.code ?? `TRPC:${(error as { code?: string }).code}`,
+      message: (error as Error).message,
+      fieldErrors: cause?.fieldErrors ?? [],
+    };
   }
   throw new Error("expected the call to fail, and it succeeded");
 }
@@ -66,7 +72,11 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     stagingDir = join(dir, "staging");
     mkdirSync(storeDir);
     // The store first: the gateway's first repository wins on duplicate names. EXAMPLES provides repository models.
-    gateway = await startTestGateway({ modelRepositories: [storeDir, EXAMPLES], loadModels: [], modelControlMode: "explicit" });
+    gateway = await startTestGateway({
+      modelRepositories: [storeDir, EXAMPLES],
+      loadModels: [],
+      modelControlMode: "explicit",
+    });
     db = await backend.setup();
     h = await createControlPlaneHarness(db, {
       gateway: { httpUrl: gateway.httpUrl, metricsUrl: gateway.metricsUrl },
@@ -86,7 +96,11 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
   const engineer = () => h.as("ENGINEER");
 
   /** Begins an upload and sends `bytes` in `chunks` pieces (the last may be cut short with `stopAt`). */
-  async function upload(name: string, bytes: Buffer, options: { chunks?: number; version?: number; sha?: string; fileName?: string; stopAt?: number } = {}) {
+  async function upload(
+    name: string,
+    bytes: Buffer,
+    options: { chunks?: number; version?: number; sha?: string; fileName?: string; stopAt?: number } = {},
+  ) {
     const begun = await engineer().models.upload.begin({
       name,
       fileName: options.fileName ?? "model.onnx",
@@ -113,7 +127,10 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
       expect(await db.prisma.model.count({ where: { name } })).toBe(0);
       expect((await h.as("VIEWER").models.list()).models.map((model) => model.name)).not.toContain(name);
     } else {
-      const folders = readdirSync(join(storeDir, name)).filter((entry) => /^\d+$/.test(entry)).map(Number).sort();
+      const folders = readdirSync(join(storeDir, name))
+        .filter((entry) => /^\d+$/.test(entry))
+        .map(Number)
+        .sort();
       expect(folders).toEqual(versionsKept);
       const rows = await db.prisma.modelVersion.findMany({ where: { model: { name } }, orderBy: { version: "asc" } });
       expect(rows.map((row) => row.version)).toEqual(versionsKept);
@@ -122,11 +139,20 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
 
   it("lets viewers read, engineers change, and nobody signed out in", async () => {
     expect(await appCodeOf(h.as(null).models.list())).toBe("UNAUTHENTICATED");
-    expect(await appCodeOf(h.as("VIEWER").models.upload.begin({ name: "x", fileName: "x.onnx", sizeBytes: 10, sha256: "a".repeat(64) }))).toBe("FORBIDDEN");
+    expect(
+      await appCodeOf(
+        h.as("VIEWER").models.upload.begin({ name: "x", fileName: "x.onnx", sizeBytes: 10, sha256: "a".repeat(64) }),
+      ),
+    ).toBe("FORBIDDEN");
     expect(await appCodeOf(h.as("VIEWER").models.load({ name: "add_sub" }))).toBe("FORBIDDEN");
     const { models, gatewayError } = await h.as("VIEWER").models.list();
     expect(gatewayError).toBeNull();
-    expect(models.find((model) => model.name === "add_sub")).toMatchObject({ source: "repository", state: "UNAVAILABLE", reason: "not loaded", versions: [] });
+    expect(models.find((model) => model.name === "add_sub")).toMatchObject({
+      source: "repository",
+      state: "UNAVAILABLE",
+      reason: "not loaded",
+      versions: [],
+    });
   });
 
   it("uploads a model in chunks, stores it as a Triton model, loads it and answers an inference", async () => {
@@ -156,21 +182,53 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
       dynamic_batching: {},
     });
 
-    expect(await engineer().models.upload.finish({ uploadId, description: "sum and difference" })).toEqual({ name: "adder", version: 1, state: "READY" });
+    expect(await engineer().models.upload.finish({ uploadId, description: "sum and difference" })).toEqual({
+      name: "adder",
+      version: 1,
+      state: "READY",
+    });
     expect(readFileSync(join(storeDir, "adder/1/model.onnx"))).toEqual(ADD_SUB);
     const stored = parsePbtxt(readFileSync(join(storeDir, "adder/config.pbtxt"), "utf8"), "config.pbtxt");
-    expect(stored).toMatchObject({ name: "adder", platform: "onnxruntime_onnx", max_batch_size: 4, dynamic_batching: {} });
+    expect(stored).toMatchObject({
+      name: "adder",
+      platform: "onnxruntime_onnx",
+      max_batch_size: 4,
+      dynamic_batching: {},
+    });
     expect(readdirSync(stagingDir)).toEqual([]);
-    const row = await db.prisma.modelVersion.findFirstOrThrow({ where: { model: { name: "adder" }, version: 1 }, include: { model: true } });
-    expect(row).toMatchObject({ state: "LOADED", sizeBytes: 192n, sha256: sha256(ADD_SUB), uploadedById: h.users.ENGINEER.id, artifactUri: "adder/1/model.onnx" });
-    expect(row.model).toMatchObject({ description: "sum and difference", platform: "onnxruntime_onnx", ownerId: h.users.ENGINEER.id });
+    const row = await db.prisma.modelVersion.findFirstOrThrow({
+      where: { model: { name: "adder" }, version: 1 },
+      include: { model: true },
+    });
+    expect(row).toMatchObject({
+      state: "LOADED",
+      sizeBytes: 192n,
+      sha256: sha256(ADD_SUB),
+      uploadedById: h.users.ENGINEER.id,
+      artifactUri: "adder/1/model.onnx",
+    });
+    expect(row.model).toMatchObject({
+      description: "sum and difference",
+      platform: "onnxruntime_onnx",
+      ownerId: h.users.ENGINEER.id,
+    });
 
     const result = await h.as("VIEWER").models.infer({ name: "adder", inputs: addSubInputs });
     expect(result.modelVersion).toBe("1");
-    expect(result.outputs.find((output) => output.name === "OUTPUT0")).toMatchObject({ datatype: "FP32", shape: [1, 16], data: inputData.map((x) => x + 1) });
+    expect(result.outputs.find((output) => output.name === "OUTPUT0")).toMatchObject({
+      datatype: "FP32",
+      shape: [1, 16],
+      data: inputData.map((x) => x + 1),
+    });
     expect(result.outputs.find((output) => output.name === "OUTPUT1")?.data).toEqual(inputData.map((x) => x - 1));
     expect(result.latencyMs).toBeGreaterThan(0);
-    expect(await appCodeOf(h.as("VIEWER").models.infer({ name: "adder", inputs: [{ ...addSubInputs[0]!, data: [1, 2] }, addSubInputs[1]!] }))).toBe("VALIDATION_FAILED");
+    expect(
+      await appCodeOf(
+        h
+          .as("VIEWER")
+          .models.infer({ name: "adder", inputs: [{ ...addSubInputs[0]!, data: [1, 2] }, addSubInputs[1]!] }),
+      ),
+    ).toBe("VALIDATION_FAILED");
 
     const listed = (await h.as("VIEWER").models.list()).models.find((model) => model.name === "adder");
     expect(listed).toMatchObject({
@@ -182,7 +240,9 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
       reason: "",
       instanceCount: 1,
       inferenceCount: 1,
-      versions: [{ version: 1, state: "READY", sizeBytes: 192, sha256: sha256(ADD_SUB), uploadedBy: "engineer@example.com" }],
+      versions: [
+        { version: 1, state: "READY", sizeBytes: 192, sha256: sha256(ADD_SUB), uploadedBy: "engineer@example.com" },
+      ],
     });
     const detail = await h.as("VIEWER").models.get({ name: "adder" });
     expect(detail.configSource).toBe("gateway");
@@ -209,24 +269,56 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
       expect(gatewayError).toMatch(/not reachable/);
       expect(models.map((model) => model.name)).toEqual(["adder"]);
       expect(models[0]).toMatchObject({ state: "UNKNOWN", versions: [{ version: 1, state: "UNKNOWN" }] });
-      expect(await viewer.models.get({ name: "adder" })).toMatchObject({ configSource: "stored", config: { max_batch_size: 4 } });
+      expect(await viewer.models.get({ name: "adder" })).toMatchObject({
+        configSource: "stored",
+        config: { max_batch_size: 4 },
+      });
       const engineerOffline = createCaller(createInProcessContext(offline.services, h.users.ENGINEER));
-      const begin = await failure(engineerOffline.models.upload.begin({ name: "later", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }));
-      expect(begin).toMatchObject({ code: "GATEWAY_UNAVAILABLE", message: expect.stringMatching(/^uploads need the gateway/) });
+      const begin = await failure(
+        engineerOffline.models.upload.begin({
+          name: "later",
+          fileName: "m.onnx",
+          sizeBytes: 10,
+          sha256: "a".repeat(64),
+        }),
+      );
+      expect(begin).toMatchObject({
+        code: "GATEWAY_UNAVAILABLE",
+        message: expect.stringMatching(/^uploads need the gateway/),
+      });
     } finally {
       await offline.stop();
     }
   });
 
   it("adds a second version that takes over serving", async () => {
-    expect(await appCodeOf(engineer().models.upload.begin({ name: "adder", fileName: "m.onnx", sizeBytes: ADD_SUB.length, sha256: sha256(ADD_SUB), version: 1 }))).toBe("CONFLICT");
+    expect(
+      await appCodeOf(
+        engineer().models.upload.begin({
+          name: "adder",
+          fileName: "m.onnx",
+          sizeBytes: ADD_SUB.length,
+          sha256: sha256(ADD_SUB),
+          version: 1,
+        }),
+      ),
+    ).toBe("CONFLICT");
     // An upload begun and left (a closed browser tab) holds no number: uploads are numbered when they finish.
-    const abandoned = await engineer().models.upload.begin({ name: "adder", fileName: "m.onnx", sizeBytes: ADD_SUB.length, sha256: sha256(ADD_SUB) });
+    const abandoned = await engineer().models.upload.begin({
+      name: "adder",
+      fileName: "m.onnx",
+      sizeBytes: ADD_SUB.length,
+      sha256: sha256(ADD_SUB),
+    });
     expect(abandoned.version).toBe(2);
     const { uploadId, version } = await upload("adder", ADD_SUB, { chunks: 2 });
     expect(version).toBe(2);
     const config = { max_batch_size: 8, dynamic_batching: { max_queue_delay_microseconds: 100 } };
-    expect(await engineer().models.upload.finish({ uploadId, config })).toEqual({ name: "adder", version: 2, state: "READY" });
+    expect(await engineer().models.upload.finish({ uploadId, config })).toEqual({
+      name: "adder",
+      version: 2,
+      state: "READY",
+    });
     await engineer().models.upload.abort({ uploadId: abandoned.uploadId });
     const listed = (await h.as("VIEWER").models.list()).models.find((model) => model.name === "adder")!;
     expect(listed.state).toBe("READY");
@@ -234,36 +326,87 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
       { v: 1, state: "UNAVAILABLE", reason: "unloaded" },
       { v: 2, state: "READY", reason: "" },
     ]);
-    expect((await h.as("VIEWER").models.infer({ name: "adder", version: 2, inputs: addSubInputs })).modelVersion).toBe("2");
-    expect((await h.as("VIEWER").models.get({ name: "adder" })).config).toMatchObject({ max_batch_size: 8, dynamic_batching: { max_queue_delay_microseconds: 100 } });
-    const rows = await db.prisma.modelVersion.findMany({ where: { model: { name: "adder" } }, orderBy: { version: "asc" } });
+    expect((await h.as("VIEWER").models.infer({ name: "adder", version: 2, inputs: addSubInputs })).modelVersion).toBe(
+      "2",
+    );
+    expect((await h.as("VIEWER").models.get({ name: "adder" })).config).toMatchObject({
+      max_batch_size: 8,
+      dynamic_batching: { max_queue_delay_microseconds: 100 },
+    });
+    const rows = await db.prisma.modelVersion.findMany({
+      where: { model: { name: "adder" } },
+      orderBy: { version: "asc" },
+    });
     expect(rows.map((row) => row.state)).toEqual(["UNLOADED", "LOADED"]);
   });
 
   it("refuses bad upload requests up front, naming the problem", async () => {
-    const tooBig = await failure(engineer().models.upload.begin({ name: "big", fileName: "big.onnx", sizeBytes: MAX_UPLOAD_BYTES + 1, sha256: "a".repeat(64) }));
+    const tooBig = await failure(
+      engineer().models.upload.begin({
+        name: "big",
+        fileName: "big.onnx",
+        sizeBytes: MAX_UPLOAD_BYTES + 1,
+        sha256: "a".repeat(64),
+      }),
+    );
     expect(tooBig.code).toBe("PAYLOAD_TOO_LARGE");
     expect(tooBig.message).toContain(`${MAX_UPLOAD_BYTES + 1} bytes`);
     expect(tooBig.message).toContain(`${MAX_UPLOAD_BYTES} bytes`);
-    const notOnnx = await failure(engineer().models.upload.begin({ name: "torch", fileName: "model.pt", sizeBytes: 10, sha256: "a".repeat(64) }));
+    const notOnnx = await failure(
+      engineer().models.upload.begin({ name: "torch", fileName: "model.pt", sizeBytes: 10, sha256: "a".repeat(64) }),
+    );
     expect(notOnnx).toMatchObject({ code: "VALIDATION_FAILED", fieldErrors: [{ path: "fileName" }] });
-    expect(await appCodeOf(engineer().models.upload.begin({ name: ".hidden", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }))).toBe("TRPC:BAD_REQUEST");
-    expect(await appCodeOf(engineer().models.upload.begin({ name: "a/b", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }))).toBe("TRPC:BAD_REQUEST");
-    expect(await appCodeOf(engineer().models.upload.begin({ name: "x".repeat(129), fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }))).toBe("TRPC:BAD_REQUEST");
-    expect(await appCodeOf(engineer().models.upload.begin({ name: "short_hash", fileName: "m.onnx", sizeBytes: 10, sha256: "abc" }))).toBe("TRPC:BAD_REQUEST");
+    expect(
+      await appCodeOf(
+        engineer().models.upload.begin({ name: ".hidden", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }),
+      ),
+    ).toBe("TRPC:BAD_REQUEST");
+    expect(
+      await appCodeOf(
+        engineer().models.upload.begin({ name: "a/b", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }),
+      ),
+    ).toBe("TRPC:BAD_REQUEST");
+    expect(
+      await appCodeOf(
+        engineer().models.upload.begin({
+          name: "x".repeat(129),
+          fileName: "m.onnx",
+          sizeBytes: 10,
+          sha256: "a".repeat(64),
+        }),
+      ),
+    ).toBe("TRPC:BAD_REQUEST");
+    expect(
+      await appCodeOf(
+        engineer().models.upload.begin({ name: "short_hash", fileName: "m.onnx", sizeBytes: 10, sha256: "abc" }),
+      ),
+    ).toBe("TRPC:BAD_REQUEST");
     // The console's upload page is /models/upload: no model may be named so.
-    await expect(engineer().models.upload.begin({ name: "upload", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) })).rejects.toThrow(/'upload' is the name of the console's upload page/);
+    await expect(
+      engineer().models.upload.begin({ name: "upload", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }),
+    ).rejects.toThrow(/'upload' is the name of the console's upload page/);
     // A repository model's name cannot be taken by an upload.
-    const taken = await failure(engineer().models.upload.begin({ name: "add_sub", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }));
+    const taken = await failure(
+      engineer().models.upload.begin({ name: "add_sub", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }),
+    );
     expect(taken.code).toBe("CONFLICT");
     expect(taken.message).toMatch(/model repository folders/);
 
     // A chunk past the declared size.
-    const { uploadId } = await engineer().models.upload.begin({ name: "small", fileName: "small.onnx", sizeBytes: 10, sha256: "a".repeat(64) });
-    const past = await failure(engineer().models.upload.chunk({ uploadId, offset: 0, data: Buffer.alloc(11).toString("base64") }));
+    const { uploadId } = await engineer().models.upload.begin({
+      name: "small",
+      fileName: "small.onnx",
+      sizeBytes: 10,
+      sha256: "a".repeat(64),
+    });
+    const past = await failure(
+      engineer().models.upload.chunk({ uploadId, offset: 0, data: Buffer.alloc(11).toString("base64") }),
+    );
     expect(past.code).toBe("PAYLOAD_TOO_LARGE");
     expect(past.message).toMatch(/past the 10 bytes declared/);
-    expect(await appCodeOf(engineer().models.upload.chunk({ uploadId, offset: 0, data: "not base64!" }))).toBe("VALIDATION_FAILED");
+    expect(await appCodeOf(engineer().models.upload.chunk({ uploadId, offset: 0, data: "not base64!" }))).toBe(
+      "VALIDATION_FAILED",
+    );
     // Only the engineer who began it sees the upload.
     expect(await appCodeOf(h.as("ADMIN").models.upload.chunk({ uploadId, offset: 0, data: "AAAA" }))).toBe("NOT_FOUND");
     await engineer().models.upload.abort({ uploadId });
@@ -271,11 +414,20 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
   });
 
   it("wants chunks in order, without gaps or overlaps", async () => {
-    const { uploadId } = await engineer().models.upload.begin({ name: "ordered", fileName: "m.onnx", sizeBytes: ADD_SUB.length, sha256: sha256(ADD_SUB) });
-    const gap = await failure(engineer().models.upload.chunk({ uploadId, offset: 10, data: ADD_SUB.subarray(10, 20).toString("base64") }));
+    const { uploadId } = await engineer().models.upload.begin({
+      name: "ordered",
+      fileName: "m.onnx",
+      sizeBytes: ADD_SUB.length,
+      sha256: sha256(ADD_SUB),
+    });
+    const gap = await failure(
+      engineer().models.upload.chunk({ uploadId, offset: 10, data: ADD_SUB.subarray(10, 20).toString("base64") }),
+    );
     expect(gap).toMatchObject({ code: "CONFLICT", message: expect.stringContaining("expected offset 0") });
     await engineer().models.upload.chunk({ uploadId, offset: 0, data: ADD_SUB.subarray(0, 50).toString("base64") });
-    const overlap = await failure(engineer().models.upload.chunk({ uploadId, offset: 0, data: ADD_SUB.subarray(0, 50).toString("base64") }));
+    const overlap = await failure(
+      engineer().models.upload.chunk({ uploadId, offset: 0, data: ADD_SUB.subarray(0, 50).toString("base64") }),
+    );
     expect(overlap).toMatchObject({ code: "CONFLICT", message: expect.stringContaining("expected offset 50") });
     await engineer().models.upload.abort({ uploadId });
     expect(await appCodeOf(engineer().models.upload.chunk({ uploadId, offset: 50, data: "AAAA" }))).toBe("NOT_FOUND");
@@ -328,7 +480,10 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     for (const [config, path] of cases) {
       const refused = await failure(engineer().models.upload.finish({ uploadId, config }));
       expect(refused.code, path).toBe("VALIDATION_FAILED");
-      expect(refused.fieldErrors.map((field) => field.path), JSON.stringify(config)).toContain(path);
+      expect(
+        refused.fieldErrors.map((field) => field.path),
+        JSON.stringify(config),
+      ).toContain(path);
     }
     const dims = await failure(engineer().models.upload.finish({ uploadId, config: cases[0]![0] }));
     expect(dims.message).toMatch(/input\[0\]\.dims: \[8\] does not match the model's input 'INPUT0': expected \[16\]/);
@@ -352,7 +507,9 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     const configBefore = readFileSync(join(storeDir, "adder/config.pbtxt"), "utf8");
     const next = await upload("adder", broken);
     expect(next.version).toBe(3);
-    const refusedVersion = await failure(engineer().models.upload.finish({ uploadId: next.uploadId, config: { max_batch_size: 2 } }));
+    const refusedVersion = await failure(
+      engineer().models.upload.finish({ uploadId: next.uploadId, config: { max_batch_size: 2 } }),
+    );
     expect(refusedVersion.message).toMatch(/^the gateway refused version 3 of model 'adder'/);
     await expectNothingLeftOf("adder", [1, 2]);
     expect(readFileSync(join(storeDir, "adder/config.pbtxt"), "utf8")).toBe(configBefore);
@@ -363,18 +520,37 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
   it("updates a config: refuses a bad field, restores a config the gateway refuses, applies a good one", async () => {
     const path = join(storeDir, "adder/config.pbtxt");
     const before = readFileSync(path, "utf8");
-    const bad = await failure(engineer().models.updateConfig({ name: "adder", config: { max_batch_size: 4, input: [{ name: "INPUT1", data_type: "TYPE_FP32", dims: [4, 4] }] } }));
+    const bad = await failure(
+      engineer().models.updateConfig({
+        name: "adder",
+        config: { max_batch_size: 4, input: [{ name: "INPUT1", data_type: "TYPE_FP32", dims: [4, 4] }] },
+      }),
+    );
     expect(bad).toMatchObject({ code: "VALIDATION_FAILED", fieldErrors: [{ path: "input[0].dims" }] });
     expect(readFileSync(path, "utf8")).toBe(before);
 
-    const refused = await failure(engineer().models.updateConfig({ name: "adder", config: { parameters: { intra_op_thread_count: { string_value: "lots" } } } }));
+    const refused = await failure(
+      engineer().models.updateConfig({
+        name: "adder",
+        config: { parameters: { intra_op_thread_count: { string_value: "lots" } } },
+      }),
+    );
     expect(refused.code).toBe("VALIDATION_FAILED");
-    expect(refused.message).toMatch(/^the gateway refused the new config of model 'adder': .*intra_op_thread_count.*; the previous config is restored and serving$/);
+    expect(refused.message).toMatch(
+      /^the gateway refused the new config of model 'adder': .*intra_op_thread_count.*; the previous config is restored and serving$/,
+    );
     expect(readFileSync(path, "utf8")).toBe(before);
     expect((await h.as("VIEWER").models.infer({ name: "adder", inputs: addSubInputs })).modelVersion).toBe("2");
 
-    const updated = await engineer().models.updateConfig({ name: "adder", config: { max_batch_size: 8, instance_group: [{ kind: "KIND_CPU", count: 2 }] } });
-    expect(updated).toMatchObject({ name: "adder", state: "READY", config: { max_batch_size: 8, instance_group: [{ kind: "KIND_CPU", count: 2 }] } });
+    const updated = await engineer().models.updateConfig({
+      name: "adder",
+      config: { max_batch_size: 8, instance_group: [{ kind: "KIND_CPU", count: 2 }] },
+    });
+    expect(updated).toMatchObject({
+      name: "adder",
+      state: "READY",
+      config: { max_batch_size: 8, instance_group: [{ kind: "KIND_CPU", count: 2 }] },
+    });
     expect(parsePbtxt(readFileSync(path, "utf8"), path).instance_group).toEqual([{ kind: "KIND_CPU", count: 2 }]);
     const listed = (await h.as("VIEWER").models.list()).models.find((model) => model.name === "adder")!;
     expect(listed.instanceCount).toBe(2);
@@ -384,8 +560,15 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
   });
 
   it("unloads, loads and deletes uploads; repository models are only loaded and unloaded", async () => {
-    expect(await engineer().models.unload({ name: "adder" })).toMatchObject({ name: "adder", state: "UNAVAILABLE", reason: "unloaded" });
-    expect((await h.as("VIEWER").models.list()).models.find((model) => model.name === "adder")).toMatchObject({ state: "UNAVAILABLE", instanceCount: 0 });
+    expect(await engineer().models.unload({ name: "adder" })).toMatchObject({
+      name: "adder",
+      state: "UNAVAILABLE",
+      reason: "unloaded",
+    });
+    expect((await h.as("VIEWER").models.list()).models.find((model) => model.name === "adder")).toMatchObject({
+      state: "UNAVAILABLE",
+      instanceCount: 0,
+    });
     await expect(h.as("VIEWER").models.infer({ name: "adder", inputs: addSubInputs })).rejects.toThrow(/adder/);
     const stored = await h.as("VIEWER").models.get({ name: "adder" });
     expect(stored.configSource).toBe("stored");
@@ -393,7 +576,9 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
       { name: "INPUT0", datatype: "FP32", shape: [-1, 16] },
       { name: "INPUT1", datatype: "FP32", shape: [-1, 16] },
     ]);
-    expect((await db.prisma.modelVersion.findMany({ where: { model: { name: "adder" } } })).map((row) => row.state)).toEqual(["UNLOADED", "UNLOADED"]);
+    expect(
+      (await db.prisma.modelVersion.findMany({ where: { model: { name: "adder" } } })).map((row) => row.state),
+    ).toEqual(["UNLOADED", "UNLOADED"]);
     expect(await engineer().models.load({ name: "adder" })).toMatchObject({ state: "READY" });
     expect((await h.as("VIEWER").models.infer({ name: "adder", inputs: addSubInputs })).modelVersion).toBe("2");
 
@@ -428,7 +613,15 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
   it("writes an audit event for every change", async () => {
     const { events } = await h.as("ADMIN").audit.list({ action: "model.", limit: 100 });
     const actions = new Set(events.map((event) => `${event.action} ${event.targetId}`));
-    for (const expected of ["model.upload adder", "model.updateConfig adder", "model.unload adder", "model.load adder", "model.delete adder", "model.load add_sub", "model.unload add_sub"]) {
+    for (const expected of [
+      "model.upload adder",
+      "model.updateConfig adder",
+      "model.unload adder",
+      "model.load adder",
+      "model.delete adder",
+      "model.load add_sub",
+      "model.unload add_sub",
+    ]) {
       expect(actions).toContain(expected);
     }
     const uploads = events.filter((event) => event.action === "model.upload");

@@ -27,7 +27,9 @@ const newModelName = z
   .max(128, { error: "at most 128 characters" })
   .regex(/^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/, { error: "letters, digits, '_', '.' and '-' only, not starting with '.'" })
   // The console's page for uploading sits where this model's page would (/models/upload).
-  .refine((name) => name !== "upload", { error: "'upload' is the name of the console's upload page; choose another name" })
+  .refine((name) => name !== "upload", {
+    error: "'upload' is the name of the console's upload page; choose another name",
+  })
   .refine((name) => !isShadowModelName(name), { error: SHADOW_NAME_RESERVED });
 
 /** Any model the gateway may list (repository models are named by their folders). */
@@ -47,7 +49,9 @@ export const modelsRouter = router({
   list: viewerProcedure.query(({ ctx }) => ctx.services.models.catalog.list()),
 
   /** One model with its config, tensors and statistics. */
-  get: viewerProcedure.input(z.object({ name: modelName })).query(({ ctx, input }) => ctx.services.models.catalog.get(input.name)),
+  get: viewerProcedure
+    .input(z.object({ name: modelName }))
+    .query(({ ctx, input }) => ctx.services.models.catalog.get(input.name)),
 
   upload: router({
     /** Starts an upload; the version defaults to the next one after the model's existing versions. */
@@ -81,14 +85,20 @@ export const modelsRouter = router({
       .mutation(({ ctx, input }) => ctx.services.models.uploads.uploadChunk(modelActor(ctx), input)),
 
     /** After the last byte: checks size and sha256, reads the ONNX signature, suggests a config. */
-    inspect: engineerProcedure.input(z.object({ uploadId })).mutation(({ ctx, input }) => ctx.services.models.uploads.inspectUpload(modelActor(ctx), input.uploadId)),
+    inspect: engineerProcedure
+      .input(z.object({ uploadId }))
+      .mutation(({ ctx, input }) => ctx.services.models.uploads.inspectUpload(modelActor(ctx), input.uploadId)),
 
     /** Stores the upload as a new version (with `config`, default the suggested one) and loads it. */
     finish: engineerProcedure
-      .input(z.object({ uploadId, description: z.string().trim().max(2000).optional(), config: modelConfig.optional() }))
+      .input(
+        z.object({ uploadId, description: z.string().trim().max(2000).optional(), config: modelConfig.optional() }),
+      )
       .mutation(({ ctx, input }) => ctx.services.models.uploads.finishUpload(modelActor(ctx), input)),
 
-    abort: engineerProcedure.input(z.object({ uploadId })).mutation(({ ctx, input }) => ctx.services.models.uploads.abortUpload(modelActor(ctx), input.uploadId)),
+    abort: engineerProcedure
+      .input(z.object({ uploadId }))
+      .mutation(({ ctx, input }) => ctx.services.models.uploads.abortUpload(modelActor(ctx), input.uploadId)),
   }),
 
   /** Load, unload, delete and config edits of an uploaded model: its owner or an admin (services/ownership). */

@@ -20,8 +20,20 @@ function addTwice(): Record<string, unknown> {
     ],
     outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
     steps: [
-      { id: "first", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "sum" } },
-      { id: "second", kind: "model", model: "add_sub", inputs: { INPUT0: "sum", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } },
+      {
+        id: "first",
+        kind: "model",
+        model: "add_sub",
+        inputs: { INPUT0: "A", INPUT1: "B" },
+        outputs: { OUTPUT0: "sum" },
+      },
+      {
+        id: "second",
+        kind: "model",
+        model: "add_sub",
+        inputs: { INPUT0: "sum", INPUT1: "B" },
+        outputs: { OUTPUT0: "Y" },
+      },
     ],
   };
 }
@@ -35,7 +47,9 @@ function subtractOnce(): Record<string, unknown> {
       { name: "B", datatype: "FP32", dims: [16] },
     ],
     outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
-    steps: [{ id: "minus", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT1: "Y" } }],
+    steps: [
+      { id: "minus", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT1: "Y" } },
+    ],
   };
 }
 
@@ -80,7 +94,14 @@ let gateway: TestGateway;
 beforeAll(async () => {
   gateway = await startTestGateway({
     modelRepositories: [EXAMPLES],
-    loadModels: ["add_sub", "identity_bytes", "text_direction_preprocess", "text_direction_classifier", "text_direction_topk", "text_direction"],
+    loadModels: [
+      "add_sub",
+      "identity_bytes",
+      "text_direction_preprocess",
+      "text_direction_classifier",
+      "text_direction_topk",
+      "text_direction",
+    ],
   });
 });
 afterAll(async () => {
@@ -103,22 +124,30 @@ describe.each(testDatabaseBackends())("operators router on $name", (backend) => 
     await backend.teardown();
   });
 
-  const served = async (operator: string) => (await h.controlPlane.services.gateway.listOperators()).find((entry) => entry.name === operator);
+  const served = async (operator: string) =>
+    (await h.controlPlane.services.gateway.listOperators()).find((entry) => entry.name === operator);
 
   it("validates a spec through the gateway's dry run, naming cycles, unknown models and dtype mismatches", async () => {
     const viewer = h.as("VIEWER");
-    expect(await viewer.operators.validate({ spec: { ...addTwice(), name: name("draft") } })).toEqual({ valid: true, problems: [] });
+    expect(await viewer.operators.validate({ spec: { ...addTwice(), name: name("draft") } })).toEqual({
+      valid: true,
+      problems: [],
+    });
     const cycle = await viewer.operators.validate({ name: name("draft"), spec: withCycle() });
     expect(cycle.valid).toBe(false);
     expect(cycle.problems.map((problem) => problem.message).join("\n")).toMatch(/cycle: .*'first'.*'second'/);
     const unknown = await viewer.operators.validate({ name: name("draft"), spec: withUnknownModel() });
     expect(unknown.problems.map((problem) => problem.message).join("\n")).toContain("model 'no_such_model'");
     const mismatch = await viewer.operators.validate({ name: name("draft"), spec: withDtypeMismatch() });
-    expect(mismatch.problems.map((problem) => problem.message).join("\n")).toMatch(/datatype FP32 does not match BYTES/);
+    expect(mismatch.problems.map((problem) => problem.message).join("\n")).toMatch(
+      /datatype FP32 does not match BYTES/,
+    );
     const narrow = addTwice();
     (narrow["inputs"] as Array<Record<string, unknown>>)[0]!["dims"] = [8];
     const shape = await viewer.operators.validate({ name: name("draft"), spec: narrow });
-    expect(shape.problems.map((problem) => problem.message).join("\n")).toMatch(/tensor 'A' .*shape \[-1,8\] does not match \[-1,16\]/);
+    expect(shape.problems.map((problem) => problem.message).join("\n")).toMatch(
+      /tensor 'A' .*shape \[-1,8\] does not match \[-1,16\]/,
+    );
     expect(await served(name("draft"))).toBeUndefined();
   });
 
@@ -141,16 +170,29 @@ describe.each(testDatabaseBackends())("operators router on $name", (backend) => 
     expect(await db.prisma.operator.count({ where: { name: "add_sub" } })).toBe(0);
     // Input mistakes are named.
     await expect(engineer.operators.create({ name: "bad name!", spec: addTwice() })).rejects.toThrow(/letters, digits/);
-    await expect(engineer.operators.create({ name: "new", spec: { ...addTwice(), name: "new" } })).rejects.toThrow(/'new' is the name of the console's page for new operators/);
+    await expect(engineer.operators.create({ name: "new", spec: { ...addTwice(), name: "new" } })).rejects.toThrow(
+      /'new' is the name of the console's page for new operators/,
+    );
     expect(await db.prisma.operator.count({ where: { name: "new" } })).toBe(0);
-    await expect(engineer.operators.create({ name: name("other"), spec: { ...addTwice(), name: "not_this" } })).rejects.toThrow(/differs from the operator name/);
+    await expect(
+      engineer.operators.create({ name: name("other"), spec: { ...addTwice(), name: "not_this" } }),
+    ).rejects.toThrow(/differs from the operator name/);
   });
 
   it("creates, serves, tries, updates and deletes an operator, auditing each change", async () => {
     const engineer = h.as("ENGINEER");
     const operator = name("add_twice");
     const created = await engineer.operators.create({ name: operator, description: "A + 2B", spec: addTwice() });
-    expect(created).toMatchObject({ name: operator, description: "A + 2B", source: "api", stored: true, latestVersion: 1, state: "SERVED", models: ["add_sub"], stepCount: 2 });
+    expect(created).toMatchObject({
+      name: operator,
+      description: "A + 2B",
+      source: "api",
+      stored: true,
+      latestVersion: 1,
+      state: "SERVED",
+      models: ["add_sub"],
+      stepCount: 2,
+    });
     expect(created.owner?.email).toBe("engineer@example.com");
     expect(created.versions.map((version) => version.version)).toEqual([1]);
     expect((await served(operator))?.source).toBe("api");
@@ -182,7 +224,9 @@ describe.each(testDatabaseBackends())("operators router on $name", (backend) => 
     expect(versions.map((version) => version.version)).toEqual([2, 1]);
     expect((versions[1]!.spec["steps"] as unknown[]).length).toBe(2);
     // An update the gateway refuses leaves version 2 stored and served.
-    expect(await appCodeOf(engineer.operators.update({ name: operator, spec: withUnknownModel() }))).toBe("VALIDATION_FAILED");
+    expect(await appCodeOf(engineer.operators.update({ name: operator, spec: withUnknownModel() }))).toBe(
+      "VALIDATION_FAILED",
+    );
     expect((await h.as("VIEWER").operators.get({ name: operator })).latestVersion).toBe(2);
 
     await engineer.operators.delete({ name: operator });
@@ -192,7 +236,11 @@ describe.each(testDatabaseBackends())("operators router on $name", (backend) => 
     expect(await appCodeOf(engineer.operators.get({ name: operator }))).toBe("NOT_FOUND");
 
     const { events } = await h.as("ADMIN").audit.list({ action: "operator.", limit: 50 });
-    expect(events.map((event) => event.action).reverse()).toEqual(["operator.create", "operator.update", "operator.delete"]);
+    expect(events.map((event) => event.action).reverse()).toEqual([
+      "operator.create",
+      "operator.update",
+      "operator.delete",
+    ]);
     expect(events.every((event) => event.actorEmail === "engineer@example.com")).toBe(true);
   });
 
@@ -200,7 +248,12 @@ describe.each(testDatabaseBackends())("operators router on $name", (backend) => 
     const operator = name("listed");
     await h.as("ADMIN").operators.create({ name: operator, spec: addTwice() });
     const list = await h.as("VIEWER").operators.list();
-    expect(list.find((entry) => entry.name === operator)).toMatchObject({ source: "api", stored: true, latestVersion: 1, state: "SERVED" });
+    expect(list.find((entry) => entry.name === operator)).toMatchObject({
+      source: "api",
+      stored: true,
+      latestVersion: 1,
+      state: "SERVED",
+    });
     expect(list.find((entry) => entry.name === "text_direction")).toMatchObject({
       source: "repository",
       stored: false,
@@ -228,7 +281,14 @@ describe.each(testDatabaseBackends())("operators router on $name", (backend) => 
 
   it("unregisters again when the database write fails after the gateway accepted", async () => {
     // An account deleted while its session was still open: the owner's foreign key fails the insert.
-    const ghost = createCaller(createInProcessContext(h.controlPlane.services, { id: randomUUID(), email: "ghost@example.com", name: null, role: "ENGINEER" }));
+    const ghost = createCaller(
+      createInProcessContext(h.controlPlane.services, {
+        id: randomUUID(),
+        email: "ghost@example.com",
+        name: null,
+        role: "ENGINEER",
+      }),
+    );
     const operator = name("orphan");
     await expect(ghost.operators.create({ name: operator, spec: addTwice() })).rejects.toThrow();
     expect(await db.prisma.operator.count({ where: { name: operator } })).toBe(0);
@@ -243,7 +303,14 @@ describe.each(testDatabaseBackends())("operators router on $name", (backend) => 
     // A stored spec whose model is gone fails to register; the others still do.
     const broken = name("broken");
     const brokenSpec = JSON.parse(JSON.stringify({ ...withUnknownModel(), name: broken })) as Prisma.InputJsonObject;
-    await db.prisma.operator.create({ data: { name: broken, spec: brokenSpec, ownerId: h.users.ENGINEER.id, versions: { create: { version: 1, spec: brokenSpec } } } });
+    await db.prisma.operator.create({
+      data: {
+        name: broken,
+        spec: brokenSpec,
+        ownerId: h.users.ENGINEER.id,
+        versions: { create: { version: 1, spec: brokenSpec } },
+      },
+    });
     const result = await h.controlPlane.syncOperatorsToGateway();
     expect(result.registered).toContain(operator);
     expect(result.failures).toEqual([{ name: broken, message: expect.stringContaining("no_such_model") }]);

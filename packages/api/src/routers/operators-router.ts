@@ -12,10 +12,14 @@ export const operatorName = z
   .trim()
   .min(1, { error: "required" })
   .max(128)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { error: "letters, digits, '_', '.' and '-' only, starting with a letter or digit" });
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, {
+    error: "letters, digits, '_', '.' and '-' only, starting with a letter or digit",
+  });
 
 /** The name of an operator being created: not "new", which is the console's page for creating one (/operators/new). */
-const newOperatorName = operatorName.refine((name) => name !== "new", { error: "'new' is the name of the console's page for new operators; choose another name" });
+const newOperatorName = operatorName.refine((name) => name !== "new", {
+  error: "'new' is the name of the console's page for new operators; choose another name",
+});
 
 /** An operator spec (JSON object): inputs, outputs, steps, optional maxBatchSize / maxInflightPerStep; its name is the operator's. */
 const spec = z.record(z.string(), z.unknown(), { error: "the spec must be a JSON object" });
@@ -36,21 +40,23 @@ export const operatorsRouter = router({
   list: viewerProcedure.query(({ ctx }) => ctx.services.operators.list()),
 
   /** Spec, description, versions (newest first), owner and served state. */
-  get: viewerProcedure.input(z.object({ name: operatorName })).query(({ ctx, input }) => ctx.services.operators.get(input.name)),
+  get: viewerProcedure
+    .input(z.object({ name: operatorName }))
+    .query(({ ctx, input }) => ctx.services.operators.get(input.name)),
 
-  versions: viewerProcedure.input(z.object({ name: operatorName })).query(({ ctx, input }) => ctx.services.operators.versions(input.name)),
+  versions: viewerProcedure
+    .input(z.object({ name: operatorName }))
+    .query(({ ctx, input }) => ctx.services.operators.versions(input.name)),
 
   /**
    * The gateway's dry run against the models it serves now: cycles, unknown
    * models and tensors, dtype/shape mismatches between connected steps...
    * → { valid, problems: [{ path?, code?, message }] }. Registers nothing.
    */
-  validate: viewerProcedure
-    .input(z.object({ name: operatorName.optional(), spec }))
-    .mutation(({ ctx, input }) => {
-      const named = typeof input.spec["name"] === "string" && input.spec["name"] !== "" ? input.spec["name"] : undefined;
-      return ctx.services.operators.validate(input.name ?? named ?? "draft", input.spec);
-    }),
+  validate: viewerProcedure.input(z.object({ name: operatorName.optional(), spec })).mutation(({ ctx, input }) => {
+    const named = typeof input.spec["name"] === "string" && input.spec["name"] !== "" ? input.spec["name"] : undefined;
+    return ctx.services.operators.validate(input.name ?? named ?? "draft", input.spec);
+  }),
 
   /** Validates, registers with the gateway, then stores version 1; nothing is stored when the gateway refuses. */
   create: engineerProcedure

@@ -40,9 +40,19 @@ const spec = {
     { name: "B", datatype: "FP32", dims: [16] },
   ],
   outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
-  steps: [{ id: "add", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } }],
+  steps: [
+    { id: "add", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } },
+  ],
 };
-const tinyPlan = { maxConcurrency: 2, measurementIntervalMs: 120, maxTrials: 3, timeBoundSecs: 10, minGainPercent: 5, headroomMaxRequestsPerSec: 1, maxWaitSecs: 30 };
+const tinyPlan = {
+  maxConcurrency: 2,
+  measurementIntervalMs: 120,
+  maxTrials: 3,
+  timeBoundSecs: 10,
+  minGainPercent: 5,
+  headroomMaxRequestsPerSec: 1,
+  maxWaitSecs: 30,
+};
 
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string): Promise<T> {
   for (let i = 0; i < 300; i += 1) {
@@ -60,7 +70,11 @@ describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
 
   beforeAll(async () => {
     db = await backend.setup();
-    h = await createControlPlaneHarness(db, { gateway: { httpUrl: gateway.httpUrl }, perfRuns: { probe, headroomRecheckMs: 20 } }, { autoPerf: true });
+    h = await createControlPlaneHarness(
+      db,
+      { gateway: { httpUrl: gateway.httpUrl }, perfRuns: { probe, headroomRecheckMs: 20 } },
+      { autoPerf: true },
+    );
     await h.as("ADMIN").perf.updateSettings(tinyPlan);
   });
   afterAll(async () => {
@@ -74,12 +88,19 @@ describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
 
   it("runs queued runs in order, one at a time; equal requests join; queued and running runs can be cancelled", async () => {
     const engineer = h.as("ENGINEER");
-    const first = await engineer.perf.start({ target: addSub, concurrency: { start: 1, end: 4, step: 1 }, ...quick, measurementIntervalMs: 300 });
+    const first = await engineer.perf.start({
+      target: addSub,
+      concurrency: { start: 1, end: 4, step: 1 },
+      ...quick,
+      measurementIntervalMs: 300,
+    });
     const second = await engineer.perf.start({ target: addSub, concurrency: { start: 1, end: 1, step: 1 }, ...quick });
     const twin = await engineer.perf.start({ target: addSub, concurrency: { start: 1, end: 1, step: 1 }, ...quick });
     const third = await engineer.perf.start({ target: addSub, concurrency: { start: 2, end: 2, step: 1 }, ...quick });
     // One user may have 3 runs queued or running (PERF_RUN_LIMITS): the fourth is an admin's.
-    const doomed = await h.as("ADMIN").perf.start({ target: addSub, concurrency: { start: 3, end: 3, step: 1 }, ...quick });
+    const doomed = await h
+      .as("ADMIN")
+      .perf.start({ target: addSub, concurrency: { start: 3, end: 3, step: 1 }, ...quick });
     expect(twin).toEqual({ id: second.id, status: "QUEUED", joined: true });
     expect(new Set([first.id, second.id, third.id, doomed.id]).size).toBe(4);
 
@@ -88,15 +109,25 @@ describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
     expect(await appCodeOf(h.as("VIEWER").perf.cancel({ id: doomed.id }))).toBe("FORBIDDEN");
     expect(await appCodeOf(engineer.perf.cancel({ id: doomed.id }))).toBe("FORBIDDEN");
     expect(await appCodeOf(h.as("ADMIN").perf.delete({ id: doomed.id }))).toBe("CONFLICT");
-    expect(await h.as("ADMIN").perf.cancel({ id: doomed.id })).toMatchObject({ status: "CANCELLED", error: "cancelled by admin@example.com", completedSteps: 0 });
+    expect(await h.as("ADMIN").perf.cancel({ id: doomed.id })).toMatchObject({
+      status: "CANCELLED",
+      error: "cancelled by admin@example.com",
+      completedSteps: 0,
+    });
 
     // Cancel the first while it measures: it keeps what it measured, and the queue moves on.
-    await until(() => progress(first.id), (view) => view.currentConcurrency !== null, "the first run to measure");
+    await until(
+      () => progress(first.id),
+      (view) => view.currentConcurrency !== null,
+      "the first run to measure",
+    );
     expect(await progress(third.id)).toMatchObject({ status: "QUEUED", queuePosition: 2 });
     expect(await engineer.perf.cancel({ id: first.id })).toMatchObject({ status: "CANCELLED" });
 
     await h.controlPlane.services.perfRuns.settled(third.id);
-    const rows = await db.prisma.perfReport.findMany({ where: { id: { in: [first.id, second.id, third.id, doomed.id] } } });
+    const rows = await db.prisma.perfReport.findMany({
+      where: { id: { in: [first.id, second.id, third.id, doomed.id] } },
+    });
     const byId = new Map(rows.map((row) => [row.id, row]));
     expect(byId.get(second.id)).toMatchObject({ status: "SUCCEEDED", trigger: "MANUAL" });
     expect(byId.get(third.id)).toMatchObject({ status: "SUCCEEDED" });
@@ -104,7 +135,9 @@ describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
     // One at a time, in order.
     expect(byId.get(second.id)!.startedAt!.getTime()).toBeGreaterThanOrEqual(byId.get(first.id)!.finishedAt!.getTime());
     expect(byId.get(third.id)!.startedAt!.getTime()).toBeGreaterThanOrEqual(byId.get(second.id)!.finishedAt!.getTime());
-    expect(await engineer.perf.cancel({ id: second.id }).catch((error: Error) => error.message)).toMatch(/neither queued nor running \(it is succeeded\)/);
+    expect(await engineer.perf.cancel({ id: second.id }).catch((error: Error) => error.message)).toMatch(
+      /neither queued nor running \(it is succeeded\)/,
+    );
   });
 
   it("starts an automatic run only while the host has headroom, records how busy it was, and gives up after the bounded wait", async () => {
@@ -114,8 +147,16 @@ describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
     expect(queued).toMatchObject({ status: "QUEUED", joined: false });
     const id = queued!.id;
     // A second request for the same target and version joins it.
-    expect(await services.perfRuns.requestAutomatic(addSub, "another change")).toEqual({ id, status: "QUEUED", joined: true });
-    const waiting = await until(() => progress(id), (view) => (view.waitingFor ?? "").includes("250 requests/s"), "the run to wait for headroom");
+    expect(await services.perfRuns.requestAutomatic(addSub, "another change")).toEqual({
+      id,
+      status: "QUEUED",
+      joined: true,
+    });
+    const waiting = await until(
+      () => progress(id),
+      (view) => (view.waitingFor ?? "").includes("250 requests/s"),
+      "the run to wait for headroom",
+    );
     expect(waiting).toMatchObject({ status: "QUEUED", queuePosition: 0 });
     // Other measuring work waits for the slot too.
     let exclusiveRan = false;
@@ -130,9 +171,17 @@ describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
     await services.perfRuns.settled(id);
     expect(await exclusive).toBe("SUCCEEDED");
     const report = await h.as("VIEWER").perf.get({ id });
-    expect(report).toMatchObject({ status: "SUCCEEDED", trigger: "AUTOMATIC", cause: "test change; another change", createdBy: null });
+    expect(report).toMatchObject({
+      status: "SUCCEEDED",
+      trigger: "AUTOMATIC",
+      cause: "test change; another change",
+      createdBy: null,
+    });
     expect(report.samples.map((sample) => sample.concurrency)).toEqual([1, 2]);
-    expect(report.config).toMatchObject({ concurrencyRange: { start: 1, end: 2, step: 1 }, sweep: { concurrencies: [1, 2], minGainPercent: 5, timeBoundSecs: 10 } });
+    expect(report.config).toMatchObject({
+      concurrencyRange: { start: 1, end: 2, step: 1 },
+      sweep: { concurrencies: [1, 2], minGainPercent: 5, timeBoundSecs: 10 },
+    });
     expect(report.hostLoad).toMatchObject({ otherRequestsPerSec: 0, requestsPerSecAtStart: 0 });
     expect(["plateau", "max-concurrency"]).toContain(report.hostLoad!.stopReason);
     expect(report.hostLoad!.waitedMs!).toBeGreaterThan(0);
@@ -142,15 +191,25 @@ describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
     traffic.requestsPerSec = 99;
     const refused = (await services.perfRuns.requestAutomatic(addSub, "busy host"))!;
     await services.perfRuns.settled(refused.id);
-    expect(await progress(refused.id)).toMatchObject({ status: "FAILED", error: expect.stringMatching(/^the host had no headroom for 0 s \(last check: 99 requests\/s, limit 1\)/) });
+    expect(await progress(refused.id)).toMatchObject({
+      status: "FAILED",
+      error: expect.stringMatching(/^the host had no headroom for 0 s \(last check: 99 requests\/s, limit 1\)/),
+    });
     await h.as("ADMIN").perf.updateSettings({ maxWaitSecs: 30 });
   });
 
   it("cancels an automatic run that waits for headroom", async () => {
     traffic.requestsPerSec = 50;
     const { id } = (await h.controlPlane.services.perfRuns.requestAutomatic(addSub, "waits"))!;
-    await until(() => progress(id), (view) => (view.waitingFor ?? "").startsWith("headroom"), "the run to wait");
-    expect(await h.as("ENGINEER").perf.cancel({ id })).toMatchObject({ status: "CANCELLED", error: "cancelled by engineer@example.com" });
+    await until(
+      () => progress(id),
+      (view) => (view.waitingFor ?? "").startsWith("headroom"),
+      "the run to wait",
+    );
+    expect(await h.as("ENGINEER").perf.cancel({ id })).toMatchObject({
+      status: "CANCELLED",
+      error: "cancelled by engineer@example.com",
+    });
     expect((await db.prisma.perfReport.findUniqueOrThrow({ where: { id } })).startedAt).toBeNull();
   });
 
@@ -158,19 +217,37 @@ describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
     traffic.requestsPerSec = 50;
     const name = `doomed_op_${backend.name}`;
     await h.as("ENGINEER").operators.create({ name, spec });
-    const { report } = await until(() => h.as("VIEWER").perf.latest({ kind: "OPERATOR", name }), (view) => view.report !== null, "the automatic run");
-    await until(() => progress(report!.id), (view) => (view.waitingFor ?? "").startsWith("headroom"), "the run to wait");
+    const { report } = await until(
+      () => h.as("VIEWER").perf.latest({ kind: "OPERATOR", name }),
+      (view) => view.report !== null,
+      "the automatic run",
+    );
+    await until(
+      () => progress(report!.id),
+      (view) => (view.waitingFor ?? "").startsWith("headroom"),
+      "the run to wait",
+    );
     await h.as("ENGINEER").operators.delete({ name });
     await h.controlPlane.services.perfRuns.settled(report!.id);
     expect(await db.prisma.perfReport.count({ where: { id: report!.id } })).toBe(0);
-    expect(await h.controlPlane.services.perfRuns.runExclusive("after the delete", async () => "the slot is free")).toBe("the slot is free");
+    expect(
+      await h.controlPlane.services.perfRuns.runExclusive("after the delete", async () => "the slot is free"),
+    ).toBe("the slot is free");
   });
 
   it("queues a run when an operator is registered; admins alone change the plan, audited; off stops it", async () => {
     const name = `auto_op_${backend.name}`;
     await h.as("ENGINEER").operators.create({ name, spec });
-    const latest = await until(() => h.as("VIEWER").perf.latest({ kind: "OPERATOR", name }), (view) => view.report !== null, "the automatic run");
-    expect(latest.report).toMatchObject({ trigger: "AUTOMATIC", cause: "operator.create version 1", targetVersion: "1" });
+    const latest = await until(
+      () => h.as("VIEWER").perf.latest({ kind: "OPERATOR", name }),
+      (view) => view.report !== null,
+      "the automatic run",
+    );
+    expect(latest.report).toMatchObject({
+      trigger: "AUTOMATIC",
+      cause: "operator.create version 1",
+      targetVersion: "1",
+    });
     await h.controlPlane.services.perfRuns.settled(latest.report!.id);
     const done = await h.as("VIEWER").perf.latest({ kind: "OPERATOR", name });
     expect(done).toMatchObject({ report: { status: "SUCCEEDED", targetVersion: "1" }, progress: null });
@@ -188,12 +265,20 @@ describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
     expect(await h.as("ADMIN").perf.updateSettings({ enabled: false })).toMatchObject({ enabled: false });
     await h.controlPlane.services.perfRuns.settled(pending);
     // Cancelled by the switch, or by the queue when its turn came first.
-    expect(await progress(pending)).toMatchObject({ status: "CANCELLED", error: expect.stringMatching(/automatic runs (were )?turned off/) });
+    expect(await progress(pending)).toMatchObject({
+      status: "CANCELLED",
+      error: expect.stringMatching(/automatic runs (were )?turned off/),
+    });
     await h.as("ENGINEER").operators.update({ name, spec });
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect((await h.as("VIEWER").perf.latest({ kind: "OPERATOR", name })).report!.id).toBe(latest.report!.id);
     const { events } = await h.as("ADMIN").audit.list({ action: "perf.settings", limit: 10 });
-    expect(events[0]).toMatchObject({ actorEmail: "admin@example.com", targetType: "AutoPerfSettings", before: { enabled: true }, after: { enabled: false } });
+    expect(events[0]).toMatchObject({
+      actorEmail: "admin@example.com",
+      targetType: "AutoPerfSettings",
+      before: { enabled: true },
+      after: { enabled: false },
+    });
     await h.as("ADMIN").perf.updateSettings({ enabled: true });
   });
 
@@ -205,7 +290,13 @@ describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
           targetName: model,
           targetVersion: version,
           status: "SUCCEEDED",
-          samples: { create: points.map(([concurrency, throughput, latencyP99Us]) => ({ concurrency, throughput, latencyP99Us })) },
+          samples: {
+            create: points.map(([concurrency, throughput, latencyP99Us]) => ({
+              concurrency,
+              throughput,
+              latencyP99Us,
+            })),
+          },
         },
       });
     await report("1", [
@@ -216,7 +307,9 @@ describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
       [1, 90, 1100],
       [8, 410, 2500],
     ]);
-    await db.prisma.perfReport.create({ data: { targetName: model, targetVersion: "3", status: "QUEUED", trigger: "AUTOMATIC" } });
+    await db.prisma.perfReport.create({
+      data: { targetName: model, targetVersion: "3", status: "QUEUED", trigger: "AUTOMATIC" },
+    });
     const versions = await h.as("VIEWER").perf.versions({ model });
     expect(versions.map((entry) => [entry.version, entry.latest?.status, entry.comparison?.text ?? null])).toEqual([
       ["3", "QUEUED", null],

@@ -18,12 +18,25 @@ const EXAMPLES = fileURLToPath(new URL("../../../../examples/model_repository", 
 // Every request to this gateway needs a key: the runs pass only if the control plane's key travels with perf's requests.
 const adminKey = generateApiKey();
 const ring = new ApiKeyRing();
-ring.replaceAll([{ id: "control-plane", hash: adminKey.hash, scopes: ["admin", "infer"], priorityLevel: 0, qpsQuota: null, expiresAt: null }]);
+ring.replaceAll([
+  {
+    id: "control-plane",
+    hash: adminKey.hash,
+    scopes: ["admin", "infer"],
+    priorityLevel: 0,
+    qpsQuota: null,
+    expiresAt: null,
+  },
+]);
 
 let gateway: TestGateway;
 
 beforeAll(async () => {
-  gateway = await startTestGateway({ modelRepositories: [EXAMPLES], loadModels: ["add_sub"], access: { ring, requireApiKey: true } });
+  gateway = await startTestGateway({
+    modelRepositories: [EXAMPLES],
+    loadModels: ["add_sub"],
+    access: { ring, requireApiKey: true },
+  });
 });
 afterAll(async () => {
   await gateway?.stop();
@@ -37,7 +50,9 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
 
   beforeAll(async () => {
     db = await backend.setup();
-    h = await createControlPlaneHarness(db, { gateway: { httpUrl: gateway.httpUrl, metricsUrl: gateway.metricsUrl, adminKey: adminKey.key } });
+    h = await createControlPlaneHarness(db, {
+      gateway: { httpUrl: gateway.httpUrl, metricsUrl: gateway.metricsUrl, adminKey: adminKey.key },
+    });
   });
   afterAll(async () => {
     await h?.close();
@@ -49,22 +64,42 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
     const target = { kind: "MODEL" as const, name: "add_sub" };
     const concurrency = { start: 1, end: 1, step: 1 };
     expect(await appCodeOf(h.as("VIEWER").perf.start({ target, concurrency, ...quick }))).toBe("FORBIDDEN");
-    const unknown = h.as("ENGINEER").perf.start({ target: { kind: "MODEL", name: "no_such_model" }, concurrency, ...quick });
+    const unknown = h
+      .as("ENGINEER")
+      .perf.start({ target: { kind: "MODEL", name: "no_such_model" }, concurrency, ...quick });
     await expect(unknown).rejects.toThrow(/model 'no_such_model' is not served by the gateway/);
-    expect(await appCodeOf(h.as("ENGINEER").perf.start({ target: { kind: "OPERATOR", name: "add_sub" }, concurrency, ...quick }))).toBe("VALIDATION_FAILED");
-    await expect(h.as("ENGINEER").perf.start({ target, concurrency, ...quick, batchSize: 9 })).rejects.toThrow(/above model 'add_sub'.*max_batch_size \(8\)/);
-    await expect(h.as("ENGINEER").perf.start({ target, concurrency: { start: 3, end: 1, step: 1 }, ...quick })).rejects.toThrow(/end must be at least start/);
+    expect(
+      await appCodeOf(
+        h.as("ENGINEER").perf.start({ target: { kind: "OPERATOR", name: "add_sub" }, concurrency, ...quick }),
+      ),
+    ).toBe("VALIDATION_FAILED");
+    await expect(h.as("ENGINEER").perf.start({ target, concurrency, ...quick, batchSize: 9 })).rejects.toThrow(
+      /above model 'add_sub'.*max_batch_size \(8\)/,
+    );
+    await expect(
+      h.as("ENGINEER").perf.start({ target, concurrency: { start: 3, end: 1, step: 1 }, ...quick }),
+    ).rejects.toThrow(/end must be at least start/);
     expect(await db.prisma.perfReport.count()).toBe(0);
     // The gateway does refuse callers without the key.
-    await expect(new GatewayClient({ httpUrl: gateway.httpUrl }).statistics("add_sub")).rejects.toMatchObject({ code: "GATEWAY_ERROR" });
+    await expect(new GatewayClient({ httpUrl: gateway.httpUrl }).statistics("add_sub")).rejects.toMatchObject({
+      code: "GATEWAY_ERROR",
+    });
   });
 
   it("measures concurrency 1..2 in the background, one run at a time, and stores one sample per step", async () => {
     const engineer = h.as("ENGINEER");
-    const { id, status } = await engineer.perf.start({ target: { kind: "MODEL", name: "add_sub" }, concurrency: { start: 1, end: 2, step: 1 }, ...quick });
+    const { id, status } = await engineer.perf.start({
+      target: { kind: "MODEL", name: "add_sub" },
+      concurrency: { start: 1, end: 2, step: 1 },
+      ...quick,
+    });
     expect(status).toBe("QUEUED");
     // A second run while the first goes is queued behind it, not refused.
-    const second = await engineer.perf.start({ target: { kind: "MODEL", name: "add_sub" }, concurrency: { start: 1, end: 1, step: 1 }, ...quick });
+    const second = await engineer.perf.start({
+      target: { kind: "MODEL", name: "add_sub" },
+      concurrency: { start: 1, end: 1, step: 1 },
+      ...quick,
+    });
     expect(second).toMatchObject({ status: "QUEUED", joined: false });
     let running = await h.as("VIEWER").perf.progress({ id });
     for (let i = 0; i < 100 && running.status === "QUEUED"; i += 1) {
@@ -73,7 +108,11 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
     }
     expect(running).toMatchObject({ status: "RUNNING", totalSteps: 2, error: null });
     expect(running.percent).toBeLessThan(100);
-    expect(await h.as("VIEWER").perf.progress({ id: second.id })).toMatchObject({ status: "QUEUED", queuePosition: 1, percent: 0 });
+    expect(await h.as("VIEWER").perf.progress({ id: second.id })).toMatchObject({
+      status: "QUEUED",
+      queuePosition: 1,
+      percent: 0,
+    });
 
     await h.controlPlane.services.perfRuns.settled(id);
     expect(await h.as("VIEWER").perf.progress({ id })).toEqual<PerfProgressView>({
@@ -88,7 +127,13 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
       waitingFor: null,
     });
     const report = await h.as("VIEWER").perf.get({ id });
-    expect(report).toMatchObject({ targetKind: "MODEL", targetName: "add_sub", targetVersion: "1", status: "SUCCEEDED", createdBy: { email: "engineer@example.com" } });
+    expect(report).toMatchObject({
+      targetKind: "MODEL",
+      targetName: "add_sub",
+      targetVersion: "1",
+      status: "SUCCEEDED",
+      createdBy: { email: "engineer@example.com" },
+    });
     expect(report.samples.map((sample) => sample.concurrency)).toEqual([1, 2]);
     for (const sample of report.samples) {
       expect(sample.throughput).toBeGreaterThan(0);
@@ -104,14 +149,24 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
     expect(summary.totalErrors).toBe(0);
     expect(summary.best!.throughput).toBe(Math.max(...report.samples.map((sample) => sample.throughput)));
     expect(summary.inputs.map((input) => input.name)).toEqual(["INPUT0", "INPUT1"]);
-    expect(report.config).toMatchObject({ protocol: "http", concurrencyRange: { start: 1, end: 2, step: 1 }, totalSteps: 2 });
+    expect(report.config).toMatchObject({
+      protocol: "http",
+      concurrencyRange: { start: 1, end: 2, step: 1 },
+      totalSteps: 2,
+    });
     // The gateway counted the requests perf reported (plus its one warm-up request).
     const stats = await new GatewayClient({ httpUrl: gateway.httpUrl, adminKey: adminKey.key }).statistics("add_sub");
     expect(stats[0]!.inference_stats.success.count).toBeGreaterThanOrEqual(summary.totalRequests + 1);
 
     await h.controlPlane.services.perfRuns.settled(second.id);
-    expect(await h.as("VIEWER").perf.progress({ id: second.id })).toMatchObject({ status: "SUCCEEDED", completedSteps: 1 });
-    const [first, next] = await Promise.all([db.prisma.perfReport.findUniqueOrThrow({ where: { id } }), db.prisma.perfReport.findUniqueOrThrow({ where: { id: second.id } })]);
+    expect(await h.as("VIEWER").perf.progress({ id: second.id })).toMatchObject({
+      status: "SUCCEEDED",
+      completedSteps: 1,
+    });
+    const [first, next] = await Promise.all([
+      db.prisma.perfReport.findUniqueOrThrow({ where: { id } }),
+      db.prisma.perfReport.findUniqueOrThrow({ where: { id: second.id } }),
+    ]);
     expect(next.startedAt!.getTime()).toBeGreaterThanOrEqual(first.finishedAt!.getTime());
     await engineer.perf.delete({ id: second.id });
 
@@ -122,7 +177,12 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
     expect(await appCodeOf(h.as("VIEWER").perf.get({ id }))).toBe("NOT_FOUND");
     expect(await db.prisma.perfSample.count()).toBe(0);
     const { events } = await h.as("ADMIN").audit.list({ action: "perf.", limit: 20 });
-    expect(events.filter((event) => event.targetId === id).map((event) => event.action).reverse()).toEqual(["perf.queue", "perf.start", "perf.finish", "perf.delete"]);
+    expect(
+      events
+        .filter((event) => event.targetId === id)
+        .map((event) => event.action)
+        .reverse(),
+    ).toEqual(["perf.queue", "perf.start", "perf.finish", "perf.delete"]);
   });
 
   it("cancels a running run, keeping the steps it completed", async () => {
@@ -160,11 +220,15 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
         { name: "B", datatype: "FP32", dims: [16] },
       ],
       outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
-      steps: [{ id: "add", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } }],
+      steps: [
+        { id: "add", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } },
+      ],
     };
     const name = `perf_op_${backend.name}`;
     await h.as("ENGINEER").operators.create({ name, spec });
-    const { id } = await h.as("ENGINEER").perf.start({ target: { kind: "OPERATOR", name }, concurrency: { start: 1, end: 1, step: 1 }, ...quick });
+    const { id } = await h
+      .as("ENGINEER")
+      .perf.start({ target: { kind: "OPERATOR", name }, concurrency: { start: 1, end: 1, step: 1 }, ...quick });
     await h.controlPlane.services.perfRuns.settled(id);
     const report = await h.as("VIEWER").perf.get({ id });
     expect(report.status).toBe("SUCCEEDED");
@@ -174,7 +238,9 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
   });
 
   it("marks runs a crash left RUNNING as failed when the control plane starts again", async () => {
-    const orphan = await db.prisma.perfReport.create({ data: { targetName: "add_sub", status: "RUNNING", config: { totalSteps: 3 } } });
+    const orphan = await db.prisma.perfReport.create({
+      data: { targetName: "add_sub", status: "RUNNING", config: { totalSteps: 3 } },
+    });
     const dir = mkdtempSync(join(tmpdir(), "operon-perf-restart-"));
     const restarted = await ControlPlane.create({
       db,
@@ -185,9 +251,17 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
     });
     try {
       const row = await db.prisma.perfReport.findUniqueOrThrow({ where: { id: orphan.id } });
-      expect(row).toMatchObject({ status: "FAILED", error: "interrupted by a restart (0 steps measured before it are kept)" });
+      expect(row).toMatchObject({
+        status: "FAILED",
+        error: "interrupted by a restart (0 steps measured before it are kept)",
+      });
       expect(row.finishedAt).not.toBeNull();
-      expect(await h.as("VIEWER").perf.progress({ id: orphan.id })).toMatchObject({ status: "FAILED", completedSteps: 0, totalSteps: 3, percent: 0 });
+      expect(await h.as("VIEWER").perf.progress({ id: orphan.id })).toMatchObject({
+        status: "FAILED",
+        completedSteps: 0,
+        totalSteps: 3,
+        percent: 0,
+      });
     } finally {
       await restarted.stop();
       rmSync(dir, { recursive: true, force: true });
@@ -195,7 +269,14 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
   });
 
   it("resumes runs left QUEUED by a restart: they never started, so they run when the control plane is back", async () => {
-    const config = { protocol: "http", concurrencyRange: { start: 1, end: 1, step: 1 }, batchSize: 1, measurementIntervalMs: 150, maxTrials: 3, totalSteps: 1 };
+    const config = {
+      protocol: "http",
+      concurrencyRange: { start: 1, end: 1, step: 1 },
+      batchSize: 1,
+      measurementIntervalMs: 150,
+      maxTrials: 3,
+      totalSteps: 1,
+    };
     const queued = await db.prisma.perfReport.create({ data: { targetName: "add_sub", status: "QUEUED", config } });
     const dir = mkdtempSync(join(tmpdir(), "operon-perf-resume-"));
     const restarted = await ControlPlane.create({
@@ -207,7 +288,10 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
     });
     try {
       await restarted.services.perfRuns.settled(queued.id);
-      const row = await db.prisma.perfReport.findUniqueOrThrow({ where: { id: queued.id }, include: { samples: true } });
+      const row = await db.prisma.perfReport.findUniqueOrThrow({
+        where: { id: queued.id },
+        include: { samples: true },
+      });
       expect(row).toMatchObject({ status: "SUCCEEDED", error: null, targetVersion: "1" });
       expect(row.samples.map((sample) => sample.concurrency)).toEqual([1]);
     } finally {

@@ -13,7 +13,10 @@ const reportId = z.object({ id: z.uuid() });
 
 const count = (max: number) => z.number().int().min(1).max(max);
 
-const target = z.object({ kind: z.enum(["MODEL", "OPERATOR"]), name: z.string().trim().min(1, { error: "required" }).max(128) });
+const target = z.object({
+  kind: z.enum(["MODEL", "OPERATOR"]),
+  name: z.string().trim().min(1, { error: "required" }).max(128),
+});
 
 const bounded = (key: keyof typeof AUTO_PERF_LIMITS, integer: boolean) => {
   const [min, max] = AUTO_PERF_LIMITS[key];
@@ -59,7 +62,14 @@ export const perfRouter = router({
 
   /** Reports newest first, without samples. */
   list: viewerProcedure
-    .input(z.object({ targetName: z.string().trim().min(1).max(128).optional(), limit: z.number().int().min(1).max(500).default(100) }).default({ limit: 100 }))
+    .input(
+      z
+        .object({
+          targetName: z.string().trim().min(1).max(128).optional(),
+          limit: z.number().int().min(1).max(500).default(100),
+        })
+        .default({ limit: 100 }),
+    )
     .query(({ ctx, input }) => ctx.services.perfRuns.list(input)),
 
   /** The report and its samples by ascending concurrency (throughput vs latency; Triton's perf table rows in summary.steps). */
@@ -78,7 +88,9 @@ export const perfRouter = router({
   latest: viewerProcedure.input(target).query(({ ctx, input }) => ctx.services.perfRuns.latest(input)),
 
   /** Per version of a model, newest first: its latest report and the comparison with the previous version's ("v3 is 18 % slower at c8 than v2"). */
-  versions: viewerProcedure.input(z.object({ model: z.string().trim().min(1).max(128) })).query(({ ctx, input }) => ctx.services.perfRuns.versionReports(input.model)),
+  versions: viewerProcedure
+    .input(z.object({ model: z.string().trim().min(1).max(128) }))
+    .query(({ ctx, input }) => ctx.services.perfRuns.versionReports(input.model)),
 
   /** The plan of automatic runs and whether they are on; everyone signed in may read it. */
   settings: viewerProcedure.query(({ ctx }) => ctx.services.perfRuns.settings.get()),

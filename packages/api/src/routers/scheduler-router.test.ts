@@ -21,15 +21,37 @@ class FakeGateway {
   async statistics(): Promise<ModelStatistics[]> {
     return [...this.instances.keys()].map((name) => {
       const count = this.requests.get(name) ?? 0;
-      return { name, version: "1", last_inference: count > 0 ? 1 : 0, inference_stats: { success: { count }, fail: { count: 0 } } } as unknown as ModelStatistics;
+      return {
+        name,
+        version: "1",
+        last_inference: count > 0 ? 1 : 0,
+        inference_stats: { success: { count }, fail: { count: 0 } },
+      } as unknown as ModelStatistics;
     });
   }
   async workers() {
-    const workers = [...this.instances].flatMap(([model, count]) => Array.from({ length: count }, (_, i) => ({ model, version: "1", instance: `${model}_0_${i}`, kind: "CPU", rssBytes: null, state: "READY" })));
+    const workers = [...this.instances].flatMap(([model, count]) =>
+      Array.from({ length: count }, (_, i) => ({
+        model,
+        version: "1",
+        instance: `${model}_0_${i}`,
+        kind: "CPU",
+        rssBytes: null,
+        state: "READY",
+      })),
+    );
     return { workers, hostCpuCores: 2, gateway: { pid: 1, cpuSeconds: 0, rssBytes: 0 } };
   }
   async scalingState() {
-    return { models: [...this.instances].map(([model, instances]) => ({ model, instances, configuredInstances: 1, queued: 0 })), parked: this.parked };
+    return {
+      models: [...this.instances].map(([model, instances]) => ({
+        model,
+        instances,
+        configuredInstances: 1,
+        queued: 0,
+      })),
+      parked: this.parked,
+    };
   }
   async scaleModel(name: string, count: number) {
     this.calls.push(`scale ${name} ${count}`);
@@ -79,7 +101,18 @@ describe.each(testDatabaseBackends())("scheduler router and runner on $name", (b
     expect(gateway.calls).toEqual(["scale busy 4"]);
 
     const page = await h.as("VIEWER").scheduler.decisions({});
-    expect(page.decisions).toMatchObject([{ model: "busy", action: "SCALE_UP", fromCount: 1, toCount: 4, demandRps: 30, capacityRps: 10, capacitySource: "default", applied: true }]);
+    expect(page.decisions).toMatchObject([
+      {
+        model: "busy",
+        action: "SCALE_UP",
+        fromCount: 1,
+        toCount: 4,
+        demandRps: 30,
+        capacityRps: 10,
+        capacitySource: "default",
+        applied: true,
+      },
+    ]);
     expect(page.decisions[0]!.reason).toContain("demand 30.0 req/s");
     const audit = await h.as("ADMIN").audit.list({ action: "scheduler." });
     expect(audit.events.map((event) => event.action)).toContain("scheduler.scaleUp");
@@ -100,7 +133,8 @@ describe.each(testDatabaseBackends())("scheduler router and runner on $name", (b
   it("applies a pin at once, and records refusals by the gateway once, as applied = false", async () => {
     await h.as("ADMIN").scheduler.pin({ model: "quiet", count: 3 });
     now += 1_000;
-    gateway.refuse = "model 'quiet': 3 instances asked; this server allows at most 2 per model (--max-instances-per-model)";
+    gateway.refuse =
+      "model 'quiet': 3 instances asked; this server allows at most 2 per model (--max-instances-per-model)";
     const [decision] = await scheduler.runOnce();
     expect(decision).toMatchObject({ model: "quiet", action: "SCALE_UP", to: 3 });
     const [stored] = (await h.as("VIEWER").scheduler.decisions({ model: "quiet" })).decisions;

@@ -21,18 +21,25 @@ export const schedulerRouter = router({
       z.object({
         model: modelName.optional(),
         limit: z.number().int().min(1).max(200).default(50),
-        before: z.string().regex(/^\d{1,19}$/, { error: "a decision id" }).optional(),
+        before: z
+          .string()
+          .regex(/^\d{1,19}$/, { error: "a decision id" })
+          .optional(),
       }),
     )
     .query(({ ctx, input }) => ctx.services.resourceScheduler.decisions(input)),
 
   /** Turns the scheduler on or off for good (stored; a restart keeps it). */
-  setEnabled: adminProcedure.input(z.object({ enabled: z.boolean() })).mutation(({ ctx, input }) => ctx.services.resourceScheduler.setEnabled(ctx.actor, input.enabled)),
+  setEnabled: adminProcedure
+    .input(z.object({ enabled: z.boolean() }))
+    .mutation(({ ctx, input }) => ctx.services.resourceScheduler.setEnabled(ctx.actor, input.enabled)),
 
   /** Keeps a model at `count` instances whatever its demand. */
   pin: adminProcedure
     .input(z.object({ model: modelName, count: z.number().int().min(1).max(1024) }))
     .mutation(({ ctx, input }) => ctx.services.resourceScheduler.pin(ctx.actor, input.model, input.count)),
 
-  unpin: adminProcedure.input(z.object({ model: modelName })).mutation(({ ctx, input }) => ctx.services.resourceScheduler.unpin(ctx.actor, input.model)),
+  unpin: adminProcedure
+    .input(z.object({ model: modelName }))
+    .mutation(({ ctx, input }) => ctx.services.resourceScheduler.unpin(ctx.actor, input.model)),
 });

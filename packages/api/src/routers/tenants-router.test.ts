@@ -50,14 +50,23 @@ describe.each(testDatabaseBackends())("tenants router on $name", (backend) => {
     ]);
 
     await admin.tenants.update({ id: gold.id, share: 3, policy: "QUEUE" });
-    expect(h.controlPlane.services.apiKeys.currentGrants().find((grant) => grant.id === grouped.id)!.tenant).toEqual({ id: gold.id, share: 3, policy: "queue" });
+    expect(h.controlPlane.services.apiKeys.currentGrants().find((grant) => grant.id === grouped.id)!.tenant).toEqual({
+      id: gold.id,
+      share: 3,
+      policy: "queue",
+    });
 
     await admin.tenants.delete({ id: gold.id });
     expect(h.controlPlane.services.apiKeys.currentGrants().every((grant) => grant.tenant === undefined)).toBe(true);
     expect((await admin.apiKeys.list({ all: true })).find((key) => key.id === grouped.id)!.tenantGroupId).toBeNull();
 
     const { events } = await admin.audit.list({ action: "tenant.", limit: 20 });
-    expect(events.map((event) => event.action).reverse()).toEqual(["tenant.create", "tenant.assignKey", "tenant.update", "tenant.delete"]);
+    expect(events.map((event) => event.action).reverse()).toEqual([
+      "tenant.create",
+      "tenant.assignKey",
+      "tenant.update",
+      "tenant.delete",
+    ]);
   });
 
   it("rejects bad input with the problem named and stores nothing", async () => {
@@ -68,15 +77,25 @@ describe.each(testDatabaseBackends())("tenants router on $name", (backend) => {
     await expect(admin.tenants.create({ name: "inf", share: Number.POSITIVE_INFINITY })).rejects.toThrow(/share/);
     await expect(admin.tenants.create({ name: "nan", share: Number.NaN })).rejects.toThrow(/share/);
     await expect(admin.tenants.create({ name: " ", share: 1 })).rejects.toThrow(/required/);
-    await expect(admin.tenants.create({ name: "p", share: 1, policy: "DROP" as never })).rejects.toThrow(/QUEUE .* or REFUSE/);
+    await expect(admin.tenants.create({ name: "p", share: 1, policy: "DROP" as never })).rejects.toThrow(
+      /QUEUE .* or REFUSE/,
+    );
     expect(await db.prisma.tenantGroup.count()).toBe(0);
     const one = await admin.tenants.create({ name: "same", share: 1 });
     expect(await appCodeOf(admin.tenants.create({ name: "same", share: 2 }))).toBe("CONFLICT");
-    expect(await appCodeOf(admin.tenants.update({ id: "00000000-0000-4000-8000-000000000000", share: 2 }))).toBe("NOT_FOUND");
-    expect(await appCodeOf(admin.tenants.assignKey({ keyId: "00000000-0000-4000-8000-000000000000", tenantId: one.id }))).toBe("NOT_FOUND");
+    expect(await appCodeOf(admin.tenants.update({ id: "00000000-0000-4000-8000-000000000000", share: 2 }))).toBe(
+      "NOT_FOUND",
+    );
+    expect(
+      await appCodeOf(admin.tenants.assignKey({ keyId: "00000000-0000-4000-8000-000000000000", tenantId: one.id })),
+    ).toBe("NOT_FOUND");
     const { summary } = await admin.apiKeys.create({ name: "k", scopes: ["infer"] });
-    expect(await appCodeOf(admin.tenants.assignKey({ keyId: summary.id, tenantId: "00000000-0000-4000-8000-000000000000" }))).toBe("VALIDATION_FAILED");
-    expect(await appCodeOf(admin.tenants.usage({ from: new Date(2000), to: new Date(1000) }))).toBe("VALIDATION_FAILED");
+    expect(
+      await appCodeOf(admin.tenants.assignKey({ keyId: summary.id, tenantId: "00000000-0000-4000-8000-000000000000" })),
+    ).toBe("VALIDATION_FAILED");
+    expect(await appCodeOf(admin.tenants.usage({ from: new Date(2000), to: new Date(1000) }))).toBe(
+      "VALIDATION_FAILED",
+    );
     await admin.tenants.delete({ id: one.id });
   });
 
@@ -102,7 +121,9 @@ describe.each(testDatabaseBackends())("tenants router on $name", (backend) => {
     expect(await sampler.sampleNow()).toEqual({ written: 2, baseline: false, skipped: null });
     text = metrics(300, 150, 7);
     expect(await sampler.sampleNow()).toMatchObject({ written: 0 });
-    const usage = await h.as("ADMIN").tenants.usage({ from: new Date(start - 60_000), to: new Date(Date.now() + 60_000) });
+    const usage = await h
+      .as("ADMIN")
+      .tenants.usage({ from: new Date(start - 60_000), to: new Date(Date.now() + 60_000) });
     expect(usage.shareOf).toEqual({ gold: 2 / 3, bronze: 1 / 3 });
     expect(usage.points).toHaveLength(1);
     expect(usage.points[0]!.tenants["gold"]).toEqual({ units: 200, requests: 100, throttled: 0, use: 2 / 3 });

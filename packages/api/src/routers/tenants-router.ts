@@ -29,15 +29,34 @@ export const tenantsRouter = router({
   list: adminProcedure.query(({ ctx }) => ctx.services.tenants.list()),
 
   create: adminProcedure
-    .input(z.object({ name: fields.name, description: fields.description.default(""), share: fields.share, policy: fields.policy.default("QUEUE") }))
+    .input(
+      z.object({
+        name: fields.name,
+        description: fields.description.default(""),
+        share: fields.share,
+        policy: fields.policy.default("QUEUE"),
+      }),
+    )
     .mutation(({ ctx, input }) => ctx.services.tenants.create(ctx.actor, input)),
 
   /** Changes the fields given. */
   update: adminProcedure
-    .input(z.object({ id: z.uuid(), name: fields.name.optional(), description: fields.description.optional(), share: fields.share.optional(), policy: fields.policy.optional() }))
+    .input(
+      z.object({
+        id: z.uuid(),
+        name: fields.name.optional(),
+        description: fields.description.optional(),
+        share: fields.share.optional(),
+        policy: fields.policy.optional(),
+      }),
+    )
     .mutation(({ ctx, input }) => {
       const { id, ...change } = input;
-      return ctx.services.tenants.update(ctx.actor, id, Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined)));
+      return ctx.services.tenants.update(
+        ctx.actor,
+        id,
+        Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined)),
+      );
     }),
 
   /** Its keys count for their owners again; deleting the last group turns traffic shares off. */
@@ -47,18 +66,30 @@ export const tenantsRouter = router({
   }),
 
   /** Puts an API key in a tenant group; tenantId null gives it back to its owner. */
-  assignKey: adminProcedure.input(z.object({ keyId: z.uuid(), tenantId: z.uuid().nullable() })).mutation(async ({ ctx, input }) => {
-    await ctx.services.tenants.assignKey(ctx.actor, input.keyId, input.tenantId);
-    return { ok: true as const };
-  }),
+  assignKey: adminProcedure
+    .input(z.object({ keyId: z.uuid(), tenantId: z.uuid().nullable() }))
+    .mutation(async ({ ctx, input }) => {
+      await ctx.services.tenants.assignKey(ctx.actor, input.keyId, input.tenantId);
+      return { ok: true as const };
+    }),
 
   /** Each tenant's use against its share over a range (at most 31 days). */
   usage: adminProcedure
-    .input(z.object({ from: z.coerce.date({ error: "a date (ISO 8601)" }), to: z.coerce.date({ error: "a date (ISO 8601)" }) }))
+    .input(
+      z.object({
+        from: z.coerce.date({ error: "a date (ISO 8601)" }),
+        to: z.coerce.date({ error: "a date (ISO 8601)" }),
+      }),
+    )
     .query(({ ctx, input }) => {
-      if (input.to.getTime() <= input.from.getTime()) throw new AppError("VALIDATION_FAILED", "'to' must be after 'from'", { fieldErrors: [{ path: "to", message: "must be after from" }] });
+      if (input.to.getTime() <= input.from.getTime())
+        throw new AppError("VALIDATION_FAILED", "'to' must be after 'from'", {
+          fieldErrors: [{ path: "to", message: "must be after from" }],
+        });
       if (input.to.getTime() - input.from.getTime() > MAX_RANGE_MS) {
-        throw new AppError("VALIDATION_FAILED", "the range is longer than 31 days", { fieldErrors: [{ path: "from", message: "at most 31 days before to" }] });
+        throw new AppError("VALIDATION_FAILED", "the range is longer than 31 days", {
+          fieldErrors: [{ path: "from", message: "at most 31 days before to" }],
+        });
       }
       return ctx.services.tenants.usage(input.from, input.to);
     }),

@@ -15,7 +15,11 @@ export const usersRouter = router({
   create: adminProcedure
     .input(
       z.object({
-        email: z.string().trim().toLowerCase().pipe(z.email({ error: "not an email address" })),
+        email: z
+          .string()
+          .trim()
+          .toLowerCase()
+          .pipe(z.email({ error: "not an email address" })),
         name: z.string().trim().max(200).optional(),
         role,
         password: z.string().max(1024),
@@ -31,12 +35,14 @@ export const usersRouter = router({
   }),
 
   /** Disabling signs the user out everywhere and invalidates their API keys at the gateway. */
-  setDisabled: adminProcedure.input(z.object({ id: z.uuid(), disabled: z.boolean() })).mutation(async ({ ctx, input }) => {
-    const user = await updateUser(ctx.services.prisma, ctx.actor, input.id, { disabled: input.disabled });
-    if (input.disabled) await ctx.services.sessions.revokeAllFor(input.id);
-    await ctx.services.apiKeys.reload();
-    return user;
-  }),
+  setDisabled: adminProcedure
+    .input(z.object({ id: z.uuid(), disabled: z.boolean() }))
+    .mutation(async ({ ctx, input }) => {
+      const user = await updateUser(ctx.services.prisma, ctx.actor, input.id, { disabled: input.disabled });
+      if (input.disabled) await ctx.services.sessions.revokeAllFor(input.id);
+      await ctx.services.apiKeys.reload();
+      return user;
+    }),
 
   /**
    * Sets another user's password (a forgotten one; there is no email
@@ -44,14 +50,23 @@ export const usersRouter = router({
    * revokes their API keys (the account may have been taken over).
    * Admins change their own with auth.changePassword, which asks for the current one.
    */
-  resetPassword: adminProcedure.input(z.object({ id: z.uuid(), password: z.string().max(1024) })).mutation(async ({ ctx, input }) => {
-    if (input.id === ctx.user.id) {
-      throw new AppError("VALIDATION_FAILED", "use Account → Change password for your own password (it asks for the current one)", {
-        fieldErrors: [{ path: "id", message: "your own account" }],
+  resetPassword: adminProcedure
+    .input(z.object({ id: z.uuid(), password: z.string().max(1024) }))
+    .mutation(async ({ ctx, input }) => {
+      if (input.id === ctx.user.id) {
+        throw new AppError(
+          "VALIDATION_FAILED",
+          "use Account → Change password for your own password (it asks for the current one)",
+          {
+            fieldErrors: [{ path: "id", message: "your own account" }],
+          },
+        );
+      }
+      await setPassword(ctx.services.prisma, ctx.actor, input.id, input.password, {
+        action: "user.resetPassword",
+        field: "password",
       });
-    }
-    await setPassword(ctx.services.prisma, ctx.actor, input.id, input.password, { action: "user.resetPassword", field: "password" });
-    await ctx.services.apiKeys.reload();
-    return summarizeUser(await ctx.services.prisma.user.findUniqueOrThrow({ where: { id: input.id } }));
-  }),
+      await ctx.services.apiKeys.reload();
+      return summarizeUser(await ctx.services.prisma.user.findUniqueOrThrow({ where: { id: input.id } }));
+    }),
 });

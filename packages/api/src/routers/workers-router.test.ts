@@ -44,7 +44,15 @@ describe.each(testDatabaseBackends())("workers router on $name", (backend) => {
     expect(list.gateway.pid).toBe(process.pid);
     expect(list.workers.map((worker) => worker.instance).sort()).toEqual(["add_sub_0_0", "add_sub_0_1"]);
     for (const worker of list.workers) {
-      expect(worker).toMatchObject({ model: "add_sub", version: "1", backend: "onnxruntime", kind: "CPU", device: null, state: "READY", restarts: 0 });
+      expect(worker).toMatchObject({
+        model: "add_sub",
+        version: "1",
+        backend: "onnxruntime",
+        kind: "CPU",
+        device: null,
+        state: "READY",
+        restarts: 0,
+      });
       // Threads of the gateway: its pid, their own CPU time, their memory counted in the gateway's.
       expect(worker).toMatchObject({ isolation: "thread", pid: process.pid, rssBytes: null });
       expect(worker.cpuSeconds).toBeGreaterThanOrEqual(0);

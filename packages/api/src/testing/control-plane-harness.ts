@@ -39,7 +39,11 @@ export async function createControlPlaneHarness(
 ): Promise<ControlPlaneHarness> {
   await migrate(db);
   const enabled = harness.autoPerf ?? false;
-  await db.prisma.autoPerfSettings.upsert({ where: { id: "default" }, create: { id: "default", enabled }, update: { enabled } });
+  await db.prisma.autoPerfSettings.upsert({
+    where: { id: "default" },
+    create: { id: "default", enabled },
+    update: { enabled },
+  });
   const dir = mkdtempSync(join(tmpdir(), "operon-api-"));
   const controlPlane = await ControlPlane.create({
     db,
@@ -53,7 +57,11 @@ export async function createControlPlaneHarness(
   });
   const users = {} as Record<Role, SessionUser>;
   for (const role of ["ADMIN", "ENGINEER", "VIEWER"] as const) {
-    const created = await createUser(db.prisma, { userId: null }, { email: `${role.toLowerCase()}@example.com`, name: role, role, password: TEST_PASSWORD });
+    const created = await createUser(
+      db.prisma,
+      { userId: null },
+      { email: `${role.toLowerCase()}@example.com`, name: role, role, password: TEST_PASSWORD },
+    );
     users[role] = { id: created.id, email: created.email, name: created.name, role };
   }
   return {

@@ -21,7 +21,9 @@ export interface TestGateway {
   stop(): Promise<void>;
 }
 
-export async function startTestGateway(options: Partial<OperonServerOptions> & { modelRepositories: string[] }): Promise<TestGateway> {
+export async function startTestGateway(
+  options: Partial<OperonServerOptions> & { modelRepositories: string[] },
+): Promise<TestGateway> {
   const dataDir = mkdtempSync(join(tmpdir(), "operon-api-gw-"));
   let logs = "";
   const logger = createLogger({

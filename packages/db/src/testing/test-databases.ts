@@ -11,7 +11,8 @@ import { openDatabase, type Database } from "../database.js";
 // PostgreSQL is required, never skipped: the server that CI and this machine
 // run on 127.0.0.1:5432 (override with OPERON_TEST_POSTGRES_URL, pointing at a
 // database the user may CREATE DATABASE from).
-export const TEST_POSTGRES_ADMIN_URL = process.env.OPERON_TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
+export const TEST_POSTGRES_ADMIN_URL =
+  process.env.OPERON_TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
 
 export interface TestDatabaseBackend {
   name: "embedded" | "postgres";

@@ -9,8 +9,14 @@ describe("retry hints of refused requests", () => {
 
   it("HTTP answers 429 with Retry-After in seconds (1 when the error names none)", () => {
     expect(reportOf(refused)).toMatchObject({ status: 429, headers: { "Retry-After": "7" } });
-    expect(reportOf(new OperonError("RESOURCE_EXHAUSTED", "over quota"))).toMatchObject({ status: 429, headers: { "Retry-After": "1" } });
-    expect(reportOf(new OperonError("UNAVAILABLE", "busy", { retryAfterSeconds: 2 }))).toMatchObject({ status: 503, headers: { "Retry-After": "2" } });
+    expect(reportOf(new OperonError("RESOURCE_EXHAUSTED", "over quota"))).toMatchObject({
+      status: 429,
+      headers: { "Retry-After": "1" },
+    });
+    expect(reportOf(new OperonError("UNAVAILABLE", "busy", { retryAfterSeconds: 2 }))).toMatchObject({
+      status: 503,
+      headers: { "Retry-After": "2" },
+    });
   });
 
   it("gRPC answers RESOURCE_EXHAUSTED with retry-after metadata", () => {

@@ -15,7 +15,10 @@ class Simulation {
   readonly model: GatedModel = {
     model: "m",
     config: { max_batch_size: 0, instance_group: [{ count: 1 }] },
-    instances: { execute: (request) => new Promise<MeasuredResult>((resolve) => this.backlog.push({ batch: request.batchSize, resolve })) },
+    instances: {
+      execute: (request) =>
+        new Promise<MeasuredResult>((resolve) => this.backlog.push({ batch: request.batchSize, resolve })),
+    },
   };
   readonly units = new Map<string, number>();
   readonly requests = new Map<string, number>();
@@ -80,7 +83,11 @@ function settle(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-const tenant = (id: string, share: number, policy: TenantGrant["policy"] = "queue"): TenantGrant => ({ id, share, policy });
+const tenant = (id: string, share: number, policy: TenantGrant["policy"] = "queue"): TenantGrant => ({
+  id,
+  share,
+  policy,
+});
 
 describe("TenantShares", () => {
   it("is disabled until tenants are configured, and then again when none are", () => {
@@ -95,31 +102,50 @@ describe("TenantShares", () => {
   it("counts a tenant the grants stop naming as anonymous, and lists only the configured ones", async () => {
     const shares = new TenantShares();
     shares.configure([tenant("a", 2), tenant("b", 1)]);
-    expect(shares.shares().map((spec) => spec.id).sort()).toEqual(["a", "anonymous", "b"]);
+    expect(
+      shares
+        .shares()
+        .map((spec) => spec.id)
+        .sort(),
+    ).toEqual(["a", "anonymous", "b"]);
     shares.configure([tenant("b", 3, "refuse")]);
     // Requests without a key count as the least-favoured tenant (anonymousSpecAmong): b's policy, a share of at most 1.
-    expect(shares.shares().sort((x, y) => x.id.localeCompare(y.id))).toEqual([tenant("anonymous", 1, "refuse"), tenant("b", 3, "refuse")]);
+    expect(shares.shares().sort((x, y) => x.id.localeCompare(y.id))).toEqual([
+      tenant("anonymous", 1, "refuse"),
+      tenant("b", 3, "refuse"),
+    ]);
     const done = { timing: { computeInferNs: 2e6 }, executedBatchSize: 1 };
     const model: GatedModel = { model: "m", config: {}, instances: { execute: async () => done } };
     await shares.execute(model, "a", { batchSize: 1 });
     await shares.execute(model, "b", { batchSize: 1 });
-    expect(shares.drainUsage().map((usage) => [usage.tenant, usage.requests]).sort()).toEqual([
+    expect(
+      shares
+        .drainUsage()
+        .map((usage) => [usage.tenant, usage.requests])
+        .sort(),
+    ).toEqual([
       ["anonymous", 1],
       ["b", 1],
     ]);
   });
 
   it("gives requests without a key the share and policy of the least-favoured tenant, never more than share 1", () => {
-    expect(anonymousSpecAmong([tenant("gold", 4), tenant("tiny", 0.25, "refuse"), tenant("user:x", 1)])).toEqual(tenant("anonymous", 0.25, "refuse"));
+    expect(anonymousSpecAmong([tenant("gold", 4), tenant("tiny", 0.25, "refuse"), tenant("user:x", 1)])).toEqual(
+      tenant("anonymous", 0.25, "refuse"),
+    );
     expect(anonymousSpecAmong([tenant("gold", 4)])).toEqual(tenant("anonymous", 1));
-    expect(anonymousSpecAmong([tenant("a", 0.5), tenant("b", 0.5, "refuse")])).toEqual(tenant("anonymous", 0.5, "refuse"));
+    expect(anonymousSpecAmong([tenant("a", 0.5), tenant("b", 0.5, "refuse")])).toEqual(
+      tenant("anonymous", 0.5, "refuse"),
+    );
     expect(anonymousSpecAmong([])).toEqual(tenant("anonymous", 1));
   });
 
   it("sizes a model's slots from its instances and max batch size", () => {
     const instances = { execute: async () => ({ timing: { computeInferNs: 0 }, executedBatchSize: 1 }) };
     expect(slotsOf({ model: "m", config: {}, instances })).toBe(2);
-    expect(slotsOf({ model: "m", config: { max_batch_size: 8, instance_group: [{ count: 2 }, {}] }, instances })).toBe(48);
+    expect(slotsOf({ model: "m", config: { max_batch_size: 8, instance_group: [{ count: 2 }, {}] }, instances })).toBe(
+      48,
+    );
   });
 
   it("gives two saturating tenants with shares 2:1 units within 10 % of 2:1", async () => {
@@ -205,11 +231,15 @@ describe("TenantShares", () => {
       expect(refusal.retryAfterSeconds).toBeLessThanOrEqual(60);
     }
     // Counted when refused (the clients note theirs a microtask later).
-    expect(sim.shares.drainUsage().find((entry) => entry.tenant === "free")!.refused).toBeGreaterThanOrEqual(sim.refusals.length);
+    expect(sim.shares.drainUsage().find((entry) => entry.tenant === "free")!.refused).toBeGreaterThanOrEqual(
+      sim.refusals.length,
+    );
     // Refusing keeps the refused tenant within its share: the other one gets at least its 2:1.
     const before = new Map(sim.units);
     await sim.run(1000);
-    expect((sim.units.get("paying")! - (before.get("paying") ?? 0)) / (sim.units.get("free")! - before.get("free")!)).toBeGreaterThan(1.8);
+    expect(
+      (sim.units.get("paying")! - (before.get("paying") ?? 0)) / (sim.units.get("free")! - before.get("free")!),
+    ).toBeGreaterThan(1.8);
     await sim.stop();
   });
 
@@ -217,7 +247,11 @@ describe("TenantShares", () => {
     const shares = new TenantShares({ maxWaitingPerModel: 1 });
     shares.configure([tenant("a", 1)]);
     const held: Array<(result: MeasuredResult) => void> = [];
-    const model: GatedModel = { model: "m", config: {}, instances: { execute: () => new Promise<MeasuredResult>((resolve) => held.push(resolve)) } };
+    const model: GatedModel = {
+      model: "m",
+      config: {},
+      instances: { execute: () => new Promise<MeasuredResult>((resolve) => held.push(resolve)) },
+    };
     const one = { batchSize: 1 };
     const running = [shares.execute(model, "a", one), shares.execute(model, "a", one), shares.execute(model, "a", one)];
     await expect(shares.execute(model, "a", one)).rejects.toMatchObject({ kind: "UNAVAILABLE" });
@@ -232,7 +266,11 @@ describe("TenantShares", () => {
     const shares = new TenantShares();
     shares.configure([tenant("a", 1)]);
     const held: Array<(result: MeasuredResult) => void> = [];
-    const model: GatedModel = { model: "m", config: {}, instances: { execute: () => new Promise<MeasuredResult>((resolve) => held.push(resolve)) } };
+    const model: GatedModel = {
+      model: "m",
+      config: {},
+      instances: { execute: () => new Promise<MeasuredResult>((resolve) => held.push(resolve)) },
+    };
     const first = [shares.execute(model, "a", { batchSize: 1 }), shares.execute(model, "a", { batchSize: 1 })];
     const controller = new AbortController();
     const cancelled = shares.execute(model, "a", { batchSize: 1, signal: controller.signal });

@@ -219,18 +219,35 @@ export class TenantShares {
         tenant.refused += 1;
         const retryAfterSeconds = this.retryAfterOf(gate, lane, cost);
         return Promise.reject(
-          new OperonError("RESOURCE_EXHAUSTED", `tenant '${tenant.spec.id}' is over its share (${tenant.spec.share}) of model '${model.model}' while it is busy; retry after ${retryAfterSeconds} s`, {
-            retryAfterSeconds,
-          }),
+          new OperonError(
+            "RESOURCE_EXHAUSTED",
+            `tenant '${tenant.spec.id}' is over its share (${tenant.spec.share}) of model '${model.model}' while it is busy; retry after ${retryAfterSeconds} s`,
+            {
+              retryAfterSeconds,
+            },
+          ),
         );
       }
     }
     if (gate.waiting >= this.maxWaiting) {
-      return Promise.reject(new OperonError("UNAVAILABLE", `model '${model.model}' has ${gate.waiting} requests waiting for their tenants' turn; try again later`, { retryAfterSeconds: 1 }));
+      return Promise.reject(
+        new OperonError(
+          "UNAVAILABLE",
+          `model '${model.model}' has ${gate.waiting} requests waiting for their tenants' turn; try again later`,
+          { retryAfterSeconds: 1 },
+        ),
+      );
     }
     lane.finishTag = start + cost / tenant.spec.share;
     return new Promise<R>((resolve, reject) => {
-      lane.queue.push({ start, cost, request, run: run as Waiting["run"], resolve: resolve as (result: MeasuredResult) => void, reject });
+      lane.queue.push({
+        start,
+        cost,
+        request,
+        run: run as Waiting["run"],
+        resolve: resolve as (result: MeasuredResult) => void,
+        reject,
+      });
       lane.queuedUnits += cost;
       gate.waiting += 1;
     });
@@ -241,7 +258,14 @@ export class TenantShares {
     const usage: TenantUsage[] = [];
     for (const state of this.tenants.values()) {
       if (state.units === 0 && state.requests === 0 && state.refused === 0) continue;
-      usage.push({ tenant: state.spec.id, share: state.spec.share, policy: state.spec.policy, units: state.units, requests: state.requests, refused: state.refused });
+      usage.push({
+        tenant: state.spec.id,
+        share: state.spec.share,
+        policy: state.spec.policy,
+        units: state.units,
+        requests: state.requests,
+        refused: state.refused,
+      });
       state.units = 0;
       state.requests = 0;
       state.refused = 0;
@@ -251,11 +275,18 @@ export class TenantShares {
 
   /** The tenants configured now with their shares (the anonymous one included while enabled). */
   shares(): TenantGrant[] {
-    return this.enabled ? [...this.tenants.values()].filter((state) => state.configured).map((state) => ({ ...state.spec })) : [];
+    return this.enabled
+      ? [...this.tenants.values()].filter((state) => state.configured).map((state) => ({ ...state.spec }))
+      : [];
   }
 
-
-  private async runNow(gate: ModelGate, lane: Lane, cost: number, request: GatedRequest, run: Waiting["run"]): Promise<MeasuredResult> {
+  private async runNow(
+    gate: ModelGate,
+    lane: Lane,
+    cost: number,
+    request: GatedRequest,
+    run: Waiting["run"],
+  ): Promise<MeasuredResult> {
     gate.inFlight += 1;
     lane.inFlight += 1;
     try {
@@ -277,7 +308,11 @@ export class TenantShares {
     while (gate.waiting > 0 && gate.inFlight < gate.slots) {
       let next: Lane | undefined;
       for (const lane of gate.lanes.values()) {
-        if (lane.head < lane.queue.length && (next === undefined || lane.queue[lane.head]!.start < next.queue[next.head]!.start)) next = lane;
+        if (
+          lane.head < lane.queue.length &&
+          (next === undefined || lane.queue[lane.head]!.start < next.queue[next.head]!.start)
+        )
+          next = lane;
       }
       if (next === undefined) return;
       const waiting = next.queue[next.head]!;
@@ -302,7 +337,9 @@ export class TenantShares {
     const computeNs = result.timing?.computeInferNs;
     if (typeof computeNs === "number" && computeNs > 0 && result.executedBatchSize > 0) {
       const perInferenceMs = computeNs / result.executedBatchSize / 1e6;
-      gate.unitsPerInference = gate.measured ? gate.unitsPerInference + COST_EWMA_WEIGHT * (perInferenceMs - gate.unitsPerInference) : perInferenceMs;
+      gate.unitsPerInference = gate.measured
+        ? gate.unitsPerInference + COST_EWMA_WEIGHT * (perInferenceMs - gate.unitsPerInference)
+        : perInferenceMs;
       gate.measured = true;
     }
     const now = this.now();
@@ -318,7 +355,8 @@ export class TenantShares {
   private allowanceOf(gate: ModelGate, lane: Lane): number {
     let busyShares = lane.tenant.spec.share;
     for (const other of gate.lanes.values()) {
-      if (other !== lane && (other.inFlight > 0 || other.head < other.queue.length)) busyShares += other.tenant.spec.share;
+      if (other !== lane && (other.inFlight > 0 || other.head < other.queue.length))
+        busyShares += other.tenant.spec.share;
     }
     return Math.max(1, Math.floor((gate.slots * lane.tenant.spec.share) / busyShares));
   }
@@ -327,7 +365,8 @@ export class TenantShares {
     if (gate.unitsPerSecond <= 0) return 1;
     let busyShares = lane.tenant.spec.share;
     for (const other of gate.lanes.values()) {
-      if (other !== lane && (other.inFlight > 0 || other.head < other.queue.length)) busyShares += other.tenant.spec.share;
+      if (other !== lane && (other.inFlight > 0 || other.head < other.queue.length))
+        busyShares += other.tenant.spec.share;
     }
     const tenantRate = (gate.unitsPerSecond * lane.tenant.spec.share) / busyShares;
     return Math.min(60, Math.max(1, Math.ceil((lane.queuedUnits + cost) / tenantRate)));
@@ -336,7 +375,8 @@ export class TenantShares {
 
 /** Requests the model's scheduler may hold at once before tenants wait here: 2 × instances × max(1, max batch size). */
 export function slotsOf(model: GatedModel): number {
-  const instances = (model.config.instance_group ?? []).reduce((sum, group) => sum + Math.max(1, group.count ?? 1), 0) || 1;
+  const instances =
+    (model.config.instance_group ?? []).reduce((sum, group) => sum + Math.max(1, group.count ?? 1), 0) || 1;
   return 2 * instances * Math.max(1, model.config.max_batch_size ?? 0);
 }
 
@@ -351,7 +391,8 @@ export function anonymousSpecAmong(specs: readonly TenantGrant[]): TenantGrant {
   let least: TenantGrant | undefined;
   for (const spec of specs) {
     if (spec.id === ANONYMOUS_TENANT.id) continue;
-    if (least === undefined || spec.share < least.share || (spec.share === least.share && spec.policy === "refuse")) least = spec;
+    if (least === undefined || spec.share < least.share || (spec.share === least.share && spec.policy === "refuse"))
+      least = spec;
   }
   if (least === undefined) return ANONYMOUS_TENANT;
   return { id: ANONYMOUS_TENANT.id, share: Math.min(ANONYMOUS_TENANT.share, least.share), policy: least.policy };

@@ -21,9 +21,18 @@ const adminKey = makeKey("admin-key", ["admin"]);
 const internalKey = makeKey("internal", ["infer", "admin"], { internal: true });
 const bearer = (key: Key): string => `Bearer ${key.key}`;
 
-function policy(options: { keys?: Key[]; requireApiKey?: boolean; loopbackOnly?: boolean; now?: () => number } = {}): GatewayAccessPolicy {
-  const ring = new ApiKeyRing((options.keys ?? []).map((key) => key.grant), options.now !== undefined ? { now: options.now } : {});
-  return new GatewayAccessPolicy({ ring, requireApiKey: options.requireApiKey ?? false, loopbackOnly: options.loopbackOnly ?? true });
+function policy(
+  options: { keys?: Key[]; requireApiKey?: boolean; loopbackOnly?: boolean; now?: () => number } = {},
+): GatewayAccessPolicy {
+  const ring = new ApiKeyRing(
+    (options.keys ?? []).map((key) => key.grant),
+    options.now !== undefined ? { now: options.now } : {},
+  );
+  return new GatewayAccessPolicy({
+    ring,
+    requireApiKey: options.requireApiKey ?? false,
+    loopbackOnly: options.loopbackOnly ?? true,
+  });
 }
 
 /** The kind and message authorize fails with. */
@@ -52,7 +61,9 @@ describe("GatewayAccessPolicy: inference", () => {
   });
 
   it("accepts either scope for inference", () => {
-    expect(policy({ keys: [adminKey], requireApiKey: true }).authorize(bearer(adminKey), "infer")?.keyId).toBe("admin-key");
+    expect(policy({ keys: [adminKey], requireApiKey: true }).authorize(bearer(adminKey), "infer")?.keyId).toBe(
+      "admin-key",
+    );
   });
 
   it("checks a presented key even when none is required: a revoked key is refused", () => {
@@ -74,12 +85,15 @@ describe("GatewayAccessPolicy: inference", () => {
     expect(failure(() => access.authorize(bearer(expiring), "infer")).kind).toBe("UNAUTHENTICATED");
   });
 
-  it.each(["Basic dXNlcjpwYXNz", "Bearer", "Bearer ", "", "Bearer a b", "opk_abc"])("refuses the malformed header %j", (header) => {
-    expect(failure(() => policy({ keys: [inferKey] }).authorize(header, "infer"))).toEqual({
-      kind: "UNAUTHENTICATED",
-      message: "Authorization must be 'Bearer <api key>'",
-    });
-  });
+  it.each(["Basic dXNlcjpwYXNz", "Bearer", "Bearer ", "", "Bearer a b", "opk_abc"])(
+    "refuses the malformed header %j",
+    (header) => {
+      expect(failure(() => policy({ keys: [inferKey] }).authorize(header, "infer"))).toEqual({
+        kind: "UNAUTHENTICATED",
+        message: "Authorization must be 'Bearer <api key>'",
+      });
+    },
+  );
 
   it("takes the scheme in any case", () => {
     expect(policy({ keys: [inferKey] }).authorize(`bearer ${inferKey.key}`, "infer")?.keyId).toBe("infer-key");
@@ -102,7 +116,12 @@ describe("GatewayAccessPolicy: model control", () => {
 
   it("checks a presented key's scope even where model control is open: an infer key cannot unload", () => {
     const ring = new ApiKeyRing([internalKey.grant]);
-    const open = new GatewayAccessPolicy({ ring, requireApiKey: false, loopbackOnly: true, anonymousModelControl: true });
+    const open = new GatewayAccessPolicy({
+      ring,
+      requireApiKey: false,
+      loopbackOnly: true,
+      anonymousModelControl: true,
+    });
     ring.replaceAll([internalKey.grant, inferKey.grant]);
     expect(open.modelControlOpen()).toBe(true);
     expect(failure(() => open.authorize(bearer(inferKey), "admin")).kind).toBe("PERMISSION_DENIED");
@@ -123,10 +142,26 @@ describe("GatewayAccessPolicy: model control", () => {
 
     const restarted = new ApiKeyRing([internalKey.grant]);
     restarted.noteKeysEverIssued();
-    expect(new GatewayAccessPolicy({ ring: restarted, requireApiKey: false, loopbackOnly: true }).modelControlOpen()).toBe(false);
+    expect(
+      new GatewayAccessPolicy({ ring: restarted, requireApiKey: false, loopbackOnly: true }).modelControlOpen(),
+    ).toBe(false);
     // Only the explicit flag reopens it on loopback.
-    expect(new GatewayAccessPolicy({ ring: restarted, requireApiKey: false, loopbackOnly: true, anonymousModelControl: true }).modelControlOpen()).toBe(true);
-    expect(new GatewayAccessPolicy({ ring: restarted, requireApiKey: false, loopbackOnly: false, anonymousModelControl: true }).modelControlOpen()).toBe(false);
+    expect(
+      new GatewayAccessPolicy({
+        ring: restarted,
+        requireApiKey: false,
+        loopbackOnly: true,
+        anonymousModelControl: true,
+      }).modelControlOpen(),
+    ).toBe(true);
+    expect(
+      new GatewayAccessPolicy({
+        ring: restarted,
+        requireApiKey: false,
+        loopbackOnly: false,
+        anonymousModelControl: true,
+      }).modelControlOpen(),
+    ).toBe(false);
   });
 
   it.each([
@@ -171,7 +206,10 @@ describe("GatewayAccessPolicy: quota and use", () => {
     access.authorize(bearer(limited), "infer");
     access.authorize(bearer(limited), "infer");
     const over = failure(() => access.authorize(bearer(limited), "infer"));
-    expect(over).toEqual({ kind: "RESOURCE_EXHAUSTED", message: `API key opk_${limited.prefix}… exceeded its quota of 2 requests/s` });
+    expect(over).toEqual({
+      kind: "RESOURCE_EXHAUSTED",
+      message: `API key opk_${limited.prefix}… exceeded its quota of 2 requests/s`,
+    });
     expect(over.message).not.toContain(limited.key);
     clock.now += 500;
     expect(access.authorize(bearer(limited), "infer")?.keyId).toBe("limited");
@@ -179,10 +217,23 @@ describe("GatewayAccessPolicy: quota and use", () => {
 
   it("names the key by id when its token has no opk_ prefix", () => {
     const token = "custom-token-without-prefix";
-    const custom: Key = { key: token, prefix: "", grant: { id: "custom", hash: hashApiKey(token), scopes: ["infer"], priorityLevel: 0, qpsQuota: 1, expiresAt: null } };
+    const custom: Key = {
+      key: token,
+      prefix: "",
+      grant: {
+        id: "custom",
+        hash: hashApiKey(token),
+        scopes: ["infer"],
+        priorityLevel: 0,
+        qpsQuota: 1,
+        expiresAt: null,
+      },
+    };
     const access = policy({ keys: [custom] });
     access.authorize(bearer(custom), "infer");
-    expect(failure(() => access.authorize(bearer(custom), "infer")).message).toBe("API key id custom exceeded its quota of 1 requests/s");
+    expect(failure(() => access.authorize(bearer(custom), "infer")).message).toBe(
+      "API key id custom exceeded its quota of 1 requests/s",
+    );
   });
 
   it("notes every authorized use of a key, and none of anonymous or refused requests", () => {

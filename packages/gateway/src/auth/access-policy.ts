@@ -137,12 +137,16 @@ export class GatewayAccessPolicy {
   authenticate(authorizationHeader: string | undefined, need: AccessNeed): Principal | null {
     if (authorizationHeader === undefined) {
       if (!this.keyRequired(need)) return null;
-      throw new OperonError("UNAUTHENTICATED", `${NEED_WORDS[need]} on this server needs an API key (Authorization: Bearer <key>)`);
+      throw new OperonError(
+        "UNAUTHENTICATED",
+        `${NEED_WORDS[need]} on this server needs an API key (Authorization: Bearer <key>)`,
+      );
     }
     const token = BEARER.exec(authorizationHeader)?.[1];
     if (token === undefined) throw new OperonError("UNAUTHENTICATED", "Authorization must be 'Bearer <api key>'");
     const grant = this.ring.lookup(token);
-    if (grant === undefined) throw new OperonError("UNAUTHENTICATED", "the API key is not valid (unknown, revoked or expired)");
+    if (grant === undefined)
+      throw new OperonError("UNAUTHENTICATED", "the API key is not valid (unknown, revoked or expired)");
     checkScope(grant, need);
     const prefix = apiKeyPrefixOf(token);
     const label = prefix !== undefined ? `opk_${prefix}…` : `id ${grant.id}`;
@@ -161,9 +165,13 @@ export class GatewayAccessPolicy {
    */
   admit(principal: Principal): void {
     const grant = this.ring.grantById(principal.keyId);
-    if (grant === undefined) throw new OperonError("UNAUTHENTICATED", "the API key is not valid (unknown, revoked or expired)");
+    if (grant === undefined)
+      throw new OperonError("UNAUTHENTICATED", "the API key is not valid (unknown, revoked or expired)");
     if (!this.ring.takeQuota(grant)) {
-      throw new OperonError("RESOURCE_EXHAUSTED", `API key ${principal.label} exceeded its quota of ${grant.qpsQuota} requests/s`);
+      throw new OperonError(
+        "RESOURCE_EXHAUSTED",
+        `API key ${principal.label} exceeded its quota of ${grant.qpsQuota} requests/s`,
+      );
     }
     this.ring.recordUse(grant.id);
   }

@@ -4,7 +4,16 @@ import { ApiKeyRing } from "./api-key-ring.js";
 
 function grant(overrides: Partial<ApiKeyGrant> & { key?: string } = {}): ApiKeyGrant & { key: string } {
   const key = overrides.key ?? generateApiKey().key;
-  return { id: "k1", hash: hashApiKey(key), scopes: ["infer"], priorityLevel: 0, qpsQuota: null, expiresAt: null, ...overrides, key };
+  return {
+    id: "k1",
+    hash: hashApiKey(key),
+    scopes: ["infer"],
+    priorityLevel: 0,
+    qpsQuota: null,
+    expiresAt: null,
+    ...overrides,
+    key,
+  };
 }
 
 /** A ring on a clock the test moves. */
@@ -70,7 +79,10 @@ describe("ApiKeyRing lookup", () => {
 
 describe("ApiKeyRing admin keys", () => {
   it("counts admin keys the user made, not the control plane's internal key", () => {
-    const { ring } = ringAt([grant({ id: "internal", scopes: ["infer", "admin"], internal: true }), grant({ id: "user" })]);
+    const { ring } = ringAt([
+      grant({ id: "internal", scopes: ["infer", "admin"], internal: true }),
+      grant({ id: "user" }),
+    ]);
     expect(ring.hasUserAdminKeys()).toBe(false);
     ring.replaceAll([grant({ id: "admin", scopes: ["admin"] })]);
     expect(ring.hasUserAdminKeys()).toBe(true);
@@ -89,7 +101,12 @@ describe("ApiKeyRing usage", () => {
     clock.now += 50;
     ring.recordUse("k1");
     ring.recordUse("k2");
-    expect(ring.drainUsage()).toEqual(new Map([["k1", 1_000_050], ["k2", 1_000_050]]));
+    expect(ring.drainUsage()).toEqual(
+      new Map([
+        ["k1", 1_000_050],
+        ["k2", 1_000_050],
+      ]),
+    );
     expect(ring.drainUsage().size).toBe(0);
   });
 });
@@ -153,13 +170,17 @@ describe("ApiKeyRing tenants", () => {
   it("refuses malformed tenants, and one tenant with two shares, keeping the previous set", () => {
     const kept = grant({ id: "kept" });
     const { ring } = ringAt([kept]);
-    const bad = (tenant: unknown) => () => ring.replaceAll([grant({ id: "k1", tenant: tenant as ApiKeyGrant["tenant"] })]);
+    const bad = (tenant: unknown) => () =>
+      ring.replaceAll([grant({ id: "k1", tenant: tenant as ApiKeyGrant["tenant"] })]);
     expect(bad({ id: "", share: 1, policy: "queue" })).toThrow(/tenant\.id must be a non-empty string/);
     expect(bad({ id: "t", share: 0, policy: "queue" })).toThrow(/tenant\.share must be a number > 0/);
     expect(bad({ id: "t", share: Number.NaN, policy: "queue" })).toThrow(/tenant\.share/);
     expect(bad({ id: "t", share: 1, policy: "drop" })).toThrow(/tenant\.policy must be one of 'queue', 'refuse'/);
     expect(() =>
-      ring.replaceAll([grant({ id: "k1", tenant: { id: "t", share: 1, policy: "queue" } }), grant({ id: "k2", tenant: { id: "t", share: 3, policy: "queue" } })]),
+      ring.replaceAll([
+        grant({ id: "k1", tenant: { id: "t", share: 1, policy: "queue" } }),
+        grant({ id: "k2", tenant: { id: "t", share: 3, policy: "queue" } }),
+      ]),
     ).toThrow(/tenant 't' has another share or policy/);
     expect(ring.lookup(kept.key)?.id).toBe("kept");
   });

@@ -1,4 +1,10 @@
-import { API_KEY_SCOPES, TENANT_POLICIES, type ApiKeyGrant, type TenantGrant, hashApiKey } from "@operon/protocol/api-keys";
+import {
+  API_KEY_SCOPES,
+  TENANT_POLICIES,
+  type ApiKeyGrant,
+  type TenantGrant,
+  hashApiKey,
+} from "@operon/protocol/api-keys";
 import { OperonError } from "@operon/protocol/errors";
 
 /**
@@ -56,12 +62,19 @@ export class ApiKeyRing {
       if (grant.tenant !== undefined) {
         const seen = tenants.get(grant.tenant.id);
         if (seen !== undefined && (seen.share !== grant.tenant.share || seen.policy !== grant.tenant.policy)) {
-          throw new OperonError("INVALID_ARG", `API key grant ${index} ('${grant.id}'): tenant '${grant.tenant.id}' has another share or policy on an earlier grant`);
+          throw new OperonError(
+            "INVALID_ARG",
+            `API key grant ${index} ('${grant.id}'): tenant '${grant.tenant.id}' has another share or policy on an earlier grant`,
+          );
         }
         tenants.set(grant.tenant.id, { ...grant.tenant });
       }
       if (byId.has(grant.id)) throw new OperonError("INVALID_ARG", `API key grants: id '${grant.id}' appears twice`);
-      if (byHash.has(grant.hash)) throw new OperonError("INVALID_ARG", `API key grants: keys '${byHash.get(grant.hash)!.id}' and '${grant.id}' have the same hash`);
+      if (byHash.has(grant.hash))
+        throw new OperonError(
+          "INVALID_ARG",
+          `API key grants: keys '${byHash.get(grant.hash)!.id}' and '${grant.id}' have the same hash`,
+        );
       const copy: ApiKeyGrant = { ...grant, scopes: [...grant.scopes] };
       byHash.set(copy.hash, copy);
       byId.set(copy.id, copy);
@@ -172,12 +185,20 @@ function checkGrant(grant: ApiKeyGrant, index: number): void {
   };
   if (grant === null || typeof grant !== "object") fail("must be an object");
   if (typeof grant.id !== "string" || grant.id === "") fail("id must be a non-empty string");
-  if (typeof grant.hash !== "string" || !HASH_PATTERN.test(grant.hash)) fail("hash must be the key's SHA-256 as 64 lowercase hex digits (hashApiKey)");
-  if (!Array.isArray(grant.scopes) || grant.scopes.some((scope) => !(API_KEY_SCOPES as readonly string[]).includes(scope))) {
+  if (typeof grant.hash !== "string" || !HASH_PATTERN.test(grant.hash))
+    fail("hash must be the key's SHA-256 as 64 lowercase hex digits (hashApiKey)");
+  if (
+    !Array.isArray(grant.scopes) ||
+    grant.scopes.some((scope) => !(API_KEY_SCOPES as readonly string[]).includes(scope))
+  ) {
     fail(`scopes must be a list of ${API_KEY_SCOPES.map((scope) => `'${scope}'`).join(", ")}`);
   }
-  if (!Number.isSafeInteger(grant.priorityLevel) || grant.priorityLevel < 0) fail("priorityLevel must be an integer >= 0");
-  if (grant.qpsQuota !== null && !(typeof grant.qpsQuota === "number" && Number.isFinite(grant.qpsQuota) && grant.qpsQuota > 0)) {
+  if (!Number.isSafeInteger(grant.priorityLevel) || grant.priorityLevel < 0)
+    fail("priorityLevel must be an integer >= 0");
+  if (
+    grant.qpsQuota !== null &&
+    !(typeof grant.qpsQuota === "number" && Number.isFinite(grant.qpsQuota) && grant.qpsQuota > 0)
+  ) {
     fail("qpsQuota must be a number of requests per second > 0, or null for unlimited");
   }
   if (grant.expiresAt !== null && !(typeof grant.expiresAt === "number" && Number.isFinite(grant.expiresAt))) {
@@ -186,8 +207,18 @@ function checkGrant(grant: ApiKeyGrant, index: number): void {
   const tenant = grant.tenant;
   if (tenant !== undefined) {
     if (tenant === null || typeof tenant !== "object") fail("tenant must be an object or absent");
-    if (typeof tenant.id !== "string" || tenant.id === "" || tenant.id.length > 200) fail("tenant.id must be a non-empty string of at most 200 characters");
-    if (!(typeof tenant.share === "number" && Number.isFinite(tenant.share) && tenant.share > 0 && tenant.share <= 1_000_000)) fail("tenant.share must be a number > 0 and <= 1000000");
-    if (!(TENANT_POLICIES as readonly string[]).includes(tenant.policy)) fail(`tenant.policy must be one of ${TENANT_POLICIES.map((policy) => `'${policy}'`).join(", ")}`);
+    if (typeof tenant.id !== "string" || tenant.id === "" || tenant.id.length > 200)
+      fail("tenant.id must be a non-empty string of at most 200 characters");
+    if (
+      !(
+        typeof tenant.share === "number" &&
+        Number.isFinite(tenant.share) &&
+        tenant.share > 0 &&
+        tenant.share <= 1_000_000
+      )
+    )
+      fail("tenant.share must be a number > 0 and <= 1000000");
+    if (!(TENANT_POLICIES as readonly string[]).includes(tenant.policy))
+      fail(`tenant.policy must be one of ${TENANT_POLICIES.map((policy) => `'${policy}'`).join(", ")}`);
   }
 }

@@ -24,7 +24,9 @@ export function applyKeyPriority(engine: InferenceEngine, request: InferRequest,
 /** The model's dynamic_batching.priority_levels; unbounded when it has none or is unknown (the engine reports that). */
 function priorityLevelsOf(engine: InferenceEngine, request: InferRequest): number {
   try {
-    const batching = engine.modelConfig(request.modelName, request.modelVersion)["dynamic_batching"] as { priority_levels?: unknown } | undefined;
+    const batching = engine.modelConfig(request.modelName, request.modelVersion)["dynamic_batching"] as
+      | { priority_levels?: unknown }
+      | undefined;
     const levels = batching?.priority_levels;
     return typeof levels === "number" && levels > 0 ? levels : Number.POSITIVE_INFINITY;
   } catch {

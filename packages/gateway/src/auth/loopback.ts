@@ -7,7 +7,10 @@ import { isIP } from "node:net";
  * be reachable from elsewhere.
  */
 export function isLoopbackHost(host: string): boolean {
-  const bare = host.trim().toLowerCase().replace(/^\[(.*)\]$/, "$1");
+  const bare = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, "$1");
   if (bare === "localhost") return true;
   if (isIP(bare) === 4) return bare.startsWith("127.");
   if (isIP(bare) === 6) return bare === "::1" || bare === "0:0:0:0:0:0:0:1" || /^::ffff:127\./.test(bare);

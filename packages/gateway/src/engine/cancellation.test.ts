@@ -12,7 +12,10 @@ describe("Cancellation", () => {
     const cancellation = new Cancellation();
     const calls: string[] = [];
     const reason = new Error("client left");
-    for (const name of ["a", "b", "c"]) cancellation.addEventListener("abort", () => calls.push(`${name}:${String(cancellation.aborted)}:${cancellation.reason === reason}`));
+    for (const name of ["a", "b", "c"])
+      cancellation.addEventListener("abort", () =>
+        calls.push(`${name}:${String(cancellation.aborted)}:${cancellation.reason === reason}`),
+      );
     cancellation.abort(reason);
     cancellation.abort(new Error("second"));
     expect(calls).toEqual(["a:true:true", "b:true:true", "c:true:true"]);

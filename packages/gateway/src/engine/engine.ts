@@ -196,7 +196,11 @@ export class Engine implements InferenceEngine {
       );
     }
     try {
-      return { served, scheduled: scheduledRequestOf(served, request, this.info.maxBytesElements ?? DEFAULT_MAX_BYTES_ELEMENTS), started };
+      return {
+        served,
+        scheduled: scheduledRequestOf(served, request, this.info.maxBytesElements ?? DEFAULT_MAX_BYTES_ELEMENTS),
+        started,
+      };
     } catch (error) {
       served.stats.recordFailure(elapsedNs(started), "OTHER");
       throw error;
@@ -216,12 +220,18 @@ export class Engine implements InferenceEngine {
   ): Promise<ScheduledResult> {
     const shares = this.info.tenantShares;
     const gated = shares !== undefined && shares.enabled && served.operator === undefined;
-    if (onStreamed === undefined) return gated ? shares.execute(served, request.tenantId, scheduled) : served.instances.execute(scheduled);
+    if (onStreamed === undefined)
+      return gated ? shares.execute(served, request.tenantId, scheduled) : served.instances.execute(scheduled);
     const executeStream = served.instances.executeStream?.bind(served.instances);
     if (executeStream === undefined) {
-      throw new OperonError("UNSUPPORTED", `model '${request.modelName}' version ${served.version} cannot stream responses`);
+      throw new OperonError(
+        "UNSUPPORTED",
+        `model '${request.modelName}' version ${served.version} cannot stream responses`,
+      );
     }
-    return gated ? shares.execute(served, request.tenantId, scheduled, (admitted) => executeStream(admitted, onStreamed)) : executeStream(scheduled, onStreamed);
+    return gated
+      ? shares.execute(served, request.tenantId, scheduled, (admitted) => executeStream(admitted, onStreamed))
+      : executeStream(scheduled, onStreamed);
   }
 
   /** A request answered with one response: from the response cache when it may, else run. */
@@ -315,7 +325,11 @@ export class Engine implements InferenceEngine {
           return;
         }
         served.stats.recordResponse(index, ns, streamed.final && streamed.outputs.length === 0 ? "empty" : "success");
-        const response = responseOf(request, served, restoreOutputShapes(served, streamed.outputs, scheduled.outputNames));
+        const response = responseOf(
+          request,
+          served,
+          restoreOutputShapes(served, streamed.outputs, scheduled.outputNames),
+        );
         // Parameters the backend set on this response (native backends' TRITONBACKEND_ResponseSet*Parameter).
         if (streamed.parameters !== undefined) response.parameters = streamed.parameters;
         deliver(response, streamed.final);
@@ -354,7 +368,11 @@ export class Engine implements InferenceEngine {
         }
         if (failure !== undefined) served.stats.recordFailure(elapsedNs(started), failureReason(failure));
         else this.recordSuccess(served, elapsedNs(started), outcome.result, scheduled.batchSize);
-        if (!finished) deliver(new OperonError("INTERNAL", `model '${request.modelName}' ended its stream without a final response`), true);
+        if (!finished)
+          deliver(
+            new OperonError("INTERNAL", `model '${request.modelName}' ended its stream without a final response`),
+            true,
+          );
       };
       queued.then(
         (result) => done({ result }),
@@ -366,13 +384,20 @@ export class Engine implements InferenceEngine {
   /** A request that ran and succeeded: statistics (and their counters) and the latency summaries, from the same durations. */
   private recordSuccess(served: ServedVersion, requestNs: number, result: ScheduledResult, batchSize: number): void {
     served.stats.recordSuccess(requestNs, result.queueNs, result.timing, batchSize);
-    this.info.metrics?.observeLatency(served, { requestNs, queueNs: result.queueNs, computeInferNs: result.timing.computeInferNs });
+    this.info.metrics?.observeLatency(served, {
+      requestNs,
+      queueNs: result.queueNs,
+      computeInferNs: result.timing.computeInferNs,
+    });
   }
 
   /** A model's BLS call (ctx.infer) at BLS depth `depth`: an inference like any other, one level deeper. */
   private async inferBls(call: BlsRequest, depth: number): Promise<{ outputs: Tensor[] }> {
     if (this.isDecoupled(call.model, call.version)) {
-      throw new OperonError("UNSUPPORTED", `model '${call.model}' is decoupled: a BLS call (ctx.infer) takes one response, so it cannot call a decoupled model`);
+      throw new OperonError(
+        "UNSUPPORTED",
+        `model '${call.model}' is decoupled: a BLS call (ctx.infer) takes one response, so it cannot call a decoupled model`,
+      );
     }
     const parameters: Parameters = {};
     for (const [key, value] of Object.entries(call.parameters ?? {})) {
@@ -534,7 +559,10 @@ function blsDepthOf(request: InferRequest): number {
   if (raw === undefined) return 0;
   const depth = typeof raw === "bigint" ? Number(raw) : raw;
   if (typeof depth !== "number" || !Number.isSafeInteger(depth) || depth < 0) {
-    throw new OperonError("INVALID_ARG", `parameter '${BLS_DEPTH_PARAMETER}' must be a non-negative integer, got ${JSON.stringify(String(raw))}`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `parameter '${BLS_DEPTH_PARAMETER}' must be a non-negative integer, got ${JSON.stringify(String(raw))}`,
+    );
   }
   if (depth > MAX_BLS_DEPTH) {
     throw new OperonError(

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { Tensor } from "@operon/protocol/tensor";
-import { ENTRY_OVERHEAD_BYTES, ResponseCache, entryBytes, responseCacheKey, type ResponseCacheKeyParts } from "./response-cache.js";
+import {
+  ENTRY_OVERHEAD_BYTES,
+  ResponseCache,
+  entryBytes,
+  responseCacheKey,
+  type ResponseCacheKeyParts,
+} from "./response-cache.js";
 
 function fp32(name: string, values: number[], shape = [values.length]): Tensor {
   const array = Float32Array.from(values);
@@ -63,7 +69,10 @@ describe("responseCacheKey", () => {
       // the same bytes, split differently between the inputs
       [fp32("INPUT0", [1, 2, 3]), fp32("INPUT1", [4, 5, 6, 7, 8])],
       // names and values swapped
-      [{ ...input0, name: "INPUT1" }, { ...input1, name: "INPUT0" }],
+      [
+        { ...input0, name: "INPUT1" },
+        { ...input1, name: "INPUT0" },
+      ],
     ];
     const keys = variants.map((inputs) => responseCacheKey(parts({ inputs })));
     for (const key of keys) expect(key).not.toBe(base);

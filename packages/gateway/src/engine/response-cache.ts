@@ -181,7 +181,12 @@ export class ResponseCache {
 export function entryBytes(key: string, outputs: readonly Tensor[]): number {
   let bytes = ENTRY_OVERHEAD_BYTES + key.length;
   for (const tensor of outputs) {
-    bytes += tensor.data.length + TENSOR_OVERHEAD_BYTES + tensor.name.length + tensor.datatype.length + 8 * tensor.shape.length;
+    bytes +=
+      tensor.data.length +
+      TENSOR_OVERHEAD_BYTES +
+      tensor.name.length +
+      tensor.datatype.length +
+      8 * tensor.shape.length;
   }
   return bytes;
 }

@@ -43,9 +43,11 @@ function lastSegment(path: string): string {
 
 export function withoutServerPaths(text: string): string {
   const known = hostRoots();
-  return text.replace(FILE_URL, (_whole, path: string) => lastSegment(path)).replace(ABSOLUTE_PATH, (whole, first: string, rest: string) => {
-    if (!known.has(first)) return whole;
-    const segments = `${first}${rest}`.split("/").filter(Boolean);
-    return segments.length <= 1 ? "<server path>" : `<server path>/${segments[segments.length - 1]}`;
-  });
+  return text
+    .replace(FILE_URL, (_whole, path: string) => lastSegment(path))
+    .replace(ABSOLUTE_PATH, (whole, first: string, rest: string) => {
+      if (!known.has(first)) return whole;
+      const segments = `${first}${rest}`.split("/").filter(Boolean);
+      return segments.length <= 1 ? "<server path>" : `<server path>/${segments[segments.length - 1]}`;
+    });
 }

@@ -20,11 +20,24 @@ export interface RequestFailure {
  */
 export function requestFailureOf(error: unknown): RequestFailure {
   // Contract errors may still quote a server path (a model folder, a file); the client gets it without.
-  if (isOperonError(error)) return { kind: error.kind, message: withoutServerPaths(error.message), level: logLevelOf(error.kind) };
+  if (isOperonError(error))
+    return { kind: error.kind, message: withoutServerPaths(error.message), level: logLevelOf(error.kind) };
   return { kind: "INTERNAL", message: INTERNAL_ERROR_TEXT, level: "error" };
 }
 
 /** Logs a failed request at its kind's level (logLevelOf); the error itself (stack, cause) goes along at error level only. */
-export function logRequestFailure(logger: Logger | undefined, failure: { kind?: ErrorKind | undefined; message: string; level: FailureLogLevel }, error: unknown, fields: object): void {
-  logger?.[failure.level]({ ...fields, ...(failure.kind !== undefined ? { kind: failure.kind } : {}), ...(failure.level === "error" ? { err: error } : {}) }, failure.message);
+export function logRequestFailure(
+  logger: Logger | undefined,
+  failure: { kind?: ErrorKind | undefined; message: string; level: FailureLogLevel },
+  error: unknown,
+  fields: object,
+): void {
+  logger?.[failure.level](
+    {
+      ...fields,
+      ...(failure.kind !== undefined ? { kind: failure.kind } : {}),
+      ...(failure.level === "error" ? { err: error } : {}),
+    },
+    failure.message,
+  );
 }

@@ -14,7 +14,8 @@ export function checkReservedParameters(parameters: Parameters, allowed: readonl
     const value = parameters[key];
     if (value !== undefined && !(typeof value === "number" && Number.isSafeInteger(value) && value >= 0)) {
       // A gRPC int64/uint64 beyond 2^53 arrives as a bigint, which JSON.stringify cannot print (that was an INTERNAL error).
-      const shown = typeof value === "bigint" ? `${value} (outside 0..${Number.MAX_SAFE_INTEGER})` : JSON.stringify(value);
+      const shown =
+        typeof value === "bigint" ? `${value} (outside 0..${Number.MAX_SAFE_INTEGER})` : JSON.stringify(value);
       throw new OperonError("INVALID_ARG", `'parameters.${key}' must be a non-negative integer, got ${shown}`);
     }
   }

@@ -78,7 +78,9 @@ export interface BlsRequest {
 export type BlsRequestHandler = (request: BlsRequest) => Promise<{ outputs: Tensor[] }>;
 
 /** One response of a streamed (decoupled) request; a final flag alone arrives as { outputs: [], final: true }. */
-export type StreamResponse = { outputs: Tensor[]; final: boolean; parameters?: WireParameters } | { error: OperonError; final: boolean };
+export type StreamResponse =
+  | { outputs: Tensor[]; final: boolean; parameters?: WireParameters }
+  | { error: OperonError; final: boolean };
 
 /** Per-request data some backends show the model (the TypeScript backend does). */
 export interface ExecuteRequestOptions {

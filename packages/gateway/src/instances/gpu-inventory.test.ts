@@ -8,7 +8,12 @@ const root = mkdtempSync(path.join(os.tmpdir(), "operon-gpu-probe-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 /** A fake /dev and /proc/driver/nvidia/gpus with `gpus` GPUs (ctl: whether /dev/nvidiactl exists). */
-function host(name: string, gpus: number, ctl = true, proc = true): { nvidiactl: string; procGpus: string; dev: string } {
+function host(
+  name: string,
+  gpus: number,
+  ctl = true,
+  proc = true,
+): { nvidiactl: string; procGpus: string; dev: string } {
   const dev = path.join(root, name, "dev");
   const procGpus = path.join(root, name, "proc-gpus");
   mkdirSync(dev, { recursive: true });
@@ -36,7 +41,10 @@ describe("probeGpus", () => {
 
   it("narrows them by CUDA_VISIBLE_DEVICES as CUDA does", () => {
     const paths = host("visible", 4);
-    expect(probeGpus({ ...paths, visibleDevices: "2,3" })).toEqual({ count: 2, reason: "CUDA_VISIBLE_DEVICES=2,3 shows 2 of 4 GPUs" });
+    expect(probeGpus({ ...paths, visibleDevices: "2,3" })).toEqual({
+      count: 2,
+      reason: "CUDA_VISIBLE_DEVICES=2,3 shows 2 of 4 GPUs",
+    });
     expect(probeGpus({ ...paths, visibleDevices: "" }).count).toBe(0);
   });
 });

@@ -33,14 +33,26 @@ export function probeGpus(paths: GpuProbePaths = {}): GpuInventory {
   const procGpus = paths.procGpus ?? "/proc/driver/nvidia/gpus";
   const dev = paths.dev ?? "/dev";
   const visible = "visibleDevices" in paths ? paths.visibleDevices : process.env["CUDA_VISIBLE_DEVICES"];
-  if (!existsSync(nvidiactl)) return { count: 0, reason: `no NVIDIA driver on this host (${nvidiactl} does not exist)` };
+  if (!existsSync(nvidiactl))
+    return { count: 0, reason: `no NVIDIA driver on this host (${nvidiactl} does not exist)` };
   let count = listSafe(procGpus).length;
   if (count === 0) count = listSafe(dev).filter((name) => /^nvidia\d+$/.test(name)).length;
-  if (count === 0) return { count: 0, reason: `the NVIDIA driver lists no GPU (${procGpus} is empty and there is no ${dev}/nvidia<N>)` };
+  if (count === 0)
+    return {
+      count: 0,
+      reason: `the NVIDIA driver lists no GPU (${procGpus} is empty and there is no ${dev}/nvidia<N>)`,
+    };
   if (visible !== undefined) {
-    const entries = visible.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "");
+    const entries = visible
+      .split(",")
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== "");
     if (entries.length === 0) return { count: 0, reason: "CUDA_VISIBLE_DEVICES is set and empty (every GPU hidden)" };
-    if (entries.length < count) return { count: entries.length, reason: `CUDA_VISIBLE_DEVICES=${visible} shows ${entries.length} of ${count} GPUs` };
+    if (entries.length < count)
+      return {
+        count: entries.length,
+        reason: `CUDA_VISIBLE_DEVICES=${visible} shows ${entries.length} of ${count} GPUs`,
+      };
   }
   return { count };
 }

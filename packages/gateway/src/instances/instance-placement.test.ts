@@ -15,7 +15,12 @@ describe("instancePlacements (Triton's instance_group placement)", () => {
   });
 
   it("runs each group of a mixed CPU+GPU config where it says", () => {
-    const config = { instance_group: [{ kind: "KIND_CPU", count: 2 }, { kind: "KIND_GPU", count: 1, gpus: [1] }] };
+    const config = {
+      instance_group: [
+        { kind: "KIND_CPU", count: 2 },
+        { kind: "KIND_GPU", count: 1, gpus: [1] },
+      ],
+    };
     expect(where(config)).toEqual([
       ["m_0_0", "KIND_CPU", null],
       ["m_0_1", "KIND_CPU", null],
@@ -26,7 +31,9 @@ describe("instancePlacements (Triton's instance_group placement)", () => {
   });
 
   it("uses every GPU of the host for a KIND_GPU group without gpus (GPU 0 when there is none)", () => {
-    expect(where({ instance_group: [{ name: "g", kind: "KIND_GPU", count: 1 }] }, 3).map((p) => p[2])).toEqual([0, 1, 2]);
+    expect(where({ instance_group: [{ name: "g", kind: "KIND_GPU", count: 1 }] }, 3).map((p) => p[2])).toEqual([
+      0, 1, 2,
+    ]);
     expect(where({ instance_group: [{ name: "g", kind: "KIND_GPU", count: 1 }] }, 0)).toEqual([["g_0", "KIND_GPU", 0]]);
   });
 

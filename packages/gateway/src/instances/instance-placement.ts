@@ -34,7 +34,12 @@ export function instancePlacements(model: string, config: Record<string, unknown
     const groupName = group.name || `${model}_${groupIndex}`;
     const count = group.count ?? 1;
     if (group.kind === "KIND_GPU") {
-      const gpus = group.gpus !== undefined && group.gpus.length > 0 ? group.gpus : gpuCount > 0 ? [...Array(gpuCount).keys()] : [0];
+      const gpus =
+        group.gpus !== undefined && group.gpus.length > 0
+          ? group.gpus
+          : gpuCount > 0
+            ? [...Array(gpuCount).keys()]
+            : [0];
       let k = 0;
       for (const device of gpus) {
         for (let i = 0; i < count; i += 1) out.push({ name: `${groupName}_${k++}`, kind: "KIND_GPU", device });
@@ -48,6 +53,17 @@ export function instancePlacements(model: string, config: Record<string, unknown
 }
 
 /** The placement of one named instance; an unknown name (not in the config) runs on the CPU. */
-export function placementOf(model: string, config: Record<string, unknown>, instanceName: string, gpuCount = 0): InstancePlacement {
-  return instancePlacements(model, config, gpuCount).find((p) => p.name === instanceName) ?? { name: instanceName, kind: "KIND_CPU", device: null };
+export function placementOf(
+  model: string,
+  config: Record<string, unknown>,
+  instanceName: string,
+  gpuCount = 0,
+): InstancePlacement {
+  return (
+    instancePlacements(model, config, gpuCount).find((p) => p.name === instanceName) ?? {
+      name: instanceName,
+      kind: "KIND_CPU",
+      device: null,
+    }
+  );
 }

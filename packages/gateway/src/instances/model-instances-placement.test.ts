@@ -9,7 +9,12 @@ import { createLogger } from "../observability/logger.js";
 import { GatewayMetrics } from "../observability/metrics.js";
 import type { GpuInventory } from "./gpu-inventory.js";
 import { instancePlacements } from "./instance-placement.js";
-import { type InstanceLaunchSpec, ModelInstances, type ModelInstancesOptions, launchInstance } from "./model-instances.js";
+import {
+  type InstanceLaunchSpec,
+  ModelInstances,
+  type ModelInstancesOptions,
+  launchInstance,
+} from "./model-instances.js";
 
 /**
  * launchInstance hands each instance its own kind and GPU (instance_group
@@ -24,7 +29,10 @@ const modelPath = path.join(dir, "placed", "1", "model.mjs");
 const lines: string[] = [];
 
 beforeAll(() => {
-  execFileSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b", "packages/worker"], { cwd: ROOT, stdio: "inherit" });
+  execFileSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b", "packages/worker"], {
+    cwd: ROOT,
+    stdio: "inherit",
+  });
   mkdirSync(path.dirname(modelPath), { recursive: true });
   writeFileSync(
     modelPath,
@@ -52,7 +60,12 @@ const spec: InstanceLaunchSpec = { model: "placed", version: "1", backend: "type
 function options(gpus: GpuInventory): ModelInstancesOptions {
   const destination = new Writable({
     write: (chunk: Buffer, _encoding, done) => {
-      lines.push(...chunk.toString("utf8").split("\n").filter((line) => line !== ""));
+      lines.push(
+        ...chunk
+          .toString("utf8")
+          .split("\n")
+          .filter((line) => line !== ""),
+      );
       done();
     },
   });
@@ -72,7 +85,11 @@ describe("instance placement reaches the backend", () => {
     expect(names).toEqual(["cpu_0", "gpu_0", "gpu_1"]);
     const pool = await ModelInstances.start(spec, names, options({ count: 2 }));
     try {
-      expect(placedLines()).toEqual(["placed cpu_0 KIND_CPU null", "placed gpu_0 KIND_GPU 0", "placed gpu_1 KIND_GPU 1"]);
+      expect(placedLines()).toEqual([
+        "placed cpu_0 KIND_CPU null",
+        "placed gpu_0 KIND_GPU 0",
+        "placed gpu_1 KIND_GPU 1",
+      ]);
       expect(pool.workerInfos().map((w) => [w.instance, w.kind, w.device])).toEqual([
         ["cpu_0", "CPU", null],
         ["gpu_0", "GPU", 0],
@@ -85,10 +102,18 @@ describe("instance placement reaches the backend", () => {
 
   it("refuses a KIND_GPU instance on a host without a GPU, saying why, and starts nothing", async () => {
     lines.length = 0;
-    await expect(launchInstance(spec, "gpu_0", options({ count: 0, reason: "no NVIDIA driver on this host (/dev/nvidiactl does not exist)" }))).rejects.toThrow(
+    await expect(
+      launchInstance(
+        spec,
+        "gpu_0",
+        options({ count: 0, reason: "no NVIDIA driver on this host (/dev/nvidiactl does not exist)" }),
+      ),
+    ).rejects.toThrow(
       "model 'placed': instance 'gpu_0' is KIND_GPU on GPU 0, but this host has no usable GPU: no NVIDIA driver on this host (/dev/nvidiactl does not exist)",
     );
-    await expect(launchInstance(spec, "gpu_1", options({ count: 1 }))).rejects.toThrow("instance 'gpu_1' is KIND_GPU on GPU 1, but this host has 1 GPU (0..0)");
+    await expect(launchInstance(spec, "gpu_1", options({ count: 1 }))).rejects.toThrow(
+      "instance 'gpu_1' is KIND_GPU on GPU 1, but this host has 1 GPU (0..0)",
+    );
     expect(placedLines()).toEqual([]);
   });
 });

@@ -120,13 +120,19 @@ export const ISOLATION_PARAMETER = "operon_isolation";
  * code (any other backend) always in processes. Throws INVALID_ARG for an
  * unknown value or a thread asked for a backend that cannot have one.
  */
-export function isolationOf(spec: InstanceLaunchSpec, defaultIsolation: InstanceIsolation = "thread"): InstanceIsolation {
+export function isolationOf(
+  spec: InstanceLaunchSpec,
+  defaultIsolation: InstanceIsolation = "thread",
+): InstanceIsolation {
   const parameters = spec.config["parameters"] as Record<string, { string_value?: string }> | undefined;
   const asked = spec.parameters?.[ISOLATION_PARAMETER] ?? parameters?.[ISOLATION_PARAMETER]?.string_value;
   const threadCapable = THREAD_CAPABLE_BACKENDS.has(spec.backend);
   if (asked === undefined || asked === "") return threadCapable ? defaultIsolation : "process";
   if (asked !== "thread" && asked !== "process") {
-    throw new OperonError("INVALID_ARG", `model '${spec.model}': parameter ${ISOLATION_PARAMETER} must be "thread" or "process", got "${asked}"`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `model '${spec.model}': parameter ${ISOLATION_PARAMETER} must be "thread" or "process", got "${asked}"`,
+    );
   }
   if (asked === "thread" && !threadCapable) {
     throw new OperonError(
@@ -158,7 +164,8 @@ export async function launchInstance(
       ? ThreadInstance.start({
           entry: options.threadEntry ?? join(dirname(options.workerEntry), "thread-main.js"),
           instanceName,
-          onLog: (level, message, fields) => options.logger[level]({ ...fields, instance: instanceName, thread: true }, message),
+          onLog: (level, message, fields) =>
+            options.logger[level]({ ...fields, instance: instanceName, thread: true }, message),
         })
       : await WorkerProcess.spawn({
           entry: options.workerEntry,
@@ -176,7 +183,11 @@ export async function launchInstance(
       instanceKind: placement.kind,
       ...(placement.device !== null ? { deviceId: placement.device } : {}),
     };
-    const loaded = await withTimeout(worker.load(load), options.loadTimeoutMs ?? 120_000, `loading instance '${instanceName}'`);
+    const loaded = await withTimeout(
+      worker.load(load),
+      options.loadTimeoutMs ?? 120_000,
+      `loading instance '${instanceName}'`,
+    );
     const io = { inputs: loaded.inputs, outputs: loaded.outputs };
     return { worker, io, ...("config" in loaded && loaded.config !== undefined ? { config: loaded.config } : {}) };
   } catch (error) {
@@ -223,7 +234,9 @@ export class ModelInstances implements InstanceDispatcher {
     });
     // Native backends' own metric families, as each worker of this pool last published them.
     this.unhookBackendMetrics = options.metrics.addBackendMetrics(() =>
-      this.instances.flatMap((instance) => (instance.worker?.customMetricsText ? [instance.worker.customMetricsText] : [])),
+      this.instances.flatMap((instance) =>
+        instance.worker?.customMetricsText ? [instance.worker.customMetricsText] : [],
+      ),
     );
     this.scheduler = new RequestScheduler(this.policy, this, {
       describe: `model '${spec.model}' version ${spec.version}`,
@@ -283,8 +296,10 @@ export class ModelInstances implements InstanceDispatcher {
    * Resizes of one pool must not overlap (the model manager serializes them).
    */
   async resize(count: number, names: (index: number) => string, drainMs = 30_000): Promise<void> {
-    if (!Number.isInteger(count) || count < 1) throw new OperonError("INVALID_ARG", `instance count must be a positive integer, got ${count}`);
-    if (this.stopped || this.restartsHalted) throw new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} is stopping`);
+    if (!Number.isInteger(count) || count < 1)
+      throw new OperonError("INVALID_ARG", `instance count must be a positive integer, got ${count}`);
+    if (this.stopped || this.restartsHalted)
+      throw new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} is stopping`);
     if (count > this.instances.length) {
       const taken = new Set(this.instances.map((instance) => instance.name));
       const wanted: string[] = [];
@@ -317,7 +332,10 @@ export class ModelInstances implements InstanceDispatcher {
     const worker = instance.worker;
     instance.worker = undefined;
     await worker?.stop(5000);
-    this.options.logger.info({ model: this.spec.model, version: this.spec.version, instance: instance.name }, "instance removed (pool resized)");
+    this.options.logger.info(
+      { model: this.spec.model, version: this.spec.version, instance: instance.name },
+      "instance removed (pool resized)",
+    );
   }
 
   /** Instances with a live worker. */
@@ -353,7 +371,12 @@ export class ModelInstances implements InstanceDispatcher {
   workerInfos(): InstanceWorkerInfo[] {
     return this.instances.map((instance) => {
       const worker = instance.worker;
-      const placement = placementOf(this.spec.model, this.spec.config, instance.name, (this.options.gpus ?? hostGpus()).count);
+      const placement = placementOf(
+        this.spec.model,
+        this.spec.config,
+        instance.name,
+        (this.options.gpus ?? hostGpus()).count,
+      );
       return {
         instance: instance.name,
         backend: this.spec.backend,
@@ -446,7 +469,10 @@ export class ModelInstances implements InstanceDispatcher {
       },
       runRequests: (requests) => {
         const drops = requests.map((request) => this.hold(instance, request.context));
-        const send = () => requests.map((request) => worker.execute(request.inputs, request.outputNames, workerOptions(request.context)));
+        const send = () =>
+          requests.map((request) =>
+            worker.execute(request.inputs, request.outputNames, workerOptions(request.context)),
+          );
         const runs = worker.corked !== undefined ? worker.corked(send) : send();
         return Promise.allSettled(runs).then((settled) => {
           for (const drop of drops) drop();
@@ -467,12 +493,14 @@ export class ModelInstances implements InstanceDispatcher {
           if (response.final) executed();
           onResponse(response);
         };
-        return worker.executeStream(inputs, outputNames, deliver, { ...workerOptions(context), onExecuted: executed }).then(() => {
-          executed();
-          dropHold();
-          // The gateway's view: from sending the request until the model's execute returned.
-          return { timing: { computeInputNs: 0, computeInferNs: executeNs, computeOutputNs: 0 } };
-        });
+        return worker
+          .executeStream(inputs, outputNames, deliver, { ...workerOptions(context), onExecuted: executed })
+          .then(() => {
+            executed();
+            dropHold();
+            // The gateway's view: from sending the request until the model's execute returned.
+            return { timing: { computeInputNs: 0, computeInferNs: executeNs, computeOutputNs: 0 } };
+          });
       },
     };
   }
@@ -492,7 +520,12 @@ export class ModelInstances implements InstanceDispatcher {
   private serveBls(instance: Instance, call: BlsRequest): Promise<{ outputs: Tensor[] }> {
     const handler = this.options.blsHandler;
     if (handler === undefined) {
-      return Promise.reject(new OperonError("UNAVAILABLE", `BLS is not available: nothing serves model calls from instance '${instance.name}'`));
+      return Promise.reject(
+        new OperonError(
+          "UNAVAILABLE",
+          `BLS is not available: nothing serves model calls from instance '${instance.name}'`,
+        ),
+      );
     }
     let deepest = 0;
     for (const depth of instance.depths.values()) deepest = Math.max(deepest, depth);
@@ -502,7 +535,16 @@ export class ModelInstances implements InstanceDispatcher {
   private adopt(name: string, worker: BackendInstance): void {
     let instance = this.instances.find((candidate) => candidate.name === name);
     if (instance === undefined) {
-      instance = { name, worker: undefined, restarts: 0, inFlight: 0, depths: new Map(), restarting: false, failedRestarts: 0, gaveUp: false };
+      instance = {
+        name,
+        worker: undefined,
+        restarts: 0,
+        inFlight: 0,
+        depths: new Map(),
+        restarting: false,
+        failedRestarts: 0,
+        gaveUp: false,
+      };
       this.instances.push(instance);
     }
     instance.worker = worker;
@@ -520,7 +562,14 @@ export class ModelInstances implements InstanceDispatcher {
       owner.restarts += 1;
       this.options.metrics.workerRestarts.inc({ ...this.labels, instance: name });
       this.options.logger.error(
-        { model: this.spec.model, version: this.spec.version, instance: name, pid: worker.pid, code: info.code, signal: info.signal },
+        {
+          model: this.spec.model,
+          version: this.spec.version,
+          instance: name,
+          pid: worker.pid,
+          code: info.code,
+          signal: info.signal,
+        },
         "backend worker exited unexpectedly; restarting it",
       );
       void this.restart(owner);
@@ -542,13 +591,21 @@ export class ModelInstances implements InstanceDispatcher {
         }
         instance.failedRestarts = 0;
         this.adopt(instance.name, worker);
-        this.options.logger.info({ model: this.spec.model, instance: instance.name, pid: worker.pid }, "backend worker restarted");
+        this.options.logger.info(
+          { model: this.spec.model, instance: instance.name, pid: worker.pid },
+          "backend worker restarted",
+        );
         this.publishUp();
         this.capacityListener();
       } catch (error) {
         instance.failedRestarts += 1;
         this.options.logger.error(
-          { model: this.spec.model, instance: instance.name, attempt: instance.failedRestarts, err: (error as Error).message },
+          {
+            model: this.spec.model,
+            instance: instance.name,
+            attempt: instance.failedRestarts,
+            err: (error as Error).message,
+          },
           "restarting backend worker failed",
         );
         if (instance.failedRestarts >= maxFailures) {
@@ -560,7 +617,10 @@ export class ModelInstances implements InstanceDispatcher {
     instance.restarting = false;
     if (this.isDead) {
       this.scheduler.failQueued(
-        new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} has no running instance: its workers keep failing to start`),
+        new OperonError(
+          "UNAVAILABLE",
+          `model '${this.spec.model}' version ${this.spec.version} has no running instance: its workers keep failing to start`,
+        ),
       );
     }
     this.capacityListener();
@@ -576,7 +636,10 @@ export function assertPlaceable(spec: InstanceLaunchSpec, placement: InstancePla
   if (placement.kind !== "KIND_GPU") return;
   const where = `model '${spec.model}': instance '${placement.name}' is KIND_GPU on GPU ${placement.device}`;
   if (gpus.count === 0) {
-    throw new OperonError("UNAVAILABLE", `${where}, but this host has no usable GPU: ${gpus.reason ?? "none found"}; use kind KIND_CPU to run it on the CPU`);
+    throw new OperonError(
+      "UNAVAILABLE",
+      `${where}, but this host has no usable GPU: ${gpus.reason ?? "none found"}; use kind KIND_CPU to run it on the CPU`,
+    );
   }
   if (placement.device === null || placement.device < 0 || placement.device >= gpus.count) {
     throw new OperonError(
@@ -588,7 +651,11 @@ export function assertPlaceable(spec: InstanceLaunchSpec, placement: InstancePla
 
 /** The id and parameters the worker shows the model; undefined when the execution is not one request's. */
 function workerOptions(context: RequestContext | undefined): ExecuteRequestOptions | undefined {
-  if (context === undefined || (context.id === undefined && context.parameters === undefined && context.signal === undefined)) return undefined;
+  if (
+    context === undefined ||
+    (context.id === undefined && context.parameters === undefined && context.signal === undefined)
+  )
+    return undefined;
   return {
     ...(context.id !== undefined ? { id: context.id } : {}),
     ...(context.parameters !== undefined ? { parameters: context.parameters } : {}),

@@ -59,10 +59,20 @@ export function createSegment(options: SegmentOptions, onLog: (line: string) => 
   const api = loadSharedMemory();
   if (!api.shared) {
     const reason = sharedMemoryUnavailableReason() ?? "no cross-process shared memory";
-    if (required) throw new OperonError("UNAVAILABLE", `shared-memory transport requested for instance '${options.instanceName}' but unavailable: ${reason}`);
+    if (required)
+      throw new OperonError(
+        "UNAVAILABLE",
+        `shared-memory transport requested for instance '${options.instanceName}' but unavailable: ${reason}`,
+      );
     if (!reportedNoSharedMemory) {
       reportedNoSharedMemory = true;
-      onLog(JSON.stringify({ time: new Date().toISOString(), level: "info", msg: `worker tensors travel over the socket: ${reason}` }));
+      onLog(
+        JSON.stringify({
+          time: new Date().toISOString(),
+          level: "info",
+          msg: `worker tensors travel over the socket: ${reason}`,
+        }),
+      );
     }
     return undefined;
   }
@@ -81,14 +91,34 @@ export function createSegment(options: SegmentOptions, onLog: (line: string) => 
     buffer = api.create(name, byteLength);
   } catch (error) {
     const reason = (error as Error).message;
-    if (required) throw new OperonError("UNAVAILABLE", `cannot create shared memory for instance '${options.instanceName}': ${reason}`, { cause: error });
-    onLog(JSON.stringify({ time: new Date().toISOString(), level: "warn", instance: options.instanceName, msg: `shared memory not used, tensors travel over the socket: ${reason}` }));
+    if (required)
+      throw new OperonError(
+        "UNAVAILABLE",
+        `cannot create shared memory for instance '${options.instanceName}': ${reason}`,
+        { cause: error },
+      );
+    onLog(
+      JSON.stringify({
+        time: new Date().toISOString(),
+        level: "warn",
+        instance: options.instanceName,
+        msg: `shared memory not used, tensors travel over the socket: ${reason}`,
+      }),
+    );
     return undefined;
   }
   const segment = Buffer.from(buffer);
   const toWorker = segment.subarray(layout.toWorker.offset, layout.toWorker.offset + layout.toWorker.byteLength);
   const toGateway = segment.subarray(layout.toGateway.offset, layout.toGateway.offset + layout.toGateway.byteLength);
-  const shm: SharedSegment = { api, name, buffer, linked: true, toWorker, inputRing: new ShmRingAllocator(toWorker.length), toGateway };
+  const shm: SharedSegment = {
+    api,
+    name,
+    buffer,
+    linked: true,
+    toWorker,
+    inputRing: new ShmRingAllocator(toWorker.length),
+    toGateway,
+  };
   linkedSegments.add(shm);
   if (!exitHookInstalled) {
     exitHookInstalled = true;

@@ -49,7 +49,9 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
   tid: number | undefined;
   private readonly worker: Worker;
   private readonly pending = new Map<number, Pending>();
-  private loading: { resolve(io: { inputs: IoInfo[]; outputs: IoInfo[] }): void; reject(error: OperonError): void } | undefined;
+  private loading:
+    | { resolve(io: { inputs: IoInfo[]; outputs: IoInfo[] }): void; reject(error: OperonError): void }
+    | undefined;
   private nextRequestId = 1;
   private expectedExit = false;
   private exited = false;
@@ -59,9 +61,15 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
   private constructor(private readonly options: ThreadInstanceOptions) {
     super();
     this.instanceName = options.instanceName;
-    this.worker = new Worker(options.entry, { workerData: { instanceName: options.instanceName }, stdout: false, stderr: false });
+    this.worker = new Worker(options.entry, {
+      workerData: { instanceName: options.instanceName },
+      stdout: false,
+      stderr: false,
+    });
     this.worker.on("message", (message: FromThreadMessage) => this.onMessage(message));
-    this.worker.on("error", (error) => this.onLog("error", `backend thread failed: ${error.message}`, { stack: error.stack }));
+    this.worker.on("error", (error) =>
+      this.onLog("error", `backend thread failed: ${error.message}`, { stack: error.stack }),
+    );
     this.exitPromise = new Promise((resolve) => {
       this.worker.once("exit", (code) => {
         this.onExit(code);
@@ -103,7 +111,13 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
     return new Promise<WorkerExecuteResult>((resolve, reject) => {
       this.pending.set(requestId, { resolve, reject });
       this.send(
-        { type: "execute", requestId, buffer: packed.buffer, inputs: packed.tensors, ...(outputNames !== undefined && outputNames.length > 0 ? { outputNames } : {}) },
+        {
+          type: "execute",
+          requestId,
+          buffer: packed.buffer,
+          inputs: packed.tensors,
+          ...(outputNames !== undefined && outputNames.length > 0 ? { outputNames } : {}),
+        },
         [packed.buffer],
       );
     });

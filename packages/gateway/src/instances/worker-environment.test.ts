@@ -17,7 +17,15 @@ describe("workerEnvironment", () => {
   };
 
   it("keeps only the allow-listed variables", () => {
-    expect(workerEnvironment(parent)).toEqual({ PATH: "/usr/bin", HOME: "/root", LANG: "C.UTF-8", LC_ALL: "C", TZ: "UTC", OPERON_NATIVE: "0", OPERON_TRACE: "batcher" });
+    expect(workerEnvironment(parent)).toEqual({
+      PATH: "/usr/bin",
+      HOME: "/root",
+      LANG: "C.UTF-8",
+      LC_ALL: "C",
+      TZ: "UTC",
+      OPERON_NATIVE: "0",
+      OPERON_TRACE: "batcher",
+    });
   });
 
   it("names the worker's own account when it runs as another user", () => {

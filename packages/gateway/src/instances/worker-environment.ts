@@ -12,7 +12,18 @@
  */
 
 /** Variables passed through unchanged when the parent has them. */
-export const WORKER_ENV_ALLOWED = ["PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM", "USER", "LOGNAME", "SHELL"] as const;
+export const WORKER_ENV_ALLOWED = [
+  "PATH",
+  "HOME",
+  "LANG",
+  "LANGUAGE",
+  "TZ",
+  "TMPDIR",
+  "TERM",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+] as const;
 
 /** Variables passed through by prefix: locale settings, and Operon's own worker switches (below). */
 const ALLOWED_PREFIXES = ["LC_"] as const;
@@ -34,7 +45,10 @@ export interface WorkerIdentity {
 }
 
 /** The worker's environment built from the parent's (default process.env). */
-export function workerEnvironment(parent: NodeJS.ProcessEnv = process.env, identity?: WorkerIdentity): NodeJS.ProcessEnv {
+export function workerEnvironment(
+  parent: NodeJS.ProcessEnv = process.env,
+  identity?: WorkerIdentity,
+): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   const allowed = new Set<string>([...WORKER_ENV_ALLOWED, ...WORKER_ENV_OPERON_ALLOWED]);
   for (const [name, value] of Object.entries(parent)) {

@@ -11,7 +11,13 @@ import { DATATYPES, type DataType, elementByteSize } from "@operon/protocol/data
 import { OperonError } from "@operon/protocol/errors";
 import { type Tensor, decodeBytesElements, encodeBytesElements } from "@operon/protocol/tensor";
 import { writeAddSubModel, writeIdentityModel } from "@operon/testing/onnx-model-writer";
-import { type BlsRequest, type StreamResponse, WorkerProcess, type WorkerExitInfo, type WorkerSpawnOptions } from "./worker-process.js";
+import {
+  type BlsRequest,
+  type StreamResponse,
+  WorkerProcess,
+  type WorkerExitInfo,
+  type WorkerSpawnOptions,
+} from "./worker-process.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 const ENTRY = path.join(ROOT, "packages/worker/dist/main.js");
@@ -28,7 +34,10 @@ const logs: string[] = [];
 
 beforeAll(() => {
   // The worker runs from dist/: make sure it reflects the sources (a no-op when up to date).
-  execFileSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b", "packages/worker"], { cwd: ROOT, stdio: "inherit" });
+  execFileSync(process.execPath, [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-b", "packages/worker"], {
+    cwd: ROOT,
+    stdio: "inherit",
+  });
 });
 afterEach(async () => {
   await Promise.all(workers.splice(0).map((worker) => worker.stop(1000)));
@@ -50,12 +59,19 @@ function file(name: string, contents: Buffer | string): string {
 }
 
 async function start(instanceName = "model_0", entry = ENTRY, startTimeoutMs?: number): Promise<WorkerProcess> {
-  const worker = await WorkerProcess.spawn({ entry, instanceName, onLog: (line) => void logs.push(line), ...(startTimeoutMs !== undefined ? { startTimeoutMs } : {}) });
+  const worker = await WorkerProcess.spawn({
+    entry,
+    instanceName,
+    onLog: (line) => void logs.push(line),
+    ...(startTimeoutMs !== undefined ? { startTimeoutMs } : {}),
+  });
   workers.push(worker);
   return worker;
 }
 
-async function startWith(options: Omit<WorkerSpawnOptions, "entry" | "onLog"> & { entry?: string }): Promise<WorkerProcess> {
+async function startWith(
+  options: Omit<WorkerSpawnOptions, "entry" | "onLog"> & { entry?: string },
+): Promise<WorkerProcess> {
   const worker = await WorkerProcess.spawn({ entry: ENTRY, onLog: (line) => void logs.push(line), ...options });
   workers.push(worker);
   return worker;
@@ -100,14 +116,20 @@ describe("WorkerProcess with the real worker", () => {
     const worker = await start("add_sub_0");
     expect(worker.pid).toBeGreaterThan(0);
     expect(worker.instanceName).toBe("add_sub_0");
-    const io = await worker.load({ backend: "onnxruntime", modelPath: file("add_sub.onnx", writeAddSubModel({ datatype: "FP32", shape: [-1] })), config: {} });
+    const io = await worker.load({
+      backend: "onnxruntime",
+      modelPath: file("add_sub.onnx", writeAddSubModel({ datatype: "FP32", shape: [-1] })),
+      config: {},
+    });
     expect(io.inputs.map((input) => input.name)).toEqual(["INPUT0", "INPUT1"]);
     expect(io.outputs).toEqual([
       { name: "OUTPUT0", datatype: "FP32", shape: [-1] },
       { name: "OUTPUT1", datatype: "FP32", shape: [-1] },
     ]);
 
-    const requests = Array.from({ length: 50 }, (_, i) => worker.execute([fp32("INPUT0", [i, 2 * i, 3]), fp32("INPUT1", [1, i, 0.5])]));
+    const requests = Array.from({ length: 50 }, (_, i) =>
+      worker.execute([fp32("INPUT0", [i, 2 * i, 3]), fp32("INPUT1", [1, i, 0.5])]),
+    );
     expect(worker.inFlight).toBe(50);
     const results = await Promise.all(requests);
     expect(worker.inFlight).toBe(0);
@@ -129,7 +151,9 @@ describe("WorkerProcess with the real worker", () => {
     expect(floats((await worker.execute([fp32("INPUT0", [1]), fp32("INPUT1", [1])])).outputs[0])).toEqual([2]);
 
     // Worker logs arrive as JSON lines carrying the instance name.
-    const loadedLine = logs.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line.msg === "model instance loaded" && line.instance === "add_sub_0");
+    const loadedLine = logs
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .find((line) => line.msg === "model instance loaded" && line.instance === "add_sub_0");
     expect(loadedLine).toMatchObject({ level: "info", pid: worker.pid });
   });
 
@@ -148,10 +172,20 @@ describe("WorkerProcess with the real worker", () => {
   it("fails every in-flight request at once when the worker is killed with SIGKILL", async () => {
     const worker = await start("classifier_0");
     await worker.load({ backend: "onnxruntime", modelPath: CLASSIFIER, config: {} });
-    const input: Tensor = { name: "x", datatype: "FP32", shape: [1, 3, 48, 192], data: Buffer.from(new Float32Array(3 * 48 * 192).fill(0.1).buffer) };
+    const input: Tensor = {
+      name: "x",
+      datatype: "FP32",
+      shape: [1, 3, 48, 192],
+      data: Buffer.from(new Float32Array(3 * 48 * 192).fill(0.1).buffer),
+    };
     const exit = nextExit(worker);
     const requests = Array.from({ length: 300 }, () => worker.execute([input]));
-    const outcomes = requests.map((request) => request.then(() => "ok", (error: unknown) => error));
+    const outcomes = requests.map((request) =>
+      request.then(
+        () => "ok",
+        (error: unknown) => error,
+      ),
+    );
     await requests[0]; // mid-flight: the first is done, hundreds are not
     expect(worker.inFlight).toBeGreaterThan(100);
     const killedAt = performance.now();
@@ -164,18 +198,26 @@ describe("WorkerProcess with the real worker", () => {
     for (const failure of failures) {
       expect(failure).toBeInstanceOf(OperonError);
       expect(failure.kind).toBe("UNAVAILABLE");
-      expect(failure.message).toBe(`worker for instance 'classifier_0' (pid ${worker.pid}) exited unexpectedly (signal SIGKILL); request not completed`);
+      expect(failure.message).toBe(
+        `worker for instance 'classifier_0' (pid ${worker.pid}) exited unexpectedly (signal SIGKILL); request not completed`,
+      );
     }
     expect(await exit).toEqual({ code: null, signal: "SIGKILL", expected: false });
     expect(worker.inFlight).toBe(0);
     expect((await rejection(worker.execute([input]))).kind).toBe("UNAVAILABLE");
-    expect((await rejection(worker.load({ backend: "onnxruntime", modelPath: CLASSIFIER, config: {} }))).kind).toBe("UNAVAILABLE");
+    expect((await rejection(worker.load({ backend: "onnxruntime", modelPath: CLASSIFIER, config: {} }))).kind).toBe(
+      "UNAVAILABLE",
+    );
     await worker.stop(); // idempotent after death
   });
 
   it("stops gracefully: in-flight work finishes, exit is expected, later calls fail", async () => {
     const worker = await start("graceful_0");
-    await worker.load({ backend: "onnxruntime", modelPath: file("identity.onnx", writeIdentityModel({ datatype: "FP32", shape: [-1] })), config: {} });
+    await worker.load({
+      backend: "onnxruntime",
+      modelPath: file("identity.onnx", writeIdentityModel({ datatype: "FP32", shape: [-1] })),
+      config: {},
+    });
     const exit = nextExit(worker);
     const requests = Array.from({ length: 20 }, (_, i) => worker.execute([fp32("INPUT0", [i])]));
     const stopping = worker.stop();
@@ -189,39 +231,41 @@ describe("WorkerProcess with the real worker", () => {
     await worker.stop();
   });
 
-  it(
-    "moves a 602,112-byte FP32 tensor through an Identity model and back (median of 200)",
-    async () => {
-      const worker = await start("identity_image_0");
-      await worker.load({
-        backend: "onnxruntime",
-        modelPath: file("identity_image.onnx", writeIdentityModel({ datatype: "FP32", shape: [-1, 3, 224, 224] })),
-        config: {},
-      });
-      const data = Buffer.allocUnsafe(602_112);
-      for (let i = 0; i < data.length; i += 4) data.writeFloatLE(i / 4, i);
-      const input: Tensor = { name: "INPUT0", datatype: "FP32", shape: [1, 3, 224, 224], data };
-      for (let i = 0; i < 20; i += 1) await worker.execute([input]);
-      const samples: number[] = [];
-      for (let i = 0; i < 200; i += 1) {
-        const started = process.hrtime.bigint();
-        const { outputs } = await worker.execute([input]);
-        samples.push(Number(process.hrtime.bigint() - started) / 1000);
-        if (i === 0) expect(outputs[0]!.data.equals(data)).toBe(true);
-      }
-      samples.sort((a, b) => a - b);
-      const median = samples[100]!;
-      console.log(`worker round trip, 602,112-byte FP32 Identity: median ${median.toFixed(0)} µs, p90 ${samples[180]!.toFixed(0)} µs, min ${samples[0]!.toFixed(0)} µs`);
-      expect(median).toBeLessThan(50_000);
-    },
-    60_000,
-  );
+  it("moves a 602,112-byte FP32 tensor through an Identity model and back (median of 200)", async () => {
+    const worker = await start("identity_image_0");
+    await worker.load({
+      backend: "onnxruntime",
+      modelPath: file("identity_image.onnx", writeIdentityModel({ datatype: "FP32", shape: [-1, 3, 224, 224] })),
+      config: {},
+    });
+    const data = Buffer.allocUnsafe(602_112);
+    for (let i = 0; i < data.length; i += 4) data.writeFloatLE(i / 4, i);
+    const input: Tensor = { name: "INPUT0", datatype: "FP32", shape: [1, 3, 224, 224], data };
+    for (let i = 0; i < 20; i += 1) await worker.execute([input]);
+    const samples: number[] = [];
+    for (let i = 0; i < 200; i += 1) {
+      const started = process.hrtime.bigint();
+      const { outputs } = await worker.execute([input]);
+      samples.push(Number(process.hrtime.bigint() - started) / 1000);
+      if (i === 0) expect(outputs[0]!.data.equals(data)).toBe(true);
+    }
+    samples.sort((a, b) => a - b);
+    const median = samples[100]!;
+    console.log(
+      `worker round trip, 602,112-byte FP32 Identity: median ${median.toFixed(0)} µs, p90 ${samples[180]!.toFixed(0)} µs, min ${samples[0]!.toFixed(0)} µs`,
+    );
+    expect(median).toBeLessThan(50_000);
+  }, 60_000);
 });
 
 describe("WorkerProcess start-up and stop edge cases", () => {
   it("queues requests sent before the load completes behind it", async () => {
     const worker = await start("eager_0");
-    const loading = worker.load({ backend: "onnxruntime", modelPath: file("eager.onnx", writeIdentityModel({ datatype: "FP32", shape: [2] })), config: {} });
+    const loading = worker.load({
+      backend: "onnxruntime",
+      modelPath: file("eager.onnx", writeIdentityModel({ datatype: "FP32", shape: [2] })),
+      config: {},
+    });
     const executing = worker.execute([fp32("INPUT0", [4, 5])]);
     expect(worker.inFlight).toBe(2);
     await loading;
@@ -287,7 +331,9 @@ function randomTensors(seed: number, count: number, maxBytes: number): Tensor[] 
     const datatype: DataType = DATATYPES[random(DATATYPES.length)]!;
     const name = `T${i}_${datatype}`;
     if (datatype === "BYTES") {
-      const elements = Array.from({ length: random(6) }, () => Buffer.from(Array.from({ length: random(40) }, () => random(256))));
+      const elements = Array.from({ length: random(6) }, () =>
+        Buffer.from(Array.from({ length: random(40) }, () => random(256))),
+      );
       return { name, datatype, shape: [elements.length], data: encodeBytesElements(elements) };
     }
     const size = elementByteSize(datatype)!;
@@ -311,13 +357,17 @@ describe("WorkerProcess shared-memory transport", () => {
     expect(socket.transportKind).toBe("socket");
     for (const worker of [shm, socket]) await worker.load({ backend: "echo", modelPath: "", config: {} });
 
-    const requests = Array.from({ length: 60 }, (_, i) => randomTensors(1000 + i, 1 + (i % 4), i % 10 === 0 ? 200_000 : 60_000));
+    const requests = Array.from({ length: 60 }, (_, i) =>
+      randomTensors(1000 + i, 1 + (i % 4), i % 10 === 0 ? 200_000 : 60_000),
+    );
     // Larger than the whole segment: always inline.
     const huge: Tensor = { name: "HUGE", datatype: "UINT8", shape: [1_500_001], data: Buffer.alloc(1_500_001, 0x5a) };
     requests.push([huge, ...randomTensors(7, 2, 1000)]);
 
     const before = socketBytes(shm);
-    const [viaShm, viaSocket] = await Promise.all([shm, socket].map((worker) => Promise.all(requests.map((inputs) => worker.execute(inputs)))));
+    const [viaShm, viaSocket] = await Promise.all(
+      [shm, socket].map((worker) => Promise.all(requests.map((inputs) => worker.execute(inputs)))),
+    );
     const after = socketBytes(shm);
     requests.forEach((inputs, i) => {
       const a = viaShm![i]!.outputs;
@@ -363,11 +413,21 @@ describe("WorkerProcess shared-memory transport", () => {
     const worker = await startWith({ instanceName: "classifier_shm_0", transport: "shm" });
     expect(worker.transportKind).toBe("shm");
     await worker.load({ backend: "onnxruntime", modelPath: CLASSIFIER, config: {} });
-    const input: Tensor = { name: "x", datatype: "FP32", shape: [1, 3, 48, 192], data: Buffer.from(new Float32Array(3 * 48 * 192).fill(0.1).buffer) };
+    const input: Tensor = {
+      name: "x",
+      datatype: "FP32",
+      shape: [1, 3, 48, 192],
+      data: Buffer.from(new Float32Array(3 * 48 * 192).fill(0.1).buffer),
+    };
     const exit = nextExit(worker);
     // 300 x 110 KB: more than the 32 MiB input half holds, so the tail of the queue went inline.
     const requests = Array.from({ length: 300 }, () => worker.execute([input]));
-    const outcomes = requests.map((request) => request.then(() => "ok", (error: unknown) => error));
+    const outcomes = requests.map((request) =>
+      request.then(
+        () => "ok",
+        (error: unknown) => error,
+      ),
+    );
     await requests[0];
     expect(worker.inFlight).toBeGreaterThan(100);
     process.kill(worker.pid, "SIGKILL");
@@ -377,7 +437,9 @@ describe("WorkerProcess shared-memory transport", () => {
     for (const failure of failures) {
       expect(failure).toBeInstanceOf(OperonError);
       expect(failure.kind).toBe("UNAVAILABLE");
-      expect(failure.message).toBe(`worker for instance 'classifier_shm_0' (pid ${worker.pid}) exited unexpectedly (signal SIGKILL); request not completed`);
+      expect(failure.message).toBe(
+        `worker for instance 'classifier_shm_0' (pid ${worker.pid}) exited unexpectedly (signal SIGKILL); request not completed`,
+      );
     }
     expect(await exit).toEqual({ code: null, signal: "SIGKILL", expected: false });
     expect((await rejection(worker.execute([input]))).kind).toBe("UNAVAILABLE");
@@ -391,7 +453,9 @@ describe("WorkerProcess shared-memory transport", () => {
     await auto.load({ backend: "echo", modelPath: "", config: {} });
     const { outputs } = await auto.execute([fp32("x", [1, 2, 3])]);
     expect(floats(outputs[0])).toEqual([1, 2, 3]);
-    expect(logs.some((line) => line.includes("shared memory not used") && line.includes("disabled by OPERON_NATIVE=0"))).toBe(true);
+    expect(
+      logs.some((line) => line.includes("shared memory not used") && line.includes("disabled by OPERON_NATIVE=0")),
+    ).toBe(true);
 
     const required = await rejection(startWith({ instanceName: "echo_nonative_1", env, transport: "shm" }));
     expect(required.kind).toBe("UNAVAILABLE");
@@ -414,7 +478,11 @@ describe("WorkerProcess shared-memory transport", () => {
 describe("WorkerProcess echo backend", () => {
   it("renames outputs from config parameters and selects requested outputs", async () => {
     const worker = await start("echo_names_0");
-    await worker.load({ backend: "echo", modelPath: "", config: { parameters: { output_names: { string_value: "A, B" } } } });
+    await worker.load({
+      backend: "echo",
+      modelPath: "",
+      config: { parameters: { output_names: { string_value: "A, B" } } },
+    });
     const result = await worker.execute([fp32("x", [1]), fp32("y", [2]), fp32("z", [3])]);
     expect(result.outputs.map((output) => output.name)).toEqual(["A", "B", "z"]);
     const only = await worker.execute([fp32("x", [1]), fp32("y", [2])], ["B"]);
@@ -462,7 +530,9 @@ describe("WorkerProcess with TypeScript-backend models", () => {
     expect(worker.transportKind).toBe(NATIVE ? "shm" : "socket");
     await worker.load({ backend: "typescript", modelPath: tsModel("streamer", STREAMER), config: STREAMER_CONFIG });
     const seen: StreamResponse[] = [];
-    const done = worker.executeStream([int32("COUNT", [5])], undefined, (response) => void seen.push(response), { id: "r1" });
+    const done = worker.executeStream([int32("COUNT", [5])], undefined, (response) => void seen.push(response), {
+      id: "r1",
+    });
     expect(seen).toEqual([]); // never called from inside executeStream
     await done;
     expect(seen.map((response) => response.final)).toEqual([false, false, false, false, false, true]);
@@ -499,7 +569,11 @@ describe("WorkerProcess with TypeScript-backend models", () => {
 
   it("says when a decoupled model's execute returned (onExecuted), before the stream's final response", async () => {
     const worker = await start("streamer_executed_0");
-    await worker.load({ backend: "typescript", modelPath: tsModel("streamer_executed", STREAMER), config: STREAMER_CONFIG });
+    await worker.load({
+      backend: "typescript",
+      modelPath: tsModel("streamer_executed", STREAMER),
+      config: STREAMER_CONFIG,
+    });
     const events: string[] = [];
     await worker.executeStream(
       [int32("COUNT", [2])],
@@ -519,11 +593,15 @@ describe("WorkerProcess with TypeScript-backend models", () => {
       config: { ...STREAMER_CONFIG, parameters: { decoupled_final_timeout_ms: { string_value: "300" } } },
     });
     const silent: StreamResponse[] = [];
-    await worker.executeStream([int32("COUNT", [1])], undefined, (response) => void silent.push(response), { parameters: { forget: true } });
+    await worker.executeStream([int32("COUNT", [1])], undefined, (response) => void silent.push(response), {
+      parameters: { forget: true },
+    });
     expect(silent.map((response) => response.final)).toEqual([false, true]);
     const timedOut = silent[1] as { error: OperonError };
     expect(timedOut.error.kind).toBe("INTERNAL");
-    expect(timedOut.error.message).toMatch(/^model 'streamer' did not send the final response for request \d+ within 300 ms$/);
+    expect(timedOut.error.message).toMatch(
+      /^model 'streamer' did not send the final response for request \d+ within 300 ms$/,
+    );
 
     const seen: StreamResponse[] = [];
     const exit = nextExit(worker);
@@ -595,10 +673,17 @@ describe("WorkerProcess with TypeScript-backend models", () => {
     // 32 KiB: the BLS input travels through shared memory when the worker has it; the answer comes back inline.
     const values = Array.from({ length: 8192 }, (_, i) => i / 4);
     const result = await worker.execute([fp32("X", values)]);
-    expect(floats(result.outputs.find((output) => output.name === "DOUBLED"))).toEqual(values.map((value) => 2 * value));
-    expect(strings(result.outputs.find((output) => output.name === "FAILED"))).toEqual(["NOT_FOUND", "model 'missing' is not loaded"]);
+    expect(floats(result.outputs.find((output) => output.name === "DOUBLED"))).toEqual(
+      values.map((value) => 2 * value),
+    );
+    expect(strings(result.outputs.find((output) => output.name === "FAILED"))).toEqual([
+      "NOT_FOUND",
+      "model 'missing' is not loaded",
+    ]);
     expect(peak).toBe(2);
-    expect(calls.map((call) => [call.model, call.version, call.outputNames, call.parameters, call.inputs[0]!.name])).toEqual([
+    expect(
+      calls.map((call) => [call.model, call.version, call.outputNames, call.parameters, call.inputs[0]!.name]),
+    ).toEqual([
       ["doubler", undefined, ["Y"], { scale: 2 }, "X"],
       ["missing", "7", undefined, undefined, "Z"],
     ]);
@@ -629,7 +714,9 @@ describe("WorkerProcess with TypeScript-backend models", () => {
     const requests = [1, 2, 3, 4].map((i) => worker.execute([int32("X", [i], [1, 1])]));
     await loading;
     const results = await Promise.all(requests);
-    expect(results.map((result) => [result.outputs[0]!.data.readInt32LE(0), result.outputs[1]!.data.readInt32LE(0)])).toEqual([
+    expect(
+      results.map((result) => [result.outputs[0]!.data.readInt32LE(0), result.outputs[1]!.data.readInt32LE(0)]),
+    ).toEqual([
       [4, 1],
       [4, 2],
       [4, 3],
@@ -641,7 +728,10 @@ describe("WorkerProcess with TypeScript-backend models", () => {
     const worker = await start("spinner_0");
     await worker.load({
       backend: "typescript",
-      modelPath: tsModel("spinner", `export default class {\n  execute(requests) {\n    if (requests[0].parameters.spin) while (true) {}\n    return requests.map(() => ({ outputs: [] }));\n  }\n}\n`),
+      modelPath: tsModel(
+        "spinner",
+        `export default class {\n  execute(requests) {\n    if (requests[0].parameters.spin) while (true) {}\n    return requests.map(() => ({ outputs: [] }));\n  }\n}\n`,
+      ),
       config: { name: "spinner", parameters: { execute_timeout_ms: { string_value: "1000" } } },
     });
     expect((await worker.execute([])).outputs).toEqual([]);
@@ -654,7 +744,11 @@ describe("WorkerProcess with TypeScript-backend models", () => {
     expect(elapsedMs).toBeGreaterThanOrEqual(950);
     expect(elapsedMs).toBeLessThan(5000);
     expect(await exit).toEqual({ code: null, signal: "SIGKILL", expected: false });
-    const line = logs.map((entry) => JSON.parse(entry) as Record<string, unknown>).find((entry) => entry.instance === "spinner_0" && entry.level === "error");
-    expect(line?.msg).toBe("model 'spinner' execute timed out after 1000 ms; killing the worker process (a running model cannot be interrupted)");
+    const line = logs
+      .map((entry) => JSON.parse(entry) as Record<string, unknown>)
+      .find((entry) => entry.instance === "spinner_0" && entry.level === "error");
+    expect(line?.msg).toBe(
+      "model 'spinner' execute timed out after 1000 ms; killing the worker process (a running model cannot be interrupted)",
+    );
   });
 });

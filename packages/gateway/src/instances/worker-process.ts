@@ -64,7 +64,6 @@ export interface WorkerSpawnOptions {
   onBlsRequest?: BlsRequestHandler;
 }
 
-
 /** Longest a copied-out output's space waits to be handed back when no execute frame carries it. */
 const RELEASE_FLUSH_MS = 2;
 
@@ -89,7 +88,6 @@ interface Pending {
   /** Removes the request's cancellation listener (it sends `cancel` to the worker). */
   dropSignal?: () => void;
 }
-
 
 /**
  * The gateway's handle on one backend worker process (one model instance).
@@ -213,7 +211,10 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     const transport = options.transport ?? "auto";
     const onLog = options.onLog ?? ((line: string) => void process.stderr.write(`${line}\n`));
     const shm = transport === "socket" ? undefined : createSegment(options, onLog);
-    const env: NodeJS.ProcessEnv = { ...(options.env ?? workerEnvironment(process.env, options.identity)), OPERON_WORKER_INSTANCE: options.instanceName };
+    const env: NodeJS.ProcessEnv = {
+      ...(options.env ?? workerEnvironment(process.env, options.identity)),
+      OPERON_WORKER_INSTANCE: options.instanceName,
+    };
     delete env[WORKER_SHM_NAME_ENV];
     delete env[WORKER_SHM_BYTES_ENV];
     if (shm !== undefined) {
@@ -237,7 +238,11 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     if (child.pid === undefined) {
       dropSegment(shm);
       const error = await new Promise<Error>((resolve) => child.once("error", resolve));
-      throw new OperonError("UNAVAILABLE", `cannot start worker for instance '${options.instanceName}': ${error.message}`, { cause: error });
+      throw new OperonError(
+        "UNAVAILABLE",
+        `cannot start worker for instance '${options.instanceName}': ${error.message}`,
+        { cause: error },
+      );
     }
     const worker = new WorkerProcess(child, child.pid, options.instanceName, onLog, shm);
     worker.onBlsRequest = options.onBlsRequest;
@@ -285,7 +290,14 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
    * none reject with UNSUPPORTED once the final flag came (use executeStream).
    */
   execute(inputs: Tensor[], outputNames?: string[], options?: ExecuteRequestOptions): Promise<WorkerExecuteResult> {
-    return this.request("execute", executeMessage(outputNames, options), inputs, undefined, undefined, options?.signal) as Promise<WorkerExecuteResult>;
+    return this.request(
+      "execute",
+      executeMessage(outputNames, options),
+      inputs,
+      undefined,
+      undefined,
+      options?.signal,
+    ) as Promise<WorkerExecuteResult>;
   }
 
   /**
@@ -313,7 +325,14 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
         this.log(`executeStream callback threw: ${asOperonError(error).message}`);
       }
     };
-    return this.request("stream", executeMessage(outputNames, options), inputs, deliver, options?.onExecuted, options?.signal).then(
+    return this.request(
+      "stream",
+      executeMessage(outputNames, options),
+      inputs,
+      deliver,
+      options?.onExecuted,
+      options?.signal,
+    ).then(
       () => undefined,
       (error: unknown) => deliver({ error: asOperonError(error), final: true }),
     );
@@ -426,7 +445,11 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     return this.metricsText;
   }
 
-  private send(message: WorkerRequestMessage, tensors: Tensor[] = [], shmOffsets: Array<number | undefined> = []): void {
+  private send(
+    message: WorkerRequestMessage,
+    tensors: Tensor[] = [],
+    shmOffsets: Array<number | undefined> = [],
+  ): void {
     if (this.channel.writable) writeFrame(this.channel, message, tensors, shmOffsets);
   }
 
@@ -493,7 +516,12 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       const timer = setTimeout(() => {
         this.ready = undefined;
         this.kill("SIGKILL");
-        reject(new OperonError("UNAVAILABLE", `worker for instance '${this.instanceName}' (pid ${this.pid}) did not start within ${timeoutMs} ms`));
+        reject(
+          new OperonError(
+            "UNAVAILABLE",
+            `worker for instance '${this.instanceName}' (pid ${this.pid}) did not start within ${timeoutMs} ms`,
+          ),
+        );
       }, timeoutMs);
       this.ready = {
         resolve: () => {
@@ -525,7 +553,10 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       this.onReadyShm(header.shm);
       if (header.wireVersion !== WORKER_WIRE_VERSION) {
         this.ready?.reject(
-          new OperonError("UNAVAILABLE", `worker for instance '${this.instanceName}' speaks wire version ${header.wireVersion}, the gateway ${WORKER_WIRE_VERSION}`),
+          new OperonError(
+            "UNAVAILABLE",
+            `worker for instance '${this.instanceName}' speaks wire version ${header.wireVersion}, the gateway ${WORKER_WIRE_VERSION}`,
+          ),
         );
         this.ready = undefined;
         this.kill("SIGKILL");
@@ -563,12 +594,17 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     }
     const pending = this.pending.get(header.requestId);
     if (pending === undefined) {
-      if (header.type === "error" || header.type === "response-error") this.log(`worker error: ${header.kind}: ${header.message}`);
+      if (header.type === "error" || header.type === "response-error")
+        this.log(`worker error: ${header.kind}: ${header.message}`);
       return;
     }
     const streamed: StreamResponse | undefined =
       header.type === "response"
-        ? { outputs, final: header.final, ...(header.parameters !== undefined ? { parameters: header.parameters } : {}) }
+        ? {
+            outputs,
+            final: header.final,
+            ...(header.parameters !== undefined ? { parameters: header.parameters } : {}),
+          }
         : header.type === "response-error"
           ? { error: new OperonError(header.kind, header.message), final: header.final }
           : undefined;
@@ -580,7 +616,8 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     this.pending.delete(header.requestId);
     pending.dropSignal?.();
     // The worker is done with this request's inputs once it sent its (final) reply.
-    if (pending.inputOffsets !== undefined) for (const offset of pending.inputOffsets) this.shm?.inputRing.release(offset);
+    if (pending.inputOffsets !== undefined)
+      for (const offset of pending.inputOffsets) this.shm?.inputRing.release(offset);
     if (pending.kind === "stream") {
       // A non-decoupled model's one result (or error) ends the stream too.
       const last: StreamResponse =
@@ -589,18 +626,28 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
           ? { outputs, final: true }
           : header.type === "error"
             ? { error: new OperonError(header.kind, header.message), final: true }
-            : { error: new OperonError("INTERNAL", `worker answered an execute request with '${header.type}'`), final: true });
+            : {
+                error: new OperonError("INTERNAL", `worker answered an execute request with '${header.type}'`),
+                final: true,
+              });
       pending.onResponse?.(last);
       pending.resolve(undefined);
     } else if (streamed !== undefined && pending.kind === "execute") this.settleDecoupledExecute(pending, streamed);
     else if (header.type === "error") pending.reject(new OperonError(header.kind, header.message));
     else if (header.type === "loaded" && pending.kind === "load") {
-      pending.resolve({ inputs: header.inputs, outputs: header.outputs, ...(header.config !== undefined ? { config: header.config } : {}) });
-    }
-    else if (header.type === "result" && pending.kind === "execute") {
-      pending.resolve({ outputs, timing: header.timing, ...(header.parameters !== undefined ? { parameters: header.parameters } : {}) });
-    }
-    else pending.reject(new OperonError("INTERNAL", `worker answered a ${pending.kind} request with '${header.type}'`));
+      pending.resolve({
+        inputs: header.inputs,
+        outputs: header.outputs,
+        ...(header.config !== undefined ? { config: header.config } : {}),
+      });
+    } else if (header.type === "result" && pending.kind === "execute") {
+      pending.resolve({
+        outputs,
+        timing: header.timing,
+        ...(header.parameters !== undefined ? { parameters: header.parameters } : {}),
+      });
+    } else
+      pending.reject(new OperonError("INTERNAL", `worker answered a ${pending.kind} request with '${header.type}'`));
   }
 
   /** The worker's execute returned for these requests: tell the streams that asked (once each). */
@@ -622,14 +669,21 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
   /** execute() on a decoupled model: one response is a result; an error, none or several are not. */
   private settleDecoupledExecute(pending: Pending, last: StreamResponse): void {
     const responses = [...(pending.responses ?? []), last];
-    const failed = responses.find((response): response is { error: OperonError; final: boolean } => "error" in response);
+    const failed = responses.find(
+      (response): response is { error: OperonError; final: boolean } => "error" in response,
+    );
     if (failed !== undefined) {
       pending.reject(failed.error);
       return;
     }
-    const withData = responses.filter((response) => "outputs" in response && (response.outputs.length > 0 || !response.final));
+    const withData = responses.filter(
+      (response) => "outputs" in response && (response.outputs.length > 0 || !response.final),
+    );
     if (withData.length === 1) {
-      pending.resolve({ outputs: (withData[0] as { outputs: Tensor[] }).outputs, timing: { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 } });
+      pending.resolve({
+        outputs: (withData[0] as { outputs: Tensor[] }).outputs,
+        timing: { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 },
+      });
       return;
     }
     pending.reject(
@@ -647,7 +701,11 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     let failure: OperonError | undefined;
     try {
       const handler = this.onBlsRequest;
-      if (handler === undefined) throw new OperonError("UNAVAILABLE", `BLS is not available: nothing serves model calls from instance '${this.instanceName}'`);
+      if (handler === undefined)
+        throw new OperonError(
+          "UNAVAILABLE",
+          `BLS is not available: nothing serves model calls from instance '${this.instanceName}'`,
+        );
       const result = await handler({
         model: header.model,
         inputs,
@@ -697,7 +755,12 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     clearTimeout(this.settleTimer);
     if (this.ready !== undefined) {
       const how = info.signal !== null ? `signal ${info.signal}` : `code ${info.code}`;
-      this.ready.reject(new OperonError("UNAVAILABLE", `worker for instance '${this.instanceName}' (pid ${this.pid}) exited during start-up (${how})`));
+      this.ready.reject(
+        new OperonError(
+          "UNAVAILABLE",
+          `worker for instance '${this.instanceName}' (pid ${this.pid}) exited during start-up (${how})`,
+        ),
+      );
       this.ready = undefined;
     }
     const error = this.unavailable();
@@ -717,17 +780,24 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     const who = `worker for instance '${this.instanceName}' (pid ${this.pid})`;
     const info = this.exitInfo;
     if (info === undefined) {
-      return new OperonError("UNAVAILABLE", this.state === "starting" ? `${who} is not ready yet` : `${who} is stopping; request not accepted`);
+      return new OperonError(
+        "UNAVAILABLE",
+        this.state === "starting" ? `${who} is not ready yet` : `${who} is stopping; request not accepted`,
+      );
     }
     const how = info.signal !== null ? `signal ${info.signal}` : `code ${info.code}`;
     return new OperonError(
       "UNAVAILABLE",
-      info.expected ? `${who} was stopped (${how}); request not completed` : `${who} exited unexpectedly (${how}); request not completed`,
+      info.expected
+        ? `${who} was stopped (${how}); request not completed`
+        : `${who} exited unexpectedly (${how}); request not completed`,
     );
   }
 
   /** The worker's answer to the shared-memory offer; either way the name can go now. */
-  private onReadyShm(status: { status: "mapped"; byteLength: number } | { status: "unavailable"; reason: string } | undefined): void {
+  private onReadyShm(
+    status: { status: "mapped"; byteLength: number } | { status: "unavailable"; reason: string } | undefined,
+  ): void {
     const shm = this.shm;
     if (shm === undefined) return;
     unlinkSegment(shm);
@@ -749,7 +819,15 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
   /** Gateway-side findings about the worker go the same way as its own log lines. */
   private log(message: string, level: "warn" | "error" = "error"): void {
     try {
-      this.onLog(JSON.stringify({ time: new Date().toISOString(), level, instance: this.instanceName, pid: this.pid, msg: message }));
+      this.onLog(
+        JSON.stringify({
+          time: new Date().toISOString(),
+          level,
+          instance: this.instanceName,
+          pid: this.pid,
+          msg: message,
+        }),
+      );
     } catch {
       // see the stderr reader
     }
@@ -762,12 +840,24 @@ function executeMessage(outputNames: string[] | undefined, options: ExecuteReque
     requestId: 0,
     ...(outputNames !== undefined && outputNames.length > 0 ? { outputNames } : {}),
     ...(options?.id !== undefined && options.id !== "" ? { id: options.id } : {}),
-    ...(options?.parameters !== undefined && Object.keys(options.parameters).length > 0 ? { parameters: options.parameters } : {}),
+    ...(options?.parameters !== undefined && Object.keys(options.parameters).length > 0
+      ? { parameters: options.parameters }
+      : {}),
   };
 }
 
 // The instance contract's types, where callers of WorkerProcess have always found them.
-export type { BlsRequest, BlsRequestHandler, ExecuteRequestOptions, StreamRequestOptions, StreamResponse, WorkerExecuteResult, WorkerExitInfo, WorkerLoadResult, WorkerLoadSpec };
+export type {
+  BlsRequest,
+  BlsRequestHandler,
+  ExecuteRequestOptions,
+  StreamRequestOptions,
+  StreamResponse,
+  WorkerExecuteResult,
+  WorkerExitInfo,
+  WorkerLoadResult,
+  WorkerLoadSpec,
+};
 
 /** Hands a worker's shared-memory segment to the account it runs as (Linux names segments under /dev/shm). */
 function chownSegment(shm: SharedSegment, identity: WorkerIdentity, onLog: (line: string) => void): void {

@@ -35,7 +35,7 @@ describe("mergeBackendMetrics", () => {
   });
 
   it("drops malformed lines and families that would shadow Operon's own", () => {
-    const text = "garbage line here\nnv_inference_count{model=\"x\"} 5\nok_total 1\n";
+    const text = 'garbage line here\nnv_inference_count{model="x"} 5\nok_total 1\n';
     expect(mergeBackendMetrics([text], new Set(["nv_inference_count"]))).toBe("ok_total 1\n");
     expect(mergeBackendMetrics([""])).toBe("");
   });

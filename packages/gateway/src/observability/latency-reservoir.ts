@@ -26,7 +26,11 @@ export class LatencyReservoir {
   constructor(private readonly capacity = 4096) {}
 
   /** One request's latencies; computeInferNs absent for a cached answer. */
-  record(model: string, version: string, latency: { requestNs: number; queueNs: number; computeInferNs?: number | undefined }): void {
+  record(
+    model: string,
+    version: string,
+    latency: { requestNs: number; queueNs: number; computeInferNs?: number | undefined },
+  ): void {
     const ring = this.ringOf(model, version);
     this.write(ring, "request", latency.requestNs / 1000);
     this.write(ring, "queue", latency.queueNs / 1000);
@@ -38,7 +42,8 @@ export class LatencyReservoir {
     for (const ring of this.rings.values()) {
       const values = ring[series];
       const written = ring.written[series];
-      for (let i = Math.max(ring.drained[series], written - this.capacity); i < written; i += 1) observe(ring.labels, values[i % this.capacity]!);
+      for (let i = Math.max(ring.drained[series], written - this.capacity); i < written; i += 1)
+        observe(ring.labels, values[i % this.capacity]!);
       ring.drained[series] = written;
     }
   }

@@ -25,17 +25,24 @@ export async function startMetricsServer(
         const failure = asOperonError(error);
         const status = httpStatusOf(failure.kind);
         response
-          .writeHead(status, { "content-type": "application/json", ...(status === 401 ? { "www-authenticate": "Bearer" } : {}) })
+          .writeHead(status, {
+            "content-type": "application/json",
+            ...(status === 401 ? { "www-authenticate": "Bearer" } : {}),
+          })
           .end(JSON.stringify({ error: failure.message }));
         return;
       }
     }
     if (path !== "/metrics") {
-      response.writeHead(404, { "content-type": "application/json" }).end(JSON.stringify({ error: `no metrics at '${path}'; use /metrics` }));
+      response
+        .writeHead(404, { "content-type": "application/json" })
+        .end(JSON.stringify({ error: `no metrics at '${path}'; use /metrics` }));
       return;
     }
     if (request.method !== "GET" && request.method !== "HEAD") {
-      response.writeHead(405, { "content-type": "application/json", allow: "GET" }).end(JSON.stringify({ error: "use GET /metrics" }));
+      response
+        .writeHead(405, { "content-type": "application/json", allow: "GET" })
+        .end(JSON.stringify({ error: "use GET /metrics" }));
       return;
     }
     metrics.exposition().then(

@@ -39,7 +39,6 @@ export interface GatewayMetricsOptions {
  */
 const SUMMARY_SETTINGS = { percentiles: [0.5, 0.9, 0.95, 0.99], maxAgeSeconds: 60, ageBuckets: 2 } as const;
 
-
 /** A source of counter increments flushed at scrape time (ModelVersionStats). */
 export interface ScrapeTimeCounters {
   readonly model: string;
@@ -55,7 +54,10 @@ export class GatewayMetrics {
   /** Prometheus text of native backends' custom metric families, per worker (see backendMetricsText). */
   private readonly backendMetricSources = new Set<() => Iterable<string>>();
 
-  readonly requestSuccess = this.counter("nv_inference_request_success", "Number of successful inference requests, all batch sizes");
+  readonly requestSuccess = this.counter(
+    "nv_inference_request_success",
+    "Number of successful inference requests, all batch sizes",
+  );
   readonly requestFailure = new Counter({
     name: "nv_inference_request_failure",
     help: "Number of failed inference requests, all batch sizes",
@@ -63,17 +65,44 @@ export class GatewayMetrics {
     registers: [this.registry],
     collect: () => this.flushCounters(),
   });
-  readonly inferenceCount = this.counter("nv_inference_count", "Number of inferences performed (does not include cached requests)");
-  readonly execCount = this.counter("nv_inference_exec_count", "Number of model executions performed (does not include cached requests)");
-  readonly requestDurationUs = this.counter("nv_inference_request_duration_us", "Cumulative inference request duration in microseconds (includes cached requests)");
-  readonly queueDurationUs = this.counter("nv_inference_queue_duration_us", "Cumulative inference queuing duration in microseconds (includes cached requests)");
-  readonly computeInputDurationUs = this.counter("nv_inference_compute_input_duration_us", "Cumulative compute input duration in microseconds (does not include cached requests)");
-  readonly computeInferDurationUs = this.counter("nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in microseconds (does not include cached requests)");
-  readonly computeOutputDurationUs = this.counter("nv_inference_compute_output_duration_us", "Cumulative inference compute output duration in microseconds (does not include cached requests)");
+  readonly inferenceCount = this.counter(
+    "nv_inference_count",
+    "Number of inferences performed (does not include cached requests)",
+  );
+  readonly execCount = this.counter(
+    "nv_inference_exec_count",
+    "Number of model executions performed (does not include cached requests)",
+  );
+  readonly requestDurationUs = this.counter(
+    "nv_inference_request_duration_us",
+    "Cumulative inference request duration in microseconds (includes cached requests)",
+  );
+  readonly queueDurationUs = this.counter(
+    "nv_inference_queue_duration_us",
+    "Cumulative inference queuing duration in microseconds (includes cached requests)",
+  );
+  readonly computeInputDurationUs = this.counter(
+    "nv_inference_compute_input_duration_us",
+    "Cumulative compute input duration in microseconds (does not include cached requests)",
+  );
+  readonly computeInferDurationUs = this.counter(
+    "nv_inference_compute_infer_duration_us",
+    "Cumulative compute inference duration in microseconds (does not include cached requests)",
+  );
+  readonly computeOutputDurationUs = this.counter(
+    "nv_inference_compute_output_duration_us",
+    "Cumulative inference compute output duration in microseconds (does not include cached requests)",
+  );
   readonly cacheHits = this.counter("nv_cache_num_hits_per_model", "Number of cache hits per model");
   readonly cacheMisses = this.counter("nv_cache_num_misses_per_model", "Number of cache misses per model");
-  readonly cacheHitDurationUs = this.counter("nv_cache_hit_duration_per_model", "Total cache hit duration per model, in microseconds");
-  readonly cacheMissDurationUs = this.counter("nv_cache_miss_duration_per_model", "Total cache miss (lookup + insert) duration per model, in microseconds");
+  readonly cacheHitDurationUs = this.counter(
+    "nv_cache_hit_duration_per_model",
+    "Total cache hit duration per model, in microseconds",
+  );
+  readonly cacheMissDurationUs = this.counter(
+    "nv_cache_miss_duration_per_model",
+    "Total cache miss (lookup + insert) duration per model, in microseconds",
+  );
   /** Reads the server-wide response cache's size at scrape time; unset = no cache (the gauges read 0). */
   private responseCacheSource: (() => { bytes: number; entries: number }) | undefined;
   readonly cacheBytes = new Gauge({
@@ -93,8 +122,14 @@ export class GatewayMetrics {
     },
   });
   /** Set at scrape time by the instance pools (onScrape), not on every queue change. */
-  readonly pendingRequests = this.scrapedGauge("nv_inference_pending_request_count", "Instantaneous number of pending requests awaiting execution per-model.");
-  readonly executingRequests = this.scrapedGauge("operon_inference_executing_request_count", "Instantaneous number of requests executing on a backend instance per-model (pending ones are in nv_inference_pending_request_count)");
+  readonly pendingRequests = this.scrapedGauge(
+    "nv_inference_pending_request_count",
+    "Instantaneous number of pending requests awaiting execution per-model.",
+  );
+  readonly executingRequests = this.scrapedGauge(
+    "operon_inference_executing_request_count",
+    "Instantaneous number of requests executing on a backend instance per-model (pending ones are in nv_inference_pending_request_count)",
+  );
   readonly workerRestarts = new Counter({
     name: "operon_worker_restarts_total",
     help: "Backend worker processes restarted after exiting unexpectedly",
@@ -135,7 +170,11 @@ export class GatewayMetrics {
   private readonly cpuTimer: PeriodicTask;
   /** Undefined when latency summaries are off. */
   private readonly summaries:
-    | { request: Summary<"model" | "version">; queue: Summary<"model" | "version">; computeInfer: Summary<"model" | "version"> }
+    | {
+        request: Summary<"model" | "version">;
+        queue: Summary<"model" | "version">;
+        computeInfer: Summary<"model" | "version">;
+      }
     | undefined;
 
   constructor(options: GatewayMetricsOptions = {}) {
@@ -143,13 +182,28 @@ export class GatewayMetrics {
       options.latencySummaries === false
         ? undefined
         : {
-            request: this.summary("request", "nv_inference_request_summary_us", "Summary of inference request duration in microseconds (includes cached requests)"),
-            queue: this.summary("queue", "nv_inference_queue_summary_us", "Summary of inference queuing duration in microseconds (includes cached requests)"),
-            computeInfer: this.summary("computeInfer", "nv_inference_compute_infer_summary_us", "Summary of compute inference duration in microseconds (does not include cached requests)"),
+            request: this.summary(
+              "request",
+              "nv_inference_request_summary_us",
+              "Summary of inference request duration in microseconds (includes cached requests)",
+            ),
+            queue: this.summary(
+              "queue",
+              "nv_inference_queue_summary_us",
+              "Summary of inference queuing duration in microseconds (includes cached requests)",
+            ),
+            computeInfer: this.summary(
+              "computeInfer",
+              "nv_inference_compute_infer_summary_us",
+              "Summary of compute inference duration in microseconds (does not include cached requests)",
+            ),
           };
     collectDefaultMetrics({ register: this.registry, prefix: "operon_gateway_" });
     this.sampleCpu();
-    this.cpuTimer = new PeriodicTask(() => this.sampleCpu(), { intervalMs: options.cpuIntervalMs ?? 2000, onError: () => undefined });
+    this.cpuTimer = new PeriodicTask(() => this.sampleCpu(), {
+      intervalMs: options.cpuIntervalMs ?? 2000,
+      onError: () => undefined,
+    });
     this.cpuTimer.start();
   }
 
@@ -209,9 +263,11 @@ export class GatewayMetrics {
 
   /** Forgets a model version's series (on unload), as Triton does. */
   removeModelVersion(model: string, version: string): void {
-    for (const source of this.counterSources) if (source.model === model && source.version === version) this.counterSources.delete(source);
+    for (const source of this.counterSources)
+      if (source.model === model && source.version === version) this.counterSources.delete(source);
     for (const metric of [...this.inferenceCounters(), ...this.cacheCounters()]) metric.remove({ model, version });
-    if (this.summaries !== undefined) for (const summary of Object.values(this.summaries)) summary.remove({ model, version });
+    if (this.summaries !== undefined)
+      for (const summary of Object.values(this.summaries)) summary.remove({ model, version });
     this.latencies.forget(model, version);
     for (const reason of FAILURE_REASONS) this.requestFailure.remove({ model, version, reason });
     this.pendingRequests.remove({ model, version });
@@ -267,7 +323,13 @@ export class GatewayMetrics {
     const runHooks = (): void => {
       for (const hook of this.scrapeHooks) hook();
     };
-    return new Gauge({ name, help, labelNames: ["model", "version"] as const, registers: [this.registry], collect: runHooks });
+    return new Gauge({
+      name,
+      help,
+      labelNames: ["model", "version"] as const,
+      registers: [this.registry],
+      collect: runHooks,
+    });
   }
 
   private gauge(name: string, help: string): Gauge<"model" | "version"> {
@@ -276,7 +338,13 @@ export class GatewayMetrics {
 
   private counter(name: string, help: string): Counter<"model" | "version"> {
     const flush = (): void => this.flushCounters();
-    return new Counter({ name, help, labelNames: ["model", "version"] as const, registers: [this.registry], collect: flush });
+    return new Counter({
+      name,
+      help,
+      labelNames: ["model", "version"] as const,
+      registers: [this.registry],
+      collect: flush,
+    });
   }
 
   private sampleCpu(): void {

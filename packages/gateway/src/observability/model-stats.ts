@@ -166,7 +166,14 @@ export class ModelVersionStats {
     const bucket = Math.min(index, MAX_RESPONSE_STATS_INDEXES - 1);
     let stats = this.responses.get(bucket);
     if (stats === undefined) {
-      stats = { compute_infer: zero(), compute_output: zero(), success: zero(), fail: zero(), empty_response: zero(), cancel: zero() };
+      stats = {
+        compute_infer: zero(),
+        compute_output: zero(),
+        success: zero(),
+        fail: zero(),
+        empty_response: zero(),
+        cancel: zero(),
+      };
       this.responses.set(bucket, stats);
     }
     add(stats.compute_infer, ns);
@@ -198,10 +205,12 @@ export class ModelVersionStats {
         cache_miss: { ...this.cacheMiss },
       },
       response_stats: Object.fromEntries(
-        [...this.responses].sort(([a], [b]) => a - b).map(([index, stats]) => [
-          String(index),
-          Object.fromEntries(Object.entries(stats).map(([key, stat]) => [key, { ...stat }])),
-        ]),
+        [...this.responses]
+          .sort(([a], [b]) => a - b)
+          .map(([index, stats]) => [
+            String(index),
+            Object.fromEntries(Object.entries(stats).map(([key, stat]) => [key, { ...stat }])),
+          ]),
       ),
       batch_stats: [...this.batches.values()]
         .sort((a, b) => a.batch_size - b.batch_size)

@@ -3,7 +3,8 @@ import { cpuSecondsOfStat, readProcessUsage, rssBytesOfStatm } from "./process-u
 
 describe("process usage from procfs", () => {
   it("reads utime + stime (fields 14, 15) after a command name holding spaces and parentheses", () => {
-    const stat = "4242 (node (worker) x) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 11 0 123456 1000000 5000 18446744073709551615";
+    const stat =
+      "4242 (node (worker) x) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 75 0 0 20 0 11 0 123456 1000000 5000 18446744073709551615";
     expect(cpuSecondsOfStat(stat)).toBe(3.25);
     expect(cpuSecondsOfStat("garbage")).toBeNull();
     expect(cpuSecondsOfStat("1 (x) S 1")).toBeNull();

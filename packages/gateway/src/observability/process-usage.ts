@@ -20,7 +20,10 @@ const PAGE_BYTES = 4096;
 
 export async function readProcessUsage(pid: number): Promise<ProcessUsage> {
   const [stat, statm] = await Promise.all([readProc(pid, "stat"), readProc(pid, "statm")]);
-  return { cpuSeconds: stat === undefined ? null : cpuSecondsOfStat(stat), rssBytes: statm === undefined ? null : rssBytesOfStatm(statm) };
+  return {
+    cpuSeconds: stat === undefined ? null : cpuSecondsOfStat(stat),
+    rssBytes: statm === undefined ? null : rssBytesOfStatm(statm),
+  };
 }
 
 /**
@@ -38,7 +41,10 @@ export function cpuSecondsOfStat(stat: string): number | null {
   // Field 2 (the command) is in parentheses and may hold spaces or ')': fields 3.. follow its last ')'.
   const close = stat.lastIndexOf(")");
   if (close === -1) return null;
-  const fields = stat.slice(close + 1).trim().split(/\s+/);
+  const fields = stat
+    .slice(close + 1)
+    .trim()
+    .split(/\s+/);
   const utime = Number(fields[14 - 3]);
   const stime = Number(fields[15 - 3]);
   if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;

@@ -32,7 +32,12 @@ interface Call {
 }
 
 /** A runModel that answers after a delay, computes with plain arrays, and honours the signal like the engine does. */
-function fakeRunner(models: Record<string, FakeModel>): { runModel: RunModel; calls: Call[]; active: Map<string, number>; peak: Map<string, number> } {
+function fakeRunner(models: Record<string, FakeModel>): {
+  runModel: RunModel;
+  calls: Call[];
+  active: Map<string, number>;
+  peak: Map<string, number>;
+} {
   const calls: Call[] = [];
   const active = new Map<string, number>();
   const peak = new Map<string, number>();
@@ -53,7 +58,11 @@ function fakeRunner(models: Record<string, FakeModel>): { runModel: RunModel; ca
         if (fake.fail !== undefined) return reject(fake.fail);
         const byName = new Map(inputs.map((tensor) => [tensor.name, valuesOf(tensor)]));
         const produced = fake.run?.(byName) ?? {};
-        resolve({ modelName: model, modelVersion: "1", outputs: Object.entries(produced).map(([name, values]) => f32(name, values)) });
+        resolve({
+          modelName: model,
+          modelVersion: "1",
+          outputs: Object.entries(produced).map(([name, values]) => f32(name, values)),
+        });
       }, fake.latencyMs ?? 5);
       const onAbort = (): void => {
         clearTimeout(timer);
@@ -80,8 +89,13 @@ const MODELS: Record<string, FakeModel> = {
   broken: { latencyMs: 10, fail: new OperonError("INVALID_ARG", "unexpected shape for input 'x'") },
 };
 
-const model = (id: string, name: string, inputs: Record<string, string>, outputs: Record<string, string>, extra: Partial<StepSpec> = {}): StepSpec =>
-  ({ id, kind: "model", model: name, inputs, outputs, ...extra }) as StepSpec;
+const model = (
+  id: string,
+  name: string,
+  inputs: Record<string, string>,
+  outputs: Record<string, string>,
+  extra: Partial<StepSpec> = {},
+): StepSpec => ({ id, kind: "model", model: name, inputs, outputs, ...extra }) as StepSpec;
 
 function operator(steps: StepSpec[], outputs = ["OUT"], extra: Partial<OperatorSpec> = {}): OperatorSpec {
   return {
@@ -97,7 +111,10 @@ describe("DagExecutor", () => {
   it("runs a pipeline on a whiteboard, passing tensors by reference", async () => {
     const fake = fakeRunner(MODELS);
     const executor = new DagExecutor(
-      operator([model("pre", "scale2", { x: "IN" }, { y: "t" }), model("sum", "add", { a: "t", b: "IN" }, { sum: "OUT" })]),
+      operator([
+        model("pre", "scale2", { x: "IN" }, { y: "t" }),
+        model("sum", "add", { a: "t", b: "IN" }, { sum: "OUT" }),
+      ]),
       { runModel: fake.runModel },
     );
     const input = f32("IN", [1, 2, 3]);
@@ -135,12 +152,21 @@ describe("DagExecutor", () => {
 
   describe("routes", () => {
     const routed = (): OperatorSpec =>
-      operator([
-        { id: "route", kind: "route", input: "IN", cases: [{ when: { lessThan: 0 }, next: ["neg"] }], default: ["dbl"] },
-        model("neg", "negate", { x: "IN" }, { y: "OUT" }),
-        model("dbl", "scale2", { x: "IN" }, { y: "OUT" }),
-        model("after", "scale2", { x: "OUT" }, { y: "OUT2" }),
-      ], ["OUT", "OUT2"]);
+      operator(
+        [
+          {
+            id: "route",
+            kind: "route",
+            input: "IN",
+            cases: [{ when: { lessThan: 0 }, next: ["neg"] }],
+            default: ["dbl"],
+          },
+          model("neg", "negate", { x: "IN" }, { y: "OUT" }),
+          model("dbl", "scale2", { x: "IN" }, { y: "OUT" }),
+          model("after", "scale2", { x: "OUT" }, { y: "OUT2" }),
+        ],
+        ["OUT", "OUT2"],
+      );
 
     it("activates only the chosen branch and skips the other", async () => {
       const fake = fakeRunner(MODELS);
@@ -164,16 +190,29 @@ describe("DagExecutor", () => {
     it("routes on a request parameter", async () => {
       const fake = fakeRunner(MODELS);
       const spec = operator([
-        { id: "route", kind: "route", input: "$param.mode", cases: [{ when: { equals: "neg" }, next: ["neg"] }, { when: { equals: "dbl" }, next: ["dbl"] }] },
+        {
+          id: "route",
+          kind: "route",
+          input: "$param.mode",
+          cases: [
+            { when: { equals: "neg" }, next: ["neg"] },
+            { when: { equals: "dbl" }, next: ["dbl"] },
+          ],
+        },
         model("neg", "negate", { x: "IN" }, { y: "OUT" }),
         model("dbl", "scale2", { x: "IN" }, { y: "OUT" }),
       ]);
       const executor = new DagExecutor(spec, { runModel: fake.runModel });
-      expect(valuesOf((await executor.run([f32("IN", [5])], { parameters: { mode: "dbl" } })).outputs[0])).toEqual([10]);
-      expect(valuesOf((await executor.run([f32("IN", [5])], { parameters: { mode: "neg" } })).outputs[0])).toEqual([-5]);
+      expect(valuesOf((await executor.run([f32("IN", [5])], { parameters: { mode: "dbl" } })).outputs[0])).toEqual([
+        10,
+      ]);
+      expect(valuesOf((await executor.run([f32("IN", [5])], { parameters: { mode: "neg" } })).outputs[0])).toEqual([
+        -5,
+      ]);
       await expect(executor.run([f32("IN", [5])], { parameters: { mode: "other" } })).rejects.toMatchObject({
         kind: "INVALID_ARG",
-        message: "operator 'op' step 'route' failed: no case matches request parameter 'mode' = \"other\" and the route has no default",
+        message:
+          "operator 'op' step 'route' failed: no case matches request parameter 'mode' = \"other\" and the route has no default",
       });
       await expect(executor.run([f32("IN", [5])])).rejects.toThrow("request parameter 'mode' (not set)");
     });
@@ -181,7 +220,13 @@ describe("DagExecutor", () => {
     it("skips steps that read tensors only skipped steps produce", async () => {
       const fake = fakeRunner(MODELS);
       const spec = operator([
-        { id: "route", kind: "route", input: "IN", cases: [{ when: { greaterThan: 0 }, next: ["pos"] }], default: ["neg"] },
+        {
+          id: "route",
+          kind: "route",
+          input: "IN",
+          cases: [{ when: { greaterThan: 0 }, next: ["pos"] }],
+          default: ["neg"],
+        },
         model("pos", "scale2", { x: "IN" }, { y: "p" }),
         model("posAfter", "scale2", { x: "p" }, { y: "OUT" }),
         model("neg", "negate", { x: "IN" }, { y: "OUT" }),
@@ -199,7 +244,8 @@ describe("DagExecutor", () => {
       ]);
       await expect(new DagExecutor(spec, { runModel: fake.runModel }).run([f32("IN", [-1])])).rejects.toMatchObject({
         kind: "INTERNAL",
-        message: "operator 'op' produced no value for output 'OUT': its producer step(s) 'pos' were skipped by the routes taken",
+        message:
+          "operator 'op' produced no value for output 'OUT': its producer step(s) 'pos' were skipped by the routes taken",
       });
     });
   });
@@ -256,7 +302,11 @@ describe("DagExecutor", () => {
   it("fails the request when a step fails, naming operator, step and model, keeping the error kind", async () => {
     const fake = fakeRunner(MODELS);
     const executor = new DagExecutor(
-      operator([model("other", "slow", { x: "IN" }, { y: "o" }), model("bad", "broken", { x: "IN" }, { y: "b" }), model("join", "add", { a: "o", b: "b" }, { sum: "OUT" })]),
+      operator([
+        model("other", "slow", { x: "IN" }, { y: "o" }),
+        model("bad", "broken", { x: "IN" }, { y: "b" }),
+        model("join", "add", { a: "o", b: "b" }, { sum: "OUT" }),
+      ]),
       { runModel: fake.runModel },
     );
     const failure = await executor.run([f32("IN", [1])]).catch((error: unknown) => error);
@@ -280,19 +330,28 @@ describe("DagExecutor", () => {
     const controller = new AbortController();
     const running = executor.run([f32("IN", [1])], { signal: controller.signal });
     setTimeout(() => controller.abort(new Error("client went away")), 15);
-    await expect(running).rejects.toMatchObject({ kind: "CANCELLED", message: "operator 'op': the request was cancelled" });
+    await expect(running).rejects.toMatchObject({
+      kind: "CANCELLED",
+      message: "operator 'op': the request was cancelled",
+    });
     expect(fake.calls).toHaveLength(1);
     expect(fake.calls[0]!.aborted).toBe(true);
     expect(executor.inFlightCount).toBe(0);
     // An already-aborted signal fails at once without calling any model.
-    await expect(executor.run([f32("IN", [1])], { signal: AbortSignal.abort() })).rejects.toMatchObject({ kind: "CANCELLED" });
+    await expect(executor.run([f32("IN", [1])], { signal: AbortSignal.abort() })).rejects.toMatchObject({
+      kind: "CANCELLED",
+    });
     expect(fake.calls).toHaveLength(1);
   });
 
   it("caps a step's in-flight requests across requests (backpressure)", async () => {
     const fake = fakeRunner(MODELS);
     const executor = new DagExecutor(
-      operator([model("capped", "slow", { x: "IN" }, { y: "t" }), model("free", "scale2", { x: "t" }, { y: "OUT" })], ["OUT"], { maxInflightPerStep: 1 }),
+      operator(
+        [model("capped", "slow", { x: "IN" }, { y: "t" }), model("free", "scale2", { x: "t" }, { y: "OUT" })],
+        ["OUT"],
+        { maxInflightPerStep: 1 },
+      ),
       { runModel: fake.runModel },
     );
     const runs = [1, 2, 3].map((v) => executor.run([f32("IN", [v])]));
@@ -310,7 +369,9 @@ describe("DagExecutor", () => {
   it("a step's own maxInflight overrides the operator default (0 = unlimited)", async () => {
     const fake = fakeRunner(MODELS);
     const executor = new DagExecutor(
-      operator([model("capped", "slow", { x: "IN" }, { y: "OUT" }, { maxInflight: 0 } as Partial<StepSpec>)], ["OUT"], { maxInflightPerStep: 1 }),
+      operator([model("capped", "slow", { x: "IN" }, { y: "OUT" }, { maxInflight: 0 } as Partial<StepSpec>)], ["OUT"], {
+        maxInflightPerStep: 1,
+      }),
       { runModel: fake.runModel },
     );
     await Promise.all([1, 2, 3].map((v) => executor.run([f32("IN", [v])])));
@@ -322,11 +383,21 @@ describe("DagExecutor", () => {
     const ended: Array<{ step: string; status: string; ms: number }> = [];
     const executor = new DagExecutor(
       operator([
-        { id: "route", kind: "route", input: "IN", cases: [{ when: { lessThan: 0 }, next: ["neg"] }], default: ["dbl"] },
+        {
+          id: "route",
+          kind: "route",
+          input: "IN",
+          cases: [{ when: { lessThan: 0 }, next: ["neg"] }],
+          default: ["dbl"],
+        },
         model("neg", "negate", { x: "IN" }, { y: "OUT" }),
         model("dbl", "slow", { x: "IN" }, { y: "OUT" }),
       ]),
-      { runModel: fake.runModel, onStepEnd: (record) => ended.push({ step: record.step, status: record.status, ms: record.endedAt! - record.startedAt! }) },
+      {
+        runModel: fake.runModel,
+        onStepEnd: (record) =>
+          ended.push({ step: record.step, status: record.status, ms: record.endedAt! - record.startedAt! }),
+      },
     );
     await executor.run([f32("IN", [1])]);
     expect(ended.map((e) => [e.step, e.status])).toEqual([
@@ -374,7 +445,9 @@ describe("DagExecutor", () => {
       ],
       steps: [model("echo", "echo", { x: "IN", opt: "OPT" }, { y: "Y", z: "Z" })],
     };
-    const result = await new DagExecutor(spec, { runModel: fake.runModel }).run([f32("IN", [7])], { outputNames: ["Z", "Y"] });
+    const result = await new DagExecutor(spec, { runModel: fake.runModel }).run([f32("IN", [7])], {
+      outputNames: ["Z", "Y"],
+    });
     expect(result.outputs.map((t) => t.name)).toEqual(["Z", "Y"]);
     expect(valuesOf(result.outputs[0])).toEqual([0]);
     expect(fake.calls[0]!.inputs.map((t) => t.name)).toEqual(["x"]);
@@ -382,7 +455,11 @@ describe("DagExecutor", () => {
 
   it("fails with the step named when the model answers without a mapped output", async () => {
     const fake = fakeRunner({ mute: { run: () => ({}) } });
-    await expect(new DagExecutor(operator([model("m", "mute", { x: "IN" }, { y: "OUT" })]), { runModel: fake.runModel }).run([f32("IN", [1])])).rejects.toMatchObject({
+    await expect(
+      new DagExecutor(operator([model("m", "mute", { x: "IN" }, { y: "OUT" })]), { runModel: fake.runModel }).run([
+        f32("IN", [1]),
+      ]),
+    ).rejects.toMatchObject({
       kind: "INTERNAL",
       message: "operator 'op' step 'm' (model 'mute') failed: the model answered without output 'y'",
     });
@@ -390,7 +467,11 @@ describe("DagExecutor", () => {
 
   it("reports a spec that cannot make progress instead of hanging", async () => {
     const fake = fakeRunner(MODELS);
-    const cyclic = operator([model("a", "scale2", { x: "u" }, { y: "t" }), model("b", "scale2", { x: "t" }, { y: "u" }), model("c", "scale2", { x: "IN" }, { y: "OUT" })]);
+    const cyclic = operator([
+      model("a", "scale2", { x: "u" }, { y: "t" }),
+      model("b", "scale2", { x: "t" }, { y: "u" }),
+      model("c", "scale2", { x: "IN" }, { y: "OUT" }),
+    ]);
     await expect(new DagExecutor(cyclic, { runModel: fake.runModel }).run([f32("IN", [1])])).rejects.toThrow(
       "operator 'op' cannot make progress: step(s) 'a', 'b' wait for tensors no step will produce",
     );

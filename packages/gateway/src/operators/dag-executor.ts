@@ -108,7 +108,8 @@ export class DagExecutor {
   ) {
     this.graph = analyzeOperator(spec);
     for (const step of spec.steps) {
-      if (step.kind === "model") this.limiters.set(step.id, new StepLimiter(step.maxInflight ?? spec.maxInflightPerStep ?? 0));
+      if (step.kind === "model")
+        this.limiters.set(step.id, new StepLimiter(step.maxInflight ?? spec.maxInflightPerStep ?? 0));
     }
   }
 
@@ -164,7 +165,11 @@ class DagRun {
   /** The request's signal fired: its reason when that is an OperonError (e.g. UNAVAILABLE at unload), else CANCELLED. */
   private readonly onClientAbort = (): void => {
     const reason: unknown = this.options.signal?.reason;
-    this.fail(reason instanceof OperonError ? reason : new OperonError("CANCELLED", `operator '${this.spec.name}': the request was cancelled`));
+    this.fail(
+      reason instanceof OperonError
+        ? reason
+        : new OperonError("CANCELLED", `operator '${this.spec.name}': the request was cancelled`),
+    );
   };
 
   constructor(
@@ -180,7 +185,12 @@ class DagRun {
     for (const input of this.spec.inputs) if (!this.board.has(input.name)) this.absent.add(input.name);
     for (const step of this.spec.steps) {
       this.state.set(step.id, "waiting");
-      this.records.set(step.id, { step: step.id, kind: step.kind, ...(step.kind === "model" ? { model: step.model } : {}), status: "not-started" });
+      this.records.set(step.id, {
+        step: step.id,
+        kind: step.kind,
+        ...(step.kind === "model" ? { model: step.model } : {}),
+        status: "not-started",
+      });
     }
     if (options.signal?.aborted) {
       this.onClientAbort();
@@ -278,7 +288,10 @@ class DagRun {
     const match = step.cases.find((c) => conditionHolds(c.when, value));
     const next = match?.next ?? step.default;
     if (next === undefined) {
-      throw new OperonError("INVALID_ARG", `no case matches ${describeValue(step.input, value)} and the route has no default`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `no case matches ${describeValue(step.input, value)} and the route has no default`,
+      );
     }
     this.chosen.set(step.id, new Set(next));
   }
@@ -314,7 +327,14 @@ class DagRun {
       const release = await this.executor.limiter(step.id).acquire(signal);
       record.startedAt = this.executor.now();
       try {
-        return await this.executor.options.runModel(step.model, step.version, inputs, outputNames, signal, this.options.parameters);
+        return await this.executor.options.runModel(
+          step.model,
+          step.version,
+          inputs,
+          outputNames,
+          signal,
+          this.options.parameters,
+        );
       } finally {
         release();
         record.endedAt = this.executor.now();
@@ -341,7 +361,9 @@ class DagRun {
       if (tensor === undefined) {
         record.status = "failed";
         this.executor.options.onStepEnd?.(record);
-        this.fail(this.stepError(step, new OperonError("INTERNAL", `the model answered without output '${modelOutput}'`)));
+        this.fail(
+          this.stepError(step, new OperonError("INTERNAL", `the model answered without output '${modelOutput}'`)),
+        );
         return;
       }
       produced.push([tensorName, tensor.name === tensorName ? tensor : { ...tensor, name: tensorName }]);
@@ -378,7 +400,9 @@ class DagRun {
           new OperonError(
             "INTERNAL",
             `operator '${this.spec.name}' produced no value for output '${name}': ${
-              producers.length > 0 ? `its producer step(s) ${producers.map((id) => `'${id}'`).join(", ")} were skipped by the routes taken` : "no step produces it"
+              producers.length > 0
+                ? `its producer step(s) ${producers.map((id) => `'${id}'`).join(", ")} were skipped by the routes taken`
+                : "no step produces it"
             }`,
           ),
         );
@@ -394,7 +418,8 @@ class DagRun {
     this.settled = true;
     this.options.signal?.removeEventListener("abort", this.onClientAbort);
     // An early exit leaves steps running: cancel them (their results are not needed).
-    if (this.running > 0) this.controller.abort(new OperonError("CANCELLED", `operator '${this.spec.name}' answered early`));
+    if (this.running > 0)
+      this.controller.abort(new OperonError("CANCELLED", `operator '${this.spec.name}' answered early`));
     this.resolve({
       outputs: result.outputs,
       steps: this.spec.steps.map((step) => this.records.get(step.id)!),
@@ -415,7 +440,11 @@ class DagRun {
   private stepError(step: StepSpec, error: unknown): OperonError {
     const cause = asOperonError(error);
     const model = step.kind === "model" ? ` (model '${step.model}')` : "";
-    return new OperonError(cause.kind, `operator '${this.spec.name}' step '${step.id}'${model} failed: ${cause.message}`, { cause });
+    return new OperonError(
+      cause.kind,
+      `operator '${this.spec.name}' step '${step.id}'${model} failed: ${cause.message}`,
+      { cause },
+    );
   }
 
   /** The first element of a tensor, or a request parameter ("$param.<name>"). */
@@ -445,7 +474,9 @@ export function conditionHolds(condition: Condition, value: ScalarValue): boolea
 }
 
 function describeValue(source: string, value: ScalarValue): string {
-  const what = source.startsWith(PARAM_PREFIX) ? `request parameter '${source.slice(PARAM_PREFIX.length)}'` : `tensor '${source}'`;
+  const what = source.startsWith(PARAM_PREFIX)
+    ? `request parameter '${source.slice(PARAM_PREFIX.length)}'`
+    : `tensor '${source}'`;
   return value === undefined ? `${what} (not set)` : `${what} = ${JSON.stringify(value)}`;
 }
 
@@ -543,5 +574,7 @@ export class StepLimiter {
 
 function cancelled(signal: CancelSignal): OperonError {
   const reason: unknown = signal.reason;
-  return reason instanceof OperonError ? reason : new OperonError("CANCELLED", "cancelled while waiting for the step's in-flight cap");
+  return reason instanceof OperonError
+    ? reason
+    : new OperonError("CANCELLED", "cancelled while waiting for the step's in-flight cap");
 }

@@ -51,7 +51,13 @@ describe("ensembleToOperator", () => {
     ]);
     expect(spec.outputs.map((output) => output.name)).toEqual(["SUM", "DIFF"]);
     expect(spec.steps).toEqual([
-      { id: "preprocess", kind: "model", model: "preprocess", inputs: { INPUT0: "IN0" }, outputs: { OUTPUT0: "scaled" } },
+      {
+        id: "preprocess",
+        kind: "model",
+        model: "preprocess",
+        inputs: { INPUT0: "IN0" },
+        outputs: { OUTPUT0: "scaled" },
+      },
       {
         id: "add_sub",
         kind: "model",
@@ -60,13 +66,22 @@ describe("ensembleToOperator", () => {
         inputs: { INPUT0: "scaled", INPUT1: "IN1" },
         outputs: { OUTPUT0: "SUM", OUTPUT1: "DIFF" },
       },
-      { id: "preprocess#2", kind: "model", model: "preprocess", inputs: { INPUT0: "IN1" }, outputs: { OUTPUT0: "unused" } },
+      {
+        id: "preprocess#2",
+        kind: "model",
+        model: "preprocess",
+        inputs: { INPUT0: "IN1" },
+        outputs: { OUTPUT0: "unused" },
+      },
     ]);
   });
 
   it("turns max_inflight_responses (the proto's name) into the per-step in-flight cap", () => {
     expect(ensembleToOperator("ensemble", config).maxInflightPerStep).toBe(4);
-    const older = { ...config, ensemble_scheduling: { step: config.ensemble_scheduling!.step!, max_inflight_requests: 3 } };
+    const older = {
+      ...config,
+      ensemble_scheduling: { step: config.ensemble_scheduling!.step!, max_inflight_requests: 3 },
+    };
     expect(ensembleToOperator("ensemble", older).maxInflightPerStep).toBe(3);
     const none = { ...config, ensemble_scheduling: { step: config.ensemble_scheduling!.step! } };
     expect(ensembleToOperator("ensemble", none).maxInflightPerStep).toBe(0);
@@ -81,6 +96,8 @@ describe("ensembleToOperator", () => {
   it("rejects configs that are not ensembles or have a bad tensor type", () => {
     expect(() => ensembleToOperator("m", { platform: "onnxruntime_onnx" })).toThrow(/is not an ensemble/);
     const bad = { ...config, input: [{ name: "IN0", data_type: "TYPE_NOPE", dims: [16] }] };
-    expect(() => ensembleToOperator("ensemble", bad)).toThrow("ensemble 'ensemble': input 'IN0' has no valid data_type (got 'TYPE_NOPE')");
+    expect(() => ensembleToOperator("ensemble", bad)).toThrow(
+      "ensemble 'ensemble': input 'IN0' has no valid data_type (got 'TYPE_NOPE')",
+    );
   });
 });

@@ -45,7 +45,10 @@ export function ensembleToOperator(name: string, config: ModelConfigJson): Opera
     (list ?? []).map((tensor) => {
       const datatype = fromConfigDataType(tensor.data_type ?? "TYPE_INVALID");
       if (datatype === undefined) {
-        throw new OperonError("INVALID_ARG", `ensemble '${name}': ${role} '${tensor.name}' has no valid data_type (got '${tensor.data_type ?? ""}')`);
+        throw new OperonError(
+          "INVALID_ARG",
+          `ensemble '${name}': ${role} '${tensor.name}' has no valid data_type (got '${tensor.data_type ?? ""}')`,
+        );
       }
       const spec: TensorSpec = { name: tensor.name, datatype, dims: [...(tensor.dims ?? [])] };
       if ((tensor as { optional?: boolean }).optional === true) spec.optional = true;
@@ -69,7 +72,11 @@ export function isEnsembleConfig(config: ModelConfigJson): boolean {
 
 /** Models an ensemble config calls (for load ordering). */
 export function ensembleStepModels(config: ModelConfigJson): string[] {
-  return [...new Set((config.ensemble_scheduling?.step ?? []).map((step) => step.model_name ?? "").filter((model) => model !== ""))];
+  return [
+    ...new Set(
+      (config.ensemble_scheduling?.step ?? []).map((step) => step.model_name ?? "").filter((model) => model !== ""),
+    ),
+  ];
 }
 
 function numberField(object: object, key: string): number | undefined {

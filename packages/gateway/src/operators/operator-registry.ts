@@ -97,7 +97,10 @@ export class OperatorRegistry {
     await this.assertName(spec);
     const problems = validateOperator(spec, this.hooks().lookup);
     if (problems.length > 0) {
-      throw new OperonError("INVALID_ARG", `operator '${spec.name}' is invalid: ${problems.map((problem) => problem.message).join("; ")}`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `operator '${spec.name}' is invalid: ${problems.map((problem) => problem.message).join("; ")}`,
+      );
     }
     const runner = this.createRunner(spec);
     await serve(spec, runner);
@@ -147,7 +150,12 @@ export class OperatorRegistry {
 
   /** Every served operator version: registered ones and ensembles. */
   list(): ServedOperator[] {
-    return this.table.operatorVersions().map(({ name, version, registered, spec }) => ({ name, version, source: registered ? "api" : "repository", spec }));
+    return this.table.operatorVersions().map(({ name, version, registered, spec }) => ({
+      name,
+      version,
+      source: registered ? "api" : "repository",
+      spec,
+    }));
   }
 
   /** How ensembles (loaded by the model loader) and registered operators are checked against served models and run. */
@@ -162,7 +170,8 @@ export class OperatorRegistry {
     this.assertNoSelfCall(spec);
     return new OperatorRunner(spec, {
       runModel: (model, version, inputs, outputNames, signal, parameters) => {
-        if (this.stepRunner === undefined) throw new OperonError("INTERNAL", "operators cannot run: no engine is attached to the model manager");
+        if (this.stepRunner === undefined)
+          throw new OperonError("INTERNAL", "operators cannot run: no engine is attached to the model manager");
         return this.stepRunner(model, version, inputs, outputNames, signal, parameters);
       },
       metrics: this.options.metrics,
@@ -172,7 +181,10 @@ export class OperatorRegistry {
   /** An operator needs a name no repository model (served or not) has; ALREADY_EXISTS otherwise. */
   private async assertName(spec: OperatorSpec): Promise<void> {
     if (await this.table.isModelName(spec.name)) {
-      throw new OperonError("ALREADY_EXISTS", `'${spec.name}' is a model of the model repository; an operator needs a name of its own`);
+      throw new OperonError(
+        "ALREADY_EXISTS",
+        `'${spec.name}' is a model of the model repository; an operator needs a name of its own`,
+      );
     }
   }
 
@@ -183,7 +195,10 @@ export class OperatorRegistry {
         if (step.kind !== "model") continue;
         const route = [...path, step.model];
         if (step.model === spec.name) {
-          throw new OperonError("INVALID_ARG", `operator '${spec.name}' would call itself: ${route.map((name) => `'${name}'`).join(" -> ")}`);
+          throw new OperonError(
+            "INVALID_ARG",
+            `operator '${spec.name}' would call itself: ${route.map((name) => `'${name}'`).join(" -> ")}`,
+          );
         }
         if (seen.has(step.model)) continue;
         seen.add(step.model);

@@ -22,7 +22,10 @@ const SPEC: OperatorSpec = {
 function echo(delayMs: number): RunModel {
   return (_model, _version, inputs, _outputs, signal) =>
     new Promise((resolve, reject) => {
-      const timer = setTimeout(() => resolve({ modelName: "echo", modelVersion: "1", outputs: [{ ...inputs[0]!, name: "y" }] }), delayMs);
+      const timer = setTimeout(
+        () => resolve({ modelName: "echo", modelVersion: "1", outputs: [{ ...inputs[0]!, name: "y" }] }),
+        delayMs,
+      );
       signal.addEventListener("abort", () => {
         clearTimeout(timer);
         reject(new OperonError("CANCELLED", "cancelled"));
@@ -70,7 +73,10 @@ describe("OperatorRunner", () => {
     expect(runner.pendingCount).toBe(1);
     const stopped = runner.stop(30);
     expect(() => runner.execute(request())).toThrow(expect.objectContaining({ kind: "UNAVAILABLE" }));
-    await expect(running).rejects.toMatchObject({ kind: "UNAVAILABLE", message: "operator 'op' was unloaded while the request ran" });
+    await expect(running).rejects.toMatchObject({
+      kind: "UNAVAILABLE",
+      message: "operator 'op' was unloaded while the request ran",
+    });
     await stopped;
     await runner.stop(); // idempotent
     expect(runner.pendingCount).toBe(0);
@@ -98,7 +104,10 @@ describe("OperatorRunner", () => {
     ]);
 
     const both = await runner.execute(request(undefined, { operon_step_outputs: true, operon_step_timings: true }));
-    const timings = JSON.parse(String(both.parameters!["operon_step_timings"])) as Array<{ step: string; status: string }>;
+    const timings = JSON.parse(String(both.parameters!["operon_step_timings"])) as Array<{
+      step: string;
+      status: string;
+    }>;
     expect(timings.map((step) => [step.step, step.status])).toEqual([
       ["route", "ok"],
       ["m", "ok"],
@@ -106,8 +115,13 @@ describe("OperatorRunner", () => {
     expect(both.parameters!["operon_step_outputs"]).toBe(outputsOnly.parameters!["operon_step_outputs"]);
 
     expect(() => runner.execute(request(undefined, { operon_step_outputs: "yes" }))).toThrow(
-      expect.objectContaining({ kind: "INVALID_ARG", message: `request parameter 'operon_step_outputs' must be a boolean, got "yes"` }),
+      expect.objectContaining({
+        kind: "INVALID_ARG",
+        message: `request parameter 'operon_step_outputs' must be a boolean, got "yes"`,
+      }),
     );
-    expect(() => runner.execute(request(undefined, { operon_step_timings: 1 }))).toThrow(/'operon_step_timings' must be a boolean, got 1/);
+    expect(() => runner.execute(request(undefined, { operon_step_timings: 1 }))).toThrow(
+      /'operon_step_timings' must be a boolean, got 1/,
+    );
   });
 });

@@ -64,7 +64,10 @@ export class OperatorRunner implements VersionRunner {
     const onStepEnd = (record: StepRecord): void => {
       if (metrics === undefined || record.startedAt === undefined) return;
       metrics.operatorStepExecutions.inc(labels(record.step));
-      metrics.operatorStepDurationUs.inc(labels(record.step), Math.max(0, ((record.endedAt ?? record.startedAt) - record.startedAt) * 1000));
+      metrics.operatorStepDurationUs.inc(
+        labels(record.step),
+        Math.max(0, ((record.endedAt ?? record.startedAt) - record.startedAt) * 1000),
+      );
     };
     this.executor = new DagExecutor(spec, { runModel: options.runModel, onStepEnd });
   }
@@ -80,7 +83,8 @@ export class OperatorRunner implements VersionRunner {
 
   execute(request: RunnerRequest): Promise<ScheduledResult> {
     if (this.stopped) throw new OperonError("UNAVAILABLE", `operator '${this.spec.name}' is unloading`);
-    if (request.signal?.aborted) throw new OperonError("CANCELLED", `operator '${this.spec.name}': the request was cancelled`);
+    if (request.signal?.aborted)
+      throw new OperonError("CANCELLED", `operator '${this.spec.name}': the request was cancelled`);
     const withTimings = debugFlag(request.parameters, STEP_TIMINGS_PARAMETER);
     const withOutputs = debugFlag(request.parameters, STEP_OUTPUTS_PARAMETER);
     // One signal for the DAG: the client's, or the end of the drain at stop.
@@ -88,7 +92,8 @@ export class OperatorRunner implements VersionRunner {
     const forward = (source: CancelSignal) => (): void => controller.abort(source.reason);
     const onClient = request.signal !== undefined ? forward(request.signal) : undefined;
     const onStop = forward(this.stopController.signal);
-    if (request.signal !== undefined && onClient !== undefined) request.signal.addEventListener("abort", onClient, { once: true });
+    if (request.signal !== undefined && onClient !== undefined)
+      request.signal.addEventListener("abort", onClient, { once: true });
     this.stopController.signal.addEventListener("abort", onStop, { once: true });
     const run = this.executor
       .run(request.inputs, {
@@ -110,7 +115,8 @@ export class OperatorRunner implements VersionRunner {
         };
       })
       .finally(() => {
-        if (request.signal !== undefined && onClient !== undefined) request.signal.removeEventListener("abort", onClient);
+        if (request.signal !== undefined && onClient !== undefined)
+          request.signal.removeEventListener("abort", onClient);
         this.stopController.signal.removeEventListener("abort", onStop);
         this.running.delete(run);
       });
@@ -132,7 +138,9 @@ export class OperatorRunner implements VersionRunner {
       ]);
       clearTimeout(timer);
       if (late) {
-        this.stopController.abort(new OperonError("UNAVAILABLE", `operator '${this.spec.name}' was unloaded while the request ran`));
+        this.stopController.abort(
+          new OperonError("UNAVAILABLE", `operator '${this.spec.name}' was unloaded while the request ran`),
+        );
         await Promise.allSettled([...this.running]);
       }
     })();
@@ -165,7 +173,10 @@ export const STEP_OUTPUTS_PARAMETER = "operon_step_outputs";
 function debugFlag(parameters: Parameters | undefined, name: string): boolean {
   const value = parameters?.[name];
   if (value === undefined || typeof value === "boolean") return value === true;
-  throw new OperonError("INVALID_ARG", `request parameter '${name}' must be a boolean, got ${typeof value === "string" ? JSON.stringify(value) : String(value)}`);
+  throw new OperonError(
+    "INVALID_ARG",
+    `request parameter '${name}' must be a boolean, got ${typeof value === "string" ? JSON.stringify(value) : String(value)}`,
+  );
 }
 
 function stepTimingsJson(steps: readonly StepRecord[]): string {
@@ -179,7 +190,9 @@ function stepTimingsJson(steps: readonly StepRecord[]): string {
       ...(step.model !== undefined ? { model: step.model } : {}),
       status: step.status,
       ...(step.startedAt !== undefined ? { startMs: round(step.startedAt - origin) } : {}),
-      ...(step.startedAt !== undefined && step.endedAt !== undefined ? { durationMs: round(step.endedAt - step.startedAt) } : {}),
+      ...(step.startedAt !== undefined && step.endedAt !== undefined
+        ? { durationMs: round(step.endedAt - step.startedAt) }
+        : {}),
     })),
   );
 }

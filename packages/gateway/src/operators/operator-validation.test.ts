@@ -1,9 +1,19 @@
 import { describe, expect, it } from "vitest";
 import type { OperatorSpec, StepSpec } from "@operon/operator-spec/operator-spec-schema";
 import type { ServedModelSignature } from "../signature/model-signature.js";
-import { assertValidOperator, operatorModelConfig, validateOperator, type ModelSignatureLookup } from "./operator-validation.js";
+import {
+  assertValidOperator,
+  operatorModelConfig,
+  validateOperator,
+  type ModelSignatureLookup,
+} from "./operator-validation.js";
 
-const fp32 = (name: string, dims: number[] = [16], optional = false) => ({ name, datatype: "FP32" as const, dims, optional });
+const fp32 = (name: string, dims: number[] = [16], optional = false) => ({
+  name,
+  datatype: "FP32" as const,
+  dims,
+  optional,
+});
 
 const MODELS: Record<string, ServedModelSignature> = {
   pre: { name: "pre", maxBatchSize: 8, inputs: [fp32("x")], outputs: [fp32("y")] },
@@ -30,7 +40,13 @@ function spec(steps: StepSpec[], extra: Partial<OperatorSpec> = {}): OperatorSpe
   return { name: "op", maxBatchSize: 8, inputs: [fp32("IN")], outputs: [fp32("OUT")], steps, ...extra };
 }
 
-const pre = (id: string, input: string, output: string): StepSpec => ({ id, kind: "model", model: "pre", inputs: { x: input }, outputs: { y: output } });
+const pre = (id: string, input: string, output: string): StepSpec => ({
+  id,
+  kind: "model",
+  model: "pre",
+  inputs: { x: input },
+  outputs: { y: output },
+});
 
 function codes(s: OperatorSpec): string[] {
   return validateOperator(s, lookup).map((problem) => problem.code);
@@ -46,7 +62,13 @@ describe("validateOperator", () => {
   it("accepts a valid pipeline", () => {
     const s = spec([
       pre("pre", "IN", "t"),
-      { id: "add", kind: "model", model: "add_sub", inputs: { INPUT0: "t", INPUT1: "IN" }, outputs: { OUTPUT0: "OUT" } },
+      {
+        id: "add",
+        kind: "model",
+        model: "add_sub",
+        inputs: { INPUT0: "t", INPUT1: "IN" },
+        outputs: { OUTPUT0: "OUT" },
+      },
     ]);
     expect(validateOperator(s, lookup)).toEqual([]);
   });
@@ -58,7 +80,9 @@ describe("validateOperator", () => {
   });
 
   it("unknown model inputs and outputs, unmapped required inputs", () => {
-    const s = spec([{ id: "m", kind: "model", model: "add_sub", inputs: { INPUT0: "IN", BOGUS: "IN" }, outputs: { OUTPUT9: "OUT" } }]);
+    const s = spec([
+      { id: "m", kind: "model", model: "add_sub", inputs: { INPUT0: "IN", BOGUS: "IN" }, outputs: { OUTPUT9: "OUT" } },
+    ]);
     expect(codes(s)).toEqual(["unknown-model-tensor", "unmapped-model-input", "unknown-model-tensor"]);
     const text = messages(s);
     expect(text).toContain("step 'm': model 'add_sub' has no input 'BOGUS' (its inputs: 'INPUT0', 'INPUT1')");
@@ -67,11 +91,17 @@ describe("validateOperator", () => {
   });
 
   it("optional model inputs may stay unmapped", () => {
-    expect(codes(spec([{ id: "m", kind: "model", model: "opt", inputs: { x: "IN" }, outputs: { y: "OUT" } }]))).toEqual([]);
+    expect(codes(spec([{ id: "m", kind: "model", model: "opt", inputs: { x: "IN" }, outputs: { y: "OUT" } }]))).toEqual(
+      [],
+    );
   });
 
   it("datatype mismatches between connected steps", () => {
-    const s = spec([pre("a", "IN", "t"), { id: "b", kind: "model", model: "ints", inputs: { x: "t" }, outputs: { y: "u" } }, pre("c", "IN", "OUT")]);
+    const s = spec([
+      pre("a", "IN", "t"),
+      { id: "b", kind: "model", model: "ints", inputs: { x: "t" }, outputs: { y: "u" } },
+      pre("c", "IN", "OUT"),
+    ]);
     expect(codes(s)).toEqual(["type-mismatch"]);
     expect(messages(s)).toContain(
       "tensor 't' from step 'a' (output 'y' of model 'pre') to step 'b' (input 'x' of model 'ints'): datatype FP32 does not match INT64",
@@ -79,13 +109,28 @@ describe("validateOperator", () => {
   });
 
   it("shape mismatches between connected steps and operator outputs", () => {
-    const s = spec([pre("a", "IN", "t"), { id: "b", kind: "model", model: "wide", inputs: { x: "t" }, outputs: { y: "OUT" } }]);
+    const s = spec([
+      pre("a", "IN", "t"),
+      { id: "b", kind: "model", model: "wide", inputs: { x: "t" }, outputs: { y: "OUT" } },
+    ]);
     const text = messages(s);
     expect(codes(s)).toEqual(["shape-mismatch", "shape-mismatch"]);
-    expect(text).toContain("tensor 't' from step 'a' (output 'y' of model 'pre') to step 'b' (input 'x' of model 'wide'): shape [-1,16] does not match [-1,32]");
-    expect(text).toContain("tensor 'OUT' from step 'b' (output 'y' of model 'wide') to operator output 'OUT': shape [-1,32] does not match [-1,16]");
+    expect(text).toContain(
+      "tensor 't' from step 'a' (output 'y' of model 'pre') to step 'b' (input 'x' of model 'wide'): shape [-1,16] does not match [-1,32]",
+    );
+    expect(text).toContain(
+      "tensor 'OUT' from step 'b' (output 'y' of model 'wide') to operator output 'OUT': shape [-1,32] does not match [-1,16]",
+    );
     // A non-batching operator with explicit batch dims matches batching models.
-    expect(codes(spec([pre("a", "IN", "OUT")], { maxBatchSize: 0, inputs: [fp32("IN", [-1, 16])], outputs: [fp32("OUT", [2, 16])] }))).toEqual([]);
+    expect(
+      codes(
+        spec([pre("a", "IN", "OUT")], {
+          maxBatchSize: 0,
+          inputs: [fp32("IN", [-1, 16])],
+          outputs: [fp32("OUT", [2, 16])],
+        }),
+      ),
+    ).toEqual([]);
   });
 
   it("an operator batch size above a step model's", () => {
@@ -97,11 +142,17 @@ describe("validateOperator", () => {
   it("assertValidOperator: UNAVAILABLE when only models are missing, else INVALID_ARG with every problem", () => {
     const missing = spec([{ id: "m", kind: "model", model: "later", inputs: { x: "IN" }, outputs: { y: "OUT" } }]);
     expect(() => assertValidOperator(missing, lookup, "ensemble 'e'")).toThrow(
-      expect.objectContaining({ kind: "UNAVAILABLE", message: expect.stringContaining("ensemble 'e' cannot be served yet: step 'm': model 'later' is not served") }),
+      expect.objectContaining({
+        kind: "UNAVAILABLE",
+        message: expect.stringContaining("ensemble 'e' cannot be served yet: step 'm': model 'later' is not served"),
+      }),
     );
     const broken = spec([pre("a", "IN", "t")]);
     expect(() => assertValidOperator(broken, lookup)).toThrow(
-      expect.objectContaining({ kind: "INVALID_ARG", message: "operator 'op' is invalid: operator output 'OUT' is not produced by any step" }),
+      expect.objectContaining({
+        kind: "INVALID_ARG",
+        message: "operator 'op' is invalid: operator output 'OUT' is not produced by any step",
+      }),
     );
   });
 });

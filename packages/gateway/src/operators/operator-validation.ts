@@ -78,7 +78,11 @@ export function validateOperator(spec: OperatorSpec, lookup: ModelSignatureLooku
   const sources = new Map<string, End[]>();
   const addSource = (tensor: string, end: End): void => void sources.set(tensor, [...(sources.get(tensor) ?? []), end]);
   for (const input of spec.inputs) {
-    addSource(input.name, { describe: `operator input '${input.name}'`, datatype: input.datatype, shape: fullShape(operatorBatch, input.dims) });
+    addSource(input.name, {
+      describe: `operator input '${input.name}'`,
+      datatype: input.datatype,
+      shape: fullShape(operatorBatch, input.dims),
+    });
   }
 
   const signatures = new Map<string, ServedModelSignature>();
@@ -86,7 +90,10 @@ export function validateOperator(spec: OperatorSpec, lookup: ModelSignatureLooku
     if (step.kind !== "model") continue;
     const signature = lookup(step.model, step.version);
     if (signature === undefined) {
-      problem("unknown-model", `step '${step.id}': model '${step.model}'${step.version !== undefined ? ` version ${step.version}` : ""} is not served (load it first)`);
+      problem(
+        "unknown-model",
+        `step '${step.id}': model '${step.model}'${step.version !== undefined ? ` version ${step.version}` : ""} is not served (load it first)`,
+      );
       continue;
     }
     signatures.set(step.id, signature);
@@ -100,18 +107,27 @@ export function validateOperator(spec: OperatorSpec, lookup: ModelSignatureLooku
     const modelOutputs = new Map(signature.outputs.map((t) => [t.name, t]));
     for (const name of Object.keys(step.inputs)) {
       if (!modelInputs.has(name)) {
-        problem("unknown-model-tensor", `step '${step.id}': model '${step.model}' has no input '${name}' (its inputs: ${listNames(modelInputs.keys())})`);
+        problem(
+          "unknown-model-tensor",
+          `step '${step.id}': model '${step.model}' has no input '${name}' (its inputs: ${listNames(modelInputs.keys())})`,
+        );
       }
     }
     for (const input of signature.inputs) {
       if (!input.optional && step.inputs[input.name] === undefined) {
-        problem("unmapped-model-input", `step '${step.id}': required input '${input.name}' of model '${step.model}' is not mapped to a tensor`);
+        problem(
+          "unmapped-model-input",
+          `step '${step.id}': required input '${input.name}' of model '${step.model}' is not mapped to a tensor`,
+        );
       }
     }
     for (const [name, tensor] of Object.entries(step.outputs)) {
       const output = modelOutputs.get(name);
       if (output === undefined) {
-        problem("unknown-model-tensor", `step '${step.id}': model '${step.model}' has no output '${name}' (its outputs: ${listNames(modelOutputs.keys())})`);
+        problem(
+          "unknown-model-tensor",
+          `step '${step.id}': model '${step.model}' has no output '${name}' (its outputs: ${listNames(modelOutputs.keys())})`,
+        );
         continue;
       }
       addSource(tensor, {
@@ -128,9 +144,15 @@ export function validateOperator(spec: OperatorSpec, lookup: ModelSignatureLooku
   const checkEdge = (tensor: string, consumer: string, datatype: DataType, shape: number[]): void => {
     for (const source of sources.get(tensor) ?? []) {
       if (source.datatype !== datatype) {
-        problem("type-mismatch", `tensor '${tensor}' from ${source.describe} to ${consumer}: datatype ${source.datatype} does not match ${datatype}`);
+        problem(
+          "type-mismatch",
+          `tensor '${tensor}' from ${source.describe} to ${consumer}: datatype ${source.datatype} does not match ${datatype}`,
+        );
       } else if (!shapesCompatible(source.shape, shape)) {
-        problem("shape-mismatch", `tensor '${tensor}' from ${source.describe} to ${consumer}: shape ${formatShape(source.shape)} does not match ${formatShape(shape)}`);
+        problem(
+          "shape-mismatch",
+          `tensor '${tensor}' from ${source.describe} to ${consumer}: shape ${formatShape(source.shape)} does not match ${formatShape(shape)}`,
+        );
       }
     }
   };
@@ -142,26 +164,46 @@ export function validateOperator(spec: OperatorSpec, lookup: ModelSignatureLooku
       for (const [name, tensor] of Object.entries(step.inputs)) {
         const input = signature.inputs.find((t) => t.name === name);
         if (input !== undefined && known(tensor)) {
-          checkEdge(tensor, `step '${step.id}' (input '${name}' of model '${step.model}')`, input.datatype, modelShape(signature, input));
+          checkEdge(
+            tensor,
+            `step '${step.id}' (input '${name}' of model '${step.model}')`,
+            input.datatype,
+            modelShape(signature, input),
+          );
         }
       }
     } else if (step.kind === "exit") {
       for (const [output, tensor] of Object.entries(step.outputs)) {
         const declared = operatorOutputs.get(output);
         if (declared !== undefined && known(tensor)) {
-          checkEdge(tensor, `operator output '${output}' (exit '${step.id}')`, declared.datatype, fullShape(operatorBatch, declared.dims));
+          checkEdge(
+            tensor,
+            `operator output '${output}' (exit '${step.id}')`,
+            declared.datatype,
+            fullShape(operatorBatch, declared.dims),
+          );
         }
       }
     }
   }
   for (const output of spec.outputs) {
-    if (graph.producers.has(output.name)) checkEdge(output.name, `operator output '${output.name}'`, output.datatype, fullShape(operatorBatch, output.dims));
+    if (graph.producers.has(output.name))
+      checkEdge(
+        output.name,
+        `operator output '${output.name}'`,
+        output.datatype,
+        fullShape(operatorBatch, output.dims),
+      );
   }
   return problems;
 }
 
 /** Throws when the spec has problems: INVALID_ARG, or UNAVAILABLE when the only problem is models not served yet. */
-export function assertValidOperator(spec: OperatorSpec, lookup: ModelSignatureLookup, what = `operator '${spec.name}'`): void {
+export function assertValidOperator(
+  spec: OperatorSpec,
+  lookup: ModelSignatureLookup,
+  what = `operator '${spec.name}'`,
+): void {
   const problems = validateOperator(spec, lookup);
   if (problems.length === 0) return;
   const notYet = problems.every((p) => p.code === "unknown-model");

@@ -9,7 +9,13 @@ function f32(name: string, shape: number[], values: number[]): Tensor {
   return { name, datatype: "FP32", shape, data: Buffer.from(Float32Array.from(values).buffer) };
 }
 
-const ok = (step: string, outputs: Tensor[]): StepRecord => ({ step, kind: "model", model: "m", status: "ok", outputs });
+const ok = (step: string, outputs: Tensor[]): StepRecord => ({
+  step,
+  kind: "model",
+  model: "m",
+  status: "ok",
+  outputs,
+});
 
 describe("stepOutputsJson", () => {
   it("lists model steps in order with their tensors as KServe v2 JSON; routes and exits get no entry, steps that did not end ok no tensors", () => {
@@ -28,9 +34,22 @@ describe("stepOutputsJson", () => {
   it(`cuts long tensors to the first ${STEP_OUTPUT_MAX_ELEMENTS} elements, says so, and keeps the full shape`, () => {
     const long = f32("t", [2, 200], range(400));
     const exact = f32("u", [STEP_OUTPUT_MAX_ELEMENTS], range(STEP_OUTPUT_MAX_ELEMENTS));
-    const [entry] = JSON.parse(stepOutputsJson("op", [ok("s", [long, exact])])) as Array<{ outputs: Array<Record<string, unknown>> }>;
-    expect(entry!.outputs[0]).toEqual({ name: "t", datatype: "FP32", shape: [2, 200], data: range(STEP_OUTPUT_MAX_ELEMENTS), truncated: true });
-    expect(entry!.outputs[1]).toEqual({ name: "u", datatype: "FP32", shape: [STEP_OUTPUT_MAX_ELEMENTS], data: range(STEP_OUTPUT_MAX_ELEMENTS) });
+    const [entry] = JSON.parse(stepOutputsJson("op", [ok("s", [long, exact])])) as Array<{
+      outputs: Array<Record<string, unknown>>;
+    }>;
+    expect(entry!.outputs[0]).toEqual({
+      name: "t",
+      datatype: "FP32",
+      shape: [2, 200],
+      data: range(STEP_OUTPUT_MAX_ELEMENTS),
+      truncated: true,
+    });
+    expect(entry!.outputs[1]).toEqual({
+      name: "u",
+      datatype: "FP32",
+      shape: [STEP_OUTPUT_MAX_ELEMENTS],
+      data: range(STEP_OUTPUT_MAX_ELEMENTS),
+    });
   });
 
   it("writes BYTES as strings (cut by element, not byte) and 64-bit integers with all their digits", () => {
@@ -49,10 +68,15 @@ describe("stepOutputsJson", () => {
 
   it("fails INTERNAL naming the operator, step and tensor when the data does not fit the shape", () => {
     expect(() => stepOutputsJson("op", [ok("s", [f32("t", [4], [1, 2])])])).toThrow(
-      expect.objectContaining({ kind: "INTERNAL", message: "operator 'op' step 's': output 't' (shape [4]) cannot be shown: 8 bytes for 4 FP32 elements" }),
+      expect.objectContaining({
+        kind: "INTERNAL",
+        message: "operator 'op' step 's': output 't' (shape [4]) cannot be shown: 8 bytes for 4 FP32 elements",
+      }),
     );
     const shortBytes: Tensor = { name: "w", datatype: "BYTES", shape: [3], data: encodeBytesElements(["a", "b"]) };
-    expect(() => leadingElements(shortBytes, 10, "here")).toThrow(/here: output 'w' \(shape \[3\]\) cannot be shown: its data ends before element 2 of 3/);
+    expect(() => leadingElements(shortBytes, 10, "here")).toThrow(
+      /here: output 'w' \(shape \[3\]\) cannot be shown: its data ends before element 2 of 3/,
+    );
   });
 
   it("views the tensor's bytes without copying", () => {

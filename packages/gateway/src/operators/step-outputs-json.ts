@@ -17,12 +17,20 @@ export const STEP_OUTPUT_MAX_ELEMENTS = 256;
  * flat, cut to the first `maxElements` with `truncated: true`; `shape` is
  * the tensor's full shape.
  */
-export function stepOutputsJson(operator: string, steps: readonly StepRecord[], maxElements = STEP_OUTPUT_MAX_ELEMENTS): string {
+export function stepOutputsJson(
+  operator: string,
+  steps: readonly StepRecord[],
+  maxElements = STEP_OUTPUT_MAX_ELEMENTS,
+): string {
   const entries = steps
     .filter((record) => record.kind === "model")
     .map((record) => {
       const outputs = (record.outputs ?? []).map((tensor) => {
-        const { head, truncated } = leadingElements(tensor, maxElements, `operator '${operator}' step '${record.step}'`);
+        const { head, truncated } = leadingElements(
+          tensor,
+          maxElements,
+          `operator '${operator}' step '${record.step}'`,
+        );
         // Spliced rather than JSON.stringify'd so 64-bit integers keep their digits (as binary-tensor-codec does).
         const fields = `"name":${JSON.stringify(tensor.name)},"datatype":${JSON.stringify(tensor.datatype)},"shape":${JSON.stringify(tensor.shape)}`;
         return `{${fields},"data":${bufferToJsonText(head)}${truncated ? ',"truncated":true' : ""}}`;
@@ -44,20 +52,29 @@ export function leadingElements(tensor: Tensor, max: number, where: string): { h
   const size = elementByteSize(tensor.datatype);
   let end: number;
   if (size !== undefined) {
-    if (tensor.data.length !== count * size) throw misshapen(tensor, where, `${tensor.data.length} bytes for ${count} ${tensor.datatype} elements`);
+    if (tensor.data.length !== count * size)
+      throw misshapen(tensor, where, `${tensor.data.length} bytes for ${count} ${tensor.datatype} elements`);
     end = kept * size;
   } else {
     // BYTES: each element is a 4-byte little-endian length and its bytes; walk to the end of element `kept`.
     end = 0;
     for (let index = 0; index < kept; index++) {
-      if (end + 4 > tensor.data.length) throw misshapen(tensor, where, `its data ends before element ${index} of ${count}`);
+      if (end + 4 > tensor.data.length)
+        throw misshapen(tensor, where, `its data ends before element ${index} of ${count}`);
       end += 4 + tensor.data.readUInt32LE(end);
     }
-    if (end > tensor.data.length) throw misshapen(tensor, where, `BYTES element ${kept - 1} runs past the end of the data`);
+    if (end > tensor.data.length)
+      throw misshapen(tensor, where, `BYTES element ${kept - 1} runs past the end of the data`);
   }
-  return { head: { name: tensor.name, datatype: tensor.datatype, shape: [kept], data: tensor.data.subarray(0, end) }, truncated: kept < count };
+  return {
+    head: { name: tensor.name, datatype: tensor.datatype, shape: [kept], data: tensor.data.subarray(0, end) },
+    truncated: kept < count,
+  };
 }
 
 function misshapen(tensor: Tensor, where: string, problem: string): OperonError {
-  return new OperonError("INTERNAL", `${where}: output '${tensor.name}' (shape [${tensor.shape.join(",")}]) cannot be shown: ${problem}`);
+  return new OperonError(
+    "INTERNAL",
+    `${where}: output '${tensor.name}' (shape [${tensor.shape.join(",")}]) cannot be shown: ${problem}`,
+  );
 }

@@ -25,16 +25,25 @@ describe("confinedPath", () => {
     ["/etc/passwd", /must be a file name relative to the model's folder/],
     ["link.js", /is a link to a file outside the model's folder/],
   ])("refuses %s", async (name, message) => {
-    await expect(confinedPath(model, join(model, "1"), name, "default_model_filename")).rejects.toMatchObject({ kind: "INVALID_ARG", message: expect.stringMatching(message) });
+    await expect(confinedPath(model, join(model, "1"), name, "default_model_filename")).rejects.toMatchObject({
+      kind: "INVALID_ARG",
+      message: expect.stringMatching(message),
+    });
   });
 
   it("follows links out of an operator's repository folder when told they may leave", async () => {
-    expect(await confinedPath(model, join(model, "1"), "link.js", "f", { linksMayLeave: true })).toBe(join(root, "outside.js"));
-    await expect(confinedPath(model, join(model, "1"), "../../outside.js", "f", { linksMayLeave: true })).rejects.toThrow(/points outside/);
+    expect(await confinedPath(model, join(model, "1"), "link.js", "f", { linksMayLeave: true })).toBe(
+      join(root, "outside.js"),
+    );
+    await expect(
+      confinedPath(model, join(model, "1"), "../../outside.js", "f", { linksMayLeave: true }),
+    ).rejects.toThrow(/points outside/);
   });
 
   it("never names a server path in its message", async () => {
-    const error = await confinedPath(model, join(model, "1"), "../../outside.js", "default_model_filename").catch((e: Error) => e);
+    const error = await confinedPath(model, join(model, "1"), "../../outside.js", "default_model_filename").catch(
+      (e: Error) => e,
+    );
     expect((error as Error).message).not.toContain(root);
   });
 });

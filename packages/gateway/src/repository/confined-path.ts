@@ -19,7 +19,13 @@ import { OperonError } from "@operon/protocol/errors";
  * request are confined with their real paths.
  * Messages name the file relative to the model folder, never a server path.
  */
-export async function confinedPath(root: string, base: string, name: string, what: string, options: { linksMayLeave?: boolean } = {}): Promise<string> {
+export async function confinedPath(
+  root: string,
+  base: string,
+  name: string,
+  what: string,
+  options: { linksMayLeave?: boolean } = {},
+): Promise<string> {
   if (name === "" || isAbsolute(name) || name.includes("\0")) {
     throw new OperonError("INVALID_ARG", `${what} '${name}' must be a file name relative to the model's folder`);
   }

@@ -8,7 +8,12 @@ import { normalizeConfig, validateConfig } from "@operon/model-config/normalize-
 import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
 import { hostGpus } from "../instances/gpu-inventory.js";
 import { instancePlacements } from "../instances/instance-placement.js";
-import { launchInstance, ModelInstances, type InstanceLaunchSpec, type ModelInstancesOptions } from "../instances/model-instances.js";
+import {
+  launchInstance,
+  ModelInstances,
+  type InstanceLaunchSpec,
+  type ModelInstancesOptions,
+} from "../instances/model-instances.js";
 import { ensembleToOperator, isEnsembleConfig } from "../operators/ensemble-operator.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 import { assertValidOperator, type OperatorHooks } from "../operators/operator-validation.js";
@@ -80,10 +85,12 @@ export async function prepareModel(
 ): Promise<PreparedVersion[]> {
   let raw = await readRawConfig(name, dir, configOverride, options.strictModelConfig);
   if (isEnsembleConfig(raw)) return prepareEnsemble(name, dir, raw, options);
-  if (backendOf(name, normalizeConfig(raw, { modelName: name })) === undefined) raw = { ...raw, backend: "onnxruntime" };
+  if (backendOf(name, normalizeConfig(raw, { modelName: name })) === undefined)
+    raw = { ...raw, backend: "onnxruntime" };
   let config = normalizeConfig(raw, { modelName: name });
   validateConfig(config, `config of model '${name}'`);
-  if (options.limits !== undefined) checkResourceLimits(name, config, options.limits.limits, options.limits.instancesOfOtherModels);
+  if (options.limits !== undefined)
+    checkResourceLimits(name, config, options.limits.limits, options.limits.instancesOfOtherModels);
 
   const available = await listVersionDirs(dir);
   const versions = selectVersions(available, config.version_policy).map(String);
@@ -97,16 +104,29 @@ export async function prepareModel(
   const instanceNames = instanceNamesOf(name, config, (options.instances.gpus ?? hostGpus()).count);
   const backend = config.backend || "onnxruntime";
   const native = isNativeBackend(backend);
-  const candidates = config.default_model_filename ? [config.default_model_filename] : (DEFAULT_MODEL_FILES[backend] ?? ["model.onnx"]);
+  const candidates = config.default_model_filename
+    ? [config.default_model_filename]
+    : (DEFAULT_MODEL_FILES[backend] ?? ["model.onnx"]);
   const prepared: PreparedVersion[] = [];
   try {
     // The highest version completes the config; every version is checked against it.
     for (const version of [...versions].reverse()) {
       // Names from the config (possibly an override sent with the load request) stay inside the model's folder.
       const links = { linksMayLeave: options.trustedFolder === true };
-      const confined = await Promise.all(candidates.map((file) => confinedPath(dir, join(dir, version), file, `default_model_filename of model '${name}'`, links)));
+      const confined = await Promise.all(
+        candidates.map((file) =>
+          confinedPath(dir, join(dir, version), file, `default_model_filename of model '${name}'`, links),
+        ),
+      );
       for (const output of config.output ?? []) {
-        if (output.label_filename) await confinedPath(dir, join(dir, version), output.label_filename, `label_filename of output '${output.name}' of model '${name}'`, links);
+        if (output.label_filename)
+          await confinedPath(
+            dir,
+            join(dir, version),
+            output.label_filename,
+            `label_filename of output '${output.name}' of model '${name}'`,
+            links,
+          );
       }
       // A native backend reads what it likes from the model's folder (TRITONBACKEND_ModelRepository): no model file is required.
       const modelPath = native ? dir : await firstExisting(confined);
@@ -151,7 +171,12 @@ export async function prepareModel(
           validateConfig(config, `config of model '${name}' (auto-completed)`);
         }
         validateAgainstModel(config, first.io, `model '${name}' version ${version}`);
-        const instances = await ModelInstances.start({ ...spec, config: config as Record<string, unknown> }, instanceNames, options.instances, firstWorker);
+        const instances = await ModelInstances.start(
+          { ...spec, config: config as Record<string, unknown> },
+          instanceNames,
+          options.instances,
+          firstWorker,
+        );
         firstWorker = undefined;
         prepared.push({ version, config, instances });
       } finally {
@@ -166,14 +191,22 @@ export async function prepareModel(
   return prepared.reverse().map((version) => ({ ...version, config }));
 }
 
-async function prepareEnsemble(name: string, dir: string, raw: ModelConfigJson, options: PrepareOptions): Promise<PreparedVersion[]> {
+async function prepareEnsemble(
+  name: string,
+  dir: string,
+  raw: ModelConfigJson,
+  options: PrepareOptions,
+): Promise<PreparedVersion[]> {
   if (options.operators === undefined) {
     throw new OperonError("UNSUPPORTED", `model '${name}': ensemble scheduling is not supported by this server`);
   }
   const config = normalizeConfig(raw, { modelName: name });
   validateConfig(config, `config of model '${name}'`);
   if ((config.input ?? []).length === 0 || (config.output ?? []).length === 0) {
-    throw new OperonError("INVALID_ARG", `ensemble '${name}' must declare its input and output tensors in its config (ensembles are not auto-completed)`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `ensemble '${name}' must declare its input and output tensors in its config (ensembles are not auto-completed)`,
+    );
   }
   // Triton wants an (empty) version folder for an ensemble; without any, Operon serves version 1.
   const available = await listVersionDirs(dir);
@@ -196,7 +229,8 @@ async function readRawConfig(
   configOverride: string | undefined,
   strict: boolean,
 ): Promise<ModelConfigJson> {
-  if (configOverride !== undefined) return configFromJson(configOverride, `config parameter of load request for '${name}'`);
+  if (configOverride !== undefined)
+    return configFromJson(configOverride, `config parameter of load request for '${name}'`);
   const file = await readConfigText(dir);
   if (file !== undefined) return parsePbtxt(file.text, file.path);
   if (strict) {
@@ -212,7 +246,10 @@ function backendOf(name: string, config: ModelConfigJson): string | undefined {
   const backend = config.backend || (config.platform === "onnxruntime_onnx" ? "onnxruntime" : undefined);
   // Any other backend name is a native one, resolved (or refused, naming the paths tried) when its versions load.
   if (backend === undefined && config.platform) {
-    throw new OperonError("UNSUPPORTED", `model '${name}': platform '${config.platform}' is not supported; use platform "onnxruntime_onnx"`);
+    throw new OperonError(
+      "UNSUPPORTED",
+      `model '${name}': platform '${config.platform}' is not supported; use platform "onnxruntime_onnx"`,
+    );
   }
   return backend;
 }
@@ -224,7 +261,13 @@ function instanceNamesOf(name: string, config: ModelConfigJson, gpuCount: number
 
 async function firstExisting(paths: string[]): Promise<string | undefined> {
   for (const path of paths) {
-    if (await access(path).then(() => true, () => false)) return path;
+    if (
+      await access(path).then(
+        () => true,
+        () => false,
+      )
+    )
+      return path;
   }
   return undefined;
 }

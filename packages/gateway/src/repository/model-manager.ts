@@ -5,9 +5,20 @@ import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
 import type { Logger } from "../observability/logger.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
-import { ModelInstances, type InstanceBlsHandler, type InstanceWorkerInfo, type ModelInstancesOptions } from "../instances/model-instances.js";
+import {
+  ModelInstances,
+  type InstanceBlsHandler,
+  type InstanceWorkerInfo,
+  type ModelInstancesOptions,
+} from "../instances/model-instances.js";
 import { ModelVersionStats } from "../observability/model-stats.js";
-import { findModelDir, isValidModelName, listRepositoryModels, modelFingerprint, readConfigText } from "./repository-scanner.js";
+import {
+  findModelDir,
+  isValidModelName,
+  listRepositoryModels,
+  modelFingerprint,
+  readConfigText,
+} from "./repository-scanner.js";
 import type { OperatorProblem } from "@operon/protocol/admin";
 import { prepareModel, type PreparedVersion } from "./model-loader.js";
 import { NativeBackendsUnavailableError, type NativeBackendOptions } from "./native-backend-resolver.js";
@@ -17,11 +28,21 @@ import { ensembleStepModels, isEnsembleConfig } from "../operators/ensemble-oper
 import type { OperatorRunner } from "../operators/operator-runner.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 import { operatorModelConfig } from "../operators/operator-validation.js";
-import { OperatorRegistry, type OperatorModelTable, type OperatorVersion, type ServedOperator } from "../operators/operator-registry.js";
+import {
+  OperatorRegistry,
+  type OperatorModelTable,
+  type OperatorVersion,
+  type ServedOperator,
+} from "../operators/operator-registry.js";
 import type { VersionRunner } from "../scheduling/version-runner.js";
 import { signatureFromConfig, type ServedModelSignature } from "../signature/model-signature.js";
 import { clearUploads, stageUpload, type StagedUpload } from "./upload-staging.js";
-import { DEFAULT_PARKED_MODEL_POLICY, ModelParkedError, PARKED_RELOAD_BACKOFF_MS, type ParkedModelPolicy } from "./parked-models.js";
+import {
+  DEFAULT_PARKED_MODEL_POLICY,
+  ModelParkedError,
+  PARKED_RELOAD_BACKOFF_MS,
+  type ParkedModelPolicy,
+} from "./parked-models.js";
 import { PeriodicTask } from "@operon/protocol/periodic-task";
 
 /**
@@ -118,7 +139,9 @@ export class ModelManager {
       // Looked up per call: the engine attaches itself after the manager exists.
       blsHandler: (call, depth) => {
         if (this.blsHandler === undefined) {
-          return Promise.reject(new OperonError("UNAVAILABLE", "BLS is not available: no engine is attached to the model manager"));
+          return Promise.reject(
+            new OperonError("UNAVAILABLE", "BLS is not available: no engine is attached to the model manager"),
+          );
         }
         return this.blsHandler(call, depth);
       },
@@ -151,8 +174,7 @@ export class ModelManager {
     // Files uploaded with load requests of an earlier run serve nothing now.
     await clearUploads(this.options.uploadDir);
     const all = await listRepositoryModels(this.options.repositories);
-    const names =
-      this.options.controlMode !== "explicit" || loadModels.includes("*") ? [...all.keys()] : loadModels;
+    const names = this.options.controlMode !== "explicit" || loadModels.includes("*") ? [...all.keys()] : loadModels;
     const everyModel = this.options.controlMode !== "explicit" || loadModels.includes("*");
     const failures: Array<{ name: string; reason: string; hostLimited?: boolean }> = [];
     // Ensembles are checked against the models served when they load, so they load after them (waves: ensembles of ensembles last).
@@ -197,7 +219,9 @@ export class ModelManager {
     }
     const waves = [plain];
     while (ensembles.size > 0) {
-      const ready = [...ensembles].filter(([, calls]) => !calls.some((model) => ensembles.has(model))).map(([name]) => name);
+      const ready = [...ensembles]
+        .filter(([, calls]) => !calls.some((model) => ensembles.has(model)))
+        .map(([name]) => name);
       const wave = ready.length > 0 ? ready : [...ensembles.keys()]; // a cycle: let their loads report it
       for (const name of wave) ensembles.delete(name);
       waves.push(wave);
@@ -224,7 +248,10 @@ export class ModelManager {
       const entry = this.models.get(name);
       const fingerprint = await modelFingerprint(dir);
       if (entry === undefined || entry.fingerprint !== fingerprint) {
-        this.options.logger.info({ model: name }, entry === undefined ? "poll: new model" : "poll: model changed, reloading");
+        this.options.logger.info(
+          { model: name },
+          entry === undefined ? "poll: new model" : "poll: model changed, reloading",
+        );
         await this.load(name, {}, { fromControlApi: false }).catch(() => undefined);
       }
     }
@@ -270,7 +297,10 @@ export class ModelManager {
   /** Every served operator version: registered ones and ensembles. */
   /** Served operators, each with the step models not ready now (an operator with any is degraded). */
   listOperators(): ServedOperator[] {
-    return this.operators.list().map((operator) => ({ ...operator, unreadyModels: this.unreadyStepModels(operator.spec, new Set([operator.name])) }));
+    return this.operators.list().map((operator) => ({
+      ...operator,
+      unreadyModels: this.unreadyStepModels(operator.spec, new Set([operator.name])),
+    }));
   }
 
   /**
@@ -289,7 +319,8 @@ export class ModelManager {
         missing.push(step.version ? `${step.model} version ${step.version}` : step.model);
         continue;
       }
-      if (served.operator !== undefined) missing.push(...this.unreadyStepModels(served.operator, new Set([...seen, step.model])));
+      if (served.operator !== undefined)
+        missing.push(...this.unreadyStepModels(served.operator, new Set([...seen, step.model])));
     }
     return [...new Set(missing)];
   }
@@ -316,22 +347,33 @@ export class ModelManager {
    */
   async scaleInstances(name: string, count: number): Promise<{ model: string; from: number; to: number }> {
     if (!Number.isInteger(count) || count < 1 || count > 1024) {
-      throw new OperonError("INVALID_ARG", `instance count must be an integer from 1 to 1024, got ${JSON.stringify(count)}`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `instance count must be an integer from 1 to 1024, got ${JSON.stringify(count)}`,
+      );
     }
     const entry = this.models.get(name);
-    if (entry === undefined || entry.versions.size === 0) throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
+    if (entry === undefined || entry.versions.size === 0)
+      throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
     const limits = this.options.resourceLimits;
     if (limits !== undefined && count > limits.maxInstancesPerModel) {
-      throw new OperonError("INVALID_ARG", `model '${name}': ${count} instances asked; this server allows at most ${limits.maxInstancesPerModel} per model (--max-instances-per-model)`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `model '${name}': ${count} instances asked; this server allows at most ${limits.maxInstancesPerModel} per model (--max-instances-per-model)`,
+      );
     }
     let from = 0;
     await this.serialize(entry, async () => {
       const versions = [...entry.versions.values()];
       if (versions.length === 0) throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
       for (const served of versions) {
-        if (!(served.instances instanceof ModelInstances)) throw new OperonError("INVALID_ARG", `'${name}' is an operator: it runs no instances of its own`);
+        if (!(served.instances instanceof ModelInstances))
+          throw new OperonError("INVALID_ARG", `'${name}' is an operator: it runs no instances of its own`);
         if ((served.config.instance_group ?? []).length > 1) {
-          throw new OperonError("UNSUPPORTED", `model '${name}' has ${served.config.instance_group!.length} instance groups; only models with one instance group are scaled`);
+          throw new OperonError(
+            "UNSUPPORTED",
+            `model '${name}' has ${served.config.instance_group!.length} instance groups; only models with one instance group are scaled`,
+          );
         }
       }
       if (limits !== undefined && this.instancesExcept(name) + count * versions.length > limits.maxInstancesPerHost) {
@@ -350,7 +392,10 @@ export class ModelManager {
           await pool.resize(count, (index) => `${groupName}_${index}`, this.options.unloadDrainMs ?? 30_000);
         } finally {
           // The config shows what runs (also after a partly failed grow).
-          served.config = { ...served.config, instance_group: [{ ...(group ?? { kind: "KIND_CPU" }), count: pool.instanceCount }] };
+          served.config = {
+            ...served.config,
+            instance_group: [{ ...(group ?? { kind: "KIND_CPU" }), count: pool.instanceCount }],
+          };
         }
       }
       this.options.logger.info({ model: name, from, to: count }, "model instances rescaled");
@@ -366,17 +411,28 @@ export class ModelManager {
    */
   async park(name: string): Promise<void> {
     const entry = this.models.get(name);
-    if (entry === undefined || entry.versions.size === 0) throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
-    if (entry.registeredOperator !== undefined || [...entry.versions.values()].some((served) => served.operator !== undefined)) {
-      throw new OperonError("INVALID_ARG", `'${name}' is an operator: only models are unloaded by the resource scheduler`);
+    if (entry === undefined || entry.versions.size === 0)
+      throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
+    if (
+      entry.registeredOperator !== undefined ||
+      [...entry.versions.values()].some((served) => served.operator !== undefined)
+    ) {
+      throw new OperonError(
+        "INVALID_ARG",
+        `'${name}' is an operator: only models are unloaded by the resource scheduler`,
+      );
     }
     if (entry.upload !== undefined) {
-      throw new OperonError("INVALID_ARG", `model '${name}' was loaded from uploaded files, which an unload discards: it cannot be loaded again on demand`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `model '${name}' was loaded from uploaded files, which an unload discards: it cannot be loaded again on demand`,
+      );
     }
     // Parked first: a request that comes during the unload loads it again after it (loads and unloads are serialized).
     this.parked.set(name, { loading: undefined, retryAt: 0 });
     await this.unload(name, { fromControlApi: false });
-    if (entry.state === "UNAVAILABLE") entry.reason = "unloaded by the resource scheduler; the next request loads it again";
+    if (entry.state === "UNAVAILABLE")
+      entry.reason = "unloaded by the resource scheduler; the next request loads it again";
   }
 
   /** Models parked now (GET /v2/operon/parked). */
@@ -393,7 +449,9 @@ export class ModelManager {
       list.push({
         model: entry.name,
         instances: Math.max(...pools.map((served) => (served.instances as ModelInstances).instanceCount)),
-        configuredInstances: Math.max(...pools.map((served) => served.configuredInstances ?? instanceCountOf(served.config))),
+        configuredInstances: Math.max(
+          ...pools.map((served) => served.configuredInstances ?? instanceCountOf(served.config)),
+        ),
         queued: pools.reduce((sum, served) => sum + (served.instances as ModelInstances).queuedCount, 0),
       });
     }
@@ -418,7 +476,10 @@ export class ModelManager {
         (error: unknown) => {
           parked.loading = undefined;
           parked.retryAt = Date.now() + PARKED_RELOAD_BACKOFF_MS;
-          this.options.logger.warn({ model: name, err: (error as Error).message }, "loading a parked model on demand failed");
+          this.options.logger.warn(
+            { model: name, err: (error as Error).message },
+            "loading a parked model on demand failed",
+          );
         },
       );
     }
@@ -456,16 +517,25 @@ export class ModelManager {
     if (version !== undefined && version !== "") {
       const served = entry.versions.get(version);
       if (served === undefined) {
-        throw this.parkedFailure(name) ?? new OperonError("NOT_FOUND", `Request for unknown model: '${name}' version ${version} is not found`);
+        throw (
+          this.parkedFailure(name) ??
+          new OperonError("NOT_FOUND", `Request for unknown model: '${name}' version ${version} is not found`)
+        );
       }
       if (served.instances.isDead) {
-        throw new OperonError("UNAVAILABLE", `model '${name}' version ${version} is not ready: its backend workers failed`);
+        throw new OperonError(
+          "UNAVAILABLE",
+          `model '${name}' version ${version} is not ready: its backend workers failed`,
+        );
       }
       return served;
     }
     const ready = [...entry.versions.values()].filter((served) => !served.instances.isDead);
     if (ready.length === 0) {
-      throw this.parkedFailure(name) ?? new OperonError("UNAVAILABLE", `model '${name}' is not ready${entry.reason ? `: ${entry.reason}` : ""}`);
+      throw (
+        this.parkedFailure(name) ??
+        new OperonError("UNAVAILABLE", `model '${name}' is not ready${entry.reason ? `: ${entry.reason}` : ""}`)
+      );
     }
     return ready.reduce((best, served) => (Number(served.version) > Number(best.version) ? served : best));
   }
@@ -482,14 +552,16 @@ export class ModelManager {
 
   /** Every served version, for statistics. */
   servedVersions(name?: string, version?: string): ServedVersion[] {
-    if (name === undefined || name === "") return [...this.models.values()].flatMap((entry) => [...entry.versions.values()]);
+    if (name === undefined || name === "")
+      return [...this.models.values()].flatMap((entry) => [...entry.versions.values()]);
     const entry = this.models.get(name);
     if (entry === undefined || entry.versions.size === 0) {
       throw new OperonError("NOT_FOUND", `requested model '${name}' is not loaded`);
     }
     if (version === undefined || version === "") return [...entry.versions.values()];
     const served = entry.versions.get(version);
-    if (served === undefined) throw new OperonError("NOT_FOUND", `requested model '${name}' version ${version} is not loaded`);
+    if (served === undefined)
+      throw new OperonError("NOT_FOUND", `requested model '${name}' version ${version} is not loaded`);
     return [served];
   }
 
@@ -505,7 +577,8 @@ export class ModelManager {
     let count = 0;
     for (const entry of this.models.values()) {
       if (entry.name === name) continue;
-      for (const served of entry.versions.values()) if (served.operator === undefined) count += instanceCountOf(served.config);
+      for (const served of entry.versions.values())
+        if (served.operator === undefined) count += instanceCountOf(served.config);
     }
     return count;
   }
@@ -520,7 +593,10 @@ export class ModelManager {
   }
 
   async repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
-    const names = new Set<string>([...(await listRepositoryModels(this.options.repositories)).keys(), ...this.models.keys()]);
+    const names = new Set<string>([
+      ...(await listRepositoryModels(this.options.repositories)).keys(),
+      ...this.models.keys(),
+    ]);
     const index: RepositoryIndexEntry[] = [];
     for (const name of [...names].sort()) {
       const entry = this.models.get(name);
@@ -530,14 +606,22 @@ export class ModelManager {
           rows.push({
             name,
             version: served.version,
-            state: served.instances.isDead ? "UNAVAILABLE" : entry.state === "LOADING" && entry.versions.size === 0 ? "LOADING" : "READY",
+            state: served.instances.isDead
+              ? "UNAVAILABLE"
+              : entry.state === "LOADING" && entry.versions.size === 0
+                ? "LOADING"
+                : "READY",
             reason: served.instances.isDead ? "backend workers failed to restart" : "",
           });
         }
         for (const version of [...entry.unloadedVersions].sort((a, b) => Number(a) - Number(b))) {
           if (!entry.versions.has(version)) rows.push({ name, version, state: "UNAVAILABLE", reason: "unloaded" });
         }
-        if (entry.state !== undefined && entry.state !== "READY" && (entry.state !== "UNAVAILABLE" || entry.reason !== "unloaded")) {
+        if (
+          entry.state !== undefined &&
+          entry.state !== "READY" &&
+          (entry.state !== "UNAVAILABLE" || entry.reason !== "unloaded")
+        ) {
           rows.push({ name, state: entry.state, reason: entry.reason });
         }
       }
@@ -549,7 +633,8 @@ export class ModelManager {
 
   /** A shutdown begins: no backend worker is restarted from now on (see ModelInstances.haltRestarts). */
   haltRestarts(): void {
-    for (const entry of this.models.values()) for (const served of entry.versions.values()) served.instances.haltRestarts?.();
+    for (const entry of this.models.values())
+      for (const served of entry.versions.values()) served.instances.haltRestarts?.();
   }
 
   async stop(timeoutMs: number): Promise<void> {
@@ -561,7 +646,9 @@ export class ModelManager {
       Promise.all(
         [...this.models.values()].map(async (entry) => {
           await entry.pending.catch(() => undefined);
-          const versions = [...entry.versions.values()].filter((served) => (served.operator !== undefined) === operators);
+          const versions = [...entry.versions.values()].filter(
+            (served) => (served.operator !== undefined) === operators,
+          );
           await Promise.all(versions.map((served) => served.instances.stop(timeoutMs)));
           for (const served of versions) entry.versions.delete(served.version);
         }),
@@ -595,17 +682,28 @@ export class ModelManager {
       },
       isModelName: async (name) => {
         const existing = this.models.get(name);
-        return (existing !== undefined && existing.registeredOperator === undefined) || (await findModelDir(this.options.repositories, name)) !== undefined;
+        return (
+          (existing !== undefined && existing.registeredOperator === undefined) ||
+          (await findModelDir(this.options.repositories, name)) !== undefined
+        );
       },
       isRegisteredOperator: (name) => this.models.get(name)?.registeredOperator !== undefined,
       isKnown: (name) => this.models.has(name),
-      operatorSpecsOf: (model) => [...(this.models.get(model)?.versions.values() ?? [])].flatMap((served) => (served.operator !== undefined ? [served.operator] : [])),
+      operatorSpecsOf: (model) =>
+        [...(this.models.get(model)?.versions.values() ?? [])].flatMap((served) =>
+          served.operator !== undefined ? [served.operator] : [],
+        ),
       operatorVersions: () => {
         const list: OperatorVersion[] = [];
         for (const entry of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
           for (const served of [...entry.versions.values()].sort((a, b) => Number(a.version) - Number(b.version))) {
             if (served.operator === undefined) continue;
-            list.push({ name: entry.name, version: served.version, registered: entry.registeredOperator !== undefined, spec: served.operator });
+            list.push({
+              name: entry.name,
+              version: served.version,
+              registered: entry.registeredOperator !== undefined,
+              spec: served.operator,
+            });
           }
         }
         return list;
@@ -625,13 +723,29 @@ export class ModelManager {
       const stats = entry.versions.get("1")?.stats ?? new ModelVersionStats(spec.name, "1", this.options.metrics);
       runner.onExecution = (batchSize, timing) => stats.recordExecution(batchSize, timing);
       const retired = [...entry.versions.values()];
-      entry.versions = new Map([["1", { model: spec.name, version: "1", config, signature: signatureFromConfig(config), instances: runner, stats, operator: spec }]]);
+      entry.versions = new Map([
+        [
+          "1",
+          {
+            model: spec.name,
+            version: "1",
+            config,
+            signature: signatureFromConfig(config),
+            instances: runner,
+            stats,
+            operator: spec,
+          },
+        ],
+      ]);
       entry.registeredOperator = spec;
       entry.loadFailed = false;
       entry.state = "READY";
       entry.reason = "";
       this.models.set(spec.name, entry); // again: an unregister queued before this one removed it
-      this.options.logger.info({ operator: spec.name, steps: spec.steps.length, replaced: retired.length > 0 }, "operator registered");
+      this.options.logger.info(
+        { operator: spec.name, steps: spec.steps.length, replaced: retired.length > 0 },
+        "operator registered",
+      );
       await Promise.all(retired.map((served) => this.retire(served, true)));
     });
   }
@@ -678,12 +792,17 @@ export class ModelManager {
     if (this.stopped) throw new OperonError("UNAVAILABLE", "server is shutting down");
     if (!isValidModelName(name)) throw new OperonError("INVALID_ARG", `'${name}' is not a valid model name`);
     if (options.files !== undefined && options.files.size > 0 && options.config === undefined) {
-      throw new OperonError("INVALID_ARG", `load of model '${name}' with file parameters needs a 'config' parameter as well`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `load of model '${name}' with file parameters needs a 'config' parameter as well`,
+      );
     }
     assertNativeUploadAllowed(name, nativeUploadOf(options), this.options.allowNativeUploads === true);
     const upload =
       options.files !== undefined && options.files.size > 0
-        ? await stageUpload(this.options.uploadDir, name, options.files, { maxUploadBytes: this.options.maxUploadBytes })
+        ? await stageUpload(this.options.uploadDir, name, options.files, {
+            maxUploadBytes: this.options.maxUploadBytes,
+          })
         : undefined;
     const dir = upload?.dir ?? (await findModelDir(this.options.repositories, name));
     if (dir === undefined) {
@@ -694,7 +813,10 @@ export class ModelManager {
     }
     if (this.models.get(name)?.registeredOperator !== undefined) {
       await upload?.discard();
-      throw new OperonError("ALREADY_EXISTS", `'${name}' is an operator registered through /v2/operators; remove it first (DELETE /v2/operators/${name})`);
+      throw new OperonError(
+        "ALREADY_EXISTS",
+        `'${name}' is an operator registered through /v2/operators; remove it first (DELETE /v2/operators/${name})`,
+      );
     }
     const entry = this.entry(name);
     return this.serialize(entry, async () => {
@@ -710,11 +832,15 @@ export class ModelManager {
           operators: this.operators.hooks(),
           trustedFolder: upload === undefined,
           ...(this.options.nativeBackends !== undefined ? { native: this.options.nativeBackends } : {}),
-          ...(this.options.resourceLimits !== undefined ? { limits: { limits: this.options.resourceLimits, instancesOfOtherModels: this.instancesExcept(name) } } : {}),
+          ...(this.options.resourceLimits !== undefined
+            ? { limits: { limits: this.options.resourceLimits, instancesOfOtherModels: this.instancesExcept(name) } }
+            : {}),
         });
         const next = new Map<string, ServedVersion>();
         for (const version of prepared) {
-          const stats = entry.versions.get(version.version)?.stats ?? new ModelVersionStats(name, version.version, this.options.metrics);
+          const stats =
+            entry.versions.get(version.version)?.stats ??
+            new ModelVersionStats(name, version.version, this.options.metrics);
           version.instances.onExecution = (batchSize, timing) => stats.recordExecution(batchSize, timing);
           next.set(version.version, {
             model: name,
@@ -729,7 +855,9 @@ export class ModelManager {
         const retired = [...entry.versions.values()];
         const retiredUpload = entry.upload !== upload ? entry.upload : undefined;
         entry.versions = next;
-        entry.unloadedVersions = new Set([...retired.map((served) => served.version)].filter((version) => !next.has(version)));
+        entry.unloadedVersions = new Set(
+          [...retired.map((served) => served.version)].filter((version) => !next.has(version)),
+        );
         entry.state = "READY";
         entry.loadFailed = false;
         entry.reason = "";
@@ -754,7 +882,11 @@ export class ModelManager {
         let failure = asOperonError(error);
         if (upload !== undefined && failure.message.includes(upload.dir)) {
           // Clients see where their files went wrong, not the server's data-dir layout.
-          failure = new OperonError(failure.kind, failure.message.replaceAll(upload.dir, `<uploaded files of '${name}'>`), { cause: failure });
+          failure = new OperonError(
+            failure.kind,
+            failure.message.replaceAll(upload.dir, `<uploaded files of '${name}'>`),
+            { cause: failure },
+          );
         }
         if (entry.versions.size === 0) {
           entry.state = "UNAVAILABLE";
@@ -777,7 +909,10 @@ export class ModelManager {
       throw new OperonError("NOT_FOUND", `failed to unload '${name}': no such model`);
     }
     if (entry.registeredOperator !== undefined) {
-      throw new OperonError("INVALID_ARG", `'${name}' is an operator registered through /v2/operators; remove it with DELETE /v2/operators/${name}`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `'${name}' is an operator registered through /v2/operators; remove it with DELETE /v2/operators/${name}`,
+      );
     }
     return this.serialize(entry, async () => {
       const retired = [...entry.versions.values()];
@@ -800,8 +935,13 @@ export class ModelManager {
     if (!versionStillServed) this.options.metrics.removeModelVersion(served.model, served.version);
     if (served.operator !== undefined) {
       // Per-step series belong to the operator, not a version: keep those of steps some served version still has.
-      const kept = new Set([...(this.models.get(served.model)?.versions.values() ?? [])].flatMap((other) => other.operator?.steps.map((step) => step.id) ?? []));
-      for (const step of served.operator.steps) if (!kept.has(step.id)) this.options.metrics.removeOperatorStep(served.model, step.id);
+      const kept = new Set(
+        [...(this.models.get(served.model)?.versions.values() ?? [])].flatMap(
+          (other) => other.operator?.steps.map((step) => step.id) ?? [],
+        ),
+      );
+      for (const step of served.operator.steps)
+        if (!kept.has(step.id)) this.options.metrics.removeOperatorStep(served.model, step.id);
     }
   }
 }

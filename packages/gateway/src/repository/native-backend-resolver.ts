@@ -49,15 +49,25 @@ export async function resolveNativeBackend(
   options: NativeBackendOptions = {},
 ): Promise<string> {
   if (!BACKEND_NAME.test(backend) || backend.startsWith(".")) {
-    throw new OperonError("INVALID_ARG", `model '${model}': backend name '${backend}' is not a valid backend name (letters, digits, '_', '-', '.')`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `model '${model}': backend name '${backend}' is not a valid backend name (letters, digits, '_', '-', '.')`,
+    );
   }
   const unavailable = nativeBackendsUnavailableReason();
-  if (unavailable !== undefined) throw new NativeBackendsUnavailableError(`model '${model}' needs native backend '${backend}': ${unavailable}`);
+  if (unavailable !== undefined)
+    throw new NativeBackendsUnavailableError(`model '${model}' needs native backend '${backend}': ${unavailable}`);
   const file = nativeLibraryName(backend);
   const backendDirectory = options.backendDirectory ?? DEFAULT_BACKEND_DIRECTORY;
   const candidates = [join(modelDir, version, file), join(modelDir, file), join(backendDirectory, backend, file)];
   for (const candidate of candidates) {
-    if (await access(candidate, constants.R_OK).then(() => true, () => false)) return candidate;
+    if (
+      await access(candidate, constants.R_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return candidate;
   }
   // The first two relative to the model's folder: clients see them (absolute server paths are masked in client text).
   const folder = basename(modelDir);

@@ -29,7 +29,11 @@ export function nativeUploadOf(options: ModelLoadOptions): NativeUpload | undefi
 }
 
 /** Throws PERMISSION_DENIED naming the flag when the load brings native code and the server does not allow it. */
-export function assertNativeUploadAllowed(model: string, upload: NativeUpload | undefined, allowNativeUploads: boolean): void {
+export function assertNativeUploadAllowed(
+  model: string,
+  upload: NativeUpload | undefined,
+  allowNativeUploads: boolean,
+): void {
   if (upload === undefined || allowNativeUploads) return;
   const what =
     upload.libraries.length > 0

@@ -35,6 +35,9 @@ export class ModelParkedError extends OperonError {
     override readonly retryAfterSeconds: number,
     readonly ready: Promise<void>,
   ) {
-    super("UNAVAILABLE", `model '${model}' was unloaded by the resource scheduler and is loading again; retry in ${retryAfterSeconds} s`);
+    super(
+      "UNAVAILABLE",
+      `model '${model}' was unloaded by the resource scheduler and is loading again; retry in ${retryAfterSeconds} s`,
+    );
   }
 }

@@ -36,7 +36,13 @@ export function instanceCountOf(config: ModelConfigJson, gpuCount = hostGpus().c
 const THREAD_PARAMETERS = ["intra_op_thread_count", "inter_op_thread_count"] as const;
 
 /** Throws INVALID_ARG naming the field and the limit when `config` asks for more than `limits` allow. */
-export function checkResourceLimits(name: string, config: ModelConfigJson, limits: ResourceLimits, instancesOfOtherModels: number, cores = availableParallelism()): void {
+export function checkResourceLimits(
+  name: string,
+  config: ModelConfigJson,
+  limits: ResourceLimits,
+  instancesOfOtherModels: number,
+  cores = availableParallelism(),
+): void {
   const instances = instanceCountOf(config);
   if (instances > limits.maxInstancesPerModel) {
     throw new OperonError(
@@ -55,7 +61,10 @@ export function checkResourceLimits(name: string, config: ModelConfigJson, limit
     if (text === undefined || text === "") continue;
     const requested = Number(text);
     if (!Number.isInteger(requested) || requested < 0) {
-      throw new OperonError("INVALID_ARG", `model '${name}': parameter '${key}' must be a non-negative integer, got '${text}'`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `model '${name}': parameter '${key}' must be a non-negative integer, got '${text}'`,
+      );
     }
     const threads = requested === 0 ? cores : requested;
     if (threads > limits.maxThreadsPerInstance) {

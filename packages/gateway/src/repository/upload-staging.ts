@@ -29,7 +29,10 @@ export function checkUploadPath(key: string): string {
     throw new OperonError("INVALID_ARG", `file path '${key}' contains a forbidden character`);
   }
   if (key.startsWith("/") || /^[a-zA-Z]:/.test(key)) {
-    throw new OperonError("INVALID_ARG", `file path '${key}' is absolute; paths must be relative to the model directory`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `file path '${key}' is absolute; paths must be relative to the model directory`,
+    );
   }
   const normalized = posix.normalize(key);
   if (normalized === ".." || normalized.startsWith("../") || normalized === "." || normalized.endsWith("/")) {

@@ -17,7 +17,11 @@ describe("batch tensors", () => {
     const b = [fp32("x", [2, 2], [3, 4, 5, 6])];
     const [joined] = joinBatch([a, b], [1, 2]);
     expect(joined!.shape).toEqual([3, 2]);
-    expect([...new Float32Array(joined!.data.buffer.slice(joined!.data.byteOffset, joined!.data.byteOffset + joined!.data.length))]).toEqual([1, 2, 3, 4, 5, 6]);
+    expect([
+      ...new Float32Array(
+        joined!.data.buffer.slice(joined!.data.byteOffset, joined!.data.byteOffset + joined!.data.length),
+      ),
+    ]).toEqual([1, 2, 3, 4, 5, 6]);
     const [first, second] = splitBatch([joined!], [1, 2]);
     expect(first![0]!.shape).toEqual([1, 2]);
     expect(first![0]!.data.equals(a[0]!.data)).toBe(true);
@@ -26,7 +30,12 @@ describe("batch tensors", () => {
   });
 
   it("splits BYTES outputs by walking their elements", () => {
-    const output: Tensor = { name: "s", datatype: "BYTES", shape: [3, 2], data: encodeBytesElements(["a", "bb", "", "cccc", "d", "ee"]) };
+    const output: Tensor = {
+      name: "s",
+      datatype: "BYTES",
+      shape: [3, 2],
+      data: encodeBytesElements(["a", "bb", "", "cccc", "d", "ee"]),
+    };
     const [one, two] = splitBatch([output], [1, 2]);
     expect(decodeBytesElements(one![0]!.data).map(String)).toEqual(["a", "bb"]);
     expect(decodeBytesElements(two![0]!.data).map(String)).toEqual(["", "cccc", "d", "ee"]);

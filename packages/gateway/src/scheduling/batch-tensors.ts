@@ -51,7 +51,12 @@ export function joinBatch(requests: ReadonlyArray<readonly Tensor[]>, batchSizes
       joined.set(data, at);
       at += data.length;
     }
-    return { name: template.name, datatype: template.datatype, shape: [total, ...template.shape.slice(1)], data: joined.subarray(start, at) };
+    return {
+      name: template.name,
+      datatype: template.datatype,
+      shape: [total, ...template.shape.slice(1)],
+      data: joined.subarray(start, at),
+    };
   });
 }
 
@@ -72,7 +77,12 @@ export function splitBatch(outputs: readonly Tensor[], batchSizes: readonly numb
     batchSizes.forEach((size, request) => {
       const start = boundaries[item]!;
       const end = boundaries[item + size]!;
-      perRequest[request]!.push({ name: output.name, datatype: output.datatype, shape: [size, ...itemShape], data: output.data.subarray(start, end) });
+      perRequest[request]!.push({
+        name: output.name,
+        datatype: output.datatype,
+        shape: [size, ...itemShape],
+        data: output.data.subarray(start, end),
+      });
       item += size;
     });
   }
@@ -92,7 +102,8 @@ function itemBoundaries(output: Tensor, items: number, elementsPerItem: number):
   boundaries[0] = 0;
   for (let i = 1; i <= items; i += 1) {
     for (let e = 0; e < elementsPerItem; e += 1) {
-      if (offset + 4 > output.data.length) throw new OperonError("INTERNAL", `output '${output.name}': BYTES data ends early`);
+      if (offset + 4 > output.data.length)
+        throw new OperonError("INTERNAL", `output '${output.name}': BYTES data ends early`);
       offset += 4 + output.data.readUInt32LE(offset);
     }
     boundaries[i] = offset;

@@ -15,9 +15,19 @@ import { FakeClock } from "./testing/fake-clock.js";
 
 /** A dispatcher whose executions the test completes by hand. */
 class ManualInstances implements InstanceDispatcher {
-  readonly executions: Array<{ inputs: Tensor[]; context: RequestContext | undefined; complete(): void; fail(error: unknown): void }> = [];
+  readonly executions: Array<{
+    inputs: Tensor[];
+    context: RequestContext | undefined;
+    complete(): void;
+    fail(error: unknown): void;
+  }> = [];
   /** Streamed requests: the test sends their responses by hand; end() sends the final one and frees the instance. */
-  readonly streams: Array<{ inputs: Tensor[]; context: RequestContext | undefined; send(response: StreamedResponse): void; end(): void }> = [];
+  readonly streams: Array<{
+    inputs: Tensor[];
+    context: RequestContext | undefined;
+    send(response: StreamedResponse): void;
+    end(): void;
+  }> = [];
   readonly requestBatches: Tensor[][][] = [];
   private listener: () => void = () => undefined;
   free: number;
@@ -68,10 +78,17 @@ class ManualInstances implements InstanceDispatcher {
         this.requestBatches.push(requests.map((request) => request.inputs));
         release();
         return Promise.resolve(
-          requests.map((request): PromiseSettledResult<{ outputs: Tensor[]; timing: ExecutionTiming }> =>
-            request.inputs[0]!.data.readFloatLE(0) === -1
-              ? { status: "rejected", reason: new OperonError("INVALID_ARG", "bad request -1") }
-              : { status: "fulfilled", value: { outputs: request.inputs.map((input) => ({ ...input, name: `out_${input.name}` })), timing: TIMING } },
+          requests.map(
+            (request): PromiseSettledResult<{ outputs: Tensor[]; timing: ExecutionTiming }> =>
+              request.inputs[0]!.data.readFloatLE(0) === -1
+                ? { status: "rejected", reason: new OperonError("INVALID_ARG", "bad request -1") }
+                : {
+                    status: "fulfilled",
+                    value: {
+                      outputs: request.inputs.map((input) => ({ ...input, name: `out_${input.name}` })),
+                      timing: TIMING,
+                    },
+                  },
           ),
         );
       },
@@ -105,7 +122,10 @@ function policy(overrides: Partial<SchedulerPolicy> = {}): SchedulerPolicy {
   };
 }
 
-function request(value: number, options: Partial<ScheduledRequest> & { batch?: number; width?: number } = {}): ScheduledRequest {
+function request(
+  value: number,
+  options: Partial<ScheduledRequest> & { batch?: number; width?: number } = {},
+): ScheduledRequest {
   const batch = options.batch ?? 1;
   const width = options.width ?? 2;
   const data = Buffer.from(new Float32Array(batch * width).fill(value).buffer);
@@ -148,7 +168,11 @@ describe("RequestScheduler", () => {
   it("never batches requests with different non-batch shapes", async () => {
     const instances = new ManualInstances(0);
     const scheduler = new RequestScheduler(policy(), instances, { describe: "m" });
-    const results = [scheduler.enqueue(request(1, { width: 2 })), scheduler.enqueue(request(2, { width: 3 })), scheduler.enqueue(request(3, { width: 2 }))];
+    const results = [
+      scheduler.enqueue(request(1, { width: 2 })),
+      scheduler.enqueue(request(2, { width: 3 })),
+      scheduler.enqueue(request(3, { width: 2 })),
+    ];
     instances.addCapacity();
     await tick();
     expect(instances.executions[0]!.inputs[0]!.shape).toEqual([1, 2]); // stops at the first mismatch, keeping order
@@ -163,7 +187,11 @@ describe("RequestScheduler", () => {
 
   it("waits up to max_queue_delay for a preferred batch size, then sends what it has", async () => {
     const instances = new ManualInstances(1);
-    const scheduler = new RequestScheduler(policy({ preferredBatchSizes: [4], maxQueueDelayNs: 50_000_000 }), instances, { describe: "m" });
+    const scheduler = new RequestScheduler(
+      policy({ preferredBatchSizes: [4], maxQueueDelayNs: 50_000_000 }),
+      instances,
+      { describe: "m" },
+    );
     const first = [1, 2].map((v) => scheduler.enqueue(request(v)));
     await tick();
     expect(instances.executions).toHaveLength(0); // 2 < preferred 4, within the delay
@@ -186,7 +214,12 @@ describe("RequestScheduler", () => {
       batching: false,
       priorityLevels: 2,
       defaultPriorityLevel: 2,
-      queuePolicies: Array(3).fill({ timeoutAction: "REJECT", defaultTimeoutNs: 0, allowTimeoutOverride: false, maxQueueSize: 0 }),
+      queuePolicies: Array(3).fill({
+        timeoutAction: "REJECT",
+        defaultTimeoutNs: 0,
+        allowTimeoutOverride: false,
+        maxQueueSize: 0,
+      }),
     });
     const scheduler = new RequestScheduler(levels, instances, { describe: "m" });
     const order: number[] = [];
@@ -207,14 +240,26 @@ describe("RequestScheduler", () => {
 
   it("costs nothing per configured level: 4,000,000 levels serve 80 requests at once (issue 28.7)", async () => {
     const instances = new ManualInstances(0);
-    const queuePolicy = { timeoutAction: "REJECT" as const, defaultTimeoutNs: 60_000_000_000, allowTimeoutOverride: false, maxQueueSize: 0 };
+    const queuePolicy = {
+      timeoutAction: "REJECT" as const,
+      defaultTimeoutNs: 60_000_000_000,
+      allowTimeoutOverride: false,
+      maxQueueSize: 0,
+    };
     // Only the levels used have a policy of their own; the rest read index 0 (the default policy).
-    const many = policy({ batching: false, priorityLevels: 4_000_000, defaultPriorityLevel: 2_000_000, queuePolicies: [queuePolicy] });
+    const many = policy({
+      batching: false,
+      priorityLevels: 4_000_000,
+      defaultPriorityLevel: 2_000_000,
+      queuePolicies: [queuePolicy],
+    });
     const started = performance.now();
     const scheduler = new RequestScheduler(many, instances, { describe: "m" });
     const order: number[] = [];
     const results = Array.from({ length: 80 }, (_, i) =>
-      scheduler.enqueue(request(i, { level: i % 2 === 0 ? 3_999_999 : 7 + i, timeoutNs: 60_000_000_000 })).then((r) => order.push(valueOf(r.outputs[0]!))),
+      scheduler
+        .enqueue(request(i, { level: i % 2 === 0 ? 3_999_999 : 7 + i, timeoutNs: 60_000_000_000 }))
+        .then((r) => order.push(valueOf(r.outputs[0]!))),
     );
     for (let i = 0; i < 80; i += 1) {
       instances.addCapacity();
@@ -230,7 +275,9 @@ describe("RequestScheduler", () => {
 
   it("rejects at once when the level's queue is full (max_queue_size)", async () => {
     const instances = new ManualInstances(0);
-    const full = policy({ queuePolicies: [{ timeoutAction: "REJECT", defaultTimeoutNs: 0, allowTimeoutOverride: false, maxQueueSize: 2 }] });
+    const full = policy({
+      queuePolicies: [{ timeoutAction: "REJECT", defaultTimeoutNs: 0, allowTimeoutOverride: false, maxQueueSize: 2 }],
+    });
     const scheduler = new RequestScheduler(full, instances, { describe: "model 'm'" });
     const kept = [scheduler.enqueue(request(1)), scheduler.enqueue(request(2))];
     expect(() => scheduler.enqueue(request(3))).toThrowError(/Exceeds maximum queue size/);
@@ -253,7 +300,10 @@ describe("RequestScheduler", () => {
 
     const delayInstances = new ManualInstances(0);
     const delay = new RequestScheduler(
-      policy({ batching: false, queuePolicies: [{ timeoutAction: "DELAY", defaultTimeoutNs: 0, allowTimeoutOverride: true, maxQueueSize: 0 }] }),
+      policy({
+        batching: false,
+        queuePolicies: [{ timeoutAction: "DELAY", defaultTimeoutNs: 0, allowTimeoutOverride: true, maxQueueSize: 0 }],
+      }),
       delayInstances,
       { describe: "m" },
     );
@@ -288,7 +338,9 @@ describe("RequestScheduler", () => {
 
   it("preserve_ordering returns responses in arrival order even when executions finish out of order", async () => {
     const instances = new ManualInstances(2);
-    const scheduler = new RequestScheduler(policy({ batching: false, preserveOrdering: true }), instances, { describe: "m" });
+    const scheduler = new RequestScheduler(policy({ batching: false, preserveOrdering: true }), instances, {
+      describe: "m",
+    });
     const order: number[] = [];
     const results = [1, 2].map((v) => scheduler.enqueue(request(v)).then((r) => order.push(valueOf(r.outputs[0]!))));
     await tick();
@@ -358,7 +410,11 @@ describe("RequestScheduler", () => {
     const scheduler = new RequestScheduler(policy({ batching: false }), instances, { describe: "m" });
     const controller = new AbortController();
     const seen: StreamedResponse[] = [];
-    const queued = scheduler.enqueue({ ...request(1), signal: controller.signal, onResponse: (response) => void seen.push(response) });
+    const queued = scheduler.enqueue({
+      ...request(1),
+      signal: controller.signal,
+      onResponse: (response) => void seen.push(response),
+    });
     controller.abort();
     await expect(queued).rejects.toMatchObject({ kind: "CANCELLED" });
     instances.addCapacity();
@@ -389,11 +445,20 @@ describe("RequestScheduler", () => {
   it("hands a request-level backend its batch as separate requests, so one bad request fails alone", async () => {
     const instances = new ManualInstances(0);
     const scheduler = new RequestScheduler(policy({ joinInputs: false }), instances, { describe: "m" });
-    const results = [1, -1, 3].map((v) => scheduler.enqueue(request(v)).then((r) => valueOf(r.outputs[0]!), (e: Error) => e.message));
+    const results = [1, -1, 3].map((v) =>
+      scheduler.enqueue(request(v)).then(
+        (r) => valueOf(r.outputs[0]!),
+        (e: Error) => e.message,
+      ),
+    );
     instances.addCapacity();
     expect(await Promise.all(results)).toEqual([1, "bad request -1", 3]);
     expect(instances.requestBatches).toHaveLength(1); // one execution of three requests
-    expect(instances.requestBatches[0]!.map((inputs) => inputs[0]!.shape)).toEqual([[1, 2], [1, 2], [1, 2]]);
+    expect(instances.requestBatches[0]!.map((inputs) => inputs[0]!.shape)).toEqual([
+      [1, 2],
+      [1, 2],
+      [1, 2],
+    ]);
   });
 });
 
@@ -401,7 +466,10 @@ describe("queue delay at microsecond resolution", () => {
   it("sends a lone request once max_queue_delay_microseconds: 100 has passed, not a millisecond later", async () => {
     const clock = new FakeClock();
     const instances = new ManualInstances(1);
-    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, { describe: "model 'm'", clock });
+    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, {
+      describe: "model 'm'",
+      clock,
+    });
     const result = scheduler.enqueue(request(1));
     expect(instances.executions).toHaveLength(0);
     clock.advance(90_000);
@@ -415,7 +483,10 @@ describe("queue delay at microsecond resolution", () => {
   it("joins the requests that arrive within the delay into one batch", async () => {
     const clock = new FakeClock();
     const instances = new ManualInstances(1);
-    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, { describe: "model 'm'", clock });
+    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, {
+      describe: "model 'm'",
+      clock,
+    });
     const first = scheduler.enqueue(request(1));
     clock.advance(40_000);
     const second = scheduler.enqueue(request(2));

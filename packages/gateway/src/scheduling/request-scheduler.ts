@@ -62,7 +62,9 @@ export interface RequestContext {
 }
 
 /** One response of a streamed request (the same shape as WorkerProcess's StreamResponse). */
-export type StreamedResponse = { outputs: Tensor[]; final: boolean; parameters?: Parameters } | { error: OperonError; final: boolean };
+export type StreamedResponse =
+  | { outputs: Tensor[]; final: boolean; parameters?: Parameters }
+  | { error: OperonError; final: boolean };
 
 export interface ScheduledResult {
   outputs: Tensor[];
@@ -90,7 +92,11 @@ export interface ReservedInstance {
    * context: the deepest BLS depth among the execution's requests, plus id
    * and parameters when it holds a single request.
    */
-  run(inputs: Tensor[], outputNames: string[] | undefined, context?: RequestContext): Promise<{ outputs: Tensor[]; timing: ExecutionTiming; parameters?: Parameters }>;
+  run(
+    inputs: Tensor[],
+    outputNames: string[] | undefined,
+    context?: RequestContext,
+  ): Promise<{ outputs: Tensor[]; timing: ExecutionTiming; parameters?: Parameters }>;
   /**
    * Runs one streamed request: each response goes to onResponse, exactly
    * one final; resolves after it and never rejects (failures are final
@@ -228,7 +234,10 @@ export class RequestScheduler {
     this.clearTimer();
     for (const job of [...this.allQueued()]) {
       this.removeQueued(job);
-      this.finish(job, { ok: false, error: new OperonError("UNAVAILABLE", `${this.hooks.describe} was unloaded before the request ran`) });
+      this.finish(job, {
+        ok: false,
+        error: new OperonError("UNAVAILABLE", `${this.hooks.describe} was unloaded before the request ran`),
+      });
     }
   }
 
@@ -280,7 +289,8 @@ export class RequestScheduler {
     if (jobs.length === 0) return { kind: "send", jobs: [head] }; // a single request is never larger than max (validated)
     const preferred = this.policy.preferredBatchSizes;
     if (total >= max) return { kind: "send", jobs };
-    if (preferred.length > 0 && total >= preferred[preferred.length - 1]!) return { kind: "send", jobs: trimToPreferred(jobs, preferred) };
+    if (preferred.length > 0 && total >= preferred[preferred.length - 1]!)
+      return { kind: "send", jobs: trimToPreferred(jobs, preferred) };
     if (this.policy.maxQueueDelayNs === 0) return { kind: "send", jobs };
     const oldest = jobs.reduce((min, job) => (job.enqueuedAt < min ? job.enqueuedAt : min), head.enqueuedAt);
     const due = oldest + BigInt(this.policy.maxQueueDelayNs);
@@ -305,7 +315,12 @@ export class RequestScheduler {
     let inputs: Tensor[];
     let outputNames: string[] | undefined;
     try {
-      inputs = this.policy.batching ? joinBatch(jobs.map((job) => job.request.inputs), batchSizes) : jobs[0]!.request.inputs;
+      inputs = this.policy.batching
+        ? joinBatch(
+            jobs.map((job) => job.request.inputs),
+            batchSizes,
+          )
+        : jobs[0]!.request.inputs;
       outputNames = unionOutputs(jobs);
     } catch (error) {
       this.setRunning(this.running - jobs.length);
@@ -348,7 +363,12 @@ export class RequestScheduler {
 
   /** A streamed request: alone, through runStream; settles (without outputs) after its final response. */
   /** A batch for a request-level backend: one execution, each request settled on its own (its own errors). */
-  private dispatchRequests(instance: ReservedInstance, jobs: Job[], startedAt: bigint, executedBatchSize: number): void {
+  private dispatchRequests(
+    instance: ReservedInstance,
+    jobs: Job[],
+    startedAt: bigint,
+    executedBatchSize: number,
+  ): void {
     const requests = jobs.map((job) => ({
       inputs: job.request.inputs,
       outputNames: job.request.outputNames,
@@ -388,14 +408,22 @@ export class RequestScheduler {
       this.hooks.onExecution?.(request.batchSize, timing);
       this.finish(job, {
         ok: true,
-        result: { outputs: [], timing, queueNs: Number(startedAt - job.enqueuedAt), executedBatchSize: request.batchSize },
+        result: {
+          outputs: [],
+          timing,
+          queueNs: Number(startedAt - job.enqueuedAt),
+          executedBatchSize: request.batchSize,
+        },
       });
     };
     instance.runStream(request.inputs, request.outputNames, onResponse, request.context).then(
       ({ timing }) => done(timing),
       (error: unknown) => {
         // runStream never rejects; if it did, the stream still needs its final response.
-        onResponse({ error: error instanceof OperonError ? error : new OperonError("INTERNAL", String(error)), final: true });
+        onResponse({
+          error: error instanceof OperonError ? error : new OperonError("INTERNAL", String(error)),
+          final: true,
+        });
         done({ computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 });
       },
     );
@@ -415,7 +443,8 @@ export class RequestScheduler {
       this.deliver(job);
       return;
     }
-    while (this.outstanding.length > 0 && this.outstanding[0]!.pending !== undefined) this.deliver(this.outstanding.shift()!);
+    while (this.outstanding.length > 0 && this.outstanding[0]!.pending !== undefined)
+      this.deliver(this.outstanding.shift()!);
   }
 
   private deliver(job: Job): void {
@@ -456,7 +485,10 @@ export class RequestScheduler {
           job.done = true;
           if (job.onAbort !== undefined) job.request.signal?.removeEventListener("abort", job.onAbort);
           job.settle.reject(
-            new OperonError("UNAVAILABLE", `Request timeout expired: it waited in the queue of ${this.hooks.describe} longer than ${Math.round(job.request.timeoutNs / 1000)} µs`),
+            new OperonError(
+              "UNAVAILABLE",
+              `Request timeout expired: it waited in the queue of ${this.hooks.describe} longer than ${Math.round(job.request.timeoutNs / 1000)} µs`,
+            ),
           );
         }
       }
@@ -467,7 +499,8 @@ export class RequestScheduler {
     if (this.withDeadline === 0) return undefined;
     let earliest: bigint | undefined;
     for (const queue of this.levels.values()) {
-      for (const job of queue) if (job.deadline !== undefined && (earliest === undefined || job.deadline < earliest)) earliest = job.deadline;
+      for (const job of queue)
+        if (job.deadline !== undefined && (earliest === undefined || job.deadline < earliest)) earliest = job.deadline;
     }
     return earliest;
   }
@@ -530,7 +563,8 @@ export class RequestScheduler {
     if (!this.policy.preserveOrdering) return;
     const index = this.outstanding.indexOf(job);
     if (index >= 0) this.outstanding.splice(index, 1);
-    while (this.outstanding.length > 0 && this.outstanding[0]!.pending !== undefined) this.deliver(this.outstanding.shift()!);
+    while (this.outstanding.length > 0 && this.outstanding[0]!.pending !== undefined)
+      this.deliver(this.outstanding.shift()!);
   }
 }
 

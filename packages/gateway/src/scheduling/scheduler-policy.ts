@@ -88,7 +88,10 @@ export function priorityLevelOf(policy: SchedulerPolicy, parameters: Parameters)
   if (raw === undefined) return policy.defaultPriorityLevel;
   const priority = typeof raw === "bigint" ? Number(raw) : raw;
   if (typeof priority !== "number" || !Number.isInteger(priority) || priority < 0) {
-    throw new OperonError("INVALID_ARG", `parameter 'priority' must be a non-negative integer, got ${JSON.stringify(String(raw))}`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `parameter 'priority' must be a non-negative integer, got ${JSON.stringify(String(raw))}`,
+    );
   }
   if (priority === 0) return policy.defaultPriorityLevel;
   if (priority > policy.priorityLevels) {
@@ -111,7 +114,10 @@ export function queueTimeoutNsOf(policy: SchedulerPolicy, level: number, paramet
   if (raw === undefined || !queuePolicy.allowTimeoutOverride) return queuePolicy.defaultTimeoutNs;
   const timeoutUs = typeof raw === "bigint" ? Number(raw) : raw;
   if (typeof timeoutUs !== "number" || !Number.isInteger(timeoutUs) || timeoutUs < 0) {
-    throw new OperonError("INVALID_ARG", `parameter 'timeout' must be a non-negative integer of microseconds, got ${JSON.stringify(String(raw))}`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `parameter 'timeout' must be a non-negative integer of microseconds, got ${JSON.stringify(String(raw))}`,
+    );
   }
   const requested = timeoutUs * 1000;
   if (requested === 0) return queuePolicy.defaultTimeoutNs;

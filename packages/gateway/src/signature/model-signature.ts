@@ -36,7 +36,11 @@ export interface ValidatedRequest {
 }
 
 /** maxBytesElements: elements one BYTES input may hold (checked on its shape before its bytes are walked). */
-export function validateInferRequest(model: ServedModelSignature, request: InferRequest, maxBytesElements = DEFAULT_MAX_BYTES_ELEMENTS): ValidatedRequest {
+export function validateInferRequest(
+  model: ServedModelSignature,
+  request: InferRequest,
+  maxBytesElements = DEFAULT_MAX_BYTES_ELEMENTS,
+): ValidatedRequest {
   const byName = new Map(model.inputs.map((input) => [input.name, input]));
   const seen = new Set<string>();
   let batchSize: number | undefined;
@@ -113,7 +117,10 @@ export function validateInferRequest(model: ServedModelSignature, request: Infer
 function checkShape(model: ServedModelSignature, config: ServedTensorConfig, input: InferInput): number | undefined {
   const shape = input.shape;
   if (!shape.every((dim) => Number.isSafeInteger(dim) && dim >= 0)) {
-    throw new OperonError("INVALID_ARG", `input '${input.name}': shape [${shape.join(",")}] must hold non-negative integers`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `input '${input.name}': shape [${shape.join(",")}] must hold non-negative integers`,
+    );
   }
   let batch: number | undefined;
   let rest = shape;
@@ -133,7 +140,8 @@ function checkShape(model: ServedModelSignature, config: ServedTensorConfig, inp
     }
     rest = shape.slice(1);
   }
-  const matches = rest.length === config.dims.length && rest.every((dim, i) => config.dims[i] === -1 || config.dims[i] === dim);
+  const matches =
+    rest.length === config.dims.length && rest.every((dim, i) => config.dims[i] === -1 || config.dims[i] === dim);
   if (!matches) {
     const expected = model.maxBatchSize > 0 ? `[-1,${config.dims.join(",")}]` : `[${config.dims.join(",")}]`;
     throw new OperonError(
@@ -167,15 +175,35 @@ export function resolveReshape(target: readonly number[], from: readonly number[
 export function signatureFromConfig(config: {
   name?: string;
   max_batch_size?: number;
-  input?: Array<{ name?: string; data_type?: string; dims?: number[]; reshape?: { shape?: number[] }; optional?: boolean }>;
+  input?: Array<{
+    name?: string;
+    data_type?: string;
+    dims?: number[];
+    reshape?: { shape?: number[] };
+    optional?: boolean;
+  }>;
   output?: Array<{ name?: string; data_type?: string; dims?: number[]; reshape?: { shape?: number[] } }>;
 }): ServedModelSignature {
-  const tensor = (t: { name?: string; data_type?: string; dims?: number[]; reshape?: { shape?: number[] }; optional?: boolean }): ServedTensorConfig => {
+  const tensor = (t: {
+    name?: string;
+    data_type?: string;
+    dims?: number[];
+    reshape?: { shape?: number[] };
+    optional?: boolean;
+  }): ServedTensorConfig => {
     const datatype = fromConfigDataType(t.data_type ?? "TYPE_INVALID");
     if (datatype === undefined) {
-      throw new OperonError("INVALID_ARG", `tensor '${t.name ?? ""}' has no valid data_type (got '${t.data_type ?? ""}')`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `tensor '${t.name ?? ""}' has no valid data_type (got '${t.data_type ?? ""}')`,
+      );
     }
-    const served: ServedTensorConfig = { name: t.name ?? "", datatype, dims: t.dims ?? [], optional: t.optional ?? false };
+    const served: ServedTensorConfig = {
+      name: t.name ?? "",
+      datatype,
+      dims: t.dims ?? [],
+      optional: t.optional ?? false,
+    };
     if (t.reshape?.shape !== undefined) served.reshape = t.reshape.shape;
     return served;
   };

@@ -55,7 +55,10 @@ export class EchoBackend implements Backend {
       outputs = [...new Set(outputNames)].map((name) => {
         const output = byName.get(name);
         if (output === undefined) {
-          throw new OperonError("INVALID_ARG", `unexpected inference output '${name}', this request's outputs are: ${[...byName.keys()].join(", ")}`);
+          throw new OperonError(
+            "INVALID_ARG",
+            `unexpected inference output '${name}', this request's outputs are: ${[...byName.keys()].join(", ")}`,
+          );
         }
         return output;
       });
@@ -84,7 +87,9 @@ function ioListOf(value: unknown): IoInfo[] {
   return value.flatMap((entry: { name?: unknown; data_type?: unknown; dims?: unknown }) => {
     if (typeof entry?.name !== "string") return [];
     const datatype = typeof entry.data_type === "string" ? fromConfigDataType(entry.data_type) : undefined;
-    const shape = Array.isArray(entry.dims) ? entry.dims.map((dim) => (typeof dim === "number" && dim >= 0 ? dim : -1)) : [];
+    const shape = Array.isArray(entry.dims)
+      ? entry.dims.map((dim) => (typeof dim === "number" && dim >= 0 ? dim : -1))
+      : [];
     return [{ name: entry.name, datatype, shape }];
   });
 }

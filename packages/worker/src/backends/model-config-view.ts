@@ -32,7 +32,10 @@ export function isDecoupled(config: Record<string, unknown>): boolean {
 }
 
 /** Config `parameters: {key: {string_value}}` as strings, overridden by the load message's parameters. */
-export function parametersOf(config: Record<string, unknown>, loadParameters: Record<string, string>): Record<string, string> {
+export function parametersOf(
+  config: Record<string, unknown>,
+  loadParameters: Record<string, string>,
+): Record<string, string> {
   const out: Record<string, string> = {};
   const parameters = config.parameters as Record<string, { string_value?: unknown } | undefined> | undefined;
   if (typeof parameters === "object" && parameters !== null) {
@@ -52,11 +55,15 @@ export function instanceKindOf(config: Record<string, unknown>): string {
 
 function ioListOf(value: unknown, batching: boolean): IoInfo[] {
   if (!Array.isArray(value)) return [];
-  return value.flatMap((entry: { name?: unknown; data_type?: unknown; dims?: unknown; reshape?: { shape?: unknown } }) => {
-    if (typeof entry?.name !== "string") return [];
-    const datatype = typeof entry.data_type === "string" ? fromConfigDataType(entry.data_type) : undefined;
-    const declared = Array.isArray(entry.reshape?.shape) ? entry.reshape.shape : entry.dims;
-    const dims = Array.isArray(declared) ? declared.map((dim) => (typeof dim === "number" && dim >= 0 ? dim : -1)) : [];
-    return [{ name: entry.name, datatype, shape: batching ? [-1, ...dims] : dims }];
-  });
+  return value.flatMap(
+    (entry: { name?: unknown; data_type?: unknown; dims?: unknown; reshape?: { shape?: unknown } }) => {
+      if (typeof entry?.name !== "string") return [];
+      const datatype = typeof entry.data_type === "string" ? fromConfigDataType(entry.data_type) : undefined;
+      const declared = Array.isArray(entry.reshape?.shape) ? entry.reshape.shape : entry.dims;
+      const dims = Array.isArray(declared)
+        ? declared.map((dim) => (typeof dim === "number" && dim >= 0 ? dim : -1))
+        : [];
+      return [{ name: entry.name, datatype, shape: batching ? [-1, ...dims] : dims }];
+    },
+  );
 }

@@ -66,11 +66,19 @@ describe("NativeBackend", () => {
       parameters: {},
       log: () => undefined,
       host,
-      native: { backendName: "operon_identity", libraryPath: LIBRARY, backendConfig: {}, version: "1", autoComplete: true },
+      native: {
+        backendName: "operon_identity",
+        libraryPath: LIBRARY,
+        backendConfig: {},
+        version: "1",
+        autoComplete: true,
+      },
     });
     try {
       const values = Float32Array.from({ length: ELEMENTS }, (_, i) => i * 0.5);
-      const input = request([{ name: "INPUT0", datatype: "FP32", shape: [1, ELEMENTS], data: Buffer.from(values.buffer) }]);
+      const input = request([
+        { name: "INPUT0", datatype: "FP32", shape: [1, ELEMENTS], data: Buffer.from(values.buffer) },
+      ]);
       await backend.executeRequests([input]);
       const response = await input.done;
       if ("error" in response) throw response.error;
@@ -93,8 +101,17 @@ describe("NativeBackend", () => {
         instanceName: "bad_0",
         parameters: {},
         log: () => undefined,
-        native: { backendName: "operon_identity", libraryPath: LIBRARY, backendConfig: {}, version: "1", autoComplete: true },
+        native: {
+          backendName: "operon_identity",
+          libraryPath: LIBRARY,
+          backendConfig: {},
+          version: "1",
+          autoComplete: true,
+        },
       }),
-    ).rejects.toMatchObject({ kind: "INVALID_ARG", message: expect.stringMatching(/failed to initialize the model: .*reject_config/) });
+    ).rejects.toMatchObject({
+      kind: "INVALID_ARG",
+      message: expect.stringMatching(/failed to initialize the model: .*reject_config/),
+    });
   });
 });

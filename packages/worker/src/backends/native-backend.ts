@@ -104,7 +104,8 @@ export class NativeBackend implements RequestBackend {
 
   async initialize(options: BackendInitOptions): Promise<void> {
     const native = options.native;
-    if (native === undefined) throw new OperonError("INVALID_ARG", "native backend: the load message names no backend library (load.native)");
+    if (native === undefined)
+      throw new OperonError("INVALID_ARG", "native backend: the load message names no backend library (load.native)");
     this.host = options.host;
     this.log = options.log;
     this.backendName = native.backendName;
@@ -112,7 +113,10 @@ export class NativeBackend implements RequestBackend {
     const what = `backend '${native.backendName}' (${native.libraryPath})`;
     try {
       this.binding = loadTritonHost((level, file, line, message) =>
-        options.log(LOG_LEVELS[level] ?? "info", message, { backend: native.backendName, ...(file !== "" ? { file, line } : {}) }),
+        options.log(LOG_LEVELS[level] ?? "info", message, {
+          backend: native.backendName,
+          ...(file !== "" ? { file, line } : {}),
+        }),
       );
     } catch (error) {
       throw new OperonError("UNAVAILABLE", `model '${modelName}': ${(error as Error).message}`, { cause: error });
@@ -122,7 +126,14 @@ export class NativeBackend implements RequestBackend {
     try {
       const configJson = JSON.stringify(options.config);
       this.model = hostCall(`model '${modelName}': ${what} failed to initialize the model`, () =>
-        binding.createModel(this.backend!, modelName, versionNumber(native.version), options.modelPath, configJson, native.autoComplete),
+        binding.createModel(
+          this.backend!,
+          modelName,
+          versionNumber(native.version),
+          options.modelPath,
+          configJson,
+          native.autoComplete,
+        ),
       );
       const completed = JSON.parse(binding.modelConfig(this.model)) as Record<string, unknown>;
       this.configChanged = JSON.stringify(completed) !== configJson;
@@ -131,15 +142,17 @@ export class NativeBackend implements RequestBackend {
       this.maxBatchSize = maxBatchSizeOf(completed);
       this.info = configIo(completed);
       const kind = KIND_CODES[options.instanceKind ?? "KIND_CPU"] ?? 1;
-      this.instance = hostCall(`model '${modelName}': ${what} failed to initialize instance '${options.instanceName}'`, () =>
-        binding.createInstance(
-          this.model!,
-          options.instanceName,
-          kind,
-          options.deviceId ?? 0,
-          (byteLength) => this.host?.allocateOutput?.(byteLength),
-          (...event) => this.onEvent(event),
-        ),
+      this.instance = hostCall(
+        `model '${modelName}': ${what} failed to initialize instance '${options.instanceName}'`,
+        () =>
+          binding.createInstance(
+            this.model!,
+            options.instanceName,
+            kind,
+            options.deviceId ?? 0,
+            (byteLength) => this.host?.allocateOutput?.(byteLength),
+            (...event) => this.onEvent(event),
+          ),
       );
     } catch (error) {
       this.releaseHandles();
@@ -157,10 +170,22 @@ export class NativeBackend implements RequestBackend {
   }
 
   async execute(inputs: Tensor[], outputNames?: string[]): Promise<BackendExecuteResult> {
-    if (this.decoupled) throw new OperonError("UNSUPPORTED", `backend '${this.backendName}': the model is decoupled: its responses stream, one result cannot hold them`);
+    if (this.decoupled)
+      throw new OperonError(
+        "UNSUPPORTED",
+        `backend '${this.backendName}': the model is decoupled: its responses stream, one result cannot hold them`,
+      );
     let answer: BackendResponse | undefined;
     await this.executeRequests([
-      { requestId: 0, id: "", inputs, outputNames: outputNames ?? [], parameters: {}, cancelled: false, respond: (response) => void (answer = response) },
+      {
+        requestId: 0,
+        id: "",
+        inputs,
+        outputNames: outputNames ?? [],
+        parameters: {},
+        cancelled: false,
+        respond: (response) => void (answer = response),
+      },
     ]);
     if (answer === undefined) throw new OperonError("INTERNAL", `backend '${this.backendName}' gave no response`);
     if ("error" in answer) throw answer.error;
@@ -184,14 +209,27 @@ export class NativeBackend implements RequestBackend {
     const batch = requests.map((request) => {
       const token = this.nextToken++;
       finished.push(
-        new Promise<void>((done) => this.live.set(token, { request, released: false, final: undefined, answer: undefined, timing: undefined, done })),
+        new Promise<void>((done) =>
+          this.live.set(token, {
+            request,
+            released: false,
+            final: undefined,
+            answer: undefined,
+            timing: undefined,
+            done,
+          }),
+        ),
       );
       return {
         token,
         id: request.id,
         inputs: request.inputs,
         outputNames: request.outputNames,
-        parameters: Object.entries(request.parameters).map(([name, value]) => ({ name, value, ...(typeof value === "number" && Number.isInteger(value) ? { type: "int" as const } : {}) })),
+        parameters: Object.entries(request.parameters).map(([name, value]) => ({
+          name,
+          value,
+          ...(typeof value === "number" && Number.isInteger(value) ? { type: "int" as const } : {}),
+        })),
       };
     });
     try {
@@ -203,7 +241,8 @@ export class NativeBackend implements RequestBackend {
       return;
     }
     // Cancellations that came while the requests were still queued in this worker.
-    for (const { token } of batch) if (this.live.get(token)?.request.cancelled === true) binding.cancel(instance, token);
+    for (const { token } of batch)
+      if (this.live.get(token)?.request.cancelled === true) binding.cancel(instance, token);
     if (!this.decoupled) await Promise.all(finished);
     this.publishMetrics();
   }
@@ -252,14 +291,19 @@ export class NativeBackend implements RequestBackend {
       if (!this.decoupled) {
         // One response, final (Triton's rule for non-decoupled models); a flags-only final keeps an earlier one.
         if (!payload.empty) live.answer = response;
-        if (payload.final) live.final = live.answer ?? { error: new OperonError("INTERNAL", `backend '${this.backendName}' sent a final flag without a response`) };
+        if (payload.final)
+          live.final = live.answer ?? {
+            error: new OperonError("INTERNAL", `backend '${this.backendName}' sent a final flag without a response`),
+          };
       } else if (payload.final) {
         live.final = payload.empty ? { outputs: [] } : response;
       } else if (!payload.empty) {
         try {
           live.request.respond(response, false);
         } catch (error) {
-          this.log("error", `backend '${this.backendName}': a response could not be sent`, { reason: (error as Error).message });
+          this.log("error", `backend '${this.backendName}': a response could not be sent`, {
+            reason: (error as Error).message,
+          });
         }
       }
     }
@@ -275,7 +319,9 @@ export class NativeBackend implements RequestBackend {
     try {
       live.request.respond(answer, true);
     } catch (error) {
-      this.log("error", `backend '${this.backendName}': a response could not be sent`, { reason: (error as Error).message });
+      this.log("error", `backend '${this.backendName}': a response could not be sent`, {
+        reason: (error as Error).message,
+      });
     }
     live.done();
     if (this.decoupled) this.publishMetrics();
@@ -283,13 +329,23 @@ export class NativeBackend implements RequestBackend {
 
   private responseOf(payload: TritonHostResponse): BackendResponse {
     if (payload.error !== undefined) {
-      return { error: new OperonError(ERROR_KIND_OF_CODE[TRITON_CODE_NAMES[payload.error.code] ?? "UNKNOWN"] ?? "UNKNOWN", payload.error.message) };
+      return {
+        error: new OperonError(
+          ERROR_KIND_OF_CODE[TRITON_CODE_NAMES[payload.error.code] ?? "UNKNOWN"] ?? "UNKNOWN",
+          payload.error.message,
+        ),
+      };
     }
     const outputs: Tensor[] = [];
     for (const output of payload.outputs) {
       if (!isDataType(output.datatype)) {
         for (const dropped of payload.outputs) this.host?.freeOutput?.(dropped.data);
-        return { error: new OperonError("INTERNAL", `backend '${this.backendName}': output '${output.name}' has datatype '${output.datatype}', which is not a KServe datatype`) };
+        return {
+          error: new OperonError(
+            "INTERNAL",
+            `backend '${this.backendName}': output '${output.name}' has datatype '${output.datatype}', which is not a KServe datatype`,
+          ),
+        };
       }
       const data = output.data.length === output.byteSize ? output.data : output.data.subarray(0, output.byteSize);
       outputs.push({ name: output.name, datatype: output.datatype, shape: output.shape, data });
@@ -349,7 +405,9 @@ function hostCall<T>(context: string, call: () => T): T {
     return call();
   } catch (error) {
     const code = tritonErrorCodeOf(error);
-    throw new OperonError(ERROR_KIND_OF_CODE[code] ?? "INTERNAL", `${context}: ${(error as Error).message}`, { cause: error });
+    throw new OperonError(ERROR_KIND_OF_CODE[code] ?? "INTERNAL", `${context}: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 
@@ -359,7 +417,11 @@ function versionNumber(version: string): number {
 }
 
 function timingOf(statistics: TritonHostStatistics): ExecuteTiming {
-  return { computeInputNs: statistics.computeInputNs, computeInferNs: statistics.computeInferNs, computeOutputNs: statistics.computeOutputNs };
+  return {
+    computeInputNs: statistics.computeInputNs,
+    computeInferNs: statistics.computeInferNs,
+    computeOutputNs: statistics.computeOutputNs,
+  };
 }
 
 /** Used by the worker's backend registry. */

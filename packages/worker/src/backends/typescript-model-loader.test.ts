@@ -28,18 +28,31 @@ describe("importModelModule: the backend API version a model declares", () => {
     );
     await expect(importModelModule(modelPath)).rejects.toMatchObject({
       kind: "INVALID_ARG",
-      message: expect.stringContaining(`model file '${modelPath}' was written for backend API 2.0, but this server provides backend API 1.0`),
+      message: expect.stringContaining(
+        `model file '${modelPath}' was written for backend API 2.0, but this server provides backend API 1.0`,
+      ),
     });
   });
 
   it("reads a static operonBackendApi on the model class too", async () => {
-    const modelPath = await model("static.mjs", `export default class { static operonBackendApi = { major: 2, minor: 0 }; ${EXECUTE} }\n`);
-    await expect(importModelModule(modelPath)).rejects.toMatchObject({ kind: "INVALID_ARG", message: expect.stringContaining("backend API 2.0") });
+    const modelPath = await model(
+      "static.mjs",
+      `export default class { static operonBackendApi = { major: 2, minor: 0 }; ${EXECUTE} }\n`,
+    );
+    await expect(importModelModule(modelPath)).rejects.toMatchObject({
+      kind: "INVALID_ARG",
+      message: expect.stringContaining("backend API 2.0"),
+    });
   });
 
   it("fails a newer minor than the server's, and loads an older or equal one", async () => {
-    const modelPath = await model("minor.mjs", `export const operonBackendApi = { major: 1, minor: 1 };\nexport default class { ${EXECUTE} }\n`);
-    await expect(importModelModule(modelPath, { major: 1, minor: 0 })).rejects.toMatchObject({ message: expect.stringContaining("backend API 1.1") });
+    const modelPath = await model(
+      "minor.mjs",
+      `export const operonBackendApi = { major: 1, minor: 1 };\nexport default class { ${EXECUTE} }\n`,
+    );
+    await expect(importModelModule(modelPath, { major: 1, minor: 0 })).rejects.toMatchObject({
+      message: expect.stringContaining("backend API 1.1"),
+    });
     await expect(importModelModule(modelPath, { major: 1, minor: 1 })).resolves.toHaveProperty("default");
     await expect(importModelModule(modelPath, { major: 1, minor: 4 })).resolves.toHaveProperty("default");
   });

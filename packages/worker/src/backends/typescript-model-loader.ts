@@ -39,7 +39,10 @@ import { assertModelBackendApi, type BackendApiVersion } from "@operon/backend-a
  * INVALID_ARG naming both versions. Without a declaration the model is
  * taken as written for the server's version. `serverApi` is for tests.
  */
-export async function importModelModule(modelPath: string, serverApi?: BackendApiVersion): Promise<Record<string, unknown>> {
+export async function importModelModule(
+  modelPath: string,
+  serverApi?: BackendApiVersion,
+): Promise<Record<string, unknown>> {
   const module = await importModule(modelPath);
   assertModelBackendApi(declaredBackendApi(module), `model file '${modelPath}'`, serverApi);
   return module;
@@ -49,7 +52,7 @@ export async function importModelModule(modelPath: string, serverApi?: BackendAp
 function declaredBackendApi(module: Record<string, unknown>): unknown {
   if (module["operonBackendApi"] !== undefined) return module["operonBackendApi"];
   const exported = module["default"] ?? module["Model"];
-  return (typeof exported === "function" || (typeof exported === "object" && exported !== null))
+  return typeof exported === "function" || (typeof exported === "object" && exported !== null)
     ? (exported as { operonBackendApi?: unknown }).operonBackendApi
     : undefined;
 }
@@ -61,12 +64,19 @@ async function importModule(modelPath: string): Promise<Record<string, unknown>>
     if (!info.isFile()) throw new Error("not a file");
     mtimeMs = info.mtimeMs;
   } catch (error) {
-    throw new OperonError("INVALID_ARG", `model file '${modelPath}' not found or not readable: ${(error as Error).message}`, { cause: error });
+    throw new OperonError(
+      "INVALID_ARG",
+      `model file '${modelPath}' not found or not readable: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   const extension = path.extname(modelPath);
   if (extension === ".ts" || extension === ".mts") return importTranspiled(modelPath);
   if (extension !== ".js" && extension !== ".mjs" && extension !== ".cjs") {
-    throw new OperonError("INVALID_ARG", `model file '${modelPath}': the typescript backend loads .ts, .mts, .js, .mjs or .cjs files`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `model file '${modelPath}': the typescript backend loads .ts, .mts, .js, .mjs or .cjs files`,
+    );
   }
   const url = `${pathToFileURL(modelPath).href}?mtime=${Math.trunc(mtimeMs)}`;
   try {
@@ -132,8 +142,16 @@ async function importTranspiled(modelPath: string): Promise<Record<string, unkno
  * the module specifiers of static imports/exports and import("...") calls,
  * and replaces import.meta.url / filename / dirname with modelPath's.
  */
-function relocate(ts: typeof TypeScript, modelPath: string, rewrite: (specifier: string) => string): TypeScript.TransformerFactory<TypeScript.SourceFile> {
-  const meta: Record<string, string> = { url: pathToFileURL(modelPath).href, filename: modelPath, dirname: path.dirname(modelPath) };
+function relocate(
+  ts: typeof TypeScript,
+  modelPath: string,
+  rewrite: (specifier: string) => string,
+): TypeScript.TransformerFactory<TypeScript.SourceFile> {
+  const meta: Record<string, string> = {
+    url: pathToFileURL(modelPath).href,
+    filename: modelPath,
+    dirname: path.dirname(modelPath),
+  };
   return (context) => (sourceFile) => {
     const { factory } = context;
     const literal = (node: TypeScript.Expression): TypeScript.StringLiteral | undefined => {
@@ -144,15 +162,31 @@ function relocate(ts: typeof TypeScript, modelPath: string, rewrite: (specifier:
     const visit = (node: TypeScript.Node): TypeScript.Node => {
       if (ts.isImportDeclaration(node)) {
         const specifier = literal(node.moduleSpecifier);
-        if (specifier !== undefined) return factory.updateImportDeclaration(node, node.modifiers, node.importClause, specifier, node.attributes);
+        if (specifier !== undefined)
+          return factory.updateImportDeclaration(node, node.modifiers, node.importClause, specifier, node.attributes);
       } else if (ts.isExportDeclaration(node) && node.moduleSpecifier !== undefined) {
         const specifier = literal(node.moduleSpecifier);
         if (specifier !== undefined) {
-          return factory.updateExportDeclaration(node, node.modifiers, node.isTypeOnly, node.exportClause, specifier, node.attributes);
+          return factory.updateExportDeclaration(
+            node,
+            node.modifiers,
+            node.isTypeOnly,
+            node.exportClause,
+            specifier,
+            node.attributes,
+          );
         }
-      } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] !== undefined) {
+      } else if (
+        ts.isCallExpression(node) &&
+        node.expression.kind === ts.SyntaxKind.ImportKeyword &&
+        node.arguments[0] !== undefined
+      ) {
         const specifier = literal(node.arguments[0]);
-        if (specifier !== undefined) return factory.updateCallExpression(node, node.expression, node.typeArguments, [specifier, ...node.arguments.slice(1)]);
+        if (specifier !== undefined)
+          return factory.updateCallExpression(node, node.expression, node.typeArguments, [
+            specifier,
+            ...node.arguments.slice(1),
+          ]);
       } else if (
         ts.isPropertyAccessExpression(node) &&
         ts.isMetaProperty(node.expression) &&
@@ -209,7 +243,11 @@ async function syntaxErrorLocation(modelPath: string): Promise<string | undefine
   try {
     const ts = await loadTypeScript();
     const source = await readFile(modelPath, "utf8");
-    const output = ts.transpileModule(source, { fileName: modelPath, reportDiagnostics: true, compilerOptions: { allowJs: true } });
+    const output = ts.transpileModule(source, {
+      fileName: modelPath,
+      reportDiagnostics: true,
+      compilerOptions: { allowJs: true },
+    });
     const first = output.diagnostics?.find((diagnostic) => diagnostic.category === ts.DiagnosticCategory.Error);
     return first === undefined ? undefined : locationOf(first, modelPath);
   } catch {

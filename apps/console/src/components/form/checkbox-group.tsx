@@ -29,7 +29,12 @@ export function CheckboxGroup({
       <legend>{legend}</legend>
       {options.map((option) => (
         <label key={option.value} className="checkbox">
-          <input type="checkbox" name={name} value={option.value} defaultChecked={defaultChecked.includes(option.value)} />
+          <input
+            type="checkbox"
+            name={name}
+            value={option.value}
+            defaultChecked={defaultChecked.includes(option.value)}
+          />
           <span>
             {option.label}
             {option.hint ? <span className="field-hint"> — {option.hint}</span> : null}

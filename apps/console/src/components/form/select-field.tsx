@@ -13,7 +13,10 @@ export function SelectField({
   options,
   error,
   ...select
-}: { label: string; options: readonly SelectOption[]; error?: string | undefined; name: string } & Omit<SelectHTMLAttributes<HTMLSelectElement>, "id" | "children">) {
+}: { label: string; options: readonly SelectOption[]; error?: string | undefined; name: string } & Omit<
+  SelectHTMLAttributes<HTMLSelectElement>,
+  "id" | "children"
+>) {
   const id = useId();
   const errorId = error ? `${id}-error` : undefined;
   return (

@@ -8,7 +8,10 @@ export function TextField({
   hint,
   error,
   ...input
-}: { label: string; hint?: ReactNode; error?: string | undefined; name: string } & Omit<InputHTMLAttributes<HTMLInputElement>, "id">) {
+}: { label: string; hint?: ReactNode; error?: string | undefined; name: string } & Omit<
+  InputHTMLAttributes<HTMLInputElement>,
+  "id"
+>) {
   const id = useId();
   const hintId = hint ? `${id}-hint` : undefined;
   const errorId = error ? `${id}-error` : undefined;

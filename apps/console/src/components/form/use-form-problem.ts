@@ -7,7 +7,12 @@ import { apiProblem, type ApiProblem, type FieldProblem } from "@/lib/api-proble
 export function useFormProblem() {
   const [problem, setProblem] = useState<ApiProblem | null>(null);
   const atFields = (fieldErrors: FieldProblem[]) =>
-    setProblem({ message: fieldErrors.map((field) => `${field.path}: ${field.message}`).join("; "), appCode: "VALIDATION_FAILED", fieldErrors, retryAfterSecs: undefined });
+    setProblem({
+      message: fieldErrors.map((field) => `${field.path}: ${field.message}`).join("; "),
+      appCode: "VALIDATION_FAILED",
+      fieldErrors,
+      retryAfterSecs: undefined,
+    });
   return {
     problem,
     clear: () => setProblem(null),

@@ -18,7 +18,12 @@ export function AppHeader({ menuButton }: { menuButton: ReactNode }) {
         Operon
       </Link>
       <div className="header-user">
-        <Link href="/account" className="header-user-name" title="Your account: profile and password" aria-current={pathname === "/account" ? "page" : undefined}>
+        <Link
+          href="/account"
+          className="header-user-name"
+          title="Your account: profile and password"
+          aria-current={pathname === "/account" ? "page" : undefined}
+        >
           <span className="visually-hidden">Signed in as </span>
           {user.name ?? user.email}
         </Link>

@@ -27,7 +27,10 @@ export function AuthGuard({ children }: { children: ReactNode }) {
     if (target) router.replace(target);
   }, [router, target]);
 
-  if (session.isError) return <ErrorState title="Could not check your session" error={session.error} onRetry={() => void session.refetch()} />;
+  if (session.isError)
+    return (
+      <ErrorState title="Could not check your session" error={session.error} onRetry={() => void session.refetch()} />
+    );
   if (!user) return <LoadingState label={target ? "Redirecting…" : "Checking your session…"} />;
   return <SignedInUserProvider value={user}>{children}</SignedInUserProvider>;
 }

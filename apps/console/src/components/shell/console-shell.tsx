@@ -10,7 +10,13 @@ const NAV_ID = "main-nav";
 export function ConsoleShell({ children }: { children: ReactNode }) {
   const [menuOpen, setMenuOpen] = useState(false);
   const menuButton = (
-    <button type="button" className="button menu-button" aria-expanded={menuOpen} aria-controls={NAV_ID} onClick={() => setMenuOpen((open) => !open)}>
+    <button
+      type="button"
+      className="button menu-button"
+      aria-expanded={menuOpen}
+      aria-controls={NAV_ID}
+      onClick={() => setMenuOpen((open) => !open)}
+    >
       Menu
     </button>
   );

@@ -16,9 +16,23 @@ describe("the console's navigation", () => {
   });
 
   it("lists every planned section in one place, so switching one on is one flag", () => {
-    expect(NAV_ITEMS.map((item) => item.label)).toEqual(["Overview", "Models", "Operators", "Perf reports", "Workers", "Scheduler", "API keys", "Users", "Audit", "Tenants", "Hardware & cost"]);
+    expect(NAV_ITEMS.map((item) => item.label)).toEqual([
+      "Overview",
+      "Models",
+      "Operators",
+      "Perf reports",
+      "Workers",
+      "Scheduler",
+      "API keys",
+      "Users",
+      "Audit",
+      "Tenants",
+      "Hardware & cost",
+    ]);
     expect(new Set(NAV_ITEMS.map((item) => item.href)).size).toBe(NAV_ITEMS.length);
-    expect(visibleNavItems("ADMIN").map((item) => item.label)).toEqual(expect.arrayContaining(["Overview", "API keys", "Users", "Audit"]));
+    expect(visibleNavItems("ADMIN").map((item) => item.label)).toEqual(
+      expect.arrayContaining(["Overview", "API keys", "Users", "Audit"]),
+    );
   });
 
   it("marks the section of nested pages, and the overview only at /", () => {

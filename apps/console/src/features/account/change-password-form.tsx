@@ -51,7 +51,14 @@ export function ChangePasswordForm() {
       <h2 id="change-password-title" className="form-title">
         Change password
       </h2>
-      <TextField label="Current password" name="currentPassword" type="password" autoComplete="current-password" required error={fieldMessage(problem, "currentPassword")} />
+      <TextField
+        label="Current password"
+        name="currentPassword"
+        type="password"
+        autoComplete="current-password"
+        required
+        error={fieldMessage(problem, "currentPassword")}
+      />
       <TextField
         label="New password"
         name="newPassword"
@@ -61,7 +68,14 @@ export function ChangePasswordForm() {
         hint="At least 10 characters. Your other sessions are signed out."
         error={fieldMessage(problem, "newPassword")}
       />
-      <TextField label="New password, again" name="confirmPassword" type="password" autoComplete="new-password" required error={fieldMessage(problem, "confirmPassword")} />
+      <TextField
+        label="New password, again"
+        name="confirmPassword"
+        type="password"
+        autoComplete="new-password"
+        required
+        error={fieldMessage(problem, "confirmPassword")}
+      />
       <FormAlert message={formMessage(problem, FIELDS)} />
       {done ? (
         <p className="form-success" role="status">

@@ -9,19 +9,25 @@ function form(fields: Record<string, string | string[]>): FormData {
 
 describe("parseApiKeyForm", () => {
   it("leaves empty optional fields to the API's defaults", () => {
-    expect(parseApiKeyForm(form({ name: " ci ", scopes: ["infer"], expiresOn: "", priorityLevel: "", qpsQuota: "" }))).toEqual({
+    expect(
+      parseApiKeyForm(form({ name: " ci ", scopes: ["infer"], expiresOn: "", priorityLevel: "", qpsQuota: "" })),
+    ).toEqual({
       ok: true,
       input: { name: "ci", scopes: ["infer"] },
     });
   });
 
   it("sends numbers, and the expiry as the end of that day in local time", () => {
-    const parsed = parseApiKeyForm(form({ name: "ops", scopes: ["infer", "admin"], expiresOn: "2031-03-04", priorityLevel: "2", qpsQuota: "50" }));
+    const parsed = parseApiKeyForm(
+      form({ name: "ops", scopes: ["infer", "admin"], expiresOn: "2031-03-04", priorityLevel: "2", qpsQuota: "50" }),
+    );
     expect(parsed.ok).toBe(true);
     if (!parsed.ok) return;
     expect(parsed.input).toMatchObject({ name: "ops", scopes: ["infer", "admin"], priorityLevel: 2, qpsQuota: 50 });
     const expiry = new Date(parsed.input.expiresAt as string);
-    expect([expiry.getFullYear(), expiry.getMonth(), expiry.getDate(), expiry.getHours(), expiry.getMinutes()]).toEqual([2031, 2, 4, 23, 59]);
+    expect([expiry.getFullYear(), expiry.getMonth(), expiry.getDate(), expiry.getHours(), expiry.getMinutes()]).toEqual(
+      [2031, 2, 4, 23, 59],
+    );
   });
 
   it("names the fields whose numbers are not whole or too small", () => {

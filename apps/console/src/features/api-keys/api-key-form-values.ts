@@ -3,7 +3,9 @@ import type { RouterInputs } from "@/lib/api-types";
 export type CreateApiKeyInput = RouterInputs["apiKeys"]["create"];
 
 /** Either the input for apiKeys.create or the fields the browser found wrong before asking the API. */
-export type ParsedApiKeyForm = { ok: true; input: CreateApiKeyInput } | { ok: false; fieldErrors: Array<{ path: string; message: string }> };
+export type ParsedApiKeyForm =
+  | { ok: true; input: CreateApiKeyInput }
+  | { ok: false; fieldErrors: Array<{ path: string; message: string }> };
 
 /**
  * Reads the create-key form. The expiry is a date: the key works until the
@@ -36,7 +38,12 @@ export function parseApiKeyForm(form: FormData): ParsedApiKeyForm {
   };
 }
 
-function optionalInteger(raw: FormDataEntryValue | null, path: string, min: number, errors: Array<{ path: string; message: string }>): number | undefined {
+function optionalInteger(
+  raw: FormDataEntryValue | null,
+  path: string,
+  min: number,
+  errors: Array<{ path: string; message: string }>,
+): number | undefined {
   const text = String(raw ?? "").trim();
   if (text === "") return undefined;
   const value = Number(text);

@@ -48,7 +48,11 @@ function ApiKeysSection() {
               </label>
             ) : null}
             <label className="checkbox">
-              <input type="checkbox" checked={includeRevoked} onChange={(event) => setIncludeRevoked(event.target.checked)} />
+              <input
+                type="checkbox"
+                checked={includeRevoked}
+                onChange={(event) => setIncludeRevoked(event.target.checked)}
+              />
               <span>Show revoked</span>
             </label>
           </div>
@@ -57,7 +61,10 @@ function ApiKeysSection() {
           query={keys}
           loadingLabel="Loading keys…"
           isEmpty={(list) => list.length === 0}
-          empty={{ title: all ? "No keys yet" : "You have no keys yet", body: <p>Create one below to call the gateway from a program.</p> }}
+          empty={{
+            title: all ? "No keys yet" : "You have no keys yet",
+            body: <p>Create one below to call the gateway from a program.</p>,
+          }}
         >
           {(list) => <ApiKeysTable keys={list} showOwner={all} />}
         </QueryView>

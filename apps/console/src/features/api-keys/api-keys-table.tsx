@@ -62,7 +62,9 @@ export function ApiKeysTable({ keys, showOwner }: { keys: readonly ApiKeyRow[]; 
               <td>
                 <KeyStatus apiKey={key} now={now} />
               </td>
-              <td className="cell-actions">{key.revokedAt ? null : <RevokeApiKeyButton id={key.id} name={key.name} prefix={key.prefix} />}</td>
+              <td className="cell-actions">
+                {key.revokedAt ? null : <RevokeApiKeyButton id={key.id} name={key.name} prefix={key.prefix} />}
+              </td>
             </tr>
           ))}
         </tbody>

@@ -54,9 +54,28 @@ export function CreateApiKeyForm({ onCreated }: { onCreated: (created: CreatedAp
       <h2 id="create-key-title" className="form-title">
         Create a key
       </h2>
-      <TextField label="Name" name="name" required maxLength={100} hint="What uses it, e.g. “ci” or “billing service”." error={fieldMessage(problem, "name")} />
-      <CheckboxGroup legend="Scopes" name="scopes" options={scopes} defaultChecked={["infer"]} error={fieldMessage(problem, "scopes")} />
-      <TextField label="Expires on (optional)" name="expiresOn" type="date" hint="Empty: never expires." error={fieldMessage(problem, "expiresAt")} />
+      <TextField
+        label="Name"
+        name="name"
+        required
+        maxLength={100}
+        hint="What uses it, e.g. “ci” or “billing service”."
+        error={fieldMessage(problem, "name")}
+      />
+      <CheckboxGroup
+        legend="Scopes"
+        name="scopes"
+        options={scopes}
+        defaultChecked={["infer"]}
+        error={fieldMessage(problem, "scopes")}
+      />
+      <TextField
+        label="Expires on (optional)"
+        name="expiresOn"
+        type="date"
+        hint="Empty: never expires."
+        error={fieldMessage(problem, "expiresAt")}
+      />
       <TextField
         label="Priority level (optional)"
         name="priorityLevel"
@@ -67,7 +86,16 @@ export function CreateApiKeyForm({ onCreated }: { onCreated: (created: CreatedAp
         hint="0 or empty: the model's default; 1 is the highest."
         error={fieldMessage(problem, "priorityLevel")}
       />
-      <TextField label="QPS quota (optional)" name="qpsQuota" type="number" min={1} step={1} inputMode="numeric" hint="Requests per second; empty: no quota." error={fieldMessage(problem, "qpsQuota")} />
+      <TextField
+        label="QPS quota (optional)"
+        name="qpsQuota"
+        type="number"
+        min={1}
+        step={1}
+        inputMode="numeric"
+        hint="Requests per second; empty: no quota."
+        error={fieldMessage(problem, "qpsQuota")}
+      />
       <FormAlert message={formMessage(problem, FIELDS)} />
       <div className="form-actions">
         <SubmitButton pending={create.isPending} label="Create key" pendingLabel="Creating…" />

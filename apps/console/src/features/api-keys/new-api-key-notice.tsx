@@ -26,7 +26,14 @@ export function NewApiKeyNotice({ created, onDone }: { created: CreatedApiKey; o
         <label htmlFor={KEY_INPUT_ID} className="visually-hidden">
           The new API key
         </label>
-        <input id={KEY_INPUT_ID} className="key-value" readOnly value={created.key} spellCheck={false} onFocus={(event) => event.currentTarget.select()} />
+        <input
+          id={KEY_INPUT_ID}
+          className="key-value"
+          readOnly
+          value={created.key}
+          spellCheck={false}
+          onFocus={(event) => event.currentTarget.select()}
+        />
         <CopyButton text={created.key} fallbackTargetId={KEY_INPUT_ID} />
       </div>
       <ClientLines apiKey={created.key} />
@@ -55,7 +62,14 @@ function ClientLines({ apiKey }: { apiKey: string }) {
         <div key={id} className="client-line">
           <label htmlFor={id}>{label}</label>
           <div className="key-row">
-            <input id={id} className="key-value" readOnly value={line} spellCheck={false} onFocus={(event) => event.currentTarget.select()} />
+            <input
+              id={id}
+              className="key-value"
+              readOnly
+              value={line}
+              spellCheck={false}
+              onFocus={(event) => event.currentTarget.select()}
+            />
             <CopyButton text={line} fallbackTargetId={id} />
           </div>
         </div>

@@ -7,8 +7,18 @@ describe("auditListInput", () => {
   });
 
   it("sends filled filters, local times as instants, and the cursor", () => {
-    const input = auditListInput({ action: " apiKey. ", targetType: "ApiKey", from: "2030-01-02T03:04", to: "" }, "1234", 20);
-    expect(input).toEqual({ limit: 20, action: "apiKey.", targetType: "ApiKey", from: new Date("2030-01-02T03:04").toISOString(), cursor: "1234" });
+    const input = auditListInput(
+      { action: " apiKey. ", targetType: "ApiKey", from: "2030-01-02T03:04", to: "" },
+      "1234",
+      20,
+    );
+    expect(input).toEqual({
+      limit: 20,
+      action: "apiKey.",
+      targetType: "ApiKey",
+      from: new Date("2030-01-02T03:04").toISOString(),
+      cursor: "1234",
+    });
   });
 
   it("drops a date it cannot read rather than sending it", () => {

@@ -15,7 +15,11 @@ export const AUDIT_PAGE_SIZE = 50;
 type AuditListInput = NonNullable<RouterInputs["audit"]["list"]>;
 
 /** The audit.list input for one page: empty filters left out, local times sent as ISO instants. */
-export function auditListInput(filters: AuditFilters, cursor: string | undefined, limit = AUDIT_PAGE_SIZE): AuditListInput {
+export function auditListInput(
+  filters: AuditFilters,
+  cursor: string | undefined,
+  limit = AUDIT_PAGE_SIZE,
+): AuditListInput {
   const from = localToIso(filters.from);
   const to = localToIso(filters.to);
   return {

@@ -30,7 +30,10 @@ function AuditSection() {
   // cursors[i] starts page i+1; the first page has none.
   const [cursors, setCursors] = useState<Array<string | undefined>>([undefined]);
   const cursor = cursors[cursors.length - 1];
-  const events = useQuery({ ...trpc.audit.list.queryOptions(auditListInput(filters, cursor)), placeholderData: keepPreviousData });
+  const events = useQuery({
+    ...trpc.audit.list.queryOptions(auditListInput(filters, cursor)),
+    placeholderData: keepPreviousData,
+  });
   const filtered = Object.values(filters).some((value) => value !== "");
 
   return (

@@ -16,7 +16,8 @@ export function AuditRow({ event }: { event: AuditEvent }) {
   const [open, setOpen] = useState(false);
   const detailsId = useId();
   const hasSnapshots = event.before != null || event.after != null;
-  const snapshotLabel = event.before != null && event.after != null ? "before / after" : event.before != null ? "before" : "after";
+  const snapshotLabel =
+    event.before != null && event.after != null ? "before / after" : event.before != null ? "before" : "after";
   return (
     <>
       <tr>
@@ -26,7 +27,15 @@ export function AuditRow({ event }: { event: AuditEvent }) {
         <td>
           <code>{event.action}</code>
         </td>
-        <td>{event.actorEmail ? <BreakableText text={event.actorEmail} /> : event.apiKeyId ? `API key ${event.apiKeyId}` : "system"}</td>
+        <td>
+          {event.actorEmail ? (
+            <BreakableText text={event.actorEmail} />
+          ) : event.apiKeyId ? (
+            `API key ${event.apiKeyId}`
+          ) : (
+            "system"
+          )}
+        </td>
         <td>
           {event.targetType}
           {event.targetId ? (
@@ -39,7 +48,13 @@ export function AuditRow({ event }: { event: AuditEvent }) {
         <td>{event.ip ?? "—"}</td>
         <td className="cell-nowrap">
           {hasSnapshots ? (
-            <button type="button" className="button-link" aria-expanded={open} aria-controls={detailsId} onClick={() => setOpen((value) => !value)}>
+            <button
+              type="button"
+              className="button-link"
+              aria-expanded={open}
+              aria-controls={detailsId}
+              onClick={() => setOpen((value) => !value)}
+            >
               {open ? "Hide" : "Show"} {snapshotLabel}
             </button>
           ) : (

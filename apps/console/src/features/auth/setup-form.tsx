@@ -83,10 +83,32 @@ export function SetupForm() {
           }
           error={fieldMessage(problem, "token")}
         />
-        <TextField label="Email" name="email" type="email" autoComplete="username" required error={fieldMessage(problem, "email")} />
+        <TextField
+          label="Email"
+          name="email"
+          type="email"
+          autoComplete="username"
+          required
+          error={fieldMessage(problem, "email")}
+        />
         <TextField label="Name (optional)" name="name" autoComplete="name" error={fieldMessage(problem, "name")} />
-        <TextField label="Password" name="password" type="password" autoComplete="new-password" required hint="At least 10 characters." error={fieldMessage(problem, "password")} />
-        <TextField label="Password again" name="confirmPassword" type="password" autoComplete="new-password" required error={fieldMessage(problem, "confirmPassword")} />
+        <TextField
+          label="Password"
+          name="password"
+          type="password"
+          autoComplete="new-password"
+          required
+          hint="At least 10 characters."
+          error={fieldMessage(problem, "password")}
+        />
+        <TextField
+          label="Password again"
+          name="confirmPassword"
+          type="password"
+          autoComplete="new-password"
+          required
+          error={fieldMessage(problem, "confirmPassword")}
+        />
         <FormAlert message={formMessage(problem, FIELDS)} />
         <button type="submit" className="button button-primary" disabled={completeSetup.isPending}>
           {completeSetup.isPending ? "Creating the admin…" : "Create admin and sign in"}

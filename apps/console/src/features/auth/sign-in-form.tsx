@@ -49,13 +49,28 @@ export function SignInForm() {
         <div className="notice">
           <p>Operon has no accounts yet.</p>
           <p>
-            <Link href="/setup">Set up the first admin</Link> with the link <code>operon serve</code> printed in its terminal.
+            <Link href="/setup">Set up the first admin</Link> with the link <code>operon serve</code> printed in its
+            terminal.
           </p>
         </div>
       ) : null}
       <form onSubmit={submit} noValidate className="form">
-        <TextField label="Email" name="email" type="email" autoComplete="username" required error={fieldMessage(problem, "email")} />
-        <TextField label="Password" name="password" type="password" autoComplete="current-password" required error={fieldMessage(problem, "password")} />
+        <TextField
+          label="Email"
+          name="email"
+          type="email"
+          autoComplete="username"
+          required
+          error={fieldMessage(problem, "email")}
+        />
+        <TextField
+          label="Password"
+          name="password"
+          type="password"
+          autoComplete="current-password"
+          required
+          error={fieldMessage(problem, "password")}
+        />
         <FormAlert message={formMessage(problem, FIELDS)} />
         <button type="submit" className="button button-primary" disabled={signIn.isPending}>
           {signIn.isPending ? "Signing in…" : "Sign in"}

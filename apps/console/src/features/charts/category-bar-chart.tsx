@@ -32,7 +32,13 @@ export function CategoryBarChart({
 }) {
   const height = Math.max(140, rows.length * ROW_HEIGHT * Math.max(1, series.length * 0.7) + 72);
   return (
-    <ChartFigure title={title} summary={summarizeCategories(rows, series, formatValue, categoryLabel)} hasData={hasAnyValue(rows, series)} plotHeight={height} {...(emptyText ? { emptyText } : {})}>
+    <ChartFigure
+      title={title}
+      summary={summarizeCategories(rows, series, formatValue, categoryLabel)}
+      hasData={hasAnyValue(rows, series)}
+      plotHeight={height}
+      {...(emptyText ? { emptyText } : {})}
+    >
       <BarChart
         responsive
         layout="vertical"
@@ -41,22 +47,41 @@ export function CategoryBarChart({
         margin={{ top: 8, right: 24, bottom: 24, left: 8 }}
       >
         <CartesianGrid stroke="#e3e6ea" horizontal={false} />
-        <XAxis type="number" domain={[0, "auto"]} tickFormatter={(value: number) => formatValue(value)} label={{ value: valueLabel, position: "insideBottom", offset: -16 }} />
+        <XAxis
+          type="number"
+          domain={[0, "auto"]}
+          tickFormatter={(value: number) => formatValue(value)}
+          label={{ value: valueLabel, position: "insideBottom", offset: -16 }}
+        />
         <YAxis type="category" dataKey="category" width={170} name={categoryLabel} tick={{ fontSize: 13 }} />
         <Tooltip formatter={(value) => (typeof value === "number" ? formatValue(value) : String(value))} />
         {series.length > 1 ? <Legend verticalAlign="top" /> : null}
         {series.map((entry) => (
-          <Bar key={entry.key} dataKey={entry.key} name={entry.label} fill={entry.color} isAnimationActive={false} maxBarSize={22} />
+          <Bar
+            key={entry.key}
+            dataKey={entry.key}
+            name={entry.label}
+            fill={entry.color}
+            isAnimationActive={false}
+            maxBarSize={22}
+          />
         ))}
       </BarChart>
     </ChartFigure>
   );
 }
 
-function summarizeCategories(rows: readonly ChartRow[], series: readonly ChartSeries[], format: (value: number) => string, categoryLabel: string): string {
+function summarizeCategories(
+  rows: readonly ChartRow[],
+  series: readonly ChartSeries[],
+  format: (value: number) => string,
+  categoryLabel: string,
+): string {
   if (!hasAnyValue(rows, series)) return "No data in this range.";
   if (series.length !== 1) return summarizeSeries(rows, series, format);
   const key = series[0]!.key;
-  const parts = rows.flatMap((row) => (typeof row[key] === "number" ? [`${String(row["category"])} ${format(row[key])}`] : []));
+  const parts = rows.flatMap((row) =>
+    typeof row[key] === "number" ? [`${String(row["category"])} ${format(row[key])}`] : [],
+  );
   return `${series[0]!.label} by ${categoryLabel}: ${parts.join(", ")}.`;
 }

@@ -35,9 +35,13 @@ export function ChartFigure({
         </Heading>
         {actions}
       </div>
-      {hasData ? <div className="chart-plot" style={plotHeight ? { height: plotHeight } : undefined}>
+      {hasData ? (
+        <div className="chart-plot" style={plotHeight ? { height: plotHeight } : undefined}>
           {children}
-        </div> : <p className="chart-empty">{emptyText}</p>}
+        </div>
+      ) : (
+        <p className="chart-empty">{emptyText}</p>
+      )}
       <figcaption id={`${id}-summary`} className="chart-summary">
         {summary}
       </figcaption>

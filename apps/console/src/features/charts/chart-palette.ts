@@ -2,7 +2,18 @@
  * Series colours: distinguishable for the common colour-vision deficiencies
  * (Okabe–Ito order, darkened where needed for 3:1 against white).
  */
-export const CHART_PALETTE = ["#1f5fbf", "#c2410c", "#047857", "#a21caf", "#b45309", "#0e7490", "#be123c", "#4d5561", "#6d28d9", "#3f6212"] as const;
+export const CHART_PALETTE = [
+  "#1f5fbf",
+  "#c2410c",
+  "#047857",
+  "#a21caf",
+  "#b45309",
+  "#0e7490",
+  "#be123c",
+  "#4d5561",
+  "#6d28d9",
+  "#3f6212",
+] as const;
 
 export function seriesColor(index: number): string {
   return CHART_PALETTE[index % CHART_PALETTE.length]!;

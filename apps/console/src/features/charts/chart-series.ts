@@ -9,7 +9,9 @@ export interface ChartSeries {
 export type ChartRow = Record<string, number | string | null>;
 
 export function numericValues(rows: readonly ChartRow[], key: string): number[] {
-  return rows.map((row) => row[key]).filter((value): value is number => typeof value === "number" && Number.isFinite(value));
+  return rows
+    .map((row) => row[key])
+    .filter((value): value is number => typeof value === "number" && Number.isFinite(value));
 }
 
 export function hasAnyValue(rows: readonly ChartRow[], series: readonly ChartSeries[]): boolean {
@@ -20,7 +22,11 @@ export function hasAnyValue(rows: readonly ChartRow[], series: readonly ChartSer
  * The chart in words, for screen readers and for anyone skimming: per
  * series its number of points, latest and highest value.
  */
-export function summarizeSeries(rows: readonly ChartRow[], series: readonly ChartSeries[], format: (value: number) => string): string {
+export function summarizeSeries(
+  rows: readonly ChartRow[],
+  series: readonly ChartSeries[],
+  format: (value: number) => string,
+): string {
   const parts = series.flatMap((entry) => {
     const values = numericValues(rows, entry.key);
     if (values.length === 0) return [];

@@ -8,7 +8,10 @@ export function niceTicks(max: number, maxTicks = 6): number[] {
   const top = max > 0 && Number.isFinite(max) ? max : 1;
   const intervals = Math.max(1, maxTicks - 1);
   const magnitude = 10 ** Math.floor(Math.log10(top / intervals));
-  const step = [1, 2, 2.5, 5, 10].map((factor) => factor * magnitude).find((candidate) => Math.ceil(top / candidate - 1e-9) <= intervals) ?? 10 * magnitude;
+  const step =
+    [1, 2, 2.5, 5, 10]
+      .map((factor) => factor * magnitude)
+      .find((candidate) => Math.ceil(top / candidate - 1e-9) <= intervals) ?? 10 * magnitude;
   const count = Math.ceil(top / step - 1e-9);
   // toPrecision: 3 × 0.1 is 0.30000000000000004 in floating point.
   return Array.from({ length: count + 1 }, (_, index) => Number((index * step).toPrecision(12)));

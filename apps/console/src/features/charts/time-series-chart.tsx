@@ -50,7 +50,12 @@ export function TimeSeriesChart({
       hasData={hasAnyValue(rows, series)}
       {...(series.length > 3 ? { plotHeight: 300 } : {})}
     >
-      <LineChart responsive data={rows as ChartRow[]} style={{ width: "100%", height: "100%" }} margin={{ top: 8, right: 16, bottom: 24, left: 8 }}>
+      <LineChart
+        responsive
+        data={rows as ChartRow[]}
+        style={{ width: "100%", height: "100%" }}
+        margin={{ top: 8, right: 16, bottom: 24, left: 8 }}
+      >
         <CartesianGrid stroke="#e3e6ea" />
         <XAxis
           dataKey="t"
@@ -71,7 +76,10 @@ export function TimeSeriesChart({
           tickFormatter={(value: number) => formatAxis(value)}
           label={{ value: yLabel, angle: -90, position: "insideLeft", style: { textAnchor: "middle" } }}
         />
-        <Tooltip labelFormatter={(value) => (typeof value === "number" ? formatClock(value) : String(value))} formatter={(value) => (typeof value === "number" ? formatValue(value) : String(value))} />
+        <Tooltip
+          labelFormatter={(value) => (typeof value === "number" ? formatClock(value) : String(value))}
+          formatter={(value) => (typeof value === "number" ? formatValue(value) : String(value))}
+        />
         {series.length > 1 ? <Legend verticalAlign="top" /> : null}
         {series.map((entry) => (
           <Line

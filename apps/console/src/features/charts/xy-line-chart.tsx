@@ -42,8 +42,18 @@ export function XyLineChart({
   integerX?: boolean;
 }) {
   return (
-    <ChartFigure title={title} summary={summary ?? summarizeSeries(rows, series, formatY)} hasData={hasAnyValue(rows, series)} actions={actions}>
-      <LineChart responsive data={rows as ChartRow[]} style={{ width: "100%", height: "100%" }} margin={{ top: 16, right: 24, bottom: 24, left: 8 }}>
+    <ChartFigure
+      title={title}
+      summary={summary ?? summarizeSeries(rows, series, formatY)}
+      hasData={hasAnyValue(rows, series)}
+      actions={actions}
+    >
+      <LineChart
+        responsive
+        data={rows as ChartRow[]}
+        style={{ width: "100%", height: "100%" }}
+        margin={{ top: 16, right: 24, bottom: 24, left: 8 }}
+      >
         <CartesianGrid stroke="#e3e6ea" />
         <XAxis
           dataKey={xKey}
@@ -68,7 +78,16 @@ export function XyLineChart({
         />
         {series.length > 1 ? <Legend verticalAlign="top" /> : null}
         {series.map((entry) => (
-          <Line key={entry.key} type="linear" dataKey={entry.key} name={entry.label} stroke={entry.color} strokeWidth={2} dot={{ r: 4, fill: entry.color }} isAnimationActive={false}>
+          <Line
+            key={entry.key}
+            type="linear"
+            dataKey={entry.key}
+            name={entry.label}
+            stroke={entry.color}
+            strokeWidth={2}
+            dot={{ r: 4, fill: entry.color }}
+            isAnimationActive={false}
+          >
             {pointLabelKey ? <LabelList dataKey={pointLabelKey} position="top" className="chart-point-label" /> : null}
           </Line>
         ))}

@@ -31,7 +31,10 @@ export function CandidatesTable({
   return (
     <TableScroller label="Candidates">
       <table className="search-candidates-table">
-        <caption>Every candidate measured, in order. p99 and throughput are at the concurrency shown, the best one within the budget.</caption>
+        <caption>
+          Every candidate measured, in order. p99 and throughput are at the concurrency shown, the best one within the
+          budget.
+        </caption>
         <thead>
           <tr>
             <th scope="col" className="cell-number">
@@ -65,7 +68,11 @@ export function CandidatesTable({
             ].filter(Boolean);
             const measured = candidate.error === null && candidate.throughput > 0;
             return (
-              <tr key={candidate.index} className={candidate.index === recommendedIndex ? "row-recommended" : undefined} aria-current={candidate.index === recommendedIndex ? "true" : undefined}>
+              <tr
+                key={candidate.index}
+                className={candidate.index === recommendedIndex ? "row-recommended" : undefined}
+                aria-current={candidate.index === recommendedIndex ? "true" : undefined}
+              >
                 <th scope="row" className="cell-number">
                   {candidate.index + 1}
                 </th>
@@ -73,13 +80,23 @@ export function CandidatesTable({
                 <td>{DIMENSIONS[candidate.dimension] ?? candidate.dimension}</td>
                 <td className="cell-number">{formatInteger(candidate.concurrency)}</td>
                 <td className="cell-number">{formatNumber(candidate.throughput)}</td>
-                <td className="cell-number">{formatNumber(candidate.latencyP99Us === null ? null : candidate.latencyP99Us / 1000, 3)}</td>
-                <td className="cell-number">{currency === null ? "—" : formatMoney(candidate.costPer1000, currency)}</td>
+                <td className="cell-number">
+                  {formatNumber(candidate.latencyP99Us === null ? null : candidate.latencyP99Us / 1000, 3)}
+                </td>
+                <td className="cell-number">
+                  {currency === null ? "—" : formatMoney(candidate.costPer1000, currency)}
+                </td>
                 <td>{verdict.join(", ")}</td>
                 {onApply ? (
                   <td>
                     {measured ? (
-                      <button type="button" className="button" disabled={applying} onClick={() => onApply(candidate.index)} aria-label={`Apply candidate ${candidate.index + 1}`}>
+                      <button
+                        type="button"
+                        className="button"
+                        disabled={applying}
+                        onClick={() => onApply(candidate.index)}
+                        aria-label={`Apply candidate ${candidate.index + 1}`}
+                      >
                         Apply
                       </button>
                     ) : null}

@@ -16,7 +16,12 @@ import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
 import { CandidatesScatterChart } from "./candidates-scatter-chart";
 import { CandidatesTable } from "./candidates-table";
-import { OBJECTIVE_LABELS, searchStatusLabel, type ConfigSearchDetail, type ConfigSearchSummary } from "./config-search-types";
+import {
+  OBJECTIVE_LABELS,
+  searchStatusLabel,
+  type ConfigSearchDetail,
+  type ConfigSearchSummary,
+} from "./config-search-types";
 import { candidateLabel } from "./search-view-model";
 import { StartSearchForm } from "./start-search-form";
 
@@ -45,8 +50,8 @@ export function ConfigSearchPage({ model }: { model: string }) {
           <Link href={`/models/${encodeURIComponent(model)}`}>Back to the model</Link>
         </p>
         <p className="muted">
-          Measures configs of this model (instance count, max batch size, dynamic batching) one dimension at a time, beside the live model, and recommends the best under your objective and p99
-          budget.
+          Measures configs of this model (instance count, max batch size, dynamic batching) one dimension at a time,
+          beside the live model, and recommends the best under your objective and p99 budget.
         </p>
       </PageHeader>
       {canManage ? (
@@ -54,7 +59,12 @@ export function ConfigSearchPage({ model }: { model: string }) {
           <StartSearchForm model={model} disabled={running} onStarted={setChosen} />
         </section>
       ) : null}
-      <QueryView query={searches} loadingLabel="Loading the searches…" isEmpty={(list) => list.length === 0} empty={{ title: "No config search of this model yet", body: canManage ? <p>Start one above.</p> : null }}>
+      <QueryView
+        query={searches}
+        loadingLabel="Loading the searches…"
+        isEmpty={(list) => list.length === 0}
+        empty={{ title: "No config search of this model yet", body: canManage ? <p>Start one above.</p> : null }}
+      >
         {(list) => (
           <>
             {list.length > 1 ? <SearchPicker searches={list} selected={selected} onSelect={setChosen} /> : null}
@@ -66,7 +76,15 @@ export function ConfigSearchPage({ model }: { model: string }) {
   );
 }
 
-function SearchPicker({ searches, selected, onSelect }: { searches: readonly ConfigSearchSummary[]; selected: string | null; onSelect: (id: string) => void }) {
+function SearchPicker({
+  searches,
+  selected,
+  onSelect,
+}: {
+  searches: readonly ConfigSearchSummary[];
+  selected: string | null;
+  onSelect: (id: string) => void;
+}) {
   return (
     <section className="card">
       <div className="field">
@@ -74,7 +92,8 @@ function SearchPicker({ searches, selected, onSelect }: { searches: readonly Con
         <select id="search-picker" value={selected ?? ""} onChange={(event) => onSelect(event.target.value)}>
           {searches.map((search) => (
             <option key={search.id} value={search.id}>
-              {new Date(search.createdAt).toLocaleString()}: {searchStatusLabel(search.status)}, {search.candidateCount} candidates
+              {new Date(search.createdAt).toLocaleString()}: {searchStatusLabel(search.status)}, {search.candidateCount}{" "}
+              candidates
             </option>
           ))}
         </select>
@@ -89,11 +108,13 @@ function SearchDetail({ id, canManage }: { id: string; canManage: boolean }) {
   const search = useQuery({
     ...trpc.configSearch.get.queryOptions({ id }),
     staleTime: 0,
-    refetchInterval: (query) => (query.state.data === undefined || query.state.data.status === "RUNNING" ? POLL_MS : false),
+    refetchInterval: (query) =>
+      query.state.data === undefined || query.state.data.status === "RUNNING" ? POLL_MS : false,
   });
   const status = search.data?.status;
   useEffect(() => {
-    if (status !== undefined && status !== "RUNNING") void queryClient.invalidateQueries({ queryKey: trpc.configSearch.list.pathKey() });
+    if (status !== undefined && status !== "RUNNING")
+      void queryClient.invalidateQueries({ queryKey: trpc.configSearch.list.pathKey() });
   }, [status, queryClient, trpc]);
   return (
     <QueryView query={search} loadingLabel="Loading the search…">
@@ -113,13 +134,19 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
         setApplied({ index: result.appliedIndex });
         // The model's page must not draw the config it cached before the change, even for a moment.
         queryClient.removeQueries({ queryKey: trpc.models.get.queryKey({ name: search.model }) });
-        await Promise.all([queryClient.invalidateQueries({ queryKey: trpc.configSearch.pathKey() }), queryClient.invalidateQueries({ queryKey: trpc.models.pathKey() })]);
+        await Promise.all([
+          queryClient.invalidateQueries({ queryKey: trpc.configSearch.pathKey() }),
+          queryClient.invalidateQueries({ queryKey: trpc.models.pathKey() }),
+        ]);
       },
     }),
   );
   const running = search.status === "RUNNING";
   const budgetMs = search.p99BudgetUs / 1000;
-  const recommended = search.recommendedIndex === null ? undefined : search.candidates.find((candidate) => candidate.index === search.recommendedIndex);
+  const recommended =
+    search.recommendedIndex === null
+      ? undefined
+      : search.candidates.find((candidate) => candidate.index === search.recommendedIndex);
   const currency = search.hardware?.currency ?? null;
   const doApply = canManage && !running ? (index: number) => apply.mutate({ id: search.id, index }) : undefined;
   return (
@@ -131,7 +158,9 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
             <ConfirmButton
               label="Cancel search"
               title="Stop this config search?"
-              description={<p>Measuring stops now. The candidates already measured are kept, and the shadow model is unloaded.</p>}
+              description={
+                <p>Measuring stops now. The candidates already measured are kept, and the shadow model is unloaded.</p>
+              }
               confirmLabel="Stop the search"
               onConfirm={() => cancel.mutateAsync({ id: search.id })}
             />
@@ -142,14 +171,32 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
             ? `Measuring candidate ${search.candidateCount + 1} of at most ${search.plan.bounds.maxCandidates}${search.measuring ? `: ${candidateLabel(search.measuring.candidate)}${search.measuring.concurrency !== null ? ` at concurrency ${search.measuring.concurrency}` : ""}` : ""}`
             : `${searchStatusLabel(search.status)}: ${search.candidates.length} ${search.candidates.length === 1 ? "candidate" : "candidates"} measured`}
         </p>
-        {running ? <progress aria-label="Search progress" max={search.plan.bounds.maxCandidates} value={search.candidateCount} /> : null}
-        {search.error && !running ? <p className={search.status === "FAILED" ? "form-alert" : "notice"}>{search.error}</p> : null}
+        {running ? (
+          <progress aria-label="Search progress" max={search.plan.bounds.maxCandidates} value={search.candidateCount} />
+        ) : null}
+        {search.error && !running ? (
+          <p className={search.status === "FAILED" ? "form-alert" : "notice"}>{search.error}</p>
+        ) : null}
         <FactList
           facts={[
             ["Objective", OBJECTIVE_LABELS[search.objective]],
             ["p99 budget", `${formatNumber(budgetMs)} ms`],
-            ["Priced with", search.hardware ? `${search.hardware.name} (${formatMoney(search.hardware.costPerHour, search.hardware.currency)}/h)` : "no hardware profile"],
-            ["Stopped because", search.stopReason === null ? "—" : search.stopReason === "completed" ? "every dimension settled" : search.stopReason === "candidate-limit" ? "the candidate limit" : "the time limit"],
+            [
+              "Priced with",
+              search.hardware
+                ? `${search.hardware.name} (${formatMoney(search.hardware.costPerHour, search.hardware.currency)}/h)`
+                : "no hardware profile",
+            ],
+            [
+              "Stopped because",
+              search.stopReason === null
+                ? "—"
+                : search.stopReason === "completed"
+                  ? "every dimension settled"
+                  : search.stopReason === "candidate-limit"
+                    ? "the candidate limit"
+                    : "the time limit",
+            ],
             ["Started", new Date(search.createdAt).toLocaleString()],
           ]}
         />
@@ -164,17 +211,26 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
                   #{recommended.index + 1}: {candidateLabel(recommended)}
                 </strong>
                 <br />
-                {formatNumber(recommended.throughput)} inferences/s at p99 {formatNumber((recommended.latencyP99Us ?? 0) / 1000, 3)} ms
+                {formatNumber(recommended.throughput)} inferences/s at p99{" "}
+                {formatNumber((recommended.latencyP99Us ?? 0) / 1000, 3)} ms
                 {currency !== null ? `, ${formatMoney(recommended.costPer1000, currency)} per 1,000 inferences` : ""}
               </p>
               {doApply ? (
-                <button type="button" className="button button-primary" disabled={apply.isPending} onClick={() => doApply(recommended.index)}>
+                <button
+                  type="button"
+                  className="button button-primary"
+                  disabled={apply.isPending}
+                  onClick={() => doApply(recommended.index)}
+                >
                   {apply.isPending ? "Applying…" : "Apply recommended config"}
                 </button>
               ) : null}
             </div>
           ) : (
-            <p className="notice">No candidate met the p99 budget of {formatNumber(budgetMs)} ms, so none is recommended. A measured candidate can still be applied from the table.</p>
+            <p className="notice">
+              No candidate met the p99 budget of {formatNumber(budgetMs)} ms, so none is recommended. A measured
+              candidate can still be applied from the table.
+            </p>
           )}
           {applied !== null ? (
             <p className="form-success" role="status">
@@ -183,7 +239,8 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
             </p>
           ) : search.appliedIndex !== null ? (
             <p className="muted">
-              #{search.appliedIndex + 1} was applied {search.appliedAt ? new Date(search.appliedAt).toLocaleString() : ""}.
+              #{search.appliedIndex + 1} was applied{" "}
+              {search.appliedAt ? new Date(search.appliedAt).toLocaleString() : ""}.
             </p>
           ) : null}
           <FormAlert message={apply.error ? apiProblem(apply.error).message : undefined} />
@@ -192,14 +249,22 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
       {search.candidates.length === 0 ? (
         <section className="card">
           <EmptyState title={running ? "No candidate measured yet" : "No candidate was measured"}>
-            <p>{running ? "The first candidate is the model's current config." : "The search ended before its first candidate was measured."}</p>
+            <p>
+              {running
+                ? "The first candidate is the model's current config."
+                : "The search ended before its first candidate was measured."}
+            </p>
           </EmptyState>
         </section>
       ) : (
         <>
           <section className="card" aria-labelledby="search-chart-title">
             <h2 id="search-chart-title">Candidates</h2>
-            <CandidatesScatterChart candidates={search.candidates} recommendedIndex={search.recommendedIndex} p99BudgetMs={budgetMs} />
+            <CandidatesScatterChart
+              candidates={search.candidates}
+              recommendedIndex={search.recommendedIndex}
+              p99BudgetMs={budgetMs}
+            />
           </section>
           <section className="card" aria-labelledby="search-table-title">
             <h2 id="search-table-title">Every candidate</h2>

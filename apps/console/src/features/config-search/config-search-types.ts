@@ -7,7 +7,12 @@ export type ConfigSearchStartInput = RouterInputs["configSearch"]["start"];
 export type ConfigSearchStatus = ConfigSearchSummary["status"];
 export type ConfigSearchObjective = ConfigSearchSummary["objective"];
 
-const STATUS_LABELS: Record<ConfigSearchStatus, string> = { RUNNING: "Running", SUCCEEDED: "Succeeded", FAILED: "Failed", CANCELLED: "Cancelled" };
+const STATUS_LABELS: Record<ConfigSearchStatus, string> = {
+  RUNNING: "Running",
+  SUCCEEDED: "Succeeded",
+  FAILED: "Failed",
+  CANCELLED: "Cancelled",
+};
 
 export function searchStatusLabel(status: ConfigSearchStatus): string {
   return STATUS_LABELS[status] ?? status;

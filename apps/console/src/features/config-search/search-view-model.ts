@@ -24,7 +24,9 @@ export interface ScatterPoint {
 }
 
 /** "2 instances · max batch 8 · queue 500 µs · preferred [8]" (the fields the search changes). */
-export function candidateLabel(candidate: Pick<CandidateShape, "instanceCount" | "maxBatchSize" | "dynamicBatching">): string {
+export function candidateLabel(
+  candidate: Pick<CandidateShape, "instanceCount" | "maxBatchSize" | "dynamicBatching">,
+): string {
   const parts = [`${candidate.instanceCount} ${candidate.instanceCount === 1 ? "instance" : "instances"}`];
   if (candidate.maxBatchSize === 0) parts.push("no batching");
   else parts.push(`max batch ${candidate.maxBatchSize}`);
@@ -32,7 +34,8 @@ export function candidateLabel(candidate: Pick<CandidateShape, "instanceCount" |
     if (candidate.dynamicBatching === null) parts.push("no dynamic batching");
     else {
       parts.push(`queue ${candidate.dynamicBatching.maxQueueDelayUs} µs`);
-      if (candidate.dynamicBatching.preferredBatchSizes.length > 0) parts.push(`preferred [${candidate.dynamicBatching.preferredBatchSizes.join(", ")}]`);
+      if (candidate.dynamicBatching.preferredBatchSizes.length > 0)
+        parts.push(`preferred [${candidate.dynamicBatching.preferredBatchSizes.join(", ")}]`);
     }
   }
   return parts.join(" · ");
@@ -40,10 +43,18 @@ export function candidateLabel(candidate: Pick<CandidateShape, "instanceCount" |
 
 function pointOf(candidate: CandidateShape): ScatterPoint | undefined {
   if (candidate.latencyP99Us === null || candidate.throughput <= 0) return undefined;
-  return { index: candidate.index, label: `#${candidate.index + 1}`, p99Ms: Math.round(candidate.latencyP99Us) / 1000, throughput: candidate.throughput };
+  return {
+    index: candidate.index,
+    label: `#${candidate.index + 1}`,
+    p99Ms: Math.round(candidate.latencyP99Us) / 1000,
+    throughput: candidate.throughput,
+  };
 }
 
-export function scatterPoints(candidates: readonly CandidateShape[], recommendedIndex: number | null): { all: ScatterPoint[]; front: ScatterPoint[]; recommended: ScatterPoint | undefined } {
+export function scatterPoints(
+  candidates: readonly CandidateShape[],
+  recommendedIndex: number | null,
+): { all: ScatterPoint[]; front: ScatterPoint[]; recommended: ScatterPoint | undefined } {
   const all = candidates.map(pointOf).filter((point): point is ScatterPoint => point !== undefined);
   const front = candidates
     .filter((candidate) => candidate.pareto)
@@ -54,9 +65,15 @@ export function scatterPoints(candidates: readonly CandidateShape[], recommended
   return { all, front, recommended };
 }
 
-export function scatterSummary(points: ReturnType<typeof scatterPoints>, budgetMs: number, format: (value: number) => string): string {
+export function scatterSummary(
+  points: ReturnType<typeof scatterPoints>,
+  budgetMs: number,
+  format: (value: number) => string,
+): string {
   if (points.all.length === 0) return "No candidate was measured yet.";
-  const front = points.front.map((point) => `${point.label} ${format(point.throughput)} infer/s at ${format(point.p99Ms)} ms`).join("; ");
+  const front = points.front
+    .map((point) => `${point.label} ${format(point.throughput)} infer/s at ${format(point.p99Ms)} ms`)
+    .join("; ");
   const recommended = points.recommended
     ? `Recommended: ${points.recommended.label}, ${format(points.recommended.throughput)} infer/s at p99 ${format(points.recommended.p99Ms)} ms.`
     : "No candidate met the budget, so none is recommended.";

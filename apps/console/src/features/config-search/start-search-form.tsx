@@ -11,10 +11,24 @@ import { fieldMessage, formMessage } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
 import { OBJECTIVE_LABELS, type ConfigSearchObjective } from "./config-search-types";
 
-const FIELDS = ["objective", "p99BudgetMs", "model", "bounds.maxCandidates", "bounds.maxInstances", "measurement.maxConcurrency", "measurement.measurementIntervalMs"];
+const FIELDS = [
+  "objective",
+  "p99BudgetMs",
+  "model",
+  "bounds.maxCandidates",
+  "bounds.maxInstances",
+  "measurement.maxConcurrency",
+  "measurement.measurementIntervalMs",
+];
 
 /** A positive number from the form, or a field problem naming it. */
-function numberField(data: FormData, name: string, path: string, integer: boolean, problems: Array<{ path: string; message: string }>): number | undefined {
+function numberField(
+  data: FormData,
+  name: string,
+  path: string,
+  integer: boolean,
+  problems: Array<{ path: string; message: string }>,
+): number | undefined {
   const raw = String(data.get(name) ?? "").trim();
   if (raw === "") return undefined;
   const value = Number(raw);
@@ -26,7 +40,15 @@ function numberField(data: FormData, name: string, path: string, integer: boolea
 }
 
 /** Starts a config search of `model` (configSearch.start); the page then follows it. */
-export function StartSearchForm({ model, disabled, onStarted }: { model: string; disabled: boolean; onStarted: (id: string) => void }) {
+export function StartSearchForm({
+  model,
+  disabled,
+  onStarted,
+}: {
+  model: string;
+  disabled: boolean;
+  onStarted: (id: string) => void;
+}) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const { problem, clear, fromError, atFields } = useFormProblem();
@@ -50,13 +72,22 @@ export function StartSearchForm({ model, disabled, onStarted }: { model: string;
     const maxCandidates = numberField(data, "maxCandidates", "bounds.maxCandidates", true, problems);
     const maxInstances = numberField(data, "maxInstances", "bounds.maxInstances", true, problems);
     const maxConcurrency = numberField(data, "maxConcurrency", "measurement.maxConcurrency", true, problems);
-    const intervalSecs = numberField(data, "measurementIntervalSecs", "measurement.measurementIntervalMs", false, problems);
+    const intervalSecs = numberField(
+      data,
+      "measurementIntervalSecs",
+      "measurement.measurementIntervalMs",
+      false,
+      problems,
+    );
     if (problems.length > 0) return atFields(problems);
     start.mutate({
       model,
       objective: String(data.get("objective")) as ConfigSearchObjective,
       p99BudgetMs: p99BudgetMs!,
-      bounds: { ...(maxCandidates !== undefined ? { maxCandidates } : {}), ...(maxInstances !== undefined ? { maxInstances } : {}) },
+      bounds: {
+        ...(maxCandidates !== undefined ? { maxCandidates } : {}),
+        ...(maxInstances !== undefined ? { maxInstances } : {}),
+      },
       measurement: {
         ...(maxConcurrency !== undefined ? { maxConcurrency } : {}),
         ...(intervalSecs !== undefined ? { measurementIntervalMs: Math.round(intervalSecs * 1000) } : {}),
@@ -73,7 +104,10 @@ export function StartSearchForm({ model, disabled, onStarted }: { model: string;
         label="Objective"
         name="objective"
         defaultValue="MAX_THROUGHPUT"
-        options={(Object.keys(OBJECTIVE_LABELS) as ConfigSearchObjective[]).map((value) => ({ value, label: OBJECTIVE_LABELS[value] }))}
+        options={(Object.keys(OBJECTIVE_LABELS) as ConfigSearchObjective[]).map((value) => ({
+          value,
+          label: OBJECTIVE_LABELS[value],
+        }))}
         error={fieldMessage(problem, "objective")}
       />
       <TextField
@@ -91,10 +125,47 @@ export function StartSearchForm({ model, disabled, onStarted }: { model: string;
       <details className="search-advanced">
         <summary>Bounds and measurement</summary>
         <div className="form-grid">
-          <TextField label="Most candidates" name="maxCandidates" type="number" min={1} step={1} inputMode="numeric" placeholder="12" error={fieldMessage(problem, "bounds.maxCandidates")} />
-          <TextField label="Most instances" name="maxInstances" type="number" min={1} step={1} inputMode="numeric" placeholder="4" error={fieldMessage(problem, "bounds.maxInstances")} />
-          <TextField label="Highest concurrency" name="maxConcurrency" type="number" min={1} step={1} inputMode="numeric" placeholder="8" hint="Each candidate is measured at 1, 2, 4, … up to this." error={fieldMessage(problem, "measurement.maxConcurrency")} />
-          <TextField label="Measurement window (seconds)" name="measurementIntervalSecs" type="number" min={0.1} step={0.1} inputMode="decimal" placeholder="1" error={fieldMessage(problem, "measurement.measurementIntervalMs")} />
+          <TextField
+            label="Most candidates"
+            name="maxCandidates"
+            type="number"
+            min={1}
+            step={1}
+            inputMode="numeric"
+            placeholder="12"
+            error={fieldMessage(problem, "bounds.maxCandidates")}
+          />
+          <TextField
+            label="Most instances"
+            name="maxInstances"
+            type="number"
+            min={1}
+            step={1}
+            inputMode="numeric"
+            placeholder="4"
+            error={fieldMessage(problem, "bounds.maxInstances")}
+          />
+          <TextField
+            label="Highest concurrency"
+            name="maxConcurrency"
+            type="number"
+            min={1}
+            step={1}
+            inputMode="numeric"
+            placeholder="8"
+            hint="Each candidate is measured at 1, 2, 4, … up to this."
+            error={fieldMessage(problem, "measurement.maxConcurrency")}
+          />
+          <TextField
+            label="Measurement window (seconds)"
+            name="measurementIntervalSecs"
+            type="number"
+            min={0.1}
+            step={0.1}
+            inputMode="decimal"
+            placeholder="1"
+            error={fieldMessage(problem, "measurement.measurementIntervalMs")}
+          />
         </div>
       </details>
       <FormAlert message={formMessage(problem, FIELDS)} />

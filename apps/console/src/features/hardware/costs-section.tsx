@@ -17,9 +17,10 @@ import { ProfileCostSummary } from "./profile-cost-summary";
 function CostModelNote() {
   return (
     <p className="cost-note">
-      How this is counted: each host costs its profile&apos;s price for every hour the control plane sampled usage, and that cost is shared among the models by
-      their share of the host&apos;s CPU (a model whose workers used a quarter of the host&apos;s CPU carries a quarter of its cost); what no model used, idle
-      capacity and the gateway itself, stays unattributed.
+      How this is counted: each host costs its profile&apos;s price for every hour the control plane sampled usage, and
+      that cost is shared among the models by their share of the host&apos;s CPU (a model whose workers used a quarter
+      of the host&apos;s CPU carries a quarter of its cost); what no model used, idle capacity and the gateway itself,
+      stays unattributed.
     </p>
   );
 }
@@ -27,7 +28,8 @@ function CostModelNote() {
 function CostReportView({ report }: { report: CostReport }) {
   const multipleProfiles = report.profiles.length > 1;
   const currency = report.models[0]?.currency ?? report.profiles[0]?.currency ?? "USD";
-  const label = (model: CostReport["models"][number]) => (multipleProfiles ? `${model.model} (${model.profileName})` : model.model);
+  const label = (model: CostReport["models"][number]) =>
+    multipleProfiles ? `${model.model} (${model.profileName})` : model.model;
   const categoryLabel = multipleProfiles ? "model (hardware profile)" : "model";
   const money = (value: number) => formatMoney(value, currency);
   return (
@@ -42,7 +44,9 @@ function CostReportView({ report }: { report: CostReport }) {
               title="Cost per hour"
               categoryLabel={categoryLabel}
               valueLabel={`cost per hour (${currency})`}
-              rows={report.models.filter((model) => model.costPerHour > 0).map((model) => ({ category: label(model), costPerHour: model.costPerHour }))}
+              rows={report.models
+                .filter((model) => model.costPerHour > 0)
+                .map((model) => ({ category: label(model), costPerHour: model.costPerHour }))}
               series={[{ key: "costPerHour", label: "Cost per hour", color: SERIES_COLORS.primary }]}
               formatValue={money}
               emptyText="No model used the CPU in this range."
@@ -65,7 +69,10 @@ function CostReportView({ report }: { report: CostReport }) {
       {report.unprofiled.length > 0 ? (
         <p className="notice">
           Not costed (sampled while no profile was the default):{" "}
-          {report.unprofiled.map((entry) => `${entry.model} (${formatCount(entry.inferences, "inference")})`).join(", ")}.
+          {report.unprofiled
+            .map((entry) => `${entry.model} (${formatCount(entry.inferences, "inference")})`)
+            .join(", ")}
+          .
         </p>
       ) : null}
     </>
@@ -82,7 +89,13 @@ export function CostsSection() {
       <div className="section-header">
         <h2 id="costs-title">Costs</h2>
         <div className="inline-select">
-          <SelectField label="Time range" name="range" options={TIME_RANGE_OPTIONS} value={range} onChange={(event) => setRange(event.target.value as TimeRangeId)} />
+          <SelectField
+            label="Time range"
+            name="range"
+            options={TIME_RANGE_OPTIONS}
+            value={range}
+            onChange={(event) => setRange(event.target.value as TimeRangeId)}
+          />
         </div>
       </div>
       <CostModelNote />
@@ -90,7 +103,16 @@ export function CostsSection() {
         query={costs}
         loadingLabel="Adding up costs…"
         isEmpty={(report) => report.profiles.length === 0 && report.unprofiled.length === 0}
-        empty={{ title: "No usage in this range yet", body: <p>The control plane samples the gateway's usage (every 15 s unless <code>operon serve --usage-sample-secs</code> says otherwise) while models are loaded; usage is costed once a hardware profile is the default.</p> }}
+        empty={{
+          title: "No usage in this range yet",
+          body: (
+            <p>
+              The control plane samples the gateway's usage (every 15 s unless{" "}
+              <code>operon serve --usage-sample-secs</code> says otherwise) while models are loaded; usage is costed
+              once a hardware profile is the default.
+            </p>
+          ),
+        }}
       >
         {(report) => <CostReportView report={report} />}
       </QueryView>

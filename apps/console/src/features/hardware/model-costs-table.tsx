@@ -23,11 +23,21 @@ export function ModelCostsTable({ models, showProfile }: { models: readonly Mode
             <tr key={`${model.profileId}/${model.model}`}>
               <th scope="row">{model.model}</th>
               {showProfile ? <td data-label="Profile">{model.profileName}</td> : null}
-              <td data-label="Inferences" className="cell-number">{formatInteger(model.inferences)}</td>
-              <td data-label="CPU share (host-hours)" className="cell-number">{formatSmall(model.cpuShareHours)}</td>
-              <td data-label="Cost" className="cell-number">{formatMoney(model.cost, model.currency)}</td>
-              <td data-label="Cost per hour" className="cell-number">{formatMoney(model.costPerHour, model.currency)}</td>
-              <td data-label="Cost per 1,000 inferences" className="cell-number">{formatMoney(model.costPer1000Inferences, model.currency, "no inferences")}</td>
+              <td data-label="Inferences" className="cell-number">
+                {formatInteger(model.inferences)}
+              </td>
+              <td data-label="CPU share (host-hours)" className="cell-number">
+                {formatSmall(model.cpuShareHours)}
+              </td>
+              <td data-label="Cost" className="cell-number">
+                {formatMoney(model.cost, model.currency)}
+              </td>
+              <td data-label="Cost per hour" className="cell-number">
+                {formatMoney(model.costPerHour, model.currency)}
+              </td>
+              <td data-label="Cost per 1,000 inferences" className="cell-number">
+                {formatMoney(model.costPer1000Inferences, model.currency, "no inferences")}
+              </td>
             </tr>
           ))}
         </tbody>

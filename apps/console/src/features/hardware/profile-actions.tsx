@@ -20,7 +20,13 @@ export function ProfileActions({ profile, onEdit }: { profile: HardwareProfile; 
           Edit
         </button>
         {profile.isDefault ? null : (
-          <button type="button" className="button" aria-label={`Make ${profile.name} the default`} disabled={setDefault.isPending} onClick={() => setDefault.mutate({ id: profile.id })}>
+          <button
+            type="button"
+            className="button"
+            aria-label={`Make ${profile.name} the default`}
+            disabled={setDefault.isPending}
+            onClick={() => setDefault.mutate({ id: profile.id })}
+          >
             Make default
           </button>
         )}

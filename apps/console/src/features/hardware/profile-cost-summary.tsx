@@ -8,12 +8,16 @@ export function ProfileCostSummary({ profile }: { profile: ProfileCost }) {
     ["Time sampled", formatHours(profile.coveredHours)],
     ["Host cost", formatMoney(profile.hostCost, profile.currency)],
     ["Attributed to models", formatMoney(profile.attributedCost, profile.currency)],
-    ["Unattributed (idle)", `${formatMoney(profile.unattributedCost, profile.currency)} (${formatPercent(profile.unattributedShare)})`],
+    [
+      "Unattributed (idle)",
+      `${formatMoney(profile.unattributedCost, profile.currency)} (${formatPercent(profile.unattributedShare)})`,
+    ],
   ];
   return (
     <div className="profile-cost">
       <h3>
-        {profile.name} <span className="muted small">at {formatMoney(profile.costPerHour, profile.currency)} per hour</span>
+        {profile.name}{" "}
+        <span className="muted small">at {formatMoney(profile.costPerHour, profile.currency)} per hour</span>
       </h3>
       <FactList facts={facts} />
     </div>

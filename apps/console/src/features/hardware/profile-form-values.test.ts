@@ -9,17 +9,45 @@ function form(values: Record<string, string>): FormData {
 
 describe("the hardware profile form", () => {
   it("reads GiB as bytes, empty optional fields as null and the GPU count as 0", () => {
-    const parsed = parseProfileForm(form({ name: " host ", kind: "CPU", cpuCores: "16", memoryGiB: "0.5", gpuModel: "", gpuCount: "", gpuMemoryGiB: "", costPerHour: "1.25", currency: "eur" }));
+    const parsed = parseProfileForm(
+      form({
+        name: " host ",
+        kind: "CPU",
+        cpuCores: "16",
+        memoryGiB: "0.5",
+        gpuModel: "",
+        gpuCount: "",
+        gpuMemoryGiB: "",
+        costPerHour: "1.25",
+        currency: "eur",
+      }),
+    );
     expect(parsed).toEqual({
       ok: true,
-      input: { name: "host", kind: "CPU", cpuCores: 16, memoryBytes: 512 * 1024 ** 2, gpuModel: null, gpuCount: 0, gpuMemoryBytes: null, costPerHour: 1.25, currency: "eur" },
+      input: {
+        name: "host",
+        kind: "CPU",
+        cpuCores: 16,
+        memoryBytes: 512 * 1024 ** 2,
+        gpuModel: null,
+        gpuCount: 0,
+        gpuMemoryBytes: null,
+        costPerHour: 1.25,
+        currency: "eur",
+      },
     });
   });
 
   it("names the fields it cannot read, with the API's paths", () => {
-    const parsed = parseProfileForm(form({ name: "x", kind: "GPU", cpuCores: "1.5", memoryGiB: "-1", gpuCount: "1", costPerHour: "" }));
+    const parsed = parseProfileForm(
+      form({ name: "x", kind: "GPU", cpuCores: "1.5", memoryGiB: "-1", gpuCount: "1", costPerHour: "" }),
+    );
     expect(parsed.ok).toBe(false);
-    expect(parsed.ok ? [] : parsed.fieldErrors.map((error) => error.path)).toEqual(["costPerHour", "cpuCores", "memoryBytes"]);
+    expect(parsed.ok ? [] : parsed.fieldErrors.map((error) => error.path)).toEqual([
+      "costPerHour",
+      "cpuCores",
+      "memoryBytes",
+    ]);
   });
 
   it("prefills an edit from the stored profile", () => {
@@ -38,6 +66,12 @@ describe("the hardware profile form", () => {
       createdAt: "2026-01-01T00:00:00.000Z",
       updatedAt: "2026-01-01T00:00:00.000Z",
     });
-    expect(defaults).toMatchObject({ cpuCores: "", memoryGiB: "64", gpuCount: "8", gpuMemoryGiB: "80", costPerHour: "98.32" });
+    expect(defaults).toMatchObject({
+      cpuCores: "",
+      memoryGiB: "64",
+      gpuCount: "8",
+      gpuMemoryGiB: "80",
+      costPerHour: "98.32",
+    });
   });
 });

@@ -25,7 +25,8 @@ export function parseProfileForm(form: FormData): ParsedProfileForm {
   };
   const kind = text("kind") === "GPU" ? "GPU" : "CPU";
   const costPerHour = number("costPerHour", "costPerHour", { integer: false });
-  if (text("costPerHour") === "") fieldErrors.push({ path: "costPerHour", message: "required (0 for a host that costs nothing)" });
+  if (text("costPerHour") === "")
+    fieldErrors.push({ path: "costPerHour", message: "required (0 for a host that costs nothing)" });
   const input: CreateProfileInput = {
     name: text("name"),
     kind,

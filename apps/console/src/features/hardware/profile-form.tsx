@@ -12,7 +12,17 @@ import { formDefaults, parseProfileForm } from "./profile-form-values";
 import type { HardwareProfile } from "./profile-types";
 import { SubmitButton } from "@/components/form/submit-button";
 
-const FIELDS = ["name", "kind", "cpuCores", "memoryBytes", "gpuModel", "gpuCount", "gpuMemoryBytes", "costPerHour", "currency"];
+const FIELDS = [
+  "name",
+  "kind",
+  "cpuCores",
+  "memoryBytes",
+  "gpuModel",
+  "gpuCount",
+  "gpuMemoryBytes",
+  "costPerHour",
+  "currency",
+];
 const KINDS = [
   { value: "CPU", label: "CPU" },
   { value: "GPU", label: "GPU" },
@@ -48,15 +58,93 @@ export function ProfileForm({ profile, onDone }: { profile?: HardwareProfile; on
   return (
     <form onSubmit={submit} noValidate className="form form-grid" aria-label={title}>
       <h3 className="form-title">{title}</h3>
-      <TextField label="Name" name="name" defaultValue={values.name} required maxLength={100} autoComplete="off" error={fieldMessage(problem, "name")} />
-      <SelectField label="Kind" name="kind" options={KINDS} defaultValue={values.kind} error={fieldMessage(problem, "kind")} />
-      <TextField label="Cost per hour" name="costPerHour" type="number" min={0} step="any" inputMode="decimal" defaultValue={values.costPerHour} required hint="What the host costs, idle or busy." error={fieldMessage(problem, "costPerHour")} />
-      <TextField label="Currency" name="currency" defaultValue={values.currency} maxLength={3} autoComplete="off" hint="ISO code, e.g. USD, EUR." error={fieldMessage(problem, "currency")} />
-      <TextField label="CPU cores (optional)" name="cpuCores" type="number" min={1} step={1} inputMode="numeric" defaultValue={values.cpuCores} error={fieldMessage(problem, "cpuCores")} />
-      <TextField label="Memory, GiB (optional)" name="memoryGiB" type="number" min={0} step="any" inputMode="decimal" defaultValue={values.memoryGiB} error={fieldMessage(problem, "memoryBytes")} />
-      <TextField label="GPU model (optional)" name="gpuModel" defaultValue={values.gpuModel} maxLength={100} autoComplete="off" hint="GPU profiles only, e.g. H100." error={fieldMessage(problem, "gpuModel")} />
-      <TextField label="GPU count" name="gpuCount" type="number" min={0} step={1} inputMode="numeric" defaultValue={values.gpuCount} hint="0 for a CPU profile; at least 1 for a GPU one." error={fieldMessage(problem, "gpuCount")} />
-      <TextField label="GPU memory, GiB (optional)" name="gpuMemoryGiB" type="number" min={0} step="any" inputMode="decimal" defaultValue={values.gpuMemoryGiB} error={fieldMessage(problem, "gpuMemoryBytes")} />
+      <TextField
+        label="Name"
+        name="name"
+        defaultValue={values.name}
+        required
+        maxLength={100}
+        autoComplete="off"
+        error={fieldMessage(problem, "name")}
+      />
+      <SelectField
+        label="Kind"
+        name="kind"
+        options={KINDS}
+        defaultValue={values.kind}
+        error={fieldMessage(problem, "kind")}
+      />
+      <TextField
+        label="Cost per hour"
+        name="costPerHour"
+        type="number"
+        min={0}
+        step="any"
+        inputMode="decimal"
+        defaultValue={values.costPerHour}
+        required
+        hint="What the host costs, idle or busy."
+        error={fieldMessage(problem, "costPerHour")}
+      />
+      <TextField
+        label="Currency"
+        name="currency"
+        defaultValue={values.currency}
+        maxLength={3}
+        autoComplete="off"
+        hint="ISO code, e.g. USD, EUR."
+        error={fieldMessage(problem, "currency")}
+      />
+      <TextField
+        label="CPU cores (optional)"
+        name="cpuCores"
+        type="number"
+        min={1}
+        step={1}
+        inputMode="numeric"
+        defaultValue={values.cpuCores}
+        error={fieldMessage(problem, "cpuCores")}
+      />
+      <TextField
+        label="Memory, GiB (optional)"
+        name="memoryGiB"
+        type="number"
+        min={0}
+        step="any"
+        inputMode="decimal"
+        defaultValue={values.memoryGiB}
+        error={fieldMessage(problem, "memoryBytes")}
+      />
+      <TextField
+        label="GPU model (optional)"
+        name="gpuModel"
+        defaultValue={values.gpuModel}
+        maxLength={100}
+        autoComplete="off"
+        hint="GPU profiles only, e.g. H100."
+        error={fieldMessage(problem, "gpuModel")}
+      />
+      <TextField
+        label="GPU count"
+        name="gpuCount"
+        type="number"
+        min={0}
+        step={1}
+        inputMode="numeric"
+        defaultValue={values.gpuCount}
+        hint="0 for a CPU profile; at least 1 for a GPU one."
+        error={fieldMessage(problem, "gpuCount")}
+      />
+      <TextField
+        label="GPU memory, GiB (optional)"
+        name="gpuMemoryGiB"
+        type="number"
+        min={0}
+        step="any"
+        inputMode="decimal"
+        defaultValue={values.gpuMemoryGiB}
+        error={fieldMessage(problem, "gpuMemoryBytes")}
+      />
       <FormAlert message={formMessage(problem, FIELDS)} />
       <div className="form-actions">
         <SubmitButton pending={pending} label={profile ? "Save profile" : "Add profile"} pendingLabel="Saving…" />

@@ -13,7 +13,10 @@ import { ProfilesTable } from "./profiles-table";
 function ProfileRules() {
   return (
     <ul className="rules">
-      <li>Exactly one profile is the default: the host the gateway runs on. Usage is costed with it from the moment it becomes the default.</li>
+      <li>
+        Exactly one profile is the default: the host the gateway runs on. Usage is costed with it from the moment it
+        becomes the default.
+      </li>
       <li>The first profile created becomes the default; “Make default” moves it.</li>
       <li>The default cannot be deleted while other profiles exist.</li>
       <li>A GPU profile has at least one GPU; a CPU profile has none. Costs are kept to 4 decimals.</li>
@@ -39,7 +42,9 @@ export function ProfilesSection() {
           </button>
         ) : null}
       </div>
-      <p className="muted">What the hosts are and what they cost per hour. {isAdmin ? "" : "Only admins change them."}</p>
+      <p className="muted">
+        What the hosts are and what they cost per hour. {isAdmin ? "" : "Only admins change them."}
+      </p>
       <ProfileRules />
       {isAdmin && editing !== null && (editing === "new" || edited) ? (
         <div className="subcard">
@@ -50,7 +55,16 @@ export function ProfilesSection() {
         query={profiles}
         loadingLabel="Loading profiles…"
         isEmpty={(list) => list.length === 0}
-        empty={{ title: "No hardware profiles yet", body: <p>{isAdmin ? "Add the host the gateway runs on to see what models cost." : "An admin adds them; costs need one."}</p> }}
+        empty={{
+          title: "No hardware profiles yet",
+          body: (
+            <p>
+              {isAdmin
+                ? "Add the host the gateway runs on to see what models cost."
+                : "An admin adds them; costs need one."}
+            </p>
+          ),
+        }}
       >
         {(list) => <ProfilesTable profiles={list} canEdit={isAdmin} onEdit={setEditing} />}
       </QueryView>

@@ -11,7 +11,15 @@ function gpus(profile: HardwareProfile): string {
   return `${profile.gpuCount} × ${profile.gpuModel ?? "GPU"}${memory}`;
 }
 
-export function ProfilesTable({ profiles, canEdit, onEdit }: { profiles: readonly HardwareProfile[]; canEdit: boolean; onEdit: (id: string) => void }) {
+export function ProfilesTable({
+  profiles,
+  canEdit,
+  onEdit,
+}: {
+  profiles: readonly HardwareProfile[];
+  canEdit: boolean;
+  onEdit: (id: string) => void;
+}) {
   return (
     <TableScroller label="Hardware profiles">
       <table className="stack-table">
@@ -40,9 +48,13 @@ export function ProfilesTable({ profiles, canEdit, onEdit }: { profiles: readonl
               </th>
               <td data-label="Kind">{profile.kind}</td>
               <td data-label="CPU cores">{profile.cpuCores ?? "—"}</td>
-              <td data-label="Memory" className="cell-nowrap">{formatBytes(profile.memoryBytes)}</td>
+              <td data-label="Memory" className="cell-nowrap">
+                {formatBytes(profile.memoryBytes)}
+              </td>
               <td data-label="GPUs">{gpus(profile)}</td>
-              <td data-label="Cost per hour" className="cell-nowrap">{formatMoney(profile.costPerHour, profile.currency)}</td>
+              <td data-label="Cost per hour" className="cell-nowrap">
+                {formatMoney(profile.costPerHour, profile.currency)}
+              </td>
               {canEdit ? (
                 <td className="cell-actions">
                   <ProfileActions profile={profile} onEdit={() => onEdit(profile.id)} />

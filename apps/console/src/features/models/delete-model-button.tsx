@@ -15,7 +15,9 @@ export function DeleteModelButton({ name, onDeleted }: { name: string; onDeleted
       label="Delete"
       accessibleLabel={`Delete ${name}`}
       title={`Delete ${name}?`}
-      description={<p>It is unloaded, and every uploaded version of it is removed with its files. This cannot be undone.</p>}
+      description={
+        <p>It is unloaded, and every uploaded version of it is removed with its files. This cannot be undone.</p>
+      }
       confirmLabel="Delete model"
       onConfirm={async () => {
         await remove.mutateAsync({ name });

@@ -12,7 +12,13 @@ export function LoadModelButton({ name }: { name: string }) {
   const load = useMutation(trpc.models.load.mutationOptions({ onSettled: invalidate }));
   return (
     <div className="inline-field">
-      <button type="button" className="button" aria-label={`Load ${name}`} disabled={load.isPending} onClick={() => load.mutate({ name })}>
+      <button
+        type="button"
+        className="button"
+        aria-label={`Load ${name}`}
+        disabled={load.isPending}
+        onClick={() => load.mutate({ name })}
+      >
         {load.isPending ? "Loading…" : "Load"}
       </button>
       {load.isError ? (

@@ -6,12 +6,24 @@ import type { ModelSummary } from "./model-state";
 import { UnloadModelButton } from "./unload-model-button";
 
 /** What an engineer can do with a model now: load or unload it, and delete it when it is an upload. */
-export function ModelActions({ model, onDeleted }: { model: Pick<ModelSummary, "name" | "state" | "source">; onDeleted?: () => void }) {
+export function ModelActions({
+  model,
+  onDeleted,
+}: {
+  model: Pick<ModelSummary, "name" | "state" | "source">;
+  onDeleted?: () => void;
+}) {
   const busy = model.state === "LOADING" || model.state === "UNLOADING";
   return (
     <div className="model-actions">
-      {busy ? null : model.state === "READY" ? <UnloadModelButton name={model.name} /> : <LoadModelButton name={model.name} />}
-      {model.source === "uploaded" ? <DeleteModelButton name={model.name} {...(onDeleted ? { onDeleted } : {})} /> : null}
+      {busy ? null : model.state === "READY" ? (
+        <UnloadModelButton name={model.name} />
+      ) : (
+        <LoadModelButton name={model.name} />
+      )}
+      {model.source === "uploaded" ? (
+        <DeleteModelButton name={model.name} {...(onDeleted ? { onDeleted } : {})} />
+      ) : null}
     </div>
   );
 }

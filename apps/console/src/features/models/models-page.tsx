@@ -17,7 +17,8 @@ export function ModelsPage() {
   const models = useQuery({
     ...trpc.models.list.queryOptions(),
     // Ask again while a model is loading or unloading, until it settles.
-    refetchInterval: (query) => (query.state.data?.models.some((model) => isTransient(model.state)) ? MODEL_POLL_MS : false),
+    refetchInterval: (query) =>
+      query.state.data?.models.some((model) => isTransient(model.state)) ? MODEL_POLL_MS : false,
   });
   return (
     <>
@@ -42,7 +43,10 @@ export function ModelsPage() {
           query={models}
           loadingLabel="Loading models…"
           isEmpty={(data) => data.models.length === 0}
-          empty={{ title: "No models yet", body: canManage ? <p>Upload an ONNX model to serve it.</p> : <p>An engineer can upload one.</p> }}
+          empty={{
+            title: "No models yet",
+            body: canManage ? <p>Upload an ONNX model to serve it.</p> : <p>An engineer can upload one.</p>,
+          }}
         >
           {(data) => <ModelsTable models={data.models} canManage={canManage} />}
         </QueryView>

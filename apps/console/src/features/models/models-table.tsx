@@ -42,7 +42,9 @@ export function ModelsTable({ models, canManage }: { models: readonly ModelSumma
               <td data-label="State">
                 <ModelStateBadge state={model.state} reason={model.reason} />
               </td>
-              <td data-label="Versions">{model.versions.length > 0 ? model.versions.map((version) => version.version).join(", ") : "—"}</td>
+              <td data-label="Versions">
+                {model.versions.length > 0 ? model.versions.map((version) => version.version).join(", ") : "—"}
+              </td>
               <td data-label="Instances">{model.instanceCount}</td>
               <td data-label="Inferences">{formatInteger(model.inferenceCount)}</td>
               {canManage ? (

@@ -23,7 +23,8 @@ export function DeleteOperatorButton({ name, onDeleted }: { name: string; onDele
       title={`Delete operator “${name}”?`}
       description={
         <p>
-          The gateway stops serving <code>{name}</code> at once and every stored version of its spec is deleted. Clients calling it get 404. This cannot be undone.
+          The gateway stops serving <code>{name}</code> at once and every stored version of its spec is deleted. Clients
+          calling it get 404. This cannot be undone.
         </p>
       }
       confirmLabel="Delete operator"

@@ -23,13 +23,23 @@ export function EditOperatorPage({ name }: { name: string }) {
           {(detail) =>
             detail.stored ? (
               <section className="card">
-                <OperatorEditor mode="update" initial={{ name: detail.name, description: detail.description ?? "", specText: specText(detail.spec) }} />
+                <OperatorEditor
+                  mode="update"
+                  initial={{
+                    name: detail.name,
+                    description: detail.description ?? "",
+                    specText: specText(detail.spec),
+                  }}
+                />
               </section>
             ) : (
               <EmptyState title="This operator cannot be edited here">
                 <p>
-                  It is {detail.source === "repository" ? "an ensemble of the model repository; change its config.pbtxt" : "registered at the gateway directly"}.{" "}
-                  <Link href={`/operators/${encodeURIComponent(name)}`}>Back to {name}</Link>
+                  It is{" "}
+                  {detail.source === "repository"
+                    ? "an ensemble of the model repository; change its config.pbtxt"
+                    : "registered at the gateway directly"}
+                  . <Link href={`/operators/${encodeURIComponent(name)}`}>Back to {name}</Link>
                 </p>
               </EmptyState>
             )

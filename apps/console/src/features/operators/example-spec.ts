@@ -13,7 +13,13 @@ export const EXAMPLE_SPEC = {
   maxBatchSize: 8,
   steps: [
     { id: "first", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "sum" } },
-    { id: "second", kind: "model", model: "add_sub", inputs: { INPUT0: "sum", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } },
+    {
+      id: "second",
+      kind: "model",
+      model: "add_sub",
+      inputs: { INPUT0: "sum", INPUT1: "B" },
+      outputs: { OUTPUT0: "Y" },
+    },
   ],
 };
 

@@ -17,12 +17,22 @@ export function layoutGraph(graph: SpecGraph): Map<string, Positioned> {
   g.setGraph({ rankdir: "TB", nodesep: 36, ranksep: 70, edgesep: 16, marginx: 8, marginy: 8 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const node of graph.nodes) g.setNode(node.id, { width: NODE_WIDTH, height: NODE_HEIGHT });
-  for (const edge of graph.edges) g.setEdge(edge.source, edge.target, { width: Math.min(160, edge.label.length * 7), height: 18, labelpos: "c" }, edge.id);
+  for (const edge of graph.edges)
+    g.setEdge(
+      edge.source,
+      edge.target,
+      { width: Math.min(160, edge.label.length * 7), height: 18, labelpos: "c" },
+      edge.id,
+    );
   layout(g);
   const positions = new Map<string, Positioned>();
   for (const node of graph.nodes) {
     const placed = g.node(node.id) as { x: number; y: number } | undefined;
-    positions.set(node.id, { id: node.id, x: (placed?.x ?? 0) - NODE_WIDTH / 2, y: (placed?.y ?? 0) - NODE_HEIGHT / 2 });
+    positions.set(node.id, {
+      id: node.id,
+      x: (placed?.x ?? 0) - NODE_WIDTH / 2,
+      y: (placed?.y ?? 0) - NODE_HEIGHT / 2,
+    });
   }
   return positions;
 }

@@ -10,8 +10,8 @@ export function NewOperatorPage() {
     <>
       <PageHeader title="New operator">
         <p>
-          An operator chains model calls (and routes and early exits) into one servable DAG. The example calls <code>add_sub</code> twice; change it to your
-          models.
+          An operator chains model calls (and routes and early exits) into one servable DAG. The example calls{" "}
+          <code>add_sub</code> twice; change it to your models.
         </p>
       </PageHeader>
       <RequireRole role="ENGINEER">

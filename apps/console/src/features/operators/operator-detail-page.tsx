@@ -66,7 +66,9 @@ function OperatorDetailView({ detail }: { detail: OperatorDetail }) {
           <div className="fact">
             <dt>State</dt>
             <dd>
-              <span className={`status status-${detail.state.toLowerCase()}`}>{stateLabel(detail.state, detail.unreadyModels)}</span>
+              <span className={`status status-${detail.state.toLowerCase()}`}>
+                {stateLabel(detail.state, detail.unreadyModels)}
+              </span>
             </dd>
           </div>
           <div className="fact">

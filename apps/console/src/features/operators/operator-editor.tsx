@@ -58,24 +58,37 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
   const update = useMutation(trpc.operators.update.mutationOptions({ onSuccess: onSaved, onError: fromError }));
   const saving = create.isPending || update.isPending;
 
-  const specErrors = problem?.fieldErrors.filter((field) => field.path === "spec" || field.path.startsWith("spec.")) ?? [];
+  const specErrors =
+    problem?.fieldErrors.filter((field) => field.path === "spec" || field.path.startsWith("spec.")) ?? [];
   const shownFields = ["name", "description", ...specErrors.map((field) => field.path)];
   const textareaId = `${id}-spec`;
-  const describedBy = [`${id}-spec-hint`, specErrors.length > 0 ? `${id}-spec-error` : "", `${id}-problems`].filter(Boolean).join(" ");
+  const describedBy = [`${id}-spec-hint`, specErrors.length > 0 ? `${id}-spec-error` : "", `${id}-problems`]
+    .filter(Boolean)
+    .join(" ");
 
   const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
     clear();
     const trimmed = name.trim();
-    if (!isOperatorName(trimmed)) return atField("name", "letters, digits, '_', '.' and '-' only, starting with a letter or digit");
+    if (!isOperatorName(trimmed))
+      return atField("name", "letters, digits, '_', '.' and '-' only, starting with a letter or digit");
     if (!parsed.ok) return atField("spec", parsed.message);
-    const input = { name: trimmed, spec: parsed.spec, ...(description.trim() !== "" || mode === "update" ? { description: description.trim() } : {}) };
+    const input = {
+      name: trimmed,
+      spec: parsed.spec,
+      ...(description.trim() !== "" || mode === "update" ? { description: description.trim() } : {}),
+    };
     if (mode === "create") create.mutate(input);
     else update.mutate(input);
   };
 
   return (
-    <form className="operator-editor" onSubmit={submit} noValidate aria-label={mode === "create" ? "New operator" : `Edit operator ${initial.name}`}>
+    <form
+      className="operator-editor"
+      onSubmit={submit}
+      noValidate
+      aria-label={mode === "create" ? "New operator" : `Edit operator ${initial.name}`}
+    >
       <div className="form-grid">
         <TextField
           label="Name"
@@ -87,7 +100,11 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
           maxLength={128}
           autoComplete="off"
           spellCheck={false}
-          hint={mode === "update" ? "An operator keeps its name; saving stores a new version." : "Clients call it by this name, like a model."}
+          hint={
+            mode === "update"
+              ? "An operator keeps its name; saving stores a new version."
+              : "Clients call it by this name, like a model."
+          }
           error={fieldMessage(problem, "name")}
         />
         <TextField
@@ -102,12 +119,16 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
       <div className="editor-columns">
         <div className="field editor-text">
           {/* A label element names only form controls; CodeMirror's editor is a contenteditable, named through aria-labelledby. */}
-          <span id={`${id}-spec-label`} className="field-label" onClick={() => document.getElementById(textareaId)?.focus()}>
+          <span
+            id={`${id}-spec-label`}
+            className="field-label"
+            onClick={() => document.getElementById(textareaId)?.focus()}
+          >
             Spec (JSON)
           </span>
           <p id={`${id}-spec-hint`} className="field-hint">
-            inputs, outputs and steps (kind &quot;model&quot;, &quot;route&quot; or &quot;exit&quot;); the name comes from the Name field. Checked with the gateway as
-            you type.
+            inputs, outputs and steps (kind &quot;model&quot;, &quot;route&quot; or &quot;exit&quot;); the name comes
+            from the Name field. Checked with the gateway as you type.
           </p>
           <SpecCodeEditor
             id={textareaId}
@@ -134,8 +155,15 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
       </div>
       <FormAlert message={formMessage(problem, shownFields)} />
       <div className="form-actions">
-        <SubmitButton pending={saving} label={mode === "create" ? "Create operator" : "Save new version"} pendingLabel="Saving…" />
-        <Link className="button" href={mode === "create" ? "/operators" : `/operators/${encodeURIComponent(initial.name)}`}>
+        <SubmitButton
+          pending={saving}
+          label={mode === "create" ? "Create operator" : "Save new version"}
+          pendingLabel="Saving…"
+        />
+        <Link
+          className="button"
+          href={mode === "create" ? "/operators" : `/operators/${encodeURIComponent(initial.name)}`}
+        >
           Cancel
         </Link>
       </div>

@@ -7,7 +7,13 @@ import { layoutGraph, NODE_HEIGHT, NODE_WIDTH } from "./graph-layout";
 import { graphSummary } from "./graph-summary";
 import type { GraphNodeKind, SpecGraph } from "@operon/operator-spec/spec-graph";
 
-const FLOW_TYPE: Record<GraphNodeKind, string> = { input: "input", output: "output", model: "default", route: "default", exit: "default" };
+const FLOW_TYPE: Record<GraphNodeKind, string> = {
+  input: "input",
+  output: "output",
+  model: "default",
+  route: "default",
+  exit: "default",
+};
 
 /**
  * The operator's topology, drawn with React Flow: read-only (no dragging or
@@ -16,7 +22,15 @@ const FLOW_TYPE: Record<GraphNodeKind, string> = { input: "input", output: "outp
  */
 const NO_PROBLEMS: ReadonlySet<string> = new Set();
 
-export function OperatorGraph({ graph, problemNodes = NO_PROBLEMS, title = "Graph" }: { graph: SpecGraph; problemNodes?: ReadonlySet<string>; title?: string }) {
+export function OperatorGraph({
+  graph,
+  problemNodes = NO_PROBLEMS,
+  title = "Graph",
+}: {
+  graph: SpecGraph;
+  problemNodes?: ReadonlySet<string>;
+  title?: string;
+}) {
   const id = useId();
   const { nodes, edges } = useMemo(() => toFlow(graph, problemNodes), [graph, problemNodes]);
   // React Flow owns the nodes (defaultNodes): it keeps their measured sizes,

@@ -8,7 +8,8 @@ export function sourceLabel(source: OperatorSummary["source"]): string {
 }
 
 export function stateLabel(state: OperatorSummary["state"], unreadyModels: readonly string[] = []): string {
-  if (state === "DEGRADED") return `Degraded: ${unreadyModels.length > 0 ? unreadyModels.join(", ") : "a step model"} not ready`;
+  if (state === "DEGRADED")
+    return `Degraded: ${unreadyModels.length > 0 ? unreadyModels.join(", ") : "a step model"} not ready`;
   return state === "SERVED" ? "Served" : state === "NOT_SERVED" ? "Not served" : "Unknown (gateway unreachable)";
 }
 

@@ -14,7 +14,12 @@ export function OperatorVersions({ name, latest }: { name: string; latest: numbe
   return (
     <section className="card" aria-labelledby="versions-title">
       <h2 id="versions-title">Versions</h2>
-      <QueryView query={versions} loadingLabel="Loading versions…" isEmpty={(list) => list.length === 0} empty={{ title: "No versions stored" }}>
+      <QueryView
+        query={versions}
+        loadingLabel="Loading versions…"
+        isEmpty={(list) => list.length === 0}
+        empty={{ title: "No versions stored" }}
+      >
         {(list) => (
           <ol className="version-list">
             {list.map((version) => (

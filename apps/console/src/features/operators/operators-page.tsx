@@ -17,7 +17,10 @@ export function OperatorsPage() {
   return (
     <>
       <PageHeader title="Operators">
-        <p>DAGs of model calls the gateway serves like models. Ensembles from the model repository are listed too, read-only.</p>
+        <p>
+          DAGs of model calls the gateway serves like models. Ensembles from the model repository are listed too,
+          read-only.
+        </p>
       </PageHeader>
       <section className="card" aria-labelledby="operators-title">
         <div className="section-header">

@@ -6,7 +6,13 @@ import { DeleteOperatorButton } from "./delete-operator-button";
 import { operatorHref, sourceLabel, stateLabel, type OperatorSummary } from "./operator-labels";
 import { TableScroller } from "@/components/table-scroller";
 
-export function OperatorsTable({ operators, canManage }: { operators: readonly OperatorSummary[]; canManage: boolean }) {
+export function OperatorsTable({
+  operators,
+  canManage,
+}: {
+  operators: readonly OperatorSummary[];
+  canManage: boolean;
+}) {
   return (
     <TableScroller label="Operators">
       <table>
@@ -38,13 +44,17 @@ export function OperatorsTable({ operators, canManage }: { operators: readonly O
               </th>
               <td>{sourceLabel(operator.source)}</td>
               <td>
-                <span className={`status status-${operator.state.toLowerCase()}`}>{stateLabel(operator.state, operator.unreadyModels)}</span>
+                <span className={`status status-${operator.state.toLowerCase()}`}>
+                  {stateLabel(operator.state, operator.unreadyModels)}
+                </span>
               </td>
               <td className="cell-number">{operator.stepCount}</td>
               <td className="cell-number">{operator.latestVersion ?? "—"}</td>
               <td>{operator.models.length > 0 ? operator.models.join(", ") : "—"}</td>
               <td className="cell-nowrap">{formatDateTime(operator.updatedAt)}</td>
-              <td className="cell-actions">{canManage && operator.stored ? <DeleteOperatorButton name={operator.name} /> : null}</td>
+              <td className="cell-actions">
+                {canManage && operator.stored ? <DeleteOperatorButton name={operator.name} /> : null}
+              </td>
             </tr>
           ))}
         </tbody>

@@ -25,21 +25,37 @@ const SPEC_HIGHLIGHT = HighlightStyle.define([
 ]);
 
 const SPEC_THEME = EditorView.theme({
-  "&": { backgroundColor: "var(--color-surface)", color: "var(--color-text)", border: "1px solid var(--color-border-strong)", borderRadius: "var(--radius)" },
+  "&": {
+    backgroundColor: "var(--color-surface)",
+    color: "var(--color-text)",
+    border: "1px solid var(--color-border-strong)",
+    borderRadius: "var(--radius)",
+  },
   "&.cm-focused": { outline: "3px solid var(--color-focus)", outlineOffset: "2px" },
   ".cm-content": { fontFamily: "var(--font-mono)", fontSize: "0.85rem", caretColor: "var(--color-text)" },
-  ".cm-gutters": { backgroundColor: "var(--color-bg)", color: "var(--color-text-muted)", borderRight: "1px solid var(--color-border)" },
+  ".cm-gutters": {
+    backgroundColor: "var(--color-bg)",
+    color: "var(--color-text-muted)",
+    borderRight: "1px solid var(--color-border)",
+  },
   ".cm-activeLine, .cm-activeLineGutter": { backgroundColor: "var(--color-accent-soft)" },
   ".cm-cursor": { borderLeftColor: "var(--color-text)" },
-  "&.cm-focused .cm-selectionBackground, .cm-selectionBackground, ::selection": { backgroundColor: "var(--color-code-selection)" },
-  ".cm-tooltip": { backgroundColor: "var(--color-surface)", color: "var(--color-text)", border: "1px solid var(--color-border)" },
+  "&.cm-focused .cm-selectionBackground, .cm-selectionBackground, ::selection": {
+    backgroundColor: "var(--color-code-selection)",
+  },
+  ".cm-tooltip": {
+    backgroundColor: "var(--color-surface)",
+    color: "var(--color-text)",
+    border: "1px solid var(--color-border)",
+  },
 });
 
 /** The gateway's latest problems with the spec, set from outside; the lint source below places them. */
 const setProblems = StateEffect.define<readonly string[]>();
 const problemsField = StateField.define<readonly string[]>({
   create: () => [],
-  update: (problems, transaction) => transaction.effects.reduce((current, effect) => (effect.is(setProblems) ? effect.value : current), problems),
+  update: (problems, transaction) =>
+    transaction.effects.reduce((current, effect) => (effect.is(setProblems) ? effect.value : current), problems),
 });
 
 /**
@@ -89,15 +105,30 @@ export function SpecCodeEditor({
           problemsField,
           linter((view) => problemDiagnostics(view.state.doc.toString(), view.state.field(problemsField)), {
             delay: 100,
-            needsRefresh: (update) => update.transactions.some((transaction) => transaction.effects.some((effect) => effect.is(setProblems))),
+            needsRefresh: (update) =>
+              update.transactions.some((transaction) => transaction.effects.some((effect) => effect.is(setProblems))),
           }),
-          autocompletion({ override: [specCompletion({ modelNames: () => catalogRef.current.modelNames(), modelTensors: (model) => catalogRef.current.modelTensors(model) })] }),
+          autocompletion({
+            override: [
+              specCompletion({
+                modelNames: () => catalogRef.current.modelNames(),
+                modelTensors: (model) => catalogRef.current.modelTensors(model),
+              }),
+            ],
+          }),
           lintGutter(),
           EditorView.lineWrapping,
           syntaxHighlighting(SPEC_HIGHLIGHT),
           SPEC_THEME,
           // tabindex: contenteditable is focusable anyway; saying so lets checkers (axe) see the scroll area's keyboard access.
-          EditorView.contentAttributes.of({ id, tabindex: "0", "aria-labelledby": labelledBy, spellcheck: "false", autocapitalize: "off", autocorrect: "off" }),
+          EditorView.contentAttributes.of({
+            id,
+            tabindex: "0",
+            "aria-labelledby": labelledBy,
+            spellcheck: "false",
+            autocapitalize: "off",
+            autocorrect: "off",
+          }),
           EditorView.updateListener.of((update) => {
             if (update.docChanged) onChangeRef.current(update.state.doc.toString());
           }),
@@ -115,7 +146,8 @@ export function SpecCodeEditor({
   // A value set from outside (not typed here) replaces the text.
   useEffect(() => {
     const editor = view.current;
-    if (editor && editor.state.doc.toString() !== value) editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: value } });
+    if (editor && editor.state.doc.toString() !== value)
+      editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: value } });
   }, [value]);
 
   useEffect(() => {

@@ -21,20 +21,26 @@ function specSchema(): Schema {
   return rootSchema;
 }
 
-const isSchema = (value: unknown): value is Schema => typeof value === "object" && value !== null && !Array.isArray(value);
+const isSchema = (value: unknown): value is Schema =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** A schema with its $ref followed and its oneOf/anyOf alternatives spread out. */
 function alternatives(schema: unknown, root: Schema): Schema[] {
   if (!isSchema(schema)) return [];
   const ref = schema["$ref"];
-  if (typeof ref === "string" && ref.startsWith("#/$defs/")) return alternatives((root["$defs"] as Schema | undefined)?.[ref.slice("#/$defs/".length)], root);
+  if (typeof ref === "string" && ref.startsWith("#/$defs/"))
+    return alternatives((root["$defs"] as Schema | undefined)?.[ref.slice("#/$defs/".length)], root);
   const choices = schema["oneOf"] ?? schema["anyOf"];
   if (Array.isArray(choices)) return choices.flatMap((choice) => alternatives(choice, root));
   return [schema];
 }
 
 /** The schemas a value at `path` may follow; an object's alternatives narrow to those whose `const` members match what is already written. */
-export function schemasAt(path: JsonPath, strings: (depth: number) => Record<string, string>, root: Schema = specSchema()): Schema[] {
+export function schemasAt(
+  path: JsonPath,
+  strings: (depth: number) => Record<string, string>,
+  root: Schema = specSchema(),
+): Schema[] {
   let current = alternatives(root, root);
   path.forEach((segment, depth) => {
     current = narrow(current, strings(depth));
@@ -51,19 +57,30 @@ export function schemasAt(path: JsonPath, strings: (depth: number) => Record<str
 function narrow(schemas: Schema[], written: Record<string, string>): Schema[] {
   const fitting = schemas.filter((schema) => {
     const properties = isSchema(schema["properties"]) ? schema["properties"] : {};
-    return Object.entries(properties).every(([key, property]) => !isSchema(property) || property["const"] === undefined || written[key] === undefined || property["const"] === written[key]);
+    return Object.entries(properties).every(
+      ([key, property]) =>
+        !isSchema(property) ||
+        property["const"] === undefined ||
+        written[key] === undefined ||
+        property["const"] === written[key],
+    );
   });
   return fitting.length > 0 ? fitting : schemas;
 }
 
 /** The fixed values a schema allows (const, enum). */
 function fixedValues(schemas: Schema[]): string[] {
-  const values = schemas.flatMap((schema) => [...(schema["const"] !== undefined ? [schema["const"]] : []), ...(Array.isArray(schema["enum"]) ? schema["enum"] : [])]);
+  const values = schemas.flatMap((schema) => [
+    ...(schema["const"] !== undefined ? [schema["const"]] : []),
+    ...(Array.isArray(schema["enum"]) ? schema["enum"] : []),
+  ]);
   return [...new Set(values.filter((value): value is string => typeof value === "string"))];
 }
 
 function propertyNames(schemas: Schema[]): string[] {
-  return [...new Set(schemas.flatMap((schema) => (isSchema(schema["properties"]) ? Object.keys(schema["properties"]) : [])))];
+  return [
+    ...new Set(schemas.flatMap((schema) => (isSchema(schema["properties"]) ? Object.keys(schema["properties"]) : []))),
+  ];
 }
 
 /** Tensor names the spec makes available: its inputs and every step's published outputs. */
@@ -78,7 +95,11 @@ function specTensors(text: string): string[] {
   return [...names];
 }
 
-const word = (label: string, type: string, detail?: string): Completion => ({ label, type, ...(detail ? { detail } : {}) });
+const word = (label: string, type: string, detail?: string): Completion => ({
+  label,
+  type,
+  ...(detail ? { detail } : {}),
+});
 
 /**
  * Completion for the spec editor: property names and fixed values (step
@@ -95,17 +116,27 @@ export function specCompletion(catalog: ServedCatalog): CompletionSource {
     const stringsAt = (depth: number) => frames[depth]?.strings ?? {};
     const result = (options: Completion[]): CompletionResult | null =>
       // The order given (the schema's, ready models first) over CodeMirror's alphabetical one.
-      options.length === 0 ? null : { from: cursor.from, options: options.map((option, index) => ({ ...option, boost: Math.max(-99, -index) })), validFor: /^[\w.$-]*$/ };
+      options.length === 0
+        ? null
+        : {
+            from: cursor.from,
+            options: options.map((option, index) => ({ ...option, boost: Math.max(-99, -index) })),
+            validFor: /^[\w.$-]*$/,
+          };
 
     if (cursor.role === "key") {
       if (top.kind !== "object") return null;
       const fromModel = await modelTensorKeys(catalog, frames, top);
-      if (fromModel) return result(fromModel.filter((name) => !top.keys.includes(name)).map((name) => word(name, "property", "model tensor")));
+      if (fromModel)
+        return result(
+          fromModel.filter((name) => !top.keys.includes(name)).map((name) => word(name, "property", "model tensor")),
+        );
       const names = propertyNames(schemasAt(top.path, stringsAt)).filter((name) => !top.keys.includes(name));
       return result(names.map((name) => word(name, "property")));
     }
 
-    const path: JsonPath = top.kind === "array" ? [...top.path, top.index] : top.key === undefined ? top.path : [...top.path, top.key];
+    const path: JsonPath =
+      top.kind === "array" ? [...top.path, top.index] : top.key === undefined ? top.path : [...top.path, top.key];
     const [list, , field] = path;
     if (list === "steps" && path.length === 3 && field === "model") {
       return result((await catalog.modelNames()).map(({ name, detail }) => word(name, "constant", detail)));
@@ -119,7 +150,11 @@ export function specCompletion(catalog: ServedCatalog): CompletionSource {
 }
 
 /** Inside a model step's inputs or outputs map: the names that step's model declares there. */
-async function modelTensorKeys(catalog: ServedCatalog, frames: JsonFrame[], top: JsonFrame): Promise<string[] | undefined> {
+async function modelTensorKeys(
+  catalog: ServedCatalog,
+  frames: JsonFrame[],
+  top: JsonFrame,
+): Promise<string[] | undefined> {
   const [list, , field] = top.path;
   if (list !== "steps" || top.path.length !== 3 || (field !== "inputs" && field !== "outputs")) return undefined;
   const step = frames.at(-2);

@@ -6,7 +6,12 @@ describe("spec editor: reading JSON as typed", () => {
     const text = '{ "steps": [{ "id": "a", "kind": "mo';
     const { cursor } = scanJson(text);
     expect(cursor).toMatchObject({ role: "value", inString: true, from: text.length - 2 });
-    expect(cursor!.frames.at(-1)).toMatchObject({ kind: "object", path: ["steps", 0], key: "kind", strings: { id: "a" } });
+    expect(cursor!.frames.at(-1)).toMatchObject({
+      kind: "object",
+      path: ["steps", 0],
+      key: "kind",
+      strings: { id: "a" },
+    });
   });
 
   it("knows a cursor in a key", () => {
@@ -14,5 +19,4 @@ describe("spec editor: reading JSON as typed", () => {
     expect(cursor).toMatchObject({ role: "key", inString: true });
     expect(cursor!.frames.at(-1)!.keys).toEqual(["inputs"]);
   });
-
 });

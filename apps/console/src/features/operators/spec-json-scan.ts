@@ -61,7 +61,13 @@ export function scanJson(text: string, until = text.length): { spans: JsonSpan[]
   const record = (from: number, to: number, string?: string, keyFrom?: number) => {
     const path = slotPath();
     if (path === undefined) return;
-    spans.push({ path, from, to, ...(keyFrom !== undefined ? { keyFrom } : {}), ...(string !== undefined ? { string } : {}) });
+    spans.push({
+      path,
+      from,
+      to,
+      ...(keyFrom !== undefined ? { keyFrom } : {}),
+      ...(string !== undefined ? { string } : {}),
+    });
     const top = frames.at(-1);
     if (top?.kind === "object" && top.key !== undefined && string !== undefined) top.strings[top.key] = string;
   };
@@ -76,7 +82,15 @@ export function scanJson(text: string, until = text.length): { spans: JsonSpan[]
     const top = frames.at(-1);
     if (char === "{" || char === "[") {
       const path = slotPath() ?? [...(top?.path ?? []), "?"];
-      frames.push({ kind: char === "{" ? "object" : "array", path, key: undefined, index: 0, expectKey: char === "{", keys: [], strings: {} });
+      frames.push({
+        kind: char === "{" ? "object" : "array",
+        path,
+        key: undefined,
+        index: 0,
+        expectKey: char === "{",
+        keys: [],
+        strings: {},
+      });
       starts.push(i);
       keyStarts.push(pendingKeyFrom);
       pendingKeyFrom = undefined;
@@ -145,7 +159,10 @@ export function scanJson(text: string, until = text.length): { spans: JsonSpan[]
   }
   const top = frames.at(-1);
   if (!top) return { spans, cursor: undefined };
-  return { spans, cursor: { frames, role: top.kind === "object" && top.expectKey ? "key" : "value", from: until, inString: false } };
+  return {
+    spans,
+    cursor: { frames, role: top.kind === "object" && top.expectKey ? "key" : "value", from: until, inString: false },
+  };
 }
 
 export function samePath(a: JsonPath, b: JsonPath): boolean {

@@ -10,14 +10,21 @@ import { scanJson, samePath, type JsonSpan } from "./spec-json-scan";
  * ("step 'a': model 'x' is not served" marks the step's "model").
  * Problems that name nothing stay in the list beside the editor only.
  */
-const SUBJECTS = /\b(?:(step|route|exit) '([^']+)'|operator (input|output) '([^']+)'|(?<![.\w])(steps|inputs|outputs)\[(\d+)\])(?::\s*([A-Za-z]+))?/g;
+const SUBJECTS =
+  /\b(?:(step|route|exit) '([^']+)'|operator (input|output) '([^']+)'|(?<![.\w])(steps|inputs|outputs)\[(\d+)\])(?::\s*([A-Za-z]+))?/g;
 
 export function problemDiagnostics(text: string, problems: readonly string[]): Diagnostic[] {
   if (problems.length === 0) return [];
   const { spans } = scanJson(text);
   const element = (list: string, index: number) => spans.find((span) => samePath(span.path, [list, index]));
   const named = (list: string, field: string, name: string): number | undefined => {
-    const span = spans.find((candidate) => candidate.path.length === 3 && candidate.path[0] === list && candidate.path[2] === field && candidate.string === name);
+    const span = spans.find(
+      (candidate) =>
+        candidate.path.length === 3 &&
+        candidate.path[0] === list &&
+        candidate.path[2] === field &&
+        candidate.string === name,
+    );
     return span ? (span.path[1] as number) : undefined;
   };
 
@@ -28,12 +35,19 @@ export function problemDiagnostics(text: string, problems: readonly string[]): D
       let list: string;
       let index: number | undefined;
       if (match[2] !== undefined) [list, index] = ["steps", named("steps", "id", match[2])];
-      else if (match[4] !== undefined) [list, index] = [match[3] === "input" ? "inputs" : "outputs", named(match[3] === "input" ? "inputs" : "outputs", "name", match[4])];
+      else if (match[4] !== undefined)
+        [list, index] = [
+          match[3] === "input" ? "inputs" : "outputs",
+          named(match[3] === "input" ? "inputs" : "outputs", "name", match[4]),
+        ];
       else [list, index] = [match[5]!, Number(match[6])];
       if (index === undefined) continue;
       const span = element(list, index);
       if (!span) continue;
-      const field = match[7] !== undefined ? spans.find((candidate) => samePath(candidate.path, [list, index, match[7]!])) : undefined;
+      const field =
+        match[7] !== undefined
+          ? spans.find((candidate) => samePath(candidate.path, [list, index, match[7]!]))
+          : undefined;
       const [from, to] = field ? [field.keyFrom ?? field.from, field.to] : firstLine(text, span);
       const key = `${from}:${message}`;
       if (seen.has(key)) continue;

@@ -2,7 +2,15 @@ import type { ParsedSpec } from "./spec-text";
 import type { SpecValidation } from "./use-spec-validation";
 
 /** What is wrong with the spec as typed: its JSON, then the gateway's problems (announced as they change). */
-export function SpecProblems({ id, parsed, validation }: { id: string; parsed: ParsedSpec; validation: SpecValidation }) {
+export function SpecProblems({
+  id,
+  parsed,
+  validation,
+}: {
+  id: string;
+  parsed: ParsedSpec;
+  validation: SpecValidation;
+}) {
   return (
     <section id={id} className="spec-problems" aria-labelledby={`${id}-title`} aria-live="polite">
       <h3 id={`${id}-title`} className="chart-title">
@@ -27,7 +35,8 @@ function ValidationBody({ parsed, validation }: { parsed: ParsedSpec; validation
       return (
         <>
           <p className="field-error">
-            {validation.problems.length === 1 ? "1 problem" : `${validation.problems.length} problems`}; marked ⚠ in the graph where a step is named:
+            {validation.problems.length === 1 ? "1 problem" : `${validation.problems.length} problems`}; marked ⚠ in the
+            graph where a step is named:
           </p>
           <ul className="problem-list">
             {validation.problems.map((problem, index) => (

@@ -8,14 +8,16 @@ import { compactJson } from "./compact-json";
 export type ParsedSpec = { ok: true; spec: Record<string, unknown> } | { ok: false; message: string };
 
 export function parseSpecText(text: string): ParsedSpec {
-  if (text.trim() === "") return { ok: false, message: "The spec is empty: write a JSON object with inputs, outputs and steps." };
+  if (text.trim() === "")
+    return { ok: false, message: "The spec is empty: write a JSON object with inputs, outputs and steps." };
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
     return { ok: false, message: `Not valid JSON: ${jsonErrorWhere(text, error)}` };
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, message: "The spec must be a JSON object { inputs, outputs, steps }." };
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return { ok: false, message: "The spec must be a JSON object { inputs, outputs, steps }." };
   return { ok: true, spec: value as Record<string, unknown> };
 }
 

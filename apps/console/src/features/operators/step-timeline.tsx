@@ -30,7 +30,10 @@ export function StepTimeline({ steps }: { steps: readonly TryRunStep[] }) {
               {step.startUs !== null && step.durationUs !== null ? (
                 <span
                   className={`timeline-bar timeline-bar-${step.status === "ok" ? "ok" : "other"}`}
-                  style={{ left: `${(step.startUs / end) * 100}%`, width: `${Math.max(0.5, (step.durationUs / end) * 100)}%` }}
+                  style={{
+                    left: `${(step.startUs / end) * 100}%`,
+                    width: `${Math.max(0.5, (step.durationUs / end) * 100)}%`,
+                  }}
                 />
               ) : null}
             </span>
@@ -42,7 +45,8 @@ export function StepTimeline({ steps }: { steps: readonly TryRunStep[] }) {
             {step.outputs.length > 0 ? (
               <details className="timeline-outputs">
                 <summary>
-                  Outputs<span className="visually-hidden"> of step {step.name}</span>: {step.outputs.map((output) => output.name).join(", ")}
+                  Outputs<span className="visually-hidden"> of step {step.name}</span>:{" "}
+                  {step.outputs.map((output) => output.name).join(", ")}
                 </summary>
                 <TryOutputs outputs={step.outputs} caption={`Outputs of step ${step.name}`} maxValues={Infinity} />
               </details>

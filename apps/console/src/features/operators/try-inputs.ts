@@ -16,7 +16,9 @@ export function declaredInputs(spec: Record<string, unknown>): DeclaredInput[] {
   });
 }
 
-export type ParsedParameters = { ok: true; parameters: Record<string, string | number | boolean> | undefined } | { ok: false; message: string };
+export type ParsedParameters =
+  | { ok: true; parameters: Record<string, string | number | boolean> | undefined }
+  | { ok: false; message: string };
 
 export function parseParametersText(text: string): ParsedParameters {
   if (text.trim() === "") return { ok: true, parameters: undefined };
@@ -26,7 +28,12 @@ export function parseParametersText(text: string): ParsedParameters {
   } catch (error) {
     return { ok: false, message: `Not valid JSON: ${error instanceof Error ? error.message : String(error)}` };
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value) || !Object.values(value).every((entry) => ["string", "number", "boolean"].includes(typeof entry))) {
+  if (
+    typeof value !== "object" ||
+    value === null ||
+    Array.isArray(value) ||
+    !Object.values(value).every((entry) => ["string", "number", "boolean"].includes(typeof entry))
+  ) {
     return { ok: false, message: "Give a JSON object of names to strings, numbers or booleans." };
   }
   return { ok: true, parameters: value as Record<string, string | number | boolean> };

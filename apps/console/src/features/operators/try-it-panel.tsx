@@ -20,8 +20,10 @@ export function TryItPanel({ name, spec }: { name: string; spec: Record<string, 
   const { problem, clear, fromError, atField } = useFormProblem();
   const run = useMutation(trpc.operators.tryRun.mutationOptions({ onError: fromError }));
 
-  const inputErrors = problem?.fieldErrors.filter((field) => field.path === "inputs" || field.path.startsWith("inputs.")) ?? [];
-  const parameterErrors = problem?.fieldErrors.filter((field) => field.path === "parameters" || field.path.startsWith("parameters.")) ?? [];
+  const inputErrors =
+    problem?.fieldErrors.filter((field) => field.path === "inputs" || field.path.startsWith("inputs.")) ?? [];
+  const parameterErrors =
+    problem?.fieldErrors.filter((field) => field.path === "parameters" || field.path.startsWith("parameters.")) ?? [];
   const shown = [...inputErrors, ...parameterErrors].map((field) => field.path);
 
   const submit = (inputs: RequestTensor[]) => {
@@ -45,7 +47,13 @@ export function TryItPanel({ name, spec }: { name: string; spec: Record<string, 
           clear();
           run.reset();
         }}
-        jsonError={inputErrors.length > 0 ? inputErrors.map((field) => (field.path === "inputs" ? field.message : `${field.path}: ${field.message}`)).join("; ") : undefined}
+        jsonError={
+          inputErrors.length > 0
+            ? inputErrors
+                .map((field) => (field.path === "inputs" ? field.message : `${field.path}: ${field.message}`))
+                .join("; ")
+            : undefined
+        }
         alert={formMessage(problem, shown)}
         hint={`Prefilled from the operator's declared inputs${spec["maxBatchSize"] ? " with a batch of 1" : ""}; edit the data as you like.`}
         extraFields={
@@ -72,9 +80,15 @@ export function TryItPanel({ name, spec }: { name: string; spec: Record<string, 
       {run.data ? (
         <section className="try-result" aria-labelledby={`${id}-result-title`}>
           <h3 id={`${id}-result-title`}>Result</h3>
-          <p className="muted">Answered in {formatNumber(run.data.latencyMs, 3)} ms (round trip from the control plane).</p>
+          <p className="muted">
+            Answered in {formatNumber(run.data.latencyMs, 3)} ms (round trip from the control plane).
+          </p>
           <TryOutputs outputs={run.data.outputs} />
-          {run.data.steps.length > 0 ? <StepTimeline steps={run.data.steps} /> : <p className="muted">The gateway sent no step timings.</p>}
+          {run.data.steps.length > 0 ? (
+            <StepTimeline steps={run.data.steps} />
+          ) : (
+            <p className="muted">The gateway sent no step timings.</p>
+          )}
         </section>
       ) : null}
     </section>

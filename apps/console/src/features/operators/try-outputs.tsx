@@ -16,7 +16,15 @@ interface OutputTensor {
   truncated?: unknown;
 }
 
-export function TryOutputs({ outputs, caption = "Outputs", maxValues = SHOWN_VALUES }: { outputs: readonly unknown[]; caption?: string; maxValues?: number }) {
+export function TryOutputs({
+  outputs,
+  caption = "Outputs",
+  maxValues = SHOWN_VALUES,
+}: {
+  outputs: readonly unknown[];
+  caption?: string;
+  maxValues?: number;
+}) {
   return (
     <TableScroller label={caption}>
       <table>
@@ -40,10 +48,15 @@ export function TryOutputs({ outputs, caption = "Outputs", maxValues = SHOWN_VAL
                 <td className="cell-nowrap">{Array.isArray(output.shape) ? `[${output.shape.join(", ")}]` : "—"}</td>
                 <td>
                   <code className="data-values">
-                    {data.slice(0, maxValues).map((value) => JSON.stringify(value)).join(", ")}
+                    {data
+                      .slice(0, maxValues)
+                      .map((value) => JSON.stringify(value))
+                      .join(", ")}
                     {data.length > maxValues ? `, … (${data.length} values)` : ""}
                   </code>
-                  {output.truncated === true ? <span className="cell-sub">first {data.length} values shown</span> : null}
+                  {output.truncated === true ? (
+                    <span className="cell-sub">first {data.length} values shown</span>
+                  ) : null}
                 </td>
               </tr>
             );

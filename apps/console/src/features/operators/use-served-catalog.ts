@@ -19,11 +19,20 @@ export function useServedCatalog(): ServedCatalog {
         const { models } = await queryClient.fetchQuery({ ...trpc.models.list.queryOptions(), staleTime: 10_000 });
         return [...models]
           .sort((a, b) => Number(b.state === "READY") - Number(a.state === "READY"))
-          .map((model) => ({ name: model.name, detail: model.state === "READY" ? "served" : model.state.toLowerCase() }));
+          .map((model) => ({
+            name: model.name,
+            detail: model.state === "READY" ? "served" : model.state.toLowerCase(),
+          }));
       },
       async modelTensors(model) {
-        const detail = await queryClient.fetchQuery({ ...trpc.models.get.queryOptions({ name: model }), staleTime: 10_000 });
-        return { inputs: detail.inputs.map((tensor) => tensor.name), outputs: detail.outputs.map((tensor) => tensor.name) };
+        const detail = await queryClient.fetchQuery({
+          ...trpc.models.get.queryOptions({ name: model }),
+          staleTime: 10_000,
+        });
+        return {
+          inputs: detail.inputs.map((tensor) => tensor.name),
+          outputs: detail.outputs.map((tensor) => tensor.name),
+        };
       },
     }),
     [trpc, queryClient],

@@ -43,7 +43,9 @@ export function useSpecValidation(name: string, text: string): SpecValidation {
   if (error) {
     const problem = apiProblem(error);
     const fields = problem.fieldErrors.map((field) => field.message);
-    return fields.length > 0 ? { status: "invalid", problems: problem.fieldErrors.map((field) => `${field.path}: ${field.message}`) } : { status: "failed", message: problem.message };
+    return fields.length > 0
+      ? { status: "invalid", problems: problem.fieldErrors.map((field) => `${field.path}: ${field.message}`) }
+      : { status: "failed", message: problem.message };
   }
   if (data?.valid) return { status: "valid" };
   return { status: "invalid", problems: (data?.problems ?? []).map((problem) => problem.message) };

@@ -20,7 +20,10 @@ export function CostsSection({ query }: { query: UseQueryResult<CostReport, unkn
         query={query}
         loadingLabel="Loading costs…"
         isEmpty={(report) => report.models.length === 0 && report.unprofiled.length === 0}
-        empty={{ title: "No usage to cost in this range", body: <p>Costs come from the same usage samples as the charts.</p> }}
+        empty={{
+          title: "No usage to cost in this range",
+          body: <p>Costs come from the same usage samples as the charts.</p>,
+        }}
       >
         {(report) => (
           <>
@@ -42,7 +45,9 @@ function CostCharts({ report }: { report: CostReport }) {
   const categoryLabel = profile ? "model" : "model · hardware profile";
   return (
     <>
-      <p className="muted small">The host&apos;s cost per hour is attributed to models by the share of its CPU their workers used.</p>
+      <p className="muted small">
+        The host&apos;s cost per hour is attributed to models by the share of its CPU their workers used.
+      </p>
       <ProfileCostSummary profiles={report.profiles} />
       <div className="figure-grid">
         <CategoryBarChart
@@ -73,11 +78,12 @@ function UnprofiledNotice({ unprofiled }: { unprofiled: CostReport["unprofiled"]
   return (
     <div className="notice">
       <p>
-        Some usage was sampled without a default hardware profile, so it has no cost. An admin can add one on the <Link href="/hardware">Hardware &amp; cost</Link>{" "}
-        page; samples taken after that are costed.
+        Some usage was sampled without a default hardware profile, so it has no cost. An admin can add one on the{" "}
+        <Link href="/hardware">Hardware &amp; cost</Link> page; samples taken after that are costed.
       </p>
       <p className="small">
-        Not costed: {unprofiled.map((entry) => `${entry.model} (${formatCount(entry.inferences, "inference")})`).join(", ")}.
+        Not costed:{" "}
+        {unprofiled.map((entry) => `${entry.model} (${formatCount(entry.inferences, "inference")})`).join(", ")}.
       </p>
     </div>
   );

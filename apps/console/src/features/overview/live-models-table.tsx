@@ -51,7 +51,9 @@ export function LiveModelsTable({ models }: { models: readonly CurrentModel[] })
               <td className="cell-number">{entry.lastSample ? formatNumber(entry.lastSample.requestsPerSec) : "—"}</td>
               <td className="cell-number">{formatMs(usToMs(entry.latencyUs.p50))}</td>
               <td className="cell-number">{formatMs(usToMs(entry.latencyUs.p99))}</td>
-              <td className="cell-number">{entry.instances === null ? "—" : `${entry.readyInstances ?? 0}/${entry.instances}`}</td>
+              <td className="cell-number">
+                {entry.instances === null ? "—" : `${entry.readyInstances ?? 0}/${entry.instances}`}
+              </td>
               <td className="cell-number">{formatPercent(entry.lastSample?.cpuUtilization)}</td>
               <td className="cell-number">{formatBytes(entry.memoryBytes)}</td>
             </tr>

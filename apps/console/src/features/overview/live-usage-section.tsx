@@ -30,8 +30,8 @@ export function LiveUsageSection({ query }: { query: UseQueryResult<CurrentUsage
             ) : null}
             <UsageTiles totals={usageTotals(usage.models)} />
             <p className="muted small">
-              Requests and errors count since each version was loaded; p50 and p99 are the gateway&apos;s recent request latency; req/s and CPU come from the last
-              usage sample.
+              Requests and errors count since each version was loaded; p50 and p99 are the gateway&apos;s recent request
+              latency; req/s and CPU come from the last usage sample.
             </p>
             <LiveModelsTable models={usage.models} />
           </>

@@ -22,8 +22,8 @@ export function OverviewPage() {
     <>
       <PageHeader title="Overview">
         <p>
-          Welcome, {user.name ?? user.email}. Your role is <strong>{roleLabel(user.role).toLowerCase()}</strong>. This overview shows what the platform serves
-          now, how it was used and what that cost.
+          Welcome, {user.name ?? user.email}. Your role is <strong>{roleLabel(user.role).toLowerCase()}</strong>. This
+          overview shows what the platform serves now, how it was used and what that cost.
         </p>
       </PageHeader>
       <div className="overview-toolbar">

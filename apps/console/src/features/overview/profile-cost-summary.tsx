@@ -7,8 +7,9 @@ export function ProfileCostSummary({ profiles }: { profiles: CostReport["profile
     <ul className="plain-list">
       {profiles.map((profile) => (
         <li key={profile.profileId}>
-          <strong>{profile.name}</strong> ({formatMoney(profile.costPerHour, profile.currency)}/h): {formatHours(profile.coveredHours)} sampled, host cost{" "}
-          {formatMoney(profile.hostCost, profile.currency)}, of which {formatMoney(profile.unattributedCost, profile.currency)} unattributed (idle,{" "}
+          <strong>{profile.name}</strong> ({formatMoney(profile.costPerHour, profile.currency)}/h):{" "}
+          {formatHours(profile.coveredHours)} sampled, host cost {formatMoney(profile.hostCost, profile.currency)}, of
+          which {formatMoney(profile.unattributedCost, profile.currency)} unattributed (idle,{" "}
           {formatPercent(profile.unattributedShare)}).
         </li>
       ))}

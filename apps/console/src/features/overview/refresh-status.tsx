@@ -30,7 +30,11 @@ export function RefreshStatus({
         {fetching ? <span className="muted"> · refreshing…</span> : null}
       </p>
       <label className="checkbox">
-        <input type="checkbox" checked={autoRefresh} onChange={(event) => onAutoRefreshChange(event.currentTarget.checked)} />
+        <input
+          type="checkbox"
+          checked={autoRefresh}
+          onChange={(event) => onAutoRefreshChange(event.currentTarget.checked)}
+        />
         <span>Refresh every {REFRESH_INTERVAL_MS / 1000} s</span>
       </label>
       <button type="button" className="button" onClick={onRefresh} disabled={fetching}>

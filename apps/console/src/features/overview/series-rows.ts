@@ -22,18 +22,36 @@ export const MAX_MODEL_LINES = 6;
  * the range (or, for throughput, without traffic) are left out. `note` says
  * what was left out.
  */
-export function perModelRows(series: UsageSeries, metric: PointMetric, scale = 1): { rows: ChartRow[]; series: ChartSeries[]; note: string | undefined } {
+export function perModelRows(
+  series: UsageSeries,
+  metric: PointMetric,
+  scale = 1,
+): { rows: ChartRow[]; series: ChartSeries[]; note: string | undefined } {
   const peak = (points: SeriesPoint[]) => Math.max(...points.map((point) => point[metric] ?? -1));
-  const withData = series.models.filter((model) => model.points.some((point) => point[metric] !== null && (metric !== "requestsPerSec" || (point[metric] ?? 0) > 0)));
-  const shown = new Set([...withData].sort((a, b) => peak(b.points) - peak(a.points)).slice(0, MAX_MODEL_LINES).map((model) => model.model));
+  const withData = series.models.filter((model) =>
+    model.points.some((point) => point[metric] !== null && (metric !== "requestsPerSec" || (point[metric] ?? 0) > 0)),
+  );
+  const shown = new Set(
+    [...withData]
+      .sort((a, b) => peak(b.points) - peak(a.points))
+      .slice(0, MAX_MODEL_LINES)
+      .map((model) => model.model),
+  );
   const models = withData.filter((model) => shown.has(model.model));
-  const note = withData.length > models.length ? `Showing the ${models.length} of ${withData.length} models with the highest values.` : undefined;
+  const note =
+    withData.length > models.length
+      ? `Showing the ${models.length} of ${withData.length} models with the highest values.`
+      : undefined;
   const rows = series.overall.map((point, index) => {
     const row: ChartRow = { t: new Date(point.at).getTime() };
     for (const model of models) row[model.model] = scaled(model.points[index]?.[metric] ?? null, scale);
     return row;
   });
-  return { rows, series: models.map((model, index) => ({ key: model.model, label: model.model, color: seriesColor(index) })), note };
+  return {
+    rows,
+    series: models.map((model, index) => ({ key: model.model, label: model.model, color: seriesColor(index) })),
+    note,
+  };
 }
 
 /** The largest value of a metric over all models, to choose a display unit. */

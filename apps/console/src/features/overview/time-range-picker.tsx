@@ -10,7 +10,13 @@ export function TimeRangePicker({ value, onChange }: { value: TimeRangeId; onCha
       <div className="segmented-options">
         {TIME_RANGES.map((range) => (
           <label key={range.id} className="segmented-option">
-            <input type="radio" name="time-range" value={range.id} checked={value === range.id} onChange={() => onChange(range.id)} />
+            <input
+              type="radio"
+              name="time-range"
+              value={range.id}
+              checked={value === range.id}
+              onChange={() => onChange(range.id)}
+            />
             <span>{range.label}</span>
           </label>
         ))}

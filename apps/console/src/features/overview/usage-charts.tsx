@@ -56,8 +56,20 @@ export function UsageCharts({ series }: { series: UsageSeries }) {
         domain={domain}
         formatValue={fmt}
       />
-      <TimeSeriesChart title="Throughput per model" yLabel="requests/s" {...chartData(throughput)} domain={domain} formatValue={fmt} />
-      <TimeSeriesChart title="Instances per model" yLabel="instances" {...chartData(instances)} domain={domain} formatValue={fmt} />
+      <TimeSeriesChart
+        title="Throughput per model"
+        yLabel="requests/s"
+        {...chartData(throughput)}
+        domain={domain}
+        formatValue={fmt}
+      />
+      <TimeSeriesChart
+        title="Instances per model"
+        yLabel="instances"
+        {...chartData(instances)}
+        domain={domain}
+        formatValue={fmt}
+      />
       <TimeSeriesChart
         title="CPU utilization per model"
         yLabel="CPU (% of host)"

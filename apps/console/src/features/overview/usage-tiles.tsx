@@ -5,8 +5,17 @@ import type { UsageTotals } from "./usage-totals";
 export function UsageTiles({ totals }: { totals: UsageTotals }) {
   const tiles = [
     { label: "Requests", value: formatInteger(totals.requests), hint: "to models, since they were loaded" },
-    { label: "Errors", value: formatInteger(totals.errors), hint: totals.requests > 0 ? `${formatPercent(totals.errors / totals.requests)} of requests` : "no requests yet" },
-    { label: "Models served", value: formatInteger(totals.models), hint: totals.operators > 0 ? `and ${totals.operators} operator${totals.operators === 1 ? "" : "s"}` : "no operators" },
+    {
+      label: "Errors",
+      value: formatInteger(totals.errors),
+      hint: totals.requests > 0 ? `${formatPercent(totals.errors / totals.requests)} of requests` : "no requests yet",
+    },
+    {
+      label: "Models served",
+      value: formatInteger(totals.models),
+      hint:
+        totals.operators > 0 ? `and ${totals.operators} operator${totals.operators === 1 ? "" : "s"}` : "no operators",
+    },
     {
       label: "Instances",
       value: totals.instances === null ? "—" : formatInteger(totals.instances),

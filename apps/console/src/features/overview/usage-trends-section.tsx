@@ -8,7 +8,13 @@ import { hasSamples } from "./series-rows";
 import { UsageCharts } from "./usage-charts";
 
 /** The charts over the chosen range, or what to do when the sampler has stored nothing yet. */
-export function UsageTrendsSection({ query, range }: { query: UseQueryResult<UsageSeries, unknown>; range: TimeRangeId }) {
+export function UsageTrendsSection({
+  query,
+  range,
+}: {
+  query: UseQueryResult<UsageSeries, unknown>;
+  range: TimeRangeId;
+}) {
   return (
     <section className="card" aria-labelledby="trends-title">
       <h2 id="trends-title">Usage over the last {timeRange(range).label}</h2>
@@ -20,15 +26,18 @@ export function UsageTrendsSection({ query, range }: { query: UseQueryResult<Usa
           title: "No usage samples in this range yet",
           body: (
             <p>
-              The control plane samples the gateway every <code>--usage-sample-secs</code> seconds (15 by default) and the charts draw those samples. Send some
-              inferences to a model, wait for the next sample, or pick a longer range.
+              The control plane samples the gateway every <code>--usage-sample-secs</code> seconds (15 by default) and
+              the charts draw those samples. Send some inferences to a model, wait for the next sample, or pick a longer
+              range.
             </p>
           ),
         }}
       >
         {(series) => (
           <>
-            <p className="muted small">One point per {formatBucket(series.bucketSecs)}; a gap means no sample in that interval.</p>
+            <p className="muted small">
+              One point per {formatBucket(series.bucketSecs)}; a gap means no sample in that interval.
+            </p>
             <UsageCharts series={series} />
           </>
         )}

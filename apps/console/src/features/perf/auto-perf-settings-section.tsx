@@ -15,7 +15,15 @@ import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
 import type { AutoPerfSettingsView } from "./perf-types";
 
-const NUMBER_FIELDS = ["maxConcurrency", "measurementIntervalMs", "maxTrials", "timeBoundSecs", "minGainPercent", "headroomMaxRequestsPerSec", "maxWaitSecs"] as const;
+const NUMBER_FIELDS = [
+  "maxConcurrency",
+  "measurementIntervalMs",
+  "maxTrials",
+  "timeBoundSecs",
+  "minGainPercent",
+  "headroomMaxRequestsPerSec",
+  "maxWaitSecs",
+] as const;
 
 /** The plan of automatic perf reports: everyone reads it, admins change it (perf.updateSettings, audited). */
 export function AutoPerfSettingsSection() {
@@ -26,7 +34,13 @@ export function AutoPerfSettingsSection() {
     <section className="card" aria-labelledby="auto-perf-title">
       <h2 id="auto-perf-title">Automatic runs</h2>
       <QueryView query={settings} loadingLabel="Loading the plan…">
-        {(data) => (hasRole(user.role, "ADMIN") ? <AutoPerfSettingsForm settings={data} /> : <AutoPerfSettingsFacts settings={data} />)}
+        {(data) =>
+          hasRole(user.role, "ADMIN") ? (
+            <AutoPerfSettingsForm settings={data} />
+          ) : (
+            <AutoPerfSettingsFacts settings={data} />
+          )
+        }
       </QueryView>
     </section>
   );
@@ -41,7 +55,9 @@ function AutoPerfSettingsFacts({ settings }: { settings: AutoPerfSettingsView })
     <>
       <p>
         <strong>{settings.enabled ? "On" : "Off"}</strong>
-        {settings.enabled ? ": each upload, new version, config change and operator version queues a run." : ": changes queue no run; runs can still be started by hand."}
+        {settings.enabled
+          ? ": each upload, new version, config change and operator version queues a run."
+          : ": changes queue no run; runs can still be started by hand."}
       </p>
       <p className="muted">{planSentence(settings)}</p>
       <p className="muted small">Admins change this plan.</p>
@@ -77,27 +93,50 @@ function AutoPerfSettingsForm({ settings }: { settings: AutoPerfSettingsView }) 
     save.mutate({ enabled: form.get("enabled") === "on", ...values });
   };
   const field = (name: (typeof NUMBER_FIELDS)[number], label: string, hint: string, step = 1) => (
-    <TextField label={label} name={name} type="number" step={step} inputMode="decimal" defaultValue={String(settings[name])} required hint={hint} error={fieldMessage(problem, name)} />
+    <TextField
+      label={label}
+      name={name}
+      type="number"
+      step={step}
+      inputMode="decimal"
+      defaultValue={String(settings[name])}
+      required
+      hint={hint}
+      error={fieldMessage(problem, name)}
+    />
   );
   return (
     <form onSubmit={submit} noValidate className="form form-grid" aria-label="Automatic runs">
       <div className="field">
         <label>
-          <input type="checkbox" name="enabled" defaultChecked={settings.enabled} /> Run a perf report automatically after each upload, new version, config change and operator version
+          <input type="checkbox" name="enabled" defaultChecked={settings.enabled} /> Run a perf report automatically
+          after each upload, new version, config change and operator version
         </label>
       </div>
       {field("maxConcurrency", "Highest concurrency", "The sweep doubles: 1, 2, 4, … up to this.")}
-      {field("minGainPercent", "Stop below a gain of (%)", "A step that beats the best throughput so far by less than this ends the sweep.", 0.1)}
+      {field(
+        "minGainPercent",
+        "Stop below a gain of (%)",
+        "A step that beats the best throughput so far by less than this ends the sweep.",
+        0.1,
+      )}
       {field("timeBoundSecs", "Time bound (seconds)", "The whole run stops after this; steps measured are kept.")}
       {field("measurementIntervalMs", "Measurement window (ms)", "Each step measures until three windows agree.")}
       {field("maxTrials", "Windows per step at most", "At least 3.")}
-      {field("headroomMaxRequestsPerSec", "Start only below (requests/s)", "Other traffic the gateway may serve when a run starts.", 0.1)}
+      {field(
+        "headroomMaxRequestsPerSec",
+        "Start only below (requests/s)",
+        "Other traffic the gateway may serve when a run starts.",
+        0.1,
+      )}
       {field("maxWaitSecs", "Wait for headroom at most (seconds)", "Then the run fails with the reason.")}
       <FormAlert message={formMessage(problem, [...NUMBER_FIELDS, "enabled"])} />
       <div className="form-actions">
         <SubmitButton pending={save.isPending} label="Save plan" pendingLabel="Saving…" />
         {save.isSuccess ? <span role="status">Saved.</span> : null}
-        {settings.updatedAt ? <span className="muted small">Last changed {formatDateTime(settings.updatedAt)}</span> : null}
+        {settings.updatedAt ? (
+          <span className="muted small">Last changed {formatDateTime(settings.updatedAt)}</span>
+        ) : null}
       </div>
     </form>
   );

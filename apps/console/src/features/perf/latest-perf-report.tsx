@@ -20,7 +20,15 @@ const IDLE_POLL_MS = 10_000;
  * reason), with a link to the report. Polls, so the run an upload or a
  * config change queued appears without a reload.
  */
-export function LatestPerfReport({ kind, name, canCancel }: { kind: "MODEL" | "OPERATOR"; name: string; canCancel: boolean }) {
+export function LatestPerfReport({
+  kind,
+  name,
+  canCancel,
+}: {
+  kind: "MODEL" | "OPERATOR";
+  name: string;
+  canCancel: boolean;
+}) {
   const trpc = useTRPC();
   const latest = useQuery({
     ...trpc.perf.latest.queryOptions({ kind, name }),
@@ -42,7 +50,12 @@ export function LatestPerfReport({ kind, name, canCancel }: { kind: "MODEL" | "O
 function LatestReportBody({ data, canCancel }: { data: PerfLatest; canCancel: boolean }) {
   const report = data.report;
   if (report === null) {
-    return <p className="muted">No perf report yet. One is queued automatically after each upload, new version or config change, unless an admin turned automatic runs off.</p>;
+    return (
+      <p className="muted">
+        No perf report yet. One is queued automatically after each upload, new version or config change, unless an admin
+        turned automatic runs off.
+      </p>
+    );
   }
   const best = report.summary?.best ?? null;
   return (
@@ -54,13 +67,18 @@ function LatestReportBody({ data, canCancel }: { data: PerfLatest; canCancel: bo
           {triggerLabel(report)}, {formatDateTime(report.createdAt)}
         </span>
       </p>
-      {isPending(report.status) ? <PerfRunProgress id={report.id} canCancel={canCancel} showReportLink={false} /> : null}
+      {isPending(report.status) ? (
+        <PerfRunProgress id={report.id} canCancel={canCancel} showReportLink={false} />
+      ) : null}
       {report.status === "SUCCEEDED" && best ? (
         <p>
-          Best: <strong>{formatNumber(best.throughput)} infer/s</strong> at concurrency {best.concurrency}, p99 {formatMs(usToMs(best.latencyP99Us))}
+          Best: <strong>{formatNumber(best.throughput)} infer/s</strong> at concurrency {best.concurrency}, p99{" "}
+          {formatMs(usToMs(best.latencyP99Us))}
         </p>
       ) : null}
-      {report.status !== "SUCCEEDED" && !isPending(report.status) && report.error ? <p className={report.status === "FAILED" ? "form-alert" : "notice"}>{report.error}</p> : null}
+      {report.status !== "SUCCEEDED" && !isPending(report.status) && report.error ? (
+        <p className={report.status === "FAILED" ? "form-alert" : "notice"}>{report.error}</p>
+      ) : null}
       {report.hostLoad ? <p className="muted small">Host during the run: {hostLoadLabel(report.hostLoad)}</p> : null}
       <p>
         <Link href={reportHref(report.id)}>Open the latest report</Link>

@@ -14,7 +14,17 @@ import { usePerfTargets } from "./perf-targets";
 import { TargetSelect } from "./target-select";
 import { SubmitButton } from "@/components/form/submit-button";
 
-const FIELDS = ["target.name", "target.kind", "target", "concurrency", "concurrency.start", "concurrency.end", "concurrency.step", "batchSize", "measurementIntervalMs"];
+const FIELDS = [
+  "target.name",
+  "target.kind",
+  "target",
+  "concurrency",
+  "concurrency.start",
+  "concurrency.end",
+  "concurrency.step",
+  "batchSize",
+  "measurementIntervalMs",
+];
 
 /** Queues a perf run (perf.start); the page then follows its progress. */
 export function NewPerfRunForm({ onStarted, queueBusy }: { onStarted: (id: string) => void; queueBusy: boolean }) {
@@ -33,7 +43,10 @@ export function NewPerfRunForm({ onStarted, queueBusy }: { onStarted: (id: strin
   );
 
   if (targets.isPending) return <LoadingState label="Loading models and operators…" />;
-  if (targets.error) return <ErrorState title="Could not list what to measure" error={targets.error} onRetry={() => void targets.refetch()} />;
+  if (targets.error)
+    return (
+      <ErrorState title="Could not list what to measure" error={targets.error} onRetry={() => void targets.refetch()} />
+    );
   if (targets.models.length === 0 && targets.operators.length === 0) {
     return <p className="notice">Nothing to measure: the gateway serves no ready model or operator. Load one first.</p>;
   }
@@ -45,21 +58,63 @@ export function NewPerfRunForm({ onStarted, queueBusy }: { onStarted: (id: strin
     if (!parsed.ok) return atFields(parsed.fieldErrors);
     start.mutate(parsed.input);
   };
-  const targetError = fieldMessage(problem, "target.name") ?? fieldMessage(problem, "target.kind") ?? fieldMessage(problem, "target");
-  const defaultTarget = targets.models.find((option) => option.label === "add_sub")?.value ?? targets.models[0]?.value ?? targets.operators[0]?.value;
+  const targetError =
+    fieldMessage(problem, "target.name") ?? fieldMessage(problem, "target.kind") ?? fieldMessage(problem, "target");
+  const defaultTarget =
+    targets.models.find((option) => option.label === "add_sub")?.value ??
+    targets.models[0]?.value ??
+    targets.operators[0]?.value;
 
   return (
     <form onSubmit={submit} noValidate className="form form-grid" aria-labelledby="new-run-title">
       <h2 id="new-run-title" className="form-title">
         New run
       </h2>
-      <TargetSelect models={targets.models} operators={targets.operators} {...(defaultTarget ? { defaultValue: defaultTarget } : {})} error={targetError} />
-      <fieldset className="field fieldset-inline" aria-describedby={fieldMessage(problem, "concurrency") ? "concurrency-error" : undefined}>
+      <TargetSelect
+        models={targets.models}
+        operators={targets.operators}
+        {...(defaultTarget ? { defaultValue: defaultTarget } : {})}
+        error={targetError}
+      />
+      <fieldset
+        className="field fieldset-inline"
+        aria-describedby={fieldMessage(problem, "concurrency") ? "concurrency-error" : undefined}
+      >
         <legend>Concurrency (requests in flight)</legend>
         <div className="inline-inputs">
-          <TextField label="From" name="concurrencyStart" type="number" min={1} step={1} inputMode="numeric" defaultValue="1" required error={fieldMessage(problem, "concurrency.start")} />
-          <TextField label="To" name="concurrencyEnd" type="number" min={1} step={1} inputMode="numeric" defaultValue="4" required error={fieldMessage(problem, "concurrency.end")} />
-          <TextField label="Step" name="concurrencyStep" type="number" min={1} step={1} inputMode="numeric" defaultValue="1" required error={fieldMessage(problem, "concurrency.step")} />
+          <TextField
+            label="From"
+            name="concurrencyStart"
+            type="number"
+            min={1}
+            step={1}
+            inputMode="numeric"
+            defaultValue="1"
+            required
+            error={fieldMessage(problem, "concurrency.start")}
+          />
+          <TextField
+            label="To"
+            name="concurrencyEnd"
+            type="number"
+            min={1}
+            step={1}
+            inputMode="numeric"
+            defaultValue="4"
+            required
+            error={fieldMessage(problem, "concurrency.end")}
+          />
+          <TextField
+            label="Step"
+            name="concurrencyStep"
+            type="number"
+            min={1}
+            step={1}
+            inputMode="numeric"
+            defaultValue="1"
+            required
+            error={fieldMessage(problem, "concurrency.step")}
+          />
         </div>
         {fieldMessage(problem, "concurrency") ? (
           <p id="concurrency-error" className="field-error">

@@ -7,10 +7,18 @@ export type LatencyPercentile = "p95" | "p99";
 const PERCENTILE_KEY = { p95: "latencyP95Us", p99: "latencyP99Us" } as const;
 
 /** One point per step: x = the percentile's latency (in the report's unit), y = inferences/s; `c` labels the point with its concurrency. */
-export function throughputLatencyRows(samples: readonly PerfSample[], percentile: LatencyPercentile, unit: PerfLatencyUnit): ChartRow[] {
+export function throughputLatencyRows(
+  samples: readonly PerfSample[],
+  percentile: LatencyPercentile,
+  unit: PerfLatencyUnit,
+): ChartRow[] {
   return samples
     .filter((sample) => sample[PERCENTILE_KEY[percentile]] !== null)
-    .map((sample) => ({ latency: inUnit(sample[PERCENTILE_KEY[percentile]], unit), throughput: sample.throughput, c: `c=${sample.concurrency}` }));
+    .map((sample) => ({
+      latency: inUnit(sample[PERCENTILE_KEY[percentile]], unit),
+      throughput: sample.throughput,
+      c: `c=${sample.concurrency}`,
+    }));
 }
 
 export function byConcurrencyRows(samples: readonly PerfSample[], unit: PerfLatencyUnit): ChartRow[] {

@@ -7,19 +7,48 @@ function form(values: Record<string, string>): FormData {
   return data;
 }
 
-const VALID = { target: "MODEL:add_sub", concurrencyStart: "1", concurrencyEnd: "2", concurrencyStep: "1", batchSize: "1", measurementIntervalSecs: "0.5" };
+const VALID = {
+  target: "MODEL:add_sub",
+  concurrencyStart: "1",
+  concurrencyEnd: "2",
+  concurrencyStep: "1",
+  batchSize: "1",
+  measurementIntervalSecs: "0.5",
+};
 
 describe("parsePerfForm", () => {
   it("reads the target and sends the interval in milliseconds", () => {
     expect(parsePerfForm(form(VALID))).toEqual({
       ok: true,
-      input: { target: { kind: "MODEL", name: "add_sub" }, concurrency: { start: 1, end: 2, step: 1 }, batchSize: 1, measurementIntervalMs: 500 },
+      input: {
+        target: { kind: "MODEL", name: "add_sub" },
+        concurrency: { start: 1, end: 2, step: 1 },
+        batchSize: 1,
+        measurementIntervalMs: 500,
+      },
     });
-    expect(parsePerfForm(form({ ...VALID, target: "OPERATOR:a:b" }))).toMatchObject({ ok: true, input: { target: { kind: "OPERATOR", name: "a:b" } } });
+    expect(parsePerfForm(form({ ...VALID, target: "OPERATOR:a:b" }))).toMatchObject({
+      ok: true,
+      input: { target: { kind: "OPERATOR", name: "a:b" } },
+    });
   });
 
   it("names the fields it cannot read, with the API's paths", () => {
-    const parsed = parsePerfForm(form({ ...VALID, target: "", concurrencyStart: "3", concurrencyEnd: "2", batchSize: "0", measurementIntervalSecs: "x" }));
-    expect(parsed.ok ? [] : parsed.fieldErrors.map((field) => field.path)).toEqual(["target.name", "batchSize", "measurementIntervalMs", "concurrency.end"]);
+    const parsed = parsePerfForm(
+      form({
+        ...VALID,
+        target: "",
+        concurrencyStart: "3",
+        concurrencyEnd: "2",
+        batchSize: "0",
+        measurementIntervalSecs: "x",
+      }),
+    );
+    expect(parsed.ok ? [] : parsed.fieldErrors.map((field) => field.path)).toEqual([
+      "target.name",
+      "batchSize",
+      "measurementIntervalMs",
+      "concurrency.end",
+    ]);
   });
 });

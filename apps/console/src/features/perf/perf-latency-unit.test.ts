@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { inUnit, perfLatencyUnit } from "./perf-latency-unit";
 
-const step = (p99Us: number | null, p50Us: number | null = p99Us === null ? null : p99Us / 2) => ({ latencyP50Us: p50Us, latencyP99Us: p99Us, latencyAvgUs: p50Us, queueUs: 12, computeUs: 40 });
+const step = (p99Us: number | null, p50Us: number | null = p99Us === null ? null : p99Us / 2) => ({
+  latencyP50Us: p50Us,
+  latencyP99Us: p99Us,
+  latencyAvgUs: p50Us,
+  queueUs: 12,
+  computeUs: 40,
+});
 
 describe("a perf report's latency unit", () => {
   it("is the one its largest latency reads best in, for the whole report", () => {

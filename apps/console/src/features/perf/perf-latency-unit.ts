@@ -18,10 +18,24 @@ const UNITS: readonly PerfLatencyUnit[] = [
   { symbol: "µs", name: "microseconds", us: 1 },
 ];
 
-type LatencyFields = "latencyP50Us" | "latencyP90Us" | "latencyP95Us" | "latencyP99Us" | "latencyAvgUs" | "queueUs" | "computeUs";
+type LatencyFields =
+  | "latencyP50Us"
+  | "latencyP90Us"
+  | "latencyP95Us"
+  | "latencyP99Us"
+  | "latencyAvgUs"
+  | "queueUs"
+  | "computeUs";
 
-export function perfLatencyUnit(samples: ReadonlyArray<Partial<Record<LatencyFields, number | null>>>): PerfLatencyUnit {
-  const largest = Math.max(0, ...samples.flatMap((sample) => Object.values(sample).filter((value): value is number => typeof value === "number" && Number.isFinite(value))));
+export function perfLatencyUnit(
+  samples: ReadonlyArray<Partial<Record<LatencyFields, number | null>>>,
+): PerfLatencyUnit {
+  const largest = Math.max(
+    0,
+    ...samples.flatMap((sample) =>
+      Object.values(sample).filter((value): value is number => typeof value === "number" && Number.isFinite(value)),
+    ),
+  );
   return UNITS.find((unit) => largest >= unit.us) ?? UNITS[UNITS.length - 1]!;
 }
 

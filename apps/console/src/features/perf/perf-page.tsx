@@ -31,8 +31,9 @@ export function PerfPage() {
     <>
       <PageHeader title="Perf reports">
         <p>
-          Load tests against the gateway (the <code>operon perf</code> engine over HTTP): throughput and latency per concurrency step. Runs wait in a queue and run one at a time;
-          uploads, new versions, config changes and operator versions queue one automatically.
+          Load tests against the gateway (the <code>operon perf</code> engine over HTTP): throughput and latency per
+          concurrency step. Runs wait in a queue and run one at a time; uploads, new versions, config changes and
+          operator versions queue one automatically.
         </p>
       </PageHeader>
       {followed ? (
@@ -53,7 +54,12 @@ export function PerfPage() {
           query={reports}
           loadingLabel="Loading reports…"
           isEmpty={(list) => list.length === 0}
-          empty={{ title: "No perf reports yet", body: <p>{canManage ? "Start a run above to measure a model or operator." : "An engineer can start a run."}</p> }}
+          empty={{
+            title: "No perf reports yet",
+            body: (
+              <p>{canManage ? "Start a run above to measure a model or operator." : "An engineer can start a run."}</p>
+            ),
+          }}
         >
           {(list) => <PerfReportsTable reports={list} canManage={canManage} />}
         </QueryView>

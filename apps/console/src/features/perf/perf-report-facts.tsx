@@ -25,8 +25,16 @@ export function PerfReportFacts({ report }: { report: PerfReportDetail }) {
     ["Max windows per step", config ? String(config.maxTrials) : "—"],
     ["Protocol", config?.protocol.toUpperCase() ?? "—"],
     ["Hardware profile", report.hardwareProfile?.name ?? "none"],
-    ["Requests", summary ? `${formatInteger(summary.totalRequests)} (${formatInteger(summary.totalErrors)} failed)` : "—"],
-    ["Best", summary?.best ? `${formatNumber(summary.best.throughput)} infer/s at concurrency ${summary.best.concurrency}` : "—"],
+    [
+      "Requests",
+      summary ? `${formatInteger(summary.totalRequests)} (${formatInteger(summary.totalErrors)} failed)` : "—",
+    ],
+    [
+      "Best",
+      summary?.best
+        ? `${formatNumber(summary.best.throughput)} infer/s at concurrency ${summary.best.concurrency}`
+        : "—",
+    ],
     ["Started by", triggerLabel(report)],
     ["Host load", hostLoadLabel(report.hostLoad)],
   ];
@@ -35,7 +43,13 @@ export function PerfReportFacts({ report }: { report: PerfReportDetail }) {
       {facts.map(([term, value]) => (
         <div key={term} className="fact">
           <dt>{term}</dt>
-          <dd>{term === "Status" ? <span className={`status status-${report.status.toLowerCase()}`}>{value}</span> : value}</dd>
+          <dd>
+            {term === "Status" ? (
+              <span className={`status status-${report.status.toLowerCase()}`}>{value}</span>
+            ) : (
+              value
+            )}
+          </dd>
         </div>
       ))}
     </dl>
@@ -45,7 +59,13 @@ export function PerfReportFacts({ report }: { report: PerfReportDetail }) {
 /** How much the host was shared during the run: the reader's measure of how far the numbers may be off. */
 export function hostLoadLabel(load: PerfReportDetail["hostLoad"]): string {
   if (load === null) return "—";
-  const other = load.otherRequestsPerSec === null ? "other traffic unknown" : `other traffic ${formatNumber(load.otherRequestsPerSec, 1)} requests/s`;
-  const waited = load.waitedMs !== null && load.waitedMs >= 1000 ? `; waited ${formatInteger(Math.round(load.waitedMs / 1000))} s for headroom` : "";
+  const other =
+    load.otherRequestsPerSec === null
+      ? "other traffic unknown"
+      : `other traffic ${formatNumber(load.otherRequestsPerSec, 1)} requests/s`;
+  const waited =
+    load.waitedMs !== null && load.waitedMs >= 1000
+      ? `; waited ${formatInteger(Math.round(load.waitedMs / 1000))} s for headroom`
+      : "";
   return `${other}; load per core ${formatNumber(load.loadPerCoreBefore)} before, ${formatNumber(load.loadPerCoreAfter)} after${waited}`;
 }

@@ -43,16 +43,26 @@ function PerfReportView({ report }: { report: PerfReportDetail }) {
       <section className="card" aria-labelledby="run-facts-title">
         <div className="section-header">
           <h2 id="run-facts-title">Run</h2>
-          {canManage && !isPending(report.status) ? <DeletePerfReportButton report={report} onDeleted={() => router.push("/perf")} /> : null}
+          {canManage && !isPending(report.status) ? (
+            <DeletePerfReportButton report={report} onDeleted={() => router.push("/perf")} />
+          ) : null}
         </div>
-        {isPending(report.status) ? <PerfRunProgress id={report.id} canCancel={canManage} showReportLink={false} /> : null}
-        {report.error && !isPending(report.status) ? <p className={report.status === "FAILED" ? "form-alert" : "notice"}>{report.error}</p> : null}
+        {isPending(report.status) ? (
+          <PerfRunProgress id={report.id} canCancel={canManage} showReportLink={false} />
+        ) : null}
+        {report.error && !isPending(report.status) ? (
+          <p className={report.status === "FAILED" ? "form-alert" : "notice"}>{report.error}</p>
+        ) : null}
         <PerfReportFacts report={report} />
       </section>
       {report.samples.length === 0 ? (
         <section className="card">
           <EmptyState title={isPending(report.status) ? "No step measured yet" : "No step was measured"}>
-            <p>{isPending(report.status) ? "The charts appear when the run ends." : "The run ended before its first step finished."}</p>
+            <p>
+              {isPending(report.status)
+                ? "The charts appear when the run ends."
+                : "The run ended before its first step finished."}
+            </p>
           </EmptyState>
         </section>
       ) : (

@@ -7,7 +7,13 @@ import { DeletePerfReportButton } from "./delete-perf-report-button";
 import { isPending, reportHref, statusLabel, targetLabel, triggerLabel, type PerfReportSummary } from "./perf-types";
 import { TableScroller } from "@/components/table-scroller";
 
-export function PerfReportsTable({ reports, canManage }: { reports: readonly PerfReportSummary[]; canManage: boolean }) {
+export function PerfReportsTable({
+  reports,
+  canManage,
+}: {
+  reports: readonly PerfReportSummary[];
+  canManage: boolean;
+}) {
   return (
     <TableScroller label="Perf reports">
       <table>
@@ -39,12 +45,18 @@ export function PerfReportsTable({ reports, canManage }: { reports: readonly Per
                   <span className={`status status-${report.status.toLowerCase()}`}>{statusLabel(report.status)}</span>
                 </td>
                 <td className="cell-nowrap">{formatDateTime(report.createdAt)}</td>
-                <td className="cell-nowrap">{range ? `${range.start}–${range.end}${range.step !== 1 ? ` step ${range.step}` : ""}` : "—"}</td>
+                <td className="cell-nowrap">
+                  {range ? `${range.start}–${range.end}${range.step !== 1 ? ` step ${range.step}` : ""}` : "—"}
+                </td>
                 <td className="cell-number">
-                  {report.summary?.best ? `${formatNumber(report.summary.best.throughput)} at c=${report.summary.best.concurrency}` : "—"}
+                  {report.summary?.best
+                    ? `${formatNumber(report.summary.best.throughput)} at c=${report.summary.best.concurrency}`
+                    : "—"}
                 </td>
                 <td>{triggerLabel(report)}</td>
-                <td className="cell-actions">{canManage && !isPending(report.status) ? <DeletePerfReportButton report={report} /> : null}</td>
+                <td className="cell-actions">
+                  {canManage && !isPending(report.status) ? <DeletePerfReportButton report={report} /> : null}
+                </td>
               </tr>
             );
           })}

@@ -15,25 +15,42 @@ const POLL_MS = 1000;
  * A run's progress bar, polled (perf.progress) until the run ends; then a
  * link to its report. Cancelling keeps the steps measured so far.
  */
-export function PerfRunProgress({ id, canCancel, showReportLink = true }: { id: string; canCancel: boolean; showReportLink?: boolean }) {
+export function PerfRunProgress({
+  id,
+  canCancel,
+  showReportLink = true,
+}: {
+  id: string;
+  canCancel: boolean;
+  showReportLink?: boolean;
+}) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const labelId = useId();
   const progress = useQuery({
     ...trpc.perf.progress.queryOptions({ id }),
     staleTime: 0,
-    refetchInterval: (query) => (query.state.data === undefined || isPending(query.state.data.status) ? POLL_MS : false),
+    refetchInterval: (query) =>
+      query.state.data === undefined || isPending(query.state.data.status) ? POLL_MS : false,
   });
   const cancel = useMutation(trpc.perf.cancel.mutationOptions());
   const status = progress.data?.status;
 
   useEffect(() => {
     // The run ended: the list and the report have news.
-    if (status !== undefined && !isPending(status)) void queryClient.invalidateQueries({ queryKey: trpc.perf.pathKey() });
+    if (status !== undefined && !isPending(status))
+      void queryClient.invalidateQueries({ queryKey: trpc.perf.pathKey() });
   }, [status, queryClient, trpc]);
 
   if (progress.isPending) return <LoadingState label="Reading the run's progress…" />;
-  if (progress.isError) return <ErrorState title="Could not read the run's progress" error={progress.error} onRetry={() => void progress.refetch()} />;
+  if (progress.isError)
+    return (
+      <ErrorState
+        title="Could not read the run's progress"
+        error={progress.error}
+        onRetry={() => void progress.refetch()}
+      />
+    );
   const view = progress.data;
   const running = isPending(view.status);
   return (
@@ -76,7 +93,10 @@ export function PerfRunProgress({ id, canCancel, showReportLink = true }: { id: 
 
 function progressLabel(view: PerfProgress): string {
   if (view.status === "QUEUED") {
-    const ahead = view.queuePosition === null || view.queuePosition === 0 ? "next in the queue" : `${view.queuePosition} ${view.queuePosition === 1 ? "run" : "runs"} ahead`;
+    const ahead =
+      view.queuePosition === null || view.queuePosition === 0
+        ? "next in the queue"
+        : `${view.queuePosition} ${view.queuePosition === 1 ? "run" : "runs"} ahead`;
     return `Queued: ${ahead}${view.waitingFor ? `, waiting for ${view.waitingFor}` : ""}`;
   }
   if (view.status === "RUNNING") {

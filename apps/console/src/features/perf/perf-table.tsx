@@ -6,11 +6,15 @@ import { TableScroller } from "@/components/table-scroller";
 /** Triton's perf table, one row per concurrency step; latencies in the report's one unit (µs, as perf_analyzer prints them, while they are under 1 ms). */
 export function PerfTable({ samples }: { samples: readonly PerfSample[] }) {
   const unit = perfLatencyUnit(samples);
-  const us = (value: number | null) => (unit.symbol === "µs" ? formatInteger(value) : formatNumber(inUnit(value, unit)));
+  const us = (value: number | null) =>
+    unit.symbol === "µs" ? formatInteger(value) : formatNumber(inUnit(value, unit));
   return (
     <TableScroller label="Perf steps">
       <table className="perf-table">
-        <caption>Per step; latencies and server times in {unit.name} ({unit.symbol}). Queue and compute are the server&apos;s averages per request.</caption>
+        <caption>
+          Per step; latencies and server times in {unit.name} ({unit.symbol}). Queue and compute are the server&apos;s
+          averages per request.
+        </caption>
         <thead>
           <tr>
             <th scope="col" className="cell-number">

@@ -11,7 +11,13 @@ export type PerfLatest = RouterOutputs["perf"]["latest"];
 export type PerfVersionEntry = RouterOutputs["perf"]["versions"][number];
 export type AutoPerfSettingsView = RouterOutputs["perf"]["settings"];
 
-const STATUS_LABELS: Record<PerfStatus, string> = { QUEUED: "Queued", RUNNING: "Running", SUCCEEDED: "Succeeded", FAILED: "Failed", CANCELLED: "Cancelled" };
+const STATUS_LABELS: Record<PerfStatus, string> = {
+  QUEUED: "Queued",
+  RUNNING: "Running",
+  SUCCEEDED: "Succeeded",
+  FAILED: "Failed",
+  CANCELLED: "Cancelled",
+};
 
 /** Queued or running: the run has not ended. */
 export function isPending(status: PerfStatus): boolean {
@@ -19,7 +25,11 @@ export function isPending(status: PerfStatus): boolean {
 }
 
 /** Who asked for the run: "automatic (model.upload version 3)" or the person's email. */
-export function triggerLabel(report: { trigger: string; cause: string | null; createdBy: { email: string } | null }): string {
+export function triggerLabel(report: {
+  trigger: string;
+  cause: string | null;
+  createdBy: { email: string } | null;
+}): string {
   if (report.trigger === "AUTOMATIC") return `automatic${report.cause ? ` (${report.cause})` : ""}`;
   return report.createdBy?.email ?? "—";
 }

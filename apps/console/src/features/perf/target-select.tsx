@@ -20,7 +20,14 @@ export function TargetSelect({
   return (
     <div className="field">
       <label htmlFor={id}>Target</label>
-      <select id={id} name="target" defaultValue={defaultValue} required aria-invalid={error ? true : undefined} aria-describedby={errorId}>
+      <select
+        id={id}
+        name="target"
+        defaultValue={defaultValue}
+        required
+        aria-invalid={error ? true : undefined}
+        aria-describedby={errorId}
+      >
         <optgroup label="Models">
           {models.map((option) => (
             <option key={option.value} value={option.value}>

@@ -35,7 +35,13 @@ export function ThroughputLatencyChart({ samples }: { samples: readonly PerfSamp
           <div className="segmented-options">
             {(["p95", "p99"] as const).map((option) => (
               <label key={option} className="segmented-option">
-                <input type="radio" name="throughput-latency-percentile" value={option} checked={percentile === option} onChange={() => setPercentile(option)} />
+                <input
+                  type="radio"
+                  name="throughput-latency-percentile"
+                  value={option}
+                  checked={percentile === option}
+                  onChange={() => setPercentile(option)}
+                />
                 <span>{option}</span>
               </label>
             ))}

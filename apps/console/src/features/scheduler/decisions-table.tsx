@@ -34,14 +34,18 @@ export function DecisionsTable({ decisions }: { decisions: readonly SchedulerDec
               </th>
               <td data-label="Decision">
                 {ACTION_LABELS[decision.action]}
-                {!decision.applied && decision.action !== "HOLD" ? <span className="cell-note">refused by the gateway</span> : null}
+                {!decision.applied && decision.action !== "HOLD" ? (
+                  <span className="cell-note">refused by the gateway</span>
+                ) : null}
               </td>
               <td data-label="Instances" className="cell-number">
                 {counts(decision)}
               </td>
               <td data-label="Demand / capacity (req/s)" className="cell-number">
                 {formatNumber(decision.demandRps, 1)} / {formatNumber(decision.capacityRps, 1)}
-                {decision.capacitySource ? <span className="cell-note">{decision.capacitySource === "report" ? "perf report" : "default"}</span> : null}
+                {decision.capacitySource ? (
+                  <span className="cell-note">{decision.capacitySource === "report" ? "perf report" : "default"}</span>
+                ) : null}
               </td>
               <td data-label="Reason">{decision.reason}</td>
             </tr>

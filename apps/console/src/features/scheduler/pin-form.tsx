@@ -6,7 +6,17 @@ import { apiProblem } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
 
 /** Pin a model's instance count, or unpin it (admins). */
-export function PinForm({ model, pinned, current, maxCount }: { model: string; pinned: number | null; current: number; maxCount: number }) {
+export function PinForm({
+  model,
+  pinned,
+  current,
+  maxCount,
+}: {
+  model: string;
+  pinned: number | null;
+  current: number;
+  maxCount: number;
+}) {
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const refresh = () =>
@@ -28,12 +38,28 @@ export function PinForm({ model, pinned, current, maxCount }: { model: string; p
         <label className="visually-hidden" htmlFor={`pin-${model}`}>
           Instances to pin {model} at
         </label>
-        <input id={`pin-${model}`} type="number" min={1} max={maxCount} step={1} required value={count} onChange={(event) => setCount(event.target.value)} style={{ width: "5em" }} />
+        <input
+          id={`pin-${model}`}
+          type="number"
+          min={1}
+          max={maxCount}
+          step={1}
+          required
+          value={count}
+          onChange={(event) => setCount(event.target.value)}
+          style={{ width: "5em" }}
+        />
         <button type="submit" className="button" disabled={pin.isPending} aria-label={`Pin ${model}`}>
           Pin
         </button>
         {pinned !== null ? (
-          <button type="button" className="button" disabled={unpin.isPending} aria-label={`Unpin ${model}`} onClick={() => unpin.mutate({ model })}>
+          <button
+            type="button"
+            className="button"
+            disabled={unpin.isPending}
+            aria-label={`Unpin ${model}`}
+            onClick={() => unpin.mutate({ model })}
+          >
             Unpin
           </button>
         ) : null}

@@ -5,7 +5,15 @@ import { PinForm } from "./pin-form";
 import type { SchedulerModel } from "./scheduler-types";
 
 /** Each model as the scheduler saw it in its last period; admins pin from here. */
-export function SchedulerModelsTable({ models, canPin, maxCount }: { models: readonly SchedulerModel[]; canPin: boolean; maxCount: number }) {
+export function SchedulerModelsTable({
+  models,
+  canPin,
+  maxCount,
+}: {
+  models: readonly SchedulerModel[];
+  canPin: boolean;
+  maxCount: number;
+}) {
   return (
     <TableScroller label="Models the scheduler manages">
       <table className="stack-table">
@@ -35,7 +43,10 @@ export function SchedulerModelsTable({ models, canPin, maxCount }: { models: rea
                 {formatNumber(model.demandRps, 1)}
               </td>
               <td data-label="Capacity per instance (req/s)" className="cell-number">
-                {formatNumber(model.capacityRps, 1)} <span className="cell-note">{model.capacitySource === "report" ? "from the latest perf report" : "default (no perf report)"}</span>
+                {formatNumber(model.capacityRps, 1)}{" "}
+                <span className="cell-note">
+                  {model.capacitySource === "report" ? "from the latest perf report" : "default (no perf report)"}
+                </span>
               </td>
               <td data-label="Last request">{formatDateTime(model.lastUsedAt, "none yet")}</td>
               <td data-label="Pinned" className="cell-number">

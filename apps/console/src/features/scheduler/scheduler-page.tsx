@@ -32,14 +32,19 @@ export function SchedulerPage() {
     refetchInterval: REFRESH_MS,
     staleTime: 0,
   });
-  const modelNames = [...new Set([...(status.data?.models.map((entry) => entry.model) ?? []), ...(status.data?.pins.map((pin) => pin.model) ?? [])])].sort();
+  const modelNames = [
+    ...new Set([
+      ...(status.data?.models.map((entry) => entry.model) ?? []),
+      ...(status.data?.pins.map((pin) => pin.model) ?? []),
+    ]),
+  ].sort();
   return (
     <>
       <PageHeader title="Scheduler">
         <p>
-          Every period the resource scheduler reads each model's demand from the gateway and its capacity from the latest perf report, and sets its instance count
-          to meet demand plus headroom within the host's budget. When memory is short it unloads idle models, least recently used first; they load again on their
-          next request.
+          Every period the resource scheduler reads each model's demand from the gateway and its capacity from the
+          latest perf report, and sets its instance count to meet demand plus headroom within the host's budget. When
+          memory is short it unloads idle models, least recently used first; they load again on their next request.
         </p>
       </PageHeader>
       <QueryView query={status} loadingLabel="Asking the scheduler…">
@@ -49,8 +54,9 @@ export function SchedulerPage() {
               <h2 id="scheduler-state-title">State</h2>
               <SchedulerSwitch enabled={data.enabled} canChange={isAdmin} />
               <p className="muted small">
-                Every {data.periodSecs} s; headroom {Math.round(data.policy.headroom * 100)} %; scale-down cooldown {Math.round(data.policy.scaleDownCooldownMs / 1000)} s;
-                at most {data.policy.maxInstancesPerModel} instances per model and {data.budget.cpuSlots} CPU instances in all.
+                Every {data.periodSecs} s; headroom {Math.round(data.policy.headroom * 100)} %; scale-down cooldown{" "}
+                {Math.round(data.policy.scaleDownCooldownMs / 1000)} s; at most {data.policy.maxInstancesPerModel}{" "}
+                instances per model and {data.budget.cpuSlots} CPU instances in all.
               </p>
             </section>
             <section className="card" aria-labelledby="scheduler-models-title">
@@ -60,7 +66,11 @@ export function SchedulerPage() {
                   <p>The scheduler lists the models the gateway serves after its first period.</p>
                 </EmptyState>
               ) : (
-                <SchedulerModelsTable models={data.models} canPin={isAdmin} maxCount={data.policy.maxInstancesPerModel} />
+                <SchedulerModelsTable
+                  models={data.models}
+                  canPin={isAdmin}
+                  maxCount={data.policy.maxInstancesPerModel}
+                />
               )}
             </section>
           </>
@@ -74,14 +84,19 @@ export function SchedulerPage() {
             name="model"
             value={model}
             onChange={(event) => setModel(event.target.value)}
-            options={[{ value: ALL_MODELS, label: "All models" }, ...modelNames.map((name) => ({ value: name, label: name }))]}
+            options={[
+              { value: ALL_MODELS, label: "All models" },
+              ...modelNames.map((name) => ({ value: name, label: name })),
+            ]}
           />
         </div>
         <QueryView query={decisions} loadingLabel="Reading decisions…">
           {(page) =>
             page.decisions.length === 0 ? (
               <EmptyState title="No decisions yet">
-                <p>Decisions appear when demand changes a model's instance count, a pin applies, or memory runs short.</p>
+                <p>
+                  Decisions appear when demand changes a model's instance count, a pin applies, or memory runs short.
+                </p>
               </EmptyState>
             ) : (
               <DecisionsTable decisions={page.decisions} />

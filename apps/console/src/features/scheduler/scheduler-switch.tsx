@@ -9,16 +9,25 @@ export function SchedulerSwitch({ enabled, canChange }: { enabled: boolean; canC
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const setEnabled = useMutation(
-    trpc.scheduler.setEnabled.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.scheduler.status.queryKey() }) }),
+    trpc.scheduler.setEnabled.mutationOptions({
+      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.scheduler.status.queryKey() }),
+    }),
   );
   return (
     <div className="inline-field">
       <p>
         The scheduler is <strong>{enabled ? "on" : "off"}</strong>.{" "}
-        {enabled ? "It sets each model's instance count from its demand." : "Instance counts stay where they are; pins are not applied."}
+        {enabled
+          ? "It sets each model's instance count from its demand."
+          : "Instance counts stay where they are; pins are not applied."}
       </p>
       {canChange ? (
-        <button type="button" className="button" disabled={setEnabled.isPending} onClick={() => setEnabled.mutate({ enabled: !enabled })}>
+        <button
+          type="button"
+          className="button"
+          disabled={setEnabled.isPending}
+          onClick={() => setEnabled.mutate({ enabled: !enabled })}
+        >
           {enabled ? "Turn the scheduler off" : "Turn the scheduler on"}
         </button>
       ) : null}

@@ -30,8 +30,12 @@ export function AssignKeyForm({ tenants }: { tenants: readonly Tenant[] }) {
   );
   const groups = tenants.filter((tenant) => tenant.kind === "group");
   if (groups.length === 0) return <p className="muted">Add a tenant first; then put keys in it here.</p>;
-  const keyOptions = (keys.data ?? []).map((key) => ({ value: key.id, label: `${key.name} (opk_${key.prefix}…, ${key.ownerEmail ?? "unknown owner"})` }));
-  if (keys.isSuccess && keyOptions.length === 0) return <p className="muted">No API keys yet: create one on the API keys page.</p>;
+  const keyOptions = (keys.data ?? []).map((key) => ({
+    value: key.id,
+    label: `${key.name} (opk_${key.prefix}…, ${key.ownerEmail ?? "unknown owner"})`,
+  }));
+  if (keys.isSuccess && keyOptions.length === 0)
+    return <p className="muted">No API keys yet: create one on the API keys page.</p>;
   const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
     clear();
@@ -40,8 +44,12 @@ export function AssignKeyForm({ tenants }: { tenants: readonly Tenant[] }) {
     const keyId = String(form.get("keyId") ?? "");
     const tenantId = String(form.get("tenantId") ?? OWNER);
     const keyLabel = keyOptions.find((option) => option.value === keyId)?.label ?? keyId;
-    const tenantLabel = tenantId === OWNER ? "its owner" : (groups.find((group) => group.id === tenantId)?.name ?? tenantId);
-    assign.mutate({ keyId, tenantId: tenantId === OWNER ? null : tenantId }, { onSuccess: () => setDone(`${keyLabel} now counts for ${tenantLabel}.`) });
+    const tenantLabel =
+      tenantId === OWNER ? "its owner" : (groups.find((group) => group.id === tenantId)?.name ?? tenantId);
+    assign.mutate(
+      { keyId, tenantId: tenantId === OWNER ? null : tenantId },
+      { onSuccess: () => setDone(`${keyLabel} now counts for ${tenantLabel}.`) },
+    );
   };
   return (
     <form onSubmit={submit} noValidate className="form form-grid" aria-label="Assign a key to a tenant">
@@ -49,7 +57,10 @@ export function AssignKeyForm({ tenants }: { tenants: readonly Tenant[] }) {
       <SelectField
         label="Tenant"
         name="tenantId"
-        options={[...groups.map((group) => ({ value: group.id, label: group.name })), { value: OWNER, label: "None: the key's owner" }]}
+        options={[
+          ...groups.map((group) => ({ value: group.id, label: group.name })),
+          { value: OWNER, label: "None: the key's owner" },
+        ]}
         error={fieldMessage(problem, "tenantId")}
       />
       <FormAlert message={formMessage(problem, ["keyId", "tenantId"])} />

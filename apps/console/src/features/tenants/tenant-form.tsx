@@ -42,7 +42,9 @@ export function TenantForm({ tenant, onDone }: { tenant?: Tenant; onDone: () => 
     const policy = String(form.get("policy")) === "REFUSE" ? ("REFUSE" as const) : ("QUEUE" as const);
     const errors = [
       ...(name === "" ? [{ path: "name", message: "required" }] : []),
-      ...(shareText === "" || !Number.isFinite(share) || share < 0.001 || share > 1000 ? [{ path: "share", message: "a number from 0.001 to 1000, e.g. 2" }] : []),
+      ...(shareText === "" || !Number.isFinite(share) || share < 0.001 || share > 1000
+        ? [{ path: "share", message: "a number from 0.001 to 1000, e.g. 2" }]
+        : []),
     ];
     if (errors.length > 0) {
       atFields(errors);
@@ -55,7 +57,15 @@ export function TenantForm({ tenant, onDone }: { tenant?: Tenant; onDone: () => 
   return (
     <form onSubmit={submit} noValidate className="form form-grid" aria-label={title}>
       <h3 className="form-title">{title}</h3>
-      <TextField label="Name" name="name" defaultValue={tenant?.name ?? ""} required maxLength={100} autoComplete="off" error={fieldMessage(problem, "name")} />
+      <TextField
+        label="Name"
+        name="name"
+        defaultValue={tenant?.name ?? ""}
+        required
+        maxLength={100}
+        autoComplete="off"
+        error={fieldMessage(problem, "name")}
+      />
       <TextField
         label="Share"
         name="share"
@@ -68,8 +78,21 @@ export function TenantForm({ tenant, onDone }: { tenant?: Tenant; onDone: () => 
         hint="A weight: a tenant with 2 gets twice what one with 1 gets while a model is busy."
         error={fieldMessage(problem, "share")}
       />
-      <SelectField label="Over its share" name="policy" options={POLICIES} defaultValue={tenant?.policy ?? "QUEUE"} error={fieldMessage(problem, "policy")} />
-      <TextField label="Description (optional)" name="description" defaultValue={tenant?.description ?? ""} maxLength={500} autoComplete="off" error={fieldMessage(problem, "description")} />
+      <SelectField
+        label="Over its share"
+        name="policy"
+        options={POLICIES}
+        defaultValue={tenant?.policy ?? "QUEUE"}
+        error={fieldMessage(problem, "policy")}
+      />
+      <TextField
+        label="Description (optional)"
+        name="description"
+        defaultValue={tenant?.description ?? ""}
+        maxLength={500}
+        autoComplete="off"
+        error={fieldMessage(problem, "description")}
+      />
       <FormAlert message={formMessage(problem, FIELDS)} />
       <div className="form-actions">
         <SubmitButton pending={pending} label={tenant ? "Save tenant" : "Add tenant"} pendingLabel="Saving…" />

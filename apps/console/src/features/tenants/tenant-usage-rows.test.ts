@@ -6,7 +6,13 @@ const series: TenantUsageSeries = {
   to: "2026-12-01T10:01:00.000Z",
   shareOf: { gold: 2 / 3, bronze: 1 / 3 },
   points: [
-    { at: "2026-12-01T10:00:00.000Z", tenants: { gold: { units: 20, requests: 10, throttled: 0, use: 2 / 3 }, bronze: { units: 10, requests: 5, throttled: 2, use: 1 / 3 } } },
+    {
+      at: "2026-12-01T10:00:00.000Z",
+      tenants: {
+        gold: { units: 20, requests: 10, throttled: 0, use: 2 / 3 },
+        bronze: { units: 10, requests: 5, throttled: 2, use: 1 / 3 },
+      },
+    },
     { at: "2026-12-01T10:00:15.000Z", tenants: { gold: { units: 40, requests: 20, throttled: 0, use: 1 } } },
   ],
 };

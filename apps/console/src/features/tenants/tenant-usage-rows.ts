@@ -7,7 +7,10 @@ export interface TenantUsageSeries {
   from: string;
   to: string;
   shareOf: Record<string, number>;
-  points: Array<{ at: string; tenants: Record<string, { units: number; requests: number; throttled: number; use: number }> }>;
+  points: Array<{
+    at: string;
+    tenants: Record<string, { units: number; requests: number; throttled: number; use: number }>;
+  }>;
 }
 
 export interface TenantUseRow {
@@ -36,7 +39,13 @@ export function tenantUseRows(series: TenantUsageSeries, nameOf: (id: string) =>
   }
   const all = [...totals.values()].reduce((sum, total) => sum + total.units, 0);
   return [...totals]
-    .map(([id, total]) => ({ id, name: nameOf(id), shareOfServed: series.shareOf[id] ?? 0, use: all > 0 ? total.units / all : 0, ...total }))
+    .map(([id, total]) => ({
+      id,
+      name: nameOf(id),
+      shareOfServed: series.shareOf[id] ?? 0,
+      use: all > 0 ? total.units / all : 0,
+      ...total,
+    }))
     .sort((a, b) => b.units - a.units);
 }
 
@@ -50,5 +59,9 @@ export function tenantChartRows(series: TenantUsageSeries, tenantIds: readonly s
 }
 
 export function tenantChartSeries(rows: readonly TenantUseRow[]): ChartSeries[] {
-  return rows.map((row, index) => ({ key: row.id, label: `${row.name} (share ${Math.round(row.shareOfServed * 100)} %)`, color: seriesColor(index) }));
+  return rows.map((row, index) => ({
+    key: row.id,
+    label: `${row.name} (share ${Math.round(row.shareOfServed * 100)} %)`,
+    color: seriesColor(index),
+  }));
 }

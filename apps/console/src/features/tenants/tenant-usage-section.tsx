@@ -25,7 +25,13 @@ export function TenantUsageSection() {
       <div className="section-header">
         <h2 id="tenant-usage-title">Use against share</h2>
         <div className="inline-select">
-          <SelectField label="Time range" name="range" options={TIME_RANGE_OPTIONS} value={range} onChange={(event) => setRange(event.target.value as TimeRangeId)} />
+          <SelectField
+            label="Time range"
+            name="range"
+            options={TIME_RANGE_OPTIONS}
+            value={range}
+            onChange={(event) => setRange(event.target.value as TimeRangeId)}
+          />
         </div>
       </div>
       <QueryView query={usage} loadingLabel="Loading tenant usage…">
@@ -34,7 +40,10 @@ export function TenantUsageSection() {
           if (rows.length === 0) {
             return (
               <EmptyState title="No tenant usage in this range yet">
-                <p>The control plane samples the gateway's tenant counters (every 15 s unless <code>operon serve --usage-sample-secs</code> says otherwise) while at least one tenant exists.</p>
+                <p>
+                  The control plane samples the gateway's tenant counters (every 15 s unless{" "}
+                  <code>operon serve --usage-sample-secs</code> says otherwise) while at least one tenant exists.
+                </p>
               </EmptyState>
             );
           }
@@ -71,7 +80,10 @@ export function TenantUsageSection() {
               <TimeSeriesChart
                 title="Use of the units served, per tenant"
                 yLabel="use (%)"
-                rows={tenantChartRows(data, rows.map((row) => row.id))}
+                rows={tenantChartRows(
+                  data,
+                  rows.map((row) => row.id),
+                )}
                 series={tenantChartSeries(rows)}
                 domain={domain}
                 formatValue={(value) => formatPercent(value)}

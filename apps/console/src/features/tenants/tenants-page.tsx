@@ -15,7 +15,9 @@ export function TenantsPage() {
   return (
     <>
       <PageHeader title="Tenants">
-        <p>Who gets how much of a busy model: shares of capacity per tenant, and each tenant's use against its share.</p>
+        <p>
+          Who gets how much of a busy model: shares of capacity per tenant, and each tenant's use against its share.
+        </p>
       </PageHeader>
       <RequireRole role="ADMIN">
         <TenantsSection />
@@ -29,9 +31,18 @@ export function TenantsPage() {
 function ShareRules() {
   return (
     <ul className="rules">
-      <li>A tenant is a named group of API keys; a key outside any group counts for its owner (share 1), requests without a key for “anonymous” (share 1).</li>
-      <li>Shares are weights of each busy model's capacity in normalized units: a request counts its batch items × the model's measured compute time per inference.</li>
-      <li>While a model is busy, a tenant over its share waits (Queue) or gets 429 with Retry-After (Refuse). An idle model serves anyone.</li>
+      <li>
+        A tenant is a named group of API keys; a key outside any group counts for its owner (share 1), requests without
+        a key for “anonymous” (share 1).
+      </li>
+      <li>
+        Shares are weights of each busy model's capacity in normalized units: a request counts its batch items × the
+        model's measured compute time per inference.
+      </li>
+      <li>
+        While a model is busy, a tenant over its share waits (Queue) or gets 429 with Retry-After (Refuse). An idle
+        model serves anyone.
+      </li>
       <li>Shares apply while at least one tenant group exists; delete them all to turn traffic shares off.</li>
     </ul>
   );
@@ -60,7 +71,12 @@ function TenantsSection() {
             <TenantForm key={editing} {...(edited ? { tenant: edited } : {})} onDone={() => setEditing(null)} />
           </div>
         ) : null}
-        <QueryView query={tenants} loadingLabel="Loading tenants…" isEmpty={(list) => list.length === 0} empty={{ title: "No tenants" }}>
+        <QueryView
+          query={tenants}
+          loadingLabel="Loading tenants…"
+          isEmpty={(list) => list.length === 0}
+          empty={{ title: "No tenants" }}
+        >
           {(list) => <TenantsTable tenants={list} onEdit={setEditing} />}
         </QueryView>
       </section>

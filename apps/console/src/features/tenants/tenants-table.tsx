@@ -13,7 +13,9 @@ export function TenantsTable({ tenants, onEdit }: { tenants: readonly Tenant[]; 
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const remove = useMutation(
-    trpc.tenants.delete.mutationOptions({ onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.tenants.list.queryKey() }) }),
+    trpc.tenants.delete.mutationOptions({
+      onSuccess: () => queryClient.invalidateQueries({ queryKey: trpc.tenants.list.queryKey() }),
+    }),
   );
   return (
     <TableScroller label="Tenants">
@@ -38,18 +40,29 @@ export function TenantsTable({ tenants, onEdit }: { tenants: readonly Tenant[]; 
               <td data-label="Kind">{KIND_LABELS[tenant.kind]}</td>
               <td data-label="Share">{formatNumber(tenant.share)}</td>
               <td data-label="Over its share">{tenant.policy === "REFUSE" ? "refused (429)" : "queued"}</td>
-              <td data-label="Keys">{tenant.keys.length === 0 ? "—" : tenant.keys.map((key) => `${key.name} (opk_${key.prefix}…)`).join(", ")}</td>
+              <td data-label="Keys">
+                {tenant.keys.length === 0
+                  ? "—"
+                  : tenant.keys.map((key) => `${key.name} (opk_${key.prefix}…)`).join(", ")}
+              </td>
               <td className="cell-actions">
                 {tenant.kind === "group" ? (
                   <>
-                    <button type="button" className="button" aria-label={`Edit tenant ${tenant.name}`} onClick={() => onEdit(tenant.id)}>
+                    <button
+                      type="button"
+                      className="button"
+                      aria-label={`Edit tenant ${tenant.name}`}
+                      onClick={() => onEdit(tenant.id)}
+                    >
                       Edit
                     </button>
                     <ConfirmButton
                       label="Delete"
                       accessibleLabel={`Delete tenant ${tenant.name}`}
                       title={`Delete tenant “${tenant.name}”?`}
-                      description={<p>Its keys count for their owners again. Deleting the last tenant turns traffic shares off.</p>}
+                      description={
+                        <p>Its keys count for their owners again. Deleting the last tenant turns traffic shares off.</p>
+                      }
                       confirmLabel="Delete tenant"
                       onConfirm={() => remove.mutateAsync({ id: tenant.id })}
                     />

@@ -2,7 +2,22 @@
  * What the try-it panel sends as a KServe v2 JSON tensor: a shape and its
  * values in row-major order, read from text the person can edit.
  */
-export const KSERVE_DATATYPES = ["BOOL", "UINT8", "UINT16", "UINT32", "UINT64", "INT8", "INT16", "INT32", "INT64", "FP16", "FP32", "FP64", "BYTES", "BF16"] as const;
+export const KSERVE_DATATYPES = [
+  "BOOL",
+  "UINT8",
+  "UINT16",
+  "UINT32",
+  "UINT64",
+  "INT8",
+  "INT16",
+  "INT32",
+  "INT64",
+  "FP16",
+  "FP32",
+  "FP64",
+  "BYTES",
+  "BF16",
+] as const;
 
 export type TensorValue = number | string | boolean;
 export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
@@ -36,7 +51,8 @@ export function parseShape(text: string): Parsed<number[]> {
     .split(/[\s,]+/)
     .filter((part) => part !== "")
     .map(Number);
-  if (dims.some((dim) => !Number.isInteger(dim) || dim < 0)) return { ok: false, message: "whole numbers ≥ 0 separated by commas, e.g. 1, 16" };
+  if (dims.some((dim) => !Number.isInteger(dim) || dim < 0))
+    return { ok: false, message: "whole numbers ≥ 0 separated by commas, e.g. 1, 16" };
   return { ok: true, value: dims };
 }
 
@@ -63,7 +79,8 @@ export function parseValues(text: string, datatype: string, count: number): Pars
     return { ok: false, message: `not valid JSON: ${(error as Error).message}` };
   }
   if (!Array.isArray(value)) return { ok: false, message: "a JSON array, e.g. [1, 2, 3]" };
-  if (value.some((item) => !fits(datatype, item))) return { ok: false, message: `${datatype} takes ${kindOf(datatype)} only` };
+  if (value.some((item) => !fits(datatype, item)))
+    return { ok: false, message: `${datatype} takes ${kindOf(datatype)} only` };
   if (value.length !== count) return { ok: false, message: `the shape holds ${count} values; ${value.length} given` };
   return { ok: true, value: value as TensorValue[] };
 }

@@ -25,7 +25,9 @@ export function TryInputFields({
   onChange: (change: Partial<Pick<TryInputDraft, "datatype" | "shapeText" | "dataText">>) => void;
 }) {
   const dataId = useId();
-  const options = (KSERVE_DATATYPES as readonly string[]).includes(input.datatype) ? KSERVE_DATATYPES : [input.datatype, ...KSERVE_DATATYPES];
+  const options = (KSERVE_DATATYPES as readonly string[]).includes(input.datatype)
+    ? KSERVE_DATATYPES
+    : [input.datatype, ...KSERVE_DATATYPES];
   return (
     <fieldset className="try-input">
       <legend>Input “{input.name}”</legend>

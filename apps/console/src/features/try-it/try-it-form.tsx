@@ -3,7 +3,15 @@
 import { useId, useState, type FormEvent, type ReactNode } from "react";
 import { FormAlert } from "@/components/form/form-alert";
 import { SubmitButton } from "@/components/form/submit-button";
-import { concreteShape, defaultValues, elementCount, formatShape, parseShape, parseValues, type TensorValue } from "./tensor-values";
+import {
+  concreteShape,
+  defaultValues,
+  elementCount,
+  formatShape,
+  parseShape,
+  parseValues,
+  type TensorValue,
+} from "./tensor-values";
 import { TryInputFields, type TryInputDraft } from "./try-input-fields";
 
 /** An input as the model or operator declares it: the request's shape, -1 for any size (the batch dimension included). */
@@ -26,7 +34,13 @@ export type InputErrors = { datatype?: string; shape?: string; data?: string };
 function draftOf(input: DeclaredInput): TryInputDraft {
   const datatype = input.datatype ?? "FP32";
   const shape = concreteShape(input.shape);
-  return { name: input.name, datatype, shapeText: formatShape(shape), dataText: JSON.stringify(defaultValues(datatype, elementCount(shape))), modelShape: [...input.shape] };
+  return {
+    name: input.name,
+    datatype,
+    shapeText: formatShape(shape),
+    dataText: JSON.stringify(defaultValues(datatype, elementCount(shape))),
+    modelShape: [...input.shape],
+  };
 }
 
 /** Reads every input of the form; the tensors, or the problems per input. */
@@ -55,7 +69,8 @@ function parseTensorsText(text: string): { ok: true; inputs: RequestTensor[] } |
   } catch (error) {
     return { ok: false, message: `Not valid JSON: ${error instanceof Error ? error.message : String(error)}` };
   }
-  if (!Array.isArray(value) || value.length === 0) return { ok: false, message: "Give a JSON array of input tensors { name, datatype, shape, data }." };
+  if (!Array.isArray(value) || value.length === 0)
+    return { ok: false, message: "Give a JSON array of input tensors { name, datatype, shape, data }." };
   return { ok: true, inputs: value as RequestTensor[] };
 }
 
@@ -109,7 +124,10 @@ export function TryItForm({
         if (at !== index) return draft;
         const next = { ...draft, ...patch };
         // A new shape or datatype gets fresh values of the right length, unless the person typed their own.
-        if ((patch.shapeText !== undefined || patch.datatype !== undefined) && draft.dataText === JSON.stringify(defaultValues(draft.datatype, countOf(draft.shapeText)))) {
+        if (
+          (patch.shapeText !== undefined || patch.datatype !== undefined) &&
+          draft.dataText === JSON.stringify(defaultValues(draft.datatype, countOf(draft.shapeText)))
+        ) {
           const shape = parseShape(next.shapeText);
           if (shape.ok) next.dataText = JSON.stringify(defaultValues(next.datatype, elementCount(shape.value)));
         }
@@ -167,7 +185,13 @@ export function TryItForm({
         <div className="segmented-options">
           {(["form", "json"] as const).map((option) => (
             <label key={option} className="segmented-option">
-              <input type="radio" name={`${id}-mode`} value={option} checked={mode === option} onChange={() => switchTo(option)} />
+              <input
+                type="radio"
+                name={`${id}-mode`}
+                value={option}
+                checked={mode === option}
+                onChange={() => switchTo(option)}
+              />
               <span>{option === "form" ? "Form" : "JSON"}</span>
             </label>
           ))}
@@ -176,7 +200,12 @@ export function TryItForm({
       {hint ? <p className="field-hint">{hint}</p> : null}
       {mode === "form" ? (
         drafts.map((draft, index) => (
-          <TryInputFields key={draft.name} input={draft} errors={{ ...fieldErrors(index), ...localErrors[index] }} onChange={(patch) => change(index, patch)} />
+          <TryInputFields
+            key={draft.name}
+            input={draft}
+            errors={{ ...fieldErrors(index), ...localErrors[index] }}
+            onChange={(patch) => change(index, patch)}
+          />
         ))
       ) : (
         <div className="field">

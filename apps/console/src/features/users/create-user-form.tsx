@@ -53,9 +53,22 @@ export function CreateUserForm() {
       <h2 id="create-user-title" className="form-title">
         Add a user
       </h2>
-      <TextField label="Email" name="email" type="email" autoComplete="off" required error={fieldMessage(problem, "email")} />
+      <TextField
+        label="Email"
+        name="email"
+        type="email"
+        autoComplete="off"
+        required
+        error={fieldMessage(problem, "email")}
+      />
       <TextField label="Name (optional)" name="name" autoComplete="off" error={fieldMessage(problem, "name")} />
-      <SelectField label="Role" name="role" options={ROLE_OPTIONS} defaultValue="VIEWER" error={fieldMessage(problem, "role")} />
+      <SelectField
+        label="Role"
+        name="role"
+        options={ROLE_OPTIONS}
+        defaultValue="VIEWER"
+        error={fieldMessage(problem, "role")}
+      />
       <TextField
         label="Initial password"
         name="password"

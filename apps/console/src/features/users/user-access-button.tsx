@@ -17,7 +17,13 @@ export function UserAccessButton({ id, email, disabled }: { id: string; email: s
   if (disabled) {
     return (
       <div className="inline-field">
-        <button type="button" className="button" aria-label={`Enable ${email}`} disabled={setDisabled.isPending} onClick={() => setDisabled.mutate({ id, disabled: false })}>
+        <button
+          type="button"
+          className="button"
+          aria-label={`Enable ${email}`}
+          disabled={setDisabled.isPending}
+          onClick={() => setDisabled.mutate({ id, disabled: false })}
+        >
           Enable
         </button>
         {setDisabled.isError ? (
@@ -33,7 +39,9 @@ export function UserAccessButton({ id, email, disabled }: { id: string; email: s
       label="Disable"
       accessibleLabel={`Disable ${email}`}
       title={`Disable ${email}?`}
-      description={<p>They are signed out everywhere and their API keys stop working until an admin enables the account again.</p>}
+      description={
+        <p>They are signed out everywhere and their API keys stop working until an admin enables the account again.</p>
+      }
       confirmLabel="Disable account"
       onConfirm={() => setDisabled.mutateAsync({ id, disabled: true })}
     />

@@ -30,7 +30,12 @@ function UsersSection() {
     <>
       <section className="card" aria-labelledby="users-title">
         <h2 id="users-title">Accounts</h2>
-        <QueryView query={users} loadingLabel="Loading users…" isEmpty={(list) => list.length === 0} empty={{ title: "No users" }}>
+        <QueryView
+          query={users}
+          loadingLabel="Loading users…"
+          isEmpty={(list) => list.length === 0}
+          empty={{ title: "No users" }}
+        >
           {(list) => <UsersTable users={list} currentUserId={me.id} />}
         </QueryView>
       </section>

@@ -29,8 +29,8 @@ export function WorkersPage() {
     <>
       <PageHeader title="Workers">
         <p>
-          The gateway runs each model instance in its own worker process. This page asks the gateway every {REFRESH_MS / 1000} s. CPU now is the share of one core
-          since the previous reading.
+          The gateway runs each model instance in its own worker process. This page asks the gateway every{" "}
+          {REFRESH_MS / 1000} s. CPU now is the share of one core since the previous reading.
         </p>
       </PageHeader>
       <QueryView query={workers} loadingLabel="Asking the gateway…">

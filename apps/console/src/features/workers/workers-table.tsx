@@ -21,7 +21,13 @@ function placement(worker: WorkerRow): string {
  * instance name already holds the model's, so separate columns would only
  * make the table too wide for a laptop).
  */
-export function WorkersTable({ workers, cpuRates }: { workers: readonly WorkerRow[]; cpuRates: ReadonlyMap<string, number> }) {
+export function WorkersTable({
+  workers,
+  cpuRates,
+}: {
+  workers: readonly WorkerRow[];
+  cpuRates: ReadonlyMap<string, number>;
+}) {
   return (
     <TableScroller label="Worker processes">
       <table className="stack-table">
@@ -45,13 +51,16 @@ export function WorkersTable({ workers, cpuRates }: { workers: readonly WorkerRo
               <th scope="row">
                 <code>{worker.instance}</code>
                 <span className="cell-note">
-                  <Link href={`/models/${encodeURIComponent(worker.model)}`}>{worker.model}</Link>, version {worker.version}
+                  <Link href={`/models/${encodeURIComponent(worker.model)}`}>{worker.model}</Link>, version{" "}
+                  {worker.version}
                 </span>
               </th>
               <td data-label="Backend">{worker.backend}</td>
               <td data-label="Kind / device">{placement(worker)}</td>
               <td data-label="Runs in (PID)" className="cell-number">
-                {worker.isolation === "thread" ? `gateway thread (${worker.pid ?? "—"})` : `process ${worker.pid ?? "—"}`}
+                {worker.isolation === "thread"
+                  ? `gateway thread (${worker.pid ?? "—"})`
+                  : `process ${worker.pid ?? "—"}`}
               </td>
               <td data-label="State">
                 <WorkerStateBadge state={worker.state} />

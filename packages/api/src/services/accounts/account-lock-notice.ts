@@ -16,13 +16,25 @@ export async function noticeAccountLocked(
 ): Promise<void> {
   try {
     const user = await prisma.user.findUnique({ where: { email: normalizeEmail(lock.email) }, select: { id: true } });
-    await recordAudit(prisma, { userId: null, ip: lock.ip }, {
-      action: "auth.accountLocked",
-      targetType: "User",
-      targetId: user?.id ?? null,
-      after: { email: lock.email, failedSignIns: lock.failures, lockedForSecs: lock.lockedForSecs, knownAccount: user !== null },
-    });
-    logger.warn({ email: lock.email, lockedForSecs: lock.lockedForSecs, lastAddress: lock.ip }, "account locked: too many failed sign-ins from all addresses");
+    await recordAudit(
+      prisma,
+      { userId: null, ip: lock.ip },
+      {
+        action: "auth.accountLocked",
+        targetType: "User",
+        targetId: user?.id ?? null,
+        after: {
+          email: lock.email,
+          failedSignIns: lock.failures,
+          lockedForSecs: lock.lockedForSecs,
+          knownAccount: user !== null,
+        },
+      },
+    );
+    logger.warn(
+      { email: lock.email, lockedForSecs: lock.lockedForSecs, lastAddress: lock.ip },
+      "account locked: too many failed sign-ins from all addresses",
+    );
   } catch (error) {
     logger.error({ err: (error as Error).message, email: lock.email }, "cannot record an account lock");
   }

@@ -30,10 +30,20 @@ export interface LoginRateLimits {
   windowSecs: number;
 }
 
-export const DEFAULT_LOGIN_RATE_LIMITS: LoginRateLimits = { perAccount: 5, perAddress: 50, perAccountAllAddresses: 20, windowSecs: 15 * 60 };
+export const DEFAULT_LOGIN_RATE_LIMITS: LoginRateLimits = {
+  perAccount: 5,
+  perAddress: 50,
+  perAccountAllAddresses: 20,
+  windowSecs: 15 * 60,
+};
 
 /** Told once per window when an email's budget over all addresses is spent. */
-export type AccountLockedListener = (event: { email: string; lockedForSecs: number; failures: number; ip: string }) => void;
+export type AccountLockedListener = (event: {
+  email: string;
+  lockedForSecs: number;
+  failures: number;
+  ip: string;
+}) => void;
 
 export class LoginRateLimiter {
   private readonly account: RateLimiterMemory;
@@ -50,7 +60,10 @@ export class LoginRateLimiter {
     this.limits = { ...DEFAULT_LOGIN_RATE_LIMITS, ...limits };
     this.account = new RateLimiterMemory({ points: this.limits.perAccount, duration: this.limits.windowSecs });
     this.address = new RateLimiterMemory({ points: this.limits.perAddress, duration: this.limits.windowSecs });
-    this.accountAllAddresses = new RateLimiterMemory({ points: this.limits.perAccountAllAddresses, duration: this.limits.windowSecs });
+    this.accountAllAddresses = new RateLimiterMemory({
+      points: this.limits.perAccountAllAddresses,
+      duration: this.limits.windowSecs,
+    });
   }
 
   /**
@@ -71,12 +84,20 @@ export class LoginRateLimiter {
     const refused = results.filter((result): result is PromiseRejectedResult => result.status === "rejected");
     if (refused.length === 0) return;
     // Give back what the refused attempt took from the budgets that still had room.
-    await Promise.all(budgets.map(({ limiter, key }, i) => (results[i]!.status === "fulfilled" ? limiter.reward(key, 1) : undefined)));
-    const waits = refused.map((result) => (result.reason instanceof RateLimiterRes ? result.reason.msBeforeNext : this.limits.windowSecs * 1000));
+    await Promise.all(
+      budgets.map(({ limiter, key }, i) => (results[i]!.status === "fulfilled" ? limiter.reward(key, 1) : undefined)),
+    );
+    const waits = refused.map((result) =>
+      result.reason instanceof RateLimiterRes ? result.reason.msBeforeNext : this.limits.windowSecs * 1000,
+    );
     const retryAfterSecs = Math.max(1, Math.ceil(Math.max(...waits) / 1000));
     if (results[2]!.status === "rejected") {
       this.reportLock(emailKey, ip, retryAfterSecs);
-      throw new AppError("RATE_LIMITED", `too many failed ${what} for this account from all addresses: it is locked; try again in ${retryAfterSecs} s`, { retryAfterSecs });
+      throw new AppError(
+        "RATE_LIMITED",
+        `too many failed ${what} for this account from all addresses: it is locked; try again in ${retryAfterSecs} s`,
+        { retryAfterSecs },
+      );
     }
     throw new AppError("RATE_LIMITED", `too many failed ${what}; try again in ${retryAfterSecs} s`, { retryAfterSecs });
   }
@@ -88,7 +109,11 @@ export class LoginRateLimiter {
    * guesses from elsewhere.
    */
   async succeeded(ip: string, email: string): Promise<void> {
-    await Promise.all([this.account.delete(accountKey(ip, email)), this.address.reward(ip, 1), this.accountAllAddresses.reward(email.toLowerCase(), 1)]);
+    await Promise.all([
+      this.account.delete(accountKey(ip, email)),
+      this.address.reward(ip, 1),
+      this.accountAllAddresses.reward(email.toLowerCase(), 1),
+    ]);
   }
 
   private reportLock(email: string, ip: string, lockedForSecs: number): void {

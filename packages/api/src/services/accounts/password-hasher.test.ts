@@ -6,7 +6,9 @@ describe("password hashing", () => {
     const stored = await hashPassword("correct horse battery");
     let peak = 0;
     const sampler = setInterval(() => (peak = Math.max(peak, hashesRunning())), 1);
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => verifyPassword(stored, i === 11 ? "correct horse battery" : `guess ${i}`)));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => verifyPassword(stored, i === 11 ? "correct horse battery" : `guess ${i}`)),
+    );
     clearInterval(sampler);
     expect(results.filter(Boolean)).toHaveLength(1);
     expect(peak).toBeGreaterThan(0);

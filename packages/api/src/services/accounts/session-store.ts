@@ -29,18 +29,30 @@ export class SessionStore {
   constructor(private readonly prisma: PrismaClient) {}
 
   /** Returns the token for the cookie; it is not stored anywhere. */
-  async create(userId: string, meta: { ip?: string | null; userAgent?: string | null }): Promise<{ token: string; expiresAt: Date }> {
+  async create(
+    userId: string,
+    meta: { ip?: string | null; userAgent?: string | null },
+  ): Promise<{ token: string; expiresAt: Date }> {
     const token = randomBytes(32).toString("base64url");
     const expiresAt = new Date(Date.now() + SESSION_TTL_MS);
     await this.prisma.session.create({
-      data: { userId, tokenHash: hashToken(token), expiresAt, ip: meta.ip ?? null, userAgent: meta.userAgent?.slice(0, 512) ?? null },
+      data: {
+        userId,
+        tokenHash: hashToken(token),
+        expiresAt,
+        ip: meta.ip ?? null,
+        userAgent: meta.userAgent?.slice(0, 512) ?? null,
+      },
     });
     return { token, expiresAt };
   }
 
   /** The session's user, or null when the token is unknown, expired, revoked or its user disabled. */
   async resolve(token: string): Promise<ActiveSession | null> {
-    const session = await this.prisma.session.findUnique({ where: { tokenHash: hashToken(token) }, include: { user: true } });
+    const session = await this.prisma.session.findUnique({
+      where: { tokenHash: hashToken(token) },
+      include: { user: true },
+    });
     const now = Date.now();
     if (!session || session.revokedAt || session.expiresAt.getTime() <= now || session.user.disabled) return null;
     if (!session.lastSeenAt || now - session.lastSeenAt.getTime() > TOUCH_INTERVAL_MS) {
@@ -51,7 +63,10 @@ export class SessionStore {
   }
 
   async revoke(sessionId: string): Promise<void> {
-    await this.prisma.session.updateMany({ where: { id: sessionId, revokedAt: null }, data: { revokedAt: new Date() } });
+    await this.prisma.session.updateMany({
+      where: { id: sessionId, revokedAt: null },
+      data: { revokedAt: new Date() },
+    });
   }
 
   /** Signs a user out everywhere (on disable; a password change does it in its own transaction, user-accounts.ts). */

@@ -40,11 +40,19 @@ export function normalizeEmail(email: string): string {
 export function checkPassword(password: string, path = "password", email?: string): void {
   const problem = passwordProblem(password, email);
   if (problem === undefined) return;
-  const message = password.length < MIN_PASSWORD_LENGTH ? `the password must have at least ${MIN_PASSWORD_LENGTH} characters` : `the password is refused: ${problem}`;
+  const message =
+    password.length < MIN_PASSWORD_LENGTH
+      ? `the password must have at least ${MIN_PASSWORD_LENGTH} characters`
+      : `the password is refused: ${problem}`;
   throw new AppError("VALIDATION_FAILED", message, { fieldErrors: [{ path, message: problem }] });
 }
 
-export async function createUser(prisma: PrismaClient, actor: Actor, input: NewUser, options: { onlyIfNoUsers?: boolean } = {}): Promise<UserSummary> {
+export async function createUser(
+  prisma: PrismaClient,
+  actor: Actor,
+  input: NewUser,
+  options: { onlyIfNoUsers?: boolean } = {},
+): Promise<UserSummary> {
   const email = normalizeEmail(input.email);
   checkPassword(input.password, "password", email);
   const passwordHash = await hashPassword(input.password);
@@ -53,14 +61,22 @@ export async function createUser(prisma: PrismaClient, actor: Actor, input: NewU
       if (options.onlyIfNoUsers && (await tx.user.count()) > 0) {
         throw new AppError("CONFLICT", "an account already exists: first-run setup is over; sign in instead");
       }
-      const created = await tx.user.create({ data: { email, name: input.name ?? null, role: input.role, passwordHash } });
-      await recordAudit(tx, { ...actor, userId: actor.userId ?? created.id }, { action: "user.create", targetType: "User", targetId: created.id, after: summarizeUser(created) });
+      const created = await tx.user.create({
+        data: { email, name: input.name ?? null, role: input.role, passwordHash },
+      });
+      await recordAudit(
+        tx,
+        { ...actor, userId: actor.userId ?? created.id },
+        { action: "user.create", targetType: "User", targetId: created.id, after: summarizeUser(created) },
+      );
       return created;
     });
     return summarizeUser(user);
   } catch (error) {
     if (isUniqueViolation(error)) {
-      throw new AppError("CONFLICT", `a user with email ${email} already exists`, { fieldErrors: [{ path: "email", message: "already in use" }] });
+      throw new AppError("CONFLICT", `a user with email ${email} already exists`, {
+        fieldErrors: [{ path: "email", message: "already in use" }],
+      });
     }
     throw error;
   }
@@ -76,7 +92,10 @@ export async function updateUser(
   const user = await prisma.$transaction(async (tx) => {
     const before = await tx.user.findUnique({ where: { id } });
     if (!before) throw notFound(`user ${id}`);
-    const losesAdmin = before.role === "ADMIN" && !before.disabled && ((change.role !== undefined && change.role !== "ADMIN") || change.disabled === true);
+    const losesAdmin =
+      before.role === "ADMIN" &&
+      !before.disabled &&
+      ((change.role !== undefined && change.role !== "ADMIN") || change.disabled === true);
     if (losesAdmin && (await tx.user.count({ where: { role: "ADMIN", disabled: false } })) <= 1) {
       throw new AppError("CONFLICT", `${before.email} is the last enabled admin; make another admin first`);
     }
@@ -85,7 +104,13 @@ export async function updateUser(
     if (change.disabled !== undefined) data.disabled = change.disabled;
     const after = await tx.user.update({ where: { id }, data });
     const action = change.disabled !== undefined ? (change.disabled ? "user.disable" : "user.enable") : "user.setRole";
-    await recordAudit(tx, actor, { action, targetType: "User", targetId: id, before: summarizeUser(before), after: summarizeUser(after) });
+    await recordAudit(tx, actor, {
+      action,
+      targetType: "User",
+      targetId: id,
+      before: summarizeUser(before),
+      after: summarizeUser(after),
+    });
     return after;
   });
   return summarizeUser(user);
@@ -118,8 +143,17 @@ export async function setPassword(
       where: { userId: id, revokedAt: null, ...(options.keepSessionId ? { id: { not: options.keepSessionId } } : {}) },
       data: { revokedAt: new Date() },
     });
-    const keysRevoked = options.action === "user.resetPassword" ? (await tx.apiKey.updateMany({ where: { ownerId: id, revokedAt: null }, data: { revokedAt: new Date() } })).count : 0;
-    await recordAudit(tx, actor, { action: options.action, targetType: "User", targetId: id, after: { sessionsSignedOut: count, ...(keysRevoked > 0 ? { apiKeysRevoked: keysRevoked } : {}) } });
+    const keysRevoked =
+      options.action === "user.resetPassword"
+        ? (await tx.apiKey.updateMany({ where: { ownerId: id, revokedAt: null }, data: { revokedAt: new Date() } }))
+            .count
+        : 0;
+    await recordAudit(tx, actor, {
+      action: options.action,
+      targetType: "User",
+      targetId: id,
+      after: { sessionsSignedOut: count, ...(keysRevoked > 0 ? { apiKeysRevoked: keysRevoked } : {}) },
+    });
     return count;
   });
 }

@@ -107,26 +107,42 @@ export class ApiKeyService {
   /** Re-reads the valid keys from the database and tells the listeners. */
   async reload(): Promise<void> {
     const rows = await this.prisma.apiKey.findMany({
-      where: { revokedAt: null, OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }], owner: { disabled: false } },
-      include: { owner: { select: { role: true, email: true } }, tenantGroup: { select: { id: true, share: true, policy: true } } },
+      where: {
+        revokedAt: null,
+        OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }],
+        owner: { disabled: false },
+      },
+      include: {
+        owner: { select: { role: true, email: true } },
+        tenantGroup: { select: { id: true, share: true, policy: true } },
+      },
     });
     this.everIssued ||= rows.length > 0 || (await this.prisma.apiKey.count()) > 0;
     // Traffic shares are on while any tenant group exists: then every grant names its tenant.
     const sharesOn = (await this.prisma.tenantGroup.count()) > 0;
-    const withScopes = rows.map((row) => ({ row, scopes: summarizeApiKey(row).scopes.filter((scope) => SCOPES_BY_ROLE[row.owner.role].includes(scope)) }));
-    this.grants = withScopes.filter(({ scopes }) => scopes.length > 0).map(({ row, scopes }) => ({
-      id: row.id,
-      hash: row.keyHash,
-      scopes,
-      priorityLevel: row.priorityLevel,
-      qpsQuota: row.qpsQuota,
-      expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
-      ...(sharesOn ? { tenant: tenantOfKey(row) } : {}),
+    const withScopes = rows.map((row) => ({
+      row,
+      scopes: summarizeApiKey(row).scopes.filter((scope) => SCOPES_BY_ROLE[row.owner.role].includes(scope)),
     }));
+    this.grants = withScopes
+      .filter(({ scopes }) => scopes.length > 0)
+      .map(({ row, scopes }) => ({
+        id: row.id,
+        hash: row.keyHash,
+        scopes,
+        priorityLevel: row.priorityLevel,
+        qpsQuota: row.qpsQuota,
+        expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
+        ...(sharesOn ? { tenant: tenantOfKey(row) } : {}),
+      }));
     for (const listener of this.listeners) listener(this.grants);
   }
 
-  async create(actor: Actor, ownerId: string, input: CreateApiKeyInput): Promise<{ key: string; summary: ApiKeySummary }> {
+  async create(
+    actor: Actor,
+    ownerId: string,
+    input: CreateApiKeyInput,
+  ): Promise<{ key: string; summary: ApiKeySummary }> {
     if (input.expiresAt && input.expiresAt.getTime() <= Date.now()) {
       throw new AppError("VALIDATION_FAILED", "the expiry date is in the past", {
         fieldErrors: [{ path: "expiresAt", message: "must be in the future" }],
@@ -137,7 +153,11 @@ export class ApiKeyService {
       // A member of a tenant (an owner of a key an admin put in a group, revoked keys included)
       // makes keys for that tenant: a fresh key must not step around the tenant's share. An admin
       // may move the key elsewhere afterwards (tenants.assignKey).
-      const member = await tx.apiKey.findFirst({ where: { ownerId, tenantGroupId: { not: null } }, orderBy: { createdAt: "desc" }, select: { tenantGroupId: true } });
+      const member = await tx.apiKey.findFirst({
+        where: { ownerId, tenantGroupId: { not: null } },
+        orderBy: { createdAt: "desc" },
+        select: { tenantGroupId: true },
+      });
       const created = await tx.apiKey.create({
         data: {
           ...(member?.tenantGroupId ? { tenantGroupId: member.tenantGroupId } : {}),
@@ -151,7 +171,12 @@ export class ApiKeyService {
           qpsQuota: input.qpsQuota ?? null,
         },
       });
-      await recordAudit(tx, actor, { action: "apiKey.create", targetType: "ApiKey", targetId: created.id, after: summarizeApiKey(created) });
+      await recordAudit(tx, actor, {
+        action: "apiKey.create",
+        targetType: "ApiKey",
+        targetId: created.id,
+        after: summarizeApiKey(created),
+      });
       return created;
     });
     await this.reload();
@@ -162,7 +187,8 @@ export class ApiKeyService {
   async revoke(actor: Actor, id: string, mayRevoke: (ownerId: string) => boolean): Promise<ApiKeySummary> {
     const existing = await this.prisma.apiKey.findUnique({ where: { id } });
     if (!existing || !mayRevoke(existing.ownerId)) throw notFound(`API key ${id}`);
-    if (existing.revokedAt) throw new AppError("CONFLICT", `API key '${existing.name}' (${existing.prefix}) is already revoked`);
+    if (existing.revokedAt)
+      throw new AppError("CONFLICT", `API key '${existing.name}' (${existing.prefix}) is already revoked`);
     const row = await this.prisma.$transaction(async (tx) => {
       const updated = await tx.apiKey.update({ where: { id }, data: { revokedAt: new Date() } });
       await recordAudit(tx, actor, {
@@ -180,7 +206,10 @@ export class ApiKeyService {
 
   async list(filter: { ownerId?: string; includeRevoked: boolean }): Promise<ApiKeySummary[]> {
     const rows = await this.prisma.apiKey.findMany({
-      where: { ...(filter.ownerId ? { ownerId: filter.ownerId } : {}), ...(filter.includeRevoked ? {} : { revokedAt: null }) },
+      where: {
+        ...(filter.ownerId ? { ownerId: filter.ownerId } : {}),
+        ...(filter.includeRevoked ? {} : { revokedAt: null }),
+      },
       include: { owner: { select: { email: true } } },
       orderBy: { createdAt: "desc" },
     });
@@ -203,20 +232,29 @@ export class ApiKeyService {
     files?: string[];
     nativeLibraries?: Array<{ file: string; sha256: string }>;
   }): Promise<void> {
-    const key = event.keyId !== null ? await this.prisma.apiKey.findUnique({ where: { id: event.keyId }, select: { ownerId: true } }) : null;
-    await recordAudit(this.prisma, { userId: key?.ownerId ?? null, apiKeyId: key ? event.keyId : null, ip: event.address }, {
-      action: `gateway.${event.action}`,
-      targetType: event.action.startsWith("operator.") ? "Operator" : "Model",
-      targetId: event.target,
-      after: {
-        via: event.transport,
-        anonymous: event.keyId === null,
-        ...(event.configOverride !== undefined ? { configOverride: event.configOverride } : {}),
-        ...(event.files !== undefined && event.files.length > 0 ? { files: event.files } : {}),
-        // Native code loaded with the server's rights: which library exactly.
-        ...(event.nativeLibraries !== undefined && event.nativeLibraries.length > 0 ? { nativeLibraries: event.nativeLibraries } : {}),
+    const key =
+      event.keyId !== null
+        ? await this.prisma.apiKey.findUnique({ where: { id: event.keyId }, select: { ownerId: true } })
+        : null;
+    await recordAudit(
+      this.prisma,
+      { userId: key?.ownerId ?? null, apiKeyId: key ? event.keyId : null, ip: event.address },
+      {
+        action: `gateway.${event.action}`,
+        targetType: event.action.startsWith("operator.") ? "Operator" : "Model",
+        targetId: event.target,
+        after: {
+          via: event.transport,
+          anonymous: event.keyId === null,
+          ...(event.configOverride !== undefined ? { configOverride: event.configOverride } : {}),
+          ...(event.files !== undefined && event.files.length > 0 ? { files: event.files } : {}),
+          // Native code loaded with the server's rights: which library exactly.
+          ...(event.nativeLibraries !== undefined && event.nativeLibraries.length > 0
+            ? { nativeLibraries: event.nativeLibraries }
+            : {}),
+        },
       },
-    });
+    );
   }
 
   /** Records when keys were last used (the gateway reports use; written in batches, off the request path). */

@@ -14,13 +14,24 @@ const base: ModelConfigJson = {
 
 describe("candidate configs", () => {
   it("reads the searched fields of a config", () => {
-    expect(candidateOf(base)).toEqual({ instanceCount: 1, maxBatchSize: 4, dynamicBatching: { preferredBatchSizes: [], maxQueueDelayUs: 100 } });
+    expect(candidateOf(base)).toEqual({
+      instanceCount: 1,
+      maxBatchSize: 4,
+      dynamicBatching: { preferredBatchSizes: [], maxQueueDelayUs: 100 },
+    });
     expect(candidateOf({ name: "m" })).toEqual({ instanceCount: 1, maxBatchSize: 0, dynamicBatching: null });
-    expect(candidateOf({ ...base, instance_group: [{ count: 2 }, { count: 1, kind: "KIND_GPU", gpus: [0, 1] }] }).instanceCount).toBe(4);
+    expect(
+      candidateOf({ ...base, instance_group: [{ count: 2 }, { count: 1, kind: "KIND_GPU", gpus: [0, 1] }] })
+        .instanceCount,
+    ).toBe(4);
   });
 
   it("changes only the searched fields and keeps the rest of dynamic batching", () => {
-    const config = configOf(base, { instanceCount: 2, maxBatchSize: 8, dynamicBatching: { preferredBatchSizes: [8], maxQueueDelayUs: 500 } }, "resnet.search-0123abcd");
+    const config = configOf(
+      base,
+      { instanceCount: 2, maxBatchSize: 8, dynamicBatching: { preferredBatchSizes: [8], maxQueueDelayUs: 500 } },
+      "resnet.search-0123abcd",
+    );
     expect(config).toEqual({
       ...base,
       name: "resnet.search-0123abcd",
@@ -40,7 +51,9 @@ describe("candidate configs", () => {
   it("keeps the GPUs a group names, spreading the count over them", () => {
     const gpuBase: ModelConfigJson = { ...base, instance_group: [{ kind: "KIND_GPU", count: 1, gpus: [0, 1] }] };
     expect(candidateOf(gpuBase).instanceCount).toBe(2);
-    expect(configOf(gpuBase, { instanceCount: 4, maxBatchSize: 4, dynamicBatching: null }).instance_group).toEqual([{ kind: "KIND_GPU", count: 2, gpus: [0, 1] }]);
+    expect(configOf(gpuBase, { instanceCount: 4, maxBatchSize: 4, dynamicBatching: null }).instance_group).toEqual([
+      { kind: "KIND_GPU", count: 2, gpus: [0, 1] },
+    ]);
   });
 
   it("never searches the batching of a sequence model or one that does not batch", () => {

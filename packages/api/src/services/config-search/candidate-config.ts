@@ -28,7 +28,10 @@ export { isShadowModelName } from "@operon/protocol/shadow-models";
 
 export function candidateOf(config: ModelConfigJson): SearchCandidate {
   const groups = config.instance_group ?? [];
-  const instanceCount = groups.length === 0 ? 1 : groups.reduce((sum, group) => sum + Math.max(1, group.count ?? 1) * Math.max(1, group.gpus?.length ?? 1), 0);
+  const instanceCount =
+    groups.length === 0
+      ? 1
+      : groups.reduce((sum, group) => sum + Math.max(1, group.count ?? 1) * Math.max(1, group.gpus?.length ?? 1), 0);
   const maxBatchSize = config.max_batch_size ?? 0;
   const batching = config.dynamic_batching;
   return {
@@ -37,7 +40,10 @@ export function candidateOf(config: ModelConfigJson): SearchCandidate {
     dynamicBatching:
       batching === undefined || maxBatchSize === 0
         ? null
-        : { preferredBatchSizes: [...(batching.preferred_batch_size ?? [])], maxQueueDelayUs: Number(batching.max_queue_delay_microseconds ?? 0) },
+        : {
+            preferredBatchSizes: [...(batching.preferred_batch_size ?? [])],
+            maxQueueDelayUs: Number(batching.max_queue_delay_microseconds ?? 0),
+          },
   };
 }
 
@@ -63,7 +69,9 @@ export function configOf(base: ModelConfigJson, candidate: SearchCandidate, name
     const { preferred_batch_size: _preferred, max_queue_delay_microseconds: _delay, ...kept } = baseBatching ?? {};
     config.dynamic_batching = {
       ...kept,
-      ...(candidate.dynamicBatching.preferredBatchSizes.length > 0 ? { preferred_batch_size: candidate.dynamicBatching.preferredBatchSizes } : {}),
+      ...(candidate.dynamicBatching.preferredBatchSizes.length > 0
+        ? { preferred_batch_size: candidate.dynamicBatching.preferredBatchSizes }
+        : {}),
       max_queue_delay_microseconds: candidate.dynamicBatching.maxQueueDelayUs,
     };
   }

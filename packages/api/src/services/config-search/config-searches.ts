@@ -1,5 +1,12 @@
 import { readFile } from "node:fs/promises";
-import type { ConfigSearch as ConfigSearchRow, ConfigSearchCandidate as CandidateRow, ConfigSearchObjective, ConfigSearchStatus, Prisma, PrismaClient } from "@operon/db";
+import type {
+  ConfigSearch as ConfigSearchRow,
+  ConfigSearchCandidate as CandidateRow,
+  ConfigSearchObjective,
+  ConfigSearchStatus,
+  Prisma,
+  PrismaClient,
+} from "@operon/db";
 import type { ModelIoMetadata } from "@operon/model-config/auto-complete";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { readOnnxSignatureFile } from "@operon/model-config/onnx-signature";
@@ -164,19 +171,35 @@ export class ConfigSearches {
    * shadow models (best effort: a gateway that is not up has none loaded).
    */
   async recoverInterrupted(): Promise<number> {
-    const orphans = await this.prisma.configSearch.findMany({ where: { status: "RUNNING" }, select: { id: true, modelName: true } });
+    const orphans = await this.prisma.configSearch.findMany({
+      where: { status: "RUNNING" },
+      select: { id: true, modelName: true },
+    });
     if (orphans.length === 0) return 0;
     const error = "interrupted by a restart";
     await this.prisma.$transaction(async (tx) => {
-      await tx.configSearch.updateMany({ where: { id: { in: orphans.map((orphan) => orphan.id) } }, data: { status: "FAILED", error, finishedAt: new Date() } });
+      await tx.configSearch.updateMany({
+        where: { id: { in: orphans.map((orphan) => orphan.id) } },
+        data: { status: "FAILED", error, finishedAt: new Date() },
+      });
       for (const orphan of orphans) {
-        await recordAudit(tx, SYSTEM_ACTOR, { action: "configSearch.fail", targetType: "ConfigSearch", targetId: orphan.id, after: { status: "FAILED", error } });
+        await recordAudit(tx, SYSTEM_ACTOR, {
+          action: "configSearch.fail",
+          targetType: "ConfigSearch",
+          targetId: orphan.id,
+          after: { status: "FAILED", error },
+        });
       }
     });
     for (const orphan of orphans) {
       await this.options.gateway
         .unloadModel(shadowModelName(orphan.modelName, orphan.id))
-        .catch((unloadError: unknown) => this.options.logger.info({ err: unloadError, search: orphan.id }, "no shadow model of an interrupted config search to unload"));
+        .catch((unloadError: unknown) =>
+          this.options.logger.info(
+            { err: unloadError, search: orphan.id },
+            "no shadow model of an interrupted config search to unload",
+          ),
+        );
     }
     return orphans.length;
   }
@@ -189,9 +212,17 @@ export class ConfigSearches {
    * measures in the background: → { id }.
    */
   async start(actor: Actor, input: ConfigSearchInput): Promise<{ id: string }> {
-    if (this.stopped) throw new AppError("GATEWAY_UNAVAILABLE", "the control plane is stopping; start the search again once it is back");
+    if (this.stopped)
+      throw new AppError(
+        "GATEWAY_UNAVAILABLE",
+        "the control plane is stopping; start the search again once it is back",
+      );
     // One search at a time (it holds the perf slot for minutes); perf runs queue behind it, and it queues behind them.
-    if (this.active !== undefined || this.starting) throw new AppError("CONFLICT", `the config search of '${this.active?.model ?? "another model"}' is going; wait for it or cancel it`);
+    if (this.active !== undefined || this.starting)
+      throw new AppError(
+        "CONFLICT",
+        `the config search of '${this.active?.model ?? "another model"}' is going; wait for it or cancel it`,
+      );
     this.starting = true;
     try {
       return await this.create(actor, input);
@@ -203,22 +234,43 @@ export class ConfigSearches {
   /** start() past its one-at-a-time check: validates, stores the search and sets it going. */
   private async create(actor: Actor, input: ConfigSearchInput): Promise<{ id: string }> {
     const plan = planOf(input);
-    const model = await this.prisma.model.findFirst({ where: { name: input.model, versions: { some: {} } }, select: { id: true, name: true } });
+    const model = await this.prisma.model.findFirst({
+      where: { name: input.model, versions: { some: {} } },
+      select: { id: true, name: true },
+    });
     if (model === null || !(await this.options.store.hasModel(input.model))) {
-      throw new AppError("NOT_FOUND", `model '${input.model}' is not an uploaded model; the config search tunes uploads (a repository model's config is its folder's)`, {
-        fieldErrors: [{ path: "model", message: "not an uploaded model" }],
-      });
+      throw new AppError(
+        "NOT_FOUND",
+        `model '${input.model}' is not an uploaded model; the config search tunes uploads (a repository model's config is its folder's)`,
+        {
+          fieldErrors: [{ path: "model", message: "not an uploaded model" }],
+        },
+      );
     }
     const profile = await this.options.defaultProfile();
     if (input.objective === "MIN_COST" && profile === null) {
-      throw new AppError("VALIDATION_FAILED", "the lowest-cost objective prices candidates with the default hardware profile, and there is none; an admin adds one under Hardware", {
-        fieldErrors: [{ path: "objective", message: "needs a default hardware profile" }],
-      });
+      throw new AppError(
+        "VALIDATION_FAILED",
+        "the lowest-cost objective prices candidates with the default hardware profile, and there is none; an admin adds one under Hardware",
+        {
+          fieldErrors: [{ path: "objective", message: "needs a default hardware profile" }],
+        },
+      );
     }
     const base = await this.baseConfig(input.model);
     if (!canSearchBatching(base)) plan.bounds.maxBatchSize = 0;
     const objective: SearchObjective = { kind: input.objective, p99BudgetUs: input.p99BudgetMs * 1000 };
-    const hardware = profile === null ? null : { name: profile.name, kind: profile.kind, cpuCores: profile.cpuCores, gpuCount: profile.gpuCount, costPerHour: profile.costPerHour, currency: profile.currency };
+    const hardware =
+      profile === null
+        ? null
+        : {
+            name: profile.name,
+            kind: profile.kind,
+            cpuCores: profile.cpuCores,
+            gpuCount: profile.gpuCount,
+            costPerHour: profile.costPerHour,
+            currency: profile.currency,
+          };
 
     const created = await this.prisma.$transaction(async (tx) => {
       const row = await tx.configSearch.create({
@@ -233,11 +285,24 @@ export class ConfigSearches {
           createdById: actor.userId,
         },
       });
-      await recordAudit(tx, actor, { action: "configSearch.start", targetType: "ConfigSearch", targetId: row.id, after: { model: model.name, objective, plan } });
+      await recordAudit(tx, actor, {
+        action: "configSearch.start",
+        targetType: "ConfigSearch",
+        targetId: row.id,
+        after: { model: model.name, objective, plan },
+      });
       return row;
     });
     const shadow = shadowModelName(model.name, created.id);
-    const search: ActiveSearch = { id: created.id, model: model.name, shadow, controller: new AbortController(), cancelledBy: undefined, measuring: null, done: Promise.resolve() };
+    const search: ActiveSearch = {
+      id: created.id,
+      model: model.name,
+      shadow,
+      controller: new AbortController(),
+      cancelledBy: undefined,
+      measuring: null,
+      done: Promise.resolve(),
+    };
     this.active = search;
     // The search waits its turn in the perf slot (an upload's automatic perf run may hold it), then measures.
     // Cancelled while waiting, it never measures: execute() then only writes its end (its signal is aborted).
@@ -245,7 +310,9 @@ export class ConfigSearches {
     search.done = this.options.perfRuns
       .runExclusive(`the config search of '${input.model}'`, execute, search.controller.signal)
       .catch((error: unknown) => (search.controller.signal.aborted ? execute() : Promise.reject(error)))
-      .catch((error: unknown) => this.options.logger.error({ search: search.id, err: error }, "config search ended unexpectedly"))
+      .catch((error: unknown) =>
+        this.options.logger.error({ search: search.id, err: error }, "config search ended unexpectedly"),
+      )
       .finally(() => {
         if (this.active === search) this.active = undefined;
       });
@@ -263,10 +330,20 @@ export class ConfigSearches {
     await this.prisma.$transaction(async (tx) => {
       const row = await tx.configSearch.findUnique({ where: { id } });
       if (row === null) throw notFound(`config search ${id}`);
-      if (row.status !== "RUNNING") throw new AppError("CONFLICT", `config search ${id} is not running (it is ${row.status.toLowerCase()})`);
+      if (row.status !== "RUNNING")
+        throw new AppError("CONFLICT", `config search ${id} is not running (it is ${row.status.toLowerCase()})`);
       // RUNNING without a search in this process: another control plane's, or one whose process died.
-      await tx.configSearch.update({ where: { id }, data: { status: "CANCELLED", error: `cancelled by ${who}`, finishedAt: new Date() } });
-      await recordAudit(tx, actor, { action: "configSearch.cancel", targetType: "ConfigSearch", targetId: id, before: { status: "RUNNING" }, after: { status: "CANCELLED" } });
+      await tx.configSearch.update({
+        where: { id },
+        data: { status: "CANCELLED", error: `cancelled by ${who}`, finishedAt: new Date() },
+      });
+      await recordAudit(tx, actor, {
+        action: "configSearch.cancel",
+        targetType: "ConfigSearch",
+        targetId: id,
+        before: { status: "RUNNING" },
+        after: { status: "CANCELLED" },
+      });
     });
     return this.view(id);
   }
@@ -283,10 +360,16 @@ export class ConfigSearches {
 
   /** The search and every candidate by measurement order, each marked when it lies on the Pareto front. */
   async get(id: string): Promise<ConfigSearchView & { candidates: ConfigSearchCandidateView[] }> {
-    const row = await this.prisma.configSearch.findUnique({ where: { id }, include: { candidates: { orderBy: { index: "asc" } } } });
+    const row = await this.prisma.configSearch.findUnique({
+      where: { id },
+      include: { candidates: { orderBy: { index: "asc" } } },
+    });
     if (row === null) throw notFound(`config search ${id}`);
     const front = new Set(paretoFront(row.candidates).map((candidate) => candidate.index));
-    return { ...this.viewOf(row, row.candidates.length), candidates: row.candidates.map((candidate) => candidateView(candidate, front.has(candidate.index))) };
+    return {
+      ...this.viewOf(row, row.candidates.length),
+      candidates: row.candidates.map((candidate) => candidateView(candidate, front.has(candidate.index))),
+    };
   }
 
   /**
@@ -297,27 +380,56 @@ export class ConfigSearches {
    * current config is the base, so edits made since the search started are
    * kept; only the searched fields change.
    */
-  async apply(who: ModelActor, id: string, index?: number): Promise<ModelStateResult & { config: ModelConfigJson; appliedIndex: number }> {
+  async apply(
+    who: ModelActor,
+    id: string,
+    index?: number,
+  ): Promise<ModelStateResult & { config: ModelConfigJson; appliedIndex: number }> {
     const search = await this.prisma.configSearch.findUnique({ where: { id } });
     if (search === null) throw notFound(`config search ${id}`);
-    if (search.status === "RUNNING") throw new AppError("CONFLICT", `config search ${id} is still running; wait for it or cancel it, then apply`);
+    if (search.status === "RUNNING")
+      throw new AppError("CONFLICT", `config search ${id} is still running; wait for it or cancel it, then apply`);
     const chosen = index ?? search.recommendedIndex;
     if (chosen === null) {
-      throw new AppError("CONFLICT", `config search ${id} recommends no candidate (none met the p99 budget of ${search.p99BudgetUs / 1000} ms); choose one by its index to apply it anyway`, {
-        fieldErrors: [{ path: "index", message: "required: no recommended candidate" }],
-      });
+      throw new AppError(
+        "CONFLICT",
+        `config search ${id} recommends no candidate (none met the p99 budget of ${search.p99BudgetUs / 1000} ms); choose one by its index to apply it anyway`,
+        {
+          fieldErrors: [{ path: "index", message: "required: no recommended candidate" }],
+        },
+      );
     }
-    const row = await this.prisma.configSearchCandidate.findUnique({ where: { searchId_index: { searchId: id, index: chosen } } });
-    if (row === null) throw new AppError("NOT_FOUND", `config search ${id} has no candidate ${chosen}`, { fieldErrors: [{ path: "index", message: "no such candidate" }] });
-    if (row.error !== null || row.throughput <= 0) {
-      throw new AppError("CONFLICT", `candidate ${chosen} of config search ${id} was not measured (${row.error ?? "it served nothing"}); choose a measured one`, {
-        fieldErrors: [{ path: "index", message: "not measured" }],
+    const row = await this.prisma.configSearchCandidate.findUnique({
+      where: { searchId_index: { searchId: id, index: chosen } },
+    });
+    if (row === null)
+      throw new AppError("NOT_FOUND", `config search ${id} has no candidate ${chosen}`, {
+        fieldErrors: [{ path: "index", message: "no such candidate" }],
       });
+    if (row.error !== null || row.throughput <= 0) {
+      throw new AppError(
+        "CONFLICT",
+        `candidate ${chosen} of config search ${id} was not measured (${row.error ?? "it served nothing"}); choose a measured one`,
+        {
+          fieldErrors: [{ path: "index", message: "not measured" }],
+        },
+      );
     }
     const current = await this.storedConfig(search.modelName);
     const config = configOf(current, candidateFromRow(row));
-    const source = { configSearch: id, candidate: chosen, throughput: row.throughput, latencyP99Us: row.latencyP99Us, costPer1000: row.costPer1000 };
-    const result = await this.options.configEdit.updateConfig(who, search.modelName, config as Record<string, unknown>, source);
+    const source = {
+      configSearch: id,
+      candidate: chosen,
+      throughput: row.throughput,
+      latencyP99Us: row.latencyP99Us,
+      costPer1000: row.costPer1000,
+    };
+    const result = await this.options.configEdit.updateConfig(
+      who,
+      search.modelName,
+      config as Record<string, unknown>,
+      source,
+    );
     await this.prisma.$transaction(async (tx) => {
       await tx.configSearch.update({ where: { id }, data: { appliedIndex: chosen, appliedAt: new Date() } });
       await recordAudit(tx, who.actor, {
@@ -346,7 +458,10 @@ export class ConfigSearches {
   }
 
   private async view(id: string): Promise<ConfigSearchView> {
-    const row = await this.prisma.configSearch.findUnique({ where: { id }, include: { _count: { select: { candidates: true } } } });
+    const row = await this.prisma.configSearch.findUnique({
+      where: { id },
+      include: { _count: { select: { candidates: true } } },
+    });
     if (row === null) throw notFound(`config search ${id}`);
     return this.viewOf(row, row._count.candidates);
   }
@@ -382,9 +497,16 @@ export class ConfigSearches {
   private async baseConfig(name: string): Promise<ModelConfigJson> {
     const signatures = new Map<number, ModelIoMetadata>();
     for (const version of await this.options.store.versionsOnDisk(name)) {
-      signatures.set(version, await readOnnxSignatureFile(this.options.store.modelFile(name, version), `${name}/${version}/${MODEL_FILE_NAME}`));
+      signatures.set(
+        version,
+        await readOnnxSignatureFile(
+          this.options.store.modelFile(name, version),
+          `${name}/${version}/${MODEL_FILE_NAME}`,
+        ),
+      );
     }
-    if (signatures.size === 0) throw new AppError("CONFLICT", `model '${name}' has no version files in the model store; upload a version first`);
+    if (signatures.size === 0)
+      throw new AppError("CONFLICT", `model '${name}' has no version files in the model store; upload a version first`);
     return prepareConfig(name, await this.storedConfig(name), signatures).normalized;
   }
 
@@ -396,23 +518,39 @@ export class ConfigSearches {
     return files;
   }
 
-  private async execute(search: ActiveSearch, base: ModelConfigJson, objective: SearchObjective, plan: ConfigSearchPlan, hardware: CostProfileShape | null): Promise<void> {
+  private async execute(
+    search: ActiveSearch,
+    base: ModelConfigJson,
+    objective: SearchObjective,
+    plan: ConfigSearchPlan,
+    hardware: CostProfileShape | null,
+  ): Promise<void> {
     const { gateway, logger } = this.options;
     const signal = search.controller.signal;
     let failure: string | undefined;
     let outcome: Awaited<ReturnType<typeof runSearch>> | undefined;
     const measured: MeasuredCandidate[] = [];
     try {
-      const taken = (await gateway.repositoryIndex()).some((entry) => entry.name === search.shadow) || (await this.prisma.model.findUnique({ where: { name: search.shadow }, select: { id: true } })) !== null;
+      const taken =
+        (await gateway.repositoryIndex()).some((entry) => entry.name === search.shadow) ||
+        (await this.prisma.model.findUnique({ where: { name: search.shadow }, select: { id: true } })) !== null;
       if (taken) throw new Error(`the name '${search.shadow}' the search measures under is taken by another model`);
       const files = await this.shadowFiles(search.model);
       const errors = new Map<SearchCandidate, string>();
       const stepsOf = new Map<SearchCandidate, SweepStep[]>();
       const measure = async (candidate: SearchCandidate): Promise<CandidateMeasurement> => {
         search.measuring = { candidate, concurrency: null };
-        const unmeasured: CandidateMeasurement = { throughput: 0, latencyP99Us: null, concurrency: 0, costPer1000: null };
+        const unmeasured: CandidateMeasurement = {
+          throughput: 0,
+          latencyP99Us: null,
+          concurrency: 0,
+          costPer1000: null,
+        };
         try {
-          await gateway.loadModel(search.shadow, { config: configOf(base, candidate, search.shadow) as Record<string, unknown>, files });
+          await gateway.loadModel(search.shadow, {
+            config: configOf(base, candidate, search.shadow) as Record<string, unknown>,
+            files,
+          });
         } catch (error) {
           // A config the gateway refuses (too many instances for its limits, ...) is a measured dead end, not a failed search.
           if (signal.aborted) throw signal.reason;
@@ -420,7 +558,11 @@ export class ConfigSearches {
           return unmeasured;
         }
         const { steps } = await runConcurrencySweep(
-          { maxConcurrency: plan.measurement.maxConcurrency, minGainPercent: plan.bounds.minGainPercent, p99BudgetUs: objective.p99BudgetUs },
+          {
+            maxConcurrency: plan.measurement.maxConcurrency,
+            minGainPercent: plan.bounds.minGainPercent,
+            p99BudgetUs: objective.p99BudgetUs,
+          },
           async (concurrency) => {
             search.measuring = { candidate, concurrency };
             return this.measureAt(search.shadow, concurrency, plan.measurement, signal);
@@ -436,7 +578,8 @@ export class ConfigSearches {
           throughput: step.throughput,
           latencyP99Us: step.latencyP99Us,
           concurrency: step.concurrency,
-          costPer1000: hardware === null ? null : costPer1000Inferences(step.throughput, candidate.instanceCount, hardware),
+          costPer1000:
+            hardware === null ? null : costPer1000Inferences(step.throughput, candidate.instanceCount, hardware),
         };
       };
       const onMeasured = async (candidate: MeasuredCandidate): Promise<void> => {
@@ -449,7 +592,9 @@ export class ConfigSearches {
             dimension: candidate.dimension,
             instanceCount: candidate.candidate.instanceCount,
             maxBatchSize: candidate.candidate.maxBatchSize,
-            ...(candidate.candidate.dynamicBatching !== null ? { dynamicBatching: candidate.candidate.dynamicBatching as unknown as Prisma.InputJsonObject } : {}),
+            ...(candidate.candidate.dynamicBatching !== null
+              ? { dynamicBatching: candidate.candidate.dynamicBatching as unknown as Prisma.InputJsonObject }
+              : {}),
             config: configOf(base, candidate.candidate) as Prisma.InputJsonObject,
             throughput: measurement.throughput,
             latencyP99Us: measurement.latencyP99Us,
@@ -468,37 +613,75 @@ export class ConfigSearches {
       search.measuring = null;
       await gateway.unloadModel(search.shadow).catch((error: unknown) => {
         // Not loaded (the first load failed) is the common case; anything else is worth a line.
-        logger.info({ err: error, search: search.id, shadow: search.shadow }, "could not unload the config search's shadow model");
+        logger.info(
+          { err: error, search: search.id, shadow: search.shadow },
+          "could not unload the config search's shadow model",
+        );
       });
     }
-    const status: ConfigSearchStatus = outcome !== undefined ? "SUCCEEDED" : signal.aborted && search.cancelledBy !== undefined ? "CANCELLED" : "FAILED";
+    const status: ConfigSearchStatus =
+      outcome !== undefined ? "SUCCEEDED" : signal.aborted && search.cancelledBy !== undefined ? "CANCELLED" : "FAILED";
     const recommendedIndex = outcome?.recommended ?? null;
     try {
       await this.prisma.$transaction(async (tx) => {
         await tx.configSearch.update({
           where: { id: search.id },
-          data: { status, error: failure ?? null, finishedAt: new Date(), recommendedIndex, stopReason: outcome?.stopReason ?? null },
+          data: {
+            status,
+            error: failure ?? null,
+            finishedAt: new Date(),
+            recommendedIndex,
+            stopReason: outcome?.stopReason ?? null,
+          },
         });
-        const action = status === "SUCCEEDED" ? "configSearch.finish" : status === "CANCELLED" ? "configSearch.cancel" : "configSearch.fail";
+        const action =
+          status === "SUCCEEDED"
+            ? "configSearch.finish"
+            : status === "CANCELLED"
+              ? "configSearch.cancel"
+              : "configSearch.fail";
         await recordAudit(tx, status === "CANCELLED" ? search.cancelledBy! : SYSTEM_ACTOR, {
           action,
           targetType: "ConfigSearch",
           targetId: search.id,
           before: { status: "RUNNING" },
-          after: { status, error: failure ?? null, candidates: measured.length, recommendedIndex, stopReason: outcome?.stopReason ?? null },
+          after: {
+            status,
+            error: failure ?? null,
+            candidates: measured.length,
+            recommendedIndex,
+            stopReason: outcome?.stopReason ?? null,
+          },
         });
       });
       if (status === "FAILED") logger.info({ search: search.id, error: failure }, "config search failed");
     } catch (writeError) {
       logger.error({ search: search.id, err: writeError }, "could not store the end of a config search");
       await this.prisma.configSearch
-        .update({ where: { id: search.id }, data: { status: "FAILED", error: `the result could not be stored: ${messageOf(writeError)}`, finishedAt: new Date() } })
-        .catch((error: unknown) => logger.error({ search: search.id, err: error }, "could not mark the config search failed; it stays RUNNING until the next restart"));
+        .update({
+          where: { id: search.id },
+          data: {
+            status: "FAILED",
+            error: `the result could not be stored: ${messageOf(writeError)}`,
+            finishedAt: new Date(),
+          },
+        })
+        .catch((error: unknown) =>
+          logger.error(
+            { search: search.id, err: error },
+            "could not mark the config search failed; it stays RUNNING until the next restart",
+          ),
+        );
     }
   }
 
   /** One step of the sweep: runPerf at one concurrency against the shadow model. */
-  private async measureAt(shadow: string, concurrency: number, plan: MeasurementPlan, signal: AbortSignal): Promise<SweepStep> {
+  private async measureAt(
+    shadow: string,
+    concurrency: number,
+    plan: MeasurementPlan,
+    signal: AbortSignal,
+  ): Promise<SweepStep> {
     const { gatewayOptions } = this.options;
     const report = await runPerf({
       model: shadow,
@@ -529,7 +712,10 @@ function planOf(input: ConfigSearchInput): ConfigSearchPlan {
     bounds: { ...DEFAULT_SEARCH_BOUNDS, ...stripUndefined(input.bounds ?? {}) },
     measurement: { ...DEFAULT_MEASUREMENT, ...stripUndefined(input.measurement ?? {}) },
   };
-  if (!(input.p99BudgetMs > 0)) throw new AppError("VALIDATION_FAILED", "the p99 budget must be above 0 ms", { fieldErrors: [{ path: "p99BudgetMs", message: "above 0" }] });
+  if (!(input.p99BudgetMs > 0))
+    throw new AppError("VALIDATION_FAILED", "the p99 budget must be above 0 ms", {
+      fieldErrors: [{ path: "p99BudgetMs", message: "above 0" }],
+    });
   plan.bounds.queueDelaysUs = [...new Set(plan.bounds.queueDelaysUs)].sort((a, b) => a - b);
   return plan;
 }

@@ -31,8 +31,12 @@ export function hostShare(instanceCount: number, profile: CostProfileShape): num
 }
 
 /** null when nothing was served (no throughput): the cost per inference is unbounded, not 0. */
-export function costPer1000Inferences(throughputPerSec: number, instanceCount: number, profile: CostProfileShape): number | null {
+export function costPer1000Inferences(
+  throughputPerSec: number,
+  instanceCount: number,
+  profile: CostProfileShape,
+): number | null {
   if (!(throughputPerSec > 0)) return null;
   const perHour = profile.costPerHour * hostShare(instanceCount, profile);
-  return Math.round(((perHour / (throughputPerSec * 3600)) * 1000) * 1e9) / 1e9;
+  return Math.round((perHour / (throughputPerSec * 3600)) * 1000 * 1e9) / 1e9;
 }

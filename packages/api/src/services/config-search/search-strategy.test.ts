@@ -37,10 +37,14 @@ describe("config search strategy", () => {
       return synthetic(candidate);
     });
     expect(outcome.stopReason).toBe("completed");
-    const instanceSteps = outcome.candidates.filter((c) => c.dimension === "instances").map((c) => c.candidate.instanceCount);
+    const instanceSteps = outcome.candidates
+      .filter((c) => c.dimension === "instances")
+      .map((c) => c.candidate.instanceCount);
     // 2 gains 100 %, 4 gains 0 %: the climb stops there, 8 is never measured.
     expect(instanceSteps).toEqual([2, 4]);
-    const batchSteps = outcome.candidates.filter((c) => c.dimension === "maxBatchSize").map((c) => c.candidate.maxBatchSize);
+    const batchSteps = outcome.candidates
+      .filter((c) => c.dimension === "maxBatchSize")
+      .map((c) => c.candidate.maxBatchSize);
     // Flat above 8: 16 is measured and ends the climb; 32 is pruned.
     expect(batchSteps).toEqual([2, 4, 8, 16]);
     expect(outcome.candidates.length).toBeLessThan(20);
@@ -52,7 +56,9 @@ describe("config search strategy", () => {
 
   it("stops a dimension at the first candidate over the p99 budget and never recommends one", async () => {
     const outcome = await runSearch(start, throughputUnder(3500), bounds, async (candidate) => synthetic(candidate));
-    const batchSteps = outcome.candidates.filter((c) => c.dimension === "maxBatchSize").map((c) => c.candidate.maxBatchSize);
+    const batchSteps = outcome.candidates
+      .filter((c) => c.dimension === "maxBatchSize")
+      .map((c) => c.candidate.maxBatchSize);
     // p99 at batch 4 is 3000 µs, at 8 4000 µs: over 3500, so the climb ends at 8.
     expect(batchSteps).toEqual([2, 4, 8]);
     const best = outcome.candidates[outcome.recommended!]!;
@@ -71,16 +77,25 @@ describe("config search strategy", () => {
   });
 
   it("ranks by cost per 1,000 inferences under the cost objective", async () => {
-    const outcome = await runSearch(start, { kind: "MIN_COST", p99BudgetUs: 10_000 }, bounds, async (candidate) => synthetic(candidate));
+    const outcome = await runSearch(start, { kind: "MIN_COST", p99BudgetUs: 10_000 }, bounds, async (candidate) =>
+      synthetic(candidate),
+    );
     const best = outcome.candidates[outcome.recommended!]!;
-    const cheapest = Math.min(...outcome.candidates.filter((c) => c.withinBudget).map((c) => c.measurement.costPer1000!));
+    const cheapest = Math.min(
+      ...outcome.candidates.filter((c) => c.withinBudget).map((c) => c.measurement.costPer1000!),
+    );
     expect(best.measurement.costPer1000).toBe(cheapest);
     // Two instances double throughput at double cost: no saving, so the cost search stays at one.
     expect(best.candidate.instanceCount).toBe(1);
   });
 
   it("keeps to the candidate cap", async () => {
-    const outcome = await runSearch(start, throughputUnder(10_000), { ...bounds, maxCandidates: 3 }, async (candidate) => synthetic(candidate));
+    const outcome = await runSearch(
+      start,
+      throughputUnder(10_000),
+      { ...bounds, maxCandidates: 3 },
+      async (candidate) => synthetic(candidate),
+    );
     expect(outcome.candidates).toHaveLength(3);
     expect(outcome.stopReason).toBe("candidate-limit");
     expect(outcome.recommended).not.toBeNull();
@@ -103,33 +118,51 @@ describe("config search strategy", () => {
   });
 
   it("skips the batching dimensions for a model that does not batch", async () => {
-    const outcome = await runSearch({ instanceCount: 1, maxBatchSize: 0, dynamicBatching: null }, throughputUnder(10_000), bounds, async (candidate) => synthetic(candidate));
-    expect(outcome.candidates.every((c) => c.candidate.maxBatchSize === 0 && c.candidate.dynamicBatching === null)).toBe(true);
+    const outcome = await runSearch(
+      { instanceCount: 1, maxBatchSize: 0, dynamicBatching: null },
+      throughputUnder(10_000),
+      bounds,
+      async (candidate) => synthetic(candidate),
+    );
+    expect(
+      outcome.candidates.every((c) => c.candidate.maxBatchSize === 0 && c.candidate.dynamicBatching === null),
+    ).toBe(true);
   });
 
   it("starts from the current config, clamped into the bounds", async () => {
     const seen: SearchCandidate[] = [];
-    await runSearch({ instanceCount: 6, maxBatchSize: 64, dynamicBatching: null }, throughputUnder(10_000), { ...bounds, maxInstances: 4, maxBatchSize: 8 }, async (candidate) => {
-      seen.push(candidate);
-      return synthetic(candidate);
-    });
+    await runSearch(
+      { instanceCount: 6, maxBatchSize: 64, dynamicBatching: null },
+      throughputUnder(10_000),
+      { ...bounds, maxInstances: 4, maxBatchSize: 8 },
+      async (candidate) => {
+        seen.push(candidate);
+        return synthetic(candidate);
+      },
+    );
     expect(seen[0]).toEqual({ instanceCount: 4, maxBatchSize: 8, dynamicBatching: null });
     expect(seen.every((candidate) => candidate.instanceCount <= 4 && candidate.maxBatchSize <= 8)).toBe(true);
   });
 
   it("stops when aborted, with the abort's reason", async () => {
     const controller = new AbortController();
-    const run = runSearch(start, throughputUnder(10_000), bounds, async (candidate) => {
-      controller.abort(new Error("cancelled by test"));
-      return synthetic(candidate);
-    }, { signal: controller.signal });
+    const run = runSearch(
+      start,
+      throughputUnder(10_000),
+      bounds,
+      async (candidate) => {
+        controller.abort(new Error("cancelled by test"));
+        return synthetic(candidate);
+      },
+      { signal: controller.signal },
+    );
     await expect(run).rejects.toThrow("cancelled by test");
   });
 
   it("refuses bounds that make no sense, naming them", async () => {
-    await expect(runSearch(start, throughputUnder(0), { ...bounds, maxCandidates: 0 }, async (candidate) => synthetic(candidate))).rejects.toThrow(
-      /maxCandidates must be an integer of at least 1; the p99 budget must be above 0/,
-    );
+    await expect(
+      runSearch(start, throughputUnder(0), { ...bounds, maxCandidates: 0 }, async (candidate) => synthetic(candidate)),
+    ).rejects.toThrow(/maxCandidates must be an integer of at least 1; the p99 budget must be above 0/);
   });
 });
 

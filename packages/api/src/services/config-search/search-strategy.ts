@@ -103,12 +103,17 @@ export interface SearchHooks {
 }
 
 export function candidateKey(candidate: SearchCandidate): string {
-  const batching = candidate.dynamicBatching === null ? "off" : `${candidate.dynamicBatching.maxQueueDelayUs}/${candidate.dynamicBatching.preferredBatchSizes.join(",")}`;
+  const batching =
+    candidate.dynamicBatching === null
+      ? "off"
+      : `${candidate.dynamicBatching.maxQueueDelayUs}/${candidate.dynamicBatching.preferredBatchSizes.join(",")}`;
   return `${candidate.instanceCount}|${candidate.maxBatchSize}|${batching}`;
 }
 
 export function isWithinBudget(measurement: CandidateMeasurement, objective: SearchObjective): boolean {
-  return measurement.throughput > 0 && measurement.latencyP99Us !== null && measurement.latencyP99Us <= objective.p99BudgetUs;
+  return (
+    measurement.throughput > 0 && measurement.latencyP99Us !== null && measurement.latencyP99Us <= objective.p99BudgetUs
+  );
 }
 
 /** Higher is better; null when the objective cannot rank the candidate (no cost without a profile). */
@@ -118,8 +123,17 @@ export function objectiveScore(measurement: CandidateMeasurement, objective: Sea
 }
 
 /** Relative gain of `next` over `base` on the objective, percent (cost: the share saved). */
-export function gainPercent(base: CandidateMeasurement, next: CandidateMeasurement, objective: SearchObjective): number {
-  if (objective.kind === "MAX_THROUGHPUT") return base.throughput > 0 ? ((next.throughput - base.throughput) / base.throughput) * 100 : next.throughput > 0 ? Infinity : 0;
+export function gainPercent(
+  base: CandidateMeasurement,
+  next: CandidateMeasurement,
+  objective: SearchObjective,
+): number {
+  if (objective.kind === "MAX_THROUGHPUT")
+    return base.throughput > 0
+      ? ((next.throughput - base.throughput) / base.throughput) * 100
+      : next.throughput > 0
+        ? Infinity
+        : 0;
   if (base.costPer1000 === null || next.costPer1000 === null) return next.costPer1000 !== null ? Infinity : 0;
   return base.costPer1000 > 0 ? ((base.costPer1000 - next.costPer1000) / base.costPer1000) * 100 : 0;
 }
@@ -140,7 +154,8 @@ export function recommend(candidates: readonly MeasuredCandidate[], objective: S
       score > bestScore ||
       (score === bestScore &&
         (measured.candidate.instanceCount < best.candidate.instanceCount ||
-          (measured.candidate.instanceCount === best.candidate.instanceCount && measured.measurement.throughput > best.measurement.throughput)))
+          (measured.candidate.instanceCount === best.candidate.instanceCount &&
+            measured.measurement.throughput > best.measurement.throughput)))
     ) {
       best = measured;
     }
@@ -169,7 +184,10 @@ export function paretoFront<T extends { throughput: number; latencyP99Us: number
 
 /** Clamps the start config into the bounds (the model's current config may lie outside them). */
 function startOf(current: SearchCandidate, bounds: SearchBounds): SearchCandidate {
-  const maxBatchSize = current.maxBatchSize === 0 || bounds.maxBatchSize === 0 ? current.maxBatchSize : Math.min(current.maxBatchSize, bounds.maxBatchSize);
+  const maxBatchSize =
+    current.maxBatchSize === 0 || bounds.maxBatchSize === 0
+      ? current.maxBatchSize
+      : Math.min(current.maxBatchSize, bounds.maxBatchSize);
   return { ...current, instanceCount: Math.max(1, Math.min(current.instanceCount, bounds.maxInstances)), maxBatchSize };
 }
 
@@ -207,7 +225,13 @@ export async function runSearch(
     if (candidates.length >= bounds.maxCandidates) throw new SearchLimit("candidate-limit");
     if (now() - started >= bounds.maxDurationMs) throw new SearchLimit("time-limit");
     const measurement = await measure(candidate);
-    const measured: MeasuredCandidate = { index: candidates.length, dimension, candidate, measurement, withinBudget: isWithinBudget(measurement, objective) };
+    const measured: MeasuredCandidate = {
+      index: candidates.length,
+      dimension,
+      candidate,
+      measurement,
+      withinBudget: isWithinBudget(measurement, objective),
+    };
     candidates.push(measured);
     seen.set(candidateKey(candidate), measured);
     await hooks.onMeasured?.(measured);
@@ -215,12 +239,17 @@ export async function runSearch(
   };
 
   /** Climbs `values` in order from `base`; returns the last step that gained enough (or base). */
-  const climb = async (base: MeasuredCandidate, dimension: SearchDimension, steps: SearchCandidate[]): Promise<MeasuredCandidate> => {
+  const climb = async (
+    base: MeasuredCandidate,
+    dimension: SearchDimension,
+    steps: SearchCandidate[],
+  ): Promise<MeasuredCandidate> => {
     let best = base;
     for (const candidate of steps) {
       const next = await measureOnce(candidate, dimension);
       if (!next.withinBudget) break;
-      if (best.withinBudget && gainPercent(best.measurement, next.measurement, objective) < bounds.minGainPercent) break;
+      if (best.withinBudget && gainPercent(best.measurement, next.measurement, objective) < bounds.minGainPercent)
+        break;
       best = next;
     }
     return best;
@@ -234,7 +263,10 @@ export async function runSearch(
     base = await climb(
       base,
       "instances",
-      doublingsAbove(base.candidate.instanceCount, bounds.maxInstances).map((instanceCount) => ({ ...base.candidate, instanceCount })),
+      doublingsAbove(base.candidate.instanceCount, bounds.maxInstances).map((instanceCount) => ({
+        ...base.candidate,
+        instanceCount,
+      })),
     );
 
     if (start.maxBatchSize > 0 && bounds.maxBatchSize > 0) {
@@ -245,23 +277,29 @@ export async function runSearch(
         doublingsAbove(base.candidate.maxBatchSize, bounds.maxBatchSize).map((maxBatchSize) => ({
           ...base.candidate,
           maxBatchSize,
-          dynamicBatching: { ...batching, preferredBatchSizes: batching.preferredBatchSizes.filter((size) => size <= maxBatchSize) },
+          dynamicBatching: {
+            ...batching,
+            preferredBatchSizes: batching.preferredBatchSizes.filter((size) => size <= maxBatchSize),
+          },
         })),
       );
       const withBatching = base.candidate.dynamicBatching ?? { preferredBatchSizes: [], maxQueueDelayUs: 0 };
-      const delays = [...new Set(bounds.queueDelaysUs)].sort((a, b) => a - b).filter((delay) => delay > withBatching.maxQueueDelayUs);
-      base = await climb(
-        base,
-        "queueDelay",
-        [
-          ...(base.candidate.dynamicBatching === null ? [{ ...base.candidate, dynamicBatching: withBatching }] : []),
-          ...delays.map((maxQueueDelayUs) => ({ ...base.candidate, dynamicBatching: { ...withBatching, maxQueueDelayUs } })),
-        ],
-      );
+      const delays = [...new Set(bounds.queueDelaysUs)]
+        .sort((a, b) => a - b)
+        .filter((delay) => delay > withBatching.maxQueueDelayUs);
+      base = await climb(base, "queueDelay", [
+        ...(base.candidate.dynamicBatching === null ? [{ ...base.candidate, dynamicBatching: withBatching }] : []),
+        ...delays.map((maxQueueDelayUs) => ({
+          ...base.candidate,
+          dynamicBatching: { ...withBatching, maxQueueDelayUs },
+        })),
+      ]);
       const tuned = base.candidate.dynamicBatching;
       if (tuned !== null && base.candidate.maxBatchSize > 1) {
         const preferred = tuned.preferredBatchSizes.length === 0 ? [base.candidate.maxBatchSize] : [];
-        await climb(base, "preferredBatchSizes", [{ ...base.candidate, dynamicBatching: { ...tuned, preferredBatchSizes: preferred } }]);
+        await climb(base, "preferredBatchSizes", [
+          { ...base.candidate, dynamicBatching: { ...tuned, preferredBatchSizes: preferred } },
+        ]);
       }
     }
   } catch (error) {
@@ -273,11 +311,15 @@ export async function runSearch(
 
 function checkBounds(bounds: SearchBounds, objective: SearchObjective): void {
   const problems: string[] = [];
-  if (!Number.isInteger(bounds.maxInstances) || bounds.maxInstances < 1) problems.push("maxInstances must be an integer of at least 1");
-  if (!Number.isInteger(bounds.maxBatchSize) || bounds.maxBatchSize < 0) problems.push("maxBatchSize must be an integer of at least 0");
-  if (bounds.queueDelaysUs.some((delay) => !Number.isInteger(delay) || delay < 0)) problems.push("queueDelaysUs must be integers of at least 0");
+  if (!Number.isInteger(bounds.maxInstances) || bounds.maxInstances < 1)
+    problems.push("maxInstances must be an integer of at least 1");
+  if (!Number.isInteger(bounds.maxBatchSize) || bounds.maxBatchSize < 0)
+    problems.push("maxBatchSize must be an integer of at least 0");
+  if (bounds.queueDelaysUs.some((delay) => !Number.isInteger(delay) || delay < 0))
+    problems.push("queueDelaysUs must be integers of at least 0");
   if (!(bounds.minGainPercent >= 0)) problems.push("minGainPercent must be at least 0");
-  if (!Number.isInteger(bounds.maxCandidates) || bounds.maxCandidates < 1) problems.push("maxCandidates must be an integer of at least 1");
+  if (!Number.isInteger(bounds.maxCandidates) || bounds.maxCandidates < 1)
+    problems.push("maxCandidates must be an integer of at least 1");
   if (!(bounds.maxDurationMs > 0)) problems.push("maxDurationMs must be above 0");
   if (!(objective.p99BudgetUs > 0)) problems.push("the p99 budget must be above 0");
   if (problems.length > 0) throw new RangeError(`invalid config search bounds: ${problems.join("; ")}`);

@@ -92,7 +92,10 @@ export function computeCosts(totals: CostTotals, profiles: readonly CostProfile[
   const profileById = new Map(profiles.map((profile) => [profile.id, profile]));
   const coveredById = new Map(totals.covered.map((entry) => [entry.profileId, entry.coveredSeconds]));
   const unprofiled = new Map<string, number>();
-  const byProfile = new Map<string, Array<{ model: string; inferences: number; cpuShareHours: number; cost: number }>>();
+  const byProfile = new Map<
+    string,
+    Array<{ model: string; inferences: number; cpuShareHours: number; cost: number }>
+  >();
 
   for (const usage of totals.usage) {
     const profile = usage.profileId !== null ? profileById.get(usage.profileId) : undefined;
@@ -103,10 +106,19 @@ export function computeCosts(totals: CostTotals, profiles: readonly CostProfile[
     const cpuShareHours = usage.cpuShareSeconds / 3600;
     const models = byProfile.get(profile.id) ?? [];
     byProfile.set(profile.id, models);
-    models.push({ model: usage.model, inferences: usage.inferences, cpuShareHours, cost: profile.costPerHour * cpuShareHours });
+    models.push({
+      model: usage.model,
+      inferences: usage.inferences,
+      cpuShareHours,
+      cost: profile.costPerHour * cpuShareHours,
+    });
   }
 
-  const result: CostReport = { profiles: [], models: [], unprofiled: [...unprofiled].map(([model, inferences]) => ({ model, inferences })) };
+  const result: CostReport = {
+    profiles: [],
+    models: [],
+    unprofiled: [...unprofiled].map(([model, inferences]) => ({ model, inferences })),
+  };
   for (const [profileId, usages] of byProfile) {
     const profile = profileById.get(profileId)!;
     const coveredHours = (coveredById.get(profileId) ?? 0) / 3600;
@@ -148,7 +160,9 @@ export function computeCosts(totals: CostTotals, profiles: readonly CostProfile[
 /** Sums the samples of [from, to) per profile and model in the database (a month of 15 s samples stays one small answer). */
 export async function queryCostTotals(prisma: PrismaClient, range: { from: Date; to: Date }): Promise<CostTotals> {
   const [usage, covered] = await Promise.all([
-    prisma.$queryRaw<Array<{ profile_id: string | null; model: string; inferences: number; cpu_share_seconds: number }>>`
+    prisma.$queryRaw<
+      Array<{ profile_id: string | null; model: string; inferences: number; cpu_share_seconds: number }>
+    >`
       SELECT s."hardwareProfileId" AS profile_id,
         m."name" AS model,
         sum(s."inferences")::float8 AS inferences,
@@ -169,7 +183,12 @@ export async function queryCostTotals(prisma: PrismaClient, range: { from: Date;
       GROUP BY 1`,
   ]);
   return {
-    usage: usage.map((row) => ({ profileId: row.profile_id, model: row.model, inferences: Number(row.inferences), cpuShareSeconds: Number(row.cpu_share_seconds) })),
+    usage: usage.map((row) => ({
+      profileId: row.profile_id,
+      model: row.model,
+      inferences: Number(row.inferences),
+      cpuShareSeconds: Number(row.cpu_share_seconds),
+    })),
     covered: covered.map((row) => ({ profileId: row.profile_id, coveredSeconds: Number(row.covered_seconds) })),
   };
 }

@@ -62,12 +62,18 @@ export function viewHardwareProfile(profile: HardwareProfile): HardwareProfileVi
 function checkKind(input: Pick<HardwareProfileInput, "kind" | "gpuCount" | "gpuModel">): void {
   const gpuCount = input.gpuCount ?? 0;
   if (input.kind === "GPU" && gpuCount < 1) {
-    throw new AppError("VALIDATION_FAILED", "a GPU profile needs gpuCount of at least 1", { fieldErrors: [{ path: "gpuCount", message: "at least 1 for a GPU profile" }] });
+    throw new AppError("VALIDATION_FAILED", "a GPU profile needs gpuCount of at least 1", {
+      fieldErrors: [{ path: "gpuCount", message: "at least 1 for a GPU profile" }],
+    });
   }
   if (input.kind === "CPU" && (gpuCount > 0 || (input.gpuModel ?? null) !== null)) {
-    throw new AppError("VALIDATION_FAILED", "a CPU profile has no GPUs: leave gpuCount at 0 and gpuModel empty, or make it a GPU profile", {
-      fieldErrors: [{ path: gpuCount > 0 ? "gpuCount" : "gpuModel", message: "CPU profiles have no GPUs" }],
-    });
+    throw new AppError(
+      "VALIDATION_FAILED",
+      "a CPU profile has no GPUs: leave gpuCount at 0 and gpuModel empty, or make it a GPU profile",
+      {
+        fieldErrors: [{ path: gpuCount > 0 ? "gpuCount" : "gpuModel", message: "CPU profiles have no GPUs" }],
+      },
+    );
   }
 }
 
@@ -79,7 +85,8 @@ function dataOf(input: Partial<HardwareProfileInput>): Prisma.HardwareProfileUnc
   if (input.memoryBytes !== undefined) data.memoryBytes = input.memoryBytes === null ? null : BigInt(input.memoryBytes);
   if (input.gpuModel !== undefined) data.gpuModel = input.gpuModel;
   if (input.gpuCount !== undefined) data.gpuCount = input.gpuCount;
-  if (input.gpuMemoryBytes !== undefined) data.gpuMemoryBytes = input.gpuMemoryBytes === null ? null : BigInt(input.gpuMemoryBytes);
+  if (input.gpuMemoryBytes !== undefined)
+    data.gpuMemoryBytes = input.gpuMemoryBytes === null ? null : BigInt(input.gpuMemoryBytes);
   if (input.costPerHour !== undefined) data.costPerHour = input.costPerHour.toFixed(4);
   if (input.currency !== undefined) data.currency = input.currency;
   return data;
@@ -92,7 +99,9 @@ export class HardwareProfiles {
   constructor(private readonly prisma: PrismaClient) {}
 
   async list(): Promise<HardwareProfileView[]> {
-    return (await this.prisma.hardwareProfile.findMany({ orderBy: [{ isDefault: "desc" }, { name: "asc" }] })).map(viewHardwareProfile);
+    return (await this.prisma.hardwareProfile.findMany({ orderBy: [{ isDefault: "desc" }, { name: "asc" }] })).map(
+      viewHardwareProfile,
+    );
   }
 
   async defaultProfile(): Promise<HardwareProfileView | null> {
@@ -108,7 +117,12 @@ export class HardwareProfiles {
         data: { ...(dataOf(input) as Prisma.HardwareProfileUncheckedCreateInput), isDefault: first },
       });
       const view = viewHardwareProfile(created);
-      await recordAudit(tx, actor, { action: "hardwareProfile.create", targetType: "HardwareProfile", targetId: created.id, after: view });
+      await recordAudit(tx, actor, {
+        action: "hardwareProfile.create",
+        targetType: "HardwareProfile",
+        targetId: created.id,
+        after: view,
+      });
       return view;
     });
   }
@@ -140,10 +154,18 @@ export class HardwareProfiles {
       const before = await tx.hardwareProfile.findUnique({ where: { id } });
       if (before === null) throw notFound(`hardware profile ${id}`);
       if (before.isDefault && (await tx.hardwareProfile.count()) > 1) {
-        throw new AppError("CONFLICT", `'${before.name}' is the default profile; make another profile the default first`);
+        throw new AppError(
+          "CONFLICT",
+          `'${before.name}' is the default profile; make another profile the default first`,
+        );
       }
       await tx.hardwareProfile.delete({ where: { id } });
-      await recordAudit(tx, actor, { action: "hardwareProfile.delete", targetType: "HardwareProfile", targetId: id, before: viewHardwareProfile(before) });
+      await recordAudit(tx, actor, {
+        action: "hardwareProfile.delete",
+        targetType: "HardwareProfile",
+        targetId: id,
+        before: viewHardwareProfile(before),
+      });
     });
   }
 
@@ -174,7 +196,10 @@ export class HardwareProfiles {
         return await this.prisma.$transaction(work);
       } catch (error) {
         if (isUniqueViolation(error)) {
-          throw new AppError("CONFLICT", `a hardware profile named '${name}' already exists`, { fieldErrors: [{ path: "name", message: "already in use" }], cause: error });
+          throw new AppError("CONFLICT", `a hardware profile named '${name}' already exists`, {
+            fieldErrors: [{ path: "name", message: "already in use" }],
+            cause: error,
+          });
         }
         throw error;
       }

@@ -42,7 +42,11 @@ describe("gateway client against a running gateway", () => {
   });
 
   it("turns gateway errors into app errors that keep the gateway's message", async () => {
-    await expect(client.modelConfig("no_such_model")).rejects.toMatchObject({ code: "NOT_FOUND", kind: "NOT_FOUND", message: expect.stringContaining("no_such_model") });
+    await expect(client.modelConfig("no_such_model")).rejects.toMatchObject({
+      code: "NOT_FOUND",
+      kind: "NOT_FOUND",
+      message: expect.stringContaining("no_such_model"),
+    });
     const unreachable = new GatewayClient({ httpUrl: "http://127.0.0.1:9", timeoutMs: 2000 });
     await expect(unreachable.repositoryIndex()).rejects.toMatchObject({ code: "GATEWAY_UNAVAILABLE" });
   });
@@ -75,8 +79,12 @@ describe("gateway error kinds", () => {
   });
 
   it("says a refused key is the control plane's key, not the caller's", () => {
-    expect(gatewayError(401, "no valid API key", "UNAUTHENTICATED").message).toBe("the gateway refused the control plane's key: no valid API key");
-    expect(gatewayError(403, "needs admin", "PERMISSION_DENIED").message).toBe("the gateway refused the control plane's key: needs admin");
+    expect(gatewayError(401, "no valid API key", "UNAUTHENTICATED").message).toBe(
+      "the gateway refused the control plane's key: no valid API key",
+    );
+    expect(gatewayError(403, "needs admin", "PERMISSION_DENIED").message).toBe(
+      "the gateway refused the control plane's key: needs admin",
+    );
   });
 
   it("maps answers without a kind (failures of HTTP itself) by status", () => {
@@ -97,7 +105,9 @@ describe("gateway client against a fake gateway", () => {
       req.resume();
       req.on("end", () => {
         const text = JSON.stringify(answer.body);
-        res.writeHead(answer.status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text) }).end(text);
+        res
+          .writeHead(answer.status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text) })
+          .end(text);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -124,20 +134,47 @@ describe("gateway client against a fake gateway", () => {
   });
 
   it("checks every answer against the admin contract and names the field that drifted", async () => {
-    answer = { status: 200, body: { workers: [{ model: "m", version: "1" }], hostCpuCores: 2, gateway: { pid: 1, cpuSeconds: 0, rssBytes: 0 } } };
-    await expect(client.workers()).rejects.toMatchObject({ code: "GATEWAY_ERROR", message: expect.stringMatching(/GET \/v2\/operon\/workers does not match the admin contract: 'workers\.0\.instance'/) });
+    answer = {
+      status: 200,
+      body: {
+        workers: [{ model: "m", version: "1" }],
+        hostCpuCores: 2,
+        gateway: { pid: 1, cpuSeconds: 0, rssBytes: 0 },
+      },
+    };
+    await expect(client.workers()).rejects.toMatchObject({
+      code: "GATEWAY_ERROR",
+      message: expect.stringMatching(
+        /GET \/v2\/operon\/workers does not match the admin contract: 'workers\.0\.instance'/,
+      ),
+    });
     answer = { status: 200, body: { valid: false, problems: ["a bare string, the old shape"] } };
-    await expect(client.validateOperator("op", {})).rejects.toMatchObject({ message: expect.stringMatching(/'problems\.0'/) });
-    answer = { status: 200, body: { valid: false, problems: [{ code: "unknown-model", message: "unknown model 'x'" }] } };
-    expect(await client.validateOperator("op", {})).toEqual({ valid: false, problems: [{ code: "unknown-model", message: "unknown model 'x'" }] });
+    await expect(client.validateOperator("op", {})).rejects.toMatchObject({
+      message: expect.stringMatching(/'problems\.0'/),
+    });
+    answer = {
+      status: 200,
+      body: { valid: false, problems: [{ code: "unknown-model", message: "unknown model 'x'" }] },
+    };
+    expect(await client.validateOperator("op", {})).toEqual({
+      valid: false,
+      problems: [{ code: "unknown-model", message: "unknown model 'x'" }],
+    });
     answer = { status: 400, body: { error: "invalid operator spec 'op': steps must be an array" } };
-    expect(await client.validateOperator("op", {})).toEqual({ valid: false, problems: [{ message: "invalid operator spec 'op': steps must be an array" }] });
+    expect(await client.validateOperator("op", {})).toEqual({
+      valid: false,
+      problems: [{ message: "invalid operator spec 'op': steps must be an array" }],
+    });
     answer = { status: 200, body: { models: "add_sub" } };
     await expect(client.parkedModels()).rejects.toMatchObject({ message: expect.stringMatching(/'models'/) });
   });
 
   it("ignores a kind outside the closed set and falls back to the status", async () => {
     answer = { status: 404, body: { error: "gone", kind: "SOMETHING_ELSE" } };
-    await expect(client.unloadModel("m")).rejects.toMatchObject({ kind: undefined, code: "NOT_FOUND", message: "gone" });
+    await expect(client.unloadModel("m")).rejects.toMatchObject({
+      kind: undefined,
+      code: "NOT_FOUND",
+      message: "gone",
+    });
   });
 });

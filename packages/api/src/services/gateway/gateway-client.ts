@@ -68,14 +68,20 @@ export class GatewayClient {
 
   async isReady(): Promise<boolean> {
     try {
-      return (await this.request("GET", "/v2/health/ready", undefined, { acceptStatuses: [200, 400, 503] })).status === 200;
+      return (
+        (await this.request("GET", "/v2/health/ready", undefined, { acceptStatuses: [200, 400, 503] })).status === 200
+      );
     } catch {
       return false;
     }
   }
 
   async repositoryIndex(): Promise<RepositoryIndexEntry[]> {
-    return this.parsed(repositoryIndexSchema, await this.request("POST", "/v2/repository/index", {}), "POST /v2/repository/index") as RepositoryIndexEntry[];
+    return this.parsed(
+      repositoryIndexSchema,
+      await this.request("POST", "/v2/repository/index", {}),
+      "POST /v2/repository/index",
+    ) as RepositoryIndexEntry[];
   }
 
   /**
@@ -83,13 +89,21 @@ export class GatewayClient {
    * `files` maps `<version>/<path>` to the file's bytes (sent base64, as
    * Triton's `file:` parameters).
    */
-  async loadModel(name: string, options: { config?: Record<string, unknown>; files?: Map<string, Buffer> } = {}): Promise<void> {
+  async loadModel(
+    name: string,
+    options: { config?: Record<string, unknown>; files?: Map<string, Buffer> } = {},
+  ): Promise<void> {
     const parameters: Record<string, string> = {};
     if (options.config) parameters["config"] = JSON.stringify(options.config);
     for (const [path, bytes] of options.files ?? []) parameters[`file:${path}`] = bytes.toString("base64");
-    await this.request("POST", `/v2/repository/models/${encodeURIComponent(name)}/load`, Object.keys(parameters).length ? { parameters } : {}, {
-      timeoutMs: this.loadTimeoutMs,
-    });
+    await this.request(
+      "POST",
+      `/v2/repository/models/${encodeURIComponent(name)}/load`,
+      Object.keys(parameters).length ? { parameters } : {},
+      {
+        timeoutMs: this.loadTimeoutMs,
+      },
+    );
   }
 
   async unloadModel(name: string): Promise<void> {
@@ -107,12 +121,18 @@ export class GatewayClient {
   async statistics(name?: string): Promise<ModelStatistics[]> {
     const path = name ? `${modelPath(name)}/stats` : "/v2/models/stats";
     // The envelope and each entry's identity are checked; the figures are Triton's statistics as the gateway sent them.
-    return this.parsed(modelStatisticsResponseSchema, await this.request("GET", path), `GET ${path}`).model_stats as unknown as ModelStatistics[];
+    return this.parsed(modelStatisticsResponseSchema, await this.request("GET", path), `GET ${path}`)
+      .model_stats as unknown as ModelStatistics[];
   }
 
   /** The resource scheduler's lever: grows or shrinks every served version of `name` to `count` instances in place. */
   async scaleModel(name: string, count: number): Promise<ScaleModelResponse> {
-    const response = await this.request("POST", `/v2/operon/models/${encodeURIComponent(name)}/instances`, { count }, { timeoutMs: this.loadTimeoutMs });
+    const response = await this.request(
+      "POST",
+      `/v2/operon/models/${encodeURIComponent(name)}/instances`,
+      { count },
+      { timeoutMs: this.loadTimeoutMs },
+    );
     return this.parsed(scaleModelResponseSchema, response, "POST /v2/operon/models/<name>/instances");
   }
 
@@ -128,11 +148,16 @@ export class GatewayClient {
 
   /** Models unloaded by parkModel and not loaded again since. */
   async parkedModels(): Promise<string[]> {
-    return this.parsed(parkedModelsSchema, await this.request("GET", "/v2/operon/parked"), "GET /v2/operon/parked").models;
+    return this.parsed(parkedModelsSchema, await this.request("GET", "/v2/operon/parked"), "GET /v2/operon/parked")
+      .models;
   }
 
   /** A KServe v2 JSON inference; the body is the gateway's response as is. */
-  async infer(name: string, version: string | undefined, body: unknown): Promise<TimedResponse<Record<string, unknown>>> {
+  async infer(
+    name: string,
+    version: string | undefined,
+    body: unknown,
+  ): Promise<TimedResponse<Record<string, unknown>>> {
     const response = await this.request("POST", `${modelPath(name, version)}/infer`, body);
     return { ...response, body: this.parsed(JSON_OBJECT, response, "POST …/infer") };
   }
@@ -142,7 +167,11 @@ export class GatewayClient {
   }
 
   async registerOperator(name: string, spec: Record<string, unknown>): Promise<GatewayOperator> {
-    return this.parsed(gatewayOperatorSchema, await this.request("POST", `/v2/operators/${encodeURIComponent(name)}`, spec), "POST /v2/operators/<name>");
+    return this.parsed(
+      gatewayOperatorSchema,
+      await this.request("POST", `/v2/operators/${encodeURIComponent(name)}`, spec),
+      "POST /v2/operators/<name>",
+    );
   }
 
   async unregisterOperator(name: string): Promise<void> {
@@ -157,24 +186,35 @@ export class GatewayClient {
    * malformed JSON shape) becomes one problem carrying the gateway's message.
    */
   async validateOperator(name: string, spec: Record<string, unknown>): Promise<OperatorValidation> {
-    const response = await this.request("POST", `/v2/operators/${encodeURIComponent(name)}/validate`, spec, { acceptStatuses: [400] });
+    const response = await this.request("POST", `/v2/operators/${encodeURIComponent(name)}/validate`, spec, {
+      acceptStatuses: [400],
+    });
     if (response.status === 400) {
       const { error } = (response.body ?? {}) as { error?: unknown };
-      return { valid: false, problems: [{ message: typeof error === "string" ? error : "the gateway refused the spec" }] };
+      return {
+        valid: false,
+        problems: [{ message: typeof error === "string" ? error : "the gateway refused the spec" }],
+      };
     }
     const { problems } = this.parsed(operatorValidationSchema, response, "POST /v2/operators/<name>/validate");
     return { valid: problems.length === 0, problems };
   }
 
   async workers(): Promise<WorkersResponse> {
-    return this.parsed(workersResponseSchema, await this.request("GET", "/v2/operon/workers"), "GET /v2/operon/workers");
+    return this.parsed(
+      workersResponseSchema,
+      await this.request("GET", "/v2/operon/workers"),
+      "GET /v2/operon/workers",
+    );
   }
 
   /** Prometheus text from the metrics endpoint; undefined when metrics are off. */
   async metricsText(): Promise<string | undefined> {
     if (!this.options.metricsUrl) return undefined;
     // The key matters where the gateway runs with --metrics-require-key.
-    const headers: Record<string, string> = this.options.adminKey ? { authorization: `Bearer ${this.options.adminKey}` } : {};
+    const headers: Record<string, string> = this.options.adminKey
+      ? { authorization: `Bearer ${this.options.adminKey}` }
+      : {};
     const response = await this.fetchWithTimeout(this.options.metricsUrl, { method: "GET", headers }, this.timeoutMs);
     if (!response.ok) throw new AppError("GATEWAY_ERROR", `the gateway's metrics endpoint answered ${response.status}`);
     return response.text();
@@ -186,7 +226,10 @@ export class GatewayClient {
     if (result.success) return result.data;
     const issue = result.error.issues[0];
     const where = issue === undefined || issue.path.length === 0 ? "the body" : `'${issue.path.join(".")}'`;
-    throw new AppError("GATEWAY_ERROR", `the gateway's answer to ${what} does not match the admin contract: ${where}: ${issue?.message ?? "invalid"}`);
+    throw new AppError(
+      "GATEWAY_ERROR",
+      `the gateway's answer to ${what} does not match the admin contract: ${where}: ${issue?.message ?? "invalid"}`,
+    );
   }
 
   private async request(
@@ -214,7 +257,8 @@ export class GatewayClient {
         parsed = { error: text };
       }
     }
-    if (response.ok || options.acceptStatuses?.includes(response.status)) return { body: parsed, status: response.status, latencyMs };
+    if (response.ok || options.acceptStatuses?.includes(response.status))
+      return { body: parsed, status: response.status, latencyMs };
     const { error: message, kind } = (parsed ?? {}) as { error?: unknown; kind?: unknown };
     throw gatewayError(
       response.status,
@@ -227,7 +271,8 @@ export class GatewayClient {
     try {
       return await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
     } catch (error) {
-      const reason = (error as Error).name === "TimeoutError" ? `did not answer within ${timeoutMs} ms` : "is not reachable";
+      const reason =
+        (error as Error).name === "TimeoutError" ? `did not answer within ${timeoutMs} ms` : "is not reachable";
       throw new AppError("GATEWAY_UNAVAILABLE", `the gateway at ${this.httpUrl} ${reason}`, { cause: error });
     }
   }
@@ -275,7 +320,12 @@ export const GATEWAY_KIND_CODES: Record<ErrorKind, AppErrorCode> = {
 };
 
 /** Codes of failures without a kind (HTTP itself), by status; anything else is GATEWAY_ERROR. */
-const KINDLESS_STATUS_CODES: Record<number, AppErrorCode> = { 400: "VALIDATION_FAILED", 404: "NOT_FOUND", 413: "PAYLOAD_TOO_LARGE", 503: "GATEWAY_UNAVAILABLE" };
+const KINDLESS_STATUS_CODES: Record<number, AppErrorCode> = {
+  400: "VALIDATION_FAILED",
+  404: "NOT_FOUND",
+  413: "PAYLOAD_TOO_LARGE",
+  503: "GATEWAY_UNAVAILABLE",
+};
 
 /** The gateway's error back to the API's code; the gateway's message is kept. */
 export function gatewayError(status: number, message: string, kind: ErrorKind | undefined): GatewayError {

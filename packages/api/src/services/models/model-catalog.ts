@@ -1,8 +1,21 @@
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { fromConfigDataType } from "@operon/protocol/datatypes";
 import type { ModelStatistics } from "@operon/protocol/inference";
-import { DB_MODEL_INCLUDE, modelState, UPLOADED, versionState, type DbModel, type GatewayView } from "./model-gateway-view.js";
-import type { ModelDetail, ModelSummary, ModelVersionSummary, StatisticsSummary, TensorMetadata } from "./model-types.js";
+import {
+  DB_MODEL_INCLUDE,
+  modelState,
+  UPLOADED,
+  versionState,
+  type DbModel,
+  type GatewayView,
+} from "./model-gateway-view.js";
+import type {
+  ModelDetail,
+  ModelSummary,
+  ModelVersionSummary,
+  StatisticsSummary,
+  TensorMetadata,
+} from "./model-types.js";
 import type { ModelWorkspace } from "./model-workspace.js";
 import { isShadowModelName } from "../config-search/candidate-config.js";
 
@@ -11,13 +24,22 @@ export class ModelCatalog {
   constructor(private readonly ws: ModelWorkspace) {}
 
   async list(): Promise<{ models: ModelSummary[]; gatewayError: string | null }> {
-    const [dbModels, view] = await Promise.all([this.ws.prisma.model.findMany({ where: UPLOADED, include: DB_MODEL_INCLUDE, orderBy: { name: "asc" } }), this.ws.gatewayView()]);
+    const [dbModels, view] = await Promise.all([
+      this.ws.prisma.model.findMany({ where: UPLOADED, include: DB_MODEL_INCLUDE, orderBy: { name: "asc" } }),
+      this.ws.gatewayView(),
+    ]);
     const uploaded = new Set(dbModels.map((model) => model.name));
-    const repository = [...view.rows.keys()].filter((name) => !uploaded.has(name) && !isShadowModelName(name) && this.ws.isRepositoryModel(name, view));
+    const repository = [...view.rows.keys()].filter(
+      (name) => !uploaded.has(name) && !isShadowModelName(name) && this.ws.isRepositoryModel(name, view),
+    );
     const ready = [...uploaded, ...repository].filter((name) => modelState(view, name).state === "READY");
     const [configs, statistics] = await Promise.all([
-      Promise.all(ready.map(async (name) => [name, await this.ws.gateway.modelConfig(name).catch(() => undefined)] as const)),
-      view.error === null ? this.ws.gateway.statistics().catch(() => [] as ModelStatistics[]) : Promise.resolve([] as ModelStatistics[]),
+      Promise.all(
+        ready.map(async (name) => [name, await this.ws.gateway.modelConfig(name).catch(() => undefined)] as const),
+      ),
+      view.error === null
+        ? this.ws.gateway.statistics().catch(() => [] as ModelStatistics[])
+        : Promise.resolve([] as ModelStatistics[]),
     ]);
     const configOf = new Map(configs);
     const models = [
@@ -28,7 +50,10 @@ export class ModelCatalog {
   }
 
   async get(name: string): Promise<ModelDetail> {
-    const [model, view] = await Promise.all([this.ws.prisma.model.findFirst({ where: { name, ...UPLOADED }, include: DB_MODEL_INCLUDE }), this.ws.gatewayView()]);
+    const [model, view] = await Promise.all([
+      this.ws.prisma.model.findFirst({ where: { name, ...UPLOADED }, include: DB_MODEL_INCLUDE }),
+      this.ws.gatewayView(),
+    ]);
     if (model === null) this.ws.assertRepositoryModel(name, view);
     const loaded = modelState(view, name).state === "READY";
     const [gatewayConfig, metadata, statistics] = loaded
@@ -41,7 +66,12 @@ export class ModelCatalog {
     const summary = this.summarize(name, model, view, gatewayConfig, statistics);
     const stored = gatewayConfig === undefined && model !== null ? await this.ws.storedConfig(model) : undefined;
     const config = (gatewayConfig as ModelConfigJson | undefined) ?? stored ?? null;
-    const io = metadata !== undefined ? tensorsOfMetadata(metadata) : config !== null ? tensorsOfConfig(config) : { inputs: [], outputs: [] };
+    const io =
+      metadata !== undefined
+        ? tensorsOfMetadata(metadata)
+        : config !== null
+          ? tensorsOfConfig(config)
+          : { inputs: [], outputs: [] };
     return {
       ...summary,
       config,
@@ -51,10 +81,18 @@ export class ModelCatalog {
     };
   }
 
-  private summarize(name: string, model: DbModel | null, view: GatewayView, config: Record<string, unknown> | undefined, statistics: ModelStatistics[]): ModelSummary {
+  private summarize(
+    name: string,
+    model: DbModel | null,
+    view: GatewayView,
+    config: Record<string, unknown> | undefined,
+    statistics: ModelStatistics[],
+  ): ModelSummary {
     const state = modelState(view, name);
     const served = state.state === "READY" ? (config as ModelConfigJson | undefined) : undefined;
-    const gatewayVersions = (view.rows.get(name) ?? []).filter((row) => row.version !== undefined).map((row) => Number(row.version));
+    const gatewayVersions = (view.rows.get(name) ?? [])
+      .filter((row) => row.version !== undefined)
+      .map((row) => Number(row.version));
     const versions: ModelVersionSummary[] =
       model !== null
         ? model.versions.map((row) => ({
@@ -67,7 +105,14 @@ export class ModelCatalog {
           }))
         : [...new Set(gatewayVersions)]
             .sort((a, b) => a - b)
-            .map((version) => ({ version, ...versionState(view, name, version), sizeBytes: null, sha256: null, uploadedBy: null, createdAt: null }));
+            .map((version) => ({
+              version,
+              ...versionState(view, name, version),
+              sizeBytes: null,
+              sha256: null,
+              uploadedBy: null,
+              createdAt: null,
+            }));
     return {
       name,
       description: model?.description ?? null,
@@ -76,8 +121,11 @@ export class ModelCatalog {
       backend: served?.backend || (model !== null ? "onnxruntime" : null),
       ...state,
       versions,
-      instanceCount: served === undefined ? 0 : (served.instance_group ?? []).reduce((sum, group) => sum + (group.count ?? 1), 0),
-      inferenceCount: statistics.filter((stat) => stat.name === name).reduce((sum, stat) => sum + stat.inference_count, 0),
+      instanceCount:
+        served === undefined ? 0 : (served.instance_group ?? []).reduce((sum, group) => sum + (group.count ?? 1), 0),
+      inferenceCount: statistics
+        .filter((stat) => stat.name === name)
+        .reduce((sum, stat) => sum + stat.inference_count, 0),
     };
   }
 }
@@ -85,7 +133,11 @@ export class ModelCatalog {
 function tensorsOfMetadata(metadata: Record<string, unknown>): { inputs: TensorMetadata[]; outputs: TensorMetadata[] } {
   const read = (list: unknown): TensorMetadata[] =>
     Array.isArray(list)
-      ? list.map((tensor: { name?: string; datatype?: string; shape?: number[] }) => ({ name: tensor.name ?? "", datatype: tensor.datatype ?? null, shape: tensor.shape ?? [] }))
+      ? list.map((tensor: { name?: string; datatype?: string; shape?: number[] }) => ({
+          name: tensor.name ?? "",
+          datatype: tensor.datatype ?? null,
+          shape: tensor.shape ?? [],
+        }))
       : [];
   return { inputs: read(metadata["inputs"]), outputs: read(metadata["outputs"]) };
 }
@@ -103,7 +155,8 @@ function tensorsOfConfig(config: ModelConfigJson): { inputs: TensorMetadata[]; o
 }
 
 function summarizeStatistics(statistics: ModelStatistics[]): StatisticsSummary {
-  const sum = (pick: (stat: ModelStatistics) => number): number => statistics.reduce((total, stat) => total + pick(stat), 0);
+  const sum = (pick: (stat: ModelStatistics) => number): number =>
+    statistics.reduce((total, stat) => total + pick(stat), 0);
   const mean = (ns: number, count: number): number | null => (count > 0 ? Math.round(ns / count / 1e3) / 1e3 : null);
   const executions = sum((stat) => stat.execution_count);
   const successCount = sum((stat) => stat.inference_stats.success.count);
@@ -113,13 +166,23 @@ function summarizeStatistics(statistics: ModelStatistics[]): StatisticsSummary {
     executionCount: executions,
     successCount,
     failureCount: sum((stat) => stat.inference_stats.fail.count),
-    averageLatencyMs: mean(sum((stat) => stat.inference_stats.success.ns), successCount),
-    averageQueueMs: mean(sum((stat) => stat.inference_stats.queue.ns), sum((stat) => stat.inference_stats.queue.count)),
+    averageLatencyMs: mean(
+      sum((stat) => stat.inference_stats.success.ns),
+      successCount,
+    ),
+    averageQueueMs: mean(
+      sum((stat) => stat.inference_stats.queue.ns),
+      sum((stat) => stat.inference_stats.queue.count),
+    ),
     averageComputeMs: mean(
-      sum((stat) => stat.inference_stats.compute_input.ns + stat.inference_stats.compute_infer.ns + stat.inference_stats.compute_output.ns),
+      sum(
+        (stat) =>
+          stat.inference_stats.compute_input.ns +
+          stat.inference_stats.compute_infer.ns +
+          stat.inference_stats.compute_output.ns,
+      ),
       sum((stat) => stat.inference_stats.compute_infer.count),
     ),
     lastInferenceAt: last > 0 ? new Date(last) : null,
   };
 }
-

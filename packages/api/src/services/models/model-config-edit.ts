@@ -2,7 +2,13 @@ import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import type { Prisma } from "@operon/db";
 import { AppError } from "../../app-error.js";
 import { recordAudit } from "../audit/audit-log.js";
-import { DB_MODEL_INCLUDE, modelState, repositoryModelError, syncVersionStates, UPLOADED } from "./model-gateway-view.js";
+import {
+  DB_MODEL_INCLUDE,
+  modelState,
+  repositoryModelError,
+  syncVersionStates,
+  UPLOADED,
+} from "./model-gateway-view.js";
 import type { ModelActor, ModelStateResult } from "./model-types.js";
 import type { ModelWorkspace } from "./model-workspace.js";
 import { prepareConfig } from "./uploaded-model-config.js";
@@ -20,7 +26,12 @@ export class ModelConfigEdit {
    * written into the audit event: where the config came from (a config
    * search and its candidate).
    */
-  async updateConfig(who: ModelActor, name: string, raw: Record<string, unknown>, source?: Record<string, unknown>): Promise<ModelStateResult & { config: ModelConfigJson }> {
+  async updateConfig(
+    who: ModelActor,
+    name: string,
+    raw: Record<string, unknown>,
+    source?: Record<string, unknown>,
+  ): Promise<ModelStateResult & { config: ModelConfigJson }> {
     return this.ws.withLock(name, async () => {
       const model = await this.ws.prisma.model.findFirst({ where: { name, ...UPLOADED }, include: DB_MODEL_INCLUDE });
       const before = await this.ws.gatewayView();
@@ -29,7 +40,11 @@ export class ModelConfigEdit {
         throw repositoryModelError(name, "edited");
       }
       const signatures = await this.ws.storedSignatures(name);
-      if (signatures.size === 0) throw new AppError("CONFLICT", `model '${name}' has no version files in the model store; upload a version first`);
+      if (signatures.size === 0)
+        throw new AppError(
+          "CONFLICT",
+          `model '${name}' has no version files in the model store; upload a version first`,
+        );
       const prepared = prepareConfig(name, raw, signatures);
       const previous = await this.ws.storedConfig(model);
       const wasLoaded = modelState(before, name).state === "READY";
@@ -48,22 +63,45 @@ export class ModelConfigEdit {
           }
         }
         const failure = this.ws.loadFailure(error, name, `the new config of model '${name}'`);
-        if (failure instanceof AppError) throw new AppError(failure.code, `${failure.message}; ${restored}`, { fieldErrors: failure.fieldErrors, cause: error });
+        if (failure instanceof AppError)
+          throw new AppError(failure.code, `${failure.message}; ${restored}`, {
+            fieldErrors: failure.fieldErrors,
+            cause: error,
+          });
         throw failure;
       }
       if (!wasLoaded) {
-        await this.ws.gateway.unloadModel(name).catch((error: unknown) => this.ws.options.logger.warn({ err: error, model: name }, "could not unload a model after checking its new config"));
+        await this.ws.gateway
+          .unloadModel(name)
+          .catch((error: unknown) =>
+            this.ws.options.logger.warn(
+              { err: error, model: name },
+              "could not unload a model after checking its new config",
+            ),
+          );
       }
       const view = await this.ws.gatewayView();
       try {
         await this.ws.prisma.$transaction(async (tx) => {
-          await tx.modelVersion.updateMany({ where: { modelId: model.id }, data: { config: prepared.config as Prisma.InputJsonValue } });
+          await tx.modelVersion.updateMany({
+            where: { modelId: model.id },
+            data: { config: prepared.config as Prisma.InputJsonValue },
+          });
           await syncVersionStates(tx, model.id, name, view);
-          await recordAudit(tx, who.actor, { action: "model.updateConfig", targetType: "Model", targetId: name, before: { config: previous ?? null }, after: { config: prepared.config, ...(source !== undefined ? { source } : {}) } });
+          await recordAudit(tx, who.actor, {
+            action: "model.updateConfig",
+            targetType: "Model",
+            targetId: name,
+            before: { config: previous ?? null },
+            after: { config: prepared.config, ...(source !== undefined ? { source } : {}) },
+          });
         });
       } catch (error) {
         // Without its record (and audit event) the change does not stand: back to the previous config.
-        await this.ws.undo(`the config change of '${name}'`, [() => change.undo(), async () => (wasLoaded ? this.ws.gateway.loadModel(name) : undefined)]);
+        await this.ws.undo(`the config change of '${name}'`, [
+          () => change.undo(),
+          async () => (wasLoaded ? this.ws.gateway.loadModel(name) : undefined),
+        ]);
         throw error;
       }
       // Measured only while it serves (a model that was not loaded is not measured).

@@ -13,7 +13,9 @@ export interface GatewayView {
   rows: Map<string, RepositoryIndexEntry[]>;
 }
 
-export type DbModel = ModelGetPayload<{ include: { versions: { include: { uploadedBy: { select: { email: true } } } } } }>;
+export type DbModel = ModelGetPayload<{
+  include: { versions: { include: { uploadedBy: { select: { email: true } } } } };
+}>;
 
 /**
  * A Model row is an upload when it has stored versions. Rows without any
@@ -22,10 +24,15 @@ export type DbModel = ModelGetPayload<{ include: { versions: { include: { upload
  */
 export const UPLOADED = { versions: { some: {} } } satisfies Prisma.ModelWhereInput;
 
-export const DB_MODEL_INCLUDE = { versions: { include: { uploadedBy: { select: { email: true } } }, orderBy: { version: "asc" } } } as const;
+export const DB_MODEL_INCLUDE = {
+  versions: { include: { uploadedBy: { select: { email: true } } }, orderBy: { version: "asc" } },
+} as const;
 
 export function notFoundModel(name: string): AppError {
-  return new AppError("NOT_FOUND", `model '${name}' was not found: it is neither an upload nor in the gateway's model repositories`);
+  return new AppError(
+    "NOT_FOUND",
+    `model '${name}' was not found: it is neither an upload nor in the gateway's model repositories`,
+  );
 }
 
 export function repositoryModelError(name: string, verb: string): AppError {
@@ -43,7 +50,11 @@ export function isUnavailable(error: unknown): boolean {
 export function modelState(view: GatewayView, name: string): { state: GatewayModelState; reason: string } {
   if (view.error !== null) return { state: "UNKNOWN", reason: view.error };
   const rows = view.rows.get(name);
-  if (rows === undefined) return { state: "UNAVAILABLE", reason: "the gateway does not list this model (is the model store one of its --model-repository folders?)" };
+  if (rows === undefined)
+    return {
+      state: "UNAVAILABLE",
+      reason: "the gateway does not list this model (is the model store one of its --model-repository folders?)",
+    };
   const versioned = rows.filter((row) => row.version !== undefined);
   if (versioned.some((row) => row.state === "READY")) return { state: "READY", reason: "" };
   const modelRow = rows.find((row) => row.version === undefined && row.state !== undefined);
@@ -52,7 +63,11 @@ export function modelState(view: GatewayView, name: string): { state: GatewayMod
   return { state: asState(row.state), reason: row.reason ?? "" };
 }
 
-export function versionState(view: GatewayView, name: string, version: number): { state: GatewayModelState; reason: string } {
+export function versionState(
+  view: GatewayView,
+  name: string,
+  version: number,
+): { state: GatewayModelState; reason: string } {
   if (view.error !== null) return { state: "UNKNOWN", reason: view.error };
   const row = view.rows.get(name)?.find((candidate) => candidate.version === String(version));
   if (row === undefined || row.state === undefined) return { state: "UNAVAILABLE", reason: "not loaded" };
@@ -60,7 +75,9 @@ export function versionState(view: GatewayView, name: string, version: number): 
 }
 
 function asState(state: string | undefined): GatewayModelState {
-  return state === "READY" || state === "UNAVAILABLE" || state === "LOADING" || state === "UNLOADING" ? state : "UNKNOWN";
+  return state === "READY" || state === "UNAVAILABLE" || state === "LOADING" || state === "UNLOADING"
+    ? state
+    : "UNKNOWN";
 }
 
 /**
@@ -68,14 +85,21 @@ function asState(state: string | undefined): GatewayModelState {
  * version -> FAILED with the reason, anything else -> UNLOADED. `loadedVersion`
  * is marked LOADED even when the gateway could not be asked (it just loaded).
  */
-export async function syncVersionStates(tx: Prisma.TransactionClient, modelId: string, name: string, view: GatewayView, loadedVersion?: number): Promise<void> {
+export async function syncVersionStates(
+  tx: Prisma.TransactionClient,
+  modelId: string,
+  name: string,
+  view: GatewayView,
+  loadedVersion?: number,
+): Promise<void> {
   const rows = await tx.modelVersion.findMany({ where: { modelId }, select: { id: true, version: true } });
   for (const row of rows) {
     let data: { state: "LOADED" | "UNLOADED" | "FAILED"; stateMessage: string | null } | undefined;
     if (view.error === null) {
       const state = versionState(view, name, row.version);
       if (state.state === "READY") data = { state: "LOADED", stateMessage: null };
-      else if (state.reason !== "" && state.reason !== "unloaded" && state.reason !== "not loaded") data = { state: "FAILED", stateMessage: state.reason };
+      else if (state.reason !== "" && state.reason !== "unloaded" && state.reason !== "not loaded")
+        data = { state: "FAILED", stateMessage: state.reason };
       else data = { state: "UNLOADED", stateMessage: null };
     } else if (row.version === loadedVersion) {
       data = { state: "LOADED", stateMessage: null };
@@ -83,4 +107,3 @@ export async function syncVersionStates(tx: Prisma.TransactionClient, modelId: s
     if (data !== undefined) await tx.modelVersion.update({ where: { id: row.id }, data });
   }
 }
-

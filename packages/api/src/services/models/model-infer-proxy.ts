@@ -7,17 +7,29 @@ export class ModelInferProxy {
   constructor(private readonly ws: ModelWorkspace) {}
 
   /** One inference through the gateway's KServe v2 JSON endpoint (the console's try-it panel). */
-  async infer(name: string, input: { version?: number | undefined; inputs: InferInput[]; outputs?: string[] | undefined }): Promise<InferResult> {
+  async infer(
+    name: string,
+    input: { version?: number | undefined; inputs: InferInput[]; outputs?: string[] | undefined },
+  ): Promise<InferResult> {
     input.inputs.forEach((tensor, index) => {
       const expected = tensor.shape.reduce((count, dim) => count * dim, 1);
       if (tensor.data.length !== expected) {
-        throw new AppError("VALIDATION_FAILED", `input '${tensor.name}' has shape [${tensor.shape.join(", ")}], which holds ${expected} values, but ${tensor.data.length} were given`, {
-          fieldErrors: [{ path: `inputs[${index}].data`, message: `expected ${expected} values` }],
-        });
+        throw new AppError(
+          "VALIDATION_FAILED",
+          `input '${tensor.name}' has shape [${tensor.shape.join(", ")}], which holds ${expected} values, but ${tensor.data.length} were given`,
+          {
+            fieldErrors: [{ path: `inputs[${index}].data`, message: `expected ${expected} values` }],
+          },
+        );
       }
     });
     const body = {
-      inputs: input.inputs.map((tensor) => ({ name: tensor.name, datatype: tensor.datatype, shape: tensor.shape, data: tensor.data })),
+      inputs: input.inputs.map((tensor) => ({
+        name: tensor.name,
+        datatype: tensor.datatype,
+        shape: tensor.shape,
+        data: tensor.data,
+      })),
       ...(input.outputs !== undefined ? { outputs: input.outputs.map((output) => ({ name: output })) } : {}),
     };
     const response = await this.ws.gateway.infer(name, input.version?.toString(), body);

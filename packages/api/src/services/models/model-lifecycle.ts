@@ -1,6 +1,12 @@
 import { AppError } from "../../app-error.js";
 import { recordAudit } from "../audit/audit-log.js";
-import { DB_MODEL_INCLUDE, modelState, repositoryModelError, syncVersionStates, UPLOADED } from "./model-gateway-view.js";
+import {
+  DB_MODEL_INCLUDE,
+  modelState,
+  repositoryModelError,
+  syncVersionStates,
+  UPLOADED,
+} from "./model-gateway-view.js";
 import type { ModelActor, ModelStateResult } from "./model-types.js";
 import type { ModelWorkspace } from "./model-workspace.js";
 
@@ -66,17 +72,28 @@ export class ModelLifecycle {
             before: {
               name,
               description: model.description,
-              versions: model.versions.map((row) => ({ version: row.version, sha256: row.sha256, sizeBytes: Number(row.sizeBytes) })),
+              versions: model.versions.map((row) => ({
+                version: row.version,
+                sha256: row.sha256,
+                sizeBytes: Number(row.sizeBytes),
+              })),
             },
           });
         });
       } catch (error) {
-        await this.ws.undo(`the delete of '${name}'`, [() => removal.undo(), async () => (wasLoaded ? this.ws.gateway.loadModel(name) : undefined)]);
+        await this.ws.undo(`the delete of '${name}'`, [
+          () => removal.undo(),
+          async () => (wasLoaded ? this.ws.gateway.loadModel(name) : undefined),
+        ]);
         throw error;
       }
       this.ws.removed.add(name);
       this.ws.options.onChange?.({ kind: "MODEL", name, action: "model.delete" });
-      await removal.commit().catch((error: unknown) => this.ws.options.logger.warn({ err: error, model: name }, "could not remove the files of a deleted model"));
+      await removal
+        .commit()
+        .catch((error: unknown) =>
+          this.ws.options.logger.warn({ err: error, model: name }, "could not remove the files of a deleted model"),
+        );
       return { name, deleted: true as const };
     });
   }

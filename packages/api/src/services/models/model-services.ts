@@ -43,7 +43,8 @@ export async function createModelServices(options: ModelServicesOptions): Promis
     where: { state: "LOADING" },
     data: { state: "FAILED", stateMessage: "the upload was interrupted by a restart of the control plane" },
   });
-  if (count > 0) options.logger.warn({ versions: count }, "model versions whose upload a restart interrupted were marked failed");
+  if (count > 0)
+    options.logger.warn({ versions: count }, "model versions whose upload a restart interrupted were marked failed");
   const workspace = new ModelWorkspace(options);
   return {
     catalog: new ModelCatalog(workspace),
@@ -53,4 +54,3 @@ export async function createModelServices(options: ModelServicesOptions): Promis
     inferProxy: new ModelInferProxy(workspace),
   };
 }
-

@@ -39,13 +39,13 @@ describe("ModelStore", () => {
 
   it("adds a new model whole, and a version to an existing one; undo restores the store exactly", async () => {
     const first = staged("v1 bytes");
-    await store.addVersion("m", 1, first, "name: \"m\"\n");
+    await store.addVersion("m", 1, first, 'name: "m"\n');
     expect(existsSync(first)).toBe(false);
     expect(snapshot()).toEqual(["m/", "m/1/", "m/1/model.onnx: v1 bytes", 'm/config.pbtxt: name: "m"\n']);
     expect(await store.versionsOnDisk("m")).toEqual([1]);
 
     const before = snapshot();
-    const second = await store.addVersion("m", 2, staged("v2 bytes"), "name: \"m\"\nmax_batch_size: 2\n");
+    const second = await store.addVersion("m", 2, staged("v2 bytes"), 'name: "m"\nmax_batch_size: 2\n');
     expect(snapshot()).toContain("m/2/model.onnx: v2 bytes");
     expect(await store.readConfigText("m")).toBe('name: "m"\nmax_batch_size: 2\n');
     await second.undo();
@@ -59,7 +59,9 @@ describe("ModelStore", () => {
   it("refuses to overwrite a version folder, leaving nothing behind", async () => {
     await store.addVersion("m", 1, staged("v1"), "a\n");
     const before = snapshot();
-    await expect(store.addVersion("m", 1, staged("again"), "b\n")).rejects.toThrow(/already has a folder for version 1/);
+    await expect(store.addVersion("m", 1, staged("again"), "b\n")).rejects.toThrow(
+      /already has a folder for version 1/,
+    );
     expect(snapshot()).toEqual(before);
   });
 

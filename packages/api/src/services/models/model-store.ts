@@ -39,7 +39,8 @@ export class ModelStore {
     const dir = resolve(storeDir);
     await mkdir(dir, { recursive: true });
     for (const name of await readdir(dir)) {
-      if (name.startsWith(STAGING_PREFIX) || name.startsWith(TRASH_PREFIX)) await rm(join(dir, name), { recursive: true, force: true });
+      if (name.startsWith(STAGING_PREFIX) || name.startsWith(TRASH_PREFIX))
+        await rm(join(dir, name), { recursive: true, force: true });
     }
     return new ModelStore(dir);
   }
@@ -66,7 +67,10 @@ export class ModelStore {
     const entries = await readdir(this.modelDir(name)).catch(() => [] as string[]);
     const versions: number[] = [];
     for (const entry of entries) {
-      if (/^[1-9][0-9]*$/.test(entry) && (await stat(join(this.modelDir(name), entry, MODEL_FILE_NAME)).catch(() => undefined)) !== undefined) {
+      if (
+        /^[1-9][0-9]*$/.test(entry) &&
+        (await stat(join(this.modelDir(name), entry, MODEL_FILE_NAME)).catch(() => undefined)) !== undefined
+      ) {
         versions.push(Number(entry));
       }
     }
@@ -99,7 +103,8 @@ export class ModelStore {
         return { undo: () => this.discard(this.modelDir(name)) };
       }
       const target = join(this.modelDir(name), String(version));
-      if (await isDirectory(target)) throw new Error(`the store already has a folder for version ${version} of model '${name}' (${target})`);
+      if (await isDirectory(target))
+        throw new Error(`the store already has a folder for version ${version} of model '${name}' (${target})`);
       await rename(versionDir, target);
       await rm(staging, { recursive: true, force: true });
       let config: StoreChange;

@@ -96,4 +96,3 @@ export interface ModelActor {
   userId: string;
   actor: Actor;
 }
-

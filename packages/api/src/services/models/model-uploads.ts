@@ -23,18 +23,29 @@ export class ModelUploads {
     input: { name: string; fileName: string; sizeBytes: number; sha256: string; version?: number | undefined },
   ): Promise<{ uploadId: string; version: number; chunkBytes: number }> {
     if (!/\.onnx$/i.test(input.fileName)) {
-      throw new AppError("VALIDATION_FAILED", `'${input.fileName}' is not an .onnx file: uploads are served by the ONNX Runtime backend, which takes ONNX models only`, {
-        fieldErrors: [{ path: "fileName", message: "must be an .onnx file" }],
-      });
+      throw new AppError(
+        "VALIDATION_FAILED",
+        `'${input.fileName}' is not an .onnx file: uploads are served by the ONNX Runtime backend, which takes ONNX models only`,
+        {
+          fieldErrors: [{ path: "fileName", message: "must be an .onnx file" }],
+        },
+      );
     }
     const max = this.ws.options.maxUploadBytes;
     if (input.sizeBytes > max) {
-      throw new AppError("PAYLOAD_TOO_LARGE", `the model file is ${formatBytes(input.sizeBytes)}, larger than the ${formatBytes(max)} an upload may have`, {
-        fieldErrors: [{ path: "sizeBytes", message: `at most ${max} bytes` }],
-      });
+      throw new AppError(
+        "PAYLOAD_TOO_LARGE",
+        `the model file is ${formatBytes(input.sizeBytes)}, larger than the ${formatBytes(max)} an upload may have`,
+        {
+          fieldErrors: [{ path: "sizeBytes", message: `at most ${max} bytes` }],
+        },
+      );
     }
     return this.ws.withLock(input.name, async () => {
-      const model = await this.ws.prisma.model.findFirst({ where: { name: input.name, ...UPLOADED }, include: { versions: { select: { version: true } } } });
+      const model = await this.ws.prisma.model.findFirst({
+        where: { name: input.name, ...UPLOADED },
+        include: { versions: { select: { version: true } } },
+      });
       if (model === null) await this.ws.assertNotRepositoryModel(input.name);
       const taken = new Set([
         ...(model?.versions.map((row) => row.version) ?? []),
@@ -42,9 +53,13 @@ export class ModelUploads {
         ...(await this.ws.options.store.versionsOnDisk(input.name)),
       ]);
       if (input.version !== undefined && taken.has(input.version)) {
-        throw new AppError("CONFLICT", `version ${input.version} of model '${input.name}' exists or is being uploaded; leave the version out to get the next one`, {
-          fieldErrors: [{ path: "version", message: "exists" }],
-        });
+        throw new AppError(
+          "CONFLICT",
+          `version ${input.version} of model '${input.name}' exists or is being uploaded; leave the version out to get the next one`,
+          {
+            fieldErrors: [{ path: "version", message: "exists" }],
+          },
+        );
       }
       // Without a version asked for, this is the number the upload would get now; it is given when the upload finishes.
       const version = input.version ?? nextModelVersion(input.name, taken);
@@ -60,14 +75,24 @@ export class ModelUploads {
     });
   }
 
-  async uploadChunk(who: ModelActor, input: { uploadId: string; offset: number; data: string }): Promise<{ receivedBytes: number }> {
+  async uploadChunk(
+    who: ModelActor,
+    input: { uploadId: string; offset: number; data: string },
+  ): Promise<{ receivedBytes: number }> {
     const tooLarge = (bytes: number): AppError =>
-      new AppError("PAYLOAD_TOO_LARGE", `a chunk holds at most ${formatBytes(UPLOAD_CHUNK_BYTES)}; this one has ${formatBytes(bytes)}`, {
-        fieldErrors: [{ path: "data", message: `at most ${UPLOAD_CHUNK_BYTES} bytes` }],
-      });
+      new AppError(
+        "PAYLOAD_TOO_LARGE",
+        `a chunk holds at most ${formatBytes(UPLOAD_CHUNK_BYTES)}; this one has ${formatBytes(bytes)}`,
+        {
+          fieldErrors: [{ path: "data", message: `at most ${UPLOAD_CHUNK_BYTES} bytes` }],
+        },
+      );
     // Checked on the text first, so an oversized chunk is not decoded at all.
     if (input.data.length > MAX_CHUNK_BASE64_CHARS) throw tooLarge(Math.floor((input.data.length * 3) / 4));
-    if (input.data.length === 0) throw new AppError("VALIDATION_FAILED", "the chunk is empty", { fieldErrors: [{ path: "data", message: "empty" }] });
+    if (input.data.length === 0)
+      throw new AppError("VALIDATION_FAILED", "the chunk is empty", {
+        fieldErrors: [{ path: "data", message: "empty" }],
+      });
     if (input.data.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(input.data)) {
       throw new AppError("VALIDATION_FAILED", "the chunk's data is not base64 (standard alphabet, with padding)", {
         fieldErrors: [{ path: "data", message: "not base64" }],
@@ -80,7 +105,11 @@ export class ModelUploads {
 
   async inspectUpload(who: ModelActor, uploadId: string): Promise<UploadSignature> {
     const { session, signature } = await this.ws.options.uploads.verify(uploadId, who.userId);
-    return { inputs: signature.inputs, outputs: signature.outputs, suggestedConfig: suggestConfig(session.modelName, signature) };
+    return {
+      inputs: signature.inputs,
+      outputs: signature.outputs,
+      suggestedConfig: suggestConfig(session.modelName, signature),
+    };
   }
 
   async abortUpload(who: ModelActor, uploadId: string): Promise<{ aborted: true }> {
@@ -99,7 +128,9 @@ export class ModelUploads {
   ): Promise<{ name: string; version: number; state: GatewayModelState }> {
     const { signature } = await this.ws.options.uploads.verify(input.uploadId, who.userId);
     return this.ws.options.uploads.withClaim(input.uploadId, who.userId, "the finish", (session) =>
-      this.ws.withLock(session.modelName, () => this.installUpload(who, session, signature, input.description, input.config)),
+      this.ws.withLock(session.modelName, () =>
+        this.installUpload(who, session, signature, input.description, input.config),
+      ),
     );
   }
 
@@ -112,17 +143,28 @@ export class ModelUploads {
   ): Promise<{ name: string; version: number; state: GatewayModelState }> {
     const { modelName: name } = session;
     const { store, uploads } = this.ws.options;
-    const existing = await this.ws.prisma.model.findFirst({ where: { name, ...UPLOADED }, include: { versions: { select: { version: true } } } });
+    const existing = await this.ws.prisma.model.findFirst({
+      where: { name, ...UPLOADED },
+      include: { versions: { select: { version: true } } },
+    });
     // Numbered now (under the model's lock), unless the upload asked for a number: abandoned uploads leave no gaps.
     const version = session.versionRequested
       ? session.version
-      : nextModelVersion(name, [...(existing?.versions.map((row) => row.version) ?? []), ...uploads.reservedVersions(name), ...(await store.versionsOnDisk(name))]);
+      : nextModelVersion(name, [
+          ...(existing?.versions.map((row) => row.version) ?? []),
+          ...uploads.reservedVersions(name),
+          ...(await store.versionsOnDisk(name)),
+        ]);
     // A row without versions is the usage sampler's record of a repository model that is gone now: the upload takes it over.
-    const samplerRow = existing === null ? await this.ws.prisma.model.findUnique({ where: { name }, select: { id: true } }) : null;
+    const samplerRow =
+      existing === null ? await this.ws.prisma.model.findUnique({ where: { name }, select: { id: true } }) : null;
     if (existing === null) await this.ws.assertNotRepositoryModel(name);
     if (existing?.versions.some((row) => row.version === version)) {
       await uploads.discard(session);
-      throw new AppError("CONFLICT", `version ${version} of model '${name}' was stored by another upload meanwhile; this upload was discarded, start a new one`);
+      throw new AppError(
+        "CONFLICT",
+        `version ${version} of model '${name}' was stored by another upload meanwhile; this upload was discarded, start a new one`,
+      );
     }
     const signatures = await this.ws.storedSignatures(name);
     signatures.set(version, signature);
@@ -164,16 +206,30 @@ export class ModelUploads {
       const view = await this.ws.gatewayView();
       await this.ws.prisma.$transaction(async (tx) => {
         await syncVersionStates(tx, model.id, name, view, version);
-        if (existing !== null && description !== undefined) await tx.model.update({ where: { id: model.id }, data: { description } });
+        if (existing !== null && description !== undefined)
+          await tx.model.update({ where: { id: model.id }, data: { description } });
         await recordAudit(tx, who.actor, {
           action: "model.upload",
           targetType: "Model",
           targetId: name,
-          after: { name, version, fileName: session.fileName, sizeBytes: session.sizeBytes, sha256: session.sha256, newModel: existing === null, config: prepared.config },
+          after: {
+            name,
+            version,
+            fileName: session.fileName,
+            sizeBytes: session.sizeBytes,
+            sha256: session.sha256,
+            newModel: existing === null,
+            config: prepared.config,
+          },
         });
       });
       this.ws.removed.delete(name);
-      this.ws.options.onChange?.({ kind: "MODEL", name, version: String(version), action: existing === null ? "model.upload" : "model.version" });
+      this.ws.options.onChange?.({
+        kind: "MODEL",
+        name,
+        version: String(version),
+        action: existing === null ? "model.upload" : "model.version",
+      });
       return { name, version, state: versionState(view, name, version).state };
     } catch (error) {
       // Order matters: nothing may serve from files while they go, and a reload must see the restored ones.

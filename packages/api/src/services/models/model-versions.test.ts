@@ -9,7 +9,9 @@ describe("nextModelVersion", () => {
   });
 
   it("refuses to go past 2^31-1, naming the way out, and ignores numbers beyond the range", () => {
-    expect(() => nextModelVersion("m", [2, MAX_MODEL_VERSION])).toThrow(/model 'm' has version 2147483647, the highest a version may be .* give the upload a free version number/);
+    expect(() => nextModelVersion("m", [2, MAX_MODEL_VERSION])).toThrow(
+      /model 'm' has version 2147483647, the highest a version may be .* give the upload a free version number/,
+    );
     expect(nextModelVersion("m", [2, 99_999_999_999])).toBe(3);
   });
 });

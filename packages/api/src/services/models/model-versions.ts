@@ -11,7 +11,8 @@ export const MAX_MODEL_VERSION = 2_147_483_647;
 
 export function nextModelVersion(model: string, taken: Iterable<number>): number {
   let highest = 0;
-  for (const version of taken) if (Number.isSafeInteger(version) && version <= MAX_MODEL_VERSION && version > highest) highest = version;
+  for (const version of taken)
+    if (Number.isSafeInteger(version) && version <= MAX_MODEL_VERSION && version > highest) highest = version;
   if (highest >= MAX_MODEL_VERSION) {
     throw new AppError(
       "CONFLICT",

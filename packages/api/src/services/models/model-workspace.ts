@@ -59,7 +59,8 @@ export class ModelWorkspace {
   async gatewayView(): Promise<GatewayView> {
     try {
       const rows = new Map<string, RepositoryIndexEntry[]>();
-      for (const entry of await this.gateway.repositoryIndex()) rows.set(entry.name, [...(rows.get(entry.name) ?? []), entry]);
+      for (const entry of await this.gateway.repositoryIndex())
+        rows.set(entry.name, [...(rows.get(entry.name) ?? []), entry]);
       return { error: null, rows };
     } catch (error) {
       if (!(error instanceof AppError) || error.code !== "GATEWAY_UNAVAILABLE") throw error;
@@ -76,7 +77,11 @@ export class ModelWorkspace {
 
   /** For a name without rows: it must be a repository model, else NOT_FOUND (or GATEWAY_UNAVAILABLE when the gateway cannot tell). */
   assertRepositoryModel(name: string, view: GatewayView): void {
-    if (view.error !== null) throw new AppError("GATEWAY_UNAVAILABLE", `model '${name}' is not an upload, and the gateway cannot be asked about it: ${view.error}`);
+    if (view.error !== null)
+      throw new AppError(
+        "GATEWAY_UNAVAILABLE",
+        `model '${name}' is not an upload, and the gateway cannot be asked about it: ${view.error}`,
+      );
     if (!this.isRepositoryModel(name, view)) throw notFoundModel(name);
   }
 
@@ -98,16 +103,26 @@ export class ModelWorkspace {
     const signatures = new Map<number, ModelIoMetadata>();
     for (const version of await this.options.store.versionsOnDisk(name)) {
       try {
-        signatures.set(version, await readOnnxSignatureFile(this.options.store.modelFile(name, version), `${name}/${version}/model.onnx`));
+        signatures.set(
+          version,
+          await readOnnxSignatureFile(this.options.store.modelFile(name, version), `${name}/${version}/model.onnx`),
+        );
       } catch (error) {
-        throw new AppError("INTERNAL", `the stored file of version ${version} of model '${name}' cannot be read: ${(error as Error).message}`, { cause: error });
+        throw new AppError(
+          "INTERNAL",
+          `the stored file of version ${version} of model '${name}' cannot be read: ${(error as Error).message}`,
+          { cause: error },
+        );
       }
     }
     return signatures;
   }
 
   /** The config file in the store, or the newest version's recorded config when the file cannot be read. */
-  async storedConfig(model: { name: string; versions?: Array<{ config: Prisma.JsonValue | null }> }): Promise<ModelConfigJson | undefined> {
+  async storedConfig(model: {
+    name: string;
+    versions?: Array<{ config: Prisma.JsonValue | null }>;
+  }): Promise<ModelConfigJson | undefined> {
     try {
       const text = await this.options.store.readConfigText(model.name);
       if (text !== undefined) return parsePbtxt(text, `${model.name}/config.pbtxt`);
@@ -142,10 +157,14 @@ export class ModelWorkspace {
           { cause: error },
         );
       case "UNSUPPORTED":
-        return new AppError("GATEWAY_ERROR", `the gateway cannot load ${what} on request: ${error.message}`, { cause: error });
+        return new AppError("GATEWAY_ERROR", `the gateway cannot load ${what} on request: ${error.message}`, {
+          cause: error,
+        });
       default: {
         // The store's location is the server's business; the file's place in it is what the person needs.
-        const reason = error.message.replaceAll(`${this.options.store.dir}${sep}`, "").replaceAll(this.options.store.dir, "<model store>");
+        const reason = error.message
+          .replaceAll(`${this.options.store.dir}${sep}`, "")
+          .replaceAll(this.options.store.dir, "<model store>");
         return new AppError("VALIDATION_FAILED", `the gateway refused ${what}: ${reason}`, { cause: error });
       }
     }
@@ -157,7 +176,10 @@ export class ModelWorkspace {
       try {
         await step();
       } catch (error) {
-        this.options.logger.error({ err: error }, `could not fully undo ${what}; check the model store and the gateway`);
+        this.options.logger.error(
+          { err: error },
+          `could not fully undo ${what}; check the model store and the gateway`,
+        );
       }
     }
   }

@@ -8,7 +8,9 @@ import { AppError } from "../../app-error.js";
 import { SILENT_LOGGER } from "../../options.js";
 import { MAX_OPEN_UPLOADS_PER_USER, UploadSessions } from "./upload-sessions.js";
 
-const ADD_SUB = readFileSync(fileURLToPath(new URL("../../../../../examples/model_repository/add_sub/1/model.onnx", import.meta.url)));
+const ADD_SUB = readFileSync(
+  fileURLToPath(new URL("../../../../../examples/model_repository/add_sub/1/model.onnx", import.meta.url)),
+);
 const TTL_MS = 60_000;
 
 function sha256(bytes: Buffer): string {
@@ -32,7 +34,13 @@ describe("UploadSessions", () => {
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "operon-uploads-"));
     now = 1_000_000;
-    sessions = await UploadSessions.create({ stagingDir: dir, logger: SILENT_LOGGER, ttlMs: TTL_MS, sweepIntervalMs: 0, now: () => now });
+    sessions = await UploadSessions.create({
+      stagingDir: dir,
+      logger: SILENT_LOGGER,
+      ttlMs: TTL_MS,
+      sweepIntervalMs: 0,
+      now: () => now,
+    });
   });
   afterEach(async () => {
     await sessions.stop();
@@ -40,7 +48,14 @@ describe("UploadSessions", () => {
   });
 
   const begin = (userId = "u1", bytes = ADD_SUB) =>
-    sessions.begin(userId, { modelName: "m", version: 1, versionRequested: false, fileName: "m.onnx", sizeBytes: bytes.length, sha256: sha256(bytes) });
+    sessions.begin(userId, {
+      modelName: "m",
+      version: 1,
+      versionRequested: false,
+      fileName: "m.onnx",
+      sizeBytes: bytes.length,
+      sha256: sha256(bytes),
+    });
 
   it("stages chunks in order and verifies the whole file", async () => {
     const session = await begin();
@@ -52,7 +67,14 @@ describe("UploadSessions", () => {
     expect(readFileSync(session.path)).toEqual(ADD_SUB);
     // Numbered when it finishes: an upload without a version asked for holds none.
     expect(sessions.reservedVersions("m")).toEqual([]);
-    const asked = await sessions.begin("u1", { modelName: "m", version: 4, versionRequested: true, fileName: "m.onnx", sizeBytes: ADD_SUB.length, sha256: sha256(ADD_SUB) });
+    const asked = await sessions.begin("u1", {
+      modelName: "m",
+      version: 4,
+      versionRequested: true,
+      fileName: "m.onnx",
+      sizeBytes: ADD_SUB.length,
+      sha256: sha256(ADD_SUB),
+    });
     expect(sessions.reservedVersions("m")).toEqual([4]);
     await sessions.abort(asked.id, "u1");
   });
@@ -84,7 +106,12 @@ describe("UploadSessions", () => {
   it("lets one request at a time work on an upload", async () => {
     const session = await begin();
     let release!: () => void;
-    const held = sessions.withClaim(session.id, "u1", "the finish", () => new Promise<void>((resolve) => (release = resolve)));
+    const held = sessions.withClaim(
+      session.id,
+      "u1",
+      "the finish",
+      () => new Promise<void>((resolve) => (release = resolve)),
+    );
     expect(await codeOf(sessions.writeChunk(session.id, "u1", 0, ADD_SUB))).toBe("CONFLICT");
     expect(await codeOf(sessions.abort(session.id, "u1"))).toBe("CONFLICT");
     now += TTL_MS * 2;

@@ -91,21 +91,39 @@ export class UploadSessions {
     }
     const sessions = new UploadSessions(options);
     const interval = options.sweepIntervalMs ?? 60_000;
-    sessions.timer = new PeriodicTask(() => sessions.sweep(), { intervalMs: interval, onError: (error) => options.logger.error({ err: error }, "upload session sweep failed") });
+    sessions.timer = new PeriodicTask(() => sessions.sweep(), {
+      intervalMs: interval,
+      onError: (error) => options.logger.error({ err: error }, "upload session sweep failed"),
+    });
     sessions.timer.start();
     return sessions;
   }
 
   /** Versions that open uploads of `modelName` asked for by number (the others are numbered when they finish). */
   reservedVersions(modelName: string): number[] {
-    return [...this.sessions.values()].filter((session) => session.modelName === modelName && session.versionRequested).map((session) => session.version);
+    return [...this.sessions.values()]
+      .filter((session) => session.modelName === modelName && session.versionRequested)
+      .map((session) => session.version);
   }
 
-  async begin(userId: string, init: { modelName: string; version: number; versionRequested: boolean; fileName: string; sizeBytes: number; sha256: string }): Promise<UploadSession> {
+  async begin(
+    userId: string,
+    init: {
+      modelName: string;
+      version: number;
+      versionRequested: boolean;
+      fileName: string;
+      sizeBytes: number;
+      sha256: string;
+    },
+  ): Promise<UploadSession> {
     if (this.stopped) throw new AppError("GATEWAY_UNAVAILABLE", "the control plane is shutting down");
     const held = [...this.sessions.values()].filter((session) => session.userId === userId).length;
     if (held >= MAX_OPEN_UPLOADS_PER_USER) {
-      throw new AppError("CONFLICT", `you have ${held} unfinished uploads; finish or abort one before starting another`);
+      throw new AppError(
+        "CONFLICT",
+        `you have ${held} unfinished uploads; finish or abort one before starting another`,
+      );
     }
     const id = randomUUID();
     const path = join(this.options.stagingDir, `${FILE_PREFIX}${id}${FILE_SUFFIX}`);
@@ -139,7 +157,10 @@ export class UploadSessions {
       session.lastActivityMs = this.now();
       return session;
     }
-    throw new AppError("NOT_FOUND", `upload ${id} was not found: it was finished, aborted or discarded, or it expired after ${Math.round(this.ttlMs / 60_000)} minutes without activity`);
+    throw new AppError(
+      "NOT_FOUND",
+      `upload ${id} was not found: it was finished, aborted or discarded, or it expired after ${Math.round(this.ttlMs / 60_000)} minutes without activity`,
+    );
   }
 
   /**
@@ -147,7 +168,11 @@ export class UploadSessions {
    * Returns the release. stop() waits for every claim to be released.
    */
   private claim(session: SessionState, doing: string): () => void {
-    if (session.busy) throw new AppError("CONFLICT", `upload ${session.id} is busy with another request; retry ${doing} once it is done`);
+    if (session.busy)
+      throw new AppError(
+        "CONFLICT",
+        `upload ${session.id} is busy with another request; retry ${doing} once it is done`,
+      );
     session.busy = true;
     let settle!: () => void;
     const done = new Promise<void>((resolve) => (settle = resolve));
@@ -164,9 +189,13 @@ export class UploadSessions {
   async writeChunk(id: string, userId: string, offset: number, data: Buffer): Promise<number> {
     const session = await this.state(id, userId);
     if (offset !== session.receivedBytes) {
-      throw new AppError("CONFLICT", `expected offset ${session.receivedBytes}, got ${offset}: chunks must follow each other without gaps or overlaps`, {
-        fieldErrors: [{ path: "offset", message: `expected offset ${session.receivedBytes}` }],
-      });
+      throw new AppError(
+        "CONFLICT",
+        `expected offset ${session.receivedBytes}, got ${offset}: chunks must follow each other without gaps or overlaps`,
+        {
+          fieldErrors: [{ path: "offset", message: `expected offset ${session.receivedBytes}` }],
+        },
+      );
     }
     if (offset + data.length > session.sizeBytes) {
       throw new AppError(
@@ -205,7 +234,10 @@ export class UploadSessions {
     const session = await this.state(id, userId);
     if (session.signature !== undefined) return { session, signature: session.signature };
     if (session.receivedBytes < session.sizeBytes) {
-      throw new AppError("VALIDATION_FAILED", `upload incomplete: got ${session.receivedBytes} of ${session.sizeBytes} bytes`);
+      throw new AppError(
+        "VALIDATION_FAILED",
+        `upload incomplete: got ${session.receivedBytes} of ${session.sizeBytes} bytes`,
+      );
     }
     const release = this.claim(session, "the check");
     let signature: OnnxSignature;
@@ -226,13 +258,17 @@ export class UploadSessions {
         await this.discard(session);
         throw new AppError("VALIDATION_FAILED", `${error.message}; the upload was discarded`, { cause: error });
       }
-      const unservable = [...signature.inputs.map((t) => ["input", t] as const), ...signature.outputs.map((t) => ["output", t] as const)].filter(
-        ([, tensor]) => tensor.datatype === undefined,
-      );
+      const unservable = [
+        ...signature.inputs.map((t) => ["input", t] as const),
+        ...signature.outputs.map((t) => ["output", t] as const),
+      ].filter(([, tensor]) => tensor.datatype === undefined);
       if (unservable.length > 0) {
         await this.discard(session);
         const list = unservable.map(([kind, tensor]) => `${kind} '${tensor.name}' is ${tensor.onnxType}`).join(", ");
-        throw new AppError("VALIDATION_FAILED", `the ONNX Runtime backend cannot serve this model: ${list}, which has no KServe tensor datatype; the upload was discarded`);
+        throw new AppError(
+          "VALIDATION_FAILED",
+          `the ONNX Runtime backend cannot serve this model: ${list}, which has no KServe tensor datatype; the upload was discarded`,
+        );
       }
       session.signature = signature;
     } finally {
@@ -245,7 +281,12 @@ export class UploadSessions {
    * Runs `fn` with the session claimed (see the class comment). The session
    * stays open afterwards; `fn` discards it when it is done with it.
    */
-  async withClaim<T>(id: string, userId: string, doing: string, fn: (session: UploadSession) => Promise<T>): Promise<T> {
+  async withClaim<T>(
+    id: string,
+    userId: string,
+    doing: string,
+    fn: (session: UploadSession) => Promise<T>,
+  ): Promise<T> {
     const session = await this.state(id, userId);
     const release = this.claim(session, doing);
     try {
@@ -264,7 +305,11 @@ export class UploadSessions {
   /** The caller's abort: CONFLICT while another request works on the upload. */
   async abort(id: string, userId: string): Promise<void> {
     const session = await this.state(id, userId);
-    if (session.busy) throw new AppError("CONFLICT", `upload ${id} is busy with another request (a chunk or the finish); abort it once that is done`);
+    if (session.busy)
+      throw new AppError(
+        "CONFLICT",
+        `upload ${id} is busy with another request (a chunk or the finish); abort it once that is done`,
+      );
     await this.discard(session);
   }
 
@@ -274,7 +319,9 @@ export class UploadSessions {
     for (const session of [...this.sessions.values()]) {
       if (!session.busy && now - session.lastActivityMs > this.ttlMs) {
         this.options.logger.info({ uploadId: session.id, model: session.modelName }, "upload expired");
-        await this.discard(session).catch((error: unknown) => this.options.logger.warn({ err: error }, "could not remove an expired upload"));
+        await this.discard(session).catch((error: unknown) =>
+          this.options.logger.warn({ err: error }, "could not remove an expired upload"),
+        );
       }
     }
   }

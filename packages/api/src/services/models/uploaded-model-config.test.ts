@@ -51,27 +51,45 @@ describe("suggestConfig", () => {
 describe("prepareConfig", () => {
   it("completes a partial config and writes it as config.pbtxt", () => {
     const prepared = prepareConfig("m", { instance_group: [{ count: 2 }] }, new Map([[1, BATCHING]]));
-    expect(prepared.config).toMatchObject({ platform: "onnxruntime_onnx", max_batch_size: 4, dynamic_batching: {}, instance_group: [{ count: 2 }] });
+    expect(prepared.config).toMatchObject({
+      platform: "onnxruntime_onnx",
+      max_batch_size: 4,
+      dynamic_batching: {},
+      instance_group: [{ count: 2 }],
+    });
     expect(parsePbtxt(prepared.text, "config.pbtxt")).toEqual(prepared.config);
     expect(prepared.normalized.instance_group?.[0]).toMatchObject({ kind: "KIND_CPU", count: 2, name: "m_0" });
     expect(prepared.servedVersions).toEqual([1]);
   });
 
   it("blames max_batch_size for a model that cannot batch", () => {
-    const errors = fieldErrorsOf(() => prepareConfig("m", { max_batch_size: 8, input: [{ name: "x", dims: [4] }] }, new Map([[1, FIXED]])));
+    const errors = fieldErrorsOf(() =>
+      prepareConfig("m", { max_batch_size: 8, input: [{ name: "x", dims: [4] }] }, new Map([[1, FIXED]])),
+    );
     expect(errors.map((error) => error.path)).toEqual(["max_batch_size"]);
-    expect(errors[0]!.message).toBe("is 8 but the model cannot batch: its input 'x' has a fixed first dimension (1), output 'y' has a fixed first dimension (1); set max_batch_size to 0");
+    expect(errors[0]!.message).toBe(
+      "is 8 but the model cannot batch: its input 'x' has a fixed first dimension (1), output 'y' has a fixed first dimension (1); set max_batch_size to 0",
+    );
   });
 
   it("checks reshape.shape when a tensor is reshaped", () => {
-    const ok = prepareConfig("m", { input: [{ name: "x", dims: [4], reshape: { shape: [1, 4] } }] }, new Map([[1, FIXED]]));
+    const ok = prepareConfig(
+      "m",
+      { input: [{ name: "x", dims: [4], reshape: { shape: [1, 4] } }] },
+      new Map([[1, FIXED]]),
+    );
     expect(ok.config.input?.[0]).toMatchObject({ dims: [4], reshape: { shape: [1, 4] } });
-    const errors = fieldErrorsOf(() => prepareConfig("m", { input: [{ name: "x", dims: [4], reshape: { shape: [4] } }] }, new Map([[1, FIXED]])));
+    const errors = fieldErrorsOf(() =>
+      prepareConfig("m", { input: [{ name: "x", dims: [4], reshape: { shape: [4] } }] }, new Map([[1, FIXED]])),
+    );
     expect(errors.map((error) => error.path)).toEqual(["input[0].reshape.shape"]);
   });
 
   it("checks every version the version policy serves, naming the version", () => {
-    const renamed: ModelIoMetadata = { inputs: [{ name: "z", datatype: "FP32", shape: [-1, 3, -1] }], outputs: BATCHING.outputs };
+    const renamed: ModelIoMetadata = {
+      inputs: [{ name: "z", datatype: "FP32", shape: [-1, 3, -1] }],
+      outputs: BATCHING.outputs,
+    };
     const versions = new Map([
       [1, renamed],
       [2, BATCHING],
@@ -82,14 +100,18 @@ describe("prepareConfig", () => {
       "input[0].name version 1: the model has no input 'x'; its inputs are 'z'",
       "input version 1: the model's input 'z' is missing from the config",
     ]);
-    expect(fieldErrorsOf(() => prepareConfig("m", { version_policy: { specific: { versions: [1] } } }, versions, 2))[0]).toMatchObject({
+    expect(
+      fieldErrorsOf(() => prepareConfig("m", { version_policy: { specific: { versions: [1] } } }, versions, 2))[0],
+    ).toMatchObject({
       path: "version_policy",
       message: "would not serve the uploaded version 2 (it serves 1)",
     });
   });
 
   it("refuses other backends and model file names", () => {
-    const errors = fieldErrorsOf(() => prepareConfig("m", { backend: "python", default_model_filename: "model.py" }, new Map([[1, BATCHING]])));
+    const errors = fieldErrorsOf(() =>
+      prepareConfig("m", { backend: "python", default_model_filename: "model.py" }, new Map([[1, BATCHING]])),
+    );
     expect(errors.map((error) => error.path)).toEqual(["backend", "default_model_filename"]);
   });
 });

@@ -1,6 +1,11 @@
 import { autoCompleteConfig, type IoInfo, type ModelIoMetadata } from "@operon/model-config/auto-complete";
 import { configFromJson } from "@operon/model-config/config-json";
-import type { ModelConfigJson, ModelInputJson, ModelOutputJson, ModelVersionPolicyJson } from "@operon/model-config/model-config-types";
+import type {
+  ModelConfigJson,
+  ModelInputJson,
+  ModelOutputJson,
+  ModelVersionPolicyJson,
+} from "@operon/model-config/model-config-types";
 import { normalizeConfig, validateConfig } from "@operon/model-config/normalize-config";
 import { writePbtxt } from "@operon/model-config/pbtxt-writer";
 import { fromConfigDataType, toConfigDataType } from "@operon/protocol/datatypes";
@@ -28,7 +33,9 @@ const ONNX_BACKEND = "onnxruntime";
  * dynamic first dimension, dims without that dimension; one CPU instance.
  */
 export function suggestConfig(name: string, signature: ModelIoMetadata): ModelConfigJson {
-  const completed = autoCompleteConfig({ name, platform: ONNX_PLATFORM }, signature, { defaultMaxBatchSize: SUGGESTED_MAX_BATCH_SIZE });
+  const completed = autoCompleteConfig({ name, platform: ONNX_PLATFORM }, signature, {
+    defaultMaxBatchSize: SUGGESTED_MAX_BATCH_SIZE,
+  });
   return {
     name,
     platform: ONNX_PLATFORM,
@@ -58,32 +65,61 @@ export interface PreparedConfig {
  * has to serve (the one being uploaded). Throws VALIDATION_FAILED with
  * fieldErrors.
  */
-export function prepareConfig(name: string, raw: unknown, signatures: ReadonlyMap<number, ModelIoMetadata>, mustServe?: number): PreparedConfig {
+export function prepareConfig(
+  name: string,
+  raw: unknown,
+  signatures: ReadonlyMap<number, ModelIoMetadata>,
+  mustServe?: number,
+): PreparedConfig {
   const available = [...signatures.keys()].sort((a, b) => a - b);
   const latest = signatures.get(available[available.length - 1]!)!;
-  const given: ModelConfigJson = raw === undefined ? suggestConfig(name, latest) : configProblems(() => configFromJson(raw, "config"));
+  const given: ModelConfigJson =
+    raw === undefined ? suggestConfig(name, latest) : configProblems(() => configFromJson(raw, "config"));
 
   const early: FieldError[] = [];
   if (given.name !== undefined && given.name !== "" && given.name !== name) {
-    early.push({ path: "name", message: `is '${given.name}' but the model is '${name}' (leave it out or make it equal)` });
+    early.push({
+      path: "name",
+      message: `is '${given.name}' but the model is '${name}' (leave it out or make it equal)`,
+    });
   }
   if (given.platform !== undefined && given.platform !== "" && given.platform !== ONNX_PLATFORM) {
-    early.push({ path: "platform", message: `uploaded models are served by the ONNX Runtime backend: platform must be "${ONNX_PLATFORM}" (or left out), not "${given.platform}"` });
+    early.push({
+      path: "platform",
+      message: `uploaded models are served by the ONNX Runtime backend: platform must be "${ONNX_PLATFORM}" (or left out), not "${given.platform}"`,
+    });
   }
   if (given.backend !== undefined && given.backend !== "" && given.backend !== ONNX_BACKEND) {
-    early.push({ path: "backend", message: `uploaded models are served by the ONNX Runtime backend: backend must be "${ONNX_BACKEND}" (or left out), not "${given.backend}"` });
+    early.push({
+      path: "backend",
+      message: `uploaded models are served by the ONNX Runtime backend: backend must be "${ONNX_BACKEND}" (or left out), not "${given.backend}"`,
+    });
   }
-  if (given.default_model_filename !== undefined && given.default_model_filename !== "" && given.default_model_filename !== MODEL_FILE_NAME) {
-    early.push({ path: "default_model_filename", message: `uploads are stored as ${MODEL_FILE_NAME}; leave this out or set it to "${MODEL_FILE_NAME}"` });
+  if (
+    given.default_model_filename !== undefined &&
+    given.default_model_filename !== "" &&
+    given.default_model_filename !== MODEL_FILE_NAME
+  ) {
+    early.push({
+      path: "default_model_filename",
+      message: `uploads are stored as ${MODEL_FILE_NAME}; leave this out or set it to "${MODEL_FILE_NAME}"`,
+    });
   }
   if (early.length > 0) throw invalidConfig(early);
 
   const servedVersions = selectVersions(available, given.version_policy);
   if (servedVersions.length === 0) {
-    throw invalidConfig([{ path: "version_policy", message: `serves none of the model's versions (available: ${available.join(", ")})` }]);
+    throw invalidConfig([
+      { path: "version_policy", message: `serves none of the model's versions (available: ${available.join(", ")})` },
+    ]);
   }
   if (mustServe !== undefined && !servedVersions.includes(mustServe)) {
-    throw invalidConfig([{ path: "version_policy", message: `would not serve the uploaded version ${mustServe} (it serves ${servedVersions.join(", ")})` }]);
+    throw invalidConfig([
+      {
+        path: "version_policy",
+        message: `would not serve the uploaded version ${mustServe} (it serves ${servedVersions.join(", ")})`,
+      },
+    ]);
   }
 
   // The gateway completes a config from the highest version it serves; so does this.
@@ -99,7 +135,9 @@ export function prepareConfig(name: string, raw: unknown, signatures: ReadonlyMa
     validateConfig(filled, "config");
     return filled;
   });
-  const mismatches = servedVersions.flatMap((version) => signatureProblems(normalized, signatures.get(version)!, servedVersions.length > 1 ? `version ${version}: ` : ""));
+  const mismatches = servedVersions.flatMap((version) =>
+    signatureProblems(normalized, signatures.get(version)!, servedVersions.length > 1 ? `version ${version}: ` : ""),
+  );
   if (mismatches.length > 0) throw invalidConfig(dedupe(mismatches));
   return { config, normalized, text: writePbtxt(config, "config"), servedVersions };
 }
@@ -150,21 +188,34 @@ export function signatureProblems(config: ModelConfigJson, io: ModelIoMetadata, 
   const maxBatchSize = config.max_batch_size ?? 0;
   const batching = maxBatchSize > 0;
   const unbatchable: string[] = [];
-  const check = (kind: "input" | "output", configured: Array<ModelInputJson | ModelOutputJson>, model: IoInfo[]): void => {
+  const check = (
+    kind: "input" | "output",
+    configured: Array<ModelInputJson | ModelOutputJson>,
+    model: IoInfo[],
+  ): void => {
     configured.forEach((tensor, index) => {
       const at = `${kind}[${index}]`;
       const info = model.find((candidate) => candidate.name === tensor.name);
       if (info === undefined) {
         const names = model.map((candidate) => `'${candidate.name}'`).join(", ") || "none";
-        problems.push({ path: `${at}.name`, message: `${prefix}the model has no ${kind} '${tensor.name}'; its ${kind}s are ${names}` });
+        problems.push({
+          path: `${at}.name`,
+          message: `${prefix}the model has no ${kind} '${tensor.name}'; its ${kind}s are ${names}`,
+        });
         return;
       }
-      const modelType = info.datatype === undefined ? "of a type without a KServe datatype" : toConfigDataType(info.datatype);
+      const modelType =
+        info.datatype === undefined ? "of a type without a KServe datatype" : toConfigDataType(info.datatype);
       if (info.datatype === undefined || fromConfigDataType(tensor.data_type ?? "TYPE_INVALID") !== info.datatype) {
-        problems.push({ path: `${at}.data_type`, message: `${prefix}is ${tensor.data_type ?? "not set"} but the model's ${kind} '${tensor.name}' is ${modelType}` });
+        problems.push({
+          path: `${at}.data_type`,
+          message: `${prefix}is ${tensor.data_type ?? "not set"} but the model's ${kind} '${tensor.name}' is ${modelType}`,
+        });
       }
       if (batching && (info.shape.length === 0 || info.shape[0] !== -1)) {
-        unbatchable.push(`${kind} '${tensor.name}' ${info.shape.length === 0 ? "is a scalar" : `has a fixed first dimension (${info.shape[0]})`}`);
+        unbatchable.push(
+          `${kind} '${tensor.name}' ${info.shape.length === 0 ? "is a scalar" : `has a fixed first dimension (${info.shape[0]})`}`,
+        );
         return;
       }
       const reshaped = tensor.reshape !== undefined;
@@ -185,7 +236,10 @@ export function signatureProblems(config: ModelConfigJson, io: ModelIoMetadata, 
     const listed = new Set(configured.map((tensor) => tensor.name));
     for (const info of model) {
       if (kind === "input" && !listed.has(info.name)) {
-        problems.push({ path: "input", message: `${prefix}the model's input '${info.name}' is missing from the config` });
+        problems.push({
+          path: "input",
+          message: `${prefix}the model's input '${info.name}' is missing from the config`,
+        });
       }
     }
   };

@@ -128,7 +128,10 @@ export class OperatorRegistry {
 
   /** Stored operators, then served ones not stored here (repository ensembles, direct registrations). */
   async list(): Promise<OperatorSummary[]> {
-    const rows = await this.prisma.operator.findMany({ include: { owner: { select: { id: true, email: true } } }, orderBy: { name: "asc" } });
+    const rows = await this.prisma.operator.findMany({
+      include: { owner: { select: { id: true, email: true } } },
+      orderBy: { name: "asc" },
+    });
     const served = await this.servedOperators();
     const summaries = rows.map((row) => summarize(row, served));
     const stored = new Set(rows.map((row) => row.name));
@@ -143,7 +146,10 @@ export class OperatorRegistry {
       where: { name },
       include: {
         owner: { select: { id: true, email: true } },
-        versions: { orderBy: { version: "desc" }, select: { version: true, createdAt: true, createdBy: { select: { id: true, email: true } } } },
+        versions: {
+          orderBy: { version: "desc" },
+          select: { version: true, createdAt: true, createdBy: { select: { id: true, email: true } } },
+        },
       },
     });
     const served = await this.servedOperators();
@@ -156,7 +162,9 @@ export class OperatorRegistry {
   async versions(name: string): Promise<OperatorVersionSummary[]> {
     const row = await this.prisma.operator.findUnique({
       where: { name },
-      include: { versions: { orderBy: { version: "desc" }, include: { createdBy: { select: { id: true, email: true } } } } },
+      include: {
+        versions: { orderBy: { version: "desc" }, include: { createdBy: { select: { id: true, email: true } } } },
+      },
     });
     if (row === null) throw notFound(`operator '${name}'`);
     return row.versions.map((version) => ({
@@ -172,22 +180,42 @@ export class OperatorRegistry {
     return this.gateway.validateOperator(name, withName(name, spec));
   }
 
-  async create(actor: Actor, input: { name: string; description?: string | undefined; spec: Record<string, unknown> }): Promise<OperatorDetail> {
+  async create(
+    actor: Actor,
+    input: { name: string; description?: string | undefined; spec: Record<string, unknown> },
+  ): Promise<OperatorDetail> {
     const spec = withName(input.name, input.spec);
     return this.lock.run(input.name, async () => {
       if ((await this.prisma.operator.count({ where: { name: input.name } })) > 0) {
-        throw new AppError("CONFLICT", `an operator named '${input.name}' already exists; update it to make a new version`, {
-          fieldErrors: [{ path: "name", message: "already in use" }],
-        });
+        throw new AppError(
+          "CONFLICT",
+          `an operator named '${input.name}' already exists; update it to make a new version`,
+          {
+            fieldErrors: [{ path: "name", message: "already in use" }],
+          },
+        );
       }
       await this.assertValid(input.name, spec);
       await this.gateway.registerOperator(input.name, spec);
       try {
         await this.prisma.$transaction(async (tx) => {
           const operator = await tx.operator.create({
-            data: { name: input.name, description: input.description ?? null, ownerId: actor.userId, spec: spec as Prisma.InputJsonObject, latestVersion: 1 },
+            data: {
+              name: input.name,
+              description: input.description ?? null,
+              ownerId: actor.userId,
+              spec: spec as Prisma.InputJsonObject,
+              latestVersion: 1,
+            },
           });
-          await tx.operatorVersion.create({ data: { operatorId: operator.id, version: 1, spec: spec as Prisma.InputJsonObject, createdById: actor.userId } });
+          await tx.operatorVersion.create({
+            data: {
+              operatorId: operator.id,
+              version: 1,
+              spec: spec as Prisma.InputJsonObject,
+              createdById: actor.userId,
+            },
+          });
           await recordAudit(tx, actor, {
             action: "operator.create",
             targetType: "Operator",
@@ -196,8 +224,11 @@ export class OperatorRegistry {
           });
         });
       } catch (error) {
-        await this.undo(`unregister operator '${input.name}' after its database write failed`, () => this.gateway.unregisterOperator(input.name));
-        if (isUniqueViolation(error)) throw new AppError("CONFLICT", `an operator named '${input.name}' already exists`, { cause: error });
+        await this.undo(`unregister operator '${input.name}' after its database write failed`, () =>
+          this.gateway.unregisterOperator(input.name),
+        );
+        if (isUniqueViolation(error))
+          throw new AppError("CONFLICT", `an operator named '${input.name}' already exists`, { cause: error });
         throw error;
       }
       this.onChange?.({ kind: "OPERATOR", name: input.name, version: "1", action: "operator.create" });
@@ -206,7 +237,10 @@ export class OperatorRegistry {
   }
 
   /** Stores the spec as a new version and serves it; the description changes only when given. */
-  async update(actor: Actor, input: { name: string; description?: string | undefined; spec: Record<string, unknown> }): Promise<OperatorDetail> {
+  async update(
+    actor: Actor,
+    input: { name: string; description?: string | undefined; spec: Record<string, unknown> },
+  ): Promise<OperatorDetail> {
     const spec = withName(input.name, input.spec);
     return this.lock.run(input.name, async () => {
       const before = await this.prisma.operator.findUnique({ where: { name: input.name } });
@@ -226,7 +260,9 @@ export class OperatorRegistry {
               ...(input.description !== undefined ? { description: input.description } : {}),
             },
           });
-          await tx.operatorVersion.create({ data: { operatorId: before.id, version, spec: spec as Prisma.InputJsonObject, createdById: actor.userId } });
+          await tx.operatorVersion.create({
+            data: { operatorId: before.id, version, spec: spec as Prisma.InputJsonObject, createdById: actor.userId },
+          });
           stored = version;
           await recordAudit(tx, actor, {
             action: "operator.update",
@@ -237,8 +273,9 @@ export class OperatorRegistry {
           });
         });
       } catch (error) {
-        await this.undo(`re-register the previous spec of operator '${input.name}' after its database write failed`, () =>
-          this.gateway.registerOperator(input.name, specObject(before.spec)),
+        await this.undo(
+          `re-register the previous spec of operator '${input.name}' after its database write failed`,
+          () => this.gateway.registerOperator(input.name, specObject(before.spec)),
         );
         throw error;
       }
@@ -253,7 +290,10 @@ export class OperatorRegistry {
       if (before === null) {
         const served = (await this.servedOperators())?.find((operator) => operator.name === name);
         if (served?.source === "repository") {
-          throw new AppError("VALIDATION_FAILED", `'${name}' is an ensemble of the model repository; unload it as a model instead`);
+          throw new AppError(
+            "VALIDATION_FAILED",
+            `'${name}' is an ensemble of the model repository; unload it as a model instead`,
+          );
         }
         throw notFound(`operator '${name}'`);
       }
@@ -262,7 +302,8 @@ export class OperatorRegistry {
         await this.gateway.unregisterOperator(name);
       } catch (error) {
         // Not served (the gateway restarted and was not synced yet) or the gateway is down (its operators went with it).
-        if (!(error instanceof AppError) || (error.code !== "NOT_FOUND" && error.code !== "GATEWAY_UNAVAILABLE")) throw error;
+        if (!(error instanceof AppError) || (error.code !== "NOT_FOUND" && error.code !== "GATEWAY_UNAVAILABLE"))
+          throw error;
         wasServed = false;
         this.logger.warn({ operator: name, err: error }, "deleting an operator the gateway does not serve");
       }
@@ -278,7 +319,9 @@ export class OperatorRegistry {
         });
       } catch (error) {
         if (wasServed) {
-          await this.undo(`re-register operator '${name}' after its deletion failed`, () => this.gateway.registerOperator(name, specObject(before.spec)));
+          await this.undo(`re-register operator '${name}' after its deletion failed`, () =>
+            this.gateway.registerOperator(name, specObject(before.spec)),
+          );
         }
         throw error;
       }
@@ -291,7 +334,11 @@ export class OperatorRegistry {
    * and step outputs, joined per step. The gateway's own errors (bad inputs,
    * a failing step) keep their message.
    */
-  async tryRun(name: string, inputs: unknown[], parameters: Record<string, string | number | boolean> = {}): Promise<TryRunResult> {
+  async tryRun(
+    name: string,
+    inputs: unknown[],
+    parameters: Record<string, string | number | boolean> = {},
+  ): Promise<TryRunResult> {
     const response = await this.gateway.infer(name, undefined, {
       inputs,
       parameters: { ...parameters, [STEP_TIMINGS_PARAMETER]: true, [STEP_OUTPUTS_PARAMETER]: true },
@@ -302,7 +349,10 @@ export class OperatorRegistry {
     return {
       outputs: Array.isArray(body["outputs"]) ? body["outputs"] : [],
       latencyMs: Math.round(response.latencyMs * 1000) / 1000,
-      steps: parseStepTimings(responseParameters[STEP_TIMINGS_PARAMETER]).map((step) => ({ ...step, outputs: outputsByStep.get(step.name) ?? [] })),
+      steps: parseStepTimings(responseParameters[STEP_TIMINGS_PARAMETER]).map((step) => ({
+        ...step,
+        outputs: outputsByStep.get(step.name) ?? [],
+      })),
     };
   }
 
@@ -331,17 +381,29 @@ export class OperatorRegistry {
       if (failed.length === 0 || failed.length === pending.length) break;
       pending = failed;
     }
-    for (const failure of failures) this.logger.error({ operator: failure.name, err: failure.message }, "could not register a stored operator with the gateway");
-    if (rows.length > 0) this.logger.info({ registered: registered.length, failed: failures.length }, "stored operators synced to the gateway");
+    for (const failure of failures)
+      this.logger.error(
+        { operator: failure.name, err: failure.message },
+        "could not register a stored operator with the gateway",
+      );
+    if (rows.length > 0)
+      this.logger.info(
+        { registered: registered.length, failed: failures.length },
+        "stored operators synced to the gateway",
+      );
     return { registered, failures };
   }
 
   private async assertValid(name: string, spec: Record<string, unknown>): Promise<void> {
     const validation = await this.gateway.validateOperator(name, spec);
     if (validation.valid) return;
-    throw new AppError("VALIDATION_FAILED", `operator '${name}' is invalid: ${validation.problems.map((problem) => problem.message).join("; ")}`, {
-      fieldErrors: validation.problems.map(problemField),
-    });
+    throw new AppError(
+      "VALIDATION_FAILED",
+      `operator '${name}' is invalid: ${validation.problems.map((problem) => problem.message).join("; ")}`,
+      {
+        fieldErrors: validation.problems.map(problemField),
+      },
+    );
   }
 
   /** The gateway's operators, or undefined when it cannot be asked (its state is then UNKNOWN, the listing still works). */
@@ -371,9 +433,13 @@ export function problemField(problem: OperatorProblem): FieldError {
 /** The spec as registered: its name is the operator's (a different name in the spec is an input mistake). */
 function withName(name: string, spec: Record<string, unknown>): Record<string, unknown> {
   if (spec["name"] !== undefined && spec["name"] !== name) {
-    throw new AppError("VALIDATION_FAILED", `the spec's name ${JSON.stringify(spec["name"])} differs from the operator name '${name}'`, {
-      fieldErrors: [{ path: "spec.name", message: `must be '${name}' or left out` }],
-    });
+    throw new AppError(
+      "VALIDATION_FAILED",
+      `the spec's name ${JSON.stringify(spec["name"])} differs from the operator name '${name}'`,
+      {
+        fieldErrors: [{ path: "spec.name", message: `must be '${name}' or left out` }],
+      },
+    );
   }
   return { ...spec, name };
 }
@@ -425,7 +491,11 @@ function detail(row: OperatorWithRelations, served: readonly GatewayOperator[] |
   return {
     ...summarize(row, served),
     spec: specObject(row.spec),
-    versions: (row.versions ?? []).map((version) => ({ version: version.version, createdAt: version.createdAt, createdBy: version.createdBy })),
+    versions: (row.versions ?? []).map((version) => ({
+      version: version.version,
+      createdAt: version.createdAt,
+      createdBy: version.createdBy,
+    })),
   };
 }
 
@@ -457,7 +527,9 @@ function jsonObjects(raw: unknown): Array<Record<string, unknown>> {
       return [];
     }
   }
-  return Array.isArray(list) ? list.filter((item): item is Record<string, unknown> => typeof item === "object" && item !== null) : [];
+  return Array.isArray(list)
+    ? list.filter((item): item is Record<string, unknown> => typeof item === "object" && item !== null)
+    : [];
 }
 
 /**
@@ -471,7 +543,9 @@ export function parseStepOutputs(raw: unknown): Map<string, StepOutputTensor[]> 
     const outputs = jsonObjects(entry["outputs"]).map((tensor) => ({
       name: String(tensor["name"] ?? ""),
       datatype: String(tensor["datatype"] ?? ""),
-      shape: Array.isArray(tensor["shape"]) ? tensor["shape"].filter((dim): dim is number => typeof dim === "number") : [],
+      shape: Array.isArray(tensor["shape"])
+        ? tensor["shape"].filter((dim): dim is number => typeof dim === "number")
+        : [],
       data: Array.isArray(tensor["data"]) ? (tensor["data"] as unknown[]) : [],
       truncated: tensor["truncated"] === true,
     }));
@@ -482,7 +556,8 @@ export function parseStepOutputs(raw: unknown): Map<string, StepOutputTensor[]> 
 
 /** The gateway's `operon_step_timings` (a JSON array of {step, kind, model?, status, startMs?, durationMs?}) in microseconds, without outputs. */
 export function parseStepTimings(raw: unknown): Array<Omit<TryRunStep, "outputs">> {
-  const us = (ms: unknown): number | null => (typeof ms === "number" && Number.isFinite(ms) ? Math.round(ms * 1000) : null);
+  const us = (ms: unknown): number | null =>
+    typeof ms === "number" && Number.isFinite(ms) ? Math.round(ms * 1000) : null;
   return jsonObjects(raw).map((item) => {
     const startUs = us(item["startMs"]);
     const durationUs = us(item["durationMs"]);
@@ -497,4 +572,3 @@ export function parseStepTimings(raw: unknown): Array<Omit<TryRunStep, "outputs"
     };
   });
 }
-

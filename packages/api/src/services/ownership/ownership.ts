@@ -19,9 +19,16 @@ export interface Changer {
 export type OwnedKind = "model" | "operator" | "perf run" | "config search";
 
 /** Throws FORBIDDEN, naming the thing and its owner, unless `who` owns it or is an admin. */
-export async function requireOwnerOrAdmin(prisma: PrismaClient, who: Changer, kind: OwnedKind, label: string, ownerId: string | null): Promise<void> {
+export async function requireOwnerOrAdmin(
+  prisma: PrismaClient,
+  who: Changer,
+  kind: OwnedKind,
+  label: string,
+  ownerId: string | null,
+): Promise<void> {
   if (who.role === "ADMIN" || (ownerId !== null && ownerId === who.id)) return;
-  const owner = ownerId === null ? null : await prisma.user.findUnique({ where: { id: ownerId }, select: { email: true } });
+  const owner =
+    ownerId === null ? null : await prisma.user.findUnique({ where: { id: ownerId }, select: { email: true } });
   const whose = owner !== null ? `belongs to ${owner.email}` : "has no owner (the platform's)";
   throw new AppError("FORBIDDEN", `${kind} ${label} ${whose}: only its owner or an admin may change it`);
 }
@@ -32,8 +39,12 @@ export async function requireOwnerOrAdmin(prisma: PrismaClient, who: Changer, ki
  * keeps a row per served model).
  */
 export async function requireModelChanger(prisma: PrismaClient, who: Changer, name: string): Promise<void> {
-  const model = await prisma.model.findUnique({ where: { name }, select: { ownerId: true, _count: { select: { versions: true } } } });
-  if (model !== null && model._count.versions > 0) await requireOwnerOrAdmin(prisma, who, "model", `'${name}'`, model.ownerId);
+  const model = await prisma.model.findUnique({
+    where: { name },
+    select: { ownerId: true, _count: { select: { versions: true } } },
+  });
+  if (model !== null && model._count.versions > 0)
+    await requireOwnerOrAdmin(prisma, who, "model", `'${name}'`, model.ownerId);
 }
 
 export async function requireOperatorChanger(prisma: PrismaClient, who: Changer, name: string): Promise<void> {
@@ -47,15 +58,25 @@ export async function requireOperatorChanger(prisma: PrismaClient, who: Changer,
  * target's owner, or an admin (a repository model's: any engineer).
  */
 export async function requirePerfRunChanger(prisma: PrismaClient, who: Changer, id: string): Promise<void> {
-  const report = await prisma.perfReport.findUnique({ where: { id }, select: { createdById: true, targetName: true, targetKind: true, trigger: true } });
+  const report = await prisma.perfReport.findUnique({
+    where: { id },
+    select: { createdById: true, targetName: true, targetKind: true, trigger: true },
+  });
   if (report === null) return;
   if (report.trigger === "AUTOMATIC" && report.createdById === null) {
     const label = `${id} (automatic, of ${report.targetKind === "MODEL" ? "model" : "operator"} '${report.targetName}')`;
     if (report.targetKind === "MODEL") {
-      const model = await prisma.model.findUnique({ where: { name: report.targetName }, select: { ownerId: true, _count: { select: { versions: true } } } });
-      if (model !== null && model._count.versions > 0) await requireOwnerOrAdmin(prisma, who, "perf run", label, model.ownerId);
+      const model = await prisma.model.findUnique({
+        where: { name: report.targetName },
+        select: { ownerId: true, _count: { select: { versions: true } } },
+      });
+      if (model !== null && model._count.versions > 0)
+        await requireOwnerOrAdmin(prisma, who, "perf run", label, model.ownerId);
     } else {
-      const operator = await prisma.operator.findUnique({ where: { name: report.targetName }, select: { ownerId: true } });
+      const operator = await prisma.operator.findUnique({
+        where: { name: report.targetName },
+        select: { ownerId: true },
+      });
       if (operator !== null) await requireOwnerOrAdmin(prisma, who, "perf run", label, operator.ownerId);
     }
     return;
@@ -64,6 +85,10 @@ export async function requirePerfRunChanger(prisma: PrismaClient, who: Changer, 
 }
 
 export async function requireConfigSearchChanger(prisma: PrismaClient, who: Changer, id: string): Promise<void> {
-  const search = await prisma.configSearch.findUnique({ where: { id }, select: { createdById: true, modelName: true } });
-  if (search !== null) await requireOwnerOrAdmin(prisma, who, "config search", `${id} (of '${search.modelName}')`, search.createdById);
+  const search = await prisma.configSearch.findUnique({
+    where: { id },
+    select: { createdById: true, modelName: true },
+  });
+  if (search !== null)
+    await requireOwnerOrAdmin(prisma, who, "config search", `${id} (of '${search.modelName}')`, search.createdById);
 }

@@ -56,10 +56,14 @@ export class AutoPerfSettingsStore {
 
   /** Changes the fields given; audited as perf.settings with before and after. */
   async update(actor: Actor, patch: AutoPerfSettingsPatch): Promise<AutoPerfSettings> {
-    for (const [key, [min, max]] of Object.entries(AUTO_PERF_LIMITS) as Array<[keyof typeof AUTO_PERF_LIMITS, readonly [number, number]]>) {
+    for (const [key, [min, max]] of Object.entries(AUTO_PERF_LIMITS) as Array<
+      [keyof typeof AUTO_PERF_LIMITS, readonly [number, number]]
+    >) {
       const value = patch[key];
       if (value !== undefined && (!Number.isFinite(value) || value < min || value > max)) {
-        throw new AppError("VALIDATION_FAILED", `${key} must be between ${min} and ${max}, got ${value}`, { fieldErrors: [{ path: key, message: `between ${min} and ${max}` }] });
+        throw new AppError("VALIDATION_FAILED", `${key} must be between ${min} and ${max}, got ${value}`, {
+          fieldErrors: [{ path: key, message: `between ${min} and ${max}` }],
+        });
       }
     }
     return this.prisma.$transaction(async (tx) => {
@@ -70,7 +74,13 @@ export class AutoPerfSettingsStore {
         update: { ...patch, updatedById: actor.userId },
       });
       const after = view(row);
-      await recordAudit(tx, actor, { action: "perf.settings", targetType: "AutoPerfSettings", targetId: ID, before: plain(before), after: plain(after) });
+      await recordAudit(tx, actor, {
+        action: "perf.settings",
+        targetType: "AutoPerfSettings",
+        targetId: ID,
+        before: plain(before),
+        after: plain(after),
+      });
       return after;
     });
   }

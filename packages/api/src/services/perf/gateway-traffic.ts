@@ -9,10 +9,14 @@ import { REAL_GATE_CLOCK, type GateClock, type TrafficProbe } from "./headroom-g
  */
 
 /** Successful plus failed requests the gateway counted, over the entries `counts` accepts. */
-export function requestTotal(stats: readonly ModelStatistics[], counts: (entry: ModelStatistics) => boolean = () => true): number {
+export function requestTotal(
+  stats: readonly ModelStatistics[],
+  counts: (entry: ModelStatistics) => boolean = () => true,
+): number {
   let total = 0;
   for (const entry of stats) {
-    if (counts(entry)) total += (entry.inference_stats?.success?.count ?? 0) + (entry.inference_stats?.fail?.count ?? 0);
+    if (counts(entry))
+      total += (entry.inference_stats?.success?.count ?? 0) + (entry.inference_stats?.fail?.count ?? 0);
   }
   return total;
 }

@@ -33,17 +33,27 @@ const policy = { maxRequestsPerSec: 1, maxWaitMs: 30_000, recheckMs: 5000 };
 describe("waitForHeadroom", () => {
   it("passes at once while the gateway is idle", async () => {
     const clock = fakeClock();
-    expect(await waitForHeadroom(probeOf([0.5]), policy, new AbortController().signal, { clock })).toEqual({ ok: true, waitedMs: 0, requestsPerSec: 0.5, checks: 1 });
+    expect(await waitForHeadroom(probeOf([0.5]), policy, new AbortController().signal, { clock })).toEqual({
+      ok: true,
+      waitedMs: 0,
+      requestsPerSec: 0.5,
+      checks: 1,
+    });
     expect(clock.slept).toEqual([]);
   });
 
   it("waits while traffic is served and starts once it stops; a failing probe counts as busy", async () => {
     const clock = fakeClock();
     const busy: number[] = [];
-    const result = await waitForHeadroom(probeOf([250, new Error("gateway unreachable"), 40, 0]), policy, new AbortController().signal, {
-      clock,
-      onBusy: (rate) => busy.push(rate),
-    });
+    const result = await waitForHeadroom(
+      probeOf([250, new Error("gateway unreachable"), 40, 0]),
+      policy,
+      new AbortController().signal,
+      {
+        clock,
+        onBusy: (rate) => busy.push(rate),
+      },
+    );
     expect(result).toEqual({ ok: true, waitedMs: 15_000, requestsPerSec: 0, checks: 4 });
     expect(busy).toEqual([250, Number.POSITIVE_INFINITY, 40]);
     expect(clock.slept).toEqual([5000, 5000, 5000]);
@@ -51,9 +61,16 @@ describe("waitForHeadroom", () => {
 
   it("gives up after maxWaitMs with the reason", async () => {
     const clock = fakeClock();
-    const result = await waitForHeadroom(probeOf([120]), { ...policy, maxWaitMs: 12_000 }, new AbortController().signal, { clock });
+    const result = await waitForHeadroom(
+      probeOf([120]),
+      { ...policy, maxWaitMs: 12_000 },
+      new AbortController().signal,
+      { clock },
+    );
     expect(result).toMatchObject({ ok: false, waitedMs: 12_000, requestsPerSec: 120, checks: 4 });
-    expect(!result.ok && result.reason).toBe("the host had no headroom for 12 s (last check: 120 requests/s, limit 1); start it by hand or raise the limit");
+    expect(!result.ok && result.reason).toBe(
+      "the host had no headroom for 12 s (last check: 120 requests/s, limit 1); start it by hand or raise the limit",
+    );
     expect(clock.slept).toEqual([5000, 5000, 2000]);
   });
 
@@ -66,6 +83,8 @@ describe("waitForHeadroom", () => {
         return 100;
       },
     };
-    await expect(waitForHeadroom(probe, policy, controller.signal, { clock })).rejects.toThrow("cancelled by admin@example.com");
+    await expect(waitForHeadroom(probe, policy, controller.signal, { clock })).rejects.toThrow(
+      "cancelled by admin@example.com",
+    );
   });
 });

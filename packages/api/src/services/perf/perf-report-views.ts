@@ -1,4 +1,11 @@
-import type { PerfReport as PerfReportRow, PerfRunStatus, PerfSample, PerfTargetKind, PerfTrigger, Prisma } from "@operon/db";
+import type {
+  PerfReport as PerfReportRow,
+  PerfRunStatus,
+  PerfSample,
+  PerfTargetKind,
+  PerfTrigger,
+  Prisma,
+} from "@operon/db";
 import type { LoadRange } from "@operon/perf/load-range";
 import type { PerfReport, PerfStep } from "@operon/perf/perf-report";
 import type { SweepStopReason } from "@operon/perf/concurrency-sweep";
@@ -19,7 +26,6 @@ export interface PerfRunConfig {
   /** Automatic runs: the sweep's plan. */
   sweep?: { concurrencies: number[]; minGainPercent: number; timeBoundSecs: number } | undefined;
 }
-
 
 /** Stored in PerfReport.hostLoad: how busy the host was around the run, so readers can judge the numbers. */
 export interface PerfHostLoad {
@@ -89,25 +95,37 @@ export interface PerfRunSummary {
     errors: number;
     stable: boolean;
     throughputRequestsPerSec: number;
-    server: { queueUs: number; computeInputUs: number; computeInferUs: number; computeOutputUs: number; batchSizes: Record<string, number> } | null;
+    server: {
+      queueUs: number;
+      computeInputUs: number;
+      computeInferUs: number;
+      computeOutputUs: number;
+      batchSizes: Record<string, number>;
+    } | null;
   }>;
 }
-
 
 export const reportRelations = {
   hardwareProfile: { select: { id: true, name: true } },
   createdBy: { select: { id: true, email: true } },
 } as const;
 
-
 export function configOf(report: PerfReportRow): PerfRunConfig | null {
   const config = report.config;
-  return typeof config === "object" && config !== null && !Array.isArray(config) && typeof (config as Record<string, unknown>)["totalSteps"] === "number"
+  return typeof config === "object" &&
+    config !== null &&
+    !Array.isArray(config) &&
+    typeof (config as Record<string, unknown>)["totalSteps"] === "number"
     ? (config as unknown as PerfRunConfig)
     : null;
 }
 
-export function viewReport(row: PerfReportRow & { hardwareProfile: { id: string; name: string } | null; createdBy: { id: string; email: string } | null }): PerfReportView {
+export function viewReport(
+  row: PerfReportRow & {
+    hardwareProfile: { id: string; name: string } | null;
+    createdBy: { id: string; email: string } | null;
+  },
+): PerfReportView {
   return {
     id: row.id,
     targetKind: row.targetKind,
@@ -159,7 +177,10 @@ export function sampleOf(reportId: string, step: PerfStep, batchSize: number): P
     latencyP95Us: latency(step.latencyUs.p95),
     latencyP99Us: latency(step.latencyUs.p99),
     queueUs: step.server?.queueUs ?? null,
-    computeUs: step.server !== undefined ? round1(step.server.computeInputUs + step.server.computeInferUs + step.server.computeOutputUs) : null,
+    computeUs:
+      step.server !== undefined
+        ? round1(step.server.computeInputUs + step.server.computeInferUs + step.server.computeOutputUs)
+        : null,
     errorCount: step.errors,
   };
 }
@@ -168,7 +189,11 @@ export function summaryOf(report: PerfReport): PerfRunSummary {
   let best: PerfRunSummary["best"] = null;
   for (const step of report.steps) {
     if (step.requests > 0 && (best === null || step.throughputInferPerSec > best.throughput)) {
-      best = { concurrency: step.concurrency ?? 0, throughput: step.throughputInferPerSec, latencyP99Us: step.latencyUs.p99 };
+      best = {
+        concurrency: step.concurrency ?? 0,
+        throughput: step.throughputInferPerSec,
+        latencyP99Us: step.latencyUs.p99,
+      };
     }
   }
   return {
@@ -205,4 +230,3 @@ export function summaryOf(report: PerfReport): PerfRunSummary {
 function round1(value: number): number {
   return Math.round(value * 10) / 10;
 }
-

@@ -1,5 +1,12 @@
 import { cpus, loadavg } from "node:os";
-import type { PerfReport as PerfReportRow, PerfRunStatus, PerfTargetKind, PerfTrigger, Prisma, PrismaClient } from "@operon/db";
+import type {
+  PerfReport as PerfReportRow,
+  PerfRunStatus,
+  PerfTargetKind,
+  PerfTrigger,
+  Prisma,
+  PrismaClient,
+} from "@operon/db";
 import { expandLoadRange, validateLoadRange, type LoadRange } from "@operon/perf/load-range";
 import { messageOf } from "@operon/perf/perf-error";
 import type { PerfProgress } from "@operon/perf/perf-progress";
@@ -28,7 +35,13 @@ import {
   type PerfSampleView,
 } from "./perf-report-views.js";
 
-export type { PerfHostLoad, PerfReportView, PerfRunConfig, PerfRunSummary, PerfSampleView } from "./perf-report-views.js";
+export type {
+  PerfHostLoad,
+  PerfReportView,
+  PerfRunConfig,
+  PerfRunSummary,
+  PerfSampleView,
+} from "./perf-report-views.js";
 
 /**
  * Perf runs: the `operon perf` engine (runPerf) run in the background
@@ -189,14 +202,25 @@ export class PerfRuns {
   /** Marks the RUNNING reports a crash left behind FAILED; returns how many. Call before any start. QUEUED ones stay for resume(). */
   async recoverInterrupted(): Promise<number> {
     return this.prisma.$transaction(async (tx) => {
-      const orphans = await tx.perfReport.findMany({ where: { status: "RUNNING" }, select: { id: true, _count: { select: { samples: true } } } });
+      const orphans = await tx.perfReport.findMany({
+        where: { status: "RUNNING" },
+        select: { id: true, _count: { select: { samples: true } } },
+      });
       if (orphans.length === 0) return 0;
       // Steps are stored as they are measured, so what the run measured before the restart stays with its report.
       for (const orphan of orphans) {
         const kept = orphan._count.samples;
         const error = `interrupted by a restart (${kept} ${kept === 1 ? "step" : "steps"} measured before it ${kept === 1 ? "is" : "are"} kept)`;
-        await tx.perfReport.update({ where: { id: orphan.id }, data: { status: "FAILED", error, finishedAt: new Date() } });
-        await recordAudit(tx, SYSTEM_ACTOR, { action: "perf.fail", targetType: "PerfReport", targetId: orphan.id, after: { status: "FAILED", error, stepsKept: kept } });
+        await tx.perfReport.update({
+          where: { id: orphan.id },
+          data: { status: "FAILED", error, finishedAt: new Date() },
+        });
+        await recordAudit(tx, SYSTEM_ACTOR, {
+          action: "perf.fail",
+          targetType: "PerfReport",
+          targetId: orphan.id,
+          after: { status: "FAILED", error, stepsKept: kept },
+        });
       }
       return orphans.length;
     });
@@ -216,7 +240,8 @@ export class PerfRuns {
    * queued (same target, version and plan) joins it.
    */
   async start(actor: Actor, input: PerfRunInput): Promise<QueuedRun> {
-    if (this.stopped) throw new AppError("GATEWAY_UNAVAILABLE", "the control plane is stopping; start the run again once it is back");
+    if (this.stopped)
+      throw new AppError("GATEWAY_UNAVAILABLE", "the control plane is stopping; start the run again once it is back");
     const range = checkRange(input.concurrency);
     await this.checkManualBounds(actor, expandLoadRange(range).length, input.measurementIntervalMs);
     const links = await this.resolveTarget(input.target, input.batchSize);
@@ -244,9 +269,15 @@ export class PerfRuns {
     }
     if (actor.userId === null) return;
     const maxQueued = this.options.maxQueuedPerUser ?? PERF_RUN_LIMITS.maxQueuedPerUser;
-    const mine = await this.prisma.perfReport.count({ where: { createdById: actor.userId, trigger: "MANUAL", status: { in: ["QUEUED", "RUNNING"] } } });
+    const mine = await this.prisma.perfReport.count({
+      where: { createdById: actor.userId, trigger: "MANUAL", status: { in: ["QUEUED", "RUNNING"] } },
+    });
     if (mine >= maxQueued) {
-      throw new AppError("RATE_LIMITED", `you have ${mine} perf runs queued or running, the most one user may have (${maxQueued}); wait for one to end or cancel one`, { retryAfterSecs: 60 });
+      throw new AppError(
+        "RATE_LIMITED",
+        `you have ${mine} perf runs queued or running, the most one user may have (${maxQueued}); wait for one to end or cancel one`,
+        { retryAfterSecs: 60 },
+      );
     }
   }
 
@@ -257,7 +288,10 @@ export class PerfRuns {
    * reason is logged). Never throws: the change that asked has succeeded
    * whatever happens here. Resolves to the queued run, or undefined.
    */
-  async requestAutomatic(target: { kind: PerfTargetKind; name: string; version?: string | undefined }, cause: string): Promise<QueuedRun | undefined> {
+  async requestAutomatic(
+    target: { kind: PerfTargetKind; name: string; version?: string | undefined },
+    cause: string,
+  ): Promise<QueuedRun | undefined> {
     try {
       if (this.stopped) return undefined;
       const settings = await this.settings.get();
@@ -276,14 +310,18 @@ export class PerfRuns {
    */
   targetDeleted(target: { kind: PerfTargetKind; name: string }): void {
     const run = this.active;
-    if (run !== undefined && run.targetName === target.name) run.controller.abort(new Error(`${target.kind === "MODEL" ? "model" : "operator"} '${target.name}' was deleted`));
+    if (run !== undefined && run.targetName === target.name)
+      run.controller.abort(new Error(`${target.kind === "MODEL" ? "model" : "operator"} '${target.name}' was deleted`));
   }
 
   /** The plan of automatic runs. Turning them off cancels the automatic runs still queued (audited each). */
   async updateSettings(actor: Actor, patch: AutoPerfSettingsPatch, who: string): Promise<AutoPerfSettings> {
     const settings = await this.settings.update(actor, patch);
     if (!settings.enabled) {
-      const queued = await this.prisma.perfReport.findMany({ where: { status: "QUEUED", trigger: "AUTOMATIC" }, select: { id: true } });
+      const queued = await this.prisma.perfReport.findMany({
+        where: { status: "QUEUED", trigger: "AUTOMATIC" },
+        select: { id: true },
+      });
       for (const { id } of queued) {
         await this.cancel(actor, id, `${who} (automatic runs turned off)`).catch(() => undefined);
       }
@@ -295,7 +333,17 @@ export class PerfRuns {
     const run = this.active;
     if (run !== undefined && run.id === id) {
       if (run.phase === "waiting") {
-        return { id, status: "QUEUED", completedSteps: 0, totalSteps: run.totalSteps, currentConcurrency: null, percent: 0, error: null, queuePosition: 0, waitingFor: run.waitingFor };
+        return {
+          id,
+          status: "QUEUED",
+          completedSteps: 0,
+          totalSteps: run.totalSteps,
+          currentConcurrency: null,
+          percent: 0,
+          error: null,
+          queuePosition: 0,
+          waitingFor: run.waitingFor,
+        };
       }
       const stepShare = run.currentConcurrency === null ? 0 : Math.min(run.window / Math.max(1, run.maxWindows), 0.99);
       return {
@@ -310,7 +358,10 @@ export class PerfRuns {
         waitingFor: null,
       };
     }
-    const report = await this.prisma.perfReport.findUnique({ where: { id }, include: { _count: { select: { samples: true } } } });
+    const report = await this.prisma.perfReport.findUnique({
+      where: { id },
+      include: { _count: { select: { samples: true } } },
+    });
     if (report === null) throw notFound(`perf report ${id}`);
     const config = configOf(report);
     const completedSteps = report._count.samples;
@@ -318,10 +369,16 @@ export class PerfRuns {
     let queuePosition: number | null = null;
     let waitingFor: string | null = null;
     if (report.status === "QUEUED") {
-      const ahead = await this.prisma.perfReport.count({ where: { status: "QUEUED", OR: [{ createdAt: { lt: report.createdAt } }, { createdAt: report.createdAt, id: { lt: report.id } }] } });
+      const ahead = await this.prisma.perfReport.count({
+        where: {
+          status: "QUEUED",
+          OR: [{ createdAt: { lt: report.createdAt } }, { createdAt: report.createdAt, id: { lt: report.id } }],
+        },
+      });
       queuePosition = ahead + (this.active !== undefined ? 1 : 0);
       const holder = this.slot.current;
-      waitingFor = holder !== undefined && !holder.startsWith("perf ") ? `its turn (measuring now: ${holder})` : "its turn";
+      waitingFor =
+        holder !== undefined && !holder.startsWith("perf ") ? `its turn (measuring now: ${holder})` : "its turn";
     }
     return {
       id,
@@ -349,12 +406,24 @@ export class PerfRuns {
       const report = await tx.perfReport.findUnique({ where: { id } });
       if (report === null) throw notFound(`perf report ${id}`);
       if (report.status !== "RUNNING" && report.status !== "QUEUED") {
-        throw new AppError("CONFLICT", `perf report ${id} is neither queued nor running (it is ${report.status.toLowerCase()})`);
+        throw new AppError(
+          "CONFLICT",
+          `perf report ${id} is neither queued nor running (it is ${report.status.toLowerCase()})`,
+        );
       }
       // QUEUED: not started yet. RUNNING with no run in this process: a run another control plane owns, or one whose process died.
-      const { count } = await tx.perfReport.updateMany({ where: { id, status: report.status }, data: { status: "CANCELLED", error: `cancelled by ${who}`, finishedAt: new Date() } });
+      const { count } = await tx.perfReport.updateMany({
+        where: { id, status: report.status },
+        data: { status: "CANCELLED", error: `cancelled by ${who}`, finishedAt: new Date() },
+      });
       if (count === 0) throw new AppError("CONFLICT", `perf report ${id} changed meanwhile; look at it again`);
-      await recordAudit(tx, actor, { action: "perf.cancel", targetType: "PerfReport", targetId: id, before: { status: report.status }, after: { status: "CANCELLED" } });
+      await recordAudit(tx, actor, {
+        action: "perf.cancel",
+        targetType: "PerfReport",
+        targetId: id,
+        before: { status: report.status },
+        after: { status: "CANCELLED" },
+      });
     });
     return this.progress(id);
   }
@@ -412,7 +481,9 @@ export class PerfRuns {
       if (!latest.has(version)) latest.set(version, row);
       if (row.status === "SUCCEEDED" && row.samples.length > 0 && !succeeded.has(version)) succeeded.set(version, row);
     }
-    const comparisons = compareVersionList([...succeeded.entries()].map(([version, row]) => ({ version, samples: row.samples })));
+    const comparisons = compareVersionList(
+      [...succeeded.entries()].map(([version, row]) => ({ version, samples: row.samples })),
+    );
     return [...latest.entries()]
       .sort(([a], [b]) => Number(b) - Number(a) || b.localeCompare(a))
       .map(([version, row]) => ({ version, latest: viewReport(row), comparison: comparisons.get(version) ?? null }));
@@ -420,7 +491,10 @@ export class PerfRuns {
 
   /** The report and its samples by ascending concurrency: the points of a throughput-vs-latency chart and the rows of Triton's perf table. */
   async get(id: string): Promise<PerfReportView & { samples: PerfSampleView[] }> {
-    const row = await this.prisma.perfReport.findUnique({ where: { id }, include: { ...reportRelations, samples: { orderBy: { concurrency: "asc" } } } });
+    const row = await this.prisma.perfReport.findUnique({
+      where: { id },
+      include: { ...reportRelations, samples: { orderBy: { concurrency: "asc" } } },
+    });
     if (row === null) throw notFound(`perf report ${id}`);
     return { ...viewReport(row), samples: row.samples.map(viewSample) };
   }
@@ -429,13 +503,19 @@ export class PerfRuns {
     await this.prisma.$transaction(async (tx) => {
       const report = await tx.perfReport.findUnique({ where: { id } });
       if (report === null) throw notFound(`perf report ${id}`);
-      if (report.status === "RUNNING" || report.status === "QUEUED") throw new AppError("CONFLICT", `perf report ${id} is ${report.status.toLowerCase()}; cancel it first`);
+      if (report.status === "RUNNING" || report.status === "QUEUED")
+        throw new AppError("CONFLICT", `perf report ${id} is ${report.status.toLowerCase()}; cancel it first`);
       await tx.perfReport.delete({ where: { id } });
       await recordAudit(tx, actor, {
         action: "perf.delete",
         targetType: "PerfReport",
         targetId: id,
-        before: { targetKind: report.targetKind, targetName: report.targetName, status: report.status, createdAt: report.createdAt },
+        before: {
+          targetKind: report.targetKind,
+          targetName: report.targetName,
+          status: report.status,
+          createdAt: report.createdAt,
+        },
       });
     });
   }
@@ -469,7 +549,9 @@ export class PerfRuns {
     this.kicked = true;
     if (this.draining !== undefined || this.stopped) return;
     this.draining = this.drain()
-      .catch((error: unknown) => this.logger.error({ err: error }, "the perf queue stopped on an error; it resumes with the next request"))
+      .catch((error: unknown) =>
+        this.logger.error({ err: error }, "the perf queue stopped on an error; it resumes with the next request"),
+      )
       .finally(() => {
         this.draining = undefined;
       });
@@ -478,7 +560,10 @@ export class PerfRuns {
   private async drain(): Promise<void> {
     while (!this.stopped) {
       this.kicked = false;
-      const next = await this.prisma.perfReport.findFirst({ where: { status: "QUEUED" }, orderBy: [{ createdAt: "asc" }, { id: "asc" }] });
+      const next = await this.prisma.perfReport.findFirst({
+        where: { status: "QUEUED" },
+        orderBy: [{ createdAt: "asc" }, { id: "asc" }],
+      });
       if (next === null) {
         if (this.kicked) continue;
         return;
@@ -498,14 +583,23 @@ export class PerfRuns {
   ): Promise<QueuedRun> {
     const result = await this.prisma.$transaction(async (tx) => {
       const twins = await tx.perfReport.findMany({
-        where: { status: "QUEUED", trigger, targetKind: target.kind, targetName: target.name, targetVersion: target.version ?? null },
+        where: {
+          status: "QUEUED",
+          trigger,
+          targetKind: target.kind,
+          targetName: target.name,
+          targetVersion: target.version ?? null,
+        },
         orderBy: { createdAt: "asc" },
       });
       // Automatic runs of one target and version are the same measurement; manual ones only when their plans are equal too.
       const twin = twins.find((row) => trigger === "AUTOMATIC" || canonicalJson(row.config) === canonicalJson(config));
       if (twin !== undefined) {
         if (cause !== null && twin.cause !== null && !twin.cause.includes(cause)) {
-          await tx.perfReport.update({ where: { id: twin.id }, data: { cause: `${twin.cause}; ${cause}`.slice(0, 500) } });
+          await tx.perfReport.update({
+            where: { id: twin.id },
+            data: { cause: `${twin.cause}; ${cause}`.slice(0, 500) },
+          });
         }
         return { id: twin.id, status: twin.status, joined: true };
       }
@@ -577,7 +671,11 @@ export class PerfRuns {
       try {
         gate = await waitForHeadroom(
           this.probe,
-          { maxRequestsPerSec: settings.headroomMaxRequestsPerSec, maxWaitMs: settings.maxWaitSecs * 1000, recheckMs: this.options.headroomRecheckMs ?? 5000 },
+          {
+            maxRequestsPerSec: settings.headroomMaxRequestsPerSec,
+            maxWaitMs: settings.maxWaitSecs * 1000,
+            recheckMs: this.options.headroomRecheckMs ?? 5000,
+          },
           run.controller.signal,
           {
             ...(this.options.gateClock !== undefined ? { clock: this.options.gateClock } : {}),
@@ -594,13 +692,23 @@ export class PerfRuns {
       if (!gate.ok) return this.endQueued(run, "FAILED", gate.reason);
     }
     if (run.controller.signal.aborted) {
-      if (run.cancelledBy !== undefined) return this.endQueued(run, "CANCELLED", messageOf(run.controller.signal.reason));
+      if (run.cancelledBy !== undefined)
+        return this.endQueued(run, "CANCELLED", messageOf(run.controller.signal.reason));
       return; // stopping: stays QUEUED
     }
     const started = await this.prisma.$transaction(async (tx) => {
-      const { count } = await tx.perfReport.updateMany({ where: { id: row.id, status: "QUEUED" }, data: { status: "RUNNING", startedAt: new Date() } });
+      const { count } = await tx.perfReport.updateMany({
+        where: { id: row.id, status: "QUEUED" },
+        data: { status: "RUNNING", startedAt: new Date() },
+      });
       if (count === 0) return false;
-      await recordAudit(tx, SYSTEM_ACTOR, { action: "perf.start", targetType: "PerfReport", targetId: row.id, before: { status: "QUEUED" }, after: { status: "RUNNING", trigger: row.trigger } });
+      await recordAudit(tx, SYSTEM_ACTOR, {
+        action: "perf.start",
+        targetType: "PerfReport",
+        targetId: row.id,
+        before: { status: "QUEUED" },
+        after: { status: "RUNNING", trigger: row.trigger },
+      });
       return true;
     });
     if (!started) return; // cancelled (or taken) meanwhile
@@ -612,7 +720,10 @@ export class PerfRuns {
   /** Ends a run that never measured (QUEUED -> status), audited. */
   private async endQueued(run: ActiveRun, status: "FAILED" | "CANCELLED", error: string): Promise<void> {
     await this.prisma.$transaction(async (tx) => {
-      const { count } = await tx.perfReport.updateMany({ where: { id: run.id, status: "QUEUED" }, data: { status, error, finishedAt: new Date() } });
+      const { count } = await tx.perfReport.updateMany({
+        where: { id: run.id, status: "QUEUED" },
+        data: { status, error, finishedAt: new Date() },
+      });
       if (count === 0) return;
       await recordAudit(tx, status === "CANCELLED" && run.cancelledBy !== undefined ? run.cancelledBy : SYSTEM_ACTOR, {
         action: status === "CANCELLED" ? "perf.cancel" : "perf.fail",
@@ -626,7 +737,10 @@ export class PerfRuns {
   }
 
   /** Links to the target's rows, after checking with the gateway that the target is served as the kind named. */
-  private async resolveTarget(target: { kind: PerfTargetKind; name: string; version?: string | undefined }, batchSize: number): Promise<TargetLinks> {
+  private async resolveTarget(
+    target: { kind: PerfTargetKind; name: string; version?: string | undefined },
+    batchSize: number,
+  ): Promise<TargetLinks> {
     const { kind, name, version } = target;
     const what = `${kind === "MODEL" ? "model" : "operator"} '${name}'${version !== undefined ? ` version ${version}` : ""}`;
     let maxBatchSize: number;
@@ -644,15 +758,23 @@ export class PerfRuns {
     }
     const isOperator = (await this.gateway.listOperators()).some((operator) => operator.name === name);
     if (isOperator !== (kind === "OPERATOR")) {
-      throw new AppError("VALIDATION_FAILED", `'${name}' is ${isOperator ? "an operator" : "a model"}, not ${kind === "OPERATOR" ? "an operator" : "a model"}; choose target kind ${isOperator ? "OPERATOR" : "MODEL"}`, {
-        fieldErrors: [{ path: "target.kind", message: `'${name}' is ${isOperator ? "an operator" : "a model"}` }],
-      });
+      throw new AppError(
+        "VALIDATION_FAILED",
+        `'${name}' is ${isOperator ? "an operator" : "a model"}, not ${kind === "OPERATOR" ? "an operator" : "a model"}; choose target kind ${isOperator ? "OPERATOR" : "MODEL"}`,
+        {
+          fieldErrors: [{ path: "target.kind", message: `'${name}' is ${isOperator ? "an operator" : "a model"}` }],
+        },
+      );
     }
     const batchLimit = Math.max(1, maxBatchSize);
     if (batchSize > batchLimit) {
-      throw new AppError("VALIDATION_FAILED", `batch size ${batchSize} is above ${what}'s max_batch_size (${maxBatchSize === 0 ? "0: it does not batch, so only 1" : maxBatchSize})`, {
-        fieldErrors: [{ path: "batchSize", message: `at most ${batchLimit}` }],
-      });
+      throw new AppError(
+        "VALIDATION_FAILED",
+        `batch size ${batchSize} is above ${what}'s max_batch_size (${maxBatchSize === 0 ? "0: it does not batch, so only 1" : maxBatchSize})`,
+        {
+          fieldErrors: [{ path: "batchSize", message: `at most ${batchLimit}` }],
+        },
+      );
     }
     const profile = await this.prisma.hardwareProfile.findFirst({ where: { isDefault: true }, select: { id: true } });
     const links: TargetLinks = {};
@@ -662,7 +784,10 @@ export class PerfRuns {
       if (model !== null) {
         links.modelId = model.id;
         if (version !== undefined && /^\d+$/.test(version)) {
-          const row = await this.prisma.modelVersion.findUnique({ where: { modelId_version: { modelId: model.id, version: Number(version) } }, select: { id: true } });
+          const row = await this.prisma.modelVersion.findUnique({
+            where: { modelId_version: { modelId: model.id, version: Number(version) } },
+            select: { id: true },
+          });
           if (row !== null) links.modelVersionId = row.id;
         }
       }
@@ -678,9 +803,15 @@ export class PerfRuns {
     try {
       let mine = new Set([row.targetName]);
       if (row.targetKind === "OPERATOR") {
-        const operator = await this.prisma.operator.findUnique({ where: { name: row.targetName }, select: { spec: true } });
+        const operator = await this.prisma.operator.findUnique({
+          where: { name: row.targetName },
+          select: { spec: true },
+        });
         const steps = (operator?.spec as { steps?: Array<{ model?: unknown }> } | null)?.steps ?? [];
-        mine = new Set([row.targetName, ...steps.flatMap((step) => (typeof step.model === "string" ? [step.model] : []))]);
+        mine = new Set([
+          row.targetName,
+          ...steps.flatMap((step) => (typeof step.model === "string" ? [step.model] : [])),
+        ]);
       }
       return requestTotal(await this.gateway.statistics(), (entry) => !mine.has(entry.name));
     } catch {
@@ -688,7 +819,12 @@ export class PerfRuns {
     }
   }
 
-  private async execute(run: ActiveRun, row: PerfReportRow, config: PerfRunConfig, gate: HeadroomResult | undefined): Promise<void> {
+  private async execute(
+    run: ActiveRun,
+    row: PerfReportRow,
+    config: PerfRunConfig,
+    gate: HeadroomResult | undefined,
+  ): Promise<void> {
     const base: PerfOptions = {
       model: row.targetName,
       // An operator is served as one version; its registry version is only the report's label.
@@ -719,17 +855,28 @@ export class PerfRuns {
     let stored = 0;
     const measureOne = async (concurrency: number, signal: AbortSignal): Promise<PerfReport> => {
       stepsBefore = parts.reduce((sum, part) => sum + part.steps.length, 0);
-      const part = await runPerf({ ...base, concurrencyRange: { start: concurrency, end: concurrency, step: 1 }, signal }, { onProgress });
+      const part = await runPerf(
+        { ...base, concurrencyRange: { start: concurrency, end: concurrency, step: 1 }, signal },
+        { onProgress },
+      );
       parts.push(part);
       if (part.steps.length > 0) {
-        await this.prisma.perfSample.createMany({ data: part.steps.map((step) => sampleOf(run.id, step, part.config.batchSize)) });
+        await this.prisma.perfSample.createMany({
+          data: part.steps.map((step) => sampleOf(run.id, step, part.config.batchSize)),
+        });
         stored += part.steps.length;
       }
       return part;
     };
     // Every run is bounded in total time, manual ones too (a plan of 1,024 steps would hold the slot for days).
     const maxRunSecs = this.options.maxRunSecs ?? PERF_RUN_LIMITS.maxRunSecs;
-    const timeBound = setTimeout(() => run.controller.abort(new Error(`stopped at the time bound of ${maxRunSecs} s per run (the steps measured are kept)`)), maxRunSecs * 1000);
+    const timeBound = setTimeout(
+      () =>
+        run.controller.abort(
+          new Error(`stopped at the time bound of ${maxRunSecs} s per run (the steps measured are kept)`),
+        ),
+      maxRunSecs * 1000,
+    );
     try {
       if (config.sweep === undefined) {
         for (const concurrency of expandLoadRange(config.concurrencyRange)) {
@@ -739,11 +886,17 @@ export class PerfRuns {
       } else {
         // The sweep measures one concurrency at a time, so it can stop as soon as the curve flattens.
         const outcome = await runConcurrencySweep(
-          { maxConcurrency: config.concurrencyRange.end, minGainPercent: config.sweep.minGainPercent, timeBoundMs: config.sweep.timeBoundSecs * 1000 },
+          {
+            maxConcurrency: config.concurrencyRange.end,
+            minGainPercent: config.sweep.minGainPercent,
+            timeBoundMs: config.sweep.timeBoundSecs * 1000,
+          },
           async (concurrency, signal) => {
             const part = await measureOne(concurrency, signal);
             const step = part.steps[0];
-            return step === undefined ? undefined : { concurrency, throughput: step.requests > 0 ? step.throughputInferPerSec : 0 };
+            return step === undefined
+              ? undefined
+              : { concurrency, throughput: step.requests > 0 ? step.throughputInferPerSec : 0 };
           },
           { signal: run.controller.signal },
         );
@@ -754,11 +907,19 @@ export class PerfRuns {
     } finally {
       clearTimeout(timeBound);
     }
-    if (parts.length > 0) report = { ...parts[parts.length - 1]!, startedAt: parts[0]!.startedAt, steps: parts.flatMap((part) => part.steps) };
+    if (parts.length > 0)
+      report = {
+        ...parts[parts.length - 1]!,
+        startedAt: parts[0]!.startedAt,
+        steps: parts.flatMap((part) => part.steps),
+      };
     const measuredSecs = (Date.now() - measureStarted) / 1000;
     const otherAfter = await this.otherTraffic(row);
     const hostLoad: PerfHostLoad = {
-      otherRequestsPerSec: otherBefore !== null && otherAfter !== null && measuredSecs > 0 ? round1(Math.max(0, otherAfter - otherBefore) / measuredSecs) : null,
+      otherRequestsPerSec:
+        otherBefore !== null && otherAfter !== null && measuredSecs > 0
+          ? round1(Math.max(0, otherAfter - otherBefore) / measuredSecs)
+          : null,
       loadPerCoreBefore: loadBefore,
       loadPerCoreAfter: loadPerCore(),
       // The first check's own window is no wait.
@@ -770,17 +931,35 @@ export class PerfRuns {
     run.currentConcurrency = null;
     const aborted = run.controller.signal.aborted;
     const reason = aborted ? messageOf(run.controller.signal.reason) : undefined;
-    if (failure === undefined && report !== undefined && !aborted && report.steps.length > 0 && report.steps.every((step) => step.requests === 0)) {
+    if (
+      failure === undefined &&
+      report !== undefined &&
+      !aborted &&
+      report.steps.length > 0 &&
+      report.steps.every((step) => step.requests === 0)
+    ) {
       failure = `every request failed: ${report.steps.flatMap((step) => step.errorSamples)[0] ?? "no response"}`;
     }
     if (failure === undefined && report === undefined && !aborted) failure = "nothing was measured";
-    const status: PerfRunStatus = aborted && run.cancelledBy !== undefined ? "CANCELLED" : aborted || failure !== undefined ? "FAILED" : "SUCCEEDED";
-    const error = status === "SUCCEEDED" ? null : status === "CANCELLED" ? (reason ?? "cancelled") : (failure ?? reason ?? "the run stopped");
+    const status: PerfRunStatus =
+      aborted && run.cancelledBy !== undefined
+        ? "CANCELLED"
+        : aborted || failure !== undefined
+          ? "FAILED"
+          : "SUCCEEDED";
+    const error =
+      status === "SUCCEEDED"
+        ? null
+        : status === "CANCELLED"
+          ? (reason ?? "cancelled")
+          : (failure ?? reason ?? "the run stopped");
     try {
       await this.prisma.$transaction(async (tx) => {
         // Steps are stored as they are measured (above); only any not stored yet go in here.
         if (report !== undefined && report.steps.length > stored) {
-          await tx.perfSample.createMany({ data: report.steps.slice(stored).map((step) => sampleOf(run.id, step, report!.config.batchSize)) });
+          await tx.perfSample.createMany({
+            data: report.steps.slice(stored).map((step) => sampleOf(run.id, step, report!.config.batchSize)),
+          });
         }
         await tx.perfReport.update({
           where: { id: run.id },
@@ -790,7 +969,12 @@ export class PerfRuns {
             finishedAt: new Date(),
             hostLoad: hostLoad as unknown as Prisma.InputJsonObject,
             ...(report !== undefined
-              ? { ...(row.targetKind === "MODEL" || row.targetVersion === null ? { targetVersion: report.version || null } : {}), summary: summaryOf(report) as unknown as Prisma.InputJsonObject }
+              ? {
+                  ...(row.targetKind === "MODEL" || row.targetVersion === null
+                    ? { targetVersion: report.version || null }
+                    : {}),
+                  summary: summaryOf(report) as unknown as Prisma.InputJsonObject,
+                }
               : {}),
           },
         });
@@ -812,8 +996,20 @@ export class PerfRuns {
       this.logger.error({ report: run.id, err: writeError }, "could not store the result of a perf run");
       // Without samples, but not left RUNNING (which would look like a run in progress until a restart).
       await this.prisma.perfReport
-        .update({ where: { id: run.id }, data: { status: "FAILED", error: `the results could not be stored: ${messageOf(writeError)}`, finishedAt: new Date() } })
-        .catch((error: unknown) => this.logger.error({ report: run.id, err: error }, "could not mark the perf run failed; it stays RUNNING until the next restart"));
+        .update({
+          where: { id: run.id },
+          data: {
+            status: "FAILED",
+            error: `the results could not be stored: ${messageOf(writeError)}`,
+            finishedAt: new Date(),
+          },
+        })
+        .catch((error: unknown) =>
+          this.logger.error(
+            { report: run.id, err: error },
+            "could not mark the perf run failed; it stays RUNNING until the next restart",
+          ),
+        );
     }
   }
 }
@@ -853,7 +1049,9 @@ function checkRange(range: LoadRange): LoadRange {
   try {
     validateLoadRange(range, "integer", "concurrency");
   } catch (error) {
-    throw new AppError("VALIDATION_FAILED", messageOf(error), { fieldErrors: [{ path: "concurrency", message: messageOf(error) }] });
+    throw new AppError("VALIDATION_FAILED", messageOf(error), {
+      fieldErrors: [{ path: "concurrency", message: messageOf(error) }],
+    });
   }
   const steps = expandLoadRange(range).length;
   if (steps > MAX_STEPS) {
@@ -863,7 +1061,6 @@ function checkRange(range: LoadRange): LoadRange {
   }
   return range;
 }
-
 
 function round1(value: number): number {
   return Math.round(value * 10) / 10;

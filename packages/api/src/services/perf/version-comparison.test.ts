@@ -36,9 +36,16 @@ describe("compareVersionReports", () => {
   });
 
   it("says faster, about as fast, and leaves p99 out when unknown", () => {
-    expect(compareVersionReports(report("1", [[4, 200, 1000]]), report("2", [[4, 250, 800]]))!.text).toBe("v2 is 25 % faster at c4 than v1 (p99 −20 %)");
-    expect(compareVersionReports(report("1", [[4, 200, 1000]]), report("2", [[4, 201, 1000]]))!.text).toBe("v2 is about as fast at c4 as v1 (p99 +0 %)");
-    expect(compareVersionReports(report("1", [[1, 200, null]]), report("2", [[1, 100, 900]]))).toMatchObject({ p99DeltaPercent: null, text: "v2 is 50 % slower at c1 than v1" });
+    expect(compareVersionReports(report("1", [[4, 200, 1000]]), report("2", [[4, 250, 800]]))!.text).toBe(
+      "v2 is 25 % faster at c4 than v1 (p99 −20 %)",
+    );
+    expect(compareVersionReports(report("1", [[4, 200, 1000]]), report("2", [[4, 201, 1000]]))!.text).toBe(
+      "v2 is about as fast at c4 as v1 (p99 +0 %)",
+    );
+    expect(compareVersionReports(report("1", [[1, 200, null]]), report("2", [[1, 100, 900]]))).toMatchObject({
+      p99DeltaPercent: null,
+      text: "v2 is 50 % slower at c1 than v1",
+    });
   });
 
   it("has no comparison without a common measured concurrency", () => {
@@ -51,10 +58,18 @@ describe("compareVersionReports", () => {
 
 describe("compareVersionList", () => {
   it("compares each version with the nearest lower version that has a report, numerically", () => {
-    const comparisons = compareVersionList([report("10", [[1, 110, 100]]), report("2", [[1, 100, 100]]), report("9", [[2, 50, 100]])]);
+    const comparisons = compareVersionList([
+      report("10", [[1, 110, 100]]),
+      report("2", [[1, 100, 100]]),
+      report("9", [[2, 50, 100]]),
+    ]);
     // 9 has no common concurrency with 2; 10 compares with 9 (nothing in common either) -> nothing; so only pairs that share one count.
     expect([...comparisons.keys()]).toEqual([]);
-    const list = compareVersionList([report("10", [[1, 110, 100]]), report("2", [[1, 100, 100]]), report("9", [[1, 50, 100]])]);
+    const list = compareVersionList([
+      report("10", [[1, 110, 100]]),
+      report("2", [[1, 100, 100]]),
+      report("9", [[1, 50, 100]]),
+    ]);
     expect(list.get("9")!.text).toBe("v9 is 50 % slower at c1 than v2 (p99 +0 %)");
     expect(list.get("10")!.text).toBe("v10 is 120 % faster at c1 than v9 (p99 +0 %)");
     expect(list.has("2")).toBe(false);

@@ -37,21 +37,33 @@ export interface VersionComparison {
 export const SAME_SPEED_PERCENT = 1;
 
 export function compareVersionReports(previous: ComparableReport, current: ComparableReport): VersionComparison | null {
-  const before = new Map(previous.samples.filter((sample) => sample.throughput > 0).map((sample) => [sample.concurrency, sample]));
+  const before = new Map(
+    previous.samples.filter((sample) => sample.throughput > 0).map((sample) => [sample.concurrency, sample]),
+  );
   let headline: ComparableSample | undefined;
   for (const sample of current.samples) {
-    if (sample.throughput > 0 && before.has(sample.concurrency) && (headline === undefined || sample.throughput > headline.throughput)) headline = sample;
+    if (
+      sample.throughput > 0 &&
+      before.has(sample.concurrency) &&
+      (headline === undefined || sample.throughput > headline.throughput)
+    )
+      headline = sample;
   }
   if (headline === undefined) return null;
   const old = before.get(headline.concurrency)!;
   const throughputDeltaPercent = round1(((headline.throughput - old.throughput) / old.throughput) * 100);
   const p99DeltaPercent =
-    headline.latencyP99Us !== null && old.latencyP99Us !== null && old.latencyP99Us > 0 ? round1(((headline.latencyP99Us - old.latencyP99Us) / old.latencyP99Us) * 100) : null;
+    headline.latencyP99Us !== null && old.latencyP99Us !== null && old.latencyP99Us > 0
+      ? round1(((headline.latencyP99Us - old.latencyP99Us) / old.latencyP99Us) * 100)
+      : null;
   const speed =
     Math.abs(throughputDeltaPercent) < SAME_SPEED_PERCENT
       ? "about as fast"
       : `${Math.round(Math.abs(throughputDeltaPercent))} % ${throughputDeltaPercent > 0 ? "faster" : "slower"}`;
-  const tail = p99DeltaPercent === null ? "" : ` (p99 ${p99DeltaPercent >= 0 ? "+" : "−"}${Math.round(Math.abs(p99DeltaPercent))} %)`;
+  const tail =
+    p99DeltaPercent === null
+      ? ""
+      : ` (p99 ${p99DeltaPercent >= 0 ? "+" : "−"}${Math.round(Math.abs(p99DeltaPercent))} %)`;
   const than = speed === "about as fast" ? "as" : "than";
   return {
     version: current.version,

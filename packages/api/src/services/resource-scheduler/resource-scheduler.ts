@@ -7,7 +7,14 @@ import type { Logger } from "@operon/protocol/logger";
 import { AppError } from "../../app-error.js";
 import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient } from "../gateway/gateway-client.js";
-import { capacityOf, decide, type HostBudget, type ModelState, type SchedulerDecision, type SchedulerPolicy } from "./scheduler-decisions.js";
+import {
+  capacityOf,
+  decide,
+  type HostBudget,
+  type ModelState,
+  type SchedulerDecision,
+  type SchedulerPolicy,
+} from "./scheduler-decisions.js";
 import { PeriodicTask } from "@operon/protocol/periodic-task";
 
 /**
@@ -190,8 +197,18 @@ export class ResourceScheduler {
   async setEnabled(actor: Actor, enabled: boolean): Promise<{ enabled: boolean }> {
     const before = await this.isEnabled();
     await this.prisma.$transaction(async (tx) => {
-      await tx.schedulerSetting.upsert({ where: { id: "default" }, create: { id: "default", enabled, updatedById: actor.userId }, update: { enabled, updatedById: actor.userId } });
-      await recordAudit(tx, actor, { action: enabled ? "scheduler.enable" : "scheduler.disable", targetType: "scheduler", targetId: "default", before: { enabled: before }, after: { enabled } });
+      await tx.schedulerSetting.upsert({
+        where: { id: "default" },
+        create: { id: "default", enabled, updatedById: actor.userId },
+        update: { enabled, updatedById: actor.userId },
+      });
+      await recordAudit(tx, actor, {
+        action: enabled ? "scheduler.enable" : "scheduler.disable",
+        targetType: "scheduler",
+        targetId: "default",
+        before: { enabled: before },
+        after: { enabled },
+      });
     });
     return { enabled };
   }
@@ -200,14 +217,28 @@ export class ResourceScheduler {
   async pin(actor: Actor, model: string, count: number): Promise<{ model: string; count: number }> {
     checkModelName(model);
     if (!Number.isInteger(count) || count < 1 || count > this.policy.maxInstancesPerModel) {
-      throw new AppError("VALIDATION_FAILED", `the pinned count must be an integer from 1 to ${this.policy.maxInstancesPerModel} (--max-instances-per-model)`, {
-        fieldErrors: [{ path: "count", message: `from 1 to ${this.policy.maxInstancesPerModel}` }],
-      });
+      throw new AppError(
+        "VALIDATION_FAILED",
+        `the pinned count must be an integer from 1 to ${this.policy.maxInstancesPerModel} (--max-instances-per-model)`,
+        {
+          fieldErrors: [{ path: "count", message: `from 1 to ${this.policy.maxInstancesPerModel}` }],
+        },
+      );
     }
     await this.prisma.$transaction(async (tx) => {
       const before = await tx.schedulerPin.findUnique({ where: { model } });
-      await tx.schedulerPin.upsert({ where: { model }, create: { model, count, pinnedById: actor.userId }, update: { count, pinnedById: actor.userId } });
-      await recordAudit(tx, actor, { action: "scheduler.pin", targetType: "model", targetId: model, before: before ? { count: before.count } : undefined, after: { count } });
+      await tx.schedulerPin.upsert({
+        where: { model },
+        create: { model, count, pinnedById: actor.userId },
+        update: { count, pinnedById: actor.userId },
+      });
+      await recordAudit(tx, actor, {
+        action: "scheduler.pin",
+        targetType: "model",
+        targetId: model,
+        before: before ? { count: before.count } : undefined,
+        after: { count },
+      });
     });
     this.kick();
     return { model, count };
@@ -219,25 +250,52 @@ export class ResourceScheduler {
       const before = await tx.schedulerPin.findUnique({ where: { model } });
       if (before === null) throw new AppError("NOT_FOUND", `model '${model}' is not pinned`);
       await tx.schedulerPin.delete({ where: { model } });
-      await recordAudit(tx, actor, { action: "scheduler.unpin", targetType: "model", targetId: model, before: { count: before.count } });
+      await recordAudit(tx, actor, {
+        action: "scheduler.unpin",
+        targetType: "model",
+        targetId: model,
+        before: { count: before.count },
+      });
     });
     this.kick();
     return { model };
   }
 
   /** The models as the last period saw them, with their pins. */
-  async status(): Promise<{ enabled: boolean; periodSecs: number; policy: SchedulerPolicy; budget: HostBudget; models: SchedulerModelView[]; pins: Array<{ model: string; count: number }> }> {
+  async status(): Promise<{
+    enabled: boolean;
+    periodSecs: number;
+    policy: SchedulerPolicy;
+    budget: HostBudget;
+    models: SchedulerModelView[];
+    pins: Array<{ model: string; count: number }>;
+  }> {
     const pins = await this.prisma.schedulerPin.findMany({ orderBy: { model: "asc" } });
-    return { enabled: await this.isEnabled(), periodSecs: this.options.periodSecs, policy: this.policy, budget: this.budget, models: this.lastView, pins: pins.map((pin) => ({ model: pin.model, count: pin.count })) };
+    return {
+      enabled: await this.isEnabled(),
+      periodSecs: this.options.periodSecs,
+      policy: this.policy,
+      budget: this.budget,
+      models: this.lastView,
+      pins: pins.map((pin) => ({ model: pin.model, count: pin.count })),
+    };
   }
 
   /** Decisions, newest first; `before` (an id) pages back. */
-  async decisions(filter: { model?: string | undefined; limit: number; before?: string | undefined }): Promise<{ decisions: SchedulerDecisionView[]; nextBefore: string | null }> {
+  async decisions(filter: {
+    model?: string | undefined;
+    limit: number;
+    before?: string | undefined;
+  }): Promise<{ decisions: SchedulerDecisionView[]; nextBefore: string | null }> {
     const where: Prisma.SchedulerDecisionWhereInput = {
       ...(filter.model ? { model: filter.model } : {}),
       ...(filter.before ? { id: { lt: BigInt(filter.before) } } : {}),
     };
-    const rows = await this.prisma.schedulerDecision.findMany({ where, orderBy: { id: "desc" }, take: filter.limit + 1 });
+    const rows = await this.prisma.schedulerDecision.findMany({
+      where,
+      orderBy: { id: "desc" },
+      take: filter.limit + 1,
+    });
     const page = rows.slice(0, filter.limit);
     return {
       decisions: page.map((row) => ({
@@ -272,22 +330,37 @@ export class ResourceScheduler {
     let workers: WorkersResponse;
     let scaling: Awaited<ReturnType<GatewayClient["scalingState"]>>;
     try {
-      [stats, workers, scaling] = await Promise.all([this.gateway.statistics(), this.gateway.workers(), this.gateway.scalingState()]);
+      [stats, workers, scaling] = await Promise.all([
+        this.gateway.statistics(),
+        this.gateway.workers(),
+        this.gateway.scalingState(),
+      ]);
     } catch (error) {
-      this.logger.warn({ err: (error as Error).message }, "resource scheduler: gateway not reachable; skipping this period");
+      this.logger.warn(
+        { err: (error as Error).message },
+        "resource scheduler: gateway not reachable; skipping this period",
+      );
       return [];
     }
     const requests = new Map<string, number>();
     const lastUsed = new Map<string, number>();
     for (const entry of stats) {
-      requests.set(entry.name, (requests.get(entry.name) ?? 0) + entry.inference_stats.success.count + entry.inference_stats.fail.count);
-      if (entry.last_inference > 0) lastUsed.set(entry.name, Math.max(lastUsed.get(entry.name) ?? 0, entry.last_inference));
+      requests.set(
+        entry.name,
+        (requests.get(entry.name) ?? 0) + entry.inference_stats.success.count + entry.inference_stats.fail.count,
+      );
+      if (entry.last_inference > 0)
+        lastUsed.set(entry.name, Math.max(lastUsed.get(entry.name) ?? 0, entry.last_inference));
     }
     const previous = this.baseline;
     this.baseline = { at: now, requests };
     const byModel = new Map<string, { versions: Map<string, number>; gpu: boolean; rss: number[] }>();
     for (const worker of workers.workers) {
-      const model = byModel.get(worker.model) ?? { versions: new Map<string, number>(), gpu: false, rss: [] as number[] };
+      const model = byModel.get(worker.model) ?? {
+        versions: new Map<string, number>(),
+        gpu: false,
+        rss: [] as number[],
+      };
       model.versions.set(worker.version, (model.versions.get(worker.version) ?? 0) + 1);
       if (worker.kind === "GPU") model.gpu = true;
       if (worker.rssBytes !== null) model.rss.push(worker.rssBytes);
@@ -303,7 +376,9 @@ export class ResourceScheduler {
       this.reportCapacities(names),
       this.isEnabled(),
       // A model under a perf run is left alone: rescaling it would change what the run measures.
-      this.prisma.perfReport.findMany({ where: { status: "RUNNING", targetKind: "MODEL" }, select: { targetName: true } }).then((rows) => new Set(rows.map((row) => row.targetName))),
+      this.prisma.perfReport
+        .findMany({ where: { status: "RUNNING", targetKind: "MODEL" }, select: { targetName: true } })
+        .then((rows) => new Set(rows.map((row) => row.targetName))),
     ]);
     const pinOf = new Map(pins.map((pin) => [pin.model, pin.count]));
     const states: ModelState[] = names.map((name) => {
@@ -326,7 +401,10 @@ export class ResourceScheduler {
         demandRps,
         peakDemandRps,
         reportCapacityRps: capacities.get(name) ?? null,
-        memoryPerInstanceBytes: seen !== undefined && seen.rss.length > 0 ? Math.round(seen.rss.reduce((a, b) => a + b, 0) / seen.rss.length) : this.options.instanceMemoryBytes,
+        memoryPerInstanceBytes:
+          seen !== undefined && seen.rss.length > 0
+            ? Math.round(seen.rss.reduce((a, b) => a + b, 0) / seen.rss.length)
+            : this.options.instanceMemoryBytes,
         lastUsedAt: lastUsed.get(name) ?? null,
         pinned: pinOf.get(name) ?? null,
         lastChangeAt: this.lastChange.get(name) ?? null,
@@ -354,7 +432,17 @@ export class ResourceScheduler {
     this.parkedBefore = parkedNow;
     for (const name of reloaded) {
       await this.record(
-        { model: name, action: "LOAD", from: 0, to: Math.max(...byModel.get(name)!.versions.values()), demandRps: 0, capacityRps: 0, capacitySource: "default", headroom: this.policy.headroom, reason: "loaded again on demand: a request came for it after the scheduler unloaded it" },
+        {
+          model: name,
+          action: "LOAD",
+          from: 0,
+          to: Math.max(...byModel.get(name)!.versions.values()),
+          demandRps: 0,
+          capacityRps: 0,
+          capacitySource: "default",
+          headroom: this.policy.headroom,
+          reason: "loaded again on demand: a request came for it after the scheduler unloaded it",
+        },
         { applied: true, error: null, inputs: { observed: true } },
       );
     }
@@ -386,12 +474,18 @@ export class ResourceScheduler {
     } catch (failure) {
       error = (failure as Error).message;
       this.refused.set(decision.model, now + REFUSED_RETRY_MS);
-      this.logger.warn({ model: decision.model, action: decision.action, err: error }, "resource scheduler: the gateway refused a change");
+      this.logger.warn(
+        { model: decision.model, action: decision.action, err: error },
+        "resource scheduler: the gateway refused a change",
+      );
     }
     await this.record(decision, { applied: error === null, error, inputs });
   }
 
-  private async record(decision: SchedulerDecision, outcome: { applied: boolean; error: string | null; inputs: Record<string, unknown> }): Promise<void> {
+  private async record(
+    decision: SchedulerDecision,
+    outcome: { applied: boolean; error: string | null; inputs: Record<string, unknown> },
+  ): Promise<void> {
     const action = decision.action as SchedulerAction;
     await this.prisma.$transaction(async (tx) => {
       const row = await tx.schedulerDecision.create({
@@ -404,7 +498,8 @@ export class ResourceScheduler {
           capacityRps: decision.capacityRps,
           capacitySource: decision.capacitySource,
           headroom: decision.headroom,
-          reason: outcome.error !== null ? `${decision.reason}; the gateway refused: ${outcome.error}` : decision.reason,
+          reason:
+            outcome.error !== null ? `${decision.reason}; the gateway refused: ${outcome.error}` : decision.reason,
           inputs: JSON.parse(JSON.stringify(outcome.inputs)) as Prisma.InputJsonObject,
           applied: outcome.applied,
           error: outcome.error,
@@ -418,7 +513,10 @@ export class ResourceScheduler {
         after: { instances: decision.to, decision: row.id.toString(), reason: row.reason, applied: outcome.applied },
       });
     });
-    this.logger.info({ model: decision.model, action, from: decision.from, to: decision.to, applied: outcome.applied }, `resource scheduler: ${decision.reason}`);
+    this.logger.info(
+      { model: decision.model, action, from: decision.from, to: decision.to, applied: outcome.applied },
+      `resource scheduler: ${decision.reason}`,
+    );
   }
 
   /** Keeps the demand of the last scale-down cooldown; returns its peak. */
@@ -441,11 +539,14 @@ export class ResourceScheduler {
     });
     const budgetUs = this.options.p99BudgetMs * 1000;
     for (const report of reports) {
-      const within = report.samples.filter((sample) => sample.errorCount === 0 && sample.latencyP99Us !== null && sample.latencyP99Us <= budgetUs);
+      const within = report.samples.filter(
+        (sample) => sample.errorCount === 0 && sample.latencyP99Us !== null && sample.latencyP99Us <= budgetUs,
+      );
       if (within.length === 0) continue;
       const best = Math.max(...within.map((sample) => sample.throughput));
       const summary = report.summary as { instanceCount?: unknown } | null;
-      const instances = typeof summary?.instanceCount === "number" && summary.instanceCount > 0 ? summary.instanceCount : 1;
+      const instances =
+        typeof summary?.instanceCount === "number" && summary.instanceCount > 0 ? summary.instanceCount : 1;
       if (best > 0) capacities.set(report.targetName, best / instances);
     }
     return capacities;
@@ -454,6 +555,10 @@ export class ResourceScheduler {
 
 function checkModelName(model: string): void {
   if (!MODEL_NAME.test(model)) {
-    throw new AppError("VALIDATION_FAILED", `'${model}' is not a model name (letters, digits, '_', '.', '-'; at most 128)`, { fieldErrors: [{ path: "model", message: "not a model name" }] });
+    throw new AppError(
+      "VALIDATION_FAILED",
+      `'${model}' is not a model name (letters, digits, '_', '.', '-'; at most 128)`,
+      { fieldErrors: [{ path: "model", message: "not a model name" }] },
+    );
   }
 }

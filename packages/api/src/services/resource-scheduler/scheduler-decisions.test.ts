@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { decide, instancesFor, lruVictims, type HostBudget, type ModelState, type SchedulerDecision, type SchedulerPolicy } from "./scheduler-decisions.js";
+import {
+  decide,
+  instancesFor,
+  lruVictims,
+  type HostBudget,
+  type ModelState,
+  type SchedulerDecision,
+  type SchedulerPolicy,
+} from "./scheduler-decisions.js";
 
 const MIB = 1024 * 1024;
 const POLICY: SchedulerPolicy = {
@@ -37,7 +45,13 @@ function model(name: string, overrides: Partial<ModelState> = {}): ModelState {
  * decisions as the runner does; returns the count after each period and
  * every decision.
  */
-function simulate(demand: (period: number) => number, periods: number, start: Partial<ModelState> = {}, budget = BUDGET, policy = POLICY) {
+function simulate(
+  demand: (period: number) => number,
+  periods: number,
+  start: Partial<ModelState> = {},
+  budget = BUDGET,
+  policy = POLICY,
+) {
   let state = model("m", start);
   const counts: number[] = [];
   const decisions: Array<SchedulerDecision & { at: number }> = [];
@@ -49,7 +63,8 @@ function simulate(demand: (period: number) => number, periods: number, start: Pa
     state = { ...state, demandRps: demand(p), peakDemandRps, lastUsedAt: demand(p) > 0 ? now : state.lastUsedAt };
     for (const decision of decide({ enabled: true, policy, budget, models: [state] }, now)) {
       decisions.push({ ...decision, at: now });
-      if (decision.action === "SCALE_UP" || decision.action === "SCALE_DOWN") state = { ...state, instances: decision.to, lastChangeAt: now };
+      if (decision.action === "SCALE_UP" || decision.action === "SCALE_DOWN")
+        state = { ...state, instances: decision.to, lastChangeAt: now };
     }
     counts.push(state.instances);
   }
@@ -79,7 +94,8 @@ describe("decide", () => {
     expect(counts.at(-1)).toBe(1);
     // Each step down waits a cooldown after the one before.
     const downs = decisions.filter((d) => d.action === "SCALE_DOWN");
-    for (let i = 1; i < downs.length; i += 1) expect(downs[i]!.at - downs[i - 1]!.at).toBeGreaterThanOrEqual(POLICY.scaleDownCooldownMs);
+    for (let i = 1; i < downs.length; i += 1)
+      expect(downs[i]!.at - downs[i - 1]!.at).toBeGreaterThanOrEqual(POLICY.scaleDownCooldownMs);
   });
 
   it("a ramp scales up step by step as demand grows, never down on the way", () => {
@@ -97,7 +113,9 @@ describe("decide", () => {
     const { counts, decisions } = simulate((p) => (p % 4 === 0 ? 50 : 2), 48);
     // ... and once the bursts stop, it steps down after the window.
     const after = simulate((p) => (p % 4 === 0 && p < 24 ? 50 : 2), 60);
-    expect(after.decisions.filter((d) => d.action === "SCALE_DOWN")[0]!.at).toBeGreaterThanOrEqual(20 * PERIOD + POLICY.scaleDownCooldownMs);
+    expect(after.decisions.filter((d) => d.action === "SCALE_DOWN")[0]!.at).toBeGreaterThanOrEqual(
+      20 * PERIOD + POLICY.scaleDownCooldownMs,
+    );
     expect(after.counts.at(-1)).toBe(1);
     const downs = decisions.filter((d) => d.action === "SCALE_DOWN");
     const ups = decisions.filter((d) => d.action === "SCALE_UP");
@@ -108,18 +126,40 @@ describe("decide", () => {
 
   it("hysteresis: demand just under the current capacity does not scale down", () => {
     // 3 instances × 10 req/s; 22 req/s needs 3 with headroom (2.75) and 3 with headroom + hysteresis (3.1 -> 4 capped by halving rule -> stays).
-    const decisions = decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [model("m", { instances: 3, demandRps: 22, lastChangeAt: -1e9 })] }, 0);
+    const decisions = decide(
+      {
+        enabled: true,
+        policy: POLICY,
+        budget: BUDGET,
+        models: [model("m", { instances: 3, demandRps: 22, lastChangeAt: -1e9 })],
+      },
+      0,
+    );
     expect(decisions).toEqual([]);
     // 12 req/s fits 2 with 45 % to spare: down to 2.
-    const down = decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [model("m", { instances: 3, demandRps: 12, lastChangeAt: -1e9 })] }, 0);
+    const down = decide(
+      {
+        enabled: true,
+        policy: POLICY,
+        budget: BUDGET,
+        models: [model("m", { instances: 3, demandRps: 12, lastChangeAt: -1e9 })],
+      },
+      0,
+    );
     expect(down).toMatchObject([{ action: "SCALE_DOWN", from: 3, to: 2 }]);
   });
 
   it("never goes below the config's instance count on its own (a pin may)", () => {
     const idle = model("m", { instances: 4, minInstances: 2, demandRps: 0, lastChangeAt: -1e9 });
-    expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [idle] }, 0)).toMatchObject([{ action: "SCALE_DOWN", from: 4, to: 2 }]);
-    expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [{ ...idle, instances: 2 }] }, 0)).toEqual([]);
-    expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [{ ...idle, instances: 2, pinned: 1 }] }, 0)).toMatchObject([{ action: "SCALE_DOWN", to: 1 }]);
+    expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [idle] }, 0)).toMatchObject([
+      { action: "SCALE_DOWN", from: 4, to: 2 },
+    ]);
+    expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [{ ...idle, instances: 2 }] }, 0)).toEqual(
+      [],
+    );
+    expect(
+      decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [{ ...idle, instances: 2, pinned: 1 }] }, 0),
+    ).toMatchObject([{ action: "SCALE_DOWN", to: 1 }]);
   });
 
   it("a saturated model (requests waiting, serving near capacity) at least doubles: its measured demand is capped by what it serves", () => {
@@ -128,19 +168,47 @@ describe("decide", () => {
     expect(decision).toMatchObject({ action: "SCALE_UP", from: 2, to: 4 });
     expect(decision!.reason).toContain("saturated (40 requests waiting)");
     // A short queue at low load (a batcher gathering a batch) is not saturation.
-    expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [{ ...saturated, demandRps: 4 }] }, 0)).toEqual([]);
+    expect(
+      decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [{ ...saturated, demandRps: 4 }] }, 0),
+    ).toEqual([]);
     // Nor does a model with a queue scale down.
-    expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [{ ...saturated, instances: 6, demandRps: 4, queued: 6 }] }, 0)).toEqual([]);
+    expect(
+      decide(
+        {
+          enabled: true,
+          policy: POLICY,
+          budget: BUDGET,
+          models: [{ ...saturated, instances: 6, demandRps: 4, queued: 6 }],
+        },
+        0,
+      ),
+    ).toEqual([]);
   });
 
   it("uses the perf report's capacity when there is one", () => {
-    const [decision] = decide({ enabled: true, policy: POLICY, budget: BUDGET, models: [model("m", { demandRps: 100, reportCapacityRps: 40 })] }, 0);
+    const [decision] = decide(
+      {
+        enabled: true,
+        policy: POLICY,
+        budget: BUDGET,
+        models: [model("m", { demandRps: 100, reportCapacityRps: 40 })],
+      },
+      0,
+    );
     expect(decision).toMatchObject({ action: "SCALE_UP", to: 4, capacityRps: 40, capacitySource: "report" });
   });
 
   it("a model that does not fit gets what fits and a HOLD naming the budget", () => {
     const budget: HostBudget = { cpuSlots: 4, gpuSlots: 0, memoryBytes: 4096 * MIB };
-    const decisions = decide({ enabled: true, policy: POLICY, budget, models: [model("big", { demandRps: 100 }), model("other", { instances: 1, demandRps: 1, lastUsedAt: 0 })] }, 0);
+    const decisions = decide(
+      {
+        enabled: true,
+        policy: POLICY,
+        budget,
+        models: [model("big", { demandRps: 100 }), model("other", { instances: 1, demandRps: 1, lastUsedAt: 0 })],
+      },
+      0,
+    );
     expect(decisions).toMatchObject([
       { model: "big", action: "SCALE_UP", from: 1, to: 3 },
       { model: "big", action: "HOLD", from: 1, to: 3 },
@@ -150,7 +218,15 @@ describe("decide", () => {
 
   it("a model whose one instance is over the memory budget is held with the memory named", () => {
     const budget: HostBudget = { cpuSlots: 16, gpuSlots: 0, memoryBytes: 1024 * MIB };
-    const decisions = decide({ enabled: true, policy: POLICY, budget, models: [model("huge", { demandRps: 30, memoryPerInstanceBytes: 900 * MIB })] }, 0);
+    const decisions = decide(
+      {
+        enabled: true,
+        policy: POLICY,
+        budget,
+        models: [model("huge", { demandRps: 30, memoryPerInstanceBytes: 900 * MIB })],
+      },
+      0,
+    );
     expect(decisions).toMatchObject([{ model: "huge", action: "HOLD", from: 1, to: 1 }]);
     expect(decisions[0]!.reason).toMatch(/memory: 124 MiB left of 1024 MiB, 900 MiB per instance/);
   });
@@ -186,7 +262,15 @@ describe("decide", () => {
 
   it("pinned models go to their pin at once and ignore demand", () => {
     const decisions = decide(
-      { enabled: true, policy: POLICY, budget: BUDGET, models: [model("p", { instances: 1, pinned: 3, demandRps: 0, lastChangeAt: 0 }), model("q", { instances: 4, pinned: 2, demandRps: 500, lastChangeAt: 0 })] },
+      {
+        enabled: true,
+        policy: POLICY,
+        budget: BUDGET,
+        models: [
+          model("p", { instances: 1, pinned: 3, demandRps: 0, lastChangeAt: 0 }),
+          model("q", { instances: 4, pinned: 2, demandRps: 500, lastChangeAt: 0 }),
+        ],
+      },
       1,
     );
     expect(decisions).toMatchObject([
@@ -196,17 +280,30 @@ describe("decide", () => {
   });
 
   it("scheduler off: no decisions whatever the demand", () => {
-    expect(decide({ enabled: false, policy: POLICY, budget: BUDGET, models: [model("m", { demandRps: 1000 })] }, 0)).toEqual([]);
+    expect(
+      decide({ enabled: false, policy: POLICY, budget: BUDGET, models: [model("m", { demandRps: 1000 })] }, 0),
+    ).toEqual([]);
   });
 
   it("leaves parked and unscalable models alone", () => {
-    const models = [model("parked", { instances: 0, parked: true, demandRps: 50 }), model("ensemble", { scalable: false, demandRps: 50 })];
+    const models = [
+      model("parked", { instances: 0, parked: true, demandRps: 50 }),
+      model("ensemble", { scalable: false, demandRps: 50 }),
+    ];
     expect(decide({ enabled: true, policy: POLICY, budget: BUDGET, models }, 0)).toEqual([]);
   });
 
   it("caps at --max-instances across models", () => {
     const policy = { ...POLICY, maxInstancesPerHost: 5 };
-    const decisions = decide({ enabled: true, policy, budget: BUDGET, models: [model("a", { demandRps: 100 }), model("b", { demandRps: 10 })] }, 0);
+    const decisions = decide(
+      {
+        enabled: true,
+        policy,
+        budget: BUDGET,
+        models: [model("a", { demandRps: 100 }), model("b", { demandRps: 10 })],
+      },
+      0,
+    );
     expect(decisions.filter((d) => d.action === "SCALE_UP").reduce((sum, d) => sum + d.to - d.from, 0)).toBe(3);
     expect(decisions.find((d) => d.action === "HOLD")!.reason).toContain("--max-instances 5 reached");
   });

@@ -127,7 +127,13 @@ export function instancesFor(demandRps: number, capacityRps: number, margin: num
  * then helps no one). Pinned, busy (demand > 0), recently used and excluded
  * models are never chosen.
  */
-export function lruVictims(models: ModelState[], neededBytes: number, now: number, idleUnloadMs: number, exclude: ReadonlySet<string>): ModelState[] {
+export function lruVictims(
+  models: ModelState[],
+  neededBytes: number,
+  now: number,
+  idleUnloadMs: number,
+  exclude: ReadonlySet<string>,
+): ModelState[] {
   const idle = models
     .filter((m) => !m.parked && m.instances > 0 && m.pinned === null && m.demandRps === 0 && !exclude.has(m.model))
     .filter((m) => m.lastUsedAt === null || now - m.lastUsedAt >= idleUnloadMs)
@@ -146,9 +152,17 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
   if (!inputs.enabled) return [];
   const { policy, budget } = inputs;
   const decisions: SchedulerDecision[] = [];
-  const base = (m: ModelState): Pick<SchedulerDecision, "model" | "demandRps" | "capacityRps" | "capacitySource" | "headroom"> => {
+  const base = (
+    m: ModelState,
+  ): Pick<SchedulerDecision, "model" | "demandRps" | "capacityRps" | "capacitySource" | "headroom"> => {
     const capacity = capacityOf(m, policy);
-    return { model: m.model, demandRps: m.demandRps, capacityRps: capacity.rps, capacitySource: capacity.source, headroom: policy.headroom };
+    return {
+      model: m.model,
+      demandRps: m.demandRps,
+      capacityRps: capacity.rps,
+      capacitySource: capacity.source,
+      headroom: policy.headroom,
+    };
   };
   const cap = (count: number): number => Math.max(1, Math.min(count, policy.maxInstancesPerModel));
 
@@ -159,7 +173,12 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
     const { rps } = capacityOf(m, policy);
     if (m.pinned !== null) {
       const to = cap(m.pinned);
-      if (to !== m.instances) targets.set(m.model, { to, pinned: true, reason: `pinned to ${m.pinned} by an admin${to !== m.pinned ? ` (capped at ${to} by --max-instances-per-model)` : ""}` });
+      if (to !== m.instances)
+        targets.set(m.model, {
+          to,
+          pinned: true,
+          reason: `pinned to ${m.pinned} by an admin${to !== m.pinned ? ` (capped at ${to} by --max-instances-per-model)` : ""}`,
+        });
       continue;
     }
     const sinceChange = m.lastChangeAt === null ? Number.POSITIVE_INFINITY : now - m.lastChangeAt;
@@ -177,7 +196,11 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
       continue;
     }
     const peak = Math.max(m.demandRps, m.peakDemandRps ?? 0);
-    const downTo = Math.max(instancesFor(peak, rps, policy.headroom + policy.hysteresis), Math.ceil(m.instances / 2), m.minInstances ?? 1);
+    const downTo = Math.max(
+      instancesFor(peak, rps, policy.headroom + policy.hysteresis),
+      Math.ceil(m.instances / 2),
+      m.minInstances ?? 1,
+    );
     if (downTo < m.instances && sinceChange >= policy.scaleDownCooldownMs && (m.queued ?? 0) === 0) {
       targets.set(m.model, {
         to: downTo,
@@ -209,12 +232,24 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
   // Scale-ups, pins first, then by pressure (demand over what runs now).
   const ups = live
     .filter((m) => (targets.get(m.model)?.to ?? 0) > m.instances)
-    .sort((a, b) => Number(targets.get(b.model)!.pinned) - Number(targets.get(a.model)!.pinned) || pressure(b, policy) - pressure(a, policy) || a.model.localeCompare(b.model));
+    .sort(
+      (a, b) =>
+        Number(targets.get(b.model)!.pinned) - Number(targets.get(a.model)!.pinned) ||
+        pressure(b, policy) - pressure(a, policy) ||
+        a.model.localeCompare(b.model),
+    );
   const unloaded = new Set<string>();
   for (const m of ups) {
     const target = targets.get(m.model)!;
     const want = target.to - m.instances;
-    const slotsLeft = (): number => Math.max(0, Math.min(m.kind === "GPU" ? budget.gpuSlots - used.gpu : budget.cpuSlots - used.cpu, policy.maxInstancesPerHost - used.instances));
+    const slotsLeft = (): number =>
+      Math.max(
+        0,
+        Math.min(
+          m.kind === "GPU" ? budget.gpuSlots - used.gpu : budget.cpuSlots - used.cpu,
+          policy.maxInstancesPerHost - used.instances,
+        ),
+      );
     let grant = Math.min(want, slotsLeft());
     let memoryShort = grant * m.memoryPerInstanceBytes - (budget.memoryBytes - used.memory);
     if (memoryShort > 0) {
@@ -237,11 +272,21 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
         });
       }
       // The unloads freed slots too; then whatever memory allows.
-      grant = Math.min(want, slotsLeft(), Math.max(0, Math.floor((budget.memoryBytes - used.memory) / Math.max(1, m.memoryPerInstanceBytes))));
+      grant = Math.min(
+        want,
+        slotsLeft(),
+        Math.max(0, Math.floor((budget.memoryBytes - used.memory) / Math.max(1, m.memoryPerInstanceBytes))),
+      );
     }
     if (grant > 0) {
       add(m, grant);
-      decisions.push({ ...base(m), action: "SCALE_UP", from: m.instances, to: m.instances + grant, reason: target.reason + (grant < want ? `; ${want - grant} more do not fit the host's budget` : "") });
+      decisions.push({
+        ...base(m),
+        action: "SCALE_UP",
+        from: m.instances,
+        to: m.instances + grant,
+        reason: target.reason + (grant < want ? `; ${want - grant} more do not fit the host's budget` : ""),
+      });
     }
     if (grant < want) {
       decisions.push({
@@ -260,14 +305,23 @@ function pressure(m: ModelState, policy: SchedulerPolicy): number {
   return m.demandRps / (capacityOf(m, policy).rps * Math.max(1, m.instances));
 }
 
-function fitProblem(m: ModelState, missing: number, budget: HostBudget, used: { cpu: number; gpu: number; memory: number; instances: number }, policy: SchedulerPolicy): string {
+function fitProblem(
+  m: ModelState,
+  missing: number,
+  budget: HostBudget,
+  used: { cpu: number; gpu: number; memory: number; instances: number },
+  policy: SchedulerPolicy,
+): string {
   const problems: string[] = [];
   if (m.kind === "GPU" ? used.gpu >= budget.gpuSlots : used.cpu >= budget.cpuSlots) {
     problems.push(`${m.kind} instance slots all used (${m.kind === "GPU" ? budget.gpuSlots : budget.cpuSlots})`);
   }
-  if (used.instances >= policy.maxInstancesPerHost) problems.push(`--max-instances ${policy.maxInstancesPerHost} reached`);
+  if (used.instances >= policy.maxInstancesPerHost)
+    problems.push(`--max-instances ${policy.maxInstancesPerHost} reached`);
   if (budget.memoryBytes - used.memory < m.memoryPerInstanceBytes) {
-    problems.push(`memory: ${mib(budget.memoryBytes - used.memory)} MiB left of ${mib(budget.memoryBytes)} MiB, ${mib(m.memoryPerInstanceBytes)} MiB per instance, and no idle model to unload`);
+    problems.push(
+      `memory: ${mib(budget.memoryBytes - used.memory)} MiB left of ${mib(budget.memoryBytes)} MiB, ${mib(m.memoryPerInstanceBytes)} MiB per instance, and no idle model to unload`,
+    );
   }
   return `${missing} more instance${missing === 1 ? "" : "s"} (${problems.join("; ") || "budget"})`;
 }

@@ -78,8 +78,15 @@ export class TenantGroups {
     const byGroup = new Map<string, TenantKeySummary[]>();
     const byOwner = new Map<string, { email: string; keys: TenantKeySummary[] }>();
     for (const key of keys) {
-      const summary: TenantKeySummary = { id: key.id, name: key.name, prefix: key.prefix, ownerEmail: key.owner.email, revoked: key.revokedAt !== null };
-      if (key.tenantGroupId !== null) byGroup.set(key.tenantGroupId, [...(byGroup.get(key.tenantGroupId) ?? []), summary]);
+      const summary: TenantKeySummary = {
+        id: key.id,
+        name: key.name,
+        prefix: key.prefix,
+        ownerEmail: key.owner.email,
+        revoked: key.revokedAt !== null,
+      };
+      if (key.tenantGroupId !== null)
+        byGroup.set(key.tenantGroupId, [...(byGroup.get(key.tenantGroupId) ?? []), summary]);
       else {
         const owner = byOwner.get(key.ownerId) ?? { email: key.owner.email, keys: [] };
         owner.keys.push(summary);
@@ -97,15 +104,30 @@ export class TenantGroups {
         policy: "QUEUE" as const,
         keys: owner.keys,
       })),
-      { id: ANONYMOUS_TENANT.id, kind: "anonymous" as const, name: "anonymous (no key)", description: "requests without an API key", share: ANONYMOUS_TENANT.share, policy: "QUEUE" as const, keys: [] },
+      {
+        id: ANONYMOUS_TENANT.id,
+        kind: "anonymous" as const,
+        name: "anonymous (no key)",
+        description: "requests without an API key",
+        share: ANONYMOUS_TENANT.share,
+        policy: "QUEUE" as const,
+        keys: [],
+      },
     ];
   }
 
   async create(actor: Actor, input: TenantGroupInput): Promise<TenantSummary> {
     const group = await this.prisma
       .$transaction(async (tx) => {
-        const created = await tx.tenantGroup.create({ data: { name: input.name, description: input.description ?? "", share: input.share, policy: input.policy } });
-        await recordAudit(tx, actor, { action: "tenant.create", targetType: "TenantGroup", targetId: created.id, after: created });
+        const created = await tx.tenantGroup.create({
+          data: { name: input.name, description: input.description ?? "", share: input.share, policy: input.policy },
+        });
+        await recordAudit(tx, actor, {
+          action: "tenant.create",
+          targetType: "TenantGroup",
+          targetId: created.id,
+          after: created,
+        });
         return created;
       })
       .catch((error: unknown) => rethrowDuplicateName(error, input.name));
@@ -119,7 +141,13 @@ export class TenantGroups {
     const group = await this.prisma
       .$transaction(async (tx) => {
         const updated = await tx.tenantGroup.update({ where: { id }, data: change });
-        await recordAudit(tx, actor, { action: "tenant.update", targetType: "TenantGroup", targetId: id, before: existing, after: updated });
+        await recordAudit(tx, actor, {
+          action: "tenant.update",
+          targetType: "TenantGroup",
+          targetId: id,
+          before: existing,
+          after: updated,
+        });
         return updated;
       })
       .catch((error: unknown) => rethrowDuplicateName(error, change.name ?? existing.name));
@@ -129,13 +157,21 @@ export class TenantGroups {
 
   /** Its keys go back to counting for their owners. */
   async remove(actor: Actor, id: string): Promise<void> {
-    const existing = await this.prisma.tenantGroup.findUnique({ where: { id }, include: { keys: { select: { id: true } } } });
+    const existing = await this.prisma.tenantGroup.findUnique({
+      where: { id },
+      include: { keys: { select: { id: true } } },
+    });
     if (existing === null) throw notFound(`tenant ${id}`);
     await this.prisma.$transaction(async (tx) => {
       await tx.apiKey.updateMany({ where: { tenantGroupId: id }, data: { tenantGroupId: null } });
       await tx.tenantGroup.delete({ where: { id } });
       const { keys, ...before } = existing;
-      await recordAudit(tx, actor, { action: "tenant.delete", targetType: "TenantGroup", targetId: id, before: { ...before, keyIds: keys.map((key) => key.id) } });
+      await recordAudit(tx, actor, {
+        action: "tenant.delete",
+        targetType: "TenantGroup",
+        targetId: id,
+        before: { ...before, keyIds: keys.map((key) => key.id) },
+      });
     });
     await this.apiKeys.reload();
   }
@@ -144,8 +180,13 @@ export class TenantGroups {
   async assignKey(actor: Actor, keyId: string, groupId: string | null): Promise<void> {
     const key = await this.prisma.apiKey.findUnique({ where: { id: keyId } });
     if (key === null || key.revokedAt !== null) throw notFound(`API key ${keyId}`);
-    if (groupId !== null && (await this.prisma.tenantGroup.findUnique({ where: { id: groupId }, select: { id: true } })) === null) {
-      throw new AppError("VALIDATION_FAILED", `tenant ${groupId} does not exist`, { fieldErrors: [{ path: "tenantId", message: "no such tenant" }] });
+    if (
+      groupId !== null &&
+      (await this.prisma.tenantGroup.findUnique({ where: { id: groupId }, select: { id: true } })) === null
+    ) {
+      throw new AppError("VALIDATION_FAILED", `tenant ${groupId} does not exist`, {
+        fieldErrors: [{ path: "tenantId", message: "no such tenant" }],
+      });
     }
     if (key.tenantGroupId === groupId) return;
     await this.prisma.$transaction(async (tx) => {
@@ -169,7 +210,10 @@ export class TenantGroups {
   async usage(from: Date, to: Date): Promise<TenantUsageSeries> {
     const spanMs = Math.max(1, to.getTime() - from.getTime());
     const stepMs = Math.max(15_000, Math.ceil(spanMs / MAX_POINTS / 15_000) * 15_000);
-    const rows = await this.prisma.tenantUsageSample.findMany({ where: { at: { gte: from, lt: to } }, orderBy: { at: "asc" } });
+    const rows = await this.prisma.tenantUsageSample.findMany({
+      where: { at: { gte: from, lt: to } },
+      orderBy: { at: "asc" },
+    });
     const buckets = new Map<number, TenantUsagePoint["tenants"]>();
     const shares = new Map<string, number>();
     for (const row of rows) {
@@ -189,19 +233,30 @@ export class TenantGroups {
       points.push({ at: new Date(at).toISOString(), tenants });
     }
     const shareTotal = [...shares.values()].reduce((sum, share) => sum + share, 0);
-    const shareOf = Object.fromEntries([...shares].map(([tenant, share]) => [tenant, shareTotal > 0 ? share / shareTotal : 0]));
+    const shareOf = Object.fromEntries(
+      [...shares].map(([tenant, share]) => [tenant, shareTotal > 0 ? share / shareTotal : 0]),
+    );
     return { from: from.toISOString(), to: to.toISOString(), stepSeconds: stepMs / 1000, shareOf, points };
   }
 }
 
 function groupSummary(group: TenantGroup): Omit<TenantSummary, "keys"> {
-  return { id: group.id, kind: "group", name: group.name, description: group.description, share: group.share, policy: group.policy };
+  return {
+    id: group.id,
+    kind: "group",
+    name: group.name,
+    description: group.description,
+    share: group.share,
+    policy: group.policy,
+  };
 }
 
 function rethrowDuplicateName(error: unknown, name: string): never {
   // P2002: the unique index on the name (driver adapters report it without the client's error class, so by code).
   if (typeof error === "object" && error !== null && (error as { code?: unknown }).code === "P2002") {
-    throw new AppError("CONFLICT", `a tenant named '${name}' already exists`, { fieldErrors: [{ path: "name", message: "already taken" }] });
+    throw new AppError("CONFLICT", `a tenant named '${name}' already exists`, {
+      fieldErrors: [{ path: "name", message: "already taken" }],
+    });
   }
   throw error;
 }

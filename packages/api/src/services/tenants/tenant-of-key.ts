@@ -8,8 +8,16 @@ import type { TenantPolicy } from "@operon/db";
  */
 export const OWNER_TENANT_SHARE = 1;
 
-export function tenantOfKey(key: { ownerId: string; tenantGroup: { id: string; share: number; policy: TenantPolicy } | null }): TenantGrant {
-  if (key.tenantGroup !== null) return { id: key.tenantGroup.id, share: key.tenantGroup.share, policy: key.tenantGroup.policy === "REFUSE" ? "refuse" : "queue" };
+export function tenantOfKey(key: {
+  ownerId: string;
+  tenantGroup: { id: string; share: number; policy: TenantPolicy } | null;
+}): TenantGrant {
+  if (key.tenantGroup !== null)
+    return {
+      id: key.tenantGroup.id,
+      share: key.tenantGroup.share,
+      policy: key.tenantGroup.policy === "REFUSE" ? "refuse" : "queue",
+    };
   return { id: ownerTenantId(key.ownerId), share: OWNER_TENANT_SHARE, policy: "queue" };
 }
 

@@ -97,7 +97,8 @@ export class TenantUsageSampler {
     const previous = this.previous;
     this.previous = { takenAt, tenants: current };
     if (previous === undefined) return { written: 0, baseline: true, skipped: null };
-    const delta = (now: number, before: number | undefined): number => (before === undefined || now < before ? now : now - before);
+    const delta = (now: number, before: number | undefined): number =>
+      before === undefined || now < before ? now : now - before;
     const rows = [];
     for (const [tenant, now] of current) {
       const before = previous.tenants.get(tenant);
@@ -118,7 +119,9 @@ export class TenantUsageSampler {
     if (rows.length > 0) await this.prisma.tenantUsageSample.createMany({ data: rows });
     if (this.schedule.retentionDays > 0 && takenAt - this.lastUpkeepAt >= UPKEEP_EVERY_MS) {
       this.lastUpkeepAt = takenAt;
-      await this.prisma.tenantUsageSample.deleteMany({ where: { at: { lt: new Date(takenAt - this.schedule.retentionDays * 86_400_000) } } });
+      await this.prisma.tenantUsageSample.deleteMany({
+        where: { at: { lt: new Date(takenAt - this.schedule.retentionDays * 86_400_000) } },
+      });
     }
     return { written: rows.length, baseline: false, skipped: null };
   }

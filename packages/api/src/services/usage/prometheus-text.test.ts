@@ -17,10 +17,17 @@ up 1
 
 describe("Prometheus sample values", () => {
   it("reads NaN and Inf in any letter case, as Prometheus does (prom-client writes 'Nan')", () => {
-    const values = parsePrometheusText("a Nan\nb nan\nc -inf\nd +Infinity\ne INF\nf 1e3\n").map((sample) => sample.value);
+    const values = parsePrometheusText("a Nan\nb nan\nc -inf\nd +Infinity\ne INF\nf 1e3\n").map(
+      (sample) => sample.value,
+    );
     expect(values[0]).toBeNaN();
     expect(values[1]).toBeNaN();
-    expect(values.slice(2)).toEqual([Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY, Number.POSITIVE_INFINITY, 1000]);
+    expect(values.slice(2)).toEqual([
+      Number.NEGATIVE_INFINITY,
+      Number.POSITIVE_INFINITY,
+      Number.POSITIVE_INFINITY,
+      1000,
+    ]);
   });
 
   it("names the line and the value it cannot read", () => {
@@ -32,7 +39,11 @@ describe("Prometheus text reader", () => {
   it("reads sample lines with labels, escapes, special values and timestamps", () => {
     const samples = parsePrometheusText(TEXT);
     expect(samples).toHaveLength(9);
-    expect(samples[0]).toEqual({ name: "nv_inference_request_summary_us", labels: { quantile: "0.5", model: "add_sub", version: "1" }, value: 812.5 });
+    expect(samples[0]).toEqual({
+      name: "nv_inference_request_summary_us",
+      labels: { quantile: "0.5", model: "add_sub", version: "1" },
+      value: 812.5,
+    });
     expect(samples[2]!.value).toBeNaN();
     expect(samples[5]!.value).toBe(40);
     expect(samples[6]!.labels["model"]).toBe('we"ird\\name\n');
@@ -42,7 +53,10 @@ describe("Prometheus text reader", () => {
 
   it("collects the latency summaries' quantiles per model version, leaving out NaN", () => {
     const quantiles = latencyQuantiles(parsePrometheusText(TEXT));
-    expect(quantiles.get(modelVersionKey("add_sub", "1"))).toEqual({ request: { "0.5": 812.5, "0.99": 2100 }, queue: { "0.5": 40 } });
+    expect(quantiles.get(modelVersionKey("add_sub", "1"))).toEqual({
+      request: { "0.5": 812.5, "0.99": 2100 },
+      queue: { "0.5": 40 },
+    });
     expect(quantiles.has(modelVersionKey("idle", "1"))).toBe(false);
   });
 
@@ -52,7 +66,9 @@ nv_inference_request_summary_us{quantile="0.99",model="was_busy",version="1"} 0
 nv_inference_compute_infer_summary_us{quantile="0.5",model="was_busy",version="1"} 0
 nv_inference_queue_summary_us{quantile="0.5",model="was_busy",version="1"} 0
 `;
-    expect(latencyQuantiles(parsePrometheusText(idle)).get(modelVersionKey("was_busy", "1"))).toEqual({ queue: { "0.5": 0 } });
+    expect(latencyQuantiles(parsePrometheusText(idle)).get(modelVersionKey("was_busy", "1"))).toEqual({
+      queue: { "0.5": 0 },
+    });
   });
 
   it("names the line of a malformed sample", () => {

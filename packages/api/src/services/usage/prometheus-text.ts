@@ -25,7 +25,9 @@ export function parsePrometheusText(text: string): PromSample[] {
     try {
       samples.push(parseSampleLine(line));
     } catch (error) {
-      throw new Error(`metrics text line ${index + 1} is not a Prometheus sample (${(error as Error).message}): ${line.slice(0, 200)}`);
+      throw new Error(
+        `metrics text line ${index + 1} is not a Prometheus sample (${(error as Error).message}): ${line.slice(0, 200)}`,
+      );
     }
   }
   return samples;
@@ -76,7 +78,8 @@ function parseSampleLine(line: string): PromSample {
     }
   }
   const fields = rest.trim().split(/\s+/);
-  if (fields.length < 1 || fields.length > 2 || fields[0] === "") throw new Error("expected a value and an optional timestamp");
+  if (fields.length < 1 || fields.length > 2 || fields[0] === "")
+    throw new Error("expected a value and an optional timestamp");
   return { name, labels, value: parseValue(fields[0]!) };
 }
 
@@ -113,7 +116,9 @@ export function modelVersionKey(model: string, version: string): string {
 }
 
 export function latencyQuantiles(samples: readonly PromSample[]): LatencyQuantiles {
-  const byName = new Map<string, LatencySummaryKind>(Object.entries(LATENCY_SUMMARIES).map(([kind, name]) => [name, kind as LatencySummaryKind]));
+  const byName = new Map<string, LatencySummaryKind>(
+    Object.entries(LATENCY_SUMMARIES).map(([kind, name]) => [name, kind as LatencySummaryKind]),
+  );
   const result: LatencyQuantiles = new Map();
   for (const sample of samples) {
     const kind = byName.get(sample.name);

@@ -43,14 +43,22 @@ export interface CompactionResult {
  * a window boundary; without `since`, from the oldest sample. Days without
  * samples are skipped.
  */
-export async function compactUsageSamples(prisma: PrismaClient, before: Date, since?: Date): Promise<CompactionResult & { end: Date }> {
+export async function compactUsageSamples(
+  prisma: PrismaClient,
+  before: Date,
+  since?: Date,
+): Promise<CompactionResult & { end: Date }> {
   const windowMs = COMPACTION_WINDOW_SECS * 1000;
   const dayMs = 86_400_000;
   const end = new Date(Math.floor(before.getTime() / windowMs) * windowMs);
   const total = { removed: 0, written: 0, end };
   let cursor = since !== undefined ? new Date(Math.floor(since.getTime() / windowMs) * windowMs) : new Date(0);
   for (;;) {
-    const next = await prisma.usageSample.findFirst({ where: { at: { gte: cursor, lt: end } }, orderBy: { at: "asc" }, select: { at: true } });
+    const next = await prisma.usageSample.findFirst({
+      where: { at: { gte: cursor, lt: end } },
+      orderBy: { at: "asc" },
+      select: { at: true },
+    });
     if (next === null) return total;
     // Whole days (a multiple of the window) from the next sample's day, so no window straddles two transactions.
     const from = new Date(Math.max(cursor.getTime(), Math.floor(next.at.getTime() / dayMs) * dayMs));

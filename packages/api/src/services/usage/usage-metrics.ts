@@ -4,7 +4,13 @@ import { AppError } from "../../app-error.js";
 import { computeCosts, queryCostTotals, type CostReport } from "../costs/cost-model.js";
 import type { GatewayClient } from "../gateway/gateway-client.js";
 import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQuantiles } from "./prometheus-text.js";
-import { defaultBucketSecs, MAX_SERIES_POINTS, queryBucketTotals, seriesFromTotals, type UsageSeries } from "./usage-series.js";
+import {
+  defaultBucketSecs,
+  MAX_SERIES_POINTS,
+  queryBucketTotals,
+  seriesFromTotals,
+  type UsageSeries,
+} from "./usage-series.js";
 import type { Logger } from "@operon/protocol/logger";
 
 /**
@@ -21,23 +27,42 @@ export async function usageTimeSeries(
   const bucketSecs = input.bucketSecs ?? defaultBucketSecs(input.from, input.to);
   const points = Math.ceil((input.to.getTime() - input.from.getTime()) / 1000 / bucketSecs);
   if (points > MAX_SERIES_POINTS) {
-    throw new AppError("VALIDATION_FAILED", `${bucketSecs} s buckets give ${points} points over this range; at most ${MAX_SERIES_POINTS}: choose larger buckets`, {
-      fieldErrors: [{ path: "bucketSecs", message: `at least ${Math.ceil((input.to.getTime() - input.from.getTime()) / 1000 / MAX_SERIES_POINTS)}` }],
-    });
+    throw new AppError(
+      "VALIDATION_FAILED",
+      `${bucketSecs} s buckets give ${points} points over this range; at most ${MAX_SERIES_POINTS}: choose larger buckets`,
+      {
+        fieldErrors: [
+          {
+            path: "bucketSecs",
+            message: `at least ${Math.ceil((input.to.getTime() - input.from.getTime()) / 1000 / MAX_SERIES_POINTS)}`,
+          },
+        ],
+      },
+    );
   }
   const totals = await queryBucketTotals(prisma, { from: input.from, to: input.to, model: input.model, bucketSecs });
   return seriesFromTotals(totals, input.from, input.to, bucketSecs);
 }
 
 /** Costs over [from, to) per model and hardware profile; see cost-model.ts for the model. */
-export async function usageCosts(prisma: PrismaClient, input: { from: Date; to: Date }): Promise<CostReport & { from: Date; to: Date }> {
+export async function usageCosts(
+  prisma: PrismaClient,
+  input: { from: Date; to: Date },
+): Promise<CostReport & { from: Date; to: Date }> {
   checkRange(input.from, input.to);
   const totals = await queryCostTotals(prisma, input);
-  const profileIds = [...new Set(totals.usage.map((usage) => usage.profileId).filter((id): id is string => id !== null))];
+  const profileIds = [
+    ...new Set(totals.usage.map((usage) => usage.profileId).filter((id): id is string => id !== null)),
+  ];
   const profiles = await prisma.hardwareProfile.findMany({ where: { id: { in: profileIds } } });
   const report = computeCosts(
     totals,
-    profiles.map((profile) => ({ id: profile.id, name: profile.name, costPerHour: Number(profile.costPerHour), currency: profile.currency })),
+    profiles.map((profile) => ({
+      id: profile.id,
+      name: profile.name,
+      costPerHour: Number(profile.costPerHour),
+      currency: profile.currency,
+    })),
   );
   return { from: input.from, to: input.to, ...report };
 }
@@ -64,7 +89,13 @@ export interface CurrentModelUsage {
   cpuSeconds: number | null;
   memoryBytes: number | null;
   /** The last usage sample of the version: rates over its interval. */
-  lastSample: { at: Date; intervalSeconds: number; requestsPerSec: number; errorsPerSec: number; cpuUtilization: number | null } | null;
+  lastSample: {
+    at: Date;
+    intervalSeconds: number;
+    requestsPerSec: number;
+    errorsPerSec: number;
+    cpuUtilization: number | null;
+  } | null;
 }
 
 export interface CurrentUsage {
@@ -77,7 +108,11 @@ export interface CurrentUsage {
 }
 
 /** The gateway's live per-model numbers (statistics, workers, latency summaries) with each version's last sample. */
-export async function currentUsage(prisma: PrismaClient, gateway: GatewayClient, logger: Logger): Promise<CurrentUsage> {
+export async function currentUsage(
+  prisma: PrismaClient,
+  gateway: GatewayClient,
+  logger: Logger,
+): Promise<CurrentUsage> {
   const [stats, operators] = await Promise.all([gateway.statistics(), gateway.listOperators()]);
   const unavailable: string[] = [];
   const [workers, quantiles] = await Promise.all([
@@ -97,19 +132,34 @@ export async function currentUsage(prisma: PrismaClient, gateway: GatewayClient,
   ]);
   const operatorNames = new Set(operators.map((operator) => operator.name));
   const recent = await prisma.usageSample.findMany({
-    where: { at: { gte: new Date(Date.now() - 3_600_000) }, model: { name: { in: [...new Set(stats.map((entry) => entry.name))] } } },
+    where: {
+      at: { gte: new Date(Date.now() - 3_600_000) },
+      model: { name: { in: [...new Set(stats.map((entry) => entry.name))] } },
+    },
     orderBy: { at: "desc" },
-    select: { at: true, intervalSeconds: true, requests: true, errors: true, cpuUtilization: true, modelVersion: true, model: { select: { name: true } } },
+    select: {
+      at: true,
+      intervalSeconds: true,
+      requests: true,
+      errors: true,
+      cpuUtilization: true,
+      modelVersion: true,
+      model: { select: { name: true } },
+    },
   });
   const mean = (ns: number, count: number): number | null => (count > 0 ? Math.round(ns / count / 100) / 10 : null);
   const models = stats.map((entry): CurrentModelUsage => {
     const key = modelVersionKey(entry.name, entry.version);
     const own = workers?.workers.filter((worker) => worker.model === entry.name && worker.version === entry.version);
     const request = quantiles.get(key)?.request ?? {};
-    const quantile = (q: number): number | null => Object.entries(request).find(([label]) => Number(label) === q)?.[1] ?? null;
-    const last = recent.find((sample) => sample.model.name === entry.name && String(sample.modelVersion ?? "") === entry.version);
+    const quantile = (q: number): number | null =>
+      Object.entries(request).find(([label]) => Number(label) === q)?.[1] ?? null;
+    const last = recent.find(
+      (sample) => sample.model.name === entry.name && String(sample.modelVersion ?? "") === entry.version,
+    );
     const inference = entry.inference_stats;
-    const sum = (values: Array<number | null>): number | null => (values.some((value) => value !== null) ? values.reduce<number>((total, value) => total + (value ?? 0), 0) : null);
+    const sum = (values: Array<number | null>): number | null =>
+      values.some((value) => value !== null) ? values.reduce<number>((total, value) => total + (value ?? 0), 0) : null;
     return {
       model: entry.name,
       version: entry.version,
@@ -140,16 +190,26 @@ export async function currentUsage(prisma: PrismaClient, gateway: GatewayClient,
             },
     };
   });
-  return { readAt: new Date(), models, hostCpuCores: workers?.hostCpuCores ?? null, gateway: workers?.gateway ?? null, unavailable };
+  return {
+    readAt: new Date(),
+    models,
+    hostCpuCores: workers?.hostCpuCores ?? null,
+    gateway: workers?.gateway ?? null,
+    unavailable,
+  };
 }
 
 const MAX_RANGE_MS = 400 * 24 * 3_600_000;
 
 function checkRange(from: Date, to: Date): void {
   if (!(to.getTime() > from.getTime())) {
-    throw new AppError("VALIDATION_FAILED", "`to` must be after `from`", { fieldErrors: [{ path: "to", message: "must be after from" }] });
+    throw new AppError("VALIDATION_FAILED", "`to` must be after `from`", {
+      fieldErrors: [{ path: "to", message: "must be after from" }],
+    });
   }
   if (to.getTime() - from.getTime() > MAX_RANGE_MS) {
-    throw new AppError("VALIDATION_FAILED", "the range may span at most 400 days", { fieldErrors: [{ path: "from", message: "at most 400 days before to" }] });
+    throw new AppError("VALIDATION_FAILED", "the range may span at most 400 days", {
+      fieldErrors: [{ path: "from", message: "at most 400 days before to" }],
+    });
   }
 }

@@ -97,7 +97,11 @@ export class UsageSampler {
         await this.sampleNow().catch((error: unknown) => this.logger.error({ err: error }, "usage sample failed"));
         await this.queue(() => this.upkeepIfDue());
       },
-      { intervalMs: schedule.intervalSecs * 1000, runAtStart: true, onError: (error) => this.logger.error({ err: error }, "usage sample upkeep failed") },
+      {
+        intervalMs: schedule.intervalSecs * 1000,
+        runAtStart: true,
+        onError: (error) => this.logger.error({ err: error }, "usage sample upkeep failed"),
+      },
     );
   }
 
@@ -111,15 +115,21 @@ export class UsageSampler {
     if (this.schedule.retentionDays <= 0) return 0;
     const before = new Date(now - this.schedule.retentionDays * 86_400_000);
     const { count } = await this.prisma.usageSample.deleteMany({ where: { at: { lt: before } } });
-    if (count > 0) this.logger.info({ removed: count, before: before.toISOString() }, "usage samples past the retention removed");
+    if (count > 0)
+      this.logger.info({ removed: count, before: before.toISOString() }, "usage samples past the retention removed");
     return count;
   }
 
   /** Merges the samples older than a day into 5-minute samples; returns what changed. */
   async compact(now: number = Date.now()): Promise<CompactionResult> {
-    const { end, ...result } = await compactUsageSamples(this.prisma, new Date(now - COMPACT_AFTER_MS), this.compactedBefore);
+    const { end, ...result } = await compactUsageSamples(
+      this.prisma,
+      new Date(now - COMPACT_AFTER_MS),
+      this.compactedBefore,
+    );
     this.compactedBefore = end;
-    if (result.removed > 0) this.logger.info({ ...result }, "usage samples older than a day merged into 5-minute samples");
+    if (result.removed > 0)
+      this.logger.info({ ...result }, "usage samples older than a day merged into 5-minute samples");
     return result;
   }
 
@@ -231,7 +241,14 @@ export class UsageSampler {
         latencyP99Ms: quantileMs(0.99),
         queueTimeMs: queueCount > 0 ? delta("queueNs") / queueCount / 1e6 : null,
         instanceCount: versionWorkers.length,
-        cpuUtilization: cpuUtilization(key, versionWorkers, previous.workers, current.workers, intervalMs, workers?.hostCpuCores),
+        cpuUtilization: cpuUtilization(
+          key,
+          versionWorkers,
+          previous.workers,
+          current.workers,
+          intervalMs,
+          workers?.hostCpuCores,
+        ),
         memoryBytes: memoryOf(versionWorkers),
       });
     }
@@ -246,11 +263,23 @@ export class UsageSampler {
             continue;
           }
           // A repository model the control plane has not seen yet: UsageSample needs its row.
-          const created = await tx.model.upsert({ where: { name }, create: { name }, update: {}, select: { id: true } });
-          await recordAudit(tx, SYSTEM_ACTOR, { action: "model.discover", targetType: "Model", targetId: created.id, after: { name, source: "repository" } });
+          const created = await tx.model.upsert({
+            where: { name },
+            create: { name },
+            update: {},
+            select: { id: true },
+          });
+          await recordAudit(tx, SYSTEM_ACTOR, {
+            action: "model.discover",
+            targetType: "Model",
+            targetId: created.id,
+            after: { name, source: "repository" },
+          });
           modelIds.set(name, created.id);
         }
-        await tx.usageSample.createMany({ data: rows.map(({ model, ...row }) => ({ ...row, modelId: modelIds.get(model)! })) });
+        await tx.usageSample.createMany({
+          data: rows.map(({ model, ...row }) => ({ ...row, modelId: modelIds.get(model)! })),
+        });
       });
     }
     this.previous = current;
@@ -271,7 +300,10 @@ export class UsageSampler {
       const text = await this.gateway.metricsText();
       return text === undefined ? new Map() : latencyQuantiles(parsePrometheusText(text));
     } catch (error) {
-      this.logger.warn({ err: error }, "usage sample without latency quantiles: the gateway's metrics could not be read");
+      this.logger.warn(
+        { err: error },
+        "usage sample without latency quantiles: the gateway's metrics could not be read",
+      );
       return new Map();
     }
   }
@@ -295,7 +327,8 @@ function cpuUtilization(
     if (now === undefined) continue;
     known += 1;
     const then = before.get(key);
-    cpuSeconds += then !== undefined && then.pid === now.pid ? Math.max(0, now.cpuSeconds - then.cpuSeconds) : now.cpuSeconds;
+    cpuSeconds +=
+      then !== undefined && then.pid === now.pid ? Math.max(0, now.cpuSeconds - then.cpuSeconds) : now.cpuSeconds;
   }
   if (known === 0) return workers.length === 0 ? 0 : null;
   return Math.min(1, cpuSeconds / ((intervalMs / 1000) * hostCpuCores));

@@ -149,7 +149,12 @@ function addCountsAndLatencies(into: BucketTotals, from: BucketTotals): void {
 }
 
 /** The chart series over [from, to) in `bucketSecs` buckets, from the database's per-model bucket totals. */
-export function seriesFromTotals(totals: readonly BucketTotals[], from: Date, to: Date, bucketSecs: number): UsageSeries {
+export function seriesFromTotals(
+  totals: readonly BucketTotals[],
+  from: Date,
+  to: Date,
+  bucketSecs: number,
+): UsageSeries {
   const bucketMs = bucketSecs * 1000;
   const count = Math.max(1, Math.ceil((to.getTime() - from.getTime()) / bucketMs));
   const starts = Array.from({ length: count }, (_, index) => new Date(from.getTime() + index * bucketMs));
@@ -162,12 +167,18 @@ export function seriesFromTotals(totals: readonly BucketTotals[], from: Date, to
     buckets[entry.bucket] = entry;
     addCountsAndLatencies(overall[entry.bucket]!, entry);
   }
-  const models = [...perModel.keys()].sort().map((model) => ({ model, points: perModel.get(model)!.map((bucket, index) => pointOf(starts[index]!, bucket)) }));
+  const models = [...perModel.keys()]
+    .sort()
+    .map((model) => ({ model, points: perModel.get(model)!.map((bucket, index) => pointOf(starts[index]!, bucket)) }));
   const overallPoints = starts.map((at, index) => {
     // Latencies and counts over all requests; rates and capacity figures are the sum of the models'.
     const base = pointOf(at, overall[index]!);
-    const sum = (key: "requestsPerSec" | "errorsPerSec" | "instances" | "cpuUtilization" | "memoryBytes"): number | null => {
-      const values = models.map((model) => model.points[index]![key]).filter((value): value is number => value !== null);
+    const sum = (
+      key: "requestsPerSec" | "errorsPerSec" | "instances" | "cpuUtilization" | "memoryBytes",
+    ): number | null => {
+      const values = models
+        .map((model) => model.points[index]![key])
+        .filter((value): value is number => value !== null);
       return values.length > 0 ? values.reduce((total, value) => total + value, 0) : null;
     };
     return {

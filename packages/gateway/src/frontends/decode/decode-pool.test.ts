@@ -65,10 +65,16 @@ describe("decode pool", () => {
 
   it("refuses bodies beyond its queue at once with UNAVAILABLE, naming the queue", async () => {
     pool = new DecodePool({ threads: 1, maxQueuedBodies: 2 });
-    const accepted = [pool.decodeJson(manyStrings(500_000), true), pool.decodeJson(innocent(), true), pool.decodeJson(innocent(), true)];
+    const accepted = [
+      pool.decodeJson(manyStrings(500_000), true),
+      pool.decodeJson(innocent(), true),
+      pool.decodeJson(innocent(), true),
+    ];
     const failure = await failureOf(pool.decodeJson(innocent(), true));
     expect(failure.kind).toBe("UNAVAILABLE");
-    expect(failure.message).toMatch(/the request decoder is busy: 2 bodies \(\d+ bytes\) wait for its 1 threads already; retry shortly/);
+    expect(failure.message).toMatch(
+      /the request decoder is busy: 2 bodies \(\d+ bytes\) wait for its 1 threads already; retry shortly/,
+    );
     await Promise.all(accepted);
   }, 60_000);
 });

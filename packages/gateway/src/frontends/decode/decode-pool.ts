@@ -5,8 +5,12 @@ import type { DecodeTask } from "./decode-tasks.js";
 import type { InferRequest } from "@operon/protocol/inference";
 import { type PackedInferRequest, unpackInferRequest } from "./packed-request.js";
 
-export type DecodeResult = { kind: "infer"; packed: PackedInferRequest; binaryDataOutput: boolean } | { kind: "json"; value: unknown };
-export type DecodeReply = { id: number; ok: true; result: DecodeResult } | { id: number; ok: false; kind: ErrorKind; message: string };
+export type DecodeResult =
+  | { kind: "infer"; packed: PackedInferRequest; binaryDataOutput: boolean }
+  | { kind: "json"; value: unknown };
+export type DecodeReply =
+  | { id: number; ok: true; result: DecodeResult }
+  | { id: number; ok: false; kind: ErrorKind; message: string };
 
 export interface DecodePoolOptions {
   /** Threads; default DEFAULT_DECODE_THREADS (1 per 4 cores, at least 2, at most 4). */
@@ -107,7 +111,10 @@ export class DecodePool {
   private decode(task: DecodeTask, owned: boolean): Promise<DecodeResult> {
     if (this.closed) return Promise.reject(new OperonError("UNAVAILABLE", "the server is shutting down"));
     const bytes = task.kind === "grpc-infer" ? task.message : task.body;
-    if (this.queue.length >= this.maxQueuedBodies || (this.queue.length > 0 && this.queuedBytes + bytes.byteLength > this.maxQueuedBytes)) {
+    if (
+      this.queue.length >= this.maxQueuedBodies ||
+      (this.queue.length > 0 && this.queuedBytes + bytes.byteLength > this.maxQueuedBytes)
+    ) {
       if (this.idleSlot() === undefined) {
         return Promise.reject(
           new OperonError(
@@ -122,7 +129,14 @@ export class DecodePool {
     const sent = movable ? bytes : new Uint8Array(bytes);
     const shipped: DecodeTask = task.kind === "grpc-infer" ? { ...task, message: sent } : { ...task, body: sent };
     return new Promise<DecodeResult>((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, task: shipped, transfer: sent.buffer as ArrayBuffer, bytes: sent.byteLength, resolve, reject });
+      this.queue.push({
+        id: this.nextId++,
+        task: shipped,
+        transfer: sent.buffer as ArrayBuffer,
+        bytes: sent.byteLength,
+        resolve,
+        reject,
+      });
       this.queuedBytes += sent.byteLength;
       this.dispatch();
     });
@@ -131,14 +145,19 @@ export class DecodePool {
   /** A JSON body's value. */
   async decodeJson(body: Uint8Array, owned: boolean): Promise<unknown> {
     const result = await this.decode({ kind: "json", body }, owned);
-    if (result.kind !== "json") throw new OperonError("INTERNAL", "the decoder answered a JSON body with something else");
+    if (result.kind !== "json")
+      throw new OperonError("INTERNAL", "the decoder answered a JSON body with something else");
     return result.value;
   }
 
   /** An inference request (HTTP /infer body or gRPC ModelInfer message), its tensors as views of the buffer that came back. */
-  async decodeInfer(task: Extract<DecodeTask, { kind: "http-infer" | "grpc-infer" }>, owned: boolean): Promise<{ request: InferRequest; binaryDataOutput: boolean }> {
+  async decodeInfer(
+    task: Extract<DecodeTask, { kind: "http-infer" | "grpc-infer" }>,
+    owned: boolean,
+  ): Promise<{ request: InferRequest; binaryDataOutput: boolean }> {
     const result = await this.decode(task, owned);
-    if (result.kind !== "infer") throw new OperonError("INTERNAL", "the decoder answered an inference request with something else");
+    if (result.kind !== "infer")
+      throw new OperonError("INTERNAL", "the decoder answered an inference request with something else");
     return { request: unpackInferRequest(result.packed), binaryDataOutput: result.binaryDataOutput };
   }
 
@@ -202,13 +221,20 @@ export class DecodePool {
     worker.on("error", (error: Error & { code?: string }) => {
       slot.failure ??=
         error.code === "ERR_WORKER_OUT_OF_MEMORY"
-          ? new OperonError("INVALID_ARG", `the request is too large or too complex to decode within the decoder's ${this.maxHeapMb} MiB of memory`)
+          ? new OperonError(
+              "INVALID_ARG",
+              `the request is too large or too complex to decode within the decoder's ${this.maxHeapMb} MiB of memory`,
+            )
           : new OperonError("INTERNAL", `the request decoder failed: ${error.message}`);
     });
     worker.on("exit", () => {
       if (this.slots[index] === slot) this.slots[index] = undefined;
       // Only the body this thread was on fails; the queue goes on to a new thread.
-      finish()?.reject(this.closed ? new OperonError("UNAVAILABLE", "the server is shutting down") : (slot.failure ?? new OperonError("UNAVAILABLE", "the request decoder stopped")));
+      finish()?.reject(
+        this.closed
+          ? new OperonError("UNAVAILABLE", "the server is shutting down")
+          : (slot.failure ?? new OperonError("UNAVAILABLE", "the request decoder stopped")),
+      );
       this.dispatch();
     });
     return slot;
@@ -218,5 +244,7 @@ export class DecodePool {
 /** The thread's entry: dist/…/decode-thread.js beside this module (from src/, when tests run the TypeScript, the built copy). */
 function decodeThreadEntry(): URL {
   const here = import.meta.url;
-  return here.endsWith(".ts") ? new URL("../../../dist/frontends/decode/decode-thread.js", here) : new URL("./decode-thread.js", here);
+  return here.endsWith(".ts")
+    ? new URL("../../../dist/frontends/decode/decode-thread.js", here)
+    : new URL("./decode-thread.js", here);
 }

@@ -21,7 +21,11 @@ export type DecodeTask =
   /** A serialized gRPC ModelInferRequest; `allowReserved`: triton_ parameters the frontend reads itself. */
   | { kind: "grpc-infer"; message: Uint8Array; allowReserved?: readonly string[] };
 
-export function decodeHttpInfer(body: Buffer, headerLength: number | undefined, target: InferTarget): DecodedInferRequest {
+export function decodeHttpInfer(
+  body: Buffer,
+  headerLength: number | undefined,
+  target: InferTarget,
+): DecodedInferRequest {
   if (headerLength === undefined) {
     assertJsonWithinBudget(body);
     return decodeInferJson(parseJsonBody(body), undefined, target);
@@ -36,7 +40,11 @@ export function decodeJson(body: Buffer): unknown {
   return parseJsonBody(body);
 }
 
-export function decodeGrpcInfer(message: Buffer, deserialize: (message: Buffer) => WireInferRequest, allowReserved: readonly string[] = []): InferRequest {
+export function decodeGrpcInfer(
+  message: Buffer,
+  deserialize: (message: Buffer) => WireInferRequest,
+  allowReserved: readonly string[] = [],
+): InferRequest {
   assertInferMessageWithinBudget(message);
   let wire: WireInferRequest;
   try {

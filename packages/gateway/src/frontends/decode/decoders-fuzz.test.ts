@@ -11,7 +11,24 @@ import { mutateBytes, seededRandom } from "@operon/testing/seeded-fuzz";
 // never a crash or an INTERNAL error.
 
 /** Structural mutations of the JSON request: wrong types and values where the decoder expects others. */
-const WEIRD: unknown[] = [null, -1, 1e308, -0, 2 ** 53, "x", "", [], {}, [[1]], true, "FP32", "BYTES", [-1], [1e9, 1e9], "\u0000"];
+const WEIRD: unknown[] = [
+  null,
+  -1,
+  1e308,
+  -0,
+  2 ** 53,
+  "x",
+  "",
+  [],
+  {},
+  [[1]],
+  true,
+  "FP32",
+  "BYTES",
+  [-1],
+  [1e9, 1e9],
+  "\u0000",
+];
 
 function mutateJson(value: unknown, next: () => number, depth = 0): unknown {
   if (next() < 0.08 + depth * 0.02) return WEIRD[Math.floor(next() * WEIRD.length)];
@@ -29,7 +46,15 @@ const VALID_JSON = {
   parameters: { priority: 1 },
   inputs: [
     { name: "INPUT0", datatype: "FP32", shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
-    { name: "INPUT1", datatype: "INT32", shape: [2, 2], data: [[1, 2], [3, 4]] },
+    {
+      name: "INPUT1",
+      datatype: "INT32",
+      shape: [2, 2],
+      data: [
+        [1, 2],
+        [3, 4],
+      ],
+    },
     { name: "TEXT", datatype: "BYTES", shape: [2], data: ["a", "bc"] },
   ],
   outputs: [{ name: "OUTPUT0", parameters: { binary_data: true } }],
@@ -66,7 +91,8 @@ describe("decoder fuzz (seeded)", () => {
     const next = seededRandom(12);
     const valid = Buffer.from(JSON.stringify(VALID_JSON));
     const result = expectClientFaults((index) => {
-      const body = index % 2 === 0 ? mutateBytes(valid, next) : Buffer.from(JSON.stringify(mutateJson(VALID_JSON, next)));
+      const body =
+        index % 2 === 0 ? mutateBytes(valid, next) : Buffer.from(JSON.stringify(mutateJson(VALID_JSON, next)));
       decodeHttpInfer(body, undefined, target);
     }, 2000);
     expect(result.refused).toBeGreaterThan(500);
@@ -98,7 +124,9 @@ describe("decoder fuzz (seeded)", () => {
     let deserialize: (message: Buffer) => WireInferRequest;
     beforeAll(async () => {
       const definition = await loadGrpcProtos();
-      const method = (definition[INFERENCE_SERVICE] as unknown as Record<string, grpc.MethodDefinition<object, unknown>>)["ModelInfer"]!;
+      const method = (
+        definition[INFERENCE_SERVICE] as unknown as Record<string, grpc.MethodDefinition<object, unknown>>
+      )["ModelInfer"]!;
       serialize = method.requestSerialize as (message: object) => Buffer;
       deserialize = method.requestDeserialize as (message: Buffer) => WireInferRequest;
     });

@@ -17,7 +17,12 @@ export interface PackedInferRequest {
 export function packInferRequest(request: InferRequest): PackedInferRequest {
   const { inputs, signal: _signal, ...rest } = request;
   const packed = packTensors(inputs);
-  return { request: rest, buffer: packed.buffer, inputs: packed.tensors, inputParameters: inputs.map((input) => input.parameters) };
+  return {
+    request: rest,
+    buffer: packed.buffer,
+    inputs: packed.tensors,
+    inputParameters: inputs.map((input) => input.parameters),
+  };
 }
 
 export function unpackInferRequest(packed: PackedInferRequest): InferRequest {

@@ -55,7 +55,12 @@ const MALFORMED = Symbol("malformed");
  * visitor gets its payload's range; for others its wire type (and the value
  * range, for counting unpacked entries).
  */
-function forEachField(message: Uint8Array, start: number, end: number, visit: (field: number, wireType: number, from: number, to: number) => void): void {
+function forEachField(
+  message: Uint8Array,
+  start: number,
+  end: number,
+  visit: (field: number, wireType: number, from: number, to: number) => void,
+): void {
   let offset = start;
   const varint = (): number => {
     let value = 0;
@@ -97,7 +102,10 @@ function packedVarintCount(message: Uint8Array, from: number, to: number): numbe
 }
 
 /** Throws RESOURCE_EXHAUSTED naming the limit; a malformed message is left to the decoder. */
-export function assertInferMessageWithinBudget(message: Uint8Array, budget: InferMessageBudget = DEFAULT_INFER_MESSAGE_BUDGET): void {
+export function assertInferMessageWithinBudget(
+  message: Uint8Array,
+  budget: InferMessageBudget = DEFAULT_INFER_MESSAGE_BUDGET,
+): void {
   let inputs = 0;
   let outputs = 0;
   let parameters = 0;
@@ -105,18 +113,22 @@ export function assertInferMessageWithinBudget(message: Uint8Array, budget: Infe
   let contentElements = 0;
   let bytesElements = 0;
   const countParameter = () => {
-    if (++parameters > budget.maxParameters) throw exhausted(`more than ${budget.maxParameters} parameters (request, inputs and outputs together)`);
+    if (++parameters > budget.maxParameters)
+      throw exhausted(`more than ${budget.maxParameters} parameters (request, inputs and outputs together)`);
   };
   const countContents = (n: number) => {
     contentElements += n;
     if (contentElements > budget.maxContentElements) {
-      throw exhausted(`more than ${budget.maxContentElements} elements in typed 'contents' (send large tensors in raw_input_contents)`);
+      throw exhausted(
+        `more than ${budget.maxContentElements} elements in typed 'contents' (send large tensors in raw_input_contents)`,
+      );
     }
   };
   const scanContents = (from: number, to: number) =>
     forEachField(message, from, to, (field, wireType, start, end) => {
       if (field === CONTENTS_BYTES) {
-        if (++bytesElements > budget.maxBytesElements) throw exhausted(`more than ${budget.maxBytesElements} BYTES elements in 'bytes_contents'`);
+        if (++bytesElements > budget.maxBytesElements)
+          throw exhausted(`more than ${budget.maxBytesElements} BYTES elements in 'bytes_contents'`);
         return;
       }
       const size = CONTENTS_ELEMENT_SIZE[field];
@@ -129,7 +141,8 @@ export function assertInferMessageWithinBudget(message: Uint8Array, budget: Infe
     forEachField(message, from, to, (field, wireType, start, end) => {
       if (field === INPUT.SHAPE) {
         dims += wireType === LENGTH_DELIMITED ? packedVarintCount(message, start, end) : 1;
-        if (dims > budget.maxShapeDims) throw exhausted(`an input whose shape has more than ${budget.maxShapeDims} dimensions`);
+        if (dims > budget.maxShapeDims)
+          throw exhausted(`an input whose shape has more than ${budget.maxShapeDims} dimensions`);
       } else if (field === INPUT.PARAMETERS && wireType === LENGTH_DELIMITED) countParameter();
       else if (field === INPUT.CONTENTS && wireType === LENGTH_DELIMITED) scanContents(start, end);
     });
@@ -146,7 +159,8 @@ export function assertInferMessageWithinBudget(message: Uint8Array, budget: Infe
           if (f === OUTPUT.PARAMETERS && w === LENGTH_DELIMITED) countParameter();
         });
       } else if (field === REQUEST.PARAMETERS) countParameter();
-      else if (field === REQUEST.RAW_INPUT_CONTENTS && ++raws > budget.maxInputs) throw exhausted(`more than ${budget.maxInputs} raw_input_contents`);
+      else if (field === REQUEST.RAW_INPUT_CONTENTS && ++raws > budget.maxInputs)
+        throw exhausted(`more than ${budget.maxInputs} raw_input_contents`);
     });
   } catch (error) {
     if (error !== MALFORMED) throw error;
@@ -154,12 +168,18 @@ export function assertInferMessageWithinBudget(message: Uint8Array, budget: Infe
 }
 
 /** A RepositoryModelLoad/Unload request: at most `maxParameters` map entries. */
-export function assertRepositoryMessageWithinBudget(message: Uint8Array, maxParameters: number = DEFAULT_MAX_REPOSITORY_PARAMETERS): void {
+export function assertRepositoryMessageWithinBudget(
+  message: Uint8Array,
+  maxParameters: number = DEFAULT_MAX_REPOSITORY_PARAMETERS,
+): void {
   let parameters = 0;
   try {
     forEachField(message, 0, message.length, (field, wireType) => {
       if (field === REPOSITORY_PARAMETERS && wireType === LENGTH_DELIMITED && ++parameters > maxParameters) {
-        throw new OperonError("RESOURCE_EXHAUSTED", `the repository request holds more than ${maxParameters} parameters; this server accepts at most that many`);
+        throw new OperonError(
+          "RESOURCE_EXHAUSTED",
+          `the repository request holds more than ${maxParameters} parameters; this server accepts at most that many`,
+        );
       }
     });
   } catch (error) {
@@ -168,7 +188,10 @@ export function assertRepositoryMessageWithinBudget(message: Uint8Array, maxPara
 }
 
 function exhausted(what: string): OperonError {
-  return new OperonError("RESOURCE_EXHAUSTED", `the inference request holds ${what}; this server accepts at most that many`);
+  return new OperonError(
+    "RESOURCE_EXHAUSTED",
+    `the inference request holds ${what}; this server accepts at most that many`,
+  );
 }
 
 /** How many top-level fields peekInferRequestNames reads at most: the names come first in what clients send. */

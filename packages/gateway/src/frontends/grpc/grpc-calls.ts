@@ -15,7 +15,11 @@ import { logRequestFailure, requestFailureOf } from "../failure-log.js";
 export function authorizationOf(metadata: grpc.Metadata): string | undefined {
   const values = metadata.get("authorization");
   if (values.length === 0) return undefined;
-  if (values.length > 1) throw new OperonError("UNAUTHENTICATED", "send one 'authorization' metadata entry ('Bearer <api key>'), not several");
+  if (values.length > 1)
+    throw new OperonError(
+      "UNAUTHENTICATED",
+      "send one 'authorization' metadata entry ('Bearer <api key>'), not several",
+    );
   const value = values[0]!;
   return typeof value === "string" ? value : value.toString("utf8");
 }
@@ -38,7 +42,12 @@ export function unary<Req, Res>(
 /** Logged at its kind's level; a bug's text stays in the log, the client gets INTERNAL with a fixed text (as over HTTP). */
 export function statusOf(error: unknown, method: string, logger?: Logger): Partial<grpc.StatusObject> {
   const failure = requestFailureOf(error);
-  logRequestFailure(logger, isOperonError(error) ? failure : { ...failure, message: "gRPC call failed unexpectedly" }, error, { method });
+  logRequestFailure(
+    logger,
+    isOperonError(error) ? failure : { ...failure, message: "gRPC call failed unexpectedly" },
+    error,
+    { method },
+  );
   // A retry hint (a tenant over its share) travels as `retry-after` metadata, in seconds, as over HTTP.
   if (error instanceof OperonError && error.retryAfterSeconds !== undefined) {
     const metadata = new grpc.Metadata();
@@ -49,7 +58,10 @@ export function statusOf(error: unknown, method: string, logger?: Logger): Parti
 }
 
 /** The request's signal: aborted when the client cancels the call (a Cancellation: cheaper per call than an AbortController). */
-export function cancelSignalOf(call: { cancelled: boolean; once(event: "cancelled", listener: () => void): unknown }): CancelSignal {
+export function cancelSignalOf(call: {
+  cancelled: boolean;
+  once(event: "cancelled", listener: () => void): unknown;
+}): CancelSignal {
   const cancellation = new Cancellation();
   const abort = () => cancellation.abort(cancelledError());
   if (call.cancelled) abort();

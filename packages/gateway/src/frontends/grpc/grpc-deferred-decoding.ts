@@ -47,13 +47,18 @@ export class GrpcDeferredDecoding {
     const repository = REPOSITORY_METHODS.has(method);
     const limit = repository ? this.maxRepositoryMessageBytes : MAX_SMALL_MESSAGE_BYTES;
     if (message.raw.length > limit) {
-      throw new OperonError("RESOURCE_EXHAUSTED", `${method} message of ${message.raw.length} bytes exceeds the limit of ${limit} bytes`);
+      throw new OperonError(
+        "RESOURCE_EXHAUSTED",
+        `${method} message of ${message.raw.length} bytes exceeds the limit of ${limit} bytes`,
+      );
     }
     if (repository) assertRepositoryMessageWithinBudget(message.raw);
     try {
       return deserialize(message.raw) as T;
     } catch (error) {
-      throw new OperonError("INVALID_ARG", `malformed ${method} request: ${(error as Error).message}`, { cause: error });
+      throw new OperonError("INVALID_ARG", `malformed ${method} request: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   }
 }

@@ -106,7 +106,10 @@ class FakeEngine implements InferenceEngine {
    * final flag alone, or with a last TOKEN when `final_data` is set; `fail_at`
    * turns that response into a (non-final) error.
    */
-  async inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean, decoupled: boolean) => void): Promise<void> {
+  async inferStream(
+    request: InferRequest,
+    onResponse: (response: InferResponse | OperonError, final: boolean, decoupled: boolean) => void,
+  ): Promise<void> {
     if (request.modelName !== "tokens") {
       onResponse(await this.infer(request), true, false);
       return;
@@ -116,10 +119,15 @@ class FakeEngine implements InferenceEngine {
     const base = { modelName: "tokens", modelVersion: "1", ...(request.id ? { id: request.id } : {}) };
     for (let i = 0; i < count; i += 1) {
       await new Promise((resolve) => setTimeout(resolve, 2));
-      if (request.parameters["fail_at"] === i) onResponse(new OperonError("INVALID_ARG", `token ${i} failed`), false, true);
-      else onResponse({ ...base, outputs: [{ name: "TOKEN", datatype: "FP32", shape: [1], data: fp32(i) }] }, false, true);
+      if (request.parameters["fail_at"] === i)
+        onResponse(new OperonError("INVALID_ARG", `token ${i} failed`), false, true);
+      else
+        onResponse({ ...base, outputs: [{ name: "TOKEN", datatype: "FP32", shape: [1], data: fp32(i) }] }, false, true);
     }
-    const last = request.parameters["final_data"] === true ? [{ name: "TOKEN", datatype: "FP32" as const, shape: [1], data: fp32(99) }] : [];
+    const last =
+      request.parameters["final_data"] === true
+        ? [{ name: "TOKEN", datatype: "FP32" as const, shape: [1], data: fp32(99) }]
+        : [];
     onResponse({ ...base, outputs: last }, true, true);
   }
   async whenServed(): Promise<void> {}
@@ -189,7 +197,9 @@ async function makeClients(port: number): Promise<{ inference: Client; health: C
 
 function call(client: Client, method: string, request: object): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    client[method](request, (error: grpc.ServiceError | null, reply: Reply) => (error ? reject(error) : resolve(reply)));
+    client[method](request, (error: grpc.ServiceError | null, reply: Reply) =>
+      error ? reject(error) : resolve(reply),
+    );
   });
 }
 
@@ -314,16 +324,25 @@ describe("repository RPCs", () => {
     });
     expect(noConfig.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(noConfig.details).toMatch(/'config' is required/);
-    const unknown = await callError(client, "RepositoryModelLoad", { model_name: "m", parameters: { x: { bool_param: true } } });
+    const unknown = await callError(client, "RepositoryModelLoad", {
+      model_name: "m",
+      parameters: { x: { bool_param: true } },
+    });
     expect(unknown.details).toMatch(/unrecognized load parameter 'x'/);
-    const wrongType = await callError(client, "RepositoryModelLoad", { model_name: "m", parameters: { config: { bool_param: true } } });
+    const wrongType = await callError(client, "RepositoryModelLoad", {
+      model_name: "m",
+      parameters: { config: { bool_param: true } },
+    });
     expect(wrongType.code).toBe(grpc.status.INVALID_ARGUMENT);
     const locked = await callError(client, "RepositoryModelLoad", { model_name: "locked" });
     expect(locked.code).toBe(grpc.status.UNIMPLEMENTED);
   });
 
   it("unloads with unload_dependents", async () => {
-    await call(client, "RepositoryModelUnload", { model_name: "m", parameters: { unload_dependents: { bool_param: true } } });
+    await call(client, "RepositoryModelUnload", {
+      model_name: "m",
+      parameters: { unload_dependents: { bool_param: true } },
+    });
     expect(engine.unloads.at(-1)).toEqual({ name: "m", options: { unloadDependents: true } });
     await call(client, "RepositoryModelUnload", { model_name: "n" });
     expect(engine.unloads.at(-1)).toEqual({ name: "n", options: { unloadDependents: false } });
@@ -342,7 +361,9 @@ describe("ModelInfer", () => {
       raw_input_contents: [fp32(1, 2, 3), fp32(10, 20, 30)],
     });
     expect(reply).toMatchObject({ model_name: "add", model_version: "1", id: "req-1" });
-    expect(reply["outputs"]).toEqual([{ name: "SUM", datatype: "FP32", shape: ["1", "3"], parameters: {}, contents: null }]);
+    expect(reply["outputs"]).toEqual([
+      { name: "SUM", datatype: "FP32", shape: ["1", "3"], parameters: {}, contents: null },
+    ]);
     expect(reply["raw_output_contents"]).toEqual([fp32(11, 22, 33)]);
   });
 
@@ -363,9 +384,19 @@ describe("ModelInfer", () => {
     const reply = await call(client, "ModelInfer", {
       model_name: "echo",
       inputs: [
-        { name: "I64", datatype: "INT64", shape: [2], contents: { int64_contents: ["-9223372036854775808", "9007199254740993"] } },
+        {
+          name: "I64",
+          datatype: "INT64",
+          shape: [2],
+          contents: { int64_contents: ["-9223372036854775808", "9007199254740993"] },
+        },
         { name: "B", datatype: "BOOL", shape: [3], contents: { bool_contents: [true, false, true] } },
-        { name: "S", datatype: "BYTES", shape: [2], contents: { bytes_contents: [Buffer.from("héllo"), Buffer.alloc(0)] } },
+        {
+          name: "S",
+          datatype: "BYTES",
+          shape: [2],
+          contents: { bytes_contents: [Buffer.from("héllo"), Buffer.alloc(0)] },
+        },
         { name: "U8", datatype: "UINT8", shape: [2, 2], contents: { uint_contents: [0, 1, 254, 255] } },
       ],
     });
@@ -401,7 +432,13 @@ describe("ModelInfer", () => {
       raw_input_contents: raw,
     });
     expect(reply["raw_output_contents"]).toEqual(raw);
-    expect(engine.lastRequest?.inputs.map((input) => input.datatype)).toEqual(["INT64", "BOOL", "BYTES", "UINT8", "FP16"]);
+    expect(engine.lastRequest?.inputs.map((input) => input.datatype)).toEqual([
+      "INT64",
+      "BOOL",
+      "BYTES",
+      "UINT8",
+      "FP16",
+    ]);
   });
 
   it("round-trips request, input and output parameters of every kind", async () => {
@@ -416,7 +453,15 @@ describe("ModelInfer", () => {
         name: { string_param: "x" },
         ratio: { double_param: 0.25 },
       },
-      inputs: [{ name: "A", datatype: "FP32", shape: [1], parameters: { p: { string_param: "in" } }, contents: { fp32_contents: [1] } }],
+      inputs: [
+        {
+          name: "A",
+          datatype: "FP32",
+          shape: [1],
+          parameters: { p: { string_param: "in" } },
+          contents: { fp32_contents: [1] },
+        },
+      ],
       outputs: [{ name: "A", parameters: { classification: { int64_param: 2 } } }],
     });
     expect(engine.lastRequest?.parameters).toEqual({
@@ -461,9 +506,21 @@ describe("ModelInfer", () => {
       },
       /expected 2 raw_input_contents/,
     ],
-    ["a raw size that does not match the shape", { inputs: [{ name: "A", datatype: "FP32", shape: [2] }], raw_input_contents: [fp32(1)] }, /input 'A': expected 8 bytes/],
-    ["FP16 as typed contents", { inputs: [{ name: "H", datatype: "FP16", shape: [1], contents: {} }] }, /input 'H': FP16.*raw_input_contents/],
-    ["a typed element count that does not match", { inputs: [{ name: "A", datatype: "FP32", shape: [3], contents: { fp32_contents: [1] } }] }, /expected 3 elements/],
+    [
+      "a raw size that does not match the shape",
+      { inputs: [{ name: "A", datatype: "FP32", shape: [2] }], raw_input_contents: [fp32(1)] },
+      /input 'A': expected 8 bytes/,
+    ],
+    [
+      "FP16 as typed contents",
+      { inputs: [{ name: "H", datatype: "FP16", shape: [1], contents: {} }] },
+      /input 'H': FP16.*raw_input_contents/,
+    ],
+    [
+      "a typed element count that does not match",
+      { inputs: [{ name: "A", datatype: "FP32", shape: [3], contents: { fp32_contents: [1] } }] },
+      /expected 3 elements/,
+    ],
     ["an unknown datatype", { inputs: [{ name: "A", datatype: "FP8", shape: [1] }] }, /unknown datatype 'FP8'/],
     ["a negative dimension", { inputs: [{ name: "A", datatype: "FP32", shape: [-1] }] }, /invalid shape dimension -1/],
   ])("rejects %s with INVALID_ARGUMENT", async (_what, request, pattern) => {
@@ -472,18 +529,28 @@ describe("ModelInfer", () => {
     expect(error.details).toMatch(pattern);
   });
 
-  it.each(ERROR_KINDS.map((kind) => [kind]))("maps OperonError %s to its gRPC status and logs it at its kind's level", async (kind) => {
-    const error = await callError(client, "ModelInfer", { model_name: "fail", parameters: { kind: { string_param: kind } } });
-    expect(error.code).toBe(grpcStatusOf(kind));
-    expect(error.details).toBe(`failure of kind ${kind}`);
-    expect(logs.filter((line) => line.msg === `failure of kind ${kind}`).map((line) => line.level)).toEqual([logLevelOf(kind)]);
-  });
+  it.each(ERROR_KINDS.map((kind) => [kind]))(
+    "maps OperonError %s to its gRPC status and logs it at its kind's level",
+    async (kind) => {
+      const error = await callError(client, "ModelInfer", {
+        model_name: "fail",
+        parameters: { kind: { string_param: kind } },
+      });
+      expect(error.code).toBe(grpcStatusOf(kind));
+      expect(error.details).toBe(`failure of kind ${kind}`);
+      expect(logs.filter((line) => line.msg === `failure of kind ${kind}`).map((line) => line.level)).toEqual([
+        logLevelOf(kind),
+      ]);
+    },
+  );
 
   it("maps other exceptions to INTERNAL with a fixed text, logging the details at error", async () => {
     const error = await callError(client, "ModelInfer", { model_name: "boom" });
     expect(error.code).toBe(grpc.status.INTERNAL);
     expect(error.details).toBe("internal server error");
-    const line = logs.find((entry) => entry.level === "error" && (entry.obj as { err?: Error }).err?.message === "unexpected crash");
+    const line = logs.find(
+      (entry) => entry.level === "error" && (entry.obj as { err?: Error }).err?.message === "unexpected crash",
+    );
     expect(line?.msg).toBe("gRPC call failed unexpectedly");
   });
 
@@ -500,7 +567,13 @@ describe("ModelInfer", () => {
     await ended;
     expect(replies).toHaveLength(1);
     expect(replies[0]).toMatchObject({ error_message: "internal server error", infer_response: { id: "crash" } });
-    expect(logs.some((entry) => entry.msg === "stream inference failed unexpectedly" && (entry.obj as { err?: Error }).err?.message === "unexpected crash")).toBe(true);
+    expect(
+      logs.some(
+        (entry) =>
+          entry.msg === "stream inference failed unexpectedly" &&
+          (entry.obj as { err?: Error }).err?.message === "unexpected crash",
+      ),
+    ).toBe(true);
   });
 
   it("aborts the engine's signal when the client cancels", async () => {
@@ -542,7 +615,10 @@ describe("ModelStreamInfer", () => {
     await ended;
 
     expect(replies.map((r) => r["infer_response"]["id"])).toEqual(["bad", "third", "first"]);
-    expect(replies[0]).toMatchObject({ error_message: "failure of kind INVALID_ARG", infer_response: { model_name: "fail" } });
+    expect(replies[0]).toMatchObject({
+      error_message: "failure of kind INVALID_ARG",
+      infer_response: { model_name: "fail" },
+    });
     expect(replies[1]).toMatchObject({ error_message: "", infer_response: { raw_output_contents: [fp32(3)] } });
     expect(replies[2]).toMatchObject({ error_message: "", infer_response: { raw_output_contents: [fp32(2)] } });
   });
@@ -564,8 +640,16 @@ describe("ModelStreamInfer", () => {
     });
     await expect.poll(() => replies.length).toBe(6);
     expect(engine.lastRequest?.parameters).toEqual({ count: 2 }); // the frontend's flag is not the model's business
-    stream.write({ model_name: "tokens", id: "final-data", parameters: { count: { int64_param: 1 }, final_data: { bool_param: true } } });
-    stream.write({ model_name: "tokens", id: "error", parameters: { count: { int64_param: 2 }, fail_at: { int64_param: 0 } } });
+    stream.write({
+      model_name: "tokens",
+      id: "final-data",
+      parameters: { count: { int64_param: 1 }, final_data: { bool_param: true } },
+    });
+    stream.write({
+      model_name: "tokens",
+      id: "error",
+      parameters: { count: { int64_param: 2 }, fail_at: { int64_param: 0 } },
+    });
     stream.end();
     await ended;
 
@@ -597,7 +681,12 @@ describe("ModelStreamInfer", () => {
     // Non-decoupled models keep one reply without the parameter.
     const unary = client["ModelStreamInfer"]() as grpc.ClientDuplexStream<object, Reply>;
     const reply = new Promise<Reply>((resolve) => unary.once("data", resolve));
-    unary.write({ model_name: "echo", id: "e", inputs: [{ name: "A", datatype: "FP32", shape: [1] }], raw_input_contents: [fp32(5)] });
+    unary.write({
+      model_name: "echo",
+      id: "e",
+      inputs: [{ name: "A", datatype: "FP32", shape: [1] }],
+      raw_input_contents: [fp32(5)],
+    });
     expect((await reply)["infer_response"]["parameters"]).toEqual({});
     unary.end();
   });
@@ -697,7 +786,11 @@ describe("server lifecycle and limits", () => {
   });
 
   it("enforces the configured receive limit", async () => {
-    const local = await startGrpcFrontend(new FakeEngine(), { host: "127.0.0.1", port: 0, maxReceiveMessageLength: 1024 });
+    const local = await startGrpcFrontend(new FakeEngine(), {
+      host: "127.0.0.1",
+      port: 0,
+      maxReceiveMessageLength: 1024,
+    });
     const { inference, health: localHealth } = await makeClients(local.port);
     try {
       const error = await callError(inference, "ModelInfer", {
@@ -717,7 +810,11 @@ describe("server lifecycle and limits", () => {
 describe("API keys (authorization metadata)", () => {
   const makeKey = (id: string, scopes: ApiKeyScope[], extra: Partial<ApiKeyGrant> = {}) => {
     const { key, prefix, hash } = generateApiKey();
-    return { key, prefix, grant: { id, hash, scopes, priorityLevel: 0, qpsQuota: null, expiresAt: null, ...extra } satisfies ApiKeyGrant };
+    return {
+      key,
+      prefix,
+      grant: { id, hash, scopes, priorityLevel: 0, qpsQuota: null, expiresAt: null, ...extra } satisfies ApiKeyGrant,
+    };
   };
   const inferKey = makeKey("infer-key", ["infer"], { priorityLevel: 2 });
   const adminKey = makeKey("admin-key", ["admin"]);
@@ -732,7 +829,9 @@ describe("API keys (authorization metadata)", () => {
   };
   const callAs = (method: string, request: object, key?: { key: string }): Promise<Reply> =>
     new Promise((resolve, reject) => {
-      securedClient[method](request, withKey(key), (error: grpc.ServiceError | null, reply: Reply) => (error ? reject(error) : resolve(reply)));
+      securedClient[method](request, withKey(key), (error: grpc.ServiceError | null, reply: Reply) =>
+        error ? reject(error) : resolve(reply),
+      );
     });
   const errorAs = async (method: string, request: object, key?: { key: string }): Promise<grpc.ServiceError> => {
     try {
@@ -745,7 +844,11 @@ describe("API keys (authorization metadata)", () => {
 
   beforeAll(async () => {
     const ring = new ApiKeyRing([inferKey.grant, adminKey.grant, limitedKey.grant]);
-    secured = await startGrpcFrontend(engine, { host: "127.0.0.1", port: 0, access: new GatewayAccessPolicy({ ring, requireApiKey: true, loopbackOnly: true }) });
+    secured = await startGrpcFrontend(engine, {
+      host: "127.0.0.1",
+      port: 0,
+      access: new GatewayAccessPolicy({ ring, requireApiKey: true, loopbackOnly: true }),
+    });
     ({ inference: securedClient } = await makeClients(secured.port));
   });
   afterAll(async () => {

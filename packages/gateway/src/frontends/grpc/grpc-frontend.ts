@@ -13,9 +13,14 @@ import { GrpcDeferredDecoding, type RawMessage } from "./grpc-deferred-decoding.
 import { GrpcInferDecoding, type RawInferMessage } from "./grpc-infer-decoding.js";
 import { DecodePool } from "../decode/decode-pool.js";
 import { streamInfer } from "./grpc-stream-infer.js";
-import { HEALTH_SERVICE, INFERENCE_SERVICE, loadGrpcProtos, type NameVersion, type RepositoryRequest } from "./grpc-wire.js";
+import {
+  HEALTH_SERVICE,
+  INFERENCE_SERVICE,
+  loadGrpcProtos,
+  type NameVersion,
+  type RepositoryRequest,
+} from "./grpc-wire.js";
 import { uploadedLibraries } from "@operon/protocol/uploaded-libraries";
-
 
 export interface GrpcFrontendOptions {
   host: string;
@@ -52,7 +57,6 @@ export interface GrpcFrontend {
 const DEFAULT_MESSAGE_LIMIT = 256 * 1024 * 1024;
 const DEFAULT_GRACE_MS = 5000;
 
-
 export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFrontendOptions): Promise<GrpcFrontend> {
   const definition = await loadGrpcProtos(options.protoDir);
   const ownPool = options.decodePool === undefined;
@@ -65,7 +69,10 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
     "grpc.max_send_message_length": options.maxSendMessageLength ?? DEFAULT_MESSAGE_LIMIT,
   });
   const watches = new Set<() => void>();
-  server.addService(serviceOf(definition, INFERENCE_SERVICE), inferenceHandlers(engine, decoding, deferred, options.access, options.logger));
+  server.addService(
+    serviceOf(definition, INFERENCE_SERVICE),
+    inferenceHandlers(engine, decoding, deferred, options.access, options.logger),
+  );
   server.addService(
     serviceOf(definition, HEALTH_SERVICE),
     healthHandlers(engine, watches, options.healthWatchIntervalMs ?? 1000, options.logger),
@@ -147,14 +154,21 @@ function inferenceHandlers(
     });
   const unsupported = (method: string, what: string, extension: string) =>
     guarded("infer", method, () => {
-      throw new OperonError("UNSUPPORTED", `${what} is not supported: this server does not offer the '${extension}' extension`);
+      throw new OperonError(
+        "UNSUPPORTED",
+        `${what} is not supported: this server does not offer the '${extension}' extension`,
+      );
     });
   return {
     ServerLive: open("ServerLive", () => ({ live: engine.isLive() })),
     ServerReady: open("ServerReady", () => ({ ready: engine.isReady() })),
-    ModelReady: guarded("infer", "ModelReady", (r: NameVersion) => ({ ready: engine.isModelReady(r.name, r.version || undefined) })),
+    ModelReady: guarded("infer", "ModelReady", (r: NameVersion) => ({
+      ready: engine.isModelReady(r.name, r.version || undefined),
+    })),
     ServerMetadata: open("ServerMetadata", () => engine.serverMetadata()),
-    ModelMetadata: guarded("infer", "ModelMetadata", (r: NameVersion) => engine.modelMetadata(r.name, r.version || undefined)),
+    ModelMetadata: guarded("infer", "ModelMetadata", (r: NameVersion) =>
+      engine.modelMetadata(r.name, r.version || undefined),
+    ),
     ModelInfer: unary(logger, async (r: RawInferMessage, call) => {
       const principal = authorize(call, "infer");
       const request = await decoding.decode(r);
@@ -164,7 +178,9 @@ function inferenceHandlers(
       return encodeInferResponse(response, request.id);
     }),
     ModelStreamInfer: streamInfer(engine, decoding, access, logger),
-    ModelConfig: guarded("infer", "ModelConfig", (r: NameVersion) => ({ config: engine.modelConfig(r.name, r.version || undefined) })),
+    ModelConfig: guarded("infer", "ModelConfig", (r: NameVersion) => ({
+      config: engine.modelConfig(r.name, r.version || undefined),
+    })),
     ModelStatistics: guarded("infer", "ModelStatistics", (r: NameVersion) => ({
       model_stats: engine.modelStatistics(r.name || undefined, r.version || undefined),
     })),
@@ -172,7 +188,12 @@ function inferenceHandlers(
       rejectRepositoryName(r.repository_name);
       const models = await engine.repositoryIndex({ ready: r.ready });
       return {
-        models: models.map((m) => ({ name: m.name, version: m.version ?? "", state: m.state ?? "", reason: m.reason ?? "" })),
+        models: models.map((m) => ({
+          name: m.name,
+          version: m.version ?? "",
+          state: m.state ?? "",
+          reason: m.reason ?? "",
+        })),
       };
     }),
     RepositoryModelLoad: guarded("admin", "RepositoryModelLoad", async (r: RepositoryRequest, call, principal) => {
@@ -199,12 +220,26 @@ function inferenceHandlers(
         throw new OperonError("INVALID_ARG", "unload parameter 'unload_dependents' must be a bool_param");
       }
       await engine.unloadModel(r.model_name, { unloadDependents: dependents?.bool_param ?? false });
-      access?.noteModelControl({ action: "model.unload", target: r.model_name, keyId: principal?.keyId ?? null, transport: "grpc", address: call.getPeer() });
+      access?.noteModelControl({
+        action: "model.unload",
+        target: r.model_name,
+        keyId: principal?.keyId ?? null,
+        transport: "grpc",
+        address: call.getPeer(),
+      });
       return {};
     }),
     SystemSharedMemoryStatus: unsupported("SystemSharedMemoryStatus", "system shared memory", "system_shared_memory"),
-    SystemSharedMemoryRegister: unsupported("SystemSharedMemoryRegister", "system shared memory", "system_shared_memory"),
-    SystemSharedMemoryUnregister: unsupported("SystemSharedMemoryUnregister", "system shared memory", "system_shared_memory"),
+    SystemSharedMemoryRegister: unsupported(
+      "SystemSharedMemoryRegister",
+      "system shared memory",
+      "system_shared_memory",
+    ),
+    SystemSharedMemoryUnregister: unsupported(
+      "SystemSharedMemoryUnregister",
+      "system shared memory",
+      "system_shared_memory",
+    ),
     CudaSharedMemoryStatus: unsupported("CudaSharedMemoryStatus", "CUDA shared memory", "cuda_shared_memory"),
     CudaSharedMemoryRegister: unsupported("CudaSharedMemoryRegister", "CUDA shared memory", "cuda_shared_memory"),
     CudaSharedMemoryUnregister: unsupported("CudaSharedMemoryUnregister", "CUDA shared memory", "cuda_shared_memory"),

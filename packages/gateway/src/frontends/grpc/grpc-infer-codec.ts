@@ -1,7 +1,13 @@
 import { isDataType } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
 import { tensorDataFromContents } from "@operon/protocol/grpc-tensor-contents";
-import type { InferInput, InferRequest, InferResponse, ModelLoadOptions, RequestedOutput } from "@operon/protocol/inference";
+import type {
+  InferInput,
+  InferRequest,
+  InferResponse,
+  ModelLoadOptions,
+  RequestedOutput,
+} from "@operon/protocol/inference";
 import { assertTensorByteSize, type Parameters as InferParameters, type ParameterValue } from "@operon/protocol/tensor";
 import { checkReservedParameters } from "../request-parameters.js";
 import type { WireInferRequest, WireInput, WireParameter, WireParameters } from "./grpc-wire.js";
@@ -58,7 +64,10 @@ function decodeInput(input: WireInput, raw: Buffer | undefined): InferInput {
   return withParameters({ name, datatype, shape, data }, decodeParameters(input.parameters, `input '${name}': `));
 }
 
-function withParameters<T extends object>(target: T, parameters: InferParameters): T & { parameters?: InferParameters } {
+function withParameters<T extends object>(
+  target: T,
+  parameters: InferParameters,
+): T & { parameters?: InferParameters } {
   return Object.keys(parameters).length > 0 ? { ...target, parameters } : target;
 }
 
@@ -144,13 +153,19 @@ export function decodeLoadOptions(parameters: WireParameters): ModelLoadOptions 
   for (const [key, parameter] of Object.entries(parameters ?? {})) {
     if (key === "config") {
       if (parameter.parameter_choice !== "string_param") {
-        throw new OperonError("INVALID_ARG", "load parameter 'config' must be a string_param holding the model config JSON");
+        throw new OperonError(
+          "INVALID_ARG",
+          "load parameter 'config' must be a string_param holding the model config JSON",
+        );
       }
       options.config = parameter.string_param ?? "";
     } else if (key.startsWith("file:")) {
       const path = key.slice("file:".length);
       if (parameter.parameter_choice !== "bytes_param" || path === "") {
-        throw new OperonError("INVALID_ARG", `load parameter '${key}' must be 'file:<version>/<path>' with a bytes_param`);
+        throw new OperonError(
+          "INVALID_ARG",
+          `load parameter '${key}' must be 'file:<version>/<path>' with a bytes_param`,
+        );
       }
       files.set(path, parameter.bytes_param ?? Buffer.alloc(0));
     } else {

@@ -47,14 +47,18 @@ export class GrpcInferDecoding {
    */
   async decode(message: RawInferMessage, allowReserved: readonly string[] = []): Promise<InferRequest> {
     this.checkSize(message.raw);
-    if (message.raw.length < DECODE_OFF_LOOP_BYTES) return decodeGrpcInfer(message.raw, this.deserialize, allowReserved);
+    if (message.raw.length < DECODE_OFF_LOOP_BYTES)
+      return decodeGrpcInfer(message.raw, this.deserialize, allowReserved);
     // grpc-js assembles a message this large from several HTTP/2 frames into a buffer of its own (stream-decoder's concat): it moves.
     return (await this.pool.decodeInfer({ kind: "grpc-infer", message: message.raw, allowReserved }, true)).request;
   }
 
   private checkSize(raw: Buffer): void {
     if (raw.length > this.maxMessageBytes) {
-      throw new OperonError("RESOURCE_EXHAUSTED", `ModelInfer message of ${raw.length} bytes exceeds the limit of ${this.maxMessageBytes} bytes (--grpc-infer-max-message-bytes)`);
+      throw new OperonError(
+        "RESOURCE_EXHAUSTED",
+        `ModelInfer message of ${raw.length} bytes exceeds the limit of ${this.maxMessageBytes} bytes (--grpc-infer-max-message-bytes)`,
+      );
     }
   }
 }

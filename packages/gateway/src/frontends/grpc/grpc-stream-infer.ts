@@ -70,7 +70,12 @@ export function streamInfer(
     // The id lets the client tell which request failed (Triton does the same).
     const errorReply = (message: WireInferRequest, error: unknown, final?: boolean): object => {
       const failure = requestFailureOf(error);
-      logRequestFailure(logger, isOperonError(error) ? failure : { ...failure, message: "stream inference failed unexpectedly" }, error, { model: message.model_name });
+      logRequestFailure(
+        logger,
+        isOperonError(error) ? failure : { ...failure, message: "stream inference failed unexpectedly" },
+        error,
+        { model: message.model_name },
+      );
       return {
         error_message: failure.message,
         infer_response: {
@@ -119,7 +124,11 @@ export function streamInfer(
         await engine.inferStream({ ...request, signal }, (response, final, decoupled) => {
           if (!decoupled) {
             // A plain model's one response, as ModelInfer would answer it.
-            write(isOperonError(response) ? errorReply(message, response) : { error_message: "", infer_response: encodeInferResponse(response, request.id) });
+            write(
+              isOperonError(response)
+                ? errorReply(message, response)
+                : { error_message: "", infer_response: encodeInferResponse(response, request.id) },
+            );
             return;
           }
           if (isOperonError(response)) {
@@ -131,7 +140,9 @@ export function streamInfer(
           write({ error_message: "", infer_response: encodeInferResponse({ ...response, parameters }, request.id) });
         });
       } catch (error) {
-        write(errorReply(message, error, engine.isDecoupled(request.modelName, request.modelVersion) ? true : undefined));
+        write(
+          errorReply(message, error, engine.isDecoupled(request.modelName, request.modelVersion) ? true : undefined),
+        );
       }
     };
 
@@ -159,7 +170,8 @@ export function streamInfer(
 function takeEmptyFinalFlag(parameters: InferParameters): boolean {
   const value = parameters[EMPTY_FINAL_PARAMETER];
   if (value === undefined) return false;
-  if (typeof value !== "boolean") throw new OperonError("INVALID_ARG", `parameter '${EMPTY_FINAL_PARAMETER}' must be a bool_param`);
+  if (typeof value !== "boolean")
+    throw new OperonError("INVALID_ARG", `parameter '${EMPTY_FINAL_PARAMETER}' must be a bool_param`);
   delete parameters[EMPTY_FINAL_PARAMETER];
   return value;
 }

@@ -29,7 +29,6 @@ export function loadGrpcProtos(protoDir: string = defaultProtoDir()): Promise<pr
   return protoLoader.load(["grpc_service.proto", "health.proto"], { ...GRPC_LOADER_OPTIONS, includeDirs: [protoDir] });
 }
 
-
 export interface WireParameter {
   parameter_choice?: string;
   bool_param?: boolean;

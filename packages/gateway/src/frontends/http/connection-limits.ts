@@ -25,7 +25,9 @@ export function defaultMaxConnections(): number {
 /** The soft RLIMIT_NOFILE from /proc/self/limits (Linux); 4096 where it cannot be read. */
 export function openFileLimit(): number {
   try {
-    const line = readFileSync("/proc/self/limits", "utf8").split("\n").find((text) => text.startsWith("Max open files"));
+    const line = readFileSync("/proc/self/limits", "utf8")
+      .split("\n")
+      .find((text) => text.startsWith("Max open files"));
     const soft = line?.split(/\s{2,}/)[1];
     const value = soft === undefined || soft === "unlimited" ? NaN : Number(soft);
     return Number.isSafeInteger(value) && value > 0 ? value : 4096;
@@ -35,7 +37,10 @@ export function openFileLimit(): number {
 }
 
 /** Counts the server's connections and refuses those beyond the limits; returns the live counts (for tests and metrics). */
-export function limitConnections(server: Server, limits: ConnectionLimits): { open(): number; refused(socket: Socket): boolean } {
+export function limitConnections(
+  server: Server,
+  limits: ConnectionLimits,
+): { open(): number; refused(socket: Socket): boolean } {
   const perAddress = new Map<string, number>();
   const refusedSockets = new WeakSet<Socket>();
   let open = 0;

@@ -106,7 +106,12 @@ export function declaredLength(req: IncomingMessage): number | undefined {
  * inflation ratio. A client waiting on "Expect: 100-continue" is told to go
  * ahead only once the declared length has passed the limits.
  */
-export function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: number, reading: BodyReading = {}): Promise<Buffer> {
+export function readBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  maxBytes: number,
+  reading: BodyReading = {},
+): Promise<Buffer> {
   let raw: Promise<Buffer>;
   let lease: BodyBytesLease | undefined;
   try {
@@ -126,7 +131,9 @@ export function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: nu
   // Not an async function, and no second promise for a body that is not encoded (most): this runs for every request.
   const encoding = req.headers["content-encoding"];
   if (encoding === undefined) return raw;
-  return raw.then((body) => decodeContentEncoding(body, encoding, maxBytes, reading.maxInflateRatio ?? Infinity, lease));
+  return raw.then((body) =>
+    decodeContentEncoding(body, encoding, maxBytes, reading.maxInflateRatio ?? Infinity, lease),
+  );
 }
 
 /**
@@ -135,10 +142,17 @@ export function readBody(req: IncomingMessage, res: ServerResponse, maxBytes: nu
  * the body's alone, so it can be moved to a decode thread; its pages are
  * touched, and so resident, only as bytes arrive).
  */
-function collect(req: IncomingMessage, maxBytes: number, declared: number | undefined, lease: BodyBytesLease | undefined, guard: SlowBodyGuard | undefined): Promise<Buffer> {
+function collect(
+  req: IncomingMessage,
+  maxBytes: number,
+  declared: number | undefined,
+  lease: BodyBytesLease | undefined,
+  guard: SlowBodyGuard | undefined,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    const whole = declared !== undefined && declared >= PREALLOCATE_BYTES ? Buffer.from(new ArrayBuffer(declared)) : undefined;
+    const whole =
+      declared !== undefined && declared >= PREALLOCATE_BYTES ? Buffer.from(new ArrayBuffer(declared)) : undefined;
     let total = 0;
     const fail = (error: unknown): void => {
       cleanup();
@@ -157,7 +171,13 @@ function collect(req: IncomingMessage, maxBytes: number, declared: number | unde
       const offset = total;
       total += chunk.length;
       if (total > maxBytes || (whole !== undefined && total > whole.length)) {
-        fail(total > maxBytes ? bodyTooLarge(total, maxBytes, true) : new HttpStatusError(400, `request body is longer than its Content-Length of ${declared} bytes`, { closeConnection: true }));
+        fail(
+          total > maxBytes
+            ? bodyTooLarge(total, maxBytes, true)
+            : new HttpStatusError(400, `request body is longer than its Content-Length of ${declared} bytes`, {
+                closeConnection: true,
+              }),
+        );
         return;
       }
       try {
@@ -196,12 +216,21 @@ function collect(req: IncomingMessage, maxBytes: number, declared: number | unde
  * to inflate to 3.8 GB held), and inflation stops with 413 past maxBytes or
  * past maxRatio × the compressed size (at least INFLATE_FLOOR_BYTES).
  */
-function decodeContentEncoding(body: Buffer, encoding: string | undefined, maxBytes: number, maxRatio: number, lease: BodyBytesLease | undefined): Promise<Buffer> {
+function decodeContentEncoding(
+  body: Buffer,
+  encoding: string | undefined,
+  maxBytes: number,
+  maxRatio: number,
+  lease: BodyBytesLease | undefined,
+): Promise<Buffer> {
   const name = encoding?.trim().toLowerCase() ?? "identity";
   if (name === "identity" || name === "") return Promise.resolve(body);
-  const inflater = name === "gzip" || name === "x-gzip" ? createGunzip() : name === "deflate" ? createInflate() : undefined;
+  const inflater =
+    name === "gzip" || name === "x-gzip" ? createGunzip() : name === "deflate" ? createInflate() : undefined;
   if (inflater === undefined) {
-    return Promise.reject(new OperonError("UNSUPPORTED", `unsupported Content-Encoding '${encoding}'; use gzip, deflate or identity`));
+    return Promise.reject(
+      new OperonError("UNSUPPORTED", `unsupported Content-Encoding '${encoding}'; use gzip, deflate or identity`),
+    );
   }
   const ratioCap = Math.max(INFLATE_FLOOR_BYTES, maxRatio * body.length);
   return new Promise<Buffer>((resolve, reject) => {
@@ -216,7 +245,12 @@ function decodeContentEncoding(body: Buffer, encoding: string | undefined, maxBy
     };
     inflater.on("data", (chunk: Buffer) => {
       total += chunk.length;
-      if (total > maxBytes) return fail(new HttpStatusError(413, `request body inflates to more than the limit of ${maxBytes} bytes`, { closeConnection: true }));
+      if (total > maxBytes)
+        return fail(
+          new HttpStatusError(413, `request body inflates to more than the limit of ${maxBytes} bytes`, {
+            closeConnection: true,
+          }),
+        );
       if (total > ratioCap) {
         return fail(
           new HttpStatusError(
@@ -236,7 +270,11 @@ function decodeContentEncoding(body: Buffer, encoding: string | undefined, maxBy
     inflater.on("end", () => {
       if (!failed) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
     });
-    inflater.on("error", (error) => fail(new OperonError("INVALID_ARG", `request body is not valid ${name} data: ${error.message}`, { cause: error })));
+    inflater.on("error", (error) =>
+      fail(
+        new OperonError("INVALID_ARG", `request body is not valid ${name} data: ${error.message}`, { cause: error }),
+      ),
+    );
     inflater.end(body);
   });
 }
@@ -247,6 +285,8 @@ export function parseJsonBody(body: Buffer): unknown {
   try {
     return JSON.parse(body.toString("utf8"));
   } catch (error) {
-    throw new OperonError("INVALID_ARG", `malformed JSON in request body: ${(error as Error).message}`, { cause: error });
+    throw new OperonError("INVALID_ARG", `malformed JSON in request body: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }

@@ -87,7 +87,16 @@ class FakeEngine implements InferenceEngine {
     ],
     ["echo", { inputs: [], outputs: [], maxBatchSize: 0, infer: (request) => echo(request) }],
     // echo with 3 priority levels (key priorities are capped at 3)
-    ["ranked", { inputs: [], outputs: [], maxBatchSize: 0, config: { dynamic_batching: { priority_levels: 3 } }, infer: (request) => echo(request) }],
+    [
+      "ranked",
+      {
+        inputs: [],
+        outputs: [],
+        maxBatchSize: 0,
+        config: { dynamic_batching: { priority_levels: 3 } },
+        infer: (request) => echo(request),
+      },
+    ],
     ["dir/model name", { inputs: [], outputs: [], maxBatchSize: 0, infer: (request) => echo(request) }],
     [
       "image",
@@ -149,7 +158,10 @@ class FakeEngine implements InferenceEngine {
         outputs: [{ name: "text_output", datatype: "BYTES", shape: [1] }],
         maxBatchSize: 0,
         infer: () => {
-          throw new OperonError("UNSUPPORTED", "model 'story' is decoupled: use ModelStreamInfer (gRPC) or generate_stream / infer_stream (HTTP)");
+          throw new OperonError(
+            "UNSUPPORTED",
+            "model 'story' is decoupled: use ModelStreamInfer (gRPC) or generate_stream / infer_stream (HTTP)",
+          );
         },
       },
     ],
@@ -157,7 +169,10 @@ class FakeEngine implements InferenceEngine {
   storyCancelled: Promise<unknown> = Promise.resolve();
 
   /** 'story' streams (see the table above); every other model answers once, through infer. */
-  async inferStream(request: InferRequest, onResponse: (response: InferResponse | OperonError, final: boolean, decoupled: boolean) => void): Promise<void> {
+  async inferStream(
+    request: InferRequest,
+    onResponse: (response: InferResponse | OperonError, final: boolean, decoupled: boolean) => void,
+  ): Promise<void> {
     if (request.modelName !== "story") {
       onResponse(await this.infer(request), true, false);
       return;
@@ -165,16 +180,27 @@ class FakeEngine implements InferenceEngine {
     this.lastRequest = request;
     const input = (name: string) => request.inputs.find((tensor) => tensor.name === name);
     const text = input("text_input");
-    if (text === undefined) throw new OperonError("INVALID_ARG", "expected 1 inputs but got 0 inputs for model 'story'; missing: 'text_input'");
+    if (text === undefined)
+      throw new OperonError(
+        "INVALID_ARG",
+        "expected 1 inputs but got 0 inputs for model 'story'; missing: 'text_input'",
+      );
     const cap = input("max_tokens")?.data.readInt32LE(0);
     const words = text.data.subarray(4).toString("utf8").split(" ").slice(0, cap);
     for (const [i, word] of words.entries()) {
       await new Promise((resolve) => setTimeout(resolve, 1));
-      if (request.parameters["fail_after"] === i) onResponse(new OperonError("INTERNAL", `story broke after ${i} words`), false, true);
-      onResponse(respond(request, [{ name: "text_output", datatype: "BYTES", shape: [1], data: encodeBytesElements([word]) }]), false, true);
+      if (request.parameters["fail_after"] === i)
+        onResponse(new OperonError("INTERNAL", `story broke after ${i} words`), false, true);
+      onResponse(
+        respond(request, [{ name: "text_output", datatype: "BYTES", shape: [1], data: encodeBytesElements([word]) }]),
+        false,
+        true,
+      );
       if (request.parameters["wait"] === true) {
         const signal = request.signal!;
-        this.storyCancelled = new Promise((resolve) => signal.addEventListener("abort", () => resolve(signal.reason), { once: true }));
+        this.storyCancelled = new Promise((resolve) =>
+          signal.addEventListener("abort", () => resolve(signal.reason), { once: true }),
+        );
         await this.storyCancelled;
         onResponse(new OperonError("CANCELLED", "cancelled"), true, true);
         return;
@@ -233,7 +259,8 @@ class FakeEngine implements InferenceEngine {
     return options.ready === true ? all.filter((entry) => entry.state === "READY") : all;
   }
   async loadModel(name: string, options: ModelLoadOptions): Promise<void> {
-    if (name === "locked") throw new OperonError("UNSUPPORTED", "explicit model load / unload is not allowed if polling is enabled");
+    if (name === "locked")
+      throw new OperonError("UNSUPPORTED", "explicit model load / unload is not allowed if polling is enabled");
     this.loads.push({ name, options });
   }
   async unloadModel(name: string, options: ModelUnloadOptions): Promise<void> {
@@ -242,7 +269,9 @@ class FakeEngine implements InferenceEngine {
   /** Valid unless a step names a model this engine does not have. */
   async validateOperator(spec: unknown): Promise<OperatorValidation> {
     const steps = (spec as { steps?: Array<{ model?: string }> }).steps ?? [];
-    const problems = steps.filter((step) => step.model !== undefined && !this.models.has(step.model)).map((step) => ({ code: "unknown-model", message: `unknown model '${step.model}'` }));
+    const problems = steps
+      .filter((step) => step.model !== undefined && !this.models.has(step.model))
+      .map((step) => ({ code: "unknown-model", message: `unknown model '${step.model}'` }));
     return { valid: problems.length === 0, problems };
   }
   async workers(): Promise<WorkersResponse> {
@@ -337,7 +366,9 @@ interface ResponseOutput {
 }
 
 /** Splits a binary response into its JSON and each binary output's bytes, by name. */
-async function readBinaryResponse(res: Response): Promise<{ json: { outputs: ResponseOutput[]; [key: string]: unknown }; binary: Map<string, Buffer> }> {
+async function readBinaryResponse(
+  res: Response,
+): Promise<{ json: { outputs: ResponseOutput[]; [key: string]: unknown }; binary: Map<string, Buffer> }> {
   const body = Buffer.from(await res.arrayBuffer());
   const headerLength = Number(res.headers.get("inference-header-content-length"));
   const json = JSON.parse(body.subarray(0, headerLength).toString());
@@ -356,7 +387,10 @@ async function readBinaryResponse(res: Response): Promise<{ json: { outputs: Res
 /** An error body: `error` (KServe v2), plus `kind` when the failure has an OperonError kind; `kind` checked when given. */
 async function expectError(res: Response, status: number, message: string | RegExp, kind?: ErrorKind): Promise<void> {
   const text = await res.text();
-  expect({ status: res.status, contentType: res.headers.get("content-type") }).toEqual({ status, contentType: "application/json" });
+  expect({ status: res.status, contentType: res.headers.get("content-type") }).toEqual({
+    status,
+    contentType: "application/json",
+  });
   const { error, kind: bodyKind, ...rest } = JSON.parse(text) as { error: string; kind?: string };
   expect(rest).toEqual({});
   if (typeof message === "string") expect(error).toBe(message);
@@ -383,7 +417,12 @@ function rawRequest(
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
       res.on("end", () =>
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString(), sawContinue }),
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString(),
+          sawContinue,
+        }),
       );
     });
     req.on("continue", () => {
@@ -431,7 +470,11 @@ describe("health and metadata", () => {
     const encoded = await fetch(`${base}/v2/models/dir%2Fmodel%20name`);
     expect(((await encoded.json()) as ModelMetadata).name).toBe("dir/model name");
     await expectError(await fetch(`${base}/v2/models/nope`), 404, "Request for unknown model: 'nope' is not found");
-    await expectError(await fetch(`${base}/v2/models/add/versions/7`), 404, "Request for unknown model: 'add' version 7 is not found");
+    await expectError(
+      await fetch(`${base}/v2/models/add/versions/7`),
+      404,
+      "Request for unknown model: 'add' version 7 is not found",
+    );
   });
 
   it("answers model readiness with an empty body", async () => {
@@ -447,7 +490,11 @@ describe("health and metadata", () => {
   });
 
   it("serves the model config", async () => {
-    expect(await (await fetch(`${base}/v2/models/image/config`)).json()).toEqual({ name: "image", max_batch_size: 4, backend: "fake" });
+    expect(await (await fetch(`${base}/v2/models/image/config`)).json()).toEqual({
+      name: "image",
+      max_batch_size: 4,
+      backend: "fake",
+    });
     expect(await (await fetch(`${base}/v2/models/image/versions/1/config`)).json()).toMatchObject({ name: "image" });
     await expectError(await fetch(`${base}/v2/models/nope/config`), 404, /unknown model/);
   });
@@ -456,7 +503,9 @@ describe("health and metadata", () => {
     const all = (await (await fetch(`${base}/v2/models/stats`)).json()) as { model_stats: ModelStatistics[] };
     expect(all.model_stats.map((s) => s.name)).toEqual([...engine.models.keys()]);
     expect(await (await fetch(`${base}/v2/models/add/stats`)).json()).toEqual({ model_stats: [stats("add")] });
-    expect(await (await fetch(`${base}/v2/models/add/versions/1/stats`)).json()).toEqual({ model_stats: [stats("add")] });
+    expect(await (await fetch(`${base}/v2/models/add/versions/1/stats`)).json()).toEqual({
+      model_stats: [stats("add")],
+    });
     await expectError(await fetch(`${base}/v2/models/nope/stats`), 404, /unknown model/);
   });
 });
@@ -475,7 +524,11 @@ describe("routing", () => {
   });
 
   it("rejects malformed percent-encoding in a model name", async () => {
-    await expectError(await fetch(`${base}/v2/models/bad%E0%A4%A/ready`), 400, /malformed percent-encoding in the model path segment/);
+    await expectError(
+      await fetch(`${base}/v2/models/bad%E0%A4%A/ready`),
+      400,
+      /malformed percent-encoding in the model path segment/,
+    );
   });
 
   it("ignores the query string", async () => {
@@ -494,7 +547,11 @@ describe("model repository", () => {
     expect(all.map((entry) => entry.name)).toEqual(["add", "broken"]);
     const ready = (await (await post("/v2/repository/index", { ready: true })).json()) as RepositoryIndexEntry[];
     expect(ready).toEqual([{ name: "add", version: "1", state: "READY", reason: "" }]);
-    await expectError(await post("/v2/repository/index", { ready: "yes" }), 400, "'ready' must be a boolean, got a string");
+    await expectError(
+      await post("/v2/repository/index", { ready: "yes" }),
+      400,
+      "'ready' must be a boolean, got a string",
+    );
   });
 
   it("loads a model with a config and base64 files keyed '<version>/<path>'", async () => {
@@ -545,14 +602,20 @@ describe("model repository", () => {
       400,
       /must name a relative file path inside the model directory/,
     );
-    await expectError(await post("/v2/repository/models/m/load", { parameters: { config: 5 } }), 400, "'parameters.config' must be a string, got a number");
+    await expectError(
+      await post("/v2/repository/models/m/load", { parameters: { config: 5 } }),
+      400,
+      "'parameters.config' must be a string, got a number",
+    );
     await expectError(await post("/v2/repository/models/m/load", "{oops"), 400, /^malformed JSON in request body: /);
     await expectError(await post("/v2/repository/models/locked/load", ""), 501, /not allowed if polling is enabled/);
   });
 
   it("unloads, with or without dependents", async () => {
     engine.unloads = [];
-    expect((await post("/v2/repository/models/add/unload", { parameters: { unload_dependents: true } })).status).toBe(200);
+    expect((await post("/v2/repository/models/add/unload", { parameters: { unload_dependents: true } })).status).toBe(
+      200,
+    );
     expect((await post("/v2/repository/models/add/unload", "")).status).toBe(200);
     expect(engine.unloads).toEqual([
       { name: "add", options: { unloadDependents: true } },
@@ -588,7 +651,15 @@ describe("infer with JSON", () => {
   it("accepts nested data and a version in the path", async () => {
     const res = await post("/v2/models/add/versions/1/infer", {
       inputs: [
-        { name: "INPUT0", datatype: "FP32", shape: [4], data: [[1, 2], [3, 4]] },
+        {
+          name: "INPUT0",
+          datatype: "FP32",
+          shape: [4],
+          data: [
+            [1, 2],
+            [3, 4],
+          ],
+        },
         { name: "INPUT1", datatype: "FP32", shape: [4], data: [1, 1, 1, 1] },
       ],
     });
@@ -628,7 +699,9 @@ describe("infer with JSON", () => {
     const text = await res.text();
     expect(res.status).toBe(200);
     // 64-bit values beyond 2^53 must come back with every digit, so compare the text.
-    const expected = data.map((value) => (typeof value === "string" && datatype !== "BYTES" ? value : JSON.stringify(value))).join(",");
+    const expected = data
+      .map((value) => (typeof value === "string" && datatype !== "BYTES" ? value : JSON.stringify(value)))
+      .join(",");
     expect(text).toContain(`"shape":[1,2],"data":[${expected}]`);
   });
 });
@@ -672,19 +745,22 @@ describe("infer with binary data", () => {
     );
     const res = await post("/v2/models/add/infer", body, headers);
     const { json, binary } = await readBinaryResponse(res);
-    expect(json.outputs[0]).toEqual({ name: "OUTPUT0", datatype: "FP32", shape: [4], parameters: { binary_data_size: 16 } });
+    expect(json.outputs[0]).toEqual({
+      name: "OUTPUT0",
+      datatype: "FP32",
+      shape: [4],
+      parameters: { binary_data_size: 16 },
+    });
     expect(json.outputs[1]).toEqual({ name: "OUTPUT1", datatype: "FP32", shape: [4], data: [0, -1, -2, -3] });
     expect(readFp32(binary.get("OUTPUT0")!)).toEqual([2, 3, 4, 5]);
   });
 
   it("lets binary_data: false override binary_data_output", async () => {
-    const { body, headers } = binaryBody(
-      {
-        inputs: ADD_REQUEST.inputs,
-        parameters: { binary_data_output: true },
-        outputs: [{ name: "OUTPUT0" }, { name: "OUTPUT1", parameters: { binary_data: false } }],
-      },
-    );
+    const { body, headers } = binaryBody({
+      inputs: ADD_REQUEST.inputs,
+      parameters: { binary_data_output: true },
+      outputs: [{ name: "OUTPUT0" }, { name: "OUTPUT1", parameters: { binary_data: false } }],
+    });
     const { json, binary } = await readBinaryResponse(await post("/v2/models/add/infer", body, headers));
     expect([...binary.keys()]).toEqual(["OUTPUT0"]);
     expect(json.outputs[1]!.data).toEqual([-9, -18, -27, -36]);
@@ -713,7 +789,9 @@ describe("infer with binary data", () => {
     const res = await post("/v2/models/image/infer", fp32(1, 2, 3, 4), { "Inference-Header-Content-Length": "0" });
     expect(res.status).toBe(200);
     const { json, binary } = await readBinaryResponse(res);
-    expect(json.outputs).toEqual([{ name: "OUT", datatype: "FP32", shape: [1, 2, 2], parameters: { binary_data_size: 16 } }]);
+    expect(json.outputs).toEqual([
+      { name: "OUT", datatype: "FP32", shape: [1, 2, 2], parameters: { binary_data_size: 16 } },
+    ]);
     expect(readFp32(binary.get("OUT")!)).toEqual([1, 2, 3, 4]);
     expect(engine.lastRequest?.inputs.map((input) => [input.name, input.shape])).toEqual([["IMAGE", [1, 2, 2]]]);
   });
@@ -729,11 +807,17 @@ describe("infer with binary data", () => {
       400,
       "input 'IMAGE': expected 16 bytes for shape [1,2,2] of FP32, got 8",
     );
-    await expectError(await post("/v2/models/nope/infer", fp32(1), { "Inference-Header-Content-Length": "0" }), 404, /unknown model/);
+    await expectError(
+      await post("/v2/models/nope/infer", fp32(1), { "Inference-Header-Content-Length": "0" }),
+      404,
+      /unknown model/,
+    );
   });
 
   it("accepts a gzip-compressed body", async () => {
-    const res = await post("/v2/models/add/infer", gzipSync(JSON.stringify(ADD_REQUEST)), { "Content-Encoding": "gzip" });
+    const res = await post("/v2/models/add/infer", gzipSync(JSON.stringify(ADD_REQUEST)), {
+      "Content-Encoding": "gzip",
+    });
     expect(((await res.json()) as { outputs: ResponseOutput[] }).outputs[0]!.data).toEqual([11, 22, 33, 44]);
     await expectError(
       await post("/v2/models/add/infer", "x", { "Content-Encoding": "br" }),
@@ -756,18 +840,42 @@ describe("infer request validation", () => {
     ["inputs not an array", { inputs: { name: "x" } }, "'inputs' must be an array, got an object"],
     ["an input that is not an object", { inputs: [3] }, "'inputs[0]' must be a JSON object, got a number"],
     ["an input without a name", input({ name: undefined }), "'inputs[0].name' must be a string, got nothing"],
-    ["an input without a datatype", input({ datatype: undefined }), "'inputs[0].datatype' must be a string, got nothing"],
+    [
+      "an input without a datatype",
+      input({ datatype: undefined }),
+      "'inputs[0].datatype' must be a string, got nothing",
+    ],
     [
       "an unknown datatype",
       input({ datatype: "FLOAT" }),
       "'inputs[0].datatype' must be one of BOOL, UINT8, UINT16, UINT32, UINT64, INT8, INT16, INT32, INT64, FP16, FP32, FP64, BYTES, BF16; got 'FLOAT'",
     ],
-    ["a missing shape", input({ shape: undefined }), "'inputs[0].shape' must be an array of non-negative integers, got nothing"],
-    ["a negative dimension", input({ shape: [-1, 4] }), "'inputs[0].shape' must be an array of non-negative integers, got [-1,4]"],
-    ["a fractional dimension", input({ shape: [1.5] }), "'inputs[0].shape' must be an array of non-negative integers, got [1.5]"],
-    ["missing data", input({ data: undefined }), "'inputs[0].data' is missing for input 'INPUT0', which has no binary_data_size parameter"],
+    [
+      "a missing shape",
+      input({ shape: undefined }),
+      "'inputs[0].shape' must be an array of non-negative integers, got nothing",
+    ],
+    [
+      "a negative dimension",
+      input({ shape: [-1, 4] }),
+      "'inputs[0].shape' must be an array of non-negative integers, got [-1,4]",
+    ],
+    [
+      "a fractional dimension",
+      input({ shape: [1.5] }),
+      "'inputs[0].shape' must be an array of non-negative integers, got [1.5]",
+    ],
+    [
+      "missing data",
+      input({ data: undefined }),
+      "'inputs[0].data' is missing for input 'INPUT0', which has no binary_data_size parameter",
+    ],
     ["too few elements", input({ data: [1, 2, 3] }), "input 'INPUT0': expected 4 elements for shape [4], got 3"],
-    ["a wrong element type", input({ data: [1, 2, "3", 4] }), 'input \'INPUT0\': element 2 must be a number for FP32, got "3"'],
+    [
+      "a wrong element type",
+      input({ data: [1, 2, "3", 4] }),
+      "input 'INPUT0': element 2 must be a number for FP32, got \"3\"",
+    ],
     [
       "FP16 in JSON",
       input({ datatype: "FP16" }),
@@ -788,14 +896,22 @@ describe("infer request validation", () => {
       input({ data: undefined, parameters: { binary_data_size: -4 } }),
       "'inputs[0].parameters.binary_data_size' must be a non-negative integer, got -4",
     ],
-    ["a parameter that is an object", input({ parameters: { x: {} } }), "'inputs[0].parameters.x' must be a string, number or boolean, got an object"],
+    [
+      "a parameter that is an object",
+      input({ parameters: { x: {} } }),
+      "'inputs[0].parameters.x' must be a string, number or boolean, got an object",
+    ],
     [
       "a duplicate input",
       { inputs: [(input({}) as { inputs: object[] }).inputs[0], (input({}) as { inputs: object[] }).inputs[0]] },
       "input 'INPUT0' appears more than once in 'inputs'",
     ],
     ["an id that is not a string", { ...input({}), id: 7 }, "'id' must be a string, got a number"],
-    ["parameters that are not an object", { ...input({}), parameters: [] }, "'parameters' must be a JSON object, got an array"],
+    [
+      "parameters that are not an object",
+      { ...input({}), parameters: [] },
+      "'parameters' must be a JSON object, got an array",
+    ],
     [
       "a binary_data_output that is not a boolean",
       { ...input({}), parameters: { binary_data_output: "yes" } },
@@ -813,10 +929,24 @@ describe("infer request validation", () => {
   });
 
   it.each<[string, Buffer, string, string]>([
-    ["a header length past the body", Buffer.from("{}"), "3", "Inference-Header-Content-Length 3 exceeds the request body length 2"],
-    ["a header length that is not a number", Buffer.from("{}"), "two", "Inference-Header-Content-Length must be a non-negative integer, got 'two'"],
+    [
+      "a header length past the body",
+      Buffer.from("{}"),
+      "3",
+      "Inference-Header-Content-Length 3 exceeds the request body length 2",
+    ],
+    [
+      "a header length that is not a number",
+      Buffer.from("{}"),
+      "two",
+      "Inference-Header-Content-Length must be a non-negative integer, got 'two'",
+    ],
   ])("rejects %s", async (_label, body, headerLength, message) => {
-    await expectError(await post("/v2/models/add/infer", body, { "Inference-Header-Content-Length": headerLength }), 400, message);
+    await expectError(
+      await post("/v2/models/add/infer", body, { "Inference-Header-Content-Length": headerLength }),
+      400,
+      message,
+    );
   });
 
   const binaryInput = (size: number): object => ({
@@ -824,14 +954,24 @@ describe("infer request validation", () => {
   });
 
   it.each<[string, object, Buffer, string]>([
-    ["truncated binary data", binaryInput(16), fp32(1, 2), "input 'INPUT0': binary_data_size is 16 but only 8 bytes of binary data are left"],
+    [
+      "truncated binary data",
+      binaryInput(16),
+      fp32(1, 2),
+      "input 'INPUT0': binary_data_size is 16 but only 8 bytes of binary data are left",
+    ],
     [
       "extra binary bytes",
       binaryInput(16),
       Buffer.concat([fp32(1, 2, 3, 4), Buffer.alloc(3)]),
       "3 unexpected bytes of binary data after input 'INPUT0', the last input with binary_data_size",
     ],
-    ["a binary size that disagrees with the shape", binaryInput(8), fp32(1, 2), "input 'INPUT0': expected 16 bytes for shape [4] of FP32, got 8"],
+    [
+      "a binary size that disagrees with the shape",
+      binaryInput(8),
+      fp32(1, 2),
+      "input 'INPUT0': expected 16 bytes for shape [4] of FP32, got 8",
+    ],
   ])("rejects %s naming the input", async (_label, header, data, message) => {
     const { body, headers } = binaryBody(header, data);
     await expectError(await post("/v2/models/add/infer", body, headers), 400, message);
@@ -842,22 +982,39 @@ describe("errors", () => {
   it("names the OperonError kind in the body beside the message; failures of HTTP itself have none", async () => {
     const res = await post("/v2/models/fail/infer", { parameters: { kind: "NOT_FOUND" }, inputs: [] });
     expect(await res.json()).toEqual({ error: "failed with NOT_FOUND", kind: "NOT_FOUND" });
-    expect(await (await fetch(`${base}/v2/no/such/endpoint`)).json()).toEqual({ error: "no endpoint at '/v2/no/such/endpoint'" });
+    expect(await (await fetch(`${base}/v2/no/such/endpoint`)).json()).toEqual({
+      error: "no endpoint at '/v2/no/such/endpoint'",
+    });
   });
 
-  it.each(ERROR_KINDS.filter((kind) => kind !== "INTERNAL"))("maps %s to its HTTP status and logs it at its kind's level", async (kind) => {
-    const res = await post("/v2/models/fail/infer", { parameters: { kind }, inputs: [] });
-    await expectError(res, httpStatusOf(kind), `failed with ${kind}`, kind);
-    expect(logs.filter((line) => line.msg === `failed with ${kind}`).map((line) => line.level)).toEqual([logLevelOf(kind)]);
-  });
+  it.each(ERROR_KINDS.filter((kind) => kind !== "INTERNAL"))(
+    "maps %s to its HTTP status and logs it at its kind's level",
+    async (kind) => {
+      const res = await post("/v2/models/fail/infer", { parameters: { kind }, inputs: [] });
+      await expectError(res, httpStatusOf(kind), `failed with ${kind}`, kind);
+      expect(logs.filter((line) => line.msg === `failed with ${kind}`).map((line) => line.level)).toEqual([
+        logLevelOf(kind),
+      ]);
+    },
+  );
 
   it("maps INTERNAL to 500 and logs it at error", async () => {
-    await expectError(await post("/v2/models/fail/infer", { parameters: { kind: "INTERNAL" }, inputs: [] }), 500, "failed with INTERNAL", "INTERNAL");
+    await expectError(
+      await post("/v2/models/fail/infer", { parameters: { kind: "INTERNAL" }, inputs: [] }),
+      500,
+      "failed with INTERNAL",
+      "INTERNAL",
+    );
     expect(logs.find((line) => line.msg === "failed with INTERNAL")?.level).toBe("error");
   });
 
   it("answers an unexpected exception with 500 and a fixed message, logging the details at error", async () => {
-    await expectError(await post("/v2/models/fail/infer", { parameters: { kind: "bug" }, inputs: [] }), 500, "internal server error", "INTERNAL");
+    await expectError(
+      await post("/v2/models/fail/infer", { parameters: { kind: "bug" }, inputs: [] }),
+      500,
+      "internal server error",
+      "INTERNAL",
+    );
     const line = logs.find((entry) => entry.level === "error");
     expect((line?.obj as { err?: Error }).err?.message).toContain("secret internals");
   });
@@ -871,20 +1028,30 @@ describe("body limit", () => {
       (req) => req.flushHeaders(),
     );
     expect(res.status).toBe(413);
-    expect(JSON.parse(res.body)).toEqual({ error: `request body of ${MAX_BODY + 1} bytes exceeds the limit of ${MAX_BODY} bytes` });
+    expect(JSON.parse(res.body)).toEqual({
+      error: `request body of ${MAX_BODY + 1} bytes exceeds the limit of ${MAX_BODY} bytes`,
+    });
     expect(res.headers.connection).toBe("close");
   });
 
   it("refuses an oversized upload before 100-continue, and sends 100-continue for one that fits", async () => {
     const big = await rawRequest(
-      { method: "POST", path: "/v2/models/add/infer", headers: { "Content-Length": String(MAX_BODY * 2), Expect: "100-continue" } },
+      {
+        method: "POST",
+        path: "/v2/models/add/infer",
+        headers: { "Content-Length": String(MAX_BODY * 2), Expect: "100-continue" },
+      },
       (req) => req.flushHeaders(),
     );
     expect([big.status, big.sawContinue]).toEqual([413, false]);
 
     const body = JSON.stringify(ADD_REQUEST);
     const small = await rawRequest(
-      { method: "POST", path: "/v2/models/add/infer", headers: { "Content-Length": String(body.length), Expect: "100-continue" } },
+      {
+        method: "POST",
+        path: "/v2/models/add/infer",
+        headers: { "Content-Length": String(body.length), Expect: "100-continue" },
+      },
       (req) => req.on("continue", () => req.end(body)),
     );
     expect([small.status, small.sawContinue]).toEqual([200, true]);
@@ -893,20 +1060,25 @@ describe("body limit", () => {
   it("stops reading a chunked body as soon as it crosses the limit", async () => {
     const chunk = Buffer.alloc(16 * 1024, 0x20);
     let written = 0;
-    const res = await rawRequest({ method: "POST", path: "/v2/models/add/infer", headers: { "Transfer-Encoding": "chunked" } }, (req) => {
-      const timer = setInterval(() => {
-        if (written > MAX_BODY * 4) {
-          clearInterval(timer);
-          return;
-        }
-        written += chunk.length;
-        req.write(chunk);
-      }, 1);
-      req.on("close", () => clearInterval(timer));
-      req.on("error", () => clearInterval(timer));
-    });
+    const res = await rawRequest(
+      { method: "POST", path: "/v2/models/add/infer", headers: { "Transfer-Encoding": "chunked" } },
+      (req) => {
+        const timer = setInterval(() => {
+          if (written > MAX_BODY * 4) {
+            clearInterval(timer);
+            return;
+          }
+          written += chunk.length;
+          req.write(chunk);
+        }, 1);
+        req.on("close", () => clearInterval(timer));
+        req.on("error", () => clearInterval(timer));
+      },
+    );
     expect(res.status).toBe(413);
-    expect(JSON.parse(res.body).error).toMatch(new RegExp(`^request body of at least \\d+ bytes exceeds the limit of ${MAX_BODY} bytes$`));
+    expect(JSON.parse(res.body).error).toMatch(
+      new RegExp(`^request body of at least \\d+ bytes exceeds the limit of ${MAX_BODY} bytes$`),
+    );
     expect(res.headers.connection).toBe("close");
   });
 });
@@ -927,7 +1099,9 @@ describe("client abort", () => {
     req.destroy();
     const reason = await engine.slowAborted;
     expect(reason).toBeInstanceOf(Error);
-    await expect.poll(() => logs.some((line) => line.level === "info" && /client closed the connection/.test(line.msg ?? ""))).toBe(true);
+    await expect
+      .poll(() => logs.some((line) => line.level === "info" && /client closed the connection/.test(line.msg ?? "")))
+      .toBe(true);
     expect(logs.filter((line) => line.level === "error")).toEqual([]);
   });
 });
@@ -946,10 +1120,22 @@ function sseEvents(text: string): Array<Record<string, unknown>> {
 
 describe("generate and streaming (decoupled models)", () => {
   it("generate maps the JSON fields onto the model's inputs and answers the one response's outputs as fields", async () => {
-    const res = await post("/v2/models/add/generate", { id: "g1", INPUT0: [1, 2, 3, 4], INPUT1: [1, 1, 1, 1], temperature: 0.5, parameters: { seed: 7 } });
+    const res = await post("/v2/models/add/generate", {
+      id: "g1",
+      INPUT0: [1, 2, 3, 4],
+      INPUT1: [1, 1, 1, 1],
+      temperature: 0.5,
+      parameters: { seed: 7 },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/json");
-    expect(await res.json()).toEqual({ model_name: "add", model_version: "1", id: "g1", OUTPUT0: [2, 3, 4, 5], OUTPUT1: [0, 1, 2, 3] });
+    expect(await res.json()).toEqual({
+      model_name: "add",
+      model_version: "1",
+      id: "g1",
+      OUTPUT0: [2, 3, 4, 5],
+      OUTPUT1: [0, 1, 2, 3],
+    });
     expect(engine.lastRequest?.parameters).toEqual({ seed: 7, temperature: 0.5 }); // keys that are no input are parameters
     expect(engine.lastRequest?.inputs.map((input) => [input.name, input.datatype, input.shape])).toEqual([
       ["INPUT0", "FP32", [4]],
@@ -970,7 +1156,11 @@ describe("generate and streaming (decoupled models)", () => {
       501,
       "model 'story' sent more than one response; generate answers with exactly one: use generate_stream for a decoupled model's responses",
     );
-    await expectError(await post("/v2/models/story/generate", { text_input: 5 }), 400, /element 0 must be a string for BYTES/);
+    await expectError(
+      await post("/v2/models/story/generate", { text_input: 5 }),
+      400,
+      /element 0 must be a string for BYTES/,
+    );
     await expectError(await post("/v2/models/nope/generate", { text_input: "x" }), 404, /unknown model/);
   });
 
@@ -984,20 +1174,34 @@ describe("generate and streaming (decoupled models)", () => {
       ["a", "b", "c"].map((word) => ({ model_name: "story", model_version: "1", id: "s1", text_output: word })),
     );
 
-    const broken = await post("/v2/models/story/generate_stream", { text_input: "a b c", parameters: { fail_after: 1 } });
+    const broken = await post("/v2/models/story/generate_stream", {
+      text_input: "a b c",
+      parameters: { fail_after: 1 },
+    });
     expect(broken.status).toBe(200); // fixed by the first event
-    expect(sseEvents(await broken.text()).map((event) => event["text_output"] ?? event)).toEqual(["a", { error: "story broke after 1 words" }, "b", "c"]);
+    expect(sseEvents(await broken.text()).map((event) => event["text_output"] ?? event)).toEqual([
+      "a",
+      { error: "story broke after 1 words" },
+      "b",
+      "c",
+    ]);
 
     // A non-decoupled model: one event.
     const add = await post("/v2/models/add/generate_stream", { INPUT0: [1, 2, 3, 4], INPUT1: [0, 0, 0, 0] });
-    expect(sseEvents(await add.text())).toEqual([{ model_name: "add", model_version: "1", OUTPUT0: [1, 2, 3, 4], OUTPUT1: [1, 2, 3, 4] }]);
+    expect(sseEvents(await add.text())).toEqual([
+      { model_name: "add", model_version: "1", OUTPUT0: [1, 2, 3, 4], OUTPUT1: [1, 2, 3, 4] },
+    ]);
   });
 
   it("a streaming request that fails before any response gets a plain JSON error with its status", async () => {
     await expectError(await post("/v2/models/nope/generate_stream", { text_input: "x" }), 404, /unknown model/);
     await expectError(await post("/v2/models/story/generate_stream", {}), 400, /missing: 'text_input'/);
     await expectError(await post("/v2/models/story/infer_stream", "{"), 400, /malformed JSON/);
-    await expectError(await post("/v2/models/fail/infer_stream", { inputs: [], parameters: { kind: "UNAVAILABLE" } }), 503, "failed with UNAVAILABLE");
+    await expectError(
+      await post("/v2/models/fail/infer_stream", { inputs: [], parameters: { kind: "UNAVAILABLE" } }),
+      503,
+      "failed with UNAVAILABLE",
+    );
   });
 
   it("infer_stream sends KServe v2 JSON responses as events, the last marked triton_final_response: true", async () => {
@@ -1008,14 +1212,35 @@ describe("generate and streaming (decoupled models)", () => {
     expect(res.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
     const events = sseEvents(await res.text());
     expect(events).toEqual([
-      { model_name: "story", model_version: "1", id: "i1", parameters: { triton_final_response: false }, outputs: [{ name: "text_output", datatype: "BYTES", shape: [1], data: ["x"] }] },
-      { model_name: "story", model_version: "1", id: "i1", parameters: { triton_final_response: false }, outputs: [{ name: "text_output", datatype: "BYTES", shape: [1], data: ["y"] }] },
+      {
+        model_name: "story",
+        model_version: "1",
+        id: "i1",
+        parameters: { triton_final_response: false },
+        outputs: [{ name: "text_output", datatype: "BYTES", shape: [1], data: ["x"] }],
+      },
+      {
+        model_name: "story",
+        model_version: "1",
+        id: "i1",
+        parameters: { triton_final_response: false },
+        outputs: [{ name: "text_output", datatype: "BYTES", shape: [1], data: ["y"] }],
+      },
       { model_name: "story", model_version: "1", id: "i1", parameters: { triton_final_response: true }, outputs: [] },
     ]);
     // A non-decoupled model: one final event; outputs are JSON even when asked as binary.
-    const add = await post("/v2/models/add/infer_stream", { ...ADD_REQUEST, outputs: [{ name: "OUTPUT0", parameters: { binary_data: true } }] });
+    const add = await post("/v2/models/add/infer_stream", {
+      ...ADD_REQUEST,
+      outputs: [{ name: "OUTPUT0", parameters: { binary_data: true } }],
+    });
     expect(sseEvents(await add.text())).toEqual([
-      { model_name: "add", model_version: "1", id: "req-1", parameters: { triton_final_response: true }, outputs: [{ name: "OUTPUT0", datatype: "FP32", shape: [4], data: [11, 22, 33, 44] }] },
+      {
+        model_name: "add",
+        model_version: "1",
+        id: "req-1",
+        parameters: { triton_final_response: true },
+        outputs: [{ name: "OUTPUT0", datatype: "FP32", shape: [4], data: [11, 22, 33, 44] }],
+      },
     ]);
   });
 
@@ -1046,11 +1271,20 @@ describe("lifecycle", () => {
     expect(own.port).not.toBe(frontend.port);
     const url = `http://127.0.0.1:${own.port}/v2/models/delay/infer`;
 
-    const raw = await fetch(url, { method: "POST", body: Buffer.from(new Int32Array([7, 8, 9]).buffer), headers: { "Inference-Header-Content-Length": "0" } });
+    const raw = await fetch(url, {
+      method: "POST",
+      body: Buffer.from(new Int32Array([7, 8, 9]).buffer),
+      headers: { "Inference-Header-Content-Length": "0" },
+    });
     const { json } = await readBinaryResponse(raw);
-    expect(json.outputs).toEqual([{ name: "delay:latest", datatype: "INT32", shape: [3], parameters: { binary_data_size: 12 } }]);
+    expect(json.outputs).toEqual([
+      { name: "delay:latest", datatype: "INT32", shape: [3], parameters: { binary_data_size: 12 } },
+    ]);
 
-    const inFlight = fetch(url, { method: "POST", body: JSON.stringify({ inputs: [{ name: "x", datatype: "INT8", shape: [1], data: [1] }] }) });
+    const inFlight = fetch(url, {
+      method: "POST",
+      body: JSON.stringify({ inputs: [{ name: "x", datatype: "INT8", shape: [1], data: [1] }] }),
+    });
     await new Promise((resolve) => setTimeout(resolve, 10));
     const stopStarted = Date.now();
     const first = own.stop(5000);
@@ -1072,7 +1306,11 @@ describe("lifecycle", () => {
 describe("API keys", () => {
   const makeKey = (id: string, scopes: ApiKeyScope[], extra: Partial<ApiKeyGrant> = {}) => {
     const { key, prefix, hash } = generateApiKey();
-    return { key, prefix, grant: { id, hash, scopes, priorityLevel: 0, qpsQuota: null, expiresAt: null, ...extra } satisfies ApiKeyGrant };
+    return {
+      key,
+      prefix,
+      grant: { id, hash, scopes, priorityLevel: 0, qpsQuota: null, expiresAt: null, ...extra } satisfies ApiKeyGrant,
+    };
   };
   const inferKey = makeKey("infer-key", ["infer"], { priorityLevel: 2 });
   const lowKey = makeKey("low-key", ["infer"], { priorityLevel: 9 });
@@ -1104,7 +1342,9 @@ describe("API keys", () => {
   });
 
   it("answers 401 for a malformed header and for an unknown key", async () => {
-    const malformed = await fetch(url(secured, "/v2/models/echo"), { headers: { Authorization: `Basic ${inferKey.key}` } });
+    const malformed = await fetch(url(secured, "/v2/models/echo"), {
+      headers: { Authorization: `Basic ${inferKey.key}` },
+    });
     await expectError(malformed, 401, "Authorization must be 'Bearer <api key>'");
     const unknown = await fetch(url(secured, "/v2/models/echo"), { headers: auth(makeKey("gone", ["infer"])) });
     expect(unknown.headers.get("www-authenticate")).toBe("Bearer");
@@ -1123,7 +1363,11 @@ describe("API keys", () => {
   ])("guards %s %s as inference", async (method, path) => {
     const res = await fetch(url(secured, path), { method, ...(method === "POST" ? { body: "{}" } : {}) });
     expect(res.status).toBe(401);
-    const withKey = await fetch(url(secured, path), { method, headers: auth(inferKey), ...(method === "POST" ? { body: "{}" } : {}) });
+    const withKey = await fetch(url(secured, path), {
+      method,
+      headers: auth(inferKey),
+      ...(method === "POST" ? { body: "{}" } : {}),
+    });
     expect(withKey.status).not.toBe(401);
     expect(withKey.status).not.toBe(403);
   });
@@ -1138,7 +1382,10 @@ describe("API keys", () => {
 
   it("answers 403 when an infer key asks for model control, and lets an admin key load", async () => {
     const before = engine.loads.length;
-    const res = await fetch(url(secured, "/v2/repository/models/add/load"), { method: "POST", headers: auth(inferKey) });
+    const res = await fetch(url(secured, "/v2/repository/models/add/load"), {
+      method: "POST",
+      headers: auth(inferKey),
+    });
     await expectError(res, 403, "this API key lacks the 'admin' scope that model control needs");
     for (const [method, path] of [
       ["POST", "/v2/repository/models/add/unload"],
@@ -1149,7 +1396,15 @@ describe("API keys", () => {
       ["GET", "/v2/operon/scaling"],
       ["GET", "/v2/operon/parked"],
     ] as const) {
-      expect((await fetch(url(secured, path), { method, headers: auth(inferKey), ...(method === "POST" ? { body: "{}" } : {}) })).status).toBe(403);
+      expect(
+        (
+          await fetch(url(secured, path), {
+            method,
+            headers: auth(inferKey),
+            ...(method === "POST" ? { body: "{}" } : {}),
+          })
+        ).status,
+      ).toBe(403);
     }
     const ok = await fetch(url(secured, "/v2/repository/models/add/load"), { method: "POST", headers: auth(adminKey) });
     expect(ok.status).toBe(200);
@@ -1157,16 +1412,28 @@ describe("API keys", () => {
   });
 
   it("answers 429 when a key is over its quota, naming it by prefix only", async () => {
-    const first = await fetch(url(secured, "/v2/models/echo/infer"), { method: "POST", headers: auth(limitedKey), body: inferBody() });
+    const first = await fetch(url(secured, "/v2/models/echo/infer"), {
+      method: "POST",
+      headers: auth(limitedKey),
+      body: inferBody(),
+    });
     expect(first.status).toBe(200);
-    const second = await fetch(url(secured, "/v2/models/echo/infer"), { method: "POST", headers: auth(limitedKey), body: inferBody() });
+    const second = await fetch(url(secured, "/v2/models/echo/infer"), {
+      method: "POST",
+      headers: auth(limitedKey),
+      body: inferBody(),
+    });
     await expectError(second, 429, `API key opk_${limitedKey.prefix}… exceeded its quota of 1 requests/s`);
   });
 
   it("gives an inference without a priority its key's priority level, capped at the model's levels", async () => {
     await fetch(url(secured, "/v2/models/echo/infer"), { method: "POST", headers: auth(inferKey), body: inferBody() });
     expect(engine.lastRequest?.parameters["priority"]).toBe(2);
-    await fetch(url(secured, "/v2/models/echo/infer"), { method: "POST", headers: auth(inferKey), body: inferBody({ priority: 1 }) });
+    await fetch(url(secured, "/v2/models/echo/infer"), {
+      method: "POST",
+      headers: auth(inferKey),
+      body: inferBody({ priority: 1 }),
+    });
     expect(engine.lastRequest?.parameters["priority"]).toBe(1);
     await fetch(url(secured, "/v2/models/ranked/infer"), { method: "POST", headers: auth(lowKey), body: inferBody() });
     expect(engine.lastRequest?.parameters["priority"]).toBe(3);
@@ -1179,9 +1446,16 @@ describe("API keys", () => {
     expect(anonymous.status).toBe(200);
     const revoked = makeKey("revoked", ["infer"]);
     ring.replaceAll([...[inferKey, lowKey, adminKey, limitedKey].map((key) => key.grant), revoked.grant]);
-    expect((await fetch(url(open, "/v2/models/echo/infer"), { method: "POST", headers: auth(revoked), body: inferBody() })).status).toBe(200);
+    expect(
+      (await fetch(url(open, "/v2/models/echo/infer"), { method: "POST", headers: auth(revoked), body: inferBody() }))
+        .status,
+    ).toBe(200);
     ring.replaceAll([inferKey, lowKey, adminKey, limitedKey].map((key) => key.grant));
-    const refused = await fetch(url(open, "/v2/models/echo/infer"), { method: "POST", headers: auth(revoked), body: inferBody() });
+    const refused = await fetch(url(open, "/v2/models/echo/infer"), {
+      method: "POST",
+      headers: auth(revoked),
+      body: inferBody(),
+    });
     await expectError(refused, 401, "the API key is not valid (unknown, revoked or expired)");
   });
 
@@ -1202,7 +1476,11 @@ describe("Operon admin endpoints", () => {
   it("GET /v2/operon/workers answers the engine's workers", async () => {
     const res = await fetch(`${base}/v2/operon/workers`);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ workers: [], hostCpuCores: 2, gateway: { pid: process.pid, cpuSeconds: 1, rssBytes: 2 } });
+    expect(await res.json()).toEqual({
+      workers: [],
+      hostCpuCores: 2,
+      gateway: { pid: process.pid, cpuSeconds: 1, rssBytes: 2 },
+    });
   });
 
   it("POST /v2/operators/:operator/validate answers { valid, problems } with the path's name", async () => {
@@ -1210,11 +1488,22 @@ describe("Operon admin endpoints", () => {
     expect(valid.status).toBe(200);
     expect(await valid.json()).toEqual({ valid: true, problems: [] });
     const invalid = await post("/v2/operators/pipe/validate", { steps: [{ model: "missing" }] });
-    expect(await invalid.json()).toEqual({ valid: false, problems: [{ code: "unknown-model", message: "unknown model 'missing'" }] });
+    expect(await invalid.json()).toEqual({
+      valid: false,
+      problems: [{ code: "unknown-model", message: "unknown model 'missing'" }],
+    });
   });
 
   it("refuses a validate body that is not a spec object, or names another operator", async () => {
-    await expectError(await post("/v2/operators/pipe/validate", [1]), 400, "the request body must be an operator spec (a JSON object)");
-    await expectError(await post("/v2/operators/pipe/validate", { name: "other" }), 400, `the spec's name "other" differs from the operator name 'pipe' in the path`);
+    await expectError(
+      await post("/v2/operators/pipe/validate", [1]),
+      400,
+      "the request body must be an operator spec (a JSON object)",
+    );
+    await expectError(
+      await post("/v2/operators/pipe/validate", { name: "other" }),
+      400,
+      `the spec's name "other" differs from the operator name 'pipe' in the path`,
+    );
   });
 });

@@ -149,7 +149,15 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
   };
   const maxLoadBodyBytes = options.maxLoadBodyBytes ?? maxBodyBytes;
   const maxBytesElements = options.maxBytesElements ?? DEFAULT_MAX_BYTES_ELEMENTS;
-  const router = buildRouter(engine, { maxBodyBytes, maxLoadBodyBytes, rawInputShape, logger, decodePool, reading, maxBytesElements });
+  const router = buildRouter(engine, {
+    maxBodyBytes,
+    maxLoadBodyBytes,
+    rawInputShape,
+    logger,
+    decodePool,
+    reading,
+    maxBytesElements,
+  });
   const access = options.access;
   let closing = false;
   // Requests in flight. On stop, those whose response has not started are
@@ -203,10 +211,17 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
   // without complete headers; checked every second, not every 30 s, so it fires when it says.
   const headersTimeout = options.headersTimeoutMs ?? 20_000;
   const server = http.createServer(
-    { headersTimeout, requestTimeout: Math.max(headersTimeout, DEFAULT_REQUEST_TIMEOUT_MS), connectionsCheckingInterval: 1000 },
+    {
+      headersTimeout,
+      requestTimeout: Math.max(headersTimeout, DEFAULT_REQUEST_TIMEOUT_MS),
+      connectionsCheckingInterval: 1000,
+    },
     (req, res) => void handle(req, res),
   );
-  const connections = limitConnections(server, options.connections ?? { max: defaultMaxConnections(), perAddress: 1024 });
+  const connections = limitConnections(
+    server,
+    options.connections ?? { max: defaultMaxConnections(), perAddress: 1024 },
+  );
   // With this listener Node leaves "100 Continue" to us: readBody sends it
   // only after the declared length passed the limit, so an oversized upload
   // is refused before the client sends it.
@@ -258,8 +273,10 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
   const { maxBodyBytes } = options;
   const router = new Router<Route>();
   // Each route says what it needs (see auth/access-policy.ts): "open" routes take no key, so probes never need one.
-  const add = (method: string, path: string, need: RouteNeed, handler: Handler): void => void router.add(method, path, { need, handler });
-  const readJson = (req: IncomingMessage, res: ServerResponse, limitBytes = maxBodyBytes): Promise<unknown> => readJsonBody(options, req, res, limitBytes);
+  const add = (method: string, path: string, need: RouteNeed, handler: Handler): void =>
+    void router.add(method, path, { need, handler });
+  const readJson = (req: IncomingMessage, res: ServerResponse, limitBytes = maxBodyBytes): Promise<unknown> =>
+    readJsonBody(options, req, res, limitBytes);
   const versionOf = (params: RouteParams): string | undefined => params["version"];
   const modelOf = (params: RouteParams): string => params["model"]!;
   // Health answers carry no body: 200 means yes, 400 (as Triton answers) means no.
@@ -273,12 +290,17 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
 
   const modelRoutes: Array<[method: string, suffix: string, handler: Handler]> = [
     ["GET", "", ({ res, params }) => sendJson(res, 200, engine.modelMetadata(modelOf(params), versionOf(params)))],
-    ["GET", "/ready", ({ res, params }) => sendEmpty(res, health(engine.isModelReady(modelOf(params), versionOf(params))))],
+    [
+      "GET",
+      "/ready",
+      ({ res, params }) => sendEmpty(res, health(engine.isModelReady(modelOf(params), versionOf(params)))),
+    ],
     ["GET", "/config", ({ res, params }) => sendJson(res, 200, engine.modelConfig(modelOf(params), versionOf(params)))],
     [
       "GET",
       "/stats",
-      ({ res, params }) => sendJson(res, 200, { model_stats: engine.modelStatistics(modelOf(params), versionOf(params)) }),
+      ({ res, params }) =>
+        sendJson(res, 200, { model_stats: engine.modelStatistics(modelOf(params), versionOf(params)) }),
     ],
     ["POST", "/infer", (context) => handleInfer(engine, options, context)],
     ["POST", "/generate", (context) => handleGenerate(engine, options, context)],
@@ -320,13 +342,21 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
   });
   add("POST", "/v2/operators/:operator", "admin", async ({ req, res, params }) => {
     const name = params["operator"]!;
-    sendJson(res, 200, await engine.registerOperator(operatorSpecBody(name, await readJson(req, res, MAX_OPERATOR_SPEC_BYTES))));
+    sendJson(
+      res,
+      200,
+      await engine.registerOperator(operatorSpecBody(name, await readJson(req, res, MAX_OPERATOR_SPEC_BYTES))),
+    );
   });
   // A dry run of the route above: 200 { valid, problems } whatever the spec's problems are. It costs
   // what a registration costs, so it needs what model control needs.
   add("POST", "/v2/operators/:operator/validate", "admin", async ({ req, res, params }) => {
     const name = params["operator"]!;
-    sendJson(res, 200, await engine.validateOperator(operatorSpecBody(name, await readJson(req, res, MAX_OPERATOR_SPEC_BYTES))));
+    sendJson(
+      res,
+      200,
+      await engine.validateOperator(operatorSpecBody(name, await readJson(req, res, MAX_OPERATOR_SPEC_BYTES))),
+    );
   });
   add("DELETE", "/v2/operators/:operator", "admin", async ({ res, params }) => {
     await engine.unregisterOperator(params["operator"]!);
@@ -345,18 +375,37 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
     sendEmpty(res, 200);
   });
   add("GET", "/v2/operon/parked", "admin", ({ res }) => sendJson(res, 200, { models: engine.parkedModels?.() ?? [] }));
-  add("GET", "/v2/operon/scaling", "admin", ({ res }) => sendJson(res, 200, { models: engine.scalingState?.() ?? [], parked: engine.parkedModels?.() ?? [] }));
+  add("GET", "/v2/operon/scaling", "admin", ({ res }) =>
+    sendJson(res, 200, { models: engine.scalingState?.() ?? [], parked: engine.parkedModels?.() ?? [] }),
+  );
   return router;
 }
 
 /** What an admin route did, for the audit log (see GatewayAccessPolicy.onModelControl). */
-function modelControlEventOf(method: string, path: string, { params, principal, req, loadDetails }: RequestContext): ModelControlEvent | undefined {
-  const common = { keyId: principal?.keyId ?? null, transport: "http" as const, address: req.socket.remoteAddress ?? null };
-  if (path.endsWith("/load") && params["model"] !== undefined) return { action: "model.load", target: params["model"], ...common, ...(loadDetails ?? {}) };
-  if (path.endsWith("/unload") && params["model"] !== undefined) return { action: "model.unload", target: params["model"], ...common };
-  if (path.endsWith("/instances") && params["model"] !== undefined) return { action: "model.scale", target: params["model"], ...common };
-  if (path.endsWith("/park") && params["model"] !== undefined) return { action: "model.park", target: params["model"], ...common };
-  if (params["operator"] !== undefined) return { action: method === "DELETE" ? "operator.remove" : "operator.register", target: params["operator"], ...common };
+function modelControlEventOf(
+  method: string,
+  path: string,
+  { params, principal, req, loadDetails }: RequestContext,
+): ModelControlEvent | undefined {
+  const common = {
+    keyId: principal?.keyId ?? null,
+    transport: "http" as const,
+    address: req.socket.remoteAddress ?? null,
+  };
+  if (path.endsWith("/load") && params["model"] !== undefined)
+    return { action: "model.load", target: params["model"], ...common, ...(loadDetails ?? {}) };
+  if (path.endsWith("/unload") && params["model"] !== undefined)
+    return { action: "model.unload", target: params["model"], ...common };
+  if (path.endsWith("/instances") && params["model"] !== undefined)
+    return { action: "model.scale", target: params["model"], ...common };
+  if (path.endsWith("/park") && params["model"] !== undefined)
+    return { action: "model.park", target: params["model"], ...common };
+  if (params["operator"] !== undefined)
+    return {
+      action: method === "DELETE" ? "operator.remove" : "operator.register",
+      target: params["operator"],
+      ...common,
+    };
   return undefined;
 }
 
@@ -367,7 +416,10 @@ function operatorSpecBody(name: string, body: unknown): Record<string, unknown> 
   }
   const named = (body as { name?: unknown }).name;
   if (named !== undefined && named !== name) {
-    throw new OperonError("INVALID_ARG", `the spec's name ${JSON.stringify(named)} differs from the operator name '${name}' in the path`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `the spec's name ${JSON.stringify(named)} differs from the operator name '${name}' in the path`,
+    );
   }
   assertOperatorSpecWithinBudget(body as Record<string, unknown>);
   return { ...body, name };
@@ -379,20 +431,35 @@ function operatorSpecBody(name: string, body: unknown): Record<string, unknown> 
  * decoded on the decode pool, never on the event loop; every JSON part is
  * checked against the JSON budget before it is parsed.
  */
-async function readInferRequest(options: RouterOptions, { req, res, params }: RequestContext): Promise<DecodedInferRequest> {
+async function readInferRequest(
+  options: RouterOptions,
+  { req, res, params }: RequestContext,
+): Promise<DecodedInferRequest> {
   const modelName = params["model"]!;
   const modelVersion = params["version"];
   const body = await readBody(req, res, options.maxBodyBytes, options.reading);
   const header = req.headers[INFERENCE_HEADER_CONTENT_LENGTH];
   const headerLength = parseInferenceHeaderLength(Array.isArray(header) ? header[0] : header);
   const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
-  if (headerLength === 0) return decodeInferBody(body, headerLength, target, () => options.rawInputShape(modelName, modelVersion), options.maxBytesElements);
+  if (headerLength === 0)
+    return decodeInferBody(
+      body,
+      headerLength,
+      target,
+      () => options.rawInputShape(modelName, modelVersion),
+      options.maxBytesElements,
+    );
   if (body.length < DECODE_OFF_LOOP_BYTES) return decodeHttpInfer(body, headerLength, target);
   return options.decodePool.decodeInfer({ kind: "http-infer", body, headerLength, target }, true);
 }
 
 /** Reads a JSON body (budget checked first); one of DECODE_OFF_LOOP_BYTES or more is parsed on the decode pool. */
-async function readJsonBody(options: RouterOptions, req: IncomingMessage, res: ServerResponse, limitBytes: number): Promise<unknown> {
+async function readJsonBody(
+  options: RouterOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  limitBytes: number,
+): Promise<unknown> {
   const body = await readBody(req, res, limitBytes, options.reading);
   return body.length < DECODE_OFF_LOOP_BYTES ? decodeJson(body) : options.decodePool.decodeJson(body, true);
 }
@@ -457,7 +524,11 @@ interface ClientWatch {
 }
 
 /** The generate extension's request, mapped onto the model's inputs by name (http/http-generate.ts). */
-async function decodeGenerateRequest(engine: InferenceEngine, options: RouterOptions, { req, res, params }: RequestContext): Promise<InferRequest> {
+async function decodeGenerateRequest(
+  engine: InferenceEngine,
+  options: RouterOptions,
+  { req, res, params }: RequestContext,
+): Promise<InferRequest> {
   const modelName = params["model"]!;
   const modelVersion = params["version"];
   const json = await readJsonBody(options, req, res, options.maxBodyBytes);
@@ -512,9 +583,17 @@ async function handleGenerate(engine: InferenceEngine, options: RouterOptions, c
   if (gone.closed) throw new ClientClosedError("client closed the connection before the inference finished");
   if (failure !== undefined) throw failure;
   if (answer === undefined) {
-    throw new OperonError("UNSUPPORTED", `model '${request.modelName}' sent no response; generate answers with exactly one: use generate_stream`);
+    throw new OperonError(
+      "UNSUPPORTED",
+      `model '${request.modelName}' sent no response; generate answers with exactly one: use generate_stream`,
+    );
   }
-  sendBody(res, 200, { "Content-Type": "application/json" }, Buffer.from(encodeGenerateResponse(answer, request.id), "utf8"));
+  sendBody(
+    res,
+    200,
+    { "Content-Type": "application/json" },
+    Buffer.from(encodeGenerateResponse(answer, request.id), "utf8"),
+  );
 }
 
 /**
@@ -549,13 +628,17 @@ async function handleEventStream(
   try {
     await engine.inferStream(request, (response, final) => {
       if (isOperonError(response)) {
-        if (response.kind === "INTERNAL") options.logger.error({ model: request.modelName, err: response.message }, "streamed inference failed");
+        if (response.kind === "INTERNAL")
+          options.logger.error({ model: request.modelName, err: response.message }, "streamed inference failed");
         events.sendError(response.message);
       } else if (kind === "generate") {
         if (!final || response.outputs.length > 0) events.send(encodeGenerateResponse(response, request.id));
       } else {
         const parameters = { ...response.parameters, triton_final_response: final };
-        const encoded = encodeInferResponseBody({ ...response, id: response.id ?? request.id, parameters }, { binaryDataOutput: false, ...(outputs !== undefined ? { outputs } : {}) });
+        const encoded = encodeInferResponseBody(
+          { ...response, id: response.id ?? request.id, parameters },
+          { binaryDataOutput: false, ...(outputs !== undefined ? { outputs } : {}) },
+        );
         events.send((encoded.body as Buffer).toString("utf8"));
       }
       if (final) events.end();

@@ -17,8 +17,17 @@ import { expectObject, invalidField, kindOf, optionalParameters, optionalString 
  * `{model_name, model_version, id?, <output>: value, ...}`: an output of
  * one element is a scalar, any other an array (flattened).
  */
-export function decodeGenerateBody(json: unknown, target: InferTarget, metadata: ModelMetadata, batched: boolean): InferRequest {
-  if (json === undefined) throw new OperonError("INVALID_ARG", "the generate request body is empty; expected a JSON object such as {\"text_input\": \"...\"}");
+export function decodeGenerateBody(
+  json: unknown,
+  target: InferTarget,
+  metadata: ModelMetadata,
+  batched: boolean,
+): InferRequest {
+  if (json === undefined)
+    throw new OperonError(
+      "INVALID_ARG",
+      'the generate request body is empty; expected a JSON object such as {"text_input": "..."}',
+    );
   const body = expectObject(json, "request body");
   const id = optionalString(body["id"], "id");
   const parameters: Parameters = optionalParameters(body["parameters"], "parameters") ?? {};
@@ -60,7 +69,10 @@ function generateInput(name: string, datatype: string, value: unknown, batched: 
 
 /** The generate response object as JSON text (64-bit integers with all their digits). */
 export function encodeGenerateResponse(response: InferResponse, requestId: string | undefined): string {
-  const fields = [`"model_name":${JSON.stringify(response.modelName)}`, `"model_version":${JSON.stringify(response.modelVersion)}`];
+  const fields = [
+    `"model_name":${JSON.stringify(response.modelName)}`,
+    `"model_version":${JSON.stringify(response.modelVersion)}`,
+  ];
   const id = response.id ?? requestId;
   if (id !== undefined && id !== "") fields.push(`"id":${JSON.stringify(id)}`);
   for (const output of response.outputs) {

@@ -61,7 +61,8 @@ export async function decodeInferBody(
 
 /** `binary` is the data after the JSON header, or undefined when the body is all JSON. */
 export function decodeInferJson(json: unknown, binary: Buffer | undefined, target: InferTarget): DecodedInferRequest {
-  if (json === undefined) throw new OperonError("INVALID_ARG", "the inference request body is empty; expected a JSON object");
+  if (json === undefined)
+    throw new OperonError("INVALID_ARG", "the inference request body is empty; expected a JSON object");
   const body = expectObject(json, "request body");
   const id = optionalString(body["id"], "id");
   const parameters = optionalParameters(body["parameters"], "parameters") ?? {};
@@ -109,13 +110,22 @@ function decodeInputHeaders(value: unknown): InputHeader[] {
     const shape = decodeShape(input["shape"], `${path}.shape`);
     const parameters = optionalParameters(input["parameters"], `${path}.parameters`);
     const binaryDataSize = parameters?.["binary_data_size"];
-    if (binaryDataSize !== undefined && (typeof binaryDataSize !== "number" || !Number.isSafeInteger(binaryDataSize) || binaryDataSize < 0)) {
-      throw invalidField(`${path}.parameters.binary_data_size`, `must be a non-negative integer, got ${JSON.stringify(binaryDataSize)}`);
+    if (
+      binaryDataSize !== undefined &&
+      (typeof binaryDataSize !== "number" || !Number.isSafeInteger(binaryDataSize) || binaryDataSize < 0)
+    ) {
+      throw invalidField(
+        `${path}.parameters.binary_data_size`,
+        `must be a non-negative integer, got ${JSON.stringify(binaryDataSize)}`,
+      );
     }
     if (parameters !== undefined) delete parameters["binary_data_size"];
     const data = input["data"];
     if (binaryDataSize !== undefined && data !== undefined) {
-      throw new OperonError("INVALID_ARG", `input '${name}' has both 'data' and a binary_data_size parameter; send one or the other`);
+      throw new OperonError(
+        "INVALID_ARG",
+        `input '${name}' has both 'data' and a binary_data_size parameter; send one or the other`,
+      );
     }
     if (binaryDataSize === undefined && data === undefined) {
       throw invalidField(`${path}.data`, `is missing for input '${name}', which has no binary_data_size parameter`);
@@ -132,7 +142,10 @@ function decodeInputHeaders(value: unknown): InputHeader[] {
 }
 
 function decodeShape(value: unknown, path: string): number[] {
-  if (!Array.isArray(value) || !value.every((dim) => typeof dim === "number" && Number.isSafeInteger(dim) && dim >= 0)) {
+  if (
+    !Array.isArray(value) ||
+    !value.every((dim) => typeof dim === "number" && Number.isSafeInteger(dim) && dim >= 0)
+  ) {
     throw invalidField(path, `must be an array of non-negative integers, got ${JSON.stringify(value) ?? "nothing"}`);
   }
   return value as number[];

@@ -9,7 +9,11 @@ import type { InferenceEngine } from "../../engine/engine-api.js";
  * model batches (metadata shows the batch dimension as a leading -1).
  * Remaining -1 dimensions are resolved from the body size by the codec.
  */
-export function rawInputSpecFromEngine(engine: InferenceEngine, model: string, version: string | undefined): RawInputSpec {
+export function rawInputSpecFromEngine(
+  engine: InferenceEngine,
+  model: string,
+  version: string | undefined,
+): RawInputSpec {
   const metadata = engine.modelMetadata(model, version);
   const input = metadata.inputs[0];
   if (input === undefined || metadata.inputs.length !== 1) {
@@ -19,9 +23,16 @@ export function rawInputSpecFromEngine(engine: InferenceEngine, model: string, v
     );
   }
   if (!isDataType(input.datatype)) {
-    throw new OperonError("INTERNAL", `model '${model}' input '${input.name}' has unknown datatype '${input.datatype}'`);
+    throw new OperonError(
+      "INTERNAL",
+      `model '${model}' input '${input.name}' has unknown datatype '${input.datatype}'`,
+    );
   }
   const maxBatchSize = engine.modelConfig(model, version)["max_batch_size"];
   const batched = typeof maxBatchSize === "number" && maxBatchSize > 0;
-  return { name: input.name, datatype: input.datatype, shape: batched ? [1, ...input.shape.slice(1)] : [...input.shape] };
+  return {
+    name: input.name,
+    datatype: input.datatype,
+    shape: batched ? [1, ...input.shape.slice(1)] : [...input.shape],
+  };
 }

@@ -39,7 +39,10 @@ export function decodeLoadRequest(json: unknown): ModelLoadOptions {
   }
   if (files.size > 0) {
     if (options.config === undefined) {
-      throw new OperonError("INVALID_ARG", "load request with 'file:' parameters must also provide the 'config' parameter");
+      throw new OperonError(
+        "INVALID_ARG",
+        "load request with 'file:' parameters must also provide the 'config' parameter",
+      );
     }
     options.files = files;
   }
@@ -56,7 +59,12 @@ export function decodeUnloadRequest(json: unknown): ModelUnloadOptions {
 
 function checkFilePath(key: string, path: string): void {
   const segments = path.split("/");
-  if (path === "" || path.startsWith("/") || path.includes("\\") || segments.some((s) => s === "" || s === "." || s === "..")) {
+  if (
+    path === "" ||
+    path.startsWith("/") ||
+    path.includes("\\") ||
+    segments.some((s) => s === "" || s === "." || s === "..")
+  ) {
     throw new OperonError(
       "INVALID_ARG",
       `load parameter '${key}' must name a relative file path inside the model directory, as in 'file:1/model.onnx'`,

@@ -9,7 +9,12 @@ import { HttpStatusError } from "./http-errors.js";
  * is gone.
  */
 
-export function sendBody(res: ServerResponse, status: number, headers: OutgoingHttpHeaders, body: Buffer | readonly Buffer[]): void {
+export function sendBody(
+  res: ServerResponse,
+  status: number,
+  headers: OutgoingHttpHeaders,
+  body: Buffer | readonly Buffer[],
+): void {
   if (res.headersSent || res.destroyed) return;
   const chunks: readonly Buffer[] = Buffer.isBuffer(body) ? [body] : body;
   let length = 0;
@@ -44,7 +49,13 @@ export function sendEmpty(res: ServerResponse, status: number): void {
  * ignore the extra field. Failures of HTTP itself (no such endpoint, a body
  * over the limit) have no kind.
  */
-export function sendError(res: ServerResponse, status: number, message: string, headers: OutgoingHttpHeaders = {}, kind?: ErrorKind): void {
+export function sendError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  headers: OutgoingHttpHeaders = {},
+  kind?: ErrorKind,
+): void {
   const body = kind === undefined ? { error: message } : { error: message, kind };
   sendBody(res, status, { ...headers, "Content-Type": "application/json" }, Buffer.from(JSON.stringify(body), "utf8"));
 }
@@ -64,8 +75,19 @@ export interface ErrorReport {
 /** The one place that turns anything thrown into an HTTP status (Triton's mapping via httpStatusOf). */
 export function reportOf(error: unknown): ErrorReport {
   if (error instanceof HttpStatusError) {
-    const headers: OutgoingHttpHeaders = { ...(error.status === 429 ? { "Retry-After": "1" } : {}), ...error.headers, ...(error.closeConnection ? { Connection: "close" } : {}) };
-    return { status: error.status, message: error.message, kind: undefined, level: error.status >= 500 ? "error" : "info", closeConnection: error.closeConnection, headers };
+    const headers: OutgoingHttpHeaders = {
+      ...(error.status === 429 ? { "Retry-After": "1" } : {}),
+      ...error.headers,
+      ...(error.closeConnection ? { Connection: "close" } : {}),
+    };
+    return {
+      status: error.status,
+      message: error.message,
+      kind: undefined,
+      level: error.status >= 500 ? "error" : "info",
+      closeConnection: error.closeConnection,
+      headers,
+    };
   }
   // OperonErrors keep their text; anything else (a bug) gets a fixed one, its details only in the log (requestFailureOf).
   const { kind, message, level } = requestFailureOf(error);
@@ -75,6 +97,10 @@ export function reportOf(error: unknown): ErrorReport {
   // resource scheduler unloaded when to come back (parked-models.ts): OperonError.retryAfterSeconds.
   const retryAfter = error instanceof OperonError ? error.retryAfterSeconds : undefined;
   const headers: OutgoingHttpHeaders =
-    status === 401 ? { "WWW-Authenticate": "Bearer" } : status === 429 || retryAfter !== undefined ? { "Retry-After": String(retryAfter ?? 1) } : {};
+    status === 401
+      ? { "WWW-Authenticate": "Bearer" }
+      : status === 429 || retryAfter !== undefined
+        ? { "Retry-After": String(retryAfter ?? 1) }
+        : {};
   return { status, message, kind, level, closeConnection: false, headers };
 }

@@ -70,7 +70,9 @@ function decodeParams(raw: Record<string, string>): RouteParams {
     try {
       decoded[name] = decodeURIComponent(value);
     } catch (error) {
-      throw new OperonError("INVALID_ARG", `malformed percent-encoding in the ${name} path segment '${value}'`, { cause: error });
+      throw new OperonError("INVALID_ARG", `malformed percent-encoding in the ${name} path segment '${value}'`, {
+        cause: error,
+      });
     }
   }
   return decoded;

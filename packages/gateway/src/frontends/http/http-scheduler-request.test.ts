@@ -10,7 +10,17 @@ describe("instanceCountBody", () => {
     expect(instanceCountBody({ count: 1024 })).toBe(1024);
   });
 
-  it.each([[null], [[]], ["3"], [{}], [{ count: 0 }], [{ count: 1.5 }], [{ count: "2" }], [{ count: 1025 }], [{ count: -1 }]])("refuses %j with INVALID_ARG naming the field", (body) => {
+  it.each([
+    [null],
+    [[]],
+    ["3"],
+    [{}],
+    [{ count: 0 }],
+    [{ count: 1.5 }],
+    [{ count: "2" }],
+    [{ count: 1025 }],
+    [{ count: -1 }],
+  ])("refuses %j with INVALID_ARG naming the field", (body) => {
     let thrown: unknown;
     try {
       instanceCountBody(body);
@@ -25,7 +35,10 @@ describe("instanceCountBody", () => {
 
 describe("a parked model's answer", () => {
   it("is 503 with its Retry-After; other unavailable errors carry none", () => {
-    expect(reportOf(new ModelParkedError("m", 5, Promise.resolve()))).toMatchObject({ status: 503, headers: { "Retry-After": "5" } });
+    expect(reportOf(new ModelParkedError("m", 5, Promise.resolve()))).toMatchObject({
+      status: 503,
+      headers: { "Retry-After": "5" },
+    });
     expect(reportOf(new OperonError("UNAVAILABLE", "busy")).headers).toEqual({});
   });
 });

@@ -14,7 +14,10 @@ export function instanceCountBody(body: unknown): number {
   }
   const count = (body as { count?: unknown }).count;
   if (typeof count !== "number" || !Number.isInteger(count) || count < 1 || count > 1024) {
-    throw new OperonError("INVALID_ARG", `'count' must be an integer from 1 to 1024, got ${JSON.stringify(count) ?? "nothing"}`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `'count' must be an integer from 1 to 1024, got ${JSON.stringify(count) ?? "nothing"}`,
+    );
   }
   return count;
 }
@@ -25,6 +28,7 @@ export function scaleModelOf(engine: InferenceEngine): NonNullable<InferenceEngi
 }
 
 export function parkModelOf(engine: InferenceEngine): NonNullable<InferenceEngine["parkModel"]> {
-  if (engine.parkModel === undefined) throw new OperonError("UNSUPPORTED", "this server cannot unload models for the resource scheduler");
+  if (engine.parkModel === undefined)
+    throw new OperonError("UNSUPPORTED", "this server cannot unload models for the resource scheduler");
   return engine.parkModel.bind(engine);
 }

@@ -42,10 +42,16 @@ export function assertJsonWithinBudget(body: Uint8Array, budget: JsonBudget = DE
       depth += 1;
       containers += 1;
       if (depth > budget.maxDepth) {
-        throw new OperonError("INVALID_ARG", `request JSON is nested deeper than ${budget.maxDepth} levels (byte ${i})`);
+        throw new OperonError(
+          "INVALID_ARG",
+          `request JSON is nested deeper than ${budget.maxDepth} levels (byte ${i})`,
+        );
       }
       if (containers > budget.maxContainers) {
-        throw new OperonError("INVALID_ARG", `request JSON holds more than ${budget.maxContainers} objects and arrays (byte ${i}); send tensors as flat arrays or binary data`);
+        throw new OperonError(
+          "INVALID_ARG",
+          `request JSON holds more than ${budget.maxContainers} objects and arrays (byte ${i}); send tensors as flat arrays or binary data`,
+        );
       }
     } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) {
       depth -= 1;

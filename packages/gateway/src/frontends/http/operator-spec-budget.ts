@@ -12,6 +12,9 @@ export const MAX_OPERATOR_STEPS = 256;
 export function assertOperatorSpecWithinBudget(spec: Record<string, unknown>): void {
   const steps = spec["steps"];
   if (Array.isArray(steps) && steps.length > MAX_OPERATOR_STEPS) {
-    throw new OperonError("INVALID_ARG", `the operator spec has ${steps.length} steps; an operator may have at most ${MAX_OPERATOR_STEPS}`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `the operator spec has ${steps.length} steps; an operator may have at most ${MAX_OPERATOR_STEPS}`,
+    );
   }
 }

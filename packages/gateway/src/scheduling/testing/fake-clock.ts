@@ -51,7 +51,8 @@ export class FakeClock implements TimerClock {
     const target = this.timeNs + BigInt(ns);
     for (;;) {
       let next: [number, { at: bigint; callback: () => void }] | undefined;
-      for (const entry of this.timeouts) if (entry[1].at <= target && (next === undefined || entry[1].at < next[1].at)) next = entry;
+      for (const entry of this.timeouts)
+        if (entry[1].at <= target && (next === undefined || entry[1].at < next[1].at)) next = entry;
       if (next === undefined) break;
       this.timeouts.delete(next[0]);
       this.timeNs = next[1].at;

@@ -16,7 +16,15 @@ import { SubmitButton } from "@/components/form/submit-button";
  * against the model file and reloads the model; what it objects to shows at
  * the field, each problem with its path ("input[0].dims: …").
  */
-export function EditConfigForm({ name, config, onDone }: { name: string; config: ConfigDraft; onDone: (saved: boolean) => void }) {
+export function EditConfigForm({
+  name,
+  config,
+  onDone,
+}: {
+  name: string;
+  config: ConfigDraft;
+  onDone: (saved: boolean) => void;
+}) {
   const trpc = useTRPC();
   const invalidate = useInvalidateModels();
   const [draft, setDraft] = useState<ConfigDraft>(config);
@@ -30,7 +38,9 @@ export function EditConfigForm({ name, config, onDone }: { name: string; config:
     }),
   );
   const problem = update.isError ? apiProblem(update.error) : null;
-  const atField = problem?.fieldErrors.map((field) => (field.path ? `${field.path}: ${field.message}` : field.message)).join("; ");
+  const atField = problem?.fieldErrors
+    .map((field) => (field.path ? `${field.path}: ${field.message}` : field.message))
+    .join("; ");
 
   const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
@@ -39,10 +49,22 @@ export function EditConfigForm({ name, config, onDone }: { name: string; config:
 
   return (
     <form onSubmit={submit} noValidate className="form" aria-label="Edit the config">
-      <JsonConfigField label="Config (JSON)" draft={draft} onChange={setDraft} onValidity={reporter("json")} error={atField || undefined} rows={22} />
+      <JsonConfigField
+        label="Config (JSON)"
+        draft={draft}
+        onChange={setDraft}
+        onValidity={reporter("json")}
+        error={atField || undefined}
+        rows={22}
+      />
       <FormAlert message={problem && problem.fieldErrors.length === 0 ? problem.message : undefined} />
       <div className="form-actions">
-        <SubmitButton pending={update.isPending} label="Save config" pendingLabel="Saving and reloading…" disabled={hasErrors} />
+        <SubmitButton
+          pending={update.isPending}
+          label="Save config"
+          pendingLabel="Saving and reloading…"
+          disabled={hasErrors}
+        />
         <button type="button" className="button" disabled={update.isPending} onClick={() => onDone(false)}>
           Cancel
         </button>

@@ -63,7 +63,9 @@ export function ModelConfigSection({ model, canEdit }: { model: ModelDetail; can
           <pre className="config-view" tabIndex={0} aria-label="Config JSON">
             {JSON.stringify(model.config, null, 2)}
           </pre>
-          {model.source === "repository" ? <p className="muted small">Repository models are changed in their folder, not here.</p> : null}
+          {model.source === "repository" ? (
+            <p className="muted small">Repository models are changed in their folder, not here.</p>
+          ) : null}
         </>
       )}
     </section>

@@ -55,7 +55,8 @@ function ModelDetailSections({ model }: { model: ModelDetail }) {
   // Each version's latest perf report and its comparison with the previous version's; refreshed while a run is pending.
   const versionPerf = useQuery({
     ...trpc.perf.versions.queryOptions({ model: model.name }),
-    refetchInterval: (query) => (query.state.data?.some((entry) => entry.latest !== null && isPending(entry.latest.status)) ? 3000 : 15_000),
+    refetchInterval: (query) =>
+      query.state.data?.some((entry) => entry.latest !== null && isPending(entry.latest.status)) ? 3000 : 15_000,
   });
   return (
     <>
@@ -86,7 +87,11 @@ function ModelDetailSections({ model }: { model: ModelDetail }) {
       <section className="card" aria-labelledby="try-title">
         <h2 id="try-title">Try it</h2>
         {model.state === "READY" ? (
-          <TryItPanel key={model.inputs.map((input) => `${input.name}:${input.datatype}:${input.shape.join("x")}`).join("|")} name={model.name} inputs={model.inputs} />
+          <TryItPanel
+            key={model.inputs.map((input) => `${input.name}:${input.datatype}:${input.shape.join("x")}`).join("|")}
+            name={model.name}
+            inputs={model.inputs}
+          />
         ) : (
           <p className="muted">Load the model to send it a request.</p>
         )}

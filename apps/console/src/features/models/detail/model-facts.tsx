@@ -11,7 +11,5 @@ export function ModelFacts({ model }: { model: ModelDetail }) {
     ["Instances", String(model.instanceCount)],
     ["Inferences", formatInteger(model.inferenceCount)],
   ];
-  return (
-    <FactList facts={facts} />
-  );
+  return <FactList facts={facts} />;
 }

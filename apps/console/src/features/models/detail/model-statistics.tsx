@@ -16,7 +16,5 @@ export function ModelStatistics({ statistics }: { statistics: ModelDetail["stati
     ["Mean compute time", formatMs(statistics.averageComputeMs)],
     ["Last inference", formatDateTime(statistics.lastInferenceAt, "never")],
   ];
-  return (
-    <FactList facts={facts} />
-  );
+  return <FactList facts={facts} />;
 }

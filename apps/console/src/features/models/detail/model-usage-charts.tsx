@@ -24,13 +24,22 @@ export function ModelUsageCharts({ name }: { name: string }) {
   const trpc = useTRPC();
   const [range, setRange] = useState<TimeRangeId>("1h");
   const timeWindow = useTimeWindow(range, 30_000);
-  const series = useQuery({ ...trpc.metrics.timeSeries.queryOptions({ ...timeWindow, model: name }), placeholderData: keepPreviousData });
+  const series = useQuery({
+    ...trpc.metrics.timeSeries.queryOptions({ ...timeWindow, model: name }),
+    placeholderData: keepPreviousData,
+  });
   return (
     <section className="card" aria-labelledby="usage-title">
       <div className="section-header">
         <h2 id="usage-title">Usage</h2>
         <div className="inline-select">
-          <SelectField label="Time range" name="range" options={TIME_RANGE_OPTIONS} value={range} onChange={(event) => setRange(event.target.value as TimeRangeId)} />
+          <SelectField
+            label="Time range"
+            name="range"
+            options={TIME_RANGE_OPTIONS}
+            value={range}
+            onChange={(event) => setRange(event.target.value as TimeRangeId)}
+          />
         </div>
       </div>
       <QueryView query={series} loadingLabel="Loading usage…">
@@ -39,7 +48,10 @@ export function ModelUsageCharts({ name }: { name: string }) {
           if (!points.some((point) => point.requestsPerSec !== null)) {
             return (
               <EmptyState title="No usage samples in this range yet">
-                <p>The control plane samples the gateway's counters (every 15 s unless <code>operon serve --usage-sample-secs</code> says otherwise) while the model is loaded.</p>
+                <p>
+                  The control plane samples the gateway's counters (every 15 s unless{" "}
+                  <code>operon serve --usage-sample-secs</code> says otherwise) while the model is loaded.
+                </p>
               </EmptyState>
             );
           }
@@ -53,8 +65,22 @@ export function ModelUsageCharts({ name }: { name: string }) {
           const domain: [number, number] = [new Date(data.from).getTime(), new Date(data.to).getTime()];
           return (
             <div className="figure-grid">
-              <TimeSeriesChart title="Requests per second" yLabel="requests/s" rows={rows} series={RATE_SERIES} domain={domain} formatValue={(value) => `${formatNumber(value)}/s`} />
-              <TimeSeriesChart title="Latency (ms)" yLabel="latency (ms)" rows={rows} series={LATENCY_SERIES} domain={domain} formatValue={formatMs} />
+              <TimeSeriesChart
+                title="Requests per second"
+                yLabel="requests/s"
+                rows={rows}
+                series={RATE_SERIES}
+                domain={domain}
+                formatValue={(value) => `${formatNumber(value)}/s`}
+              />
+              <TimeSeriesChart
+                title="Latency (ms)"
+                yLabel="latency (ms)"
+                rows={rows}
+                series={LATENCY_SERIES}
+                domain={domain}
+                formatValue={formatMs}
+              />
             </div>
           );
         }}

@@ -8,7 +8,13 @@ import Link from "next/link";
 import { reportHref, statusLabel, type PerfVersionEntry } from "../../perf/perf-types";
 
 /** `perf`: perf.versions (each version's latest report and its comparison with the previous version's), while it loads undefined. */
-export function ModelVersionsTable({ versions, perf }: { versions: readonly ModelVersion[]; perf?: readonly PerfVersionEntry[] | undefined }) {
+export function ModelVersionsTable({
+  versions,
+  perf,
+}: {
+  versions: readonly ModelVersion[];
+  perf?: readonly PerfVersionEntry[] | undefined;
+}) {
   const perfByVersion = new Map((perf ?? []).map((entry) => [entry.version, entry]));
   if (versions.length === 0) return <p className="muted">The gateway lists no versions of this model.</p>;
   return (
@@ -53,7 +59,12 @@ function VersionPerfCell({ entry }: { entry: PerfVersionEntry | undefined }) {
   if (entry.comparison !== null) {
     const delta = entry.comparison.throughputDeltaPercent;
     return (
-      <Link href={reportHref(entry.latest.id)} className={delta <= -1 ? "perf-delta perf-delta-worse" : delta >= 1 ? "perf-delta perf-delta-better" : "perf-delta"}>
+      <Link
+        href={reportHref(entry.latest.id)}
+        className={
+          delta <= -1 ? "perf-delta perf-delta-worse" : delta >= 1 ? "perf-delta perf-delta-better" : "perf-delta"
+        }
+      >
         {entry.comparison.text}
       </Link>
     );

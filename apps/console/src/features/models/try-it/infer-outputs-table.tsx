@@ -16,7 +16,8 @@ export function InferOutputsTable({ result }: { result: InferResult }) {
     <div className="try-result" aria-labelledby="try-result-title">
       <h3 id="try-result-title">Result</h3>
       <p>
-        Version {result.modelVersion || "?"} answered in <strong className="try-latency">{result.latencyMs.toFixed(2)} ms</strong> (round trip through the gateway).
+        Version {result.modelVersion || "?"} answered in{" "}
+        <strong className="try-latency">{result.latencyMs.toFixed(2)} ms</strong> (round trip through the gateway).
       </p>
       <TableScroller label="Outputs">
         <table>

@@ -12,8 +12,13 @@ type TensorMetadata = RouterOutputs["models"]["get"]["inputs"][number];
 type InferInput = RouterInputs["models"]["infer"]["inputs"][number];
 
 function apiErrorsAt(problem: ApiProblem | null, index: number): InputErrors {
-  const at = (field: string) => fieldMessage(problem, `inputs.${index}.${field}`) ?? fieldMessage(problem, `inputs[${index}].${field}`);
-  return { ...(at("datatype") ? { datatype: at("datatype")! } : {}), ...(at("shape") ? { shape: at("shape")! } : {}), ...(at("data") ? { data: at("data")! } : {}) };
+  const at = (field: string) =>
+    fieldMessage(problem, `inputs.${index}.${field}`) ?? fieldMessage(problem, `inputs[${index}].${field}`);
+  return {
+    ...(at("datatype") ? { datatype: at("datatype")! } : {}),
+    ...(at("shape") ? { shape: at("shape")! } : {}),
+    ...(at("data") ? { data: at("data")! } : {}),
+  };
 }
 
 /**
@@ -29,8 +34,14 @@ export function TryItPanel({ name, inputs }: { name: string; inputs: readonly Te
   const infer = useMutation(trpc.models.infer.mutationOptions({ onSuccess: invalidate }));
   const problem = infer.isError ? apiProblem(infer.error) : null;
 
-  const fieldsShown = inputs.flatMap((_, index) => ["datatype", "shape", "data"].flatMap((field) => [`inputs.${index}.${field}`, `inputs[${index}].${field}`]));
-  const alert = problem && !(problem.fieldErrors.length > 0 && problem.fieldErrors.every((error) => fieldsShown.includes(error.path))) ? problem.message : undefined;
+  const fieldsShown = inputs.flatMap((_, index) =>
+    ["datatype", "shape", "data"].flatMap((field) => [`inputs.${index}.${field}`, `inputs[${index}].${field}`]),
+  );
+  const alert =
+    problem &&
+    !(problem.fieldErrors.length > 0 && problem.fieldErrors.every((error) => fieldsShown.includes(error.path)))
+      ? problem.message
+      : undefined;
 
   if (inputs.length === 0) return <p className="muted">The gateway reports no inputs for this model.</p>;
   return (
@@ -42,7 +53,9 @@ export function TryItPanel({ name, inputs }: { name: string; inputs: readonly Te
       onRun={(tensors) => infer.mutate({ name, inputs: tensors as InferInput[] })}
       onInvalid={() => infer.reset()}
       fieldErrors={(index) => apiErrorsAt(problem, index)}
-      jsonError={problem && !alert ? problem.fieldErrors.map((error) => `${error.path}: ${error.message}`).join("; ") : undefined}
+      jsonError={
+        problem && !alert ? problem.fieldErrors.map((error) => `${error.path}: ${error.message}`).join("; ") : undefined
+      }
       alert={alert ? `The request failed: ${alert}` : undefined}
     >
       {infer.data && !infer.isPending ? <InferOutputsTable result={infer.data} /> : null}

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { dynamicBatchingOf, instanceGroupOf, tensorsOf, withDynamicBatching, withField, withInstanceGroup, withTensor } from "./config-draft";
+import {
+  dynamicBatchingOf,
+  instanceGroupOf,
+  tensorsOf,
+  withDynamicBatching,
+  withField,
+  withInstanceGroup,
+  withTensor,
+} from "./config-draft";
 import { errorAt, messageNotShown } from "./config-field-errors";
 import { modelNameFromFileName } from "./model-name";
 import { formatDims, parseDims, parseWholeNumber } from "./parse-values";
@@ -9,14 +17,19 @@ const SUGGESTED = {
   max_batch_size: 4,
   input: [{ name: "input", data_type: "TYPE_FP32", dims: [4], format: "FORMAT_NONE" }],
   output: [{ name: "output", data_type: "TYPE_FP32", dims: [2] }],
-  instance_group: [{ kind: "KIND_CPU", count: 1 }, { kind: "KIND_GPU", count: 2 }],
+  instance_group: [
+    { kind: "KIND_CPU", count: 1 },
+    { kind: "KIND_GPU", count: 2 },
+  ],
   dynamic_batching: { preferred_batch_size: [2] },
 };
 
 describe("config drafts", () => {
   it("changes one tensor and keeps every field it does not know", () => {
     const next = withTensor(SUGGESTED, "input", 0, { dims: [5] });
-    expect(tensorsOf(next, "input")).toEqual([{ name: "input", data_type: "TYPE_FP32", dims: [5], format: "FORMAT_NONE" }]);
+    expect(tensorsOf(next, "input")).toEqual([
+      { name: "input", data_type: "TYPE_FP32", dims: [5], format: "FORMAT_NONE" },
+    ]);
     expect(SUGGESTED.input[0]!.dims).toEqual([4]);
     expect(next.output).toBe(SUGGESTED.output);
   });
@@ -33,7 +46,10 @@ describe("config drafts", () => {
   it("edits the first instance group and leaves the others", () => {
     expect(instanceGroupOf(SUGGESTED)).toEqual({ count: 1, kind: "KIND_CPU", groups: 2 });
     const next = withInstanceGroup(SUGGESTED, { count: 3, kind: "KIND_AUTO" });
-    expect(next.instance_group).toEqual([{ kind: "KIND_AUTO", count: 3 }, { kind: "KIND_GPU", count: 2 }]);
+    expect(next.instance_group).toEqual([
+      { kind: "KIND_AUTO", count: 3 },
+      { kind: "KIND_GPU", count: 2 },
+    ]);
     expect(instanceGroupOf({})).toEqual({ count: undefined, kind: "KIND_CPU", groups: 0 });
   });
 

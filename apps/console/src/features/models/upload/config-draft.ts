@@ -20,10 +20,17 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 export function tensorsOf(draft: ConfigDraft, kind: TensorKind): TensorDraft[] {
   const list = draft[kind];
-  return Array.isArray(list) ? list.filter(isRecord).map((tensor) => ({ ...tensor, name: String(tensor.name ?? "") })) : [];
+  return Array.isArray(list)
+    ? list.filter(isRecord).map((tensor) => ({ ...tensor, name: String(tensor.name ?? "") }))
+    : [];
 }
 
-export function withTensor(draft: ConfigDraft, kind: TensorKind, index: number, change: Partial<TensorDraft>): ConfigDraft {
+export function withTensor(
+  draft: ConfigDraft,
+  kind: TensorKind,
+  index: number,
+  change: Partial<TensorDraft>,
+): ConfigDraft {
   const list = Array.isArray(draft[kind]) ? [...(draft[kind] as unknown[])] : [];
   list[index] = { ...(isRecord(list[index]) ? list[index] : {}), ...change };
   return { ...draft, [kind]: list };
@@ -71,7 +78,11 @@ export interface InstanceGroupDraft {
 export function instanceGroupOf(draft: ConfigDraft): InstanceGroupDraft & { groups: number } {
   const groups = Array.isArray(draft.instance_group) ? draft.instance_group : [];
   const first = isRecord(groups[0]) ? groups[0] : {};
-  return { count: typeof first.count === "number" ? first.count : undefined, kind: typeof first.kind === "string" ? first.kind : "KIND_CPU", groups: groups.length };
+  return {
+    count: typeof first.count === "number" ? first.count : undefined,
+    kind: typeof first.kind === "string" ? first.kind : "KIND_CPU",
+    groups: groups.length,
+  };
 }
 
 export function withInstanceGroup(draft: ConfigDraft, change: Partial<InstanceGroupDraft>): ConfigDraft {

@@ -16,13 +16,17 @@ function matches(errorPath: string, field: FieldPath): boolean {
 }
 
 export function errorAt(problem: ApiProblem | null, field: FieldPath): string | undefined {
-  const messages = (problem?.fieldErrors ?? []).filter((error) => matches(error.path, field)).map((error) => error.message);
+  const messages = (problem?.fieldErrors ?? [])
+    .filter((error) => matches(error.path, field))
+    .map((error) => error.message);
   return messages.length > 0 ? messages.join("; ") : undefined;
 }
 
 /** The problem's whole message unless the form shows every one of its field errors. */
 export function messageNotShown(problem: ApiProblem | null, fields: readonly FieldPath[]): string | undefined {
   if (!problem) return undefined;
-  const allShown = problem.fieldErrors.length > 0 && problem.fieldErrors.every((error) => fields.some((field) => matches(error.path, field)));
+  const allShown =
+    problem.fieldErrors.length > 0 &&
+    problem.fieldErrors.every((error) => fields.some((field) => matches(error.path, field)));
   return allShown ? undefined : problem.message;
 }

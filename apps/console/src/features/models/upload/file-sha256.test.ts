@@ -17,7 +17,13 @@ describe("fileSha256", () => {
 
   it("stops between slices when cancelled", async () => {
     let calls = 0;
-    await expect(fileSha256(new Blob([randomBytes(HASH_SLICE_BYTES + 1)]), () => (calls += 1), () => calls >= 1)).rejects.toBeInstanceOf(UploadCancelled);
+    await expect(
+      fileSha256(
+        new Blob([randomBytes(HASH_SLICE_BYTES + 1)]),
+        () => (calls += 1),
+        () => calls >= 1,
+      ),
+    ).rejects.toBeInstanceOf(UploadCancelled);
     expect(calls).toBe(1);
   });
 });

@@ -11,7 +11,11 @@ export const HASH_SLICE_BYTES = 4 * 1024 * 1024;
  * and the console is often opened over plain HTTP. Throws "cancelled" when
  * `cancelled()` turns true between slices.
  */
-export async function fileSha256(file: Blob, onProgress: (bytesRead: number) => void, cancelled: () => boolean = () => false): Promise<string> {
+export async function fileSha256(
+  file: Blob,
+  onProgress: (bytesRead: number) => void,
+  cancelled: () => boolean = () => false,
+): Promise<string> {
   const hash = sha256.create();
   for (let offset = 0; offset < file.size; offset += HASH_SLICE_BYTES) {
     if (cancelled()) throw new UploadCancelled();

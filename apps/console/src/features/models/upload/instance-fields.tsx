@@ -20,7 +20,9 @@ export function InstanceFields({
   reporter: (key: string) => (message: string | undefined) => void;
 }) {
   const group = instanceGroupOf(draft);
-  const kinds = INSTANCE_KINDS.some((kind) => kind.value === group.kind) ? INSTANCE_KINDS : [...INSTANCE_KINDS, { value: group.kind, label: group.kind }];
+  const kinds = INSTANCE_KINDS.some((kind) => kind.value === group.kind)
+    ? INSTANCE_KINDS
+    : [...INSTANCE_KINDS, { value: group.kind, label: group.kind }];
   return (
     <fieldset className="config-group">
       <legend>Instances</legend>
@@ -33,8 +35,15 @@ export function InstanceFields({
         parse={(text) => parseWholeNumber(text, true)}
         onChange={(count) => onChange(withInstanceGroup(draft, { count }))}
         onValidity={reporter("instance_group[0].count")}
-        hint={group.groups > 1 ? `The first of ${group.groups} instance groups; edit the others in the JSON.` : "Each instance is its own worker process."}
-        error={errorAt(problem, { path: "instance_group[0].count" }) ?? errorAt(problem, { path: "instance_group", exact: true })}
+        hint={
+          group.groups > 1
+            ? `The first of ${group.groups} instance groups; edit the others in the JSON.`
+            : "Each instance is its own worker process."
+        }
+        error={
+          errorAt(problem, { path: "instance_group[0].count" }) ??
+          errorAt(problem, { path: "instance_group", exact: true })
+        }
       />
       <SelectField
         label="Instance kind"

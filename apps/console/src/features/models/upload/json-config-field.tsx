@@ -10,7 +10,8 @@ function stringify(draft: ConfigDraft): string {
 function parseConfig(text: string): { ok: true; value: ConfigDraft } | { ok: false; message: string } {
   try {
     const value: unknown = JSON.parse(text);
-    if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, message: "the config must be a JSON object ({ … })" };
+    if (typeof value !== "object" || value === null || Array.isArray(value))
+      return { ok: false, message: "the config must be a JSON object ({ … })" };
     return { ok: true, value: value as ConfigDraft };
   } catch (error) {
     return { ok: false, message: `not valid JSON: ${(error as Error).message}` };

@@ -5,7 +5,8 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
 export function parseDims(text: string): Parsed<number[]> {
   const parts = text.split(/[\s,]+/).filter((part) => part !== "");
   const dims = parts.map(Number);
-  if (dims.some((dim) => !Number.isInteger(dim))) return { ok: false, message: "whole numbers separated by commas, e.g. 3, 224, 224 (-1 for a dynamic size)" };
+  if (dims.some((dim) => !Number.isInteger(dim)))
+    return { ok: false, message: "whole numbers separated by commas, e.g. 3, 224, 224 (-1 for a dynamic size)" };
   return { ok: true, value: dims };
 }
 

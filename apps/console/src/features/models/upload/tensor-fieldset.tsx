@@ -38,7 +38,10 @@ export function TensorFieldset({
   const nameId = useId();
   const at = `${kind}[${index}]`;
   const dataType = tensor.data_type ?? "";
-  const typeOptions = [...(CONFIG_DATA_TYPES.includes(dataType as never) || dataType === "" ? [] : [dataType]), ...CONFIG_DATA_TYPES].map((type) => ({ value: type, label: type }));
+  const typeOptions = [
+    ...(CONFIG_DATA_TYPES.includes(dataType as never) || dataType === "" ? [] : [dataType]),
+    ...CONFIG_DATA_TYPES,
+  ].map((type) => ({ value: type, label: type }));
   const nameError = errorAt(problem, { path: `${at}.name` });
   const legend = `${kind === "input" ? "Input" : "Output"} “${tensor.name}”`;
   return (

@@ -25,7 +25,9 @@ const FIXED_FIELDS: FieldPath[] = [
 
 function tensorFields(draft: ConfigDraft): FieldPath[] {
   return (["input", "output"] as const).flatMap((kind) =>
-    tensorsOf(draft, kind).flatMap((_, index) => ["name", "data_type", "dims", "reshape"].map((field) => ({ path: `${kind}[${index}].${field}` }))),
+    tensorsOf(draft, kind).flatMap((_, index) =>
+      ["name", "data_type", "dims", "reshape"].map((field) => ({ path: `${kind}[${index}].${field}` })),
+    ),
   );
 }
 
@@ -92,7 +94,8 @@ export function UploadConfigForm({
         Configure
       </h2>
       <p className="muted">
-        Suggested from the model file. Names are the model&apos;s own; data types and dims must match it (the API checks).
+        Suggested from the model file. Names are the model&apos;s own; data types and dims must match it (the API
+        checks).
       </p>
       <div className="config-groups">
         <BatchingFields draft={draft} problem={problem} onChange={setDraft} reporter={reporter} />
@@ -100,7 +103,13 @@ export function UploadConfigForm({
       </div>
       {tensorGroup("input", signature.inputs)}
       {tensorGroup("output", signature.outputs)}
-      <TextField label="Description (optional)" name="description" value={description} maxLength={2000} onChange={(event) => setDescription(event.target.value)} />
+      <TextField
+        label="Description (optional)"
+        name="description"
+        value={description}
+        maxLength={2000}
+        onChange={(event) => setDescription(event.target.value)}
+      />
       <details className="advanced">
         <summary>Advanced: edit JSON</summary>
         <JsonConfigField draft={draft} onChange={setDraft} onValidity={reporter("json")} />

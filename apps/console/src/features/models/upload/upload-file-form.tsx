@@ -10,7 +10,15 @@ import { MODEL_NAME_HINT, MODEL_NAME_PATTERN, modelNameFromFileName } from "./mo
 const FIELDS = ["name", "version", "fileName", "sizeBytes", "sha256"];
 
 /** Step one: the file and the model's name (from the file name until the person edits it). */
-export function UploadFileForm({ problem, busy, onStart }: { problem: ApiProblem | null; busy: boolean; onStart: (file: File, name: string) => void }) {
+export function UploadFileForm({
+  problem,
+  busy,
+  onStart,
+}: {
+  problem: ApiProblem | null;
+  busy: boolean;
+  onStart: (file: File, name: string) => void;
+}) {
   const [file, setFile] = useState<File | null>(null);
   const [name, setName] = useState("");
   const [nameEdited, setNameEdited] = useState(false);
@@ -47,14 +55,24 @@ export function UploadFileForm({ problem, busy, onStart }: { problem: ApiProblem
   };
 
   const fileError =
-    localProblem?.file ?? fieldMessage(problem, "fileName") ?? fieldMessage(problem, "sizeBytes") ?? fieldMessage(problem, "sha256");
+    localProblem?.file ??
+    fieldMessage(problem, "fileName") ??
+    fieldMessage(problem, "sizeBytes") ??
+    fieldMessage(problem, "sha256");
   const nameError = localProblem?.name ?? fieldMessage(problem, "name") ?? fieldMessage(problem, "version");
   return (
     <form ref={form} onSubmit={submit} noValidate className="form" aria-labelledby="file-title">
       <h2 id="file-title" className="form-title">
         Choose the model
       </h2>
-      <FileDropZone label="Model file (.onnx)" accept=".onnx" file={file} onFile={chooseFile} error={fileError} disabled={busy} />
+      <FileDropZone
+        label="Model file (.onnx)"
+        accept=".onnx"
+        file={file}
+        onFile={chooseFile}
+        error={fileError}
+        disabled={busy}
+      />
       <TextField
         label="Model name"
         name="name"

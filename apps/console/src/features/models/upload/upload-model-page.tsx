@@ -16,8 +16,8 @@ export function UploadModelPage() {
     <>
       <PageHeader title="Upload a model">
         <p>
-          An ONNX model, served by the ONNX Runtime backend. The file is checked (SHA-256) in your browser, sent in pieces, then configured and loaded.{" "}
-          <Link href="/models">Back to models</Link>
+          An ONNX model, served by the ONNX Runtime backend. The file is checked (SHA-256) in your browser, sent in
+          pieces, then configured and loaded. <Link href="/models">Back to models</Link>
         </p>
       </PageHeader>
       <RequireRole role="ENGINEER">
@@ -44,7 +44,11 @@ function UploadFlow() {
         </p>
       ) : null}
       <section className="card">
-        <UploadFileForm problem={state.step === "choose" ? upload.problem : null} busy={state.step !== "choose"} onStart={(file, name) => void upload.start(file, name)} />
+        <UploadFileForm
+          problem={state.step === "choose" ? upload.problem : null}
+          busy={state.step !== "choose"}
+          onStart={(file, name) => void upload.start(file, name)}
+        />
       </section>
       {progress ? (
         <section className="card" aria-labelledby="transfer-title">
@@ -52,7 +56,11 @@ function UploadFlow() {
             {upload.open ? `Version ${upload.open.version} of ${upload.open.name}` : "Preparing the upload"}
           </h2>
           <div className="upload-progress-list">
-            <UploadProgress label="SHA-256 of the file" doneBytes={progress.hashedBytes} totalBytes={progress.totalBytes} />
+            <UploadProgress
+              label="SHA-256 of the file"
+              doneBytes={progress.hashedBytes}
+              totalBytes={progress.totalBytes}
+            />
             <UploadProgress label="Upload progress" doneBytes={progress.sentBytes} totalBytes={progress.totalBytes} />
           </div>
           <p className="muted" role="status" aria-live="polite">

@@ -3,7 +3,15 @@
 import { useId } from "react";
 
 /** A labelled progress bar with its percentage as text (the bar alone says little to a screen reader user). */
-export function UploadProgress({ label, doneBytes, totalBytes }: { label: string; doneBytes: number; totalBytes: number }) {
+export function UploadProgress({
+  label,
+  doneBytes,
+  totalBytes,
+}: {
+  label: string;
+  doneBytes: number;
+  totalBytes: number;
+}) {
   const id = useId();
   const percent = totalBytes > 0 ? Math.floor((doneBytes / totalBytes) * 100) : 100;
   return (

@@ -80,15 +80,28 @@ export function useModelUpload(onFinished: (result: FinishedUpload) => void) {
     setProgress({ totalBytes, hashedBytes: 0, sentBytes: 0 });
     setState({ step: "hashing" });
     try {
-      const sha256 = await fileSha256(file, (hashedBytes) => setProgress({ totalBytes, hashedBytes, sentBytes: 0 }), () => cancelled.current);
+      const sha256 = await fileSha256(
+        file,
+        (hashedBytes) => setProgress({ totalBytes, hashedBytes, sentBytes: 0 }),
+        () => cancelled.current,
+      );
       if (cancelled.current) throw new UploadCancelled();
-      const begun = await client.models.upload.begin.mutate({ name, fileName: file.name, sizeBytes: file.size, sha256 });
+      const begun = await client.models.upload.begin.mutate({
+        name,
+        fileName: file.name,
+        sizeBytes: file.size,
+        sha256,
+      });
       remember({ uploadId: begun.uploadId, name, version: begun.version });
       setState({ step: "uploading" });
       await sendChunks({
         file,
         chunkBytes: begun.chunkBytes,
-        send: ({ offset, data }) => client.models.upload.chunk.mutate({ uploadId: begun.uploadId, offset, data }, { context: { unbatched: true } }),
+        send: ({ offset, data }) =>
+          client.models.upload.chunk.mutate(
+            { uploadId: begun.uploadId, offset, data },
+            { context: { unbatched: true } },
+          ),
         onProgress: (sentBytes) => setProgress({ totalBytes, hashedBytes: totalBytes, sentBytes }),
         cancelled: () => cancelled.current,
       });
