@@ -22,6 +22,7 @@ import { hostGpus, type GpuInventory } from "./gpu-inventory.js";
 import { placementOf, type InstancePlacement } from "./instance-placement.js";
 import { ThreadInstance } from "./thread-instance.js";
 import { type BlsRequest, type ExecuteRequestOptions, WorkerProcess } from "./worker-process.js";
+import { runWarmup, type WarmupSample } from "./model-warmup.js";
 
 /**
  * The backend instances of one model version, each in its own worker
@@ -57,6 +58,8 @@ export interface InstanceLaunchSpec {
   parameters?: Record<string, string>;
   /** Backend "native": the resolved Triton backend library (see native-backend-resolver.ts). */
   native?: NativeLoadSpec;
+  /** model_warmup samples every instance runs after it loads, before it serves (see model-warmup.ts). */
+  warmup?: WarmupSample[];
 }
 
 export interface ModelInstancesOptions {
@@ -148,7 +151,8 @@ export function isolationOf(
  * places it (instancePlacements: its kind and GPU reach the backend as the
  * load's instanceKind/deviceId) and loads the model into it; ends it if the
  * load fails. A KIND_GPU instance on a host without that GPU is refused
- * before anything starts (never run on the CPU instead).
+ * before anything starts (never run on the CPU instead). The config's
+ * model_warmup samples (spec.warmup) run before it returns.
  */
 export async function launchInstance(
   spec: InstanceLaunchSpec,
@@ -188,6 +192,9 @@ export async function launchInstance(
       options.loadTimeoutMs ?? 120_000,
       `loading instance '${instanceName}'`,
     );
+    // Triton: an instance is warmed before it serves, so the model is READY only after its warmup.
+    if (spec.warmup !== undefined && spec.warmup.length > 0)
+      await runWarmup(worker, spec.model, instanceName, spec.warmup);
     const io = { inputs: loaded.inputs, outputs: loaded.outputs };
     return { worker, io, ...("config" in loaded && loaded.config !== undefined ? { config: loaded.config } : {}) };
   } catch (error) {

@@ -24,6 +24,7 @@ import { listVersionDirs, readConfigText } from "./repository-scanner.js";
 import { selectVersions } from "./version-policy.js";
 import type { VersionRunner } from "../scheduling/version-runner.js";
 import type { BackendInstance } from "../instances/backend-instance.js";
+import { buildWarmupSamples } from "../instances/model-warmup.js";
 
 /**
  * Turns a model folder into running versions: reads config.pbtxt (or the
@@ -101,6 +102,7 @@ export async function prepareModel(
     );
   }
 
+  const warmup = await buildWarmupSamples(name, config, dir, options.trustedFolder === true);
   const instanceNames = instanceNamesOf(name, config, (options.instances.gpus ?? hostGpus()).count);
   const backend = config.backend || "onnxruntime";
   const native = isNativeBackend(backend);
@@ -143,6 +145,7 @@ export async function prepareModel(
         modelPath,
         config: config as Record<string, unknown>,
         parameters: stringParameters(config),
+        ...(warmup.length > 0 ? { warmup } : {}),
         ...(native
           ? {
               native: {
