@@ -16,6 +16,8 @@ import {
   type StreamedResponse,
 } from "../scheduling/request-scheduler.js";
 import { schedulerPolicyFromConfig, type SchedulerPolicy } from "../scheduling/scheduler-policy.js";
+import { SequenceBatcher, type SequenceDispatcher, type SequenceRequest } from "../scheduling/sequence-batcher.js";
+import { sequencePolicyFromConfig } from "../scheduling/sequence-policy.js";
 import { dirname, join } from "node:path";
 import { type BackendInstance, type InstanceIsolation, THREAD_CAPABLE_BACKENDS } from "./backend-instance.js";
 import { hostGpus, type GpuInventory } from "./gpu-inventory.js";
@@ -60,6 +62,8 @@ export interface InstanceLaunchSpec {
   native?: NativeLoadSpec;
   /** model_warmup samples every instance runs after it loads, before it serves (see model-warmup.ts). */
   warmup?: WarmupSample[];
+  /** Bytes of each implicit state's initial_state.data_file, by state input name (sequence models). */
+  initialStates?: ReadonlyMap<string, Buffer>;
 }
 
 export interface ModelInstancesOptions {
@@ -203,7 +207,7 @@ export async function launchInstance(
   }
 }
 
-export class ModelInstances implements InstanceDispatcher {
+export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
   private readonly instances: Instance[] = [];
   private stopped = false;
   /** Set at the start of stop() or by haltRestarts(): a worker that exits from then on is not started again. */
@@ -215,7 +219,8 @@ export class ModelInstances implements InstanceDispatcher {
   readonly policy: SchedulerPolicy;
   /** model_transaction_policy { decoupled: true }: requests go through executeStream. */
   readonly decoupled: boolean;
-  private readonly scheduler: RequestScheduler;
+  /** The dynamic batcher / default scheduler, or the sequence batcher for a model with sequence_batching. */
+  private readonly scheduler: RequestScheduler | SequenceBatcher;
   /** Requests queued / executing now: the pending and executing gauges read them at scrape time. */
   private queueLength = 0;
   private running = 0;
@@ -233,7 +238,18 @@ export class ModelInstances implements InstanceDispatcher {
     this.decoupled = transaction?.decoupled === true;
     // Decoupled: one request per execution, and one execution at a time per instance, so the worker never joins two.
     this.policy = this.decoupled ? { ...policy, batching: false } : policy;
-    this.maxInFlight = this.decoupled ? 1 : (options.maxInFlightPerInstance ?? (this.policy.batching ? 1 : 2));
+    const sequencePolicy = sequencePolicyFromConfig(spec.config, spec.initialStates);
+    if (sequencePolicy !== undefined && this.decoupled) {
+      throw new OperonError(
+        "UNSUPPORTED",
+        `model '${spec.model}': a decoupled model cannot use sequence_batching in Operon (yet)`,
+      );
+    }
+    // Sequence models send one batch at a time per instance, so the next batch gathers every ready sequence.
+    this.maxInFlight =
+      this.decoupled || sequencePolicy !== undefined
+        ? 1
+        : (options.maxInFlightPerInstance ?? (this.policy.batching ? 1 : 2));
     this.labels = { model: spec.model, version: spec.version };
     this.unhookScrape = options.metrics.onScrape(() => {
       options.metrics.pendingRequests.set(this.labels, this.queueLength);
@@ -245,12 +261,16 @@ export class ModelInstances implements InstanceDispatcher {
         instance.worker?.customMetricsText ? [instance.worker.customMetricsText] : [],
       ),
     );
-    this.scheduler = new RequestScheduler(this.policy, this, {
+    const hooks = {
       describe: `model '${spec.model}' version ${spec.version}`,
-      onExecution: (batchSize, timing) => this.onExecution(batchSize, timing),
-      onQueueLength: (length) => void (this.queueLength = length),
-      onRunning: (count) => void (this.running = count),
-    });
+      onExecution: (batchSize: number, timing: ExecutionTiming) => this.onExecution(batchSize, timing),
+      onQueueLength: (length: number) => void (this.queueLength = length),
+      onRunning: (count: number) => void (this.running = count),
+    };
+    this.scheduler =
+      sequencePolicy !== undefined
+        ? new SequenceBatcher(sequencePolicy, this, { ...hooks, joinInputs: this.policy.joinInputs })
+        : new RequestScheduler(this.policy, this, hooks);
   }
 
   /**
@@ -401,7 +421,7 @@ export class ModelInstances implements InstanceDispatcher {
   }
 
   /** Hands a request to the scheduler; see RequestScheduler for the ownership rule. */
-  execute(request: ScheduledRequest): Promise<ScheduledResult> {
+  execute(request: ScheduledRequest | SequenceRequest): Promise<ScheduledResult> {
     return this.scheduler.enqueue(request);
   }
 
@@ -413,6 +433,11 @@ export class ModelInstances implements InstanceDispatcher {
    * cancelled while queued, unloading); ownership as for execute.
    */
   executeStream(request: ScheduledRequest, onResponse: (response: StreamedResponse) => void): Promise<ScheduledResult> {
+    if (this.scheduler instanceof SequenceBatcher)
+      throw new OperonError(
+        "UNSUPPORTED",
+        `model '${this.spec.model}' is a sequence model: it does not stream responses`,
+      );
     return this.scheduler.enqueue({ ...request, onResponse });
   }
 
@@ -447,8 +472,23 @@ export class ModelInstances implements InstanceDispatcher {
       if (instance.worker === undefined || instance.inFlight >= this.maxInFlight) continue;
       if (best === undefined || instance.inFlight < best.inFlight) best = instance;
     }
-    if (best === undefined) return undefined;
-    const instance = best;
+    return best === undefined ? undefined : this.reserve(best);
+  }
+
+  /** SequenceDispatcher: the instances a sequence can be given to now. */
+  liveInstanceNames(): string[] {
+    return this.instances.filter((instance) => instance.worker !== undefined).map((instance) => instance.name);
+  }
+
+  /** SequenceDispatcher: reserves this instance (a sequence's own) when it is live with spare capacity. */
+  acquireOn(name: string): ReservedInstance | undefined {
+    const instance = this.instances.find((candidate) => candidate.name === name);
+    if (instance === undefined || instance.worker === undefined || instance.inFlight >= this.maxInFlight)
+      return undefined;
+    return this.reserve(instance);
+  }
+
+  private reserve(instance: Instance): ReservedInstance {
     const worker = instance.worker!;
     instance.inFlight += 1;
     let reserved = true;
@@ -565,6 +605,8 @@ export class ModelInstances implements InstanceDispatcher {
       owner.inFlight = 0;
       owner.depths.clear();
       this.publishUp();
+      // The sequences it held end with it (the batcher says so to their later requests).
+      if (this.scheduler instanceof SequenceBatcher) this.scheduler.instanceLost(name);
       if (info.expected || this.stopped || this.restartsHalted) return;
       owner.restarts += 1;
       this.options.metrics.workerRestarts.inc({ ...this.labels, instance: name });
