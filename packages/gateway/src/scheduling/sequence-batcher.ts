@@ -544,7 +544,7 @@ export class SequenceBatcher {
       new OperonError("INVALID_ARG", `sequence ${showSequenceId(sequence.flags.id)} of ${this.hooks.describe} ended`);
     for (const job of queued) this.settle(job, { ok: false, error });
     // A freed slot may take a backlogged sequence.
-    if (!this.stopped && this.backlog.length > 0) setImmediate(() => this.schedule());
+    if (!this.stopped && this.backlog.length > 0) this.clock.setImmediate(() => this.schedule());
   }
 
   /** Releases idle sequences; returns when the next one would idle out. */
