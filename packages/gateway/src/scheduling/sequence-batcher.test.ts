@@ -208,6 +208,26 @@ describe("SequenceBatcher", () => {
     expect((await again).outputs[0]!.data.readFloatLE(0)).toBe(4);
   });
 
+  it("releases each sequence when its own idle time is up, however their activity interleaves", async () => {
+    const clock = new FakeClock();
+    const instances = new Accumulators(["i0", "i1"]);
+    const scheduler = batcher(instances, clock);
+    const a = scheduler.enqueue(request(1, 1, { start: true }));
+    instances.executions[0]!.complete();
+    await a;
+    clock.advance(500_000);
+    const b = scheduler.enqueue(request(2, 1, { start: true }));
+    instances.executions[1]!.complete();
+    await b;
+    clock.advance(700_000); // a: idle 1.2 ms, b: 0.7 ms
+    clock.turn();
+    expect(() => scheduler.enqueue(request(1, 1))).toThrow(/sequence 1 .* was released after it was idle/);
+    expect(scheduler.sequenceCount).toBe(1);
+    clock.advance(400_000); // b: 1.1 ms
+    clock.turn();
+    expect(scheduler.sequenceCount).toBe(0);
+  });
+
   it("fails the sequences of a lost instance, queued requests now and later ones on arrival", async () => {
     const clock = new FakeClock();
     const instances = new Accumulators(["i0"]);

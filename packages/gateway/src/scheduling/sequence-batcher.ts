@@ -103,6 +103,8 @@ export class SequenceBatcher {
   private queued = 0;
   private running = 0;
   private stopped = false;
+  /** No sequence can idle out before this (undefined: scan at the next schedule()). */
+  private nextIdleAt: bigint | undefined;
 
   constructor(
     private readonly policy: SequencePolicy,
@@ -547,8 +549,16 @@ export class SequenceBatcher {
     if (!this.stopped && this.backlog.length > 0) this.clock.setImmediate(() => this.schedule());
   }
 
-  /** Releases idle sequences; returns when the next one would idle out. */
+  /**
+   * Releases idle sequences; returns when the next one would idle out.
+   * The scan is skipped until that time: a sequence's activity only moves
+   * forward and a new one is due after every existing one, so the earliest
+   * due time of the last scan bounds all of them. schedule() runs on every
+   * request; with many sequences, a scan each time would cost O(sequences).
+   */
   private releaseIdle(now: bigint): bigint | undefined {
+    if (this.sequences.size === 0) return undefined;
+    if (this.nextIdleAt !== undefined && now < this.nextIdleAt) return this.nextIdleAt;
     let next: bigint | undefined;
     const limit = BigInt(this.policy.maxIdleNs);
     for (const sequence of [...this.sequences.values()]) {
@@ -564,13 +574,16 @@ export class SequenceBatcher {
         );
       } else if (next === undefined || due < next) next = due;
     }
-    return next;
+    // None idle now: any that goes idle from now on is due at now + limit at the earliest (activity only moves on).
+    this.nextIdleAt = next ?? now + limit;
+    return this.sequences.size > 0 ? this.nextIdleAt : undefined;
   }
 
   private cancel(job: Job): void {
     const at = job.sequence.queue.indexOf(job);
     if (at < 0) return; // running: it completes, the frontend drops the response
     job.sequence.queue.splice(at, 1);
+    job.sequence.lastActivityAt = this.clock.now();
     if (job.flags.end) job.sequence.endQueued = false;
     this.setQueued(this.queued - 1);
     this.settle(job, { ok: false, error: cancelledError() });
