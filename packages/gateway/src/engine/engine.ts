@@ -21,7 +21,6 @@ import { resolveReshape, validateInferRequest } from "../signature/model-signatu
 import { responseCacheKey, type ResponseCache } from "./response-cache.js";
 import type { RequestContext, ScheduledResult, StreamedResponse } from "../scheduling/request-scheduler.js";
 import { priorityLevelOf, queueTimeoutNsOf } from "../scheduling/scheduler-policy.js";
-import { sequenceFlagsOf } from "../scheduling/sequence-policy.js";
 import type { RunnerRequest } from "../scheduling/version-runner.js";
 import type { BlsRequest } from "../instances/worker-process.js";
 
@@ -548,10 +547,6 @@ function scheduledRequestOf(served: ServedVersion, request: InferRequest, maxByt
   };
   return {
     ...validated,
-    // A sequence model's requests name their sequence (the sequence extension's parameters).
-    ...(served.config.sequence_batching !== undefined
-      ? { sequence: sequenceFlagsOf(request.parameters, request.modelName) }
-      : {}),
     level,
     timeoutNs: queueTimeoutNsOf(policy, level, request.parameters),
     ...(request.signal !== undefined ? { signal: request.signal } : {}),

@@ -1,7 +1,7 @@
 import type { WorkerIdentity } from "./worker-environment.js";
 import type { WorkerInstanceInfo } from "@operon/protocol/admin";
 import { OperonError } from "@operon/protocol/errors";
-import type { Tensor } from "@operon/protocol/tensor";
+import type { Parameters, Tensor } from "@operon/protocol/tensor";
 import type { IoInfo, NativeLoadSpec } from "@operon/protocol/worker-wire";
 import type { Logger } from "../observability/logger.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
@@ -17,7 +17,7 @@ import {
 } from "../scheduling/request-scheduler.js";
 import { schedulerPolicyFromConfig, type SchedulerPolicy } from "../scheduling/scheduler-policy.js";
 import { SequenceBatcher, type SequenceDispatcher, type SequenceRequest } from "../scheduling/sequence-batcher.js";
-import { sequencePolicyFromConfig } from "../scheduling/sequence-policy.js";
+import { sequenceFlagsOf, sequencePolicyFromConfig } from "../scheduling/sequence-policy.js";
 import { dirname, join } from "node:path";
 import { type BackendInstance, type InstanceIsolation, THREAD_CAPABLE_BACKENDS } from "./backend-instance.js";
 import { hostGpus, type GpuInventory } from "./gpu-inventory.js";
@@ -421,7 +421,15 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
   }
 
   /** Hands a request to the scheduler; see RequestScheduler for the ownership rule. */
-  execute(request: ScheduledRequest | SequenceRequest): Promise<ScheduledResult> {
+  execute(request: ScheduledRequest & { parameters?: Parameters }): Promise<ScheduledResult> {
+    // A sequence model's request names its sequence with the sequence extension's parameters.
+    if (this.scheduler instanceof SequenceBatcher) {
+      const sequenced: SequenceRequest = {
+        ...request,
+        sequence: sequenceFlagsOf(request.parameters ?? {}, this.spec.model),
+      };
+      return this.scheduler.enqueue(sequenced);
+    }
     return this.scheduler.enqueue(request);
   }
 

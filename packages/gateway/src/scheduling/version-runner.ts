@@ -2,7 +2,6 @@ import type { Parameters } from "@operon/protocol/tensor";
 import type { ExecutionTiming } from "../observability/model-stats.js";
 import type { ScheduledRequest, ScheduledResult, StreamedResponse } from "./request-scheduler.js";
 import type { SchedulerPolicy } from "./scheduler-policy.js";
-import type { SequenceFlags } from "./sequence-policy.js";
 
 /**
  * What serves the requests of one model version, behind the engine: the
@@ -17,8 +16,6 @@ import type { SequenceFlags } from "./sequence-policy.js";
 export interface RunnerRequest extends ScheduledRequest {
   /** The request's parameters (operators read them in routes and pass them to their steps). */
   parameters?: Parameters;
-  /** A sequence model's request: its correlation id and flags (sequence-batcher.ts). */
-  sequence?: SequenceFlags;
 }
 
 export interface VersionRunner {
