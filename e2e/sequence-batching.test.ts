@@ -346,6 +346,34 @@ sequence_batching {
     expect(after.executions - before.executions).toBe(3);
   });
 
+  it("a request-level backend (TypeScript) gets several sequences' rows in one execution, each with its own state", async () => {
+    const ids = ["alpha", "beta", "gamma", "delta"];
+    const before = await executions(server, "probe_str");
+    const expected = new Map(ids.map((id) => [id, 10]));
+    for (const step of [0, 1, 2]) {
+      const responses = await Promise.all(
+        ids.map((id, index) =>
+          probe(server, "probe_str", index + step * 100, {
+            sequence_id: id,
+            sequence_start: step === 0,
+            sequence_end: step === 2,
+          }),
+        ),
+      );
+      responses.forEach((response, index) => {
+        const id = ids[index]!;
+        expected.set(id, expected.get(id)! + index + step * 100);
+        expect(response.status, JSON.stringify(response.body)).toBe(200);
+        expect(response.body.outputs![0]!.data[0]).toBe(expected.get(id));
+        expect(response.body.outputs![1]!.data[0]).toBe(id);
+      });
+    }
+    const after = await executions(server, "probe_str");
+    expect(after.inferences - before.inferences).toBe(12);
+    // The first request of each round runs alone; the others join while it runs.
+    expect(after.executions - before.executions).toBeLessThan(12);
+  });
+
   it("refuses requests without an id, without START, after END, and with malformed flags, saying why", async () => {
     const noId = await probe(server, "probe_u64", 1, {});
     expect(noId.status).toBe(400);
