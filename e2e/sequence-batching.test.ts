@@ -194,6 +194,11 @@ sequence_batching {
       corrid: "TYPE_UINT64",
       batcher: "direct { } max_sequence_idle_microseconds: 60000000",
     });
+    probeModel(repository, "probe_scale", {
+      maxBatchSize: 1,
+      corrid: "TYPE_UINT64",
+      batcher: "direct { } max_sequence_idle_microseconds: 60000000",
+    });
     probeModel(repository, "probe_crash", {
       maxBatchSize: 2,
       corrid: "TYPE_UINT64",
@@ -476,6 +481,29 @@ sequence_batching {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     expect(again?.body.outputs![0]!.data).toEqual([11, 1, 1, 1]);
+  });
+
+  it("shrinking the pool ends the sequences of the instances removed, saying so; the others go on", async () => {
+    const grow = await fetch(`${server.httpUrl}/v2/operon/models/probe_scale/instances`, {
+      method: "POST",
+      body: JSON.stringify({ count: 2 }),
+    });
+    expect(grow.status, await grow.text()).toBe(200);
+    // One slot per instance: the first sequence takes instance 0, the second instance 1.
+    expect((await probe(server, "probe_scale", 1, { sequence_id: 31, sequence_start: true })).status).toBe(200);
+    expect((await probe(server, "probe_scale", 2, { sequence_id: 32, sequence_start: true })).status).toBe(200);
+    const shrink = await fetch(`${server.httpUrl}/v2/operon/models/probe_scale/instances`, {
+      method: "POST",
+      body: JSON.stringify({ count: 1 }),
+    });
+    expect(shrink.status, await shrink.text()).toBe(200);
+    const lost = await probe(server, "probe_scale", 1, { sequence_id: 32 });
+    expect(lost.status).toBe(503);
+    expect(lost.body.error).toMatch(
+      /sequence 32 of model 'probe_scale' version 1 was lost: instance '.*' that held it was removed \(the pool was resized\)/,
+    );
+    const kept = await probe(server, "probe_scale", 5, { sequence_id: 31, sequence_end: true });
+    expect(kept.body.outputs![0]!.data).toEqual([16, 0, 1, 1]);
   });
 
   it("an unload ends the sequences: a request waiting for a slot fails, naming the unload", async () => {

@@ -348,6 +348,13 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
     }
     const leaving = this.instances.splice(count);
     for (const instance of leaving) instance.retiring = true;
+    // Sequences held by a leaving instance cannot move (a backend may keep state of its own): they end, saying why.
+    if (this.scheduler instanceof SequenceBatcher)
+      for (const instance of leaving)
+        this.scheduler.instanceLost(
+          instance.name,
+          `instance '${instance.name}' that held it was removed (the pool was resized)`,
+        );
     this.publishUp();
     await Promise.all(leaving.map((instance) => this.retireInstance(instance, drainMs)));
   }

@@ -286,15 +286,16 @@ export class SequenceBatcher {
    * state of its own for them), their queued requests fail now and later
    * ones are refused, naming the instance.
    */
-  instanceLost(name: string): void {
+  instanceLost(name: string, why = `the worker of instance '${name}' that held it exited`): void {
     const held = this.slots.get(name);
     if (held === undefined) return;
+    this.slots.delete(name);
     for (const sequence of [...held]) {
       this.release(
         sequence,
         new OperonError(
           "UNAVAILABLE",
-          `sequence ${showSequenceId(sequence.flags.id)} of ${this.hooks.describe} was lost: the worker of instance '${name}' that held it exited; start the sequence again (sequence_start)`,
+          `sequence ${showSequenceId(sequence.flags.id)} of ${this.hooks.describe} was lost: ${why}; start the sequence again (sequence_start)`,
         ),
       );
     }
