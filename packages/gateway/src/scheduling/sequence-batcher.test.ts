@@ -259,6 +259,30 @@ describe("SequenceBatcher", () => {
     expect(() => scheduler.enqueue(request(6, 1))).toThrow(/must specify the START flag/);
   });
 
+  it("holds at most 1 GiB of state per model: the START beyond answers UNAVAILABLE", () => {
+    const clock = new FakeClock();
+    const instances = new Accumulators(["i0"]);
+    // 64 MiB of state per sequence: 16 sequences fit in 1 GiB.
+    const big = sequencePolicyFromConfig({
+      name: "acc",
+      max_batch_size: 0,
+      sequence_batching: {
+        state: [{ input_name: "ACC_IN", output_name: "ACC_OUT", data_type: "TYPE_FP32", dims: [16 * 1024 * 1024] }],
+      },
+    })!;
+    const scheduler = batcher(instances, clock, big);
+    for (let id = 1; id <= 16; id += 1) void scheduler.enqueue({ ...request(id, 1, { start: true }), batchSize: 1 });
+    expect(scheduler.sequenceCount).toBe(16);
+    let error: unknown;
+    try {
+      scheduler.enqueue(request(17, 1, { start: true }));
+    } catch (caught) {
+      error = caught;
+    }
+    expect((error as OperonError).kind).toBe("UNAVAILABLE");
+    expect((error as OperonError).message).toMatch(/already holds 16 sequences, its limit/);
+  });
+
   it("stop() fails the backlog at once and ends every sequence", async () => {
     const clock = new FakeClock();
     const instances = new Accumulators(["i0"]);
