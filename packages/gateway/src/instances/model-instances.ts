@@ -505,6 +505,13 @@ export class ModelInstances implements InstanceDispatcher {
     };
   }
 
+  /** InstanceDispatcher: whether acquire() would find an instance now. */
+  hasCapacity(): boolean {
+    for (const instance of this.instances)
+      if (instance.worker !== undefined && instance.inFlight < this.maxInFlight) return true;
+    return false;
+  }
+
   onCapacity(listener: () => void): void {
     this.capacityListener = listener;
   }
