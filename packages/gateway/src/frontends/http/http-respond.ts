@@ -110,8 +110,8 @@ export function reportOf(error: unknown): ErrorReport {
   const status = httpStatusOf(kind);
   // 429 (a key over its quota, a request over a size budget) always says when to retry: a quota refills within a second.
   // A tenant over its share (and a gate full of waiting requests) says how long to wait, and a model the
-  // resource scheduler unloaded when to come back (parked-models.ts): OperonError.retryAfterSeconds.
-  const retryAfter = error instanceof OperonError ? error.retryAfterSeconds : undefined;
+  // resource scheduler unloaded when to come back (parked-models.ts): OperonError.retryAfterSecs.
+  const retryAfter = error instanceof OperonError ? error.retryAfterSecs : undefined;
   const headers: OutgoingHttpHeaders =
     status === 401
       ? { "WWW-Authenticate": "Bearer" }
