@@ -73,6 +73,18 @@ export function serveCommand(): Command {
       .option("--allow-http [bool]", "serve HTTP/REST", parseBool, GATEWAY_DEFAULTS.allowHttp)
       .option("--allow-grpc [bool]", "serve gRPC", parseBool, GATEWAY_DEFAULTS.allowGrpc)
       .option("--allow-metrics [bool]", "serve Prometheus metrics", parseBool, GATEWAY_DEFAULTS.allowMetrics)
+      .option(
+        "--allow-gpu-metrics [bool]",
+        "export nv_gpu_* (read through NVML, libnvidia-ml.so.1; OPERON_NVML_LIB overrides the path) when the host has NVIDIA GPUs",
+        parseBool,
+        GATEWAY_DEFAULTS.allowGpuMetrics,
+      )
+      .option(
+        "--metrics-interval-ms <ms>",
+        "how often CPU and GPU metrics are read (at least 100)",
+        parsePositiveInt,
+        GATEWAY_DEFAULTS.metricsIntervalMs,
+      )
       .addOption(
         new Option(
           "--model-control-mode <mode>",
@@ -425,6 +437,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
     allowHttp: flags.allowHttp,
     allowGrpc: flags.allowGrpc,
     allowMetrics: flags.allowMetrics,
+    allowGpuMetrics: flags.allowGpuMetrics,
+    metricsIntervalMs: flags.metricsIntervalMs,
     modelControlMode: flags.modelControlMode,
     loadModels: flags.loadModel,
     repositoryPollSecs: flags.repositoryPollSecs,

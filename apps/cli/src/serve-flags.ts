@@ -22,6 +22,8 @@ export const serveFlagsSchema = z.object({
   allowHttp: z.boolean(),
   allowGrpc: z.boolean(),
   allowMetrics: z.boolean(),
+  allowGpuMetrics: z.boolean(),
+  metricsIntervalMs: positive,
   modelControlMode: z.enum(["none", "poll", "explicit"]),
   loadModel: z.array(z.string()),
   repositoryPollSecs: count,
