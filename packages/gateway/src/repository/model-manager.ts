@@ -1,4 +1,5 @@
 import { instanceCountOf, type ResourceLimits } from "./resource-limits.js";
+import { hostGpus } from "../instances/gpu-inventory.js";
 import { OperonError, asOperonError } from "@operon/protocol/errors";
 import type { ModelLoadOptions, ModelState, RepositoryIndexEntry } from "@operon/protocol/inference";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
@@ -383,19 +384,34 @@ export class ModelManager {
         );
       }
       from = instanceCountOf(versions[0]!.config);
+      const gpuCount = (this.options.instances.gpus ?? hostGpus()).count;
       for (const served of versions) {
         const pool = served.instances as ModelInstances;
         served.configuredInstances ??= instanceCountOf(served.config);
         const group = served.config.instance_group?.[0];
         const groupName = group?.name || `${name}_0`;
+        // A KIND_GPU group's count is per GPU (Triton's rule): `count` instances in all are count / GPUs per GPU.
+        const perRound = gpusPerRound(group, gpuCount);
+        if (count % perRound !== 0) {
+          throw new OperonError(
+            "INVALID_ARG",
+            `model '${name}' runs one instance per round on each of its ${perRound} GPUs: its instance count must be a multiple of ${perRound}, got ${count}`,
+          );
+        }
+        const rescaled = (total: number): typeof served.config => ({
+          ...served.config,
+          instance_group: [{ ...(group ?? { kind: "KIND_CPU" }), count: Math.max(1, Math.floor(total / perRound)) }],
+        });
         try {
-          await pool.resize(count, (index) => `${groupName}_${index}`, this.options.unloadDrainMs ?? 30_000);
+          await pool.resize(
+            count,
+            (index) => `${groupName}_${index}`,
+            this.options.unloadDrainMs ?? 30_000,
+            rescaled(count) as Record<string, unknown>,
+          );
         } finally {
           // The config shows what runs (also after a partly failed grow).
-          served.config = {
-            ...served.config,
-            instance_group: [{ ...(group ?? { kind: "KIND_CPU" }), count: pool.instanceCount }],
-          };
+          served.config = rescaled(pool.instanceCount);
         }
       }
       this.options.logger.info({ model: name, from, to: count }, "model instances rescaled");
@@ -944,4 +960,11 @@ export class ModelManager {
         if (!kept.has(step.id)) this.options.metrics.removeOperatorStep(served.model, step.id);
     }
   }
+}
+
+/** Instances one step of a group's count adds: its GPUs for KIND_GPU (every GPU of the host when it lists none), else 1. */
+function gpusPerRound(group: { kind?: string; gpus?: number[] } | undefined, hostGpuCount: number): number {
+  if (group?.kind !== "KIND_GPU") return 1;
+  if (group.gpus !== undefined && group.gpus.length > 0) return group.gpus.length;
+  return Math.max(1, hostGpuCount);
 }
