@@ -1,11 +1,14 @@
 // The NVML reader against a fake libnvidia-ml.so.1 built here (fake-nvml.ts):
 // the real addon, dlopen, and the pool-thread sample, with fixed readings.
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildFakeNvml, FAKE_NVML_DEVICES } from "./fake-nvml.js";
 import { openNvml } from "./nvml.js";
+
+const HOST = new URL("../build/tritonserver/bin/operon-backend-host", import.meta.url).pathname;
 
 let dir: string;
 let fakeLibrary: string;
@@ -48,5 +51,20 @@ describe("openNvml", () => {
     const reader = openNvml(fakeLibrary);
     expect(reader.deviceCount).toBe(2);
     reader.close();
+  });
+});
+
+describe("operon-backend-host nvml-check (the device check's NVML step, no Node)", () => {
+  it("reads the same devices through the same reader, and fails saying why without the library", () => {
+    const output = execFileSync(HOST, ["nvml-check", fakeLibrary], { encoding: "utf8" });
+    expect(output).toContain("nvml-check: 2 device(s)");
+    expect(output).toMatch(
+      /0 GPU-00000000-1111-2222-3333-444444444444 utilization 37\.000 %, memory 20\.000 GiB of 80\.000 GiB, power 250\.500 W of 700\.000 W/,
+    );
+    expect(output).toMatch(/1 GPU-55555555-6666-7777-8888-999999999999 .*power n\/a of 700\.000 W, energy n\/a/);
+    expect(output).toContain("nvml-check: passed");
+    const missing = spawnSync(HOST, ["nvml-check", path.join(dir, "absent.so")], { encoding: "utf8" });
+    expect(missing.status).toBe(1);
+    expect(missing.stdout).toMatch(/nvml-check: FAIL cannot load .*absent\.so/);
   });
 });

@@ -365,6 +365,11 @@ export function serveCommand(): Command {
         parsePositiveInt,
       )
       .option(
+        "--scheduler-gpu-slots <n>",
+        "instances of GPU models the scheduler lets each GPU run at once (a model on gpus [a, b] takes one on each per step); default 2",
+        parsePositiveInt,
+      )
+      .option(
         "--scheduler-memory-budget-bytes <bytes>",
         "memory the models' instances may use together; default 75 % of the host's memory",
         parsePositiveInt,
@@ -539,6 +544,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
               ? { memoryBudgetBytes: flags.schedulerMemoryBudgetBytes }
               : {}),
             ...(flags.schedulerCpuSlots !== undefined ? { cpuSlots: flags.schedulerCpuSlots } : {}),
+            ...(flags.schedulerGpuSlots !== undefined ? { gpuSlots: flags.schedulerGpuSlots } : {}),
             defaultCapacityRps: flags.schedulerDefaultCapacityRps,
             p99BudgetMs: flags.schedulerP99BudgetMs,
             maxInstancesPerModel: flags.maxInstancesPerModel,

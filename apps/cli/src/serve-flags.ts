@@ -83,6 +83,7 @@ export const serveFlagsSchema = z.object({
   schedulerIdleUnloadSecs: count,
   schedulerMemoryBudgetBytes: positive.optional(),
   schedulerCpuSlots: positive.optional(),
+  schedulerGpuSlots: positive.optional(),
   schedulerDefaultCapacityRps: z.number().positive(),
   schedulerP99BudgetMs: z.number().positive(),
   parkedModelPolicy: z.enum(["wait", "retry-after"]),
