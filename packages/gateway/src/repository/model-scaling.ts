@@ -235,7 +235,7 @@ export class ModelScaling {
 }
 
 /** Instances one step of a group's count adds: its GPUs for KIND_GPU (every GPU of the host when it lists none), else 1. */
-function gpusPerRound(group: { kind?: string; gpus?: number[] } | undefined, hostGpuCount: number): number {
+export function gpusPerRound(group: { kind?: string; gpus?: number[] } | undefined, hostGpuCount: number): number {
   if (group?.kind !== "KIND_GPU") return 1;
   if (group.gpus !== undefined && group.gpus.length > 0) return group.gpus.length;
   return Math.max(1, hostGpuCount);
