@@ -99,6 +99,26 @@ describe("GPU metrics from NVML (a fake libnvidia-ml.so.1)", () => {
   });
 });
 
+describe("a GPU driver that hangs", () => {
+  it("holds neither the start nor the event loop: the reading waits on a pool thread", async () => {
+    const started = Date.now();
+    const server = await startOperon(["--model-repository", tempRepository()], {
+      env: { OPERON_NVML_LIB: fakeNvml, FAKE_NVML_HANG_MS: "30000" },
+    });
+    try {
+      // The first reading is waited for at most 2 s; the server is up long before the 30 s reading ends.
+      expect(Date.now() - started).toBeLessThan(25_000);
+      const before = Date.now();
+      expect((await fetch(`${server.httpUrl}/v2/health/ready`)).status).toBe(200);
+      const series = await gpuSeries(server.metricsUrl);
+      expect(Date.now() - before).toBeLessThan(5_000);
+      expect(series.has(`nv_gpu_utilization{gpu_uuid="${UUID0}"}`)).toBe(false);
+    } finally {
+      await server.stop();
+    }
+  }, 60_000);
+});
+
 describe("GPU metrics without NVML", () => {
   it("exports no nv_gpu_* series and says once why, when the library is absent", async () => {
     const missing = join(dir, "absent", "libnvidia-ml.so.1");

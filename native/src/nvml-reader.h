@@ -181,10 +181,15 @@ inline bool Sample(std::vector<DeviceSample>* samples, std::string* error) {
   return true;
 }
 
-/** nvmlShutdown and dlclose; idempotent. */
-inline void Close() {
-  std::lock_guard<std::mutex> lock(ApiMutex());
+/**
+ * nvmlShutdown and dlclose; idempotent. Never waits for a reading in progress (the addon calls
+ * this on the event loop, and a hung driver must not block it): then NVML stays open, and false.
+ */
+inline bool Close() {
+  std::unique_lock<std::mutex> lock(ApiMutex(), std::try_to_lock);
+  if (!lock.owns_lock()) return false;
   CloseLocked();
+  return true;
 }
 
 }  // namespace operon_nvml

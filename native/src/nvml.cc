@@ -6,7 +6,7 @@
 // JS API (see nvml.ts for the loader and the types):
 //   open(libraryPath): { deviceCount }   dlopen the library, nvmlInit_v2, count the devices;
 //                                        throws an Error saying which step failed
-//   sample(): Promise<Device[]>          reads every device on a libuv pool thread (NVML calls
+//   sample(): Promise<Device[]>          reads every device on a thread of its own (NVML calls
 //                                        can take milliseconds each: never on the event loop)
 //   close()                              nvmlShutdown and dlclose; idempotent
 //
@@ -18,6 +18,7 @@
 #include <napi.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nvml-reader.h"
@@ -41,50 +42,59 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
   return result;
 }
 
-class SampleWorker : public Napi::AsyncWorker {
- public:
-  explicit SampleWorker(Napi::Env env) : Napi::AsyncWorker(env), deferred_(Napi::Promise::Deferred::New(env)) {}
-
-  Napi::Promise Promise() { return deferred_.Promise(); }
-
-  void Execute() override {
-    std::string error;
-    if (!operon_nvml::Sample(&samples_, &error)) SetError(error);
-  }
-
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::Array devices = Napi::Array::New(env, samples_.size());
-    for (size_t i = 0; i < samples_.size(); ++i) {
-      const operon_nvml::DeviceSample& sample = samples_[i];
-      Napi::Object device = Napi::Object::New(env);
-      device.Set("index", Napi::Number::New(env, sample.index));
-      device.Set("uuid", Napi::String::New(env, sample.uuid));
-      auto set = [&](const char* name, const std::optional<double>& value) {
-        device.Set(name, value.has_value() ? Napi::Number::New(env, *value) : env.Null());
-      };
-      set("utilization", sample.utilization);
-      set("memoryTotalBytes", sample.memory_total_bytes);
-      set("memoryUsedBytes", sample.memory_used_bytes);
-      set("powerUsageWatts", sample.power_usage_watts);
-      set("powerLimitWatts", sample.power_limit_watts);
-      set("energyJoules", sample.energy_joules);
-      devices.Set(static_cast<uint32_t>(i), device);
-    }
-    deferred_.Resolve(devices);
-  }
-
-  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  std::vector<operon_nvml::DeviceSample> samples_;
+// A reading runs on a detached thread of its own, not on libuv's pool: a driver that hangs would
+// otherwise hold one of the pool's four threads (the gateway's file and crypto work) and, since
+// libuv joins its pool at exit, the process's exit too. The result comes back through a
+// thread-safe function that does not keep the event loop alive.
+struct SampleResult {
+  Napi::Promise::Deferred deferred;
+  std::vector<operon_nvml::DeviceSample> samples;
+  std::string error;
+  bool ok = false;
 };
 
+void Deliver(Napi::Env env, Napi::Function, std::nullptr_t*, SampleResult* result) {
+  if (env != nullptr) {
+    if (!result->ok) {
+      result->deferred.Reject(Napi::Error::New(env, result->error).Value());
+    } else {
+      Napi::Array devices = Napi::Array::New(env, result->samples.size());
+      for (size_t i = 0; i < result->samples.size(); ++i) {
+        const operon_nvml::DeviceSample& sample = result->samples[i];
+        Napi::Object device = Napi::Object::New(env);
+        device.Set("index", Napi::Number::New(env, sample.index));
+        device.Set("uuid", Napi::String::New(env, sample.uuid));
+        auto set = [&](const char* name, const std::optional<double>& value) {
+          device.Set(name, value.has_value() ? Napi::Number::New(env, *value) : env.Null());
+        };
+        set("utilization", sample.utilization);
+        set("memoryTotalBytes", sample.memory_total_bytes);
+        set("memoryUsedBytes", sample.memory_used_bytes);
+        set("powerUsageWatts", sample.power_usage_watts);
+        set("powerLimitWatts", sample.power_limit_watts);
+        set("energyJoules", sample.energy_joules);
+        devices.Set(static_cast<uint32_t>(i), device);
+      }
+      result->deferred.Resolve(devices);
+    }
+  }
+  delete result;
+}
+
+using SampleTsfn = Napi::TypedThreadSafeFunction<std::nullptr_t, SampleResult, Deliver>;
+
 Napi::Value Sample(const Napi::CallbackInfo& info) {
-  auto* worker = new SampleWorker(info.Env());
-  Napi::Promise promise = worker->Promise();
-  worker->Queue();
+  Napi::Env env = info.Env();
+  auto* result = new SampleResult{Napi::Promise::Deferred::New(env), {}, {}, false};
+  Napi::Promise promise = result->deferred.Promise();
+  SampleTsfn tsfn = SampleTsfn::New(env, "operon-nvml-sample", 0, 1);
+  // A reading that never returns must not keep the process alive.
+  tsfn.Unref(env);
+  std::thread([tsfn, result]() mutable {
+    result->ok = operon_nvml::Sample(&result->samples, &result->error);
+    if (tsfn.BlockingCall(result) != napi_ok) delete result;
+    tsfn.Release();
+  }).detach();
   return promise;
 }
 

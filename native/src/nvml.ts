@@ -40,9 +40,12 @@ export interface NvmlReader {
   readonly libraryPath: string;
   /** Devices NVML saw at open. */
   readonly deviceCount: number;
-  /** Reads every device on a libuv pool thread (never on the event loop). */
+  /**
+   * Reads every device on a thread of its own (never on the event loop, nor on libuv's pool). A
+   * pending reading does not keep the process alive, and a hung driver does not hold its exit.
+   */
   sample(): Promise<GpuDeviceSample[]>;
-  /** nvmlShutdown; idempotent. */
+  /** nvmlShutdown; idempotent; skipped (NVML left open) while a reading is in progress. */
   close(): void;
 }
 

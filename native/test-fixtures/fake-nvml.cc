@@ -9,6 +9,9 @@
 //   1: GPU-55555555-6666-7777-8888-999999999999  utilization 90 %, 80 GiB, 60 GiB used,
 //      power NOT_SUPPORTED (left out), limit 700 W; energy NOT_SUPPORTED
 // FAKE_NVML_INIT_ERROR=<code> makes nvmlInit_v2 fail with that code (9 = DRIVER_NOT_LOADED).
+// FAKE_NVML_HANG_MS=<ms> makes every utilization reading take that long (a driver that hangs).
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -94,6 +97,8 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int len
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
   int index = IndexOf(device);
   if (index < 0 || utilization == nullptr) return kInvalidArgument;
+  const char* hang = std::getenv("FAKE_NVML_HANG_MS");
+  if (hang != nullptr && *hang != '\0') usleep(static_cast<useconds_t>(std::atoi(hang)) * 1000);
   utilization->gpu = index == 0 ? 37 : 90;
   utilization->memory = index == 0 ? 12 : 40;
   return kSuccess;

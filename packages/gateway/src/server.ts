@@ -61,8 +61,9 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     options.allowMetrics && options.allowGpuMetrics
       ? GpuMetrics.start({ registry: metrics.registry, logger, intervalMs: options.metricsIntervalMs })
       : undefined;
-  // The first reading before the first scrape can come (it takes milliseconds, on a pool thread).
-  await gpuMetrics?.sampleNow();
+  // The first reading before the first scrape can come (milliseconds, on a pool thread); a driver that hangs
+  // does not hold the start up for more than FIRST_GPU_READING_MS (the gauges follow once it answers).
+  if (gpuMetrics !== undefined) await firstReading(gpuMetrics.sampleNow(), FIRST_GPU_READING_MS);
   const responseCache = options.cacheSizeBytes !== undefined ? new ResponseCache(options.cacheSizeBytes) : undefined;
   if (responseCache !== undefined) metrics.observeResponseCache(() => responseCache.stats());
   const manager = new ModelManager({
@@ -291,4 +292,17 @@ function metricsAuthorizer(access: GatewayAccessPolicy | undefined): (authorizat
     }
     access.authenticate(authorizationHeader, "infer");
   };
+}
+
+const FIRST_GPU_READING_MS = 2000;
+
+async function firstReading(reading: Promise<void>, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    reading.catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    }),
+  ]);
+  clearTimeout(timer);
 }

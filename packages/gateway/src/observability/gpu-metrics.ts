@@ -8,8 +8,10 @@ import type { Logger } from "./logger.js";
  * nv_gpu_memory_used_bytes, nv_gpu_power_usage, nv_gpu_power_limit,
  * nv_energy_consumption; label gpu_uuid; Triton's units: utilization 0..1,
  * bytes, watts, joules since the server started), read through NVML
- * (@operon/native/nvml) every `intervalMs` on a libuv pool thread: the
- * event loop only sets the gauges. Absent NVML (no driver library, no
+ * (@operon/native/nvml) every `intervalMs` on a thread of the addon's own:
+ * the event loop only sets the gauges, and a driver that hangs holds
+ * neither the loop, nor libuv's pool, nor the server's start (2 s at most)
+ * or exit. Absent NVML (no driver library, no
  * device, OPERON_NATIVE=0): no GPU series at all, and one log line saying
  * why.
  *
@@ -105,8 +107,9 @@ export class GpuMetrics {
     return this.latest.map((sample) => ({ ...sample, device: cudaOrdinalOf(sample, visibleDevices) }));
   }
 
+  /** Stops the timer. A reading in progress is not waited for: a hung driver must not hold the server's exit. */
   async stop(): Promise<void> {
-    await this.task.stop();
+    void this.task.stop();
   }
 
   private apply(samples: GpuDeviceSample[]): void {
