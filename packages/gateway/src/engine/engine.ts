@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import type { WorkerInstanceInfo, WorkersResponse } from "@operon/protocol/admin";
+import type { GpuInfo, WorkerInstanceInfo, WorkersResponse } from "@operon/protocol/admin";
 import { asOperonError, OperonError } from "@operon/protocol/errors";
 import type {
   InferRequest,
@@ -68,6 +68,8 @@ export class Engine implements InferenceEngine {
       tenantShares?: TenantShares | undefined;
       /** Elements one BYTES input may hold (--max-bytes-elements); default DEFAULT_MAX_BYTES_ELEMENTS. */
       maxBytesElements?: number | undefined;
+      /** The host's GPU readings (observability/gpu-metrics.ts); unset = none (no NVML). */
+      gpus?: (() => GpuInfo[]) | undefined;
     },
   ) {
     // Operator steps (ensembles, registered DAGs) call models through this engine's own infer, in process:
@@ -535,6 +537,7 @@ export class Engine implements InferenceEngine {
       workers,
       hostCpuCores: availableParallelism(),
       gateway: { pid: process.pid, cpuSeconds: (cpu.user + cpu.system) / 1e6, rssBytes: process.memoryUsage().rss },
+      gpus: this.info.gpus?.() ?? [],
     };
   }
 }

@@ -276,7 +276,7 @@ class FakeEngine implements InferenceEngine {
     return { valid: problems.length === 0, problems };
   }
   async workers(): Promise<WorkersResponse> {
-    return { workers: [], hostCpuCores: 2, gateway: { pid: process.pid, cpuSeconds: 1, rssBytes: 2 } };
+    return { workers: [], hostCpuCores: 2, gateway: { pid: process.pid, cpuSeconds: 1, rssBytes: 2 }, gpus: [] };
   }
   modelStatistics(name?: string, version?: string): ModelStatistics[] {
     const names = name === undefined ? [...this.models.keys()] : [name];
@@ -1527,6 +1527,7 @@ describe("Operon admin endpoints", () => {
       workers: [],
       hostCpuCores: 2,
       gateway: { pid: process.pid, cpuSeconds: 1, rssBytes: 2 },
+      gpus: [],
     });
   });
 
