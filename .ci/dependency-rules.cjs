@@ -7,7 +7,8 @@
 // @operon/testing and, for the API's harness, the gateway and worker):
 //   protocol, native, db      → nothing of ours
 //   testing, model-config, perf, operator-spec, backend-api → protocol
-//   worker                    → protocol, backend-api, native
+//   steps                     → protocol, backend-api (the built-in step library; its step-catalog is browser-safe)
+//   worker                    → protocol, backend-api, native, steps
 //   gateway                   → protocol, model-config, operator-spec, native   (never worker, never backend-api:
 //                               what backends and models are written against stays on the worker's side)
 //   api                       → protocol, model-config, operator-spec, perf, db (never gateway/worker at run time)
@@ -23,6 +24,7 @@ const PACKAGES = [
   "operator-spec",
   "perf",
   "protocol",
+  "steps",
   "testing",
   "worker",
 ];
@@ -101,7 +103,8 @@ module.exports = {
     onlyImports("perf", ["protocol"]),
     onlyImports("operator-spec", ["protocol"]),
     onlyImports("backend-api", ["protocol"]),
-    onlyImports("worker", ["protocol", "backend-api", "native"]),
+    onlyImports("steps", ["protocol", "backend-api"]),
+    onlyImports("worker", ["protocol", "backend-api", "native", "steps"]),
     onlyImports("gateway", ["protocol", "model-config", "operator-spec", "native"]),
     onlyImports("api", ["protocol", "model-config", "operator-spec", "perf", "db"]),
     {
