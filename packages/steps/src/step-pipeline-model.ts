@@ -9,6 +9,7 @@ import type {
   TypedResponse,
   TypedTensor,
 } from "@operon/backend-api/typescript-model-api";
+import type { PlanTensor } from "./pipeline-plan.js";
 import { StepPipeline } from "./step-pipeline.js";
 import {
   allocate,
@@ -48,8 +49,13 @@ export default class StepPipelineModel {
   async initialize(args: InitializeArgs): Promise<void> {
     const config = args.config as { input?: ConfigTensor[]; output?: ConfigTensor[]; max_batch_size?: unknown };
     this.maxBatchSize = typeof config.max_batch_size === "number" ? config.max_batch_size : 0;
-    const names = (list: ConfigTensor[] | undefined): string[] =>
-      (list ?? []).map((tensor) => String(tensor.name ?? "")).filter((name) => name !== "");
+    const tensors = (list: ConfigTensor[] | undefined): PlanTensor[] =>
+      (list ?? [])
+        .filter((tensor) => typeof tensor.name === "string" && tensor.name !== "")
+        .map((tensor) => {
+          const datatype = typeof tensor.data_type === "string" ? fromConfigDataType(tensor.data_type) : undefined;
+          return { name: tensor.name as string, ...(datatype !== undefined ? { datatype } : {}) };
+        });
     for (const output of config.output ?? []) {
       const datatype = typeof output.data_type === "string" ? fromConfigDataType(output.data_type) : undefined;
       if (datatype !== undefined) this.outputTypes.set(String(output.name), datatype);
@@ -78,8 +84,8 @@ export default class StepPipelineModel {
     try {
       this.pipeline = await StepPipeline.create(
         raw,
-        { inputs: names(config.input), outputs: names(config.output) },
-        { readFile: (relative) => readConfined(modelDir, relative) },
+        { inputs: tensors(config.input), outputs: tensors(config.output) },
+        { readFile: (relative) => readModelFile(modelDir, args.modelVersion, relative) },
       );
     } catch (error) {
       if (error instanceof StepInputError)
@@ -143,13 +149,25 @@ export default class StepPipelineModel {
   }
 }
 
-/** A file of the model's folder; a path that leaves it (through '..' or a link) is refused. */
-async function readConfined(modelDir: string, relative: string): Promise<Buffer> {
-  const resolved = await realpath(path.resolve(modelDir, relative));
-  if (resolved !== modelDir && !resolved.startsWith(modelDir + path.sep)) {
-    throw new Error(`'${relative}' is outside the model's folder`);
+/**
+ * A file a step names (labels, tokenizer.json): in the version folder when
+ * it is there (files uploaded with that version), else in the model's
+ * folder. A path that leaves the model's folder (through '..' or a link) is
+ * refused.
+ */
+async function readModelFile(modelDir: string, version: string, relative: string): Promise<Buffer> {
+  for (const base of [path.join(modelDir, version), modelDir]) {
+    let resolved: string;
+    try {
+      resolved = await realpath(path.resolve(base, relative));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT" && base !== modelDir) continue;
+      throw error;
+    }
+    if (!resolved.startsWith(modelDir + path.sep)) throw new Error(`'${relative}' is outside the model's folder`);
+    return readFile(resolved);
   }
-  return readFile(resolved);
+  throw new Error(`'${relative}' not found`);
 }
 
 function fromTyped(input: TypedTensor): StepTensor {

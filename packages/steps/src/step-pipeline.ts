@@ -1,52 +1,13 @@
-import { z } from "zod";
-import { findStep, parseStepParams } from "./step-catalog.js";
+import { type PlanTensor, planPipeline } from "./pipeline-plan.js";
 import { createStep, type StepEnvironment, type StepRun } from "./step-runtime.js";
 import { StepInputError, type StepTensor } from "./step-tensor.js";
 
 /**
- * A step pipeline: what one `operon_steps` model runs (its version
- * folder's steps.json). Steps run in order on one sample at a time,
- * exchanging tensors by name on a board that starts with the model's
- * inputs:
- *
- *   { "steps": [
- *       { "id": "decode", "step": "image.decode", "params": { "channels": 3 } },
- *       { "id": "resize", "step": "image.resize", "params": { "height": 48, "width": 192, "fit": "height" } },
- *       ...
- *       { "id": "top", "step": "tensor.topk", "params": { "k": 1, "labels": "labels.txt" },
- *         "outputs": { "label": "label", "score": "score" } } ] }
- *
- * Wiring: `inputs` maps a step's port to a board tensor; a port left out
- * reads, for the step's first port, the previous step's first output (the
- * model's first input for the first step), for any other port the tensor
- * of its own name. `outputs` maps a port to the name it is published
- * under; without it every port publishes under its own name (a later
- * step's tensor shadows an earlier one of the same name). The model's
- * outputs are read off the board by name.
- *
- * Everything is checked at load, each problem naming its step and field:
- * unknown steps, parameters (the catalog's schemas), ports, tensors no
- * earlier step produces, model outputs nobody produces.
+ * A step pipeline as a worker runs it: the plan (pipeline-plan.ts: the
+ * steps.json format, its wiring rules and its checks) with each step built.
+ * Steps run in order on one sample at a time, exchanging tensors by name
+ * on a board that starts with the model's inputs.
  */
-const StepEntrySchema = z.strictObject({
-  id: z
-    .string({ error: "id must be a non-empty string" })
-    .min(1, { error: "id must be a non-empty string" })
-    .optional(),
-  step: z.string({ error: "step must be the name of a built-in step" }),
-  params: z.record(z.string(), z.unknown(), { error: "params must be an object" }).optional(),
-  inputs: z.record(z.string(), z.string(), { error: "inputs must be an object of port -> tensor name" }).optional(),
-  outputs: z.record(z.string(), z.string(), { error: "outputs must be an object of port -> tensor name" }).optional(),
-});
-
-export const PipelineSchema = z.strictObject({
-  steps: z
-    .array(StepEntrySchema, { error: "steps must be an array" })
-    .min(1, { error: "steps must name at least one step" }),
-});
-
-export type PipelineSpec = z.output<typeof PipelineSchema>;
-
 interface CompiledStep {
   id: string;
   step: string;
@@ -87,73 +48,12 @@ export class StepPipeline {
    */
   static async create(
     raw: unknown,
-    signature: { inputs: string[]; outputs: string[] },
+    signature: { inputs: PlanTensor[]; outputs: PlanTensor[] },
     env: StepEnvironment,
   ): Promise<StepPipeline> {
-    const parsed = PipelineSchema.safeParse(raw);
-    if (!parsed.success) {
-      throw new StepInputError(
-        parsed.error.issues
-          .map((issue) => `${issue.path.map(String).join(".") || "steps.json"}: ${issue.message}`)
-          .join("; "),
-      );
-    }
-    const problems: string[] = [];
-    const board = new Set(signature.inputs);
-    const ids = new Set<string>();
-    const plans: Array<{
-      id: string;
-      step: string;
-      params: unknown;
-      inputs: Array<[string, string]>;
-      outputs: Array<[string, string]>;
-    }> = [];
-    let previousFirst: string | undefined = signature.inputs[0];
-    parsed.data.steps.forEach((entry, index) => {
-      const id = entry.id ?? `${index + 1}`;
-      const where = `step ${index + 1} '${id}' (${entry.step})`;
-      if (ids.has(id)) problems.push(`${where}: id '${id}' is used more than once`);
-      ids.add(id);
-      const definition = findStep(entry.step);
-      const params = parseStepParams(entry.step, entry.params ?? {});
-      if (!params.ok || definition === undefined) {
-        problems.push(...(params.ok ? [] : params.problems).map((problem) => `${where}: ${problem}`));
-        return;
-      }
-      const inPorts = definition.inputs(params.params).map((port) => port.name);
-      const outPorts = definition.outputs(params.params).map((port) => port.name);
-      for (const port of Object.keys(entry.inputs ?? {})) {
-        if (!inPorts.includes(port))
-          problems.push(`${where}: inputs.${port}: no such input (inputs: ${inPorts.join(", ")})`);
-      }
-      for (const port of Object.keys(entry.outputs ?? {})) {
-        if (!outPorts.includes(port))
-          problems.push(`${where}: outputs.${port}: no such output (outputs: ${outPorts.join(", ")})`);
-      }
-      const inputs = inPorts.map((port, i): [string, string] => [
-        port,
-        entry.inputs?.[port] ?? (i === 0 && previousFirst !== undefined ? previousFirst : port),
-      ]);
-      for (const [port, tensor] of inputs) {
-        if (!board.has(tensor)) {
-          problems.push(
-            `${where}: input '${port}' reads '${tensor}', which neither the model's inputs nor an earlier step provide (available: ${[...board].join(", ")})`,
-          );
-        }
-      }
-      const outputs = outPorts.map((port): [string, string] => [port, entry.outputs?.[port] ?? port]);
-      for (const [, tensor] of outputs) board.add(tensor);
-      previousFirst = outputs[0]?.[1];
-      plans.push({ id, step: entry.step, params: entry.params ?? {}, inputs, outputs });
-    });
-    for (const output of signature.outputs) {
-      if (!board.has(output)) {
-        problems.push(
-          `model output '${output}' is produced by no step (name it in a step's outputs, e.g. "outputs": { "y": "${output}" })`,
-        );
-      }
-    }
-    if (problems.length > 0) throw new StepInputError(problems.join("; "));
+    const planned = planPipeline(raw, signature);
+    if (!planned.ok) throw new StepInputError(planned.problems.join("; "));
+    const plans = planned.steps;
     const steps: CompiledStep[] = [];
     for (const [index, plan] of plans.entries()) {
       try {
@@ -165,7 +65,10 @@ export class StepPipeline {
         throw error;
       }
     }
-    return new StepPipeline(steps, signature.outputs);
+    return new StepPipeline(
+      steps,
+      signature.outputs.map((output) => output.name),
+    );
   }
 
   get stepCount(): number {

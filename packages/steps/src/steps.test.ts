@@ -267,7 +267,7 @@ describe("text.tokenize", () => {
 });
 
 describe("step pipeline", () => {
-  const signature = { inputs: ["image"], outputs: ["x"] };
+  const signature = { inputs: [{ name: "image", datatype: "BYTES" as const }], outputs: [{ name: "x" }] };
 
   it("lists every problem of a steps.json at load, each naming its step and field", async () => {
     const error = await StepPipeline.create(
@@ -320,5 +320,27 @@ describe("step pipeline", () => {
     await expect(pipeline.run(new Map([["image", bytes(Buffer.from("no"))]]))).rejects.toThrow(
       /^step 'decode' \(image.decode\): input 'image' is not a readable image/,
     );
+  });
+});
+
+describe("pipeline plan (pure: what the control plane checks before storing)", () => {
+  it("checks datatypes at each edge and against the declared model tensors", async () => {
+    const { planPipeline } = await import("./pipeline-plan.js");
+    const plan = planPipeline(
+      { steps: [{ id: "top", step: "tensor.topk", params: { labels: "labels.txt" } }] },
+      { inputs: [{ name: "text", datatype: "BYTES" }], outputs: [{ name: "label", datatype: "FP32" }] },
+    );
+    expect(plan.ok).toBe(false);
+    expect(plan.ok ? [] : plan.problems).toEqual([
+      "step 1 'top' (tensor.topk): input 'x' takes BOOL or UINT8 or UINT16 or UINT32 or UINT64 or INT8 or INT16 or INT32 or INT64 or FP32 or FP64, but 'text' is BYTES",
+      "model output 'label' is declared FP32, but its step produces BYTES",
+    ]);
+    const good = planPipeline(
+      { steps: [{ id: "top", step: "tensor.topk", params: { labels: "labels.txt" } }] },
+      { inputs: [{ name: "probabilities", datatype: "FP32" }], outputs: [{ name: "label", datatype: "BYTES" }] },
+    );
+    expect(good.ok && good.steps.map((step) => [step.id, step.inputs, step.files])).toEqual([
+      ["top", [["x", "probabilities"]], ["labels.txt"]],
+    ]);
   });
 });
