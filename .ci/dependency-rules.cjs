@@ -11,7 +11,8 @@
 //   worker                    → protocol, backend-api, native, steps
 //   gateway                   → protocol, model-config, operator-spec, native   (never worker, never backend-api:
 //                               what backends and models are written against stays on the worker's side)
-//   api                       → protocol, model-config, operator-spec, perf, db (never gateway/worker at run time)
+//   api                       → protocol, model-config, operator-spec, perf, db, steps (its pure modules only:
+//                               step-catalog, pipeline-plan; never gateway/worker at run time)
 //   console                   → api, for types only; operator-spec (pure, browser-safe: the spec format the editor draws)
 //   apps/cli                  → any package
 //   nothing imports apps/ or e2e/
@@ -106,7 +107,15 @@ module.exports = {
     onlyImports("steps", ["protocol", "backend-api"]),
     onlyImports("worker", ["protocol", "backend-api", "native", "steps"]),
     onlyImports("gateway", ["protocol", "model-config", "operator-spec", "native"]),
-    onlyImports("api", ["protocol", "model-config", "operator-spec", "perf", "db"]),
+    onlyImports("api", ["protocol", "model-config", "operator-spec", "perf", "db", "steps"]),
+    {
+      name: "api-imports-only-pure-steps",
+      comment:
+        "The control plane checks step pipelines with @operon/steps' pure modules (step-catalog, pipeline-plan); the implementations (sharp, the tokenizer) run in worker processes only",
+      severity: "error",
+      from: { path: "^packages/api/", pathNot: TEST },
+      to: { path: "^packages/steps/", pathNot: "^packages/steps/src/(step-catalog|pipeline-plan|step-tensor)\\.ts$" },
+    },
     {
       name: "gateway-and-worker-share-only-protocol",
       comment:
