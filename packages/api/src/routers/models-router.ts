@@ -28,8 +28,8 @@ const newModelName = z
   .max(128, { error: "at most 128 characters" })
   .regex(/^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/, { error: "letters, digits, '_', '.' and '-' only, not starting with '.'" })
   // The console's page for uploading sits where this model's page would (/models/upload).
-  .refine((name) => name !== "upload", {
-    error: "'upload' is the name of the console's upload page; choose another name",
+  .refine((name) => name !== "upload" && name !== "steps", {
+    error: "'upload' and 'steps' are names of the console's pages under /models; choose another name",
   })
   .refine((name) => !isShadowModelName(name), { error: SHADOW_NAME_RESERVED });
 
