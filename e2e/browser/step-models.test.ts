@@ -66,6 +66,9 @@ describe("console: build models from steps", () => {
     await page.getByLabel("Name", { exact: true }).fill("td_steps_bad");
     await addStep(page, "image.decode");
     await addStep(page, "image.resize", { height: 0, width: 192 });
+    await page
+      .getByLabel("Outputs (JSON)")
+      .fill(JSON.stringify([{ name: "y", datatype: "UINT8", dims: [48, 192, 3] }]));
     await page.getByRole("button", { name: "Create step model" }).click();
     const problems = await visible(page.getByRole("list", { name: "Problems" }));
     expect(await problems.textContent()).toContain(

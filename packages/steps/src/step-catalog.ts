@@ -35,6 +35,8 @@ export interface StepDefinition<P = unknown> {
   outputs(params: P): StepPort[];
   /** Parameters naming files of the model's folder (labels, tokenizer.json): uploads must carry them. */
   files?(params: P): string[];
+  /** Parameters that parse, for steps with required ones (the palette shows the ports they give). */
+  example?: Record<string, unknown>;
 }
 
 const NUMERIC: readonly DataType[] = NUMERIC_DATATYPES;
@@ -91,6 +93,7 @@ const resize = define({
     "cropped to height x width; height = height rows and min(width, ceil(height * w / h)) columns (PP-OCR's text-" +
     "line resize). interpolation bilinear is cv2.INTER_LINEAR (half-pixel centres, edge clamping, rounded to 8 bits " +
     "for UINT8); nearest, cubic and lanczos3 use libvips (UINT8 only).",
+  example: { height: 224, width: 224 },
   params: z.strictObject({
     height: positiveInt("height"),
     width: positiveInt("width"),
@@ -180,6 +183,7 @@ const pad = define({
   category: "image",
   title: "Pad to height x width",
   doc: "Pads pixels to height x width with a constant, placing the image at the top-left or the centre. An image larger than the target fails its request (crop or resize it first).",
+  example: { height: 224, width: 224 },
   params: z.strictObject({
     height: positiveInt("height"),
     width: positiveInt("width"),
@@ -196,6 +200,7 @@ const crop = define({
   category: "image",
   title: "Crop height x width",
   doc: "Cuts a height x width window out of the pixels: at top/left when given, else centred. A window that does not fit fails its request.",
+  example: { height: 224, width: 224 },
   params: z.strictObject({
     height: positiveInt("height"),
     width: positiveInt("width"),
@@ -281,6 +286,7 @@ const threshold = define({
   category: "tensor",
   title: "Threshold: x > value",
   doc: "BOOL per element: x > value (x >= value with inclusive).",
+  example: { value: 0.5 },
   params: z.strictObject({
     value: finite("value"),
     inclusive: z.boolean({ error: "inclusive must be a boolean" }).default(false),
@@ -294,6 +300,7 @@ const cast = define({
   category: "tensor",
   title: "Cast to another datatype",
   doc: "Converts every element (to an integer type: rounded toward zero, wrapping as C does; to BOOL: non-zero is true).",
+  example: { to: "FP32" },
   params: z.strictObject({
     to: z.enum(NUMERIC_DATATYPES, { error: `to must be one of ${NUMERIC_DATATYPES.join(", ")}` }),
   }),
@@ -306,6 +313,7 @@ const reshape = define({
   category: "tensor",
   title: "Reshape",
   doc: "The same elements under another shape; one dimension may be -1 (inferred). The element count must match.",
+  example: { shape: [-1] },
   params: z.strictObject({
     shape: z
       .array(
@@ -345,6 +353,7 @@ const split = define({
   category: "tensor",
   title: "Split along an axis",
   doc: "Cuts the tensor along the axis into parts of the given sizes (y0, y1, ...); the sizes must add up to the axis' length.",
+  example: { sizes: [1, 1] },
   params: z.strictObject({
     sizes: z
       .array(positiveInt("sizes[]"), { error: "sizes must be an array of integers >= 1" })

@@ -38,19 +38,7 @@ describe("step catalog", () => {
     expect(implementedSteps().sort()).toEqual(STEP_CATALOG.map((step) => step.name).sort());
     for (const step of STEP_CATALOG) {
       expect(step.doc.length).toBeGreaterThan(40);
-      const defaults = step.params.safeParse(
-        step.name === "tensor.cast"
-          ? { to: "FP32" }
-          : step.name === "tensor.reshape"
-            ? { shape: [-1] }
-            : step.name === "tensor.threshold"
-              ? { value: 0.5 }
-              : step.name === "tensor.split"
-                ? { sizes: [1, 1] }
-                : ["image.resize", "image.pad", "image.crop"].includes(step.name)
-                  ? { height: 2, width: 2 }
-                  : {},
-      );
+      const defaults = step.params.safeParse(step.example ?? {});
       expect(defaults.success, step.name).toBe(true);
       expect(step.inputs(defaults.data).length).toBeGreaterThan(0);
       expect(step.outputs(defaults.data).length).toBeGreaterThan(0);

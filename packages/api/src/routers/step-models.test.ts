@@ -92,6 +92,8 @@ describe.each(testDatabaseBackends())("step models on $name", (backend) => {
     expect(decode?.inputs).toEqual([expect.objectContaining({ name: "image", datatypes: ["BYTES"] })]);
     expect(decode?.paramsSchema).toMatchObject({ type: "object", properties: { channels: expect.any(Object) } });
     expect(catalog.map((step) => step.category)).toEqual(expect.arrayContaining(["image", "text", "tensor"]));
+    // Steps with required parameters show the ports of their example parameters.
+    expect(catalog.find((step) => step.name === "image.resize")?.outputs[0]?.dims).toEqual([224, 224, "C"]);
   });
 
   it("builds text_direction from steps without code, and the operator answers as the hand-written one", async () => {

@@ -9,7 +9,7 @@ export interface StepCatalogEntry {
   doc: string;
   /** JSON Schema of the parameters (from the catalog's zod schema), for the editor's form. */
   paramsSchema: Record<string, unknown>;
-  /** The ports with the parameters' defaults (steps whose ports depend on parameters say so in their doc). */
+  /** The ports with the parameters' defaults, or the catalog's example parameters where some are required. */
   inputs: StepPort[];
   outputs: StepPort[];
 }
@@ -19,7 +19,7 @@ let cached: StepCatalogEntry[] | undefined;
 /** The catalog, computed once (it is static). */
 export function stepCatalogView(): StepCatalogEntry[] {
   cached ??= STEP_CATALOG.map((step) => {
-    const defaults = step.params.safeParse({});
+    const defaults = step.params.safeParse(step.example ?? {});
     return {
       name: step.name,
       category: step.category,
