@@ -44,6 +44,9 @@ const PIXEL_TYPES: readonly DataType[] = ["UINT8", "FP32"];
 
 const positiveInt = (field: string) =>
   z.int({ error: `${field} must be an integer >= 1` }).min(1, { error: `${field} must be an integer >= 1` });
+/** Image sides: a bound, so that a parameter cannot make a step allocate without limit (16384^2 x 4 x FP32 = 4 GiB at most). */
+export const MAX_SIDE = 16384;
+const side = (field: string) => positiveInt(field).max(MAX_SIDE, { error: `${field} must be at most ${MAX_SIDE}` });
 const nonNegativeInt = (field: string) =>
   z.int({ error: `${field} must be an integer >= 0` }).min(0, { error: `${field} must be an integer >= 0` });
 const finite = (field: string) => z.number({ error: `${field} must be a finite number` });
@@ -95,8 +98,8 @@ const resize = define({
     "for UINT8); nearest, cubic and lanczos3 use libvips (UINT8 only).",
   example: { height: 224, width: 224 },
   params: z.strictObject({
-    height: positiveInt("height"),
-    width: positiveInt("width"),
+    height: side("height"),
+    width: side("width"),
     fit: z
       .enum(["exact", "contain", "cover", "height"], { error: 'fit must be "exact", "contain", "cover" or "height"' })
       .default("exact"),
@@ -133,7 +136,7 @@ const normalize = define({
   params: z
     .strictObject({
       scale: finite("scale").default(1 / 255),
-      mean: z.array(finite("mean[]"), { error: "mean must be an array of numbers" }).min(1).default([0]),
+      mean: z.array(finite("mean[]"), { error: "mean must be an array of numbers" }).min(1).max(64).default([0]),
       std: z
         .array(
           finite("std[]").refine((v) => v !== 0, { error: "std values must not be 0" }),
@@ -142,6 +145,7 @@ const normalize = define({
           },
         )
         .min(1)
+        .max(64)
         .default([1]),
       layout: layout(),
     })
@@ -185,8 +189,8 @@ const pad = define({
   doc: "Pads pixels to height x width with a constant, placing the image at the top-left or the centre. An image larger than the target fails its request (crop or resize it first).",
   example: { height: 224, width: 224 },
   params: z.strictObject({
-    height: positiveInt("height"),
-    width: positiveInt("width"),
+    height: side("height"),
+    width: side("width"),
     value: finite("value").default(0),
     position: z.enum(["top-left", "center"], { error: 'position must be "top-left" or "center"' }).default("top-left"),
     layout: layout(),
@@ -202,8 +206,8 @@ const crop = define({
   doc: "Cuts a height x width window out of the pixels: at top/left when given, else centred. A window that does not fit fails its request.",
   example: { height: 224, width: 224 },
   params: z.strictObject({
-    height: positiveInt("height"),
-    width: positiveInt("width"),
+    height: side("height"),
+    width: side("width"),
     top: nonNegativeInt("top").optional(),
     left: nonNegativeInt("left").optional(),
     layout: layout(),

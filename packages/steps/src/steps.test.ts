@@ -55,6 +55,8 @@ describe("step catalog", () => {
       'params.fit must be "exact", "contain", "cover" or "height"',
     ]);
     expect(problems("image.resize", { width: 4 })).toEqual(["params.height must be an integer >= 1"]);
+    // A parameter cannot make a step allocate without bound.
+    expect(problems("image.pad", { height: 100_000, width: 4 })).toEqual(["params.height must be at most 16384"]);
     expect(problems("image.decode", { chanels: 3 })).toEqual(["params: unknown parameter 'chanels'"]);
     expect(problems("image.normalize", { mean: [0.1, 0.2, 0.3], std: [1, 2] })).toEqual([
       "params.std: mean and std must have the same length (or one of them a single value)",
