@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The step library against hand-written TypeScript steps (issue 21; section 7
+// The step library against hand-written TypeScript steps (issue 21; section 8
 // of `npm run bench`, or alone: `node bench/step-library.mjs` after
 // `npm run build`): the example repository's `text_direction` (TypeScript
 // preprocessing with pngjs and top-k in model.ts files) and
@@ -38,7 +38,7 @@ function pngBody(file) {
 }
 
 export async function measureStepLibrary({ rounds = 3, seconds = 3 } = {}) {
-  log("7. step library: text_direction (TypeScript steps) vs text_direction_steps (built-in steps)");
+  log("8. step library: text_direction (TypeScript steps) vs text_direction_steps (built-in steps)");
   const operon = await startOperon(join(ROOT, "examples/model_repository"), ["--control-plane=false"]);
   try {
     const { body, headers } = pngBody(readFileSync(join(ROOT, "examples/images/text_0.png")));
@@ -82,7 +82,7 @@ export async function measureStepLibrary({ rounds = 3, seconds = 3 } = {}) {
 export function renderStepLibrarySection(section) {
   const f = (x, digits = 0) => `${x.median.toFixed(digits)} (${x.min.toFixed(digits)}–${x.max.toFixed(digits)})`;
   const lines = [
-    `## 7. Step library`,
+    `## 8. Step library`,
     "",
     `- text_direction (TypeScript steps) vs text_direction_steps (built-in steps), ${section.image}`,
   ];
