@@ -85,6 +85,12 @@ output [ { name: "y", data_type: TYPE_UINT8, dims: [ 4, 4, 3 ] } ]
         { id: "resize", step: "image.resize", params: { height: 4, width: 4 } },
       ],
     });
+    stepsModel("steps_wrong_dims", {
+      steps: [
+        { id: "decode", step: "image.decode" },
+        { id: "resize", step: "image.resize", params: { height: 2, width: 2 } },
+      ],
+    });
     server = await startOperon([
       "--model-repository",
       EXAMPLE_REPOSITORY,
@@ -161,5 +167,11 @@ output [ { name: "y", data_type: TYPE_UINT8, dims: [ 4, 4, 3 ] } ]
     const thumb = await classify(server, [FILES[0]!, FILES[2]!], "steps_thumbnail");
     expect(thumb.status).toBe(200);
     expect(output(thumb.outputs, "y").shape).toEqual([2, 4, 4, 3]);
+  });
+
+  it("refuses to answer a tensor of other dims than its config declares, naming both", async () => {
+    const wrong = await classify(server, [FILES[0]!], "steps_wrong_dims");
+    expect(wrong.status).toBe(400);
+    expect(wrong.error).toMatch(/output 'y' has shape \[2, 2, 3\] but the model config declares dims \[4, 4, 3\]/);
   });
 });

@@ -39,12 +39,15 @@ export const STEPS_FILE = "steps.json";
 interface ConfigTensor {
   name?: unknown;
   data_type?: unknown;
+  dims?: unknown;
 }
 
 export default class StepPipelineModel {
   private pipeline: StepPipeline | undefined;
   private maxBatchSize = 0;
   private outputTypes = new Map<string, DataType>();
+  /** Declared dims of each output (without the batch dimension); -1 matches any size. */
+  private outputDims = new Map<string, number[]>();
 
   async initialize(args: InitializeArgs): Promise<void> {
     const config = args.config as { input?: ConfigTensor[]; output?: ConfigTensor[]; max_batch_size?: unknown };
@@ -59,6 +62,7 @@ export default class StepPipelineModel {
     for (const output of config.output ?? []) {
       const datatype = typeof output.data_type === "string" ? fromConfigDataType(output.data_type) : undefined;
       if (datatype !== undefined) this.outputTypes.set(String(output.name), datatype);
+      if (Array.isArray(output.dims)) this.outputDims.set(String(output.name), output.dims.map(Number));
     }
     const modelDir = await realpath(args.modelDir);
     const inline = args.parameters["steps"];
@@ -137,6 +141,17 @@ export default class StepPipelineModel {
         if (declared !== undefined && declared !== tensor.datatype) {
           throw new StepInputError(
             `output '${name}' is ${tensor.datatype} but the model config declares ${declared} (add a tensor.cast step)`,
+          );
+        }
+        const dims = this.outputDims.get(name);
+        const sampleShape = this.maxBatchSize > 0 ? tensor.shape.slice(1) : tensor.shape;
+        if (
+          dims !== undefined &&
+          (dims.length !== sampleShape.length || dims.some((dim, i) => dim !== -1 && dim !== sampleShape[i]))
+        ) {
+          // A pipeline that does not produce what the config promises would hand the next model the wrong tensor.
+          throw new StepInputError(
+            `output '${name}' has shape [${sampleShape.join(", ")}] but the model config declares dims [${dims.join(", ")}]`,
           );
         }
         outputs.push(toTensorLike(ctx, name, tensor));
