@@ -39,7 +39,11 @@ function pngBody(file) {
 
 export async function measureStepLibrary({ rounds = 3, seconds = 3 } = {}) {
   log("8. step library: text_direction (TypeScript steps) vs text_direction_steps (built-in steps)");
-  const operon = await startOperon(join(ROOT, "examples/model_repository"), ["--control-plane=false"]);
+  const operon = await startOperon(join(ROOT, "examples/model_repository"), [
+    "--model-repository",
+    join(ROOT, "examples/steps_repository"),
+    "--control-plane=false",
+  ]);
   try {
     const { body, headers } = pngBody(readFileSync(join(ROOT, "examples/images/text_0.png")));
     const targets = MODELS.map((name) => ({

@@ -20,6 +20,7 @@ import {
  * steps.json with bad parameters fails its load naming the step and field.
  */
 const IMAGES = join(REPO_ROOT, "examples/images");
+const STEPS_REPOSITORY = join(REPO_ROOT, "examples/steps_repository");
 const png = (name: string): Buffer => readFileSync(join(IMAGES, name));
 const FILES = [png("text_0.png"), png("text_180.png"), png("text_grey.png")];
 
@@ -94,6 +95,8 @@ output [ { name: "y", data_type: TYPE_UINT8, dims: [ 4, 4, 3 ] } ]
     server = await startOperon([
       "--model-repository",
       EXAMPLE_REPOSITORY,
+      "--model-repository",
+      STEPS_REPOSITORY,
       "--model-repository",
       extra,
       "--exit-on-error=false",

@@ -50,7 +50,8 @@ async function classify(httpUrl: string, key: string, model: string, file: Buffe
 }
 
 describe("console: build models from steps", () => {
-  const system = useSignedInConsole({ admin: ADMIN });
+  // Room for the two step models beside every example model (the default budget is 16 instances).
+  const system = useSignedInConsole({ admin: ADMIN, extraArgs: ["--max-instances", "32"] });
 
   it("shows the step library with docs and refuses a bad parameter naming the step and field", async () => {
     const { page } = system.session;
