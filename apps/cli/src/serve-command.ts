@@ -4,6 +4,7 @@ import { Command } from "commander";
 import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
 import { createLogger } from "@operon/gateway/logger";
 import {
+  checkRepositoryFolders,
   DEFAULT_PARKED_MODEL_POLICY,
   startOperonServer,
   type OperonServer,
@@ -44,6 +45,14 @@ async function runServe(flags: ServeFlags): Promise<void> {
   let workerIdentity: ReturnType<typeof resolveWorkerUser> | undefined;
   try {
     workerIdentity = flags.workerUser !== undefined ? resolveWorkerUser(flags.workerUser) : undefined;
+  } catch (error) {
+    logger.fatal({ err: (error as Error).message }, "server failed to start");
+    process.exitCode = 1;
+    return;
+  }
+  try {
+    // Before the control plane starts: its database takes seconds to open, and a typo'd path should not wait for it.
+    await checkRepositoryFolders(flags.modelRepository);
   } catch (error) {
     logger.fatal({ err: (error as Error).message }, "server failed to start");
     process.exitCode = 1;
