@@ -81,7 +81,10 @@ export interface PerfRunSummary {
   version: string;
   protocol: "http" | "grpc";
   maxBatchSize: number;
+  /** Each input's request shape (batch dimension included) as the run sent it. */
   inputs: Array<{ name: string; datatype: string; shape: number[] }>;
+  /** Where the values came from: random, zero, or a data file (its name). Absent in reports stored before issue 27. */
+  inputData?: { kind: "random" | "zero" | "file"; name: string | null };
   startedAt: string;
   finishedAt: string;
   totalRequests: number;
@@ -201,6 +204,7 @@ export function summaryOf(report: PerfReport): PerfRunSummary {
     protocol: report.protocol,
     maxBatchSize: report.config.maxBatchSize,
     inputs: report.config.inputs,
+    inputData: { kind: report.config.inputData, name: report.config.inputDataFile ?? null },
     startedAt: report.startedAt,
     finishedAt: report.finishedAt,
     totalRequests: report.steps.reduce((sum, step) => sum + step.requests, 0),
