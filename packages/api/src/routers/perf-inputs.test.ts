@@ -89,9 +89,9 @@ describe.each(testDatabaseBackends())("perf inputs on $name", (backend) => {
     await expect(h.as("ENGINEER").perf.setInputs({ target, shapes: { x: [3, 48] }, data: random })).rejects.toThrow(
       /has 2 dims, but the input's shape \[3,48,-1\]/,
     );
-    await expect(h.as("ENGINEER").perf.setInputs({ target, shapes: { x: [3, 32, 100] }, data: random })).rejects.toThrow(
-      /conflicts with the input's fixed shape/,
-    );
+    await expect(
+      h.as("ENGINEER").perf.setInputs({ target, shapes: { x: [3, 32, 100] }, data: random }),
+    ).rejects.toThrow(/conflicts with the input's fixed shape/);
     await expect(h.as("ENGINEER").perf.setInputs({ target, shapes: { y: [1] }, data: random })).rejects.toThrow(
       /the model has no input 'y' \(inputs: x\)/,
     );
@@ -108,7 +108,9 @@ describe.each(testDatabaseBackends())("perf inputs on $name", (backend) => {
     ).rejects.toThrow(/data\[0\]\.x is missing/);
     expect(await db.prisma.perfInputs.count()).toBe(0);
 
-    const saved = await h.as("ENGINEER").perf.setInputs({ target, shapes: { x: [3, 48, 100] }, data: { kind: "zero" } });
+    const saved = await h
+      .as("ENGINEER")
+      .perf.setInputs({ target, shapes: { x: [3, 48, 100] }, data: { kind: "zero" } });
     expect(saved.inputs[0]).toMatchObject({ dims: [3, 48, 100], suggested: false });
     expect(saved).toMatchObject({ data: { kind: "zero" } });
     expect(saved.updatedAt).not.toBeNull();

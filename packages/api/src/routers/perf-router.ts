@@ -1,9 +1,5 @@
 import { z } from "zod";
-import {
-  requireModelChanger,
-  requireOperatorChanger,
-  requirePerfRunChanger,
-} from "../services/ownership/ownership.js";
+import { requireModelChanger, requireOperatorChanger, requirePerfRunChanger } from "../services/ownership/ownership.js";
 import { PERF_INPUT_LIMITS } from "../services/perf/perf-inputs.js";
 import { adminProcedure, engineerProcedure, router, viewerProcedure } from "../trpc.js";
 import { AUTO_PERF_LIMITS } from "../services/perf/auto-perf-settings.js";
@@ -56,6 +52,8 @@ export const perfRouter = router({
         data: z.discriminatedUnion("kind", [
           z.object({ kind: z.literal("random") }),
           z.object({ kind: z.literal("zero") }),
+          /** Keeps the data file saved before (only the shapes change). */
+          z.object({ kind: z.literal("keep") }),
           z.object({
             kind: z.literal("file"),
             name: z.string().trim().min(1).max(256),

@@ -62,7 +62,8 @@ export interface PerfInputsView {
 export interface PerfInputsUpdate {
   /** Dims (batch excluded) by input name, for inputs with variable dims; others are refused. */
   shapes: Record<string, number[]>;
-  data: { kind: "random" | "zero" } | { kind: "file"; name: string; json: string };
+  /** `keep`: the data file saved before stays (only the shapes change). */
+  data: { kind: "random" | "zero" | "keep" } | { kind: "file"; name: string; json: string };
 }
 
 type RunInputOptions = Pick<PerfOptions, "shapes" | "inputData" | "inputDataFile" | "fillVariableDims">;
@@ -117,6 +118,15 @@ export class PerfInputsStore {
   async update(actor: Actor, target: PerfTarget, update: PerfInputsUpdate): Promise<PerfInputsView> {
     const { inputs, maxBatchSize } = await this.signature(target);
     let json: unknown = null;
+    if (update.data.kind === "keep") {
+      const row = await this.prisma.perfInputs.findUnique({ where: { targetKind_targetName: keyOf(target) } });
+      if (row === null || row.dataKind !== "file" || row.data === null)
+        throw invalid("data", "there is no saved data file to keep; choose random, zero or a file");
+      update = {
+        ...update,
+        data: { kind: "file", name: row.dataName ?? "data file", json: JSON.stringify(row.data) },
+      };
+    }
     if (update.data.kind === "file") {
       const bytes = Buffer.byteLength(update.data.json, "utf8");
       if (bytes > PERF_INPUT_LIMITS.maxSampleBytes) {
@@ -151,14 +161,10 @@ export class PerfInputsStore {
         );
       }
     }
-    const options = runOptions(
-      update.shapes,
-      update.data.kind,
-      update.data.kind === "file" ? update.data.name : null,
-      json,
-    );
+    const dataKind = update.data.kind === "keep" ? "file" : update.data.kind;
+    const options = runOptions(update.shapes, dataKind, update.data.kind === "file" ? update.data.name : null, json);
     checkRequests(inputs, maxBatchSize, options);
-    const data = update.data;
+    const data = update.data as { kind: "random" | "zero" } | { kind: "file"; name: string; json: string };
     const row = {
       shapes: update.shapes as Prisma.InputJsonObject,
       dataKind: data.kind,
@@ -283,9 +289,11 @@ function shapesOf(value: unknown): Record<string, number[]> {
   return out;
 }
 
-function dataOf(
-  row: { dataKind: string; dataName: string | null; data: unknown } | null,
-): { kind: PerfDataKind; name: string | null; json: unknown } {
+function dataOf(row: { dataKind: string; dataName: string | null; data: unknown } | null): {
+  kind: PerfDataKind;
+  name: string | null;
+  json: unknown;
+} {
   if (row === null) return { kind: "random", name: null, json: null };
   const kind: PerfDataKind = row.dataKind === "zero" || row.dataKind === "file" ? row.dataKind : "random";
   return { kind, name: kind === "file" ? row.dataName : null, json: kind === "file" ? row.data : null };
