@@ -85,7 +85,7 @@ export function perfCommand(): Command {
     .option(
       "-H, --header <'Name: value'>",
       "a header sent with every request (HTTP header, gRPC metadata), e.g. 'Authorization: Bearer opk_…' (repeatable)",
-      collectHeader,
+      (value: string, previous: string[] = []) => [...previous, value],
     )
     .option("--binary", "http: send tensors as binary data (binary_tensor_data extension; the default)")
     .option("--no-binary", "http: send tensors as JSON")
@@ -115,7 +115,7 @@ interface PerfFlags {
   batchSize: number;
   shape?: Record<string, number[]>;
   inputData: string;
-  header?: Record<string, string>;
+  header?: string[];
   binary?: boolean;
   json?: boolean;
   latencyReportFile?: string;
@@ -132,6 +132,15 @@ async function runPerfCommand(flags: PerfFlags): Promise<void> {
     );
     controller.abort();
   };
+  // Checked here, not in commander's parser: its message would repeat the whole value (an API key) on the terminal.
+  let headers: Record<string, string> | undefined;
+  try {
+    headers = flags.header === undefined ? undefined : parseHeaders(flags.header);
+  } catch (error) {
+    process.stderr.write(`error: ${messageOf(error)}\n`);
+    process.exitCode = EXIT_USAGE;
+    return;
+  }
   process.on("SIGINT", onInterrupt);
 
   const options: PerfOptions = {
@@ -150,7 +159,7 @@ async function runPerfCommand(flags: PerfFlags): Promise<void> {
     shapes: flags.shape ?? {},
     inputData: flags.inputData,
     binaryData: flags.binary !== false,
-    ...(flags.header !== undefined ? { headers: flags.header } : {}),
+    ...(headers !== undefined ? { headers } : {}),
     signal: controller.signal,
   };
 
@@ -231,22 +240,24 @@ function parsePositiveNumber(value: string): number {
 /** HTTP's token characters: what a header name may hold (RFC 9110). */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
-/** -H 'Name: value' (perf_analyzer's form; ':' separates, spaces around the value are dropped). */
-function collectHeader(value: string, previous: Record<string, string> | undefined): Record<string, string> {
-  const colon = value.indexOf(":");
-  const name = colon > 0 ? value.slice(0, colon).trim() : "";
-  const text = colon > 0 ? value.slice(colon + 1).trim() : "";
-  if (!HEADER_NAME.test(name))
-    throw new InvalidArgumentError(
-      `-H '${shownHeader(value)}': expected 'Name: value', e.g. 'Authorization: Bearer <key>'`,
-    );
-  if (text === "" || /[\r\n\0]/.test(text))
-    throw new InvalidArgumentError(`-H '${name}': the value is empty or holds a line break`);
-  return { ...(previous ?? {}), [name.toLowerCase()]: text };
+/** -H 'Name: value', repeatable (perf_analyzer's form; ':' separates, spaces around the value are dropped). */
+function parseHeaders(values: readonly string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const value of values) {
+    const colon = value.indexOf(":");
+    const name = colon > 0 ? value.slice(0, colon).trim() : "";
+    const text = colon > 0 ? value.slice(colon + 1).trim() : "";
+    if (!HEADER_NAME.test(name))
+      throw new Error(`-H '${shownHeader(value)}': expected 'Name: value', e.g. 'Authorization: Bearer <key>'`);
+    if (text === "" || /[\r\n\0]/.test(text)) throw new Error(`-H '${name}': the value is empty or holds a line break`);
+    headers[name.toLowerCase()] = text;
+  }
+  return headers;
 }
 
-/** The flag as typed, with any value cut off: an API key must not end up in a terminal's scrollback twice. */
+/** The flag with its value cut off: an API key must not be printed back to the terminal. */
 function shownHeader(value: string): string {
   const colon = value.indexOf(":");
-  return colon >= 0 ? `${value.slice(0, colon)}: …` : value.length > 40 ? `${value.slice(0, 40)}…` : value;
+  if (colon >= 0) return `${value.slice(0, colon)}: …`;
+  return value.length > 8 ? `${value.slice(0, 8)}…` : value;
 }
