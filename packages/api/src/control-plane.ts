@@ -5,7 +5,6 @@ import { ApiKeyService } from "./services/api-keys/api-key-service.js";
 import { GatewayClient } from "./services/gateway/gateway-client.js";
 import { HardwareProfiles } from "./services/costs/hardware-profiles.js";
 import { OperatorRegistry, type SyncFailure } from "./services/operators/operator-registry.js";
-import { PerfInputsStore } from "./services/perf/perf-inputs.js";
 import { PerfRuns } from "./services/perf/perf-runs.js";
 import type { TargetChangeListener } from "./services/target-changes.js";
 import { ConfigSearches } from "./services/config-search/config-searches.js";
@@ -38,7 +37,6 @@ export class ControlPlane {
     const prisma = resolved.db.prisma;
     const needsSetup = (await prisma.user.count()) === 0;
     const gateway = new GatewayClient(resolved.gateway);
-    const perfInputs = new PerfInputsStore(prisma, gateway);
     const perfRuns = new PerfRuns(prisma, gateway, resolved.gateway, resolved.logger, resolved.perfRuns);
     // Automatic perf reports: every stored upload, new version, config change and operator version queues a run (unless turned off).
     const onChange: TargetChangeListener = (change) => {
@@ -74,7 +72,7 @@ export class ControlPlane {
       gateway,
       operators: new OperatorRegistry(prisma, gateway, resolved.logger, onChange),
       perfRuns,
-      perfInputs,
+      perfInputs: perfRuns.inputs,
       hardware,
       configSearches: new ConfigSearches({
         prisma,

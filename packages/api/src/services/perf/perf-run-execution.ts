@@ -6,6 +6,7 @@ import { messageOf } from "@operon/perf/perf-error";
 import type { PerfProgress } from "@operon/perf/perf-progress";
 import type { PerfReport } from "@operon/perf/perf-report";
 import { runPerf, type PerfOptions } from "@operon/perf/run-perf";
+import type { PerfInputsStore } from "./perf-inputs.js";
 import type { Logger } from "@operon/protocol/logger";
 import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-client.js";
@@ -51,6 +52,8 @@ export interface PerfRunExecutionOptions {
   options: PerfRunsOptions;
   /** The control plane is stopping: a run waiting for headroom stays QUEUED. */
   isStopped(): boolean;
+  /** How the target's inputs are filled (shapes for variable dims, sample data). */
+  inputs: PerfInputsStore;
 }
 
 export class PerfRunExecution {
@@ -175,7 +178,10 @@ export class PerfRunExecution {
     config: PerfRunConfig,
     gate: HeadroomResult | undefined,
   ): Promise<void> {
+    // The target's saved perf inputs, else suggested sizes for variable dims and random data.
+    const inputs = await this.context.inputs.optionsFor({ kind: row.targetKind, name: row.targetName });
     const base: PerfOptions = {
+      ...inputs,
       model: row.targetName,
       // An operator is served as one version; its registry version is only the report's label.
       ...(row.targetVersion !== null && row.targetKind === "MODEL" ? { version: row.targetVersion } : {}),
