@@ -67,5 +67,7 @@ export function hostLoadLabel(load: PerfReportDetail["hostLoad"]): string {
     load.waitedMs !== null && load.waitedMs >= 1000
       ? `; waited ${formatInteger(Math.round(load.waitedMs / 1000))} s for headroom`
       : "";
-  return `${other}; load per core ${formatNumber(load.loadPerCoreBefore)} before, ${formatNumber(load.loadPerCoreAfter)} after${waited}`;
+  const idle =
+    load.idleCoresAtStart != null ? `; ${formatNumber(load.idleCoresAtStart, 1)} cores idle at the start` : "";
+  return `${other}; load per core ${formatNumber(load.loadPerCoreBefore)} before, ${formatNumber(load.loadPerCoreAfter)} after${idle}${waited}`;
 }

@@ -34,9 +34,15 @@ export interface PerfHostLoad {
   /** 1-minute load average per core before and after the run (the run's own load included in "after"). */
   loadPerCoreBefore: number;
   loadPerCoreAfter: number;
-  /** Automatic runs: how long the run waited for headroom (0 when the first check found it) and the traffic when it started. */
+  /**
+   * Automatic runs: how long the run waited for headroom (0 when the first
+   * check found it), the measured model's own users' traffic and the cores
+   * the gateway left idle when it started (reports before issue 27 counted
+   * all traffic in requestsPerSecAtStart and have no idleCoresAtStart).
+   */
   waitedMs: number | null;
   requestsPerSecAtStart: number | null;
+  idleCoresAtStart?: number | null;
   /** Automatic runs: why the sweep ended. */
   stopReason: SweepStopReason | null;
 }
