@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -16,6 +16,26 @@ const MODEL = "text_direction_preprocess";
 
 describe("console: perf inputs of an image pipeline", () => {
   const system = useSignedInConsole({ admin: ADMIN });
+
+  async function startRun(): Promise<void> {
+    const { page } = system.session;
+    await page.goto("/perf");
+    await visible(heading(page, "Perf reports"));
+    const form = page.getByRole("form", { name: "New run" });
+    await form.getByLabel("Target", { exact: true }).selectOption(`MODEL:${MODEL}`);
+    await form.getByLabel("From", { exact: true }).fill("1");
+    await form.getByLabel("To", { exact: true }).fill("1");
+    await form.getByLabel("Measurement interval (seconds)").fill("0.5");
+    await form.getByRole("button", { name: "Start run" }).click();
+  }
+
+  it("with random bytes as its PNG input the run fails, and the perf list says why (item 10)", async () => {
+    const { page } = system.session;
+    await startRun();
+    await visible(page.getByText(/^Failed/), 120_000);
+    const row = await visible(page.getByRole("row").filter({ hasText: `model ${MODEL}` }));
+    await visible(row.getByText(/PNG/i));
+  }, 150_000);
 
   it("refuses a data file that does not fit, naming the input, then saves an uploaded PNG as the BYTES input", async () => {
     const { page } = system.session;
@@ -51,19 +71,34 @@ describe("console: perf inputs of an image pipeline", () => {
     await page.emulateMedia({ colorScheme: "light" });
   }, 60_000);
 
-  it("a perf run of it then succeeds with the image as its input", async () => {
+  it("a perf run of it then succeeds with the image as its input; the report downloads as CSV and JSON", async () => {
     const { page } = system.session;
-    await page.goto("/perf");
-    await visible(heading(page, "Perf reports"));
-    const form = page.getByRole("form", { name: "New run" });
-    await form.getByLabel("Target", { exact: true }).selectOption(`MODEL:${MODEL}`);
-    await form.getByLabel("From", { exact: true }).fill("1");
-    await form.getByLabel("To", { exact: true }).fill("1");
-    await form.getByLabel("Measurement interval (seconds)").fill("0.5");
-    await form.getByRole("button", { name: "Start run" }).click();
+    await startRun();
     await visible(page.getByText(/^Succeeded: 1 of 1 steps? measured$/), 120_000);
     const api = await signedInApiSession(system.operon, ADMIN);
     const [report] = await api.client.perf.list.query({ targetName: MODEL, limit: 1 });
     expect(report).toMatchObject({ status: "SUCCEEDED", summary: { inputData: { kind: "file", name: "text_0.png" } } });
+
+    await page.goto(`/perf/${report!.id}`);
+    await visible(page.getByText(/image BYTES \[1, 1\]; values from text_0\.png/));
+    const [csv] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Download CSV" }).click(),
+    ]);
+    const lines = readFileSync((await csv.path())!, "utf8")
+      .trim()
+      .split("\n");
+    expect(lines[0]).toMatch(/^concurrency,batch_size,throughput_infer_per_sec,/);
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatch(/^1,1,/);
+    const [json] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Download JSON" }).click(),
+    ]);
+    expect(JSON.parse(readFileSync((await json.path())!, "utf8"))).toMatchObject({
+      id: report!.id,
+      status: "SUCCEEDED",
+    });
+    expect(system.session.errors).toEqual([]);
   }, 150_000);
 });
