@@ -7,7 +7,9 @@ import type { PerfProgress } from "@operon/perf/perf-progress";
 import type { PerfReport } from "@operon/perf/perf-report";
 import { runPerf, type PerfOptions } from "@operon/perf/run-perf";
 import type { PerfInputsStore } from "./perf-inputs.js";
+import { OperatorSpecSchema } from "@operon/operator-spec/operator-spec-schema";
 import type { Logger } from "@operon/protocol/logger";
+import { parseJsonColumn } from "../json-column.js";
 import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-client.js";
 import type { AutoPerfSettingsStore } from "./auto-perf-settings.js";
@@ -162,9 +164,16 @@ export class PerfRunExecution {
   /** The target's own entries in the gateway's statistics: its name, and an operator's step models. */
   private async ownModels(row: PerfReportRow): Promise<Set<string>> {
     if (row.targetKind !== "OPERATOR") return new Set([row.targetName]);
-    const operator = await this.prisma.operator.findUnique({ where: { name: row.targetName }, select: { spec: true } });
-    const steps = (operator?.spec as { steps?: Array<{ model?: unknown }> } | null)?.steps ?? [];
-    return new Set([row.targetName, ...steps.flatMap((step) => (typeof step.model === "string" ? [step.model] : []))]);
+    const operator = await this.prisma.operator.findUnique({
+      where: { name: row.targetName },
+      select: { id: true, spec: true },
+    });
+    const steps =
+      operator === null
+        ? []
+        : parseJsonColumn(OperatorSpecSchema, operator.spec, { table: "Operator", column: "spec", id: operator.id })
+            .steps;
+    return new Set([row.targetName, ...steps.flatMap((step) => (step.kind === "model" ? [step.model] : []))]);
   }
 
   /** The gateway's request total of users' traffic, less the target's own entries: what other clients sent. */
