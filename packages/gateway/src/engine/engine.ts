@@ -12,6 +12,7 @@ import type {
   ServerMetadata,
 } from "@operon/protocol/inference";
 import { DEFAULT_MAX_BYTES_ELEMENTS, type Parameters, type Tensor } from "@operon/protocol/tensor";
+import { PERF_TRAFFIC_PARAMETER, PERF_TRAFFIC_VALUE } from "@operon/protocol/perf-traffic";
 import type { InferenceEngine, OperatorInfo, OperatorValidation, StreamResponseHandler } from "./engine-api.js";
 import type { TenantShares } from "../admission/tenant-shares.js";
 import type { FailureReason, GatewayMetrics } from "../observability/metrics.js";
@@ -82,6 +83,8 @@ export class Engine implements InferenceEngine {
         inputs,
         outputs: outputNames.map((name) => ({ name })),
         signal,
+        // The frontend drops the tag from callers who may not set it, so a step's copy of it can be trusted.
+        ...(parameters?.[PERF_TRAFFIC_PARAMETER] === PERF_TRAFFIC_VALUE ? { trafficClass: "perf" as const } : {}),
       }),
     );
     // Models' BLS calls (ctx.infer) are requests like any other: validation, scheduler (batching), statistics, cache.
@@ -232,6 +235,7 @@ export class Engine implements InferenceEngine {
       };
     } catch (error) {
       served.stats.recordFailure(elapsedNs(started), "OTHER");
+      this.countPerfTraffic(request, served, "fail", 0, elapsedNs(started));
       throw error;
     }
   }
@@ -287,6 +291,7 @@ export class Engine implements InferenceEngine {
           served.stats.recordCacheHit(cacheMissNs);
           const requestNs = elapsedNs(started);
           served.stats.recordCachedSuccess(requestNs);
+          this.countPerfTraffic(request, served, "success", 0, requestNs);
           this.info.metrics?.observeLatency(served, { requestNs, queueNs: 0 });
           return responseOf(request, served, hit.outputs);
         }
@@ -300,7 +305,7 @@ export class Engine implements InferenceEngine {
           served.stats.recordCacheMiss(cacheMissNs + elapsedNs(insertStarted));
           cacheKey = undefined;
         }
-        this.recordSuccess(served, elapsedNs(started), result, scheduled.batchSize);
+        this.recordSuccess(request, served, elapsedNs(started), result, scheduled.batchSize);
         const response = responseOf(request, served, outputs);
         if (result.parameters !== undefined) response.parameters = result.parameters;
         return response;
@@ -308,6 +313,7 @@ export class Engine implements InferenceEngine {
         if (cacheKey !== undefined) served.stats.recordCacheMiss(cacheMissNs);
         const failure = asOperonError(error);
         served.stats.recordFailure(elapsedNs(started), failureReason(failure));
+        this.countPerfTraffic(request, served, "fail", 0, elapsedNs(started));
         throw failure;
       }
     } finally {
@@ -391,12 +397,15 @@ export class Engine implements InferenceEngine {
         this.inFlight -= 1;
         if ("error" in outcome) {
           served.stats.recordFailure(elapsedNs(started), failureReason(outcome.error));
+          this.countPerfTraffic(request, served, "fail", 0, elapsedNs(started));
           if (delivered === 0) reject(outcome.error);
           else deliver(outcome.error, true);
           return;
         }
-        if (failure !== undefined) served.stats.recordFailure(elapsedNs(started), failureReason(failure));
-        else this.recordSuccess(served, elapsedNs(started), outcome.result, scheduled.batchSize);
+        if (failure !== undefined) {
+          served.stats.recordFailure(elapsedNs(started), failureReason(failure));
+          this.countPerfTraffic(request, served, "fail", 0, elapsedNs(started));
+        } else this.recordSuccess(request, served, elapsedNs(started), outcome.result, scheduled.batchSize);
         if (!finished)
           deliver(
             new OperonError("INTERNAL", `model '${request.modelName}' ended its stream without a final response`),
@@ -411,13 +420,31 @@ export class Engine implements InferenceEngine {
   }
 
   /** A request that ran and succeeded: statistics (and their counters) and the latency summaries, from the same durations. */
-  private recordSuccess(served: ServedVersion, requestNs: number, result: ScheduledResult, batchSize: number): void {
+  private recordSuccess(
+    request: InferRequest,
+    served: ServedVersion,
+    requestNs: number,
+    result: ScheduledResult,
+    batchSize: number,
+  ): void {
     served.stats.recordSuccess(requestNs, result.queueNs, result.timing, batchSize);
+    this.countPerfTraffic(request, served, "success", batchSize, requestNs);
     this.info.metrics?.observeLatency(served, {
       requestNs,
       queueNs: result.queueNs,
       computeInferNs: result.timing.computeInferNs,
     });
+  }
+
+  /** A tagged perf request (request.trafficClass, perf-traffic.ts) is counted apart too, so usage can leave it out. */
+  private countPerfTraffic(
+    request: InferRequest,
+    served: ServedVersion,
+    outcome: "success" | "fail",
+    inferences: number,
+    requestNs: number,
+  ): void {
+    if (request.trafficClass === "perf") served.stats.recordPerfTraffic(outcome, inferences, requestNs);
   }
 
   /** A model's BLS call (ctx.infer) at BLS depth `depth`: an inference like any other, one level deeper. */
@@ -432,6 +459,8 @@ export class Engine implements InferenceEngine {
     for (const [key, value] of Object.entries(call.parameters ?? {})) {
       if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") parameters[key] = value;
     }
+    // Model code may not tag its calls as perf traffic (it would hide them from usage and cost).
+    delete parameters[PERF_TRAFFIC_PARAMETER];
     // A depth the model passed on (explicitly) never lowers the one the gateway derived.
     const passed = parameters[BLS_DEPTH_PARAMETER];
     parameters[BLS_DEPTH_PARAMETER] = typeof passed === "number" && passed > depth ? passed : depth;
