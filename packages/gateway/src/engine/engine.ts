@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import type { WorkerInstanceInfo, WorkersResponse } from "@operon/protocol/admin";
+import type { GpuInfo, WorkerInstanceInfo, WorkersResponse } from "@operon/protocol/admin";
 import { asOperonError, OperonError } from "@operon/protocol/errors";
 import type {
   InferRequest,
@@ -69,6 +69,8 @@ export class Engine implements InferenceEngine {
       tenantShares?: TenantShares | undefined;
       /** Elements one BYTES input may hold (--max-bytes-elements); default DEFAULT_MAX_BYTES_ELEMENTS. */
       maxBytesElements?: number | undefined;
+      /** The host's GPU readings (observability/gpu-metrics.ts); unset = none (no NVML). */
+      gpus?: (() => GpuInfo[]) | undefined;
     },
   ) {
     // Operator steps (ensembles, registered DAGs) call models through this engine's own infer, in process:
@@ -153,12 +155,12 @@ export class Engine implements InferenceEngine {
   }
 
   async infer(request: InferRequest): Promise<InferResponse> {
-    const prepared = await this.prepare(request, "one response");
+    const prepared = this.prepareServed(request, "one response") ?? (await this.prepare(request, "one response"));
     return this.runForOneResponse(request, prepared);
   }
 
   async inferStream(request: InferRequest, onResponse: StreamResponseHandler): Promise<void> {
-    const prepared = await this.prepare(request, "any");
+    const prepared = this.prepareServed(request, "any") ?? (await this.prepare(request, "any"));
     if (!isDecoupledConfig(prepared.served)) {
       onResponse(await this.runForOneResponse(request, prepared), true, false);
       return;
@@ -193,6 +195,31 @@ export class Engine implements InferenceEngine {
       // Only a failed lookup gets here: a model the resource scheduler unloaded loads again (parked-models.ts).
       served = await this.manager.resolveAfterLoad(error, request.modelName, request.modelVersion);
     }
+    return this.prepareFor(served, request, responses, started);
+  }
+
+  /**
+   * prepare() without a turn of the microtask queue for the common case, a
+   * version that is served now: the prepared request, or undefined when the
+   * lookup fails (prepare() then loads a parked model or throws its error).
+   */
+  private prepareServed(request: InferRequest, responses: "one response" | "any"): PreparedRequest | undefined {
+    const started = process.hrtime.bigint();
+    let served: ServedVersion;
+    try {
+      served = this.manager.resolve(request.modelName, request.modelVersion);
+    } catch {
+      return undefined;
+    }
+    return this.prepareFor(served, request, responses, started);
+  }
+
+  private prepareFor(
+    served: ServedVersion,
+    request: InferRequest,
+    responses: "one response" | "any",
+    started: bigint,
+  ): PreparedRequest {
     if (responses === "one response" && isDecoupledConfig(served)) {
       // Triton's answer too: a decoupled model's responses cannot fit one reply.
       throw new OperonError(
@@ -539,6 +566,7 @@ export class Engine implements InferenceEngine {
       workers,
       hostCpuCores: availableParallelism(),
       gateway: { pid: process.pid, cpuSeconds: (cpu.user + cpu.system) / 1e6, rssBytes: process.memoryUsage().rss },
+      gpus: this.info.gpus?.() ?? [],
     };
   }
 }
@@ -568,20 +596,24 @@ function scheduledRequestOf(served: ServedVersion, request: InferRequest, maxByt
   const policy = served.instances.policy;
   const level = priorityLevelOf(policy, request.parameters);
   const parameters = wireParameters(request.parameters);
-  const context: RequestContext = {
-    blsDepth,
-    ...(request.id !== undefined && request.id !== "" ? { id: request.id } : {}),
-    ...(parameters !== undefined ? { parameters } : {}),
-    ...(request.signal !== undefined ? { signal: request.signal } : {}),
-  };
-  return {
-    ...validated,
+  // Built field by field, not by spreads: this runs for every request, and optional fields stay absent.
+  const context: RequestContext = { blsDepth };
+  if (request.id !== undefined && request.id !== "") context.id = request.id;
+  if (parameters !== undefined) context.parameters = parameters;
+  const scheduled: RunnerRequest = {
+    inputs: validated.inputs,
+    outputNames: validated.outputNames,
+    batchSize: validated.batchSize,
     level,
     timeoutNs: queueTimeoutNsOf(policy, level, request.parameters),
-    ...(request.signal !== undefined ? { signal: request.signal } : {}),
     parameters: request.parameters,
     context,
   };
+  if (request.signal !== undefined) {
+    context.signal = request.signal;
+    scheduled.signal = request.signal;
+  }
+  return scheduled;
 }
 
 /** The request's BLS depth (operon_bls_depth); INVALID_ARG when malformed or beyond MAX_BLS_DEPTH. */
@@ -606,10 +638,12 @@ function blsDepthOf(request: InferRequest): number {
 
 /** Parameters as the worker wire carries them (64-bit integers beyond 2^53 as decimal strings); undefined when none. */
 function wireParameters(parameters: Parameters): Record<string, string | number | boolean> | undefined {
-  const entries = Object.entries(parameters);
-  if (entries.length === 0) return undefined;
-  const wire: Record<string, string | number | boolean> = {};
-  for (const [key, value] of entries) wire[key] = typeof value === "bigint" ? value.toString() : value;
+  let wire: Record<string, string | number | boolean> | undefined;
+  for (const key in parameters) {
+    if (!Object.hasOwn(parameters, key)) continue;
+    const value = parameters[key]!;
+    (wire ??= {})[key] = typeof value === "bigint" ? value.toString() : value;
+  }
   return wire;
 }
 
@@ -632,6 +666,7 @@ function failureReason(error: OperonError): FailureReason {
 /** Orders outputs as requested (else as configured) and maps reshaped outputs back to their config dims. */
 function restoreOutputShapes(served: ServedVersion, outputs: Tensor[], requested: string[] | undefined): Tensor[] {
   const configs = served.signature.outputs;
+  if (requested === undefined && inConfigOrderAsIs(configs, outputs)) return outputs;
   const order = requested ?? configs.map((output) => output.name);
   const byName = new Map(outputs.map((output) => [output.name, output]));
   const ordered: Tensor[] = [];
@@ -650,4 +685,14 @@ function restoreOutputShapes(served: ServedVersion, outputs: Tensor[], requested
   }
   for (const tensor of outputs) if (!order.includes(tensor.name)) ordered.push(tensor);
   return ordered;
+}
+
+/** True when the outputs are exactly the configured ones, in config order, none reshaped: nothing to restore. */
+function inConfigOrderAsIs(configs: ServedVersion["signature"]["outputs"], outputs: Tensor[]): boolean {
+  if (outputs.length !== configs.length) return false;
+  for (let i = 0; i < configs.length; i += 1) {
+    const config = configs[i]!;
+    if (config.reshape !== undefined || config.name !== outputs[i]!.name) return false;
+  }
+  return true;
 }
