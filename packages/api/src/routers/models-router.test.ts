@@ -610,6 +610,52 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     expect(await db.prisma.model.count({ where: { name: "add_sub" } })).toBe(1);
   });
 
+  it("lists an operator as an operator, says which operators use a model, and refuses to delete a model in use", async () => {
+    const { uploadId } = await upload("used_adder", ADD_SUB);
+    await engineer().models.upload.finish({ uploadId });
+    const spec = {
+      inputs: [
+        { name: "A", datatype: "FP32", dims: [16] },
+        { name: "B", datatype: "FP32", dims: [16] },
+      ],
+      outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
+      maxBatchSize: 4,
+      steps: [
+        {
+          id: "first",
+          kind: "model",
+          model: "used_adder",
+          inputs: { INPUT0: "A", INPUT1: "B" },
+          outputs: { OUTPUT0: "Y" },
+        },
+      ],
+    };
+    await engineer().operators.create({ name: "adds_once", spec });
+    const listed = (await h.as("VIEWER").models.list()).models;
+    // The gateway lists the operator beside its models: it is an operator, not a repository folder (issue 27, item 4).
+    expect(listed.find((model) => model.name === "adds_once")).toMatchObject({ source: "operator", usedBy: [] });
+    expect(listed.find((model) => model.name === "used_adder")).toMatchObject({
+      source: "uploaded",
+      usedBy: ["adds_once"],
+    });
+    expect(await h.as("VIEWER").models.get({ name: "adds_once" })).toMatchObject({ source: "operator" });
+    expect((await h.as("VIEWER").models.get({ name: "used_adder" })).usedBy).toEqual(["adds_once"]);
+
+    const refused = await failure(engineer().models.delete({ name: "used_adder" }));
+    expect(refused.code).toBe("CONFLICT");
+    expect(refused.message).toMatch(
+      /^model 'used_adder' is used by operator 'adds_once': change it to use another model/,
+    );
+    expect(await db.prisma.model.count({ where: { name: "used_adder" } })).toBe(1);
+    expect((await h.as("VIEWER").models.infer({ name: "used_adder", inputs: addSubInputs })).modelVersion).toBe("1");
+    const unload = await failure(engineer().models.unload({ name: "adds_once" }));
+    expect(unload.code).toBe("CONFLICT");
+    expect(unload.message).toMatch(/'adds_once' is an operator, not a model/);
+
+    await engineer().operators.delete({ name: "adds_once" });
+    expect(await engineer().models.delete({ name: "used_adder" })).toEqual({ name: "used_adder", deleted: true });
+  });
+
   it("writes an audit event for every change", async () => {
     const { events } = await h.as("ADMIN").audit.list({ action: "model.", limit: 100 });
     const actions = new Set(events.map((event) => `${event.action} ${event.targetId}`));
@@ -624,7 +670,7 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     ]) {
       expect(actions).toContain(expected);
     }
-    const uploads = events.filter((event) => event.action === "model.upload");
+    const uploads = events.filter((event) => event.action === "model.upload" && event.targetId === "adder");
     expect(uploads.map((event) => (event.after as { version: number }).version).sort()).toEqual([1, 2]);
     expect(uploads.every((event) => event.actorEmail === "engineer@example.com")).toBe(true);
     // Refused uploads left no trace in the models' tables, and none in the audit either.

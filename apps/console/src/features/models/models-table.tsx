@@ -4,6 +4,7 @@ import Link from "next/link";
 import { DataTable, type DataColumn } from "@/components/data-table/data-table";
 import { TruncatedText } from "@/components/data-table/truncated-text";
 import { formatInteger } from "@/lib/number-format";
+import { operatorHref } from "../operators/operator-labels";
 import { ModelActions } from "./model-actions";
 import type { ModelSummary } from "./model-state";
 import { ModelStateBadge } from "./model-state-badge";
@@ -13,7 +14,7 @@ export function modelHref(name: string): string {
 }
 
 export function modelSourceLabel(source: ModelSummary["source"]): string {
-  return source === "uploaded" ? "Uploaded" : "Repository";
+  return source === "uploaded" ? "Uploaded" : source === "operator" ? "Operator" : "Repository";
 }
 
 /** The backend as Triton names it (`onnxruntime`), else the platform (`onnxruntime_onnx`), else "—". */
@@ -29,10 +30,15 @@ const COLUMNS: DataColumn<ModelSummary>[] = [
     sortValue: (model) => model.name,
     cell: (model) => (
       <>
-        <Link href={modelHref(model.name)}>
+        <Link href={model.source === "operator" ? operatorHref(model.name) : modelHref(model.name)}>
           <TruncatedText text={model.name} />
         </Link>
         {model.description ? <span className="cell-note">{model.description}</span> : null}
+        {model.usedBy.length > 0 ? (
+          <span className="cell-note">
+            used by <TruncatedText text={model.usedBy.join(", ")} size="short" />
+          </span>
+        ) : null}
       </>
     ),
   },

@@ -15,22 +15,22 @@ const time = (value: Date | string | null | undefined) => (value ? new Date(valu
 export function UsersTable({ users, currentUserId }: { users: readonly UserRow[]; currentUserId: string }) {
   const columns: DataColumn<UserRow>[] = [
     {
+      // The name sits under the email: a column of its own would cost the dates and buttons their room.
       id: "email",
-      header: "Email",
+      header: "Email (name)",
       rowHeader: true,
       sortValue: (user) => user.email,
       cell: (user) => (
         <>
           <TruncatedText text={user.email} />
           {user.id === currentUserId ? <span className="badge badge-quiet">you</span> : null}
+          {user.name ? (
+            <span className="cell-note">
+              <TruncatedText text={user.name} />
+            </span>
+          ) : null}
         </>
       ),
-    },
-    {
-      id: "name",
-      header: "Name",
-      sortValue: (user) => user.name,
-      cell: (user) => (user.name ? <TruncatedText text={user.name} size="short" /> : "—"),
     },
     {
       id: "role",

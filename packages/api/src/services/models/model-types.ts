@@ -5,7 +5,8 @@ import type { Actor } from "../audit/audit-log.js";
 // What the model services (model-services.ts) take in and hand back to the models router.
 
 export type GatewayModelState = "READY" | "UNAVAILABLE" | "LOADING" | "UNLOADING" | "UNKNOWN";
-export type ModelSource = "uploaded" | "repository";
+/** "operator": an operator registered through the API (the console's Operators page), which the gateway serves as a model too. */
+export type ModelSource = "uploaded" | "repository" | "operator";
 
 export interface ModelVersionSummary {
   version: number;
@@ -28,6 +29,8 @@ export interface ModelSummary {
   /** Why the model is not READY ("unloaded", the load error, ...); "" when READY. */
   reason: string;
   versions: ModelVersionSummary[];
+  /** Registered operators whose steps call this model (deleting it is refused while any does). */
+  usedBy: string[];
   /** Instances the gateway runs (instance_group counts of the served config); 0 when not loaded. */
   instanceCount: number;
   /** Successful inferences since the gateway loaded the model. */
