@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { formAlert, heading, visible } from "./support/console-actions.js";
 import { useSignedInConsole } from "./support/signed-in-console.js";
@@ -41,6 +42,20 @@ describe("console: try a model from its page", () => {
     expect(await dataOf("OUTPUT0")).toEqual(INPUT0.map((value, index) => value + INPUT1[index]!));
     expect(await dataOf("OUTPUT1")).toEqual(INPUT0.map((value, index) => value - INPUT1[index]!));
     expect(await outputs.getByRole("row", { name: /^OUTPUT0 / }).textContent()).toContain("FP32[1, 16]");
+    // A classifier's answer at a glance (issue 27, item 6): OUTPUT0 = 3i - 6.5 peaks at its last index.
+    const sum = outputs.getByRole("row", { name: /^OUTPUT0 / });
+    expect(await sum.getByRole("cell").nth(2).textContent()).toBe(
+      "argmax 15top 5: 15 (38.5), 14 (35.5), 13 (32.5), 12 (29.5), 11 (26.5)",
+    );
+    // And the whole tensor as a download.
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      sum.getByRole("button", { name: "Download JSON of OUTPUT0" }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe("OUTPUT0.json");
+    const saved = JSON.parse(readFileSync((await download.path())!, "utf8")) as { shape: number[]; data: number[] };
+    expect(saved).toMatchObject({ name: "OUTPUT0", datatype: "FP32", shape: [1, 16] });
+    expect(saved.data).toEqual(INPUT0.map((value, index) => value + INPUT1[index]!));
     expect(await panel.getByText(/answered in \d+\.\d\d ms/).count()).toBe(1);
     expect(system.session.errors).toEqual([]);
   }, 60_000);

@@ -40,6 +40,7 @@ export function DataTable<Row>({
   rowClassName,
   className,
   stack = true,
+  captionVisible = false,
 }: {
   /** Names the table (its caption) and its scroll region. */
   label: string;
@@ -57,6 +58,8 @@ export function DataTable<Row>({
   className?: string;
   /** Cards on narrow screens (default); false keeps the grid and scrolls sideways. */
   stack?: boolean;
+  /** Show the caption as the table's title (two tables side by side: "Inputs", "Outputs"). */
+  captionVisible?: boolean;
 }) {
   const [sorting, setSorting] = useState<SortingState>(
     initialSort ? [{ id: initialSort.column, desc: initialSort.descending ?? false }] : [],
@@ -93,7 +96,7 @@ export function DataTable<Row>({
   return (
     <TableScroller label={label}>
       <table className={classes}>
-        <caption className="visually-hidden">{caption ?? label}</caption>
+        <caption className={captionVisible ? undefined : "visually-hidden"}>{caption ?? label}</caption>
         <thead>
           {table.getHeaderGroups().map((group) => (
             <tr key={group.id}>
