@@ -239,7 +239,7 @@ describe("console: register an operator", () => {
     const result = page.getByRole("region", { name: "Result" });
     const row = result.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "Y", exact: true }) });
     const expected = a.map((value, i) => value + 2 * b[i]!).join(", ");
-    await visible(row.getByRole("cell").last().locator("code").filter({ hasText: expected }));
+    await visible(row.locator("code.tensor-data").filter({ hasText: expected }));
 
     // And back: the JSON now holds what the form sent.
     await form.getByRole("radio", { name: "JSON" }).check();

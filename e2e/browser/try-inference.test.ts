@@ -1,7 +1,9 @@
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { formAlert, heading, visible } from "./support/console-actions.js";
 import { useSignedInConsole } from "./support/signed-in-console.js";
+import { REPO_ROOT } from "../support/operon-process.js";
 
 // A viewer's (here: the admin's) task: try a model from its page without
 // writing a client. add_sub answers INPUT0 + INPUT1 and INPUT0 - INPUT1.
@@ -83,4 +85,55 @@ describe("console: try a model from its page", () => {
     expect(await alert.textContent()).toMatch(/^The request failed: .*INPUT0/);
     expect(system.session.errors).toEqual([]);
   }, 60_000);
+
+  it("fills an input with zeros or random values in one click", async () => {
+    const { page } = system.session;
+    await page.goto("/models/add_sub");
+    const panel = await visible(page.getByRole("form", { name: "Try add_sub" }));
+    const first = panel.getByRole("group", { name: "Input “INPUT0”" });
+    const data = first.getByLabel("Data (JSON array, row-major)");
+    await first.getByRole("group", { name: "Fill “INPUT0” with" }).getByRole("button", { name: "Zeros" }).click();
+    expect(JSON.parse(await data.inputValue())).toEqual(new Array(16).fill(0));
+    await first.getByRole("group", { name: "Fill “INPUT0” with" }).getByRole("button", { name: "Random" }).click();
+    const random = JSON.parse(await data.inputValue()) as number[];
+    expect(random).toHaveLength(16);
+    expect(random.every((value) => value >= 0 && value < 1)).toBe(true);
+    expect(new Set(random).size).toBeGreaterThan(1);
+    expect(system.session.errors).toEqual([]);
+  });
+
+  it("sends a PNG picked for a BYTES input as raw bytes: the image pipeline answers in the browser", async () => {
+    const { page } = system.session;
+    await page.goto("/models/text_direction");
+    await visible(heading(page, "text_direction"));
+    const panel = await visible(page.getByRole("form", { name: "Try text_direction" }));
+    const image = panel.getByRole("group", { name: "Input “image”" });
+    // Too large a file is refused at the field, before anything is read or sent.
+    await image.getByLabel("File (sent as raw bytes, e.g. a PNG)").setInputFiles({
+      name: "huge.png",
+      mimeType: "image/png",
+      buffer: Buffer.alloc(7 * 1024 * 1024),
+    });
+    await visible(image.getByText(/^huge\.png is 7(\.0)? MiB; Try it sends files up to 6(\.0)? MiB$/));
+    await image
+      .getByLabel("File (sent as raw bytes, e.g. a PNG)")
+      .setInputFiles(join(REPO_ROOT, "examples/images/text_0.png"));
+    await visible(image.getByText("text_0.png"));
+    await panel.getByRole("button", { name: "Run" }).click();
+    const outputs = await visible(panel.getByRole("table", { name: "Outputs" }));
+    const label = outputs.getByRole("row", { name: /^label / });
+    expect(await label.locator("code.tensor-data").textContent()).toBe('["0°"]');
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
+  it("lists a model's tensor names beside the operator editor", async () => {
+    const { page } = system.session;
+    await page.goto("/operators/new");
+    await visible(heading(page, "New operator"));
+    await visible(page.getByText(/Ctrl\s*\+\s*Space completes step kinds, model names/));
+    const lookup = page.getByRole("region", { name: "Models and their tensors" });
+    await lookup.getByLabel("Model").selectOption("text_direction_classifier");
+    await visible(lookup.getByText("softmax_0.tmp_0"));
+    expect(system.session.errors).toEqual([]);
+  });
 });

@@ -656,6 +656,52 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     expect(await engineer().models.delete({ name: "used_adder" })).toEqual({ name: "used_adder", deleted: true });
   });
 
+  it("sends BYTES inputs given as base64 (a file picked in Try it) as binary data, and refuses bad ones", async () => {
+    expect(await engineer().models.load({ name: "identity_bytes" })).toMatchObject({ state: "READY" });
+    const [input] = (await h.as("VIEWER").models.get({ name: "identity_bytes" })).inputs;
+    const shape = input!.shape.map((dim) => (dim < 0 ? 1 : dim));
+    // Text with a character JSON would carry too, and bytes that arrive as they were sent.
+    const text = "héllo, wörld";
+    const answer = await h.as("VIEWER").models.infer({
+      name: "identity_bytes",
+      inputs: [
+        {
+          name: input!.name,
+          datatype: "BYTES",
+          shape,
+          data: [Buffer.from(text).toString("base64")],
+          encoding: "base64",
+        },
+      ],
+    });
+    expect(answer.outputs[0]!.data).toEqual([text]);
+
+    const notBase64 = await failure(
+      h.as("VIEWER").models.infer({
+        name: "identity_bytes",
+        inputs: [{ name: input!.name, datatype: "BYTES", shape, data: ["not base64!"], encoding: "base64" }],
+      }),
+    );
+    expect(notBase64.code).toBe("VALIDATION_FAILED");
+    expect(notBase64.message).toMatch(/each element must be base64/);
+    const notBytes = await failure(
+      h.as("VIEWER").models.infer({
+        name: "add_sub",
+        inputs: [{ ...addSubInputs[0]!, data: addSubInputs[0]!.data.map(() => "AAAA"), encoding: "base64" }],
+      }),
+    );
+    expect(notBytes.message).toMatch(/base64 data is for BYTES inputs, not FP32/);
+    const tooLarge = await failure(
+      h.as("VIEWER").models.infer({
+        name: "identity_bytes",
+        inputs: [
+          { name: input!.name, datatype: "BYTES", shape, data: ["A".repeat(9 * 1024 * 1024)], encoding: "base64" },
+        ],
+      }),
+    );
+    expect(tooLarge.message).toMatch(/more than 6 MiB/);
+  });
+
   it("writes an audit event for every change", async () => {
     const { events } = await h.as("ADMIN").audit.list({ action: "model.", limit: 100 });
     const actions = new Set(events.map((event) => `${event.action} ${event.targetId}`));

@@ -71,7 +71,14 @@ const COLUMNS: DataColumn<CurrentModel>[] = [
     header: "Memory",
     numeric: true,
     sortValue: (entry) => entry.memoryBytes,
-    cell: (entry) => formatBytes(entry.memoryBytes),
+    cell: (entry) =>
+      entry.memoryBytes === null && (entry.threadInstances ?? 0) > 0 ? (
+        <span title="Its instances run on gateway threads: their memory is in the gateway's (the Memory tile)">
+          in gateway
+        </span>
+      ) : (
+        formatBytes(entry.memoryBytes)
+      ),
   },
 ];
 

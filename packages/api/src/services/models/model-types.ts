@@ -78,6 +78,8 @@ export interface InferInput {
   datatype: string;
   shape: number[];
   data: Array<number | string | boolean>;
+  /** "base64": a BYTES input's elements are base64 of raw bytes (a PNG from the file picker), sent as binary data. */
+  encoding?: "base64" | undefined;
 }
 
 export interface InferResult {
