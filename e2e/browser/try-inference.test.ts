@@ -136,4 +136,25 @@ describe("console: try a model from its page", () => {
     await visible(lookup.getByText("softmax_0.tmp_0"));
     expect(system.session.errors).toEqual([]);
   });
+
+  it("shows a model's config as config.pbtxt or JSON and downloads config.pbtxt", async () => {
+    const { page } = system.session;
+    await page.goto("/models/add_sub");
+    await visible(heading(page, "add_sub"));
+    // Triton's own format first (issue 27, item 9), parseable as protobuf text: name, platform, inputs.
+    const pbtxt = await visible(page.getByLabel("config.pbtxt", { exact: true }));
+    const text = (await pbtxt.textContent()) ?? "";
+    expect(text).toMatch(/^name: "add_sub"$/m);
+    expect(text).toMatch(/^input \[/m);
+    expect(text).not.toContain('{\n  "name"');
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Download config.pbtxt" }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe("config.pbtxt");
+    expect(readFileSync((await download.path())!, "utf8")).toBe(text);
+    await page.getByRole("group", { name: "Show as" }).getByRole("radio", { name: "JSON" }).check();
+    expect(JSON.parse((await page.getByLabel("Config JSON").textContent()) ?? "")).toMatchObject({ name: "add_sub" });
+    expect(system.session.errors).toEqual([]);
+  });
 });

@@ -1,4 +1,5 @@
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
+import { writePbtxt } from "@operon/model-config/pbtxt-writer";
 import { fromConfigDataType } from "@operon/protocol/datatypes";
 import type { ModelStatistics } from "@operon/protocol/inference";
 import {
@@ -82,10 +83,33 @@ export class ModelCatalog {
     return {
       ...summary,
       config,
+      configPbtxt: await this.configPbtxt(name, model, config),
       configSource: gatewayConfig !== undefined ? "gateway" : stored !== undefined ? "stored" : null,
       ...io,
       statistics: loaded ? summarizeStatistics(statistics) : null,
     };
+  }
+
+  /**
+   * The config as Triton users read it (issue 27, item 9): an upload's config.pbtxt as stored (what was written,
+   * without the defaults the gateway fills in), else the config written as protobuf text.
+   */
+  private async configPbtxt(
+    name: string,
+    model: DbModel | null,
+    config: ModelConfigJson | null,
+  ): Promise<string | null> {
+    if (model !== null) {
+      const text = await this.ws.options.store.readConfigText(name).catch(() => undefined);
+      if (text !== undefined) return text;
+    }
+    if (config === null) return null;
+    try {
+      return writePbtxt(config, `${name}/config.pbtxt`);
+    } catch {
+      // A config the writer's schema does not know (a newer Triton field): the JSON view still shows it.
+      return null;
+    }
   }
 
   /** Operators registered through the API (stored in the database): their names, and who uses which model. */

@@ -62,6 +62,8 @@ export interface ModelDetail extends ModelSummary {
   /** The gateway's config while loaded (with Triton's defaults), else the stored one; null for unloaded repository models. */
   config: ModelConfigJson | null;
   configSource: "gateway" | "stored" | null;
+  /** The config as config.pbtxt: an upload's stored file, else the config written as protobuf text; null when unknown. */
+  configPbtxt: string | null;
   inputs: TensorMetadata[];
   outputs: TensorMetadata[];
   statistics: StatisticsSummary | null;
