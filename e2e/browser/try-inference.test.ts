@@ -142,7 +142,7 @@ describe("console: try a model from its page", () => {
     await page.goto("/models/add_sub");
     await visible(heading(page, "add_sub"));
     // Triton's own format first (issue 27, item 9), parseable as protobuf text: name, platform, inputs.
-    const pbtxt = await visible(page.getByLabel("config.pbtxt", { exact: true }));
+    const pbtxt = await visible(page.getByLabel("Config as config.pbtxt"));
     const text = (await pbtxt.textContent()) ?? "";
     expect(text).toMatch(/^name: "add_sub"$/m);
     expect(text).toMatch(/^input \[/m);

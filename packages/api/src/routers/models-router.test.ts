@@ -460,7 +460,9 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     const { uploadId } = await upload("fake", text, { fileName: "fake.onnx" });
     const refused = await failure(engineer().models.upload.finish({ uploadId }));
     expect(refused.code).toBe("VALIDATION_FAILED");
-    expect(refused.message).toMatch(/^fake\.onnx: not a valid ONNX model: .*; the upload was discarded$/);
+    expect(refused.message).toMatch(
+      /^fake\.onnx: this is not an ONNX model file: it looks like text \(it starts with "this is a text file.*; the upload was discarded$/,
+    );
     await expectNothingLeftOf("fake");
   });
 

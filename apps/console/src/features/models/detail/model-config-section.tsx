@@ -114,7 +114,7 @@ export function ModelConfigSection({ model, canEdit }: { model: ModelDetail; can
           <pre
             className="config-view"
             tabIndex={0}
-            aria-label={format === "pbtxt" && model.configPbtxt !== null ? "config.pbtxt" : "Config JSON"}
+            aria-label={format === "pbtxt" && model.configPbtxt !== null ? "Config as config.pbtxt" : "Config JSON"}
           >
             {format === "pbtxt" && model.configPbtxt !== null
               ? model.configPbtxt
