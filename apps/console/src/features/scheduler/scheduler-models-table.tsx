@@ -5,6 +5,14 @@ import { formatNumber } from "@/lib/number-format";
 import { PinForm } from "./pin-form";
 import type { SchedulerModel } from "./scheduler-types";
 
+/** Where the capacity comes from, and why a default when it is one (issue 27, item 7). */
+export function capacityNote(model: Pick<SchedulerModel, "capacitySource" | "defaultReason" | "p99BudgetMs">): string {
+  if (model.capacitySource === "report") return "from the latest perf report";
+  return model.defaultReason === "over-budget"
+    ? `default: no step of its latest perf report kept p99 within ${model.p99BudgetMs} ms`
+    : "default (no perf report)";
+}
+
 const time = (value: Date | string | null | undefined) => (value ? new Date(value).getTime() : null);
 
 /** Each model as the scheduler saw it in its last period; admins pin from here. */
@@ -52,10 +60,7 @@ export function SchedulerModelsTable({
       sortValue: (model) => model.capacityRps,
       cell: (model) => (
         <>
-          {formatNumber(model.capacityRps, 1)}{" "}
-          <span className="cell-note">
-            {model.capacitySource === "report" ? "from the latest perf report" : "default (no perf report)"}
-          </span>
+          {formatNumber(model.capacityRps, 1)} <span className="cell-note">{capacityNote(model)}</span>
         </>
       ),
     },
