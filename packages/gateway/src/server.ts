@@ -237,9 +237,17 @@ function accessPolicyOf(options: ResolvedOperonServerOptions): GatewayAccessPoli
   });
 }
 
-/** Every --model-repository must be an existing folder; say so plainly instead of a raw ENOENT later. */
+/** At least one repository, and each an existing folder. */
 async function checkRepositories(repositories: string[]): Promise<void> {
   if (repositories.length === 0) throw new OperonError("INVALID_ARG", "no model repository given (--model-repository)");
+  await checkRepositoryFolders(repositories);
+}
+
+/**
+ * Every --model-repository must be an existing folder; say so plainly instead of a raw ENOENT later.
+ * Exported so `operon serve` checks them before it starts anything slow (the control plane's database).
+ */
+export async function checkRepositoryFolders(repositories: readonly string[]): Promise<void> {
   for (const repository of repositories) {
     const info = await stat(repository).catch(() => undefined);
     if (info === undefined) {

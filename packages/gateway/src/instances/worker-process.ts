@@ -17,6 +17,7 @@ import type {
   WorkerLoadSpec,
 } from "./backend-instance.js";
 import type { CancelSignal } from "@operon/protocol/inference";
+import { instanceLoadOf } from "@operon/protocol/instance-load";
 import {
   type DecodedFrame,
   type ExecuteMessage,
@@ -189,14 +190,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     return this.request("load", {
       type: "load",
       requestId: 0,
-      backend: spec.backend,
-      modelPath: spec.modelPath,
-      config: spec.config,
-      instanceName: this.instanceName,
-      parameters: spec.parameters ?? {},
-      ...(spec.instanceKind !== undefined ? { instanceKind: spec.instanceKind } : {}),
-      ...(spec.deviceId !== undefined ? { deviceId: spec.deviceId } : {}),
-      ...(spec.native !== undefined ? { native: spec.native } : {}),
+      ...instanceLoadOf(spec, this.instanceName),
     }) as Promise<WorkerLoadResult>;
   }
 

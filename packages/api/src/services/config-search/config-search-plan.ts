@@ -1,5 +1,6 @@
 import type { ConfigSearchObjective } from "@operon/db";
 import type { SweepStepResult } from "@operon/perf/concurrency-sweep";
+import { z } from "zod";
 import { AppError } from "../../app-error.js";
 import { DEFAULT_SEARCH_BOUNDS, type SearchBounds } from "./search-strategy.js";
 
@@ -36,6 +37,50 @@ export interface ConfigSearchPlan {
   bounds: SearchBounds;
   measurement: MeasurementPlan;
 }
+
+/** ConfigSearch.plan as create() stores it (planOf's result), checked when read back. */
+export const configSearchPlanSchema = z.object({
+  bounds: z.object({
+    maxInstances: z.number(),
+    maxBatchSize: z.number(),
+    queueDelaysUs: z.array(z.number()),
+    minGainPercent: z.number(),
+    maxCandidates: z.number(),
+    maxDurationMs: z.number(),
+  }),
+  measurement: z.object({ maxConcurrency: z.number(), measurementIntervalMs: z.number(), maxTrials: z.number() }),
+}) satisfies z.ZodType<ConfigSearchPlan>;
+
+/** ConfigSearch.hardware: the default hardware profile's pricing when the search started. */
+export const searchHardwareSchema = z.object({
+  name: z.string(),
+  kind: z.enum(["CPU", "GPU"]),
+  cpuCores: z.number().nullable(),
+  gpuCount: z.number(),
+  costPerHour: z.number(),
+  currency: z.string(),
+});
+export type SearchHardware = z.infer<typeof searchHardwareSchema>;
+
+/** ConfigSearchCandidate.steps: the candidate's sweep, as the execution stores it. */
+export const sweepStepsSchema = z.array(
+  z.object({
+    concurrency: z.number(),
+    throughput: z.number(),
+    latencyP99Us: z.number().nullable(),
+    requests: z.number(),
+    errors: z.number(),
+  }),
+) satisfies z.ZodType<SweepStep[]>;
+
+/** ConfigSearchCandidate.dynamicBatching: the candidate's batching (null column = none). */
+export const candidateBatchingSchema = z.object({
+  preferredBatchSizes: z.array(z.number()),
+  maxQueueDelayUs: z.number(),
+});
+
+/** ConfigSearchCandidate.config: the candidate's whole model config (Triton's JSON), checked to be one. */
+export const candidateConfigSchema = z.record(z.string(), z.unknown());
 
 /** Bounds and measurement plan from the input over the defaults, checked. */
 export function planOf(input: ConfigSearchInput): ConfigSearchPlan {

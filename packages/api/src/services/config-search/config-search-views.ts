@@ -7,8 +7,17 @@ import type {
 } from "@operon/db";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { notFound } from "../../app-error.js";
-import type { ConfigSearchPlan, SweepStep } from "./config-search-plan.js";
-import type { CostProfileShape } from "./search-cost.js";
+import { parseJsonColumn, type JsonColumnRef } from "../json-column.js";
+import {
+  candidateBatchingSchema,
+  candidateConfigSchema,
+  configSearchPlanSchema,
+  searchHardwareSchema,
+  sweepStepsSchema,
+  type ConfigSearchPlan,
+  type SearchHardware,
+  type SweepStep,
+} from "./config-search-plan.js";
 import { paretoFront, type SearchCandidate } from "./search-strategy.js";
 
 /** What the config search pages read: a search (with what it measures now, while it runs here) and its candidates. */
@@ -38,7 +47,7 @@ export interface ConfigSearchView {
   objective: ConfigSearchObjective;
   p99BudgetUs: number;
   plan: ConfigSearchPlan;
-  hardware: (CostProfileShape & { name: string; currency: string }) | null;
+  hardware: SearchHardware | null;
   recommendedIndex: number | null;
   appliedIndex: number | null;
   appliedAt: Date | null;
@@ -98,8 +107,15 @@ export class ConfigSearchViews {
       status: row.status,
       objective: row.objective,
       p99BudgetUs: row.p99BudgetUs,
-      plan: row.plan as unknown as ConfigSearchPlan,
-      hardware: (row.hardware as unknown as ConfigSearchView["hardware"]) ?? null,
+      plan: parseJsonColumn(configSearchPlanSchema, row.plan, { table: "ConfigSearch", column: "plan", id: row.id }),
+      hardware:
+        row.hardware === null
+          ? null
+          : parseJsonColumn(searchHardwareSchema, row.hardware, {
+              table: "ConfigSearch",
+              column: "hardware",
+              id: row.id,
+            }),
       recommendedIndex: row.recommendedIndex,
       appliedIndex: row.appliedIndex,
       appliedAt: row.appliedAt,
@@ -117,7 +133,10 @@ export function candidateFromRow(row: CandidateRow): SearchCandidate {
   return {
     instanceCount: row.instanceCount,
     maxBatchSize: row.maxBatchSize,
-    dynamicBatching: (row.dynamicBatching as unknown as SearchCandidate["dynamicBatching"]) ?? null,
+    dynamicBatching:
+      row.dynamicBatching === null
+        ? null
+        : parseJsonColumn(candidateBatchingSchema, row.dynamicBatching, candidateColumn(row, "dynamicBatching")),
   };
 }
 
@@ -126,14 +145,19 @@ function candidateView(row: CandidateRow, pareto: boolean): ConfigSearchCandidat
     index: row.index,
     dimension: row.dimension,
     ...candidateFromRow(row),
-    config: row.config as unknown as ModelConfigJson,
+    config: parseJsonColumn(candidateConfigSchema, row.config, candidateColumn(row, "config")) as ModelConfigJson,
     throughput: row.throughput,
     latencyP99Us: row.latencyP99Us,
     concurrency: row.concurrency,
     costPer1000: row.costPer1000,
     withinBudget: row.withinBudget,
-    steps: row.steps as unknown as SweepStep[],
+    steps: parseJsonColumn(sweepStepsSchema, row.steps, candidateColumn(row, "steps")),
     error: row.error,
     pareto,
   };
+}
+
+/** Where a candidate column was read from. */
+function candidateColumn(row: CandidateRow, column: string): JsonColumnRef {
+  return { table: "ConfigSearchCandidate", column, id: row.id };
 }

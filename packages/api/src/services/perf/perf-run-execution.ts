@@ -6,7 +6,9 @@ import { messageOf } from "@operon/perf/perf-error";
 import type { PerfProgress } from "@operon/perf/perf-progress";
 import type { PerfReport } from "@operon/perf/perf-report";
 import { runPerf, type PerfOptions } from "@operon/perf/run-perf";
+import { OperatorSpecSchema } from "@operon/operator-spec/operator-spec-schema";
 import type { Logger } from "@operon/protocol/logger";
+import { parseJsonColumn } from "../json-column.js";
 import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-client.js";
 import type { AutoPerfSettingsStore } from "./auto-perf-settings.js";
@@ -155,13 +157,17 @@ export class PerfRunExecution {
       if (row.targetKind === "OPERATOR") {
         const operator = await this.prisma.operator.findUnique({
           where: { name: row.targetName },
-          select: { spec: true },
+          select: { id: true, spec: true },
         });
-        const steps = (operator?.spec as { steps?: Array<{ model?: unknown }> } | null)?.steps ?? [];
-        mine = new Set([
-          row.targetName,
-          ...steps.flatMap((step) => (typeof step.model === "string" ? [step.model] : [])),
-        ]);
+        const steps =
+          operator === null
+            ? []
+            : parseJsonColumn(OperatorSpecSchema, operator.spec, {
+                table: "Operator",
+                column: "spec",
+                id: operator.id,
+              }).steps;
+        mine = new Set([row.targetName, ...steps.flatMap((step) => (step.kind === "model" ? [step.model] : []))]);
       }
       return requestTotal(await this.gateway.statistics(), (entry) => !mine.has(entry.name));
     } catch {

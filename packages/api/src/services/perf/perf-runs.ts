@@ -449,7 +449,14 @@ export class PerfRuns {
 
   /** One queued run, in the slot: the headroom gate for automatic runs, then the measurement, then its result. */
   private async runOne(row: PerfReportRow): Promise<void> {
-    const config = configOf(row);
+    // A plan that does not parse fails its run with the reason (naming the row), instead of stopping the queue on it.
+    let config: PerfRunConfig | null = null;
+    let unreadable: string | undefined;
+    try {
+      config = configOf(row);
+    } catch (error) {
+      unreadable = messageOf(error);
+    }
     const run: ActiveRun = {
       id: row.id,
       targetName: row.targetName,
@@ -470,7 +477,8 @@ export class PerfRuns {
       finish = resolve;
     });
     try {
-      await this.execution.run(run, row, config);
+      if (unreadable !== undefined) await this.execution.endQueued(run, "FAILED", unreadable);
+      else await this.execution.run(run, row, config);
     } catch (error) {
       this.logger.error({ report: row.id, err: error }, "a queued perf run could not be run");
       await this.execution
