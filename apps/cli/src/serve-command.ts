@@ -79,6 +79,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
     allowHttp: flags.allowHttp,
     allowGrpc: flags.allowGrpc,
     allowMetrics: flags.allowMetrics,
+    allowGpuMetrics: flags.allowGpuMetrics,
+    metricsIntervalMs: flags.metricsIntervalMs,
     modelControlMode: flags.modelControlMode,
     loadModels: flags.loadModel,
     repositoryPollSecs: flags.repositoryPollSecs,
@@ -179,6 +181,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
               ? { memoryBudgetBytes: flags.schedulerMemoryBudgetBytes }
               : {}),
             ...(flags.schedulerCpuSlots !== undefined ? { cpuSlots: flags.schedulerCpuSlots } : {}),
+            ...(flags.schedulerGpuSlots !== undefined ? { gpuSlots: flags.schedulerGpuSlots } : {}),
             defaultCapacityRps: flags.schedulerDefaultCapacityRps,
             p99BudgetMs: flags.schedulerP99BudgetMs,
             maxInstancesPerModel: flags.maxInstancesPerModel,

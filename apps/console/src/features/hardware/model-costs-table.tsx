@@ -37,6 +37,27 @@ export function ModelCostsTable({ models, showProfile }: { models: readonly Mode
       cell: (model) => formatSmall(model.cpuShareHours),
     },
     {
+      id: "gpuShare",
+      header: "GPU share (host-hours)",
+      numeric: true,
+      sortValue: (model) => model.gpuShareHours,
+      cell: (model) => formatSmall(model.gpuShareHours),
+    },
+    {
+      id: "cpuCost",
+      header: "CPU cost",
+      numeric: true,
+      sortValue: (model) => model.cpuCost,
+      cell: (model) => formatMoney(model.cpuCost, model.currency),
+    },
+    {
+      id: "gpuCost",
+      header: "GPU cost",
+      numeric: true,
+      sortValue: (model) => model.gpuCost,
+      cell: (model) => formatMoney(model.gpuCost, model.currency),
+    },
+    {
       id: "cost",
       header: "Cost",
       numeric: true,

@@ -34,6 +34,27 @@ const COLUMNS: DataColumn<CostEntry>[] = [
     cell: (entry) => formatNumber(entry.cpuShareHours * 3600, 3),
   },
   {
+    id: "gpu",
+    header: "Host GPU used (s)",
+    numeric: true,
+    sortValue: (entry) => entry.gpuShareHours,
+    cell: (entry) => formatNumber(entry.gpuShareHours * 3600, 3),
+  },
+  {
+    id: "cpuCost",
+    header: "CPU cost",
+    numeric: true,
+    sortValue: (entry) => entry.cpuCost,
+    cell: (entry) => formatMoney(entry.cpuCost, entry.currency),
+  },
+  {
+    id: "gpuCost",
+    header: "GPU cost",
+    numeric: true,
+    sortValue: (entry) => entry.gpuCost,
+    cell: (entry) => formatMoney(entry.gpuCost, entry.currency),
+  },
+  {
     id: "cost",
     header: "Cost",
     numeric: true,
