@@ -461,6 +461,28 @@ describe("operators registered through /v2/operators (explicit mode, real server
     expect((await fetch(`${server.httpUrl}/v2/operators/wrapper`, { method: "DELETE" })).status).toBe(200);
   });
 
+  it("says the operator is not ready, in the index and at /ready, while a step model is unloaded", async () => {
+    const unload = await fetch(`${server.httpUrl}/v2/repository/models/add_sub/unload`, { method: "POST" });
+    expect(unload.status).toBe(200);
+    try {
+      expect((await index(server)).find((row) => row.name === "triage")).toMatchObject({
+        version: "1",
+        state: "UNAVAILABLE",
+        reason: "step model not ready: add_sub",
+      });
+      expect((await fetch(`${server.httpUrl}/v2/models/triage/ready`)).status).toBe(400);
+      // Ready-only listings leave it out, as they leave out unloaded models.
+      const ready = (await (
+        await fetch(`${server.httpUrl}/v2/repository/index`, { method: "POST", body: JSON.stringify({ ready: true }) })
+      ).json()) as Array<{ name: string }>;
+      expect(ready.some((row) => row.name === "triage")).toBe(false);
+    } finally {
+      expect((await fetch(`${server.httpUrl}/v2/repository/models/add_sub/load`, { method: "POST" })).status).toBe(200);
+    }
+    expect((await index(server)).find((row) => row.name === "triage")).toMatchObject({ version: "1", state: "READY" });
+    expect((await fetch(`${server.httpUrl}/v2/models/triage/ready`)).status).toBe(200);
+  });
+
   it("unregisters with DELETE: gone from the index and from inference", async () => {
     expect((await fetch(`${server.httpUrl}/v2/operators/triage`, { method: "DELETE" })).status).toBe(200);
     expect((await index(server)).some((row) => row.name === "triage")).toBe(false);

@@ -131,6 +131,8 @@ describe("console: the config search's chart and apply", () => {
 
     await page.getByRole("link", { name: "See the model's config" }).click();
     await waitForPath(page, `/models/${MODEL}`);
+    // The page shows config.pbtxt first (Triton's format); the JSON view has every field the gateway filled in.
+    await page.getByRole("group", { name: "Show as" }).getByRole("radio", { name: "JSON" }).check();
     const shown = await visible(page.getByLabel("Config JSON"));
     const config = JSON.parse((await shown.textContent()) ?? "{}") as {
       max_batch_size: number;

@@ -1,6 +1,9 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { formAlert, heading, visible } from "./support/console-actions.js";
 import { useSignedInConsole } from "./support/signed-in-console.js";
+import { REPO_ROOT } from "../support/operon-process.js";
 
 // A viewer's (here: the admin's) task: try a model from its page without
 // writing a client. add_sub answers INPUT0 + INPUT1 and INPUT0 - INPUT1.
@@ -41,6 +44,20 @@ describe("console: try a model from its page", () => {
     expect(await dataOf("OUTPUT0")).toEqual(INPUT0.map((value, index) => value + INPUT1[index]!));
     expect(await dataOf("OUTPUT1")).toEqual(INPUT0.map((value, index) => value - INPUT1[index]!));
     expect(await outputs.getByRole("row", { name: /^OUTPUT0 / }).textContent()).toContain("FP32[1, 16]");
+    // A classifier's answer at a glance (issue 27, item 6): OUTPUT0 = 3i - 6.5 peaks at its last index.
+    const sum = outputs.getByRole("row", { name: /^OUTPUT0 / });
+    expect(await sum.getByRole("cell").nth(2).textContent()).toBe(
+      "argmax 15top 5: 15 (38.5), 14 (35.5), 13 (32.5), 12 (29.5), 11 (26.5)",
+    );
+    // And the whole tensor as a download.
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      sum.getByRole("button", { name: "Download JSON of OUTPUT0" }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe("OUTPUT0.json");
+    const saved = JSON.parse(readFileSync((await download.path())!, "utf8")) as { shape: number[]; data: number[] };
+    expect(saved).toMatchObject({ name: "OUTPUT0", datatype: "FP32", shape: [1, 16] });
+    expect(saved.data).toEqual(INPUT0.map((value, index) => value + INPUT1[index]!));
     expect(await panel.getByText(/answered in \d+\.\d\d ms/).count()).toBe(1);
     expect(system.session.errors).toEqual([]);
   }, 60_000);
@@ -68,4 +85,76 @@ describe("console: try a model from its page", () => {
     expect(await alert.textContent()).toMatch(/^The request failed: .*INPUT0/);
     expect(system.session.errors).toEqual([]);
   }, 60_000);
+
+  it("fills an input with zeros or random values in one click", async () => {
+    const { page } = system.session;
+    await page.goto("/models/add_sub");
+    const panel = await visible(page.getByRole("form", { name: "Try add_sub" }));
+    const first = panel.getByRole("group", { name: "Input “INPUT0”" });
+    const data = first.getByLabel("Data (JSON array, row-major)");
+    await first.getByRole("group", { name: "Fill “INPUT0” with" }).getByRole("button", { name: "Zeros" }).click();
+    expect(JSON.parse(await data.inputValue())).toEqual(new Array(16).fill(0));
+    await first.getByRole("group", { name: "Fill “INPUT0” with" }).getByRole("button", { name: "Random" }).click();
+    const random = JSON.parse(await data.inputValue()) as number[];
+    expect(random).toHaveLength(16);
+    expect(random.every((value) => value >= 0 && value < 1)).toBe(true);
+    expect(new Set(random).size).toBeGreaterThan(1);
+    expect(system.session.errors).toEqual([]);
+  });
+
+  it("sends a PNG picked for a BYTES input as raw bytes: the image pipeline answers in the browser", async () => {
+    const { page } = system.session;
+    await page.goto("/models/text_direction");
+    await visible(heading(page, "text_direction"));
+    const panel = await visible(page.getByRole("form", { name: "Try text_direction" }));
+    const image = panel.getByRole("group", { name: "Input “image”" });
+    // Too large a file is refused at the field, before anything is read or sent.
+    await image.getByLabel("File (sent as raw bytes, e.g. a PNG)").setInputFiles({
+      name: "huge.png",
+      mimeType: "image/png",
+      buffer: Buffer.alloc(7 * 1024 * 1024),
+    });
+    await visible(image.getByText(/^huge\.png is 7(\.0)? MiB; Try it sends files up to 6(\.0)? MiB$/));
+    await image
+      .getByLabel("File (sent as raw bytes, e.g. a PNG)")
+      .setInputFiles(join(REPO_ROOT, "examples/images/text_0.png"));
+    await visible(image.getByText("text_0.png"));
+    await panel.getByRole("button", { name: "Run" }).click();
+    const outputs = await visible(panel.getByRole("table", { name: "Outputs" }));
+    const label = outputs.getByRole("row", { name: /^label / });
+    expect(await label.locator("code.tensor-data").textContent()).toBe('["0°"]');
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
+  it("lists a model's tensor names beside the operator editor", async () => {
+    const { page } = system.session;
+    await page.goto("/operators/new");
+    await visible(heading(page, "New operator"));
+    await visible(page.getByText(/Ctrl\s*\+\s*Space completes step kinds, model names/));
+    const lookup = page.getByRole("region", { name: "Models and their tensors" });
+    await lookup.getByLabel("Model").selectOption("text_direction_classifier");
+    await visible(lookup.getByText("softmax_0.tmp_0"));
+    expect(system.session.errors).toEqual([]);
+  });
+
+  it("shows a model's config as config.pbtxt or JSON and downloads config.pbtxt", async () => {
+    const { page } = system.session;
+    await page.goto("/models/add_sub");
+    await visible(heading(page, "add_sub"));
+    // Triton's own format first (issue 27, item 9), parseable as protobuf text: name, platform, inputs.
+    const pbtxt = await visible(page.getByLabel("Config as config.pbtxt"));
+    const text = (await pbtxt.textContent()) ?? "";
+    expect(text).toMatch(/^name: "add_sub"$/m);
+    expect(text).toMatch(/^input \[/m);
+    expect(text).not.toContain('{\n  "name"');
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Download config.pbtxt" }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe("config.pbtxt");
+    expect(readFileSync((await download.path())!, "utf8")).toBe(text);
+    await page.getByRole("group", { name: "Show as" }).getByRole("radio", { name: "JSON" }).check();
+    expect(JSON.parse((await page.getByLabel("Config JSON").textContent()) ?? "")).toMatchObject({ name: "add_sub" });
+    expect(system.session.errors).toEqual([]);
+  });
 });

@@ -44,7 +44,17 @@ describe("console: workers, hardware profiles and costs", () => {
 
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Workers" }).click();
     await visible(heading(page, "Workers"));
-    const table = await visible(page.getByRole("table", { name: "Worker processes" }));
+    const table = await visible(page.getByRole("table", { name: "Model instances" }));
+    // What the page claims is what runs (issue 27, item 7): threads and processes counted, no "every instance is a process".
+    const main = page.getByRole("main");
+    expect(await main.textContent()).not.toContain("in its own worker process");
+    const plural = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
+    const threadCount = all.length - processes.length;
+    await visible(
+      main.getByText(
+        `${plural(all.length, "instance", "instances")}: ${plural(processes.length, "in a worker process", "in worker processes")}, ${plural(threadCount, "on a gateway thread", "on gateway threads")}`,
+      ),
+    );
     for (const worker of [...threads, processes[0]!]) {
       const row = await visible(table.getByRole("row", { name: new RegExp(`\\b${worker.instance}\\b`) }));
       const cells = await row.getByRole("cell").allTextContents();

@@ -186,9 +186,18 @@ describe("readOnnxSignature", () => {
 
   it("refuses files that are not ONNX models, saying what is wrong", async () => {
     expect(await failure(new Uint8Array())).toBe("upload.onnx: not a valid ONNX model: the file is empty (at byte 0)");
-    expect(await failure(Buffer.from('{ "model": "not protobuf" }'))).toMatch(
-      /^upload\.onnx: not a valid ONNX model: field 15 of ModelProto has wire type 3/,
+    // Text says it is text, without protobuf words (a config, a script, a saved error page).
+    expect(await failure(Buffer.from('{ "model": "not protobuf" }'))).toBe(
+      'upload.onnx: this is not an ONNX model file: it looks like text (it starts with "{ "model": "not protobuf" }"); export the model to ONNX (for example with torch.onnx.export) and upload the .onnx file',
     );
+    expect(await failure(Buffer.from('name: "add_sub"\nplatform: "onnxruntime_onnx"\n'))).toMatch(
+      /this is not an ONNX model file: it looks like text \(it starts with "name: "add_sub" platform: "onnxruntime_o"\)/,
+    );
+    expect(await failure(Buffer.from("import torch\nmodel = torch.nn.Linear(2, 2)  # héllo\n"))).toMatch(
+      /it looks like text/,
+    );
+    // Binary that is not ONNX still gets the precise reason.
+    expect(await failure(Buffer.from([0x7b, 0x00, 0x22]))).toMatch(/^upload\.onnx: not a valid ONNX model: /);
     expect(await failure(Buffer.from("\x08\x08"))).toMatch(/it has no graph \(ModelProto field 7\)/);
     const valid = model({ inputs: [["x", 1, [1]]], outputs: [["y", 1, [1]]] });
     expect(await failure(valid.subarray(0, valid.length - 20))).toMatch(/runs past the end of its file/);

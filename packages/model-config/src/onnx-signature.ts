@@ -160,6 +160,23 @@ export async function readOnnxSignatureFile(path: string, source: string = path)
   }
 }
 
+/**
+ * A text file (a config.pbtxt, a Python script, a JSON export, an HTML error page saved as .onnx) decodes as
+ * protobuf fields with nonsense wire types; say what it is instead of "field 13 has wire type 7" (issue 27,
+ * item 10: no protobuf jargon in upload errors). ONNX files start with binary field tags and hold NUL bytes early.
+ */
+async function refuseText(input: ByteSource, source: string): Promise<void> {
+  const head = Buffer.from(await input.read(0, Math.min(input.size, 512)));
+  const text = head.toString("utf8");
+  const printable = [...text].filter((char) => /[\p{L}\p{N}\p{P}\p{S}\s]/u.test(char) && char !== "\uFFFD").length;
+  if (head.includes(0) || printable < [...text].length * 0.95) return;
+  const start = text.trimStart().slice(0, 40).replace(/\s+/g, " ");
+  throw new OperonError(
+    "INVALID_ARG",
+    `${source}: this is not an ONNX model file: it looks like text (it starts with "${start}"); export the model to ONNX (for example with torch.onnx.export) and upload the .onnx file`,
+  );
+}
+
 /** The signature of ONNX model bytes held in memory. */
 export function readOnnxSignatureBytes(bytes: Uint8Array, source: string): Promise<OnnxSignature> {
   return readOnnxSignature(
@@ -172,6 +189,7 @@ export async function readOnnxSignature(input: ByteSource, source: string): Prom
   const s = onnxSchema();
   const wire = new WireReader(input, source);
   if (input.size === 0) throw wire.invalid("the file is empty", 0);
+  await refuseText(input, source);
 
   let graph: Span | undefined;
   await wire.fields({ start: 0, end: input.size }, "ModelProto", async (field) => {

@@ -460,7 +460,9 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     const { uploadId } = await upload("fake", text, { fileName: "fake.onnx" });
     const refused = await failure(engineer().models.upload.finish({ uploadId }));
     expect(refused.code).toBe("VALIDATION_FAILED");
-    expect(refused.message).toMatch(/^fake\.onnx: not a valid ONNX model: .*; the upload was discarded$/);
+    expect(refused.message).toMatch(
+      /^fake\.onnx: this is not an ONNX model file: it looks like text \(it starts with "this is a text file.*; the upload was discarded$/,
+    );
     await expectNothingLeftOf("fake");
   });
 
@@ -610,6 +612,98 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     expect(await db.prisma.model.count({ where: { name: "add_sub" } })).toBe(1);
   });
 
+  it("lists an operator as an operator, says which operators use a model, and refuses to delete a model in use", async () => {
+    const { uploadId } = await upload("used_adder", ADD_SUB);
+    await engineer().models.upload.finish({ uploadId });
+    const spec = {
+      inputs: [
+        { name: "A", datatype: "FP32", dims: [16] },
+        { name: "B", datatype: "FP32", dims: [16] },
+      ],
+      outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
+      maxBatchSize: 4,
+      steps: [
+        {
+          id: "first",
+          kind: "model",
+          model: "used_adder",
+          inputs: { INPUT0: "A", INPUT1: "B" },
+          outputs: { OUTPUT0: "Y" },
+        },
+      ],
+    };
+    await engineer().operators.create({ name: "adds_once", spec });
+    const listed = (await h.as("VIEWER").models.list()).models;
+    // The gateway lists the operator beside its models: it is an operator, not a repository folder (issue 27, item 4).
+    expect(listed.find((model) => model.name === "adds_once")).toMatchObject({ source: "operator", usedBy: [] });
+    expect(listed.find((model) => model.name === "used_adder")).toMatchObject({
+      source: "uploaded",
+      usedBy: ["adds_once"],
+    });
+    expect(await h.as("VIEWER").models.get({ name: "adds_once" })).toMatchObject({ source: "operator" });
+    expect((await h.as("VIEWER").models.get({ name: "used_adder" })).usedBy).toEqual(["adds_once"]);
+
+    const refused = await failure(engineer().models.delete({ name: "used_adder" }));
+    expect(refused.code).toBe("CONFLICT");
+    expect(refused.message).toMatch(
+      /^model 'used_adder' is used by operator 'adds_once': change it to use another model/,
+    );
+    expect(await db.prisma.model.count({ where: { name: "used_adder" } })).toBe(1);
+    expect((await h.as("VIEWER").models.infer({ name: "used_adder", inputs: addSubInputs })).modelVersion).toBe("1");
+    const unload = await failure(engineer().models.unload({ name: "adds_once" }));
+    expect(unload.code).toBe("CONFLICT");
+    expect(unload.message).toMatch(/'adds_once' is an operator, not a model/);
+
+    await engineer().operators.delete({ name: "adds_once" });
+    expect(await engineer().models.delete({ name: "used_adder" })).toEqual({ name: "used_adder", deleted: true });
+  });
+
+  it("sends BYTES inputs given as base64 (a file picked in Try it) as binary data, and refuses bad ones", async () => {
+    expect(await engineer().models.load({ name: "identity_bytes" })).toMatchObject({ state: "READY" });
+    const [input] = (await h.as("VIEWER").models.get({ name: "identity_bytes" })).inputs;
+    const shape = input!.shape.map((dim) => (dim < 0 ? 1 : dim));
+    // Text with a character JSON would carry too, and bytes that arrive as they were sent.
+    const text = "héllo, wörld";
+    const answer = await h.as("VIEWER").models.infer({
+      name: "identity_bytes",
+      inputs: [
+        {
+          name: input!.name,
+          datatype: "BYTES",
+          shape,
+          data: [Buffer.from(text).toString("base64")],
+          encoding: "base64",
+        },
+      ],
+    });
+    expect(answer.outputs[0]!.data).toEqual([text]);
+
+    const notBase64 = await failure(
+      h.as("VIEWER").models.infer({
+        name: "identity_bytes",
+        inputs: [{ name: input!.name, datatype: "BYTES", shape, data: ["not base64!"], encoding: "base64" }],
+      }),
+    );
+    expect(notBase64.code).toBe("VALIDATION_FAILED");
+    expect(notBase64.message).toMatch(/each element must be base64/);
+    const notBytes = await failure(
+      h.as("VIEWER").models.infer({
+        name: "add_sub",
+        inputs: [{ ...addSubInputs[0]!, data: addSubInputs[0]!.data.map(() => "AAAA"), encoding: "base64" }],
+      }),
+    );
+    expect(notBytes.message).toMatch(/base64 data is for BYTES inputs, not FP32/);
+    const tooLarge = await failure(
+      h.as("VIEWER").models.infer({
+        name: "identity_bytes",
+        inputs: [
+          { name: input!.name, datatype: "BYTES", shape, data: ["A".repeat(9 * 1024 * 1024)], encoding: "base64" },
+        ],
+      }),
+    );
+    expect(tooLarge.message).toMatch(/more than 6 MiB/);
+  });
+
   it("writes an audit event for every change", async () => {
     const { events } = await h.as("ADMIN").audit.list({ action: "model.", limit: 100 });
     const actions = new Set(events.map((event) => `${event.action} ${event.targetId}`));
@@ -624,7 +718,7 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     ]) {
       expect(actions).toContain(expected);
     }
-    const uploads = events.filter((event) => event.action === "model.upload");
+    const uploads = events.filter((event) => event.action === "model.upload" && event.targetId === "adder");
     expect(uploads.map((event) => (event.after as { version: number }).version).sort()).toEqual([1, 2]);
     expect(uploads.every((event) => event.actorEmail === "engineer@example.com")).toBe(true);
     // Refused uploads left no trace in the models' tables, and none in the audit either.

@@ -170,6 +170,7 @@ export const modelsRouter = router({
               datatype: z.enum(DATATYPES),
               shape: z.array(z.number().int().min(0)).max(16),
               data: z.array(z.union([z.number(), z.string(), z.boolean()])).max(1_000_000),
+              encoding: z.literal("base64").optional(),
             }),
           )
           .min(1, { error: "give at least one input" })

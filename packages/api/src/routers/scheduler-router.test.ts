@@ -175,6 +175,37 @@ describe.each(testDatabaseBackends())("scheduler router and runner on $name", (b
     await db.prisma.perfReport.delete({ where: { id: run.id } });
   });
 
+  it("says why a capacity is the default: no perf report, or no step of the latest within the p99 budget", async () => {
+    gateway.instances.set("busy", 1);
+    now += 10_000;
+    await scheduler.runOnce();
+    expect((await h.as("VIEWER").scheduler.status()).models.find((model) => model.model === "busy")).toMatchObject({
+      capacitySource: "default",
+      defaultReason: "no-report",
+    });
+    // Two steps, both over the 100 ms budget: the report exists, and gives no capacity (issue 27, item 7).
+    const report = await db.prisma.perfReport.create({
+      data: {
+        targetName: "busy",
+        status: "SUCCEEDED",
+        samples: {
+          create: [
+            { concurrency: 1, throughput: 50, latencyP99Us: 150_000 },
+            { concurrency: 2, throughput: 60, latencyP99Us: 250_000 },
+          ],
+        },
+      },
+    });
+    now += 10_000;
+    await scheduler.runOnce();
+    expect((await h.as("VIEWER").scheduler.status()).models.find((model) => model.model === "busy")).toMatchObject({
+      capacitySource: "default",
+      defaultReason: "over-budget",
+      p99BudgetMs: 100,
+    });
+    await db.prisma.perfReport.delete({ where: { id: report.id } });
+  });
+
   it("records a parked model loaded again by a request as LOAD", async () => {
     gateway.parked = ["quiet"];
     gateway.instances.delete("quiet");

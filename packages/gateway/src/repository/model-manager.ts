@@ -439,15 +439,23 @@ export class ModelManager {
       const rows: RepositoryIndexEntry[] = [];
       if (entry !== undefined) {
         for (const served of [...entry.versions.values()].sort((a, b) => Number(a.version) - Number(b.version))) {
+          // An operator whose step models cannot serve is not READY here either: the index, GET …/ready
+          // (isModelReady) and the console say the same thing (issue 27, item 4).
+          const unready = served.operator !== undefined ? this.unreadyStepModels(served.operator, new Set([name])) : [];
           rows.push({
             name,
             version: served.version,
-            state: served.instances.isDead
-              ? "UNAVAILABLE"
-              : entry.state === "LOADING" && entry.versions.size === 0
-                ? "LOADING"
-                : "READY",
-            reason: served.instances.isDead ? "backend workers failed to restart" : "",
+            state:
+              served.instances.isDead || unready.length > 0
+                ? "UNAVAILABLE"
+                : entry.state === "LOADING" && entry.versions.size === 0
+                  ? "LOADING"
+                  : "READY",
+            reason: served.instances.isDead
+              ? "backend workers failed to restart"
+              : unready.length > 0
+                ? `step model${unready.length === 1 ? "" : "s"} not ready: ${unready.join(", ")}`
+                : "",
           });
         }
         for (const version of [...entry.unloadedVersions].sort((a, b) => Number(a) - Number(b))) {

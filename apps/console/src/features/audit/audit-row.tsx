@@ -1,76 +1,88 @@
 "use client";
 
-import { useId, useState } from "react";
 import type { RouterOutputs } from "@/lib/api-types";
 import Link from "next/link";
 import { formatDateTime } from "@/lib/format";
 import { AuditSnapshots } from "./audit-snapshots";
-import { BreakableText } from "@/components/breakable-text";
+import type { DataColumn } from "@/components/data-table/data-table";
+import { TruncatedText } from "@/components/data-table/truncated-text";
 
 export type AuditEvent = RouterOutputs["audit"]["list"]["events"][number];
 
-const COLUMNS = 6;
+const at = (event: AuditEvent) => new Date(event.at).getTime();
 
-/** One event; its before/after snapshots open in a full-width row beneath it. */
-export function AuditRow({ event }: { event: AuditEvent }) {
-  const [open, setOpen] = useState(false);
-  const detailsId = useId();
-  const hasSnapshots = event.before != null || event.after != null;
-  const snapshotLabel =
-    event.before != null && event.after != null ? "before / after" : event.before != null ? "before" : "after";
-  return (
-    <>
-      <tr>
-        <th scope="row">
-          <time dateTime={String(event.at)}>{formatDateTime(event.at)}</time>
-        </th>
-        <td>
-          <code>{event.action}</code>
-        </td>
-        <td>
-          {event.actorEmail ? (
-            <BreakableText text={event.actorEmail} />
-          ) : event.apiKeyId ? (
-            `API key ${event.apiKeyId}`
-          ) : (
-            "system"
-          )}
-        </td>
-        <td>
-          {event.targetType}
-          {event.targetId ? (
-            <>
-              {" "}
-              <AuditTarget type={event.targetType} id={event.targetId} name={event.targetName} />
-            </>
-          ) : null}
-        </td>
-        <td>{event.ip ?? "—"}</td>
-        <td className="cell-nowrap">
-          {hasSnapshots ? (
-            <button
-              type="button"
-              className="button-link"
-              aria-expanded={open}
-              aria-controls={detailsId}
-              onClick={() => setOpen((value) => !value)}
-            >
-              {open ? "Hide" : "Show"} {snapshotLabel}
-            </button>
-          ) : (
-            <span className="muted">—</span>
-          )}
-        </td>
-      </tr>
-      {hasSnapshots ? (
-        <tr id={detailsId} className="row-details" hidden={!open}>
-          <td colSpan={COLUMNS}>
-            <AuditSnapshots before={event.before} after={event.after} />
-          </td>
-        </tr>
-      ) : null}
-    </>
-  );
+function who(event: AuditEvent): string {
+  return event.actorEmail ?? (event.apiKeyId ? `API key ${event.apiKeyId}` : "system");
+}
+
+function hasSnapshots(event: AuditEvent): boolean {
+  return event.before != null || event.after != null;
+}
+
+/** The audit log's columns; an event's before/after snapshots open in the row beneath it. */
+export const AUDIT_COLUMNS: DataColumn<AuditEvent>[] = [
+  {
+    id: "when",
+    header: "When",
+    rowHeader: true,
+    nowrap: true,
+    sortValue: at,
+    cell: (event) => <time dateTime={String(event.at)}>{formatDateTime(event.at)}</time>,
+  },
+  {
+    id: "action",
+    header: "Action",
+    sortValue: (event) => event.action,
+    cell: (event) => <code>{event.action}</code>,
+  },
+  {
+    id: "who",
+    header: "Who",
+    sortValue: who,
+    cell: (event) => <TruncatedText text={who(event)} size="short" />,
+  },
+  {
+    id: "target",
+    header: "Target",
+    sortValue: (event) => `${event.targetType} ${event.targetName ?? event.targetId ?? ""}`,
+    cell: (event) => (
+      <>
+        {event.targetType}
+        {event.targetId ? (
+          <>
+            {" "}
+            <AuditTarget type={event.targetType} id={event.targetId} name={event.targetName} />
+          </>
+        ) : null}
+      </>
+    ),
+  },
+  { id: "address", header: "Address", sortValue: (event) => event.ip, cell: (event) => event.ip ?? "—" },
+  {
+    id: "change",
+    header: "Change",
+    nowrap: true,
+    cell: (event, row) => {
+      if (!hasSnapshots(event)) return <span className="muted">—</span>;
+      const label =
+        event.before != null && event.after != null ? "before / after" : event.before != null ? "before" : "after";
+      return (
+        <button
+          type="button"
+          className="button-link"
+          aria-expanded={row.detailsOpen}
+          aria-controls={row.detailsId}
+          onClick={row.toggleDetails}
+        >
+          {row.detailsOpen ? "Hide" : "Show"} {label}
+        </button>
+      );
+    },
+  },
+];
+
+export function auditDetails(event: AuditEvent) {
+  return hasSnapshots(event) ? <AuditSnapshots before={event.before} after={event.after} /> : null;
 }
 
 /** Where the console shows an audit target (by its name or id); undefined when no page does. */
@@ -104,10 +116,12 @@ function AuditTarget({ type, id, name }: { type: string; id: string; name: strin
     );
   }
   return href ? (
-    <Link href={href} title={`${type} ${id}`}>
+    <Link href={href} title={`${type} ${id}: ${name}`} className="truncated truncated-short">
       {name}
     </Link>
   ) : (
-    <span title={`${type} ${id}`}>{name}</span>
+    <span title={`${type} ${id}: ${name}`} className="truncated truncated-short">
+      {name}
+    </span>
   );
 }

@@ -1,27 +1,17 @@
-import { AuditRow, type AuditEvent } from "./audit-row";
-import { TableScroller } from "@/components/table-scroller";
+import { DataTable } from "@/components/data-table/data-table";
+import { AUDIT_COLUMNS, auditDetails, type AuditEvent } from "./audit-row";
 
+/** The audit log's page of events, newest first (the pager pages on the server; sorting reorders this page). */
 export function AuditTable({ events }: { events: readonly AuditEvent[] }) {
   return (
-    <TableScroller label="Audit events">
-      <table>
-        <caption className="visually-hidden">Audit events, newest first</caption>
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Action</th>
-            <th scope="col">Who</th>
-            <th scope="col">Target</th>
-            <th scope="col">Address</th>
-            <th scope="col">Change</th>
-          </tr>
-        </thead>
-        <tbody>
-          {events.map((event) => (
-            <AuditRow key={event.id} event={event} />
-          ))}
-        </tbody>
-      </table>
-    </TableScroller>
+    <DataTable
+      label="Audit events"
+      caption="Audit events, newest first"
+      columns={AUDIT_COLUMNS}
+      rows={events}
+      rowKey={(event) => event.id}
+      details={auditDetails}
+      empty={{ title: "No events match" }}
+    />
   );
 }

@@ -1,59 +1,91 @@
+import { DataTable, type DataColumn } from "@/components/data-table/data-table";
+import { TruncatedText } from "@/components/data-table/truncated-text";
 import { formatInteger, formatMoney, formatSmall } from "@/lib/number-format";
 import type { ModelCost } from "./cost-types";
-import { TableScroller } from "@/components/table-scroller";
 
 export function ModelCostsTable({ models, showProfile }: { models: readonly ModelCost[]; showProfile: boolean }) {
+  const columns: DataColumn<ModelCost>[] = [
+    {
+      id: "model",
+      header: "Model",
+      rowHeader: true,
+      sortValue: (model) => model.model,
+      cell: (model) => <TruncatedText text={model.model} />,
+    },
+    ...(showProfile
+      ? [
+          {
+            id: "profile",
+            header: "Profile",
+            sortValue: (model: ModelCost) => model.profileName,
+            cell: (model: ModelCost) => <TruncatedText text={model.profileName} size="short" />,
+          },
+        ]
+      : []),
+    {
+      id: "inferences",
+      header: "Inferences",
+      numeric: true,
+      sortValue: (model) => model.inferences,
+      cell: (model) => formatInteger(model.inferences),
+    },
+    {
+      id: "cpuShare",
+      header: "CPU share (host-hours)",
+      numeric: true,
+      sortValue: (model) => model.cpuShareHours,
+      cell: (model) => formatSmall(model.cpuShareHours),
+    },
+    {
+      id: "gpuShare",
+      header: "GPU share (host-hours)",
+      numeric: true,
+      sortValue: (model) => model.gpuShareHours,
+      cell: (model) => formatSmall(model.gpuShareHours),
+    },
+    {
+      id: "cpuCost",
+      header: "CPU cost",
+      numeric: true,
+      sortValue: (model) => model.cpuCost,
+      cell: (model) => formatMoney(model.cpuCost, model.currency),
+    },
+    {
+      id: "gpuCost",
+      header: "GPU cost",
+      numeric: true,
+      sortValue: (model) => model.gpuCost,
+      cell: (model) => formatMoney(model.gpuCost, model.currency),
+    },
+    {
+      id: "cost",
+      header: "Cost",
+      numeric: true,
+      sortValue: (model) => model.cost,
+      cell: (model) => formatMoney(model.cost, model.currency),
+    },
+    {
+      id: "costPerHour",
+      header: "Cost per hour",
+      numeric: true,
+      sortValue: (model) => model.costPerHour,
+      cell: (model) => formatMoney(model.costPerHour, model.currency),
+    },
+    {
+      id: "costPer1000",
+      header: "Cost per 1,000 inferences",
+      numeric: true,
+      sortValue: (model) => model.costPer1000Inferences,
+      cell: (model) => formatMoney(model.costPer1000Inferences, model.currency, "no inferences"),
+    },
+  ];
   return (
-    <TableScroller label="Cost per model">
-      <table className="stack-table">
-        <caption className="visually-hidden">Cost per model</caption>
-        <thead>
-          <tr>
-            <th scope="col">Model</th>
-            {showProfile ? <th scope="col">Profile</th> : null}
-            <th scope="col">Inferences</th>
-            <th scope="col">CPU share (host-hours)</th>
-            <th scope="col">GPU share (host-hours)</th>
-            <th scope="col">CPU cost</th>
-            <th scope="col">GPU cost</th>
-            <th scope="col">Cost</th>
-            <th scope="col">Cost per hour</th>
-            <th scope="col">Cost per 1,000 inferences</th>
-          </tr>
-        </thead>
-        <tbody>
-          {models.map((model) => (
-            <tr key={`${model.profileId}/${model.model}`}>
-              <th scope="row">{model.model}</th>
-              {showProfile ? <td data-label="Profile">{model.profileName}</td> : null}
-              <td data-label="Inferences" className="cell-number">
-                {formatInteger(model.inferences)}
-              </td>
-              <td data-label="CPU share (host-hours)" className="cell-number">
-                {formatSmall(model.cpuShareHours)}
-              </td>
-              <td data-label="GPU share (host-hours)" className="cell-number">
-                {formatSmall(model.gpuShareHours)}
-              </td>
-              <td data-label="CPU cost" className="cell-number">
-                {formatMoney(model.cpuCost, model.currency)}
-              </td>
-              <td data-label="GPU cost" className="cell-number">
-                {formatMoney(model.gpuCost, model.currency)}
-              </td>
-              <td data-label="Cost" className="cell-number">
-                {formatMoney(model.cost, model.currency)}
-              </td>
-              <td data-label="Cost per hour" className="cell-number">
-                {formatMoney(model.costPerHour, model.currency)}
-              </td>
-              <td data-label="Cost per 1,000 inferences" className="cell-number">
-                {formatMoney(model.costPer1000Inferences, model.currency, "no inferences")}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableScroller>
+    <DataTable
+      label="Cost per model"
+      columns={columns}
+      rows={models}
+      rowKey={(model) => `${model.profileId}/${model.model}`}
+      initialSort={{ column: "cost", descending: true }}
+    />
   );
 }

@@ -3,7 +3,8 @@
 import { formatBytes, formatMoney } from "@/lib/number-format";
 import { ProfileActions } from "./profile-actions";
 import type { HardwareProfile } from "./profile-types";
-import { TableScroller } from "@/components/table-scroller";
+import { DataTable, type DataColumn } from "@/components/data-table/data-table";
+import { TruncatedText } from "@/components/data-table/truncated-text";
 
 function gpus(profile: HardwareProfile): string {
   if (profile.gpuCount === 0) return "—";
@@ -20,50 +21,61 @@ export function ProfilesTable({
   canEdit: boolean;
   onEdit: (id: string) => void;
 }) {
+  const columns: DataColumn<HardwareProfile>[] = [
+    {
+      id: "name",
+      header: "Name",
+      rowHeader: true,
+      sortValue: (profile) => profile.name,
+      cell: (profile) => (
+        <>
+          <TruncatedText text={profile.name} />
+          {profile.isDefault ? <span className="badge badge-quiet">default</span> : null}
+        </>
+      ),
+    },
+    { id: "kind", header: "Kind", sortValue: (profile) => profile.kind, cell: (profile) => profile.kind },
+    {
+      id: "cores",
+      header: "CPU cores",
+      numeric: true,
+      sortValue: (profile) => profile.cpuCores,
+      cell: (profile) => profile.cpuCores ?? "—",
+    },
+    {
+      id: "memory",
+      header: "Memory",
+      numeric: true,
+      sortValue: (profile) => profile.memoryBytes,
+      cell: (profile) => formatBytes(profile.memoryBytes),
+    },
+    { id: "gpus", header: "GPUs", sortValue: (profile) => profile.gpuCount, cell: gpus },
+    {
+      id: "cost",
+      header: "Cost per hour",
+      numeric: true,
+      sortValue: (profile) => profile.costPerHour,
+      cell: (profile) => formatMoney(profile.costPerHour, profile.currency),
+    },
+    ...(canEdit
+      ? [
+          {
+            id: "actions",
+            header: "Actions",
+            hideHeader: true,
+            actions: true,
+            cell: (profile: HardwareProfile) => <ProfileActions profile={profile} onEdit={() => onEdit(profile.id)} />,
+          },
+        ]
+      : []),
+  ];
   return (
-    <TableScroller label="Hardware profiles">
-      <table className="stack-table">
-        <caption className="visually-hidden">Hardware profiles</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Kind</th>
-            <th scope="col">CPU cores</th>
-            <th scope="col">Memory</th>
-            <th scope="col">GPUs</th>
-            <th scope="col">Cost per hour</th>
-            {canEdit ? (
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            ) : null}
-          </tr>
-        </thead>
-        <tbody>
-          {profiles.map((profile) => (
-            <tr key={profile.id}>
-              <th scope="row">
-                {profile.name}
-                {profile.isDefault ? <span className="badge badge-quiet">default</span> : null}
-              </th>
-              <td data-label="Kind">{profile.kind}</td>
-              <td data-label="CPU cores">{profile.cpuCores ?? "—"}</td>
-              <td data-label="Memory" className="cell-nowrap">
-                {formatBytes(profile.memoryBytes)}
-              </td>
-              <td data-label="GPUs">{gpus(profile)}</td>
-              <td data-label="Cost per hour" className="cell-nowrap">
-                {formatMoney(profile.costPerHour, profile.currency)}
-              </td>
-              {canEdit ? (
-                <td className="cell-actions">
-                  <ProfileActions profile={profile} onEdit={() => onEdit(profile.id)} />
-                </td>
-              ) : null}
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableScroller>
+    <DataTable
+      label="Hardware profiles"
+      columns={columns}
+      rows={profiles}
+      rowKey={(profile) => profile.id}
+      initialSort={{ column: "name" }}
+    />
   );
 }

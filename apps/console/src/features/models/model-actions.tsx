@@ -10,9 +10,11 @@ export function ModelActions({
   model,
   onDeleted,
 }: {
-  model: Pick<ModelSummary, "name" | "state" | "source">;
+  model: Pick<ModelSummary, "name" | "state" | "source" | "usedBy">;
   onDeleted?: () => void;
 }) {
+  // An operator is changed on its own page; the API refuses loading or unloading it as a model.
+  if (model.source === "operator") return null;
   const busy = model.state === "LOADING" || model.state === "UNLOADING";
   return (
     <div className="model-actions">
@@ -22,7 +24,7 @@ export function ModelActions({
         <LoadModelButton name={model.name} />
       )}
       {model.source === "uploaded" ? (
-        <DeleteModelButton name={model.name} {...(onDeleted ? { onDeleted } : {})} />
+        <DeleteModelButton name={model.name} usedBy={model.usedBy} {...(onDeleted ? { onDeleted } : {})} />
       ) : null}
     </div>
   );

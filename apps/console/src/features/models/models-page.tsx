@@ -2,18 +2,21 @@
 
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
+import { useState } from "react";
+import { TableSearch, matchesSearch } from "@/components/data-table/table-search";
 import { PageHeader } from "@/components/page-header";
 import { useSignedInUser } from "@/components/shell/session-context";
 import { QueryView } from "@/components/states/query-view";
 import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
 import { isTransient, MODEL_POLL_MS } from "./model-state";
-import { ModelsTable } from "./models-table";
+import { backendLabel, ModelsTable, modelSourceLabel } from "./models-table";
 
 export function ModelsPage() {
   const trpc = useTRPC();
   const user = useSignedInUser();
   const canManage = hasRole(user.role, "ENGINEER");
+  const [search, setSearch] = useState("");
   const models = useQuery({
     ...trpc.models.list.queryOptions(),
     // Ask again while a model is loading or unloading, until it settles.
@@ -53,7 +56,23 @@ export function ModelsPage() {
             body: canManage ? <p>Upload an ONNX model to serve it.</p> : <p>An engineer can upload one.</p>,
           }}
         >
-          {(data) => <ModelsTable models={data.models} canManage={canManage} />}
+          {(data) => (
+            <>
+              <TableSearch label="Search models" value={search} onChange={setSearch} />
+              <ModelsTable
+                models={data.models.filter((model) =>
+                  matchesSearch(search, [
+                    model.name,
+                    model.description,
+                    backendLabel(model),
+                    model.platform,
+                    modelSourceLabel(model.source),
+                  ]),
+                )}
+                canManage={canManage}
+              />
+            </>
+          )}
         </QueryView>
       </section>
     </>

@@ -13,6 +13,7 @@ import { OperatorGraph } from "./operator-graph";
 import { isOperatorName } from "./operator-name";
 import { problemNodeIds } from "@operon/operator-spec/problem-subjects";
 import { specGraph } from "@operon/operator-spec/spec-graph";
+import { ModelTensorLookup } from "./model-tensor-lookup";
 import { SpecCodeEditor } from "./spec-code-editor";
 import { SpecProblems } from "./spec-problems";
 import { parseSpecText } from "./spec-text";
@@ -128,7 +129,8 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
           </span>
           <p id={`${id}-spec-hint`} className="field-hint">
             inputs, outputs and steps (kind &quot;model&quot;, &quot;route&quot; or &quot;exit&quot;); the name comes
-            from the Name field. Checked with the gateway as you type.
+            from the Name field. Checked with the gateway as you type. <kbd>Ctrl</kbd>+<kbd>Space</kbd> completes step
+            kinds, model names and each model&apos;s tensor names; the panel beside the editor lists them too.
           </p>
           <SpecCodeEditor
             id={textareaId}
@@ -150,6 +152,7 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
         </div>
         <div className="editor-side">
           <SpecProblems id={`${id}-problems`} parsed={parsed} validation={validation} />
+          <ModelTensorLookup />
           <OperatorGraph graph={graph} problemNodes={blamed} title={parsed.ok ? "Graph" : "Graph (last valid JSON)"} />
         </div>
       </div>

@@ -1,10 +1,71 @@
 "use client";
 
 import Link from "next/link";
+import { DataTable, type DataColumn } from "@/components/data-table/data-table";
+import { TruncatedText } from "@/components/data-table/truncated-text";
 import { formatDateTime } from "@/lib/format";
 import { DeleteOperatorButton } from "./delete-operator-button";
 import { operatorHref, sourceLabel, stateLabel, type OperatorSummary } from "./operator-labels";
-import { TableScroller } from "@/components/table-scroller";
+
+const COLUMNS: DataColumn<OperatorSummary>[] = [
+  {
+    id: "name",
+    header: "Name",
+    rowHeader: true,
+    sortValue: (operator) => operator.name,
+    cell: (operator) => (
+      <>
+        <Link href={operatorHref(operator.name)}>
+          <TruncatedText text={operator.name} />
+        </Link>
+        {operator.description ? <span className="cell-sub">{operator.description}</span> : null}
+      </>
+    ),
+  },
+  {
+    id: "source",
+    header: "Source",
+    sortValue: (operator) => operator.source,
+    cell: (operator) => sourceLabel(operator.source),
+  },
+  {
+    id: "state",
+    header: "State",
+    sortValue: (operator) => operator.state,
+    cell: (operator) => (
+      <span className={`status status-${operator.state.toLowerCase()}`}>
+        {stateLabel(operator.state, operator.unreadyModels)}
+      </span>
+    ),
+  },
+  {
+    id: "steps",
+    header: "Steps",
+    numeric: true,
+    sortValue: (operator) => operator.stepCount,
+    cell: (operator) => operator.stepCount,
+  },
+  {
+    id: "version",
+    header: "Latest version",
+    numeric: true,
+    sortValue: (operator) => operator.latestVersion,
+    cell: (operator) => operator.latestVersion ?? "—",
+  },
+  {
+    id: "models",
+    header: "Models used",
+    cell: (operator) =>
+      operator.models.length > 0 ? <TruncatedText text={operator.models.join(", ")} size="short" /> : "—",
+  },
+  {
+    id: "updated",
+    header: "Updated",
+    nowrap: true,
+    sortValue: (operator) => (operator.updatedAt ? new Date(operator.updatedAt).getTime() : null),
+    cell: (operator) => formatDateTime(operator.updatedAt),
+  },
+];
 
 export function OperatorsTable({
   operators,
@@ -13,52 +74,23 @@ export function OperatorsTable({
   operators: readonly OperatorSummary[];
   canManage: boolean;
 }) {
+  const columns: DataColumn<OperatorSummary>[] = [
+    ...COLUMNS,
+    {
+      id: "actions",
+      header: "Actions",
+      hideHeader: true,
+      actions: true,
+      cell: (operator) => (canManage && operator.stored ? <DeleteOperatorButton name={operator.name} /> : null),
+    },
+  ];
   return (
-    <TableScroller label="Operators">
-      <table>
-        <caption className="visually-hidden">Operators</caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Source</th>
-            <th scope="col">State</th>
-            <th scope="col" className="cell-number">
-              Steps
-            </th>
-            <th scope="col" className="cell-number">
-              Latest version
-            </th>
-            <th scope="col">Models used</th>
-            <th scope="col">Updated</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {operators.map((operator) => (
-            <tr key={operator.name}>
-              <th scope="row">
-                <Link href={operatorHref(operator.name)}>{operator.name}</Link>
-                {operator.description ? <span className="cell-sub">{operator.description}</span> : null}
-              </th>
-              <td>{sourceLabel(operator.source)}</td>
-              <td>
-                <span className={`status status-${operator.state.toLowerCase()}`}>
-                  {stateLabel(operator.state, operator.unreadyModels)}
-                </span>
-              </td>
-              <td className="cell-number">{operator.stepCount}</td>
-              <td className="cell-number">{operator.latestVersion ?? "—"}</td>
-              <td>{operator.models.length > 0 ? operator.models.join(", ") : "—"}</td>
-              <td className="cell-nowrap">{formatDateTime(operator.updatedAt)}</td>
-              <td className="cell-actions">
-                {canManage && operator.stored ? <DeleteOperatorButton name={operator.name} /> : null}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableScroller>
+    <DataTable
+      label="Operators"
+      columns={columns}
+      rows={operators}
+      rowKey={(operator) => operator.name}
+      initialSort={{ column: "name" }}
+    />
   );
 }

@@ -1,60 +1,92 @@
+import { DataTable, type DataColumn } from "@/components/data-table/data-table";
+import { TruncatedText } from "@/components/data-table/truncated-text";
 import { formatInteger, formatMoney, formatNumber } from "@/lib/number-format";
 import type { CostReport } from "./overview-types";
-import { TableScroller } from "@/components/table-scroller";
+
+type CostEntry = CostReport["models"][number];
+
+const COLUMNS: DataColumn<CostEntry>[] = [
+  {
+    id: "model",
+    header: "Model",
+    rowHeader: true,
+    sortValue: (entry) => entry.model,
+    cell: (entry) => <TruncatedText text={entry.model} />,
+  },
+  {
+    id: "profile",
+    header: "Hardware profile",
+    sortValue: (entry) => entry.profileName,
+    cell: (entry) => <TruncatedText text={entry.profileName} size="short" />,
+  },
+  {
+    id: "inferences",
+    header: "Inferences",
+    numeric: true,
+    sortValue: (entry) => entry.inferences,
+    cell: (entry) => formatInteger(entry.inferences),
+  },
+  {
+    id: "cpu",
+    header: "Host CPU used (s)",
+    numeric: true,
+    sortValue: (entry) => entry.cpuShareHours,
+    cell: (entry) => formatNumber(entry.cpuShareHours * 3600, 3),
+  },
+  {
+    id: "gpu",
+    header: "Host GPU used (s)",
+    numeric: true,
+    sortValue: (entry) => entry.gpuShareHours,
+    cell: (entry) => formatNumber(entry.gpuShareHours * 3600, 3),
+  },
+  {
+    id: "cpuCost",
+    header: "CPU cost",
+    numeric: true,
+    sortValue: (entry) => entry.cpuCost,
+    cell: (entry) => formatMoney(entry.cpuCost, entry.currency),
+  },
+  {
+    id: "gpuCost",
+    header: "GPU cost",
+    numeric: true,
+    sortValue: (entry) => entry.gpuCost,
+    cell: (entry) => formatMoney(entry.gpuCost, entry.currency),
+  },
+  {
+    id: "cost",
+    header: "Cost",
+    numeric: true,
+    sortValue: (entry) => entry.cost,
+    cell: (entry) => formatMoney(entry.cost, entry.currency),
+  },
+  {
+    id: "costPerHour",
+    header: "Cost per hour",
+    numeric: true,
+    sortValue: (entry) => entry.costPerHour,
+    cell: (entry) => formatMoney(entry.costPerHour, entry.currency),
+  },
+  {
+    id: "costPer1000",
+    header: "Cost per 1,000 inferences",
+    numeric: true,
+    sortValue: (entry) => entry.costPer1000Inferences,
+    cell: (entry) => formatMoney(entry.costPer1000Inferences, entry.currency),
+  },
+];
 
 /** Per model and hardware profile: what the charts show, with the figures behind them. */
 export function CostTable({ report }: { report: CostReport }) {
   return (
-    <TableScroller label="Cost per model and hardware profile">
-      <table className="wrapping-headers">
-        <caption className="visually-hidden">Cost per model and hardware profile</caption>
-        <thead>
-          <tr>
-            <th scope="col">Model</th>
-            <th scope="col">Hardware profile</th>
-            <th scope="col" className="cell-number">
-              Inferences
-            </th>
-            <th scope="col" className="cell-number">
-              Host CPU used (s)
-            </th>
-            <th scope="col" className="cell-number">
-              Host GPU used (s)
-            </th>
-            <th scope="col" className="cell-number">
-              CPU cost
-            </th>
-            <th scope="col" className="cell-number">
-              GPU cost
-            </th>
-            <th scope="col" className="cell-number">
-              Cost
-            </th>
-            <th scope="col" className="cell-number">
-              Cost per hour
-            </th>
-            <th scope="col" className="cell-number">
-              Cost per 1,000 inferences
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {report.models.map((entry) => (
-            <tr key={`${entry.profileId}/${entry.model}`}>
-              <th scope="row">{entry.model}</th>
-              <td>{entry.profileName}</td>
-              <td className="cell-number">{formatInteger(entry.inferences)}</td>
-              <td className="cell-number">{formatNumber(entry.cpuShareHours * 3600, 3)}</td>
-              <td className="cell-number">{formatNumber(entry.gpuShareHours * 3600, 3)}</td>
-              <td className="cell-number">{formatMoney(entry.cpuCost, entry.currency)}</td>
-              <td className="cell-number">{formatMoney(entry.gpuCost, entry.currency)}</td>
-              <td className="cell-number">{formatMoney(entry.cost, entry.currency)}</td>
-              <td className="cell-number">{formatMoney(entry.costPerHour, entry.currency)}</td>
-              <td className="cell-number">{formatMoney(entry.costPer1000Inferences, entry.currency)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableScroller>
+    <DataTable
+      label="Cost per model and hardware profile"
+      className="wrapping-headers"
+      columns={COLUMNS}
+      rows={report.models}
+      rowKey={(entry) => `${entry.profileId}/${entry.model}`}
+      initialSort={{ column: "cost", descending: true }}
+    />
   );
 }

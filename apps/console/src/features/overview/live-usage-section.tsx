@@ -28,7 +28,7 @@ export function LiveUsageSection({ query }: { query: UseQueryResult<CurrentUsage
                 Some live numbers are missing: {usage.unavailable.join("; ")}.
               </p>
             ) : null}
-            <UsageTiles totals={usageTotals(usage.models)} />
+            <UsageTiles totals={usageTotals(usage.models, usage.gateway?.rssBytes ?? null)} />
             <p className="muted small">
               Requests and errors count since each version was loaded; p50 and p99 are the gateway&apos;s recent request
               latency; req/s and CPU come from the last usage sample.

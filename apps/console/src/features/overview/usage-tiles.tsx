@@ -22,7 +22,12 @@ export function UsageTiles({ totals }: { totals: UsageTotals }) {
       hint: totals.readyInstances === null ? "workers unknown" : `${formatInteger(totals.readyInstances)} ready`,
     },
     { label: "CPU", value: formatPercent(totals.cpuUtilization), hint: "of the host, last sample" },
-    { label: "Memory", value: formatBytes(totals.memoryBytes), hint: "resident, all workers" },
+    {
+      label: "Memory",
+      value: formatBytes(totals.memoryBytes),
+      // The gateway holds every model that runs on its threads (ONNX Runtime): leaving it out understated memory.
+      hint: `resident: gateway ${formatBytes(totals.gatewayMemoryBytes)}, worker processes ${formatBytes(totals.workerMemoryBytes)}`,
+    },
   ];
   return (
     <dl className="stat-tiles">

@@ -5,12 +5,54 @@ import { useState } from "react";
 import { SelectField } from "@/components/form/select-field";
 import { EmptyState } from "@/components/states/empty-state";
 import { QueryView } from "@/components/states/query-view";
-import { TableScroller } from "@/components/table-scroller";
+import { DataTable, type DataColumn } from "@/components/data-table/data-table";
+import { TruncatedText } from "@/components/data-table/truncated-text";
 import { TIME_RANGE_OPTIONS, useTimeWindow, type TimeRangeId } from "@/features/charts/time-range";
 import { TimeSeriesChart } from "@/features/charts/time-series-chart";
 import { formatInteger, formatNumber, formatPercent } from "@/lib/number-format";
 import { useTRPC } from "@/lib/trpc";
 import { tenantChartRows, tenantChartSeries, tenantUseRows } from "./tenant-usage-rows";
+
+type TenantUseRow = ReturnType<typeof tenantUseRows>[number];
+
+const TENANT_USE_COLUMNS: DataColumn<TenantUseRow>[] = [
+  {
+    id: "tenant",
+    header: "Tenant",
+    rowHeader: true,
+    sortValue: (row) => row.name,
+    cell: (row) => <TruncatedText text={row.name} />,
+  },
+  {
+    id: "share",
+    header: "Share",
+    numeric: true,
+    sortValue: (row) => row.shareOfServed,
+    cell: (row) => formatPercent(row.shareOfServed),
+  },
+  { id: "use", header: "Use", numeric: true, sortValue: (row) => row.use, cell: (row) => formatPercent(row.use) },
+  {
+    id: "units",
+    header: "Units",
+    numeric: true,
+    sortValue: (row) => row.units,
+    cell: (row) => formatNumber(row.units),
+  },
+  {
+    id: "requests",
+    header: "Requests",
+    numeric: true,
+    sortValue: (row) => row.requests,
+    cell: (row) => formatInteger(row.requests),
+  },
+  {
+    id: "throttled",
+    header: "Refused (429)",
+    numeric: true,
+    sortValue: (row) => row.throttled,
+    cell: (row) => formatInteger(row.throttled),
+  },
+];
 
 /** Each tenant's use of the units served against its share, over a chosen range. */
 export function TenantUsageSection() {
@@ -50,33 +92,13 @@ export function TenantUsageSection() {
           const domain: [number, number] = [new Date(data.from).getTime(), new Date(data.to).getTime()];
           return (
             <>
-              <TableScroller label="Use against share">
-                <table className="stack-table">
-                  <caption className="visually-hidden">Each tenant's use against its share in this range</caption>
-                  <thead>
-                    <tr>
-                      <th scope="col">Tenant</th>
-                      <th scope="col">Share</th>
-                      <th scope="col">Use</th>
-                      <th scope="col">Units</th>
-                      <th scope="col">Requests</th>
-                      <th scope="col">Refused (429)</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {rows.map((row) => (
-                      <tr key={row.id}>
-                        <th scope="row">{row.name}</th>
-                        <td data-label="Share">{formatPercent(row.shareOfServed)}</td>
-                        <td data-label="Use">{formatPercent(row.use)}</td>
-                        <td data-label="Units">{formatNumber(row.units)}</td>
-                        <td data-label="Requests">{formatInteger(row.requests)}</td>
-                        <td data-label="Refused (429)">{formatInteger(row.throttled)}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </TableScroller>
+              <DataTable
+                label="Use against share"
+                caption="Each tenant's use against its share in this range"
+                columns={TENANT_USE_COLUMNS}
+                rows={rows}
+                rowKey={(row) => row.id}
+              />
               <TimeSeriesChart
                 title="Use of the units served, per tenant"
                 yLabel="use (%)"

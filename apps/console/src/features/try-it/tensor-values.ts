@@ -84,3 +84,36 @@ export function parseValues(text: string, datatype: string, count: number): Pars
   if (value.length !== count) return { ok: false, message: `the shape holds ${count} values; ${value.length} given` };
   return { ok: true, value: value as TensorValue[] };
 }
+
+export type FillKind = "zeros" | "random" | "ramp";
+
+/**
+ * Values for a whole tensor at once: zeros, random values (uniform in [0, 1) for floats, the type's small range
+ * for integers: what an image model's normalized input looks like), or the ramp 0, 1, 2, …
+ */
+export function fillValues(datatype: string, count: number, kind: FillKind, random = Math.random): TensorValue[] {
+  if (kind === "ramp") return defaultValues(datatype, count);
+  const floats = datatype.startsWith("FP") || datatype === "BF16";
+  return Array.from({ length: count }, (): TensorValue => {
+    if (datatype === "BOOL") return kind === "random" ? random() < 0.5 : false;
+    if (datatype === "BYTES") return "";
+    if (kind === "zeros") return 0;
+    if (floats) return Math.round(random() * 1e4) / 1e4;
+    return Math.floor(random() * (datatype === "INT8" ? 128 : 256));
+  });
+}
+
+/** Base64 of raw bytes, for a BYTES input's file (a PNG is not text, so JSON cannot carry it as a string). */
+export function bytesToBase64(bytes: Uint8Array): string {
+  let binary = "";
+  // In slices: String.fromCharCode(...bytes) overflows the call stack on a large file.
+  for (let offset = 0; offset < bytes.length; offset += 0x8000) {
+    binary += String.fromCharCode(...bytes.subarray(offset, offset + 0x8000));
+  }
+  return btoa(binary);
+}
+
+/** The values a new input starts with: the ramp for a small tensor, zeros for an image-sized one (no 27,648-number ramp). */
+export function initialValues(datatype: string, count: number): TensorValue[] {
+  return count > 256 ? fillValues(datatype, count, "zeros") : defaultValues(datatype, count);
+}

@@ -1,9 +1,20 @@
 "use client";
 
-import { useId } from "react";
+import { type ChangeEvent, useId, useState } from "react";
 import { SelectField } from "@/components/form/select-field";
 import { TextField } from "@/components/form/text-field";
-import { KSERVE_DATATYPES } from "./tensor-values";
+import { formatBytes } from "@/lib/number-format";
+import { bytesToBase64, type FillKind, KSERVE_DATATYPES } from "./tensor-values";
+
+/** The largest file Try it sends (the API takes 8 MiB bodies; base64 adds a third). */
+export const MAX_TRY_FILE_BYTES = 6 * 1024 * 1024;
+
+/** A file picked for a BYTES input: every element of the tensor carries its raw bytes. */
+export interface TryInputFile {
+  name: string;
+  sizeBytes: number;
+  base64: string;
+}
 
 export interface TryInputDraft {
   name: string;
@@ -12,19 +23,50 @@ export interface TryInputDraft {
   dataText: string;
   /** The model's shape (-1 dynamic), for the hint. */
   modelShape: number[];
+  /** BYTES only: a picked file instead of the typed strings. */
+  file?: TryInputFile | undefined;
 }
+
+const FILLS: Array<{ kind: FillKind; label: string }> = [
+  { kind: "zeros", label: "Zeros" },
+  { kind: "random", label: "Random" },
+  { kind: "ramp", label: "0, 1, 2, …" },
+];
 
 /** One input of the request: datatype, shape and the values as a JSON array. */
 export function TryInputFields({
   input,
   errors,
   onChange,
+  onFill,
+  allowFile = false,
 }: {
   input: TryInputDraft;
   errors: { datatype?: string | undefined; shape?: string | undefined; data?: string | undefined };
-  onChange: (change: Partial<Pick<TryInputDraft, "datatype" | "shapeText" | "dataText">>) => void;
+  onChange: (change: Partial<Pick<TryInputDraft, "datatype" | "shapeText" | "dataText" | "file">>) => void;
+  /** Fill the whole tensor (its shape as typed) at once. */
+  onFill?: (kind: FillKind) => void;
+  /** BYTES inputs may take a file (the model's Try it; the API sends it as binary data). */
+  allowFile?: boolean;
 }) {
   const dataId = useId();
+  const fileId = useId();
+  const [fileError, setFileError] = useState<string | undefined>();
+  const bytes = input.datatype === "BYTES";
+  const pick = async (event: ChangeEvent<HTMLInputElement>) => {
+    const file = event.currentTarget.files?.[0];
+    event.currentTarget.value = "";
+    if (file === undefined) return;
+    if (file.size > MAX_TRY_FILE_BYTES) {
+      setFileError(
+        `${file.name} is ${formatBytes(file.size)}; Try it sends files up to ${formatBytes(MAX_TRY_FILE_BYTES)}`,
+      );
+      return;
+    }
+    setFileError(undefined);
+    const base64 = bytesToBase64(new Uint8Array(await file.arrayBuffer()));
+    onChange({ file: { name: file.name, sizeBytes: file.size, base64 } });
+  };
   const options = (KSERVE_DATATYPES as readonly string[]).includes(input.datatype)
     ? KSERVE_DATATYPES
     : [input.datatype, ...KSERVE_DATATYPES];
@@ -51,6 +93,71 @@ export function TryInputFields({
           onChange={(event) => onChange({ shapeText: event.target.value })}
         />
       </div>
+      {bytes && allowFile ? (
+        <div className="field">
+          <label htmlFor={fileId}>File (sent as raw bytes, e.g. a PNG)</label>
+          <input
+            id={fileId}
+            type="file"
+            aria-invalid={fileError ? true : undefined}
+            aria-describedby={fileError ? `${fileId}-error` : undefined}
+            onChange={(event) => void pick(event)}
+          />
+          {fileError ? (
+            <p id={`${fileId}-error`} className="field-error">
+              {fileError}
+            </p>
+          ) : null}
+        </div>
+      ) : null}
+      {input.file ? (
+        <p className="try-input-file" role="status">
+          <span>
+            Sends <strong>{input.file.name}</strong> ({formatBytes(input.file.sizeBytes)}) as every element.
+          </span>{" "}
+          <button type="button" className="button-link" onClick={() => onChange({ file: undefined })}>
+            Type strings instead
+          </button>
+        </p>
+      ) : (
+        <TryDataField
+          input={input}
+          dataId={dataId}
+          error={errors.data}
+          onChange={onChange}
+          onFill={bytes ? undefined : onFill}
+        />
+      )}
+    </fieldset>
+  );
+}
+
+function TryDataField({
+  input,
+  dataId,
+  error,
+  onChange,
+  onFill,
+}: {
+  input: TryInputDraft;
+  dataId: string;
+  error: string | undefined;
+  onChange: (change: { dataText: string }) => void;
+  onFill: ((kind: FillKind) => void) | undefined;
+}) {
+  const errors = { data: error };
+  return (
+    <>
+      {onFill ? (
+        <div className="try-fill" role="group" aria-label={`Fill “${input.name}” with`}>
+          <span className="muted small">Fill with</span>
+          {FILLS.map((fill) => (
+            <button key={fill.kind} type="button" className="button" onClick={() => onFill(fill.kind)}>
+              {fill.label}
+            </button>
+          ))}
+        </div>
+      ) : null}
       <div className="field">
         <label htmlFor={dataId}>Data (JSON array, row-major)</label>
         <textarea
@@ -69,6 +176,6 @@ export function TryInputFields({
           </p>
         ) : null}
       </div>
-    </fieldset>
+    </>
   );
 }

@@ -5,8 +5,9 @@ import { FormAlert } from "@/components/form/form-alert";
 import { SubmitButton } from "@/components/form/submit-button";
 import {
   concreteShape,
-  defaultValues,
+  initialValues,
   elementCount,
+  fillValues,
   formatShape,
   parseShape,
   parseValues,
@@ -26,6 +27,8 @@ export interface RequestTensor {
   datatype: string;
   shape: number[];
   data: TensorValue[];
+  /** "base64": BYTES elements are base64 of a picked file's raw bytes. */
+  encoding?: "base64";
 }
 
 export type TryInputsMode = "form" | "json";
@@ -38,7 +41,7 @@ function draftOf(input: DeclaredInput): TryInputDraft {
     name: input.name,
     datatype,
     shapeText: formatShape(shape),
-    dataText: JSON.stringify(defaultValues(datatype, elementCount(shape))),
+    dataText: JSON.stringify(initialValues(datatype, elementCount(shape))),
     modelShape: [...input.shape],
   };
 }
@@ -50,6 +53,11 @@ function readDrafts(drafts: readonly TryInputDraft[]): { inputs: RequestTensor[]
   drafts.forEach((draft, index) => {
     const shape = parseShape(draft.shapeText);
     if (!shape.ok) return void (errors[index]!.shape = shape.message);
+    if (draft.file && draft.datatype === "BYTES") {
+      const data = new Array<string>(elementCount(shape.value)).fill(draft.file.base64);
+      inputs.push({ name: draft.name, datatype: draft.datatype, shape: shape.value, data, encoding: "base64" });
+      return;
+    }
     const data = parseValues(draft.dataText, draft.datatype, elementCount(shape.value));
     if (!data.ok) return void (errors[index]!.data = data.message);
     inputs.push({ name: draft.name, datatype: draft.datatype, shape: shape.value, data: data.value });
@@ -93,6 +101,7 @@ export function TryItForm({
   alert,
   hint,
   extraFields,
+  allowFiles = false,
   children,
 }: {
   name: string;
@@ -109,6 +118,8 @@ export function TryItForm({
   alert?: string | undefined;
   hint?: string;
   extraFields?: ReactNode;
+  /** BYTES inputs offer a file picker (only where the API sends base64 elements as binary data). */
+  allowFiles?: boolean;
   children?: ReactNode;
 }) {
   const id = useId();
@@ -126,10 +137,10 @@ export function TryItForm({
         // A new shape or datatype gets fresh values of the right length, unless the person typed their own.
         if (
           (patch.shapeText !== undefined || patch.datatype !== undefined) &&
-          draft.dataText === JSON.stringify(defaultValues(draft.datatype, countOf(draft.shapeText)))
+          draft.dataText === JSON.stringify(initialValues(draft.datatype, countOf(draft.shapeText)))
         ) {
           const shape = parseShape(next.shapeText);
-          if (shape.ok) next.dataText = JSON.stringify(defaultValues(next.datatype, elementCount(shape.value)));
+          if (shape.ok) next.dataText = JSON.stringify(initialValues(next.datatype, elementCount(shape.value)));
         }
         return next;
       }),
@@ -205,6 +216,12 @@ export function TryItForm({
             input={draft}
             errors={{ ...fieldErrors(index), ...localErrors[index] }}
             onChange={(patch) => change(index, patch)}
+            onFill={(kind) => {
+              const shape = parseShape(draft.shapeText);
+              if (!shape.ok) return setLocalErrors(errorsWith(localErrors, index, { shape: shape.message }));
+              change(index, { dataText: JSON.stringify(fillValues(draft.datatype, elementCount(shape.value), kind)) });
+            }}
+            allowFile={allowFiles}
           />
         ))
       ) : (
@@ -240,4 +257,10 @@ export function TryItForm({
 function countOf(shapeText: string): number {
   const shape = parseShape(shapeText);
   return shape.ok ? elementCount(shape.value) : 0;
+}
+
+function errorsWith(current: readonly InputErrors[], index: number, errors: InputErrors): InputErrors[] {
+  const next = [...current];
+  next[index] = { ...next[index], ...errors };
+  return next;
 }

@@ -18,7 +18,7 @@ export function ResetPasswordButton({ id, email }: { id: string; email: string }
   return (
     <ConfirmButton
       label="Reset password"
-      accessibleLabel={`Reset the password of ${email}`}
+      accessibleLabel={`Reset password of ${email}`}
       className="button"
       title={`Reset the password of ${email}?`}
       description={

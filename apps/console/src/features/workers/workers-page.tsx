@@ -7,7 +7,7 @@ import { QueryView } from "@/components/states/query-view";
 import { useTRPC } from "@/lib/trpc";
 import { useCpuRates } from "./cpu-rates";
 import { GatewayProcess } from "./gateway-process";
-import { workerKey, WorkersTable } from "./workers-table";
+import { type WorkerRow, workerKey, WorkersTable } from "./workers-table";
 
 const REFRESH_MS = 5_000;
 const GATEWAY_KEY = "gateway";
@@ -29,8 +29,10 @@ export function WorkersPage() {
     <>
       <PageHeader title="Workers">
         <p>
-          The gateway runs each model instance in its own worker process. This page asks the gateway every{" "}
-          {REFRESH_MS / 1000} s. CPU now is the share of one core since the previous reading.
+          Each model instance runs where its backend is trusted to run: ONNX Runtime and vetted native backends on a
+          thread of the gateway process, TypeScript and user native backends in a worker process of their own (the
+          &quot;Runs in&quot; column says which). This page asks the gateway every {REFRESH_MS / 1000} s. CPU now is the
+          share of one core since the previous reading.
         </p>
       </PageHeader>
       <QueryView query={workers} loadingLabel="Asking the gateway…">
@@ -42,14 +44,14 @@ export function WorkersPage() {
             </section>
             <section className="card" aria-labelledby="workers-title">
               <div className="section-header">
-                <h2 id="workers-title">Worker processes</h2>
+                <h2 id="workers-title">Model instances</h2>
                 <span className="muted small" aria-live="off">
-                  {list.workers.length} {list.workers.length === 1 ? "process" : "processes"}
+                  {instanceCountLine(list.workers)}
                 </span>
               </div>
               {list.workers.length === 0 ? (
-                <EmptyState title="No workers running">
-                  <p>Load a model to start its workers.</p>
+                <EmptyState title="No model instance running">
+                  <p>Load a model to start its instances.</p>
                 </EmptyState>
               ) : (
                 <WorkersTable workers={list.workers} cpuRates={cpuRates} />
@@ -60,4 +62,12 @@ export function WorkersPage() {
       </QueryView>
     </>
   );
+}
+
+/** "14 instances: 5 in worker processes, 9 on gateway threads": what the page claims, counted (issue 27, item 7). */
+export function instanceCountLine(workers: readonly Pick<WorkerRow, "isolation">[]): string {
+  const threads = workers.filter((worker) => worker.isolation === "thread").length;
+  const processes = workers.length - threads;
+  const plural = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
+  return `${plural(workers.length, "instance", "instances")}: ${plural(processes, "in a worker process", "in worker processes")}, ${plural(threads, "on a gateway thread", "on gateway threads")}`;
 }

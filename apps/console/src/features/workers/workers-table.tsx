@@ -1,9 +1,10 @@
-import { formatBytes, formatSeconds } from "@/lib/number-format";
 import Link from "next/link";
+import { DataTable, type DataColumn } from "@/components/data-table/data-table";
+import { TruncatedText } from "@/components/data-table/truncated-text";
 import type { RouterOutputs } from "@/lib/api-types";
+import { formatBytes, formatSeconds } from "@/lib/number-format";
 import { formatCores } from "./cpu-rates";
 import { WorkerStateBadge } from "./worker-state-badge";
-import { TableScroller } from "@/components/table-scroller";
 
 export type WorkerRow = RouterOutputs["workers"]["list"]["workers"][number];
 
@@ -16,10 +17,8 @@ function placement(worker: WorkerRow): string {
 }
 
 /**
- * One row per worker process (one per model instance), named by its
- * instance, with the model and version it serves under the name (the
- * instance name already holds the model's, so separate columns would only
- * make the table too wide for a laptop).
+ * One row per model instance, named by its instance, with the model and version it serves under the name (the
+ * instance name already holds the model's, so separate columns would only make the table too wide for a laptop).
  */
 export function WorkersTable({
   workers,
@@ -28,59 +27,81 @@ export function WorkersTable({
   workers: readonly WorkerRow[];
   cpuRates: ReadonlyMap<string, number>;
 }) {
+  const columns: DataColumn<WorkerRow>[] = [
+    {
+      id: "instance",
+      header: "Instance (model, version)",
+      rowHeader: true,
+      sortValue: (worker) => worker.instance,
+      cell: (worker) => (
+        <>
+          <TruncatedText as="code" text={worker.instance} />
+          <span className="cell-note">
+            <Link href={`/models/${encodeURIComponent(worker.model)}`}>
+              <TruncatedText text={worker.model} size="short" />
+            </Link>
+            , version {worker.version}
+          </span>
+        </>
+      ),
+    },
+    {
+      id: "backend",
+      header: "Backend",
+      sortValue: (worker) => worker.backend,
+      cell: (worker) => <TruncatedText text={worker.backend} size="short" />,
+    },
+    { id: "placement", header: "Kind / device", sortValue: placement, cell: placement },
+    {
+      id: "isolation",
+      header: "Runs in (PID)",
+      sortValue: (worker) => worker.isolation,
+      cell: (worker) =>
+        worker.isolation === "thread" ? `gateway thread (${worker.pid ?? "—"})` : `process ${worker.pid ?? "—"}`,
+      nowrap: true,
+    },
+    {
+      id: "state",
+      header: "State",
+      sortValue: (worker) => worker.state,
+      cell: (worker) => <WorkerStateBadge state={worker.state} />,
+    },
+    {
+      id: "restarts",
+      header: "Restarts",
+      numeric: true,
+      sortValue: (worker) => worker.restarts,
+      cell: (worker) => worker.restarts,
+    },
+    {
+      id: "cpuSeconds",
+      header: "CPU seconds",
+      numeric: true,
+      sortValue: (worker) => worker.cpuSeconds,
+      cell: (worker) => formatSeconds(worker.cpuSeconds),
+    },
+    {
+      id: "cpuNow",
+      header: "CPU now",
+      numeric: true,
+      sortValue: (worker) => cpuRates.get(workerKey(worker)),
+      cell: (worker) => formatCores(cpuRates.get(workerKey(worker))),
+    },
+    {
+      id: "rss",
+      header: "RSS",
+      numeric: true,
+      sortValue: (worker) => worker.rssBytes,
+      cell: (worker) => formatBytes(worker.rssBytes),
+    },
+  ];
   return (
-    <TableScroller label="Worker processes">
-      <table className="stack-table">
-        <caption className="visually-hidden">Worker processes</caption>
-        <thead>
-          <tr>
-            <th scope="col">Instance (model, version)</th>
-            <th scope="col">Backend</th>
-            <th scope="col">Kind / device</th>
-            <th scope="col">Runs in (PID)</th>
-            <th scope="col">State</th>
-            <th scope="col">Restarts</th>
-            <th scope="col">CPU seconds</th>
-            <th scope="col">CPU now</th>
-            <th scope="col">RSS</th>
-          </tr>
-        </thead>
-        <tbody>
-          {workers.map((worker) => (
-            <tr key={workerKey(worker)}>
-              <th scope="row">
-                <code>{worker.instance}</code>
-                <span className="cell-note">
-                  <Link href={`/models/${encodeURIComponent(worker.model)}`}>{worker.model}</Link>, version{" "}
-                  {worker.version}
-                </span>
-              </th>
-              <td data-label="Backend">{worker.backend}</td>
-              <td data-label="Kind / device">{placement(worker)}</td>
-              <td data-label="Runs in (PID)" className="cell-number">
-                {worker.isolation === "thread"
-                  ? `gateway thread (${worker.pid ?? "—"})`
-                  : `process ${worker.pid ?? "—"}`}
-              </td>
-              <td data-label="State">
-                <WorkerStateBadge state={worker.state} />
-              </td>
-              <td data-label="Restarts" className="cell-number">
-                {worker.restarts}
-              </td>
-              <td data-label="CPU seconds" className="cell-number">
-                {formatSeconds(worker.cpuSeconds)}
-              </td>
-              <td data-label="CPU now" className="cell-number">
-                {formatCores(cpuRates.get(workerKey(worker)))}
-              </td>
-              <td data-label="RSS" className="cell-number">
-                {formatBytes(worker.rssBytes)}
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableScroller>
+    <DataTable
+      label="Model instances"
+      columns={columns}
+      rows={workers}
+      rowKey={workerKey}
+      initialSort={{ column: "instance" }}
+    />
   );
 }

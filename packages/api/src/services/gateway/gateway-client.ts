@@ -172,6 +172,26 @@ export class GatewayClient {
     return { ...response, body: this.parsed(JSON_OBJECT, response, "POST …/infer") };
   }
 
+  /**
+   * An inference with binary inputs (the binary tensor extension): the JSON header, then each binary input's bytes
+   * in the order of the header's inputs with `binary_data_size`. The answer is JSON (no output asks for binary).
+   */
+  async inferBinary(
+    name: string,
+    version: string | undefined,
+    header: Record<string, unknown>,
+    binaries: readonly Buffer[],
+  ): Promise<TimedResponse<Record<string, unknown>>> {
+    const json = Buffer.from(JSON.stringify(header));
+    const response = await this.request("POST", `${modelPath(name, version)}/infer`, undefined, {
+      raw: {
+        body: Buffer.concat([json, ...binaries]),
+        headers: { "content-type": "application/octet-stream", "inference-header-content-length": String(json.length) },
+      },
+    });
+    return { ...response, body: this.parsed(JSON_OBJECT, response, "POST …/infer") };
+  }
+
   async listOperators(): Promise<GatewayOperator[]> {
     return this.parsed(operatorListSchema, await this.request("GET", "/v2/operators"), "GET /v2/operators").operators;
   }
@@ -246,15 +266,22 @@ export class GatewayClient {
     method: string,
     path: string,
     body?: unknown,
-    options: { timeoutMs?: number; acceptStatuses?: number[] } = {},
+    options: {
+      timeoutMs?: number;
+      acceptStatuses?: number[];
+      /** A body sent as given (binary), with its own headers, instead of `body` as JSON. */
+      raw?: { body: Buffer; headers: Record<string, string> };
+    } = {},
   ): Promise<TimedResponse<unknown>> {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...options.raw?.headers };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.options.adminKey) headers["authorization"] = `Bearer ${this.options.adminKey}`;
     const started = performance.now();
+    const payload =
+      options.raw !== undefined ? options.raw.body : body !== undefined ? JSON.stringify(body) : undefined;
     const response = await this.fetchWithTimeout(
       `${this.httpUrl}${path}`,
-      { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) },
+      { method, headers, ...(payload !== undefined ? { body: payload } : {}) },
       options.timeoutMs ?? this.timeoutMs,
     );
     const text = await response.text();

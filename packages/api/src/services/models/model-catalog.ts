@@ -1,4 +1,5 @@
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
+import { writePbtxt } from "@operon/model-config/pbtxt-writer";
 import { fromConfigDataType } from "@operon/protocol/datatypes";
 import type { ModelStatistics } from "@operon/protocol/inference";
 import {
@@ -17,6 +18,7 @@ import type {
   TensorMetadata,
 } from "./model-types.js";
 import type { ModelWorkspace } from "./model-workspace.js";
+import { specModels } from "@operon/operator-spec/spec-summary";
 import { isShadowModelName } from "../config-search/candidate-config.js";
 
 /** Reading: the models list and one model's detail, from the database, the store and the gateway. */
@@ -24,9 +26,10 @@ export class ModelCatalog {
   constructor(private readonly ws: ModelWorkspace) {}
 
   async list(): Promise<{ models: ModelSummary[]; gatewayError: string | null }> {
-    const [dbModels, view] = await Promise.all([
+    const [dbModels, view, operators] = await Promise.all([
       this.ws.prisma.model.findMany({ where: UPLOADED, include: DB_MODEL_INCLUDE, orderBy: { name: "asc" } }),
       this.ws.gatewayView(),
+      this.operatorIndex(),
     ]);
     const uploaded = new Set(dbModels.map((model) => model.name));
     const repository = [...view.rows.keys()].filter(
@@ -45,7 +48,9 @@ export class ModelCatalog {
     const models = [
       ...dbModels.map((model) => this.summarize(model.name, model, view, configOf.get(model.name), statistics)),
       ...repository.map((name) => this.summarize(name, null, view, configOf.get(name), statistics)),
-    ].sort((a, b) => a.name.localeCompare(b.name));
+    ]
+      .map((summary) => withOperators(summary, operators))
+      .sort((a, b) => a.name.localeCompare(b.name));
     return { models, gatewayError: view.error };
   }
 
@@ -63,7 +68,10 @@ export class ModelCatalog {
           this.ws.gateway.statistics(name).catch(() => [] as ModelStatistics[]),
         ])
       : [undefined, undefined, [] as ModelStatistics[]];
-    const summary = this.summarize(name, model, view, gatewayConfig, statistics);
+    const summary = withOperators(
+      this.summarize(name, model, view, gatewayConfig, statistics),
+      await this.operatorIndex(),
+    );
     const stored = gatewayConfig === undefined && model !== null ? await this.ws.storedConfig(model) : undefined;
     const config = (gatewayConfig as ModelConfigJson | undefined) ?? stored ?? null;
     const io =
@@ -75,10 +83,46 @@ export class ModelCatalog {
     return {
       ...summary,
       config,
+      configPbtxt: await this.configPbtxt(name, model, config),
       configSource: gatewayConfig !== undefined ? "gateway" : stored !== undefined ? "stored" : null,
       ...io,
       statistics: loaded ? summarizeStatistics(statistics) : null,
     };
+  }
+
+  /**
+   * The config as Triton users read it (issue 27, item 9): an upload's config.pbtxt as stored (what was written,
+   * without the defaults the gateway fills in), else the config written as protobuf text.
+   */
+  private async configPbtxt(
+    name: string,
+    model: DbModel | null,
+    config: ModelConfigJson | null,
+  ): Promise<string | null> {
+    if (model !== null) {
+      const text = await this.ws.options.store.readConfigText(name).catch(() => undefined);
+      if (text !== undefined) return text;
+    }
+    if (config === null) return null;
+    try {
+      return writePbtxt(config, `${name}/config.pbtxt`);
+    } catch {
+      // A config the writer's schema does not know (a newer Triton field): the JSON view still shows it.
+      return null;
+    }
+  }
+
+  /** Operators registered through the API (stored in the database): their names, and who uses which model. */
+  private async operatorIndex(): Promise<OperatorIndex> {
+    const rows = await this.ws.prisma.operator.findMany({
+      select: { name: true, spec: true },
+      orderBy: { name: "asc" },
+    });
+    const usersOf = new Map<string, string[]>();
+    for (const row of rows) {
+      for (const model of new Set(specModels(row.spec))) usersOf.set(model, [...(usersOf.get(model) ?? []), row.name]);
+    }
+    return { names: new Set(rows.map((row) => row.name)), usersOf };
   }
 
   private summarize(
@@ -121,6 +165,7 @@ export class ModelCatalog {
       backend: served?.backend || (model !== null ? "onnxruntime" : null),
       ...state,
       versions,
+      usedBy: [],
       instanceCount:
         served === undefined ? 0 : (served.instance_group ?? []).reduce((sum, group) => sum + (group.count ?? 1), 0),
       inferenceCount: statistics
@@ -128,6 +173,23 @@ export class ModelCatalog {
         .reduce((sum, stat) => sum + stat.inference_count, 0),
     };
   }
+}
+
+interface OperatorIndex {
+  names: ReadonlySet<string>;
+  usersOf: ReadonlyMap<string, string[]>;
+}
+
+/**
+ * The gateway lists registered operators beside its models: they are operators, not repository folders, and a
+ * model says which operators call it (issue 27, item 4: one state everywhere).
+ */
+function withOperators<T extends ModelSummary>(summary: T, operators: OperatorIndex): T {
+  return {
+    ...summary,
+    ...(summary.source === "repository" && operators.names.has(summary.name) ? { source: "operator" as const } : {}),
+    usedBy: operators.usersOf.get(summary.name) ?? [],
+  };
 }
 
 function tensorsOfMetadata(metadata: Record<string, unknown>): { inputs: TensorMetadata[]; outputs: TensorMetadata[] } {

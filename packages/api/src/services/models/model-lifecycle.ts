@@ -1,3 +1,4 @@
+import { specModels } from "@operon/operator-spec/spec-summary";
 import { AppError } from "../../app-error.js";
 import { recordAudit } from "../audit/audit-log.js";
 import {
@@ -14,6 +15,15 @@ import type { ModelWorkspace } from "./model-workspace.js";
 export class ModelLifecycle {
   constructor(private readonly ws: ModelWorkspace) {}
 
+  /** The registered operators whose steps call this model, by name. */
+  async operatorsUsing(model: string): Promise<string[]> {
+    const operators = await this.ws.prisma.operator.findMany({
+      select: { name: true, spec: true },
+      orderBy: { name: "asc" },
+    });
+    return operators.filter((operator) => specModels(operator.spec).includes(model)).map((operator) => operator.name);
+  }
+
   async load(who: ModelActor, name: string): Promise<ModelStateResult> {
     return this.ws.withLock(name, () => this.changeLoad(who, name, "load"));
   }
@@ -24,6 +34,16 @@ export class ModelLifecycle {
 
   private async changeLoad(who: ModelActor, name: string, action: "load" | "unload"): Promise<ModelStateResult> {
     const model = await this.ws.prisma.model.findFirst({ where: { name, ...UPLOADED } });
+    if (
+      model === null &&
+      (await this.ws.prisma.operator.findUnique({ where: { name }, select: { id: true } })) !== null
+    ) {
+      // The gateway lists registered operators as models; loading or unloading one here would bypass the registry.
+      throw new AppError(
+        "CONFLICT",
+        `'${name}' is an operator, not a model: change or delete it on its Operators page (/operators/${encodeURIComponent(name)})`,
+      );
+    }
     const before = await this.ws.gatewayView();
     if (model === null) this.ws.assertRepositoryModel(name, before);
     try {
@@ -55,6 +75,14 @@ export class ModelLifecycle {
       if (model === null) {
         this.ws.assertRepositoryModel(name, view);
         throw repositoryModelError(name, "deleted");
+      }
+      const users = await this.operatorsUsing(name);
+      if (users.length > 0) {
+        // Deleting it would leave those operators pointing at nothing (Degraded); say so and refuse (issue 27, item 4).
+        throw new AppError(
+          "CONFLICT",
+          `model '${name}' is used by operator${users.length === 1 ? "" : "s"} ${users.map((user) => `'${user}'`).join(", ")}: change ${users.length === 1 ? "it" : "them"} to use another model, or delete ${users.length === 1 ? "it" : "them"}, first`,
+        );
       }
       const wasLoaded = modelState(view, name).state === "READY";
       await this.ws.gateway.unloadModel(name).catch((error: unknown) => {

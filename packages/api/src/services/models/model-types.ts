@@ -5,7 +5,8 @@ import type { Actor } from "../audit/audit-log.js";
 // What the model services (model-services.ts) take in and hand back to the models router.
 
 export type GatewayModelState = "READY" | "UNAVAILABLE" | "LOADING" | "UNLOADING" | "UNKNOWN";
-export type ModelSource = "uploaded" | "repository";
+/** "operator": an operator registered through the API (the console's Operators page), which the gateway serves as a model too. */
+export type ModelSource = "uploaded" | "repository" | "operator";
 
 export interface ModelVersionSummary {
   version: number;
@@ -28,6 +29,8 @@ export interface ModelSummary {
   /** Why the model is not READY ("unloaded", the load error, ...); "" when READY. */
   reason: string;
   versions: ModelVersionSummary[];
+  /** Registered operators whose steps call this model (deleting it is refused while any does). */
+  usedBy: string[];
   /** Instances the gateway runs (instance_group counts of the served config); 0 when not loaded. */
   instanceCount: number;
   /** Successful inferences since the gateway loaded the model. */
@@ -59,6 +62,8 @@ export interface ModelDetail extends ModelSummary {
   /** The gateway's config while loaded (with Triton's defaults), else the stored one; null for unloaded repository models. */
   config: ModelConfigJson | null;
   configSource: "gateway" | "stored" | null;
+  /** The config as config.pbtxt: an upload's stored file, else the config written as protobuf text; null when unknown. */
+  configPbtxt: string | null;
   inputs: TensorMetadata[];
   outputs: TensorMetadata[];
   statistics: StatisticsSummary | null;
@@ -86,6 +91,8 @@ export interface InferInput {
   datatype: string;
   shape: number[];
   data: Array<number | string | boolean>;
+  /** "base64": a BYTES input's elements are base64 of raw bytes (a PNG from the file picker), sent as binary data. */
+  encoding?: "base64" | undefined;
 }
 
 export interface InferResult {

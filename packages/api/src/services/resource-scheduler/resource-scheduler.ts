@@ -96,6 +96,13 @@ export interface SchedulerModelView {
   demandRps: number;
   capacityRps: number;
   capacitySource: "report" | "default";
+  /**
+   * Why a default capacity (issue 27, item 7: say it): "no-report" (no successful perf report), or "over-budget"
+   * (reports exist, but no step of the latest had its p99 within the budget); null when a report gave it.
+   */
+  defaultReason: "no-report" | "over-budget" | null;
+  /** The p99 budget a report's step must meet to give the capacity. */
+  p99BudgetMs: number;
   pinned: number | null;
   lastUsedAt: string | null;
 }
@@ -436,6 +443,9 @@ export class ResourceScheduler {
         demandRps: state.demandRps,
         capacityRps: capacity.rps,
         capacitySource: capacity.source,
+        defaultReason:
+          capacity.source === "report" ? null : capacities.overBudget.has(state.model) ? "over-budget" : "no-report",
+        p99BudgetMs: this.options.p99BudgetMs,
         pinned: state.pinned,
         lastUsedAt: state.lastUsedAt !== null ? new Date(state.lastUsedAt).toISOString() : null,
       };
@@ -541,8 +551,9 @@ export class ResourceScheduler {
   }
 
   /** Per-instance throughput at the p99 budget from each model's latest successful perf report. */
-  private async reportCapacities(models: string[]): Promise<Map<string, number>> {
-    const capacities = new Map<string, number>();
+  private async reportCapacities(models: string[]): Promise<Map<string, number> & { overBudget: Set<string> }> {
+    // overBudget: models whose latest report has no step within the budget (the console says so).
+    const capacities = Object.assign(new Map<string, number>(), { overBudget: new Set<string>() });
     if (models.length === 0) return capacities;
     const reports = await this.prisma.perfReport.findMany({
       where: { targetKind: "MODEL", status: "SUCCEEDED", targetName: { in: models } },
@@ -555,7 +566,10 @@ export class ResourceScheduler {
       const within = report.samples.filter(
         (sample) => sample.errorCount === 0 && sample.latencyP99Us !== null && sample.latencyP99Us <= budgetUs,
       );
-      if (within.length === 0) continue;
+      if (within.length === 0) {
+        capacities.overBudget.add(report.targetName);
+        continue;
+      }
       const best = Math.max(...within.map((sample) => sample.throughput));
       const summary = report.summary as { instanceCount?: unknown } | null;
       const instances =

@@ -85,9 +85,12 @@ export interface CurrentModelUsage {
   /** From the gateway's request latency summary (its recent window); null when it has none. */
   latencyUs: { p50: number | null; p90: number | null; p95: number | null; p99: number | null };
   instances: number | null;
+  /** Instances on gateway threads (ONNX Runtime, vetted native backends): their memory is the gateway's. */
+  threadInstances: number | null;
   readyInstances: number | null;
   restarts: number | null;
   cpuSeconds: number | null;
+  /** Resident memory of the version's worker processes; null when all its instances are gateway threads. */
   memoryBytes: number | null;
   /** The last usage sample of the version: rates over its interval. */
   lastSample: {
@@ -175,6 +178,7 @@ export async function currentUsage(
       avgComputeInferUs: mean(inference.compute_infer.ns, inference.compute_infer.count),
       latencyUs: { p50: quantile(0.5), p90: quantile(0.9), p95: quantile(0.95), p99: quantile(0.99) },
       instances: own?.length ?? null,
+      threadInstances: own?.filter((worker) => worker.isolation === "thread").length ?? null,
       readyInstances: own?.filter((worker) => worker.state === "READY").length ?? null,
       restarts: own !== undefined ? own.reduce((total, worker) => total + worker.restarts, 0) : null,
       cpuSeconds: own !== undefined ? sum(own.map((worker) => worker.cpuSeconds)) : null,

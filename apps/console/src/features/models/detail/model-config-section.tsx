@@ -12,9 +12,22 @@ const SOURCE_NOTE = {
   stored: "As stored in the model store (the model is not loaded).",
 } as const;
 
-/** The config: to read, and for uploads, to edit as JSON. */
+/** Saves text as a file through a temporary link (no server round trip). */
+function downloadText(text: string, fileName: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type: "text/plain" }));
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = fileName;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  URL.revokeObjectURL(url);
+}
+
+/** The config: to read as config.pbtxt (Triton's own format) or JSON, to download, and for uploads, to edit as JSON. */
 export function ModelConfigSection({ model, canEdit }: { model: ModelDetail; canEdit: boolean }) {
   const [editing, setEditing] = useState(false);
+  const [format, setFormat] = useState<"pbtxt" | "json">(model.configPbtxt !== null ? "pbtxt" : "json");
   const [saved, setSaved] = useState(false);
   const editable = canEdit && model.source === "uploaded" && model.config !== null;
   return (
@@ -59,9 +72,53 @@ export function ModelConfigSection({ model, canEdit }: { model: ModelDetail; can
         />
       ) : (
         <>
-          {model.configSource ? <p className="muted">{SOURCE_NOTE[model.configSource]}</p> : null}
-          <pre className="config-view" tabIndex={0} aria-label="Config JSON">
-            {JSON.stringify(model.config, null, 2)}
+          {model.configSource ? (
+            <p className="muted">
+              {format === "pbtxt" && model.source === "uploaded"
+                ? "config.pbtxt as stored with the model (the gateway fills in Triton's defaults; JSON shows them)."
+                : SOURCE_NOTE[model.configSource]}
+            </p>
+          ) : null}
+          <div className="config-toolbar">
+            {model.configPbtxt !== null ? (
+              <fieldset className="segmented segmented-small">
+                <legend>Show as</legend>
+                <div className="segmented-options">
+                  {(["pbtxt", "json"] as const).map((option) => (
+                    <label key={option} className="segmented-option">
+                      <input
+                        type="radio"
+                        name="config-format"
+                        value={option}
+                        checked={format === option}
+                        onChange={() => setFormat(option)}
+                      />
+                      <span>{option === "pbtxt" ? "config.pbtxt" : "JSON"}</span>
+                    </label>
+                  ))}
+                </div>
+              </fieldset>
+            ) : null}
+            <button
+              type="button"
+              className="button"
+              onClick={() =>
+                format === "pbtxt" && model.configPbtxt !== null
+                  ? downloadText(model.configPbtxt, "config.pbtxt")
+                  : downloadText(JSON.stringify(model.config, null, 2), `${model.name}-config.json`)
+              }
+            >
+              Download {format === "pbtxt" && model.configPbtxt !== null ? "config.pbtxt" : "JSON"}
+            </button>
+          </div>
+          <pre
+            className="config-view"
+            tabIndex={0}
+            aria-label={format === "pbtxt" && model.configPbtxt !== null ? "Config as config.pbtxt" : "Config JSON"}
+          >
+            {format === "pbtxt" && model.configPbtxt !== null
+              ? model.configPbtxt
+              : JSON.stringify(model.config, null, 2)}
           </pre>
           {model.source === "repository" ? (
             <p className="muted small">Repository models are changed in their folder, not here.</p>

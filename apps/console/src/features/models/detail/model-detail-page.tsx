@@ -9,6 +9,7 @@ import { QueryView } from "@/components/states/query-view";
 import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
 import { ModelActions } from "../model-actions";
+import { operatorHref } from "../../operators/operator-labels";
 import { MODEL_POLL_MS } from "../model-state";
 import { ModelStateBadge } from "../model-state-badge";
 import { TryItPanel } from "../try-it/try-it-panel";
@@ -70,6 +71,13 @@ function ModelDetailSections({ model }: { model: ModelDetail }) {
           <ModelStateBadge state={model.state} reason={model.reason} />
           {!settled(model.state) ? <span className="muted small"> (checking again every few seconds)</span> : null}
         </p>
+        {model.source === "operator" ? (
+          <p className="notice" role="note">
+            This is an operator: the gateway serves it as a model, and its page is{" "}
+            <Link href={operatorHref(model.name)}>{model.name} on the Operators page</Link>, where it is changed or
+            deleted.
+          </p>
+        ) : null}
         {model.description ? <p>{model.description}</p> : null}
         <ModelFacts model={model} />
       </section>

@@ -3,7 +3,8 @@ import { shortHash } from "@/lib/format";
 import { formatDateTime } from "@/lib/format";
 import { ModelStateBadge } from "../model-state-badge";
 import type { ModelVersion } from "./model-detail-types";
-import { TableScroller } from "@/components/table-scroller";
+import { DataTable, type DataColumn } from "@/components/data-table/data-table";
+import { TruncatedText } from "@/components/data-table/truncated-text";
 import Link from "next/link";
 import { reportHref, statusLabel, type PerfVersionEntry } from "../../perf/perf-types";
 
@@ -17,40 +18,60 @@ export function ModelVersionsTable({
 }) {
   const perfByVersion = new Map((perf ?? []).map((entry) => [entry.version, entry]));
   if (versions.length === 0) return <p className="muted">The gateway lists no versions of this model.</p>;
+  const columns: DataColumn<ModelVersion>[] = [
+    {
+      id: "version",
+      header: "Version",
+      rowHeader: true,
+      numeric: true,
+      sortValue: (version) => version.version,
+      cell: (version) => version.version,
+    },
+    {
+      id: "state",
+      header: "State",
+      sortValue: (version) => version.state,
+      cell: (version) => <ModelStateBadge state={version.state} reason={version.reason} />,
+    },
+    {
+      id: "size",
+      header: "Size",
+      numeric: true,
+      sortValue: (version) => version.sizeBytes,
+      cell: (version) => formatBytes(version.sizeBytes),
+    },
+    {
+      id: "sha256",
+      header: "SHA-256",
+      cell: (version) => (version.sha256 ? <code title={version.sha256}>{shortHash(version.sha256)}</code> : "—"),
+    },
+    {
+      id: "uploadedBy",
+      header: "Uploaded by",
+      sortValue: (version) => version.uploadedBy,
+      cell: (version) => (version.uploadedBy ? <TruncatedText text={version.uploadedBy} size="short" /> : "—"),
+    },
+    {
+      id: "date",
+      header: "Date",
+      nowrap: true,
+      sortValue: (version) => (version.createdAt ? new Date(version.createdAt).getTime() : null),
+      cell: (version) => formatDateTime(version.createdAt),
+    },
+    {
+      id: "perf",
+      header: "Perf vs previous version",
+      cell: (version) => <VersionPerfCell entry={perfByVersion.get(String(version.version))} />,
+    },
+  ];
   return (
-    <TableScroller label="Versions">
-      <table>
-        <caption className="visually-hidden">Versions</caption>
-        <thead>
-          <tr>
-            <th scope="col">Version</th>
-            <th scope="col">State</th>
-            <th scope="col">Size</th>
-            <th scope="col">SHA-256</th>
-            <th scope="col">Uploaded by</th>
-            <th scope="col">Date</th>
-            <th scope="col">Perf vs previous version</th>
-          </tr>
-        </thead>
-        <tbody>
-          {versions.map((version) => (
-            <tr key={version.version}>
-              <th scope="row">{version.version}</th>
-              <td>
-                <ModelStateBadge state={version.state} reason={version.reason} />
-              </td>
-              <td className="cell-nowrap">{formatBytes(version.sizeBytes)}</td>
-              <td>{version.sha256 ? <code title={version.sha256}>{shortHash(version.sha256)}</code> : "—"}</td>
-              <td>{version.uploadedBy ?? "—"}</td>
-              <td className="cell-nowrap">{formatDateTime(version.createdAt)}</td>
-              <td>
-                <VersionPerfCell entry={perfByVersion.get(String(version.version))} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableScroller>
+    <DataTable
+      label="Versions"
+      columns={columns}
+      rows={versions}
+      rowKey={(version) => String(version.version)}
+      initialSort={{ column: "version" }}
+    />
   );
 }
 

@@ -49,6 +49,7 @@ export function TryItPanel({ name, inputs }: { name: string; inputs: readonly Te
       name={name}
       declared={inputs}
       initialMode="form"
+      allowFiles
       pending={infer.isPending}
       onRun={(tensors) => infer.mutate({ name, inputs: tensors as InferInput[] })}
       onInvalid={() => infer.reset()}

@@ -7,7 +7,7 @@ import { errorAt } from "./config-field-errors";
 import { ParsedTextField } from "./parsed-text-field";
 import { formatOptionalNumber, parseWholeNumber } from "./parse-values";
 
-/** The first instance group: how many worker processes serve the model, and on what. */
+/** The first instance group: how many instances serve the model, and on what. */
 export function InstanceFields({
   draft,
   problem,
@@ -38,7 +38,7 @@ export function InstanceFields({
         hint={
           group.groups > 1
             ? `The first of ${group.groups} instance groups; edit the others in the JSON.`
-            : "Each instance is its own worker process."
+            : "Each instance is an ONNX Runtime session on a thread of the gateway process (ONNX Runtime's default isolation); the Workers page shows where each one runs."
         }
         error={
           errorAt(problem, { path: "instance_group[0].count" }) ??
