@@ -440,6 +440,7 @@ describe("server and model metadata", () => {
       "statistics",
       "schedule_policy",
       "parameters",
+      "system_shared_memory",
     ]);
   });
 

@@ -8,6 +8,7 @@ import { registerTenantMetrics } from "./admission/tenant-metrics.js";
 import { TenantShares } from "./admission/tenant-shares.js";
 import { startGrpcFrontend } from "./frontends/grpc/grpc-frontend.js";
 import { startHttpFrontend } from "./frontends/http/http-frontend.js";
+import { SystemSharedMemory } from "./shared-memory/system-shared-memory.js";
 import { defaultMaxConnections } from "./frontends/http/connection-limits.js";
 import { DecodePool } from "./frontends/decode/decode-pool.js";
 import { GatewayMetrics } from "./observability/metrics.js";
@@ -129,6 +130,9 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
       maxDecodeMs: options.decodeTimeoutSecs * 1000,
     });
     stoppers.push(() => decodePool.close());
+    // One registry for both transports: a region registered over HTTP is usable over gRPC (as in Triton).
+    const sharedMemory = new SystemSharedMemory();
+    stoppers.push(() => sharedMemory.close());
     // A model load carries its files base64-encoded in the JSON body.
     const maxLoadBodyBytes = Math.max(
       options.httpMaxBodyBytes,
@@ -153,6 +157,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
           perAddress: options.httpMaxConnectionsPerAddress,
         },
         maxInflateRatio: options.httpMaxInflateRatio,
+        sharedMemory,
         ...(access !== undefined ? { access } : {}),
       });
       httpPort = http.port;
@@ -167,6 +172,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
           ? { maxInferMessageBytes: options.grpcInferMaxMessageBytes }
           : {}),
         logger,
+        sharedMemory,
         ...(access !== undefined ? { access } : {}),
       });
       grpcPort = grpc.port;

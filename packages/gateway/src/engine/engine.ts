@@ -42,6 +42,7 @@ export const SERVER_EXTENSIONS = [
   "statistics",
   "schedule_policy",
   "parameters",
+  "system_shared_memory",
 ];
 
 /**

@@ -21,6 +21,8 @@ import {
   type RepositoryRequest,
 } from "./grpc-wire.js";
 import { uploadedLibraries } from "@operon/protocol/uploaded-libraries";
+import type { SystemSharedMemory } from "../../shared-memory/system-shared-memory.js";
+import { sharedMemoryHandlers } from "./grpc-shared-memory.js";
 
 export interface GrpcFrontendOptions {
   host: string;
@@ -46,6 +48,8 @@ export interface GrpcFrontendOptions {
    * RepositoryModelUnload. Every other RPC: infer.
    */
   access?: GatewayAccessPolicy;
+  /** System shared-memory regions (shared with HTTP); undefined = those RPCs answer UNSUPPORTED. */
+  sharedMemory?: SystemSharedMemory;
 }
 
 export interface GrpcFrontend {
@@ -71,7 +75,7 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
   const watches = new Set<() => void>();
   server.addService(
     serviceOf(definition, INFERENCE_SERVICE),
-    inferenceHandlers(engine, decoding, deferred, options.access, options.logger),
+    inferenceHandlers(engine, decoding, deferred, options.access, options.logger, options.sharedMemory),
   );
   server.addService(
     serviceOf(definition, HEALTH_SERVICE),
@@ -130,7 +134,8 @@ function inferenceHandlers(
   decoding: GrpcInferDecoding,
   deferred: GrpcDeferredDecoding,
   access: GatewayAccessPolicy | undefined,
-  logger?: Logger,
+  logger: Logger | undefined,
+  sharedMemory: SystemSharedMemory | undefined,
 ): grpc.UntypedServiceImplementation {
   const authorize = (call: grpc.ServerUnaryCall<unknown, unknown>, need: AccessNeed): Principal | null =>
     access?.authorize(authorizationOf(call.metadata), need) ?? null;
@@ -174,6 +179,18 @@ function inferenceHandlers(
       const request = await decoding.decode(r);
       checkShadowModelAccess(principal, request.modelName, "infer");
       applyKeyPriority(engine, request, principal);
+      if (request.sharedMemory === true) {
+        if (sharedMemory === undefined) {
+          throw new OperonError("UNSUPPORTED", "this server does not offer the 'system_shared_memory' extension");
+        }
+        const use = await sharedMemory.resolve(request, principal?.keyId ?? null);
+        try {
+          const response = await engine.infer({ ...request, signal: cancelSignalOf(call) });
+          return encodeInferResponse(await sharedMemory.writeOutputs(use, response), request.id);
+        } finally {
+          sharedMemory.release(use);
+        }
+      }
       const response = await engine.infer({ ...request, signal: cancelSignalOf(call) });
       return encodeInferResponse(response, request.id);
     }),
@@ -229,17 +246,13 @@ function inferenceHandlers(
       });
       return {};
     }),
-    SystemSharedMemoryStatus: unsupported("SystemSharedMemoryStatus", "system shared memory", "system_shared_memory"),
-    SystemSharedMemoryRegister: unsupported(
-      "SystemSharedMemoryRegister",
-      "system shared memory",
-      "system_shared_memory",
-    ),
-    SystemSharedMemoryUnregister: unsupported(
-      "SystemSharedMemoryUnregister",
-      "system shared memory",
-      "system_shared_memory",
-    ),
+    ...(sharedMemory !== undefined
+      ? sharedMemoryHandlers(sharedMemory, guarded)
+      : {
+          SystemSharedMemoryStatus: unsupported("SystemSharedMemoryStatus", "system shared memory", "system_shared_memory"),
+          SystemSharedMemoryRegister: unsupported("SystemSharedMemoryRegister", "system shared memory", "system_shared_memory"),
+          SystemSharedMemoryUnregister: unsupported("SystemSharedMemoryUnregister", "system shared memory", "system_shared_memory"),
+        }),
     CudaSharedMemoryStatus: unsupported("CudaSharedMemoryStatus", "CUDA shared memory", "cuda_shared_memory"),
     CudaSharedMemoryRegister: unsupported("CudaSharedMemoryRegister", "CUDA shared memory", "cuda_shared_memory"),
     CudaSharedMemoryUnregister: unsupported("CudaSharedMemoryUnregister", "CUDA shared memory", "cuda_shared_memory"),

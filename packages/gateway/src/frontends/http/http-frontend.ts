@@ -31,6 +31,8 @@ import { logRequestFailure } from "../failure-log.js";
 import { type RouteParams, Router } from "./http-router.js";
 import { EventStream } from "./http-sse.js";
 import type { Logger } from "@operon/protocol/logger";
+import type { SharedMemoryUse, SystemSharedMemory } from "../../shared-memory/system-shared-memory.js";
+import { sharedMemoryRoutes } from "./http-shared-memory.js";
 import { uploadedLibraries } from "@operon/protocol/uploaded-libraries";
 
 /**
@@ -91,6 +93,8 @@ export interface HttpFrontendOptions {
   connections?: ConnectionLimits;
   /** A gzip/deflate body may inflate to at most this many times its size; default 100. */
   maxInflateRatio?: number;
+  /** System shared-memory regions (shared with gRPC); undefined = the extension's routes answer 404. */
+  sharedMemory?: SystemSharedMemory;
 }
 
 export interface HttpFrontend {
@@ -101,6 +105,9 @@ export interface HttpFrontend {
 }
 
 const DEFAULT_GRACE_MS = 5000;
+
+/** A register body is three short fields. */
+const SHARED_MEMORY_BODY_BYTES = 64 * 1024;
 
 /** Node's default: a request (headers and body) must arrive within 5 minutes whatever its rate. */
 const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
@@ -157,6 +164,7 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
     decodePool,
     reading,
     maxBytesElements,
+    sharedMemory: options.sharedMemory,
   });
   const access = options.access;
   let closing = false;
@@ -267,6 +275,7 @@ interface RouterOptions {
   maxLoadBodyBytes: number;
   rawInputShape: NonNullable<HttpFrontendOptions["rawInputShape"]>;
   logger: Logger;
+  sharedMemory: SystemSharedMemory | undefined;
 }
 
 function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Route> {
@@ -374,6 +383,20 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
     await parkModelOf(engine)(modelOf(params));
     sendEmpty(res, 200);
   });
+  // The shared-memory extension: any caller that may infer registers its own regions (see system-shared-memory.ts).
+  if (options.sharedMemory !== undefined) {
+    for (const [method, path, handler] of sharedMemoryRoutes(options.sharedMemory)) {
+      add(method, path, "infer", async ({ req, res, params, principal }) => {
+        const answer = await handler({
+          region: params["region"],
+          owner: principal?.keyId ?? null,
+          readJson: () => readJson(req, res, SHARED_MEMORY_BODY_BYTES),
+        });
+        if (answer === undefined) sendEmpty(res, 200);
+        else sendJson(res, 200, answer);
+      });
+    }
+  }
   add("GET", "/v2/operon/parked", "admin", ({ res }) => sendJson(res, 200, { models: engine.parkedModels?.() ?? [] }));
   add("GET", "/v2/operon/scaling", "admin", ({ res }) =>
     sendJson(res, 200, { models: engine.scalingState?.() ?? [], parked: engine.parkedModels?.() ?? [] }),
@@ -465,9 +488,37 @@ async function readJsonBody(
 }
 
 async function handleInfer(engine: InferenceEngine, options: RouterOptions, context: RequestContext): Promise<void> {
-  const { req, res, principal } = context;
+  const { principal } = context;
   const { request, binaryDataOutput } = await readInferRequest(options, context);
   applyKeyPriority(engine, request, principal);
+  let shared: SharedMemoryUse | undefined;
+  if (request.sharedMemory === true) shared = await resolveSharedMemory(options, request, principal);
+  try {
+    await inferAndRespond(engine, request, binaryDataOutput, context, shared, options.sharedMemory);
+  } finally {
+    if (shared !== undefined) options.sharedMemory!.release(shared);
+  }
+}
+
+async function resolveSharedMemory(
+  options: RouterOptions,
+  request: InferRequest,
+  principal: Principal | null,
+): Promise<SharedMemoryUse> {
+  if (options.sharedMemory === undefined) {
+    throw new OperonError("UNSUPPORTED", "this server does not offer the 'system_shared_memory' extension");
+  }
+  return options.sharedMemory.resolve(request, principal?.keyId ?? null);
+}
+
+async function inferAndRespond(
+  engine: InferenceEngine,
+  request: InferRequest,
+  binaryDataOutput: boolean,
+  { req, res }: RequestContext,
+  shared: SharedMemoryUse | undefined,
+  sharedMemory: SystemSharedMemory | undefined,
+): Promise<void> {
 
   // The engine may queue the request for a while: if the client gives up
   // meanwhile, the signal lets it drop the work instead of computing for nobody.
@@ -483,6 +534,7 @@ async function handleInfer(engine: InferenceEngine, options: RouterOptions, cont
     gone.dispose();
   }
   if (gone.closed) throw new ClientClosedError("client closed the connection before the inference finished");
+  if (shared !== undefined) response = await sharedMemory!.writeOutputs(shared, response);
 
   const encoded = encodeInferResponseBody(
     { ...response, id: response.id ?? request.id },
@@ -618,6 +670,12 @@ async function handleEventStream(
     request = await decodeGenerateRequest(engine, options, context);
   } else {
     ({ request } = await readInferRequest(options, context));
+    if (request.sharedMemory === true) {
+      throw new OperonError(
+        "UNSUPPORTED",
+        "infer_stream does not read or write shared-memory tensors; use /infer (or gRPC ModelInfer)",
+      );
+    }
     // Events are JSON: outputs never travel as binary here.
     outputs = request.outputs?.map(({ name }) => ({ name }));
   }
