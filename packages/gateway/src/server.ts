@@ -8,7 +8,7 @@ import { registerTenantMetrics } from "./admission/tenant-metrics.js";
 import { TenantShares } from "./admission/tenant-shares.js";
 import { startGrpcFrontend } from "./frontends/grpc/grpc-frontend.js";
 import { startHttpFrontend } from "./frontends/http/http-frontend.js";
-import { SystemSharedMemory } from "./shared-memory/system-shared-memory.js";
+import { SystemSharedMemory } from "./frontends/shared-memory/system-shared-memory.js";
 import { defaultMaxConnections } from "./frontends/http/connection-limits.js";
 import { DecodePool } from "./frontends/decode/decode-pool.js";
 import { GatewayMetrics } from "./observability/metrics.js";

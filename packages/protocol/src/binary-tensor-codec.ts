@@ -196,7 +196,9 @@ export function encodeInferResponseBody(
     if (requested !== undefined && request === undefined) continue;
     // An output written to a shared-memory region travels without its bytes (name, datatype, shape), as Triton sends it.
     if (request?.parameters?.["shared_memory_region"] !== undefined) {
-      outputTexts.push(`{"name":${JSON.stringify(output.name)},"datatype":${JSON.stringify(output.datatype)},"shape":${JSON.stringify(output.shape)}}`);
+      outputTexts.push(
+        `{"name":${JSON.stringify(output.name)},"datatype":${JSON.stringify(output.datatype)},"shape":${JSON.stringify(output.shape)}}`,
+      );
       continue;
     }
     const perOutput = request?.parameters?.["binary_data"];

@@ -21,7 +21,7 @@ import {
   type RepositoryRequest,
 } from "./grpc-wire.js";
 import { uploadedLibraries } from "@operon/protocol/uploaded-libraries";
-import type { SystemSharedMemory } from "../../shared-memory/system-shared-memory.js";
+import type { SystemSharedMemory } from "../shared-memory/system-shared-memory.js";
 import { sharedMemoryHandlers } from "./grpc-shared-memory.js";
 
 export interface GrpcFrontendOptions {
@@ -249,9 +249,21 @@ function inferenceHandlers(
     ...(sharedMemory !== undefined
       ? sharedMemoryHandlers(sharedMemory, guarded)
       : {
-          SystemSharedMemoryStatus: unsupported("SystemSharedMemoryStatus", "system shared memory", "system_shared_memory"),
-          SystemSharedMemoryRegister: unsupported("SystemSharedMemoryRegister", "system shared memory", "system_shared_memory"),
-          SystemSharedMemoryUnregister: unsupported("SystemSharedMemoryUnregister", "system shared memory", "system_shared_memory"),
+          SystemSharedMemoryStatus: unsupported(
+            "SystemSharedMemoryStatus",
+            "system shared memory",
+            "system_shared_memory",
+          ),
+          SystemSharedMemoryRegister: unsupported(
+            "SystemSharedMemoryRegister",
+            "system shared memory",
+            "system_shared_memory",
+          ),
+          SystemSharedMemoryUnregister: unsupported(
+            "SystemSharedMemoryUnregister",
+            "system shared memory",
+            "system_shared_memory",
+          ),
         }),
     CudaSharedMemoryStatus: unsupported("CudaSharedMemoryStatus", "CUDA shared memory", "cuda_shared_memory"),
     CudaSharedMemoryRegister: unsupported("CudaSharedMemoryRegister", "CUDA shared memory", "cuda_shared_memory"),

@@ -59,7 +59,10 @@ const SHM_REGION = "shared_memory_region";
 function sharedMemoryInput(input: WireInput, parameters: InferParameters): InferInput {
   const { name } = input;
   if (input.contents != null && Object.values(input.contents).some((v) => Array.isArray(v) && v.length > 0)) {
-    throw new OperonError("INVALID_ARG", `input '${name}': contents must not be set when it names a shared_memory_region`);
+    throw new OperonError(
+      "INVALID_ARG",
+      `input '${name}': contents must not be set when it names a shared_memory_region`,
+    );
   }
   const datatype = input.datatype;
   if (!isDataType(datatype)) throw new OperonError("INVALID_ARG", `input '${name}': unknown datatype '${datatype}'`);

@@ -1,7 +1,7 @@
 import type * as grpc from "@grpc/grpc-js";
 import { OperonError } from "@operon/protocol/errors";
 import type { Principal } from "../../auth/access-policy.js";
-import type { SystemSharedMemory } from "../../shared-memory/system-shared-memory.js";
+import type { SystemSharedMemory } from "../shared-memory/system-shared-memory.js";
 import type { RawMessage } from "./grpc-deferred-decoding.js";
 
 /**

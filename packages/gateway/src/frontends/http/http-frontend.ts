@@ -31,7 +31,7 @@ import { logRequestFailure } from "../failure-log.js";
 import { type RouteParams, Router } from "./http-router.js";
 import { EventStream } from "./http-sse.js";
 import type { Logger } from "@operon/protocol/logger";
-import type { SharedMemoryUse, SystemSharedMemory } from "../../shared-memory/system-shared-memory.js";
+import type { SharedMemoryUse, SystemSharedMemory } from "../shared-memory/system-shared-memory.js";
 import { sharedMemoryRoutes } from "./http-shared-memory.js";
 import { uploadedLibraries } from "@operon/protocol/uploaded-libraries";
 
@@ -519,7 +519,6 @@ async function inferAndRespond(
   shared: SharedMemoryUse | undefined,
   sharedMemory: SystemSharedMemory | undefined,
 ): Promise<void> {
-
   // The engine may queue the request for a while: if the client gives up
   // meanwhile, the signal lets it drop the work instead of computing for nobody.
   const gone = clientGone(req, res);

@@ -194,7 +194,13 @@ function toInferInput(header: InputHeader, chunk: Buffer | undefined): InferInpu
 
 function sharedMemoryInput(header: InputHeader): InferInput {
   const { name, datatype, shape } = header;
-  return { name, datatype, shape, data: Buffer.alloc(0), ...(header.parameters ? { parameters: header.parameters } : {}) };
+  return {
+    name,
+    datatype,
+    shape,
+    data: Buffer.alloc(0),
+    ...(header.parameters ? { parameters: header.parameters } : {}),
+  };
 }
 
 function decodeRequestedOutputs(value: unknown): RequestedOutput[] | undefined {

@@ -1,5 +1,5 @@
 import { OperonError } from "@operon/protocol/errors";
-import type { SystemSharedMemory } from "../../shared-memory/system-shared-memory.js";
+import type { SystemSharedMemory } from "../shared-memory/system-shared-memory.js";
 import { expectObject } from "./http-json-fields.js";
 
 /**

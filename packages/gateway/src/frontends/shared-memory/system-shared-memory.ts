@@ -18,8 +18,9 @@ import type { Parameters, ParameterValue, Tensor } from "@operon/protocol/tensor
  * that kills the gateway, while a short read is just an error for that
  * request. Before every use the descriptor is checked (fstat): an object its
  * owner unlinked (st_nlink 0) or shrank below the region fails the request
- * with FAILED_PRECONDITION-like INVALID_ARG / UNAVAILABLE text naming the
- * region, never touches bytes outside [offset, offset + byte_size).
+ * UNAVAILABLE, naming the region. Every window is checked against the
+ * region in exact integers first: no bytes outside [offset, offset +
+ * byte_size) are ever read or written, whatever the request's numbers.
  *
  * Regions belong to whoever registered them: with API keys on, a key sees,
  * uses and unregisters only its own (Triton has one global namespace;
@@ -146,7 +147,16 @@ export class SystemSharedMemory {
         await handle.close();
         throw error;
       }
-      this.regions.set(name, { name, key: keyText, offset: start, byteSize: size, owner, handle, users: 0, removed: false });
+      this.regions.set(name, {
+        name,
+        key: keyText,
+        offset: start,
+        byteSize: size,
+        owner,
+        handle,
+        users: 0,
+        removed: false,
+      });
     } finally {
       this.registering.delete(name);
     }
