@@ -270,6 +270,7 @@ describe("metadata and configuration", () => {
       "schedule_policy",
       "parameters",
       "system_shared_memory",
+      "logging",
     ]);
   });
 

@@ -441,6 +441,7 @@ describe("server and model metadata", () => {
       "schedule_policy",
       "parameters",
       "system_shared_memory",
+      "logging",
     ]);
   });
 

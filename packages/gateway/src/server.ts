@@ -9,6 +9,9 @@ import { TenantShares } from "./admission/tenant-shares.js";
 import { startGrpcFrontend } from "./frontends/grpc/grpc-frontend.js";
 import { startHttpFrontend } from "./frontends/http/http-frontend.js";
 import { SystemSharedMemory } from "./frontends/shared-memory/system-shared-memory.js";
+import type { LoggingControl } from "./frontends/log-settings-api.js";
+import { LogSettings } from "./observability/log-settings.js";
+import { type Logger, applyLogSettings, logSettingsOf } from "./observability/logger.js";
 import { defaultMaxConnections } from "./frontends/http/connection-limits.js";
 import { DecodePool } from "./frontends/decode/decode-pool.js";
 import { GatewayMetrics } from "./observability/metrics.js";
@@ -133,6 +136,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     // One registry for both transports: a region registered over HTTP is usable over gRPC (as in Triton).
     const sharedMemory = new SystemSharedMemory();
     stoppers.push(() => sharedMemory.close());
+    const logging = loggingControlOf(logger);
     // A model load carries its files base64-encoded in the JSON body.
     const maxLoadBodyBytes = Math.max(
       options.httpMaxBodyBytes,
@@ -158,6 +162,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
         },
         maxInflateRatio: options.httpMaxInflateRatio,
         sharedMemory,
+        logging,
         ...(access !== undefined ? { access } : {}),
       });
       httpPort = http.port;
@@ -173,6 +178,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
           : {}),
         logger,
         sharedMemory,
+        logging,
         ...(access !== undefined ? { access } : {}),
       });
       grpcPort = grpc.port;
@@ -283,5 +289,22 @@ function metricsAuthorizer(access: GatewayAccessPolicy | undefined): (authorizat
       );
     }
     access.authenticate(authorizationHeader, "infer");
+  };
+}
+
+/**
+ * The logging extension's control over the server's logger: the settings
+ * createLogger attached to it, or (a logger made elsewhere, as tests pass)
+ * settings of its own, which still move the logger's level.
+ */
+function loggingControlOf(logger: Logger): LoggingControl {
+  const settings = logSettingsOf(logger) ?? new LogSettings();
+  return {
+    get: () => ({ ...settings.get() }),
+    update: (changes) => {
+      const values = settings.update(changes);
+      applyLogSettings(logger, settings);
+      return { ...values };
+    },
   };
 }

@@ -43,6 +43,7 @@ export const SERVER_EXTENSIONS = [
   "schedule_policy",
   "parameters",
   "system_shared_memory",
+  "logging",
 ];
 
 /**

@@ -23,6 +23,8 @@ import {
 import { uploadedLibraries } from "@operon/protocol/uploaded-libraries";
 import type { SystemSharedMemory } from "../shared-memory/system-shared-memory.js";
 import { sharedMemoryHandlers } from "./grpc-shared-memory.js";
+import type { LoggingControl } from "../log-settings-api.js";
+import { logSettingsResponse, type WireSettingValue } from "./grpc-log-settings.js";
 
 export interface GrpcFrontendOptions {
   host: string;
@@ -50,6 +52,8 @@ export interface GrpcFrontendOptions {
   access?: GatewayAccessPolicy;
   /** System shared-memory regions (shared with HTTP); undefined = those RPCs answer UNSUPPORTED. */
   sharedMemory?: SystemSharedMemory;
+  /** The logging extension (LogSettings, admin); undefined = UNSUPPORTED. */
+  logging?: LoggingControl;
 }
 
 export interface GrpcFrontend {
@@ -75,7 +79,15 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
   const watches = new Set<() => void>();
   server.addService(
     serviceOf(definition, INFERENCE_SERVICE),
-    inferenceHandlers(engine, decoding, deferred, options.access, options.logger, options.sharedMemory),
+    inferenceHandlers(
+      engine,
+      decoding,
+      deferred,
+      options.access,
+      options.logger,
+      options.sharedMemory,
+      options.logging,
+    ),
   );
   server.addService(
     serviceOf(definition, HEALTH_SERVICE),
@@ -136,6 +148,7 @@ function inferenceHandlers(
   access: GatewayAccessPolicy | undefined,
   logger: Logger | undefined,
   sharedMemory: SystemSharedMemory | undefined,
+  logging: LoggingControl | undefined,
 ): grpc.UntypedServiceImplementation {
   const authorize = (call: grpc.ServerUnaryCall<unknown, unknown>, need: AccessNeed): Principal | null =>
     access?.authorize(authorizationOf(call.metadata), need) ?? null;
@@ -269,6 +282,11 @@ function inferenceHandlers(
     CudaSharedMemoryRegister: unsupported("CudaSharedMemoryRegister", "CUDA shared memory", "cuda_shared_memory"),
     CudaSharedMemoryUnregister: unsupported("CudaSharedMemoryUnregister", "CUDA shared memory", "cuda_shared_memory"),
     TraceSetting: unsupported("TraceSetting", "trace settings", "trace"),
-    LogSettings: unsupported("LogSettings", "log settings", "logging"),
+    LogSettings:
+      logging !== undefined
+        ? guarded("admin", "LogSettings", (r: { settings?: Record<string, WireSettingValue> }) =>
+            logSettingsResponse(logging, r.settings ?? {}),
+          )
+        : unsupported("LogSettings", "log settings", "logging"),
   };
 }

@@ -33,6 +33,8 @@ import { EventStream } from "./http-sse.js";
 import type { Logger } from "@operon/protocol/logger";
 import type { SharedMemoryUse, SystemSharedMemory } from "../shared-memory/system-shared-memory.js";
 import { sharedMemoryRoutes } from "./http-shared-memory.js";
+import type { LoggingControl } from "../log-settings-api.js";
+import { requestIdOf } from "../request-id.js";
 import { uploadedLibraries } from "@operon/protocol/uploaded-libraries";
 
 /**
@@ -95,6 +97,8 @@ export interface HttpFrontendOptions {
   maxInflateRatio?: number;
   /** System shared-memory regions (shared with gRPC); undefined = the extension's routes answer 404. */
   sharedMemory?: SystemSharedMemory;
+  /** The logging extension (GET|POST /v2/logging, admin); undefined = 404. */
+  logging?: LoggingControl;
 }
 
 export interface HttpFrontend {
@@ -106,7 +110,7 @@ export interface HttpFrontend {
 
 const DEFAULT_GRACE_MS = 5000;
 
-/** A register body is three short fields. */
+/** A shared-memory register body is three short fields, a logging body six: both fit in this. */
 const SHARED_MEMORY_BODY_BYTES = 64 * 1024;
 
 /** Node's default: a request (headers and body) must arrive within 5 minutes whatever its rate. */
@@ -121,6 +125,8 @@ interface RequestContext {
   params: RouteParams;
   /** The API key the request was authorized with; null when anonymous (or no access policy). */
   principal: Principal | null;
+  /** Triton's request `id` once an infer body is decoded: failure logs carry it beside the request id. */
+  inferId?: string;
   /** Set by the load route: what the audit log says of the load. */
   loadDetails?: { configOverride: boolean; files: string[]; nativeLibraries?: Array<{ file: string; sha256: string }> };
 }
@@ -165,6 +171,7 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
     reading,
     maxBytesElements,
     sharedMemory: options.sharedMemory,
+    logging: options.logging,
   });
   const access = options.access;
   let closing = false;
@@ -184,6 +191,10 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
     res.once("close", () => pending.delete(res));
     const method = req.method ?? "GET";
     const path = pathOf(req.url);
+    // Every request has an id for its log lines, returned to the client: the caller's X-Request-Id, or a new one.
+    const requestId = requestIdOf(req.headers["x-request-id"]);
+    res.setHeader("X-Request-Id", requestId);
+    let context: RequestContext | undefined;
     try {
       const match = router.match(method, path);
       if (match.kind === "not-found") {
@@ -198,7 +209,7 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
       const { need, handler } = match.handler;
       const principal = need === "open" || access === undefined ? null : access.authorize(authorizationOf(req), need);
       if (need !== "open") checkShadowModelAccess(principal, match.params["model"], need);
-      const context: RequestContext = { req, res, params: match.params, principal };
+      context = { req, res, params: match.params, principal };
       await handler(context);
       if (need === "admin" && access !== undefined) {
         const event = modelControlEventOf(method, path, context);
@@ -206,11 +217,18 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
       }
     } catch (error) {
       if (error instanceof ClientClosedError) {
-        logger.info({ method, path }, error.message);
+        logger.info({ method, path, requestId }, error.message);
         return;
       }
       const report = reportOf(error);
-      logRequestFailure(logger, report, error, { method, path, status: report.status });
+      const id = context?.inferId;
+      logRequestFailure(logger, report, error, {
+        method,
+        path,
+        status: report.status,
+        requestId,
+        ...(id !== undefined ? { id } : {}),
+      });
       sendError(res, report.status, report.message, report.headers, report.kind);
     }
   };
@@ -276,6 +294,7 @@ interface RouterOptions {
   rawInputShape: NonNullable<HttpFrontendOptions["rawInputShape"]>;
   logger: Logger;
   sharedMemory: SystemSharedMemory | undefined;
+  logging: LoggingControl | undefined;
 }
 
 function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Route> {
@@ -397,6 +416,18 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
       });
     }
   }
+  // The logging extension: the server's log settings are the host's business, so both need what admin routes need.
+  const logging = options.logging;
+  if (logging !== undefined) {
+    add("GET", "/v2/logging", "admin", ({ res }) => sendJson(res, 200, logging.get()));
+    add("POST", "/v2/logging", "admin", async ({ req, res }) => {
+      const body = await readJson(req, res, SHARED_MEMORY_BODY_BYTES);
+      if (body === null || typeof body !== "object" || Array.isArray(body)) {
+        throw new OperonError("INVALID_ARG", "the logging request body must be a JSON object of settings");
+      }
+      sendJson(res, 200, logging.update(body as Record<string, unknown>));
+    });
+  }
   add("GET", "/v2/operon/parked", "admin", ({ res }) => sendJson(res, 200, { models: engine.parkedModels?.() ?? [] }));
   add("GET", "/v2/operon/scaling", "admin", ({ res }) =>
     sendJson(res, 200, { models: engine.scalingState?.() ?? [], parked: engine.parkedModels?.() ?? [] }),
@@ -490,6 +521,7 @@ async function readJsonBody(
 async function handleInfer(engine: InferenceEngine, options: RouterOptions, context: RequestContext): Promise<void> {
   const { principal } = context;
   const { request, binaryDataOutput } = await readInferRequest(options, context);
+  if (request.id !== undefined) context.inferId = request.id;
   applyKeyPriority(engine, request, principal);
   let shared: SharedMemoryUse | undefined;
   if (request.sharedMemory === true) shared = await resolveSharedMemory(options, request, principal);
