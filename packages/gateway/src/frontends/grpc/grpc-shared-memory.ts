@@ -3,6 +3,7 @@ import { OperonError } from "@operon/protocol/errors";
 import type { Principal } from "../../auth/access-policy.js";
 import type { SystemSharedMemory } from "../shared-memory/system-shared-memory.js";
 import type { RawMessage } from "./grpc-deferred-decoding.js";
+import { checkLocalPeer, peerAddress } from "../shared-memory/local-peer.js";
 
 /**
  * SystemSharedMemoryStatus / Register / Unregister (grpc_service.proto) on
@@ -46,7 +47,8 @@ export function sharedMemoryHandlers(
     SystemSharedMemoryRegister: guarded(
       "infer",
       "SystemSharedMemoryRegister",
-      async (r: RegisterRequest, _call, principal) => {
+      async (r: RegisterRequest, call, principal) => {
+        checkLocalPeer(peerAddress(call.getPeer()));
         if (r.name === "") throw new OperonError("INVALID_ARG", "'name' of the region to register is empty");
         await shm.register(r.name, r.key, uint64(r.offset), uint64(r.byte_size), ownerOf(principal));
         return {};

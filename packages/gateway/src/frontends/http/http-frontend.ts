@@ -409,6 +409,7 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
         const answer = await handler({
           region: params["region"],
           owner: principal?.keyId ?? null,
+          peer: req.socket.remoteAddress,
           readJson: () => readJson(req, res, SHARED_MEMORY_BODY_BYTES),
         });
         if (answer === undefined) sendEmpty(res, 200);

@@ -1,6 +1,7 @@
 import { OperonError } from "@operon/protocol/errors";
 import type { SystemSharedMemory } from "../shared-memory/system-shared-memory.js";
 import { expectObject } from "./http-json-fields.js";
+import { checkLocalPeer } from "../shared-memory/local-peer.js";
 
 /**
  * The shared-memory extension's HTTP routes (extension_shared_memory.md):
@@ -13,6 +14,8 @@ import { expectObject } from "./http-json-fields.js";
 export interface SharedMemoryRouteContext {
   region: string | undefined;
   owner: string | null;
+  /** The client's address: registration is taken from this host only. */
+  peer: string | undefined;
   readJson: () => Promise<unknown>;
 }
 
@@ -31,7 +34,8 @@ export function sharedMemoryRoutes(shm: SystemSharedMemory): SharedMemoryRoute[]
     [
       "POST",
       `${system}/region/:region/register`,
-      async ({ region, owner, readJson }) => {
+      async ({ region, owner, peer, readJson }) => {
+        checkLocalPeer(peer);
         const body = expectObject(await readJson(), "register request body");
         await shm.register(region!, body["key"], body["offset"] ?? 0, body["byte_size"], owner);
         return undefined;
