@@ -271,6 +271,7 @@ describe("metadata and configuration", () => {
       "parameters",
       "system_shared_memory",
       "logging",
+      "trace",
     ]);
   });
 

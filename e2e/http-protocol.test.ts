@@ -442,6 +442,7 @@ describe("server and model metadata", () => {
       "parameters",
       "system_shared_memory",
       "logging",
+      "trace",
     ]);
   });
 

@@ -237,6 +237,12 @@ export function serveCommand(): Command {
         {},
       )
       .option(
+        "--trace-config <setting>",
+        "tritonserver's trace settings (repeatable): mode=opentelemetry, level=OFF|TIMESTAMPS|TENSORS, rate=N, count=N, opentelemetry,url=<OTLP/HTTP endpoint>, opentelemetry,resource=<key>=<value>, opentelemetry,bsp_schedule_delay=<ms>",
+        (value: string, previous: string[]) => [...previous, value],
+        [] as string[],
+      )
+      .option(
         "--allow-native-uploads [bool]",
         "let the load API's file: uploads bring a native backend (a .so, or a config naming a non-built-in backend); native code runs with the server's rights, so even then only the admin scope may",
         parseBool,
@@ -453,6 +459,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     defaultMaxBatchSize: flags.defaultMaxBatchSize,
     ...(flags.backendDirectory !== undefined ? { backendDirectory: flags.backendDirectory } : {}),
     backendConfig: flags.backendConfig,
+    traceConfig: flags.traceConfig,
     allowNativeUploads: flags.allowNativeUploads,
     resourceLimits: {
       maxInstancesPerModel: flags.maxInstancesPerModel,

@@ -11,6 +11,8 @@ import { startHttpFrontend } from "./frontends/http/http-frontend.js";
 import { SystemSharedMemory } from "./frontends/shared-memory/system-shared-memory.js";
 import type { LoggingControl } from "./frontends/log-settings-api.js";
 import { LogSettings } from "./observability/log-settings.js";
+import { OpenTelemetryTracing } from "./frontends/tracing/request-tracing.js";
+import { parseTraceConfig } from "./frontends/tracing/trace-config.js";
 import { type Logger, applyLogSettings, logSettingsOf } from "./observability/logger.js";
 import { defaultMaxConnections } from "./frontends/http/connection-limits.js";
 import { DecodePool } from "./frontends/decode/decode-pool.js";
@@ -137,6 +139,9 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     const sharedMemory = new SystemSharedMemory();
     stoppers.push(() => sharedMemory.close());
     const logging = loggingControlOf(logger);
+    const tracer = new OpenTelemetryTracing(parseTraceConfig(options.traceConfig), OPERON_VERSION);
+    stoppers.push(() => tracer.stop());
+    const tracing = { tracer, control: tracer.control() };
     // A model load carries its files base64-encoded in the JSON body.
     const maxLoadBodyBytes = Math.max(
       options.httpMaxBodyBytes,
@@ -163,6 +168,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
         maxInflateRatio: options.httpMaxInflateRatio,
         sharedMemory,
         logging,
+        tracing,
         ...(access !== undefined ? { access } : {}),
       });
       httpPort = http.port;
@@ -179,6 +185,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
         logger,
         sharedMemory,
         logging,
+        tracing,
         ...(access !== undefined ? { access } : {}),
       });
       grpcPort = grpc.port;

@@ -44,6 +44,7 @@ export const SERVER_EXTENSIONS = [
   "parameters",
   "system_shared_memory",
   "logging",
+  "trace",
 ];
 
 /**

@@ -25,6 +25,9 @@ import type { SystemSharedMemory } from "../shared-memory/system-shared-memory.j
 import { sharedMemoryHandlers } from "./grpc-shared-memory.js";
 import type { LoggingControl } from "../log-settings-api.js";
 import { logSettingsResponse, type WireSettingValue } from "./grpc-log-settings.js";
+import type { RequestTracer, TraceControl } from "../tracing-api.js";
+import { traceCarrierOf, traceSettingResponse } from "./grpc-trace-setting.js";
+import type { InferRequest } from "@operon/protocol/inference";
 
 export interface GrpcFrontendOptions {
   host: string;
@@ -54,6 +57,8 @@ export interface GrpcFrontendOptions {
   sharedMemory?: SystemSharedMemory;
   /** The logging extension (LogSettings, admin); undefined = UNSUPPORTED. */
   logging?: LoggingControl;
+  /** The trace extension (ModelInfer spans; TraceSetting needs admin); undefined = UNSUPPORTED. */
+  tracing?: { tracer: RequestTracer; control: TraceControl };
 }
 
 export interface GrpcFrontend {
@@ -87,6 +92,7 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
       options.logger,
       options.sharedMemory,
       options.logging,
+      options.tracing,
     ),
   );
   server.addService(
@@ -149,6 +155,7 @@ function inferenceHandlers(
   logger: Logger | undefined,
   sharedMemory: SystemSharedMemory | undefined,
   logging: LoggingControl | undefined,
+  tracing: { tracer: RequestTracer; control: TraceControl } | undefined,
 ): grpc.UntypedServiceImplementation {
   const authorize = (call: grpc.ServerUnaryCall<unknown, unknown>, need: AccessNeed): Principal | null =>
     access?.authorize(authorizationOf(call.metadata), need) ?? null;
@@ -177,6 +184,26 @@ function inferenceHandlers(
         `${what} is not supported: this server does not offer the '${extension}' extension`,
       );
     });
+  const inferOne = async (
+    request: InferRequest,
+    call: grpc.ServerUnaryCall<RawInferMessage, unknown>,
+    principal: Principal | null,
+  ): Promise<object> => {
+    if (request.sharedMemory === true) {
+      if (sharedMemory === undefined) {
+        throw new OperonError("UNSUPPORTED", "this server does not offer the 'system_shared_memory' extension");
+      }
+      const use = await sharedMemory.resolve(request, principal?.keyId ?? null);
+      try {
+        const response = await engine.infer({ ...request, signal: cancelSignalOf(call) });
+        return encodeInferResponse(await sharedMemory.writeOutputs(use, response), request.id);
+      } finally {
+        sharedMemory.release(use);
+      }
+    }
+    const response = await engine.infer({ ...request, signal: cancelSignalOf(call) });
+    return encodeInferResponse(response, request.id);
+  };
   return {
     ServerLive: open("ServerLive", () => ({ live: engine.isLive() })),
     ServerReady: open("ServerReady", () => ({ ready: engine.isReady() })),
@@ -192,20 +219,25 @@ function inferenceHandlers(
       const request = await decoding.decode(r);
       checkShadowModelAccess(principal, request.modelName, "infer");
       applyKeyPriority(engine, request, principal);
-      if (request.sharedMemory === true) {
-        if (sharedMemory === undefined) {
-          throw new OperonError("UNSUPPORTED", "this server does not offer the 'system_shared_memory' extension");
-        }
-        const use = await sharedMemory.resolve(request, principal?.keyId ?? null);
-        try {
-          const response = await engine.infer({ ...request, signal: cancelSignalOf(call) });
-          return encodeInferResponse(await sharedMemory.writeOutputs(use, response), request.id);
-        } finally {
-          sharedMemory.release(use);
+      // The trace extension's one branch for an untraced call.
+      if (tracing?.tracer.enabled === true) {
+        const trace = tracing.tracer.start(request.modelName, traceCarrierOf(call.metadata), "grpc");
+        if (trace !== undefined) {
+          if (request.id !== undefined) trace.attributes({ "operon.request_id": request.id });
+          const endInfer = trace.step("engine (queue + compute)");
+          try {
+            const answer = await inferOne(request, call, principal);
+            endInfer();
+            trace.end();
+            return answer;
+          } catch (error) {
+            endInfer();
+            trace.end(error);
+            throw error;
+          }
         }
       }
-      const response = await engine.infer({ ...request, signal: cancelSignalOf(call) });
-      return encodeInferResponse(response, request.id);
+      return inferOne(request, call, principal);
     }),
     ModelStreamInfer: streamInfer(engine, decoding, access, logger),
     ModelConfig: guarded("infer", "ModelConfig", (r: NameVersion) => ({
@@ -281,7 +313,15 @@ function inferenceHandlers(
     CudaSharedMemoryStatus: unsupported("CudaSharedMemoryStatus", "CUDA shared memory", "cuda_shared_memory"),
     CudaSharedMemoryRegister: unsupported("CudaSharedMemoryRegister", "CUDA shared memory", "cuda_shared_memory"),
     CudaSharedMemoryUnregister: unsupported("CudaSharedMemoryUnregister", "CUDA shared memory", "cuda_shared_memory"),
-    TraceSetting: unsupported("TraceSetting", "trace settings", "trace"),
+    TraceSetting:
+      tracing !== undefined
+        ? guarded(
+            "admin",
+            "TraceSetting",
+            (r: { settings?: Record<string, { value?: string[] }>; model_name?: string }) =>
+              traceSettingResponse(tracing.control, r.model_name || undefined, r.settings ?? {}),
+          )
+        : unsupported("TraceSetting", "trace settings", "trace"),
     LogSettings:
       logging !== undefined
         ? guarded("admin", "LogSettings", (r: { settings?: Record<string, WireSettingValue> }) =>

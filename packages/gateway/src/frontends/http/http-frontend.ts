@@ -34,6 +34,7 @@ import type { Logger } from "@operon/protocol/logger";
 import type { SharedMemoryUse, SystemSharedMemory } from "../shared-memory/system-shared-memory.js";
 import { sharedMemoryRoutes } from "./http-shared-memory.js";
 import type { LoggingControl } from "../log-settings-api.js";
+import type { RequestTrace, RequestTracer, TraceControl } from "../tracing-api.js";
 import { requestIdOf } from "../request-id.js";
 import { uploadedLibraries } from "@operon/protocol/uploaded-libraries";
 
@@ -99,6 +100,8 @@ export interface HttpFrontendOptions {
   sharedMemory?: SystemSharedMemory;
   /** The logging extension (GET|POST /v2/logging, admin); undefined = 404. */
   logging?: LoggingControl;
+  /** The trace extension: the tracer /infer consults (one flag while tracing is off) and its settings API. */
+  tracing?: { tracer: RequestTracer; control: TraceControl };
 }
 
 export interface HttpFrontend {
@@ -172,6 +175,8 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
     maxBytesElements,
     sharedMemory: options.sharedMemory,
     logging: options.logging,
+    tracer: options.tracing?.tracer,
+    traceControl: options.tracing?.control,
   });
   const access = options.access;
   let closing = false;
@@ -295,6 +300,8 @@ interface RouterOptions {
   logger: Logger;
   sharedMemory: SystemSharedMemory | undefined;
   logging: LoggingControl | undefined;
+  tracer: RequestTracer | undefined;
+  traceControl: TraceControl | undefined;
 }
 
 function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Route> {
@@ -429,6 +436,24 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
       sendJson(res, 200, logging.update(body as Record<string, unknown>));
     });
   }
+  // The trace extension: anyone who may infer reads the settings; changing them (tracing costs) needs admin.
+  const traceControl = options.traceControl;
+  if (traceControl !== undefined) {
+    const traceRoutes: Array<[path: string, model: (params: RouteParams) => string | undefined]> = [
+      ["/v2/trace/setting", () => undefined],
+      ["/v2/models/:model/trace/setting", (params) => params["model"]],
+    ];
+    for (const [path, model] of traceRoutes) {
+      add("GET", path, "infer", ({ res, params }) => sendJson(res, 200, traceControl.get(model(params))));
+      add("POST", path, "admin", async ({ req, res, params }) => {
+        const body = await readJson(req, res, SHARED_MEMORY_BODY_BYTES);
+        if (body === null || typeof body !== "object" || Array.isArray(body)) {
+          throw new OperonError("INVALID_ARG", "the trace setting request body must be a JSON object of settings");
+        }
+        sendJson(res, 200, traceControl.update(model(params), body as Record<string, unknown>));
+      });
+    }
+  }
   add("GET", "/v2/operon/parked", "admin", ({ res }) => sendJson(res, 200, { models: engine.parkedModels?.() ?? [] }));
   add("GET", "/v2/operon/scaling", "admin", ({ res }) =>
     sendJson(res, 200, { models: engine.scalingState?.() ?? [], parked: engine.parkedModels?.() ?? [] }),
@@ -520,6 +545,16 @@ async function readJsonBody(
 }
 
 async function handleInfer(engine: InferenceEngine, options: RouterOptions, context: RequestContext): Promise<void> {
+  // The trace extension's one branch for an untraced request.
+  if (options.tracer?.enabled === true) return handleTracedInfer(engine, options, context, options.tracer);
+  return handleUntracedInfer(engine, options, context);
+}
+
+async function handleUntracedInfer(
+  engine: InferenceEngine,
+  options: RouterOptions,
+  context: RequestContext,
+): Promise<void> {
   const { principal } = context;
   const { request, binaryDataOutput } = await readInferRequest(options, context);
   if (request.id !== undefined) context.inferId = request.id;
@@ -527,10 +562,64 @@ async function handleInfer(engine: InferenceEngine, options: RouterOptions, cont
   let shared: SharedMemoryUse | undefined;
   if (request.sharedMemory === true) shared = await resolveSharedMemory(options, request, principal);
   try {
-    await inferAndRespond(engine, request, binaryDataOutput, context, shared, options.sharedMemory);
+    await inferAndRespond(engine, request, binaryDataOutput, context, shared, options.sharedMemory, undefined);
   } finally {
     if (shared !== undefined) options.sharedMemory!.release(shared);
   }
+}
+
+/** handleInfer while tracing is on: the same steps, each a span when this request is sampled. */
+async function handleTracedInfer(
+  engine: InferenceEngine,
+  options: RouterOptions,
+  context: RequestContext,
+  tracer: RequestTracer,
+): Promise<void> {
+  const { req, params, principal } = context;
+  const trace = tracer.start(
+    params["model"]!,
+    { traceparent: headerText(req.headers["traceparent"]), tracestate: headerText(req.headers["tracestate"]) },
+    "http",
+  );
+  // Not sampled: as if tracing were off.
+  if (trace === undefined) return handleUntracedInfer(engine, options, context);
+  let shared: SharedMemoryUse | undefined;
+  try {
+    const endDecode = trace.step("decode request");
+    const { request, binaryDataOutput } = await readInferRequest(options, context);
+    endDecode();
+    if (request.id !== undefined) {
+      context.inferId = request.id;
+      trace.attributes({ "operon.request_id": request.id });
+    }
+    if (trace.tensors) trace.attributes(tensorAttributes(request));
+    applyKeyPriority(engine, request, principal);
+    if (request.sharedMemory === true) {
+      const endShm = trace.step("read shared memory");
+      shared = await resolveSharedMemory(options, request, principal);
+      endShm();
+    }
+    await inferAndRespond(engine, request, binaryDataOutput, context, shared, options.sharedMemory, trace);
+    trace.end();
+  } catch (error) {
+    trace.end(error);
+    throw error;
+  } finally {
+    if (shared !== undefined) options.sharedMemory!.release(shared);
+  }
+}
+
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** trace_level TENSORS: what the request's tensors are (names, datatypes, shapes; never their values). */
+function tensorAttributes(request: InferRequest): Record<string, string> {
+  const attributes: Record<string, string> = {};
+  for (const input of request.inputs) {
+    attributes[`operon.input.${input.name}`] = `${input.datatype}[${input.shape.join(",")}]`;
+  }
+  return attributes;
 }
 
 async function resolveSharedMemory(
@@ -551,12 +640,14 @@ async function inferAndRespond(
   { req, res }: RequestContext,
   shared: SharedMemoryUse | undefined,
   sharedMemory: SystemSharedMemory | undefined,
+  trace: RequestTrace | undefined,
 ): Promise<void> {
   // The engine may queue the request for a while: if the client gives up
   // meanwhile, the signal lets it drop the work instead of computing for nobody.
   const gone = clientGone(req, res);
   request.signal = gone.signal;
   let response;
+  const endInfer = trace?.step("engine (queue + compute)");
   try {
     response = await engine.infer(request);
   } catch (error) {
@@ -564,6 +655,7 @@ async function inferAndRespond(
     throw error;
   } finally {
     gone.dispose();
+    endInfer?.();
   }
   if (gone.closed) throw new ClientClosedError("client closed the connection before the inference finished");
   if (shared !== undefined) response = await sharedMemory!.writeOutputs(shared, response);
