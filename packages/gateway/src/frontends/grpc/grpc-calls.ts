@@ -58,12 +58,13 @@ export function statusOf(
     error,
     requestId !== undefined ? { method, requestId } : { method },
   );
+  const retryAfter = error instanceof OperonError ? error.retryAfterSeconds : undefined;
+  if (requestId === undefined && retryAfter === undefined)
+    return { code: grpcStatusOf(failure.kind), details: failure.message };
   const metadata = new grpc.Metadata();
   if (requestId !== undefined) metadata.set("x-request-id", requestId);
   // A retry hint (a tenant over its share) travels as `retry-after` metadata, in seconds, as over HTTP.
-  if (error instanceof OperonError && error.retryAfterSeconds !== undefined) {
-    metadata.set("retry-after", String(error.retryAfterSeconds));
-  }
+  if (retryAfter !== undefined) metadata.set("retry-after", String(retryAfter));
   return { code: grpcStatusOf(failure.kind), details: failure.message, metadata };
 }
 
