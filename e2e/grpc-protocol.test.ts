@@ -269,6 +269,8 @@ describe("metadata and configuration", () => {
       "statistics",
       "schedule_policy",
       "parameters",
+      "sequence",
+      "sequence(string_id)",
       "system_shared_memory",
       "logging",
       "trace",

@@ -440,6 +440,8 @@ describe("server and model metadata", () => {
       "statistics",
       "schedule_policy",
       "parameters",
+      "sequence",
+      "sequence(string_id)",
       "system_shared_memory",
       "logging",
       "trace",

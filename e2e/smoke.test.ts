@@ -59,23 +59,23 @@ describe("the example repository (what npm start serves)", () => {
     expect(body.outputs[0]!.data[1]).toBeCloseTo(0.4935, 3);
   });
 
-  it("auto-completes the Silero VAD config from its ONNX file and matches in-process ONNX Runtime", async () => {
+  it("serves Silero VAD as a sequence model (state kept in the server) and matches in-process ONNX Runtime", async () => {
     const config = (await (await fetch(`${server.httpUrl}/v2/models/silero_vad/config`)).json()) as {
       max_batch_size: number;
       input: Array<{ name: string; data_type: string; dims: number[] }>;
     };
     expect(config.max_batch_size).toBe(0);
+    // Auto-completed from the ONNX file, without the implicit state "state" (the server feeds it).
     expect(config.input.map((input) => [input.name, input.data_type])).toEqual([
       ["input", "TYPE_FP32"],
-      ["state", "TYPE_FP32"],
       ["sr", "TYPE_INT64"],
     ]);
     const response = await fetch(`${server.httpUrl}/v2/models/silero_vad/infer`, {
       method: "POST",
       body: JSON.stringify({
+        parameters: { sequence_id: 1, sequence_start: true, sequence_end: true },
         inputs: [
           { name: "input", datatype: "FP32", shape: [1, 512], data: new Array(512).fill(0.01) },
-          { name: "state", datatype: "FP32", shape: [2, 1, 128], data: new Array(256).fill(0) },
           { name: "sr", datatype: "INT64", shape: [], data: [16000] },
         ],
         outputs: [{ name: "output" }],

@@ -3,7 +3,7 @@ import type { Database } from "@operon/db";
 import type { GatewayClientOptions } from "./services/gateway/gateway-client.js";
 import { DEFAULT_LOGIN_RATE_LIMITS, type LoginRateLimits } from "./services/accounts/login-rate-limiter.js";
 import type { Logger } from "@operon/protocol/logger";
-import type { PerfRunsOptions } from "./services/perf/perf-runs.js";
+import type { PerfRunsOptions } from "./services/perf/perf-run-options.js";
 import {
   RESOURCE_SCHEDULER_DEFAULTS,
   type ResourceSchedulerOptions,

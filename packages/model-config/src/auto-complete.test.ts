@@ -191,3 +191,31 @@ describe("validateAgainstModel", () => {
     );
   });
 });
+
+describe("auto-complete of a sequence model", () => {
+  it("leaves the control and state tensors out of input and output (the server feeds and keeps them)", () => {
+    const io = {
+      inputs: [
+        { name: "input", datatype: "FP32" as const, shape: [-1, 512] },
+        { name: "state", datatype: "FP32" as const, shape: [2, -1, 128] },
+        { name: "START", datatype: "INT32" as const, shape: [1] },
+      ],
+      outputs: [
+        { name: "output", datatype: "FP32" as const, shape: [-1, 1] },
+        { name: "stateN", datatype: "FP32" as const, shape: [2, -1, 128] },
+      ],
+    };
+    const completed = autoCompleteConfig(
+      {
+        max_batch_size: 0,
+        sequence_batching: {
+          control_input: [{ name: "START", control: [{ kind: "CONTROL_SEQUENCE_START", int32_false_true: [0, 1] }] }],
+          state: [{ input_name: "state", output_name: "stateN", data_type: "TYPE_FP32", dims: [2, 1, 128] }],
+        },
+      },
+      io,
+    );
+    expect(completed.input!.map((tensor) => tensor.name)).toEqual(["input"]);
+    expect(completed.output!.map((tensor) => tensor.name)).toEqual(["output"]);
+  });
+});

@@ -65,9 +65,33 @@ export function autoCompleteConfig(
     }
   }
   const batching = (out.max_batch_size ?? 0) > 0;
-  out.input = completeTensors<ModelInputJson>(out.input ?? [], io.inputs, batching);
-  out.output = completeTensors<ModelOutputJson>(out.output ?? [], io.outputs, batching);
+  // A sequence model's control and state tensors are the server's to feed and keep, never the client's (Triton).
+  const sequence = sequenceTensorNames(out);
+  out.input = completeTensors<ModelInputJson>(
+    out.input ?? [],
+    io.inputs.filter((tensor) => !sequence.inputs.has(tensor.name)),
+    batching,
+  );
+  out.output = completeTensors<ModelOutputJson>(
+    out.output ?? [],
+    io.outputs.filter((tensor) => !sequence.outputs.has(tensor.name)),
+    batching,
+  );
   return out;
+}
+
+/** The inputs (control inputs, state inputs) and outputs (state outputs) that sequence_batching reserves. */
+export function sequenceTensorNames(config: ModelConfigJson): { inputs: Set<string>; outputs: Set<string> } {
+  const sequence = config.sequence_batching;
+  const inputs = new Set<string>();
+  const outputs = new Set<string>();
+  for (const control of sequence?.control_input ?? []) if (control.name) inputs.add(control.name);
+  for (const state of sequence?.state ?? []) {
+    const { input_name, output_name } = state as { input_name?: string; output_name?: string };
+    if (input_name) inputs.add(input_name);
+    if (output_name) outputs.add(output_name);
+  }
+  return { inputs, outputs };
 }
 
 function completeTensors<T extends ModelInputJson | ModelOutputJson>(

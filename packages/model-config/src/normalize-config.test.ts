@@ -231,8 +231,17 @@ describe("validateConfig", () => {
     expect(validationError(base({ max_batch_size: 0, dynamic_batching: {} }))).toBe(
       "cfg: dynamic_batching: dynamic batching requires max_batch_size > 0",
     );
-    expect(validationError(base({ max_batch_size: 0, sequence_batching: {} }))).toBe(
-      "cfg: sequence_batching: sequence batching requires max_batch_size > 0",
+    // Triton serves sequence models without batching (its *_nobatch_sequence_* models): one row per execution.
+    expect(() => validateConfig(base({ max_batch_size: 0, sequence_batching: {} }), "cfg")).not.toThrow();
+    expect(
+      validationError(
+        base({
+          input: [{ name: "START", data_type: "TYPE_INT32", dims: [1] }],
+          sequence_batching: { control_input: [{ name: "START", control: [{ kind: "CONTROL_SEQUENCE_START" }] }] },
+        }),
+      ),
+    ).toBe(
+      "cfg: input: 'START' is a control or state input of sequence_batching: the server feeds it, so it must not be listed in input",
     );
     expect(validationError(base({ dynamic_batching: { preferred_batch_size: [4, 16] } }))).toBe(
       "cfg: dynamic_batching.preferred_batch_size[1]: preferred batch size 16 exceeds max_batch_size 8",

@@ -10,6 +10,7 @@
  * Operon has no GPU execution path yet: KIND_AUTO instance groups become
  * KIND_CPU, KIND_GPU is kept as the user asked (the loader decides).
  */
+import { sequenceTensorNames } from "./auto-complete.js";
 import { elementCount } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
 import type {
@@ -256,7 +257,15 @@ class ConfigValidator {
     }
     const sequence = config.sequence_batching;
     if (sequence !== undefined) {
-      if (maxBatchSize === 0) this.fail("sequence_batching", "sequence batching requires max_batch_size > 0");
+      // max_batch_size 0 is allowed (Triton's *_nobatch_sequence_* models): one row per execution.
+      const reserved = sequenceTensorNames(config);
+      for (const input of config.input ?? []) {
+        if (reserved.inputs.has(input.name ?? ""))
+          this.fail(
+            "input",
+            `'${input.name}' is a control or state input of sequence_batching: the server feeds it, so it must not be listed in input`,
+          );
+      }
       const oldest = sequence.oldest;
       if (oldest !== undefined) {
         this.preferredSizes(

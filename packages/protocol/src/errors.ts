@@ -24,13 +24,18 @@ export type ErrorKind = (typeof ERROR_KINDS)[number];
 export class OperonError extends Error {
   readonly kind: ErrorKind;
   /** When the client may retry, whole seconds (HTTP Retry-After, gRPC `retry-after` metadata); unset = the transport's default. */
-  readonly retryAfterSeconds: number | undefined;
+  readonly retryAfterSecs: number | undefined;
 
-  constructor(kind: ErrorKind, message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
+  constructor(kind: ErrorKind, message: string, options?: { cause?: unknown; retryAfterSecs?: number }) {
     super(message, options);
     this.name = "OperonError";
     this.kind = kind;
-    this.retryAfterSeconds = options?.retryAfterSeconds;
+    this.retryAfterSecs = options?.retryAfterSecs;
+  }
+
+  /** @deprecated The old spelling of retryAfterSecs (issue 26: one seconds suffix), kept until its last readers move. */
+  get retryAfterSeconds(): number | undefined {
+    return this.retryAfterSecs;
   }
 }
 

@@ -1,7 +1,8 @@
 import type { DataType } from "./datatypes.js";
 import type { ErrorKind } from "./errors.js";
 import type { Tensor } from "./tensor.js";
-import type { ExecuteTiming, InstanceKind, IoInfo } from "./worker-wire.js";
+import type { InstanceLoad } from "./instance-load.js";
+import type { ExecuteTiming, IoInfo } from "./worker-wire.js";
 
 /**
  * The contract between the gateway and a backend instance that runs on a
@@ -28,16 +29,10 @@ export interface ThreadTensor {
   byteLength: number;
 }
 
-export interface ThreadLoadMessage {
+/** The load of the instance this thread serves (the fields both worker wires share: instance-load.ts). */
+export interface ThreadLoadMessage extends InstanceLoad {
   type: "load";
   wireVersion: number;
-  backend: string;
-  modelPath: string;
-  config: Record<string, unknown>;
-  instanceName: string;
-  parameters: Record<string, string>;
-  instanceKind?: InstanceKind;
-  deviceId?: number;
 }
 
 export interface ThreadExecuteMessage {

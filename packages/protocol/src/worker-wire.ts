@@ -1,3 +1,4 @@
+import type { InstanceLoad } from "./instance-load.js";
 import { type DataType, isDataType } from "./datatypes.js";
 import { type ErrorKind, OperonError } from "./errors.js";
 import type { Tensor } from "./tensor.js";
@@ -123,43 +124,14 @@ export interface ExecuteTiming {
   computeOutputNs: number;
 }
 
-/** Instance kinds from the model config's instance_group (Triton names). */
-export type InstanceKind = "KIND_AUTO" | "KIND_CPU" | "KIND_GPU" | "KIND_MODEL";
+export type { InstanceKind, NativeLoadSpec } from "./instance-load.js";
 
 // ---- gateway -> worker ----
 
-export interface LoadMessage {
+/** The load of the instance this worker serves (the fields both worker wires share: instance-load.ts). */
+export interface LoadMessage extends InstanceLoad {
   type: "load";
   requestId: number;
-  /** Backend name, e.g. "onnxruntime". */
-  backend: string;
-  /** Absolute path of the model file. */
-  modelPath: string;
-  /** The model config as Triton's JSON (snake_case keys). */
-  config: Record<string, unknown>;
-  instanceName: string;
-  /** Extra backend parameters; they override same-named config `parameters`. */
-  parameters: Record<string, string>;
-  /** The instance group this instance belongs to; undefined = derive from config. */
-  instanceKind?: InstanceKind;
-  /** GPU ordinal for KIND_GPU instances. */
-  deviceId?: number;
-  /** Set for backend "native": the Triton backend library to serve the model with (modelPath is then the model folder). */
-  native?: NativeLoadSpec;
-}
-
-/** What a worker needs to serve a model with a Triton C++ API backend (`libtriton_<name>.so`). */
-export interface NativeLoadSpec {
-  /** The config's backend name (e.g. "operon_identity"). */
-  backendName: string;
-  /** Absolute path of the resolved libtriton_<name>.so. */
-  libraryPath: string;
-  /** The backend's --backend-config settings (TRITONBACKEND_BackendConfig's cmdline). */
-  backendConfig: Record<string, string>;
-  /** The model version served (TRITONBACKEND_ModelVersion). */
-  version: string;
-  /** Whether the backend may auto-complete the config (not --strict-model-config). */
-  autoComplete: boolean;
 }
 
 /** JSON-safe request parameters (KServe `parameters`; int64 values beyond 2^53 travel as strings). */

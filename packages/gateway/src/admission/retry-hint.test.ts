@@ -5,7 +5,7 @@ import { reportOf } from "../frontends/http/http-respond.js";
 
 // A tenant over its share is refused with a retry hint (TenantShares): both transports carry it.
 describe("retry hints of refused requests", () => {
-  const refused = new OperonError("RESOURCE_EXHAUSTED", "tenant 't' is over its share", { retryAfterSeconds: 7 });
+  const refused = new OperonError("RESOURCE_EXHAUSTED", "tenant 't' is over its share", { retryAfterSecs: 7 });
 
   it("HTTP answers 429 with Retry-After in seconds (1 when the error names none)", () => {
     expect(reportOf(refused)).toMatchObject({ status: 429, headers: { "Retry-After": "7" } });
@@ -13,7 +13,7 @@ describe("retry hints of refused requests", () => {
       status: 429,
       headers: { "Retry-After": "1" },
     });
-    expect(reportOf(new OperonError("UNAVAILABLE", "busy", { retryAfterSeconds: 2 }))).toMatchObject({
+    expect(reportOf(new OperonError("UNAVAILABLE", "busy", { retryAfterSecs: 2 }))).toMatchObject({
       status: 503,
       headers: { "Retry-After": "2" },
     });

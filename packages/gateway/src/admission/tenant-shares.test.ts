@@ -227,8 +227,8 @@ describe("TenantShares", () => {
     for (const refusal of sim.refusals) {
       expect(refusal.kind).toBe("RESOURCE_EXHAUSTED");
       expect(refusal.message).toMatch(/tenant 'free' is over its share/);
-      expect(refusal.retryAfterSeconds).toBeGreaterThanOrEqual(1);
-      expect(refusal.retryAfterSeconds).toBeLessThanOrEqual(60);
+      expect(refusal.retryAfterSecs).toBeGreaterThanOrEqual(1);
+      expect(refusal.retryAfterSecs).toBeLessThanOrEqual(60);
     }
     // Counted when refused (the clients note theirs a microtask later).
     expect(sim.shares.drainUsage().find((entry) => entry.tenant === "free")!.refused).toBeGreaterThanOrEqual(

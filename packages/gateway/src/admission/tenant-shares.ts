@@ -30,7 +30,7 @@ import { OperonError } from "@operon/protocol/errors";
  * scheduler queue); "refuse" waits only while the tenant holds at most its
  * part of the slots in its lane (slots × share / shares of the tenants
  * busy on the model, at least 1): a request beyond that is over the
- * tenant's share and fails RESOURCE_EXHAUSTED with retryAfterSeconds, the
+ * tenant's share and fails RESOURCE_EXHAUSTED with retryAfterSecs, the
  * time the tenant's lane needs to drain at its share of the model's
  * measured rate (1 to 60 s).
  *
@@ -217,13 +217,13 @@ export class TenantShares {
       const allowance = this.allowanceOf(gate, lane);
       if (lane.queue.length - lane.head >= allowance) {
         tenant.refused += 1;
-        const retryAfterSeconds = this.retryAfterOf(gate, lane, cost);
+        const retryAfterSecs = this.retryAfterOf(gate, lane, cost);
         return Promise.reject(
           new OperonError(
             "RESOURCE_EXHAUSTED",
-            `tenant '${tenant.spec.id}' is over its share (${tenant.spec.share}) of model '${model.model}' while it is busy; retry after ${retryAfterSeconds} s`,
+            `tenant '${tenant.spec.id}' is over its share (${tenant.spec.share}) of model '${model.model}' while it is busy; retry after ${retryAfterSecs} s`,
             {
-              retryAfterSeconds,
+              retryAfterSecs,
             },
           ),
         );
@@ -234,7 +234,7 @@ export class TenantShares {
         new OperonError(
           "UNAVAILABLE",
           `model '${model.model}' has ${gate.waiting} requests waiting for their tenants' turn; try again later`,
-          { retryAfterSeconds: 1 },
+          { retryAfterSecs: 1 },
         ),
       );
     }

@@ -165,8 +165,8 @@ export class ApiKeyRing {
       this.buckets.set(grant.id, bucket);
     }
     if (bucket.capacity !== capacity) bucket.capacity = capacity; // the quota changed in a replaceAll
-    const elapsedSeconds = Math.max(0, now - bucket.refilledAt) / 1000;
-    bucket.tokens = Math.min(bucket.capacity, bucket.tokens + elapsedSeconds * rate);
+    const elapsedSecs = Math.max(0, now - bucket.refilledAt) / 1000;
+    bucket.tokens = Math.min(bucket.capacity, bucket.tokens + elapsedSecs * rate);
     bucket.refilledAt = now;
     if (bucket.tokens < 1) return false;
     bucket.tokens -= 1;

@@ -42,6 +42,8 @@ export const SERVER_EXTENSIONS = [
   "statistics",
   "schedule_policy",
   "parameters",
+  "sequence",
+  "sequence(string_id)",
   "system_shared_memory",
   "logging",
   "trace",

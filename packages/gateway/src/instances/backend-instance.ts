@@ -2,7 +2,8 @@ import type { EventEmitter } from "node:events";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { IoInfo } from "@operon/protocol/worker-wire";
 import type { OperonError } from "@operon/protocol/errors";
-import type { ExecuteTiming, InstanceKind, NativeLoadSpec, WireParameters } from "@operon/protocol/worker-wire";
+import type { InstanceLoadSpec } from "@operon/protocol/instance-load";
+import type { ExecuteTiming, WireParameters } from "@operon/protocol/worker-wire";
 import type { CancelSignal } from "@operon/protocol/inference";
 
 /**
@@ -102,17 +103,8 @@ export interface StreamRequestOptions extends ExecuteRequestOptions {
   onExecuted?: () => void;
 }
 
-export interface WorkerLoadSpec {
-  backend: string;
-  modelPath: string;
-  config: Record<string, unknown>;
-  parameters?: Record<string, string>;
-  /** The instance group kind; omitted = the backend derives it from config. */
-  instanceKind?: InstanceKind;
-  deviceId?: number;
-  /** Backend "native": the Triton backend library and its settings. */
-  native?: NativeLoadSpec;
-}
+/** What loading an instance takes (the fields of @operon/protocol/instance-load, less the instance's own name). */
+export type WorkerLoadSpec = InstanceLoadSpec;
 
 /** What a loaded instance reports: its inputs and outputs, and the config when its backend completed it. */
 export interface WorkerLoadResult {

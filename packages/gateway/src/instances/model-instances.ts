@@ -1,7 +1,7 @@
 import type { WorkerIdentity } from "./worker-environment.js";
 import type { WorkerInstanceInfo } from "@operon/protocol/admin";
 import { OperonError } from "@operon/protocol/errors";
-import type { Tensor } from "@operon/protocol/tensor";
+import type { Parameters, Tensor } from "@operon/protocol/tensor";
 import type { IoInfo, NativeLoadSpec } from "@operon/protocol/worker-wire";
 import type { Logger } from "../observability/logger.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
@@ -16,12 +16,15 @@ import {
   type StreamedResponse,
 } from "../scheduling/request-scheduler.js";
 import { schedulerPolicyFromConfig, type SchedulerPolicy } from "../scheduling/scheduler-policy.js";
+import { SequenceBatcher, type SequenceDispatcher, type SequenceRequest } from "../scheduling/sequence-batcher.js";
+import { sequenceFlagsOf, sequencePolicyFromConfig } from "../scheduling/sequence-policy.js";
 import { dirname, join } from "node:path";
 import { type BackendInstance, type InstanceIsolation, THREAD_CAPABLE_BACKENDS } from "./backend-instance.js";
 import { hostGpus, type GpuInventory } from "./gpu-inventory.js";
 import { placementOf, type InstancePlacement } from "./instance-placement.js";
 import { ThreadInstance } from "./thread-instance.js";
 import { type BlsRequest, type ExecuteRequestOptions, WorkerProcess } from "./worker-process.js";
+import { runWarmup, type WarmupSample } from "./model-warmup.js";
 
 /**
  * The backend instances of one model version, each in its own worker
@@ -57,6 +60,10 @@ export interface InstanceLaunchSpec {
   parameters?: Record<string, string>;
   /** Backend "native": the resolved Triton backend library (see native-backend-resolver.ts). */
   native?: NativeLoadSpec;
+  /** model_warmup samples every instance runs after it loads, before it serves (see model-warmup.ts). */
+  warmup?: WarmupSample[];
+  /** Bytes of each implicit state's initial_state.data_file, by state input name (sequence models). */
+  initialStates?: ReadonlyMap<string, Buffer>;
 }
 
 export interface ModelInstancesOptions {
@@ -148,7 +155,8 @@ export function isolationOf(
  * places it (instancePlacements: its kind and GPU reach the backend as the
  * load's instanceKind/deviceId) and loads the model into it; ends it if the
  * load fails. A KIND_GPU instance on a host without that GPU is refused
- * before anything starts (never run on the CPU instead).
+ * before anything starts (never run on the CPU instead). The config's
+ * model_warmup samples (spec.warmup) run before it returns.
  */
 export async function launchInstance(
   spec: InstanceLaunchSpec,
@@ -188,6 +196,9 @@ export async function launchInstance(
       options.loadTimeoutMs ?? 120_000,
       `loading instance '${instanceName}'`,
     );
+    // Triton: an instance is warmed before it serves, so the model is READY only after its warmup.
+    if (spec.warmup !== undefined && spec.warmup.length > 0)
+      await runWarmup(worker, spec.model, instanceName, spec.warmup);
     const io = { inputs: loaded.inputs, outputs: loaded.outputs };
     return { worker, io, ...("config" in loaded && loaded.config !== undefined ? { config: loaded.config } : {}) };
   } catch (error) {
@@ -196,7 +207,7 @@ export async function launchInstance(
   }
 }
 
-export class ModelInstances implements InstanceDispatcher {
+export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
   private readonly instances: Instance[] = [];
   private stopped = false;
   /** Set at the start of stop() or by haltRestarts(): a worker that exits from then on is not started again. */
@@ -208,7 +219,8 @@ export class ModelInstances implements InstanceDispatcher {
   readonly policy: SchedulerPolicy;
   /** model_transaction_policy { decoupled: true }: requests go through executeStream. */
   readonly decoupled: boolean;
-  private readonly scheduler: RequestScheduler;
+  /** The dynamic batcher / default scheduler, or the sequence batcher for a model with sequence_batching. */
+  private readonly scheduler: RequestScheduler | SequenceBatcher;
   /** Requests queued / executing now: the pending and executing gauges read them at scrape time. */
   private queueLength = 0;
   private running = 0;
@@ -226,7 +238,18 @@ export class ModelInstances implements InstanceDispatcher {
     this.decoupled = transaction?.decoupled === true;
     // Decoupled: one request per execution, and one execution at a time per instance, so the worker never joins two.
     this.policy = this.decoupled ? { ...policy, batching: false } : policy;
-    this.maxInFlight = this.decoupled ? 1 : (options.maxInFlightPerInstance ?? (this.policy.batching ? 1 : 2));
+    const sequencePolicy = sequencePolicyFromConfig(spec.config, spec.initialStates);
+    if (sequencePolicy !== undefined && this.decoupled) {
+      throw new OperonError(
+        "UNSUPPORTED",
+        `model '${spec.model}': a decoupled model cannot use sequence_batching in Operon (yet)`,
+      );
+    }
+    // Sequence models send one batch at a time per instance, so the next batch gathers every ready sequence.
+    this.maxInFlight =
+      this.decoupled || sequencePolicy !== undefined
+        ? 1
+        : (options.maxInFlightPerInstance ?? (this.policy.batching ? 1 : 2));
     this.labels = { model: spec.model, version: spec.version };
     this.unhookScrape = options.metrics.onScrape(() => {
       options.metrics.pendingRequests.set(this.labels, this.queueLength);
@@ -238,12 +261,16 @@ export class ModelInstances implements InstanceDispatcher {
         instance.worker?.customMetricsText ? [instance.worker.customMetricsText] : [],
       ),
     );
-    this.scheduler = new RequestScheduler(this.policy, this, {
+    const hooks = {
       describe: `model '${spec.model}' version ${spec.version}`,
-      onExecution: (batchSize, timing) => this.onExecution(batchSize, timing),
-      onQueueLength: (length) => void (this.queueLength = length),
-      onRunning: (count) => void (this.running = count),
-    });
+      onExecution: (batchSize: number, timing: ExecutionTiming) => this.onExecution(batchSize, timing),
+      onQueueLength: (length: number) => void (this.queueLength = length),
+      onRunning: (count: number) => void (this.running = count),
+    };
+    this.scheduler =
+      sequencePolicy !== undefined
+        ? new SequenceBatcher(sequencePolicy, this, { ...hooks, joinInputs: this.policy.joinInputs })
+        : new RequestScheduler(this.policy, this, hooks);
   }
 
   /**
@@ -321,6 +348,13 @@ export class ModelInstances implements InstanceDispatcher {
     }
     const leaving = this.instances.splice(count);
     for (const instance of leaving) instance.retiring = true;
+    // Sequences held by a leaving instance cannot move (a backend may keep state of its own): they end, saying why.
+    if (this.scheduler instanceof SequenceBatcher)
+      for (const instance of leaving)
+        this.scheduler.instanceLost(
+          instance.name,
+          `instance '${instance.name}' that held it was removed (the pool was resized)`,
+        );
     this.publishUp();
     await Promise.all(leaving.map((instance) => this.retireInstance(instance, drainMs)));
   }
@@ -394,7 +428,15 @@ export class ModelInstances implements InstanceDispatcher {
   }
 
   /** Hands a request to the scheduler; see RequestScheduler for the ownership rule. */
-  execute(request: ScheduledRequest): Promise<ScheduledResult> {
+  execute(request: ScheduledRequest & { parameters?: Parameters }): Promise<ScheduledResult> {
+    // A sequence model's request names its sequence with the sequence extension's parameters.
+    if (this.scheduler instanceof SequenceBatcher) {
+      const sequenced: SequenceRequest = {
+        ...request,
+        sequence: sequenceFlagsOf(request.parameters ?? {}, this.spec.model),
+      };
+      return this.scheduler.enqueue(sequenced);
+    }
     return this.scheduler.enqueue(request);
   }
 
@@ -406,6 +448,11 @@ export class ModelInstances implements InstanceDispatcher {
    * cancelled while queued, unloading); ownership as for execute.
    */
   executeStream(request: ScheduledRequest, onResponse: (response: StreamedResponse) => void): Promise<ScheduledResult> {
+    if (this.scheduler instanceof SequenceBatcher)
+      throw new OperonError(
+        "UNSUPPORTED",
+        `model '${this.spec.model}' is a sequence model: it does not stream responses`,
+      );
     return this.scheduler.enqueue({ ...request, onResponse });
   }
 
@@ -440,8 +487,23 @@ export class ModelInstances implements InstanceDispatcher {
       if (instance.worker === undefined || instance.inFlight >= this.maxInFlight) continue;
       if (best === undefined || instance.inFlight < best.inFlight) best = instance;
     }
-    if (best === undefined) return undefined;
-    const instance = best;
+    return best === undefined ? undefined : this.reserve(best);
+  }
+
+  /** SequenceDispatcher: the instances a sequence can be given to now. */
+  liveInstanceNames(): string[] {
+    return this.instances.filter((instance) => instance.worker !== undefined).map((instance) => instance.name);
+  }
+
+  /** SequenceDispatcher: reserves this instance (a sequence's own) when it is live with spare capacity. */
+  acquireOn(name: string): ReservedInstance | undefined {
+    const instance = this.instances.find((candidate) => candidate.name === name);
+    if (instance === undefined || instance.worker === undefined || instance.inFlight >= this.maxInFlight)
+      return undefined;
+    return this.reserve(instance);
+  }
+
+  private reserve(instance: Instance): ReservedInstance {
     const worker = instance.worker!;
     instance.inFlight += 1;
     let reserved = true;
@@ -558,6 +620,8 @@ export class ModelInstances implements InstanceDispatcher {
       owner.inFlight = 0;
       owner.depths.clear();
       this.publishUp();
+      // The sequences it held end with it (the batcher says so to their later requests).
+      if (this.scheduler instanceof SequenceBatcher) this.scheduler.instanceLost(name);
       if (info.expected || this.stopped || this.restartsHalted) return;
       owner.restarts += 1;
       this.options.metrics.workerRestarts.inc({ ...this.labels, instance: name });

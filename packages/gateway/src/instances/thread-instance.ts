@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import { Worker } from "node:worker_threads";
 import { OperonError } from "@operon/protocol/errors";
+import { instanceLoadOf } from "@operon/protocol/instance-load";
 import type { Tensor } from "@operon/protocol/tensor";
 import {
   type FromThreadMessage,
@@ -93,13 +94,7 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
       this.send({
         type: "load",
         wireVersion: THREAD_WIRE_VERSION,
-        backend: spec.backend,
-        modelPath: spec.modelPath,
-        config: spec.config,
-        instanceName: this.instanceName,
-        parameters: spec.parameters ?? {},
-        ...(spec.instanceKind !== undefined ? { instanceKind: spec.instanceKind } : {}),
-        ...(spec.deviceId !== undefined ? { deviceId: spec.deviceId } : {}),
+        ...instanceLoadOf(spec, this.instanceName),
       });
     });
   }

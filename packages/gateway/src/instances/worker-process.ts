@@ -1,5 +1,4 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { chownSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
 import { EventEmitter } from "node:events";
 import type net from "node:net";
 import { createInterface } from "node:readline";
@@ -18,57 +17,19 @@ import type {
   WorkerLoadSpec,
 } from "./backend-instance.js";
 import type { CancelSignal } from "@operon/protocol/inference";
-import { type SharedSegment, createSegment, dropSegment, unlinkSegment } from "./shm-segment.js";
-import { type WorkerIdentity, workerEnvironment } from "./worker-environment.js";
+import { instanceLoadOf } from "@operon/protocol/instance-load";
 import {
-  type BlsRequestMessage,
   type DecodedFrame,
   type ExecuteMessage,
   FrameDecoder,
-  SHM_MIN_TENSOR_BYTES,
-  WORKER_SHM_BYTES_ENV,
-  WORKER_SHM_NAME_ENV,
   WORKER_WIRE_VERSION,
   type WorkerRequestMessage,
   writeFrame,
 } from "@operon/protocol/worker-wire";
-
-/**
- * How tensor bytes travel between gateway and worker. "shm": a shared-memory
- * segment per worker, the socket carrying only small control frames (needs
- * the native addon); "socket": inside the frames; "auto": shm when the addon
- * loads and the worker maps the segment, else socket.
- */
-export type WorkerTransport = "auto" | "shm" | "socket";
-
-export interface WorkerSpawnOptions {
-  /** Path of the worker entry (packages/worker/dist/main.js). */
-  entry: string;
-  instanceName: string;
-  /**
-   * Environment of the worker; default workerEnvironment(process.env): an
-   * allow-list, never the server's secrets. OPERON_WORKER_INSTANCE is added.
-   */
-  env?: NodeJS.ProcessEnv;
-  /** Run the worker as this account (the server runs as root and was given --worker-user); default the server's own. */
-  identity?: WorkerIdentity;
-  /** Receives each stderr line of the worker (JSON log lines, or native libraries' text). Default: forward to process.stderr. */
-  onLog?: (line: string) => void;
-  /** How long the worker may take to open its channel; default 30 s. */
-  startTimeoutMs?: number;
-  /** Default "auto". With "shm", spawn fails (UNAVAILABLE) when shared memory cannot be set up. */
-  transport?: WorkerTransport;
-  /** Size of the shared-memory segment, both directions together (half each); default 64 MiB. */
-  sharedMemoryBytes?: number;
-  /** Serves the worker's BLS calls (see WorkerProcess.onBlsRequest). */
-  onBlsRequest?: BlsRequestHandler;
-}
-
-/** Longest a copied-out output's space waits to be handed back when no execute frame carries it. */
-const RELEASE_FLUSH_MS = 2;
-
-/** Outputs at least this large are copied out of shared memory into the addon's recycled memory. */
-const LARGE_COPY_BYTES = 64 * 1024;
+import type { SharedSegment } from "./shm-segment.js";
+import { relayBlsRequest } from "./worker-bls-relay.js";
+import { launchWorker, type WorkerSpawnOptions, type WorkerTransport } from "./worker-launcher.js";
+import { WorkerShmTransport } from "./worker-shm-transport.js";
 
 /** Longest wait, after the process exited, for its channel to reach EOF. */
 const EXIT_DRAIN_MS = 100;
@@ -99,15 +60,9 @@ interface Pending {
  * after the one join per frame), or, with the shared-memory transport, one
  * copy out of the segment.
  *
- * Shared memory (transportKind "shm"): each input is copied once into the
- * gateway -> worker half, where the worker reads it in place; its space is
- * reused when the request's reply arrives. Outputs come back in the
- * worker -> gateway half; once copied out, their offsets go back to the
- * worker on the next execute frame, or in a `release` frame when no execute
- * has carried them within RELEASE_FLUSH_MS (a write is costly; under load the
- * next execute always comes first). A tensor that does not fit in the free
- * space, or is smaller than SHM_MIN_TENSOR_BYTES, travels in the frame, as
- * with the socket transport.
+ * Shared memory (transportKind "shm"): see worker-shm-transport.ts; the
+ * process is started by worker-launcher.ts and its model's BLS calls are
+ * answered by worker-bls-relay.ts.
  *
  * When the process exits unexpectedly, every outstanding request (and a
  * pending load) rejects at once with UNAVAILABLE, 'exit' is emitted with
@@ -131,13 +86,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
   private readonly channel: net.Socket;
   private readonly decoder: FrameDecoder;
   private readonly pending = new Map<number, Pending>();
-  /** The segment while offered or in use; undefined on the socket transport and after exit. */
-  private shm: SharedSegment | undefined;
-  private shmMapped = false;
-  private shmDeclined: string | undefined;
-  /** Output offsets copied out and not yet handed back to the worker. */
-  private outputReleases: number[] = [];
-  private releaseScheduled = false;
+  private readonly shm: WorkerShmTransport;
   private nextRequestId = 1;
   private metricsText = "";
   private state: "starting" | "running" | "stopping" | "exited" = "starting";
@@ -166,7 +115,11 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     shm: SharedSegment | undefined,
   ) {
     super();
-    this.shm = shm;
+    this.shm = new WorkerShmTransport(shm, {
+      send: (message) => this.send(message),
+      isExited: () => this.state === "exited",
+      log: (message, level) => this.log(message, level),
+    });
     this.decoder = new FrameDecoder(shm !== undefined ? { sharedMemory: shm.toGateway } : {});
     this.child = child;
     this.pid = pid;
@@ -208,50 +161,15 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
    * memory cannot be set up.
    */
   static async spawn(options: WorkerSpawnOptions): Promise<WorkerProcess> {
-    const transport = options.transport ?? "auto";
-    const onLog = options.onLog ?? ((line: string) => void process.stderr.write(`${line}\n`));
-    const shm = transport === "socket" ? undefined : createSegment(options, onLog);
-    const env: NodeJS.ProcessEnv = {
-      ...(options.env ?? workerEnvironment(process.env, options.identity)),
-      OPERON_WORKER_INSTANCE: options.instanceName,
-    };
-    delete env[WORKER_SHM_NAME_ENV];
-    delete env[WORKER_SHM_BYTES_ENV];
-    if (shm !== undefined) {
-      env[WORKER_SHM_NAME_ENV] = shm.name;
-      env[WORKER_SHM_BYTES_ENV] = String(shm.buffer.byteLength);
-    }
-    const identity = options.identity;
-    // The segment is created 0600 by the server: a worker of another account may open it only once it owns it.
-    if (identity !== undefined && shm !== undefined) chownSegment(shm, identity, onLog);
-    let child: ChildProcess;
-    try {
-      child = spawn(process.execPath, [options.entry], {
-        stdio: ["ignore", "inherit", "pipe", "pipe"],
-        env,
-        ...(identity !== undefined ? { uid: identity.uid, gid: identity.gid } : {}),
-      });
-    } catch (error) {
-      dropSegment(shm);
-      throw error;
-    }
-    if (child.pid === undefined) {
-      dropSegment(shm);
-      const error = await new Promise<Error>((resolve) => child.once("error", resolve));
-      throw new OperonError(
-        "UNAVAILABLE",
-        `cannot start worker for instance '${options.instanceName}': ${error.message}`,
-        { cause: error },
-      );
-    }
-    const worker = new WorkerProcess(child, child.pid, options.instanceName, onLog, shm);
+    const { child, pid, onLog, segment } = await launchWorker(options);
+    const worker = new WorkerProcess(child, pid, options.instanceName, onLog, segment);
     worker.onBlsRequest = options.onBlsRequest;
     await worker.waitReady(options.startTimeoutMs ?? 30_000);
-    if (transport === "shm" && worker.transportKind !== "shm") {
+    if (options.transport === "shm" && worker.transportKind !== "shm") {
       await worker.stop(1000);
       throw new OperonError(
         "UNAVAILABLE",
-        `worker for instance '${options.instanceName}' cannot use the shared-memory transport: ${worker.shmDeclined ?? "not mapped"}`,
+        `worker for instance '${options.instanceName}' cannot use the shared-memory transport: ${worker.shm.declined ?? "not mapped"}`,
       );
     }
     return worker;
@@ -259,7 +177,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
 
   /** "shm" once the worker has mapped the shared segment; "socket" otherwise (and after exit, if it was). */
   get transportKind(): "shm" | "socket" {
-    return this.shmMapped ? "shm" : "socket";
+    return this.shm.kind;
   }
 
   /** Requests sent and not yet answered (loads included). */
@@ -272,14 +190,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     return this.request("load", {
       type: "load",
       requestId: 0,
-      backend: spec.backend,
-      modelPath: spec.modelPath,
-      config: spec.config,
-      instanceName: this.instanceName,
-      parameters: spec.parameters ?? {},
-      ...(spec.instanceKind !== undefined ? { instanceKind: spec.instanceKind } : {}),
-      ...(spec.deviceId !== undefined ? { deviceId: spec.deviceId } : {}),
-      ...(spec.native !== undefined ? { native: spec.native } : {}),
+      ...instanceLoadOf(spec, this.instanceName),
     }) as Promise<WorkerLoadResult>;
   }
 
@@ -383,9 +294,9 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     const requestId = this.nextRequestId++;
     message.requestId = requestId;
     return new Promise((resolve, reject) => {
-      const shmOffsets = this.placeInputs(tensors);
+      const shmOffsets = this.shm.placeInputs(tensors);
       const inputOffsets = shmOffsets.filter((offset): offset is number => offset !== undefined);
-      const releases = message.type === "execute" ? this.takeOutputReleases() : [];
+      const releases = message.type === "execute" ? this.shm.takeOutputReleases() : [];
       if (releases.length > 0) (message as { release?: number[] }).release = releases;
       this.pending.set(requestId, {
         kind,
@@ -400,9 +311,8 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
         this.send(message, tensors, shmOffsets);
       } catch (error) {
         this.pending.delete(requestId);
-        for (const offset of inputOffsets) this.shm?.inputRing.release(offset);
-        this.outputReleases.unshift(...releases);
-        if (releases.length > 0) this.scheduleReleaseFlush();
+        this.shm.releaseInputs(inputOffsets);
+        this.shm.returnOutputReleases(releases);
         reject(asOperonError(error));
       }
     });
@@ -453,64 +363,6 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     if (this.channel.writable) writeFrame(this.channel, message, tensors, shmOffsets);
   }
 
-  /** Copies each input that fits into the gateway -> worker half; undefined entries travel in the frame. */
-  private placeInputs(tensors: readonly Tensor[]): Array<number | undefined> {
-    const shm = this.shm;
-    if (shm === undefined || !this.shmMapped || tensors.length === 0) return [];
-    return tensors.map((tensor) => {
-      if (tensor.data.length < SHM_MIN_TENSOR_BYTES) return undefined;
-      const offset = shm.inputRing.allocate(tensor.data.length);
-      if (offset !== undefined) shm.toWorker.set(tensor.data, offset);
-      return offset;
-    });
-  }
-
-  /** Copies shared-memory outputs out into fresh Buffers and queues their offsets for release. */
-  private takeOutputs(tensors: Tensor[], shmOffsets: Array<number | undefined>): Tensor[] {
-    if (!shmOffsets.some((offset) => offset !== undefined)) return tensors;
-    return tensors.map((tensor, i) => {
-      const offset = shmOffsets[i];
-      if (offset === undefined) return tensor;
-      const data = this.freshBuffer(tensor.data.length);
-      tensor.data.copy(data);
-      this.outputReleases.push(offset);
-      return { ...tensor, data };
-    });
-  }
-
-  /**
-   * Memory for a copy out of the segment. Large ones come from the addon's
-   * recycling allocator: a fresh malloc of that size would page-fault on
-   * every page during the copy, costing more than the copy itself.
-   */
-  private freshBuffer(byteLength: number): Buffer {
-    if (byteLength < LARGE_COPY_BYTES || this.shm === undefined) return Buffer.allocUnsafe(byteLength);
-    return Buffer.from(this.shm.api.allocate(byteLength));
-  }
-
-  private takeOutputReleases(): number[] {
-    if (this.outputReleases.length === 0) return [];
-    const releases = this.outputReleases;
-    this.outputReleases = [];
-    return releases;
-  }
-
-  /** Hands released output space back soon, unless an execute frame carries it first. */
-  private scheduleReleaseFlush(): void {
-    if (this.releaseScheduled || this.outputReleases.length === 0) return;
-    this.releaseScheduled = true;
-    setTimeout(() => {
-      this.releaseScheduled = false;
-      const offsets = this.takeOutputReleases();
-      if (offsets.length === 0 || this.state === "exited") return;
-      try {
-        this.send({ type: "release", offsets });
-      } catch (error) {
-        this.log(`cannot hand shared memory back to the worker: ${asOperonError(error).message}`);
-      }
-    }, RELEASE_FLUSH_MS).unref();
-  }
-
   private waitReady(timeoutMs: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -550,7 +402,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
 
   private onFrame({ header, tensors, shmOffsets }: DecodedFrame): void {
     if (header.type === "ready") {
-      this.onReadyShm(header.shm);
+      this.shm.onReady(header.shm);
       if (header.wireVersion !== WORKER_WIRE_VERSION) {
         this.ready?.reject(
           new OperonError(
@@ -586,10 +438,20 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       return;
     }
     // Out of shared memory before anything else, so the worker gets the space back whatever happens next.
-    const outputs = this.takeOutputs(tensors, shmOffsets);
-    this.scheduleReleaseFlush();
+    const outputs = this.shm.takeOutputs(tensors, shmOffsets);
+    this.shm.scheduleReleaseFlush();
     if (header.type === "bls-request") {
-      void this.serveBls(header, outputs);
+      void relayBlsRequest(
+        {
+          instanceName: this.instanceName,
+          handler: () => this.onBlsRequest,
+          isExited: () => this.state === "exited",
+          send: (message, outputs) => this.send(message, outputs),
+          log: (message) => this.log(message),
+        },
+        header,
+        outputs,
+      );
       return;
     }
     const pending = this.pending.get(header.requestId);
@@ -616,8 +478,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     this.pending.delete(header.requestId);
     pending.dropSignal?.();
     // The worker is done with this request's inputs once it sent its (final) reply.
-    if (pending.inputOffsets !== undefined)
-      for (const offset of pending.inputOffsets) this.shm?.inputRing.release(offset);
+    if (pending.inputOffsets !== undefined) this.shm.releaseInputs(pending.inputOffsets);
     if (pending.kind === "stream") {
       // A non-decoupled model's one result (or error) ends the stream too.
       const last: StreamResponse =
@@ -694,47 +555,6 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     );
   }
 
-  /** Runs one BLS call through onBlsRequest and answers the worker; outputs always travel inline. */
-  private async serveBls(header: BlsRequestMessage, inputs: Tensor[]): Promise<void> {
-    const { blsId } = header;
-    let outputs: Tensor[] | undefined;
-    let failure: OperonError | undefined;
-    try {
-      const handler = this.onBlsRequest;
-      if (handler === undefined)
-        throw new OperonError(
-          "UNAVAILABLE",
-          `BLS is not available: nothing serves model calls from instance '${this.instanceName}'`,
-        );
-      const result = await handler({
-        model: header.model,
-        inputs,
-        ...(header.version !== undefined ? { version: header.version } : {}),
-        ...(header.outputNames !== undefined ? { outputNames: header.outputNames } : {}),
-        ...(header.parameters !== undefined ? { parameters: header.parameters } : {}),
-      });
-      outputs = result.outputs;
-    } catch (error) {
-      failure = asOperonError(error);
-    }
-    if (this.state === "exited") return;
-    try {
-      if (outputs !== undefined) {
-        this.send({ type: "bls-response", blsId, ok: true }, outputs);
-        return;
-      }
-    } catch (error) {
-      // E.g. outputs over the frame limit: the model learns why instead.
-      failure = asOperonError(error);
-    }
-    const { kind, message } = failure ?? new OperonError("INTERNAL", "BLS call failed");
-    try {
-      this.send({ type: "bls-response", blsId, ok: false, kind, message });
-    } catch (error) {
-      this.log(`cannot answer a BLS call of the worker: ${asOperonError(error).message}`);
-    }
-  }
-
   /**
    * The process is gone. Replies it wrote before dying may still sit unread
    * in the channel (the exit and the last bytes race in the event loop), so
@@ -768,10 +588,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     this.pending.clear();
     for (const request of pending) request.reject(error);
     this.channel.destroy();
-    // Every output was copied out as it arrived: nothing refers to the segment any more.
-    dropSegment(this.shm);
-    this.shm = undefined;
-    this.outputReleases = [];
+    this.shm.drop();
     this.resolveExited(info);
     this.emit("exit", info);
   }
@@ -792,28 +609,6 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
         ? `${who} was stopped (${how}); request not completed`
         : `${who} exited unexpectedly (${how}); request not completed`,
     );
-  }
-
-  /** The worker's answer to the shared-memory offer; either way the name can go now. */
-  private onReadyShm(
-    status: { status: "mapped"; byteLength: number } | { status: "unavailable"; reason: string } | undefined,
-  ): void {
-    const shm = this.shm;
-    if (shm === undefined) return;
-    unlinkSegment(shm);
-    if (status?.status === "mapped" && status.byteLength === shm.buffer.byteLength) {
-      this.shmMapped = true;
-      return;
-    }
-    this.shmDeclined =
-      status === undefined
-        ? "the worker did not take up the shared-memory offer"
-        : status.status === "unavailable"
-          ? status.reason
-          : `the worker mapped ${status.byteLength} bytes, the gateway created ${shm.buffer.byteLength}`;
-    this.log(`shared memory not used, tensors travel over the socket: ${this.shmDeclined}`, "warn");
-    dropSegment(shm);
-    this.shm = undefined;
   }
 
   /** Gateway-side findings about the worker go the same way as its own log lines. */
@@ -846,8 +641,10 @@ function executeMessage(outputNames: string[] | undefined, options: ExecuteReque
   };
 }
 
-// The instance contract's types, where callers of WorkerProcess have always found them.
+// The instance contract's and the launcher's types, where callers of WorkerProcess have always found them.
 export type {
+  WorkerSpawnOptions,
+  WorkerTransport,
   BlsRequest,
   BlsRequestHandler,
   ExecuteRequestOptions,
@@ -858,13 +655,3 @@ export type {
   WorkerLoadResult,
   WorkerLoadSpec,
 };
-
-/** Hands a worker's shared-memory segment to the account it runs as (Linux names segments under /dev/shm). */
-function chownSegment(shm: SharedSegment, identity: WorkerIdentity, onLog: (line: string) => void): void {
-  try {
-    chownSync(`/dev/shm${shm.name}`, identity.uid, identity.gid);
-  } catch (error) {
-    // The worker then cannot map it and falls back to the socket transport ("auto").
-    onLog(`cannot hand the shared-memory segment to ${identity.name}: ${(error as Error).message}`);
-  }
-}

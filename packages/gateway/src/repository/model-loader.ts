@@ -1,4 +1,4 @@
-import { access } from "node:fs/promises";
+import { access, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { OperonError } from "@operon/protocol/errors";
 import { autoCompleteConfig, validateAgainstModel } from "@operon/model-config/auto-complete";
@@ -24,6 +24,8 @@ import { listVersionDirs, readConfigText } from "./repository-scanner.js";
 import { selectVersions } from "./version-policy.js";
 import type { VersionRunner } from "../scheduling/version-runner.js";
 import type { BackendInstance } from "../instances/backend-instance.js";
+import { buildWarmupSamples } from "./warmup-samples.js";
+import { MAX_STATE_BYTES } from "../scheduling/sequence-policy.js";
 
 /**
  * Turns a model folder into running versions: reads config.pbtxt (or the
@@ -101,6 +103,8 @@ export async function prepareModel(
     );
   }
 
+  const warmup = await buildWarmupSamples(name, config, dir, options.trustedFolder === true);
+  const initialStates = await readInitialStateFiles(name, config, dir, options.trustedFolder === true);
   const instanceNames = instanceNamesOf(name, config, (options.instances.gpus ?? hostGpus()).count);
   const backend = config.backend || "onnxruntime";
   const native = isNativeBackend(backend);
@@ -143,6 +147,8 @@ export async function prepareModel(
         modelPath,
         config: config as Record<string, unknown>,
         parameters: stringParameters(config),
+        ...(warmup.length > 0 ? { warmup } : {}),
+        ...(initialStates.size > 0 ? { initialStates } : {}),
         ...(native
           ? {
               native: {
@@ -270,6 +276,34 @@ async function firstExisting(paths: string[]): Promise<string | undefined> {
       return path;
   }
   return undefined;
+}
+
+/**
+ * The bytes of each sequence_batching state's initial_state.data_file, by
+ * state input name, from the model's initial_state/ folder (Triton's
+ * layout); the sequence policy checks their sizes.
+ */
+async function readInitialStateFiles(
+  name: string,
+  config: ModelConfigJson,
+  dir: string,
+  linksMayLeave: boolean,
+): Promise<Map<string, Buffer>> {
+  const files = new Map<string, Buffer>();
+  for (const raw of config.sequence_batching?.state ?? []) {
+    const state = raw as { input_name?: string; initial_state?: Array<{ data_file?: string }> };
+    const file = state.initial_state?.[0]?.data_file;
+    if (!file) continue;
+    const what = `model '${name}': initial_state data_file of state '${state.input_name ?? ""}'`;
+    const path = await confinedPath(dir, join(dir, "initial_state"), file, what, { linksMayLeave });
+    const info = await stat(path).catch(() => undefined);
+    if (info === undefined || !info.isFile())
+      throw new OperonError("INVALID_ARG", `${what} '${file}' not found in initial_state/`);
+    if (info.size > MAX_STATE_BYTES)
+      throw new OperonError("INVALID_ARG", `${what} '${file}' is larger than ${MAX_STATE_BYTES} bytes`);
+    files.set(state.input_name ?? "", await readFile(path));
+  }
+  return files;
 }
 
 function stringParameters(config: ModelConfigJson): Record<string, string> {

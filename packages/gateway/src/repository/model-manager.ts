@@ -1,8 +1,9 @@
-import { instanceCountOf, type ResourceLimits } from "./resource-limits.js";
-import { OperonError, asOperonError } from "@operon/protocol/errors";
-import type { ModelLoadOptions, ModelState, RepositoryIndexEntry } from "@operon/protocol/inference";
-import type { ModelConfigJson } from "@operon/model-config/model-config-types";
+import { OperonError } from "@operon/protocol/errors";
+import type { ModelLoadOptions, RepositoryIndexEntry } from "@operon/protocol/inference";
 import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
+import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
+import type { OperatorProblem } from "@operon/protocol/admin";
+import { PeriodicTask } from "@operon/protocol/periodic-task";
 import type { Logger } from "../observability/logger.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import {
@@ -11,48 +12,27 @@ import {
   type InstanceWorkerInfo,
   type ModelInstancesOptions,
 } from "../instances/model-instances.js";
-import { ModelVersionStats } from "../observability/model-stats.js";
-import {
-  findModelDir,
-  isValidModelName,
-  listRepositoryModels,
-  modelFingerprint,
-  readConfigText,
-} from "./repository-scanner.js";
-import type { OperatorProblem } from "@operon/protocol/admin";
-import { prepareModel, type PreparedVersion } from "./model-loader.js";
-import { NativeBackendsUnavailableError, type NativeBackendOptions } from "./native-backend-resolver.js";
-import { assertNativeUploadAllowed, nativeUploadOf } from "./native-upload-policy.js";
 import type { RunModel } from "../operators/dag-executor.js";
 import { ensembleStepModels, isEnsembleConfig } from "../operators/ensemble-operator.js";
-import type { OperatorRunner } from "../operators/operator-runner.js";
-import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
-import { operatorModelConfig } from "../operators/operator-validation.js";
-import {
-  OperatorRegistry,
-  type OperatorModelTable,
-  type OperatorVersion,
-  type ServedOperator,
-} from "../operators/operator-registry.js";
-import type { VersionRunner } from "../scheduling/version-runner.js";
-import { signatureFromConfig, type ServedModelSignature } from "../signature/model-signature.js";
-import { clearUploads, stageUpload, type StagedUpload } from "./upload-staging.js";
-import {
-  DEFAULT_PARKED_MODEL_POLICY,
-  ModelParkedError,
-  PARKED_RELOAD_BACKOFF_MS,
-  type ParkedModelPolicy,
-} from "./parked-models.js";
-import { PeriodicTask } from "@operon/protocol/periodic-task";
+import { OperatorRegistry, type ServedOperator } from "../operators/operator-registry.js";
+import { operatorServingTable } from "../operators/operator-serving-table.js";
+import { ServedModels, type ServedVersion } from "../operators/served-models.js";
+import { ModelLifecycle } from "./model-lifecycle.js";
+import { ModelScaling } from "./model-scaling.js";
+import { NativeBackendsUnavailableError, type NativeBackendOptions } from "./native-backend-resolver.js";
+import type { ParkedModelPolicy } from "./parked-models.js";
+import { findModelDir, listRepositoryModels, modelFingerprint, readConfigText } from "./repository-scanner.js";
+import type { ResourceLimits } from "./resource-limits.js";
+import { clearUploads } from "./upload-staging.js";
 
 /**
- * The model registry: which models exist, their state per version, and the
- * load / unload / reload life cycle under Triton's model control modes.
+ * The model registry: which models exist, their state per version, the
+ * repository poller and the index, under Triton's model control modes. The
+ * life cycle of one model (load/unload/reload) is model-lifecycle.ts, the
+ * resource scheduler's levers (rescale, park) model-scaling.ts, and the
+ * operators served beside the models operators/operator-serving-table.ts.
  *
- * Loads of one model are serialized; different models load concurrently. A
- * reload keeps the old versions serving until the new ones are ready, and a
- * failed reload leaves the old ones serving (Triton's behaviour). A failed
- * load never takes other models down: it shows as UNAVAILABLE with its reason.
+ * Loads of one model are serialized; different models load concurrently.
  */
 export type ModelControlMode = "none" | "poll" | "explicit";
 
@@ -80,61 +60,26 @@ export interface ModelManagerOptions {
   allowNativeUploads?: boolean;
 }
 
-export interface ServedVersion {
-  model: string;
-  version: string;
-  config: ModelConfigJson;
-  signature: ServedModelSignature;
-  /** Backend instances (ModelInstances) or, for an operator, its DAG runner. */
-  instances: VersionRunner;
-  stats: ModelVersionStats;
-  /** Set when this version is an operator (an ensemble, or registered through /v2/operators). */
-  operator?: OperatorSpec;
-  /** The instance count its config asked for at load, once scaleInstances changed it. */
-  configuredInstances?: number;
-}
-
-export type { ServedOperator };
-
-interface ModelEntry {
-  name: string;
-  /** State of the last load/unload attempt when no version is serving. */
-  state: ModelState | undefined;
-  reason: string;
-  versions: Map<string, ServedVersion>;
-  /** Versions unloaded, shown in the index as UNAVAILABLE "unloaded". */
-  unloadedVersions: Set<string>;
-  /** Folder served from, and its fingerprint (poll mode). */
-  dir: string | undefined;
-  fingerprint: string | undefined;
-  upload: StagedUpload | undefined;
-  /** Tail of the serialized load/unload chain for this model. */
-  pending: Promise<void>;
-  /** Set for an operator registered through the API (it has no folder in the repositories). */
-  registeredOperator?: OperatorSpec;
-  /**
-   * The last load failed and nothing serves: strict readiness counts it
-   * until the model is unloaded or loaded again (the index keeps reporting
-   * the failure's reason either way).
-   */
-  loadFailed?: boolean;
-}
+export type { ServedOperator, ServedVersion };
 
 export class ModelManager {
-  private readonly models = new Map<string, ModelEntry>();
+  private readonly models: ServedModels;
   private pollTimer: PeriodicTask | undefined;
   private stopped = false;
-  /** Registered operators and ensembles: their rules and runners (this manager holds their served versions). */
+  /** Registered operators and ensembles: their rules and runners (the served-model table holds their served versions). */
   private readonly operators: OperatorRegistry;
   /** How models' BLS calls run: the engine's infer, set by the engine (setBlsHandler). */
   private blsHandler: InstanceBlsHandler | undefined;
-  /** What every version's instances start with: the given options plus BLS routed through blsHandler. */
-  private readonly instanceOptions: ModelInstancesOptions;
-  /** Models the resource scheduler unloaded (park): a request loads them again; the load under way, if any. */
-  private readonly parked = new Map<string, { loading: Promise<void> | undefined; retryAt: number }>();
+  private readonly lifecycle: ModelLifecycle;
+  private readonly scaling: ModelScaling;
 
   constructor(private readonly options: ModelManagerOptions) {
-    this.instanceOptions = {
+    this.models = new ServedModels({
+      metrics: options.metrics,
+      ...(options.unloadDrainMs !== undefined ? { unloadDrainMs: options.unloadDrainMs } : {}),
+    });
+    // What every version's instances start with: the given options plus BLS routed through blsHandler.
+    const instanceOptions: ModelInstancesOptions = {
       ...options.instances,
       // Looked up per call: the engine attaches itself after the manager exists.
       blsHandler: (call, depth) => {
@@ -146,7 +91,51 @@ export class ModelManager {
         return this.blsHandler(call, depth);
       },
     };
-    this.operators = new OperatorRegistry(this.operatorTable(), { metrics: options.metrics });
+    this.operators = new OperatorRegistry(
+      operatorServingTable({
+        models: this.models,
+        metrics: options.metrics,
+        logger: options.logger,
+        isStopped: () => this.stopped,
+        assertExplicitMode: (action, subject) => this.assertExplicitMode(action, subject),
+        signatureOf: (model, version) => {
+          try {
+            return this.resolve(model, version).signature;
+          } catch {
+            return undefined;
+          }
+        },
+        hasRepositoryFolder: async (name) => (await findModelDir(options.repositories, name)) !== undefined,
+      }),
+      { metrics: options.metrics },
+    );
+    this.lifecycle = new ModelLifecycle({
+      models: this.models,
+      repositories: options.repositories,
+      strictModelConfig: options.strictModelConfig,
+      uploadDir: options.uploadDir,
+      maxUploadBytes: options.maxUploadBytes,
+      defaultMaxBatchSize: options.defaultMaxBatchSize,
+      instances: instanceOptions,
+      operators: () => this.operators.hooks(),
+      logger: options.logger,
+      metrics: options.metrics,
+      isStopped: () => this.stopped,
+      onLoaded: (name) => this.scaling.unpark(name),
+      ...(options.responseCacheEnabled !== undefined ? { responseCacheEnabled: options.responseCacheEnabled } : {}),
+      ...(options.resourceLimits !== undefined ? { resourceLimits: options.resourceLimits } : {}),
+      ...(options.nativeBackends !== undefined ? { nativeBackends: options.nativeBackends } : {}),
+      ...(options.allowNativeUploads !== undefined ? { allowNativeUploads: options.allowNativeUploads } : {}),
+    });
+    this.scaling = new ModelScaling({
+      models: this.models,
+      lifecycle: this.lifecycle,
+      logger: options.logger,
+      isStopped: () => this.stopped,
+      ...(options.resourceLimits !== undefined ? { resourceLimits: options.resourceLimits } : {}),
+      ...(options.parkedModels !== undefined ? { parkedModels: options.parkedModels } : {}),
+      ...(options.unloadDrainMs !== undefined ? { unloadDrainMs: options.unloadDrainMs } : {}),
+    });
   }
 
   /** Operators (ensembles, registered DAGs) run their model steps through this (the engine's own inference). */
@@ -243,7 +232,7 @@ export class ModelManager {
   async pollOnce(): Promise<void> {
     const present = await listRepositoryModels(this.options.repositories);
     for (const name of (await this.loadWaves([...present.keys()], present)).flat()) {
-      if (this.parked.has(name)) continue; // loads again on demand, not by the poller
+      if (this.scaling.isParked(name)) continue; // loads again on demand, not by the poller
       const dir = present.get(name)!;
       const entry = this.models.get(name);
       const fingerprint = await modelFingerprint(dir);
@@ -255,7 +244,7 @@ export class ModelManager {
         await this.load(name, {}, { fromControlApi: false }).catch(() => undefined);
       }
     }
-    for (const [name, entry] of this.models) {
+    for (const [name, entry] of this.models.entries()) {
       if (present.has(name) || entry.upload !== undefined || entry.registeredOperator !== undefined) continue;
       if (entry.versions.size > 0) {
         this.options.logger.info({ model: name }, "poll: model removed, unloading");
@@ -279,7 +268,7 @@ export class ModelManager {
   /** The backend instances of every served model version (operators have none), for GET /v2/operon/workers. */
   workerInstances(): Array<{ model: string; version: string; instances: InstanceWorkerInfo[] }> {
     const list: Array<{ model: string; version: string; instances: InstanceWorkerInfo[] }> = [];
-    for (const entry of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+    for (const entry of this.models.sorted()) {
       for (const served of [...entry.versions.values()].sort((a, b) => Number(a.version) - Number(b.version))) {
         if (served.instances instanceof ModelInstances) {
           list.push({ model: served.model, version: served.version, instances: served.instances.workerInfos() });
@@ -294,7 +283,6 @@ export class ModelManager {
     return this.operators.unregister(name);
   }
 
-  /** Every served operator version: registered ones and ensembles. */
   /** Served operators, each with the step models not ready now (an operator with any is degraded). */
   listOperators(): ServedOperator[] {
     return this.operators.list().map((operator) => ({
@@ -334,156 +322,27 @@ export class ModelManager {
   async unloadFromApi(name: string): Promise<void> {
     this.assertExplicitMode("unload");
     await this.unload(name, { fromControlApi: true });
-    this.parked.delete(name); // an admin's unload stays unloaded
+    this.scaling.unpark(name); // an admin's unload stays unloaded
   }
 
-  /**
-   * The resource scheduler's scale lever: every served version of `name`
-   * runs `count` instances from now on, grown or shrunk in place
-   * (ModelInstances.resize: no request is dropped), and its config's
-   * instance_group count says so. Checked against the admin's limits like
-   * a load. Models with more than one instance group, and operators, are
-   * refused (which group would change is not the scheduler's to guess).
-   */
-  async scaleInstances(name: string, count: number): Promise<{ model: string; from: number; to: number }> {
-    if (!Number.isInteger(count) || count < 1 || count > 1024) {
-      throw new OperonError(
-        "INVALID_ARG",
-        `instance count must be an integer from 1 to 1024, got ${JSON.stringify(count)}`,
-      );
-    }
-    const entry = this.models.get(name);
-    if (entry === undefined || entry.versions.size === 0)
-      throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
-    const limits = this.options.resourceLimits;
-    if (limits !== undefined && count > limits.maxInstancesPerModel) {
-      throw new OperonError(
-        "INVALID_ARG",
-        `model '${name}': ${count} instances asked; this server allows at most ${limits.maxInstancesPerModel} per model (--max-instances-per-model)`,
-      );
-    }
-    let from = 0;
-    await this.serialize(entry, async () => {
-      const versions = [...entry.versions.values()];
-      if (versions.length === 0) throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
-      for (const served of versions) {
-        if (!(served.instances instanceof ModelInstances))
-          throw new OperonError("INVALID_ARG", `'${name}' is an operator: it runs no instances of its own`);
-        if ((served.config.instance_group ?? []).length > 1) {
-          throw new OperonError(
-            "UNSUPPORTED",
-            `model '${name}' has ${served.config.instance_group!.length} instance groups; only models with one instance group are scaled`,
-          );
-        }
-      }
-      if (limits !== undefined && this.instancesExcept(name) + count * versions.length > limits.maxInstancesPerHost) {
-        throw new OperonError(
-          "INVALID_ARG",
-          `model '${name}': ${count} instances per version would make ${this.instancesExcept(name) + count * versions.length} on this server, over the limit of ${limits.maxInstancesPerHost} (--max-instances)`,
-        );
-      }
-      from = instanceCountOf(versions[0]!.config);
-      for (const served of versions) {
-        const pool = served.instances as ModelInstances;
-        served.configuredInstances ??= instanceCountOf(served.config);
-        const group = served.config.instance_group?.[0];
-        const groupName = group?.name || `${name}_0`;
-        try {
-          await pool.resize(count, (index) => `${groupName}_${index}`, this.options.unloadDrainMs ?? 30_000);
-        } finally {
-          // The config shows what runs (also after a partly failed grow).
-          served.config = {
-            ...served.config,
-            instance_group: [{ ...(group ?? { kind: "KIND_CPU" }), count: pool.instanceCount }],
-          };
-        }
-      }
-      this.options.logger.info({ model: name, from, to: count }, "model instances rescaled");
-    });
-    return { model: name, from, to: count };
+  /** The resource scheduler's scale lever (model-scaling.ts). */
+  scaleInstances(name: string, count: number): Promise<{ model: string; from: number; to: number }> {
+    return this.scaling.scaleInstances(name, count);
   }
 
-  /**
-   * Unloads `name` for the resource scheduler (memory is short and the
-   * model is idle): like an unload, but the next request loads it again
-   * (parked-models.ts). Allowed in every model control mode: the model
-   * stays available to clients.
-   */
-  async park(name: string): Promise<void> {
-    const entry = this.models.get(name);
-    if (entry === undefined || entry.versions.size === 0)
-      throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
-    if (
-      entry.registeredOperator !== undefined ||
-      [...entry.versions.values()].some((served) => served.operator !== undefined)
-    ) {
-      throw new OperonError(
-        "INVALID_ARG",
-        `'${name}' is an operator: only models are unloaded by the resource scheduler`,
-      );
-    }
-    if (entry.upload !== undefined) {
-      throw new OperonError(
-        "INVALID_ARG",
-        `model '${name}' was loaded from uploaded files, which an unload discards: it cannot be loaded again on demand`,
-      );
-    }
-    // Parked first: a request that comes during the unload loads it again after it (loads and unloads are serialized).
-    this.parked.set(name, { loading: undefined, retryAt: 0 });
-    await this.unload(name, { fromControlApi: false });
-    if (entry.state === "UNAVAILABLE")
-      entry.reason = "unloaded by the resource scheduler; the next request loads it again";
+  /** Unloads `name` for the resource scheduler; the next request loads it again (model-scaling.ts). */
+  park(name: string): Promise<void> {
+    return this.scaling.park(name);
   }
 
   /** Models parked now (GET /v2/operon/parked). */
   parkedModels(): string[] {
-    return [...this.parked.keys()].sort();
+    return this.scaling.parkedModels();
   }
 
-  /** Each served model's instances now and as its config asked at load (the most over its versions), and its requests waiting in queue; operators left out. */
+  /** Each served model's instances now and as its config asked at load, and its queued requests; operators left out. */
   scalingState(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }> {
-    const list: Array<{ model: string; instances: number; configuredInstances: number; queued: number }> = [];
-    for (const entry of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
-      const pools = [...entry.versions.values()].filter((served) => served.instances instanceof ModelInstances);
-      if (pools.length === 0) continue;
-      list.push({
-        model: entry.name,
-        instances: Math.max(...pools.map((served) => (served.instances as ModelInstances).instanceCount)),
-        configuredInstances: Math.max(
-          ...pools.map((served) => served.configuredInstances ?? instanceCountOf(served.config)),
-        ),
-        queued: pools.reduce((sum, served) => sum + (served.instances as ModelInstances).queuedCount, 0),
-      });
-    }
-    return list;
-  }
-
-  /**
-   * The failure branch of a lookup: for a parked model, starts its load
-   * (once; again only PARKED_RELOAD_BACKOFF_MS after a failed one) and
-   * returns the ModelParkedError to throw; undefined for any other model.
-   */
-  private parkedFailure(name: string): ModelParkedError | undefined {
-    const parked = this.parked.get(name);
-    if (parked === undefined) return undefined;
-    const policy = this.options.parkedModels ?? DEFAULT_PARKED_MODEL_POLICY;
-    if (parked.loading === undefined && Date.now() >= parked.retryAt && !this.stopped) {
-      this.options.logger.info({ model: name }, "request for a parked model: loading it again");
-      parked.loading = this.load(name, {}, { fromControlApi: false }).then(
-        () => {
-          if (this.parked.get(name) === parked) this.parked.delete(name);
-        },
-        (error: unknown) => {
-          parked.loading = undefined;
-          parked.retryAt = Date.now() + PARKED_RELOAD_BACKOFF_MS;
-          this.options.logger.warn(
-            { model: name, err: (error as Error).message },
-            "loading a parked model on demand failed",
-          );
-        },
-      );
-    }
-    return new ModelParkedError(name, policy.retryAfterSecs, parked.loading ?? Promise.resolve());
+    return this.scaling.scalingState();
   }
 
   /**
@@ -491,21 +350,8 @@ export class ModelManager {
    * waits (bounded) for its load and resolves again; otherwise rethrows.
    * Callers use it only in their catch branch (off the hot path).
    */
-  async resolveAfterLoad(error: unknown, name: string, version?: string): Promise<ServedVersion> {
-    const policy = this.options.parkedModels ?? DEFAULT_PARKED_MODEL_POLICY;
-    if (!(error instanceof ModelParkedError) || policy.mode !== "wait") throw error;
-    let timer: NodeJS.Timeout | undefined;
-    const expired = new Promise<"expired">((resolve) => (timer = setTimeout(() => resolve("expired"), policy.waitMs)));
-    try {
-      if ((await Promise.race([error.ready.then(() => "loaded" as const), expired])) === "expired") throw error;
-    } finally {
-      clearTimeout(timer);
-    }
-    try {
-      return this.resolve(name, version);
-    } catch (again) {
-      throw again instanceof ModelParkedError ? again : error;
-    }
+  resolveAfterLoad(error: unknown, name: string, version?: string): Promise<ServedVersion> {
+    return this.scaling.resolveAfterLoad(error, () => this.resolve(name, version));
   }
 
   /** The version that serves a request: the given one, or the highest ready one. */
@@ -518,7 +364,7 @@ export class ModelManager {
       const served = entry.versions.get(version);
       if (served === undefined) {
         throw (
-          this.parkedFailure(name) ??
+          this.scaling.parkedFailure(name) ??
           new OperonError("NOT_FOUND", `Request for unknown model: '${name}' version ${version} is not found`)
         );
       }
@@ -533,7 +379,7 @@ export class ModelManager {
     const ready = [...entry.versions.values()].filter((served) => !served.instances.isDead);
     if (ready.length === 0) {
       throw (
-        this.parkedFailure(name) ??
+        this.scaling.parkedFailure(name) ??
         new OperonError("UNAVAILABLE", `model '${name}' is not ready${entry.reason ? `: ${entry.reason}` : ""}`)
       );
     }
@@ -572,17 +418,6 @@ export class ModelManager {
   }
 
   /** True when every model that was asked to load is serving. */
-  /** Backend instances of every served model but `name` (operators run none). */
-  private instancesExcept(name: string): number {
-    let count = 0;
-    for (const entry of this.models.values()) {
-      if (entry.name === name) continue;
-      for (const served of entry.versions.values())
-        if (served.operator === undefined) count += instanceCountOf(served.config);
-    }
-    return count;
-  }
-
   allModelsReady(): boolean {
     for (const entry of this.models.values()) {
       if (entry.loadFailed === true) return false;
@@ -595,7 +430,7 @@ export class ModelManager {
   async repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
     const names = new Set<string>([
       ...(await listRepositoryModels(this.options.repositories)).keys(),
-      ...this.models.keys(),
+      ...this.models.names(),
     ]);
     const index: RepositoryIndexEntry[] = [];
     for (const name of [...names].sort()) {
@@ -668,280 +503,11 @@ export class ModelManager {
     );
   }
 
-  /** The view of this manager's models the operator registry works on. */
-  private operatorTable(): OperatorModelTable {
-    return {
-      isStopped: () => this.stopped,
-      assertExplicitMode: (action, subject) => this.assertExplicitMode(action, subject),
-      signatureOf: (model, version) => {
-        try {
-          return this.resolve(model, version).signature;
-        } catch {
-          return undefined;
-        }
-      },
-      isModelName: async (name) => {
-        const existing = this.models.get(name);
-        return (
-          (existing !== undefined && existing.registeredOperator === undefined) ||
-          (await findModelDir(this.options.repositories, name)) !== undefined
-        );
-      },
-      isRegisteredOperator: (name) => this.models.get(name)?.registeredOperator !== undefined,
-      isKnown: (name) => this.models.has(name),
-      operatorSpecsOf: (model) =>
-        [...(this.models.get(model)?.versions.values() ?? [])].flatMap((served) =>
-          served.operator !== undefined ? [served.operator] : [],
-        ),
-      operatorVersions: () => {
-        const list: OperatorVersion[] = [];
-        for (const entry of [...this.models.values()].sort((a, b) => a.name.localeCompare(b.name))) {
-          for (const served of [...entry.versions.values()].sort((a, b) => Number(a.version) - Number(b.version))) {
-            if (served.operator === undefined) continue;
-            list.push({
-              name: entry.name,
-              version: served.version,
-              registered: entry.registeredOperator !== undefined,
-              spec: served.operator,
-            });
-          }
-        }
-        return list;
-      },
-      operatorSlot: (name) => {
-        const existing = this.models.get(name);
-        return (spec, runner) => this.serveOperator(existing ?? this.entry(name), spec, runner);
-      },
-      removeOperator: (name) => this.removeOperator(name),
-    };
+  private load(name: string, options: ModelLoadOptions, context: { fromControlApi: boolean }): Promise<void> {
+    return this.lifecycle.load(name, options, context);
   }
 
-  /** Serves a registered operator's runner as version 1 of its model, after the model's earlier loads/unloads. */
-  private serveOperator(entry: ModelEntry, spec: OperatorSpec, runner: OperatorRunner): Promise<void> {
-    return this.serialize(entry, async () => {
-      const config = operatorModelConfig(spec);
-      const stats = entry.versions.get("1")?.stats ?? new ModelVersionStats(spec.name, "1", this.options.metrics);
-      runner.onExecution = (batchSize, timing) => stats.recordExecution(batchSize, timing);
-      const retired = [...entry.versions.values()];
-      entry.versions = new Map([
-        [
-          "1",
-          {
-            model: spec.name,
-            version: "1",
-            config,
-            signature: signatureFromConfig(config),
-            instances: runner,
-            stats,
-            operator: spec,
-          },
-        ],
-      ]);
-      entry.registeredOperator = spec;
-      entry.loadFailed = false;
-      entry.state = "READY";
-      entry.reason = "";
-      this.models.set(spec.name, entry); // again: an unregister queued before this one removed it
-      this.options.logger.info(
-        { operator: spec.name, steps: spec.steps.length, replaced: retired.length > 0 },
-        "operator registered",
-      );
-      await Promise.all(retired.map((served) => this.retire(served, true)));
-    });
-  }
-
-  /** Stops serving a registered operator (the registry checked that it is one). */
-  private removeOperator(name: string): Promise<void> {
-    const entry = this.models.get(name)!;
-    return this.serialize(entry, async () => {
-      const retired = [...entry.versions.values()];
-      entry.versions = new Map();
-      if (this.models.get(name) === entry) this.models.delete(name);
-      await Promise.all(retired.map((served) => this.retire(served, false)));
-      this.options.logger.info({ operator: name }, "operator unregistered");
-    });
-  }
-
-  private entry(name: string): ModelEntry {
-    let entry = this.models.get(name);
-    if (entry === undefined) {
-      entry = {
-        name,
-        state: undefined,
-        reason: "",
-        versions: new Map(),
-        unloadedVersions: new Set(),
-        dir: undefined,
-        fingerprint: undefined,
-        upload: undefined,
-        pending: Promise.resolve(),
-      };
-      this.models.set(name, entry);
-    }
-    return entry;
-  }
-
-  /** Runs fn after every earlier load/unload of the same model has settled. */
-  private serialize(entry: ModelEntry, fn: () => Promise<void>): Promise<void> {
-    const run = entry.pending.catch(() => undefined).then(fn);
-    entry.pending = run.catch(() => undefined);
-    return run;
-  }
-
-  private async load(name: string, options: ModelLoadOptions, context: { fromControlApi: boolean }): Promise<void> {
-    if (this.stopped) throw new OperonError("UNAVAILABLE", "server is shutting down");
-    if (!isValidModelName(name)) throw new OperonError("INVALID_ARG", `'${name}' is not a valid model name`);
-    if (options.files !== undefined && options.files.size > 0 && options.config === undefined) {
-      throw new OperonError(
-        "INVALID_ARG",
-        `load of model '${name}' with file parameters needs a 'config' parameter as well`,
-      );
-    }
-    assertNativeUploadAllowed(name, nativeUploadOf(options), this.options.allowNativeUploads === true);
-    const upload =
-      options.files !== undefined && options.files.size > 0
-        ? await stageUpload(this.options.uploadDir, name, options.files, {
-            maxUploadBytes: this.options.maxUploadBytes,
-          })
-        : undefined;
-    const dir = upload?.dir ?? (await findModelDir(this.options.repositories, name));
-    if (dir === undefined) {
-      throw new OperonError(
-        "NOT_FOUND",
-        `failed to load '${name}': no model folder of that name in the model repositories (${this.options.repositories.join(", ")})`,
-      );
-    }
-    if (this.models.get(name)?.registeredOperator !== undefined) {
-      await upload?.discard();
-      throw new OperonError(
-        "ALREADY_EXISTS",
-        `'${name}' is an operator registered through /v2/operators; remove it first (DELETE /v2/operators/${name})`,
-      );
-    }
-    const entry = this.entry(name);
-    return this.serialize(entry, async () => {
-      const previousState = entry.state;
-      if (entry.versions.size === 0) entry.state = "LOADING";
-      let prepared: PreparedVersion[] | undefined;
-      try {
-        const fingerprint = upload === undefined ? await modelFingerprint(dir) : undefined;
-        prepared = await prepareModel(name, dir, options.config, {
-          strictModelConfig: this.options.strictModelConfig,
-          defaultMaxBatchSize: this.options.defaultMaxBatchSize,
-          instances: this.instanceOptions,
-          operators: this.operators.hooks(),
-          trustedFolder: upload === undefined,
-          ...(this.options.nativeBackends !== undefined ? { native: this.options.nativeBackends } : {}),
-          ...(this.options.resourceLimits !== undefined
-            ? { limits: { limits: this.options.resourceLimits, instancesOfOtherModels: this.instancesExcept(name) } }
-            : {}),
-        });
-        const next = new Map<string, ServedVersion>();
-        for (const version of prepared) {
-          const stats =
-            entry.versions.get(version.version)?.stats ??
-            new ModelVersionStats(name, version.version, this.options.metrics);
-          version.instances.onExecution = (batchSize, timing) => stats.recordExecution(batchSize, timing);
-          next.set(version.version, {
-            model: name,
-            version: version.version,
-            config: version.config,
-            signature: signatureFromConfig(version.config),
-            instances: version.instances,
-            ...(version.operator !== undefined ? { operator: version.operator } : {}),
-            stats,
-          });
-        }
-        const retired = [...entry.versions.values()];
-        const retiredUpload = entry.upload !== upload ? entry.upload : undefined;
-        entry.versions = next;
-        entry.unloadedVersions = new Set(
-          [...retired.map((served) => served.version)].filter((version) => !next.has(version)),
-        );
-        entry.state = "READY";
-        entry.loadFailed = false;
-        entry.reason = "";
-        this.parked.delete(name);
-        entry.dir = dir;
-        entry.fingerprint = fingerprint;
-        entry.upload = upload;
-        this.options.logger.info(
-          { model: name, versions: [...next.keys()], fromControlApi: context.fromControlApi },
-          "model loaded",
-        );
-        if (prepared[0]?.config.response_cache?.enable === true && this.options.responseCacheEnabled !== true) {
-          this.options.logger.warn(
-            { model: name },
-            "model enables response_cache but the server has no response cache (start it with --cache-config local,size=<bytes>); serving uncached",
-          );
-        }
-        await Promise.all(retired.map((served) => this.retire(served, next.has(served.version))));
-        await retiredUpload?.discard();
-      } catch (error) {
-        await upload?.discard();
-        let failure = asOperonError(error);
-        if (upload !== undefined && failure.message.includes(upload.dir)) {
-          // Clients see where their files went wrong, not the server's data-dir layout.
-          failure = new OperonError(
-            failure.kind,
-            failure.message.replaceAll(upload.dir, `<uploaded files of '${name}'>`),
-            { cause: failure },
-          );
-        }
-        if (entry.versions.size === 0) {
-          entry.state = "UNAVAILABLE";
-          entry.reason = failure.message;
-          entry.loadFailed = true;
-        } else {
-          entry.state = previousState ?? "READY";
-        }
-        if (upload === undefined) entry.fingerprint = await modelFingerprint(dir).catch(() => undefined);
-        this.options.logger.warn({ model: name, err: failure.message }, "model failed to load");
-        throw failure;
-      }
-    });
-  }
-
-  private async unload(name: string, context: { fromControlApi: boolean }): Promise<void> {
-    const entry = this.models.get(name);
-    if (entry === undefined) {
-      if (await findModelDir(this.options.repositories, name)) return; // known, never loaded: nothing to do
-      throw new OperonError("NOT_FOUND", `failed to unload '${name}': no such model`);
-    }
-    if (entry.registeredOperator !== undefined) {
-      throw new OperonError(
-        "INVALID_ARG",
-        `'${name}' is an operator registered through /v2/operators; remove it with DELETE /v2/operators/${name}`,
-      );
-    }
-    return this.serialize(entry, async () => {
-      const retired = [...entry.versions.values()];
-      entry.versions = new Map();
-      for (const served of retired) entry.unloadedVersions.add(served.version);
-      entry.state = "UNAVAILABLE";
-      entry.reason = "unloaded";
-      entry.loadFailed = false;
-      entry.fingerprint = undefined;
-      await Promise.all(retired.map((served) => this.retire(served, false)));
-      await entry.upload?.discard();
-      entry.upload = undefined;
-      this.options.logger.info({ model: name, fromControlApi: context.fromControlApi }, "model unloaded");
-    });
-  }
-
-  /** Drains and stops one version's instances; drops its metric series unless a new load serves that version again. */
-  private async retire(served: ServedVersion, versionStillServed: boolean): Promise<void> {
-    await served.instances.stop(this.options.unloadDrainMs ?? 30_000);
-    if (!versionStillServed) this.options.metrics.removeModelVersion(served.model, served.version);
-    if (served.operator !== undefined) {
-      // Per-step series belong to the operator, not a version: keep those of steps some served version still has.
-      const kept = new Set(
-        [...(this.models.get(served.model)?.versions.values() ?? [])].flatMap(
-          (other) => other.operator?.steps.map((step) => step.id) ?? [],
-        ),
-      );
-      for (const step of served.operator.steps)
-        if (!kept.has(step.id)) this.options.metrics.removeOperatorStep(served.model, step.id);
-    }
+  private unload(name: string, context: { fromControlApi: boolean }): Promise<void> {
+    return this.lifecycle.unload(name, context);
   }
 }

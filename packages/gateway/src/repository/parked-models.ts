@@ -32,12 +32,12 @@ export const PARKED_RELOAD_BACKOFF_MS = 5_000;
 export class ModelParkedError extends OperonError {
   constructor(
     readonly model: string,
-    override readonly retryAfterSeconds: number,
+    override readonly retryAfterSecs: number,
     readonly ready: Promise<void>,
   ) {
     super(
       "UNAVAILABLE",
-      `model '${model}' was unloaded by the resource scheduler and is loading again; retry in ${retryAfterSeconds} s`,
+      `model '${model}' was unloaded by the resource scheduler and is loading again; retry in ${retryAfterSecs} s`,
     );
   }
 }

@@ -3,6 +3,7 @@ import { OperonError } from "@operon/protocol/errors";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { hostGpus } from "../instances/gpu-inventory.js";
 import { instancePlacements } from "../instances/instance-placement.js";
+import type { ModelEntry } from "../operators/served-models.js";
 
 /**
  * What one model may take of the host, set by the admin (operon serve
@@ -74,4 +75,15 @@ export function checkResourceLimits(
       );
     }
   }
+}
+
+/** Backend instances of every served model but `name` (operators run none): what a load or rescale of `name` adds to. */
+export function instancesOfOtherModels(models: Iterable<ModelEntry>, name: string): number {
+  let count = 0;
+  for (const entry of models) {
+    if (entry.name === name) continue;
+    for (const served of entry.versions.values())
+      if (served.operator === undefined) count += instanceCountOf(served.config);
+  }
+  return count;
 }

@@ -103,7 +103,13 @@ export class TypeScriptBackend implements RequestBackend {
     this.decoupled = isDecoupled(config);
     this.maxBatchSize = maxBatchSizeOf(config);
     this.info = configIo(config);
-    this.declaredOutputs = new Set(this.info.outputs.map((output) => output.name));
+    // A sequence model's state outputs are not config outputs, but the gateway asks for them (it keeps them as state).
+    const stateOutputs = (
+      (config.sequence_batching as { state?: Array<{ output_name?: string }> } | undefined)?.state ?? []
+    )
+      .map((state) => state.output_name ?? "")
+      .filter((name) => name !== "");
+    this.declaredOutputs = new Set([...this.info.outputs.map((output) => output.name), ...stateOutputs]);
     this.host = options.host;
     this.log = (level, message, fields) => options.log(level, message, { model: this.modelName, ...fields });
     const modelLog: ModelLog = (level, message, fields) => this.log(level, message, fields);

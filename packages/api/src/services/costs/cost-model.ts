@@ -36,7 +36,7 @@ export interface CostUsageTotals {
 export interface CostTotals {
   usage: CostUsageTotals[];
   /** Per profile: the seconds its samples cover (each sample start once, with its longest interval). */
-  covered: Array<{ profileId: string; coveredSeconds: number }>;
+  covered: Array<{ profileId: string; coveredSecs: number }>;
 }
 
 export interface CostProfile {
@@ -90,7 +90,7 @@ function money(value: number): number {
 
 export function computeCosts(totals: CostTotals, profiles: readonly CostProfile[]): CostReport {
   const profileById = new Map(profiles.map((profile) => [profile.id, profile]));
-  const coveredById = new Map(totals.covered.map((entry) => [entry.profileId, entry.coveredSeconds]));
+  const coveredById = new Map(totals.covered.map((entry) => [entry.profileId, entry.coveredSecs]));
   const unprofiled = new Map<string, number>();
   const byProfile = new Map<
     string,
@@ -189,6 +189,6 @@ export async function queryCostTotals(prisma: PrismaClient, range: { from: Date;
       inferences: Number(row.inferences),
       cpuShareSeconds: Number(row.cpu_share_seconds),
     })),
-    covered: covered.map((row) => ({ profileId: row.profile_id, coveredSeconds: Number(row.covered_seconds) })),
+    covered: covered.map((row) => ({ profileId: row.profile_id, coveredSecs: Number(row.covered_seconds) })),
   };
 }

@@ -9,37 +9,54 @@ import type {
 import type { LoadRange } from "@operon/perf/load-range";
 import type { PerfReport, PerfStep } from "@operon/perf/perf-report";
 import type { SweepStopReason } from "@operon/perf/concurrency-sweep";
+import { z } from "zod";
+import { parseJsonColumn } from "../json-column.js";
 
 /**
  * How perf reports are stored and shown: the JSON kept in PerfReport
  * (config, summary, hostLoad) and PerfSample rows, and the views the API
  * answers with. perf-runs.ts writes them; nothing here touches the database.
  */
+const loadRangeSchema = z.object({ start: z.number(), end: z.number(), step: z.number() });
+const sweepStopReasonSchema = z.enum([
+  "plateau",
+  "max-concurrency",
+  "time-bound",
+  "aborted",
+  "no-throughput",
+  "p99-budget",
+]) satisfies z.ZodType<SweepStopReason>;
+
 /** What start stores in PerfReport.config. Automatic runs store their plan (concurrencyRange 1..max, the sweep doubles). */
-export interface PerfRunConfig {
-  protocol: "http";
-  concurrencyRange: LoadRange;
-  batchSize: number;
-  measurementIntervalMs: number;
-  maxTrials: number;
-  totalSteps: number;
+export const perfRunConfigSchema = z.object({
+  protocol: z.literal("http"),
+  concurrencyRange: loadRangeSchema satisfies z.ZodType<LoadRange>,
+  batchSize: z.number(),
+  measurementIntervalMs: z.number(),
+  maxTrials: z.number(),
+  totalSteps: z.number(),
   /** Automatic runs: the sweep's plan. */
-  sweep?: { concurrencies: number[]; minGainPercent: number; timeBoundSecs: number } | undefined;
-}
+  sweep: z
+    .object({ concurrencies: z.array(z.number()), minGainPercent: z.number(), timeBoundSecs: z.number() })
+    .optional(),
+});
+export type PerfRunConfig = z.infer<typeof perfRunConfigSchema>;
 
 /** Stored in PerfReport.hostLoad: how busy the host was around the run, so readers can judge the numbers. */
-export interface PerfHostLoad {
+export const perfHostLoadSchema = z.object({
   /** Requests per second the gateway served to others while the run measured (its own requests not counted). */
-  otherRequestsPerSec: number | null;
+  otherRequestsPerSec: z.number().nullable(),
   /** 1-minute load average per core before and after the run (the run's own load included in "after"). */
-  loadPerCoreBefore: number;
-  loadPerCoreAfter: number;
+  loadPerCoreBefore: z.number(),
+  loadPerCoreAfter: z.number(),
   /** Automatic runs: how long the run waited for headroom (0 when the first check found it) and the traffic when it started. */
-  waitedMs: number | null;
-  requestsPerSecAtStart: number | null;
+  waitedMs: z.number().nullable(),
+  requestsPerSecAtStart: z.number().nullable(),
   /** Automatic runs: why the sweep ended. */
-  stopReason: SweepStopReason | null;
-}
+  stopReason: sweepStopReasonSchema.nullable(),
+});
+export type PerfHostLoad = z.infer<typeof perfHostLoadSchema>;
+
 export interface PerfSampleView {
   concurrency: number;
   batchSize: number;
@@ -77,47 +94,49 @@ export interface PerfReportView {
 }
 
 /** Stored in PerfReport.summary: the run's headline numbers and the per-step details Triton's perf table shows. */
-export interface PerfRunSummary {
-  version: string;
-  protocol: "http" | "grpc";
-  maxBatchSize: number;
-  inputs: Array<{ name: string; datatype: string; shape: number[] }>;
-  startedAt: string;
-  finishedAt: string;
-  totalRequests: number;
-  totalErrors: number;
+export const perfRunSummarySchema = z.object({
+  version: z.string(),
+  protocol: z.enum(["http", "grpc"]),
+  maxBatchSize: z.number(),
+  inputs: z.array(z.object({ name: z.string(), datatype: z.string(), shape: z.array(z.number()) })),
+  startedAt: z.string(),
+  finishedAt: z.string(),
+  totalRequests: z.number(),
+  totalErrors: z.number(),
   /** The step with the highest throughput. */
-  best: { concurrency: number; throughput: number; latencyP99Us: number } | null;
-  errorSamples: string[];
-  steps: Array<{
-    concurrency: number;
-    requests: number;
-    errors: number;
-    stable: boolean;
-    throughputRequestsPerSec: number;
-    server: {
-      queueUs: number;
-      computeInputUs: number;
-      computeInferUs: number;
-      computeOutputUs: number;
-      batchSizes: Record<string, number>;
-    } | null;
-  }>;
-}
+  best: z.object({ concurrency: z.number(), throughput: z.number(), latencyP99Us: z.number() }).nullable(),
+  errorSamples: z.array(z.string()),
+  steps: z.array(
+    z.object({
+      concurrency: z.number(),
+      requests: z.number(),
+      errors: z.number(),
+      stable: z.boolean(),
+      throughputRequestsPerSec: z.number(),
+      server: z
+        .object({
+          queueUs: z.number(),
+          computeInputUs: z.number(),
+          computeInferUs: z.number(),
+          computeOutputUs: z.number(),
+          batchSizes: z.record(z.string(), z.number()),
+        })
+        .nullable(),
+    }),
+  ),
+});
+export type PerfRunSummary = z.infer<typeof perfRunSummarySchema>;
 
 export const reportRelations = {
   hardwareProfile: { select: { id: true, name: true } },
   createdBy: { select: { id: true, email: true } },
 } as const;
 
+/** The run's stored plan; null when the row has none. Throws INTERNAL naming the row when it does not parse. */
 export function configOf(report: PerfReportRow): PerfRunConfig | null {
-  const config = report.config;
-  return typeof config === "object" &&
-    config !== null &&
-    !Array.isArray(config) &&
-    typeof (config as Record<string, unknown>)["totalSteps"] === "number"
-    ? (config as unknown as PerfRunConfig)
-    : null;
+  return report.config === null
+    ? null
+    : parseJsonColumn(perfRunConfigSchema, report.config, { table: "PerfReport", column: "config", id: report.id });
 }
 
 export function viewReport(
@@ -134,7 +153,10 @@ export function viewReport(
     status: row.status,
     error: row.error,
     config: configOf(row),
-    summary: (row.summary as unknown as PerfRunSummary | null) ?? null,
+    summary:
+      row.summary === null
+        ? null
+        : parseJsonColumn(perfRunSummarySchema, row.summary, { table: "PerfReport", column: "summary", id: row.id }),
     hardwareProfile: row.hardwareProfile,
     createdBy: row.createdBy,
     createdAt: row.createdAt,
@@ -142,7 +164,10 @@ export function viewReport(
     trigger: row.trigger,
     cause: row.cause,
     startedAt: row.startedAt,
-    hostLoad: (row.hostLoad as unknown as PerfHostLoad | null) ?? null,
+    hostLoad:
+      row.hostLoad === null
+        ? null
+        : parseJsonColumn(perfHostLoadSchema, row.hostLoad, { table: "PerfReport", column: "hostLoad", id: row.id }),
   };
 }
 

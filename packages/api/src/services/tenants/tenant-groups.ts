@@ -51,7 +51,7 @@ export interface TenantUsagePoint {
 export interface TenantUsageSeries {
   from: string;
   to: string;
-  stepSeconds: number;
+  stepSecs: number;
   /** Per tenant id: its part of the shares of the tenants that were served in the range (0..1). */
   shareOf: Record<string, number>;
   points: TenantUsagePoint[];
@@ -236,7 +236,7 @@ export class TenantGroups {
     const shareOf = Object.fromEntries(
       [...shares].map(([tenant, share]) => [tenant, shareTotal > 0 ? share / shareTotal : 0]),
     );
-    return { from: from.toISOString(), to: to.toISOString(), stepSeconds: stepMs / 1000, shareOf, points };
+    return { from: from.toISOString(), to: to.toISOString(), stepSecs: stepMs / 1000, shareOf, points };
   }
 }
 

@@ -28,7 +28,7 @@ export interface BucketTotals {
   /** 0-based bucket from `from`. */
   bucket: number;
   /** Σ over the distinct sample starts of the longest interval starting there (versions share a start). */
-  coveredSeconds: number;
+  coveredSecs: number;
   requests: number;
   errors: number;
   latencyP50Weighted: number;
@@ -92,7 +92,7 @@ function emptyTotals(model: string, bucket: number): BucketTotals {
   return {
     model,
     bucket,
-    coveredSeconds: 0,
+    coveredSecs: 0,
     requests: 0,
     errors: 0,
     latencyP50Weighted: 0,
@@ -118,7 +118,7 @@ function weightedMean(totals: BucketTotals, key: WeightedKey): number | null {
 }
 
 function pointOf(at: Date, totals: BucketTotals): SeriesPoint {
-  const seconds = totals.coveredSeconds;
+  const seconds = totals.coveredSecs;
   const perSec = (count: number): number | null => (seconds > 0 ? count / seconds : null);
   const timeMean = (sum: number, known: boolean): number | null => (seconds > 0 && known ? sum / seconds : null);
   return {
@@ -255,7 +255,7 @@ export async function queryBucketTotals(
   return rows.map((row) => ({
     model: row.model,
     bucket: Number(row.bucket),
-    coveredSeconds: Number(row.covered_seconds),
+    coveredSecs: Number(row.covered_seconds),
     requests: Number(row.requests),
     errors: Number(row.errors),
     latencyP50Weighted: Number(row.p50_weighted),

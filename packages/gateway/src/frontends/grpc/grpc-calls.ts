@@ -58,7 +58,7 @@ export function statusOf(
     error,
     requestId !== undefined ? { method, requestId } : { method },
   );
-  const retryAfter = error instanceof OperonError ? error.retryAfterSeconds : undefined;
+  const retryAfter = error instanceof OperonError ? error.retryAfterSecs : undefined;
   if (requestId === undefined && retryAfter === undefined)
     return { code: grpcStatusOf(failure.kind), details: failure.message };
   const metadata = new grpc.Metadata();

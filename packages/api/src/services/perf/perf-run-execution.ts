@@ -1,0 +1,379 @@
+import { cpus, loadavg } from "node:os";
+import type { PerfReport as PerfReportRow, PerfRunStatus, Prisma, PrismaClient } from "@operon/db";
+import { runConcurrencySweep, type SweepStopReason } from "@operon/perf/concurrency-sweep";
+import { expandLoadRange } from "@operon/perf/load-range";
+import { messageOf } from "@operon/perf/perf-error";
+import type { PerfProgress } from "@operon/perf/perf-progress";
+import type { PerfReport } from "@operon/perf/perf-report";
+import { runPerf, type PerfOptions } from "@operon/perf/run-perf";
+import { OperatorSpecSchema } from "@operon/operator-spec/operator-spec-schema";
+import type { Logger } from "@operon/protocol/logger";
+import { parseJsonColumn } from "../json-column.js";
+import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
+import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-client.js";
+import type { AutoPerfSettingsStore } from "./auto-perf-settings.js";
+import { requestTotal } from "./gateway-traffic.js";
+import { waitForHeadroom, type HeadroomResult, type TrafficProbe } from "./headroom-gate.js";
+import { PERF_RUN_LIMITS, type PerfRunsOptions } from "./perf-run-options.js";
+import { sampleOf, summaryOf, type PerfHostLoad, type PerfRunConfig } from "./perf-report-views.js";
+
+/**
+ * The execution of one perf run, once its turn in the measuring slot has
+ * come (perf-runs.ts queues it): the headroom gate for automatic runs, the
+ * move from QUEUED to RUNNING, the measurement (runPerf per concurrency, or
+ * the concurrency sweep), each step stored as soon as it is measured, and
+ * the result written in one transaction with the status.
+ */
+
+/** The run in the slot, as progress and cancel see it. */
+export interface ActiveRun {
+  id: string;
+  targetName: string;
+  controller: AbortController;
+  /** waiting: QUEUED, its turn came and it waits for headroom; measuring: RUNNING. */
+  phase: "waiting" | "measuring";
+  waitingFor: string | null;
+  totalSteps: number;
+  completedSteps: number;
+  currentConcurrency: number | null;
+  window: number;
+  maxWindows: number;
+  /** Who cancelled, when a person did; the audit event of the ending names them. */
+  cancelledBy: Actor | undefined;
+  done: Promise<void>;
+}
+
+export interface PerfRunExecutionOptions {
+  prisma: PrismaClient;
+  gateway: GatewayClient;
+  gatewayOptions: GatewayClientOptions;
+  logger: Logger;
+  settings: AutoPerfSettingsStore;
+  probe: TrafficProbe;
+  options: PerfRunsOptions;
+  /** The control plane is stopping: a run waiting for headroom stays QUEUED. */
+  isStopped(): boolean;
+}
+
+export class PerfRunExecution {
+  private readonly prisma: PrismaClient;
+  private readonly gateway: GatewayClient;
+  private readonly gatewayOptions: GatewayClientOptions;
+  private readonly logger: Logger;
+  private readonly settings: AutoPerfSettingsStore;
+  private readonly probe: TrafficProbe;
+  private readonly options: PerfRunsOptions;
+
+  constructor(private readonly context: PerfRunExecutionOptions) {
+    this.prisma = context.prisma;
+    this.gateway = context.gateway;
+    this.gatewayOptions = context.gatewayOptions;
+    this.logger = context.logger;
+    this.settings = context.settings;
+    this.probe = context.probe;
+    this.options = context.options;
+  }
+
+  /** Runs `run` (its report is `row`, its plan `config`): gate, start, measure, store. */
+  async run(run: ActiveRun, row: PerfReportRow, config: PerfRunConfig | null): Promise<void> {
+    if (config === null) return this.endQueued(run, "FAILED", "the report has no readable plan");
+    let gate: HeadroomResult | undefined;
+    if (row.trigger === "AUTOMATIC") {
+      const settings = await this.settings.get();
+      if (!settings.enabled) return this.endQueued(run, "CANCELLED", "automatic runs were turned off");
+      run.waitingFor = "headroom";
+      try {
+        gate = await waitForHeadroom(
+          this.probe,
+          {
+            maxRequestsPerSec: settings.headroomMaxRequestsPerSec,
+            maxWaitMs: settings.maxWaitSecs * 1000,
+            recheckMs: this.options.headroomRecheckMs ?? 5000,
+          },
+          run.controller.signal,
+          {
+            ...(this.options.gateClock !== undefined ? { clock: this.options.gateClock } : {}),
+            onBusy: (rate) => {
+              run.waitingFor = `headroom (the gateway serves ${Number.isFinite(rate) ? `${Math.round(rate * 10) / 10} requests/s` : "no answer"}; limit ${settings.headroomMaxRequestsPerSec})`;
+            },
+          },
+        );
+      } catch (error) {
+        if (run.cancelledBy !== undefined) return this.endQueued(run, "CANCELLED", messageOf(error));
+        if (this.context.isStopped()) return; // stays QUEUED: resumed at the next start
+        return this.endQueued(run, "FAILED", messageOf(error)); // e.g. its target was deleted
+      }
+      if (!gate.ok) return this.endQueued(run, "FAILED", gate.reason);
+    }
+    if (run.controller.signal.aborted) {
+      if (run.cancelledBy !== undefined)
+        return this.endQueued(run, "CANCELLED", messageOf(run.controller.signal.reason));
+      return; // stopping: stays QUEUED
+    }
+    const started = await this.prisma.$transaction(async (tx) => {
+      const { count } = await tx.perfReport.updateMany({
+        where: { id: row.id, status: "QUEUED" },
+        data: { status: "RUNNING", startedAt: new Date() },
+      });
+      if (count === 0) return false;
+      await recordAudit(tx, SYSTEM_ACTOR, {
+        action: "perf.start",
+        targetType: "PerfReport",
+        targetId: row.id,
+        before: { status: "QUEUED" },
+        after: { status: "RUNNING", trigger: row.trigger },
+      });
+      return true;
+    });
+    if (!started) return; // cancelled (or taken) meanwhile
+    run.phase = "measuring";
+    run.waitingFor = null;
+    await this.execute(run, row, config, gate);
+  }
+
+  /** Ends a run that never measured (QUEUED -> status), audited. */
+  async endQueued(run: ActiveRun, status: "FAILED" | "CANCELLED", error: string): Promise<void> {
+    await this.prisma.$transaction(async (tx) => {
+      const { count } = await tx.perfReport.updateMany({
+        where: { id: run.id, status: "QUEUED" },
+        data: { status, error, finishedAt: new Date() },
+      });
+      if (count === 0) return;
+      await recordAudit(tx, status === "CANCELLED" && run.cancelledBy !== undefined ? run.cancelledBy : SYSTEM_ACTOR, {
+        action: status === "CANCELLED" ? "perf.cancel" : "perf.fail",
+        targetType: "PerfReport",
+        targetId: run.id,
+        before: { status: "QUEUED" },
+        after: { status, error },
+      });
+    });
+    if (status === "FAILED") this.logger.info({ report: run.id, error }, "queued perf run failed");
+  }
+
+  /** The gateway's request total, less the target's own entries (and an operator's step models): what other clients sent. */
+  private async otherTraffic(row: PerfReportRow): Promise<number | null> {
+    try {
+      let mine = new Set([row.targetName]);
+      if (row.targetKind === "OPERATOR") {
+        const operator = await this.prisma.operator.findUnique({
+          where: { name: row.targetName },
+          select: { id: true, spec: true },
+        });
+        const steps =
+          operator === null
+            ? []
+            : parseJsonColumn(OperatorSpecSchema, operator.spec, {
+                table: "Operator",
+                column: "spec",
+                id: operator.id,
+              }).steps;
+        mine = new Set([row.targetName, ...steps.flatMap((step) => (step.kind === "model" ? [step.model] : []))]);
+      }
+      return requestTotal(await this.gateway.statistics(), (entry) => !mine.has(entry.name));
+    } catch {
+      return null;
+    }
+  }
+
+  private async execute(
+    run: ActiveRun,
+    row: PerfReportRow,
+    config: PerfRunConfig,
+    gate: HeadroomResult | undefined,
+  ): Promise<void> {
+    const base: PerfOptions = {
+      model: row.targetName,
+      // An operator is served as one version; its registry version is only the report's label.
+      ...(row.targetVersion !== null && row.targetKind === "MODEL" ? { version: row.targetVersion } : {}),
+      protocol: "http",
+      url: this.gatewayOptions.httpUrl,
+      batchSize: config.batchSize,
+      measurementIntervalMs: config.measurementIntervalMs,
+      maxTrials: config.maxTrials,
+      ...(this.gatewayOptions.adminKey ? { headers: { authorization: `Bearer ${this.gatewayOptions.adminKey}` } } : {}),
+    };
+    let stepsBefore = 0;
+    const onProgress = (progress: PerfProgress): void => {
+      run.completedSteps = stepsBefore + progress.stepIndex;
+      run.currentConcurrency = "concurrency" in progress.load ? progress.load.concurrency : null;
+      run.window = progress.window;
+      run.maxWindows = progress.maxWindows;
+    };
+    const loadBefore = loadPerCore();
+    const otherBefore = await this.otherTraffic(row);
+    const measureStarted = Date.now();
+    let report: PerfReport | undefined;
+    let failure: string | undefined;
+    let stopReason: SweepStopReason | null = null;
+    // One runPerf call per concurrency, each step stored as soon as it is measured: a run that a
+    // restart (or a kill) cuts off keeps what it measured (recoverInterrupted marks it FAILED).
+    const parts: PerfReport[] = [];
+    let stored = 0;
+    const measureOne = async (concurrency: number, signal: AbortSignal): Promise<PerfReport> => {
+      stepsBefore = parts.reduce((sum, part) => sum + part.steps.length, 0);
+      const part = await runPerf(
+        { ...base, concurrencyRange: { start: concurrency, end: concurrency, step: 1 }, signal },
+        { onProgress },
+      );
+      parts.push(part);
+      if (part.steps.length > 0) {
+        await this.prisma.perfSample.createMany({
+          data: part.steps.map((step) => sampleOf(run.id, step, part.config.batchSize)),
+        });
+        stored += part.steps.length;
+      }
+      return part;
+    };
+    // Every run is bounded in total time, manual ones too (a plan of 1,024 steps would hold the slot for days).
+    const maxRunSecs = this.options.maxRunSecs ?? PERF_RUN_LIMITS.maxRunSecs;
+    const timeBound = setTimeout(
+      () =>
+        run.controller.abort(
+          new Error(`stopped at the time bound of ${maxRunSecs} s per run (the steps measured are kept)`),
+        ),
+      maxRunSecs * 1000,
+    );
+    try {
+      if (config.sweep === undefined) {
+        for (const concurrency of expandLoadRange(config.concurrencyRange)) {
+          if (run.controller.signal.aborted) break;
+          await measureOne(concurrency, run.controller.signal);
+        }
+      } else {
+        // The sweep measures one concurrency at a time, so it can stop as soon as the curve flattens.
+        const outcome = await runConcurrencySweep(
+          {
+            maxConcurrency: config.concurrencyRange.end,
+            minGainPercent: config.sweep.minGainPercent,
+            timeBoundMs: config.sweep.timeBoundSecs * 1000,
+          },
+          async (concurrency, signal) => {
+            const part = await measureOne(concurrency, signal);
+            const step = part.steps[0];
+            return step === undefined
+              ? undefined
+              : { concurrency, throughput: step.requests > 0 ? step.throughputInferPerSec : 0 };
+          },
+          { signal: run.controller.signal },
+        );
+        stopReason = outcome.stopReason;
+      }
+    } catch (error) {
+      failure = messageOf(error);
+    } finally {
+      clearTimeout(timeBound);
+    }
+    if (parts.length > 0)
+      report = {
+        ...parts[parts.length - 1]!,
+        startedAt: parts[0]!.startedAt,
+        steps: parts.flatMap((part) => part.steps),
+      };
+    const measuredSecs = (Date.now() - measureStarted) / 1000;
+    const otherAfter = await this.otherTraffic(row);
+    const hostLoad: PerfHostLoad = {
+      otherRequestsPerSec:
+        otherBefore !== null && otherAfter !== null && measuredSecs > 0
+          ? round1(Math.max(0, otherAfter - otherBefore) / measuredSecs)
+          : null,
+      loadPerCoreBefore: loadBefore,
+      loadPerCoreAfter: loadPerCore(),
+      // The first check's own window is no wait.
+      waitedMs: gate === undefined ? null : gate.checks > 1 ? gate.waitedMs : 0,
+      requestsPerSecAtStart: gate !== undefined ? round1(gate.requestsPerSec) : null,
+      stopReason,
+    };
+    run.completedSteps = report?.steps.length ?? run.completedSteps;
+    run.currentConcurrency = null;
+    const aborted = run.controller.signal.aborted;
+    const reason = aborted ? messageOf(run.controller.signal.reason) : undefined;
+    if (
+      failure === undefined &&
+      report !== undefined &&
+      !aborted &&
+      report.steps.length > 0 &&
+      report.steps.every((step) => step.requests === 0)
+    ) {
+      failure = `every request failed: ${report.steps.flatMap((step) => step.errorSamples)[0] ?? "no response"}`;
+    }
+    if (failure === undefined && report === undefined && !aborted) failure = "nothing was measured";
+    const status: PerfRunStatus =
+      aborted && run.cancelledBy !== undefined
+        ? "CANCELLED"
+        : aborted || failure !== undefined
+          ? "FAILED"
+          : "SUCCEEDED";
+    const error =
+      status === "SUCCEEDED"
+        ? null
+        : status === "CANCELLED"
+          ? (reason ?? "cancelled")
+          : (failure ?? reason ?? "the run stopped");
+    try {
+      await this.prisma.$transaction(async (tx) => {
+        // Steps are stored as they are measured (above); only any not stored yet go in here.
+        if (report !== undefined && report.steps.length > stored) {
+          await tx.perfSample.createMany({
+            data: report.steps.slice(stored).map((step) => sampleOf(run.id, step, report!.config.batchSize)),
+          });
+        }
+        await tx.perfReport.update({
+          where: { id: run.id },
+          data: {
+            status,
+            error,
+            finishedAt: new Date(),
+            hostLoad: hostLoad as unknown as Prisma.InputJsonObject,
+            ...(report !== undefined
+              ? {
+                  ...(row.targetKind === "MODEL" || row.targetVersion === null
+                    ? { targetVersion: report.version || null }
+                    : {}),
+                  summary: summaryOf(report) as unknown as Prisma.InputJsonObject,
+                }
+              : {}),
+          },
+        });
+        const action = status === "CANCELLED" ? "perf.cancel" : status === "SUCCEEDED" ? "perf.finish" : "perf.fail";
+        await recordAudit(tx, status === "CANCELLED" ? run.cancelledBy! : SYSTEM_ACTOR, {
+          action,
+          targetType: "PerfReport",
+          targetId: run.id,
+          before: { status: "RUNNING" },
+          after: { status, error, steps: report?.steps.length ?? 0 },
+        });
+      });
+      if (status === "FAILED") this.logger.info({ report: run.id, error }, "perf run failed");
+    } catch (writeError) {
+      if ((await this.prisma.perfReport.count({ where: { id: run.id } }).catch(() => 1)) === 0) {
+        this.logger.info({ report: run.id }, "a perf run's report was deleted with its target during the run");
+        return;
+      }
+      this.logger.error({ report: run.id, err: writeError }, "could not store the result of a perf run");
+      // Without samples, but not left RUNNING (which would look like a run in progress until a restart).
+      await this.prisma.perfReport
+        .update({
+          where: { id: run.id },
+          data: {
+            status: "FAILED",
+            error: `the results could not be stored: ${messageOf(writeError)}`,
+            finishedAt: new Date(),
+          },
+        })
+        .catch((error: unknown) =>
+          this.logger.error(
+            { report: run.id, err: error },
+            "could not mark the perf run failed; it stays RUNNING until the next restart",
+          ),
+        );
+    }
+  }
+}
+
+function loadPerCore(): number {
+  return Math.round((loadavg()[0]! / Math.max(1, cpus().length)) * 100) / 100;
+}
+
+function round1(value: number): number {
+  return Math.round(value * 10) / 10;
+}

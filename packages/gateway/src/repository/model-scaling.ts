@@ -1,0 +1,216 @@
+import { OperonError } from "@operon/protocol/errors";
+import type { Logger } from "../observability/logger.js";
+import { ModelInstances } from "../instances/model-instances.js";
+import type { ServedModels, ServedVersion } from "../operators/served-models.js";
+import type { ModelLifecycle } from "./model-lifecycle.js";
+import {
+  DEFAULT_PARKED_MODEL_POLICY,
+  ModelParkedError,
+  PARKED_RELOAD_BACKOFF_MS,
+  type ParkedModelPolicy,
+} from "./parked-models.js";
+import { instanceCountOf, instancesOfOtherModels, type ResourceLimits } from "./resource-limits.js";
+
+/**
+ * The resource scheduler's two levers on served models: rescale a model's
+ * instances in place, and park an idle model (unload it so that the next
+ * request loads it again, parked-models.ts). Allowed in every model control
+ * mode: the model stays available to clients.
+ */
+export interface ModelScalingOptions {
+  models: ServedModels;
+  lifecycle: ModelLifecycle;
+  logger: Logger;
+  resourceLimits?: ResourceLimits;
+  parkedModels?: ParkedModelPolicy;
+  unloadDrainMs?: number;
+  isStopped(): boolean;
+}
+
+export class ModelScaling {
+  /** Models the resource scheduler unloaded (park): a request loads them again; the load under way, if any. */
+  private readonly parked = new Map<string, { loading: Promise<void> | undefined; retryAt: number }>();
+
+  constructor(private readonly options: ModelScalingOptions) {}
+
+  /** Whether `name` is parked now. */
+  isParked(name: string): boolean {
+    return this.parked.has(name);
+  }
+
+  /** `name` is no longer parked: it loaded again, or an admin unloaded it (which stays unloaded). */
+  unpark(name: string): void {
+    this.parked.delete(name);
+  }
+
+  /**
+   * Every served version of `name` runs `count` instances from now on,
+   * grown or shrunk in place (ModelInstances.resize: no request is
+   * dropped), and its config's instance_group count says so. Checked
+   * against the admin's limits like a load. Models with more than one
+   * instance group, and operators, are refused (which group would change
+   * is not the scheduler's to guess).
+   */
+  async scaleInstances(name: string, count: number): Promise<{ model: string; from: number; to: number }> {
+    const { models } = this.options;
+    if (!Number.isInteger(count) || count < 1 || count > 1024) {
+      throw new OperonError(
+        "INVALID_ARG",
+        `instance count must be an integer from 1 to 1024, got ${JSON.stringify(count)}`,
+      );
+    }
+    const entry = models.get(name);
+    if (entry === undefined || entry.versions.size === 0)
+      throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
+    const limits = this.options.resourceLimits;
+    if (limits !== undefined && count > limits.maxInstancesPerModel) {
+      throw new OperonError(
+        "INVALID_ARG",
+        `model '${name}': ${count} instances asked; this server allows at most ${limits.maxInstancesPerModel} per model (--max-instances-per-model)`,
+      );
+    }
+    let from = 0;
+    await models.serialize(entry, async () => {
+      const versions = [...entry.versions.values()];
+      if (versions.length === 0) throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
+      for (const served of versions) {
+        if (!(served.instances instanceof ModelInstances))
+          throw new OperonError("INVALID_ARG", `'${name}' is an operator: it runs no instances of its own`);
+        if ((served.config.instance_group ?? []).length > 1) {
+          throw new OperonError(
+            "UNSUPPORTED",
+            `model '${name}' has ${served.config.instance_group!.length} instance groups; only models with one instance group are scaled`,
+          );
+        }
+      }
+      const others = instancesOfOtherModels(models.values(), name);
+      if (limits !== undefined && others + count * versions.length > limits.maxInstancesPerHost) {
+        throw new OperonError(
+          "INVALID_ARG",
+          `model '${name}': ${count} instances per version would make ${others + count * versions.length} on this server, over the limit of ${limits.maxInstancesPerHost} (--max-instances)`,
+        );
+      }
+      from = instanceCountOf(versions[0]!.config);
+      for (const served of versions) {
+        const pool = served.instances as ModelInstances;
+        served.configuredInstances ??= instanceCountOf(served.config);
+        const group = served.config.instance_group?.[0];
+        const groupName = group?.name || `${name}_0`;
+        try {
+          await pool.resize(count, (index) => `${groupName}_${index}`, this.options.unloadDrainMs ?? 30_000);
+        } finally {
+          // The config shows what runs (also after a partly failed grow).
+          served.config = {
+            ...served.config,
+            instance_group: [{ ...(group ?? { kind: "KIND_CPU" }), count: pool.instanceCount }],
+          };
+        }
+      }
+      this.options.logger.info({ model: name, from, to: count }, "model instances rescaled");
+    });
+    return { model: name, from, to: count };
+  }
+
+  /**
+   * Unloads `name` for the resource scheduler (memory is short and the
+   * model is idle): like an unload, but the next request loads it again.
+   */
+  async park(name: string): Promise<void> {
+    const entry = this.options.models.get(name);
+    if (entry === undefined || entry.versions.size === 0)
+      throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
+    if (
+      entry.registeredOperator !== undefined ||
+      [...entry.versions.values()].some((served) => served.operator !== undefined)
+    ) {
+      throw new OperonError(
+        "INVALID_ARG",
+        `'${name}' is an operator: only models are unloaded by the resource scheduler`,
+      );
+    }
+    if (entry.upload !== undefined) {
+      throw new OperonError(
+        "INVALID_ARG",
+        `model '${name}' was loaded from uploaded files, which an unload discards: it cannot be loaded again on demand`,
+      );
+    }
+    // Parked first: a request that comes during the unload loads it again after it (loads and unloads are serialized).
+    this.parked.set(name, { loading: undefined, retryAt: 0 });
+    await this.options.lifecycle.unload(name, { fromControlApi: false });
+    if (entry.state === "UNAVAILABLE")
+      entry.reason = "unloaded by the resource scheduler; the next request loads it again";
+  }
+
+  /** Models parked now (GET /v2/operon/parked). */
+  parkedModels(): string[] {
+    return [...this.parked.keys()].sort();
+  }
+
+  /** Each served model's instances now and as its config asked at load (the most over its versions), and its requests waiting in queue; operators left out. */
+  scalingState(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }> {
+    const list: Array<{ model: string; instances: number; configuredInstances: number; queued: number }> = [];
+    for (const entry of this.options.models.sorted()) {
+      const pools = [...entry.versions.values()].filter((served) => served.instances instanceof ModelInstances);
+      if (pools.length === 0) continue;
+      list.push({
+        model: entry.name,
+        instances: Math.max(...pools.map((served) => (served.instances as ModelInstances).instanceCount)),
+        configuredInstances: Math.max(
+          ...pools.map((served) => served.configuredInstances ?? instanceCountOf(served.config)),
+        ),
+        queued: pools.reduce((sum, served) => sum + (served.instances as ModelInstances).queuedCount, 0),
+      });
+    }
+    return list;
+  }
+
+  /**
+   * The failure branch of a lookup: for a parked model, starts its load
+   * (once; again only PARKED_RELOAD_BACKOFF_MS after a failed one) and
+   * returns the ModelParkedError to throw; undefined for any other model.
+   */
+  parkedFailure(name: string): ModelParkedError | undefined {
+    const parked = this.parked.get(name);
+    if (parked === undefined) return undefined;
+    const policy = this.options.parkedModels ?? DEFAULT_PARKED_MODEL_POLICY;
+    if (parked.loading === undefined && Date.now() >= parked.retryAt && !this.options.isStopped()) {
+      this.options.logger.info({ model: name }, "request for a parked model: loading it again");
+      parked.loading = this.options.lifecycle.load(name, {}, { fromControlApi: false }).then(
+        () => {
+          if (this.parked.get(name) === parked) this.parked.delete(name);
+        },
+        (error: unknown) => {
+          parked.loading = undefined;
+          parked.retryAt = Date.now() + PARKED_RELOAD_BACKOFF_MS;
+          this.options.logger.warn(
+            { model: name, err: (error as Error).message },
+            "loading a parked model on demand failed",
+          );
+        },
+      );
+    }
+    return new ModelParkedError(name, policy.retryAfterSecs, parked.loading ?? Promise.resolve());
+  }
+
+  /**
+   * After a lookup threw: for a parked model under the "wait" policy, waits
+   * (bounded) for its load and looks up again; otherwise rethrows. Callers
+   * use it only in their catch branch (off the hot path).
+   */
+  async resolveAfterLoad(error: unknown, resolve: () => ServedVersion): Promise<ServedVersion> {
+    const policy = this.options.parkedModels ?? DEFAULT_PARKED_MODEL_POLICY;
+    if (!(error instanceof ModelParkedError) || policy.mode !== "wait") throw error;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<"expired">((done) => (timer = setTimeout(() => done("expired"), policy.waitMs)));
+    try {
+      if ((await Promise.race([error.ready.then(() => "loaded" as const), expired])) === "expired") throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+    try {
+      return resolve();
+    } catch (again) {
+      throw again instanceof ModelParkedError ? again : error;
+    }
+  }
+}
