@@ -211,7 +211,7 @@ describe("operon perf", () => {
   it("refuses a malformed -H and an out-of-range --percentile as usage errors", async () => {
     const header = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "-H", "no colon here"]);
     expect(header.code).toBe(2);
-    expect(header.stderr).toMatch(/is not 'Name: value'/);
+    expect(header.stderr).toMatch(/expected 'Name: value'/);
     const percentile = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "--percentile", "100"]);
     expect(percentile.code).toBe(2);
     expect(percentile.stderr).toMatch(/not a whole number from 1 to 99/);

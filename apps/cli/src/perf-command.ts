@@ -85,6 +85,11 @@ export function perfCommand(): Command {
       "input values: zero, random, or a perf_analyzer JSON data file",
       PERF_DEFAULTS.inputData,
     )
+    .option(
+      "-H, --header <'Name: value'>",
+      "a header sent with every request (HTTP header, gRPC metadata), e.g. 'Authorization: Bearer opk_…' (repeatable)",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .option("--binary", "http: send tensors as binary data (binary_tensor_data extension; the default)")
     .option("--no-binary", "http: send tensors as JSON")
     .addOption(
@@ -105,11 +110,6 @@ export function perfCommand(): Command {
       "--percentile <p>",
       "judge stability on the p-th latency percentile (1-99) instead of the average, and report it",
       parsePercentile,
-    )
-    .option(
-      "-H, --header <header>",
-      "'Name: value' sent with every request (HTTP header / gRPC metadata), e.g. 'Authorization: Bearer <key>' (repeatable)",
-      collectHeader,
     )
     .exitOverride((error) => {
       // Help and version exit 0; every parse error is a usage error.
@@ -135,13 +135,13 @@ interface PerfFlags {
   batchSize: number;
   shape?: Record<string, number[]>;
   inputData: string;
+  header?: string[];
   binary?: boolean;
   json?: boolean;
   latencyReportFile?: string;
   verboseCsv?: boolean;
   profileExportFile?: string;
   percentile?: number;
-  header?: Record<string, string>;
   sharedMemory: "none" | "system";
   outputSharedMemorySize?: number;
 }
@@ -157,6 +157,15 @@ async function runPerfCommand(flags: PerfFlags): Promise<void> {
     );
     controller.abort();
   };
+  // Checked here, not in commander's parser: its message would repeat the whole value (an API key) on the terminal.
+  let headers: Record<string, string> | undefined;
+  try {
+    headers = flags.header === undefined ? undefined : parseHeaders(flags.header);
+  } catch (error) {
+    process.stderr.write(`error: ${messageOf(error)}\n`);
+    process.exitCode = EXIT_USAGE;
+    return;
+  }
   process.on("SIGINT", onInterrupt);
 
   const options: PerfOptions = {
@@ -175,9 +184,9 @@ async function runPerfCommand(flags: PerfFlags): Promise<void> {
     shapes: flags.shape ?? {},
     inputData: flags.inputData,
     binaryData: flags.binary !== false,
+    ...(headers !== undefined ? { headers } : {}),
     signal: controller.signal,
     ...(flags.percentile !== undefined ? { percentile: flags.percentile } : {}),
-    ...(flags.header !== undefined ? { headers: flags.header } : {}),
     sharedMemory: flags.sharedMemory,
     ...(flags.outputSharedMemorySize !== undefined ? { outputSharedMemorySize: flags.outputSharedMemorySize } : {}),
   };
@@ -254,20 +263,6 @@ function parsePercentile(value: string): number {
   return parsed;
 }
 
-/** perf_analyzer's -H 'Name: value'; header names are case-insensitive, so a repeat of one (any case) is refused. */
-function collectHeader(value: string, previous: Record<string, string> = {}): Record<string, string> {
-  const colon = value.indexOf(":");
-  const name = colon === -1 ? "" : value.slice(0, colon).trim();
-  const text = colon === -1 ? "" : value.slice(colon + 1).trim();
-  // RFC 9110 token characters; a value may not hold CR, LF or NUL (they would split the request).
-  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) || /[\r\n\0]/.test(text)) {
-    throw new InvalidArgumentError(`'${value}' is not 'Name: value' (a header name, a colon, then its value)`);
-  }
-  const key = name.toLowerCase();
-  if (key in previous) throw new InvalidArgumentError(`header '${name}' is given twice`);
-  return { ...previous, [key]: text };
-}
-
 function parsePositiveInt(value: string): number {
   const parsed = /^[0-9]+$/.test(value.trim()) ? Number(value) : NaN;
   if (!Number.isSafeInteger(parsed) || parsed < 1)
@@ -280,4 +275,29 @@ function parsePositiveNumber(value: string): number {
   if (value.trim() === "" || !Number.isFinite(parsed) || parsed <= 0)
     throw new InvalidArgumentError(`'${value}' is not a number > 0`);
   return parsed;
+}
+
+/** HTTP's token characters: what a header name may hold (RFC 9110). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** -H 'Name: value', repeatable (perf_analyzer's form; ':' separates, spaces around the value are dropped). */
+function parseHeaders(values: readonly string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const value of values) {
+    const colon = value.indexOf(":");
+    const name = colon > 0 ? value.slice(0, colon).trim() : "";
+    const text = colon > 0 ? value.slice(colon + 1).trim() : "";
+    if (!HEADER_NAME.test(name))
+      throw new Error(`-H '${shownHeader(value)}': expected 'Name: value', e.g. 'Authorization: Bearer <key>'`);
+    if (text === "" || /[\r\n\0]/.test(text)) throw new Error(`-H '${name}': the value is empty or holds a line break`);
+    headers[name.toLowerCase()] = text;
+  }
+  return headers;
+}
+
+/** The flag with its value cut off: an API key must not be printed back to the terminal. */
+function shownHeader(value: string): string {
+  const colon = value.indexOf(":");
+  if (colon >= 0) return `${value.slice(0, colon)}: …`;
+  return value.length > 8 ? `${value.slice(0, 8)}…` : value;
 }

@@ -1,3 +1,4 @@
+import { PERF_TRAFFIC_PARAMETER, PERF_TRAFFIC_VALUE } from "@operon/protocol/perf-traffic";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import type {
@@ -105,6 +106,7 @@ export class GrpcInferenceClient implements InferenceClient {
     this.client = new grpc.Client(target, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
     this.metadata = new grpc.Metadata();
     for (const [name, value] of Object.entries(options.headers ?? {})) this.metadata.set(name.toLowerCase(), value);
+    const perfTraffic = { [PERF_TRAFFIC_PARAMETER]: { string_param: PERF_TRAFFIC_VALUE } };
     const shm = options.sharedMemory;
     this.prepared = (options.inputSets ?? []).map((set, i) =>
       this.methods.ModelInfer.requestSerialize(
@@ -113,12 +115,15 @@ export class GrpcInferenceClient implements InferenceClient {
               model_name: options.model,
               model_version: this.version,
               inputs: set.map((input) => ({ name: input.name, datatype: input.datatype, shape: input.shape })),
+              // Perf traffic is not user traffic: the gateway counts it apart (perf-traffic.ts).
+              parameters: perfTraffic,
               raw_input_contents: set.map((input) => input.data),
             }
           : {
               // Tensors in shared memory: no raw_input_contents entry for them (as Triton's clients send it).
               model_name: options.model,
               model_version: this.version,
+              parameters: perfTraffic,
               inputs: set.map((input, j) => ({
                 name: input.name,
                 datatype: input.datatype,

@@ -1,3 +1,4 @@
+import { PERF_TRAFFIC_PARAMETER, PERF_TRAFFIC_VALUE } from "@operon/protocol/perf-traffic";
 import * as http from "node:http";
 import type { ModelMetadata, ModelStatistics } from "@operon/protocol/inference";
 import { bufferToJsonText } from "@operon/protocol/json-tensor-codec";
@@ -132,6 +133,8 @@ export class HttpInferenceClient implements InferenceClient {
           parameters: windowParameters(windows[i]!),
         })),
         outputs: outputs.map((output) => ({ name: output.name, parameters: windowParameters(output) })),
+        // Perf traffic is not user traffic: the gateway counts it apart (perf-traffic.ts).
+        parameters: { [PERF_TRAFFIC_PARAMETER]: PERF_TRAFFIC_VALUE },
       }),
       "utf8",
     );
@@ -160,7 +163,7 @@ export class HttpInferenceClient implements InferenceClient {
             shape: input.shape,
             parameters: { binary_data_size: input.data.length },
           })),
-          parameters: { binary_data_output: true },
+          parameters: { binary_data_output: true, [PERF_TRAFFIC_PARAMETER]: PERF_TRAFFIC_VALUE },
         }),
         "utf8",
       );
@@ -177,7 +180,7 @@ export class HttpInferenceClient implements InferenceClient {
         }
         return `{"name":${JSON.stringify(input.name)},"datatype":"${input.datatype}","shape":${JSON.stringify(input.shape)},"data":${bufferToJsonText(input)}}`;
       });
-      body = Buffer.from(`{"inputs":[${inputs.join(",")}]}`, "utf8");
+      body = Buffer.from(`{"inputs":[${inputs.join(",")}],"parameters":${PERF_TRAFFIC_PARAMETERS_JSON}}`, "utf8");
       headers["content-type"] = "application/json";
     }
     headers["content-length"] = body.length;
@@ -322,3 +325,6 @@ function errorText(body: Buffer): string {
 function statusMessage(status: number | undefined, body: Buffer): string {
   return `HTTP ${status ?? "?"}: ${errorText(body)}`;
 }
+
+/** Perf traffic is not user traffic: every request carries the tag the gateway counts apart (perf-traffic.ts). */
+const PERF_TRAFFIC_PARAMETERS_JSON = JSON.stringify({ [PERF_TRAFFIC_PARAMETER]: PERF_TRAFFIC_VALUE });

@@ -24,6 +24,8 @@ export interface InferRequest {
    * the feature costs one branch when unused.
    */
   sharedMemory?: true;
+  /** "perf": a tagged perf request from a caller allowed to tag (perf-traffic.ts), counted apart. Never from the wire. */
+  trafficClass?: "perf";
 }
 
 /**
@@ -111,6 +113,15 @@ export interface BatchStatistics {
   compute_output: DurationStat;
 }
 
+/** Tagged perf requests of a model version (perf-traffic.ts): counts and summed request durations. */
+export interface PerfTrafficCounts {
+  success_count: number;
+  success_ns: number;
+  fail_count: number;
+  fail_ns: number;
+  inference_count: number;
+}
+
 export interface ModelStatistics {
   name: string;
   version: string;
@@ -122,6 +133,8 @@ export interface ModelStatistics {
   response_stats: Record<string, unknown>;
   batch_stats: BatchStatistics[];
   memory_usage: Array<{ type: string; id: number; byte_size: number }>;
+  /** Operon's extension (HTTP only): the requests above that were tagged perf traffic (perf-traffic.ts). */
+  operon_perf_traffic?: PerfTrafficCounts;
 }
 
 /** Files uploaded with a load request: key "<version>/<path>" relative to the model dir. */

@@ -195,13 +195,16 @@ function inferenceHandlers(
       }
       const use = await sharedMemory.resolve(request, principal?.keyId ?? null);
       try {
-        const response = await engine.infer({ ...request, signal: cancelSignalOf(call) });
+        request.signal = cancelSignalOf(call);
+        const response = await engine.infer(request);
         return encodeInferResponse(await sharedMemory.writeOutputs(use, response), request.id);
       } finally {
         sharedMemory.release(use);
       }
     }
-    const response = await engine.infer({ ...request, signal: cancelSignalOf(call) });
+    // The decoded request is this call's own object: the signal goes on it in place, no copy per call.
+    request.signal = cancelSignalOf(call);
+    const response = await engine.infer(request);
     return encodeInferResponse(response, request.id);
   };
   return {
