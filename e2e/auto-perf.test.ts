@@ -128,7 +128,8 @@ describe("automatic perf reports", () => {
       expect(report.error).toBeNull();
       expect(report.status).toBe("SUCCEEDED");
       expect(report.hostLoad).toMatchObject({ requestsPerSecAtStart: 0, idleCoresAtStart: expect.any(Number) });
-      expect(report.hostLoad!.otherRequestsPerSec).toBeGreaterThan(20);
+      // Paced at 50/s by one sequential client; a busy test host serves it slower, so only its presence is checked.
+      expect(report.hostLoad!.otherRequestsPerSec).toBeGreaterThan(5);
     } finally {
       stop = true;
       await load;

@@ -1,21 +1,15 @@
 import { once } from "node:events";
 import type { Duplex } from "node:stream";
 import { asOperonError, OperonError } from "@operon/protocol/errors";
-import { ShmRingAllocator } from "@operon/protocol/shm-ring-allocator";
 import type { Tensor } from "@operon/protocol/tensor";
 import {
-  type BlsRequestMessage,
-  type BlsResponseMessage,
   type DecodedFrame,
   type ExecuteMessage,
   type FrameSink,
   FrameDecoder,
   type LoadMessage,
-  type SharedMemoryStatus,
-  SHM_MIN_TENSOR_BYTES,
   WORKER_WIRE_VERSION,
   type WorkerReplyMessage,
-  sharedRegionLayout,
   writeFrame,
 } from "@operon/protocol/worker-wire";
 import { BACKEND_API_VERSION } from "@operon/backend-api/backend-api-version";
@@ -25,20 +19,15 @@ import {
   type BackendLog,
   type BackendRequest,
   type BackendResponse,
-  type BlsCall,
-  type BlsOutcome,
   type ExecuteGuardOptions,
   type RequestBackend,
   isRequestBackend,
 } from "@operon/backend-api/backend";
 import { ExecuteWatchdog } from "./execute-watchdog.js";
+import { WorkerBlsCalls } from "./worker-bls-calls.js";
+import { WorkerShmOutputs, type WorkerSharedMemory } from "./worker-shm-outputs.js";
 
-/**
- * The shared-memory segment the gateway offered (see worker-wire): mapped
- * (the whole segment; the server splits it into its two halves), or the
- * reason it could not be, which the gateway learns in `ready`.
- */
-export type WorkerSharedMemory = { mapped: true; segment: Buffer } | { mapped: false; reason: string };
+export type { WorkerSharedMemory };
 
 export interface WorkerServerOptions {
   /** The byte stream to the gateway (fd 3 in a real worker). */
@@ -65,11 +54,10 @@ export interface WorkerServerOptions {
  * next starts: backends never see concurrent calls and replies leave in the
  * order requests arrived. Shutdown therefore finishes all earlier work first.
  *
- * With shared memory, input tensors are views into the gateway's half (no
- * copy; the gateway keeps them intact until this request's reply) and each
- * output is copied once into this worker's half, whose space the gateway
- * hands back (`release`) after copying it out. Releases are applied as they
- * arrive, ahead of the queue. An output that does not fit goes inline.
+ * With shared memory (worker-shm-outputs.ts), input tensors are views into
+ * the gateway's half (no copy; the gateway keeps them intact until this
+ * request's reply) and each output is copied once into this worker's half.
+ * Releases are applied as they arrive, ahead of the queue.
  *
  * Request-level backends (RequestBackend: the TypeScript backend) get every
  * execute waiting at the head of the queue in one call, and answer each
@@ -77,34 +65,28 @@ export interface WorkerServerOptions {
  * decoupled model `response` / `response-error` frames that may still flow
  * after the call returned and the queue moved on; an `executed` frame tells
  * the gateway that the call returned, so it can send the next requests.
- * While such a call waits on a BLS inference, the gateway's `bls-response`
- * is taken as it arrives, like `release`: it never queues behind the
- * execute that awaits it.
+ * While such a call waits on a BLS inference (worker-bls-calls.ts), the
+ * gateway's `bls-response` is taken as it arrives, like `release`: it never
+ * queues behind the execute that awaits it.
  */
 export class WorkerServer {
   private readonly decoder: FrameDecoder;
-  /** The worker -> gateway half and its allocator, when shared memory is mapped. */
-  private readonly outputs: { half: Buffer; ring: ShmRingAllocator } | undefined;
-  private readonly shmStatus: SharedMemoryStatus | undefined;
+  private readonly shm: WorkerShmOutputs;
+  private readonly bls: WorkerBlsCalls;
   private readonly queue: DecodedFrame[] = [];
   private draining = false;
   private backend: Backend | undefined;
   private shutdownRequested = false;
   private exited = false;
-  /** BLS calls sent to the gateway and not yet answered, by blsId. */
-  private readonly blsCalls = new Map<number, (outcome: BlsOutcome) => void>();
-  private nextBlsId = 1;
   /** Hang guards handed to the backend; told when the socket buffer holds a partial frame. */
   private readonly watchdogs = new Set<ExecuteWatchdog>();
   private readonly host: BackendHost = {
-    infer: (call) => this.infer(call),
+    infer: (call) => this.bls.infer(call),
     createExecuteGuard: (options) => this.createExecuteGuard(options),
-    allocateOutput: (byteLength) => this.allocateOutput(byteLength),
-    freeOutput: (buffer) => this.freeOutput(buffer),
+    allocateOutput: (byteLength) => this.shm.allocateOutput(byteLength),
+    freeOutput: (buffer) => this.shm.freeOutput(buffer),
     publishMetrics: (text) => void this.send({ type: "metrics", text }),
   };
-  /** Offsets of this worker's half handed to the backend by allocateOutput and not yet sent or freed, with their sizes. */
-  private readonly backendOutputs = new Map<number, number>();
   /** Requests handed to a request-level backend and not yet finally answered, by wire id: a `cancel` marks them. */
   private readonly liveRequests = new Map<number, { cancelled: boolean; request?: BackendRequest }>();
   /** Cancelled wire ids not (yet) handed to the backend: still queued here. */
@@ -112,25 +94,13 @@ export class WorkerServer {
   private instanceName = "";
 
   constructor(private readonly options: WorkerServerOptions) {
-    const shm = options.sharedMemory;
-    if (shm?.mapped === true) {
-      const layout = sharedRegionLayout(shm.segment.length);
-      const toWorker = shm.segment.subarray(
-        layout.toWorker.offset,
-        layout.toWorker.offset + layout.toWorker.byteLength,
-      );
-      const toGateway = shm.segment.subarray(
-        layout.toGateway.offset,
-        layout.toGateway.offset + layout.toGateway.byteLength,
-      );
-      this.decoder = new FrameDecoder({ sharedMemory: toWorker });
-      this.outputs = { half: toGateway, ring: new ShmRingAllocator(toGateway.length) };
-      this.shmStatus = { status: "mapped", byteLength: shm.segment.length };
-    } else {
-      this.decoder = new FrameDecoder();
-      this.outputs = undefined;
-      if (shm !== undefined) this.shmStatus = { status: "unavailable", reason: shm.reason };
-    }
+    this.shm = new WorkerShmOutputs(options.sharedMemory, options.log, () => this.exited);
+    this.decoder = new FrameDecoder(this.shm.decoderOptions);
+    this.bls = new WorkerBlsCalls({
+      isClosed: () => this.exited || options.channel.writableEnded,
+      send: (header, inputs) => void this.send(header, inputs, this.shm.placeOutputs(inputs)),
+      log: options.log,
+    });
   }
 
   start(): void {
@@ -144,7 +114,7 @@ export class WorkerServer {
       pid: process.pid,
       wireVersion: WORKER_WIRE_VERSION,
       backendApiVersion: BACKEND_API_VERSION.major,
-      ...(this.shmStatus !== undefined ? { shm: this.shmStatus } : {}),
+      ...(this.shm.status !== undefined ? { shm: this.shm.status } : {}),
     });
   }
 
@@ -162,12 +132,12 @@ export class WorkerServer {
     for (const frame of frames) {
       // Output space the gateway hands back is free at once, not after the queued work.
       if (frame.header.type === "release") {
-        this.releaseOutputs(frame.header.offsets);
+        this.shm.releaseOutputs(frame.header.offsets);
         continue;
       }
       // An execute may be waiting for this one: it cannot wait in the queue behind it.
       if (frame.header.type === "bls-response") {
-        this.onBlsResponse(frame);
+        this.bls.onResponse(frame);
         continue;
       }
       // The backend is still executing those requests: it must learn of this now, not after them.
@@ -176,7 +146,7 @@ export class WorkerServer {
         continue;
       }
       if (frame.header.type === "execute" && frame.header.release !== undefined)
-        this.releaseOutputs(frame.header.release);
+        this.shm.releaseOutputs(frame.header.release);
       this.queue.push(frame);
       queued = true;
     }
@@ -272,7 +242,11 @@ export class WorkerServer {
       if (this.backend === undefined)
         throw new OperonError("UNAVAILABLE", "no model instance is loaded in this worker");
       const { outputs, timing } = await this.backend.execute(inputs, message.outputNames);
-      return this.send({ type: "result", requestId: message.requestId, timing }, outputs, this.placeOutputs(outputs));
+      return this.send(
+        { type: "result", requestId: message.requestId, timing },
+        outputs,
+        this.shm.placeOutputs(outputs),
+      );
     } catch (error) {
       const failure = asOperonError(error);
       if (failure.kind === "INTERNAL")
@@ -367,7 +341,7 @@ export class WorkerServer {
             this.send(
               { type: "response", requestId, final, ...parameters },
               response.outputs,
-              this.placeOutputs(response.outputs),
+              this.shm.placeOutputs(response.outputs),
             );
           }
         } else if ("error" in response) {
@@ -381,7 +355,7 @@ export class WorkerServer {
           this.send(
             { type: "result", requestId, timing, ...parameters },
             response.outputs,
-            this.placeOutputs(response.outputs),
+            this.shm.placeOutputs(response.outputs),
           );
         }
       },
@@ -407,79 +381,6 @@ export class WorkerServer {
     }
     const backend = this.backend;
     if (running.length > 0 && backend !== undefined && isRequestBackend(backend)) backend.cancelRequests?.(running);
-  }
-
-  /** BackendHost.allocateOutput: room in this worker's half that the backend writes an output into (no copy later). */
-  private allocateOutput(byteLength: number): Buffer | undefined {
-    const shm = this.outputs;
-    if (shm === undefined || this.exited || byteLength < SHM_MIN_TENSOR_BYTES) return undefined;
-    const offset = shm.ring.allocate(byteLength);
-    if (offset === undefined) return undefined;
-    this.backendOutputs.set(offset, byteLength);
-    return shm.half.subarray(offset, offset + byteLength);
-  }
-
-  /** The offset in this worker's half of a Buffer from allocateOutput (undefined for any other Buffer). */
-  private backendOutputOffset(data: Buffer): number | undefined {
-    const shm = this.outputs;
-    if (shm === undefined || data.buffer !== shm.half.buffer) return undefined;
-    const offset = data.byteOffset - shm.half.byteOffset;
-    const size = this.backendOutputs.get(offset);
-    return size !== undefined && data.length <= size ? offset : undefined;
-  }
-
-  private freeOutput(buffer: Buffer): void {
-    const offset = this.backendOutputOffset(buffer);
-    if (offset === undefined) return;
-    this.backendOutputs.delete(offset);
-    this.outputs?.ring.release(offset);
-  }
-
-  /** BackendHost.infer: one bls-request frame, answered by the bls-response with the same blsId. */
-  private infer(call: BlsCall): Promise<BlsOutcome> {
-    if (this.exited || this.options.channel.writableEnded) {
-      return Promise.resolve({
-        error: new OperonError("UNAVAILABLE", "BLS is not available: the gateway channel is closed"),
-      });
-    }
-    const blsId = this.nextBlsId++;
-    const header: BlsRequestMessage = {
-      type: "bls-request",
-      blsId,
-      model: call.model,
-      ...(call.version !== undefined ? { version: call.version } : {}),
-      ...(call.outputNames !== undefined && call.outputNames.length > 0 ? { outputNames: call.outputNames } : {}),
-      ...(call.parameters !== undefined ? { parameters: call.parameters } : {}),
-    };
-    return new Promise((resolve) => {
-      this.blsCalls.set(blsId, resolve);
-      try {
-        this.send(header, call.inputs, this.placeOutputs(call.inputs));
-      } catch (error) {
-        this.blsCalls.delete(blsId);
-        resolve({ error: asOperonError(error) });
-      }
-    });
-  }
-
-  private onBlsResponse({ header, tensors, shmOffsets }: DecodedFrame): void {
-    const response = header as BlsResponseMessage;
-    const resolve = this.blsCalls.get(response.blsId);
-    if (resolve === undefined) {
-      this.options.log("warn", "ignoring a bls-response for an unknown call", { blsId: response.blsId });
-      return;
-    }
-    this.blsCalls.delete(response.blsId);
-    if (!response.ok) {
-      resolve({ error: new OperonError(response.kind, response.message) });
-      return;
-    }
-    // BLS outputs travel inline (the model may keep them); copy any that came otherwise, as its space is not ours.
-    resolve({
-      outputs: tensors.map((tensor, i) =>
-        shmOffsets[i] === undefined ? tensor : { ...tensor, data: Buffer.from(tensor.data) },
-      ),
-    });
   }
 
   private async createExecuteGuard(options: ExecuteGuardOptions): Promise<ExecuteWatchdog> {
@@ -512,46 +413,6 @@ export class WorkerServer {
     this.options.channel.end(() => this.exit(0));
   }
 
-  /**
-   * Copies each output that fits into this worker's shared half (one copy;
-   * the gateway copies it out and releases it). Undefined entries go inline.
-   */
-  private placeOutputs(outputs: readonly Tensor[]): Array<number | undefined> {
-    const shm = this.outputs;
-    if (shm === undefined || this.exited) return [];
-    return outputs.map((output) => {
-      // Written in place by the backend (allocateOutput): the gateway owns that range from now on.
-      const inPlace = this.backendOutputOffset(output.data);
-      if (inPlace !== undefined) {
-        this.backendOutputs.delete(inPlace);
-        return inPlace;
-      }
-      if (output.data.length < SHM_MIN_TENSOR_BYTES) return undefined;
-      const offset = shm.ring.allocate(output.data.length);
-      if (offset !== undefined) shm.half.set(output.data, offset);
-      return offset;
-    });
-  }
-
-  private releaseOutputs(offsets: unknown): void {
-    if (!Array.isArray(offsets)) {
-      this.options.log("error", "ignoring a malformed shared-memory release from the gateway", { offsets });
-      return;
-    }
-    for (const offset of offsets as number[]) {
-      try {
-        if (this.outputs === undefined) throw new RangeError("no shared memory is mapped");
-        this.outputs.ring.release(offset);
-      } catch (error) {
-        // The gateway's bookkeeping and ours disagree: that space stays in use, everything else goes on.
-        this.options.log("error", "ignoring a bad shared-memory release from the gateway", {
-          offset,
-          reason: (error as Error).message,
-        });
-      }
-    }
-  }
-
   private send(
     header: WorkerReplyMessage,
     tensors: readonly Tensor[] = [],
@@ -567,7 +428,7 @@ export class WorkerServer {
       return ok;
     } catch (error) {
       // The gateway never learns of these offsets: take them back.
-      for (const offset of shmOffsets) if (offset !== undefined) this.outputs?.ring.release(offset);
+      this.shm.takeBack(shmOffsets);
       // E.g. a result over the frame limit: report it instead of the result.
       if (header.type === "result" && tensors.length > 0) {
         const failure = asOperonError(error);

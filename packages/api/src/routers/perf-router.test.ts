@@ -243,7 +243,19 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
 
   it("marks runs a crash left RUNNING as failed when the control plane starts again", async () => {
     const orphan = await db.prisma.perfReport.create({
-      data: { targetName: "add_sub", status: "RUNNING", config: { totalSteps: 3 } },
+      data: {
+        targetName: "add_sub",
+        status: "RUNNING",
+        // A plan as start() stores it (PerfReport.config is parsed where it is read).
+        config: {
+          protocol: "http",
+          concurrencyRange: { start: 1, end: 3, step: 1 },
+          batchSize: 1,
+          measurementIntervalMs: 150,
+          maxTrials: 3,
+          totalSteps: 3,
+        },
+      },
     });
     const dir = mkdtempSync(join(tmpdir(), "operon-perf-restart-"));
     const restarted = await ControlPlane.create({

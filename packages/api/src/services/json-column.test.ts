@@ -82,7 +82,18 @@ describe.each(testDatabaseBackends())("JSON columns read through the API on $nam
 
   it("a queued perf run whose plan does not parse fails with the reason, and the queue goes on", async () => {
     const row = await db.prisma.perfReport.create({
-      data: { targetName: "bad_plan", status: "QUEUED", config: { totalSteps: "many" } },
+      data: {
+        targetName: "bad_plan",
+        status: "QUEUED",
+        config: {
+          protocol: "http",
+          concurrencyRange: { start: 1, end: 1, step: 1 },
+          batchSize: 1,
+          measurementIntervalMs: 100,
+          maxTrials: 3,
+          totalSteps: "many",
+        },
+      },
     });
     const perfRuns = h.controlPlane.services.perfRuns;
     expect(await perfRuns.resume()).toBeGreaterThanOrEqual(1);
