@@ -271,6 +271,9 @@ describe("metadata and configuration", () => {
       "parameters",
       "sequence",
       "sequence(string_id)",
+      "system_shared_memory",
+      "logging",
+      "trace",
     ]);
   });
 
@@ -676,10 +679,10 @@ describe("ModelInfer errors carry the right status and name the problem", () => 
     expect({ code: error.code, details: error.details }).toEqual({ code, details: expect.stringMatching(message) });
   });
 
-  it("SystemSharedMemoryStatus is UNIMPLEMENTED and names the missing extension", async () => {
-    const error = await rpcError("SystemSharedMemoryStatus", { name: "" });
+  it("CudaSharedMemoryStatus is UNIMPLEMENTED and names the missing extension", async () => {
+    const error = await rpcError("CudaSharedMemoryStatus", { name: "" });
     expect(error.code).toBe(grpc.status.UNIMPLEMENTED);
-    expect(error.details).toMatch(/system shared memory.*system_shared_memory/);
+    expect(error.details).toMatch(/CUDA shared memory.*cuda_shared_memory/);
   });
 
   it("the server still answers correctly after all of these", async () => {

@@ -442,6 +442,9 @@ describe("server and model metadata", () => {
       "parameters",
       "sequence",
       "sequence(string_id)",
+      "system_shared_memory",
+      "logging",
+      "trace",
     ]);
   });
 

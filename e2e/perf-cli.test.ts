@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { parsePerfReport, type PerfReport } from "@operon/perf/perf-report";
@@ -121,8 +121,10 @@ describe("operon perf", () => {
     expectSaneSteps(report);
   });
 
-  it("sends exactly --request-count requests, prints the table and writes -f", async () => {
-    const file = join(tempRepository("operon-perf-report-"), "report.json");
+  it("sends exactly --request-count requests, prints the table, writes perf_analyzer's CSV to -f and the JSON to --profile-export-file", async () => {
+    const folder = tempRepository("operon-perf-report-");
+    const file = join(folder, "report.json");
+    const csvFile = join(folder, "report.csv");
     const run = await runOperon([
       "perf",
       "-m",
@@ -135,22 +137,84 @@ describe("operon perf", () => {
       "2",
       "-b",
       "4",
+      "--percentile",
+      "75",
+      "-H",
+      "X-Operon-Test: perf",
       "-f",
+      csvFile,
+      "--profile-export-file",
       file,
     ]);
-    expect(run.code).toBe(0);
+    expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/^Concurrency: 2, throughput: [0-9.]+ infer\/sec, latency [0-9]+ usec$/m);
     expect(run.stdout).toMatch(/^Concurrency {2}Infer\/sec {2}p50 usec/m);
     const report = parsePerfReport(JSON.parse(readFileSync(file, "utf8")));
     expect(report.config).toMatchObject({
       requestCount: 40,
       batchSize: 4,
+      percentile: 75,
       inputs: [{ shape: [4, 16] }, { shape: [4, 16] }],
     });
     expect(report.steps).toHaveLength(1);
     expect(report.steps[0]).toMatchObject({ concurrency: 2, requests: 40, errors: 0, stable: true });
     expect(report.steps[0]!.throughputInferPerSec).toBeCloseTo(report.steps[0]!.throughputRequestsPerSec * 4, 0);
     expectSaneSteps(report);
+    const step = report.steps[0]!;
+    expect(step.percentileLatencyUs).toBeGreaterThanOrEqual(step.latencyUs.p50);
+    expect(step.percentileLatencyUs).toBeLessThanOrEqual(step.latencyUs.p90);
+    // perf_analyzer's CSV: its header, then one row per step with whole microseconds.
+    const [header, row, end] = readFileSync(csvFile, "utf8").split("\n");
+    expect(header).toBe(
+      "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p75 latency,p90 latency,p95 latency,p99 latency",
+    );
+    expect(end).toBe("");
+    const cells = row!.split(",");
+    expect(cells).toHaveLength(14);
+    expect(cells[0]).toBe("2");
+    expect(Number(cells[1])).toBeCloseTo(step.throughputInferPerSec, -1);
+    expect(Number(cells[9])).toBe(Math.trunc(step.latencyUs.p50));
+    expect(Number(cells[10])).toBe(Math.trunc(step.percentileLatencyUs!));
+    expect(Number(cells[6])).toBe(Math.trunc(step.server!.computeInferUs));
+  });
+
+  it("--shared-memory system sends every tensor through registered regions, over HTTP and gRPC, and leaves none behind", async () => {
+    for (const [protocol, address] of [
+      ["http", httpAddress],
+      ["grpc", server.grpcAddress],
+    ] as const) {
+      const run = await runOperon([
+        "perf",
+        "-m",
+        "add_sub",
+        "-i",
+        protocol,
+        "-u",
+        address,
+        "--shared-memory",
+        "system",
+        "--request-count",
+        "30",
+        "--json",
+      ]);
+      expect(run.code, run.stderr).toBe(0);
+      const report = parseReport(run.stdout);
+      expect(report.config).toMatchObject({ sharedMemory: "system", outputSharedMemorySize: 102400 });
+      expect(report.steps[0]).toMatchObject({ requests: 30, errors: 0 });
+      expectSaneSteps(report);
+    }
+    const status = await fetch(`http://${httpAddress}/v2/systemsharedmemory/status`);
+    expect(await status.json()).toEqual([]);
+    expect(readdirSync("/dev/shm").filter((name) => name.startsWith("operon_perf_"))).toEqual([]);
+  });
+
+  it("refuses a malformed -H and an out-of-range --percentile as usage errors", async () => {
+    const header = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "-H", "no colon here"]);
+    expect(header.code).toBe(2);
+    expect(header.stderr).toMatch(/expected 'Name: value'/);
+    const percentile = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "--percentile", "100"]);
+    expect(percentile.code).toBe(2);
+    expect(percentile.stderr).toMatch(/not a whole number from 1 to 99/);
   });
 
   it("runs open-loop request-rate steps with Poisson arrivals", async () => {

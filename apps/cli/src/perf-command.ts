@@ -5,6 +5,7 @@ import { type LoadRange, type RangeKind, parseLoadRange } from "@operon/perf/loa
 import { isPerfError, messageOf } from "@operon/perf/perf-error";
 import { progressWriter } from "@operon/perf/perf-progress";
 import { formatPerfReport } from "@operon/perf/perf-table";
+import { formatPerfAnalyzerCsv } from "@operon/perf/perf-analyzer-csv";
 import { type PerfOptions, PERF_DEFAULTS, runPerf } from "@operon/perf/run-perf";
 
 /** Exit codes: 0 done, 1 the run failed or requests failed, 2 bad flags (usage), 130 interrupted. */
@@ -16,10 +17,12 @@ const EXIT_INTERRUPTED = 130;
  * `operon perf`: a load generator in the spirit of Triton's perf_analyzer,
  * with its flag names where they exist (-m, -x, -u, -i, -b, -p, -s, -r,
  * --concurrency-range, --request-rate-range, --request-distribution,
- * --request-count, --shape, --input-data, -H, -f). Ranges are start:end:step
- * and step additively as in perf_analyzer: 1:8:2 measures 1, 3, 5, 7.
- * The table goes to stdout (or, with --json, only the PerfReport JSON);
- * progress and errors go to stderr.
+ * --request-count, --shape, --input-data, -f, --percentile, -H,
+ * --profile-export-file, --verbose-csv). Ranges are start:end:step and
+ * step additively as in perf_analyzer: 1:8:2 measures 1, 3, 5, 7. The
+ * table goes to stdout (or, with --json, only the PerfReport JSON);
+ * progress and errors go to stderr. `-f` writes perf_analyzer's CSV
+ * (perf-analyzer-csv.ts); the PerfReport JSON goes to --profile-export-file.
  */
 export function perfCommand(): Command {
   return new Command("perf")
@@ -89,8 +92,25 @@ export function perfCommand(): Command {
     )
     .option("--binary", "http: send tensors as binary data (binary_tensor_data extension; the default)")
     .option("--no-binary", "http: send tensors as JSON")
+    .addOption(
+      new Option("--shared-memory <kind>", "send tensors through registered shared memory (system) or in the requests")
+        .choices(["none", "system"])
+        .default("none"),
+    )
+    .option(
+      "--output-shared-memory-size <bytes>",
+      "--shared-memory system: bytes reserved for each output (default 102400)",
+      parsePositiveInt,
+    )
     .option("--json", "print only the PerfReport JSON on stdout")
-    .option("-f, --latency-report-file <path>", "also write the PerfReport JSON to this file")
+    .option("-f, --latency-report-file <path>", "also write perf_analyzer's CSV report to this file")
+    .option("--verbose-csv", "-f: add perf_analyzer's --verbose-csv columns")
+    .option("--profile-export-file <path>", "also write the PerfReport JSON to this file")
+    .option(
+      "--percentile <p>",
+      "judge stability on the p-th latency percentile (1-99) instead of the average, and report it",
+      parsePercentile,
+    )
     .exitOverride((error) => {
       // Help and version exit 0; every parse error is a usage error.
       process.exit(error.exitCode === 0 ? 0 : EXIT_USAGE);
@@ -119,6 +139,11 @@ interface PerfFlags {
   binary?: boolean;
   json?: boolean;
   latencyReportFile?: string;
+  verboseCsv?: boolean;
+  profileExportFile?: string;
+  percentile?: number;
+  sharedMemory: "none" | "system";
+  outputSharedMemorySize?: number;
 }
 
 async function runPerfCommand(flags: PerfFlags): Promise<void> {
@@ -161,6 +186,9 @@ async function runPerfCommand(flags: PerfFlags): Promise<void> {
     binaryData: flags.binary !== false,
     ...(headers !== undefined ? { headers } : {}),
     signal: controller.signal,
+    ...(flags.percentile !== undefined ? { percentile: flags.percentile } : {}),
+    sharedMemory: flags.sharedMemory,
+    ...(flags.outputSharedMemorySize !== undefined ? { outputSharedMemorySize: flags.outputSharedMemorySize } : {}),
   };
 
   const progress = progressWriter(process.stderr);
@@ -179,11 +207,16 @@ async function runPerfCommand(flags: PerfFlags): Promise<void> {
 
   const json = `${JSON.stringify(report, null, 2)}\n`;
   process.stdout.write(flags.json === true ? json : formatPerfReport(report));
-  if (flags.latencyReportFile !== undefined) {
+  const files: Array<[path: string | undefined, text: () => string]> = [
+    [flags.latencyReportFile, () => formatPerfAnalyzerCsv(report, { verbose: flags.verboseCsv === true })],
+    [flags.profileExportFile, () => json],
+  ];
+  for (const [path, text] of files) {
+    if (path === undefined) continue;
     try {
-      await writeFile(flags.latencyReportFile, json);
+      await writeFile(path, text());
     } catch (error) {
-      process.stderr.write(`error: cannot write ${flags.latencyReportFile}: ${messageOf(error)}\n`);
+      process.stderr.write(`error: cannot write ${path}: ${messageOf(error)}\n`);
       process.exitCode = EXIT_FAILURE;
     }
   }
@@ -221,6 +254,13 @@ function collectShape(value: string, previous: Record<string, number[]> = {}): R
   }
   if (parsed.name in previous) throw new InvalidArgumentError(`input '${parsed.name}' is given twice`);
   return { ...previous, [parsed.name]: parsed.dims };
+}
+
+function parsePercentile(value: string): number {
+  const parsed = /^[0-9]+$/.test(value.trim()) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(parsed) || parsed < 1 || parsed > 99)
+    throw new InvalidArgumentError(`'${value}' is not a whole number from 1 to 99`);
+  return parsed;
 }
 
 function parsePositiveInt(value: string): number {

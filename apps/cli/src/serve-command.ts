@@ -109,6 +109,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     defaultMaxBatchSize: flags.defaultMaxBatchSize,
     ...(flags.backendDirectory !== undefined ? { backendDirectory: flags.backendDirectory } : {}),
     backendConfig: flags.backendConfig,
+    traceConfig: flags.traceConfig,
     allowNativeUploads: flags.allowNativeUploads,
     resourceLimits: {
       maxInstancesPerModel: flags.maxInstancesPerModel,

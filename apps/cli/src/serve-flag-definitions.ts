@@ -241,6 +241,12 @@ export function addServeFlags(command: Command): Command {
         {},
       )
       .option(
+        "--trace-config <setting>",
+        "tritonserver's trace settings (repeatable): mode=opentelemetry, level=OFF|TIMESTAMPS|TENSORS, rate=N, count=N, opentelemetry,url=<OTLP/HTTP endpoint>, opentelemetry,resource=<key>=<value>, opentelemetry,bsp_schedule_delay=<ms>",
+        (value: string, previous: string[]) => [...previous, value],
+        [] as string[],
+      )
+      .option(
         "--allow-native-uploads [bool]",
         "let the load API's file: uploads bring a native backend (a .so, or a config naming a non-built-in backend); native code runs with the server's rights, so even then only the admin scope may",
         parseBool,

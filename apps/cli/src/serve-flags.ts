@@ -55,6 +55,7 @@ export const serveFlagsSchema = z.object({
   backendDirectory: z.string().optional(),
   /** --backend-config gathered per backend (parseBackendConfig). */
   backendConfig: z.record(z.string(), z.record(z.string(), z.string())),
+  traceConfig: z.array(z.string()),
   allowNativeUploads: z.boolean(),
   maxInstancesPerModel: positive,
   maxThreadsPerInstance: positive,

@@ -119,6 +119,8 @@ const operonServerOptionsSchema = z.object({
   backendDirectory: z.string().min(1).optional(),
   /** Triton's --backend-config, gathered per backend: {<name>: {<key>: <value>}}; reaches TRITONBACKEND_BackendConfig. */
   backendConfig: z.record(z.string(), z.record(z.string(), z.string())).default({}),
+  /** tritonserver's --trace-config entries, as given (observability/trace-config.ts parses them). */
+  traceConfig: z.array(z.string()).default([]),
   /**
    * Let the load API's `file:` uploads bring a native backend (a .so among
    * the files, or a config naming a non-built-in backend): native code runs

@@ -8,6 +8,12 @@ import { registerTenantMetrics } from "./admission/tenant-metrics.js";
 import { TenantShares } from "./admission/tenant-shares.js";
 import { startGrpcFrontend } from "./frontends/grpc/grpc-frontend.js";
 import { startHttpFrontend } from "./frontends/http/http-frontend.js";
+import { SystemSharedMemory } from "./frontends/shared-memory/system-shared-memory.js";
+import type { LoggingControl } from "./frontends/log-settings-api.js";
+import { LogSettings } from "./observability/log-settings.js";
+import { OpenTelemetryTracing } from "./frontends/tracing/request-tracing.js";
+import { parseTraceConfig } from "./frontends/tracing/trace-config.js";
+import { type Logger, applyLogSettings, logSettingsOf } from "./observability/logger.js";
 import { defaultMaxConnections } from "./frontends/http/connection-limits.js";
 import { DecodePool } from "./frontends/decode/decode-pool.js";
 import { GatewayMetrics } from "./observability/metrics.js";
@@ -141,6 +147,13 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
       maxDecodeMs: options.decodeTimeoutSecs * 1000,
     });
     stoppers.push(() => decodePool.close());
+    // One registry for both transports: a region registered over HTTP is usable over gRPC (as in Triton).
+    const sharedMemory = new SystemSharedMemory();
+    stoppers.push(() => sharedMemory.close());
+    const logging = loggingControlOf(logger);
+    const tracer = new OpenTelemetryTracing(parseTraceConfig(options.traceConfig), OPERON_VERSION);
+    stoppers.push(() => tracer.stop());
+    const tracing = { tracer, control: tracer.control() };
     // A model load carries its files base64-encoded in the JSON body.
     const maxLoadBodyBytes = Math.max(
       options.httpMaxBodyBytes,
@@ -165,6 +178,9 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
           perAddress: options.httpMaxConnectionsPerAddress,
         },
         maxInflateRatio: options.httpMaxInflateRatio,
+        sharedMemory,
+        logging,
+        tracing,
         ...(access !== undefined ? { access } : {}),
       });
       httpPort = http.port;
@@ -179,6 +195,9 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
           ? { maxInferMessageBytes: options.grpcInferMaxMessageBytes }
           : {}),
         logger,
+        sharedMemory,
+        logging,
+        tracing,
         ...(access !== undefined ? { access } : {}),
       });
       grpcPort = grpc.port;
@@ -299,6 +318,23 @@ function metricsAuthorizer(access: GatewayAccessPolicy | undefined): (authorizat
       );
     }
     access.authenticate(authorizationHeader, "infer");
+  };
+}
+
+/**
+ * The logging extension's control over the server's logger: the settings
+ * createLogger attached to it, or (a logger made elsewhere, as tests pass)
+ * settings of its own, which still move the logger's level.
+ */
+function loggingControlOf(logger: Logger): LoggingControl {
+  const settings = logSettingsOf(logger) ?? new LogSettings();
+  return {
+    get: () => ({ ...settings.get() }),
+    update: (changes) => {
+      const values = settings.update(changes);
+      applyLogSettings(logger, settings);
+      return { ...values };
+    },
   };
 }
 

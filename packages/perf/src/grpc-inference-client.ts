@@ -15,6 +15,7 @@ import {
   type ModelConfigSummary,
   parseServerAddress,
 } from "./inference-client.js";
+import type { SharedMemoryWindow } from "./inference-client.js";
 import { PerfError } from "./perf-error.js";
 import { PROTO_DIR } from "@operon/protocol/proto-dir";
 
@@ -52,7 +53,15 @@ type Method = grpc.MethodDefinition<object, unknown>;
 export class GrpcInferenceClient implements InferenceClient {
   private readonly client: grpc.Client;
   private readonly target: string;
-  private readonly methods: Record<"ModelInfer" | "ModelMetadata" | "ModelConfig" | "ModelStatistics", Method>;
+  private readonly methods: Record<
+    | "ModelInfer"
+    | "ModelMetadata"
+    | "ModelConfig"
+    | "ModelStatistics"
+    | "SystemSharedMemoryRegister"
+    | "SystemSharedMemoryUnregister",
+    Method
+  >;
   private readonly prepared: Buffer[];
   private readonly controlTimeoutMs: number;
   private readonly version: string;
@@ -84,6 +93,8 @@ export class GrpcInferenceClient implements InferenceClient {
       return found;
     };
     this.methods = {
+      SystemSharedMemoryRegister: method("SystemSharedMemoryRegister"),
+      SystemSharedMemoryUnregister: method("SystemSharedMemoryUnregister"),
       ModelInfer: method("ModelInfer"),
       ModelMetadata: method("ModelMetadata"),
       ModelConfig: method("ModelConfig"),
@@ -95,15 +106,33 @@ export class GrpcInferenceClient implements InferenceClient {
     this.client = new grpc.Client(target, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
     this.metadata = new grpc.Metadata();
     for (const [name, value] of Object.entries(options.headers ?? {})) this.metadata.set(name.toLowerCase(), value);
-    this.prepared = (options.inputSets ?? []).map((set) =>
-      this.methods.ModelInfer.requestSerialize({
-        model_name: options.model,
-        model_version: this.version,
-        inputs: set.map((input) => ({ name: input.name, datatype: input.datatype, shape: input.shape })),
-        // Perf traffic is not user traffic: the gateway counts it apart (perf-traffic.ts).
-        parameters: { [PERF_TRAFFIC_PARAMETER]: { string_param: PERF_TRAFFIC_VALUE } },
-        raw_input_contents: set.map((input) => input.data),
-      }),
+    const perfTraffic = { [PERF_TRAFFIC_PARAMETER]: { string_param: PERF_TRAFFIC_VALUE } };
+    const shm = options.sharedMemory;
+    this.prepared = (options.inputSets ?? []).map((set, i) =>
+      this.methods.ModelInfer.requestSerialize(
+        shm === undefined
+          ? {
+              model_name: options.model,
+              model_version: this.version,
+              inputs: set.map((input) => ({ name: input.name, datatype: input.datatype, shape: input.shape })),
+              // Perf traffic is not user traffic: the gateway counts it apart (perf-traffic.ts).
+              parameters: perfTraffic,
+              raw_input_contents: set.map((input) => input.data),
+            }
+          : {
+              // Tensors in shared memory: no raw_input_contents entry for them (as Triton's clients send it).
+              model_name: options.model,
+              model_version: this.version,
+              parameters: perfTraffic,
+              inputs: set.map((input, j) => ({
+                name: input.name,
+                datatype: input.datatype,
+                shape: input.shape,
+                parameters: windowParameters(shm.inputs[i]![j]!),
+              })),
+              outputs: shm.outputs.map((output) => ({ name: output.name, parameters: windowParameters(output) })),
+            },
+      ),
     );
   }
 
@@ -153,6 +182,14 @@ export class GrpcInferenceClient implements InferenceClient {
       model_stats?: WireStatistics[];
     };
     return (response.model_stats ?? []).map(statistics);
+  }
+
+  async registerSystemSharedMemory(name: string, key: string, byteSize: number): Promise<void> {
+    await this.control("SystemSharedMemoryRegister", { name, key, offset: 0, byte_size: byteSize });
+  }
+
+  async unregisterSystemSharedMemory(name: string): Promise<void> {
+    await this.control("SystemSharedMemoryUnregister", { name });
   }
 
   close(): void {
@@ -275,5 +312,14 @@ function statistics(wire: WireStatistics): ModelStatistics {
       }),
     ),
     memory_usage: [],
+  };
+}
+
+/** A tensor's shared-memory window as InferParameter entries. */
+function windowParameters(window: SharedMemoryWindow): Record<string, object> {
+  return {
+    shared_memory_region: { string_param: window.region },
+    shared_memory_byte_size: { int64_param: window.byteSize },
+    shared_memory_offset: { int64_param: window.offset },
   };
 }

@@ -12,6 +12,7 @@ import {
   parseServerAddress,
 } from "./inference-client.js";
 import type { PreparedInputSet } from "./input-data.js";
+import type { SharedMemoryWindow } from "./inference-client.js";
 import { PerfError, messageOf } from "./perf-error.js";
 
 interface PreparedHttpRequest {
@@ -51,7 +52,10 @@ export class HttpInferenceClient implements InferenceClient {
     // Metadata and statistics calls use their own socket, never one the load is waiting for.
     this.controlAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const binary = options.binaryData ?? true;
-    this.prepared = (options.inputSets ?? []).map((set) => this.prepare(set, binary));
+    const shm = options.sharedMemory;
+    this.prepared = (options.inputSets ?? []).map((set, i) =>
+      shm === undefined ? this.prepare(set, binary) : this.prepareSharedMemory(set, shm.inputs[i]!, shm.outputs),
+    );
   }
 
   infer(): Promise<void> {
@@ -114,6 +118,39 @@ export class HttpInferenceClient implements InferenceClient {
     this.controlAgent.destroy();
   }
 
+  /** A JSON request whose tensors are all windows of registered shared-memory regions. */
+  private prepareSharedMemory(
+    set: PreparedInputSet,
+    windows: readonly SharedMemoryWindow[],
+    outputs: ReadonlyArray<SharedMemoryWindow & { name: string }>,
+  ): PreparedHttpRequest {
+    const body = Buffer.from(
+      JSON.stringify({
+        inputs: set.map((input, i) => ({
+          name: input.name,
+          datatype: input.datatype,
+          shape: input.shape,
+          parameters: windowParameters(windows[i]!),
+        })),
+        outputs: outputs.map((output) => ({ name: output.name, parameters: windowParameters(output) })),
+        // Perf traffic is not user traffic: the gateway counts it apart (perf-traffic.ts).
+        parameters: { [PERF_TRAFFIC_PARAMETER]: PERF_TRAFFIC_VALUE },
+      }),
+      "utf8",
+    );
+    return {
+      body,
+      options: {
+        agent: this.agent,
+        host: this.address.host,
+        port: this.address.port,
+        method: "POST",
+        path: `${this.modelPath}/infer`,
+        headers: { ...this.options.headers, "content-type": "application/json", "content-length": body.length },
+      },
+    };
+  }
+
   private prepare(set: PreparedInputSet, binary: boolean): PreparedHttpRequest {
     let body: Buffer;
     const headers: http.OutgoingHttpHeaders = { ...this.options.headers };
@@ -160,22 +197,44 @@ export class HttpInferenceClient implements InferenceClient {
     };
   }
 
+  async registerSystemSharedMemory(name: string, key: string, byteSize: number): Promise<void> {
+    await this.controlJson("POST", `/v2/systemsharedmemory/region/${encodeURIComponent(name)}/register`, {
+      key,
+      offset: 0,
+      byte_size: byteSize,
+    });
+  }
+
+  async unregisterSystemSharedMemory(name: string): Promise<void> {
+    await this.controlJson("POST", `/v2/systemsharedmemory/region/${encodeURIComponent(name)}/unregister`, {});
+  }
+
   /** GET <model path><suffix> as JSON, with errors mapped to PerfError codes. */
   private getModelJson(suffix: string): Promise<unknown> {
-    const path = `${this.modelPath}${suffix}`;
+    return this.controlJson("GET", `${this.modelPath}${suffix}`);
+  }
+
+  /** A control call (JSON in and out; an empty answer is undefined), with errors mapped to PerfError codes. */
+  private controlJson(method: "GET" | "POST", path: string, payload?: unknown): Promise<unknown> {
+    const data = payload === undefined ? undefined : Buffer.from(JSON.stringify(payload), "utf8");
     return new Promise<unknown>((resolve, reject) => {
-      const request = http.get(
+      const request = http.request(
         {
           agent: this.controlAgent,
           host: this.address.host,
           port: this.address.port,
+          method,
           path,
-          headers: { ...this.options.headers, accept: "application/json" },
+          headers: {
+            ...this.options.headers,
+            accept: "application/json",
+            ...(data !== undefined ? { "content-type": "application/json", "content-length": data.length } : {}),
+          },
         },
         (response) => {
           readBody(response).then((body) => {
             const status = response.statusCode ?? 0;
-            if (status === 404) {
+            if (status === 404 && path.startsWith(this.modelPath)) {
               reject(
                 new PerfError(
                   "MODEL_NOT_FOUND",
@@ -184,20 +243,28 @@ export class HttpInferenceClient implements InferenceClient {
               );
             } else if (status !== 200) {
               reject(
-                new PerfError("SERVER_ERROR", `GET ${path} at ${this.baseUrl} failed: ${statusMessage(status, body)}`),
+                new PerfError(
+                  "SERVER_ERROR",
+                  `${method} ${path} at ${this.baseUrl} failed: ${statusMessage(status, body)}`,
+                ),
               );
+            } else if (body.length === 0) {
+              resolve(undefined);
             } else {
               try {
                 resolve(JSON.parse(body.toString("utf8")));
               } catch (error) {
                 reject(
-                  new PerfError("SERVER_ERROR", `GET ${path} at ${this.baseUrl} did not answer JSON`, { cause: error }),
+                  new PerfError("SERVER_ERROR", `${method} ${path} at ${this.baseUrl} did not answer JSON`, {
+                    cause: error,
+                  }),
                 );
               }
             }
           }, reject);
         },
       );
+      request.end(data);
       request.setTimeout(this.controlTimeoutMs, () => {
         request.destroy(
           new PerfError(
@@ -224,6 +291,14 @@ export class HttpInferenceClient implements InferenceClient {
       });
     });
   }
+}
+
+function windowParameters(window: SharedMemoryWindow): Record<string, string | number> {
+  return {
+    shared_memory_region: window.region,
+    shared_memory_byte_size: window.byteSize,
+    shared_memory_offset: window.offset,
+  };
 }
 
 function readBody(response: http.IncomingMessage): Promise<Buffer> {

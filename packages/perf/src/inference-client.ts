@@ -17,6 +17,9 @@ export interface InferenceClient {
   modelConfig(): Promise<ModelConfigSummary>;
   /** The statistics extension's entries for the model (every version unless one was given). */
   modelStatistics(): Promise<ModelStatistics[]>;
+  /** The system shared-memory extension: register a POSIX shm object (key "/name") as region `name`. */
+  registerSystemSharedMemory(name: string, key: string, byteSize: number): Promise<void>;
+  unregisterSystemSharedMemory(name: string): Promise<void>;
   /** Closes connections; idempotent. In-flight calls may fail. */
   close(): void;
 }
@@ -50,6 +53,8 @@ export interface InferenceClientOptions {
    * (lower-cased) names. For a gateway that wants `authorization: Bearer <key>`.
    */
   headers?: Readonly<Record<string, string>>;
+  /** --shared-memory system: requests name these windows instead of carrying tensor bytes (perf-shared-memory.ts). */
+  sharedMemory?: PerfSharedMemoryPlan;
 }
 
 export const DEFAULT_CONTROL_TIMEOUT_MS = 10_000;
@@ -108,4 +113,19 @@ const CONNECT_ERROR_CODES = new Set([
 export function isConnectError(error: unknown): boolean {
   const code = (error as { code?: unknown } | undefined)?.code;
   return typeof code === "string" && CONNECT_ERROR_CODES.has(code);
+}
+
+/** A tensor's window in a registered system shared-memory region. */
+export interface SharedMemoryWindow {
+  region: string;
+  offset: number;
+  byteSize: number;
+}
+
+/** Where each prepared request's tensors are, with --shared-memory system (perf-shared-memory.ts makes it). */
+export interface PerfSharedMemoryPlan {
+  /** Per prepared request, per input (in the set's order): where its bytes are. */
+  inputs: SharedMemoryWindow[][];
+  /** Every model output, each with its own window. */
+  outputs: Array<SharedMemoryWindow & { name: string }>;
 }

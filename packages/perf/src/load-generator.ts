@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { LatencyRecorder } from "./latency-stats.js";
+import { LatencyRecorder, percentileOfSorted } from "./latency-stats.js";
 import { messageOf } from "./perf-error.js";
 import type { RequestDistribution } from "./perf-report.js";
 
@@ -33,6 +33,8 @@ export interface MeasurementPolicy {
   requestCount?: number;
   /** Inferences per request, for throughput in infer/sec. */
   batchSize: number;
+  /** perf_analyzer's --percentile: stability is judged on this latency percentile instead of the average. */
+  percentile?: number;
 }
 
 export interface WindowMeasurement<S> {
@@ -73,16 +75,24 @@ export const MAX_ERROR_SAMPLES = 5;
 export interface WindowFigures {
   throughputInferPerSec: number;
   avgLatencyUs: number;
+  /** The latency stability is judged on: the --percentile one when given, else the average. */
+  stabilityLatencyUs?: number;
 }
 
 export function windowFigures(
   window: { requests: number; durationMs: number; latencies: LatencyRecorder },
   batchSize: number,
+  percentile?: number,
 ): WindowFigures {
   const seconds = window.durationMs / 1000;
+  const avgLatencyUs = window.latencies.mean();
   return {
     throughputInferPerSec: seconds > 0 ? (window.requests * batchSize) / seconds : 0,
-    avgLatencyUs: window.latencies.mean(),
+    avgLatencyUs,
+    stabilityLatencyUs:
+      percentile === undefined
+        ? avgLatencyUs
+        : percentileOfSorted(Float64Array.from(window.latencies.view()).sort(), percentile),
   };
 }
 
@@ -94,7 +104,10 @@ export function windowFigures(
 export function isStable(windows: readonly WindowFigures[], percentage: number, count = STABILITY_WINDOWS): boolean {
   if (windows.length < count) return false;
   const last = windows.slice(-count);
-  for (const pick of [(w: WindowFigures) => w.throughputInferPerSec, (w: WindowFigures) => w.avgLatencyUs]) {
+  for (const pick of [
+    (w: WindowFigures) => w.throughputInferPerSec,
+    (w: WindowFigures) => w.stabilityLatencyUs ?? w.avgLatencyUs,
+  ]) {
     const values = last.map(pick);
     const mean = values.reduce((sum, value) => sum + value, 0) / values.length;
     if (!(mean > 0)) return false;
@@ -156,7 +169,7 @@ async function measureWindows<S>(
       const measured: WindowMeasurement<S> = { ...window, durationMs, serverBefore: before, serverAfter: after };
       before = after;
       windows.push(measured);
-      figures.push(windowFigures(measured, policy.batchSize));
+      figures.push(windowFigures(measured, policy.batchSize, policy.percentile));
       stable = isStable(figures, policy.stabilityPercentage);
       observer.onWindow?.(measured, windows.length - 1, stable);
       if (stable) break;

@@ -48,6 +48,12 @@ export interface PerfReportConfig {
   maxTrials: number;
   /** Set in request-count mode: each step sent exactly this many requests, measured as one window. */
   requestCount?: number;
+  /** --percentile: stability was judged on this latency percentile (each step reports it as percentileLatencyUs). */
+  percentile?: number;
+  /** --shared-memory system: tensors went through registered POSIX shared memory, not the request bodies. */
+  sharedMemory?: "system";
+  /** With sharedMemory: bytes reserved per output. */
+  outputSharedMemorySize?: number;
   /** The sweep: exactly one of the two ranges is set, matching `mode`. */
   concurrencyRange?: LoadRange;
   requestRateRange?: LoadRange;
@@ -66,6 +72,8 @@ export interface PerfStepResult {
   throughputRequestsPerSec: number;
   /** Client-side latency of the successful requests, send to response end. */
   latencyUs: LatencySummary;
+  /** The latency at config.percentile (set when the run had --percentile). */
+  percentileLatencyUs?: number;
   /** Successful requests in the merged windows. */
   requests: number;
   /** Failed requests in the merged windows. */

@@ -8,10 +8,15 @@ import {
 } from "./inference-client.js";
 import { createInferenceClient } from "./create-inference-client.js";
 import { type InputDataSource, prepareInputSets, resolveInputSpecs } from "./input-data.js";
-import { LatencyRecorder, round1, summarizeLatencies } from "./latency-stats.js";
+import { LatencyRecorder, percentileOfSorted, round1, summarizeLatencies } from "./latency-stats.js";
 import { type LoadSetting, type StepMeasurement, measureStep, windowFigures } from "./load-generator.js";
 import { type LoadRange, expandLoadRange, validateLoadRange } from "./load-range.js";
 import { PerfError, messageOf } from "./perf-error.js";
+import {
+  DEFAULT_OUTPUT_SHARED_MEMORY_BYTES,
+  type PerfSharedMemory,
+  setUpSystemSharedMemory,
+} from "./perf-shared-memory.js";
 import type { PerfProgress } from "./perf-progress.js";
 import {
   PERF_REPORT_SCHEMA_VERSION,
@@ -64,6 +69,12 @@ export interface PerfOptions {
   signal?: AbortSignal;
   /** Sent with every request (HTTP headers / gRPC metadata), e.g. `{ authorization: "Bearer <key>" }`; never written to the report. */
   headers?: Readonly<Record<string, string>>;
+  /** perf_analyzer's --percentile (1-99): stability uses this latency percentile, and each step reports it. */
+  percentile?: number;
+  /** perf_analyzer's --shared-memory: "system" sends every tensor through registered POSIX shared memory. */
+  sharedMemory?: "none" | "system";
+  /** --output-shared-memory-size: bytes reserved per output with --shared-memory system (default 102400). */
+  outputSharedMemorySize?: number;
 }
 
 export const PERF_DEFAULTS = {
@@ -99,6 +110,9 @@ export interface ResolvedPerfOptions {
   shapes: Record<string, number[]>;
   inputData: string;
   binaryData: boolean;
+  percentile: number | undefined;
+  sharedMemory: "none" | "system";
+  outputSharedMemorySize: number;
 }
 
 export function resolvePerfOptions(options: PerfOptions): ResolvedPerfOptions {
@@ -139,7 +153,16 @@ export function resolvePerfOptions(options: PerfOptions): ResolvedPerfOptions {
     shapes: { ...(options.shapes ?? {}) },
     inputData: options.inputData ?? PERF_DEFAULTS.inputData,
     binaryData: options.binaryData ?? PERF_DEFAULTS.binaryData,
+    percentile: options.percentile === undefined ? undefined : percentileOption(options.percentile),
+    sharedMemory: options.sharedMemory ?? "none",
+    outputSharedMemorySize: positiveInteger(
+      options.outputSharedMemorySize ?? DEFAULT_OUTPUT_SHARED_MEMORY_BYTES,
+      "--output-shared-memory-size",
+    ),
   };
+  if (resolved.sharedMemory !== "none" && resolved.sharedMemory !== "system") {
+    throw bad(`--shared-memory must be none or system, got '${String(resolved.sharedMemory)}' (cuda is not offered)`);
+  }
   if (!(resolved.stabilityPercentage > 0) || !Number.isFinite(resolved.stabilityPercentage)) {
     throw bad(`--stability-percentage must be a number > 0, got ${resolved.stabilityPercentage}`);
   }
@@ -171,6 +194,7 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
 
   const control = await createInferenceClient(resolved.protocol, clientOptions);
   let loadClient: InferenceClient | undefined;
+  let shm: PerfSharedMemory | undefined;
   try {
     const metadata = await control.modelMetadata();
     const { maxBatchSize } = await control.modelConfig();
@@ -184,8 +208,13 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
     const shapes = { ...resolved.shapes };
     for (const spec of specs) if (spec.suggested === true) shapes[spec.name] = spec.dims;
     const inputSets = prepareInputSets(specs, resolved.batchSize, source);
+    if (resolved.sharedMemory === "system") {
+      const outputs = metadata.outputs.map((output) => output.name);
+      shm = await setUpSystemSharedMemory(control, inputSets, outputs, resolved.outputSharedMemorySize);
+    }
     loadClient = await createInferenceClient(resolved.protocol, {
       ...clientOptions,
+      ...(shm !== undefined ? { sharedMemory: shm.plan } : {}),
       inputSets,
       maxConnections: resolved.mode === "concurrency" ? Math.max(...loads) : Infinity,
     });
@@ -219,7 +248,7 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
         snapshot: () => probe.snapshot(),
         ...(options.signal ? { signal: options.signal } : {}),
         onWindow: (window, index, stable) => {
-          const figures = windowFigures(window, resolved.batchSize);
+          const figures = windowFigures(window, resolved.batchSize, resolved.percentile);
           hooks.onProgress?.({
             phase: "window",
             stepIndex,
@@ -235,7 +264,8 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
         },
       });
       // An interrupted step keeps the windows it completed (reported as not stable).
-      if (measurement.windows.length > 0) steps.push(stepOf(load, measurement, resolved.batchSize));
+      if (measurement.windows.length > 0)
+        steps.push(stepOf(load, measurement, resolved.batchSize, resolved.percentile));
       if (measurement.aborted) break;
     }
 
@@ -260,6 +290,10 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
         stabilityPercentage: resolved.stabilityPercentage,
         maxTrials: resolved.maxTrials,
         ...(resolved.requestCount !== undefined ? { requestCount: resolved.requestCount } : {}),
+        ...(resolved.percentile !== undefined ? { percentile: resolved.percentile } : {}),
+        ...(resolved.sharedMemory === "system"
+          ? { sharedMemory: "system" as const, outputSharedMemorySize: resolved.outputSharedMemorySize }
+          : {}),
         ...(resolved.mode === "concurrency"
           ? { concurrencyRange: resolved.range }
           : { requestRateRange: resolved.range, requestDistribution: resolved.requestDistribution }),
@@ -269,6 +303,7 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
     };
   } finally {
     loadClient?.close();
+    await shm?.release();
     control.close();
   }
 }
@@ -278,6 +313,7 @@ export function stepOf(
   load: LoadSetting,
   measurement: StepMeasurement<ServerStatsSnapshot>,
   batchSize: number,
+  percentile?: number,
 ): PerfStep {
   const merged = measurement.windows.slice(measurement.mergedFrom);
   const latencies = new LatencyRecorder();
@@ -314,6 +350,9 @@ export function stepOf(
     throughputInferPerSec: seconds > 0 ? round2((requests * batchSize) / seconds) : 0,
     throughputRequestsPerSec: seconds > 0 ? round2(requests / seconds) : 0,
     latencyUs: summarizeLatencies(latencies.view()),
+    ...(percentile !== undefined
+      ? { percentileLatencyUs: round1(percentileOfSorted(Float64Array.from(latencies.view()).sort(), percentile)) }
+      : {}),
     requests,
     errors,
     errorSamples: measurement.errorSamples,
@@ -358,6 +397,13 @@ async function warmUp(client: InferenceClient, options: ResolvedPerfOptions): Pr
 function defaultVersion(versions: readonly string[]): string {
   const sorted = [...versions].sort((a, b) => (Number(a) || 0) - (Number(b) || 0) || a.localeCompare(b));
   return sorted[sorted.length - 1] ?? "";
+}
+
+function percentileOption(value: number): number {
+  if (!Number.isSafeInteger(value) || value < 1 || value > 99) {
+    throw bad(`--percentile must be a whole number from 1 to 99, got ${value}`);
+  }
+  return value;
 }
 
 function positiveInteger(value: number, flag: string): number {

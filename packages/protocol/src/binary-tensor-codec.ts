@@ -194,6 +194,13 @@ export function encodeInferResponseBody(
   for (const output of response.outputs) {
     const request = requested?.get(output.name);
     if (requested !== undefined && request === undefined) continue;
+    // An output written to a shared-memory region travels without its bytes (name, datatype, shape), as Triton sends it.
+    if (request?.parameters?.["shared_memory_region"] !== undefined) {
+      outputTexts.push(
+        `{"name":${JSON.stringify(output.name)},"datatype":${JSON.stringify(output.datatype)},"shape":${JSON.stringify(output.shape)}}`,
+      );
+      continue;
+    }
     const perOutput = request?.parameters?.["binary_data"];
     const binary = typeof perOutput === "boolean" ? perOutput : options.binaryDataOutput === true;
     const head = `{"name":${JSON.stringify(output.name)},"datatype":${JSON.stringify(output.datatype)},"shape":${JSON.stringify(output.shape)}`;

@@ -17,6 +17,13 @@ export interface InferRequest {
   signal?: CancelSignal;
   /** The caller's tenant (from its API key's grant) for traffic shares; undefined = the anonymous tenant. Never from the wire. */
   tenantId?: string;
+  /**
+   * Set by a frontend's decoder when an input or a requested output names a
+   * shared-memory region (shared_memory_region): the frontend resolves those
+   * before the engine sees the request. Absent on every other request, so
+   * the feature costs one branch when unused.
+   */
+  sharedMemory?: true;
   /** "perf": a tagged perf request from a caller allowed to tag (perf-traffic.ts), counted apart. Never from the wire. */
   trafficClass?: "perf";
 }

@@ -45,6 +45,9 @@ export const SERVER_EXTENSIONS = [
   "parameters",
   "sequence",
   "sequence(string_id)",
+  "system_shared_memory",
+  "logging",
+  "trace",
 ];
 
 /**

@@ -4,6 +4,7 @@ import type { Logger } from "@operon/protocol/logger";
 import type { CancelSignal } from "@operon/protocol/inference";
 import { Cancellation } from "../../engine/cancellation.js";
 import { logRequestFailure, requestFailureOf } from "../failure-log.js";
+import { requestIdOf } from "../request-id.js";
 
 /** What every gRPC handler shares: the caller's key, unary calls answered with a status, cancellation, the logger. */
 
@@ -34,27 +35,43 @@ export function unary<Req, Res>(
       .then(() => fn(call.request, call))
       .then(
         (value) => callback(null, value),
-        (error: unknown) => callback(statusOf(error, call.getPath(), logger)),
+        (error: unknown) => callback(statusOf(error, call.getPath(), logger, requestIdOf(metadataText(call.metadata)))),
       );
   };
 }
 
-/** Logged at its kind's level; a bug's text stays in the log, the client gets INTERNAL with a fixed text (as over HTTP). */
-export function statusOf(error: unknown, method: string, logger?: Logger): Partial<grpc.StatusObject> {
+/**
+ * Logged at its kind's level; a bug's text stays in the log, the client gets INTERNAL with a fixed text (as over HTTP).
+ * With a request id (the caller's x-request-id metadata, or a new one), the log line carries it and so does the
+ * status's trailing metadata, so the client can find its failure in the server's log.
+ */
+export function statusOf(
+  error: unknown,
+  method: string,
+  logger?: Logger,
+  requestId?: string,
+): Partial<grpc.StatusObject> {
   const failure = requestFailureOf(error);
   logRequestFailure(
     logger,
     isOperonError(error) ? failure : { ...failure, message: "gRPC call failed unexpectedly" },
     error,
-    { method },
+    requestId !== undefined ? { method, requestId } : { method },
   );
+  const retryAfter = error instanceof OperonError ? error.retryAfterSecs : undefined;
+  if (requestId === undefined && retryAfter === undefined)
+    return { code: grpcStatusOf(failure.kind), details: failure.message };
+  const metadata = new grpc.Metadata();
+  if (requestId !== undefined) metadata.set("x-request-id", requestId);
   // A retry hint (a tenant over its share) travels as `retry-after` metadata, in seconds, as over HTTP.
-  if (error instanceof OperonError && error.retryAfterSecs !== undefined) {
-    const metadata = new grpc.Metadata();
-    metadata.set("retry-after", String(error.retryAfterSecs));
-    return { code: grpcStatusOf(failure.kind), details: failure.message, metadata };
-  }
-  return { code: grpcStatusOf(failure.kind), details: failure.message };
+  if (retryAfter !== undefined) metadata.set("retry-after", String(retryAfter));
+  return { code: grpcStatusOf(failure.kind), details: failure.message, metadata };
+}
+
+/** The first value of a text metadata entry (x-request-id), if any. */
+function metadataText(metadata: grpc.Metadata): string | undefined {
+  const value = metadata.get("x-request-id")[0];
+  return typeof value === "string" ? value : undefined;
 }
 
 /** The request's signal: aborted when the client cancels the call (a Cancellation: cheaper per call than an AbortController). */

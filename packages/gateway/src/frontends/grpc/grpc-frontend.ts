@@ -21,6 +21,13 @@ import {
   type RepositoryRequest,
 } from "./grpc-wire.js";
 import { uploadedLibraries } from "@operon/protocol/uploaded-libraries";
+import type { SystemSharedMemory } from "../shared-memory/system-shared-memory.js";
+import { sharedMemoryHandlers } from "./grpc-shared-memory.js";
+import type { LoggingControl } from "../log-settings-api.js";
+import { logSettingsResponse, type WireSettingValue } from "./grpc-log-settings.js";
+import type { RequestTracer, TraceControl } from "../tracing-api.js";
+import { traceCarrierOf, traceSettingResponse } from "./grpc-trace-setting.js";
+import type { InferRequest } from "@operon/protocol/inference";
 
 export interface GrpcFrontendOptions {
   host: string;
@@ -46,6 +53,12 @@ export interface GrpcFrontendOptions {
    * RepositoryModelUnload. Every other RPC: infer.
    */
   access?: GatewayAccessPolicy;
+  /** System shared-memory regions (shared with HTTP); undefined = those RPCs answer UNSUPPORTED. */
+  sharedMemory?: SystemSharedMemory;
+  /** The logging extension (LogSettings, admin); undefined = UNSUPPORTED. */
+  logging?: LoggingControl;
+  /** The trace extension (ModelInfer spans; TraceSetting needs admin); undefined = UNSUPPORTED. */
+  tracing?: { tracer: RequestTracer; control: TraceControl };
 }
 
 export interface GrpcFrontend {
@@ -71,7 +84,16 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
   const watches = new Set<() => void>();
   server.addService(
     serviceOf(definition, INFERENCE_SERVICE),
-    inferenceHandlers(engine, decoding, deferred, options.access, options.logger),
+    inferenceHandlers(
+      engine,
+      decoding,
+      deferred,
+      options.access,
+      options.logger,
+      options.sharedMemory,
+      options.logging,
+      options.tracing,
+    ),
   );
   server.addService(
     serviceOf(definition, HEALTH_SERVICE),
@@ -130,7 +152,10 @@ function inferenceHandlers(
   decoding: GrpcInferDecoding,
   deferred: GrpcDeferredDecoding,
   access: GatewayAccessPolicy | undefined,
-  logger?: Logger,
+  logger: Logger | undefined,
+  sharedMemory: SystemSharedMemory | undefined,
+  logging: LoggingControl | undefined,
+  tracing: { tracer: RequestTracer; control: TraceControl } | undefined,
 ): grpc.UntypedServiceImplementation {
   const authorize = (call: grpc.ServerUnaryCall<unknown, unknown>, need: AccessNeed): Principal | null =>
     access?.authorize(authorizationOf(call.metadata), need) ?? null;
@@ -159,6 +184,29 @@ function inferenceHandlers(
         `${what} is not supported: this server does not offer the '${extension}' extension`,
       );
     });
+  const inferOne = async (
+    request: InferRequest,
+    call: grpc.ServerUnaryCall<RawInferMessage, unknown>,
+    principal: Principal | null,
+  ): Promise<object> => {
+    if (request.sharedMemory === true) {
+      if (sharedMemory === undefined) {
+        throw new OperonError("UNSUPPORTED", "this server does not offer the 'system_shared_memory' extension");
+      }
+      const use = await sharedMemory.resolve(request, principal?.keyId ?? null);
+      try {
+        request.signal = cancelSignalOf(call);
+        const response = await engine.infer(request);
+        return encodeInferResponse(await sharedMemory.writeOutputs(use, response), request.id);
+      } finally {
+        sharedMemory.release(use);
+      }
+    }
+    // The decoded request is this call's own object: the signal goes on it in place, no copy per call.
+    request.signal = cancelSignalOf(call);
+    const response = await engine.infer(request);
+    return encodeInferResponse(response, request.id);
+  };
   return {
     ServerLive: open("ServerLive", () => ({ live: engine.isLive() })),
     ServerReady: open("ServerReady", () => ({ ready: engine.isReady() })),
@@ -174,10 +222,25 @@ function inferenceHandlers(
       const request = await decoding.decode(r);
       checkShadowModelAccess(principal, request.modelName, "infer");
       applyKeyPriority(engine, request, principal);
-      // The decoded request is this call's own object: the signal goes on it in place, no copy per call.
-      request.signal = cancelSignalOf(call);
-      const response = await engine.infer(request);
-      return encodeInferResponse(response, request.id);
+      // The trace extension's one branch for an untraced call.
+      if (tracing?.tracer.enabled === true) {
+        const trace = tracing.tracer.start(request.modelName, traceCarrierOf(call.metadata), "grpc");
+        if (trace !== undefined) {
+          if (request.id !== undefined) trace.attributes({ "operon.request_id": request.id });
+          const endInfer = trace.step("engine (queue + compute)");
+          try {
+            const answer = await inferOne(request, call, principal);
+            endInfer();
+            trace.end();
+            return answer;
+          } catch (error) {
+            endInfer();
+            trace.end(error);
+            throw error;
+          }
+        }
+      }
+      return inferOne(request, call, principal);
     }),
     ModelStreamInfer: streamInfer(engine, decoding, access, logger),
     ModelConfig: guarded("infer", "ModelConfig", (r: NameVersion) => ({
@@ -231,21 +294,42 @@ function inferenceHandlers(
       });
       return {};
     }),
-    SystemSharedMemoryStatus: unsupported("SystemSharedMemoryStatus", "system shared memory", "system_shared_memory"),
-    SystemSharedMemoryRegister: unsupported(
-      "SystemSharedMemoryRegister",
-      "system shared memory",
-      "system_shared_memory",
-    ),
-    SystemSharedMemoryUnregister: unsupported(
-      "SystemSharedMemoryUnregister",
-      "system shared memory",
-      "system_shared_memory",
-    ),
+    ...(sharedMemory !== undefined
+      ? sharedMemoryHandlers(sharedMemory, guarded)
+      : {
+          SystemSharedMemoryStatus: unsupported(
+            "SystemSharedMemoryStatus",
+            "system shared memory",
+            "system_shared_memory",
+          ),
+          SystemSharedMemoryRegister: unsupported(
+            "SystemSharedMemoryRegister",
+            "system shared memory",
+            "system_shared_memory",
+          ),
+          SystemSharedMemoryUnregister: unsupported(
+            "SystemSharedMemoryUnregister",
+            "system shared memory",
+            "system_shared_memory",
+          ),
+        }),
     CudaSharedMemoryStatus: unsupported("CudaSharedMemoryStatus", "CUDA shared memory", "cuda_shared_memory"),
     CudaSharedMemoryRegister: unsupported("CudaSharedMemoryRegister", "CUDA shared memory", "cuda_shared_memory"),
     CudaSharedMemoryUnregister: unsupported("CudaSharedMemoryUnregister", "CUDA shared memory", "cuda_shared_memory"),
-    TraceSetting: unsupported("TraceSetting", "trace settings", "trace"),
-    LogSettings: unsupported("LogSettings", "log settings", "logging"),
+    TraceSetting:
+      tracing !== undefined
+        ? guarded(
+            "admin",
+            "TraceSetting",
+            (r: { settings?: Record<string, { value?: string[] }>; model_name?: string }) =>
+              traceSettingResponse(tracing.control, r.model_name || undefined, r.settings ?? {}),
+          )
+        : unsupported("TraceSetting", "trace settings", "trace"),
+    LogSettings:
+      logging !== undefined
+        ? guarded("admin", "LogSettings", (r: { settings?: Record<string, WireSettingValue> }) =>
+            logSettingsResponse(logging, r.settings ?? {}),
+          )
+        : unsupported("LogSettings", "log settings", "logging"),
   };
 }

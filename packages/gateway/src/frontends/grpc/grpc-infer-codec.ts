@@ -18,39 +18,72 @@ import type { WireInferRequest, WireInput, WireParameter, WireParameters } from 
 export function decodeInferRequest(message: WireInferRequest, allowReserved: readonly string[] = []): InferRequest {
   const inputs = message.inputs ?? [];
   const raw = message.raw_input_contents ?? [];
-  if (raw.length > 0 && raw.length !== inputs.length) {
+  const inputParameters = inputs.map((input) => decodeParameters(input.parameters, `input '${input.name}': `));
+  // Inputs in shared memory have no raw_input_contents entry (Triton's clients send one per other input, in order).
+  let sharedMemory = false;
+  for (const parameters of inputParameters) if (parameters[SHM_REGION] !== undefined) sharedMemory = true;
+  const rawInputs = sharedMemory ? inputParameters.filter((p) => p[SHM_REGION] === undefined).length : inputs.length;
+  if (raw.length > 0 && raw.length !== rawInputs) {
     throw new OperonError(
       "INVALID_ARG",
-      `expected ${inputs.length} raw_input_contents (one per input, in order), got ${raw.length}`,
+      `expected ${rawInputs} raw_input_contents (one per input not in shared memory, in order), got ${raw.length}`,
     );
   }
-  const outputs: RequestedOutput[] = (message.outputs ?? []).map((output) =>
-    withParameters({ name: output.name }, decodeParameters(output.parameters, `output '${output.name}': `)),
-  );
+  const outputs: RequestedOutput[] = (message.outputs ?? []).map((output) => {
+    const parameters = decodeParameters(output.parameters, `output '${output.name}': `);
+    if (parameters[SHM_REGION] !== undefined) sharedMemory = true;
+    return withParameters({ name: output.name }, parameters);
+  });
   const parameters = decodeParameters(message.parameters, "");
   // The same rules as HTTP's (priority, timeout, reserved triton_ keys).
   checkReservedParameters(parameters, allowReserved);
+  let next = 0;
   return {
     modelName: message.model_name,
     ...(message.model_version ? { modelVersion: message.model_version } : {}),
     ...(message.id ? { id: message.id } : {}),
     parameters,
-    inputs: inputs.map((input, i) => decodeInput(input, raw.length > 0 ? raw[i] : undefined)),
+    inputs: inputs.map((input, i) => {
+      const own = inputParameters[i]!;
+      if (own[SHM_REGION] !== undefined) return sharedMemoryInput(input, own);
+      return decodeInput(input, raw.length > 0 ? raw[next++] : undefined, own);
+    }),
     ...(outputs.length > 0 ? { outputs } : {}),
+    ...(sharedMemory ? { sharedMemory: true as const } : {}),
   };
 }
 
-function decodeInput(input: WireInput, raw: Buffer | undefined): InferInput {
+const SHM_REGION = "shared_memory_region";
+
+/** An input whose bytes are in a shared-memory region: the frontend reads them before the engine sees it. */
+function sharedMemoryInput(input: WireInput, parameters: InferParameters): InferInput {
   const { name } = input;
+  if (input.contents != null && Object.values(input.contents).some((v) => Array.isArray(v) && v.length > 0)) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `input '${name}': contents must not be set when it names a shared_memory_region`,
+    );
+  }
   const datatype = input.datatype;
   if (!isDataType(datatype)) throw new OperonError("INVALID_ARG", `input '${name}': unknown datatype '${datatype}'`);
-  const shape = input.shape.map((dim) => {
+  return { name, datatype, shape: decodeShape(input), data: Buffer.alloc(0), parameters };
+}
+
+function decodeShape(input: WireInput): number[] {
+  return input.shape.map((dim) => {
     const n = typeof dim === "number" ? dim : Number(dim);
     if (!Number.isSafeInteger(n) || n < 0) {
-      throw new OperonError("INVALID_ARG", `input '${name}': invalid shape dimension ${dim}`);
+      throw new OperonError("INVALID_ARG", `input '${input.name}': invalid shape dimension ${dim}`);
     }
     return n;
   });
+}
+
+function decodeInput(input: WireInput, raw: Buffer | undefined, parameters: InferParameters): InferInput {
+  const { name } = input;
+  const datatype = input.datatype;
+  if (!isDataType(datatype)) throw new OperonError("INVALID_ARG", `input '${name}': unknown datatype '${datatype}'`);
+  const shape = decodeShape(input);
   let data: Buffer;
   if (raw !== undefined) {
     if (input.contents != null) {
@@ -61,7 +94,7 @@ function decodeInput(input: WireInput, raw: Buffer | undefined): InferInput {
   } else {
     data = tensorDataFromContents({ name, datatype, shape }, input.contents ?? {});
   }
-  return withParameters({ name, datatype, shape, data }, decodeParameters(input.parameters, `input '${name}': `));
+  return withParameters({ name, datatype, shape, data }, parameters);
 }
 
 function withParameters<T extends object>(

@@ -116,6 +116,12 @@ export function streamInfer(
         message = { model_name: request.modelName, model_version: request.modelVersion ?? "", id: request.id ?? "" };
         emptyFinal = takeEmptyFinalFlag(request.parameters);
         applyKeyPriority(engine, request, principal);
+        if (request.sharedMemory === true) {
+          throw new OperonError(
+            "UNSUPPORTED",
+            "ModelStreamInfer does not read or write shared-memory tensors; use ModelInfer",
+          );
+        }
       } catch (error) {
         write(errorReply(names ?? peekInferRequestNames(raw.raw), error));
         return;

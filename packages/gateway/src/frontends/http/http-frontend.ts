@@ -31,6 +31,11 @@ import { logRequestFailure } from "../failure-log.js";
 import { type RouteParams, Router } from "./http-router.js";
 import { EventStream } from "./http-sse.js";
 import type { Logger } from "@operon/protocol/logger";
+import type { SharedMemoryUse, SystemSharedMemory } from "../shared-memory/system-shared-memory.js";
+import { sharedMemoryRoutes } from "./http-shared-memory.js";
+import type { LoggingControl } from "../log-settings-api.js";
+import type { RequestTrace, RequestTracer, TraceControl } from "../tracing-api.js";
+import { requestIdOf } from "../request-id.js";
 import { uploadedLibraries } from "@operon/protocol/uploaded-libraries";
 
 /**
@@ -91,6 +96,12 @@ export interface HttpFrontendOptions {
   connections?: ConnectionLimits;
   /** A gzip/deflate body may inflate to at most this many times its size; default 100. */
   maxInflateRatio?: number;
+  /** System shared-memory regions (shared with gRPC); undefined = the extension's routes answer 404. */
+  sharedMemory?: SystemSharedMemory;
+  /** The logging extension (GET|POST /v2/logging, admin); undefined = 404. */
+  logging?: LoggingControl;
+  /** The trace extension: the tracer /infer consults (one flag while tracing is off) and its settings API. */
+  tracing?: { tracer: RequestTracer; control: TraceControl };
 }
 
 export interface HttpFrontend {
@@ -101,6 +112,9 @@ export interface HttpFrontend {
 }
 
 const DEFAULT_GRACE_MS = 5000;
+
+/** A shared-memory register body is three short fields, a logging body six: both fit in this. */
+const SHARED_MEMORY_BODY_BYTES = 64 * 1024;
 
 /** Node's default: a request (headers and body) must arrive within 5 minutes whatever its rate. */
 const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
@@ -116,6 +130,8 @@ interface RequestContext {
   params: RouteParams;
   /** The API key the request was authorized with; null when anonymous (or no access policy). */
   principal: Principal | null;
+  /** Triton's request `id` once an infer body is decoded: failure logs carry it beside the request id. */
+  inferId?: string;
   /** Set by the load route: what the audit log says of the load. */
   loadDetails?: { configOverride: boolean; files: string[]; nativeLibraries?: Array<{ file: string; sha256: string }> };
 }
@@ -168,6 +184,10 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
     decodePool,
     reading,
     maxBytesElements,
+    sharedMemory: options.sharedMemory,
+    logging: options.logging,
+    tracer: options.tracing?.tracer,
+    traceControl: options.tracing?.control,
   });
   const access = options.access;
   let closing = false;
@@ -191,6 +211,10 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
     });
     const method = req.method ?? "GET";
     const path = pathOf(req.url);
+    // Every request has an id for its log lines, returned to the client: the caller's X-Request-Id, or a new one.
+    const requestId = requestIdOf(req.headers["x-request-id"]);
+    res.setHeader("X-Request-Id", requestId);
+    let context: RequestContext | undefined;
     try {
       const match = router.match(method, path);
       if (match.kind === "not-found") {
@@ -205,7 +229,7 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
       const { need, handler } = match.handler;
       const principal = need === "open" || access === undefined ? null : access.authorize(authorizationOf(req), need);
       if (need !== "open") checkShadowModelAccess(principal, match.params["model"], need);
-      const context: RequestContext = { req, res, life, params: match.params, principal };
+      context = { req, res, life, params: match.params, principal };
       await handler(context);
       if (need === "admin" && access !== undefined) {
         const event = modelControlEventOf(method, path, context);
@@ -213,11 +237,18 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
       }
     } catch (error) {
       if (error instanceof ClientClosedError) {
-        logger.info({ method, path }, error.message);
+        logger.info({ method, path, requestId }, error.message);
         return;
       }
       const report = reportOf(error);
-      logRequestFailure(logger, report, error, { method, path, status: report.status });
+      const id = context?.inferId;
+      logRequestFailure(logger, report, error, {
+        method,
+        path,
+        status: report.status,
+        requestId,
+        ...(id !== undefined ? { id } : {}),
+      });
       sendError(res, report.status, report.message, report.headers, report.kind);
     }
   };
@@ -282,6 +313,10 @@ interface RouterOptions {
   maxLoadBodyBytes: number;
   rawInputShape: NonNullable<HttpFrontendOptions["rawInputShape"]>;
   logger: Logger;
+  sharedMemory: SystemSharedMemory | undefined;
+  logging: LoggingControl | undefined;
+  tracer: RequestTracer | undefined;
+  traceControl: TraceControl | undefined;
 }
 
 function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Route> {
@@ -389,6 +424,51 @@ function buildRouter(engine: InferenceEngine, options: RouterOptions): Router<Ro
     await parkModelOf(engine)(modelOf(params));
     sendEmpty(res, 200);
   });
+  // The shared-memory extension: any caller that may infer registers its own regions (see system-shared-memory.ts).
+  if (options.sharedMemory !== undefined) {
+    for (const [method, path, handler] of sharedMemoryRoutes(options.sharedMemory)) {
+      add(method, path, "infer", async ({ req, res, params, principal }) => {
+        const answer = await handler({
+          region: params["region"],
+          owner: principal?.keyId ?? null,
+          peer: req.socket.remoteAddress,
+          readJson: () => readJson(req, res, SHARED_MEMORY_BODY_BYTES),
+        });
+        if (answer === undefined) sendEmpty(res, 200);
+        else sendJson(res, 200, answer);
+      });
+    }
+  }
+  // The logging extension: the server's log settings are the host's business, so both need what admin routes need.
+  const logging = options.logging;
+  if (logging !== undefined) {
+    add("GET", "/v2/logging", "admin", ({ res }) => sendJson(res, 200, logging.get()));
+    add("POST", "/v2/logging", "admin", async ({ req, res }) => {
+      const body = await readJson(req, res, SHARED_MEMORY_BODY_BYTES);
+      if (body === null || typeof body !== "object" || Array.isArray(body)) {
+        throw new OperonError("INVALID_ARG", "the logging request body must be a JSON object of settings");
+      }
+      sendJson(res, 200, logging.update(body as Record<string, unknown>));
+    });
+  }
+  // The trace extension: anyone who may infer reads the settings; changing them (tracing costs) needs admin.
+  const traceControl = options.traceControl;
+  if (traceControl !== undefined) {
+    const traceRoutes: Array<[path: string, model: (params: RouteParams) => string | undefined]> = [
+      ["/v2/trace/setting", () => undefined],
+      ["/v2/models/:model/trace/setting", (params) => params["model"]],
+    ];
+    for (const [path, model] of traceRoutes) {
+      add("GET", path, "infer", ({ res, params }) => sendJson(res, 200, traceControl.get(model(params))));
+      add("POST", path, "admin", async ({ req, res, params }) => {
+        const body = await readJson(req, res, SHARED_MEMORY_BODY_BYTES);
+        if (body === null || typeof body !== "object" || Array.isArray(body)) {
+          throw new OperonError("INVALID_ARG", "the trace setting request body must be a JSON object of settings");
+        }
+        sendJson(res, 200, traceControl.update(model(params), body as Record<string, unknown>));
+      });
+    }
+  }
   add("GET", "/v2/operon/parked", "admin", ({ res }) => sendJson(res, 200, { models: engine.parkedModels?.() ?? [] }));
   add("GET", "/v2/operon/scaling", "admin", ({ res }) =>
     sendJson(res, 200, { models: engine.scalingState?.() ?? [], parked: engine.parkedModels?.() ?? [] }),
@@ -484,15 +564,110 @@ async function readJsonBody(
 }
 
 async function handleInfer(engine: InferenceEngine, options: RouterOptions, context: RequestContext): Promise<void> {
-  const { req, res, principal } = context;
-  const { request, binaryDataOutput } = await readInferRequest(options, context);
-  applyKeyPriority(engine, request, principal);
+  // The trace extension's one branch for an untraced request.
+  if (options.tracer?.enabled === true) return handleTracedInfer(engine, options, context, options.tracer);
+  return handleUntracedInfer(engine, options, context);
+}
 
+async function handleUntracedInfer(
+  engine: InferenceEngine,
+  options: RouterOptions,
+  context: RequestContext,
+): Promise<void> {
+  const { principal } = context;
+  const { request, binaryDataOutput } = await readInferRequest(options, context);
+  if (request.id !== undefined) context.inferId = request.id;
+  applyKeyPriority(engine, request, principal);
+  let shared: SharedMemoryUse | undefined;
+  if (request.sharedMemory === true) shared = await resolveSharedMemory(options, request, principal);
+  try {
+    await inferAndRespond(engine, request, binaryDataOutput, context, shared, options.sharedMemory, undefined);
+  } finally {
+    if (shared !== undefined) options.sharedMemory!.release(shared);
+  }
+}
+
+/** handleInfer while tracing is on: the same steps, each a span when this request is sampled. */
+async function handleTracedInfer(
+  engine: InferenceEngine,
+  options: RouterOptions,
+  context: RequestContext,
+  tracer: RequestTracer,
+): Promise<void> {
+  const { req, params, principal } = context;
+  const trace = tracer.start(
+    params["model"]!,
+    { traceparent: headerText(req.headers["traceparent"]), tracestate: headerText(req.headers["tracestate"]) },
+    "http",
+  );
+  // Not sampled: as if tracing were off.
+  if (trace === undefined) return handleUntracedInfer(engine, options, context);
+  let shared: SharedMemoryUse | undefined;
+  try {
+    const endDecode = trace.step("decode request");
+    const { request, binaryDataOutput } = await readInferRequest(options, context);
+    endDecode();
+    if (request.id !== undefined) {
+      context.inferId = request.id;
+      trace.attributes({ "operon.request_id": request.id });
+    }
+    if (trace.tensors) trace.attributes(tensorAttributes(request));
+    applyKeyPriority(engine, request, principal);
+    if (request.sharedMemory === true) {
+      const endShm = trace.step("read shared memory");
+      shared = await resolveSharedMemory(options, request, principal);
+      endShm();
+    }
+    await inferAndRespond(engine, request, binaryDataOutput, context, shared, options.sharedMemory, trace);
+    trace.end();
+  } catch (error) {
+    trace.end(error);
+    throw error;
+  } finally {
+    if (shared !== undefined) options.sharedMemory!.release(shared);
+  }
+}
+
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** trace_level TENSORS: what the request's tensors are (names, datatypes, shapes; never their values). */
+function tensorAttributes(request: InferRequest): Record<string, string> {
+  const attributes: Record<string, string> = {};
+  for (const input of request.inputs) {
+    attributes[`operon.input.${input.name}`] = `${input.datatype}[${input.shape.join(",")}]`;
+  }
+  return attributes;
+}
+
+async function resolveSharedMemory(
+  options: RouterOptions,
+  request: InferRequest,
+  principal: Principal | null,
+): Promise<SharedMemoryUse> {
+  if (options.sharedMemory === undefined) {
+    throw new OperonError("UNSUPPORTED", "this server does not offer the 'system_shared_memory' extension");
+  }
+  return options.sharedMemory.resolve(request, principal?.keyId ?? null);
+}
+
+async function inferAndRespond(
+  engine: InferenceEngine,
+  request: InferRequest,
+  binaryDataOutput: boolean,
+  context: RequestContext,
+  shared: SharedMemoryUse | undefined,
+  sharedMemory: SystemSharedMemory | undefined,
+  trace: RequestTrace | undefined,
+): Promise<void> {
   // The engine may queue the request for a while: if the client gives up
   // meanwhile, the signal lets it drop the work instead of computing for nobody.
+  const { res } = context;
   const gone = clientGone(context);
   request.signal = gone.signal;
   let response;
+  const endInfer = trace?.step("engine (queue + compute)");
   try {
     response = await engine.infer(request);
   } catch (error) {
@@ -500,8 +675,10 @@ async function handleInfer(engine: InferenceEngine, options: RouterOptions, cont
     throw error;
   } finally {
     gone.dispose();
+    endInfer?.();
   }
   if (gone.closed) throw new ClientClosedError("client closed the connection before the inference finished");
+  if (shared !== undefined) response = await sharedMemory!.writeOutputs(shared, response);
 
   // The response is the engine's fresh object: the client's id goes on it in place.
   if (response.id === undefined && request.id !== undefined) response.id = request.id;
@@ -641,6 +818,12 @@ async function handleEventStream(
     request = await decodeGenerateRequest(engine, options, context);
   } else {
     ({ request } = await readInferRequest(options, context));
+    if (request.sharedMemory === true) {
+      throw new OperonError(
+        "UNSUPPORTED",
+        "infer_stream does not read or write shared-memory tensors; use /infer (or gRPC ModelInfer)",
+      );
+    }
     // Events are JSON: outputs never travel as binary here.
     outputs = request.outputs?.map(({ name }) => ({ name }));
   }

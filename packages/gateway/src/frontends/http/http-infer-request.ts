@@ -72,10 +72,20 @@ export function decodeInferJson(json: unknown, binary: Buffer | undefined, targe
 
   const headers = decodeInputHeaders(body["inputs"]);
   const chunks = binaryChunks(headers, binary);
-  const inputs = headers.map((header, i) => toInferInput(header, chunks[i]));
+  let sharedMemory = false;
+  const inputs = headers.map((header, i) => {
+    // No data and no binary chunk: the input names a shared-memory region (checked above); the frontend reads it.
+    if (header.data === undefined && chunks[i] === undefined) {
+      sharedMemory = true;
+      return sharedMemoryInput(header);
+    }
+    return toInferInput(header, chunks[i]);
+  });
   const outputs = decodeRequestedOutputs(body["outputs"]);
+  if (outputs?.some((output) => output.parameters?.["shared_memory_region"] !== undefined)) sharedMemory = true;
 
   const request: InferRequest = { ...target, parameters, inputs };
+  if (sharedMemory) request.sharedMemory = true;
   if (id !== undefined) request.id = id;
   if (outputs !== undefined) request.outputs = outputs;
   return { request, binaryDataOutput };
@@ -127,7 +137,14 @@ function decodeInputHeaders(value: unknown): InputHeader[] {
         `input '${name}' has both 'data' and a binary_data_size parameter; send one or the other`,
       );
     }
-    if (binaryDataSize === undefined && data === undefined) {
+    const inSharedMemory = parameters?.["shared_memory_region"] !== undefined;
+    if (inSharedMemory && (data !== undefined || binaryDataSize !== undefined)) {
+      throw new OperonError(
+        "INVALID_ARG",
+        `input '${name}' names a shared_memory_region and also carries data; send one or the other`,
+      );
+    }
+    if (binaryDataSize === undefined && data === undefined && !inSharedMemory) {
       throw invalidField(`${path}.data`, `is missing for input '${name}', which has no binary_data_size parameter`);
     }
     return {
@@ -173,6 +190,17 @@ function toInferInput(header: InputHeader, chunk: Buffer | undefined): InferInpu
   if (chunk !== undefined && elementByteSize(datatype) !== undefined) assertTensorByteSize(input);
   if (header.parameters !== undefined) input.parameters = header.parameters;
   return input;
+}
+
+function sharedMemoryInput(header: InputHeader): InferInput {
+  const { name, datatype, shape } = header;
+  return {
+    name,
+    datatype,
+    shape,
+    data: Buffer.alloc(0),
+    ...(header.parameters ? { parameters: header.parameters } : {}),
+  };
 }
 
 function decodeRequestedOutputs(value: unknown): RequestedOutput[] | undefined {
