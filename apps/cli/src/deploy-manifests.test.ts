@@ -25,6 +25,7 @@ import { serveFlagsSchema } from "./serve-flags.js";
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
 const KUBERNETES = join(ROOT, "deploy/kubernetes");
 const CLI = join(ROOT, "apps/cli/dist/main.js");
+const flagsDefaultHttpPort = 8000;
 
 type Manifest = Record<string, any>;
 
@@ -172,7 +173,7 @@ describe("deploy/kubernetes against the Kubernetes schemas", () => {
         }
       }
     }
-    expect(validated).toBeGreaterThanOrEqual(11);
+    expect(validated).toBe(10); // the base's 9 objects and the ServingRuntime
     for (const variant of ["base", "variants/gpu", "variants/hpa-queue-time"]) {
       for (const manifest of build(join(KUBERNETES, variant))) validate(manifest, variant);
     }
@@ -291,6 +292,8 @@ describe("deploy/kubernetes against what the server reads and serves", () => {
         server!.once("exit", () => rejectBanner(new Error(`server exited:\n${output}`)));
       });
       const [, httpUrl, metricsUrl] = banner;
+      // The server took its ports from the variables (0 = free ports), not its defaults.
+      expect(new URL(httpUrl!.replace(/,$/, "")).port).not.toBe(String(flagsDefaultHttpPort));
       for (const probe of [gateway.livenessProbe, gateway.readinessProbe, gateway.startupProbe]) {
         const response = await fetch(`${httpUrl!.replace(/,$/, "")}${probe.httpGet.path}`);
         expect(response.status, probe.httpGet.path).toBe(200);
@@ -299,8 +302,6 @@ describe("deploy/kubernetes against what the server reads and serves", () => {
       const metrics = await fetch(metricsUrl!.replace(/\/metrics$/, monitor.path));
       expect(metrics.status).toBe(200);
       expect(await metrics.text()).toContain("nv_");
-      // Poll mode came from the ConfigMap: the server says which mode it runs in.
-      expect(values.OPERON_MODEL_CONTROL_MODE).toBe("poll");
     }, 60_000);
   });
 });
