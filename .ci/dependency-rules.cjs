@@ -7,10 +7,12 @@
 // @operon/testing and, for the API's harness, the gateway and worker):
 //   protocol, native, db      → nothing of ours
 //   testing, model-config, perf, operator-spec, backend-api → protocol
-//   worker                    → protocol, backend-api, native
+//   steps                     → protocol, backend-api (the built-in step library; its step-catalog is browser-safe)
+//   worker                    → protocol, backend-api, native, steps
 //   gateway                   → protocol, model-config, operator-spec, native   (never worker, never backend-api:
 //                               what backends and models are written against stays on the worker's side)
-//   api                       → protocol, model-config, operator-spec, perf, db (never gateway/worker at run time)
+//   api                       → protocol, model-config, operator-spec, perf, db, steps (its pure modules only:
+//                               step-catalog, pipeline-plan; never gateway/worker at run time)
 //   console                   → api, for types only; operator-spec (pure, browser-safe: the spec format the editor draws)
 //   apps/cli                  → any package
 //   nothing imports apps/ or e2e/
@@ -23,6 +25,7 @@ const PACKAGES = [
   "operator-spec",
   "perf",
   "protocol",
+  "steps",
   "testing",
   "worker",
 ];
@@ -101,9 +104,18 @@ module.exports = {
     onlyImports("perf", ["protocol"]),
     onlyImports("operator-spec", ["protocol"]),
     onlyImports("backend-api", ["protocol"]),
-    onlyImports("worker", ["protocol", "backend-api", "native"]),
+    onlyImports("steps", ["protocol", "backend-api"]),
+    onlyImports("worker", ["protocol", "backend-api", "native", "steps"]),
     onlyImports("gateway", ["protocol", "model-config", "operator-spec", "native"]),
-    onlyImports("api", ["protocol", "model-config", "operator-spec", "perf", "db"]),
+    onlyImports("api", ["protocol", "model-config", "operator-spec", "perf", "db", "steps"]),
+    {
+      name: "api-imports-only-pure-steps",
+      comment:
+        "The control plane checks step pipelines with @operon/steps' pure modules (step-catalog, pipeline-plan); the implementations (sharp, the tokenizer) run in worker processes only",
+      severity: "error",
+      from: { path: "^packages/api/", pathNot: TEST },
+      to: { path: "^packages/steps/", pathNot: "^packages/steps/src/(step-catalog|pipeline-plan|step-tensor)\\.ts$" },
+    },
     {
       name: "gateway-and-worker-share-only-protocol",
       comment:

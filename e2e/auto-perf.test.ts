@@ -97,6 +97,45 @@ describe("automatic perf reports", () => {
     ).toEqual(["perf.queue", "perf.start", "perf.finish"]);
   }, 120_000);
 
+  it("runs while other models serve a steady 50 requests/s, and records that background load (issue 27 item 3)", async () => {
+    // Before: the gate waited for <= 1 request/s of *all* traffic, so this report waited maxWaitSecs and failed.
+    await admin.client.perf.updateSettings.mutate({ maxWaitSecs: 20 });
+    const body = JSON.stringify({
+      inputs: ["INPUT0", "INPUT1"].map((name) => ({
+        name,
+        datatype: "FP32",
+        shape: [1, 16],
+        data: Array.from({ length: 16 }, (_, i) => i),
+      })),
+    });
+    let stop = false;
+    let served = 0;
+    const load = (async () => {
+      const started = Date.now();
+      while (!stop) {
+        const response = await fetch(`${server.httpUrl}/v2/models/add_sub/infer`, { method: "POST", body });
+        if (response.ok) served += 1;
+        await response.arrayBuffer();
+        // About 50 requests/s, paced from the start so a slow request does not lower the rate.
+        const due = started + served * 20;
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - Date.now())));
+      }
+    })();
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      expect(await upload(admin, "auto_busy")).toMatchObject({ version: 1 });
+      const report = await latestDone(admin, "auto_busy", "1");
+      expect(report.error).toBeNull();
+      expect(report.status).toBe("SUCCEEDED");
+      expect(report.hostLoad).toMatchObject({ requestsPerSecAtStart: 0, idleCoresAtStart: expect.any(Number) });
+      expect(report.hostLoad!.otherRequestsPerSec).toBeGreaterThan(20);
+    } finally {
+      stop = true;
+      await load;
+    }
+    expect(served).toBeGreaterThan(100);
+  }, 120_000);
+
   it("turned off, an upload queues nothing", async () => {
     expect(await admin.client.perf.updateSettings.mutate({ enabled: false })).toMatchObject({ enabled: false });
     await upload(admin, "auto_off");

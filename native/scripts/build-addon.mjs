@@ -47,7 +47,7 @@ const log = `${result.stdout ?? ""}${result.stderr ?? ""}${result.error ? `\n${r
 
 if (result.status === 0) {
   console.log(
-    `${tag} built build/Release/operon_native.node (native shared-memory transport available) and build/Release/operon_tritonhost.node (the worker's binding to libtritonserver.so)`,
+    `${tag} built build/Release/operon_native.node (native shared-memory transport available), build/Release/operon_tritonhost.node (the worker's binding to libtritonserver.so) and build/Release/operon_nvml.node (GPU metrics through NVML)`,
   );
   process.exit(0);
 }

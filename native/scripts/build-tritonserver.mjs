@@ -165,9 +165,15 @@ targets.push({
   name: "operon-backend-host",
   output: path.join(out, "bin", "operon-backend-host"),
   sources: [...files(path.join(root, "tritonserver", "test"), ".cc"), path.join(cudaDir, "cuda-reference.cc")],
-  extra: [...files(path.join(root, "tritonserver", "test"), ".h"), path.join(cudaDir, "cuda-reference.h"), lib],
-  args: ["-I", cudaDir, "-Wl,-rpath,$ORIGIN/../lib"],
-  libs: [`-L${libDir}`, "-ltritonserver", "-lpthread"],
+  extra: [
+    ...files(path.join(root, "tritonserver", "test"), ".h"),
+    path.join(cudaDir, "cuda-reference.h"),
+    path.join(root, "src", "nvml-reader.h"),
+    lib,
+  ],
+  // nvml-check uses the gateway addon's NVML reader (native/src/nvml-reader.h).
+  args: ["-I", cudaDir, "-I", path.join(root, "src"), "-Wl,-rpath,$ORIGIN/../lib"],
+  libs: [`-L${libDir}`, "-ltritonserver", "-lpthread", "-ldl"],
 });
 
 const mtime = (f) => (existsSync(f) ? statSync(f).mtimeMs : Number.POSITIVE_INFINITY);
@@ -245,7 +251,7 @@ for (const t of targets) {
           ? await run(nvccArgs(t, q.src, q.obj), nvcc)
           : await run([
               ...common,
-              ...(t.backend ? ["-O3", "-ffp-contract=off", "-I", path.join(root, "tritonserver", "src")] : []),
+              ...(t.name === "operon-backend-host" ? ["-I", cudaDir, "-I", path.join(root, "src")] : []),
               ...(t.name === "operon-backend-host" ? ["-I", cudaDir] : []),
               "-c",
               q.src,

@@ -16,7 +16,7 @@ const EXIT_INTERRUPTED = 130;
  * `operon perf`: a load generator in the spirit of Triton's perf_analyzer,
  * with its flag names where they exist (-m, -x, -u, -i, -b, -p, -s, -r,
  * --concurrency-range, --request-rate-range, --request-distribution,
- * --request-count, --shape, --input-data, -f). Ranges are start:end:step
+ * --request-count, --shape, --input-data, -H, -f). Ranges are start:end:step
  * and step additively as in perf_analyzer: 1:8:2 measures 1, 3, 5, 7.
  * The table goes to stdout (or, with --json, only the PerfReport JSON);
  * progress and errors go to stderr.
@@ -82,6 +82,11 @@ export function perfCommand(): Command {
       "input values: zero, random, or a perf_analyzer JSON data file",
       PERF_DEFAULTS.inputData,
     )
+    .option(
+      "-H, --header <'Name: value'>",
+      "a header sent with every request (HTTP header, gRPC metadata), e.g. 'Authorization: Bearer opk_…' (repeatable)",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
     .option("--binary", "http: send tensors as binary data (binary_tensor_data extension; the default)")
     .option("--no-binary", "http: send tensors as JSON")
     .option("--json", "print only the PerfReport JSON on stdout")
@@ -110,6 +115,7 @@ interface PerfFlags {
   batchSize: number;
   shape?: Record<string, number[]>;
   inputData: string;
+  header?: string[];
   binary?: boolean;
   json?: boolean;
   latencyReportFile?: string;
@@ -126,6 +132,15 @@ async function runPerfCommand(flags: PerfFlags): Promise<void> {
     );
     controller.abort();
   };
+  // Checked here, not in commander's parser: its message would repeat the whole value (an API key) on the terminal.
+  let headers: Record<string, string> | undefined;
+  try {
+    headers = flags.header === undefined ? undefined : parseHeaders(flags.header);
+  } catch (error) {
+    process.stderr.write(`error: ${messageOf(error)}\n`);
+    process.exitCode = EXIT_USAGE;
+    return;
+  }
   process.on("SIGINT", onInterrupt);
 
   const options: PerfOptions = {
@@ -144,6 +159,7 @@ async function runPerfCommand(flags: PerfFlags): Promise<void> {
     shapes: flags.shape ?? {},
     inputData: flags.inputData,
     binaryData: flags.binary !== false,
+    ...(headers !== undefined ? { headers } : {}),
     signal: controller.signal,
   };
 
@@ -219,4 +235,29 @@ function parsePositiveNumber(value: string): number {
   if (value.trim() === "" || !Number.isFinite(parsed) || parsed <= 0)
     throw new InvalidArgumentError(`'${value}' is not a number > 0`);
   return parsed;
+}
+
+/** HTTP's token characters: what a header name may hold (RFC 9110). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** -H 'Name: value', repeatable (perf_analyzer's form; ':' separates, spaces around the value are dropped). */
+function parseHeaders(values: readonly string[]): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const value of values) {
+    const colon = value.indexOf(":");
+    const name = colon > 0 ? value.slice(0, colon).trim() : "";
+    const text = colon > 0 ? value.slice(colon + 1).trim() : "";
+    if (!HEADER_NAME.test(name))
+      throw new Error(`-H '${shownHeader(value)}': expected 'Name: value', e.g. 'Authorization: Bearer <key>'`);
+    if (text === "" || /[\r\n\0]/.test(text)) throw new Error(`-H '${name}': the value is empty or holds a line break`);
+    headers[name.toLowerCase()] = text;
+  }
+  return headers;
+}
+
+/** The flag with its value cut off: an API key must not be printed back to the terminal. */
+function shownHeader(value: string): string {
+  const colon = value.indexOf(":");
+  if (colon >= 0) return `${value.slice(0, colon)}: …`;
+  return value.length > 8 ? `${value.slice(0, 8)}…` : value;
 }

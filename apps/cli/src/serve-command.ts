@@ -4,6 +4,7 @@ import { Command } from "commander";
 import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
 import { createLogger } from "@operon/gateway/logger";
 import {
+  checkRepositoryFolders,
   DEFAULT_PARKED_MODEL_POLICY,
   startOperonServer,
   type OperonServer,
@@ -49,6 +50,14 @@ async function runServe(flags: ServeFlags): Promise<void> {
     process.exitCode = 1;
     return;
   }
+  try {
+    // Before the control plane starts: its database takes seconds to open, and a typo'd path should not wait for it.
+    await checkRepositoryFolders(flags.modelRepository);
+  } catch (error) {
+    logger.fatal({ err: (error as Error).message }, "server failed to start");
+    process.exitCode = 1;
+    return;
+  }
   if (workerIdentity === undefined && process.getuid?.() === 0) {
     logger.warn(
       "the server runs as root and so do its worker processes: user code (TypeScript models) can read every file of the host; pass --worker-user nobody (or another unprivileged account)",
@@ -70,6 +79,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
     allowHttp: flags.allowHttp,
     allowGrpc: flags.allowGrpc,
     allowMetrics: flags.allowMetrics,
+    allowGpuMetrics: flags.allowGpuMetrics,
+    metricsIntervalMs: flags.metricsIntervalMs,
     modelControlMode: flags.modelControlMode,
     loadModels: flags.loadModel,
     repositoryPollSecs: flags.repositoryPollSecs,
@@ -170,6 +181,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
               ? { memoryBudgetBytes: flags.schedulerMemoryBudgetBytes }
               : {}),
             ...(flags.schedulerCpuSlots !== undefined ? { cpuSlots: flags.schedulerCpuSlots } : {}),
+            ...(flags.schedulerGpuSlots !== undefined ? { gpuSlots: flags.schedulerGpuSlots } : {}),
             defaultCapacityRps: flags.schedulerDefaultCapacityRps,
             p99BudgetMs: flags.schedulerP99BudgetMs,
             maxInstancesPerModel: flags.maxInstancesPerModel,

@@ -67,6 +67,18 @@ export function addServeFlags(command: Command): Command {
       .option("--allow-http [bool]", "serve HTTP/REST", parseBool, GATEWAY_DEFAULTS.allowHttp)
       .option("--allow-grpc [bool]", "serve gRPC", parseBool, GATEWAY_DEFAULTS.allowGrpc)
       .option("--allow-metrics [bool]", "serve Prometheus metrics", parseBool, GATEWAY_DEFAULTS.allowMetrics)
+      .option(
+        "--allow-gpu-metrics [bool]",
+        "export nv_gpu_* (read through NVML, libnvidia-ml.so.1; OPERON_NVML_LIB overrides the path) when the host has NVIDIA GPUs",
+        parseBool,
+        GATEWAY_DEFAULTS.allowGpuMetrics,
+      )
+      .option(
+        "--metrics-interval-ms <ms>",
+        "how often CPU and GPU metrics are read (at least 100)",
+        parsePositiveInt,
+        GATEWAY_DEFAULTS.metricsIntervalMs,
+      )
       .addOption(
         new Option(
           "--model-control-mode <mode>",
@@ -344,6 +356,11 @@ export function addServeFlags(command: Command): Command {
       .option(
         "--scheduler-cpu-slots <n>",
         "instances of CPU models the scheduler lets run at once; default 2 × CPU cores",
+        parsePositiveInt,
+      )
+      .option(
+        "--scheduler-gpu-slots <n>",
+        "instances of GPU models the scheduler lets each GPU run at once (a model on gpus [a, b] takes one on each per step); default 2",
         parsePositiveInt,
       )
       .option(

@@ -22,6 +22,8 @@ export interface OperonWithConsoleOptions {
   admin?: { email: string; password: string };
   /** More `operon serve` flags, e.g. ["--usage-sample-secs", "1"]. */
   extraArgs?: string[];
+  /** Added to the server's environment (e.g. OPERON_NVML_LIB). */
+  env?: Record<string, string>;
 }
 
 const CONSOLE_LINE = /Operon console on (http:\/\/[^\s,]+)/;
@@ -49,7 +51,7 @@ export async function startOperonWithConsole(
     ...(options.admin ? ["--admin-email", options.admin.email, "--admin-password", options.admin.password] : []),
     ...(options.extraArgs ?? []),
   ];
-  const operon = await startOperon(args, { timeoutMs: 120_000 });
+  const operon = await startOperon(args, { timeoutMs: 120_000, ...(options.env ? { env: options.env } : {}) });
   try {
     const consoleUrl = operon.consoleUrl ?? CONSOLE_LINE.exec(await operon.waitForOutput(CONSOLE_LINE, 120_000))![1]!;
     const setupUrl = options.admin ? undefined : SETUP_LINE.exec(await operon.waitForOutput(SETUP_LINE, 30_000))![1]!;

@@ -664,6 +664,7 @@ int Run(int argc, char** argv) {
 
 int CudaSelfTest(const std::string& build, bool cpu_only);  // cuda-selftest.cc
 int CudaBench(const std::string& build);
+int NvmlCheck(const std::string& library);  // nvml-check.cc
 
 int main(int argc, char** argv) {
   // Output memory stays mapped between executions, as the worker's
@@ -678,6 +679,7 @@ int main(int argc, char** argv) {
     if (cmd == "cuda-selftest" && (argc == 3 || (argc == 4 && std::string(argv[3]) == "--cpu-only")))
       return CudaSelfTest(argv[2], argc == 4);
     if (cmd == "cuda-bench" && argc == 3) return CudaBench(argv[2]);
+    if (cmd == "nvml-check" && argc == 3) return NvmlCheck(argv[2]);
   } catch (const Failure& f) {
     std::fprintf(stderr, "operon-backend-host: %s\n", f.what.c_str());
     return 2;
@@ -689,6 +691,7 @@ int main(int argc, char** argv) {
                "usage: operon-backend-host selftest <build-dir>\n"
                "       operon-backend-host cuda-selftest <build-dir> [--cpu-only]\n"
                "       operon-backend-host cuda-bench <build-dir>\n"
+               "       operon-backend-host nvml-check <libnvidia-ml.so.1>\n"
                "       operon-backend-host run --name N --library L --model-dir D --config JSON|@file "
                "[--backend-config JSON] [--auto-complete] [--requests K] [--wait-ms T] "
                "[--input NAME:DTYPE:D1,D2:V1,V2]... [--input-file NAME:DTYPE:D1,D2:FILE]... [--output NAME]... "

@@ -72,6 +72,7 @@ export class ControlPlane {
       gateway,
       operators: new OperatorRegistry(prisma, gateway, resolved.logger, onChange),
       perfRuns,
+      perfInputs: perfRuns.inputs,
       hardware,
       configSearches: new ConfigSearches({
         prisma,

@@ -101,7 +101,7 @@ const controlPlaneOptionsSchema = z.object({
       memoryBudgetBytes: z.number().int().positive().optional(),
       instanceMemoryBytes: z.number().int().positive().default(RESOURCE_SCHEDULER_DEFAULTS.instanceMemoryBytes),
       cpuSlots: z.number().int().positive().optional(),
-      gpuSlots: z.number().int().min(0).optional(),
+      gpuSlots: z.number().int().positive().optional(),
       maxInstancesPerModel: z.number().int().positive().optional(),
       maxInstancesPerHost: z.number().int().positive().optional(),
     })

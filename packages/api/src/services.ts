@@ -5,6 +5,7 @@ import type { GatewayClient } from "./services/gateway/gateway-client.js";
 import type { HardwareProfiles } from "./services/costs/hardware-profiles.js";
 import type { OperatorRegistry } from "./services/operators/operator-registry.js";
 import type { PerfRuns } from "./services/perf/perf-runs.js";
+import type { PerfInputsStore } from "./services/perf/perf-inputs.js";
 import type { ConfigSearches } from "./services/config-search/config-searches.js";
 import type { UsageSampler } from "./services/usage/usage-sampler.js";
 import type { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
@@ -32,6 +33,8 @@ export interface ApiServices {
   operators: OperatorRegistry;
   /** Perf runs in the background, one at a time. */
   perfRuns: PerfRuns;
+  /** How perf runs fill each target's inputs (shapes for variable dims, sample data). */
+  perfInputs: PerfInputsStore;
   /** Config searches of uploaded models, in the perf slot. */
   configSearches: ConfigSearches;
   hardware: HardwareProfiles;

@@ -17,6 +17,10 @@ export const GATEWAY_DEFAULTS = {
   allowHttp: true,
   allowGrpc: true,
   allowMetrics: true,
+  /** Triton's --allow-gpu-metrics: nv_gpu_* from NVML when the host has it. */
+  allowGpuMetrics: true,
+  /** Triton's --metrics-interval-ms: how often CPU and GPU metrics are read. */
+  metricsIntervalMs: 2000,
   modelControlMode: "none",
   loadModels: [] as readonly string[],
   repositoryPollSecs: 15,
@@ -65,6 +69,8 @@ const operonServerOptionsSchema = z.object({
   allowHttp: z.boolean().default(GATEWAY_DEFAULTS.allowHttp),
   allowGrpc: z.boolean().default(GATEWAY_DEFAULTS.allowGrpc),
   allowMetrics: z.boolean().default(GATEWAY_DEFAULTS.allowMetrics),
+  allowGpuMetrics: z.boolean().default(GATEWAY_DEFAULTS.allowGpuMetrics),
+  metricsIntervalMs: z.number().int().min(100).max(3_600_000).default(GATEWAY_DEFAULTS.metricsIntervalMs),
   modelControlMode: z.enum(["none", "poll", "explicit"]).default(GATEWAY_DEFAULTS.modelControlMode),
   loadModels: z.array(z.string()).default(() => [...GATEWAY_DEFAULTS.loadModels]),
   repositoryPollSecs: count.default(GATEWAY_DEFAULTS.repositoryPollSecs),

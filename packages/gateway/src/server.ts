@@ -11,6 +11,8 @@ import { startHttpFrontend } from "./frontends/http/http-frontend.js";
 import { defaultMaxConnections } from "./frontends/http/connection-limits.js";
 import { DecodePool } from "./frontends/decode/decode-pool.js";
 import { GatewayMetrics } from "./observability/metrics.js";
+import { GpuMetrics } from "./observability/gpu-metrics.js";
+import { cudaVisibleDevices } from "./instances/gpu-inventory.js";
 import { startMetricsServer } from "./observability/metrics-server.js";
 import { ModelManager } from "./repository/model-manager.js";
 import { ResponseCache } from "./engine/response-cache.js";
@@ -53,7 +55,15 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
   const options = resolveOperonServerOptions(given);
   const logger = options.logger;
   await checkRepositories(options.modelRepositories);
-  const metrics = new GatewayMetrics();
+  const metrics = new GatewayMetrics({ cpuIntervalMs: options.metricsIntervalMs });
+  // Triton exports GPU metrics only with metrics on; read off the event loop (gpu-metrics.ts).
+  const gpuMetrics =
+    options.allowMetrics && options.allowGpuMetrics
+      ? GpuMetrics.start({ registry: metrics.registry, logger, intervalMs: options.metricsIntervalMs })
+      : undefined;
+  // The first reading before the first scrape can come (milliseconds, on a pool thread); a driver that hangs
+  // does not hold the start up for more than FIRST_GPU_READING_MS (the gauges follow once it answers).
+  if (gpuMetrics !== undefined) await firstReading(gpuMetrics.sampleNow(), FIRST_GPU_READING_MS);
   const responseCache = options.cacheSizeBytes !== undefined ? new ResponseCache(options.cacheSizeBytes) : undefined;
   if (responseCache !== undefined) metrics.observeResponseCache(() => responseCache.stats());
   const manager = new ModelManager({
@@ -95,6 +105,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     metrics,
     tenantShares,
     maxBytesElements: options.maxBytesElements,
+    ...(gpuMetrics !== undefined ? { gpus: () => gpuMetrics.readings(cudaVisibleDevices()) } : {}),
   });
 
   const failures = await manager.loadAtStartup(options.loadModels);
@@ -110,6 +121,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
   if (failures.some((failure) => failure.hostLimited !== true) && options.exitOnError) {
     await manager.stop(0);
     metrics.stop();
+    void gpuMetrics?.stop();
     throw new OperonError(
       "UNAVAILABLE",
       `${failures.length} model(s) failed to load at startup (${failures.map((f) => f.name).join(", ")}); exiting because --exit-on-error is true`,
@@ -185,6 +197,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     await Promise.all(stoppers.map((stop) => stop()));
     await manager.stop(0);
     metrics.stop();
+    void gpuMetrics?.stop();
     throw error;
   }
   engine.markStartupDone();
@@ -214,6 +227,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
       await Promise.all(stoppers.map((stopOne) => stopOne().catch(() => undefined)));
       await manager.stop(Math.max(0, deadline - Date.now()));
       metrics.stop();
+      await gpuMetrics?.stop();
     })();
     return stopping;
   };
@@ -237,9 +251,17 @@ function accessPolicyOf(options: ResolvedOperonServerOptions): GatewayAccessPoli
   });
 }
 
-/** Every --model-repository must be an existing folder; say so plainly instead of a raw ENOENT later. */
+/** At least one repository, and each an existing folder. */
 async function checkRepositories(repositories: string[]): Promise<void> {
   if (repositories.length === 0) throw new OperonError("INVALID_ARG", "no model repository given (--model-repository)");
+  await checkRepositoryFolders(repositories);
+}
+
+/**
+ * Every --model-repository must be an existing folder; say so plainly instead of a raw ENOENT later.
+ * Exported so `operon serve` checks them before it starts anything slow (the control plane's database).
+ */
+export async function checkRepositoryFolders(repositories: readonly string[]): Promise<void> {
   for (const repository of repositories) {
     const info = await stat(repository).catch(() => undefined);
     if (info === undefined) {
@@ -278,4 +300,17 @@ function metricsAuthorizer(access: GatewayAccessPolicy | undefined): (authorizat
     }
     access.authenticate(authorizationHeader, "infer");
   };
+}
+
+const FIRST_GPU_READING_MS = 2000;
+
+async function firstReading(reading: Promise<void>, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    reading.catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    }),
+  ]);
+  clearTimeout(timer);
 }

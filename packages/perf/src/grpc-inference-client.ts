@@ -1,3 +1,4 @@
+import { PERF_TRAFFIC_PARAMETER, PERF_TRAFFIC_VALUE } from "@operon/protocol/perf-traffic";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import type {
@@ -99,6 +100,8 @@ export class GrpcInferenceClient implements InferenceClient {
         model_name: options.model,
         model_version: this.version,
         inputs: set.map((input) => ({ name: input.name, datatype: input.datatype, shape: input.shape })),
+        // Perf traffic is not user traffic: the gateway counts it apart (perf-traffic.ts).
+        parameters: { [PERF_TRAFFIC_PARAMETER]: { string_param: PERF_TRAFFIC_VALUE } },
         raw_input_contents: set.map((input) => input.data),
       }),
     );

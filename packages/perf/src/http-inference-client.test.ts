@@ -27,7 +27,8 @@ describe("HttpInferenceClient", () => {
     expect(first!.headers["content-type"]).toBe("application/octet-stream");
     expect(JSON.parse(first!.body.subarray(0, headerLength).toString())).toEqual({
       inputs: [{ name: "X", datatype: "FP32", shape: [1, 4], parameters: { binary_data_size: 16 } }],
-      parameters: { binary_data_output: true },
+      // Perf traffic is tagged so the gateway counts it apart from users' (issue 27).
+      parameters: { binary_data_output: true, operon_traffic: "perf" },
     });
     expect(first!.body.subarray(headerLength)).toEqual(SET[0]!.data);
     expect(second!.body).toEqual(first!.body);
@@ -49,6 +50,7 @@ describe("HttpInferenceClient", () => {
     expect(request.headers["inference-header-content-length"]).toBeUndefined();
     expect(JSON.parse(request.body.toString())).toEqual({
       inputs: [{ name: "X", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }],
+      parameters: { operon_traffic: "perf" },
     });
   });
 

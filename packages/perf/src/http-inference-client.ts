@@ -1,3 +1,4 @@
+import { PERF_TRAFFIC_PARAMETER, PERF_TRAFFIC_VALUE } from "@operon/protocol/perf-traffic";
 import * as http from "node:http";
 import type { ModelMetadata, ModelStatistics } from "@operon/protocol/inference";
 import { bufferToJsonText } from "@operon/protocol/json-tensor-codec";
@@ -125,7 +126,7 @@ export class HttpInferenceClient implements InferenceClient {
             shape: input.shape,
             parameters: { binary_data_size: input.data.length },
           })),
-          parameters: { binary_data_output: true },
+          parameters: { binary_data_output: true, [PERF_TRAFFIC_PARAMETER]: PERF_TRAFFIC_VALUE },
         }),
         "utf8",
       );
@@ -142,7 +143,7 @@ export class HttpInferenceClient implements InferenceClient {
         }
         return `{"name":${JSON.stringify(input.name)},"datatype":"${input.datatype}","shape":${JSON.stringify(input.shape)},"data":${bufferToJsonText(input)}}`;
       });
-      body = Buffer.from(`{"inputs":[${inputs.join(",")}]}`, "utf8");
+      body = Buffer.from(`{"inputs":[${inputs.join(",")}],"parameters":${PERF_TRAFFIC_PARAMETERS_JSON}}`, "utf8");
       headers["content-type"] = "application/json";
     }
     headers["content-length"] = body.length;
@@ -249,3 +250,6 @@ function errorText(body: Buffer): string {
 function statusMessage(status: number | undefined, body: Buffer): string {
   return `HTTP ${status ?? "?"}: ${errorText(body)}`;
 }
+
+/** Perf traffic is not user traffic: every request carries the tag the gateway counts apart (perf-traffic.ts). */
+const PERF_TRAFFIC_PARAMETERS_JSON = JSON.stringify({ [PERF_TRAFFIC_PARAMETER]: PERF_TRAFFIC_VALUE });

@@ -220,6 +220,22 @@ describe("--input-data files (perf_analyzer's JSON format)", () => {
     expect(decodeBytesElements(set![0]!.data).map(String)).toEqual(["hi", "there"]);
   });
 
+  it("reads a BYTES input's b64 as one element (an encoded image), as perf_analyzer does", () => {
+    const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 1, 2]);
+    const imageSpecs = resolveInputSpecs([{ name: "image", datatype: "BYTES", shape: [-1, 1] }], {
+      maxBatchSize: 8,
+      batchSize: 2,
+      shapes: {},
+    });
+    const [set] = prepareInputSets(imageSpecs, 2, {
+      kind: "file",
+      path: "photo.png",
+      json: { data: [{ image: { b64: png.toString("base64") } }] },
+    });
+    expect(set![0]!.shape).toEqual([2, 1]);
+    expect(decodeBytesElements(set![0]!.data)).toEqual([png, png]);
+  });
+
   it("names the entry and input when the file does not fit", () => {
     const file = (json: unknown) => () => prepareInputSets(specs, 1, { kind: "file", path: "f.json", json });
     expect(file({})).toThrow(/expected \{"data": \[/);
@@ -227,6 +243,28 @@ describe("--input-data files (perf_analyzer's JSON format)", () => {
     expect(file({ data: [{ INPUT0: [1, 2], INPUT1: row(0) }] })).toThrow(/data\[0\]\.INPUT0: .*expected 16 elements/);
     expect(file({ data: [{ INPUT0: { b64: "AAAA" }, INPUT1: row(0) }] })).toThrow(/b64 data is 3 bytes/);
     expect(file({ data: [[{ INPUT0: row(0) }]] })).toThrow(/sequence streams are not supported/);
+  });
+});
+
+describe("variable dims without --shape", () => {
+  const OCR = [{ name: "x", datatype: "FP32", shape: [-1, 3, 48, -1] }];
+
+  it("fail with the flag to give when nothing fills them (the CLI, as perf_analyzer)", () => {
+    const specs = resolveInputSpecs(OCR, { maxBatchSize: 8, batchSize: 1, shapes: {} });
+    expect(() => prepareInputSets(specs, 1, { kind: "zero" })).toThrow(/--shape x:3,48,N/);
+  });
+
+  it("get suggested sizes with fillVariableDims; a given --shape still wins", () => {
+    const filled = resolveInputSpecs(OCR, { maxBatchSize: 8, batchSize: 1, shapes: {}, fillVariableDims: true });
+    expect(filled[0]).toMatchObject({ dims: [3, 48, 320], suggested: true });
+    expect(prepareInputSets(filled, 1, { kind: "zero" })[0]![0]!.shape).toEqual([1, 3, 48, 320]);
+    const given = resolveInputSpecs(OCR, {
+      maxBatchSize: 8,
+      batchSize: 1,
+      shapes: { x: [3, 48, 100] },
+      fillVariableDims: true,
+    });
+    expect(given[0]).toEqual({ name: "x", datatype: "FP32", dims: [3, 48, 100], batched: true });
   });
 });
 

@@ -4,6 +4,7 @@ import type { TensorMetadata } from "@operon/protocol/inference";
 import { encodeBytesElements } from "@operon/protocol/tensor";
 import { numberToBfloat16Bits, numberToFloat16Bits } from "@operon/protocol/half-float";
 import { PerfError, messageOf } from "./perf-error.js";
+import { hasVariableDims, suggestDims } from "./suggested-dims.js";
 
 /**
  * The request inputs of a perf run, built once from the model's metadata
@@ -13,7 +14,11 @@ import { PerfError, messageOf } from "./perf-error.js";
  * clients turn into one fixed request body each.
  */
 
-/** Where the input values come from. `file` carries the parsed JSON of an --input-data file. */
+/**
+ * Where the input values come from. `file` carries the parsed JSON of an
+ * --input-data file; `path` names it in messages (a path on disk, or the
+ * name of a sample uploaded in the console).
+ */
 export type InputDataSource = { kind: "zero" } | { kind: "random" } | { kind: "file"; path: string; json: unknown };
 
 /** One model input as a request must fill it: dims exclude the batch dimension; -1 = variable. */
@@ -23,6 +28,8 @@ export interface InputSpec {
   dims: number[];
   /** True when the model batches (max_batch_size > 0): the request shape is [batch, ...dims]. */
   batched: boolean;
+  /** True when its variable dims were filled with suggested sizes (suggested-dims.ts), not given. */
+  suggested?: boolean;
 }
 
 /** One input of a prepared request: full shape (batch included) and its raw bytes. */
@@ -42,6 +49,11 @@ export interface InputSpecOptions {
   batchSize: number;
   /** --shape values by input name: the dims without the batch dimension. */
   shapes: Readonly<Record<string, readonly number[]>>;
+  /**
+   * Variable dims no --shape names get a suggested size (suggestDims) instead
+   * of an error: the control plane's runs, which have no person to ask.
+   */
+  fillVariableDims?: boolean;
 }
 
 /** Length of the random strings generated for BYTES inputs. */
@@ -106,6 +118,9 @@ export function resolveInputSpecs(inputs: readonly TensorMetadata[], options: In
     const batched = maxBatchSize > 0;
     const modelDims = batched ? input.shape.slice(1) : [...input.shape];
     const given = options.shapes[input.name];
+    if (given === undefined && options.fillVariableDims === true && hasVariableDims(modelDims)) {
+      return { name: input.name, datatype: input.datatype, dims: suggestDims(modelDims), batched, suggested: true };
+    }
     const dims = given === undefined ? modelDims : mergeDims(input.name, modelDims, given);
     return { name: input.name, datatype: input.datatype, dims, batched };
   });
@@ -258,6 +273,11 @@ function inputSetsFromFile(
 }
 
 function entryData(spec: InputSpec, dims: number[], content: Record<string, unknown>, context: string): Buffer {
+  if (typeof content["b64"] === "string" && spec.datatype === "BYTES") {
+    // As perf_analyzer reads it: the decoded bytes are one element (an encoded image, a text), repeated to fill the shape.
+    const element = Buffer.from(content["b64"], "base64");
+    return encodeBytesElements(Array.from({ length: elementCount(dims) }, () => element));
+  }
   if (typeof content["b64"] === "string") {
     const data = Buffer.from(content["b64"], "base64");
     const size = elementByteSize(spec.datatype);

@@ -106,6 +106,7 @@ describe("runPerf against a fake KServe server", () => {
     const last = server.received.filter((r) => r.path.endsWith("/infer")).at(-1)!;
     expect(JSON.parse(last.body.toString())).toEqual({
       inputs: [{ name: "X", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }],
+      parameters: { operon_traffic: "perf" },
     });
   });
 

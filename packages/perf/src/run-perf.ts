@@ -50,6 +50,14 @@ export interface PerfOptions {
   shapes?: Record<string, number[]>;
   /** "zero", "random", or the path of a perf_analyzer --input-data JSON file. */
   inputData?: string;
+  /**
+   * The content of an --input-data file already read (the console's uploaded
+   * sample): takes the place of `inputData`; `name` names it in messages and
+   * the report.
+   */
+  inputDataFile?: { name: string; json: unknown };
+  /** Variable dims that `shapes` leaves out get suggested sizes (suggested-dims.ts) instead of an error. */
+  fillVariableDims?: boolean;
   /** HTTP: binary tensor data (default) or JSON. */
   binaryData?: boolean;
   /** Stops the run at once; the report holds the completed windows (an interrupted step is marked not stable). */
@@ -147,7 +155,10 @@ export function resolvePerfOptions(options: PerfOptions): ResolvedPerfOptions {
  */
 export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Promise<PerfReport> {
   const resolved = resolvePerfOptions(options);
-  const source = await loadInputData(resolved.inputData);
+  const source: InputDataSource =
+    options.inputDataFile !== undefined
+      ? { kind: "file", path: options.inputDataFile.name, json: options.inputDataFile.json }
+      : await loadInputData(resolved.inputData);
   const startedAt = new Date().toISOString();
   const loads = expandLoadRange(resolved.range);
   const clientOptions: InferenceClientOptions = {
@@ -167,7 +178,11 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
       maxBatchSize,
       batchSize: resolved.batchSize,
       shapes: resolved.shapes,
+      ...(options.fillVariableDims === true ? { fillVariableDims: true } : {}),
     });
+    // The report records every shape the run chose, given or suggested.
+    const shapes = { ...resolved.shapes };
+    for (const spec of specs) if (spec.suggested === true) shapes[spec.name] = spec.dims;
     const inputSets = prepareInputSets(specs, resolved.batchSize, source);
     loadClient = await createInferenceClient(resolved.protocol, {
       ...clientOptions,
@@ -239,7 +254,7 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
         maxBatchSize,
         inputData: source.kind,
         ...(source.kind === "file" ? { inputDataFile: source.path } : {}),
-        shapes: resolved.shapes,
+        shapes,
         binaryData: resolved.binaryData,
         measurementIntervalMs: resolved.measurementIntervalMs,
         stabilityPercentage: resolved.stabilityPercentage,

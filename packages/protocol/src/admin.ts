@@ -49,6 +49,22 @@ export interface WorkersResponse {
   hostCpuCores: number;
   /** The gateway process's own CPU seconds and resident memory. */
   gateway: { pid: number; cpuSeconds: number; rssBytes: number };
+  /**
+   * The host's GPUs as NVML last read them (the readings behind nv_gpu_*); empty
+   * when the gateway has no GPU metrics (no driver library, --allow-gpu-metrics false).
+   */
+  gpus: GpuInfo[];
+}
+
+export interface GpuInfo {
+  /** The CUDA ordinal instance_group gpus and WorkerInstanceInfo.device name; null when CUDA_VISIBLE_DEVICES hides it. */
+  device: number | null;
+  uuid: string;
+  /** 0..1; null when the device does not report it. */
+  utilization: number | null;
+  memoryTotalBytes: number | null;
+  memoryUsedBytes: number | null;
+  powerUsageWatts: number | null;
 }
 
 const workerInstanceSchema = z.looseObject({
@@ -73,6 +89,19 @@ export const workersResponseSchema = z.object({
   workers: z.array(workerInstanceSchema),
   hostCpuCores: z.number(),
   gateway: z.object({ pid: z.number(), cpuSeconds: z.number(), rssBytes: z.number() }),
+  // Absent from gateways older than the GPU metrics: read as none.
+  gpus: z
+    .array(
+      z.looseObject({
+        device: z.number().nullable(),
+        uuid: z.string(),
+        utilization: z.number().nullable(),
+        memoryTotalBytes: z.number().nullable(),
+        memoryUsedBytes: z.number().nullable(),
+        powerUsageWatts: z.number().nullable(),
+      }),
+    )
+    .default([]),
 });
 
 /** GET /v2 (KServe v2 server metadata). */

@@ -32,11 +32,6 @@ export class OperonError extends Error {
     this.kind = kind;
     this.retryAfterSecs = options?.retryAfterSecs;
   }
-
-  /** @deprecated The old spelling of retryAfterSecs (issue 26: one seconds suffix), kept until its last readers move. */
-  get retryAfterSeconds(): number | undefined {
-    return this.retryAfterSecs;
-  }
 }
 
 export function isOperonError(error: unknown): error is OperonError {

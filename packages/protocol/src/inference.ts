@@ -17,6 +17,8 @@ export interface InferRequest {
   signal?: CancelSignal;
   /** The caller's tenant (from its API key's grant) for traffic shares; undefined = the anonymous tenant. Never from the wire. */
   tenantId?: string;
+  /** "perf": a tagged perf request from a caller allowed to tag (perf-traffic.ts), counted apart. Never from the wire. */
+  trafficClass?: "perf";
 }
 
 /**
@@ -104,6 +106,15 @@ export interface BatchStatistics {
   compute_output: DurationStat;
 }
 
+/** Tagged perf requests of a model version (perf-traffic.ts): counts and summed request durations. */
+export interface PerfTrafficCounts {
+  success_count: number;
+  success_ns: number;
+  fail_count: number;
+  fail_ns: number;
+  inference_count: number;
+}
+
 export interface ModelStatistics {
   name: string;
   version: string;
@@ -115,6 +126,8 @@ export interface ModelStatistics {
   response_stats: Record<string, unknown>;
   batch_stats: BatchStatistics[];
   memory_usage: Array<{ type: string; id: number; byte_size: number }>;
+  /** Operon's extension (HTTP only): the requests above that were tagged perf traffic (perf-traffic.ts). */
+  operon_perf_traffic?: PerfTrafficCounts;
 }
 
 /** Files uploaded with a load request: key "<version>/<path>" relative to the model dir. */

@@ -16,6 +16,8 @@ const fields = {
   gpuModel: z.string().trim().min(1).max(100).nullable().optional(),
   gpuCount: z.number().int().min(0).max(1024).optional(),
   gpuMemoryBytes: bytes.nullable().optional(),
+  /** Share of costPerHour that pays for the GPUs (cost-model.ts); null = the default. Ignored on CPU profiles. */
+  gpuPriceShare: z.number().min(0).max(1).nullable().optional(),
   /** Stored with 4 decimals (Decimal(12,4)). */
   costPerHour: z.number().min(0).max(99_999_999),
   /** ISO 4217 code, e.g. USD. */
@@ -49,6 +51,7 @@ export const hardwareRouter = router({
         gpuModel: fields.gpuModel,
         gpuCount: fields.gpuCount,
         gpuMemoryBytes: fields.gpuMemoryBytes,
+        gpuPriceShare: fields.gpuPriceShare,
         costPerHour: fields.costPerHour.optional(),
         currency: fields.currency.optional(),
       }),

@@ -258,6 +258,8 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
     const written: Array<UsageSample & { model: string }> = [];
     let cheap: { id: string; name: string; costPerHour: number };
     let dear: { id: string; name: string; costPerHour: number };
+    /** The GPU part of each profile's price: cheap is a CPU profile, dear says 0.75. */
+    const gpuPart = (profileId: string | null): number => (profileId === dear.id ? 0.75 : 0);
 
     beforeAll(async () => {
       cheap = await h.as("ADMIN").hardware.create({ name: "cheap", kind: "CPU", costPerHour: 2.5, currency: "USD" });
@@ -266,6 +268,7 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
         kind: "GPU",
         gpuModel: "H200",
         gpuCount: 1,
+        gpuPriceShare: 0.75,
         costPerHour: 4.25,
         currency: "USD",
       });
@@ -301,6 +304,10 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
               instanceCount: 1 + Math.floor(next() * 3),
               cpuUtilization: name === "beta" && minute === 2 ? null : next() * 0.4,
               memoryBytes: BigInt(Math.floor(next() * 2 ** 30)),
+              // On the GPU profile alpha has GPU instances (a share of the GPU) and beta none (0); no GPU readings elsewhere.
+              gpuUtilization: hardwareProfileId === dear.id ? (name === "alpha" ? next() * 0.9 : 0) : null,
+              gpuMemoryBytes:
+                hardwareProfileId === dear.id ? (name === "alpha" ? BigInt(Math.floor(next() * 2 ** 34)) : 0n) : null,
             },
           });
           written.push({ ...row, model: name });
@@ -338,6 +345,15 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
           expect(point.cpuUtilization!).toBeCloseTo(sum(rows, (row) => (row.cpuUtilization ?? 0) * 60) / 300, 9);
           expect(point.instances!).toBeCloseTo(sum(rows, (row) => row.instanceCount * 60) / 300, 9);
           expect(point.memoryBytes!).toBeCloseTo(sum(rows, (row) => Number(row.memoryBytes) * 60) / 300, 0);
+          // GPU figures: time-weighted over the bucket; null where no sample had a GPU reading (the first bucket).
+          if (rows.every((row) => row.gpuUtilization === null)) expect(point.gpuUtilization).toBeNull();
+          else {
+            expect(point.gpuUtilization!).toBeCloseTo(sum(rows, (row) => (row.gpuUtilization ?? 0) * 60) / 300, 9);
+            expect(point.gpuMemoryBytes!).toBeCloseTo(
+              sum(rows, (row) => Number(row.gpuMemoryBytes ?? 0n) * 60) / 300,
+              0,
+            );
+          }
         }
         const overall = series.overall[index]!;
         expect(overall.requests).toBe(sum(inBucket(), (row) => row.requests));
@@ -356,7 +372,7 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
       expect(later.overall[0]).toMatchObject({ requests: 0, requestsPerSec: null, cpuUtilization: null });
     });
 
-    it("costs models by CPU share per profile, with the idle share and the unprofiled inferences", async () => {
+    it("costs models by CPU share and, on a GPU profile, by GPU share, with the idle share and the unprofiled inferences", async () => {
       const costs = await h.as("VIEWER").metrics.costs({ from, to });
       for (const profile of [cheap, dear]) {
         const rows = written.filter((row) => row.hardwareProfileId === profile.id);
@@ -367,19 +383,32 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
         let attributed = 0;
         for (const model of ["alpha", "beta"]) {
           const own = rows.filter((row) => row.model === model);
-          const cost = own.reduce(
-            (sum, row) => sum + profile.costPerHour * (row.cpuUtilization ?? 0) * (row.intervalSeconds / 3600),
+          const g = gpuPart(profile.id);
+          const cpuCost = own.reduce(
+            (sum, row) =>
+              sum + profile.costPerHour * (1 - g) * (row.cpuUtilization ?? 0) * (row.intervalSeconds / 3600),
             0,
           );
+          const gpuCost = own.reduce(
+            (sum, row) => sum + profile.costPerHour * g * (row.gpuUtilization ?? 0) * (row.intervalSeconds / 3600),
+            0,
+          );
+          const cost = cpuCost + gpuCost;
           const inferences = own.reduce((sum, row) => sum + row.inferences, 0);
           attributed += cost;
           const line = entry.models.find((candidate) => candidate.model === model)!;
           expect(line.inferences).toBe(inferences);
+          expect(line.cpuCost).toBeCloseTo(cpuCost, 5);
+          expect(line.gpuCost).toBeCloseTo(gpuCost, 5);
+          // Only alpha ran on the GPU: beta's GPU cost is 0 on both profiles, alpha's is not on the GPU one.
+          if (model === "beta" || g === 0) expect(line.gpuCost).toBe(0);
+          else expect(line.gpuCost).toBeGreaterThan(0);
           expect(line.cost).toBeCloseTo(cost, 5);
           expect(line.costPerHour).toBeCloseTo(cost / coveredHours, 5);
           expect(line.costPer1000Inferences!).toBeCloseTo((cost / inferences) * 1000, 5);
           expect(costs.models).toContainEqual(line);
         }
+        expect(entry.gpuPriceShare).toBe(gpuPart(profile.id));
         expect(entry.attributedCost).toBeCloseTo(attributed, 5);
         expect(entry.unattributedCost).toBeCloseTo(profile.costPerHour * coveredHours - attributed, 5);
         expect(entry.unattributedShare!).toBeCloseTo(

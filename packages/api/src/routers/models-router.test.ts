@@ -384,7 +384,7 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     // The console's upload page is /models/upload: no model may be named so.
     await expect(
       engineer().models.upload.begin({ name: "upload", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }),
-    ).rejects.toThrow(/'upload' is the name of the console's upload page/);
+    ).rejects.toThrow(/'upload' and 'steps' are names of the console's pages under \/models/);
     // A repository model's name cannot be taken by an upload.
     const taken = await failure(
       engineer().models.upload.begin({ name: "add_sub", fileName: "m.onnx", sizeBytes: 10, sha256: "a".repeat(64) }),

@@ -6,6 +6,7 @@ import type { ModelActor } from "../services/models/model-types.js";
 import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
 import { notFound } from "../app-error.js";
 import { MAX_MODEL_VERSION } from "../services/models/model-versions.js";
+import { stepCatalogView } from "../services/models/step-catalog-view.js";
 
 /**
  * Models: viewers read (and try models through infer); engineers and admins
@@ -27,8 +28,8 @@ const newModelName = z
   .max(128, { error: "at most 128 characters" })
   .regex(/^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/, { error: "letters, digits, '_', '.' and '-' only, not starting with '.'" })
   // The console's page for uploading sits where this model's page would (/models/upload).
-  .refine((name) => name !== "upload", {
-    error: "'upload' is the name of the console's upload page; choose another name",
+  .refine((name) => name !== "upload" && name !== "steps", {
+    error: "'upload' and 'steps' are names of the console's pages under /models; choose another name",
   })
   .refine((name) => !isShadowModelName(name), { error: SHADOW_NAME_RESERVED });
 
@@ -44,7 +45,37 @@ function modelActor(ctx: { user: { id: string }; actor: ModelActor["actor"] }): 
   return { userId: ctx.user.id, actor: ctx.actor };
 }
 
+const stepTensor = z.object({
+  name: z.string().min(1, { error: "required" }).max(256),
+  datatype: z.enum(DATATYPES, { error: "must be a KServe datatype (FP32, INT64, BYTES, ...)" }),
+  dims: z.array(z.int().min(-1, { error: "dims are integers >= -1" })).max(8, { error: "at most 8 dims" }),
+});
+
 export const modelsRouter = router({
+  /** The built-in steps (names, docs, typed ports, parameter schemas) the editor offers. */
+  stepCatalog: viewerProcedure.query(() => stepCatalogView()),
+
+  /**
+   * A model built from built-in steps, without code (services/models/step-models.ts):
+   * checked whole before anything is stored, then stored, loaded and audited (model.steps.create, with SHA-256s).
+   */
+  createSteps: engineerProcedure
+    .input(
+      z.object({
+        name: newModelName,
+        description: z.string().max(2000).optional(),
+        maxBatchSize: z.int().min(0).max(1024).optional(),
+        inputs: z.array(stepTensor).min(1, { error: "at least one input" }).max(16),
+        outputs: z.array(stepTensor).min(1, { error: "at least one output" }).max(16),
+        pipeline: z.record(z.string(), z.unknown()),
+        files: z
+          .array(z.object({ path: z.string().max(128), data: z.string() }))
+          .max(8, { error: "at most 8 files" })
+          .optional(),
+      }),
+    )
+    .mutation(({ ctx, input }) => ctx.services.models.steps.create(modelActor(ctx), input)),
+
   /** Every model: uploads and the gateway's repository models, with live state from the gateway. */
   list: viewerProcedure.query(({ ctx }) => ctx.services.models.catalog.list()),
 

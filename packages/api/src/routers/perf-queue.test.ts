@@ -193,7 +193,9 @@ describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
     await services.perfRuns.settled(refused.id);
     expect(await progress(refused.id)).toMatchObject({
       status: "FAILED",
-      error: expect.stringMatching(/^the host had no headroom for 0 s \(last check: 99 requests\/s, limit 1\)/),
+      error: expect.stringMatching(
+        /^the host had no headroom for 0 s \(last check: the model.s own traffic 99 requests\/s, limit 1\)/,
+      ),
     });
     await h.as("ADMIN").perf.updateSettings({ maxWaitSecs: 30 });
   });

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { requirePerfRunChanger } from "../services/ownership/ownership.js";
+import { requireModelChanger, requireOperatorChanger, requirePerfRunChanger } from "../services/ownership/ownership.js";
+import { PERF_INPUT_LIMITS } from "../services/perf/perf-inputs.js";
 import { adminProcedure, engineerProcedure, router, viewerProcedure } from "../trpc.js";
 import { AUTO_PERF_LIMITS } from "../services/perf/auto-perf-settings.js";
 
@@ -23,7 +24,50 @@ const bounded = (key: keyof typeof AUTO_PERF_LIMITS, integer: boolean) => {
   return (integer ? z.number().int() : z.number()).min(min).max(max).optional();
 };
 
+/** Dims without the batch dimension: whole numbers >= 1 (0 would send empty tensors), at most 8 of them. */
+const dims = z.array(z.number().int().min(1).max(1_000_000)).max(8);
+
 export const perfRouter = router({
+  /**
+   * How runs fill the target's inputs: per input its declared shape, the dims
+   * runs use (saved, or suggested for variable dims) and the sample data
+   * (random, zero, or a data file). NOT_FOUND when the gateway does not serve it.
+   */
+  inputs: viewerProcedure.input(target).query(({ ctx, input }) => ctx.services.perfInputs.view(input)),
+
+  /**
+   * The target's owner (or an admin; any engineer for a repository model)
+   * saves the shapes and sample data every later run of it uses, manual,
+   * automatic and config searches alike. `data.json` is perf_analyzer's
+   * --input-data JSON (at most 4 MiB); it is checked against the model's
+   * inputs before it is saved. Audited (perf.inputs).
+   */
+  setInputs: engineerProcedure
+    .input(
+      z.object({
+        target,
+        shapes: z.record(z.string().min(1).max(256), dims).refine((shapes) => Object.keys(shapes).length <= 64, {
+          error: "at most 64 inputs",
+        }),
+        data: z.discriminatedUnion("kind", [
+          z.object({ kind: z.literal("random") }),
+          z.object({ kind: z.literal("zero") }),
+          /** Keeps the data file saved before (only the shapes change). */
+          z.object({ kind: z.literal("keep") }),
+          z.object({
+            kind: z.literal("file"),
+            name: z.string().trim().min(1).max(256),
+            json: z.string().max(PERF_INPUT_LIMITS.maxSampleBytes, { error: "at most 4 MiB" }),
+          }),
+        ]),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      if (input.target.kind === "MODEL") await requireModelChanger(ctx.services.prisma, ctx.user, input.target.name);
+      else await requireOperatorChanger(ctx.services.prisma, ctx.user, input.target.name);
+      return ctx.services.perfInputs.update(ctx.actor, input.target, { shapes: input.shapes, data: input.data });
+    }),
+
   /**
    * Checks the target and queues the run: → { id, status: "QUEUED", joined }.
    * It starts when the runs ahead of it have ended (progress tells its place);

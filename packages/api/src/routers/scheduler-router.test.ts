@@ -40,7 +40,7 @@ class FakeGateway {
         state: "READY",
       })),
     );
-    return { workers, hostCpuCores: 2, gateway: { pid: 1, cpuSeconds: 0, rssBytes: 0 } };
+    return { workers, hostCpuCores: 2, gateway: { pid: 1, cpuSeconds: 0, rssBytes: 0 }, gpus: [] };
   }
   async scalingState() {
     return {

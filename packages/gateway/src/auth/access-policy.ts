@@ -39,6 +39,8 @@ export interface Principal {
   tenantId?: string;
   /** The control plane's own key (config-search shadow models are served to it alone). */
   internal?: boolean;
+  /** The key has the admin scope (it may tag perf traffic, perf-traffic.ts). */
+  admin?: boolean;
 }
 
 export interface GatewayAccessPolicyOptions {
@@ -156,6 +158,7 @@ export class GatewayAccessPolicy {
       label,
       ...(grant.tenant !== undefined ? { tenantId: grant.tenant.id } : {}),
       ...(grant.internal === true ? { internal: true } : {}),
+      ...(grant.scopes.includes("admin") ? { admin: true } : {}),
     };
   }
 

@@ -1,4 +1,5 @@
 import type { InferRequest } from "@operon/protocol/inference";
+import { PERF_TRAFFIC_PARAMETER, PERF_TRAFFIC_VALUE } from "@operon/protocol/perf-traffic";
 import type { InferenceEngine } from "../engine/engine-api.js";
 import type { Principal } from "./access-policy.js";
 
@@ -17,8 +18,23 @@ import type { Principal } from "./access-policy.js";
  */
 export function applyKeyPriority(engine: InferenceEngine, request: InferRequest, principal: Principal | null): void {
   if (principal !== null && principal.tenantId !== undefined) request.tenantId = principal.tenantId;
+  applyPerfTrafficTag(request, principal);
   if (principal === null || principal.priorityLevel <= 0 || request.parameters["priority"] !== undefined) return;
   request.parameters["priority"] = Math.min(principal.priorityLevel, priorityLevelsOf(engine, request));
+}
+
+/**
+ * `operon_traffic: "perf"` (perf-traffic.ts) marks the request as perf
+ * traffic when its caller may tag (no key needed here, an admin key, or the
+ * control plane's); from anyone else the parameter is dropped, so neither
+ * this request nor the operator steps it fans out to are counted apart.
+ */
+function applyPerfTrafficTag(request: InferRequest, principal: Principal | null): void {
+  const tag = request.parameters[PERF_TRAFFIC_PARAMETER];
+  if (tag === undefined) return;
+  const mayTag = principal === null || principal.admin === true || principal.internal === true;
+  if (tag === PERF_TRAFFIC_VALUE && mayTag) request.trafficClass = "perf";
+  else delete request.parameters[PERF_TRAFFIC_PARAMETER];
 }
 
 /** The model's dynamic_batching.priority_levels; unbounded when it has none or is unknown (the engine reports that). */

@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import type { WorkerInstanceInfo, WorkersResponse } from "@operon/protocol/admin";
+import type { GpuInfo, WorkerInstanceInfo, WorkersResponse } from "@operon/protocol/admin";
 import { asOperonError, OperonError } from "@operon/protocol/errors";
 import type {
   InferRequest,
@@ -12,6 +12,7 @@ import type {
   ServerMetadata,
 } from "@operon/protocol/inference";
 import { DEFAULT_MAX_BYTES_ELEMENTS, type Parameters, type Tensor } from "@operon/protocol/tensor";
+import { PERF_TRAFFIC_PARAMETER, PERF_TRAFFIC_VALUE } from "@operon/protocol/perf-traffic";
 import type { InferenceEngine, OperatorInfo, OperatorValidation, StreamResponseHandler } from "./engine-api.js";
 import type { TenantShares } from "../admission/tenant-shares.js";
 import type { FailureReason, GatewayMetrics } from "../observability/metrics.js";
@@ -68,6 +69,8 @@ export class Engine implements InferenceEngine {
       tenantShares?: TenantShares | undefined;
       /** Elements one BYTES input may hold (--max-bytes-elements); default DEFAULT_MAX_BYTES_ELEMENTS. */
       maxBytesElements?: number | undefined;
+      /** The host's GPU readings (observability/gpu-metrics.ts); unset = none (no NVML). */
+      gpus?: (() => GpuInfo[]) | undefined;
     },
   ) {
     // Operator steps (ensembles, registered DAGs) call models through this engine's own infer, in process:
@@ -80,6 +83,8 @@ export class Engine implements InferenceEngine {
         inputs,
         outputs: outputNames.map((name) => ({ name })),
         signal,
+        // The frontend drops the tag from callers who may not set it, so a step's copy of it can be trusted.
+        ...(parameters?.[PERF_TRAFFIC_PARAMETER] === PERF_TRAFFIC_VALUE ? { trafficClass: "perf" as const } : {}),
       }),
     );
     // Models' BLS calls (ctx.infer) are requests like any other: validation, scheduler (batching), statistics, cache.
@@ -150,12 +155,12 @@ export class Engine implements InferenceEngine {
   }
 
   async infer(request: InferRequest): Promise<InferResponse> {
-    const prepared = await this.prepare(request, "one response");
+    const prepared = this.prepareServed(request, "one response") ?? (await this.prepare(request, "one response"));
     return this.runForOneResponse(request, prepared);
   }
 
   async inferStream(request: InferRequest, onResponse: StreamResponseHandler): Promise<void> {
-    const prepared = await this.prepare(request, "any");
+    const prepared = this.prepareServed(request, "any") ?? (await this.prepare(request, "any"));
     if (!isDecoupledConfig(prepared.served)) {
       onResponse(await this.runForOneResponse(request, prepared), true, false);
       return;
@@ -190,6 +195,31 @@ export class Engine implements InferenceEngine {
       // Only a failed lookup gets here: a model the resource scheduler unloaded loads again (parked-models.ts).
       served = await this.manager.resolveAfterLoad(error, request.modelName, request.modelVersion);
     }
+    return this.prepareFor(served, request, responses, started);
+  }
+
+  /**
+   * prepare() without a turn of the microtask queue for the common case, a
+   * version that is served now: the prepared request, or undefined when the
+   * lookup fails (prepare() then loads a parked model or throws its error).
+   */
+  private prepareServed(request: InferRequest, responses: "one response" | "any"): PreparedRequest | undefined {
+    const started = process.hrtime.bigint();
+    let served: ServedVersion;
+    try {
+      served = this.manager.resolve(request.modelName, request.modelVersion);
+    } catch {
+      return undefined;
+    }
+    return this.prepareFor(served, request, responses, started);
+  }
+
+  private prepareFor(
+    served: ServedVersion,
+    request: InferRequest,
+    responses: "one response" | "any",
+    started: bigint,
+  ): PreparedRequest {
     if (responses === "one response" && isDecoupledConfig(served)) {
       // Triton's answer too: a decoupled model's responses cannot fit one reply.
       throw new OperonError(
@@ -205,6 +235,7 @@ export class Engine implements InferenceEngine {
       };
     } catch (error) {
       served.stats.recordFailure(elapsedNs(started), "OTHER");
+      this.countPerfTraffic(request, served, "fail", 0, elapsedNs(started));
       throw error;
     }
   }
@@ -260,6 +291,7 @@ export class Engine implements InferenceEngine {
           served.stats.recordCacheHit(cacheMissNs);
           const requestNs = elapsedNs(started);
           served.stats.recordCachedSuccess(requestNs);
+          this.countPerfTraffic(request, served, "success", 0, requestNs);
           this.info.metrics?.observeLatency(served, { requestNs, queueNs: 0 });
           return responseOf(request, served, hit.outputs);
         }
@@ -273,7 +305,7 @@ export class Engine implements InferenceEngine {
           served.stats.recordCacheMiss(cacheMissNs + elapsedNs(insertStarted));
           cacheKey = undefined;
         }
-        this.recordSuccess(served, elapsedNs(started), result, scheduled.batchSize);
+        this.recordSuccess(request, served, elapsedNs(started), result, scheduled.batchSize);
         const response = responseOf(request, served, outputs);
         if (result.parameters !== undefined) response.parameters = result.parameters;
         return response;
@@ -281,6 +313,7 @@ export class Engine implements InferenceEngine {
         if (cacheKey !== undefined) served.stats.recordCacheMiss(cacheMissNs);
         const failure = asOperonError(error);
         served.stats.recordFailure(elapsedNs(started), failureReason(failure));
+        this.countPerfTraffic(request, served, "fail", 0, elapsedNs(started));
         throw failure;
       }
     } finally {
@@ -364,12 +397,15 @@ export class Engine implements InferenceEngine {
         this.inFlight -= 1;
         if ("error" in outcome) {
           served.stats.recordFailure(elapsedNs(started), failureReason(outcome.error));
+          this.countPerfTraffic(request, served, "fail", 0, elapsedNs(started));
           if (delivered === 0) reject(outcome.error);
           else deliver(outcome.error, true);
           return;
         }
-        if (failure !== undefined) served.stats.recordFailure(elapsedNs(started), failureReason(failure));
-        else this.recordSuccess(served, elapsedNs(started), outcome.result, scheduled.batchSize);
+        if (failure !== undefined) {
+          served.stats.recordFailure(elapsedNs(started), failureReason(failure));
+          this.countPerfTraffic(request, served, "fail", 0, elapsedNs(started));
+        } else this.recordSuccess(request, served, elapsedNs(started), outcome.result, scheduled.batchSize);
         if (!finished)
           deliver(
             new OperonError("INTERNAL", `model '${request.modelName}' ended its stream without a final response`),
@@ -384,13 +420,31 @@ export class Engine implements InferenceEngine {
   }
 
   /** A request that ran and succeeded: statistics (and their counters) and the latency summaries, from the same durations. */
-  private recordSuccess(served: ServedVersion, requestNs: number, result: ScheduledResult, batchSize: number): void {
+  private recordSuccess(
+    request: InferRequest,
+    served: ServedVersion,
+    requestNs: number,
+    result: ScheduledResult,
+    batchSize: number,
+  ): void {
     served.stats.recordSuccess(requestNs, result.queueNs, result.timing, batchSize);
+    this.countPerfTraffic(request, served, "success", batchSize, requestNs);
     this.info.metrics?.observeLatency(served, {
       requestNs,
       queueNs: result.queueNs,
       computeInferNs: result.timing.computeInferNs,
     });
+  }
+
+  /** A tagged perf request (request.trafficClass, perf-traffic.ts) is counted apart too, so usage can leave it out. */
+  private countPerfTraffic(
+    request: InferRequest,
+    served: ServedVersion,
+    outcome: "success" | "fail",
+    inferences: number,
+    requestNs: number,
+  ): void {
+    if (request.trafficClass === "perf") served.stats.recordPerfTraffic(outcome, inferences, requestNs);
   }
 
   /** A model's BLS call (ctx.infer) at BLS depth `depth`: an inference like any other, one level deeper. */
@@ -405,6 +459,8 @@ export class Engine implements InferenceEngine {
     for (const [key, value] of Object.entries(call.parameters ?? {})) {
       if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") parameters[key] = value;
     }
+    // Model code may not tag its calls as perf traffic (it would hide them from usage and cost).
+    delete parameters[PERF_TRAFFIC_PARAMETER];
     // A depth the model passed on (explicitly) never lowers the one the gateway derived.
     const passed = parameters[BLS_DEPTH_PARAMETER];
     parameters[BLS_DEPTH_PARAMETER] = typeof passed === "number" && passed > depth ? passed : depth;
@@ -510,6 +566,7 @@ export class Engine implements InferenceEngine {
       workers,
       hostCpuCores: availableParallelism(),
       gateway: { pid: process.pid, cpuSeconds: (cpu.user + cpu.system) / 1e6, rssBytes: process.memoryUsage().rss },
+      gpus: this.info.gpus?.() ?? [],
     };
   }
 }
@@ -539,20 +596,24 @@ function scheduledRequestOf(served: ServedVersion, request: InferRequest, maxByt
   const policy = served.instances.policy;
   const level = priorityLevelOf(policy, request.parameters);
   const parameters = wireParameters(request.parameters);
-  const context: RequestContext = {
-    blsDepth,
-    ...(request.id !== undefined && request.id !== "" ? { id: request.id } : {}),
-    ...(parameters !== undefined ? { parameters } : {}),
-    ...(request.signal !== undefined ? { signal: request.signal } : {}),
-  };
-  return {
-    ...validated,
+  // Built field by field, not by spreads: this runs for every request, and optional fields stay absent.
+  const context: RequestContext = { blsDepth };
+  if (request.id !== undefined && request.id !== "") context.id = request.id;
+  if (parameters !== undefined) context.parameters = parameters;
+  const scheduled: RunnerRequest = {
+    inputs: validated.inputs,
+    outputNames: validated.outputNames,
+    batchSize: validated.batchSize,
     level,
     timeoutNs: queueTimeoutNsOf(policy, level, request.parameters),
-    ...(request.signal !== undefined ? { signal: request.signal } : {}),
     parameters: request.parameters,
     context,
   };
+  if (request.signal !== undefined) {
+    context.signal = request.signal;
+    scheduled.signal = request.signal;
+  }
+  return scheduled;
 }
 
 /** The request's BLS depth (operon_bls_depth); INVALID_ARG when malformed or beyond MAX_BLS_DEPTH. */
@@ -577,10 +638,12 @@ function blsDepthOf(request: InferRequest): number {
 
 /** Parameters as the worker wire carries them (64-bit integers beyond 2^53 as decimal strings); undefined when none. */
 function wireParameters(parameters: Parameters): Record<string, string | number | boolean> | undefined {
-  const entries = Object.entries(parameters);
-  if (entries.length === 0) return undefined;
-  const wire: Record<string, string | number | boolean> = {};
-  for (const [key, value] of entries) wire[key] = typeof value === "bigint" ? value.toString() : value;
+  let wire: Record<string, string | number | boolean> | undefined;
+  for (const key in parameters) {
+    if (!Object.hasOwn(parameters, key)) continue;
+    const value = parameters[key]!;
+    (wire ??= {})[key] = typeof value === "bigint" ? value.toString() : value;
+  }
   return wire;
 }
 
@@ -603,6 +666,7 @@ function failureReason(error: OperonError): FailureReason {
 /** Orders outputs as requested (else as configured) and maps reshaped outputs back to their config dims. */
 function restoreOutputShapes(served: ServedVersion, outputs: Tensor[], requested: string[] | undefined): Tensor[] {
   const configs = served.signature.outputs;
+  if (requested === undefined && inConfigOrderAsIs(configs, outputs)) return outputs;
   const order = requested ?? configs.map((output) => output.name);
   const byName = new Map(outputs.map((output) => [output.name, output]));
   const ordered: Tensor[] = [];
@@ -621,4 +685,14 @@ function restoreOutputShapes(served: ServedVersion, outputs: Tensor[], requested
   }
   for (const tensor of outputs) if (!order.includes(tensor.name)) ordered.push(tensor);
   return ordered;
+}
+
+/** True when the outputs are exactly the configured ones, in config order, none reshaped: nothing to restore. */
+function inConfigOrderAsIs(configs: ServedVersion["signature"]["outputs"], outputs: Tensor[]): boolean {
+  if (outputs.length !== configs.length) return false;
+  for (let i = 0; i < configs.length; i += 1) {
+    const config = configs[i]!;
+    if (config.reshape !== undefined || config.name !== outputs[i]!.name) return false;
+  }
+  return true;
 }

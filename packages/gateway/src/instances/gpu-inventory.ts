@@ -57,6 +57,11 @@ export function probeGpus(paths: GpuProbePaths = {}): GpuInventory {
   return { count };
 }
 
+/** This process's CUDA_VISIBLE_DEVICES (undefined: unset), the list CUDA ordinals index. */
+export function cudaVisibleDevices(): string | undefined {
+  return process.env["CUDA_VISIBLE_DEVICES"];
+}
+
 let cached: GpuInventory | undefined;
 
 /** The host's inventory, probed once per process. */

@@ -8,9 +8,20 @@ describe("instancePlacements (Triton's instance_group placement)", () => {
   it("puts count instances on each GPU of a KIND_GPU group", () => {
     expect(where({ instance_group: [{ name: "g", kind: "KIND_GPU", count: 2, gpus: [0, 1] }] })).toEqual([
       ["g_0", "KIND_GPU", 0],
-      ["g_1", "KIND_GPU", 0],
-      ["g_2", "KIND_GPU", 1],
+      ["g_1", "KIND_GPU", 1],
+      ["g_2", "KIND_GPU", 0],
       ["g_3", "KIND_GPU", 1],
+    ]);
+  });
+
+  it("keeps every name on its GPU when the count per GPU grows (a rescale adds only the tail)", () => {
+    const group = (count: number) => ({ instance_group: [{ name: "g", kind: "KIND_GPU", count, gpus: [2, 5] }] });
+    const two = where(group(2));
+    const three = where(group(3));
+    expect(three.slice(0, two.length)).toEqual(two);
+    expect(three.slice(two.length)).toEqual([
+      ["g_4", "KIND_GPU", 2],
+      ["g_5", "KIND_GPU", 5],
     ]);
   });
 

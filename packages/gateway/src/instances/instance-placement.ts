@@ -5,9 +5,11 @@
  * without `gpus` uses every GPU the host has (GPU 0 when it has none, which
  * the load then refuses); KIND_CPU and KIND_MODEL groups have `count`
  * instances with no device. Names are "<group name>_<k>", k counting the
- * group's instances (GPU a's first, then GPU b's), so every instance of a
+ * group's instances, so every instance of a
  * model has a name of its own (Triton reuses names across GPUs; Operon's
- * workers, metrics and admin API need them unique).
+ * workers, metrics and admin API need them unique). k goes round the GPUs
+ * (a's first, b's first, a's second, ...), so the names of a smaller count
+ * are a prefix of a larger count's, on the same devices.
  */
 import type { InstanceKind } from "@operon/protocol/worker-wire";
 
@@ -40,9 +42,11 @@ export function instancePlacements(model: string, config: Record<string, unknown
           : gpuCount > 0
             ? [...Array(gpuCount).keys()]
             : [0];
+      // Round by round over the GPUs (as Triton makes instance c on each GPU in turn): a larger count keeps
+      // every existing name on its device, so a rescale (ModelInstances.resize) only adds or removes the tail.
       let k = 0;
-      for (const device of gpus) {
-        for (let i = 0; i < count; i += 1) out.push({ name: `${groupName}_${k++}`, kind: "KIND_GPU", device });
+      for (let i = 0; i < count; i += 1) {
+        for (const device of gpus) out.push({ name: `${groupName}_${k++}`, kind: "KIND_GPU", device });
       }
       continue;
     }

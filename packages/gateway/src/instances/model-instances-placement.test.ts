@@ -100,6 +100,29 @@ describe("instance placement reaches the backend", () => {
     }
   }, 60_000);
 
+  it("grows a gpus: [0, 1] pool on its GPUs when rescaled (count per GPU), never onto the CPU, and shrinks it evenly", async () => {
+    lines.length = 0;
+    const gpuOnly = { ...config, instance_group: [{ name: "gpu", kind: "KIND_GPU", count: 1, gpus: [0, 1] }] };
+    const perGpu = (count: number) => ({ ...gpuOnly, instance_group: [{ ...gpuOnly.instance_group[0]!, count }] });
+    const pool = await ModelInstances.start({ ...spec, config: gpuOnly }, ["gpu_0", "gpu_1"], options({ count: 2 }));
+    try {
+      await pool.resize(4, (index) => `gpu_${index}`, 1000, perGpu(2));
+      expect(placedLines()).toEqual([
+        "placed gpu_0 KIND_GPU 0",
+        "placed gpu_1 KIND_GPU 1",
+        "placed gpu_2 KIND_GPU 0",
+        "placed gpu_3 KIND_GPU 1",
+      ]);
+      await pool.resize(2, (index) => `gpu_${index}`, 1000, perGpu(1));
+      expect(pool.workerInfos().map((w) => [w.instance, w.kind, w.device])).toEqual([
+        ["gpu_0", "GPU", 0],
+        ["gpu_1", "GPU", 1],
+      ]);
+    } finally {
+      await pool.stop(1000);
+    }
+  }, 60_000);
+
   it("refuses a KIND_GPU instance on a host without a GPU, saying why, and starts nothing", async () => {
     lines.length = 0;
     await expect(

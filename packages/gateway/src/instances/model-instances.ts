@@ -322,11 +322,18 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
    * `names(index)` names the instance at a position (the loader's naming).
    * Resizes of one pool must not overlap (the model manager serializes them).
    */
-  async resize(count: number, names: (index: number) => string, drainMs = 30_000): Promise<void> {
+  async resize(
+    count: number,
+    names: (index: number) => string,
+    drainMs = 30_000,
+    config?: Record<string, unknown>,
+  ): Promise<void> {
     if (!Number.isInteger(count) || count < 1)
       throw new OperonError("INVALID_ARG", `instance count must be a positive integer, got ${count}`);
     if (this.stopped || this.restartsHalted)
       throw new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} is stopping`);
+    // The rescaled config places the new instances (a KIND_GPU group's new names are on its GPUs, never the CPU).
+    if (config !== undefined) this.spec = { ...this.spec, config };
     if (count > this.instances.length) {
       const taken = new Set(this.instances.map((instance) => instance.name));
       const wanted: string[] = [];
@@ -565,6 +572,13 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
           });
       },
     };
+  }
+
+  /** InstanceDispatcher: whether acquire() would find an instance now. */
+  hasCapacity(): boolean {
+    for (const instance of this.instances)
+      if (instance.worker !== undefined && instance.inFlight < this.maxInFlight) return true;
+    return false;
   }
 
   onCapacity(listener: () => void): void {

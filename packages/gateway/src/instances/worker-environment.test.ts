@@ -14,6 +14,8 @@ describe("workerEnvironment", () => {
     NODE_OPTIONS: "--require /tmp/evil.js",
     OPERON_NATIVE: "0",
     OPERON_TRACE: "batcher",
+    CUDA_VISIBLE_DEVICES: "2,3",
+    CUDA_DEVICE_ORDER: "PCI_BUS_ID",
   };
 
   it("keeps only the allow-listed variables", () => {
@@ -25,6 +27,9 @@ describe("workerEnvironment", () => {
       TZ: "UTC",
       OPERON_NATIVE: "0",
       OPERON_TRACE: "batcher",
+      // A worker's GPU ordinals mean what the gateway's mean (device 0 = the server's first visible GPU).
+      CUDA_VISIBLE_DEVICES: "2,3",
+      CUDA_DEVICE_ORDER: "PCI_BUS_ID",
     });
   });
 

@@ -23,6 +23,10 @@ export const WORKER_ENV_ALLOWED = [
   "USER",
   "LOGNAME",
   "SHELL",
+  // The GPUs the server was given: a worker's CUDA must number them as the gateway does (instance_group gpus and
+  // TRITONBACKEND_ModelInstanceDeviceId are ordinals within this list), and in the same order.
+  "CUDA_VISIBLE_DEVICES",
+  "CUDA_DEVICE_ORDER",
 ] as const;
 
 /** Variables passed through by prefix: locale settings, and Operon's own worker switches (below). */

@@ -41,6 +41,8 @@ export class ModelVersionStats {
   private readonly responses = new Map<number, ResponseStatistics>();
   private inferenceCount = 0;
   private executionCount = 0;
+  /** Of the requests above, those tagged as perf traffic (perf-traffic.ts). */
+  private readonly perfTraffic = { success_count: 0, success_ns: 0, fail_count: 0, fail_ns: 0, inference_count: 0 };
   private lastInference = 0;
   private cacheSeriesExported = false;
   private readonly labels: { model: string; version: string };
@@ -187,6 +189,19 @@ export class ModelVersionStats {
     this.pending.requestUs += requestNs / 1000;
   }
 
+  /** A tagged perf request that was also recorded as a success or failure above. */
+  recordPerfTraffic(outcome: "success" | "fail", inferences: number, requestNs: number): void {
+    const perf = this.perfTraffic;
+    if (outcome === "success") {
+      perf.success_count += 1;
+      perf.success_ns += requestNs;
+    } else {
+      perf.fail_count += 1;
+      perf.fail_ns += requestNs;
+    }
+    perf.inference_count += inferences;
+  }
+
   snapshot(): ModelStatistics {
     return {
       name: this.model,
@@ -221,6 +236,7 @@ export class ModelVersionStats {
           compute_output: { ...batch.compute_output },
         })),
       memory_usage: [],
+      operon_perf_traffic: { ...this.perfTraffic },
     };
   }
 }

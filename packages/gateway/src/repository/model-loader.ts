@@ -65,8 +65,11 @@ export interface PrepareOptions {
   native?: NativeBackendOptions;
 }
 
-/** Operon's own backends; any other `backend` name is a native one (libtriton_<name>.so, see native-backend-resolver.ts). */
-export const BUILTIN_BACKENDS = ["onnxruntime", "typescript"];
+/**
+ * Operon's own backends; any other `backend` name is a native one (libtriton_<name>.so, see native-backend-resolver.ts).
+ * operon_steps: a pipeline of built-in steps (its version folder's steps.json), run by the worker's TypeScript backend.
+ */
+export const BUILTIN_BACKENDS = ["onnxruntime", "typescript", "operon_steps"];
 
 /** True when the config's backend is served by a Triton C++ API library rather than a built-in backend. */
 export function isNativeBackend(backend: string | undefined): backend is string {
@@ -77,6 +80,7 @@ export function isNativeBackend(backend: string | undefined): backend is string 
 const DEFAULT_MODEL_FILES: Record<string, string[]> = {
   onnxruntime: ["model.onnx"],
   typescript: ["model.ts", "model.mts", "model.mjs", "model.js"],
+  operon_steps: ["steps.json"],
 };
 
 export async function prepareModel(

@@ -135,6 +135,7 @@ export class ModelManager {
       ...(options.resourceLimits !== undefined ? { resourceLimits: options.resourceLimits } : {}),
       ...(options.parkedModels !== undefined ? { parkedModels: options.parkedModels } : {}),
       ...(options.unloadDrainMs !== undefined ? { unloadDrainMs: options.unloadDrainMs } : {}),
+      ...(options.instances.gpus !== undefined ? { gpus: options.instances.gpus } : {}),
     });
   }
 

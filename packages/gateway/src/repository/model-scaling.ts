@@ -1,6 +1,7 @@
 import { OperonError } from "@operon/protocol/errors";
 import type { Logger } from "../observability/logger.js";
 import { ModelInstances } from "../instances/model-instances.js";
+import { hostGpus, type GpuInventory } from "../instances/gpu-inventory.js";
 import type { ServedModels, ServedVersion } from "../operators/served-models.js";
 import type { ModelLifecycle } from "./model-lifecycle.js";
 import {
@@ -24,6 +25,8 @@ export interface ModelScalingOptions {
   resourceLimits?: ResourceLimits;
   parkedModels?: ParkedModelPolicy;
   unloadDrainMs?: number;
+  /** The host's GPUs (a KIND_GPU group without `gpus` uses all of them); default the probed inventory. */
+  gpus?: GpuInventory;
   isStopped(): boolean;
 }
 
@@ -91,19 +94,35 @@ export class ModelScaling {
         );
       }
       from = instanceCountOf(versions[0]!.config);
+      const gpuCount = (this.options.gpus ?? hostGpus()).count;
       for (const served of versions) {
         const pool = served.instances as ModelInstances;
         served.configuredInstances ??= instanceCountOf(served.config);
         const group = served.config.instance_group?.[0];
         const groupName = group?.name || `${name}_0`;
+        // A KIND_GPU group's count is per GPU (Triton's rule): `count` instances in all are count / GPUs per GPU.
+        const perRound = gpusPerRound(group, gpuCount);
+        if (count % perRound !== 0) {
+          throw new OperonError(
+            "INVALID_ARG",
+            `model '${name}' runs one instance per round on each of its ${perRound} GPUs: its instance count must be a multiple of ${perRound}, got ${count}`,
+          );
+        }
+        const rescaled = (total: number): typeof served.config => ({
+          ...served.config,
+          instance_group: [{ ...(group ?? { kind: "KIND_CPU" }), count: Math.max(1, Math.floor(total / perRound)) }],
+        });
         try {
-          await pool.resize(count, (index) => `${groupName}_${index}`, this.options.unloadDrainMs ?? 30_000);
+          // The rescaled config places the new instances: a KIND_GPU group's new names land on its GPUs.
+          await pool.resize(
+            count,
+            (index) => `${groupName}_${index}`,
+            this.options.unloadDrainMs ?? 30_000,
+            rescaled(count) as Record<string, unknown>,
+          );
         } finally {
           // The config shows what runs (also after a partly failed grow).
-          served.config = {
-            ...served.config,
-            instance_group: [{ ...(group ?? { kind: "KIND_CPU" }), count: pool.instanceCount }],
-          };
+          served.config = rescaled(pool.instanceCount);
         }
       }
       this.options.logger.info({ model: name, from, to: count }, "model instances rescaled");
@@ -213,4 +232,11 @@ export class ModelScaling {
       throw again instanceof ModelParkedError ? again : error;
     }
   }
+}
+
+/** Instances one step of a group's count adds: its GPUs for KIND_GPU (every GPU of the host when it lists none), else 1. */
+export function gpusPerRound(group: { kind?: string; gpus?: number[] } | undefined, hostGpuCount: number): number {
+  if (group?.kind !== "KIND_GPU") return 1;
+  if (group.gpus !== undefined && group.gpus.length > 0) return group.gpus.length;
+  return Math.max(1, hostGpuCount);
 }

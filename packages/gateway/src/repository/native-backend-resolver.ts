@@ -73,7 +73,7 @@ export async function resolveNativeBackend(
   const folder = basename(modelDir);
   throw new OperonError(
     "NOT_FOUND",
-    `model '${model}': backend '${backend}' is not a built-in backend (onnxruntime, typescript) and ${file} was not found; tried, in order: ` +
+    `model '${model}': backend '${backend}' is not a built-in backend (onnxruntime, typescript, operon_steps) and ${file} was not found; tried, in order: ` +
       `the version folder (${join(folder, version, file)}), the model folder (${join(folder, file)}), ` +
       `the backend directory (${candidates[2]}; set it with --backend-directory)`,
   );

@@ -99,6 +99,10 @@ class ManualInstances implements InstanceDispatcher {
     this.listener = listener;
   }
 
+  hasCapacity(): boolean {
+    return this.free > 0;
+  }
+
   addCapacity(): void {
     this.free += 1;
     this.listener();
@@ -478,6 +482,51 @@ describe("queue delay at microsecond resolution", () => {
     expect(instances.executions).toHaveLength(1);
     instances.executions[0]!.complete();
     await expect(result).resolves.toMatchObject({ outputs: [{ name: "out_x" }] });
+  });
+
+  it("does not turn the event loop over waiting out a delay while every instance is busy; capacity sends the batch", async () => {
+    const clock = new FakeClock();
+    const instances = new ManualInstances(1);
+    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, {
+      describe: "model 'm'",
+      clock,
+    });
+    const first = scheduler.enqueue(request(1));
+    clock.advance(105_000);
+    expect(instances.executions).toHaveLength(1); // the only instance is now busy
+    const second = scheduler.enqueue(request(2));
+    const third = scheduler.enqueue(request(3));
+    // Without an instance to send to, no timer checks the clock on every turn.
+    expect(clock.pendingImmediates).toBe(0);
+    clock.advance(500_000);
+    expect(instances.executions).toHaveLength(1);
+    instances.executions[0]!.complete();
+    await first;
+    // The delay of the queued two has passed: the freed instance takes them as one batch at once.
+    expect(instances.executions).toHaveLength(2);
+    expect(instances.executions[1]!.inputs[0]!.shape).toEqual([2, 2]);
+    instances.executions[1]!.complete();
+    await Promise.all([second, third]);
+  });
+
+  it("waits out the rest of the delay when capacity comes back before it has passed", async () => {
+    const clock = new FakeClock();
+    const instances = new ManualInstances(1);
+    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, {
+      describe: "model 'm'",
+      clock,
+    });
+    const first = scheduler.enqueue(request(1));
+    clock.advance(105_000);
+    const second = scheduler.enqueue(request(2));
+    clock.advance(20_000);
+    instances.executions[0]!.complete();
+    await first;
+    expect(instances.executions).toHaveLength(1); // 20 µs into its 100 µs delay: it still waits
+    clock.advance(90_000);
+    expect(instances.executions).toHaveLength(2);
+    instances.executions[1]!.complete();
+    await second;
   });
 
   it("joins the requests that arrive within the delay into one batch", async () => {

@@ -82,6 +82,15 @@ export interface InstanceDispatcher {
   acquire(): ReservedInstance | undefined;
   /** Registers the callback to call whenever capacity may have appeared. */
   onCapacity(listener: () => void): void;
+  /**
+   * True when acquire() would find an instance now (it reserves nothing).
+   * Optional: without it the scheduler assumes there may be one. The
+   * batcher asks it before waiting out a queue delay: while every instance
+   * is busy the batch keeps growing anyway, and the onCapacity callback
+   * (not a timer turning the event loop over every few microseconds)
+   * decides when it goes.
+   */
+  hasCapacity?(): boolean;
   /** True when no instance is alive and none will come back. */
   readonly isDead: boolean;
 }
@@ -261,7 +270,8 @@ export class RequestScheduler {
     while (this.queued > 0) {
       const decision = this.nextBatch(now);
       if (decision.kind === "wait") {
-        wakeAt = decision.until;
+        // No instance free: the wait ends with capacity (onCapacity calls schedule()), so no timer spins meanwhile.
+        if (this.dispatcher.hasCapacity?.() !== false) wakeAt = decision.until;
         break;
       }
       const instance = this.dispatcher.acquire();

@@ -18,13 +18,17 @@ export interface RunnerRequest extends ScheduledRequest {
   parameters?: Parameters;
 }
 
+/**
+ * Exactly what its callers use: the engine (policy, execute, executeStream)
+ * and the model manager (isDead, onExecution, stop, haltRestarts). A
+ * runner's queue depth is its own business (ModelInstances and
+ * OperatorRunner each report theirs where it is read), not the interface's.
+ */
 export interface VersionRunner {
   /** Queueing rules the engine reads before execute (priority level, queue timeout). */
   readonly policy: SchedulerPolicy;
   /** True when the version can never serve again (e.g. every worker gave up restarting). */
   readonly isDead: boolean;
-  /** Requests queued or executing. */
-  readonly pendingCount: number;
   /** Called after each execution (statistics: execution_count, batch_stats). */
   onExecution: (batchSize: number, timing: ExecutionTiming) => void;
   execute(request: RunnerRequest): Promise<ScheduledResult>;

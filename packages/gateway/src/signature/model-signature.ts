@@ -41,7 +41,7 @@ export function validateInferRequest(
   request: InferRequest,
   maxBytesElements = DEFAULT_MAX_BYTES_ELEMENTS,
 ): ValidatedRequest {
-  const byName = new Map(model.inputs.map((input) => [input.name, input]));
+  const byName = inputsByName(model);
   const seen = new Set<string>();
   let batchSize: number | undefined;
   const inputs: Tensor[] = [];
@@ -78,7 +78,11 @@ export function validateInferRequest(
     inputs.push(toBackendTensor(model, config, input, inputBatch));
   }
 
-  const missing = model.inputs.filter((input) => !input.optional && !seen.has(input.name)).map((input) => input.name);
+  // The common case (every input given, none twice) needs no list of the missing ones.
+  const missing =
+    seen.size === model.inputs.length
+      ? []
+      : model.inputs.filter((input) => !input.optional && !seen.has(input.name)).map((input) => input.name);
   if (missing.length > 0) {
     throw new OperonError(
       "INVALID_ARG",
@@ -111,6 +115,17 @@ export function validateInferRequest(
   }
 
   return { inputs, outputNames, batchSize: batchSize ?? 1 };
+}
+
+/** Each signature's inputs by name, built once per signature (a signature never changes after load). */
+const inputMaps = new WeakMap<ServedModelSignature, Map<string, ServedTensorConfig>>();
+function inputsByName(model: ServedModelSignature): Map<string, ServedTensorConfig> {
+  let byName = inputMaps.get(model);
+  if (byName === undefined || byName.size !== model.inputs.length) {
+    byName = new Map(model.inputs.map((input) => [input.name, input]));
+    inputMaps.set(model, byName);
+  }
+  return byName;
 }
 
 /** Returns the request's batch size for this input when the model batches. */

@@ -13,8 +13,11 @@ import {
  * returns its inputs as outputs, for measuring and testing the gateway <->
  * worker transport. "native" serves a backend written against Triton's C++
  * API (libtriton_<name>.so, named by the load message's `native`).
+ * "operon_steps" runs a pipeline of Operon's built-in steps (@operon/steps:
+ * image decode/resize/normalize, tokenization, softmax, top-k, ...) from the
+ * version folder's steps.json, as a TypeScript-backend model.
  */
-export const BACKEND_NAMES = ["onnxruntime", "typescript", "echo", "native"] as const;
+export const BACKEND_NAMES = ["onnxruntime", "typescript", "operon_steps", "echo", "native"] as const;
 
 /**
  * Creates the backend by name. Implementations are imported on demand so a
@@ -32,6 +35,13 @@ export async function createBackend(name: string): Promise<Backend> {
     case "typescript": {
       const { createTypeScriptBackend } = await import("./typescript-backend.js");
       backend = createTypeScriptBackend();
+      break;
+    }
+    case "operon_steps": {
+      const { createTypeScriptBackend } = await import("./typescript-backend.js");
+      backend = createTypeScriptBackend({
+        loadModule: async () => (await import("@operon/steps/step-pipeline-model")) as Record<string, unknown>,
+      });
       break;
     }
     case "native": {

@@ -83,6 +83,8 @@ export class TypeScriptBackend implements RequestBackend {
   private readonly streams = new Set<DecoupledStream>();
   private streamsDrained: (() => void) | undefined;
 
+  constructor(private readonly options: TypeScriptBackendOptions = {}) {}
+
   async initialize(options: BackendInitOptions): Promise<void> {
     const { config, modelPath } = options;
     const modelDir = path.dirname(path.dirname(modelPath));
@@ -121,7 +123,7 @@ export class TypeScriptBackend implements RequestBackend {
       error: (kind, message) => new ModelError(kind, message),
     };
 
-    const model = instantiate(await importModelModule(modelPath), modelPath);
+    const model = instantiate(await (this.options.loadModule ?? importModelModule)(modelPath), modelPath);
     this.guard = await this.host?.createExecuteGuard({
       timeoutMs: executeTimeoutMs,
       message: `model '${this.modelName}' execute timed out after ${executeTimeoutMs} ms`,
@@ -597,7 +599,17 @@ function stackOf(error: unknown): string | undefined {
   return error instanceof Error ? error.stack : undefined;
 }
 
+export interface TypeScriptBackendOptions {
+  /**
+   * Where the model class comes from; default: the model file (transpiled
+   * when it is TypeScript). The operon_steps backend passes the built-in
+   * step library's pipeline model here, so built-in steps get the same
+   * worker process, timeouts and batching as user models.
+   */
+  loadModule?: (modelPath: string) => Promise<Record<string, unknown>>;
+}
+
 /** Used by the worker's backend registry. */
-export function createTypeScriptBackend(): TypeScriptBackend {
-  return new TypeScriptBackend();
+export function createTypeScriptBackend(options: TypeScriptBackendOptions = {}): TypeScriptBackend {
+  return new TypeScriptBackend(options);
 }

@@ -19,8 +19,9 @@ function CostModelNote() {
     <p className="cost-note">
       How this is counted: each host costs its profile&apos;s price for every hour the control plane sampled usage, and
       that cost is shared among the models by their share of the host&apos;s CPU (a model whose workers used a quarter
-      of the host&apos;s CPU carries a quarter of its cost); what no model used, idle capacity and the gateway itself,
-      stays unattributed.
+      of the host&apos;s CPU carries a quarter of its cost); on a GPU profile, the part of the price that pays for the
+      GPUs (80 % unless the profile says otherwise) is shared by their share of the host&apos;s GPUs instead, the rest
+      by CPU share; what no model used, idle capacity and the gateway itself, stays unattributed.
     </p>
   );
 }

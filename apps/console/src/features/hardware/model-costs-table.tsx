@@ -13,6 +13,9 @@ export function ModelCostsTable({ models, showProfile }: { models: readonly Mode
             {showProfile ? <th scope="col">Profile</th> : null}
             <th scope="col">Inferences</th>
             <th scope="col">CPU share (host-hours)</th>
+            <th scope="col">GPU share (host-hours)</th>
+            <th scope="col">CPU cost</th>
+            <th scope="col">GPU cost</th>
             <th scope="col">Cost</th>
             <th scope="col">Cost per hour</th>
             <th scope="col">Cost per 1,000 inferences</th>
@@ -28,6 +31,15 @@ export function ModelCostsTable({ models, showProfile }: { models: readonly Mode
               </td>
               <td data-label="CPU share (host-hours)" className="cell-number">
                 {formatSmall(model.cpuShareHours)}
+              </td>
+              <td data-label="GPU share (host-hours)" className="cell-number">
+                {formatSmall(model.gpuShareHours)}
+              </td>
+              <td data-label="CPU cost" className="cell-number">
+                {formatMoney(model.cpuCost, model.currency)}
+              </td>
+              <td data-label="GPU cost" className="cell-number">
+                {formatMoney(model.gpuCost, model.currency)}
               </td>
               <td data-label="Cost" className="cell-number">
                 {formatMoney(model.cost, model.currency)}

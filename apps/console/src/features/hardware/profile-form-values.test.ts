@@ -32,6 +32,7 @@ describe("the hardware profile form", () => {
         gpuModel: null,
         gpuCount: 0,
         gpuMemoryBytes: null,
+        gpuPriceShare: null,
         costPerHour: 1.25,
         currency: "eur",
       },
@@ -50,6 +51,13 @@ describe("the hardware profile form", () => {
     ]);
   });
 
+  it("reads the GPU share of the price in percent", () => {
+    const parsed = parseProfileForm(
+      form({ name: "g", kind: "GPU", gpuCount: "1", gpuPricePercent: "62.5", costPerHour: "3", currency: "USD" }),
+    );
+    expect(parsed.ok && parsed.input.gpuPriceShare).toBe(0.625);
+  });
+
   it("prefills an edit from the stored profile", () => {
     const defaults = formDefaults({
       id: "1",
@@ -60,6 +68,7 @@ describe("the hardware profile form", () => {
       gpuModel: "H100",
       gpuCount: 8,
       gpuMemoryBytes: 80 * 1024 ** 3,
+      gpuPriceShare: 0.7,
       costPerHour: 98.32,
       currency: "USD",
       isDefault: true,
@@ -71,6 +80,7 @@ describe("the hardware profile form", () => {
       memoryGiB: "64",
       gpuCount: "8",
       gpuMemoryGiB: "80",
+      gpuPricePercent: "70",
       costPerHour: "98.32",
     });
   });

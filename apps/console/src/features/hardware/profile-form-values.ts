@@ -35,10 +35,16 @@ export function parseProfileForm(form: FormData): ParsedProfileForm {
     gpuModel: text("gpuModel") === "" ? null : text("gpuModel"),
     gpuCount: number("gpuCount", "gpuCount", { integer: true }) ?? 0,
     gpuMemoryBytes: number("gpuMemoryGiB", "gpuMemoryBytes", { integer: false, scale: GIB }),
+    // Typed in percent, sent as a share; empty = the default (the API checks 0..1).
+    gpuPriceShare: percentShare(number("gpuPricePercent", "gpuPriceShare", { integer: false })),
     costPerHour: costPerHour ?? 0,
     currency: text("currency") || "USD",
   };
   return fieldErrors.length > 0 ? { ok: false, fieldErrors } : { ok: true, input };
+}
+
+function percentShare(percent: number | null): number | null {
+  return percent === null ? null : Math.round(percent * 100) / 10_000;
 }
 
 /** A stored size in GiB for the form (up to 2 decimals). */
@@ -55,6 +61,10 @@ export function formDefaults(profile: HardwareProfile | undefined) {
     gpuModel: profile?.gpuModel ?? "",
     gpuCount: profile ? String(profile.gpuCount) : "0",
     gpuMemoryGiB: gibOf(profile?.gpuMemoryBytes ?? null),
+    gpuPricePercent:
+      profile?.gpuPriceShare !== null && profile?.gpuPriceShare !== undefined
+        ? String(Math.round(profile.gpuPriceShare * 10_000) / 100)
+        : "",
     costPerHour: profile ? String(profile.costPerHour) : "",
     currency: profile?.currency ?? "USD",
   };

@@ -20,6 +20,7 @@ const FIELDS = [
   "gpuModel",
   "gpuCount",
   "gpuMemoryBytes",
+  "gpuPriceShare",
   "costPerHour",
   "currency",
 ];
@@ -144,6 +145,18 @@ export function ProfileForm({ profile, onDone }: { profile?: HardwareProfile; on
         inputMode="decimal"
         defaultValue={values.gpuMemoryGiB}
         error={fieldMessage(problem, "gpuMemoryBytes")}
+      />
+      <TextField
+        label="GPU share of the price, % (optional)"
+        name="gpuPricePercent"
+        type="number"
+        min={0}
+        max={100}
+        step="any"
+        inputMode="decimal"
+        defaultValue={values.gpuPricePercent}
+        hint="GPU profiles only: the part of the cost per hour that pays for the GPUs, shared by GPU use (default 80 %); the rest is shared by CPU use."
+        error={fieldMessage(problem, "gpuPriceShare")}
       />
       <FormAlert message={formMessage(problem, FIELDS)} />
       <div className="form-actions">

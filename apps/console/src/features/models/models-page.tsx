@@ -29,9 +29,14 @@ export function ModelsPage() {
         <div className="section-header">
           <h2 id="models-title">All models</h2>
           {canManage ? (
-            <Link href="/models/upload" className="button button-primary">
-              Upload model
-            </Link>
+            <div className="section-actions">
+              <Link href="/models/steps" className="button">
+                Build from steps
+              </Link>
+              <Link href="/models/upload" className="button button-primary">
+                Upload model
+              </Link>
+            </div>
           ) : null}
         </div>
         {models.data?.gatewayError ? (

@@ -19,6 +19,7 @@ import { OperatorVersions } from "./operator-versions";
 import { specGraph } from "@operon/operator-spec/spec-graph";
 import { TryItPanel } from "./try-it-panel";
 import { LatestPerfReport } from "../perf/latest-perf-report";
+import { PerfInputsSection } from "../perf/perf-inputs-section";
 import { BreakableText } from "@/components/breakable-text";
 
 export function OperatorDetailPage({ name }: { name: string }) {
@@ -111,6 +112,7 @@ function OperatorDetailView({ detail }: { detail: OperatorDetail }) {
         <p className="notice">Trying an operator needs the engineer role.</p>
       )}
       <LatestPerfReport kind="OPERATOR" name={detail.name} canCancel={canManage} />
+      {detail.state === "SERVED" ? <PerfInputsSection kind="OPERATOR" name={detail.name} canEdit={canManage} /> : null}
       {detail.stored ? <OperatorVersions name={detail.name} latest={detail.latestVersion} /> : null}
     </>
   );

@@ -19,6 +19,15 @@ export function CostTable({ report }: { report: CostReport }) {
               Host CPU used (s)
             </th>
             <th scope="col" className="cell-number">
+              Host GPU used (s)
+            </th>
+            <th scope="col" className="cell-number">
+              CPU cost
+            </th>
+            <th scope="col" className="cell-number">
+              GPU cost
+            </th>
+            <th scope="col" className="cell-number">
               Cost
             </th>
             <th scope="col" className="cell-number">
@@ -36,6 +45,9 @@ export function CostTable({ report }: { report: CostReport }) {
               <td>{entry.profileName}</td>
               <td className="cell-number">{formatInteger(entry.inferences)}</td>
               <td className="cell-number">{formatNumber(entry.cpuShareHours * 3600, 3)}</td>
+              <td className="cell-number">{formatNumber(entry.gpuShareHours * 3600, 3)}</td>
+              <td className="cell-number">{formatMoney(entry.cpuCost, entry.currency)}</td>
+              <td className="cell-number">{formatMoney(entry.gpuCost, entry.currency)}</td>
               <td className="cell-number">{formatMoney(entry.cost, entry.currency)}</td>
               <td className="cell-number">{formatMoney(entry.costPerHour, entry.currency)}</td>
               <td className="cell-number">{formatMoney(entry.costPer1000Inferences, entry.currency)}</td>

@@ -46,7 +46,8 @@ function CostCharts({ report }: { report: CostReport }) {
   return (
     <>
       <p className="muted small">
-        The host&apos;s cost per hour is attributed to models by the share of its CPU their workers used.
+        The host&apos;s cost per hour is attributed to models by the share of its CPU their workers used; on a GPU
+        profile, the GPUs&apos; part of the price by the share of its GPUs their instances used.
       </p>
       <ProfileCostSummary profiles={report.profiles} />
       <div className="figure-grid">

@@ -14,6 +14,11 @@ export function UsageCharts({ series }: { series: UsageSeries }) {
   const instances = perModelRows(series, "instances");
   const cpu = perModelRows(series, "cpuUtilization");
   const memory = perModelRows(series, "memoryBytes", memoryUnit.size);
+  // GPU charts only where the gateway read GPUs (NVML) in the range: a CPU host has no GPU figures at all.
+  const gpu = perModelRows(series, "gpuUtilization");
+  const gpuMemoryUnit = byteUnitFor(maxOf(series, "gpuMemoryBytes"));
+  const gpuMemory = perModelRows(series, "gpuMemoryBytes", gpuMemoryUnit.size);
+  const hasGpu = series.overall.some((point) => point.gpuUtilization !== null);
   const fmt = (value: number) => formatNumber(value);
   return (
     <div className="figure-grid">
@@ -86,6 +91,27 @@ export function UsageCharts({ series }: { series: UsageSeries }) {
         domain={domain}
         formatValue={(value) => `${formatNumber(value)} ${memoryUnit.unit}`}
       />
+      {hasGpu ? (
+        <>
+          <TimeSeriesChart
+            title="GPU utilization per model"
+            yLabel="GPU (% of host)"
+            emptyMax={0.01}
+            {...chartData(gpu)}
+            domain={domain}
+            formatValue={(value) => formatPercent(value)}
+            formatAxis={(value) => formatPercent(value, value > 0 && value < 0.1 ? 2 : 0)}
+            note="Each GPU's utilization, split over the models with instances on it by their instance count there, as a share of all the host's GPUs."
+          />
+          <TimeSeriesChart
+            title="GPU memory per model"
+            yLabel={`GPU memory (${gpuMemoryUnit.unit})`}
+            {...chartData(gpuMemory)}
+            domain={domain}
+            formatValue={(value) => `${formatNumber(value)} ${gpuMemoryUnit.unit}`}
+          />
+        </>
+      ) : null}
     </div>
   );
 }

@@ -47,7 +47,7 @@ export function AutoPerfSettingsSection() {
 }
 
 function planSentence(settings: AutoPerfSettingsView): string {
-  return `Concurrency 1, 2, 4, … up to ${formatInteger(settings.maxConcurrency)}, until a step gains less than ${formatNumber(settings.minGainPercent)} % throughput; at most ${formatInteger(settings.timeBoundSecs)} s per run. Starts only while other traffic is at most ${formatNumber(settings.headroomMaxRequestsPerSec)} requests/s (waits up to ${formatInteger(settings.maxWaitSecs)} s).`;
+  return `Concurrency 1, 2, 4, … up to ${formatInteger(settings.maxConcurrency)}, until a step gains less than ${formatNumber(settings.minGainPercent)} % throughput; at most ${formatInteger(settings.timeBoundSecs)} s per run. Starts once the model's own traffic is at most ${formatNumber(settings.headroomMaxRequestsPerSec)} requests/s and the gateway leaves a core idle (waits up to ${formatInteger(settings.maxWaitSecs)} s).`;
 }
 
 function AutoPerfSettingsFacts({ settings }: { settings: AutoPerfSettingsView }) {
@@ -126,7 +126,7 @@ function AutoPerfSettingsForm({ settings }: { settings: AutoPerfSettingsView }) 
       {field(
         "headroomMaxRequestsPerSec",
         "Start only below (requests/s)",
-        "Other traffic the gateway may serve when a run starts.",
+        "Users' traffic to the measured model itself when a run starts. Traffic to other models does not hold a run back while the gateway leaves a core idle.",
         0.1,
       )}
       {field("maxWaitSecs", "Wait for headroom at most (seconds)", "Then the run fails with the reason.")}

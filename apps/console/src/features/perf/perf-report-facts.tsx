@@ -1,5 +1,6 @@
 import { formatInteger, formatNumber } from "@/lib/number-format";
 import { formatDateTime } from "@/lib/format";
+import { stopReasonLabel } from "./perf-report-export";
 import { isPending, statusLabel, targetLabel, triggerLabel, type PerfReportDetail } from "./perf-types";
 
 /** The run's status and how it was configured. */
@@ -38,6 +39,21 @@ export function PerfReportFacts({ report }: { report: PerfReportDetail }) {
     ["Started by", triggerLabel(report)],
     ["Host load", hostLoadLabel(report.hostLoad)],
   ];
+  const ended = stopReasonLabel(report.hostLoad?.stopReason, config?.sweep?.minGainPercent);
+  if (ended !== null) facts.push(["Sweep ended", `because ${ended}`]);
+  if (summary?.inputs && summary.inputs.length > 0) {
+    const data = summary.inputData;
+    const values =
+      data === undefined
+        ? ""
+        : data.kind === "file"
+          ? `; values from ${data.name ?? "a data file"}`
+          : `; ${data.kind} values`;
+    facts.push([
+      "Inputs",
+      `${summary.inputs.map((input) => `${input.name} ${input.datatype} [${input.shape.join(", ")}]`).join(", ")}${values}`,
+    ]);
+  }
   return (
     <dl className="facts">
       {facts.map(([term, value]) => (
@@ -67,5 +83,7 @@ export function hostLoadLabel(load: PerfReportDetail["hostLoad"]): string {
     load.waitedMs !== null && load.waitedMs >= 1000
       ? `; waited ${formatInteger(Math.round(load.waitedMs / 1000))} s for headroom`
       : "";
-  return `${other}; load per core ${formatNumber(load.loadPerCoreBefore)} before, ${formatNumber(load.loadPerCoreAfter)} after${waited}`;
+  const idle =
+    load.idleCoresAtStart != null ? `; ${formatNumber(load.idleCoresAtStart, 1)} cores idle at the start` : "";
+  return `${other}; load per core ${formatNumber(load.loadPerCoreBefore)} before, ${formatNumber(load.loadPerCoreAfter)} after${idle}${waited}`;
 }

@@ -12,6 +12,7 @@ import { useTRPC } from "@/lib/trpc";
 import { ConcurrencyCharts } from "./concurrency-charts";
 import { DeletePerfReportButton } from "./delete-perf-report-button";
 import { PerfReportFacts } from "./perf-report-facts";
+import { perfReportCsv, perfReportFileName, perfReportJson } from "./perf-report-export";
 import { PerfRunProgress } from "./perf-run-progress";
 import { PerfTable } from "./perf-table";
 import { ThroughputLatencyChart } from "./throughput-latency-chart";
@@ -43,9 +44,12 @@ function PerfReportView({ report }: { report: PerfReportDetail }) {
       <section className="card" aria-labelledby="run-facts-title">
         <div className="section-header">
           <h2 id="run-facts-title">Run</h2>
-          {canManage && !isPending(report.status) ? (
-            <DeletePerfReportButton report={report} onDeleted={() => router.push("/perf")} />
-          ) : null}
+          <div className="form-actions">
+            {!isPending(report.status) ? <PerfReportDownloads report={report} /> : null}
+            {canManage && !isPending(report.status) ? (
+              <DeletePerfReportButton report={report} onDeleted={() => router.push("/perf")} />
+            ) : null}
+          </div>
         </div>
         {isPending(report.status) ? (
           <PerfRunProgress id={report.id} canCancel={canManage} showReportLink={false} />
@@ -80,6 +84,29 @@ function PerfReportView({ report }: { report: PerfReportDetail }) {
           </section>
         </>
       )}
+    </>
+  );
+}
+
+/** Download the report as JSON (all of it) or its samples as CSV: files made in the browser from what the page shows. */
+function PerfReportDownloads({ report }: { report: PerfReportDetail }) {
+  const save = (extension: "json" | "csv") => {
+    const text = extension === "json" ? perfReportJson(report) : perfReportCsv(report);
+    const url = URL.createObjectURL(new Blob([text], { type: extension === "json" ? "application/json" : "text/csv" }));
+    const link = document.createElement("a");
+    link.href = url;
+    link.download = perfReportFileName(report, extension);
+    link.click();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  };
+  return (
+    <>
+      <button type="button" className="button" onClick={() => save("csv")}>
+        Download CSV
+      </button>
+      <button type="button" className="button" onClick={() => save("json")}>
+        Download JSON
+      </button>
     </>
   );
 }

@@ -43,6 +43,9 @@ export function PerfReportsTable({
                 </th>
                 <td>
                   <span className={`status status-${report.status.toLowerCase()}`}>{statusLabel(report.status)}</span>
+                  {report.error && !isPending(report.status) ? (
+                    <span className="field-hint"> {report.error}</span>
+                  ) : null}
                 </td>
                 <td className="cell-nowrap">{formatDateTime(report.createdAt)}</td>
                 <td className="cell-nowrap">

@@ -4,6 +4,7 @@ import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { representativeStep, runConcurrencySweep } from "@operon/perf/concurrency-sweep";
 import { messageOf } from "@operon/perf/perf-error";
 import { runPerf } from "@operon/perf/run-perf";
+import type { PerfInputsStore } from "../perf/perf-inputs.js";
 import type { Logger } from "@operon/protocol/logger";
 import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-client.js";
@@ -44,6 +45,8 @@ export interface ConfigSearchExecutionOptions {
   gatewayOptions: GatewayClientOptions;
   store: ModelStore;
   logger: Logger;
+  /** The measured model's perf inputs (shapes for variable dims, sample data) fill the shadow's requests. */
+  perfRuns: { inputs: PerfInputsStore };
 }
 
 export class ConfigSearchExecution {
@@ -108,7 +111,7 @@ export class ConfigSearchExecution {
           },
           async (concurrency) => {
             search.measuring = { candidate, concurrency };
-            return this.measureAt(search.shadow, concurrency, plan.measurement, signal);
+            return this.measureAt(search.model, search.shadow, concurrency, plan.measurement, signal);
           },
         );
         stepsOf.set(candidate, steps);
@@ -218,15 +221,18 @@ export class ConfigSearchExecution {
     }
   }
 
-  /** One step of the sweep: runPerf at one concurrency against the shadow model. */
+  /** One step of the sweep: runPerf at one concurrency against the shadow model, with the model's perf inputs. */
   private async measureAt(
+    model: string,
     shadow: string,
     concurrency: number,
     plan: MeasurementPlan,
     signal: AbortSignal,
   ): Promise<SweepStep> {
     const { gatewayOptions } = this.options;
+    const inputs = await this.options.perfRuns.inputs.optionsFor({ kind: "MODEL", name: model });
     const report = await runPerf({
+      ...inputs,
       model: shadow,
       protocol: "http",
       url: gatewayOptions.httpUrl,

@@ -6,16 +6,20 @@ import type { PrismaClient } from "@operon/db";
  *
  * The host costs its profile's costPerHour for every hour the sampler
  * covered (the union of the sampling intervals; time the control plane did
- * not sample is not costed). That cost is attributed to models by CPU
- * share: a sample's cost is
+ * not sample is not costed). The price splits into a GPU part and a CPU
+ * part: gpuPriceShare g of it pays for the GPUs (a GPU profile's field,
+ * DEFAULT_GPU_PRICE_SHARE when unset; 0 on a CPU profile). The CPU part is
+ * attributed to models by CPU share, the GPU part by GPU share: a sample's
+ * cost is
  *
- *     costPerHour × cpuUtilization × intervalSeconds / 3600
+ *     costPerHour × ((1 − g) × cpuUtilization + g × gpuUtilization) × intervalSeconds / 3600
  *
  * where cpuUtilization is the share of the host's CPU capacity the model's
- * worker processes used in the interval (0..1). What no model used (idle
- * capacity, the gateway process itself, other programs) is the host's
- * unattributed cost: host cost − Σ attributed. Samples without CPU figures
- * attribute nothing.
+ * worker processes used in the interval (0..1), and gpuUtilization the share
+ * of the host's GPU capacity attributed to its GPU instances (usage-sampler.ts).
+ * What no model used (idle capacity, the gateway process itself, other
+ * programs) is the host's unattributed cost: host cost − Σ attributed.
+ * Samples without CPU (GPU) figures attribute nothing of that part.
  *
  * Inferences are what the models computed: a batched request of N items
  * counts N (the samples' inference_count deltas), failures count 0. Per model:
@@ -31,6 +35,8 @@ export interface CostUsageTotals {
   inferences: number;
   /** Σ cpuUtilization × intervalSeconds (samples without CPU figures add nothing). */
   cpuShareSeconds: number;
+  /** Σ gpuUtilization × intervalSeconds (samples without GPU figures add nothing). */
+  gpuShareSeconds: number;
 }
 
 export interface CostTotals {
@@ -44,6 +50,17 @@ export interface CostProfile {
   name: string;
   costPerHour: number;
   currency: string;
+  /** Share of the price that pays for the GPUs (0..1): gpuPriceShareOf(profile). */
+  gpuPriceShare: number;
+}
+
+/** The GPU part of a GPU profile's price when the profile does not say (GPUs dominate a GPU host's price). */
+export const DEFAULT_GPU_PRICE_SHARE = 0.8;
+
+/** The profile's GPU part: its own gpuPriceShare, the default on a GPU profile, 0 on a CPU one. */
+export function gpuPriceShareOf(profile: { kind: string; gpuPriceShare: number | null }): number {
+  if (profile.kind !== "GPU") return 0;
+  return profile.gpuPriceShare ?? DEFAULT_GPU_PRICE_SHARE;
 }
 
 export interface ModelCost {
@@ -54,6 +71,11 @@ export interface ModelCost {
   inferences: number;
   /** Host-hours of CPU capacity the model used: Σ cpuUtilization × hours. */
   cpuShareHours: number;
+  /** Host-hours of GPU capacity attributed to the model: Σ gpuUtilization × hours. */
+  gpuShareHours: number;
+  /** cost = cpuCost + gpuCost: what its CPU share and its GPU share cost. */
+  cpuCost: number;
+  gpuCost: number;
   cost: number;
   costPerHour: number;
   costPer1000Inferences: number | null;
@@ -65,6 +87,8 @@ export interface ProfileCost {
   currency: string;
   /** The profile's price. */
   costPerHour: number;
+  /** The share of the price attributed by GPU share. */
+  gpuPriceShare: number;
   coveredHours: number;
   hostCost: number;
   attributedCost: number;
@@ -94,7 +118,15 @@ export function computeCosts(totals: CostTotals, profiles: readonly CostProfile[
   const unprofiled = new Map<string, number>();
   const byProfile = new Map<
     string,
-    Array<{ model: string; inferences: number; cpuShareHours: number; cost: number }>
+    Array<{
+      model: string;
+      inferences: number;
+      cpuShareHours: number;
+      gpuShareHours: number;
+      cpuCost: number;
+      gpuCost: number;
+      cost: number;
+    }>
   >();
 
   for (const usage of totals.usage) {
@@ -104,13 +136,19 @@ export function computeCosts(totals: CostTotals, profiles: readonly CostProfile[
       continue;
     }
     const cpuShareHours = usage.cpuShareSeconds / 3600;
+    const gpuShareHours = usage.gpuShareSeconds / 3600;
+    const cpuCost = profile.costPerHour * (1 - profile.gpuPriceShare) * cpuShareHours;
+    const gpuCost = profile.costPerHour * profile.gpuPriceShare * gpuShareHours;
     const models = byProfile.get(profile.id) ?? [];
     byProfile.set(profile.id, models);
     models.push({
       model: usage.model,
       inferences: usage.inferences,
       cpuShareHours,
-      cost: profile.costPerHour * cpuShareHours,
+      gpuShareHours,
+      cpuCost,
+      gpuCost,
+      cost: cpuCost + gpuCost,
     });
   }
 
@@ -130,6 +168,9 @@ export function computeCosts(totals: CostTotals, profiles: readonly CostProfile[
       currency: profile.currency,
       inferences: usage.inferences,
       cpuShareHours: usage.cpuShareHours,
+      gpuShareHours: usage.gpuShareHours,
+      cpuCost: money(usage.cpuCost),
+      gpuCost: money(usage.gpuCost),
       cost: money(usage.cost),
       costPerHour: coveredHours > 0 ? money(usage.cost / coveredHours) : 0,
       costPer1000Inferences: usage.inferences > 0 ? money((usage.cost / usage.inferences) * 1000) : null,
@@ -142,6 +183,7 @@ export function computeCosts(totals: CostTotals, profiles: readonly CostProfile[
       name: profile.name,
       currency: profile.currency,
       costPerHour: profile.costPerHour,
+      gpuPriceShare: profile.gpuPriceShare,
       coveredHours,
       hostCost: money(hostCost),
       attributedCost: money(attributed),
@@ -161,12 +203,19 @@ export function computeCosts(totals: CostTotals, profiles: readonly CostProfile[
 export async function queryCostTotals(prisma: PrismaClient, range: { from: Date; to: Date }): Promise<CostTotals> {
   const [usage, covered] = await Promise.all([
     prisma.$queryRaw<
-      Array<{ profile_id: string | null; model: string; inferences: number; cpu_share_seconds: number }>
+      Array<{
+        profile_id: string | null;
+        model: string;
+        inferences: number;
+        cpu_share_seconds: number;
+        gpu_share_seconds: number;
+      }>
     >`
       SELECT s."hardwareProfileId" AS profile_id,
         m."name" AS model,
         sum(s."inferences")::float8 AS inferences,
-        coalesce(sum(s."cpuUtilization" * s."intervalSeconds"), 0)::float8 AS cpu_share_seconds
+        coalesce(sum(s."cpuUtilization" * s."intervalSeconds"), 0)::float8 AS cpu_share_seconds,
+        coalesce(sum(s."gpuUtilization" * s."intervalSeconds"), 0)::float8 AS gpu_share_seconds
       FROM "UsageSample" s
       JOIN "Model" m ON m."id" = s."modelId"
       WHERE s."at" >= ${range.from} AND s."at" < ${range.to}
@@ -188,6 +237,7 @@ export async function queryCostTotals(prisma: PrismaClient, range: { from: Date;
       model: row.model,
       inferences: Number(row.inferences),
       cpuShareSeconds: Number(row.cpu_share_seconds),
+      gpuShareSeconds: Number(row.gpu_share_seconds),
     })),
     covered: covered.map((row) => ({ profileId: row.profile_id, coveredSecs: Number(row.covered_seconds) })),
   };

@@ -19,6 +19,8 @@ export interface HardwareProfileInput {
   gpuModel?: string | null | undefined;
   gpuCount?: number | undefined;
   gpuMemoryBytes?: number | null | undefined;
+  /** Share of costPerHour paying for the GPUs (0..1); null/absent: the default (cost-model.ts). */
+  gpuPriceShare?: number | null | undefined;
   costPerHour: number;
   currency: string;
 }
@@ -33,6 +35,8 @@ export interface HardwareProfileView {
   gpuModel: string | null;
   gpuCount: number;
   gpuMemoryBytes: number | null;
+  /** As set; null = the default for the kind (gpuPriceShareOf). */
+  gpuPriceShare: number | null;
   costPerHour: number;
   currency: string;
   isDefault: boolean;
@@ -50,6 +54,7 @@ export function viewHardwareProfile(profile: HardwareProfile): HardwareProfileVi
     gpuModel: profile.gpuModel,
     gpuCount: profile.gpuCount,
     gpuMemoryBytes: profile.gpuMemoryBytes === null ? null : Number(profile.gpuMemoryBytes),
+    gpuPriceShare: profile.gpuPriceShare,
     costPerHour: Number(profile.costPerHour),
     currency: profile.currency,
     isDefault: profile.isDefault,
@@ -87,6 +92,7 @@ function dataOf(input: Partial<HardwareProfileInput>): Prisma.HardwareProfileUnc
   if (input.gpuCount !== undefined) data.gpuCount = input.gpuCount;
   if (input.gpuMemoryBytes !== undefined)
     data.gpuMemoryBytes = input.gpuMemoryBytes === null ? null : BigInt(input.gpuMemoryBytes);
+  if (input.gpuPriceShare !== undefined) data.gpuPriceShare = input.gpuPriceShare;
   if (input.costPerHour !== undefined) data.costPerHour = input.costPerHour.toFixed(4);
   if (input.currency !== undefined) data.currency = input.currency;
   return data;

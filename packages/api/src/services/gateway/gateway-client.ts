@@ -1,3 +1,4 @@
+import { withoutPerfTraffic } from "@operon/protocol/perf-traffic";
 import {
   gatewayOperatorSchema,
   modelStatisticsResponseSchema,
@@ -118,11 +119,20 @@ export class GatewayClient {
     return this.parsed(JSON_OBJECT, await this.request("GET", modelPath(name, version)), "GET /v2/models/<name>");
   }
 
-  async statistics(name?: string): Promise<ModelStatistics[]> {
+  /**
+   * Users' traffic per model version: Triton's statistics with the requests
+   * tagged as perf traffic (operon perf, perf runs, config searches;
+   * perf-traffic.ts) taken out of the success, fail and inference counts.
+   * Everything the control plane counts (the Overview, usage, cost, the
+   * scheduler's demand, headroom) reads this. `{ raw: true }`: as the gateway
+   * sent them.
+   */
+  async statistics(name?: string, options: { raw?: boolean } = {}): Promise<ModelStatistics[]> {
     const path = name ? `${modelPath(name)}/stats` : "/v2/models/stats";
     // The envelope and each entry's identity are checked; the figures are Triton's statistics as the gateway sent them.
-    return this.parsed(modelStatisticsResponseSchema, await this.request("GET", path), `GET ${path}`)
+    const entries = this.parsed(modelStatisticsResponseSchema, await this.request("GET", path), `GET ${path}`)
       .model_stats as unknown as ModelStatistics[];
+    return options.raw === true ? entries : entries.map(withoutPerfTraffic);
   }
 
   /** The resource scheduler's lever: grows or shrinks every served version of `name` to `count` instances in place. */

@@ -4,6 +4,7 @@ import { ModelInferProxy } from "./model-infer-proxy.js";
 import { ModelLifecycle } from "./model-lifecycle.js";
 import { ModelUploads } from "./model-uploads.js";
 import { ModelWorkspace, type ModelServicesOptions } from "./model-workspace.js";
+import { StepModels } from "./step-models.js";
 
 /**
  * The models the console manages: uploads stored in the model store and
@@ -30,6 +31,8 @@ export interface ModelServices {
   configEdit: ModelConfigEdit;
   /** One inference through the gateway (the console's try-it panel). */
   inferProxy: ModelInferProxy;
+  /** Models built from the built-in step library (no code): validated, stored, loaded. */
+  steps: StepModels;
 }
 
 /**
@@ -52,5 +55,6 @@ export async function createModelServices(options: ModelServicesOptions): Promis
     lifecycle: new ModelLifecycle(workspace),
     configEdit: new ModelConfigEdit(workspace),
     inferProxy: new ModelInferProxy(workspace),
+    steps: new StepModels(workspace),
   };
 }

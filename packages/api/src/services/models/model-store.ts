@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { copyFile, mkdir, open, readdir, readFile, rename, rm, stat, unlink } from "node:fs/promises";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve, sep } from "node:path";
 
 /**
  * The model store: the Triton model repository that uploads live in
@@ -120,6 +120,44 @@ export class ModelStore {
           await this.discard(target);
         },
       };
+    } catch (error) {
+      await rm(staging, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /**
+   * A new model whose first version is a set of files written from memory
+   * (a step model: steps.json and the files its steps read), with its
+   * config; atomically, as addVersion does for a new model. Paths are
+   * relative to the version folder and were checked by the caller.
+   */
+  async addModelFromFiles(
+    name: string,
+    version: number,
+    files: ReadonlyArray<readonly [string, Buffer]>,
+    configText: string,
+  ): Promise<StoreChange> {
+    if (await this.hasModel(name)) throw new Error(`the store already has a folder for model '${name}'`);
+    const staging = await this.stagingDir();
+    try {
+      const versionDir = join(staging, String(version));
+      await mkdir(versionDir);
+      for (const [path, data] of files) {
+        const target = join(versionDir, path);
+        if (!target.startsWith(versionDir + sep)) throw new Error(`file '${path}' would leave the version folder`);
+        await mkdir(dirname(target), { recursive: true });
+        const handle = await open(target, "wx");
+        try {
+          await handle.writeFile(data);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+      }
+      await writeDurably(join(staging, CONFIG_FILE_NAME), configText);
+      await rename(staging, this.modelDir(name));
+      return { undo: () => this.discard(this.modelDir(name)) };
     } catch (error) {
       await rm(staging, { recursive: true, force: true });
       throw error;

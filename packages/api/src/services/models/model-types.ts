@@ -67,7 +67,18 @@ export interface ModelDetail extends ModelSummary {
 export interface UploadSignature {
   inputs: OnnxTensorInfo[];
   outputs: OnnxTensorInfo[];
+  /** The config the form starts from: the model's current one for a new version of it, else one made from the file. */
   suggestedConfig: ModelConfigJson;
+  /**
+   * "current": a new version keeps the model's config, as Triton keeps
+   * config.pbtxt across version folders (fixed dims, the instance count a
+   * config search applied); "file": made from the ONNX file (a new model, or
+   * a file the current config does not fit: `configNote` says why).
+   */
+  configSource: "current" | "file";
+  configNote: string | null;
+  /** The version whose file has the same SHA-256 as this upload, if any: the upload adds nothing new. */
+  identicalTo: number | null;
 }
 
 export interface InferInput {

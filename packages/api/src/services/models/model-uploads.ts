@@ -4,7 +4,7 @@ import { AppError } from "../../app-error.js";
 import { nextModelVersion } from "./model-versions.js";
 import { recordAudit } from "../audit/audit-log.js";
 import type { StoreChange } from "./model-store.js";
-import { isUnavailable, syncVersionStates, UPLOADED, versionState } from "./model-gateway-view.js";
+import { DB_MODEL_INCLUDE, isUnavailable, syncVersionStates, UPLOADED, versionState } from "./model-gateway-view.js";
 import type { GatewayModelState, ModelActor, UploadSignature } from "./model-types.js";
 import type { ModelWorkspace } from "./model-workspace.js";
 import { prepareConfig, suggestConfig } from "./uploaded-model-config.js";
@@ -105,11 +105,39 @@ export class ModelUploads {
 
   async inspectUpload(who: ModelActor, uploadId: string): Promise<UploadSignature> {
     const { session, signature } = await this.ws.options.uploads.verify(uploadId, who.userId);
-    return {
-      inputs: signature.inputs,
-      outputs: signature.outputs,
-      suggestedConfig: suggestConfig(session.modelName, signature),
-    };
+    const fromFile = suggestConfig(session.modelName, signature);
+    const base = { inputs: signature.inputs, outputs: signature.outputs };
+    const model = await this.ws.prisma.model.findFirst({
+      where: { name: session.modelName, ...UPLOADED },
+      include: DB_MODEL_INCLUDE,
+    });
+    if (model === null)
+      return { ...base, suggestedConfig: fromFile, configSource: "file", configNote: null, identicalTo: null };
+    const identical = model.versions.find((row) => row.sha256 === session.sha256);
+    const identicalTo = identical !== undefined ? identical.version : null;
+    const current = await this.ws.storedConfig(model);
+    if (current === undefined)
+      return { ...base, suggestedConfig: fromFile, configSource: "file", configNote: null, identicalTo };
+    // The current config must fit the new file too (the same check finish makes): else start from the file, saying why.
+    const signatures = await this.ws.storedSignatures(session.modelName);
+    const candidate = Math.max(0, ...signatures.keys(), ...model.versions.map((row) => row.version)) + 1;
+    signatures.set(candidate, signature);
+    try {
+      prepareConfig(session.modelName, current, signatures, candidate);
+      return { ...base, suggestedConfig: current, configSource: "current", configNote: null, identicalTo };
+    } catch (error) {
+      const problems =
+        error instanceof AppError && error.fieldErrors.length > 0
+          ? error.fieldErrors.map((field) => `${field.path}: ${field.message}`).join("; ")
+          : (error as Error).message;
+      return {
+        ...base,
+        suggestedConfig: fromFile,
+        configSource: "file",
+        configNote: `the model's current config does not fit this file (${problems}); this one is made from the file`,
+        identicalTo,
+      };
+    }
   }
 
   async abortUpload(who: ModelActor, uploadId: string): Promise<{ aborted: true }> {
@@ -168,7 +196,16 @@ export class ModelUploads {
     }
     const signatures = await this.ws.storedSignatures(name);
     signatures.set(version, signature);
-    const prepared = prepareConfig(name, rawConfig, signatures, version);
+    // A new version without a config given keeps the model's current one (Triton keeps config.pbtxt across versions).
+    const current =
+      rawConfig === undefined && existing !== null
+        ? await this.ws.storedConfig(
+            (await this.ws.prisma.model.findFirst({ where: { id: existing.id }, include: DB_MODEL_INCLUDE })) ?? {
+              name,
+            },
+          )
+        : undefined;
+    const prepared = prepareConfig(name, rawConfig ?? current, signatures, version);
 
     const { model, row } = await this.ws.prisma.$transaction(async (tx) => {
       const model =

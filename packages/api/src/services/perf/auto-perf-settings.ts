@@ -15,6 +15,7 @@ export interface AutoPerfSettings {
   maxTrials: number;
   timeBoundSecs: number;
   minGainPercent: number;
+  /** Users' traffic to the measured model itself (not to the gateway as a whole) a run may start under (headroom-gate.ts). */
   headroomMaxRequestsPerSec: number;
   maxWaitSecs: number;
   updatedAt: Date | null;

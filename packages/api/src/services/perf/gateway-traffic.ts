@@ -1,3 +1,4 @@
+import type { WorkersResponse } from "@operon/protocol/admin";
 import type { ModelStatistics } from "@operon/protocol/inference";
 import type { GatewayClient } from "../gateway/gateway-client.js";
 import { REAL_GATE_CLOCK, type GateClock, type TrafficProbe } from "./headroom-gate.js";
@@ -21,6 +22,16 @@ export function requestTotal(
   return total;
 }
 
+/** CPU seconds of the gateway process and of each worker process (thread instances are inside the gateway's). */
+function cpuSecondsByPid(workers: WorkersResponse): Map<number, number> {
+  const byPid = new Map<number, number>([[workers.gateway.pid, workers.gateway.cpuSeconds]]);
+  for (const worker of workers.workers) {
+    if (worker.isolation === "process" && worker.pid !== null && worker.cpuSeconds !== null)
+      byPid.set(worker.pid, worker.cpuSeconds);
+  }
+  return byPid;
+}
+
 /** Requests per second over a window of `windowMs`: two reads of the statistics. */
 export class GatewayTrafficProbe implements TrafficProbe {
   constructor(
@@ -29,12 +40,32 @@ export class GatewayTrafficProbe implements TrafficProbe {
     private readonly clock: GateClock = REAL_GATE_CLOCK,
   ) {}
 
-  async requestsPerSec(signal: AbortSignal): Promise<number> {
-    const first = requestTotal(await this.gateway.statistics());
+  /** Users' requests (perf traffic is left out by GatewayClient.statistics) to the models `counts` accepts. */
+  async requestsPerSec(signal: AbortSignal, counts?: (model: string) => boolean): Promise<number> {
+    const accept = counts === undefined ? undefined : (entry: ModelStatistics) => counts(entry.name);
+    const first = requestTotal(await this.gateway.statistics(), accept);
     const started = this.clock.now();
     await this.clock.sleep(this.windowMs, signal);
-    const second = requestTotal(await this.gateway.statistics());
+    const second = requestTotal(await this.gateway.statistics(), accept);
     const seconds = Math.max(0.001, (this.clock.now() - started) / 1000);
     return Math.max(0, second - first) / seconds;
+  }
+
+  /**
+   * The host's cores less what the gateway used over the window: its own
+   * process (thread instances included) and its worker processes. Other
+   * programs on the host are not counted: they are not Operon's to judge.
+   */
+  async idleCores(signal: AbortSignal): Promise<number | undefined> {
+    const first = await this.gateway.workers();
+    const started = this.clock.now();
+    await this.clock.sleep(this.windowMs, signal);
+    const second = await this.gateway.workers();
+    const seconds = Math.max(0.001, (this.clock.now() - started) / 1000);
+    const before = cpuSecondsByPid(first);
+    let used = 0;
+    // Per process: one that (re)started within the window counts all its CPU time.
+    for (const [pid, cpu] of cpuSecondsByPid(second)) used += Math.max(0, cpu - Math.min(cpu, before.get(pid) ?? 0));
+    return Math.max(0, second.hostCpuCores - used / seconds);
   }
 }

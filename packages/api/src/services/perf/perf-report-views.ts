@@ -49,9 +49,15 @@ export const perfHostLoadSchema = z.object({
   /** 1-minute load average per core before and after the run (the run's own load included in "after"). */
   loadPerCoreBefore: z.number(),
   loadPerCoreAfter: z.number(),
-  /** Automatic runs: how long the run waited for headroom (0 when the first check found it) and the traffic when it started. */
+  /**
+   * Automatic runs: how long the run waited for headroom (0 when the first
+   * check found it), the measured model's own users' traffic and the cores
+   * the gateway left idle when it started (reports before issue 27 counted
+   * all traffic in requestsPerSecAtStart and have no idleCoresAtStart).
+   */
   waitedMs: z.number().nullable(),
   requestsPerSecAtStart: z.number().nullable(),
+  idleCoresAtStart: z.number().nullable().optional(),
   /** Automatic runs: why the sweep ended. */
   stopReason: sweepStopReasonSchema.nullable(),
 });
@@ -98,7 +104,10 @@ export const perfRunSummarySchema = z.object({
   version: z.string(),
   protocol: z.enum(["http", "grpc"]),
   maxBatchSize: z.number(),
+  /** Each input's request shape (batch dimension included) as the run sent it. */
   inputs: z.array(z.object({ name: z.string(), datatype: z.string(), shape: z.array(z.number()) })),
+  /** Where the values came from: random, zero, or a data file (its name). Absent in reports stored before issue 27. */
+  inputData: z.object({ kind: z.enum(["random", "zero", "file"]), name: z.string().nullable() }).optional(),
   startedAt: z.string(),
   finishedAt: z.string(),
   totalRequests: z.number(),
@@ -226,6 +235,7 @@ export function summaryOf(report: PerfReport): PerfRunSummary {
     protocol: report.protocol,
     maxBatchSize: report.config.maxBatchSize,
     inputs: report.config.inputs,
+    inputData: { kind: report.config.inputData, name: report.config.inputDataFile ?? null },
     startedAt: report.startedAt,
     finishedAt: report.finishedAt,
     totalRequests: report.steps.reduce((sum, step) => sum + step.requests, 0),

@@ -6,6 +6,7 @@ import { messageOf } from "@operon/perf/perf-error";
 import type { PerfProgress } from "@operon/perf/perf-progress";
 import type { PerfReport } from "@operon/perf/perf-report";
 import { runPerf, type PerfOptions } from "@operon/perf/run-perf";
+import type { PerfInputsStore } from "./perf-inputs.js";
 import { OperatorSpecSchema } from "@operon/operator-spec/operator-spec-schema";
 import type { Logger } from "@operon/protocol/logger";
 import { parseJsonColumn } from "../json-column.js";
@@ -53,6 +54,8 @@ export interface PerfRunExecutionOptions {
   options: PerfRunsOptions;
   /** The control plane is stopping: a run waiting for headroom stays QUEUED. */
   isStopped(): boolean;
+  /** How the target's inputs are filled (shapes for variable dims, sample data). */
+  inputs: PerfInputsStore;
 }
 
 export class PerfRunExecution {
@@ -83,18 +86,26 @@ export class PerfRunExecution {
       if (!settings.enabled) return this.endQueued(run, "CANCELLED", "automatic runs were turned off");
       run.waitingFor = "headroom";
       try {
+        const mine = await this.ownModels(row);
+        const minIdleCores = this.options.headroomMinIdleCores ?? Math.min(1, cpus().length / 2);
         gate = await waitForHeadroom(
           this.probe,
           {
             maxRequestsPerSec: settings.headroomMaxRequestsPerSec,
+            minIdleCores,
             maxWaitMs: settings.maxWaitSecs * 1000,
             recheckMs: this.options.headroomRecheckMs ?? 5000,
           },
           run.controller.signal,
           {
             ...(this.options.gateClock !== undefined ? { clock: this.options.gateClock } : {}),
-            onBusy: (rate) => {
-              run.waitingFor = `headroom (the gateway serves ${Number.isFinite(rate) ? `${Math.round(rate * 10) / 10} requests/s` : "no answer"}; limit ${settings.headroomMaxRequestsPerSec})`;
+            counts: (model) => mine.has(model),
+            onBusy: (rate, _waitedMs, idle) => {
+              run.waitingFor = !Number.isFinite(rate)
+                ? "headroom (the gateway does not answer)"
+                : rate > settings.headroomMaxRequestsPerSec
+                  ? `headroom ('${row.targetName}' serves ${round1(rate)} requests/s of users' traffic; limit ${settings.headroomMaxRequestsPerSec})`
+                  : `headroom (${round1(idle ?? 0)} cores idle; ${minIdleCores} needed)`;
             },
           },
         );
@@ -150,25 +161,25 @@ export class PerfRunExecution {
     if (status === "FAILED") this.logger.info({ report: run.id, error }, "queued perf run failed");
   }
 
-  /** The gateway's request total, less the target's own entries (and an operator's step models): what other clients sent. */
+  /** The target's own entries in the gateway's statistics: its name, and an operator's step models. */
+  private async ownModels(row: PerfReportRow): Promise<Set<string>> {
+    if (row.targetKind !== "OPERATOR") return new Set([row.targetName]);
+    const operator = await this.prisma.operator.findUnique({
+      where: { name: row.targetName },
+      select: { id: true, spec: true },
+    });
+    const steps =
+      operator === null
+        ? []
+        : parseJsonColumn(OperatorSpecSchema, operator.spec, { table: "Operator", column: "spec", id: operator.id })
+            .steps;
+    return new Set([row.targetName, ...steps.flatMap((step) => (step.kind === "model" ? [step.model] : []))]);
+  }
+
+  /** The gateway's request total of users' traffic, less the target's own entries: what other clients sent. */
   private async otherTraffic(row: PerfReportRow): Promise<number | null> {
     try {
-      let mine = new Set([row.targetName]);
-      if (row.targetKind === "OPERATOR") {
-        const operator = await this.prisma.operator.findUnique({
-          where: { name: row.targetName },
-          select: { id: true, spec: true },
-        });
-        const steps =
-          operator === null
-            ? []
-            : parseJsonColumn(OperatorSpecSchema, operator.spec, {
-                table: "Operator",
-                column: "spec",
-                id: operator.id,
-              }).steps;
-        mine = new Set([row.targetName, ...steps.flatMap((step) => (step.kind === "model" ? [step.model] : []))]);
-      }
+      const mine = await this.ownModels(row);
       return requestTotal(await this.gateway.statistics(), (entry) => !mine.has(entry.name));
     } catch {
       return null;
@@ -181,7 +192,10 @@ export class PerfRunExecution {
     config: PerfRunConfig,
     gate: HeadroomResult | undefined,
   ): Promise<void> {
+    // The target's saved perf inputs, else suggested sizes for variable dims and random data.
+    const inputs = await this.context.inputs.optionsFor({ kind: row.targetKind, name: row.targetName });
     const base: PerfOptions = {
+      ...inputs,
       model: row.targetName,
       // An operator is served as one version; its registry version is only the report's label.
       ...(row.targetVersion !== null && row.targetKind === "MODEL" ? { version: row.targetVersion } : {}),
@@ -281,6 +295,7 @@ export class PerfRunExecution {
       // The first check's own window is no wait.
       waitedMs: gate === undefined ? null : gate.checks > 1 ? gate.waitedMs : 0,
       requestsPerSecAtStart: gate !== undefined ? round1(gate.requestsPerSec) : null,
+      idleCoresAtStart: gate?.idleCores != null ? round1(gate.idleCores) : null,
       stopReason,
     };
     run.completedSteps = report?.steps.length ?? run.completedSteps;

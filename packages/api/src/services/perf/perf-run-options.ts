@@ -18,4 +18,6 @@ export interface PerfRunsOptions {
   gateClock?: GateClock | undefined;
   /** Pause between headroom checks while the host is busy (default 5 s). */
   headroomRecheckMs?: number | undefined;
+  /** Cores the gateway must leave idle before an automatic run starts (default: one, or half of a 1-core host). */
+  headroomMinIdleCores?: number | undefined;
 }

@@ -17,6 +17,7 @@ import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-cli
 import { AutoPerfSettingsStore, type AutoPerfSettings, type AutoPerfSettingsPatch } from "./auto-perf-settings.js";
 import { ExclusiveSlot } from "./exclusive-slot.js";
 import { GatewayTrafficProbe } from "./gateway-traffic.js";
+import { PerfInputsStore } from "./perf-inputs.js";
 import { PerfRunExecution, type ActiveRun } from "./perf-run-execution.js";
 import { PERF_RUN_LIMITS, type PerfRunsOptions } from "./perf-run-options.js";
 import { PerfRunViews, type LatestReportView, type PerfProgressView, type VersionPerfView } from "./perf-run-views.js";
@@ -84,6 +85,8 @@ export interface QueuedRun {
 
 export class PerfRuns {
   readonly settings: AutoPerfSettingsStore;
+  /** How runs fill each target's inputs; config searches read it too. */
+  readonly inputs: PerfInputsStore;
   private readonly slot = new ExclusiveSlot();
   private readonly execution: PerfRunExecution;
   private readonly views: PerfRunViews;
@@ -100,7 +103,9 @@ export class PerfRuns {
     private readonly options: PerfRunsOptions = {},
   ) {
     this.settings = new AutoPerfSettingsStore(prisma);
+    this.inputs = new PerfInputsStore(prisma, gateway);
     this.execution = new PerfRunExecution({
+      inputs: this.inputs,
       prisma,
       gateway,
       gatewayOptions,
@@ -235,6 +240,10 @@ export class PerfRuns {
    * waits or measures is stopped, so the slot is free for the next one.
    */
   targetDeleted(target: { kind: PerfTargetKind; name: string }): void {
+    // Its perf inputs go too: a new model of that name has other inputs.
+    this.inputs
+      .remove(target)
+      .catch((error: unknown) => this.logger.warn({ target: target.name, err: error }, "could not remove perf inputs"));
     const run = this.active;
     if (run !== undefined && run.targetName === target.name)
       run.controller.abort(new Error(`${target.kind === "MODEL" ? "model" : "operator"} '${target.name}' was deleted`));

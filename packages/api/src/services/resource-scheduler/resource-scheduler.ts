@@ -68,7 +68,7 @@ export interface ResourceSchedulerOptions {
   instanceMemoryBytes: number;
   /** CPU instance slots; default 2 × cores (the gateway's own per-model default limit). */
   cpuSlots?: number;
-  /** GPU instance slots; default 0 (no GPU models are scaled up). */
+  /** Instances of GPU models each GPU runs at once; default 2. The GPUs are the gateway's (its workers endpoint). */
   gpuSlots?: number;
   /** The gateway's --max-instances-per-model and --max-instances (it enforces them too). */
   maxInstancesPerModel?: number;
@@ -138,7 +138,8 @@ export class ResourceScheduler {
   private parkedBefore = new Set<string>();
   private lastView: SchedulerModelView[] = [];
   readonly policy: SchedulerPolicy;
-  readonly budget: HostBudget;
+  /** The budget without the GPUs, which each period reads from the gateway (budget.gpuDevices). */
+  budget: HostBudget;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -165,7 +166,8 @@ export class ResourceScheduler {
     };
     this.budget = {
       cpuSlots: options.cpuSlots ?? 2 * cores,
-      gpuSlots: options.gpuSlots ?? 0,
+      gpuSlots: options.gpuSlots ?? 2,
+      gpuDevices: [],
       memoryBytes: options.memoryBudgetBytes ?? Math.floor(totalmem() * 0.75),
     };
   }
@@ -354,18 +356,28 @@ export class ResourceScheduler {
     }
     const previous = this.baseline;
     this.baseline = { at: now, requests };
-    const byModel = new Map<string, { versions: Map<string, number>; gpu: boolean; rss: number[] }>();
+    const byModel = new Map<
+      string,
+      { versions: Map<string, number>; gpu: boolean; rss: number[]; devices: Set<number> }
+    >();
     for (const worker of workers.workers) {
       const model = byModel.get(worker.model) ?? {
         versions: new Map<string, number>(),
         gpu: false,
         rss: [] as number[],
+        devices: new Set<number>(),
       };
       model.versions.set(worker.version, (model.versions.get(worker.version) ?? 0) + 1);
       if (worker.kind === "GPU") model.gpu = true;
+      if (worker.kind === "GPU" && worker.device !== null) model.devices.add(worker.device);
       if (worker.rssBytes !== null) model.rss.push(worker.rssBytes);
       byModel.set(worker.model, model);
     }
+    // The host's GPUs: what NVML lists (workers.gpus), and any GPU an instance already runs on (GPU metrics may be off).
+    const hostGpus = new Set<number>();
+    for (const gpu of workers.gpus) if (gpu.device !== null) hostGpus.add(gpu.device);
+    for (const model of byModel.values()) for (const device of model.devices) hostGpus.add(device);
+    this.budget = { ...this.budget, gpuDevices: [...hostGpus].sort((a, b) => a - b) };
     const parkedNow = new Set(scaling.parked);
     const configured = new Map(scaling.models.map((entry) => [entry.model, entry.configuredInstances]));
     const queued = new Map(scaling.models.map((entry) => [entry.model, entry.queued ?? 0]));
@@ -411,6 +423,7 @@ export class ResourceScheduler {
         scalable: (refusedUntil === undefined || refusedUntil <= now) && !measuring.has(name),
         minInstances: configured.get(name) ?? 1,
         queued: queued.get(name) ?? 0,
+        ...(seen?.gpu === true ? { gpuDevices: [...seen.devices].sort((a, b) => a - b) } : {}),
       };
     });
     this.lastView = states.map((state) => {

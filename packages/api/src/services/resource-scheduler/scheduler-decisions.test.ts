@@ -331,3 +331,82 @@ describe("lruVictims", () => {
     expect(lruVictims(models, 256 * MIB, now, 600_000, new Set(["never"])).map((m) => m.model)).toEqual(["a"]);
   });
 });
+
+describe("GPU models (instance_group KIND_GPU: count per listed GPU)", () => {
+  const gpuHost: HostBudget = { cpuSlots: 16, gpuSlots: 3, gpuDevices: [0, 1], memoryBytes: 64 * 1024 * MIB };
+  const onBoth = (overrides: Partial<ModelState> = {}): ModelState =>
+    model("g", { kind: "GPU", gpuDevices: [0, 1], instances: 2, minInstances: 2, ...overrides });
+
+  it("scales a model on GPUs [0, 1] in steps of one instance per GPU", () => {
+    // 35 req/s + 25 % needs 5 × 10 req/s: rounded up to 6, three per GPU.
+    const [up] = decide({ enabled: true, policy: POLICY, budget: gpuHost, models: [onBoth({ demandRps: 35 })] }, 0);
+    expect(up).toMatchObject({ action: "SCALE_UP", from: 2, to: 6 });
+    expect(up!.reason).toContain("6 on its 2 GPUs (count is per GPU)");
+    const [down] = decide(
+      {
+        enabled: true,
+        policy: POLICY,
+        budget: gpuHost,
+        models: [onBoth({ instances: 6, demandRps: 0, lastChangeAt: -POLICY.scaleDownCooldownMs })],
+      },
+      0,
+    );
+    // At most halving, rounded up to whole steps: 3 -> 4.
+    expect(down).toMatchObject({ action: "SCALE_DOWN", from: 6, to: 4 });
+  });
+
+  it("counts slots per GPU: a model on GPU 1 only takes GPU 1's, and a full GPU holds the step back", () => {
+    const single = model("one", { kind: "GPU", gpuDevices: [1], instances: 2, demandRps: 100, minInstances: 1 });
+    const decisions = decide(
+      { enabled: true, policy: POLICY, budget: gpuHost, models: [single, onBoth({ demandRps: 100 })] },
+      0,
+    );
+    // GPU 1 has 3 slots: "g" holds one there, "one" holds 2: no room for either to grow on GPU 1.
+    expect(decisions.filter((d) => d.action === "SCALE_UP")).toEqual([]);
+    const holds = decisions.filter((d) => d.action === "HOLD");
+    expect(holds.map((d) => d.model).sort()).toEqual(["g", "one"]);
+    expect(holds.find((d) => d.model === "g")!.reason).toContain("GPU instance slots all used on GPU 1 (3 per GPU");
+    // On its own, "g" grows to 3 per GPU (6), the slots' limit, and says the rest does not fit.
+    const alone = decide({ enabled: true, policy: POLICY, budget: gpuHost, models: [onBoth({ demandRps: 100 })] }, 0);
+    expect(alone.find((d) => d.action === "SCALE_UP")).toMatchObject({ from: 2, to: 6 });
+    expect(alone.find((d) => d.action === "HOLD")!.reason).toMatch(
+      /wanted 8 instances; does not fit: 2 more instances/,
+    );
+  });
+
+  it("never scales a KIND_GPU model on a host without GPUs, or onto a GPU the host lacks", () => {
+    const noGpus: HostBudget = { cpuSlots: 16, gpuSlots: 3, gpuDevices: [], memoryBytes: 4096 * MIB };
+    const [held] = decide({ enabled: true, policy: POLICY, budget: noGpus, models: [onBoth({ demandRps: 35 })] }, 0);
+    expect(held).toMatchObject({ action: "HOLD", from: 2, to: 2 });
+    expect(held!.reason).toContain("a KIND_GPU model on a host without GPUs is never scaled");
+    const [lacking] = decide(
+      {
+        enabled: true,
+        policy: POLICY,
+        budget: { ...gpuHost, gpuDevices: [0] },
+        models: [onBoth({ demandRps: 35 })],
+      },
+      0,
+    );
+    expect(lacking).toMatchObject({ action: "HOLD", to: 2 });
+    expect(lacking!.reason).toContain("its GPU 1 not on this host");
+  });
+
+  it("rounds a pin and the per-model limit to whole steps", () => {
+    const [pinned] = decide({ enabled: true, policy: POLICY, budget: gpuHost, models: [onBoth({ pinned: 3 })] }, 0);
+    expect(pinned).toMatchObject({ action: "SCALE_UP", to: 4 });
+    expect(pinned!.reason).toContain("rounded up to 4: 2 GPUs, one instance on each per step");
+    const three = model("t", { kind: "GPU", gpuDevices: [0, 1, 2], instances: 3, demandRps: 1000 });
+    const [capped] = decide(
+      {
+        enabled: true,
+        policy: POLICY,
+        budget: { ...gpuHost, gpuDevices: [0, 1, 2], gpuSlots: 8 },
+        models: [three],
+      },
+      0,
+    );
+    // maxInstancesPerModel 8 on 3 GPUs: 6 (two per GPU), never 8.
+    expect(capped).toMatchObject({ action: "SCALE_UP", from: 3, to: 6 });
+  });
+});

@@ -20,7 +20,7 @@
  *    runner keeps that window), at most halving per step, and only
  *    scaleDownCooldownMs after the model's last change. Bursts that recur
  *    within the window keep the count up instead of making it flap.
- * 5. The host's budget: CPU instance slots, GPU instance slots and memory.
+ * 5. The host's budget: CPU instance slots, GPU instance slots per GPU and memory.
  *    Scale-downs are counted first (they free room), then scale-ups in order of
  *    pressure (demand / capacity). When memory is short, idle models (no
  *    request for idleUnloadMs, not pinned) are unloaded least recently used
@@ -30,6 +30,12 @@
  *    count the model's config asks for (minInstances) is the floor: the
  *    scheduler adds instances on demand and removes only those it added
  *    (a pin may go lower: the admin's choice).
+ *
+ * GPU models (instance_group KIND_GPU): Triton's count is per listed GPU, so
+ * a model on GPUs [a, b] grows and shrinks by one instance on each of them at
+ * once (a step of 2), and each of its GPUs needs a free slot for that. A
+ * KIND_GPU model on a host without GPUs, or whose GPUs the host does not
+ * have, is never scaled (a HOLD says why when demand asks for more).
  *
  * Parked models (unloaded for memory) are not scaled: the gateway loads them
  * again when a request comes, and the next period sees them loaded.
@@ -56,8 +62,10 @@ export interface SchedulerPolicy {
 export interface HostBudget {
   /** Instances of CPU models the host runs at once. */
   cpuSlots: number;
-  /** Instances of GPU models (0 without GPUs). */
+  /** Instances of GPU models each GPU runs at once. */
   gpuSlots: number;
+  /** The host's GPUs (CUDA ordinals, from the gateway's inventory); empty on a host without GPUs. */
+  gpuDevices?: readonly number[];
   memoryBytes: number;
 }
 
@@ -86,6 +94,24 @@ export interface ModelState {
   minInstances?: number;
   /** Requests waiting in the model's queue at the sample; default 0. */
   queued?: number;
+  /** KIND_GPU: the GPUs its instance group lists (one instance on each per step of its count). */
+  gpuDevices?: readonly number[];
+}
+
+/** Instances one step of a model's count adds: one per GPU of a GPU model, else 1. */
+export function stepOf(m: ModelState): number {
+  return m.kind === "GPU" ? Math.max(1, m.gpuDevices?.length ?? 1) : 1;
+}
+
+/** Why a GPU model cannot be scaled on this host; undefined when it can. */
+export function gpuProblem(m: ModelState, budget: HostBudget): string | undefined {
+  if (m.kind !== "GPU") return undefined;
+  const host = budget.gpuDevices ?? [];
+  if (host.length === 0) return "a KIND_GPU model on a host without GPUs is never scaled";
+  const missing = (m.gpuDevices ?? []).filter((device) => !host.includes(device));
+  if (missing.length > 0) return `its GPU${missing.length === 1 ? "" : "s"} ${missing.join(", ")} not on this host`;
+  if ((m.gpuDevices ?? []).length === 0) return "its instances' GPUs are unknown";
+  return undefined;
 }
 
 export interface SchedulerInputs {
@@ -164,20 +190,25 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
       headroom: policy.headroom,
     };
   };
-  const cap = (count: number): number => Math.max(1, Math.min(count, policy.maxInstancesPerModel));
+  // Counts move in whole steps (a GPU model's GPUs); the per-model limit rounds down to one.
+  const cap = (count: number, step = 1): number => {
+    const limit = Math.max(step, Math.floor(policy.maxInstancesPerModel / step) * step);
+    return Math.max(step, Math.min(Math.ceil(count / step) * step, limit));
+  };
 
   // What each served model would like, before the budget.
   const targets = new Map<string, { to: number; reason: string; pinned: boolean }>();
   for (const m of inputs.models) {
     if (m.parked || m.instances === 0 || !m.scalable) continue;
     const { rps } = capacityOf(m, policy);
+    const step = stepOf(m);
     if (m.pinned !== null) {
-      const to = cap(m.pinned);
+      const to = cap(m.pinned, step);
       if (to !== m.instances)
         targets.set(m.model, {
           to,
           pinned: true,
-          reason: `pinned to ${m.pinned} by an admin${to !== m.pinned ? ` (capped at ${to} by --max-instances-per-model)` : ""}`,
+          reason: `pinned to ${m.pinned} by an admin${to !== m.pinned ? (to > m.pinned ? ` (rounded up to ${to}: ${step} GPUs, one instance on each per step)` : ` (capped at ${to} by --max-instances-per-model)`) : ""}`,
         });
       continue;
     }
@@ -186,21 +217,24 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
     const needed = Math.max(instancesFor(m.demandRps, rps, policy.headroom), saturated ? 2 * m.instances : 0);
     if (needed > m.instances) {
       if (sinceChange < policy.scaleUpCooldownMs) continue;
-      const to = cap(needed);
+      const to = cap(needed, step);
       if (to === m.instances) continue;
       targets.set(m.model, {
         to,
         pinned: false,
-        reason: `${saturated ? `saturated (${m.queued} requests waiting): at least doubling; ` : ""}demand ${fmt(m.demandRps)} req/s + ${pct(policy.headroom)} headroom needs ${needed} × ${fmt(rps)} req/s${to < needed ? `; capped at ${to} by --max-instances-per-model` : ""}`,
+        reason: `${saturated ? `saturated (${m.queued} requests waiting): at least doubling; ` : ""}demand ${fmt(m.demandRps)} req/s + ${pct(policy.headroom)} headroom needs ${needed} × ${fmt(rps)} req/s${to < needed ? `; capped at ${to} by --max-instances-per-model` : to > needed ? `; ${to} on its ${step} GPUs (count is per GPU)` : ""}`,
       });
       continue;
     }
     const peak = Math.max(m.demandRps, m.peakDemandRps ?? 0);
-    const downTo = Math.max(
-      instancesFor(peak, rps, policy.headroom + policy.hysteresis),
-      Math.ceil(m.instances / 2),
-      m.minInstances ?? 1,
-    );
+    const downTo =
+      Math.ceil(
+        Math.max(
+          instancesFor(peak, rps, policy.headroom + policy.hysteresis),
+          Math.ceil(m.instances / 2),
+          m.minInstances ?? 1,
+        ) / step,
+      ) * step;
     if (downTo < m.instances && sinceChange >= policy.scaleDownCooldownMs && (m.queued ?? 0) === 0) {
       targets.set(m.model, {
         to: downTo,
@@ -212,10 +246,13 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
 
   // The budget as the models use it now (parked ones use nothing).
   const live = inputs.models.filter((m) => !m.parked && m.instances > 0);
-  const used = { cpu: 0, gpu: 0, memory: 0, instances: 0 };
+  const used = { cpu: 0, gpu: 0, memory: 0, instances: 0, perGpu: new Map<number, number>() };
   const add = (m: ModelState, count: number): void => {
-    if (m.kind === "GPU") used.gpu += count;
-    else used.cpu += count;
+    if (m.kind === "GPU") {
+      used.gpu += count;
+      const devices = m.gpuDevices ?? [];
+      for (const device of devices) used.perGpu.set(device, (used.perGpu.get(device) ?? 0) + count / stepOf(m));
+    } else used.cpu += count;
     used.memory += count * m.memoryPerInstanceBytes;
     used.instances += count;
   };
@@ -242,14 +279,25 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
   for (const m of ups) {
     const target = targets.get(m.model)!;
     const want = target.to - m.instances;
+    const problem = gpuProblem(m, budget);
+    if (problem !== undefined) {
+      decisions.push({
+        ...base(m),
+        action: "HOLD",
+        from: m.instances,
+        to: m.instances,
+        reason: `wanted ${target.to} instances; not scaled: ${problem}`,
+      });
+      continue;
+    }
+    const step = stepOf(m);
+    // A GPU model's step takes a slot on each of its GPUs: what the fullest of them has left.
+    const typeSlotsLeft = (): number =>
+      m.kind === "GPU"
+        ? Math.min(...(m.gpuDevices ?? []).map((device) => budget.gpuSlots - (used.perGpu.get(device) ?? 0))) * step
+        : budget.cpuSlots - used.cpu;
     const slotsLeft = (): number =>
-      Math.max(
-        0,
-        Math.min(
-          m.kind === "GPU" ? budget.gpuSlots - used.gpu : budget.cpuSlots - used.cpu,
-          policy.maxInstancesPerHost - used.instances,
-        ),
-      );
+      Math.max(0, Math.floor(Math.min(typeSlotsLeft(), policy.maxInstancesPerHost - used.instances) / step) * step);
     let grant = Math.min(want, slotsLeft());
     let memoryShort = grant * m.memoryPerInstanceBytes - (budget.memoryBytes - used.memory);
     if (memoryShort > 0) {
@@ -272,11 +320,14 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
         });
       }
       // The unloads freed slots too; then whatever memory allows.
-      grant = Math.min(
-        want,
-        slotsLeft(),
-        Math.max(0, Math.floor((budget.memoryBytes - used.memory) / Math.max(1, m.memoryPerInstanceBytes))),
-      );
+      grant =
+        Math.floor(
+          Math.min(
+            want,
+            slotsLeft(),
+            Math.max(0, Math.floor((budget.memoryBytes - used.memory) / Math.max(1, m.memoryPerInstanceBytes))),
+          ) / step,
+        ) * step;
     }
     if (grant > 0) {
       add(m, grant);
@@ -309,12 +360,18 @@ function fitProblem(
   m: ModelState,
   missing: number,
   budget: HostBudget,
-  used: { cpu: number; gpu: number; memory: number; instances: number },
+  used: { cpu: number; gpu: number; memory: number; instances: number; perGpu: Map<number, number> },
   policy: SchedulerPolicy,
 ): string {
   const problems: string[] = [];
-  if (m.kind === "GPU" ? used.gpu >= budget.gpuSlots : used.cpu >= budget.cpuSlots) {
-    problems.push(`${m.kind} instance slots all used (${m.kind === "GPU" ? budget.gpuSlots : budget.cpuSlots})`);
+  if (m.kind === "GPU") {
+    const full = (m.gpuDevices ?? []).filter((device) => (used.perGpu.get(device) ?? 0) >= budget.gpuSlots);
+    if (full.length > 0)
+      problems.push(
+        `GPU instance slots all used on GPU ${full.join(", ")} (${budget.gpuSlots} per GPU; each step of this model takes one on each of GPUs ${(m.gpuDevices ?? []).join(", ")})`,
+      );
+  } else if (used.cpu >= budget.cpuSlots) {
+    problems.push(`CPU instance slots all used (${budget.cpuSlots})`);
   }
   if (used.instances >= policy.maxInstancesPerHost)
     problems.push(`--max-instances ${policy.maxInstancesPerHost} reached`);

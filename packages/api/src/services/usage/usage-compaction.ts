@@ -99,7 +99,7 @@ async function compactRange(prisma: PrismaClient, from: Date, to: Date): Promise
     const written = await tx.$executeRaw`
       INSERT INTO "UsageSample" ("modelId", "modelVersion", "hardwareProfileId", "at", "intervalSeconds", "requests", "errors", "inferences",
         "latencyP50Ms", "latencyP90Ms", "latencyP95Ms", "latencyP99Ms", "queueTimeMs",
-        "instanceCount", "cpuUtilization", "gpuUtilization", "memoryBytes")
+        "instanceCount", "cpuUtilization", "gpuUtilization", "memoryBytes", "gpuMemoryBytes")
       SELECT c.model_id, c.model_version, c.profile_id, c.window_start,
         sum(s."intervalSeconds"),
         sum(s."requests"),
@@ -113,7 +113,8 @@ async function compactRange(prisma: PrismaClient, from: Date, to: Date): Promise
         round(sum(s."instanceCount" * s."intervalSeconds")::numeric / sum(s."intervalSeconds"))::int,
         sum(s."cpuUtilization" * s."intervalSeconds") / sum(s."intervalSeconds"),
         sum(s."gpuUtilization" * s."intervalSeconds") / sum(s."intervalSeconds"),
-        round(sum(s."memoryBytes"::numeric * s."intervalSeconds") / sum(s."intervalSeconds"))::bigint
+        round(sum(s."memoryBytes"::numeric * s."intervalSeconds") / sum(s."intervalSeconds"))::bigint,
+        round(sum(s."gpuMemoryBytes"::numeric * s."intervalSeconds") / sum(s."intervalSeconds"))::bigint
       FROM usage_compaction c
       JOIN "UsageSample" s ON s."id" = c."id"
       GROUP BY c.model_id, c.model_version, c.profile_id, c.window_start`;

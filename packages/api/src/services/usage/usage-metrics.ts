@@ -1,7 +1,7 @@
 import type { WorkersResponse } from "@operon/protocol/admin";
 import type { PrismaClient } from "@operon/db";
 import { AppError } from "../../app-error.js";
-import { computeCosts, queryCostTotals, type CostReport } from "../costs/cost-model.js";
+import { computeCosts, gpuPriceShareOf, queryCostTotals, type CostReport } from "../costs/cost-model.js";
 import type { GatewayClient } from "../gateway/gateway-client.js";
 import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQuantiles } from "./prometheus-text.js";
 import {
@@ -62,6 +62,7 @@ export async function usageCosts(
       name: profile.name,
       costPerHour: Number(profile.costPerHour),
       currency: profile.currency,
+      gpuPriceShare: gpuPriceShareOf(profile),
     })),
   );
   return { from: input.from, to: input.to, ...report };

@@ -8,6 +8,7 @@ import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQua
 import type { Logger } from "@operon/protocol/logger";
 import { isShadowModelName } from "../config-search/candidate-config.js";
 import { PeriodicTask } from "@operon/protocol/periodic-task";
+import { gpuShareOf } from "./gpu-share.js";
 
 /**
  * Samples the gateway's usage into UsageSample rows, one per served model
@@ -26,7 +27,14 @@ import { PeriodicTask } from "@operon/protocol/periodic-task";
  * - cpuUtilization: Δ CPU seconds of the version's workers / (interval × host cores),
  *   the share of the host's CPU capacity the model used (a restarted or new
  *   worker counts all its CPU time: it started within the interval);
- * - memoryBytes / instanceCount: the workers' resident memory and number at the end.
+ * - memoryBytes / instanceCount: the workers' resident memory and number at the end;
+ * - gpuUtilization / gpuMemoryBytes (hosts whose gateway reads NVML): each
+ *   GPU's utilization and used memory as the gateway last read them, split
+ *   over the models with instances on that GPU by their instance count there
+ *   (a GPU's time is not metered per process: this is the attributable
+ *   share), utilization divided by the host's GPUs (the model's share of the
+ *   host's GPU capacity, like cpuUtilization); 0 for a model without GPU
+ *   instances on a host with GPUs, null on a host without GPU readings.
  *
  * The first sample after start only sets the baseline (the counters' start
  * is unknown). A counter that went down (the model reloaded) counts from 0.
@@ -250,6 +258,7 @@ export class UsageSampler {
           workers?.hostCpuCores,
         ),
         memoryBytes: memoryOf(versionWorkers),
+        ...gpuShareOf(versionWorkers, workers),
       });
     }
 

@@ -9,10 +9,10 @@ import type { PrismaClient } from "@operon/db";
  *   (so a bucket the sampler only partly covered is not diluted);
  * - latency quantiles and queue time: the samples' values weighted by their
  *   requests (an approximation: quantiles of different windows do not add);
- * - instances, CPU utilization, memory: time-weighted means over the covered
- *   seconds, the versions of a model added up.
+ * - instances, CPU and GPU utilization, memory and GPU memory: time-weighted
+ *   means over the covered seconds, the versions of a model added up.
  *
- * "overall" adds the models' rates, instances, CPU and memory, and weights
+ * "overall" adds the models' rates, instances, CPU, GPU and both memories, and weights
  * latencies over all requests. A bucket without samples has null rates
  * (a gap in the chart, not a zero).
  */
@@ -45,6 +45,10 @@ export interface BucketTotals {
   cpuKnown: boolean;
   memoryTimeSum: number;
   memoryKnown: boolean;
+  gpuTimeSum: number;
+  gpuKnown: boolean;
+  gpuMemoryTimeSum: number;
+  gpuMemoryKnown: boolean;
 }
 
 export interface SeriesPoint {
@@ -64,6 +68,9 @@ export interface SeriesPoint {
   /** Share of the host's CPU capacity (0..1). */
   cpuUtilization: number | null;
   memoryBytes: number | null;
+  /** Share of the host's GPU capacity (0..1) attributed to the model (usage-sampler.ts); null without GPU readings. */
+  gpuUtilization: number | null;
+  gpuMemoryBytes: number | null;
 }
 
 export interface UsageSeries {
@@ -109,6 +116,10 @@ function emptyTotals(model: string, bucket: number): BucketTotals {
     cpuKnown: false,
     memoryTimeSum: 0,
     memoryKnown: false,
+    gpuTimeSum: 0,
+    gpuKnown: false,
+    gpuMemoryTimeSum: 0,
+    gpuMemoryKnown: false,
   };
 }
 
@@ -135,6 +146,8 @@ function pointOf(at: Date, totals: BucketTotals): SeriesPoint {
     instances: timeMean(totals.instancesTimeSum, totals.instancesKnown),
     cpuUtilization: timeMean(totals.cpuTimeSum, totals.cpuKnown),
     memoryBytes: timeMean(totals.memoryTimeSum, totals.memoryKnown),
+    gpuUtilization: timeMean(totals.gpuTimeSum, totals.gpuKnown),
+    gpuMemoryBytes: timeMean(totals.gpuMemoryTimeSum, totals.gpuMemoryKnown),
   };
 }
 
@@ -174,7 +187,14 @@ export function seriesFromTotals(
     // Latencies and counts over all requests; rates and capacity figures are the sum of the models'.
     const base = pointOf(at, overall[index]!);
     const sum = (
-      key: "requestsPerSec" | "errorsPerSec" | "instances" | "cpuUtilization" | "memoryBytes",
+      key:
+        | "requestsPerSec"
+        | "errorsPerSec"
+        | "instances"
+        | "cpuUtilization"
+        | "memoryBytes"
+        | "gpuUtilization"
+        | "gpuMemoryBytes",
     ): number | null => {
       const values = models
         .map((model) => model.points[index]![key])
@@ -188,6 +208,8 @@ export function seriesFromTotals(
       instances: sum("instances"),
       cpuUtilization: sum("cpuUtilization"),
       memoryBytes: sum("memoryBytes"),
+      gpuUtilization: sum("gpuUtilization"),
+      gpuMemoryBytes: sum("gpuMemoryBytes"),
     };
   });
   return { from, to, bucketSecs, overall: overallPoints, models };
@@ -224,7 +246,11 @@ export async function queryBucketTotals(
         sum(s."cpuUtilization" * s."intervalSeconds") AS cpu_time,
         count(s."cpuUtilization") AS cpu_known,
         sum(s."memoryBytes"::float8 * s."intervalSeconds") AS memory_time,
-        count(s."memoryBytes") AS memory_known
+        count(s."memoryBytes") AS memory_known,
+        sum(s."gpuUtilization" * s."intervalSeconds") AS gpu_time,
+        count(s."gpuUtilization") AS gpu_known,
+        sum(s."gpuMemoryBytes"::float8 * s."intervalSeconds") AS gpu_memory_time,
+        count(s."gpuMemoryBytes") AS gpu_memory_known
       FROM "UsageSample" s
       JOIN "Model" m ON m."id" = s."modelId"
       WHERE s."at" >= ${range.from} AND s."at" < ${range.to}
@@ -248,7 +274,11 @@ export async function queryBucketTotals(
       coalesce(sum(cpu_time), 0)::float8 AS cpu_time,
       sum(cpu_known)::float8 AS cpu_known,
       coalesce(sum(memory_time), 0)::float8 AS memory_time,
-      sum(memory_known)::float8 AS memory_known
+      sum(memory_known)::float8 AS memory_known,
+      coalesce(sum(gpu_time), 0)::float8 AS gpu_time,
+      sum(gpu_known)::float8 AS gpu_known,
+      coalesce(sum(gpu_memory_time), 0)::float8 AS gpu_memory_time,
+      sum(gpu_memory_known)::float8 AS gpu_memory_known
     FROM per_start
     GROUP BY model, 2
     ORDER BY model, 2`;
@@ -273,6 +303,10 @@ export async function queryBucketTotals(
     cpuKnown: Number(row.cpu_known) > 0,
     memoryTimeSum: Number(row.memory_time),
     memoryKnown: Number(row.memory_known) > 0,
+    gpuTimeSum: Number(row.gpu_time),
+    gpuKnown: Number(row.gpu_known) > 0,
+    gpuMemoryTimeSum: Number(row.gpu_memory_time),
+    gpuMemoryKnown: Number(row.gpu_memory_known) > 0,
   }));
 }
 
@@ -295,4 +329,8 @@ interface BucketTotalsRow {
   cpu_known: number;
   memory_time: number;
   memory_known: number;
+  gpu_time: number;
+  gpu_known: number;
+  gpu_memory_time: number;
+  gpu_memory_known: number;
 }

@@ -49,9 +49,9 @@ export function statusOf(error: unknown, method: string, logger?: Logger): Parti
     { method },
   );
   // A retry hint (a tenant over its share) travels as `retry-after` metadata, in seconds, as over HTTP.
-  if (error instanceof OperonError && error.retryAfterSeconds !== undefined) {
+  if (error instanceof OperonError && error.retryAfterSecs !== undefined) {
     const metadata = new grpc.Metadata();
-    metadata.set("retry-after", String(error.retryAfterSeconds));
+    metadata.set("retry-after", String(error.retryAfterSecs));
     return { code: grpcStatusOf(failure.kind), details: failure.message, metadata };
   }
   return { code: grpcStatusOf(failure.kind), details: failure.message };

@@ -174,7 +174,9 @@ function inferenceHandlers(
       const request = await decoding.decode(r);
       checkShadowModelAccess(principal, request.modelName, "infer");
       applyKeyPriority(engine, request, principal);
-      const response = await engine.infer({ ...request, signal: cancelSignalOf(call) });
+      // The decoded request is this call's own object: the signal goes on it in place, no copy per call.
+      request.signal = cancelSignalOf(call);
+      const response = await engine.infer(request);
       return encodeInferResponse(response, request.id);
     }),
     ModelStreamInfer: streamInfer(engine, decoding, access, logger),

@@ -20,6 +20,7 @@ import { type ApiKeyGrant, type ApiKeyScope, generateApiKey } from "@operon/prot
 import { GatewayAccessPolicy } from "../../auth/access-policy.js";
 import { ApiKeyRing } from "../../auth/api-key-ring.js";
 import type { InferenceEngine, OperatorValidation } from "../../engine/engine-api.js";
+import { DECODE_OFF_LOOP_BYTES, DecodePool } from "../decode/decode-pool.js";
 import { type HttpFrontend, startHttpFrontend } from "./http-frontend.js";
 import type { Logger } from "@operon/protocol/logger";
 
@@ -275,7 +276,7 @@ class FakeEngine implements InferenceEngine {
     return { valid: problems.length === 0, problems };
   }
   async workers(): Promise<WorkersResponse> {
-    return { workers: [], hostCpuCores: 2, gateway: { pid: process.pid, cpuSeconds: 1, rssBytes: 2 } };
+    return { workers: [], hostCpuCores: 2, gateway: { pid: process.pid, cpuSeconds: 1, rssBytes: 2 }, gpus: [] };
   }
   modelStatistics(name?: string, version?: string): ModelStatistics[] {
     const names = name === undefined ? [...this.models.keys()] : [name];
@@ -1259,6 +1260,52 @@ describe("generate and streaming (decoupled models)", () => {
   });
 });
 
+describe("where bodies are decoded", () => {
+  /** A decode pool that counts the bodies it is handed. */
+  class CountingPool extends DecodePool {
+    infers = 0;
+    override decodeInfer(...args: Parameters<DecodePool["decodeInfer"]>): ReturnType<DecodePool["decodeInfer"]> {
+      this.infers += 1;
+      return super.decodeInfer(...args);
+    }
+  }
+
+  it("decodes a large binary body with a small JSON header on the loop (its data is sliced, never parsed); a large JSON part goes to the pool", async () => {
+    const pool = new CountingPool({ threads: 1 });
+    const own = await startHttpFrontend(engine, { host: "127.0.0.1", port: 0, logger, decodePool: pool });
+    try {
+      const url = `http://127.0.0.1:${own.port}/v2/models/echo/infer`;
+      const elements = DECODE_OFF_LOOP_BYTES; // 4 bytes each: a body four times the threshold
+      const data = Buffer.from(new Float32Array(elements).fill(1.5).buffer);
+      const { body, headers } = binaryBody(
+        {
+          inputs: [{ name: "x", datatype: "FP32", shape: [elements], parameters: { binary_data_size: data.length } }],
+          parameters: { binary_data_output: true },
+        },
+        data,
+      );
+      const binary = await fetch(url, { method: "POST", body, headers });
+      expect(binary.status).toBe(200);
+      const { binary: outputs } = await readBinaryResponse(binary);
+      expect(outputs.get("x")!.equals(data)).toBe(true);
+      expect(pool.infers).toBe(0);
+
+      // The same tensor as JSON data: the JSON part is large, so the pool decodes it.
+      const json = await fetch(url, {
+        method: "POST",
+        body: JSON.stringify({
+          inputs: [{ name: "x", datatype: "FP32", shape: [elements], data: Array(elements).fill(1.5) }],
+        }),
+      });
+      expect(json.status).toBe(200);
+      expect(pool.infers).toBe(1);
+    } finally {
+      await own.stop(100);
+      await pool.close();
+    }
+  });
+});
+
 describe("lifecycle", () => {
   it("binds a free port, takes a raw input shape callback, drains in-flight requests on stop, and stops idempotently", async () => {
     const own = await startHttpFrontend(engine, {
@@ -1480,6 +1527,7 @@ describe("Operon admin endpoints", () => {
       workers: [],
       hostCpuCores: 2,
       gateway: { pid: process.pid, cpuSeconds: 1, rssBytes: 2 },
+      gpus: [],
     });
   });
 

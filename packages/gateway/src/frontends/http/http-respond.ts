@@ -16,10 +16,15 @@ export function sendBody(
   body: Buffer | readonly Buffer[],
 ): void {
   if (res.headersSent || res.destroyed) return;
-  const chunks: readonly Buffer[] = Buffer.isBuffer(body) ? [body] : body;
+  if (Buffer.isBuffer(body)) {
+    res.writeHead(status, headerList(headers, body.length));
+    res.end(body);
+    return;
+  }
+  const chunks = body;
   let length = 0;
   for (const chunk of chunks) length += chunk.length;
-  res.writeHead(status, { ...headers, "Content-Length": length });
+  res.writeHead(status, headerList(headers, length));
   if (chunks.length === 1) {
     res.end(chunks[0]);
     return;
@@ -29,6 +34,17 @@ export function sendBody(
   for (const chunk of chunks) res.write(chunk);
   res.end();
   res.uncork();
+}
+
+/** The headers plus Content-Length as writeHead's flat [name, value, ...] list: no object copied per response. */
+function headerList(headers: OutgoingHttpHeaders, length: number): Array<string | number | string[]> {
+  const list: Array<string | number | string[]> = [];
+  for (const name in headers) {
+    const value = headers[name];
+    if (value !== undefined) list.push(name, value);
+  }
+  list.push("Content-Length", length);
+  return list;
 }
 
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
@@ -94,8 +110,8 @@ export function reportOf(error: unknown): ErrorReport {
   const status = httpStatusOf(kind);
   // 429 (a key over its quota, a request over a size budget) always says when to retry: a quota refills within a second.
   // A tenant over its share (and a gate full of waiting requests) says how long to wait, and a model the
-  // resource scheduler unloaded when to come back (parked-models.ts): OperonError.retryAfterSeconds.
-  const retryAfter = error instanceof OperonError ? error.retryAfterSeconds : undefined;
+  // resource scheduler unloaded when to come back (parked-models.ts): OperonError.retryAfterSecs.
+  const retryAfter = error instanceof OperonError ? error.retryAfterSecs : undefined;
   const headers: OutgoingHttpHeaders =
     status === 401
       ? { "WWW-Authenticate": "Bearer" }

@@ -21,6 +21,7 @@ import { ModelUsageCharts } from "./model-usage-charts";
 import { ModelVersionsTable } from "./model-versions-table";
 import { LatestPerfReport } from "../../perf/latest-perf-report";
 import { isPending } from "../../perf/perf-types";
+import { PerfInputsSection } from "../../perf/perf-inputs-section";
 
 /** Settled states: READY or UNAVAILABLE; anything else is asked about again until it settles. */
 function settled(state: ModelDetail["state"]): boolean {
@@ -77,6 +78,7 @@ function ModelDetailSections({ model }: { model: ModelDetail }) {
         <ModelVersionsTable versions={model.versions} perf={versionPerf.data} />
       </section>
       <LatestPerfReport kind="MODEL" name={model.name} canCancel={canManage} />
+      {model.state === "READY" ? <PerfInputsSection kind="MODEL" name={model.name} canEdit={canManage} /> : null}
       <section className="card" aria-labelledby="io-title">
         <h2 id="io-title">Inputs and outputs</h2>
         <div className="tensor-tables">

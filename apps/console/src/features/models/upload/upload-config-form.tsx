@@ -93,10 +93,19 @@ export function UploadConfigForm({
       <h2 id="config-title" className="form-title" ref={title} tabIndex={-1}>
         Configure
       </h2>
+      {signature.identicalTo !== null ? (
+        <p className="notice" role="status">
+          This file is identical to version {signature.identicalTo} (same SHA-256): a new version would serve the same
+          model.
+        </p>
+      ) : null}
       <p className="muted">
-        Suggested from the model file. Names are the model&apos;s own; data types and dims must match it (the API
-        checks).
+        {signature.configSource === "current"
+          ? "The model's current config, kept for the new version (as Triton keeps config.pbtxt across versions). "
+          : "Suggested from the model file. "}
+        Names are the model&apos;s own; data types and dims must match it (the API checks).
       </p>
+      {signature.configNote !== null ? <p className="notice">Note: {signature.configNote}.</p> : null}
       <div className="config-groups">
         <BatchingFields draft={draft} problem={problem} onChange={setDraft} reporter={reporter} />
         <InstanceFields draft={draft} problem={problem} onChange={setDraft} reporter={reporter} />
