@@ -11,35 +11,19 @@
 // proof that the address is this server's word.
 //
 // Behind a reverse proxy the direct peer is the proxy. OPERON_TRUSTED_PROXIES
-// (operon serve --trusted-proxy) lists such proxies: for a request from one,
-// the client is the nearest X-Forwarded-For entry that is not a trusted proxy.
+// (operon serve --trusted-proxy) lists such proxies, addresses or CIDR ranges:
+// for a request from one, the client is the nearest X-Forwarded-For entry that
+// is not a trusted proxy (forwarded-client.mjs).
 //
 // Usage: node server.mjs --port 3000 --hostname 127.0.0.1
 import { createServer } from "node:http";
 import { parseArgs } from "node:util";
 import next from "next";
+import { browserScheme, clientAddress, compileTrustedProxies } from "./forwarded-client.mjs";
 
 const FORWARDING_HEADERS = ["forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-port", "x-forwarded-proto", "x-real-ip", "x-operon-proxy-token", "x-operon-forwarded-proto"];
 const PROXY_TOKEN = process.env.OPERON_PROXY_TOKEN;
-const TRUSTED_PROXIES = new Set((process.env.OPERON_TRUSTED_PROXIES ?? "").split(",").map(normalizeAddress).filter(Boolean));
-
-/** IPv4 addresses as IPv4 also when the socket reports them IPv6-mapped (::ffff:10.0.0.1). */
-function normalizeAddress(address) {
-  const trimmed = (address ?? "").trim();
-  return trimmed.startsWith("::ffff:") && trimmed.includes(".") ? trimmed.slice("::ffff:".length) : trimmed;
-}
-
-/** The browser's address: the peer, or through trusted proxies the nearest forwarded hop that is not one of them. */
-function clientAddress(req) {
-  let address = normalizeAddress(req.socket.remoteAddress) || "unknown";
-  if (!TRUSTED_PROXIES.has(address)) return address;
-  const forwarded = String(req.headers["x-forwarded-for"] ?? "").split(",").map(normalizeAddress).filter(Boolean);
-  for (let hop = forwarded.length - 1; hop >= 0; hop -= 1) {
-    address = forwarded[hop];
-    if (!TRUSTED_PROXIES.has(address)) return address;
-  }
-  return address;
-}
+const TRUST_PROXY = compileTrustedProxies(process.env.OPERON_TRUSTED_PROXIES);
 
 const { values } = parseArgs({ options: { port: { type: "string", default: "3000" }, hostname: { type: "string", default: "127.0.0.1" } } });
 const port = Number(values.port);
@@ -49,16 +33,9 @@ const app = next({ dev: false, dir: import.meta.dirname, hostname, port });
 const handle = app.getRequestHandler();
 await app.prepare();
 
-/** "https" when a trusted proxy says the browser used TLS (X-Forwarded-Proto, its last value); the API then marks cookies Secure. */
-function browserScheme(req) {
-  if (!TRUSTED_PROXIES.has(normalizeAddress(req.socket.remoteAddress))) return "http";
-  const proto = String(req.headers["x-forwarded-proto"] ?? "").split(",").map((part) => part.trim().toLowerCase()).filter(Boolean);
-  return proto.at(-1) === "https" ? "https" : "http";
-}
-
 const server = createServer((req, res) => {
-  const client = clientAddress(req);
-  const scheme = browserScheme(req);
+  const client = clientAddress(req, TRUST_PROXY);
+  const scheme = browserScheme(req, TRUST_PROXY);
   for (const name of FORWARDING_HEADERS) delete req.headers[name];
   req.headers["x-forwarded-for"] = client;
   req.headers["x-operon-forwarded-proto"] = scheme;

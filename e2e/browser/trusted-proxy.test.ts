@@ -32,7 +32,7 @@ describe("console behind a trusted reverse proxy", () => {
   beforeAll(async () => {
     operon = await startOperonWithConsole({
       admin: ADMIN,
-      extraArgs: ["--trusted-proxy", "127.0.0.1", "--trusted-proxy", "::1"],
+      extraArgs: ["--trusted-proxy", "127.0.0.0/8", "--trusted-proxy", "::1/128"],
     });
     const first = await fetch(`${operon.consoleUrl}/api/trpc/auth.session`);
     csrf = /operon_csrf=([^;]+)/.exec(first.headers.getSetCookie().join("; "))![1]!;
@@ -72,6 +72,6 @@ describe("console behind a trusted reverse proxy", () => {
       "proxy.example.com",
     ]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/'proxy\.example\.com' is not an IP address/);
+    expect(result.stderr).toMatch(/'proxy\.example\.com' is not an IP address or CIDR range/);
   });
 });

@@ -23,7 +23,13 @@ export function addDatabaseFlags(command: Command, options: { dataDir: boolean }
 }
 
 export function databaseUrlOf(flags: { databaseUrl?: string | undefined; dataDir: string }): string {
-  return flags.databaseUrl ?? operonEnvironment().DATABASE_URL ?? `file:${join(flags.dataDir, "db")}`;
+  const environment = operonEnvironment();
+  return (
+    flags.databaseUrl ??
+    environment.OPERON_DATABASE_URL ??
+    environment.DATABASE_URL ??
+    `file:${join(flags.dataDir, "db")}`
+  );
 }
 
 export function describeDatabase(url: string): string {

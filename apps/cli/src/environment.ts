@@ -12,6 +12,11 @@ const environmentSchema = z.object({
     .string()
     .optional()
     .transform((value) => (value === "" ? undefined : value)),
+  /** `--database-url` from the environment (serve-flag-environment.ts); wins over DATABASE_URL; empty = unset. */
+  OPERON_DATABASE_URL: z
+    .string()
+    .optional()
+    .transform((value) => (value === "" ? undefined : value)),
   /** The first admin's password when --admin-password is not given. */
   OPERON_ADMIN_PASSWORD: z.string().optional(),
 });
@@ -28,7 +33,11 @@ export function operonEnvironment(env?: NodeJS.ProcessEnv): OperonEnvironment {
 }
 
 function parse(env: NodeJS.ProcessEnv): OperonEnvironment {
-  return environmentSchema.parse({ DATABASE_URL: env.DATABASE_URL, OPERON_ADMIN_PASSWORD: env.OPERON_ADMIN_PASSWORD });
+  return environmentSchema.parse({
+    DATABASE_URL: env.DATABASE_URL,
+    OPERON_DATABASE_URL: env.OPERON_DATABASE_URL,
+    OPERON_ADMIN_PASSWORD: env.OPERON_ADMIN_PASSWORD,
+  });
 }
 
 /**
@@ -52,4 +61,4 @@ export function takeSecretsFromEnvironment(): { taken: string[]; blockError?: st
 }
 
 /** The variables of the schema above that hold secrets. */
-export const SECRET_VARIABLES = ["OPERON_ADMIN_PASSWORD", "DATABASE_URL"] as const;
+export const SECRET_VARIABLES = ["OPERON_ADMIN_PASSWORD", "OPERON_DATABASE_URL", "DATABASE_URL"] as const;

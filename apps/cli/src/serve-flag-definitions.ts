@@ -13,17 +13,19 @@ import {
   parsePositiveNumber,
   parseTrustedProxy,
 } from "./serve-flag-parsers.js";
+import { withFlagEnvironmentVariables } from "./serve-flag-environment.js";
 
 /**
  * `operon serve`'s flags: tritonserver's names and defaults, so that
  * scripts written for Triton start Operon unchanged, then Operon's own.
  * Booleans take Triton's `--flag=true|false` form; a bare `--flag` means
- * true. serve-flags.ts checks the parsed whole; serve-command.ts wires the
- * server from it.
+ * true. Each flag can also be set by its environment variable
+ * (serve-flag-environment.ts). serve-flags.ts checks the parsed whole;
+ * serve-command.ts wires the server from it.
  */
 export function addServeFlags(command: Command): Command {
   return (
-    command
+    withFlagEnvironmentVariables(command)
       .requiredOption(
         "--model-repository <path>",
         "model repository folder (repeatable; the first one wins on name clashes)",
@@ -273,8 +275,8 @@ export function addServeFlags(command: Command): Command {
       .option("--console-address <address>", "console listen address", "127.0.0.1")
       .option("--console-port <port>", "console port (0 picks a free port)", parsePort, 3000)
       .option(
-        "--trusted-proxy <address>",
-        "IP address of a reverse proxy in front of the console whose X-Forwarded-For names the browser (repeatable); without it, the console counts every request as coming from its direct peer",
+        "--trusted-proxy <address|cidr>",
+        "reverse proxies in front of the console whose X-Forwarded-For names the browser: an IP address, a CIDR range (10.0.0.0/8, as ingress pods change addresses) or loopback|linklocal|uniquelocal; repeatable, or comma-separated; without it, the console counts every request as coming from its direct peer",
         parseTrustedProxy,
         [],
       )
@@ -288,7 +290,7 @@ export function addServeFlags(command: Command): Command {
       .option("--api-port <port>", "control plane API port (tRPC under /api/trpc)", parsePort, 8003)
       .option(
         "--database-url <url>",
-        "postgres(ql)://… for PostgreSQL, file:<dir> or memory: for the embedded database; default $DATABASE_URL, else <data-dir>/db",
+        "postgres(ql)://… for PostgreSQL, file:<dir> or memory: for the embedded database; default $OPERON_DATABASE_URL, then $DATABASE_URL, else <data-dir>/db",
       )
       .option("--admin-email <email>", "create this first admin at start when no account exists")
       .option(

@@ -1,5 +1,5 @@
-import { isIP } from "node:net";
 import { InvalidArgumentError } from "commander";
+import proxyaddr from "proxy-addr";
 import type { CacheConfig } from "./serve-flags.js";
 
 /** Commander value parsers of `operon serve`'s flags: each checks one value and names what is wrong with it. */
@@ -37,13 +37,28 @@ export function parseCacheConfig(value: string, previous: CacheConfig | undefine
   return config;
 }
 
+/**
+ * `--trusted-proxy`: IP addresses, CIDR ranges (10.0.0.0/8, fd00::/8) or
+ * proxy-addr's names (loopback, linklocal, uniquelocal), repeatable and
+ * comma-separated (one environment variable can list several). Each entry is
+ * checked by proxy-addr, the library the console then matches peers with.
+ */
 export function parseTrustedProxy(value: string, previous: string[]): string[] {
-  const address = value.trim();
-  if (isIP(address) === 0)
-    throw new InvalidArgumentError(
-      `'${value}' is not an IP address (give each proxy's address; repeat the flag for several)`,
-    );
-  return [...previous, address];
+  const entries = value
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  if (entries.length === 0) throw new InvalidArgumentError("expected an IP address or CIDR range, e.g. 10.0.0.0/8");
+  for (const entry of entries) {
+    try {
+      proxyaddr.compile(entry);
+    } catch (error) {
+      throw new InvalidArgumentError(
+        `'${entry}' is not an IP address or CIDR range (${(error as Error).message}); e.g. 10.0.0.1 or 10.0.0.0/8, repeat the flag or separate with commas for several`,
+      );
+    }
+  }
+  return [...previous, ...entries];
 }
 
 export function parseBool(value: string | undefined): boolean {
@@ -54,8 +69,9 @@ export function parseBool(value: string | undefined): boolean {
   throw new InvalidArgumentError(`'${value}' is not a boolean; use true or false`);
 }
 
+// Number("") and Number(" ") are 0: an empty value (an environment variable set to "") must not read as 0.
 export function parseNonNegativeInt(value: string): number {
-  const parsed = Number(value);
+  const parsed = value.trim() === "" ? Number.NaN : Number(value);
   if (!Number.isSafeInteger(parsed) || parsed < 0)
     throw new InvalidArgumentError(`'${value}' is not a non-negative integer`);
   return parsed;
@@ -74,7 +90,7 @@ export function parsePositiveNumber(value: string): number {
 }
 
 export function parseFraction(value: string): number {
-  const parsed = Number(value);
+  const parsed = value.trim() === "" ? Number.NaN : Number(value);
   if (!Number.isFinite(parsed) || parsed < 0 || parsed > 10)
     throw new InvalidArgumentError(`'${value}' is not a fraction from 0 to 10 (0.25 = 25 %)`);
   return parsed;
