@@ -312,7 +312,9 @@ describe("the command line", () => {
       expect(result.stdout).toContain(flag);
     }
     expect(result.stdout).toMatch(/--http-address <address>[\s\S]*default 127\.0\.0\.1/);
-    expect(result.stdout).toMatch(/--grpc-address <address>[\s\S]*\(default: "127\.0\.0\.1"\)/);
+    expect(result.stdout).toMatch(/--grpc-address <address>[\s\S]*\(default: "127\.0\.0\.1"[,)]/);
+    // Each flag names the environment variable that sets it (issue 23).
+    expect(result.stdout).toMatch(/--grpc-address <address>[\s\S]*env: OPERON_GRPC_ADDRESS\)/);
   });
 
   const FREE_PORTS = ["--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"];
