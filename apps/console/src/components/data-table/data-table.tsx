@@ -38,6 +38,7 @@ export function DataTable<Row>({
   loadingLabel,
   details,
   rowClassName,
+  rowCurrent,
   className,
   stack = true,
   captionVisible = false,
@@ -55,6 +56,8 @@ export function DataTable<Row>({
   loadingLabel?: string;
   details?: (row: Row) => ReactNode | null;
   rowClassName?: (row: Row) => string | undefined;
+  /** Marks the row the page is about (`aria-current="true"`: a recommended candidate). */
+  rowCurrent?: (row: Row) => boolean;
   className?: string;
   /** Cards on narrow screens (default); false keeps the grid and scrolls sideways. */
   stack?: boolean;
@@ -178,7 +181,7 @@ export function DataTable<Row>({
               };
               return (
                 <Fragment key={key}>
-                  <tr className={rowClassName?.(row)}>
+                  <tr className={rowClassName?.(row)} aria-current={rowCurrent?.(row) ? "true" : undefined}>
                     {columns.map((column) => {
                       const content = column.cell(row, context);
                       const dataLabel =

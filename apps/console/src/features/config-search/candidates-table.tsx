@@ -1,4 +1,4 @@
-import { TableScroller } from "@/components/table-scroller";
+import { DataTable, type DataColumn } from "@/components/data-table/data-table";
 import { formatInteger, formatMoney, formatNumber } from "@/lib/number-format";
 import type { SearchCandidate } from "./config-search-types";
 import { candidateLabel } from "./search-view-model";
@@ -28,85 +28,91 @@ export function CandidatesTable({
   onApply?: ((index: number) => void) | undefined;
   applying: boolean;
 }) {
+  const verdictOf = (candidate: SearchCandidate) =>
+    [
+      candidate.index === recommendedIndex ? "recommended" : null,
+      candidate.pareto ? "Pareto front" : null,
+      candidate.error ?? (candidate.withinBudget ? "within budget" : "over budget"),
+      candidate.index === appliedIndex ? "applied" : null,
+    ]
+      .filter(Boolean)
+      .join(", ");
+  const columns: DataColumn<SearchCandidate>[] = [
+    {
+      id: "index",
+      header: "#",
+      rowHeader: true,
+      numeric: true,
+      sortValue: (candidate) => candidate.index,
+      cell: (candidate) => candidate.index + 1,
+    },
+    { id: "config", header: "Config", cell: (candidate) => candidateLabel(candidate) },
+    {
+      id: "changed",
+      header: "Changed",
+      sortValue: (candidate) => DIMENSIONS[candidate.dimension] ?? candidate.dimension,
+      cell: (candidate) => DIMENSIONS[candidate.dimension] ?? candidate.dimension,
+    },
+    {
+      id: "concurrency",
+      header: "Concurrency",
+      numeric: true,
+      sortValue: (candidate) => candidate.concurrency,
+      cell: (candidate) => formatInteger(candidate.concurrency),
+    },
+    {
+      id: "throughput",
+      header: "Inferences/s",
+      numeric: true,
+      sortValue: (candidate) => candidate.throughput,
+      cell: (candidate) => formatNumber(candidate.throughput),
+    },
+    {
+      id: "p99",
+      header: "p99 (ms)",
+      numeric: true,
+      sortValue: (candidate) => candidate.latencyP99Us ?? undefined,
+      cell: (candidate) => formatNumber(candidate.latencyP99Us === null ? null : candidate.latencyP99Us / 1000, 3),
+    },
+    {
+      id: "cost",
+      header: "Cost per 1,000",
+      numeric: true,
+      sortValue: (candidate) => (currency === null ? undefined : (candidate.costPer1000 ?? undefined)),
+      cell: (candidate) => (currency === null ? "—" : formatMoney(candidate.costPer1000, currency)),
+    },
+    { id: "verdict", header: "Verdict", cell: verdictOf },
+  ];
+  if (onApply) {
+    columns.push({
+      id: "apply",
+      header: "Apply",
+      cell: (candidate) =>
+        candidate.error === null && candidate.throughput > 0 ? (
+          <button
+            type="button"
+            className="button"
+            disabled={applying}
+            onClick={() => onApply(candidate.index)}
+            aria-label={`Apply candidate ${candidate.index + 1}`}
+          >
+            Apply
+          </button>
+        ) : null,
+    });
+  }
   return (
-    <TableScroller label="Candidates">
-      <table className="search-candidates-table">
-        <caption>
-          Every candidate measured, in order. p99 and throughput are at the concurrency shown, the best one within the
-          budget.
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col" className="cell-number">
-              #
-            </th>
-            <th scope="col">Config</th>
-            <th scope="col">Changed</th>
-            <th scope="col" className="cell-number">
-              Concurrency
-            </th>
-            <th scope="col" className="cell-number">
-              Inferences/s
-            </th>
-            <th scope="col" className="cell-number">
-              p99 (ms)
-            </th>
-            <th scope="col" className="cell-number">
-              Cost per 1,000
-            </th>
-            <th scope="col">Verdict</th>
-            {onApply ? <th scope="col">Apply</th> : null}
-          </tr>
-        </thead>
-        <tbody>
-          {candidates.map((candidate) => {
-            const verdict = [
-              candidate.index === recommendedIndex ? "recommended" : null,
-              candidate.pareto ? "Pareto front" : null,
-              candidate.error ?? (candidate.withinBudget ? "within budget" : "over budget"),
-              candidate.index === appliedIndex ? "applied" : null,
-            ].filter(Boolean);
-            const measured = candidate.error === null && candidate.throughput > 0;
-            return (
-              <tr
-                key={candidate.index}
-                className={candidate.index === recommendedIndex ? "row-recommended" : undefined}
-                aria-current={candidate.index === recommendedIndex ? "true" : undefined}
-              >
-                <th scope="row" className="cell-number">
-                  {candidate.index + 1}
-                </th>
-                <td>{candidateLabel(candidate)}</td>
-                <td>{DIMENSIONS[candidate.dimension] ?? candidate.dimension}</td>
-                <td className="cell-number">{formatInteger(candidate.concurrency)}</td>
-                <td className="cell-number">{formatNumber(candidate.throughput)}</td>
-                <td className="cell-number">
-                  {formatNumber(candidate.latencyP99Us === null ? null : candidate.latencyP99Us / 1000, 3)}
-                </td>
-                <td className="cell-number">
-                  {currency === null ? "—" : formatMoney(candidate.costPer1000, currency)}
-                </td>
-                <td>{verdict.join(", ")}</td>
-                {onApply ? (
-                  <td>
-                    {measured ? (
-                      <button
-                        type="button"
-                        className="button"
-                        disabled={applying}
-                        onClick={() => onApply(candidate.index)}
-                        aria-label={`Apply candidate ${candidate.index + 1}`}
-                      >
-                        Apply
-                      </button>
-                    ) : null}
-                  </td>
-                ) : null}
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
-    </TableScroller>
+    <DataTable
+      label="Candidates"
+      caption="Every candidate measured, in order. p99 and throughput are at the concurrency shown, the best one within the budget."
+      captionVisible
+      className="search-candidates-table"
+      columns={columns}
+      rows={candidates}
+      rowKey={(candidate) => String(candidate.index)}
+      rowClassName={(candidate) => (candidate.index === recommendedIndex ? "row-recommended" : undefined)}
+      rowCurrent={(candidate) => candidate.index === recommendedIndex}
+      empty={{ title: "No candidates measured yet" }}
+    />
   );
 }

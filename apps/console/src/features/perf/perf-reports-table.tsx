@@ -1,12 +1,72 @@
 "use client";
 
-import { formatNumber } from "@/lib/number-format";
 import Link from "next/link";
+import { DataTable, type DataColumn } from "@/components/data-table/data-table";
+import { TruncatedText } from "@/components/data-table/truncated-text";
 import { formatDateTime } from "@/lib/format";
+import { formatNumber } from "@/lib/number-format";
 import { DeletePerfReportButton } from "./delete-perf-report-button";
 import { isPending, reportHref, statusLabel, targetLabel, triggerLabel, type PerfReportSummary } from "./perf-types";
-import { TableScroller } from "@/components/table-scroller";
 
+function concurrencyText(report: PerfReportSummary): string {
+  const range = report.config?.concurrencyRange;
+  return range ? `${range.start}–${range.end}${range.step !== 1 ? ` step ${range.step}` : ""}` : "—";
+}
+
+function columnsFor(canManage: boolean): DataColumn<PerfReportSummary>[] {
+  return [
+    {
+      id: "target",
+      header: "Target",
+      rowHeader: true,
+      sortValue: (report) => targetLabel(report),
+      cell: (report) => (
+        <Link href={reportHref(report.id)}>
+          <TruncatedText text={targetLabel(report)} />
+        </Link>
+      ),
+    },
+    {
+      id: "status",
+      header: "Status",
+      sortValue: (report) => statusLabel(report.status),
+      cell: (report) => (
+        <>
+          <span className={`status status-${report.status.toLowerCase()}`}>{statusLabel(report.status)}</span>
+          {report.error && !isPending(report.status) ? <span className="field-hint"> {report.error}</span> : null}
+        </>
+      ),
+    },
+    {
+      id: "started",
+      header: "Started",
+      nowrap: true,
+      sortValue: (report) => new Date(report.createdAt).getTime(),
+      cell: (report) => formatDateTime(report.createdAt),
+    },
+    { id: "concurrency", header: "Concurrency", nowrap: true, cell: concurrencyText },
+    {
+      id: "best",
+      header: "Best throughput (infer/s)",
+      numeric: true,
+      sortValue: (report) => report.summary?.best?.throughput,
+      cell: (report) =>
+        report.summary?.best
+          ? `${formatNumber(report.summary.best.throughput)} at c=${report.summary.best.concurrency}`
+          : "—",
+    },
+    { id: "by", header: "By", sortValue: (report) => triggerLabel(report), cell: (report) => triggerLabel(report) },
+    {
+      id: "actions",
+      header: "Actions",
+      hideHeader: true,
+      actions: true,
+      cell: (report) => (canManage && !isPending(report.status) ? <DeletePerfReportButton report={report} /> : null),
+    },
+  ];
+}
+
+/** Every perf report, newest first as the API lists them; sortable by column. */
 export function PerfReportsTable({
   reports,
   canManage,
@@ -15,56 +75,12 @@ export function PerfReportsTable({
   canManage: boolean;
 }) {
   return (
-    <TableScroller label="Perf reports">
-      <table>
-        <caption className="visually-hidden">Perf reports</caption>
-        <thead>
-          <tr>
-            <th scope="col">Target</th>
-            <th scope="col">Status</th>
-            <th scope="col">Started</th>
-            <th scope="col">Concurrency</th>
-            <th scope="col" className="cell-number">
-              Best throughput (infer/s)
-            </th>
-            <th scope="col">By</th>
-            <th scope="col">
-              <span className="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {reports.map((report) => {
-            const range = report.config?.concurrencyRange;
-            return (
-              <tr key={report.id}>
-                <th scope="row">
-                  <Link href={reportHref(report.id)}>{targetLabel(report)}</Link>
-                </th>
-                <td>
-                  <span className={`status status-${report.status.toLowerCase()}`}>{statusLabel(report.status)}</span>
-                  {report.error && !isPending(report.status) ? (
-                    <span className="field-hint"> {report.error}</span>
-                  ) : null}
-                </td>
-                <td className="cell-nowrap">{formatDateTime(report.createdAt)}</td>
-                <td className="cell-nowrap">
-                  {range ? `${range.start}–${range.end}${range.step !== 1 ? ` step ${range.step}` : ""}` : "—"}
-                </td>
-                <td className="cell-number">
-                  {report.summary?.best
-                    ? `${formatNumber(report.summary.best.throughput)} at c=${report.summary.best.concurrency}`
-                    : "—"}
-                </td>
-                <td>{triggerLabel(report)}</td>
-                <td className="cell-actions">
-                  {canManage && !isPending(report.status) ? <DeletePerfReportButton report={report} /> : null}
-                </td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
-    </TableScroller>
+    <DataTable
+      label="Perf reports"
+      columns={columnsFor(canManage)}
+      rows={reports}
+      rowKey={(report) => report.id}
+      empty={{ title: "No perf reports yet" }}
+    />
   );
 }

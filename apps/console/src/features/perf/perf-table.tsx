@@ -1,77 +1,68 @@
+import { DataTable, type DataColumn } from "@/components/data-table/data-table";
 import { formatInteger, formatNumber } from "@/lib/number-format";
 import { inUnit, perfLatencyUnit } from "./perf-latency-unit";
 import type { PerfSample } from "./perf-types";
-import { TableScroller } from "@/components/table-scroller";
 
-/** Triton's perf table, one row per concurrency step; latencies in the report's one unit (µs, as perf_analyzer prints them, while they are under 1 ms). */
+type LatencyField =
+  | "latencyP50Us"
+  | "latencyP90Us"
+  | "latencyP95Us"
+  | "latencyP99Us"
+  | "latencyAvgUs"
+  | "queueUs"
+  | "computeUs";
+
+const LATENCIES: readonly [LatencyField, string][] = [
+  ["latencyP50Us", "p50"],
+  ["latencyP90Us", "p90"],
+  ["latencyP95Us", "p95"],
+  ["latencyP99Us", "p99"],
+  ["latencyAvgUs", "Avg"],
+  ["queueUs", "Queue"],
+  ["computeUs", "Compute"],
+];
+
+/** Triton's perf table, one row per concurrency step in measurement order (not sortable: the order is the sweep's); latencies in the report's one unit (µs, as perf_analyzer prints them, while they are under 1 ms). */
 export function PerfTable({ samples }: { samples: readonly PerfSample[] }) {
   const unit = perfLatencyUnit(samples);
-  const us = (value: number | null) =>
+  const shown = (value: number | null) =>
     unit.symbol === "µs" ? formatInteger(value) : formatNumber(inUnit(value, unit));
+  const columns: DataColumn<PerfSample>[] = [
+    {
+      id: "concurrency",
+      header: "Concurrency",
+      rowHeader: true,
+      numeric: true,
+      cell: (sample) => sample.concurrency,
+    },
+    { id: "batch", header: "Batch", numeric: true, cell: (sample) => sample.batchSize },
+    {
+      id: "throughput",
+      header: "Inferences/s",
+      numeric: true,
+      cell: (sample) => formatNumber(sample.throughput),
+    },
+    ...LATENCIES.map(
+      ([field, name]): DataColumn<PerfSample> => ({
+        id: field,
+        header: `${name} (${unit.symbol})`,
+        numeric: true,
+        cell: (sample) => shown(sample[field]),
+      }),
+    ),
+    { id: "errors", header: "Errors", numeric: true, cell: (sample) => sample.errorCount },
+  ];
   return (
-    <TableScroller label="Perf steps">
-      <table className="perf-table">
-        <caption>
-          Per step; latencies and server times in {unit.name} ({unit.symbol}). Queue and compute are the server&apos;s
-          averages per request.
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col" className="cell-number">
-              Concurrency
-            </th>
-            <th scope="col" className="cell-number">
-              Batch
-            </th>
-            <th scope="col" className="cell-number">
-              Inferences/s
-            </th>
-            <th scope="col" className="cell-number">
-              p50 ({unit.symbol})
-            </th>
-            <th scope="col" className="cell-number">
-              p90 ({unit.symbol})
-            </th>
-            <th scope="col" className="cell-number">
-              p95 ({unit.symbol})
-            </th>
-            <th scope="col" className="cell-number">
-              p99 ({unit.symbol})
-            </th>
-            <th scope="col" className="cell-number">
-              Avg ({unit.symbol})
-            </th>
-            <th scope="col" className="cell-number">
-              Queue ({unit.symbol})
-            </th>
-            <th scope="col" className="cell-number">
-              Compute ({unit.symbol})
-            </th>
-            <th scope="col" className="cell-number">
-              Errors
-            </th>
-          </tr>
-        </thead>
-        <tbody>
-          {samples.map((sample) => (
-            <tr key={`${sample.concurrency}/${sample.batchSize}`}>
-              <th scope="row" className="cell-number">
-                {sample.concurrency}
-              </th>
-              <td className="cell-number">{sample.batchSize}</td>
-              <td className="cell-number">{formatNumber(sample.throughput)}</td>
-              <td className="cell-number">{us(sample.latencyP50Us)}</td>
-              <td className="cell-number">{us(sample.latencyP90Us)}</td>
-              <td className="cell-number">{us(sample.latencyP95Us)}</td>
-              <td className="cell-number">{us(sample.latencyP99Us)}</td>
-              <td className="cell-number">{us(sample.latencyAvgUs)}</td>
-              <td className="cell-number">{us(sample.queueUs)}</td>
-              <td className="cell-number">{us(sample.computeUs)}</td>
-              <td className="cell-number">{sample.errorCount}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </TableScroller>
+    <DataTable
+      label="Perf steps"
+      caption={`Per step; latencies and server times in ${unit.name} (${unit.symbol}). Queue and compute are the server's averages per request.`}
+      captionVisible
+      className="perf-table"
+      stack={false}
+      columns={columns}
+      rows={samples}
+      rowKey={(sample) => `${sample.concurrency}/${sample.batchSize}`}
+      empty={{ title: "No steps measured" }}
+    />
   );
 }
