@@ -1,0 +1,206 @@
+import type { WorkerIdentity } from "./worker-environment.js";
+import { OperonError } from "@operon/protocol/errors";
+import type { Tensor } from "@operon/protocol/tensor";
+import type { IoInfo, NativeLoadSpec } from "@operon/protocol/worker-wire";
+import type { Logger } from "../observability/logger.js";
+import type { GatewayMetrics } from "../observability/metrics.js";
+import { dirname, join } from "node:path";
+import { type BackendInstance, type InstanceIsolation, THREAD_CAPABLE_BACKENDS } from "./backend-instance.js";
+import { hostGpus, type GpuInventory } from "./gpu-inventory.js";
+import { placementOf, type InstancePlacement } from "./instance-placement.js";
+import { ThreadInstance } from "./thread-instance.js";
+import { type BlsRequest, WorkerProcess } from "./worker-process.js";
+import { runWarmup, type WarmupSample } from "./model-warmup.js";
+
+/**
+ * Launching one backend instance of a model version (ModelInstances, in
+ * model-instances.ts, keeps a pool of them): where it runs (thread or
+ * process, isolationOf), where it is placed (assertPlaceable), its load and
+ * warmup, and the options the pool and its launches share.
+ */
+
+export interface InstanceLaunchSpec {
+  model: string;
+  version: string;
+  backend: string;
+  modelPath: string;
+  /** Config handed to the backend (the raw or completed model config). */
+  config: Record<string, unknown>;
+  parameters?: Record<string, string>;
+  /** Backend "native": the resolved Triton backend library (see native-backend-resolver.ts). */
+  native?: NativeLoadSpec;
+  /** model_warmup samples every instance runs after it loads, before it serves (see model-warmup.ts). */
+  warmup?: WarmupSample[];
+  /** Bytes of each implicit state's initial_state.data_file, by state input name (sequence models). */
+  initialStates?: ReadonlyMap<string, Buffer>;
+}
+
+export interface ModelInstancesOptions {
+  /** Path of the worker process entry (packages/worker/dist/main.js). */
+  workerEntry: string;
+  /** Path of the backend thread entry; default thread-main.js beside workerEntry. */
+  threadEntry?: string;
+  /**
+   * Where instances of thread-capable backends (onnxruntime, echo) run
+   * unless their config says otherwise (parameter `operon_isolation`:
+   * "thread" | "process"); default "thread". User code always runs in processes.
+   */
+  defaultIsolation?: InstanceIsolation;
+  /** The account worker processes run as (--worker-user); default the server's own. */
+  workerIdentity?: WorkerIdentity;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  /**
+   * Executions sent to one worker at a time. Unbatched models pipeline 2 to
+   * hide the round trip; batching models send 1 so that requests gather into
+   * the next batch while an instance is busy.
+   */
+  maxInFlightPerInstance?: number;
+  /** Give up restarting an instance after this many failed restarts in a row. */
+  maxRestartFailures?: number;
+  loadTimeoutMs?: number;
+  /** Serves the BLS calls of the models (an inference through the engine); unset = BLS is not available. */
+  blsHandler?: InstanceBlsHandler;
+  /** The GPUs KIND_GPU instances may use; default: this host's (hostGpus()). */
+  gpus?: GpuInventory;
+}
+
+/** Runs one BLS call of a model at BLS depth `depth` (1 for a call made while serving a client's request). */
+export type InstanceBlsHandler = (call: BlsRequest, depth: number) => Promise<{ outputs: Tensor[] }>;
+
+/** The parameter of a model config that picks where its instances run. */
+export const ISOLATION_PARAMETER = "operon_isolation";
+
+/**
+ * Where the instances of a model run: the config's `operon_isolation`
+ * parameter, else the server default for thread-capable backends; user
+ * code (any other backend) always in processes. Throws INVALID_ARG for an
+ * unknown value or a thread asked for a backend that cannot have one.
+ */
+export function isolationOf(
+  spec: InstanceLaunchSpec,
+  defaultIsolation: InstanceIsolation = "thread",
+): InstanceIsolation {
+  const parameters = spec.config["parameters"] as Record<string, { string_value?: string }> | undefined;
+  const asked = spec.parameters?.[ISOLATION_PARAMETER] ?? parameters?.[ISOLATION_PARAMETER]?.string_value;
+  const threadCapable = THREAD_CAPABLE_BACKENDS.has(spec.backend);
+  if (asked === undefined || asked === "") return threadCapable ? defaultIsolation : "process";
+  if (asked !== "thread" && asked !== "process") {
+    throw new OperonError(
+      "INVALID_ARG",
+      `model '${spec.model}': parameter ${ISOLATION_PARAMETER} must be "thread" or "process", got "${asked}"`,
+    );
+  }
+  if (asked === "thread" && !threadCapable) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `model '${spec.model}': backend '${spec.backend}' runs user code, which always runs in a worker process (${ISOLATION_PARAMETER} "thread" is for ${[...THREAD_CAPABLE_BACKENDS].join(", ")})`,
+    );
+  }
+  return asked;
+}
+
+/**
+ * Starts one instance (thread or process, see isolationOf) where the config
+ * places it (instancePlacements: its kind and GPU reach the backend as the
+ * load's instanceKind/deviceId) and loads the model into it; ends it if the
+ * load fails. A KIND_GPU instance on a host without that GPU is refused
+ * before anything starts (never run on the CPU instead). The config's
+ * model_warmup samples (spec.warmup) run before it returns.
+ */
+export async function launchInstance(
+  spec: InstanceLaunchSpec,
+  instanceName: string,
+  options: ModelInstancesOptions,
+): Promise<{ worker: BackendInstance; io: { inputs: IoInfo[]; outputs: IoInfo[] }; config?: Record<string, unknown> }> {
+  const isolation = isolationOf(spec, options.defaultIsolation);
+  const gpus = options.gpus ?? hostGpus();
+  const placement = placementOf(spec.model, spec.config, instanceName, gpus.count);
+  assertPlaceable(spec, placement, gpus);
+  const worker: BackendInstance =
+    isolation === "thread"
+      ? ThreadInstance.start({
+          entry: options.threadEntry ?? join(dirname(options.workerEntry), "thread-main.js"),
+          instanceName,
+          onLog: (level, message, fields) =>
+            options.logger[level]({ ...fields, instance: instanceName, thread: true }, message),
+        })
+      : await WorkerProcess.spawn({
+          entry: options.workerEntry,
+          instanceName,
+          ...(options.workerIdentity !== undefined ? { identity: options.workerIdentity } : {}),
+          onLog: (line) => relayWorkerLog(options.logger, instanceName, line),
+        });
+  try {
+    const load = {
+      backend: spec.backend,
+      modelPath: spec.modelPath,
+      config: spec.config,
+      ...(spec.parameters !== undefined ? { parameters: spec.parameters } : {}),
+      ...(spec.native !== undefined ? { native: spec.native } : {}),
+      instanceKind: placement.kind,
+      ...(placement.device !== null ? { deviceId: placement.device } : {}),
+    };
+    const loaded = await withTimeout(
+      worker.load(load),
+      options.loadTimeoutMs ?? 120_000,
+      `loading instance '${instanceName}'`,
+    );
+    // Triton: an instance is warmed before it serves, so the model is READY only after its warmup.
+    if (spec.warmup !== undefined && spec.warmup.length > 0)
+      await runWarmup(worker, spec.model, instanceName, spec.warmup);
+    const io = { inputs: loaded.inputs, outputs: loaded.outputs };
+    return { worker, io, ...("config" in loaded && loaded.config !== undefined ? { config: loaded.config } : {}) };
+  } catch (error) {
+    await worker.stop(1000).catch(() => undefined);
+    throw error;
+  }
+}
+
+/** Refuses a KIND_GPU instance whose GPU this host does not have (UNAVAILABLE, saying why). */
+export function assertPlaceable(spec: InstanceLaunchSpec, placement: InstancePlacement, gpus: GpuInventory): void {
+  if (placement.kind !== "KIND_GPU") return;
+  const where = `model '${spec.model}': instance '${placement.name}' is KIND_GPU on GPU ${placement.device}`;
+  if (gpus.count === 0) {
+    throw new OperonError(
+      "UNAVAILABLE",
+      `${where}, but this host has no usable GPU: ${gpus.reason ?? "none found"}; use kind KIND_CPU to run it on the CPU`,
+    );
+  }
+  if (placement.device === null || placement.device < 0 || placement.device >= gpus.count) {
+    throw new OperonError(
+      "UNAVAILABLE",
+      `${where}, but this host has ${gpus.count} GPU${gpus.count === 1 ? "" : "s"} (0..${gpus.count - 1})${gpus.reason !== undefined ? `: ${gpus.reason}` : ""}`,
+    );
+  }
+}
+
+/** Worker stderr carries JSON log lines; re-log them through the gateway's logger at their level. */
+function relayWorkerLog(logger: Logger, instance: string, line: string): void {
+  let record: Record<string, unknown> | undefined;
+  try {
+    const parsed: unknown = JSON.parse(line);
+    if (parsed !== null && typeof parsed === "object") record = parsed as Record<string, unknown>;
+  } catch {
+    record = undefined; // plain text, e.g. ONNX Runtime's own native messages
+  }
+  if (record === undefined) {
+    logger.info({ instance, worker: true }, line);
+    return;
+  }
+  const { msg, level, time: _time, pid: workerPid, ...fields } = record;
+  const method = level === "error" || level === "warn" || level === "debug" ? level : "info";
+  logger[method]({ ...fields, instance, workerPid }, typeof msg === "string" ? msg : line);
+}
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new OperonError("UNAVAILABLE", `${what} timed out after ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
