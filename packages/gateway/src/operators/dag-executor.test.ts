@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { OperonError } from "@operon/protocol/errors";
 import type { InferResponse } from "@operon/protocol/inference";
 import type { Tensor } from "@operon/protocol/tensor";
-import { DagExecutor, StepLimiter, conditionHolds, firstElement, type RunModel } from "./dag-executor.js";
+import { DagExecutor, conditionHolds, firstElement, type RunModel } from "./dag-executor.js";
+import { StepLimiter } from "./step-limiter.js";
 import type { OperatorSpec, StepSpec } from "@operon/operator-spec/operator-spec-schema";
 
 function f32(name: string, values: number[]): Tensor {
