@@ -10,7 +10,7 @@ export const TEST_ADMIN = { email: "admin@example.com", password: "s3cret-admin-
 
 export async function startControlPlaneServer(
   extraArgs: string[] = [],
-  options: { dataDir?: string } = {},
+  options: { dataDir?: string; timeoutMs?: number } = {},
 ): Promise<RunningOperon> {
   return startOperon(
     [

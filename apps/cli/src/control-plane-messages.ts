@@ -22,6 +22,8 @@ export interface ControlPlaneThreadOptions {
   usageRetentionDays: number;
   /** --resource-scheduler and --scheduler-* flags. */
   resourceScheduler?: Partial<ResourceSchedulerOptions>;
+  /** --batch-data-root (empty: <data-dir>/datasets) and --batch-budget-ms. */
+  batch?: { serverPathRoots: string[]; budgetMs?: number };
   /** --secure-cookies */
   secureCookies: boolean;
   apiAddress: string;

@@ -18,15 +18,23 @@ export interface ControlPlaneDirs {
   /** The model repository uploads are stored in; the gateway serves it too. */
   modelStoreDir: string;
   uploadStagingDir: string;
+  /** Batch jobs' files: uploaded datasets, snapshots, results. */
+  batchDir: string;
+  /** The default folder admins may make datasets of (--batch-data-root). */
+  datasetsDir: string;
 }
 
 export function controlPlaneDirs(dataDir: string): ControlPlaneDirs {
   const dirs = {
     modelStoreDir: resolve(join(dataDir, "models")),
     uploadStagingDir: resolve(join(dataDir, "upload-staging")),
+    batchDir: resolve(join(dataDir, "batch")),
+    datasetsDir: resolve(join(dataDir, "datasets")),
   };
   mkdirSync(dirs.modelStoreDir, { recursive: true });
   mkdirSync(dirs.uploadStagingDir, { recursive: true });
+  mkdirSync(dirs.batchDir, { recursive: true });
+  mkdirSync(dirs.datasetsDir, { recursive: true });
   return dirs;
 }
 
@@ -98,6 +106,7 @@ export async function startControlPlane(options: {
   usageSampleIntervalSecs: number;
   usageRetentionDays: number;
   resourceScheduler?: Partial<ResourceSchedulerOptions>;
+  batch?: { serverPathRoots: string[]; budgetMs?: number };
   secureCookies: boolean;
   apiAddress: string;
   apiPort: number;
@@ -113,6 +122,14 @@ export async function startControlPlane(options: {
     usageSampleIntervalSecs: options.usageSampleIntervalSecs,
     usageRetentionDays: options.usageRetentionDays,
     ...(options.resourceScheduler !== undefined ? { resourceScheduler: options.resourceScheduler } : {}),
+    batch: {
+      dir: options.dirs.batchDir,
+      serverPathRoots:
+        options.batch !== undefined && options.batch.serverPathRoots.length > 0
+          ? options.batch.serverPathRoots.map((root) => resolve(root))
+          : [options.dirs.datasetsDir],
+      ...(options.batch?.budgetMs !== undefined ? { budgetMs: options.batch.budgetMs } : {}),
+    },
     secureCookies: options.secureCookies,
     logger: logger.child({ component: "control-plane" }),
   });

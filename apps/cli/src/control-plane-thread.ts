@@ -65,6 +65,7 @@ async function start(): Promise<void> {
     usageSampleIntervalSecs: options.usageSampleIntervalSecs,
     usageRetentionDays: options.usageRetentionDays,
     ...(options.resourceScheduler !== undefined ? { resourceScheduler: options.resourceScheduler } : {}),
+    ...(options.batch !== undefined ? { batch: options.batch } : {}),
     secureCookies: options.secureCookies,
     apiAddress: options.apiAddress,
     apiPort: options.apiPort,

@@ -172,6 +172,10 @@ async function runServe(flags: ServeFlags): Promise<void> {
           maxUploadBytes: options.maxUploadBytes,
           usageSampleIntervalSecs: flags.usageSampleSecs,
           usageRetentionDays: flags.usageRetentionDays,
+          batch: {
+            serverPathRoots: flags.batchDataRoot,
+            ...(flags.batchBudgetMs !== undefined ? { budgetMs: flags.batchBudgetMs } : {}),
+          },
           resourceScheduler: {
             enabledByDefault: flags.resourceScheduler,
             periodSecs: flags.schedulerPeriodSecs,

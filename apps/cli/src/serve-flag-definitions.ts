@@ -381,6 +381,17 @@ export function addServeFlags(command: Command): Command {
         RESOURCE_SCHEDULER_DEFAULTS.defaultCapacityRps,
       )
       .option(
+        "--batch-data-root <dir>",
+        "a folder admins may make batch datasets of files in (repeatable); default: <data-dir>/datasets only",
+        collect,
+        [],
+      )
+      .option(
+        "--batch-budget-ms <ms>",
+        "latency a batch job's requests may take before the job backs off; default: twice the p99 at the lowest concurrency of the target's latest perf report (50 ms without one)",
+        parsePositiveNumber,
+      )
+      .option(
         "--scheduler-p99-budget-ms <ms>",
         "p99 latency a perf report's throughput must meet to count as an instance's capacity",
         parsePositiveNumber,

@@ -87,6 +87,8 @@ export const serveFlagsSchema = z.object({
   schedulerGpuSlots: positive.optional(),
   schedulerDefaultCapacityRps: z.number().positive(),
   schedulerP99BudgetMs: z.number().positive(),
+  batchDataRoot: z.array(z.string().min(1)),
+  batchBudgetMs: z.number().positive().optional(),
   parkedModelPolicy: z.enum(["wait", "retry-after"]),
   parkedModelWaitMs: count,
 });

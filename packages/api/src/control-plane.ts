@@ -18,6 +18,9 @@ import { createModelServices } from "./services/models/model-services.js";
 import { ModelStore } from "./services/models/model-store.js";
 import { UploadSessions } from "./services/models/upload-sessions.js";
 import { SessionStore } from "./services/accounts/session-store.js";
+import { Datasets } from "./services/batch/datasets.js";
+import { BatchJobs } from "./services/batch/batch-jobs.js";
+import { dirname, join } from "node:path";
 
 /**
  * The control plane: the API's services over one database and one gateway,
@@ -59,6 +62,11 @@ export class ControlPlane {
     });
     const hardware = new HardwareProfiles(prisma);
     const apiKeys = await ApiKeyService.create(prisma);
+    const batchStorage = {
+      dir: resolved.batch.dir ?? join(dirname(resolved.uploadStagingDir), "batch"),
+      serverPathRoots: resolved.batch.serverPathRoots,
+    };
+    const datasets = new Datasets(prisma, batchStorage);
     const services: ApiServices = {
       prisma,
       options: resolved,
@@ -101,6 +109,21 @@ export class ControlPlane {
         { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays },
         resolved.logger,
       ),
+      datasets,
+      batchJobs: new BatchJobs(
+        prisma,
+        gateway,
+        apiKeys,
+        datasets,
+        {
+          storage: batchStorage,
+          gateway: resolved.gateway,
+          maxRunning: resolved.batch.maxRunning,
+          chunkRows: resolved.batch.chunkRows,
+          ...(resolved.batch.budgetMs !== undefined ? { budgetMs: resolved.batch.budgetMs } : {}),
+        },
+        resolved.logger,
+      ),
     };
     const backgroundStops: Array<() => Promise<void> | void> = [];
     // The upload sweeper; stopping removes the staged files of unfinished uploads.
@@ -123,6 +146,10 @@ export class ControlPlane {
     backgroundStops.push(() => services.tenantSampler.stop());
     services.resourceScheduler.start();
     backgroundStops.push(() => services.resourceScheduler.stop());
+    // Jobs a restart interrupted resume from their checkpoints; stopping checkpoints what finished.
+    const resumedJobs = await services.batchJobs.start();
+    if (resumedJobs > 0) resolved.logger.info({ jobs: resumedJobs }, "batch jobs interrupted by a restart resume");
+    backgroundStops.push(() => services.batchJobs.stop());
     return new ControlPlane(services, backgroundStops);
   }
 

@@ -39,6 +39,11 @@ export interface ControlPlaneOptions {
   perfRuns?: PerfRunsOptions;
   /** The resource scheduler (services/resource-scheduler); unset fields take RESOURCE_SCHEDULER_DEFAULTS. */
   resourceScheduler?: Partial<ResourceSchedulerOptions>;
+  /**
+   * Batch jobs (services/batch): `dir` holds uploaded dataset files, job snapshots and results (default: beside the
+   * upload staging folder); `serverPathRoots` the folders admins may make datasets of (default: none).
+   */
+  batch?: { dir?: string; serverPathRoots?: string[]; maxRunning?: number; chunkRows?: number; budgetMs?: number };
 }
 
 export const CONTROL_PLANE_DEFAULTS = {
@@ -87,6 +92,15 @@ const controlPlaneOptionsSchema = z.object({
       error: "perf queue options (probe, gateClock, headroomRecheckMs)",
     })
     .optional(),
+  batch: z
+    .object({
+      dir: z.string().min(1).optional(),
+      serverPathRoots: z.array(z.string().min(1)).default([]),
+      maxRunning: z.number().int().positive().default(1),
+      chunkRows: z.number().int().positive().max(100_000).default(256),
+      budgetMs: z.number().positive().optional(),
+    })
+    .default({ serverPathRoots: [], maxRunning: 1, chunkRows: 256 }),
   resourceScheduler: z
     .object({
       enabledByDefault: z.boolean().default(RESOURCE_SCHEDULER_DEFAULTS.enabledByDefault),

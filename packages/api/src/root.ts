@@ -12,6 +12,8 @@ import { schedulerRouter } from "./routers/scheduler-router.js";
 import { workersRouter } from "./routers/workers-router.js";
 import { tenantsRouter } from "./routers/tenants-router.js";
 import { usersRouter } from "./routers/users-router.js";
+import { datasetsRouter } from "./routers/datasets-router.js";
+import { jobsRouter } from "./routers/jobs-router.js";
 import { createCallerFactory, router } from "./trpc.js";
 
 /** The control plane API: one router per area. */
@@ -30,6 +32,8 @@ export const appRouter = router({
   gateway: gatewayRouter,
   tenants: tenantsRouter,
   scheduler: schedulerRouter,
+  datasets: datasetsRouter,
+  jobs: jobsRouter,
 });
 
 export type AppRouter = typeof appRouter;

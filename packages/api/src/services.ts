@@ -16,6 +16,8 @@ import type { Logger } from "@operon/protocol/logger";
 import type { TenantGroups } from "./services/tenants/tenant-groups.js";
 import type { TenantUsageSampler } from "./services/tenants/tenant-usage-sampler.js";
 import type { ResourceScheduler } from "./services/resource-scheduler/resource-scheduler.js";
+import type { Datasets } from "./services/batch/datasets.js";
+import type { BatchJobs } from "./services/batch/batch-jobs.js";
 
 /**
  * The server-side modules procedures call. Built once per control plane
@@ -52,6 +54,10 @@ export interface ApiServices {
   tenants: TenantGroups;
   /** Each tenant's served units, sampled from the gateway's metrics. */
   tenantSampler: TenantUsageSampler;
+  /** Datasets for batch jobs (DuckDB queries over files). */
+  datasets: Datasets;
+  /** Batch jobs over datasets, in the capacity online traffic leaves (started by ControlPlane.create). */
+  batchJobs: BatchJobs;
 }
 
 /**

@@ -9,6 +9,7 @@ export { PerfTrigger } from "./generated/prisma/enums.js";
 export { ConfigSearchStatus, ConfigSearchObjective } from "./generated/prisma/enums.js";
 export { TenantPolicy } from "./generated/prisma/enums.js";
 export { SchedulerAction } from "./generated/prisma/enums.js";
+export { DatasetSource, DatasetFormat, BatchJobState } from "./generated/prisma/enums.js";
 export type { ModelGetPayload } from "./generated/prisma/models.js";
 export type {
   User,
@@ -28,4 +29,7 @@ export type {
   AutoPerfSettings,
   ConfigSearch,
   ConfigSearchCandidate,
+  Dataset,
+  BatchJob,
+  BatchJobFailure,
 } from "./generated/prisma/client.js";

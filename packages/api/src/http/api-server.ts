@@ -2,7 +2,12 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { randomBytes } from "node:crypto";
 import { createHTTPHandler } from "@trpc/server/adapters/standalone";
-import { createHttpContext } from "../context.js";
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import { pipeline } from "node:stream/promises";
+import { AppError } from "../app-error.js";
+import { createHttpContext, type ApiContext } from "../context.js";
+import { hasRole } from "../trpc.js";
 import { appRouter } from "../root.js";
 import type { ApiServices } from "../services.js";
 
@@ -77,6 +82,33 @@ export function batchProblem(path: string, query: string): string | undefined {
   return undefined;
 }
 
+/** A done batch job's results: GET /api/jobs/<id>/result.parquet, for its owner or an admin (session cookie). */
+export const JOB_RESULT_PATH = /^\/api\/jobs\/([0-9a-f-]{36})\/result\.parquet$/;
+
+async function serveJobResult(services: ApiServices, ctx: ApiContext, id: string, res: http.ServerResponse): Promise<void> {
+  const fail = (status: number, message: string) =>
+    res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ error: message }));
+  if (ctx.user === null) return void fail(401, "sign in first");
+  if (!hasRole(ctx.user, "ENGINEER")) return void fail(403, "this needs the engineer role");
+  let file: string;
+  try {
+    file = await services.batchJobs.resultFile(ctx.user, id);
+  } catch (error) {
+    if (error instanceof AppError) return void fail(APP_ERROR_HTTP_STATUS[error.code] ?? 400, error.message);
+    throw error;
+  }
+  const info = await stat(file).catch(() => undefined);
+  if (info === undefined) return void fail(404, `job ${id} has no results file`);
+  res.writeHead(200, {
+    "content-type": "application/vnd.apache.parquet",
+    "content-length": String(info.size),
+    "content-disposition": `attachment; filename="job-${id}.parquet"`,
+  });
+  await pipeline(createReadStream(file), res).catch(() => undefined);
+}
+
+const APP_ERROR_HTTP_STATUS: Partial<Record<string, number>> = { NOT_FOUND: 404, CONFLICT: 409, FORBIDDEN: 403 };
+
 export async function startApiServer(services: ApiServices, options: ApiServerOptions): Promise<ApiServer> {
   const contextOptions = { proxyToken: options.proxyToken, csrfSecret: options.csrfSecret ?? randomBytes(32) };
   const trpcHandler = createHTTPHandler({
@@ -117,6 +149,11 @@ export async function startApiServer(services: ApiServices, options: ApiServerOp
         // the health answer does not depend on the session store
       }
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true }));
+      return;
+    }
+    const download = JOB_RESULT_PATH.exec(path);
+    if (download !== null && req.method === "GET") {
+      await serveJobResult(services, await createHttpContext(services, req, res, contextOptions), download[1]!, res);
       return;
     }
     if (path.startsWith(`${API_BASE_PATH}/`)) {

@@ -75,6 +75,10 @@ export const SCOPES_BY_ROLE: Record<Role, readonly ApiKeyScope[]> = {
 export class ApiKeyService {
   private readonly listeners = new Set<GrantsListener>();
   private grants: ApiKeyGrant[] = [];
+  private userGrants: ApiKeyGrant[] = [];
+  /** Grants of running batch jobs (services/batch): in memory only, one key and tenant per job. */
+  private readonly jobGrants = new Map<string, ApiKeyGrant>();
+  private sharesOn = false;
   private everIssued = false;
 
   private constructor(private readonly prisma: PrismaClient) {}
@@ -124,7 +128,8 @@ export class ApiKeyService {
       row,
       scopes: summarizeApiKey(row).scopes.filter((scope) => SCOPES_BY_ROLE[row.owner.role].includes(scope)),
     }));
-    this.grants = withScopes
+    this.sharesOn = sharesOn;
+    this.userGrants = withScopes
       .filter(({ scopes }) => scopes.length > 0)
       .map(({ row, scopes }) => ({
         id: row.id,
@@ -135,6 +140,26 @@ export class ApiKeyService {
         expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
         ...(sharesOn ? { tenant: tenantOfKey(row) } : {}),
       }));
+    this.publish();
+  }
+
+  /**
+   * Adds (grant) or removes (undefined) a running batch job's key. Job keys
+   * are internal grants (they do not lock model control) with the infer
+   * scope only; while traffic shares are on each names its job's tenant.
+   */
+  setJobGrant(jobId: string, grant: ApiKeyGrant | undefined): void {
+    if (grant === undefined) this.jobGrants.delete(jobId);
+    else this.jobGrants.set(jobId, grant);
+    this.publish();
+  }
+
+  private publish(): void {
+    const jobs = [...this.jobGrants.values()].map((grant) => {
+      const { tenant, ...rest } = grant;
+      return this.sharesOn && tenant !== undefined ? { ...rest, tenant } : rest;
+    });
+    this.grants = [...this.userGrants, ...jobs];
     for (const listener of this.listeners) listener(this.grants);
   }
 

@@ -16,7 +16,7 @@ export interface Changer {
   role: Role;
 }
 
-export type OwnedKind = "model" | "operator" | "perf run" | "config search";
+export type OwnedKind = "model" | "operator" | "perf run" | "config search" | "dataset" | "batch job";
 
 /** Throws FORBIDDEN, naming the thing and its owner, unless `who` owns it or is an admin. */
 export async function requireOwnerOrAdmin(

@@ -1,0 +1,554 @@
+import { mkdir, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { BatchJob, BatchJobState, Prisma, PrismaClient } from "@operon/db";
+import { generateApiKey } from "@operon/protocol/api-keys";
+import type { Logger } from "@operon/protocol/logger";
+import { AppError, notFound } from "../../app-error.js";
+import type { ApiKeyService } from "../api-keys/api-key-service.js";
+import { recordAudit, type Actor } from "../audit/audit-log.js";
+import { GatewayClient, type GatewayClientOptions } from "../gateway/gateway-client.js";
+import { requireOwnerOrAdmin, type Changer } from "../ownership/ownership.js";
+import { AimdLimiter } from "./aimd.js";
+import { previewQuery } from "./dataset-query.js";
+import type { BatchStorageOptions, Datasets } from "./datasets.js";
+import { inputMappingSchema, planInputs, type ColumnMapping, type TargetSignature } from "./input-mapping.js";
+import { JobFiles, ROW_COLUMN, outputColumnsOf } from "./job-files.js";
+import { JobRunner, type ChunkOutcome } from "./job-runner.js";
+import { imageBaseOf } from "./row-request.js";
+import { addRange, parseRanges, removeRows, rowsIn } from "./row-ranges.js";
+import { jobBudget, targetSignature, type JobTarget } from "./target-signature.js";
+
+/**
+ * Batch jobs: one model or operator over a dataset's rows, stored, started,
+ * paused, resumed, cancelled, checkpointed per chunk (job-runner.ts), with
+ * failed rows kept and retryable, results merged into Parquet.
+ *
+ * Each running job sends its requests with a key of its own, made when it
+ * starts and kept in memory (ApiKeyService.setJobGrant): the gateway puts
+ * them at the target's lowest priority level and, while traffic shares are
+ * on, under the job's tenant `batch:<job id>`. The job's concurrency adapts
+ * to its latency (aimd.ts), so online traffic comes first.
+ *
+ * A restart resumes: jobs left RUNNING go back to QUEUED and run again from
+ * their checkpoint. At most `maxRunning` jobs run at once, in creation order.
+ */
+export interface CreateJobInput {
+  datasetId: string;
+  target: JobTarget;
+  /** Column → input mapping; omitted: suggested from the columns (suggestMapping). */
+  mapping?: ColumnMapping[] | undefined;
+  outputs?: string[] | undefined;
+}
+
+export interface JobView {
+  id: string;
+  datasetId: string;
+  datasetName: string;
+  ownerId: string | null;
+  ownerEmail: string | null;
+  target: { kind: string; name: string; version: string | null };
+  mapping: ColumnMapping[];
+  outputs: string[];
+  state: BatchJobState;
+  error: string | null;
+  totalRows: number | null;
+  doneRows: number;
+  failedRows: number;
+  concurrency: number;
+  rowsPerSec: number | null;
+  /** Seconds left at the current rate; null while unknown. */
+  secondsLeft: number | null;
+  resultDatasetId: string | null;
+  hasResult: boolean;
+  createdAt: Date;
+  startedAt: Date | null;
+  finishedAt: Date | null;
+}
+
+export interface BatchJobsOptions {
+  storage: BatchStorageOptions;
+  gateway: GatewayClientOptions;
+  /** Jobs running at once. Default 1. */
+  maxRunning?: number;
+  /** Rows per checkpoint. Default 256. */
+  chunkRows?: number;
+  /** Most requests in flight per job. Default 64. */
+  maxConcurrency?: number;
+  /** Overrides the perf-report budget (ms); tests and benches. */
+  budgetMs?: number;
+}
+
+/** A priority level below every model's lowest: the gateway caps it at the target's lowest level (key-priority.ts). */
+export const BATCH_PRIORITY_LEVEL = 1_000_000;
+export const JOB_GRANT_PREFIX = "batch-job:";
+
+interface Running {
+  stop: boolean;
+  done: Promise<void>;
+}
+
+export class BatchJobs {
+  private readonly running = new Map<string, Running>();
+  private stopped = false;
+  private kicking: Promise<void> = Promise.resolve();
+  private readonly maxRunning: number;
+  private readonly chunkRows: number;
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly gateway: GatewayClient,
+    private readonly apiKeys: ApiKeyService,
+    private readonly datasets: Datasets,
+    private readonly options: BatchJobsOptions,
+    private readonly logger: Logger,
+  ) {
+    this.maxRunning = options.maxRunning ?? 1;
+    this.chunkRows = options.chunkRows ?? 256;
+  }
+
+  /** On start: jobs a stop or crash left RUNNING queue again (they resume from their checkpoint); then queued jobs start. */
+  async start(): Promise<number> {
+    const { count } = await this.prisma.batchJob.updateMany({ where: { state: "RUNNING" }, data: { state: "QUEUED" } });
+    this.kick();
+    return count;
+  }
+
+  /** Stops taking rows; running jobs checkpoint what finished and stay RUNNING in the database, so the next start resumes them. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const run of this.running.values()) run.stop = true;
+    await Promise.all([...this.running.values()].map((run) => run.done));
+  }
+
+  async create(actor: Actor, who: Changer, input: CreateJobInput): Promise<JobView> {
+    const dataset = await this.datasets.get(who, input.datasetId);
+    const signature = await targetSignature(this.gateway, input.target);
+    const { columns } = await previewQuery(dataset, dataset.query, 0);
+    if (columns.some((column) => column.name === ROW_COLUMN))
+      throw new AppError("VALIDATION_FAILED", `the dataset has a column '${ROW_COLUMN}', which jobs use for the row index; rename it in the query`);
+    const mapping = input.mapping ?? suggestMapping(signature, columns);
+    inputMappingSchema.parse(mapping);
+    planInputs(mapping, signature, columns);
+    for (const [index, name] of (input.outputs ?? []).entries()) {
+      if (!signature.outputs.some((output) => output.name === name))
+        throw new AppError("VALIDATION_FAILED", `the target has no output '${name}' (outputs: ${signature.outputs.map((o) => o.name).join(", ")})`, {
+          fieldErrors: [{ path: `outputs.${index}`, message: "no such output" }],
+        });
+    }
+    const job = await this.prisma.$transaction(async (tx) => {
+      const created = await tx.batchJob.create({
+        data: {
+          datasetId: dataset.id,
+          ownerId: who.id,
+          targetKind: input.target.kind,
+          targetName: input.target.name,
+          targetVersion: input.target.version ?? null,
+          mapping: mapping as unknown as Prisma.InputJsonValue,
+          outputs: input.outputs ?? [],
+        },
+      });
+      await recordAudit(tx, actor, { action: "batchJob.create", targetType: "BatchJob", targetId: created.id, after: created });
+      return created;
+    });
+    this.kick();
+    return this.view(job.id);
+  }
+
+  async list(who: Changer): Promise<JobView[]> {
+    const rows = await this.prisma.batchJob.findMany({
+      where: who.role === "ADMIN" ? {} : { ownerId: who.id },
+      orderBy: { createdAt: "desc" },
+      take: 200,
+      include: { dataset: { select: { name: true } }, owner: { select: { email: true } } },
+    });
+    return rows.map((row) => viewOf(row, row.dataset.name, row.owner?.email ?? null));
+  }
+
+  /** The job if `who` may see it: its owner or an admin; NOT_FOUND otherwise. */
+  async get(who: Changer, id: string): Promise<JobView> {
+    await this.visible(who, id);
+    return this.view(id);
+  }
+
+  async failures(who: Changer, id: string, take = 100): Promise<Array<{ row: number; error: string; attempts: number; key: Record<string, unknown> }>> {
+    const job = await this.visible(who, id);
+    const rows = await this.prisma.batchJobFailure.findMany({ where: { jobId: id }, orderBy: { row: "asc" }, take });
+    const keys = await this.keysOf(job, rows.map((row) => row.row));
+    return rows.map((row) => ({ row: row.row, error: row.error, attempts: row.attempts, key: keys.get(row.row) ?? {} }));
+  }
+
+  async pause(actor: Actor, who: Changer, id: string): Promise<JobView> {
+    return this.transition(actor, who, id, "pause", ["QUEUED", "RUNNING"], "PAUSED");
+  }
+
+  async resume(actor: Actor, who: Changer, id: string): Promise<JobView> {
+    const view = await this.transition(actor, who, id, "resume", ["PAUSED", "FAILED"], "QUEUED");
+    this.kick();
+    return view;
+  }
+
+  async cancel(actor: Actor, who: Changer, id: string): Promise<JobView> {
+    return this.transition(actor, who, id, "cancel", ["QUEUED", "RUNNING", "PAUSED"], "CANCELLED");
+  }
+
+  /** Runs the failed rows again: they leave the checkpoint and the failures, and the job queues. */
+  async retryFailed(actor: Actor, who: Changer, id: string): Promise<JobView> {
+    const job = await this.visible(who, id);
+    await requireOwnerOrAdmin(this.prisma, who, "batch job", id, job.ownerId);
+    if (job.state === "RUNNING" || job.state === "QUEUED")
+      throw new AppError("CONFLICT", `job ${id} is ${job.state.toLowerCase()}; pause it or let it finish before retrying its failed rows`);
+    if (job.state === "CANCELLED") throw new AppError("CONFLICT", `job ${id} was cancelled`);
+    await this.prisma.$transaction(async (tx) => {
+      const failed = (await tx.batchJobFailure.findMany({ where: { jobId: id }, select: { row: true } })).map((f) => f.row);
+      if (failed.length === 0) throw new AppError("CONFLICT", `job ${id} has no failed rows`);
+      const ranges = removeRows(parseRanges(job.doneRanges), failed);
+      // Attempts carry over: the failure rows stay until the retry's chunk replaces them (commit upserts).
+      await tx.batchJob.update({
+        where: { id },
+        data: {
+          state: "QUEUED",
+          doneRanges: ranges as unknown as Prisma.InputJsonValue,
+          doneRows: rowsIn(ranges),
+          finishedAt: null,
+          error: null,
+        },
+      });
+      await recordAudit(tx, actor, { action: "batchJob.retry", targetType: "BatchJob", targetId: id, after: { rows: failed.length } });
+    });
+    this.kick();
+    return this.view(id);
+  }
+
+  /** Registers a done job's results as a dataset named `name`. */
+  async registerResult(actor: Actor, who: Changer, id: string, name: string): Promise<{ datasetId: string }> {
+    const job = await this.visible(who, id);
+    await requireOwnerOrAdmin(this.prisma, who, "batch job", id, job.ownerId);
+    if (job.state !== "DONE") throw new AppError("CONFLICT", `job ${id} is ${job.state.toLowerCase()}; results exist once it is done`);
+    if (job.resultDatasetId !== null) throw new AppError("CONFLICT", `job ${id}'s results are dataset ${job.resultDatasetId} already`);
+    const dataset = await this.prisma.dataset.findUniqueOrThrow({ where: { id: job.datasetId } });
+    const created = await this.datasets.registerResult(actor, {
+      name,
+      path: this.filesOf(id).result,
+      ownerId: job.ownerId,
+      keyColumns: [ROW_COLUMN, ...dataset.keyColumns],
+    });
+    await this.prisma.batchJob.update({ where: { id }, data: { resultDatasetId: created.id } });
+    return { datasetId: created.id };
+  }
+
+  /** The results file of a done job `who` may see (for the download route). */
+  async resultFile(who: Changer, id: string): Promise<string> {
+    const job = await this.visible(who, id);
+    if (job.state !== "DONE") throw new AppError("CONFLICT", `job ${id} is ${job.state.toLowerCase()}; results exist once it is done`);
+    return this.filesOf(id).result;
+  }
+
+  async remove(actor: Actor, who: Changer, id: string): Promise<void> {
+    const job = await this.visible(who, id);
+    await requireOwnerOrAdmin(this.prisma, who, "batch job", id, job.ownerId);
+    if (job.state === "RUNNING" || job.state === "QUEUED")
+      throw new AppError("CONFLICT", `job ${id} is ${job.state.toLowerCase()}; cancel it first`);
+    if (job.resultDatasetId !== null)
+      throw new AppError("CONFLICT", `job ${id}'s results are a dataset; delete dataset ${job.resultDatasetId} first`);
+    await this.prisma.$transaction(async (tx) => {
+      await tx.batchJob.delete({ where: { id } });
+      await recordAudit(tx, actor, { action: "batchJob.delete", targetType: "BatchJob", targetId: id, before: job });
+    });
+    await rm(this.filesOf(id).dir, { recursive: true, force: true });
+  }
+
+  // --- running ---------------------------------------------------------------------------------
+
+  private filesOf(id: string): JobFiles {
+    return new JobFiles(join(this.options.storage.dir, "jobs", id));
+  }
+
+  /** Starts queued jobs while fewer than maxRunning run (serialized: two kicks never start one job twice). */
+  private kick(): void {
+    this.kicking = this.kicking
+      .then(async () => {
+        if (this.stopped) return;
+        const free = this.maxRunning - this.running.size;
+        if (free <= 0) return;
+        const queued = await this.prisma.batchJob.findMany({
+          where: { state: "QUEUED", id: { notIn: [...this.running.keys()] } },
+          orderBy: { createdAt: "asc" },
+          take: free,
+        });
+        for (const job of queued) {
+          const run: Running = { stop: false, done: Promise.resolve() };
+          this.running.set(job.id, run);
+          run.done = this.runJob(job, run).finally(() => {
+            this.running.delete(job.id);
+            this.kick();
+          });
+        }
+      })
+      .catch((error: unknown) => this.logger.error({ err: (error as Error).message }, "could not start batch jobs"));
+  }
+
+  private async runJob(queued: BatchJob, run: Running): Promise<void> {
+    const id = queued.id;
+    const files = this.filesOf(id);
+    let sandbox: Awaited<ReturnType<JobFiles["open"]>> | undefined;
+    try {
+      const claimed = await this.prisma.batchJob.updateMany({
+        where: { id, state: "QUEUED" },
+        data: { state: "RUNNING", startedAt: queued.startedAt ?? new Date(), error: null },
+      });
+      if (claimed.count === 0) return;
+      const dataset = await this.prisma.dataset.findUniqueOrThrow({ where: { id: queued.datasetId } });
+      await mkdir(files.dir, { recursive: true });
+      let total = queued.totalRows;
+      if (total === null) {
+        total = await files.takeSnapshot(dataset);
+        await this.prisma.batchJob.update({ where: { id }, data: { totalRows: total } });
+      }
+      sandbox = await files.open();
+      const parts = new Set(queued.parts);
+      const removed = await files.removeUncommittedParts((name) => parts.has(name));
+      if (removed > 0) this.logger.info({ job: id, parts: removed }, "batch job: removed result parts its checkpoint does not hold");
+      const target: JobTarget = { kind: queued.targetKind, name: queued.targetName, version: queued.targetVersion ?? undefined };
+      const signature = await targetSignature(this.gateway, target);
+      const planned = planInputs(queued.mapping as unknown as ColumnMapping[], signature, await files.snapshotColumns(sandbox));
+      const kept = queued.outputs.length > 0 ? signature.outputs.filter((o) => queued.outputs.includes(o.name)) : signature.outputs;
+      const outputs = outputColumnsOf(kept, signature.maxBatchSize);
+      const budget = this.options.budgetMs !== undefined ? { budgetMs: this.options.budgetMs, source: "option" } : await jobBudget(this.prisma, target);
+      const limiter = new AimdLimiter({ budgetMs: budget.budgetMs, max: this.options.maxConcurrency ?? 64, initial: 2 });
+      const key = await this.issueKey(id, target.name);
+      const gateway = new GatewayClient({ ...this.options.gateway, adminKey: key });
+      const rate = new RateWindow();
+      let ranges = parseRanges(queued.doneRanges);
+      this.logger.info({ job: id, target: target.name, rows: total, budgetMs: budget.budgetMs, budget: budget.source }, "batch job running");
+      const runner = new JobRunner({
+        files,
+        sandbox,
+        gateway,
+        target,
+        planned,
+        outputs,
+        requestedOutputs: queued.outputs,
+        images: { baseDir: imageBaseOf(dataset.path), roots: this.imageRootsOf(dataset) },
+        limiter,
+        logger: this.logger,
+        chunkRows: this.chunkRows,
+        stopping: () => run.stop,
+        commit: async (outcome: ChunkOutcome) => {
+          ranges = addRange(ranges, outcome.range[0], outcome.range[1]);
+          rate.add(outcome.range[1] - outcome.range[0]);
+          await this.prisma.$transaction(async (tx) => {
+            // Rows of the chunk that succeeded leave the failures (a retry that worked); one that failed again counts an attempt more.
+            await tx.batchJobFailure.deleteMany({
+              where: {
+                jobId: id,
+                row: { gte: outcome.range[0], lt: outcome.range[1], notIn: outcome.failures.map((failure) => failure.row) },
+              },
+            });
+            for (const failure of outcome.failures) {
+              await tx.batchJobFailure.upsert({
+                where: { jobId_row: { jobId: id, row: failure.row } },
+                create: { jobId: id, row: failure.row, error: failure.error.slice(0, 2000) },
+                update: { error: failure.error.slice(0, 2000), attempts: { increment: 1 }, at: new Date() },
+              });
+            }
+            const failedRows = await tx.batchJobFailure.count({ where: { jobId: id } });
+            await tx.batchJob.update({
+              where: { id },
+              data: {
+                doneRanges: ranges as unknown as Prisma.InputJsonValue,
+                doneRows: rowsIn(ranges),
+                failedRows,
+                parts: { push: outcome.part },
+                concurrency: limiter.limit,
+                rowsPerSec: rate.perSecond(),
+              },
+            });
+          });
+        },
+      });
+      const complete = await runner.run(ranges, total);
+      const now = await this.prisma.batchJob.findUniqueOrThrow({ where: { id } });
+      if (complete && now.state === "RUNNING") {
+        const written = await files.writeResult(sandbox, dataset.keyColumns, outputs);
+        await this.prisma.batchJob.update({ where: { id }, data: { state: "DONE", finishedAt: new Date(), rowsPerSec: rate.perSecond() } });
+        this.logger.info({ job: id, results: written, failed: now.failedRows }, "batch job done");
+      }
+      // Paused or cancelled: the state was written by the transition; a shutdown leaves RUNNING for the next start.
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.logger.warn({ job: id, err: message }, "batch job failed");
+      await this.prisma.batchJob
+        .updateMany({ where: { id, state: "RUNNING" }, data: { state: "FAILED", error: message.slice(0, 2000), finishedAt: new Date() } })
+        .catch(() => undefined);
+    } finally {
+      this.apiKeys.setJobGrant(id, undefined);
+      sandbox?.close();
+    }
+  }
+
+  /** The job's own key: lowest priority, its own tenant; resolves once the gateway accepts it. */
+  private async issueKey(jobId: string, targetName: string): Promise<string> {
+    const generated = generateApiKey();
+    this.apiKeys.setJobGrant(jobId, {
+      id: `${JOB_GRANT_PREFIX}${jobId}`,
+      hash: generated.hash,
+      scopes: ["infer"],
+      priorityLevel: BATCH_PRIORITY_LEVEL,
+      qpsQuota: null,
+      expiresAt: null,
+      internal: true,
+      tenant: { id: `batch:${jobId}`, share: 1, policy: "queue" },
+    });
+    // The grant reaches the gateway as a message: wait until it knows the key (401 until then).
+    const client = new GatewayClient({ ...this.options.gateway, adminKey: generated.key });
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      try {
+        await client.modelMetadata(targetName);
+        return generated.key;
+      } catch (error) {
+        if (Date.now() > deadline) throw new AppError("GATEWAY_UNAVAILABLE", `the gateway did not accept the job's key: ${(error as Error).message}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  }
+
+  /** Image paths of rows must lie in the dataset's folder (uploads) or the allowed roots (server paths). */
+  private imageRootsOf(dataset: { source: string; path: string }): string[] {
+    return dataset.source === "SERVER_PATH" ? this.options.storage.serverPathRoots : [imageBaseOf(dataset.path)];
+  }
+
+  private async transition(
+    actor: Actor,
+    who: Changer,
+    id: string,
+    verb: string,
+    from: BatchJobState[],
+    to: BatchJobState,
+  ): Promise<JobView> {
+    const job = await this.visible(who, id);
+    await requireOwnerOrAdmin(this.prisma, who, "batch job", id, job.ownerId);
+    const changed = await this.prisma.$transaction(async (tx) => {
+      const result = await tx.batchJob.updateMany({
+        where: { id, state: { in: from } },
+        data: { state: to, ...(to === "CANCELLED" ? { finishedAt: new Date() } : {}) },
+      });
+      if (result.count === 1)
+        await recordAudit(tx, actor, { action: `batchJob.${verb}`, targetType: "BatchJob", targetId: id, before: { state: job.state }, after: { state: to } });
+      return result.count;
+    });
+    if (changed === 0)
+      throw new AppError("CONFLICT", `job ${id} is ${job.state.toLowerCase()}; it cannot ${verb} (only from ${from.map((s) => s.toLowerCase()).join(", ")})`);
+    const running = this.running.get(id);
+    if (running !== undefined && to !== "QUEUED") {
+      running.stop = true;
+      await running.done;
+    }
+    return this.view(id);
+  }
+
+  private async visible(who: Changer, id: string): Promise<BatchJob> {
+    const job = await this.prisma.batchJob.findUnique({ where: { id } });
+    if (job === null || (who.role !== "ADMIN" && job.ownerId !== who.id)) throw notFound(`batch job ${id}`);
+    return job;
+  }
+
+  private async view(id: string): Promise<JobView> {
+    const row = await this.prisma.batchJob.findUniqueOrThrow({
+      where: { id },
+      include: { dataset: { select: { name: true } }, owner: { select: { email: true } } },
+    });
+    return viewOf(row, row.dataset.name, row.owner?.email ?? null);
+  }
+
+  /** The key columns of failed rows (from the snapshot), so the console can name the rows. */
+  private async keysOf(job: BatchJob, rows: number[]): Promise<Map<number, Record<string, unknown>>> {
+    const out = new Map<number, Record<string, unknown>>();
+    const dataset = await this.prisma.dataset.findUnique({ where: { id: job.datasetId } });
+    if (rows.length === 0 || dataset === null || dataset.keyColumns.length === 0 || job.totalRows === null) return out;
+    const files = this.filesOf(job.id);
+    const sandbox = await files.open();
+    try {
+      const min = Math.min(...rows);
+      const max = Math.max(...rows);
+      for (const row of await files.readRows(sandbox, [min, max + 1])) {
+        const index = Number(row[ROW_COLUMN]);
+        if (!rows.includes(index)) continue;
+        out.set(index, Object.fromEntries(dataset.keyColumns.map((key) => [key, jsonSafe(row[key])])));
+      }
+    } finally {
+      sandbox.close();
+    }
+    return out;
+  }
+}
+
+/** Suggests a mapping when the target has one input: every numeric column into a numeric tensor, or the one text column into BYTES. */
+export function suggestMapping(signature: TargetSignature, columns: ReadonlyArray<{ name: string; type: string }>): ColumnMapping[] {
+  const [input] = signature.inputs;
+  if (signature.inputs.length !== 1 || input === undefined)
+    throw new AppError("VALIDATION_FAILED", `the target has ${signature.inputs.length} inputs; give a column mapping for each (${signature.inputs.map((i) => i.name).join(", ")})`, {
+      fieldErrors: [{ path: "mapping", message: "required for this target" }],
+    });
+  if (input.datatype === "BYTES") {
+    const text = columns.filter((column) => column.type === "VARCHAR");
+    if (text.length !== 1)
+      throw new AppError("VALIDATION_FAILED", `input '${input.name}' is BYTES and the dataset has ${text.length} text columns; map one (kind text or image-path)`, {
+        fieldErrors: [{ path: "mapping", message: "choose a column" }],
+      });
+    return [{ input: input.name, kind: "text", column: (text[0] as { name: string }).name }];
+  }
+  const numeric = columns.filter((column) => /^(TINYINT|SMALLINT|INTEGER|BIGINT|FLOAT|DOUBLE|DECIMAL.*|UTINYINT|USMALLINT|UINTEGER|UBIGINT)$/.test(column.type));
+  return [{ input: input.name, kind: "tensor", columns: numeric.map((column) => column.name) }];
+}
+
+function viewOf(row: BatchJob, datasetName: string, ownerEmail: string | null): JobView {
+  const left = row.totalRows !== null ? row.totalRows - row.doneRows : null;
+  return {
+    id: row.id,
+    datasetId: row.datasetId,
+    datasetName,
+    ownerId: row.ownerId,
+    ownerEmail,
+    target: { kind: row.targetKind, name: row.targetName, version: row.targetVersion },
+    mapping: row.mapping as unknown as ColumnMapping[],
+    outputs: row.outputs,
+    state: row.state,
+    error: row.error,
+    totalRows: row.totalRows,
+    doneRows: row.doneRows,
+    failedRows: row.failedRows,
+    concurrency: row.concurrency,
+    rowsPerSec: row.rowsPerSec,
+    secondsLeft: left !== null && row.rowsPerSec !== null && row.rowsPerSec > 0 && row.state === "RUNNING" ? left / row.rowsPerSec : null,
+    resultDatasetId: row.resultDatasetId,
+    hasResult: row.state === "DONE",
+    createdAt: row.createdAt,
+    startedAt: row.startedAt,
+    finishedAt: row.finishedAt,
+  };
+}
+
+function jsonSafe(value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (value instanceof Uint8Array) return `<${value.length} bytes>`;
+  return value;
+}
+
+/** Rows per second over the last 10 s of checkpoints. */
+class RateWindow {
+  private readonly points: Array<{ at: number; rows: number }> = [];
+  add(rows: number): void {
+    const now = Date.now();
+    this.points.push({ at: now, rows });
+    while (this.points.length > 1 && (this.points[0] as { at: number }).at < now - 10_000) this.points.shift();
+  }
+  perSecond(): number | null {
+    if (this.points.length < 2) return null;
+    const first = this.points[0] as { at: number; rows: number };
+    const last = this.points[this.points.length - 1] as { at: number };
+    const seconds = (last.at - first.at) / 1000;
+    if (seconds <= 0) return null;
+    return this.points.slice(1).reduce((sum, point) => sum + point.rows, 0) / seconds;
+  }
+}
