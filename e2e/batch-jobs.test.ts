@@ -58,7 +58,11 @@ async function waitForJob(
   }
 }
 
-async function resultRows(server: RunningOperon, session: ApiSession, id: string): Promise<Array<Record<string, unknown>>> {
+async function resultRows(
+  server: RunningOperon,
+  session: ApiSession,
+  id: string,
+): Promise<Array<Record<string, unknown>>> {
   const cookie = [...session.cookies].map(([name, value]) => `${name}=${value}`).join("; ");
   const response = await fetch(`${server.apiUrl}/api/jobs/${id}/result.parquet`, { headers: { cookie } });
   expect(response.status).toBe(200);
@@ -121,19 +125,27 @@ describe("batch jobs (real server)", () => {
           query,
         }),
       );
-    expect(await bad("SELEC * FROM source")).toMatchObject({ appCode: "VALIDATION_FAILED", message: expect.stringMatching(/not valid SQL.*syntax error/) });
+    expect(await bad("SELEC * FROM source")).toMatchObject({
+      appCode: "VALIDATION_FAILED",
+      message: expect.stringMatching(/not valid SQL.*syntax error/),
+    });
     expect((await bad("SELECT nope FROM source")).message).toMatch(/cannot run.*nope/);
     expect((await bad("SELECT 1; SELECT 2")).message).toMatch(/one SELECT statement, not 2/);
     expect((await bad("COPY (SELECT 1) TO '/tmp/owned.csv'")).message).toMatch(/must be a SELECT|Permission Error/);
     expect((await bad("ATTACH '/tmp/other.duckdb'")).message).toMatch(/must be a SELECT|Permission Error/);
-    expect((await bad("SELECT * FROM read_csv('/etc/passwd')")).message).toMatch(/Permission Error|disabled by configuration/);
+    expect((await bad("SELECT * FROM read_csv('/etc/passwd')")).message).toMatch(
+      /Permission Error|disabled by configuration/,
+    );
     const broken = await apiErrorOf(
       engineer.client.datasets.create.mutate({
         name: "broken",
         file: { kind: "upload", fileName: "broken.parquet", contentBase64: b64("not parquet at all") },
       }),
     );
-    expect(broken).toMatchObject({ appCode: "VALIDATION_FAILED", message: expect.stringMatching(/PARQUET file cannot be read/) });
+    expect(broken).toMatchObject({
+      appCode: "VALIDATION_FAILED",
+      message: expect.stringMatching(/PARQUET file cannot be read/),
+    });
     expect(await engineer.client.datasets.list.query()).toHaveLength(1);
   });
 
@@ -149,10 +161,16 @@ describe("batch jobs (real server)", () => {
     );
     expect(outside.message).toMatch(/outside the folders datasets may read/);
     const escape = await apiErrorOf(
-      admin.client.datasets.create.mutate({ name: "srv", file: { kind: "serverPath", path: join(dataDir, "datasets", "..", "batch", "x.csv") } }),
+      admin.client.datasets.create.mutate({
+        name: "srv",
+        file: { kind: "serverPath", path: join(dataDir, "datasets", "..", "batch", "x.csv") },
+      }),
     );
     expect(escape.message).toMatch(/does not exist|outside/);
-    const created = await admin.client.datasets.create.mutate({ name: "srv", file: { kind: "serverPath", path: inside } });
+    const created = await admin.client.datasets.create.mutate({
+      name: "srv",
+      file: { kind: "serverPath", path: inside },
+    });
     expect(created.preview.rowCount).toBe(2);
     // An engineer does not see the admin's dataset (nor its path).
     expect((await engineer.client.datasets.list.query()).map((d) => d.name)).toEqual(["small"]);
@@ -163,15 +181,27 @@ describe("batch jobs (real server)", () => {
     const [small] = await engineer.client.datasets.list.query();
     const target = { kind: "MODEL" as const, name: "scorer" };
     const wrongKind = await apiErrorOf(
-      engineer.client.jobs.create.mutate({ datasetId: small!.id, target, mapping: [{ input: "X", kind: "text", column: "label" }] }),
+      engineer.client.jobs.create.mutate({
+        datasetId: small!.id,
+        target,
+        mapping: [{ input: "X", kind: "text", column: "label" }],
+      }),
     );
     expect(wrongKind.message).toMatch(/input 'X' is FP32: text columns go into BYTES inputs/);
     const notNumeric = await apiErrorOf(
-      engineer.client.jobs.create.mutate({ datasetId: small!.id, target, mapping: [{ input: "X", kind: "tensor", columns: ["a", "label"] }] }),
+      engineer.client.jobs.create.mutate({
+        datasetId: small!.id,
+        target,
+        mapping: [{ input: "X", kind: "tensor", columns: ["a", "label"] }],
+      }),
     );
     expect(notNumeric.message).toMatch(/column 'label' \(VARCHAR\) is not numeric/);
     const wrongCount = await apiErrorOf(
-      engineer.client.jobs.create.mutate({ datasetId: small!.id, target, mapping: [{ input: "X", kind: "tensor", columns: ["a"] }] }),
+      engineer.client.jobs.create.mutate({
+        datasetId: small!.id,
+        target,
+        mapping: [{ input: "X", kind: "tensor", columns: ["a"] }],
+      }),
     );
     expect(wrongCount.message).toMatch(/shape \[2\] does not take 1 value/);
     const noSuch = await apiErrorOf(
@@ -193,13 +223,17 @@ describe("batch jobs (real server)", () => {
       mapping: [{ input: "X", kind: "tensor", columns: ["a", "b"] }],
     });
     const done = await waitForJob(engineer, job.id, (j) => j.state === "DONE");
-    const unexpected = (await engineer.client.jobs.failures.query({ id: job.id })).filter((f) => !/NULL|thirteen/.test(f.error));
+    const unexpected = (await engineer.client.jobs.failures.query({ id: job.id })).filter(
+      (f) => !/NULL|thirteen/.test(f.error),
+    );
     expect(unexpected.slice(0, 2)).toEqual([]);
     // x0 = 13 fails in the model (rows 13, 63, ...: 12 of them), two rows have a NULL.
     const thirteens = Array.from({ length: 600 }, (_, i) => i).filter((i) => i % 50 === 13);
     expect(done).toMatchObject({ totalRows: 600, doneRows: 600, failedRows: thirteens.length + 2 });
     const failures = await engineer.client.jobs.failures.query({ id: job.id });
-    expect(failures.map((f) => f.row)).toEqual([5, ...thirteens.slice(0, 1), 63, 77, ...thirteens.slice(2)].sort((a, b) => a - b));
+    expect(failures.map((f) => f.row)).toEqual(
+      [5, ...thirteens.slice(0, 1), 63, 77, ...thirteens.slice(2)].sort((a, b) => a - b),
+    );
     expect(failures.find((f) => f.row === 5)).toMatchObject({ error: "column 'a' is NULL", key: { id: "k5" } });
     expect(failures.find((f) => f.row === 13)!.error).toMatch(/thirteen is unlucky/);
     const rows = await resultRows(server, engineer, job.id);
@@ -223,7 +257,7 @@ describe("batch jobs (real server)", () => {
     expect(preview.preview.rowCount).toBe(rows.length);
     // Another engineer's job is not there for someone else; the admin sees it.
     expect((await admin.client.jobs.list.query()).map((j) => j.id)).toContain(job.id);
-  });
+  }, 120_000);
 
   it("pauses, resumes and cancels", async () => {
     const dataset = await engineer.client.datasets.create.mutate({
@@ -231,7 +265,11 @@ describe("batch jobs (real server)", () => {
       file: { kind: "upload", fileName: "long.csv", contentBase64: b64(csv(2000)) },
       query: "SELECT * FROM source WHERE a <> 13",
     });
-    const job = await engineer.client.jobs.create.mutate({ datasetId: dataset.id, target: { kind: "MODEL", name: "scorer" }, mapping: [{ input: "X", kind: "tensor", columns: ["a", "b"] }] });
+    const job = await engineer.client.jobs.create.mutate({
+      datasetId: dataset.id,
+      target: { kind: "MODEL", name: "scorer" },
+      mapping: [{ input: "X", kind: "tensor", columns: ["a", "b"] }],
+    });
     await waitForJob(engineer, job.id, (j) => j.doneRows > 0);
     const paused = await engineer.client.jobs.pause.mutate({ id: job.id });
     expect(paused.state).toBe("PAUSED");
@@ -247,7 +285,11 @@ describe("batch jobs (real server)", () => {
     expect(rows).toHaveLength(done.totalRows!);
     expect(new Set(rows.map((row) => Number(row._row))).size).toBe(rows.length);
 
-    const second = await engineer.client.jobs.create.mutate({ datasetId: dataset.id, target: { kind: "MODEL", name: "scorer" }, mapping: [{ input: "X", kind: "tensor", columns: ["a", "b"] }] });
+    const second = await engineer.client.jobs.create.mutate({
+      datasetId: dataset.id,
+      target: { kind: "MODEL", name: "scorer" },
+      mapping: [{ input: "X", kind: "tensor", columns: ["a", "b"] }],
+    });
     await waitForJob(engineer, second.id, (j) => j.doneRows > 0 || j.state === "DONE");
     const cancelled = await admin.client.jobs.cancel.mutate({ id: second.id });
     expect(cancelled.state).toBe("CANCELLED");
@@ -267,7 +309,10 @@ describe("batch jobs (real server)", () => {
       query: "SELECT * FROM source WHERE a <> 13",
       keyColumns: ["id"],
     });
-    const job = await engineer.client.jobs.create.mutate({ datasetId: dataset.id, target: { kind: "MODEL", name: "scorer" } });
+    const job = await engineer.client.jobs.create.mutate({
+      datasetId: dataset.id,
+      target: { kind: "MODEL", name: "scorer" },
+    });
     await waitForJob(engineer, job.id, (j) => j.doneRows >= 300);
     await server.stop("SIGKILL");
     server = await startControlPlaneServer(args(), { dataDir, timeoutMs: 150_000 });

@@ -3,6 +3,7 @@ import { Command } from "commander";
 import { OPERON_VERSION } from "@operon/gateway/version";
 import { adminCommand } from "./admin-command.js";
 import { keysCommand } from "./keys-command.js";
+import { jobCommand } from "./job-command.js";
 import { migrateCommand } from "./migrate-command.js";
 import { perfCommand } from "./perf-command.js";
 import { serveCommand } from "./serve-command.js";
@@ -28,6 +29,7 @@ const program = new Command("operon")
   .addCommand(perfCommand())
   .addCommand(migrateCommand())
   .addCommand(adminCommand())
-  .addCommand(keysCommand());
+  .addCommand(keysCommand())
+  .addCommand(jobCommand());
 
 await program.parseAsync(process.argv);

@@ -85,7 +85,12 @@ export function batchProblem(path: string, query: string): string | undefined {
 /** A done batch job's results: GET /api/jobs/<id>/result.parquet, for its owner or an admin (session cookie). */
 export const JOB_RESULT_PATH = /^\/api\/jobs\/([0-9a-f-]{36})\/result\.parquet$/;
 
-async function serveJobResult(services: ApiServices, ctx: ApiContext, id: string, res: http.ServerResponse): Promise<void> {
+async function serveJobResult(
+  services: ApiServices,
+  ctx: ApiContext,
+  id: string,
+  res: http.ServerResponse,
+): Promise<void> {
   const fail = (status: number, message: string) =>
     res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ error: message }));
   if (ctx.user === null) return void fail(401, "sign in first");

@@ -30,14 +30,30 @@ export const jobsRouter = router({
     )
     .mutation(({ ctx, input }) => ctx.services.batchJobs.create(ctx.actor, ctx.user, input)),
 
-  pause: engineerProcedure.input(id).mutation(({ ctx, input }) => ctx.services.batchJobs.pause(ctx.actor, ctx.user, input.id)),
-  resume: engineerProcedure.input(id).mutation(({ ctx, input }) => ctx.services.batchJobs.resume(ctx.actor, ctx.user, input.id)),
-  cancel: engineerProcedure.input(id).mutation(({ ctx, input }) => ctx.services.batchJobs.cancel(ctx.actor, ctx.user, input.id)),
+  pause: engineerProcedure
+    .input(id)
+    .mutation(({ ctx, input }) => ctx.services.batchJobs.pause(ctx.actor, ctx.user, input.id)),
+  resume: engineerProcedure
+    .input(id)
+    .mutation(({ ctx, input }) => ctx.services.batchJobs.resume(ctx.actor, ctx.user, input.id)),
+  cancel: engineerProcedure
+    .input(id)
+    .mutation(({ ctx, input }) => ctx.services.batchJobs.cancel(ctx.actor, ctx.user, input.id)),
   retryFailed: engineerProcedure
     .input(id)
     .mutation(({ ctx, input }) => ctx.services.batchJobs.retryFailed(ctx.actor, ctx.user, input.id)),
   registerResult: engineerProcedure
-    .input(z.object({ id: z.uuid(), name: z.string().trim().min(1).max(100).regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/) }))
+    .input(
+      z.object({
+        id: z.uuid(),
+        name: z
+          .string()
+          .trim()
+          .min(1)
+          .max(100)
+          .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/),
+      }),
+    )
     .mutation(({ ctx, input }) => ctx.services.batchJobs.registerResult(ctx.actor, ctx.user, input.id, input.name)),
   delete: engineerProcedure.input(id).mutation(async ({ ctx, input }) => {
     await ctx.services.batchJobs.remove(ctx.actor, ctx.user, input.id);

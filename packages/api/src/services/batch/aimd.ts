@@ -53,8 +53,9 @@ export class AimdLimiter {
     if (overloaded) this.overloaded = true;
     if (this.samples.length < Math.max(this.windowRequests, this.limit)) return;
     const sorted = [...this.samples].sort((a, b) => a - b);
-    const p90 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.9))] ?? 0;
-    if (this.overloaded || p90 > this.options.budgetMs) this.limitValue = Math.max(this.min, this.limitValue * this.decrease);
+    const p90 = sorted[Math.max(0, Math.ceil(sorted.length * 0.9) - 1)] ?? 0;
+    if (this.overloaded || p90 > this.options.budgetMs)
+      this.limitValue = Math.max(this.min, this.limitValue * this.decrease);
     else this.limitValue = Math.min(this.max, this.limitValue + 1);
     this.samples = [];
     this.overloaded = false;

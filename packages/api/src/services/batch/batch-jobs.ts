@@ -125,15 +125,22 @@ export class BatchJobs {
     const signature = await targetSignature(this.gateway, input.target);
     const { columns } = await previewQuery(dataset, dataset.query, 0);
     if (columns.some((column) => column.name === ROW_COLUMN))
-      throw new AppError("VALIDATION_FAILED", `the dataset has a column '${ROW_COLUMN}', which jobs use for the row index; rename it in the query`);
+      throw new AppError(
+        "VALIDATION_FAILED",
+        `the dataset has a column '${ROW_COLUMN}', which jobs use for the row index; rename it in the query`,
+      );
     const mapping = input.mapping ?? suggestMapping(signature, columns);
     inputMappingSchema.parse(mapping);
     planInputs(mapping, signature, columns);
     for (const [index, name] of (input.outputs ?? []).entries()) {
       if (!signature.outputs.some((output) => output.name === name))
-        throw new AppError("VALIDATION_FAILED", `the target has no output '${name}' (outputs: ${signature.outputs.map((o) => o.name).join(", ")})`, {
-          fieldErrors: [{ path: `outputs.${index}`, message: "no such output" }],
-        });
+        throw new AppError(
+          "VALIDATION_FAILED",
+          `the target has no output '${name}' (outputs: ${signature.outputs.map((o) => o.name).join(", ")})`,
+          {
+            fieldErrors: [{ path: `outputs.${index}`, message: "no such output" }],
+          },
+        );
     }
     const job = await this.prisma.$transaction(async (tx) => {
       const created = await tx.batchJob.create({
@@ -147,7 +154,12 @@ export class BatchJobs {
           outputs: input.outputs ?? [],
         },
       });
-      await recordAudit(tx, actor, { action: "batchJob.create", targetType: "BatchJob", targetId: created.id, after: created });
+      await recordAudit(tx, actor, {
+        action: "batchJob.create",
+        targetType: "BatchJob",
+        targetId: created.id,
+        after: created,
+      });
       return created;
     });
     this.kick();
@@ -170,11 +182,23 @@ export class BatchJobs {
     return this.view(id);
   }
 
-  async failures(who: Changer, id: string, take = 100): Promise<Array<{ row: number; error: string; attempts: number; key: Record<string, unknown> }>> {
+  async failures(
+    who: Changer,
+    id: string,
+    take = 100,
+  ): Promise<Array<{ row: number; error: string; attempts: number; key: Record<string, unknown> }>> {
     const job = await this.visible(who, id);
     const rows = await this.prisma.batchJobFailure.findMany({ where: { jobId: id }, orderBy: { row: "asc" }, take });
-    const keys = await this.keysOf(job, rows.map((row) => row.row));
-    return rows.map((row) => ({ row: row.row, error: row.error, attempts: row.attempts, key: keys.get(row.row) ?? {} }));
+    const keys = await this.keysOf(
+      job,
+      rows.map((row) => row.row),
+    );
+    return rows.map((row) => ({
+      row: row.row,
+      error: row.error,
+      attempts: row.attempts,
+      key: keys.get(row.row) ?? {},
+    }));
   }
 
   async pause(actor: Actor, who: Changer, id: string): Promise<JobView> {
@@ -196,10 +220,15 @@ export class BatchJobs {
     const job = await this.visible(who, id);
     await requireOwnerOrAdmin(this.prisma, who, "batch job", id, job.ownerId);
     if (job.state === "RUNNING" || job.state === "QUEUED")
-      throw new AppError("CONFLICT", `job ${id} is ${job.state.toLowerCase()}; pause it or let it finish before retrying its failed rows`);
+      throw new AppError(
+        "CONFLICT",
+        `job ${id} is ${job.state.toLowerCase()}; pause it or let it finish before retrying its failed rows`,
+      );
     if (job.state === "CANCELLED") throw new AppError("CONFLICT", `job ${id} was cancelled`);
     await this.prisma.$transaction(async (tx) => {
-      const failed = (await tx.batchJobFailure.findMany({ where: { jobId: id }, select: { row: true } })).map((f) => f.row);
+      const failed = (await tx.batchJobFailure.findMany({ where: { jobId: id }, select: { row: true } })).map(
+        (f) => f.row,
+      );
       if (failed.length === 0) throw new AppError("CONFLICT", `job ${id} has no failed rows`);
       const ranges = removeRows(parseRanges(job.doneRanges), failed);
       // Attempts carry over: the failure rows stay until the retry's chunk replaces them (commit upserts).
@@ -213,7 +242,12 @@ export class BatchJobs {
           error: null,
         },
       });
-      await recordAudit(tx, actor, { action: "batchJob.retry", targetType: "BatchJob", targetId: id, after: { rows: failed.length } });
+      await recordAudit(tx, actor, {
+        action: "batchJob.retry",
+        targetType: "BatchJob",
+        targetId: id,
+        after: { rows: failed.length },
+      });
     });
     this.kick();
     return this.view(id);
@@ -223,8 +257,10 @@ export class BatchJobs {
   async registerResult(actor: Actor, who: Changer, id: string, name: string): Promise<{ datasetId: string }> {
     const job = await this.visible(who, id);
     await requireOwnerOrAdmin(this.prisma, who, "batch job", id, job.ownerId);
-    if (job.state !== "DONE") throw new AppError("CONFLICT", `job ${id} is ${job.state.toLowerCase()}; results exist once it is done`);
-    if (job.resultDatasetId !== null) throw new AppError("CONFLICT", `job ${id}'s results are dataset ${job.resultDatasetId} already`);
+    if (job.state !== "DONE")
+      throw new AppError("CONFLICT", `job ${id} is ${job.state.toLowerCase()}; results exist once it is done`);
+    if (job.resultDatasetId !== null)
+      throw new AppError("CONFLICT", `job ${id}'s results are dataset ${job.resultDatasetId} already`);
     const dataset = await this.prisma.dataset.findUniqueOrThrow({ where: { id: job.datasetId } });
     const created = await this.datasets.registerResult(actor, {
       name,
@@ -239,7 +275,8 @@ export class BatchJobs {
   /** The results file of a done job `who` may see (for the download route). */
   async resultFile(who: Changer, id: string): Promise<string> {
     const job = await this.visible(who, id);
-    if (job.state !== "DONE") throw new AppError("CONFLICT", `job ${id} is ${job.state.toLowerCase()}; results exist once it is done`);
+    if (job.state !== "DONE")
+      throw new AppError("CONFLICT", `job ${id} is ${job.state.toLowerCase()}; results exist once it is done`);
     return this.filesOf(id).result;
   }
 
@@ -307,19 +344,41 @@ export class BatchJobs {
       sandbox = await files.open();
       const parts = new Set(queued.parts);
       const removed = await files.removeUncommittedParts((name) => parts.has(name));
-      if (removed > 0) this.logger.info({ job: id, parts: removed }, "batch job: removed result parts its checkpoint does not hold");
-      const target: JobTarget = { kind: queued.targetKind, name: queued.targetName, version: queued.targetVersion ?? undefined };
+      if (removed > 0)
+        this.logger.info({ job: id, parts: removed }, "batch job: removed result parts its checkpoint does not hold");
+      const target: JobTarget = {
+        kind: queued.targetKind,
+        name: queued.targetName,
+        version: queued.targetVersion ?? undefined,
+      };
       const signature = await targetSignature(this.gateway, target);
-      const planned = planInputs(queued.mapping as unknown as ColumnMapping[], signature, await files.snapshotColumns(sandbox));
-      const kept = queued.outputs.length > 0 ? signature.outputs.filter((o) => queued.outputs.includes(o.name)) : signature.outputs;
+      const planned = planInputs(
+        queued.mapping as unknown as ColumnMapping[],
+        signature,
+        await files.snapshotColumns(sandbox),
+      );
+      const kept =
+        queued.outputs.length > 0
+          ? signature.outputs.filter((o) => queued.outputs.includes(o.name))
+          : signature.outputs;
       const outputs = outputColumnsOf(kept, signature.maxBatchSize);
-      const budget = this.options.budgetMs !== undefined ? { budgetMs: this.options.budgetMs, source: "option" } : await jobBudget(this.prisma, target);
-      const limiter = new AimdLimiter({ budgetMs: budget.budgetMs, max: this.options.maxConcurrency ?? 64, initial: 2 });
+      const budget =
+        this.options.budgetMs !== undefined
+          ? { budgetMs: this.options.budgetMs, source: "option" }
+          : await jobBudget(this.prisma, target);
+      const limiter = new AimdLimiter({
+        budgetMs: budget.budgetMs,
+        max: this.options.maxConcurrency ?? 64,
+        initial: 2,
+      });
       const key = await this.issueKey(id, target.name);
       const gateway = new GatewayClient({ ...this.options.gateway, adminKey: key });
       const rate = new RateWindow();
       let ranges = parseRanges(queued.doneRanges);
-      this.logger.info({ job: id, target: target.name, rows: total, budgetMs: budget.budgetMs, budget: budget.source }, "batch job running");
+      this.logger.info(
+        { job: id, target: target.name, rows: total, budgetMs: budget.budgetMs, budget: budget.source },
+        "batch job running",
+      );
       const runner = new JobRunner({
         files,
         sandbox,
@@ -341,7 +400,11 @@ export class BatchJobs {
             await tx.batchJobFailure.deleteMany({
               where: {
                 jobId: id,
-                row: { gte: outcome.range[0], lt: outcome.range[1], notIn: outcome.failures.map((failure) => failure.row) },
+                row: {
+                  gte: outcome.range[0],
+                  lt: outcome.range[1],
+                  notIn: outcome.failures.map((failure) => failure.row),
+                },
               },
             });
             for (const failure of outcome.failures) {
@@ -370,7 +433,10 @@ export class BatchJobs {
       const now = await this.prisma.batchJob.findUniqueOrThrow({ where: { id } });
       if (complete && now.state === "RUNNING") {
         const written = await files.writeResult(sandbox, dataset.keyColumns, outputs);
-        await this.prisma.batchJob.update({ where: { id }, data: { state: "DONE", finishedAt: new Date(), rowsPerSec: rate.perSecond() } });
+        await this.prisma.batchJob.update({
+          where: { id },
+          data: { state: "DONE", finishedAt: new Date(), rowsPerSec: rate.perSecond() },
+        });
         this.logger.info({ job: id, results: written, failed: now.failedRows }, "batch job done");
       }
       // Paused or cancelled: the state was written by the transition; a shutdown leaves RUNNING for the next start.
@@ -378,7 +444,10 @@ export class BatchJobs {
       const message = error instanceof Error ? error.message : String(error);
       this.logger.warn({ job: id, err: message }, "batch job failed");
       await this.prisma.batchJob
-        .updateMany({ where: { id, state: "RUNNING" }, data: { state: "FAILED", error: message.slice(0, 2000), finishedAt: new Date() } })
+        .updateMany({
+          where: { id, state: "RUNNING" },
+          data: { state: "FAILED", error: message.slice(0, 2000), finishedAt: new Date() },
+        })
         .catch(() => undefined);
     } finally {
       this.apiKeys.setJobGrant(id, undefined);
@@ -407,7 +476,11 @@ export class BatchJobs {
         await client.modelMetadata(targetName);
         return generated.key;
       } catch (error) {
-        if (Date.now() > deadline) throw new AppError("GATEWAY_UNAVAILABLE", `the gateway did not accept the job's key: ${(error as Error).message}`);
+        if (Date.now() > deadline)
+          throw new AppError(
+            "GATEWAY_UNAVAILABLE",
+            `the gateway did not accept the job's key: ${(error as Error).message}`,
+          );
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     }
@@ -434,11 +507,20 @@ export class BatchJobs {
         data: { state: to, ...(to === "CANCELLED" ? { finishedAt: new Date() } : {}) },
       });
       if (result.count === 1)
-        await recordAudit(tx, actor, { action: `batchJob.${verb}`, targetType: "BatchJob", targetId: id, before: { state: job.state }, after: { state: to } });
+        await recordAudit(tx, actor, {
+          action: `batchJob.${verb}`,
+          targetType: "BatchJob",
+          targetId: id,
+          before: { state: job.state },
+          after: { state: to },
+        });
       return result.count;
     });
     if (changed === 0)
-      throw new AppError("CONFLICT", `job ${id} is ${job.state.toLowerCase()}; it cannot ${verb} (only from ${from.map((s) => s.toLowerCase()).join(", ")})`);
+      throw new AppError(
+        "CONFLICT",
+        `job ${id} is ${job.state.toLowerCase()}; it cannot ${verb} (only from ${from.map((s) => s.toLowerCase()).join(", ")})`,
+      );
     const running = this.running.get(id);
     if (running !== undefined && to !== "QUEUED") {
       running.stop = true;
@@ -484,21 +566,34 @@ export class BatchJobs {
 }
 
 /** Suggests a mapping when the target has one input: every numeric column into a numeric tensor, or the one text column into BYTES. */
-export function suggestMapping(signature: TargetSignature, columns: ReadonlyArray<{ name: string; type: string }>): ColumnMapping[] {
+export function suggestMapping(
+  signature: TargetSignature,
+  columns: ReadonlyArray<{ name: string; type: string }>,
+): ColumnMapping[] {
   const [input] = signature.inputs;
   if (signature.inputs.length !== 1 || input === undefined)
-    throw new AppError("VALIDATION_FAILED", `the target has ${signature.inputs.length} inputs; give a column mapping for each (${signature.inputs.map((i) => i.name).join(", ")})`, {
-      fieldErrors: [{ path: "mapping", message: "required for this target" }],
-    });
+    throw new AppError(
+      "VALIDATION_FAILED",
+      `the target has ${signature.inputs.length} inputs; give a column mapping for each (${signature.inputs.map((i) => i.name).join(", ")})`,
+      {
+        fieldErrors: [{ path: "mapping", message: "required for this target" }],
+      },
+    );
   if (input.datatype === "BYTES") {
     const text = columns.filter((column) => column.type === "VARCHAR");
     if (text.length !== 1)
-      throw new AppError("VALIDATION_FAILED", `input '${input.name}' is BYTES and the dataset has ${text.length} text columns; map one (kind text or image-path)`, {
-        fieldErrors: [{ path: "mapping", message: "choose a column" }],
-      });
+      throw new AppError(
+        "VALIDATION_FAILED",
+        `input '${input.name}' is BYTES and the dataset has ${text.length} text columns; map one (kind text or image-path)`,
+        {
+          fieldErrors: [{ path: "mapping", message: "choose a column" }],
+        },
+      );
     return [{ input: input.name, kind: "text", column: (text[0] as { name: string }).name }];
   }
-  const numeric = columns.filter((column) => /^(TINYINT|SMALLINT|INTEGER|BIGINT|FLOAT|DOUBLE|DECIMAL.*|UTINYINT|USMALLINT|UINTEGER|UBIGINT)$/.test(column.type));
+  const numeric = columns.filter((column) =>
+    /^(TINYINT|SMALLINT|INTEGER|BIGINT|FLOAT|DOUBLE|DECIMAL.*|UTINYINT|USMALLINT|UINTEGER|UBIGINT)$/.test(column.type),
+  );
   return [{ input: input.name, kind: "tensor", columns: numeric.map((column) => column.name) }];
 }
 
@@ -520,7 +615,10 @@ function viewOf(row: BatchJob, datasetName: string, ownerEmail: string | null): 
     failedRows: row.failedRows,
     concurrency: row.concurrency,
     rowsPerSec: row.rowsPerSec,
-    secondsLeft: left !== null && row.rowsPerSec !== null && row.rowsPerSec > 0 && row.state === "RUNNING" ? left / row.rowsPerSec : null,
+    secondsLeft:
+      left !== null && row.rowsPerSec !== null && row.rowsPerSec > 0 && row.state === "RUNNING"
+        ? left / row.rowsPerSec
+        : null,
     resultDatasetId: row.resultDatasetId,
     hasResult: row.state === "DONE",
     createdAt: row.createdAt,

@@ -32,7 +32,10 @@ export const DEFAULT_QUERY = "SELECT * FROM source";
 export const PREVIEW_ROWS = 20;
 
 /** Opens a sandbox that reads the file as `source`; the caller closes it. */
-export async function openDatasetSandbox(file: DatasetSourceFile, writeDirs: readonly string[] = []): Promise<DuckSandbox> {
+export async function openDatasetSandbox(
+  file: DatasetSourceFile,
+  writeDirs: readonly string[] = [],
+): Promise<DuckSandbox> {
   const sandbox = await openSandbox({ readPaths: [file.path], writeDirs });
   try {
     await sandbox.connection.run(`CREATE VIEW source AS SELECT * FROM ${readerOf(file.format, file.path)}`);
@@ -53,7 +56,7 @@ export async function checkSelect(sandbox: DuckSandbox, query: string): Promise<
   try {
     count = (await sandbox.connection.extractStatements(query)).count;
   } catch (error) {
-    throw refuse(`the query is not valid SQL: ${firstLine(error)}`);
+    throw refuse(`the query is not valid SQL: ${firstLine(error).replace(/^Failed to extract statements: /, "")}`);
   }
   if (count !== 1) throw refuse(`the query must be one SELECT statement, not ${count}`);
   let statementType: number;
@@ -67,7 +70,11 @@ export async function checkSelect(sandbox: DuckSandbox, query: string): Promise<
 }
 
 /** The query's columns, its first rows and its row count. */
-export async function previewQuery(file: DatasetSourceFile, query: string, limit = PREVIEW_ROWS): Promise<DatasetPreview> {
+export async function previewQuery(
+  file: DatasetSourceFile,
+  query: string,
+  limit = PREVIEW_ROWS,
+): Promise<DatasetPreview> {
   const sandbox = await openDatasetSandbox(file);
   try {
     await checkSelect(sandbox, query);

@@ -69,7 +69,10 @@ export class Datasets {
     let folder: string | undefined;
     if (input.file.kind === "serverPath") {
       if (who.role !== "ADMIN")
-        throw new AppError("FORBIDDEN", "only admins may make a dataset of a file on the server; upload the file instead");
+        throw new AppError(
+          "FORBIDDEN",
+          "only admins may make a dataset of a file on the server; upload the file instead",
+        );
       path = await resolveServerFile(input.file.path, this.storage.serverPathRoots, "file.path");
       source = "SERVER_PATH";
     } else {
@@ -170,8 +173,7 @@ export class Datasets {
     const row = await this.get(who, id);
     await requireOwnerOrAdmin(this.prisma, who, "dataset", `'${row.name}'`, row.ownerId);
     const jobs = await this.prisma.batchJob.count({ where: { datasetId: id } });
-    if (jobs > 0)
-      throw new AppError("CONFLICT", `dataset '${row.name}' has ${jobs} job(s); delete them first`);
+    if (jobs > 0) throw new AppError("CONFLICT", `dataset '${row.name}' has ${jobs} job(s); delete them first`);
     await this.prisma.$transaction(async (tx) => {
       await tx.dataset.delete({ where: { id } });
       await recordAudit(tx, actor, { action: "dataset.delete", targetType: "Dataset", targetId: id, before: row });
@@ -187,7 +189,9 @@ function decodeUpload(contentBase64: string): Buffer {
     throw refuse("the file must be base64 (standard alphabet, with padding)");
   // Checked on the length before decoding: a hostile request is refused without allocating it.
   if ((contentBase64.length / 4) * 3 > MAX_DATASET_UPLOAD_BYTES + 2)
-    throw refuse(`the file is over ${MAX_DATASET_UPLOAD_BYTES / 1024 / 1024} MiB; put larger files under --batch-data-root`);
+    throw refuse(
+      `the file is over ${MAX_DATASET_UPLOAD_BYTES / 1024 / 1024} MiB; put larger files under --batch-data-root`,
+    );
   const bytes = Buffer.from(contentBase64, "base64");
   if (bytes.length === 0) throw refuse("the file is empty");
   return bytes;

@@ -9,7 +9,11 @@ import type { DatasetColumn } from "./dataset-query.js";
  * image column of file paths or of bytes into a BYTES element.
  */
 export const columnMappingSchema = z.discriminatedUnion("kind", [
-  z.object({ input: z.string().min(1), kind: z.literal("tensor"), columns: z.array(z.string().min(1)).min(1).max(4096) }),
+  z.object({
+    input: z.string().min(1),
+    kind: z.literal("tensor"),
+    columns: z.array(z.string().min(1)).min(1).max(4096),
+  }),
   z.object({ input: z.string().min(1), kind: z.literal("text"), column: z.string().min(1) }),
   z.object({ input: z.string().min(1), kind: z.literal("image-path"), column: z.string().min(1) }),
   z.object({ input: z.string().min(1), kind: z.literal("image-bytes"), column: z.string().min(1) }),
@@ -57,7 +61,8 @@ const NUMERIC_DATATYPES = new Set([
   "FP64",
   "BF16",
 ]);
-const NUMERIC_COLUMN = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL(\(\d+,\s*\d+\))?|BOOLEAN)$/;
+const NUMERIC_COLUMN =
+  /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|DECIMAL(\(\d+,\s*\d+\))?|BOOLEAN)$/;
 const LIST_COLUMN = /^(.+?)\[(\d*)\]$/;
 
 export function isNumericColumnType(type: string): boolean {
@@ -177,9 +182,13 @@ export function planInputs(
       problems.push({ path: "mapping", message: `input '${input.name}' (${input.datatype}) has no column mapped` });
   }
   if (problems.length > 0) {
-    throw new AppError("VALIDATION_FAILED", `the column mapping does not fit: ${problems.map((p) => p.message).join("; ")}`, {
-      fieldErrors: problems,
-    });
+    throw new AppError(
+      "VALIDATION_FAILED",
+      `the column mapping does not fit: ${problems.map((p) => p.message).join("; ")}`,
+      {
+        fieldErrors: problems,
+      },
+    );
   }
   return planned;
 }

@@ -51,7 +51,9 @@ export class JobFiles {
         throw new AppError("VALIDATION_FAILED", `the dataset's query failed: ${firstLine(error)}`);
       }
       await rename(temporary, this.snapshot);
-      const counted = await sandbox.connection.runAndReadAll(`SELECT count(*)::BIGINT FROM read_parquet(${sqlString(this.snapshot)})`);
+      const counted = await sandbox.connection.runAndReadAll(
+        `SELECT count(*)::BIGINT FROM read_parquet(${sqlString(this.snapshot)})`,
+      );
       return Number(counted.getRows()[0]?.[0] ?? 0);
     } finally {
       sandbox.close();
@@ -59,7 +61,9 @@ export class JobFiles {
   }
 
   async snapshotColumns(sandbox: DuckSandbox): Promise<DatasetColumn[]> {
-    const reader = await sandbox.connection.runAndReadAll(`SELECT * FROM read_parquet(${sqlString(this.snapshot)}) LIMIT 0`);
+    const reader = await sandbox.connection.runAndReadAll(
+      `SELECT * FROM read_parquet(${sqlString(this.snapshot)}) LIMIT 0`,
+    );
     const types = reader.columnTypes().map(String);
     return reader.columnNames().map((name, index) => ({ name, type: types[index] ?? "UNKNOWN" }));
   }
@@ -82,7 +86,10 @@ export class JobFiles {
     const lines = join(this.dir, `${name}.jsonl.tmp`);
     const temporary = join(this.partsDir, `${name}.parquet.tmp`);
     await writeFile(lines, rows.map((row) => JSON.stringify(row)).join("\n") + (rows.length > 0 ? "\n" : ""));
-    const columns = [`${sqlString(ROW_COLUMN)}: 'BIGINT'`, ...outputs.map((out) => `${sqlString(out.name)}: ${sqlString(out.type)}`)];
+    const columns = [
+      `${sqlString(ROW_COLUMN)}: 'BIGINT'`,
+      ...outputs.map((out) => `${sqlString(out.name)}: ${sqlString(out.type)}`),
+    ];
     try {
       await sandbox.connection.run(
         `COPY (SELECT * FROM read_json(${sqlString(lines)}, format = 'newline_delimited', columns = {${columns.join(", ")}})) TO ${sqlString(temporary)} (FORMAT parquet)`,
@@ -111,7 +118,11 @@ export class JobFiles {
   }
 
   /** Merges the parts into the results: `_row`, the key columns from the snapshot, the outputs; one row per succeeded row. */
-  async writeResult(sandbox: DuckSandbox, keyColumns: readonly string[], outputs: readonly OutputColumn[]): Promise<number> {
+  async writeResult(
+    sandbox: DuckSandbox,
+    keyColumns: readonly string[],
+    outputs: readonly OutputColumn[],
+  ): Promise<number> {
     const temporary = `${this.result}.tmp`;
     const keys = keyColumns.map((key) => `s.${sqlIdentifier(key)}`);
     const outs = outputs.map((out) => `p.${sqlIdentifier(out.name)}`);
@@ -124,7 +135,9 @@ export class JobFiles {
       `COPY (SELECT s.${ROW_COLUMN}${[...keys, ...outs].map((column) => `, ${column}`).join("")} FROM read_parquet(${sqlString(this.snapshot)}) s JOIN ${from} p ON s.${ROW_COLUMN} = p.${ROW_COLUMN} ORDER BY s.${ROW_COLUMN}) TO ${sqlString(temporary)} (FORMAT parquet)`,
     );
     await rename(temporary, this.result);
-    const counted = await sandbox.connection.runAndReadAll(`SELECT count(*)::BIGINT FROM read_parquet(${sqlString(this.result)})`);
+    const counted = await sandbox.connection.runAndReadAll(
+      `SELECT count(*)::BIGINT FROM read_parquet(${sqlString(this.result)})`,
+    );
     return Number(counted.getRows()[0]?.[0] ?? 0);
   }
 }

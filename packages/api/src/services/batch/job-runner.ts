@@ -154,7 +154,8 @@ export class JobRunner {
     try {
       request = await rowRequest(this.deps.planned, row, this.deps.images, this.deps.requestedOutputs);
     } catch (error) {
-      if (!(error instanceof RowError)) this.deps.logger.warn({ err: (error as Error).message }, "batch row could not be read");
+      if (!(error instanceof RowError))
+        this.deps.logger.warn({ err: (error as Error).message }, "batch row could not be read");
       return { kind: "failed", error: error instanceof Error ? error.message : String(error) };
     }
     for (;;) {
@@ -162,7 +163,12 @@ export class JobRunner {
       try {
         const response =
           request.binaries.length > 0
-            ? await this.deps.gateway.inferBinary(this.deps.target.name, this.deps.target.version, request.header, request.binaries)
+            ? await this.deps.gateway.inferBinary(
+                this.deps.target.name,
+                this.deps.target.version,
+                request.header,
+                request.binaries,
+              )
             : await this.deps.gateway.infer(this.deps.target.name, this.deps.target.version, request.header);
         this.deps.limiter.record(performance.now() - started);
         return { kind: "ok", values: valuesOf(response.body, this.deps.outputs) };

@@ -22,7 +22,11 @@ export interface ImageAccess {
 export const MAX_IMAGE_BYTES = 32 * 1024 * 1024;
 
 export interface RowRequest {
-  header: { inputs: Array<Record<string, unknown>>; outputs?: Array<{ name: string }>; parameters?: Record<string, unknown> };
+  header: {
+    inputs: Array<Record<string, unknown>>;
+    outputs?: Array<{ name: string }>;
+    parameters?: Record<string, unknown>;
+  };
   binaries: Buffer[];
 }
 
@@ -38,8 +42,15 @@ export async function rowRequest(
   for (const plan of planned) {
     const { mapping } = plan;
     if (mapping.kind === "tensor") {
-      const values = plan.listColumn ? listOf(row[mapping.columns[0] ?? ""], mapping.columns[0] ?? "") : mapping.columns.map((name) => numberOf(row[name], name));
-      inputs.push({ name: mapping.input, datatype: plan.datatype, shape: shapeFor(plan.shape, values.length, mapping.input), data: values });
+      const values = plan.listColumn
+        ? listOf(row[mapping.columns[0] ?? ""], mapping.columns[0] ?? "")
+        : mapping.columns.map((name) => numberOf(row[name], name));
+      inputs.push({
+        name: mapping.input,
+        datatype: plan.datatype,
+        shape: shapeFor(plan.shape, values.length, mapping.input),
+        data: values,
+      });
       continue;
     }
     const value = row[mapping.column];

@@ -75,6 +75,7 @@ export async function jobBudget(
     include: { samples: { orderBy: { concurrency: "asc" }, take: 1 } },
   });
   const p99Us = report?.samples[0]?.latencyP99Us;
-  if (p99Us === null || p99Us === undefined || !(p99Us > 0)) return { budgetMs: DEFAULT_JOB_BUDGET_MS, source: "default" };
+  if (p99Us === null || p99Us === undefined || !(p99Us > 0))
+    return { budgetMs: DEFAULT_JOB_BUDGET_MS, source: "default" };
   return { budgetMs: Math.max(2, (2 * p99Us) / 1000), source: "report" };
 }
