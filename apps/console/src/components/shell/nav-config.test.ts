@@ -23,6 +23,7 @@ describe("the console's navigation", () => {
       "Perf reports",
       "Workers",
       "Scheduler",
+      "Jobs",
       "API keys",
       "Users",
       "Audit",

@@ -21,6 +21,7 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { href: "/perf", label: "Perf reports", minRole: "VIEWER", available: true },
   { href: "/workers", label: "Workers", minRole: "VIEWER", available: true },
   { href: "/scheduler", label: "Scheduler", minRole: "VIEWER", available: true },
+  { href: "/jobs", label: "Jobs", minRole: "ENGINEER", available: true },
   { href: "/api-keys", label: "API keys", minRole: "ENGINEER", available: true },
   { href: "/users", label: "Users", minRole: "ADMIN", available: true },
   { href: "/audit", label: "Audit", minRole: "ADMIN", available: true },

@@ -1,0 +1,253 @@
+#!/usr/bin/env node
+// `npm run bench:batch`: a batch job of 20,000 rows through a small model
+// while an online client runs at half the model's capacity, side by side
+// with the same online load alone. Prints the online p99 with and without
+// the job, the job's throughput and the capacity the online load leaves,
+// and writes bench/results/batch.md. A few minutes. Needs the build.
+// Not a test: the figures depend on the machine (and on what else runs on it).
+//
+// The model ("wait10") waits 10 ms per execution without using the CPU (an
+// accelerator's stand-in), batches up to 4 requests, and has two priority
+// levels (online traffic at the default level 1, the job at the lowest, 2).
+//
+// Phases, on one server: (1) capacity: closed-loop clients for CAPACITY_SECS;
+// (2) baseline: open-loop online load at half the capacity for ONLINE_SECS;
+// (3) the same online load while a job runs over ROWS rows (until it is done).
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ApiSession } from "../apps/cli/dist/api-session.js";
+import { ROOT } from "./lib/processes.mjs";
+
+const ROWS = Number(process.env.OPERON_BENCH_BATCH_ROWS ?? 20_000);
+const CAPACITY_SECS = Number(process.env.OPERON_BENCH_BATCH_CAPACITY_SECS ?? 8);
+const ONLINE_SECS = Number(process.env.OPERON_BENCH_BATCH_ONLINE_SECS ?? 15);
+const CAPACITY_CLIENTS = 32;
+const ADMIN = { email: "bench@example.com", password: "bench-batch-passphrase-1" };
+
+function writeRepository() {
+  const root = mkdtempSync(join(tmpdir(), "operon-bench-batch-"));
+  mkdirSync(join(root, "wait10", "1"), { recursive: true });
+  writeFileSync(
+    join(root, "wait10", "config.pbtxt"),
+    `name: "wait10"
+backend: "typescript"
+max_batch_size: 4
+input [ { name: "X", data_type: TYPE_FP32, dims: [ 2 ] } ]
+output [ { name: "Y", data_type: TYPE_FP32, dims: [ 1 ] } ]
+instance_group [ { count: 1, kind: KIND_CPU } ]
+dynamic_batching { max_queue_delay_microseconds: 500 priority_levels: 2 default_priority_level: 1 }
+`,
+  );
+  writeFileSync(
+    join(root, "wait10", "1", "model.js"),
+    `export default class {
+  async execute(requests, ctx) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    return requests.map((request) => {
+      const x = request.input("X").toFloat32Array();
+      const rows = x.length / 2;
+      const y = Array.from({ length: rows }, (_, i) => 2 * x[2 * i] + x[2 * i + 1]);
+      return { outputs: [ctx.tensor.float32("Y", [rows, 1], y)] };
+    });
+  }
+}
+`,
+  );
+  return root;
+}
+
+async function startServer(repository) {
+  const child = spawn(
+    process.execPath,
+    [
+      join(ROOT, "apps/cli/bin/operon.js"),
+      "serve",
+      "--model-repository",
+      repository,
+      "--http-port",
+      "0",
+      "--grpc-port",
+      "0",
+      "--metrics-port",
+      "0",
+      "--api-port",
+      "0",
+      "--console=false",
+      "--usage-sample-secs",
+      "0",
+      "--resource-scheduler=false",
+      "--admin-email",
+      ADMIN.email,
+      "--data-dir",
+      mkdtempSync(join(tmpdir(), "operon-bench-data-")),
+    ],
+    { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, OPERON_ADMIN_PASSWORD: ADMIN.password } },
+  );
+  let output = "";
+  const seen = (pattern) =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`operon serve did not print ${pattern}:\n${output.slice(-2000)}`)),
+        180_000,
+      );
+      const check = () => {
+        const match = pattern.exec(output);
+        if (match) {
+          clearTimeout(timer);
+          resolve(match);
+        }
+      };
+      child.stdout.on("data", (chunk) => {
+        output += chunk;
+        check();
+      });
+      child.stderr.on("data", (chunk) => {
+        output += chunk;
+        check();
+      });
+      check();
+    });
+  const http = await seen(/HTTP on (http:\/\/[^\s,]+)/);
+  const api = await seen(/Operon API on (\S+)\/api\/trpc/);
+  return {
+    httpUrl: http[1],
+    apiUrl: api[1],
+    stop: () =>
+      new Promise((resolve) => {
+        child.once("exit", resolve);
+        child.kill("SIGTERM");
+        setTimeout(() => child.kill("SIGKILL"), 10_000).unref();
+      }),
+  };
+}
+
+const BODY = JSON.stringify({ inputs: [{ name: "X", datatype: "FP32", shape: [1, 2], data: [1, 2] }] });
+
+async function infer(httpUrl) {
+  const started = performance.now();
+  const response = await fetch(`${httpUrl}/v2/models/wait10/infer`, { method: "POST", body: BODY });
+  await response.arrayBuffer();
+  if (!response.ok) throw new Error(`online request answered ${response.status}`);
+  return performance.now() - started;
+}
+
+async function capacity(httpUrl) {
+  let done = 0;
+  const deadline = performance.now() + CAPACITY_SECS * 1000;
+  await Promise.all(
+    Array.from({ length: CAPACITY_CLIENTS }, async () => {
+      while (performance.now() < deadline) {
+        await infer(httpUrl);
+        done += 1;
+      }
+    }),
+  );
+  return done / CAPACITY_SECS;
+}
+
+/** Open loop at `rps` until `until()` says stop (checked every arrival); latencies in ms. */
+async function online(httpUrl, rps, until) {
+  const latencies = [];
+  let failures = 0;
+  const pending = new Set();
+  const started = performance.now();
+  for (let i = 0; ; i += 1) {
+    const at = started + (i * 1000) / rps;
+    const wait = at - performance.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    if (until(performance.now() - started)) break;
+    const request = infer(httpUrl).then(
+      (ms) => latencies.push(ms),
+      () => (failures += 1),
+    );
+    pending.add(request);
+    void request.finally(() => pending.delete(request));
+  }
+  await Promise.all(pending);
+  return { latencies, failures, seconds: (performance.now() - started) / 1000 };
+}
+
+function percentile(values, p) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
+}
+
+const repository = writeRepository();
+const server = await startServer(repository);
+try {
+  const session = await ApiSession.signIn(server.apiUrl, ADMIN.email, ADMIN.password);
+  for (let i = 0; i < 50; i += 1) await infer(server.httpUrl);
+  const capacityRps = await capacity(server.httpUrl);
+  const rate = capacityRps / 2;
+  console.log(
+    `capacity ${capacityRps.toFixed(0)} req/s (closed loop, ${CAPACITY_CLIENTS} clients); online load ${rate.toFixed(0)} req/s`,
+  );
+  const alone = await online(server.httpUrl, rate, (ms) => ms > ONLINE_SECS * 1000);
+  const csv = ["id,a,b", ...Array.from({ length: ROWS }, (_, i) => `k${i},${i % 100},${i % 7}`)].join("\n");
+  const dataset = await session.mutate("datasets.create", {
+    name: `bench-${Date.now()}`,
+    file: { kind: "upload", fileName: "rows.csv", contentBase64: Buffer.from(csv).toString("base64") },
+    keyColumns: ["id"],
+  });
+  const job = await session.mutate("jobs.create", {
+    datasetId: dataset.id,
+    target: { kind: "MODEL", name: "wait10" },
+    mapping: [{ input: "X", kind: "tensor", columns: ["a", "b"] }],
+  });
+  let state = job;
+  let runningAt;
+  let doneAt;
+  const poll = (async () => {
+    while (!["DONE", "FAILED", "CANCELLED"].includes(state.state)) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      state = await session.query("jobs.get", { id: job.id });
+      if (runningAt === undefined && state.doneRows > 0) runningAt = { at: performance.now(), rows: state.doneRows };
+    }
+    doneAt = performance.now();
+  })();
+  const withJob = await online(server.httpUrl, rate, () => doneAt !== undefined);
+  await poll;
+  if (state.state !== "DONE") throw new Error(`the job ended ${state.state}: ${state.error}`);
+  const jobSecs = (doneAt - runningAt.at) / 1000;
+  const jobRps = (state.totalRows - runningAt.rows) / jobSecs;
+  const leftRps = capacityRps - rate;
+  const rows = [
+    ["online alone", alone],
+    ["online with the job", withJob],
+  ].map(([label, run]) => ({
+    label,
+    sent: run.latencies.length,
+    failures: run.failures,
+    rps: run.latencies.length / run.seconds,
+    p50: percentile(run.latencies, 50),
+    p99: percentile(run.latencies, 99),
+  }));
+  const rise = (rows[1].p99 / rows[0].p99 - 1) * 100;
+  const lines = [
+    "# Batch job in idle capacity (npm run bench:batch)",
+    "",
+    `Model wait10 (10 ms per execution, timer; max_batch_size 4; 1 instance; priority levels 2). ${ROWS} rows; capacity ${capacityRps.toFixed(0)} req/s closed loop; online load ${rate.toFixed(0)} req/s open loop.`,
+    "",
+    "| phase | online requests | failures | online req/s | p50 ms | p99 ms |",
+    "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ...rows.map(
+      (r) =>
+        `| ${r.label} | ${r.sent} | ${r.failures} | ${r.rps.toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} |`,
+    ),
+    "",
+    `Online p99 with the job: ${rise >= 0 ? "+" : ""}${rise.toFixed(1)} % (goal: at most +10 %).`,
+    `Job: ${state.totalRows} rows, ${state.failedRows} failed, ${jobRps.toFixed(0)} rows/s over ${jobSecs.toFixed(1)} s; capacity left by the online load ${leftRps.toFixed(0)} req/s: ${((100 * jobRps) / leftRps).toFixed(0)} % of it (goal: at least 80 %). Last concurrency ${state.concurrency}.`,
+    "",
+    `Load average at the end: ${(await import("node:os"))
+      .loadavg()
+      .map((n) => n.toFixed(1))
+      .join(" ")}.`,
+  ];
+  console.log(lines.join("\n"));
+  mkdirSync(join(ROOT, "bench/results"), { recursive: true });
+  writeFileSync(join(ROOT, "bench/results/batch.md"), `${lines.join("\n")}\n`);
+} finally {
+  await server.stop();
+}
