@@ -24,7 +24,7 @@ const ROWS = Number(process.env.OPERON_BENCH_BATCH_ROWS ?? 20_000);
 const CAPACITY_SECS = Number(process.env.OPERON_BENCH_BATCH_CAPACITY_SECS ?? 8);
 const ONLINE_SECS = Number(process.env.OPERON_BENCH_BATCH_ONLINE_SECS ?? 15);
 const CAPACITY_CLIENTS = 32;
-const ADMIN = { email: "bench@example.com", password: "bench-batch-passphrase-1" };
+const ADMIN = { email: "bench@example.com", password: "copper-meadow-violin-71" };
 
 function writeRepository() {
   const root = mkdtempSync(join(tmpdir(), "operon-bench-batch-"));

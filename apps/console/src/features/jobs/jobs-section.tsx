@@ -49,9 +49,6 @@ export function JobsSection() {
                   <th scope="col">Owner</th>
                   <th scope="col">State</th>
                   <th scope="col">Progress</th>
-                  <th scope="col">Rows/s</th>
-                  <th scope="col">Time left</th>
-                  <th scope="col">In flight</th>
                   <th scope="col">Failed rows</th>
                   <th scope="col">
                     <span className="visually-hidden">Actions</span>
@@ -117,10 +114,12 @@ function JobRow({ job, onFailures }: { job: Job; onFailures: () => void }) {
           {job.doneRows.toLocaleString("en")} / {job.totalRows === null ? "?" : total.toLocaleString("en")} rows (
           {percent} %)
         </div>
+        <div className="small muted">
+          {job.rowsPerSec !== null ? `${job.rowsPerSec.toFixed(0)} rows/s` : "– rows/s"} · {timeLeft(job.secondsLeft)}{" "}
+          left
+          {job.state === "RUNNING" ? ` · ${job.concurrency} in flight` : ""}
+        </div>
       </td>
-      <td>{job.rowsPerSec !== null ? job.rowsPerSec.toFixed(0) : "–"}</td>
-      <td>{timeLeft(job.secondsLeft)}</td>
-      <td>{job.state === "RUNNING" ? job.concurrency : "–"}</td>
       <td>
         {job.failedRows > 0 ? (
           <button type="button" className="button" onClick={onFailures}>
