@@ -151,6 +151,26 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  /** A model step's resilience (issue 25): retries, fallbacks, and its circuit breaker's state. */
+  readonly operatorStepRetries = new Counter({
+    name: "operon_operator_step_retries_total",
+    help: "Retries of operator model steps after a retryable failure (UNAVAILABLE), per operator and step",
+    labelNames: ["operator", "step"] as const,
+    registers: [this.registry],
+  });
+  readonly operatorStepFallbacks = new Counter({
+    name: "operon_operator_step_fallbacks_total",
+    help: "Operator model steps answered by their fallback (kind: model or default), per operator and step",
+    labelNames: ["operator", "step", "kind"] as const,
+    registers: [this.registry],
+  });
+  readonly operatorStepBreakerState = new Gauge({
+    name: "operon_operator_step_circuit_state",
+    help: "State of an operator step's circuit breaker: 0 closed, 1 open, 2 half-open (only steps with a circuitBreaker)",
+    labelNames: ["operator", "step"] as const,
+    registers: [this.registry],
+  });
+
   private readonly cpuUtilization = new Gauge({
     name: "nv_cpu_utilization",
     help: "CPU utilization rate [0.0 - 1.0]",
@@ -279,6 +299,9 @@ export class GatewayMetrics {
   removeOperatorStep(operator: string, step: string): void {
     this.operatorStepDurationUs.remove({ operator, step });
     this.operatorStepExecutions.remove({ operator, step });
+    this.operatorStepRetries.remove({ operator, step });
+    for (const kind of ["model", "default"]) this.operatorStepFallbacks.remove({ operator, step, kind });
+    this.operatorStepBreakerState.remove({ operator, step });
   }
 
   stop(): void {
