@@ -133,6 +133,7 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
       onExecution: (batchSize: number, timing: ExecutionTiming) => this.onExecution(batchSize, timing),
       onQueueLength: (length: number) => void (this.queueLength = length),
       onRunning: (count: number) => void (this.running = count),
+      onBatchSplit: (requests: number) => options.metrics.batchSplits.inc(this.labels, requests),
     };
     this.scheduler =
       sequencePolicy !== undefined

@@ -136,6 +136,12 @@ export class GatewayMetrics {
     labelNames: ["model", "version", "instance"] as const,
     registers: [this.registry],
   });
+  readonly batchSplits = new Counter({
+    name: "operon_batch_split_requests_total",
+    help: "Requests run again alone because the batch they were in failed as a whole (one bad request then fails alone)",
+    labelNames: ["model", "version"] as const,
+    registers: [this.registry],
+  });
   readonly workersUp = this.gauge("operon_worker_up", "Backend worker processes currently serving, per model version");
   /** Per step of an operator (ensemble or registered DAG); its composing models keep their own nv_* series. */
   readonly operatorStepDurationUs = new Counter({
@@ -293,6 +299,7 @@ export class GatewayMetrics {
     this.pendingRequests.remove({ model, version });
     this.executingRequests.remove({ model, version });
     this.workersUp.remove({ model, version });
+    this.batchSplits.remove({ model, version });
   }
 
   /** Forgets one operator step's series (operator unloaded, or the step gone from its new spec). */
