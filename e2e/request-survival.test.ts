@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startOperon, tempRepository, workerProcesses, type RunningOperon } from "./support/operon-process.js";
+import { startOperon, tempRepository, type RunningOperon } from "./support/operon-process.js";
 
 /**
  * Requests that survive a failing batch or a bloated worker (issue 25),
