@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startOperon, tempRepository, type RunningOperon } from "./support/operon-process.js";
+import { startOperon, tempRepository, workerProcesses, type RunningOperon } from "./support/operon-process.js";
 
 /**
  * Requests that survive a failing batch or a bloated worker (issue 25),
@@ -81,7 +81,7 @@ instance_group [ { count: 1 } ]`,
       repository,
       "leaky",
       LEAKY,
-      `max_batch_size: 0
+      `max_batch_size: 4
 instance_group [ { count: 1 } ]
 parameters { key: "worker_memory_limit_mb" value: { string_value: "200" } }`,
     );
@@ -105,5 +105,33 @@ parameters { key: "worker_memory_limit_mb" value: { string_value: "200" } }`,
     expect(good.map((result) => result.value)).toEqual([5, 6]);
     expect(await metric(server, 'nv_inference_exec_count{model="poisoned"')).toBe(4);
     expect(await metric(server, 'operon_batch_split_requests_total{model="poisoned"')).toBe(4);
+  });
+
+  it("recycles a worker over its memory cap between requests, without failing one", async () => {
+    const first = workerProcesses(server.pid).find((worker) => worker.instance.startsWith("leaky"))?.pid;
+    expect(first).toBeDefined();
+    // 40 MB more per request against a 200 MB cap: a few requests in, the worker must be replaced.
+    const results: Array<{ status: number; value?: number; error?: string }> = [];
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && results.length < 40) {
+      results.push(await infer(server, "leaky", results.length));
+      if ((await metric(server, 'operon_worker_recycles_total{model="leaky"')) >= 2 && results.length >= 12) break;
+    }
+    expect(results.filter((result) => result.status !== 200)).toEqual([]);
+    expect(results.map((result) => result.value)).toEqual(results.map((_, index) => index));
+    expect(await metric(server, 'operon_worker_recycles_total{model="leaky"')).toBeGreaterThanOrEqual(2);
+    // A recycle is not a crash, and the worker serving now is a fresh process.
+    expect(await metric(server, 'operon_worker_restarts_total{model="leaky"')).toBe(0);
+    const now = workerProcesses(server.pid).find((worker) => worker.instance.startsWith("leaky"))?.pid;
+    expect(now).toBeDefined();
+    expect(now).not.toBe(first);
+    expect(server.output()).toMatch(/over its memory cap; recycling it between requests/);
+  });
+
+  it("concurrent requests all succeed while the worker is recycled under them", async () => {
+    const before = await metric(server, 'operon_worker_recycles_total{model="leaky"');
+    const results = await Promise.all(Array.from({ length: 16 }, (_, i) => infer(server, "leaky", i)));
+    expect(results.filter((result) => result.status !== 200)).toEqual([]);
+    expect(await metric(server, 'operon_worker_recycles_total{model="leaky"')).toBeGreaterThan(before);
   });
 });

@@ -136,6 +136,12 @@ export class GatewayMetrics {
     labelNames: ["model", "version", "instance"] as const,
     registers: [this.registry],
   });
+  readonly workerRecycles = new Counter({
+    name: "operon_worker_recycles_total",
+    help: "Backend worker processes replaced between requests because their resident memory was over the model's cap",
+    labelNames: ["model", "version", "instance"] as const,
+    registers: [this.registry],
+  });
   readonly batchSplits = new Counter({
     name: "operon_batch_split_requests_total",
     help: "Requests run again alone because the batch they were in failed as a whole (one bad request then fails alone)",
