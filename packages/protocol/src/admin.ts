@@ -119,6 +119,7 @@ export const repositoryIndexSchema = z.array(
     version: z.string().optional(),
     state: z.string().optional(),
     reason: z.string().optional(),
+    warnings: z.array(z.string()).optional(),
   }),
 );
 

@@ -456,6 +456,7 @@ export class ModelManager {
               : unready.length > 0
                 ? `step model${unready.length === 1 ? "" : "s"} not ready: ${unready.join(", ")}`
                 : "",
+            ...(entry.warnings !== undefined ? { warnings: entry.warnings } : {}),
           });
         }
         for (const version of [...entry.unloadedVersions].sort((a, b) => Number(a) - Number(b))) {
