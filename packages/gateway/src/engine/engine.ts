@@ -519,6 +519,10 @@ export class Engine implements InferenceEngine {
     return this.manager.scalingState();
   }
 
+  operatorLoad(): Array<{ operator: string; inFlight: number }> {
+    return this.manager.operatorLoad();
+  }
+
   modelStatistics(name?: string, version?: string): ModelStatistics[] {
     return this.manager.servedVersions(name, version).map((served) => served.stats.snapshot());
   }
