@@ -15,6 +15,7 @@ import { DEFAULT_MAX_BYTES_ELEMENTS, type Parameters, type Tensor } from "@opero
 import { PERF_TRAFFIC_PARAMETER, PERF_TRAFFIC_VALUE } from "@operon/protocol/perf-traffic";
 import type { InferenceEngine, OperatorInfo, OperatorValidation, StreamResponseHandler } from "./engine-api.js";
 import type { TenantShares } from "../admission/tenant-shares.js";
+import { operatorTenant } from "../admission/operator-tenant.js";
 import type { FailureReason, GatewayMetrics } from "../observability/metrics.js";
 import type { ModelManager, ServedVersion } from "../repository/model-manager.js";
 import { readProcessUsage, readThreadUsage } from "../observability/process-usage.js";
@@ -78,6 +79,8 @@ export class Engine implements InferenceEngine {
         inputs,
         outputs: outputNames.map((name) => ({ name })),
         signal,
+        // Tenant shares: a step counts against the share of the operator request's tenant (operator-tenant.ts).
+        ...stepTenant(this.info.tenantShares),
         // The frontend drops the tag from callers who may not set it, so a step's copy of it can be trusted.
         ...(parameters?.[PERF_TRAFFIC_PARAMETER] === PERF_TRAFFIC_VALUE ? { trafficClass: "perf" as const } : {}),
       }),
@@ -238,7 +241,7 @@ export class Engine implements InferenceEngine {
   /**
    * Hands a prepared request to its version's runner: through the tenant
    * gate while tenant shares are on (operators are not gated themselves:
-   * their steps are), else straight to the runner. `onStreamed` given: a
+   * their steps are, as the request's tenant), else straight to the runner. `onStreamed` given: a
    * decoupled model's responses go there, one final among them.
    */
   private dispatch(
@@ -248,8 +251,15 @@ export class Engine implements InferenceEngine {
   ): Promise<ScheduledResult> {
     const shares = this.info.tenantShares;
     const gated = shares !== undefined && shares.enabled && served.operator === undefined;
-    if (onStreamed === undefined)
-      return gated ? shares.execute(served, request.tenantId, scheduled) : served.instances.execute(scheduled);
+    if (onStreamed === undefined) {
+      if (gated) return shares.execute(served, request.tenantId, scheduled);
+      // An operator's steps are gated as its caller's tenant: its request counts the units of all its steps.
+      if (served.operator !== undefined && shares?.enabled === true && request.tenantId !== undefined) {
+        const tenantId = request.tenantId;
+        return operatorTenant.run(tenantId, () => served.instances.execute(scheduled));
+      }
+      return served.instances.execute(scheduled);
+    }
     const executeStream = served.instances.executeStream?.bind(served.instances);
     if (executeStream === undefined) {
       throw new OperonError(
@@ -595,4 +605,11 @@ function failureReason(error: OperonError): FailureReason {
   if (error.kind === "UNAVAILABLE") return "REJECTED";
   if (error.kind === "INVALID_ARG") return "OTHER";
   return "BACKEND";
+}
+
+/** The tenant an operator step runs as (its operator request's, operator-tenant.ts) while tenant shares are on. */
+function stepTenant(shares: TenantShares | undefined): { tenantId?: string } {
+  if (shares?.enabled !== true) return {};
+  const tenantId = operatorTenant.getStore();
+  return tenantId !== undefined ? { tenantId } : {};
 }
