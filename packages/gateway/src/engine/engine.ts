@@ -9,6 +9,7 @@ import type {
   ModelStatistics,
   ModelUnloadOptions,
   RepositoryIndexEntry,
+  RequestTimings,
   ServerMetadata,
 } from "@operon/protocol/inference";
 import { DEFAULT_MAX_BYTES_ELEMENTS, type Parameters, type Tensor } from "@operon/protocol/tensor";
@@ -433,6 +434,7 @@ export class Engine implements InferenceEngine {
     batchSize: number,
   ): void {
     served.stats.recordSuccess(requestNs, result.queueNs, result.timing, batchSize);
+    if (request.onTimings !== undefined) request.onTimings(timingsOf(result));
     this.countPerfTraffic(request, served, "success", batchSize, requestNs);
     this.info.metrics?.observeLatency(served, {
       requestNs,
@@ -612,4 +614,20 @@ function stepTenant(shares: TenantShares | undefined): { tenantId?: string } {
   if (shares?.enabled !== true) return {};
   const tenantId = operatorTenant.getStore();
   return tenantId !== undefined ? { tenantId } : {};
+}
+
+/** A traced request's timings: the durations its statistics record, and an operator's steps that ran. */
+function timingsOf(result: ScheduledResult): RequestTimings {
+  const steps: Array<NonNullable<RequestTimings["steps"]>[number]> = [];
+  for (const record of result.steps ?? []) {
+    if (record.startedAt === undefined) continue;
+    steps.push({
+      step: record.step,
+      ...(record.model !== undefined ? { model: record.model } : {}),
+      status: record.status,
+      startedAtMs: record.startedAt,
+      endedAtMs: record.endedAt ?? record.startedAt,
+    });
+  }
+  return { queueNs: result.queueNs, ...result.timing, ...(steps.length > 0 ? { steps } : {}) };
 }
