@@ -52,7 +52,7 @@ async function measured(admin: ApiSession, model: string): Promise<void> {
     target: { kind: "MODEL", name: model },
     // Two at once on one instance: the HTTP round trip overlaps the compute, so the figure is the instance's.
     concurrency: { start: 2, end: 2, step: 1 },
-    measurementIntervalMs: 1000,
+    measurementIntervalMs: 500,
     maxTrials: 3,
   });
   const deadline = Date.now() + 60_000;
