@@ -154,6 +154,14 @@ describe("console: register an operator", () => {
     expect(await facts.textContent()).toContain("Served");
     expect(await facts.textContent()).toContain("add_sub");
     await visible(page.getByRole("region", { name: "Versions" }).getByText("Version 1"));
+    // Its capacity as the resource scheduler counts it: both steps call add_sub (two calls per request), so
+    // each carries half of add_sub's instances' throughput and both are the bottleneck.
+    const capacity = page.getByRole("region", { name: "Capacity" });
+    await visible(capacity.getByRole("table", { name: "Capacity per step" }));
+    const text = (await capacity.textContent()) ?? "";
+    expect(text).toMatch(/Capacity[\d.,\s]+req\/s/);
+    expect(text).toContain("Bottleneck step");
+    expect(await capacity.getByRole("row").filter({ hasText: "bottleneck" }).count()).toBe(2);
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 
