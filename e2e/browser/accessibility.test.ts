@@ -8,7 +8,8 @@ import { useSignedInConsole } from "./support/signed-in-console.js";
 // loaded, checked against WCAG 2.1 A and AA (labels, names, roles, contrast,
 // landmarks, keyboard focusability) by axe-core, at a laptop's width and a
 // phone's. The tests run in order on one server.
-const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
+// Its own admin: the spec runs on the shared system (e2e/browser/support/README.md).
+const ADMIN = { email: "a11y-admin@example.com", password: "a long enough passphrase" };
 
 /** Path, and the page's heading (shown once the page is rendered). */
 const PAGES: Array<{ path: string; heading: string }> = [
@@ -40,7 +41,7 @@ function describeViolations(path: string, violations: AccessibilityViolation[]):
 }
 
 describe("console: accessibility (axe-core, WCAG 2.1 A/AA)", () => {
-  const system = useSignedInConsole({ admin: ADMIN });
+  const system = useSignedInConsole({ admin: ADMIN, shared: true });
 
   // Both colour schemes: the console follows the system's (prefers-color-scheme) unless the header's choice says otherwise.
   for (const [scheme, width] of [
