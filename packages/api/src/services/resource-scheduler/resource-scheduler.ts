@@ -276,6 +276,8 @@ export class ResourceScheduler {
     periodSecs: number;
     policy: SchedulerPolicy;
     budget: HostBudget;
+    /** Where the CPU slot budget came from: the host's cores (2 × cores) or --scheduler-cpu-slots. */
+    cpuSlotsFrom: { cores: number; flag: boolean };
     models: SchedulerModelView[];
     pins: Array<{ model: string; count: number }>;
   }> {
@@ -285,6 +287,7 @@ export class ResourceScheduler {
       periodSecs: this.options.periodSecs,
       policy: this.policy,
       budget: this.budget,
+      cpuSlotsFrom: { cores: availableParallelism(), flag: this.options.cpuSlots !== undefined },
       models: this.lastView,
       pins: pins.map((pin) => ({ model: pin.model, count: pin.count })),
     };
