@@ -171,7 +171,8 @@ describe("console: try a model from its page", () => {
     await visible(image.getByText("text_180.png"));
     await panel.getByRole("button", { name: "Run" }).click();
     // Three models' first requests (the classifier's ONNX session warms up): slow on a loaded CI host.
-    const outputs = await visible(panel.getByRole("table", { name: "Outputs" }), 60_000);
+    // The operator's result shows under its form (in the Try it card), not inside it.
+    const outputs = await visible(page.getByRole("table", { name: "Outputs", exact: true }), 60_000);
     expect(
       await outputs
         .getByRole("row", { name: /^label / })

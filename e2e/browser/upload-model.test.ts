@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { accessibilityViolations } from "./support/accessibility.js";
 import { formAlert, heading, visible, waitForPath } from "./support/console-actions.js";
 import { writeTinyMlpFile } from "./support/model-files.js";
 import { useSignedInConsole } from "./support/signed-in-console.js";
@@ -107,6 +108,53 @@ describe("console: upload a model and see it serve", () => {
     await page.getByRole("link", { name: "All models" }).click();
     const row = await visible(page.getByRole("row", { name: new RegExp(`^${MODEL}`) }));
     expect(await row.textContent()).toMatch(/Uploaded.*Ready/);
+    expect(system.session.errors).toEqual([]);
+  }, 150_000);
+
+  it("edits the config as config.pbtxt in the code editor, loaded from a file or typed (issue 27 item 9)", async () => {
+    const { page } = system.session;
+    await page.goto(`/models/${MODEL}`);
+    await visible(heading(page, MODEL));
+    await page.getByRole("button", { name: "Edit config.pbtxt" }).click();
+    const form = await visible(page.getByRole("form", { name: "Edit config.pbtxt" }));
+    const editor = form.getByRole("textbox", { name: "config.pbtxt" });
+    await visible(editor);
+    const stored = await form.locator('input[type="hidden"][name="configPbtxt"]').inputValue();
+    expect(stored).toMatch(new RegExp(`^name: "${MODEL}"$`, "m"));
+    // The editor passes axe in both schemes.
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      const violations = await accessibilityViolations(page);
+      expect(violations.map((violation) => `${scheme}: ${violation.rule} ${violation.where.join(", ")}`)).toEqual([]);
+    }
+    await page.emulateMedia({ colorScheme: "light" });
+
+    // A file from disk replaces the text; one that does not parse is refused with its line and column, and kept.
+    const broken = `${stored.trimEnd()}\ndimz: [ 4 ]\n`;
+    await form.getByLabel("Load a config.pbtxt file (replaces the text below)").setInputFiles({
+      name: "config.pbtxt",
+      mimeType: "text/plain",
+      buffer: Buffer.from(broken),
+    });
+    await page.waitForFunction(
+      (expected) =>
+        (document.querySelector('input[name="configPbtxt"]') as HTMLInputElement | null)?.value === expected,
+      broken,
+    );
+    await form.getByRole("button", { name: "Save config.pbtxt" }).click();
+    const line = broken.trimEnd().split("\n").length;
+    await visible(form.getByText(new RegExp(`^config\\.pbtxt:${line}:1: unknown field 'dimz'`)));
+    expect(await editor.getAttribute("aria-invalid")).toBe("true");
+
+    // Typed in the editor: two instances instead of the config's count.
+    const edited = /instance_group/.test(stored)
+      ? stored.replace(/count: \d+/, "count: 2")
+      : `${stored.trimEnd()}\ninstance_group [ { kind: KIND_CPU, count: 2 } ]\n`;
+    await editor.fill(edited);
+    await form.getByRole("button", { name: "Save config.pbtxt" }).click();
+    await visible(page.getByText("Saved: the model was reloaded with the new config."), 90_000);
+    expect(await page.getByLabel("Config as config.pbtxt").textContent()).toMatch(/count: 2/);
+    await visible(page.getByRole("status").getByText("Ready", { exact: true }), 60_000);
     expect(system.session.errors).toEqual([]);
   }, 150_000);
 });
