@@ -1,3 +1,7 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { writeMlpModel } from "@operon/testing/onnx-model-writer";
 import { describe, expect, it } from "vitest";
 import { accessibilityViolations } from "./support/accessibility.js";
 import { formAlert, heading, visible, waitForPath } from "./support/console-actions.js";
@@ -157,4 +161,49 @@ describe("console: upload a model and see it serve", () => {
     await visible(page.getByRole("status").getByText("Ready", { exact: true }), 60_000);
     expect(system.session.errors).toEqual([]);
   }, 150_000);
+
+  it("uploads a Triton model folder (config.pbtxt and two version folders) as one upload (issue 27 item 9)", async () => {
+    const { page } = system.session;
+    const root = mkdtempSync(join(tmpdir(), "operon-e2e-folder-"));
+    const folder = join(root, "folder-mlp");
+    // First a folder without its config.pbtxt: every problem is named, nothing is sent.
+    mkdirSync(join(folder, "1"), { recursive: true });
+    writeFileSync(join(folder, "1", "model.onnx"), writeMlpModel({ sizes: [4, 8, 2], seed: 7 }));
+    await page.goto("/models/upload");
+    await visible(heading(page, "Upload a model"));
+    const form = page.getByRole("form", { name: "Or a Triton model folder" });
+    await form.getByLabel("Model folder").setInputFiles(folder);
+    await visible(form.getByText("folder-mlp/config.pbtxt is missing: a Triton model folder has one"));
+
+    mkdirSync(join(folder, "2"));
+    writeFileSync(join(folder, "2", "model.onnx"), writeMlpModel({ sizes: [4, 8, 2], seed: 8 }));
+    writeFileSync(join(folder, "README.md"), "not part of the model\n");
+    writeFileSync(
+      join(folder, "config.pbtxt"),
+      `name: "folder-mlp"
+backend: "onnxruntime"
+max_batch_size: 8
+input [ { name: "input", data_type: TYPE_FP32, dims: [ 4 ] } ]
+output [ { name: "output", data_type: TYPE_FP32, dims: [ 2 ] } ]
+instance_group [ { kind: KIND_CPU, count: 2 } ]
+`,
+    );
+    await form.getByLabel("Model folder").setInputFiles(folder);
+    await visible(
+      form.getByText(/^folder-mlp: config\.pbtxt and versions 1 \(model\.onnx, .*\), 2 \(model\.onnx, .*\)\.$/),
+    );
+    await form.getByRole("button", { name: "Upload folder" }).click();
+
+    await waitForPath(page, "/models/folder-mlp", 120_000);
+    await visible(heading(page, "folder-mlp"));
+    await visible(page.getByRole("status").getByText("Ready", { exact: true }), 60_000);
+    const versions = page.getByRole("table", { name: "Versions" });
+    await visible(versions.getByRole("row", { name: /^2 / }));
+    await visible(versions.getByRole("row", { name: /^1 / }));
+    // The folder's config.pbtxt is the model's: two instances, batches of up to 8.
+    const config = (await page.getByLabel("Config as config.pbtxt").textContent()) ?? "";
+    expect(config).toMatch(/count: 2/);
+    expect(config).toMatch(/^max_batch_size: 8$/m);
+    expect(system.session.errors).toEqual([]);
+  }, 180_000);
 });
