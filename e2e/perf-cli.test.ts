@@ -1,4 +1,5 @@
-import { readFileSync, readdirSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { parsePerfReport, type PerfReport } from "@operon/perf/perf-report";
@@ -206,6 +207,80 @@ describe("operon perf", () => {
     const status = await fetch(`http://${httpAddress}/v2/systemsharedmemory/status`);
     expect(await status.json()).toEqual([]);
     expect(readdirSync("/dev/shm").filter((name) => name.startsWith("operon_perf_"))).toEqual([]);
+  });
+
+  it("measures a stateful model (silero_vad, sequence_batching) by sending sequences, over HTTP and gRPC", async () => {
+    // Silero VAD takes 512-sample chunks at 16 kHz; its recurrent state stays in the server between a sequence's requests.
+    const dataFile = join(mkdtempSync(join(tmpdir(), "operon-perf-vad-")), "chunks.json");
+    writeFileSync(
+      dataFile,
+      JSON.stringify({
+        data: [
+          {
+            input: { content: Array.from({ length: 512 }, (_, i) => Math.sin(i / 8) * 0.1), shape: [1, 512] },
+            sr: { content: [16000], shape: [] },
+          },
+        ],
+      }),
+    );
+    for (const [protocol, address] of [
+      ["http", httpAddress],
+      ["grpc", server.grpcAddress],
+    ] as const) {
+      const run = await runOperon([
+        "perf",
+        "-m",
+        "silero_vad",
+        "-i",
+        protocol,
+        "-u",
+        address,
+        "--input-data",
+        dataFile,
+        "--sequence-length",
+        "4",
+        "--sequence-id-range",
+        "1000:1999",
+        "--concurrency-range",
+        "2",
+        "--request-count",
+        "24",
+        "--json",
+      ]);
+      expect(run.code, run.stderr).toBe(0);
+      const report = parseReport(run.stdout);
+      expect(report.config).toMatchObject({ sequenceLength: 4, sequenceIdStart: "1000" });
+      expect(report.steps[0]).toMatchObject({ requests: 24, errors: 0 });
+    }
+  });
+
+  it("a decoupled model (text_generator) is refused without --streaming and measured with it over one gRPC stream", async () => {
+    const refused = await runOperon(["perf", "-m", "text_generator", "-i", "grpc", "-u", server.grpcAddress]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/is decoupled: .*--streaming -i grpc/);
+    const overHttp = await runOperon(["perf", "-m", "text_generator", "-u", httpAddress, "--streaming"]);
+    expect(overHttp.code).toBe(2);
+    expect(overHttp.stderr).toMatch(/--streaming needs the gRPC protocol/);
+    const run = await runOperon([
+      "perf",
+      "-m",
+      "text_generator",
+      "-i",
+      "grpc",
+      "-u",
+      server.grpcAddress,
+      "--streaming",
+      "--concurrency-range",
+      "2",
+      "--request-count",
+      "12",
+      "--json",
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const report = parseReport(run.stdout);
+    expect(report.config).toMatchObject({ streaming: true });
+    expect(report.steps[0]).toMatchObject({ requests: 12, errors: 0 });
+    expect(report.steps[0]!.latencyUs.min).toBeGreaterThan(0);
   });
 
   it("refuses a malformed -H and an out-of-range --percentile as usage errors", async () => {

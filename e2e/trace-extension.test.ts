@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -18,6 +20,8 @@ interface ExportedSpan {
   spanId: string;
   parentSpanId?: string;
   name: string;
+  startTimeUnixNano?: string;
+  endTimeUnixNano?: string;
   attributes?: Array<{ key: string; value: Record<string, unknown> }>;
 }
 
@@ -42,6 +46,18 @@ beforeAll(async () => {
   const port = (collector.address() as AddressInfo).port;
   const repository = tempRepository("operon-e2e-trace-");
   writeModel(repository, "add_sub", addSubModel(), { config: ADD_SUB_CONFIG() });
+  // A one-step ensemble over add_sub: an operator, whose trace has a span per step.
+  mkdirSync(join(repository, "add_sub_ensemble", "1"), { recursive: true });
+  writeFileSync(
+    join(repository, "add_sub_ensemble", "config.pbtxt"),
+    `name: "add_sub_ensemble"
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "A", data_type: TYPE_FP32, dims: [ 16 ] }, { name: "B", data_type: TYPE_FP32, dims: [ 16 ] } ]
+output [ { name: "SUM", data_type: TYPE_FP32, dims: [ 16 ] } ]
+ensemble_scheduling { step [ { model_name: "add_sub" model_version: -1 input_map { key: "INPUT0" value: "A" } input_map { key: "INPUT1" value: "B" } output_map { key: "OUTPUT0" value: "SUM" } } ] }
+`,
+  );
   server = await startOperon([
     "--model-repository",
     repository,
@@ -62,15 +78,16 @@ afterAll(async () => {
 const url = (path: string): string => `${server.httpUrl}${path}`;
 const range = (n: number): number[] => Array.from({ length: n }, (_, i) => i);
 
-async function infer(headers: Record<string, string> = {}): Promise<void> {
-  const response = await fetch(url("/v2/models/add_sub/infer"), {
+async function infer(headers: Record<string, string> = {}, model = "add_sub"): Promise<void> {
+  const [a, b] = model === "add_sub" ? ["INPUT0", "INPUT1"] : ["A", "B"];
+  const response = await fetch(url(`/v2/models/${model}/infer`), {
     method: "POST",
     headers: { "Content-Type": "application/json", ...headers },
     body: JSON.stringify({
       id: "traced-1",
       inputs: [
-        { name: "INPUT0", datatype: "FP32", shape: [1, 16], data: range(16) },
-        { name: "INPUT1", datatype: "FP32", shape: [1, 16], data: range(16) },
+        { name: a, datatype: "FP32", shape: [1, 16], data: range(16) },
+        { name: b, datatype: "FP32", shape: [1, 16], data: range(16) },
       ],
     }),
   });
@@ -120,12 +137,38 @@ describe("the trace extension", () => {
     // The global settings are unchanged.
     expect(await (await fetch(url("/v2/trace/setting"))).json()).toMatchObject({ trace_level: ["OFF"] });
     await infer({ traceparent: `00-${traceId(2)}-00f067aa0ba902b7-01` });
-    const found = await spansOf(traceId(2), 3);
+    const found = await spansOf(traceId(2), 7);
     const root = found.find((span) => span.name === "HTTP infer add_sub");
     expect(root).toBeDefined();
     expect(root!.parentSpanId).toBe("00f067aa0ba902b7");
     const children = found.filter((span) => span.parentSpanId === root!.spanId).map((span) => span.name);
     expect(children.sort()).toEqual(["decode request", "engine (queue + compute)"]);
+    // The engine's span holds the queue and compute phases the statistics time, laid end to end inside it.
+    const engine = found.find((span) => span.name === "engine (queue + compute)")!;
+    const phases = found.filter((span) => span.parentSpanId === engine.spanId);
+    expect(phases.map((span) => span.name)).toEqual(["queue", "compute input", "compute infer", "compute output"]);
+    for (const [before, after] of phases.slice(0, -1).map((span, i) => [span, phases[i + 1]!] as const)) {
+      expect(BigInt(before.endTimeUnixNano!)).toBe(BigInt(after.startTimeUnixNano!));
+    }
+    expect(BigInt(phases[0]!.startTimeUnixNano!)).toBeGreaterThanOrEqual(BigInt(engine.startTimeUnixNano!));
+  });
+
+  it("an operator's trace has a span per step, inside the engine's span, naming the step's model", async () => {
+    const changed = await setting("/v2/models/add_sub_ensemble/trace/setting", {
+      trace_level: ["TIMESTAMPS"],
+      trace_rate: "1",
+    });
+    expect(changed.status).toBe(200);
+    await infer({ traceparent: `00-${traceId(3)}-00f067aa0ba902b7-01` }, "add_sub_ensemble");
+    const found = await spansOf(traceId(3), 8);
+    const engine = found.find((span) => span.name === "engine (queue + compute)")!;
+    const step = found.find((span) => span.name.startsWith("step "));
+    expect(step).toBeDefined();
+    expect(step!.parentSpanId).toBe(engine.spanId);
+    const attributes = Object.fromEntries((step!.attributes ?? []).map((a) => [a.key, a.value["stringValue"]]));
+    expect(attributes).toMatchObject({ "operon.model": "add_sub", "operon.step.status": "ok" });
+    expect(BigInt(step!.endTimeUnixNano!)).toBeGreaterThanOrEqual(BigInt(step!.startTimeUnixNano!));
+    await setting("/v2/models/add_sub_ensemble/trace/setting", { trace_level: null, trace_rate: null });
   });
 
   it("samples one request in trace_rate and stops after trace_count", async () => {

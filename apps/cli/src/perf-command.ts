@@ -7,6 +7,7 @@ import { progressWriter } from "@operon/perf/perf-progress";
 import { formatPerfReport } from "@operon/perf/perf-table";
 import { formatPerfAnalyzerCsv } from "@operon/perf/perf-analyzer-csv";
 import { type PerfOptions, PERF_DEFAULTS, runPerf } from "@operon/perf/run-perf";
+import { type SequenceIdRange, parseSequenceIdRange } from "@operon/perf/sequence-driver";
 
 /** Exit codes: 0 done, 1 the run failed or requests failed, 2 bad flags (usage), 130 interrupted. */
 const EXIT_FAILURE = 1;
@@ -17,7 +18,8 @@ const EXIT_INTERRUPTED = 130;
  * `operon perf`: a load generator in the spirit of Triton's perf_analyzer,
  * with its flag names where they exist (-m, -x, -u, -i, -b, -p, -s, -r,
  * --concurrency-range, --request-rate-range, --request-distribution,
- * --request-count, --shape, --input-data, -f, --percentile, -H,
+ * --request-count, --shape, --input-data, -f, --percentile, -H, --streaming,
+ * --sequence-length, --sequence-id-range,
  * --profile-export-file, --verbose-csv). Ranges are start:end:step and
  * step additively as in perf_analyzer: 1:8:2 measures 1, 3, 5, 7. The
  * table goes to stdout (or, with --json, only the PerfReport JSON);
@@ -102,6 +104,17 @@ export function perfCommand(): Command {
       "--shared-memory system: bytes reserved for each output (default 102400)",
       parsePositiveInt,
     )
+    .option("--streaming", "grpc: send every request over one ModelStreamInfer stream (needed for decoupled models)")
+    .option(
+      "--sequence-length <n>",
+      "sequence models: requests per sequence, first marked start and last end (default 20)",
+      parsePositiveInt,
+    )
+    .option(
+      "--sequence-id-range <start[:end]>",
+      "sequence models: the correlation ids sequences take in turn (default 1 upwards)",
+      parseSequenceIds,
+    )
     .option("--json", "print only the PerfReport JSON on stdout")
     .option("-f, --latency-report-file <path>", "also write perf_analyzer's CSV report to this file")
     .option("--verbose-csv", "-f: add perf_analyzer's --verbose-csv columns")
@@ -144,6 +157,9 @@ interface PerfFlags {
   percentile?: number;
   sharedMemory: "none" | "system";
   outputSharedMemorySize?: number;
+  streaming?: boolean;
+  sequenceLength?: number;
+  sequenceIdRange?: SequenceIdRange;
 }
 
 async function runPerfCommand(flags: PerfFlags): Promise<void> {
@@ -189,6 +205,9 @@ async function runPerfCommand(flags: PerfFlags): Promise<void> {
     ...(flags.percentile !== undefined ? { percentile: flags.percentile } : {}),
     sharedMemory: flags.sharedMemory,
     ...(flags.outputSharedMemorySize !== undefined ? { outputSharedMemorySize: flags.outputSharedMemorySize } : {}),
+    ...(flags.streaming === true ? { streaming: true } : {}),
+    ...(flags.sequenceLength !== undefined ? { sequenceLength: flags.sequenceLength } : {}),
+    ...(flags.sequenceIdRange !== undefined ? { sequenceIdRange: flags.sequenceIdRange } : {}),
   };
 
   const progress = progressWriter(process.stderr);
@@ -261,6 +280,14 @@ function parsePercentile(value: string): number {
   if (!Number.isSafeInteger(parsed) || parsed < 1 || parsed > 99)
     throw new InvalidArgumentError(`'${value}' is not a whole number from 1 to 99`);
   return parsed;
+}
+
+function parseSequenceIds(value: string): SequenceIdRange {
+  try {
+    return parseSequenceIdRange(value);
+  } catch (error) {
+    throw new InvalidArgumentError(messageOf(error));
+  }
 }
 
 function parsePositiveInt(value: string): number {

@@ -10,6 +10,8 @@ const SET: PreparedInputSet = [
 ];
 
 interface Received {
+  id?: string;
+  parameters?: Record<string, { parameter_choice?: string; [key: string]: unknown }>;
   /** The call's `authorization` metadata, added by the fake server. */
   authorization?: unknown;
   model_name: string;
@@ -35,6 +37,27 @@ async function startFakeGrpcServer(received: Received[]): Promise<{ target: stri
     details: `Request for unknown model: '${name}' is not found`,
   });
   server.addService(definition["inference.GRPCInferenceService"] as unknown as grpc.ServiceDefinition, {
+    // A decoupled model's way: two responses per request, then an empty final one; model "bad" answers an error.
+    ModelStreamInfer: (call: grpc.ServerDuplexStream<Received, object>) => {
+      call.on("data", (request: Received) => {
+        received.push(request);
+        const answer = (final: boolean, error = "") =>
+          call.write({
+            error_message: error,
+            infer_response: { id: request.id, parameters: { triton_final_response: { bool_param: final } } },
+          });
+        if (request.model_name === "bad") {
+          answer(true, "the model failed");
+          return;
+        }
+        answer(false);
+        setTimeout(() => {
+          answer(false);
+          answer(true);
+        }, 20);
+      });
+      call.on("end", () => call.end());
+    },
     ModelInfer: (call: grpc.ServerUnaryCall<Received, object>, callback: grpc.sendUnaryData<object>) => {
       received.push({ ...call.request, authorization: call.metadata.get("authorization")[0] });
       callback(null, { model_name: call.request.model_name, raw_output_contents: [Buffer.alloc(4)] });
@@ -121,7 +144,7 @@ describe("GrpcInferenceClient", () => {
       versions: ["3"],
       inputs: [{ name: "A", datatype: "FP32", shape: [-1, 2] }],
     });
-    expect(await client.modelConfig()).toEqual({ maxBatchSize: 4 });
+    expect(await client.modelConfig()).toEqual({ maxBatchSize: 4, sequenceBatching: false, decoupled: false });
     const [stats] = await client.modelStatistics();
     expect(stats).toMatchObject({
       inference_count: 12,
@@ -151,5 +174,47 @@ describe("GrpcInferenceClient", () => {
       code: "UNREACHABLE",
       message: expect.stringContaining(`cannot connect to the gRPC server at ${fake.target}`),
     });
+  });
+
+  it("adds a sequence request's controls to the prepared message as uint64 and bool parameters", async () => {
+    const received: Received[] = [];
+    const fake = await startFakeGrpcServer(received);
+    server = fake.server;
+    client = await GrpcInferenceClient.create({ url: fake.target, model: "toy", inputSets: [SET] });
+    await client.infer({ id: 18446744073709551615n, start: true, end: false });
+    await client.infer();
+    const [withSequence, plain] = received;
+    expect(withSequence!.parameters!["sequence_id"]).toMatchObject({ uint64_param: "18446744073709551615" });
+    expect(withSequence!.parameters!["sequence_start"]).toMatchObject({ bool_param: true });
+    expect(withSequence!.parameters!["sequence_end"]).toMatchObject({ bool_param: false });
+    // The tensors and the perf-traffic tag are still there, and the prepared request itself is unchanged.
+    expect(withSequence!.raw_input_contents).toEqual([SET[0]!.data, SET[1]!.data]);
+    expect(Object.keys(withSequence!.parameters!).sort()).toEqual([
+      "operon_traffic",
+      "sequence_end",
+      "sequence_id",
+      "sequence_start",
+    ]);
+    expect(Object.keys(plain!.parameters!)).toEqual(["operon_traffic"]);
+  });
+
+  it("--streaming: each request completes at its final response on one shared stream; an error response rejects it", async () => {
+    const received: Received[] = [];
+    const fake = await startFakeGrpcServer(received);
+    server = fake.server;
+    client = await GrpcInferenceClient.create({ url: fake.target, model: "toy", inputSets: [SET], streaming: true });
+    const started = performance.now();
+    await Promise.all([client.infer(), client.infer({ id: 3n, start: true, end: true })]);
+    // Not at the first response: the final one comes 20 ms later.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(15);
+    expect(received.map((request) => request.id)).toEqual(["perf-0", "perf-1"]);
+    expect(received[0]!.parameters!["triton_enable_empty_final_response"]).toMatchObject({ bool_param: true });
+    expect(received[1]!.parameters!["sequence_id"]).toMatchObject({ uint64_param: "3" });
+    client.close();
+
+    client = await GrpcInferenceClient.create({ url: fake.target, model: "bad", inputSets: [SET], streaming: true });
+    await expect(client.infer()).rejects.toThrow("the model failed");
+    client.close();
+    await expect(client.infer()).rejects.toThrow(/closed/);
   });
 });

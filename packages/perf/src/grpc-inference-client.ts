@@ -16,7 +16,9 @@ import {
   parseServerAddress,
 } from "./inference-client.js";
 import type { SharedMemoryWindow } from "./inference-client.js";
+import type { SequenceFlags } from "./sequence-driver.js";
 import { PerfError } from "./perf-error.js";
+import { GrpcInferStream } from "./grpc-infer-stream.js";
 import { PROTO_DIR } from "@operon/protocol/proto-dir";
 
 /**
@@ -55,6 +57,7 @@ export class GrpcInferenceClient implements InferenceClient {
   private readonly target: string;
   private readonly methods: Record<
     | "ModelInfer"
+    | "ModelStreamInfer"
     | "ModelMetadata"
     | "ModelConfig"
     | "ModelStatistics"
@@ -69,6 +72,8 @@ export class GrpcInferenceClient implements InferenceClient {
   private readonly metadata: grpc.Metadata;
   private next = 0;
   private closed = false;
+  /** --streaming: requests go over one ModelStreamInfer call instead of unary ModelInfer calls. */
+  private readonly stream: GrpcInferStream | undefined;
 
   static async create(options: InferenceClientOptions): Promise<GrpcInferenceClient> {
     const address = parseServerAddress(options.url, "grpc");
@@ -96,6 +101,7 @@ export class GrpcInferenceClient implements InferenceClient {
       SystemSharedMemoryRegister: method("SystemSharedMemoryRegister"),
       SystemSharedMemoryUnregister: method("SystemSharedMemoryUnregister"),
       ModelInfer: method("ModelInfer"),
+      ModelStreamInfer: method("ModelStreamInfer"),
       ModelMetadata: method("ModelMetadata"),
       ModelConfig: method("ModelConfig"),
       ModelStatistics: method("ModelStatistics"),
@@ -106,6 +112,10 @@ export class GrpcInferenceClient implements InferenceClient {
     this.client = new grpc.Client(target, grpc.credentials.createInsecure(), CHANNEL_OPTIONS);
     this.metadata = new grpc.Metadata();
     for (const [name, value] of Object.entries(options.headers ?? {})) this.metadata.set(name.toLowerCase(), value);
+    this.stream =
+      options.streaming === true
+        ? new GrpcInferStream(this.client, this.methods.ModelStreamInfer, this.metadata)
+        : undefined;
     const perfTraffic = { [PERF_TRAFFIC_PARAMETER]: { string_param: PERF_TRAFFIC_VALUE } };
     const shm = options.sharedMemory;
     this.prepared = (options.inputSets ?? []).map((set, i) =>
@@ -136,10 +146,14 @@ export class GrpcInferenceClient implements InferenceClient {
     );
   }
 
-  infer(): Promise<void> {
-    const body = this.prepared[this.next];
-    if (body === undefined) return Promise.reject(new Error("no inference request was prepared for this client"));
+  infer(sequence?: SequenceFlags): Promise<void> {
+    const prepared = this.prepared[this.next];
+    if (prepared === undefined) return Promise.reject(new Error("no inference request was prepared for this client"));
     this.next = this.next + 1 === this.prepared.length ? 0 : this.next + 1;
+    if (this.stream !== undefined) {
+      return this.stream.send(prepared, (id) => this.streamExtras(id, sequence));
+    }
+    const body = sequence === undefined ? prepared : Buffer.concat([prepared, this.sequenceParameters(sequence)]);
     return new Promise<void>((resolve, reject) => {
       this.client.makeUnaryRequest<Buffer, undefined>(
         this.methods.ModelInfer.path,
@@ -153,6 +167,27 @@ export class GrpcInferenceClient implements InferenceClient {
           else resolve();
         },
       );
+    });
+  }
+
+  /**
+   * A serialised ModelInferRequest holding only the sequence controls.
+   * Appended to a prepared request it adds these map entries to its
+   * parameters (protobuf merges concatenated messages), so the tensors
+   * are not encoded again.
+   */
+  private sequenceParameters(sequence: SequenceFlags): Buffer {
+    return this.methods.ModelInfer.requestSerialize({ parameters: sequenceParameterEntries(sequence) });
+  }
+
+  /** A streamed request's id, its ask for an empty final response (so every request sees its end), and its sequence controls. */
+  private streamExtras(id: string, sequence: SequenceFlags | undefined): Buffer {
+    return this.methods.ModelInfer.requestSerialize({
+      id,
+      parameters: {
+        triton_enable_empty_final_response: { bool_param: true },
+        ...(sequence !== undefined ? sequenceParameterEntries(sequence) : {}),
+      },
     });
   }
 
@@ -172,9 +207,18 @@ export class GrpcInferenceClient implements InferenceClient {
 
   async modelConfig(): Promise<ModelConfigSummary> {
     const response = (await this.control("ModelConfig", { name: this.options.model, version: this.version })) as {
-      config?: { max_batch_size?: number | string };
+      config?: {
+        max_batch_size?: number | string;
+        sequence_batching?: object | null;
+        model_transaction_policy?: { decoupled?: boolean } | null;
+      };
     };
-    return { maxBatchSize: Number(response.config?.max_batch_size ?? 0) || 0 };
+    return {
+      maxBatchSize: Number(response.config?.max_batch_size ?? 0) || 0,
+      sequenceBatching:
+        typeof response.config?.sequence_batching === "object" && response.config.sequence_batching !== null,
+      decoupled: response.config?.model_transaction_policy?.decoupled === true,
+    };
   }
 
   async modelStatistics(): Promise<ModelStatistics[]> {
@@ -195,6 +239,7 @@ export class GrpcInferenceClient implements InferenceClient {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.stream?.close();
     this.client.close();
   }
 
@@ -312,6 +357,15 @@ function statistics(wire: WireStatistics): ModelStatistics {
       }),
     ),
     memory_usage: [],
+  };
+}
+
+/** The sequence batcher's controls as InferParameter entries (the id as uint64, Triton's numeric correlation id). */
+function sequenceParameterEntries(sequence: SequenceFlags): Record<string, object> {
+  return {
+    sequence_id: { uint64_param: sequence.id.toString() },
+    sequence_start: { bool_param: sequence.start },
+    sequence_end: { bool_param: sequence.end },
   };
 }
 

@@ -101,7 +101,7 @@ describe("HttpInferenceClient", () => {
       versions: ["1", "2"],
       inputs: [{ name: "X", datatype: "FP32", shape: [-1, 4] }],
     });
-    expect(await client.modelConfig()).toEqual({ maxBatchSize: 8 });
+    expect(await client.modelConfig()).toEqual({ maxBatchSize: 8, sequenceBatching: false, decoupled: false });
     expect((await client.modelStatistics())[0]).toMatchObject({ name: "toy", version: "2" });
     await expect(client.infer()).rejects.toThrow(/no inference request was prepared/);
   });
@@ -126,5 +126,37 @@ describe("HttpInferenceClient", () => {
     } finally {
       closed.close();
     }
+  });
+
+  it("splices a sequence request's controls into the prepared body, binary and JSON, growing the binary header's length", async () => {
+    server = await startFakeKserveServer();
+    client = new HttpInferenceClient({ url: server.url, model: "toy", inputSets: [SET] });
+    await client.infer({ id: 42n, start: true, end: false });
+    await client.infer();
+    const [withSequence, plain] = server.received;
+    const headerLength = Number(withSequence!.headers["inference-header-content-length"]);
+    expect(JSON.parse(withSequence!.body.subarray(0, headerLength).toString()).parameters).toEqual({
+      sequence_id: 42,
+      sequence_start: true,
+      sequence_end: false,
+      binary_data_output: true,
+      operon_traffic: "perf",
+    });
+    expect(withSequence!.body.subarray(headerLength)).toEqual(SET[0]!.data);
+    expect(Number(withSequence!.headers["content-length"])).toBe(withSequence!.body.length);
+    // The prepared request itself is unchanged.
+    const plainHeader = Number(plain!.headers["inference-header-content-length"]);
+    expect(JSON.parse(plain!.body.subarray(0, plainHeader).toString()).parameters).toEqual({
+      binary_data_output: true,
+      operon_traffic: "perf",
+    });
+    client.close();
+
+    client = new HttpInferenceClient({ url: server.url, model: "toy", inputSets: [SET], binaryData: false });
+    await client.infer({ id: 7n, start: false, end: true });
+    expect(JSON.parse(server.received[2]!.body.toString())).toEqual({
+      inputs: [{ name: "X", datatype: "FP32", shape: [1, 4], data: [1, 2, 3, 4] }],
+      parameters: { sequence_id: 7, sequence_start: false, sequence_end: true, operon_traffic: "perf" },
+    });
   });
 });

@@ -14,10 +14,19 @@ import {
 import type { PreparedInputSet } from "./input-data.js";
 import type { SharedMemoryWindow } from "./inference-client.js";
 import { PerfError, messageOf } from "./perf-error.js";
+import type { SequenceFlags } from "./sequence-driver.js";
 
 interface PreparedHttpRequest {
   options: http.RequestOptions;
   body: Buffer;
+  /**
+   * Byte offset just inside the request's top-level `parameters` object
+   * (never empty: it carries the perf-traffic tag), where a sequence
+   * request's controls are spliced in without encoding the body again.
+   */
+  parametersAt: number;
+  /** Binary bodies: the JSON header's length, which a splice grows. */
+  headerLength?: number;
 }
 
 /**
@@ -58,10 +67,11 @@ export class HttpInferenceClient implements InferenceClient {
     );
   }
 
-  infer(): Promise<void> {
-    const prepared = this.prepared[this.next];
-    if (prepared === undefined) return Promise.reject(new Error("no inference request was prepared for this client"));
+  infer(sequence?: SequenceFlags): Promise<void> {
+    const next = this.prepared[this.next];
+    if (next === undefined) return Promise.reject(new Error("no inference request was prepared for this client"));
     this.next = this.next + 1 === this.prepared.length ? 0 : this.next + 1;
+    const prepared = sequence === undefined ? next : withSequence(next, sequence);
     return new Promise<void>((resolve, reject) => {
       const request = http.request(prepared.options, (response) => {
         if (response.statusCode === 200) {
@@ -102,8 +112,16 @@ export class HttpInferenceClient implements InferenceClient {
   }
 
   async modelConfig(): Promise<ModelConfigSummary> {
-    const config = (await this.getModelJson("/config")) as { max_batch_size?: unknown };
-    return { maxBatchSize: Number(config.max_batch_size ?? 0) || 0 };
+    const config = (await this.getModelJson("/config")) as {
+      max_batch_size?: unknown;
+      sequence_batching?: unknown;
+      model_transaction_policy?: { decoupled?: unknown } | null;
+    };
+    return {
+      maxBatchSize: Number(config.max_batch_size ?? 0) || 0,
+      sequenceBatching: typeof config.sequence_batching === "object" && config.sequence_batching !== null,
+      decoupled: config.model_transaction_policy?.decoupled === true,
+    };
   }
 
   async modelStatistics(): Promise<ModelStatistics[]> {
@@ -140,6 +158,7 @@ export class HttpInferenceClient implements InferenceClient {
     );
     return {
       body,
+      parametersAt: parametersOffset(body),
       options: {
         agent: this.agent,
         host: this.address.host,
@@ -184,8 +203,11 @@ export class HttpInferenceClient implements InferenceClient {
       headers["content-type"] = "application/json";
     }
     headers["content-length"] = body.length;
+    const headerLength = headers["inference-header-content-length"] as number | undefined;
     return {
       body,
+      parametersAt: parametersOffset(body.subarray(0, headerLength ?? body.length)),
+      ...(headerLength !== undefined ? { headerLength } : {}),
       options: {
         agent: this.agent,
         host: this.address.host,
@@ -291,6 +313,36 @@ export class HttpInferenceClient implements InferenceClient {
       });
     });
   }
+}
+
+/** The byte offset just after the last `"parameters":{` of a JSON text: the top-level one, which every body here writes last. */
+function parametersOffset(json: Buffer): number {
+  const marker = Buffer.from('"parameters":{', "utf8");
+  const at = json.lastIndexOf(marker);
+  if (at < 0) throw new Error("a prepared request has no top-level parameters object");
+  return at + marker.length;
+}
+
+/** The prepared request with sequence_id / sequence_start / sequence_end spliced into its parameters. */
+function withSequence(prepared: PreparedHttpRequest, sequence: SequenceFlags): PreparedHttpRequest {
+  // A uint64 id beyond 2^53 is not a safe JSON number for every reader; the gateway accepts ids as decimal integers.
+  const controls = Buffer.from(
+    `"sequence_id":${sequence.id.toString()},"sequence_start":${sequence.start},"sequence_end":${sequence.end},`,
+    "utf8",
+  );
+  const body = Buffer.concat([
+    prepared.body.subarray(0, prepared.parametersAt),
+    controls,
+    prepared.body.subarray(prepared.parametersAt),
+  ]);
+  const headers: http.OutgoingHttpHeaders = {
+    ...(prepared.options.headers as http.OutgoingHttpHeaders),
+    "content-length": body.length,
+  };
+  if (prepared.headerLength !== undefined) {
+    headers["inference-header-content-length"] = prepared.headerLength + controls.length;
+  }
+  return { ...prepared, body, options: { ...prepared.options, headers } };
 }
 
 function windowParameters(window: SharedMemoryWindow): Record<string, string | number> {

@@ -1,6 +1,7 @@
 import type { ModelMetadata, ModelStatistics } from "@operon/protocol/inference";
 import type { PreparedInputSet } from "./input-data.js";
 import { PerfError } from "./perf-error.js";
+import type { SequenceFlags } from "./sequence-driver.js";
 
 /**
  * What the load generator needs from a server, whatever the protocol. A
@@ -11,7 +12,7 @@ import { PerfError } from "./perf-error.js";
  */
 export interface InferenceClient {
   /** Sends the next prepared request (cycling through them); rejects with a readable message on any failure. */
-  infer(): Promise<void>;
+  infer(sequence?: SequenceFlags): Promise<void>;
   /** Throws PerfError UNREACHABLE / MODEL_NOT_FOUND / SERVER_ERROR. */
   modelMetadata(): Promise<ModelMetadata>;
   modelConfig(): Promise<ModelConfigSummary>;
@@ -28,6 +29,10 @@ export interface InferenceClient {
 export interface ModelConfigSummary {
   /** 0 = the model does not batch: request shapes have no batch dimension. */
   maxBatchSize: number;
+  /** The config has `sequence_batching`: every request needs a correlation id (perf sends sequences). */
+  sequenceBatching: boolean;
+  /** `model_transaction_policy { decoupled: true }`: only a stream can carry its responses (--streaming). */
+  decoupled: boolean;
 }
 
 export type PerfProtocol = "http" | "grpc";
@@ -55,6 +60,8 @@ export interface InferenceClientOptions {
   headers?: Readonly<Record<string, string>>;
   /** --shared-memory system: requests name these windows instead of carrying tensor bytes (perf-shared-memory.ts). */
   sharedMemory?: PerfSharedMemoryPlan;
+  /** gRPC only: send every request over one ModelStreamInfer call (perf_analyzer's --streaming). */
+  streaming?: boolean;
 }
 
 export const DEFAULT_CONTROL_TIMEOUT_MS = 10_000;

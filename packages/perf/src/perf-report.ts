@@ -54,6 +54,12 @@ export interface PerfReportConfig {
   sharedMemory?: "system";
   /** With sharedMemory: bytes reserved per output. */
   outputSharedMemorySize?: number;
+  /** --streaming: requests went over one gRPC ModelStreamInfer call; latency is the time to the final response. */
+  streaming?: boolean;
+  /** A sequence model: requests were sent as sequences of this many (--sequence-length), ids from sequenceIdStart. */
+  sequenceLength?: number;
+  /** The first correlation id of the run (decimal: ids are uint64). */
+  sequenceIdStart?: string;
   /** The sweep: exactly one of the two ranges is set, matching `mode`. */
   concurrencyRange?: LoadRange;
   requestRateRange?: LoadRange;

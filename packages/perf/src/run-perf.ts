@@ -19,6 +19,12 @@ import {
 } from "./perf-shared-memory.js";
 import type { PerfProgress } from "./perf-progress.js";
 import {
+  DEFAULT_SEQUENCE_ID_RANGE,
+  DEFAULT_SEQUENCE_LENGTH,
+  type SequenceIdRange,
+  SequenceDriver,
+} from "./sequence-driver.js";
+import {
   PERF_REPORT_SCHEMA_VERSION,
   type PerfReport,
   type PerfStep,
@@ -75,6 +81,12 @@ export interface PerfOptions {
   sharedMemory?: "none" | "system";
   /** --output-shared-memory-size: bytes reserved per output with --shared-memory system (default 102400). */
   outputSharedMemorySize?: number;
+  /** perf_analyzer's --streaming (gRPC only): every request over one ModelStreamInfer call; needed for decoupled models. */
+  streaming?: boolean;
+  /** perf_analyzer's --sequence-length: requests per sequence for a model with sequence_batching (default 20). */
+  sequenceLength?: number;
+  /** perf_analyzer's --sequence-id-range: the correlation ids sequences take, in turn (default from 1). */
+  sequenceIdRange?: SequenceIdRange;
 }
 
 export const PERF_DEFAULTS = {
@@ -113,6 +125,9 @@ export interface ResolvedPerfOptions {
   percentile: number | undefined;
   sharedMemory: "none" | "system";
   outputSharedMemorySize: number;
+  streaming: boolean;
+  sequenceLength: number;
+  sequenceIdRange: SequenceIdRange;
 }
 
 export function resolvePerfOptions(options: PerfOptions): ResolvedPerfOptions {
@@ -159,7 +174,16 @@ export function resolvePerfOptions(options: PerfOptions): ResolvedPerfOptions {
       options.outputSharedMemorySize ?? DEFAULT_OUTPUT_SHARED_MEMORY_BYTES,
       "--output-shared-memory-size",
     ),
+    streaming: options.streaming ?? false,
+    sequenceLength: positiveInteger(options.sequenceLength ?? DEFAULT_SEQUENCE_LENGTH, "--sequence-length"),
+    sequenceIdRange: sequenceIdRangeFor(protocol, options.sequenceIdRange),
   };
+  if (resolved.streaming && protocol !== "grpc") throw bad("--streaming needs the gRPC protocol (-i grpc)");
+  if (resolved.streaming && resolved.sharedMemory === "system") {
+    throw bad(
+      "--streaming and --shared-memory system cannot be used together (ModelStreamInfer carries tensors in the messages)",
+    );
+  }
   if (resolved.sharedMemory !== "none" && resolved.sharedMemory !== "system") {
     throw bad(`--shared-memory must be none or system, got '${String(resolved.sharedMemory)}' (cuda is not offered)`);
   }
@@ -195,9 +219,15 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
   const control = await createInferenceClient(resolved.protocol, clientOptions);
   let loadClient: InferenceClient | undefined;
   let shm: PerfSharedMemory | undefined;
+  let sequences: SequenceDriver | undefined;
   try {
     const metadata = await control.modelMetadata();
-    const { maxBatchSize } = await control.modelConfig();
+    const { maxBatchSize, sequenceBatching, decoupled } = await control.modelConfig();
+    if (decoupled && !resolved.streaming) {
+      throw bad(
+        `model '${resolved.model}' is decoupled: its responses only come over a stream; measure it with --streaming -i grpc`,
+      );
+    }
     const specs = resolveInputSpecs(metadata.inputs, {
       maxBatchSize,
       batchSize: resolved.batchSize,
@@ -215,10 +245,16 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
     loadClient = await createInferenceClient(resolved.protocol, {
       ...clientOptions,
       ...(shm !== undefined ? { sharedMemory: shm.plan } : {}),
+      ...(resolved.streaming ? { streaming: true } : {}),
       inputSets,
       maxConnections: resolved.mode === "concurrency" ? Math.max(...loads) : Infinity,
     });
-    await warmUp(loadClient, resolved);
+    const client = loadClient;
+    sequences = sequenceBatching
+      ? new SequenceDriver((flags) => client.infer(flags), resolved.sequenceLength, resolved.sequenceIdRange)
+      : undefined;
+    const sendOne = sequences !== undefined ? sequences.infer.bind(sequences) : () => client.infer();
+    await warmUp(sequences !== undefined ? () => sequences!.single() : sendOne, resolved);
 
     const probe = new ServerStatsProbe(control);
     const steps: PerfStep[] = [];
@@ -243,8 +279,7 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
         avgLatencyUs: 0,
         stable: false,
       });
-      const client = loadClient;
-      const measurement = await measureStep(() => client.infer(), load, resolved, {
+      const measurement = await measureStep(sendOne, load, resolved, {
         snapshot: () => probe.snapshot(),
         ...(options.signal ? { signal: options.signal } : {}),
         onWindow: (window, index, stable) => {
@@ -294,6 +329,13 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
         ...(resolved.sharedMemory === "system"
           ? { sharedMemory: "system" as const, outputSharedMemorySize: resolved.outputSharedMemorySize }
           : {}),
+        ...(resolved.streaming ? { streaming: true } : {}),
+        ...(sequenceBatching
+          ? {
+              sequenceLength: resolved.sequenceLength,
+              sequenceIdStart: resolved.sequenceIdRange.start.toString(),
+            }
+          : {}),
         ...(resolved.mode === "concurrency"
           ? { concurrencyRange: resolved.range }
           : { requestRateRange: resolved.range, requestDistribution: resolved.requestDistribution }),
@@ -302,6 +344,8 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
       steps,
     };
   } finally {
+    // Open sequences are ended, so the server's sequence slots are free at once rather than at the idle timeout.
+    await sequences?.finish();
     loadClient?.close();
     await shm?.release();
     control.close();
@@ -381,9 +425,9 @@ async function loadInputData(inputData: string): Promise<InputDataSource> {
 }
 
 /** One request before measuring: opens the connection and fails the run early if the server rejects the request. */
-async function warmUp(client: InferenceClient, options: ResolvedPerfOptions): Promise<void> {
+async function warmUp(send: () => Promise<void>, options: ResolvedPerfOptions): Promise<void> {
   try {
-    await client.infer();
+    await send();
   } catch (error) {
     throw new PerfError(
       "SERVER_ERROR",
@@ -397,6 +441,22 @@ async function warmUp(client: InferenceClient, options: ResolvedPerfOptions): Pr
 function defaultVersion(versions: readonly string[]): string {
   const sorted = [...versions].sort((a, b) => (Number(a) || 0) - (Number(b) || 0) || a.localeCompare(b));
   return sorted[sorted.length - 1] ?? "";
+}
+
+/**
+ * The correlation ids a run may use. Over HTTP an id travels as a JSON
+ * number, exact only up to 2^53 - 1, so the range is capped there.
+ */
+function sequenceIdRangeFor(protocol: PerfProtocol, range: SequenceIdRange | undefined): SequenceIdRange {
+  const chosen = range ?? DEFAULT_SEQUENCE_ID_RANGE;
+  if (protocol !== "http") return chosen;
+  const maxJsonId = BigInt(Number.MAX_SAFE_INTEGER);
+  if (chosen.start > maxJsonId) {
+    throw bad(
+      `--sequence-id-range: over HTTP correlation ids go up to ${maxJsonId} (JSON numbers); use -i grpc for larger ids`,
+    );
+  }
+  return { start: chosen.start, end: chosen.end > maxJsonId ? maxJsonId : chosen.end };
 }
 
 function percentileOption(value: number): number {

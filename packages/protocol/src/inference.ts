@@ -26,6 +26,23 @@ export interface InferRequest {
   sharedMemory?: true;
   /** "perf": a tagged perf request from a caller allowed to tag (perf-traffic.ts), counted apart. Never from the wire. */
   trafficClass?: "perf";
+  /**
+   * Set by a frontend for a traced request only (the trace extension): the
+   * engine calls it once the request has run, with where its time went, so
+   * the trace gets queue / compute / operator step spans. Absent on every
+   * other request: one branch when tracing is off. Never from the wire.
+   */
+  onTimings?: (timings: RequestTimings) => void;
+}
+
+/** Where a request's time went in the engine: the durations its statistics record, and an operator's steps. */
+export interface RequestTimings {
+  queueNs: number;
+  computeInputNs: number;
+  computeInferNs: number;
+  computeOutputNs: number;
+  /** An operator's steps that ran, on the performance.now() clock (ms). */
+  steps?: ReadonlyArray<{ step: string; model?: string; status: string; startedAtMs: number; endedAtMs: number }>;
 }
 
 /**

@@ -9,6 +9,7 @@ import type {
   ModelStatistics,
   ModelUnloadOptions,
   RepositoryIndexEntry,
+  RequestTimings,
   ServerMetadata,
 } from "@operon/protocol/inference";
 import { DEFAULT_MAX_BYTES_ELEMENTS, type Parameters, type Tensor } from "@operon/protocol/tensor";
@@ -423,6 +424,7 @@ export class Engine implements InferenceEngine {
     batchSize: number,
   ): void {
     served.stats.recordSuccess(requestNs, result.queueNs, result.timing, batchSize);
+    if (request.onTimings !== undefined) request.onTimings(timingsOf(result));
     this.countPerfTraffic(request, served, "success", batchSize, requestNs);
     this.info.metrics?.observeLatency(served, {
       requestNs,
@@ -591,4 +593,20 @@ function failureReason(error: OperonError): FailureReason {
   if (error.kind === "UNAVAILABLE") return "REJECTED";
   if (error.kind === "INVALID_ARG") return "OTHER";
   return "BACKEND";
+}
+
+/** A traced request's timings: the durations its statistics record, and an operator's steps that ran. */
+function timingsOf(result: ScheduledResult): RequestTimings {
+  const steps: Array<NonNullable<RequestTimings["steps"]>[number]> = [];
+  for (const record of result.steps ?? []) {
+    if (record.startedAt === undefined) continue;
+    steps.push({
+      step: record.step,
+      ...(record.model !== undefined ? { model: record.model } : {}),
+      status: record.status,
+      startedAtMs: record.startedAt,
+      endedAtMs: record.endedAt ?? record.startedAt,
+    });
+  }
+  return { queueNs: result.queueNs, ...result.timing, ...(steps.length > 0 ? { steps } : {}) };
 }

@@ -1,3 +1,5 @@
+import type { InferRequest } from "@operon/protocol/inference";
+
 /**
  * What the frontends see of the trace extension: a tracer that says, with
  * one flag, whether any tracing is on (so an untraced request costs one
@@ -22,6 +24,14 @@ export interface RequestTrace {
   readonly tensors: boolean;
   /** Starts a child span of the request's; call the result to end it. */
   step(name: string): () => void;
+  /**
+   * Starts the engine's span for `request` and sets its onTimings, so that
+   * once it has run the span gets children for the queue, compute input,
+   * compute infer and compute output (laid end to end from the engine's
+   * start, with the durations the statistics record) and one per operator
+   * step that ran (at its own times). Call the result to end the span.
+   */
+  engine(request: InferRequest): () => void;
   attributes(values: Record<string, string | number | boolean>): void;
   /** Ends the request's span; an error marks it failed. */
   end(error?: unknown): void;

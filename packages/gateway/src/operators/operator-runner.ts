@@ -111,6 +111,7 @@ export class OperatorRunner implements VersionRunner {
           timing: { computeInputNs: 0, computeInferNs: Math.round(result.modelMs * 1e6), computeOutputNs: 0 },
           queueNs: Math.round(result.capWaitMs * 1e6),
           executedBatchSize: request.batchSize,
+          steps: result.steps,
           ...(withTimings || withOutputs ? { parameters } : {}),
         };
       })

@@ -74,6 +74,8 @@ export interface ScheduledResult {
   executedBatchSize: number;
   /** Response parameters added by the runner (e.g. an operator's step timings). */
   parameters?: Parameters;
+  /** An operator's step records (performance.now() ms), read only for a traced request's step spans. */
+  steps?: ReadonlyArray<{ step: string; model?: string; status: string; startedAt?: number; endedAt?: number }>;
 }
 
 /** What the scheduler needs from the instances (implemented by InstancePool). */

@@ -227,7 +227,7 @@ function inferenceHandlers(
         const trace = tracing.tracer.start(request.modelName, traceCarrierOf(call.metadata), "grpc");
         if (trace !== undefined) {
           if (request.id !== undefined) trace.attributes({ "operon.request_id": request.id });
-          const endInfer = trace.step("engine (queue + compute)");
+          const endInfer = trace.engine(request);
           try {
             const answer = await inferOne(request, call, principal);
             endInfer();

@@ -122,7 +122,7 @@ async function inferAndRespond(
   const gone = clientGone(context);
   request.signal = gone.signal;
   let response;
-  const endInfer = trace?.step("engine (queue + compute)");
+  const endInfer = trace?.engine(request);
   try {
     response = await engine.infer(request);
   } catch (error) {

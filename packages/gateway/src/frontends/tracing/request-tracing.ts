@@ -12,6 +12,7 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import type { InferRequest, RequestTimings } from "@operon/protocol/inference";
 import type { RequestTrace, RequestTracer, TraceCarrier, TraceControl } from "../tracing-api.js";
 import type { TraceConfig } from "./trace-config.js";
 import { TraceSettings } from "./trace-settings.js";
@@ -82,6 +83,14 @@ export class OpenTelemetryTracing implements RequestTracer {
   }
 }
 
+/** The span that covers a request's time in the engine (queue and compute). */
+const ENGINE_SPAN = "engine (queue + compute)";
+
+/** A performance.now() reading as milliseconds since the epoch, which OpenTelemetry takes as a start or end time. */
+function epochMs(performanceMs: number): number {
+  return performance.timeOrigin + performanceMs;
+}
+
 class SpanTrace implements RequestTrace {
   constructor(
     private readonly tracer: Tracer,
@@ -95,8 +104,53 @@ class SpanTrace implements RequestTrace {
     return () => child.end();
   }
 
+  engine(request: InferRequest): () => void {
+    const startedAt = performance.now();
+    // One clock for the span and the phases laid out from its start.
+    const span = this.tracer.startSpan(
+      ENGINE_SPAN,
+      { kind: SpanKind.INTERNAL, startTime: epochMs(startedAt) },
+      this.context,
+    );
+    const context = trace.setSpan(this.context, span);
+    request.onTimings = (timings) => this.timingSpans(context, startedAt, timings);
+    return () => span.end(epochMs(performance.now()));
+  }
+
   attributes(values: Record<string, string | number | boolean>): void {
     this.span.setAttributes(values);
+  }
+
+  /** The engine span's children, from the request's timings (times on the performance.now() clock). */
+  private timingSpans(context: Context, engineStartedAt: number, timings: RequestTimings): void {
+    let at = engineStartedAt;
+    for (const [name, ns] of [
+      ["queue", timings.queueNs],
+      ["compute input", timings.computeInputNs],
+      ["compute infer", timings.computeInferNs],
+      ["compute output", timings.computeOutputNs],
+    ] as const) {
+      const endAt = at + ns / 1e6;
+      this.tracer.startSpan(name, { kind: SpanKind.INTERNAL, startTime: epochMs(at) }, context).end(epochMs(endAt));
+      at = endAt;
+    }
+    for (const step of timings.steps ?? []) {
+      this.tracer
+        .startSpan(
+          `step ${step.step}`,
+          {
+            kind: SpanKind.INTERNAL,
+            startTime: epochMs(step.startedAtMs),
+            attributes: {
+              "operon.step": step.step,
+              "operon.step.status": step.status,
+              ...(step.model !== undefined ? { "operon.model": step.model } : {}),
+            },
+          },
+          context,
+        )
+        .end(epochMs(step.endedAtMs));
+    }
   }
 
   end(error?: unknown): void {
