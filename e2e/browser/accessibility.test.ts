@@ -154,6 +154,34 @@ describe("console: accessibility (axe-core, WCAG 2.1 A/AA)", () => {
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 
+  it("the operator graph's controls and edge labels follow the dark theme (issue 27 item 10)", async () => {
+    const { page } = system.session;
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto("/operators/text_direction");
+    await visible(heading(page, "text_direction"));
+    const zoomIn = await visible(page.locator(".operator-graph .react-flow__controls-button").first());
+    await visible(page.locator(".operator-graph .react-flow__edge-textbg").first());
+    const colours = await page.evaluate(() => {
+      const style = (selector: string) => getComputedStyle(document.querySelector(selector)!);
+      return {
+        surface: style(".operator-graph-canvas").backgroundColor,
+        button: style(".react-flow__controls-button").backgroundColor,
+        icon: style(".react-flow__controls-button").color,
+        text: getComputedStyle(document.body).color,
+        label: style(".react-flow__edge-textbg").fill,
+      };
+    });
+    // React Flow's defaults are light (#fefefe buttons, white label boxes) on the dark card.
+    expect(colours.button).toBe(colours.surface);
+    expect(colours.label).toBe(colours.surface);
+    expect(colours.icon).toBe(colours.text);
+    await zoomIn.scrollIntoViewIfNeeded();
+    expect(describeViolations("/operators/text_direction (dark)", await accessibilityViolations(page))).toBe("");
+    await page.emulateMedia({ colorScheme: "light" });
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
   it("the sign-in page passes, signed out", async () => {
     const signedOut = await openConsolePage(await launchBrowser(), system.operon.consoleUrl);
     try {
