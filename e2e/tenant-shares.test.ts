@@ -48,20 +48,21 @@ interface LoadResult {
   otherFailures: string[];
 }
 
-/** `clients` closed-loop HTTP clients with `key`, for `durationMs`. */
+/** `clients` closed-loop HTTP clients with `key`, for `durationMs`, on `target` (a model or an operator). */
 async function load(
   server: RunningOperon,
   key: string,
   clients: number,
   durationMs: number,
   started: number,
+  target = "busy",
 ): Promise<LoadResult> {
   const result: LoadResult = { done: [], refused: [], otherFailures: [] };
   const deadline = started + durationMs;
   await Promise.all(
     Array.from({ length: clients }, async () => {
       while (Date.now() < deadline) {
-        const response = await fetch(`${server.httpUrl}/v2/models/busy/infer`, {
+        const response = await fetch(`${server.httpUrl}/v2/models/${target}/infer`, {
           method: "POST",
           headers: { authorization: `Bearer ${key}` },
           body: BODY,
@@ -133,6 +134,27 @@ describe("traffic shares per tenant (real server)", () => {
     };
     gold = await tenant("gold", 2);
     bronze = await tenant("bronze", 1);
+    // Operators on the busy model: one step, and two steps (two calls of it per request).
+    const step = (id: string, from: string, to: string) => ({
+      id,
+      kind: "model",
+      model: "busy",
+      inputs: { IN: from },
+      outputs: { OUT: to },
+    });
+    const signature = {
+      inputs: [{ name: "IN", datatype: "FP32", dims: [1] }],
+      outputs: [{ name: "OUT", datatype: "FP32", dims: [1] }],
+    };
+    await admin.client.perf.updateSettings.mutate({ enabled: false });
+    await admin.client.operators.create.mutate({
+      name: "busy_op",
+      spec: { ...signature, steps: [step("only", "IN", "OUT")] },
+    });
+    await admin.client.operators.create.mutate({
+      name: "busy_twice",
+      spec: { ...signature, steps: [step("a", "IN", "mid"), step("b", "mid", "OUT")] },
+    });
     // The grants reach the gateway's key ring: the shares show in its metrics.
     await waitFor(async () => {
       const text = await metricsText(server);
@@ -200,6 +222,47 @@ describe("traffic shares per tenant (real server)", () => {
     expect(await response.text()).toContain('"OUT"');
     expect(metricValue(await metricsText(server), "operon_tenant_requests_total", gold.id)).toBe(before + 1);
   });
+
+  it("counts an operator request's steps against its caller's tenant: the units of all its steps", async () => {
+    const before = await metricsText(server);
+    const response = await fetch(`${server.httpUrl}/v2/models/busy_twice/infer`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${gold.key}` },
+      body: BODY,
+    });
+    expect(response.status).toBe(200);
+    const after = await metricsText(server);
+    const delta = (name: string, id: string) => metricValue(after, name, id) - metricValue(before, name, id);
+    // Two steps on busy: two requests of gold's at the gate, and their units; none as anonymous.
+    expect(delta("operon_tenant_requests_total", gold.id)).toBe(2);
+    expect(delta("operon_tenant_units_total", gold.id)).toBeGreaterThan(0);
+    expect(delta("operon_tenant_requests_total", "anonymous")).toBe(0);
+  });
+
+  it("holds the 2:1 shares whether a tenant calls the model or an operator on it (both directions)", async () => {
+    // Before operator steps ran as their caller's tenant they ran as the anonymous one (share 1): gold calling the
+    // operator got 1:1 against bronze, and any tenant's traffic through an operator escaped its own share.
+    for (const [goldTarget, bronzeTarget] of [
+      ["busy", "busy_op"],
+      ["busy_op", "busy"],
+    ] as const) {
+      const started = Date.now();
+      const [goldLoad, bronzeLoad] = await Promise.all([
+        load(server, gold.key, 12, 5_000, started, goldTarget),
+        load(server, bronze.key, 12, 5_000, started, bronzeTarget),
+      ]);
+      expect(goldLoad.otherFailures).toEqual([]);
+      expect(bronzeLoad.otherFailures).toEqual([]);
+      const inWindow = (done: number[]) => done.filter((at) => at >= 1_000 && at < 5_000).length;
+      const ratio = inWindow(goldLoad.done) / inWindow(bronzeLoad.done);
+      console.info(
+        `tenant shares 2:1, gold on ${goldTarget}, bronze on ${bronzeTarget}: ${inWindow(goldLoad.done)} vs ${inWindow(bronzeLoad.done)} requests in 4 s, ratio ${ratio.toFixed(3)}`,
+      );
+      expect(inWindow(bronzeLoad.done)).toBeGreaterThan(50);
+      expect(ratio).toBeGreaterThan(1.7);
+      expect(ratio).toBeLessThan(2.3);
+    }
+  }, 60_000);
 
   it("refuses a tenant under the refuse policy over its share with 429 and Retry-After while the model is busy", async () => {
     await admin.client.tenants.update.mutate({ id: bronze.id, policy: "REFUSE" });

@@ -46,6 +46,28 @@ beforeAll(async () => {
   const port = (collector.address() as AddressInfo).port;
   const repository = tempRepository("operon-e2e-trace-");
   writeModel(repository, "add_sub", addSubModel(), { config: ADD_SUB_CONFIG() });
+  // A TypeScript model (in a worker process) that answers the traceparent the gateway handed it.
+  mkdirSync(join(repository, "trace_echo", "1"), { recursive: true });
+  writeFileSync(
+    join(repository, "trace_echo", "config.pbtxt"),
+    `name: "trace_echo"
+backend: "typescript"
+max_batch_size: 0
+input [ { name: "X", data_type: TYPE_FP32, dims: [ 1 ] } ]
+output [ { name: "TRACEPARENT", data_type: TYPE_STRING, dims: [ 1 ] } ]
+`,
+  );
+  writeFileSync(
+    join(repository, "trace_echo", "1", "model.ts"),
+    `export default class TraceEcho {
+  execute(requests, ctx) {
+    return requests.map((request) => ({
+      outputs: [ctx.tensor.bytes("TRACEPARENT", [1], [String(request.parameters.traceparent ?? "")])],
+    }));
+  }
+}
+`,
+  );
   // A one-step ensemble over add_sub: an operator, whose trace has a span per step.
   mkdirSync(join(repository, "add_sub_ensemble", "1"), { recursive: true });
   writeFileSync(
@@ -151,6 +173,31 @@ describe("the trace extension", () => {
       expect(BigInt(before.endTimeUnixNano!)).toBe(BigInt(after.startTimeUnixNano!));
     }
     expect(BigInt(phases[0]!.startTimeUnixNano!)).toBeGreaterThanOrEqual(BigInt(engine.startTimeUnixNano!));
+  });
+
+  it("hands the engine span's traceparent to a backend in a worker process, so its own spans join the trace", async () => {
+    const changed = await setting("/v2/models/trace_echo/trace/setting", {
+      trace_level: ["TIMESTAMPS"],
+      trace_rate: "1",
+    });
+    expect(changed.status).toBe(200);
+    const response = await fetch(url("/v2/models/trace_echo/infer"), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", traceparent: `00-${traceId(4)}-00f067aa0ba902b7-01` },
+      body: JSON.stringify({ inputs: [{ name: "X", datatype: "FP32", shape: [1], data: [1] }] }),
+    });
+    expect(response.status).toBe(200);
+    const answered = ((await response.json()) as { outputs: Array<{ data: string[] }> }).outputs[0]!.data[0]!;
+    const found = await spansOf(traceId(4), 7);
+    const engine = found.find((span) => span.name === "engine (queue + compute)")!;
+    expect(answered).toBe(`00-${traceId(4)}-${engine.spanId}-01`);
+    await setting("/v2/models/trace_echo/trace/setting", { trace_level: null, trace_rate: null });
+    // Untraced, the model sees no traceparent.
+    const untraced = await fetch(url("/v2/models/trace_echo/infer"), {
+      method: "POST",
+      body: JSON.stringify({ inputs: [{ name: "X", datatype: "FP32", shape: [1], data: [1] }] }),
+    });
+    expect(((await untraced.json()) as { outputs: Array<{ data: string[] }> }).outputs[0]!.data).toEqual([""]);
   });
 
   it("an operator's trace has a span per step, inside the engine's span, naming the step's model", async () => {

@@ -41,8 +41,12 @@ function stopper(child) {
     });
 }
 
-/** `operon serve` as a user starts it (control plane on its own thread, no console) on free ports and a fresh data dir; logs discarded (only the banner is read). */
-export async function startOperon(repository, extraArgs = []) {
+/**
+ * `operon serve` as a user starts it (control plane on its own thread, no console) on free ports and a fresh data dir;
+ * logs discarded (only the banner is read). `options.env`: added to the environment; `options.api`: also wait for the
+ * control plane API's address (apiUrl); `options.startTimeoutMs`: how long it may take to start (default 60 s).
+ */
+export async function startOperon(repository, extraArgs = [], options = {}) {
   const child = spawn(
     process.execPath,
     [
@@ -65,10 +69,20 @@ export async function startOperon(repository, extraArgs = []) {
       mkdtempSync(join(tmpdir(), "operon-bench-data-")),
       ...extraArgs,
     ],
-    { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] },
+    { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } },
   );
-  const match = await waitForLine(child, /HTTP on (http:\/\/[^\s,]+), gRPC on ([^\s,]+)/, 60_000, "operon serve");
-  return { httpUrl: match[1], grpcAddress: match[2], pid: child.pid, stop: stopper(child) };
+  const api = options.api
+    ? waitForLine(child, /Operon API on (\S+)\/api\/trpc/, options.startTimeoutMs ?? 60_000, "the control plane API")
+    : null;
+  api?.catch(() => undefined); // awaited below; not unhandled while the banner is awaited
+  const match = await waitForLine(
+    child,
+    /HTTP on (http:\/\/[^\s,]+), gRPC on ([^\s,]+)/,
+    options.startTimeoutMs ?? 60_000,
+    "operon serve",
+  );
+  const apiUrl = api === null ? undefined : (await api)[1];
+  return { httpUrl: match[1], grpcAddress: match[2], apiUrl, pid: child.pid, stop: stopper(child) };
 }
 
 /** A baseline server of bench/baselines/ (its first line says `listening <port>`). */

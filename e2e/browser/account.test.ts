@@ -7,7 +7,8 @@ import { useSignedInConsole } from "./support/signed-in-console.js";
 // Passwords: an engineer forgot theirs, the admin resets it in Users, the
 // engineer signs in with it and changes it on their account page; each old
 // password stops working. The tests run in order on one server.
-const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
+// Its own admin: the spec runs on the shared system (e2e/browser/support/README.md).
+const ADMIN = { email: "account-admin@example.com", password: "a long enough passphrase" };
 const ENGINEER = {
   email: "eng@example.com",
   initial: "the initial password",
@@ -18,6 +19,7 @@ const ENGINEER = {
 describe("console: account and passwords", () => {
   const system = useSignedInConsole({
     admin: ADMIN,
+    shared: true,
     prepare: async (operon) => {
       const api = await signedInApiSession(operon, ADMIN);
       await api.client.users.create.mutate({ email: ENGINEER.email, role: "ENGINEER", password: ENGINEER.initial });

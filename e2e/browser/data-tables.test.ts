@@ -13,7 +13,8 @@ import { midWordBreaks } from "./support/text-layout.js";
 // with an ellipsis and the whole name is on hover. Sorting, search and the empty state are the same on every
 // table. The tests run in order on one server.
 const SPEC = fileURLToPath(import.meta.url);
-const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
+// Its own admin: the spec runs on the shared system (e2e/browser/support/README.md).
+const ADMIN = { email: "tables-admin@example.com", password: "a long enough passphrase" };
 const LONG_OPERATOR = "text_direction_classifier_with_preprocessing_and_postprocessing_v2_eu";
 const LONG_EMAIL = "evelyn.margaret.richardson-worthington@engineering.example.com";
 const OPERATOR_SPEC = {
@@ -47,6 +48,7 @@ async function truncation(locator: Locator): Promise<{ clipped: boolean; title: 
 describe("console: one DataTable, long names", () => {
   const system = useSignedInConsole({
     admin: ADMIN,
+    shared: true,
     prepare: async (operon) => {
       const api = await signedInApiSession(operon, ADMIN);
       expect(LONG_OPERATOR).toHaveLength(69);

@@ -10,12 +10,13 @@ import { EXAMPLE_REPOSITORY } from "../support/operon-process.js";
 
 // Issue 27 item 1 in the console: an image pipeline (its BYTES input must be a PNG) gets only failed perf reports
 // from random bytes. Its page's "Perf inputs" takes an uploaded image as that input; the next run succeeds.
-const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
+// Its own admin: the spec runs on the shared system (e2e/browser/support/README.md).
+const ADMIN = { email: "perf-inputs-admin@example.com", password: "a long enough passphrase" };
 const PNG = join(EXAMPLE_REPOSITORY, "..", "images", "text_0.png");
 const MODEL = "text_direction_preprocess";
 
 describe("console: perf inputs of an image pipeline", () => {
-  const system = useSignedInConsole({ admin: ADMIN });
+  const system = useSignedInConsole({ admin: ADMIN, shared: true });
 
   async function startRun(): Promise<void> {
     const { page } = system.session;

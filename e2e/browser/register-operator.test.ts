@@ -6,7 +6,8 @@ import { useSignedInConsole } from "./support/signed-in-console.js";
 // An engineer's task: chain add_sub twice into an operator (Y = A + 2B) in the
 // console's editor, watching the graph and the gateway's validation as they
 // type, save it, and try it. The tests run in order on one server.
-const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
+// Its own admin: the spec runs on the shared system (e2e/browser/support/README.md).
+const ADMIN = { email: "operators-admin@example.com", password: "a long enough passphrase" };
 const OPERATOR = "add_twice_e2e";
 
 /** The editor's graph: React Flow draws one element per node. */
@@ -29,14 +30,14 @@ function validation(page: Page) {
 }
 
 describe("console: register an operator", () => {
-  const system = useSignedInConsole({ admin: ADMIN });
+  const system = useSignedInConsole({ admin: ADMIN, shared: true });
 
   it("lists the repository's ensembles read-only and opens the editor with a two-step example drawn as a graph", async () => {
     const { page } = system.session;
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Operators" }).click();
     await visible(heading(page, "Operators"));
     const ensemble = await visible(
-      page.getByRole("row").filter({ has: page.getByRole("rowheader", { name: /^text_direction/ }) }),
+      page.getByRole("row").filter({ has: page.getByRole("rowheader", { name: /^text_direction\b/ }) }),
     );
     expect(await ensemble.textContent()).toContain("Repository ensemble");
     expect(await ensemble.getByRole("button", { name: /Delete/ }).count()).toBe(0);
@@ -153,6 +154,14 @@ describe("console: register an operator", () => {
     expect(await facts.textContent()).toContain("Served");
     expect(await facts.textContent()).toContain("add_sub");
     await visible(page.getByRole("region", { name: "Versions" }).getByText("Version 1"));
+    // Its capacity as the resource scheduler counts it: both steps call add_sub (two calls per request), so
+    // each carries half of add_sub's instances' throughput and both are the bottleneck.
+    const capacity = page.getByRole("region", { name: "Capacity" });
+    await visible(capacity.getByRole("table", { name: "Capacity per step" }));
+    const text = (await capacity.textContent()) ?? "";
+    expect(text).toMatch(/Capacity[\d.,\s]+req\/s/);
+    expect(text).toContain("Bottleneck step");
+    expect(await capacity.getByRole("row").filter({ hasText: "bottleneck" }).count()).toBe(2);
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 

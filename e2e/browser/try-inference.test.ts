@@ -8,7 +8,8 @@ import { REPO_ROOT } from "../support/operon-process.js";
 
 // A viewer's (here: the admin's) task: try a model from its page without
 // writing a client. add_sub answers INPUT0 + INPUT1 and INPUT0 - INPUT1.
-const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
+// Its own admin: the spec runs on the shared system (e2e/browser/support/README.md).
+const ADMIN = { email: "try-admin@example.com", password: "a long enough passphrase" };
 // Halves and small whole numbers: exact in FP32, so the sums compare exactly.
 const INPUT0 = Array.from({ length: 16 }, (_, index) => index + 0.5);
 const INPUT1 = Array.from({ length: 16 }, (_, index) => 2 * index - 7);
@@ -42,7 +43,7 @@ const IMAGE_OPERATOR_SPEC = {
 };
 
 describe("console: try a model from its page", () => {
-  const system = useSignedInConsole({ admin: ADMIN });
+  const system = useSignedInConsole({ admin: ADMIN, shared: true });
 
   it("runs add_sub with the values typed and shows their sum and difference", async () => {
     const { page } = system.session;
@@ -183,6 +184,8 @@ describe("console: try a model from its page", () => {
     const steps = page.locator(".timeline-row");
     expect(await steps.count()).toBe(3);
     expect(await steps.nth(1).textContent()).toContain("model text_direction_classifier · ok");
+    // The system is shared with other specs: leave nothing behind.
+    await api.client.operators.delete.mutate({ name: "direction_op" });
     expect(system.session.errors).toEqual([]);
   }, 120_000);
 

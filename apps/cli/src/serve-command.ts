@@ -121,6 +121,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
     workerEntry: fileURLToPath(import.meta.resolve("@operon/worker/main")),
     ...(workerIdentity !== undefined ? { workerIdentity } : {}),
     backendIsolation: flags.backendIsolation,
+    workerMemoryLimitMb: flags.workerMemoryLimitMb,
     parkedModels: {
       mode: flags.parkedModelPolicy,
       waitMs: flags.parkedModelWaitMs,

@@ -259,6 +259,12 @@ export function addServeFlags(command: Command): Command {
         "when the server runs as root: run backend worker processes (TypeScript models, process instances) as this unprivileged account, e.g. nobody, so that user code cannot read root's files (/etc/shadow, the database) or the server's memory",
       )
       .option(
+        "--worker-memory-limit-mb <mb>",
+        "memory cap of each backend worker process (resident MiB; 0 = none): a worker over it is recycled between requests without failing any; a model's parameter worker_memory_limit_mb wins",
+        parseNonNegativeInt,
+        GATEWAY_DEFAULTS.workerMemoryLimitMb,
+      )
+      .option(
         "--default-max-batch-size <n>",
         "max_batch_size given to models whose config leaves it unset and that can batch (Triton's backend-config default-max-batch-size)",
         parseNonNegativeInt,

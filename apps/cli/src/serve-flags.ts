@@ -52,6 +52,7 @@ export const serveFlagsSchema = z.object({
   /** --cache-config gathered over its uses (parseCacheConfig); absent = no cache. */
   cacheConfig: z.object({ cache: z.literal("local"), settings: z.object({ size: positive.optional() }) }).optional(),
   defaultMaxBatchSize: count,
+  workerMemoryLimitMb: count,
   backendDirectory: z.string().optional(),
   /** --backend-config gathered per backend (parseBackendConfig). */
   backendConfig: z.record(z.string(), z.record(z.string(), z.string())),

@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { EXAMPLE_REPOSITORY, REPO_ROOT, startOperon, type RunningOperon } from "../../support/operon-process.js";
+import { createTestDatabase } from "./test-database.js";
 
 /** Where the server's whole output goes when it fails to start (kept by CI with the screenshots). */
 export const SERVER_LOG_DIR = join(REPO_ROOT, "e2e/artifacts/logs");
@@ -8,7 +9,8 @@ export const SERVER_LOG_DIR = join(REPO_ROOT, "e2e/artifacts/logs");
 /**
  * The real system as a user starts it: `operon serve` with the example
  * models, the control plane API and the console (Next.js) on free ports,
- * an in-memory database and a temporary data folder.
+ * a fresh PostgreSQL database of its own (test-database.ts; dropped when
+ * the server exits) and a temporary data folder.
  */
 export interface RunningOperonWithConsole extends RunningOperon {
   /** Where the console listens, e.g. http://127.0.0.1:41234 */
@@ -32,6 +34,7 @@ const SETUP_LINE = /First run: open (http:\/\/\S+\/setup\?token=[A-Za-z0-9_-]+)/
 export async function startOperonWithConsole(
   options: OperonWithConsoleOptions = {},
 ): Promise<RunningOperonWithConsole> {
+  const database = await createTestDatabase();
   const args = [
     // startOperon leaves the control plane off unless asked (most system tests need only the data plane).
     "--control-plane",
@@ -47,11 +50,25 @@ export async function startOperonWithConsole(
     "--console-port",
     "0",
     "--database-url",
-    "memory:",
+    database.url,
     ...(options.admin ? ["--admin-email", options.admin.email, "--admin-password", options.admin.password] : []),
     ...(options.extraArgs ?? []),
   ];
-  const operon = await startOperon(args, { timeoutMs: 120_000, ...(options.env ? { env: options.env } : {}) });
+  let operon: RunningOperon;
+  try {
+    operon = await startOperon(args, { timeoutMs: 120_000, ...(options.env ? { env: options.env } : {}) });
+  } catch (error) {
+    await database.drop();
+    throw error;
+  }
+  // The database goes with the server: after stop(), or after any other end (a test that kills it).
+  const dropped = operon.exited.then(() => database.drop().catch(() => {}));
+  const stopServer = operon.stop.bind(operon);
+  operon.stop = async (signal) => {
+    const code = await stopServer(signal);
+    await dropped;
+    return code;
+  };
   try {
     const consoleUrl = operon.consoleUrl ?? CONSOLE_LINE.exec(await operon.waitForOutput(CONSOLE_LINE, 120_000))![1]!;
     const setupUrl = options.admin ? undefined : SETUP_LINE.exec(await operon.waitForOutput(SETUP_LINE, 30_000))![1]!;

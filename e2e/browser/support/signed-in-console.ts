@@ -8,11 +8,14 @@ import {
   type RunningOperonWithConsole,
 } from "./operon-with-console.js";
 import { screenshotAfterEachTest } from "./screenshots.js";
+import { createSpecAdmin, sharedOperonWithConsole } from "./shared-system.js";
 
 /**
- * The set-up most browser specs share: one running system per spec file
- * (started before the first test, stopped after the last), Chromium with a
- * console page signed in as `admin`, and a screenshot after every test.
+ * The set-up most browser specs share: a running system (by default the
+ * spec's own, started before the first test and stopped after the last;
+ * with `shared: true` the one system every shared spec with the same flags
+ * uses, see README.md here), Chromium with a console page signed in as
+ * `admin`, and a screenshot after every test.
  * Call it at the top of a describe block; read the fields inside tests.
  */
 export interface SignedInConsole {
@@ -26,6 +29,12 @@ export function useSignedInConsole(
     admin: { email: string; password: string };
     /** Runs once the system is up, before the browser opens (e.g. seed data through the API). */
     prepare?: (operon: RunningOperonWithConsole) => Promise<void>;
+    /**
+     * Run on the shared system with these flags (extraArgs, env) instead of starting one: saves the
+     * system's start-up. `admin` is then created on it for this spec, so its email must be the spec's own
+     * (no other spec may use it), and the spec must not depend on what other specs leave behind.
+     */
+    shared?: boolean;
   },
 ): SignedInConsole {
   let operon: RunningOperonWithConsole | undefined;
@@ -33,7 +42,15 @@ export function useSignedInConsole(
   let session: ConsolePage | undefined;
 
   beforeAll(async () => {
-    operon = await startOperonWithConsole(options);
+    if (options.shared === true) {
+      operon = await sharedOperonWithConsole({
+        ...(options.extraArgs ? { extraArgs: options.extraArgs } : {}),
+        ...(options.env ? { env: options.env } : {}),
+      });
+      await createSpecAdmin(operon, options.admin);
+    } else {
+      operon = await startOperonWithConsole(options);
+    }
     await options.prepare?.(operon);
     browser = await launchBrowser();
     session = await openConsolePage(browser, operon.consoleUrl);
@@ -42,7 +59,8 @@ export function useSignedInConsole(
 
   afterAll(async () => {
     await browser?.close();
-    await operon?.stop();
+    // A shared system keeps running for the next spec (the broker stops it after the last).
+    if (options.shared !== true) await operon?.stop();
   });
 
   screenshotAfterEachTest(() => session?.page);

@@ -6,6 +6,7 @@ import { GatewayClient } from "./services/gateway/gateway-client.js";
 import { HardwareProfiles } from "./services/costs/hardware-profiles.js";
 import { OperatorRegistry, type SyncFailure } from "./services/operators/operator-registry.js";
 import { PerfRuns } from "./services/perf/perf-runs.js";
+import { PerfImports } from "./services/perf/perf-imports.js";
 import type { TargetChangeListener } from "./services/target-changes.js";
 import { ConfigSearches } from "./services/config-search/config-searches.js";
 import { UsageSampler } from "./services/usage/usage-sampler.js";
@@ -73,6 +74,7 @@ export class ControlPlane {
       operators: new OperatorRegistry(prisma, gateway, resolved.logger, onChange),
       perfRuns,
       perfInputs: perfRuns.inputs,
+      perfImports: new PerfImports(prisma, gateway),
       hardware,
       configSearches: new ConfigSearches({
         prisma,

@@ -6,6 +6,7 @@ import type { HardwareProfiles } from "./services/costs/hardware-profiles.js";
 import type { OperatorRegistry } from "./services/operators/operator-registry.js";
 import type { PerfRuns } from "./services/perf/perf-runs.js";
 import type { PerfInputsStore } from "./services/perf/perf-inputs.js";
+import type { PerfImports } from "./services/perf/perf-imports.js";
 import type { ConfigSearches } from "./services/config-search/config-searches.js";
 import type { UsageSampler } from "./services/usage/usage-sampler.js";
 import type { LoginRateLimiter } from "./services/accounts/login-rate-limiter.js";
@@ -35,6 +36,7 @@ export interface ApiServices {
   perfRuns: PerfRuns;
   /** How perf runs fill each target's inputs (shapes for variable dims, sample data). */
   perfInputs: PerfInputsStore;
+  perfImports: PerfImports;
   /** Config searches of uploaded models, in the perf slot. */
   configSearches: ConfigSearches;
   hardware: HardwareProfiles;

@@ -34,6 +34,8 @@ export const GATEWAY_DEFAULTS = {
   httpMaxBodyBytes: 64 * 1024 * 1024,
   grpcInferMaxMessageBytes: 64 * 1024 * 1024,
   backendIsolation: "thread",
+  /** Memory cap of each backend worker process, MiB; 0 = none (a model's worker_memory_limit_mb parameter wins). */
+  workerMemoryLimitMb: 0,
   defaultMaxBatchSize: 4,
   /** Elements one BYTES tensor may hold (each becomes a JS value somewhere). */
   maxBytesElements: 1 << 20,
@@ -111,6 +113,8 @@ const operonServerOptionsSchema = z.object({
    */
   backendIsolation: z.enum(["thread", "process"]).default(GATEWAY_DEFAULTS.backendIsolation),
   defaultMaxBatchSize: count.default(GATEWAY_DEFAULTS.defaultMaxBatchSize),
+  /** Memory cap of each worker process, MiB (0 = none): a worker over it is recycled between requests (instances/worker-memory-cap.ts). */
+  workerMemoryLimitMb: count.default(GATEWAY_DEFAULTS.workerMemoryLimitMb),
   /**
    * Triton's --backend-directory: where a native backend `<name>` is found
    * as <dir>/<name>/libtriton_<name>.so (after the model's version folder and

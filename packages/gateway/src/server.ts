@@ -90,6 +90,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     instances: {
       workerEntry: options.workerEntry,
       defaultIsolation: options.backendIsolation,
+      workerMemoryLimitMb: options.workerMemoryLimitMb,
       ...(options.workerIdentity !== undefined ? { workerIdentity: options.workerIdentity } : {}),
       logger,
       metrics,

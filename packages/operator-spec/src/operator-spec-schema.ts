@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { DATATYPES } from "@operon/protocol/datatypes";
+import { CircuitBreakerSpecSchema, FallbackSpecSchema, RetrySpecSchema } from "./step-resilience-schema.js";
 
 /**
  * The operator spec format, defined once: the types below, the parser
@@ -143,6 +144,10 @@ export const ModelStepSpecSchema = z.object({
     .describe(
       "Requests this step runs at once across all requests of the operator (0 = unlimited; default: the operator's)",
     ),
+  // What the step does when its model fails: step-resilience-schema.ts.
+  retry: RetrySpecSchema.optional(),
+  circuitBreaker: CircuitBreakerSpecSchema.optional(),
+  fallback: FallbackSpecSchema.optional(),
 });
 
 export const RouteCaseSchema = z.object(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { cppDouble, formatPerfAnalyzerCsv } from "./perf-analyzer-csv.js";
+import { cppDouble, formatPerfAnalyzerCsv, parsePerfAnalyzerCsv } from "./perf-analyzer-csv.js";
 import type { PerfReport, PerfStep } from "./perf-report.js";
 
 const latency = (p50: number, avg: number) => ({
@@ -107,5 +107,71 @@ describe("cppDouble (std::ostream's default for a double)", () => {
     [2500.123456, "2500.12"],
   ])("%d prints as %s", (value, text) => {
     expect(cppDouble(value)).toBe(text);
+  });
+});
+
+describe("parsePerfAnalyzerCsv", () => {
+  // As perf_analyzer 2.x writes it with server statistics (times in µs).
+  const TRITON_CSV = [
+    "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency",
+    "2,1710.37,21,359,36,14,708,12,3,1127,1408,1514,1729",
+    "1,1021.21,19,301,23,12,597,10,2,944,1146,1231,1459",
+    "",
+  ].join("\r\n");
+
+  it("reads perf_analyzer's CSV by column name, rows by concurrency, the average as the sum of the parts", () => {
+    expect(parsePerfAnalyzerCsv(TRITON_CSV)).toEqual([
+      {
+        concurrency: 1,
+        throughputInferPerSec: 1021.21,
+        latencyUs: { p50: 944, p90: 1146, p95: 1231, p99: 1459 },
+        avgLatencyUs: 19 + 301 + 23 + 12 + 597 + 10 + 2,
+        server: { queueUs: 23, computeInputUs: 12, computeInferUs: 597, computeOutputUs: 10 },
+      },
+      {
+        concurrency: 2,
+        throughputInferPerSec: 1710.37,
+        latencyUs: { p50: 1127, p90: 1408, p95: 1514, p99: 1729 },
+        avgLatencyUs: 21 + 359 + 36 + 14 + 708 + 12 + 3,
+        server: { queueUs: 36, computeInputUs: 14, computeInferUs: 708, computeOutputUs: 12 },
+      },
+    ]);
+  });
+
+  it("reads back what `operon perf -f` writes, without server columns too", () => {
+    const csv = formatPerfAnalyzerCsv(report([step(1, 500), step(4, 1500)]));
+    const rows = parsePerfAnalyzerCsv(csv);
+    expect(rows.map((row) => [row.concurrency, row.throughputInferPerSec, row.latencyUs.p99, row.server])).toEqual([
+      [1, 500, 130, undefined],
+      [4, 1500, 432, undefined],
+    ]);
+  });
+
+  it.each([
+    ["", /empty/],
+    [
+      "Request Rate,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency\n",
+      /request-rate/,
+    ],
+    ["Concurrency,Inferences/Second\n1,2\n", /line 1: .*missing 'p50 latency'/],
+    ["Concurrency,Inferences/Second,p50 latency,p90 latency,p95 latency,p99 latency\n", /no rows/],
+    [
+      "Concurrency,Inferences/Second,p50 latency,p90 latency,p95 latency,p99 latency\n1,2,3\n",
+      /line 2: 3 values for 6 columns/,
+    ],
+    [
+      "Concurrency,Inferences/Second,p50 latency,p90 latency,p95 latency,p99 latency\n1,fast,3,4,5,6\n",
+      /line 2, column 'Inferences\/Second': 'fast' is not a number/,
+    ],
+    [
+      "Concurrency,Inferences/Second,p50 latency,p90 latency,p95 latency,p99 latency\n0.5,2,3,4,5,6\n",
+      /'Concurrency': '0.5' is not a whole number/,
+    ],
+    [
+      "Concurrency,Inferences/Second,p50 latency,p90 latency,p95 latency,p99 latency\n1,2,3,4,5,6\n1,2,3,4,5,6\n",
+      /concurrency 1 appears twice/,
+    ],
+  ])("refuses %j naming the problem", (csv, message) => {
+    expect(() => parsePerfAnalyzerCsv(csv)).toThrow(message);
   });
 });

@@ -121,3 +121,113 @@ export function cppDouble(value: number): string {
 function trimZeros(text: string): string {
   return text.includes(".") ? text.replace(/\.?0+$/, "") : text;
 }
+
+/** One row of a perf_analyzer CSV, in Operon's units (µs, inferences/s). */
+export interface PerfAnalyzerCsvRow {
+  concurrency: number;
+  throughputInferPerSec: number;
+  latencyUs: { p50: number; p90: number; p95: number; p99: number };
+  /** Client Send + Network + Server times + Client Recv when the server columns are there, else the verbose "Avg latency" column. */
+  avgLatencyUs?: number;
+  server?: { queueUs: number; computeInputUs: number; computeInferUs: number; computeOutputUs: number };
+}
+
+/** The most rows an imported CSV may have (perf_analyzer writes one per load step). */
+export const MAX_PERF_ANALYZER_CSV_ROWS = 1024;
+
+const SERVER_COLUMNS = [
+  "Network+Server Send/Recv",
+  "Server Queue",
+  "Server Compute Input",
+  "Server Compute Infer",
+  "Server Compute Output",
+] as const;
+
+/**
+ * Reads a CSV as perf_analyzer's `-f` writes it (and `operon perf -f`):
+ * a concurrency sweep, with or without the server columns and the verbose
+ * ones. Columns are found by name, so their order and extra columns do not
+ * matter. Request-rate CSVs are refused (Operon's reports are concurrency
+ * sweeps). Throws an Error naming the line and column of the first problem.
+ */
+export function parsePerfAnalyzerCsv(text: string): PerfAnalyzerCsvRow[] {
+  const lines = text
+    .replace(/^\uFEFF/, "")
+    .split(/\r?\n/)
+    .map((line, index) => ({ line: line.trim(), number: index + 1 }))
+    .filter(({ line }) => line !== "");
+  const [headerLine, ...dataLines] = lines;
+  if (headerLine === undefined) throw new Error("the file is empty: expected perf_analyzer's CSV header line");
+  const header = headerLine.line.split(",").map((name) => name.trim());
+  if (header[0] === "Request Rate") {
+    throw new Error("this is a request-rate CSV; only concurrency sweeps (first column 'Concurrency') can be imported");
+  }
+  const column = (name: string): number => header.indexOf(name);
+  const required = ["Concurrency", "Inferences/Second", "p50 latency", "p90 latency", "p95 latency", "p99 latency"];
+  const missing = required.filter((name) => column(name) < 0);
+  if (missing.length > 0) {
+    throw new Error(
+      `line ${headerLine.number}: not perf_analyzer's CSV header: missing ${missing.map((name) => `'${name}'`).join(", ")}`,
+    );
+  }
+  const withServer = SERVER_COLUMNS.every((name) => column(name) >= 0);
+  if (dataLines.length === 0) throw new Error("the file has a header but no rows");
+  if (dataLines.length > MAX_PERF_ANALYZER_CSV_ROWS) {
+    throw new Error(`the file has ${dataLines.length} rows; at most ${MAX_PERF_ANALYZER_CSV_ROWS} can be imported`);
+  }
+  const rows = dataLines.map(({ line, number }) => {
+    const cells = line.split(",").map((cell) => cell.trim());
+    if (cells.length < header.length) {
+      throw new Error(`line ${number}: ${cells.length} values for ${header.length} columns`);
+    }
+    const value = (name: string, whole = false): number => {
+      const cell = cells[column(name)]!;
+      const parsed = Number(cell);
+      if (cell === "" || !Number.isFinite(parsed) || parsed < 0 || (whole && !Number.isSafeInteger(parsed))) {
+        throw new Error(
+          `line ${number}, column '${name}': '${cell}' is not ${whole ? "a whole number" : "a number"} >= 0`,
+        );
+      }
+      return parsed;
+    };
+    const concurrency = value("Concurrency", true);
+    if (concurrency < 1) throw new Error(`line ${number}, column 'Concurrency': must be at least 1`);
+    const row: PerfAnalyzerCsvRow = {
+      concurrency,
+      throughputInferPerSec: value("Inferences/Second"),
+      latencyUs: {
+        p50: value("p50 latency"),
+        p90: value("p90 latency"),
+        p95: value("p95 latency"),
+        p99: value("p99 latency"),
+      },
+    };
+    if (withServer) {
+      row.server = {
+        queueUs: value("Server Queue"),
+        computeInputUs: value("Server Compute Input"),
+        computeInferUs: value("Server Compute Infer"),
+        computeOutputUs: value("Server Compute Output"),
+      };
+      const clientUs =
+        (column("Client Send") >= 0 ? value("Client Send") : 0) +
+        (column("Client Recv") >= 0 ? value("Client Recv") : 0);
+      row.avgLatencyUs =
+        clientUs +
+        value("Network+Server Send/Recv") +
+        row.server.queueUs +
+        row.server.computeInputUs +
+        row.server.computeInferUs +
+        row.server.computeOutputUs;
+    } else if (column("Avg latency") >= 0) {
+      row.avgLatencyUs = value("Avg latency");
+    }
+    return row;
+  });
+  const seen = new Set<number>();
+  for (const row of rows) {
+    if (seen.has(row.concurrency)) throw new Error(`concurrency ${row.concurrency} appears twice`);
+    seen.add(row.concurrency);
+  }
+  return rows.sort((a, b) => a.concurrency - b.concurrency);
+}

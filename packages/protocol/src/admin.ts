@@ -119,6 +119,7 @@ export const repositoryIndexSchema = z.array(
     version: z.string().optional(),
     state: z.string().optional(),
     reason: z.string().optional(),
+    warnings: z.array(z.string()).optional(),
   }),
 );
 
@@ -141,7 +142,15 @@ export const modelScalingSchema = z.object({
   queued: z.number(),
 });
 export type ModelScaling = z.infer<typeof modelScalingSchema>;
-export const scalingStateSchema = z.object({ models: z.array(modelScalingSchema), parked: z.array(z.string()) });
+/** A served operator's requests in flight now (GET /v2/operon/scaling: operators). */
+export const operatorLoadSchema = z.object({ operator: z.string(), inFlight: z.number() });
+export type OperatorLoad = z.infer<typeof operatorLoadSchema>;
+export const scalingStateSchema = z.object({
+  models: z.array(modelScalingSchema),
+  parked: z.array(z.string()),
+  /** Absent from gateways older than the operator-aware scheduler. */
+  operators: z.array(operatorLoadSchema).default([]),
+});
 
 /** GET /v2/operon/parked: models the resource scheduler unloaded (they load again on demand). */
 export const parkedModelsSchema = z.object({ models: z.array(z.string()) });

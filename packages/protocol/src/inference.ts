@@ -104,6 +104,12 @@ export interface RepositoryIndexEntry {
   version?: string;
   state?: ModelState;
   reason?: string;
+  /**
+   * Operon's addition (HTTP only; gRPC's RepositoryIndex has no field for
+   * it): load warnings of a READY version, e.g. config fields Operon does
+   * not implement. Absent when there are none.
+   */
+  warnings?: string[];
 }
 
 /** Triton's statistics JSON (extension_statistics.md). Durations in ns. */

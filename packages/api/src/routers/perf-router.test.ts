@@ -189,6 +189,52 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
     ).toEqual(["perf.queue", "perf.start", "perf.finish", "perf.delete"]);
   });
 
+  it("imports a perf_analyzer CSV as a finished report with one sample per row; bad files and viewers store nothing", async () => {
+    const csv = [
+      "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency",
+      "1,1021.21,19,301,23,12,597,10,2,944,1146,1231,1459",
+      "4,2410.5,25,420,60,15,900,14,3,1500,1800,1900,2300",
+    ].join("\n");
+    const target = { kind: "MODEL" as const, name: "add_sub", version: "1" };
+    const before = (await h.as("VIEWER").perf.list({ targetName: "add_sub", limit: 500 })).length;
+    expect(
+      await appCodeOf(h.as("VIEWER").perf.importCsv({ target, fileName: "perf.csv", csv, instanceCount: 2 })),
+    ).toBe("FORBIDDEN");
+    const broken = h
+      .as("ENGINEER")
+      .perf.importCsv({ target, fileName: "perf.csv", csv: "Concurrency,Inferences/Second\n1,2" });
+    await expect(broken).rejects.toThrow(/perf\.csv: line 1: .*missing 'p50 latency'/);
+    const unknown = h
+      .as("ENGINEER")
+      .perf.importCsv({ target: { kind: "MODEL", name: "no_such_model" }, fileName: "perf.csv", csv });
+    await expect(unknown).rejects.toThrow(/not served by the gateway/);
+    expect((await h.as("VIEWER").perf.list({ targetName: "add_sub", limit: 500 })).length).toBe(before);
+
+    const { id } = await h.as("ENGINEER").perf.importCsv({ target, fileName: "perf.csv", csv, instanceCount: 2 });
+    const report = await h.as("VIEWER").perf.get({ id });
+    expect(report).toMatchObject({
+      status: "SUCCEEDED",
+      trigger: "IMPORTED",
+      cause: "imported from perf.csv",
+      targetVersion: "1",
+      summary: { imported: { fileName: "perf.csv", instanceCount: 2 }, best: { concurrency: 4, throughput: 2410.5 } },
+    });
+    expect(report.summary!.steps.map((step) => step.stable)).toEqual([null, null]);
+    expect(report.samples).toEqual([
+      expect.objectContaining({
+        concurrency: 1,
+        throughput: 1021.21,
+        latencyP99Us: 1459,
+        queueUs: 23,
+        computeUs: 619,
+        latencyAvgUs: 964,
+      }),
+      expect.objectContaining({ concurrency: 4, throughput: 2410.5, latencyP99Us: 2300, queueUs: 60, computeUs: 929 }),
+    ]);
+    const { events } = await h.as("ADMIN").audit.list({ action: "perf.import", limit: 5 });
+    expect(events[0]).toMatchObject({ action: "perf.import", targetId: id });
+  });
+
   it("cancels a running run, keeping the steps it completed", async () => {
     // The engineer's own run: only its starter (or an admin) may cancel it.
     const { id } = await h.as("ENGINEER").perf.start({

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { requireModelChanger, requireOperatorChanger, requirePerfRunChanger } from "../services/ownership/ownership.js";
 import { PERF_INPUT_LIMITS } from "../services/perf/perf-inputs.js";
+import { MAX_IMPORTED_CSV_BYTES } from "../services/perf/perf-imports.js";
 import { adminProcedure, engineerProcedure, router, viewerProcedure } from "../trpc.js";
 import { AUTO_PERF_LIMITS } from "../services/perf/auto-perf-settings.js";
 
@@ -94,6 +95,33 @@ export const perfRouter = router({
       }),
     )
     .mutation(({ ctx, input }) => ctx.services.perfRuns.start(ctx.actor, input)),
+
+  /**
+   * Reads a perf_analyzer CSV (`perf_analyzer -f`, `operon perf -f`) as a
+   * finished report of the target (trigger IMPORTED), for measurements made
+   * elsewhere. Only concurrency sweeps; at most 1 MiB and 1,024 rows. The
+   * target's owner or an admin (any engineer for a repository model), as for
+   * its perf inputs. `instanceCount`: how many instances served it (the
+   * scheduler's per-instance capacity divides by it). Audited (perf.import).
+   */
+  importCsv: engineerProcedure
+    .input(
+      z.object({
+        target: z.object({
+          kind: z.enum(["MODEL", "OPERATOR"]),
+          name: z.string().trim().min(1, { error: "required" }).max(128),
+          version: z.string().trim().regex(/^\d+$/, { error: "a version number" }).optional(),
+        }),
+        fileName: z.string().trim().min(1, { error: "required" }).max(256),
+        csv: z.string().max(MAX_IMPORTED_CSV_BYTES, { error: "at most 1 MiB" }),
+        instanceCount: z.number().int().min(1).max(1024).default(1),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      if (input.target.kind === "MODEL") await requireModelChanger(ctx.services.prisma, ctx.user, input.target.name);
+      else await requireOperatorChanger(ctx.services.prisma, ctx.user, input.target.name);
+      return ctx.services.perfImports.importCsv(ctx.actor, input);
+    }),
 
   /** { status, completedSteps, totalSteps, currentConcurrency, percent, error, queuePosition, waitingFor }: poll it while the run waits or goes. */
   progress: viewerProcedure.input(reportId).query(({ ctx, input }) => ctx.services.perfRuns.progress(input.id)),

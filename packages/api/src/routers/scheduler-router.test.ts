@@ -51,7 +51,11 @@ class FakeGateway {
         queued: 0,
       })),
       parked: this.parked,
+      operators: [],
     };
+  }
+  async listOperators() {
+    return [];
   }
   async scaleModel(name: string, count: number) {
     this.calls.push(`scale ${name} ${count}`);

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { adminProcedure, router, viewerProcedure } from "../trpc.js";
+import { operatorName } from "./operators-router.js";
 
 /**
  * The resource scheduler (services/resource-scheduler): its decisions and
@@ -15,11 +16,21 @@ export const schedulerRouter = router({
   /** On/off, the policy and budget in force, each model's instances, demand and capacity, and the pins. */
   status: viewerProcedure.query(({ ctx }) => ctx.services.resourceScheduler.status()),
 
-  /** Decisions newest first, optionally of one model; page back with `before` (the last id of a page). */
+  /**
+   * One operator's capacity (GroupAssign): per model step its per-instance throughput at the p99 budget, instances,
+   * calls per operator request and capacity in operator requests/s; the operator's capacity (the least) and its
+   * bottleneck steps; the demand the last period sized it for. NOT_FOUND when the gateway does not serve it.
+   */
+  operatorCapacity: viewerProcedure
+    .input(z.object({ name: operatorName }))
+    .query(({ ctx, input }) => ctx.services.resourceScheduler.operatorCapacity(input.name)),
+
+  /** Decisions newest first, optionally of one model or caused by one operator; page back with `before` (the last id of a page). */
   decisions: viewerProcedure
     .input(
       z.object({
         model: modelName.optional(),
+        operator: operatorName.optional(),
         limit: z.number().int().min(1).max(200).default(50),
         before: z
           .string()

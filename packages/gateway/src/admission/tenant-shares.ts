@@ -41,8 +41,9 @@ import { OperonError } from "@operon/protocol/errors";
  * waiting request one queue entry. No closures per request, no timers.
  * Counters (units, requests, refusals) are plain numbers read at scrape.
  *
- * Not covered: operator (DAG) versions are not gated themselves; their
- * model steps are, as the anonymous tenant. A request's queue timeout
+ * Operators (DAG versions) are not gated themselves; their model steps are,
+ * each as the operator request's tenant (operator-tenant.ts), so an
+ * operator request counts the units of all its steps. A request's queue timeout
  * starts when it reaches the model's scheduler, not while it waits here;
  * a cancelled request leaves when its turn comes.
  */

@@ -16,6 +16,7 @@ import { DEFAULT_MAX_BYTES_ELEMENTS, type Parameters, type Tensor } from "@opero
 import { PERF_TRAFFIC_PARAMETER, PERF_TRAFFIC_VALUE } from "@operon/protocol/perf-traffic";
 import type { InferenceEngine, OperatorInfo, OperatorValidation, StreamResponseHandler } from "./engine-api.js";
 import type { TenantShares } from "../admission/tenant-shares.js";
+import { operatorTenant } from "../admission/operator-tenant.js";
 import type { FailureReason, GatewayMetrics } from "../observability/metrics.js";
 import type { ModelManager, ServedVersion } from "../repository/model-manager.js";
 import { readProcessUsage, readThreadUsage } from "../observability/process-usage.js";
@@ -79,6 +80,8 @@ export class Engine implements InferenceEngine {
         inputs,
         outputs: outputNames.map((name) => ({ name })),
         signal,
+        // Tenant shares: a step counts against the share of the operator request's tenant (operator-tenant.ts).
+        ...stepTenant(this.info.tenantShares),
         // The frontend drops the tag from callers who may not set it, so a step's copy of it can be trusted.
         ...(parameters?.[PERF_TRAFFIC_PARAMETER] === PERF_TRAFFIC_VALUE ? { trafficClass: "perf" as const } : {}),
       }),
@@ -239,7 +242,7 @@ export class Engine implements InferenceEngine {
   /**
    * Hands a prepared request to its version's runner: through the tenant
    * gate while tenant shares are on (operators are not gated themselves:
-   * their steps are), else straight to the runner. `onStreamed` given: a
+   * their steps are, as the request's tenant), else straight to the runner. `onStreamed` given: a
    * decoupled model's responses go there, one final among them.
    */
   private dispatch(
@@ -249,8 +252,15 @@ export class Engine implements InferenceEngine {
   ): Promise<ScheduledResult> {
     const shares = this.info.tenantShares;
     const gated = shares !== undefined && shares.enabled && served.operator === undefined;
-    if (onStreamed === undefined)
-      return gated ? shares.execute(served, request.tenantId, scheduled) : served.instances.execute(scheduled);
+    if (onStreamed === undefined) {
+      if (gated) return shares.execute(served, request.tenantId, scheduled);
+      // An operator's steps are gated as its caller's tenant: its request counts the units of all its steps.
+      if (served.operator !== undefined && shares?.enabled === true && request.tenantId !== undefined) {
+        const tenantId = request.tenantId;
+        return operatorTenant.run(tenantId, () => served.instances.execute(scheduled));
+      }
+      return served.instances.execute(scheduled);
+    }
     const executeStream = served.instances.executeStream?.bind(served.instances);
     if (executeStream === undefined) {
       throw new OperonError(
@@ -521,6 +531,10 @@ export class Engine implements InferenceEngine {
     return this.manager.scalingState();
   }
 
+  operatorLoad(): Array<{ operator: string; inFlight: number }> {
+    return this.manager.operatorLoad();
+  }
+
   modelStatistics(name?: string, version?: string): ModelStatistics[] {
     return this.manager.servedVersions(name, version).map((served) => served.stats.snapshot());
   }
@@ -593,6 +607,13 @@ function failureReason(error: OperonError): FailureReason {
   if (error.kind === "UNAVAILABLE") return "REJECTED";
   if (error.kind === "INVALID_ARG") return "OTHER";
   return "BACKEND";
+}
+
+/** The tenant an operator step runs as (its operator request's, operator-tenant.ts) while tenant shares are on. */
+function stepTenant(shares: TenantShares | undefined): { tenantId?: string } {
+  if (shares?.enabled !== true) return {};
+  const tenantId = operatorTenant.getStore();
+  return tenantId !== undefined ? { tenantId } : {};
 }
 
 /** A traced request's timings: the durations its statistics record, and an operator's steps that ran. */

@@ -29,7 +29,9 @@ export interface RequestTrace {
    * once it has run the span gets children for the queue, compute input,
    * compute infer and compute output (laid end to end from the engine's
    * start, with the durations the statistics record) and one per operator
-   * step that ran (at its own times). Call the result to end the span.
+   * step that ran (at its own times). The span's W3C traceparent goes
+   * into the request's parameters (`traceparent`), so a backend in a worker
+   * process can continue the trace. Call the result to end the span.
    */
   engine(request: InferRequest): () => void;
   attributes(values: Record<string, string | number | boolean>): void;

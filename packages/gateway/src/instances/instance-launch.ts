@@ -63,6 +63,8 @@ export interface ModelInstancesOptions {
   blsHandler?: InstanceBlsHandler;
   /** The GPUs KIND_GPU instances may use; default: this host's (hostGpus()). */
   gpus?: GpuInventory;
+  /** Server default of each worker process's memory cap, MiB (0/absent = none); see worker-memory-cap.ts. */
+  workerMemoryLimitMb?: number;
 }
 
 /** Runs one BLS call of a model at BLS depth `depth` (1 for a call made while serving a client's request). */

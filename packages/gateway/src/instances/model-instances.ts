@@ -17,6 +17,8 @@ import { sequenceFlagsOf, sequencePolicyFromConfig } from "../scheduling/sequenc
 import type { BackendInstance } from "./backend-instance.js";
 import { hostGpus } from "./gpu-inventory.js";
 import { placementOf } from "./instance-placement.js";
+import { readProcessUsage } from "../observability/process-usage.js";
+import { workerMemoryLimitBytes } from "./worker-memory-cap.js";
 import type { BlsRequest, ExecuteRequestOptions } from "./worker-process.js";
 import { type InstanceLaunchSpec, type ModelInstancesOptions, isolationOf, launchInstance } from "./instance-launch.js";
 
@@ -48,6 +50,10 @@ interface Instance {
   gaveUp: boolean;
   /** Taken out of the pool by resize(): finishes what it holds, is then stopped and never restarted. */
   retiring?: boolean;
+  /** Over its memory cap: gets no new work, finishes what it holds, then a fresh worker replaces it. */
+  recycling?: boolean;
+  /** A memory read of its worker is under way; `recheck`: another execution ended meanwhile. */
+  memoryCheck?: { recheck: boolean };
 }
 
 /**
@@ -95,6 +101,8 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
   private readonly unhookBackendMetrics: () => void;
   /** Called after each execution with its batch size (statistics). */
   onExecution: (batchSize: number, timing: ExecutionTiming) => void = () => undefined;
+  /** The resident-memory cap of each worker process (worker-memory-cap.ts); undefined = none. */
+  private readonly memoryLimitBytes: number | undefined;
 
   private constructor(
     private spec: InstanceLaunchSpec,
@@ -118,6 +126,11 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
         ? 1
         : (options.maxInFlightPerInstance ?? (this.policy.batching ? 1 : 2));
     this.labels = { model: spec.model, version: spec.version };
+    this.memoryLimitBytes = workerMemoryLimitBytes(spec.model, spec.config, {
+      serverDefaultMb: options.workerMemoryLimitMb ?? 0,
+      processIsolation: isolationOf(spec, options.defaultIsolation) === "process",
+      sequenceModel: sequencePolicy !== undefined,
+    });
     this.unhookScrape = options.metrics.onScrape(() => {
       options.metrics.pendingRequests.set(this.labels, this.queueLength);
       options.metrics.executingRequests.set(this.labels, this.running);
@@ -133,6 +146,7 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
       onExecution: (batchSize: number, timing: ExecutionTiming) => this.onExecution(batchSize, timing),
       onQueueLength: (length: number) => void (this.queueLength = length),
       onRunning: (count: number) => void (this.running = count),
+      onBatchSplit: (requests: number) => options.metrics.batchSplits.inc(this.labels, requests),
     };
     this.scheduler =
       sequencePolicy !== undefined
@@ -358,7 +372,8 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
   acquire(): ReservedInstance | undefined {
     let best: Instance | undefined;
     for (const instance of this.instances) {
-      if (instance.worker === undefined || instance.inFlight >= this.maxInFlight) continue;
+      if (instance.worker === undefined || instance.recycling === true || instance.inFlight >= this.maxInFlight)
+        continue;
       if (best === undefined || instance.inFlight < best.inFlight) best = instance;
     }
     return best === undefined ? undefined : this.reserve(best);
@@ -372,7 +387,12 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
   /** SequenceDispatcher: reserves this instance (a sequence's own) when it is live with spare capacity. */
   acquireOn(name: string): ReservedInstance | undefined {
     const instance = this.instances.find((candidate) => candidate.name === name);
-    if (instance === undefined || instance.worker === undefined || instance.inFlight >= this.maxInFlight)
+    if (
+      instance === undefined ||
+      instance.worker === undefined ||
+      instance.recycling === true ||
+      instance.inFlight >= this.maxInFlight
+    )
       return undefined;
     return this.reserve(instance);
   }
@@ -385,6 +405,7 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
       if (!reserved) return;
       reserved = false;
       if (instance.worker === worker) instance.inFlight -= 1;
+      if (this.memoryLimitBytes !== undefined) this.checkMemory(instance, worker);
       this.capacityListener();
     };
     return {
@@ -444,7 +465,8 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
   /** InstanceDispatcher: whether acquire() would find an instance now. */
   hasCapacity(): boolean {
     for (const instance of this.instances)
-      if (instance.worker !== undefined && instance.inFlight < this.maxInFlight) return true;
+      if (instance.worker !== undefined && instance.recycling !== true && instance.inFlight < this.maxInFlight)
+        return true;
     return false;
   }
 
@@ -569,6 +591,64 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
       );
     }
     this.capacityListener();
+  }
+
+  /**
+   * After an execution: reads the worker's resident memory (one read at a
+   * time per worker; an execution ending meanwhile asks for one more) and
+   * starts a recycle when it is over the cap.
+   */
+  private checkMemory(instance: Instance, worker: BackendInstance): void {
+    if (instance.recycling === true || worker.pid === undefined) return;
+    if (instance.memoryCheck !== undefined) {
+      instance.memoryCheck.recheck = true;
+      return;
+    }
+    const check = { recheck: false };
+    instance.memoryCheck = check;
+    void readProcessUsage(worker.pid).then(({ rssBytes }) => {
+      instance.memoryCheck = undefined;
+      const limit = this.memoryLimitBytes!;
+      if (instance.worker !== worker || this.stopped || this.restartsHalted || instance.retiring === true) return;
+      if (rssBytes !== null && rssBytes > limit) void this.recycle(instance, worker, rssBytes);
+      else if (check.recheck) this.checkMemory(instance, worker);
+    });
+  }
+
+  /**
+   * Replaces a worker over its memory cap between requests: no new work
+   * reaches it, it finishes what it holds, it is stopped (an expected exit,
+   * not counted as a restart), and a fresh worker takes its place; requests
+   * wait in the queue or go to the other instances meanwhile. A fresh
+   * worker that fails to start is retried as after a crash.
+   */
+  private async recycle(instance: Instance, worker: BackendInstance, rssBytes: number): Promise<void> {
+    instance.recycling = true;
+    const mb = (bytes: number): number => Math.round(bytes / (1024 * 1024));
+    this.options.metrics.workerRecycles.inc({ ...this.labels, instance: instance.name });
+    this.options.logger.warn(
+      {
+        model: this.spec.model,
+        version: this.spec.version,
+        instance: instance.name,
+        pid: worker.pid,
+        rssMb: mb(rssBytes),
+        limitMb: mb(this.memoryLimitBytes!),
+      },
+      "backend worker is over its memory cap; recycling it between requests",
+    );
+    while (instance.worker === worker && instance.inFlight > 0 && !this.stopped) await sleep(5);
+    if (instance.worker !== worker || this.stopped || this.restartsHalted || instance.retiring === true) {
+      instance.recycling = false;
+      return;
+    }
+    // From here its exit is ours: the exit handler ignores a worker the instance no longer holds.
+    instance.worker = undefined;
+    instance.depths.clear();
+    this.publishUp();
+    await worker.stop(5000);
+    instance.recycling = false;
+    await this.restart(instance);
   }
 
   private publishUp(): void {

@@ -136,6 +136,18 @@ export class GatewayMetrics {
     labelNames: ["model", "version", "instance"] as const,
     registers: [this.registry],
   });
+  readonly workerRecycles = new Counter({
+    name: "operon_worker_recycles_total",
+    help: "Backend worker processes replaced between requests because their resident memory was over the model's cap",
+    labelNames: ["model", "version", "instance"] as const,
+    registers: [this.registry],
+  });
+  readonly batchSplits = new Counter({
+    name: "operon_batch_split_requests_total",
+    help: "Requests run again alone because the batch they were in failed as a whole (one bad request then fails alone)",
+    labelNames: ["model", "version"] as const,
+    registers: [this.registry],
+  });
   readonly workersUp = this.gauge("operon_worker_up", "Backend worker processes currently serving, per model version");
   /** Per step of an operator (ensemble or registered DAG); its composing models keep their own nv_* series. */
   readonly operatorStepDurationUs = new Counter({
@@ -147,6 +159,26 @@ export class GatewayMetrics {
   readonly operatorStepExecutions = new Counter({
     name: "operon_operator_step_executions_total",
     help: "Operator steps run (succeeded, failed or cancelled after starting), per operator and step",
+    labelNames: ["operator", "step"] as const,
+    registers: [this.registry],
+  });
+
+  /** A model step's resilience (issue 25): retries, fallbacks, and its circuit breaker's state. */
+  readonly operatorStepRetries = new Counter({
+    name: "operon_operator_step_retries_total",
+    help: "Retries of operator model steps after a retryable failure (UNAVAILABLE), per operator and step",
+    labelNames: ["operator", "step"] as const,
+    registers: [this.registry],
+  });
+  readonly operatorStepFallbacks = new Counter({
+    name: "operon_operator_step_fallbacks_total",
+    help: "Operator model steps answered by their fallback (kind: model or default), per operator and step",
+    labelNames: ["operator", "step", "kind"] as const,
+    registers: [this.registry],
+  });
+  readonly operatorStepBreakerState = new Gauge({
+    name: "operon_operator_step_circuit_state",
+    help: "State of an operator step's circuit breaker: 0 closed, 1 open, 2 half-open (only steps with a circuitBreaker)",
     labelNames: ["operator", "step"] as const,
     registers: [this.registry],
   });
@@ -273,12 +305,16 @@ export class GatewayMetrics {
     this.pendingRequests.remove({ model, version });
     this.executingRequests.remove({ model, version });
     this.workersUp.remove({ model, version });
+    this.batchSplits.remove({ model, version });
   }
 
   /** Forgets one operator step's series (operator unloaded, or the step gone from its new spec). */
   removeOperatorStep(operator: string, step: string): void {
     this.operatorStepDurationUs.remove({ operator, step });
     this.operatorStepExecutions.remove({ operator, step });
+    this.operatorStepRetries.remove({ operator, step });
+    for (const kind of ["model", "default"]) this.operatorStepFallbacks.remove({ operator, step, kind });
+    this.operatorStepBreakerState.remove({ operator, step });
   }
 
   stop(): void {

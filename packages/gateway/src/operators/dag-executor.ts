@@ -13,6 +13,7 @@ import {
   type StepSpec,
 } from "@operon/operator-spec/operator-spec-schema";
 import { StepLimiter } from "./step-limiter.js";
+import { StepResilience, type StepAnswer, type StepAttempt, type StepResilienceHooks } from "./step-resilience.js";
 import { analyzeOperator, type OperatorGraph, type StepNode } from "@operon/operator-spec/operator-structure";
 
 /**
@@ -31,7 +32,10 @@ import { analyzeOperator, type OperatorGraph, type StepNode } from "@operon/oper
  *
  * Each model step has an in-flight cap shared by all requests of the
  * operator (Triton's per-step backpressure): a step past its cap waits for
- * a slot before calling its model.
+ * a slot before calling its model (again for each retry).
+ *
+ * A model step's retries, circuit breaker and fallback (when its spec has
+ * them) run in step-resilience.ts: the step fails only once they gave up.
  */
 export type RunModel = (
   model: string,
@@ -55,6 +59,10 @@ export interface StepRecord {
   /** When it started running (after waiting for its in-flight cap). */
   startedAt?: number;
   endedAt?: number;
+  /** Calls of the step's own model (more than 1 when retried). */
+  attempts?: number;
+  /** Set when a fallback answered for the step's model. */
+  answeredBy?: Exclude<StepAnswer, "model">;
   /**
    * The tensors a model step that ended ok put on the board, named as on
    * the board, in the order of the step's outputs mapping. Only kept when
@@ -96,11 +104,14 @@ export interface DagExecutorOptions {
   now?: () => number;
   /** Called when a step that ran ends (status ok, failed or cancelled), including after the request settled. */
   onStepEnd?: (record: StepRecord) => void;
+  /** Hooks for a model step's retries, fallbacks and breaker state changes (metrics). */
+  resilienceHooks?: (stepId: string) => StepResilienceHooks;
 }
 
 export class DagExecutor {
   readonly graph: OperatorGraph;
   private readonly limiters = new Map<string, StepLimiter>();
+  private readonly resilience = new Map<string, StepResilience>();
   private active = 0;
 
   constructor(
@@ -109,9 +120,28 @@ export class DagExecutor {
   ) {
     this.graph = analyzeOperator(spec);
     for (const step of spec.steps) {
-      if (step.kind === "model")
-        this.limiters.set(step.id, new StepLimiter(step.maxInflight ?? spec.maxInflightPerStep ?? 0));
+      if (step.kind !== "model") continue;
+      this.limiters.set(step.id, new StepLimiter(step.maxInflight ?? spec.maxInflightPerStep ?? 0));
+      const hooks = options.resilienceHooks?.(step.id);
+      this.resilience.set(
+        step.id,
+        new StepResilience(step, {
+          operator: spec.name,
+          batching: (spec.maxBatchSize ?? 0) > 0,
+          ...(hooks !== undefined ? { hooks } : {}),
+        }),
+      );
     }
+  }
+
+  /** A model step's retry, breaker and fallback policy. */
+  stepResilience(stepId: string): StepResilience | undefined {
+    return this.resilience.get(stepId);
+  }
+
+  /** Stops the breakers' timers (the operator is going away). */
+  stop(): void {
+    for (const resilience of this.resilience.values()) resilience.breaker?.stop();
   }
 
   /** Requests running now. */
@@ -324,13 +354,16 @@ class DagRun {
     }
     const outputNames = Object.keys(step.outputs);
     const signal = this.controller.signal;
-    const run = async (): Promise<InferResponse> => {
+    const batchSize = (this.spec.maxBatchSize ?? 0) > 0 ? (inputs[0]?.shape[0] ?? 1) : 1;
+    // One call of a model (the step's, or its fallback model), behind the step's in-flight cap.
+    const attempt: StepAttempt = async (model, version) => {
       const release = await this.executor.limiter(step.id).acquire(signal);
-      record.startedAt = this.executor.now();
+      record.startedAt ??= this.executor.now();
+      if (model === step.model) record.attempts = (record.attempts ?? 0) + 1;
       try {
         return await this.executor.options.runModel(
-          step.model,
-          step.version,
+          model,
+          version,
           inputs,
           outputNames,
           signal,
@@ -340,6 +373,14 @@ class DagRun {
         release();
         record.endedAt = this.executor.now();
       }
+    };
+    const resilience = this.executor.stepResilience(step.id)!;
+    const run = async (): Promise<InferResponse> => {
+      const { response, answer } = await resilience.call(attempt, signal, batchSize);
+      if (answer !== "model") record.answeredBy = answer;
+      record.startedAt ??= this.executor.now();
+      record.endedAt ??= record.startedAt;
+      return response;
     };
     run().then(
       (response) => this.modelDone(step, record, response),

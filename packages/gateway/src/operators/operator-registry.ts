@@ -193,16 +193,21 @@ export class OperatorRegistry {
     const visit = (current: OperatorSpec, path: string[], seen: Set<string>): void => {
       for (const step of current.steps) {
         if (step.kind !== "model") continue;
-        const route = [...path, step.model];
-        if (step.model === spec.name) {
-          throw new OperonError(
-            "INVALID_ARG",
-            `operator '${spec.name}' would call itself: ${route.map((name) => `'${name}'`).join(" -> ")}`,
-          );
+        // A fallback model is called like the step's own model.
+        const called =
+          step.fallback !== undefined && "model" in step.fallback ? [step.model, step.fallback.model] : [step.model];
+        for (const model of called) {
+          const route = [...path, model];
+          if (model === spec.name) {
+            throw new OperonError(
+              "INVALID_ARG",
+              `operator '${spec.name}' would call itself: ${route.map((name) => `'${name}'`).join(" -> ")}`,
+            );
+          }
+          if (seen.has(model)) continue;
+          seen.add(model);
+          for (const operator of this.table.operatorSpecsOf(model)) visit(operator, route, seen);
         }
-        if (seen.has(step.model)) continue;
-        seen.add(step.model);
-        for (const operator of this.table.operatorSpecsOf(step.model)) visit(operator, route, seen);
       }
     };
     visit(spec, [spec.name], new Set());

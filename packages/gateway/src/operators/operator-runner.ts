@@ -7,6 +7,7 @@ import type { ScheduledResult } from "../scheduling/request-scheduler.js";
 import type { SchedulerPolicy } from "../scheduling/scheduler-policy.js";
 import type { RunnerRequest, VersionRunner } from "../scheduling/version-runner.js";
 import { DagExecutor, type RunModel, type StepRecord } from "./dag-executor.js";
+import type { StepResilienceHooks } from "./step-resilience.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 import { stepOutputsJson } from "./step-outputs-json.js";
 
@@ -69,7 +70,26 @@ export class OperatorRunner implements VersionRunner {
         Math.max(0, ((record.endedAt ?? record.startedAt) - record.startedAt) * 1000),
       );
     };
-    this.executor = new DagExecutor(spec, { runModel: options.runModel, onStepEnd });
+    const BREAKER_VALUES = { closed: 0, open: 1, "half-open": 2 } as const;
+    const resilienceHooks = (step: string): StepResilienceHooks => {
+      if (metrics === undefined) return {};
+      const model = spec.steps.find((candidate) => candidate.id === step);
+      if (model?.kind === "model") {
+        if (model.retry !== undefined) metrics.operatorStepRetries.inc(labels(step), 0);
+        if (model.fallback !== undefined)
+          metrics.operatorStepFallbacks.inc(
+            { ...labels(step), kind: "model" in model.fallback ? "model" : "default" },
+            0,
+          );
+        if (model.circuitBreaker !== undefined) metrics.operatorStepBreakerState.set(labels(step), 0);
+      }
+      return {
+        onRetry: () => metrics.operatorStepRetries.inc(labels(step)),
+        onFallback: (kind) => metrics.operatorStepFallbacks.inc({ ...labels(step), kind }),
+        onBreakerState: (state) => metrics.operatorStepBreakerState.set(labels(step), BREAKER_VALUES[state]),
+      };
+    };
+    this.executor = new DagExecutor(spec, { runModel: options.runModel, onStepEnd, resilienceHooks });
   }
 
   /** An operator never dies by itself: a broken step model fails its requests, not the operator. */
@@ -129,6 +149,7 @@ export class OperatorRunner implements VersionRunner {
   stop(timeoutMs = 30_000): Promise<void> {
     this.stopping ??= (async () => {
       this.stopped = true;
+      this.executor.stop();
       const drained = Promise.allSettled([...this.running]);
       let timer: NodeJS.Timeout | undefined;
       const late = await Promise.race([
@@ -152,8 +173,9 @@ export class OperatorRunner implements VersionRunner {
 /**
  * Request parameter (bool) asking an operator to answer with its steps'
  * timings, and the response parameter that carries them: a JSON array of
- * `{step, kind, model?, status, startMs?, durationMs?}`, startMs relative to
- * the first step's start. The console's "try it" panel shows these.
+ * `{step, kind, model?, status, attempts?, answeredBy?, startMs?, durationMs?}`,
+ * startMs relative to the first step's start; attempts when a step's model
+ * was called more than once (retries), answeredBy when a fallback answered. The console's "try it" panel shows these.
  */
 export const STEP_TIMINGS_PARAMETER = "operon_step_timings";
 
@@ -190,6 +212,8 @@ function stepTimingsJson(steps: readonly StepRecord[]): string {
       kind: step.kind,
       ...(step.model !== undefined ? { model: step.model } : {}),
       status: step.status,
+      ...(step.attempts !== undefined && step.attempts > 1 ? { attempts: step.attempts } : {}),
+      ...(step.answeredBy !== undefined ? { answeredBy: step.answeredBy } : {}),
       ...(step.startedAt !== undefined ? { startMs: round(step.startedAt - origin) } : {}),
       ...(step.startedAt !== undefined && step.endedAt !== undefined
         ? { durationMs: round(step.endedAt - step.startedAt) }

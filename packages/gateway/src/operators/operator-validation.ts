@@ -1,7 +1,7 @@
 import { toConfigDataType, type DataType } from "@operon/protocol/datatypes";
 import { OperonError } from "@operon/protocol/errors";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
-import type { OperatorSpec, TensorSpec } from "@operon/operator-spec/operator-spec-schema";
+import type { ModelStepSpec, OperatorSpec, TensorSpec } from "@operon/operator-spec/operator-spec-schema";
 import {
   analyzeOperator,
   isKnownTensor,
@@ -138,6 +138,10 @@ export function validateOperator(spec: OperatorSpec, lookup: ModelSignatureLooku
     }
   }
 
+  for (const step of spec.steps)
+    if (step.kind === "model" && step.fallback !== undefined)
+      checkFallback(step, signatures.get(step.id), lookup, problem);
+
   problems.push(...structuralProblems(spec, graph));
 
   // Connected ends must agree on datatype and shape (tensors nobody produces are reported above).
@@ -211,6 +215,83 @@ export function assertValidOperator(
   throw notYet
     ? new OperonError("UNAVAILABLE", `${what} cannot be served yet: ${list}`)
     : new OperonError("INVALID_ARG", `${what} is invalid: ${list}`);
+}
+
+/**
+ * A step's fallback must stand in for its model: a fallback model served
+ * now, taking the step's mapped inputs and producing its mapped outputs
+ * with the same datatypes; default outputs for exactly the step's mapped
+ * outputs, with the datatypes of the step model's outputs.
+ */
+function checkFallback(
+  step: ModelStepSpec,
+  primary: ServedModelSignature | undefined,
+  lookup: ModelSignatureLookup,
+  problem: (code: OperatorProblemCode, message: string) => void,
+): void {
+  const fallback = step.fallback!;
+  const primaryType = (name: string): DataType | undefined => primary?.outputs.find((t) => t.name === name)?.datatype;
+  const at = `step '${step.id}': fallback`;
+  if ("model" in fallback) {
+    const signature = lookup(fallback.model, fallback.version);
+    if (signature === undefined) {
+      problem(
+        "unknown-model",
+        `${at} model '${fallback.model}'${fallback.version !== undefined ? ` version ${fallback.version}` : ""} is not served (load it first)`,
+      );
+      return;
+    }
+    const inputs = new Map(signature.inputs.map((t) => [t.name, t]));
+    for (const name of Object.keys(step.inputs))
+      if (!inputs.has(name))
+        problem(
+          "unknown-model-tensor",
+          `${at} model '${fallback.model}' has no input '${name}' (its inputs: ${listNames(inputs.keys())})`,
+        );
+    for (const input of signature.inputs)
+      if (!input.optional && step.inputs[input.name] === undefined)
+        problem(
+          "unmapped-model-input",
+          `${at} model '${fallback.model}' needs input '${input.name}', which the step does not map`,
+        );
+    for (const name of Object.keys(step.outputs)) {
+      const output = signature.outputs.find((t) => t.name === name);
+      const expected = primaryType(name);
+      if (output === undefined)
+        problem(
+          "unknown-model-tensor",
+          `${at} model '${fallback.model}' has no output '${name}' (its outputs: ${listNames(signature.outputs.map((t) => t.name))})`,
+        );
+      else if (expected !== undefined && output.datatype !== expected)
+        problem(
+          "type-mismatch",
+          `${at} model '${fallback.model}' output '${name}' is ${output.datatype}, but model '${step.model}' answers ${expected}`,
+        );
+    }
+    return;
+  }
+  const mapped = Object.keys(step.outputs);
+  for (const name of mapped)
+    if (fallback.outputs[name] === undefined)
+      problem(
+        "unknown-model-tensor",
+        `${at} outputs: no default for output '${name}' (the step maps ${listNames(mapped)})`,
+      );
+  for (const [name, output] of Object.entries(fallback.outputs)) {
+    if (!mapped.includes(name)) {
+      problem(
+        "unknown-model-tensor",
+        `${at} outputs: '${name}' is not an output the step maps (it maps ${listNames(mapped)})`,
+      );
+      continue;
+    }
+    const expected = primaryType(name);
+    if (expected !== undefined && output.datatype !== expected)
+      problem(
+        "type-mismatch",
+        `${at} outputs: '${name}' is ${output.datatype}, but model '${step.model}' answers ${expected}`,
+      );
+  }
 }
 
 function fullShape(maxBatchSize: number, dims: number[]): number[] {

@@ -39,6 +39,8 @@ export interface ModelEntry {
   /** State of the last load/unload attempt when no version is serving. */
   state: ModelState | undefined;
   reason: string;
+  /** Load warnings of what serves now: config fields Operon does not implement (model-loader.ts). */
+  warnings?: string[];
   versions: Map<string, ServedVersion>;
   /** Versions unloaded, shown in the index as UNAVAILABLE "unloaded". */
   unloadedVersions: Set<string>;

@@ -126,6 +126,11 @@ export class ModelLifecycle {
         entry.state = "READY";
         entry.loadFailed = false;
         entry.reason = "";
+        const warnings = prepared[0]?.warnings ?? [];
+        if (warnings.length > 0) entry.warnings = warnings;
+        else delete entry.warnings;
+        for (const warning of warnings)
+          this.options.logger.warn({ model: name, warning }, "model config sets a field Operon does not implement");
         this.options.onLoaded(name);
         entry.dir = dir;
         entry.fingerprint = fingerprint;

@@ -6,6 +6,7 @@ import { configFromJson } from "@operon/model-config/config-json";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { normalizeConfig, validateConfig } from "@operon/model-config/normalize-config";
 import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
+import { unimplementedConfigFields } from "@operon/model-config/unimplemented-fields";
 import { hostGpus } from "../instances/gpu-inventory.js";
 import { instancePlacements } from "../instances/instance-placement.js";
 import {
@@ -46,6 +47,8 @@ export interface PreparedVersion {
   instances: VersionRunner;
   /** Set when the version is an operator (an ensemble): the spec its runner executes. */
   operator?: OperatorSpec;
+  /** Config fields it sets that Operon does not implement (see unimplemented-fields.ts); shown in its status. */
+  warnings?: string[];
 }
 
 export interface PrepareOptions {
@@ -90,7 +93,8 @@ export async function prepareModel(
   options: PrepareOptions,
 ): Promise<PreparedVersion[]> {
   let raw = await readRawConfig(name, dir, configOverride, options.strictModelConfig);
-  if (isEnsembleConfig(raw)) return prepareEnsemble(name, dir, raw, options);
+  const warnings = configWarnings(name, raw, options.strictModelConfig);
+  if (isEnsembleConfig(raw)) return withWarnings(await prepareEnsemble(name, dir, raw, options), warnings);
   if (backendOf(name, normalizeConfig(raw, { modelName: name })) === undefined)
     raw = { ...raw, backend: "onnxruntime" };
   let config = normalizeConfig(raw, { modelName: name });
@@ -198,7 +202,32 @@ export async function prepareModel(
     throw error;
   }
   // Every version serves the same (completed) config.
-  return prepared.reverse().map((version) => ({ ...version, config }));
+  return withWarnings(
+    prepared.reverse().map((version) => ({ ...version, config })),
+    warnings,
+  );
+}
+
+/**
+ * The fields of a config as written that Operon does not implement: load
+ * warnings, or INVALID_ARG listing them all under --strict-model-config.
+ */
+function configWarnings(name: string, raw: ModelConfigJson, strict: boolean): string[] {
+  const backend = typeof raw.backend === "string" ? raw.backend : undefined;
+  const fields = unimplementedConfigFields(raw, { nativeBackend: isNativeBackend(backend) });
+  if (fields.length === 0) return [];
+  const messages = fields.map((field) => field.message);
+  if (strict) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `config of model '${name}' sets field(s) Operon does not implement, refused under --strict-model-config: ${messages.join("; ")} (remove them, or serve without --strict-model-config to load with warnings)`,
+    );
+  }
+  return messages;
+}
+
+function withWarnings(versions: PreparedVersion[], warnings: string[]): PreparedVersion[] {
+  return warnings.length === 0 ? versions : versions.map((version) => ({ ...version, warnings }));
 }
 
 async function prepareEnsemble(

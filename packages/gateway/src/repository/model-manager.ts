@@ -346,6 +346,11 @@ export class ModelManager {
     return this.scaling.scalingState();
   }
 
+  /** Each served operator's requests in flight (the resource scheduler's operator demand). */
+  operatorLoad(): Array<{ operator: string; inFlight: number }> {
+    return this.scaling.operatorLoad();
+  }
+
   /**
    * After resolve() threw: for a parked model under the "wait" policy,
    * waits (bounded) for its load and resolves again; otherwise rethrows.
@@ -456,6 +461,7 @@ export class ModelManager {
               : unready.length > 0
                 ? `step model${unready.length === 1 ? "" : "s"} not ready: ${unready.join(", ")}`
                 : "",
+            ...(entry.warnings !== undefined ? { warnings: entry.warnings } : {}),
           });
         }
         for (const version of [...entry.unloadedVersions].sort((a, b) => Number(a) - Number(b))) {

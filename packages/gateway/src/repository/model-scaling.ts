@@ -184,6 +184,27 @@ export class ModelScaling {
   }
 
   /**
+   * Each served operator's requests in flight now (summed over its versions): with its completed requests
+   * (the statistics) the resource scheduler derives the operator's arrival rate, which completions alone cap
+   * at what its slowest step serves.
+   */
+  operatorLoad(): Array<{ operator: string; inFlight: number }> {
+    const list: Array<{ operator: string; inFlight: number }> = [];
+    for (const entry of this.options.models.sorted()) {
+      const versions = [...entry.versions.values()].filter((served) => served.operator !== undefined);
+      if (versions.length === 0) continue;
+      list.push({
+        operator: entry.name,
+        inFlight: versions.reduce(
+          (sum, served) => sum + ((served.instances as { pendingCount?: number }).pendingCount ?? 0),
+          0,
+        ),
+      });
+    }
+    return list;
+  }
+
+  /**
    * The failure branch of a lookup: for a parked model, starts its load
    * (once; again only PARKED_RELOAD_BACKOFF_MS after a failed one) and
    * returns the ModelParkedError to throw; undefined for any other model.

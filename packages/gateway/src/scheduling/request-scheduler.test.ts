@@ -466,6 +466,69 @@ describe("RequestScheduler", () => {
   });
 });
 
+describe("a batch that fails as a whole", () => {
+  it("runs its requests again one at a time, once, so the bad one fails alone", async () => {
+    const instances = new ManualInstances(0);
+    const splits: number[] = [];
+    const scheduler = new RequestScheduler(policy(), instances, {
+      describe: "m",
+      onBatchSplit: (requests) => splits.push(requests),
+    });
+    const results = [1, 2, 3].map((v) =>
+      scheduler.enqueue(request(v)).then(
+        (r) => valueOf(r.outputs[0]!),
+        (e: Error) => e.message,
+      ),
+    );
+    instances.addCapacity();
+    await tick();
+    expect(instances.executions[0]!.inputs[0]!.shape).toEqual([3, 2]);
+    instances.executions[0]!.fail(new OperonError("INTERNAL", "request 2 is malformed"));
+    await tick();
+    expect(splits).toEqual([3]);
+    // One at a time, in order; request 2 fails again, alone.
+    for (const [index, value] of [1, 2, 3].entries()) {
+      const execution = instances.executions[index + 1]!;
+      expect(execution.inputs[0]!.shape).toEqual([1, 2]);
+      if (value === 2) execution.fail(new OperonError("INTERNAL", "request 2 is malformed"));
+      else execution.complete();
+      await tick();
+    }
+    expect(await Promise.all(results)).toEqual([1, "request 2 is malformed", 3]);
+    expect(instances.executions).toHaveLength(4);
+  });
+
+  it("does not split on UNAVAILABLE (the instance went away) or a batch of one", async () => {
+    const instances = new ManualInstances(0);
+    const scheduler = new RequestScheduler(policy(), instances, { describe: "m" });
+    const results = [1, 2].map((v) => scheduler.enqueue(request(v)).catch((e: Error) => e.message));
+    instances.addCapacity();
+    await tick();
+    instances.executions[0]!.fail(new OperonError("UNAVAILABLE", "worker exited"));
+    expect(await Promise.all(results)).toEqual(["worker exited", "worker exited"]);
+    expect(instances.executions).toHaveLength(1);
+  });
+
+  it("splits a request-level execution whose requests all failed with one error (the model threw)", async () => {
+    const instances = new ManualInstances(0);
+    const scheduler = new RequestScheduler(policy({ joinInputs: false }), instances, { describe: "m" });
+    const results = [-1, -1].map((v) =>
+      scheduler.enqueue(request(v)).then(
+        (r) => valueOf(r.outputs[0]!),
+        (e: Error) => e.message,
+      ),
+    );
+    instances.addCapacity();
+    await tick();
+    expect(instances.requestBatches.map((batch) => batch.length)).toEqual([2]);
+    // Alone, each request runs as a single execution.
+    instances.executions[0]!.complete();
+    await tick();
+    instances.executions[1]!.fail(new OperonError("INVALID_ARG", "still bad"));
+    expect(await Promise.all(results)).toEqual([-1, "still bad"]);
+  });
+});
+
 describe("queue delay at microsecond resolution", () => {
   it("sends a lone request once max_queue_delay_microseconds: 100 has passed, not a millisecond later", async () => {
     const clock = new FakeClock();

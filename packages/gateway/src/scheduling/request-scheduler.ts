@@ -139,6 +139,8 @@ interface Job {
   delayed: boolean;
   settle: { resolve(result: ScheduledResult): void; reject(error: unknown): void };
   onAbort: (() => void) | undefined;
+  /** Set when its batch failed as a whole: it runs again alone, once (see retrySplit). */
+  solo: boolean;
   /** Result waiting for earlier requests (preserve_ordering). */
   pending: { ok: true; result: ScheduledResult } | { ok: false; error: unknown } | undefined;
   done: boolean;
@@ -176,6 +178,8 @@ export class RequestScheduler {
       onQueueLength?(length: number): void;
       /** The number of requests executing changed. */
       onRunning?(count: number): void;
+      /** A failed batch of `requests` requests was split to run them again one by one. */
+      onBatchSplit?(requests: number): void;
       describe: string;
       /** Time and timers (tests pass a fake); default the process clock. */
       clock?: TimerClock;
@@ -219,6 +223,7 @@ export class RequestScheduler {
         delayed: false,
         settle: { resolve, reject },
         onAbort: undefined,
+        solo: false,
         pending: undefined,
         done: false,
       };
@@ -289,12 +294,19 @@ export class RequestScheduler {
   private nextBatch(now: bigint): { kind: "send"; jobs: Job[] } | { kind: "wait"; until: bigint } {
     const order = this.allQueued();
     const head = order[0]!;
-    if (!this.policy.batching || head.request.onResponse !== undefined) return { kind: "send", jobs: [head] };
+    if (!this.policy.batching || head.request.onResponse !== undefined || head.solo)
+      return { kind: "send", jobs: [head] };
     const max = this.policy.maxBatchSize;
     const jobs: Job[] = [];
     let total = 0;
     for (const job of order) {
-      if (job.key !== head.key || total + job.request.batchSize > max || job.request.onResponse !== undefined) break;
+      if (
+        job.key !== head.key ||
+        total + job.request.batchSize > max ||
+        job.request.onResponse !== undefined ||
+        job.solo
+      )
+        break;
       jobs.push(job);
       total += job.request.batchSize;
     }
@@ -368,9 +380,39 @@ export class RequestScheduler {
       },
       (error: unknown) => {
         this.setRunning(this.running - jobs.length);
+        if (this.retrySplit(jobs, error)) return;
         for (const job of jobs) this.finish(job, { ok: false, error });
       },
     );
+  }
+
+  /**
+   * A batch of several requests that failed as a whole (the backend threw
+   * for the execution, e.g. out of memory or one malformed request) runs
+   * again one request at a time, once, ahead of the queue: one bad request
+   * then fails alone (Triton's guide splits out-of-memory batches the same
+   * way). Not for CANCELLED or UNAVAILABLE (the instance went away or the
+   * model is unloading: retrying alone would not help), nor while stopping.
+   * Returns whether the jobs were queued again (the scheduler owns them).
+   */
+  private retrySplit(jobs: Job[], error: unknown): boolean {
+    if (jobs.length < 2 || this.stopped || this.dispatcher.isDead) return false;
+    const kind = error instanceof OperonError ? error.kind : "INTERNAL";
+    if (kind === "CANCELLED" || kind === "UNAVAILABLE") return false;
+    const again = jobs.filter((job) => !job.done && !job.solo && job.request.signal?.aborted !== true);
+    if (again.length !== jobs.length) return false;
+    // Front of their level's queue, in their order; no queue timeout (they already waited their turn).
+    for (const job of [...again].reverse()) {
+      job.solo = true;
+      job.delayed = false;
+      job.deadline = undefined;
+      this.queueAt(job.request.level).unshift(job);
+    }
+    this.queued += again.length;
+    this.hooks.onQueueLength?.(this.queued);
+    this.hooks.onBatchSplit?.(again.length);
+    queueMicrotask(() => this.schedule());
+    return true;
   }
 
   /** A streamed request: alone, through runStream; settles (without outputs) after its final response. */
@@ -388,6 +430,8 @@ export class RequestScheduler {
     }));
     void instance.runRequests(requests).then((settled) => {
       this.setRunning(this.running - jobs.length);
+      const wholeBatch = batchWideFailure(settled);
+      if (wholeBatch !== undefined && this.retrySplit(jobs, wholeBatch)) return;
       const firstOk = settled.find((result) => result.status === "fulfilled");
       if (firstOk !== undefined) this.hooks.onExecution?.(executedBatchSize, firstOk.value.timing);
       jobs.forEach((job, index) => {
@@ -612,6 +656,23 @@ function executionContext(jobs: Job[]): RequestContext | undefined {
   let blsDepth = 0;
   for (const job of jobs) blsDepth = Math.max(blsDepth, job.request.context?.blsDepth ?? 0);
   return { blsDepth };
+}
+
+/**
+ * The error of a request-level execution that failed as a whole: every
+ * request rejected with the same kind and message (the model threw for the
+ * batch rather than answering each request). Undefined otherwise.
+ */
+function batchWideFailure(settled: ReadonlyArray<PromiseSettledResult<unknown>>): unknown {
+  if (settled.length < 2) return undefined;
+  const first = settled[0]!;
+  if (first.status !== "rejected") return undefined;
+  const key = (reason: unknown): string =>
+    reason instanceof OperonError ? `${reason.kind}:${reason.message}` : `?:${String(reason)}`;
+  const same = key(first.reason);
+  return settled.every((result) => result.status === "rejected" && key(result.reason) === same)
+    ? first.reason
+    : undefined;
 }
 
 function cancelledError(): OperonError {

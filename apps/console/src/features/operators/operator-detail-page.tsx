@@ -18,6 +18,7 @@ import { operatorHref, sourceLabel, stateLabel, type OperatorDetail } from "./op
 import { OperatorVersions } from "./operator-versions";
 import { specGraph } from "@operon/operator-spec/spec-graph";
 import { TryItPanel } from "./try-it-panel";
+import { OperatorCapacitySection } from "./operator-capacity-section";
 import { LatestPerfReport } from "../perf/latest-perf-report";
 import { PerfInputsSection } from "../perf/perf-inputs-section";
 import { BreakableText } from "@/components/breakable-text";
@@ -102,6 +103,7 @@ function OperatorDetailView({ detail }: { detail: OperatorDetail }) {
           <pre className="code-block">{compactJson(canonicalSpec(detail.spec))}</pre>
         </details>
       </section>
+      {detail.state !== "NOT_SERVED" ? <OperatorCapacitySection name={detail.name} /> : null}
       {canManage ? (
         detail.state === "SERVED" ? (
           <TryItPanel name={detail.name} spec={detail.spec} />

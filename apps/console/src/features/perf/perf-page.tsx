@@ -7,6 +7,7 @@ import { useSignedInUser } from "@/components/shell/session-context";
 import { QueryView } from "@/components/states/query-view";
 import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
+import { ImportPerfCsvForm } from "./import-perf-csv-form";
 import { NewPerfRunForm } from "./new-perf-run-form";
 import { PerfReportsTable } from "./perf-reports-table";
 import { PerfRunProgress } from "./perf-run-progress";
@@ -45,6 +46,11 @@ export function PerfPage() {
       {canManage ? (
         <section className="card">
           <NewPerfRunForm onStarted={setStartedId} queueBusy={runningId !== null} />
+        </section>
+      ) : null}
+      {canManage ? (
+        <section className="card">
+          <ImportPerfCsvForm />
         </section>
       ) : null}
       <AutoPerfSettingsSection />

@@ -28,7 +28,11 @@ export function PerfReportFacts({ report }: { report: PerfReportDetail }) {
     ["Hardware profile", report.hardwareProfile?.name ?? "none"],
     [
       "Requests",
-      summary ? `${formatInteger(summary.totalRequests)} (${formatInteger(summary.totalErrors)} failed)` : "—",
+      summary?.imported !== undefined
+        ? `— (a CSV does not say; ${formatInteger(summary.imported.instanceCount)} instance${summary.imported.instanceCount === 1 ? "" : "s"} measured)`
+        : summary
+          ? `${formatInteger(summary.totalRequests)} (${formatInteger(summary.totalErrors)} failed)`
+          : "—",
     ],
     [
       "Best",

@@ -80,7 +80,12 @@ function PerfReportView({ report }: { report: PerfReportDetail }) {
           </section>
           <section className="card" aria-labelledby="perf-table-title">
             <h2 id="perf-table-title">Perf table</h2>
-            <PerfTable samples={report.samples} />
+            <PerfTable
+              samples={report.samples}
+              stableByConcurrency={
+                new Map(report.summary?.steps.map((step) => [step.concurrency, step.stable] as const) ?? [])
+              }
+            />
           </section>
         </>
       )}

@@ -23,7 +23,14 @@ const LATENCIES: readonly [LatencyField, string][] = [
 ];
 
 /** Triton's perf table, one row per concurrency step in measurement order (not sortable: the order is the sweep's); latencies in the report's one unit (µs, as perf_analyzer prints them, while they are under 1 ms). */
-export function PerfTable({ samples }: { samples: readonly PerfSample[] }) {
+export function PerfTable({
+  samples,
+  stableByConcurrency,
+}: {
+  samples: readonly PerfSample[];
+  /** From the report's summary: whether each step's last windows agreed; null when unknown (an imported CSV). */
+  stableByConcurrency?: ReadonlyMap<number, boolean | null>;
+}) {
   const unit = perfLatencyUnit(samples);
   const shown = (value: number | null) =>
     unit.symbol === "µs" ? formatInteger(value) : formatNumber(inUnit(value, unit));
@@ -51,6 +58,15 @@ export function PerfTable({ samples }: { samples: readonly PerfSample[] }) {
       }),
     ),
     { id: "errors", header: "Errors", numeric: true, cell: (sample) => sample.errorCount },
+    ...(stableByConcurrency !== undefined
+      ? [
+          {
+            id: "stable",
+            header: "Stable",
+            cell: (sample: PerfSample) => stableLabel(stableByConcurrency.get(sample.concurrency)),
+          } satisfies DataColumn<PerfSample>,
+        ]
+      : []),
   ];
   return (
     <DataTable
@@ -65,4 +81,11 @@ export function PerfTable({ samples }: { samples: readonly PerfSample[] }) {
       empty={{ title: "No steps measured" }}
     />
   );
+}
+
+/** perf_analyzer's stability: the step's last three windows agreed within the stability percentage. */
+function stableLabel(stable: boolean | null | undefined): string {
+  if (stable === true) return "yes";
+  if (stable === false) return "no: windows did not agree";
+  return "—";
 }

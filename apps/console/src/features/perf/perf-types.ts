@@ -31,6 +31,8 @@ export function triggerLabel(report: {
   createdBy: { email: string } | null;
 }): string {
   if (report.trigger === "AUTOMATIC") return `automatic${report.cause ? ` (${report.cause})` : ""}`;
+  if (report.trigger === "IMPORTED")
+    return `${report.cause ?? "imported"}${report.createdBy ? ` by ${report.createdBy.email}` : ""}`;
   return report.createdBy?.email ?? "—";
 }
 

@@ -23,7 +23,12 @@ const COLUMNS: DataColumn<SchedulerDecisionRow>[] = [
     header: "Model",
     rowHeader: true,
     sortValue: (decision) => decision.model,
-    cell: (decision) => <TruncatedText as="code" text={decision.model} size="short" />,
+    cell: (decision) => (
+      <>
+        <TruncatedText as="code" text={decision.model} size="short" />
+        {decision.operator ? <span className="cell-note">for operator {decision.operator}</span> : null}
+      </>
+    ),
   },
   {
     id: "decision",

@@ -12,6 +12,7 @@ import {
   workersResponseSchema,
   type GatewayOperator,
   type ModelScaling,
+  type OperatorLoad,
   type OperatorValidation,
   type ScaleModelResponse,
   type ServerMetadataResponse,
@@ -151,8 +152,8 @@ export class GatewayClient {
     await this.request("POST", `/v2/operon/models/${encodeURIComponent(name)}/park`, {});
   }
 
-  /** Each served model's instances now and as its config asked at load, and the parked models. */
-  async scalingState(): Promise<{ models: ModelScaling[]; parked: string[] }> {
+  /** Each served model's instances now and as its config asked at load, the parked models and operators' requests in flight. */
+  async scalingState(): Promise<{ models: ModelScaling[]; parked: string[]; operators: OperatorLoad[] }> {
     return this.parsed(scalingStateSchema, await this.request("GET", "/v2/operon/scaling"), "GET /v2/operon/scaling");
   }
 

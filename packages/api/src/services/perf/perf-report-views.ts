@@ -112,6 +112,8 @@ export const perfRunSummarySchema = z.object({
   finishedAt: z.string(),
   totalRequests: z.number(),
   totalErrors: z.number(),
+  /** Set on a report read from a perf_analyzer CSV (perf.importCsv): the file's name and the instances it measured. */
+  imported: z.object({ fileName: z.string(), instanceCount: z.number() }).optional(),
   /** The step with the highest throughput. */
   best: z.object({ concurrency: z.number(), throughput: z.number(), latencyP99Us: z.number() }).nullable(),
   errorSamples: z.array(z.string()),
@@ -120,7 +122,8 @@ export const perfRunSummarySchema = z.object({
       concurrency: z.number(),
       requests: z.number(),
       errors: z.number(),
-      stable: z.boolean(),
+      /** Whether the step's last windows agreed within the stability percentage; null for an imported CSV (it does not say). */
+      stable: z.boolean().nullable(),
       throughputRequestsPerSec: z.number(),
       server: z
         .object({

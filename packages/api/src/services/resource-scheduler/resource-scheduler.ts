@@ -16,6 +16,13 @@ import {
   type SchedulerPolicy,
 } from "./scheduler-decisions.js";
 import { PeriodicTask } from "@operon/protocol/periodic-task";
+import {
+  modelStepsOf,
+  operatorCapacity,
+  operatorDemands,
+  type OperatorCapacity,
+  type OperatorTraffic,
+} from "./operator-capacity.js";
 
 /**
  * The resource scheduler's runner: every period it gathers the inputs of
@@ -107,10 +114,21 @@ export interface SchedulerModelView {
   lastUsedAt: string | null;
 }
 
+/** What the console shows of one operator: its capacity from its steps', its bottleneck, and its demand. */
+export interface OperatorCapacityView extends OperatorCapacity {
+  /** Operator requests per second the scheduler sized its steps for at the last period; null before the second. */
+  demandRps: number | null;
+  /** What the demand was made of (arrivals, saturation, a cap). */
+  demandBasis: string | null;
+  p99BudgetMs: number;
+}
+
 export interface SchedulerDecisionView {
   id: string;
   at: Date;
   model: string;
+  /** The operator whose demand caused it; null for a model's own demand. */
+  operator: string | null;
   action: SchedulerAction;
   fromCount: number;
   toCount: number;
@@ -129,6 +147,8 @@ const REFUSED_RETRY_MS = 600_000;
 interface Baseline {
   at: number;
   requests: Map<string, number>;
+  /** Operators' requests in flight at the sample. */
+  inFlight: Map<string, number>;
 }
 
 export class ResourceScheduler {
@@ -144,6 +164,7 @@ export class ResourceScheduler {
   private readonly lastHold = new Map<string, string>();
   private parkedBefore = new Set<string>();
   private lastView: SchedulerModelView[] = [];
+  private lastOperators: OperatorCapacityView[] = [];
   readonly policy: SchedulerPolicy;
   /** The budget without the GPUs, which each period reads from the gateway (budget.gpuDevices). */
   budget: HostBudget;
@@ -279,6 +300,7 @@ export class ResourceScheduler {
     /** Where the CPU slot budget came from: the host's cores (2 × cores) or --scheduler-cpu-slots. */
     cpuSlotsFrom: { cores: number; flag: boolean };
     models: SchedulerModelView[];
+    operators: OperatorCapacityView[];
     pins: Array<{ model: string; count: number }>;
   }> {
     const pins = await this.prisma.schedulerPin.findMany({ orderBy: { model: "asc" } });
@@ -289,6 +311,7 @@ export class ResourceScheduler {
       budget: this.budget,
       cpuSlotsFrom: { cores: availableParallelism(), flag: this.options.cpuSlots !== undefined },
       models: this.lastView,
+      operators: this.lastOperators,
       pins: pins.map((pin) => ({ model: pin.model, count: pin.count })),
     };
   }
@@ -296,11 +319,13 @@ export class ResourceScheduler {
   /** Decisions, newest first; `before` (an id) pages back. */
   async decisions(filter: {
     model?: string | undefined;
+    operator?: string | undefined;
     limit: number;
     before?: string | undefined;
   }): Promise<{ decisions: SchedulerDecisionView[]; nextBefore: string | null }> {
     const where: Prisma.SchedulerDecisionWhereInput = {
       ...(filter.model ? { model: filter.model } : {}),
+      ...(filter.operator ? { operator: filter.operator } : {}),
       ...(filter.before ? { id: { lt: BigInt(filter.before) } } : {}),
     };
     const rows = await this.prisma.schedulerDecision.findMany({
@@ -314,6 +339,7 @@ export class ResourceScheduler {
         id: row.id.toString(),
         at: row.at,
         model: row.model,
+        operator: row.operator,
         action: row.action,
         fromCount: row.fromCount,
         toCount: row.toCount,
@@ -329,6 +355,37 @@ export class ResourceScheduler {
     };
   }
 
+  /**
+   * One operator's capacity now (GroupAssign): each model step's per-instance throughput at the p99 budget (latest
+   * perf report, else the default) × its model's instances ÷ its calls per operator request; the least is the
+   * operator's, and its step the bottleneck. Read fresh from the gateway and the reports; the demand is the last
+   * period's. NOT_FOUND when the gateway does not serve the operator.
+   */
+  async operatorCapacity(name: string): Promise<OperatorCapacityView> {
+    const [operators, scaling] = await Promise.all([this.gateway.listOperators(), this.gateway.scalingState()]);
+    const served = operators.filter((operator) => operator.name === name).at(-1);
+    if (served === undefined) throw new AppError("NOT_FOUND", `the gateway serves no operator '${name}'`);
+    const steps = modelStepsOf(served.spec);
+    const instances = new Map(scaling.models.map((entry) => [entry.model, entry.instances]));
+    const parked = new Set(scaling.parked);
+    const reports = await this.reportCapacities([...new Set(steps.map((step) => step.model))]);
+    const capacity = operatorCapacity(name, steps, (model) => {
+      const perInstance = capacityOf({ reportCapacityRps: reports.get(model) ?? null } as ModelState, this.policy);
+      return {
+        instances: parked.has(model) ? 0 : (instances.get(model) ?? 0),
+        perInstanceRps: perInstance.rps,
+        source: perInstance.source,
+      };
+    });
+    const last = this.lastOperators.find((view) => view.operator === name);
+    return {
+      ...capacity,
+      demandRps: last?.demandRps ?? null,
+      demandBasis: last?.demandBasis ?? null,
+      p99BudgetMs: this.options.p99BudgetMs,
+    };
+  }
+
   /** A run soon after a pin or unpin, so that it shows without waiting a period. */
   private kick(): void {
     if (!this.timer.started || this.stopped) return;
@@ -341,11 +398,13 @@ export class ResourceScheduler {
     let stats: ModelStatistics[];
     let workers: WorkersResponse;
     let scaling: Awaited<ReturnType<GatewayClient["scalingState"]>>;
+    let operators: Awaited<ReturnType<GatewayClient["listOperators"]>>;
     try {
-      [stats, workers, scaling] = await Promise.all([
+      [stats, workers, scaling, operators] = await Promise.all([
         this.gateway.statistics(),
         this.gateway.workers(),
         this.gateway.scalingState(),
+        this.gateway.listOperators(),
       ]);
     } catch (error) {
       this.logger.warn(
@@ -365,7 +424,16 @@ export class ResourceScheduler {
         lastUsed.set(entry.name, Math.max(lastUsed.get(entry.name) ?? 0, entry.last_inference));
     }
     const previous = this.baseline;
-    this.baseline = { at: now, requests };
+    const inFlight = new Map(scaling.operators.map((entry) => [entry.operator, entry.inFlight]));
+    this.baseline = { at: now, requests, inFlight };
+    const interval = previous === undefined ? 0 : (now - previous.at) / 1000;
+    /** Requests completed per second over the period; a counter that went down (a reload) counts from 0. */
+    const rateOf = (name: string): number => {
+      const before = previous?.requests.get(name);
+      const after = requests.get(name);
+      const delta = after === undefined || before === undefined ? 0 : after >= before ? after - before : after;
+      return interval > 0 ? delta / interval : 0;
+    };
     const byModel = new Map<
       string,
       { versions: Map<string, number>; gpu: boolean; rss: number[]; devices: Set<number> }
@@ -403,14 +471,36 @@ export class ResourceScheduler {
         .then((rows) => new Set(rows.map((row) => row.targetName))),
     ]);
     const pinOf = new Map(pins.map((pin) => [pin.model, pin.count]));
+    const perInstanceOf = (model: string): ReturnType<typeof capacityOf> =>
+      capacityOf({ reportCapacityRps: capacities.get(model) ?? null } as ModelState, this.policy);
+    const instancesNow = (model: string): number => {
+      const seen = byModel.get(model);
+      return parkedNow.has(model) || seen === undefined ? 0 : Math.max(...seen.versions.values());
+    };
+    const operatorDemand = this.operatorTraffic(operators, rateOf, inFlight, previous, interval, queued, (model) => ({
+      instances: instancesNow(model),
+      perInstanceRps: perInstanceOf(model).rps,
+      source: perInstanceOf(model).source,
+    }));
+    const { models: stepDemand, operators: demandOfOperator } = operatorDemands(
+      operatorDemand.traffic,
+      new Map(names.map((name) => [name, rateOf(name)])),
+      (model) => perInstanceOf(model).rps,
+      this.policy.maxInstancesPerModel,
+    );
+    this.lastOperators = operatorDemand.capacities.map((capacity) => {
+      const demand = demandOfOperator.find((entry) => entry.operator === capacity.operator);
+      return {
+        ...capacity,
+        demandRps: previous === undefined ? null : (demand?.demandRps ?? 0),
+        demandBasis: previous === undefined ? null : (demand?.basis ?? null),
+        p99BudgetMs: this.options.p99BudgetMs,
+      };
+    });
     const states: ModelState[] = names.map((name) => {
       const seen = byModel.get(name);
-      const interval = previous === undefined ? 0 : (now - previous.at) / 1000;
-      const before = previous?.requests.get(name);
-      const after = requests.get(name);
-      // A counter that went down (the model reloaded) counts from 0.
-      const delta = after === undefined || before === undefined ? 0 : after >= before ? after - before : after;
-      const demandRps = interval > 0 ? delta / interval : 0;
+      const viaOperators = stepDemand.get(name);
+      const demandRps = viaOperators?.demandRps ?? rateOf(name);
       const peakDemandRps = this.notePeak(name, now, demandRps);
       const refusedUntil = this.refused.get(name);
       // First seen counts as a change: a model just loaded (or the scheduler just started) keeps its count for a cooldown.
@@ -434,6 +524,15 @@ export class ResourceScheduler {
         minInstances: configured.get(name) ?? 1,
         queued: queued.get(name) ?? 0,
         ...(seen?.gpu === true ? { gpuDevices: [...seen.devices].sort((a, b) => a - b) } : {}),
+        ...(viaOperators !== undefined && viaOperators.fromOperators.some((part) => part.rps > 0)
+          ? {
+              operatorDemand: {
+                operator: viaOperators.fromOperators[0]!.operator,
+                directRps: viaOperators.directRps,
+                note: this.operatorNote(name, viaOperators, demandOfOperator, operatorDemand.capacities),
+              },
+            }
+          : {}),
       };
     });
     this.lastView = states.map((state) => {
@@ -517,6 +616,7 @@ export class ResourceScheduler {
       const row = await tx.schedulerDecision.create({
         data: {
           model: decision.model,
+          operator: decision.operator ?? null,
           action,
           fromCount: decision.from,
           toCount: decision.to,
@@ -543,6 +643,60 @@ export class ResourceScheduler {
       { model: decision.model, action, from: decision.from, to: decision.to, applied: outcome.applied },
       `resource scheduler: ${decision.reason}`,
     );
+  }
+
+  /**
+   * Each served operator's traffic over the period (completions from the statistics, arrivals from the change of
+   * its requests in flight) and its capacity now. An operator whose bottleneck step's model has requests waiting
+   * (one per instance) while its backlog does not grow is saturated (closed-loop clients).
+   */
+  private operatorTraffic(
+    operators: Awaited<ReturnType<GatewayClient["listOperators"]>>,
+    rateOf: (name: string) => number,
+    inFlight: ReadonlyMap<string, number>,
+    previous: Baseline | undefined,
+    interval: number,
+    queued: ReadonlyMap<string, number>,
+    modelOf: Parameters<typeof operatorCapacity>[2],
+  ): { traffic: OperatorTraffic[]; capacities: OperatorCapacity[] } {
+    const latest = new Map(operators.map((operator) => [operator.name, operator]));
+    const traffic: OperatorTraffic[] = [];
+    const capacities: OperatorCapacity[] = [];
+    for (const operator of [...latest.values()].sort((a, b) => a.name.localeCompare(b.name))) {
+      const steps = modelStepsOf(operator.spec);
+      const capacity = operatorCapacity(operator.name, steps, modelOf);
+      capacities.push(capacity);
+      if (previous === undefined || interval <= 0 || steps.length === 0) continue;
+      const completedRps = rateOf(operator.name);
+      const growth = ((inFlight.get(operator.name) ?? 0) - (previous.inFlight.get(operator.name) ?? 0)) / interval;
+      const saturated =
+        growth <= 0 &&
+        capacity.steps
+          .filter((step) => step.bottleneck)
+          .some((step) => step.instances > 0 && (queued.get(step.model) ?? 0) >= step.instances);
+      traffic.push({ operator: operator.name, steps, completedRps, arrivalRps: completedRps + growth, saturated });
+    }
+    return { traffic, capacities };
+  }
+
+  /** The reason's prefix for a model operators call: whose demand it is, and the step's place in the operator. */
+  private operatorNote(
+    model: string,
+    demand: ReturnType<typeof operatorDemands>["models"] extends Map<string, infer D> ? D : never,
+    operators: ReturnType<typeof operatorDemands>["operators"],
+    capacities: readonly OperatorCapacity[],
+  ): string {
+    const parts = demand.fromOperators
+      .filter((part) => part.rps > 0)
+      .map((part) => {
+        const of = operators.find((entry) => entry.operator === part.operator);
+        const steps = capacities.find((entry) => entry.operator === part.operator)?.steps ?? [];
+        const mine = steps.filter((step) => step.model === model);
+        const role = mine.some((step) => step.bottleneck) ? "its bottleneck" : "not its bottleneck";
+        return `operator '${part.operator}' (step ${mine.map((step) => `'${step.step}'`).join(", ")}, ${role}): ${of?.basis ?? ""}, ${fmt(part.rps)} req/s on this model`;
+      });
+    const direct = demand.directRps > 0 ? ` + ${fmt(demand.directRps)} req/s direct` : "";
+    return `${parts.join("; ")}${direct}`;
   }
 
   /** Keeps the demand of the last scale-down cooldown; returns its peak. */
@@ -592,3 +746,5 @@ function checkModelName(model: string): void {
     );
   }
 }
+
+const fmt = (value: number): string => (value >= 100 ? value.toFixed(0) : value.toFixed(1));

@@ -430,3 +430,54 @@ describe("GPU models (instance_group KIND_GPU: count per listed GPU)", () => {
     expect(capped).toMatchObject({ action: "SCALE_UP", from: 3, to: 6 });
   });
 });
+
+describe("operators' step models (issue 25)", () => {
+  const NOW = 1_000_000;
+  const step = (name: string, rps: number, demandRps: number, overrides: Partial<ModelState> = {}): ModelState =>
+    model(name, {
+      reportCapacityRps: rps,
+      demandRps,
+      operatorDemand: { operator: "pipe", directRps: 0, note: `operator 'pipe' (step '${name}')` },
+      ...overrides,
+    });
+
+  it("grows the bottleneck step for the operator's demand, records the operator, and leaves the fast step", () => {
+    const decisions = decide(
+      {
+        enabled: true,
+        policy: POLICY,
+        budget: BUDGET,
+        // 50 op req/s: slow (30/instance) needs ceil(62.5 / 30) = 3; fast (90) carries it with one. Fast has a
+        // short queue (a burst behind the operator): operator demand, not per-model saturation, decides.
+        models: [step("fast", 90, 50, { queued: 3 }), step("slow", 30, 50, { queued: 12 })],
+      },
+      NOW,
+    );
+    expect(decisions).toHaveLength(1);
+    expect(decisions[0]).toMatchObject({ model: "slow", action: "SCALE_UP", from: 1, to: 3, operator: "pipe" });
+    expect(decisions[0]!.reason).toMatch(/^operator 'pipe' \(step 'slow'\); demand 50.0 req\/s/);
+  });
+
+  it("gives the bottleneck step the budget first when it is short", () => {
+    const decisions = decide(
+      {
+        enabled: true,
+        policy: POLICY,
+        budget: { ...BUDGET, cpuSlots: 4 },
+        // 100 op req/s: slow needs 5, mid (60/instance) needs 3; 2 slots are free.
+        models: [step("mid", 60, 100, { instances: 1 }), step("slow", 30, 100, { instances: 1 })],
+      },
+      NOW,
+    );
+    const up = decisions.filter((decision) => decision.action === "SCALE_UP");
+    expect(up.map((decision) => [decision.model, decision.to])).toEqual([["slow", 3]]);
+  });
+
+  it("a model's own demand keeps the operator unset", () => {
+    const [decision] = decide(
+      { enabled: true, policy: POLICY, budget: BUDGET, models: [model("solo", { demandRps: 40 })] },
+      NOW,
+    );
+    expect(decision).toMatchObject({ model: "solo", action: "SCALE_UP", operator: null });
+  });
+});

@@ -26,7 +26,12 @@
  *    request for idleUnloadMs, not pinned) are unloaded least recently used
  *    first; a model that still does not fit gets what fits and a HOLD
  *    decision saying what it lacked.
- * 6. --max-instances-per-model and --max-instances cap every count; the
+ * 6. Operators (operator-capacity.ts): a step model's demand is its direct
+ *    demand plus each calling operator's demand × its calls, so the
+ *    bottleneck steps (highest pressure) grow first and in proportion, a
+ *    step is never sized beyond the operator's demand, and a shared model
+ *    for the sum; the decision names the operator with the largest part.
+ * 7. --max-instances-per-model and --max-instances cap every count; the
  *    count the model's config asks for (minInstances) is the floor: the
  *    scheduler adds instances on demand and removes only those it added
  *    (a pin may go lower: the admin's choice).
@@ -96,6 +101,13 @@ export interface ModelState {
   queued?: number;
   /** KIND_GPU: the GPUs its instance group lists (one instance on each per step of its count). */
   gpuDevices?: readonly number[];
+  /**
+   * Set when operators call the model (operator-capacity.ts): demandRps is then the model's direct demand plus the
+   * operators' (sized for their summed demand), `operator` the one with the largest part (decisions record it), and
+   * `note` says so in the reason. Saturation is then judged per operator (its bottleneck), not per model: a fast
+   * step's short queue behind a burst is not demand the operator can use.
+   */
+  operatorDemand?: { operator: string; note: string; directRps: number };
 }
 
 /** Instances one step of a model's count adds: one per GPU of a GPU model, else 1. */
@@ -131,6 +143,8 @@ export interface SchedulerDecision {
   capacitySource: "report" | "default";
   headroom: number;
   reason: string;
+  /** The operator whose demand caused the decision (its largest part), or null for a model's own demand. */
+  operator?: string | null;
 }
 
 const MIB = 1024 * 1024;
@@ -180,10 +194,11 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
   const decisions: SchedulerDecision[] = [];
   const base = (
     m: ModelState,
-  ): Pick<SchedulerDecision, "model" | "demandRps" | "capacityRps" | "capacitySource" | "headroom"> => {
+  ): Pick<SchedulerDecision, "model" | "demandRps" | "capacityRps" | "capacitySource" | "headroom" | "operator"> => {
     const capacity = capacityOf(m, policy);
     return {
       model: m.model,
+      operator: m.operatorDemand?.operator ?? null,
       demandRps: m.demandRps,
       capacityRps: capacity.rps,
       capacitySource: capacity.source,
@@ -213,7 +228,9 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
       continue;
     }
     const sinceChange = m.lastChangeAt === null ? Number.POSITIVE_INFINITY : now - m.lastChangeAt;
-    const saturated = (m.queued ?? 0) >= m.instances && m.demandRps >= 0.5 * m.instances * rps;
+    const saturated =
+      (m.queued ?? 0) >= m.instances &&
+      (m.operatorDemand === undefined ? m.demandRps : m.operatorDemand.directRps) >= 0.5 * m.instances * rps;
     const needed = Math.max(instancesFor(m.demandRps, rps, policy.headroom), saturated ? 2 * m.instances : 0);
     if (needed > m.instances) {
       if (sinceChange < policy.scaleUpCooldownMs) continue;
@@ -222,7 +239,7 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
       targets.set(m.model, {
         to,
         pinned: false,
-        reason: `${saturated ? `saturated (${m.queued} requests waiting): at least doubling; ` : ""}demand ${fmt(m.demandRps)} req/s + ${pct(policy.headroom)} headroom needs ${needed} × ${fmt(rps)} req/s${to < needed ? `; capped at ${to} by --max-instances-per-model` : to > needed ? `; ${to} on its ${step} GPUs (count is per GPU)` : ""}`,
+        reason: `${m.operatorDemand !== undefined ? `${m.operatorDemand.note}; ` : ""}${saturated ? `saturated (${m.queued} requests waiting): at least doubling; ` : ""}demand ${fmt(m.demandRps)} req/s + ${pct(policy.headroom)} headroom needs ${needed} × ${fmt(rps)} req/s${to < needed ? `; capped at ${to} by --max-instances-per-model` : to > needed ? `; ${to} on its ${step} GPUs (count is per GPU)` : ""}`,
       });
       continue;
     }
@@ -239,7 +256,7 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
       targets.set(m.model, {
         to: downTo,
         pinned: false,
-        reason: `demand ${fmt(m.demandRps)} req/s (peak ${fmt(peak)} in the last ${Math.round(policy.scaleDownCooldownMs / 1000)} s) fits ${downTo} × ${fmt(rps)} req/s with ${pct(policy.headroom + policy.hysteresis)} to spare (at most halving per step)`,
+        reason: `${m.operatorDemand !== undefined ? `${m.operatorDemand.note}; ` : ""}demand ${fmt(m.demandRps)} req/s (peak ${fmt(peak)} in the last ${Math.round(policy.scaleDownCooldownMs / 1000)} s) fits ${downTo} × ${fmt(rps)} req/s with ${pct(policy.headroom + policy.hysteresis)} to spare (at most halving per step)`,
       });
     }
   }
@@ -266,7 +283,8 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
     decisions.push({ ...base(m), action: "SCALE_DOWN", from: m.instances, to: target.to, reason: target.reason });
   }
 
-  // Scale-ups, pins first, then by pressure (demand over what runs now).
+  // Scale-ups, pins first, then by pressure (demand over what runs now). For an operator's steps the pressure is
+  // its demand over the step's capacity, so its bottleneck steps come first and get the budget before the others.
   const ups = live
     .filter((m) => (targets.get(m.model)?.to ?? 0) > m.instances)
     .sort(

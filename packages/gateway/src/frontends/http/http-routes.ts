@@ -171,7 +171,11 @@ export function buildRouter(engine: InferenceEngine, options: RouterOptions): Ro
   }
   add("GET", "/v2/operon/parked", "admin", ({ res }) => sendJson(res, 200, { models: engine.parkedModels?.() ?? [] }));
   add("GET", "/v2/operon/scaling", "admin", ({ res }) =>
-    sendJson(res, 200, { models: engine.scalingState?.() ?? [], parked: engine.parkedModels?.() ?? [] }),
+    sendJson(res, 200, {
+      models: engine.scalingState?.() ?? [],
+      parked: engine.parkedModels?.() ?? [],
+      operators: engine.operatorLoad?.() ?? [],
+    }),
   );
   return router;
 }

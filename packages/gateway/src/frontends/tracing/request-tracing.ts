@@ -6,6 +6,7 @@ import {
   SpanStatusCode,
   type Tracer,
   defaultTextMapGetter,
+  defaultTextMapSetter,
   trace,
 } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
@@ -67,7 +68,7 @@ export class OpenTelemetryTracing implements RequestTracer {
       { kind: SpanKind.SERVER, attributes: { "operon.model": model, "operon.transport": transport } },
       parent,
     );
-    return new SpanTrace(this.tracer, span, trace.setSpan(ROOT_CONTEXT, span), level === "TENSORS");
+    return new SpanTrace(this.tracer, this.propagator, span, trace.setSpan(ROOT_CONTEXT, span), level === "TENSORS");
   }
 
   control(): TraceControl {
@@ -94,6 +95,7 @@ function epochMs(performanceMs: number): number {
 class SpanTrace implements RequestTrace {
   constructor(
     private readonly tracer: Tracer,
+    private readonly propagator: W3CTraceContextPropagator,
     private readonly span: Span,
     private readonly context: Context,
     readonly tensors: boolean,
@@ -114,6 +116,13 @@ class SpanTrace implements RequestTrace {
     );
     const context = trace.setSpan(this.context, span);
     request.onTimings = (timings) => this.timingSpans(context, startedAt, timings);
+    // Carried to the backend: a TypeScript model reads request.parameters.traceparent (W3C) to continue the trace
+    // in its worker process with its own spans, children of this one.
+    const carrier: Record<string, string> = {};
+    this.propagator.inject(context, carrier, defaultTextMapSetter);
+    if (carrier["traceparent"] !== undefined) {
+      request.parameters = { ...request.parameters, traceparent: carrier["traceparent"] };
+    }
     return () => span.end(epochMs(performance.now()));
   }
 
