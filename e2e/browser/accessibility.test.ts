@@ -41,7 +41,9 @@ function describeViolations(path: string, violations: AccessibilityViolation[]):
 }
 
 describe("console: accessibility (axe-core, WCAG 2.1 A/AA)", () => {
-  const system = useSignedInConsole({ admin: ADMIN, shared: true });
+  // A CPU slot budget below the 14 instances the example models load (a 2-core host's default, 4), so the
+  // Scheduler page's budget note (issue 27 item 7) is on it in every scheme and width, whatever the host's cores.
+  const system = useSignedInConsole({ admin: ADMIN, shared: true, extraArgs: ["--scheduler-cpu-slots", "4"] });
 
   // Both colour schemes: the console follows the system's (prefers-color-scheme) unless the header's choice says otherwise.
   for (const [scheme, width] of [
@@ -129,6 +131,55 @@ describe("console: accessibility (axe-core, WCAG 2.1 A/AA)", () => {
     await page.keyboard.press("Escape");
     await page.getByRole("dialog").waitFor({ state: "hidden" });
     await visible(page.getByRole("row", { name: /a11y check/ }));
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
+  it("the Scheduler page says the loaded models already fill the CPU slot budget (issue 27 item 7)", async () => {
+    const { page } = system.session;
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto("/scheduler");
+    await visible(heading(page, "Scheduler"));
+    const state = page.getByRole("region", { name: "State" });
+    // The example repository loads more CPU instances than 4 (the count depends on its configs, not the host).
+    const use = await visible(
+      state.getByText(/^CPU instance slots: \d+ in use of 4 \(set by --scheduler-cpu-slots\)\.$/),
+    );
+    const loaded = Number(/(\d+) in use/.exec((await use.textContent()) ?? "")![1]);
+    expect(loaded).toBeGreaterThan(4);
+    const note = await visible(state.getByRole("note"));
+    expect(await note.textContent()).toContain(
+      `The models loaded now hold ${loaded} CPU instances, more than the 4 slots: the instance counts of their configs count against the budget too.`,
+    );
+    expect(await note.textContent()).toContain("a larger --scheduler-cpu-slots");
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
+  it("the operator graph's controls and edge labels follow the dark theme (issue 27 item 10)", async () => {
+    const { page } = system.session;
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto("/operators/text_direction");
+    await visible(heading(page, "text_direction"));
+    const zoomIn = await visible(page.locator(".operator-graph .react-flow__controls-button").first());
+    await visible(page.locator(".operator-graph .react-flow__edge-textbg").first());
+    const colours = await page.evaluate(() => {
+      const style = (selector: string) => getComputedStyle(document.querySelector(selector)!);
+      return {
+        surface: style(".operator-graph-canvas").backgroundColor,
+        button: style(".react-flow__controls-button").backgroundColor,
+        icon: style(".react-flow__controls-button").color,
+        text: getComputedStyle(document.body).color,
+        label: style(".react-flow__edge-textbg").fill,
+      };
+    });
+    // React Flow's defaults are light (#fefefe buttons, white label boxes) on the dark card.
+    expect(colours.button).toBe(colours.surface);
+    expect(colours.label).toBe(colours.surface);
+    expect(colours.icon).toBe(colours.text);
+    await zoomIn.scrollIntoViewIfNeeded();
+    expect(describeViolations("/operators/text_direction (dark)", await accessibilityViolations(page))).toBe("");
+    await page.emulateMedia({ colorScheme: "light" });
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { formAlert, heading, visible } from "./support/console-actions.js";
+import { signedInApiSession } from "./support/admin-api.js";
 import { useSignedInConsole } from "./support/signed-in-console.js";
 import { REPO_ROOT } from "../support/operon-process.js";
 
@@ -12,6 +13,34 @@ const ADMIN = { email: "try-admin@example.com", password: "a long enough passphr
 // Halves and small whole numbers: exact in FP32, so the sums compare exactly.
 const INPUT0 = Array.from({ length: 16 }, (_, index) => index + 0.5);
 const INPUT1 = Array.from({ length: 16 }, (_, index) => 2 * index - 7);
+const IMAGE_OPERATOR_SPEC = {
+  inputs: [{ name: "image", datatype: "BYTES", dims: [1] }],
+  outputs: [{ name: "label", datatype: "BYTES", dims: [1] }],
+  maxBatchSize: 8,
+  steps: [
+    {
+      id: "decode",
+      kind: "model",
+      model: "text_direction_preprocess",
+      inputs: { image: "image" },
+      outputs: { x: "pixels" },
+    },
+    {
+      id: "classify",
+      kind: "model",
+      model: "text_direction_classifier",
+      inputs: { x: "pixels" },
+      outputs: { "softmax_0.tmp_0": "probabilities" },
+    },
+    {
+      id: "pick",
+      kind: "model",
+      model: "text_direction_topk",
+      inputs: { probabilities: "probabilities" },
+      outputs: { label: "label" },
+    },
+  ],
+};
 
 describe("console: try a model from its page", () => {
   const system = useSignedInConsole({ admin: ADMIN, shared: true });
@@ -126,6 +155,39 @@ describe("console: try a model from its page", () => {
     expect(await label.locator("code.tensor-data").textContent()).toBe('["0°"]');
     expect(system.session.errors).toEqual([]);
   }, 60_000);
+
+  it("tries an image pipeline operator with a PNG picked for its BYTES input (issue 27 item 6)", async () => {
+    const { page } = system.session;
+    const api = await signedInApiSession(system.operon, ADMIN);
+    // The text_direction ensemble's three steps as a console operator: PNG bytes in, the line's direction out.
+    await api.client.operators.create.mutate({ name: "direction_op", spec: IMAGE_OPERATOR_SPEC });
+    await page.goto("/operators/direction_op");
+    await visible(heading(page, "direction_op"));
+    const panel = await visible(page.getByRole("form", { name: "Try direction_op" }));
+    // A BYTES input opens as the form, where its file picker is.
+    const image = panel.getByRole("group", { name: "Input “image”" });
+    await image
+      .getByLabel("File (sent as raw bytes, e.g. a PNG)")
+      .setInputFiles(join(REPO_ROOT, "examples/images/text_180.png"));
+    await visible(image.getByText("text_180.png"));
+    await panel.getByRole("button", { name: "Run" }).click();
+    // Three models' first requests (the classifier's ONNX session warms up): slow on a loaded CI host.
+    // The operator's result shows under its form (in the Try it card), not inside it.
+    const outputs = await visible(page.getByRole("table", { name: "Outputs", exact: true }), 60_000);
+    expect(
+      await outputs
+        .getByRole("row", { name: /^label / })
+        .locator("code.tensor-data")
+        .textContent(),
+    ).toBe('["180°"]');
+    // Each step's time still shows: the binary request kept the step-timing parameters.
+    const steps = page.locator(".timeline-row");
+    expect(await steps.count()).toBe(3);
+    expect(await steps.nth(1).textContent()).toContain("model text_direction_classifier · ok");
+    // The system is shared with other specs: leave nothing behind.
+    await api.client.operators.delete.mutate({ name: "direction_op" });
+    expect(system.session.errors).toEqual([]);
+  }, 120_000);
 
   it("lists a model's tensor names beside the operator editor", async () => {
     const { page } = system.session;

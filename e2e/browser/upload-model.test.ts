@@ -1,4 +1,9 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { writeMlpModel } from "@operon/testing/onnx-model-writer";
 import { describe, expect, it } from "vitest";
+import { accessibilityViolations } from "./support/accessibility.js";
 import { formAlert, heading, visible, waitForPath } from "./support/console-actions.js";
 import { writeTinyMlpFile } from "./support/model-files.js";
 import { useSignedInConsole } from "./support/signed-in-console.js";
@@ -102,11 +107,101 @@ describe("console: upload a model and see it serve", () => {
     const text = (await version.textContent()) ?? "";
     expect(text).toContain(file.sha256.slice(0, 12));
     expect(text).toContain(ADMIN.email);
-    expect(await page.getByRole("table", { name: "Inputs" }).textContent()).toContain("[-1, 4]");
+    expect(await page.getByRole("table", { name: "Inputs", exact: true }).textContent()).toContain("[-1, 4]");
 
     await page.getByRole("link", { name: "All models" }).click();
     const row = await visible(page.getByRole("row", { name: new RegExp(`^${MODEL}`) }));
     expect(await row.textContent()).toMatch(/Uploaded.*Ready/);
     expect(system.session.errors).toEqual([]);
   }, 150_000);
+
+  it("edits the config as config.pbtxt in the code editor, loaded from a file or typed (issue 27 item 9)", async () => {
+    const { page } = system.session;
+    await page.goto(`/models/${MODEL}`);
+    await visible(heading(page, MODEL));
+    await page.getByRole("button", { name: "Edit config.pbtxt" }).click();
+    const form = await visible(page.getByRole("form", { name: "Edit config.pbtxt" }));
+    const editor = form.getByRole("textbox", { name: "config.pbtxt" });
+    await visible(editor);
+    const stored = await form.locator('input[type="hidden"][name="configPbtxt"]').inputValue();
+    expect(stored).toMatch(new RegExp(`^name: "${MODEL}"$`, "m"));
+    // The editor passes axe in both schemes.
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      const violations = await accessibilityViolations(page);
+      expect(violations.map((violation) => `${scheme}: ${violation.rule} ${violation.where.join(", ")}`)).toEqual([]);
+    }
+    await page.emulateMedia({ colorScheme: "light" });
+
+    // A file from disk replaces the text; one that does not parse is refused with its line and column, and kept.
+    const broken = `${stored.trimEnd()}\ndimz: [ 4 ]\n`;
+    await form.getByLabel("Load a config.pbtxt file (replaces the text below)").setInputFiles({
+      name: "config.pbtxt",
+      mimeType: "text/plain",
+      buffer: Buffer.from(broken),
+    });
+    await page.waitForFunction(
+      (expected) =>
+        (document.querySelector('input[name="configPbtxt"]') as HTMLInputElement | null)?.value === expected,
+      broken,
+    );
+    await form.getByRole("button", { name: "Save config.pbtxt" }).click();
+    const line = broken.trimEnd().split("\n").length;
+    await visible(form.getByText(new RegExp(`^config\\.pbtxt:${line}:1: unknown field 'dimz'`)));
+    expect(await editor.getAttribute("aria-invalid")).toBe("true");
+
+    // Typed in the editor: batches of up to 2, not the suggested 4 (not an instance more: the host's --max-instances is 8 × cores).
+    expect(stored).toMatch(/^max_batch_size: \d+$/m);
+    const edited = stored.replace(/^max_batch_size: \d+$/m, "max_batch_size: 2");
+    await editor.fill(edited);
+    await form.getByRole("button", { name: "Save config.pbtxt" }).click();
+    await visible(page.getByText("Saved: the model was reloaded with the new config."), 90_000);
+    expect(await page.getByLabel("Config as config.pbtxt").textContent()).toMatch(/^max_batch_size: 2$/m);
+    await visible(page.getByRole("status").getByText("Ready", { exact: true }), 60_000);
+    expect(system.session.errors).toEqual([]);
+  }, 150_000);
+
+  it("uploads a Triton model folder (config.pbtxt and two version folders) as one upload (issue 27 item 9)", async () => {
+    const { page } = system.session;
+    const root = mkdtempSync(join(tmpdir(), "operon-e2e-folder-"));
+    const folder = join(root, "folder-mlp");
+    // First a folder without its config.pbtxt: every problem is named, nothing is sent.
+    mkdirSync(join(folder, "1"), { recursive: true });
+    writeFileSync(join(folder, "1", "model.onnx"), writeMlpModel({ sizes: [4, 8, 2], seed: 7 }));
+    await page.goto("/models/upload");
+    await visible(heading(page, "Upload a model"));
+    const form = page.getByRole("form", { name: "Or a Triton model folder" });
+    await form.getByLabel("Model folder").setInputFiles(folder);
+    await visible(form.getByText("folder-mlp/config.pbtxt is missing: a Triton model folder has one"));
+
+    mkdirSync(join(folder, "2"));
+    writeFileSync(join(folder, "2", "model.onnx"), writeMlpModel({ sizes: [4, 8, 2], seed: 8 }));
+    writeFileSync(join(folder, "README.md"), "not part of the model\n");
+    writeFileSync(
+      join(folder, "config.pbtxt"),
+      `name: "folder-mlp"
+backend: "onnxruntime"
+max_batch_size: 3
+input [ { name: "input", data_type: TYPE_FP32, dims: [ 4 ] } ]
+output [ { name: "output", data_type: TYPE_FP32, dims: [ 2 ] } ]
+instance_group [ { kind: KIND_CPU, count: 1 } ]
+`,
+    );
+    await form.getByLabel("Model folder").setInputFiles(folder);
+    await visible(
+      form.getByText(/^folder-mlp: config\.pbtxt and versions 1 \(model\.onnx, .*\), 2 \(model\.onnx, .*\)\.$/),
+    );
+    await form.getByRole("button", { name: "Upload folder" }).click();
+
+    await waitForPath(page, "/models/folder-mlp", 120_000);
+    await visible(heading(page, "folder-mlp"));
+    await visible(page.getByRole("status").getByText("Ready", { exact: true }), 60_000);
+    const versions = page.getByRole("table", { name: "Versions" });
+    await visible(versions.getByRole("row", { name: /^2 / }));
+    await visible(versions.getByRole("row", { name: /^1 / }));
+    // The folder's config.pbtxt is the model's: batches of up to 3 (the file alone gets the suggested 4).
+    const config = (await page.getByLabel("Config as config.pbtxt").textContent()) ?? "";
+    expect(config).toMatch(/^max_batch_size: 3$/m);
+    expect(system.session.errors).toEqual([]);
+  }, 180_000);
 });

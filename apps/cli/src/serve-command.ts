@@ -19,6 +19,7 @@ import { readSecretFile } from "./secret-file.js";
 import { resolveWorkerUser } from "./worker-user.js";
 import { addServeFlags } from "./serve-flag-definitions.js";
 import { serveFlagsSchema, type ServeFlags } from "./serve-flags.js";
+import { adminCreateCommand } from "./admin-create-hint.js";
 
 /**
  * `operon serve`: the command (its flags are serve-flag-definitions.ts) and
@@ -305,12 +306,12 @@ async function runServe(flags: ServeFlags): Promise<void> {
     if (token !== undefined) {
       process.stderr.write(
         `First run: open ${consoleProcess.url}/setup?token=${token} to create the admin account` +
-          ` (or ${embeddedDatabase ? "stop Operon and run" : "run"}: operon admin create)\n`,
+          ` (or ${embeddedDatabase ? "stop Operon and run" : "run"}: ${adminCreateCommand()})\n`,
       );
     }
   } else if (api?.setupToken !== undefined) {
     process.stderr.write(
-      `First run: no account exists yet; create the admin with: operon admin create${embeddedDatabase ? " (after stopping Operon: the embedded database is for one process)" : ""}\n`,
+      `First run: no account exists yet; create the admin with: ${adminCreateCommand()}${embeddedDatabase ? " (after stopping Operon: the embedded database is for one process)" : ""}\n`,
     );
   }
   let signals = 0;

@@ -7,6 +7,7 @@ import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
 import { notFound } from "../app-error.js";
 import { MAX_MODEL_VERSION } from "../services/models/model-versions.js";
 import { stepCatalogView } from "../services/models/step-catalog-view.js";
+import { configOfPbtxt, MAX_CONFIG_PBTXT_CHARS } from "../services/models/config-pbtxt-text.js";
 
 /**
  * Models: viewers read (and try models through infer); engineers and admins
@@ -40,6 +41,9 @@ const uploadId = z.uuid({ error: "not an upload id" });
 
 /** A ModelConfig in Triton's JSON form (snake_case or camelCase keys, TYPE_* data types). */
 const modelConfig = z.record(z.string(), z.unknown());
+
+/** config.pbtxt as text, parsed by the API (configOfPbtxt) into the JSON form. */
+const configPbtxtText = z.string().max(MAX_CONFIG_PBTXT_CHARS, { error: "at most 256 KiB of text" });
 
 function modelActor(ctx: { user: { id: string }; actor: ModelActor["actor"] }): ModelActor {
   return { userId: ctx.user.id, actor: ctx.actor };
@@ -120,12 +124,32 @@ export const modelsRouter = router({
       .input(z.object({ uploadId }))
       .mutation(({ ctx, input }) => ctx.services.models.uploads.inspectUpload(modelActor(ctx), input.uploadId)),
 
-    /** Stores the upload as a new version (with `config`, default the suggested one) and loads it. */
+    /**
+     * Stores the upload as a new version (with `config` as JSON or `configPbtxt` as config.pbtxt text, e.g. a Triton
+     * model folder's; default the suggested one) and loads it.
+     */
     finish: engineerProcedure
       .input(
-        z.object({ uploadId, description: z.string().trim().max(2000).optional(), config: modelConfig.optional() }),
+        z
+          .object({
+            uploadId,
+            description: z.string().trim().max(2000).optional(),
+            config: modelConfig.optional(),
+            configPbtxt: configPbtxtText.optional(),
+          })
+          .refine((input) => input.config === undefined || input.configPbtxt === undefined, {
+            error: "give the config as JSON (config) or as config.pbtxt text (configPbtxt), not both",
+            path: ["config"],
+          }),
       )
-      .mutation(({ ctx, input }) => ctx.services.models.uploads.finishUpload(modelActor(ctx), input)),
+      .mutation(async ({ ctx, input }) => {
+        const { configPbtxt, ...rest } = input;
+        const config = configPbtxt !== undefined ? configOfPbtxt(configPbtxt) : rest.config;
+        return ctx.services.models.uploads.finishUpload(modelActor(ctx), {
+          ...rest,
+          ...(config !== undefined ? { config } : {}),
+        });
+      }),
 
     abort: engineerProcedure
       .input(z.object({ uploadId }))
@@ -151,10 +175,24 @@ export const modelsRouter = router({
 
   /** Uploaded models only: validates, writes config.pbtxt, reloads; the previous config comes back if the gateway refuses. */
   updateConfig: engineerProcedure
-    .input(z.object({ name: modelName, config: modelConfig }))
+    .input(
+      z
+        .object({
+          name: modelName,
+          /** Triton's JSON form of the config... */
+          config: modelConfig.optional(),
+          /** ...or config.pbtxt as Triton users write it (the console's editor, an uploaded file). */
+          configPbtxt: configPbtxtText.optional(),
+        })
+        .refine((input) => (input.config === undefined) !== (input.configPbtxt === undefined), {
+          error: "give the config as JSON (config) or as config.pbtxt text (configPbtxt), not both",
+          path: ["config"],
+        }),
+    )
     .mutation(async ({ ctx, input }) => {
       await requireModelChanger(ctx.services.prisma, ctx.user, input.name);
-      return ctx.services.models.configEdit.updateConfig(modelActor(ctx), input.name, input.config);
+      const config = input.config ?? configOfPbtxt(input.configPbtxt!, input.name);
+      return ctx.services.models.configEdit.updateConfig(modelActor(ctx), input.name, config);
     }),
 
   /** One KServe v2 JSON inference (the console's try-it panel); flat `data` in row-major order. */

@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database, Prisma } from "@operon/db";
@@ -267,6 +269,33 @@ describe.each(testDatabaseBackends())("operators router on $name", (backend) => 
     expect(await appCodeOf(h.as("ADMIN").operators.delete({ name: "text_direction" }))).toBe("VALIDATION_FAILED");
     expect(await appCodeOf(h.as("ADMIN").operators.create({ name: operator, spec: addTwice() }))).toBe("CONFLICT");
     await h.as("ADMIN").operators.delete({ name: operator });
+  });
+
+  it("tries an image pipeline with a file's raw bytes as a base64 BYTES input, and refuses base64 elsewhere (issue 27 item 6)", async () => {
+    const engineer = h.as("ENGINEER");
+    const png = readFileSync(join(EXAMPLES, "../images/text_180.png")).toString("base64");
+    const run = await engineer.operators.tryRun({
+      name: "text_direction",
+      inputs: [{ name: "image", datatype: "BYTES", shape: [1, 1], data: [png], encoding: "base64" }],
+    });
+    expect(run.outputs.find((output) => (output as { name: string }).name === "label")).toMatchObject({
+      data: ["180°"],
+    });
+    expect(run.steps.map((step) => step.model)).toEqual([
+      "text_direction_preprocess",
+      "text_direction_classifier",
+      "text_direction_topk",
+    ]);
+    const refused = engineer.operators.tryRun({
+      name: "text_direction",
+      inputs: [{ name: "image", datatype: "FP32", shape: [1, 1], data: [png], encoding: "base64" }],
+    });
+    await expect(refused).rejects.toThrow("input 'image': base64 data is for BYTES inputs, not FP32");
+    const notBase64 = engineer.operators.tryRun({
+      name: "text_direction",
+      inputs: [{ name: "image", datatype: "BYTES", shape: [1, 1], data: ["not base64!"], encoding: "base64" }],
+    });
+    await expect(notBase64).rejects.toThrow("each element must be base64");
   });
 
   it("lets viewers read but not change or run operators", async () => {

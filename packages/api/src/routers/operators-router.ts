@@ -33,6 +33,8 @@ const inputTensor = z.object({
   shape: z.array(z.number().int().min(0)).max(16),
   data: z.array(z.unknown()).max(1_000_000),
   parameters: z.record(z.string(), z.unknown()).optional(),
+  /** "base64": a BYTES input's elements are base64 of raw files (Try it's file picker), sent as binary data. */
+  encoding: z.literal("base64").optional(),
 });
 
 export const operatorsRouter = router({

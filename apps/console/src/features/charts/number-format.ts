@@ -1,4 +1,5 @@
-import { formatNumber } from "@/lib/number-format";
+// Relative, not "@/": the unit tests beside it run without the console's path alias.
+import { formatNumber } from "../../lib/number-format";
 
 /** What only charts need: short axis ticks, clock times, tidy axis tops. Other numbers: @/lib/number-format. */
 
@@ -19,14 +20,13 @@ export function formatClock(value: number | Date): string {
   });
 }
 
-/** A time-axis tick: the clock for ranges within a day, the date and hour beyond. */
+/**
+ * A time-axis tick: the clock (hh:mm) for ranges within a day, the date and the clock beyond. Never the hour alone:
+ * "Dec 2 14" read as a day and a number, not as 14:00 (issue 27 item 10).
+ */
 export function formatTimeTick(value: number, rangeMs: number): string {
   const date = new Date(value);
-  if (rangeMs <= 36 * 3_600_000)
-    return date.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", hour12: false });
-  return (
-    date.toLocaleDateString(undefined, { month: "short", day: "numeric" }) +
-    " " +
-    date.toLocaleTimeString(undefined, { hour: "2-digit", hour12: false })
-  );
+  const clock = date.toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", hour12: false });
+  if (rangeMs <= 36 * 3_600_000) return clock;
+  return `${date.toLocaleDateString(undefined, { month: "short", day: "numeric" })} ${clock}`;
 }

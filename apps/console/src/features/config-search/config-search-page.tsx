@@ -1,5 +1,6 @@
 "use client";
 
+import { formatDateTime } from "@/lib/format";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useEffect, useState } from "react";
@@ -92,8 +93,7 @@ function SearchPicker({
         <select id="search-picker" value={selected ?? ""} onChange={(event) => onSelect(event.target.value)}>
           {searches.map((search) => (
             <option key={search.id} value={search.id}>
-              {new Date(search.createdAt).toLocaleString()}: {searchStatusLabel(search.status)}, {search.candidateCount}{" "}
-              candidates
+              {formatDateTime(search.createdAt)}: {searchStatusLabel(search.status)}, {search.candidateCount} candidates
             </option>
           ))}
         </select>
@@ -197,7 +197,7 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
                     ? "the candidate limit"
                     : "the time limit",
             ],
-            ["Started", new Date(search.createdAt).toLocaleString()],
+            ["Started", formatDateTime(search.createdAt)],
           ]}
         />
       </section>
@@ -239,8 +239,7 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
             </p>
           ) : search.appliedIndex !== null ? (
             <p className="muted">
-              #{search.appliedIndex + 1} was applied{" "}
-              {search.appliedAt ? new Date(search.appliedAt).toLocaleString() : ""}.
+              #{search.appliedIndex + 1} was applied {search.appliedAt ? formatDateTime(search.appliedAt) : ""}.
             </p>
           ) : null}
           <FormAlert message={apply.error ? apiProblem(apply.error).message : undefined} />

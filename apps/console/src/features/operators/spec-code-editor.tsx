@@ -2,53 +2,15 @@
 
 import { autocompletion } from "@codemirror/autocomplete";
 import { json, jsonParseLinter } from "@codemirror/lang-json";
-import { HighlightStyle, syntaxHighlighting } from "@codemirror/language";
+import { syntaxHighlighting } from "@codemirror/language";
 import { linter, lintGutter } from "@codemirror/lint";
 import { EditorState, StateEffect, StateField } from "@codemirror/state";
 import { EditorView } from "@codemirror/view";
-import { tags } from "@lezer/highlight";
 import { basicSetup } from "codemirror";
 import { useEffect, useRef } from "react";
+import { CODE_EDITOR_THEME, CODE_HIGHLIGHT } from "@/components/code-editor/code-editor-theme";
 import { specCompletion, type ServedCatalog } from "./spec-completion";
 import { problemDiagnostics } from "./spec-problem-lint";
-
-/**
- * Token colours from the stylesheet's variables, so the editor follows the
- * light and dark themes and keeps 4.5:1 contrast in both (CodeMirror's
- * default style is for light backgrounds only).
- */
-const SPEC_HIGHLIGHT = HighlightStyle.define([
-  { tag: tags.propertyName, color: "var(--color-code-property)" },
-  { tag: tags.string, color: "var(--color-code-string)" },
-  { tag: [tags.number, tags.bool, tags.null], color: "var(--color-code-literal)" },
-  { tag: [tags.brace, tags.squareBracket, tags.separator, tags.punctuation], color: "var(--color-text-muted)" },
-]);
-
-const SPEC_THEME = EditorView.theme({
-  "&": {
-    backgroundColor: "var(--color-surface)",
-    color: "var(--color-text)",
-    border: "1px solid var(--color-border-strong)",
-    borderRadius: "var(--radius)",
-  },
-  "&.cm-focused": { outline: "3px solid var(--color-focus)", outlineOffset: "2px" },
-  ".cm-content": { fontFamily: "var(--font-mono)", fontSize: "0.85rem", caretColor: "var(--color-text)" },
-  ".cm-gutters": {
-    backgroundColor: "var(--color-bg)",
-    color: "var(--color-text-muted)",
-    borderRight: "1px solid var(--color-border)",
-  },
-  ".cm-activeLine, .cm-activeLineGutter": { backgroundColor: "var(--color-accent-soft)" },
-  ".cm-cursor": { borderLeftColor: "var(--color-text)" },
-  "&.cm-focused .cm-selectionBackground, .cm-selectionBackground, ::selection": {
-    backgroundColor: "var(--color-code-selection)",
-  },
-  ".cm-tooltip": {
-    backgroundColor: "var(--color-surface)",
-    color: "var(--color-text)",
-    border: "1px solid var(--color-border)",
-  },
-});
 
 /** The gateway's latest problems with the spec, set from outside; the lint source below places them. */
 const setProblems = StateEffect.define<readonly string[]>();
@@ -118,8 +80,8 @@ export function SpecCodeEditor({
           }),
           lintGutter(),
           EditorView.lineWrapping,
-          syntaxHighlighting(SPEC_HIGHLIGHT),
-          SPEC_THEME,
+          syntaxHighlighting(CODE_HIGHLIGHT),
+          CODE_EDITOR_THEME,
           // tabindex: contenteditable is focusable anyway; saying so lets checkers (axe) see the scroll area's keyboard access.
           EditorView.contentAttributes.of({
             id,

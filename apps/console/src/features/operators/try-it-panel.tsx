@@ -40,7 +40,8 @@ export function TryItPanel({ name, spec }: { name: string; spec: Record<string, 
       <TryItForm
         name={name}
         declared={declared}
-        initialMode="json"
+        initialMode={declared.some((input) => input.datatype === "BYTES") ? "form" : "json"}
+        allowFiles
         pending={run.isPending}
         onRun={submit}
         onInvalid={() => {

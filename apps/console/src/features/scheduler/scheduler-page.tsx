@@ -9,6 +9,7 @@ import { EmptyState } from "@/components/states/empty-state";
 import { QueryView } from "@/components/states/query-view";
 import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
+import { CpuBudgetNote } from "./cpu-budget-note";
 import { DecisionsTable } from "./decisions-table";
 import { SchedulerModelsTable } from "./scheduler-models-table";
 import { SchedulerSwitch } from "./scheduler-switch";
@@ -58,6 +59,7 @@ export function SchedulerPage() {
                 {Math.round(data.policy.scaleDownCooldownMs / 1000)} s; at most {data.policy.maxInstancesPerModel}{" "}
                 instances per model and {data.budget.cpuSlots} CPU instances in all.
               </p>
+              <CpuBudgetNote status={data} />
             </section>
             <section className="card" aria-labelledby="scheduler-models-title">
               <h2 id="scheduler-models-title">Models</h2>

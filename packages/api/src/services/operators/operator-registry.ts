@@ -3,6 +3,7 @@ import { specModels, specSteps } from "@operon/operator-spec/spec-summary";
 import { AppError, notFound, type FieldError } from "../../app-error.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient, GatewayOperator, OperatorProblem, OperatorValidation } from "../gateway/gateway-client.js";
+import { gatewayInputsOf, type TryInputTensor } from "../gateway/binary-inputs.js";
 import { KeyedLock } from "../keyed-lock.js";
 import { isUniqueViolation } from "../accounts/user-accounts.js";
 import type { Logger } from "@operon/protocol/logger";
@@ -336,13 +337,19 @@ export class OperatorRegistry {
    */
   async tryRun(
     name: string,
-    inputs: unknown[],
+    tensors: TryInputTensor[],
     parameters: Record<string, string | number | boolean> = {},
   ): Promise<TryRunResult> {
-    const response = await this.gateway.infer(name, undefined, {
+    // Files picked for BYTES inputs (an image pipeline's PNG) travel as Triton binary data, as on a model's Try it.
+    const { inputs, binaries } = gatewayInputsOf(tensors);
+    const request = {
       inputs,
       parameters: { ...parameters, [STEP_TIMINGS_PARAMETER]: true, [STEP_OUTPUTS_PARAMETER]: true },
-    });
+    };
+    const response =
+      binaries.length > 0
+        ? await this.gateway.inferBinary(name, undefined, request, binaries)
+        : await this.gateway.infer(name, undefined, request);
     const body = response.body;
     const responseParameters = (body["parameters"] ?? {}) as Record<string, unknown>;
     const outputsByStep = parseStepOutputs(responseParameters[STEP_OUTPUTS_PARAMETER]);

@@ -297,6 +297,8 @@ export class ResourceScheduler {
     periodSecs: number;
     policy: SchedulerPolicy;
     budget: HostBudget;
+    /** Where the CPU slot budget came from: the host's cores (2 × cores) or --scheduler-cpu-slots. */
+    cpuSlotsFrom: { cores: number; flag: boolean };
     models: SchedulerModelView[];
     operators: OperatorCapacityView[];
     pins: Array<{ model: string; count: number }>;
@@ -307,6 +309,7 @@ export class ResourceScheduler {
       periodSecs: this.options.periodSecs,
       policy: this.policy,
       budget: this.budget,
+      cpuSlotsFrom: { cores: availableParallelism(), flag: this.options.cpuSlots !== undefined },
       models: this.lastView,
       operators: this.lastOperators,
       pins: pins.map((pin) => ({ model: pin.model, count: pin.count })),

@@ -213,7 +213,27 @@ describe("decide", () => {
       { model: "big", action: "SCALE_UP", from: 1, to: 3 },
       { model: "big", action: "HOLD", from: 1, to: 3 },
     ]);
-    expect(decisions[1]!.reason).toContain("CPU instance slots all used (4)");
+    expect(decisions[1]!.reason).toContain("CPU instance slots all used: 4 CPU instances loaded, the budget is 4)");
+  });
+
+  it("says so when the configs' own instances already fill the CPU budget (issue 27 item 7)", () => {
+    const budget: HostBudget = { cpuSlots: 4, gpuSlots: 0, memoryBytes: 4096 * MIB };
+    const decisions = decide(
+      {
+        enabled: true,
+        policy: POLICY,
+        budget,
+        models: [
+          model("busy", { instances: 2, minInstances: 2, demandRps: 100 }),
+          model("idle", { instances: 12, minInstances: 12, demandRps: 0, lastUsedAt: 0 }),
+        ],
+      },
+      0,
+    );
+    expect(decisions).toMatchObject([{ model: "busy", action: "HOLD", from: 2, to: 2 }]);
+    expect(decisions[0]!.reason).toContain(
+      "CPU instance slots all used: 14 CPU instances loaded, the budget is 4: more are loaded than the budget holds, so no CPU model scales up",
+    );
   });
 
   it("a model whose one instance is over the memory budget is held with the memory named", () => {

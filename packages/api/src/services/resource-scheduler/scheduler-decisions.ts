@@ -389,7 +389,9 @@ function fitProblem(
         `GPU instance slots all used on GPU ${full.join(", ")} (${budget.gpuSlots} per GPU; each step of this model takes one on each of GPUs ${(m.gpuDevices ?? []).join(", ")})`,
       );
   } else if (used.cpu >= budget.cpuSlots) {
-    problems.push(`CPU instance slots all used (${budget.cpuSlots})`);
+    problems.push(
+      `CPU instance slots all used: ${used.cpu} CPU instances loaded, the budget is ${budget.cpuSlots}${used.cpu > budget.cpuSlots ? ": more are loaded than the budget holds, so no CPU model scales up until some go or --scheduler-cpu-slots raises it" : ""}`,
+    );
   }
   if (used.instances >= policy.maxInstancesPerHost)
     problems.push(`--max-instances ${policy.maxInstancesPerHost} reached`);

@@ -5,6 +5,7 @@ import { useState } from "react";
 import { configSearchHref } from "@/features/config-search/config-search-types";
 import type { ConfigDraft } from "../upload/config-draft";
 import { EditConfigForm } from "./edit-config-form";
+import { EditPbtxtForm } from "./edit-pbtxt-form";
 import type { ModelDetail } from "./model-detail-types";
 
 const SOURCE_NOTE = {
@@ -24,9 +25,9 @@ function downloadText(text: string, fileName: string): void {
   URL.revokeObjectURL(url);
 }
 
-/** The config: to read as config.pbtxt (Triton's own format) or JSON, to download, and for uploads, to edit as JSON. */
+/** The config: to read as config.pbtxt (Triton's own format) or JSON, to download, and for uploads, to edit as either. */
 export function ModelConfigSection({ model, canEdit }: { model: ModelDetail; canEdit: boolean }) {
-  const [editing, setEditing] = useState(false);
+  const [editing, setEditing] = useState<"json" | "pbtxt" | null>(null);
   const [format, setFormat] = useState<"pbtxt" | "json">(model.configPbtxt !== null ? "pbtxt" : "json");
   const [saved, setSaved] = useState(false);
   const editable = canEdit && model.source === "uploaded" && model.config !== null;
@@ -36,16 +37,30 @@ export function ModelConfigSection({ model, canEdit }: { model: ModelDetail; can
         <h2 id="config-title">Config</h2>
         <div className="model-actions">
           {editable && !editing ? (
-            <button
-              type="button"
-              className="button"
-              onClick={() => {
-                setSaved(false);
-                setEditing(true);
-              }}
-            >
-              Edit as JSON
-            </button>
+            <>
+              {model.configPbtxt !== null ? (
+                <button
+                  type="button"
+                  className="button"
+                  onClick={() => {
+                    setSaved(false);
+                    setEditing("pbtxt");
+                  }}
+                >
+                  Edit config.pbtxt
+                </button>
+              ) : null}
+              <button
+                type="button"
+                className="button"
+                onClick={() => {
+                  setSaved(false);
+                  setEditing("json");
+                }}
+              >
+                Edit as JSON
+              </button>
+            </>
           ) : null}
           {model.source === "uploaded" && !editing ? (
             <Link className="button" href={configSearchHref(model.name)}>
@@ -61,12 +76,21 @@ export function ModelConfigSection({ model, canEdit }: { model: ModelDetail; can
       ) : null}
       {model.config === null ? (
         <p className="muted">Not known while the model is not loaded (it comes from its repository folder).</p>
+      ) : editing === "pbtxt" && model.configPbtxt !== null ? (
+        <EditPbtxtForm
+          name={model.name}
+          text={model.configPbtxt}
+          onDone={(didSave) => {
+            setEditing(null);
+            setSaved(didSave);
+          }}
+        />
       ) : editing ? (
         <EditConfigForm
           name={model.name}
           config={model.config as ConfigDraft}
           onDone={(didSave) => {
-            setEditing(false);
+            setEditing(null);
             setSaved(didSave);
           }}
         />

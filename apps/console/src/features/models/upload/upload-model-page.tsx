@@ -6,6 +6,7 @@ import { PageHeader } from "@/components/page-header";
 import { RequireRole } from "@/components/shell/require-role";
 import { modelHref } from "../models-table";
 import { useInvalidateModels } from "../use-invalidate-models";
+import { FolderUploadSection } from "./folder-upload-section";
 import { UploadConfigForm } from "./upload-config-form";
 import { UploadFileForm } from "./upload-file-form";
 import { UploadProgress } from "./upload-progress";
@@ -79,6 +80,16 @@ function UploadFlow() {
               </button>
             </div>
           ) : null}
+        </section>
+      ) : null}
+      {state.step === "choose" && !progress ? (
+        <section className="card">
+          <FolderUploadSection
+            onDone={(name) => {
+              void invalidate();
+              router.push(modelHref(name));
+            }}
+          />
         </section>
       ) : null}
       {state.step === "configure" || state.step === "finishing" ? (
