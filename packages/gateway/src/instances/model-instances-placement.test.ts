@@ -88,6 +88,17 @@ function options(gpus: GpuInventory): ModelInstancesOptions {
   return { workerEntry: ENTRY, logger: createLogger({ destination }), metrics: new GatewayMetrics(), gpus };
 }
 
+/** The load's error message, or "loaded" (the instance stopped again) when it loads. */
+async function loadError(launch: InstanceLaunchSpec, name: string, opts: ModelInstancesOptions): Promise<string> {
+  try {
+    const { worker } = await launchInstance(launch, name, opts);
+    await worker.stop(1000);
+    return "loaded";
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
 function placedLines(): string[] {
   return lines
     .map((line) => (JSON.parse(line) as { msg?: string }).msg ?? "")
@@ -165,18 +176,16 @@ describe("instance placement reaches the backend", () => {
       modelPath: cpuModelPath,
       config: { ...config, name: "cpu_only" },
     };
-    await expect(launchInstance(cpuOnly, "gpu_1", gpus)).rejects.toThrow(
+    expect(await loadError(cpuOnly, "gpu_1", gpus)).toBe(
       "model 'cpu_only': instance 'gpu_1' is KIND_GPU, but the typescript backend runs its models on the CPU (a model that runs its own work on the GPU declares usesGpu = true); use kind KIND_CPU",
     );
-    await expect(
-      launchInstance(
+    expect(
+      await loadError(
         { ...spec, model: "echoed", backend: "echo", config: { ...config, name: "echoed", backend: "echo" } },
         "gpu_0",
         gpus,
       ),
-    ).rejects.toThrow(
-      "echo backend: instance 'gpu_0' is KIND_GPU, but this backend runs on the CPU only; use kind KIND_CPU",
-    );
+    ).toBe("echo backend: instance 'gpu_0' is KIND_GPU, but this backend runs on the CPU only; use kind KIND_CPU");
     // A native backend decides in its TRITONBACKEND_ModelInstanceInitialize; Operon's CPU ones refuse.
     const identityDir = path.join(dir, "ident");
     mkdirSync(path.join(identityDir, "1"), { recursive: true });
@@ -201,7 +210,7 @@ describe("instance placement reaches the backend", () => {
         autoComplete: false,
       },
     };
-    await expect(launchInstance(identity, "gpu_0", gpus)).rejects.toThrow(
+    expect(await loadError(identity, "gpu_0", gpus)).toContain(
       "operon_identity: instance 'gpu_0' is KIND_GPU, but this backend runs on the CPU only: use instance_group { kind: KIND_CPU }",
     );
     // The same CPU-only TypeScript model loads as KIND_CPU.
