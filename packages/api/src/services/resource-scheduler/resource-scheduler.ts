@@ -5,6 +5,8 @@ import { isShadowModelName } from "../config-search/candidate-config.js";
 import type { ModelStatistics } from "@operon/protocol/inference";
 import type { Logger } from "@operon/protocol/logger";
 import { AppError } from "../../app-error.js";
+import { parseJsonColumn } from "../json-column.js";
+import { perfRunSummarySchema } from "../perf/perf-report-views.js";
 import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient } from "../gateway/gateway-client.js";
 import {
@@ -728,9 +730,17 @@ export class ResourceScheduler {
         continue;
       }
       const best = Math.max(...within.map((sample) => sample.throughput));
-      const summary = report.summary as { instanceCount?: unknown } | null;
-      const instances =
-        typeof summary?.instanceCount === "number" && summary.instanceCount > 0 ? summary.instanceCount : 1;
+      const summary =
+        report.summary === null
+          ? null
+          : parseJsonColumn(perfRunSummarySchema, report.summary, {
+              table: "PerfReport",
+              column: "summary",
+              id: report.id,
+            });
+      // Only an imported CSV's report says how many instances it measured (imported.instanceCount); others count one.
+      const instanceCount = summary?.imported?.instanceCount ?? 0;
+      const instances = instanceCount > 0 ? instanceCount : 1;
       if (best > 0) capacities.set(report.targetName, best / instances);
     }
     return capacities;
