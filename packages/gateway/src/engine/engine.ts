@@ -1,5 +1,4 @@
-import { availableParallelism } from "node:os";
-import type { GpuInfo, WorkerInstanceInfo, WorkersResponse } from "@operon/protocol/admin";
+import type { GpuInfo, WorkersResponse } from "@operon/protocol/admin";
 import { asOperonError, OperonError } from "@operon/protocol/errors";
 import type {
   InferRequest,
@@ -19,7 +18,7 @@ import type { TenantShares } from "../admission/tenant-shares.js";
 import { operatorTenant } from "../admission/operator-tenant.js";
 import type { FailureReason, GatewayMetrics } from "../observability/metrics.js";
 import type { ModelManager, ServedVersion } from "../repository/model-manager.js";
-import { readProcessUsage, readThreadUsage } from "../observability/process-usage.js";
+import { workersReport } from "../observability/workers-report.js";
 import { responseCacheKey, type ResponseCache } from "./response-cache.js";
 import type { ScheduledResult, StreamedResponse } from "../scheduling/request-scheduler.js";
 import type { RunnerRequest } from "../scheduling/version-runner.js";
@@ -558,29 +557,8 @@ export class Engine implements InferenceEngine {
     return { valid: problems.length === 0, problems };
   }
 
-  async workers(): Promise<WorkersResponse> {
-    const workers: WorkerInstanceInfo[] = [];
-    for (const { model, version, instances } of this.manager.workerInstances()) {
-      for (const instance of instances) workers.push({ model, version, ...instance, cpuSeconds: null, rssBytes: null });
-    }
-    // Read together: a worker's procfs read takes a few microseconds, and none waits on another.
-    await Promise.all(
-      workers.map(async (worker) => {
-        if (worker.pid === null) return;
-        if (worker.isolation === "thread") {
-          if (worker.tid !== undefined) Object.assign(worker, await readThreadUsage(worker.pid, worker.tid));
-          return;
-        }
-        Object.assign(worker, await readProcessUsage(worker.pid));
-      }),
-    );
-    const cpu = process.cpuUsage();
-    return {
-      workers,
-      hostCpuCores: availableParallelism(),
-      gateway: { pid: process.pid, cpuSeconds: (cpu.user + cpu.system) / 1e6, rssBytes: process.memoryUsage().rss },
-      gpus: this.info.gpus?.() ?? [],
-    };
+  workers(): Promise<WorkersResponse> {
+    return workersReport(this.manager.workerInstances(), this.info.gpus?.() ?? []);
   }
 }
 
