@@ -2,15 +2,12 @@ import { once } from "node:events";
 import type { Duplex } from "node:stream";
 import { asOperonError, OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
+import { type DecodedFrame, type FrameSink, FrameDecoder, writeFrame } from "@operon/protocol/worker-frame-codec";
 import {
-  type DecodedFrame,
   type ExecuteMessage,
-  type FrameSink,
-  FrameDecoder,
   type LoadMessage,
   WORKER_WIRE_VERSION,
   type WorkerReplyMessage,
-  writeFrame,
 } from "@operon/protocol/worker-wire";
 import { BACKEND_API_VERSION } from "@operon/backend-api/backend-api-version";
 import {
