@@ -142,8 +142,17 @@ export const modelScalingSchema = z.object({
   queued: z.number(),
 });
 export type ModelScaling = z.infer<typeof modelScalingSchema>;
-/** A served operator's requests in flight now (GET /v2/operon/scaling: operators). */
-export const operatorLoadSchema = z.object({ operator: z.string(), inFlight: z.number() });
+/**
+ * A served operator's requests in flight now, and the calls of each model its steps completed since it was loaded
+ * (each try of a retry and a fallback model's calls included; GET /v2/operon/scaling: operators). The resource
+ * scheduler takes the calls' change per period from each model's completions to find its direct requests.
+ */
+export const operatorLoadSchema = z.object({
+  operator: z.string(),
+  inFlight: z.number(),
+  /** Absent from gateways older than the per-model call counts. */
+  modelCalls: z.record(z.string(), z.number()).optional(),
+});
 export type OperatorLoad = z.infer<typeof operatorLoadSchema>;
 export const scalingStateSchema = z.object({
   models: z.array(modelScalingSchema),

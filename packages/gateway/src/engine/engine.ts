@@ -531,7 +531,7 @@ export class Engine implements InferenceEngine {
     return this.manager.scalingState();
   }
 
-  operatorLoad(): Array<{ operator: string; inFlight: number }> {
+  operatorLoad(): Array<{ operator: string; inFlight: number; modelCalls: Record<string, number> }> {
     return this.manager.operatorLoad();
   }
 

@@ -20,7 +20,9 @@ import {
   modelStepsOf,
   operatorCapacity,
   operatorDemands,
+  measureOperatorTraffic,
   type OperatorCapacity,
+  type OperatorSample,
   type OperatorTraffic,
 } from "./operator-capacity.js";
 
@@ -147,8 +149,10 @@ const REFUSED_RETRY_MS = 600_000;
 interface Baseline {
   at: number;
   requests: Map<string, number>;
-  /** Operators' requests in flight at the sample. */
-  inFlight: Map<string, number>;
+  /** Each operator's requests in flight and its completed calls per model at the sample. */
+  operators: Map<string, OperatorSample>;
+  /** Each model's instances at the sample (0 when parked). */
+  instances: Map<string, number>;
 }
 
 export class ResourceScheduler {
@@ -424,8 +428,9 @@ export class ResourceScheduler {
         lastUsed.set(entry.name, Math.max(lastUsed.get(entry.name) ?? 0, entry.last_inference));
     }
     const previous = this.baseline;
-    const inFlight = new Map(scaling.operators.map((entry) => [entry.operator, entry.inFlight]));
-    this.baseline = { at: now, requests, inFlight };
+    const operatorSamples = new Map<string, OperatorSample>(
+      scaling.operators.map((entry) => [entry.operator, { inFlight: entry.inFlight, modelCalls: entry.modelCalls }]),
+    );
     const interval = previous === undefined ? 0 : (now - previous.at) / 1000;
     /** Requests completed per second over the period; a counter that went down (a reload) counts from 0. */
     const rateOf = (name: string): number => {
@@ -477,11 +482,25 @@ export class ResourceScheduler {
       const seen = byModel.get(model);
       return parkedNow.has(model) || seen === undefined ? 0 : Math.max(...seen.versions.values());
     };
-    const operatorDemand = this.operatorTraffic(operators, rateOf, inFlight, previous, interval, queued, (model) => ({
-      instances: instancesNow(model),
-      perInstanceRps: perInstanceOf(model).rps,
-      source: perInstanceOf(model).source,
-    }));
+    this.baseline = {
+      at: now,
+      requests,
+      operators: operatorSamples,
+      instances: new Map(names.map((name) => [name, instancesNow(name)])),
+    };
+    const operatorDemand = this.operatorTraffic(
+      operators,
+      rateOf,
+      operatorSamples,
+      previous,
+      interval,
+      queued,
+      (model) => ({
+        instances: instancesNow(model),
+        perInstanceRps: perInstanceOf(model).rps,
+        source: perInstanceOf(model).source,
+      }),
+    );
     const { models: stepDemand, operators: demandOfOperator } = operatorDemands(
       operatorDemand.traffic,
       new Map(names.map((name) => [name, rateOf(name)])),
@@ -646,14 +665,14 @@ export class ResourceScheduler {
   }
 
   /**
-   * Each served operator's traffic over the period (completions from the statistics, arrivals from the change of
-   * its requests in flight) and its capacity now. An operator whose bottleneck step's model has requests waiting
-   * (one per instance) while its backlog does not grow is saturated (closed-loop clients).
+   * Each served operator's traffic over the period (measureOperatorTraffic: completions from the statistics,
+   * arrivals from the change of its requests in flight, calls of its step models from the gateway's counts) and
+   * its capacity now.
    */
   private operatorTraffic(
     operators: Awaited<ReturnType<GatewayClient["listOperators"]>>,
     rateOf: (name: string) => number,
-    inFlight: ReadonlyMap<string, number>,
+    samples: ReadonlyMap<string, OperatorSample>,
     previous: Baseline | undefined,
     interval: number,
     queued: ReadonlyMap<string, number>,
@@ -667,14 +686,18 @@ export class ResourceScheduler {
       const capacity = operatorCapacity(operator.name, steps, modelOf);
       capacities.push(capacity);
       if (previous === undefined || interval <= 0 || steps.length === 0) continue;
-      const completedRps = rateOf(operator.name);
-      const growth = ((inFlight.get(operator.name) ?? 0) - (previous.inFlight.get(operator.name) ?? 0)) / interval;
-      const saturated =
-        growth <= 0 &&
-        capacity.steps
-          .filter((step) => step.bottleneck)
-          .some((step) => step.instances > 0 && (queued.get(step.model) ?? 0) >= step.instances);
-      traffic.push({ operator: operator.name, steps, completedRps, arrivalRps: completedRps + growth, saturated });
+      traffic.push(
+        measureOperatorTraffic({
+          capacity,
+          steps,
+          completedRps: rateOf(operator.name),
+          intervalSecs: interval,
+          before: previous.operators.get(operator.name),
+          now: samples.get(operator.name) ?? { inFlight: 0 },
+          instancesBefore: previous.instances,
+          queued,
+        }),
+      );
     }
     return { traffic, capacities };
   }
