@@ -9,6 +9,13 @@ export interface InferRequest {
   /** Explicit version ("" or undefined = the server picks, Triton-style: latest ready). */
   modelVersion?: string;
   id?: string;
+  /**
+   * The id this request's log lines carry, set by the frontend that took it
+   * (the client's X-Request-Id / x-request-id, or one it generated); it
+   * travels to the instance that runs the request, so the backend's lines
+   * carry it too. Never from the request body.
+   */
+  logId?: string;
   parameters: Parameters;
   inputs: InferInput[];
   /** Requested outputs; undefined or empty = all outputs. */

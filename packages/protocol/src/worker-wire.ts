@@ -137,6 +137,12 @@ export interface ExecuteMessage {
   release?: number[];
   /** The client's request id, for backends that show it to the model (TypeScript backend). */
   id?: string;
+  /**
+   * The log ids (X-Request-Id) of the client requests this execute serves:
+   * one, or several when the gateway batched them into one execute. The
+   * worker's log lines written while it runs carry them.
+   */
+  logIds?: string[];
   /** The request's parameters, for backends that show them to the model. */
   parameters?: WireParameters;
 }

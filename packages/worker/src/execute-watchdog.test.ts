@@ -61,7 +61,7 @@ describe("ExecuteWatchdog", () => {
     expect(line).toMatchObject({
       level: "error",
       instance: "spin_0",
-      requestIds: [5, 6],
+      wireRequestIds: [5, 6],
       timeoutMs: 300,
       reported: true,
     });

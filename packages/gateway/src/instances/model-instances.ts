@@ -535,11 +535,15 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
 function workerOptions(context: RequestContext | undefined): ExecuteRequestOptions | undefined {
   if (
     context === undefined ||
-    (context.id === undefined && context.parameters === undefined && context.signal === undefined)
+    (context.id === undefined &&
+      context.parameters === undefined &&
+      context.signal === undefined &&
+      context.logIds === undefined)
   )
     return undefined;
   return {
     ...(context.id !== undefined ? { id: context.id } : {}),
+    ...(context.logIds !== undefined ? { logIds: context.logIds } : {}),
     ...(context.parameters !== undefined ? { parameters: context.parameters } : {}),
     ...(context.signal !== undefined ? { signal: context.signal } : {}),
   };

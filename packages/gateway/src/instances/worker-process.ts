@@ -629,6 +629,7 @@ function executeMessage(outputNames: string[] | undefined, options: ExecuteReque
     requestId: 0,
     ...(outputNames !== undefined && outputNames.length > 0 ? { outputNames } : {}),
     ...(options?.id !== undefined && options.id !== "" ? { id: options.id } : {}),
+    ...(options?.logIds !== undefined && options.logIds.length > 0 ? { logIds: options.logIds } : {}),
     ...(options?.parameters !== undefined && Object.keys(options.parameters).length > 0
       ? { parameters: options.parameters }
       : {}),

@@ -1,5 +1,6 @@
 import path from "node:path";
 import { ERROR_KINDS, type ErrorKind, OperonError, asOperonError } from "@operon/protocol/errors";
+import { logIdFields } from "@operon/protocol/logger";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { ExecuteTiming } from "@operon/protocol/worker-wire";
 import { BACKEND_API_VERSION } from "@operon/backend-api/backend-api-version";
@@ -223,7 +224,7 @@ export class TypeScriptBackend implements RequestBackend {
     } catch (error) {
       failure = this.errorOf(error, "INTERNAL", "execute failed");
       this.log(failure.kind === "INTERNAL" ? "error" : "info", "model execute failed", {
-        requestIds: requests.map((request) => request.requestId),
+        wireRequestIds: requests.map((request) => request.requestId),
         reason: failure.message,
         stack: stackOf(error),
       });
@@ -522,9 +523,11 @@ class DecoupledStream implements ResponseSender {
     clearTimeout(this.timer);
     const timeoutMs = this.backend.finalTimeout;
     this.timer = setTimeout(() => {
-      const { requestId, id } = this.request;
+      const { requestId, id, logIds } = this.request;
+      // Written after the execute returned: the request's own ids, as the lines written during it carry them.
       this.backend.logger("error", "model did not send the final response; ending the request", {
-        requestId,
+        ...(logIds !== undefined && logIds.length > 0 ? logIdFields(logIds) : {}),
+        wireRequestId: requestId,
         id,
         timeoutMs,
       });
