@@ -125,6 +125,13 @@ export class TypeScriptBackend implements RequestBackend {
     };
 
     const model = instantiate(await (this.options.loadModule ?? importModelModule)(modelPath), modelPath);
+    const instanceKind = options.instanceKind ?? instanceKindOf(config);
+    if (instanceKind === "KIND_GPU" && model.usesGpu !== true) {
+      throw new OperonError(
+        "INVALID_ARG",
+        `model '${this.modelName}': instance '${options.instanceName}' is KIND_GPU, but the ${this.options.backendName ?? "typescript"} backend runs its models on the CPU (a model that runs its own work on the GPU declares usesGpu = true); use kind KIND_CPU`,
+      );
+    }
     this.guard = await this.host?.createExecuteGuard({
       timeoutMs: executeTimeoutMs,
       message: `model '${this.modelName}' execute timed out after ${executeTimeoutMs} ms`,
@@ -136,7 +143,7 @@ export class TypeScriptBackend implements RequestBackend {
         parameters,
         modelName: this.modelName,
         instanceName: options.instanceName,
-        instanceKind: options.instanceKind ?? instanceKindOf(config),
+        instanceKind,
         deviceId: options.deviceId ?? null,
         modelDir,
         modelVersion: path.basename(path.dirname(modelPath)),
@@ -610,6 +617,8 @@ export interface TypeScriptBackendOptions {
    * worker process, timeouts and batching as user models.
    */
   loadModule?: (modelPath: string) => Promise<Record<string, unknown>>;
+  /** The backend's name in errors (default "typescript"; "operon_steps" for the step pipelines). */
+  backendName?: string;
 }
 
 /** Used by the worker's backend registry. */
