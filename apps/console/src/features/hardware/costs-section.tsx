@@ -1,6 +1,6 @@
 "use client";
 
-import { formatCount, formatMoney } from "@/lib/number-format";
+import { formatCount, formatMoney, perMillionInferences } from "@/lib/number-format";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { SelectField } from "@/components/form/select-field";
@@ -53,13 +53,16 @@ function CostReportView({ report }: { report: CostReport }) {
               emptyText="No model used the CPU in this range."
             />
             <CategoryBarChart
-              title="Cost per 1,000 inferences"
+              title="Cost per 1M inferences"
               categoryLabel={categoryLabel}
-              valueLabel={`cost per 1,000 inferences (${currency})`}
+              valueLabel={`cost per 1M inferences (${currency})`}
               rows={report.models
                 .filter((model) => model.costPer1000Inferences !== null)
-                .map((model) => ({ category: label(model), costPer1000Inferences: model.costPer1000Inferences }))}
-              series={[{ key: "costPer1000Inferences", label: "Cost per 1,000 inferences", color: SERIES_COLORS.p95 }]}
+                .map((model) => ({
+                  category: label(model),
+                  costPerMillionInferences: perMillionInferences(model.costPer1000Inferences),
+                }))}
+              series={[{ key: "costPerMillionInferences", label: "Cost per 1M inferences", color: SERIES_COLORS.p95 }]}
               formatValue={money}
               emptyText="No inferences in this range."
             />

@@ -11,7 +11,7 @@ import { CostTable } from "./cost-table";
 import type { CostReport } from "./overview-types";
 import { ProfileCostSummary } from "./profile-cost-summary";
 
-/** Cost per hour and per 1,000 inferences by model and hardware profile (metrics.costs). */
+/** Cost per hour and per million inferences by model and hardware profile (metrics.costs). */
 export function CostsSection({ query }: { query: UseQueryResult<CostReport, unknown> }) {
   return (
     <section className="card" aria-labelledby="costs-title">
@@ -61,11 +61,11 @@ function CostCharts({ report }: { report: CostReport }) {
           emptyText="No model used measurable CPU in this range."
         />
         <CategoryBarChart
-          title={`Cost per 1,000 inferences${on}`}
+          title={`Cost per 1M inferences${on}`}
           categoryLabel={categoryLabel}
-          valueLabel={`cost per 1,000 inferences (${unit})`}
-          rows={costChartRows(report, "costPer1000Inferences")}
-          series={[{ key: "costPer1000Inferences", label: "Cost per 1,000 inferences", color: SERIES_COLORS.p95 }]}
+          valueLabel={`cost per 1M inferences (${unit})`}
+          rows={costChartRows(report, "costPerMillionInferences")}
+          series={[{ key: "costPerMillionInferences", label: "Cost per 1M inferences", color: SERIES_COLORS.p95 }]}
           formatValue={money}
           emptyText="No inferences in this range."
         />
