@@ -17,7 +17,7 @@ import { PERF_TRAFFIC_PARAMETER, PERF_TRAFFIC_VALUE } from "@operon/protocol/per
 import type { InferenceEngine, OperatorInfo, OperatorValidation, StreamResponseHandler } from "./engine-api.js";
 import type { TenantShares } from "../admission/tenant-shares.js";
 import { operatorTenant } from "../admission/operator-tenant.js";
-import type { FailureReason, GatewayMetrics } from "../observability/metrics.js";
+import type { FailureReason, GatewayMetrics, RequestLatency } from "../observability/metrics.js";
 import type { ModelManager, ServedVersion } from "../repository/model-manager.js";
 import { readProcessUsage, readThreadUsage } from "../observability/process-usage.js";
 import { responseCacheKey, type ResponseCache } from "./response-cache.js";
@@ -298,7 +298,7 @@ export class Engine implements InferenceEngine {
           const requestNs = elapsedNs(started);
           served.stats.recordCachedSuccess(requestNs);
           this.countPerfTraffic(request, served, "success", 0, requestNs);
-          this.info.metrics?.observeLatency(served, { requestNs, queueNs: 0 });
+          this.observeUserLatency(request, served, { requestNs, queueNs: 0 });
           return responseOf(request, served, hit.outputs);
         }
       }
@@ -436,11 +436,23 @@ export class Engine implements InferenceEngine {
     served.stats.recordSuccess(requestNs, result.queueNs, result.timing, batchSize);
     if (request.onTimings !== undefined) request.onTimings(timingsOf(result));
     this.countPerfTraffic(request, served, "success", batchSize, requestNs);
-    this.info.metrics?.observeLatency(served, {
+    this.observeUserLatency(request, served, {
       requestNs,
       queueNs: result.queueNs,
       computeInferNs: result.timing.computeInferNs,
     });
+  }
+
+  /**
+   * The latency summaries are what users' requests saw (the usage charts' p50..p99 read them): a tagged perf
+   * request, which loads the model on purpose, is left out (issue 27 item 8). Triton's statistics keep it.
+   */
+  private observeUserLatency(
+    request: InferRequest,
+    served: ServedVersion,
+    latency: RequestLatency,
+  ): void {
+    if (request.trafficClass !== "perf") this.info.metrics?.observeLatency(served, latency);
   }
 
   /** A tagged perf request (request.trafficClass, perf-traffic.ts) is counted apart too, so usage can leave it out. */
