@@ -153,7 +153,9 @@ describe("console: the config search's chart and apply", () => {
 
     // Applying reloads the model: a dialog names the candidate first, and Cancel changes nothing.
     await page.getByRole("button", { name: "Apply recommended config" }).click();
-    const dialog = await visible(page.getByRole("dialog", { name: `Apply candidate #${recommended.index + 1} to ${MODEL}?` }));
+    const dialog = await visible(
+      page.getByRole("dialog", { name: `Apply candidate #${recommended.index + 1} to ${MODEL}?` }),
+    );
     expect(await dialog.textContent()).toContain("replacing its current config");
     await dialog.getByRole("button", { name: "Cancel" }).click();
     expect(await dialog.isVisible()).toBe(false);

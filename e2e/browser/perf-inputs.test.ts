@@ -22,7 +22,11 @@ describe("console: perf inputs of an image pipeline", () => {
   // whatever the tests below saved. Runs before the harness's afterAll (hooks run last-registered first).
   afterAll(async () => {
     const api = await signedInApiSession(system.operon, ADMIN);
-    await api.client.perf.setInputs.mutate({ target: { kind: "MODEL", name: MODEL }, shapes: {}, data: { kind: "random" } });
+    await api.client.perf.setInputs.mutate({
+      target: { kind: "MODEL", name: MODEL },
+      shapes: {},
+      data: { kind: "random" },
+    });
   });
 
   async function startRun(): Promise<void> {

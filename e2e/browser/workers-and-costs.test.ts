@@ -82,7 +82,12 @@ describe("console: workers, hardware profiles and costs", () => {
     const form = await visible(page.getByRole("form", { name: "Add a hardware profile" }));
     // The new profile starts from this host (the one the gateway runs on): its name, cores and memory.
     const cores = form.getByLabel("CPU cores (optional)");
-    await pollUntil(() => cores.inputValue(), (value) => value !== "", 10_000, 100);
+    await pollUntil(
+      () => cores.inputValue(),
+      (value) => value !== "",
+      10_000,
+      100,
+    );
     expect(await cores.inputValue()).toBe(String(availableParallelism()));
     expect(Number(await form.getByLabel("Memory, GiB (optional)", { exact: true }).inputValue())).toBeCloseTo(
       totalmem() / 1024 ** 3,

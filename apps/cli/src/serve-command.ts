@@ -20,6 +20,7 @@ import { resolveWorkerUser } from "./worker-user.js";
 import { addServeFlags } from "./serve-flag-definitions.js";
 import { serveFlagsSchema, type ServeFlags } from "./serve-flags.js";
 import { adminCreateCommand } from "./admin-create-hint.js";
+import { logFileOf } from "./log-file.js";
 
 /**
  * `operon serve`: the command (its flags are serve-flag-definitions.ts) and
@@ -317,7 +318,9 @@ async function runServe(flags: ServeFlags): Promise<void> {
     );
   }
   if (logFile !== undefined)
-    process.stderr.write(`Operon log (JSON lines) in ${logFile}; warnings also here (--log-file - prints it all here)\n`);
+    process.stderr.write(
+      `Operon log (JSON lines) in ${logFile}; warnings also here (--log-file - prints it all here)\n`,
+    );
   let signals = 0;
   const shutdown = (signal: NodeJS.Signals): void => {
     signals += 1;

@@ -66,7 +66,13 @@ describe("HttpInferenceClient", () => {
       priority: 3,
     });
     client.close();
-    client = new HttpInferenceClient({ url: server.url, model: "toy", inputSets: [SET], priority: 3, binaryData: false });
+    client = new HttpInferenceClient({
+      url: server.url,
+      model: "toy",
+      inputSets: [SET],
+      priority: 3,
+      binaryData: false,
+    });
     await client.infer({ id: 5n, start: true, end: false });
     expect(JSON.parse(server.received[1]!.body.toString()).parameters).toEqual({
       operon_traffic: "perf",

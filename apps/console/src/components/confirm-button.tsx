@@ -43,9 +43,7 @@ export function ConfirmButton({
   };
   return (
     <>
-      <button type="button" className={className} aria-label={accessibleLabel}
-        onClick={() => setOpen(true)}
-      >
+      <button type="button" className={className} aria-label={accessibleLabel} onClick={() => setOpen(true)}>
         {label}
       </button>
       <ConfirmDialog

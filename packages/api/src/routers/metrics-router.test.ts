@@ -185,8 +185,18 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
     expect(raw.operon_perf_traffic?.inference_count).toBeGreaterThanOrEqual(300);
     await sampler.sampleNow();
     const model = await db.prisma.model.findUniqueOrThrow({ where: { name: "add_sub" } });
-    const [row] = await db.prisma.usageSample.findMany({ where: { modelId: model.id }, orderBy: { id: "desc" }, take: 1 });
-    expect(row).toMatchObject({ requests: 0, inferences: 0, latencyP50Ms: null, latencyP99Ms: null, cpuUtilization: 0 });
+    const [row] = await db.prisma.usageSample.findMany({
+      where: { modelId: model.id },
+      orderBy: { id: "desc" },
+      take: 1,
+    });
+    expect(row).toMatchObject({
+      requests: 0,
+      inferences: 0,
+      latencyP50Ms: null,
+      latencyP99Ms: null,
+      cpuUtilization: 0,
+    });
   });
 
   it("reads live per-model numbers and the workers from the gateway", async () => {

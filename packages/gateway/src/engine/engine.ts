@@ -447,11 +447,7 @@ export class Engine implements InferenceEngine {
    * The latency summaries are what users' requests saw (the usage charts' p50..p99 read them): a tagged perf
    * request, which loads the model on purpose, is left out (issue 27 item 8). Triton's statistics keep it.
    */
-  private observeUserLatency(
-    request: InferRequest,
-    served: ServedVersion,
-    latency: RequestLatency,
-  ): void {
+  private observeUserLatency(request: InferRequest, served: ServedVersion, latency: RequestLatency): void {
     if (request.trafficClass !== "perf") this.info.metrics?.observeLatency(served, latency);
   }
 

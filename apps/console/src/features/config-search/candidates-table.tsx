@@ -80,7 +80,8 @@ export function CandidatesTable({
       header: "Cost per 1M",
       numeric: true,
       sortValue: (candidate) => (currency === null ? undefined : (candidate.costPer1000 ?? undefined)),
-      cell: (candidate) => (currency === null ? "—" : formatMoney(perMillionInferences(candidate.costPer1000), currency)),
+      cell: (candidate) =>
+        currency === null ? "—" : formatMoney(perMillionInferences(candidate.costPer1000), currency),
     },
     { id: "verdict", header: "Verdict", cell: verdictOf },
   ];

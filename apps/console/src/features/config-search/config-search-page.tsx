@@ -147,8 +147,7 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
       ? undefined
       : search.candidates.find((candidate) => candidate.index === search.recommendedIndex);
   const currency = search.hardware?.currency ?? null;
-  const doApply =
-    canManage && !running ? (index: number) => apply.mutateAsync({ id: search.id, index }) : undefined;
+  const doApply = canManage && !running ? (index: number) => apply.mutateAsync({ id: search.id, index }) : undefined;
   return (
     <>
       <section className="card" aria-labelledby="search-facts-title">
