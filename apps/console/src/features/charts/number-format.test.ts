@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { niceTicks } from "./nice-ticks";
-import { formatPercentTick, formatTimeTick } from "./number-format";
+import { formatExactTick, formatPercentTick, formatTimeTick } from "./number-format";
 
 describe("formatTimeTick", () => {
   const at = new Date(2026, 11, 2, 14, 30).getTime();
@@ -25,5 +25,21 @@ describe("formatPercentTick", () => {
     expect(axis(niceTicks(0.01))).toEqual(["0 %", "0.2 %", "0.4 %", "0.6 %", "0.8 %", "1 %"]);
     expect(axis(niceTicks(0.12))).toEqual(["0 %", "2.5 %", "5 %", "7.5 %", "10 %", "12.5 %"]);
     expect(axis(niceTicks(1))).toEqual(["0 %", "20 %", "40 %", "60 %", "80 %", "100 %"]);
+  });
+});
+
+describe("formatExactTick", () => {
+  it("writes a small cost axis's ticks apart, with the decimals they need", () => {
+    const ticks = niceTicks(0.009);
+    expect(ticks.map((tick) => formatExactTick(tick, ticks))).toEqual([
+      "0",
+      "0.002",
+      "0.004",
+      "0.006",
+      "0.008",
+      "0.01",
+    ]);
+    const whole = niceTicks(5);
+    expect(whole.map((tick) => formatExactTick(tick, whole))).toEqual(["0", "1", "2", "3", "4", "5"]);
   });
 });

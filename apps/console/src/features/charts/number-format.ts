@@ -36,11 +36,24 @@ export function formatTimeTick(value: number, rangeMs: number): string {
  * a small error rate's axis reads 0 %, 0.002 %, 0.004 % rather than "0 %" at every tick.
  */
 export function formatPercentTick(share: number, ticks: readonly number[]): string {
+  return formatPercent(share, exactDigits(ticks.map((tick) => tick * 100)));
+}
+
+/**
+ * An axis tick as a plain number (the unit is in the axis label) with the fewest decimals that write every tick of
+ * the axis exactly: a cost axis reads 0, 0.002, 0.004 (USD), never "$0.00" or "< $0.01" at each tick.
+ */
+export function formatExactTick(value: number, ticks: readonly number[]): string {
+  return value.toLocaleString(undefined, { maximumFractionDigits: exactDigits(ticks) });
+}
+
+/** The fewest decimals (up to 8) that write each value exactly. */
+function exactDigits(values: readonly number[]): number {
   let digits = 0;
-  const exact = (tick: number) => {
-    const scaled = tick * 100 * 10 ** digits;
+  const exact = (value: number) => {
+    const scaled = value * 10 ** digits;
     return Math.abs(scaled - Math.round(scaled)) < 1e-6;
   };
-  while (digits < 8 && !ticks.every(exact)) digits += 1;
-  return formatPercent(share, digits);
+  while (digits < 8 && !values.every(exact)) digits += 1;
+  return digits;
 }

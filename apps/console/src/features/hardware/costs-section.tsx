@@ -7,6 +7,7 @@ import { SelectField } from "@/components/form/select-field";
 import { QueryView } from "@/components/states/query-view";
 import { CategoryBarChart } from "@/features/charts/category-bar-chart";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
+import { formatExactTick } from "@/features/charts/number-format";
 import { TIME_RANGE_OPTIONS, useTimeWindow, type TimeRangeId } from "@/features/charts/time-range";
 import { useTRPC } from "@/lib/trpc";
 import type { CostReport } from "./cost-types";
@@ -50,6 +51,7 @@ function CostReportView({ report }: { report: CostReport }) {
                 .map((model) => ({ category: label(model), costPerHour: model.costPerHour }))}
               series={[{ key: "costPerHour", label: "Cost per hour", color: SERIES_COLORS.primary }]}
               formatValue={money}
+              formatAxis={formatExactTick}
               emptyText="No model used the CPU in this range."
             />
             <CategoryBarChart
@@ -64,6 +66,7 @@ function CostReportView({ report }: { report: CostReport }) {
                 }))}
               series={[{ key: "costPerMillionInferences", label: "Cost per 1M inferences", color: SERIES_COLORS.p95 }]}
               formatValue={money}
+              formatAxis={formatExactTick}
               emptyText="No inferences in this range."
             />
           </div>

@@ -5,6 +5,7 @@ import type { UseQueryResult } from "@tanstack/react-query";
 import Link from "next/link";
 import { CategoryBarChart } from "@/features/charts/category-bar-chart";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
+import { formatExactTick } from "@/features/charts/number-format";
 import { QueryView } from "@/components/states/query-view";
 import { costChartRows, reportCurrency, singleProfile } from "./cost-rows";
 import { CostTable } from "./cost-table";
@@ -58,6 +59,7 @@ function CostCharts({ report }: { report: CostReport }) {
           rows={costChartRows(report, "costPerHour")}
           series={[{ key: "costPerHour", label: "Cost per hour", color: SERIES_COLORS.primary }]}
           formatValue={money}
+          formatAxis={formatExactTick}
           emptyText="No model used measurable CPU in this range."
         />
         <CategoryBarChart
@@ -67,6 +69,7 @@ function CostCharts({ report }: { report: CostReport }) {
           rows={costChartRows(report, "costPerMillionInferences")}
           series={[{ key: "costPerMillionInferences", label: "Cost per 1M inferences", color: SERIES_COLORS.p95 }]}
           formatValue={money}
+          formatAxis={formatExactTick}
           emptyText="No inferences in this range."
         />
       </div>
