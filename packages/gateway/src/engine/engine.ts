@@ -427,8 +427,10 @@ export class Engine implements InferenceEngine {
    * The one place a request's outcome is recorded, whichever way it ended
    * (failed validation or run, answered from the cache, ran): the version's
    * statistics, a tagged perf request counted apart too (request.trafficClass,
-   * perf-traffic.ts: usage leaves it out), the latency summaries of a success
-   * and a traced request's timings, all from the same duration.
+   * perf-traffic.ts: usage leaves it out), the latency summaries of a user's
+   * success (the usage charts' p50..p99: a perf request, which loads the model
+   * on purpose, is left out; Triton's statistics keep it) and a traced
+   * request's timings, all from the same duration.
    */
   private record(request: InferRequest, served: ServedVersion, started: bigint, outcome: RequestOutcome): void {
     const requestNs = elapsedNs(started);
@@ -441,13 +443,16 @@ export class Engine implements InferenceEngine {
     if ("cached" in outcome) {
       served.stats.recordCachedSuccess(requestNs);
       if (perf) served.stats.recordPerfTraffic("success", 0, requestNs);
-      this.info.metrics?.observeLatency(served, { requestNs, queueNs: 0 });
+      else this.info.metrics?.observeLatency(served, { requestNs, queueNs: 0 });
       return;
     }
     const { ran: result, batchSize } = outcome;
     served.stats.recordSuccess(requestNs, result.queueNs, result.timing, batchSize);
     if (request.onTimings !== undefined) request.onTimings(timingsOf(result));
-    if (perf) served.stats.recordPerfTraffic("success", batchSize, requestNs);
+    if (perf) {
+      served.stats.recordPerfTraffic("success", batchSize, requestNs);
+      return;
+    }
     this.info.metrics?.observeLatency(served, {
       requestNs,
       queueNs: result.queueNs,
