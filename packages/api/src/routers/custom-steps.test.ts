@@ -44,6 +44,10 @@ const BROKEN_TS = `export default class Broken {
   }
 }
 `;
+const CONFIG_TENSORS = {
+  input: [{ name: "index", data_type: "TYPE_INT32", dims: [1] }],
+  output: [{ name: "label", data_type: "TYPE_STRING", dims: [2] }],
+};
 const b64 = (text: string) => Buffer.from(text).toString("base64");
 const TENSORS = {
   inputs: [{ name: "index", datatype: "INT32" as const, dims: [1] }],
@@ -102,6 +106,12 @@ describe.each(testDatabaseBackends())("custom steps on $name", (backend) => {
     expect(readFileSync(join(storeDir, name("labeller"), "config.pbtxt"), "utf8")).toMatch(
       /key: "operon_sandbox"[\s\S]*string_value: "true"/,
     );
+    // Its sandbox cannot be edited off.
+    const unsandbox = h.as("ENGINEER").models.updateConfig({
+      name: name("labeller"),
+      config: { name: name("labeller"), backend: "typescript", max_batch_size: 0, ...CONFIG_TENSORS },
+    });
+    await expect(unsandbox).rejects.toThrow(/is a custom step: its config is set when it is uploaded/);
     const { events } = await h.as("ADMIN").audit.list({ action: "model.custom_step.create", limit: 10 });
     expect(events.find((e) => e.targetId === name("labeller"))?.after).toMatchObject({
       sha256: created.sha256,
