@@ -17,6 +17,7 @@ import { sequenceFlagsOf, sequencePolicyFromConfig } from "../scheduling/sequenc
 import type { BackendInstance } from "./backend-instance.js";
 import { hostGpus } from "./gpu-inventory.js";
 import { placementOf } from "./instance-placement.js";
+import { DEFAULT_SANDBOX_LIMITS, isSandboxed } from "./worker-sandbox.js";
 import { workerMemoryLimitBytes } from "./worker-memory-cap.js";
 import type { BlsRequest, ExecuteRequestOptions } from "./worker-process.js";
 import { type InstanceLaunchSpec, type ModelInstancesOptions, isolationOf, launchInstance } from "./instance-launch.js";
@@ -107,11 +108,17 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
         ? 1
         : (options.maxInFlightPerInstance ?? (this.policy.batching ? 1 : 2));
     this.labels = { model: spec.model, version: spec.version };
-    const memoryLimitBytes = workerMemoryLimitBytes(spec.model, spec.config, {
+    const configuredLimit = workerMemoryLimitBytes(spec.model, spec.config, {
       serverDefaultMb: options.workerMemoryLimitMb ?? 0,
       processIsolation: isolationOf(spec, options.defaultIsolation) === "process",
       sequenceModel: sequencePolicy !== undefined,
     });
+    // A sandboxed worker is also recycled between requests past the sandbox's memory (its guard stops it during one).
+    const sandboxLimit = isSandboxed(spec.model, spec.backend, spec.config, spec.parameters)
+      ? (options.sandboxLimits ?? DEFAULT_SANDBOX_LIMITS).memoryMb * 1024 * 1024
+      : undefined;
+    const memoryLimitBytes =
+      sandboxLimit === undefined ? configuredLimit : Math.min(configuredLimit ?? sandboxLimit, sandboxLimit);
     this.supervisor = new InstanceSupervisor(
       {
         spec: () => this.spec,

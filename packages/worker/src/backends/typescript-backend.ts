@@ -62,6 +62,27 @@ import { importModelModule } from "./typescript-model-loader.js";
  */
 
 export const DEFAULT_EXECUTE_TIMEOUT_MS = 30_000;
+
+/**
+ * What Node's permission model refused a sandboxed model (ERR_ACCESS_DENIED
+ * carries the permission and the resource; an addon is ERR_DLOPEN_DISABLED),
+ * said plainly; undefined for any other error.
+ */
+function sandboxDenial(error: unknown): string | undefined {
+  const { code, permission, resource } = (error ?? {}) as { code?: unknown; permission?: unknown; resource?: unknown };
+  if (code === "ERR_DLOPEN_DISABLED") return "the sandbox denied loading a native addon";
+  if (code !== "ERR_ACCESS_DENIED") return undefined;
+  const what = SANDBOX_PERMISSION_NAMES[String(permission)] ?? String(permission ?? "the operation");
+  return `the sandbox denied ${what}${typeof resource === "string" && resource !== "" ? ` '${resource}'` : ""}`;
+}
+
+const SANDBOX_PERMISSION_NAMES: Record<string, string> = {
+  FileSystemRead: "reading",
+  FileSystemWrite: "writing",
+  ChildProcess: "starting a child process",
+  WorkerThreads: "starting a worker thread",
+  Inspector: "opening the inspector",
+};
 export const DEFAULT_DECOUPLED_FINAL_TIMEOUT_MS = 10_000;
 
 const NO_TIMING: ExecuteTiming = { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 };
@@ -388,7 +409,9 @@ export class TypeScriptBackend implements RequestBackend {
     if (typeof kind === "string" && (ERROR_KINDS as readonly string[]).includes(kind)) {
       return new OperonError(kind as ErrorKind, message, { cause: error });
     }
-    return new OperonError(fallback, `model '${this.modelName}' ${what}: ${message}`, { cause: error });
+    return new OperonError(fallback, `model '${this.modelName}' ${what}: ${sandboxDenial(error) ?? message}`, {
+      cause: error,
+    });
   }
 
   private typedRequest(
