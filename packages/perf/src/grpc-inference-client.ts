@@ -116,7 +116,10 @@ export class GrpcInferenceClient implements InferenceClient {
       options.streaming === true
         ? new GrpcInferStream(this.client, this.methods.ModelStreamInfer, this.metadata)
         : undefined;
-    const perfTraffic = { [PERF_TRAFFIC_PARAMETER]: { string_param: PERF_TRAFFIC_VALUE } };
+    const perfTraffic = {
+      [PERF_TRAFFIC_PARAMETER]: { string_param: PERF_TRAFFIC_VALUE },
+      ...(options.priority !== undefined ? { priority: { uint64_param: String(options.priority) } } : {}),
+    };
     const shm = options.sharedMemory;
     this.prepared = (options.inputSets ?? []).map((set, i) =>
       this.methods.ModelInfer.requestSerialize(

@@ -64,6 +64,8 @@ export interface InferenceClientOptions {
   sharedMemory?: PerfSharedMemoryPlan;
   /** gRPC only: send every request over one ModelStreamInfer call (perf_analyzer's --streaming). */
   streaming?: boolean;
+  /** The request parameter `priority` on every inference (Triton's priority levels, 1 = highest); unset = none. */
+  priority?: number;
 }
 
 export const DEFAULT_CONTROL_TIMEOUT_MS = 10_000;

@@ -48,6 +48,8 @@ export interface PerfReportConfig {
   maxTrials: number;
   /** Set in request-count mode: each step sent exactly this many requests, measured as one window. */
   requestCount?: number;
+  /** Every request carried this `priority` parameter (the model's priority level it was queued at; 1 = highest). */
+  priority?: number;
   /** --percentile: stability was judged on this latency percentile (each step reports it as percentileLatencyUs). */
   percentile?: number;
   /** --shared-memory system: tensors went through registered POSIX shared memory, not the request bodies. */

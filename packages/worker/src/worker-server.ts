@@ -3,15 +3,12 @@ import type { Duplex } from "node:stream";
 import { asOperonError, OperonError } from "@operon/protocol/errors";
 import { logIdFields } from "@operon/protocol/logger";
 import type { Tensor } from "@operon/protocol/tensor";
+import { type DecodedFrame, type FrameSink, FrameDecoder, writeFrame } from "@operon/protocol/worker-frame-codec";
 import {
-  type DecodedFrame,
   type ExecuteMessage,
-  type FrameSink,
-  FrameDecoder,
   type LoadMessage,
   WORKER_WIRE_VERSION,
   type WorkerReplyMessage,
-  writeFrame,
 } from "@operon/protocol/worker-wire";
 import { BACKEND_API_VERSION } from "@operon/backend-api/backend-api-version";
 import {
@@ -20,6 +17,7 @@ import {
   type BackendLog,
   type BackendRequest,
   type BackendResponse,
+  type ExecuteGuard,
   type ExecuteGuardOptions,
   type RequestBackend,
   isRequestBackend,
@@ -29,6 +27,12 @@ import { WorkerBlsCalls } from "./worker-bls-calls.js";
 import { WorkerShmOutputs, type WorkerSharedMemory } from "./worker-shm-outputs.js";
 
 export type { WorkerSharedMemory };
+
+/** False in a sandboxed worker (Node's permission model without --allow-worker). */
+function mayStartThreads(): boolean {
+  const permission = (process as { permission?: { has(scope: string): boolean } }).permission;
+  return permission === undefined || permission.has("worker");
+}
 
 export interface WorkerServerOptions {
   /** The byte stream to the gateway (fd 3 in a real worker). */
@@ -401,7 +405,9 @@ export class WorkerServer {
     if (running.length > 0 && backend !== undefined && isRequestBackend(backend)) backend.cancelRequests?.(running);
   }
 
-  private async createExecuteGuard(options: ExecuteGuardOptions): Promise<ExecuteWatchdog> {
+  private async createExecuteGuard(options: ExecuteGuardOptions): Promise<ExecuteGuard> {
+    // A sandboxed worker may start no thread: the gateway's sandbox guard (sandbox-guard.ts) enforces the timeout there.
+    if (!mayStartThreads()) return { arm: () => () => undefined, close: () => undefined };
     const { channel } = this.options;
     const watchdog = await ExecuteWatchdog.start({
       ...options,

@@ -25,6 +25,15 @@ import {
   type OperatorSample,
   type OperatorTraffic,
 } from "./operator-capacity.js";
+import { reportCapacities } from "./report-capacities.js";
+import {
+  listDecisions,
+  readOperatorCapacity,
+  type DecisionFilter,
+  type OperatorCapacityView,
+  type SchedulerDecisionView,
+  type SchedulerModelView,
+} from "./scheduler-views.js";
 
 /**
  * The resource scheduler's runner: every period it gathers the inputs of
@@ -95,53 +104,6 @@ export const RESOURCE_SCHEDULER_DEFAULTS = {
   p99BudgetMs: 100,
   instanceMemoryBytes: 256 * 1024 * 1024,
 } as const satisfies Partial<ResourceSchedulerOptions>;
-
-/** What the console shows of one model now. */
-export interface SchedulerModelView {
-  model: string;
-  instances: number;
-  parked: boolean;
-  kind: "CPU" | "GPU";
-  demandRps: number;
-  capacityRps: number;
-  capacitySource: "report" | "default";
-  /**
-   * Why a default capacity (issue 27, item 7: say it): "no-report" (no successful perf report), or "over-budget"
-   * (reports exist, but no step of the latest had its p99 within the budget); null when a report gave it.
-   */
-  defaultReason: "no-report" | "over-budget" | null;
-  /** The p99 budget a report's step must meet to give the capacity. */
-  p99BudgetMs: number;
-  pinned: number | null;
-  lastUsedAt: string | null;
-}
-
-/** What the console shows of one operator: its capacity from its steps', its bottleneck, and its demand. */
-export interface OperatorCapacityView extends OperatorCapacity {
-  /** Operator requests per second the scheduler sized its steps for at the last period; null before the second. */
-  demandRps: number | null;
-  /** What the demand was made of (arrivals, saturation, a cap). */
-  demandBasis: string | null;
-  p99BudgetMs: number;
-}
-
-export interface SchedulerDecisionView {
-  id: string;
-  at: Date;
-  model: string;
-  /** The operator whose demand caused it; null for a model's own demand. */
-  operator: string | null;
-  action: SchedulerAction;
-  fromCount: number;
-  toCount: number;
-  demandRps: number | null;
-  capacityRps: number | null;
-  capacitySource: string | null;
-  headroom: number | null;
-  reason: string;
-  applied: boolean;
-  error: string | null;
-}
 
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const REFUSED_RETRY_MS = 600_000;
@@ -321,73 +283,17 @@ export class ResourceScheduler {
   }
 
   /** Decisions, newest first; `before` (an id) pages back. */
-  async decisions(filter: {
-    model?: string | undefined;
-    operator?: string | undefined;
-    limit: number;
-    before?: string | undefined;
-  }): Promise<{ decisions: SchedulerDecisionView[]; nextBefore: string | null }> {
-    const where: Prisma.SchedulerDecisionWhereInput = {
-      ...(filter.model ? { model: filter.model } : {}),
-      ...(filter.operator ? { operator: filter.operator } : {}),
-      ...(filter.before ? { id: { lt: BigInt(filter.before) } } : {}),
-    };
-    const rows = await this.prisma.schedulerDecision.findMany({
-      where,
-      orderBy: { id: "desc" },
-      take: filter.limit + 1,
-    });
-    const page = rows.slice(0, filter.limit);
-    return {
-      decisions: page.map((row) => ({
-        id: row.id.toString(),
-        at: row.at,
-        model: row.model,
-        operator: row.operator,
-        action: row.action,
-        fromCount: row.fromCount,
-        toCount: row.toCount,
-        demandRps: row.demandRps,
-        capacityRps: row.capacityRps,
-        capacitySource: row.capacitySource,
-        headroom: row.headroom,
-        reason: row.reason,
-        applied: row.applied,
-        error: row.error,
-      })),
-      nextBefore: rows.length > filter.limit ? page.at(-1)!.id.toString() : null,
-    };
+  decisions(filter: DecisionFilter): Promise<{ decisions: SchedulerDecisionView[]; nextBefore: string | null }> {
+    return listDecisions(this.prisma, filter);
   }
 
-  /**
-   * One operator's capacity now (GroupAssign): each model step's per-instance throughput at the p99 budget (latest
-   * perf report, else the default) × its model's instances ÷ its calls per operator request; the least is the
-   * operator's, and its step the bottleneck. Read fresh from the gateway and the reports; the demand is the last
-   * period's. NOT_FOUND when the gateway does not serve the operator.
-   */
-  async operatorCapacity(name: string): Promise<OperatorCapacityView> {
-    const [operators, scaling] = await Promise.all([this.gateway.listOperators(), this.gateway.scalingState()]);
-    const served = operators.filter((operator) => operator.name === name).at(-1);
-    if (served === undefined) throw new AppError("NOT_FOUND", `the gateway serves no operator '${name}'`);
-    const steps = modelStepsOf(served.spec);
-    const instances = new Map(scaling.models.map((entry) => [entry.model, entry.instances]));
-    const parked = new Set(scaling.parked);
-    const reports = await this.reportCapacities([...new Set(steps.map((step) => step.model))]);
-    const capacity = operatorCapacity(name, steps, (model) => {
-      const perInstance = capacityOf({ reportCapacityRps: reports.get(model) ?? null } as ModelState, this.policy);
-      return {
-        instances: parked.has(model) ? 0 : (instances.get(model) ?? 0),
-        perInstanceRps: perInstance.rps,
-        source: perInstance.source,
-      };
-    });
-    const last = this.lastOperators.find((view) => view.operator === name);
-    return {
-      ...capacity,
-      demandRps: last?.demandRps ?? null,
-      demandBasis: last?.demandBasis ?? null,
-      p99BudgetMs: this.options.p99BudgetMs,
-    };
+  /** One operator's capacity now, read fresh (scheduler-views.ts); the demand is the last period's. */
+  operatorCapacity(name: string): Promise<OperatorCapacityView> {
+    return readOperatorCapacity(
+      { prisma: this.prisma, gateway: this.gateway, policy: this.policy, p99BudgetMs: this.options.p99BudgetMs },
+      name,
+      this.lastOperators.find((view) => view.operator === name),
+    );
   }
 
   /** A run soon after a pin or unpin, so that it shows without waiting a period. */
@@ -468,7 +374,7 @@ export class ResourceScheduler {
     const names = [...new Set([...byModel.keys(), ...parkedNow])].filter((name) => !isShadowModelName(name)).sort();
     const [pins, capacities, enabled, measuring] = await Promise.all([
       this.prisma.schedulerPin.findMany(),
-      this.reportCapacities(names),
+      reportCapacities(this.prisma, names, this.options.p99BudgetMs),
       this.isEnabled(),
       // A model under a perf run is left alone: rescaling it would change what the run measures.
       this.prisma.perfReport
@@ -728,35 +634,6 @@ export class ResourceScheduler {
     window.push({ at: now, rps });
     this.history.set(model, window);
     return Math.max(...window.map((entry) => entry.rps));
-  }
-
-  /** Per-instance throughput at the p99 budget from each model's latest successful perf report. */
-  private async reportCapacities(models: string[]): Promise<Map<string, number> & { overBudget: Set<string> }> {
-    // overBudget: models whose latest report has no step within the budget (the console says so).
-    const capacities = Object.assign(new Map<string, number>(), { overBudget: new Set<string>() });
-    if (models.length === 0) return capacities;
-    const reports = await this.prisma.perfReport.findMany({
-      where: { targetKind: "MODEL", status: "SUCCEEDED", targetName: { in: models } },
-      orderBy: { createdAt: "desc" },
-      distinct: ["targetName"],
-      include: { samples: true },
-    });
-    const budgetUs = this.options.p99BudgetMs * 1000;
-    for (const report of reports) {
-      const within = report.samples.filter(
-        (sample) => sample.errorCount === 0 && sample.latencyP99Us !== null && sample.latencyP99Us <= budgetUs,
-      );
-      if (within.length === 0) {
-        capacities.overBudget.add(report.targetName);
-        continue;
-      }
-      const best = Math.max(...within.map((sample) => sample.throughput));
-      const summary = report.summary as { instanceCount?: unknown } | null;
-      const instances =
-        typeof summary?.instanceCount === "number" && summary.instanceCount > 0 ? summary.instanceCount : 1;
-      if (best > 0) capacities.set(report.targetName, best / instances);
-    }
-    return capacities;
   }
 }
 
