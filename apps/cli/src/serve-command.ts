@@ -124,6 +124,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
     ...(workerIdentity !== undefined ? { workerIdentity } : {}),
     backendIsolation: flags.backendIsolation,
     workerMemoryLimitMb: flags.workerMemoryLimitMb,
+    sandboxMemoryMb: flags.sandboxMemoryMb,
+    sandboxCpuMs: flags.sandboxCpuMs,
     parkedModels: {
       mode: flags.parkedModelPolicy,
       waitMs: flags.parkedModelWaitMs,

@@ -269,6 +269,18 @@ export function addServeFlags(command: Command): Command {
         GATEWAY_DEFAULTS.workerMemoryLimitMb,
       )
       .option(
+        "--sandbox-memory-mb <mb>",
+        "memory of each sandboxed worker (custom steps uploaded from the console, models with operon_sandbox): resident MiB, and half of it as its JavaScript heap; a worker over it is stopped and its requests fail naming the limit",
+        parseNonNegativeInt,
+        GATEWAY_DEFAULTS.sandboxMemoryMb,
+      )
+      .option(
+        "--sandbox-cpu-ms <ms>",
+        "CPU time one execution of a sandboxed model may use; a worker over it is stopped and its requests fail naming the limit",
+        parseNonNegativeInt,
+        GATEWAY_DEFAULTS.sandboxCpuMs,
+      )
+      .option(
         "--default-max-batch-size <n>",
         "max_batch_size given to models whose config leaves it unset and that can batch (Triton's backend-config default-max-batch-size)",
         parseNonNegativeInt,

@@ -214,6 +214,7 @@ export class GrpcInferenceClient implements InferenceClient {
         max_batch_size?: number | string;
         sequence_batching?: object | null;
         model_transaction_policy?: { decoupled?: boolean } | null;
+        response_cache?: { enable?: boolean } | null;
       };
     };
     return {
@@ -221,6 +222,7 @@ export class GrpcInferenceClient implements InferenceClient {
       sequenceBatching:
         typeof response.config?.sequence_batching === "object" && response.config.sequence_batching !== null,
       decoupled: response.config?.model_transaction_policy?.decoupled === true,
+      responseCache: response.config?.response_cache?.enable === true,
     };
   }
 

@@ -123,11 +123,13 @@ export class HttpInferenceClient implements InferenceClient {
       max_batch_size?: unknown;
       sequence_batching?: unknown;
       model_transaction_policy?: { decoupled?: unknown } | null;
+      response_cache?: { enable?: unknown } | null;
     };
     return {
       maxBatchSize: Number(config.max_batch_size ?? 0) || 0,
       sequenceBatching: typeof config.sequence_batching === "object" && config.sequence_batching !== null,
       decoupled: config.model_transaction_policy?.decoupled === true,
+      responseCache: config.response_cache?.enable === true,
     };
   }
 

@@ -33,6 +33,8 @@ export interface ModelConfigSummary {
   sequenceBatching: boolean;
   /** `model_transaction_policy { decoupled: true }`: only a stream can carry its responses (--streaming). */
   decoupled: boolean;
+  /** `response_cache { enable: true }`: the server answers repeated requests from its cache. */
+  responseCache: boolean;
 }
 
 export type PerfProtocol = "http" | "grpc";

@@ -230,7 +230,7 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
   let sequences: SequenceDriver | undefined;
   try {
     const metadata = await control.modelMetadata();
-    const { maxBatchSize, sequenceBatching, decoupled } = await control.modelConfig();
+    const { maxBatchSize, sequenceBatching, decoupled, responseCache } = await control.modelConfig();
     if (decoupled && !resolved.streaming) {
       throw bad(
         `model '${resolved.model}' is decoupled: its responses only come over a stream; measure it with --streaming -i grpc`,
@@ -338,6 +338,7 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
         ...(resolved.sharedMemory === "system"
           ? { sharedMemory: "system" as const, outputSharedMemorySize: resolved.outputSharedMemorySize }
           : {}),
+        ...(responseCache ? { responseCache: true } : {}),
         ...(resolved.streaming ? { streaming: true } : {}),
         ...(sequenceBatching
           ? {
