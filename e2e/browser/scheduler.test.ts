@@ -95,4 +95,28 @@ describe("console: the scheduler's decisions page", () => {
     expect(await row.getByRole("cell").allTextContents()).toContain("3");
     expect(system.session.errors).toEqual([]);
   }, 60_000);
+
+  it("says why a capacity is the default: no perf report, then a report with no step within the p99 budget", async () => {
+    const { page } = system.session;
+    const models = await visible(page.getByRole("table", { name: "Models the scheduler manages" }));
+    // The classifier has no perf report on this server (nothing here measures it): the default, and why.
+    const row = models.getByRole("row", { name: /^text_direction_classifier/ });
+    await visible(row.getByText("default (no perf report)", { exact: true }));
+
+    // A report whose every step's p99 (200 and 300 ms) is over the scheduler's 100 ms budget gives no capacity
+    // (issue 27 item 7): the page says so instead of "no perf report".
+    const api = await signedInApiSession(system.operon, ADMIN);
+    const header =
+      "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency";
+    await api.client.perf.importCsv.mutate({
+      target: { kind: "MODEL", name: "text_direction_classifier" },
+      fileName: "slow-classifier.csv",
+      csv: `${header}\n1,5.1,19,301,23,12,190000,10,2,190000,195000,198000,200000\n2,6.2,25,420,60,15,290000,14,3,290000,295000,298000,300000\n`,
+    });
+    await visible(
+      row.getByText("default: no step of its latest perf report kept p99 within 100 ms", { exact: true }),
+      15_000,
+    );
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
 });

@@ -132,6 +132,27 @@ describe("console: try a model from its page", () => {
     expect(system.session.errors).toEqual([]);
   });
 
+  it("prefills an image-sized input with zeros, not a ramp, and runs the classifier on them (issue 27 item 6)", async () => {
+    const { page } = system.session;
+    await page.goto("/models/text_direction_classifier");
+    await visible(heading(page, "text_direction_classifier"));
+    const panel = await visible(page.getByRole("form", { name: "Try text_direction_classifier" }));
+    const x = panel.getByRole("group", { name: "Input “x”" });
+    // [-1, 3, 48, 192] as one request: a 48×192 crop of 3 channels, 27,648 values, all zero.
+    expect(await x.getByLabel("Shape").inputValue()).toBe("1, 3, 48, 192");
+    const values = JSON.parse(await x.getByLabel("Data (JSON array, row-major)").inputValue()) as number[];
+    expect(values).toHaveLength(3 * 48 * 192);
+    expect(values.every((value) => value === 0)).toBe(true);
+    await panel.getByRole("button", { name: "Run" }).click();
+    const outputs = await visible(panel.getByRole("table", { name: "Outputs" }), 60_000);
+    const probabilities = outputs.getByRole("row", { name: /^softmax_0\.tmp_0 / });
+    expect(await probabilities.textContent()).toContain("FP32[1, 2]");
+    const answer = JSON.parse((await probabilities.locator("code.tensor-data").textContent()) ?? "") as number[];
+    expect(answer).toHaveLength(2);
+    expect(answer[0]! + answer[1]!).toBeCloseTo(1, 4);
+    expect(system.session.errors).toEqual([]);
+  }, 90_000);
+
   it("sends a PNG picked for a BYTES input as raw bytes: the image pipeline answers in the browser", async () => {
     const { page } = system.session;
     await page.goto("/models/text_direction");
