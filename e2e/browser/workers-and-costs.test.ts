@@ -1,9 +1,10 @@
 import { availableParallelism, hostname, totalmem } from "node:os";
 import { describe, expect, it } from "vitest";
 import { workerProcesses } from "../support/operon-process.js";
-import { signedInApiSession } from "./support/admin-api.js";
+import { createInferKey, signedInApiSession } from "./support/admin-api.js";
 import { pollUntil } from "./support/chart-reading.js";
 import { heading, visible } from "./support/console-actions.js";
+import { inferAddSub } from "./support/gateway-infer.js";
 import { useSignedInConsole } from "./support/signed-in-console.js";
 
 // An operator's task: see which processes serve the models (the same ones the
@@ -20,7 +21,8 @@ interface GatewayWorker {
 }
 
 describe("console: workers, hardware profiles and costs", () => {
-  const system = useSignedInConsole({ admin: ADMIN });
+  // Usage sampled every second, so the traffic before the first profile is stored within the test.
+  const system = useSignedInConsole({ admin: ADMIN, extraArgs: ["--usage-sample-secs", "1"] });
 
   it("lists where each model instance runs: ONNX Runtime on gateway threads, TypeScript models in the processes the OS reports", async () => {
     const { page } = system.session;
@@ -72,11 +74,24 @@ describe("console: workers, hardware profiles and costs", () => {
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 
-  it("an admin adds a hardware profile, sees it as the default, and sees what the models cost", async () => {
+  it("an admin adds a hardware profile, sees it as the default, and sees what the models cost, earlier usage included", async () => {
     const { page } = system.session;
+    // Traffic before any profile exists: sampled, not yet costed.
+    const api = await signedInApiSession(system.operon, ADMIN);
+    const key = await createInferKey(api, "e2e traffic before a profile");
+    for (let sent = 0; sent < 5; sent += 1) expect((await inferAddSub(system.operon.httpUrl, key)).status).toBe(200);
+    const lastHour = () => ({ from: new Date(Date.now() - 3_600_000), to: new Date(Date.now() + 60_000) });
+    await pollUntil(
+      async () => (await api.client.metrics.costs.query(lastHour())).unprofiled,
+      (unprofiled) => unprofiled.some((entry) => entry.model === "add_sub" && entry.inferences >= 5),
+      30_000,
+    );
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Hardware & cost" }).click();
     await visible(heading(page, "Hardware & cost"));
     await visible(page.getByText("No hardware profiles yet"));
+    await visible(
+      page.getByText(/^Not costed \(sampled while no profile was the default\): .*add_sub \(\d+ inferences\)/),
+    );
 
     await page.getByRole("button", { name: "Add profile" }).click();
     const form = await visible(page.getByRole("form", { name: "Add a hardware profile" }));
@@ -113,7 +128,8 @@ describe("console: workers, hardware profiles and costs", () => {
     expect(text).toContain("8 GiB");
     expect(text).toContain("$3.60");
 
-    // Usage is sampled every 15 s and costed with the default profile from now on.
+    // Usage is costed with the default profile from now on, and what was sampled before it on it too (issue 27
+    // item 10): nothing is left uncosted.
     const costs = page.getByRole("region", { name: "Costs" });
     await visible(costs.getByText(/How this is counted: .*share of the host.s CPU/));
     const deadline = Date.now() + 90_000;
@@ -129,6 +145,17 @@ describe("console: workers, hardware profiles and costs", () => {
     expect(await costRow.textContent()).toMatch(/\$/);
     expect(await costs.getByText(/Unattributed \(idle\)/).count()).toBe(1);
     expect(await costs.textContent()).toContain(PROFILE);
+    await visible(
+      costs.getByText(
+        new RegExp(
+          `^Usage sampled before any hardware profile existed \\([\\d,]+ inferences\\) is costed on the default profile, ${PROFILE}\\.$`,
+        ),
+      ),
+    );
+    expect(await costs.getByText(/^Not costed/).count()).toBe(0);
+    const before = (await api.client.metrics.costs.query(lastHour())).costedOnDefault;
+    expect(before).toMatchObject({ profileName: PROFILE });
+    expect(before!.inferences).toBeGreaterThanOrEqual(5);
     expect(system.session.errors).toEqual([]);
   }, 180_000);
 });

@@ -73,6 +73,13 @@ function CostReportView({ report }: { report: CostReport }) {
           <ModelCostsTable models={report.models} showProfile={multipleProfiles} />
         </>
       ) : null}
+      {report.costedOnDefault !== null ? (
+        <p className="muted small">
+          Usage sampled before any hardware profile existed (
+          {formatCount(report.costedOnDefault.inferences, "inference")}) is costed on the default profile,{" "}
+          {report.costedOnDefault.profileName}.
+        </p>
+      ) : null}
       {report.unprofiled.length > 0 ? (
         <p className="notice">
           Not costed (sampled while no profile was the default):{" "}

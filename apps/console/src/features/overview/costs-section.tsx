@@ -29,6 +29,7 @@ export function CostsSection({ query }: { query: UseQueryResult<CostReport, unkn
         {(report) => (
           <>
             {report.unprofiled.length > 0 ? <UnprofiledNotice unprofiled={report.unprofiled} /> : null}
+            {report.costedOnDefault !== null ? <CostedOnDefaultNote costed={report.costedOnDefault} /> : null}
             {report.models.length > 0 ? <CostCharts report={report} /> : null}
           </>
         )}
@@ -83,12 +84,23 @@ function UnprofiledNotice({ unprofiled }: { unprofiled: CostReport["unprofiled"]
     <div className="notice">
       <p>
         Some usage was sampled without a default hardware profile, so it has no cost. An admin can add one on the{" "}
-        <Link href="/hardware">Hardware &amp; cost</Link> page; samples taken after that are costed.
+        <Link href="/hardware">Hardware &amp; cost</Link> page; all usage is costed on it from then on, earlier samples
+        included.
       </p>
       <p className="small">
         Not costed:{" "}
         {unprofiled.map((entry) => `${entry.model} (${formatCount(entry.inferences, "inference")})`).join(", ")}.
       </p>
     </div>
+  );
+}
+
+/** Usage sampled before any hardware profile existed, costed on today's default (cost-model.ts). */
+export function CostedOnDefaultNote({ costed }: { costed: NonNullable<CostReport["costedOnDefault"]> }) {
+  return (
+    <p className="muted small">
+      Usage sampled before any hardware profile existed ({formatCount(costed.inferences, "inference")}) is costed on the
+      default profile, {costed.profileName}.
+    </p>
   );
 }

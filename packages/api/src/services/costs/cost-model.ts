@@ -24,9 +24,14 @@ import type { PrismaClient } from "@operon/db";
  * Inferences are what the models computed: a batched request of N items
  * counts N (the samples' inference_count deltas), failures count 0. Per model:
  * cost per hour = its cost / the hours covered; cost per 1,000 inferences =
- * its cost / inferences × 1000 (null without inferences). Samples taken
- * without a default profile cannot be costed; their inferences are listed
- * under `unprofiled`.
+ * its cost / inferences × 1000 (null without inferences).
+ *
+ * Samples taken without a default profile (before the first profile was
+ * made, or while none existed) are costed on the default profile once one
+ * exists: the host they ran on is the host the default describes, and the
+ * report says how much of that profile's cost they make (`costedOnDefault`).
+ * Only while no profile is the default are they left uncosted, their
+ * inferences listed under `unprofiled`.
  */
 /** Per hardware profile (null: samples taken without one) and model, summed by the database (queryCostTotals). */
 export interface CostUsageTotals {
@@ -41,8 +46,8 @@ export interface CostUsageTotals {
 
 export interface CostTotals {
   usage: CostUsageTotals[];
-  /** Per profile: the seconds its samples cover (each sample start once, with its longest interval). */
-  covered: Array<{ profileId: string; coveredSecs: number }>;
+  /** Per profile (null: samples taken without one): the seconds its samples cover (each sample start once, with its longest interval). */
+  covered: Array<{ profileId: string | null; coveredSecs: number }>;
 }
 
 export interface CostProfile {
@@ -103,6 +108,9 @@ export interface CostReport {
   profiles: ProfileCost[];
   /** Every model on every profile, most expensive first. */
   models: ModelCost[];
+  /** Samples taken without a profile, costed on the default one (included in that profile's figures); null when none. */
+  costedOnDefault: { profileId: string; profileName: string; inferences: number; coveredHours: number } | null;
+  /** Samples taken without a profile while no profile is the default: not costed. */
   unprofiled: Array<{ model: string; inferences: number }>;
 }
 
@@ -112,9 +120,27 @@ function money(value: number): number {
   return Math.round(value * MONEY_DIGITS) / MONEY_DIGITS;
 }
 
-export function computeCosts(totals: CostTotals, profiles: readonly CostProfile[]): CostReport {
+/**
+ * `defaultProfileId`: the profile that costs the samples taken without one (it must be among `profiles`);
+ * undefined or null leaves them uncosted.
+ */
+export function computeCosts(
+  totals: CostTotals,
+  profiles: readonly CostProfile[],
+  defaultProfileId?: string | null,
+): CostReport {
   const profileById = new Map(profiles.map((profile) => [profile.id, profile]));
-  const coveredById = new Map(totals.covered.map((entry) => [entry.profileId, entry.coveredSecs]));
+  const fallback = defaultProfileId != null ? profileById.get(defaultProfileId) : undefined;
+  if (defaultProfileId != null && fallback === undefined)
+    throw new Error(`the default hardware profile ${defaultProfileId} is not among the profiles to cost`);
+  const coveredById = new Map<string, number>();
+  let unprofiledSecs = 0;
+  for (const entry of totals.covered) {
+    if (entry.profileId === null) unprofiledSecs += entry.coveredSecs;
+    const id = entry.profileId ?? fallback?.id;
+    if (id !== undefined) coveredById.set(id, (coveredById.get(id) ?? 0) + entry.coveredSecs);
+  }
+  let costedOnDefaultInferences = 0;
   const unprofiled = new Map<string, number>();
   const byProfile = new Map<
     string,
@@ -130,31 +156,52 @@ export function computeCosts(totals: CostTotals, profiles: readonly CostProfile[
   >();
 
   for (const usage of totals.usage) {
-    const profile = usage.profileId !== null ? profileById.get(usage.profileId) : undefined;
+    const profile = usage.profileId !== null ? profileById.get(usage.profileId) : fallback;
     if (profile === undefined) {
       unprofiled.set(usage.model, (unprofiled.get(usage.model) ?? 0) + usage.inferences);
       continue;
     }
+    if (usage.profileId === null) costedOnDefaultInferences += usage.inferences;
+    // A model sampled both with and without a profile is one line of the default profile.
+    const models = byProfile.get(profile.id) ?? [];
+    byProfile.set(profile.id, models);
+    const line = models.find((candidate) => candidate.model === usage.model);
     const cpuShareHours = usage.cpuShareSeconds / 3600;
     const gpuShareHours = usage.gpuShareSeconds / 3600;
     const cpuCost = profile.costPerHour * (1 - profile.gpuPriceShare) * cpuShareHours;
     const gpuCost = profile.costPerHour * profile.gpuPriceShare * gpuShareHours;
-    const models = byProfile.get(profile.id) ?? [];
-    byProfile.set(profile.id, models);
-    models.push({
-      model: usage.model,
-      inferences: usage.inferences,
-      cpuShareHours,
-      gpuShareHours,
-      cpuCost,
-      gpuCost,
-      cost: cpuCost + gpuCost,
-    });
+    if (line === undefined) {
+      models.push({
+        model: usage.model,
+        inferences: usage.inferences,
+        cpuShareHours,
+        gpuShareHours,
+        cpuCost,
+        gpuCost,
+        cost: cpuCost + gpuCost,
+      });
+      continue;
+    }
+    line.inferences += usage.inferences;
+    line.cpuShareHours += cpuShareHours;
+    line.gpuShareHours += gpuShareHours;
+    line.cpuCost += cpuCost;
+    line.gpuCost += gpuCost;
+    line.cost += cpuCost + gpuCost;
   }
 
   const result: CostReport = {
     profiles: [],
     models: [],
+    costedOnDefault:
+      fallback !== undefined && (unprofiledSecs > 0 || costedOnDefaultInferences > 0)
+        ? {
+            profileId: fallback.id,
+            profileName: fallback.name,
+            inferences: costedOnDefaultInferences,
+            coveredHours: unprofiledSecs / 3600,
+          }
+        : null,
     unprofiled: [...unprofiled].map(([model, inferences]) => ({ model, inferences })),
   };
   for (const [profileId, usages] of byProfile) {
@@ -221,12 +268,12 @@ export async function queryCostTotals(prisma: PrismaClient, range: { from: Date;
       WHERE s."at" >= ${range.from} AND s."at" < ${range.to}
       GROUP BY 1, 2`,
     // Every model's row of one sample shares its start: the host is costed once per interval.
-    prisma.$queryRaw<Array<{ profile_id: string; covered_seconds: number }>>`
+    prisma.$queryRaw<Array<{ profile_id: string | null; covered_seconds: number }>>`
       SELECT profile_id, sum(seconds)::float8 AS covered_seconds
       FROM (
         SELECT "hardwareProfileId" AS profile_id, "at", max("intervalSeconds") AS seconds
         FROM "UsageSample"
-        WHERE "at" >= ${range.from} AND "at" < ${range.to} AND "hardwareProfileId" IS NOT NULL
+        WHERE "at" >= ${range.from} AND "at" < ${range.to}
         GROUP BY 1, 2
       ) AS per_start
       GROUP BY 1`,

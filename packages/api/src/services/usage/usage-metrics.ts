@@ -54,7 +54,10 @@ export async function usageCosts(
   const profileIds = [
     ...new Set(totals.usage.map((usage) => usage.profileId).filter((id): id is string => id !== null)),
   ];
-  const profiles = await prisma.hardwareProfile.findMany({ where: { id: { in: profileIds } } });
+  // With today's default: it costs the samples taken without a profile (cost-model.ts).
+  const profiles = await prisma.hardwareProfile.findMany({
+    where: { OR: [{ id: { in: profileIds } }, { isDefault: true }] },
+  });
   const report = computeCosts(
     totals,
     profiles.map((profile) => ({
@@ -64,6 +67,7 @@ export async function usageCosts(
       currency: profile.currency,
       gpuPriceShare: gpuPriceShareOf(profile),
     })),
+    profiles.find((profile) => profile.isDefault)?.id ?? null,
   );
   return { from: input.from, to: input.to, ...report };
 }
