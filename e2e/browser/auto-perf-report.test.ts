@@ -51,6 +51,20 @@ describe("console: an upload produces its perf report without anyone starting it
     await latest.getByRole("link", { name: "Open the latest report" }).click();
     await visible(heading(page, `Perf report: model ${MODEL} v1`));
     expect(await page.locator("dl.facts").textContent()).toContain("automatic (model.upload version 1)");
+
+    // Why the sweep stopped where it did, as the run recorded it (issue 27 item 10): a plan of concurrency 1..2
+    // ends on a plateau, at its highest concurrency, or at its time bound.
+    const api = await signedInApiSession(system.operon, ADMIN);
+    const stored = await api.client.perf.get.query({ id: new URL(page.url()).pathname.split("/").pop()! });
+    const words: Record<string, RegExp> = {
+      plateau: /^because the throughput stopped rising \(a step gained less than [\d.]+ %\)$/,
+      "max-concurrency": /^because it reached the highest concurrency of the plan$/,
+      "time-bound": /^because it reached the run's time bound \(the steps measured are kept\)$/,
+    };
+    const reason = stored.hostLoad?.stopReason ?? "none recorded";
+    expect(Object.keys(words)).toContain(reason);
+    const ended = page.locator("dl.facts .fact").filter({ has: page.getByText("Sweep ended", { exact: true }) });
+    expect(await ended.locator("dd").textContent()).toMatch(words[reason]!);
     expect(system.session.errors).toEqual([]);
   }, 240_000);
 
