@@ -161,6 +161,48 @@ describe("console: upload a model and see it serve", () => {
     expect(system.session.errors).toEqual([]);
   }, 150_000);
 
+  it("a new version keeps the model's current config; a file identical to the serving version says so (issue 27 item 2)", async () => {
+    const { page } = system.session;
+    await page.goto("/models/upload");
+    await visible(heading(page, "Upload a model"));
+    // The very file version 1 serves: said to be identical, and the config shown is the model's (batches of up to 2,
+    // as edited above), not the file's suggested 4.
+    await page.getByLabel("Model file (.onnx)").setInputFiles(file.path);
+    await visible(page.getByText(`Selected: ${MODEL}.onnx`));
+    await page.getByRole("button", { name: "Upload", exact: true }).click();
+    await visible(heading(page, "Configure"), 60_000);
+    await visible(
+      page.getByText("This file is identical to version 1 (same SHA-256): a new version would serve the same model.", {
+        exact: true,
+      }),
+    );
+    const kept =
+      /^The model's current config, kept for the new version \(as Triton keeps config\.pbtxt across versions\)\./;
+    await visible(page.getByText(kept));
+    expect(await page.getByLabel("Max batch size").inputValue()).toBe("2");
+    await Promise.all([
+      page.waitForResponse((response) => response.url().includes("models.upload.abort")),
+      page.getByRole("button", { name: "Cancel", exact: true }).click(),
+    ]);
+    await visible(page.getByText("Upload cancelled: nothing was stored."));
+
+    // Other weights, the same tensors: not identical, the same kept config, and version 2 serves with it.
+    const other = join(mkdtempSync(join(tmpdir(), "operon-e2e-v2-")), `${MODEL}.onnx`);
+    writeFileSync(other, writeMlpModel({ sizes: [4, 8, 2], seed: 9 }));
+    await page.getByLabel("Model file (.onnx)").setInputFiles(other);
+    await visible(page.getByText(`Selected: ${MODEL}.onnx`));
+    await page.getByRole("button", { name: "Upload", exact: true }).click();
+    await visible(heading(page, "Configure"), 60_000);
+    await visible(page.getByText(kept));
+    expect(await page.getByText(/is identical to version/).count()).toBe(0);
+    expect(await page.getByLabel("Max batch size").inputValue()).toBe("2");
+    await page.getByRole("button", { name: "Finish upload" }).click();
+    await waitForPath(page, `/models/${MODEL}`, 90_000);
+    await visible(page.getByRole("table", { name: "Versions" }).getByRole("row", { name: /^2 / }), 60_000);
+    expect(await page.getByLabel("Config as config.pbtxt").textContent()).toMatch(/^max_batch_size: 2$/m);
+    expect(system.session.errors).toEqual([]);
+  }, 240_000);
+
   it("uploads a Triton model folder (config.pbtxt and two version folders) as one upload (issue 27 item 9)", async () => {
     const { page } = system.session;
     const root = mkdtempSync(join(tmpdir(), "operon-e2e-folder-"));
