@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { accessibilityViolations } from "./support/accessibility.js";
 import { signedInApiSession } from "./support/admin-api.js";
 import { chartFigure, chartSurface, drawnPoints } from "./support/chart-reading.js";
 import { heading, visible, waitForPath } from "./support/console-actions.js";
@@ -164,6 +165,92 @@ describe("console: a perf report for add_sub", () => {
     await page.goto(`${system.operon.consoleUrl}${reportPath}`);
     await visible(heading(page, "Perf report: model add_sub v1"));
     expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
+  it("compares the measured run with the imported report of add_sub, step by step, with the changes (issue 27 item 10)", async () => {
+    const { page } = system.session;
+    // The report page links to the comparison with itself as A.
+    const idA = reportPath.split("/").pop()!;
+    expect(await page.getByRole("link", { name: "Compare with another report" }).getAttribute("href")).toBe(
+      `/perf/compare?a=${idA}`,
+    );
+    // From the list: A first, then B among the reports of A's target only.
+    await page.goto(`${system.operon.consoleUrl}/perf`);
+    await page.getByRole("link", { name: "Compare two reports" }).click();
+    await visible(heading(page, "Compare perf reports"));
+    const choiceB = page.getByLabel("Report B (same target)");
+    expect(await choiceB.isDisabled()).toBe(true);
+    await page.getByLabel("Report A").selectOption(idA);
+    await page.waitForURL((url) => url.searchParams.get("a") === idA);
+    await visible(choiceB.and(page.locator(":enabled")));
+    const options = await choiceB.locator("option").allTextContents();
+    expect(options).toHaveLength(2);
+    expect(options[1]).toMatch(/^model add_sub · .+ · imported from triton-perf\.csv by admin@example\.com$/);
+    await choiceB.selectOption({ index: 1 });
+    await page.waitForURL((url) => url.pathname === "/perf/compare" && url.searchParams.get("b") !== null);
+    const idB = new URL(page.url()).searchParams.get("b")!;
+
+    const api = await signedInApiSession(system.operon, ADMIN);
+    const [a, b] = await Promise.all([idA, idB].map((id) => api.client.perf.get.query({ id })));
+    const largest = Math.max(
+      ...[...a!.samples, ...b!.samples].flatMap((sample) =>
+        [
+          sample.latencyP50Us,
+          sample.latencyP90Us,
+          sample.latencyP95Us,
+          sample.latencyP99Us,
+          sample.latencyAvgUs,
+          sample.queueUs,
+          sample.computeUs,
+        ].filter((value): value is number => value !== null),
+      ),
+    );
+    const [unit, usPerUnit] = largest >= 1_000_000 ? ["s", 1_000_000] : largest >= 1000 ? ["ms", 1000] : ["µs", 1];
+    const table = await visible(
+      page.getByRole("table", {
+        name: new RegExp(
+          `^Steps of reports A and B; latencies in ${unit === "µs" ? "micro" : unit === "ms" ? "milli" : ""}seconds`,
+        ),
+      }),
+    );
+    expect(await table.getByRole("columnheader").allTextContents()).toEqual([
+      "Concurrency",
+      "Batch",
+      ...["Inferences/s", `p50 (${unit})`, `p99 (${unit})`].flatMap((name) => [
+        `${name} A`,
+        `${name} B`,
+        `${name} change`,
+      ]),
+    ]);
+    // The run measured c=1 and 2, the CSV c=1 and 4: three rows, each step where either measured it.
+    const rows = table.locator("tbody tr");
+    expect(await rows.count()).toBe(3);
+    const cells = async (index: number) => rows.nth(index).locator("th, td").allTextContents();
+    const shown = (cell: string) => Number(cell.replace(/,/g, ""));
+    const change = (cell: string) => Number(cell.replace("−", "-").replace(" %", ""));
+    const [one, two, four] = [await cells(0), await cells(1), await cells(2)];
+    expect([one[0], two[0], four[0]]).toEqual(["1", "2", "4"]);
+    const measured = a!.samples.find((sample) => sample.concurrency === 1)!;
+    expect(shown(one[3]!)).toBe(1021);
+    expect(Math.abs(shown(one[2]!) - measured.throughput)).toBeLessThanOrEqual(
+      Math.max(0.5, measured.throughput * 0.01),
+    );
+    expect(change(one[4]!)).toBeCloseTo(((1021.21 - measured.throughput) / measured.throughput) * 100, 0);
+    expect(Math.abs(shown(one[9]!) - 1459 / usPerUnit)).toBeLessThanOrEqual(1459 / usPerUnit / 100 + 0.5 / usPerUnit);
+    expect(change(one[10]!)).toBeCloseTo(((1459 - measured.latencyP99Us!) / measured.latencyP99Us!) * 100, 0);
+    // A step only one report measured has no change to give.
+    expect([two[3], two[4], four[2], four[4]]).toEqual(["—", "—", "—", "—"]);
+    expect(shown(four[3]!)).toBe(2411);
+    await saveScreenshot(page, import.meta.filename, "two reports side by side");
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      const violations = await accessibilityViolations(page);
+      expect(violations.map((violation) => `${scheme}: ${violation.rule} ${violation.where.join(", ")}`)).toEqual([]);
+    }
+    await page.emulateMedia({ colorScheme: "light" });
+    expect(system.session.errors).toEqual([]);
+    await page.goto(`${system.operon.consoleUrl}${reportPath}`);
+    await visible(heading(page, "Perf report: model add_sub v1"));
   }, 60_000);
 
   it("shows the curve against p99 and deletes the report after confirming", async () => {

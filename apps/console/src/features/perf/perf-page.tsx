@@ -1,6 +1,7 @@
 "use client";
 
 import { useQuery } from "@tanstack/react-query";
+import Link from "next/link";
 import { useState } from "react";
 import { PageHeader } from "@/components/page-header";
 import { useSignedInUser } from "@/components/shell/session-context";
@@ -55,7 +56,10 @@ export function PerfPage() {
       ) : null}
       <AutoPerfSettingsSection />
       <section className="card" aria-labelledby="reports-title">
-        <h2 id="reports-title">Reports</h2>
+        <div className="section-header">
+          <h2 id="reports-title">Reports</h2>
+          <Link href="/perf/compare">Compare two reports</Link>
+        </div>
         <QueryView
           query={reports}
           loadingLabel="Loading reports…"

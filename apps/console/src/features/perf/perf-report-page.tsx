@@ -25,7 +25,8 @@ export function PerfReportPage({ id }: { id: string }) {
     <>
       <PageHeader title={report.data ? `Perf report: ${targetLabel(report.data)}` : "Perf report"}>
         <p>
-          <Link href="/perf">All perf reports</Link>
+          <Link href="/perf">All perf reports</Link> ·{" "}
+          <Link href={`/perf/compare?a=${encodeURIComponent(id)}`}>Compare with another report</Link>
         </p>
       </PageHeader>
       <QueryView query={report} loadingLabel="Loading the report…">
