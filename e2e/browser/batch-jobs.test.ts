@@ -147,6 +147,13 @@ describe("console: batch jobs over an uploaded dataset", () => {
     await expect.poll(() => job.getByRole("button").count()).toBe(0);
     await expect.poll(() => job.getByRole("link", { name: "Download results" }).count()).toBe(0);
     await expectAxeCleanInBothSchemes(page);
+    // On a phone each job is a card (the DataTable's narrow layout): nothing wider than the screen.
+    await page.setViewportSize({ width: 390, height: 800 });
+    await visible(job.getByText("cancelled", { exact: true }));
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    expect(overflow, "the Jobs page is no wider than the phone").toBeLessThanOrEqual(0);
+    await expectAxeCleanInBothSchemes(page);
+    await page.setViewportSize({ width: 1280, height: 800 });
     expect(system.session.errors).toEqual([]);
   }, 180_000);
 });
