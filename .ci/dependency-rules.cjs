@@ -1,4 +1,4 @@
-// The package boundaries of docs/architecture.md, checked by dependency-cruiser
+// The package boundaries of the README's "Layout" section, checked by dependency-cruiser
 // over the TypeScript import graph (`npm run check:boundaries`, run by .ci/run).
 // Workspace packages resolve to their sources through the "source" export
 // condition, so a rule names the folders an import lands in.
@@ -12,7 +12,9 @@
 //   gateway                   → protocol, model-config, operator-spec, native   (never worker, never backend-api:
 //                               what backends and models are written against stays on the worker's side)
 //   api                       → protocol, model-config, operator-spec, perf, db, steps (its pure modules only:
-//                               step-catalog, pipeline-plan; never gateway/worker at run time)
+//                               step-catalog, pipeline-plan; never gateway/worker at run time), backend-api's
+//                               typescript-model-api-declarations only (a file path: custom steps are type-checked
+//                               against the model API, never run in the API)
 //   console                   → api, for types only; operator-spec (pure, browser-safe: the spec format the editor draws)
 //   apps/cli                  → any package
 //   nothing imports apps/ or e2e/
@@ -37,7 +39,7 @@ function onlyImports(from, allowed) {
   const folder = from === "native" ? "^native/" : `^packages/${from}/`;
   return {
     name: `${from}-imports-only-${allowed.length ? allowed.join("-") : "itself"}`,
-    comment: `${from} may import ${allowed.length ? allowed.join(", ") : "no other package of ours"} (docs/architecture.md)`,
+    comment: `${from} may import ${allowed.length ? allowed.join(", ") : "no other package of ours"} (README.md, "Layout")`,
     severity: "error",
     from: { path: folder, pathNot: TEST },
     to: { path: `^(${forbidden.map((name) => (name === "native" ? "native/" : `packages/${name}/`)).join("|")})` },
@@ -107,7 +109,18 @@ module.exports = {
     onlyImports("steps", ["protocol", "backend-api"]),
     onlyImports("worker", ["protocol", "backend-api", "native", "steps"]),
     onlyImports("gateway", ["protocol", "model-config", "operator-spec", "native"]),
-    onlyImports("api", ["protocol", "model-config", "operator-spec", "perf", "db", "steps"]),
+    onlyImports("api", ["protocol", "model-config", "operator-spec", "perf", "db", "steps", "backend-api"]),
+    {
+      name: "api-imports-only-model-api-declarations",
+      comment:
+        "The control plane type-checks uploaded custom steps against the model API's declarations (a path); backend code runs in workers only",
+      severity: "error",
+      from: { path: "^packages/api/", pathNot: TEST },
+      to: {
+        path: "^packages/backend-api/",
+        pathNot: "^packages/backend-api/src/typescript-model-api-declarations\\.ts$",
+      },
+    },
     {
       name: "api-imports-only-pure-steps",
       comment:

@@ -127,6 +127,10 @@ export function addServeFlags(command: Command): Command {
         GATEWAY_DEFAULTS.exitTimeoutSecs,
       )
       .option("--log-verbose <level>", "verbose logging level; >0 logs debug detail", parseNonNegativeInt, 0)
+      .option(
+        "--log-file <path>",
+        "where the JSON log goes: a file, or - for stdout; default stdout, or <data-dir>/logs/operon.log when stdout is a terminal",
+      )
       .option("--data-dir <path>", "where Operon keeps its own files (uploaded models)", GATEWAY_DEFAULTS.dataDir)
       .option(
         "--max-upload-bytes <bytes>",
@@ -263,6 +267,18 @@ export function addServeFlags(command: Command): Command {
         "memory cap of each backend worker process (resident MiB; 0 = none): a worker over it is recycled between requests without failing any; a model's parameter worker_memory_limit_mb wins",
         parseNonNegativeInt,
         GATEWAY_DEFAULTS.workerMemoryLimitMb,
+      )
+      .option(
+        "--sandbox-memory-mb <mb>",
+        "memory of each sandboxed worker (custom steps uploaded from the console, models with operon_sandbox): resident MiB, and half of it as its JavaScript heap; a worker over it is stopped and its requests fail naming the limit",
+        parseNonNegativeInt,
+        GATEWAY_DEFAULTS.sandboxMemoryMb,
+      )
+      .option(
+        "--sandbox-cpu-ms <ms>",
+        "CPU time one execution of a sandboxed model may use; a worker over it is stopped and its requests fail naming the limit",
+        parseNonNegativeInt,
+        GATEWAY_DEFAULTS.sandboxCpuMs,
       )
       .option(
         "--default-max-batch-size <n>",

@@ -32,6 +32,7 @@ export const serveFlagsSchema = z.object({
   exitOnError: z.boolean(),
   exitTimeoutSecs: count,
   logVerbose: count,
+  logFile: z.string().optional(),
   dataDir: z.string(),
   maxUploadBytes: positive,
   httpMaxBodyBytes: positive,
@@ -53,6 +54,8 @@ export const serveFlagsSchema = z.object({
   cacheConfig: z.object({ cache: z.literal("local"), settings: z.object({ size: positive.optional() }) }).optional(),
   defaultMaxBatchSize: count,
   workerMemoryLimitMb: count,
+  sandboxMemoryMb: count,
+  sandboxCpuMs: count,
   backendDirectory: z.string().optional(),
   /** --backend-config gathered per backend (parseBackendConfig). */
   backendConfig: z.record(z.string(), z.record(z.string(), z.string())),

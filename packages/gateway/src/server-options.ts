@@ -36,6 +36,10 @@ export const GATEWAY_DEFAULTS = {
   backendIsolation: "thread",
   /** Memory cap of each backend worker process, MiB; 0 = none (a model's worker_memory_limit_mb parameter wins). */
   workerMemoryLimitMb: 0,
+  /** Memory of each sandboxed worker (custom steps), MiB: resident cap, and half of it as its V8 heap. */
+  sandboxMemoryMb: 512,
+  /** CPU time one execution of a sandboxed model may use, ms. */
+  sandboxCpuMs: 10_000,
   defaultMaxBatchSize: 4,
   /** Elements one BYTES tensor may hold (each becomes a JS value somewhere). */
   maxBytesElements: 1 << 20,
@@ -115,6 +119,9 @@ const operonServerOptionsSchema = z.object({
   defaultMaxBatchSize: count.default(GATEWAY_DEFAULTS.defaultMaxBatchSize),
   /** Memory cap of each worker process, MiB (0 = none): a worker over it is recycled between requests (instances/worker-memory-cap.ts). */
   workerMemoryLimitMb: count.default(GATEWAY_DEFAULTS.workerMemoryLimitMb),
+  /** Limits of sandboxed workers (operon_sandbox models: custom steps); see instances/worker-sandbox.ts. */
+  sandboxMemoryMb: z.number().int().min(64).default(GATEWAY_DEFAULTS.sandboxMemoryMb),
+  sandboxCpuMs: z.number().int().positive().default(GATEWAY_DEFAULTS.sandboxCpuMs),
   /**
    * Triton's --backend-directory: where a native backend `<name>` is found
    * as <dir>/<name>/libtriton_<name>.so (after the model's version folder and

@@ -91,6 +91,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
       workerEntry: options.workerEntry,
       defaultIsolation: options.backendIsolation,
       workerMemoryLimitMb: options.workerMemoryLimitMb,
+      sandboxLimits: { memoryMb: options.sandboxMemoryMb, cpuMsPerExecution: options.sandboxCpuMs },
       ...(options.workerIdentity !== undefined ? { workerIdentity: options.workerIdentity } : {}),
       logger,
       metrics,

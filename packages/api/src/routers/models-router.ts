@@ -3,7 +3,7 @@ import { requireModelChanger } from "../services/ownership/ownership.js";
 import { DATATYPES } from "@operon/protocol/datatypes";
 import { isShadowModelName, SHADOW_NAME_RESERVED } from "@operon/protocol/shadow-models";
 import type { ModelActor } from "../services/models/model-types.js";
-import { engineerProcedure, router, viewerProcedure } from "../trpc.js";
+import { adminProcedure, engineerProcedure, router, viewerProcedure } from "../trpc.js";
 import { notFound } from "../app-error.js";
 import { MAX_MODEL_VERSION } from "../services/models/model-versions.js";
 import { stepCatalogView } from "../services/models/step-catalog-view.js";
@@ -79,6 +79,36 @@ export const modelsRouter = router({
       }),
     )
     .mutation(({ ctx, input }) => ctx.services.models.steps.create(modelActor(ctx), input)),
+
+  /**
+   * A custom step: model.ts (type-checked first: problems come back as field errors at file:line:col) and the files
+   * it reads, stored and loaded as a model that always runs sandboxed; audited (model.custom_step.create) with the
+   * SHA-256 of model.ts and of each file. Engineers may, unless an admin restricted it (codeUploadPolicy).
+   */
+  createCustomStep: engineerProcedure
+    .input(
+      z.object({
+        name: newModelName,
+        description: z.string().max(2000).optional(),
+        maxBatchSize: z.int().min(0).max(1024).optional(),
+        inputs: z.array(stepTensor).min(1, { error: "at least one input" }).max(16),
+        outputs: z.array(stepTensor).min(1, { error: "at least one output" }).max(16),
+        files: z
+          .array(z.object({ path: z.string().max(128), data: z.string() }))
+          .min(1, { error: "at least model.ts" })
+          .max(8, { error: "at most 8 files" }),
+      }),
+    )
+    .mutation(({ ctx, input }) =>
+      ctx.services.models.customSteps.create({ ...modelActor(ctx), role: ctx.user.role }, input),
+    ),
+
+  /** Whether only admins may upload code (custom steps); everyone signed in may read it. */
+  codeUploadPolicy: viewerProcedure.query(({ ctx }) => ctx.services.models.codeUploads.get()),
+
+  setCodeUploadPolicy: adminProcedure
+    .input(z.object({ adminsOnly: z.boolean() }))
+    .mutation(({ ctx, input }) => ctx.services.models.codeUploads.set(ctx.actor, input.adminsOnly)),
 
   /** Every model: uploads and the gateway's repository models, with live state from the gateway. */
   list: viewerProcedure.query(({ ctx }) => ctx.services.models.catalog.list()),

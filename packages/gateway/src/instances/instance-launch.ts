@@ -4,13 +4,26 @@ import type { Tensor } from "@operon/protocol/tensor";
 import type { IoInfo, NativeLoadSpec } from "@operon/protocol/worker-wire";
 import type { Logger } from "../observability/logger.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
-import { dirname, join } from "node:path";
+import { realpathSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { type BackendInstance, type InstanceIsolation, THREAD_CAPABLE_BACKENDS } from "./backend-instance.js";
 import { hostGpus, type GpuInventory } from "./gpu-inventory.js";
 import { placementOf, type InstancePlacement } from "./instance-placement.js";
 import { ThreadInstance } from "./thread-instance.js";
 import { type BlsRequest, WorkerProcess } from "./worker-process.js";
 import { runWarmup, type WarmupSample } from "./model-warmup.js";
+import { SandboxGuard } from "./sandbox-guard.js";
+import {
+  DEFAULT_SANDBOX_LIMITS,
+  isSandboxed,
+  networkIsolationWrapper,
+  type SandboxLimits,
+  sandboxHeapLimitMb,
+  workerRuntimeReadPaths,
+} from "./worker-sandbox.js";
+
+/** The typescript backend's default execute timeout (its execute_timeout_ms parameter). */
+const DEFAULT_EXECUTE_TIMEOUT_MS = 30_000;
 
 /**
  * Launching one backend instance of a model version (ModelInstances, in
@@ -24,6 +37,8 @@ export interface InstanceLaunchSpec {
   version: string;
   backend: string;
   modelPath: string;
+  /** The model's folder (config.pbtxt, version folders); default two levels above modelPath. A sandboxed worker reads only there. */
+  modelDir?: string;
   /** Config handed to the backend (the raw or completed model config). */
   config: Record<string, unknown>;
   parameters?: Record<string, string>;
@@ -65,6 +80,8 @@ export interface ModelInstancesOptions {
   gpus?: GpuInventory;
   /** Server default of each worker process's memory cap, MiB (0/absent = none); see worker-memory-cap.ts. */
   workerMemoryLimitMb?: number;
+  /** Limits of sandboxed workers (worker-sandbox.ts); default DEFAULT_SANDBOX_LIMITS. */
+  sandboxLimits?: SandboxLimits;
 }
 
 /** Runs one BLS call of a model at BLS depth `depth` (1 for a call made while serving a client's request). */
@@ -127,12 +144,7 @@ export async function launchInstance(
           onLog: (level, message, fields) =>
             options.logger[level]({ ...fields, instance: instanceName, thread: true }, message),
         })
-      : await WorkerProcess.spawn({
-          entry: options.workerEntry,
-          instanceName,
-          ...(options.workerIdentity !== undefined ? { identity: options.workerIdentity } : {}),
-          onLog: (line) => relayWorkerLog(options.logger, instanceName, line),
-        });
+      : await spawnWorker(spec, instanceName, options);
   try {
     const load = {
       backend: spec.backend,
@@ -157,6 +169,51 @@ export async function launchInstance(
     await worker.stop(1000).catch(() => undefined);
     throw error;
   }
+}
+
+/** Starts a worker process for the instance, sandboxed (worker-sandbox.ts) when the model asks for it. */
+async function spawnWorker(
+  spec: InstanceLaunchSpec,
+  instanceName: string,
+  options: ModelInstancesOptions,
+): Promise<WorkerProcess> {
+  const sandboxed = isSandboxed(spec.model, spec.backend, spec.config, spec.parameters);
+  const limits = options.sandboxLimits ?? DEFAULT_SANDBOX_LIMITS;
+  const sandbox = sandboxed
+    ? {
+        // Its model's folder (config, versions, the files beside them: models read labels from args.modelDir).
+        readPaths: [
+          ...workerRuntimeReadPaths(options.workerEntry),
+          ...realAndGiven(spec.modelDir ?? dirname(dirname(spec.modelPath))),
+        ],
+        heapLimitMb: sandboxHeapLimitMb(limits),
+        wrapper: networkIsolationWrapper(options.workerIdentity),
+      }
+    : undefined;
+  const worker = await WorkerProcess.spawn({
+    entry: options.workerEntry,
+    instanceName,
+    ...(options.workerIdentity !== undefined ? { identity: options.workerIdentity } : {}),
+    ...(sandbox !== undefined ? { sandbox } : {}),
+    onLog: (line) => relayWorkerLog(options.logger, instanceName, line),
+  });
+  if (sandbox !== undefined) new SandboxGuard(worker, { ...limits, executeTimeoutMs: executeTimeoutMsOf(spec) });
+  return worker;
+}
+
+/** A folder as given and by its real path (the permission model compares paths as resolved, without following links). */
+function realAndGiven(dir: string): string[] {
+  const given = resolve(dir);
+  const real = realpathSync(given);
+  return real === given ? [given] : [given, real];
+}
+
+/** The model's execute_timeout_ms parameter (the typescript backend's, which checks it at load), else its default. */
+function executeTimeoutMsOf(spec: InstanceLaunchSpec): number {
+  const parameters = spec.config["parameters"] as Record<string, { string_value?: string }> | undefined;
+  const raw = spec.parameters?.["execute_timeout_ms"] ?? parameters?.["execute_timeout_ms"]?.string_value;
+  const parsed = Number(raw);
+  return raw !== undefined && Number.isFinite(parsed) && parsed > 0 ? parsed : DEFAULT_EXECUTE_TIMEOUT_MS;
 }
 
 /** Refuses a KIND_GPU instance whose GPU this host does not have (UNAVAILABLE, saying why). */

@@ -5,6 +5,7 @@ import { WORKER_SHM_BYTES_ENV, WORKER_SHM_NAME_ENV } from "@operon/protocol/work
 import type { BlsRequestHandler } from "./backend-instance.js";
 import { type SharedSegment, createSegment, dropSegment } from "./shm-segment.js";
 import { type WorkerIdentity, workerEnvironment } from "./worker-environment.js";
+import { sandboxNodeFlags, type WorkerSandbox } from "./worker-sandbox.js";
 
 /**
  * How tensor bytes travel between gateway and worker. "shm": a shared-memory
@@ -35,6 +36,8 @@ export interface WorkerSpawnOptions {
   sharedMemoryBytes?: number;
   /** Serves the worker's BLS calls (see WorkerProcess.onBlsRequest). */
   onBlsRequest?: BlsRequestHandler;
+  /** Run it sandboxed (worker-sandbox.ts); the transport is then always "socket" (no shared segment to map). */
+  sandbox?: WorkerSandbox;
 }
 
 /** A started worker process, before its channel is open. */
@@ -53,7 +56,8 @@ export interface LaunchedWorker {
  * dropped on every failure.
  */
 export async function launchWorker(options: WorkerSpawnOptions): Promise<LaunchedWorker> {
-  const transport = options.transport ?? "auto";
+  const sandbox = options.sandbox;
+  const transport = sandbox !== undefined ? "socket" : (options.transport ?? "auto");
   const onLog = options.onLog ?? ((line: string) => void process.stderr.write(`${line}\n`));
   const segment = transport === "socket" ? undefined : createSegment(options, onLog);
   const env: NodeJS.ProcessEnv = {
@@ -69,12 +73,21 @@ export async function launchWorker(options: WorkerSpawnOptions): Promise<Launche
   const identity = options.identity;
   // The segment is created 0600 by the server: a worker of another account may open it only once it owns it.
   if (identity !== undefined && segment !== undefined) chownSegment(segment, identity, onLog);
+  // A sandbox wrapper with --setuid takes the account itself, after entering the namespace (which needs root).
+  const switchesAccount = sandbox?.wrapper.includes("--setuid") === true;
+  const [command, args] =
+    sandbox === undefined
+      ? [process.execPath, [options.entry]]
+      : [
+          sandbox.wrapper[0]!,
+          [...sandbox.wrapper.slice(1), "--", process.execPath, ...sandboxNodeFlags(sandbox), options.entry],
+        ];
   let child: ChildProcess;
   try {
-    child = spawn(process.execPath, [options.entry], {
+    child = spawn(command, args, {
       stdio: ["ignore", "inherit", "pipe", "pipe"],
       env,
-      ...(identity !== undefined ? { uid: identity.uid, gid: identity.gid } : {}),
+      ...(identity !== undefined && !switchesAccount ? { uid: identity.uid, gid: identity.gid } : {}),
     });
   } catch (error) {
     dropSegment(segment);

@@ -18,18 +18,15 @@ import type {
 } from "./backend-instance.js";
 import type { CancelSignal } from "@operon/protocol/inference";
 import { instanceLoadOf } from "@operon/protocol/instance-load";
-import {
-  type DecodedFrame,
-  type ExecuteMessage,
-  FrameDecoder,
-  WORKER_WIRE_VERSION,
-  type WorkerRequestMessage,
-  writeFrame,
-} from "@operon/protocol/worker-wire";
+import { type DecodedFrame, FrameDecoder, writeFrame } from "@operon/protocol/worker-frame-codec";
+import { type ExecuteMessage, WORKER_WIRE_VERSION, type WorkerRequestMessage } from "@operon/protocol/worker-wire";
 import type { SharedSegment } from "./shm-segment.js";
 import { relayBlsRequest } from "./worker-bls-relay.js";
 import { launchWorker, type WorkerSpawnOptions, type WorkerTransport } from "./worker-launcher.js";
 import { WorkerShmTransport } from "./worker-shm-transport.js";
+
+/** V8's fatal message when a heap limit (--max-old-space-size) is reached. */
+const V8_HEAP_EXHAUSTED = /JavaScript heap out of memory|Reached heap limit/;
 
 /** Longest wait, after the process exited, for its channel to reach EOF. */
 const EXIT_DRAIN_MS = 100;
@@ -48,6 +45,8 @@ interface Pending {
   onExecuted?: () => void;
   /** Removes the request's cancellation listener (it sends `cancel` to the worker). */
   dropSignal?: () => void;
+  /** When it was sent, epoch ms (the sandbox guard's wall-clock limit reads it). */
+  sentAt: number;
 }
 
 /**
@@ -99,6 +98,8 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
   private readonly exited: Promise<WorkerExitInfo>;
   private resolveExited!: (info: WorkerExitInfo) => void;
   private ready: { resolve(): void; reject(error: OperonError): void } | undefined;
+  /** Why the gateway ended the process (terminate), or what its last words said (heap exhausted); for the requests' error. */
+  private endedBecause: string | undefined;
   /**
    * Serves the BLS calls of the worker's model (routing them to the named
    * model is the owner's business). Unset: every call fails UNAVAILABLE
@@ -113,6 +114,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     instanceName: string,
     private readonly onLog: (line: string) => void,
     shm: SharedSegment | undefined,
+    heapLimitMb: number | undefined,
   ) {
     super();
     this.shm = new WorkerShmTransport(shm, {
@@ -146,6 +148,10 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     const stderr = child.stderr;
     if (stderr !== null) {
       createInterface({ input: stderr, crlfDelay: Infinity }).on("line", (line) => {
+        // V8's last words before it aborts: name the cause in the requests' error, not only "signal SIGABRT".
+        if (this.endedBecause === undefined && V8_HEAP_EXHAUSTED.test(line)) {
+          this.endedBecause = `it ran out of JavaScript heap${heapLimitMb !== undefined ? ` (its limit is ${heapLimitMb} MiB)` : ""}`;
+        }
         try {
           this.onLog(line);
         } catch {
@@ -162,7 +168,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
    */
   static async spawn(options: WorkerSpawnOptions): Promise<WorkerProcess> {
     const { child, pid, onLog, segment } = await launchWorker(options);
-    const worker = new WorkerProcess(child, pid, options.instanceName, onLog, segment);
+    const worker = new WorkerProcess(child, pid, options.instanceName, onLog, segment, options.sandbox?.heapLimitMb);
     worker.onBlsRequest = options.onBlsRequest;
     await worker.waitReady(options.startTimeoutMs ?? 30_000);
     if (options.transport === "shm" && worker.transportKind !== "shm") {
@@ -281,6 +287,27 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     this.child.kill(signal);
   }
 
+  /**
+   * Ends the process now (SIGKILL) because it broke a limit: outstanding
+   * requests reject with UNAVAILABLE naming `reason`, and the exit counts as
+   * unexpected, so the owner restarts the instance as after a crash.
+   */
+  terminate(reason: string): void {
+    if (this.state === "exited") return;
+    this.endedBecause ??= reason;
+    this.log(`stopping the worker: ${reason}`);
+    this.child.kill("SIGKILL");
+  }
+
+  /** Send time (epoch ms) of the oldest outstanding non-streaming execute; undefined when none. */
+  oldestExecuteSentAt(): number | undefined {
+    let oldest: number | undefined;
+    for (const request of this.pending.values()) {
+      if (request.kind === "execute" && (oldest === undefined || request.sentAt < oldest)) oldest = request.sentAt;
+    }
+    return oldest;
+  }
+
   private request(
     kind: Pending["kind"],
     message: WorkerRequestMessage & { requestId: number },
@@ -300,6 +327,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       if (releases.length > 0) (message as { release?: number[] }).release = releases;
       this.pending.set(requestId, {
         kind,
+        sentAt: Date.now(),
         resolve,
         reject,
         ...(inputOffsets.length > 0 ? { inputOffsets } : {}),
@@ -603,6 +631,9 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       );
     }
     const how = info.signal !== null ? `signal ${info.signal}` : `code ${info.code}`;
+    if (this.endedBecause !== undefined && !info.expected) {
+      return new OperonError("UNAVAILABLE", `${who} was stopped (${how}): ${this.endedBecause}; request not completed`);
+    }
     return new OperonError(
       "UNAVAILABLE",
       info.expected
@@ -635,6 +666,7 @@ function executeMessage(outputNames: string[] | undefined, options: ExecuteReque
     requestId: 0,
     ...(outputNames !== undefined && outputNames.length > 0 ? { outputNames } : {}),
     ...(options?.id !== undefined && options.id !== "" ? { id: options.id } : {}),
+    ...(options?.logIds !== undefined && options.logIds.length > 0 ? { logIds: options.logIds } : {}),
     ...(options?.parameters !== undefined && Object.keys(options.parameters).length > 0
       ? { parameters: options.parameters }
       : {}),

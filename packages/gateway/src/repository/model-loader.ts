@@ -153,6 +153,7 @@ export async function prepareModel(
         version,
         backend: native ? "native" : backend,
         modelPath,
+        modelDir: dir,
         config: config as Record<string, unknown>,
         parameters: stringParameters(config),
         ...(warmup.length > 0 ? { warmup } : {}),

@@ -86,6 +86,12 @@ async function importModule(modelPath: string): Promise<Record<string, unknown>>
   }
 }
 
+/** False under Node's permission model without write access to `dir` (a sandboxed worker). */
+function mayWrite(dir: string): boolean {
+  const permission = (process as { permission?: { has(scope: string, reference?: string): boolean } }).permission;
+  return permission === undefined || permission.has("fs.write", dir);
+}
+
 let typescript: typeof TypeScript | undefined;
 
 /** The compiler is large (about 9 MB of JS): loaded only for a .ts model or to locate a syntax error. */
@@ -123,6 +129,15 @@ async function importTranspiled(modelPath: string): Promise<Record<string, unkno
   const inlineMap = `//# sourceMappingURL=data:application/json;base64,${Buffer.from(JSON.stringify(map)).toString("base64")}\n`;
 
   process.setSourceMapsEnabled(true);
+  // A sandboxed worker may write nowhere: the module is imported from a data: URL (its imports are absolute already).
+  if (!mayWrite(os.tmpdir())) {
+    const url = `data:text/javascript;base64,${Buffer.from(code + inlineMap).toString("base64")}`;
+    try {
+      return (await import(url)) as Record<string, unknown>;
+    } catch (error) {
+      throw await loadError(modelPath, [modelPath], error);
+    }
+  }
   const dir = await mkdtemp(path.join(os.tmpdir(), "operon-ts-model-"));
   const target = path.join(dir, "model.mjs");
   try {

@@ -1,3 +1,4 @@
+import { CUSTOM_STEP_PLATFORM } from "./custom-steps.js";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import type { Prisma } from "@operon/db";
 import { AppError } from "../../app-error.js";
@@ -39,6 +40,12 @@ export class ModelConfigEdit {
         this.ws.assertRepositoryModel(name, before);
         throw repositoryModelError(name, "edited");
       }
+      // A custom step's config carries its sandbox (operon_sandbox): no edit may take it off.
+      if (model.platform === CUSTOM_STEP_PLATFORM)
+        throw new AppError(
+          "CONFLICT",
+          `model '${name}' is a custom step: its config is set when it is uploaded (it always runs sandboxed)`,
+        );
       const signatures = await this.ws.storedSignatures(name);
       if (signatures.size === 0)
         throw new AppError(

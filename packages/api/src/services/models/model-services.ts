@@ -4,6 +4,7 @@ import { ModelInferProxy } from "./model-infer-proxy.js";
 import { ModelLifecycle } from "./model-lifecycle.js";
 import { ModelUploads } from "./model-uploads.js";
 import { ModelWorkspace, type ModelServicesOptions } from "./model-workspace.js";
+import { CodeUploadPolicy, CustomSteps } from "./custom-steps.js";
 import { StepModels } from "./step-models.js";
 
 /**
@@ -33,6 +34,10 @@ export interface ModelServices {
   inferProxy: ModelInferProxy;
   /** Models built from the built-in step library (no code): validated, stored, loaded. */
   steps: StepModels;
+  /** TypeScript steps engineers upload, type-checked, stored, and run sandboxed. */
+  customSteps: CustomSteps;
+  /** Who may upload code (custom steps): an admin setting. */
+  codeUploads: CodeUploadPolicy;
 }
 
 /**
@@ -49,6 +54,7 @@ export async function createModelServices(options: ModelServicesOptions): Promis
   if (count > 0)
     options.logger.warn({ versions: count }, "model versions whose upload a restart interrupted were marked failed");
   const workspace = new ModelWorkspace(options);
+  const codeUploads = new CodeUploadPolicy(options.prisma);
   return {
     catalog: new ModelCatalog(workspace),
     uploads: new ModelUploads(workspace),
@@ -56,5 +62,7 @@ export async function createModelServices(options: ModelServicesOptions): Promis
     configEdit: new ModelConfigEdit(workspace),
     inferProxy: new ModelInferProxy(workspace),
     steps: new StepModels(workspace),
+    customSteps: new CustomSteps(workspace, codeUploads),
+    codeUploads,
   };
 }

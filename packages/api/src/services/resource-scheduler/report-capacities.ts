@@ -1,8 +1,11 @@
 import type { PrismaClient } from "@operon/db";
+import { parseJsonColumn } from "../json-column.js";
+import { perfRunSummarySchema } from "../perf/perf-report-views.js";
 
 /**
  * Per-instance throughput at the p99 budget from each model's latest successful perf report: the best step whose
- * p99 is within the budget, divided by the instances the report ran with (one when it does not say).
+ * p99 is within the budget, divided by the instances the report ran with (one when it does not say). The summary
+ * is parsed, not cast: a row that holds something else is an error naming it.
  */
 export async function reportCapacities(
   prisma: PrismaClient,
@@ -28,9 +31,17 @@ export async function reportCapacities(
       continue;
     }
     const best = Math.max(...within.map((sample) => sample.throughput));
-    const summary = report.summary as { instanceCount?: unknown } | null;
-    const instances =
-      typeof summary?.instanceCount === "number" && summary.instanceCount > 0 ? summary.instanceCount : 1;
+    const summary =
+      report.summary === null
+        ? null
+        : parseJsonColumn(perfRunSummarySchema, report.summary, {
+            table: "PerfReport",
+            column: "summary",
+            id: report.id,
+          });
+    // Only an imported CSV's report says how many instances it measured (imported.instanceCount); others count one.
+    const instanceCount = summary?.imported?.instanceCount ?? 0;
+    const instances = instanceCount > 0 ? instanceCount : 1;
     if (best > 0) capacities.set(report.targetName, best / instances);
   }
   return capacities;

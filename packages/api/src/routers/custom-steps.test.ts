@@ -1,0 +1,179 @@
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Database } from "@operon/db";
+import { testDatabaseBackends } from "@operon/db/testing/test-databases";
+import { appCodeOf, createControlPlaneHarness, type ControlPlaneHarness } from "../testing/control-plane-harness.js";
+import { startTestGateway, type TestGateway } from "../testing/gateway-harness.js";
+
+/**
+ * Custom steps through the API, against a real gateway: an engineer uploads
+ * model.ts and a labels file; it is type-checked, stored, loaded sandboxed,
+ * answers, and is audited with its SHA-256. Compile errors come back at
+ * file:line:col with nothing stored; an admin can restrict uploads to
+ * admins, and viewers never may.
+ */
+const STEP_TS = `import { readFileSync } from "node:fs";
+import type { ExecuteContext, InitializeArgs, TypedRequest } from "@operon/backend-api/typescript-model-api";
+
+export default class Label {
+  private labels: string[] = [];
+  initialize(args: InitializeArgs): void {
+    this.labels = readFileSync(new URL("./labels.txt", import.meta.url), "utf8").trim().split("\\n");
+  }
+  execute(requests: TypedRequest[], ctx: ExecuteContext) {
+    return requests.map((request) => {
+      const index = request.input("index").toInt32Array()[0] ?? 0;
+      let secret = "unread";
+      try {
+        secret = readFileSync("/etc/passwd", "utf8").slice(0, 4);
+      } catch (error) {
+        secret = (error as { code?: string }).code ?? "failed";
+      }
+      return { outputs: [ctx.tensor.bytes("label", [2], [this.labels[index] ?? "?", secret])] };
+    });
+  }
+}
+`;
+const BROKEN_TS = `export default class Broken {
+  execute(requests: number[]) {
+    const count: string = requests.length;
+    return undefinedName;
+  }
+}
+`;
+const CONFIG_TENSORS = {
+  input: [{ name: "index", data_type: "TYPE_INT32", dims: [1] }],
+  output: [{ name: "label", data_type: "TYPE_STRING", dims: [2] }],
+};
+const b64 = (text: string) => Buffer.from(text).toString("base64");
+const TENSORS = {
+  inputs: [{ name: "index", datatype: "INT32" as const, dims: [1] }],
+  outputs: [{ name: "label", datatype: "BYTES" as const, dims: [2] }],
+};
+
+describe.each(testDatabaseBackends())("custom steps on $name", (backend) => {
+  let db: Database;
+  let h: ControlPlaneHarness;
+  let gateway: TestGateway;
+  let dir: string;
+  let storeDir: string;
+  const name = (base: string): string => `${base}_${backend.name}`;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "operon-custom-steps-"));
+    storeDir = join(dir, "store");
+    mkdirSync(storeDir);
+    gateway = await startTestGateway({ modelRepositories: [storeDir], modelControlMode: "explicit" });
+    db = await backend.setup();
+    h = await createControlPlaneHarness(db, {
+      gateway: { httpUrl: gateway.httpUrl, metricsUrl: gateway.metricsUrl },
+      modelStoreDir: storeDir,
+      uploadStagingDir: join(dir, "staging"),
+    });
+  });
+  afterAll(async () => {
+    await h?.close();
+    await gateway?.stop();
+    await db?.close();
+    await backend.teardown();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("stores, loads and serves an engineer's step sandboxed, audited with its SHA-256", async () => {
+    const created = await h.as("ENGINEER").models.createCustomStep({
+      name: name("labeller"),
+      ...TENSORS,
+      files: [
+        { path: "model.ts", data: b64(STEP_TS) },
+        { path: "labels.txt", data: b64("cat\ndog\n") },
+      ],
+    });
+    expect(created).toMatchObject({
+      version: 1,
+      state: "READY",
+      sha256: createHash("sha256").update(STEP_TS).digest("hex"),
+    });
+    const response = await fetch(`${gateway.httpUrl}/v2/models/${name("labeller")}/infer`, {
+      method: "POST",
+      body: JSON.stringify({ inputs: [{ name: "index", datatype: "INT32", shape: [1], data: [1] }] }),
+    });
+    const body = (await response.json()) as { outputs: Array<{ data: string[] }> };
+    // It read its own labels.txt, and the sandbox refused it /etc/passwd.
+    expect(body.outputs[0]?.data).toEqual(["dog", "ERR_ACCESS_DENIED"]);
+    expect(readFileSync(join(storeDir, name("labeller"), "config.pbtxt"), "utf8")).toMatch(
+      /key: "operon_sandbox"[\s\S]*string_value: "true"/,
+    );
+    // Its sandbox cannot be edited off.
+    const unsandbox = h.as("ENGINEER").models.updateConfig({
+      name: name("labeller"),
+      config: { name: name("labeller"), backend: "typescript", max_batch_size: 0, ...CONFIG_TENSORS },
+    });
+    await expect(unsandbox).rejects.toThrow(/is a custom step: its config is set when it is uploaded/);
+    const { events } = await h.as("ADMIN").audit.list({ action: "model.custom_step.create", limit: 10 });
+    expect(events.find((e) => e.targetId === name("labeller"))?.after).toMatchObject({
+      sha256: created.sha256,
+      sandboxed: true,
+      files: [
+        { path: "model.ts", sha256: created.sha256 },
+        { path: "labels.txt", sha256: createHash("sha256").update("cat\ndog\n").digest("hex") },
+      ],
+    });
+  });
+
+  it("reports compile errors at file:line:col and stores nothing", async () => {
+    const broken = h.as("ENGINEER").models.createCustomStep({
+      name: name("broken"),
+      ...TENSORS,
+      files: [{ path: "model.ts", data: b64(BROKEN_TS) }],
+    });
+    await expect(broken).rejects.toThrow(/model\.ts:3:11 Type 'number' is not assignable to type 'string'\./);
+    await expect(broken).rejects.toThrow(/model\.ts:4:12 Cannot find name 'undefinedName'/);
+    expect(await appCodeOf(broken)).toBe("VALIDATION_FAILED");
+    expect(existsSync(join(storeDir, name("broken")))).toBe(false);
+    const models = (await h.as("VIEWER").models.list()).models.map((model) => model.name);
+    expect(models).not.toContain(name("broken"));
+    const noEntry = h.as("ENGINEER").models.createCustomStep({
+      name: name("broken"),
+      ...TENSORS,
+      files: [
+        { path: "labels.txt", data: b64("a\n") },
+        { path: "helper.js", data: b64("export {}") },
+      ],
+    });
+    await expect(noEntry).rejects.toThrow(/files: a custom step needs its model\.ts/);
+    await expect(noEntry).rejects.toThrow(/files\.1\.path: 'helper\.js': a custom step's code is its one model\.ts/);
+  });
+
+  it("lets engineers upload by default, admins only once an admin says so; never viewers", async () => {
+    const upload = (role: "ADMIN" | "ENGINEER" | "VIEWER", base: string) =>
+      h.as(role).models.createCustomStep({
+        name: name(base),
+        ...TENSORS,
+        files: [
+          { path: "model.ts", data: b64(STEP_TS) },
+          { path: "labels.txt", data: b64("x\n") },
+        ],
+      });
+    expect(await appCodeOf(upload("VIEWER", "by_viewer"))).toBe("FORBIDDEN");
+    expect(await h.as("ENGINEER").models.codeUploadPolicy()).toEqual({ adminsOnly: false });
+    expect(await appCodeOf(h.as("ENGINEER").models.setCodeUploadPolicy({ adminsOnly: true }))).toBe("FORBIDDEN");
+    await h.as("ADMIN").models.setCodeUploadPolicy({ adminsOnly: true });
+    try {
+      const refused = upload("ENGINEER", "by_engineer");
+      await expect(refused).rejects.toThrow(/an admin has restricted uploading code \(custom steps\) to admins/);
+      expect(await appCodeOf(refused)).toBe("FORBIDDEN");
+      expect(existsSync(join(storeDir, name("by_engineer")))).toBe(false);
+      expect((await upload("ADMIN", "by_admin")).state).toBe("READY");
+    } finally {
+      await h.as("ADMIN").models.setCodeUploadPolicy({ adminsOnly: false });
+    }
+    expect((await upload("ENGINEER", "by_engineer")).state).toBe("READY");
+    const { events } = await h.as("ADMIN").audit.list({ action: "settings.code_upload", limit: 10 });
+    expect(events.map((event) => event.after)).toEqual(
+      expect.arrayContaining([{ adminsOnly: true }, { adminsOnly: false }]),
+    );
+  });
+});
