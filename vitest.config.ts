@@ -25,7 +25,14 @@ export default defineConfig({
         test: {
           ...shared,
           name: "system",
-          include: ["packages/*/src/**/*.test.ts", "apps/*/src/**/*.test.ts", "native/src/**/*.test.ts", "e2e/**/*.test.ts"],
+          include: [
+            "packages/*/src/**/*.test.ts",
+            "apps/*/src/**/*.test.ts",
+            "native/src/**/*.test.ts",
+            "e2e/**/*.test.ts",
+            // The CI scripts' own rules (.ci/check-source-rules.mjs).
+            ".ci/*.test.ts",
+          ],
           exclude: [...shared.exclude, "e2e/browser/**"],
           testTimeout: 30_000,
           hookTimeout: 60_000,

@@ -1,4 +1,4 @@
-// The package boundaries of docs/architecture.md, checked by dependency-cruiser
+// The package boundaries of the README's "Layout" section, checked by dependency-cruiser
 // over the TypeScript import graph (`npm run check:boundaries`, run by .ci/run).
 // Workspace packages resolve to their sources through the "source" export
 // condition, so a rule names the folders an import lands in.
@@ -39,7 +39,7 @@ function onlyImports(from, allowed) {
   const folder = from === "native" ? "^native/" : `^packages/${from}/`;
   return {
     name: `${from}-imports-only-${allowed.length ? allowed.join("-") : "itself"}`,
-    comment: `${from} may import ${allowed.length ? allowed.join(", ") : "no other package of ours"} (docs/architecture.md)`,
+    comment: `${from} may import ${allowed.length ? allowed.join(", ") : "no other package of ours"} (README.md, "Layout")`,
     severity: "error",
     from: { path: folder, pathNot: TEST },
     to: { path: `^(${forbidden.map((name) => (name === "native" ? "native/" : `packages/${name}/`)).join("|")})` },

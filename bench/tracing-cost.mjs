@@ -14,15 +14,19 @@
 //     (request, decode, engine, queue, compute input/infer/output) and they
 //     are exported in batches.
 // Goal: OFF / no tracing ≈ 1.00 (within the spread); the TIMESTAMPS row says
-// what tracing every request costs.
+// what tracing every request costs. Beside throughput, each row has the
+// gateway's CPU time per request (all its threads, from /proc): on a shared,
+// loaded host throughput swings with the neighbours, CPU per request far less.
 // Env as run-bench: OPERON_BENCH_ROUNDS (3), OPERON_BENCH_SECONDS (3).
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+// Run alone, it also writes bench/results/tracing-cost.md (with the host's
+// load average before and after), leaving latest.md to full runs.
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import http from "node:http";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { writeAddSubModel } from "@operon/testing/onnx-model-writer";
-import { startOperon } from "./lib/processes.mjs";
+import { ROOT, startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
 const log = (line) => process.stderr.write(`${line}\n`);
@@ -32,6 +36,13 @@ const median = (values) => {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 const spread = (values) => ({ median: median(values), min: Math.min(...values), max: Math.max(...values) });
+
+/** CPU time (user + system, µs) a process has used so far, all its threads. */
+function cpuUs(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * (1e6 / 100); // USER_HZ ticks
+}
 
 function writeRepository() {
   const repository = mkdtempSync(join(tmpdir(), "operon-bench-trace-"));
@@ -109,9 +120,9 @@ export async function measureTracingCost({ rounds = 3, seconds = 3 } = {}) {
   );
   const headers = { "content-type": "application/json" };
   const targets = [
-    { name: "no tracing", url: plain.httpUrl, level: undefined },
-    { name: "tracing configured, OFF", url: traced.httpUrl, level: "OFF" },
-    { name: "TIMESTAMPS, every request", url: traced.httpUrl, level: "TIMESTAMPS" },
+    { name: "no tracing", url: plain.httpUrl, pid: plain.pid, level: undefined },
+    { name: "tracing configured, OFF", url: traced.httpUrl, pid: traced.pid, level: "OFF" },
+    { name: "TIMESTAMPS, every request", url: traced.httpUrl, pid: traced.pid, level: "TIMESTAMPS" },
   ];
   const results = Object.fromEntries(targets.map((target) => [target.name, []]));
   try {
@@ -120,11 +131,13 @@ export async function measureTracingCost({ rounds = 3, seconds = 3 } = {}) {
         if (target.level !== undefined) await traceLevel(target.url, target.level);
         const request = wrkRequest(`${target.url}/v2/models/add_sub/infer`, body, headers);
         await runWrk(request, { connections: 16, seconds: 1 });
+        const cpuBefore = cpuUs(target.pid);
         const result = await runWrk(request, { connections: 16, seconds });
+        result.cpuUsPerRequest = (cpuUs(target.pid) - cpuBefore) / (result.requestsPerSec * seconds);
         if (result.errors > 0) throw new Error(`${target.name}: ${result.errors} errors, first: ${result.firstError}`);
         results[target.name].push(result);
         log(
-          `  trace round ${round} ${target.name.padEnd(28)} ${result.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${String(Math.round(result.p50Us)).padStart(6)} µs`,
+          `  trace round ${round} ${target.name.padEnd(28)} ${result.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${String(Math.round(result.p50Us)).padStart(6)} µs  CPU ${result.cpuUsPerRequest.toFixed(1).padStart(6)} µs/req`,
         );
       }
     }
@@ -136,6 +149,7 @@ export async function measureTracingCost({ rounds = 3, seconds = 3 } = {}) {
   }
   const base = results["no tracing"];
   const over = (name) => spread(results[name].map((r, i) => r.requestsPerSec / base[i].requestsPerSec));
+  const cpuOver = (name) => spread(results[name].map((r, i) => r.cpuUsPerRequest / base[i].cpuUsPerRequest));
   return {
     model: "add_sub FP32 [1,16], one ONNX Runtime instance, no queue delay, HTTP JSON, wrk c16",
     rounds,
@@ -146,11 +160,14 @@ export async function measureTracingCost({ rounds = 3, seconds = 3 } = {}) {
           requestsPerSec: spread(list.map((r) => r.requestsPerSec)),
           p50Us: spread(list.map((r) => r.p50Us)),
           p99Us: spread(list.map((r) => r.p99Us)),
+          cpuUsPerRequest: spread(list.map((r) => r.cpuUsPerRequest)),
         },
       ]),
     ),
     offVsNone: over("tracing configured, OFF"),
     timestampsVsNone: over("TIMESTAMPS, every request"),
+    cpuOffVsNone: cpuOver("tracing configured, OFF"),
+    cpuTimestampsVsNone: cpuOver("TIMESTAMPS, every request"),
     spansExported: sink.spans(),
   };
 }
@@ -161,22 +178,39 @@ export function renderTracingSection(section) {
   return [
     `## 9. The trace extension's cost (${section.model}, ${section.rounds} rounds)`,
     "",
-    "| gateway | req/s | p50 µs | p99 µs |",
-    "|---|---|---|---|",
+    "| gateway | req/s | p50 µs | p99 µs | gateway CPU µs / request |",
+    "|---|---|---|---|---|",
     ...Object.entries(section.targets).map(
-      ([name, t]) => `| ${name} | ${f(t.requestsPerSec)} | ${f(t.p50Us)} | ${f(t.p99Us)} |`,
+      ([name, t]) =>
+        `| ${name} | ${f(t.requestsPerSec)} | ${f(t.p50Us)} | ${f(t.p99Us)} | ${t.cpuUsPerRequest ? f(t.cpuUsPerRequest, 1) : "–"} |`,
     ),
     "",
-    `- tracing configured but OFF / no tracing: **${f(section.offVsNone, 2)}** (goal ≈ 1.00: one branch per request)`,
-    `- TIMESTAMPS on every request / no tracing: **${f(section.timestampsVsNone, 2)}** (${section.spansExported.toLocaleString("en-US")} spans exported)`,
+    `- tracing configured but OFF / no tracing, throughput: **${f(section.offVsNone, 2)}**${section.cpuOffVsNone ? `; CPU per request: **${f(section.cpuOffVsNone, 2)}**` : ""} (goal ≈ 1.00: one branch per request)`,
+    `- TIMESTAMPS on every request / no tracing, throughput: **${f(section.timestampsVsNone, 2)}**${section.cpuTimestampsVsNone ? `; CPU per request: **${f(section.cpuTimestampsVsNone, 2)}**` : ""} (${section.spansExported.toLocaleString("en-US")} spans exported)`,
     "",
   ].join("\n");
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  const loadBefore = loadavg();
+  const startedAt = new Date().toISOString();
   const section = await measureTracingCost({
     rounds: Number(process.env.OPERON_BENCH_ROUNDS ?? 3),
     seconds: Number(process.env.OPERON_BENCH_SECONDS ?? 3),
   });
-  process.stdout.write(`${renderTracingSection(section)}\n`);
+  const rendered = renderTracingSection(section);
+  process.stdout.write(`${rendered}\n`);
+  // A run of this section alone gets its own file: latest.md stays the last full `npm run bench`.
+  const load = (values) => values.map((value) => value.toFixed(1)).join(" / ");
+  writeFileSync(
+    join(ROOT, "bench/results/tracing-cost.md"),
+    [
+      `# Trace extension cost: \`node bench/tracing-cost.mjs\` (section 9 of \`npm run bench\`, run alone)`,
+      "",
+      `- ${startedAt}, Node ${process.version}, ${cpus().length} CPUs (${cpus()[0]?.model ?? "unknown"})`,
+      `- load average (1 / 5 / 15 min) before: ${load(loadBefore)}, after: ${load(loadavg())}`,
+      "",
+      rendered,
+    ].join("\n"),
+  );
 }

@@ -25,6 +25,12 @@ const SCORER_MODEL = `export default class {
     });
   }
 }`;
+// One step around the scorer, so a job can target an operator.
+const SCORE_OPERATOR = {
+  inputs: [{ name: "X", datatype: "FP32", dims: [2] }],
+  outputs: [{ name: "Y", datatype: "FP32", dims: [1] }],
+  steps: [{ id: "score", kind: "model", model: "scorer", inputs: { X: "X" }, outputs: { Y: "Y" } }],
+};
 const SCORER_CONFIG = `name: "scorer"
 backend: "typescript"
 max_batch_size: 0
@@ -302,19 +308,25 @@ describe("batch jobs (real server)", () => {
     expect(anonymous.status).toBe(401);
   }, 180_000);
 
-  it("resumes after kill -9 of the server in the middle of a job, each row with exactly one result", async () => {
+  // Over an operator: the gateway learns stored operators again at start, and
+  // that must happen before the interrupted job resumes (it once did not).
+  it("resumes an operator job after kill -9 of the server in the middle of it, each row with exactly one result", async () => {
+    await admin.client.operators.create.mutate({ name: "score_op", spec: SCORE_OPERATOR });
     const dataset = await engineer.client.datasets.create.mutate({
       name: "restart",
-      file: { kind: "upload", fileName: "restart.csv", contentBase64: b64(csv(3000)) },
+      file: { kind: "upload", fileName: "restart.csv", contentBase64: b64(csv(6000)) },
       query: "SELECT * FROM source WHERE a <> 13",
       keyColumns: ["id"],
     });
     const job = await engineer.client.jobs.create.mutate({
       datasetId: dataset.id,
-      target: { kind: "MODEL", name: "scorer" },
+      target: { kind: "OPERATOR", name: "score_op" },
     });
-    await waitForJob(engineer, job.id, (j) => j.doneRows >= 300);
+    const atKill = await waitForJob(engineer, job.id, (j) => j.doneRows >= 300);
     await server.stop("SIGKILL");
+    // Killed in the middle: rows were left to do.
+    expect(atKill.state).toBe("RUNNING");
+    expect(atKill.doneRows).toBeLessThan(atKill.totalRows!);
     server = await startControlPlaneServer(args(), { dataDir, timeoutMs: 150_000 });
     const again = await signedIn(server, ENGINEER);
     engineer = again;

@@ -194,6 +194,22 @@ describe("operon serve with the control plane", () => {
     ]);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(new RegExp(`in use by process ${server.pid}`));
+    // keys create says where a key comes from while the server runs: the console's API keys page.
+    const keys = await runOperon([
+      "keys",
+      "create",
+      "--owner",
+      ADMIN.email,
+      "--name",
+      "ops",
+      "--scopes",
+      "admin,infer",
+      "--data-dir",
+      dataDir,
+    ]);
+    expect(keys.code).toBe(1);
+    expect(keys.stderr).toMatch(new RegExp(`in use by process ${server.pid}`));
+    expect(keys.stderr).toContain("create the key in its console instead: API keys → Create a key");
   });
 
   it("keeps the session cookie httpOnly and refuses mutations without the CSRF token", async () => {

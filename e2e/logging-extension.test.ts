@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { grpcClient } from "./support/grpc-client.js";
@@ -7,9 +9,11 @@ import { startOperon, tempRepository, type RunningOperon } from "./support/opero
 /**
  * Triton's logging extension through the real `operon serve`: GET|POST
  * /v2/logging and gRPC LogSettings change what the running server writes,
- * and every log line of a failed request carries its request id, which the
- * client gets back (X-Request-Id over HTTP, x-request-id trailing metadata
- * over gRPC). Tests run in order against one server.
+ * and every log line of a request carries its request id, which the client
+ * gets back (X-Request-Id over HTTP, x-request-id metadata over gRPC): the
+ * frontend's failure and verbose lines, and the lines a model writes in its
+ * worker process while it runs the request. Tests run in order against one
+ * server.
  */
 
 let server: RunningOperon;
@@ -27,6 +31,31 @@ const DEFAULTS = {
 beforeAll(async () => {
   const repository = tempRepository("operon-e2e-logging-");
   writeModel(repository, "add_sub", addSubModel(), { config: ADD_SUB_CONFIG() });
+  // A TypeScript model (in a worker process) that writes a log line for every request it runs.
+  mkdirSync(join(repository, "chatty", "1"), { recursive: true });
+  writeFileSync(
+    join(repository, "chatty", "config.pbtxt"),
+    `name: "chatty"
+backend: "typescript"
+max_batch_size: 0
+input [ { name: "X", data_type: TYPE_FP32, dims: [ 1 ] } ]
+output [ { name: "Y", data_type: TYPE_FP32, dims: [ 1 ] } ]
+`,
+  );
+  writeFileSync(
+    join(repository, "chatty", "1", "model.ts"),
+    `export default class Chatty {
+  execute(requests, ctx) {
+    return requests.map((request) => {
+      const x = request.input("X").toFloat32Array()[0];
+      ctx.log("info", "chatty model ran", { x });
+      ctx.log("debug", "chatty model detail", { x });
+      return { outputs: [ctx.tensor.float32("Y", [1], [x * 2])] };
+    });
+  }
+}
+`,
+  );
   server = await startOperon(["--model-repository", repository]);
   rpc = grpcClient(server.grpcAddress);
 });
@@ -63,6 +92,19 @@ async function failingRequest(headers: Record<string, string> = {}): Promise<Res
     headers: { "Content-Type": "application/json", ...headers },
     body: JSON.stringify({ id: "triton-id-7", inputs: [] }),
   });
+}
+
+async function chattyOverHttp(x: number, headers: Record<string, string> = {}, id?: string): Promise<Response> {
+  const response = await fetch(url("/v2/models/chatty/infer"), {
+    method: "POST",
+    headers: { "Content-Type": "application/json", ...headers },
+    body: JSON.stringify({
+      ...(id !== undefined ? { id } : {}),
+      inputs: [{ name: "X", datatype: "FP32", shape: [1], data: [x] }],
+    }),
+  });
+  await response.arrayBuffer();
+  return response;
 }
 
 async function waitForLine(mark: number, needle: string): Promise<Record<string, unknown>> {
@@ -156,6 +198,84 @@ describe("the logging extension", () => {
       .catch((error: unknown) => error)) as grpc.ServiceError;
     expect(refused.code).toBe(3); // INVALID_ARGUMENT
     expect(refused.details).toMatch(/log_format/);
+  });
+
+  it("a model's own log lines, written in its worker process, carry the request id the client got back", async () => {
+    const mark = server.output().length;
+    const response = await chattyOverHttp(7, { "X-Request-Id": "chatty-http-1" });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("x-request-id")).toBe("chatty-http-1");
+    expect(await waitForLine(mark, "chatty model ran")).toMatchObject({
+      requestId: "chatty-http-1",
+      model: "chatty",
+      instance: expect.stringContaining("chatty"),
+      x: 7,
+    });
+    // Without an X-Request-Id the server makes one up, returns it, and the model's line carries that one.
+    const unnamed = await chattyOverHttp(8);
+    const made = unnamed.headers.get("x-request-id")!;
+    expect(made).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await waitForLine(mark, made))["x"]).toBe(8);
+    // Verbose lines are written only at log_verbose_level > 0.
+    expect(linesSince(mark, "chatty model detail")).toEqual([]);
+  });
+
+  it("at log_verbose_level 1, the per-request verbose lines carry the request id and Triton's id", async () => {
+    expect((await setLogging({ log_verbose_level: 1 })).status).toBe(200);
+    try {
+      const mark = server.output().length;
+      const response = await chattyOverHttp(9, { "X-Request-Id": "verbose-http-1" }, "triton-id-9");
+      expect(response.status).toBe(200);
+      expect(await waitForLine(mark, "chatty model detail")).toMatchObject({ requestId: "verbose-http-1", x: 9 });
+      expect(await waitForLine(mark, "HTTP request served")).toMatchObject({
+        requestId: "verbose-http-1",
+        id: "triton-id-9",
+        method: "POST",
+        path: "/v2/models/chatty/infer",
+        status: 200,
+        level: 20,
+      });
+    } finally {
+      await setLogging({ log_verbose_level: 0 });
+    }
+  });
+
+  it("a successful gRPC call returns its request id (x-request-id trailing metadata); the model's lines carry it", async () => {
+    const mark = server.output().length;
+    const message = {
+      model_name: "chatty",
+      id: "grpc-triton-id",
+      inputs: [{ name: "X", datatype: "FP32", shape: [1] }],
+      raw_input_contents: [Buffer.from(new Float32Array([21]).buffer)],
+    };
+    const given = await rpc.callWithMetadata("ModelInfer", message, { "x-request-id": "chatty-grpc-1" });
+    expect(given.trailing.get("x-request-id")).toEqual(["chatty-grpc-1"]);
+    expect(await waitForLine(mark, "chatty-grpc-1")).toMatchObject({ msg: "chatty model ran", x: 21 });
+    // None sent: one is made up and returned, on every kind of call.
+    const made = await rpc.callWithMetadata("ModelInfer", message);
+    const requestId = String(made.trailing.get("x-request-id")[0]);
+    expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await waitForLine(mark, requestId)).toMatchObject({ msg: "chatty model ran" });
+    const live = await rpc.callWithMetadata("ServerLive", {});
+    expect(String(live.trailing.get("x-request-id")[0])).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("a failed gRPC ModelInfer logs its request id and Triton's id, and returns the request id", async () => {
+    const mark = server.output().length;
+    const failure = (await rpc
+      .callWithMetadata(
+        "ModelInfer",
+        { model_name: "no_such_model_for_logs", id: "grpc-failing-id", inputs: [] },
+        { "x-request-id": "grpc-failing-1" },
+      )
+      .catch((error: unknown) => error)) as grpc.ServiceError;
+    expect(failure.code).toBe(5); // NOT_FOUND
+    expect(failure.metadata.get("x-request-id")).toEqual(["grpc-failing-1"]);
+    expect(await waitForLine(mark, "grpc-failing-1")).toMatchObject({
+      requestId: "grpc-failing-1",
+      id: "grpc-failing-id",
+      kind: "NOT_FOUND",
+    });
   });
 
   it("a failed gRPC call returns its request id in the trailing metadata, and logs it", async () => {

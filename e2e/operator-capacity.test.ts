@@ -221,9 +221,16 @@ describe("operators as the unit of capacity (real server)", () => {
     expect(byOperator.map((decision) => decision.model)).toContain("slow");
     expect(byOperator.every((decision) => decision.operator === "pipe")).toBe(true);
 
-    // The scheduler's view: the operator's capacity grew with its bottleneck, and its demand was measured.
-    const status = await admin.client.scheduler.status.query();
-    const pipe = status.operators.find((operator) => operator.operator === "pipe")!;
+    // The scheduler's view: the operator's capacity grew with its bottleneck, and its demand was measured. The view
+    // is what a period saw before it applied its decisions: the scale-up shows from the next period (1 s) on.
+    const viewDeadline = Date.now() + 10_000;
+    let pipe = (await admin.client.scheduler.status.query()).operators.find(
+      (operator) => operator.operator === "pipe",
+    )!;
+    while (pipe.steps.find((step) => step.step === "second")!.instances < 2 && Date.now() < viewDeadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      pipe = (await admin.client.scheduler.status.query()).operators.find((operator) => operator.operator === "pipe")!;
+    }
     expect(pipe.steps.find((step) => step.step === "second")!.instances).toBeGreaterThanOrEqual(2);
     expect(pipe.demandRps).not.toBeNull();
     const after = await admin.client.scheduler.operatorCapacity.query({ name: "pipe" });

@@ -55,6 +55,15 @@ describe("perf traffic", () => {
     return current.models.filter((entry) => entry.model === "add_sub").reduce((sum, entry) => sum + entry.requests, 0);
   }
 
+  /** How many add_sub requests the latency summary has observed (the usage charts' p50..p99 come from it). */
+  async function summaryCount(): Promise<number> {
+    const text = await (await fetch(server.metricsUrl)).text();
+    const line = text
+      .split("\n")
+      .find((entry) => entry.startsWith("nv_inference_request_summary_us_count{") && entry.includes('model="add_sub"'));
+    return line === undefined ? 0 : Number(line.split(" ").at(-1));
+  }
+
   const perf = (...extra: string[]) =>
     runOperon(["perf", "-m", "add_sub", "-u", address, "--request-count", "40", "--json", ...extra]);
 
@@ -71,6 +80,7 @@ describe("perf traffic", () => {
   it("an admin key's perf requests are counted apart and left out of the Overview's requests", async () => {
     const before = await rawStats();
     const overviewBefore = await overviewRequests();
+    const summaryBefore = await summaryCount();
     const run = await perf("-H", `Authorization: Bearer ${adminKey}`);
     expect(run.stderr).not.toMatch(/error/i);
     expect(run.code).toBe(0);
@@ -81,6 +91,8 @@ describe("perf traffic", () => {
     expect(after.operon_perf_traffic!.success_count - (before.operon_perf_traffic?.success_count ?? 0)).toBe(41);
     expect(after.operon_perf_traffic!.inference_count - (before.operon_perf_traffic?.inference_count ?? 0)).toBe(41);
     expect(await overviewRequests()).toBe(overviewBefore);
+    // Nor are they in the latency summaries, which the usage charts' percentiles read.
+    expect(await summaryCount()).toBe(summaryBefore);
   }, 60_000);
 
   it("an infer-only key's tagged requests count as its own traffic", async () => {
@@ -91,5 +103,7 @@ describe("perf traffic", () => {
     const after = await rawStats();
     expect(after.operon_perf_traffic!.success_count).toBe(before.operon_perf_traffic!.success_count);
     expect((await overviewRequests()) - overviewBefore).toBe(41);
+    // A user's requests are in the latency summaries (the check above can fail: the summary does count).
+    expect(await summaryCount()).toBeGreaterThanOrEqual(41);
   }, 60_000);
 });

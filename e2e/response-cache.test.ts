@@ -1,3 +1,6 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { parsePerfReport } from "@operon/perf/perf-report";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { float32Buffer, inferBinary, modelStats, type BinaryInput } from "./support/http-binary-client.js";
 import { ADD_SUB_CONFIG, addSubModel, writeModel } from "./support/model-fixtures.js";
@@ -230,6 +233,44 @@ describe("response cache (real server)", () => {
     expect(row?.state).toBe("UNAVAILABLE");
     expect(row?.reason).toMatch(/response_cache: response cache is not supported for decoupled models/);
     expect(server.output()).toMatch(/decoupled_cached/);
+  });
+
+  it("operon perf -f adds perf_analyzer's Server Cache Hit / Miss columns for a model with the response cache on", async () => {
+    const folder = tempRepository("operon-perf-cache-");
+    const address = server.httpUrl.replace(/^http:\/\//, "");
+    const perf = (model: string) =>
+      runOperon([
+        "perf",
+        "-m",
+        model,
+        "-u",
+        address,
+        "--request-count",
+        "30",
+        "-f",
+        join(folder, `${model}.csv`),
+        "--profile-export-file",
+        join(folder, `${model}.json`),
+      ]);
+    const run = await perf("cached");
+    expect(run.code, run.stderr).toBe(0);
+    const [header, row] = readFileSync(join(folder, "cached.csv"), "utf8").split("\n");
+    expect(header).toBe(
+      "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Server Cache Hit,Server Cache Miss,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency",
+    );
+    const report = parsePerfReport(JSON.parse(readFileSync(join(folder, "cached.json"), "utf8")));
+    expect(report.config.responseCache).toBe(true);
+    const stats = report.steps[0]!.server!;
+    // Every request has the same (zero) inputs: past perf's warm-up the cache answers them.
+    expect(stats.cacheHits).toBeGreaterThan(0);
+    const cells = row!.split(",");
+    expect(cells).toHaveLength(15);
+    expect(Number(cells[8])).toBe(Math.trunc(stats.cacheHitUs!));
+    expect(Number(cells[9])).toBe(Math.trunc(stats.cacheMissUs!));
+
+    // A model without the cache keeps perf_analyzer's usual columns.
+    expect((await perf("plain")).code).toBe(0);
+    expect(readFileSync(join(folder, "plain.csv"), "utf8").split("\n")[0]).not.toContain("Cache");
   });
 });
 

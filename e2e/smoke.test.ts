@@ -1,7 +1,10 @@
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import * as ort from "onnxruntime-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { EXAMPLE_REPOSITORY, startOperon, type RunningOperon } from "./support/operon-process.js";
+import { EXAMPLE_REPOSITORY, REPO_ROOT, startOperon, type RunningOperon } from "./support/operon-process.js";
 
 describe("the example repository (what npm start serves)", () => {
   let server: RunningOperon;
@@ -95,4 +98,59 @@ describe("the example repository (what npm start serves)", () => {
     expect(body.outputs[0]!.data[0]).toBe((reference.output!.data as Float32Array)[0]);
     await session.release();
   });
+
+  it("examples/audio/vad-stream.mjs streams the bundled hello.wav and prints what ONNX Runtime computes chunk by chunk", async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [join(REPO_ROOT, "examples/audio/vad-stream.mjs"), "--url", server.httpUrl, "--id", "4242"],
+      { timeout: 60_000 },
+    );
+    const lines = stdout.split("\n").filter((line) => line !== "");
+    const printed = lines.map((line) => {
+      const match = /^ *(\d+\.\d\d) s {2}(\d\.\d{3}) {2}#*$/.exec(line);
+      expect(match, line).not.toBeNull();
+      return { at: Number(match![1]), probability: Number(match![2]) };
+    });
+    // The reference: hello.wav's samples through the model in process, its state carried by hand, with the
+    // script's framing (512-sample chunks, the previous chunk's last 64 samples in front).
+    const samples = wavSamples(join(REPO_ROOT, "examples/audio/hello.wav"));
+    const chunks = Math.floor(samples.length / 512);
+    expect(printed.length).toBe(chunks);
+    const session = await ort.InferenceSession.create(join(EXAMPLE_REPOSITORY, "silero_vad/1/model.onnx"));
+    let state = new ort.Tensor("float32", new Float32Array(256), [2, 1, 128]);
+    const expected: number[] = [];
+    for (let index = 0; index < chunks; index++) {
+      const chunk = new Float32Array(576);
+      if (index > 0) chunk.set(samples.subarray(index * 512 - 64, index * 512), 0);
+      chunk.set(samples.subarray(index * 512, index * 512 + 512), 64);
+      const out = await session.run({
+        input: new ort.Tensor("float32", chunk, [1, 576]),
+        state,
+        sr: new ort.Tensor("int64", BigInt64Array.from([16000n]), []),
+      });
+      expected.push((out.output!.data as Float32Array)[0]!);
+      state = out.stateN as ort.Tensor;
+    }
+    await session.release();
+    expect(printed.map((line) => line.probability)).toEqual(expected.map((p) => Number(p.toFixed(3))));
+    expect(printed.map((line) => line.at)).toEqual(expected.map((_, i) => Number(((i * 512) / 16000).toFixed(2))));
+    // hello.wav is speech with 0.5 s of silence around it: the model hears both.
+    expect(printed[0]!.probability).toBeLessThan(0.2);
+    expect(Math.max(...printed.map((line) => line.probability))).toBeGreaterThan(0.8);
+  });
 });
+
+/** The samples of a 16 kHz mono 16-bit PCM WAV (hello.wav), as floats in [-1, 1), as the example reads them. */
+function wavSamples(path: string): Float32Array {
+  const bytes = readFileSync(path);
+  for (let at = 12; at + 8 <= bytes.length; ) {
+    const size = bytes.readUInt32LE(at + 4);
+    if (bytes.toString("ascii", at, at + 4) === "data") {
+      const out = new Float32Array(size >> 1);
+      for (let i = 0; i < out.length; i++) out[i] = bytes.readInt16LE(at + 8 + i * 2) / 32768;
+      return out;
+    }
+    at += 8 + size + (size & 1);
+  }
+  throw new Error(`${path}: no data chunk`);
+}

@@ -276,4 +276,59 @@ describe("the trace extension", () => {
       rpc.close();
     }
   });
+
+  it("gRPC ModelInfer continues the client's traceparent metadata, with the same spans as HTTP", async () => {
+    const changed = await setting("/v2/models/add_sub/trace/setting", { trace_level: ["TIMESTAMPS"], trace_rate: "1" });
+    expect(changed.status).toBe(200);
+    const rpc = grpcClient(server.grpcAddress);
+    try {
+      const bytes = Buffer.from(new Float32Array(range(16)).buffer);
+      const { response } = await rpc.callWithMetadata(
+        "ModelInfer",
+        {
+          model_name: "add_sub",
+          id: "grpc-traced-1",
+          inputs: [
+            { name: "INPUT0", datatype: "FP32", shape: [1, 16] },
+            { name: "INPUT1", datatype: "FP32", shape: [1, 16] },
+          ],
+          raw_input_contents: [bytes, bytes],
+        },
+        { traceparent: `00-${traceId(40)}-00f067aa0ba902b7-01` },
+      );
+      expect(response.id).toBe("grpc-traced-1");
+      const found = await spansOf(traceId(40), 6);
+      const root = found.find((span) => span.name === "gRPC infer add_sub");
+      expect(root).toBeDefined();
+      expect(root!.parentSpanId).toBe("00f067aa0ba902b7");
+      const attributes = Object.fromEntries((root!.attributes ?? []).map((a) => [a.key, a.value["stringValue"]]));
+      expect(attributes).toMatchObject({ "operon.request_id": "grpc-traced-1" });
+      const engine = found.find((span) => span.name === "engine (queue + compute)");
+      expect(engine?.parentSpanId).toBe(root!.spanId);
+      const phases = found.filter((span) => span.parentSpanId === engine!.spanId).map((span) => span.name);
+      expect(phases).toEqual(["queue", "compute input", "compute infer", "compute output"]);
+
+      // A malformed traceparent starts a new trace rather than failing the call.
+      const before = spans.length;
+      await rpc.callWithMetadata(
+        "ModelInfer",
+        {
+          model_name: "add_sub",
+          inputs: [
+            { name: "INPUT0", datatype: "FP32", shape: [1, 16] },
+            { name: "INPUT1", datatype: "FP32", shape: [1, 16] },
+          ],
+          raw_input_contents: [bytes, bytes],
+        },
+        { traceparent: "00-not-a-trace-01" },
+      );
+      for (let i = 0; i < 60 && !spans.slice(before).some((span) => span.name === "gRPC infer add_sub"); i++)
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      const fresh = spans.slice(before).find((span) => span.name === "gRPC infer add_sub");
+      expect(fresh).toBeDefined();
+      expect(fresh!.parentSpanId ?? "").toBe("");
+    } finally {
+      rpc.close();
+    }
+  });
 });

@@ -17,14 +17,8 @@ describe("console: the config search's chart and apply", () => {
   const system = useSignedInConsole({
     admin: ADMIN,
     prepare: async (operon) => {
+      // No hardware profile yet: the first test sees the form warn about the cost objective, then adds one.
       const api = await signedInApiSession(operon, ADMIN);
-      await api.client.hardware.create.mutate({
-        name: "test-host",
-        kind: "CPU",
-        cpuCores: 2,
-        costPerHour: 1.2,
-        currency: "USD",
-      });
       const file = writeTinyMlpFile(`${MODEL}.onnx`);
       const begun = await api.client.models.upload.begin.mutate({
         name: MODEL,
@@ -52,6 +46,33 @@ describe("console: the config search's chart and apply", () => {
     await visible(page.getByText("No config search of this model yet"));
 
     const form = page.getByRole("form", { name: "New search" });
+    // The cost objective needs a hardware profile to price candidates: the form says so before starting.
+    const objective = form.getByLabel("Objective");
+    await objective.selectOption("MIN_COST");
+    const warning = form.getByText("The lowest cost needs a hardware profile to price the candidates");
+    await visible(warning);
+    expect(await warning.getByRole("link", { name: "Hardware" }).getAttribute("href")).toBe("/hardware");
+    // The select is wide enough to show its longest objective whole.
+    const fits = await objective.evaluate((select: HTMLSelectElement) => {
+      const context = document.createElement("canvas").getContext("2d")!;
+      context.font = getComputedStyle(select).font;
+      const widest = Math.max(...[...select.options].map((option) => context.measureText(option.text).width));
+      return { widest, width: select.clientWidth };
+    });
+    expect(fits.width).toBeGreaterThan(fits.widest);
+
+    const api = await signedInApiSession(system.operon, ADMIN);
+    await api.client.hardware.create.mutate({
+      name: "test-host",
+      kind: "CPU",
+      cpuCores: 2,
+      costPerHour: 1.2,
+      currency: "USD",
+    });
+    await page.reload();
+    await form.getByLabel("Objective").selectOption("MIN_COST");
+    await visible(form.getByText("Candidates are priced with the default hardware profile, test-host ($1.20/h)."));
+    expect(await warning.count()).toBe(0);
     await form.getByLabel("Objective").selectOption("MAX_THROUGHPUT");
     await form.getByLabel("p99 budget (ms)").fill("2000");
     await form.getByText("Bounds and measurement").click();
@@ -95,6 +116,16 @@ describe("console: the config search's chart and apply", () => {
       .filter({ has: page.getByRole("rowheader", { name: String(recommended.index + 1), exact: true }) });
     expect(await row.textContent()).toContain("recommended");
     expect(await row.getAttribute("aria-current")).toBe("true");
+    // The recommended row is filled with the theme's soft accent (not a colour of its own).
+    const fill = await row.evaluate((tr) => {
+      const probe = document.createElement("div");
+      probe.style.background = "var(--color-accent-soft)";
+      document.body.append(probe);
+      const accent = getComputedStyle(probe).backgroundColor;
+      probe.remove();
+      return { cell: getComputedStyle(tr.querySelector("td")!).backgroundColor, accent };
+    });
+    expect(fill.cell).toBe(fill.accent);
     expect(await page.getByRole("region", { name: "Recommendation" }).textContent()).toContain(
       `#${recommended.index + 1}: ${recommended.instanceCount} instance`,
     );
@@ -120,7 +151,17 @@ describe("console: the config search's chart and apply", () => {
     const search = await api.client.configSearch.get.query({ id: summary!.id });
     const recommended = search.candidates[search.recommendedIndex!]!;
 
+    // Applying reloads the model: a dialog names the candidate first, and Cancel changes nothing.
     await page.getByRole("button", { name: "Apply recommended config" }).click();
+    const dialog = await visible(
+      page.getByRole("dialog", { name: `Apply candidate #${recommended.index + 1} to ${MODEL}?` }),
+    );
+    expect(await dialog.textContent()).toContain("replacing its current config");
+    await dialog.getByRole("button", { name: "Cancel" }).click();
+    expect(await dialog.isVisible()).toBe(false);
+    expect((await api.client.configSearch.get.query({ id: summary!.id })).appliedIndex).toBeNull();
+    await page.getByRole("button", { name: "Apply recommended config" }).click();
+    await dialog.getByRole("button", { name: "Apply and reload" }).click();
     await visible(
       page.getByText(`Applied #${recommended.index + 1}: the model was reloaded with its new config.`),
       60_000,

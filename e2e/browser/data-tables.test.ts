@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import type { Locator, Page } from "playwright-core";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { accessibilityViolations } from "./support/accessibility.js";
 import { signedInApiSession } from "./support/admin-api.js";
 import { heading, visible } from "./support/console-actions.js";
@@ -60,6 +60,13 @@ describe("console: one DataTable, long names", () => {
         password: "another long enough passphrase",
       });
     },
+  });
+
+  // The system is shared with other specs: the operator goes (the user stays: the API deletes no accounts, and its
+  // email is the spec's own). Runs before the harness's afterAll (hooks run last-registered first).
+  afterAll(async () => {
+    const api = await signedInApiSession(system.operon, ADMIN);
+    await api.client.operators.delete.mutate({ name: LONG_OPERATOR });
   });
 
   it("keeps the Overview's numeric columns in view beside a 69-character name", async () => {

@@ -96,6 +96,30 @@ describe("console: the overview shows real traffic", () => {
     expect(await chartSurface(latency).textContent()).toContain("latency (ms)");
     expect((await seriesFigures(chartFigure(page, "Instances per model"), "add_sub"))?.latest).toBe(2);
 
+    // Instance counts jump and hold: drawn as steps (straight segments only), never as a curve through 1.5 instances.
+    const instancePaths = await chartSurface(chartFigure(page, "Instances per model"))
+      .locator("path.recharts-line-curve")
+      .evaluateAll((paths) => paths.map((path) => path.getAttribute("d") ?? ""));
+    expect(instancePaths.length).toBeGreaterThan(0);
+    for (const d of instancePaths) expect(d).not.toMatch(/[CcQqSs]/);
+    // Each line of a chart has its own colour, and p50 is not the requests line's colour either.
+    const strokes = async (figure: typeof latency) =>
+      chartSurface(figure)
+        .locator("path.recharts-line-curve")
+        .evaluateAll((paths) => paths.map((path) => path.getAttribute("stroke")));
+    const latencyStrokes = await strokes(latency);
+    expect(new Set(latencyStrokes).size).toBe(3);
+    expect(latencyStrokes).not.toContain((await strokes(requests))[0]);
+    // The error rate's axis ticks read apart (not "0 %" at each). Recharts draws ticks in a layer of their own, not
+    // under their axis: the y axis' are the ones in percent.
+    const errorTicks = (
+      await chartSurface(chartFigure(page, "Error rate"))
+        .locator(".recharts-cartesian-axis-tick-value")
+        .allTextContents()
+    ).filter((tick) => tick.endsWith("%"));
+    expect(errorTicks.length).toBeGreaterThan(1);
+    expect(new Set(errorTicks).size).toBe(errorTicks.length);
+
     // The same samples, costed on the host's profile.
     const costs = page.getByRole("table", { name: "Cost per model and hardware profile" });
     const addSubCost = costs
@@ -106,7 +130,11 @@ describe("console: the overview shows real traffic", () => {
     expect(cells[0]).toBe("e2e host");
     expect(Number(cells[1]!.replace(/[^\d]/g, ""))).toBeGreaterThanOrEqual(INFERENCES);
     await visible(chartFigure(page, "Cost per hour on e2e host"));
-    await visible(chartFigure(page, "Cost per 1,000 inferences on e2e host"));
+    await visible(chartFigure(page, "Cost per 1M inferences on e2e host"));
+    // One precision for money everywhere (cents, "< $0.01" below one), inference prices per million.
+    const moneyCells = cells.slice(-5);
+    for (const cell of moneyCells) expect(cell).toMatch(/^(\$\d[\d,]*\.\d\d|< \$0\.01|—)$/);
+    expect(await costs.getByRole("columnheader", { name: /Cost per 1M inferences/ }).count()).toBe(1);
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 

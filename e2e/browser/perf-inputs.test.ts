@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { accessibilityViolations } from "./support/accessibility.js";
 import { signedInApiSession } from "./support/admin-api.js";
 import { heading, visible } from "./support/console-actions.js";
@@ -17,6 +17,17 @@ const MODEL = "text_direction_preprocess";
 
 describe("console: perf inputs of an image pipeline", () => {
   const system = useSignedInConsole({ admin: ADMIN, shared: true });
+
+  // The system is shared with other specs: the model's runs go back to random inputs (its automatic reports too),
+  // whatever the tests below saved. Runs before the harness's afterAll (hooks run last-registered first).
+  afterAll(async () => {
+    const api = await signedInApiSession(system.operon, ADMIN);
+    await api.client.perf.setInputs.mutate({
+      target: { kind: "MODEL", name: MODEL },
+      shapes: {},
+      data: { kind: "random" },
+    });
+  });
 
   async function startRun(): Promise<void> {
     const { page } = system.session;

@@ -1,6 +1,8 @@
+import { availableParallelism, hostname, totalmem } from "node:os";
 import { describe, expect, it } from "vitest";
 import { workerProcesses } from "../support/operon-process.js";
 import { signedInApiSession } from "./support/admin-api.js";
+import { pollUntil } from "./support/chart-reading.js";
 import { heading, visible } from "./support/console-actions.js";
 import { useSignedInConsole } from "./support/signed-in-console.js";
 
@@ -78,6 +80,20 @@ describe("console: workers, hardware profiles and costs", () => {
 
     await page.getByRole("button", { name: "Add profile" }).click();
     const form = await visible(page.getByRole("form", { name: "Add a hardware profile" }));
+    // The new profile starts from this host (the one the gateway runs on): its name, cores and memory.
+    const cores = form.getByLabel("CPU cores (optional)");
+    await pollUntil(
+      () => cores.inputValue(),
+      (value) => value !== "",
+      10_000,
+      100,
+    );
+    expect(await cores.inputValue()).toBe(String(availableParallelism()));
+    expect(Number(await form.getByLabel("Memory, GiB (optional)", { exact: true }).inputValue())).toBeCloseTo(
+      totalmem() / 1024 ** 3,
+      1,
+    );
+    expect(await form.getByLabel("Name", { exact: true }).inputValue()).toBe(hostname());
     await form.getByLabel("Name", { exact: true }).fill(PROFILE);
     await form.getByLabel("CPU cores (optional)").fill("2");
     await form.getByLabel("Memory, GiB (optional)", { exact: true }).fill("8");

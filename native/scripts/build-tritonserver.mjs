@@ -10,8 +10,8 @@
 //   lib/libtritonserver.so                      Triton's backend API + Operon's host API
 //   backends/<name>/libtriton_<name>.so         each folder of native/backends/
 //   bin/operon-backend-host                     the C++ test host (selftest, cuda-selftest, run)
-//   backends/<name>/UNAVAILABLE                 a CUDA backend (a folder with .cu sources) that was
-//                                               skipped: one line, the reason (no nvcc)
+//   backends/<name>/UNAVAILABLE                 a backend that was not built: one line, the reason
+//                                               (a CUDA backend skipped without nvcc, or a compile error)
 //   UNAVAILABLE                                 only when the build could not run or failed:
 //                                               one line, the reason (read by the worker)
 // It never fails an `npm install`: it prints one line and exits 0; the
@@ -159,15 +159,20 @@ for (const name of existsSync(backendsDir) ? readdirSync(backendsDir).sort() : [
     libs: [`-L${libDir}`, "-ltritonserver", "-lpthread"],
   });
 }
-// The test host also carries operon_cuda's CPU references (plain C++) for cuda-selftest.
+// The test host also carries operon_cuda's CPU references and refusal hints (plain C++) for cuda-selftest.
 const cudaDir = path.join(backendsDir, "operon_cuda");
 targets.push({
   name: "operon-backend-host",
   output: path.join(out, "bin", "operon-backend-host"),
-  sources: [...files(path.join(root, "tritonserver", "test"), ".cc"), path.join(cudaDir, "cuda-reference.cc")],
+  sources: [
+    ...files(path.join(root, "tritonserver", "test"), ".cc"),
+    path.join(cudaDir, "cuda-reference.cc"),
+    path.join(cudaDir, "cuda-refusal.cc"),
+  ],
   extra: [
     ...files(path.join(root, "tritonserver", "test"), ".h"),
     path.join(cudaDir, "cuda-reference.h"),
+    path.join(cudaDir, "cuda-refusal.h"),
     path.join(root, "src", "nvml-reader.h"),
     lib,
   ],
@@ -252,7 +257,6 @@ for (const t of targets) {
           : await run([
               ...common,
               ...(t.name === "operon-backend-host" ? ["-I", cudaDir, "-I", path.join(root, "src")] : []),
-              ...(t.name === "operon-backend-host" ? ["-I", cudaDir] : []),
               "-c",
               q.src,
               "-o",
@@ -266,8 +270,7 @@ for (const t of targets) {
       await Promise.all(workers);
     } catch (error) {
       if (t.backend) {
-        rmSync(t.output, { force: true });
-        brokenBackends.push(t.name);
+        backendBroken(t, error.message, log);
         continue;
       }
       fail(t, error.message);
@@ -276,13 +279,24 @@ for (const t of targets) {
   const r = await run([...common, ...t.args, ...inputs, "-o", t.output, ...t.libs]);
   log += r.text;
   if (!r.ok && t.backend) {
-    // One broken backend leaves the library and the other backends usable.
-    rmSync(t.output, { force: true });
-    brokenBackends.push(t.name);
+    backendBroken(t, `${t.name} did not link`, r.text);
     continue;
   }
   if (!r.ok) fail(t, `${t.name} did not build`);
+  if (t.backend) rmSync(path.join(path.dirname(t.output), "UNAVAILABLE"), { force: true });
   built += 1;
+}
+
+// One broken backend leaves the library and the other backends usable; its
+// folder's UNAVAILABLE says why (the first compiler error; tritonserver-library.test.ts shows it).
+function backendBroken(t, what, text) {
+  rmSync(t.output, { force: true });
+  brokenBackends.push(t.name);
+  const first = text.split("\n").find((line) => /\berror\b/.test(line));
+  writeFileSync(
+    path.join(path.dirname(t.output), "UNAVAILABLE"),
+    `${what}${first ? `: ${first.trim().slice(0, 200)}` : ""} (details: ${path.relative(root, logPath)})\n`,
+  );
 }
 
 function fail(t, what) {

@@ -29,6 +29,8 @@ export interface ControlPlaneThreadOptions {
   apiAddress: string;
   apiPort: number;
   logVerbose: number;
+  /** The JSON log's file (log-file.ts); undefined = stdout. */
+  logFile: string | undefined;
 }
 
 export type ToControlPlane =

@@ -142,7 +142,6 @@ export async function startControlPlane(options: {
         .markUsed(used)
         .catch((error: unknown) => logger.warn({ err: (error as Error).message }, "could not record API key use"));
   };
-  await syncOperators(controlPlane, logger);
   // Shared with the console's server only (startConsole), in memory: it vouches for the browser addresses the console forwards.
   const proxyToken = randomBytes(24).toString("base64url");
   let api: ApiServer;
@@ -164,20 +163,4 @@ export async function startControlPlane(options: {
       await controlPlane.stop();
     },
   };
-}
-
-/** Operators live in the database; the gateway learns them again at every start. */
-async function syncOperators(controlPlane: ControlPlane, logger: Logger): Promise<void> {
-  try {
-    const { registered, failures } = await controlPlane.syncOperatorsToGateway();
-    if (registered.length > 0)
-      logger.info({ operators: registered }, "registered the stored operators with the gateway");
-    for (const failure of failures)
-      logger.error(
-        { operator: failure.name, reason: failure.message },
-        "a stored operator could not be registered with the gateway",
-      );
-  } catch (error) {
-    logger.error({ err: (error as Error).message }, "could not register the stored operators with the gateway");
-  }
 }

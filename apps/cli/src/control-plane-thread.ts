@@ -20,7 +20,7 @@ import { describeDatabase, openMigratedDatabase } from "./database-flags.js";
 const port = parentPort;
 if (port === null) throw new Error("control-plane-thread.js runs as a worker_thread of operon serve");
 const options = workerData as ControlPlaneThreadOptions;
-const logger = createLogger({ verbose: options.logVerbose });
+const logger = createLogger({ verbose: options.logVerbose, file: options.logFile });
 const post = (message: FromControlPlane): void => port.postMessage(message);
 
 let db: Database | undefined;

@@ -44,6 +44,11 @@ export function keysCommand(): Command {
           }
         } catch (error) {
           process.stderr.write(`operon keys create: ${(error as Error).message}\n`);
+          // The usual case: a server holds the embedded database. Its console makes keys while it runs.
+          if ((error as Error).name === "DataDirLockedError")
+            process.stderr.write(
+              "operon keys create: while the server runs, create the key in its console instead: API keys → Create a key (shown once, in effect at once)\n",
+            );
           process.exitCode = 1;
         }
       },

@@ -20,6 +20,7 @@ import { resolveWorkerUser } from "./worker-user.js";
 import { addServeFlags } from "./serve-flag-definitions.js";
 import { serveFlagsSchema, type ServeFlags } from "./serve-flags.js";
 import { adminCreateCommand } from "./admin-create-hint.js";
+import { logFileOf } from "./log-file.js";
 
 /**
  * `operon serve`: the command (its flags are serve-flag-definitions.ts) and
@@ -42,7 +43,8 @@ export function serveCommand(): Command {
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
-  const logger = createLogger({ verbose: flags.logVerbose });
+  const logFile = logFileOf(flags.logFile, process.stdout.isTTY === true, flags.dataDir);
+  const logger = createLogger({ verbose: flags.logVerbose, file: logFile });
   let workerIdentity: ReturnType<typeof resolveWorkerUser> | undefined;
   try {
     workerIdentity = flags.workerUser !== undefined ? resolveWorkerUser(flags.workerUser) : undefined;
@@ -200,6 +202,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
           apiAddress: flags.apiAddress,
           apiPort: flags.apiPort,
           logVerbose: flags.logVerbose,
+          logFile,
         },
         (grants, everIssued) => {
           if (everIssued) ring.noteKeysEverIssued();
@@ -316,6 +319,10 @@ async function runServe(flags: ServeFlags): Promise<void> {
       `First run: no account exists yet; create the admin with: ${adminCreateCommand()}${embeddedDatabase ? " (after stopping Operon: the embedded database is for one process)" : ""}\n`,
     );
   }
+  if (logFile !== undefined)
+    process.stderr.write(
+      `Operon log (JSON lines) in ${logFile}; warnings also here (--log-file - prints it all here)\n`,
+    );
   let signals = 0;
   const shutdown = (signal: NodeJS.Signals): void => {
     signals += 1;

@@ -127,6 +127,10 @@ export function addServeFlags(command: Command): Command {
         GATEWAY_DEFAULTS.exitTimeoutSecs,
       )
       .option("--log-verbose <level>", "verbose logging level; >0 logs debug detail", parseNonNegativeInt, 0)
+      .option(
+        "--log-file <path>",
+        "where the JSON log goes: a file, or - for stdout; default stdout, or <data-dir>/logs/operon.log when stdout is a terminal",
+      )
       .option("--data-dir <path>", "where Operon keeps its own files (uploaded models)", GATEWAY_DEFAULTS.dataDir)
       .option(
         "--max-upload-bytes <bytes>",

@@ -32,6 +32,7 @@ export const serveFlagsSchema = z.object({
   exitOnError: z.boolean(),
   exitTimeoutSecs: count,
   logVerbose: count,
+  logFile: z.string().optional(),
   dataDir: z.string(),
   maxUploadBytes: positive,
   httpMaxBodyBytes: positive,

@@ -15,19 +15,33 @@
 // preprocess) dealt to the streams in turn: while one stream's chunk is in
 // its host-to-device copy, another's computes and a third's copies back, and
 // the CPU stages the next chunk's input (shared memory -> pinned) meanwhile.
+// Execute returns once a batch is enqueued: the instance's completion thread
+// waits for each chunk, copies its output out of pinned memory, and answers
+// and releases a batch's requests when its last chunk is done (Triton's API
+// allows responses after execute returns). So consecutive executions overlap
+// too: the next batch's chunks are staged and copied in while the previous
+// batch computes and copies back; a stream takes a new chunk only once its
+// previous chunk's output has left its pinned buffer.
 // Parameter `timing` "true" adds each response's GPU kernel time (cudaEvents,
-// microseconds) as the response parameter `operon_cuda_kernel_us`.
+// microseconds; the MLP's FP32 -> FP16/BF16 input conversion is outside it,
+// as PyTorch's timing of a model fed FP16 is) as the response parameter
+// `operon_cuda_kernel_us`.
 #include <cuda_runtime.h>
 
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda-kernels.h"
 #include "cuda-reference.h"
+#include "cuda-refusal.h"
 #include "backend-model-config.h"
 #include "json-value.h"
 #include "triton/core/tritonbackend.h"
@@ -35,6 +49,8 @@
 namespace {
 
 using operon_cuda::DType;
+static_assert(cudaErrorInsufficientDriver == operon_cuda::kCudaErrorInsufficientDriver, "cuda-refusal.h's numbers");
+static_assert(cudaErrorNoDevice == operon_cuda::kCudaErrorNoDevice, "cuda-refusal.h's numbers");
 
 #define RETURN_IF_ERROR(expr)           \
   do {                                  \
@@ -49,10 +65,9 @@ TRITONSERVER_Error* Error(TRITONSERVER_Error_Code code, const std::string& messa
 // A CUDA call's failure as an error naming the call and CUDA's error.
 TRITONSERVER_Error* CudaError(cudaError_t e, const char* what) {
   std::string why = std::string(what) + " failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
-  if (e == cudaErrorInsufficientDriver)
-    why += "; the NVIDIA driver is older than the CUDA runtime this backend was built with (" +
-           std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10) + "): update the driver";
-  if (e == cudaErrorNoDevice) why += "; this host has no CUDA device";
+  int driver = 0;
+  if (cudaDriverGetVersion(&driver) != cudaSuccess) driver = 0;
+  why += operon_cuda::CudaErrorHint(e, CUDART_VERSION, driver);
   return Error(e == cudaErrorMemoryAllocation ? TRITONSERVER_ERROR_UNAVAILABLE : TRITONSERVER_ERROR_INTERNAL, why);
 }
 #define CUDA_RETURN(call)                          \
@@ -95,24 +110,49 @@ struct Buffer {
   }
 };
 
-// One stream's resources and the chunk it is working on.
+// One stream's resources. `busy` while a chunk's output has not yet left host_out (guarded by InstanceState::mutex).
 struct Slot {
   cudaStream_t stream = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
   Buffer host_in{nullptr, 0, true}, host_out{nullptr, 0, true};
   Buffer dev_in, dev_a, dev_b, dev_out;
-  // The chunk in flight: where its output goes once the stream finishes.
-  void* pending_dst = nullptr;
-  size_t pending_bytes = 0;
-  double* kernel_us = nullptr;
+  bool busy = false;
+};
+
+// One execution's requests, answered when its last chunk is done (`outstanding` counts the chunks in flight,
+// plus one held by Execute while it enqueues).
+struct Batch {
+  TRITONBACKEND_ModelInstance* instance = nullptr;
+  std::vector<TRITONBACKEND_Request*> requests;
+  std::vector<TRITONBACKEND_Response*> responses;
+  std::vector<TRITONSERVER_Error*> errors;
+  std::vector<std::vector<uint8_t>> gathered;
+  std::vector<double> kernel_us;
+  uint64_t start_ns = 0;
+  int outstanding = 1;
+};
+
+// A chunk in flight: where its output goes once its stream is done.
+struct Chunk {
+  size_t slot = 0;
+  void* dst = nullptr;
+  size_t bytes = 0;
+  Batch* batch = nullptr;
+  size_t request = 0;
 };
 
 struct InstanceState {
   int device = 0;
+  bool timing = false;
   std::vector<Slot> slots;
   std::vector<void*> dev_weights;  // per layer, in the model's dtype
   std::vector<float*> dev_bias;
-  size_t next = 0;  // the slot the next chunk goes to
+  size_t next = 0;  // the slot the next chunk goes to (Execute's thread only)
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<Chunk> chunks;  // in enqueue order, for the completion thread
+  bool stopping = false;
+  std::thread completion;
 };
 
 TRITONSERVER_Error* IntParameter(const operon_json::Value& config, const char* key, int lo, int hi, int* out) {
@@ -166,7 +206,22 @@ TRITONSERVER_Error* ParseModel(TRITONBACKEND_Model* model, ModelState* s) {
   return nullptr;
 }
 
+uint64_t NowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+void CompletionLoop(InstanceState* st);
+
+// Stops the completion thread once every chunk it holds is answered, then frees the instance's CUDA resources.
 void FreeInstance(InstanceState* st) {
+  if (st->completion.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(st->mutex);
+      st->stopping = true;
+    }
+    st->changed.notify_all();
+    st->completion.join();
+  }
   cudaSetDevice(st->device);
   for (Slot& s : st->slots) {
     if (s.stream != nullptr) cudaStreamSynchronize(s.stream), cudaStreamDestroy(s.stream);
@@ -186,6 +241,7 @@ TRITONSERVER_Error* InitInstance(const ModelState& m, InstanceState* st) {
     return Error(TRITONSERVER_ERROR_INVALID_ARG, "GPU " + std::to_string(st->device) + " does not exist (this host has " +
                                                      std::to_string(count) + " CUDA device(s))");
   CUDA_RETURN(cudaSetDevice(st->device));
+  st->timing = m.timing;
   st->slots.resize(m.streams);
   for (Slot& s : st->slots) {
     CUDA_RETURN(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
@@ -213,29 +269,94 @@ TRITONSERVER_Error* InitInstance(const ModelState& m, InstanceState* st) {
       if (e != cudaSuccess) return CudaError(e, "uploading the MLP weights");
     }
   }
+  st->completion = std::thread(CompletionLoop, st);
   return nullptr;
 }
 
-// Waits for a slot's chunk and copies its output from pinned memory to its destination.
-TRITONSERVER_Error* Drain(const ModelState& m, Slot& s) {
-  if (s.pending_dst == nullptr) return nullptr;
-  CUDA_RETURN(cudaStreamSynchronize(s.stream));
-  std::memcpy(s.pending_dst, s.host_out.p, s.pending_bytes);
-  if (m.timing && s.kernel_us != nullptr) {
-    float ms = 0;
-    cudaEventElapsedTime(&ms, s.start, s.stop);
-    *s.kernel_us += ms * 1000.0;
+// The first error wins; later ones are dropped.
+void KeepFirst(TRITONSERVER_Error** slot, TRITONSERVER_Error* e) {
+  if (e == nullptr) return;
+  if (*slot == nullptr) *slot = e;
+  else TRITONSERVER_ErrorDelete(e);
+}
+
+// Answers and releases every request of a batch, reports its statistics, and frees it.
+void FinishBatch(Batch* b, bool timing) {
+  const uint64_t end = NowNs();
+  uint32_t ok = 0;
+  for (size_t i = 0; i < b->requests.size(); ++i) {
+    if (b->responses[i] != nullptr) {
+      if (timing && b->errors[i] == nullptr)
+        TRITONBACKEND_ResponseSetDoubleParameter(b->responses[i], "operon_cuda_kernel_us", b->kernel_us[i]);
+      bool success = b->errors[i] == nullptr;
+      ok += success ? 1 : 0;
+      TRITONSERVER_Error* e = TRITONBACKEND_ResponseSend(b->responses[i], TRITONSERVER_RESPONSE_COMPLETE_FINAL, b->errors[i]);
+      if (e != nullptr) TRITONSERVER_ErrorDelete(e);
+      e = TRITONBACKEND_ModelInstanceReportStatistics(b->instance, b->requests[i], success, b->start_ns, b->start_ns, end, end);
+      if (e != nullptr) TRITONSERVER_ErrorDelete(e);
+    }
+    if (b->errors[i] != nullptr) TRITONSERVER_ErrorDelete(b->errors[i]);
+    TRITONSERVER_Error* e = TRITONBACKEND_RequestRelease(b->requests[i], TRITONSERVER_REQUEST_RELEASE_ALL);
+    if (e != nullptr) TRITONSERVER_ErrorDelete(e);
   }
-  s.pending_dst = nullptr;
-  return nullptr;
+  TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportBatchStatistics(b->instance, ok, b->start_ns, b->start_ns, end, end);
+  if (e != nullptr) TRITONSERVER_ErrorDelete(e);
+  delete b;
 }
 
-// Enqueues one chunk: `rows` rows of `in_row` bytes at src, `out_row` bytes each to dst.
-TRITONSERVER_Error* Enqueue(const ModelState& m, InstanceState& st, const void* src, size_t rows, size_t in_row,
-                            void* dst, size_t out_row, int h, int w, int c, double* kernel_us) {
-  Slot& s = st.slots[st.next];
+// Drops one reference to a batch (a chunk done, or Execute done enqueueing); the last one answers it.
+void Unref(InstanceState* st, Batch* b) {
+  bool last;
+  {
+    std::lock_guard<std::mutex> lock(st->mutex);
+    last = --b->outstanding == 0;
+  }
+  if (last) FinishBatch(b, st->timing);
+}
+
+// The instance's completion thread: waits for each chunk in enqueue order, copies its output from pinned memory
+// to the response's buffer, frees its stream for the next chunk, and answers a batch after its last chunk.
+void CompletionLoop(InstanceState* st) {
+  cudaSetDevice(st->device);
+  for (;;) {
+    Chunk c;
+    {
+      std::unique_lock<std::mutex> lock(st->mutex);
+      st->changed.wait(lock, [&] { return st->stopping || !st->chunks.empty(); });
+      if (st->chunks.empty()) return;
+      c = st->chunks.front();
+      st->chunks.pop_front();
+    }
+    Slot& s = st->slots[c.slot];
+    cudaError_t e = cudaStreamSynchronize(s.stream);
+    if (e == cudaSuccess) {
+      std::memcpy(c.dst, s.host_out.p, c.bytes);
+      if (st->timing) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, s.start, s.stop) == cudaSuccess) c.batch->kernel_us[c.request] += ms * 1000.0;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(st->mutex);
+      if (e != cudaSuccess) KeepFirst(&c.batch->errors[c.request], CudaError(e, "cudaStreamSynchronize"));
+      s.busy = false;
+    }
+    st->changed.notify_all();
+    Unref(st, c.batch);
+  }
+}
+
+// Enqueues one chunk of request `request` of batch `b`: `rows` rows of `in_row` bytes at src, `out_row` bytes each
+// to dst. Waits while the next stream's previous chunk is still in flight (its pinned buffers are in use).
+TRITONSERVER_Error* Enqueue(const ModelState& m, InstanceState& st, Batch* b, size_t request, const void* src, size_t rows,
+                            size_t in_row, void* dst, size_t out_row, int h, int w, int c) {
+  const size_t index = st.next;
+  Slot& s = st.slots[index];
   st.next = (st.next + 1) % st.slots.size();
-  RETURN_IF_ERROR(Drain(m, s));
+  {
+    std::unique_lock<std::mutex> lock(st.mutex);
+    st.changed.wait(lock, [&] { return !s.busy; });
+  }
   const size_t in_bytes = rows * in_row, out_bytes = rows * out_row;
   RETURN_IF_ERROR(s.host_in.Reserve(in_bytes));
   RETURN_IF_ERROR(s.host_out.Reserve(out_bytes));
@@ -243,9 +364,9 @@ TRITONSERVER_Error* Enqueue(const ModelState& m, InstanceState& st, const void* 
   RETURN_IF_ERROR(s.dev_out.Reserve(out_bytes));
   std::memcpy(s.host_in.p, src, in_bytes);  // shared memory -> pinned (the copy engine reads only pinned memory at full speed)
   CUDA_RETURN(cudaMemcpyAsync(s.dev_in.p, s.host_in.p, in_bytes, cudaMemcpyHostToDevice, s.stream));
-  if (m.timing) CUDA_RETURN(cudaEventRecord(s.start, s.stream));
   const int n = static_cast<int>(rows);
   if (m.op == Operation::kPreprocess) {
+    if (m.timing) CUDA_RETURN(cudaEventRecord(s.start, s.stream));
     CUDA_RETURN(operon_cuda::LaunchPreprocess(static_cast<const uint8_t*>(s.dev_in.p), n, h, w, c, m.height, m.width,
                                               static_cast<float*>(s.dev_out.p), s.stream));
   } else {
@@ -254,34 +375,34 @@ TRITONSERVER_Error* Enqueue(const ModelState& m, InstanceState& st, const void* 
     for (uint32_t d : dims) widest = std::max<size_t>(widest, d);
     RETURN_IF_ERROR(s.dev_a.Reserve(rows * widest * DTypeSize(m.dtype)));
     RETURN_IF_ERROR(s.dev_b.Reserve(rows * widest * DTypeSize(m.dtype)));
-    CUDA_RETURN(operon_cuda::LaunchConvert(m.dtype, static_cast<const float*>(s.dev_in.p), s.dev_a.p, rows * dims[0], s.stream));
-    void* cur = s.dev_a.p;
-    void* other = s.dev_b.p;
+    // Layer l writes hidden[l % 2]; FP16/BF16 input is converted into dev_b first (layer 0 reads it, writes dev_a),
+    // FP32 input is read where it landed.
+    void* hidden[2] = {s.dev_a.p, s.dev_b.p};
+    const void* cur = s.dev_in.p;
+    if (m.dtype != DType::kFp32) {
+      CUDA_RETURN(operon_cuda::LaunchConvert(m.dtype, static_cast<const float*>(s.dev_in.p), s.dev_b.p, rows * dims[0], s.stream));
+      cur = s.dev_b.p;
+    }
+    if (m.timing) CUDA_RETURN(cudaEventRecord(s.start, s.stream));
     const size_t layers = dims.size() - 1;
     for (size_t l = 0; l < layers; ++l) {
       const bool last = l + 1 == layers;
-      void* out = last ? s.dev_out.p : other;
+      void* out = last ? s.dev_out.p : hidden[l % 2];
       CUDA_RETURN(operon_cuda::LaunchDense(m.dtype, cur, st.dev_weights[l], st.dev_bias[l], out, n, static_cast<int>(dims[l + 1]),
                                            static_cast<int>(dims[l]), !last, last, s.stream));
-      std::swap(cur, other);
+      cur = out;
     }
   }
   if (m.timing) CUDA_RETURN(cudaEventRecord(s.stop, s.stream));
   CUDA_RETURN(cudaMemcpyAsync(s.host_out.p, s.dev_out.p, out_bytes, cudaMemcpyDeviceToHost, s.stream));
-  s.pending_dst = dst;
-  s.pending_bytes = out_bytes;
-  s.kernel_us = kernel_us;
-  return nullptr;
-}
-
-TRITONSERVER_Error* DrainAll(const ModelState& m, InstanceState& st) {
-  TRITONSERVER_Error* first = nullptr;
-  for (Slot& s : st.slots) {
-    TRITONSERVER_Error* e = Drain(m, s);
-    if (e != nullptr && first == nullptr) first = e;
-    else if (e != nullptr) TRITONSERVER_ErrorDelete(e);
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    s.busy = true;
+    b->outstanding += 1;
+    st.chunks.push_back(Chunk{index, dst, out_bytes, b, request});
   }
-  return first;
+  st.changed.notify_all();
+  return nullptr;
 }
 
 // One contiguous host view of an input (its only buffer, or a gathered copy).
@@ -300,9 +421,11 @@ TRITONSERVER_Error* InputBytes(TRITONBACKEND_Input* input, uint32_t buffers, std
   return nullptr;
 }
 
-// Validates one request and enqueues its chunks; the output is complete after DrainAll.
-TRITONSERVER_Error* Submit(const ModelState& m, InstanceState& st, TRITONBACKEND_Request* request, TRITONBACKEND_Response* response,
-                           std::vector<uint8_t>* gathered, double* kernel_us) {
+// Validates request `i` of batch `b` and enqueues its chunks; its output is complete when the batch's last chunk is.
+TRITONSERVER_Error* Submit(const ModelState& m, InstanceState& st, Batch* b, size_t i) {
+  TRITONBACKEND_Request* request = b->requests[i];
+  TRITONBACKEND_Response* response = b->responses[i];
+  std::vector<uint8_t>* gathered = &b->gathered[i];
   const bool mlp = m.op == Operation::kMlp;
   const char* in_name = mlp ? "x" : "pixels";
   TRITONBACKEND_Input* input;
@@ -333,7 +456,7 @@ TRITONSERVER_Error* Submit(const ModelState& m, InstanceState& st, TRITONBACKEND
     RETURN_IF_ERROR(TRITONBACKEND_OutputBuffer(output, &buffer, shape[0] * dl * 4, &type, &id));
     for (int64_t r = 0; r < shape[0]; r += m.chunk) {
       size_t rows = static_cast<size_t>(std::min<int64_t>(m.chunk, shape[0] - r));
-      RETURN_IF_ERROR(Enqueue(m, st, data + r * d0 * 4, rows, d0 * 4, static_cast<uint8_t*>(buffer) + r * dl * 4, dl * 4, 0, 0, 0, kernel_us));
+      RETURN_IF_ERROR(Enqueue(m, st, b, i, data + r * d0 * 4, rows, d0 * 4, static_cast<uint8_t*>(buffer) + r * dl * 4, dl * 4, 0, 0, 0));
     }
     return nullptr;
   }
@@ -353,16 +476,12 @@ TRITONSERVER_Error* Submit(const ModelState& m, InstanceState& st, TRITONBACKEND
   TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
   int64_t id = 0;
   RETURN_IF_ERROR(TRITONBACKEND_OutputBuffer(output, &buffer, n * per_out, &type, &id));
-  for (int64_t i = 0; i < n; i += m.chunk) {
-    size_t rows = static_cast<size_t>(std::min<int64_t>(m.chunk, n - i));
-    RETURN_IF_ERROR(Enqueue(m, st, data + i * per_in, rows, per_in, static_cast<uint8_t*>(buffer) + i * per_out, per_out,
-                            static_cast<int>(h), static_cast<int>(w), static_cast<int>(c), kernel_us));
+  for (int64_t k = 0; k < n; k += m.chunk) {
+    size_t rows = static_cast<size_t>(std::min<int64_t>(m.chunk, n - k));
+    RETURN_IF_ERROR(Enqueue(m, st, b, i, data + k * per_in, rows, per_in, static_cast<uint8_t*>(buffer) + k * per_out, per_out,
+                            static_cast<int>(h), static_cast<int>(w), static_cast<int>(c)));
   }
   return nullptr;
-}
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
 }  // namespace
@@ -426,40 +545,25 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstan
   RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceState(instance, &ip));
   const ModelState& m = *static_cast<ModelState*>(mp);
   InstanceState& st = *static_cast<InstanceState*>(ip);
-  const uint64_t start = NowNs();
+  auto* b = new Batch();
+  b->instance = instance;
+  b->start_ns = NowNs();
+  b->requests.assign(requests, requests + count);
+  b->responses.assign(count, nullptr);
+  b->errors.assign(count, nullptr);
+  b->gathered.resize(count);
+  b->kernel_us.assign(count, 0.0);
   cudaError_t se = cudaSetDevice(st.device);
-  std::vector<TRITONBACKEND_Response*> responses(count, nullptr);
-  std::vector<TRITONSERVER_Error*> errors(count, nullptr);
-  std::vector<std::vector<uint8_t>> gathered(count);
-  std::vector<double> kernel_us(count, 0.0);
-  // Every request's chunks are enqueued first (they overlap across requests
-  // too); one bad request fails only itself.
+  // Every request's chunks are enqueued (they overlap across requests, and with the previous batch's chunks
+  // still in flight); one bad request fails only itself. The completion thread answers the batch.
   for (uint32_t i = 0; i < count; ++i) {
-    errors[i] = TRITONBACKEND_ResponseNew(&responses[i], requests[i]);
-    if (errors[i] == nullptr && se != cudaSuccess) errors[i] = CudaError(se, "cudaSetDevice");
-    if (errors[i] == nullptr) errors[i] = Submit(m, st, requests[i], responses[i], &gathered[i], &kernel_us[i]);
+    TRITONSERVER_Error* e = TRITONBACKEND_ResponseNew(&b->responses[i], requests[i]);
+    if (e == nullptr && se != cudaSuccess) e = CudaError(se, "cudaSetDevice");
+    if (e == nullptr) e = Submit(m, st, b, i);
+    std::lock_guard<std::mutex> lock(st.mutex);
+    KeepFirst(&b->errors[i], e);
   }
-  TRITONSERVER_Error* drained = DrainAll(m, st);
-  const uint64_t end = NowNs();
-  uint32_t ok = 0;
-  for (uint32_t i = 0; i < count; ++i) {
-    if (errors[i] == nullptr && drained != nullptr) errors[i] = TRITONSERVER_ErrorNew(TRITONSERVER_ErrorCode(drained), TRITONSERVER_ErrorMessage(drained));
-    if (responses[i] != nullptr) {
-      if (m.timing && errors[i] == nullptr) TRITONBACKEND_ResponseSetDoubleParameter(responses[i], "operon_cuda_kernel_us", kernel_us[i]);
-      bool success = errors[i] == nullptr;
-      ok += success ? 1 : 0;
-      TRITONSERVER_Error* e = TRITONBACKEND_ResponseSend(responses[i], TRITONSERVER_RESPONSE_COMPLETE_FINAL, errors[i]);
-      if (e != nullptr) TRITONSERVER_ErrorDelete(e);
-      e = TRITONBACKEND_ModelInstanceReportStatistics(instance, requests[i], success, start, start, end, end);
-      if (e != nullptr) TRITONSERVER_ErrorDelete(e);
-    }
-    if (errors[i] != nullptr) TRITONSERVER_ErrorDelete(errors[i]);
-    TRITONSERVER_Error* e = TRITONBACKEND_RequestRelease(requests[i], TRITONSERVER_REQUEST_RELEASE_ALL);
-    if (e != nullptr) TRITONSERVER_ErrorDelete(e);
-  }
-  if (drained != nullptr) TRITONSERVER_ErrorDelete(drained);
-  TRITONSERVER_Error* e = TRITONBACKEND_ModelInstanceReportBatchStatistics(instance, ok, start, start, end, end);
-  if (e != nullptr) TRITONSERVER_ErrorDelete(e);
+  Unref(&st, b);
   return nullptr;
 }
 

@@ -304,6 +304,12 @@ TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model) {
   return nullptr;
 }
 
+// A CPU backend: a KIND_GPU instance is refused, never run on the CPU instead (operon_cuda's
+// operation "preprocess" is this step on GPUs).
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance* instance) {
+  return operon_backend::RefuseGpuInstance(instance, "operon_image_preprocess");
+}
+
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance* instance,
                                                        TRITONBACKEND_Request** requests, const uint32_t count) {
   TRITONBACKEND_Model* model;

@@ -1,5 +1,6 @@
 // Operon's own backends (native/backends/*): the model's config as JSON text, the
-// way every one of them starts ModelInitialize. Private to this repository, like
+// way every one of them starts ModelInitialize, and the refusal of a KIND_GPU
+// instance by those that run on the CPU only. Private to this repository, like
 // json-value.h beside it; a backend written for Triton needs neither.
 #pragma once
 
@@ -20,6 +21,24 @@ inline TRITONSERVER_Error* ModelConfigJson(TRITONBACKEND_Model* model, std::stri
   if (err == nullptr) text->assign(json, size);
   TRITONSERVER_MessageDelete(message);
   return err;
+}
+
+/**
+ * A CPU-only backend's answer to a KIND_GPU instance (from its ModelInstanceInitialize): INVALID_ARG naming the
+ * backend, the instance and KIND_CPU, so the instance is never run on the CPU while placed on a GPU. In
+ * Triton's API the instance's kind reaches the backend, and the backend decides; this is how Operon's decide.
+ */
+inline TRITONSERVER_Error* RefuseGpuInstance(TRITONBACKEND_ModelInstance* instance, const char* backend) {
+  TRITONSERVER_InstanceGroupKind kind;
+  TRITONSERVER_Error* err = TRITONBACKEND_ModelInstanceKind(instance, &kind);
+  if (err != nullptr || kind != TRITONSERVER_INSTANCEGROUPKIND_GPU) return err;
+  const char* name = "";
+  err = TRITONBACKEND_ModelInstanceName(instance, &name);
+  if (err != nullptr) return err;
+  return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
+                               (std::string(backend) + ": instance '" + name +
+                                "' is KIND_GPU, but this backend runs on the CPU only: use instance_group { kind: KIND_CPU }")
+                                   .c_str());
 }
 
 }  // namespace operon_backend

@@ -10,6 +10,7 @@
 //   cuda-bench <build-dir>
 //     prints Markdown tables: preprocessing kernel bandwidth, MLP
 //     throughput by batch size and precision, 1 vs 2 vs 4 streams.
+#include <dlfcn.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -21,6 +22,7 @@
 #include <random>
 
 #include "cuda-reference.h"
+#include "cuda-refusal.h"
 #include "host-session.h"
 
 using host::MakeTensor;
@@ -198,11 +200,47 @@ void TestCpuInstanceRefused() {
   CHECK(Has(l.error, "instance 'm_0' is KIND_CPU; this backend runs on GPUs only"), l.error);
 }
 
-// On a host without a usable GPU: the instance is refused with CUDA's reason, naming its device.
+// The CPU backend of the same step refuses a GPU instance rather than running it on the CPU.
+void TestCpuPreprocessRefusesGpu() {
+  Loaded l;
+  Load(l, "operon_image_preprocess", TempDir(), "{\"name\":\"m\",\"backend\":\"operon_image_preprocess\",\"max_batch_size\":0}",
+       OPERON_HOST_KIND_GPU, 0);
+  CHECK(l.instance == nullptr && Has(l.error, "operon_image_preprocess: instance 'm_0' is KIND_GPU, but this backend runs on the CPU only: "
+                                              "use instance_group { kind: KIND_CPU }"), l.error);
+}
+
+// The hint each refusal ends with: an old driver ("update the driver", both versions named) told apart from
+// no driver at all (CUDA answers cudaErrorInsufficientDriver to both).
+void TestRefusalHints() {
+  std::string old_driver = operon_cuda::CudaErrorHint(operon_cuda::kCudaErrorInsufficientDriver, 13000, 12040);
+  CHECK(old_driver == "; the NVIDIA driver supports CUDA 12.4, older than the CUDA runtime this backend was built with "
+                      "(13.0): update the driver", old_driver);
+  std::string no_driver = operon_cuda::CudaErrorHint(operon_cuda::kCudaErrorInsufficientDriver, 13000, 0);
+  CHECK(Has(no_driver, "no NVIDIA driver is installed on this host (libcuda.so.1 cannot be loaded)") &&
+        !Has(no_driver, "update the driver"), no_driver);
+  CHECK(operon_cuda::CudaErrorHint(operon_cuda::kCudaErrorNoDevice, 13000, 13000) == "; this host has no CUDA device", "no device");
+  CHECK(operon_cuda::CudaErrorHint(2, 13000, 13000).empty(), "other errors add nothing (cudaErrorMemoryAllocation)");
+  CHECK(operon_cuda::CudaVersionString(13020) == "13.2", operon_cuda::CudaVersionString(13020));
+}
+
+bool HostHasCudaDriver() {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h != nullptr) dlclose(h);
+  return h != nullptr;
+}
+
+// On a host without a usable GPU: the instance is refused with CUDA's reason and the hint, naming its device.
+// (With a driver, --cpu-only on a GPU host: a device the host lacks is refused instead.)
 void TestNoGpuRefused() {
   Loaded l;
-  Load(l, "operon_cuda", MlpDir(operon_cuda::RandomMlp({4, 4}, 1)), MlpConfig({}), OPERON_HOST_KIND_GPU, 1);
-  CHECK(Has(l.error, "instance 'm_0' on GPU 1: operon_cuda: cudaGetDeviceCount(&count) failed: cudaError"), l.error);
+  const bool driver = HostHasCudaDriver();
+  Load(l, "operon_cuda", MlpDir(operon_cuda::RandomMlp({4, 4}, 1)), MlpConfig({}), OPERON_HOST_KIND_GPU, driver ? 99 : 1);
+  if (driver) {
+    CHECK(l.instance == nullptr && Has(l.error, "instance 'm_0' on GPU 99: operon_cuda: "), l.error);
+    return;
+  }
+  CHECK(Has(l.error, "instance 'm_0' on GPU 1: operon_cuda: cudaGetDeviceCount(&count) failed: cudaErrorInsufficientDriver") &&
+        Has(l.error, "no NVIDIA driver is installed on this host"), l.error);
 }
 
 // ---- GPU half ----
@@ -306,6 +344,91 @@ double Param(const host::Response& r, const std::string& name) {
   return 0;
 }
 
+std::string PreprocessConfig(int streams, int chunk) {
+  return "{\"name\":\"m\",\"backend\":\"operon_cuda\",\"max_batch_size\":0," +
+         Params({{"operation", "preprocess"}, {"streams", std::to_string(streams)}, {"chunk", std::to_string(chunk)}}) + "}";
+}
+
+// Executions submitted without waiting for their responses (operon_cuda answers from its completion thread), as
+// a worker with several executions in flight does; the specs live until WaitAll.
+class InFlight {
+ public:
+  explicit InFlight(Loaded& l) : l_(l) {}
+  ~InFlight() {
+    try {
+      WaitAll();
+    } catch (const Failure&) {  // a failed bench run already says why
+    }
+  }
+  host::RequestRecord* Submit(const std::vector<Tensor>& inputs, const std::string& output) {
+    auto spec = std::make_unique<RequestSpec>();
+    spec->id = "r" + std::to_string(specs_.size());
+    spec->inputs = inputs;
+    spec->requested_outputs = {output};
+    spec->record = l_.session.NewRecord();
+    OperonHostRequest request = spec->Build();
+    std::string e = Take(OperonHostExecute(l_.instance, &request, 1));
+    CHECK(e.empty(), "execute: " + e);
+    specs_.push_back(std::move(spec));
+    return specs_.back()->record;
+  }
+  // The named output of a submitted request, once its response is in (as the next step's input).
+  std::vector<Tensor> Output(host::RequestRecord* r, const std::string& name) {
+    CHECK(l_.session.WaitResponses(r, 1, 60000), "no response within 60 s");
+    std::lock_guard<std::mutex> lock(l_.session.mutex);
+    CHECK(!r->responses[0].has_error, r->responses[0].error_message);
+    for (auto& t : r->responses[0].outputs)
+      if (t.name == name) return {t};
+    throw Failure{"no output '" + name + "'"};
+  }
+  void WaitAll() {
+    if (specs_.empty()) return;
+    CHECK(l_.session.WaitAllDone(120000), "requests not released/answered within 120 s");
+    std::lock_guard<std::mutex> lock(l_.session.mutex);
+    for (auto& r : l_.session.records) CHECK(!r->responses.empty() && !r->responses[0].has_error, r->responses.empty() ? "no response" : r->responses[0].error_message);
+    l_.session.records.clear();
+    specs_.clear();
+  }
+
+ private:
+  Loaded& l_;
+  std::vector<std::unique_ptr<RequestSpec>> specs_;
+};
+
+// Consecutive executions overlap (operon_cuda answers from its completion thread): several in flight at once,
+// on 1, 2 and 4 streams, each request still gets its own output, equal to the reference.
+void TestExecutionsInFlight() {
+  auto w = operon_cuda::RandomMlp({784, 256, 10}, 8);
+  auto dir = MlpDir(w);
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int streams : {1, 2, 4}) {
+    Loaded l;
+    Load(l, "operon_cuda", dir, MlpConfig({{"precision", "fp32"}, {"streams", std::to_string(streams)}, {"chunk", "64"}}), OPERON_HOST_KIND_GPU, 0);
+    CHECK(l.error.empty(), l.error);
+    std::vector<std::vector<float>> refs;
+    std::vector<host::RequestRecord*> records;
+    {
+      InFlight f(l);
+      for (int k = 0; k < 6; ++k) {
+        const int rows = 50 + 37 * k;
+        std::vector<float> x(static_cast<size_t>(rows) * 784);
+        for (auto& v : x) v = u(rng);
+        refs.emplace_back(static_cast<size_t>(rows) * 10);
+        operon_cuda::MlpReference(w, Precision::kFp32, x.data(), rows, refs.back().data());
+        records.push_back(f.Submit({MakeTensor<float>("x", "FP32", {rows, 784}, x)}, "y"));
+      }
+      for (size_t k = 0; k < records.size(); ++k) {
+        auto y = Floats(f.Output(records[k], "y")[0]);
+        CHECK(y.size() == refs[k].size(), "output size of execution " + std::to_string(k));
+        for (size_t i = 0; i < y.size(); ++i)
+          CHECK(std::fabs(y[i] - refs[k][i]) / (1.f + std::fabs(refs[k][i])) <= Tolerance(Precision::kFp32),
+                "execution " + std::to_string(k) + ", " + std::to_string(streams) + " stream(s): value " + std::to_string(i));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int CudaSelfTest(const std::string& build, bool cpu_only) {
@@ -317,12 +440,15 @@ int CudaSelfTest(const std::string& build, bool cpu_only) {
       {"preprocessing reference == operon_image_preprocess", TestPreprocessReferenceMatchesCpuBackend},
       {"operon_cuda config errors name the field (precision, streams, weights file)", TestConfigErrors},
       {"operon_cuda refuses a KIND_CPU instance", TestCpuInstanceRefused},
+      {"operon_image_preprocess refuses a KIND_GPU instance (operon_cuda's preprocess is the GPU one)", TestCpuPreprocessRefusesGpu},
+      {"CUDA refusal hints: an old driver says 'update the driver', a missing one says install it", TestRefusalHints},
   };
   if (cpu_only) {
     tests.push_back({"operon_cuda refuses a KIND_GPU instance on a host without a usable GPU, naming CUDA's error", TestNoGpuRefused});
   } else {
     tests.push_back({"MLP FP32/FP16/BF16 == reference, 1/2/4 streams, batches across chunks", TestMlpGpu});
     tests.push_back({"preprocessing kernel == reference (exact), 1/2/4 streams", TestPreprocessGpu});
+    tests.push_back({"executions in flight at once (consecutive batches overlap) each get their own outputs", TestExecutionsInFlight});
     tests.push_back({"a bad request in a batch fails alone", TestBadRequestFailsAlone});
     tests.push_back({"a GPU the host lacks is refused", TestMissingDeviceRefused});
   }
@@ -366,29 +492,70 @@ int CudaBench(const std::string& build) {
         std::printf("| %s | %d | %.1f us | %.0f | %.1f |\n", p, b, best, b / best * 1e6, flops / best / 1e6);
       }
     }
-    // Streams: the whole pipeline per execution (staging, H2D, kernels, D2H), wall time.
-    std::printf("\n## Streams (wall time per execution, copies included)\n\n| step | streams | items/s | vs 1 stream |\n|---|---|---|---|\n");
+    // Streams, one step: executions submitted back to back (as a worker keeps several in flight), wall time
+    // for all of them, copies included: chunks overlap within an execution and across consecutive ones.
+    std::printf("\n## Streams, one step (wall time, copies included, 8 executions in flight)\n\n| step | streams | items/s | vs 1 stream |\n|---|---|---|---|\n");
     for (int step = 0; step < 2; ++step) {
       double one = 0;
       for (int streams : {1, 2, 4}) {
         Loaded l;
         std::vector<Tensor> in;
         if (step == 0) {
-          Load(l, "operon_cuda", TempDir(), "{\"name\":\"m\",\"backend\":\"operon_cuda\",\"max_batch_size\":0," +
-               Params({{"operation", "preprocess"}, {"streams", std::to_string(streams)}, {"chunk", "128"}}) + "}", OPERON_HOST_KIND_GPU, 0);
-          in = {MakeTensor<uint8_t>("pixels", "UINT8", {2048, 48, 160, 3}, RandomPixels(rng, 2048ull * 48 * 160 * 3))};
+          Load(l, "operon_cuda", TempDir(), PreprocessConfig(streams, 128), OPERON_HOST_KIND_GPU, 0);
+          in = {MakeTensor<uint8_t>("pixels", "UINT8", {512, 48, 160, 3}, RandomPixels(rng, 512ull * 48 * 160 * 3))};
         } else {
           Load(l, "operon_cuda", dir, MlpConfig({{"precision", "fp16"}, {"streams", std::to_string(streams)}, {"chunk", "1024"}}), OPERON_HOST_KIND_GPU, 0);
-          in = {MakeTensor<float>("x", "FP32", {16384, 784}, std::vector<float>(16384ull * 784, 0.25f))};
+          in = {MakeTensor<float>("x", "FP32", {4096, 784}, std::vector<float>(4096ull * 784, 0.25f))};
         }
         CHECK(l.error.empty(), l.error);
-        Run(l, {in}, step == 0 ? "x" : "y");  // warm-up (buffers allocated)
+        const char* out = step == 0 ? "x" : "y";
+        Run(l, {in}, out);  // warm-up (buffers allocated)
+        const int reps = 8;
+        InFlight f(l);
         auto t = std::chrono::steady_clock::now();
-        const int reps = 10;
-        for (int k = 0; k < reps; ++k) Run(l, {in}, step == 0 ? "x" : "y");
-        double rate = (step == 0 ? 2048.0 : 16384.0) * reps / Seconds(t);
+        for (int k = 0; k < reps; ++k) f.Submit(in, out);
+        f.WaitAll();
+        double rate = (step == 0 ? 512.0 : 4096.0) * reps / Seconds(t);
         if (streams == 1) one = rate;
-        std::printf("| %s | %d | %.0f | %.2fx |\n", step == 0 ? "preprocess 2048 images, chunks of 128" : "MLP fp16 16384 rows, chunks of 1024", streams, rate, rate / one);
+        std::printf("| %s | %d | %.0f | %.2fx |\n", step == 0 ? "preprocess 512 images, chunks of 128" : "MLP fp16 4096 rows, chunks of 1024", streams, rate, rate / one);
+      }
+    }
+    // The preprocessing -> MLP pipeline where copies dominate: images in (UINT8), preprocessed back to the host
+    // (as a worker hands one step's output to the next) and into an MLP 27648-256-10 fp16 (27648 = 3 x 48 x 192),
+    // whose first layer's input is 110 KB a row. Both instances have `streams` streams; the next batch's
+    // preprocessing runs while the MLP takes the previous one.
+    {
+      std::printf("\n## Pipeline: preprocess -> MLP 27648-256-10 fp16 (copies dominate), 16 batches of 256 images\n\n| pipeline | streams | images/s | vs 1 stream |\n|---|---|---|---|\n");
+      auto wide = operon_cuda::RandomMlp({3 * 48 * 192, 256, 10}, 6);
+      auto wide_dir = MlpDir(wide);
+      const int batch = 256, batches = 16;
+      std::vector<std::vector<Tensor>> images;
+      for (int k = 0; k < batches; ++k)
+        images.push_back({MakeTensor<uint8_t>("pixels", "UINT8", {batch, 48, 160, 3}, RandomPixels(rng, static_cast<size_t>(batch) * 48 * 160 * 3))});
+      double one = 0;
+      for (int streams : {1, 2, 4}) {
+        Loaded pre, mlp;
+        Load(pre, "operon_cuda", TempDir(), PreprocessConfig(streams, 64), OPERON_HOST_KIND_GPU, 0);
+        CHECK(pre.error.empty(), pre.error);
+        Load(mlp, "operon_cuda", wide_dir, MlpConfig({{"precision", "fp16"}, {"streams", std::to_string(streams)}, {"chunk", "64"}}), OPERON_HOST_KIND_GPU, 0);
+        CHECK(mlp.error.empty(), mlp.error);
+        auto pass = [&](int count) {
+          InFlight p(pre), m(mlp);
+          std::vector<host::RequestRecord*> sent;
+          for (int k = 0; k < count; ++k) {
+            sent.push_back(p.Submit(images[k], "x"));
+            if (k > 0) m.Submit(p.Output(sent[k - 1], "x"), "y");
+          }
+          m.Submit(p.Output(sent.back(), "x"), "y");
+          m.WaitAll();
+          p.WaitAll();
+        };
+        pass(2);  // warm-up (buffers allocated)
+        auto t = std::chrono::steady_clock::now();
+        pass(batches);
+        double rate = static_cast<double>(batch) * batches / Seconds(t);
+        if (streams == 1) one = rate;
+        std::printf("| preprocess -> MLP | %d | %.0f | %.2fx |\n", streams, rate, rate / one);
       }
     }
   } catch (const Failure& f) {

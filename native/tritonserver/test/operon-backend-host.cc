@@ -377,10 +377,17 @@ void TestWrongApiVersion() {
 }
 
 void TestGpuRefused() {
+  {
+    // A GPU instance reaches the backend, which decides: operon_identity runs on the CPU only, so it refuses.
+    Loaded g;
+    std::string e = Load(g, "ident_gpu", IdentityConfig("ident_gpu"), false, OPERON_HOST_KIND_GPU);
+    EXPECT(g.instance == nullptr, "no GPU instance of a CPU backend");
+    EXPECT_CONTAINS(e, "operon_identity: instance 'ident_gpu_0' is KIND_GPU, but this backend runs on the CPU only: "
+                       "use instance_group { kind: KIND_CPU }");
+  }
   Loaded l;
-  // A GPU instance reaches the backend (which decides; operon_identity runs anywhere).
-  std::string e = Load(l, "ident_gpu", IdentityConfig("ident_gpu"), false, OPERON_HOST_KIND_GPU);
-  EXPECT(e.empty(), "GPU instance created: " + e);
+  std::string e = Load(l, "ident_cpu", IdentityConfig("ident_cpu"));
+  EXPECT(e.empty(), "CPU instance created: " + e);
   TRITONBACKEND_MemoryManager* manager = nullptr;
   // The memory manager is one per process; any non-NULL backend handle gets
   // it (the function does not dereference the handle).
@@ -439,7 +446,7 @@ int SelfTest(const std::string& build) {
       {"backend load is ref-counted; conflicts refused", TestRefcountAndConflicts},
       {"missing TRITONBACKEND_ModelInstanceExecute refused", TestMissingExecute},
       {"wrong API major refused naming both versions", TestWrongApiVersion},
-      {"GPU instances reach the backend; GPU memory is UNSUPPORTED", TestGpuRefused},
+      {"GPU instances reach the backend (operon_identity refuses them); GPU memory is UNSUPPORTED", TestGpuRefused},
       {"crash_on_execute raises SIGSEGV", TestCrashIsASegfault},
   };
   int passed = 0, failed = 0;
@@ -553,7 +560,7 @@ std::string Show(const Tensor& t) {
 int Run(int argc, char** argv) {
   std::string name, library, model_dir, config = "{}", backend_config = "{}";
   bool auto_complete = false;
-  int requests = 1, wait_ms = 10000, repeat = 1;
+  int requests = 1, wait_ms = 10000, repeat = 1, gpu = -1;
   std::string dump_dir;
   std::vector<Tensor> inputs;
   std::vector<std::string> outputs;
@@ -575,6 +582,7 @@ int Run(int argc, char** argv) {
     else if (a == "--input-file") inputs.push_back(ParseInputFile(next()));
     else if (a == "--dump-dir") dump_dir = next();
     else if (a == "--repeat") repeat = std::stoi(next());
+    else if (a == "--gpu") gpu = std::stoi(next());
     else if (a == "--output") outputs.push_back(next());
     else throw Failure{"unknown option " + a};
   }
@@ -595,7 +603,9 @@ int Run(int argc, char** argv) {
   std::printf("config %s\n", c);
   OperonHostFree(c);
   OperonHostCallbacks cb = l.session.Callbacks();
-  e = Take(OperonHostInstanceCreate(l.model, "model_0", OPERON_HOST_KIND_CPU, 0, &cb, &l.instance));
+  // --gpu D: a KIND_GPU instance on device D (else KIND_CPU).
+  e = Take(OperonHostInstanceCreate(l.model, "model_0", gpu >= 0 ? OPERON_HOST_KIND_GPU : OPERON_HOST_KIND_CPU,
+                                    gpu >= 0 ? gpu : 0, &cb, &l.instance));
   if (!e.empty()) { std::printf("instance create failed: %s\n", e.c_str()); return 2; }
   // --repeat: time K executions of the same batch first (responses dropped).
   if (repeat > 1) {
@@ -695,6 +705,6 @@ int main(int argc, char** argv) {
                "       operon-backend-host run --name N --library L --model-dir D --config JSON|@file "
                "[--backend-config JSON] [--auto-complete] [--requests K] [--wait-ms T] "
                "[--input NAME:DTYPE:D1,D2:V1,V2]... [--input-file NAME:DTYPE:D1,D2:FILE]... [--output NAME]... "
-               "[--dump-dir DIR] [--repeat K]\n");
+               "[--dump-dir DIR] [--repeat K] [--gpu DEVICE]\n");
   return 2;
 }

@@ -22,6 +22,7 @@ import { SessionStore } from "./services/accounts/session-store.js";
 import { Datasets } from "./services/batch/datasets.js";
 import { BatchJobs } from "./services/batch/batch-jobs.js";
 import { dirname, join } from "node:path";
+import type { Logger } from "@operon/protocol/logger";
 
 /**
  * The control plane: the API's services over one database and one gateway,
@@ -130,6 +131,9 @@ export class ControlPlane {
     const backgroundStops: Array<() => Promise<void> | void> = [];
     // The upload sweeper; stopping removes the staged files of unfinished uploads.
     backgroundStops.push(() => uploads.stop());
+    // The gateway keeps operators in memory only: register the stored ones before
+    // anything resumes that may call them (queued perf runs, batch jobs).
+    await registerStoredOperators(services.operators, resolved.logger);
     // Runs a crash left RUNNING cannot be resumed: they end FAILED "interrupted by a restart".
     const interrupted = await services.perfRuns.recoverInterrupted();
     if (interrupted > 0)
@@ -156,9 +160,9 @@ export class ControlPlane {
   }
 
   /**
-   * Registers every stored operator with the gateway, whose operators live
-   * in its memory only: call once the gateway is up (the CLI does). Failures
-   * (e.g. a model an operator calls is no longer served) are logged and
+   * Registers every stored operator with the gateway again, for a gateway
+   * that restarted with none (create() does it once, before jobs resume).
+   * Failures (e.g. a model an operator calls is no longer served) are
    * returned, never thrown.
    */
   async syncOperatorsToGateway(): Promise<{ registered: string[]; failures: SyncFailure[] }> {
@@ -175,5 +179,25 @@ export class ControlPlane {
     if (this.stopped) return;
     this.stopped = true;
     for (const stop of this.backgroundStops.reverse()) await stop();
+  }
+}
+
+/**
+ * Registers the stored operators with the gateway, logging what it did. The
+ * gateway must be up; one it cannot reach fails each operator, which is
+ * logged, never thrown: the control plane still starts.
+ */
+async function registerStoredOperators(operators: OperatorRegistry, logger: Logger): Promise<void> {
+  try {
+    const { registered, failures } = await operators.syncToGateway();
+    if (registered.length > 0)
+      logger.info({ operators: registered }, "registered the stored operators with the gateway");
+    for (const failure of failures)
+      logger.error(
+        { operator: failure.name, reason: failure.message },
+        "a stored operator could not be registered with the gateway",
+      );
+  } catch (error) {
+    logger.error({ err: (error as Error).message }, "could not register the stored operators with the gateway");
   }
 }

@@ -78,6 +78,13 @@ export interface BackendRequest {
   readonly requestId: number;
   /** The client's request id; "" when it sent none. */
   readonly id: string;
+  /**
+   * The log ids (X-Request-Id) of the client requests behind this one (one;
+   * several when the gateway batched them). Lines the backend writes while
+   * its execute runs carry them already; a line written later about this
+   * request (a decoupled stream) should carry them too.
+   */
+  readonly logIds?: readonly string[];
   /** Valid until the request's final response: they may be views into shared memory. */
   readonly inputs: Tensor[];
   /** Empty = every output. */

@@ -178,6 +178,12 @@ export interface InitializeArgs {
 
 /** What a model class's instances provide. */
 export interface ModelInstance {
+  /**
+   * True when the model runs its own work on the GPU it is given (initialize's deviceId, e.g. through a
+   * native addon). Without it a KIND_GPU instance is refused at load: a TypeScript model runs on the CPU,
+   * and an instance placed on a GPU never runs on the CPU instead.
+   */
+  readonly usesGpu?: boolean;
   initialize?(args: InitializeArgs): void | Promise<void>;
   execute(
     requests: TypedRequest[],

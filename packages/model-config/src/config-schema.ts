@@ -7,12 +7,12 @@
  * Also holds the small scalar-type rules (integer bounds, enum lookup) that
  * both readers share, so text and JSON configs are judged identically.
  */
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { PROTO_DIR } from "@operon/protocol/proto-dir";
 // protobufjs is CommonJS: only its default export exists at runtime under ESM.
 import protobuf from "protobufjs";
 
-// Same relative path from src/ (tests, "source" condition) and dist/ (built).
-const PROTO_PATH = fileURLToPath(new URL("../../protocol/proto/model_config.proto", import.meta.url));
+const PROTO_PATH = join(PROTO_DIR, "model_config.proto");
 
 let root: protobuf.Root | undefined;
 

@@ -176,6 +176,16 @@ describe("GrpcInferenceClient", () => {
     });
   });
 
+  it("sends a priority with every inference as a uint64 parameter, beside the perf-traffic tag", async () => {
+    const received: Received[] = [];
+    const fake = await startFakeGrpcServer(received);
+    server = fake.server;
+    client = await GrpcInferenceClient.create({ url: fake.target, model: "toy", inputSets: [SET], priority: 3 });
+    await client.infer();
+    expect(received[0]!.parameters!["priority"]).toMatchObject({ uint64_param: "3" });
+    expect(received[0]!.parameters!["operon_traffic"]).toMatchObject({ string_param: "perf" });
+  });
+
   it("adds a sequence request's controls to the prepared message as uint64 and bool parameters", async () => {
     const received: Received[] = [];
     const fake = await startFakeGrpcServer(received);

@@ -116,7 +116,10 @@ export class GrpcInferenceClient implements InferenceClient {
       options.streaming === true
         ? new GrpcInferStream(this.client, this.methods.ModelStreamInfer, this.metadata)
         : undefined;
-    const perfTraffic = { [PERF_TRAFFIC_PARAMETER]: { string_param: PERF_TRAFFIC_VALUE } };
+    const perfTraffic = {
+      [PERF_TRAFFIC_PARAMETER]: { string_param: PERF_TRAFFIC_VALUE },
+      ...(options.priority !== undefined ? { priority: { uint64_param: String(options.priority) } } : {}),
+    };
     const shm = options.sharedMemory;
     this.prepared = (options.inputSets ?? []).map((set, i) =>
       this.methods.ModelInfer.requestSerialize(
@@ -211,6 +214,7 @@ export class GrpcInferenceClient implements InferenceClient {
         max_batch_size?: number | string;
         sequence_batching?: object | null;
         model_transaction_policy?: { decoupled?: boolean } | null;
+        response_cache?: { enable?: boolean } | null;
       };
     };
     return {
@@ -218,6 +222,7 @@ export class GrpcInferenceClient implements InferenceClient {
       sequenceBatching:
         typeof response.config?.sequence_batching === "object" && response.config.sequence_batching !== null,
       decoupled: response.config?.model_transaction_policy?.decoupled === true,
+      responseCache: response.config?.response_cache?.enable === true,
     };
   }
 

@@ -54,6 +54,35 @@ describe("HttpInferenceClient", () => {
     });
   });
 
+  it("sends a priority with every inference, binary and JSON (automatic runs measure at the lowest level)", async () => {
+    server = await startFakeKserveServer();
+    client = new HttpInferenceClient({ url: server.url, model: "toy", inputSets: [SET], priority: 3 });
+    await client.infer();
+    const binary = server.received[0]!;
+    const headerLength = Number(binary.headers["inference-header-content-length"]);
+    expect(JSON.parse(binary.body.subarray(0, headerLength).toString()).parameters).toEqual({
+      binary_data_output: true,
+      operon_traffic: "perf",
+      priority: 3,
+    });
+    client.close();
+    client = new HttpInferenceClient({
+      url: server.url,
+      model: "toy",
+      inputSets: [SET],
+      priority: 3,
+      binaryData: false,
+    });
+    await client.infer({ id: 5n, start: true, end: false });
+    expect(JSON.parse(server.received[1]!.body.toString()).parameters).toEqual({
+      operon_traffic: "perf",
+      priority: 3,
+      sequence_id: 5,
+      sequence_start: true,
+      sequence_end: false,
+    });
+  });
+
   it("sends the extra headers (an API key) with inferences and metadata calls", async () => {
     server = await startFakeKserveServer();
     client = new HttpInferenceClient({

@@ -46,6 +46,8 @@ export class HttpInferenceClient implements InferenceClient {
   private readonly prepared: PreparedHttpRequest[];
   private readonly controlTimeoutMs: number;
   private readonly description: string;
+  /** The top-level parameters of every inference: the perf-traffic tag, and the priority when one is asked for. */
+  private readonly requestParameters: Record<string, string | number>;
   private next = 0;
   private closed = false;
 
@@ -60,6 +62,11 @@ export class HttpInferenceClient implements InferenceClient {
     this.agent = new http.Agent({ keepAlive: true, maxSockets: options.maxConnections ?? Infinity });
     // Metadata and statistics calls use their own socket, never one the load is waiting for.
     this.controlAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    // Perf traffic is not user traffic: the gateway counts it apart (perf-traffic.ts). A priority rides along.
+    this.requestParameters = {
+      [PERF_TRAFFIC_PARAMETER]: PERF_TRAFFIC_VALUE,
+      ...(options.priority !== undefined ? { priority: options.priority } : {}),
+    };
     const binary = options.binaryData ?? true;
     const shm = options.sharedMemory;
     this.prepared = (options.inputSets ?? []).map((set, i) =>
@@ -116,11 +123,13 @@ export class HttpInferenceClient implements InferenceClient {
       max_batch_size?: unknown;
       sequence_batching?: unknown;
       model_transaction_policy?: { decoupled?: unknown } | null;
+      response_cache?: { enable?: unknown } | null;
     };
     return {
       maxBatchSize: Number(config.max_batch_size ?? 0) || 0,
       sequenceBatching: typeof config.sequence_batching === "object" && config.sequence_batching !== null,
       decoupled: config.model_transaction_policy?.decoupled === true,
+      responseCache: config.response_cache?.enable === true,
     };
   }
 
@@ -151,8 +160,7 @@ export class HttpInferenceClient implements InferenceClient {
           parameters: windowParameters(windows[i]!),
         })),
         outputs: outputs.map((output) => ({ name: output.name, parameters: windowParameters(output) })),
-        // Perf traffic is not user traffic: the gateway counts it apart (perf-traffic.ts).
-        parameters: { [PERF_TRAFFIC_PARAMETER]: PERF_TRAFFIC_VALUE },
+        parameters: this.requestParameters,
       }),
       "utf8",
     );
@@ -182,7 +190,7 @@ export class HttpInferenceClient implements InferenceClient {
             shape: input.shape,
             parameters: { binary_data_size: input.data.length },
           })),
-          parameters: { binary_data_output: true, [PERF_TRAFFIC_PARAMETER]: PERF_TRAFFIC_VALUE },
+          parameters: { binary_data_output: true, ...this.requestParameters },
         }),
         "utf8",
       );
@@ -199,7 +207,10 @@ export class HttpInferenceClient implements InferenceClient {
         }
         return `{"name":${JSON.stringify(input.name)},"datatype":"${input.datatype}","shape":${JSON.stringify(input.shape)},"data":${bufferToJsonText(input)}}`;
       });
-      body = Buffer.from(`{"inputs":[${inputs.join(",")}],"parameters":${PERF_TRAFFIC_PARAMETERS_JSON}}`, "utf8");
+      body = Buffer.from(
+        `{"inputs":[${inputs.join(",")}],"parameters":${JSON.stringify(this.requestParameters)}}`,
+        "utf8",
+      );
       headers["content-type"] = "application/json";
     }
     headers["content-length"] = body.length;
@@ -379,4 +390,3 @@ function statusMessage(status: number | undefined, body: Buffer): string {
 }
 
 /** Perf traffic is not user traffic: every request carries the tag the gateway counts apart (perf-traffic.ts). */
-const PERF_TRAFFIC_PARAMETERS_JSON = JSON.stringify({ [PERF_TRAFFIC_PARAMETER]: PERF_TRAFFIC_VALUE });

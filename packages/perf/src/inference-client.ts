@@ -33,6 +33,8 @@ export interface ModelConfigSummary {
   sequenceBatching: boolean;
   /** `model_transaction_policy { decoupled: true }`: only a stream can carry its responses (--streaming). */
   decoupled: boolean;
+  /** `response_cache { enable: true }`: the server answers repeated requests from its cache. */
+  responseCache: boolean;
 }
 
 export type PerfProtocol = "http" | "grpc";
@@ -62,6 +64,8 @@ export interface InferenceClientOptions {
   sharedMemory?: PerfSharedMemoryPlan;
   /** gRPC only: send every request over one ModelStreamInfer call (perf_analyzer's --streaming). */
   streaming?: boolean;
+  /** The request parameter `priority` on every inference (Triton's priority levels, 1 = highest); unset = none. */
+  priority?: number;
 }
 
 export const DEFAULT_CONTROL_TIMEOUT_MS = 10_000;

@@ -72,6 +72,24 @@ describe("formatPerfAnalyzerCsv", () => {
     );
   });
 
+  it("adds perf_analyzer's Server Cache Hit / Miss columns when the model's response cache is on", () => {
+    const cached = { ...server, cacheHits: 6, cacheHitUs: 3.9, cacheMisses: 4, cacheMissUs: 12.2 };
+    const csv = formatPerfAnalyzerCsv(report([step(1, 1234.5, { server: cached })], { responseCache: true }));
+    expect(csv).toBe(
+      "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Server Cache Hit,Server Cache Miss,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency\n" +
+        // Network+Server = 120.9 - (10.9 + 5 + 50.5 + 4 + 3.9 + 12.2): the cache times count as the server's.
+        "1,1234.5,0,34,10,5,50,4,3,12,0,100,110,120,130\n",
+    );
+    // Read back, the average latency is the sum of its parts, cache times included.
+    expect(parsePerfAnalyzerCsv(csv)[0]!.avgLatencyUs).toBe(34 + 10 + 5 + 50 + 4 + 3 + 12);
+    // Without the response cache (perf_analyzer keeps the columns out for older readers), and a cache on with no
+    // hit or miss counted yet writes 0s.
+    expect(formatPerfAnalyzerCsv(report([step(1, 1, { server: cached })])).split("\n")[0]).not.toContain("Cache");
+    expect(formatPerfAnalyzerCsv(report([step(1, 1, { server })], { responseCache: true })).split("\n")[1]).toBe(
+      "1,1,0,50,10,5,50,4,0,0,0,100,110,120,130",
+    );
+  });
+
   it("drops the server columns when a step has no server statistics, and names the rate in request-rate mode", () => {
     const rate = { ...step(1, 10), concurrency: undefined, requestRate: 100 } as unknown as PerfStep;
     const csv = formatPerfAnalyzerCsv({ ...report([rate]), mode: "request-rate" });

@@ -7,11 +7,16 @@ import type { PerfReport, PerfStep } from "./perf-report.js";
  *
  *   Concurrency|Request Rate, Inferences/Second, Client Send,
  *   [Network+Server Send/Recv, Server Queue, Server Compute Input,
- *    Server Compute Infer, Server Compute Output,] Client Recv,
+ *    Server Compute Infer, Server Compute Output,
+ *    [Server Cache Hit, Server Cache Miss,]] Client Recv,
  *   p50 latency, p90 latency, p95 latency, p99 latency
  *
  * The server columns are there when the server's statistics were read for
- * every step (perf_analyzer's include_server_stats); a --percentile outside
+ * every step (perf_analyzer's include_server_stats); the two cache columns
+ * only when the model's config enables the response cache (perf_analyzer
+ * leaves them out otherwise, for older readers), each the average time of
+ * one hit / one miss, and counted with the server's time when Network+Server
+ * is derived. A --percentile outside
  * 50/90/95/99 adds its own "pN latency" column in numeric order, as
  * perf_analyzer's percentile map does. Rows are sorted by increasing
  * inferences/second, times are whole microseconds (perf_analyzer divides
@@ -31,6 +36,7 @@ export function formatPerfAnalyzerCsv(report: PerfReport, options: { verbose?: b
     (a, b) => a - b,
   );
   const withServer = report.steps.length > 0 && report.steps.every((step) => step.server !== undefined);
+  const withCache = withServer && report.config.responseCache === true;
   const header = [report.mode === "concurrency" ? "Concurrency" : "Request Rate", "Inferences/Second", "Client Send"];
   if (withServer) {
     header.push(
@@ -40,6 +46,7 @@ export function formatPerfAnalyzerCsv(report: PerfReport, options: { verbose?: b
       "Server Compute Infer",
       "Server Compute Output",
     );
+    if (withCache) header.push("Server Cache Hit", "Server Cache Miss");
   }
   header.push("Client Recv", ...percentiles.map((p) => `p${p} latency`));
   if (options.verbose === true) {
@@ -48,14 +55,22 @@ export function formatPerfAnalyzerCsv(report: PerfReport, options: { verbose?: b
   }
   const rows = [...report.steps]
     .sort((a, b) => a.throughputInferPerSec - b.throughputInferPerSec)
-    .map((step) => rowOf(step, percentiles, withServer, options.verbose === true && percentile === undefined, options));
+    .map((step) =>
+      rowOf(
+        step,
+        percentiles,
+        { withServer, withCache },
+        options.verbose === true && percentile === undefined,
+        options,
+      ),
+    );
   return `${[header.join(","), ...rows].join("\n")}\n`;
 }
 
 function rowOf(
   step: PerfStep,
   percentiles: number[],
-  withServer: boolean,
+  { withServer, withCache }: { withServer: boolean; withCache: boolean },
   avgColumn: boolean,
   options: { verbose?: boolean },
 ): string {
@@ -64,7 +79,9 @@ function rowOf(
   const avgUs = step.latencyUs.avg;
   if (withServer && step.server !== undefined) {
     const { queueUs, computeInputUs, computeInferUs, computeOutputUs } = step.server;
-    const accounted = queueUs + computeInputUs + computeInferUs + computeOutputUs;
+    const cacheHitUs = withCache ? (step.server.cacheHitUs ?? 0) : 0;
+    const cacheMissUs = withCache ? (step.server.cacheMissUs ?? 0) : 0;
+    const accounted = queueUs + computeInputUs + computeInferUs + computeOutputUs + cacheHitUs + cacheMissUs;
     cells.push(
       wholeUs(Math.max(0, avgUs - accounted)),
       wholeUs(queueUs),
@@ -72,6 +89,7 @@ function rowOf(
       wholeUs(computeInferUs),
       wholeUs(computeOutputUs),
     );
+    if (withCache) cells.push(wholeUs(cacheHitUs), wholeUs(cacheMissUs));
   }
   cells.push("0", ...percentiles.map((p) => wholeUs(latencyAt(step, p))));
   if (options.verbose === true) {
@@ -212,8 +230,13 @@ export function parsePerfAnalyzerCsv(text: string): PerfAnalyzerCsvRow[] {
       const clientUs =
         (column("Client Send") >= 0 ? value("Client Send") : 0) +
         (column("Client Recv") >= 0 ? value("Client Recv") : 0);
+      // perf_analyzer subtracts the cache hit and miss times too when it derives Network+Server.
+      const cacheUs =
+        (column("Server Cache Hit") >= 0 ? value("Server Cache Hit") : 0) +
+        (column("Server Cache Miss") >= 0 ? value("Server Cache Miss") : 0);
       row.avgLatencyUs =
         clientUs +
+        cacheUs +
         value("Network+Server Send/Recv") +
         row.server.queueUs +
         row.server.computeInputUs +

@@ -48,12 +48,16 @@ export interface PerfReportConfig {
   maxTrials: number;
   /** Set in request-count mode: each step sent exactly this many requests, measured as one window. */
   requestCount?: number;
+  /** Every request carried this `priority` parameter (the model's priority level it was queued at; 1 = highest). */
+  priority?: number;
   /** --percentile: stability was judged on this latency percentile (each step reports it as percentileLatencyUs). */
   percentile?: number;
   /** --shared-memory system: tensors went through registered POSIX shared memory, not the request bodies. */
   sharedMemory?: "system";
   /** With sharedMemory: bytes reserved per output. */
   outputSharedMemorySize?: number;
+  /** The model's config has `response_cache { enable: true }` (perf_analyzer then adds the cache columns to its CSV). */
+  responseCache?: boolean;
   /** --streaming: requests went over one gRPC ModelStreamInfer call; latency is the time to the final response. */
   streaming?: boolean;
   /** A sequence model: requests were sent as sequences of this many (--sequence-length), ids from sequenceIdStart. */
@@ -104,6 +108,15 @@ export interface PerfServerStats {
   computeOutputUs: number;
   /** Executions per batch size ("1": 120, "4": 30), from batch_stats. */
   batchSizes: Record<string, number>;
+  /**
+   * The response cache (set when the server counted hits or misses): how
+   * many requests were answered from it and how many looked it up in vain,
+   * and the average time of each (µs, per hit and per miss).
+   */
+  cacheHits?: number;
+  cacheHitUs?: number;
+  cacheMisses?: number;
+  cacheMissUs?: number;
 }
 
 export interface PerfWindow {

@@ -75,6 +75,11 @@ export interface PerfOptions {
   signal?: AbortSignal;
   /** Sent with every request (HTTP headers / gRPC metadata), e.g. `{ authorization: "Bearer <key>" }`; never written to the report. */
   headers?: Readonly<Record<string, string>>;
+  /**
+   * The request parameter `priority` on every request: a model with priority levels queues the run's requests at
+   * that level (1 = highest), so a run measured at its lowest level yields to users' requests. Unset = none.
+   */
+  priority?: number;
   /** perf_analyzer's --percentile (1-99): stability uses this latency percentile, and each step reports it. */
   percentile?: number;
   /** perf_analyzer's --shared-memory: "system" sends every tensor through registered POSIX shared memory. */
@@ -123,6 +128,7 @@ export interface ResolvedPerfOptions {
   inputData: string;
   binaryData: boolean;
   percentile: number | undefined;
+  priority: number | undefined;
   sharedMemory: "none" | "system";
   outputSharedMemorySize: number;
   streaming: boolean;
@@ -169,6 +175,7 @@ export function resolvePerfOptions(options: PerfOptions): ResolvedPerfOptions {
     inputData: options.inputData ?? PERF_DEFAULTS.inputData,
     binaryData: options.binaryData ?? PERF_DEFAULTS.binaryData,
     percentile: options.percentile === undefined ? undefined : percentileOption(options.percentile),
+    priority: options.priority === undefined ? undefined : positiveInteger(options.priority, "--priority"),
     sharedMemory: options.sharedMemory ?? "none",
     outputSharedMemorySize: positiveInteger(
       options.outputSharedMemorySize ?? DEFAULT_OUTPUT_SHARED_MEMORY_BYTES,
@@ -214,6 +221,7 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
     version: resolved.version,
     binaryData: resolved.binaryData,
     ...(options.headers !== undefined ? { headers: options.headers } : {}),
+    ...(resolved.priority !== undefined ? { priority: resolved.priority } : {}),
   };
 
   const control = await createInferenceClient(resolved.protocol, clientOptions);
@@ -222,7 +230,7 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
   let sequences: SequenceDriver | undefined;
   try {
     const metadata = await control.modelMetadata();
-    const { maxBatchSize, sequenceBatching, decoupled } = await control.modelConfig();
+    const { maxBatchSize, sequenceBatching, decoupled, responseCache } = await control.modelConfig();
     if (decoupled && !resolved.streaming) {
       throw bad(
         `model '${resolved.model}' is decoupled: its responses only come over a stream; measure it with --streaming -i grpc`,
@@ -326,9 +334,11 @@ export async function runPerf(options: PerfOptions, hooks: PerfHooks = {}): Prom
         maxTrials: resolved.maxTrials,
         ...(resolved.requestCount !== undefined ? { requestCount: resolved.requestCount } : {}),
         ...(resolved.percentile !== undefined ? { percentile: resolved.percentile } : {}),
+        ...(resolved.priority !== undefined ? { priority: resolved.priority } : {}),
         ...(resolved.sharedMemory === "system"
           ? { sharedMemory: "system" as const, outputSharedMemorySize: resolved.outputSharedMemorySize }
           : {}),
+        ...(responseCache ? { responseCache: true } : {}),
         ...(resolved.streaming ? { streaming: true } : {}),
         ...(sequenceBatching
           ? {

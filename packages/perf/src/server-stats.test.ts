@@ -68,6 +68,23 @@ describe("server statistics deltas", () => {
     expect(summarizeServerStats(merged).computeInferUs).toBe(5.5);
   });
 
+  it("averages the response cache's hits and misses per hit and per miss, across windows", () => {
+    const cached = (hits: number, misses: number): ModelStatistics => {
+      const base = entry("1", misses);
+      base.inference_stats.cache_hit = { count: hits, ns: hits * 3_000 };
+      base.inference_stats.cache_miss = { count: misses, ns: misses * 12_000 };
+      return base;
+    };
+    const first = diffSnapshots(snapshotOf([cached(0, 0)]), snapshotOf([cached(6, 4)]));
+    const second = diffSnapshots(snapshotOf([cached(6, 4)]), snapshotOf([cached(10, 5)]));
+    expect(summarizeServerStats(addSnapshots(first, second))).toMatchObject({
+      cacheHits: 10,
+      cacheHitUs: 3,
+      cacheMisses: 5,
+      cacheMissUs: 12,
+    });
+  });
+
   it("averages to 0 when nothing ran", () => {
     const none = diffSnapshots(snapshotOf([entry("1", 3)]), snapshotOf([entry("1", 3)]));
     expect(summarizeServerStats(none)).toEqual({

@@ -17,6 +17,8 @@ export interface ServerStatsSnapshot {
   computeInput: DurationStat;
   computeInfer: DurationStat;
   computeOutput: DurationStat;
+  cacheHit: DurationStat;
+  cacheMiss: DurationStat;
   inferenceCount: number;
   executionCount: number;
   /** batch_stats: executions (compute_infer count) per batch size. */
@@ -30,6 +32,8 @@ export function emptySnapshot(): ServerStatsSnapshot {
     computeInput: zero(),
     computeInfer: zero(),
     computeOutput: zero(),
+    cacheHit: zero(),
+    cacheMiss: zero(),
     inferenceCount: 0,
     executionCount: 0,
     batches: {},
@@ -46,6 +50,9 @@ export function snapshotOf(entries: readonly ModelStatistics[]): ServerStatsSnap
     addInto(total.computeInput, stats.compute_input);
     addInto(total.computeInfer, stats.compute_infer);
     addInto(total.computeOutput, stats.compute_output);
+    // Older servers (and gRPC answers without the fields) have no cache counters.
+    if (stats.cache_hit !== undefined) addInto(total.cacheHit, stats.cache_hit);
+    if (stats.cache_miss !== undefined) addInto(total.cacheMiss, stats.cache_miss);
     total.inferenceCount += entry.inference_count;
     total.executionCount += entry.execution_count;
     for (const batch of entry.batch_stats) {
@@ -71,6 +78,8 @@ export function diffSnapshots(before: ServerStatsSnapshot, after: ServerStatsSna
     computeInput: minus(after.computeInput, base.computeInput),
     computeInfer: minus(after.computeInfer, base.computeInfer),
     computeOutput: minus(after.computeOutput, base.computeOutput),
+    cacheHit: minus(after.cacheHit, base.cacheHit),
+    cacheMiss: minus(after.cacheMiss, base.cacheMiss),
     inferenceCount: Math.max(0, after.inferenceCount - base.inferenceCount),
     executionCount: Math.max(0, after.executionCount - base.executionCount),
     batches,
@@ -86,6 +95,8 @@ export function addSnapshots(a: ServerStatsSnapshot, b: ServerStatsSnapshot): Se
     addInto(sum.computeInput, part.computeInput);
     addInto(sum.computeInfer, part.computeInfer);
     addInto(sum.computeOutput, part.computeOutput);
+    addInto(sum.cacheHit, part.cacheHit);
+    addInto(sum.cacheMiss, part.cacheMiss);
     sum.inferenceCount += part.inferenceCount;
     sum.executionCount += part.executionCount;
     for (const [size, count] of Object.entries(part.batches)) sum.batches[size] = (sum.batches[size] ?? 0) + count;
@@ -93,7 +104,7 @@ export function addSnapshots(a: ServerStatsSnapshot, b: ServerStatsSnapshot): Se
   return sum;
 }
 
-/** Per-request averages (µs, 0.1 precision) of a delta, for the report. */
+/** Per-request averages (µs, 0.1 precision) of a delta, for the report; cache hit and miss times are per hit and per miss. */
 export function summarizeServerStats(delta: ServerStatsSnapshot): PerfServerStats {
   return {
     requests: delta.success.count,
@@ -102,6 +113,14 @@ export function summarizeServerStats(delta: ServerStatsSnapshot): PerfServerStat
     computeInferUs: averageUs(delta.computeInfer),
     computeOutputUs: averageUs(delta.computeOutput),
     batchSizes: { ...delta.batches },
+    ...(delta.cacheHit.count > 0 || delta.cacheMiss.count > 0
+      ? {
+          cacheHits: delta.cacheHit.count,
+          cacheHitUs: averageUs(delta.cacheHit),
+          cacheMisses: delta.cacheMiss.count,
+          cacheMissUs: averageUs(delta.cacheMiss),
+        }
+      : {}),
   };
 }
 

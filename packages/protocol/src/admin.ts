@@ -3,106 +3,77 @@ import { z } from "zod";
 /**
  * The contract between the gateway and the control plane: Operon's admin
  * extension of the gateway's HTTP API (beyond KServe v2 and Triton's
- * extensions) and the parts of Triton's API the control plane reads. The
- * gateway builds these shapes (types); the control plane parses every
- * answer with the schemas (services/gateway/gateway-client.ts), so a
- * drift between the two is a clear error, not an `undefined` deep inside.
- *
+ * extensions) and the parts of Triton's API the control plane reads. Each
+ * shape is written once, as a zod schema, and its type is inferred from it:
+ * the gateway builds the types; the control plane parses every answer with
+ * the schemas (services/gateway/gateway-client.ts), so a drift between the
+ * two is a clear error, not an `undefined` deep inside.
+ */
+
+/**
  * GET /v2/operon/workers → WorkersResponse: one entry per model instance
  * (a worker process), for the console's workers page and the usage sampler.
  */
-export interface WorkerInstanceInfo {
-  model: string;
-  version: string;
+const workerInstanceInfoSchema = z.object({
+  model: z.string(),
+  version: z.string(),
   /** Triton's instance name, e.g. `add_sub_0_0`. */
-  instance: string;
+  instance: z.string(),
   /** The backend hosting the model (onnxruntime, typescript, ...). */
-  backend: string;
-  kind: "CPU" | "GPU";
+  backend: z.string(),
+  kind: z.enum(["CPU", "GPU"]),
   /** GPU index for KIND_GPU instances; null on CPU. */
-  device: number | null;
+  device: z.number().nullable(),
   /**
    * "thread": a thread of the gateway process (pid is the gateway's, tid the
    * thread's; cpuSeconds is the thread's own, its memory is the gateway's, so
    * rssBytes is null); "process": a worker process of its own.
    */
-  isolation: "thread" | "process";
-  /** Linux thread id of a thread instance; absent for processes and elsewhere. */
-  tid?: number;
-  /** null while the worker is (re)starting. */
-  pid: number | null;
-  state: "READY" | "RESTARTING" | "FAILED";
-  inFlight: number;
-  /** Restarts after crashes since the model version was loaded. */
-  restarts: number;
-  /** ISO time the current worker process started. */
-  startedAt: string | null;
-  /** CPU time (user + system) the current worker process has used, seconds; null when unknown. */
-  cpuSeconds: number | null;
-  /** Resident memory of the worker process, bytes; null when unknown. */
-  rssBytes: number | null;
-}
-
-export interface WorkersResponse {
-  workers: WorkerInstanceInfo[];
-  /** CPU cores of the gateway's host, for turning CPU seconds into utilization. */
-  hostCpuCores: number;
-  /** The gateway process's own CPU seconds and resident memory. */
-  gateway: { pid: number; cpuSeconds: number; rssBytes: number };
-  /**
-   * The host's GPUs as NVML last read them (the readings behind nv_gpu_*); empty
-   * when the gateway has no GPU metrics (no driver library, --allow-gpu-metrics false).
-   */
-  gpus: GpuInfo[];
-}
-
-export interface GpuInfo {
-  /** The CUDA ordinal instance_group gpus and WorkerInstanceInfo.device name; null when CUDA_VISIBLE_DEVICES hides it. */
-  device: number | null;
-  uuid: string;
-  /** 0..1; null when the device does not report it. */
-  utilization: number | null;
-  memoryTotalBytes: number | null;
-  memoryUsedBytes: number | null;
-  powerUsageWatts: number | null;
-}
-
-const workerInstanceSchema = z.looseObject({
-  model: z.string(),
-  version: z.string(),
-  instance: z.string(),
-  backend: z.string(),
-  kind: z.enum(["CPU", "GPU"]),
-  device: z.number().nullable(),
   isolation: z.enum(["thread", "process"]),
+  /** Linux thread id of a thread instance; absent for processes and elsewhere. */
   tid: z.number().optional(),
+  /** null while the worker is (re)starting. */
   pid: z.number().nullable(),
   state: z.enum(["READY", "RESTARTING", "FAILED"]),
   inFlight: z.number(),
+  /** Restarts after crashes since the model version was loaded. */
   restarts: z.number(),
+  /** ISO time the current worker process started. */
   startedAt: z.string().nullable(),
+  /** CPU time (user + system) the current worker process has used, seconds; null when unknown. */
   cpuSeconds: z.number().nullable(),
+  /** Resident memory of the worker process, bytes; null when unknown. */
   rssBytes: z.number().nullable(),
 });
+export type WorkerInstanceInfo = z.infer<typeof workerInstanceInfoSchema>;
+
+const gpuInfoSchema = z.object({
+  /** The CUDA ordinal instance_group gpus and WorkerInstanceInfo.device name; null when CUDA_VISIBLE_DEVICES hides it. */
+  device: z.number().nullable(),
+  uuid: z.string(),
+  /** 0..1; null when the device does not report it. */
+  utilization: z.number().nullable(),
+  memoryTotalBytes: z.number().nullable(),
+  memoryUsedBytes: z.number().nullable(),
+  powerUsageWatts: z.number().nullable(),
+});
+export type GpuInfo = z.infer<typeof gpuInfoSchema>;
 
 export const workersResponseSchema = z.object({
-  workers: z.array(workerInstanceSchema),
+  workers: z.array(workerInstanceInfoSchema),
+  /** CPU cores of the gateway's host, for turning CPU seconds into utilization. */
   hostCpuCores: z.number(),
+  /** The gateway process's own CPU seconds and resident memory. */
   gateway: z.object({ pid: z.number(), cpuSeconds: z.number(), rssBytes: z.number() }),
-  // Absent from gateways older than the GPU metrics: read as none.
-  gpus: z
-    .array(
-      z.looseObject({
-        device: z.number().nullable(),
-        uuid: z.string(),
-        utilization: z.number().nullable(),
-        memoryTotalBytes: z.number().nullable(),
-        memoryUsedBytes: z.number().nullable(),
-        powerUsageWatts: z.number().nullable(),
-      }),
-    )
-    .default([]),
+  /**
+   * The host's GPUs as NVML last read them (the readings behind nv_gpu_*); empty
+   * when the gateway has no GPU metrics (no driver library, --allow-gpu-metrics false).
+   * Absent from gateways older than the GPU metrics: read as none.
+   */
+  gpus: z.array(gpuInfoSchema).default([]),
 });
+/** What the gateway sends and the control plane reads (gpus always present once parsed). */
+export type WorkersResponse = z.infer<typeof workersResponseSchema>;
 
 /** GET /v2 (KServe v2 server metadata). */
 export const serverMetadataSchema = z.object({
@@ -112,23 +83,80 @@ export const serverMetadataSchema = z.object({
 });
 export type ServerMetadataResponse = z.infer<typeof serverMetadataSchema>;
 
-/** POST /v2/repository/index (Triton's model repository extension). */
-export const repositoryIndexSchema = z.array(
-  z.object({
-    name: z.string(),
-    version: z.string().optional(),
-    state: z.string().optional(),
-    reason: z.string().optional(),
-    warnings: z.array(z.string()).optional(),
-  }),
-);
+/** Triton model states as shown by the repository index. */
+const modelStateSchema = z.enum(["UNKNOWN", "READY", "UNAVAILABLE", "LOADING", "UNLOADING"]);
+export type ModelState = z.infer<typeof modelStateSchema>;
 
-/** GET /v2/models[/<name>]/stats (Triton's statistics extension): the envelope and each entry's identity; the figures pass as sent. */
-export const modelStatisticsResponseSchema = z.object({
-  model_stats: z.array(
-    z.looseObject({ name: z.string(), version: z.string(), inference_count: z.number(), execution_count: z.number() }),
-  ),
+/** POST /v2/repository/index (Triton's model repository extension): one entry. */
+const repositoryIndexEntrySchema = z.object({
+  name: z.string(),
+  version: z.string().optional(),
+  state: modelStateSchema.optional(),
+  reason: z.string().optional(),
+  /**
+   * Operon's addition (HTTP only; gRPC's RepositoryIndex has no field for
+   * it): load warnings of a READY version, e.g. config fields Operon does
+   * not implement. Absent when there are none.
+   */
+  warnings: z.array(z.string()).optional(),
 });
+export type RepositoryIndexEntry = z.infer<typeof repositoryIndexEntrySchema>;
+export const repositoryIndexSchema = z.array(repositoryIndexEntrySchema);
+
+/** Triton's statistics JSON (extension_statistics.md). Durations in ns. */
+const durationStatSchema = z.object({ count: z.number(), ns: z.number() });
+export type DurationStat = z.infer<typeof durationStatSchema>;
+
+const inferStatisticsSchema = z.object({
+  success: durationStatSchema,
+  fail: durationStatSchema,
+  queue: durationStatSchema,
+  compute_input: durationStatSchema,
+  compute_infer: durationStatSchema,
+  compute_output: durationStatSchema,
+  cache_hit: durationStatSchema,
+  cache_miss: durationStatSchema,
+});
+export type InferStatistics = z.infer<typeof inferStatisticsSchema>;
+
+const batchStatisticsSchema = z.object({
+  batch_size: z.number(),
+  compute_input: durationStatSchema,
+  compute_infer: durationStatSchema,
+  compute_output: durationStatSchema,
+});
+export type BatchStatistics = z.infer<typeof batchStatisticsSchema>;
+
+/** Tagged perf requests of a model version (perf-traffic.ts): counts and summed request durations. */
+const perfTrafficCountsSchema = z.object({
+  success_count: z.number(),
+  success_ns: z.number(),
+  fail_count: z.number(),
+  fail_ns: z.number(),
+  inference_count: z.number(),
+});
+export type PerfTrafficCounts = z.infer<typeof perfTrafficCountsSchema>;
+
+/** One model version's entry of GET /v2/models[/<name>]/stats (Triton's statistics extension). */
+const modelStatisticsSchema = z.object({
+  name: z.string(),
+  version: z.string(),
+  /** ms since epoch of the last inference, 0 if none. */
+  last_inference: z.number(),
+  inference_count: z.number(),
+  execution_count: z.number(),
+  inference_stats: inferStatisticsSchema,
+  /** Decoupled models' per-response statistics, keyed by the response's index. */
+  response_stats: z.record(z.string(), z.unknown()),
+  batch_stats: z.array(batchStatisticsSchema),
+  memory_usage: z.array(z.object({ type: z.string(), id: z.number(), byte_size: z.number() })),
+  /** Operon's extension (HTTP only): the requests above that were tagged perf traffic (perf-traffic.ts). */
+  operon_perf_traffic: perfTrafficCountsSchema.optional(),
+});
+export type ModelStatistics = z.infer<typeof modelStatisticsSchema>;
+
+/** GET /v2/models[/<name>]/stats: the envelope. */
+export const modelStatisticsResponseSchema = z.object({ model_stats: z.array(modelStatisticsSchema) });
 
 /** POST /v2/operon/models/<name>/instances: the resource scheduler's lever. */
 export const scaleModelResponseSchema = z.object({ model: z.string(), from: z.number(), to: z.number() });
@@ -142,8 +170,17 @@ export const modelScalingSchema = z.object({
   queued: z.number(),
 });
 export type ModelScaling = z.infer<typeof modelScalingSchema>;
-/** A served operator's requests in flight now (GET /v2/operon/scaling: operators). */
-export const operatorLoadSchema = z.object({ operator: z.string(), inFlight: z.number() });
+/**
+ * A served operator's requests in flight now, and the calls of each model its steps completed since it was loaded
+ * (each try of a retry and a fallback model's calls included; GET /v2/operon/scaling: operators). The resource
+ * scheduler takes the calls' change per period from each model's completions to find its direct requests.
+ */
+export const operatorLoadSchema = z.object({
+  operator: z.string(),
+  inFlight: z.number(),
+  /** Absent from gateways older than the per-model call counts. */
+  modelCalls: z.record(z.string(), z.number()).optional(),
+});
 export type OperatorLoad = z.infer<typeof operatorLoadSchema>;
 export const scalingStateSchema = z.object({
   models: z.array(modelScalingSchema),

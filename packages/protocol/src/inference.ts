@@ -9,6 +9,13 @@ export interface InferRequest {
   /** Explicit version ("" or undefined = the server picks, Triton-style: latest ready). */
   modelVersion?: string;
   id?: string;
+  /**
+   * The id this request's log lines carry, set by the frontend that took it
+   * (the client's X-Request-Id / x-request-id, or one it generated); it
+   * travels to the instance that runs the request, so the backend's lines
+   * carry it too. Never from the request body.
+   */
+  logId?: string;
   parameters: Parameters;
   inputs: InferInput[];
   /** Requested outputs; undefined or empty = all outputs. */
@@ -96,69 +103,17 @@ export interface ServerMetadata {
   extensions: string[];
 }
 
-/** Triton model states as shown by the repository index. */
-export type ModelState = "UNKNOWN" | "READY" | "UNAVAILABLE" | "LOADING" | "UNLOADING";
-
-export interface RepositoryIndexEntry {
-  name: string;
-  version?: string;
-  state?: ModelState;
-  reason?: string;
-  /**
-   * Operon's addition (HTTP only; gRPC's RepositoryIndex has no field for
-   * it): load warnings of a READY version, e.g. config fields Operon does
-   * not implement. Absent when there are none.
-   */
-  warnings?: string[];
-}
-
-/** Triton's statistics JSON (extension_statistics.md). Durations in ns. */
-export interface DurationStat {
-  count: number;
-  ns: number;
-}
-
-export interface InferStatistics {
-  success: DurationStat;
-  fail: DurationStat;
-  queue: DurationStat;
-  compute_input: DurationStat;
-  compute_infer: DurationStat;
-  compute_output: DurationStat;
-  cache_hit: DurationStat;
-  cache_miss: DurationStat;
-}
-
-export interface BatchStatistics {
-  batch_size: number;
-  compute_input: DurationStat;
-  compute_infer: DurationStat;
-  compute_output: DurationStat;
-}
-
-/** Tagged perf requests of a model version (perf-traffic.ts): counts and summed request durations. */
-export interface PerfTrafficCounts {
-  success_count: number;
-  success_ns: number;
-  fail_count: number;
-  fail_ns: number;
-  inference_count: number;
-}
-
-export interface ModelStatistics {
-  name: string;
-  version: string;
-  /** ms since epoch of the last inference, 0 if none. */
-  last_inference: number;
-  inference_count: number;
-  execution_count: number;
-  inference_stats: InferStatistics;
-  response_stats: Record<string, unknown>;
-  batch_stats: BatchStatistics[];
-  memory_usage: Array<{ type: string; id: number; byte_size: number }>;
-  /** Operon's extension (HTTP only): the requests above that were tagged perf traffic (perf-traffic.ts). */
-  operon_perf_traffic?: PerfTrafficCounts;
-}
+// The shapes the control plane reads back (repository index, statistics) are written once, as zod schemas in
+// admin.ts; their types are offered here too, beside the rest of the inference API.
+export type {
+  BatchStatistics,
+  DurationStat,
+  InferStatistics,
+  ModelState,
+  ModelStatistics,
+  PerfTrafficCounts,
+  RepositoryIndexEntry,
+} from "./admin.js";
 
 /** Files uploaded with a load request: key "<version>/<path>" relative to the model dir. */
 export interface ModelLoadOptions {

@@ -3,7 +3,7 @@ import type { Readable } from "node:stream";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
-import { type DecodedFrame, FrameDecoder } from "@operon/protocol/worker-wire";
+import { type DecodedFrame, FrameDecoder } from "@operon/protocol/worker-frame-codec";
 import { ExecuteWatchdog } from "./execute-watchdog.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -61,7 +61,7 @@ describe("ExecuteWatchdog", () => {
     expect(line).toMatchObject({
       level: "error",
       instance: "spin_0",
-      requestIds: [5, 6],
+      wireRequestIds: [5, 6],
       timeoutMs: 300,
       reported: true,
     });

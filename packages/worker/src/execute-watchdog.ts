@@ -96,7 +96,8 @@ function fire() {
     instance,
     pid: process.pid,
     msg: message + "; killing the worker process (a running model cannot be interrupted)",
-    requestIds: ids,
+    // Wire ids (the gateway's per-worker numbers); the gateway's failure lines for these requests carry their X-Request-Id.
+    wireRequestIds: ids,
     timeoutMs,
     reported: framed,
   };

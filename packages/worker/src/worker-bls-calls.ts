@@ -1,6 +1,7 @@
 import { asOperonError, OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
-import type { BlsRequestMessage, BlsResponseMessage, DecodedFrame } from "@operon/protocol/worker-wire";
+import type { DecodedFrame } from "@operon/protocol/worker-frame-codec";
+import type { BlsRequestMessage, BlsResponseMessage } from "@operon/protocol/worker-wire";
 import type { BackendLog, BlsCall, BlsOutcome } from "@operon/backend-api/backend";
 
 /** What the calls need of the worker server that carries them. */

@@ -1,16 +1,14 @@
 import { once } from "node:events";
 import type { Duplex } from "node:stream";
 import { asOperonError, OperonError } from "@operon/protocol/errors";
+import { logIdFields } from "@operon/protocol/logger";
 import type { Tensor } from "@operon/protocol/tensor";
+import { type DecodedFrame, type FrameSink, FrameDecoder, writeFrame } from "@operon/protocol/worker-frame-codec";
 import {
-  type DecodedFrame,
   type ExecuteMessage,
-  type FrameSink,
-  FrameDecoder,
   type LoadMessage,
   WORKER_WIRE_VERSION,
   type WorkerReplyMessage,
-  writeFrame,
 } from "@operon/protocol/worker-wire";
 import { BACKEND_API_VERSION } from "@operon/backend-api/backend-api-version";
 import {
@@ -99,6 +97,15 @@ export class WorkerServer {
   /** Cancelled wire ids not (yet) handed to the backend: still queued here. */
   private readonly cancelledQueued = new Set<number>();
   private instanceName = "";
+  /**
+   * The log fields of the client requests whose execute runs now (their
+   * X-Request-Ids, from the execute frames): every line the backend or this
+   * server writes meanwhile carries them. Executes run one at a time.
+   */
+  private executing: ReturnType<typeof logIdFields> | undefined;
+  /** The log the backend gets: options.log, plus the running execute's request ids. */
+  private readonly backendLog: BackendLog = (level, message, fields) =>
+    this.options.log(level, message, this.executing !== undefined ? { ...this.executing, ...fields } : fields);
 
   constructor(private readonly options: WorkerServerOptions) {
     this.shm = new WorkerShmOutputs(options.sharedMemory, options.log, () => this.exited);
@@ -219,7 +226,7 @@ export class WorkerServer {
         parameters: message.parameters ?? {},
         instanceKind: message.instanceKind,
         deviceId: message.deviceId,
-        log: this.options.log,
+        log: this.backendLog,
         host: this.host,
         ...(message.native !== undefined ? { native: message.native } : {}),
       });
@@ -248,7 +255,9 @@ export class WorkerServer {
     try {
       if (this.backend === undefined)
         throw new OperonError("UNAVAILABLE", "no model instance is loaded in this worker");
+      if (message.logIds !== undefined) this.executing = logIdFields(message.logIds);
       const { outputs, timing } = await this.backend.execute(inputs, message.outputNames);
+      this.executing = undefined;
       return this.send(
         { type: "result", requestId: message.requestId, timing },
         outputs,
@@ -257,7 +266,8 @@ export class WorkerServer {
     } catch (error) {
       const failure = asOperonError(error);
       if (failure.kind === "INTERNAL")
-        this.options.log("error", "execute failed", { requestId: message.requestId, reason: failure.message });
+        this.backendLog("error", "execute failed", { wireRequestId: message.requestId, reason: failure.message });
+      this.executing = undefined;
       return this.send({ type: "error", requestId: message.requestId, kind: failure.kind, message: failure.message });
     }
   }
@@ -281,13 +291,17 @@ export class WorkerServer {
       }
     }
     const requests = frames.map((frame) => this.backendRequest(frame, backend.decoupled));
+    const logIds = requests.flatMap((request) => request.logIds ?? []);
+    if (logIds.length > 0) this.executing = logIdFields(logIds);
     try {
       await backend.executeRequests(requests);
     } catch (error) {
       // The contract says it never rejects; if it does, nobody else answers these requests.
       const failure = asOperonError(error);
-      this.options.log("error", "backend executeRequests failed", { reason: failure.message });
+      this.backendLog("error", "backend executeRequests failed", { reason: failure.message });
       for (const request of requests) if (!request.answered) request.respond({ error: failure }, true);
+    } finally {
+      this.executing = undefined;
     }
     if (backend.decoupled) {
       // execute returned: the gateway may send the next requests while these stream on.
@@ -316,6 +330,7 @@ export class WorkerServer {
     const request: BackendRequest & { readonly answered: boolean } = {
       requestId,
       id: header.id ?? "",
+      ...(header.logIds !== undefined ? { logIds: header.logIds } : {}),
       inputs: frame.tensors,
       outputNames: header.outputNames ?? [],
       parameters: header.parameters ?? {},

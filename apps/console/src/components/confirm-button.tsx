@@ -4,7 +4,7 @@ import { useState, type ReactNode } from "react";
 import { apiProblem } from "@/lib/api-problem";
 import { ConfirmDialog } from "./confirm-dialog";
 
-/** A button for a destructive action that asks first; the dialog stays open with the API's message if it fails. */
+/** A button for an action that asks first (destructive by default); the dialog stays open with the API's message if it fails. */
 export function ConfirmButton({
   label,
   accessibleLabel,
@@ -13,6 +13,7 @@ export function ConfirmButton({
   confirmLabel,
   onConfirm,
   className = "button button-danger-outline",
+  confirmClassName,
 }: {
   label: string;
   /** When the visible label is ambiguous in a table ("Revoke"), name the target ("Revoke key ci"). */
@@ -22,6 +23,8 @@ export function ConfirmButton({
   confirmLabel: string;
   onConfirm: () => Promise<unknown>;
   className?: string;
+  /** The dialog's confirm button (ConfirmDialog's default: danger). */
+  confirmClassName?: string;
 }) {
   const [open, setOpen] = useState(false);
   const [busy, setBusy] = useState(false);
@@ -47,6 +50,7 @@ export function ConfirmButton({
         open={open}
         title={title}
         confirmLabel={confirmLabel}
+        confirmClassName={confirmClassName}
         busy={busy}
         error={error}
         onConfirm={() => void confirm()}

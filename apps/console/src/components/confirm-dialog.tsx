@@ -12,6 +12,7 @@ export function ConfirmDialog({
   title,
   children,
   confirmLabel,
+  confirmClassName = "button button-danger",
   busy = false,
   error,
   onConfirm,
@@ -21,6 +22,8 @@ export function ConfirmDialog({
   title: string;
   children: ReactNode;
   confirmLabel: string;
+  /** The confirm button's look: danger by default, primary for a change that is not a loss. */
+  confirmClassName?: string;
   busy?: boolean;
   error?: string | undefined;
   onConfirm: () => void;
@@ -57,7 +60,7 @@ export function ConfirmDialog({
         <button type="button" className="button" onClick={onCancel} disabled={busy}>
           Cancel
         </button>
-        <button type="button" className="button button-danger" onClick={onConfirm} disabled={busy}>
+        <button type="button" className={confirmClassName} onClick={onConfirm} disabled={busy}>
           {busy ? "Working…" : confirmLabel}
         </button>
       </div>

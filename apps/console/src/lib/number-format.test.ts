@@ -10,6 +10,7 @@ import {
   formatPercent,
   formatSeconds,
   formatSmall,
+  perMillionInferences,
 } from "./number-format";
 
 // The runner's locale may group digits differently; these values avoid separators except where noted.
@@ -52,11 +53,16 @@ describe("the console's number formats", () => {
     expect(formatSmall(0.000123456)).toBe("0.000123");
   });
 
-  it("writes money in its currency, small amounts with three significant digits", () => {
+  it("writes money in its currency at one precision, the currency's own, with '< 0.01' for a crumb", () => {
     expect(formatMoney(3.6, "USD")).toMatch(/3\.60/);
-    expect(formatMoney(0.000412345, "USD")).toMatch(/0\.000412(?!\d)/);
+    expect(formatMoney(0.4123, "USD")).toMatch(/0\.41$/);
+    expect(formatMoney(0.000412345, "USD")).toMatch(/^< .*0\.01$/);
+    expect(formatMoney(0, "USD")).toMatch(/0\.00$/);
+    expect(formatMoney(1234.5, "JPY")).not.toMatch(/\.\d/);
     // A well-formed code Intl has no symbol for is written out.
     expect(formatMoney(2.5, "XQQ")).toMatch(/XQQ.*2\.50/);
+    expect(perMillionInferences(0.000412)).toBeCloseTo(0.412);
+    expect(perMillionInferences(null)).toBeNull();
   });
 
   it("writes a span of hours in the unit that reads best", () => {

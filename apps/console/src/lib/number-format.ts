@@ -80,20 +80,31 @@ export function formatSmall(value: number | null | undefined): string {
   return formatNumber(value);
 }
 
-/** A cost in its currency; small amounts keep three significant digits ("$0.000412"), larger ones two decimals. `empty` is written for an unknown value. */
+/**
+ * A cost in its currency, always at the currency's own precision (cents for USD, none for JPY), so every amount on
+ * every page reads alike; an amount above 0 but below the smallest unit is "< $0.01", never "$0.00". Prices per
+ * inference are shown per million inferences (perMillionInferences), which keeps them above a cent. `empty` is
+ * written for an unknown value.
+ */
 export function formatMoney(value: number | null | undefined, currency: string, empty = EMPTY): string {
   if (!known(value)) return empty;
-  const small = value !== 0 && Math.abs(value) < 1;
+  let format: Intl.NumberFormat;
   try {
-    return value.toLocaleString(undefined, {
-      style: "currency",
-      currency,
-      ...(small ? { maximumSignificantDigits: 3 } : { minimumFractionDigits: 2, maximumFractionDigits: 2 }),
-    });
+    format = new Intl.NumberFormat(undefined, { style: "currency", currency });
   } catch {
-    // An ISO code Intl does not know: the number and the code.
-    return `${small ? value.toPrecision(3) : value.toFixed(2)} ${currency}`;
+    // An ISO code Intl does not know: the number (two decimals) and the code.
+    if (value !== 0 && Math.abs(value) < 0.005) return `< ${value < 0 ? "-" : ""}0.01 ${currency}`;
+    return `${value.toFixed(2)} ${currency}`;
   }
+  const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
+  const smallest = 10 ** -digits;
+  if (value !== 0 && Math.abs(value) < smallest / 2) return `< ${format.format(value < 0 ? -smallest : smallest)}`;
+  return format.format(value);
+}
+
+/** The API's cost per 1,000 inferences as the console shows it: per million inferences (as model APIs price). */
+export function perMillionInferences(costPer1000: number | null | undefined): number | null {
+  return known(costPer1000) ? costPer1000 * 1000 : null;
 }
 
 /** A length of time given in hours, in the unit that reads best ("18 s", "4.5 min", "2.3 h"). */

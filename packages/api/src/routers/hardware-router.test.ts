@@ -1,3 +1,4 @@
+import { availableParallelism, totalmem } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "@operon/db";
 import { testDatabaseBackends } from "@operon/db/testing/test-databases";
@@ -43,6 +44,13 @@ describe.each(testDatabaseBackends())("hardware router on $name", (backend) => {
     const updated = await h.as("ADMIN").hardware.update({ id: created.id, costPerHour: 9.5 });
     expect(updated.costPerHour).toBe(9.5);
     expect(updated.gpuCount).toBe(8);
+  });
+
+  it("tells everyone the host's cores and memory, which a new profile starts from", async () => {
+    const host = await h.as("VIEWER").hardware.host();
+    expect(host.cpuCores).toBe(availableParallelism());
+    expect(host.memoryBytes).toBe(totalmem());
+    expect(host.hostname.length).toBeGreaterThan(0);
   });
 
   it("keeps exactly one default: the first profile, then the one set", async () => {

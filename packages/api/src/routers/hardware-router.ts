@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { hostFacts } from "../services/costs/host-facts.js";
 import { adminProcedure, router, viewerProcedure } from "../trpc.js";
 
 /**
@@ -33,6 +34,9 @@ const profileId = z.uuid();
 export const hardwareRouter = router({
   /** The default profile first; costs as numbers, byte sizes as numbers. */
   list: viewerProcedure.query(({ ctx }) => ctx.services.hardware.list()),
+
+  /** The host's name, cores and memory: a new profile starts from them (the host the gateway runs on). */
+  host: viewerProcedure.query(() => hostFacts()),
 
   /** The first profile created becomes the default. */
   create: adminProcedure

@@ -9,6 +9,7 @@ import { ControlPlane } from "../control-plane.js";
 import { GatewayClient } from "../services/gateway/gateway-client.js";
 import { compactUsageSamples } from "../services/usage/usage-compaction.js";
 import { UsageSampler } from "../services/usage/usage-sampler.js";
+import { PERF_TRAFFIC_PARAMETER, PERF_TRAFFIC_VALUE } from "@operon/protocol/perf-traffic";
 import { appCodeOf, createControlPlaneHarness, type ControlPlaneHarness } from "../testing/control-plane-harness.js";
 import { startTestGateway, type TestGateway } from "../testing/gateway-harness.js";
 import type { Logger } from "@operon/protocol/logger";
@@ -163,6 +164,39 @@ describe.each(testDatabaseBackends())("usage sampler and metrics router on $name
     expect(addSub.inferences).toBe(12);
     expect(addSub.cost).toBeCloseTo(expected, 5);
     expect(addSub.profileName).toBe("this-host");
+  });
+
+  it("leaves tagged perf requests out of a sample: their requests, latency and CPU (so its cost) (issue 27 item 8)", async () => {
+    const sampler = h.controlPlane.services.usageSampler;
+    await sampler.sampleNow();
+    // Enough perf requests that the worker's CPU time moves by several clock ticks.
+    const client = new GatewayClient({ httpUrl: gateway.httpUrl });
+    const data = Array.from({ length: 16 }, (_, i) => i);
+    for (let i = 0; i < 300; i += 1) {
+      await client.infer("add_sub", undefined, {
+        inputs: [
+          { name: "INPUT0", datatype: "FP32", shape: [1, 16], data },
+          { name: "INPUT1", datatype: "FP32", shape: [1, 16], data },
+        ],
+        parameters: { [PERF_TRAFFIC_PARAMETER]: PERF_TRAFFIC_VALUE },
+      });
+    }
+    const raw = (await client.statistics("add_sub", { raw: true }))[0]!;
+    expect(raw.operon_perf_traffic?.inference_count).toBeGreaterThanOrEqual(300);
+    await sampler.sampleNow();
+    const model = await db.prisma.model.findUniqueOrThrow({ where: { name: "add_sub" } });
+    const [row] = await db.prisma.usageSample.findMany({
+      where: { modelId: model.id },
+      orderBy: { id: "desc" },
+      take: 1,
+    });
+    expect(row).toMatchObject({
+      requests: 0,
+      inferences: 0,
+      latencyP50Ms: null,
+      latencyP99Ms: null,
+      cpuUtilization: 0,
+    });
   });
 
   it("reads live per-model numbers and the workers from the gateway", async () => {

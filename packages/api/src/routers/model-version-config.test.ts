@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "@operon/db";
 import { testDatabaseBackends } from "@operon/db/testing/test-databases";
 import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
-import { writeAddSubModel } from "@operon/testing/onnx-model-writer";
+import { writeAddSubModel, writeMlpModel } from "@operon/testing/onnx-model-writer";
 import { createControlPlaneHarness, type ControlPlaneHarness } from "../testing/control-plane-harness.js";
 import { startTestGateway, type TestGateway } from "../testing/gateway-harness.js";
 
@@ -80,6 +80,24 @@ describe.each(testDatabaseBackends())("new versions on $name", (backend) => {
     const stored = parsePbtxt(readFileSync(join(storeDir, "kept", "config.pbtxt"), "utf8"), "config.pbtxt");
     expect(stored).toMatchObject({ max_batch_size: 8, instance_group: [{ count: 2 }] });
     expect(stored.dynamic_batching?.max_queue_delay_microseconds).toBe(500);
+  }, 60_000);
+
+  it("calls a file identical only to the version the model serves now, not to an older one (issue 27 item 2)", async () => {
+    const engineer = h.as("ENGINEER");
+    const v1 = writeMlpModel({ sizes: [4, 3], seed: 1 });
+    const v2 = writeMlpModel({ sizes: [4, 3], seed: 2 });
+    const first = await begin("rolled", v1);
+    await engineer.models.upload.finish({ uploadId: first.uploadId, config: first.signature.suggestedConfig });
+    const second = await begin("rolled", v2);
+    expect(second.signature.identicalTo).toBeNull();
+    expect(await engineer.models.upload.finish({ uploadId: second.uploadId })).toMatchObject({ version: 2 });
+    // Version 2 serves (version_policy latest 1): v1's file again would bring v1 back, which is not "identical".
+    const again = await begin("rolled", v1);
+    expect(again.signature.identicalTo).toBeNull();
+    await engineer.models.upload.abort({ uploadId: again.uploadId });
+    const same = await begin("rolled", v2);
+    expect(same.signature.identicalTo).toBe(2);
+    await engineer.models.upload.abort({ uploadId: same.uploadId });
   }, 60_000);
 
   it("starts from the file, saying why, when the current config does not fit the new file", async () => {

@@ -210,6 +210,43 @@ describe.each(testDatabaseBackends())("scheduler router and runner on $name", (b
     await db.prisma.perfReport.delete({ where: { id: report.id } });
   });
 
+  it("takes the capacity per instance an imported report measured; a summary Operon did not store is an error naming the row", async () => {
+    gateway.instances.set("busy", 1);
+    const summary = {
+      version: "1",
+      protocol: "http",
+      maxBatchSize: 0,
+      inputs: [],
+      startedAt: "2026-01-01T00:00:00.000Z",
+      finishedAt: "2026-01-01T00:00:00.000Z",
+      totalRequests: 0,
+      totalErrors: 0,
+      imported: { fileName: "perf.csv", instanceCount: 2 },
+      best: { concurrency: 1, throughput: 80, latencyP99Us: 50_000 },
+      errorSamples: [],
+      steps: [],
+    };
+    const report = await db.prisma.perfReport.create({
+      data: {
+        targetName: "busy",
+        status: "SUCCEEDED",
+        summary,
+        samples: { create: [{ concurrency: 1, throughput: 80, latencyP99Us: 50_000 }] },
+      },
+    });
+    now += 10_000;
+    await scheduler.runOnce();
+    expect((await h.as("VIEWER").scheduler.status()).models.find((model) => model.model === "busy")).toMatchObject({
+      capacitySource: "report",
+      capacityRps: 40,
+    });
+    // Not cast and read as one instance: the run fails, saying which row holds what.
+    await db.prisma.perfReport.update({ where: { id: report.id }, data: { summary: { instanceCount: 2 } } });
+    now += 10_000;
+    await expect(scheduler.runOnce()).rejects.toThrow(`PerfReport.summary of row ${report.id} does not hold`);
+    await db.prisma.perfReport.delete({ where: { id: report.id } });
+  });
+
   it("records a parked model loaded again by a request as LOAD", async () => {
     gateway.parked = ["quiet"];
     gateway.instances.delete("quiet");

@@ -91,8 +91,8 @@ export interface InferenceEngine {
   parkedModels?(): string[];
   /** Each served model's instance count now and as its config asked (the scheduler never goes below the latter on its own). */
   scalingState?(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }>;
-  /** Each served operator's requests in flight now (GET /v2/operon/scaling: operators). */
-  operatorLoad?(): Array<{ operator: string; inFlight: number }>;
+  /** Each served operator's requests in flight now and its completed calls per model (GET /v2/operon/scaling: operators). */
+  operatorLoad?(): Array<{ operator: string; inFlight: number; modelCalls: Record<string, number> }>;
   /** name undefined = all models; throws NOT_FOUND for an unknown model/version. */
   modelStatistics(name?: string, version?: string): ModelStatistics[];
   /**

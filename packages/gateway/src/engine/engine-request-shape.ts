@@ -45,6 +45,7 @@ export function scheduledRequestOf(
   // Built field by field, not by spreads: this runs for every request, and optional fields stay absent.
   const context: RequestContext = { blsDepth };
   if (request.id !== undefined && request.id !== "") context.id = request.id;
+  if (request.logId !== undefined) context.logIds = [request.logId];
   if (parameters !== undefined) context.parameters = parameters;
   const scheduled: RunnerRequest = {
     inputs: validated.inputs,

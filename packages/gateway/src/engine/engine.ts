@@ -1,5 +1,4 @@
-import { availableParallelism } from "node:os";
-import type { GpuInfo, WorkerInstanceInfo, WorkersResponse } from "@operon/protocol/admin";
+import type { GpuInfo, WorkersResponse } from "@operon/protocol/admin";
 import { asOperonError, OperonError } from "@operon/protocol/errors";
 import type {
   InferRequest,
@@ -19,7 +18,7 @@ import type { TenantShares } from "../admission/tenant-shares.js";
 import { operatorTenant } from "../admission/operator-tenant.js";
 import type { FailureReason, GatewayMetrics } from "../observability/metrics.js";
 import type { ModelManager, ServedVersion } from "../repository/model-manager.js";
-import { readProcessUsage, readThreadUsage } from "../observability/process-usage.js";
+import { workersReport } from "../observability/workers-report.js";
 import { responseCacheKey, type ResponseCache } from "./response-cache.js";
 import type { ScheduledResult, StreamedResponse } from "../scheduling/request-scheduler.js";
 import type { RunnerRequest } from "../scheduling/version-runner.js";
@@ -233,8 +232,7 @@ export class Engine implements InferenceEngine {
         started,
       };
     } catch (error) {
-      served.stats.recordFailure(elapsedNs(started), "OTHER");
-      this.countPerfTraffic(request, served, "fail", 0, elapsedNs(started));
+      this.record(request, served, started, { failed: "OTHER" });
       throw error;
     }
   }
@@ -295,10 +293,7 @@ export class Engine implements InferenceEngine {
         cacheMissNs = elapsedNs(lookupStarted);
         if (hit !== undefined) {
           served.stats.recordCacheHit(cacheMissNs);
-          const requestNs = elapsedNs(started);
-          served.stats.recordCachedSuccess(requestNs);
-          this.countPerfTraffic(request, served, "success", 0, requestNs);
-          this.info.metrics?.observeLatency(served, { requestNs, queueNs: 0 });
+          this.record(request, served, started, { cached: true });
           return responseOf(request, served, hit.outputs);
         }
       }
@@ -311,15 +306,14 @@ export class Engine implements InferenceEngine {
           served.stats.recordCacheMiss(cacheMissNs + elapsedNs(insertStarted));
           cacheKey = undefined;
         }
-        this.recordSuccess(request, served, elapsedNs(started), result, scheduled.batchSize);
+        this.record(request, served, started, { ran: result, batchSize: scheduled.batchSize });
         const response = responseOf(request, served, outputs);
         if (result.parameters !== undefined) response.parameters = result.parameters;
         return response;
       } catch (error) {
         if (cacheKey !== undefined) served.stats.recordCacheMiss(cacheMissNs);
         const failure = asOperonError(error);
-        served.stats.recordFailure(elapsedNs(started), failureReason(failure));
-        this.countPerfTraffic(request, served, "fail", 0, elapsedNs(started));
+        this.record(request, served, started, { failed: failureReason(failure) });
         throw failure;
       }
     } finally {
@@ -402,16 +396,20 @@ export class Engine implements InferenceEngine {
         signal?.removeEventListener("abort", onAbort);
         this.inFlight -= 1;
         if ("error" in outcome) {
-          served.stats.recordFailure(elapsedNs(started), failureReason(outcome.error));
-          this.countPerfTraffic(request, served, "fail", 0, elapsedNs(started));
+          this.record(request, served, started, { failed: failureReason(outcome.error) });
           if (delivered === 0) reject(outcome.error);
           else deliver(outcome.error, true);
           return;
         }
-        if (failure !== undefined) {
-          served.stats.recordFailure(elapsedNs(started), failureReason(failure));
-          this.countPerfTraffic(request, served, "fail", 0, elapsedNs(started));
-        } else this.recordSuccess(request, served, elapsedNs(started), outcome.result, scheduled.batchSize);
+        // A stream that ran but sent a failed response counts as a failed request.
+        this.record(
+          request,
+          served,
+          started,
+          failure !== undefined
+            ? { failed: failureReason(failure) }
+            : { ran: outcome.result, batchSize: scheduled.batchSize },
+        );
         if (!finished)
           deliver(
             new OperonError("INTERNAL", `model '${request.modelName}' ended its stream without a final response`),
@@ -425,33 +423,41 @@ export class Engine implements InferenceEngine {
     });
   }
 
-  /** A request that ran and succeeded: statistics (and their counters) and the latency summaries, from the same durations. */
-  private recordSuccess(
-    request: InferRequest,
-    served: ServedVersion,
-    requestNs: number,
-    result: ScheduledResult,
-    batchSize: number,
-  ): void {
+  /**
+   * The one place a request's outcome is recorded, whichever way it ended
+   * (failed validation or run, answered from the cache, ran): the version's
+   * statistics, a tagged perf request counted apart too (request.trafficClass,
+   * perf-traffic.ts: usage leaves it out), the latency summaries of a user's
+   * success (the usage charts' p50..p99: a perf request, which loads the model
+   * on purpose, is left out; Triton's statistics keep it) and a traced
+   * request's timings, all from the same duration.
+   */
+  private record(request: InferRequest, served: ServedVersion, started: bigint, outcome: RequestOutcome): void {
+    const requestNs = elapsedNs(started);
+    const perf = request.trafficClass === "perf";
+    if ("failed" in outcome) {
+      served.stats.recordFailure(requestNs, outcome.failed);
+      if (perf) served.stats.recordPerfTraffic("fail", 0, requestNs);
+      return;
+    }
+    if ("cached" in outcome) {
+      served.stats.recordCachedSuccess(requestNs);
+      if (perf) served.stats.recordPerfTraffic("success", 0, requestNs);
+      else this.info.metrics?.observeLatency(served, { requestNs, queueNs: 0 });
+      return;
+    }
+    const { ran: result, batchSize } = outcome;
     served.stats.recordSuccess(requestNs, result.queueNs, result.timing, batchSize);
     if (request.onTimings !== undefined) request.onTimings(timingsOf(result));
-    this.countPerfTraffic(request, served, "success", batchSize, requestNs);
+    if (perf) {
+      served.stats.recordPerfTraffic("success", batchSize, requestNs);
+      return;
+    }
     this.info.metrics?.observeLatency(served, {
       requestNs,
       queueNs: result.queueNs,
       computeInferNs: result.timing.computeInferNs,
     });
-  }
-
-  /** A tagged perf request (request.trafficClass, perf-traffic.ts) is counted apart too, so usage can leave it out. */
-  private countPerfTraffic(
-    request: InferRequest,
-    served: ServedVersion,
-    outcome: "success" | "fail",
-    inferences: number,
-    requestNs: number,
-  ): void {
-    if (request.trafficClass === "perf") served.stats.recordPerfTraffic(outcome, inferences, requestNs);
   }
 
   /** A model's BLS call (ctx.infer) at BLS depth `depth`: an inference like any other, one level deeper. */
@@ -531,7 +537,7 @@ export class Engine implements InferenceEngine {
     return this.manager.scalingState();
   }
 
-  operatorLoad(): Array<{ operator: string; inFlight: number }> {
+  operatorLoad(): Array<{ operator: string; inFlight: number; modelCalls: Record<string, number> }> {
     return this.manager.operatorLoad();
   }
 
@@ -556,29 +562,8 @@ export class Engine implements InferenceEngine {
     return { valid: problems.length === 0, problems };
   }
 
-  async workers(): Promise<WorkersResponse> {
-    const workers: WorkerInstanceInfo[] = [];
-    for (const { model, version, instances } of this.manager.workerInstances()) {
-      for (const instance of instances) workers.push({ model, version, ...instance, cpuSeconds: null, rssBytes: null });
-    }
-    // Read together: a worker's procfs read takes a few microseconds, and none waits on another.
-    await Promise.all(
-      workers.map(async (worker) => {
-        if (worker.pid === null) return;
-        if (worker.isolation === "thread") {
-          if (worker.tid !== undefined) Object.assign(worker, await readThreadUsage(worker.pid, worker.tid));
-          return;
-        }
-        Object.assign(worker, await readProcessUsage(worker.pid));
-      }),
-    );
-    const cpu = process.cpuUsage();
-    return {
-      workers,
-      hostCpuCores: availableParallelism(),
-      gateway: { pid: process.pid, cpuSeconds: (cpu.user + cpu.system) / 1e6, rssBytes: process.memoryUsage().rss },
-      gpus: this.info.gpus?.() ?? [],
-    };
+  workers(): Promise<WorkersResponse> {
+    return workersReport(this.manager.workerInstances(), this.info.gpus?.() ?? []);
   }
 }
 
@@ -588,6 +573,13 @@ interface PreparedRequest {
   scheduled: RunnerRequest;
   started: bigint;
 }
+
+/**
+ * How a request ended, for record(): it failed (why, in the statistics'
+ * failure reasons), was answered from the response cache, or ran and
+ * succeeded (its scheduler's result and the batch size it counted as).
+ */
+type RequestOutcome = { failed: FailureReason } | { cached: true } | { ran: ScheduledResult; batchSize: number };
 
 function isDecoupledConfig(served: ServedVersion): boolean {
   return served.config.model_transaction_policy?.decoupled === true;

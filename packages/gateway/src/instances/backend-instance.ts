@@ -87,6 +87,8 @@ export type StreamResponse =
 export interface ExecuteRequestOptions {
   /** The client's request id. */
   id?: string;
+  /** The log ids (X-Request-Id) of the client requests this execute serves: the instance's log lines carry them. */
+  logIds?: string[];
   /** The request's parameters (JSON-safe values). */
   parameters?: WireParameters;
   /** The client's cancellation: once it fires, the backend is told (worker processes: a `cancel` frame). */

@@ -47,4 +47,10 @@ describe("probeGpus", () => {
     });
     expect(probeGpus({ ...paths, visibleDevices: "" }).count).toBe(0);
   });
+
+  it("has none with an empty CUDA_VISIBLE_DEVICES on any host, driver or not (how tests pin the inventory)", () => {
+    const hidden = { count: 0, reason: "CUDA_VISIBLE_DEVICES is set and empty (every GPU hidden)" };
+    expect(probeGpus({ ...host("hidden", 2), visibleDevices: "" })).toEqual(hidden);
+    expect(probeGpus({ ...host("hidden-nodriver", 0, false), visibleDevices: " " })).toEqual(hidden);
+  });
 });

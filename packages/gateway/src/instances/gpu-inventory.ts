@@ -33,6 +33,10 @@ export function probeGpus(paths: GpuProbePaths = {}): GpuInventory {
   const procGpus = paths.procGpus ?? "/proc/driver/nvidia/gpus";
   const dev = paths.dev ?? "/dev";
   const visible = "visibleDevices" in paths ? paths.visibleDevices : process.env["CUDA_VISIBLE_DEVICES"];
+  // An empty CUDA_VISIBLE_DEVICES hides every GPU whatever the host has (as for CUDA itself), so a test or a
+  // CPU-only deployment pins the inventory to none on any host.
+  if (visible !== undefined && visible.trim() === "")
+    return { count: 0, reason: "CUDA_VISIBLE_DEVICES is set and empty (every GPU hidden)" };
   if (!existsSync(nvidiactl))
     return { count: 0, reason: `no NVIDIA driver on this host (${nvidiactl} does not exist)` };
   let count = listSafe(procGpus).length;

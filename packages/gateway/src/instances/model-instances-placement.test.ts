@@ -18,14 +18,21 @@ import {
 
 /**
  * launchInstance hands each instance its own kind and GPU (instance_group
- * placement) through real worker processes: a TypeScript model logs what
- * its initialize() was told. The GPU inventory is injected (this host has
- * no GPU; the refusal on a real GPU-less host is in e2e/gpu-placement.test.ts).
+ * placement) through real worker processes: a TypeScript model that declares
+ * `usesGpu = true` logs what its initialize() was told. The GPU inventory is
+ * injected (this host has no GPU; the refusal on a GPU-less host is in
+ * e2e/gpu-placement.test.ts). On a host with GPUs, a KIND_GPU instance of a
+ * backend that runs on the CPU only is refused, never run on the CPU.
  */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 const ENTRY = path.join(ROOT, "packages/worker/dist/main.js");
+const IDENTITY_LIBRARY = path.join(
+  ROOT,
+  "native/build/tritonserver/backends/operon_identity/libtriton_operon_identity.so",
+);
 const dir = mkdtempSync(path.join(os.tmpdir(), "operon-placement-"));
 const modelPath = path.join(dir, "placed", "1", "model.mjs");
+const cpuModelPath = path.join(dir, "cpu_only", "1", "model.mjs");
 const lines: string[] = [];
 
 beforeAll(() => {
@@ -37,6 +44,15 @@ beforeAll(() => {
   writeFileSync(
     modelPath,
     `export default class Placed {
+      usesGpu = true;
+      initialize(args) { args.log("info", "placed " + args.instanceName + " " + args.instanceKind + " " + args.deviceId); }
+      execute(requests, ctx) { return requests.map(() => ({ outputs: [ctx.tensor.float32("y", [1, 1], [0])] })); }
+    }\n`,
+  );
+  mkdirSync(path.dirname(cpuModelPath), { recursive: true });
+  writeFileSync(
+    cpuModelPath,
+    `export default class CpuOnly {
       initialize(args) { args.log("info", "placed " + args.instanceName + " " + args.instanceKind + " " + args.deviceId); }
       execute(requests, ctx) { return requests.map(() => ({ outputs: [ctx.tensor.float32("y", [1, 1], [0])] })); }
     }\n`,
@@ -70,6 +86,17 @@ function options(gpus: GpuInventory): ModelInstancesOptions {
     },
   });
   return { workerEntry: ENTRY, logger: createLogger({ destination }), metrics: new GatewayMetrics(), gpus };
+}
+
+/** The load's error message, or "loaded" (the instance stopped again) when it loads. */
+async function loadError(launch: InstanceLaunchSpec, name: string, opts: ModelInstancesOptions): Promise<string> {
+  try {
+    const { worker } = await launchInstance(launch, name, opts);
+    await worker.stop(1000);
+    return "loaded";
+  } catch (error) {
+    return (error as Error).message;
+  }
 }
 
 function placedLines(): string[] {
@@ -139,4 +166,56 @@ describe("instance placement reaches the backend", () => {
     );
     expect(placedLines()).toEqual([]);
   });
+
+  it("refuses, on a GPU host, a KIND_GPU instance of a backend that runs on the CPU only, naming it and KIND_CPU", async () => {
+    lines.length = 0;
+    const gpus = options({ count: 2 });
+    const cpuOnly: InstanceLaunchSpec = {
+      ...spec,
+      model: "cpu_only",
+      modelPath: cpuModelPath,
+      config: { ...config, name: "cpu_only" },
+    };
+    expect(await loadError(cpuOnly, "gpu_1", gpus)).toBe(
+      "model 'cpu_only': instance 'gpu_1' is KIND_GPU, but the typescript backend runs its models on the CPU (a model that runs its own work on the GPU declares usesGpu = true); use kind KIND_CPU",
+    );
+    expect(
+      await loadError(
+        { ...spec, model: "echoed", backend: "echo", config: { ...config, name: "echoed", backend: "echo" } },
+        "gpu_0",
+        gpus,
+      ),
+    ).toBe("echo backend: instance 'gpu_0' is KIND_GPU, but this backend runs on the CPU only; use kind KIND_CPU");
+    // A native backend decides in its TRITONBACKEND_ModelInstanceInitialize; Operon's CPU ones refuse.
+    const identityDir = path.join(dir, "ident");
+    mkdirSync(path.join(identityDir, "1"), { recursive: true });
+    const identity: InstanceLaunchSpec = {
+      model: "ident",
+      version: "1",
+      backend: "native",
+      modelPath: identityDir,
+      config: {
+        name: "ident",
+        backend: "operon_identity",
+        max_batch_size: 0,
+        input: [{ name: "INPUT0", data_type: "TYPE_FP32", dims: [1] }],
+        output: [{ name: "OUTPUT0", data_type: "TYPE_FP32", dims: [1] }],
+        instance_group: [{ name: "gpu", kind: "KIND_GPU", count: 1, gpus: [1] }],
+      },
+      native: {
+        backendName: "operon_identity",
+        libraryPath: IDENTITY_LIBRARY,
+        backendConfig: {},
+        version: "1",
+        autoComplete: false,
+      },
+    };
+    expect(await loadError(identity, "gpu_0", gpus)).toContain(
+      "operon_identity: instance 'gpu_0' is KIND_GPU, but this backend runs on the CPU only: use instance_group { kind: KIND_CPU }",
+    );
+    // The same CPU-only TypeScript model loads as KIND_CPU.
+    const worker = await launchInstance(cpuOnly, "cpu_0", gpus);
+    await worker.worker.stop(1000);
+    expect(placedLines()).toEqual(["placed cpu_0 KIND_CPU null"]);
+  }, 60_000);
 });

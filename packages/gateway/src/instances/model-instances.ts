@@ -17,11 +17,11 @@ import { sequenceFlagsOf, sequencePolicyFromConfig } from "../scheduling/sequenc
 import type { BackendInstance } from "./backend-instance.js";
 import { hostGpus } from "./gpu-inventory.js";
 import { placementOf } from "./instance-placement.js";
-import { readProcessUsage } from "../observability/process-usage.js";
 import { DEFAULT_SANDBOX_LIMITS, isSandboxed } from "./worker-sandbox.js";
 import { workerMemoryLimitBytes } from "./worker-memory-cap.js";
 import type { BlsRequest, ExecuteRequestOptions } from "./worker-process.js";
 import { type InstanceLaunchSpec, type ModelInstancesOptions, isolationOf, launchInstance } from "./instance-launch.js";
+import { InstanceSupervisor, type PoolInstance } from "./instance-supervisor.js";
 
 // Launching one instance lives in instance-launch.ts; its names are still offered here, to this module's importers.
 export {
@@ -37,26 +37,6 @@ export {
 /** What the pool tells of one instance (GET /v2/operon/workers adds model, version and process usage). */
 export type InstanceWorkerInfo = Omit<WorkerInstanceInfo, "model" | "version" | "cpuSeconds" | "rssBytes">;
 
-interface Instance {
-  name: string;
-  worker: BackendInstance | undefined;
-  /** Unexpected exits (each followed by a restart attempt) since the version was loaded. */
-  restarts: number;
-  /** Reservations: executions (or streams whose execute has not returned) sent to the worker. */
-  inFlight: number;
-  /** BLS depth of each request the worker holds, by a token of this pool. */
-  depths: Map<number, number>;
-  restarting: boolean;
-  failedRestarts: number;
-  gaveUp: boolean;
-  /** Taken out of the pool by resize(): finishes what it holds, is then stopped and never restarted. */
-  retiring?: boolean;
-  /** Over its memory cap: gets no new work, finishes what it holds, then a fresh worker replaces it. */
-  recycling?: boolean;
-  /** A memory read of its worker is under way; `recheck`: another execution ended meanwhile. */
-  memoryCheck?: { recheck: boolean };
-}
-
 /**
  * The backend instances of one model version, each in its own worker
  * process, and the scheduler in front of them (RequestScheduler: Triton's
@@ -65,7 +45,8 @@ interface Instance {
  *
  * A worker that exits unexpectedly fails its in-flight requests at once with
  * UNAVAILABLE (WorkerProcess does that), is counted and logged, and is
- * restarted with backoff while the other instances keep serving.
+ * restarted with backoff while the other instances keep serving; one over its
+ * memory cap is recycled between requests (both: instance-supervisor.ts).
  *
  * Decoupled models (model_transaction_policy { decoupled: true }) are never
  * batched across requests: one request per execution, sent one at a time
@@ -82,7 +63,7 @@ interface Instance {
  * which of them made the call, so the deepest one is assumed.
  */
 export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
-  private readonly instances: Instance[] = [];
+  private readonly instances: PoolInstance[] = [];
   private stopped = false;
   /** Set at the start of stop() or by haltRestarts(): a worker that exits from then on is not started again. */
   private restartsHalted = false;
@@ -102,8 +83,8 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
   private readonly unhookBackendMetrics: () => void;
   /** Called after each execution with its batch size (statistics). */
   onExecution: (batchSize: number, timing: ExecutionTiming) => void = () => undefined;
-  /** The resident-memory cap of each worker process (worker-memory-cap.ts); undefined = none. */
-  private readonly memoryLimitBytes: number | undefined;
+  /** Restarts crashed workers and recycles those over their memory cap (instance-supervisor.ts). */
+  private readonly supervisor: InstanceSupervisor;
 
   private constructor(
     private spec: InstanceLaunchSpec,
@@ -136,8 +117,23 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
     const sandboxLimit = isSandboxed(spec.model, spec.backend, spec.config, spec.parameters)
       ? (options.sandboxLimits ?? DEFAULT_SANDBOX_LIMITS).memoryMb * 1024 * 1024
       : undefined;
-    this.memoryLimitBytes =
+    const memoryLimitBytes =
       sandboxLimit === undefined ? configuredLimit : Math.min(configuredLimit ?? sandboxLimit, sandboxLimit);
+    this.supervisor = new InstanceSupervisor(
+      {
+        spec: () => this.spec,
+        stopped: () => this.stopped,
+        restartsHalted: () => this.restartsHalted,
+        isDead: () => this.isDead,
+        adopt: (name, worker) => this.adopt(name, worker),
+        publishUp: () => this.publishUp(),
+        capacityChanged: () => this.capacityListener(),
+        failQueued: (error) => this.scheduler.failQueued(error),
+      },
+      options,
+      this.labels,
+      memoryLimitBytes,
+    );
     this.unhookScrape = options.metrics.onScrape(() => {
       options.metrics.pendingRequests.set(this.labels, this.queueLength);
       options.metrics.executingRequests.set(this.labels, this.running);
@@ -255,7 +251,7 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
   }
 
   /** Waits until a retiring instance holds nothing (or drainMs passed), then stops its worker. */
-  private async retireInstance(instance: Instance, drainMs: number): Promise<void> {
+  private async retireInstance(instance: PoolInstance, drainMs: number): Promise<void> {
     const deadline = Date.now() + drainMs;
     while (instance.worker !== undefined && instance.inFlight > 0 && Date.now() < deadline) await sleep(10);
     const worker = instance.worker;
@@ -377,7 +373,7 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
 
   /** InstanceDispatcher: reserves the least-busy ready instance with spare capacity. */
   acquire(): ReservedInstance | undefined {
-    let best: Instance | undefined;
+    let best: PoolInstance | undefined;
     for (const instance of this.instances) {
       if (instance.worker === undefined || instance.recycling === true || instance.inFlight >= this.maxInFlight)
         continue;
@@ -404,7 +400,7 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
     return this.reserve(instance);
   }
 
-  private reserve(instance: Instance): ReservedInstance {
+  private reserve(instance: PoolInstance): ReservedInstance {
     const worker = instance.worker!;
     instance.inFlight += 1;
     let reserved = true;
@@ -412,7 +408,7 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
       if (!reserved) return;
       reserved = false;
       if (instance.worker === worker) instance.inFlight -= 1;
-      if (this.memoryLimitBytes !== undefined) this.checkMemory(instance, worker);
+      this.supervisor.checkMemory(instance, worker);
       this.capacityListener();
     };
     return {
@@ -482,14 +478,14 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
   }
 
   /** Records the BLS depth of a request the instance's worker now holds; returns its removal. */
-  private hold(instance: Instance, context: RequestContext | undefined): () => void {
+  private hold(instance: PoolInstance, context: RequestContext | undefined): () => void {
     const token = this.nextHold++;
     instance.depths.set(token, context?.blsDepth ?? 0);
     return () => void instance.depths.delete(token);
   }
 
   /** A BLS call of the instance's model, one level deeper than the deepest request the instance holds. */
-  private serveBls(instance: Instance, call: BlsRequest): Promise<{ outputs: Tensor[] }> {
+  private serveBls(instance: PoolInstance, call: BlsRequest): Promise<{ outputs: Tensor[] }> {
     const handler = this.options.blsHandler;
     if (handler === undefined) {
       return Promise.reject(
@@ -533,129 +529,8 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
       // The sequences it held end with it (the batcher says so to their later requests).
       if (this.scheduler instanceof SequenceBatcher) this.scheduler.instanceLost(name);
       if (info.expected || this.stopped || this.restartsHalted) return;
-      owner.restarts += 1;
-      this.options.metrics.workerRestarts.inc({ ...this.labels, instance: name });
-      this.options.logger.error(
-        {
-          model: this.spec.model,
-          version: this.spec.version,
-          instance: name,
-          pid: worker.pid,
-          code: info.code,
-          signal: info.signal,
-        },
-        "backend worker exited unexpectedly; restarting it",
-      );
-      void this.restart(owner);
+      this.supervisor.crashed(owner, worker, info);
     });
-  }
-
-  private async restart(instance: Instance): Promise<void> {
-    const maxFailures = this.options.maxRestartFailures ?? 5;
-    instance.restarting = true;
-    while (!this.stopped && !this.restartsHalted && instance.retiring !== true && instance.worker === undefined) {
-      const backoffMs = Math.min(5000, 100 * 2 ** instance.failedRestarts);
-      if (instance.failedRestarts > 0) await sleep(backoffMs);
-      if (this.stopped || this.restartsHalted) break;
-      try {
-        const { worker } = await launchInstance(this.spec, instance.name, this.options);
-        if (this.stopped || this.restartsHalted || (instance.retiring as boolean | undefined) === true) {
-          await worker.stop(1000);
-          break;
-        }
-        instance.failedRestarts = 0;
-        this.adopt(instance.name, worker);
-        this.options.logger.info(
-          { model: this.spec.model, instance: instance.name, pid: worker.pid },
-          "backend worker restarted",
-        );
-        this.publishUp();
-        this.capacityListener();
-      } catch (error) {
-        instance.failedRestarts += 1;
-        this.options.logger.error(
-          {
-            model: this.spec.model,
-            instance: instance.name,
-            attempt: instance.failedRestarts,
-            err: (error as Error).message,
-          },
-          "restarting backend worker failed",
-        );
-        if (instance.failedRestarts >= maxFailures) {
-          instance.gaveUp = true;
-          break;
-        }
-      }
-    }
-    instance.restarting = false;
-    if (this.isDead) {
-      this.scheduler.failQueued(
-        new OperonError(
-          "UNAVAILABLE",
-          `model '${this.spec.model}' version ${this.spec.version} has no running instance: its workers keep failing to start`,
-        ),
-      );
-    }
-    this.capacityListener();
-  }
-
-  /**
-   * After an execution: reads the worker's resident memory (one read at a
-   * time per worker; an execution ending meanwhile asks for one more) and
-   * starts a recycle when it is over the cap.
-   */
-  private checkMemory(instance: Instance, worker: BackendInstance): void {
-    if (instance.recycling === true || worker.pid === undefined) return;
-    if (instance.memoryCheck !== undefined) {
-      instance.memoryCheck.recheck = true;
-      return;
-    }
-    const check = { recheck: false };
-    instance.memoryCheck = check;
-    void readProcessUsage(worker.pid).then(({ rssBytes }) => {
-      instance.memoryCheck = undefined;
-      const limit = this.memoryLimitBytes!;
-      if (instance.worker !== worker || this.stopped || this.restartsHalted || instance.retiring === true) return;
-      if (rssBytes !== null && rssBytes > limit) void this.recycle(instance, worker, rssBytes);
-      else if (check.recheck) this.checkMemory(instance, worker);
-    });
-  }
-
-  /**
-   * Replaces a worker over its memory cap between requests: no new work
-   * reaches it, it finishes what it holds, it is stopped (an expected exit,
-   * not counted as a restart), and a fresh worker takes its place; requests
-   * wait in the queue or go to the other instances meanwhile. A fresh
-   * worker that fails to start is retried as after a crash.
-   */
-  private async recycle(instance: Instance, worker: BackendInstance, rssBytes: number): Promise<void> {
-    instance.recycling = true;
-    const mb = (bytes: number): number => Math.round(bytes / (1024 * 1024));
-    this.options.metrics.workerRecycles.inc({ ...this.labels, instance: instance.name });
-    this.options.logger.warn(
-      {
-        model: this.spec.model,
-        version: this.spec.version,
-        instance: instance.name,
-        pid: worker.pid,
-        rssMb: mb(rssBytes),
-        limitMb: mb(this.memoryLimitBytes!),
-      },
-      "backend worker is over its memory cap; recycling it between requests",
-    );
-    while (instance.worker === worker && instance.inFlight > 0 && !this.stopped) await sleep(5);
-    if (instance.worker !== worker || this.stopped || this.restartsHalted || instance.retiring === true) {
-      instance.recycling = false;
-      return;
-    }
-    // From here its exit is ours: the exit handler ignores a worker the instance no longer holds.
-    instance.worker = undefined;
-    instance.depths.clear();
-    this.publishUp();
-    await worker.stop(5000);
-    instance.recycling = false;
-    await this.restart(instance);
   }
 
   private publishUp(): void {
@@ -667,11 +542,15 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
 function workerOptions(context: RequestContext | undefined): ExecuteRequestOptions | undefined {
   if (
     context === undefined ||
-    (context.id === undefined && context.parameters === undefined && context.signal === undefined)
+    (context.id === undefined &&
+      context.parameters === undefined &&
+      context.signal === undefined &&
+      context.logIds === undefined)
   )
     return undefined;
   return {
     ...(context.id !== undefined ? { id: context.id } : {}),
+    ...(context.logIds !== undefined ? { logIds: context.logIds } : {}),
     ...(context.parameters !== undefined ? { parameters: context.parameters } : {}),
     ...(context.signal !== undefined ? { signal: context.signal } : {}),
   };

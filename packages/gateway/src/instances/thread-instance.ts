@@ -2,6 +2,7 @@ import { EventEmitter } from "node:events";
 import { Worker } from "node:worker_threads";
 import { OperonError } from "@operon/protocol/errors";
 import { instanceLoadOf } from "@operon/protocol/instance-load";
+import { logIdFields } from "@operon/protocol/logger";
 import type { Tensor } from "@operon/protocol/tensor";
 import {
   type FromThreadMessage,
@@ -15,6 +16,7 @@ import type { BackendInstance } from "./backend-instance.js";
 import type {
   BlsRequestHandler,
   ExecuteRequestOptions,
+  StreamRequestOptions,
   StreamResponse,
   WorkerExecuteResult,
   WorkerExitInfo,
@@ -32,6 +34,8 @@ export interface ThreadInstanceOptions {
 interface Pending {
   resolve(value: WorkerExecuteResult): void;
   reject(error: OperonError): void;
+  /** The log ids of the requests this execute serves (ExecuteRequestOptions.logIds). */
+  logIds: string[] | undefined;
 }
 
 /**
@@ -99,12 +103,12 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
     });
   }
 
-  execute(inputs: Tensor[], outputNames?: string[], _options?: ExecuteRequestOptions): Promise<WorkerExecuteResult> {
+  execute(inputs: Tensor[], outputNames?: string[], options?: ExecuteRequestOptions): Promise<WorkerExecuteResult> {
     if (this.exited || this.stopping !== undefined) return Promise.reject(this.unavailable());
     const requestId = this.nextRequestId++;
     const packed = packTensors(inputs);
     return new Promise<WorkerExecuteResult>((resolve, reject) => {
-      this.pending.set(requestId, { resolve, reject });
+      this.pending.set(requestId, { resolve, reject, logIds: options?.logIds });
       this.send(
         {
           type: "execute",
@@ -123,8 +127,9 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
     inputs: Tensor[],
     outputNames: string[] | undefined,
     onResponse: (response: StreamResponse) => void,
+    options?: StreamRequestOptions,
   ): Promise<void> {
-    return this.execute(inputs, outputNames).then(
+    return this.execute(inputs, outputNames, options).then(
       (result) => onResponse({ outputs: result.outputs, final: true }),
       (error: unknown) => onResponse({ error: error as OperonError, final: true }),
     );
@@ -193,7 +198,10 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
 
   private onLog(level: "debug" | "info" | "warn" | "error", message: string, fields: Record<string, unknown>): void {
     try {
-      this.options.onLog?.(level, message, fields);
+      // The thread runs one execute at a time, in the order sent: a line it writes while one is pending is the
+      // first pending execute's, so it carries that execute's request ids.
+      const current = this.pending.values().next().value?.logIds;
+      this.options.onLog?.(level, message, current !== undefined ? { ...logIdFields(current), ...fields } : fields);
     } catch {
       // A failing log sink must not take the instance down.
     }

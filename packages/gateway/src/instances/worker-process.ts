@@ -18,14 +18,8 @@ import type {
 } from "./backend-instance.js";
 import type { CancelSignal } from "@operon/protocol/inference";
 import { instanceLoadOf } from "@operon/protocol/instance-load";
-import {
-  type DecodedFrame,
-  type ExecuteMessage,
-  FrameDecoder,
-  WORKER_WIRE_VERSION,
-  type WorkerRequestMessage,
-  writeFrame,
-} from "@operon/protocol/worker-wire";
+import { type DecodedFrame, FrameDecoder, writeFrame } from "@operon/protocol/worker-frame-codec";
+import { type ExecuteMessage, WORKER_WIRE_VERSION, type WorkerRequestMessage } from "@operon/protocol/worker-wire";
 import type { SharedSegment } from "./shm-segment.js";
 import { relayBlsRequest } from "./worker-bls-relay.js";
 import { launchWorker, type WorkerSpawnOptions, type WorkerTransport } from "./worker-launcher.js";
@@ -672,6 +666,7 @@ function executeMessage(outputNames: string[] | undefined, options: ExecuteReque
     requestId: 0,
     ...(outputNames !== undefined && outputNames.length > 0 ? { outputNames } : {}),
     ...(options?.id !== undefined && options.id !== "" ? { id: options.id } : {}),
+    ...(options?.logIds !== undefined && options.logIds.length > 0 ? { logIds: options.logIds } : {}),
     ...(options?.parameters !== undefined && Object.keys(options.parameters).length > 0
       ? { parameters: options.parameters }
       : {}),

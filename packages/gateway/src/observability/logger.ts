@@ -16,7 +16,17 @@ export type Logger = PinoLogger;
 
 const settingsOf = new WeakMap<object, LogSettings>();
 
-export function createLogger(options: { verbose?: number; destination?: NodeJS.WritableStream } = {}): Logger {
+export function createLogger(
+  options: {
+    verbose?: number;
+    destination?: NodeJS.WritableStream;
+    /**
+     * Every line goes to this file (appended, the folder made), and warnings and errors to stderr as well: a person
+     * at a terminal reads the server's own lines, not its JSON log (apps/cli: --log-file). Ignores `destination`.
+     */
+    file?: string | undefined;
+  } = {},
+): Logger {
   const settings = new LogSettings({ log_verbose_level: options.verbose ?? 0 });
   const logger = pino(
     {
@@ -31,10 +41,17 @@ export function createLogger(options: { verbose?: number; destination?: NodeJS.W
         },
       },
     },
-    options.destination as never,
+    (options.file !== undefined ? fileAndWarnings(options.file) : options.destination) as never,
   );
   settingsOf.set(logger, settings);
   return logger;
+}
+
+function fileAndWarnings(file: string) {
+  return pino.multistream([
+    { level: "trace", stream: pino.destination({ dest: file, mkdir: true, append: true, sync: true }) },
+    { level: "warn", stream: process.stderr },
+  ]);
 }
 
 /**

@@ -67,6 +67,32 @@ describe("OperatorRunner", () => {
     expect(runner.policy.priorityLevels).toBe(0);
   });
 
+  it("counts the completed calls of each model, each try of a retry and a fallback model's calls included", async () => {
+    const spec: OperatorSpec = {
+      ...SPEC,
+      steps: [
+        {
+          id: "m",
+          kind: "model",
+          model: "flaky",
+          inputs: { x: "IN" },
+          outputs: { y: "OUT" },
+          retry: { maxAttempts: 2, initialBackoffMs: 0 },
+          fallback: { model: "echo" },
+        },
+      ],
+    };
+    const ok = echo(1);
+    const runModel: RunModel = (model, ...rest) =>
+      model === "flaky" ? Promise.reject(new OperonError("UNAVAILABLE", "flaky is down")) : ok(model, ...rest);
+    const runner = new OperatorRunner(spec, { runModel });
+    expect(runner.modelCalls).toEqual({});
+    await runner.execute(request());
+    await runner.execute(request());
+    // Two tries of `flaky` per request (both failed), then its fallback `echo` once.
+    expect(runner.modelCalls).toEqual({ flaky: 4, echo: 2 });
+  });
+
   it("stop drains running requests, refuses new ones, and fails the ones past the drain time with UNAVAILABLE", async () => {
     const runner = new OperatorRunner(SPEC, { runModel: echo(200) });
     const running = runner.execute(request());

@@ -35,6 +35,8 @@ export class OperatorRunner implements VersionRunner {
   private stopped = false;
   private stopping: Promise<void> | undefined;
   private readonly running = new Set<Promise<unknown>>();
+  /** Completed calls (success or failure) of each model by this operator's steps: retries and fallbacks count. */
+  private readonly callsByModel = new Map<string, number>();
   /** Aborted when stop's drain time is up: requests still running fail UNAVAILABLE. */
   private readonly stopController = new AbortController();
 
@@ -89,7 +91,14 @@ export class OperatorRunner implements VersionRunner {
         onBreakerState: (state) => metrics.operatorStepBreakerState.set(labels(step), BREAKER_VALUES[state]),
       };
     };
-    this.executor = new DagExecutor(spec, { runModel: options.runModel, onStepEnd, resilienceHooks });
+    const runModel: RunModel = async (model, ...rest) => {
+      try {
+        return await options.runModel(model, ...rest);
+      } finally {
+        this.callsByModel.set(model, (this.callsByModel.get(model) ?? 0) + 1);
+      }
+    };
+    this.executor = new DagExecutor(spec, { runModel, onStepEnd, resilienceHooks });
   }
 
   /** An operator never dies by itself: a broken step model fails its requests, not the operator. */
@@ -99,6 +108,14 @@ export class OperatorRunner implements VersionRunner {
 
   get pendingCount(): number {
     return this.executor.inFlightCount;
+  }
+
+  /**
+   * Calls of each model the steps completed since the runner was built: the model's own statistics count them
+   * too, so the resource scheduler subtracts them to find the model's direct requests.
+   */
+  get modelCalls(): Record<string, number> {
+    return Object.fromEntries(this.callsByModel);
   }
 
   execute(request: RunnerRequest): Promise<ScheduledResult> {

@@ -347,7 +347,7 @@ export class ModelManager {
   }
 
   /** Each served operator's requests in flight (the resource scheduler's operator demand). */
-  operatorLoad(): Array<{ operator: string; inFlight: number }> {
+  operatorLoad(): Array<{ operator: string; inFlight: number; modelCalls: Record<string, number> }> {
     return this.scaling.operatorLoad();
   }
 

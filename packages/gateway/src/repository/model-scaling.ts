@@ -184,22 +184,25 @@ export class ModelScaling {
   }
 
   /**
-   * Each served operator's requests in flight now (summed over its versions): with its completed requests
-   * (the statistics) the resource scheduler derives the operator's arrival rate, which completions alone cap
-   * at what its slowest step serves.
+   * Each served operator's requests in flight now and the calls of each model its steps completed (both summed
+   * over its versions): with its completed requests (the statistics) the resource scheduler derives the
+   * operator's arrival rate, which completions alone cap at what its slowest step serves, and each step model's
+   * direct requests (its completions less the operators' calls of it).
    */
-  operatorLoad(): Array<{ operator: string; inFlight: number }> {
-    const list: Array<{ operator: string; inFlight: number }> = [];
+  operatorLoad(): Array<{ operator: string; inFlight: number; modelCalls: Record<string, number> }> {
+    const list: Array<{ operator: string; inFlight: number; modelCalls: Record<string, number> }> = [];
     for (const entry of this.options.models.sorted()) {
       const versions = [...entry.versions.values()].filter((served) => served.operator !== undefined);
       if (versions.length === 0) continue;
-      list.push({
-        operator: entry.name,
-        inFlight: versions.reduce(
-          (sum, served) => sum + ((served.instances as { pendingCount?: number }).pendingCount ?? 0),
-          0,
-        ),
-      });
+      const modelCalls: Record<string, number> = {};
+      let inFlight = 0;
+      for (const served of versions) {
+        const runner = served.instances as { pendingCount?: number; modelCalls?: Record<string, number> };
+        inFlight += runner.pendingCount ?? 0;
+        for (const [model, calls] of Object.entries(runner.modelCalls ?? {}))
+          modelCalls[model] = (modelCalls[model] ?? 0) + calls;
+      }
+      list.push({ operator: entry.name, inFlight, modelCalls });
     }
     return list;
   }

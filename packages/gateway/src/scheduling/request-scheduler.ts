@@ -55,6 +55,8 @@ export interface RequestContext {
   /** 0 for a client's request; n for a request a model made through BLS at depth n. */
   blsDepth: number;
   id?: string;
+  /** The log ids (X-Request-Id) of the client requests this execution serves: the instance's log lines carry them. */
+  logIds?: string[];
   /** JSON-safe (64-bit integers beyond 2^53 as decimal strings). */
   parameters?: Record<string, string | number | boolean>;
   /** The client's cancellation, for backends that can stop a request they already run (native backends). */
@@ -653,9 +655,18 @@ function unionOutputs(jobs: Job[]): string[] | undefined {
 /** The instance's view of an execution: the deepest BLS depth, and id/parameters when it is one request. */
 function executionContext(jobs: Job[]): RequestContext | undefined {
   if (jobs.length === 1) return jobs[0]!.request.context;
+  return batchContext(jobs.map((job) => job.request.context));
+}
+
+/** The context of one execution serving several requests: the deepest BLS depth, every request's log ids. */
+export function batchContext(contexts: ReadonlyArray<RequestContext | undefined>): RequestContext {
   let blsDepth = 0;
-  for (const job of jobs) blsDepth = Math.max(blsDepth, job.request.context?.blsDepth ?? 0);
-  return { blsDepth };
+  let logIds: string[] | undefined;
+  for (const context of contexts) {
+    blsDepth = Math.max(blsDepth, context?.blsDepth ?? 0);
+    if (context?.logIds !== undefined) (logIds ??= []).push(...context.logIds);
+  }
+  return logIds !== undefined ? { blsDepth, logIds } : { blsDepth };
 }
 
 /**

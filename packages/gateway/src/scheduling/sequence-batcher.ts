@@ -3,7 +3,13 @@ import type { Tensor } from "@operon/protocol/tensor";
 import type { ExecutionTiming } from "../observability/model-stats.js";
 import { batchShapeKey, joinBatch, splitBatch } from "./batch-tensors.js";
 import { DeadlineTimer, PROCESS_CLOCK, type TimerClock } from "./deadline-timer.js";
-import type { RequestContext, ReservedInstance, ScheduledRequest, ScheduledResult } from "./request-scheduler.js";
+import {
+  batchContext,
+  type RequestContext,
+  type ReservedInstance,
+  type ScheduledRequest,
+  type ScheduledResult,
+} from "./request-scheduler.js";
 import { controlTensors, type SequenceFlags, type SequencePolicy, showSequenceId } from "./sequence-policy.js";
 
 /**
@@ -438,10 +444,7 @@ export class SequenceBatcher {
       settleAll({ error });
       return;
     }
-    const context =
-      jobs.length === 1
-        ? jobs[0]!.request.context
-        : { blsDepth: Math.max(...jobs.map((job) => job.request.context?.blsDepth ?? 0)) };
+    const context = jobs.length === 1 ? jobs[0]!.request.context : batchContext(jobs.map((job) => job.request.context));
     instance.run(inputs, outputNames, context).then(
       ({ outputs, timing }) => {
         let parts: Tensor[][];

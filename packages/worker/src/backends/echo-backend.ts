@@ -33,6 +33,12 @@ export class EchoBackend implements Backend {
   private loaded = false;
 
   async initialize(options: BackendInitOptions): Promise<void> {
+    if (options.instanceKind === "KIND_GPU") {
+      throw new OperonError(
+        "INVALID_ARG",
+        `echo backend: instance '${options.instanceName}' is KIND_GPU, but this backend runs on the CPU only; use kind KIND_CPU`,
+      );
+    }
     const names = parameterOf(options, "output_names");
     this.outputNames = names === undefined ? [] : names.split(",").map((name) => name.trim());
     if (this.outputNames.some((name) => name === "")) {

@@ -40,6 +40,7 @@ export async function createBackend(name: string): Promise<Backend> {
     case "operon_steps": {
       const { createTypeScriptBackend } = await import("./typescript-backend.js");
       backend = createTypeScriptBackend({
+        backendName: "operon_steps",
         loadModule: async () => (await import("@operon/steps/step-pipeline-model")) as Record<string, unknown>,
       });
       break;

@@ -525,7 +525,7 @@ describe("TypeScriptBackend decoupled", () => {
     expect(logs).toContainEqual({
       level: "error",
       message: "model did not send the final response; ending the request",
-      fields: { model: "forgetful", requestId: r.requestId, id: "abc", timeoutMs: 300 },
+      fields: { model: "forgetful", wireRequestId: r.requestId, id: "abc", timeoutMs: 300 },
     });
   });
 

@@ -1,5 +1,6 @@
 import path from "node:path";
 import { ERROR_KINDS, type ErrorKind, OperonError, asOperonError } from "@operon/protocol/errors";
+import { logIdFields } from "@operon/protocol/logger";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { ExecuteTiming } from "@operon/protocol/worker-wire";
 import { BACKEND_API_VERSION } from "@operon/backend-api/backend-api-version";
@@ -145,6 +146,13 @@ export class TypeScriptBackend implements RequestBackend {
     };
 
     const model = instantiate(await (this.options.loadModule ?? importModelModule)(modelPath), modelPath);
+    const instanceKind = options.instanceKind ?? instanceKindOf(config);
+    if (instanceKind === "KIND_GPU" && model.usesGpu !== true) {
+      throw new OperonError(
+        "INVALID_ARG",
+        `model '${this.modelName}': instance '${options.instanceName}' is KIND_GPU, but the ${this.options.backendName ?? "typescript"} backend runs its models on the CPU (a model that runs its own work on the GPU declares usesGpu = true); use kind KIND_CPU`,
+      );
+    }
     this.guard = await this.host?.createExecuteGuard({
       timeoutMs: executeTimeoutMs,
       message: `model '${this.modelName}' execute timed out after ${executeTimeoutMs} ms`,
@@ -156,7 +164,7 @@ export class TypeScriptBackend implements RequestBackend {
         parameters,
         modelName: this.modelName,
         instanceName: options.instanceName,
-        instanceKind: options.instanceKind ?? instanceKindOf(config),
+        instanceKind,
         deviceId: options.deviceId ?? null,
         modelDir,
         modelVersion: path.basename(path.dirname(modelPath)),
@@ -244,7 +252,7 @@ export class TypeScriptBackend implements RequestBackend {
     } catch (error) {
       failure = this.errorOf(error, "INTERNAL", "execute failed");
       this.log(failure.kind === "INTERNAL" ? "error" : "info", "model execute failed", {
-        requestIds: requests.map((request) => request.requestId),
+        wireRequestIds: requests.map((request) => request.requestId),
         reason: failure.message,
         stack: stackOf(error),
       });
@@ -545,9 +553,11 @@ class DecoupledStream implements ResponseSender {
     clearTimeout(this.timer);
     const timeoutMs = this.backend.finalTimeout;
     this.timer = setTimeout(() => {
-      const { requestId, id } = this.request;
+      const { requestId, id, logIds } = this.request;
+      // Written after the execute returned: the request's own ids, as the lines written during it carry them.
       this.backend.logger("error", "model did not send the final response; ending the request", {
-        requestId,
+        ...(logIds !== undefined && logIds.length > 0 ? logIdFields(logIds) : {}),
+        wireRequestId: requestId,
         id,
         timeoutMs,
       });
@@ -630,6 +640,8 @@ export interface TypeScriptBackendOptions {
    * worker process, timeouts and batching as user models.
    */
   loadModule?: (modelPath: string) => Promise<Record<string, unknown>>;
+  /** The backend's name in errors (default "typescript"; "operon_steps" for the step pipelines). */
+  backendName?: string;
 }
 
 /** Used by the worker's backend registry. */

@@ -2,7 +2,8 @@
 
 import { Bar, BarChart, CartesianGrid, Legend, Tooltip, XAxis, YAxis } from "recharts";
 import { ChartFigure } from "./chart-figure";
-import { hasAnyValue, summarizeSeries, type ChartRow, type ChartSeries } from "./chart-series";
+import { hasAnyValue, numericValues, summarizeSeries, type ChartRow, type ChartSeries } from "./chart-series";
+import { niceTicks } from "./nice-ticks";
 
 const ROW_HEIGHT = 32;
 
@@ -17,6 +18,7 @@ export function CategoryBarChart({
   rows,
   series,
   formatValue,
+  formatAxis = (value) => formatValue(value),
   emptyText,
 }: {
   title: string;
@@ -28,8 +30,12 @@ export function CategoryBarChart({
   rows: readonly ChartRow[];
   series: readonly ChartSeries[];
   formatValue: (value: number) => string;
+  /** The value axis' ticks, given all of them (to pick one precision); default formatValue. */
+  formatAxis?: (value: number, ticks: readonly number[]) => string;
   emptyText?: string;
 }) {
+  const dataMax = Math.max(0, ...series.flatMap((entry) => numericValues(rows, entry.key)));
+  const ticks = niceTicks(dataMax > 0 ? dataMax : 1);
   const height = Math.max(140, rows.length * ROW_HEIGHT * Math.max(1, series.length * 0.7) + 72);
   return (
     <ChartFigure
@@ -49,8 +55,10 @@ export function CategoryBarChart({
         <CartesianGrid stroke="#e3e6ea" horizontal={false} />
         <XAxis
           type="number"
-          domain={[0, "auto"]}
-          tickFormatter={(value: number) => formatValue(value)}
+          domain={[0, ticks[ticks.length - 1]!]}
+          ticks={ticks}
+          interval={0}
+          tickFormatter={(value: number) => formatAxis(value, ticks)}
           label={{ value: valueLabel, position: "insideBottom", offset: -16 }}
         />
         <YAxis type="category" dataKey="category" width={170} name={categoryLabel} tick={{ fontSize: 13 }} />

@@ -19,10 +19,13 @@ export function seriesColor(index: number): string {
   return CHART_PALETTE[index % CHART_PALETTE.length]!;
 }
 
-/** Colours by meaning, so "p99" or "errors" look the same on every chart. */
+/**
+ * Colours by meaning, so "p99" or "errors" look the same on every chart; each
+ * meaning its own colour, so p50 is not read as the requests line beside it.
+ */
 export const SERIES_COLORS = {
   primary: "#1f5fbf",
-  p50: "#1f5fbf",
+  p50: "#6d28d9",
   p90: "#047857",
   p95: "#b45309",
   p99: "#be123c",

@@ -22,6 +22,7 @@ export function TimeSeriesChart({
   formatValue,
   formatAxis = formatTick,
   emptyMax = 1,
+  curve = "monotone",
   note,
 }: {
   title: string;
@@ -32,10 +33,12 @@ export function TimeSeriesChart({
   /** [from, to] in epoch ms. */
   domain: [number, number];
   formatValue: (value: number) => string;
-  /** The y axis' ticks; default short numbers (the unit is in the axis label). */
-  formatAxis?: (value: number) => string;
+  /** The y axis' ticks, given all of them (to pick one precision); default short numbers (the unit is in the axis label). */
+  formatAxis?: (value: number, ticks: readonly number[]) => string;
   /** The top of the y axis while every value is 0 (e.g. 0.01 for a 1 % error rate). */
   emptyMax?: number;
+  /** "stepAfter" for counts that jump and hold (instances): a smooth curve would draw 1.5 instances between samples. */
+  curve?: "monotone" | "stepAfter";
   /** Appended to the text summary (e.g. which series were left out). */
   note?: string;
 }) {
@@ -73,7 +76,7 @@ export function TimeSeriesChart({
           domain={[0, yTicks[yTicks.length - 1]!]}
           ticks={yTicks}
           interval={0}
-          tickFormatter={(value: number) => formatAxis(value)}
+          tickFormatter={(value: number) => formatAxis(value, yTicks)}
           label={{ value: yLabel, angle: -90, position: "insideLeft", style: { textAnchor: "middle" } }}
         />
         <Tooltip
@@ -84,7 +87,7 @@ export function TimeSeriesChart({
         {series.map((entry) => (
           <Line
             key={entry.key}
-            type="monotone"
+            type={curve}
             dataKey={entry.key}
             name={entry.label}
             stroke={entry.color}

@@ -1,5 +1,6 @@
 import { DataTable, type DataColumn } from "@/components/data-table/data-table";
-import { formatInteger, formatMoney, formatNumber } from "@/lib/number-format";
+import { formatInteger, formatMoney, formatNumber, perMillionInferences } from "@/lib/number-format";
+import { ApplyCandidateButton } from "./apply-candidate-button";
 import type { SearchCandidate } from "./config-search-types";
 import { candidateLabel } from "./search-view-model";
 
@@ -17,16 +18,16 @@ export function CandidatesTable({
   recommendedIndex,
   appliedIndex,
   currency,
+  model,
   onApply,
-  applying,
 }: {
   candidates: readonly SearchCandidate[];
   recommendedIndex: number | null;
   appliedIndex: number | null;
   currency: string | null;
+  model: string;
   /** Absent for viewers. */
-  onApply?: ((index: number) => void) | undefined;
-  applying: boolean;
+  onApply?: ((index: number) => Promise<unknown>) | undefined;
 }) {
   const verdictOf = (candidate: SearchCandidate) =>
     [
@@ -76,10 +77,11 @@ export function CandidatesTable({
     },
     {
       id: "cost",
-      header: "Cost per 1,000",
+      header: "Cost per 1M",
       numeric: true,
       sortValue: (candidate) => (currency === null ? undefined : (candidate.costPer1000 ?? undefined)),
-      cell: (candidate) => (currency === null ? "—" : formatMoney(candidate.costPer1000, currency)),
+      cell: (candidate) =>
+        currency === null ? "—" : formatMoney(perMillionInferences(candidate.costPer1000), currency),
     },
     { id: "verdict", header: "Verdict", cell: verdictOf },
   ];
@@ -89,15 +91,14 @@ export function CandidatesTable({
       header: "Apply",
       cell: (candidate) =>
         candidate.error === null && candidate.throughput > 0 ? (
-          <button
-            type="button"
+          <ApplyCandidateButton
+            candidate={candidate}
+            model={model}
+            label="Apply"
+            accessibleLabel={`Apply candidate ${candidate.index + 1}`}
             className="button"
-            disabled={applying}
-            onClick={() => onApply(candidate.index)}
-            aria-label={`Apply candidate ${candidate.index + 1}`}
-          >
-            Apply
-          </button>
+            onApply={onApply}
+          />
         ) : null,
     });
   }

@@ -5,17 +5,16 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import Link from "next/link";
 import { useEffect, useState } from "react";
 import { FactList } from "@/components/fact-list";
-import { FormAlert } from "@/components/form/form-alert";
 import { PageHeader } from "@/components/page-header";
 import { useSignedInUser } from "@/components/shell/session-context";
 import { EmptyState } from "@/components/states/empty-state";
 import { QueryView } from "@/components/states/query-view";
 import { ConfirmButton } from "@/components/confirm-button";
-import { apiProblem } from "@/lib/api-problem";
-import { formatMoney, formatNumber } from "@/lib/number-format";
+import { formatMoney, formatNumber, perMillionInferences } from "@/lib/number-format";
 import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
 import { CandidatesScatterChart } from "./candidates-scatter-chart";
+import { ApplyCandidateButton } from "./apply-candidate-button";
 import { CandidatesTable } from "./candidates-table";
 import {
   OBJECTIVE_LABELS,
@@ -148,7 +147,7 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
       ? undefined
       : search.candidates.find((candidate) => candidate.index === search.recommendedIndex);
   const currency = search.hardware?.currency ?? null;
-  const doApply = canManage && !running ? (index: number) => apply.mutate({ id: search.id, index }) : undefined;
+  const doApply = canManage && !running ? (index: number) => apply.mutateAsync({ id: search.id, index }) : undefined;
   return (
     <>
       <section className="card" aria-labelledby="search-facts-title">
@@ -213,17 +212,18 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
                 <br />
                 {formatNumber(recommended.throughput)} inferences/s at p99{" "}
                 {formatNumber((recommended.latencyP99Us ?? 0) / 1000, 3)} ms
-                {currency !== null ? `, ${formatMoney(recommended.costPer1000, currency)} per 1,000 inferences` : ""}
+                {currency !== null
+                  ? `, ${formatMoney(perMillionInferences(recommended.costPer1000), currency)} per 1M inferences`
+                  : ""}
               </p>
               {doApply ? (
-                <button
-                  type="button"
+                <ApplyCandidateButton
+                  candidate={recommended}
+                  model={search.model}
+                  label="Apply recommended config"
                   className="button button-primary"
-                  disabled={apply.isPending}
-                  onClick={() => doApply(recommended.index)}
-                >
-                  {apply.isPending ? "Applying…" : "Apply recommended config"}
-                </button>
+                  onApply={doApply}
+                />
               ) : null}
             </div>
           ) : (
@@ -242,7 +242,6 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
               #{search.appliedIndex + 1} was applied {search.appliedAt ? formatDateTime(search.appliedAt) : ""}.
             </p>
           ) : null}
-          <FormAlert message={apply.error ? apiProblem(apply.error).message : undefined} />
         </section>
       ) : null}
       {search.candidates.length === 0 ? (
@@ -272,8 +271,8 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
               recommendedIndex={search.recommendedIndex}
               appliedIndex={search.appliedIndex}
               currency={currency}
+              model={search.model}
               onApply={doApply}
-              applying={apply.isPending}
             />
           </section>
         </>

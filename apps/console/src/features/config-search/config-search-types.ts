@@ -20,7 +20,7 @@ export function searchStatusLabel(status: ConfigSearchStatus): string {
 
 export const OBJECTIVE_LABELS: Record<ConfigSearchObjective, string> = {
   MAX_THROUGHPUT: "Highest throughput under the p99 budget",
-  MIN_COST: "Lowest cost per 1,000 inferences under the p99 budget",
+  MIN_COST: "Lowest cost per 1M inferences under the p99 budget",
 };
 
 export function configSearchHref(model: string): string {

@@ -1,13 +1,15 @@
 "use client";
 
-import { useMutation, useQueryClient } from "@tanstack/react-query";
-import type { FormEvent } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import Link from "next/link";
+import { useState, type FormEvent } from "react";
 import { FormAlert } from "@/components/form/form-alert";
 import { SelectField } from "@/components/form/select-field";
 import { SubmitButton } from "@/components/form/submit-button";
 import { TextField } from "@/components/form/text-field";
 import { useFormProblem } from "@/components/form/use-form-problem";
 import { fieldMessage, formMessage } from "@/lib/api-problem";
+import { formatMoney } from "@/lib/number-format";
 import { useTRPC } from "@/lib/trpc";
 import { OBJECTIVE_LABELS, type ConfigSearchObjective } from "./config-search-types";
 
@@ -52,6 +54,11 @@ export function StartSearchForm({
   const trpc = useTRPC();
   const queryClient = useQueryClient();
   const { problem, clear, fromError, atFields } = useFormProblem();
+  const [objective, setObjective] = useState<ConfigSearchObjective>("MAX_THROUGHPUT");
+  // The cost objective prices candidates with the default hardware profile; say so before the API refuses.
+  const profiles = useQuery(trpc.hardware.list.queryOptions());
+  const pricedWith = profiles.data?.find((profile) => profile.isDefault);
+  const noProfile = profiles.data !== undefined && pricedWith === undefined;
   const start = useMutation(
     trpc.configSearch.start.mutationOptions({
       onSuccess: async ({ id }) => {
@@ -100,16 +107,31 @@ export function StartSearchForm({
       <h2 id="new-search-title" className="form-title">
         New search
       </h2>
-      <SelectField
-        label="Objective"
-        name="objective"
-        defaultValue="MAX_THROUGHPUT"
-        options={(Object.keys(OBJECTIVE_LABELS) as ConfigSearchObjective[]).map((value) => ({
-          value,
-          label: OBJECTIVE_LABELS[value],
-        }))}
-        error={fieldMessage(problem, "objective")}
-      />
+      <div className="search-objective">
+        <SelectField
+          label="Objective"
+          name="objective"
+          value={objective}
+          onChange={(event) => setObjective(event.target.value as ConfigSearchObjective)}
+          options={(Object.keys(OBJECTIVE_LABELS) as ConfigSearchObjective[]).map((value) => ({
+            value,
+            label: OBJECTIVE_LABELS[value],
+          }))}
+          error={fieldMessage(problem, "objective")}
+        />
+        {objective === "MIN_COST" && noProfile ? (
+          <p className="notice" role="status">
+            The lowest cost needs a hardware profile to price the candidates, and there is none yet: an admin adds one
+            under <Link href="/hardware">Hardware</Link>, or choose the highest throughput.
+          </p>
+        ) : null}
+        {objective === "MIN_COST" && pricedWith !== undefined ? (
+          <p className="field-hint">
+            Candidates are priced with the default hardware profile, {pricedWith.name} (
+            {formatMoney(pricedWith.costPerHour, pricedWith.currency)}/h).
+          </p>
+        ) : null}
+      </div>
       <TextField
         label="p99 budget (ms)"
         name="p99BudgetMs"

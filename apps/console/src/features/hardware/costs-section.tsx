@@ -1,12 +1,13 @@
 "use client";
 
-import { formatCount, formatMoney } from "@/lib/number-format";
+import { formatCount, formatMoney, perMillionInferences } from "@/lib/number-format";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { SelectField } from "@/components/form/select-field";
 import { QueryView } from "@/components/states/query-view";
 import { CategoryBarChart } from "@/features/charts/category-bar-chart";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
+import { formatExactTick } from "@/features/charts/number-format";
 import { TIME_RANGE_OPTIONS, useTimeWindow, type TimeRangeId } from "@/features/charts/time-range";
 import { useTRPC } from "@/lib/trpc";
 import type { CostReport } from "./cost-types";
@@ -50,17 +51,22 @@ function CostReportView({ report }: { report: CostReport }) {
                 .map((model) => ({ category: label(model), costPerHour: model.costPerHour }))}
               series={[{ key: "costPerHour", label: "Cost per hour", color: SERIES_COLORS.primary }]}
               formatValue={money}
+              formatAxis={formatExactTick}
               emptyText="No model used the CPU in this range."
             />
             <CategoryBarChart
-              title="Cost per 1,000 inferences"
+              title="Cost per 1M inferences"
               categoryLabel={categoryLabel}
-              valueLabel={`cost per 1,000 inferences (${currency})`}
+              valueLabel={`cost per 1M inferences (${currency})`}
               rows={report.models
                 .filter((model) => model.costPer1000Inferences !== null)
-                .map((model) => ({ category: label(model), costPer1000Inferences: model.costPer1000Inferences }))}
-              series={[{ key: "costPer1000Inferences", label: "Cost per 1,000 inferences", color: SERIES_COLORS.p95 }]}
+                .map((model) => ({
+                  category: label(model),
+                  costPerMillionInferences: perMillionInferences(model.costPer1000Inferences),
+                }))}
+              series={[{ key: "costPerMillionInferences", label: "Cost per 1M inferences", color: SERIES_COLORS.p95 }]}
               formatValue={money}
+              formatAxis={formatExactTick}
               emptyText="No inferences in this range."
             />
           </div>

@@ -1,6 +1,6 @@
 import { DataTable, type DataColumn } from "@/components/data-table/data-table";
 import { TruncatedText } from "@/components/data-table/truncated-text";
-import { formatInteger, formatMoney, formatSmall } from "@/lib/number-format";
+import { formatInteger, formatMoney, formatSmall, perMillionInferences } from "@/lib/number-format";
 import type { ModelCost } from "./cost-types";
 
 export function ModelCostsTable({ models, showProfile }: { models: readonly ModelCost[]; showProfile: boolean }) {
@@ -72,11 +72,11 @@ export function ModelCostsTable({ models, showProfile }: { models: readonly Mode
       cell: (model) => formatMoney(model.costPerHour, model.currency),
     },
     {
-      id: "costPer1000",
-      header: "Cost per 1,000 inferences",
+      id: "costPerMillion",
+      header: "Cost per 1M inferences",
       numeric: true,
       sortValue: (model) => model.costPer1000Inferences,
-      cell: (model) => formatMoney(model.costPer1000Inferences, model.currency, "no inferences"),
+      cell: (model) => formatMoney(perMillionInferences(model.costPer1000Inferences), model.currency, "no inferences"),
     },
   ];
   return (

@@ -52,12 +52,24 @@ export function gibOf(bytes: number | null): string {
   return bytes === null ? "" : String(Math.round((bytes / GIB) * 100) / 100);
 }
 
-export function formDefaults(profile: HardwareProfile | undefined) {
+/** What the API says of the host the gateway runs on (hardware.host). */
+export interface HostFacts {
+  hostname: string;
+  cpuCores: number;
+  memoryBytes: number;
+}
+
+/**
+ * The form's starting values: the profile's when editing; for a new one, the host's name, cores and memory (most
+ * profiles describe the host the gateway runs on), so only its price is left to type.
+ */
+export function formDefaults(profile: HardwareProfile | undefined, host?: HostFacts) {
+  const fromHost = profile === undefined ? host : undefined;
   return {
-    name: profile?.name ?? "",
+    name: profile?.name ?? fromHost?.hostname ?? "",
     kind: profile?.kind ?? "CPU",
-    cpuCores: profile?.cpuCores?.toString() ?? "",
-    memoryGiB: gibOf(profile?.memoryBytes ?? null),
+    cpuCores: profile?.cpuCores?.toString() ?? fromHost?.cpuCores.toString() ?? "",
+    memoryGiB: gibOf(profile?.memoryBytes ?? fromHost?.memoryBytes ?? null),
     gpuModel: profile?.gpuModel ?? "",
     gpuCount: profile ? String(profile.gpuCount) : "0",
     gpuMemoryGiB: gibOf(profile?.gpuMemoryBytes ?? null),

@@ -1,6 +1,6 @@
 "use client";
 
-import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { FormEvent } from "react";
 import { FormAlert } from "@/components/form/form-alert";
 import { SelectField } from "@/components/form/select-field";
@@ -41,7 +41,9 @@ export function ProfileForm({ profile, onDone }: { profile?: HardwareProfile; on
   const create = useMutation(trpc.hardware.create.mutationOptions({ onSuccess, onError: fromError }));
   const update = useMutation(trpc.hardware.update.mutationOptions({ onSuccess, onError: fromError }));
   const pending = create.isPending || update.isPending;
-  const values = formDefaults(profile);
+  // A new profile starts from the host's cores and memory; the form is drawn once they are known (or unknowable).
+  const host = useQuery({ ...trpc.hardware.host.queryOptions(), enabled: profile === undefined, staleTime: Infinity });
+  const values = formDefaults(profile, host.data);
   const title = profile ? `Edit “${profile.name}”` : "Add a hardware profile";
 
   const submit = (event: FormEvent<HTMLFormElement>) => {
@@ -57,7 +59,13 @@ export function ProfileForm({ profile, onDone }: { profile?: HardwareProfile; on
   };
 
   return (
-    <form onSubmit={submit} noValidate className="form form-grid" aria-label={title}>
+    <form
+      key={host.data ? "from-host" : "blank"}
+      onSubmit={submit}
+      noValidate
+      className="form form-grid"
+      aria-label={title}
+    >
       <h3 className="form-title">{title}</h3>
       <TextField
         label="Name"

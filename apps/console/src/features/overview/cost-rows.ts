@@ -1,4 +1,5 @@
 import type { ChartRow } from "@/features/charts/chart-series";
+import { perMillionInferences } from "@/lib/number-format";
 import type { CostReport } from "./overview-types";
 
 export type ModelCostRow = CostReport["models"][number];
@@ -20,11 +21,13 @@ export function reportCurrency(report: CostReport): string | undefined {
   return currencies.size === 1 ? [...currencies][0] : undefined;
 }
 
-/** The bars of one cost chart: models with a cost above 0, most expensive first. */
-export function costChartRows(report: CostReport, key: "costPerHour" | "costPer1000Inferences"): ChartRow[] {
+/** The bars of one cost chart (per hour, or per million inferences): models with a cost above 0, most expensive first. */
+export function costChartRows(report: CostReport, key: "costPerHour" | "costPerMillionInferences"): ChartRow[] {
   const withProfile = singleProfile(report) === undefined;
+  const value = (entry: ModelCostRow) =>
+    (key === "costPerHour" ? entry.costPerHour : perMillionInferences(entry.costPer1000Inferences)) ?? 0;
   return report.models
-    .filter((entry) => (entry[key] ?? 0) > 0)
-    .sort((a, b) => (b[key] ?? 0) - (a[key] ?? 0))
-    .map((entry) => ({ category: costCategory(entry, withProfile), [key]: entry[key] }));
+    .filter((entry) => value(entry) > 0)
+    .sort((a, b) => value(b) - value(a))
+    .map((entry) => ({ category: costCategory(entry, withProfile), [key]: value(entry) }));
 }

@@ -1,6 +1,6 @@
 import { DataTable, type DataColumn } from "@/components/data-table/data-table";
 import { TruncatedText } from "@/components/data-table/truncated-text";
-import { formatInteger, formatMoney, formatNumber } from "@/lib/number-format";
+import { formatInteger, formatMoney, formatNumber, perMillionInferences } from "@/lib/number-format";
 import type { CostReport } from "./overview-types";
 
 type CostEntry = CostReport["models"][number];
@@ -69,11 +69,11 @@ const COLUMNS: DataColumn<CostEntry>[] = [
     cell: (entry) => formatMoney(entry.costPerHour, entry.currency),
   },
   {
-    id: "costPer1000",
-    header: "Cost per 1,000 inferences",
+    id: "costPerMillion",
+    header: "Cost per 1M inferences",
     numeric: true,
     sortValue: (entry) => entry.costPer1000Inferences,
-    cell: (entry) => formatMoney(entry.costPer1000Inferences, entry.currency),
+    cell: (entry) => formatMoney(perMillionInferences(entry.costPer1000Inferences), entry.currency),
   },
 ];
 

@@ -5,13 +5,14 @@ import type { UseQueryResult } from "@tanstack/react-query";
 import Link from "next/link";
 import { CategoryBarChart } from "@/features/charts/category-bar-chart";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
+import { formatExactTick } from "@/features/charts/number-format";
 import { QueryView } from "@/components/states/query-view";
 import { costChartRows, reportCurrency, singleProfile } from "./cost-rows";
 import { CostTable } from "./cost-table";
 import type { CostReport } from "./overview-types";
 import { ProfileCostSummary } from "./profile-cost-summary";
 
-/** Cost per hour and per 1,000 inferences by model and hardware profile (metrics.costs). */
+/** Cost per hour and per million inferences by model and hardware profile (metrics.costs). */
 export function CostsSection({ query }: { query: UseQueryResult<CostReport, unknown> }) {
   return (
     <section className="card" aria-labelledby="costs-title">
@@ -58,15 +59,17 @@ function CostCharts({ report }: { report: CostReport }) {
           rows={costChartRows(report, "costPerHour")}
           series={[{ key: "costPerHour", label: "Cost per hour", color: SERIES_COLORS.primary }]}
           formatValue={money}
+          formatAxis={formatExactTick}
           emptyText="No model used measurable CPU in this range."
         />
         <CategoryBarChart
-          title={`Cost per 1,000 inferences${on}`}
+          title={`Cost per 1M inferences${on}`}
           categoryLabel={categoryLabel}
-          valueLabel={`cost per 1,000 inferences (${unit})`}
-          rows={costChartRows(report, "costPer1000Inferences")}
-          series={[{ key: "costPer1000Inferences", label: "Cost per 1,000 inferences", color: SERIES_COLORS.p95 }]}
+          valueLabel={`cost per 1M inferences (${unit})`}
+          rows={costChartRows(report, "costPerMillionInferences")}
+          series={[{ key: "costPerMillionInferences", label: "Cost per 1M inferences", color: SERIES_COLORS.p95 }]}
           formatValue={money}
+          formatAxis={formatExactTick}
           emptyText="No inferences in this range."
         />
       </div>

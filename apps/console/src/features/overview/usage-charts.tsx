@@ -2,6 +2,7 @@
 
 import { byteUnitFor, formatNumber, formatPercent } from "@/lib/number-format";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
+import { formatPercentTick } from "@/features/charts/number-format";
 import { TimeSeriesChart } from "@/features/charts/time-series-chart";
 import type { UsageSeries } from "./overview-types";
 import { maxOf, overallRows, perModelRows } from "./series-rows";
@@ -51,7 +52,7 @@ export function UsageCharts({ series }: { series: UsageSeries }) {
         domain={domain}
         emptyMax={0.01}
         formatValue={(value) => formatPercent(value)}
-        formatAxis={(value) => formatPercent(value, value > 0 && value < 0.1 ? 2 : 0)}
+        formatAxis={formatPercentTick}
       />
       <TimeSeriesChart
         title="Queue time"
@@ -71,6 +72,7 @@ export function UsageCharts({ series }: { series: UsageSeries }) {
       <TimeSeriesChart
         title="Instances per model"
         yLabel="instances"
+        curve="stepAfter"
         {...chartData(instances)}
         domain={domain}
         formatValue={fmt}
@@ -82,7 +84,7 @@ export function UsageCharts({ series }: { series: UsageSeries }) {
         {...chartData(cpu)}
         domain={domain}
         formatValue={(value) => formatPercent(value)}
-        formatAxis={(value) => formatPercent(value, value > 0 && value < 0.1 ? 2 : 0)}
+        formatAxis={formatPercentTick}
       />
       <TimeSeriesChart
         title="Memory per model"
@@ -100,7 +102,7 @@ export function UsageCharts({ series }: { series: UsageSeries }) {
             {...chartData(gpu)}
             domain={domain}
             formatValue={(value) => formatPercent(value)}
-            formatAxis={(value) => formatPercent(value, value > 0 && value < 0.1 ? 2 : 0)}
+            formatAxis={formatPercentTick}
             note="Each GPU's utilization, split over the models with instances on it by their instance count there, as a share of all the host's GPUs."
           />
           <TimeSeriesChart

@@ -1,22 +1,20 @@
-import { mkdir, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { BatchJob, BatchJobState, Prisma, PrismaClient } from "@operon/db";
-import { generateApiKey } from "@operon/protocol/api-keys";
 import type { Logger } from "@operon/protocol/logger";
 import { AppError, notFound } from "../../app-error.js";
 import type { ApiKeyService } from "../api-keys/api-key-service.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { GatewayClient, type GatewayClientOptions } from "../gateway/gateway-client.js";
 import { requireOwnerOrAdmin, type Changer } from "../ownership/ownership.js";
-import { AimdLimiter } from "./aimd.js";
+import { parseJsonColumn } from "../json-column.js";
 import { previewQuery } from "./dataset-query.js";
 import type { BatchStorageOptions, Datasets } from "./datasets.js";
 import { inputMappingSchema, planInputs, type ColumnMapping, type TargetSignature } from "./input-mapping.js";
-import { JobFiles, ROW_COLUMN, outputColumnsOf } from "./job-files.js";
-import { JobRunner, type ChunkOutcome } from "./job-runner.js";
-import { imageBaseOf } from "./row-request.js";
-import { addRange, parseRanges, removeRows, rowsIn } from "./row-ranges.js";
-import { jobBudget, targetSignature, type JobTarget } from "./target-signature.js";
+import { JobFiles, ROW_COLUMN } from "./job-files.js";
+import { JobExecution, type RunningJob } from "./job-execution.js";
+import { parseRanges, removeRows, rowsIn } from "./row-ranges.js";
+import { targetSignature, type JobTarget } from "./target-signature.js";
 
 /**
  * Batch jobs: one model or operator over a dataset's rows, stored, started,
@@ -78,17 +76,9 @@ export interface BatchJobsOptions {
   budgetMs?: number;
 }
 
-/** A priority level below every model's lowest: the gateway caps it at the target's lowest level (key-priority.ts). */
-export const BATCH_PRIORITY_LEVEL = 1_000_000;
-export const JOB_GRANT_PREFIX = "batch-job:";
-
-interface Running {
-  stop: boolean;
-  done: Promise<void>;
-}
-
 export class BatchJobs {
-  private readonly running = new Map<string, Running>();
+  private readonly running = new Map<string, RunningJob>();
+  private readonly execution: JobExecution;
   private stopped = false;
   private kicking: Promise<void> = Promise.resolve();
   private readonly maxRunning: number;
@@ -104,6 +94,15 @@ export class BatchJobs {
   ) {
     this.maxRunning = options.maxRunning ?? 1;
     this.chunkRows = options.chunkRows ?? 256;
+    this.execution = new JobExecution({
+      prisma,
+      gateway,
+      apiKeys,
+      options,
+      logger,
+      chunkRows: this.chunkRows,
+      filesOf: (id) => this.filesOf(id),
+    });
   }
 
   /** On start: jobs a stop or crash left RUNNING queue again (they resume from their checkpoint); then queued jobs start. */
@@ -313,182 +312,15 @@ export class BatchJobs {
           take: free,
         });
         for (const job of queued) {
-          const run: Running = { stop: false, done: Promise.resolve() };
+          const run: RunningJob = { stop: false, done: Promise.resolve() };
           this.running.set(job.id, run);
-          run.done = this.runJob(job, run).finally(() => {
+          run.done = this.execution.run(job, run).finally(() => {
             this.running.delete(job.id);
             this.kick();
           });
         }
       })
       .catch((error: unknown) => this.logger.error({ err: (error as Error).message }, "could not start batch jobs"));
-  }
-
-  private async runJob(queued: BatchJob, run: Running): Promise<void> {
-    const id = queued.id;
-    const files = this.filesOf(id);
-    let sandbox: Awaited<ReturnType<JobFiles["open"]>> | undefined;
-    try {
-      const claimed = await this.prisma.batchJob.updateMany({
-        where: { id, state: "QUEUED" },
-        data: { state: "RUNNING", startedAt: queued.startedAt ?? new Date(), error: null },
-      });
-      if (claimed.count === 0) return;
-      const dataset = await this.prisma.dataset.findUniqueOrThrow({ where: { id: queued.datasetId } });
-      await mkdir(files.dir, { recursive: true });
-      let total = queued.totalRows;
-      if (total === null) {
-        total = await files.takeSnapshot(dataset);
-        await this.prisma.batchJob.update({ where: { id }, data: { totalRows: total } });
-      }
-      sandbox = await files.open();
-      const parts = new Set(queued.parts);
-      const removed = await files.removeUncommittedParts((name) => parts.has(name));
-      if (removed > 0)
-        this.logger.info({ job: id, parts: removed }, "batch job: removed result parts its checkpoint does not hold");
-      const target: JobTarget = {
-        kind: queued.targetKind,
-        name: queued.targetName,
-        version: queued.targetVersion ?? undefined,
-      };
-      const signature = await targetSignature(this.gateway, target);
-      const planned = planInputs(
-        queued.mapping as unknown as ColumnMapping[],
-        signature,
-        await files.snapshotColumns(sandbox),
-      );
-      const kept =
-        queued.outputs.length > 0
-          ? signature.outputs.filter((o) => queued.outputs.includes(o.name))
-          : signature.outputs;
-      const outputs = outputColumnsOf(kept, signature.maxBatchSize);
-      const budget =
-        this.options.budgetMs !== undefined
-          ? { budgetMs: this.options.budgetMs, source: "option" }
-          : await jobBudget(this.prisma, target);
-      const limiter = new AimdLimiter({
-        budgetMs: budget.budgetMs,
-        max: this.options.maxConcurrency ?? 64,
-        initial: 2,
-      });
-      const key = await this.issueKey(id, target.name);
-      const gateway = new GatewayClient({ ...this.options.gateway, adminKey: key });
-      const rate = new RateWindow();
-      let ranges = parseRanges(queued.doneRanges);
-      this.logger.info(
-        { job: id, target: target.name, rows: total, budgetMs: budget.budgetMs, budget: budget.source },
-        "batch job running",
-      );
-      const runner = new JobRunner({
-        files,
-        sandbox,
-        gateway,
-        target,
-        planned,
-        outputs,
-        requestedOutputs: queued.outputs,
-        images: { baseDir: imageBaseOf(dataset.path), roots: this.imageRootsOf(dataset) },
-        limiter,
-        logger: this.logger,
-        chunkRows: this.chunkRows,
-        stopping: () => run.stop,
-        commit: async (outcome: ChunkOutcome) => {
-          ranges = addRange(ranges, outcome.range[0], outcome.range[1]);
-          rate.add(outcome.range[1] - outcome.range[0]);
-          await this.prisma.$transaction(async (tx) => {
-            // Rows of the chunk that succeeded leave the failures (a retry that worked); one that failed again counts an attempt more.
-            await tx.batchJobFailure.deleteMany({
-              where: {
-                jobId: id,
-                row: {
-                  gte: outcome.range[0],
-                  lt: outcome.range[1],
-                  notIn: outcome.failures.map((failure) => failure.row),
-                },
-              },
-            });
-            for (const failure of outcome.failures) {
-              await tx.batchJobFailure.upsert({
-                where: { jobId_row: { jobId: id, row: failure.row } },
-                create: { jobId: id, row: failure.row, error: failure.error.slice(0, 2000) },
-                update: { error: failure.error.slice(0, 2000), attempts: { increment: 1 }, at: new Date() },
-              });
-            }
-            const failedRows = await tx.batchJobFailure.count({ where: { jobId: id } });
-            await tx.batchJob.update({
-              where: { id },
-              data: {
-                doneRanges: ranges as unknown as Prisma.InputJsonValue,
-                doneRows: rowsIn(ranges),
-                failedRows,
-                parts: { push: outcome.part },
-                concurrency: limiter.limit,
-                rowsPerSec: rate.perSecond(),
-              },
-            });
-          });
-        },
-      });
-      const complete = await runner.run(ranges, total);
-      const now = await this.prisma.batchJob.findUniqueOrThrow({ where: { id } });
-      if (complete && now.state === "RUNNING") {
-        const written = await files.writeResult(sandbox, dataset.keyColumns, outputs);
-        await this.prisma.batchJob.update({
-          where: { id },
-          data: { state: "DONE", finishedAt: new Date(), rowsPerSec: rate.perSecond() },
-        });
-        this.logger.info({ job: id, results: written, failed: now.failedRows }, "batch job done");
-      }
-      // Paused or cancelled: the state was written by the transition; a shutdown leaves RUNNING for the next start.
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      this.logger.warn({ job: id, err: message }, "batch job failed");
-      await this.prisma.batchJob
-        .updateMany({
-          where: { id, state: "RUNNING" },
-          data: { state: "FAILED", error: message.slice(0, 2000), finishedAt: new Date() },
-        })
-        .catch(() => undefined);
-    } finally {
-      this.apiKeys.setJobGrant(id, undefined);
-      sandbox?.close();
-    }
-  }
-
-  /** The job's own key: lowest priority, its own tenant; resolves once the gateway accepts it. */
-  private async issueKey(jobId: string, targetName: string): Promise<string> {
-    const generated = generateApiKey();
-    this.apiKeys.setJobGrant(jobId, {
-      id: `${JOB_GRANT_PREFIX}${jobId}`,
-      hash: generated.hash,
-      scopes: ["infer"],
-      priorityLevel: BATCH_PRIORITY_LEVEL,
-      qpsQuota: null,
-      expiresAt: null,
-      internal: true,
-      tenant: { id: `batch:${jobId}`, share: 1, policy: "queue" },
-    });
-    // The grant reaches the gateway as a message: wait until it knows the key (401 until then).
-    const client = new GatewayClient({ ...this.options.gateway, adminKey: generated.key });
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      try {
-        await client.modelMetadata(targetName);
-        return generated.key;
-      } catch (error) {
-        if (Date.now() > deadline)
-          throw new AppError(
-            "GATEWAY_UNAVAILABLE",
-            `the gateway did not accept the job's key: ${(error as Error).message}`,
-          );
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
-  }
-
-  /** Image paths of rows must lie in the dataset's folder (uploads) or the allowed roots (server paths). */
-  private imageRootsOf(dataset: { source: string; path: string }): string[] {
-    return dataset.source === "SERVER_PATH" ? this.options.storage.serverPathRoots : [imageBaseOf(dataset.path)];
   }
 
   private async transition(
@@ -606,7 +438,7 @@ function viewOf(row: BatchJob, datasetName: string, ownerEmail: string | null): 
     ownerId: row.ownerId,
     ownerEmail,
     target: { kind: row.targetKind, name: row.targetName, version: row.targetVersion },
-    mapping: row.mapping as unknown as ColumnMapping[],
+    mapping: parseJsonColumn(inputMappingSchema, row.mapping, { table: "BatchJob", column: "mapping", id: row.id }),
     outputs: row.outputs,
     state: row.state,
     error: row.error,
@@ -631,22 +463,4 @@ function jsonSafe(value: unknown): unknown {
   if (typeof value === "bigint") return value.toString();
   if (value instanceof Uint8Array) return `<${value.length} bytes>`;
   return value;
-}
-
-/** Rows per second over the last 10 s of checkpoints. */
-class RateWindow {
-  private readonly points: Array<{ at: number; rows: number }> = [];
-  add(rows: number): void {
-    const now = Date.now();
-    this.points.push({ at: now, rows });
-    while (this.points.length > 1 && (this.points[0] as { at: number }).at < now - 10_000) this.points.shift();
-  }
-  perSecond(): number | null {
-    if (this.points.length < 2) return null;
-    const first = this.points[0] as { at: number; rows: number };
-    const last = this.points[this.points.length - 1] as { at: number };
-    const seconds = (last.at - first.at) / 1000;
-    if (seconds <= 0) return null;
-    return this.points.slice(1).reduce((sum, point) => sum + point.rows, 0) / seconds;
-  }
 }

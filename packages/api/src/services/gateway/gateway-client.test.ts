@@ -167,6 +167,18 @@ describe("gateway client against a fake gateway", () => {
     });
     answer = { status: 200, body: { models: "add_sub" } };
     await expect(client.parkedModels()).rejects.toMatchObject({ message: expect.stringMatching(/'models'/) });
+    // Statistics are checked to the figure, the index to its closed set of states (no casts on the way in).
+    answer = {
+      status: 200,
+      body: { model_stats: [{ name: "m", version: "1", inference_count: 1, execution_count: 1 }] },
+    };
+    await expect(client.statistics()).rejects.toMatchObject({
+      message: expect.stringMatching(
+        /GET \/v2\/models\/stats does not match the admin contract: 'model_stats\.0\.last_inference'/,
+      ),
+    });
+    answer = { status: 200, body: [{ name: "m", version: "1", state: "SLEEPING" }] };
+    await expect(client.repositoryIndex()).rejects.toMatchObject({ message: expect.stringMatching(/'0\.state'/) });
   });
 
   it("ignores a kind outside the closed set and falls back to the status", async () => {

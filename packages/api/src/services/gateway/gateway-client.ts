@@ -83,7 +83,7 @@ export class GatewayClient {
       repositoryIndexSchema,
       await this.request("POST", "/v2/repository/index", {}),
       "POST /v2/repository/index",
-    ) as RepositoryIndexEntry[];
+    );
   }
 
   /**
@@ -130,9 +130,11 @@ export class GatewayClient {
    */
   async statistics(name?: string, options: { raw?: boolean } = {}): Promise<ModelStatistics[]> {
     const path = name ? `${modelPath(name)}/stats` : "/v2/models/stats";
-    // The envelope and each entry's identity are checked; the figures are Triton's statistics as the gateway sent them.
-    const entries = this.parsed(modelStatisticsResponseSchema, await this.request("GET", path), `GET ${path}`)
-      .model_stats as unknown as ModelStatistics[];
+    const entries = this.parsed(
+      modelStatisticsResponseSchema,
+      await this.request("GET", path),
+      `GET ${path}`,
+    ).model_stats;
     return options.raw === true ? entries : entries.map(withoutPerfTraffic);
   }
 

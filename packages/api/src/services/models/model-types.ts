@@ -82,7 +82,7 @@ export interface UploadSignature {
    */
   configSource: "current" | "file";
   configNote: string | null;
-  /** The version whose file has the same SHA-256 as this upload, if any: the upload adds nothing new. */
+  /** The serving version whose file has the same SHA-256 as this upload, if any: the upload would serve nothing new. */
   identicalTo: number | null;
 }
 

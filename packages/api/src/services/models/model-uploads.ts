@@ -7,7 +7,7 @@ import type { StoreChange } from "./model-store.js";
 import { DB_MODEL_INCLUDE, isUnavailable, syncVersionStates, UPLOADED, versionState } from "./model-gateway-view.js";
 import type { GatewayModelState, ModelActor, UploadSignature } from "./model-types.js";
 import type { ModelWorkspace } from "./model-workspace.js";
-import { prepareConfig, suggestConfig } from "./uploaded-model-config.js";
+import { prepareConfig, selectVersions, suggestConfig } from "./uploaded-model-config.js";
 import { UPLOAD_CHUNK_BYTES, type UploadSession } from "./upload-sessions.js";
 
 const ONNX_PLATFORM = "onnxruntime_onnx";
@@ -113,9 +113,18 @@ export class ModelUploads {
     });
     if (model === null)
       return { ...base, suggestedConfig: fromFile, configSource: "file", configNote: null, identicalTo: null };
-    const identical = model.versions.find((row) => row.sha256 === session.sha256);
-    const identicalTo = identical !== undefined ? identical.version : null;
     const current = await this.ws.storedConfig(model);
+    // "Identical" means the same SHA-256 as a version the model serves now (its version_policy's pick): a file equal
+    // to an older, unserved version brings that version back, which is news (issue 27 item 2).
+    const stored = model.versions
+      .filter((row) => row.state !== "UPLOADING" && row.state !== "ARCHIVED")
+      .map((row) => row.version)
+      .sort((a, b) => a - b);
+    const serving = new Set(selectVersions(stored, current?.version_policy));
+    const identical = model.versions
+      .filter((row) => serving.has(row.version) && row.sha256 === session.sha256)
+      .sort((a, b) => b.version - a.version)[0];
+    const identicalTo = identical !== undefined ? identical.version : null;
     if (current === undefined)
       return { ...base, suggestedConfig: fromFile, configSource: "file", configNote: null, identicalTo };
     // The current config must fit the new file too (the same check finish makes): else start from the file, saying why.

@@ -166,8 +166,8 @@ function configProblems<T>(step: () => T): T {
   }
 }
 
-/** Triton's version_policy: latest { num_versions } (default 1), all {}, specific { versions }. */
-function selectVersions(available: number[], policy: ModelVersionPolicyJson | undefined): number[] {
+/** Triton's version_policy: latest { num_versions } (default 1), all {}, specific { versions }. `available` ascending. */
+export function selectVersions(available: number[], policy: ModelVersionPolicyJson | undefined): number[] {
   if (policy?.all !== undefined) return available;
   if (policy?.specific !== undefined) {
     const wanted = new Set(policy.specific.versions ?? []);

@@ -96,12 +96,8 @@ export class PerfImports {
   }
 }
 
-/** The report's summary: what a CSV knows (no request counts, no stability, no inputs), with instanceCount for the scheduler. */
-function summaryOf(
-  rows: PerfAnalyzerCsvRow[],
-  input: PerfImportInput,
-  at: Date,
-): PerfRunSummary & { instanceCount: number } {
+/** The report's summary: what a CSV knows (no request counts, no stability, no inputs); the scheduler reads imported.instanceCount. */
+function summaryOf(rows: PerfAnalyzerCsvRow[], input: PerfImportInput, at: Date): PerfRunSummary {
   const best = rows.reduce<PerfAnalyzerCsvRow | undefined>(
     (top, row) => (top === undefined || row.throughputInferPerSec > top.throughputInferPerSec ? row : top),
     undefined,
@@ -116,7 +112,6 @@ function summaryOf(
     totalRequests: 0,
     totalErrors: 0,
     imported: { fileName: input.fileName, instanceCount: input.instanceCount },
-    instanceCount: input.instanceCount,
     best:
       best === undefined
         ? null

@@ -108,6 +108,8 @@ export const perfRunSummarySchema = z.object({
   inputs: z.array(z.object({ name: z.string(), datatype: z.string(), shape: z.array(z.number()) })),
   /** Where the values came from: random, zero, or a data file (its name). Absent in reports stored before issue 27. */
   inputData: z.object({ kind: z.enum(["random", "zero", "file"]), name: z.string().nullable() }).optional(),
+  /** The priority level every request carried (automatic runs: the model's lowest); null or absent: none. */
+  priority: z.number().int().nullable().optional(),
   startedAt: z.string(),
   finishedAt: z.string(),
   totalRequests: z.number(),
@@ -239,6 +241,7 @@ export function summaryOf(report: PerfReport): PerfRunSummary {
     maxBatchSize: report.config.maxBatchSize,
     inputs: report.config.inputs,
     inputData: { kind: report.config.inputData, name: report.config.inputDataFile ?? null },
+    priority: report.config.priority ?? null,
     startedAt: report.startedAt,
     finishedAt: report.finishedAt,
     totalRequests: report.steps.reduce((sum, step) => sum + step.requests, 0),

@@ -17,6 +17,7 @@ import { requestTotal } from "./gateway-traffic.js";
 import { waitForHeadroom, type HeadroomResult, type TrafficProbe } from "./headroom-gate.js";
 import { PERF_RUN_LIMITS, type PerfRunsOptions } from "./perf-run-options.js";
 import { sampleOf, summaryOf, type PerfHostLoad, type PerfRunConfig } from "./perf-report-views.js";
+import { lowestPriorityOf } from "./run-priority.js";
 
 /**
  * The execution of one perf run, once its turn in the measuring slot has
@@ -176,6 +177,17 @@ export class PerfRunExecution {
     return new Set([row.targetName, ...steps.flatMap((step) => (step.kind === "model" ? [step.model] : []))]);
   }
 
+  /** An automatic run of a model with priority levels measures at its lowest (run-priority.ts); else none. */
+  private async automaticPriority(row: PerfReportRow): Promise<number | undefined> {
+    if (row.targetKind !== "MODEL") return undefined;
+    try {
+      return lowestPriorityOf(await this.gateway.modelConfig(row.targetName, row.targetVersion ?? undefined));
+    } catch {
+      // The run itself reports an unknown or unloaded model; no priority is no reason to fail here.
+      return undefined;
+    }
+  }
+
   /** The gateway's request total of users' traffic, less the target's own entries: what other clients sent. */
   private async otherTraffic(row: PerfReportRow): Promise<number | null> {
     try {
@@ -194,6 +206,7 @@ export class PerfRunExecution {
   ): Promise<void> {
     // The target's saved perf inputs, else suggested sizes for variable dims and random data.
     const inputs = await this.context.inputs.optionsFor({ kind: row.targetKind, name: row.targetName });
+    const priority = row.trigger === "AUTOMATIC" ? await this.automaticPriority(row) : undefined;
     const base: PerfOptions = {
       ...inputs,
       model: row.targetName,
@@ -204,6 +217,7 @@ export class PerfRunExecution {
       batchSize: config.batchSize,
       measurementIntervalMs: config.measurementIntervalMs,
       maxTrials: config.maxTrials,
+      ...(priority !== undefined ? { priority } : {}),
       ...(this.gatewayOptions.adminKey ? { headers: { authorization: `Bearer ${this.gatewayOptions.adminKey}` } } : {}),
     };
     let stepsBefore = 0;

@@ -109,10 +109,95 @@ export interface OperatorTraffic {
   /** Requests arriving per second: completed + the change of the requests in flight, per second. */
   arrivalRps: number;
   /**
-   * The bottleneck step's model has requests waiting (at least one per instance) while the backlog does not grow:
-   * closed-loop clients, whose arrivals completions cap. The operator then asks for twice what it completes.
+   * Closed-loop clients, whose arrivals completions cap (measureOperatorTraffic says when). The operator then asks
+   * for twice what it completes on its held models only.
    */
   saturated: boolean;
+  /** The step models where its requests wait: the most requests waiting per instance, at least one. */
+  heldModels: readonly string[];
+  /**
+   * Calls of each step model the operator completed per second over the period, as the gateway counted them (each
+   * try of a retry, a fallback model's calls included); undefined from a gateway that does not count them.
+   */
+  callRps?: ReadonlyMap<string, number> | undefined;
+}
+
+/** One operator as a period's sample saw it (GET /v2/operon/scaling: operators). */
+export interface OperatorSample {
+  inFlight: number;
+  /** Cumulative completed calls per model since the operator was loaded; absent from older gateways. */
+  modelCalls?: Readonly<Record<string, number>> | undefined;
+}
+
+/**
+ * Requests in flight within this much of each other (or of the larger count × IN_FLIGHT_STEADY_SHARE) count as
+ * holding steady: a closed loop's count jitters by the requests between an answer and the next send.
+ */
+const IN_FLIGHT_STEADY = 2;
+const IN_FLIGHT_STEADY_SHARE = 0.1;
+/** In flight above this many times what its completions keep busy at the steps' service times: requests queue. */
+const QUEUEING_FACTOR = 3;
+
+/**
+ * One operator's traffic over a period from two samples. Arrivals are completions + the growth of the requests in
+ * flight (a draining backlog makes the growth negative: arrivals below completions).
+ *
+ * Saturated (closed-loop clients, whose arrivals completions cap) needs all of:
+ * - requests waiting at a step model, one per instance or more (the held models: the most per instance);
+ * - the requests in flight holding steady: a growing or draining backlog is an open loop, its arrivals measured;
+ * - the held models kept their instances since the last sample (after a scale-up the backlog drains);
+ * - more in flight than QUEUEING_FACTOR × what the completions keep busy without waiting (Little's law:
+ *   completions × the steps' summed service times, 1 ÷ per-instance throughput each). An open loop below
+ *   capacity has a request or two queued now and then; a saturated closed loop has its clients' all.
+ */
+export function measureOperatorTraffic(input: {
+  capacity: OperatorCapacity;
+  steps: readonly OperatorStep[];
+  completedRps: number;
+  intervalSecs: number;
+  before: OperatorSample | undefined;
+  now: OperatorSample;
+  /** Each model's instances at the previous sample. */
+  instancesBefore: ReadonlyMap<string, number>;
+  /** Each model's requests waiting in its queue now. */
+  queued: ReadonlyMap<string, number>;
+}): OperatorTraffic {
+  const { capacity, intervalSecs } = input;
+  const inFlightBefore = input.before?.inFlight ?? 0;
+  const growth = (input.now.inFlight - inFlightBefore) / intervalSecs;
+  const steady =
+    Math.abs(input.now.inFlight - inFlightBefore) <=
+    Math.max(IN_FLIGHT_STEADY, IN_FLIGHT_STEADY_SHARE * Math.max(input.now.inFlight, inFlightBefore));
+  const waiting = capacity.steps
+    .filter((step) => step.instances > 0)
+    .map((step) => ({ step, perInstance: (input.queued.get(step.model) ?? 0) / step.instances }));
+  const most = Math.max(0, ...waiting.map((entry) => entry.perInstance));
+  const held = most >= 1 ? waiting.filter((entry) => entry.perInstance === most).map((entry) => entry.step) : [];
+  const heldKept = held.every((step) => input.instancesBefore.get(step.model) === step.instances);
+  const serviceSecs = capacity.steps.reduce(
+    (sum, step) => sum + (step.perInstanceRps > 0 ? 1 / step.perInstanceRps : 0),
+    0,
+  );
+  const queueing = input.now.inFlight > QUEUEING_FACTOR * input.completedRps * serviceSecs;
+  const saturated = held.length > 0 && steady && heldKept && queueing;
+  let callRps: Map<string, number> | undefined;
+  if (input.now.modelCalls !== undefined) {
+    callRps = new Map();
+    for (const [model, after] of Object.entries(input.now.modelCalls)) {
+      const before = input.before?.modelCalls?.[model] ?? 0;
+      // A count that went down: the operator was loaded again since; it counts from 0.
+      callRps.set(model, (after >= before ? after - before : after) / intervalSecs);
+    }
+  }
+  return {
+    operator: capacity.operator,
+    steps: input.steps,
+    completedRps: input.completedRps,
+    arrivalRps: input.completedRps + growth,
+    saturated,
+    heldModels: [...new Set(held.map((step) => step.model))],
+    callRps,
+  };
 }
 
 /** The demand one operator puts on its models, and why. */
@@ -144,12 +229,17 @@ export interface ModelDemand {
  *
  * - An operator's demand is its arrival rate (completions alone are capped by
  *   the bottleneck step: an open-loop client's surplus shows as a growing
- *   backlog); a saturated closed-loop operator asks for twice its completions,
- *   as a saturated model does.
+ *   backlog). A saturated closed-loop operator asks for twice its completions
+ *   on its held models (where its requests wait), as a saturated model does;
+ *   its other steps are sized for the arrivals measured (they do not hold it).
  * - No step is sized beyond what the operator can use: the demand is capped
  *   at what its bottleneck carries at --max-instances-per-model.
- * - A model's direct demand is what it completed less the operators' calls
- *   completed over the period (never below 0); the operators' part is their
+ * - A model's direct demand is what it completed less the calls the operators
+ *   made of it over the period (never below 0). The gateway counts those calls
+ *   per operator and model; from a gateway that does not, they are taken as
+ *   the larger of the operator's completions and arrivals × its calls of the
+ *   model (an upper bound: a step before the bottleneck completes the
+ *   arrivals, not the operator's completions). The operators' part is their
  *   demand × their calls of the model.
  */
 export function operatorDemands(
@@ -165,25 +255,28 @@ export function operatorDemands(
     const calls = callsPerModel(entry.steps);
     if (calls.size === 0) continue;
     const arrivals = Math.max(0, entry.arrivalRps);
-    let demandRps = arrivals;
-    let basis = `${fmt(arrivals)} req/s arriving (${fmt(entry.completedRps)} completed)`;
-    if (entry.saturated && 2 * entry.completedRps > demandRps) {
-      demandRps = 2 * entry.completedRps;
-      basis = `saturated (its bottleneck step has requests waiting): twice the ${fmt(entry.completedRps)} req/s it completes`;
-    }
     const reachable = Math.min(
       ...[...calls].map(([model, count]) => (perInstanceRps(model) * maxInstancesPerModel) / count),
     );
-    const cappedAtRps = demandRps > reachable ? reachable : null;
-    if (cappedAtRps !== null) {
-      demandRps = cappedAtRps;
+    const saturatedRps = entry.saturated ? 2 * entry.completedRps : 0;
+    const doubled = saturatedRps > arrivals;
+    const wanted = doubled ? saturatedRps : arrivals;
+    const cappedAtRps = wanted > reachable ? reachable : null;
+    const demandRps = Math.min(wanted, reachable);
+    // The steps where its requests do not wait: sized for the arrivals (capped alike), never for the doubling.
+    const othersRps = Math.min(arrivals, reachable);
+    let basis = doubled
+      ? `saturated (requests wait at ${entry.heldModels.map((model) => `'${model}'`).join(", ")} while its requests in flight hold steady): twice the ${fmt(entry.completedRps)} req/s it completes there, ${fmt(arrivals)} req/s arriving on its other steps`
+      : `${fmt(arrivals)} req/s arriving (${fmt(entry.completedRps)} completed)`;
+    if (cappedAtRps !== null)
       basis += `; capped at ${fmt(cappedAtRps)} req/s, what its bottleneck carries at --max-instances-per-model ${maxInstancesPerModel}`;
-    }
     operators.push({ operator: entry.operator, demandRps, basis, cappedAtRps });
     for (const [model, count] of calls) {
-      viaOperators.set(model, (viaOperators.get(model) ?? 0) + entry.completedRps * count);
+      const called = entry.callRps?.get(model) ?? Math.max(entry.completedRps, arrivals) * count;
+      viaOperators.set(model, (viaOperators.get(model) ?? 0) + called);
       const list = parts.get(model) ?? [];
-      list.push({ operator: entry.operator, rps: demandRps * count });
+      const rps = doubled && entry.heldModels.includes(model) ? demandRps : othersRps;
+      list.push({ operator: entry.operator, rps: rps * count });
       parts.set(model, list);
     }
   }

@@ -20,9 +20,20 @@ import {
   modelStepsOf,
   operatorCapacity,
   operatorDemands,
+  measureOperatorTraffic,
   type OperatorCapacity,
+  type OperatorSample,
   type OperatorTraffic,
 } from "./operator-capacity.js";
+import { reportCapacities } from "./report-capacities.js";
+import {
+  listDecisions,
+  readOperatorCapacity,
+  type DecisionFilter,
+  type OperatorCapacityView,
+  type SchedulerDecisionView,
+  type SchedulerModelView,
+} from "./scheduler-views.js";
 
 /**
  * The resource scheduler's runner: every period it gathers the inputs of
@@ -94,61 +105,16 @@ export const RESOURCE_SCHEDULER_DEFAULTS = {
   instanceMemoryBytes: 256 * 1024 * 1024,
 } as const satisfies Partial<ResourceSchedulerOptions>;
 
-/** What the console shows of one model now. */
-export interface SchedulerModelView {
-  model: string;
-  instances: number;
-  parked: boolean;
-  kind: "CPU" | "GPU";
-  demandRps: number;
-  capacityRps: number;
-  capacitySource: "report" | "default";
-  /**
-   * Why a default capacity (issue 27, item 7: say it): "no-report" (no successful perf report), or "over-budget"
-   * (reports exist, but no step of the latest had its p99 within the budget); null when a report gave it.
-   */
-  defaultReason: "no-report" | "over-budget" | null;
-  /** The p99 budget a report's step must meet to give the capacity. */
-  p99BudgetMs: number;
-  pinned: number | null;
-  lastUsedAt: string | null;
-}
-
-/** What the console shows of one operator: its capacity from its steps', its bottleneck, and its demand. */
-export interface OperatorCapacityView extends OperatorCapacity {
-  /** Operator requests per second the scheduler sized its steps for at the last period; null before the second. */
-  demandRps: number | null;
-  /** What the demand was made of (arrivals, saturation, a cap). */
-  demandBasis: string | null;
-  p99BudgetMs: number;
-}
-
-export interface SchedulerDecisionView {
-  id: string;
-  at: Date;
-  model: string;
-  /** The operator whose demand caused it; null for a model's own demand. */
-  operator: string | null;
-  action: SchedulerAction;
-  fromCount: number;
-  toCount: number;
-  demandRps: number | null;
-  capacityRps: number | null;
-  capacitySource: string | null;
-  headroom: number | null;
-  reason: string;
-  applied: boolean;
-  error: string | null;
-}
-
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const REFUSED_RETRY_MS = 600_000;
 
 interface Baseline {
   at: number;
   requests: Map<string, number>;
-  /** Operators' requests in flight at the sample. */
-  inFlight: Map<string, number>;
+  /** Each operator's requests in flight and its completed calls per model at the sample. */
+  operators: Map<string, OperatorSample>;
+  /** Each model's instances at the sample (0 when parked). */
+  instances: Map<string, number>;
 }
 
 export class ResourceScheduler {
@@ -317,73 +283,17 @@ export class ResourceScheduler {
   }
 
   /** Decisions, newest first; `before` (an id) pages back. */
-  async decisions(filter: {
-    model?: string | undefined;
-    operator?: string | undefined;
-    limit: number;
-    before?: string | undefined;
-  }): Promise<{ decisions: SchedulerDecisionView[]; nextBefore: string | null }> {
-    const where: Prisma.SchedulerDecisionWhereInput = {
-      ...(filter.model ? { model: filter.model } : {}),
-      ...(filter.operator ? { operator: filter.operator } : {}),
-      ...(filter.before ? { id: { lt: BigInt(filter.before) } } : {}),
-    };
-    const rows = await this.prisma.schedulerDecision.findMany({
-      where,
-      orderBy: { id: "desc" },
-      take: filter.limit + 1,
-    });
-    const page = rows.slice(0, filter.limit);
-    return {
-      decisions: page.map((row) => ({
-        id: row.id.toString(),
-        at: row.at,
-        model: row.model,
-        operator: row.operator,
-        action: row.action,
-        fromCount: row.fromCount,
-        toCount: row.toCount,
-        demandRps: row.demandRps,
-        capacityRps: row.capacityRps,
-        capacitySource: row.capacitySource,
-        headroom: row.headroom,
-        reason: row.reason,
-        applied: row.applied,
-        error: row.error,
-      })),
-      nextBefore: rows.length > filter.limit ? page.at(-1)!.id.toString() : null,
-    };
+  decisions(filter: DecisionFilter): Promise<{ decisions: SchedulerDecisionView[]; nextBefore: string | null }> {
+    return listDecisions(this.prisma, filter);
   }
 
-  /**
-   * One operator's capacity now (GroupAssign): each model step's per-instance throughput at the p99 budget (latest
-   * perf report, else the default) × its model's instances ÷ its calls per operator request; the least is the
-   * operator's, and its step the bottleneck. Read fresh from the gateway and the reports; the demand is the last
-   * period's. NOT_FOUND when the gateway does not serve the operator.
-   */
-  async operatorCapacity(name: string): Promise<OperatorCapacityView> {
-    const [operators, scaling] = await Promise.all([this.gateway.listOperators(), this.gateway.scalingState()]);
-    const served = operators.filter((operator) => operator.name === name).at(-1);
-    if (served === undefined) throw new AppError("NOT_FOUND", `the gateway serves no operator '${name}'`);
-    const steps = modelStepsOf(served.spec);
-    const instances = new Map(scaling.models.map((entry) => [entry.model, entry.instances]));
-    const parked = new Set(scaling.parked);
-    const reports = await this.reportCapacities([...new Set(steps.map((step) => step.model))]);
-    const capacity = operatorCapacity(name, steps, (model) => {
-      const perInstance = capacityOf({ reportCapacityRps: reports.get(model) ?? null } as ModelState, this.policy);
-      return {
-        instances: parked.has(model) ? 0 : (instances.get(model) ?? 0),
-        perInstanceRps: perInstance.rps,
-        source: perInstance.source,
-      };
-    });
-    const last = this.lastOperators.find((view) => view.operator === name);
-    return {
-      ...capacity,
-      demandRps: last?.demandRps ?? null,
-      demandBasis: last?.demandBasis ?? null,
-      p99BudgetMs: this.options.p99BudgetMs,
-    };
+  /** One operator's capacity now, read fresh (scheduler-views.ts); the demand is the last period's. */
+  operatorCapacity(name: string): Promise<OperatorCapacityView> {
+    return readOperatorCapacity(
+      { prisma: this.prisma, gateway: this.gateway, policy: this.policy, p99BudgetMs: this.options.p99BudgetMs },
+      name,
+      this.lastOperators.find((view) => view.operator === name),
+    );
   }
 
   /** A run soon after a pin or unpin, so that it shows without waiting a period. */
@@ -424,8 +334,9 @@ export class ResourceScheduler {
         lastUsed.set(entry.name, Math.max(lastUsed.get(entry.name) ?? 0, entry.last_inference));
     }
     const previous = this.baseline;
-    const inFlight = new Map(scaling.operators.map((entry) => [entry.operator, entry.inFlight]));
-    this.baseline = { at: now, requests, inFlight };
+    const operatorSamples = new Map<string, OperatorSample>(
+      scaling.operators.map((entry) => [entry.operator, { inFlight: entry.inFlight, modelCalls: entry.modelCalls }]),
+    );
     const interval = previous === undefined ? 0 : (now - previous.at) / 1000;
     /** Requests completed per second over the period; a counter that went down (a reload) counts from 0. */
     const rateOf = (name: string): number => {
@@ -463,7 +374,7 @@ export class ResourceScheduler {
     const names = [...new Set([...byModel.keys(), ...parkedNow])].filter((name) => !isShadowModelName(name)).sort();
     const [pins, capacities, enabled, measuring] = await Promise.all([
       this.prisma.schedulerPin.findMany(),
-      this.reportCapacities(names),
+      reportCapacities(this.prisma, names, this.options.p99BudgetMs),
       this.isEnabled(),
       // A model under a perf run is left alone: rescaling it would change what the run measures.
       this.prisma.perfReport
@@ -477,11 +388,25 @@ export class ResourceScheduler {
       const seen = byModel.get(model);
       return parkedNow.has(model) || seen === undefined ? 0 : Math.max(...seen.versions.values());
     };
-    const operatorDemand = this.operatorTraffic(operators, rateOf, inFlight, previous, interval, queued, (model) => ({
-      instances: instancesNow(model),
-      perInstanceRps: perInstanceOf(model).rps,
-      source: perInstanceOf(model).source,
-    }));
+    this.baseline = {
+      at: now,
+      requests,
+      operators: operatorSamples,
+      instances: new Map(names.map((name) => [name, instancesNow(name)])),
+    };
+    const operatorDemand = this.operatorTraffic(
+      operators,
+      rateOf,
+      operatorSamples,
+      previous,
+      interval,
+      queued,
+      (model) => ({
+        instances: instancesNow(model),
+        perInstanceRps: perInstanceOf(model).rps,
+        source: perInstanceOf(model).source,
+      }),
+    );
     const { models: stepDemand, operators: demandOfOperator } = operatorDemands(
       operatorDemand.traffic,
       new Map(names.map((name) => [name, rateOf(name)])),
@@ -646,14 +571,14 @@ export class ResourceScheduler {
   }
 
   /**
-   * Each served operator's traffic over the period (completions from the statistics, arrivals from the change of
-   * its requests in flight) and its capacity now. An operator whose bottleneck step's model has requests waiting
-   * (one per instance) while its backlog does not grow is saturated (closed-loop clients).
+   * Each served operator's traffic over the period (measureOperatorTraffic: completions from the statistics,
+   * arrivals from the change of its requests in flight, calls of its step models from the gateway's counts) and
+   * its capacity now.
    */
   private operatorTraffic(
     operators: Awaited<ReturnType<GatewayClient["listOperators"]>>,
     rateOf: (name: string) => number,
-    inFlight: ReadonlyMap<string, number>,
+    samples: ReadonlyMap<string, OperatorSample>,
     previous: Baseline | undefined,
     interval: number,
     queued: ReadonlyMap<string, number>,
@@ -667,14 +592,18 @@ export class ResourceScheduler {
       const capacity = operatorCapacity(operator.name, steps, modelOf);
       capacities.push(capacity);
       if (previous === undefined || interval <= 0 || steps.length === 0) continue;
-      const completedRps = rateOf(operator.name);
-      const growth = ((inFlight.get(operator.name) ?? 0) - (previous.inFlight.get(operator.name) ?? 0)) / interval;
-      const saturated =
-        growth <= 0 &&
-        capacity.steps
-          .filter((step) => step.bottleneck)
-          .some((step) => step.instances > 0 && (queued.get(step.model) ?? 0) >= step.instances);
-      traffic.push({ operator: operator.name, steps, completedRps, arrivalRps: completedRps + growth, saturated });
+      traffic.push(
+        measureOperatorTraffic({
+          capacity,
+          steps,
+          completedRps: rateOf(operator.name),
+          intervalSecs: interval,
+          before: previous.operators.get(operator.name),
+          now: samples.get(operator.name) ?? { inFlight: 0 },
+          instancesBefore: previous.instances,
+          queued,
+        }),
+      );
     }
     return { traffic, capacities };
   }
@@ -705,35 +634,6 @@ export class ResourceScheduler {
     window.push({ at: now, rps });
     this.history.set(model, window);
     return Math.max(...window.map((entry) => entry.rps));
-  }
-
-  /** Per-instance throughput at the p99 budget from each model's latest successful perf report. */
-  private async reportCapacities(models: string[]): Promise<Map<string, number> & { overBudget: Set<string> }> {
-    // overBudget: models whose latest report has no step within the budget (the console says so).
-    const capacities = Object.assign(new Map<string, number>(), { overBudget: new Set<string>() });
-    if (models.length === 0) return capacities;
-    const reports = await this.prisma.perfReport.findMany({
-      where: { targetKind: "MODEL", status: "SUCCEEDED", targetName: { in: models } },
-      orderBy: { createdAt: "desc" },
-      distinct: ["targetName"],
-      include: { samples: true },
-    });
-    const budgetUs = this.options.p99BudgetMs * 1000;
-    for (const report of reports) {
-      const within = report.samples.filter(
-        (sample) => sample.errorCount === 0 && sample.latencyP99Us !== null && sample.latencyP99Us <= budgetUs,
-      );
-      if (within.length === 0) {
-        capacities.overBudget.add(report.targetName);
-        continue;
-      }
-      const best = Math.max(...within.map((sample) => sample.throughput));
-      const summary = report.summary as { instanceCount?: unknown } | null;
-      const instances =
-        typeof summary?.instanceCount === "number" && summary.instanceCount > 0 ? summary.instanceCount : 1;
-      if (best > 0) capacities.set(report.targetName, best / instances);
-    }
-    return capacities;
   }
 }
 

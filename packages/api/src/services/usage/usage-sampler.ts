@@ -9,6 +9,8 @@ import type { Logger } from "@operon/protocol/logger";
 import { isShadowModelName } from "../config-search/candidate-config.js";
 import { PeriodicTask } from "@operon/protocol/periodic-task";
 import { gpuShareOf } from "./gpu-share.js";
+import { userShareOf, usersPart } from "./user-share.js";
+import { withoutPerfTraffic } from "@operon/protocol/perf-traffic";
 
 /**
  * Samples the gateway's usage into UsageSample rows, one per served model
@@ -26,7 +28,9 @@ import { gpuShareOf } from "./gpu-share.js";
  * - queueTimeMs: Δ queue ns / Δ queue count;
  * - cpuUtilization: Δ CPU seconds of the version's workers / (interval × host cores),
  *   the share of the host's CPU capacity the model used (a restarted or new
- *   worker counts all its CPU time: it started within the interval);
+ *   worker counts all its CPU time: it started within the interval), times
+ *   the users' share of its inferences (user-share.ts): perf runs' CPU is not a
+ *   user's, so it is not in the model's cost either (issue 27 item 8);
  * - memoryBytes / instanceCount: the workers' resident memory and number at the end;
  * - gpuUtilization / gpuMemoryBytes (hosts whose gateway reads NVML): each
  *   GPU's utilization and used memory as the gateway last read them, split
@@ -34,7 +38,8 @@ import { gpuShareOf } from "./gpu-share.js";
  *   (a GPU's time is not metered per process: this is the attributable
  *   share), utilization divided by the host's GPUs (the model's share of the
  *   host's GPU capacity, like cpuUtilization); 0 for a model without GPU
- *   instances on a host with GPUs, null on a host without GPU readings.
+ *   instances on a host with GPUs, null on a host without GPU readings;
+ *   utilization times the users' share, as for the CPU.
  *
  * The first sample after start only sets the baseline (the counters' start
  * is unknown). A counter that went down (the model reloaded) counts from 0.
@@ -64,6 +69,8 @@ interface VersionCounters {
   requests: number;
   errors: number;
   inferences: number;
+  /** Inferences perf runs included (the statistics' raw inference_count). */
+  allInferences: number;
   queueNs: number;
   queueCount: number;
 }
@@ -172,7 +179,10 @@ export class UsageSampler {
     let stats: ModelStatistics[];
     let operators: Set<string>;
     try {
-      const [statistics, served] = await Promise.all([this.gateway.statistics(), this.gateway.listOperators()]);
+      const [statistics, served] = await Promise.all([
+        this.gateway.statistics(undefined, { raw: true }),
+        this.gateway.listOperators(),
+      ]);
       stats = statistics;
       operators = new Set(served.map((operator) => operator.name));
     } catch (error) {
@@ -183,8 +193,10 @@ export class UsageSampler {
     const [workers, quantiles] = await Promise.all([this.readWorkers(), this.readQuantiles()]);
 
     const current: Snapshot = { takenAt, versions: new Map(), workers: undefined };
-    for (const entry of stats) {
-      if (operators.has(entry.name)) continue;
+    for (const raw of stats) {
+      if (operators.has(raw.name)) continue;
+      // Users' traffic: tagged perf requests out of the counts (perf-traffic.ts).
+      const entry = withoutPerfTraffic(raw);
       const inference = entry.inference_stats;
       current.versions.set(modelVersionKey(entry.name, entry.version), {
         model: entry.name,
@@ -192,6 +204,7 @@ export class UsageSampler {
         requests: inference.success.count + inference.fail.count,
         errors: inference.fail.count,
         inferences: entry.inference_count,
+        allInferences: raw.inference_count,
         queueNs: inference.queue.ns,
         queueCount: inference.queue.count,
       });
@@ -221,7 +234,9 @@ export class UsageSampler {
       // A config search's shadow model is measurement load, not serving: no usage, no cost, no Model row.
       if (isShadowModelName(now.model)) continue;
       const before = previous.versions.get(key);
-      const delta = (field: "requests" | "errors" | "inferences" | "queueNs" | "queueCount"): number => {
+      const delta = (
+        field: "requests" | "errors" | "inferences" | "allInferences" | "queueNs" | "queueCount",
+      ): number => {
         const base = before !== undefined && before.requests <= now.requests ? before[field] : 0;
         return Math.max(0, now[field] - base);
       };
@@ -234,6 +249,8 @@ export class UsageSampler {
         return found === undefined ? null : found[1] / 1000;
       };
       const versionWorkers = workersByVersion.get(key) ?? [];
+      const share = userShareOf(delta("inferences"), delta("allInferences"));
+      const gpu = gpuShareOf(versionWorkers, workers);
       rows.push({
         model: now.model,
         modelVersion: /^\d+$/.test(now.version) ? Number(now.version) : null,
@@ -249,16 +266,13 @@ export class UsageSampler {
         latencyP99Ms: quantileMs(0.99),
         queueTimeMs: queueCount > 0 ? delta("queueNs") / queueCount / 1e6 : null,
         instanceCount: versionWorkers.length,
-        cpuUtilization: cpuUtilization(
-          key,
-          versionWorkers,
-          previous.workers,
-          current.workers,
-          intervalMs,
-          workers?.hostCpuCores,
+        cpuUtilization: usersPart(
+          cpuUtilization(key, versionWorkers, previous.workers, current.workers, intervalMs, workers?.hostCpuCores),
+          share,
         ),
         memoryBytes: memoryOf(versionWorkers),
-        ...gpuShareOf(versionWorkers, workers),
+        gpuUtilization: usersPart(gpu.gpuUtilization, share),
+        gpuMemoryBytes: gpu.gpuMemoryBytes,
       });
     }
 

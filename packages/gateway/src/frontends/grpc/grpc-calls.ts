@@ -25,38 +25,62 @@ export function authorizationOf(metadata: grpc.Metadata): string | undefined {
   return typeof value === "string" ? value : value.toString("utf8");
 }
 
-/** Runs fn and answers with its value, or with the gRPC status of what it threw (never throws synchronously). */
+/**
+ * What a call's log lines carry: its request id (the caller's x-request-id
+ * metadata, or a new one), and Triton's request `id` once a handler knows it
+ * (ModelInfer sets it after decoding).
+ */
+export interface CallLog {
+  requestId: string;
+  id?: string;
+}
+
+/** The call's CallLog, from its x-request-id metadata (a new id when absent or unusable). */
+export function callLogOf(call: { metadata: grpc.Metadata }): CallLog {
+  return { requestId: requestIdOf(metadataText(call.metadata)) };
+}
+
+/** Metadata carrying the call's request id, as HTTP's X-Request-Id header does: the client can find its lines. */
+export function requestIdMetadata(requestId: string): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  metadata.set("x-request-id", requestId);
+  return metadata;
+}
+
+/**
+ * Runs fn and answers with its value, or with the gRPC status of what it
+ * threw (never throws synchronously). Either way the trailing metadata
+ * carries the call's x-request-id.
+ */
 export function unary<Req, Res>(
   logger: Logger | undefined,
-  fn: (request: Req, call: grpc.ServerUnaryCall<Req, Res>) => Res | Promise<Res>,
+  fn: (request: Req, call: grpc.ServerUnaryCall<Req, Res>, log: CallLog) => Res | Promise<Res>,
 ): grpc.handleUnaryCall<Req, Res> {
   return (call, callback) => {
+    const log = callLogOf(call);
     Promise.resolve()
-      .then(() => fn(call.request, call))
+      .then(() => fn(call.request, call, log))
       .then(
-        (value) => callback(null, value),
-        (error: unknown) => callback(statusOf(error, call.getPath(), logger, requestIdOf(metadataText(call.metadata)))),
+        (value) => callback(null, value, requestIdMetadata(log.requestId)),
+        (error: unknown) => callback(statusOf(error, call.getPath(), logger, log)),
       );
   };
 }
 
 /**
  * Logged at its kind's level; a bug's text stays in the log, the client gets INTERNAL with a fixed text (as over HTTP).
- * With a request id (the caller's x-request-id metadata, or a new one), the log line carries it and so does the
- * status's trailing metadata, so the client can find its failure in the server's log.
+ * With the call's log (its request id: the caller's x-request-id metadata, or a new one), the log line carries
+ * it, and Triton's id when known, and the status's trailing metadata carries the request id, so the client can
+ * find its failure in the server's log.
  */
-export function statusOf(
-  error: unknown,
-  method: string,
-  logger?: Logger,
-  requestId?: string,
-): Partial<grpc.StatusObject> {
+export function statusOf(error: unknown, method: string, logger?: Logger, log?: CallLog): Partial<grpc.StatusObject> {
   const failure = requestFailureOf(error);
+  const requestId = log?.requestId;
   logRequestFailure(
     logger,
     isOperonError(error) ? failure : { ...failure, message: "gRPC call failed unexpectedly" },
     error,
-    requestId !== undefined ? { method, requestId } : { method },
+    log === undefined ? { method } : log.id !== undefined ? { method, requestId, id: log.id } : { method, requestId },
   );
   const retryAfter = error instanceof OperonError ? error.retryAfterSecs : undefined;
   if (requestId === undefined && retryAfter === undefined)

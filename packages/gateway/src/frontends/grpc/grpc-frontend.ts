@@ -217,9 +217,12 @@ function inferenceHandlers(
     ModelMetadata: guarded("infer", "ModelMetadata", (r: NameVersion) =>
       engine.modelMetadata(r.name, r.version || undefined),
     ),
-    ModelInfer: unary(logger, async (r: RawInferMessage, call) => {
+    ModelInfer: unary(logger, async (r: RawInferMessage, call, log) => {
       const principal = authorize(call, "infer");
       const request = await decoding.decode(r);
+      // Its failure line names Triton's id too; the instance's lines carry the request id.
+      if (request.id !== undefined) log.id = request.id;
+      request.logId = log.requestId;
       checkShadowModelAccess(principal, request.modelName, "infer");
       applyKeyPriority(engine, request, principal);
       // The trace extension's one branch for an untraced call.

@@ -7,7 +7,7 @@ import { logRequestFailure, requestFailureOf } from "../failure-log.js";
 import { checkShadowModelAccess } from "../../auth/shadow-model-access.js";
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
-import { authorizationOf, cancelledError, statusOf } from "./grpc-calls.js";
+import { authorizationOf, callLogOf, cancelledError, requestIdMetadata, statusOf } from "./grpc-calls.js";
 import type { Logger } from "@operon/protocol/logger";
 import { DECODE_OFF_LOOP_BYTES } from "../decode/decode-pool.js";
 import { peekInferRequestNames } from "../decode/protobuf-budget.js";
@@ -48,13 +48,17 @@ export function streamInfer(
   return (call) => {
     // The key is checked once, when the stream opens (a bad one fails the call);
     // each request on it then counts against the key's quota (admit), and fails alone when over it.
+    // One request id for the stream (the caller's x-request-id, or a new one), sent back in the initial
+    // metadata: every request on it, and so every line logged for them, carries it.
+    const log = callLogOf(call);
     let principal: Principal | null;
     try {
       principal = access?.authenticate(authorizationOf(call.metadata), "infer") ?? null;
     } catch (error) {
-      call.emit("error", statusOf(error, call.getPath(), logger));
+      call.emit("error", statusOf(error, call.getPath(), logger, log));
       return;
     }
+    call.sendMetadata(requestIdMetadata(log.requestId));
     const inFlight = new Set<AbortController>();
     let clientDone = false;
     let closed = false;
@@ -74,7 +78,9 @@ export function streamInfer(
         logger,
         isOperonError(error) ? failure : { ...failure, message: "stream inference failed unexpectedly" },
         error,
-        { model: message.model_name },
+        message.id !== ""
+          ? { model: message.model_name, requestId: log.requestId, id: message.id }
+          : { model: message.model_name, requestId: log.requestId },
       );
       return {
         error_message: failure.message,
@@ -127,7 +133,7 @@ export function streamInfer(
         return;
       }
       try {
-        await engine.inferStream({ ...request, signal }, (response, final, decoupled) => {
+        await engine.inferStream({ ...request, signal, logId: log.requestId }, (response, final, decoupled) => {
           if (!decoupled) {
             // A plain model's one response, as ModelInfer would answer it.
             write(
@@ -168,7 +174,9 @@ export function streamInfer(
       closed = true;
       for (const controller of inFlight) controller.abort(cancelledError());
     });
-    call.on("error", (error: unknown) => logger?.warn({ err: error }, "gRPC inference stream error"));
+    call.on("error", (error: unknown) =>
+      logger?.warn({ err: error, requestId: log.requestId }, "gRPC inference stream error"),
+    );
   };
 }
 

@@ -19,6 +19,8 @@ export interface RequestContext {
   params: RouteParams;
   /** The API key the request was authorized with; null when anonymous (or no access policy). */
   principal: Principal | null;
+  /** The id every log line of this request carries, returned as X-Request-Id (the client's, or a new one). */
+  requestId: string;
   /** Triton's request `id` once an infer body is decoded: failure logs carry it beside the request id. */
   inferId?: string;
   /** Set by the load route: what the audit log says of the load. */

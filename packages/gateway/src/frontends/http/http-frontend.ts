@@ -102,6 +102,11 @@ const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
 /** Longer than common load-balancer idle timeouts (60 s), so the server is not the side that drops a reused connection. */
 const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
+/** True while the logger writes verbose (debug) lines: log_verbose_level > 0. */
+function verbose(logger: Logger): boolean {
+  return logger.isLevelEnabled?.("debug") === true;
+}
+
 /** Without a logger, only server faults reach stderr; client errors are the clients' business. */
 const FALLBACK_LOGGER: Logger = {
   info: () => {},
@@ -176,11 +181,27 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
       const { need, handler } = match.handler;
       const principal = need === "open" || access === undefined ? null : access.authorize(authorizationOf(req), need);
       if (need !== "open") checkShadowModelAccess(principal, match.params["model"], need);
-      context = { req, res, life, params: match.params, principal };
+      const started = verbose(logger) ? performance.now() : 0;
+      context = { req, res, life, params: match.params, principal, requestId };
       await handler(context);
       if (need === "admin" && access !== undefined) {
         const event = modelControlEventOf(method, path, context);
         if (event !== undefined) access.noteModelControl(event);
+      }
+      // Triton's verbose per-request line (log_verbose_level > 0); one branch otherwise.
+      if (started !== 0) {
+        const id = context.inferId;
+        logger.debug?.(
+          {
+            method,
+            path,
+            status: res.statusCode,
+            requestId,
+            ...(id !== undefined ? { id } : {}),
+            ms: Math.round((performance.now() - started) * 1000) / 1000,
+          },
+          "HTTP request served",
+        );
       }
     } catch (error) {
       if (error instanceof ClientClosedError) {

@@ -43,6 +43,7 @@ export async function handleGenerate(
   const { req, res } = context;
   const request = await decodeGenerateRequest(engine, options, context);
   applyKeyPriority(engine, request, context.principal);
+  request.logId = context.requestId;
   // One cancellation for both ends: the client's close and a second response (stop).
   const stop = new Cancellation();
   const gone = clientGone(context, stop);
@@ -121,6 +122,7 @@ export async function handleEventStream(
     outputs = request.outputs?.map(({ name }) => ({ name }));
   }
   applyKeyPriority(engine, request, principal);
+  request.logId = context.requestId;
   const gone = clientGone(context);
   request.signal = gone.signal;
   const events = new EventStream(res);
@@ -128,7 +130,15 @@ export async function handleEventStream(
     await engine.inferStream(request, (response, final) => {
       if (isOperonError(response)) {
         if (response.kind === "INTERNAL")
-          options.logger.error({ model: request.modelName, err: response.message }, "streamed inference failed");
+          options.logger.error(
+            {
+              model: request.modelName,
+              requestId: context.requestId,
+              ...(request.id !== undefined ? { id: request.id } : {}),
+              err: response.message,
+            },
+            "streamed inference failed",
+          );
         events.sendError(response.message);
       } else if (kind === "generate") {
         if (!final || response.outputs.length > 0) events.send(encodeGenerateResponse(response, request.id));

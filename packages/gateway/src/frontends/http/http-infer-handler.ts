@@ -121,6 +121,8 @@ async function inferAndRespond(
   const { res } = context;
   const gone = clientGone(context);
   request.signal = gone.signal;
+  // The instance's log lines for this request carry the id the client got back.
+  request.logId = context.requestId;
   let response;
   const endInfer = trace?.engine(request);
   try {

@@ -1,0 +1,237 @@
+import { mkdir } from "node:fs/promises";
+import type { BatchJob, Prisma, PrismaClient } from "@operon/db";
+import { generateApiKey } from "@operon/protocol/api-keys";
+import type { Logger } from "@operon/protocol/logger";
+import { AppError } from "../../app-error.js";
+import type { ApiKeyService } from "../api-keys/api-key-service.js";
+import { GatewayClient } from "../gateway/gateway-client.js";
+import { parseJsonColumn } from "../json-column.js";
+import { AimdLimiter } from "./aimd.js";
+import type { BatchJobsOptions } from "./batch-jobs.js";
+import { inputMappingSchema, planInputs } from "./input-mapping.js";
+import { type JobFiles, outputColumnsOf } from "./job-files.js";
+import { JobRunner, type ChunkOutcome } from "./job-runner.js";
+import { imageBaseOf } from "./row-request.js";
+import { addRange, parseRanges, rowsIn } from "./row-ranges.js";
+import { jobBudget, targetSignature, type JobTarget } from "./target-signature.js";
+
+/**
+ * Running one batch job: claim it, snapshot its dataset once, send its rows
+ * through the gateway with a key of its own (job-runner.ts does the chunks),
+ * commit each checkpoint, and merge the result when every row is done.
+ * batch-jobs.ts decides which jobs run and answers for them; this module
+ * only executes one.
+ */
+
+/** A priority level below every model's lowest: the gateway caps it at the target's lowest level (key-priority.ts). */
+export const BATCH_PRIORITY_LEVEL = 1_000_000;
+export const JOB_GRANT_PREFIX = "batch-job:";
+
+/** A job being executed: set `stop` to make it checkpoint and return; `done` settles then. */
+export interface RunningJob {
+  stop: boolean;
+  done: Promise<void>;
+}
+
+export interface JobExecutionDeps {
+  prisma: PrismaClient;
+  /** The control plane's own client, for the target's metadata. */
+  gateway: GatewayClient;
+  apiKeys: ApiKeyService;
+  options: BatchJobsOptions;
+  logger: Logger;
+  chunkRows: number;
+  filesOf: (id: string) => JobFiles;
+}
+
+export class JobExecution {
+  constructor(private readonly deps: JobExecutionDeps) {}
+
+  async run(queued: BatchJob, run: RunningJob): Promise<void> {
+    const id = queued.id;
+    const files = this.deps.filesOf(id);
+    let sandbox: Awaited<ReturnType<JobFiles["open"]>> | undefined;
+    try {
+      const claimed = await this.deps.prisma.batchJob.updateMany({
+        where: { id, state: "QUEUED" },
+        data: { state: "RUNNING", startedAt: queued.startedAt ?? new Date(), error: null },
+      });
+      if (claimed.count === 0) return;
+      const dataset = await this.deps.prisma.dataset.findUniqueOrThrow({ where: { id: queued.datasetId } });
+      await mkdir(files.dir, { recursive: true });
+      let total = queued.totalRows;
+      if (total === null) {
+        total = await files.takeSnapshot(dataset);
+        await this.deps.prisma.batchJob.update({ where: { id }, data: { totalRows: total } });
+      }
+      sandbox = await files.open();
+      const parts = new Set(queued.parts);
+      const removed = await files.removeUncommittedParts((name) => parts.has(name));
+      if (removed > 0)
+        this.deps.logger.info(
+          { job: id, parts: removed },
+          "batch job: removed result parts its checkpoint does not hold",
+        );
+      const target: JobTarget = {
+        kind: queued.targetKind,
+        name: queued.targetName,
+        version: queued.targetVersion ?? undefined,
+      };
+      const signature = await targetSignature(this.deps.gateway, target);
+      const planned = planInputs(
+        parseJsonColumn(inputMappingSchema, queued.mapping, { table: "BatchJob", column: "mapping", id }),
+        signature,
+        await files.snapshotColumns(sandbox),
+      );
+      const kept =
+        queued.outputs.length > 0
+          ? signature.outputs.filter((o) => queued.outputs.includes(o.name))
+          : signature.outputs;
+      const outputs = outputColumnsOf(kept, signature.maxBatchSize);
+      const budget =
+        this.deps.options.budgetMs !== undefined
+          ? { budgetMs: this.deps.options.budgetMs, source: "option" }
+          : await jobBudget(this.deps.prisma, target);
+      const limiter = new AimdLimiter({
+        budgetMs: budget.budgetMs,
+        max: this.deps.options.maxConcurrency ?? 64,
+        initial: 2,
+      });
+      const key = await this.issueKey(id, target.name);
+      const gateway = new GatewayClient({ ...this.deps.options.gateway, adminKey: key });
+      const rate = new RateWindow();
+      let ranges = parseRanges(queued.doneRanges);
+      this.deps.logger.info(
+        { job: id, target: target.name, rows: total, budgetMs: budget.budgetMs, budget: budget.source },
+        "batch job running",
+      );
+      const runner = new JobRunner({
+        files,
+        sandbox,
+        gateway,
+        target,
+        planned,
+        outputs,
+        requestedOutputs: queued.outputs,
+        images: { baseDir: imageBaseOf(dataset.path), roots: this.imageRootsOf(dataset) },
+        limiter,
+        logger: this.deps.logger,
+        chunkRows: this.deps.chunkRows,
+        stopping: () => run.stop,
+        commit: async (outcome: ChunkOutcome) => {
+          ranges = addRange(ranges, outcome.range[0], outcome.range[1]);
+          rate.add(outcome.range[1] - outcome.range[0]);
+          await this.deps.prisma.$transaction(async (tx) => {
+            // Rows of the chunk that succeeded leave the failures (a retry that worked); one that failed again counts an attempt more.
+            await tx.batchJobFailure.deleteMany({
+              where: {
+                jobId: id,
+                row: {
+                  gte: outcome.range[0],
+                  lt: outcome.range[1],
+                  notIn: outcome.failures.map((failure) => failure.row),
+                },
+              },
+            });
+            for (const failure of outcome.failures) {
+              await tx.batchJobFailure.upsert({
+                where: { jobId_row: { jobId: id, row: failure.row } },
+                create: { jobId: id, row: failure.row, error: failure.error.slice(0, 2000) },
+                update: { error: failure.error.slice(0, 2000), attempts: { increment: 1 }, at: new Date() },
+              });
+            }
+            const failedRows = await tx.batchJobFailure.count({ where: { jobId: id } });
+            await tx.batchJob.update({
+              where: { id },
+              data: {
+                doneRanges: ranges as unknown as Prisma.InputJsonValue,
+                doneRows: rowsIn(ranges),
+                failedRows,
+                parts: { push: outcome.part },
+                concurrency: limiter.limit,
+                rowsPerSec: rate.perSecond(),
+              },
+            });
+          });
+        },
+      });
+      const complete = await runner.run(ranges, total);
+      const now = await this.deps.prisma.batchJob.findUniqueOrThrow({ where: { id } });
+      if (complete && now.state === "RUNNING") {
+        const written = await files.writeResult(sandbox, dataset.keyColumns, outputs);
+        await this.deps.prisma.batchJob.update({
+          where: { id },
+          data: { state: "DONE", finishedAt: new Date(), rowsPerSec: rate.perSecond() },
+        });
+        this.deps.logger.info({ job: id, results: written, failed: now.failedRows }, "batch job done");
+      }
+      // Paused or cancelled: the state was written by the transition; a shutdown leaves RUNNING for the next start.
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      this.deps.logger.warn({ job: id, err: message }, "batch job failed");
+      await this.deps.prisma.batchJob
+        .updateMany({
+          where: { id, state: "RUNNING" },
+          data: { state: "FAILED", error: message.slice(0, 2000), finishedAt: new Date() },
+        })
+        .catch(() => undefined);
+    } finally {
+      this.deps.apiKeys.setJobGrant(id, undefined);
+      sandbox?.close();
+    }
+  }
+
+  /** The job's own key: lowest priority, its own tenant; resolves once the gateway accepts it. */
+  private async issueKey(jobId: string, targetName: string): Promise<string> {
+    const generated = generateApiKey();
+    this.deps.apiKeys.setJobGrant(jobId, {
+      id: `${JOB_GRANT_PREFIX}${jobId}`,
+      hash: generated.hash,
+      scopes: ["infer"],
+      priorityLevel: BATCH_PRIORITY_LEVEL,
+      qpsQuota: null,
+      expiresAt: null,
+      internal: true,
+      tenant: { id: `batch:${jobId}`, share: 1, policy: "queue" },
+    });
+    // The grant reaches the gateway as a message: wait until it knows the key (401 until then).
+    const client = new GatewayClient({ ...this.deps.options.gateway, adminKey: generated.key });
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      try {
+        await client.modelMetadata(targetName);
+        return generated.key;
+      } catch (error) {
+        if (Date.now() > deadline)
+          throw new AppError(
+            "GATEWAY_UNAVAILABLE",
+            `the gateway did not accept the job's key: ${(error as Error).message}`,
+          );
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  }
+
+  /** Image paths of rows must lie in the dataset's folder (uploads) or the allowed roots (server paths). */
+  private imageRootsOf(dataset: { source: string; path: string }): string[] {
+    return dataset.source === "SERVER_PATH" ? this.deps.options.storage.serverPathRoots : [imageBaseOf(dataset.path)];
+  }
+}
+
+/** Rows per second over the last 10 s of checkpoints. */
+class RateWindow {
+  private readonly points: Array<{ at: number; rows: number }> = [];
+  add(rows: number): void {
+    const now = Date.now();
+    this.points.push({ at: now, rows });
+    while (this.points.length > 1 && (this.points[0] as { at: number }).at < now - 10_000) this.points.shift();
+  }
+  perSecond(): number | null {
+    if (this.points.length < 2) return null;
+    const first = this.points[0] as { at: number; rows: number };
+    const last = this.points[this.points.length - 1] as { at: number };
+    const seconds = (last.at - first.at) / 1000;
+    if (seconds <= 0) return null;
+    return this.points.slice(1).reduce((sum, point) => sum + point.rows, 0) / seconds;
+  }
+}
