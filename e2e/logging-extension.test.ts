@@ -1,8 +1,9 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type * as grpc from "@grpc/grpc-js";
+import * as grpc from "@grpc/grpc-js";
+import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { grpcClient } from "./support/grpc-client.js";
+import { PROTO_DIR, grpcClient } from "./support/grpc-client.js";
 import { ADD_SUB_CONFIG, addSubModel, writeModel } from "./support/model-fixtures.js";
 import { startOperon, tempRepository, type RunningOperon } from "./support/operon-process.js";
 
@@ -258,6 +259,42 @@ describe("the logging extension", () => {
     expect(await waitForLine(mark, requestId)).toMatchObject({ msg: "chatty model ran" });
     const live = await rpc.callWithMetadata("ServerLive", {});
     expect(String(live.trailing.get("x-request-id")[0])).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it("ModelStreamInfer returns the stream's request id in its initial metadata; the model's lines carry it", async () => {
+    const mark = server.output().length;
+    const definition = protoLoader.loadSync(join(PROTO_DIR, "grpc_service.proto"), {
+      keepCase: true,
+      longs: String,
+      defaults: true,
+      includeDirs: [PROTO_DIR],
+    });
+    const loaded = grpc.loadPackageDefinition(definition) as any;
+    const client = new loaded.inference.GRPCInferenceService(server.grpcAddress, grpc.credentials.createInsecure());
+    try {
+      const metadata = new grpc.Metadata();
+      metadata.set("x-request-id", "chatty-stream-1");
+      const initial = await new Promise<grpc.Metadata>((resolve, reject) => {
+        let received = new grpc.Metadata();
+        const call = client.ModelStreamInfer(metadata) as grpc.ClientDuplexStream<object, object>;
+        call.on("metadata", (value: grpc.Metadata) => {
+          received = value;
+        });
+        call.on("data", () => undefined);
+        call.on("end", () => resolve(received));
+        call.on("error", reject);
+        call.write({
+          model_name: "chatty",
+          inputs: [{ name: "X", datatype: "FP32", shape: [1] }],
+          raw_input_contents: [Buffer.from(new Float32Array([33]).buffer)],
+        });
+        call.end();
+      });
+      expect(initial.get("x-request-id")).toEqual(["chatty-stream-1"]);
+      expect(await waitForLine(mark, "chatty-stream-1")).toMatchObject({ msg: "chatty model ran", x: 33 });
+    } finally {
+      client.close();
+    }
   });
 
   it("a failed gRPC ModelInfer logs its request id and Triton's id, and returns the request id", async () => {

@@ -267,11 +267,8 @@ describe("response cache (real server)", () => {
     expect(cells).toHaveLength(15);
     expect(Number(cells[8])).toBe(Math.trunc(stats.cacheHitUs!));
     expect(Number(cells[9])).toBe(Math.trunc(stats.cacheMissUs!));
-
-    // A model without the cache keeps perf_analyzer's usual columns.
-    expect((await perf("plain")).code).toBe(0);
-    expect(readFileSync(join(folder, "plain.csv"), "utf8").split("\n")[0]).not.toContain("Cache");
-  });
+    // (A model without the cache keeps perf_analyzer's usual columns: perf-cli.test.ts checks that header.)
+  }, 120_000);
 });
 
 describe("response cache flags and defaults (real server)", () => {

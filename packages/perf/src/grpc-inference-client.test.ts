@@ -144,7 +144,12 @@ describe("GrpcInferenceClient", () => {
       versions: ["3"],
       inputs: [{ name: "A", datatype: "FP32", shape: [-1, 2] }],
     });
-    expect(await client.modelConfig()).toEqual({ maxBatchSize: 4, sequenceBatching: false, decoupled: false });
+    expect(await client.modelConfig()).toEqual({
+      maxBatchSize: 4,
+      sequenceBatching: false,
+      decoupled: false,
+      responseCache: false,
+    });
     const [stats] = await client.modelStatistics();
     expect(stats).toMatchObject({
       inference_count: 12,

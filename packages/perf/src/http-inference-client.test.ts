@@ -130,7 +130,12 @@ describe("HttpInferenceClient", () => {
       versions: ["1", "2"],
       inputs: [{ name: "X", datatype: "FP32", shape: [-1, 4] }],
     });
-    expect(await client.modelConfig()).toEqual({ maxBatchSize: 8, sequenceBatching: false, decoupled: false });
+    expect(await client.modelConfig()).toEqual({
+      maxBatchSize: 8,
+      sequenceBatching: false,
+      decoupled: false,
+      responseCache: false,
+    });
     expect((await client.modelStatistics())[0]).toMatchObject({ name: "toy", version: "2" });
     await expect(client.infer()).rejects.toThrow(/no inference request was prepared/);
   });

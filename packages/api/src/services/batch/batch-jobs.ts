@@ -5,14 +5,16 @@ import type { Logger } from "@operon/protocol/logger";
 import { AppError, notFound } from "../../app-error.js";
 import type { ApiKeyService } from "../api-keys/api-key-service.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
-import { GatewayClient, type GatewayClientOptions } from "../gateway/gateway-client.js";
+import { GatewayClient } from "../gateway/gateway-client.js";
 import { requireOwnerOrAdmin, type Changer } from "../ownership/ownership.js";
 import { parseJsonColumn } from "../json-column.js";
 import { previewQuery } from "./dataset-query.js";
-import type { BatchStorageOptions, Datasets } from "./datasets.js";
+import type { Datasets } from "./datasets.js";
 import { inputMappingSchema, planInputs, type ColumnMapping, type TargetSignature } from "./input-mapping.js";
 import { JobFiles, ROW_COLUMN } from "./job-files.js";
-import { JobExecution, type RunningJob } from "./job-execution.js";
+import { type BatchJobsOptions, JobExecution, type RunningJob } from "./job-execution.js";
+
+export type { BatchJobsOptions } from "./job-execution.js";
 import { parseRanges, removeRows, rowsIn } from "./row-ranges.js";
 import { targetSignature, type JobTarget } from "./target-signature.js";
 
@@ -61,19 +63,6 @@ export interface JobView {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
-}
-
-export interface BatchJobsOptions {
-  storage: BatchStorageOptions;
-  gateway: GatewayClientOptions;
-  /** Jobs running at once. Default 1. */
-  maxRunning?: number;
-  /** Rows per checkpoint. Default 256. */
-  chunkRows?: number;
-  /** Most requests in flight per job. Default 64. */
-  maxConcurrency?: number;
-  /** Overrides the perf-report budget (ms); tests and benches. */
-  budgetMs?: number;
 }
 
 export class BatchJobs {

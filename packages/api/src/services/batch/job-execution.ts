@@ -4,10 +4,10 @@ import { generateApiKey } from "@operon/protocol/api-keys";
 import type { Logger } from "@operon/protocol/logger";
 import { AppError } from "../../app-error.js";
 import type { ApiKeyService } from "../api-keys/api-key-service.js";
-import { GatewayClient } from "../gateway/gateway-client.js";
+import { GatewayClient, type GatewayClientOptions } from "../gateway/gateway-client.js";
 import { parseJsonColumn } from "../json-column.js";
 import { AimdLimiter } from "./aimd.js";
-import type { BatchJobsOptions } from "./batch-jobs.js";
+import type { BatchStorageOptions } from "./datasets.js";
 import { inputMappingSchema, planInputs } from "./input-mapping.js";
 import { type JobFiles, outputColumnsOf } from "./job-files.js";
 import { JobRunner, type ChunkOutcome } from "./job-runner.js";
@@ -31,6 +31,19 @@ export const JOB_GRANT_PREFIX = "batch-job:";
 export interface RunningJob {
   stop: boolean;
   done: Promise<void>;
+}
+
+export interface BatchJobsOptions {
+  storage: BatchStorageOptions;
+  gateway: GatewayClientOptions;
+  /** Jobs running at once. Default 1. */
+  maxRunning?: number;
+  /** Rows per checkpoint. Default 256. */
+  chunkRows?: number;
+  /** Most requests in flight per job. Default 64. */
+  maxConcurrency?: number;
+  /** Overrides the perf-report budget (ms); tests and benches. */
+  budgetMs?: number;
 }
 
 export interface JobExecutionDeps {
