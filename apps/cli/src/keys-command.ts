@@ -45,7 +45,7 @@ export function keysCommand(): Command {
         } catch (error) {
           process.stderr.write(`operon keys create: ${(error as Error).message}\n`);
           // The usual case: a server holds the embedded database. Its console makes keys while it runs.
-          if ((error as Error).name === "DataDirLockedError")
+          if (heldByServer(error))
             process.stderr.write(
               "operon keys create: while the server runs, create the key in its console instead: API keys → Create a key (shown once, in effect at once)\n",
             );
@@ -55,6 +55,12 @@ export function keysCommand(): Command {
     ),
   );
   return keys;
+}
+
+/** Whether the database could not be opened because a server holds it (a DataDirLockedError, maybe as a cause). */
+function heldByServer(error: unknown): boolean {
+  for (let at: unknown = error; at instanceof Error; at = at.cause) if (at.name === "DataDirLockedError") return true;
+  return false;
 }
 
 function parseScopes(value: string): ApiKeyScope[] {
