@@ -19,7 +19,7 @@
 // STEP_SECS (arrivals on a fixed schedule; at most MAX_IN_FLIGHT outstanding,
 // beyond that an arrival is counted as shed by the client).
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTRPCClient, httpLink } from "@trpc/client";
 import { ROOT, startOperon } from "./lib/processes.mjs";
@@ -276,10 +276,15 @@ async function scenario(name, repository, schedulerOn) {
 
 const fmt = (value, digits = 0) => (value === null || value === undefined ? "—" : Number(value).toFixed(digits));
 
-function report(results) {
+function report(results, load) {
   const lines = [];
   lines.push("# Resource scheduler: an operator step in demand", "");
   lines.push(`Run ${new Date().toISOString()} (\`npm run bench:scheduler-operator\`).`);
+  // Timers that wait without CPU still need the event loops of the gateway and the workers: a loaded host adds
+  // its queueing to every figure, so the load is part of the result.
+  lines.push(
+    `Host: ${availableParallelism()} cores; 1-minute load average ${load.start.toFixed(1)} at the start, ${load.end.toFixed(1)} at the end.`,
+  );
   lines.push(
     `Operator pipe: step first (wait10, 10 ms per execution) → step second (wait30, 30 ms: 3× slower), TypeScript timers, unbatched, one instance each. Load: open loop, ${BASE} operator req/s for ${BASE_SECS} s, then ${STEP} req/s for ${STEP_SECS} s (at most ${MAX_IN_FLIGHT} in flight; arrivals beyond are shed by the client). Scheduler: period 2 s, headroom 25 %, up to 8 instances per model, capacities from perf runs (concurrency 2) made before the load.`,
     "",
@@ -314,10 +319,11 @@ function report(results) {
 }
 
 const repository = writeRepository();
+const loadAtStart = loadavg()[0];
 const results = [];
 results.push(await scenario("fixed (1 instance per step, scheduler off)", repository, false));
 results.push(await scenario("operator-aware scheduler", repository, true));
-const text = report(results);
+const text = report(results, { start: loadAtStart, end: loadavg()[0] });
 process.stdout.write(text);
 if (process.env.OPERON_BENCH_NO_WRITE !== "1") {
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });

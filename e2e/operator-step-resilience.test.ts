@@ -69,7 +69,8 @@ const modelStep = (model: string, extra: object = {}) => ({
   outputs: { OUT: "OUT" },
   ...extra,
 });
-const BREAKER = { failureThreshold: 2, windowMs: 60_000, openMs: 400 };
+// Open for 3 s: long enough that a loaded host still sees it open between the checks, short for the half-open wait.
+const BREAKER = { failureThreshold: 2, windowMs: 60_000, openMs: 3000 };
 
 async function register(server: RunningOperon, name: string, spec: object): Promise<{ status: number; text: string }> {
   const response = await fetch(`${server.httpUrl}/v2/operators/${name}`, {
@@ -182,10 +183,26 @@ describe("operator steps that survive a failing model (real server)", () => {
     const plain = await infer(server, "unretried", 7, { key: "c", fail_times: 1 });
     expect(plain.status).toBe(503);
     expect(plain.error).toMatch(/call 1 of key c refused/);
+    // Steps without a circuitBreaker list none.
+    const served = (await (await fetch(`${server.httpUrl}/v2/operators/unretried`)).json()) as { breakers: unknown[] };
+    expect(served.breakers).toEqual([]);
   });
 
   it("opens the breaker after repeated failures, answers with the fallback without calling the model, then closes on a good probe", async () => {
-    const state = () => metric(server, 'operon_operator_step_circuit_state{operator="guarded",step="main"}');
+    const metricState = () => metric(server, 'operon_operator_step_circuit_state{operator="guarded",step="main"}');
+    // The gateway's admin API (GET /v2/operators/<name>: breakers, what the console's operator page shows) says
+    // the same as /metrics at every step.
+    const STATES = ["closed", "open", "half-open"] as const;
+    const state = async (): Promise<number | undefined> => {
+      const [fromMetrics, served] = await Promise.all([
+        metricState(),
+        fetch(`${server.httpUrl}/v2/operators/guarded`).then(
+          (response) => response.json() as Promise<{ breakers: Array<{ step: string; state: string }> }>,
+        ),
+      ]);
+      expect(served.breakers).toEqual([{ step: "main", state: STATES[fromMetrics!] }]);
+      return fromMetrics;
+    };
     expect(await state()).toBe(0);
     // Two failures: each answered by the default output; the second opens the breaker.
     for (let i = 0; i < 2; i += 1) {
@@ -204,7 +221,8 @@ describe("operator steps that survive a failing model (real server)", () => {
 
     // After openMs it turns half-open by itself; a good probe closes it.
     const deadline = Date.now() + 10_000;
-    while ((await state()) !== 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+    while ((await metricState()) !== 2 && Date.now() < deadline)
+      await new Promise((resolve) => setTimeout(resolve, 25));
     expect(await state()).toBe(2);
     const probe = await infer(server, "guarded", 3);
     expect([probe.status, probe.value]).toEqual([200, 3]);

@@ -143,8 +143,13 @@ describe("console: register an operator", () => {
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 
-  it("saves the operator and opens its page with the graph and its first version", async () => {
+  it("saves the operator and opens its page with the graph, its first version and its step's circuit breaker", async () => {
     const { page } = system.session;
+    // Step 'second' gets a circuit breaker (issue 25): the page shows its state as the gateway holds it.
+    const spec = JSON.parse(await specText(page)) as { steps: Array<Record<string, unknown>> };
+    spec.steps[1]!["circuitBreaker"] = { failureThreshold: 3 };
+    await specEditor(page).fill(JSON.stringify(spec, null, 2));
+    await visible(validation(page).getByText("No problems"), 20_000);
     await page.getByRole("button", { name: "Create operator" }).click();
     await waitForPath(page, `/operators/${OPERATOR}`);
     await visible(heading(page, OPERATOR));
@@ -162,6 +167,13 @@ describe("console: register an operator", () => {
     expect(text).toMatch(/Capacity[\d.,\s]+req\/s/);
     expect(text).toContain("Bottleneck step");
     expect(await capacity.getByRole("row").filter({ hasText: "bottleneck" }).count()).toBe(2);
+    // Only step 'second' has a breaker, and nothing failed: closed.
+    const breakers = await visible(page.getByRole("region", { name: "Circuit breakers" }));
+    const breakerFacts = breakers.locator(".fact");
+    expect(await breakerFacts.count()).toBe(1);
+    expect(await breakerFacts.locator("dt").textContent()).toBe("Step second");
+    expect(await breakerFacts.locator("dd").textContent()).toBe("Closed");
+    expect(await breakerFacts.locator("dd .status-breaker-closed").count()).toBe(1);
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 

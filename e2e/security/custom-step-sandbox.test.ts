@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,6 +28,7 @@ const ACTIONS = [
   "heap",
   "buffers",
   "busy",
+  "uid",
 ] as const;
 type Action = (typeof ACTIONS)[number];
 
@@ -65,7 +66,8 @@ export default class Hostile {
       if (action === "heap") { const hold: number[][] = []; for (;;) hold.push(new Array(100000).fill(Math.random())); }
       if (action === "buffers") { const hold: Buffer[] = []; for (;;) hold.push(Buffer.alloc(32 * 1024 * 1024, 1)); }
       if (action === "busy") { for (;;) {} }
-      out.push({ outputs: [ctx.tensor.fromTypedArray("OUTPUT0", [1], new Int32Array([port]))] });
+      const answer = action === "uid" ? process.getuid!() : port;
+      out.push({ outputs: [ctx.tensor.fromTypedArray("OUTPUT0", [1], new Int32Array([answer]))] });
     }
     return out;
   }
@@ -205,4 +207,36 @@ describe("sandboxed TypeScript steps (real server)", () => {
     },
     240_000,
   );
+});
+
+// These machines run the tests as root: the sandbox then enters its network namespace as root and takes the
+// --worker-user account inside it (unshare --setuid/--setgid).
+describe("sandboxed steps under --worker-user (real server)", () => {
+  let server: RunningOperon;
+  let target: net.Server;
+  let port = 0;
+
+  beforeAll(async () => {
+    target = net.createServer((socket) => socket.end());
+    await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
+    port = (target.address() as net.AddressInfo).port;
+    const repository = tempRepository();
+    hostileModel(repository, "hostile", true, port);
+    // mkdtemp makes 0700 folders: the unprivileged worker account must be able to read the model.
+    for (const dir of [repository, join(repository, "hostile"), join(repository, "hostile", "1")])
+      chmodSync(dir, 0o755);
+    server = await startOperon(["--model-repository", repository, "--worker-user", "nobody"]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.stop();
+    target?.close();
+  });
+
+  it("runs as nobody, still without network and reading only its folder", async () => {
+    expect((await attempt(server, "hostile", "uid")).outputs?.[0]?.data).toEqual([65534]);
+    expect((await attempt(server, "hostile", "ok")).outputs?.[0]?.data).toEqual([port]);
+    expect((await attempt(server, "hostile", "socket")).error).toMatch(/connect (ENETUNREACH|ECONNREFUSED)/);
+    expect((await attempt(server, "hostile", "read_passwd")).error).toMatch(/the sandbox denied reading/);
+  });
 });

@@ -200,6 +200,8 @@ export const gatewayOperatorSchema = z.object({
   spec: z.record(z.string(), z.unknown()),
   /** Step models that cannot serve now (the operator is degraded while any is listed). */
   unreadyModels: z.array(z.string()).optional(),
+  /** Each step's circuit breaker state now (steps with a `circuitBreaker` only); absent from older gateways. */
+  breakers: z.array(z.object({ step: z.string(), state: z.enum(["closed", "open", "half-open"]) })).optional(),
 });
 export type GatewayOperator = z.infer<typeof gatewayOperatorSchema>;
 export const operatorListSchema = z.object({ operators: z.array(gatewayOperatorSchema) });

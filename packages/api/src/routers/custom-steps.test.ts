@@ -80,7 +80,7 @@ describe.each(testDatabaseBackends())("custom steps on $name", (backend) => {
     await db?.close();
     await backend.teardown();
     rmSync(dir, { recursive: true, force: true });
-  });
+  }, 120_000);
 
   it("stores, loads and serves an engineer's step sandboxed, audited with its SHA-256", async () => {
     const created = await h.as("ENGINEER").models.createCustomStep({
@@ -121,7 +121,7 @@ describe.each(testDatabaseBackends())("custom steps on $name", (backend) => {
         { path: "labels.txt", sha256: createHash("sha256").update("cat\ndog\n").digest("hex") },
       ],
     });
-  });
+  }, 120_000);
 
   it("reports compile errors at file:line:col and stores nothing", async () => {
     const broken = h.as("ENGINEER").models.createCustomStep({
@@ -145,7 +145,7 @@ describe.each(testDatabaseBackends())("custom steps on $name", (backend) => {
     });
     await expect(noEntry).rejects.toThrow(/files: a custom step needs its model\.ts/);
     await expect(noEntry).rejects.toThrow(/files\.1\.path: 'helper\.js': a custom step's code is its one model\.ts/);
-  });
+  }, 120_000);
 
   it("lets engineers upload by default, admins only once an admin says so; never viewers", async () => {
     const upload = (role: "ADMIN" | "ENGINEER" | "VIEWER", base: string) =>
@@ -175,5 +175,5 @@ describe.each(testDatabaseBackends())("custom steps on $name", (backend) => {
     expect(events.map((event) => event.after)).toEqual(
       expect.arrayContaining([{ adminsOnly: true }, { adminsOnly: false }]),
     );
-  });
+  }, 120_000);
 });

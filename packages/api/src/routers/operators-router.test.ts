@@ -40,7 +40,7 @@ function addTwice(): Record<string, unknown> {
   };
 }
 
-/** Y = A − B, one step: the "second version" of an operator. */
+/** Y = A − B, one step with a circuit breaker: the "second version" of an operator. */
 function subtractOnce(): Record<string, unknown> {
   return {
     maxBatchSize: 8,
@@ -50,7 +50,14 @@ function subtractOnce(): Record<string, unknown> {
     ],
     outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
     steps: [
-      { id: "minus", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT1: "Y" } },
+      {
+        id: "minus",
+        kind: "model",
+        model: "add_sub",
+        inputs: { INPUT0: "A", INPUT1: "B" },
+        outputs: { OUTPUT1: "Y" },
+        circuitBreaker: { failureThreshold: 3 },
+      },
     ],
   };
 }
@@ -220,6 +227,9 @@ describe.each(testDatabaseBackends())("operators router on $name", (backend) => 
     const updated = await engineer.operators.update({ name: operator, spec: subtractOnce() });
     expect(updated.latestVersion).toBe(2);
     expect(updated.description).toBe("A + 2B");
+    // The breaker of each step that has one, as the gateway's served version holds it (version 1 had none).
+    expect(created.breakers).toEqual([]);
+    expect(updated.breakers).toEqual([{ step: "minus", state: "closed" }]);
     const after = await engineer.operators.tryRun({ name: operator, inputs: tryInputs });
     expect((after.outputs[0] as { data: number[] }).data).toEqual(new Array<number>(16).fill(-1));
     const versions = await h.as("VIEWER").operators.versions({ name: operator });

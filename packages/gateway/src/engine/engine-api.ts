@@ -20,6 +20,8 @@ export interface OperatorInfo {
   spec: OperatorSpec;
   /** Models its steps call that cannot serve now: while any is listed, the operator is degraded and not ready. */
   unreadyModels?: string[];
+  /** Each step's circuit breaker state now (steps with a `circuitBreaker` only). */
+  breakers?: Array<{ step: string; state: "closed" | "open" | "half-open" }>;
 }
 
 /**

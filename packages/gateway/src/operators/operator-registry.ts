@@ -4,6 +4,7 @@ import type { ServedModelSignature } from "../signature/model-signature.js";
 import type { OperatorHooks } from "./operator-validation.js";
 import type { RunModel } from "./dag-executor.js";
 import { OperatorRunner } from "./operator-runner.js";
+import type { BreakerState } from "./circuit-breaker.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 import { parseOperatorSpec } from "@operon/operator-spec/parse-operator-spec";
 import { validateOperator } from "./operator-validation.js";
@@ -28,6 +29,8 @@ export interface ServedOperator {
   spec: OperatorSpec;
   /** Step models that cannot serve now (set by the model manager's listing); non-empty = degraded. */
   unreadyModels?: string[];
+  /** Each step's circuit breaker state now (steps with a `circuitBreaker` only). */
+  breakers: Array<{ step: string; state: BreakerState }>;
 }
 
 /** A served operator version, as the model table reports it. */
@@ -37,6 +40,8 @@ export interface OperatorVersion {
   /** True for an operator registered through the API (false: an ensemble of the repository). */
   registered: boolean;
   spec: OperatorSpec;
+  /** Its steps' circuit breaker states now (OperatorRunner.breakers). */
+  breakers: Array<{ step: string; state: BreakerState }>;
 }
 
 /** What the registry needs of the model table it registers operators into. */
@@ -104,7 +109,7 @@ export class OperatorRegistry {
     }
     const runner = this.createRunner(spec);
     await serve(spec, runner);
-    return { name: spec.name, version: "1", source: "api", spec };
+    return { name: spec.name, version: "1", source: "api", spec, breakers: runner.breakers };
   }
 
   /**
@@ -150,11 +155,12 @@ export class OperatorRegistry {
 
   /** Every served operator version: registered ones and ensembles. */
   list(): ServedOperator[] {
-    return this.table.operatorVersions().map(({ name, version, registered, spec }) => ({
+    return this.table.operatorVersions().map(({ name, version, registered, spec, breakers }) => ({
       name,
       version,
       source: registered ? "api" : "repository",
       spec,
+      breakers,
     }));
   }
 

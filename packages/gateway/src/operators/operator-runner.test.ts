@@ -93,6 +93,29 @@ describe("OperatorRunner", () => {
     expect(runner.modelCalls).toEqual({ flaky: 4, echo: 2 });
   });
 
+  it("reports each step's circuit breaker state: open after its failures, none for a step without one", async () => {
+    const spec: OperatorSpec = {
+      ...SPEC,
+      steps: [
+        {
+          id: "guarded",
+          kind: "model",
+          model: "flaky",
+          inputs: { x: "IN" },
+          outputs: { y: "mid" },
+          circuitBreaker: { failureThreshold: 2, windowMs: 60_000, openMs: 60_000 },
+        },
+        { id: "plain", kind: "model", model: "echo", inputs: { x: "mid" }, outputs: { y: "OUT" } },
+      ],
+    };
+    const runModel: RunModel = () => Promise.reject(new OperonError("INTERNAL", "flaky is broken"));
+    const runner = new OperatorRunner(spec, { runModel });
+    expect(runner.breakers).toEqual([{ step: "guarded", state: "closed" }]);
+    for (let i = 0; i < 2; i += 1) await expect(runner.execute(request())).rejects.toThrow(/flaky is broken/);
+    expect(runner.breakers).toEqual([{ step: "guarded", state: "open" }]);
+    await runner.stop(100);
+  });
+
   it("stop drains running requests, refuses new ones, and fails the ones past the drain time with UNAVAILABLE", async () => {
     const runner = new OperatorRunner(SPEC, { runModel: echo(200) });
     const running = runner.execute(request());

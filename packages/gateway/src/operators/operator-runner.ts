@@ -8,6 +8,7 @@ import type { SchedulerPolicy } from "../scheduling/scheduler-policy.js";
 import type { RunnerRequest, VersionRunner } from "../scheduling/version-runner.js";
 import { DagExecutor, type RunModel, type StepRecord } from "./dag-executor.js";
 import type { StepResilienceHooks } from "./step-resilience.js";
+import type { BreakerState } from "./circuit-breaker.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 import { stepOutputsJson } from "./step-outputs-json.js";
 
@@ -108,6 +109,16 @@ export class OperatorRunner implements VersionRunner {
 
   get pendingCount(): number {
     return this.executor.inFlightCount;
+  }
+
+  /** The state of each step's circuit breaker now, in step order (steps with a `circuitBreaker` only). */
+  get breakers(): Array<{ step: string; state: BreakerState }> {
+    const list: Array<{ step: string; state: BreakerState }> = [];
+    for (const step of this.spec.steps) {
+      const breaker = this.executor.stepResilience(step.id)?.breaker;
+      if (breaker !== undefined) list.push({ step: step.id, state: breaker.state });
+    }
+    return list;
   }
 
   /**

@@ -3,7 +3,7 @@ import type { GatewayMetrics } from "../observability/metrics.js";
 import { ModelVersionStats } from "../observability/model-stats.js";
 import { signatureFromConfig, type ServedModelSignature } from "../signature/model-signature.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
-import type { OperatorRunner } from "./operator-runner.js";
+import { OperatorRunner } from "./operator-runner.js";
 import type { OperatorModelTable, OperatorVersion } from "./operator-registry.js";
 import { operatorModelConfig } from "./operator-validation.js";
 import type { ModelEntry, ServedModels } from "./served-models.js";
@@ -98,6 +98,7 @@ export function operatorServingTable(options: OperatorServingTableOptions): Oper
             version: served.version,
             registered: entry.registeredOperator !== undefined,
             spec: served.operator,
+            breakers: served.instances instanceof OperatorRunner ? served.instances.breakers : [],
           });
         }
       }

@@ -39,6 +39,7 @@ export function DataTable<Row>({
   details,
   rowClassName,
   rowCurrent,
+  rowLabel,
   className,
   stack = true,
   captionVisible = false,
@@ -58,6 +59,8 @@ export function DataTable<Row>({
   rowClassName?: (row: Row) => string | undefined;
   /** Marks the row the page is about (`aria-current="true"`: a recommended candidate). */
   rowCurrent?: (row: Row) => boolean;
+  /** Names a row whose cells alone read poorly as its name ("job model add_sub on vectors", not every figure). */
+  rowLabel?: (row: Row) => string;
   className?: string;
   /** Cards on narrow screens (default); false keeps the grid and scrolls sideways. */
   stack?: boolean;
@@ -181,7 +184,11 @@ export function DataTable<Row>({
               };
               return (
                 <Fragment key={key}>
-                  <tr className={rowClassName?.(row)} aria-current={rowCurrent?.(row) ? "true" : undefined}>
+                  <tr
+                    className={rowClassName?.(row)}
+                    aria-current={rowCurrent?.(row) ? "true" : undefined}
+                    aria-label={rowLabel?.(row)}
+                  >
                     {columns.map((column) => {
                       const content = column.cell(row, context);
                       const dataLabel =

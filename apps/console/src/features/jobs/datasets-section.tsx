@@ -9,6 +9,7 @@ import { useFormProblem } from "@/components/form/use-form-problem";
 import { QueryView } from "@/components/states/query-view";
 import { fieldMessage, formMessage } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
+import { DatasetsTable, FirstRowsTable } from "./datasets-table";
 
 const FIELDS = ["name", "file.fileName", "file.contentBase64", "query", "keyColumns"];
 /** The API takes files up to 5 MiB here; larger ones go under --batch-data-root (admins). */
@@ -36,44 +37,11 @@ export function DatasetsSection() {
         empty={{ title: "No datasets yet", body: <p>Upload a file above.</p> }}
       >
         {(list) => (
-          <table aria-label="Datasets">
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">File</th>
-                <th scope="col">Query</th>
-                <th scope="col">Keys</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((dataset) => (
-                <tr key={dataset.id}>
-                  <td>{dataset.name}</td>
-                  <td>
-                    {dataset.file}{" "}
-                    <span className="muted small">({dataset.source.toLowerCase().replace("_", " ")})</span>
-                  </td>
-                  <td>
-                    <code>{dataset.query}</code>
-                  </td>
-                  <td>{dataset.keyColumns.join(", ") || "–"}</td>
-                  <td>
-                    <button
-                      type="button"
-                      className="button"
-                      onClick={() => setPreviewId(previewId === dataset.id ? null : dataset.id)}
-                      aria-expanded={previewId === dataset.id}
-                    >
-                      {previewId === dataset.id ? "Hide preview" : "Preview"}
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <DatasetsTable
+            datasets={list}
+            previewId={previewId}
+            onPreview={(id) => setPreviewId(previewId === id ? null : id)}
+          />
         )}
       </QueryView>
       {previewId !== null ? <DatasetPreview id={previewId} /> : null}
@@ -85,7 +53,7 @@ function DatasetPreview({ id }: { id: string }) {
   const trpc = useTRPC();
   const preview = useQuery(trpc.datasets.preview.queryOptions({ id, limit: 10 }));
   return (
-    <div className="subcard" aria-label="Dataset preview">
+    <section className="subcard" aria-label="Dataset preview">
       <QueryView query={preview} loadingLabel="Running the query…">
         {(data) => (
           <>
@@ -100,38 +68,12 @@ function DatasetPreview({ id }: { id: string }) {
                 </span>
               ))}
             </p>
-            <div className="table-wrap">
-              <table aria-label="First rows">
-                <thead>
-                  <tr>
-                    {data.preview.columns.map((column) => (
-                      <th key={column.name} scope="col">
-                        {column.name}
-                      </th>
-                    ))}
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.preview.rows.map((row, index) => (
-                    <tr key={index}>
-                      {data.preview.columns.map((column) => (
-                        <td key={column.name}>{cellText(row[column.name])}</td>
-                      ))}
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <FirstRowsTable preview={data.preview} />
           </>
         )}
       </QueryView>
-    </div>
+    </section>
   );
-}
-
-function cellText(value: unknown): string {
-  if (value === null || value === undefined) return "NULL";
-  return typeof value === "object" ? JSON.stringify(value) : String(value);
 }
 
 function UploadForm() {

@@ -9,11 +9,10 @@ import { TextField } from "@/components/form/text-field";
 import { useFormProblem } from "@/components/form/use-form-problem";
 import { QueryView } from "@/components/states/query-view";
 import { fieldMessage, formMessage } from "@/lib/api-problem";
-import type { RouterOutputs } from "@/lib/api-types";
 import { useTRPC } from "@/lib/trpc";
-import { parseMappingLines, timeLeft } from "./job-format";
+import { parseMappingLines } from "./job-format";
+import { FailedRowsTable, JobsTable } from "./jobs-table";
 
-type Job = RouterOutputs["jobs"]["list"][number];
 const REFRESH_MS = 1_000;
 const FIELDS = ["datasetId", "target.kind", "target.name", "mapping", "outputs"];
 
@@ -39,124 +38,10 @@ export function JobsSection() {
         isEmpty={(list) => list.length === 0}
         empty={{ title: "No jobs yet", body: <p>Start one above, or with operon job run.</p> }}
       >
-        {(list) => (
-          <div className="table-wrap">
-            <table aria-label="Jobs">
-              <thead>
-                <tr>
-                  <th scope="col">Target</th>
-                  <th scope="col">Dataset</th>
-                  <th scope="col">Owner</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Progress</th>
-                  <th scope="col">Failed rows</th>
-                  <th scope="col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((job) => (
-                  <JobRow
-                    key={job.id}
-                    job={job}
-                    onFailures={() => setFailuresOf(failuresOf === job.id ? null : job.id)}
-                  />
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+        {(list) => <JobsTable jobs={list} onFailures={(id) => setFailuresOf(failuresOf === id ? null : id)} />}
       </QueryView>
       {failuresOf !== null ? <FailuresPanel id={failuresOf} /> : null}
     </section>
-  );
-}
-
-function JobRow({ job, onFailures }: { job: Job; onFailures: () => void }) {
-  const trpc = useTRPC();
-  const queryClient = useQueryClient();
-  const [problem, setProblem] = useState<string | null>(null);
-  const options = {
-    onSuccess: async () => {
-      setProblem(null);
-      await queryClient.invalidateQueries({ queryKey: trpc.jobs.list.queryKey() });
-    },
-    onError: (error: { message: string }) => setProblem(error.message),
-  };
-  const pause = useMutation(trpc.jobs.pause.mutationOptions(options));
-  const resume = useMutation(trpc.jobs.resume.mutationOptions(options));
-  const cancel = useMutation(trpc.jobs.cancel.mutationOptions(options));
-  const retry = useMutation(trpc.jobs.retryFailed.mutationOptions(options));
-  const total = job.totalRows ?? 0;
-  const percent = total > 0 ? Math.floor((100 * job.doneRows) / total) : 0;
-  const label = `${job.target.kind === "OPERATOR" ? "operator" : "model"} ${job.target.name}`;
-  return (
-    <tr aria-label={`job ${label} on ${job.datasetName}`}>
-      <td>
-        {label}
-        <div className="muted small">{job.id.slice(0, 8)}</div>
-      </td>
-      <td>{job.datasetName}</td>
-      <td>{job.ownerEmail ?? "–"}</td>
-      <td>
-        <span className="badge">{job.state.toLowerCase()}</span>
-        {job.error ? <div className="field-error small">{job.error}</div> : null}
-        {problem ? (
-          <div className="field-error small" role="alert">
-            {problem}
-          </div>
-        ) : null}
-      </td>
-      <td>
-        <progress max={total || 1} value={job.doneRows} aria-label={`progress of ${label}`} />
-        <div className="small">
-          {job.doneRows.toLocaleString("en")} / {job.totalRows === null ? "?" : total.toLocaleString("en")} rows (
-          {percent} %)
-        </div>
-        <div className="small muted">
-          {job.rowsPerSec !== null ? `${job.rowsPerSec.toFixed(0)} rows/s` : "– rows/s"} · {timeLeft(job.secondsLeft)}{" "}
-          left
-          {job.state === "RUNNING" ? ` · ${job.concurrency} in flight` : ""}
-        </div>
-      </td>
-      <td>
-        {job.failedRows > 0 ? (
-          <button type="button" className="button" onClick={onFailures}>
-            {job.failedRows} failed
-          </button>
-        ) : (
-          "0"
-        )}
-      </td>
-      <td className="actions">
-        {job.state === "RUNNING" || job.state === "QUEUED" ? (
-          <button type="button" className="button" onClick={() => pause.mutate({ id: job.id })}>
-            Pause
-          </button>
-        ) : null}
-        {job.state === "PAUSED" || job.state === "FAILED" ? (
-          <button type="button" className="button" onClick={() => resume.mutate({ id: job.id })}>
-            Resume
-          </button>
-        ) : null}
-        {job.state === "RUNNING" || job.state === "QUEUED" || job.state === "PAUSED" ? (
-          <button type="button" className="button" onClick={() => cancel.mutate({ id: job.id })}>
-            Cancel
-          </button>
-        ) : null}
-        {job.failedRows > 0 && (job.state === "DONE" || job.state === "PAUSED" || job.state === "FAILED") ? (
-          <button type="button" className="button" onClick={() => retry.mutate({ id: job.id })}>
-            Retry failed rows
-          </button>
-        ) : null}
-        {job.hasResult ? (
-          <a className="button" href={`/api/jobs/${job.id}/result.parquet`} download>
-            Download results
-          </a>
-        ) : null}
-      </td>
-    </tr>
   );
 }
 
@@ -164,37 +49,12 @@ function FailuresPanel({ id }: { id: string }) {
   const trpc = useTRPC();
   const failures = useQuery(trpc.jobs.failures.queryOptions({ id, take: 100 }));
   return (
-    <div className="subcard" aria-label="Failed rows">
+    <section className="subcard" aria-label="Failed rows">
       <h3>Failed rows</h3>
       <QueryView query={failures} loadingLabel="Loading failed rows…">
-        {(list) => (
-          <table aria-label="Failed rows of the job">
-            <thead>
-              <tr>
-                <th scope="col">Row</th>
-                <th scope="col">Key</th>
-                <th scope="col">Error</th>
-                <th scope="col">Attempts</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((failure) => (
-                <tr key={failure.row}>
-                  <td>{failure.row}</td>
-                  <td>
-                    {Object.entries(failure.key)
-                      .map(([key, value]) => `${key}=${String(value)}`)
-                      .join(", ") || "–"}
-                  </td>
-                  <td>{failure.error}</td>
-                  <td>{failure.attempts}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+        {(list) => <FailedRowsTable failures={list} />}
       </QueryView>
-    </div>
+    </section>
   );
 }
 

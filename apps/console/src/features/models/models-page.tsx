@@ -36,6 +36,9 @@ export function ModelsPage() {
               <Link href="/models/steps" className="button">
                 Build from steps
               </Link>
+              <Link href="/models/custom-step" className="button">
+                Upload custom step
+              </Link>
               <Link href="/models/upload" className="button button-primary">
                 Upload model
               </Link>

@@ -19,6 +19,7 @@ import { OperatorVersions } from "./operator-versions";
 import { specGraph } from "@operon/operator-spec/spec-graph";
 import { TryItPanel } from "./try-it-panel";
 import { OperatorCapacitySection } from "./operator-capacity-section";
+import { OperatorBreakersSection } from "./operator-breakers-section";
 import { LatestPerfReport } from "../perf/latest-perf-report";
 import { PerfInputsSection } from "../perf/perf-inputs-section";
 import { BreakableText } from "@/components/breakable-text";
@@ -104,6 +105,7 @@ function OperatorDetailView({ detail }: { detail: OperatorDetail }) {
         </details>
       </section>
       {detail.state !== "NOT_SERVED" ? <OperatorCapacitySection name={detail.name} /> : null}
+      {detail.state !== "NOT_SERVED" ? <OperatorBreakersSection name={detail.name} /> : null}
       {canManage ? (
         detail.state === "SERVED" ? (
           <TryItPanel name={detail.name} spec={detail.spec} />

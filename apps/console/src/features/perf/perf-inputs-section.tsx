@@ -132,6 +132,7 @@ function PerfInputsForm({ view, canEdit }: { view: PerfInputsView; canEdit: bool
   return (
     <form onSubmit={(event) => void submit(event)} noValidate className="form" aria-label="Perf inputs">
       <TableScroller label="Inputs of perf runs">
+        {/* Not a DataTable: a grid of form fields (one row an input to fill in), not a list of records to sort. */}
         <table>
           <caption>Inputs of perf runs</caption>
           <thead>

@@ -36,6 +36,12 @@ export type OperatorSource = "api" | "repository";
  */
 export type OperatorServedState = "SERVED" | "DEGRADED" | "NOT_SERVED" | "UNKNOWN";
 
+/** A step's circuit breaker state at the gateway (closed: calls go through; open: refused; half-open: probing). */
+export interface StepBreaker {
+  step: string;
+  state: "closed" | "open" | "half-open";
+}
+
 export interface OperatorSummary {
   name: string;
   description: string | null;
@@ -46,6 +52,8 @@ export interface OperatorSummary {
   state: OperatorServedState;
   /** With DEGRADED: the step models that cannot serve now. */
   unreadyModels: string[];
+  /** The circuit breaker of each step that has one, as the gateway's served version holds it now; [] when not served. */
+  breakers: StepBreaker[];
   /** Models the model steps call, in step order, without duplicates. */
   models: string[];
   stepCount: number;
@@ -476,6 +484,10 @@ function unreadyModelsOf(name: string, served: readonly GatewayOperator[] | unde
   return latestByName(served ?? []).find((candidate) => candidate.name === name)?.unreadyModels ?? [];
 }
 
+function breakersOf(name: string, served: readonly GatewayOperator[] | undefined): StepBreaker[] {
+  return latestByName(served ?? []).find((candidate) => candidate.name === name)?.breakers ?? [];
+}
+
 function summarize(row: OperatorWithRelations, served: readonly GatewayOperator[] | undefined): OperatorSummary {
   const spec = specObject(row.spec);
   return {
@@ -486,6 +498,7 @@ function summarize(row: OperatorWithRelations, served: readonly GatewayOperator[
     latestVersion: row.latestVersion,
     state: stateOf(row.name, served),
     unreadyModels: unreadyModelsOf(row.name, served),
+    breakers: breakersOf(row.name, served),
     models: specModels(spec),
     stepCount: specSteps(spec).length,
     owner: row.owner ?? null,
@@ -516,6 +529,7 @@ function summarizeServed(operator: GatewayOperator): OperatorSummary {
     latestVersion: null,
     state: (operator.unreadyModels ?? []).length > 0 ? "DEGRADED" : "SERVED",
     unreadyModels: operator.unreadyModels ?? [],
+    breakers: operator.breakers ?? [],
     models: specModels(operator.spec),
     stepCount: specSteps(operator.spec).length,
     owner: null,

@@ -1,0 +1,222 @@
+"use client";
+
+import { useMutation } from "@tanstack/react-query";
+import Link from "next/link";
+import { useRouter } from "next/navigation";
+import { useId, useState } from "react";
+import { FormAlert } from "@/components/form/form-alert";
+import { TextField } from "@/components/form/text-field";
+import { PageHeader } from "@/components/page-header";
+import { RequireRole } from "@/components/shell/require-role";
+import { apiProblem } from "@/lib/api-problem";
+import { useTRPC } from "@/lib/trpc";
+import { modelHref } from "../models-table";
+import { tensorsOf } from "../steps/step-drafts";
+import { bytesToBase64 } from "../upload/base64";
+import { useInvalidateModels } from "../use-invalidate-models";
+
+interface ChosenFile {
+  path: string;
+  data: string;
+  sizeBytes: number;
+}
+
+/**
+ * Upload a custom step: a model.ts and the files it reads, with its tensors.
+ * The API type-checks model.ts before anything is stored and lists each
+ * problem at model.ts:line:col; the step then runs sandboxed (no files
+ * outside its folder, no network, no processes, admin-set limits), and
+ * operators call it like any model. Its page has the try-it panel.
+ */
+export function CustomStepPage() {
+  return (
+    <>
+      <PageHeader title="Upload a custom step">
+        <p>
+          Your own TypeScript step: a <code>model.ts</code> whose default export is the TypeScript backend&apos;s class,
+          and the files it reads. It runs sandboxed: it reads only its own folder, with no network, no processes and
+          admin-set memory and CPU limits. <Link href="/models">Back to models</Link>
+        </p>
+      </PageHeader>
+      <RequireRole role="ENGINEER">
+        <CustomStepForm />
+      </RequireRole>
+    </>
+  );
+}
+
+function CustomStepForm() {
+  const trpc = useTRPC();
+  const router = useRouter();
+  const invalidate = useInvalidateModels();
+  const [name, setName] = useState("");
+  const [source, setSource] = useState<ChosenFile[]>([]);
+  const [files, setFiles] = useState<ChosenFile[]>([]);
+  const [inputsText, setInputsText] = useState('[{ "name": "x", "datatype": "FP32", "dims": [4] }]');
+  const [outputsText, setOutputsText] = useState('[{ "name": "y", "datatype": "FP32", "dims": [4] }]');
+  const [localProblems, setLocalProblems] = useState<string[]>([]);
+  const create = useMutation(
+    trpc.models.createCustomStep.mutationOptions({
+      onSuccess: (result) => {
+        void invalidate();
+        router.push(modelHref(result.name));
+      },
+    }),
+  );
+
+  const submit = (): void => {
+    const inputs = tensorsOf(inputsText, "Inputs");
+    const outputs = tensorsOf(outputsText, "Outputs");
+    const problems = [
+      ...(source.length === 0 ? ["Choose the step's model.ts."] : []),
+      ...(inputs.ok ? [] : [inputs.problem]),
+      ...(outputs.ok ? [] : [outputs.problem]),
+    ];
+    setLocalProblems(problems);
+    if (problems.length > 0 || !inputs.ok || !outputs.ok) return;
+    create.mutate({
+      name,
+      inputs: inputs.tensors as never,
+      outputs: outputs.tensors as never,
+      files: [...source, ...files].map(({ path, data }) => ({ path, data })),
+    });
+  };
+
+  const problem = create.isError ? apiProblem(create.error) : undefined;
+  return (
+    <section className="card" aria-labelledby="custom-step-title">
+      <h2 id="custom-step-title">New custom step</h2>
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          submit();
+        }}
+      >
+        <TextField
+          label="Name"
+          name="name"
+          value={name}
+          required
+          onChange={(event) => setName(event.target.value)}
+          error={problem?.fieldErrors.find((e) => e.path === "name")?.message}
+        />
+        <FilePicker
+          label="Code (model.ts)"
+          accept=".ts"
+          files={source}
+          onChange={(chosen) => setSource(chosen.slice(0, 1).map((file) => ({ ...file, path: "model.ts" })))}
+        />
+        <FilePicker label="Files it reads (labels, vocabularies)" multiple files={files} onChange={setFiles} />
+        <JsonArea
+          label="Inputs (JSON)"
+          hint="The step's input tensors: [{ name, datatype, dims }], dims without the batch dimension."
+          value={inputsText}
+          onChange={setInputsText}
+        />
+        <JsonArea
+          label="Outputs (JSON)"
+          hint="The tensors its execute returns."
+          value={outputsText}
+          onChange={setOutputsText}
+        />
+        {localProblems.length > 0 ? (
+          <ul className="form-alert" role="alert">
+            {localProblems.map((text) => (
+              <li key={text}>{text}</li>
+            ))}
+          </ul>
+        ) : null}
+        {problem ? (
+          <>
+            <FormAlert message={problem.fieldErrors.length > 0 ? "The custom step was not stored:" : problem.message} />
+            {problem.fieldErrors.length > 0 ? (
+              <ul className="field-error" aria-label="Problems">
+                {problem.fieldErrors.map((e) => (
+                  <li key={`${e.path}:${e.message}`}>
+                    <code>{e.message}</code>
+                  </li>
+                ))}
+              </ul>
+            ) : null}
+          </>
+        ) : null}
+        <button type="submit" className="button button-primary" disabled={create.isPending}>
+          {create.isPending ? "Checking and storing…" : "Upload custom step"}
+        </button>
+      </form>
+    </section>
+  );
+}
+
+function FilePicker({
+  label,
+  accept,
+  multiple = false,
+  files,
+  onChange,
+}: {
+  label: string;
+  accept?: string;
+  multiple?: boolean;
+  files: ChosenFile[];
+  onChange: (files: ChosenFile[]) => void;
+}) {
+  const id = useId();
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <input
+        id={id}
+        type="file"
+        multiple={multiple}
+        {...(accept !== undefined ? { accept } : {})}
+        onChange={async (event) => {
+          const chosen = [...(event.target.files ?? [])];
+          onChange(
+            await Promise.all(
+              chosen.map(async (file) => ({
+                path: file.name,
+                data: bytesToBase64(new Uint8Array(await file.arrayBuffer())),
+                sizeBytes: file.size,
+              })),
+            ),
+          );
+        }}
+      />
+      {files.length > 0 ? (
+        <p className="field-hint">{files.map((file) => `${file.path} (${file.sizeBytes} bytes)`).join(", ")}</p>
+      ) : null}
+    </div>
+  );
+}
+
+function JsonArea({
+  label,
+  hint,
+  value,
+  onChange,
+}: {
+  label: string;
+  hint: string;
+  value: string;
+  onChange: (text: string) => void;
+}) {
+  const id = useId();
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <textarea
+        id={id}
+        className="code-textarea"
+        rows={4}
+        spellCheck={false}
+        value={value}
+        aria-describedby={`${id}-hint`}
+        onChange={(event) => onChange(event.target.value)}
+      />
+      <p id={`${id}-hint`} className="field-hint">
+        {hint}
+      </p>
+    </div>
+  );
+}
