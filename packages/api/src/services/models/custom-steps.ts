@@ -2,12 +2,11 @@ import { createHash } from "node:crypto";
 import { writePbtxt } from "@operon/model-config/pbtxt-writer";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { toConfigDataType } from "@operon/protocol/datatypes";
-import type { Prisma, PrismaClient } from "@operon/db";
+import type { PrismaClient } from "@operon/db";
 import { AppError, type FieldError } from "../../app-error.js";
 import { type Actor, recordAudit } from "../audit/audit-log.js";
 import { compileCustomStep, formatProblem } from "./custom-step-compile.js";
-import type { StoreChange } from "./model-store.js";
-import { isUnavailable, syncVersionStates, versionState } from "./model-gateway-view.js";
+import { createFileModel, decodeUploadedFiles } from "./file-model-creation.js";
 import type { ModelActor } from "./model-types.js";
 import type { ModelWorkspace } from "./model-workspace.js";
 import type { StepModelTensor } from "./step-models.js";
@@ -31,7 +30,6 @@ export const CUSTOM_STEP_PLATFORM = "custom_step";
 export const CUSTOM_STEP_ENTRY = "model.ts";
 export const MAX_CUSTOM_STEP_FILES = 8;
 export const MAX_CUSTOM_STEP_FILE_BYTES = 16 * 1024 * 1024;
-const FILE_PATH = /^(?!.*(^|\/)\.\.?(\/|$))[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,127}$/;
 /** Code the worker would load beside model.ts without compiling it: only model.ts is transpiled there. */
 const CODE_FILE = /\.(c|m)?(t|j)sx?$/;
 
@@ -81,86 +79,17 @@ export class CustomSteps {
     } as ModelConfigJson;
     const configText = writePbtxt(config, `config of custom step '${name}'`);
     const sha256 = createHash("sha256").update(files.get(CUSTOM_STEP_ENTRY)!).digest("hex");
-    const stored = [...files];
-    const sizeBytes = stored.reduce((sum, [, data]) => sum + data.length, 0);
-    const version = 1;
-
-    return this.ws.withLock(name, async () => {
-      const existing = await this.ws.prisma.model.findUnique({ where: { name }, include: { versions: true } });
-      if ((existing !== null && existing.versions.length > 0) || (await this.ws.options.store.hasModel(name))) {
-        throw new AppError("CONFLICT", `a model named '${name}' exists; custom steps are created under a new name`, {
-          fieldErrors: [{ path: "name", message: "taken" }],
-        });
-      }
-      await this.ws.assertNotRepositoryModel(name);
-      const { model, row } = await this.ws.prisma.$transaction(async (tx) => {
-        const model = await tx.model.upsert({
-          where: { name },
-          create: { name, description: input.description ?? null, platform: CUSTOM_STEP_PLATFORM, ownerId: who.userId },
-          update: { description: input.description ?? null, platform: CUSTOM_STEP_PLATFORM },
-        });
-        const row = await tx.modelVersion.create({
-          data: {
-            modelId: model.id,
-            version,
-            artifactUri: `${name}/${version}/${CUSTOM_STEP_ENTRY}`,
-            sizeBytes: BigInt(sizeBytes),
-            sha256,
-            config: config as Prisma.InputJsonValue,
-            state: "LOADING",
-            uploadedById: who.userId,
-          },
-        });
-        return { model, row };
-      });
-      let change: StoreChange | undefined;
-      let loaded = false;
-      try {
-        change = await this.ws.options.store.addModelFromFiles(name, version, stored, configText);
-        try {
-          await this.ws.gateway.loadModel(name);
-        } catch (error) {
-          throw this.ws.loadFailure(error, name, `custom step '${name}'`);
-        }
-        loaded = true;
-        const view = await this.ws.gatewayView();
-        await this.ws.prisma.$transaction(async (tx) => {
-          await syncVersionStates(tx, model.id, name, view, version);
-          await recordAudit(tx, who.actor, {
-            action: "model.custom_step.create",
-            targetType: "Model",
-            targetId: name,
-            after: {
-              name,
-              version,
-              sha256,
-              sandboxed: true,
-              files: stored.map(([path, data]) => ({
-                path,
-                sizeBytes: data.length,
-                sha256: createHash("sha256").update(data).digest("hex"),
-              })),
-              config,
-            },
-          });
-        });
-        this.ws.removed.delete(name);
-        this.ws.options.onChange?.({ kind: "MODEL", name, version: String(version), action: "model.upload" });
-        return { name, version, state: versionState(view, name, version).state, sha256 };
-      } catch (error) {
-        await this.ws.undo(`the creation of custom step '${name}'`, [
-          async () => {
-            if (loaded || isUnavailable(error)) await this.ws.gateway.unloadModel(name);
-          },
-          async () => change?.undo(),
-          async () => {
-            if (existing === null) await this.ws.prisma.model.delete({ where: { id: model.id } });
-            else await this.ws.prisma.modelVersion.delete({ where: { id: row.id } });
-          },
-        ]);
-        this.ws.removed.add(name);
-        throw error;
-      }
+    return createFileModel(this.ws, who, {
+      name,
+      description: input.description ?? null,
+      platform: CUSTOM_STEP_PLATFORM,
+      entryFile: CUSTOM_STEP_ENTRY,
+      kind: "custom step",
+      files: [...files],
+      config,
+      configText,
+      sha256,
+      audit: { action: "model.custom_step.create", after: { sandboxed: true } },
     });
   }
 }
@@ -168,38 +97,18 @@ export class CustomSteps {
 /** The uploaded files by path; VALIDATION_FAILED naming each bad one (and a missing model.ts). */
 function decodeFiles(input: CreateCustomStepInput["files"]): Map<string, Buffer> {
   const fieldErrors: FieldError[] = [];
-  const files = new Map<string, Buffer>();
-  input.forEach((file, index) => {
-    if (!FILE_PATH.test(file.path)) {
-      fieldErrors.push({
-        path: `files.${index}.path`,
-        message: `'${file.path}' must be a relative path of letters, digits, '_', '.', '-' and '/', without '..'`,
-      });
-      return;
-    }
-    if (file.path !== CUSTOM_STEP_ENTRY && CODE_FILE.test(file.path)) {
-      fieldErrors.push({
-        path: `files.${index}.path`,
-        message: `'${file.path}': a custom step's code is its one ${CUSTOM_STEP_ENTRY} (other files are data it reads)`,
-      });
-      return;
-    }
-    if (files.has(file.path))
-      fieldErrors.push({ path: `files.${index}.path`, message: `'${file.path}' is given twice` });
-    // Checked on the text first, so an oversized file is not decoded at all.
-    if (file.data.length > Math.ceil(MAX_CUSTOM_STEP_FILE_BYTES / 3) * 4) {
-      fieldErrors.push({ path: `files.${index}.data`, message: `at most ${MAX_CUSTOM_STEP_FILE_BYTES} bytes` });
-      return;
-    }
-    if (file.data.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(file.data)) {
-      fieldErrors.push({ path: `files.${index}.data`, message: "not base64 (standard alphabet, with padding)" });
-      return;
-    }
-    files.set(file.path, Buffer.from(file.data, "base64"));
-  });
-  if (input.length > MAX_CUSTOM_STEP_FILES) {
-    fieldErrors.push({ path: "files", message: `at most ${MAX_CUSTOM_STEP_FILES} files` });
-  }
+  const files = decodeUploadedFiles(
+    input,
+    {
+      maxFiles: MAX_CUSTOM_STEP_FILES,
+      maxFileBytes: MAX_CUSTOM_STEP_FILE_BYTES,
+      refusePath: (path) =>
+        path !== CUSTOM_STEP_ENTRY && CODE_FILE.test(path)
+          ? `'${path}': a custom step's code is its one ${CUSTOM_STEP_ENTRY} (other files are data it reads)`
+          : undefined,
+    },
+    fieldErrors,
+  );
   if (!files.has(CUSTOM_STEP_ENTRY) && !input.some((file) => file.path === CUSTOM_STEP_ENTRY)) {
     fieldErrors.push({ path: "files", message: `a custom step needs its ${CUSTOM_STEP_ENTRY}` });
   }

@@ -3,11 +3,8 @@ import { writePbtxt } from "@operon/model-config/pbtxt-writer";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { type DataType, toConfigDataType } from "@operon/protocol/datatypes";
 import { planPipeline } from "@operon/steps/pipeline-plan";
-import type { Prisma } from "@operon/db";
 import { AppError, type FieldError } from "../../app-error.js";
-import { recordAudit } from "../audit/audit-log.js";
-import type { StoreChange } from "./model-store.js";
-import { isUnavailable, syncVersionStates, versionState } from "./model-gateway-view.js";
+import { createFileModel, decodeUploadedFiles } from "./file-model-creation.js";
 import type { ModelActor } from "./model-types.js";
 import type { ModelWorkspace } from "./model-workspace.js";
 
@@ -30,7 +27,6 @@ const STEPS_FILE = "steps.json";
 /** Limits of one creation's files (labels and vocabularies, not weights). */
 export const MAX_STEP_FILES = 8;
 export const MAX_STEP_FILE_BYTES = 16 * 1024 * 1024;
-const FILE_PATH = /^(?!.*(^|\/)\.\.?(\/|$))[A-Za-z0-9_][A-Za-z0-9_.\-/]{0,127}$/;
 
 export interface StepModelTensor {
   name: string;
@@ -62,31 +58,16 @@ export class StepModels {
     const plan = planPipeline(input.pipeline, { inputs: input.inputs, outputs: input.outputs });
     const fieldErrors: FieldError[] = [];
     if (!plan.ok) fieldErrors.push(...plan.problems.map((message) => ({ path: "pipeline", message })));
-    const files = new Map<string, Buffer>();
-    (input.files ?? []).forEach((file, index) => {
-      if (!FILE_PATH.test(file.path) || file.path === STEPS_FILE) {
-        fieldErrors.push({
-          path: `files.${index}.path`,
-          message: `'${file.path}' must be a relative path of letters, digits, '_', '.', '-' and '/', without '..' (and not ${STEPS_FILE})`,
-        });
-        return;
-      }
-      if (files.has(file.path))
-        fieldErrors.push({ path: `files.${index}.path`, message: `'${file.path}' is given twice` });
-      // Checked on the text first, so an oversized file is not decoded at all.
-      if (file.data.length > Math.ceil(MAX_STEP_FILE_BYTES / 3) * 4) {
-        fieldErrors.push({ path: `files.${index}.data`, message: `at most ${MAX_STEP_FILE_BYTES} bytes` });
-        return;
-      }
-      if (file.data.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(file.data)) {
-        fieldErrors.push({ path: `files.${index}.data`, message: "not base64 (standard alphabet, with padding)" });
-        return;
-      }
-      files.set(file.path, Buffer.from(file.data, "base64"));
-    });
-    if ((input.files ?? []).length > MAX_STEP_FILES) {
-      fieldErrors.push({ path: "files", message: `at most ${MAX_STEP_FILES} files` });
-    }
+    const files = decodeUploadedFiles(
+      input.files ?? [],
+      {
+        maxFiles: MAX_STEP_FILES,
+        maxFileBytes: MAX_STEP_FILE_BYTES,
+        refusePath: (path) =>
+          path === STEPS_FILE ? `'${STEPS_FILE}' is the pipeline Operon writes; give the other files` : undefined,
+      },
+      fieldErrors,
+    );
     if (plan.ok) {
       for (const step of plan.steps) {
         for (const needed of step.files) {
@@ -121,85 +102,21 @@ export class StepModels {
     const stepsText = `${JSON.stringify(input.pipeline, null, 2)}\n`;
     const sha256 = createHash("sha256").update(stepsText).digest("hex");
     const stored: Array<[string, Buffer]> = [[STEPS_FILE, Buffer.from(stepsText)], ...files];
-    const sizeBytes = stored.reduce((sum, [, data]) => sum + data.length, 0);
-    const version = 1;
-
-    return this.ws.withLock(name, async () => {
-      const existing = await this.ws.prisma.model.findUnique({ where: { name }, include: { versions: true } });
-      if ((existing !== null && existing.versions.length > 0) || (await this.ws.options.store.hasModel(name))) {
-        throw new AppError("CONFLICT", `a model named '${name}' exists; step models are created under a new name`, {
-          fieldErrors: [{ path: "name", message: "taken" }],
-        });
-      }
-      await this.ws.assertNotRepositoryModel(name);
-      const { model, row } = await this.ws.prisma.$transaction(async (tx) => {
-        const model = await tx.model.upsert({
-          where: { name },
-          create: { name, description: input.description ?? null, platform: STEPS_PLATFORM, ownerId: who.userId },
-          update: { description: input.description ?? null, platform: STEPS_PLATFORM },
-        });
-        const row = await tx.modelVersion.create({
-          data: {
-            modelId: model.id,
-            version,
-            artifactUri: `${name}/${version}/${STEPS_FILE}`,
-            sizeBytes: BigInt(sizeBytes),
-            sha256,
-            config: config as Prisma.InputJsonValue,
-            state: "LOADING",
-            uploadedById: who.userId,
-          },
-        });
-        return { model, row };
-      });
-      let change: StoreChange | undefined;
-      let loaded = false;
-      try {
-        change = await this.ws.options.store.addModelFromFiles(name, version, stored, configText);
-        try {
-          await this.ws.gateway.loadModel(name);
-        } catch (error) {
-          throw this.ws.loadFailure(error, name, `step model '${name}'`);
-        }
-        loaded = true;
-        const view = await this.ws.gatewayView();
-        await this.ws.prisma.$transaction(async (tx) => {
-          await syncVersionStates(tx, model.id, name, view, version);
-          await recordAudit(tx, who.actor, {
-            action: "model.steps.create",
-            targetType: "Model",
-            targetId: name,
-            after: {
-              name,
-              version,
-              sha256,
-              steps: plan.ok ? plan.steps.map((step) => step.step) : [],
-              files: [...files].map(([path, data]) => ({
-                path,
-                sizeBytes: data.length,
-                sha256: createHash("sha256").update(data).digest("hex"),
-              })),
-              config,
-            },
-          });
-        });
-        this.ws.removed.delete(name);
-        this.ws.options.onChange?.({ kind: "MODEL", name, version: String(version), action: "model.upload" });
-        return { name, version, state: versionState(view, name, version).state, sha256 };
-      } catch (error) {
-        await this.ws.undo(`the creation of step model '${name}'`, [
-          async () => {
-            if (loaded || isUnavailable(error)) await this.ws.gateway.unloadModel(name);
-          },
-          async () => change?.undo(),
-          async () => {
-            if (existing === null) await this.ws.prisma.model.delete({ where: { id: model.id } });
-            else await this.ws.prisma.modelVersion.delete({ where: { id: row.id } });
-          },
-        ]);
-        this.ws.removed.add(name);
-        throw error;
-      }
+    return createFileModel(this.ws, who, {
+      name,
+      description: input.description ?? null,
+      platform: STEPS_PLATFORM,
+      entryFile: STEPS_FILE,
+      kind: "step model",
+      files: stored,
+      config,
+      configText,
+      sha256,
+      audit: {
+        action: "model.steps.create",
+        after: { steps: plan.ok ? plan.steps.map((step) => step.step) : [] },
+        files: [...files],
+      },
     });
   }
 }
