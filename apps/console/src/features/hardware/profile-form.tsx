@@ -3,6 +3,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { FormEvent } from "react";
 import { FormAlert } from "@/components/form/form-alert";
+import { LoadingState } from "@/components/states/loading-state";
 import { SelectField } from "@/components/form/select-field";
 import { TextField } from "@/components/form/text-field";
 import { useFormProblem } from "@/components/form/use-form-problem";
@@ -45,6 +46,9 @@ export function ProfileForm({ profile, onDone }: { profile?: HardwareProfile; on
   const host = useQuery({ ...trpc.hardware.host.queryOptions(), enabled: profile === undefined, staleTime: Infinity });
   const values = formDefaults(profile, host.data);
   const title = profile ? `Edit “${profile.name}”` : "Add a hardware profile";
+  // Drawn once the host is known (or unknowable): drawing it blank and again with the host's values would throw
+  // away what a person typed meanwhile.
+  if (profile === undefined && host.isPending) return <LoadingState label="Reading this host's cores and memory…" />;
 
   const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
@@ -59,13 +63,7 @@ export function ProfileForm({ profile, onDone }: { profile?: HardwareProfile; on
   };
 
   return (
-    <form
-      key={host.data ? "from-host" : "blank"}
-      onSubmit={submit}
-      noValidate
-      className="form form-grid"
-      aria-label={title}
-    >
+    <form onSubmit={submit} noValidate className="form form-grid" aria-label={title}>
       <h3 className="form-title">{title}</h3>
       <TextField
         label="Name"
