@@ -7,6 +7,7 @@ import { QueryView } from "@/components/states/query-view";
 import { useTRPC } from "@/lib/trpc";
 import { useCpuRates } from "./cpu-rates";
 import { GatewayProcess } from "./gateway-process";
+import { instanceCountLine } from "./instance-count-line";
 import { type WorkerRow, workerKey, WorkersTable } from "./workers-table";
 
 const REFRESH_MS = 5_000;
@@ -62,17 +63,4 @@ export function WorkersPage() {
       </QueryView>
     </>
   );
-}
-
-/**
- * "14 instances: 5 in worker processes, 9 on gateway threads": what the page claims, counted (issue 27, item 7);
- * ", 1 on the gateway's event loop" only when a model runs inline.
- */
-export function instanceCountLine(workers: readonly Pick<WorkerRow, "isolation">[]): string {
-  const threads = workers.filter((worker) => worker.isolation === "thread").length;
-  const inline = workers.filter((worker) => worker.isolation === "inline").length;
-  const processes = workers.length - threads - inline;
-  const plural = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
-  const onLoop = inline > 0 ? `, ${inline} on the gateway's event loop` : "";
-  return `${plural(workers.length, "instance", "instances")}: ${plural(processes, "in a worker process", "in worker processes")}, ${plural(threads, "on a gateway thread", "on gateway threads")}${onLoop}`;
 }
