@@ -33,3 +33,5 @@ export type {
   BatchJob,
   BatchJobFailure,
 } from "./generated/prisma/client.js";
+export { announceChange, ChangeListener, CHANGE_CHANNEL } from "./change-channel.js";
+export type { ChangeTopic, ChangeListenerOptions } from "./change-channel.js";
