@@ -244,13 +244,18 @@ describe("deploy/kubernetes against what the server reads and serves", () => {
   it("runs one control plane and N gateways on the Secret's PostgreSQL", async () => {
     const gateway = byName(base, "Deployment", "operon-gateway").spec.template.spec.containers[0];
     const controlPlane = byName(base, "Deployment", "operon-control-plane").spec.template.spec.containers[0];
-    expect((await parseWith(podEnvironment(gateway).values)).role).toBe("gateway");
+    const gatewayFlags = await parseWith(podEnvironment(gateway).values);
+    expect(gatewayFlags.role).toBe("gateway");
     expect(podEnvironment(gateway).secrets).toEqual(["OPERON_DATABASE_URL"]);
+    vi.unstubAllEnvs();
     const controlPlaneFlags = await parseWith(podEnvironment(controlPlane).values);
     expect(controlPlaneFlags.role).toBe("control-plane");
-    // The console loads uploads through its gateway's load API: explicit mode (poll mode refuses loads).
-    expect(controlPlaneFlags.modelControlMode).toBe("explicit");
-    expect(controlPlaneFlags.loadModel).toEqual(["*"]);
+    // The console loads uploads through its gateway's load API: explicit mode (poll mode refuses loads);
+    // gateways register the console's operators, which poll mode refuses too.
+    for (const flags of [gatewayFlags, controlPlaneFlags]) {
+      expect(flags.modelControlMode).toBe("explicit");
+      expect(flags.loadModel).toEqual(["*"]);
+    }
   });
 
   it("stores console uploads on the volume the gateways serve", async () => {
@@ -394,8 +399,8 @@ describe("deploy/kubernetes against what the server reads and serves", () => {
       const pod = await startPod(gateway);
       await answersProbes(gateway, pod.httpUrl);
       // The gateway read the control plane's keys from the database (none yet, but the table was there).
-      expect(pod.output()).toMatch(/API keys follow the database/);
-      expect(pod.output()).not.toMatch(/cannot read the API keys/);
+      expect(pod.output()).toMatch(/API keys, models and operators follow the database/);
+      expect(pod.output()).not.toMatch(/cannot read the/);
       const monitor = byName(base, "ServiceMonitor", "operon").spec.endpoints[0];
       const metrics = await fetch(pod.metricsUrl.replace(/\/metrics$/, monitor.path));
       expect(metrics.status).toBe(200);

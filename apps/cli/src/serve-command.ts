@@ -1,4 +1,6 @@
 import { createServer } from "node:net";
+import { hostname } from "node:os";
+import { gatewaySessionName } from "@operon/db";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
@@ -19,7 +21,8 @@ import { readSecretFile } from "./secret-file.js";
 import { resolveWorkerUser } from "./worker-user.js";
 import { addServeFlags } from "./serve-flag-definitions.js";
 import { serveRoleOf, withModelStore, type ServeRole } from "./serve-role.js";
-import { SharedApiKeys } from "./shared-api-keys.js";
+import { apiKeysPart, modelStorePart, operatorsPart } from "./shared-parts.js";
+import { SharedState } from "./shared-state.js";
 import { serveFlagsSchema, type ServeFlags } from "./serve-flags.js";
 import { adminCreateCommand } from "./admin-create-hint.js";
 import { logFileOf } from "./log-file.js";
@@ -153,10 +156,10 @@ async function runServe(flags: ServeFlags): Promise<void> {
   let embeddedDatabase = false;
   let server: OperonServer | undefined;
   let consoleProcess: ConsoleProcess | undefined;
-  let sharedKeys: SharedApiKeys | undefined;
+  let shared: SharedState | undefined;
   const stopAll = async (): Promise<void> => {
     await consoleProcess?.stop().catch(() => undefined);
-    await sharedKeys?.close();
+    await shared?.close();
     await controlPlane
       ?.stop()
       .catch((error: unknown) =>
@@ -233,17 +236,14 @@ async function runServe(flags: ServeFlags): Promise<void> {
     // it needs an admin key (the console uses the control plane's internal one).
     if (role.name !== "all") ring.noteKeysEverIssued();
     if (role.sharedKeysUrl !== undefined) {
-      // A gateway beside a control plane: the keys it checks are the control plane's, in PostgreSQL.
-      sharedKeys = await SharedApiKeys.start({
+      // A gateway beside a control plane: the keys it checks, the models and operators it serves are
+      // the control plane's (PostgreSQL and the shared model store). Keys first: the server starts with them.
+      shared = await SharedState.start({
         url: role.sharedKeysUrl,
-        ring,
+        parts: [apiKeysPart(ring), modelStorePart(() => server), operatorsPart(() => server, logger)],
         logger,
         resyncSecs: flags.sharedStateResyncSecs,
       });
-      logger.info(
-        { ...sharedKeys.status(), resyncSecs: flags.sharedStateResyncSecs },
-        "API keys follow the database (LISTEN/NOTIFY, periodic resync)",
-      );
     }
     // Beyond loopback, model control must not be open to whoever reaches the port. The cluster roles
     // are never open: their model control needs an admin key (GatewayAccessPolicy, locked above).
@@ -262,10 +262,18 @@ async function runServe(flags: ServeFlags): Promise<void> {
     const anonymousModelControl = flags.anonymousModelControl;
     server = await startOperonServer({
       ...options,
-      ...(withControlPlane || requireApiKey || sharedKeys !== undefined
+      ...(withControlPlane || requireApiKey || shared !== undefined
         ? { access: { ring, requireApiKey, anonymousModelControl: role.name === "all" && anonymousModelControl } }
         : {}),
     });
+    if (shared !== undefined) {
+      await shared.resync(); // the operators, now that the server runs
+      if (server.httpPort !== undefined) await shared.showAs(gatewaySessionName(server.httpPort, hostname()));
+      logger.info(
+        { ...shared.status(), resyncSecs: flags.sharedStateResyncSecs },
+        "API keys, models and operators follow the database (LISTEN/NOTIFY, periodic resync)",
+      );
+    }
     if (controlPlane !== undefined) {
       if (server.httpPort === undefined)
         throw new Error(

@@ -10,10 +10,13 @@ import type { PrismaClient } from "./generated/prisma/client.js";
 
 export const CHANGE_CHANNEL = "operon_changes";
 
-/** What changed: API keys (and what decides their grants: owners, roles, tenants). */
-export type ChangeTopic = "api-keys";
+/**
+ * What changed: API keys (and what decides their grants: owners, roles, tenants); the models in the
+ * model store (uploads, versions, configs, deletions); the registered operators.
+ */
+export type ChangeTopic = "api-keys" | "models" | "operators";
 
-const TOPICS: readonly ChangeTopic[] = ["api-keys"];
+const TOPICS: readonly ChangeTopic[] = ["api-keys", "models", "operators"];
 
 /**
  * Tells every listening process that `topic` changed. On the embedded
@@ -37,6 +40,46 @@ export interface ChangeListenerOptions {
 }
 
 /**
+ * Gateways show themselves to the control plane through their listening
+ * connection: its application_name is `operon-gateway <http port> <host>`,
+ * so the database's own session list (pg_stat_activity) is the list of
+ * running gateways, and a gateway that dies (its socket closes) leaves it
+ * at once. PostgreSQL keeps 63 bytes of the name: the host is cut to fit.
+ */
+export const GATEWAY_SESSION_PREFIX = "operon-gateway ";
+
+export function gatewaySessionName(httpPort: number, host: string): string {
+  const head = `${GATEWAY_SESSION_PREFIX}${httpPort} `;
+  return head + host.replace(/[^\x21-\x7e]/g, "?").slice(0, 63 - head.length);
+}
+
+export interface GatewaySession {
+  host: string;
+  httpPort: number;
+  /** The gateway's address as the database sees it (null over a Unix socket). */
+  address: string | null;
+  /** When its current connection began. */
+  since: Date;
+}
+
+/** The gateways connected to this database now (empty on the embedded database, which has no sessions). */
+export async function connectedGateways(prisma: PrismaClient): Promise<GatewaySession[]> {
+  let rows: Array<{ application_name: string; client_addr: string | null; backend_start: Date }>;
+  try {
+    rows = await prisma.$queryRaw`SELECT application_name, host(client_addr) AS client_addr, backend_start
+      FROM pg_stat_activity
+      WHERE datname = current_database() AND starts_with(application_name, ${GATEWAY_SESSION_PREFIX})
+      ORDER BY backend_start`;
+  } catch {
+    return [];
+  }
+  return rows.map((row) => {
+    const [port = "0", ...host] = row.application_name.slice(GATEWAY_SESSION_PREFIX.length).split(" ");
+    return { host: host.join(" "), httpPort: Number(port), address: row.client_addr, since: row.backend_start };
+  });
+}
+
+/**
  * LISTENs on CHANGE_CHANNEL over one dedicated connection, reconnecting
  * every reconnectMs while the database is unreachable. After each
  * (re)connection every topic is reported changed, since notifications sent
@@ -47,6 +90,7 @@ export class ChangeListener {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   private connected = false;
+  private applicationName: string | undefined;
 
   private constructor(private readonly options: ChangeListenerOptions) {}
 
@@ -61,9 +105,19 @@ export class ChangeListener {
     return this.connected;
   }
 
+  /** Names this listener's connection (gatewaySessionName), now and after every reconnection. */
+  async setApplicationName(name: string): Promise<void> {
+    this.applicationName = name;
+    await this.client?.query("SELECT set_config('application_name', $1, false)", [name]).catch(() => undefined);
+  }
+
   private async connect(): Promise<void> {
     if (this.closed) return;
-    const client = new pg.Client({ connectionString: this.options.url, connectionTimeoutMillis: 5000 });
+    const client = new pg.Client({
+      connectionString: this.options.url,
+      connectionTimeoutMillis: 5000,
+      ...(this.applicationName !== undefined ? { application_name: this.applicationName } : {}),
+    });
     client.on("notification", (message) => {
       if (message.channel !== CHANGE_CHANNEL) return;
       const topic = TOPICS.find((known) => known === message.payload);

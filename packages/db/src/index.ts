@@ -34,4 +34,5 @@ export type {
   BatchJobFailure,
 } from "./generated/prisma/client.js";
 export { announceChange, ChangeListener, CHANGE_CHANNEL } from "./change-channel.js";
-export type { ChangeTopic, ChangeListenerOptions } from "./change-channel.js";
+export { connectedGateways, gatewaySessionName, GATEWAY_SESSION_PREFIX } from "./change-channel.js";
+export type { ChangeTopic, ChangeListenerOptions, GatewaySession } from "./change-channel.js";
