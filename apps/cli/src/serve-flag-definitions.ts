@@ -290,14 +290,14 @@ export function addServeFlags(command: Command): Command {
       .addOption(
         new Option(
           "--role <role>",
-          "all: gateway and control plane in one process (one host); gateway: only the gateway, its API keys read from the PostgreSQL of --database-url and followed (LISTEN/NOTIFY, resync every --shared-state-resync-secs), model control always behind an admin key; control-plane: the control plane (API, console, schedulers, uploads into --model-store) with the gateway it uses itself, on PostgreSQL, for N gateways beside it",
+          "all: gateway and control plane in one process (one host); gateway: only the gateway, on the PostgreSQL of --database-url: the control plane's API keys, the models of its model store (this gateway's --model-repository) and its operators, followed (LISTEN/NOTIFY, resync every --shared-state-resync-secs); model control always behind an admin key; control-plane: the control plane (API, console, schedulers, uploads into --model-store) with the gateway it uses itself, on PostgreSQL, for N gateways beside it",
         )
           .choices(["all", "gateway", "control-plane"])
           .default("all"),
       )
       .option(
         "--shared-state-resync-secs <secs>",
-        "--role gateway: re-read the shared state (API keys) this often even without a notification, the safety net for notifications lost while disconnected",
+        "--role gateway: re-read the shared state (API keys, the model store, operators) this often even without a notification, the safety net for notifications lost while disconnected",
         parsePositiveInt,
         30,
       )
