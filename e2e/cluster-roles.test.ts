@@ -93,10 +93,14 @@ describe("--role: one control plane and two gateways on one PostgreSQL", () => {
         "--admin-email",
         TEST_ADMIN.email,
       ],
-      { env: { OPERON_ADMIN_PASSWORD: TEST_ADMIN.password } },
+      // Generous: a loaded CI machine has taken over 60 s to migrate a fresh database and start.
+      { env: { OPERON_ADMIN_PASSWORD: TEST_ADMIN.password }, timeoutMs: 150_000 },
     );
-    gateways = await Promise.all([startOperon(gatewayArgs()), startOperon(gatewayArgs())]);
-  }, 180_000);
+    gateways = await Promise.all([
+      startOperon(gatewayArgs(), { timeoutMs: 120_000 }),
+      startOperon(gatewayArgs(), { timeoutMs: 120_000 }),
+    ]);
+  }, 300_000);
 
   afterAll(async () => {
     await Promise.all([...gateways, controlPlane].filter(Boolean).map((server) => server.stop()));
@@ -224,11 +228,24 @@ describe("--role: one control plane and two gateways on one PostgreSQL", () => {
           10_000,
         );
         expect(await infer(gateway, key)).toBe(200);
+        // Still ready (it serves), with the reason beside the status for whoever looks.
+        const ready = await fetch(`${gateway.httpUrl}/v2/health/ready`);
+        expect(ready.status).toBe(200);
+        expect(ready.headers.get("operon-readiness-detail")).toMatch(
+          /^shared state stale since \S+: not connected for change notifications/,
+        );
       }
     } finally {
       await admin((client) => client.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS true`));
     }
-    for (const gateway of gateways) await gateway.waitForOutput(/change notifications from the database again/, 10_000);
+    for (const gateway of gateways) {
+      await gateway.waitForOutput(/change notifications from the database again/, 10_000);
+      const deadline = Date.now() + 5000;
+      while ((await fetch(`${gateway.httpUrl}/v2/health/ready`)).headers.has("operon-readiness-detail")) {
+        if (Date.now() > deadline) throw new Error("the readiness detail stayed after the database came back");
+        await new Promise((resolveWait) => setTimeout(resolveWait, 50));
+      }
+    }
     // Changes flow again: a key revoked now is refused by both.
     const kept = (await session.client.apiKeys.list.query({})).find((k) => k.name === "kept")!;
     await session.client.apiKeys.revoke.mutate({ id: kept.id });

@@ -268,6 +268,11 @@ async function runServe(flags: ServeFlags): Promise<void> {
     });
     if (shared !== undefined) {
       await shared.resync(); // the operators, now that the server runs
+      const state = shared;
+      server.engine.setReadinessDetail(() => {
+        const status = state.status();
+        return status.current ? undefined : `shared state stale since ${status.readAt ?? "start"}: ${status.problem}`;
+      });
       if (server.httpPort !== undefined) await shared.showAs(gatewaySessionName(server.httpPort, hostname()));
       logger.info(
         { ...shared.status(), resyncSecs: flags.sharedStateResyncSecs },
