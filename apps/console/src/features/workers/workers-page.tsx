@@ -6,6 +6,7 @@ import { EmptyState } from "@/components/states/empty-state";
 import { QueryView } from "@/components/states/query-view";
 import { useTRPC } from "@/lib/trpc";
 import { useCpuRates } from "./cpu-rates";
+import { ClusterGateways } from "./cluster-gateways";
 import { GatewayProcess } from "./gateway-process";
 import { instanceCountLine } from "./instance-count-line";
 import { type WorkerRow, workerKey, WorkersTable } from "./workers-table";
@@ -43,6 +44,18 @@ export function WorkersPage() {
               <h2 id="gateway-title">Gateway process</h2>
               <GatewayProcess data={list} cpuRate={cpuRates.get(GATEWAY_KEY)} />
             </section>
+            {list.gateways.length > 0 ? (
+              <section className="card" aria-labelledby="cluster-gateways-title">
+                <div className="section-header">
+                  <h2 id="cluster-gateways-title">Cluster gateways</h2>
+                  <span className="muted small">
+                    {list.gateways.length === 1 ? "1 gateway" : `${list.gateways.length} gateways`} on this database
+                    (operon serve --role gateway)
+                  </span>
+                </div>
+                <ClusterGateways gateways={list.gateways} />
+              </section>
+            ) : null}
             <section className="card" aria-labelledby="workers-title">
               <div className="section-header">
                 <h2 id="workers-title">Model instances</h2>
