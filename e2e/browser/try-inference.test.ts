@@ -132,6 +132,54 @@ describe("console: try a model from its page", () => {
     expect(system.session.errors).toEqual([]);
   });
 
+  it("reads a numeric input's values from a picked file (raw FP32, .npy with its shape) and runs on them (issue 27 item 6)", async () => {
+    const { page } = system.session;
+    await page.goto("/models/add_sub");
+    const panel = await visible(page.getByRole("form", { name: "Try add_sub" }));
+    const first = panel.getByRole("group", { name: "Input “INPUT0”" });
+    const second = panel.getByRole("group", { name: "Input “INPUT1”" });
+    const fileLabel = "Or read the values from a file (.npy, .json, or raw little-endian FP32)";
+    // Raw little-endian FP32, as tensor.tofile() writes it: 16 values.
+    await first.getByLabel(fileLabel).setInputFiles({
+      name: "input0.bin",
+      mimeType: "application/octet-stream",
+      buffer: Buffer.from(new Float32Array(INPUT0).buffer),
+    });
+    await visible(first.getByText("Read 16 values from input0.bin."));
+    expect(JSON.parse(await first.getByLabel("Data (JSON array, row-major)").inputValue())).toEqual(INPUT0);
+    // A .npy file as np.save writes it: its shape [1, 16] lands in the Shape field too.
+    let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 16), }";
+    header += `${" ".repeat(63 - ((10 + header.length) % 64))}\n`;
+    const head = Buffer.alloc(10);
+    Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0]).copy(head);
+    head.writeUInt16LE(header.length, 8);
+    await second.getByLabel(fileLabel).setInputFiles({
+      name: "input1.npy",
+      mimeType: "application/octet-stream",
+      buffer: Buffer.concat([head, Buffer.from(header), Buffer.from(new Float32Array(INPUT1).buffer)]),
+    });
+    await visible(second.getByText("Read 16 values from input1.npy (shape 1, 16)."));
+    expect(await second.getByLabel("Shape").inputValue()).toBe("1, 16");
+    await panel.getByRole("button", { name: "Run" }).click();
+    const outputs = await visible(panel.getByRole("table", { name: "Outputs" }), 60_000);
+    const sum = JSON.parse(
+      (await outputs
+        .getByRole("row", { name: /^OUTPUT0 / })
+        .locator("code.tensor-data")
+        .textContent()) ?? "",
+    ) as number[];
+    expect(sum).toEqual(INPUT0.map((value, index) => value + INPUT1[index]!));
+    // A file that is not whole FP32 values is refused at the field, naming the problem; the values stay.
+    await first.getByLabel(fileLabel).setInputFiles({
+      name: "odd.bin",
+      mimeType: "application/octet-stream",
+      buffer: Buffer.alloc(6),
+    });
+    await visible(first.getByText(/odd\.bin is 6 bytes, not a whole number of FP32 values/));
+    expect(JSON.parse(await first.getByLabel("Data (JSON array, row-major)").inputValue())).toEqual(INPUT0);
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
   it("prefills an image-sized input with zeros, not a ramp, and runs the classifier on them (issue 27 item 6)", async () => {
     const { page } = system.session;
     await page.goto("/models/text_direction_classifier");

@@ -4,7 +4,8 @@ import { type ChangeEvent, useId, useState } from "react";
 import { SelectField } from "@/components/form/select-field";
 import { TextField } from "@/components/form/text-field";
 import { formatBytes } from "@/lib/number-format";
-import { bytesToBase64, type FillKind, KSERVE_DATATYPES } from "./tensor-values";
+import { numericFileValues } from "./numeric-file";
+import { bytesToBase64, type FillKind, formatShape, KSERVE_DATATYPES } from "./tensor-values";
 
 /** The largest file Try it sends (the API takes 8 MiB bodies; base64 adds a third). */
 export const MAX_TRY_FILE_BYTES = 6 * 1024 * 1024;
@@ -128,6 +129,7 @@ export function TryInputFields({
           onFill={bytes ? undefined : onFill}
         />
       )}
+      {!bytes && allowFile ? <NumericFileField input={input} onChange={onChange} /> : null}
     </fieldset>
   );
 }
@@ -177,5 +179,62 @@ function TryDataField({
         ) : null}
       </div>
     </>
+  );
+}
+
+/**
+ * A numeric input's values from a file: .npy (its shape too), .json, or raw little-endian values of the
+ * datatype (numeric-file.ts). The values land in the data field, where they can still be read and edited.
+ */
+function NumericFileField({
+  input,
+  onChange,
+}: {
+  input: TryInputDraft;
+  onChange: (change: { dataText?: string; shapeText?: string }) => void;
+}) {
+  const fileId = useId();
+  const [status, setStatus] = useState<{ error: boolean; text: string } | undefined>();
+  const pick = async (event: ChangeEvent<HTMLInputElement>) => {
+    const file = event.currentTarget.files?.[0];
+    event.currentTarget.value = "";
+    if (file === undefined) return;
+    if (file.size > MAX_TRY_FILE_BYTES) {
+      setStatus({
+        error: true,
+        text: `${file.name} is ${formatBytes(file.size)}; Try it reads files up to ${formatBytes(MAX_TRY_FILE_BYTES)}`,
+      });
+      return;
+    }
+    const parsed = numericFileValues(new Uint8Array(await file.arrayBuffer()), file.name, input.datatype);
+    if (!parsed.ok) {
+      setStatus({ error: true, text: parsed.message });
+      return;
+    }
+    const { values, shape } = parsed.value;
+    onChange({ dataText: JSON.stringify(values), ...(shape !== undefined ? { shapeText: formatShape(shape) } : {}) });
+    setStatus({
+      error: false,
+      text: `Read ${values.length} values from ${file.name}${shape !== undefined ? ` (shape ${formatShape(shape)})` : ""}.`,
+    });
+  };
+  return (
+    <div className="field">
+      <label htmlFor={fileId}>
+        Or read the values from a file (.npy, .json, or raw little-endian {input.datatype})
+      </label>
+      <input
+        id={fileId}
+        type="file"
+        aria-invalid={status?.error ? true : undefined}
+        aria-describedby={status ? `${fileId}-status` : undefined}
+        onChange={(event) => void pick(event)}
+      />
+      {status ? (
+        <p id={`${fileId}-status`} className={status.error ? "field-error" : "muted small"} role="status">
+          {status.text}
+        </p>
+      ) : null}
+    </div>
   );
 }

@@ -134,8 +134,10 @@ export function TryItForm({
       current.map((draft, at) => {
         if (at !== index) return draft;
         const next = { ...draft, ...patch };
-        // A new shape or datatype gets fresh values of the right length, unless the person typed their own.
+        // A new shape or datatype gets fresh values of the right length, unless the person typed their own
+        // or the change brings its values (a .npy file's shape and data come together).
         if (
+          patch.dataText === undefined &&
           (patch.shapeText !== undefined || patch.datatype !== undefined) &&
           draft.dataText === JSON.stringify(initialValues(draft.datatype, countOf(draft.shapeText)))
         ) {

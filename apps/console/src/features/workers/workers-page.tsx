@@ -9,7 +9,7 @@ import { useCpuRates } from "./cpu-rates";
 import { ClusterGateways } from "./cluster-gateways";
 import { GatewayProcess } from "./gateway-process";
 import { instanceCountLine } from "./instance-count-line";
-import { type WorkerRow, workerKey, WorkersTable } from "./workers-table";
+import { workerKey, WorkersTable } from "./workers-table";
 
 const REFRESH_MS = 5_000;
 const GATEWAY_KEY = "gateway";
