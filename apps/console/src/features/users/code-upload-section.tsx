@@ -40,7 +40,8 @@ export function CodeUploadSection() {
               <label>
                 <input
                   type="checkbox"
-                  checked={data.adminsOnly}
+                  // Shows the click at once; a refused save goes back to what the API holds.
+                  checked={save.isPending && save.variables !== undefined ? save.variables.adminsOnly : data.adminsOnly}
                   disabled={save.isPending}
                   aria-describedby={`${id}-now`}
                   onChange={(event) => {
