@@ -16,8 +16,11 @@ const ENGINEER = { email: "code-upload-engineer@example.com", password: "an engi
 describe("console: who may upload code", () => {
   const system = useSignedInConsole({ admin: ADMIN, shared: true });
   let engineer: ConsolePage | undefined;
+  /** Set before the spec switches uploads to admins only: afterAll then switches them back. */
+  let restricted = false;
 
   afterAll(async () => {
+    if (engineer === undefined && !restricted) return;
     const api = await signedInApiSession(system.operon, ADMIN);
     await api.client.models.setCodeUploadPolicy.mutate({ adminsOnly: false });
     await engineer?.page.close();
@@ -46,6 +49,7 @@ describe("console: who may upload code", () => {
     const api = await signedInApiSession(system.operon, ADMIN);
     await api.client.users.create.mutate({ email: ENGINEER.email, role: "ENGINEER", password: ENGINEER.password });
 
+    restricted = true;
     await adminsOnly().check();
     await visible(section().getByText("Now: only admins may upload custom steps; engineers are refused."));
     await page.reload();
