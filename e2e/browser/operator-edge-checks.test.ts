@@ -56,6 +56,7 @@ describe("console: the operator editor's palette and edge checks", () => {
     const palette = page.getByRole("region", { name: "Steps and models" });
     const picker = palette.getByLabel("Step or model");
     // Grouped: the example repository's models under "Models" (step models and custom steps get their own groups).
+    await picker.locator('optgroup[label="Models"] option', { hasText: /^add_sub$/ }).waitFor({ state: "attached" });
     expect(await picker.locator('optgroup[label="Models"] option').allTextContents()).toEqual(
       expect.arrayContaining(["add_sub", "text_direction_classifier"]),
     );
