@@ -58,7 +58,7 @@ describe("console: an operator's perf report covers its steps", () => {
 
     const { page } = system.session;
     await page.goto(`/perf/${id}`);
-    await visible(heading(page, `Perf report: operator ${OPERATOR}`));
+    await visible(heading(page, `Perf report: operator ${OPERATOR} v1`));
     const steps = await visible(page.getByRole("region", { name: "Steps" }));
     // The best throughput's concurrency first; the other one a pick away.
     const best = report.samples.reduce((a, b) => (b.throughput > a.throughput ? b : a));
@@ -79,7 +79,7 @@ describe("console: an operator's perf report covers its steps", () => {
     expect(Math.abs(bar1!.x + bar1!.width - bar2!.x)).toBeLessThan(2);
 
     const other = report.samples.find((sample) => sample.concurrency !== best.concurrency)!;
-    await steps.getByLabel("Concurrency").selectOption(String(other.concurrency));
+    await steps.getByLabel("Concurrency", { exact: true }).selectOption(String(other.concurrency));
     await visible(steps.getByText(`Time per step (ms) at concurrency ${other.concurrency}`));
     for (const scheme of ["dark", "light"] as const) {
       await page.emulateMedia({ colorScheme: scheme });
