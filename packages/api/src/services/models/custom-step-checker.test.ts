@@ -43,7 +43,8 @@ describe("CustomStepChecker", () => {
     // The check reads Node's declarations: hundreds of ms at least, during which the timer kept firing.
     expect(tookMs).toBeGreaterThan(200);
     expect(ticks).toBeGreaterThan(tookMs / 10 / 4);
-    expect(longestGapMs).toBeLessThan(Math.min(150, tookMs / 2));
+    // On the event loop the longest gap would be the whole check; a busy host still stalls the timer now and then.
+    expect(longestGapMs).toBeLessThan(tookMs / 3);
   });
 
   it("stops a check over its time limit, as the upload's problem", async () => {
