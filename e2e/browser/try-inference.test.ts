@@ -270,8 +270,8 @@ describe("console: try a model from its page", () => {
     await page.goto("/operators/new");
     await visible(heading(page, "New operator"));
     await visible(page.getByText(/Ctrl\s*\+\s*Space completes step kinds, model names/));
-    const lookup = page.getByRole("region", { name: "Models and their tensors" });
-    await lookup.getByLabel("Model").selectOption("text_direction_classifier");
+    const lookup = page.getByRole("region", { name: "Steps and models" });
+    await lookup.getByLabel("Step or model").selectOption("text_direction_classifier");
     await visible(lookup.getByText("softmax_0.tmp_0"));
     expect(system.session.errors).toEqual([]);
   });

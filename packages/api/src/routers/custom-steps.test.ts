@@ -147,6 +147,40 @@ describe.each(testDatabaseBackends())("custom steps on $name", (backend) => {
     await expect(noEntry).rejects.toThrow(/files\.1\.path: 'helper\.js': a custom step's code is its one model\.ts/);
   }, 120_000);
 
+  it("answers other requests while a large upload is type-checked (the check runs in a worker thread)", async () => {
+    // A model.ts big enough that TypeScript takes seconds over it, with one type error at its end.
+    const lines = Array.from(
+      { length: 6000 },
+      (_, i) =>
+        `export const table${i}: Record<string, { at: number; tag: string }> = { r${i}: { at: ${i}, tag: "t${i}" } };`,
+    );
+    const LARGE_TS = `${lines.join("\n")}\nexport default class Large {\n  execute(): number {\n    return "late";\n  }\n}\n`;
+    const started = performance.now();
+    let checkedAt = 0;
+    const refused = h
+      .as("ENGINEER")
+      .models.createCustomStep({ name: name("large"), ...TENSORS, files: [{ path: "model.ts", data: b64(LARGE_TS) }] })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      )
+      .finally(() => (checkedAt = performance.now()));
+    // When each call, asked every 20 ms, was answered: a stalled event loop shows as a long gap between two.
+    const answeredAt: number[] = [started];
+    while (checkedAt === 0) {
+      await h.as("VIEWER").models.codeUploadPolicy();
+      answeredAt.push(performance.now());
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const gapsMs = answeredAt.slice(1).map((at, i) => at - answeredAt[i]!);
+    expect(String(await refused)).toMatch(/model\.ts:6003:5 Type 'string' is not assignable to type 'number'\./);
+    // The check took long enough to matter, and the control plane kept answering throughout it
+    // (on the event loop, every call asked during the check waited for all of it).
+    expect(checkedAt - started).toBeGreaterThan(1000);
+    expect(gapsMs.length).toBeGreaterThan(10);
+    expect(Math.max(...gapsMs)).toBeLessThan(400);
+  }, 120_000);
+
   it("lets engineers upload by default, admins only once an admin says so; never viewers", async () => {
     const upload = (role: "ADMIN" | "ENGINEER" | "VIEWER", base: string) =>
       h.as(role).models.createCustomStep({

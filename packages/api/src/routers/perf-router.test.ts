@@ -262,7 +262,8 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
     expect(events[0]).toMatchObject({ targetId: id, actorEmail: "engineer@example.com" });
   });
 
-  it("measures an operator, linked to its stored row", async () => {
+  it("measures an operator, linked to its stored row, with each step's time as a waterfall", async () => {
+    // Two steps in a chain: the second starts where the first ends (Y = A + 2B).
     const spec = {
       maxBatchSize: 8,
       inputs: [
@@ -271,7 +272,14 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
       ],
       outputs: [{ name: "Y", datatype: "FP32", dims: [16] }],
       steps: [
-        { id: "add", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "Y" } },
+        { id: "add", kind: "model", model: "add_sub", inputs: { INPUT0: "A", INPUT1: "B" }, outputs: { OUTPUT0: "S" } },
+        {
+          id: "again",
+          kind: "model",
+          model: "add_sub",
+          inputs: { INPUT0: "S", INPUT1: "B" },
+          outputs: { OUTPUT0: "Y" },
+        },
       ],
     };
     const name = `perf_op_${backend.name}`;
@@ -283,6 +291,14 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
     const report = await h.as("VIEWER").perf.get({ id });
     expect(report.status).toBe("SUCCEEDED");
     expect(report.samples[0]!.throughput).toBeGreaterThan(0);
+    const [add, again] = report.samples[0]!.stepTimes ?? [];
+    expect(add).toMatchObject({ step: "add", kind: "model", model: "add_sub", startUs: 0 });
+    expect(again).toMatchObject({ step: "again", kind: "model", model: "add_sub" });
+    // Every measured request ran both steps (the warm-up and unstable windows included).
+    expect(add!.runs).toBeGreaterThan(0);
+    expect(again!.runs).toBe(add!.runs);
+    expect(add!.durationUs).toBeGreaterThan(0);
+    expect(again!.startUs).toBe(add!.durationUs);
     const row = await db.prisma.perfReport.findUniqueOrThrow({ where: { id } });
     expect(row.operatorId).toBe((await db.prisma.operator.findUniqueOrThrow({ where: { name } })).id);
   });

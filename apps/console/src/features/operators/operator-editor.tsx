@@ -11,12 +11,14 @@ import { fieldMessage, formMessage } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
 import { OperatorGraph } from "./operator-graph";
 import { isOperatorName } from "./operator-name";
-import { problemNodeIds } from "@operon/operator-spec/problem-subjects";
+import { problemEdges, problemNodeIds } from "@operon/operator-spec/problem-subjects";
 import { specGraph } from "@operon/operator-spec/spec-graph";
 import { ModelTensorLookup } from "./model-tensor-lookup";
 import { SpecCodeEditor } from "./spec-code-editor";
 import { SpecProblems } from "./spec-problems";
 import { parseSpecText } from "./spec-text";
+import { compactJson } from "./compact-json";
+import { appendModelStep, type PaletteEntry } from "./palette-step";
 import { useSpecValidation } from "./use-spec-validation";
 import { useServedCatalog } from "./use-served-catalog";
 import { SubmitButton } from "@/components/form/submit-button";
@@ -50,6 +52,7 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
   const problems = useMemo(() => (validation.status === "invalid" ? validation.problems : []), [validation]);
   const catalog = useServedCatalog();
   const blamed = useMemo(() => problemNodeIds(problems), [problems]);
+  const mismatches = useMemo(() => problemEdges(problems), [problems]);
 
   const onSaved = async (saved: { name: string }) => {
     await queryClient.invalidateQueries({ queryKey: trpc.operators.pathKey() });
@@ -66,6 +69,14 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
   const describedBy = [`${id}-spec-hint`, specErrors.length > 0 ? `${id}-spec-error` : "", `${id}-problems`]
     .filter(Boolean)
     .join(" ");
+
+  // The palette's "Add to spec": onto the text as it parses now (a text that does not parse is left alone, with the reason).
+  const addStep = (entry: PaletteEntry) => {
+    const current = parseSpecText(text);
+    if (!current.ok) return atField("spec", `${entry.name} was not added: ${current.message}`);
+    clear();
+    setText(compactJson(appendModelStep(current.spec, entry)));
+  };
 
   const submit = (event: FormEvent<HTMLFormElement>) => {
     event.preventDefault();
@@ -152,8 +163,13 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
         </div>
         <div className="editor-side">
           <SpecProblems id={`${id}-problems`} parsed={parsed} validation={validation} />
-          <ModelTensorLookup />
-          <OperatorGraph graph={graph} problemNodes={blamed} title={parsed.ok ? "Graph" : "Graph (last valid JSON)"} />
+          <ModelTensorLookup onAdd={addStep} />
+          <OperatorGraph
+            graph={graph}
+            problemNodes={blamed}
+            problemEdges={mismatches}
+            title={parsed.ok ? "Graph" : "Graph (last valid JSON)"}
+          />
         </div>
       </div>
       <FormAlert message={formMessage(problem, shownFields)} />

@@ -5,7 +5,8 @@ import { Background, Controls, MarkerType, Position, ReactFlow, type Edge, type 
 import { useId, useMemo } from "react";
 import { layoutGraph, NODE_HEIGHT, NODE_WIDTH } from "./graph-layout";
 import { graphSummary } from "./graph-summary";
-import type { GraphNodeKind, SpecGraph } from "@operon/operator-spec/spec-graph";
+import type { GraphNodeKind, SpecGraph, SpecGraphEdge } from "@operon/operator-spec/spec-graph";
+import { edgeKey, type EdgeProblem } from "@operon/operator-spec/problem-subjects";
 
 const FLOW_TYPE: Record<GraphNodeKind, string> = {
   input: "input",
@@ -18,21 +19,42 @@ const FLOW_TYPE: Record<GraphNodeKind, string> = {
 /**
  * The operator's topology, drawn with React Flow: read-only (no dragging or
  * connecting), zoomable from its controls, with the same graph in words for
- * screen readers. Nodes the validation blames are marked.
+ * screen readers. Nodes the validation blames are marked; a connection whose
+ * ends disagree on datatype or shape (the gateway's edge check, asked as the
+ * spec is typed) is drawn in the danger colour with the mismatch written on
+ * the edge itself ("⚠ FP32 → INT64"), before anything is saved.
  */
 const NO_PROBLEMS: ReadonlySet<string> = new Set();
+const NO_EDGE_PROBLEMS: ReadonlyMap<string, EdgeProblem[]> = new Map();
+
+/** The mismatches on one drawn edge (its source and target nodes). */
+function mismatchesOf(edge: SpecGraphEdge, problemEdges: ReadonlyMap<string, EdgeProblem[]>): EdgeProblem[] {
+  return problemEdges.get(edgeKey(edge.source, edge.target)) ?? [];
+}
+
+/** "⚠ datatype INT32 → FP32" / "⚠ shape [-1,16] → [-1,8]": what the producer gives, then what the consumer takes. */
+export function mismatchLabel(problems: readonly EdgeProblem[]): string {
+  return `⚠ ${problems.map((p) => `${p.what} ${p.given} → ${p.expected}`).join("; ")}`;
+}
 
 export function OperatorGraph({
   graph,
   problemNodes = NO_PROBLEMS,
+  problemEdges = NO_EDGE_PROBLEMS,
   title = "Graph",
 }: {
   graph: SpecGraph;
   problemNodes?: ReadonlySet<string>;
+  /** Datatype/shape mismatches by edgeKey(source, target) (problemEdges of the validation's messages). */
+  problemEdges?: ReadonlyMap<string, EdgeProblem[]>;
   title?: string;
 }) {
   const id = useId();
-  const { nodes, edges } = useMemo(() => toFlow(graph, problemNodes), [graph, problemNodes]);
+  const { nodes, edges } = useMemo(
+    () => toFlow(graph, problemNodes, problemEdges),
+    [graph, problemNodes, problemEdges],
+  );
+  const mismatched = graph.edges.filter((edge) => mismatchesOf(edge, problemEdges).length > 0).length;
   // React Flow owns the nodes (defaultNodes): it keeps their measured sizes,
   // and a node stays hidden until it is measured. Handing it new node objects
   // on a re-render (as a controlled prop) dropped those sizes while the DOM
@@ -78,19 +100,30 @@ export function OperatorGraph({
       )}
       <figcaption id={`${id}-summary`} className="chart-summary">
         {graphSummary(graph, problemNodes)}
+        {mismatched > 0
+          ? ` ${mismatched} ${mismatched === 1 ? "connection does" : "connections do"} not match in datatype or shape.`
+          : ""}
       </figcaption>
       <ul className="visually-hidden">
-        {graph.edges.map((edge) => (
-          <li key={edge.id}>
-            {edge.source.replace(/^\w+:/, "")} to {edge.target.replace(/^\w+:/, "")}: {edge.label}
-          </li>
-        ))}
+        {graph.edges.map((edge) => {
+          const mismatches = mismatchesOf(edge, problemEdges);
+          return (
+            <li key={edge.id}>
+              {edge.source.replace(/^\w+:/, "")} to {edge.target.replace(/^\w+:/, "")}: {edge.label}
+              {mismatches.length > 0 ? `, mismatch: ${mismatchLabel(mismatches).slice(2)}` : ""}
+            </li>
+          );
+        })}
       </ul>
     </figure>
   );
 }
 
-function toFlow(graph: SpecGraph, problemNodes: ReadonlySet<string>): { nodes: Node[]; edges: Edge[] } {
+function toFlow(
+  graph: SpecGraph,
+  problemNodes: ReadonlySet<string>,
+  problemEdges: ReadonlyMap<string, EdgeProblem[]>,
+): { nodes: Node[]; edges: Edge[] } {
   const positions = layoutGraph(graph);
   const nodes: Node[] = graph.nodes.map((node) => {
     const blamed = problemNodes.has(node.id);
@@ -116,17 +149,32 @@ function toFlow(graph: SpecGraph, problemNodes: ReadonlySet<string>): { nodes: N
       },
     };
   });
-  const edges: Edge[] = graph.edges.map((edge) => ({
-    id: edge.id,
-    source: edge.source,
-    target: edge.target,
-    label: edge.label,
-    className: `graph-edge graph-edge-${edge.kind}`,
-    markerEnd: { type: MarkerType.ArrowClosed, width: 16, height: 16 },
-    animated: edge.kind === "branch",
-    labelBgPadding: [4, 2],
-    labelBgBorderRadius: 3,
-    style: edge.kind === "data" ? { strokeWidth: 1.5 } : { strokeWidth: 1.5, strokeDasharray: "5 4" },
-  }));
+  const edges: Edge[] = graph.edges.map((edge) => {
+    const mismatches = mismatchesOf(edge, problemEdges);
+    const bad = mismatches.length > 0;
+    return {
+      id: edge.id,
+      source: edge.source,
+      target: edge.target,
+      label: bad ? `${edge.label} ${mismatchLabel(mismatches)}` : edge.label,
+      className: `graph-edge graph-edge-${edge.kind}${bad ? " graph-edge-problem" : ""}`,
+      markerEnd: {
+        type: MarkerType.ArrowClosed,
+        width: 16,
+        height: 16,
+        ...(bad ? { color: "var(--color-danger)" } : {}),
+      },
+      animated: edge.kind === "branch",
+      labelBgPadding: [4, 2],
+      labelBgBorderRadius: 3,
+      // A mismatch is drawn over the others, thicker, so it cannot hide behind a crossing edge.
+      ...(bad ? { zIndex: 1 } : {}),
+      style: {
+        strokeWidth: bad ? 2.5 : 1.5,
+        ...(edge.kind === "data" ? {} : { strokeDasharray: "5 4" }),
+        ...(bad ? { stroke: "var(--color-danger)" } : {}),
+      },
+    };
+  });
   return { nodes, edges };
 }

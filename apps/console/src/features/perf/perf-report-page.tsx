@@ -15,6 +15,7 @@ import { PerfReportFacts } from "./perf-report-facts";
 import { perfReportCsv, perfReportFileName, perfReportJson } from "./perf-report-export";
 import { PerfRunProgress } from "./perf-run-progress";
 import { PerfTable } from "./perf-table";
+import { StepWaterfall } from "./step-waterfall";
 import { ThroughputLatencyChart } from "./throughput-latency-chart";
 import { isPending, targetLabel, type PerfReportDetail } from "./perf-types";
 
@@ -88,6 +89,7 @@ function PerfReportView({ report }: { report: PerfReportDetail }) {
               }
             />
           </section>
+          <StepWaterfall samples={report.samples} />
         </>
       )}
     </>

@@ -6,6 +6,7 @@ import { RequireRole } from "@/components/shell/require-role";
 import { useSignedInUser } from "@/components/shell/session-context";
 import { QueryView } from "@/components/states/query-view";
 import { useTRPC } from "@/lib/trpc";
+import { CodeUploadSection } from "./code-upload-section";
 import { CreateUserForm } from "./create-user-form";
 import { UsersTable } from "./users-table";
 
@@ -13,7 +14,7 @@ export function UsersPage() {
   return (
     <>
       <PageHeader title="Users">
-        <p>Who may sign in to the console, and with which role.</p>
+        <p>Who may sign in to the console, with which role, and who may upload code.</p>
       </PageHeader>
       <RequireRole role="ADMIN">
         <UsersSection />
@@ -42,6 +43,7 @@ function UsersSection() {
       <section className="card">
         <CreateUserForm />
       </section>
+      <CodeUploadSection />
     </>
   );
 }

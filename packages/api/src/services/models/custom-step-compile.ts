@@ -56,8 +56,8 @@ function nodeTypeRoot(): string {
 /**
  * Problems of the uploaded files (path -> text); empty when `entry` and what
  * it imports compile. Synchronous, and seconds on a busy host (TypeScript
- * reads Node's declarations each time): uploads are rare, but it holds the
- * API's event loop meanwhile.
+ * reads Node's declarations each time): the control plane runs it in a worker
+ * thread (custom-step-checker.ts), never on its event loop.
  */
 export function compileCustomStep(files: ReadonlyMap<string, string>, entry = "model.ts"): CompileProblem[] {
   const OPTIONS = compilerOptions();

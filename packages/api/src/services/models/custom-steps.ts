@@ -5,7 +5,8 @@ import { toConfigDataType } from "@operon/protocol/datatypes";
 import type { PrismaClient } from "@operon/db";
 import { AppError, type FieldError } from "../../app-error.js";
 import { type Actor, recordAudit } from "../audit/audit-log.js";
-import { compileCustomStep, formatProblem } from "./custom-step-compile.js";
+import { CustomStepChecker } from "./custom-step-checker.js";
+import { formatProblem } from "./custom-step-compile.js";
 import { createFileModel, decodeUploadedFiles } from "./file-model-creation.js";
 import type { ModelActor } from "./model-types.js";
 import type { ModelWorkspace } from "./model-workspace.js";
@@ -19,7 +20,8 @@ import type { StepModelTensor } from "./step-models.js";
  * model). Operators call it like any model.
  *
  * Before anything is stored: the file paths, sizes and base64, and model.ts
- * type-checked (custom-step-compile.ts); each compile problem comes back as
+ * type-checked (custom-step-compile.ts, in a worker thread: custom-step-checker.ts,
+ * so other requests go on meanwhile); each compile problem comes back as
  * a field error `model.ts:line:col message`. Then rows, files and the
  * gateway's load, as step models do; a failure undoes all of it. The audit
  * event (model.custom_step.create) carries the SHA-256 of model.ts and of
@@ -48,6 +50,7 @@ export class CustomSteps {
   constructor(
     private readonly ws: ModelWorkspace,
     private readonly policy: CodeUploadPolicy,
+    private readonly checker: CustomStepChecker = new CustomStepChecker(),
   ) {}
 
   async create(
@@ -58,7 +61,9 @@ export class CustomSteps {
     const { name } = input;
     const files = decodeFiles(input.files);
     const source = files.get(CUSTOM_STEP_ENTRY)!.toString("utf8");
-    const problems = compileCustomStep(new Map([[CUSTOM_STEP_ENTRY, source]])).map(formatProblem);
+    const problems = (await this.checker.check(new Map([[CUSTOM_STEP_ENTRY, source]]), CUSTOM_STEP_ENTRY)).map(
+      formatProblem,
+    );
     if (problems.length > 0) {
       throw new AppError(
         "VALIDATION_FAILED",

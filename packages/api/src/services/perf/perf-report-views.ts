@@ -11,6 +11,7 @@ import type { PerfReport, PerfStep } from "@operon/perf/perf-report";
 import type { SweepStopReason } from "@operon/perf/concurrency-sweep";
 import { z } from "zod";
 import { parseJsonColumn } from "../json-column.js";
+import { type StepTime, stepTimesSchema } from "./operator-step-times.js";
 
 /**
  * How perf reports are stored and shown: the JSON kept in PerfReport
@@ -77,6 +78,8 @@ export interface PerfSampleView {
   queueUs: number | null;
   computeUs: number | null;
   errorCount: number;
+  /** An operator's steps at this level, as a waterfall (operator-step-times.ts); null for models and older reports. */
+  stepTimes: StepTime[] | null;
 }
 
 export interface PerfReportView {
@@ -198,6 +201,14 @@ export function viewSample(sample: PerfSample): PerfSampleView {
     queueUs: sample.queueUs,
     computeUs: sample.computeUs,
     errorCount: sample.errorCount,
+    stepTimes:
+      sample.stepTimes === null
+        ? null
+        : parseJsonColumn(stepTimesSchema, sample.stepTimes, {
+            table: "PerfSample",
+            column: "stepTimes",
+            id: sample.id,
+          }),
   };
 }
 

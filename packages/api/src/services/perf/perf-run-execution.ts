@@ -7,7 +7,7 @@ import type { PerfProgress } from "@operon/perf/perf-progress";
 import type { PerfReport } from "@operon/perf/perf-report";
 import { runPerf, type PerfOptions } from "@operon/perf/run-perf";
 import type { PerfInputsStore } from "./perf-inputs.js";
-import { OperatorSpecSchema } from "@operon/operator-spec/operator-spec-schema";
+import { OperatorSpecSchema, type OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 import type { Logger } from "@operon/protocol/logger";
 import { parseJsonColumn } from "../json-column.js";
 import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
@@ -18,6 +18,7 @@ import { waitForHeadroom, type HeadroomResult, type TrafficProbe } from "./headr
 import { PERF_RUN_LIMITS, type PerfRunsOptions } from "./perf-run-options.js";
 import { sampleOf, summaryOf, type PerfHostLoad, type PerfRunConfig } from "./perf-report-views.js";
 import { lowestPriorityOf } from "./run-priority.js";
+import { readStepCounters, stepWaterfall, type StepCounters, type StepTime } from "./operator-step-times.js";
 
 /**
  * The execution of one perf run, once its turn in the measuring slot has
@@ -165,16 +166,44 @@ export class PerfRunExecution {
   /** The target's own entries in the gateway's statistics: its name, and an operator's step models. */
   private async ownModels(row: PerfReportRow): Promise<Set<string>> {
     if (row.targetKind !== "OPERATOR") return new Set([row.targetName]);
+    const steps = (await this.operatorSpec(row))?.steps ?? [];
+    return new Set([row.targetName, ...steps.flatMap((step) => (step.kind === "model" ? [step.model] : []))]);
+  }
+
+  private async operatorSpec(row: PerfReportRow): Promise<OperatorSpec | undefined> {
     const operator = await this.prisma.operator.findUnique({
       where: { name: row.targetName },
       select: { id: true, spec: true },
     });
-    const steps =
-      operator === null
-        ? []
-        : parseJsonColumn(OperatorSpecSchema, operator.spec, { table: "Operator", column: "spec", id: operator.id })
-            .steps;
-    return new Set([row.targetName, ...steps.flatMap((step) => (step.kind === "model" ? [step.model] : []))]);
+    return operator === null
+      ? undefined
+      : parseJsonColumn(OperatorSpecSchema, operator.spec, { table: "Operator", column: "spec", id: operator.id });
+  }
+
+  /**
+   * For an operator, where the gateway's metrics are reachable: reads of its
+   * per-step counters, and each step's time between two reads
+   * (operator-step-times.ts). A read that fails gives no step times for that
+   * level; it never fails the run.
+   */
+  private async stepClock(
+    row: PerfReportRow,
+  ): Promise<
+    { read(): Promise<StepCounters | undefined>; times(a: StepCounters, b: StepCounters): StepTime[] } | undefined
+  > {
+    if (row.targetKind !== "OPERATOR" || this.gatewayOptions.metricsUrl === undefined) return undefined;
+    const spec = await this.operatorSpec(row);
+    if (spec === undefined) return undefined;
+    const read = async (): Promise<StepCounters | undefined> => {
+      try {
+        const text = await this.gateway.metricsText();
+        return text === undefined ? undefined : readStepCounters(text, row.targetName);
+      } catch (error) {
+        this.logger.info({ report: row.id, error: messageOf(error) }, "operator step times not read");
+        return undefined;
+      }
+    };
+    return { read, times: (before, after) => stepWaterfall(spec, before, after) };
   }
 
   /** An automatic run of a model with priority levels measures at its lowest (run-priority.ts); else none. */
@@ -237,16 +266,27 @@ export class PerfRunExecution {
     // restart (or a kill) cuts off keeps what it measured (recoverInterrupted marks it FAILED).
     const parts: PerfReport[] = [];
     let stored = 0;
+    const stepClock = await this.stepClock(row);
     const measureOne = async (concurrency: number, signal: AbortSignal): Promise<PerfReport> => {
       stepsBefore = parts.reduce((sum, part) => sum + part.steps.length, 0);
+      const countersBefore = await stepClock?.read();
       const part = await runPerf(
         { ...base, concurrencyRange: { start: concurrency, end: concurrency, step: 1 }, signal },
         { onProgress },
       );
       parts.push(part);
+      // An operator's steps, timed over this level (one concurrency, so one perf step).
+      const countersAfter = countersBefore !== undefined ? await stepClock?.read() : undefined;
+      const stepTimes =
+        stepClock !== undefined && countersBefore !== undefined && countersAfter !== undefined
+          ? stepClock.times(countersBefore, countersAfter)
+          : undefined;
       if (part.steps.length > 0) {
         await this.prisma.perfSample.createMany({
-          data: part.steps.map((step) => sampleOf(run.id, step, part.config.batchSize)),
+          data: part.steps.map((step) => ({
+            ...sampleOf(run.id, step, part.config.batchSize),
+            ...(stepTimes !== undefined ? { stepTimes } : {}),
+          })),
         });
         stored += part.steps.length;
       }

@@ -1,6 +1,6 @@
 "use client";
 
-import { useMutation } from "@tanstack/react-query";
+import { useMutation, useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useId, useState } from "react";
@@ -8,6 +8,8 @@ import { FormAlert } from "@/components/form/form-alert";
 import { TextField } from "@/components/form/text-field";
 import { PageHeader } from "@/components/page-header";
 import { RequireRole } from "@/components/shell/require-role";
+import { useSignedInUser } from "@/components/shell/session-context";
+import { hasRole } from "@/lib/roles";
 import { apiProblem } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
 import { modelHref } from "../models-table";
@@ -39,9 +41,25 @@ export function CustomStepPage() {
         </p>
       </PageHeader>
       <RequireRole role="ENGINEER">
+        <CodeUploadNotice />
         <CustomStepForm />
       </RequireRole>
     </>
+  );
+}
+
+/** Said before the form, not after a refused upload: an admin restricted code uploads to admins (Users page). */
+function CodeUploadNotice() {
+  const trpc = useTRPC();
+  const user = useSignedInUser();
+  const policy = useQuery(trpc.models.codeUploadPolicy.queryOptions());
+  if (policy.data?.adminsOnly !== true) return null;
+  return (
+    <p className="notice" role="note">
+      {hasRole(user.role, "ADMIN")
+        ? "Only admins may upload code now (Users → Code uploads); engineers are refused."
+        : "An admin has restricted uploading code (custom steps) to admins: your upload would be refused."}
+    </p>
   );
 }
 

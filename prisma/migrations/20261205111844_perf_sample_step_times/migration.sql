@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "PerfSample" ADD COLUMN     "stepTimes" JSONB;
