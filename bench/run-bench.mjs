@@ -64,6 +64,23 @@ const ADD_SUB = model(
   writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }),
   "max_batch_size: 8\ninstance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }",
 );
+// The same model on the gateway's event loop (operon_isolation "inline": no thread hop; README "Execution modes").
+const INLINE = '\nparameters { key: "operon_isolation" value: { string_value: "inline" } }';
+model(
+  "add_sub_inline",
+  writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }),
+  `max_batch_size: 8\ninstance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${INLINE}`,
+);
+model(
+  "add_sub_inline_nodelay",
+  writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }),
+  `max_batch_size: 8\ninstance_group [ { count: 1 } ]${INLINE}`,
+);
+model(
+  "add_sub_inline_delay100",
+  writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }),
+  `max_batch_size: 8\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${INLINE}`,
+);
 model(
   "add_sub_nodelay",
   writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }),
@@ -86,6 +103,12 @@ for (const [name, sizes] of [
     "max_batch_size: 64\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }",
   );
 }
+// A batch of 64 through 784-128-10 runs in tens of µs: small enough for the gateway's event loop.
+model(
+  "mlp_small_batched_inline",
+  writeMlpModel({ sizes: [784, 128, 10] }),
+  `max_batch_size: 64\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${INLINE}`,
+);
 model(
   "mobilenet",
   MOBILENET,
@@ -240,10 +263,13 @@ try {
       const section = { model: "add_sub FP32 [1,16] x2 -> [1,16] x2", byConcurrency: {} };
       const c16 = await rounds([
         httpTarget("operon http json", inferUrl("add_sub"), json, JSON_HEADERS, 16),
+        httpTarget("operon http json, inline", inferUrl("add_sub_inline"), json, JSON_HEADERS, 16),
         httpTarget("minimal http json", minimalHttp.url, json, JSON_HEADERS, 16),
         httpTarget("operon http binary", inferUrl("add_sub"), binary.body, binary.headers, 16),
+        httpTarget("operon http binary, inline", inferUrl("add_sub_inline"), binary.body, binary.headers, 16),
         httpTarget("minimal http binary", minimalHttp.url, binary.body, binary.headers, 16),
         grpcTarget("operon grpc", operon.grpcAddress, grpcMessageFile("add_sub", ADD_SUB_INPUTS), 16),
+        grpcTarget("operon grpc, inline", operon.grpcAddress, grpcMessageFile("add_sub_inline", ADD_SUB_INPUTS), 16),
         grpcTarget("minimal grpc", minimalGrpc.address, grpcMessageFile("add_sub", ADD_SUB_INPUTS), 16),
       ]);
       section.byConcurrency[16] = {
@@ -252,10 +278,27 @@ try {
         httpJsonVsMinimal: ratio(c16["operon http json"], c16["minimal http json"]),
         httpBinaryVsMinimal: ratio(c16["operon http binary"], c16["minimal http binary"]),
         grpcVsMinimal: ratio(c16["operon grpc"], c16["minimal grpc"]),
+        inlineHttpJsonVsMinimal: ratio(c16["operon http json, inline"], c16["minimal http json"]),
+        inlineHttpBinaryVsMinimal: ratio(c16["operon http binary, inline"], c16["minimal http binary"]),
+        inlineGrpcVsMinimal: ratio(c16["operon grpc, inline"], c16["minimal grpc"]),
       };
       const c1 = await rounds([
         httpTarget("operon http json, no queue delay", inferUrl("add_sub_nodelay"), json, JSON_HEADERS, 1),
         httpTarget("operon http json, 100 µs queue delay", inferUrl("add_sub_delay100"), json, JSON_HEADERS, 1),
+        httpTarget(
+          "operon http json, inline, no queue delay",
+          inferUrl("add_sub_inline_nodelay"),
+          json,
+          JSON_HEADERS,
+          1,
+        ),
+        httpTarget(
+          "operon http json, inline, 100 µs queue delay",
+          inferUrl("add_sub_inline_delay100"),
+          json,
+          JSON_HEADERS,
+          1,
+        ),
         httpTarget("minimal http json", minimalHttp.url, json, JSON_HEADERS, 1),
         httpTarget("operon http binary, no queue delay", inferUrl("add_sub_nodelay"), binary.body, binary.headers, 1),
         httpTarget("minimal http binary", minimalHttp.url, binary.body, binary.headers, 1),
@@ -272,9 +315,21 @@ try {
         addedP50UsHttpJson: difference(c1["operon http json, no queue delay"], c1["minimal http json"], "p50Us"),
         addedP50UsHttpBinary: difference(c1["operon http binary, no queue delay"], c1["minimal http binary"], "p50Us"),
         addedP50UsGrpc: difference(c1["operon grpc, no queue delay"], c1["minimal grpc"], "p50Us"),
+        p50VsMinimalHttpJson: ratio(c1["operon http json, no queue delay"], c1["minimal http json"], "p50Us"),
+        p50VsMinimalHttpJsonInline: ratio(
+          c1["operon http json, inline, no queue delay"],
+          c1["minimal http json"],
+          "p50Us",
+        ),
+        p50VsMinimalGrpc: ratio(c1["operon grpc, no queue delay"], c1["minimal grpc"], "p50Us"),
         queueDelay100UsCostP50: difference(
           c1["operon http json, 100 µs queue delay"],
           c1["operon http json, no queue delay"],
+          "p50Us",
+        ),
+        queueDelay100UsCostP50Inline: difference(
+          c1["operon http json, inline, 100 µs queue delay"],
+          c1["operon http json, inline, no queue delay"],
           "p50Us",
         ),
       };
@@ -292,6 +347,7 @@ try {
       const body = jsonBody(MLP_INPUTS);
       const small = await rounds([
         httpTarget("operon, dynamic batching", inferUrl("mlp_small_batched"), body, JSON_HEADERS, 64),
+        httpTarget("operon, dynamic batching, inline", inferUrl("mlp_small_batched_inline"), body, JSON_HEADERS, 64),
         httpTarget("operon, no batching", inferUrl("mlp_small_unbatched"), body, JSON_HEADERS, 64),
         httpTarget("I/O ceiling (decode + encode, no inference)", ceiling.url, body, JSON_HEADERS, 64),
       ]);
@@ -306,6 +362,10 @@ try {
           batchedVsUnbatched: ratio(small["operon, dynamic batching"], small["operon, no batching"]),
           batchedVsIoCeiling: ratio(
             small["operon, dynamic batching"],
+            small["I/O ceiling (decode + encode, no inference)"],
+          ),
+          batchedInlineVsIoCeiling: ratio(
+            small["operon, dynamic batching, inline"],
             small["I/O ceiling (decode + encode, no inference)"],
           ),
         },
@@ -543,6 +603,11 @@ function renderMarkdown(r) {
     table(o.byConcurrency[16].targets);
     lines.push(
       `- Operon / minimal server throughput: HTTP JSON **${s(o.byConcurrency[16].httpJsonVsMinimal, 2)}**, HTTP binary **${s(o.byConcurrency[16].httpBinaryVsMinimal, 2)}**, gRPC **${s(o.byConcurrency[16].grpcVsMinimal, 2)}** (goal ≥ 1.0)`,
+      ...(o.byConcurrency[16].inlineHttpJsonVsMinimal
+        ? [
+            `- the same model inline (operon_isolation "inline"): HTTP JSON **${s(o.byConcurrency[16].inlineHttpJsonVsMinimal, 2)}**, HTTP binary **${s(o.byConcurrency[16].inlineHttpBinaryVsMinimal, 2)}**, gRPC **${s(o.byConcurrency[16].inlineGrpcVsMinimal, 2)}**`,
+          ]
+        : []),
       "",
       "### Concurrency 1",
       "",
@@ -550,7 +615,12 @@ function renderMarkdown(r) {
     table(o.byConcurrency[1].targets);
     lines.push(
       `- added p50 over the minimal server, no queue delay: HTTP JSON **${s(o.byConcurrency[1].addedP50UsHttpJson)} µs**, HTTP binary **${s(o.byConcurrency[1].addedP50UsHttpBinary)} µs** (goal ≤ 100), gRPC **${s(o.byConcurrency[1].addedP50UsGrpc)} µs** (goal ≤ 150)`,
-      `- p50 with max_queue_delay_microseconds: 100 minus p50 without: **${s(o.byConcurrency[1].queueDelay100UsCostP50)} µs** (goal ≤ 150)`,
+      ...(o.byConcurrency[1].p50VsMinimalHttpJson
+        ? [
+            `- p50 / the minimal server's, no queue delay: HTTP JSON **${s(o.byConcurrency[1].p50VsMinimalHttpJson, 2)}**, inline **${s(o.byConcurrency[1].p50VsMinimalHttpJsonInline, 2)}**, gRPC **${s(o.byConcurrency[1].p50VsMinimalGrpc, 2)}** (goal ≤ 1.3)`,
+          ]
+        : []),
+      `- p50 with max_queue_delay_microseconds: 100 minus p50 without: **${s(o.byConcurrency[1].queueDelay100UsCostP50)} µs**${o.byConcurrency[1].queueDelay100UsCostP50Inline ? `, inline **${s(o.byConcurrency[1].queueDelay100UsCostP50Inline)} µs**` : ""} (goal ≤ 150)`,
       "",
     );
   }
@@ -564,7 +634,7 @@ function renderMarkdown(r) {
     );
     table(b.small.targets);
     lines.push(
-      `- batched / I/O ceiling: **${s(b.small.batchedVsIoCeiling, 2)}** (goal ≥ 0.8); batched / unbatched: ${s(b.small.batchedVsUnbatched, 2)}`,
+      `- batched / I/O ceiling: **${s(b.small.batchedVsIoCeiling, 2)}**${b.small.batchedInlineVsIoCeiling ? `, inline **${s(b.small.batchedInlineVsIoCeiling, 2)}**` : ""} (goal ≥ 0.8); batched / unbatched: ${s(b.small.batchedVsUnbatched, 2)}`,
       "",
       `### ${b.large.model}`,
       "",

@@ -1,4 +1,4 @@
-import { appendFileSync, cpSync, symlinkSync } from "node:fs";
+import { appendFileSync, cpSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADD_SUB_CONFIG, addSubModel, writeModel } from "./support/model-fixtures.js";
@@ -60,6 +60,12 @@ describe("execution modes", () => {
       config: ADD_SUB_CONFIG("on_threads", "instance_group [ { count: 2 } ]"),
     });
     writeModel(repository, "in_process", addSubModel(), { config: ADD_SUB_CONFIG("in_process", ISOLATION("process")) });
+    writeModel(repository, "on_loop", addSubModel(), {
+      config: ADD_SUB_CONFIG(
+        "on_loop",
+        `instance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }\n${ISOLATION("inline")}`,
+      ),
+    });
     symlinkSync(join(EXAMPLE_REPOSITORY, "tokenizer_ts"), join(repository, "tokenizer_ts"));
     server = await startOperon(["--model-repository", repository]);
   });
@@ -92,6 +98,38 @@ describe("execution modes", () => {
     expect((await inferAddSub(server, "in_process")).status).toBe(200);
   });
 
+  it('runs a model on the gateway\'s event loop when its config asks for operon_isolation "inline", batched, with the same answers', async () => {
+    const rows = (await workers(server)).filter((row) => row.model === "on_loop");
+    // No thread and no process of its own: its CPU and memory are the gateway's (reported as the gateway's).
+    expect(rows.map((row) => [row.instance, row.isolation, row.pid, row.state, row.cpuSeconds])).toEqual([
+      ["on_loop_0_0", "inline", server.pid, "READY", null],
+      ["on_loop_0_1", "inline", server.pid, "READY", null],
+    ]);
+    expect(workerProcesses(server.pid).filter((worker) => worker.instance.startsWith("on_loop"))).toEqual([]);
+    const replies = await Promise.all(Array.from({ length: 40 }, () => inferAddSub(server, "on_loop")));
+    for (const reply of replies) {
+      expect(reply.status).toBe(200);
+      expect(reply.body.outputs![0]!.data).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
+      expect(reply.body.outputs![1]!.data).toEqual(Array.from({ length: 16 }, (_, i) => i - 1));
+    }
+    // 40 requests at once were batched (fewer executions than inferences), as on threads.
+    const stats = (await (await fetch(`${server.httpUrl}/v2/models/on_loop/stats`)).json()) as {
+      model_stats: Array<{ inference_count: number; execution_count: number }>;
+    };
+    expect(stats.model_stats[0]!.inference_count).toBe(40);
+    expect(stats.model_stats[0]!.execution_count).toBeLessThan(40);
+    // A bad request is refused with the model's own error, the server goes on serving.
+    const bad = await fetch(`${server.httpUrl}/v2/models/on_loop/infer`, {
+      method: "POST",
+      body: JSON.stringify({
+        inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], data: new Array(16).fill(0) }],
+      }),
+    });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: string }).error).toMatch(/INPUT1/);
+    expect((await inferAddSub(server, "on_loop")).status).toBe(200);
+  });
+
   it("always runs TypeScript models (user code) in worker processes", async () => {
     const [row] = (await workers(server)).filter((candidate) => candidate.model === "tokenizer_ts");
     expect(row).toMatchObject({ isolation: "process", state: "READY" });
@@ -109,17 +147,31 @@ describe("operon_isolation values a model cannot have", () => {
       dereference: true,
     });
     appendFileSync(join(repository, "tokenizer_ts", "config.pbtxt"), `\n${ISOLATION("thread")}\n`);
+    // And a copy of it asking for the gateway's event loop.
+    cpSync(join(repository, "tokenizer_ts"), join(repository, "tokenizer_inline"), { recursive: true });
+    const inlineConfig = join(repository, "tokenizer_inline", "config.pbtxt");
+    writeFileSync(
+      inlineConfig,
+      readFileSync(inlineConfig, "utf8")
+        .replace(/name: "tokenizer_ts"/, 'name: "tokenizer_inline"')
+        .replace(/string_value: "thread"/, 'string_value: "inline"'),
+    );
     const server = await startOperon(["--model-repository", repository, "--model-control-mode", "explicit"]);
     try {
       const bogus = await fetch(`${server.httpUrl}/v2/repository/models/bogus/load`, { method: "POST" });
       expect(bogus.status).toBe(400);
       expect(((await bogus.json()) as { error: string }).error).toMatch(
-        /operon_isolation must be "thread" or "process", got "fiber"/,
+        /operon_isolation must be "thread", "process" or "inline", got "fiber"/,
       );
       const typescript = await fetch(`${server.httpUrl}/v2/repository/models/tokenizer_ts/load`, { method: "POST" });
       expect(typescript.status).toBe(400);
       expect(((await typescript.json()) as { error: string }).error).toMatch(
         /backend 'typescript' runs user code, which always runs in a worker process/,
+      );
+      const inline = await fetch(`${server.httpUrl}/v2/repository/models/tokenizer_inline/load`, { method: "POST" });
+      expect(inline.status).toBe(400);
+      expect(((await inline.json()) as { error: string }).error).toMatch(
+        /backend 'typescript' runs user code, which always runs in a worker process \(operon_isolation "inline" is for/,
       );
     } finally {
       await server.stop();

@@ -13,6 +13,8 @@ import type { ApiKeyGrant } from "@operon/protocol/api-keys";
 export interface ControlPlaneThreadOptions {
   databaseUrl: string;
   dataDir: string;
+  /** --model-store: where uploads go (default <data-dir>/models). */
+  modelStore?: string;
   adminEmail?: string;
   adminPassword?: string;
   /** The control plane's own admin key (memory only) and its grant, which the gateway adds to the ring. */

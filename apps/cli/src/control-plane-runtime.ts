@@ -24,9 +24,10 @@ export interface ControlPlaneDirs {
   datasetsDir: string;
 }
 
-export function controlPlaneDirs(dataDir: string): ControlPlaneDirs {
+/** The control plane's folders under --data-dir; the model store is --model-store when given (a shared volume on a cluster). */
+export function controlPlaneDirs(dataDir: string, modelStore?: string): ControlPlaneDirs {
   const dirs = {
-    modelStoreDir: resolve(join(dataDir, "models")),
+    modelStoreDir: resolve(modelStore ?? join(dataDir, "models")),
     uploadStagingDir: resolve(join(dataDir, "upload-staging")),
     batchDir: resolve(join(dataDir, "batch")),
     datasetsDir: resolve(join(dataDir, "datasets")),

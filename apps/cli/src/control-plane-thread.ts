@@ -60,7 +60,7 @@ async function start(): Promise<void> {
     internal: options.internal,
     gatewayHttpUrl: urls.httpUrl,
     gatewayMetricsUrl: urls.metricsUrl,
-    dirs: controlPlaneDirs(options.dataDir),
+    dirs: controlPlaneDirs(options.dataDir, options.modelStore),
     maxUploadBytes: options.maxUploadBytes,
     usageSampleIntervalSecs: options.usageSampleIntervalSecs,
     usageRetentionDays: options.usageRetentionDays,

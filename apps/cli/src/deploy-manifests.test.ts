@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -13,6 +13,7 @@ import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClai
 import { Service } from "kubernetes-models/v1/Service";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { createTestPostgresDatabase } from "@operon/db/testing/test-databases";
 import { serveCommand } from "./serve-command.js";
 import { flagEnvironmentVariable } from "./serve-flag-environment.js";
 import { serveFlagsSchema } from "./serve-flags.js";
@@ -161,7 +162,7 @@ describe("deploy/kubernetes against the Kubernetes schemas", () => {
         } else if (manifest.kind === "ServingRuntime") {
           // No published model for KServe's CRD: its fields by hand, its containers as core/v1 Containers.
           expect(manifest.apiVersion).toBe("serving.kserve.io/v1alpha1");
-          expect(manifest.spec.protocolVersions).toEqual(["v2", "grpc-v2"]);
+          expect([["v2"], ["grpc-v2"]]).toContainEqual(manifest.spec.protocolVersions);
           for (const container of manifest.spec.containers) new Container(container).validate();
           validated++;
         } else if (manifest.rules !== undefined) {
@@ -173,7 +174,7 @@ describe("deploy/kubernetes against the Kubernetes schemas", () => {
         }
       }
     }
-    expect(validated).toBe(10); // the base's 9 objects and the ServingRuntime
+    expect(validated).toBe(11); // the base's 9 objects and the two ServingRuntimes
     for (const variant of ["base", "variants/gpu", "variants/hpa-queue-time"]) {
       for (const manifest of build(join(KUBERNETES, variant))) validate(manifest, variant);
     }
@@ -240,6 +241,65 @@ describe("deploy/kubernetes against what the server reads and serves", () => {
     expect((await parseWith(podEnvironment(controlPlane).values)).trustedProxy).toContain("10.0.0.0/8");
   });
 
+  it("runs one control plane and N gateways on the Secret's PostgreSQL", async () => {
+    const gateway = byName(base, "Deployment", "operon-gateway").spec.template.spec.containers[0];
+    const controlPlane = byName(base, "Deployment", "operon-control-plane").spec.template.spec.containers[0];
+    const gatewayFlags = await parseWith(podEnvironment(gateway).values);
+    expect(gatewayFlags.role).toBe("gateway");
+    expect(podEnvironment(gateway).secrets).toEqual(["OPERON_DATABASE_URL"]);
+    vi.unstubAllEnvs();
+    const controlPlaneFlags = await parseWith(podEnvironment(controlPlane).values);
+    expect(controlPlaneFlags.role).toBe("control-plane");
+    // The console loads uploads through its gateway's load API: explicit mode (poll mode refuses loads);
+    // gateways register the console's operators, which poll mode refuses too.
+    for (const flags of [gatewayFlags, controlPlaneFlags]) {
+      expect(flags.modelControlMode).toBe("explicit");
+      expect(flags.loadModel).toEqual(["*"]);
+    }
+  });
+
+  it("stores console uploads on the volume the gateways serve", async () => {
+    const volumeAt = (deployment: Manifest, path: string): Manifest | undefined => {
+      const container = deployment.spec.template.spec.containers[0];
+      const mount = (container.volumeMounts as Manifest[])
+        .filter((m) => path === m.mountPath || path.startsWith(`${m.mountPath}/`))
+        .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+      return deployment.spec.template.spec.volumes.find((v: Manifest) => v.name === mount?.name);
+    };
+    const controlPlane = byName(base, "Deployment", "operon-control-plane");
+    const flags = await parseWith(podEnvironment(controlPlane.spec.template.spec.containers[0]).values);
+    // Where the control plane writes uploads (--model-store, else <data-dir>/models: control-plane-runtime.ts).
+    const store = flags.modelStore ?? join(flags.dataDir, "models");
+    const storeVolume = volumeAt(controlPlane, store);
+    expect(storeVolume?.persistentVolumeClaim?.claimName, `the model store ${store}`).toBe("operon-model-store");
+    const gateway = byName(base, "Deployment", "operon-gateway");
+    vi.unstubAllEnvs();
+    const gatewayFlags = await parseWith(podEnvironment(gateway.spec.template.spec.containers[0]).values);
+    for (const repository of gatewayFlags.modelRepository)
+      expect(volumeAt(gateway, repository)?.persistentVolumeClaim?.claimName).toBe("operon-model-store");
+    // And the gateways see it at the same path, so a model's folder name is the same everywhere.
+    expect(gatewayFlags.modelRepository).toContain(store);
+  });
+
+  it("declares KServe's ports: HTTP 8080 and gRPC 9000 (h2c), each the server's own", () => {
+    const runtimes = load(join(KUBERNETES, "kserve/serving-runtime.yaml"));
+    const declared = runtimes.map((runtime) => {
+      const container = runtime.spec.containers[0];
+      const flag = (name: string): number =>
+        Number(/=(\d+)$/.exec(container.args.find((a: string) => a.startsWith(name)))![1]);
+      return {
+        protocols: runtime.spec.protocolVersions,
+        ports: container.ports,
+        http: flag("--http-port="),
+        grpc: flag("--grpc-port="),
+      };
+    });
+    expect(declared.map((d) => d.protocols)).toEqual([["v2"], ["grpc-v2"]]);
+    for (const d of declared) expect([d.http, d.grpc]).toEqual([8080, 9000]);
+    expect(declared[0]!.ports).toEqual([{ containerPort: 8080, name: "http1", protocol: "TCP" }]);
+    expect(declared[1]!.ports).toEqual([{ containerPort: 9000, name: "h2c", protocol: "TCP" }]);
+  });
+
   it("points Services and the ServiceMonitor at ports the pods declare", () => {
     for (const service of base.filter((o) => o.kind === "Service")) {
       const pods = deployments.filter((d) =>
@@ -253,32 +313,57 @@ describe("deploy/kubernetes against what the server reads and serves", () => {
     expect(monitor.spec.endpoints[0]).toMatchObject({ port: "metrics", path: "/metrics" });
   });
 
-  describe("a real server started with the gateway's environment", () => {
-    let server: ChildProcess | undefined;
-    afterAll(() => {
-      server?.kill("SIGTERM");
+  describe("real servers started with each pod's args and environment", () => {
+    const servers: ChildProcess[] = [];
+    let database: { url: string; drop(): Promise<void> } | undefined;
+    afterAll(async () => {
+      await Promise.all(
+        servers.map(
+          (server) =>
+            new Promise<void>((resolveExit) => {
+              if (server.exitCode !== null || server.signalCode !== null) return resolveExit();
+              server.once("exit", () => resolveExit());
+              server.kill("SIGTERM");
+            }),
+        ),
+      );
+      await database?.drop();
     });
 
-    it("answers the probes' paths and the ServiceMonitor's", async () => {
-      const gateway = byName(base, "Deployment", "operon-gateway").spec.template.spec.containers[0];
-      const repository = mkdtempSync(join(tmpdir(), "operon-deploy-repo-"));
-      const { values } = podEnvironment(gateway);
-      // The pod's variables, but on loopback and free ports (Triton's may be taken on this machine).
-      const environment = {
-        ...values,
-        OPERON_MODEL_REPOSITORY: repository,
-        OPERON_DATA_DIR: mkdtempSync(join(tmpdir(), "operon-deploy-data-")),
-        OPERON_HTTP_ADDRESS: "127.0.0.1",
-        OPERON_GRPC_ADDRESS: "127.0.0.1",
-        OPERON_METRICS_ADDRESS: "127.0.0.1",
-        OPERON_HTTP_PORT: "0",
-        OPERON_GRPC_PORT: "0",
-        OPERON_METRICS_PORT: "0",
+    /**
+     * Starts the built CLI with exactly the container's args and environment, but for ports (0: free
+     * ports, Triton's may be taken here), absolute paths (moved under a fresh folder, as this machine has
+     * no /models) and the Secret (a fresh PostgreSQL database). Addresses stay as they are (0.0.0.0).
+     */
+    async function startPod(container: Manifest): Promise<{ httpUrl: string; metricsUrl: string; output(): string }> {
+      const root = mkdtempSync(join(tmpdir(), "operon-deploy-pod-"));
+      const moved = (value: string): string => {
+        if (!value.startsWith("/")) return value;
+        mkdirSync(join(root, value), { recursive: true });
+        return join(root, value);
       };
-      server = spawn(process.execPath, [CLI, ...gateway.args], {
+      const { values, secrets } = podEnvironment(container);
+      // Every port the server may open, free ones: those the manifest sets and those it leaves at their default.
+      const environment: Record<string, string> = Object.fromEntries(
+        ["HTTP", "GRPC", "METRICS", "CONSOLE", "API"].map((port) => [`OPERON_${port}_PORT`, "0"]),
+      );
+      for (const [name, value] of Object.entries(values))
+        environment[name] = name.endsWith("_PORT") ? "0" : moved(value);
+      for (const name of secrets) {
+        expect(name).toBe("OPERON_DATABASE_URL");
+        database ??= await createTestPostgresDatabase();
+        environment[name] = database.url;
+      }
+      const args = (container.args as string[]).map((arg) => {
+        const [flag, value] = arg.split("=", 2) as [string, string | undefined];
+        if (value === undefined) return arg;
+        return `${flag}=${/-port$/.test(flag) ? "0" : moved(value)}`;
+      });
+      const server = spawn(process.execPath, [CLI, ...args], {
         env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: tmpdir(), ...environment },
         stdio: ["ignore", "pipe", "pipe"],
       });
+      servers.push(server);
       let output = "";
       const banner = await new Promise<RegExpExecArray>((resolveBanner, rejectBanner) => {
         const pattern = /HTTP on (http:\/\/\S+), gRPC on \S+, metrics on (http:\/\/\S+\/metrics)/;
@@ -287,21 +372,47 @@ describe("deploy/kubernetes against what the server reads and serves", () => {
           const match = pattern.exec(output);
           if (match !== null) resolveBanner(match);
         };
-        server!.stdout!.on("data", onData);
-        server!.stderr!.on("data", onData);
-        server!.once("exit", () => rejectBanner(new Error(`server exited:\n${output}`)));
+        server.stdout!.on("data", onData);
+        server.stderr!.on("data", onData);
+        server.once("exit", () => rejectBanner(new Error(`server exited:\n${output}`)));
       });
-      const [, httpUrl, metricsUrl] = banner;
-      // The server took its ports from the variables (0 = free ports), not its defaults.
-      expect(new URL(httpUrl!.replace(/,$/, "")).port).not.toBe(String(flagsDefaultHttpPort));
-      for (const probe of [gateway.livenessProbe, gateway.readinessProbe, gateway.startupProbe]) {
-        const response = await fetch(`${httpUrl!.replace(/,$/, "")}${probe.httpGet.path}`);
+      const httpUrl = banner[1]!.replace(/,$/, "");
+      // The server took its ports from the variables (0 = free ports), not its defaults, and kept the address.
+      expect(new URL(httpUrl).port).not.toBe(String(flagsDefaultHttpPort));
+      expect(new URL(httpUrl).hostname).toBe(values.OPERON_HTTP_ADDRESS ?? "127.0.0.1");
+      return { httpUrl, metricsUrl: banner[2]!, output: () => output };
+    }
+
+    async function answersProbes(container: Manifest, httpUrl: string): Promise<void> {
+      for (const probe of [container.livenessProbe, container.readinessProbe, container.startupProbe]) {
+        if (probe?.httpGet === undefined) continue;
+        const response = await fetch(`${httpUrl}${probe.httpGet.path}`);
         expect(response.status, probe.httpGet.path).toBe(200);
       }
+    }
+
+    it("starts the control plane, then a gateway, and both answer the probes' and the ServiceMonitor's paths", async () => {
+      const controlPlane = byName(base, "Deployment", "operon-control-plane").spec.template.spec.containers[0];
+      const started = await startPod(controlPlane);
+      await answersProbes(controlPlane, started.httpUrl);
+      const gateway = byName(base, "Deployment", "operon-gateway").spec.template.spec.containers[0];
+      const pod = await startPod(gateway);
+      await answersProbes(gateway, pod.httpUrl);
+      // The gateway read the control plane's keys from the database (none yet, but the table was there).
+      expect(pod.output()).toMatch(/API keys, models and operators follow the database/);
+      expect(pod.output()).not.toMatch(/cannot read the/);
       const monitor = byName(base, "ServiceMonitor", "operon").spec.endpoints[0];
-      const metrics = await fetch(metricsUrl!.replace(/\/metrics$/, monitor.path));
+      const metrics = await fetch(pod.metricsUrl.replace(/\/metrics$/, monitor.path));
       expect(metrics.status).toBe(200);
       expect(await metrics.text()).toContain("nv_");
+    }, 120_000);
+
+    it("starts each KServe ServingRuntime's container", async () => {
+      for (const runtime of load(join(KUBERNETES, "kserve/serving-runtime.yaml"))) {
+        const container = runtime.spec.containers[0];
+        const pod = await startPod(container);
+        await answersProbes(container, pod.httpUrl);
+      }
     }, 60_000);
   });
 });

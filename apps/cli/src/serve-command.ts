@@ -1,4 +1,6 @@
 import { createServer } from "node:net";
+import { hostname } from "node:os";
+import { gatewaySessionName } from "@operon/db";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
@@ -18,6 +20,9 @@ import { operonEnvironment } from "./environment.js";
 import { readSecretFile } from "./secret-file.js";
 import { resolveWorkerUser } from "./worker-user.js";
 import { addServeFlags } from "./serve-flag-definitions.js";
+import { serveRoleOf, withModelStore, type ServeRole } from "./serve-role.js";
+import { apiKeysPart, modelStorePart, operatorsPart } from "./shared-parts.js";
+import { SharedState } from "./shared-state.js";
 import { serveFlagsSchema, type ServeFlags } from "./serve-flags.js";
 import { adminCreateCommand } from "./admin-create-hint.js";
 import { logFileOf } from "./log-file.js";
@@ -66,13 +71,21 @@ async function runServe(flags: ServeFlags): Promise<void> {
       "the server runs as root and so do its worker processes: user code (TypeScript models) can read every file of the host; pass --worker-user nobody (or another unprivileged account)",
     );
   }
-  const withControlPlane = flags.controlPlane;
-  const requireApiKey = flags.requireApiKey;
   const dataDir = flags.dataDir;
-  const dirs = withControlPlane ? controlPlaneDirs(dataDir) : undefined;
+  let role: ServeRole;
+  try {
+    role = serveRoleOf(flags, databaseUrlOf({ databaseUrl: flags.databaseUrl, dataDir }));
+  } catch (error) {
+    logger.fatal({ err: (error as Error).message }, "server failed to start");
+    process.exitCode = 1;
+    return;
+  }
+  const withControlPlane = role.controlPlane;
+  const requireApiKey = flags.requireApiKey;
+  const dirs = withControlPlane ? controlPlaneDirs(dataDir, flags.modelStore) : undefined;
   const options = {
-    // Uploaded models form one more repository; the first one given wins on name clashes.
-    modelRepositories: [...flags.modelRepository, ...(dirs ? [dirs.modelStoreDir] : [])],
+    // Uploaded models form one more repository (unless it is one of them already); the first one given wins on name clashes.
+    modelRepositories: withModelStore(flags.modelRepository, dirs?.modelStoreDir),
     httpAddress: flags.httpAddress,
     httpPort: flags.httpPort,
     grpcAddress: flags.grpcAddress,
@@ -143,8 +156,10 @@ async function runServe(flags: ServeFlags): Promise<void> {
   let embeddedDatabase = false;
   let server: OperonServer | undefined;
   let consoleProcess: ConsoleProcess | undefined;
+  let shared: SharedState | undefined;
   const stopAll = async (): Promise<void> => {
     await consoleProcess?.stop().catch(() => undefined);
+    await shared?.close();
     await controlPlane
       ?.stop()
       .catch((error: unknown) =>
@@ -172,6 +187,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
         {
           databaseUrl: databaseUrlOf({ databaseUrl: flags.databaseUrl, dataDir }),
           dataDir,
+          ...(flags.modelStore !== undefined ? { modelStore: flags.modelStore } : {}),
           ...(flags.adminEmail !== undefined ? { adminEmail: flags.adminEmail } : {}),
           ...(adminPassword !== undefined ? { adminPassword } : {}),
           internal,
@@ -216,8 +232,28 @@ async function runServe(flags: ServeFlags): Promise<void> {
         "control plane database ready",
       );
     }
-    // Beyond loopback, model control must not be open to whoever reaches the port.
-    if (!loopbackOnly && options.modelControlMode !== "none" && !requireApiKey && !ring.hasUserAdminKeys()) {
+    // On a cluster, model control is never anonymous, even on loopback before the first key exists:
+    // it needs an admin key (the console uses the control plane's internal one).
+    if (role.name !== "all") ring.noteKeysEverIssued();
+    if (role.sharedKeysUrl !== undefined) {
+      // A gateway beside a control plane: the keys it checks, the models and operators it serves are
+      // the control plane's (PostgreSQL and the shared model store). Keys first: the server starts with them.
+      shared = await SharedState.start({
+        url: role.sharedKeysUrl,
+        parts: [apiKeysPart(ring), modelStorePart(() => server), operatorsPart(() => server, logger)],
+        logger,
+        resyncSecs: flags.sharedStateResyncSecs,
+      });
+    }
+    // Beyond loopback, model control must not be open to whoever reaches the port. The cluster roles
+    // are never open: their model control needs an admin key (GatewayAccessPolicy, locked above).
+    if (
+      role.name === "all" &&
+      !loopbackOnly &&
+      options.modelControlMode !== "none" &&
+      !requireApiKey &&
+      !ring.hasUserAdminKeys()
+    ) {
       throw new Error(
         "refusing to expose model control (load/unload) beyond loopback without API keys: create an admin-scoped key " +
           "(operon keys create --scopes admin,infer ...) and/or pass --require-api-key, listen on 127.0.0.1, or use --model-control-mode none",
@@ -226,8 +262,23 @@ async function runServe(flags: ServeFlags): Promise<void> {
     const anonymousModelControl = flags.anonymousModelControl;
     server = await startOperonServer({
       ...options,
-      ...(withControlPlane || requireApiKey ? { access: { ring, requireApiKey, anonymousModelControl } } : {}),
+      ...(withControlPlane || requireApiKey || shared !== undefined
+        ? { access: { ring, requireApiKey, anonymousModelControl: role.name === "all" && anonymousModelControl } }
+        : {}),
     });
+    if (shared !== undefined) {
+      await shared.resync(); // the operators, now that the server runs
+      const state = shared;
+      server.engine.setReadinessDetail(() => {
+        const status = state.status();
+        return status.current ? undefined : `shared state stale since ${status.readAt ?? "start"}: ${status.problem}`;
+      });
+      if (server.httpPort !== undefined) await shared.showAs(gatewaySessionName(server.httpPort, hostname()));
+      logger.info(
+        { ...shared.status(), resyncSecs: flags.sharedStateResyncSecs },
+        "API keys, models and operators follow the database (LISTEN/NOTIFY, periodic resync)",
+      );
+    }
     if (controlPlane !== undefined) {
       if (server.httpPort === undefined)
         throw new Error(
@@ -280,6 +331,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
       api: api?.apiUrl ?? "off",
       console: consoleProcess?.url ?? "off",
       modelControlMode: options.modelControlMode,
+      role: flags.role,
     },
     "Operon is serving",
   );

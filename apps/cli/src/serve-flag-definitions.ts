@@ -287,6 +287,24 @@ export function addServeFlags(command: Command): Command {
         GATEWAY_DEFAULTS.defaultMaxBatchSize,
       )
       // Operon's control plane and console (not tritonserver flags).
+      .addOption(
+        new Option(
+          "--role <role>",
+          "all: gateway and control plane in one process (one host); gateway: only the gateway, on the PostgreSQL of --database-url: the control plane's API keys, the models of its model store (this gateway's --model-repository) and its operators, followed (LISTEN/NOTIFY, resync every --shared-state-resync-secs); model control always behind an admin key; control-plane: the control plane (API, console, schedulers, uploads into --model-store) with the gateway it uses itself, on PostgreSQL, for N gateways beside it",
+        )
+          .choices(["all", "gateway", "control-plane"])
+          .default("all"),
+      )
+      .option(
+        "--shared-state-resync-secs <secs>",
+        "--role gateway: re-read the shared state (API keys, the model store, operators) this often even without a notification, the safety net for notifications lost while disconnected",
+        parsePositiveInt,
+        30,
+      )
+      .option(
+        "--model-store <path>",
+        "where the control plane stores uploaded models (a model repository its gateway serves too); on a cluster, the volume every gateway reads as its --model-repository; default <data-dir>/models",
+      )
       .option(
         "--control-plane [bool]",
         "run the control plane (database, API, API keys, console) beside the gateway; false = a plain Triton-style server",

@@ -1,3 +1,4 @@
+import { announceChange } from "@operon/db";
 import { randomBytes } from "node:crypto";
 import { resolveControlPlaneOptions, type ControlPlaneOptions, type ResolvedControlPlaneOptions } from "./options.js";
 import type { ApiServices } from "./services.js";
@@ -45,6 +46,10 @@ export class ControlPlane {
     const perfRuns = new PerfRuns(prisma, gateway, resolved.gateway, resolved.logger, resolved.perfRuns);
     // Automatic perf reports: every stored upload, new version, config change and operator version queues a run (unless turned off).
     const onChange: TargetChangeListener = (change) => {
+      // Gateways beside this control plane (operon serve --role gateway) re-read the model store or the operators.
+      announceChange(prisma, change.kind === "MODEL" ? "models" : "operators").catch((error: unknown) =>
+        resolved.logger.warn({ err: (error as Error).message, change }, "could not announce a change to the gateways"),
+      );
       if (change.action.endsWith(".delete")) return perfRuns.targetDeleted({ kind: change.kind, name: change.name });
       void perfRuns.requestAutomatic(
         { kind: change.kind, name: change.name, version: change.version },

@@ -33,3 +33,6 @@ export type {
   BatchJob,
   BatchJobFailure,
 } from "./generated/prisma/client.js";
+export { announceChange, ChangeListener, CHANGE_CHANNEL } from "./change-channel.js";
+export { connectedGateways, gatewaySessionName, GATEWAY_SESSION_PREFIX } from "./change-channel.js";
+export type { ChangeTopic, ChangeListenerOptions, GatewaySession } from "./change-channel.js";

@@ -55,6 +55,12 @@ export interface OperonServer {
   stop(): Promise<void>;
   /** Call first thing on a shutdown signal: backend workers that exit are not restarted any more (stop() does it too). */
   haltRestarts(): void;
+  /**
+   * One pass of the repository poller, in any control mode: loads new models, reloads changed ones,
+   * unloads removed ones (operators registered through the API stay). For a gateway told that the
+   * shared model store changed (`operon serve --role gateway`).
+   */
+  syncRepository(): Promise<void>;
 }
 
 export async function startOperonServer(given: OperonServerOptions): Promise<OperonServer> {
@@ -252,7 +258,16 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     })();
     return stopping;
   };
-  return { httpPort, grpcPort, metricsPort, engine, access, stop, haltRestarts: () => manager.haltRestarts() };
+  return {
+    httpPort,
+    grpcPort,
+    metricsPort,
+    engine,
+    access,
+    stop,
+    haltRestarts: () => manager.haltRestarts(),
+    syncRepository: () => manager.pollOnce(),
+  };
 }
 
 /** The policy of `options.access`: loopback-only when every enabled frontend (HTTP, gRPC) binds a loopback address. */

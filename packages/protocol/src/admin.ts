@@ -27,9 +27,11 @@ const workerInstanceInfoSchema = z.object({
   /**
    * "thread": a thread of the gateway process (pid is the gateway's, tid the
    * thread's; cpuSeconds is the thread's own, its memory is the gateway's, so
-   * rssBytes is null); "process": a worker process of its own.
+   * rssBytes is null); "process": a worker process of its own; "inline": the
+   * gateway's event loop itself (pid is the gateway's; its CPU and memory are the
+   * gateway's, so cpuSeconds and rssBytes are null).
    */
-  isolation: z.enum(["thread", "process"]),
+  isolation: z.enum(["thread", "process", "inline"]),
   /** Linux thread id of a thread instance; absent for processes and elsewhere. */
   tid: z.number().optional(),
   /** null while the worker is (re)starting. */

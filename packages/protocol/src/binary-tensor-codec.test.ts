@@ -146,7 +146,7 @@ describe("encodeInferResponseBody", () => {
   it("writes pure JSON by default", () => {
     const encoded = encodeInferResponseBody(response);
     expect(encoded.headerLength).toBeUndefined();
-    expect(JSON.parse((encoded.body as Buffer).toString())).toEqual({
+    expect(JSON.parse(encoded.body as string)).toEqual({
       model_name: "m",
       model_version: "1",
       id: "req-7",
@@ -189,9 +189,7 @@ describe("encodeInferResponseBody", () => {
 
   it("sends only the requested outputs when some are named", () => {
     const encoded = encodeInferResponseBody(response, { outputs: [{ name: "label" }] });
-    expect(JSON.parse((encoded.body as Buffer).toString()).outputs.map((o: { name: string }) => o.name)).toEqual([
-      "label",
-    ]);
+    expect(JSON.parse(encoded.body as string).outputs.map((o: { name: string }) => o.name)).toEqual(["label"]);
   });
 
   it("writes 64-bit integers and bigint parameters without losing digits", () => {
@@ -203,7 +201,7 @@ describe("encodeInferResponseBody", () => {
       parameters: { sequence_id: 2n ** 60n, small: 3n, flag: true },
       outputs: [{ name: "big", datatype: "INT64", shape: [1], data }],
     });
-    const text = (encoded.body as Buffer).toString();
+    const text = encoded.body as string;
     expect(text).toContain('"data":[-9223372036854775808]');
     expect(JSON.parse(text).parameters).toEqual({ sequence_id: "1152921504606846976", small: 3, flag: true });
     expect(JSON.parse(text)).not.toHaveProperty("id");

@@ -169,8 +169,11 @@ export interface ResponseEncodingOptions {
 }
 
 export interface EncodedInferResponse {
-  /** One buffer for a pure JSON body; the JSON header then each binary output's bytes otherwise. */
-  body: Buffer | Buffer[];
+  /**
+   * The JSON text of a pure JSON body (a string, so node:http sends it in one write with the
+   * response's headers, with no Buffer made for it); the JSON header then each binary output's bytes otherwise.
+   */
+  body: string | Buffer[];
   /** Byte length of the JSON header, set only when binary data follows it. */
   headerLength?: number;
 }
@@ -220,8 +223,9 @@ export function encodeInferResponseBody(
     fields.push(`"parameters":${stringifyParameters(response.parameters)}`);
   }
   fields.push(`"outputs":[${outputTexts.join(",")}]`);
-  const json = Buffer.from(`{${fields.join(",")}}`, "utf8");
-  if (binaryChunks.length === 0) return { body: json };
+  const text = `{${fields.join(",")}}`;
+  if (binaryChunks.length === 0) return { body: text };
+  const json = Buffer.from(text, "utf8");
   return { body: [json, ...binaryChunks], headerLength: json.length };
 }
 

@@ -224,3 +224,30 @@ export function unpackTensors(buffer: ArrayBuffer, tensors: readonly ThreadTenso
   }
   return out;
 }
+
+/**
+ * The in-process contract for an "inline" instance (a model run on the
+ * gateway's event loop itself, see the gateway's InlineInstance): the
+ * gateway imports @operon/worker's in-process-backend.js by path, as it
+ * starts thread-main.js by path, and sees only this shape of it. The same
+ * module loads a thread instance's backend, so both run exactly the same
+ * backend code.
+ */
+export interface InProcessBackendModule {
+  /** Creates and initializes the backend; throws OperonError (UNSUPPORTED for a backend that may not run in the gateway). */
+  loadInProcessBackend(load: InstanceLoad, log: InProcessBackendLog): Promise<InProcessBackend>;
+}
+
+export type InProcessBackendLog = (
+  level: "debug" | "info" | "warn" | "error",
+  message: string,
+  fields?: Record<string, unknown>,
+) => void;
+
+export interface InProcessBackend {
+  readonly inputs: IoInfo[];
+  readonly outputs: IoInfo[];
+  /** Tensors in, tensors out: the caller's buffers are read in place, nothing is copied or transferred. */
+  execute(inputs: Tensor[], outputNames?: string[]): Promise<{ outputs: Tensor[]; timing: ExecuteTiming }>;
+  finalize(): Promise<void>;
+}

@@ -10,8 +10,9 @@ import {
   packTensorsReusing,
   unpackTensors,
 } from "@operon/protocol/thread-wire";
-import type { Backend, BackendLog } from "@operon/backend-api/backend";
-import { createBackend } from "./backends/registry.js";
+import type { BackendLog } from "@operon/backend-api/backend";
+import type { InProcessBackend } from "@operon/protocol/thread-wire";
+import { loadInProcessBackend } from "./in-process-backend.js";
 
 /**
  * Backend instance on a worker_thread of the gateway process
@@ -34,10 +35,7 @@ const post = (message: FromThreadMessage, transfer?: ArrayBuffer[]): void => por
 const log: BackendLog = (level, message, fields) =>
   post({ type: "log", level, message, ...(fields !== undefined ? { fields } : {}) });
 
-/** Backends that may run on a thread of the gateway: native code we vet, never user code. */
-const THREAD_BACKENDS = new Set(["onnxruntime", "echo"]);
-
-let backend: Backend | undefined;
+let backend: InProcessBackend | undefined;
 let queue: Promise<void> = Promise.resolve();
 
 async function load(message: ThreadLoadMessage): Promise<void> {
@@ -47,26 +45,10 @@ async function load(message: ThreadLoadMessage): Promise<void> {
       `thread wire version ${message.wireVersion} asked for; this worker speaks ${THREAD_WIRE_VERSION}`,
     );
   }
-  if (!THREAD_BACKENDS.has(message.backend)) {
-    throw new OperonError(
-      "UNSUPPORTED",
-      `backend '${message.backend}' cannot run on a gateway thread (thread backends: ${[...THREAD_BACKENDS].join(", ")}); use process isolation`,
-    );
-  }
-  const created = await createBackend(message.backend);
-  await created.initialize({
-    modelPath: message.modelPath,
-    config: message.config,
-    instanceName: message.instanceName || instanceName,
-    parameters: message.parameters,
-    ...(message.instanceKind !== undefined ? { instanceKind: message.instanceKind } : {}),
-    ...(message.deviceId !== undefined ? { deviceId: message.deviceId } : {}),
-    log,
-  });
-  backend = created;
-  const { inputs, outputs } = created.metadata();
+  const { type: _type, wireVersion: _wireVersion, ...load } = message;
+  backend = await loadInProcessBackend({ ...load, instanceName: message.instanceName || instanceName }, log);
   const tid = ownThreadId();
-  post({ type: "loaded", inputs, outputs, ...(tid !== undefined ? { tid } : {}) });
+  post({ type: "loaded", inputs: backend.inputs, outputs: backend.outputs, ...(tid !== undefined ? { tid } : {}) });
 }
 
 /** This thread's Linux tid: /proc/thread-self/stat starts with it. */

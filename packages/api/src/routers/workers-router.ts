@@ -1,3 +1,4 @@
+import { connectedGateways } from "@operon/db";
 import { router, viewerProcedure } from "../trpc.js";
 
 /**
@@ -5,6 +6,10 @@ import { router, viewerProcedure } from "../trpc.js";
  * processes, see WorkerInstanceInfo.isolation), the gateway process itself and the host's cores, as the gateway reports them now
  * (GET /v2/operon/workers). CPU is cumulative seconds: the console turns two
  * readings into a utilization.
+ *
+ * `gateways`: the other gateways on this database (`operon serve --role
+ * gateway`), as its session list shows them now: one that stops (or dies)
+ * leaves the list as its connection closes.
  */
 export const workersRouter = router({
   list: viewerProcedure.query(async ({ ctx }) => {
@@ -28,6 +33,7 @@ export const workersRouter = router({
         cpuSeconds: worker.cpuSeconds,
         rssBytes: worker.rssBytes,
       })),
+      gateways: await connectedGateways(ctx.services.prisma),
       readAt: new Date(),
     };
   }),

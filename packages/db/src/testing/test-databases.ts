@@ -72,3 +72,32 @@ export function postgresBackend(): TestDatabaseBackend {
 export function testDatabaseBackends(): TestDatabaseBackend[] {
   return [embeddedBackend(), postgresBackend()];
 }
+
+/**
+ * A fresh, empty PostgreSQL database for tests that hand its URL to other
+ * processes (`operon serve --database-url`); drop() removes it, connections
+ * and all.
+ */
+export async function createTestPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `operon_test_${randomBytes(6).toString("hex")}`;
+  const admin = async (sql: string): Promise<void> => {
+    const client = new pg.Client({ connectionString: TEST_POSTGRES_ADMIN_URL, connectionTimeoutMillis: 5000 });
+    try {
+      await client.connect();
+    } catch (err) {
+      throw new Error(
+        `PostgreSQL is required and is unreachable at ${TEST_POSTGRES_ADMIN_URL} (${(err as Error).message}); ` +
+          `start it (pg_ctlcluster <version> main start) or set OPERON_TEST_POSTGRES_URL`,
+      );
+    }
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE "${name}"`);
+  const url = new URL(TEST_POSTGRES_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
+}

@@ -40,6 +40,8 @@ export interface InferenceEngine {
   serverMetadata(): ServerMetadata;
   isLive(): boolean;
   isReady(): boolean;
+  /** A note on readiness that does not change it (Engine.setReadinessDetail); optional for test engines. */
+  readinessDetail?(): string | undefined;
   /** False (never throws) when the model or version is unknown. */
   isModelReady(name: string, version?: string): boolean;
   /** Throws NOT_FOUND / UNAVAILABLE. */

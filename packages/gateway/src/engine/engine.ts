@@ -114,6 +114,21 @@ export class Engine implements InferenceEngine {
     return true;
   }
 
+  /**
+   * Something an operator should know about this server's readiness that does not make it unready
+   * (a cluster gateway serving without its database: it keeps serving what it read last). The HTTP
+   * frontend sends it in the Operon-Readiness-Detail header of /v2/health/ready; undefined = none.
+   */
+  private readinessNote: (() => string | undefined) | undefined;
+
+  setReadinessDetail(provider: () => string | undefined): void {
+    this.readinessNote = provider;
+  }
+
+  readinessDetail(): string | undefined {
+    return this.readinessNote?.();
+  }
+
   isReady(): boolean {
     if (this.draining || !this.startupDone) return false;
     return !this.info.strictReadiness || this.manager.allModelsReady();

@@ -18,8 +18,12 @@ import type { CancelSignal } from "@operon/protocol/inference";
  * - "process": a worker process with shared memory and a control socket.
  *   Always for user code (the TypeScript backend). A crash or kill fails
  *   only that instance's in-flight requests (UNAVAILABLE) and it restarts.
+ * - "inline": the gateway's event loop itself, asked for per model
+ *   (`operon_isolation: "inline"`), for models that run in microseconds:
+ *   no thread hop at all, but nothing else runs while a batch does
+ *   (InlineInstance). Trusted native backends only, never a server default.
  */
-export type InstanceIsolation = "thread" | "process";
+export type InstanceIsolation = "thread" | "process" | "inline";
 
 /** The backends that may run on a gateway thread; every other backend runs in a process. */
 export const THREAD_CAPABLE_BACKENDS: ReadonlySet<string> = new Set(["onnxruntime", "echo"]);

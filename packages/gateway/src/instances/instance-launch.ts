@@ -9,6 +9,7 @@ import { dirname, join, resolve } from "node:path";
 import { type BackendInstance, type InstanceIsolation, THREAD_CAPABLE_BACKENDS } from "./backend-instance.js";
 import { hostGpus, type GpuInventory } from "./gpu-inventory.js";
 import { placementOf, type InstancePlacement } from "./instance-placement.js";
+import { InlineInstance } from "./inline-instance.js";
 import { ThreadInstance } from "./thread-instance.js";
 import { type BlsRequest, WorkerProcess } from "./worker-process.js";
 import { runWarmup, type WarmupSample } from "./model-warmup.js";
@@ -104,16 +105,16 @@ export function isolationOf(
   const asked = spec.parameters?.[ISOLATION_PARAMETER] ?? parameters?.[ISOLATION_PARAMETER]?.string_value;
   const threadCapable = THREAD_CAPABLE_BACKENDS.has(spec.backend);
   if (asked === undefined || asked === "") return threadCapable ? defaultIsolation : "process";
-  if (asked !== "thread" && asked !== "process") {
+  if (asked !== "thread" && asked !== "process" && asked !== "inline") {
     throw new OperonError(
       "INVALID_ARG",
-      `model '${spec.model}': parameter ${ISOLATION_PARAMETER} must be "thread" or "process", got "${asked}"`,
+      `model '${spec.model}': parameter ${ISOLATION_PARAMETER} must be "thread", "process" or "inline", got "${asked}"`,
     );
   }
-  if (asked === "thread" && !threadCapable) {
+  if (asked !== "process" && !threadCapable) {
     throw new OperonError(
       "INVALID_ARG",
-      `model '${spec.model}': backend '${spec.backend}' runs user code, which always runs in a worker process (${ISOLATION_PARAMETER} "thread" is for ${[...THREAD_CAPABLE_BACKENDS].join(", ")})`,
+      `model '${spec.model}': backend '${spec.backend}' runs user code, which always runs in a worker process (${ISOLATION_PARAMETER} "${asked}" is for ${[...THREAD_CAPABLE_BACKENDS].join(", ")})`,
     );
   }
   return asked;
@@ -144,7 +145,14 @@ export async function launchInstance(
           onLog: (level, message, fields) =>
             options.logger[level]({ ...fields, instance: instanceName, thread: true }, message),
         })
-      : await spawnWorker(spec, instanceName, options);
+      : isolation === "inline"
+        ? InlineInstance.start({
+            entry: join(dirname(options.workerEntry), "in-process-backend.js"),
+            instanceName,
+            onLog: (level, message, fields) =>
+              options.logger[level]({ ...fields, instance: instanceName, inline: true }, message),
+          })
+        : await spawnWorker(spec, instanceName, options);
   try {
     const load = {
       backend: spec.backend,

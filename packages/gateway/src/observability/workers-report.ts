@@ -22,7 +22,8 @@ export async function workersReport(versions: readonly VersionWorkers[], gpus: G
   // Read together: a worker's procfs read takes a few microseconds, and none waits on another.
   await Promise.all(
     workers.map(async (worker) => {
-      if (worker.pid === null) return;
+      // An inline instance's CPU and memory are the gateway's own (reported below), not its own.
+      if (worker.pid === null || worker.isolation === "inline") return;
       if (worker.isolation === "thread") {
         if (worker.tid !== undefined) Object.assign(worker, await readThreadUsage(worker.pid, worker.tid));
         return;

@@ -6,7 +6,9 @@ import { EmptyState } from "@/components/states/empty-state";
 import { QueryView } from "@/components/states/query-view";
 import { useTRPC } from "@/lib/trpc";
 import { useCpuRates } from "./cpu-rates";
+import { ClusterGateways } from "./cluster-gateways";
 import { GatewayProcess } from "./gateway-process";
+import { instanceCountLine } from "./instance-count-line";
 import { type WorkerRow, workerKey, WorkersTable } from "./workers-table";
 
 const REFRESH_MS = 5_000;
@@ -42,6 +44,18 @@ export function WorkersPage() {
               <h2 id="gateway-title">Gateway process</h2>
               <GatewayProcess data={list} cpuRate={cpuRates.get(GATEWAY_KEY)} />
             </section>
+            {list.gateways.length > 0 ? (
+              <section className="card" aria-labelledby="cluster-gateways-title">
+                <div className="section-header">
+                  <h2 id="cluster-gateways-title">Cluster gateways</h2>
+                  <span className="muted small">
+                    {list.gateways.length === 1 ? "1 gateway" : `${list.gateways.length} gateways`} on this database
+                    (operon serve --role gateway)
+                  </span>
+                </div>
+                <ClusterGateways gateways={list.gateways} />
+              </section>
+            ) : null}
             <section className="card" aria-labelledby="workers-title">
               <div className="section-header">
                 <h2 id="workers-title">Model instances</h2>
@@ -62,12 +76,4 @@ export function WorkersPage() {
       </QueryView>
     </>
   );
-}
-
-/** "14 instances: 5 in worker processes, 9 on gateway threads": what the page claims, counted (issue 27, item 7). */
-export function instanceCountLine(workers: readonly Pick<WorkerRow, "isolation">[]): string {
-  const threads = workers.filter((worker) => worker.isolation === "thread").length;
-  const processes = workers.length - threads;
-  const plural = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
-  return `${plural(workers.length, "instance", "instances")}: ${plural(processes, "in a worker process", "in worker processes")}, ${plural(threads, "on a gateway thread", "on gateway threads")}`;
 }

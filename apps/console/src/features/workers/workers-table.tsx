@@ -57,7 +57,11 @@ export function WorkersTable({
       header: "Runs in (PID)",
       sortValue: (worker) => worker.isolation,
       cell: (worker) =>
-        worker.isolation === "thread" ? `gateway thread (${worker.pid ?? "—"})` : `process ${worker.pid ?? "—"}`,
+        worker.isolation === "thread"
+          ? `gateway thread (${worker.pid ?? "—"})`
+          : worker.isolation === "inline"
+            ? `gateway event loop (${worker.pid ?? "—"})`
+            : `process ${worker.pid ?? "—"}`,
       nowrap: true,
     },
     {

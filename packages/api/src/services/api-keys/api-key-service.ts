@@ -1,6 +1,6 @@
 import { API_KEY_SCOPES, generateApiKey, type ApiKeyGrant, type ApiKeyScope } from "@operon/protocol/api-keys";
 import { tenantOfKey } from "../tenants/tenant-of-key.js";
-import type { ApiKey, PrismaClient, Role } from "@operon/db";
+import { announceChange, type ApiKey, type PrismaClient, type Role } from "@operon/db";
 import { AppError, notFound } from "../../app-error.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 
@@ -108,39 +108,18 @@ export class ApiKeyService {
     return () => this.listeners.delete(listener);
   }
 
-  /** Re-reads the valid keys from the database and tells the listeners. */
+  /**
+   * Re-reads the valid keys from the database, tells the listeners, and
+   * announces the change to the other processes on the database (gateways
+   * started with --role gateway re-read it with readUserGrants).
+   */
   async reload(): Promise<void> {
-    const rows = await this.prisma.apiKey.findMany({
-      where: {
-        revokedAt: null,
-        OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }],
-        owner: { disabled: false },
-      },
-      include: {
-        owner: { select: { role: true, email: true } },
-        tenantGroup: { select: { id: true, share: true, policy: true } },
-      },
-    });
-    this.everIssued ||= rows.length > 0 || (await this.prisma.apiKey.count()) > 0;
-    // Traffic shares are on while any tenant group exists: then every grant names its tenant.
-    const sharesOn = (await this.prisma.tenantGroup.count()) > 0;
-    const withScopes = rows.map((row) => ({
-      row,
-      scopes: summarizeApiKey(row).scopes.filter((scope) => SCOPES_BY_ROLE[row.owner.role].includes(scope)),
-    }));
-    this.sharesOn = sharesOn;
-    this.userGrants = withScopes
-      .filter(({ scopes }) => scopes.length > 0)
-      .map(({ row, scopes }) => ({
-        id: row.id,
-        hash: row.keyHash,
-        scopes,
-        priorityLevel: row.priorityLevel,
-        qpsQuota: row.qpsQuota,
-        expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
-        ...(sharesOn ? { tenant: tenantOfKey(row) } : {}),
-      }));
+    const read = await readUserGrants(this.prisma);
+    this.everIssued ||= read.everIssued;
+    this.sharesOn = read.sharesOn;
+    this.userGrants = read.grants;
     this.publish();
+    await announceChange(this.prisma, "api-keys");
   }
 
   /**
@@ -288,4 +267,50 @@ export class ApiKeyService {
       await this.prisma.apiKey.updateMany({ where: { id }, data: { lastUsedAt: new Date(at) } });
     }
   }
+}
+
+/** The user keys' grants as the database holds them now (what every gateway checks requests against). */
+export interface UserGrants {
+  grants: ApiKeyGrant[];
+  /** Some key was ever issued (revoked and expired ones keep their rows): model control stays locked. */
+  everIssued: boolean;
+  /** Traffic shares are on (some tenant group exists): every grant names its tenant. */
+  sharesOn: boolean;
+}
+
+/**
+ * Reads the valid user keys (not revoked, not expired, owner enabled) with
+ * their scopes cut to the owner's role. Read-only: the control plane's
+ * ApiKeyService and the --role gateway processes share it.
+ */
+export async function readUserGrants(prisma: PrismaClient): Promise<UserGrants> {
+  const rows = await prisma.apiKey.findMany({
+    where: {
+      revokedAt: null,
+      OR: [{ expiresAt: null }, { expiresAt: { gt: new Date() } }],
+      owner: { disabled: false },
+    },
+    include: {
+      owner: { select: { role: true, email: true } },
+      tenantGroup: { select: { id: true, share: true, policy: true } },
+    },
+  });
+  const everIssued = rows.length > 0 || (await prisma.apiKey.count()) > 0;
+  const sharesOn = (await prisma.tenantGroup.count()) > 0;
+  const grants = rows
+    .map((row) => ({
+      row,
+      scopes: summarizeApiKey(row).scopes.filter((scope) => SCOPES_BY_ROLE[row.owner.role].includes(scope)),
+    }))
+    .filter(({ scopes }) => scopes.length > 0)
+    .map(({ row, scopes }) => ({
+      id: row.id,
+      hash: row.keyHash,
+      scopes,
+      priorityLevel: row.priorityLevel,
+      qpsQuota: row.qpsQuota,
+      expiresAt: row.expiresAt ? row.expiresAt.getTime() : null,
+      ...(sharesOn ? { tenant: tenantOfKey(row) } : {}),
+    }));
+  return { grants, everIssued, sharesOn };
 }

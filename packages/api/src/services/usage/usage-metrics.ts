@@ -182,7 +182,7 @@ export async function currentUsage(
       avgComputeInferUs: mean(inference.compute_infer.ns, inference.compute_infer.count),
       latencyUs: { p50: quantile(0.5), p90: quantile(0.9), p95: quantile(0.95), p99: quantile(0.99) },
       instances: own?.length ?? null,
-      threadInstances: own?.filter((worker) => worker.isolation === "thread").length ?? null,
+      threadInstances: own?.filter((worker) => worker.isolation !== "process").length ?? null,
       readyInstances: own?.filter((worker) => worker.state === "READY").length ?? null,
       restarts: own !== undefined ? own.reduce((total, worker) => total + worker.restarts, 0) : null,
       cpuSeconds: own !== undefined ? sum(own.map((worker) => worker.cpuSeconds)) : null,

@@ -148,7 +148,7 @@ export async function handleEventStream(
           { ...response, id: response.id ?? request.id, parameters },
           { binaryDataOutput: false, ...(outputs !== undefined ? { outputs } : {}) },
         );
-        events.send((encoded.body as Buffer).toString("utf8"));
+        events.send(encoded.body as string);
       }
       if (final) events.end();
     });

@@ -6,16 +6,23 @@ import { HttpStatusError } from "./http-errors.js";
 /**
  * Response writers. Every body is sent with an exact Content-Length so
  * keep-alive connections can be reused; nothing is written once the client
- * is gone.
+ * is gone. A string body (JSON text) leaves in one write with the headers:
+ * node:http joins a string to its header text, while a Buffer goes as a
+ * second chunk of a writev.
  */
 
 export function sendBody(
   res: ServerResponse,
   status: number,
   headers: OutgoingHttpHeaders,
-  body: Buffer | readonly Buffer[],
+  body: string | Buffer | readonly Buffer[],
 ): void {
   if (res.headersSent || res.destroyed) return;
+  if (typeof body === "string") {
+    res.writeHead(status, headerList(headers, Buffer.byteLength(body, "utf8")));
+    res.end(body, "utf8");
+    return;
+  }
   if (Buffer.isBuffer(body)) {
     res.writeHead(status, headerList(headers, body.length));
     res.end(body);
@@ -48,7 +55,7 @@ function headerList(headers: OutgoingHttpHeaders, length: number): Array<string 
 }
 
 export function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  sendBody(res, status, { "Content-Type": "application/json" }, Buffer.from(JSON.stringify(value), "utf8"));
+  sendBody(res, status, { "Content-Type": "application/json" }, JSON.stringify(value));
 }
 
 /** Health and control endpoints answer with the status alone. */
@@ -73,7 +80,7 @@ export function sendError(
   kind?: ErrorKind,
 ): void {
   const body = kind === undefined ? { error: message } : { error: message, kind };
-  sendBody(res, status, { ...headers, "Content-Type": "application/json" }, Buffer.from(JSON.stringify(body), "utf8"));
+  sendBody(res, status, { ...headers, "Content-Type": "application/json" }, JSON.stringify(body));
 }
 
 export interface ErrorReport {

@@ -33,7 +33,12 @@ export function buildRouter(engine: InferenceEngine, options: RouterOptions): Ro
   const health = (yes: boolean): number => (yes ? 200 : 400);
 
   add("GET", "/v2/health/live", "open", ({ res }) => sendEmpty(res, health(engine.isLive())));
-  add("GET", "/v2/health/ready", "open", ({ res }) => sendEmpty(res, health(engine.isReady())));
+  add("GET", "/v2/health/ready", "open", ({ res }) => {
+    // Still no body (Triton's probes read the status); a note for people rides in a header.
+    const detail = engine.readinessDetail?.();
+    if (detail !== undefined) res.setHeader("Operon-Readiness-Detail", detail.replace(/[^\x20-\x7e]/g, "?"));
+    sendEmpty(res, health(engine.isReady()));
+  });
   add("GET", "/v2", "open", ({ res }) => sendJson(res, 200, engine.serverMetadata()));
   // Before the model routes: "stats" here is the endpoint, not a model name.
   add("GET", "/v2/models/stats", "infer", ({ res }) => sendJson(res, 200, { model_stats: engine.modelStatistics() }));
