@@ -119,6 +119,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     metrics,
     tenantShares,
     maxBytesElements: options.maxBytesElements,
+    defaultIsolation: options.backendIsolation,
     ...(gpuMetrics !== undefined ? { gpus: () => gpuMetrics.readings(cudaVisibleDevices()) } : {}),
   });
 

@@ -73,6 +73,11 @@ export const workersResponseSchema = z.object({
    * Absent from gateways older than the GPU metrics: read as none.
    */
   gpus: z.array(gpuInfoSchema).default([]),
+  /**
+   * Where this gateway runs ONNX Runtime (and echo) instances whose config names no
+   * `operon_isolation` (--backend-isolation). Absent from older gateways: read as unknown.
+   */
+  defaultIsolation: z.enum(["thread", "process"]).optional(),
 });
 /** What the gateway sends and the control plane reads (gpus always present once parsed). */
 export type WorkersResponse = z.infer<typeof workersResponseSchema>;

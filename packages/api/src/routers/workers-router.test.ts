@@ -58,6 +58,8 @@ describe.each(testDatabaseBackends())("workers router on $name", (backend) => {
       expect(worker.cpuSeconds).toBeGreaterThanOrEqual(0);
     }
     expect(await appCodeOf(h.as(null).workers.list())).toBe("UNAUTHENTICATED");
+    // Where the gateway runs ONNX instances whose config names no operon_isolation: the upload form says it.
+    expect(list.defaultIsolation).toBe("thread");
   });
 
   it("says the gateway is unavailable when it is down", async () => {
@@ -74,5 +76,23 @@ describe.each(testDatabaseBackends())("workers router on $name", (backend) => {
     const viewer = createCaller(createInProcessContext(down.services, h.users.VIEWER));
     await expect(viewer.workers.list()).rejects.toThrow(/not reachable/);
     expect(await appCodeOf(viewer.workers.list())).toBe("GATEWAY_UNAVAILABLE");
+  });
+});
+
+describe("the gateway's default isolation", () => {
+  it("is reported as --backend-isolation process says, so the upload form does not claim threads (issue 27 item 7)", async () => {
+    const processGateway = await startTestGateway({
+      modelRepositories: [EXAMPLES],
+      loadModels: [],
+      backendIsolation: "process",
+    });
+    try {
+      const report = (await (await fetch(`${processGateway.httpUrl}/v2/operon/workers`)).json()) as {
+        defaultIsolation?: string;
+      };
+      expect(report.defaultIsolation).toBe("process");
+    } finally {
+      await processGateway.stop();
+    }
   });
 });

@@ -33,6 +33,8 @@ export const workersRouter = router({
         cpuSeconds: worker.cpuSeconds,
         rssBytes: worker.rssBytes,
       })),
+      /** --backend-isolation of the gateway; null from a gateway that does not say. */
+      defaultIsolation: response.defaultIsolation ?? null,
       gateways: await connectedGateways(ctx.services.prisma),
       readAt: new Date(),
     };

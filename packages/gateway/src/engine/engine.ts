@@ -67,6 +67,8 @@ export class Engine implements InferenceEngine {
       maxBytesElements?: number | undefined;
       /** The host's GPU readings (observability/gpu-metrics.ts); unset = none (no NVML). */
       gpus?: (() => GpuInfo[]) | undefined;
+      /** --backend-isolation, reported with the workers so the console says where a new model's instances will run. */
+      defaultIsolation?: "thread" | "process" | undefined;
     },
   ) {
     // Operator steps (ensembles, registered DAGs) call models through this engine's own infer, in process:
@@ -578,7 +580,7 @@ export class Engine implements InferenceEngine {
   }
 
   workers(): Promise<WorkersResponse> {
-    return workersReport(this.manager.workerInstances(), this.info.gpus?.() ?? []);
+    return workersReport(this.manager.workerInstances(), this.info.gpus?.() ?? [], this.info.defaultIsolation);
   }
 }
 

@@ -14,7 +14,11 @@ export interface VersionWorkers {
  * resident memory read from procfs (a thread instance: its thread's CPU
  * time), the gateway process's own, the host's cores and its GPUs.
  */
-export async function workersReport(versions: readonly VersionWorkers[], gpus: GpuInfo[]): Promise<WorkersResponse> {
+export async function workersReport(
+  versions: readonly VersionWorkers[],
+  gpus: GpuInfo[],
+  defaultIsolation?: "thread" | "process",
+): Promise<WorkersResponse> {
   const workers: WorkerInstanceInfo[] = [];
   for (const { model, version, instances } of versions) {
     for (const instance of instances) workers.push({ model, version, ...instance, cpuSeconds: null, rssBytes: null });
@@ -37,5 +41,6 @@ export async function workersReport(versions: readonly VersionWorkers[], gpus: G
     hostCpuCores: availableParallelism(),
     gateway: { pid: process.pid, cpuSeconds: (cpu.user + cpu.system) / 1e6, rssBytes: process.memoryUsage().rss },
     gpus,
+    ...(defaultIsolation !== undefined ? { defaultIsolation } : {}),
   };
 }

@@ -31,10 +31,11 @@ export function WorkersPage() {
     <>
       <PageHeader title="Workers">
         <p>
-          Each model instance runs where its backend is trusted to run: ONNX Runtime and vetted native backends on a
-          thread of the gateway process, TypeScript and user native backends in a worker process of their own (the
-          &quot;Runs in&quot; column says which). This page asks the gateway every {REFRESH_MS / 1000} s. CPU now is the
-          share of one core since the previous reading.
+          Each model instance runs where its backend is trusted to run: ONNX Runtime on a thread of the gateway process
+          unless the server&apos;s --backend-isolation or the model&apos;s config says otherwise (a worker process, or
+          the gateway&apos;s event loop for tiny models), TypeScript and native backends in a worker process of their
+          own (the &quot;Runs in&quot; column says which). This page asks the gateway every {REFRESH_MS / 1000} s. CPU
+          now is the share of one core since the previous reading.
         </p>
       </PageHeader>
       <QueryView query={workers} loadingLabel="Asking the gateway…">

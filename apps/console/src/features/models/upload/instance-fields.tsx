@@ -4,6 +4,7 @@ import { SelectField } from "@/components/form/select-field";
 import type { ApiProblem } from "@/lib/api-problem";
 import { INSTANCE_KINDS, instanceGroupOf, withInstanceGroup, type ConfigDraft } from "./config-draft";
 import { errorAt } from "./config-field-errors";
+import { instancePlacementHint } from "./instance-placement-hint";
 import { ParsedTextField } from "./parsed-text-field";
 import { formatOptionalNumber, parseWholeNumber } from "./parse-values";
 
@@ -13,11 +14,14 @@ export function InstanceFields({
   problem,
   onChange,
   reporter,
+  defaultIsolation,
 }: {
   draft: ConfigDraft;
   problem: ApiProblem | null;
   onChange: (draft: ConfigDraft) => void;
   reporter: (key: string) => (message: string | undefined) => void;
+  /** The gateway's --backend-isolation; null while unknown. */
+  defaultIsolation: "thread" | "process" | null;
 }) {
   const group = instanceGroupOf(draft);
   const kinds = INSTANCE_KINDS.some((kind) => kind.value === group.kind)
@@ -38,7 +42,7 @@ export function InstanceFields({
         hint={
           group.groups > 1
             ? `The first of ${group.groups} instance groups; edit the others in the JSON.`
-            : "Each instance is an ONNX Runtime session on a thread of the gateway process (ONNX Runtime's default isolation); the Workers page shows where each one runs."
+            : instancePlacementHint(draft, defaultIsolation)
         }
         error={
           errorAt(problem, { path: "instance_group[0].count" }) ??

@@ -1,5 +1,6 @@
 "use client";
 
+import { useQuery } from "@tanstack/react-query";
 import { useEffect, useRef, useState, type FormEvent } from "react";
 import { FormAlert } from "@/components/form/form-alert";
 import { TextField } from "@/components/form/text-field";
@@ -13,6 +14,7 @@ import { TensorFieldset } from "./tensor-fieldset";
 import type { UploadSignature } from "./use-model-upload";
 import { useLocalErrors } from "./use-local-errors";
 import { SubmitButton } from "@/components/form/submit-button";
+import { useTRPC } from "@/lib/trpc";
 
 const FIXED_FIELDS: FieldPath[] = [
   { path: "max_batch_size" },
@@ -52,6 +54,10 @@ export function UploadConfigForm({
   const [draft, setDraft] = useState<ConfigDraft>(() => signature.suggestedConfig as ConfigDraft);
   const [description, setDescription] = useState("");
   const { hasErrors, reporter } = useLocalErrors();
+  // Where the gateway runs ONNX instances by default, so the instance hint says what will really happen.
+  const trpc = useTRPC();
+  const workers = useQuery(trpc.workers.list.queryOptions());
+  const defaultIsolation = workers.data?.defaultIsolation ?? null;
   // Step two appears below the file form once the file has arrived: bring it into view and
   // move focus to it, so neither a sighted nor a screen-reader user misses that it is there.
   const title = useRef<HTMLHeadingElement>(null);
@@ -108,7 +114,13 @@ export function UploadConfigForm({
       {signature.configNote !== null ? <p className="notice">Note: {signature.configNote}.</p> : null}
       <div className="config-groups">
         <BatchingFields draft={draft} problem={problem} onChange={setDraft} reporter={reporter} />
-        <InstanceFields draft={draft} problem={problem} onChange={setDraft} reporter={reporter} />
+        <InstanceFields
+          draft={draft}
+          problem={problem}
+          onChange={setDraft}
+          reporter={reporter}
+          defaultIsolation={defaultIsolation}
+        />
       </div>
       {tensorGroup("input", signature.inputs)}
       {tensorGroup("output", signature.outputs)}
