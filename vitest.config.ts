@@ -1,4 +1,3 @@
-import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
 
 // Unit tests sit beside the code (packages/*/src/**/*.test.ts); system tests
@@ -7,8 +6,7 @@ import { defineConfig } from "vitest/config";
 // processes that system tests spawn run the built dist/ output.
 //
 // Two projects: "system" (units and protocol-level system tests, files in
-// parallel, at least two at a time: SYSTEM_WORKERS) and "browser" (the
-// console in Chromium, e2e/browser). Each
+// parallel) and "browser" (the console in Chromium, e2e/browser). Each
 // browser spec starts a whole system (gateway, workers, API, Next.js
 // console), so those specs run one file at a time, after the rest (see the
 // root "test" script): on a 2-core machine several consoles starting at once
@@ -17,15 +15,6 @@ const shared = {
   exclude: ["**/node_modules/**", "**/dist/**", "**/.next/**"],
   pool: "forks" as const,
 };
-
-// Vitest runs as many files at once as there are cores less one: on CI's
-// 2 cores that is ONE, so the system project ran its files strictly in
-// series, while much of a system test's time is spent waiting on the
-// processes it drives (a server starting, workers answering) with a core
-// idle. Two at a time on 2 cores; more cores keep vitest's default. The
-// files share nothing (free ports, their own temporary folders and
-// databases). VITEST_MAX_WORKERS=1 runs them one at a time again.
-const SYSTEM_WORKERS = Math.max(2, availableParallelism() - 1);
 
 export default defineConfig({
   resolve: { conditions: ["source"] },
@@ -36,7 +25,6 @@ export default defineConfig({
         test: {
           ...shared,
           name: "system",
-          maxWorkers: SYSTEM_WORKERS,
           include: [
             "packages/*/src/**/*.test.ts",
             "apps/*/src/**/*.test.ts",
