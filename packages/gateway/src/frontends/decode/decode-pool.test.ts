@@ -30,7 +30,8 @@ describe("decode pool", () => {
   });
 
   it("fails only the body that ran its thread out of heap; the one queued behind it decodes on the new thread", async () => {
-    pool = new DecodePool({ threads: 1, maxHeapMb: 32 });
+    // The time limit far out of the way: on a slow host the decode would otherwise hit it before the heap limit.
+    pool = new DecodePool({ threads: 1, maxHeapMb: 32, maxDecodeMs: 55_000 });
     const heavy = pool.decodeJson(manyStrings(3_000_000), true);
     const behind = pool.decodeJson(innocent(), true);
     const failure = await failureOf(heavy);
