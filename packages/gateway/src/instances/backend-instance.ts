@@ -132,3 +132,17 @@ export interface WorkerExecuteResult {
   /** Response parameters the backend set; absent = none. */
   parameters?: WireParameters;
 }
+
+/**
+ * executeStream for instances that are never decoupled (thread and inline): the one execution's
+ * result as the one response, final; its failure as a final error response.
+ */
+export function oneResponseStream(
+  execution: Promise<WorkerExecuteResult>,
+  onResponse: (response: StreamResponse) => void,
+): Promise<void> {
+  return execution.then(
+    (result) => onResponse({ outputs: result.outputs, final: true }),
+    (error: unknown) => onResponse({ error: error as OperonError, final: true }),
+  );
+}

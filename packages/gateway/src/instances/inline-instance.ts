@@ -6,15 +6,16 @@ import { logIdFields } from "@operon/protocol/logger";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { InProcessBackend, InProcessBackendModule } from "@operon/protocol/thread-wire";
 import type { IoInfo } from "@operon/protocol/worker-wire";
-import type {
-  BackendInstance,
-  BlsRequestHandler,
-  ExecuteRequestOptions,
-  StreamRequestOptions,
-  StreamResponse,
-  WorkerExecuteResult,
-  WorkerExitInfo,
-  WorkerLoadSpec,
+import {
+  type BackendInstance,
+  type BlsRequestHandler,
+  type ExecuteRequestOptions,
+  oneResponseStream,
+  type StreamRequestOptions,
+  type StreamResponse,
+  type WorkerExecuteResult,
+  type WorkerExitInfo,
+  type WorkerLoadSpec,
 } from "./backend-instance.js";
 
 export interface InlineInstanceOptions {
@@ -113,10 +114,7 @@ export class InlineInstance extends EventEmitter implements BackendInstance {
     onResponse: (response: StreamResponse) => void,
     options?: StreamRequestOptions,
   ): Promise<void> {
-    return this.execute(inputs, outputNames, options).then(
-      (result) => onResponse({ outputs: result.outputs, final: true }),
-      (error: unknown) => onResponse({ error: error as OperonError, final: true }),
-    );
+    return oneResponseStream(this.execute(inputs, outputNames, options), onResponse);
   }
 
   /** Lets queued executions finish, then finalizes the backend. Idempotent. */

@@ -12,7 +12,7 @@ import {
   unpackTensors,
 } from "@operon/protocol/thread-wire";
 import type { IoInfo } from "@operon/protocol/worker-wire";
-import type { BackendInstance } from "./backend-instance.js";
+import { type BackendInstance, oneResponseStream } from "./backend-instance.js";
 import type {
   BlsRequestHandler,
   ExecuteRequestOptions,
@@ -129,10 +129,7 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
     onResponse: (response: StreamResponse) => void,
     options?: StreamRequestOptions,
   ): Promise<void> {
-    return this.execute(inputs, outputNames, options).then(
-      (result) => onResponse({ outputs: result.outputs, final: true }),
-      (error: unknown) => onResponse({ error: error as OperonError, final: true }),
-    );
+    return oneResponseStream(this.execute(inputs, outputNames, options), onResponse);
   }
 
   stop(timeoutMs = 5000): Promise<void> {
