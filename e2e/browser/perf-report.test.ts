@@ -54,29 +54,12 @@ describe("console: a perf report for add_sub", () => {
     reportPath = new URL(page.url()).pathname;
     await visible(heading(page, "Perf report: model add_sub v1"));
 
-    // One latency unit for the whole report (charts, captions, table), picked by the largest latency stored.
+    // One latency unit for the whole report (charts, captions, table): milliseconds, the console's one latency unit
+    // on every page (issue 27 item 10), whatever the report's largest latency.
     const api = await signedInApiSession(system.operon, ADMIN);
     const id = reportPath.split("/").pop()!;
     const stored = await api.client.perf.get.query({ id });
-    const largest = Math.max(
-      ...stored.samples.flatMap((sample) =>
-        [
-          sample.latencyP50Us,
-          sample.latencyP90Us,
-          sample.latencyP95Us,
-          sample.latencyP99Us,
-          sample.latencyAvgUs,
-          sample.queueUs,
-          sample.computeUs,
-        ].filter((value): value is number => value !== null),
-      ),
-    );
-    const [unit, unitName, usPerUnit] =
-      largest >= 1_000_000
-        ? ["s", "seconds", 1_000_000]
-        : largest >= 1000
-          ? ["ms", "milliseconds", 1000]
-          : ["µs", "microseconds", 1];
+    const [unit, unitName, usPerUnit] = ["ms", "milliseconds", 1000] as const;
 
     const curve = await visible(chartFigure(page, "Throughput vs p95 latency"));
     expect(await drawnPoints(curve)).toBe(2);
@@ -104,8 +87,8 @@ describe("console: a perf report for add_sub", () => {
     const rows = table.locator("tbody tr");
     expect(await rows.count()).toBe(2);
     const shown = (cell: string) => Number(cell.replace(/,/g, ""));
-    // Whole µs; otherwise 2 decimals below 10, 1 below 100, none above (the console's formatNumber).
-    const rounding = (value: number) => (unit === "µs" || value >= 100 ? 0.5 : value >= 10 ? 0.05 : 0.005) + 1e-9;
+    // 3 decimals below 1 ms, 2 below 10, 1 below 100, none above (the console's formatLatencyValue).
+    const rounding = (value: number) => (value >= 100 ? 0.5 : value >= 10 ? 0.05 : value >= 1 ? 0.005 : 0.0005) + 1e-9;
     for (const [index, sample] of stored.samples.entries()) {
       const cells = await rows.nth(index).locator("th, td").allTextContents();
       expect(cells[0]).toBe(String(sample.concurrency));
@@ -125,6 +108,30 @@ describe("console: a perf report for add_sub", () => {
       const cells = await rows.nth(index).locator("th, td").allTextContents();
       expect(cells[stableColumn]).toBe(step.stable ? "yes" : "no: windows did not agree");
     }
+    expect(system.session.errors).toEqual([]);
+  }, 60_000);
+
+  it("writes the best step's p99 the same on the model's page as in the report's table (issue 27 item 10)", async () => {
+    const { page } = system.session;
+    const api = await signedInApiSession(system.operon, ADMIN);
+    const stored = await api.client.perf.get.query({ id: reportPath.split("/").pop()! });
+    const best = stored.summary!.best!;
+    const table = page.getByRole("table", { name: /latencies and server times in milliseconds/ });
+    const row = table
+      .locator("tbody tr")
+      .filter({ has: page.getByRole("rowheader", { name: String(best.concurrency), exact: true }) });
+    const headers = await table.getByRole("columnheader").allTextContents();
+    const inReport = (await row.locator("th, td").allTextContents())[headers.indexOf("p99 (ms)")]!;
+    expect(inReport).toMatch(/^[\d.,]+$/);
+
+    await page.goto(`${system.operon.consoleUrl}/models/add_sub`);
+    await visible(heading(page, "add_sub"));
+    const summary = await visible(page.getByText(/^Best: .* at concurrency \d+, p99 /));
+    expect(await summary.textContent()).toMatch(
+      new RegExp(`at concurrency ${best.concurrency}, p99 ${inReport.replace(/[.]/g, "\\.")} ms$`),
+    );
+    await page.goto(`${system.operon.consoleUrl}${reportPath}`);
+    await visible(heading(page, "Perf report: model add_sub v1"));
     expect(system.session.errors).toEqual([]);
   }, 60_000);
 
@@ -192,25 +199,11 @@ describe("console: a perf report for add_sub", () => {
 
     const api = await signedInApiSession(system.operon, ADMIN);
     const [a, b] = await Promise.all([idA, idB].map((id) => api.client.perf.get.query({ id })));
-    const largest = Math.max(
-      ...[...a!.samples, ...b!.samples].flatMap((sample) =>
-        [
-          sample.latencyP50Us,
-          sample.latencyP90Us,
-          sample.latencyP95Us,
-          sample.latencyP99Us,
-          sample.latencyAvgUs,
-          sample.queueUs,
-          sample.computeUs,
-        ].filter((value): value is number => value !== null),
-      ),
-    );
-    const [unit, usPerUnit] = largest >= 1_000_000 ? ["s", 1_000_000] : largest >= 1000 ? ["ms", 1000] : ["µs", 1];
+    // Milliseconds, as every latency in the console.
+    const [unit, usPerUnit] = ["ms", 1000] as const;
     const table = await visible(
       page.getByRole("table", {
-        name: new RegExp(
-          `^Steps of reports A and B; latencies in ${unit === "µs" ? "micro" : unit === "ms" ? "milli" : ""}seconds`,
-        ),
+        name: new RegExp("^Steps of reports A and B; latencies in milliseconds"),
       }),
     );
     expect(await table.getByRole("columnheader").allTextContents()).toEqual([

@@ -5,6 +5,8 @@ import {
   formatHours,
   formatInteger,
   formatMoney,
+  formatLatencyUs,
+  formatLatencyValue,
   formatMs,
   formatNumber,
   formatPercent,
@@ -51,6 +53,18 @@ describe("the console's number formats", () => {
     expect([formatPercent(0.0004), formatPercent(0.123), formatPercent(1)]).toEqual(["0.04 %", "12.3 %", "100 %"]);
     expect(formatSeconds(12.345)).toBe("12.3 s");
     expect(formatSmall(0.000123456)).toBe("0.000123");
+  });
+
+  it("writes every latency in milliseconds, whether the API gave µs or ms", () => {
+    expect([formatLatencyUs(42.3), formatLatencyUs(412), formatLatencyUs(3141.59), formatLatencyUs(120_400)]).toEqual([
+      "0.042 ms",
+      "0.412 ms",
+      "3.14 ms",
+      "120 ms",
+    ]);
+    expect(formatLatencyUs(412)).toBe(formatMs(0.412));
+    expect([formatLatencyValue(0.412), formatLatencyValue(31.42)]).toEqual(["0.412", "31.4"]);
+    expect([formatLatencyUs(null), formatMs(undefined), formatLatencyValue(Number.NaN)]).toEqual(["—", "—", "—"]);
   });
 
   it("writes money in its currency at one precision, the currency's own, with '< 0.01' for a crumb", () => {

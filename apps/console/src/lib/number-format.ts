@@ -30,12 +30,27 @@ export function formatCount(value: number | null | undefined, singular: string, 
   return `${rounded.toLocaleString()} ${rounded === 1 ? singular : plural}`;
 }
 
-/** Milliseconds; below 1 ms with up to three decimals, so sub-millisecond latencies stay apart ("0.042 ms", "3.14 ms"). */
+/**
+ * Latencies: the console's one unit for them is the millisecond, on every page (the Overview, a model's page, perf
+ * reports and their comparison, config searches, Try it, step timings), so the same latency reads the same
+ * everywhere (issue 27 item 10). The API measures in µs (formatLatencyUs) or ms (formatMs).
+ *
+ * The number alone, for a column or axis whose label names "(ms)": below 1 ms with up to three decimals, so
+ * sub-millisecond latencies stay apart ("0.042", "3.14", "120").
+ */
+export function formatLatencyValue(ms: number | null | undefined): string {
+  if (!known(ms)) return EMPTY;
+  return Math.abs(ms) < 1 ? ms.toLocaleString(undefined, { maximumFractionDigits: 3 }) : formatNumber(ms);
+}
+
+/** A latency in milliseconds, with its unit ("0.042 ms", "3.14 ms"). */
 export function formatMs(value: number | null | undefined): string {
-  if (!known(value)) return EMPTY;
-  const text =
-    Math.abs(value) < 1 ? value.toLocaleString(undefined, { maximumFractionDigits: 3 }) : formatNumber(value);
-  return `${text} ms`;
+  return known(value) ? `${formatLatencyValue(value)} ms` : EMPTY;
+}
+
+/** A latency the API gives in microseconds, written as every latency is (formatMs). */
+export function formatLatencyUs(us: number | null | undefined): string {
+  return formatMs(usToMs(us));
 }
 
 /** Microseconds as milliseconds (the API measures latency in µs; people read ms). */

@@ -5,6 +5,8 @@ import { useState, type FormEvent } from "react";
 import { FormAlert } from "@/components/form/form-alert";
 import { TextField } from "@/components/form/text-field";
 import { useFormProblem } from "@/components/form/use-form-problem";
+import { fieldChecks, required } from "@/components/form/field-checks";
+import { newPasswordChecks } from "@/components/form/password-checks";
 import { fieldMessage, formMessage } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
 import { SubmitButton } from "@/components/form/submit-button";
@@ -14,7 +16,7 @@ const FIELDS = ["currentPassword", "newPassword", "confirmPassword"];
 /** Changes the signed-in user's password; the API signs out their other sessions and says how many. */
 export function ChangePasswordForm() {
   const trpc = useTRPC();
-  const { problem, clear, fromError, atField } = useFormProblem();
+  const { problem, clear, fromError, atFields } = useFormProblem();
   const [done, setDone] = useState<string | null>(null);
   const change = useMutation(trpc.auth.changePassword.mutationOptions({ onError: fromError }));
 
@@ -26,9 +28,16 @@ export function ChangePasswordForm() {
     const form = new FormData(formElement);
     const currentPassword = String(form.get("currentPassword") ?? "");
     const newPassword = String(form.get("newPassword") ?? "");
-    // Typed twice, checked here: the API never sees the confirmation.
-    if (newPassword !== String(form.get("confirmPassword") ?? "")) {
-      atField("confirmPassword", "does not match the new password");
+    const found = fieldChecks([
+      ["currentPassword", required(currentPassword)],
+      ...newPasswordChecks(
+        { password: newPassword, confirmPassword: String(form.get("confirmPassword") ?? "") },
+        { password: "newPassword", confirmPassword: "confirmPassword" },
+        "does not match the new password",
+      ),
+    ]);
+    if (found.length > 0) {
+      atFields(found);
       return;
     }
     change.mutate(

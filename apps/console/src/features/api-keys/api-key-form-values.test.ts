@@ -40,7 +40,14 @@ describe("parseApiKeyForm", () => {
     });
   });
 
-  it("leaves name and scope rules to the API, which reports them at their fields", () => {
-    expect(parseApiKeyForm(form({ name: "" }))).toEqual({ ok: true, input: { name: "", scopes: [] } });
+  it("checks the API's name and scope rules too, so they show with the number errors on the first submit", () => {
+    expect(parseApiKeyForm(form({ name: " ", priorityLevel: "-1" }))).toEqual({
+      ok: false,
+      fieldErrors: [
+        { path: "name", message: "required" },
+        { path: "scopes", message: "pick at least one scope" },
+        { path: "priorityLevel", message: "a whole number, 0 or more" },
+      ],
+    });
   });
 });

@@ -1,3 +1,4 @@
+import { fieldChecks, required } from "../../components/form/field-checks";
 import type { RouterInputs } from "@/lib/api-types";
 
 export type CreateApiKeyInput = RouterInputs["apiKeys"]["create"];
@@ -25,6 +26,14 @@ export function parseApiKeyForm(form: FormData): ParsedApiKeyForm {
     if (Number.isNaN(end.getTime())) fieldErrors.push({ path: "expiresAt", message: "not a date" });
     else expiresAt = end.toISOString();
   }
+  // The API's rules for the name and scopes (api-keys-router.ts): checked here too, so a bad name shows with a bad
+  // number on the first submit rather than after it.
+  fieldErrors.unshift(
+    ...fieldChecks([
+      ["name", required(name)],
+      ["scopes", scopes.length === 0 && "pick at least one scope"],
+    ]),
+  );
   if (fieldErrors.length > 0) return { ok: false, fieldErrors };
   return {
     ok: true,

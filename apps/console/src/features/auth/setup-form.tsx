@@ -12,6 +12,8 @@ import { LoadingState } from "@/components/states/loading-state";
 import { fieldMessage, formMessage } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
 import { useFormProblem } from "@/components/form/use-form-problem";
+import { fieldChecks, required } from "@/components/form/field-checks";
+import { newPasswordChecks } from "@/components/form/password-checks";
 
 const FIELDS = ["token", "email", "name", "password", "confirmPassword"];
 
@@ -22,7 +24,7 @@ export function SetupForm() {
   const queryClient = useQueryClient();
   const tokenFromLink = useSearchParams().get("token") ?? "";
   const session = useQuery({ ...trpc.auth.session.queryOptions(), staleTime: 0 });
-  const { problem, clear, fromError, atField } = useFormProblem();
+  const { problem, clear, fromError, atFields } = useFormProblem();
   const completeSetup = useMutation(
     trpc.auth.completeSetup.mutationOptions({
       onSuccess: ({ user }) => {
@@ -51,14 +53,25 @@ export function SetupForm() {
     clear();
     const form = new FormData(event.currentTarget);
     const password = String(form.get("password") ?? "");
-    if (password !== String(form.get("confirmPassword") ?? "")) {
-      atField("confirmPassword", "the two passwords differ");
+    const token = String(form.get("token") ?? "").trim();
+    const email = String(form.get("email") ?? "");
+    const found = fieldChecks([
+      ["token", required(token)],
+      ["email", required(email)],
+      ...newPasswordChecks(
+        { password, confirmPassword: String(form.get("confirmPassword") ?? "") },
+        { password: "password", confirmPassword: "confirmPassword" },
+        "the two passwords differ",
+      ),
+    ]);
+    if (found.length > 0) {
+      atFields(found);
       return;
     }
     const name = String(form.get("name") ?? "").trim();
     completeSetup.mutate({
-      token: String(form.get("token") ?? "").trim(),
-      email: String(form.get("email") ?? ""),
+      token,
+      email,
       ...(name ? { name } : {}),
       password,
     });

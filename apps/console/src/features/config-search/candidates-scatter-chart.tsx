@@ -4,7 +4,7 @@ import { CartesianGrid, Legend, ReferenceLine, Scatter, ScatterChart, Tooltip, X
 import { ChartFigure } from "@/features/charts/chart-figure";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
 import { formatTick } from "@/features/charts/number-format";
-import { formatNumber } from "@/lib/number-format";
+import { formatLatencyValue, formatNumber } from "@/lib/number-format";
 import { scatterPoints, scatterSummary, type CandidateShape } from "./search-view-model";
 
 const FRONT_COLOR = "#047857";
@@ -34,7 +34,7 @@ export function CandidatesScatterChart({
   return (
     <ChartFigure
       title="Throughput vs p99 latency"
-      summary={scatterSummary(points, p99BudgetMs, (value) => formatNumber(value))}
+      summary={scatterSummary(points, p99BudgetMs, (value) => formatNumber(value), formatLatencyValue)}
       hasData={points.all.length > 0}
       emptyText="No candidate measured yet."
     >

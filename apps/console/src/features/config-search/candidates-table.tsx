@@ -1,5 +1,12 @@
 import { DataTable, type DataColumn } from "@/components/data-table/data-table";
-import { formatInteger, formatMoney, formatNumber, perMillionInferences } from "@/lib/number-format";
+import {
+  formatInteger,
+  formatLatencyValue,
+  formatMoney,
+  formatNumber,
+  perMillionInferences,
+  usToMs,
+} from "@/lib/number-format";
 import { ApplyCandidateButton } from "./apply-candidate-button";
 import type { SearchCandidate } from "./config-search-types";
 import { candidateLabel } from "./search-view-model";
@@ -73,7 +80,7 @@ export function CandidatesTable({
       header: "p99 (ms)",
       numeric: true,
       sortValue: (candidate) => candidate.latencyP99Us ?? undefined,
-      cell: (candidate) => formatNumber(candidate.latencyP99Us === null ? null : candidate.latencyP99Us / 1000, 3),
+      cell: (candidate) => formatLatencyValue(usToMs(candidate.latencyP99Us)),
     },
     {
       id: "cost",

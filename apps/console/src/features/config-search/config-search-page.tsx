@@ -10,7 +10,7 @@ import { useSignedInUser } from "@/components/shell/session-context";
 import { EmptyState } from "@/components/states/empty-state";
 import { QueryView } from "@/components/states/query-view";
 import { ConfirmButton } from "@/components/confirm-button";
-import { formatMoney, formatNumber, perMillionInferences } from "@/lib/number-format";
+import { formatLatencyUs, formatMoney, formatMs, formatNumber, perMillionInferences } from "@/lib/number-format";
 import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
 import { CandidatesScatterChart } from "./candidates-scatter-chart";
@@ -179,7 +179,7 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
         <FactList
           facts={[
             ["Objective", OBJECTIVE_LABELS[search.objective]],
-            ["p99 budget", `${formatNumber(budgetMs)} ms`],
+            ["p99 budget", formatMs(budgetMs)],
             [
               "Priced with",
               search.hardware
@@ -210,8 +210,7 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
                   #{recommended.index + 1}: {candidateLabel(recommended)}
                 </strong>
                 <br />
-                {formatNumber(recommended.throughput)} inferences/s at p99{" "}
-                {formatNumber((recommended.latencyP99Us ?? 0) / 1000, 3)} ms
+                {formatNumber(recommended.throughput)} inferences/s at p99 {formatLatencyUs(recommended.latencyP99Us)}
                 {currency !== null
                   ? `, ${formatMoney(perMillionInferences(recommended.costPer1000), currency)} per 1M inferences`
                   : ""}
@@ -228,8 +227,8 @@ function SearchView({ search, canManage }: { search: ConfigSearchDetail; canMana
             </div>
           ) : (
             <p className="notice">
-              No candidate met the p99 budget of {formatNumber(budgetMs)} ms, so none is recommended. A measured
-              candidate can still be applied from the table.
+              No candidate met the p99 budget of {formatMs(budgetMs)}, so none is recommended. A measured candidate can
+              still be applied from the table.
             </p>
           )}
           {applied !== null ? (

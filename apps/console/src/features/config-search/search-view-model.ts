@@ -69,13 +69,15 @@ export function scatterSummary(
   points: ReturnType<typeof scatterPoints>,
   budgetMs: number,
   format: (value: number) => string,
+  /** Latencies' digits (the console writes them with formatLatencyValue); `format` unless given. */
+  formatLatency: (ms: number) => string = format,
 ): string {
   if (points.all.length === 0) return "No candidate was measured yet.";
   const front = points.front
-    .map((point) => `${point.label} ${format(point.throughput)} infer/s at ${format(point.p99Ms)} ms`)
+    .map((point) => `${point.label} ${format(point.throughput)} infer/s at ${formatLatency(point.p99Ms)} ms`)
     .join("; ");
   const recommended = points.recommended
-    ? `Recommended: ${points.recommended.label}, ${format(points.recommended.throughput)} infer/s at p99 ${format(points.recommended.p99Ms)} ms.`
+    ? `Recommended: ${points.recommended.label}, ${format(points.recommended.throughput)} infer/s at p99 ${formatLatency(points.recommended.p99Ms)} ms.`
     : "No candidate met the budget, so none is recommended.";
-  return `${points.all.length} ${points.all.length === 1 ? "candidate" : "candidates"}, p99 budget ${format(budgetMs)} ms. Pareto front: ${front}. ${recommended}`;
+  return `${points.all.length} ${points.all.length === 1 ? "candidate" : "candidates"}, p99 budget ${formatLatency(budgetMs)} ms. Pareto front: ${front}. ${recommended}`;
 }

@@ -51,6 +51,18 @@ describe("the hardware profile form", () => {
     ]);
   });
 
+  it("names an empty name with the fields it cannot read, all on one submit", () => {
+    const parsed = parseProfileForm(
+      form({ name: "", kind: "GPU", cpuCores: "0", gpuPricePercent: "120", costPerHour: "-2" }),
+    );
+    expect(parsed.ok ? [] : parsed.fieldErrors).toEqual([
+      { path: "costPerHour", message: "a number, 0 or more" },
+      { path: "name", message: "required" },
+      { path: "cpuCores", message: "at least 1 (leave it empty when not known)" },
+      { path: "gpuPriceShare", message: "at most 100 %" },
+    ]);
+  });
+
   it("reads the GPU share of the price in percent", () => {
     const parsed = parseProfileForm(
       form({ name: "g", kind: "GPU", gpuCount: "1", gpuPricePercent: "62.5", costPerHour: "3", currency: "USD" }),

@@ -1,3 +1,4 @@
+import { fieldChecks, required } from "../../components/form/field-checks";
 import type { FieldProblem } from "@/lib/api-problem";
 import type { CreateProfileInput, HardwareProfile } from "./profile-types";
 
@@ -40,6 +41,14 @@ export function parseProfileForm(form: FormData): ParsedProfileForm {
     costPerHour: costPerHour ?? 0,
     currency: text("currency") || "USD",
   };
+  // The API's rules for the fields read as they are (hardware-router.ts), so every error shows on the first submit.
+  fieldErrors.push(
+    ...fieldChecks([
+      ["name", required(input.name)],
+      ["cpuCores", input.cpuCores === 0 && "at least 1 (leave it empty when not known)"],
+      ["gpuPriceShare", (input.gpuPriceShare ?? 0) > 1 && "at most 100 %"],
+    ]).filter((problem) => !fieldErrors.some((known) => known.path === problem.path)),
+  );
   return fieldErrors.length > 0 ? { ok: false, fieldErrors } : { ok: true, input };
 }
 

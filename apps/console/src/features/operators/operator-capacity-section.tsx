@@ -6,7 +6,7 @@ import { TruncatedText } from "@/components/data-table/truncated-text";
 import { FactList } from "@/components/fact-list";
 import { QueryView } from "@/components/states/query-view";
 import type { RouterOutputs } from "@/lib/api-types";
-import { formatNumber } from "@/lib/number-format";
+import { formatMs, formatNumber } from "@/lib/number-format";
 import { useTRPC } from "@/lib/trpc";
 
 type OperatorCapacity = RouterOutputs["scheduler"]["operatorCapacity"];
@@ -76,7 +76,7 @@ export function OperatorCapacitySection({ name }: { name: string }) {
                   ["Capacity", `${formatNumber(data.capacityRps, 1)} req/s`],
                   ["Bottleneck step", data.bottleneckSteps.join(", ")],
                   ["Demand (last period)", data.demandRps === null ? "—" : `${formatNumber(data.demandRps, 1)} req/s`],
-                  ["p99 budget", `${data.p99BudgetMs} ms`],
+                  ["p99 budget", formatMs(data.p99BudgetMs)],
                 ]}
               />
               {data.demandBasis ? <p className="muted">Demand: {data.demandBasis}.</p> : null}

@@ -6,6 +6,7 @@ import { useRouter } from "next/navigation";
 import { useId, useMemo, useState, type FormEvent } from "react";
 import { FormAlert } from "@/components/form/form-alert";
 import { TextField } from "@/components/form/text-field";
+import { fieldChecks } from "@/components/form/field-checks";
 import { useFormProblem } from "@/components/form/use-form-problem";
 import { fieldMessage, formMessage } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
@@ -42,7 +43,7 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
   const [name, setName] = useState(initial.name);
   const [description, setDescription] = useState(initial.description);
   const [text, setText] = useState(initial.specText);
-  const { problem, clear, fromError, atField } = useFormProblem();
+  const { problem, clear, fromError, atField, atFields } = useFormProblem();
 
   const parsed = useMemo(() => parseSpecText(text), [text]);
   const [lastGood, setLastGood] = useState(() => (parsed.ok ? parsed.spec : {}));
@@ -82,9 +83,12 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
     event.preventDefault();
     clear();
     const trimmed = name.trim();
-    if (!isOperatorName(trimmed))
-      return atField("name", "letters, digits, '_', '.' and '-' only, starting with a letter or digit");
-    if (!parsed.ok) return atField("spec", parsed.message);
+    // Both fields at once: a bad name and a spec that does not parse show together (field-checks.ts).
+    const found = fieldChecks([
+      ["name", !isOperatorName(trimmed) && "letters, digits, '_', '.' and '-' only, starting with a letter or digit"],
+      ["spec", !parsed.ok && parsed.message],
+    ]);
+    if (found.length > 0 || !parsed.ok) return atFields(found);
     const input = {
       name: trimmed,
       spec: parsed.spec,

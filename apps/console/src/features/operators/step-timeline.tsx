@@ -1,4 +1,4 @@
-import { formatNumber } from "@/lib/number-format";
+import { formatLatencyUs } from "@/lib/number-format";
 import type { RouterOutputs } from "@/lib/api-types";
 import { TryOutputs } from "./try-outputs";
 
@@ -39,7 +39,7 @@ export function StepTimeline({ steps }: { steps: readonly TryRunStep[] }) {
             </span>
             <span className="timeline-figures">
               {step.startUs !== null && step.durationUs !== null
-                ? `start ${formatNumber(step.startUs / 1000, 3)} ms, duration ${formatNumber(step.durationUs / 1000, 3)} ms`
+                ? `start ${formatLatencyUs(step.startUs)}, duration ${formatLatencyUs(step.durationUs)}`
                 : "did not run"}
             </span>
             {step.outputs.length > 0 ? (

@@ -1,6 +1,6 @@
 "use client";
 
-import { formatNumber } from "@/lib/number-format";
+import { formatMs } from "@/lib/number-format";
 import { useMutation } from "@tanstack/react-query";
 import { useId, useMemo, useState } from "react";
 import { useFormProblem } from "@/components/form/use-form-problem";
@@ -81,9 +81,7 @@ export function TryItPanel({ name, spec }: { name: string; spec: Record<string, 
       {run.data ? (
         <section className="try-result" aria-labelledby={`${id}-result-title`}>
           <h3 id={`${id}-result-title`}>Result</h3>
-          <p className="muted">
-            Answered in {formatNumber(run.data.latencyMs, 3)} ms (round trip from the control plane).
-          </p>
+          <p className="muted">Answered in {formatMs(run.data.latencyMs)} (round trip from the control plane).</p>
           <TryOutputs outputs={run.data.outputs} />
           {run.data.steps.length > 0 ? (
             <StepTimeline steps={run.data.steps} />

@@ -1,6 +1,6 @@
 import { DataTable, type DataColumn } from "@/components/data-table/data-table";
 import { TruncatedText } from "@/components/data-table/truncated-text";
-import { formatBytes, formatInteger, formatMs, formatNumber, formatPercent, usToMs } from "@/lib/number-format";
+import { formatBytes, formatInteger, formatLatencyUs, formatNumber, formatPercent } from "@/lib/number-format";
 import type { CurrentModel } from "./overview-types";
 
 const COLUMNS: DataColumn<CurrentModel>[] = [
@@ -43,14 +43,14 @@ const COLUMNS: DataColumn<CurrentModel>[] = [
     header: "p50",
     numeric: true,
     sortValue: (entry) => entry.latencyUs.p50,
-    cell: (entry) => formatMs(usToMs(entry.latencyUs.p50)),
+    cell: (entry) => formatLatencyUs(entry.latencyUs.p50),
   },
   {
     id: "p99",
     header: "p99",
     numeric: true,
     sortValue: (entry) => entry.latencyUs.p99,
-    cell: (entry) => formatMs(usToMs(entry.latencyUs.p99)),
+    cell: (entry) => formatLatencyUs(entry.latencyUs.p99),
   },
   {
     id: "instances",

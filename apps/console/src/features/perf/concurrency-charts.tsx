@@ -5,12 +5,12 @@ import { CategoryBarChart } from "@/features/charts/category-bar-chart";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
 import { XyLineChart } from "@/features/charts/xy-line-chart";
 import { batchSizes, byBatchSizeRows, byConcurrencyRows } from "./perf-chart-rows";
-import { perfLatencyUnit } from "./perf-latency-unit";
+import { PERF_LATENCY_UNIT } from "./perf-latency-unit";
 import type { PerfSample } from "./perf-types";
 
 /** Throughput and latency as concurrency grows, and, when the report has several, by batch size. */
 export function ConcurrencyCharts({ samples }: { samples: readonly PerfSample[] }) {
-  const unit = perfLatencyUnit(samples);
+  const unit = PERF_LATENCY_UNIT;
   const rows = byConcurrencyRows(samples, unit);
   const fmt = (value: number) => formatNumber(value);
   return (

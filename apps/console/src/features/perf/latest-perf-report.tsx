@@ -3,7 +3,7 @@
 import { useQuery } from "@tanstack/react-query";
 import Link from "next/link";
 import { QueryView } from "@/components/states/query-view";
-import { formatNumber, formatMs, usToMs } from "@/lib/number-format";
+import { formatLatencyUs, formatNumber } from "@/lib/number-format";
 import { formatDateTime } from "@/lib/format";
 import { useTRPC } from "@/lib/trpc";
 import { PerfRunProgress } from "./perf-run-progress";
@@ -73,7 +73,7 @@ function LatestReportBody({ data, canCancel }: { data: PerfLatest; canCancel: bo
       {report.status === "SUCCEEDED" && best ? (
         <p>
           Best: <strong>{formatNumber(best.throughput)} infer/s</strong> at concurrency {best.concurrency}, p99{" "}
-          {formatMs(usToMs(best.latencyP99Us))}
+          {formatLatencyUs(best.latencyP99Us)}
         </p>
       ) : null}
       {report.status !== "SUCCEEDED" && !isPending(report.status) && report.error ? (

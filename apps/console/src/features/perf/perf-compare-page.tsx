@@ -8,10 +8,10 @@ import { SelectField } from "@/components/form/select-field";
 import { PageHeader } from "@/components/page-header";
 import { QueryView } from "@/components/states/query-view";
 import { formatDateTime } from "@/lib/format";
-import { formatNumber } from "@/lib/number-format";
+import { formatLatencyValue, formatNumber } from "@/lib/number-format";
 import { useTRPC } from "@/lib/trpc";
 import { changeText, compareSteps, type ComparedFigure, type ComparedStep } from "./perf-compare";
-import { inUnit, perfLatencyUnit, type PerfLatencyUnit } from "./perf-latency-unit";
+import { inUnit, PERF_LATENCY_UNIT, type PerfLatencyUnit } from "./perf-latency-unit";
 import {
   isPending,
   reportHref,
@@ -129,7 +129,7 @@ function ComparedReports({ a, b }: { a: string; b: string }) {
 }
 
 function ComparedTable({ a, b }: { a: PerfReportDetail; b: PerfReportDetail }) {
-  const unit = perfLatencyUnit([...a.samples, ...b.samples]);
+  const unit = PERF_LATENCY_UNIT;
   const rows = compareSteps(a.samples, b.samples);
   return (
     <>
@@ -175,7 +175,7 @@ function comparedColumns(unit: PerfLatencyUnit): DataColumn<ComparedStep>[] {
       cell: (row) => changeText(pick(row).changePercent),
     },
   ];
-  const latency = (value: number | null) => (unit.symbol === "µs" ? formatNumber(value, 0) : formatNumber(value));
+  const latency = formatLatencyValue;
   return [
     { id: "concurrency", header: "Concurrency", rowHeader: true, numeric: true, cell: (row) => row.concurrency },
     { id: "batch", header: "Batch", numeric: true, cell: (row) => row.batchSize },

@@ -1,6 +1,6 @@
 import { DataTable, type DataColumn } from "@/components/data-table/data-table";
-import { formatInteger, formatNumber } from "@/lib/number-format";
-import { inUnit, perfLatencyUnit } from "./perf-latency-unit";
+import { formatLatencyValue, formatNumber } from "@/lib/number-format";
+import { inUnit, PERF_LATENCY_UNIT } from "./perf-latency-unit";
 import type { PerfSample } from "./perf-types";
 
 type LatencyField =
@@ -22,7 +22,7 @@ const LATENCIES: readonly [LatencyField, string][] = [
   ["computeUs", "Compute"],
 ];
 
-/** Triton's perf table, one row per concurrency step in measurement order (not sortable: the order is the sweep's); latencies in the report's one unit (µs, as perf_analyzer prints them, while they are under 1 ms). */
+/** Triton's perf table, one row per concurrency step in measurement order (not sortable: the order is the sweep's); latencies in milliseconds, the console's one latency unit (perf-latency-unit.ts). */
 export function PerfTable({
   samples,
   stableByConcurrency,
@@ -31,9 +31,8 @@ export function PerfTable({
   /** From the report's summary: whether each step's last windows agreed; null when unknown (an imported CSV). */
   stableByConcurrency?: ReadonlyMap<number, boolean | null>;
 }) {
-  const unit = perfLatencyUnit(samples);
-  const shown = (value: number | null) =>
-    unit.symbol === "µs" ? formatInteger(value) : formatNumber(inUnit(value, unit));
+  const unit = PERF_LATENCY_UNIT;
+  const shown = (value: number | null) => formatLatencyValue(inUnit(value, unit));
   const columns: DataColumn<PerfSample>[] = [
     {
       id: "concurrency",

@@ -1,7 +1,7 @@
 "use client";
 
 import { useId, useState } from "react";
-import { formatInteger, formatNumber } from "@/lib/number-format";
+import { formatInteger, formatLatencyUs } from "@/lib/number-format";
 import type { PerfSample } from "./perf-types";
 
 type StepTime = NonNullable<PerfSample["stepTimes"]>[number];
@@ -85,7 +85,7 @@ function WaterfallRow({ step, end }: { step: StepTime; end: number }) {
       </span>
       <span className="timeline-figures">
         {ran
-          ? `start ${formatNumber(step.startUs! / 1000, 3)} ms, duration ${formatNumber(step.durationUs! / 1000, 3)} ms, ${formatInteger(step.runs)} runs`
+          ? `start ${formatLatencyUs(step.startUs)}, duration ${formatLatencyUs(step.durationUs)}, ${formatInteger(step.runs)} runs`
           : "did not run at this concurrency"}
       </span>
     </li>

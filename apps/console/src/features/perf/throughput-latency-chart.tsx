@@ -1,21 +1,21 @@
 "use client";
 
-import { formatNumber } from "@/lib/number-format";
+import { formatLatencyValue, formatNumber } from "@/lib/number-format";
 import { useState } from "react";
 import { SERIES_COLORS } from "@/features/charts/chart-palette";
 import { XyLineChart } from "@/features/charts/xy-line-chart";
 import { throughputLatencyRows, type LatencyPercentile } from "./perf-chart-rows";
-import { perfLatencyUnit } from "./perf-latency-unit";
+import { PERF_LATENCY_UNIT } from "./perf-latency-unit";
 import type { PerfSample } from "./perf-types";
 
 /** The classic perf_analyzer curve: what throughput costs in tail latency, one point per concurrency step. */
 export function ThroughputLatencyChart({ samples }: { samples: readonly PerfSample[] }) {
   const [percentile, setPercentile] = useState<LatencyPercentile>("p95");
-  const unit = perfLatencyUnit(samples);
+  const unit = PERF_LATENCY_UNIT;
   const rows = throughputLatencyRows(samples, percentile, unit);
   const summary =
     rows.length > 0
-      ? `${rows.length} ${rows.length === 1 ? "step" : "steps"}: ${rows.map((row) => `${String(row["c"])} ${formatNumber(row["throughput"] as number)} infer/s at ${formatNumber(row["latency"] as number)} ${unit.symbol}`).join("; ")}.`
+      ? `${rows.length} ${rows.length === 1 ? "step" : "steps"}: ${rows.map((row) => `${String(row["c"])} ${formatNumber(row["throughput"] as number)} infer/s at ${formatLatencyValue(row["latency"] as number)} ${unit.symbol}`).join("; ")}.`
       : "No step had a successful request.";
   return (
     <XyLineChart

@@ -1,7 +1,7 @@
 import { DataTable, type DataColumn } from "@/components/data-table/data-table";
 import { TruncatedText } from "@/components/data-table/truncated-text";
 import { formatDateTime } from "@/lib/format";
-import { formatNumber } from "@/lib/number-format";
+import { formatMs, formatNumber } from "@/lib/number-format";
 import { PinForm } from "./pin-form";
 import type { SchedulerModel } from "./scheduler-types";
 
@@ -9,7 +9,7 @@ import type { SchedulerModel } from "./scheduler-types";
 export function capacityNote(model: Pick<SchedulerModel, "capacitySource" | "defaultReason" | "p99BudgetMs">): string {
   if (model.capacitySource === "report") return "from the latest perf report";
   return model.defaultReason === "over-budget"
-    ? `default: no step of its latest perf report kept p99 within ${model.p99BudgetMs} ms`
+    ? `default: no step of its latest perf report kept p99 within ${formatMs(model.p99BudgetMs)}`
     : "default (no perf report)";
 }
 

@@ -1,4 +1,5 @@
 import type { RouterOutputs } from "@/lib/api-types";
+import { formatMs } from "@/lib/number-format";
 import { TensorOutputsTable } from "@/components/tensors/tensor-outputs-table";
 
 export type InferResult = RouterOutputs["models"]["infer"];
@@ -12,7 +13,7 @@ export function InferOutputsTable({ result }: { result: InferResult }) {
       <h3 id="try-result-title">Result</h3>
       <p>
         Version {result.modelVersion || "?"} answered in{" "}
-        <strong className="try-latency">{result.latencyMs.toFixed(2)} ms</strong> (round trip through the gateway).
+        <strong className="try-latency">{formatMs(result.latencyMs)}</strong> (round trip through the gateway).
       </p>
       <TensorOutputsTable outputs={result.outputs} maxValues={SHOWN_VALUES} />
     </div>
