@@ -72,7 +72,7 @@ describe("console: GPU use and GPU cost (fake NVML)", () => {
     for (let i = 0; i < 20; i += 1) expect((await inferAddSub(system.operon.httpUrl, key)).status).toBe(200);
     const costs = page.getByRole("region", { name: "Costs" });
     await visible(costs.getByText(/the part of the price that pays for the\s+GPUs/));
-    const table = costs.getByRole("table", { name: "Cost per model" });
+    const table = costs.getByRole("table", { name: "Cost per model and operator" });
     const deadline = Date.now() + 90_000;
     while ((await table.count()) === 0 && Date.now() < deadline) {
       await page.waitForTimeout(3_000);

@@ -1,10 +1,15 @@
+import { readFileSync } from "node:fs";
 import { availableParallelism, hostname, totalmem } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { workerProcesses } from "../support/operon-process.js";
+import { REPO_ROOT, workerProcesses } from "../support/operon-process.js";
+import { accessibilityViolations } from "./support/accessibility.js";
 import { createInferKey, signedInApiSession } from "./support/admin-api.js";
 import { pollUntil } from "./support/chart-reading.js";
 import { heading, visible } from "./support/console-actions.js";
-import { inferAddSub } from "./support/gateway-infer.js";
+import { inferAddSub, inferTextDirection } from "./support/gateway-infer.js";
+import { saveScreenshot } from "./support/screenshots.js";
 import { useSignedInConsole } from "./support/signed-in-console.js";
 
 // An operator's task: see which processes serve the models (the same ones the
@@ -12,6 +17,7 @@ import { useSignedInConsole } from "./support/signed-in-console.js";
 // what the models cost. The tests run in order on one server.
 const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
 const PROFILE = "e2e host";
+const TEXT_DIRECTION_STEPS = ["text_direction_preprocess", "text_direction_classifier", "text_direction_topk"];
 
 interface GatewayWorker {
   model: string;
@@ -133,14 +139,17 @@ describe("console: workers, hardware profiles and costs", () => {
     const costs = page.getByRole("region", { name: "Costs" });
     await visible(costs.getByText(/How this is counted: .*share of the host.s CPU/));
     const deadline = Date.now() + 90_000;
-    while ((await costs.getByRole("table", { name: "Cost per model" }).count()) === 0 && Date.now() < deadline) {
+    while (
+      (await costs.getByRole("table", { name: "Cost per model and operator" }).count()) === 0 &&
+      Date.now() < deadline
+    ) {
       await page.waitForTimeout(5_000);
       await page.reload();
       await visible(heading(page, "Hardware & cost"));
       await visible(costs.locator(".state, .profile-cost").first(), 20_000);
     }
     const costRow = await visible(
-      costs.getByRole("table", { name: "Cost per model" }).getByRole("row", { name: /^add_sub / }),
+      costs.getByRole("table", { name: "Cost per model and operator" }).getByRole("row", { name: /^add_sub / }),
     );
     expect(await costRow.textContent()).toMatch(/\$/);
     expect(await costs.getByText(/Unattributed \(idle\)/).count()).toBe(1);
@@ -156,6 +165,57 @@ describe("console: workers, hardware profiles and costs", () => {
     const before = (await api.client.metrics.costs.query(lastHour())).costedOnDefault;
     expect(before).toMatchObject({ profileName: PROFILE });
     expect(before!.inferences).toBeGreaterThanOrEqual(5);
+    expect(system.session.errors).toEqual([]);
+  }, 180_000);
+  it("lists an operator with its share of its steps' cost, and counts each step once in the totals (issue 27 item 10)", async () => {
+    const { page } = system.session;
+    const api = await signedInApiSession(system.operon, ADMIN);
+    const key = await createInferKey(api, "e2e operator traffic");
+    const png = readFileSync(join(REPO_ROOT, "examples/images/text_0.png"));
+    const lastHour = () => ({ from: new Date(Date.now() - 3_600_000), to: new Date(Date.now() + 60_000) });
+    const operatorLine = (report: Awaited<ReturnType<typeof api.client.metrics.costs.query>>) =>
+      report.operators.find((line) => line.operator === "text_direction" && line.profileName === PROFILE);
+    // Traffic to the operator until a sample has costed its steps' work (the TypeScript steps' processes use CPU).
+    let report = await api.client.metrics.costs.query(lastHour());
+    for (let round = 0; round < 30 && !((operatorLine(report)?.cost ?? 0) > 0); round += 1) {
+      for (let sent = 0; sent < 10; sent += 1)
+        expect(await inferTextDirection(system.operon.httpUrl, key, png)).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      report = await api.client.metrics.costs.query(lastHour());
+    }
+    const line = operatorLine(report);
+    expect(line, "text_direction has a cost line").toBeDefined();
+    expect(line!.cost).toBeGreaterThan(0);
+    expect(line!.inferences).toBeGreaterThanOrEqual(10);
+    // Each step once in a total: the profile's attributed cost is its models' lines, the operator's not added; and
+    // the operator's part is no more than its steps' cost.
+    const profile = report.profiles.find((entry) => entry.name === PROFILE)!;
+    const modelsCost = profile.models.reduce((sum, model) => sum + model.cost, 0);
+    expect(Math.abs(profile.attributedCost - modelsCost)).toBeLessThan(1e-5);
+    expect(profile.operators.some((entry) => entry.operator === "text_direction")).toBe(true);
+    const stepsCost = profile.models
+      .filter((model) => TEXT_DIRECTION_STEPS.includes(model.model))
+      .reduce((sum, model) => sum + model.cost, 0);
+    expect(line!.cost).toBeLessThanOrEqual(stepsCost + 1e-6);
+
+    await page.goto("/hardware");
+    await visible(heading(page, "Hardware & cost"));
+    const costs = page.getByRole("region", { name: "Costs" });
+    const table = costs.getByRole("table", { name: "Cost per model and operator" });
+    const row = await visible(
+      table.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "text_direction", exact: true }) }),
+      30_000,
+    );
+    expect(await row.textContent()).toContain("Operator (its steps' share)");
+    expect(await row.textContent()).toMatch(/\$/);
+    await visible(costs.getByText(/^An operator's cost is the part of its step models' cost that its calls made/));
+    await row.scrollIntoViewIfNeeded();
+    await saveScreenshot(page, fileURLToPath(import.meta.url), "an operator in the cost table");
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      expect(await accessibilityViolations(page), scheme).toEqual([]);
+    }
+    await page.emulateMedia({ colorScheme: "light" });
     expect(system.session.errors).toEqual([]);
   }, 180_000);
 });

@@ -43,3 +43,29 @@ export async function inferAddSubUntil(
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
+
+/**
+ * One inference on the example text_direction operator (a Triton ensemble of two TypeScript steps in worker
+ * processes and an ONNX classifier): a PNG as a BYTES element, sent as Triton's binary tensor data with an API key.
+ */
+export async function inferTextDirection(httpUrl: string, apiKey: string, png: Buffer): Promise<number> {
+  const element = Buffer.alloc(4 + png.length);
+  element.writeUInt32LE(png.length, 0);
+  png.copy(element, 4);
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: "image", datatype: "BYTES", shape: [1, 1], parameters: { binary_data_size: element.length } }],
+    }),
+  );
+  const response = await fetch(`${httpUrl}/v2/models/text_direction/infer`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/octet-stream",
+      "inference-header-content-length": String(header.length),
+      authorization: `Bearer ${apiKey}`,
+    },
+    body: Buffer.concat([header, element]),
+  });
+  await response.arrayBuffer();
+  return response.status;
+}

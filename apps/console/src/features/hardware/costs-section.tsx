@@ -10,7 +10,7 @@ import { SERIES_COLORS } from "@/features/charts/chart-palette";
 import { formatExactTick } from "@/features/charts/number-format";
 import { TIME_RANGE_OPTIONS, useTimeWindow, type TimeRangeId } from "@/features/charts/time-range";
 import { useTRPC } from "@/lib/trpc";
-import type { CostReport } from "./cost-types";
+import { costLines, type CostReport } from "./cost-types";
 import { ModelCostsTable } from "./model-costs-table";
 import { ProfileCostSummary } from "./profile-cost-summary";
 
@@ -70,7 +70,13 @@ function CostReportView({ report }: { report: CostReport }) {
               emptyText="No inferences in this range."
             />
           </div>
-          <ModelCostsTable models={report.models} showProfile={multipleProfiles} />
+          <ModelCostsTable lines={costLines(report.models, report.operators)} showProfile={multipleProfiles} />
+          {report.operators.length > 0 ? (
+            <p className="muted small">
+              An operator&apos;s cost is the part of its step models&apos; cost that its calls made. It is already in
+              those models&apos; lines, so the totals above count it once.
+            </p>
+          ) : null}
         </>
       ) : null}
       {report.costedOnDefault !== null ? (

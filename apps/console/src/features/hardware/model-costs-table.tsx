@@ -1,24 +1,34 @@
 import { DataTable, type DataColumn } from "@/components/data-table/data-table";
 import { TruncatedText } from "@/components/data-table/truncated-text";
 import { formatInteger, formatMoney, formatSmall, perMillionInferences } from "@/lib/number-format";
-import type { ModelCost } from "./cost-types";
+import type { CostLine } from "./cost-types";
 
-export function ModelCostsTable({ models, showProfile }: { models: readonly ModelCost[]; showProfile: boolean }) {
-  const columns: DataColumn<ModelCost>[] = [
+/**
+ * Models and operators with what they cost. An operator's line is the part of its step models' cost its calls made
+ * (services/usage/operator-usage.ts): already in those models' lines, so the profile's totals count models only.
+ */
+export function ModelCostsTable({ lines, showProfile }: { lines: readonly CostLine[]; showProfile: boolean }) {
+  const columns: DataColumn<CostLine>[] = [
     {
       id: "model",
-      header: "Model",
+      header: "Model or operator",
       rowHeader: true,
-      sortValue: (model) => model.model,
-      cell: (model) => <TruncatedText text={model.model} />,
+      sortValue: (model) => model.name,
+      cell: (model) => <TruncatedText text={model.name} />,
+    },
+    {
+      id: "kind",
+      header: "Kind",
+      sortValue: (model) => model.kind,
+      cell: (model) => (model.kind === "operator" ? "Operator (its steps' share)" : "Model"),
     },
     ...(showProfile
       ? [
           {
             id: "profile",
             header: "Profile",
-            sortValue: (model: ModelCost) => model.profileName,
-            cell: (model: ModelCost) => <TruncatedText text={model.profileName} size="short" />,
+            sortValue: (model: CostLine) => model.profileName,
+            cell: (model: CostLine) => <TruncatedText text={model.profileName} size="short" />,
           },
         ]
       : []),
@@ -81,10 +91,10 @@ export function ModelCostsTable({ models, showProfile }: { models: readonly Mode
   ];
   return (
     <DataTable
-      label="Cost per model"
+      label="Cost per model and operator"
       columns={columns}
-      rows={models}
-      rowKey={(model) => `${model.profileId}/${model.model}`}
+      rows={lines}
+      rowKey={(model) => `${model.profileId}/${model.kind}/${model.name}`}
       initialSort={{ column: "cost", descending: true }}
     />
   );

@@ -53,3 +53,53 @@ describe("computeCosts: samples taken without a hardware profile", () => {
     );
   });
 });
+
+describe("computeCosts: operators (issue 27 item 10)", () => {
+  // Ten minutes on the profile: step "pre" served only the operator, "cls" served it half the time.
+  const totals: CostTotals = {
+    usage: [
+      { profileId: "p1", model: "pre", inferences: 600, cpuShareSeconds: 120, gpuShareSeconds: 0 },
+      { profileId: "p1", model: "cls", inferences: 1200, cpuShareSeconds: 60, gpuShareSeconds: 0 },
+    ],
+    covered: [{ profileId: "p1", coveredSecs: 600 }],
+    operatorUsage: [{ profileId: "p1", model: "pipe", inferences: 600, cpuShareSeconds: 150, gpuShareSeconds: 0 }],
+  };
+
+  it("lists each operator with the cost of its share of its steps, costed like a model", () => {
+    const report = computeCosts(totals, [PROFILE]);
+    expect(report.operators).toHaveLength(1);
+    expect(report.operators[0]).toMatchObject({
+      operator: "pipe",
+      profileName: "host",
+      inferences: 600,
+      cost: 0.15,
+      costPerHour: 0.9,
+    });
+    expect(report.operators[0]!.costPer1000Inferences).toBeCloseTo(0.25, 9);
+    expect(report.profiles[0]!.operators).toEqual(report.operators);
+  });
+
+  it("never adds an operator to a total: the profile's attributed cost is its models' alone", () => {
+    const report = computeCosts(totals, [PROFILE]);
+    const [profile] = report.profiles;
+    const models = profile!.models.reduce((sum, model) => sum + model.cost, 0);
+    expect(profile!.attributedCost).toBeCloseTo(models, 9);
+    expect(profile!.attributedCost).toBeCloseTo(0.18, 9);
+    expect(profile!.unattributedCost).toBeCloseTo(0.6 - 0.18, 9);
+    expect(profile!.inferences).toBe(1800);
+    expect(report.models.map((model) => model.model)).toEqual(["pre", "cls"]);
+  });
+
+  it("costs an operator's samples without a profile on the default one, and drops them while there is none", () => {
+    const unprofiled: CostTotals = {
+      ...totals,
+      usage: totals.usage.map((usage) => ({ ...usage, profileId: null })),
+      covered: [{ profileId: null, coveredSecs: 600 }],
+      operatorUsage: totals.operatorUsage!.map((usage) => ({ ...usage, profileId: null })),
+    };
+    expect(computeCosts(unprofiled, [PROFILE], "p1").operators.map((line) => [line.operator, line.cost])).toEqual([
+      ["pipe", 0.15],
+    ]);
+    expect(computeCosts(unprofiled, [PROFILE]).operators).toEqual([]);
+  });
+});

@@ -32,6 +32,12 @@ import type { PrismaClient } from "@operon/db";
  * report says how much of that profile's cost they make (`costedOnDefault`).
  * Only while no profile is the default are they left uncosted, their
  * inferences listed under `unprofiled`.
+ *
+ * Operators (issue 27 item 10) are costed with the same formula from their
+ * OperatorUsageSample rows: the share of their step models' CPU and GPU
+ * their calls made (usage/operator-usage.ts). That cost is part of the step
+ * models' cost, not more of it: operators are listed (`operators`) but never
+ * added to a profile's attributed cost, so no step is counted twice in a total.
  */
 /** Per hardware profile (null: samples taken without one) and model, summed by the database (queryCostTotals). */
 export interface CostUsageTotals {
@@ -46,6 +52,8 @@ export interface CostUsageTotals {
 
 export interface CostTotals {
   usage: CostUsageTotals[];
+  /** Operators' shares of their step models, per profile and operator (model = the operator's name); absent = none. */
+  operatorUsage?: CostUsageTotals[];
   /** Per profile (null: samples taken without one): the seconds its samples cover (each sample start once, with its longest interval). */
   covered: Array<{ profileId: string | null; coveredSecs: number }>;
 }
@@ -86,6 +94,9 @@ export interface ModelCost {
   costPer1000Inferences: number | null;
 }
 
+/** An operator's part of its step models' cost: already in those models' lines (see computeCosts). */
+export type OperatorCost = Omit<ModelCost, "model"> & { operator: string };
+
 export interface ProfileCost {
   profileId: string;
   name: string;
@@ -102,12 +113,16 @@ export interface ProfileCost {
   unattributedShare: number | null;
   inferences: number;
   models: ModelCost[];
+  /** Operators served on this profile, most expensive first: not in attributedCost (their steps are). */
+  operators: OperatorCost[];
 }
 
 export interface CostReport {
   profiles: ProfileCost[];
   /** Every model on every profile, most expensive first. */
   models: ModelCost[];
+  /** Every operator on every profile, most expensive first: a breakdown of its steps' lines, not an addition. */
+  operators: OperatorCost[];
   /** Samples taken without a profile, costed on the default one (included in that profile's figures); null when none. */
   costedOnDefault: { profileId: string; profileName: string; inferences: number; coveredHours: number } | null;
   /** Samples taken without a profile while no profile is the default: not costed. */
@@ -155,6 +170,23 @@ export function computeCosts(
     }>
   >();
 
+  // Operators' lines, costed like models' (samples without a profile on the default one; none without a default).
+  const operatorLines = new Map<
+    string,
+    Map<string, { inferences: number; cpuShareHours: number; gpuShareHours: number }>
+  >();
+  for (const usage of totals.operatorUsage ?? []) {
+    const profile = usage.profileId !== null ? profileById.get(usage.profileId) : fallback;
+    if (profile === undefined) continue;
+    const lines = operatorLines.get(profile.id) ?? new Map();
+    operatorLines.set(profile.id, lines);
+    const line = lines.get(usage.model) ?? { inferences: 0, cpuShareHours: 0, gpuShareHours: 0 };
+    line.inferences += usage.inferences;
+    line.cpuShareHours += usage.cpuShareSeconds / 3600;
+    line.gpuShareHours += usage.gpuShareSeconds / 3600;
+    lines.set(usage.model, line);
+  }
+
   for (const usage of totals.usage) {
     const profile = usage.profileId !== null ? profileById.get(usage.profileId) : fallback;
     if (profile === undefined) {
@@ -193,6 +225,7 @@ export function computeCosts(
   const result: CostReport = {
     profiles: [],
     models: [],
+    operators: [],
     costedOnDefault:
       fallback !== undefined && (unprofiledSecs > 0 || costedOnDefaultInferences > 0)
         ? {
@@ -223,6 +256,27 @@ export function computeCosts(
       costPer1000Inferences: usage.inferences > 0 ? money((usage.cost / usage.inferences) * 1000) : null,
     }));
     models.sort((a, b) => b.cost - a.cost || a.model.localeCompare(b.model));
+    const operators: OperatorCost[] = [...(operatorLines.get(profileId) ?? [])].map(([operator, line]) => {
+      const cpuCost = profile.costPerHour * (1 - profile.gpuPriceShare) * line.cpuShareHours;
+      const gpuCost = profile.costPerHour * profile.gpuPriceShare * line.gpuShareHours;
+      const cost = cpuCost + gpuCost;
+      return {
+        operator,
+        profileId,
+        profileName: profile.name,
+        currency: profile.currency,
+        inferences: line.inferences,
+        cpuShareHours: line.cpuShareHours,
+        gpuShareHours: line.gpuShareHours,
+        cpuCost: money(cpuCost),
+        gpuCost: money(gpuCost),
+        cost: money(cost),
+        costPerHour: coveredHours > 0 ? money(cost / coveredHours) : 0,
+        costPer1000Inferences: line.inferences > 0 ? money((cost / line.inferences) * 1000) : null,
+      };
+    });
+    operators.sort((a, b) => b.cost - a.cost || a.operator.localeCompare(b.operator));
+    // Models only: an operator's cost is the part of its steps' cost its calls made, already in their lines.
     const attributed = usages.reduce((sum, usage) => sum + usage.cost, 0);
     const unattributed = Math.max(0, hostCost - attributed);
     result.profiles.push({
@@ -238,17 +292,20 @@ export function computeCosts(
       unattributedShare: hostCost > 0 ? unattributed / hostCost : null,
       inferences: models.reduce((sum, model) => sum + model.inferences, 0),
       models,
+      operators,
     });
     result.models.push(...models);
+    result.operators.push(...operators);
   }
   result.profiles.sort((a, b) => a.name.localeCompare(b.name));
   result.models.sort((a, b) => b.cost - a.cost || a.model.localeCompare(b.model));
+  result.operators.sort((a, b) => b.cost - a.cost || a.operator.localeCompare(b.operator));
   return result;
 }
 
 /** Sums the samples of [from, to) per profile and model in the database (a month of 15 s samples stays one small answer). */
 export async function queryCostTotals(prisma: PrismaClient, range: { from: Date; to: Date }): Promise<CostTotals> {
-  const [usage, covered] = await Promise.all([
+  const [usage, covered, operatorUsage] = await Promise.all([
     prisma.$queryRaw<
       Array<{
         profile_id: string | null;
@@ -277,6 +334,23 @@ export async function queryCostTotals(prisma: PrismaClient, range: { from: Date;
         GROUP BY 1, 2
       ) AS per_start
       GROUP BY 1`,
+    prisma.$queryRaw<
+      Array<{
+        profile_id: string | null;
+        operator: string;
+        inferences: number;
+        cpu_share_seconds: number;
+        gpu_share_seconds: number;
+      }>
+    >`
+      SELECT "hardwareProfileId" AS profile_id,
+        "operator",
+        sum("inferences")::float8 AS inferences,
+        coalesce(sum("cpuUtilization" * "intervalSeconds"), 0)::float8 AS cpu_share_seconds,
+        coalesce(sum("gpuUtilization" * "intervalSeconds"), 0)::float8 AS gpu_share_seconds
+      FROM "OperatorUsageSample"
+      WHERE "at" >= ${range.from} AND "at" < ${range.to}
+      GROUP BY 1, 2`,
   ]);
   return {
     usage: usage.map((row) => ({
@@ -287,5 +361,12 @@ export async function queryCostTotals(prisma: PrismaClient, range: { from: Date;
       gpuShareSeconds: Number(row.gpu_share_seconds),
     })),
     covered: covered.map((row) => ({ profileId: row.profile_id, coveredSecs: Number(row.covered_seconds) })),
+    operatorUsage: operatorUsage.map((row) => ({
+      profileId: row.profile_id,
+      model: row.operator,
+      inferences: Number(row.inferences),
+      cpuShareSeconds: Number(row.cpu_share_seconds),
+      gpuShareSeconds: Number(row.gpu_share_seconds),
+    })),
   };
 }

@@ -11,6 +11,7 @@ import { PeriodicTask } from "@operon/protocol/periodic-task";
 import { gpuShareOf } from "./gpu-share.js";
 import { userShareOf, usersPart } from "./user-share.js";
 import { withoutPerfTraffic } from "@operon/protocol/perf-traffic";
+import { operatorUsage, type OperatorCounters, type StepModelUsage } from "./operator-usage.js";
 
 /**
  * Samples the gateway's usage into UsageSample rows, one per served model
@@ -43,8 +44,12 @@ import { withoutPerfTraffic } from "@operon/protocol/perf-traffic";
  *
  * The first sample after start only sets the baseline (the counters' start
  * is unknown). A counter that went down (the model reloaded) counts from 0.
- * Operators (registered DAGs and ensembles) are left out: their composing
- * models are sampled, and counting both would count inferences and CPU twice.
+ * Operators (registered DAGs and ensembles) get no UsageSample row: their
+ * composing models are sampled, and counting both would count inferences and
+ * CPU twice. Each operator with traffic gets an OperatorUsageSample row
+ * instead: its requests and the share of its step models' CPU and GPU its
+ * calls made (operator-usage.ts), which the costs list beside the models but
+ * never add to them.
  * A gateway that is down is logged and the sample skipped (the next one
  * covers the longer interval).
  *
@@ -80,6 +85,8 @@ interface Snapshot {
   versions: Map<string, VersionCounters>;
   /** Worker instance -> its process and CPU seconds; undefined when the workers could not be read. */
   workers: Map<string, { pid: number; cpuSeconds: number }> | undefined;
+  /** Operator -> its counters and step calls; undefined when the gateway's scaling state could not be read. */
+  operators: Map<string, OperatorCounters> | undefined;
 }
 
 export interface UsageSamplerSchedule {
@@ -130,6 +137,8 @@ export class UsageSampler {
     if (this.schedule.retentionDays <= 0) return 0;
     const before = new Date(now - this.schedule.retentionDays * 86_400_000);
     const { count } = await this.prisma.usageSample.deleteMany({ where: { at: { lt: before } } });
+    // Operators' rows are not compacted (one row per operator with traffic per interval): retention bounds them.
+    await this.prisma.operatorUsageSample.deleteMany({ where: { at: { lt: before } } });
     if (count > 0)
       this.logger.info({ removed: count, before: before.toISOString() }, "usage samples past the retention removed");
     return count;
@@ -190,9 +199,18 @@ export class UsageSampler {
       this.logger.warn({ err: error }, "usage sample skipped: the gateway did not answer");
       return { at: null, written: 0, baseline: false, skipped: reason };
     }
-    const [workers, quantiles] = await Promise.all([this.readWorkers(), this.readQuantiles()]);
+    const [workers, quantiles, scaling] = await Promise.all([
+      this.readWorkers(),
+      this.readQuantiles(),
+      this.readOperatorCalls(),
+    ]);
 
-    const current: Snapshot = { takenAt, versions: new Map(), workers: undefined };
+    const current: Snapshot = {
+      takenAt,
+      versions: new Map(),
+      workers: undefined,
+      operators: scaling === undefined ? undefined : operatorCounters(stats, operators, scaling),
+    };
     for (const raw of stats) {
       if (operators.has(raw.name)) continue;
       // Users' traffic: tagged perf requests out of the counts (perf-traffic.ts).
@@ -276,7 +294,12 @@ export class UsageSampler {
       });
     }
 
-    if (rows.length > 0) {
+    const operatorRows =
+      current.operators === undefined || previous.operators === undefined
+        ? []
+        : operatorUsage(previous.operators, current.operators, stepModelUsage(rows));
+
+    if (rows.length > 0 || operatorRows.length > 0) {
       await this.prisma.$transaction(async (tx) => {
         const modelIds = new Map<string, string>();
         for (const name of new Set(rows.map((row) => row.model))) {
@@ -303,6 +326,14 @@ export class UsageSampler {
         await tx.usageSample.createMany({
           data: rows.map(({ model, ...row }) => ({ ...row, modelId: modelIds.get(model)! })),
         });
+        await tx.operatorUsageSample.createMany({
+          data: operatorRows.map((row) => ({
+            ...row,
+            hardwareProfileId: profile?.id ?? null,
+            at,
+            intervalSeconds: Math.max(1, Math.round(intervalMs / 1000)),
+          })),
+        });
       });
     }
     this.previous = current;
@@ -314,6 +345,17 @@ export class UsageSampler {
       return await this.gateway.workers();
     } catch (error) {
       this.logger.warn({ err: error }, "usage sample without CPU and memory: the gateway's workers could not be read");
+      return undefined;
+    }
+  }
+
+  /** Each operator's completed step calls (GET /v2/operon/scaling); undefined when the gateway cannot say. */
+  private async readOperatorCalls(): Promise<Map<string, Readonly<Record<string, number>>> | undefined> {
+    try {
+      const { operators } = await this.gateway.scalingState();
+      return new Map(operators.map((entry) => [entry.operator, entry.modelCalls ?? {}]));
+    } catch (error) {
+      this.logger.warn({ err: error }, "usage sample without operators: the gateway's scaling state could not be read");
       return undefined;
     }
   }
@@ -360,4 +402,51 @@ function cpuUtilization(
 function memoryOf(workers: readonly WorkerInstanceInfo[]): bigint | null {
   const known = workers.filter((worker) => worker.rssBytes !== null);
   return known.length === 0 ? null : BigInt(Math.round(known.reduce((sum, worker) => sum + worker.rssBytes!, 0)));
+}
+
+/** Each served operator's counters, summed over its versions (users' counts: perf traffic out). */
+function operatorCounters(
+  stats: readonly ModelStatistics[],
+  operators: ReadonlySet<string>,
+  calls: ReadonlyMap<string, Readonly<Record<string, number>>>,
+): Map<string, OperatorCounters> {
+  const counters = new Map<string, OperatorCounters>();
+  for (const raw of stats) {
+    if (!operators.has(raw.name)) continue;
+    const users = withoutPerfTraffic(raw).inference_stats;
+    const all = raw.inference_stats;
+    const entry = counters.get(raw.name) ?? {
+      requests: 0,
+      allRequests: 0,
+      inferences: 0,
+      modelCalls: calls.get(raw.name) ?? {},
+    };
+    entry.requests += users.success.count + users.fail.count;
+    entry.allRequests += all.success.count + all.fail.count;
+    entry.inferences += withoutPerfTraffic(raw).inference_count;
+    counters.set(raw.name, entry);
+  }
+  return counters;
+}
+
+/** The interval's rows summed per model name (an operator's step calls name the model, not its version). */
+function stepModelUsage(
+  rows: ReadonlyArray<{
+    model: string;
+    requests?: number;
+    cpuUtilization?: number | null;
+    gpuUtilization?: number | null;
+  }>,
+): Map<string, StepModelUsage> {
+  const usage = new Map<string, StepModelUsage>();
+  const add = (total: number | null, value: number | null | undefined): number | null =>
+    value === null || value === undefined ? total : (total ?? 0) + value;
+  for (const row of rows) {
+    const entry = usage.get(row.model) ?? { requests: 0, cpuUtilization: null, gpuUtilization: null };
+    entry.requests += row.requests ?? 0;
+    entry.cpuUtilization = add(entry.cpuUtilization, row.cpuUtilization);
+    entry.gpuUtilization = add(entry.gpuUtilization, row.gpuUtilization);
+    usage.set(row.model, entry);
+  }
+  return usage;
 }
