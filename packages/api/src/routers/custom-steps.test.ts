@@ -180,6 +180,51 @@ describe.each(testDatabaseBackends())("custom steps on $name", (backend) => {
     ]);
   }, 180_000);
 
+  it("takes the tensors model.ts declares (operonSignature): inspected before upload, used when none are given", async () => {
+    const declaring = STEP_TS.replace(
+      "export default class Label {",
+      `export const operonSignature = {
+  inputs: [{ name: "index", datatype: "INT32", dims: [1] }],
+  outputs: [{ name: "label", datatype: "BYTES", dims: [2] }],
+} as const;
+export default class Label {`,
+    );
+    const files = [
+      { path: "model.ts", data: b64(declaring) },
+      { path: "labels.txt", data: b64("cat\ndog\n") },
+    ];
+    const inspected = await h.as("ENGINEER").models.inspectCustomStep({ files });
+    expect(inspected).toEqual({ problems: [], signature: { maxBatchSize: 0, ...TENSORS } });
+    expect(
+      await h.as("ENGINEER").models.inspectCustomStep({ files: [{ path: "model.ts", data: b64(BROKEN_TS) }] }),
+    ).toMatchObject({ problems: [expect.stringMatching(/^model\.ts:3:11 /), expect.any(String)], signature: null });
+
+    // Given tensors must agree with the declaration; without either, the form says how to give them.
+    const disagreeing = h.as("ENGINEER").models.createCustomStep({
+      name: name("declared"),
+      inputs: [{ name: "index", datatype: "INT64", dims: [1] }],
+      files,
+    });
+    await expect(disagreeing).rejects.toThrow(/inputs: differ from what model\.ts declares \(index INT32 \[1\]\)/);
+    const undeclared = h.as("ENGINEER").models.createCustomStep({
+      name: name("declared"),
+      files: [{ path: "model.ts", data: b64(STEP_TS) }, files[1]!],
+    });
+    await expect(undeclared).rejects.toThrow(/inputs: give the step's inputs, or declare them in model\.ts/);
+
+    const created = await h.as("ENGINEER").models.createCustomStep({ name: name("declared"), files });
+    expect(created.state).toBe("READY");
+    const config = readFileSync(join(storeDir, name("declared"), "config.pbtxt"), "utf8");
+    expect(config).toMatch(/name: "index"[\s\S]*TYPE_INT32[\s\S]*name: "label"[\s\S]*TYPE_STRING/);
+    // A version declaring other tensors is not this step's next version.
+    const other = declaring.replace("dims: [2] }]", "dims: [3] }]");
+    const refused = h.as("ENGINEER").models.addCustomStepVersion({
+      name: name("declared"),
+      files: [{ path: "model.ts", data: b64(other) }, files[1]!],
+    });
+    await expect(refused).rejects.toThrow(/outputs: differ from what model\.ts declares \(label BYTES \[3\]\)/);
+  }, 180_000);
+
   it("reports compile errors at file:line:col and stores nothing", async () => {
     const broken = h.as("ENGINEER").models.createCustomStep({
       name: name("broken"),

@@ -1,12 +1,13 @@
 import { createHash } from "node:crypto";
 import { writePbtxt } from "@operon/model-config/pbtxt-writer";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
-import { toConfigDataType } from "@operon/protocol/datatypes";
+import { fromConfigDataType, toConfigDataType } from "@operon/protocol/datatypes";
 import type { Prisma, PrismaClient } from "@operon/db";
 import { AppError, type FieldError } from "../../app-error.js";
 import { type Actor, recordAudit } from "../audit/audit-log.js";
 import { CustomStepChecker } from "./custom-step-checker.js";
 import { formatProblem } from "./custom-step-compile.js";
+import { type DeclaredStepSignature, SIGNATURE_EXPORT } from "./custom-step-signature.js";
 import { createFileModel, decodeUploadedFiles } from "./file-model-creation.js";
 import { isUnavailable, syncVersionStates, versionState } from "./model-gateway-view.js";
 import type { StoreChange } from "./model-store.js";
@@ -40,10 +41,11 @@ const CODE_FILE = /\.(c|m)?(t|j)sx?$/;
 export interface CreateCustomStepInput {
   name: string;
   description?: string | undefined;
-  /** > 0: tensors carry a batch dimension not written in dims. Default 0. */
+  /** > 0: tensors carry a batch dimension not written in dims. Default: model.ts's declaration, else 0. */
   maxBatchSize?: number | undefined;
-  inputs: StepModelTensor[];
-  outputs: StepModelTensor[];
+  /** The step's tensors; default what model.ts declares (`export const operonSignature`), which they must match. */
+  inputs?: StepModelTensor[] | undefined;
+  outputs?: StepModelTensor[] | undefined;
   /** model.ts and the files it reads, base64, paths relative to the version folder. */
   files: Array<{ path: string; data: string }>;
 }
@@ -62,15 +64,15 @@ export class CustomSteps {
     await this.policy.assertMayUpload(who.role);
     const { name } = input;
     const files = decodeFiles(input.files);
-    await this.assertCompiles(name, files);
-    const maxBatchSize = input.maxBatchSize ?? 0;
+    const declared = await this.assertCompiles(name, files);
+    const signature = signatureOf(input, declared);
     const tensor = (t: StepModelTensor) => ({ name: t.name, data_type: toConfigDataType(t.datatype), dims: t.dims });
     const config = {
       name,
       backend: "typescript",
-      max_batch_size: maxBatchSize,
-      input: input.inputs.map(tensor),
-      output: input.outputs.map(tensor),
+      max_batch_size: signature.maxBatchSize,
+      input: signature.inputs.map(tensor),
+      output: signature.outputs.map(tensor),
       instance_group: [{ count: 1, kind: "KIND_CPU" }],
       parameters: { operon_sandbox: { string_value: "true" } },
     } as ModelConfigJson;
@@ -106,7 +108,7 @@ export class CustomSteps {
     await this.policy.assertMayUpload(who.role);
     const { name } = input;
     const files = decodeFiles(input.files);
-    await this.assertCompiles(name, files);
+    const declared = await this.assertCompiles(name, files);
     const sha256 = createHash("sha256").update(files.get(CUSTOM_STEP_ENTRY)!).digest("hex");
     const ws = this.ws;
     return ws.withLock(name, async () => {
@@ -124,6 +126,8 @@ export class CustomSteps {
       const config = model.versions.find(
         (v) => v.version === Math.max(...model.versions.map((w) => w.version)),
       )!.config;
+      // The config's tensors stay across versions: a version declaring others would not be served as it says.
+      if (declared !== null) signatureOf(configSignature(config as ModelConfigJson), declared);
       const row = await ws.prisma.modelVersion.create({
         data: {
           modelId: model.id,
@@ -172,12 +176,31 @@ export class CustomSteps {
     });
   }
 
-  /** VALIDATION_FAILED with each compile problem of model.ts at model.ts:line:col. */
-  private async assertCompiles(name: string, files: ReadonlyMap<string, Buffer>): Promise<void> {
+  /**
+   * What the upload form shows as soon as model.ts is picked, before anything
+   * is stored: its compile problems (model.ts:line:col) and the tensors it
+   * declares (null when none), to prefill the form. The same check as an
+   * upload, so the same rule on who may upload code.
+   */
+  async inspect(
+    who: { role: string },
+    input: { files: CreateCustomStepInput["files"] },
+  ): Promise<{ problems: string[]; signature: DeclaredStepSignature | null }> {
+    await this.policy.assertMayUpload(who.role);
+    const files = decodeFiles(input.files);
     const source = files.get(CUSTOM_STEP_ENTRY)!.toString("utf8");
-    const problems = (await this.checker.check(new Map([[CUSTOM_STEP_ENTRY, source]]), CUSTOM_STEP_ENTRY)).map(
-      formatProblem,
-    );
+    const checked = await this.checker.check(new Map([[CUSTOM_STEP_ENTRY, source]]), CUSTOM_STEP_ENTRY);
+    return { problems: checked.problems.map(formatProblem), signature: checked.signature };
+  }
+
+  /** VALIDATION_FAILED with each compile problem of model.ts at model.ts:line:col; else what it declares. */
+  private async assertCompiles(
+    name: string,
+    files: ReadonlyMap<string, Buffer>,
+  ): Promise<DeclaredStepSignature | null> {
+    const source = files.get(CUSTOM_STEP_ENTRY)!.toString("utf8");
+    const checked = await this.checker.check(new Map([[CUSTOM_STEP_ENTRY, source]]), CUSTOM_STEP_ENTRY);
+    const problems = checked.problems.map(formatProblem);
     if (problems.length > 0) {
       throw new AppError(
         "VALIDATION_FAILED",
@@ -185,7 +208,78 @@ export class CustomSteps {
         { fieldErrors: problems.map((message) => ({ path: `files.${CUSTOM_STEP_ENTRY}`, message })) },
       );
     }
+    return checked.signature;
   }
+}
+
+interface StepSignature {
+  maxBatchSize: number;
+  inputs: StepModelTensor[];
+  outputs: StepModelTensor[];
+}
+
+/**
+ * The step's tensors: the ones given, else model.ts's declaration. Given and
+ * declared must agree (the code says what it reads and returns); neither is
+ * a field error that says how to give them.
+ */
+function signatureOf(
+  given: {
+    maxBatchSize?: number | undefined;
+    inputs?: StepModelTensor[] | undefined;
+    outputs?: StepModelTensor[] | undefined;
+  },
+  declared: DeclaredStepSignature | null,
+): StepSignature {
+  const fieldErrors: FieldError[] = [];
+  for (const key of ["inputs", "outputs"] as const) {
+    const tensors = given[key];
+    if (tensors === undefined && declared === null)
+      fieldErrors.push({
+        path: key,
+        message: `give the step's ${key}, or declare them in ${CUSTOM_STEP_ENTRY} (export const ${SIGNATURE_EXPORT})`,
+      });
+    else if (tensors !== undefined && declared !== null && describeTensors(tensors) !== describeTensors(declared[key]))
+      fieldErrors.push({
+        path: key,
+        message: `differ from what ${CUSTOM_STEP_ENTRY} declares (${describeTensors(declared[key])}); change one or the other`,
+      });
+  }
+  if (given.maxBatchSize !== undefined && declared !== null && given.maxBatchSize !== declared.maxBatchSize)
+    fieldErrors.push({
+      path: "maxBatchSize",
+      message: `is ${given.maxBatchSize} but ${CUSTOM_STEP_ENTRY} declares ${declared.maxBatchSize}`,
+    });
+  if (fieldErrors.length > 0)
+    throw new AppError(
+      "VALIDATION_FAILED",
+      `the custom step's tensors are invalid: ${fieldErrors.map((e) => `${e.path}: ${e.message}`).join("; ")}`,
+      { fieldErrors },
+    );
+  return {
+    maxBatchSize: given.maxBatchSize ?? declared?.maxBatchSize ?? 0,
+    inputs: given.inputs ?? (declared!.inputs as StepModelTensor[]),
+    outputs: given.outputs ?? (declared!.outputs as StepModelTensor[]),
+  };
+}
+
+/** A stored step's tensors, read back from its config (the form signatureOf compares). */
+function configSignature(config: ModelConfigJson): StepSignature {
+  const tensor = (t: { name?: string; data_type?: string; dims?: number[] }): StepModelTensor => ({
+    name: t.name ?? "",
+    datatype: fromConfigDataType(t.data_type ?? "") as StepModelTensor["datatype"],
+    dims: t.dims ?? [],
+  });
+  return {
+    maxBatchSize: config.max_batch_size ?? 0,
+    inputs: (config.input ?? []).map(tensor),
+    outputs: (config.output ?? []).map(tensor),
+  };
+}
+
+/** "x FP32 [4], mask BOOL [-1]" */
+function describeTensors(tensors: ReadonlyArray<{ name: string; datatype: string; dims: readonly number[] }>): string {
+  return tensors.map((t) => `${t.name} ${t.datatype} [${t.dims.join(",")}]`).join(", ");
 }
 
 /** Each file's path, size and SHA-256, for the audit event. */
