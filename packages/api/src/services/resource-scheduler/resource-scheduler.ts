@@ -10,6 +10,7 @@ import type { GatewayClient } from "../gateway/gateway-client.js";
 import {
   capacityOf,
   decide,
+  gpuSlotsInUse,
   type HostBudget,
   type ModelState,
   type SchedulerDecision,
@@ -25,7 +26,14 @@ import {
   type OperatorSample,
   type OperatorTraffic,
 } from "./operator-capacity.js";
-import { reportCapacities } from "./report-capacities.js";
+import { kindCapacities, reportCapacities } from "./report-capacities.js";
+import {
+  chooseHardware,
+  parseHardwareKinds,
+  type HardwareFitInput,
+  type HardwareKindName,
+  type KindMeasure,
+} from "./hardware-fit.js";
 import {
   listDecisions,
   readOperatorCapacity,
@@ -369,10 +377,12 @@ export class ResourceScheduler {
     this.budget = { ...this.budget, gpuDevices: [...hostGpus].sort((a, b) => a - b) };
     const parkedNow = new Set(scaling.parked);
     const configured = new Map(scaling.models.map((entry) => [entry.model, entry.configuredInstances]));
+    const scalingOf = new Map(scaling.models.map((entry) => [entry.model, entry]));
     const queued = new Map(scaling.models.map((entry) => [entry.model, entry.queued ?? 0]));
     // A config search's shadow model is the search's to load and unload: never scaled or parked here.
     const names = [...new Set([...byModel.keys(), ...parkedNow])].filter((name) => !isShadowModelName(name)).sort();
-    const [pins, capacities, enabled, measuring] = await Promise.all([
+    const fitted = names.filter((name) => (scalingOf.get(name)?.hardwareKinds ?? null) !== null);
+    const [pins, capacities, enabled, measuring, byKind, profileKinds] = await Promise.all([
       this.prisma.schedulerPin.findMany(),
       reportCapacities(this.prisma, names, this.options.p99BudgetMs),
       this.isEnabled(),
@@ -380,7 +390,32 @@ export class ResourceScheduler {
       this.prisma.perfReport
         .findMany({ where: { status: "RUNNING", targetKind: "MODEL" }, select: { targetName: true } })
         .then((rows) => new Set(rows.map((row) => row.targetName))),
+      kindCapacities(this.prisma, fitted, this.options.p99BudgetMs),
+      this.prisma.hardwareProfile
+        .findMany({ select: { kind: true }, distinct: ["kind"] })
+        .then((rows) => new Set(rows.map((row) => row.kind as HardwareKindName))),
     ]);
+    // Free GPU memory per GPU, where NVML reads it (hardware fit: a GPU without room is not a candidate).
+    const gpuFreeMemoryBytes = new Map<number, number>();
+    for (const gpu of workers.gpus)
+      if (gpu.device !== null && gpu.memoryTotalBytes !== null && gpu.memoryUsedBytes !== null)
+        gpuFreeMemoryBytes.set(gpu.device, gpu.memoryTotalBytes - gpu.memoryUsedBytes);
+    const hardwareOf = (name: string): HardwareFitInput | undefined => {
+      const raw = scalingOf.get(name)?.hardwareKinds ?? null;
+      if (raw === null) return undefined;
+      const parsed = parseHardwareKinds(raw);
+      if ("problem" in parsed) return { allowed: [], problem: parsed.problem, measures: [] };
+      const measures: KindMeasure[] = parsed.kinds.map((kind) => {
+        const measured = byKind.get(name)?.get(kind);
+        return {
+          kind,
+          profileExists: profileKinds.has(kind),
+          profile: measured?.profile ?? null,
+          capacityRps: measured?.capacityRps ?? null,
+        };
+      });
+      return { allowed: parsed.kinds, measures, gpuFreeMemoryBytes };
+    };
     const pinOf = new Map(pins.map((pin) => [pin.model, pin.count]));
     const perInstanceOf = (model: string): ReturnType<typeof capacityOf> =>
       capacityOf({ reportCapacityRps: capacities.get(model) ?? null } as ModelState, this.policy);
@@ -430,14 +465,19 @@ export class ResourceScheduler {
       const refusedUntil = this.refused.get(name);
       // First seen counts as a change: a model just loaded (or the scheduler just started) keeps its count for a cooldown.
       if (!this.lastChange.has(name)) this.lastChange.set(name, now);
+      const hardware = hardwareOf(name);
+      const kind: "CPU" | "GPU" = seen?.gpu === true || scalingOf.get(name)?.kind === "GPU" ? "GPU" : "CPU";
+      // With hardware fit, the capacity is the one measured on the kind it runs on (another kind's says nothing of it).
+      const kindCapacity = hardware?.measures.find((measure) => measure.kind === kind)?.capacityRps;
       return {
         model: name,
         instances: parkedNow.has(name) || seen === undefined ? 0 : Math.max(...seen.versions.values()),
         parked: parkedNow.has(name),
-        kind: seen?.gpu === true ? "GPU" : "CPU",
+        kind,
         demandRps,
         peakDemandRps,
-        reportCapacityRps: capacities.get(name) ?? null,
+        reportCapacityRps: kindCapacity ?? capacities.get(name) ?? null,
+        ...(hardware !== undefined ? { hardware } : {}),
         memoryPerInstanceBytes:
           seen !== undefined && seen.rss.length > 0
             ? Math.round(seen.rss.reduce((a, b) => a + b, 0) / seen.rss.length)
@@ -448,7 +488,7 @@ export class ResourceScheduler {
         scalable: (refusedUntil === undefined || refusedUntil <= now) && !measuring.has(name),
         minInstances: configured.get(name) ?? 1,
         queued: queued.get(name) ?? 0,
-        ...(seen?.gpu === true ? { gpuDevices: [...seen.devices].sort((a, b) => a - b) } : {}),
+        ...(kind === "GPU" ? { gpuDevices: [...(seen?.devices ?? [])].sort((a, b) => a - b) } : {}),
         ...(viaOperators !== undefined && viaOperators.fromOperators.some((part) => part.rps > 0)
           ? {
               operatorDemand: {
@@ -475,6 +515,13 @@ export class ResourceScheduler {
         p99BudgetMs: this.options.p99BudgetMs,
         pinned: state.pinned,
         lastUsedAt: state.lastUsedAt !== null ? new Date(state.lastUsedAt).toISOString() : null,
+        hardware:
+          state.hardware === undefined
+            ? null
+            : {
+                allowed: state.hardware.allowed,
+                ...chooseHardware(state, state.hardware, this.budget, gpuSlotsInUse(states), this.policy),
+              },
       };
     });
     // Models parked earlier and loaded again since: a request brought them back.
@@ -508,7 +555,8 @@ export class ResourceScheduler {
 
   private async apply(decision: SchedulerDecision, inputs: Record<string, unknown>, now: number): Promise<void> {
     if (decision.action === "HOLD") {
-      const key = `${decision.from}->${decision.to}`;
+      // A hardware fit HOLD (a config problem) is told apart from a budget HOLD of the same counts.
+      const key = `${decision.from}->${decision.to}${decision.reason.startsWith("hardware fit") ? " fit" : ""}`;
       if (this.lastHold.get(decision.model) === key) return;
       this.lastHold.set(decision.model, key);
       await this.record(decision, { applied: false, error: null, inputs });
@@ -518,6 +566,8 @@ export class ResourceScheduler {
     let error: string | null = null;
     try {
       if (decision.action === "UNLOAD") await this.gateway.parkModel(decision.model);
+      else if (decision.action === "MOVE")
+        await this.gateway.scaleModel(decision.model, decision.to, decision.kind === "GPU" ? "KIND_GPU" : "KIND_CPU");
       else await this.gateway.scaleModel(decision.model, decision.to);
       this.lastChange.set(decision.model, now);
       if (decision.action === "UNLOAD") this.parkedBefore.add(decision.model);
@@ -549,6 +599,7 @@ export class ResourceScheduler {
           capacityRps: decision.capacityRps,
           capacitySource: decision.capacitySource,
           headroom: decision.headroom,
+          kind: decision.kind ?? null,
           reason:
             outcome.error !== null ? `${decision.reason}; the gateway refused: ${outcome.error}` : decision.reason,
           inputs: JSON.parse(JSON.stringify(outcome.inputs)) as Prisma.InputJsonObject,
