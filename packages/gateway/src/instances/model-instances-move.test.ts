@@ -130,6 +130,9 @@ describe("moving a model between CPU and GPU (ModelInstances.replaceAll)", () =>
     };
     const pool = await ModelInstances.start(spec, ["mover_0_0"], options({ count: 2 }));
     const traffic = load(pool, 8);
+    // Some instance serves at every moment of the moves (the new kind's are up before the old ones leave).
+    let fewestReady = pool.readyCount;
+    const sampler = setInterval(() => (fewestReady = Math.min(fewestReady, pool.readyCount)), 2);
     try {
       await new Promise((resolve) => setTimeout(resolve, 300));
       const gpuNames = instancePlacements("mover", gpuConfig, 2).map((p) => p.name);
@@ -146,9 +149,11 @@ describe("moving a model between CPU and GPU (ModelInstances.replaceAll)", () =>
       ]);
       await new Promise((resolve) => setTimeout(resolve, 300));
     } finally {
+      clearInterval(sampler);
       const [answered, failures] = await traffic.stop();
       await pool.stop(1000);
       expect(failures).toEqual([]);
+      expect(fewestReady).toBeGreaterThanOrEqual(1);
       // 8 clients at 20 ms a request for over a second: hundreds served across both moves.
       expect(answered).toBeGreaterThan(100);
     }
