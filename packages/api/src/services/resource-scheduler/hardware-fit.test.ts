@@ -192,10 +192,10 @@ describe("decide: hardware fit", () => {
     });
     const [hold] = decide(inputs(noProfile), 60_000);
     expect(hold).toMatchObject({ action: "HOLD", from: 1, to: 1 });
-    expect(hold!.reason).toContain("the model allows GPU, but no GPU hardware profile exists");
+    expect(hold!.reason).toBe("hardware fit: GPU: the model allows GPU, but no GPU hardware profile exists: add one (Costs)");
     const bad = model({ hardware: { allowed: [], problem: "parameter operon_hardware_kinds names 'TPU'", measures: [] } });
     expect(decide(inputs(bad), 60_000)).toEqual([
-      expect.objectContaining({ action: "HOLD", reason: "hardware fit: not moved: parameter operon_hardware_kinds names 'TPU'" }),
+      expect.objectContaining({ action: "HOLD", reason: "hardware fit: parameter operon_hardware_kinds names 'TPU'" }),
     ]);
   });
 

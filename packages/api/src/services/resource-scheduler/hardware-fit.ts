@@ -79,6 +79,8 @@ export interface HardwareChoice {
   reason: string;
   /** True when the config itself is wrong (a bad parameter, an allowed kind without any profile): worth a HOLD. */
   configProblem: boolean;
+  /** What is wrong with the config, in words, when configProblem. */
+  problem?: string;
 }
 
 /** Parses the operon_hardware_kinds parameter ("CPU,GPU", "KIND_GPU", any case): the kinds, or what is wrong. */
@@ -121,15 +123,23 @@ export function chooseHardware(
   policy: SchedulerPolicy,
 ): HardwareChoice {
   if (fit.problem !== undefined)
-    return { candidates: [], chosen: null, reason: `not moved: ${fit.problem}`, configProblem: true };
+    return {
+      candidates: [],
+      chosen: null,
+      reason: `not moved: ${fit.problem}`,
+      configProblem: true,
+      problem: fit.problem,
+    };
   const candidates = fit.measures
     .filter((measure) => fit.allowed.includes(measure.kind))
     .map((measure) => candidateOf(m, measure, fit, budget, gpuSlotsUsed, policy));
   const missing = candidates.filter((candidate) => !fit.measures.find((x) => x.kind === candidate.kind)!.profileExists);
   const configProblem = missing.length > 0;
+  const problem = configProblem ? { problem: missing.map((entry) => `${entry.kind}: ${entry.why}`).join("; ") } : {};
   const eligible = candidates.filter((candidate) => candidate.eligible);
   const summary = candidates.map((candidate) => `${candidate.kind}: ${candidate.why}`).join("; ");
-  if (eligible.length === 0) return { candidates, chosen: null, reason: `no kind can be chosen (${summary})`, configProblem };
+  if (eligible.length === 0)
+    return { candidates, chosen: null, reason: `no kind can be chosen (${summary})`, configProblem, ...problem };
   const currencies = new Set(eligible.map((candidate) => candidate.currency));
   if (currencies.size > 1)
     return {
@@ -137,6 +147,7 @@ export function chooseHardware(
       chosen: null,
       reason: `not compared: the candidates are priced in different currencies (${[...currencies].join(", ")})`,
       configProblem,
+      ...problem,
     };
   // Cheapest first; on a tie the kind it runs on (a move costs a reload for nothing).
   const best = [...eligible].sort(
@@ -155,6 +166,7 @@ export function chooseHardware(
     chosen: best.kind,
     reason: `${best.kind} is the cheapest: ${money(best.costPer1000!)} ${best.currency} per 1,000 inferences at the p99 budget${versus !== "" ? ` (vs ${versus})` : ""}`,
     configProblem,
+    ...problem,
   };
 }
 

@@ -310,7 +310,7 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
           action: "HOLD",
           from: m.instances,
           to: m.instances,
-          reason: `hardware fit: ${choice.reason}`,
+          reason: `hardware fit: ${choice.problem ?? choice.reason}`,
         });
       if (choice.chosen === null) continue;
     }
