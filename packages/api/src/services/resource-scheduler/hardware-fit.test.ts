@@ -193,6 +193,9 @@ describe("decide: hardware fit", () => {
     const [hold] = decide(inputs(noProfile), 60_000);
     expect(hold).toMatchObject({ action: "HOLD", from: 1, to: 1 });
     expect(hold!.reason).toBe("hardware fit: GPU: the model allows GPU, but no GPU hardware profile exists: add one (Costs)");
+    // On a host without a GPU as well: the problem is still the missing profile, not the host.
+    const [onCpuHost] = decide(inputs(noProfile, CPU_HOST), 60_000);
+    expect(onCpuHost!.reason).toBe(hold!.reason);
     const bad = model({ hardware: { allowed: [], problem: "parameter operon_hardware_kinds names 'TPU'", measures: [] } });
     expect(decide(inputs(bad), 60_000)).toEqual([
       expect.objectContaining({ action: "HOLD", reason: "hardware fit: parameter operon_hardware_kinds names 'TPU'" }),

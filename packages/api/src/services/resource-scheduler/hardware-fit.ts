@@ -133,9 +133,11 @@ export function chooseHardware(
   const candidates = fit.measures
     .filter((measure) => fit.allowed.includes(measure.kind))
     .map((measure) => candidateOf(m, measure, fit, budget, gpuSlotsUsed, policy));
-  const missing = candidates.filter((candidate) => !fit.measures.find((x) => x.kind === candidate.kind)!.profileExists);
+  const missing = fit.measures.filter((measure) => fit.allowed.includes(measure.kind) && !measure.profileExists);
   const configProblem = missing.length > 0;
-  const problem = configProblem ? { problem: missing.map((entry) => `${entry.kind}: ${entry.why}`).join("; ") } : {};
+  const problem = configProblem
+    ? { problem: missing.map((measure) => `${measure.kind}: ${noProfile(measure.kind)}`).join("; ") }
+    : {};
   const eligible = candidates.filter((candidate) => candidate.eligible);
   const summary = candidates.map((candidate) => `${candidate.kind}: ${candidate.why}`).join("; ");
   if (eligible.length === 0)
@@ -188,8 +190,11 @@ function candidateOf(
     instances: null,
   };
   const refuse = (why: string): HardwareCandidate => ({ ...base, eligible: false, why });
+  const devices = budget.gpuDevices ?? [];
+  // First: on a host without a GPU the GPU is never tried, whatever is measured or priced.
+  if (measure.kind === "GPU" && devices.length === 0) return refuse("this host has no GPU");
   if (!measure.profileExists)
-    return refuse(`the model allows ${measure.kind}, but no ${measure.kind} hardware profile exists: add one (Costs)`);
+    return refuse(noProfile(measure.kind));
   if (measure.profile === null)
     return refuse(`no successful perf report measured on a ${measure.kind} hardware profile`);
   if (measure.capacityRps === null || measure.capacityRps <= 0)
@@ -207,8 +212,6 @@ function candidateOf(
   );
   const perInstance = `${money(price)} ${measure.profile.currency} an instance-hour ÷ (${fmt(measure.capacityRps)} req/s × 3.6) = ${money(priced.costPer1000)} per 1,000 (profile '${measure.profile.name}')`;
   if (measure.kind === "CPU") return { ...priced, instances: needed, eligible: true, why: perInstance };
-  const devices = budget.gpuDevices ?? [];
-  if (devices.length === 0) return { ...priced, eligible: false, why: "this host has no GPU" };
   // One instance per GPU per round (a KIND_GPU group without `gpus` uses them all).
   const perGpu = Math.ceil(needed / devices.length);
   const instances = perGpu * devices.length;
@@ -236,6 +239,8 @@ function candidateOf(
   return { ...priced, instances, eligible: true, why: perInstance };
 }
 
+const noProfile = (kind: HardwareKindName): string =>
+  `the model allows ${kind}, but no ${kind} hardware profile exists: add one (Costs)`;
 const money = (value: number): string => (value >= 1 ? value.toFixed(2) : value.toPrecision(3));
 const fmt = (value: number): string => (value >= 100 ? value.toFixed(0) : value.toFixed(1));
 const mib = (bytes: number): string => (bytes / (1024 * 1024)).toFixed(0);

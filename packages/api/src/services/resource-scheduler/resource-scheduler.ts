@@ -115,6 +115,8 @@ export const RESOURCE_SCHEDULER_DEFAULTS = {
 
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const REFUSED_RETRY_MS = 600_000;
+/** How decide() starts the reason of a hardware fit HOLD (a config problem). */
+const FIT_HOLD = "hardware fit: ";
 
 interface Baseline {
   at: number;
@@ -136,6 +138,8 @@ export class ResourceScheduler {
   private readonly refused = new Map<string, number>();
   /** The last HOLD recorded per model: the same one is not recorded again every period. */
   private readonly lastHold = new Map<string, string>();
+  /** The last hardware fit HOLD per model (its reason), forgotten in a period without one (the problem was fixed). */
+  private readonly lastFitHold = new Map<string, string>();
   private parkedBefore = new Set<string>();
   private lastView: SchedulerModelView[] = [];
   private lastOperators: OperatorCapacityView[] = [];
@@ -549,14 +553,23 @@ export class ResourceScheduler {
       const state = states.find((candidate) => candidate.model === name)!;
       return { ...state, budget: this.budget, policy: this.policy };
     };
+    for (const name of [...this.lastFitHold.keys()])
+      if (!decisions.some((decision) => decision.model === name && decision.reason.startsWith(FIT_HOLD)))
+        this.lastFitHold.delete(name);
     for (const decision of decisions) await this.apply(decision, inputsOf(decision.model), now);
     return decisions;
   }
 
   private async apply(decision: SchedulerDecision, inputs: Record<string, unknown>, now: number): Promise<void> {
     if (decision.action === "HOLD") {
-      // A hardware fit HOLD (a config problem) is told apart from a budget HOLD of the same counts.
-      const key = `${decision.from}->${decision.to}${decision.reason.startsWith("hardware fit") ? " fit" : ""}`;
+      // A hardware fit HOLD (a config problem) is recorded when its problem changes (lastFitHold), apart from budget HOLDs.
+      if (decision.reason.startsWith(FIT_HOLD)) {
+        if (this.lastFitHold.get(decision.model) === decision.reason) return;
+        this.lastFitHold.set(decision.model, decision.reason);
+        await this.record(decision, { applied: false, error: null, inputs });
+        return;
+      }
+      const key = `${decision.from}->${decision.to}`;
       if (this.lastHold.get(decision.model) === key) return;
       this.lastHold.set(decision.model, key);
       await this.record(decision, { applied: false, error: null, inputs });
