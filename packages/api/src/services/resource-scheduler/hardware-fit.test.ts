@@ -107,6 +107,8 @@ describe("chooseHardware", () => {
     const choice = choose(model(), fit(10, 4000), CPU_HOST);
     expect(choice.chosen).toBe("CPU");
     expect(choice.candidates.find((c) => c.kind === "GPU")).toMatchObject({ eligible: false, why: "this host has no GPU" });
+    // Still priced, for the console: 0.80 / (4000 × 3.6).
+    expect(choice.candidates[1]!.costPer1000).toBeCloseTo(0.8 / 14_400, 12);
   });
 
   it("needs a free slot on every GPU for the instances the demand asks (one per GPU per round)", () => {

@@ -180,31 +180,30 @@ function candidateOf(
   gpuSlotsUsed: ReadonlyMap<number, number>,
   policy: SchedulerPolicy,
 ): HardwareCandidate {
+  // Priced whenever measured, so that the console shows what a kind would cost even where it is not a candidate.
+  const price =
+    measure.profile !== null && measure.capacityRps !== null && measure.capacityRps > 0
+      ? instanceHourPrice(measure.profile, measure.kind, budget)
+      : null;
   const base = {
     kind: measure.kind,
     profile: measure.profile?.name ?? null,
     currency: measure.profile?.currency ?? null,
     capacityRps: measure.capacityRps,
-    instanceHourPrice: null,
-    costPer1000: null,
+    instanceHourPrice: price,
+    costPer1000: price === null ? null : costPer1000Inferences(price, measure.capacityRps!),
     instances: null,
   };
   const refuse = (why: string): HardwareCandidate => ({ ...base, eligible: false, why });
   const devices = budget.gpuDevices ?? [];
   // First: on a host without a GPU the GPU is never tried, whatever is measured or priced.
   if (measure.kind === "GPU" && devices.length === 0) return refuse("this host has no GPU");
-  if (!measure.profileExists)
-    return refuse(noProfile(measure.kind));
+  if (!measure.profileExists) return refuse(noProfile(measure.kind));
   if (measure.profile === null)
     return refuse(`no successful perf report measured on a ${measure.kind} hardware profile`);
-  if (measure.capacityRps === null || measure.capacityRps <= 0)
+  if (price === null || measure.capacityRps === null)
     return refuse(`its latest ${measure.kind} perf report has no step within the p99 budget`);
-  const price = instanceHourPrice(measure.profile, measure.kind, budget);
-  const priced = {
-    ...base,
-    instanceHourPrice: price,
-    costPer1000: costPer1000Inferences(price, measure.capacityRps),
-  };
+  const priced = { ...base, costPer1000: base.costPer1000! };
   const needed = Math.max(
     m.minInstances ?? 1,
     Math.ceil((Math.max(0, m.demandRps) * (1 + policy.headroom)) / measure.capacityRps - 1e-9),
