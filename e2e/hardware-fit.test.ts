@@ -179,7 +179,12 @@ describe("hardware fit on a (fake) GPU host: the choice follows the cost", () =>
       await waitFor(
         "fit to move to the GPUs",
         () => workersOf(server, "fit"),
-        (workers) => JSON.stringify(workers) === JSON.stringify([["GPU", 0], ["GPU", 1]]),
+        (workers) =>
+          JSON.stringify(workers) ===
+          JSON.stringify([
+            ["GPU", 0],
+            ["GPU", 1],
+          ]),
         30_000,
       );
       await new Promise((resolve) => setTimeout(resolve, 500));
@@ -192,9 +197,9 @@ describe("hardware fit on a (fake) GPU host: the choice follows the cost", () =>
     const move = (await waitFor(
       "the MOVE decision",
       async () =>
-        (await admin.client.scheduler.decisions.query({ model: "fit" })).decisions.find(
-          (decision) => decision.action === "MOVE",
-        ),
+        (
+          await admin.client.scheduler.decisions.query({ model: "fit" })
+        ).decisions.find((decision) => decision.action === "MOVE"),
       (decision) => decision !== undefined,
       10_000,
     ))!;
@@ -242,9 +247,9 @@ describe("hardware fit on a (fake) GPU host: the choice follows the cost", () =>
     const back = (await waitFor(
       "fit to move back to the CPU",
       async () =>
-        (await admin.client.scheduler.decisions.query({ model: "fit" })).decisions.find(
-          (decision) => decision.action === "MOVE" && decision.kind === "CPU",
-        ),
+        (
+          await admin.client.scheduler.decisions.query({ model: "fit" })
+        ).decisions.find((decision) => decision.action === "MOVE" && decision.kind === "CPU"),
       (decision) => decision !== undefined,
       30_000,
     ))!;

@@ -80,10 +80,10 @@ export function SchedulerPage() {
               <section className="card" aria-labelledby="scheduler-hardware-title">
                 <h2 id="scheduler-hardware-title">Hardware fit</h2>
                 <p className="muted small">
-                  Models whose config allows several kinds (parameter operon_hardware_kinds) run on the kind where
-                  1,000 inferences at the p99 budget cost least: an instance-hour's price over the throughput
-                  measured on a hardware profile of that kind. A GPU is a candidate only on a host with GPUs that
-                  have free slots and memory.
+                  Models whose config allows several kinds (parameter operon_hardware_kinds) run on the kind where 1,000
+                  inferences at the p99 budget cost least: an instance-hour's price over the throughput measured on a
+                  hardware profile of that kind. A GPU is a candidate only on a host with GPUs that have free slots and
+                  memory.
                 </p>
                 <HardwareFitTable models={data.models} />
               </section>

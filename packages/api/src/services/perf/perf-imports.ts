@@ -53,7 +53,8 @@ export class PerfImports {
         where: { id: input.hardwareProfileId },
         select: { id: true },
       });
-      if (profile === null) throw invalid("hardwareProfileId", `no hardware profile has id '${input.hardwareProfileId}'`);
+      if (profile === null)
+        throw invalid("hardwareProfileId", `no hardware profile has id '${input.hardwareProfileId}'`);
       links.hardwareProfileId = profile.id;
     }
     const now = new Date();

@@ -94,7 +94,9 @@ describe("chooseHardware", () => {
     // GPU 0.80 / (400 × 3.6) = 0.000556 vs CPU 0.10 / (10 × 3.6) = 0.00278.
     const gpu = choose(model(), fit(10, 400));
     expect(gpu.chosen).toBe("GPU");
-    expect(gpu.reason).toMatch(/^GPU is the cheapest: 0\.000556 USD per 1,000 inferences at the p99 budget \(vs CPU 0\.00278\)$/);
+    expect(gpu.reason).toMatch(
+      /^GPU is the cheapest: 0\.000556 USD per 1,000 inferences at the p99 budget \(vs CPU 0\.00278\)$/,
+    );
     expect(gpu.candidates.map((c) => [c.kind, c.eligible, c.costPer1000 !== null])).toEqual([
       ["CPU", true, true],
       ["GPU", true, true],
@@ -106,28 +108,57 @@ describe("chooseHardware", () => {
   it("never offers the GPU on a host without one, however cheap", () => {
     const choice = choose(model(), fit(10, 4000), CPU_HOST);
     expect(choice.chosen).toBe("CPU");
-    expect(choice.candidates.find((c) => c.kind === "GPU")).toMatchObject({ eligible: false, why: "this host has no GPU" });
+    expect(choice.candidates.find((c) => c.kind === "GPU")).toMatchObject({
+      eligible: false,
+      why: "this host has no GPU",
+    });
     // Still priced, for the console: 0.80 / (4000 × 3.6).
     expect(choice.candidates[1]!.costPer1000).toBeCloseTo(0.8 / 14_400, 12);
   });
 
   it("needs a free slot on every GPU for the instances the demand asks (one per GPU per round)", () => {
     // 5 req/s + 25 % on 400 req/s: 1 instance, so one round: a slot on each GPU. GPU 1 is full (2 of 2).
-    const full = choose(model(), fit(10, 400), GPU_HOST, new Map([[0, 1], [1, 2]]));
+    const full = choose(
+      model(),
+      fit(10, 400),
+      GPU_HOST,
+      new Map([
+        [0, 1],
+        [1, 2],
+      ]),
+    );
     expect(full.chosen).toBe("CPU");
     expect(full.candidates[1]!.why).toBe("needs 1 GPU slot on each GPU; GPU 1 has fewer free (2 per GPU)");
-    expect(choose(model(), fit(10, 400), GPU_HOST, new Map([[0, 1], [1, 1]])).chosen).toBe("GPU");
+    expect(
+      choose(
+        model(),
+        fit(10, 400),
+        GPU_HOST,
+        new Map([
+          [0, 1],
+          [1, 1],
+        ]),
+      ).chosen,
+    ).toBe("GPU");
   });
 
   it("needs GPU memory for its instances where NVML reads it", () => {
-    const input = fit(10, 400, { gpuFreeMemoryBytes: new Map([[0, 8 * GIB], [1, 100 * MIB]]) });
+    const input = fit(10, 400, {
+      gpuFreeMemoryBytes: new Map([
+        [0, 8 * GIB],
+        [1, 100 * MIB],
+      ]),
+    });
     const choice = choose(model(), input);
     expect(choice.chosen).toBe("CPU");
     expect(choice.candidates[1]!.why).toBe("needs 256 MiB of GPU memory on each GPU; GPU 1 has 100 MiB free");
   });
 
   it("offers no kind it has no measurement for, and calls an allowed kind without any profile a config problem", () => {
-    const unmeasured = choose(model(), { allowed: ["CPU", "GPU"], measures: measures(10, null, [{}, { profile: null }]) });
+    const unmeasured = choose(model(), {
+      allowed: ["CPU", "GPU"],
+      measures: measures(10, null, [{}, { profile: null }]),
+    });
     expect(unmeasured).toMatchObject({ chosen: "CPU", configProblem: false });
     expect(unmeasured.candidates[1]!.why).toBe("no successful perf report measured on a GPU hardware profile");
     const overBudget = choose(model(), fit(10, null));
@@ -170,7 +201,9 @@ describe("decide: hardware fit", () => {
     expect(decisions).toEqual([
       expect.objectContaining({ action: "MOVE", kind: "GPU", from: 1, to: 2, capacityRps: 400 }),
     ]);
-    expect(decisions[0]!.reason).toMatch(/^moves from CPU to GPU: GPU is the cheapest: .*; 2 instances for demand 500 req\/s \+ 25 % headroom$/);
+    expect(decisions[0]!.reason).toMatch(
+      /^moves from CPU to GPU: GPU is the cheapest: .*; 2 instances for demand 500 req\/s \+ 25 % headroom$/,
+    );
   });
 
   it("moves a GPU model back to the CPU when the CPU is cheaper", () => {
@@ -190,15 +223,22 @@ describe("decide: hardware fit", () => {
 
   it("holds, saying why, when the config allows a kind without any hardware profile or names a bad kind", () => {
     const noProfile = model({
-      hardware: { allowed: ["CPU", "GPU"], measures: measures(10, null, [{}, { profileExists: false, profile: null }]) },
+      hardware: {
+        allowed: ["CPU", "GPU"],
+        measures: measures(10, null, [{}, { profileExists: false, profile: null }]),
+      },
     });
     const [hold] = decide(inputs(noProfile), 60_000);
     expect(hold).toMatchObject({ action: "HOLD", from: 1, to: 1 });
-    expect(hold!.reason).toBe("hardware fit: GPU: the model allows GPU, but no GPU hardware profile exists: add one (Costs)");
+    expect(hold!.reason).toBe(
+      "hardware fit: GPU: the model allows GPU, but no GPU hardware profile exists: add one (Costs)",
+    );
     // On a host without a GPU as well: the problem is still the missing profile, not the host.
     const [onCpuHost] = decide(inputs(noProfile, CPU_HOST), 60_000);
     expect(onCpuHost!.reason).toBe(hold!.reason);
-    const bad = model({ hardware: { allowed: [], problem: "parameter operon_hardware_kinds names 'TPU'", measures: [] } });
+    const bad = model({
+      hardware: { allowed: [], problem: "parameter operon_hardware_kinds names 'TPU'", measures: [] },
+    });
     expect(decide(inputs(bad), 60_000)).toEqual([
       expect.objectContaining({ action: "HOLD", reason: "hardware fit: parameter operon_hardware_kinds names 'TPU'" }),
     ]);

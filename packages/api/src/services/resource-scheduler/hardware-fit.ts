@@ -20,7 +20,23 @@
  *   (a move costs a reload). Candidates priced in different currencies are
  *   not compared: no choice, and the reason says so.
  */
-import type { HostBudget, ModelState, SchedulerPolicy } from "./scheduler-decisions.js";
+
+/** What the choice reads of a model (scheduler-decisions.ts's ModelState has it; not imported: it imports this). */
+export interface FitModel {
+  kind: "CPU" | "GPU";
+  instances: number;
+  demandRps: number;
+  minInstances?: number;
+  gpuDevices?: readonly number[];
+  memoryPerInstanceBytes: number;
+}
+
+/** What the choice reads of the host's budget (HostBudget) and the policy (SchedulerPolicy). */
+export interface FitBudget {
+  cpuSlots: number;
+  gpuSlots: number;
+  gpuDevices?: readonly number[];
+}
 
 export type HardwareKindName = "CPU" | "GPU";
 export const HARDWARE_KINDS: readonly HardwareKindName[] = ["CPU", "GPU"];
@@ -87,7 +103,12 @@ export interface HardwareChoice {
 export function parseHardwareKinds(raw: string): { kinds: HardwareKindName[] } | { problem: string } {
   const entries = raw
     .split(",")
-    .map((entry) => entry.trim().toUpperCase().replace(/^KIND_/, ""))
+    .map((entry) =>
+      entry
+        .trim()
+        .toUpperCase()
+        .replace(/^KIND_/, ""),
+    )
     .filter((entry) => entry !== "");
   if (entries.length === 0)
     return { problem: `parameter operon_hardware_kinds is empty: list the kinds the model may run on, e.g. "CPU,GPU"` };
@@ -100,9 +121,11 @@ export function parseHardwareKinds(raw: string): { kinds: HardwareKindName[] } |
 }
 
 /** One instance-hour of `kind` on `profile`: its CPU part over the CPU slots, or its GPU part over GPUs × GPU slots. */
-export function instanceHourPrice(profile: KindProfile, kind: HardwareKindName, budget: HostBudget): number {
+export function instanceHourPrice(profile: KindProfile, kind: HardwareKindName, budget: FitBudget): number {
   if (kind === "GPU")
-    return (profile.costPerHour * profile.gpuPriceShare) / (Math.max(1, profile.gpuCount) * Math.max(1, budget.gpuSlots));
+    return (
+      (profile.costPerHour * profile.gpuPriceShare) / (Math.max(1, profile.gpuCount) * Math.max(1, budget.gpuSlots))
+    );
   return (profile.costPerHour * (1 - profile.gpuPriceShare)) / Math.max(1, budget.cpuSlots);
 }
 
@@ -116,11 +139,11 @@ export function costPer1000Inferences(pricePerHour: number, throughputRps: numbe
  * included (they are left out when it runs on the GPU already: a move frees them).
  */
 export function chooseHardware(
-  m: ModelState,
+  m: FitModel,
   fit: HardwareFitInput,
-  budget: HostBudget,
+  budget: FitBudget,
   gpuSlotsUsed: ReadonlyMap<number, number>,
-  policy: SchedulerPolicy,
+  policy: { headroom: number },
 ): HardwareChoice {
   if (fit.problem !== undefined)
     return {
@@ -173,12 +196,12 @@ export function chooseHardware(
 }
 
 function candidateOf(
-  m: ModelState,
+  m: FitModel,
   measure: KindMeasure,
   fit: HardwareFitInput,
-  budget: HostBudget,
+  budget: FitBudget,
   gpuSlotsUsed: ReadonlyMap<number, number>,
-  policy: SchedulerPolicy,
+  policy: { headroom: number },
 ): HardwareCandidate {
   // Priced whenever measured, so that the console shows what a kind would cost even where it is not a candidate.
   const price =

@@ -80,7 +80,11 @@ export async function kindCapacities(
     const summary =
       report.summary === null
         ? null
-        : parseJsonColumn(perfRunSummarySchema, report.summary, { table: "PerfReport", column: "summary", id: report.id });
+        : parseJsonColumn(perfRunSummarySchema, report.summary, {
+            table: "PerfReport",
+            column: "summary",
+            id: report.id,
+          });
     const instances = Math.max(1, summary?.imported?.instanceCount ?? 1);
     const best = within.length === 0 ? 0 : Math.max(...within.map((sample) => sample.throughput));
     byKind.set(kind, {
