@@ -1,4 +1,5 @@
 import type { GpuInfo, WorkersResponse } from "@operon/protocol/admin";
+import type { ModelScalingState, ScalingKind } from "../repository/model-scaling.js";
 import { asOperonError, OperonError } from "@operon/protocol/errors";
 import type {
   InferRequest,
@@ -538,8 +539,12 @@ export class Engine implements InferenceEngine {
     await this.manager.unloadFromApi(name);
   }
 
-  scaleModel(name: string, count: number): Promise<{ model: string; from: number; to: number }> {
-    return this.manager.scaleInstances(name, count);
+  scaleModel(
+    name: string,
+    count: number,
+    kind?: ScalingKind,
+  ): Promise<{ model: string; from: number; to: number; kind: ScalingKind }> {
+    return this.manager.scaleInstances(name, count, kind);
   }
 
   parkModel(name: string): Promise<void> {
@@ -550,7 +555,7 @@ export class Engine implements InferenceEngine {
     return this.manager.parkedModels();
   }
 
-  scalingState(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }> {
+  scalingState(): ModelScalingState[] {
     return this.manager.scalingState();
   }
 

@@ -139,11 +139,12 @@ export class GatewayClient {
   }
 
   /** The resource scheduler's lever: grows or shrinks every served version of `name` to `count` instances in place. */
-  async scaleModel(name: string, count: number): Promise<ScaleModelResponse> {
+  /** Rescales `name` to `count` instances; with `kind`, moves them to that kind (new ones first, the old drained). */
+  async scaleModel(name: string, count: number, kind?: "KIND_CPU" | "KIND_GPU"): Promise<ScaleModelResponse> {
     const response = await this.request(
       "POST",
       `/v2/operon/models/${encodeURIComponent(name)}/instances`,
-      { count },
+      kind === undefined ? { count } : { count, kind },
       { timeoutMs: this.loadTimeoutMs },
     );
     return this.parsed(scaleModelResponseSchema, response, "POST /v2/operon/models/<name>/instances");
