@@ -11,6 +11,7 @@ import type { BatchStorageOptions } from "./datasets.js";
 import { inputMappingSchema, planInputs } from "./input-mapping.js";
 import { type JobFiles, outputColumnsOf } from "./job-files.js";
 import { JobRunner, type ChunkOutcome } from "./job-runner.js";
+import { OnlineLatencyMonitor } from "./online-latency-monitor.js";
 import { imageBaseOf } from "./row-request.js";
 import { addRange, parseRanges, rowsIn } from "./row-ranges.js";
 import { jobBudget, targetSignature, type JobTarget } from "./target-signature.js";
@@ -44,6 +45,8 @@ export interface BatchJobsOptions {
   maxConcurrency?: number;
   /** Overrides the perf-report budget (ms); tests and benches. */
   budgetMs?: number;
+  /** The AIMD window (ms, online-latency-monitor.ts); default 1000. Tests shorten it. */
+  aimdWindowMs?: number | undefined;
 }
 
 export interface JobExecutionDeps {
@@ -64,6 +67,7 @@ export class JobExecution {
     const id = queued.id;
     const files = this.deps.filesOf(id);
     let sandbox: Awaited<ReturnType<JobFiles["open"]>> | undefined;
+    let monitor: OnlineLatencyMonitor | undefined;
     try {
       const claimed = await this.deps.prisma.batchJob.updateMany({
         where: { id, state: "QUEUED" },
@@ -111,6 +115,15 @@ export class JobExecution {
         initial: 2,
       });
       const key = await this.issueKey(id, target.name);
+      // The control plane's own client reads online latency: the job's key may only infer.
+      monitor = OnlineLatencyMonitor.start({
+        gateway: this.deps.gateway,
+        target,
+        limiter,
+        logger: this.deps.logger,
+        windowMs: this.deps.options.aimdWindowMs,
+        onDecision: (decision) => this.deps.logger.debug?.({ job: id, ...decision }, "batch job: concurrency window"),
+      });
       const gateway = new GatewayClient({ ...this.deps.options.gateway, adminKey: key });
       const rate = new RateWindow();
       let ranges = parseRanges(queued.doneRanges);
@@ -169,6 +182,7 @@ export class JobExecution {
         },
       });
       const complete = await runner.run(ranges, total);
+      await monitor.stop();
       const now = await this.deps.prisma.batchJob.findUniqueOrThrow({ where: { id } });
       if (complete && now.state === "RUNNING") {
         const written = await files.writeResult(sandbox, dataset.keyColumns, outputs);
@@ -189,6 +203,7 @@ export class JobExecution {
         })
         .catch(() => undefined);
     } finally {
+      await monitor?.stop();
       this.deps.apiKeys.setJobGrant(id, undefined);
       sandbox?.close();
     }
@@ -205,6 +220,7 @@ export class JobExecution {
       qpsQuota: null,
       expiresAt: null,
       internal: true,
+      batchJob: true,
       tenant: { id: `batch:${jobId}`, share: 1, policy: "queue" },
     });
     // The grant reaches the gateway as a message: wait until it knows the key (401 until then).
