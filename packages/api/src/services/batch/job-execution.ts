@@ -6,7 +6,7 @@ import { AppError } from "../../app-error.js";
 import type { ApiKeyService } from "../api-keys/api-key-service.js";
 import { GatewayClient, type GatewayClientOptions } from "../gateway/gateway-client.js";
 import { parseJsonColumn } from "../json-column.js";
-import { AimdLimiter } from "./aimd.js";
+import { AimdLimiter, type AimdReason } from "./aimd.js";
 import type { BatchStorageOptions } from "./datasets.js";
 import { inputMappingSchema, planInputs } from "./input-mapping.js";
 import { type JobFiles, outputColumnsOf } from "./job-files.js";
@@ -32,6 +32,19 @@ export const JOB_GRANT_PREFIX = "batch-job:";
 export interface RunningJob {
   stop: boolean;
   done: Promise<void>;
+  /** The concurrency controller's latest window (aimd.ts): jobs.get shows it live, between checkpoints. */
+  control?: JobControl;
+}
+
+/** Why a running job has the concurrency it has now. */
+export interface JobControl {
+  limit: number;
+  reason: AimdReason;
+  /** Online p99 over the last span (ms); undefined with too little online traffic to judge. */
+  onlineP99Ms?: number | undefined;
+  onlineBudgetMs: number;
+  /** Online p99 without the job, from its last probe; undefined while none saw online traffic. */
+  baselineMs?: number | undefined;
 }
 
 export interface BatchJobsOptions {
@@ -122,7 +135,10 @@ export class JobExecution {
         limiter,
         logger: this.deps.logger,
         windowMs: this.deps.options.aimdWindowMs,
-        onDecision: (decision) => this.deps.logger.debug?.({ job: id, ...decision }, "batch job: concurrency window"),
+        onDecision: (decision) => {
+          run.control = { ...decision, baselineMs: limiter.baselineMs };
+          this.deps.logger.debug?.({ job: id, ...run.control }, "batch job: concurrency window");
+        },
       });
       const gateway = new GatewayClient({ ...this.deps.options.gateway, adminKey: key });
       const rate = new RateWindow();
