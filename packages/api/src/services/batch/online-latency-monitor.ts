@@ -30,23 +30,28 @@ export class OnlineLatencyMonitor {
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private wake: (() => void) | undefined;
-  private readonly loop: Promise<void>;
   private warned = false;
 
   private constructor(private readonly options: OnlineLatencyMonitorOptions) {
-    this.loop = this.run();
+    this.run().catch((error: unknown) =>
+      options.logger.error({ err: (error as Error).message }, "batch job: the concurrency monitor stopped"),
+    );
   }
 
   static start(options: OnlineLatencyMonitorOptions): OnlineLatencyMonitor {
     return new OnlineLatencyMonitor(options);
   }
 
-  /** Idempotent; resolves once the loop has ended. */
-  async stop(): Promise<void> {
+  /**
+   * Idempotent. Resolves at once: a read of the gateway still in flight is
+   * not waited for (on a shutdown the gateway may be going away; its answer
+   * is dropped), and no window is decided after this.
+   */
+  stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.wake?.();
-    await this.loop;
+    return Promise.resolve();
   }
 
   private async run(): Promise<void> {
