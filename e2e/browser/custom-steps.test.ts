@@ -118,6 +118,35 @@ describe("console: upload a custom step", () => {
     const chained = (await twice.json()) as { outputs?: Array<{ data: number[] }>; error?: string };
     expect(chained.error).toBeUndefined();
     expect(chained.outputs?.[0]?.data).toEqual([9, 18, 27, 36]);
+
+    // Its next version, from its page: a broken one is refused at model.ts:line:col with nothing stored, then
+    // factor 5 serves in place of 3 (the operator calls the served version: 25×).
+    const form = await visible(page.getByRole("form", { name: "New version of custom_scale" }));
+    await form.getByLabel("New code (model.ts)").setInputFiles(fileOf("model.ts", BROKEN_TS));
+    await visible(form.getByText(/model\.ts \(\d+ bytes\)/));
+    await form.getByRole("button", { name: "Upload new version" }).click();
+    const refused = await visible(form.getByRole("list", { name: "Problems" }), 60_000);
+    expect(await refused.textContent()).toContain("model.ts:3:11 Type 'number' is not assignable to type 'string'.");
+    await form.getByLabel("New code (model.ts)").setInputFiles(fileOf("scale.ts", SCALE_TS));
+    await form.getByLabel("Files the new version reads").setInputFiles(fileOf("factor.txt", "5"));
+    await visible(form.getByText(/factor\.txt \(1 bytes\)/));
+    await form.getByRole("button", { name: "Upload new version" }).click();
+    await visible(form.getByText("Version 2 is READY."), 90_000);
+    await visible(page.getByRole("table", { name: "Versions" }).getByRole("row", { name: /^2 / }), 30_000);
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      expect(await accessibilityViolations(page), `new version, ${scheme}`).toEqual([]);
+    }
+    await page.emulateMedia({ colorScheme: "light" });
+    const fifth = await fetch(`${system.operon.httpUrl}/v2/models/custom_scale_twice/infer`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+      body: JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [4], data: [1, 2, 3, 4] }] }),
+    });
+    expect(((await fifth.json()) as { outputs?: Array<{ data: number[] }> }).outputs?.[0]?.data).toEqual([
+      25, 50, 75, 100,
+    ]);
+
     // The system is shared with other specs: leave nothing behind.
     await api.client.operators.delete.mutate({ name: "custom_scale_twice" });
     await api.client.models.delete.mutate({ name: "custom_scale" });

@@ -56,7 +56,11 @@ export class ControlPlane {
         `${change.action}${change.version !== undefined ? ` version ${change.version}` : ""}`,
       );
     };
-    const uploads = await UploadSessions.create({ stagingDir: resolved.uploadStagingDir, logger: resolved.logger });
+    const uploads = await UploadSessions.create({
+      stagingDir: resolved.uploadStagingDir,
+      prisma,
+      logger: resolved.logger,
+    });
     const store = await ModelStore.create(resolved.modelStoreDir);
     const models = await createModelServices({
       prisma,

@@ -152,6 +152,13 @@ export interface ModelOptimizationPolicyJson {
   [field: string]: unknown;
 }
 
+/**
+ * The config parameter that picks where a model's instances run: "thread",
+ * "process" or "inline" (the gateway's instances/instance-launch.ts reads it;
+ * the control plane refuses "inline" in uploaded configs).
+ */
+export const ISOLATION_PARAMETER = "operon_isolation";
+
 export interface ModelConfigJson {
   name?: string;
   platform?: string;

@@ -531,6 +531,22 @@ describe.each(testDatabaseBackends())("models on $name", (backend) => {
     expect(bad).toMatchObject({ code: "VALIDATION_FAILED", fieldErrors: [{ path: "input[0].dims" }] });
     expect(readFileSync(path, "utf8")).toBe(before);
 
+    // Inline instances run on the gateway's event loop: no upload may ask for them, an admin's included.
+    for (const role of ["ENGINEER", "ADMIN"] as const) {
+      const inline = await failure(
+        h.as(role).models.updateConfig({
+          name: "adder",
+          config: { parameters: { operon_isolation: { string_value: "inline" } } },
+        }),
+      );
+      expect(inline).toMatchObject({
+        code: "VALIDATION_FAILED",
+        fieldErrors: [{ path: "parameters.operon_isolation" }],
+      });
+      expect(inline.message).toMatch(/gateway's event loop/);
+      expect(readFileSync(path, "utf8")).toBe(before);
+    }
+
     const refused = await failure(
       engineer().models.updateConfig({
         name: "adder",

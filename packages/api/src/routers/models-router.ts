@@ -103,6 +103,27 @@ export const modelsRouter = router({
       ctx.services.models.customSteps.create({ ...modelActor(ctx), role: ctx.user.role }, input),
     ),
 
+  /**
+   * The next version of a custom step (its owner or an admin; and only while code uploads are open to the caller's
+   * role): model.ts type-checked first, then stored beside the earlier versions and served in their place; its
+   * config (tensors, sandbox) stays. A version the gateway refuses is removed and the previous one keeps serving.
+   * Audited as model.custom_step.version with the SHA-256 of each file.
+   */
+  addCustomStepVersion: engineerProcedure
+    .input(
+      z.object({
+        name: modelName,
+        files: z
+          .array(z.object({ path: z.string().max(128), data: z.string() }))
+          .min(1, { error: "at least model.ts" })
+          .max(8, { error: "at most 8 files" }),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      await requireModelChanger(ctx.services.prisma, ctx.user, input.name);
+      return ctx.services.models.customSteps.addVersion({ ...modelActor(ctx), role: ctx.user.role }, input);
+    }),
+
   /** Whether only admins may upload code (custom steps); everyone signed in may read it. */
   codeUploadPolicy: viewerProcedure.query(({ ctx }) => ctx.services.models.codeUploads.get()),
 

@@ -1,4 +1,5 @@
 import type { WorkerIdentity } from "./worker-environment.js";
+import { ISOLATION_PARAMETER } from "@operon/model-config/model-config-types";
 import { OperonError } from "@operon/protocol/errors";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { IoInfo, NativeLoadSpec } from "@operon/protocol/worker-wire";
@@ -88,8 +89,7 @@ export interface ModelInstancesOptions {
 /** Runs one BLS call of a model at BLS depth `depth` (1 for a call made while serving a client's request). */
 export type InstanceBlsHandler = (call: BlsRequest, depth: number) => Promise<{ outputs: Tensor[] }>;
 
-/** The parameter of a model config that picks where its instances run. */
-export const ISOLATION_PARAMETER = "operon_isolation";
+export { ISOLATION_PARAMETER };
 
 /**
  * Where the instances of a model run: the config's `operon_isolation`

@@ -2,12 +2,14 @@ import { createHash } from "node:crypto";
 import { writePbtxt } from "@operon/model-config/pbtxt-writer";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { toConfigDataType } from "@operon/protocol/datatypes";
-import type { PrismaClient } from "@operon/db";
+import type { Prisma, PrismaClient } from "@operon/db";
 import { AppError, type FieldError } from "../../app-error.js";
 import { type Actor, recordAudit } from "../audit/audit-log.js";
 import { CustomStepChecker } from "./custom-step-checker.js";
 import { formatProblem } from "./custom-step-compile.js";
 import { createFileModel, decodeUploadedFiles } from "./file-model-creation.js";
+import { isUnavailable, syncVersionStates, versionState } from "./model-gateway-view.js";
+import type { StoreChange } from "./model-store.js";
 import type { ModelActor } from "./model-types.js";
 import type { ModelWorkspace } from "./model-workspace.js";
 import type { StepModelTensor } from "./step-models.js";
@@ -60,17 +62,7 @@ export class CustomSteps {
     await this.policy.assertMayUpload(who.role);
     const { name } = input;
     const files = decodeFiles(input.files);
-    const source = files.get(CUSTOM_STEP_ENTRY)!.toString("utf8");
-    const problems = (await this.checker.check(new Map([[CUSTOM_STEP_ENTRY, source]]), CUSTOM_STEP_ENTRY)).map(
-      formatProblem,
-    );
-    if (problems.length > 0) {
-      throw new AppError(
-        "VALIDATION_FAILED",
-        `custom step '${name}' does not compile: ${problems.slice(0, 5).join("; ")}${problems.length > 5 ? ` (and ${problems.length - 5} more)` : ""}`,
-        { fieldErrors: problems.map((message) => ({ path: `files.${CUSTOM_STEP_ENTRY}`, message })) },
-      );
-    }
+    await this.assertCompiles(name, files);
     const maxBatchSize = input.maxBatchSize ?? 0;
     const tensor = (t: StepModelTensor) => ({ name: t.name, data_type: toConfigDataType(t.datatype), dims: t.dims });
     const config = {
@@ -97,6 +89,112 @@ export class CustomSteps {
       audit: { action: "model.custom_step.create", after: { sandboxed: true } },
     });
   }
+
+  /**
+   * The next version of a custom step: its model.ts (and the files it reads)
+   * type-checked, stored as a new version folder beside the others, and
+   * served once the gateway loaded it (the config, its tensors and sandbox,
+   * stays as uploaded; its version policy, latest by default, picks the new
+   * version). A version the gateway refuses is removed again and the
+   * versions served before go on serving. The caller checked that `who` may
+   * change the model (its owner or an admin).
+   */
+  async addVersion(
+    who: ModelActor & { role: string },
+    input: { name: string; files: CreateCustomStepInput["files"] },
+  ): Promise<{ name: string; version: number; state: string; sha256: string }> {
+    await this.policy.assertMayUpload(who.role);
+    const { name } = input;
+    const files = decodeFiles(input.files);
+    await this.assertCompiles(name, files);
+    const sha256 = createHash("sha256").update(files.get(CUSTOM_STEP_ENTRY)!).digest("hex");
+    const ws = this.ws;
+    return ws.withLock(name, async () => {
+      const model = await ws.prisma.model.findUnique({ where: { name }, include: { versions: true } });
+      if (model === null || model.versions.length === 0)
+        throw new AppError("NOT_FOUND", `there is no custom step named '${name}'`);
+      if (model.platform !== CUSTOM_STEP_PLATFORM)
+        throw new AppError(
+          "CONFLICT",
+          `model '${name}' is not a custom step (platform ${model.platform ?? "unknown"}); new versions of it are uploaded as models`,
+        );
+      const version =
+        Math.max(...model.versions.map((v) => v.version), ...(await ws.options.store.versionsOnDisk(name))) + 1;
+      const sizeBytes = [...files.values()].reduce((sum, data) => sum + data.length, 0);
+      const config = model.versions.find(
+        (v) => v.version === Math.max(...model.versions.map((w) => w.version)),
+      )!.config;
+      const row = await ws.prisma.modelVersion.create({
+        data: {
+          modelId: model.id,
+          version,
+          artifactUri: `${name}/${version}/${CUSTOM_STEP_ENTRY}`,
+          sizeBytes: BigInt(sizeBytes),
+          sha256,
+          config: config as Prisma.InputJsonValue,
+          state: "LOADING",
+          uploadedById: who.userId,
+        },
+      });
+      let change: StoreChange | undefined;
+      let loaded = false;
+      try {
+        change = await ws.options.store.addVersionFromFiles(name, version, [...files]);
+        try {
+          await ws.gateway.loadModel(name);
+        } catch (error) {
+          throw ws.loadFailure(error, name, `version ${version} of custom step '${name}'`);
+        }
+        loaded = true;
+        const view = await ws.gatewayView();
+        await ws.prisma.$transaction(async (tx) => {
+          await syncVersionStates(tx, model.id, name, view, version);
+          await recordAudit(tx, who.actor, {
+            action: "model.custom_step.version",
+            targetType: "Model",
+            targetId: name,
+            after: { name, version, sha256, sandboxed: true, files: fileDigests(files) },
+          });
+        });
+        ws.options.onChange?.({ kind: "MODEL", name, version: String(version), action: "model.version" });
+        return { name, version, state: versionState(view, name, version).state, sha256 };
+      } catch (error) {
+        // Files first (nothing may load them again), then back to the versions served before.
+        await ws.undo(`version ${version} of custom step '${name}'`, [
+          async () => change?.undo(),
+          async () => {
+            if (loaded || isUnavailable(error)) await ws.gateway.loadModel(name);
+          },
+          async () => ws.prisma.modelVersion.delete({ where: { id: row.id } }).then(() => undefined),
+        ]);
+        throw error;
+      }
+    });
+  }
+
+  /** VALIDATION_FAILED with each compile problem of model.ts at model.ts:line:col. */
+  private async assertCompiles(name: string, files: ReadonlyMap<string, Buffer>): Promise<void> {
+    const source = files.get(CUSTOM_STEP_ENTRY)!.toString("utf8");
+    const problems = (await this.checker.check(new Map([[CUSTOM_STEP_ENTRY, source]]), CUSTOM_STEP_ENTRY)).map(
+      formatProblem,
+    );
+    if (problems.length > 0) {
+      throw new AppError(
+        "VALIDATION_FAILED",
+        `custom step '${name}' does not compile: ${problems.slice(0, 5).join("; ")}${problems.length > 5 ? ` (and ${problems.length - 5} more)` : ""}`,
+        { fieldErrors: problems.map((message) => ({ path: `files.${CUSTOM_STEP_ENTRY}`, message })) },
+      );
+    }
+  }
+}
+
+/** Each file's path, size and SHA-256, for the audit event. */
+function fileDigests(files: ReadonlyMap<string, Buffer>): Array<{ path: string; sizeBytes: number; sha256: string }> {
+  return [...files].map(([path, data]) => ({
+    path,
+    sizeBytes: data.length,
+    sha256: createHash("sha256").update(data).digest("hex"),
+  }));
 }
 
 /** The uploaded files by path; VALIDATION_FAILED naming each bad one (and a missing model.ts). */

@@ -49,6 +49,16 @@ describe("suggestConfig", () => {
 });
 
 describe("prepareConfig", () => {
+  it("refuses an inline instance (the gateway's event loop) and takes thread or process", () => {
+    const asking = (value: string) => ({ parameters: { operon_isolation: { string_value: value } } });
+    const errors = fieldErrorsOf(() => prepareConfig("m", asking("inline"), new Map([[1, BATCHING]])));
+    expect(errors).toEqual([{ path: "parameters.operon_isolation", message: expect.stringMatching(/event loop/) }]);
+    for (const value of ["thread", "process"])
+      expect(prepareConfig("m", asking(value), new Map([[1, BATCHING]])).config.parameters).toEqual(
+        asking(value).parameters,
+      );
+  });
+
   it("completes a partial config and writes it as config.pbtxt", () => {
     const prepared = prepareConfig("m", { instance_group: [{ count: 2 }] }, new Map([[1, BATCHING]]));
     expect(prepared.config).toMatchObject({

@@ -1,10 +1,11 @@
 import { autoCompleteConfig, type IoInfo, type ModelIoMetadata } from "@operon/model-config/auto-complete";
 import { configFromJson } from "@operon/model-config/config-json";
-import type {
-  ModelConfigJson,
-  ModelInputJson,
-  ModelOutputJson,
-  ModelVersionPolicyJson,
+import {
+  ISOLATION_PARAMETER,
+  type ModelConfigJson,
+  type ModelInputJson,
+  type ModelOutputJson,
+  type ModelVersionPolicyJson,
 } from "@operon/model-config/model-config-types";
 import { normalizeConfig, validateConfig } from "@operon/model-config/normalize-config";
 import { writePbtxt } from "@operon/model-config/pbtxt-writer";
@@ -103,6 +104,16 @@ export function prepareConfig(
     early.push({
       path: "default_model_filename",
       message: `uploads are stored as ${MODEL_FILE_NAME}; leave this out or set it to "${MODEL_FILE_NAME}"`,
+    });
+  }
+  const isolation = given.parameters?.[ISOLATION_PARAMETER]?.string_value;
+  if (isolation === "inline") {
+    // An inline instance runs on the gateway's event loop: one slow execution holds every other request,
+    // of every model and tenant, for as long. That trade is the server operator's to make, not an uploader's.
+    early.push({
+      path: `parameters.${ISOLATION_PARAMETER}`,
+      message:
+        'is "inline", which runs the model on the gateway\'s event loop, where one slow execution stalls every request of every model; uploaded models run on instance threads ("thread") or worker processes ("process"): inline instances are set in the server\'s model repository',
     });
   }
   if (early.length > 0) throw invalidConfig(early);

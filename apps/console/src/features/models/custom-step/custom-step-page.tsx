@@ -14,14 +14,8 @@ import { apiProblem } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
 import { modelHref } from "../models-table";
 import { tensorsOf } from "../steps/step-drafts";
-import { bytesToBase64 } from "../upload/base64";
 import { useInvalidateModels } from "../use-invalidate-models";
-
-interface ChosenFile {
-  path: string;
-  data: string;
-  sizeBytes: number;
-}
+import { type ChosenFile, FilePicker } from "./file-picker";
 
 /**
  * Upload a custom step: a model.ts and the files it reads, with its tensors.
@@ -163,48 +157,6 @@ function CustomStepForm() {
         </button>
       </form>
     </section>
-  );
-}
-
-function FilePicker({
-  label,
-  accept,
-  multiple = false,
-  files,
-  onChange,
-}: {
-  label: string;
-  accept?: string;
-  multiple?: boolean;
-  files: ChosenFile[];
-  onChange: (files: ChosenFile[]) => void;
-}) {
-  const id = useId();
-  return (
-    <div className="field">
-      <label htmlFor={id}>{label}</label>
-      <input
-        id={id}
-        type="file"
-        multiple={multiple}
-        {...(accept !== undefined ? { accept } : {})}
-        onChange={async (event) => {
-          const chosen = [...(event.target.files ?? [])];
-          onChange(
-            await Promise.all(
-              chosen.map(async (file) => ({
-                path: file.name,
-                data: bytesToBase64(new Uint8Array(await file.arrayBuffer())),
-                sizeBytes: file.size,
-              })),
-            ),
-          );
-        }}
-      />
-      {files.length > 0 ? (
-        <p className="field-hint">{files.map((file) => `${file.path} (${file.sizeBytes} bytes)`).join(", ")}</p>
-      ) : null}
-    </div>
   );
 }
 
