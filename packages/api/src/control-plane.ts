@@ -133,6 +133,7 @@ export class ControlPlane {
           maxRunning: resolved.batch.maxRunning,
           chunkRows: resolved.batch.chunkRows,
           ...(resolved.batch.budgetMs !== undefined ? { budgetMs: resolved.batch.budgetMs } : {}),
+          ...(resolved.batch.windowMs !== undefined ? { aimdWindowMs: resolved.batch.windowMs } : {}),
         },
         resolved.logger,
       ),

@@ -10,6 +10,7 @@ import type {
 } from "@operon/protocol/inference";
 import type { ModelScaling, OperatorValidation, WorkersResponse } from "@operon/protocol/admin";
 import type { OperonError } from "@operon/protocol/errors";
+import type { OnlineLatency } from "@operon/protocol/online-latency";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 
 /** A served operator: registered through the API, or a Triton ensemble of the model repository. */
@@ -105,6 +106,11 @@ export interface InferenceEngine {
   operatorLoad?(): Array<{ operator: string; inFlight: number; modelCalls: Record<string, number> }>;
   /** name undefined = all models; throws NOT_FOUND for an unknown model/version. */
   modelStatistics(name?: string, version?: string): ModelStatistics[];
+  /**
+   * What online clients of a model saw over the last `windowMs` (online-latency.ts), per served version;
+   * throws NOT_FOUND for an unknown model/version. Optional: engines without it answer 501.
+   */
+  onlineLatency?(name: string, version: string | undefined, windowMs: number): OnlineLatency[];
   /**
    * Registers (or replaces) an operator from its JSON spec (OperatorSpec);
    * explicit model control mode only (else UNSUPPORTED). INVALID_ARG lists

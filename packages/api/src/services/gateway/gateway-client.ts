@@ -20,6 +20,7 @@ import {
 } from "@operon/protocol/admin";
 import { ERROR_KINDS, type ErrorKind } from "@operon/protocol/errors";
 import type { ModelStatistics, RepositoryIndexEntry } from "@operon/protocol/inference";
+import type { OnlineLatency } from "@operon/protocol/online-latency";
 import { z } from "zod";
 import { AppError, type AppErrorCode } from "../../app-error.js";
 
@@ -52,6 +53,18 @@ export interface TimedResponse<T> {
 export type { GatewayOperator, OperatorProblem, OperatorValidation } from "@operon/protocol/admin";
 
 const JSON_OBJECT = z.record(z.string(), z.unknown());
+const onlineLatencyResponseSchema = z.object({
+  online_latency: z.array(
+    z.object({
+      model_name: z.string(),
+      model_version: z.string(),
+      window_ms: z.number(),
+      count: z.number(),
+      p50_us: z.number().nullable(),
+      p99_us: z.number().nullable(),
+    }),
+  ),
+});
 
 export class GatewayClient {
   readonly httpUrl: string;
@@ -136,6 +149,16 @@ export class GatewayClient {
       `GET ${path}`,
     ).model_stats;
     return options.raw === true ? entries : entries.map(withoutPerfTraffic);
+  }
+
+  /**
+   * What online clients of `name` saw over the last `windowMs` (the
+   * gateway's online_latency extension, online-latency.ts), one entry per
+   * served version: a batch job reads it to back off.
+   */
+  async onlineLatency(name: string, version: string | undefined, windowMs: number): Promise<OnlineLatency[]> {
+    const path = `${modelPath(name, version)}/online_latency?window_ms=${Math.round(windowMs)}`;
+    return this.parsed(onlineLatencyResponseSchema, await this.request("GET", path), `GET ${path}`).online_latency;
   }
 
   /** The resource scheduler's lever: grows or shrinks every served version of `name` to `count` instances in place. */

@@ -11,6 +11,7 @@ import { decodeIndexRequest, decodeLoadRequest, decodeUnloadRequest } from "./ht
 import { sendEmpty, sendJson } from "./http-respond.js";
 import { type RouteParams, Router } from "./http-router.js";
 import { instancesBody, parkModelOf, scaleModelOf } from "./http-scheduler-request.js";
+import { sendOnlineLatency } from "./http-online-latency.js";
 import { sharedMemoryRoutes } from "./http-shared-memory.js";
 import { MAX_OPERATOR_SPEC_BYTES, assertOperatorSpecWithinBudget } from "./operator-spec-budget.js";
 
@@ -57,6 +58,7 @@ export function buildRouter(engine: InferenceEngine, options: RouterOptions): Ro
       ({ res, params }) =>
         sendJson(res, 200, { model_stats: engine.modelStatistics(modelOf(params), versionOf(params)) }),
     ],
+    ["GET", "/online_latency", ({ req, res, params }) => sendOnlineLatency(engine, req, res, params)],
     ["POST", "/infer", (context) => handleInfer(engine, options, context)],
     ["POST", "/generate", (context) => handleGenerate(engine, options, context)],
     ["POST", "/generate_stream", (context) => handleEventStream(engine, options, context, "generate")],
