@@ -174,6 +174,7 @@ function percentile(values, p) {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
 }
 
+const loadAtStart = (await import("node:os")).loadavg();
 const repository = writeRepository();
 const server = await startServer(repository);
 try {
@@ -197,12 +198,14 @@ try {
     mapping: [{ input: "X", kind: "tensor", columns: ["a", "b"] }],
   });
   let state = job;
+  let control;
   let runningAt;
   let doneAt;
   const poll = (async () => {
     while (!["DONE", "FAILED", "CANCELLED"].includes(state.state)) {
       await new Promise((resolve) => setTimeout(resolve, 200));
       state = await session.query("jobs.get", { id: job.id });
+      if (state.control) control = state.control;
       if (runningAt === undefined && state.doneRows > 0) runningAt = { at: performance.now(), rows: state.doneRows };
     }
     doneAt = performance.now();
@@ -239,11 +242,16 @@ try {
     "",
     `Online p99 with the job: ${rise >= 0 ? "+" : ""}${rise.toFixed(1)} % (goal: at most +10 %).`,
     `Job: ${state.totalRows} rows, ${state.failedRows} failed, ${jobRps.toFixed(0)} rows/s over ${jobSecs.toFixed(1)} s; capacity left by the online load ${leftRps.toFixed(0)} req/s: ${((100 * jobRps) / leftRps).toFixed(0)} % of it (goal: at least 80 %). Last concurrency ${state.concurrency}.`,
+    control !== undefined
+      ? `The job's last window: ${control.reason}, online p99 ${control.onlineP99Ms?.toFixed(1) ?? "-"} ms against a budget of ${control.onlineBudgetMs.toFixed(1)} ms (baseline without the job ${control.baselineMs?.toFixed(1) ?? "-"} ms).`
+      : "The job reported no concurrency window.",
     "",
-    `Load average at the end: ${(await import("node:os"))
+    `Load average at the start: ${loadAtStart.map((n) => n.toFixed(1)).join(" ")}; at the end: ${(
+      await import("node:os")
+    )
       .loadavg()
       .map((n) => n.toFixed(1))
-      .join(" ")}.`,
+      .join(" ")} (2 cores; other work shares the host).`,
   ];
   console.log(lines.join("\n"));
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });

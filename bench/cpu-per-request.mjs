@@ -3,6 +3,7 @@
 // Operon and the minimal node:http+ORT server under the same wrk load: the
 // figure that machine noise moves least, used to judge request-path changes.
 // Usage: node bench/cpu-per-request.mjs [json|binary] [connections] [seconds]
+// Environment: ISOLATION=thread|inline|process (default: the server's), INSTANCES (default 2), ROUNDS (default 2).
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +13,8 @@ import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
 const [kind = "json", connections = "16", seconds = "4"] = process.argv.slice(2);
 const TICK_US = 1e6 / 100; // USER_HZ
+const ISOLATION = process.env.ISOLATION ?? "";
+const INSTANCES = Number(process.env.INSTANCES ?? 2);
 
 function cpuUs(pid) {
   const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -25,7 +28,7 @@ const onnx = join(repository, "add_sub", "1", "model.onnx");
 writeFileSync(onnx, writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }));
 writeFileSync(
   join(repository, "add_sub", "config.pbtxt"),
-  'name: "add_sub"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninstance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }',
+  `name: "add_sub"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninstance_group [ { count: ${INSTANCES} } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${ISOLATION ? `\nparameters { key: "operon_isolation" value: { string_value: "${ISOLATION}" } }` : ""}`,
 );
 
 const data = Array.from({ length: 16 }, (_, i) => 1 + (i % 7) / 8);

@@ -248,7 +248,7 @@ describe("gateway levers without the control plane", () => {
   it("rescales a model in place and refuses counts past --max-instances-per-model", async () => {
     const grown = await post("/v2/operon/models/hot/instances", { count: 3 });
     expect(grown.status).toBe(200);
-    expect(await grown.json()).toEqual({ model: "hot", from: 1, to: 3 });
+    expect(await grown.json()).toEqual({ model: "hot", from: 1, to: 3, kind: "KIND_CPU" });
     expect(await instancesOf(gateway, "hot")).toBe(3);
     const config = (await (await fetch(`${gateway.httpUrl}/v2/models/hot/config`)).json()) as {
       instance_group: Array<{ count: number }>;

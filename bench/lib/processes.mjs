@@ -50,6 +50,8 @@ export async function startOperon(repository, extraArgs = [], options = {}) {
   const child = spawn(
     process.execPath,
     [
+      // e.g. ["--cpu-prof", "--cpu-prof-dir=..."] to profile the server under a bench's load
+      ...(options.nodeArgs ?? []),
       join(ROOT, "apps/cli/bin/operon.js"),
       "serve",
       "--model-repository",

@@ -20,7 +20,12 @@ const BROKEN_TS = `export default class Broken {
 }
 `;
 const SCALE_TS = `import { readFileSync } from "node:fs";
-import type { ExecuteContext, TypedRequest } from "@operon/backend-api/typescript-model-api";
+import type { DeclaredSignature, ExecuteContext, TypedRequest } from "@operon/backend-api/typescript-model-api";
+
+export const operonSignature: DeclaredSignature = {
+  inputs: [{ name: "x", datatype: "FP32", dims: [4] }],
+  outputs: [{ name: "y", datatype: "FP32", dims: [4] }],
+};
 
 export default class Scale {
   private factor = Number(readFileSync(new URL("./factor.txt", import.meta.url), "utf8"));
@@ -57,8 +62,11 @@ describe("console: upload a custom step", () => {
     await page.getByLabel("Name", { exact: true }).fill("custom_broken");
     await page.getByLabel("Code (model.ts)").setInputFiles(fileOf("model.ts", BROKEN_TS));
     await visible(page.getByText(/model\.ts \(\d+ bytes\)/));
+    // Checked as soon as it is picked, before any upload; then refused by the upload itself.
+    const early = await visible(page.getByRole("list", { name: "model.ts problems" }), 60_000);
+    expect(await early.textContent()).toContain("model.ts:3:11 Type 'number' is not assignable to type 'string'.");
     await page.getByRole("button", { name: "Upload custom step" }).click();
-    const problems = await visible(page.getByRole("list", { name: "Problems" }));
+    const problems = await visible(page.getByRole("list", { name: "Problems", exact: true }));
     expect(await problems.textContent()).toContain("model.ts:3:11 Type 'number' is not assignable to type 'string'.");
     await page.emulateMedia({ colorScheme: "dark" });
     expect(await accessibilityViolations(page), "dark, with problems").toEqual([]);
@@ -71,7 +79,14 @@ describe("console: upload a custom step", () => {
     await page.goto(`${system.operon.consoleUrl}/models/custom-step`);
     await visible(heading(page, "Upload a custom step"));
     await page.getByLabel("Name", { exact: true }).fill("custom_scale");
+    // The form starts with placeholder tensors; picking model.ts checks it and prefills the ones it declares.
+    await page.getByLabel("Inputs (JSON)").fill("[]");
     await page.getByLabel("Code (model.ts)").setInputFiles(fileOf("scale.ts", SCALE_TS));
+    await visible(page.getByText("model.ts compiles."), 60_000);
+    await visible(page.getByText(/prefilled from its operonSignature/));
+    expect(JSON.parse(await page.getByLabel("Inputs (JSON)").inputValue())).toEqual([
+      { name: "x", datatype: "FP32", dims: [4] },
+    ]);
     await page.getByLabel("Files it reads (labels, vocabularies)").setInputFiles(fileOf("factor.txt", "3"));
     await visible(page.getByText(/factor\.txt \(1 bytes\)/));
     await page.getByRole("button", { name: "Upload custom step" }).click();
@@ -118,6 +133,35 @@ describe("console: upload a custom step", () => {
     const chained = (await twice.json()) as { outputs?: Array<{ data: number[] }>; error?: string };
     expect(chained.error).toBeUndefined();
     expect(chained.outputs?.[0]?.data).toEqual([9, 18, 27, 36]);
+
+    // Its next version, from its page: a broken one is refused at model.ts:line:col with nothing stored, then
+    // factor 5 serves in place of 3 (the operator calls the served version: 25×).
+    const form = await visible(page.getByRole("form", { name: "New version of custom_scale" }));
+    await form.getByLabel("New code (model.ts)").setInputFiles(fileOf("model.ts", BROKEN_TS));
+    await visible(form.getByText(/model\.ts \(\d+ bytes\)/));
+    await form.getByRole("button", { name: "Upload new version" }).click();
+    const refused = await visible(form.getByRole("list", { name: "Problems" }), 60_000);
+    expect(await refused.textContent()).toContain("model.ts:3:11 Type 'number' is not assignable to type 'string'.");
+    await form.getByLabel("New code (model.ts)").setInputFiles(fileOf("scale.ts", SCALE_TS));
+    await form.getByLabel("Files the new version reads").setInputFiles(fileOf("factor.txt", "5"));
+    await visible(form.getByText(/factor\.txt \(1 bytes\)/));
+    await form.getByRole("button", { name: "Upload new version" }).click();
+    await visible(form.getByText("Version 2 is READY."), 90_000);
+    await visible(page.getByRole("table", { name: "Versions" }).getByRole("row", { name: /^2 / }), 30_000);
+    for (const scheme of ["light", "dark"] as const) {
+      await page.emulateMedia({ colorScheme: scheme });
+      expect(await accessibilityViolations(page), `new version, ${scheme}`).toEqual([]);
+    }
+    await page.emulateMedia({ colorScheme: "light" });
+    const fifth = await fetch(`${system.operon.httpUrl}/v2/models/custom_scale_twice/infer`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+      body: JSON.stringify({ inputs: [{ name: "x", datatype: "FP32", shape: [4], data: [1, 2, 3, 4] }] }),
+    });
+    expect(((await fifth.json()) as { outputs?: Array<{ data: number[] }> }).outputs?.[0]?.data).toEqual([
+      25, 50, 75, 100,
+    ]);
+
     // The system is shared with other specs: leave nothing behind.
     await api.client.operators.delete.mutate({ name: "custom_scale_twice" });
     await api.client.models.delete.mutate({ name: "custom_scale" });

@@ -10,7 +10,7 @@ export const TEST_ADMIN = { email: "admin@example.com", password: "s3cret-admin-
 
 export async function startControlPlaneServer(
   extraArgs: string[] = [],
-  options: { dataDir?: string; timeoutMs?: number } = {},
+  options: { dataDir?: string; timeoutMs?: number; env?: Record<string, string> } = {},
 ): Promise<RunningOperon> {
   return startOperon(
     [
@@ -28,7 +28,7 @@ export async function startControlPlaneServer(
       TEST_ADMIN.email,
       ...extraArgs,
     ],
-    { ...options, env: { OPERON_ADMIN_PASSWORD: TEST_ADMIN.password } },
+    { ...options, env: { ...options.env, OPERON_ADMIN_PASSWORD: TEST_ADMIN.password } },
   );
 }
 

@@ -107,7 +107,7 @@ export async function startControlPlane(options: {
   usageSampleIntervalSecs: number;
   usageRetentionDays: number;
   resourceScheduler?: Partial<ResourceSchedulerOptions>;
-  batch?: { serverPathRoots: string[]; budgetMs?: number };
+  batch?: { serverPathRoots: string[]; budgetMs?: number; windowMs?: number };
   secureCookies: boolean;
   apiAddress: string;
   apiPort: number;
@@ -130,6 +130,7 @@ export async function startControlPlane(options: {
           ? options.batch.serverPathRoots.map((root) => resolve(root))
           : [options.dirs.datasetsDir],
       ...(options.batch?.budgetMs !== undefined ? { budgetMs: options.batch.budgetMs } : {}),
+      ...(options.batch?.windowMs !== undefined ? { windowMs: options.batch.windowMs } : {}),
     },
     secureCookies: options.secureCookies,
     logger: logger.child({ component: "control-plane" }),

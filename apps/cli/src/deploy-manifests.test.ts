@@ -174,7 +174,7 @@ describe("deploy/kubernetes against the Kubernetes schemas", () => {
         }
       }
     }
-    expect(validated).toBe(11); // the base's 9 objects and the two ServingRuntimes
+    expect(validated).toBe(12); // the base's 10 objects and the two ServingRuntimes
     for (const variant of ["base", "variants/gpu", "variants/hpa-queue-time"]) {
       for (const manifest of build(join(KUBERNETES, variant))) validate(manifest, variant);
     }
@@ -279,6 +279,18 @@ describe("deploy/kubernetes against what the server reads and serves", () => {
       expect(volumeAt(gateway, repository)?.persistentVolumeClaim?.claimName).toBe("operon-model-store");
     // And the gateways see it at the same path, so a model's folder name is the same everywhere.
     expect(gatewayFlags.modelRepository).toContain(store);
+  });
+
+  it("keeps the control plane's data dir (staged uploads, batch files) on a volume that outlives the pod", async () => {
+    const controlPlane = byName(base, "Deployment", "operon-control-plane");
+    const container = controlPlane.spec.template.spec.containers[0];
+    const flags = await parseWith(podEnvironment(container).values);
+    const mount = (container.volumeMounts as Manifest[]).find((m) => m.mountPath === flags.dataDir);
+    const volume = controlPlane.spec.template.spec.volumes.find((v: Manifest) => v.name === mount?.name);
+    expect(volume?.persistentVolumeClaim?.claimName, `the data dir ${flags.dataDir}`).toBe("operon-control-plane-data");
+    expect(byName(base, "PersistentVolumeClaim", "operon-control-plane-data").spec.accessModes).toEqual([
+      "ReadWriteOnce",
+    ]);
   });
 
   it("declares KServe's ports: HTTP 8080 and gRPC 9000 (h2c), each the server's own", () => {

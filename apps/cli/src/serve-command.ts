@@ -197,6 +197,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
           batch: {
             serverPathRoots: flags.batchDataRoot,
             ...(flags.batchBudgetMs !== undefined ? { budgetMs: flags.batchBudgetMs } : {}),
+            ...(flags.batchWindowMs !== undefined ? { windowMs: flags.batchWindowMs } : {}),
           },
           resourceScheduler: {
             enabledByDefault: flags.resourceScheduler,

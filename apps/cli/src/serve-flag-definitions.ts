@@ -428,8 +428,13 @@ export function addServeFlags(command: Command): Command {
       )
       .option(
         "--batch-budget-ms <ms>",
-        "latency a batch job's requests may take before the job backs off; default: twice the p99 at the lowest concurrency of the target's latest perf report (50 ms without one)",
+        "latency a batch job's own requests may take (p90) before the job backs off, and online p99's budget until the job has measured online latency without itself; default: twice the p99 at the lowest concurrency of the target's latest perf report (50 ms without one)",
         parsePositiveNumber,
+      )
+      .option(
+        "--batch-window-ms <ms>",
+        "how often a batch job adjusts its concurrency to the online p99 the gateway reports (100 to 60000)",
+        parsePositiveInt,
       )
       .option(
         "--scheduler-p99-budget-ms <ms>",

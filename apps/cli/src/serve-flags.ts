@@ -96,6 +96,7 @@ export const serveFlagsSchema = z.object({
   schedulerP99BudgetMs: z.number().positive(),
   batchDataRoot: z.array(z.string().min(1)),
   batchBudgetMs: z.number().positive().optional(),
+  batchWindowMs: z.number().int().min(100).max(60_000).optional(),
   parkedModelPolicy: z.enum(["wait", "retry-after"]),
   parkedModelWaitMs: count,
 });

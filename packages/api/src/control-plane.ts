@@ -56,7 +56,11 @@ export class ControlPlane {
         `${change.action}${change.version !== undefined ? ` version ${change.version}` : ""}`,
       );
     };
-    const uploads = await UploadSessions.create({ stagingDir: resolved.uploadStagingDir, logger: resolved.logger });
+    const uploads = await UploadSessions.create({
+      stagingDir: resolved.uploadStagingDir,
+      prisma,
+      logger: resolved.logger,
+    });
     const store = await ModelStore.create(resolved.modelStoreDir);
     const models = await createModelServices({
       prisma,
@@ -129,6 +133,7 @@ export class ControlPlane {
           maxRunning: resolved.batch.maxRunning,
           chunkRows: resolved.batch.chunkRows,
           ...(resolved.batch.budgetMs !== undefined ? { budgetMs: resolved.batch.budgetMs } : {}),
+          ...(resolved.batch.windowMs !== undefined ? { aimdWindowMs: resolved.batch.windowMs } : {}),
         },
         resolved.logger,
       ),

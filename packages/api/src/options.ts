@@ -43,7 +43,14 @@ export interface ControlPlaneOptions {
    * Batch jobs (services/batch): `dir` holds uploaded dataset files, job snapshots and results (default: beside the
    * upload staging folder); `serverPathRoots` the folders admins may make datasets of (default: none).
    */
-  batch?: { dir?: string; serverPathRoots?: string[]; maxRunning?: number; chunkRows?: number; budgetMs?: number };
+  batch?: {
+    dir?: string;
+    serverPathRoots?: string[];
+    maxRunning?: number;
+    chunkRows?: number;
+    budgetMs?: number;
+    windowMs?: number;
+  };
 }
 
 export const CONTROL_PLANE_DEFAULTS = {
@@ -99,6 +106,7 @@ const controlPlaneOptionsSchema = z.object({
       maxRunning: z.number().int().positive().default(1),
       chunkRows: z.number().int().positive().max(100_000).default(256),
       budgetMs: z.number().positive().optional(),
+      windowMs: z.number().int().min(100).max(60_000).optional(),
     })
     .default({ serverPathRoots: [], maxRunning: 1, chunkRows: 256 }),
   resourceScheduler: z

@@ -42,6 +42,18 @@ import type { BackendApiVersion } from "./backend-api-version.js";
  * differs from the server's BACKEND_API_VERSION or the minor is newer. A
  * model that declares none is taken as written for the server's version.
  *
+ * A custom step (uploaded from the console) may declare its tensors, so
+ * the upload form is prefilled from the code instead of typed in:
+ *
+ *   export const operonSignature: DeclaredSignature = {
+ *     maxBatchSize: 0,                                   // optional, default 0
+ *     inputs: [{ name: "x", datatype: "FP32", dims: [4] }],
+ *     outputs: [{ name: "y", datatype: "FP32", dims: [4] }],
+ *   };
+ *
+ * It must be written as a literal (the control plane reads it from the
+ * source, without running the code).
+ *
  * Nothing of the worker here, so the module stands alone in dist/ for
  * model files to import.
  */
@@ -174,6 +186,21 @@ export interface InitializeArgs {
   readonly modelVersion: string;
   readonly log: ModelLog;
   readonly tensor: TensorFactory;
+}
+
+/** One tensor of a declared signature: dims without the batch dimension (-1 for a dynamic size). */
+export interface DeclaredTensor {
+  name: string;
+  datatype: DataType;
+  dims: number[];
+}
+
+/** What `export const operonSignature` declares (see the module comment). */
+export interface DeclaredSignature {
+  /** > 0: tensors carry a batch dimension not written in dims. Default 0. */
+  maxBatchSize?: number;
+  inputs: DeclaredTensor[];
+  outputs: DeclaredTensor[];
 }
 
 /** What a model class's instances provide. */

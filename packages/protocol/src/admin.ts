@@ -166,7 +166,13 @@ export type ModelStatistics = z.infer<typeof modelStatisticsSchema>;
 export const modelStatisticsResponseSchema = z.object({ model_stats: z.array(modelStatisticsSchema) });
 
 /** POST /v2/operon/models/<name>/instances: the resource scheduler's lever. */
-export const scaleModelResponseSchema = z.object({ model: z.string(), from: z.number(), to: z.number() });
+export const scaleModelResponseSchema = z.object({
+  model: z.string(),
+  from: z.number(),
+  to: z.number(),
+  /** The kind its instances run on now (a body's `kind` moves them); absent from gateways older than the move. */
+  kind: z.enum(["KIND_CPU", "KIND_GPU"]).optional(),
+});
 export type ScaleModelResponse = z.infer<typeof scaleModelResponseSchema>;
 
 /** A served model's instances now and as its config asked at load (GET /v2/operon/scaling). */
@@ -175,6 +181,10 @@ export const modelScalingSchema = z.object({
   instances: z.number(),
   configuredInstances: z.number(),
   queued: z.number(),
+  /** The kind its instances run on; absent from gateways older than the hardware fit (read as CPU). */
+  kind: z.enum(["CPU", "GPU"]).default("CPU"),
+  /** Its config's operon_hardware_kinds parameter as written (e.g. "CPU,GPU"); null when it has none. */
+  hardwareKinds: z.string().nullable().default(null),
 });
 export type ModelScaling = z.infer<typeof modelScalingSchema>;
 /**

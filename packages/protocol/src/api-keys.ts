@@ -61,6 +61,12 @@ export interface ApiKeyGrant {
    */
   internal?: boolean;
   /**
+   * A running batch job's key (internal too): its requests are not online
+   * traffic, so the gateway leaves them out of online_latency, which the job
+   * reads to back off (online-latency.ts).
+   */
+  batchJob?: boolean;
+  /**
    * The key's tenant for traffic shares (see the gateway's
    * admission/tenant-shares.ts). Absent on every grant while no tenant
    * shares are configured: the gateway then schedules no tenants at all.

@@ -31,8 +31,11 @@ export interface InferRequest {
    * the feature costs one branch when unused.
    */
   sharedMemory?: true;
-  /** "perf": a tagged perf request from a caller allowed to tag (perf-traffic.ts), counted apart. Never from the wire. */
-  trafficClass?: "perf";
+  /**
+   * "perf": a tagged perf request from a caller allowed to tag (perf-traffic.ts), counted apart;
+   * "batch": a batch job's request (its key grant's `batchJob`), left out of online_latency. Never from the wire.
+   */
+  trafficClass?: "perf" | "batch";
   /**
    * Set by a frontend for a traced request only (the trace extension): the
    * engine calls it once the request has run, with where its time went, so

@@ -123,6 +123,108 @@ describe.each(testDatabaseBackends())("custom steps on $name", (backend) => {
     });
   }, 120_000);
 
+  it("adds versions: the next serves in place of the last; one that does not compile or load leaves it serving", async () => {
+    const step = name("versioned");
+    const files = (labels: string, code = STEP_TS) => [
+      { path: "model.ts", data: b64(code) },
+      { path: "labels.txt", data: b64(labels) },
+    ];
+    const labelOf = async (index: number): Promise<string | undefined> => {
+      const response = await fetch(`${gateway.httpUrl}/v2/models/${step}/infer`, {
+        method: "POST",
+        body: JSON.stringify({ inputs: [{ name: "index", datatype: "INT32", shape: [1], data: [index] }] }),
+      });
+      return ((await response.json()) as { outputs: Array<{ data: string[] }> }).outputs[0]?.data[0];
+    };
+    await h.as("ENGINEER").models.createCustomStep({ name: step, ...TENSORS, files: files("cat\ndog\n") });
+    expect(await labelOf(1)).toBe("dog");
+
+    const second = await h.as("ENGINEER").models.addCustomStepVersion({ name: step, files: files("lion\nwolf\n") });
+    expect(second).toMatchObject({ version: 2, state: "READY" });
+    expect(await labelOf(1)).toBe("wolf");
+    expect(readFileSync(join(storeDir, step, "config.pbtxt"), "utf8")).toMatch(/key: "operon_sandbox"/);
+
+    // Refused before anything is stored: a compile error.
+    const broken = h.as("ENGINEER").models.addCustomStepVersion({ name: step, files: files("x\n", BROKEN_TS) });
+    await expect(broken).rejects.toThrow(/model\.ts:3:11 Type 'number' is not assignable to type 'string'\./);
+    // Stored, then refused by the gateway (it throws while loading): removed again.
+    const failing = STEP_TS.replace(
+      "initialize(args: InitializeArgs): void {",
+      'initialize(args: InitializeArgs): void {\n    throw new Error("no labels today");',
+    );
+    const refused = h.as("ENGINEER").models.addCustomStepVersion({ name: step, files: files("x\n", failing) });
+    await expect(refused).rejects.toThrow(/no labels today/);
+    expect(existsSync(join(storeDir, step, "3"))).toBe(false);
+    expect(await labelOf(1)).toBe("wolf");
+    const listed = (await h.as("VIEWER").models.list()).models.find((model) => model.name === step)!;
+    expect(listed.versions.map((v) => [v.version, v.state])).toEqual([
+      [1, "UNAVAILABLE"],
+      [2, "READY"],
+    ]);
+
+    // Someone else's step (an admin's) is not an engineer's to version, and there is no step by an unknown name.
+    await h.as("ADMIN").models.createCustomStep({ name: name("admins"), ...TENSORS, files: files("a\n") });
+    expect(
+      await appCodeOf(h.as("ENGINEER").models.addCustomStepVersion({ name: name("admins"), files: files("b\n") })),
+    ).toBe("FORBIDDEN");
+    expect(await appCodeOf(h.as("VIEWER").models.addCustomStepVersion({ name: step, files: files("c\n") }))).toBe(
+      "FORBIDDEN",
+    );
+    const { events } = await h.as("ADMIN").audit.list({ action: "model.custom_step.version", limit: 10 });
+    expect(events.filter((e) => e.targetId === step).map((e) => e.after)).toEqual([
+      expect.objectContaining({
+        version: 2,
+        sandboxed: true,
+        sha256: createHash("sha256").update(STEP_TS).digest("hex"),
+      }),
+    ]);
+  }, 180_000);
+
+  it("takes the tensors model.ts declares (operonSignature): inspected before upload, used when none are given", async () => {
+    const declaring = STEP_TS.replace(
+      "export default class Label {",
+      `export const operonSignature = {
+  inputs: [{ name: "index", datatype: "INT32", dims: [1] }],
+  outputs: [{ name: "label", datatype: "BYTES", dims: [2] }],
+} as const;
+export default class Label {`,
+    );
+    const files = [
+      { path: "model.ts", data: b64(declaring) },
+      { path: "labels.txt", data: b64("cat\ndog\n") },
+    ];
+    const inspected = await h.as("ENGINEER").models.inspectCustomStep({ files });
+    expect(inspected).toEqual({ problems: [], signature: { maxBatchSize: 0, ...TENSORS } });
+    expect(
+      await h.as("ENGINEER").models.inspectCustomStep({ files: [{ path: "model.ts", data: b64(BROKEN_TS) }] }),
+    ).toMatchObject({ problems: [expect.stringMatching(/^model\.ts:3:11 /), expect.any(String)], signature: null });
+
+    // Given tensors must agree with the declaration; without either, the form says how to give them.
+    const disagreeing = h.as("ENGINEER").models.createCustomStep({
+      name: name("declared"),
+      inputs: [{ name: "index", datatype: "INT64", dims: [1] }],
+      files,
+    });
+    await expect(disagreeing).rejects.toThrow(/inputs: differ from what model\.ts declares \(index INT32 \[1\]\)/);
+    const undeclared = h.as("ENGINEER").models.createCustomStep({
+      name: name("declared"),
+      files: [{ path: "model.ts", data: b64(STEP_TS) }, files[1]!],
+    });
+    await expect(undeclared).rejects.toThrow(/inputs: give the step's inputs, or declare them in model\.ts/);
+
+    const created = await h.as("ENGINEER").models.createCustomStep({ name: name("declared"), files });
+    expect(created.state).toBe("READY");
+    const config = readFileSync(join(storeDir, name("declared"), "config.pbtxt"), "utf8");
+    expect(config).toMatch(/name: "index"[\s\S]*TYPE_INT32[\s\S]*name: "label"[\s\S]*TYPE_STRING/);
+    // A version declaring other tensors is not this step's next version.
+    const other = declaring.replace("dims: [2] }]", "dims: [3] }]");
+    const refused = h.as("ENGINEER").models.addCustomStepVersion({
+      name: name("declared"),
+      files: [{ path: "model.ts", data: b64(other) }, files[1]!],
+    });
+    await expect(refused).rejects.toThrow(/outputs: differ from what model\.ts declares \(label BYTES \[3\]\)/);
+  }, 180_000);
+
   it("reports compile errors at file:line:col and stores nothing", async () => {
     const broken = h.as("ENGINEER").models.createCustomStep({
       name: name("broken"),

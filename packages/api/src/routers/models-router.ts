@@ -91,8 +91,9 @@ export const modelsRouter = router({
         name: newModelName,
         description: z.string().max(2000).optional(),
         maxBatchSize: z.int().min(0).max(1024).optional(),
-        inputs: z.array(stepTensor).min(1, { error: "at least one input" }).max(16),
-        outputs: z.array(stepTensor).min(1, { error: "at least one output" }).max(16),
+        // Default: what model.ts declares (export const operonSignature); given ones must match it.
+        inputs: z.array(stepTensor).min(1, { error: "at least one input" }).max(16).optional(),
+        outputs: z.array(stepTensor).min(1, { error: "at least one output" }).max(16).optional(),
         files: z
           .array(z.object({ path: z.string().max(128), data: z.string() }))
           .min(1, { error: "at least model.ts" })
@@ -102,6 +103,42 @@ export const modelsRouter = router({
     .mutation(({ ctx, input }) =>
       ctx.services.models.customSteps.create({ ...modelActor(ctx), role: ctx.user.role }, input),
     ),
+
+  /**
+   * model.ts checked as an upload would be, nothing stored: its compile problems (model.ts:line:col) and the tensors
+   * it declares (export const operonSignature; null when none), so the upload form is prefilled from the code.
+   */
+  inspectCustomStep: engineerProcedure
+    .input(
+      z.object({
+        files: z
+          .array(z.object({ path: z.string().max(128), data: z.string() }))
+          .min(1, { error: "at least model.ts" })
+          .max(8, { error: "at most 8 files" }),
+      }),
+    )
+    .mutation(({ ctx, input }) => ctx.services.models.customSteps.inspect({ role: ctx.user.role }, input)),
+
+  /**
+   * The next version of a custom step (its owner or an admin; and only while code uploads are open to the caller's
+   * role): model.ts type-checked first, then stored beside the earlier versions and served in their place; its
+   * config (tensors, sandbox) stays. A version the gateway refuses is removed and the previous one keeps serving.
+   * Audited as model.custom_step.version with the SHA-256 of each file.
+   */
+  addCustomStepVersion: engineerProcedure
+    .input(
+      z.object({
+        name: modelName,
+        files: z
+          .array(z.object({ path: z.string().max(128), data: z.string() }))
+          .min(1, { error: "at least model.ts" })
+          .max(8, { error: "at most 8 files" }),
+      }),
+    )
+    .mutation(async ({ ctx, input }) => {
+      await requireModelChanger(ctx.services.prisma, ctx.user, input.name);
+      return ctx.services.models.customSteps.addVersion({ ...modelActor(ctx), role: ctx.user.role }, input);
+    }),
 
   /** Whether only admins may upload code (custom steps); everyone signed in may read it. */
   codeUploadPolicy: viewerProcedure.query(({ ctx }) => ctx.services.models.codeUploads.get()),

@@ -235,6 +235,27 @@ describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
     expect(events[0]).toMatchObject({ action: "perf.import", targetId: id });
   });
 
+  it("imports a CSV on a named hardware profile (hardware fit prices each kind by the reports on its profiles); an unknown profile is refused", async () => {
+    const csv = [
+      "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,p50 latency,p90 latency,p95 latency,p99 latency",
+      "1,400,19,301,23,12,597,10,2,944,1146,1231,1459",
+    ].join("\n");
+    const target = { kind: "MODEL" as const, name: "add_sub" };
+    const gpu = await h.as("ADMIN").hardware.create({ name: "import-gpu", kind: "GPU", gpuCount: 1, costPerHour: 3 });
+    const { id } = await h
+      .as("ENGINEER")
+      .perf.importCsv({ target, fileName: "gpu.csv", csv, hardwareProfileId: gpu.id });
+    const row = await db.prisma.perfReport.findUniqueOrThrow({ where: { id } });
+    expect(row.hardwareProfileId).toBe(gpu.id);
+    const missing = h.as("ENGINEER").perf.importCsv({
+      target,
+      fileName: "gpu.csv",
+      csv,
+      hardwareProfileId: "00000000-0000-4000-8000-000000000000",
+    });
+    await expect(missing).rejects.toThrow("no hardware profile has id '00000000-0000-4000-8000-000000000000'");
+  });
+
   it("cancels a running run, keeping the steps it completed", async () => {
     // The engineer's own run: only its starter (or an admin) may cancel it.
     const { id } = await h.as("ENGINEER").perf.start({

@@ -115,6 +115,8 @@ export const perfRouter = router({
         fileName: z.string().trim().min(1, { error: "required" }).max(256),
         csv: z.string().max(MAX_IMPORTED_CSV_BYTES, { error: "at most 1 MiB" }),
         instanceCount: z.number().int().min(1).max(1024).default(1),
+        /** The profile it was measured on; default the default profile (this host). */
+        hardwareProfileId: z.string().trim().min(1).max(64).optional(),
       }),
     )
     .mutation(async ({ ctx, input }) => {

@@ -39,6 +39,8 @@ export interface Principal {
   tenantId?: string;
   /** The control plane's own key (config-search shadow models are served to it alone). */
   internal?: boolean;
+  /** A running batch job's key: its requests are batch traffic, not online (online-latency.ts). */
+  batchJob?: boolean;
   /** The key has the admin scope (it may tag perf traffic, perf-traffic.ts). */
   admin?: boolean;
 }
@@ -158,6 +160,7 @@ export class GatewayAccessPolicy {
       label,
       ...(grant.tenant !== undefined ? { tenantId: grant.tenant.id } : {}),
       ...(grant.internal === true ? { internal: true } : {}),
+      ...(grant.batchJob === true ? { batchJob: true } : {}),
       ...(grant.scopes.includes("admin") ? { admin: true } : {}),
     };
   }

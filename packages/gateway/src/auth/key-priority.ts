@@ -13,12 +13,14 @@ import type { Principal } from "./access-policy.js";
  * client's.
  *
  * It also names the key's tenant on the request (traffic shares,
- * admission/tenant-shares.ts): every frontend passes each inference
+ * admission/tenant-shares.ts) and a batch job's key's requests as batch
+ * traffic (online-latency.ts): every frontend passes each inference
  * request with its principal through here, so this is the one place.
  */
 export function applyKeyPriority(engine: InferenceEngine, request: InferRequest, principal: Principal | null): void {
   if (principal !== null && principal.tenantId !== undefined) request.tenantId = principal.tenantId;
   applyPerfTrafficTag(request, principal);
+  if (principal?.batchJob === true) request.trafficClass = "batch";
   if (principal === null || principal.priorityLevel <= 0 || request.parameters["priority"] !== undefined) return;
   request.parameters["priority"] = Math.min(principal.priorityLevel, priorityLevelsOf(engine, request));
 }

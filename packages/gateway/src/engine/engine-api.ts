@@ -8,8 +8,9 @@ import type {
   RepositoryIndexEntry,
   ServerMetadata,
 } from "@operon/protocol/inference";
-import type { OperatorValidation, WorkersResponse } from "@operon/protocol/admin";
+import type { ModelScaling, OperatorValidation, WorkersResponse } from "@operon/protocol/admin";
 import type { OperonError } from "@operon/protocol/errors";
+import type { OnlineLatency } from "@operon/protocol/online-latency";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
 
 /** A served operator: registered through the API, or a Triton ensemble of the model repository. */
@@ -84,21 +85,32 @@ export interface InferenceEngine {
   /**
    * The resource scheduler's levers (Operon admin extension). scaleModel
    * grows or shrinks every served version of a model to `count` instances
-   * in place, no request dropped; INVALID_ARG past --max-instances-per-model
+   * in place, no request dropped, and with `kind` moves them to that kind
+   * (new instances first, then the old ones drained: no request dropped
+   * either; UNAVAILABLE for KIND_GPU on a host without a GPU); INVALID_ARG past --max-instances-per-model
    * or --max-instances. parkModel unloads an idle model so that its next
    * request loads it again (the request waits or gets 503 + Retry-After,
    * by --parked-model-policy). parkedModels lists those unloaded so.
    * Optional: an engine without them answers UNSUPPORTED on those routes.
    */
-  scaleModel?(name: string, count: number): Promise<{ model: string; from: number; to: number }>;
+  scaleModel?(
+    name: string,
+    count: number,
+    kind?: "KIND_CPU" | "KIND_GPU",
+  ): Promise<{ model: string; from: number; to: number; kind: "KIND_CPU" | "KIND_GPU" }>;
   parkModel?(name: string): Promise<void>;
   parkedModels?(): string[];
   /** Each served model's instance count now and as its config asked (the scheduler never goes below the latter on its own). */
-  scalingState?(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }>;
+  scalingState?(): ModelScaling[];
   /** Each served operator's requests in flight now and its completed calls per model (GET /v2/operon/scaling: operators). */
   operatorLoad?(): Array<{ operator: string; inFlight: number; modelCalls: Record<string, number> }>;
   /** name undefined = all models; throws NOT_FOUND for an unknown model/version. */
   modelStatistics(name?: string, version?: string): ModelStatistics[];
+  /**
+   * What online clients of a model saw over the last `windowMs` (online-latency.ts), per served version;
+   * throws NOT_FOUND for an unknown model/version. Optional: engines without it answer 501.
+   */
+  onlineLatency?(name: string, version: string | undefined, windowMs: number): OnlineLatency[];
   /**
    * Registers (or replaces) an operator from its JSON spec (OperatorSpec);
    * explicit model control mode only (else UNSUPPORTED). INVALID_ARG lists

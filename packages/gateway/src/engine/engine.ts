@@ -1,4 +1,5 @@
 import type { GpuInfo, WorkersResponse } from "@operon/protocol/admin";
+import type { ModelScalingState, ScalingKind } from "../repository/model-scaling.js";
 import { asOperonError, OperonError } from "@operon/protocol/errors";
 import type {
   InferRequest,
@@ -12,6 +13,7 @@ import type {
   ServerMetadata,
 } from "@operon/protocol/inference";
 import { DEFAULT_MAX_BYTES_ELEMENTS, type Parameters, type Tensor } from "@operon/protocol/tensor";
+import type { OnlineLatency } from "@operon/protocol/online-latency";
 import { PERF_TRAFFIC_PARAMETER, PERF_TRAFFIC_VALUE } from "@operon/protocol/perf-traffic";
 import type { InferenceEngine, OperatorInfo, OperatorValidation, StreamResponseHandler } from "./engine-api.js";
 import type { TenantShares } from "../admission/tenant-shares.js";
@@ -446,8 +448,10 @@ export class Engine implements InferenceEngine {
    * statistics, a tagged perf request counted apart too (request.trafficClass,
    * perf-traffic.ts: usage leaves it out), the latency summaries of a user's
    * success (the usage charts' p50..p99: a perf request, which loads the model
-   * on purpose, is left out; Triton's statistics keep it) and a traced
-   * request's timings, all from the same duration.
+   * on purpose, is left out; Triton's statistics keep it), an online
+   * success's latency for online_latency (neither perf nor a batch job's:
+   * a job reads it to back off), and a traced request's timings, all from
+   * the same duration.
    */
   private record(request: InferRequest, served: ServedVersion, started: bigint, outcome: RequestOutcome): void {
     const requestNs = elapsedNs(started);
@@ -461,6 +465,7 @@ export class Engine implements InferenceEngine {
       served.stats.recordCachedSuccess(requestNs);
       if (perf) served.stats.recordPerfTraffic("success", 0, requestNs);
       else this.info.metrics?.observeLatency(served, { requestNs, queueNs: 0 });
+      if (request.trafficClass === undefined) served.stats.recordOnline(requestNs);
       return;
     }
     const { ran: result, batchSize } = outcome;
@@ -470,6 +475,7 @@ export class Engine implements InferenceEngine {
       served.stats.recordPerfTraffic("success", batchSize, requestNs);
       return;
     }
+    if (request.trafficClass === undefined) served.stats.recordOnline(requestNs);
     this.info.metrics?.observeLatency(served, {
       requestNs,
       queueNs: result.queueNs,
@@ -538,8 +544,12 @@ export class Engine implements InferenceEngine {
     await this.manager.unloadFromApi(name);
   }
 
-  scaleModel(name: string, count: number): Promise<{ model: string; from: number; to: number }> {
-    return this.manager.scaleInstances(name, count);
+  scaleModel(
+    name: string,
+    count: number,
+    kind?: ScalingKind,
+  ): Promise<{ model: string; from: number; to: number; kind: ScalingKind }> {
+    return this.manager.scaleInstances(name, count, kind);
   }
 
   parkModel(name: string): Promise<void> {
@@ -550,7 +560,7 @@ export class Engine implements InferenceEngine {
     return this.manager.parkedModels();
   }
 
-  scalingState(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }> {
+  scalingState(): ModelScalingState[] {
     return this.manager.scalingState();
   }
 
@@ -560,6 +570,10 @@ export class Engine implements InferenceEngine {
 
   modelStatistics(name?: string, version?: string): ModelStatistics[] {
     return this.manager.servedVersions(name, version).map((served) => served.stats.snapshot());
+  }
+
+  onlineLatency(name: string, version: string | undefined, windowMs: number): OnlineLatency[] {
+    return this.manager.servedVersions(name, version).map((served) => served.stats.onlineLatency(windowMs));
   }
 
   async registerOperator(spec: unknown): Promise<OperatorInfo> {

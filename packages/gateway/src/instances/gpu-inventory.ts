@@ -68,9 +68,21 @@ export function cudaVisibleDevices(): string | undefined {
 
 let cached: GpuInventory | undefined;
 
+/**
+ * Where the probe looks instead of `/` when set: a folder laid out like a host (`dev/nvidiactl`,
+ * `proc/driver/nvidia/gpus/<one entry per GPU>`). System tests fake a GPU host with it (as OPERON_NVML_LIB
+ * fakes its NVML); a KIND_GPU instance then loads only in a backend that declares it runs on a GPU.
+ */
+export const GPU_PROBE_ROOT_ENV = "OPERON_GPU_PROBE_ROOT";
+
 /** The host's inventory, probed once per process. */
 export function hostGpus(): GpuInventory {
-  cached ??= probeGpus();
+  const root = process.env[GPU_PROBE_ROOT_ENV];
+  cached ??= probeGpus(
+    root === undefined || root === ""
+      ? {}
+      : { nvidiactl: `${root}/dev/nvidiactl`, procGpus: `${root}/proc/driver/nvidia/gpus`, dev: `${root}/dev` },
+  );
   return cached;
 }
 

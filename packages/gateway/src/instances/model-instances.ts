@@ -250,6 +250,55 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
     await Promise.all(leaving.map((instance) => this.retireInstance(instance, drainMs)));
   }
 
+  /**
+   * Replaces every instance of the pool with new ones placed by `config`
+   * (the resource scheduler's move between CPU and GPU), without failing a
+   * request: all the new instances are launched and loaded first, beside
+   * the old ones, which keep serving; only when every one of them is up do
+   * they join the pool and the old ones leave it, each draining what it
+   * holds (up to drainMs) before its worker stops. When any launch fails,
+   * those already started are stopped and the pool is left exactly as it
+   * was (old instances, old config), and the error is thrown: a KIND_GPU
+   * instance the host cannot place is refused by launchInstance, never run
+   * on the CPU. `names` must not clash with the pool's names (the caller
+   * gives the new group a name of its own), and the old workers are never
+   * restarted under the new config, which does not place them.
+   */
+  async replaceAll(names: readonly string[], config: Record<string, unknown>, drainMs = 30_000): Promise<void> {
+    if (names.length === 0) throw new OperonError("INVALID_ARG", "a pool needs at least one instance");
+    if (this.stopped || this.restartsHalted)
+      throw new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} is stopping`);
+    const clash = names.find((name) => this.instances.some((instance) => instance.name === name));
+    if (clash !== undefined)
+      throw new OperonError("INTERNAL", `instance name '${clash}' is already in the pool of '${this.spec.model}'`);
+    // Launched with their own spec: this.spec stays the old one until they are up (an old worker restarted during the
+    // launches is placed by the old config, so a GPU instance never comes back on the CPU).
+    const spec = { ...this.spec, config };
+    const launches = await Promise.allSettled(names.map((name) => launchInstance(spec, name, this.options)));
+    const failure = launches.find((launch) => launch.status === "rejected");
+    if (failure !== undefined || this.stopped || this.restartsHalted) {
+      await Promise.all(
+        launches.map((launch) => (launch.status === "fulfilled" ? launch.value.worker.stop(1000) : undefined)),
+      );
+      if (failure !== undefined) throw (failure as PromiseRejectedResult).reason;
+      throw new OperonError("UNAVAILABLE", `model '${this.spec.model}' version ${this.spec.version} is stopping`);
+    }
+    this.spec = spec;
+    const leaving = this.instances.splice(0);
+    for (const instance of leaving) instance.retiring = true;
+    for (const [index, launch] of launches.entries())
+      this.adopt(names[index]!, (launch as PromiseFulfilledResult<{ worker: BackendInstance }>).value.worker);
+    if (this.scheduler instanceof SequenceBatcher)
+      for (const instance of leaving)
+        this.scheduler.instanceLost(
+          instance.name,
+          `instance '${instance.name}' that held it was replaced (the model moved to other hardware)`,
+        );
+    this.publishUp();
+    this.capacityListener();
+    await Promise.all(leaving.map((instance) => this.retireInstance(instance, drainMs)));
+  }
+
   /** Waits until a retiring instance holds nothing (or drainMs passed), then stops its worker. */
   private async retireInstance(instance: PoolInstance, drainMs: number): Promise<void> {
     const deadline = Date.now() + drainMs;

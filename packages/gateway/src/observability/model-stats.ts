@@ -1,5 +1,7 @@
 import type { BatchStatistics, DurationStat, ModelStatistics } from "@operon/protocol/inference";
+import type { OnlineLatency } from "@operon/protocol/online-latency";
 import { FAILURE_REASONS, type FailureReason, type GatewayMetrics } from "./metrics.js";
+import { OnlineLatencyWindow } from "./online-latency-window.js";
 
 /** Timings of one execution as reported by a worker, in ns. */
 export interface ExecutionTiming {
@@ -44,6 +46,8 @@ export class ModelVersionStats {
   /** Of the requests above, those tagged as perf traffic (perf-traffic.ts). */
   private readonly perfTraffic = { success_count: 0, success_ns: 0, fail_count: 0, fail_ns: 0, inference_count: 0 };
   private lastInference = 0;
+  /** Online requests' latest latencies (online-latency-window.ts); made on the first one, so idle versions hold none. */
+  private online: OnlineLatencyWindow | undefined;
   private cacheSeriesExported = false;
   private readonly labels: { model: string; version: string };
   /** Counter increments since the last scrape (see flushMetrics). */
@@ -200,6 +204,16 @@ export class ModelVersionStats {
       perf.fail_ns += requestNs;
     }
     perf.inference_count += inferences;
+  }
+
+  /** A successful online request (neither a batch job's nor perf traffic): what online_latency reports. */
+  recordOnline(requestNs: number): void {
+    (this.online ??= new OnlineLatencyWindow()).record(requestNs);
+  }
+
+  onlineLatency(windowMs: number): OnlineLatency {
+    const quantiles = this.online?.quantiles(windowMs) ?? { window_ms: windowMs, count: 0, p50_us: null, p99_us: null };
+    return { model_name: this.model, model_version: this.version, ...quantiles };
   }
 
   snapshot(): ModelStatistics {

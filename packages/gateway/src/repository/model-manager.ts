@@ -18,7 +18,7 @@ import { OperatorRegistry, type ServedOperator } from "../operators/operator-reg
 import { operatorServingTable } from "../operators/operator-serving-table.js";
 import { ServedModels, type ServedVersion } from "../operators/served-models.js";
 import { ModelLifecycle } from "./model-lifecycle.js";
-import { ModelScaling } from "./model-scaling.js";
+import { ModelScaling, type ModelScalingState, type ScalingKind } from "./model-scaling.js";
 import { NativeBackendsUnavailableError, type NativeBackendOptions } from "./native-backend-resolver.js";
 import type { ParkedModelPolicy } from "./parked-models.js";
 import { findModelDir, listRepositoryModels, modelFingerprint, readConfigText } from "./repository-scanner.js";
@@ -327,8 +327,12 @@ export class ModelManager {
   }
 
   /** The resource scheduler's scale lever (model-scaling.ts). */
-  scaleInstances(name: string, count: number): Promise<{ model: string; from: number; to: number }> {
-    return this.scaling.scaleInstances(name, count);
+  scaleInstances(
+    name: string,
+    count: number,
+    kind?: ScalingKind,
+  ): Promise<{ model: string; from: number; to: number; kind: ScalingKind }> {
+    return this.scaling.scaleInstances(name, count, kind);
   }
 
   /** Unloads `name` for the resource scheduler; the next request loads it again (model-scaling.ts). */
@@ -342,7 +346,7 @@ export class ModelManager {
   }
 
   /** Each served model's instances now and as its config asked at load, and its queued requests; operators left out. */
-  scalingState(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }> {
+  scalingState(): ModelScalingState[] {
     return this.scaling.scalingState();
   }
 

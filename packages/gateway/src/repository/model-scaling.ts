@@ -2,6 +2,7 @@ import { OperonError } from "@operon/protocol/errors";
 import type { Logger } from "../observability/logger.js";
 import { ModelInstances } from "../instances/model-instances.js";
 import { hostGpus, type GpuInventory } from "../instances/gpu-inventory.js";
+import { instancePlacements } from "../instances/instance-placement.js";
 import type { ServedModels, ServedVersion } from "../operators/served-models.js";
 import type { ModelLifecycle } from "./model-lifecycle.js";
 import {
@@ -54,7 +55,11 @@ export class ModelScaling {
    * instance group, and operators, are refused (which group would change
    * is not the scheduler's to guess).
    */
-  async scaleInstances(name: string, count: number): Promise<{ model: string; from: number; to: number }> {
+  async scaleInstances(
+    name: string,
+    count: number,
+    kind?: ScalingKind,
+  ): Promise<{ model: string; from: number; to: number; kind: ScalingKind }> {
     const { models } = this.options;
     if (!Number.isInteger(count) || count < 1 || count > 1024) {
       throw new OperonError(
@@ -73,6 +78,7 @@ export class ModelScaling {
       );
     }
     let from = 0;
+    let kindNow: ScalingKind = "KIND_CPU";
     await models.serialize(entry, async () => {
       const versions = [...entry.versions.values()];
       if (versions.length === 0) throw new OperonError("NOT_FOUND", `model '${name}' is not loaded`);
@@ -94,7 +100,14 @@ export class ModelScaling {
         );
       }
       from = instanceCountOf(versions[0]!.config);
-      const gpuCount = (this.options.gpus ?? hostGpus()).count;
+      const gpus = this.options.gpus ?? hostGpus();
+      const gpuCount = gpus.count;
+      kindNow = kindOfGroup(versions[0]!.config.instance_group?.[0]);
+      if (kind !== undefined && kind !== kindNow) {
+        await this.move(name, versions, count, kind, gpus);
+        kindNow = kind;
+        return;
+      }
       for (const served of versions) {
         const pool = served.instances as ModelInstances;
         served.configuredInstances ??= instanceCountOf(served.config);
@@ -127,7 +140,65 @@ export class ModelScaling {
       }
       this.options.logger.info({ model: name, from, to: count }, "model instances rescaled");
     });
-    return { model: name, from, to: count };
+    return { model: name, from, to: count, kind: kindNow };
+  }
+
+  /**
+   * Moves every served version of `name` to `count` instances of `kind` (the
+   * resource scheduler's hardware fit): ModelInstances.replaceAll starts the
+   * new kind's instances beside the old ones and only then drains the old
+   * ones, so no request fails. The new instance group has a name of its own
+   * (`<model>_gpu` / `<model>_cpu`) so that old and new instances never share
+   * a name; a KIND_GPU group lists no `gpus` and so uses every GPU of the
+   * host, one instance per GPU per round (count must be a multiple of them).
+   * Refused before anything starts: KIND_GPU on a host without a GPU, a
+   * KIND_MODEL group (the backend places it). A launch the backend refuses
+   * (a backend that runs on the CPU only) leaves the model as it was.
+   * Callers hold the model's serialization.
+   */
+  private async move(
+    name: string,
+    versions: ServedVersion[],
+    count: number,
+    kind: ScalingKind,
+    gpus: GpuInventory,
+  ): Promise<void> {
+    const group = versions[0]!.config.instance_group?.[0];
+    if (group?.kind === "KIND_MODEL") {
+      throw new OperonError(
+        "UNSUPPORTED",
+        `model '${name}' has a KIND_MODEL instance group (its backend places the instances): it is not moved to ${kind}`,
+      );
+    }
+    if (kind === "KIND_GPU" && gpus.count === 0) {
+      throw new OperonError(
+        "UNAVAILABLE",
+        `model '${name}' cannot move to KIND_GPU: this host has no usable GPU (${gpus.reason ?? "none found"})`,
+      );
+    }
+    const perRound = kind === "KIND_GPU" ? gpus.count : 1;
+    if (count % perRound !== 0) {
+      throw new OperonError(
+        "INVALID_ARG",
+        `model '${name}' on KIND_GPU runs one instance per round on each of the host's ${perRound} GPUs: its instance count must be a multiple of ${perRound}, got ${count}`,
+      );
+    }
+    const suffix = kind === "KIND_GPU" ? "gpu" : "cpu";
+    const oldName = group?.name || `${name}_0`;
+    const groupName = oldName === `${name}_${suffix}` ? `${name}_${suffix}_moved` : `${name}_${suffix}`;
+    for (const served of versions) {
+      const pool = served.instances as ModelInstances;
+      served.configuredInstances ??= instanceCountOf(served.config);
+      const { gpus: _listed, ...rest } = group ?? {};
+      const config = {
+        ...served.config,
+        instance_group: [{ ...rest, name: groupName, kind, count: count / perRound }],
+      };
+      const names = instancePlacements(name, config as Record<string, unknown>, gpus.count).map((p) => p.name);
+      await pool.replaceAll(names, config as Record<string, unknown>, this.options.unloadDrainMs ?? 30_000);
+      served.config = config;
+    }
+    this.options.logger.info({ model: name, to: count, kind }, "model moved to other hardware");
   }
 
   /**
@@ -165,9 +236,13 @@ export class ModelScaling {
     return [...this.parked.keys()].sort();
   }
 
-  /** Each served model's instances now and as its config asked at load (the most over its versions), and its requests waiting in queue; operators left out. */
-  scalingState(): Array<{ model: string; instances: number; configuredInstances: number; queued: number }> {
-    const list: Array<{ model: string; instances: number; configuredInstances: number; queued: number }> = [];
+  /**
+   * Each served model's instances now and as its config asked at load (the most over its versions), its requests
+   * waiting in queue, the kind its instances run on, and its config's HARDWARE_KINDS_PARAMETER as written (the
+   * resource scheduler parses it, and says what is wrong with it); operators left out.
+   */
+  scalingState(): ModelScalingState[] {
+    const list: ModelScalingState[] = [];
     for (const entry of this.options.models.sorted()) {
       const pools = [...entry.versions.values()].filter((served) => served.instances instanceof ModelInstances);
       if (pools.length === 0) continue;
@@ -178,6 +253,8 @@ export class ModelScaling {
           ...pools.map((served) => served.configuredInstances ?? instanceCountOf(served.config)),
         ),
         queued: pools.reduce((sum, served) => sum + (served.instances as ModelInstances).queuedCount, 0),
+        kind: kindOfGroup(pools[0]!.config.instance_group?.[0]) === "KIND_GPU" ? "GPU" : "CPU",
+        hardwareKinds: pools[0]!.config.parameters?.[HARDWARE_KINDS_PARAMETER]?.string_value ?? null,
       });
     }
     return list;
@@ -256,6 +333,31 @@ export class ModelScaling {
       throw again instanceof ModelParkedError ? again : error;
     }
   }
+}
+
+/**
+ * The model config parameter naming the hardware kinds the resource scheduler may run a model on, e.g.
+ * `parameters { key: "operon_hardware_kinds" value: { string_value: "CPU,GPU" } }`; without it the model stays
+ * on the kind its instance_group says.
+ */
+export const HARDWARE_KINDS_PARAMETER = "operon_hardware_kinds";
+
+/** One served model as GET /v2/operon/scaling lists it. */
+export interface ModelScalingState {
+  model: string;
+  instances: number;
+  configuredInstances: number;
+  queued: number;
+  kind: "CPU" | "GPU";
+  hardwareKinds: string | null;
+}
+
+/** The kinds a model can be moved between (Triton's instance_group kinds). */
+export type ScalingKind = "KIND_CPU" | "KIND_GPU";
+
+/** A group's kind as it runs: KIND_GPU, else the CPU (KIND_AUTO and an absent group run on the CPU in Operon). */
+export function kindOfGroup(group: { kind?: string } | undefined): ScalingKind {
+  return group?.kind === "KIND_GPU" ? "KIND_GPU" : "KIND_CPU";
 }
 
 /** Instances one step of a group's count adds: its GPUs for KIND_GPU (every GPU of the host when it lists none), else 1. */

@@ -7,6 +7,8 @@ import { ACTION_LABELS, type SchedulerDecisionRow } from "./scheduler-types";
 function counts(decision: SchedulerDecisionRow): string {
   if (decision.action === "UNLOAD") return `${decision.fromCount} → unloaded`;
   if (decision.action === "LOAD") return `unloaded → ${decision.toCount}`;
+  if (decision.action === "MOVE" && decision.kind)
+    return `${decision.fromCount} → ${decision.toCount} on ${decision.kind}`;
   return `${decision.fromCount} → ${decision.toCount}`;
 }
 

@@ -11,6 +11,7 @@ import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
 import { CpuBudgetNote } from "./cpu-budget-note";
 import { DecisionsTable } from "./decisions-table";
+import { HardwareFitTable } from "./hardware-fit-table";
 import { SchedulerModelsTable } from "./scheduler-models-table";
 import { SchedulerSwitch } from "./scheduler-switch";
 
@@ -75,6 +76,18 @@ export function SchedulerPage() {
                 />
               )}
             </section>
+            {data.models.some((entry) => entry.hardware !== null) ? (
+              <section className="card" aria-labelledby="scheduler-hardware-title">
+                <h2 id="scheduler-hardware-title">Hardware fit</h2>
+                <p className="muted small">
+                  Models whose config allows several kinds (parameter operon_hardware_kinds) run on the kind where 1,000
+                  inferences at the p99 budget cost least: an instance-hour's price over the throughput measured on a
+                  hardware profile of that kind. A GPU is a candidate only on a host with GPUs that have free slots and
+                  memory.
+                </p>
+                <HardwareFitTable models={data.models} />
+              </section>
+            ) : null}
           </>
         )}
       </QueryView>

@@ -11,4 +11,5 @@ export const ACTION_LABELS: Record<SchedulerDecisionRow["action"], string> = {
   UNLOAD: "Unloaded (LRU)",
   LOAD: "Loaded on demand",
   HOLD: "Held (does not fit)",
+  MOVE: "Moved (hardware fit)",
 };

@@ -12,7 +12,7 @@ import { previewQuery } from "./dataset-query.js";
 import type { Datasets } from "./datasets.js";
 import { inputMappingSchema, planInputs, type ColumnMapping, type TargetSignature } from "./input-mapping.js";
 import { JobFiles, ROW_COLUMN } from "./job-files.js";
-import { type BatchJobsOptions, JobExecution, type RunningJob } from "./job-execution.js";
+import { type BatchJobsOptions, JobExecution, type JobControl, type RunningJob } from "./job-execution.js";
 
 export type { BatchJobsOptions } from "./job-execution.js";
 import { parseRanges, removeRows, rowsIn } from "./row-ranges.js";
@@ -27,7 +27,7 @@ import { targetSignature, type JobTarget } from "./target-signature.js";
  * starts and kept in memory (ApiKeyService.setJobGrant): the gateway puts
  * them at the target's lowest priority level and, while traffic shares are
  * on, under the job's tenant `batch:<job id>`. The job's concurrency adapts
- * to its latency (aimd.ts), so online traffic comes first.
+ * to the online p99 of its target (aimd.ts), so online traffic comes first.
  *
  * A restart resumes: jobs left RUNNING go back to QUEUED and run again from
  * their checkpoint. At most `maxRunning` jobs run at once, in creation order.
@@ -54,7 +54,10 @@ export interface JobView {
   totalRows: number | null;
   doneRows: number;
   failedRows: number;
+  /** Requests in flight allowed now (live while running; 0 during a probe of online latency). */
   concurrency: number;
+  /** While running: why the job has that concurrency (aimd.ts); null otherwise. */
+  control: JobControl | null;
   rowsPerSec: number | null;
   /** Seconds left at the current rate; null while unknown. */
   secondsLeft: number | null;
@@ -161,7 +164,7 @@ export class BatchJobs {
       take: 200,
       include: { dataset: { select: { name: true } }, owner: { select: { email: true } } },
     });
-    return rows.map((row) => viewOf(row, row.dataset.name, row.owner?.email ?? null));
+    return rows.map((row) => this.live(viewOf(row, row.dataset.name, row.owner?.email ?? null)));
   }
 
   /** The job if `who` may see it: its owner or an admin; NOT_FOUND otherwise. */
@@ -361,7 +364,14 @@ export class BatchJobs {
       where: { id },
       include: { dataset: { select: { name: true } }, owner: { select: { email: true } } },
     });
-    return viewOf(row, row.dataset.name, row.owner?.email ?? null);
+    return this.live(viewOf(row, row.dataset.name, row.owner?.email ?? null));
+  }
+
+  /** A running job's concurrency as its controller has it now, not as of its last checkpoint. */
+  private live(view: JobView): JobView {
+    const control = this.running.get(view.id)?.control;
+    if (control === undefined || view.state !== "RUNNING") return view;
+    return { ...view, concurrency: control.limit, control };
   }
 
   /** The key columns of failed rows (from the snapshot), so the console can name the rows. */
@@ -435,6 +445,7 @@ function viewOf(row: BatchJob, datasetName: string, ownerEmail: string | null): 
     doneRows: row.doneRows,
     failedRows: row.failedRows,
     concurrency: row.concurrency,
+    control: null,
     rowsPerSec: row.rowsPerSec,
     secondsLeft:
       left !== null && row.rowsPerSec !== null && row.rowsPerSec > 0 && row.state === "RUNNING"

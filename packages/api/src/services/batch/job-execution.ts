@@ -6,11 +6,12 @@ import { AppError } from "../../app-error.js";
 import type { ApiKeyService } from "../api-keys/api-key-service.js";
 import { GatewayClient, type GatewayClientOptions } from "../gateway/gateway-client.js";
 import { parseJsonColumn } from "../json-column.js";
-import { AimdLimiter } from "./aimd.js";
+import { AimdLimiter, type AimdReason } from "./aimd.js";
 import type { BatchStorageOptions } from "./datasets.js";
 import { inputMappingSchema, planInputs } from "./input-mapping.js";
 import { type JobFiles, outputColumnsOf } from "./job-files.js";
 import { JobRunner, type ChunkOutcome } from "./job-runner.js";
+import { OnlineLatencyMonitor } from "./online-latency-monitor.js";
 import { imageBaseOf } from "./row-request.js";
 import { addRange, parseRanges, rowsIn } from "./row-ranges.js";
 import { jobBudget, targetSignature, type JobTarget } from "./target-signature.js";
@@ -31,6 +32,19 @@ export const JOB_GRANT_PREFIX = "batch-job:";
 export interface RunningJob {
   stop: boolean;
   done: Promise<void>;
+  /** The concurrency controller's latest window (aimd.ts): jobs.get shows it live, between checkpoints. */
+  control?: JobControl;
+}
+
+/** Why a running job has the concurrency it has now. */
+export interface JobControl {
+  limit: number;
+  reason: AimdReason;
+  /** Online p99 over the last span (ms); undefined with too little online traffic to judge. */
+  onlineP99Ms?: number | undefined;
+  onlineBudgetMs: number;
+  /** Online p99 without the job, from its last probe; undefined while none saw online traffic. */
+  baselineMs?: number | undefined;
 }
 
 export interface BatchJobsOptions {
@@ -44,6 +58,8 @@ export interface BatchJobsOptions {
   maxConcurrency?: number;
   /** Overrides the perf-report budget (ms); tests and benches. */
   budgetMs?: number;
+  /** The AIMD window (ms, online-latency-monitor.ts); default 1000. Tests shorten it. */
+  aimdWindowMs?: number | undefined;
 }
 
 export interface JobExecutionDeps {
@@ -64,6 +80,7 @@ export class JobExecution {
     const id = queued.id;
     const files = this.deps.filesOf(id);
     let sandbox: Awaited<ReturnType<JobFiles["open"]>> | undefined;
+    let monitor: OnlineLatencyMonitor | undefined;
     try {
       const claimed = await this.deps.prisma.batchJob.updateMany({
         where: { id, state: "QUEUED" },
@@ -111,6 +128,18 @@ export class JobExecution {
         initial: 2,
       });
       const key = await this.issueKey(id, target.name);
+      // The control plane's own client reads online latency: the job's key may only infer.
+      monitor = OnlineLatencyMonitor.start({
+        gateway: this.deps.gateway,
+        target,
+        limiter,
+        logger: this.deps.logger,
+        windowMs: this.deps.options.aimdWindowMs,
+        onDecision: (decision) => {
+          run.control = { ...decision, baselineMs: limiter.baselineMs };
+          this.deps.logger.debug?.({ job: id, ...run.control }, "batch job: concurrency window");
+        },
+      });
       const gateway = new GatewayClient({ ...this.deps.options.gateway, adminKey: key });
       const rate = new RateWindow();
       let ranges = parseRanges(queued.doneRanges);
@@ -169,6 +198,7 @@ export class JobExecution {
         },
       });
       const complete = await runner.run(ranges, total);
+      await monitor.stop();
       const now = await this.deps.prisma.batchJob.findUniqueOrThrow({ where: { id } });
       if (complete && now.state === "RUNNING") {
         const written = await files.writeResult(sandbox, dataset.keyColumns, outputs);
@@ -189,6 +219,7 @@ export class JobExecution {
         })
         .catch(() => undefined);
     } finally {
+      await monitor?.stop();
       this.deps.apiKeys.setJobGrant(id, undefined);
       sandbox?.close();
     }
@@ -205,6 +236,7 @@ export class JobExecution {
       qpsQuota: null,
       expiresAt: null,
       internal: true,
+      batchJob: true,
       tenant: { id: `batch:${jobId}`, share: 1, policy: "queue" },
     });
     // The grant reaches the gateway as a message: wait until it knows the key (401 until then).

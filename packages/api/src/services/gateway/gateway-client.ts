@@ -20,6 +20,7 @@ import {
 } from "@operon/protocol/admin";
 import { ERROR_KINDS, type ErrorKind } from "@operon/protocol/errors";
 import type { ModelStatistics, RepositoryIndexEntry } from "@operon/protocol/inference";
+import type { OnlineLatency } from "@operon/protocol/online-latency";
 import { z } from "zod";
 import { AppError, type AppErrorCode } from "../../app-error.js";
 
@@ -52,6 +53,18 @@ export interface TimedResponse<T> {
 export type { GatewayOperator, OperatorProblem, OperatorValidation } from "@operon/protocol/admin";
 
 const JSON_OBJECT = z.record(z.string(), z.unknown());
+const onlineLatencyResponseSchema = z.object({
+  online_latency: z.array(
+    z.object({
+      model_name: z.string(),
+      model_version: z.string(),
+      window_ms: z.number(),
+      count: z.number(),
+      p50_us: z.number().nullable(),
+      p99_us: z.number().nullable(),
+    }),
+  ),
+});
 
 export class GatewayClient {
   readonly httpUrl: string;
@@ -138,12 +151,23 @@ export class GatewayClient {
     return options.raw === true ? entries : entries.map(withoutPerfTraffic);
   }
 
+  /**
+   * What online clients of `name` saw over the last `windowMs` (the
+   * gateway's online_latency extension, online-latency.ts), one entry per
+   * served version: a batch job reads it to back off.
+   */
+  async onlineLatency(name: string, version: string | undefined, windowMs: number): Promise<OnlineLatency[]> {
+    const path = `${modelPath(name, version)}/online_latency?window_ms=${Math.round(windowMs)}`;
+    return this.parsed(onlineLatencyResponseSchema, await this.request("GET", path), `GET ${path}`).online_latency;
+  }
+
   /** The resource scheduler's lever: grows or shrinks every served version of `name` to `count` instances in place. */
-  async scaleModel(name: string, count: number): Promise<ScaleModelResponse> {
+  /** Rescales `name` to `count` instances; with `kind`, moves them to that kind (new ones first, the old drained). */
+  async scaleModel(name: string, count: number, kind?: "KIND_CPU" | "KIND_GPU"): Promise<ScaleModelResponse> {
     const response = await this.request(
       "POST",
       `/v2/operon/models/${encodeURIComponent(name)}/instances`,
-      { count },
+      kind === undefined ? { count } : { count, kind },
       { timeoutMs: this.loadTimeoutMs },
     );
     return this.parsed(scaleModelResponseSchema, response, "POST /v2/operon/models/<name>/instances");

@@ -18,7 +18,8 @@ const BROKEN = new Map([
 
 describe("CustomStepChecker", () => {
   it("finds in a thread the problems the in-process check finds", async () => {
-    const problems = await new CustomStepChecker().check(BROKEN);
+    const { problems, signature } = await new CustomStepChecker().check(BROKEN);
+    expect(signature).toBeNull();
     expect(problems.map(formatProblem)).toEqual(compileCustomStep(BROKEN).map(formatProblem));
     expect(problems.map(formatProblem)).toEqual(["model.ts:3:11 Type 'number' is not assignable to type 'string'."]);
   });
@@ -66,7 +67,7 @@ describe("CustomStepChecker", () => {
     const watch = setInterval(() => (most = Math.max(most, checker.inFlight)), 5);
     try {
       const all = await Promise.all([checker.check(BROKEN), checker.check(BROKEN)]);
-      expect(all.map((problems) => problems.length)).toEqual([1, 1]);
+      expect(all.map(({ problems }) => problems.length)).toEqual([1, 1]);
     } finally {
       clearInterval(watch);
     }

@@ -1,6 +1,7 @@
 import { Worker } from "node:worker_threads";
 import { AppError } from "../../app-error.js";
 import type { CompileProblem } from "./custom-step-compile.js";
+import type { DeclaredStepSignature } from "./custom-step-signature.js";
 
 /**
  * Runs the type check of uploaded custom steps (custom-step-compile.ts) off
@@ -36,7 +37,15 @@ export interface CompileTask {
 }
 
 /** The thread's one answer. */
-export type CompileReply = { ok: true; problems: CompileProblem[] } | { ok: false; message: string };
+export type CompileReply =
+  | { ok: true; problems: CompileProblem[]; signature: DeclaredStepSignature | null }
+  | { ok: false; message: string };
+
+/** A check's answer: the problems (none when the entry compiles) and what it declares about its tensors. */
+export interface CheckResult {
+  problems: CompileProblem[];
+  signature: DeclaredStepSignature | null;
+}
 
 export class CustomStepChecker {
   private readonly options: Required<CustomStepCheckerOptions>;
@@ -50,8 +59,8 @@ export class CustomStepChecker {
     }
   }
 
-  /** Problems of `files` (path -> text), empty when `entry` compiles; the event loop stays free meanwhile. */
-  async check(files: ReadonlyMap<string, string>, entry = "model.ts"): Promise<CompileProblem[]> {
+  /** Problems of `files` (path -> text), empty when `entry` compiles, and its declared signature; the event loop stays free meanwhile. */
+  async check(files: ReadonlyMap<string, string>, entry = "model.ts"): Promise<CheckResult> {
     await this.slot();
     try {
       return await this.runThread({ files: [...files], entry });
@@ -73,7 +82,7 @@ export class CustomStepChecker {
     this.running += 1;
   }
 
-  private runThread(task: CompileTask): Promise<CompileProblem[]> {
+  private runThread(task: CompileTask): Promise<CheckResult> {
     const { timeoutMs, maxHeapMb } = this.options;
     return new Promise((resolve, reject) => {
       const worker = new Worker(compileThreadEntry(), {
@@ -106,7 +115,7 @@ export class CustomStepChecker {
       worker.on("message", (reply: CompileReply) =>
         settle(() =>
           reply.ok
-            ? resolve(reply.problems)
+            ? resolve({ problems: reply.problems, signature: reply.signature })
             : reject(new AppError("INTERNAL", `the type check of the custom step failed: ${reply.message}`)),
         ),
       );

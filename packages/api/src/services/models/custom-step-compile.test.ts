@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compileCustomStep, formatProblem } from "./custom-step-compile.js";
+import { compileCustomStep, formatProblem, inspectCustomStep } from "./custom-step-compile.js";
 
 /** The type check of uploaded custom steps: real TypeScript, in memory, against Node's and the model API's types. */
 describe("compileCustomStep", () => {
@@ -60,5 +60,57 @@ export default class Broken {
     expect(compileCustomStep(files).map(formatProblem)[0]).toMatch(
       /^model\.ts:1:20 Cannot find module '\/etc\/passwd'/,
     );
+  });
+
+  it("reads the tensors model.ts declares (export const operonSignature), literals only", () => {
+    const declaring = (value: string) =>
+      new Map([
+        [
+          "model.ts",
+          `import type { DeclaredSignature, TypedRequest } from "@operon/backend-api/typescript-model-api";
+export const operonSignature: DeclaredSignature = ${value};
+export default class Step {
+  execute(requests: TypedRequest[]) {
+    return [];
+  }
+}
+`,
+        ],
+      ]);
+    const declared = inspectCustomStep(
+      declaring(`{
+  maxBatchSize: 8,
+  inputs: [{ name: "x", datatype: "FP32", dims: [-1, 4] }],
+  outputs: [{ name: "label", datatype: "BYTES", dims: [1] }],
+}`),
+    );
+    expect(declared).toEqual({
+      problems: [],
+      signature: {
+        maxBatchSize: 8,
+        inputs: [{ name: "x", datatype: "FP32", dims: [-1, 4] }],
+        outputs: [{ name: "label", datatype: "BYTES", dims: [1] }],
+      },
+    });
+    // Computed: refused at the part that is, without running it.
+    const computed = inspectCustomStep(
+      declaring(`{ inputs: [{ name: "x", datatype: "FP32", dims: [2 * 2] }], outputs: [] }`),
+    );
+    expect(computed.signature).toBeNull();
+    expect(computed.problems.map(formatProblem)).toEqual([
+      "model.ts:2:100 operonSignature must be written as a literal (objects, arrays, strings and numbers): this part is computed",
+    ]);
+    // The compiler catches a bad datatype where the type is written; the reader catches it where it is not.
+    const untyped = new Map([
+      [
+        "model.ts",
+        `export const operonSignature = { inputs: [{ name: "x", datatype: "FLOAT", dims: [1] }], outputs: [{ name: "y", datatype: "FP32", dims: [1] }] };
+export default class Step { execute() { return []; } }
+`,
+      ],
+    ]);
+    expect(inspectCustomStep(untyped).problems.map(formatProblem)).toEqual([
+      'model.ts:1:14 operonSignature: inputs[0].datatype must be a KServe datatype (FP32, INT64, BYTES…), got "FLOAT"',
+    ]);
   });
 });

@@ -2,6 +2,7 @@ import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { TYPESCRIPT_MODEL_API_DECLARATIONS } from "@operon/backend-api/typescript-model-api-declarations";
 import ts from "typescript";
+import { type DeclaredStepSignature, readDeclaredSignature } from "./custom-step-signature.js";
 
 /**
  * Type-checks an uploaded custom step before anything is stored: its
@@ -60,6 +61,18 @@ function nodeTypeRoot(): string {
  * thread (custom-step-checker.ts), never on its event loop.
  */
 export function compileCustomStep(files: ReadonlyMap<string, string>, entry = "model.ts"): CompileProblem[] {
+  return inspectCustomStep(files, entry).problems;
+}
+
+/**
+ * compileCustomStep, and what the entry declares about its tensors
+ * (custom-step-signature.ts): its compile problems and the declaration's
+ * own, and the declared signature when there is one and it counts.
+ */
+export function inspectCustomStep(
+  files: ReadonlyMap<string, string>,
+  entry = "model.ts",
+): { problems: CompileProblem[]; signature: DeclaredStepSignature | null } {
   const OPTIONS = compilerOptions();
   const virtual = new Map([...files].map(([path, text]) => [ROOT + path, text]));
   const host = ts.createCompilerHost(OPTIONS, true);
@@ -79,10 +92,14 @@ export function compileCustomStep(files: ReadonlyMap<string, string>, entry = "m
   host.getCurrentDirectory = () => ROOT;
   host.writeFile = () => undefined;
   const program = ts.createProgram({ rootNames: [ROOT + entry], options: OPTIONS, host });
-  return ts
+  const problems = ts
     .getPreEmitDiagnostics(program)
     .filter((diagnostic) => diagnostic.category === ts.DiagnosticCategory.Error)
     .map((diagnostic) => problemOf(diagnostic));
+  const source = program.getSourceFile(ROOT + entry);
+  if (source === undefined) return { problems, signature: null };
+  const declared = readDeclaredSignature(source, entry);
+  return { problems: [...problems, ...declared.problems], signature: declared.signature };
 }
 
 function problemOf(diagnostic: ts.Diagnostic): CompileProblem {

@@ -1,13 +1,16 @@
 import { createHash } from "node:crypto";
 import { writePbtxt } from "@operon/model-config/pbtxt-writer";
 import type { ModelConfigJson } from "@operon/model-config/model-config-types";
-import { toConfigDataType } from "@operon/protocol/datatypes";
-import type { PrismaClient } from "@operon/db";
+import { fromConfigDataType, toConfigDataType } from "@operon/protocol/datatypes";
+import type { Prisma, PrismaClient } from "@operon/db";
 import { AppError, type FieldError } from "../../app-error.js";
 import { type Actor, recordAudit } from "../audit/audit-log.js";
 import { CustomStepChecker } from "./custom-step-checker.js";
 import { formatProblem } from "./custom-step-compile.js";
+import { type DeclaredStepSignature, SIGNATURE_EXPORT } from "./custom-step-signature.js";
 import { createFileModel, decodeUploadedFiles } from "./file-model-creation.js";
+import { isUnavailable, syncVersionStates, versionState } from "./model-gateway-view.js";
+import type { StoreChange } from "./model-store.js";
 import type { ModelActor } from "./model-types.js";
 import type { ModelWorkspace } from "./model-workspace.js";
 import type { StepModelTensor } from "./step-models.js";
@@ -38,10 +41,11 @@ const CODE_FILE = /\.(c|m)?(t|j)sx?$/;
 export interface CreateCustomStepInput {
   name: string;
   description?: string | undefined;
-  /** > 0: tensors carry a batch dimension not written in dims. Default 0. */
+  /** > 0: tensors carry a batch dimension not written in dims. Default: model.ts's declaration, else 0. */
   maxBatchSize?: number | undefined;
-  inputs: StepModelTensor[];
-  outputs: StepModelTensor[];
+  /** The step's tensors; default what model.ts declares (`export const operonSignature`), which they must match. */
+  inputs?: StepModelTensor[] | undefined;
+  outputs?: StepModelTensor[] | undefined;
   /** model.ts and the files it reads, base64, paths relative to the version folder. */
   files: Array<{ path: string; data: string }>;
 }
@@ -60,25 +64,15 @@ export class CustomSteps {
     await this.policy.assertMayUpload(who.role);
     const { name } = input;
     const files = decodeFiles(input.files);
-    const source = files.get(CUSTOM_STEP_ENTRY)!.toString("utf8");
-    const problems = (await this.checker.check(new Map([[CUSTOM_STEP_ENTRY, source]]), CUSTOM_STEP_ENTRY)).map(
-      formatProblem,
-    );
-    if (problems.length > 0) {
-      throw new AppError(
-        "VALIDATION_FAILED",
-        `custom step '${name}' does not compile: ${problems.slice(0, 5).join("; ")}${problems.length > 5 ? ` (and ${problems.length - 5} more)` : ""}`,
-        { fieldErrors: problems.map((message) => ({ path: `files.${CUSTOM_STEP_ENTRY}`, message })) },
-      );
-    }
-    const maxBatchSize = input.maxBatchSize ?? 0;
+    const declared = await this.assertCompiles(name, files);
+    const signature = signatureOf(input, declared);
     const tensor = (t: StepModelTensor) => ({ name: t.name, data_type: toConfigDataType(t.datatype), dims: t.dims });
     const config = {
       name,
       backend: "typescript",
-      max_batch_size: maxBatchSize,
-      input: input.inputs.map(tensor),
-      output: input.outputs.map(tensor),
+      max_batch_size: signature.maxBatchSize,
+      input: signature.inputs.map(tensor),
+      output: signature.outputs.map(tensor),
       instance_group: [{ count: 1, kind: "KIND_CPU" }],
       parameters: { operon_sandbox: { string_value: "true" } },
     } as ModelConfigJson;
@@ -97,6 +91,204 @@ export class CustomSteps {
       audit: { action: "model.custom_step.create", after: { sandboxed: true } },
     });
   }
+
+  /**
+   * The next version of a custom step: its model.ts (and the files it reads)
+   * type-checked, stored as a new version folder beside the others, and
+   * served once the gateway loaded it (the config, its tensors and sandbox,
+   * stays as uploaded; its version policy, latest by default, picks the new
+   * version). A version the gateway refuses is removed again and the
+   * versions served before go on serving. The caller checked that `who` may
+   * change the model (its owner or an admin).
+   */
+  async addVersion(
+    who: ModelActor & { role: string },
+    input: { name: string; files: CreateCustomStepInput["files"] },
+  ): Promise<{ name: string; version: number; state: string; sha256: string }> {
+    await this.policy.assertMayUpload(who.role);
+    const { name } = input;
+    const files = decodeFiles(input.files);
+    const declared = await this.assertCompiles(name, files);
+    const sha256 = createHash("sha256").update(files.get(CUSTOM_STEP_ENTRY)!).digest("hex");
+    const ws = this.ws;
+    return ws.withLock(name, async () => {
+      const model = await ws.prisma.model.findUnique({ where: { name }, include: { versions: true } });
+      if (model === null || model.versions.length === 0)
+        throw new AppError("NOT_FOUND", `there is no custom step named '${name}'`);
+      if (model.platform !== CUSTOM_STEP_PLATFORM)
+        throw new AppError(
+          "CONFLICT",
+          `model '${name}' is not a custom step (platform ${model.platform ?? "unknown"}); new versions of it are uploaded as models`,
+        );
+      const version =
+        Math.max(...model.versions.map((v) => v.version), ...(await ws.options.store.versionsOnDisk(name))) + 1;
+      const sizeBytes = [...files.values()].reduce((sum, data) => sum + data.length, 0);
+      const config = model.versions.find(
+        (v) => v.version === Math.max(...model.versions.map((w) => w.version)),
+      )!.config;
+      // The config's tensors stay across versions: a version declaring others would not be served as it says.
+      if (declared !== null) signatureOf(configSignature(config as ModelConfigJson), declared);
+      const row = await ws.prisma.modelVersion.create({
+        data: {
+          modelId: model.id,
+          version,
+          artifactUri: `${name}/${version}/${CUSTOM_STEP_ENTRY}`,
+          sizeBytes: BigInt(sizeBytes),
+          sha256,
+          config: config as Prisma.InputJsonValue,
+          state: "LOADING",
+          uploadedById: who.userId,
+        },
+      });
+      let change: StoreChange | undefined;
+      let loaded = false;
+      try {
+        change = await ws.options.store.addVersionFromFiles(name, version, [...files]);
+        try {
+          await ws.gateway.loadModel(name);
+        } catch (error) {
+          throw ws.loadFailure(error, name, `version ${version} of custom step '${name}'`);
+        }
+        loaded = true;
+        const view = await ws.gatewayView();
+        await ws.prisma.$transaction(async (tx) => {
+          await syncVersionStates(tx, model.id, name, view, version);
+          await recordAudit(tx, who.actor, {
+            action: "model.custom_step.version",
+            targetType: "Model",
+            targetId: name,
+            after: { name, version, sha256, sandboxed: true, files: fileDigests(files) },
+          });
+        });
+        ws.options.onChange?.({ kind: "MODEL", name, version: String(version), action: "model.version" });
+        return { name, version, state: versionState(view, name, version).state, sha256 };
+      } catch (error) {
+        // Files first (nothing may load them again), then back to the versions served before.
+        await ws.undo(`version ${version} of custom step '${name}'`, [
+          async () => change?.undo(),
+          async () => {
+            if (loaded || isUnavailable(error)) await ws.gateway.loadModel(name);
+          },
+          async () => ws.prisma.modelVersion.delete({ where: { id: row.id } }).then(() => undefined),
+        ]);
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * What the upload form shows as soon as model.ts is picked, before anything
+   * is stored: its compile problems (model.ts:line:col) and the tensors it
+   * declares (null when none), to prefill the form. The same check as an
+   * upload, so the same rule on who may upload code.
+   */
+  async inspect(
+    who: { role: string },
+    input: { files: CreateCustomStepInput["files"] },
+  ): Promise<{ problems: string[]; signature: DeclaredStepSignature | null }> {
+    await this.policy.assertMayUpload(who.role);
+    const files = decodeFiles(input.files);
+    const source = files.get(CUSTOM_STEP_ENTRY)!.toString("utf8");
+    const checked = await this.checker.check(new Map([[CUSTOM_STEP_ENTRY, source]]), CUSTOM_STEP_ENTRY);
+    return { problems: checked.problems.map(formatProblem), signature: checked.signature };
+  }
+
+  /** VALIDATION_FAILED with each compile problem of model.ts at model.ts:line:col; else what it declares. */
+  private async assertCompiles(
+    name: string,
+    files: ReadonlyMap<string, Buffer>,
+  ): Promise<DeclaredStepSignature | null> {
+    const source = files.get(CUSTOM_STEP_ENTRY)!.toString("utf8");
+    const checked = await this.checker.check(new Map([[CUSTOM_STEP_ENTRY, source]]), CUSTOM_STEP_ENTRY);
+    const problems = checked.problems.map(formatProblem);
+    if (problems.length > 0) {
+      throw new AppError(
+        "VALIDATION_FAILED",
+        `custom step '${name}' does not compile: ${problems.slice(0, 5).join("; ")}${problems.length > 5 ? ` (and ${problems.length - 5} more)` : ""}`,
+        { fieldErrors: problems.map((message) => ({ path: `files.${CUSTOM_STEP_ENTRY}`, message })) },
+      );
+    }
+    return checked.signature;
+  }
+}
+
+interface StepSignature {
+  maxBatchSize: number;
+  inputs: StepModelTensor[];
+  outputs: StepModelTensor[];
+}
+
+/**
+ * The step's tensors: the ones given, else model.ts's declaration. Given and
+ * declared must agree (the code says what it reads and returns); neither is
+ * a field error that says how to give them.
+ */
+function signatureOf(
+  given: {
+    maxBatchSize?: number | undefined;
+    inputs?: StepModelTensor[] | undefined;
+    outputs?: StepModelTensor[] | undefined;
+  },
+  declared: DeclaredStepSignature | null,
+): StepSignature {
+  const fieldErrors: FieldError[] = [];
+  for (const key of ["inputs", "outputs"] as const) {
+    const tensors = given[key];
+    if (tensors === undefined && declared === null)
+      fieldErrors.push({
+        path: key,
+        message: `give the step's ${key}, or declare them in ${CUSTOM_STEP_ENTRY} (export const ${SIGNATURE_EXPORT})`,
+      });
+    else if (tensors !== undefined && declared !== null && describeTensors(tensors) !== describeTensors(declared[key]))
+      fieldErrors.push({
+        path: key,
+        message: `differ from what ${CUSTOM_STEP_ENTRY} declares (${describeTensors(declared[key])}); change one or the other`,
+      });
+  }
+  if (given.maxBatchSize !== undefined && declared !== null && given.maxBatchSize !== declared.maxBatchSize)
+    fieldErrors.push({
+      path: "maxBatchSize",
+      message: `is ${given.maxBatchSize} but ${CUSTOM_STEP_ENTRY} declares ${declared.maxBatchSize}`,
+    });
+  if (fieldErrors.length > 0)
+    throw new AppError(
+      "VALIDATION_FAILED",
+      `the custom step's tensors are invalid: ${fieldErrors.map((e) => `${e.path}: ${e.message}`).join("; ")}`,
+      { fieldErrors },
+    );
+  return {
+    maxBatchSize: given.maxBatchSize ?? declared?.maxBatchSize ?? 0,
+    inputs: given.inputs ?? (declared!.inputs as StepModelTensor[]),
+    outputs: given.outputs ?? (declared!.outputs as StepModelTensor[]),
+  };
+}
+
+/** A stored step's tensors, read back from its config (the form signatureOf compares). */
+function configSignature(config: ModelConfigJson): StepSignature {
+  const tensor = (t: { name?: string; data_type?: string; dims?: number[] }): StepModelTensor => ({
+    name: t.name ?? "",
+    datatype: fromConfigDataType(t.data_type ?? "") as StepModelTensor["datatype"],
+    dims: t.dims ?? [],
+  });
+  return {
+    maxBatchSize: config.max_batch_size ?? 0,
+    inputs: (config.input ?? []).map(tensor),
+    outputs: (config.output ?? []).map(tensor),
+  };
+}
+
+/** "x FP32 [4], mask BOOL [-1]" */
+function describeTensors(tensors: ReadonlyArray<{ name: string; datatype: string; dims: readonly number[] }>): string {
+  return tensors.map((t) => `${t.name} ${t.datatype} [${t.dims.join(",")}]`).join(", ");
+}
+
+/** Each file's path, size and SHA-256, for the audit event. */
+function fileDigests(files: ReadonlyMap<string, Buffer>): Array<{ path: string; sizeBytes: number; sha256: string }> {
+  return [...files].map(([path, data]) => ({
+    path,
+    sizeBytes: data.length,
+    sha256: createHash("sha256").update(data).digest("hex"),
+  }));
 }
 
 /** The uploaded files by path; VALIDATION_FAILED naming each bad one (and a missing model.ts). */

@@ -141,20 +141,7 @@ export class ModelStore {
     if (await this.hasModel(name)) throw new Error(`the store already has a folder for model '${name}'`);
     const staging = await this.stagingDir();
     try {
-      const versionDir = join(staging, String(version));
-      await mkdir(versionDir);
-      for (const [path, data] of files) {
-        const target = join(versionDir, path);
-        if (!target.startsWith(versionDir + sep)) throw new Error(`file '${path}' would leave the version folder`);
-        await mkdir(dirname(target), { recursive: true });
-        const handle = await open(target, "wx");
-        try {
-          await handle.writeFile(data);
-          await handle.sync();
-        } finally {
-          await handle.close();
-        }
-      }
+      await writeFiles(join(staging, String(version)), files);
       await writeDurably(join(staging, CONFIG_FILE_NAME), configText);
       await rename(staging, this.modelDir(name));
       return { undo: () => this.discard(this.modelDir(name)) };
@@ -162,6 +149,30 @@ export class ModelStore {
       await rm(staging, { recursive: true, force: true });
       throw error;
     }
+  }
+
+  /**
+   * A new version folder of an existing model, written from memory (a custom
+   * step's next model.ts and its files) and renamed into place whole, so the
+   * gateway never sees half a version; the config is left as it is.
+   */
+  async addVersionFromFiles(
+    name: string,
+    version: number,
+    files: ReadonlyArray<readonly [string, Buffer]>,
+  ): Promise<StoreChange> {
+    if (!(await this.hasModel(name))) throw new Error(`the store has no folder for model '${name}'`);
+    const target = join(this.modelDir(name), String(version));
+    if (await isDirectory(target))
+      throw new Error(`the store already has a folder for version ${version} of model '${name}' (${target})`);
+    const staging = await this.stagingDir();
+    try {
+      await writeFiles(join(staging, String(version)), files);
+      await rename(join(staging, String(version)), target);
+    } finally {
+      await rm(staging, { recursive: true, force: true });
+    }
+    return { undo: () => this.discard(target) };
   }
 
   /** Replaces (or creates) config.pbtxt atomically; the undo restores the previous text (or its absence). */
@@ -215,6 +226,23 @@ export class ModelStore {
       throw error;
     }
     await rm(trash, { recursive: true, force: true });
+  }
+}
+
+/** Writes `files` (paths relative to `versionDir`, checked by the caller) into a new folder, each synced. */
+async function writeFiles(versionDir: string, files: ReadonlyArray<readonly [string, Buffer]>): Promise<void> {
+  await mkdir(versionDir);
+  for (const [path, data] of files) {
+    const target = join(versionDir, path);
+    if (!target.startsWith(versionDir + sep)) throw new Error(`file '${path}' would leave the version folder`);
+    await mkdir(dirname(target), { recursive: true });
+    const handle = await open(target, "wx");
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
   }
 }
 

@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { openAndMigrate, type Database } from "@operon/db";
 import { AppError } from "../../app-error.js";
 import { SILENT_LOGGER } from "../../options.js";
 import { MAX_OPEN_UPLOADS_PER_USER, UploadSessions } from "./upload-sessions.js";
@@ -27,20 +28,38 @@ async function codeOf(promise: Promise<unknown>): Promise<string> {
 }
 
 describe("UploadSessions", () => {
+  let dbDir: string;
+  let db: Database;
   let dir: string;
   let now: number;
   let sessions: UploadSessions;
 
-  beforeEach(async () => {
-    dir = mkdtempSync(join(tmpdir(), "operon-uploads-"));
-    now = 1_000_000;
-    sessions = await UploadSessions.create({
-      stagingDir: dir,
+  // Sessions are rows of the embedded database (the same migrations as PostgreSQL), owned by users u1 and u2.
+  beforeAll(async () => {
+    dbDir = mkdtempSync(join(tmpdir(), "operon-uploads-db-"));
+    db = (await openAndMigrate({ url: `file:${dbDir}` })).db;
+    for (const id of ["u1", "u2"]) await db.prisma.user.create({ data: { id, email: `${id}@example.com` } });
+  });
+  afterAll(async () => {
+    await db?.close();
+    rmSync(dbDir, { recursive: true, force: true });
+  });
+
+  const open = (stagingDir = dir) =>
+    UploadSessions.create({
+      stagingDir,
+      prisma: db.prisma,
       logger: SILENT_LOGGER,
       ttlMs: TTL_MS,
       sweepIntervalMs: 0,
       now: () => now,
     });
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), "operon-uploads-"));
+    now = 1_000_000;
+    await db.prisma.uploadSession.deleteMany();
+    sessions = await open();
   });
   afterEach(async () => {
     await sessions.stop();
@@ -128,21 +147,59 @@ describe("UploadSessions", () => {
     await begin("u2");
   });
 
-  it("removes files a previous run left behind, and only those", async () => {
+  it("removes files no upload owns, and only those", async () => {
     const other = join(dir, "other");
     mkdirSync(other);
     writeFileSync(join(other, "model-upload-keep.part"), "x");
     writeFileSync(join(dir, "model-upload-0000.part"), "stale");
     writeFileSync(join(dir, "notes.txt"), "not ours");
-    const fresh = await UploadSessions.create({ stagingDir: dir, logger: SILENT_LOGGER, sweepIntervalMs: 0 });
+    const fresh = await open();
     expect(readdirSync(dir).sort()).toEqual(["notes.txt", "other"]);
     await fresh.stop();
   });
 
-  it("removes open uploads when stopped", async () => {
-    await begin();
+  it("resumes open uploads after a restart, where the client was told they stood", async () => {
+    const session = await begin();
+    await sessions.writeChunk(session.id, "u1", 0, ADD_SUB.subarray(0, 100));
     await sessions.stop();
-    expect(readdirSync(dir)).toEqual([]);
     expect(await codeOf(begin())).toBe("GATEWAY_UNAVAILABLE");
+    // A chunk that reached the file but not the row (the process died in between) is sent again by the client.
+    writeFileSync(session.path, Buffer.concat([ADD_SUB.subarray(0, 100), Buffer.from("half a chunk")]));
+
+    sessions = await open();
+    expect(sessions.openCount).toBe(1);
+    expect(await codeOf(sessions.writeChunk(session.id, "u1", 0, ADD_SUB))).toBe("CONFLICT");
+    expect(await codeOf(sessions.writeChunk(session.id, "u2", 100, ADD_SUB.subarray(100)))).toBe("NOT_FOUND");
+    expect(await sessions.writeChunk(session.id, "u1", 100, ADD_SUB.subarray(100))).toBe(ADD_SUB.length);
+    const { signature } = await sessions.verify(session.id, "u1");
+    expect(signature.outputs.map((output) => output.name)).toEqual(["OUTPUT0", "OUTPUT1"]);
+    expect(readFileSync(session.path)).toEqual(ADD_SUB);
+  });
+
+  it("drops, on restart, uploads that expired or whose staged bytes were lost", async () => {
+    const expired = await begin();
+    now += TTL_MS / 2;
+    const lost = await begin();
+    await sessions.writeChunk(lost.id, "u1", 0, ADD_SUB.subarray(0, 100));
+    await sessions.stop();
+    writeFileSync(lost.path, ADD_SUB.subarray(0, 50)); // fewer bytes than the client was told arrived
+    now += TTL_MS / 2 + 1;
+
+    sessions = await open();
+    expect(sessions.openCount).toBe(0);
+    expect(readdirSync(dir)).toEqual([]);
+    expect(await db.prisma.uploadSession.count()).toBe(0);
+    expect(await codeOf(sessions.writeChunk(expired.id, "u1", 0, ADD_SUB))).toBe("NOT_FOUND");
+  });
+
+  it("keeps no row or file of an upload that ended", async () => {
+    const aborted = await begin();
+    const finished = await begin();
+    await sessions.writeChunk(finished.id, "u1", 0, ADD_SUB);
+    await sessions.verify(finished.id, "u1");
+    await sessions.abort(aborted.id, "u1");
+    await sessions.discard(finished);
+    expect(await db.prisma.uploadSession.count()).toBe(0);
+    expect(readdirSync(dir)).toEqual([]);
   });
 });

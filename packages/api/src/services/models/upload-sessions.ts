@@ -1,6 +1,8 @@
 import { createHash, randomUUID, type Hash } from "node:crypto";
-import { mkdir, open, readdir, rm } from "node:fs/promises";
+import { createReadStream } from "node:fs";
+import { mkdir, open, readdir, rm, stat, truncate } from "node:fs/promises";
 import { join } from "node:path";
+import type { PrismaClient } from "@operon/db";
 import { readOnnxSignatureFile, type OnnxSignature } from "@operon/model-config/onnx-signature";
 import { OperonError } from "@operon/protocol/errors";
 import { AppError } from "../../app-error.js";
@@ -13,10 +15,20 @@ import { PeriodicTask } from "@operon/protocol/periodic-task";
  * the last one ended) and hashed as they arrive, so the sha256 check at the
  * end costs nothing.
  *
- * Sessions live in memory: a control plane restart abandons them, and their
- * staging files (named model-upload-<id>.part, so that nothing else in the
- * folder is touched) are removed when the next one starts. A session expires
- * after an hour without activity; a timer sweeps expired ones.
+ * Sessions are rows of the database (UploadSession) as well as objects here:
+ * a chunk counts as received once its bytes are in the staging file and its
+ * row says so, and only then is the client told the new offset. A control
+ * plane that restarts (or is killed) reads the rows back, cuts each staging
+ * file to the bytes its row counts (a chunk written but not recorded is sent
+ * again by the client, who was never told it arrived) and hashes it again, so
+ * the upload goes on where it stood. Staging files without a row (named
+ * model-upload-<id>.part, so that nothing else in the folder is touched) and
+ * rows without a file are removed then. A session expires after an hour
+ * without activity; a timer sweeps expired ones.
+ *
+ * One control plane serves the uploads of a database (the design's one
+ * control plane, many gateways): the rows make uploads outlive it, not shared
+ * between several at once.
  *
  * Ownership: one call at a time works on a session (`busy`); a second one
  * gets CONFLICT instead of interleaving writes. The finishing step claims
@@ -56,6 +68,8 @@ export interface UploadSession {
 
 export interface UploadSessionsOptions {
   stagingDir: string;
+  /** Where the sessions are recorded (the UploadSession table). */
+  prisma: PrismaClient;
   logger: Logger;
   ttlMs?: number;
   /** How often expired sessions are swept (default one minute; 0 = no timer). */
@@ -80,16 +94,14 @@ export class UploadSessions {
     this.now = options.now ?? Date.now;
   }
 
-  /** Creates the staging folder and removes upload files a previous run left behind. */
+  /**
+   * Creates the staging folder, takes back the uploads a previous run left
+   * open (see the class comment) and removes what no upload owns.
+   */
   static async create(options: UploadSessionsOptions): Promise<UploadSessions> {
     await mkdir(options.stagingDir, { recursive: true });
-    for (const name of await readdir(options.stagingDir)) {
-      if (name.startsWith(FILE_PREFIX) && name.endsWith(FILE_SUFFIX)) {
-        await rm(join(options.stagingDir, name), { force: true });
-        options.logger.info({ file: name }, "removed an upload abandoned by a previous run");
-      }
-    }
     const sessions = new UploadSessions(options);
+    await sessions.resume();
     const interval = options.sweepIntervalMs ?? 60_000;
     sessions.timer = new PeriodicTask(() => sessions.sweep(), {
       intervalMs: interval,
@@ -97,6 +109,63 @@ export class UploadSessions {
     });
     sessions.timer.start();
     return sessions;
+  }
+
+  private pathOf(id: string): string {
+    return join(this.options.stagingDir, `${FILE_PREFIX}${id}${FILE_SUFFIX}`);
+  }
+
+  private async resume(): Promise<void> {
+    const { prisma, logger } = this.options;
+    const rows = await prisma.uploadSession.findMany();
+    const owned = new Set<string>();
+    for (const row of rows) {
+      const path = this.pathOf(row.id);
+      const recorded = Number(row.receivedBytes);
+      const onDisk = await stat(path).then(
+        (info) => info.size,
+        () => undefined,
+      );
+      const expired = this.now() - row.lastActivityAt.getTime() > this.ttlMs;
+      if (onDisk === undefined || onDisk < recorded || expired) {
+        // A file shorter than its row lost bytes the client was told had arrived: the upload cannot go on.
+        await prisma.uploadSession.deleteMany({ where: { id: row.id } });
+        await rm(path, { force: true });
+        logger.info(
+          { uploadId: row.id, model: row.modelName },
+          expired ? "upload expired" : "removed an upload whose staged bytes were lost",
+        );
+        continue;
+      }
+      // Bytes past the row's count belong to a chunk whose answer never left: the client sends it again.
+      if (onDisk > recorded) await truncate(path, recorded);
+      const hash = createHash("sha256");
+      if (recorded > 0) for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+      owned.add(`${FILE_PREFIX}${row.id}${FILE_SUFFIX}`);
+      this.sessions.set(row.id, {
+        id: row.id,
+        userId: row.userId,
+        modelName: row.modelName,
+        version: row.version,
+        versionRequested: row.versionRequested,
+        fileName: row.fileName,
+        sizeBytes: Number(row.sizeBytes),
+        sha256: row.sha256,
+        path,
+        receivedBytes: recorded,
+        lastActivityMs: row.lastActivityAt.getTime(),
+        busy: false,
+        signature: undefined,
+        hash,
+      });
+      logger.info({ uploadId: row.id, model: row.modelName, receivedBytes: recorded }, "resumed an upload");
+    }
+    for (const name of await readdir(this.options.stagingDir)) {
+      if (name.startsWith(FILE_PREFIX) && name.endsWith(FILE_SUFFIX) && !owned.has(name)) {
+        await rm(join(this.options.stagingDir, name), { force: true });
+        logger.info({ file: name }, "removed an upload file no upload owns");
+      }
+    }
   }
 
   /** Versions that open uploads of `modelName` asked for by number (the others are numbered when they finish). */
@@ -126,7 +195,7 @@ export class UploadSessions {
       );
     }
     const id = randomUUID();
-    const path = join(this.options.stagingDir, `${FILE_PREFIX}${id}${FILE_SUFFIX}`);
+    const path = this.pathOf(id);
     await (await open(path, "wx")).close();
     const session: SessionState = {
       ...init,
@@ -140,6 +209,24 @@ export class UploadSessions {
       signature: undefined,
       hash: createHash("sha256"),
     };
+    try {
+      await this.options.prisma.uploadSession.create({
+        data: {
+          id,
+          userId,
+          modelName: session.modelName,
+          version: session.version,
+          versionRequested: session.versionRequested,
+          fileName: session.fileName,
+          sizeBytes: BigInt(session.sizeBytes),
+          sha256: session.sha256,
+          lastActivityAt: new Date(session.lastActivityMs),
+        },
+      });
+    } catch (error) {
+      await rm(path, { force: true });
+      throw error;
+    }
     this.sessions.set(id, session);
     return session;
   }
@@ -215,9 +302,15 @@ export class UploadSessions {
       } finally {
         await handle.close();
       }
-      // Only bytes that reached the file count; a failed write is retried at the same offset.
+      // Only bytes that reached the file and the row count; a failed write is retried at the same offset
+      // (the next write overwrites what a failed one left, and a restart cuts the file to the row).
+      const received = session.receivedBytes + data.length;
+      await this.options.prisma.uploadSession.update({
+        where: { id: session.id },
+        data: { receivedBytes: BigInt(received), lastActivityAt: new Date(this.now()) },
+      });
       session.hash.update(data);
-      session.receivedBytes += data.length;
+      session.receivedBytes = received;
       return session.receivedBytes;
     } finally {
       release();
@@ -299,6 +392,7 @@ export class UploadSessions {
   /** Ends a session and removes its staging file (gone already when it was moved into the store). */
   async discard(session: UploadSession): Promise<void> {
     this.sessions.delete(session.id);
+    await this.options.prisma.uploadSession.deleteMany({ where: { id: session.id } });
     await rm(session.path, { force: true });
   }
 
@@ -331,13 +425,13 @@ export class UploadSessions {
   }
 
   /**
-   * Stops the sweeper, lets requests working on uploads finish, then removes
-   * every open upload (they cannot outlive the process). Idempotent.
+   * Stops the sweeper and lets requests working on uploads finish. Open
+   * uploads stay (their rows and staging files): the next start resumes
+   * them. Idempotent.
    */
   async stop(): Promise<void> {
     this.stopped = true;
     await this.timer?.stop();
     while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
-    for (const session of [...this.sessions.values()]) await this.discard(session).catch(() => undefined);
   }
 }

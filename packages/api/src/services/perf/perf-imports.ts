@@ -15,6 +15,11 @@ export interface PerfImportInput {
   csv: string;
   /** How many instances of the target served the measurement (the scheduler divides the throughput by it). */
   instanceCount: number;
+  /**
+   * The hardware profile the measurement ran on (the scheduler's hardware fit prices each kind by the reports
+   * measured on a profile of that kind); default: the default profile, the host this server runs on.
+   */
+  hardwareProfileId?: string | undefined;
 }
 
 /**
@@ -43,6 +48,15 @@ export class PerfImports {
       throw invalid("csv", `${input.fileName}: ${error instanceof Error ? error.message : String(error)}`);
     }
     const links = await resolvePerfTarget(this.prisma, this.gateway, input.target, 1);
+    if (input.hardwareProfileId !== undefined) {
+      const profile = await this.prisma.hardwareProfile.findUnique({
+        where: { id: input.hardwareProfileId },
+        select: { id: true },
+      });
+      if (profile === null)
+        throw invalid("hardwareProfileId", `no hardware profile has id '${input.hardwareProfileId}'`);
+      links.hardwareProfileId = profile.id;
+    }
     const now = new Date();
     const summary = summaryOf(rows, input, now);
     return this.prisma.$transaction(async (tx) => {

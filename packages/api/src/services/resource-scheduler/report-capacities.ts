@@ -1,6 +1,8 @@
 import type { PrismaClient } from "@operon/db";
 import { parseJsonColumn } from "../json-column.js";
 import { perfRunSummarySchema } from "../perf/perf-report-views.js";
+import { gpuPriceShareOf } from "../costs/cost-model.js";
+import type { HardwareKindName, KindProfile } from "./hardware-fit.js";
 
 /**
  * Per-instance throughput at the p99 budget from each model's latest successful perf report: the best step whose
@@ -45,4 +47,56 @@ export async function reportCapacities(
     if (best > 0) capacities.set(report.targetName, best / instances);
   }
   return capacities;
+}
+
+/**
+ * Per model and hardware kind (hardware-fit.ts): the latest successful perf report measured on a profile of that
+ * kind, its profile (the price), and its per-instance capacity at the p99 budget (null: no step within it). Reports
+ * without a profile count for no kind.
+ */
+export async function kindCapacities(
+  prisma: PrismaClient,
+  models: string[],
+  p99BudgetMs: number,
+): Promise<Map<string, Map<HardwareKindName, { profile: KindProfile; capacityRps: number | null }>>> {
+  const out = new Map<string, Map<HardwareKindName, { profile: KindProfile; capacityRps: number | null }>>();
+  if (models.length === 0) return out;
+  const reports = await prisma.perfReport.findMany({
+    where: { targetKind: "MODEL", status: "SUCCEEDED", targetName: { in: models }, hardwareProfileId: { not: null } },
+    orderBy: { createdAt: "desc" },
+    include: { samples: true, hardwareProfile: true },
+  });
+  const budgetUs = p99BudgetMs * 1000;
+  for (const report of reports) {
+    const profile = report.hardwareProfile;
+    if (profile === null) continue;
+    const kind = profile.kind as HardwareKindName;
+    const byKind = out.get(report.targetName) ?? new Map();
+    out.set(report.targetName, byKind);
+    if (byKind.has(kind)) continue; // newest first: the first one of each kind is its latest
+    const within = report.samples.filter(
+      (sample) => sample.errorCount === 0 && sample.latencyP99Us !== null && sample.latencyP99Us <= budgetUs,
+    );
+    const summary =
+      report.summary === null
+        ? null
+        : parseJsonColumn(perfRunSummarySchema, report.summary, {
+            table: "PerfReport",
+            column: "summary",
+            id: report.id,
+          });
+    const instances = Math.max(1, summary?.imported?.instanceCount ?? 1);
+    const best = within.length === 0 ? 0 : Math.max(...within.map((sample) => sample.throughput));
+    byKind.set(kind, {
+      profile: {
+        name: profile.name,
+        costPerHour: Number(profile.costPerHour),
+        currency: profile.currency,
+        gpuPriceShare: gpuPriceShareOf(profile),
+        gpuCount: profile.gpuCount,
+      },
+      capacityRps: best > 0 ? best / instances : null,
+    });
+  }
+  return out;
 }

@@ -10,6 +10,7 @@ import type { GatewayClient } from "../gateway/gateway-client.js";
 import {
   capacityOf,
   decide,
+  gpuSlotsInUse,
   type HostBudget,
   type ModelState,
   type SchedulerDecision,
@@ -25,7 +26,14 @@ import {
   type OperatorSample,
   type OperatorTraffic,
 } from "./operator-capacity.js";
-import { reportCapacities } from "./report-capacities.js";
+import { kindCapacities, reportCapacities } from "./report-capacities.js";
+import {
+  chooseHardware,
+  parseHardwareKinds,
+  type HardwareFitInput,
+  type HardwareKindName,
+  type KindMeasure,
+} from "./hardware-fit.js";
 import {
   listDecisions,
   readOperatorCapacity,
@@ -107,6 +115,8 @@ export const RESOURCE_SCHEDULER_DEFAULTS = {
 
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const REFUSED_RETRY_MS = 600_000;
+/** How decide() starts the reason of a hardware fit HOLD (a config problem). */
+const FIT_HOLD = "hardware fit: ";
 
 interface Baseline {
   at: number;
@@ -128,6 +138,8 @@ export class ResourceScheduler {
   private readonly refused = new Map<string, number>();
   /** The last HOLD recorded per model: the same one is not recorded again every period. */
   private readonly lastHold = new Map<string, string>();
+  /** The last hardware fit HOLD per model (its reason), forgotten in a period without one (the problem was fixed). */
+  private readonly lastFitHold = new Map<string, string>();
   private parkedBefore = new Set<string>();
   private lastView: SchedulerModelView[] = [];
   private lastOperators: OperatorCapacityView[] = [];
@@ -369,10 +381,12 @@ export class ResourceScheduler {
     this.budget = { ...this.budget, gpuDevices: [...hostGpus].sort((a, b) => a - b) };
     const parkedNow = new Set(scaling.parked);
     const configured = new Map(scaling.models.map((entry) => [entry.model, entry.configuredInstances]));
+    const scalingOf = new Map(scaling.models.map((entry) => [entry.model, entry]));
     const queued = new Map(scaling.models.map((entry) => [entry.model, entry.queued ?? 0]));
     // A config search's shadow model is the search's to load and unload: never scaled or parked here.
     const names = [...new Set([...byModel.keys(), ...parkedNow])].filter((name) => !isShadowModelName(name)).sort();
-    const [pins, capacities, enabled, measuring] = await Promise.all([
+    const fitted = names.filter((name) => (scalingOf.get(name)?.hardwareKinds ?? null) !== null);
+    const [pins, capacities, enabled, measuring, byKind, profileKinds] = await Promise.all([
       this.prisma.schedulerPin.findMany(),
       reportCapacities(this.prisma, names, this.options.p99BudgetMs),
       this.isEnabled(),
@@ -380,7 +394,32 @@ export class ResourceScheduler {
       this.prisma.perfReport
         .findMany({ where: { status: "RUNNING", targetKind: "MODEL" }, select: { targetName: true } })
         .then((rows) => new Set(rows.map((row) => row.targetName))),
+      kindCapacities(this.prisma, fitted, this.options.p99BudgetMs),
+      this.prisma.hardwareProfile
+        .findMany({ select: { kind: true }, distinct: ["kind"] })
+        .then((rows) => new Set(rows.map((row) => row.kind as HardwareKindName))),
     ]);
+    // Free GPU memory per GPU, where NVML reads it (hardware fit: a GPU without room is not a candidate).
+    const gpuFreeMemoryBytes = new Map<number, number>();
+    for (const gpu of workers.gpus)
+      if (gpu.device !== null && gpu.memoryTotalBytes !== null && gpu.memoryUsedBytes !== null)
+        gpuFreeMemoryBytes.set(gpu.device, gpu.memoryTotalBytes - gpu.memoryUsedBytes);
+    const hardwareOf = (name: string): HardwareFitInput | undefined => {
+      const raw = scalingOf.get(name)?.hardwareKinds ?? null;
+      if (raw === null) return undefined;
+      const parsed = parseHardwareKinds(raw);
+      if ("problem" in parsed) return { allowed: [], problem: parsed.problem, measures: [] };
+      const measures: KindMeasure[] = parsed.kinds.map((kind) => {
+        const measured = byKind.get(name)?.get(kind);
+        return {
+          kind,
+          profileExists: profileKinds.has(kind),
+          profile: measured?.profile ?? null,
+          capacityRps: measured?.capacityRps ?? null,
+        };
+      });
+      return { allowed: parsed.kinds, measures, gpuFreeMemoryBytes };
+    };
     const pinOf = new Map(pins.map((pin) => [pin.model, pin.count]));
     const perInstanceOf = (model: string): ReturnType<typeof capacityOf> =>
       capacityOf({ reportCapacityRps: capacities.get(model) ?? null } as ModelState, this.policy);
@@ -430,14 +469,19 @@ export class ResourceScheduler {
       const refusedUntil = this.refused.get(name);
       // First seen counts as a change: a model just loaded (or the scheduler just started) keeps its count for a cooldown.
       if (!this.lastChange.has(name)) this.lastChange.set(name, now);
+      const hardware = hardwareOf(name);
+      const kind: "CPU" | "GPU" = seen?.gpu === true || scalingOf.get(name)?.kind === "GPU" ? "GPU" : "CPU";
+      // With hardware fit, the capacity is the one measured on the kind it runs on (another kind's says nothing of it).
+      const kindCapacity = hardware?.measures.find((measure) => measure.kind === kind)?.capacityRps;
       return {
         model: name,
         instances: parkedNow.has(name) || seen === undefined ? 0 : Math.max(...seen.versions.values()),
         parked: parkedNow.has(name),
-        kind: seen?.gpu === true ? "GPU" : "CPU",
+        kind,
         demandRps,
         peakDemandRps,
-        reportCapacityRps: capacities.get(name) ?? null,
+        reportCapacityRps: kindCapacity ?? capacities.get(name) ?? null,
+        ...(hardware !== undefined ? { hardware } : {}),
         memoryPerInstanceBytes:
           seen !== undefined && seen.rss.length > 0
             ? Math.round(seen.rss.reduce((a, b) => a + b, 0) / seen.rss.length)
@@ -448,7 +492,7 @@ export class ResourceScheduler {
         scalable: (refusedUntil === undefined || refusedUntil <= now) && !measuring.has(name),
         minInstances: configured.get(name) ?? 1,
         queued: queued.get(name) ?? 0,
-        ...(seen?.gpu === true ? { gpuDevices: [...seen.devices].sort((a, b) => a - b) } : {}),
+        ...(kind === "GPU" ? { gpuDevices: [...(seen?.devices ?? [])].sort((a, b) => a - b) } : {}),
         ...(viaOperators !== undefined && viaOperators.fromOperators.some((part) => part.rps > 0)
           ? {
               operatorDemand: {
@@ -475,6 +519,13 @@ export class ResourceScheduler {
         p99BudgetMs: this.options.p99BudgetMs,
         pinned: state.pinned,
         lastUsedAt: state.lastUsedAt !== null ? new Date(state.lastUsedAt).toISOString() : null,
+        hardware:
+          state.hardware === undefined
+            ? null
+            : {
+                allowed: state.hardware.allowed,
+                ...chooseHardware(state, state.hardware, this.budget, gpuSlotsInUse(states), this.policy),
+              },
       };
     });
     // Models parked earlier and loaded again since: a request brought them back.
@@ -502,12 +553,22 @@ export class ResourceScheduler {
       const state = states.find((candidate) => candidate.model === name)!;
       return { ...state, budget: this.budget, policy: this.policy };
     };
+    for (const name of [...this.lastFitHold.keys()])
+      if (!decisions.some((decision) => decision.model === name && decision.reason.startsWith(FIT_HOLD)))
+        this.lastFitHold.delete(name);
     for (const decision of decisions) await this.apply(decision, inputsOf(decision.model), now);
     return decisions;
   }
 
   private async apply(decision: SchedulerDecision, inputs: Record<string, unknown>, now: number): Promise<void> {
     if (decision.action === "HOLD") {
+      // A hardware fit HOLD (a config problem) is recorded when its problem changes (lastFitHold), apart from budget HOLDs.
+      if (decision.reason.startsWith(FIT_HOLD)) {
+        if (this.lastFitHold.get(decision.model) === decision.reason) return;
+        this.lastFitHold.set(decision.model, decision.reason);
+        await this.record(decision, { applied: false, error: null, inputs });
+        return;
+      }
       const key = `${decision.from}->${decision.to}`;
       if (this.lastHold.get(decision.model) === key) return;
       this.lastHold.set(decision.model, key);
@@ -518,6 +579,8 @@ export class ResourceScheduler {
     let error: string | null = null;
     try {
       if (decision.action === "UNLOAD") await this.gateway.parkModel(decision.model);
+      else if (decision.action === "MOVE")
+        await this.gateway.scaleModel(decision.model, decision.to, decision.kind === "GPU" ? "KIND_GPU" : "KIND_CPU");
       else await this.gateway.scaleModel(decision.model, decision.to);
       this.lastChange.set(decision.model, now);
       if (decision.action === "UNLOAD") this.parkedBefore.add(decision.model);
@@ -549,6 +612,7 @@ export class ResourceScheduler {
           capacityRps: decision.capacityRps,
           capacitySource: decision.capacitySource,
           headroom: decision.headroom,
+          kind: decision.kind ?? null,
           reason:
             outcome.error !== null ? `${decision.reason}; the gateway refused: ${outcome.error}` : decision.reason,
           inputs: JSON.parse(JSON.stringify(outcome.inputs)) as Prisma.InputJsonObject,

@@ -42,12 +42,22 @@
  * KIND_GPU model on a host without GPUs, or whose GPUs the host does not
  * have, is never scaled (a HOLD says why when demand asks for more).
  *
+ * 8. Hardware fit (hardware-fit.ts): a model whose config allows both CPU and
+ *    GPU moves to the kind with the lowest cost per 1,000 inferences at the
+ *    p99 budget (GPU only where the host has GPUs with free slots and memory),
+ *    a scale-up cooldown after its last change, unless pinned; the MOVE
+ *    replaces its scaling that period, sized for the demand on the new kind.
+ *    An allowed kind without any hardware profile, or a bad parameter, is a
+ *    HOLD saying so.
+ *
  * Parked models (unloaded for memory) are not scaled: the gateway loads them
  * again when a request comes, and the next period sees them loaded.
  * Scheduler off: no decisions at all (counts stay where they are; pins too).
  */
+import { chooseHardware, type HardwareFitInput } from "./hardware-fit.js";
+
 /** LOAD is never decided here: the runner records it when a parked model was loaded again by a request. */
-export type SchedulerActionKind = "SCALE_UP" | "SCALE_DOWN" | "UNLOAD" | "LOAD" | "HOLD";
+export type SchedulerActionKind = "SCALE_UP" | "SCALE_DOWN" | "UNLOAD" | "LOAD" | "HOLD" | "MOVE";
 
 export interface SchedulerPolicy {
   /** Spare capacity kept above demand (0.25 = 25 %). */
@@ -108,11 +118,23 @@ export interface ModelState {
    * step's short queue behind a burst is not demand the operator can use.
    */
   operatorDemand?: { operator: string; note: string; directRps: number };
+  /** Set when the config names the kinds it may run on (operon_hardware_kinds): the hardware fit's inputs. */
+  hardware?: HardwareFitInput;
 }
 
 /** Instances one step of a model's count adds: one per GPU of a GPU model, else 1. */
 export function stepOf(m: ModelState): number {
   return m.kind === "GPU" ? Math.max(1, m.gpuDevices?.length ?? 1) : 1;
+}
+
+/** Instances of GPU models on each host GPU now (a model's instances spread evenly over its GPUs). */
+export function gpuSlotsInUse(models: readonly ModelState[]): Map<number, number> {
+  const perGpu = new Map<number, number>();
+  for (const m of models) {
+    if (m.kind !== "GPU" || m.parked) continue;
+    for (const device of m.gpuDevices ?? []) perGpu.set(device, (perGpu.get(device) ?? 0) + m.instances / stepOf(m));
+  }
+  return perGpu;
 }
 
 /** Why a GPU model cannot be scaled on this host; undefined when it can. */
@@ -145,6 +167,8 @@ export interface SchedulerDecision {
   reason: string;
   /** The operator whose demand caused the decision (its largest part), or null for a model's own demand. */
   operator?: string | null;
+  /** MOVE: the kind it moves to (`to` instances of it). */
+  kind?: "CPU" | "GPU";
 }
 
 const MIB = 1024 * 1024;
@@ -274,6 +298,46 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
     used.instances += count;
   };
   for (const m of live) add(m, m.instances);
+
+  // Hardware fit before the scale-downs and -ups: a move replaces the model's scaling this period.
+  for (const m of live) {
+    if (m.hardware === undefined || !m.scalable || m.pinned !== null) continue;
+    const choice = chooseHardware(m, m.hardware, budget, used.perGpu, policy);
+    if (choice.chosen === null || choice.configProblem) {
+      if (choice.configProblem)
+        decisions.push({
+          ...base(m),
+          action: "HOLD",
+          from: m.instances,
+          to: m.instances,
+          reason: `hardware fit: ${choice.problem ?? choice.reason}`,
+        });
+      if (choice.chosen === null) continue;
+    }
+    if (choice.chosen === m.kind) continue;
+    const sinceChange = m.lastChangeAt === null ? Number.POSITIVE_INFINITY : now - m.lastChangeAt;
+    if (sinceChange < policy.scaleUpCooldownMs) continue;
+    const candidate = choice.candidates.find((entry) => entry.kind === choice.chosen)!;
+    const moved: ModelState = {
+      ...m,
+      kind: choice.chosen,
+      ...(choice.chosen === "GPU" ? { gpuDevices: budget.gpuDevices ?? [] } : { gpuDevices: [] }),
+    };
+    const to = cap(candidate.instances ?? 1, stepOf(moved));
+    targets.delete(m.model);
+    add(m, -m.instances);
+    add(moved, to);
+    decisions.push({
+      ...base(m),
+      capacityRps: candidate.capacityRps ?? capacityOf(m, policy).rps,
+      capacitySource: "report",
+      action: "MOVE",
+      from: m.instances,
+      to,
+      kind: choice.chosen,
+      reason: `moves from ${m.kind} to ${choice.chosen}: ${choice.reason}; ${to} instance${to === 1 ? "" : "s"} for demand ${fmt(m.demandRps)} req/s + ${pct(policy.headroom)} headroom`,
+    });
+  }
 
   // Scale-downs first: they free room for the scale-ups.
   for (const m of live) {

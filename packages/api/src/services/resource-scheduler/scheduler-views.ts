@@ -2,6 +2,7 @@ import type { Prisma, PrismaClient, SchedulerAction } from "@operon/db";
 import { AppError } from "../../app-error.js";
 import type { GatewayClient } from "../gateway/gateway-client.js";
 import { modelStepsOf, operatorCapacity, type OperatorCapacity } from "./operator-capacity.js";
+import type { HardwareChoice, HardwareKindName } from "./hardware-fit.js";
 import { reportCapacities } from "./report-capacities.js";
 import { capacityOf, type ModelState, type SchedulerPolicy } from "./scheduler-decisions.js";
 
@@ -30,6 +31,8 @@ export interface SchedulerModelView {
   p99BudgetMs: number;
   pinned: number | null;
   lastUsedAt: string | null;
+  /** Hardware fit (a model whose config lists the kinds it may run on): each kind's cost and why one is chosen. */
+  hardware: (HardwareChoice & { allowed: HardwareKindName[] }) | null;
 }
 
 /** What the console shows of one operator: its capacity from its steps', its bottleneck, and its demand. */
@@ -54,6 +57,8 @@ export interface SchedulerDecisionView {
   capacityRps: number | null;
   capacitySource: string | null;
   headroom: number | null;
+  /** MOVE: the kind the model moved to. */
+  kind: string | null;
   reason: string;
   applied: boolean;
   error: string | null;
@@ -96,6 +101,7 @@ export async function listDecisions(
       capacityRps: row.capacityRps,
       capacitySource: row.capacitySource,
       headroom: row.headroom,
+      kind: row.kind,
       reason: row.reason,
       applied: row.applied,
       error: row.error,

@@ -10,7 +10,8 @@ import { readJsonBody } from "./http-request-read.js";
 import { decodeIndexRequest, decodeLoadRequest, decodeUnloadRequest } from "./http-repository-request.js";
 import { sendEmpty, sendJson } from "./http-respond.js";
 import { type RouteParams, Router } from "./http-router.js";
-import { instanceCountBody, parkModelOf, scaleModelOf } from "./http-scheduler-request.js";
+import { instancesBody, parkModelOf, scaleModelOf } from "./http-scheduler-request.js";
+import { sendOnlineLatency } from "./http-online-latency.js";
 import { sharedMemoryRoutes } from "./http-shared-memory.js";
 import { MAX_OPERATOR_SPEC_BYTES, assertOperatorSpecWithinBudget } from "./operator-spec-budget.js";
 
@@ -57,6 +58,7 @@ export function buildRouter(engine: InferenceEngine, options: RouterOptions): Ro
       ({ res, params }) =>
         sendJson(res, 200, { model_stats: engine.modelStatistics(modelOf(params), versionOf(params)) }),
     ],
+    ["GET", "/online_latency", ({ req, res, params }) => sendOnlineLatency(engine, req, res, params)],
     ["POST", "/infer", (context) => handleInfer(engine, options, context)],
     ["POST", "/generate", (context) => handleGenerate(engine, options, context)],
     ["POST", "/generate_stream", (context) => handleEventStream(engine, options, context, "generate")],
@@ -121,9 +123,11 @@ export function buildRouter(engine: InferenceEngine, options: RouterOptions): Ro
   // Operon's admin extension (@operon/protocol/admin): the backend workers and their process usage
   // (pids, memory), the host's business rather than an inference client's: the admin scope reads them.
   add("GET", "/v2/operon/workers", "admin", async ({ res }) => sendJson(res, 200, await engine.workers()));
-  // The resource scheduler's levers (control plane only; admin like model control): scale in place, park an idle model.
+  // The resource scheduler's levers (control plane only; admin like model control): scale in place, move between CPU
+  // and GPU (a body's `kind`), park an idle model.
   add("POST", "/v2/operon/models/:model/instances", "admin", async ({ req, res, params }) => {
-    sendJson(res, 200, await scaleModelOf(engine)(modelOf(params), instanceCountBody(await readJson(req, res))));
+    const { count, kind } = instancesBody(await readJson(req, res));
+    sendJson(res, 200, await scaleModelOf(engine)(modelOf(params), count, kind));
   });
   add("POST", "/v2/operon/models/:model/park", "admin", async ({ res, params }) => {
     await parkModelOf(engine)(modelOf(params));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { OperonError } from "@operon/protocol/errors";
-import { instanceCountBody } from "./http-scheduler-request.js";
+import { instanceCountBody, instancesBody } from "./http-scheduler-request.js";
 import { ModelParkedError } from "../../repository/parked-models.js";
 import { reportOf } from "./http-respond.js";
 
@@ -30,6 +30,20 @@ describe("instanceCountBody", () => {
     expect(thrown).toBeInstanceOf(OperonError);
     expect((thrown as OperonError).kind).toBe("INVALID_ARG");
     expect((thrown as OperonError).message).toMatch(/count/);
+  });
+});
+
+describe("instancesBody", () => {
+  it("takes an optional kind to move the model to, Triton's KIND_CPU or KIND_GPU", () => {
+    expect(instancesBody({ count: 2 })).toEqual({ count: 2 });
+    expect(instancesBody({ count: 2, kind: "KIND_GPU" })).toEqual({ count: 2, kind: "KIND_GPU" });
+    expect(instancesBody({ count: 1, kind: "KIND_CPU" })).toEqual({ count: 1, kind: "KIND_CPU" });
+  });
+
+  it.each([["GPU"], ["KIND_MODEL"], [null], [3]])("refuses kind %j with INVALID_ARG naming the kinds", (kind) => {
+    expect(() => instancesBody({ count: 1, kind })).toThrow(
+      `'kind' must be "KIND_CPU" or "KIND_GPU" (the kinds a model moves between), got ${JSON.stringify(kind)}`,
+    );
   });
 });
 

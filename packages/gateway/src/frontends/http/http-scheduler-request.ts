@@ -3,7 +3,7 @@ import type { InferenceEngine } from "../../engine/engine-api.js";
 
 /**
  * Bodies and engine hooks of the resource scheduler's admin routes
- * (POST /v2/operon/models/:model/instances {"count": n},
+ * (POST /v2/operon/models/:model/instances {"count": n, "kind"?: "KIND_CPU" | "KIND_GPU"},
  * POST /v2/operon/models/:model/park).
  */
 
@@ -20,6 +20,23 @@ export function instanceCountBody(body: unknown): number {
     );
   }
   return count;
+}
+
+/**
+ * An instances body with an optional `kind` ("KIND_CPU" or "KIND_GPU"): the kind to move the model to (its
+ * instances are replaced by `count` of that kind). Absent: the kind stays.
+ */
+export function instancesBody(body: unknown): { count: number; kind?: "KIND_CPU" | "KIND_GPU" } {
+  const count = instanceCountBody(body);
+  const kind = (body as { kind?: unknown }).kind;
+  if (kind === undefined) return { count };
+  if (kind !== "KIND_CPU" && kind !== "KIND_GPU") {
+    throw new OperonError(
+      "INVALID_ARG",
+      `'kind' must be "KIND_CPU" or "KIND_GPU" (the kinds a model moves between), got ${JSON.stringify(kind)}`,
+    );
+  }
+  return { count, kind };
 }
 
 export function scaleModelOf(engine: InferenceEngine): NonNullable<InferenceEngine["scaleModel"]> {

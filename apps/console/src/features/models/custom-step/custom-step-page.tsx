@@ -14,14 +14,8 @@ import { apiProblem } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
 import { modelHref } from "../models-table";
 import { tensorsOf } from "../steps/step-drafts";
-import { bytesToBase64 } from "../upload/base64";
 import { useInvalidateModels } from "../use-invalidate-models";
-
-interface ChosenFile {
-  path: string;
-  data: string;
-  sizeBytes: number;
-}
+import { type ChosenFile, FilePicker } from "./file-picker";
 
 /**
  * Upload a custom step: a model.ts and the files it reads, with its tensors.
@@ -73,6 +67,16 @@ function CustomStepForm() {
   const [inputsText, setInputsText] = useState('[{ "name": "x", "datatype": "FP32", "dims": [4] }]');
   const [outputsText, setOutputsText] = useState('[{ "name": "y", "datatype": "FP32", "dims": [4] }]');
   const [localProblems, setLocalProblems] = useState<string[]>([]);
+  // Checked as soon as model.ts is picked: its compile problems, and the tensors it declares fill the form.
+  const inspect = useMutation(
+    trpc.models.inspectCustomStep.mutationOptions({
+      onSuccess: (result) => {
+        if (result.signature === null) return;
+        setInputsText(tensorsText(result.signature.inputs));
+        setOutputsText(tensorsText(result.signature.outputs));
+      },
+    }),
+  );
   const create = useMutation(
     trpc.models.createCustomStep.mutationOptions({
       onSuccess: (result) => {
@@ -122,8 +126,13 @@ function CustomStepForm() {
           label="Code (model.ts)"
           accept=".ts"
           files={source}
-          onChange={(chosen) => setSource(chosen.slice(0, 1).map((file) => ({ ...file, path: "model.ts" })))}
+          onChange={(chosen) => {
+            const picked = chosen.slice(0, 1).map((file) => ({ ...file, path: "model.ts" }));
+            setSource(picked);
+            if (picked.length > 0) inspect.mutate({ files: picked.map(({ path, data }) => ({ path, data })) });
+          }}
         />
+        <CodeCheck inspect={inspect} />
         <FilePicker label="Files it reads (labels, vocabularies)" multiple files={files} onChange={setFiles} />
         <JsonArea
           label="Inputs (JSON)"
@@ -166,44 +175,48 @@ function CustomStepForm() {
   );
 }
 
-function FilePicker({
-  label,
-  accept,
-  multiple = false,
-  files,
-  onChange,
+/** The tensors as the JSON fields show them, one per line. */
+function tensorsText(tensors: ReadonlyArray<{ name: string; datatype: string; dims: number[] }>): string {
+  return `[\n${tensors.map((t) => `  ${JSON.stringify({ name: t.name, datatype: t.datatype, dims: t.dims })}`).join(",\n")}\n]`;
+}
+
+/** What the check of the picked model.ts said: checking, its problems, or the tensors it declared (prefilled). */
+function CodeCheck({
+  inspect,
 }: {
-  label: string;
-  accept?: string;
-  multiple?: boolean;
-  files: ChosenFile[];
-  onChange: (files: ChosenFile[]) => void;
+  inspect: {
+    isPending: boolean;
+    isError: boolean;
+    error: unknown;
+    data?: { problems: string[]; signature: unknown } | undefined;
+  };
 }) {
-  const id = useId();
+  if (inspect.isPending) return <p className="field-hint">Checking model.ts…</p>;
+  if (inspect.isError) return <FormAlert message={apiProblem(inspect.error).message} />;
+  const result = inspect.data;
+  if (result === undefined) return null;
   return (
-    <div className="field">
-      <label htmlFor={id}>{label}</label>
-      <input
-        id={id}
-        type="file"
-        multiple={multiple}
-        {...(accept !== undefined ? { accept } : {})}
-        onChange={async (event) => {
-          const chosen = [...(event.target.files ?? [])];
-          onChange(
-            await Promise.all(
-              chosen.map(async (file) => ({
-                path: file.name,
-                data: bytesToBase64(new Uint8Array(await file.arrayBuffer())),
-                sizeBytes: file.size,
-              })),
-            ),
-          );
-        }}
-      />
-      {files.length > 0 ? (
-        <p className="field-hint">{files.map((file) => `${file.path} (${file.sizeBytes} bytes)`).join(", ")}</p>
-      ) : null}
+    <div role="status">
+      {result.problems.length > 0 ? (
+        <ul className="field-error" aria-label="model.ts problems">
+          {result.problems.map((text) => (
+            <li key={text}>
+              <code>{text}</code>
+            </li>
+          ))}
+        </ul>
+      ) : (
+        <p className="field-hint">model.ts compiles.</p>
+      )}
+      {result.signature !== null ? (
+        <p className="field-hint">
+          Inputs and outputs below are prefilled from its <code>operonSignature</code>.
+        </p>
+      ) : (
+        <p className="field-hint">
+          It declares no tensors (<code>export const operonSignature</code>): give them below.
+        </p>
+      )}
     </div>
   );
 }

@@ -8,6 +8,7 @@ import { useSignedInUser } from "@/components/shell/session-context";
 import { QueryView } from "@/components/states/query-view";
 import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
+import { CustomStepVersionForm } from "../custom-step/custom-step-version-form";
 import { ModelActions } from "../model-actions";
 import { operatorHref } from "../../operators/operator-labels";
 import { MODEL_POLL_MS } from "../model-state";
@@ -23,6 +24,9 @@ import { ModelVersionsTable } from "./model-versions-table";
 import { LatestPerfReport } from "../../perf/latest-perf-report";
 import { isPending } from "../../perf/perf-types";
 import { PerfInputsSection } from "../../perf/perf-inputs-section";
+
+/** The platform the API gives custom steps (uploaded TypeScript, run sandboxed): they get a new-version form. */
+const CUSTOM_STEP_PLATFORM = "custom_step";
 
 /** Settled states: READY or UNAVAILABLE; anything else is asked about again until it settles. */
 function settled(state: ModelDetail["state"]): boolean {
@@ -85,6 +89,7 @@ function ModelDetailSections({ model }: { model: ModelDetail }) {
         <h2 id="versions-title">Versions</h2>
         <ModelVersionsTable versions={model.versions} perf={versionPerf.data} />
       </section>
+      {canManage && model.platform === CUSTOM_STEP_PLATFORM ? <CustomStepVersionForm name={model.name} /> : null}
       <LatestPerfReport kind="MODEL" name={model.name} canCancel={canManage} />
       {model.state === "READY" ? <PerfInputsSection kind="MODEL" name={model.name} canEdit={canManage} /> : null}
       <section className="card" aria-labelledby="io-title">
