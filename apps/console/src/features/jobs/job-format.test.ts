@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseMappingLines, timeLeft } from "./job-format";
+import { controlText, parseMappingLines, timeLeft } from "./job-format";
 
 describe("job page formatting", () => {
   it("says the time left", () => {
@@ -18,5 +18,18 @@ describe("job page formatting", () => {
       ],
     });
     expect(parseMappingLines("X a b").problem).toBe("line 1: write INPUT=col1,col2 or INPUT=text:column");
+  });
+
+  it("says why a running job has the requests in flight it has", () => {
+    const control = { limit: 4, onlineP99Ms: 12.34, onlineBudgetMs: 14, baselineMs: 12.7 };
+    expect(controlText({ ...control, reason: "within" })).toBe("growing: online p99 12.3 ms of its 14.0 ms budget");
+    expect(controlText({ ...control, reason: "online-over", onlineP99Ms: 19 })).toBe(
+      "backing off: online p99 19.0 ms of its 14.0 ms budget",
+    );
+    expect(controlText({ ...control, reason: "baseline" })).toBe("measured online p99 without the job: 12.7 ms");
+    expect(controlText({ ...control, reason: "within", onlineP99Ms: undefined })).toBe(
+      "growing: online p99 – of its 14.0 ms budget",
+    );
+    expect(controlText({ ...control, reason: "overloaded" })).toBe("backing off: the gateway refused requests as busy");
   });
 });

@@ -35,3 +35,40 @@ export function parseMappingLines(text: string): { mapping: MappingLine[]; probl
   }
   return { mapping };
 }
+
+/** A running job's controller state, as jobs.list/get give it (null or absent when not running). */
+export interface JobControlView {
+  limit: number;
+  reason: "probe" | "baseline" | "overloaded" | "online-over" | "job-over" | "within" | "hold" | "idle";
+  onlineP99Ms?: number | undefined;
+  onlineBudgetMs: number;
+  baselineMs?: number | undefined;
+}
+
+/**
+ * Why a running job has the requests in flight it has, in words: its
+ * concurrency follows online p99 (the API's aimd.ts), so the page says what
+ * online clients see against their budget, or what the job is doing instead.
+ */
+export function controlText(control: JobControlView): string {
+  const ms = (value: number | undefined) => (value === undefined ? "–" : `${value.toFixed(1)} ms`);
+  const online = `online p99 ${ms(control.onlineP99Ms)} of its ${ms(control.onlineBudgetMs)} budget`;
+  switch (control.reason) {
+    case "probe":
+      return "paused a moment to measure online latency without the job";
+    case "baseline":
+      return `measured online p99 without the job: ${ms(control.baselineMs ?? control.onlineP99Ms)}`;
+    case "overloaded":
+      return "backing off: the gateway refused requests as busy";
+    case "online-over":
+      return `backing off: ${online}`;
+    case "job-over":
+      return "backing off: the job's own requests are slower than its budget";
+    case "hold":
+      return "holding after a back-off until online latency reflects it";
+    case "within":
+      return `growing: ${online}`;
+    case "idle":
+      return "none of its requests finished in the last window";
+  }
+}

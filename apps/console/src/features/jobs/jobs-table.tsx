@@ -4,7 +4,7 @@ import { DataTable, type DataColumn } from "@/components/data-table/data-table";
 import { TruncatedText } from "@/components/data-table/truncated-text";
 import type { RouterOutputs } from "@/lib/api-types";
 import { JobActions } from "./job-actions";
-import { timeLeft } from "./job-format";
+import { controlText, timeLeft } from "./job-format";
 
 type Job = RouterOutputs["jobs"]["list"][number];
 type Failure = RouterOutputs["jobs"]["failures"][number];
@@ -101,6 +101,7 @@ function JobProgress({ job }: { job: Job }) {
         left
         {job.state === "RUNNING" ? ` · ${job.concurrency} in flight` : ""}
       </div>
+      {job.state === "RUNNING" && job.control ? <div className="small muted">{controlText(job.control)}</div> : null}
     </>
   );
 }

@@ -3,6 +3,9 @@ import { dirname } from "node:path";
 import { TYPESCRIPT_MODEL_API_DECLARATIONS } from "@operon/backend-api/typescript-model-api-declarations";
 import ts from "typescript";
 import { type DeclaredStepSignature, readDeclaredSignature } from "./custom-step-signature.js";
+import type { CompileProblem } from "./custom-step-problem.js";
+
+export { type CompileProblem, formatProblem } from "./custom-step-problem.js";
 
 /**
  * Type-checks an uploaded custom step before anything is stored: its
@@ -15,14 +18,6 @@ import { type DeclaredStepSignature, readDeclaredSignature } from "./custom-step
  * The check is the author's help, not the sandbox: what the code may do at
  * run time is decided by the worker's sandbox, whatever types it declares.
  */
-
-/** One compile problem, positions 1-based. */
-export interface CompileProblem {
-  file: string;
-  line: number;
-  column: number;
-  message: string;
-}
 
 /** Where the uploaded files live for the compiler (never on disk). */
 const ROOT = "/custom-step/";
@@ -109,9 +104,4 @@ function problemOf(diagnostic: ts.Diagnostic): CompileProblem {
   const { line, character } = file.getLineAndCharacterOfPosition(diagnostic.start);
   const name = file.fileName.startsWith(ROOT) ? file.fileName.slice(ROOT.length) : file.fileName;
   return { file: name, line: line + 1, column: character + 1, message };
-}
-
-/** "model.ts:3:7 Type 'string' is not assignable to type 'number'." */
-export function formatProblem(problem: CompileProblem): string {
-  return problem.file === "" ? problem.message : `${problem.file}:${problem.line}:${problem.column} ${problem.message}`;
 }

@@ -1,6 +1,6 @@
 import { isDataType } from "@operon/protocol/datatypes";
 import ts from "typescript";
-import type { CompileProblem } from "./custom-step-compile.js";
+import type { CompileProblem } from "./custom-step-problem.js";
 
 /**
  * What an uploaded custom step declares about its tensors: the literal of
