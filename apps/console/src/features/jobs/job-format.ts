@@ -1,4 +1,5 @@
 // Relative imports only: unit-tested outside Next.
+import { formatMs } from "../../lib/number-format";
 
 /** "1 h 4 min", "3 min 20 s", "12 s": time left at the job's rate; "–" when unknown. */
 export function timeLeft(seconds: number | null): string {
@@ -51,7 +52,7 @@ export interface JobControlView {
  * online clients see against their budget, or what the job is doing instead.
  */
 export function controlText(control: JobControlView): string {
-  const ms = (value: number | undefined) => (value === undefined ? "–" : `${value.toFixed(1)} ms`);
+  const ms = (value: number | undefined) => formatMs(value);
   const online = `online p99 ${ms(control.onlineP99Ms)} of its ${ms(control.onlineBudgetMs)} budget`;
   switch (control.reason) {
     case "probe":
