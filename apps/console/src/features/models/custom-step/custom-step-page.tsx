@@ -16,6 +16,7 @@ import { modelHref } from "../models-table";
 import { tensorsOf } from "../steps/step-drafts";
 import { useInvalidateModels } from "../use-invalidate-models";
 import { type ChosenFile, FilePicker } from "./file-picker";
+import { StoredProblems } from "./stored-problems";
 
 /**
  * Upload a custom step: a model.ts and the files it reads, with its tensors.
@@ -153,20 +154,7 @@ function CustomStepForm() {
             ))}
           </ul>
         ) : null}
-        {problem ? (
-          <>
-            <FormAlert message={problem.fieldErrors.length > 0 ? "The custom step was not stored:" : problem.message} />
-            {problem.fieldErrors.length > 0 ? (
-              <ul className="field-error" aria-label="Problems">
-                {problem.fieldErrors.map((e) => (
-                  <li key={`${e.path}:${e.message}`}>
-                    <code>{e.message}</code>
-                  </li>
-                ))}
-              </ul>
-            ) : null}
-          </>
-        ) : null}
+        <StoredProblems problem={problem} notStored="The custom step was not stored:" />
         <button type="submit" className="button button-primary" disabled={create.isPending}>
           {create.isPending ? "Checking and storing…" : "Upload custom step"}
         </button>

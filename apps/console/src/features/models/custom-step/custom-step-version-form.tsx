@@ -7,6 +7,7 @@ import { apiProblem } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
 import { useInvalidateModels } from "../use-invalidate-models";
 import { type ChosenFile, FilePicker } from "./file-picker";
+import { StoredProblems } from "./stored-problems";
 
 /**
  * A custom step's next version, on its model page: a new model.ts and the
@@ -56,20 +57,7 @@ export function CustomStepVersionForm({ name }: { name: string }) {
         />
         <FilePicker label="Files the new version reads" multiple files={files} onChange={setFiles} />
         {missingCode ? <FormAlert message="Choose the new version's model.ts." /> : null}
-        {problem ? (
-          <>
-            <FormAlert message={problem.fieldErrors.length > 0 ? "The new version was not stored:" : problem.message} />
-            {problem.fieldErrors.length > 0 ? (
-              <ul className="field-error" aria-label="Problems">
-                {problem.fieldErrors.map((e) => (
-                  <li key={`${e.path}:${e.message}`}>
-                    <code>{e.message}</code>
-                  </li>
-                ))}
-              </ul>
-            ) : null}
-          </>
-        ) : null}
+        <StoredProblems problem={problem} notStored="The new version was not stored:" />
         {add.isSuccess ? (
           <p role="status">
             Version {add.data.version} is {add.data.state}.
