@@ -294,7 +294,11 @@ export default class Label {`,
         ],
       });
     expect(await appCodeOf(upload("VIEWER", "by_viewer"))).toBe("FORBIDDEN");
+    expect(
+      await appCodeOf(h.as("VIEWER").models.inspectCustomStep({ files: [{ path: "model.ts", data: b64(STEP_TS) }] })),
+    ).toBe("FORBIDDEN");
     expect(await h.as("ENGINEER").models.codeUploadPolicy()).toEqual({ adminsOnly: false });
+    expect((await upload("ENGINEER", "before_restriction")).state).toBe("READY");
     expect(await appCodeOf(h.as("ENGINEER").models.setCodeUploadPolicy({ adminsOnly: true }))).toBe("FORBIDDEN");
     await h.as("ADMIN").models.setCodeUploadPolicy({ adminsOnly: true });
     try {
@@ -302,7 +306,13 @@ export default class Label {`,
       await expect(refused).rejects.toThrow(/an admin has restricted uploading code \(custom steps\) to admins/);
       expect(await appCodeOf(refused)).toBe("FORBIDDEN");
       expect(existsSync(join(storeDir, name("by_engineer")))).toBe(false);
+      // The check before an upload and a new version are code uploads too.
+      const code = [{ path: "model.ts", data: b64(STEP_TS) }];
+      expect(await appCodeOf(h.as("ENGINEER").models.inspectCustomStep({ files: code }))).toBe("FORBIDDEN");
       expect((await upload("ADMIN", "by_admin")).state).toBe("READY");
+      // Even of the engineer's own step, uploaded while engineers still could.
+      const own = h.as("ENGINEER").models.addCustomStepVersion({ name: name("before_restriction"), files: code });
+      await expect(own).rejects.toThrow(/an admin has restricted uploading code/);
     } finally {
       await h.as("ADMIN").models.setCodeUploadPolicy({ adminsOnly: false });
     }
