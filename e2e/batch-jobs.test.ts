@@ -1,10 +1,10 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiErrorOf, type ApiSession } from "./support/api-client.js";
 import { signedIn, startControlPlaneServer } from "./support/control-plane-server.js";
 import { tempRepository, type RunningOperon } from "./support/operon-process.js";
+import { parquetRows } from "./support/parquet-rows.js";
 
 /**
  * Batch jobs through the real server: datasets (uploads, server paths,
@@ -74,13 +74,7 @@ async function resultRows(
   expect(response.status).toBe(200);
   const file = join(server.dataDir, `download-${id}.parquet`);
   writeFileSync(file, Buffer.from(await response.arrayBuffer()));
-  const instance = await DuckDBInstance.create(":memory:");
-  const connection = await instance.connect();
-  const reader = await connection.runAndReadAll(`SELECT * FROM read_parquet('${file}') ORDER BY _row`);
-  const rows = reader.getRowObjectsJS() as Array<Record<string, unknown>>;
-  connection.closeSync();
-  instance.closeSync();
-  return rows;
+  return parquetRows(file);
 }
 
 describe("batch jobs (real server)", () => {

@@ -1,10 +1,10 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DuckDBInstance } from "@duckdb/node-api";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApiSession } from "./support/api-client.js";
 import { TEST_ADMIN, signedIn, startControlPlaneServer } from "./support/control-plane-server.js";
 import { runOperon, tempRepository, type RunningOperon } from "./support/operon-process.js";
+import { parquetRows } from "./support/parquet-rows.js";
 
 /**
  * `operon job run` (issue 24) as a script runs it: the real CLI process
@@ -35,16 +35,6 @@ const SCORE_OPERATOR = {
 
 function csv(rows: number): string {
   return `${["id,a,b", ...Array.from({ length: rows }, (_, i) => `k${i},${i % 50},${i % 7}`)].join("\n")}\n`;
-}
-
-async function parquetRows(file: string): Promise<Array<Record<string, unknown>>> {
-  const instance = await DuckDBInstance.create(":memory:");
-  const connection = await instance.connect();
-  const reader = await connection.runAndReadAll(`SELECT * FROM read_parquet('${file}') ORDER BY _row`);
-  const rows = reader.getRowObjectsJS() as Array<Record<string, unknown>>;
-  connection.closeSync();
-  instance.closeSync();
-  return rows;
 }
 
 describe("operon job run (real CLI, real server)", () => {
