@@ -1,6 +1,7 @@
-import { openDatabase, type Database } from "@operon/db";
+import { AdvisoryLockTimeoutError, openDatabase, type AdvisoryLocks, type Database } from "@operon/db";
 import { createTestPostgresDatabase, testDatabaseBackends } from "@operon/db/testing/test-databases";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { AppError } from "../app-error.js";
 import { KeyedLock } from "./keyed-lock.js";
 
 const sleep = (ms: number): Promise<void> => new Promise((resolveSleep) => setTimeout(resolveSleep, ms));
@@ -192,5 +193,37 @@ describe("KeyedLock across two processes on one PostgreSQL", () => {
     );
     // The first process takes locks again, on a fresh connection.
     await expect(one.run("densenet", async () => "again")).resolves.toBe("again");
+  });
+});
+
+describe("KeyedLock when another process keeps the lock past the wait limit", () => {
+  it("fails the work unstarted as CONFLICT naming what is being changed, and runs the next work of the key", async () => {
+    let refuse = true;
+    // The database's answer after the wait limit (advisory-locks.test.ts shows PostgreSQL giving it).
+    const busyOnce: AdvisoryLocks = {
+      withLock: async (key, work) => {
+        if (refuse) {
+          refuse = false;
+          throw new AdvisoryLockTimeoutError(key, 60_000);
+        }
+        return work();
+      },
+      close: async () => undefined,
+    };
+    const lock = new KeyedLock(busyOnce, "operator");
+    let ran = false;
+    const refused = await lock
+      .run("pipeline", async () => {
+        ran = true;
+      })
+      .catch((error: unknown) => error);
+    expect(ran).toBe(false);
+    expect(refused).toBeInstanceOf(AppError);
+    expect(refused).toMatchObject({
+      code: "CONFLICT",
+      message:
+        'another control plane has been changing operator "pipeline" for over 60 s; try again once its change finished',
+    });
+    await expect(lock.run("pipeline", async () => "ran")).resolves.toBe("ran");
   });
 });
