@@ -40,13 +40,54 @@ describe("advisory locks on PostgreSQL", () => {
     await expect(waiter.withLock("operon:model:slow", async () => "ran")).resolves.toBe("ran");
   });
 
-  it("refuses a wait limit or a lock count that is not a positive whole number", () => {
+  it("refuses a wait limit that is not a positive whole number", () => {
     expect(() => postgresAdvisoryLocks({ url: database.url, waitTimeoutMs: 0 })).toThrow(
       "waitTimeoutMs must be a positive whole number of milliseconds, got 0",
     );
-    expect(() => postgresAdvisoryLocks({ url: database.url, maxHeld: 1.5 })).toThrow(
-      "maxHeld must be a positive whole number, got 1.5",
+    expect(() => postgresAdvisoryLocks({ url: database.url, waitTimeoutMs: 1.5 })).toThrow(
+      "waitTimeoutMs must be a positive whole number of milliseconds, got 1.5",
     );
+  });
+
+  it("holds many locks at once, each as long as its work runs (no pool slot to wait for)", async () => {
+    const locks = open(5000);
+    let inside = 0;
+    let all = (): void => undefined;
+    const allInside = new Promise<void>((resolveAll) => (all = resolveAll));
+    const keys = Array.from({ length: 12 }, (_, n) => `operon:model:m${n}`);
+    await Promise.all(
+      keys.map((key) =>
+        locks.withLock(key, async () => {
+          inside += 1;
+          if (inside === keys.length) all();
+          await allInside; // never resolves if one key waited for a connection another holds
+        }),
+      ),
+    );
+  });
+
+  it("names the database's error when the lock cannot be taken", async () => {
+    const unreachable = postgresAdvisoryLocks({ url: "postgresql://postgres@127.0.0.1:1/none" });
+    opened.push(unreachable);
+    await expect(unreachable.withLock("operon:model:x", async () => 1)).rejects.toThrow(
+      /^could not take the lock on "operon:model:x": connect ECONNREFUSED 127\.0\.0\.1:1/,
+    );
+  });
+
+  it("waits in close() for the locks held then", async () => {
+    const locks = postgresAdvisoryLocks({ url: database.url });
+    let finished = false;
+    let held = (): void => undefined;
+    const isHeld = new Promise<void>((resolveHeld) => (held = resolveHeld));
+    const running = locks.withLock("operon:model:closing", async () => {
+      held();
+      await new Promise((resolveWait) => setTimeout(resolveWait, 200));
+      finished = true;
+    });
+    await isHeld;
+    await locks.close();
+    expect(finished).toBe(true);
+    await running;
   });
 
   it("refuses new locks once closed", async () => {

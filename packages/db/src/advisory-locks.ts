@@ -19,12 +19,12 @@ export interface AdvisoryLocks {
    * Runs `work` while this process holds the lock named `key` on the
    * database; every other process asking for the same key waits until the
    * work settled (resolved or threw). Different keys do not wait for each
-   * other (up to `maxHeld` at once per process; more wait for a free slot).
+   * other.
    * A lock held by someone else for longer than the wait limit fails with
    * AdvisoryLockTimeoutError naming the key.
    */
   withLock<T>(key: string, work: () => Promise<T>): Promise<T>;
-  /** Ends the lock connections after the locks held now are released. Idempotent. */
+  /** Refuses new locks and waits for the ones held now to be released. Idempotent. */
   close(): Promise<void>;
 }
 
@@ -33,12 +33,9 @@ export interface PostgresAdvisoryLocksOptions {
   url: string;
   /** How long to wait for a lock someone else holds before failing; default 60 000 ms. */
   waitTimeoutMs?: number;
-  /** Locks this process may hold at once (one connection each); default 4. */
-  maxHeld?: number;
 }
 
 export const DEFAULT_LOCK_WAIT_TIMEOUT_MS = 60_000;
-export const DEFAULT_MAX_HELD_LOCKS = 4;
 
 /** The lock on `key` stayed with another process for longer than the wait limit. */
 export class AdvisoryLockTimeoutError extends Error {
@@ -74,71 +71,69 @@ export function postgresAdvisoryLocks(options: PostgresAdvisoryLocksOptions): Ad
   const waitTimeoutMs = options.waitTimeoutMs ?? DEFAULT_LOCK_WAIT_TIMEOUT_MS;
   if (!Number.isInteger(waitTimeoutMs) || waitTimeoutMs < 1)
     throw new RangeError(`waitTimeoutMs must be a positive whole number of milliseconds, got ${waitTimeoutMs}`);
-  const maxHeld = options.maxHeld ?? DEFAULT_MAX_HELD_LOCKS;
-  if (!Number.isInteger(maxHeld) || maxHeld < 1)
-    throw new RangeError(`maxHeld must be a positive whole number, got ${maxHeld}`);
-  // A pool of its own: the work under a lock uses Prisma's pool, and sharing
-  // one would let held locks take every connection the work needs.
-  const pool = new pg.Pool({
-    connectionString: options.url,
-    max: maxHeld,
-    lock_timeout: waitTimeoutMs,
-    application_name: "operon-lock",
-    connectionTimeoutMillis: 10_000,
-  });
-  pool.on("error", (error) =>
-    process.emitWarning(
-      `PostgreSQL dropped an idle lock connection (${error.message}); the next lock opens a new one`,
-      "OperonDatabaseWarning",
-    ),
-  );
-  let closing: Promise<void> | undefined;
+  // The locks held now, so that close() can wait for them.
+  const held = new Set<Promise<unknown>>();
+  let closed = false;
+
+  /**
+   * A connection of its own per lock, not one from a pool: the work under a
+   * lock uses Prisma's pool (sharing it would let held locks take every
+   * connection the work needs), and a lock is held for as long as its work
+   * runs (a model load can take minutes), so a bounded pool of lock
+   * connections would make unrelated changes wait, or time out, for a slot.
+   * Changes are rare (uploads, edits): one connection each costs little.
+   */
+  async function lockedRun<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const client = new pg.Client({
+      connectionString: options.url,
+      lock_timeout: waitTimeoutMs,
+      application_name: "operon-lock",
+      connectionTimeoutMillis: 10_000,
+    });
+    // The server may drop the connection while the work runs. PostgreSQL then
+    // releases the lock; the work goes on (it cannot be interrupted safely).
+    let lost: Error | undefined;
+    client.on("error", (error) => {
+      lost = error;
+    });
+    const started = Date.now();
+    try {
+      await client.connect();
+      await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [key]);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE)
+        throw new AdvisoryLockTimeoutError(key, Date.now() - started, { cause: error });
+      throw new Error(`could not take the lock on "${key}": ${(error as Error).message}`, { cause: error });
+    }
+    try {
+      return await work();
+    } finally {
+      // Ending the session releases the lock (and anything else it held): no unlock statement to fail.
+      if (lost !== undefined)
+        process.emitWarning(
+          `the connection holding the lock on "${key}" was lost while its work ran (${lost.message}); PostgreSQL released the lock then`,
+          "OperonDatabaseWarning",
+        );
+      await client.end().catch(() => undefined);
+    }
+  }
 
   return {
-    async withLock<T>(key: string, work: () => Promise<T>): Promise<T> {
-      if (closing) throw new Error(`cannot take the lock on "${key}": the database's locks are closed`);
-      const client = await pool.connect();
-      // The server may drop a connection while the work runs. PostgreSQL then
-      // releases the lock, the work goes on (it cannot be interrupted safely),
-      // and the connection is discarded instead of returned to the pool.
-      let lost: Error | undefined;
-      const onError = (error: Error): void => {
-        lost = error;
-      };
-      client.on("error", onError);
-      const started = Date.now();
-      try {
-        await client.query("SELECT pg_advisory_lock(hashtextextended($1, 0))", [key]);
-      } catch (error) {
-        client.off("error", onError);
-        client.release(true);
-        if ((error as { code?: string }).code === LOCK_NOT_AVAILABLE)
-          throw new AdvisoryLockTimeoutError(key, Date.now() - started, { cause: error });
-        throw new Error(`could not take the lock on "${key}": ${(error as Error).message}`, { cause: error });
-      }
-      try {
-        return await work();
-      } finally {
-        if (lost === undefined) {
-          try {
-            await client.query("SELECT pg_advisory_unlock(hashtextextended($1, 0))", [key]);
-          } catch (error) {
-            lost = error as Error;
-          }
-        }
-        if (lost !== undefined)
-          process.emitWarning(
-            `the connection holding the lock on "${key}" was lost while its work ran (${lost.message}); PostgreSQL released the lock then`,
-            "OperonDatabaseWarning",
-          );
-        client.off("error", onError);
-        // A connection that failed is closed rather than reused: closing it also releases anything it held.
-        client.release(lost);
-      }
+    withLock<T>(key: string, work: () => Promise<T>): Promise<T> {
+      if (closed) return Promise.reject(new Error(`cannot take the lock on "${key}": the database's locks are closed`));
+      const run = lockedRun(key, work);
+      const settled = run.then(
+        () => undefined,
+        () => undefined,
+      );
+      held.add(settled);
+      void settled.then(() => held.delete(settled));
+      return run;
     },
-    close() {
-      closing ??= pool.end();
-      return closing;
+    async close() {
+      closed = true;
+      await Promise.all(held);
     },
   };
 }
