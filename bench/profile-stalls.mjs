@@ -5,6 +5,7 @@
 // gateway thread's profile for busy stretches (no idle sample) longer than a
 // threshold and prints, per stretch and summed over them, where the time went.
 // Usage: node bench/profile-stalls.mjs [grpc|binary|json] [seconds] [threshold ms]
+// Environment: OPERON_NODE_ARGS (node flags for Operon, space-separated).
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -27,7 +28,11 @@ writeFileSync(
 );
 
 const operon = await startOperon(repository, ["--load-model", "*", "--model-control-mode", "explicit"], {
-  nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`],
+  nodeArgs: [
+    "--cpu-prof",
+    `--cpu-prof-dir=${profileDir}`,
+    ...(process.env.OPERON_NODE_ARGS ?? "").split(" ").filter(Boolean),
+  ],
 });
 const attacker = startAttack(attack);
 const health = [];

@@ -1,6 +1,5 @@
 import { Command } from "commander";
 import { input, password as passwordPrompt } from "@inquirer/prompts";
-import { createUser } from "@operon/api/user-accounts";
 import { addDatabaseFlags, databaseUrlOf, describeDatabase, openMigratedDatabase } from "./database-flags.js";
 import { operonEnvironment } from "./environment.js";
 import { readSecretFile } from "./secret-file.js";
@@ -52,6 +51,8 @@ export function adminCommand(): Command {
             );
           const url = databaseUrlOf(flags);
           const { db } = await openMigratedDatabase(url);
+          // Loaded when run: every command's module is imported by `operon serve` on the gateway's thread too.
+          const { createUser } = await import("@operon/api/user-accounts");
           try {
             const user = await createUser(
               db.prisma,

@@ -1,12 +1,12 @@
 import type { ResourceSchedulerOptions } from "@operon/api";
 import { randomBytes } from "node:crypto";
-import { mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { ControlPlane, startApiServer, type ApiServer } from "@operon/api";
 import { createUser } from "@operon/api/user-accounts";
 import type { Database } from "@operon/db";
 import type { Logger } from "@operon/gateway/logger";
-import { generateApiKey, type ApiKeyGrant } from "@operon/protocol/api-keys";
+import type { ApiKeyGrant } from "@operon/protocol/api-keys";
+import type { ControlPlaneDirs } from "./control-plane-setup.js";
 
 /**
  * The control plane's share of `operon serve`, run on its own thread
@@ -14,52 +14,6 @@ import { generateApiKey, type ApiKeyGrant } from "@operon/protocol/api-keys";
  * It reaches the gateway only through the gateway's HTTP endpoints; the API
  * keys the gateway checks travel as messages (control-plane-messages.ts).
  */
-export interface ControlPlaneDirs {
-  /** The model repository uploads are stored in; the gateway serves it too. */
-  modelStoreDir: string;
-  uploadStagingDir: string;
-  /** Batch jobs' files: uploaded datasets, snapshots, results. */
-  batchDir: string;
-  /** The default folder admins may make datasets of (--batch-data-root). */
-  datasetsDir: string;
-}
-
-/** The control plane's folders under --data-dir; the model store is --model-store when given (a shared volume on a cluster). */
-export function controlPlaneDirs(dataDir: string, modelStore?: string): ControlPlaneDirs {
-  const dirs = {
-    modelStoreDir: resolve(modelStore ?? join(dataDir, "models")),
-    uploadStagingDir: resolve(join(dataDir, "upload-staging")),
-    batchDir: resolve(join(dataDir, "batch")),
-    datasetsDir: resolve(join(dataDir, "datasets")),
-  };
-  mkdirSync(dirs.modelStoreDir, { recursive: true });
-  mkdirSync(dirs.uploadStagingDir, { recursive: true });
-  mkdirSync(dirs.batchDir, { recursive: true });
-  mkdirSync(dirs.datasetsDir, { recursive: true });
-  return dirs;
-}
-
-/**
- * The control plane's own admin key: made fresh at every start, kept only in
- * memory, given to the gateway as an internal grant (it does not count as a
- * configured key; see ApiKeyGrant.internal).
- */
-export function makeInternalKey(): { key: string; grant: ApiKeyGrant } {
-  const generated = generateApiKey();
-  return {
-    key: generated.key,
-    grant: {
-      id: "control-plane",
-      hash: generated.hash,
-      scopes: ["admin", "infer"],
-      priorityLevel: 0,
-      qpsQuota: null,
-      expiresAt: null,
-      internal: true,
-    },
-  };
-}
-
 /** Creates the first admin from --admin-email/--admin-password when no account exists yet. */
 export async function ensureFirstAdmin(
   db: Database,

@@ -3,12 +3,8 @@ import type { Database } from "@operon/db";
 import { ApiKeyService } from "@operon/api/api-key-service";
 import { createLogger } from "@operon/gateway/logger";
 import type { ControlPlaneThreadOptions, FromControlPlane, ToControlPlane } from "./control-plane-messages.js";
-import {
-  controlPlaneDirs,
-  ensureFirstAdmin,
-  startControlPlane,
-  type RunningControlPlane,
-} from "./control-plane-runtime.js";
+import { ensureFirstAdmin, startControlPlane, type RunningControlPlane } from "./control-plane-runtime.js";
+import { controlPlaneDirs } from "./control-plane-setup.js";
 import { describeDatabase, openMigratedDatabase } from "./database-flags.js";
 
 /**

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { Command } from "commander";
-import { isPostgresUrl, openAndMigrate, type Database, type MigrateResult } from "@operon/db";
+import type { Database, MigrateResult } from "@operon/db";
+import { isPostgresUrl } from "@operon/db/database-url";
 import { operonEnvironment } from "./environment.js";
 
 /**
@@ -40,6 +41,8 @@ export function describeDatabase(url: string): string {
 
 /** Opens the database and applies pending migrations, with an error that says where it tried. */
 export async function openMigratedDatabase(url: string): Promise<{ db: Database; migrations: MigrateResult }> {
+  // Loaded when a command opens the database: `operon serve` reads this module's flags on the gateway's thread.
+  const { openAndMigrate } = await import("@operon/db");
   try {
     return await openAndMigrate({ url });
   } catch (error) {

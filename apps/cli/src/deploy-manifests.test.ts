@@ -268,7 +268,7 @@ describe("deploy/kubernetes against what the server reads and serves", () => {
     };
     const controlPlane = byName(base, "Deployment", "operon-control-plane");
     const flags = await parseWith(podEnvironment(controlPlane.spec.template.spec.containers[0]).values);
-    // Where the control plane writes uploads (--model-store, else <data-dir>/models: control-plane-runtime.ts).
+    // Where the control plane writes uploads (--model-store, else <data-dir>/models: control-plane-setup.ts).
     const store = flags.modelStore ?? join(flags.dataDir, "models");
     const storeVolume = volumeAt(controlPlane, store);
     expect(storeVolume?.persistentVolumeClaim?.claimName, `the model store ${store}`).toBe("operon-model-store");

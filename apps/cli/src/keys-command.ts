@@ -1,7 +1,5 @@
 import { Command, InvalidArgumentError } from "commander";
 import { API_KEY_SCOPES, type ApiKeyScope } from "@operon/protocol/api-keys";
-import { ApiKeyService } from "@operon/api/api-key-service";
-import { normalizeEmail } from "@operon/api/user-accounts";
 import { addDatabaseFlags, databaseUrlOf, openMigratedDatabase } from "./database-flags.js";
 
 /**
@@ -25,6 +23,9 @@ export function keysCommand(): Command {
       async (flags: { owner: string; name: string; scopes: ApiKeyScope[]; databaseUrl?: string; dataDir: string }) => {
         try {
           const { db } = await openMigratedDatabase(databaseUrlOf(flags));
+          // Loaded when run: every command's module is imported by `operon serve` on the gateway's thread too.
+          const { ApiKeyService } = await import("@operon/api/api-key-service");
+          const { normalizeEmail } = await import("@operon/api/user-accounts");
           try {
             const owner = await db.prisma.user.findUnique({ where: { email: normalizeEmail(flags.owner) } });
             if (!owner) throw new Error(`no account with email ${flags.owner}; create it first (operon admin create)`);

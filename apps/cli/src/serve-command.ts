@@ -1,6 +1,5 @@
 import { createServer } from "node:net";
 import { hostname } from "node:os";
-import { gatewaySessionName } from "@operon/db";
 import { fileURLToPath } from "node:url";
 import { Command } from "commander";
 import { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
@@ -14,15 +13,14 @@ import {
 } from "@operon/gateway/server";
 import { ConsoleNotBuiltError, startConsole, type ConsoleProcess } from "./console-process.js";
 import { ControlPlaneThread } from "./control-plane-host.js";
-import { controlPlaneDirs, makeInternalKey } from "./control-plane-runtime.js";
+import { controlPlaneDirs, makeInternalKey } from "./control-plane-setup.js";
 import { databaseUrlOf } from "./database-flags.js";
 import { operonEnvironment } from "./environment.js";
 import { readSecretFile } from "./secret-file.js";
 import { resolveWorkerUser } from "./worker-user.js";
 import { addServeFlags } from "./serve-flag-definitions.js";
 import { serveRoleOf, withModelStore, type ServeRole } from "./serve-role.js";
-import { apiKeysPart, modelStorePart, operatorsPart } from "./shared-parts.js";
-import { SharedState } from "./shared-state.js";
+import type { SharedState } from "./shared-state.js";
 import { serveFlagsSchema, type ServeFlags } from "./serve-flags.js";
 import { adminCreateCommand } from "./admin-create-hint.js";
 import { logFileOf } from "./log-file.js";
@@ -239,6 +237,9 @@ async function runServe(flags: ServeFlags): Promise<void> {
     if (role.sharedKeysUrl !== undefined) {
       // A gateway beside a control plane: the keys it checks, the models and operators it serves are
       // the control plane's (PostgreSQL and the shared model store). Keys first: the server starts with them.
+      // Loaded here, not at the top: they bring the database client, which a gateway of role "all" never needs.
+      const { SharedState } = await import("./shared-state.js");
+      const { apiKeysPart, modelStorePart, operatorsPart } = await import("./shared-parts.js");
       shared = await SharedState.start({
         url: role.sharedKeysUrl,
         parts: [apiKeysPart(ring), modelStorePart(() => server), operatorsPart(() => server, logger)],
@@ -274,7 +275,10 @@ async function runServe(flags: ServeFlags): Promise<void> {
         const status = state.status();
         return status.current ? undefined : `shared state stale since ${status.readAt ?? "start"}: ${status.problem}`;
       });
-      if (server.httpPort !== undefined) await shared.showAs(gatewaySessionName(server.httpPort, hostname()));
+      if (server.httpPort !== undefined) {
+        const { gatewaySessionName } = await import("@operon/db");
+        await shared.showAs(gatewaySessionName(server.httpPort, hostname()));
+      }
       logger.info(
         { ...shared.status(), resyncSecs: flags.sharedStateResyncSecs },
         "API keys, models and operators follow the database (LISTEN/NOTIFY, periodic resync)",

@@ -1,5 +1,5 @@
 import { Command, Option } from "commander";
-import { RESOURCE_SCHEDULER_DEFAULTS } from "@operon/api";
+import { RESOURCE_SCHEDULER_DEFAULTS } from "@operon/api/resource-scheduler-defaults";
 import { DEFAULT_PARKED_MODEL_POLICY, defaultResourceLimits, GATEWAY_DEFAULTS } from "@operon/gateway/server";
 import { parseBackendConfig } from "./backend-config-flag.js";
 import {

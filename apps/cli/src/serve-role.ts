@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { isPostgresUrl } from "@operon/db";
+import { isPostgresUrl } from "@operon/db/database-url";
 
 /**
  * `operon serve --role`: which parts of Operon this process runs.

@@ -11,6 +11,7 @@ import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "./generated/prisma/client.js";
 import { migrate, type MigrateResult, type MigrationSource, type SqlConnection } from "./migrate.js";
 import { postgresAdvisoryLocks, singleProcessLocks, type AdvisoryLocks } from "./advisory-locks.js";
+import { isPostgresUrl } from "./database-url.js";
 
 export type DatabaseKind = "postgres" | "embedded";
 
@@ -48,10 +49,6 @@ export const DEFAULT_DATA_DIR = ".operon/db";
  * bounds are only ever reached by an overloaded or stuck database.
  */
 export const TRANSACTION_OPTIONS = { maxWait: 15_000, timeout: 60_000 } as const;
-
-export function isPostgresUrl(url: string | undefined): boolean {
-  return !!url && /^postgres(ql)?:\/\//i.test(url);
-}
 
 function redact(url: string): string {
   return url.replace(/\/\/([^:@/]+):[^@/]*@/, "//$1:***@");

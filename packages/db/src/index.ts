@@ -1,4 +1,5 @@
-export { openDatabase, openAndMigrate, isPostgresUrl, DEFAULT_DATA_DIR } from "./database.js";
+export { openDatabase, openAndMigrate, DEFAULT_DATA_DIR } from "./database.js";
+export { isPostgresUrl } from "./database-url.js";
 export type { Database, DatabaseKind, OpenDatabaseOptions } from "./database.js";
 export { AdvisoryLockTimeoutError, DEFAULT_LOCK_WAIT_TIMEOUT_MS } from "./advisory-locks.js";
 export type { AdvisoryLocks } from "./advisory-locks.js";

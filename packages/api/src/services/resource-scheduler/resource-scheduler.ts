@@ -101,17 +101,7 @@ export interface ResourceSchedulerOptions {
   maxInstancesPerHost?: number;
 }
 
-export const RESOURCE_SCHEDULER_DEFAULTS = {
-  enabledByDefault: true,
-  periodSecs: 15,
-  headroom: 0.25,
-  hysteresis: 0.2,
-  scaleDownCooldownSecs: 120,
-  idleUnloadSecs: 600,
-  defaultCapacityRps: 20,
-  p99BudgetMs: 100,
-  instanceMemoryBytes: 256 * 1024 * 1024,
-} as const satisfies Partial<ResourceSchedulerOptions>;
+export { RESOURCE_SCHEDULER_DEFAULTS } from "./resource-scheduler-defaults.js";
 
 const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const REFUSED_RETRY_MS = 600_000;
