@@ -202,6 +202,11 @@ describe("console: connect an operator's ports in the graph", () => {
     await page.getByRole("button", { name: "Create operator" }).click();
     await waitForPath(page, `/operators/${OPERATOR}`);
     await visible(heading(page, OPERATOR));
+    // The sections above try-it load on their own; once Capacity has its figures the form stops moving under the click.
+    await visible(
+      page.getByRole("region", { name: "Capacity" }).getByRole("table", { name: "Capacity per step" }),
+      30_000,
+    );
     const form = await visible(page.getByRole("form", { name: `Try ${OPERATOR}` }));
     const inputsField = form.getByLabel("Inputs (KServe v2 JSON tensors)");
     const prefilled = JSON.parse(await inputsField.inputValue()) as Array<{
@@ -220,7 +225,8 @@ describe("console: connect an operator's ports in the graph", () => {
       ]),
     );
     await form.getByRole("button", { name: "Run" }).click();
-    const result = await visible(page.getByRole("region", { name: "Result" }), 20_000);
+    // A new operator's automatic perf report starts measuring it now, on the same (shared, 2-core) host: give the answer time.
+    const result = await visible(page.getByRole("region", { name: "Result" }), 60_000);
     const row = await visible(
       result.getByRole("row").filter({ has: page.getByRole("rowheader", { name: "Y", exact: true }) }),
     );
