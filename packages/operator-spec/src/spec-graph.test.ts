@@ -77,3 +77,33 @@ describe("specGraph", () => {
     expect(specGraph("not a spec")).toEqual({ nodes: [], edges: [] });
   });
 });
+
+describe("specGraph ports", () => {
+  it("names the port each data edge leaves and enters by", () => {
+    const graph = specGraph(EXAMPLE_SPEC);
+    expect(graph.edges.map((edge) => `${edge.source}.${edge.sourcePort} -> ${edge.target}.${edge.targetPort}`)).toEqual(
+      [
+        "in:A.A -> step:first.INPUT0",
+        "in:B.B -> step:first.INPUT1",
+        "step:first.OUTPUT0 -> step:second.INPUT0",
+        "in:B.B -> step:second.INPUT1",
+        "step:second.OUTPUT0 -> out:Y.Y",
+      ],
+    );
+  });
+
+  it("enters a route or exit by its input port, and leaves branch edges without ports", () => {
+    const graph = specGraph({
+      inputs: [{ name: "x", datatype: "FP32", dims: [1] }],
+      outputs: [],
+      steps: [
+        { id: "pick", kind: "route", input: "x", cases: [], default: ["next"] },
+        { id: "next", kind: "model", model: "m", inputs: {}, outputs: {} },
+      ],
+    });
+    expect(graph.edges.map((edge) => [edge.kind, edge.sourcePort, edge.targetPort])).toEqual([
+      ["data", "x", "input"],
+      ["branch", undefined, undefined],
+    ]);
+  });
+});

@@ -26,6 +26,14 @@ export interface SpecGraphEdge {
   label: string;
   /** data: a tensor flows; branch: a route activates a step; answer: an exit answers an output. */
   kind: "data" | "branch" | "answer";
+  /**
+   * Data edges only: the ports the tensor leaves and enters by (the editor's
+   * handles). Source: the operator input's tensor name or the model output's
+   * name; target: the model input's name, "input" (a route or exit reads its
+   * input), or the operator output's tensor name.
+   */
+  sourcePort?: string;
+  targetPort?: string;
 }
 
 export interface SpecGraph {
@@ -86,18 +94,30 @@ export function specGraph(spec: unknown): SpecGraph {
     for (const [modelOutput, tensor] of stringEntries(step["outputs"]))
       produce(tensor, stepNodeId(step["id"] as string), modelOutput);
   }
-  const reads = (tensor: string, target: string, label: (as: string | undefined) => string): void => {
+  const reads = (
+    tensor: string,
+    target: string,
+    targetPort: string,
+    label: (as: string | undefined) => string,
+  ): void => {
     for (const producer of producers.get(tensor) ?? [])
-      addEdge({ source: producer.node, target, label: label(producer.as), kind: "data" });
+      addEdge({
+        source: producer.node,
+        target,
+        label: label(producer.as),
+        kind: "data",
+        sourcePort: producer.as ?? tensor,
+        targetPort,
+      });
   };
 
   for (const step of steps) {
     const id = stepNodeId(step["id"] as string);
     if (step["kind"] === "model") {
       for (const [modelInput, tensor] of stringEntries(step["inputs"]))
-        reads(tensor, id, () => (tensor === modelInput ? tensor : `${tensor} → ${modelInput}`));
+        reads(tensor, id, modelInput, () => (tensor === modelInput ? tensor : `${tensor} → ${modelInput}`));
     } else if (step["kind"] === "route" || step["kind"] === "exit") {
-      if (typeof step["input"] === "string") reads(step["input"], id, () => step["input"] as string);
+      if (typeof step["input"] === "string") reads(step["input"], id, "input", () => step["input"] as string);
     }
     if (step["kind"] === "route") {
       const cases = Array.isArray(step["cases"]) ? step["cases"].filter(isObject) : [];
@@ -119,7 +139,7 @@ export function specGraph(spec: unknown): SpecGraph {
     }
   }
   for (const tensor of outputs)
-    reads(tensor.name, outputNodeId(tensor.name), (as) =>
+    reads(tensor.name, outputNodeId(tensor.name), tensor.name, (as) =>
       as === undefined || as === tensor.name ? tensor.name : `${as} → ${tensor.name}`,
     );
   return { nodes, edges };

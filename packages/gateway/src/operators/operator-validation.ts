@@ -10,6 +10,7 @@ import {
   type OperatorProblem,
   type OperatorProblemCode,
 } from "@operon/operator-spec/operator-structure";
+import { fullShape, tensorMismatch } from "@operon/operator-spec/tensor-compatibility";
 import type { VersionRunner } from "../scheduling/version-runner.js";
 import type { ServedModelSignature, ServedTensorConfig } from "../signature/model-signature.js";
 
@@ -147,17 +148,12 @@ export function validateOperator(spec: OperatorSpec, lookup: ModelSignatureLooku
   // Connected ends must agree on datatype and shape (tensors nobody produces are reported above).
   const checkEdge = (tensor: string, consumer: string, datatype: DataType, shape: number[]): void => {
     for (const source of sources.get(tensor) ?? []) {
-      if (source.datatype !== datatype) {
-        problem(
-          "type-mismatch",
-          `tensor '${tensor}' from ${source.describe} to ${consumer}: datatype ${source.datatype} does not match ${datatype}`,
-        );
-      } else if (!shapesCompatible(source.shape, shape)) {
-        problem(
-          "shape-mismatch",
-          `tensor '${tensor}' from ${source.describe} to ${consumer}: shape ${formatShape(source.shape)} does not match ${formatShape(shape)}`,
-        );
-      }
+      const mismatch = tensorMismatch(source, { datatype, shape });
+      if (mismatch === undefined) continue;
+      problem(
+        mismatch.what === "datatype" ? "type-mismatch" : "shape-mismatch",
+        `tensor '${tensor}' from ${source.describe} to ${consumer}: ${mismatch.what} ${mismatch.given} does not match ${mismatch.expected}`,
+      );
     }
   };
   const known = (tensor: string): boolean => isKnownTensor(spec, graph, tensor);
@@ -294,18 +290,6 @@ function checkFallback(
   }
 }
 
-function fullShape(maxBatchSize: number, dims: number[]): number[] {
-  return maxBatchSize > 0 ? [-1, ...dims] : [...dims];
-}
-
 function modelShape(signature: ServedModelSignature, tensor: ServedTensorConfig): number[] {
   return fullShape(signature.maxBatchSize, tensor.dims);
-}
-
-function shapesCompatible(a: number[], b: number[]): boolean {
-  return a.length === b.length && a.every((dim, i) => dim === -1 || b[i] === -1 || dim === b[i]);
-}
-
-function formatShape(shape: number[]): string {
-  return `[${shape.join(",")}]`;
 }

@@ -18,6 +18,8 @@ import { operatorHref, sourceLabel, stateLabel, type OperatorDetail } from "./op
 import { OperatorVersions } from "./operator-versions";
 import { specGraph } from "@operon/operator-spec/spec-graph";
 import { TryItPanel } from "./try-it-panel";
+import { graphPorts } from "./graph-ports";
+import { useModelSignatures } from "./use-model-signatures";
 import { OperatorCapacitySection } from "./operator-capacity-section";
 import { OperatorBreakersSection } from "./operator-breakers-section";
 import { LatestPerfReport } from "../perf/latest-perf-report";
@@ -46,6 +48,8 @@ function OperatorDetailView({ detail }: { detail: OperatorDetail }) {
   const router = useRouter();
   const canManage = hasRole(user.role, "ENGINEER");
   const graph = useMemo(() => specGraph(detail.spec), [detail.spec]);
+  const signatures = useModelSignatures(detail.spec);
+  const ports = useMemo(() => graphPorts(detail.spec, signatures), [detail.spec, signatures]);
   return (
     <>
       <section className="card" aria-labelledby="about-title">
@@ -98,7 +102,7 @@ function OperatorDetailView({ detail }: { detail: OperatorDetail }) {
               : "Registered at the gateway directly, not stored here: shown read-only."}
           </p>
         ) : null}
-        <OperatorGraph graph={graph} />
+        <OperatorGraph graph={graph} ports={ports} />
         <details>
           <summary>Spec (JSON)</summary>
           <pre className="code-block">{compactJson(canonicalSpec(detail.spec))}</pre>

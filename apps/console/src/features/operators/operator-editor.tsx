@@ -10,7 +10,7 @@ import { fieldChecks } from "@/components/form/field-checks";
 import { useFormProblem } from "@/components/form/use-form-problem";
 import { fieldMessage, formMessage } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
-import { OperatorGraph } from "./operator-graph";
+import { OperatorGraph, type GraphEditing } from "./operator-graph";
 import { isOperatorName } from "./operator-name";
 import { problemEdges, problemNodeIds } from "@operon/operator-spec/problem-subjects";
 import { specGraph } from "@operon/operator-spec/spec-graph";
@@ -22,6 +22,9 @@ import { compactJson } from "./compact-json";
 import { appendModelStep, type PaletteEntry } from "./palette-step";
 import { useSpecValidation } from "./use-spec-validation";
 import { useServedCatalog } from "./use-served-catalog";
+import { graphPorts } from "./graph-ports";
+import { connectPorts, disconnectPort, type SpecEdit } from "./spec-connections";
+import { useModelSignatures } from "./use-model-signatures";
 import { SubmitButton } from "@/components/form/submit-button";
 
 export interface OperatorDraft {
@@ -54,6 +57,8 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
   const catalog = useServedCatalog();
   const blamed = useMemo(() => problemNodeIds(problems), [problems]);
   const mismatches = useMemo(() => problemEdges(problems), [problems]);
+  const signatures = useModelSignatures(lastGood);
+  const ports = useMemo(() => graphPorts(lastGood, signatures), [lastGood, signatures]);
 
   const onSaved = async (saved: { name: string }) => {
     await queryClient.invalidateQueries({ queryKey: trpc.operators.pathKey() });
@@ -77,6 +82,21 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
     if (!current.ok) return atField("spec", `${entry.name} was not added: ${current.message}`);
     clear();
     setText(compactJson(appendModelStep(current.spec, entry)));
+  };
+
+  // The graph's connect and remove: edits of the text as it parses now, like the palette's (a text that does not parse is left alone).
+  const editSpec = (edit: (spec: Record<string, unknown>) => SpecEdit) => {
+    const current = parseSpecText(text);
+    if (!current.ok) return { ok: false as const, message: `the spec does not parse (${current.message})` };
+    const result = edit(current.spec);
+    if (!result.ok) return result;
+    clear();
+    setText(compactJson(result.spec));
+    return { ok: true as const };
+  };
+  const graphEditing: GraphEditing = {
+    connect: (from, to) => editSpec((spec) => connectPorts(spec, from, to)),
+    disconnect: (to) => editSpec((spec) => disconnectPort(spec, to)),
   };
 
   const submit = (event: FormEvent<HTMLFormElement>) => {
@@ -168,14 +188,17 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
         <div className="editor-side">
           <SpecProblems id={`${id}-problems`} parsed={parsed} validation={validation} />
           <ModelTensorLookup onAdd={addStep} />
-          <OperatorGraph
-            graph={graph}
-            problemNodes={blamed}
-            problemEdges={mismatches}
-            title={parsed.ok ? "Graph" : "Graph (last valid JSON)"}
-          />
         </div>
       </div>
+      {/* Full width under both columns: the graph is where connections are made, and ports need room to be read and hit. */}
+      <OperatorGraph
+        graph={graph}
+        ports={ports}
+        editing={graphEditing}
+        problemNodes={blamed}
+        problemEdges={mismatches}
+        title={parsed.ok ? "Graph" : "Graph (last valid JSON)"}
+      />
       <FormAlert message={formMessage(problem, shownFields)} />
       <div className="form-actions">
         <SubmitButton

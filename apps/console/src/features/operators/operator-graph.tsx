@@ -1,58 +1,79 @@
 "use client";
 
 import "@xyflow/react/dist/style.css";
-import { Background, Controls, MarkerType, Position, ReactFlow, type Edge, type Node } from "@xyflow/react";
-import { useId, useMemo } from "react";
-import { layoutGraph, NODE_HEIGHT, NODE_WIDTH } from "./graph-layout";
+import { Background, Controls, MarkerType, ReactFlow, type Connection, type Edge } from "@xyflow/react";
+import { useId, useMemo, useRef, useState } from "react";
+import { layoutGraph, NODE_WIDTH, nodeHeight } from "./graph-layout";
 import { graphSummary } from "./graph-summary";
-import type { GraphNodeKind, SpecGraph, SpecGraphEdge } from "@operon/operator-spec/spec-graph";
+import type { SpecGraph, SpecGraphEdge } from "@operon/operator-spec/spec-graph";
 import { edgeKey, type EdgeProblem } from "@operon/operator-spec/problem-subjects";
-
-const FLOW_TYPE: Record<GraphNodeKind, string> = {
-  input: "input",
-  output: "output",
-  model: "default",
-  route: "default",
-  exit: "default",
-};
+import type { NodePorts } from "./graph-ports";
+import { GraphConnections } from "./graph-connections";
+import { mismatchLabel } from "./mismatch-label";
+import { OperatorNode, type OperatorFlowNode } from "./operator-node";
+import { CONTROL_IN, CONTROL_OUT, portHandleId, portOfHandle } from "./port-picking";
+import { PortPickingProvider } from "./port-picking-provider";
+import { portMismatch, portText, type PortRef } from "./spec-connections";
+import { useRestoredPortFocus } from "./use-restored-port-focus";
 
 /**
- * The operator's topology, drawn with React Flow: read-only (no dragging or
- * connecting), zoomable from its controls, with the same graph in words for
- * screen readers. Nodes the validation blames are marked; a connection whose
- * ends disagree on datatype or shape (the gateway's edge check, asked as the
- * spec is typed) is drawn in the danger colour with the mismatch written on
- * the edge itself ("⚠ FP32 → INT64"), before anything is saved.
+ * The operator's topology, drawn with React Flow, left to right: each node
+ * shows its ports (tensor name, datatype, shape), inputs on the left and
+ * outputs on the right. Zoomable from its controls, with the same graph in
+ * words for screen readers. Nodes the validation blames are marked; a
+ * connection whose ends disagree on datatype or shape (the gateway's edge
+ * check, asked as the spec is typed) is drawn in the danger colour with the
+ * mismatch written on the edge itself ("⚠ FP32 → INT64"), before anything is
+ * saved.
+ *
+ * With `editing` (the operator editor), ports connect: drag from an output
+ * port onto an input port, or pick both with Enter (port-picking.ts); each
+ * connection in the list below the graph can be removed. The edits go to
+ * the spec (spec-connections.ts) and the graph is redrawn from it.
  */
 const NO_PROBLEMS: ReadonlySet<string> = new Set();
 const NO_EDGE_PROBLEMS: ReadonlyMap<string, EdgeProblem[]> = new Map();
+const NO_PORTS: ReadonlyMap<string, NodePorts> = new Map();
+const EMPTY_PORTS: NodePorts = { inputs: [], outputs: [] };
+const NODE_TYPES = { operator: OperatorNode };
+
+export type EditOutcome = { ok: true } | { ok: false; message: string };
+
+/** The editor's two edits on its spec; each says why when it could not be made. */
+export interface GraphEditing {
+  connect(from: PortRef, to: PortRef): EditOutcome;
+  disconnect(to: PortRef): EditOutcome;
+}
 
 /** The mismatches on one drawn edge (its source and target nodes). */
 function mismatchesOf(edge: SpecGraphEdge, problemEdges: ReadonlyMap<string, EdgeProblem[]>): EdgeProblem[] {
   return problemEdges.get(edgeKey(edge.source, edge.target)) ?? [];
 }
 
-/** "⚠ datatype INT32 → FP32" / "⚠ shape [-1,16] → [-1,8]": what the producer gives, then what the consumer takes. */
-export function mismatchLabel(problems: readonly EdgeProblem[]): string {
-  return `⚠ ${problems.map((p) => `${p.what} ${p.given} → ${p.expected}`).join("; ")}`;
-}
-
 export function OperatorGraph({
   graph,
+  ports = NO_PORTS,
   problemNodes = NO_PROBLEMS,
   problemEdges = NO_EDGE_PROBLEMS,
   title = "Graph",
+  editing,
 }: {
   graph: SpecGraph;
+  /** Each node's ports (graph-ports.ts); nodes without an entry are drawn without ports. */
+  ports?: ReadonlyMap<string, NodePorts>;
   problemNodes?: ReadonlySet<string>;
   /** Datatype/shape mismatches by edgeKey(source, target) (problemEdges of the validation's messages). */
   problemEdges?: ReadonlyMap<string, EdgeProblem[]>;
   title?: string;
+  /** Makes the ports connectable and the connections removable. */
+  editing?: GraphEditing | undefined;
 }) {
   const id = useId();
+  const canvas = useRef<HTMLDivElement>(null);
+  const [status, setStatus] = useState("");
   const { nodes, edges } = useMemo(
-    () => toFlow(graph, problemNodes, problemEdges),
-    [graph, problemNodes, problemEdges],
+    () => toFlow(graph, ports, problemNodes, problemEdges),
+    [graph, ports, problemNodes, problemEdges],
   );
   const mismatched = graph.edges.filter((edge) => mismatchesOf(edge, problemEdges).length > 0).length;
   // React Flow owns the nodes (defaultNodes): it keeps their measured sizes,
@@ -60,95 +81,157 @@ export function OperatorGraph({
   // on a re-render (as a controlled prop) dropped those sizes while the DOM
   // did not resize, so nothing re-measured them and the graph stayed empty.
   // Instead, any visible change remounts the view, which measures afresh and
-  // fits the new graph.
+  // fits the new graph (and the focused port is focused again).
   const signature = useMemo(
     () =>
       JSON.stringify({
-        nodes: nodes.map((node) => [node.id, node.className, node.ariaLabel, node.position.x, node.position.y]),
-        edges: edges.map((edge) => [edge.id, edge.label, edge.className]),
+        nodes: nodes.map((node) => [node.id, node.className, node.ariaLabel, node.position, node.data.ports]),
+        edges: edges.map((edge) => [edge.id, edge.label, edge.className, edge.sourceHandle, edge.targetHandle]),
       }),
     [nodes, edges],
+  );
+  const focusKeeping = useRestoredPortFocus(canvas, signature);
+
+  const connect = (from: PortRef, to: PortRef): void => {
+    if (editing === undefined) return;
+    const outcome = editing.connect(from, to);
+    setStatus(outcome.ok ? connectedText(from, to, ports) : `Not connected: ${outcome.message}.`);
+  };
+  const onConnect = (connection: Connection): void => {
+    const fromPort = portOfHandle(connection.sourceHandle);
+    const toPort = portOfHandle(connection.targetHandle);
+    if (fromPort === undefined || toPort === undefined) return;
+    connect({ node: connection.source, port: fromPort }, { node: connection.target, port: toPort });
+  };
+  const remove = (edge: SpecGraphEdge): void => {
+    if (editing === undefined || edge.targetPort === undefined) return;
+    const outcome = editing.disconnect({ node: edge.target, port: edge.targetPort });
+    setStatus(
+      outcome.ok
+        ? `Removed the connection ${portText({ node: edge.source, port: edge.sourcePort ?? "" })} → ${portText({ node: edge.target, port: edge.targetPort })}.`
+        : `Not removed: ${outcome.message}.`,
+    );
+  };
+
+  const flow = (
+    <ReactFlow
+      key={signature}
+      defaultNodes={nodes}
+      defaultEdges={edges}
+      nodeTypes={NODE_TYPES}
+      fitView
+      fitViewOptions={{ padding: 0.1 }}
+      nodesDraggable={false}
+      nodesConnectable={editing !== undefined}
+      connectOnClick={false}
+      onConnect={onConnect}
+      isValidConnection={(edge) => edge.source !== edge.target}
+      elementsSelectable={false}
+      edgesFocusable={false}
+      zoomOnScroll={false}
+      preventScrolling={false}
+      minZoom={0.2}
+      maxZoom={1.5}
+    >
+      <Background gap={16} />
+      <Controls showInteractive={false} />
+    </ReactFlow>
   );
   return (
     <figure className="operator-graph" aria-labelledby={`${id}-title`} aria-describedby={`${id}-summary`}>
       <h3 id={`${id}-title`} className="chart-title">
         {title}
       </h3>
+      {editing !== undefined ? (
+        <p id={`${id}-how`} className="field-hint">
+          Drag from an output port (right side of a node) onto an input port (left side) to connect them, or press Enter
+          on an output port, then on an input port. Escape cancels.
+        </p>
+      ) : null}
       {nodes.length > 0 ? (
-        <div className="operator-graph-canvas">
-          <ReactFlow
-            key={signature}
-            defaultNodes={nodes}
-            defaultEdges={edges}
-            fitView
-            fitViewOptions={{ padding: 0.15 }}
-            nodesDraggable={false}
-            nodesConnectable={false}
-            elementsSelectable={false}
-            edgesFocusable={false}
-            zoomOnScroll={false}
-            preventScrolling={false}
-            minZoom={0.2}
-            maxZoom={1.5}
-          >
-            <Background gap={16} />
-            <Controls showInteractive={false} />
-          </ReactFlow>
+        <div className="operator-graph-canvas" ref={canvas} {...focusKeeping}>
+          {editing !== undefined ? (
+            <PortPickingProvider onConnect={connect} onStatus={setStatus} ports={ports}>
+              {flow}
+            </PortPickingProvider>
+          ) : (
+            flow
+          )}
         </div>
       ) : (
         <p className="chart-empty">Nothing to draw yet: the spec names no inputs, steps or outputs.</p>
       )}
+      {editing !== undefined ? (
+        <p className="graph-status" role="status">
+          {status}
+        </p>
+      ) : null}
       <figcaption id={`${id}-summary`} className="chart-summary">
         {graphSummary(graph, problemNodes)}
         {mismatched > 0
           ? ` ${mismatched} ${mismatched === 1 ? "connection does" : "connections do"} not match in datatype or shape.`
           : ""}
       </figcaption>
-      <ul className="visually-hidden">
-        {graph.edges.map((edge) => {
-          const mismatches = mismatchesOf(edge, problemEdges);
-          return (
-            <li key={edge.id}>
-              {edge.source.replace(/^\w+:/, "")} to {edge.target.replace(/^\w+:/, "")}: {edge.label}
-              {mismatches.length > 0 ? `, mismatch: ${mismatchLabel(mismatches).slice(2)}` : ""}
-            </li>
-          );
-        })}
-      </ul>
+      <GraphConnections
+        id={id}
+        edges={graph.edges}
+        mismatchesOf={(edge) => mismatchesOf(edge, problemEdges)}
+        onRemove={editing !== undefined ? remove : undefined}
+      />
     </figure>
   );
 }
 
+/** "Connected A → first · INPUT0.", with the mismatch at once when the ports' types are known to disagree. */
+function connectedText(from: PortRef, to: PortRef, ports: ReadonlyMap<string, NodePorts>): string {
+  const fromPort = ports.get(from.node)?.outputs.find((port) => port.name === from.port);
+  const toPort = ports.get(to.node)?.inputs.find((port) => port.name === to.port);
+  const text = `Connected ${portText(from)} → ${portText(to)}.`;
+  const mismatch = fromPort && toPort ? portMismatch(fromPort, toPort) : undefined;
+  return mismatch === undefined
+    ? text
+    : `${text} ${mismatchLabel([mismatch])}: the ends do not match, so the operator cannot be saved until this is fixed.`;
+}
+
 function toFlow(
   graph: SpecGraph,
+  ports: ReadonlyMap<string, NodePorts>,
   problemNodes: ReadonlySet<string>,
   problemEdges: ReadonlyMap<string, EdgeProblem[]>,
-): { nodes: Node[]; edges: Edge[] } {
-  const positions = layoutGraph(graph);
-  const nodes: Node[] = graph.nodes.map((node) => {
+): { nodes: OperatorFlowNode[]; edges: Edge[] } {
+  const portsOf = (node: string): NodePorts => ports.get(node) ?? EMPTY_PORTS;
+  const heights = new Map(
+    graph.nodes.map((node) => [node.id, nodeHeight(portsOf(node.id).inputs.length + portsOf(node.id).outputs.length)]),
+  );
+  const positions = layoutGraph(graph, heights);
+  const nodes: OperatorFlowNode[] = graph.nodes.map((node) => {
     const blamed = problemNodes.has(node.id);
     return {
       id: node.id,
-      type: FLOW_TYPE[node.kind],
+      type: "operator",
       position: { x: positions.get(node.id)?.x ?? 0, y: positions.get(node.id)?.y ?? 0 },
-      sourcePosition: Position.Bottom,
-      targetPosition: Position.Top,
       className: `graph-node graph-node-${node.kind}${blamed ? " graph-node-problem" : ""}`,
-      style: { width: NODE_WIDTH, minHeight: NODE_HEIGHT },
+      style: { width: NODE_WIDTH, minHeight: heights.get(node.id) },
       ariaLabel: `${node.kind === "input" || node.kind === "output" ? `operator ${node.kind}` : `${node.kind} step`} ${node.title}, ${node.detail}${blamed ? ", has a problem" : ""}`,
-      data: {
-        label: (
-          <>
-            <span className="graph-node-title">
-              {blamed ? <span aria-hidden="true">⚠ </span> : null}
-              {node.title}
-            </span>
-            <span className="graph-node-detail">{node.detail}</span>
-          </>
-        ),
-      },
+      data: { kind: node.kind, title: node.title, detail: node.detail, blamed, ports: portsOf(node.id) },
     };
   });
+  // Which handle each end attaches to: data edges by their ports, the rest by the hidden control handles.
+  const hasPort = (node: string, side: "inputs" | "outputs", port: string | undefined): boolean =>
+    port !== undefined && portsOf(node)[side].some((entry) => entry.name === port);
+  const handles = (edge: SpecGraphEdge): { sourceHandle: string; targetHandle: string } => {
+    const answered = edge.kind === "answer" ? portsOf(edge.target).inputs[0]?.name : undefined;
+    return {
+      sourceHandle: hasPort(edge.source, "outputs", edge.sourcePort)
+        ? portHandleId("output", edge.sourcePort!)
+        : CONTROL_OUT,
+      targetHandle: hasPort(edge.target, "inputs", edge.targetPort)
+        ? portHandleId("input", edge.targetPort!)
+        : answered !== undefined
+          ? portHandleId("input", answered)
+          : CONTROL_IN,
+    };
+  };
   const edges: Edge[] = graph.edges.map((edge) => {
     const mismatches = mismatchesOf(edge, problemEdges);
     const bad = mismatches.length > 0;
@@ -156,6 +239,7 @@ function toFlow(
       id: edge.id,
       source: edge.source,
       target: edge.target,
+      ...handles(edge),
       label: bad ? `${edge.label} ${mismatchLabel(mismatches)}` : edge.label,
       className: `graph-edge graph-edge-${edge.kind}${bad ? " graph-edge-problem" : ""}`,
       markerEnd: {
