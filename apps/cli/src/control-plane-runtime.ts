@@ -107,7 +107,7 @@ export async function startControlPlane(options: {
   usageSampleIntervalSecs: number;
   usageRetentionDays: number;
   resourceScheduler?: Partial<ResourceSchedulerOptions>;
-  batch?: { serverPathRoots: string[]; budgetMs?: number; windowMs?: number };
+  batch?: { serverPathRoots: string[]; budgetMs?: number; windowMs?: number; sampleMs?: number };
   secureCookies: boolean;
   apiAddress: string;
   apiPort: number;
@@ -131,6 +131,7 @@ export async function startControlPlane(options: {
           : [options.dirs.datasetsDir],
       ...(options.batch?.budgetMs !== undefined ? { budgetMs: options.batch.budgetMs } : {}),
       ...(options.batch?.windowMs !== undefined ? { windowMs: options.batch.windowMs } : {}),
+      ...(options.batch?.sampleMs !== undefined ? { sampleMs: options.batch.sampleMs } : {}),
     },
     secureCookies: options.secureCookies,
     logger: logger.child({ component: "control-plane" }),

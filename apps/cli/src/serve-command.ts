@@ -198,6 +198,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
             serverPathRoots: flags.batchDataRoot,
             ...(flags.batchBudgetMs !== undefined ? { budgetMs: flags.batchBudgetMs } : {}),
             ...(flags.batchWindowMs !== undefined ? { windowMs: flags.batchWindowMs } : {}),
+            ...(flags.batchSampleMs !== undefined ? { sampleMs: flags.batchSampleMs } : {}),
           },
           resourceScheduler: {
             enabledByDefault: flags.resourceScheduler,

@@ -437,6 +437,11 @@ export function addServeFlags(command: Command): Command {
         parsePositiveInt,
       )
       .option(
+        "--batch-sample-ms <ms>",
+        "the interval of a batch job's throughput samples: the Jobs page's chart and the job's cost (1000 to 60000; default 5000)",
+        parsePositiveInt,
+      )
+      .option(
         "--scheduler-p99-budget-ms <ms>",
         "p99 latency a perf report's throughput must meet to count as an instance's capacity",
         parsePositiveNumber,

@@ -97,6 +97,7 @@ export const serveFlagsSchema = z.object({
   batchDataRoot: z.array(z.string().min(1)),
   batchBudgetMs: z.number().positive().optional(),
   batchWindowMs: z.number().int().min(100).max(60_000).optional(),
+  batchSampleMs: z.number().int().min(1000).max(60_000).optional(),
   parkedModelPolicy: z.enum(["wait", "retry-after"]),
   parkedModelWaitMs: count,
 });

@@ -134,6 +134,7 @@ export class ControlPlane {
           chunkRows: resolved.batch.chunkRows,
           ...(resolved.batch.budgetMs !== undefined ? { budgetMs: resolved.batch.budgetMs } : {}),
           ...(resolved.batch.windowMs !== undefined ? { aimdWindowMs: resolved.batch.windowMs } : {}),
+          ...(resolved.batch.sampleMs !== undefined ? { throughputSampleMs: resolved.batch.sampleMs } : {}),
         },
         resolved.logger,
       ),

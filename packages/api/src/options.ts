@@ -50,6 +50,8 @@ export interface ControlPlaneOptions {
     chunkRows?: number;
     budgetMs?: number;
     windowMs?: number;
+    /** The interval of a job's throughput samples (job-throughput-recorder.ts). */
+    sampleMs?: number;
   };
 }
 
@@ -107,6 +109,7 @@ const controlPlaneOptionsSchema = z.object({
       chunkRows: z.number().int().positive().max(100_000).default(256),
       budgetMs: z.number().positive().optional(),
       windowMs: z.number().int().min(100).max(60_000).optional(),
+      sampleMs: z.number().int().min(1000).max(60_000).optional(),
     })
     .default({ serverPathRoots: [], maxRunning: 1, chunkRows: 256 }),
   resourceScheduler: z

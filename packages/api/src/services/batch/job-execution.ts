@@ -11,6 +11,7 @@ import type { BatchStorageOptions } from "./datasets.js";
 import { inputMappingSchema, planInputs } from "./input-mapping.js";
 import { type JobFiles, outputColumnsOf } from "./job-files.js";
 import { JobRunner, type ChunkOutcome } from "./job-runner.js";
+import { JobThroughputRecorder } from "./job-throughput-recorder.js";
 import { OnlineLatencyMonitor } from "./online-latency-monitor.js";
 import { imageBaseOf } from "./row-request.js";
 import { addRange, parseRanges, rowsIn } from "./row-ranges.js";
@@ -60,6 +61,8 @@ export interface BatchJobsOptions {
   budgetMs?: number;
   /** The AIMD window (ms, online-latency-monitor.ts); default 1000. Tests shorten it. */
   aimdWindowMs?: number | undefined;
+  /** The interval of a job's throughput samples (ms, job-throughput-recorder.ts); default 5000. Tests shorten it. */
+  throughputSampleMs?: number | undefined;
 }
 
 export interface JobExecutionDeps {
@@ -81,6 +84,7 @@ export class JobExecution {
     const files = this.deps.filesOf(id);
     let sandbox: Awaited<ReturnType<JobFiles["open"]>> | undefined;
     let monitor: OnlineLatencyMonitor | undefined;
+    let throughput: JobThroughputRecorder | undefined;
     try {
       const claimed = await this.deps.prisma.batchJob.updateMany({
         where: { id, state: "QUEUED" },
@@ -142,6 +146,13 @@ export class JobExecution {
       });
       const gateway = new GatewayClient({ ...this.deps.options.gateway, adminKey: key });
       const rate = new RateWindow();
+      throughput = JobThroughputRecorder.start({
+        prisma: this.deps.prisma,
+        jobId: id,
+        logger: this.deps.logger,
+        sampleMs: this.deps.options.throughputSampleMs,
+      });
+      const recorder = throughput;
       let ranges = parseRanges(queued.doneRanges);
       this.deps.logger.info(
         { job: id, target: target.name, rows: total, budgetMs: budget.budgetMs, budget: budget.source },
@@ -160,6 +171,7 @@ export class JobExecution {
         logger: this.deps.logger,
         chunkRows: this.deps.chunkRows,
         stopping: () => run.stop,
+        onRowSettled: (sent) => recorder.rowSettled(sent),
         commit: async (outcome: ChunkOutcome) => {
           ranges = addRange(ranges, outcome.range[0], outcome.range[1]);
           rate.add(outcome.range[1] - outcome.range[0]);
@@ -199,6 +211,7 @@ export class JobExecution {
       });
       const complete = await runner.run(ranges, total);
       await monitor.stop();
+      await throughput.stop();
       const now = await this.deps.prisma.batchJob.findUniqueOrThrow({ where: { id } });
       if (complete && now.state === "RUNNING") {
         const written = await files.writeResult(sandbox, dataset.keyColumns, outputs);
@@ -220,6 +233,7 @@ export class JobExecution {
         .catch(() => undefined);
     } finally {
       await monitor?.stop();
+      await throughput?.stop();
       this.deps.apiKeys.setJobGrant(id, undefined);
       sandbox?.close();
     }
