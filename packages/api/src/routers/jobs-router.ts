@@ -11,6 +11,9 @@ const id = z.object({ id: z.uuid() });
 export const jobsRouter = router({
   list: engineerProcedure.query(({ ctx }) => ctx.services.batchJobs.list(ctx.user)),
   get: engineerProcedure.input(id).query(({ ctx, input }) => ctx.services.batchJobs.get(ctx.user, input.id)),
+  throughput: engineerProcedure
+    .input(id)
+    .query(({ ctx, input }) => ctx.services.batchJobs.throughput(ctx.user, input.id)),
   failures: engineerProcedure
     .input(z.object({ id: z.uuid(), take: z.number().int().min(1).max(1000).default(100) }))
     .query(({ ctx, input }) => ctx.services.batchJobs.failures(ctx.user, input.id, input.take)),

@@ -16,6 +16,8 @@ import { type BatchJobsOptions, JobExecution, type JobControl, type RunningJob }
 
 export type { BatchJobsOptions } from "./job-execution.js";
 import { parseRanges, removeRows, rowsIn } from "./row-ranges.js";
+import { queryJobCost, type JobCost } from "../costs/job-cost.js";
+import { queryJobThroughput, runWindowOf, type JobThroughput } from "./job-throughput.js";
 import { targetSignature, type JobTarget } from "./target-signature.js";
 
 /**
@@ -167,10 +169,18 @@ export class BatchJobs {
     return rows.map((row) => this.live(viewOf(row, row.dataset.name, row.owner?.email ?? null)));
   }
 
-  /** The job if `who` may see it: its owner or an admin; NOT_FOUND otherwise. */
-  async get(who: Changer, id: string): Promise<JobView> {
-    await this.visible(who, id);
-    return this.view(id);
+  /** The job if `who` may see it (its owner or an admin; NOT_FOUND otherwise), with its cost so far (costs/job-cost.ts). */
+  async get(who: Changer, id: string): Promise<JobView & { cost: JobCost }> {
+    const job = await this.visible(who, id);
+    const [view, cost] = await Promise.all([this.view(id), queryJobCost(this.prisma, job)]);
+    return { ...view, cost };
+  }
+
+  /** The job's rows/s over its run beside its target's online requests/s (job-throughput.ts); null before it started. */
+  async throughput(who: Changer, id: string): Promise<JobThroughput | null> {
+    const job = await this.visible(who, id);
+    const window = runWindowOf(job, new Date());
+    return window === null ? null : queryJobThroughput(this.prisma, { ...job, ...window });
   }
 
   async failures(
