@@ -2,6 +2,7 @@ import type { DatasetFormat } from "@operon/db";
 import { AppError } from "../../app-error.js";
 import { openSandbox, type DuckSandbox } from "./duckdb-sandbox.js";
 import { readerOf } from "./dataset-files.js";
+import { createImageFolderSource } from "./image-folder.js";
 
 /**
  * A dataset's query: one SELECT (DuckDB SQL) over the view `source`, the
@@ -36,11 +37,15 @@ export async function openDatasetSandbox(
   file: DatasetSourceFile,
   writeDirs: readonly string[] = [],
 ): Promise<DuckSandbox> {
-  const sandbox = await openSandbox({ readPaths: [file.path], writeDirs });
+  // An image folder is listed by the control plane into a table: the SQL reads no file at all.
+  const folder = file.format === "IMAGE_FOLDER";
+  const sandbox = await openSandbox({ readPaths: folder ? [] : [file.path], writeDirs });
   try {
-    await sandbox.connection.run(`CREATE VIEW source AS SELECT * FROM ${readerOf(file.format, file.path)}`);
+    if (folder) await createImageFolderSource(sandbox, file.path);
+    else await sandbox.connection.run(`CREATE VIEW source AS SELECT * FROM ${readerOf(file.format, file.path)}`);
   } catch (error) {
     sandbox.close();
+    if (error instanceof AppError) throw error;
     throw new AppError("VALIDATION_FAILED", `the ${file.format} file cannot be read: ${firstLine(error)}`, {
       fieldErrors: [{ path: "file", message: "unreadable" }],
     });

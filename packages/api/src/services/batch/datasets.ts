@@ -1,15 +1,15 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import type { Dataset, DatasetSource, PrismaClient } from "@operon/db";
+import type { Dataset, DatasetFormat, DatasetSource, PrismaClient } from "@operon/db";
 import { AppError, notFound } from "../../app-error.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { requireOwnerOrAdmin, type Changer } from "../ownership/ownership.js";
-import { formatOfFile, resolveServerFile } from "./dataset-files.js";
+import { formatOfFile, resolveServerPath } from "./dataset-files.js";
 import { DEFAULT_QUERY, previewQuery, type DatasetColumn, type DatasetPreview } from "./dataset-query.js";
 
 /**
  * Datasets: a query over one file (uploaded, on an allowed server path, or a
- * job's results). Creating one runs its query once (the preview), so a bad
+ * job's results) or over a folder of images on an allowed server path. Creating one runs its query once (the preview), so a bad
  * query or an unreadable file is refused with DuckDB's reason before anything
  * is stored. Engineers see and change their own datasets, admins all.
  */
@@ -67,14 +67,18 @@ export class Datasets {
     let path: string;
     let source: DatasetSource;
     let folder: string | undefined;
+    let format: DatasetFormat;
     if (input.file.kind === "serverPath") {
       if (who.role !== "ADMIN")
         throw new AppError(
           "FORBIDDEN",
           "only admins may make a dataset of a file on the server; upload the file instead",
         );
-      path = await resolveServerFile(input.file.path, this.storage.serverPathRoots, "file.path");
+      const resolved = await resolveServerPath(input.file.path, this.storage.serverPathRoots, "file.path");
+      path = resolved.real;
       source = "SERVER_PATH";
+      // A folder: its images, one row each (image-folder.ts).
+      format = resolved.folder ? "IMAGE_FOLDER" : formatOfFile(path, "file.path");
     } else {
       const bytes = decodeUpload(input.file.contentBase64);
       // The stored name is the upload's base name only: never a path the client chose.
@@ -85,8 +89,8 @@ export class Datasets {
       path = join(folder, fileName);
       await writeFile(path, bytes);
       source = "UPLOAD";
+      format = formatOfFile(fileName, "file.fileName");
     }
-    const format = formatOfFile(path, input.file.kind === "serverPath" ? "file.path" : "file.fileName");
     try {
       const preview = await previewQuery({ format, path }, query);
       checkKeyColumns(input.keyColumns ?? [], preview.columns);

@@ -166,7 +166,7 @@ export class JobExecution {
         planned,
         outputs,
         requestedOutputs: queued.outputs,
-        images: { baseDir: imageBaseOf(dataset.path), roots: this.imageRootsOf(dataset) },
+        images: { baseDir: imageBaseOf(dataset), roots: this.imageRootsOf(dataset) },
         limiter,
         logger: this.deps.logger,
         chunkRows: this.deps.chunkRows,
@@ -272,8 +272,8 @@ export class JobExecution {
   }
 
   /** Image paths of rows must lie in the dataset's folder (uploads) or the allowed roots (server paths). */
-  private imageRootsOf(dataset: { source: string; path: string }): string[] {
-    return dataset.source === "SERVER_PATH" ? this.deps.options.storage.serverPathRoots : [imageBaseOf(dataset.path)];
+  private imageRootsOf(dataset: { source: string; format: string; path: string }): string[] {
+    return dataset.source === "SERVER_PATH" ? this.deps.options.storage.serverPathRoots : [imageBaseOf(dataset)];
   }
 }
 
