@@ -76,6 +76,7 @@ export class ControlPlane {
     const batchStorage = {
       dir: resolved.batch.dir ?? join(dirname(resolved.uploadStagingDir), "batch"),
       serverPathRoots: resolved.batch.serverPathRoots,
+      postgresConnections: resolved.batch.postgresConnections,
     };
     const datasets = new Datasets(prisma, batchStorage);
     const services: ApiServices = {

@@ -9,6 +9,7 @@ import { GatewayClient } from "../gateway/gateway-client.js";
 import { requireOwnerOrAdmin, type Changer } from "../ownership/ownership.js";
 import { parseJsonColumn } from "../json-column.js";
 import { previewQuery } from "./dataset-query.js";
+import { withConnection } from "./postgres-table.js";
 import type { Datasets } from "./datasets.js";
 import { inputMappingSchema, planInputs, type ColumnMapping, type TargetSignature } from "./input-mapping.js";
 import { JobFiles, ROW_COLUMN } from "./job-files.js";
@@ -116,7 +117,11 @@ export class BatchJobs {
   async create(actor: Actor, who: Changer, input: CreateJobInput): Promise<JobView> {
     const dataset = await this.datasets.get(who, input.datasetId);
     const signature = await targetSignature(this.gateway, input.target);
-    const { columns } = await previewQuery(dataset, dataset.query, 0);
+    const { columns } = await previewQuery(
+      withConnection(dataset, this.options.storage.postgresConnections ?? {}),
+      dataset.query,
+      0,
+    );
     if (columns.some((column) => column.name === ROW_COLUMN))
       throw new AppError(
         "VALIDATION_FAILED",

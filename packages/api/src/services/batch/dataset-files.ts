@@ -38,7 +38,8 @@ export function formatOfFile(name: string, field = "file"): DatasetFormat {
 export function readerOf(format: DatasetFormat, path: string): string {
   switch (format) {
     case "IMAGE_FOLDER":
-      throw new Error("an image folder is listed into a table (image-folder.ts), not read by SQL");
+    case "POSTGRES_TABLE":
+      throw new Error(`a ${format} dataset is read into a table by the control plane, not by SQL`);
     case "CSV":
       return `read_csv(${sqlString(path)})`;
     case "JSONL":

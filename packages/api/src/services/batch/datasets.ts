@@ -5,6 +5,7 @@ import { AppError, notFound } from "../../app-error.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { requireOwnerOrAdmin, type Changer } from "../ownership/ownership.js";
 import { formatOfFile, resolveServerPath } from "./dataset-files.js";
+import { connectionUrl, parseTableName, tablePath, withConnection } from "./postgres-table.js";
 import { DEFAULT_QUERY, previewQuery, type DatasetColumn, type DatasetPreview } from "./dataset-query.js";
 
 /**
@@ -31,6 +32,8 @@ export interface BatchStorageOptions {
   dir: string;
   /** Folders server-path datasets may read (--batch-data-root); empty = none. */
   serverPathRoots: string[];
+  /** PostgreSQL databases table datasets may read, by name (--batch-postgres NAME=URL); absent = none. */
+  postgresConnections?: Readonly<Record<string, string>>;
 }
 
 /** The largest uploaded dataset file (it travels base64 in one API request of at most 8 MiB). */
@@ -38,7 +41,8 @@ export const MAX_DATASET_UPLOAD_BYTES = 5 * 1024 * 1024;
 
 export type DatasetFileInput =
   | { kind: "upload"; fileName: string; contentBase64: string }
-  | { kind: "serverPath"; path: string };
+  | { kind: "serverPath"; path: string }
+  | { kind: "postgres"; connection: string; table: string };
 
 export interface CreateDatasetInput {
   name: string;
@@ -68,7 +72,17 @@ export class Datasets {
     let source: DatasetSource;
     let folder: string | undefined;
     let format: DatasetFormat;
-    if (input.file.kind === "serverPath") {
+    if (input.file.kind === "postgres") {
+      if (who.role !== "ADMIN")
+        throw new AppError(
+          "FORBIDDEN",
+          "only admins may make a dataset of a PostgreSQL table; export it to a file instead",
+        );
+      connectionUrl(this.connections(), input.file.connection);
+      path = tablePath({ connection: input.file.connection, ...parseTableName(input.file.table) });
+      source = "POSTGRES";
+      format = "POSTGRES_TABLE";
+    } else if (input.file.kind === "serverPath") {
       if (who.role !== "ADMIN")
         throw new AppError(
           "FORBIDDEN",
@@ -92,7 +106,7 @@ export class Datasets {
       format = formatOfFile(fileName, "file.fileName");
     }
     try {
-      const preview = await previewQuery({ format, path }, query);
+      const preview = await previewQuery(withConnection({ format, path }, this.connections()), query);
       checkKeyColumns(input.keyColumns ?? [], preview.columns);
       const row = await this.prisma.$transaction(async (tx) => {
         const created = await tx.dataset.create({
@@ -170,7 +184,14 @@ export class Datasets {
 
   async preview(who: Changer, id: string, limit?: number): Promise<DatasetSummary & { preview: DatasetPreview }> {
     const row = await this.get(who, id);
-    return { ...summarize(row, who), preview: await previewQuery(row, row.query, limit) };
+    return {
+      ...summarize(row, who),
+      preview: await previewQuery(withConnection(row, this.connections()), row.query, limit),
+    };
+  }
+
+  private connections(): Readonly<Record<string, string>> {
+    return this.storage.postgresConnections ?? {};
   }
 
   async remove(actor: Actor, who: Changer, id: string): Promise<void> {
@@ -218,8 +239,11 @@ function summarize(row: Dataset, who: Changer): DatasetSummary {
     name: row.name,
     source: row.source,
     format: row.format,
-    // Only admins see server paths; others see the file's name.
-    file: row.source === "SERVER_PATH" && who.role === "ADMIN" ? row.path : basename(row.path),
+    // Only admins see server paths; others see the file's name. A table is `<connection>:<schema>.<table>`.
+    file:
+      (row.source === "SERVER_PATH" && who.role === "ADMIN") || row.source === "POSTGRES"
+        ? row.path
+        : basename(row.path),
     query: row.query,
     keyColumns: row.keyColumns,
     ownerId: row.ownerId,

@@ -13,6 +13,7 @@ import { type JobFiles, outputColumnsOf } from "./job-files.js";
 import { JobRunner, type ChunkOutcome } from "./job-runner.js";
 import { JobThroughputRecorder } from "./job-throughput-recorder.js";
 import { OnlineLatencyMonitor } from "./online-latency-monitor.js";
+import { withConnection } from "./postgres-table.js";
 import { imageBaseOf } from "./row-request.js";
 import { addRange, parseRanges, rowsIn } from "./row-ranges.js";
 import { jobBudget, targetSignature, type JobTarget } from "./target-signature.js";
@@ -95,7 +96,7 @@ export class JobExecution {
       await mkdir(files.dir, { recursive: true });
       let total = queued.totalRows;
       if (total === null) {
-        total = await files.takeSnapshot(dataset);
+        total = await files.takeSnapshot(withConnection(dataset, this.deps.options.storage.postgresConnections ?? {}));
         await this.deps.prisma.batchJob.update({ where: { id }, data: { totalRows: total } });
       }
       sandbox = await files.open();
@@ -271,8 +272,12 @@ export class JobExecution {
     }
   }
 
-  /** Image paths of rows must lie in the dataset's folder (uploads) or the allowed roots (server paths). */
+  /**
+   * Image paths of rows must lie in the dataset's folder (uploads) or the allowed roots (server paths); a
+   * table's rows may name no file of the server (no roots: every image path is refused).
+   */
   private imageRootsOf(dataset: { source: string; format: string; path: string }): string[] {
+    if (dataset.source === "POSTGRES") return [];
     return dataset.source === "SERVER_PATH" ? this.deps.options.storage.serverPathRoots : [imageBaseOf(dataset)];
   }
 }
