@@ -42,7 +42,7 @@ export function JobThroughputSection({ jobs }: { jobs: readonly Job[] }) {
     <section className="subcard" aria-labelledby="job-throughput-title">
       <div className="section-header">
         <h3 id="job-throughput-title">Throughput and cost</h3>
-        <div className="inline-select">
+        <div className="inline-select shrinkable">
           <SelectField
             label="Job"
             name="job"
