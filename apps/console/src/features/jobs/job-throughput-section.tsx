@@ -13,7 +13,7 @@ import { useTRPC } from "@/lib/trpc";
 import { jobTargetLabel } from "./jobs-table";
 
 type Job = RouterOutputs["jobs"]["list"][number];
-type JobCost = RouterOutputs["jobs"]["get"]["cost"];
+type JobCost = NonNullable<RouterOutputs["jobs"]["get"]["cost"]>;
 
 const REFRESH_MS = 2_000;
 /** After a job ends, the usage samples of its last seconds are written within the sampler's interval: keep asking a while. */
@@ -78,7 +78,7 @@ function JobCostLine({ id, live }: { id: string; live: boolean }) {
   });
   return (
     <QueryView query={job} loadingLabel="Loading the job's cost…">
-      {(data) => <p aria-label="Job cost">{costText(data.cost, data.target.name)}</p>}
+      {(data) => (data.cost !== null ? <p aria-label="Job cost">{costText(data.cost, data.target.name)}</p> : null)}
     </QueryView>
   );
 }

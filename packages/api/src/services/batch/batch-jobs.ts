@@ -174,10 +174,13 @@ export class BatchJobs {
     return rows.map((row) => this.live(viewOf(row, row.dataset.name, row.owner?.email ?? null)));
   }
 
-  /** The job if `who` may see it (its owner or an admin; NOT_FOUND otherwise), with its cost so far (costs/job-cost.ts). */
-  async get(who: Changer, id: string): Promise<JobView & { cost: JobCost }> {
+  /**
+   * The job if `who` may see it (its owner or an admin; NOT_FOUND otherwise), with its cost so far
+   * (costs/job-cost.ts; null when not asked for: it reads every throughput sample of the job).
+   */
+  async get(who: Changer, id: string, withCost = true): Promise<JobView & { cost: JobCost | null }> {
     const job = await this.visible(who, id);
-    const [view, cost] = await Promise.all([this.view(id), queryJobCost(this.prisma, job)]);
+    const [view, cost] = await Promise.all([this.view(id), withCost ? queryJobCost(this.prisma, job) : null]);
     return { ...view, cost };
   }
 
