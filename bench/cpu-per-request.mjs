@@ -3,8 +3,9 @@
 // Operon and the minimal node:http+ORT server under the same wrk load: the
 // figure that machine noise moves least, used to judge request-path changes.
 // Usage: node bench/cpu-per-request.mjs [json|binary] [connections] [seconds]
-// Environment: ISOLATION=thread|inline|process (default: the server's), INSTANCES (default 2), ROUNDS (default 2).
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+// Environment: ISOLATION=thread|inline|process (default: the server's), INSTANCES (default 2), ROUNDS (default 2),
+// BY_THREAD=1 (each thread's share, from /proc/<pid>/task), OPERON_NODE_ARGS (node flags for Operon, space-separated).
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeAddSubModel } from "@operon/testing/onnx-model-writer";
@@ -15,11 +16,10 @@ const [kind = "json", connections = "16", seconds = "4"] = process.argv.slice(2)
 const TICK_US = 1e6 / 100; // USER_HZ
 const ISOLATION = process.env.ISOLATION ?? "";
 const INSTANCES = Number(process.env.INSTANCES ?? 2);
+const BY_THREAD = process.env.BY_THREAD === "1";
 
 function cpuUs(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+  return cpuFields(readFileSync(`/proc/${pid}/stat`, "utf8"));
 }
 
 const repository = mkdtempSync(join(tmpdir(), "operon-cpu-"));
@@ -55,20 +55,55 @@ if (kind === "binary") {
   headers = { "content-type": "application/json" };
 }
 
+/** CPU µs of each thread of the process, by thread id, with the thread's name (comm). */
+function threadCpuUs(pid) {
+  const threads = new Map();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      threads.set(tid, { name, cpu: cpuFields(stat) });
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return threads;
+}
+
+function cpuFields(stat) {
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
+}
+
 async function measure(label, url, pid) {
   const request = wrkRequest(`${url}/v2/models/add_sub/infer`, body, headers);
   await runWrk(request, { connections: Number(connections), seconds: 1 });
   const before = cpuUs(pid);
+  const threadsBefore = BY_THREAD ? threadCpuUs(pid) : undefined;
   const result = await runWrk(request, { connections: Number(connections), seconds: Number(seconds) });
   const cpu = cpuUs(pid) - before;
   const requests = result.requestsPerSec * Number(seconds);
   console.log(
     `${label.padEnd(10)} ${result.requestsPerSec.toFixed(0).padStart(6)} req/s  p50 ${String(result.p50Us).padStart(5)} µs  CPU ${(cpu / requests).toFixed(1).padStart(6)} µs/req  errors ${result.errors}`,
   );
+  if (threadsBefore !== undefined) printThreads(threadsBefore, threadCpuUs(pid), requests);
   return result.requestsPerSec;
 }
 
-const operon = await startOperon(repository, ["--load-model", "*", "--model-control-mode", "explicit"]);
+/** BY_THREAD=1: the CPU per request of each thread that used at least 1 µs/req, busiest first. */
+function printThreads(before, after, requests) {
+  const rows = [];
+  for (const [tid, { name, cpu }] of after) {
+    const used = (cpu - (before.get(tid)?.cpu ?? 0)) / requests;
+    if (used >= 1) rows.push({ tid, name, used });
+  }
+  for (const row of rows.sort((a, b) => b.used - a.used)) {
+    console.log(`    thread ${row.tid.padStart(7)} ${row.name.padEnd(16)} ${row.used.toFixed(1).padStart(6)} µs/req`);
+  }
+}
+
+const nodeArgs = (process.env.OPERON_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "");
+const operon = await startOperon(repository, ["--load-model", "*", "--model-control-mode", "explicit"], { nodeArgs });
 const minimal = await startBaseline("minimal-http-ort-server.mjs", [onnx]);
 try {
   for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {

@@ -17,6 +17,8 @@ export interface RunningOperonWithConsole extends RunningOperon {
   consoleUrl: string;
   /** The first-run link `operon serve` printed (only while no account exists). */
   setupUrl: string | undefined;
+  /** Its PostgreSQL database (dropped when the server exits): gateways started beside it (--role gateway) join it. */
+  databaseUrl: string;
 }
 
 export interface OperonWithConsoleOptions {
@@ -72,7 +74,7 @@ export async function startOperonWithConsole(
   try {
     const consoleUrl = operon.consoleUrl ?? CONSOLE_LINE.exec(await operon.waitForOutput(CONSOLE_LINE, 120_000))![1]!;
     const setupUrl = options.admin ? undefined : SETUP_LINE.exec(await operon.waitForOutput(SETUP_LINE, 30_000))![1]!;
-    return Object.assign(operon, { consoleUrl, setupUrl });
+    return Object.assign(operon, { consoleUrl, setupUrl, databaseUrl: database.url });
   } catch (error) {
     await operon.stop();
     mkdirSync(SERVER_LOG_DIR, { recursive: true });

@@ -49,6 +49,10 @@ function sharedSystemHandle(descriptor: SharedSystemDescriptor): RunningOperonWi
     apiUrl: descriptor.apiUrl,
     consoleUrl: descriptor.consoleUrl,
     setupUrl: undefined,
+    // Gateways joining it would change what every shared spec sees.
+    get databaseUrl(): string {
+      return notHere("database URL");
+    },
     output,
     async waitForOutput(pattern: RegExp, timeoutMs = 30_000): Promise<string> {
       for (const deadline = Date.now() + timeoutMs; ; await new Promise((resolve) => setTimeout(resolve, 100))) {

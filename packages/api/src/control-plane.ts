@@ -64,6 +64,7 @@ export class ControlPlane {
     const store = await ModelStore.create(resolved.modelStoreDir);
     const models = await createModelServices({
       prisma,
+      locks: resolved.db.locks,
       gateway,
       store,
       uploads,
@@ -71,7 +72,7 @@ export class ControlPlane {
       logger: resolved.logger,
       onChange,
     });
-    const hardware = new HardwareProfiles(prisma);
+    const hardware = new HardwareProfiles(prisma, resolved.db.locks);
     const apiKeys = await ApiKeyService.create(prisma);
     const batchStorage = {
       dir: resolved.batch.dir ?? join(dirname(resolved.uploadStagingDir), "batch"),
@@ -90,7 +91,7 @@ export class ControlPlane {
         (lock) => void noticeAccountLocked(prisma, resolved.logger, lock),
       ),
       gateway,
-      operators: new OperatorRegistry(prisma, gateway, resolved.logger, onChange),
+      operators: new OperatorRegistry(prisma, gateway, resolved.logger, resolved.db.locks, onChange),
       perfRuns,
       perfInputs: perfRuns.inputs,
       perfImports: new PerfImports(prisma, gateway),

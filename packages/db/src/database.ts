@@ -10,6 +10,7 @@ import pg from "pg";
 import { PrismaPGlite } from "pglite-prisma-adapter";
 import { PrismaClient } from "./generated/prisma/client.js";
 import { migrate, type MigrateResult, type MigrationSource, type SqlConnection } from "./migrate.js";
+import { postgresAdvisoryLocks, singleProcessLocks, type AdvisoryLocks } from "./advisory-locks.js";
 
 export type DatabaseKind = "postgres" | "embedded";
 
@@ -30,6 +31,8 @@ export interface Database extends MigrationSource {
   kind: DatabaseKind;
   /** Where the data lives: a redacted URL or the embedded data directory. */
   location: string;
+  /** Named locks shared by every process on this database (advisory-locks.ts). */
+  locks: AdvisoryLocks;
   close(): Promise<void>;
 }
 
@@ -77,10 +80,12 @@ function openPostgres(url: string): Database {
     ),
   );
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool), transactionOptions: TRANSACTION_OPTIONS });
+  const locks = postgresAdvisoryLocks({ url });
   return {
     prisma,
     kind: "postgres",
     location: redact(url),
+    locks,
     async connectForMigrations(): Promise<SqlConnection> {
       const client = await pool.connect();
       return {
@@ -96,6 +101,7 @@ function openPostgres(url: string): Database {
       };
     },
     async close() {
+      await locks.close();
       await prisma.$disconnect();
       await pool.end();
     },
@@ -119,6 +125,8 @@ async function openEmbedded(dataDir: string | undefined): Promise<Database> {
     prisma,
     kind: "embedded",
     location: dataDir ?? "memory:",
+    // One process owns the embedded database (the data directory lock above).
+    locks: singleProcessLocks(),
     async connectForMigrations(): Promise<SqlConnection> {
       // PGlite is a single connection: migrate before serving queries.
       return {

@@ -1,5 +1,7 @@
 export { openDatabase, openAndMigrate, isPostgresUrl, DEFAULT_DATA_DIR } from "./database.js";
 export type { Database, DatabaseKind, OpenDatabaseOptions } from "./database.js";
+export { AdvisoryLockTimeoutError, DEFAULT_LOCK_WAIT_TIMEOUT_MS } from "./advisory-locks.js";
+export type { AdvisoryLocks } from "./advisory-locks.js";
 export { migrate, readMigrations, checksumOf, defaultMigrationsDir, MigrationError } from "./migrate.js";
 export type { MigrateResult, MigrationFile, MigrationSource, SqlConnection } from "./migrate.js";
 export { PrismaClient, Prisma } from "./generated/prisma/client.js";

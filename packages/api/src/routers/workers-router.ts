@@ -1,4 +1,5 @@
 import { connectedGateways } from "@operon/db";
+import { probeGatewayReadiness } from "../services/cluster/gateway-readiness.js";
 import { router, viewerProcedure } from "../trpc.js";
 
 /**
@@ -9,7 +10,10 @@ import { router, viewerProcedure } from "../trpc.js";
  *
  * `gateways`: the other gateways on this database (`operon serve --role
  * gateway`), as its session list shows them now: one that stops (or dies)
- * leaves the list as its connection closes.
+ * leaves the list as its connection closes. Each with its readiness as it
+ * answers the control plane now (gateway-readiness.ts: asked at once, at most
+ * a second each, so the list costs a second at worst; the gateways are the
+ * database's sessions, so their number is bounded by its max_connections).
  */
 export const workersRouter = router({
   list: viewerProcedure.query(async ({ ctx }) => {
@@ -35,7 +39,12 @@ export const workersRouter = router({
       })),
       /** --backend-isolation of the gateway; null from a gateway that does not say. */
       defaultIsolation: response.defaultIsolation ?? null,
-      gateways: await connectedGateways(ctx.services.prisma),
+      gateways: await Promise.all(
+        (await connectedGateways(ctx.services.prisma)).map(async (gateway) => ({
+          ...gateway,
+          readiness: await probeGatewayReadiness(gateway),
+        })),
+      ),
       readAt: new Date(),
     };
   }),

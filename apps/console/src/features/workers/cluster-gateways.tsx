@@ -4,13 +4,38 @@ import { formatDateTime } from "@/lib/format";
 
 type ClusterGateway = RouterOutputs["workers"]["list"]["gateways"][number];
 
+// The models' state badge colours (globals.css): ready green, not ready amber, unreachable red.
+const STATES = {
+  ready: { label: "Ready", badge: "state-ready" },
+  "not-ready": { label: "Not ready", badge: "state-loading" },
+  unreachable: { label: "Unreachable", badge: "state-unavailable" },
+} as const;
+
+/** The gateway's readiness as it answered the control plane, and its reason when it gave one. */
+function GatewayState({ readiness }: { readiness: ClusterGateway["readiness"] }) {
+  const state = STATES[readiness.state];
+  return (
+    <>
+      <span className={`badge state-badge ${state.badge}`}>{state.label}</span>
+      {readiness.detail !== null ? <div className="muted small">{readiness.detail}</div> : null}
+    </>
+  );
+}
+
 /**
  * The gateways started beside this control plane (`operon serve --role gateway`), as the database's
- * session list shows them: one that stops or dies leaves the list within a refresh.
+ * session list shows them: one that stops or dies leaves the list within a refresh. State is each one's
+ * readiness endpoint as the control plane reached it (ready, not ready, unreachable, with the reason).
  */
 export function ClusterGateways({ gateways }: { gateways: ClusterGateway[] }) {
   const columns: DataColumn<ClusterGateway>[] = [
     { id: "host", header: "Host", sortValue: (g) => g.host, cell: (g) => g.host },
+    {
+      id: "state",
+      header: "State",
+      sortValue: (g) => `${g.readiness.state} ${g.readiness.detail ?? ""}`,
+      cell: (g) => <GatewayState readiness={g.readiness} />,
+    },
     { id: "address", header: "Address", sortValue: (g) => g.address ?? "", cell: (g) => g.address ?? "local socket" },
     { id: "port", header: "HTTP port", numeric: true, sortValue: (g) => g.httpPort, cell: (g) => g.httpPort },
     {

@@ -1,4 +1,4 @@
-import type { HardwareKind, HardwareProfile, Prisma, PrismaClient } from "@operon/db";
+import type { AdvisoryLocks, HardwareKind, HardwareProfile, Prisma, PrismaClient } from "@operon/db";
 import { AppError, notFound } from "../../app-error.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { KeyedLock } from "../keyed-lock.js";
@@ -100,9 +100,15 @@ function dataOf(input: Partial<HardwareProfileInput>): Prisma.HardwareProfileUnc
 
 export class HardwareProfiles {
   /** One writer at a time keeps "exactly one default" true without a database constraint. */
-  private readonly lock = new KeyedLock();
+  private readonly lock: KeyedLock;
 
-  constructor(private readonly prisma: PrismaClient) {}
+  /** `locks`: the database's, so the writers of every control plane on it take turns. */
+  constructor(
+    private readonly prisma: PrismaClient,
+    locks: AdvisoryLocks,
+  ) {
+    this.lock = new KeyedLock(locks, "hardware-profiles");
+  }
 
   async list(): Promise<HardwareProfileView[]> {
     return (await this.prisma.hardwareProfile.findMany({ orderBy: [{ isDefault: "desc" }, { name: "asc" }] })).map(

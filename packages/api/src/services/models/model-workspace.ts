@@ -4,7 +4,7 @@ import type { ModelConfigJson } from "@operon/model-config/model-config-types";
 import { readOnnxSignatureFile } from "@operon/model-config/onnx-signature";
 import { parsePbtxt } from "@operon/model-config/pbtxt-parser";
 import type { RepositoryIndexEntry } from "@operon/protocol/inference";
-import type { Prisma, PrismaClient } from "@operon/db";
+import type { AdvisoryLocks, Prisma, PrismaClient } from "@operon/db";
 import { AppError } from "../../app-error.js";
 import { GatewayError, type GatewayClient } from "../gateway/gateway-client.js";
 import { KeyedLock } from "../keyed-lock.js";
@@ -17,6 +17,8 @@ import type { TargetChangeListener } from "../target-changes.js";
 /** What the model services are built from (createModelServices in model-services.ts). */
 export interface ModelServicesOptions {
   prisma: PrismaClient;
+  /** The database's locks: changes of one model wait for each other in every control plane on it. */
+  locks: AdvisoryLocks;
   gateway: GatewayClient;
   store: ModelStore;
   uploads: UploadSessions;
@@ -32,7 +34,7 @@ export interface ModelServicesOptions {
  * and the checks and undo steps every change uses.
  */
 export class ModelWorkspace {
-  private readonly locks = new KeyedLock();
+  private readonly locks: KeyedLock;
   /**
    * Names this control plane removed from the store (deleted, or a refused
    * first upload). The gateway keeps listing a model it once knew in explicit
@@ -41,7 +43,9 @@ export class ModelWorkspace {
    */
   readonly removed = new Set<string>();
 
-  constructor(readonly options: ModelServicesOptions) {}
+  constructor(readonly options: ModelServicesOptions) {
+    this.locks = new KeyedLock(options.locks, "model");
+  }
 
   get prisma(): PrismaClient {
     return this.options.prisma;

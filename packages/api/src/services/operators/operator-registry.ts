@@ -1,4 +1,4 @@
-import type { Operator, Prisma, PrismaClient } from "@operon/db";
+import type { AdvisoryLocks, Operator, Prisma, PrismaClient } from "@operon/db";
 import { specModels, specSteps } from "@operon/operator-spec/spec-summary";
 import { AppError, notFound, type FieldError } from "../../app-error.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
@@ -125,15 +125,19 @@ type OperatorWithRelations = Operator & {
 };
 
 export class OperatorRegistry {
-  private readonly lock = new KeyedLock();
+  private readonly lock: KeyedLock;
 
   constructor(
     private readonly prisma: PrismaClient,
     private readonly gateway: GatewayClient,
     private readonly logger: Logger,
+    /** The database's locks: changes of one operator wait for each other in every control plane on it. */
+    locks: AdvisoryLocks,
     /** Told of each registration and new version once stored (automatic perf reports); optional. */
     private readonly onChange?: TargetChangeListener,
-  ) {}
+  ) {
+    this.lock = new KeyedLock(locks, "operator");
+  }
 
   /** Stored operators, then served ones not stored here (repository ensembles, direct registrations). */
   async list(): Promise<OperatorSummary[]> {
