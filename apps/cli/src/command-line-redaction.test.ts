@@ -17,6 +17,15 @@ describe("redactedCommandLine", () => {
     ).toEqual(["node", "operon", "serve", "--admin-password", "***", "--database-url=***", "--http-port", "1"]);
   });
 
+  it("hides a --batch-postgres connection's URL (it may hold a password)", () => {
+    expect(redactedCommandLine(["operon", "serve", "--batch-postgres", "warehouse=postgresql://u:p@h/db"])).toEqual([
+      "operon",
+      "serve",
+      "--batch-postgres",
+      "***",
+    ]);
+  });
+
   it("leaves a command line without secrets alone", () => {
     expect(redactedCommandLine(["node", "operon", "serve", "--admin-password-file", "/run/pw"])).toBeUndefined();
   });

@@ -9,7 +9,7 @@
  */
 
 /** Flags whose value is a secret (or may hold one: a PostgreSQL URL with a password). */
-export const SECRET_FLAGS = ["--admin-password", "--password", "--database-url"] as const;
+export const SECRET_FLAGS = ["--admin-password", "--password", "--database-url", "--batch-postgres"] as const;
 
 const REDACTED = "***";
 

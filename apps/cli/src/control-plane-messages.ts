@@ -24,8 +24,14 @@ export interface ControlPlaneThreadOptions {
   usageRetentionDays: number;
   /** --resource-scheduler and --scheduler-* flags. */
   resourceScheduler?: Partial<ResourceSchedulerOptions>;
-  /** --batch-data-root (empty: <data-dir>/datasets), --batch-budget-ms and --batch-window-ms. */
-  batch?: { serverPathRoots: string[]; budgetMs?: number; windowMs?: number };
+  /** --batch-data-root (empty: <data-dir>/datasets), --batch-postgres, --batch-budget-ms, --batch-window-ms and --batch-sample-ms. */
+  batch?: {
+    serverPathRoots: string[];
+    postgresConnections?: Record<string, string>;
+    budgetMs?: number;
+    windowMs?: number;
+    sampleMs?: number;
+  };
   /** --secure-cookies */
   secureCookies: boolean;
   apiAddress: string;

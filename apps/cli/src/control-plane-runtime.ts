@@ -61,7 +61,13 @@ export async function startControlPlane(options: {
   usageSampleIntervalSecs: number;
   usageRetentionDays: number;
   resourceScheduler?: Partial<ResourceSchedulerOptions>;
-  batch?: { serverPathRoots: string[]; budgetMs?: number; windowMs?: number };
+  batch?: {
+    serverPathRoots: string[];
+    postgresConnections?: Record<string, string>;
+    budgetMs?: number;
+    windowMs?: number;
+    sampleMs?: number;
+  };
   secureCookies: boolean;
   apiAddress: string;
   apiPort: number;
@@ -83,8 +89,12 @@ export async function startControlPlane(options: {
         options.batch !== undefined && options.batch.serverPathRoots.length > 0
           ? options.batch.serverPathRoots.map((root) => resolve(root))
           : [options.dirs.datasetsDir],
+      ...(options.batch?.postgresConnections !== undefined
+        ? { postgresConnections: options.batch.postgresConnections }
+        : {}),
       ...(options.batch?.budgetMs !== undefined ? { budgetMs: options.batch.budgetMs } : {}),
       ...(options.batch?.windowMs !== undefined ? { windowMs: options.batch.windowMs } : {}),
+      ...(options.batch?.sampleMs !== undefined ? { sampleMs: options.batch.sampleMs } : {}),
     },
     secureCookies: options.secureCookies,
     logger: logger.child({ component: "control-plane" }),

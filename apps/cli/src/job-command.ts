@@ -175,7 +175,8 @@ async function follow(session: ApiSession, id: string): Promise<JobView> {
   });
   let started = false;
   for (;;) {
-    const job = await session.query<JobView>("jobs.get", { id });
+    // Progress only: the cost (which reads every throughput sample of the job) is for the console.
+    const job = await session.query<JobView>("jobs.get", { id, cost: false });
     const payload = {
       rate: job.rowsPerSec !== null ? job.rowsPerSec.toFixed(0) : "-",
       left: job.secondsLeft !== null ? `${Math.ceil(job.secondsLeft)} s` : "-",

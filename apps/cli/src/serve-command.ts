@@ -194,8 +194,16 @@ async function runServe(flags: ServeFlags): Promise<void> {
           usageRetentionDays: flags.usageRetentionDays,
           batch: {
             serverPathRoots: flags.batchDataRoot,
+            // NAME=URL: split at the first '=' (a URL may hold more).
+            postgresConnections: Object.fromEntries(
+              flags.batchPostgres.map((entry) => [
+                entry.slice(0, entry.indexOf("=")),
+                entry.slice(entry.indexOf("=") + 1),
+              ]),
+            ),
             ...(flags.batchBudgetMs !== undefined ? { budgetMs: flags.batchBudgetMs } : {}),
             ...(flags.batchWindowMs !== undefined ? { windowMs: flags.batchWindowMs } : {}),
+            ...(flags.batchSampleMs !== undefined ? { sampleMs: flags.batchSampleMs } : {}),
           },
           resourceScheduler: {
             enabledByDefault: flags.resourceScheduler,

@@ -427,6 +427,12 @@ export function addServeFlags(command: Command): Command {
         [],
       )
       .option(
+        "--batch-postgres <name=url>",
+        "a PostgreSQL database admins may make batch datasets of tables in, by name (repeatable), e.g. warehouse=postgresql://reader@db/warehouse; give the password in PGPASSWORD or ~/.pgpass, not here (a command line is visible to every user of the host)",
+        collect,
+        [],
+      )
+      .option(
         "--batch-budget-ms <ms>",
         "latency a batch job's own requests may take (p90) before the job backs off, and online p99's budget until the job has measured online latency without itself; default: twice the p99 at the lowest concurrency of the target's latest perf report (50 ms without one)",
         parsePositiveNumber,
@@ -434,6 +440,11 @@ export function addServeFlags(command: Command): Command {
       .option(
         "--batch-window-ms <ms>",
         "how often a batch job adjusts its concurrency to the online p99 the gateway reports (100 to 60000)",
+        parsePositiveInt,
+      )
+      .option(
+        "--batch-sample-ms <ms>",
+        "the interval of a batch job's throughput samples: the Jobs page's chart and the job's cost (1000 to 60000; default 5000)",
         parsePositiveInt,
       )
       .option(

@@ -95,8 +95,16 @@ export const serveFlagsSchema = z.object({
   schedulerDefaultCapacityRps: z.number().positive(),
   schedulerP99BudgetMs: z.number().positive(),
   batchDataRoot: z.array(z.string().min(1)),
+  batchPostgres: z
+    .array(
+      z.string().regex(/^[A-Za-z0-9_-]{1,64}=postgres(ql)?:\/\/\S+$/, {
+        error: "--batch-postgres takes NAME=postgresql://user@host/database (NAME: letters, digits, _ and -)",
+      }),
+    )
+    .default([]),
   batchBudgetMs: z.number().positive().optional(),
   batchWindowMs: z.number().int().min(100).max(60_000).optional(),
+  batchSampleMs: z.number().int().min(1000).max(60_000).optional(),
   parkedModelPolicy: z.enum(["wait", "retry-after"]),
   parkedModelWaitMs: count,
 });

@@ -77,6 +77,7 @@ export class ControlPlane {
     const batchStorage = {
       dir: resolved.batch.dir ?? join(dirname(resolved.uploadStagingDir), "batch"),
       serverPathRoots: resolved.batch.serverPathRoots,
+      postgresConnections: resolved.batch.postgresConnections,
     };
     const datasets = new Datasets(prisma, batchStorage);
     const services: ApiServices = {
@@ -135,6 +136,7 @@ export class ControlPlane {
           chunkRows: resolved.batch.chunkRows,
           ...(resolved.batch.budgetMs !== undefined ? { budgetMs: resolved.batch.budgetMs } : {}),
           ...(resolved.batch.windowMs !== undefined ? { aimdWindowMs: resolved.batch.windowMs } : {}),
+          ...(resolved.batch.sampleMs !== undefined ? { throughputSampleMs: resolved.batch.sampleMs } : {}),
         },
         resolved.logger,
       ),

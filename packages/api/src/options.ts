@@ -46,10 +46,14 @@ export interface ControlPlaneOptions {
   batch?: {
     dir?: string;
     serverPathRoots?: string[];
+    /** PostgreSQL databases table datasets may read, by name (postgres-table.ts). */
+    postgresConnections?: Record<string, string>;
     maxRunning?: number;
     chunkRows?: number;
     budgetMs?: number;
     windowMs?: number;
+    /** The interval of a job's throughput samples (job-throughput-recorder.ts). */
+    sampleMs?: number;
   };
 }
 
@@ -103,12 +107,14 @@ const controlPlaneOptionsSchema = z.object({
     .object({
       dir: z.string().min(1).optional(),
       serverPathRoots: z.array(z.string().min(1)).default([]),
+      postgresConnections: z.record(z.string(), z.string().min(1)).default({}),
       maxRunning: z.number().int().positive().default(1),
       chunkRows: z.number().int().positive().max(100_000).default(256),
       budgetMs: z.number().positive().optional(),
       windowMs: z.number().int().min(100).max(60_000).optional(),
+      sampleMs: z.number().int().min(1000).max(60_000).optional(),
     })
-    .default({ serverPathRoots: [], maxRunning: 1, chunkRows: 256 }),
+    .default({ serverPathRoots: [], postgresConnections: {}, maxRunning: 1, chunkRows: 256 }),
   resourceScheduler: z
     .object({
       enabledByDefault: z.boolean().default(RESOURCE_SCHEDULER_DEFAULTS.enabledByDefault),

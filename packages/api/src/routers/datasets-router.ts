@@ -4,7 +4,8 @@ import { engineerProcedure, router } from "../trpc.js";
 /**
  * Datasets for batch jobs (services/batch/datasets.ts). Engineers upload
  * files and see their own datasets; admins see all, and only admins may
- * name a file on the server (under --batch-data-root).
+ * name a file or a folder of images on the server (under --batch-data-root)
+ * or a PostgreSQL table (of a --batch-postgres connection).
  */
 const name = z
   .string()
@@ -33,6 +34,12 @@ export const datasetsRouter = router({
             contentBase64: z.string().max(8 * 1024 * 1024, { error: "the file is too large to upload here" }),
           }),
           z.object({ kind: z.literal("serverPath"), path: z.string().min(1).max(4096) }),
+          // A table of a database the server was started with (--batch-postgres NAME=URL): never a URL here.
+          z.object({
+            kind: z.literal("postgres"),
+            connection: z.string().min(1).max(64),
+            table: z.string().min(1).max(200),
+          }),
         ]),
         query: z.string().max(20_000, { error: "at most 20,000 characters" }).optional(),
         keyColumns: z.array(z.string().min(1).max(200)).max(16).optional(),

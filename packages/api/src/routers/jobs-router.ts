@@ -10,7 +10,13 @@ const id = z.object({ id: z.uuid() });
 
 export const jobsRouter = router({
   list: engineerProcedure.query(({ ctx }) => ctx.services.batchJobs.list(ctx.user)),
-  get: engineerProcedure.input(id).query(({ ctx, input }) => ctx.services.batchJobs.get(ctx.user, input.id)),
+  /** With the job's cost so far (costs/job-cost.ts) unless `cost: false` (a client polling progress, e.g. the CLI). */
+  get: engineerProcedure
+    .input(z.object({ id: z.uuid(), cost: z.boolean().default(true) }))
+    .query(({ ctx, input }) => ctx.services.batchJobs.get(ctx.user, input.id, input.cost)),
+  throughput: engineerProcedure
+    .input(id)
+    .query(({ ctx, input }) => ctx.services.batchJobs.throughput(ctx.user, input.id)),
   failures: engineerProcedure
     .input(z.object({ id: z.uuid(), take: z.number().int().min(1).max(1000).default(100) }))
     .query(({ ctx, input }) => ctx.services.batchJobs.failures(ctx.user, input.id, input.take)),

@@ -11,12 +11,16 @@ import { QueryView } from "@/components/states/query-view";
 import { fieldMessage, formMessage } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
 import { parseMappingLines } from "./job-format";
+import { JobThroughputSection } from "./job-throughput-section";
 import { FailedRowsTable, JobsTable } from "./jobs-table";
 
 const REFRESH_MS = 1_000;
 const FIELDS = ["datasetId", "target.kind", "target.name", "mapping", "outputs"];
 
-/** Jobs: start one, follow its progress (rows/s, time left), pause, resume, cancel, retry failed rows, download results. */
+/**
+ * Jobs: start one, follow its progress (rows/s, time left), pause, resume, cancel, retry failed rows, download
+ * results; one job's throughput beside online traffic, and its cost.
+ */
 export function JobsSection() {
   const trpc = useTRPC();
   const jobs = useQuery({ ...trpc.jobs.list.queryOptions(), refetchInterval: REFRESH_MS, staleTime: 0 });
@@ -38,7 +42,12 @@ export function JobsSection() {
         isEmpty={(list) => list.length === 0}
         empty={{ title: "No jobs yet", body: <p>Start one above, or with operon job run.</p> }}
       >
-        {(list) => <JobsTable jobs={list} onFailures={(id) => setFailuresOf(failuresOf === id ? null : id)} />}
+        {(list) => (
+          <>
+            <JobsTable jobs={list} onFailures={(id) => setFailuresOf(failuresOf === id ? null : id)} />
+            <JobThroughputSection jobs={list} />
+          </>
+        )}
       </QueryView>
       {failuresOf !== null ? <FailuresPanel id={failuresOf} /> : null}
     </section>

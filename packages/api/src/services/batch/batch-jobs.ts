@@ -9,6 +9,7 @@ import { GatewayClient } from "../gateway/gateway-client.js";
 import { requireOwnerOrAdmin, type Changer } from "../ownership/ownership.js";
 import { parseJsonColumn } from "../json-column.js";
 import { previewQuery } from "./dataset-query.js";
+import { withConnection } from "./postgres-table.js";
 import type { Datasets } from "./datasets.js";
 import { inputMappingSchema, planInputs, type ColumnMapping, type TargetSignature } from "./input-mapping.js";
 import { JobFiles, ROW_COLUMN } from "./job-files.js";
@@ -16,6 +17,8 @@ import { type BatchJobsOptions, JobExecution, type JobControl, type RunningJob }
 
 export type { BatchJobsOptions } from "./job-execution.js";
 import { parseRanges, removeRows, rowsIn } from "./row-ranges.js";
+import { queryJobCost, type JobCost } from "../costs/job-cost.js";
+import { queryJobThroughput, runWindowOf, type JobThroughput } from "./job-throughput.js";
 import { targetSignature, type JobTarget } from "./target-signature.js";
 
 /**
@@ -114,7 +117,11 @@ export class BatchJobs {
   async create(actor: Actor, who: Changer, input: CreateJobInput): Promise<JobView> {
     const dataset = await this.datasets.get(who, input.datasetId);
     const signature = await targetSignature(this.gateway, input.target);
-    const { columns } = await previewQuery(dataset, dataset.query, 0);
+    const { columns } = await previewQuery(
+      withConnection(dataset, this.options.storage.postgresConnections ?? {}),
+      dataset.query,
+      0,
+    );
     if (columns.some((column) => column.name === ROW_COLUMN))
       throw new AppError(
         "VALIDATION_FAILED",
@@ -167,10 +174,21 @@ export class BatchJobs {
     return rows.map((row) => this.live(viewOf(row, row.dataset.name, row.owner?.email ?? null)));
   }
 
-  /** The job if `who` may see it: its owner or an admin; NOT_FOUND otherwise. */
-  async get(who: Changer, id: string): Promise<JobView> {
-    await this.visible(who, id);
-    return this.view(id);
+  /**
+   * The job if `who` may see it (its owner or an admin; NOT_FOUND otherwise), with its cost so far
+   * (costs/job-cost.ts; null when not asked for: it reads every throughput sample of the job).
+   */
+  async get(who: Changer, id: string, withCost = true): Promise<JobView & { cost: JobCost | null }> {
+    const job = await this.visible(who, id);
+    const [view, cost] = await Promise.all([this.view(id), withCost ? queryJobCost(this.prisma, job) : null]);
+    return { ...view, cost };
+  }
+
+  /** The job's rows/s over its run beside its target's online requests/s (job-throughput.ts); null before it started. */
+  async throughput(who: Changer, id: string): Promise<JobThroughput | null> {
+    const job = await this.visible(who, id);
+    const window = runWindowOf(job, new Date());
+    return window === null ? null : queryJobThroughput(this.prisma, { ...job, ...window });
   }
 
   async failures(

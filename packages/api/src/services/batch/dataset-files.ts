@@ -10,7 +10,8 @@ import { sqlString } from "./duckdb-sandbox.js";
  * after resolving symbolic links, under one of the allowed roots
  * (--batch-data-root; default: the data directory only), and only admins
  * may name one (routers/datasets-router.ts): a path on the server is the
- * server's data, not an engineer's.
+ * server's data, not an engineer's. A server path may also be a folder of
+ * images (image-folder.ts).
  */
 export const FORMAT_OF_EXTENSION: Record<string, DatasetFormat> = {
   ".csv": "CSV",
@@ -33,9 +34,12 @@ export function formatOfFile(name: string, field = "file"): DatasetFormat {
   return format;
 }
 
-/** The SQL expression that reads the file (the dataset query sees it as the view `source`). */
+/** The SQL expression that reads the file (the dataset query sees it as the view `source`); not for image folders. */
 export function readerOf(format: DatasetFormat, path: string): string {
   switch (format) {
+    case "IMAGE_FOLDER":
+    case "POSTGRES_TABLE":
+      throw new Error(`a ${format} dataset is read into a table by the control plane, not by SQL`);
     case "CSV":
       return `read_csv(${sqlString(path)})`;
     case "JSONL":
@@ -52,11 +56,15 @@ export function isWithin(root: string, path: string): boolean {
 }
 
 /**
- * A server path a dataset may read: absolute, an existing regular file,
- * whose real path (symbolic links resolved) lies under an allowed root.
- * Returns the real path.
+ * A server path a dataset may read: absolute, an existing regular file or
+ * folder, whose real path (symbolic links resolved) lies under an allowed
+ * root. Returns the real path, and whether it is a folder.
  */
-export async function resolveServerFile(path: string, roots: readonly string[], field = "path"): Promise<string> {
+export async function resolveServerPath(
+  path: string,
+  roots: readonly string[],
+  field = "path",
+): Promise<{ real: string; folder: boolean }> {
   const refuse = (message: string) =>
     new AppError("VALIDATION_FAILED", message, { fieldErrors: [{ path: field, message }] });
   if (!isAbsolute(path)) throw refuse(`the server path '${path}' must be absolute`);
@@ -72,6 +80,8 @@ export async function resolveServerFile(path: string, roots: readonly string[], 
       `the server path '${path}' is outside the folders datasets may read (${realRoots.join(", ") || "none"}; see --batch-data-root)`,
     );
   }
-  if (!(await stat(real)).isFile()) throw refuse(`the server path '${path}' is not a regular file`);
-  return real;
+  const info = await stat(real);
+  if (!info.isFile() && !info.isDirectory())
+    throw refuse(`the server path '${path}' is neither a regular file nor a folder`);
+  return { real, folder: info.isDirectory() };
 }

@@ -1,9 +1,9 @@
-import { mkdtempSync, writeFileSync, existsSync } from "node:fs";
+import { mkdtempSync, writeFileSync, existsSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { previewQuery } from "./dataset-query.js";
-import { resolveServerFile } from "./dataset-files.js";
+import { resolveServerPath } from "./dataset-files.js";
 
 const dir = mkdtempSync(join(tmpdir(), "operon-dataset-"));
 const file = join(dir, "data.csv");
@@ -47,10 +47,14 @@ describe("dataset queries (DuckDB in a sandbox)", () => {
   });
 
   it("refuses server paths outside the roots, symbolic links included", async () => {
-    await expect(resolveServerFile(file, [dir])).resolves.toBe(file);
-    await expect(resolveServerFile("/etc/passwd", [dir])).rejects.toThrow(/outside the folders/);
-    await expect(resolveServerFile(join(dir, "..", "elsewhere.csv"), [dir])).rejects.toThrow(/does not exist/);
-    await expect(resolveServerFile("relative.csv", [dir])).rejects.toThrow(/must be absolute/);
-    await expect(resolveServerFile(dir, [dir])).rejects.toThrow(/not a regular file/);
+    await expect(resolveServerPath(file, [dir])).resolves.toEqual({ real: file, folder: false });
+    await expect(resolveServerPath("/etc/passwd", [dir])).rejects.toThrow(/outside the folders/);
+    await expect(resolveServerPath(join(dir, "..", "elsewhere.csv"), [dir])).rejects.toThrow(/does not exist/);
+    await expect(resolveServerPath("relative.csv", [dir])).rejects.toThrow(/must be absolute/);
+    const link = join(dir, "passwd-link.csv");
+    symlinkSync("/etc/passwd", link);
+    await expect(resolveServerPath(link, [dir])).rejects.toThrow(/outside the folders/);
+    // A folder is a folder of images (image-folder.ts).
+    await expect(resolveServerPath(dir, [dir])).resolves.toEqual({ real: dir, folder: true });
   });
 });

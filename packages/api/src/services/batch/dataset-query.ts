@@ -2,6 +2,8 @@ import type { DatasetFormat } from "@operon/db";
 import { AppError } from "../../app-error.js";
 import { openSandbox, type DuckSandbox } from "./duckdb-sandbox.js";
 import { readerOf } from "./dataset-files.js";
+import { createImageFolderSource } from "./image-folder.js";
+import { createPostgresSource, tableRefOf } from "./postgres-table.js";
 
 /**
  * A dataset's query: one SELECT (DuckDB SQL) over the view `source`, the
@@ -26,6 +28,8 @@ export interface DatasetPreview {
 export interface DatasetSourceFile {
   format: DatasetFormat;
   path: string;
+  /** POSTGRES_TABLE: the URL of the dataset's connection (withConnection, postgres-table.ts). */
+  connectionUrl?: string | undefined;
 }
 
 export const DEFAULT_QUERY = "SELECT * FROM source";
@@ -36,11 +40,18 @@ export async function openDatasetSandbox(
   file: DatasetSourceFile,
   writeDirs: readonly string[] = [],
 ): Promise<DuckSandbox> {
-  const sandbox = await openSandbox({ readPaths: [file.path], writeDirs });
+  // An image folder or a PostgreSQL table is read by the control plane into a table: the SQL reads no file at all.
+  const isFile = file.format !== "IMAGE_FOLDER" && file.format !== "POSTGRES_TABLE";
+  const sandbox = await openSandbox({ readPaths: isFile ? [file.path] : [], writeDirs });
   try {
-    await sandbox.connection.run(`CREATE VIEW source AS SELECT * FROM ${readerOf(file.format, file.path)}`);
+    if (file.format === "IMAGE_FOLDER") await createImageFolderSource(sandbox, file.path);
+    else if (file.format === "POSTGRES_TABLE") {
+      if (file.connectionUrl === undefined) throw new Error("the dataset's PostgreSQL connection was not resolved");
+      await createPostgresSource(sandbox, file.connectionUrl, tableRefOf(file.path));
+    } else await sandbox.connection.run(`CREATE VIEW source AS SELECT * FROM ${readerOf(file.format, file.path)}`);
   } catch (error) {
     sandbox.close();
+    if (error instanceof AppError) throw error;
     throw new AppError("VALIDATION_FAILED", `the ${file.format} file cannot be read: ${firstLine(error)}`, {
       fieldErrors: [{ path: "file", message: "unreadable" }],
     });

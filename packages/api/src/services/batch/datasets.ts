@@ -1,15 +1,16 @@
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import type { Dataset, DatasetSource, PrismaClient } from "@operon/db";
+import type { Dataset, DatasetFormat, DatasetSource, PrismaClient } from "@operon/db";
 import { AppError, notFound } from "../../app-error.js";
 import { recordAudit, type Actor } from "../audit/audit-log.js";
 import { requireOwnerOrAdmin, type Changer } from "../ownership/ownership.js";
-import { formatOfFile, resolveServerFile } from "./dataset-files.js";
+import { formatOfFile, resolveServerPath } from "./dataset-files.js";
+import { connectionUrl, parseTableName, tablePath, withConnection } from "./postgres-table.js";
 import { DEFAULT_QUERY, previewQuery, type DatasetColumn, type DatasetPreview } from "./dataset-query.js";
 
 /**
  * Datasets: a query over one file (uploaded, on an allowed server path, or a
- * job's results). Creating one runs its query once (the preview), so a bad
+ * job's results) or over a folder of images on an allowed server path. Creating one runs its query once (the preview), so a bad
  * query or an unreadable file is refused with DuckDB's reason before anything
  * is stored. Engineers see and change their own datasets, admins all.
  */
@@ -31,6 +32,8 @@ export interface BatchStorageOptions {
   dir: string;
   /** Folders server-path datasets may read (--batch-data-root); empty = none. */
   serverPathRoots: string[];
+  /** PostgreSQL databases table datasets may read, by name (--batch-postgres NAME=URL); absent = none. */
+  postgresConnections?: Readonly<Record<string, string>>;
 }
 
 /** The largest uploaded dataset file (it travels base64 in one API request of at most 8 MiB). */
@@ -38,7 +41,8 @@ export const MAX_DATASET_UPLOAD_BYTES = 5 * 1024 * 1024;
 
 export type DatasetFileInput =
   | { kind: "upload"; fileName: string; contentBase64: string }
-  | { kind: "serverPath"; path: string };
+  | { kind: "serverPath"; path: string }
+  | { kind: "postgres"; connection: string; table: string };
 
 export interface CreateDatasetInput {
   name: string;
@@ -67,14 +71,28 @@ export class Datasets {
     let path: string;
     let source: DatasetSource;
     let folder: string | undefined;
-    if (input.file.kind === "serverPath") {
+    let format: DatasetFormat;
+    if (input.file.kind === "postgres") {
+      if (who.role !== "ADMIN")
+        throw new AppError(
+          "FORBIDDEN",
+          "only admins may make a dataset of a PostgreSQL table; export it to a file instead",
+        );
+      connectionUrl(this.connections(), input.file.connection);
+      path = tablePath({ connection: input.file.connection, ...parseTableName(input.file.table) });
+      source = "POSTGRES";
+      format = "POSTGRES_TABLE";
+    } else if (input.file.kind === "serverPath") {
       if (who.role !== "ADMIN")
         throw new AppError(
           "FORBIDDEN",
           "only admins may make a dataset of a file on the server; upload the file instead",
         );
-      path = await resolveServerFile(input.file.path, this.storage.serverPathRoots, "file.path");
+      const resolved = await resolveServerPath(input.file.path, this.storage.serverPathRoots, "file.path");
+      path = resolved.real;
       source = "SERVER_PATH";
+      // A folder: its images, one row each (image-folder.ts).
+      format = resolved.folder ? "IMAGE_FOLDER" : formatOfFile(path, "file.path");
     } else {
       const bytes = decodeUpload(input.file.contentBase64);
       // The stored name is the upload's base name only: never a path the client chose.
@@ -85,10 +103,10 @@ export class Datasets {
       path = join(folder, fileName);
       await writeFile(path, bytes);
       source = "UPLOAD";
+      format = formatOfFile(fileName, "file.fileName");
     }
-    const format = formatOfFile(path, input.file.kind === "serverPath" ? "file.path" : "file.fileName");
     try {
-      const preview = await previewQuery({ format, path }, query);
+      const preview = await previewQuery(withConnection({ format, path }, this.connections()), query);
       checkKeyColumns(input.keyColumns ?? [], preview.columns);
       const row = await this.prisma.$transaction(async (tx) => {
         const created = await tx.dataset.create({
@@ -166,7 +184,14 @@ export class Datasets {
 
   async preview(who: Changer, id: string, limit?: number): Promise<DatasetSummary & { preview: DatasetPreview }> {
     const row = await this.get(who, id);
-    return { ...summarize(row, who), preview: await previewQuery(row, row.query, limit) };
+    return {
+      ...summarize(row, who),
+      preview: await previewQuery(withConnection(row, this.connections()), row.query, limit),
+    };
+  }
+
+  private connections(): Readonly<Record<string, string>> {
+    return this.storage.postgresConnections ?? {};
   }
 
   async remove(actor: Actor, who: Changer, id: string): Promise<void> {
@@ -214,8 +239,11 @@ function summarize(row: Dataset, who: Changer): DatasetSummary {
     name: row.name,
     source: row.source,
     format: row.format,
-    // Only admins see server paths; others see the file's name.
-    file: row.source === "SERVER_PATH" && who.role === "ADMIN" ? row.path : basename(row.path),
+    // Only admins see server paths; others see the file's name. A table is `<connection>:<schema>.<table>`.
+    file:
+      (row.source === "SERVER_PATH" && who.role === "ADMIN") || row.source === "POSTGRES"
+        ? row.path
+        : basename(row.path),
     query: row.query,
     keyColumns: row.keyColumns,
     ownerId: row.ownerId,

@@ -11,7 +11,9 @@ import type { BatchStorageOptions } from "./datasets.js";
 import { inputMappingSchema, planInputs } from "./input-mapping.js";
 import { type JobFiles, outputColumnsOf } from "./job-files.js";
 import { JobRunner, type ChunkOutcome } from "./job-runner.js";
+import { JobThroughputRecorder } from "./job-throughput-recorder.js";
 import { OnlineLatencyMonitor } from "./online-latency-monitor.js";
+import { withConnection } from "./postgres-table.js";
 import { imageBaseOf } from "./row-request.js";
 import { addRange, parseRanges, rowsIn } from "./row-ranges.js";
 import { jobBudget, targetSignature, type JobTarget } from "./target-signature.js";
@@ -60,6 +62,8 @@ export interface BatchJobsOptions {
   budgetMs?: number;
   /** The AIMD window (ms, online-latency-monitor.ts); default 1000. Tests shorten it. */
   aimdWindowMs?: number | undefined;
+  /** The interval of a job's throughput samples (ms, job-throughput-recorder.ts); default 5000. Tests shorten it. */
+  throughputSampleMs?: number | undefined;
 }
 
 export interface JobExecutionDeps {
@@ -81,6 +85,7 @@ export class JobExecution {
     const files = this.deps.filesOf(id);
     let sandbox: Awaited<ReturnType<JobFiles["open"]>> | undefined;
     let monitor: OnlineLatencyMonitor | undefined;
+    let throughput: JobThroughputRecorder | undefined;
     try {
       const claimed = await this.deps.prisma.batchJob.updateMany({
         where: { id, state: "QUEUED" },
@@ -91,7 +96,7 @@ export class JobExecution {
       await mkdir(files.dir, { recursive: true });
       let total = queued.totalRows;
       if (total === null) {
-        total = await files.takeSnapshot(dataset);
+        total = await files.takeSnapshot(withConnection(dataset, this.deps.options.storage.postgresConnections ?? {}));
         await this.deps.prisma.batchJob.update({ where: { id }, data: { totalRows: total } });
       }
       sandbox = await files.open();
@@ -142,6 +147,13 @@ export class JobExecution {
       });
       const gateway = new GatewayClient({ ...this.deps.options.gateway, adminKey: key });
       const rate = new RateWindow();
+      throughput = JobThroughputRecorder.start({
+        prisma: this.deps.prisma,
+        jobId: id,
+        logger: this.deps.logger,
+        sampleMs: this.deps.options.throughputSampleMs,
+      });
+      const recorder = throughput;
       let ranges = parseRanges(queued.doneRanges);
       this.deps.logger.info(
         { job: id, target: target.name, rows: total, budgetMs: budget.budgetMs, budget: budget.source },
@@ -155,11 +167,12 @@ export class JobExecution {
         planned,
         outputs,
         requestedOutputs: queued.outputs,
-        images: { baseDir: imageBaseOf(dataset.path), roots: this.imageRootsOf(dataset) },
+        images: { baseDir: imageBaseOf(dataset), roots: this.imageRootsOf(dataset) },
         limiter,
         logger: this.deps.logger,
         chunkRows: this.deps.chunkRows,
         stopping: () => run.stop,
+        onRowSettled: (sent) => recorder.rowSettled(sent),
         commit: async (outcome: ChunkOutcome) => {
           ranges = addRange(ranges, outcome.range[0], outcome.range[1]);
           rate.add(outcome.range[1] - outcome.range[0]);
@@ -199,6 +212,7 @@ export class JobExecution {
       });
       const complete = await runner.run(ranges, total);
       await monitor.stop();
+      await throughput.stop();
       const now = await this.deps.prisma.batchJob.findUniqueOrThrow({ where: { id } });
       if (complete && now.state === "RUNNING") {
         const written = await files.writeResult(sandbox, dataset.keyColumns, outputs);
@@ -220,6 +234,7 @@ export class JobExecution {
         .catch(() => undefined);
     } finally {
       await monitor?.stop();
+      await throughput?.stop();
       this.deps.apiKeys.setJobGrant(id, undefined);
       sandbox?.close();
     }
@@ -257,9 +272,13 @@ export class JobExecution {
     }
   }
 
-  /** Image paths of rows must lie in the dataset's folder (uploads) or the allowed roots (server paths). */
-  private imageRootsOf(dataset: { source: string; path: string }): string[] {
-    return dataset.source === "SERVER_PATH" ? this.deps.options.storage.serverPathRoots : [imageBaseOf(dataset.path)];
+  /**
+   * Image paths of rows must lie in the dataset's folder (uploads) or the allowed roots (server paths); a
+   * table's rows may name no file of the server (no roots: every image path is refused).
+   */
+  private imageRootsOf(dataset: { source: string; format: string; path: string }): string[] {
+    if (dataset.source === "POSTGRES") return [];
+    return dataset.source === "SERVER_PATH" ? this.deps.options.storage.serverPathRoots : [imageBaseOf(dataset)];
   }
 }
 

@@ -1,9 +1,15 @@
 import { mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { DatasetFormat } from "@operon/db";
 import { AppError } from "../../app-error.js";
 import { openSandbox, sqlIdentifier, sqlString, type DuckSandbox } from "./duckdb-sandbox.js";
-import { checkSelect, firstLine, openDatasetSandbox, stripSemicolon, type DatasetColumn } from "./dataset-query.js";
+import {
+  checkSelect,
+  type DatasetColumn,
+  type DatasetSourceFile,
+  firstLine,
+  openDatasetSandbox,
+  stripSemicolon,
+} from "./dataset-query.js";
 import type { TensorSpec } from "./input-mapping.js";
 import type { RowRange } from "./row-ranges.js";
 
@@ -37,7 +43,7 @@ export class JobFiles {
   }
 
   /** Runs the dataset's query once into the snapshot; returns its row count. */
-  async takeSnapshot(dataset: { format: DatasetFormat; path: string; query: string }): Promise<number> {
+  async takeSnapshot(dataset: DatasetSourceFile & { query: string }): Promise<number> {
     await mkdir(this.partsDir, { recursive: true });
     const sandbox = await openDatasetSandbox(dataset, [this.dir]);
     try {

@@ -47,6 +47,8 @@ export interface JobRunnerDeps {
   commit(outcome: ChunkOutcome): Promise<void>;
   /** True once the job should stop taking new rows. */
   stopping(): boolean;
+  /** Each row that got a result or a failure; `sent`: the gateway answered a request for it (throughput, cost). */
+  onRowSettled?: (sent: boolean) => void;
 }
 
 interface ChunkState {
@@ -100,6 +102,7 @@ export class JobRunner {
       void this.runRow(row).then((outcome) => {
         this.inFlight -= 1;
         const index = Number(row[ROW_COLUMN]);
+        if (outcome.kind !== "dropped") this.deps.onRowSettled?.(outcome.sent);
         if (outcome.kind === "ok") chunk.results.push({ [ROW_COLUMN]: index, ...outcome.values });
         else if (outcome.kind === "failed") chunk.failures.push({ row: index, error: outcome.error });
         else chunk.dropped = true;
@@ -148,7 +151,9 @@ export class JobRunner {
   private async runRow(
     row: Record<string, unknown>,
   ): Promise<
-    { kind: "ok"; values: Record<string, unknown> } | { kind: "failed"; error: string } | { kind: "dropped" }
+    | { kind: "ok"; values: Record<string, unknown>; sent: true }
+    | { kind: "failed"; error: string; sent: boolean }
+    | { kind: "dropped" }
   > {
     let request: Awaited<ReturnType<typeof rowRequest>>;
     try {
@@ -156,7 +161,7 @@ export class JobRunner {
     } catch (error) {
       if (!(error instanceof RowError))
         this.deps.logger.warn({ err: (error as Error).message }, "batch row could not be read");
-      return { kind: "failed", error: error instanceof Error ? error.message : String(error) };
+      return { kind: "failed", error: error instanceof Error ? error.message : String(error), sent: false };
     }
     for (;;) {
       const started = performance.now();
@@ -171,11 +176,16 @@ export class JobRunner {
               )
             : await this.deps.gateway.infer(this.deps.target.name, this.deps.target.version, request.header);
         this.deps.limiter.record(performance.now() - started);
-        return { kind: "ok", values: valuesOf(response.body, this.deps.outputs) };
+        return { kind: "ok", values: valuesOf(response.body, this.deps.outputs), sent: true };
       } catch (error) {
         const overloaded = isOverload(error);
         this.deps.limiter.record(performance.now() - started, overloaded);
-        if (!overloaded) return { kind: "failed", error: error instanceof Error ? error.message : String(error) };
+        if (!overloaded)
+          return {
+            kind: "failed",
+            error: error instanceof Error ? error.message : String(error),
+            sent: error instanceof GatewayError,
+          };
         // The row has no result yet; on a stop it is dropped with its chunk and runs after the resume.
         if (this.deps.stopping()) return { kind: "dropped" };
         await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS));

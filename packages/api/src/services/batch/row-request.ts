@@ -124,7 +124,7 @@ async function readImage(path: string, access: ImageAccess): Promise<Buffer> {
   return readFile(real);
 }
 
-/** Where relative image paths of a dataset file resolve. */
-export function imageBaseOf(datasetPath: string): string {
-  return dirname(datasetPath);
+/** Where relative image paths of a dataset resolve: the folder of an image-folder dataset, else the file's folder. */
+export function imageBaseOf(dataset: { format: string; path: string }): string {
+  return dataset.format === "IMAGE_FOLDER" ? dataset.path : dirname(dataset.path);
 }

@@ -1,0 +1,93 @@
+import type { PrismaClient } from "@operon/db";
+import type { Logger } from "@operon/protocol/logger";
+
+/**
+ * Writes a running job's throughput as BatchJobSample rows, one per
+ * interval: the rows that settled (a result or a failure) and the requests
+ * the gateway answered for them. The Jobs page charts them beside the
+ * target's online traffic (job-throughput.ts), and the cost model charges
+ * the job its share of the target's requests from them (costs/job-cost.ts).
+ *
+ * Telemetry, not the checkpoint: rows are counted when they settle, so a
+ * crash that drops an uncheckpointed chunk counts those rows again when they
+ * rerun (they were computed twice, and cost twice). A write that fails is
+ * logged and its counts carried into the next interval; it never fails the
+ * job. An interval without rows writes nothing (a paused or idle job adds no
+ * rows to the table); `stop` writes the last, partial interval.
+ */
+export const DEFAULT_THROUGHPUT_SAMPLE_MS = 5_000;
+
+export class JobThroughputRecorder {
+  private rows = 0;
+  private requests = 0;
+  private intervalStart = Date.now();
+  private readonly timer: NodeJS.Timeout;
+  private writing: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  private constructor(
+    private readonly prisma: PrismaClient,
+    private readonly jobId: string,
+    private readonly logger: Logger,
+    sampleMs: number,
+  ) {
+    this.timer = setInterval(() => void this.flush(), sampleMs);
+    this.timer.unref();
+  }
+
+  static start(options: {
+    prisma: PrismaClient;
+    jobId: string;
+    logger: Logger;
+    sampleMs?: number;
+  }): JobThroughputRecorder {
+    return new JobThroughputRecorder(
+      options.prisma,
+      options.jobId,
+      options.logger,
+      options.sampleMs ?? DEFAULT_THROUGHPUT_SAMPLE_MS,
+    );
+  }
+
+  /** One row settled; `sent`: a request for it reached the gateway and was answered. */
+  rowSettled(sent: boolean): void {
+    this.rows += 1;
+    if (sent) this.requests += 1;
+  }
+
+  /** Writes the last interval and stops; idempotent. */
+  async stop(): Promise<void> {
+    if (this.stopped) return this.writing;
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.flush(true);
+  }
+
+  private flush(final = false): Promise<void> {
+    if (this.stopped && !final) return this.writing;
+    this.writing = this.writing.then(async () => {
+      const now = Date.now();
+      const { rows, requests } = this;
+      // The sample's key is (job, start): an interval shorter than a millisecond waits for the next.
+      if (rows === 0 || now <= this.intervalStart) {
+        if (rows === 0) this.intervalStart = now;
+        return;
+      }
+      const at = new Date(this.intervalStart);
+      try {
+        await this.prisma.batchJobSample.create({
+          data: { jobId: this.jobId, at, intervalMs: now - this.intervalStart, rows, requests },
+        });
+        this.rows -= rows;
+        this.requests -= requests;
+        this.intervalStart = now;
+      } catch (error) {
+        this.logger.warn(
+          { job: this.jobId, err: (error as Error).message },
+          "batch job: a throughput sample was not written; its rows count in the next",
+        );
+      }
+    });
+    return this.writing;
+  }
+}

@@ -1,0 +1,2 @@
+-- AlterEnum
+ALTER TYPE "DatasetFormat" ADD VALUE 'IMAGE_FOLDER';
