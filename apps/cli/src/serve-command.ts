@@ -274,7 +274,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
         const status = state.status();
         return status.current ? undefined : `shared state stale since ${status.readAt ?? "start"}: ${status.problem}`;
       });
-      if (server.httpPort !== undefined) await shared.showAs(gatewaySessionName(server.httpPort, hostname()));
+      if (server.httpPort !== undefined)
+        await shared.showAs(gatewaySessionName(server.httpPort, hostname(), server.metricsPort));
       logger.info(
         { ...shared.status(), resyncSecs: flags.sharedStateResyncSecs },
         "API keys, models and operators follow the database (LISTEN/NOTIFY, periodic resync)",
