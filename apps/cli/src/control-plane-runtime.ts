@@ -4,6 +4,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { ControlPlane, startApiServer, type ApiServer } from "@operon/api";
 import { createUser } from "@operon/api/user-accounts";
+import { controlPlaneGrant, storeControlPlaneKey } from "@operon/api/control-plane-key";
 import type { Database } from "@operon/db";
 import type { Logger } from "@operon/gateway/logger";
 import { generateApiKey, type ApiKeyGrant } from "@operon/protocol/api-keys";
@@ -40,24 +41,14 @@ export function controlPlaneDirs(dataDir: string, modelStore?: string): ControlP
 }
 
 /**
- * The control plane's own admin key: made fresh at every start, kept only in
- * memory, given to the gateway as an internal grant (it does not count as a
- * configured key; see ApiKeyGrant.internal).
+ * The control plane's own admin key: made fresh at every start, the secret
+ * kept only in memory, given to its gateway as an internal grant (it does not
+ * count as a configured key; see ApiKeyGrant.internal). startControlPlane
+ * stores its hash for the cluster's other gateways (control-plane-key.ts).
  */
 export function makeInternalKey(): { key: string; grant: ApiKeyGrant } {
   const generated = generateApiKey();
-  return {
-    key: generated.key,
-    grant: {
-      id: "control-plane",
-      hash: generated.hash,
-      scopes: ["admin", "infer"],
-      priorityLevel: 0,
-      qpsQuota: null,
-      expiresAt: null,
-      internal: true,
-    },
-  };
+  return { key: generated.key, grant: controlPlaneGrant(generated.hash) };
 }
 
 /** Creates the first admin from --admin-email/--admin-password when no account exists yet. */
@@ -114,6 +105,12 @@ export async function startControlPlane(options: {
   logger: Logger;
 }): Promise<RunningControlPlane> {
   const { logger } = options;
+  // Before anything reads a gateway: the cluster's gateways accept the key once they read this row.
+  const { revoked } = await storeControlPlaneKey(options.db.prisma, options.internal.key);
+  logger.info(
+    { revokedPrevious: revoked },
+    "control plane internal key stored (hash only; the gateways accept it, the previous one is revoked)",
+  );
   const controlPlane = await ControlPlane.create({
     db: options.db,
     gateway: { httpUrl: options.gatewayHttpUrl, metricsUrl: options.gatewayMetricsUrl, adminKey: options.internal.key },

@@ -55,7 +55,8 @@ export interface ApiKeyGrant {
   /** Epoch milliseconds; null = never expires. */
   expiresAt: number | null;
   /**
-   * The control plane's own key (made at start, never stored). It does not
+   * The control plane's own key (made at each start; only its hash is stored,
+   * for the cluster's gateways), or a batch job's. It does not
    * count as a configured key: a loopback gateway with only internal keys
    * keeps model control open, as Triton does.
    */
