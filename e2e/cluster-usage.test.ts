@@ -130,6 +130,14 @@ describe("usage per gateway host: one control plane and two gateways on one Post
     const session = await signedIn(controlPlane);
     const listed = await session.client.apiKeys.list.query({ all: true, includeRevoked: true });
     expect(listed.map((key) => key.prefix)).not.toContain(rows[0]!.prefix);
+    // What the database holds is not a key: sent as one, a gateway refuses it (its admin endpoint too).
+    for (const gateway of gateways) {
+      const response = await fetch(`${gateway.httpUrl}/v2/operon/workers`, {
+        headers: { authorization: `Bearer ${rows[0]!.keyHash}` },
+      });
+      await response.arrayBuffer();
+      expect(response.status).toBe(401);
+    }
   });
 
   it("samples each gateway with the internal key and sums them in the usage and cost API", async () => {
