@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import { ControlPlane, startApiServer, type ApiServer } from "@operon/api";
 import { createUser } from "@operon/api/user-accounts";
+import { storeControlPlaneKey } from "@operon/api/control-plane-key";
 import type { Database } from "@operon/db";
 import type { Logger } from "@operon/gateway/logger";
 import type { ApiKeyGrant } from "@operon/protocol/api-keys";
@@ -74,6 +75,12 @@ export async function startControlPlane(options: {
   logger: Logger;
 }): Promise<RunningControlPlane> {
   const { logger } = options;
+  // Before anything reads a gateway: the cluster's gateways accept the key once they read this row.
+  const { revoked } = await storeControlPlaneKey(options.db.prisma, options.internal.key);
+  logger.info(
+    { revokedPrevious: revoked },
+    "control plane internal key stored (hash only; the gateways accept it, the previous one is revoked)",
+  );
   const controlPlane = await ControlPlane.create({
     db: options.db,
     gateway: { httpUrl: options.gatewayHttpUrl, metricsUrl: options.gatewayMetricsUrl, adminKey: options.internal.key },

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { generateApiKey, type ApiKeyGrant } from "@operon/protocol/api-keys";
+import { controlPlaneGrant, generateApiKey, type ApiKeyGrant } from "@operon/protocol/api-keys";
 
 /**
  * What `operon serve` prepares for the control plane on the gateway's
@@ -36,22 +36,13 @@ export function controlPlaneDirs(dataDir: string, modelStore?: string): ControlP
 }
 
 /**
- * The control plane's own admin key: made fresh at every start, kept only in
- * memory, given to the gateway as an internal grant (it does not count as a
- * configured key; see ApiKeyGrant.internal).
+ * The control plane's own admin key: made fresh at every start, the secret
+ * kept only in memory, given to its gateway as an internal grant (it does not
+ * count as a configured key; see ApiKeyGrant.internal). startControlPlane
+ * stores its hash for the cluster's other gateways (@operon/api's
+ * control-plane-key.ts).
  */
 export function makeInternalKey(): { key: string; grant: ApiKeyGrant } {
   const generated = generateApiKey();
-  return {
-    key: generated.key,
-    grant: {
-      id: "control-plane",
-      hash: generated.hash,
-      scopes: ["admin", "infer"],
-      priorityLevel: 0,
-      qpsQuota: null,
-      expiresAt: null,
-      internal: true,
-    },
-  };
+  return { key: generated.key, grant: controlPlaneGrant(generated.hash) };
 }

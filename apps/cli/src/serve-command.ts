@@ -285,7 +285,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
       });
       if (server.httpPort !== undefined) {
         const { gatewaySessionName } = await import("@operon/db");
-        await shared.showAs(gatewaySessionName(server.httpPort, hostname()));
+        await shared.showAs(gatewaySessionName(server.httpPort, hostname(), server.metricsPort));
       }
       logger.info(
         { ...shared.status(), resyncSecs: flags.sharedStateResyncSecs },

@@ -1,4 +1,5 @@
 import { readUserGrants } from "@operon/api/api-key-service";
+import { readControlPlaneGrants } from "@operon/api/control-plane-key";
 import type { Database } from "@operon/db";
 import type { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
 import type { Logger } from "@operon/gateway/logger";
@@ -11,15 +12,18 @@ import type { SharedPart } from "./shared-state.js";
  * the registered operators.
  */
 
-/** The user keys' grants (valid, scopes cut to the owner's role) into the gateway's key ring. */
+/**
+ * The user keys' grants (valid, scopes cut to the owner's role) and the control plane's internal key
+ * (control-plane-key.ts: the usage sampler and model control of the control plane) into the gateway's key ring.
+ */
 export function apiKeysPart(ring: ApiKeyRing): SharedPart {
   return {
     topic: "api-keys",
     what: "API keys",
     async refresh(db: Database) {
-      const read = await readUserGrants(db.prisma);
+      const [read, controlPlane] = await Promise.all([readUserGrants(db.prisma), readControlPlaneGrants(db.prisma)]);
       if (read.everIssued) ring.noteKeysEverIssued();
-      ring.replaceAll(read.grants);
+      ring.replaceAll([...read.grants, ...controlPlane]);
     },
   };
 }

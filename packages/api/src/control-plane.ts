@@ -4,6 +4,7 @@ import { resolveControlPlaneOptions, type ControlPlaneOptions, type ResolvedCont
 import type { ApiServices } from "./services.js";
 import { ApiKeyService } from "./services/api-keys/api-key-service.js";
 import { GatewayClient } from "./services/gateway/gateway-client.js";
+import { clusterGateways } from "./services/cluster/cluster-gateways.js";
 import { HardwareProfiles } from "./services/costs/hardware-profiles.js";
 import { OperatorRegistry, type SyncFailure } from "./services/operators/operator-registry.js";
 import { PerfRuns } from "./services/perf/perf-runs.js";
@@ -111,6 +112,8 @@ export class ControlPlane {
         gateway,
         { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays },
         resolved.logger,
+        // The cluster's other gateways on this database, with the internal key every gateway accepts.
+        () => clusterGateways(prisma, resolved.gateway.adminKey),
       ),
       resourceScheduler: new ResourceScheduler(prisma, gateway, resolved.resourceScheduler, resolved.logger),
       models,

@@ -1,6 +1,12 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { announceChange, ChangeListener, type ChangeTopic } from "./change-channel.js";
+import {
+  announceChange,
+  ChangeListener,
+  connectedGateways,
+  gatewaySessionName,
+  type ChangeTopic,
+} from "./change-channel.js";
 import { openDatabase, type Database } from "./database.js";
 import { createTestPostgresDatabase, TEST_POSTGRES_ADMIN_URL } from "./testing/test-databases.js";
 
@@ -36,13 +42,38 @@ describe("change channel on PostgreSQL", () => {
     return { heard, connections, ready };
   }
 
-  async function until(check: () => boolean, what: string): Promise<void> {
+  async function until(check: () => boolean, what: string, refresh?: () => Promise<void>): Promise<void> {
     const deadline = Date.now() + 5000;
+    await refresh?.();
     while (!check()) {
       if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
       await new Promise((resolveWait) => setTimeout(resolveWait, 20));
+      await refresh?.();
     }
   }
+
+  it("lists the connected gateways with their HTTP and metrics ports (issue 23: the usage sampler reads both)", async () => {
+    const withMetrics = await listen().ready;
+    const without = await listen().ready;
+    await withMetrics.setApplicationName(gatewaySessionName(8000, "node-a", 8002));
+    await without.setApplicationName(gatewaySessionName(9000, "node b"));
+    let found: Awaited<ReturnType<typeof connectedGateways>> = [];
+    await until(
+      () => found.length === 2,
+      "both gateways listed",
+      async () => {
+        found = await connectedGateways(db.prisma);
+      },
+    );
+    expect(found.map(({ host, httpPort, metricsPort }) => ({ host, httpPort, metricsPort }))).toEqual(
+      expect.arrayContaining([
+        { host: "node-a", httpPort: 8000, metricsPort: 8002 },
+        // A space would split the name: it is replaced, as any character outside printable ASCII.
+        { host: "node?b", httpPort: 9000, metricsPort: null },
+      ]),
+    );
+    for (const gateway of found) expect(gateway.address).toBe("127.0.0.1");
+  });
 
   it("reports every topic once connected, then each announced change", async () => {
     const one = listen();

@@ -41,21 +41,25 @@ export interface ChangeListenerOptions {
 
 /**
  * Gateways show themselves to the control plane through their listening
- * connection: its application_name is `operon-gateway <http port> <host>`,
+ * connection: its application_name is `operon-gateway <http port>/<metrics
+ * port, or - without metrics> <host>` (the control plane's usage sampler reads
+ * both ports at the address the database sees the connection come from),
  * so the database's own session list (pg_stat_activity) is the list of
  * running gateways, and a gateway that dies (its socket closes) leaves it
  * at once. PostgreSQL keeps 63 bytes of the name: the host is cut to fit.
  */
 export const GATEWAY_SESSION_PREFIX = "operon-gateway ";
 
-export function gatewaySessionName(httpPort: number, host: string): string {
-  const head = `${GATEWAY_SESSION_PREFIX}${httpPort} `;
+export function gatewaySessionName(httpPort: number, host: string, metricsPort?: number): string {
+  const head = `${GATEWAY_SESSION_PREFIX}${httpPort}/${metricsPort ?? "-"} `;
   return head + host.replace(/[^\x21-\x7e]/g, "?").slice(0, 63 - head.length);
 }
 
 export interface GatewaySession {
   host: string;
   httpPort: number;
+  /** Its Prometheus metrics port; null when it serves no metrics. */
+  metricsPort: number | null;
   /** The gateway's address as the database sees it (null over a Unix socket). */
   address: string | null;
   /** When its current connection began. */
@@ -74,8 +78,15 @@ export async function connectedGateways(prisma: PrismaClient): Promise<GatewaySe
     return [];
   }
   return rows.map((row) => {
-    const [port = "0", ...host] = row.application_name.slice(GATEWAY_SESSION_PREFIX.length).split(" ");
-    return { host: host.join(" "), httpPort: Number(port), address: row.client_addr, since: row.backend_start };
+    const [ports = "0", ...host] = row.application_name.slice(GATEWAY_SESSION_PREFIX.length).split(" ");
+    const [http = "0", metrics = "-"] = ports.split("/");
+    return {
+      host: host.join(" "),
+      httpPort: Number(http),
+      metricsPort: /^\d+$/.test(metrics) ? Number(metrics) : null,
+      address: row.client_addr,
+      since: row.backend_start,
+    };
   });
 }
 

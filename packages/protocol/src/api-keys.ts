@@ -55,7 +55,8 @@ export interface ApiKeyGrant {
   /** Epoch milliseconds; null = never expires. */
   expiresAt: number | null;
   /**
-   * The control plane's own key (made at start, never stored). It does not
+   * The control plane's own key (made at each start; only its hash is stored,
+   * for the cluster's gateways), or a batch job's. It does not
    * count as a configured key: a loopback gateway with only internal keys
    * keeps model control open, as Triton does.
    */
@@ -90,3 +91,19 @@ export interface TenantGrant {
 
 /** The tenant of requests without a key (anonymous or loopback callers). */
 export const ANONYMOUS_TENANT: TenantGrant = { id: "anonymous", share: 1, policy: "queue" };
+
+/** The control plane's internal key (@operon/api control-plane-key.ts stores its hash for every gateway of a cluster). */
+export const CONTROL_PLANE_KEY_ID = "control-plane";
+
+/** The grant every gateway holds for the control plane's key: admin and infer, internal (does not lock model control). */
+export function controlPlaneGrant(hash: string): ApiKeyGrant {
+  return {
+    id: CONTROL_PLANE_KEY_ID,
+    hash,
+    scopes: ["admin", "infer"],
+    priorityLevel: 0,
+    qpsQuota: null,
+    expiresAt: null,
+    internal: true,
+  };
+}

@@ -103,3 +103,26 @@ describe("computeCosts: operators (issue 27 item 10)", () => {
     expect(computeCosts(unprofiled, [PROFILE]).operators).toEqual([]);
   });
 });
+
+describe("computeCosts: a cluster's gateways (issue 23)", () => {
+  // Ten minutes on two gateways of the profile: 1200 host-seconds over 600 s of time; alpha used 150 CPU-share
+  // seconds on one and 90 on the other.
+  const totals: CostTotals = {
+    usage: [{ profileId: "p1", model: "alpha", inferences: 3000, cpuShareSeconds: 240, gpuShareSeconds: 0 }],
+    covered: [{ profileId: "p1", coveredSecs: 1200, wallSecs: 600 }],
+  };
+
+  it("costs every gateway's host, and a model's cost per hour per hour of time", () => {
+    const [profile] = computeCosts(totals, [PROFILE]).profiles;
+    expect(profile).toMatchObject({ coveredHours: 1200 / 3600, hostCost: 1.2, attributedCost: 0.24 });
+    expect(profile!.unattributedCost).toBeCloseTo(0.96, 9);
+    // 0.24 USD over 10 minutes: 1.44 USD an hour, not half of it (the host-hours are two per hour).
+    expect(profile!.models[0]!.costPerHour).toBeCloseTo(1.44, 9);
+  });
+
+  it("without wall time (one gateway), the covered seconds are the time", () => {
+    const [profile] = computeCosts({ ...totals, covered: [{ profileId: "p1", coveredSecs: 600 }] }, [PROFILE]).profiles;
+    expect(profile!.models[0]!.costPerHour).toBeCloseTo(1.44, 9);
+    expect(profile).toMatchObject({ coveredHours: 600 / 3600, hostCost: 0.6 });
+  });
+});

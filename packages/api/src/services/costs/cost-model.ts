@@ -6,7 +6,9 @@ import type { PrismaClient } from "@operon/db";
  *
  * The host costs its profile's costPerHour for every hour the sampler
  * covered (the union of the sampling intervals; time the control plane did
- * not sample is not costed). The price splits into a GPU part and a CPU
+ * not sample is not costed). On a cluster every sampled gateway is a host of
+ * the profile: coveredHours and the host cost add up over the gateways, as
+ * the models' shares do (each gateway's CPU share is of its own host). The price splits into a GPU part and a CPU
  * part: gpuPriceShare g of it pays for the GPUs (a GPU profile's field,
  * DEFAULT_GPU_PRICE_SHARE when unset; 0 on a CPU profile). The CPU part is
  * attributed to models by CPU share, the GPU part by GPU share: a sample's
@@ -54,8 +56,13 @@ export interface CostTotals {
   usage: CostUsageTotals[];
   /** Operators' shares of their step models, per profile and operator (model = the operator's name); absent = none. */
   operatorUsage?: CostUsageTotals[];
-  /** Per profile (null: samples taken without one): the seconds its samples cover (each sample start once, with its longest interval). */
-  covered: Array<{ profileId: string | null; coveredSecs: number }>;
+  /**
+   * Per profile (null: samples taken without one): the host-seconds its samples cover (each gateway's sample
+   * start once, with its longest interval: a cluster's gateways add up, each a host of the profile), and the
+   * wall-clock seconds (each start once over the gateways; the models' cost per hour divides by it). Without
+   * wallSecs, coveredSecs is both (one gateway).
+   */
+  covered: Array<{ profileId: string | null; coveredSecs: number; wallSecs?: number }>;
 }
 
 export interface CostProfile {
@@ -149,11 +156,15 @@ export function computeCosts(
   if (defaultProfileId != null && fallback === undefined)
     throw new Error(`the default hardware profile ${defaultProfileId} is not among the profiles to cost`);
   const coveredById = new Map<string, number>();
+  const wallById = new Map<string, number>();
   let unprofiledSecs = 0;
   for (const entry of totals.covered) {
     if (entry.profileId === null) unprofiledSecs += entry.coveredSecs;
     const id = entry.profileId ?? fallback?.id;
-    if (id !== undefined) coveredById.set(id, (coveredById.get(id) ?? 0) + entry.coveredSecs);
+    if (id !== undefined) {
+      coveredById.set(id, (coveredById.get(id) ?? 0) + entry.coveredSecs);
+      wallById.set(id, (wallById.get(id) ?? 0) + (entry.wallSecs ?? entry.coveredSecs));
+    }
   }
   let costedOnDefaultInferences = 0;
   const unprofiled = new Map<string, number>();
@@ -240,6 +251,8 @@ export function computeCosts(
   for (const [profileId, usages] of byProfile) {
     const profile = profileById.get(profileId)!;
     const coveredHours = (coveredById.get(profileId) ?? 0) / 3600;
+    // Cost per hour of a model or operator: per hour of time, not per host-hour of a cluster.
+    const wallHours = (wallById.get(profileId) ?? 0) / 3600;
     const hostCost = profile.costPerHour * coveredHours;
     const models: ModelCost[] = usages.map((usage) => ({
       model: usage.model,
@@ -252,7 +265,7 @@ export function computeCosts(
       cpuCost: money(usage.cpuCost),
       gpuCost: money(usage.gpuCost),
       cost: money(usage.cost),
-      costPerHour: coveredHours > 0 ? money(usage.cost / coveredHours) : 0,
+      costPerHour: wallHours > 0 ? money(usage.cost / wallHours) : 0,
       costPer1000Inferences: usage.inferences > 0 ? money((usage.cost / usage.inferences) * 1000) : null,
     }));
     models.sort((a, b) => b.cost - a.cost || a.model.localeCompare(b.model));
@@ -271,7 +284,7 @@ export function computeCosts(
         cpuCost: money(cpuCost),
         gpuCost: money(gpuCost),
         cost: money(cost),
-        costPerHour: coveredHours > 0 ? money(cost / coveredHours) : 0,
+        costPerHour: wallHours > 0 ? money(cost / wallHours) : 0,
         costPer1000Inferences: line.inferences > 0 ? money((cost / line.inferences) * 1000) : null,
       };
     });
@@ -324,16 +337,22 @@ export async function queryCostTotals(prisma: PrismaClient, range: { from: Date;
       JOIN "Model" m ON m."id" = s."modelId"
       WHERE s."at" >= ${range.from} AND s."at" < ${range.to}
       GROUP BY 1, 2`,
-    // Every model's row of one sample shares its start: the host is costed once per interval.
-    prisma.$queryRaw<Array<{ profile_id: string | null; covered_seconds: number }>>`
-      SELECT profile_id, sum(seconds)::float8 AS covered_seconds
-      FROM (
-        SELECT "hardwareProfileId" AS profile_id, "at", max("intervalSeconds") AS seconds
+    // Every model's row of one gateway's sample shares its start: each gateway's host is costed once per
+    // interval, so a cluster's hosts add up (gatewayHost null: the control plane's own gateway); the wall
+    // time counts each start once (the gateways of one sample share it).
+    prisma.$queryRaw<Array<{ profile_id: string | null; covered_seconds: number; wall_seconds: number }>>`
+      WITH per_gateway AS (
+        SELECT "hardwareProfileId" AS profile_id, "gatewayHost" AS gateway_host, "at", max("intervalSeconds") AS seconds
         FROM "UsageSample"
         WHERE "at" >= ${range.from} AND "at" < ${range.to}
-        GROUP BY 1, 2
-      ) AS per_start
-      GROUP BY 1`,
+        GROUP BY 1, 2, 3
+      ), per_start AS (
+        SELECT profile_id, "at", max(seconds) AS seconds FROM per_gateway GROUP BY 1, 2
+      )
+      SELECT h.profile_id, h.covered_seconds, w.wall_seconds
+      FROM (SELECT profile_id, sum(seconds)::float8 AS covered_seconds FROM per_gateway GROUP BY 1) h
+      JOIN (SELECT profile_id, sum(seconds)::float8 AS wall_seconds FROM per_start GROUP BY 1) w
+        ON h.profile_id IS NOT DISTINCT FROM w.profile_id`,
     prisma.$queryRaw<
       Array<{
         profile_id: string | null;
@@ -360,7 +379,11 @@ export async function queryCostTotals(prisma: PrismaClient, range: { from: Date;
       cpuShareSeconds: Number(row.cpu_share_seconds),
       gpuShareSeconds: Number(row.gpu_share_seconds),
     })),
-    covered: covered.map((row) => ({ profileId: row.profile_id, coveredSecs: Number(row.covered_seconds) })),
+    covered: covered.map((row) => ({
+      profileId: row.profile_id,
+      coveredSecs: Number(row.covered_seconds),
+      wallSecs: Number(row.wall_seconds),
+    })),
     operatorUsage: operatorUsage.map((row) => ({
       profileId: row.profile_id,
       model: row.operator,

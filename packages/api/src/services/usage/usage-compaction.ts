@@ -2,7 +2,7 @@ import type { PrismaClient } from "@operon/db";
 
 /**
  * Merges old usage samples into one sample per model version, hardware
- * profile and 5-minute window, so that a 30-day chart reads ~300 rows per
+ * profile, gateway (gatewayHost: a cluster's gateways stay apart) and 5-minute window, so that a 30-day chart reads ~300 rows per
  * model instead of ~170,000.
  *
  * The merged sample starts at its window's start and covers the seconds its
@@ -81,26 +81,28 @@ async function compactRange(prisma: PrismaClient, from: Date, to: Date): Promise
         "modelId" AS model_id,
         "modelVersion" AS model_version,
         "hardwareProfileId" AS profile_id,
+        "gatewayHost" AS gateway_host,
         to_timestamp(floor(extract(epoch FROM "at") / ${COMPACTION_WINDOW_SECS}) * ${COMPACTION_WINDOW_SECS}) AT TIME ZONE 'UTC' AS window_start
       FROM "UsageSample"
       WHERE "at" >= ${from} AND "at" < ${to}`;
     await tx.$executeRaw`
       DELETE FROM usage_compaction c
       USING (
-        SELECT model_id, model_version, profile_id, window_start
+        SELECT model_id, model_version, profile_id, gateway_host, window_start
         FROM usage_compaction
-        GROUP BY 1, 2, 3, 4
+        GROUP BY 1, 2, 3, 4, 5
         HAVING count(*) = 1
       ) single
       WHERE c.model_id = single.model_id
         AND c.model_version IS NOT DISTINCT FROM single.model_version
         AND c.profile_id IS NOT DISTINCT FROM single.profile_id
+        AND c.gateway_host IS NOT DISTINCT FROM single.gateway_host
         AND c.window_start = single.window_start`;
     const written = await tx.$executeRaw`
-      INSERT INTO "UsageSample" ("modelId", "modelVersion", "hardwareProfileId", "at", "intervalSeconds", "requests", "errors", "inferences",
+      INSERT INTO "UsageSample" ("modelId", "modelVersion", "hardwareProfileId", "gatewayHost", "at", "intervalSeconds", "requests", "errors", "inferences",
         "latencyP50Ms", "latencyP90Ms", "latencyP95Ms", "latencyP99Ms", "queueTimeMs",
         "instanceCount", "cpuUtilization", "gpuUtilization", "memoryBytes", "gpuMemoryBytes")
-      SELECT c.model_id, c.model_version, c.profile_id, c.window_start,
+      SELECT c.model_id, c.model_version, c.profile_id, c.gateway_host, c.window_start,
         sum(s."intervalSeconds"),
         sum(s."requests"),
         sum(s."errors"),
@@ -117,7 +119,7 @@ async function compactRange(prisma: PrismaClient, from: Date, to: Date): Promise
         round(sum(s."gpuMemoryBytes"::numeric * s."intervalSeconds") / sum(s."intervalSeconds"))::bigint
       FROM usage_compaction c
       JOIN "UsageSample" s ON s."id" = c."id"
-      GROUP BY c.model_id, c.model_version, c.profile_id, c.window_start`;
+      GROUP BY c.model_id, c.model_version, c.profile_id, c.gateway_host, c.window_start`;
     const removed = await tx.$executeRaw`DELETE FROM "UsageSample" WHERE "id" IN (SELECT "id" FROM usage_compaction)`;
     return { removed, written };
   });

@@ -162,8 +162,10 @@ export async function currentUsage(
     const request = quantiles.get(key)?.request ?? {};
     const quantile = (q: number): number | null =>
       Object.entries(request).find(([label]) => Number(label) === q)?.[1] ?? null;
-    const last = recent.find(
-      (sample) => sample.model.name === entry.name && String(sample.modelVersion ?? "") === entry.version,
+    const last = lastSampleOf(
+      recent.filter(
+        (sample) => sample.model.name === entry.name && String(sample.modelVersion ?? "") === entry.version,
+      ),
     );
     const inference = entry.inference_stats;
     const sum = (values: Array<number | null>): number | null =>
@@ -205,6 +207,33 @@ export async function currentUsage(
     hostCpuCores: workers?.hostCpuCores ?? null,
     gateway: workers?.gateway ?? null,
     unavailable,
+  };
+}
+
+interface RecentSample {
+  at: Date;
+  intervalSeconds: number;
+  requests: number;
+  errors: number;
+  cpuUtilization: number | null;
+}
+
+/**
+ * The latest sample of one model version, newest first in `samples`, summed over the gateways that
+ * sampled it at that start (a cluster's gateways share each sample's start): requests, errors and CPU
+ * add up, the interval is the longest. Undefined without samples.
+ */
+export function lastSampleOf(samples: readonly RecentSample[]): RecentSample | undefined {
+  const first = samples[0];
+  if (first === undefined) return undefined;
+  const same = samples.filter((sample) => sample.at.getTime() === first.at.getTime());
+  const cpu = same.filter((sample) => sample.cpuUtilization !== null);
+  return {
+    at: first.at,
+    intervalSeconds: Math.max(...same.map((sample) => sample.intervalSeconds)),
+    requests: same.reduce((total, sample) => total + sample.requests, 0),
+    errors: same.reduce((total, sample) => total + sample.errors, 0),
+    cpuUtilization: cpu.length > 0 ? cpu.reduce((total, sample) => total + sample.cpuUtilization!, 0) : null,
   };
 }
 

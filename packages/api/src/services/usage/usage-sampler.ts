@@ -3,6 +3,7 @@ import type { ModelStatistics } from "@operon/protocol/inference";
 import type { Prisma, PrismaClient } from "@operon/db";
 import { recordAudit, SYSTEM_ACTOR } from "../audit/audit-log.js";
 import type { GatewayClient } from "../gateway/gateway-client.js";
+import type { ClusterGateway } from "../cluster/cluster-gateways.js";
 import { COMPACT_AFTER_MS, compactUsageSamples, type CompactionResult } from "./usage-compaction.js";
 import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQuantiles } from "./prometheus-text.js";
 import type { Logger } from "@operon/protocol/logger";
@@ -53,6 +54,17 @@ import { operatorUsage, type OperatorCounters, type StepModelUsage } from "./ope
  * A gateway that is down is logged and the sample skipped (the next one
  * covers the longer interval).
  *
+ * On a cluster (issue 23) every gateway is read in each sample: the control
+ * plane's own (rows with gatewayHost null) and each `--role gateway` on the
+ * database (`clusterGateways`, rows with gatewayHost `<host>:<http port>`).
+ * Each gateway has its own previous reading; all are read at the same moment
+ * (one `takenAt` per sample), so their rows share the interval's start and
+ * the readers sum them per start: requests, inferences and CPU add up over
+ * the gateways, latencies are weighted by requests (usage-series.ts,
+ * cost-model.ts). A gateway that is down is skipped and logged alone; one
+ * that left the list loses its reading (when it comes back its first
+ * reading is a baseline again).
+ *
  * Upkeep, when sampling starts and then at most once an hour after a
  * sample: samples older than `retentionDays` are deleted (charts and costs
  * never read further back than the console's longest range), and samples
@@ -64,7 +76,17 @@ export interface UsageSampleResult {
   written: number;
   /** True when this sample only set the baseline. */
   baseline: boolean;
-  /** Why nothing was sampled (gateway down), when skipped. */
+  /** Why nothing was sampled (every gateway down), when skipped. */
+  skipped: string | null;
+  /** Each gateway read: its rows, whether it only set its baseline, why it was skipped. */
+  gateways: GatewaySampleResult[];
+}
+
+export interface GatewaySampleResult {
+  /** null: the control plane's own gateway. */
+  gatewayHost: string | null;
+  written: number;
+  baseline: boolean;
   skipped: string | null;
 }
 
@@ -98,8 +120,24 @@ export interface UsageSamplerSchedule {
 
 const UPKEEP_EVERY_MS = 3_600_000;
 
+/** One gateway's reading in one sample: its counters, and what the interval's rows need beside them. */
+interface Reading {
+  snapshot: Snapshot;
+  stats: ModelStatistics[];
+  operators: Set<string>;
+  workers: WorkersResponse | undefined;
+  quantiles: LatencyQuantiles;
+}
+
+type UsageRow = Omit<Prisma.UsageSampleCreateManyInput, "modelId"> & { model: string };
+type OperatorRow = ReturnType<typeof operatorUsage>[number];
+
+/** The key of the control plane's own gateway in `previous` (a cluster gateway's is its gatewayHost). */
+const OWN_GATEWAY = "";
+
 export class UsageSampler {
-  private previous: Snapshot | undefined;
+  /** Each gateway's previous reading, by gatewayHost (OWN_GATEWAY for the control plane's own). */
+  private readonly previous = new Map<string, Snapshot>();
   private lastUpkeepAt = Number.NEGATIVE_INFINITY;
   /** Where the last compaction ended: the next one starts there (after a restart, from the oldest sample). */
   private compactedBefore: Date | undefined;
@@ -113,6 +151,8 @@ export class UsageSampler {
     private readonly gateway: GatewayClient,
     private readonly schedule: UsageSamplerSchedule,
     private readonly logger: Logger,
+    /** The cluster's other gateways, listed again at each sample (clusterGateways); none on a single host. */
+    private readonly clusterGateways: () => Promise<ClusterGateway[]> = () => Promise.resolve([]),
   ) {
     this.timer = new PeriodicTask(
       async () => {
@@ -185,27 +225,96 @@ export class UsageSampler {
 
   private async sample(): Promise<UsageSampleResult> {
     const takenAt = Date.now();
+    let others: ClusterGateway[] = [];
+    try {
+      others = await this.clusterGateways();
+    } catch (error) {
+      this.logger.warn(
+        { err: error },
+        "usage sample of the control plane's gateway only: the cluster's gateways could not be listed",
+      );
+    }
+    const gateways: ClusterGateway[] = [{ gatewayHost: null, client: this.gateway }, ...others];
+    const readings = await Promise.all(gateways.map((gateway) => this.read(gateway, takenAt)));
+    const profile = await this.prisma.hardwareProfile.findFirst({ where: { isDefault: true }, select: { id: true } });
+
+    const rows: UsageRow[] = [];
+    const operatorRows: Array<OperatorRow & { at: Date; intervalSeconds: number; gatewayHost: string | null }> = [];
+    const results: GatewaySampleResult[] = [];
+    const next = new Map<string, Snapshot>();
+    let earliest: Date | null = null;
+    gateways.forEach((gateway, index) => {
+      const reading = readings[index]!;
+      const key = gateway.gatewayHost ?? OWN_GATEWAY;
+      const previous = this.previous.get(key);
+      if (typeof reading === "string") {
+        // Skipped: its previous reading stays, so its next sample covers the longer interval.
+        if (previous !== undefined) next.set(key, previous);
+        results.push({ gatewayHost: gateway.gatewayHost, written: 0, baseline: false, skipped: reading });
+        return;
+      }
+      next.set(key, reading.snapshot);
+      if (previous === undefined) {
+        results.push({ gatewayHost: gateway.gatewayHost, written: 0, baseline: true, skipped: null });
+        return;
+      }
+      const interval = usageRows(previous, reading, profile?.id ?? null);
+      rows.push(...interval.rows.map((row) => ({ ...row, gatewayHost: gateway.gatewayHost })));
+      operatorRows.push(
+        ...interval.operatorRows.map((row) => ({
+          ...row,
+          at: interval.at,
+          intervalSeconds: interval.intervalSeconds,
+          gatewayHost: gateway.gatewayHost,
+        })),
+      );
+      if (earliest === null || interval.at < earliest) earliest = interval.at;
+      results.push({ gatewayHost: gateway.gatewayHost, written: interval.rows.length, baseline: false, skipped: null });
+    });
+
+    if (rows.length > 0 || operatorRows.length > 0) await this.write(rows, operatorRows, profile?.id ?? null);
+    // Gateways that left the list are forgotten: a gateway back later starts with a baseline.
+    this.previous.clear();
+    for (const [key, snapshot] of next) this.previous.set(key, snapshot);
+    const skipped = results.every((result) => result.skipped !== null)
+      ? results.map((result) => result.skipped).join("; ")
+      : null;
+    return {
+      at: earliest,
+      written: rows.length,
+      baseline:
+        results.every((result) => result.baseline || result.skipped !== null) && results.some((r) => r.baseline),
+      skipped,
+      gateways: results,
+    };
+  }
+
+  /** One gateway's counters now, or why it could not be read (logged here, naming the gateway). */
+  private async read(gateway: ClusterGateway, takenAt: number): Promise<Reading | string> {
+    const client = gateway.client;
+    const label = gateway.gatewayHost ?? "the control plane's gateway";
     let stats: ModelStatistics[];
     let operators: Set<string>;
     try {
       const [statistics, served] = await Promise.all([
-        this.gateway.statistics(undefined, { raw: true }),
-        this.gateway.listOperators(),
+        client.statistics(undefined, { raw: true }),
+        client.listOperators(),
       ]);
       stats = statistics;
       operators = new Set(served.map((operator) => operator.name));
     } catch (error) {
-      const reason = (error as Error).message;
-      this.logger.warn({ err: error }, "usage sample skipped: the gateway did not answer");
-      return { at: null, written: 0, baseline: false, skipped: reason };
+      this.logger.warn(
+        { err: error, gateway: label },
+        `usage sample skipped for ${label}: the gateway could not be read${refusedHint(error)}`,
+      );
+      return (error as Error).message;
     }
     const [workers, quantiles, scaling] = await Promise.all([
-      this.readWorkers(),
-      this.readQuantiles(),
-      this.readOperatorCalls(),
+      this.readWorkers(client, label),
+      this.readQuantiles(client, label),
+      this.readOperatorCalls(client, label),
     ]);
-
-    const current: Snapshot = {
+    const snapshot: Snapshot = {
       takenAt,
       versions: new Map(),
       workers: undefined,
@@ -216,7 +325,7 @@ export class UsageSampler {
       // Users' traffic: tagged perf requests out of the counts (perf-traffic.ts).
       const entry = withoutPerfTraffic(raw);
       const inference = entry.inference_stats;
-      current.versions.set(modelVersionKey(entry.name, entry.version), {
+      snapshot.versions.set(modelVersionKey(entry.name, entry.version), {
         model: entry.name,
         version: entry.version,
         requests: inference.success.count + inference.fail.count,
@@ -227,151 +336,178 @@ export class UsageSampler {
         queueCount: inference.queue.count,
       });
     }
-    const workersByVersion = new Map<string, WorkerInstanceInfo[]>();
     if (workers !== undefined) {
-      current.workers = new Map();
+      snapshot.workers = new Map();
       for (const worker of workers.workers) {
-        const key = modelVersionKey(worker.model, worker.version);
-        workersByVersion.set(key, [...(workersByVersion.get(key) ?? []), worker]);
         if (worker.pid !== null && worker.cpuSeconds !== null) {
-          current.workers.set(`${key}\u0000${worker.instance}`, { pid: worker.pid, cpuSeconds: worker.cpuSeconds });
+          const key = modelVersionKey(worker.model, worker.version);
+          snapshot.workers.set(`${key}\u0000${worker.instance}`, { pid: worker.pid, cpuSeconds: worker.cpuSeconds });
         }
       }
     }
-
-    const previous = this.previous;
-    if (previous === undefined) {
-      this.previous = current;
-      return { at: null, written: 0, baseline: true, skipped: null };
-    }
-    const intervalMs = Math.max(1, takenAt - previous.takenAt);
-    const at = new Date(previous.takenAt);
-    const profile = await this.prisma.hardwareProfile.findFirst({ where: { isDefault: true }, select: { id: true } });
-    const rows: Array<Omit<Prisma.UsageSampleCreateManyInput, "modelId"> & { model: string }> = [];
-    for (const [key, now] of current.versions) {
-      // A config search's shadow model is measurement load, not serving: no usage, no cost, no Model row.
-      if (isShadowModelName(now.model)) continue;
-      const before = previous.versions.get(key);
-      const delta = (
-        field: "requests" | "errors" | "inferences" | "allInferences" | "queueNs" | "queueCount",
-      ): number => {
-        const base = before !== undefined && before.requests <= now.requests ? before[field] : 0;
-        return Math.max(0, now[field] - base);
-      };
-      const requests = delta("requests");
-      const queueCount = delta("queueCount");
-      const request = quantiles.get(key)?.request;
-      const quantileMs = (q: number): number | null => {
-        if (requests === 0 || request === undefined) return null;
-        const found = Object.entries(request).find(([label]) => Number(label) === q);
-        return found === undefined ? null : found[1] / 1000;
-      };
-      const versionWorkers = workersByVersion.get(key) ?? [];
-      const share = userShareOf(delta("inferences"), delta("allInferences"));
-      const gpu = gpuShareOf(versionWorkers, workers);
-      rows.push({
-        model: now.model,
-        modelVersion: /^\d+$/.test(now.version) ? Number(now.version) : null,
-        hardwareProfileId: profile?.id ?? null,
-        at,
-        intervalSeconds: Math.max(1, Math.round(intervalMs / 1000)),
-        requests,
-        errors: delta("errors"),
-        inferences: delta("inferences"),
-        latencyP50Ms: quantileMs(0.5),
-        latencyP90Ms: quantileMs(0.9),
-        latencyP95Ms: quantileMs(0.95),
-        latencyP99Ms: quantileMs(0.99),
-        queueTimeMs: queueCount > 0 ? delta("queueNs") / queueCount / 1e6 : null,
-        instanceCount: versionWorkers.length,
-        cpuUtilization: usersPart(
-          cpuUtilization(key, versionWorkers, previous.workers, current.workers, intervalMs, workers?.hostCpuCores),
-          share,
-        ),
-        memoryBytes: memoryOf(versionWorkers),
-        gpuUtilization: usersPart(gpu.gpuUtilization, share),
-        gpuMemoryBytes: gpu.gpuMemoryBytes,
-      });
-    }
-
-    const operatorRows =
-      current.operators === undefined || previous.operators === undefined
-        ? []
-        : operatorUsage(previous.operators, current.operators, stepModelUsage(rows));
-
-    if (rows.length > 0 || operatorRows.length > 0) {
-      await this.prisma.$transaction(async (tx) => {
-        const modelIds = new Map<string, string>();
-        for (const name of new Set(rows.map((row) => row.model))) {
-          const existing = await tx.model.findUnique({ where: { name }, select: { id: true } });
-          if (existing !== null) {
-            modelIds.set(name, existing.id);
-            continue;
-          }
-          // A repository model the control plane has not seen yet: UsageSample needs its row.
-          const created = await tx.model.upsert({
-            where: { name },
-            create: { name },
-            update: {},
-            select: { id: true },
-          });
-          await recordAudit(tx, SYSTEM_ACTOR, {
-            action: "model.discover",
-            targetType: "Model",
-            targetId: created.id,
-            after: { name, source: "repository" },
-          });
-          modelIds.set(name, created.id);
-        }
-        await tx.usageSample.createMany({
-          data: rows.map(({ model, ...row }) => ({ ...row, modelId: modelIds.get(model)! })),
-        });
-        await tx.operatorUsageSample.createMany({
-          data: operatorRows.map((row) => ({
-            ...row,
-            hardwareProfileId: profile?.id ?? null,
-            at,
-            intervalSeconds: Math.max(1, Math.round(intervalMs / 1000)),
-          })),
-        });
-      });
-    }
-    this.previous = current;
-    return { at, written: rows.length, baseline: false, skipped: null };
+    return { snapshot, stats, operators, workers, quantiles };
   }
 
-  private async readWorkers(): Promise<WorkersResponse | undefined> {
+  /** Writes one sample's rows of every gateway in one transaction (with the Model rows they need). */
+  private async write(
+    rows: readonly UsageRow[],
+    operatorRows: ReadonlyArray<OperatorRow & { at: Date; intervalSeconds: number; gatewayHost: string | null }>,
+    profileId: string | null,
+  ): Promise<void> {
+    await this.prisma.$transaction(async (tx) => {
+      const modelIds = new Map<string, string>();
+      for (const name of new Set(rows.map((row) => row.model))) {
+        const existing = await tx.model.findUnique({ where: { name }, select: { id: true } });
+        if (existing !== null) {
+          modelIds.set(name, existing.id);
+          continue;
+        }
+        // A repository model the control plane has not seen yet: UsageSample needs its row.
+        const created = await tx.model.upsert({
+          where: { name },
+          create: { name },
+          update: {},
+          select: { id: true },
+        });
+        await recordAudit(tx, SYSTEM_ACTOR, {
+          action: "model.discover",
+          targetType: "Model",
+          targetId: created.id,
+          after: { name, source: "repository" },
+        });
+        modelIds.set(name, created.id);
+      }
+      await tx.usageSample.createMany({
+        data: rows.map(({ model, ...row }) => ({ ...row, modelId: modelIds.get(model)! })),
+      });
+      await tx.operatorUsageSample.createMany({
+        data: operatorRows.map((row) => ({ ...row, hardwareProfileId: profileId })),
+      });
+    });
+  }
+
+  private async readWorkers(client: GatewayClient, label: string): Promise<WorkersResponse | undefined> {
     try {
-      return await this.gateway.workers();
+      return await client.workers();
     } catch (error) {
-      this.logger.warn({ err: error }, "usage sample without CPU and memory: the gateway's workers could not be read");
+      this.logger.warn(
+        { err: error, gateway: label },
+        `usage sample without CPU and memory for ${label}: its workers could not be read${refusedHint(error)}`,
+      );
       return undefined;
     }
   }
 
   /** Each operator's completed step calls (GET /v2/operon/scaling); undefined when the gateway cannot say. */
-  private async readOperatorCalls(): Promise<Map<string, Readonly<Record<string, number>>> | undefined> {
+  private async readOperatorCalls(
+    client: GatewayClient,
+    label: string,
+  ): Promise<Map<string, Readonly<Record<string, number>>> | undefined> {
     try {
-      const { operators } = await this.gateway.scalingState();
+      const { operators } = await client.scalingState();
       return new Map(operators.map((entry) => [entry.operator, entry.modelCalls ?? {}]));
     } catch (error) {
-      this.logger.warn({ err: error }, "usage sample without operators: the gateway's scaling state could not be read");
+      this.logger.warn(
+        { err: error, gateway: label },
+        `usage sample without operators for ${label}: its scaling state could not be read${refusedHint(error)}`,
+      );
       return undefined;
     }
   }
 
-  private async readQuantiles(): Promise<LatencyQuantiles> {
+  private async readQuantiles(client: GatewayClient, label: string): Promise<LatencyQuantiles> {
     try {
-      const text = await this.gateway.metricsText();
+      const text = await client.metricsText();
       return text === undefined ? new Map() : latencyQuantiles(parsePrometheusText(text));
     } catch (error) {
       this.logger.warn(
-        { err: error },
-        "usage sample without latency quantiles: the gateway's metrics could not be read",
+        { err: error, gateway: label },
+        `usage sample without latency quantiles for ${label}: its metrics could not be read`,
       );
       return new Map();
     }
   }
+}
+
+/**
+ * Why a gateway refused the control plane (its internal key revoked by hand, or not yet read by that gateway):
+ * said in the log so a revoked key does not fail silently (control-plane-key.ts).
+ */
+function refusedHint(error: unknown): string {
+  const status = (error as { status?: unknown }).status;
+  return status === 401 || status === 403
+    ? " (the gateway refused the control plane's internal key: it was revoked, or the gateway has not read it yet;" +
+        " restarting the control plane makes a new one)"
+    : "";
+}
+
+/** One gateway's rows for the interval from its previous reading to this one. */
+function usageRows(
+  previous: Snapshot,
+  reading: Reading,
+  profileId: string | null,
+): { at: Date; intervalSeconds: number; rows: UsageRow[]; operatorRows: OperatorRow[] } {
+  const current = reading.snapshot;
+  const { workers, quantiles } = reading;
+  const workersByVersion = new Map<string, WorkerInstanceInfo[]>();
+  for (const worker of workers?.workers ?? []) {
+    const key = modelVersionKey(worker.model, worker.version);
+    workersByVersion.set(key, [...(workersByVersion.get(key) ?? []), worker]);
+  }
+  const intervalMs = Math.max(1, current.takenAt - previous.takenAt);
+  const intervalSeconds = Math.max(1, Math.round(intervalMs / 1000));
+  const at = new Date(previous.takenAt);
+  const rows: UsageRow[] = [];
+  for (const [key, now] of current.versions) {
+    // A config search's shadow model is measurement load, not serving: no usage, no cost, no Model row.
+    if (isShadowModelName(now.model)) continue;
+    const before = previous.versions.get(key);
+    const delta = (
+      field: "requests" | "errors" | "inferences" | "allInferences" | "queueNs" | "queueCount",
+    ): number => {
+      const base = before !== undefined && before.requests <= now.requests ? before[field] : 0;
+      return Math.max(0, now[field] - base);
+    };
+    const requests = delta("requests");
+    const queueCount = delta("queueCount");
+    const request = quantiles.get(key)?.request;
+    const quantileMs = (q: number): number | null => {
+      if (requests === 0 || request === undefined) return null;
+      const found = Object.entries(request).find(([label]) => Number(label) === q);
+      return found === undefined ? null : found[1] / 1000;
+    };
+    const versionWorkers = workersByVersion.get(key) ?? [];
+    const share = userShareOf(delta("inferences"), delta("allInferences"));
+    const gpu = gpuShareOf(versionWorkers, workers);
+    rows.push({
+      model: now.model,
+      modelVersion: /^\d+$/.test(now.version) ? Number(now.version) : null,
+      hardwareProfileId: profileId,
+      at,
+      intervalSeconds,
+      requests,
+      errors: delta("errors"),
+      inferences: delta("inferences"),
+      latencyP50Ms: quantileMs(0.5),
+      latencyP90Ms: quantileMs(0.9),
+      latencyP95Ms: quantileMs(0.95),
+      latencyP99Ms: quantileMs(0.99),
+      queueTimeMs: queueCount > 0 ? delta("queueNs") / queueCount / 1e6 : null,
+      instanceCount: versionWorkers.length,
+      cpuUtilization: usersPart(
+        cpuUtilization(key, versionWorkers, previous.workers, current.workers, intervalMs, workers?.hostCpuCores),
+        share,
+      ),
+      memoryBytes: memoryOf(versionWorkers),
+      gpuUtilization: usersPart(gpu.gpuUtilization, share),
+      gpuMemoryBytes: gpu.gpuMemoryBytes,
+    });
+  }
+  const operatorRows =
+    current.operators === undefined || previous.operators === undefined
+      ? []
+      : operatorUsage(previous.operators, current.operators, stepModelUsage(rows));
+  return { at, intervalSeconds, rows, operatorRows };
 }
 
 /** Σ Δ CPU seconds of the version's workers / (interval × host cores); null when either end lacks the workers' CPU times. */

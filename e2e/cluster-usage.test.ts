@@ -1,0 +1,219 @@
+import { randomBytes } from "node:crypto";
+import { cpSync, mkdtempSync } from "node:fs";
+import { hostname, tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signedIn, TEST_ADMIN } from "./support/control-plane-server.js";
+import { EXAMPLE_REPOSITORY, startOperon, type RunningOperon } from "./support/operon-process.js";
+
+// Issue 23: usage and costs per gateway host, and summed. One control plane and two gateways on one
+// PostgreSQL; the gateways require API keys, so the control plane reads them only with its internal key,
+// which it stores (hash only) at start and every gateway reads from the database. Traffic sent to each
+// gateway shows in the usage rows per gateway and summed in the usage and cost API; a gateway killed
+// leaves the other sampled; the internal key revoked by hand is refused by the gateways, and the control
+// plane says so in its log.
+
+const PG_ADMIN_URL = process.env.OPERON_TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
+
+const ADD_SUB_BODY = JSON.stringify({
+  inputs: [
+    { name: "INPUT0", datatype: "FP32", shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) },
+    { name: "INPUT1", datatype: "FP32", shape: [1, 16], data: Array.from({ length: 16 }, () => 1) },
+  ],
+});
+
+async function status(server: RunningOperon, key: string): Promise<number> {
+  const response = await fetch(`${server.httpUrl}/v2/models/add_sub/infer`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+    body: ADD_SUB_BODY,
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
+
+async function infer(server: RunningOperon, key: string, count: number): Promise<void> {
+  for (let i = 0; i < count; i += 1) expect(await status(server, key)).toBe(200);
+}
+
+async function sql<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolveWait) => setTimeout(resolveWait, ms));
+
+/** Polls `read` until `done` holds; fails naming the last value after `withinMs`. */
+async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, withinMs: number): Promise<T> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`still ${JSON.stringify(value)} after ${withinMs} ms`);
+    await sleep(200);
+  }
+}
+
+describe("usage per gateway host: one control plane and two gateways on one PostgreSQL", () => {
+  const name = `operon_usage_${randomBytes(5).toString("hex")}`;
+  const store = mkdtempSync(join(tmpdir(), "operon-usage-store-"));
+  cpSync(join(EXAMPLE_REPOSITORY, "add_sub"), join(store, "add_sub"), { recursive: true });
+  let url = "";
+  let controlPlane: RunningOperon;
+  let gateways: RunningOperon[] = [];
+  const served = ["--model-repository", store, "--model-control-mode", "explicit", "--load-model", "*"];
+  const gatewayArgs = (): string[] => ["--role", "gateway", "--database-url", url, ...served, "--require-api-key"];
+  const hostOf = (gateway: RunningOperon): string => `${hostname()}:${new URL(gateway.httpUrl).port}`;
+
+  /** Σ requests of add_sub's rows per gatewayHost ('own' for the control plane's gateway). */
+  const requestsByGateway = async (): Promise<Record<string, number>> => {
+    const rows = await sql<{ gateway: string; requests: string }>(
+      url,
+      `SELECT coalesce(s."gatewayHost", 'own') AS gateway, sum(s."requests")::text AS requests
+       FROM "UsageSample" s JOIN "Model" m ON m."id" = s."modelId" WHERE m."name" = 'add_sub' GROUP BY 1`,
+    );
+    return Object.fromEntries(rows.map((row) => [row.gateway, Number(row.requests)]));
+  };
+
+  beforeAll(async () => {
+    await sql(PG_ADMIN_URL, `CREATE DATABASE "${name}"`);
+    const parsed = new URL(PG_ADMIN_URL);
+    parsed.pathname = `/${name}`;
+    url = parsed.toString();
+    controlPlane = await startOperon(
+      [
+        "--role",
+        "control-plane",
+        "--control-plane",
+        "--console=false",
+        "--api-port",
+        "0",
+        "--database-url",
+        url,
+        ...served,
+        "--model-store",
+        store,
+        "--admin-email",
+        TEST_ADMIN.email,
+        "--usage-sample-secs",
+        "1",
+      ],
+      { env: { OPERON_ADMIN_PASSWORD: TEST_ADMIN.password }, timeoutMs: 150_000 },
+    );
+    gateways = await Promise.all([
+      startOperon(gatewayArgs(), { timeoutMs: 120_000 }),
+      startOperon(gatewayArgs(), { timeoutMs: 120_000 }),
+    ]);
+  }, 300_000);
+
+  afterAll(async () => {
+    await Promise.all([...gateways, controlPlane].filter(Boolean).map((server) => server.stop()));
+    await sql(PG_ADMIN_URL, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  }, 60_000);
+
+  it("stores the control plane's internal key as a hash only, outside every user's keys", async () => {
+    const rows = await sql<{ keyHash: string; prefix: string; revokedAt: Date | null }>(
+      url,
+      `SELECT "keyHash", "prefix", "revokedAt" FROM "ControlPlaneKey"`,
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.keyHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(rows[0]!.revokedAt).toBeNull();
+    expect(controlPlane.output()).not.toMatch(new RegExp(`opk_${rows[0]!.prefix}_`));
+    // An admin's view of the keys: the internal key is not among them, so no user can see or revoke it.
+    const session = await signedIn(controlPlane);
+    const listed = await session.client.apiKeys.list.query({ all: true, includeRevoked: true });
+    expect(listed.map((key) => key.prefix)).not.toContain(rows[0]!.prefix);
+    // What the database holds is not a key: sent as one, a gateway refuses it (its admin endpoint too).
+    for (const gateway of gateways) {
+      const response = await fetch(`${gateway.httpUrl}/v2/operon/workers`, {
+        headers: { authorization: `Bearer ${rows[0]!.keyHash}` },
+      });
+      await response.arrayBuffer();
+      expect(response.status).toBe(401);
+    }
+  });
+
+  it("samples each gateway with the internal key and sums them in the usage and cost API", async () => {
+    const session = await signedIn(controlPlane);
+    const { key } = await session.client.apiKeys.create.mutate({ name: "traffic", scopes: ["infer"] });
+    // Both gateways are sampled (with the internal key: they require keys) before the traffic is sent.
+    // add_sub has no traffic yet: its rows (zero requests) still name each gateway once its baseline was taken.
+    await until(
+      () => sql<{ n: string }>(url, `SELECT count(DISTINCT "gatewayHost")::text AS n FROM "UsageSample"`),
+      (rows) => Number(rows[0]!.n) >= 2,
+      30_000,
+    ).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}; control plane log:\n${controlPlane.output().slice(-3000)}`);
+    });
+    const startedAt = new Date();
+    // The new key reaches both gateways within a second; the first request that passes counts.
+    await until(
+      () => status(gateways[0]!, key),
+      (code) => code === 200,
+      2000,
+    );
+    await until(
+      () => status(gateways[1]!, key),
+      (code) => code === 200,
+      2000,
+    );
+    await infer(gateways[0]!, key, 4);
+    await infer(gateways[1]!, key, 6);
+    const [a, b] = [hostOf(gateways[0]!), hostOf(gateways[1]!)];
+    const byGateway = await until(requestsByGateway, (value) => value[a] === 5 && value[b] === 7, 15_000);
+    expect(byGateway.own ?? 0).toBe(0);
+
+    // CPU and memory of a gateway's workers come from its admin-only workers endpoint: the internal key works there.
+    const workerRows = await sql<{ instances: number }>(
+      url,
+      `SELECT max("instanceCount") AS instances FROM "UsageSample" WHERE "gatewayHost" = $1`,
+      [b],
+    );
+    expect(workerRows[0]!.instances).toBeGreaterThan(0);
+
+    const range = { from: new Date(startedAt.getTime() - 120_000), to: new Date(Date.now() + 60_000) };
+    const series = await session.client.metrics.timeSeries.query({ ...range, model: "add_sub", bucketSecs: 600 });
+    const total = series.overall.reduce((sum, point) => sum + point.requests, 0);
+    expect(total).toBe(12);
+    const costs = await session.client.metrics.costs.query(range);
+    const addSub = [...costs.models, ...costs.unprofiled].find((entry) => entry.model === "add_sub");
+    expect(addSub?.inferences).toBe(12);
+  }, 90_000);
+
+  it("keeps sampling the other gateway when one is killed", async () => {
+    const session = await signedIn(controlPlane);
+    const { key } = await session.client.apiKeys.create.mutate({ name: "after-kill", scopes: ["infer"] });
+    const [victim, survivor] = gateways as [RunningOperon, RunningOperon];
+    await until(
+      () => status(survivor, key),
+      (code) => code === 200,
+      2000,
+    );
+    // Past the sample that counted that request: `before` then holds it.
+    await sleep(2500);
+    const before = await requestsByGateway();
+    victim.process.kill("SIGKILL");
+    await victim.exited;
+    gateways = [survivor];
+    await infer(survivor, key, 6);
+    const after = await until(
+      requestsByGateway,
+      (value) => value[hostOf(survivor)] === before[hostOf(survivor)]! + 6,
+      15_000,
+    );
+    expect(after[hostOf(victim)]).toBe(before[hostOf(victim)]);
+  }, 60_000);
+
+  it("the internal key revoked by hand is refused by the gateway, and the control plane logs it", async () => {
+    await sql(url, `UPDATE "ControlPlaneKey" SET "revokedAt" = now() WHERE "revokedAt" IS NULL`);
+    await sql(url, `SELECT pg_notify('operon_changes', 'api-keys')`);
+    await controlPlane.waitForOutput(/refused the control plane's internal key: it was revoked/, 15_000);
+  }, 30_000);
+});
