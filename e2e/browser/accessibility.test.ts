@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { Locator } from "playwright-core";
 import { accessibilityViolations, type AccessibilityViolation } from "./support/accessibility.js";
 import { launchBrowser, openConsolePage } from "./support/browser.js";
 import { heading, visible } from "./support/console-actions.js";
@@ -177,7 +178,9 @@ describe("console: accessibility (axe-core, WCAG 2.1 A/AA)", () => {
     expect(colours.button).toBe(colours.surface);
     expect(colours.label).toBe(colours.surface);
     expect(colours.icon).toBe(colours.text);
-    await zoomIn.scrollIntoViewIfNeeded();
+    // The graph is drawn again (a new React Flow) once its models' signatures arrive, so the button found
+    // above may be replaced while it is scrolled to: find it again then (operator-graph.tsx, key={signature}).
+    await scrollIntoViewAcrossRedraws(zoomIn);
     expect(describeViolations("/operators/text_direction (dark)", await accessibilityViolations(page))).toBe("");
     await page.emulateMedia({ colorScheme: "light" });
     expect(system.session.errors).toEqual([]);
@@ -195,3 +198,15 @@ describe("console: accessibility (axe-core, WCAG 2.1 A/AA)", () => {
     }
   }, 60_000);
 });
+
+/** Scrolls to what the locator finds, finding it again when a redraw detached the element it had found. */
+async function scrollIntoViewAcrossRedraws(locator: Locator): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await locator.scrollIntoViewIfNeeded({ timeout: 5_000 });
+      return;
+    } catch (error) {
+      if (attempt === 3 || !/not attached to the DOM/.test((error as Error).message)) throw error;
+    }
+  }
+}

@@ -110,7 +110,10 @@ describe("console: one DataTable, long names", () => {
     expect(await operatorRow.getByRole("cell").allTextContents()).toContain("Operator");
     expect(await operatorRow.getByRole("button").count()).toBe(0);
     expect(await operatorRow.getByRole("link").getAttribute("href")).toBe(`/operators/${LONG_OPERATOR}`);
-    expect(await addSub.getByRole("rowheader").textContent()).toContain(`used by ${LONG_OPERATOR}`);
+    // Other specs on the shared system may add operators that call add_sub too: the list names them all.
+    expect(await addSub.getByRole("rowheader").textContent()).toMatch(
+      new RegExp(`used by (\\S+, )*${LONG_OPERATOR}\\b`),
+    );
 
     // Sorting: a header button; the header says how the column is sorted.
     const names = async () =>
