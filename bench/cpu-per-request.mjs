@@ -5,10 +5,8 @@
 // Usage: node bench/cpu-per-request.mjs [json|binary] [connections] [seconds]
 // Environment: ISOLATION=thread|inline|process (default: the server's), INSTANCES (default 2), ROUNDS (default 2),
 // BY_THREAD=1 (each thread's share, from /proc/<pid>/task), OPERON_NODE_ARGS (node flags for Operon, space-separated).
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { writeAddSubModel } from "@operon/testing/onnx-model-writer";
+import { readdirSync, readFileSync } from "node:fs";
+import { addSubRequest, writeAddSubRepository } from "./lib/add-sub-load.mjs";
 import { startBaseline, startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
@@ -22,38 +20,12 @@ function cpuUs(pid) {
   return cpuFields(readFileSync(`/proc/${pid}/stat`, "utf8"));
 }
 
-const repository = mkdtempSync(join(tmpdir(), "operon-cpu-"));
-mkdirSync(join(repository, "add_sub", "1"), { recursive: true });
-const onnx = join(repository, "add_sub", "1", "model.onnx");
-writeFileSync(onnx, writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }));
-writeFileSync(
-  join(repository, "add_sub", "config.pbtxt"),
-  `name: "add_sub"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninstance_group [ { count: ${INSTANCES} } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${ISOLATION ? `\nparameters { key: "operon_isolation" value: { string_value: "${ISOLATION}" } }` : ""}`,
-);
-
-const data = Array.from({ length: 16 }, (_, i) => 1 + (i % 7) / 8);
-let body, headers;
-if (kind === "binary") {
-  const header = Buffer.from(
-    JSON.stringify({
-      inputs: ["INPUT0", "INPUT1"].map((name) => ({
-        name,
-        datatype: "FP32",
-        shape: [1, 16],
-        parameters: { binary_data_size: 64 },
-      })),
-      parameters: { binary_data_output: true },
-    }),
-  );
-  const raw = Buffer.from(new Float32Array(data).buffer);
-  body = Buffer.concat([header, raw, raw]);
-  headers = { "content-type": "application/octet-stream", "inference-header-content-length": String(header.length) };
-} else {
-  body = JSON.stringify({
-    inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "FP32", shape: [1, 16], data })),
-  });
-  headers = { "content-type": "application/json" };
-}
+const { repository, onnx } = writeAddSubRepository({
+  isolation: ISOLATION,
+  instances: INSTANCES,
+  prefix: "operon-cpu-",
+});
+const { body, headers } = addSubRequest(kind);
 
 /** CPU µs of each thread of the process, by thread id, with the thread's name (comm). */
 function threadCpuUs(pid) {

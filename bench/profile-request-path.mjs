@@ -4,10 +4,10 @@
 // by function (top N) and by package, as shares of the sampled time.
 // Usage: node bench/profile-request-path.mjs [json|binary] [connections] [seconds] [top]
 // Environment: ISOLATION=thread|inline|process, INSTANCES (default 2), PROFILE_DIR (default a temp dir).
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { writeAddSubModel } from "@operon/testing/onnx-model-writer";
+import { addSubRequest, writeAddSubRepository } from "./lib/add-sub-load.mjs";
 import { startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
@@ -16,38 +16,12 @@ const ISOLATION = process.env.ISOLATION ?? "";
 const INSTANCES = Number(process.env.INSTANCES ?? 2);
 const profileDir = process.env.PROFILE_DIR ?? mkdtempSync(join(tmpdir(), "operon-prof-"));
 
-const repository = mkdtempSync(join(tmpdir(), "operon-prof-repo-"));
-mkdirSync(join(repository, "add_sub", "1"), { recursive: true });
-writeFileSync(join(repository, "add_sub", "1", "model.onnx"), writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }));
-writeFileSync(
-  join(repository, "add_sub", "config.pbtxt"),
-  `name: "add_sub"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninstance_group [ { count: ${INSTANCES} } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${ISOLATION ? `\nparameters { key: "operon_isolation" value: { string_value: "${ISOLATION}" } }` : ""}`,
-);
-
-const data = Array.from({ length: 16 }, (_, i) => 1 + (i % 7) / 8);
-let body;
-let headers;
-if (kind === "binary") {
-  const header = Buffer.from(
-    JSON.stringify({
-      inputs: ["INPUT0", "INPUT1"].map((name) => ({
-        name,
-        datatype: "FP32",
-        shape: [1, 16],
-        parameters: { binary_data_size: 64 },
-      })),
-      parameters: { binary_data_output: true },
-    }),
-  );
-  const raw = Buffer.from(new Float32Array(data).buffer);
-  body = Buffer.concat([header, raw, raw]);
-  headers = { "content-type": "application/octet-stream", "inference-header-content-length": String(header.length) };
-} else {
-  body = JSON.stringify({
-    inputs: ["INPUT0", "INPUT1"].map((name) => ({ name, datatype: "FP32", shape: [1, 16], data })),
-  });
-  headers = { "content-type": "application/json" };
-}
+const { repository } = writeAddSubRepository({
+  isolation: ISOLATION,
+  instances: INSTANCES,
+  prefix: "operon-prof-repo-",
+});
+const { body, headers } = addSubRequest(kind);
 
 const before = new Set(readdirSync(profileDir));
 const operon = await startOperon(repository, ["--load-model", "*", "--model-control-mode", "explicit"], {

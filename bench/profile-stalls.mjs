@@ -7,25 +7,19 @@
 // Usage: node bench/profile-stalls.mjs [grpc|binary|json] [seconds] [threshold ms]
 // Environment: OPERON_NODE_ARGS (node flags for Operon, space-separated).
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as protoLoader from "@grpc/proto-loader";
 import { PROTO_DIR } from "@operon/protocol/proto-dir";
-import { writeAddSubModel } from "@operon/testing/onnx-model-writer";
+import { writeAddSubRepository } from "./lib/add-sub-load.mjs";
 import { ROOT, startOperon } from "./lib/processes.mjs";
 
 const [attack = "grpc", secondsText = "6", thresholdText = "20"] = process.argv.slice(2);
 const LIMIT = 64 * 1024 * 1024;
 const files = mkdtempSync(join(tmpdir(), "operon-stall-files-"));
 const profileDir = mkdtempSync(join(tmpdir(), "operon-stall-prof-"));
-const repository = mkdtempSync(join(tmpdir(), "operon-stall-repo-"));
-mkdirSync(join(repository, "add_sub", "1"), { recursive: true });
-writeFileSync(join(repository, "add_sub", "1", "model.onnx"), writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }));
-writeFileSync(
-  join(repository, "add_sub", "config.pbtxt"),
-  'name: "add_sub"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninstance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }',
-);
+const { repository } = writeAddSubRepository({ prefix: "operon-stall-repo-" });
 
 const operon = await startOperon(repository, ["--load-model", "*", "--model-control-mode", "explicit"], {
   nodeArgs: [
