@@ -1,11 +1,11 @@
-import { createHash, randomBytes } from "node:crypto";
-import { cpSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signedIn, TEST_ADMIN } from "./support/control-plane-server.js";
-import { EXAMPLE_REPOSITORY, runOperon, startOperon, type RunningOperon } from "./support/operon-process.js";
+import { signedIn } from "./support/control-plane-server.js";
+import { EXAMPLE_REPOSITORY, runOperon, type RunningOperon } from "./support/operon-process.js";
+import { PG_ADMIN_URL, startTestCluster, type TestCluster } from "./support/test-cluster.js";
 
 // Issue 23: one control plane and two gateways on one PostgreSQL, as the Kubernetes base runs them
 // (`operon serve --role control-plane` and `--role gateway`), each a real process on its own ports,
@@ -13,8 +13,6 @@ import { EXAMPLE_REPOSITORY, runOperon, startOperon, type RunningOperon } from "
 // operators made in the console reach both gateways (LISTEN/NOTIFY, then a re-read); a gateway that
 // loses the database keeps serving with what it has; a gateway killed under load leaves the other
 // serving and the control plane's workers view without it.
-
-const PG_ADMIN_URL = process.env.OPERON_TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
 
 const ADD_SUB_BODY = JSON.stringify({
   inputs: [
@@ -62,49 +60,20 @@ async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
 }
 
 describe("--role: one control plane and two gateways on one PostgreSQL", () => {
-  const name = `operon_roles_${randomBytes(5).toString("hex")}`;
-  // The model store every process reads (a ReadWriteMany volume on Kubernetes), add_sub in it.
-  const store = mkdtempSync(join(tmpdir(), "operon-roles-store-"));
-  cpSync(join(EXAMPLE_REPOSITORY, "add_sub"), join(store, "add_sub"), { recursive: true });
-  let url = "";
+  let cluster: TestCluster | undefined;
+  let name = "";
   let controlPlane: RunningOperon;
   let gateways: RunningOperon[] = [];
-  const served = ["--model-repository", store, "--model-control-mode", "explicit", "--load-model", "*"];
-  const gatewayArgs = (): string[] => ["--role", "gateway", "--database-url", url, ...served, "--require-api-key"];
 
   beforeAll(async () => {
-    await admin((client) => client.query(`CREATE DATABASE "${name}"`));
-    const parsed = new URL(PG_ADMIN_URL);
-    parsed.pathname = `/${name}`;
-    url = parsed.toString();
-    controlPlane = await startOperon(
-      [
-        "--role",
-        "control-plane",
-        "--control-plane",
-        "--console=false",
-        "--api-port",
-        "0",
-        "--database-url",
-        url,
-        ...served,
-        "--model-store",
-        store,
-        "--admin-email",
-        TEST_ADMIN.email,
-      ],
-      // Generous: a loaded CI machine has taken over 60 s to migrate a fresh database and start.
-      { env: { OPERON_ADMIN_PASSWORD: TEST_ADMIN.password }, timeoutMs: 150_000 },
-    );
-    gateways = await Promise.all([
-      startOperon(gatewayArgs(), { timeoutMs: 120_000 }),
-      startOperon(gatewayArgs(), { timeoutMs: 120_000 }),
-    ]);
+    cluster = await startTestCluster({ prefix: "operon_roles" });
+    ({ name, controlPlane, gateways } = cluster);
   }, 300_000);
 
   afterAll(async () => {
-    await Promise.all([...gateways, controlPlane].filter(Boolean).map((server) => server.stop()));
-    await admin((client) => client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`));
+    if (cluster === undefined) return;
+    cluster.gateways = gateways; // as the tests left them
+    await cluster.stop();
   }, 60_000);
 
   it("refuses a cluster role without PostgreSQL, naming the flag", async () => {

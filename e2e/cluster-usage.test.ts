@@ -1,11 +1,8 @@
-import { randomBytes } from "node:crypto";
-import { cpSync, mkdtempSync } from "node:fs";
-import { hostname, tmpdir } from "node:os";
-import { join } from "node:path";
-import pg from "pg";
+import { hostname } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signedIn, TEST_ADMIN } from "./support/control-plane-server.js";
-import { EXAMPLE_REPOSITORY, startOperon, type RunningOperon } from "./support/operon-process.js";
+import { signedIn } from "./support/control-plane-server.js";
+import type { RunningOperon } from "./support/operon-process.js";
+import { sql, startTestCluster, type TestCluster } from "./support/test-cluster.js";
 
 // Issue 23: usage and costs per gateway host, and summed. One control plane and two gateways on one
 // PostgreSQL; the gateways require API keys, so the control plane reads them only with its internal key,
@@ -13,8 +10,6 @@ import { EXAMPLE_REPOSITORY, startOperon, type RunningOperon } from "./support/o
 // gateway shows in the usage rows per gateway and summed in the usage and cost API; a gateway killed
 // leaves the other sampled; the internal key revoked by hand is refused by the gateways, and the control
 // plane says so in its log.
-
-const PG_ADMIN_URL = process.env.OPERON_TEST_POSTGRES_URL ?? "postgresql://postgres@127.0.0.1:5432/test";
 
 const ADD_SUB_BODY = JSON.stringify({
   inputs: [
@@ -37,16 +32,6 @@ async function infer(server: RunningOperon, key: string, count: number): Promise
   for (let i = 0; i < count; i += 1) expect(await status(server, key)).toBe(200);
 }
 
-async function sql<T extends pg.QueryResultRow>(url: string, text: string, values: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<T>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
-
 const sleep = (ms: number): Promise<void> => new Promise((resolveWait) => setTimeout(resolveWait, ms));
 
 /** Polls `read` until `done` holds; fails naming the last value after `withinMs`. */
@@ -61,14 +46,10 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, wit
 }
 
 describe("usage per gateway host: one control plane and two gateways on one PostgreSQL", () => {
-  const name = `operon_usage_${randomBytes(5).toString("hex")}`;
-  const store = mkdtempSync(join(tmpdir(), "operon-usage-store-"));
-  cpSync(join(EXAMPLE_REPOSITORY, "add_sub"), join(store, "add_sub"), { recursive: true });
+  let cluster: TestCluster | undefined;
   let url = "";
   let controlPlane: RunningOperon;
   let gateways: RunningOperon[] = [];
-  const served = ["--model-repository", store, "--model-control-mode", "explicit", "--load-model", "*"];
-  const gatewayArgs = (): string[] => ["--role", "gateway", "--database-url", url, ...served, "--require-api-key"];
   const hostOf = (gateway: RunningOperon): string => `${hostname()}:${new URL(gateway.httpUrl).port}`;
 
   /** Σ requests of add_sub's rows per gatewayHost ('own' for the control plane's gateway). */
@@ -82,39 +63,14 @@ describe("usage per gateway host: one control plane and two gateways on one Post
   };
 
   beforeAll(async () => {
-    await sql(PG_ADMIN_URL, `CREATE DATABASE "${name}"`);
-    const parsed = new URL(PG_ADMIN_URL);
-    parsed.pathname = `/${name}`;
-    url = parsed.toString();
-    controlPlane = await startOperon(
-      [
-        "--role",
-        "control-plane",
-        "--control-plane",
-        "--console=false",
-        "--api-port",
-        "0",
-        "--database-url",
-        url,
-        ...served,
-        "--model-store",
-        store,
-        "--admin-email",
-        TEST_ADMIN.email,
-        "--usage-sample-secs",
-        "1",
-      ],
-      { env: { OPERON_ADMIN_PASSWORD: TEST_ADMIN.password }, timeoutMs: 150_000 },
-    );
-    gateways = await Promise.all([
-      startOperon(gatewayArgs(), { timeoutMs: 120_000 }),
-      startOperon(gatewayArgs(), { timeoutMs: 120_000 }),
-    ]);
+    cluster = await startTestCluster({ prefix: "operon_usage", controlPlaneArgs: ["--usage-sample-secs", "1"] });
+    ({ url, controlPlane, gateways } = cluster);
   }, 300_000);
 
   afterAll(async () => {
-    await Promise.all([...gateways, controlPlane].filter(Boolean).map((server) => server.stop()));
-    await sql(PG_ADMIN_URL, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    if (cluster === undefined) return;
+    cluster.gateways = gateways; // as the tests left them
+    await cluster.stop();
   }, 60_000);
 
   it("stores the control plane's internal key as a hash only, outside every user's keys", async () => {
