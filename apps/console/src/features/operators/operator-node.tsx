@@ -46,24 +46,8 @@ export function OperatorNode({ id, data }: NodeProps<OperatorFlowNode>) {
         {data.title}
       </span>
       <span className="graph-node-detail">{data.detail}</span>
-      {data.ports.inputs.length > 0 ? (
-        <ul className="graph-ports graph-ports-in" aria-label="inputs">
-          {data.ports.inputs.map((port) => (
-            <li key={port.name}>
-              <PortHandle node={id} nodeTitle={data.title} side="input" port={port} />
-            </li>
-          ))}
-        </ul>
-      ) : null}
-      {data.ports.outputs.length > 0 ? (
-        <ul className="graph-ports graph-ports-out" aria-label="outputs">
-          {data.ports.outputs.map((port) => (
-            <li key={port.name}>
-              <PortHandle node={id} nodeTitle={data.title} side="output" port={port} />
-            </li>
-          ))}
-        </ul>
-      ) : null}
+      <PortList node={id} nodeTitle={data.title} side="input" ports={data.ports.inputs} />
+      <PortList node={id} nodeTitle={data.title} side="output" ports={data.ports.outputs} />
       <Handle
         type="source"
         id={CONTROL_OUT}
@@ -72,6 +56,30 @@ export function OperatorNode({ id, data }: NodeProps<OperatorFlowNode>) {
         isConnectable={false}
       />
     </>
+  );
+}
+
+/** A node's inputs (left edge) or outputs (right edge); nothing when it has none. */
+function PortList({
+  node,
+  nodeTitle,
+  side,
+  ports,
+}: {
+  node: string;
+  nodeTitle: string;
+  side: "input" | "output";
+  ports: readonly GraphPort[];
+}) {
+  if (ports.length === 0) return null;
+  return (
+    <ul className={`graph-ports graph-ports-${side === "input" ? "in" : "out"}`} aria-label={`${side}s`}>
+      {ports.map((port) => (
+        <li key={port.name}>
+          <PortHandle node={node} nodeTitle={nodeTitle} side={side} port={port} />
+        </li>
+      ))}
+    </ul>
   );
 }
 
