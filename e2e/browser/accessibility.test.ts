@@ -164,22 +164,36 @@ describe("console: accessibility (axe-core, WCAG 2.1 A/AA)", () => {
     await visible(heading(page, "text_direction"));
     const zoomIn = await visible(page.locator(".operator-graph .react-flow__controls-button").first());
     await visible(page.locator(".operator-graph .react-flow__edge-textbg").first());
-    const colours = await page.evaluate(() => {
-      const style = (selector: string) => getComputedStyle(document.querySelector(selector)!);
-      return {
-        surface: style(".operator-graph-canvas").backgroundColor,
-        button: style(".react-flow__controls-button").backgroundColor,
-        icon: style(".react-flow__controls-button").color,
-        text: getComputedStyle(document.body).color,
-        label: style(".react-flow__edge-textbg").fill,
-      };
-    });
+    // The graph is drawn again (a new React Flow) once its models' signatures arrive (operator-graph.tsx,
+    // key={signature}): wait for the ports that redraw brings, then read the colours, again if a redraw
+    // detached an element between the query and the read.
+    await visible(page.locator(".operator-graph .graph-port").first());
+    const readColours = () =>
+      page.evaluate(() => {
+        const style = (selector: string) => {
+          const element = document.querySelector(selector);
+          return element === null ? null : getComputedStyle(element);
+        };
+        const surface = style(".operator-graph-canvas");
+        const button = style(".react-flow__controls-button");
+        const label = style(".react-flow__edge-textbg");
+        if (surface === null || button === null || label === null) return null;
+        return {
+          surface: surface.backgroundColor,
+          button: button.backgroundColor,
+          icon: button.color,
+          text: getComputedStyle(document.body).color,
+          label: label.fill,
+        };
+      });
+    let read: Awaited<ReturnType<typeof readColours>> = null;
+    await expect.poll(async () => (read = await readColours()) !== null).toBe(true);
+    const colours = read!;
     // React Flow's defaults are light (#fefefe buttons, white label boxes) on the dark card.
     expect(colours.button).toBe(colours.surface);
     expect(colours.label).toBe(colours.surface);
     expect(colours.icon).toBe(colours.text);
-    // The graph is drawn again (a new React Flow) once its models' signatures arrive, so the button found
-    // above may be replaced while it is scrolled to: find it again then (operator-graph.tsx, key={signature}).
+    // The button found above may still be replaced by a redraw while it is scrolled to: find it again then.
     await scrollIntoViewAcrossRedraws(zoomIn);
     expect(describeViolations("/operators/text_direction (dark)", await accessibilityViolations(page))).toBe("");
     await page.emulateMedia({ colorScheme: "light" });
