@@ -13,6 +13,7 @@ import { withConnection } from "./postgres-table.js";
 import type { Datasets } from "./datasets.js";
 import { inputMappingSchema, planInputs, type ColumnMapping, type TargetSignature } from "./input-mapping.js";
 import { JobFiles, ROW_COLUMN } from "./job-files.js";
+import { gatewayRowsSchema } from "./gateway-lanes.js";
 import { type BatchJobsOptions, JobExecution, type JobControl, type RunningJob } from "./job-execution.js";
 
 export type { BatchJobsOptions } from "./job-execution.js";
@@ -27,10 +28,12 @@ import { targetSignature, type JobTarget } from "./target-signature.js";
  * failed rows kept and retryable, results merged into Parquet.
  *
  * Each running job sends its requests with a key of its own, made when it
- * starts and kept in memory (ApiKeyService.setJobGrant): the gateway puts
- * them at the target's lowest priority level and, while traffic shares are
- * on, under the job's tenant `batch:<job id>`. The job's concurrency adapts
- * to the online p99 of its target (aimd.ts), so online traffic comes first.
+ * starts and kept in memory (its hash is stored for the cluster's gateways,
+ * job-key.ts): the gateways put them at the target's lowest priority level
+ * and, while traffic shares are on, under the job's tenant `batch:<job id>`.
+ * Its rows spread over every gateway of the cluster (gateway-lanes.ts); its
+ * concurrency on each adapts to that gateway's online p99 of its target
+ * (aimd.ts), so online traffic comes first.
  *
  * A restart resumes: jobs left RUNNING go back to QUEUED and run again from
  * their checkpoint. At most `maxRunning` jobs run at once, in creation order.
@@ -59,8 +62,13 @@ export interface JobView {
   failedRows: number;
   /** Requests in flight allowed now (live while running; 0 during a probe of online latency). */
   concurrency: number;
-  /** While running: why the job has that concurrency (aimd.ts); null otherwise. */
+  /** While running: why the job has that concurrency (aimd.ts; its first gateway's, see `gateways`); null otherwise. */
   control: JobControl | null;
+  /**
+   * The gateways that served the job's rows (rows with a result, as checkpointed) and, while it runs, each
+   * gateway it sends to now with its own concurrency (gateway-lanes.ts); most rows first.
+   */
+  gateways: JobGateway[];
   rowsPerSec: number | null;
   /** Seconds left at the current rate; null while unknown. */
   secondsLeft: number | null;
@@ -69,6 +77,17 @@ export interface JobView {
   createdAt: Date;
   startedAt: Date | null;
   finishedAt: Date | null;
+}
+
+export interface JobGateway {
+  /** `<host>:<http port>`, or `control-plane` for the control plane's own gateway. */
+  gateway: string;
+  rows: number;
+  /** While running: requests in flight allowed there now; null otherwise. */
+  concurrency: number | null;
+  /** While running: the gateway could not be reached; its rows go to the others until it answers again. */
+  away: boolean | null;
+  control: JobControl | null;
 }
 
 export class BatchJobs {
@@ -385,11 +404,27 @@ export class BatchJobs {
     return this.live(viewOf(row, row.dataset.name, row.owner?.email ?? null));
   }
 
-  /** A running job's concurrency as its controller has it now, not as of its last checkpoint. */
+  /** A running job's concurrency as its controllers have it now (one per gateway), not as of its last checkpoint. */
   private live(view: JobView): JobView {
-    const control = this.running.get(view.id)?.control;
-    if (control === undefined || view.state !== "RUNNING") return view;
-    return { ...view, concurrency: control.limit, control };
+    const lanes = this.running.get(view.id)?.lanes?.list();
+    if (lanes === undefined || lanes.length === 0 || view.state !== "RUNNING") return view;
+    const gateways = new Map(view.gateways.map((gateway) => [gateway.gateway, gateway]));
+    for (const lane of lanes)
+      gateways.set(lane.id, {
+        gateway: lane.id,
+        rows: gateways.get(lane.id)?.rows ?? 0,
+        concurrency: lane.away ? 0 : lane.limiter.limit,
+        away: lane.away,
+        control: lane.control ?? null,
+      });
+    const first = lanes.find((lane) => lane.control !== undefined)?.control;
+    const concurrency = lanes.reduce((sum, lane) => sum + (lane.away ? 0 : lane.limiter.limit), 0);
+    return {
+      ...view,
+      concurrency,
+      control: first !== undefined ? { ...first, limit: concurrency } : null,
+      gateways: [...gateways.values()].sort((a, b) => b.rows - a.rows || a.gateway.localeCompare(b.gateway)),
+    };
   }
 
   /** The key columns of failed rows (from the snapshot), so the console can name the rows. */
@@ -464,6 +499,11 @@ function viewOf(row: BatchJob, datasetName: string, ownerEmail: string | null): 
     failedRows: row.failedRows,
     concurrency: row.concurrency,
     control: null,
+    gateways: Object.entries(
+      parseJsonColumn(gatewayRowsSchema, row.gatewayRows, { table: "BatchJob", column: "gatewayRows", id: row.id }),
+    )
+      .map(([gateway, rows]) => ({ gateway, rows, concurrency: null, away: null, control: null }))
+      .sort((a, b) => b.rows - a.rows || a.gateway.localeCompare(b.gateway)),
     rowsPerSec: row.rowsPerSec,
     secondsLeft:
       left !== null && row.rowsPerSec !== null && row.rowsPerSec > 0 && row.state === "RUNNING"
