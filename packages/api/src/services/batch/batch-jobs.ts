@@ -18,7 +18,7 @@ import { type BatchJobsOptions, JobExecution, type JobControl, type RunningJob }
 
 export type { BatchJobsOptions } from "./job-execution.js";
 import { parseRanges, removeRows, rowsIn } from "./row-ranges.js";
-import { queryJobCost, type JobCost } from "../costs/job-cost.js";
+import { queryJobCost, settleJobCosts, type JobCost } from "../costs/job-cost.js";
 import { queryJobThroughput, runWindowOf, type JobThroughput } from "./job-throughput.js";
 import { targetSignature, type JobTarget } from "./target-signature.js";
 
@@ -90,11 +90,15 @@ export interface JobGateway {
   control: JobControl | null;
 }
 
+/** How often the control plane keeps what the jobs' settled samples cost (costs/job-cost.ts settleJobCosts). */
+const COST_SETTLE_MS = 60_000;
+
 export class BatchJobs {
   private readonly running = new Map<string, RunningJob>();
   private readonly execution: JobExecution;
   private stopped = false;
   private kicking: Promise<void> = Promise.resolve();
+  private settleTimer: NodeJS.Timeout | undefined;
   private readonly maxRunning: number;
   private readonly chunkRows: number;
 
@@ -123,12 +127,20 @@ export class BatchJobs {
   async start(): Promise<number> {
     const { count } = await this.prisma.batchJob.updateMany({ where: { state: "RUNNING" }, data: { state: "QUEUED" } });
     this.kick();
+    // Jobs' costs are kept per sample once settled (costs/job-cost.ts); settle them before usage samples age.
+    this.settleTimer = setInterval(() => {
+      settleJobCosts(this.prisma).catch((error: unknown) =>
+        this.logger.warn({ err: (error as Error).message }, "batch jobs: could not settle the jobs' costs"),
+      );
+    }, COST_SETTLE_MS);
+    this.settleTimer.unref();
     return count;
   }
 
   /** Stops taking rows; running jobs checkpoint what finished and stay RUNNING in the database, so the next start resumes them. */
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.settleTimer !== undefined) clearInterval(this.settleTimer);
     for (const run of this.running.values()) run.stop = true;
     await Promise.all([...this.running.values()].map((run) => run.done));
   }
