@@ -91,7 +91,9 @@ describe("a batch job over two gateways (one control plane, two --role gateway, 
       const job = await admin.client.jobs.get.query({ id });
       if (done(job)) return job;
       if (Date.now() > deadline)
-        throw new Error(`job ${id} stuck: ${JSON.stringify(job)}\ncontrol plane:\n${controlPlane.output().slice(-4000)}`);
+        throw new Error(
+          `job ${id} stuck: ${JSON.stringify(job)}\ncontrol plane:\n${controlPlane.output().slice(-4000)}`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }

@@ -2,9 +2,8 @@ import type { Logger } from "@operon/protocol/logger";
 import { z } from "zod";
 import { AppError } from "../../app-error.js";
 import { GatewayClient } from "../gateway/gateway-client.js";
-import { AimdLimiter, type AimdOptions } from "./aimd.js";
+import { AimdLimiter, type AimdOptions, type AimdReason } from "./aimd.js";
 import { OnlineLatencyMonitor } from "./online-latency-monitor.js";
-import type { JobControl } from "./job-execution.js";
 
 /**
  * The gateways one running job sends its rows to, one lane each: every
@@ -38,6 +37,17 @@ export const DEFAULT_LANE_REFRESH_MS = 5_000;
 /** BatchJob.gatewayRows as job-execution.ts writes it: rows with a result per gateway id. */
 export const gatewayRowsSchema = z.record(z.string(), z.number().int().nonnegative());
 export type GatewayRows = z.infer<typeof gatewayRowsSchema>;
+
+/** Why a running job has the concurrency it has now (on one gateway; jobs.get). */
+export interface JobControl {
+  limit: number;
+  reason: AimdReason;
+  /** Online p99 over the last span (ms); undefined with too little online traffic to judge. */
+  onlineP99Ms?: number | undefined;
+  onlineBudgetMs: number;
+  /** Online p99 without the job, from its last probe; undefined while none saw online traffic. */
+  baselineMs?: number | undefined;
+}
 
 export interface GatewayLane {
   readonly id: string;

@@ -6,7 +6,6 @@ import type { ApiKeyService } from "../api-keys/api-key-service.js";
 import { clusterGateways } from "../cluster/cluster-gateways.js";
 import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-client.js";
 import { parseJsonColumn } from "../json-column.js";
-import type { AimdReason } from "./aimd.js";
 import type { BatchStorageOptions } from "./datasets.js";
 import { inputMappingSchema, planInputs } from "./input-mapping.js";
 import { type JobFiles, outputColumnsOf } from "./job-files.js";
@@ -43,16 +42,7 @@ export interface RunningJob {
   lanes?: GatewayLanes;
 }
 
-/** Why a running job has the concurrency it has now. */
-export interface JobControl {
-  limit: number;
-  reason: AimdReason;
-  /** Online p99 over the last span (ms); undefined with too little online traffic to judge. */
-  onlineP99Ms?: number | undefined;
-  onlineBudgetMs: number;
-  /** Online p99 without the job, from its last probe; undefined while none saw online traffic. */
-  baselineMs?: number | undefined;
-}
+export type { JobControl } from "./gateway-lanes.js";
 
 export interface BatchJobsOptions {
   storage: BatchStorageOptions;

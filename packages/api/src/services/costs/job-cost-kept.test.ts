@@ -79,7 +79,14 @@ describe("a batch job's cost, kept once settled (real PostgreSQL)", () => {
     const cost = await queryJobCost(db.prisma, done);
     expect(cost.total).toBe(0.004);
     expect(cost.lines).toEqual([
-      { profileId: expect.any(String), profileName: "node", currency: "USD", requests: 80, targetRequests: 200, cost: 0.004 },
+      {
+        profileId: expect.any(String),
+        profileName: "node",
+        currency: "USD",
+        requests: 80,
+        targetRequests: 200,
+        cost: 0.004,
+      },
     ]);
     // The usage sampler passed both samples (a usage sample starts at their end): each keeps its part.
     expect(await keptCosts(done.id)).toEqual([

@@ -302,7 +302,10 @@ export async function queryJobCost(prisma: PrismaClient, job: CostedJob): Promis
       const overUsageEnd = Math.max(
         sampleEnd,
         ...intervals
-          .map((interval) => ({ from: interval.at.getTime(), to: interval.at.getTime() + interval.intervalSeconds * 1000 }))
+          .map((interval) => ({
+            from: interval.at.getTime(),
+            to: interval.at.getTime() + interval.intervalSeconds * 1000,
+          }))
           .filter((range) => range.from < sampleEnd && range.to > sample.at.getTime())
           .map((range) => range.to),
       );
