@@ -1,6 +1,6 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { BatchJob, BatchJobState, Prisma, PrismaClient } from "@operon/db";
+import { announceChange, type BatchJob, type BatchJobState, type Prisma, type PrismaClient } from "@operon/db";
 import type { Logger } from "@operon/protocol/logger";
 import { AppError, notFound } from "../../app-error.js";
 import type { ApiKeyService } from "../api-keys/api-key-service.js";
@@ -125,7 +125,12 @@ export class BatchJobs {
 
   /** On start: jobs a stop or crash left RUNNING queue again (they resume from their checkpoint); then queued jobs start. */
   async start(): Promise<number> {
-    const { count } = await this.prisma.batchJob.updateMany({ where: { state: "RUNNING" }, data: { state: "QUEUED" } });
+    // Their keys died with the last process: the hashes go too (and the gateways are told), new ones come when they run.
+    const { count } = await this.prisma.batchJob.updateMany({
+      where: { state: "RUNNING" },
+      data: { state: "QUEUED", keyHash: null },
+    });
+    if (count > 0) await announceChange(this.prisma, "api-keys");
     this.kick();
     // Jobs' costs are kept per sample once settled (costs/job-cost.ts); settle them before usage samples age.
     this.settleTimer = setInterval(() => {
