@@ -4,7 +4,7 @@
 // not move with the host's load, so it judges request-path changes on a busy machine; what it costs shows
 // as scavenges on the main thread and as the V8 helper threads' CPU in `BY_THREAD=1 cpu-per-request.mjs`.
 // Usage: node bench/allocations-per-request.mjs [json|binary] [connections] [seconds] [top]
-// Environment: ISOLATION=thread|inline|process, INSTANCES (default 2).
+// Environment: ISOLATION=thread|inline|process, INSTANCES (default 2), OPERON_NODE_ARGS.
 import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,6 +22,8 @@ const { repository, onnx } = writeAddSubRepository({
 });
 const { body, headers } = addSubRequest(kind);
 const nodeArgs = ["--import", SAMPLER];
+// OPERON_NODE_ARGS: node flags for Operon only (space-separated), e.g. V8 heap settings to compare.
+const operonNodeArgs = (process.env.OPERON_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "");
 
 /** Samples one server for `seconds` under wrk and prints each thread's bytes per request. */
 async function sampleUnderLoad(label, url, env) {
@@ -46,7 +48,8 @@ async function sampleUnderLoad(label, url, env) {
     const perThousand = (count) => ((1000 * count) / requests).toFixed(2);
     console.log(
       `    ${(main ? "main thread" : `thread ${name.slice(8, -5)}`).padEnd(11)} ${(total / requests).toFixed(0).padStart(7)} B/req` +
-        `  collections per 1k requests: ${perThousand(collections.minor)} minor, ${perThousand(collections.major)} major`,
+        `  collections per 1k requests: ${perThousand(collections.minor)} minor, ${perThousand(collections.major)} major` +
+        ` (${perThousand(collections.ms)} ms paused)`,
     );
     if (!main) continue;
     for (const [site, bytes] of [...sites].sort((a, b) => b[1] - a[1]).slice(0, Number(top))) {
@@ -73,7 +76,7 @@ function selfBytesBySite(profile) {
 const operonEnv = { OPERON_ALLOC_DIR: mkdtempSync(join(tmpdir(), "operon-alloc-")) };
 const minimalEnv = { OPERON_ALLOC_DIR: mkdtempSync(join(tmpdir(), "operon-alloc-")) };
 const operon = await startOperon(repository, ["--load-model", "*", "--model-control-mode", "explicit"], {
-  nodeArgs,
+  nodeArgs: [...operonNodeArgs, ...nodeArgs],
   env: operonEnv,
 });
 const minimal = await startBaseline("minimal-http-ort-server.mjs", [onnx], { nodeArgs, env: minimalEnv });

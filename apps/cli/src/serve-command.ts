@@ -109,6 +109,9 @@ async function runServe(flags: ServeFlags): Promise<void> {
       ? { httpMaxInflightBodyBytes: flags.httpMaxInflightBodyBytes }
       : {}),
     grpcInferMaxMessageBytes: flags.grpcInferMaxMessageBytes,
+    ...(flags.grpcMaxInflightMessageBytes !== undefined
+      ? { grpcMaxInflightMessageBytes: flags.grpcMaxInflightMessageBytes }
+      : {}),
     maxBytesElements: flags.maxBytesElements,
     httpBodyTimeoutSecs: flags.httpBodyTimeoutSecs,
     httpMinBodyBytesPerSec: flags.httpMinBodyBytesPerSec,

@@ -156,6 +156,11 @@ export function addServeFlags(command: Command): Command {
         GATEWAY_DEFAULTS.grpcInferMaxMessageBytes,
       )
       .option(
+        "--grpc-max-inflight-message-bytes <bytes>",
+        "ModelInfer / ModelStreamInfer message bytes held at once over all gRPC calls and streams; beyond it a new message gets RESOURCE_EXHAUSTED (default: 4 x --grpc-infer-max-message-bytes)",
+        parsePositiveInt,
+      )
+      .option(
         "--max-bytes-elements <n>",
         "most elements in one BYTES tensor (each becomes a JS value somewhere); beyond it the request is refused with 400 / INVALID_ARGUMENT",
         parsePositiveInt,

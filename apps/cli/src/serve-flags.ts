@@ -38,6 +38,7 @@ export const serveFlagsSchema = z.object({
   httpMaxBodyBytes: positive,
   httpMaxInflightBodyBytes: positive.optional(),
   grpcInferMaxMessageBytes: positive,
+  grpcMaxInflightMessageBytes: positive.optional(),
   maxBytesElements: positive,
   httpBodyTimeoutSecs: positive,
   httpMinBodyBytesPerSec: count,

@@ -203,6 +203,9 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
         ...(options.grpcInferMaxMessageBytes !== undefined
           ? { maxInferMessageBytes: options.grpcInferMaxMessageBytes }
           : {}),
+        ...(options.grpcMaxInflightMessageBytes !== undefined
+          ? { maxInflightInferBytes: options.grpcMaxInflightMessageBytes }
+          : {}),
         logger,
         sharedMemory,
         logging,
