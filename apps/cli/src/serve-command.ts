@@ -218,6 +218,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
             ...(flags.schedulerGpuSlots !== undefined ? { gpuSlots: flags.schedulerGpuSlots } : {}),
             defaultCapacityRps: flags.schedulerDefaultCapacityRps,
             p99BudgetMs: flags.schedulerP99BudgetMs,
+            minGateways: flags.schedulerMinGateways,
+            maxGateways: flags.schedulerMaxGateways,
             maxInstancesPerModel: flags.maxInstancesPerModel,
             maxInstancesPerHost: flags.maxInstances,
           },
@@ -306,6 +308,15 @@ async function runServe(flags: ServeFlags): Promise<void> {
               : undefined,
         },
         () => ring.drainUsage(),
+      );
+      // The resource scheduler's desired gateway replicas, exported where Prometheus scrapes this pod (an HPA follows it).
+      const gauges = server;
+      controlPlane.onDesiredGatewayReplicas((replicas) =>
+        gauges.setGauge(
+          "operon_desired_gateway_replicas",
+          "Gateways (operon serve --role gateway) the resource scheduler's summed demand needs; an HPA on the gateway Deployment follows it",
+          replicas,
+        ),
       );
       // Model control through the gateway's own API goes to the audit log too (the console's own calls use the internal key and are audited by the API).
       const thread = controlPlane;

@@ -25,7 +25,7 @@ class FakeGateway {
         name,
         version: "1",
         last_inference: count > 0 ? 1 : 0,
-        inference_stats: { success: { count }, fail: { count: 0 } },
+        inference_stats: { success: { count }, fail: { count: 0 }, queue: { count, ns: 0 } },
       } as unknown as ModelStatistics;
     });
   }

@@ -154,7 +154,11 @@ function neededFor(
       : []),
     ...(saturated ? [`requests wait ${fmt(inputs.queueTimeMs!)} ms on average (over the p99 budget): one more`] : []),
   ];
-  return { count, needed: { byModel, bySlots, byCpu, saturated }, why: `${count} gateway${count === 1 ? "" : "s"}: ${parts.join("; ")}` };
+  return {
+    count,
+    needed: { byModel, bySlots, byCpu, saturated },
+    why: `${count} gateway${count === 1 ? "" : "s"}: ${parts.join("; ")}`,
+  };
 }
 
 function checkPolicy(policy: ReplicaPolicy): void {

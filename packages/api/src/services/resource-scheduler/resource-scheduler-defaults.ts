@@ -15,4 +15,7 @@ export const RESOURCE_SCHEDULER_DEFAULTS = {
   defaultCapacityRps: 20,
   p99BudgetMs: 100,
   instanceMemoryBytes: 256 * 1024 * 1024,
+  /** Bounds of the desired gateway replica count (gateway-replicas.ts); the HPA's own bounds apply after. */
+  minGateways: 1,
+  maxGateways: 10,
 } as const;
