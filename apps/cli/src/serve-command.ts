@@ -24,6 +24,7 @@ import type { SharedState } from "./shared-state.js";
 import { serveFlagsSchema, type ServeFlags } from "./serve-flags.js";
 import { adminCreateCommand } from "./admin-create-hint.js";
 import { logFileOf } from "./log-file.js";
+import { DESIRED_GATEWAY_REPLICAS_METRIC } from "@operon/api/resource-scheduler-defaults";
 
 /**
  * `operon serve`: the command (its flags are serve-flag-definitions.ts) and
@@ -313,7 +314,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
       const gauges = server;
       controlPlane.onDesiredGatewayReplicas((replicas) =>
         gauges.setGauge(
-          "operon_desired_gateway_replicas",
+          DESIRED_GATEWAY_REPLICAS_METRIC,
           "Gateways (operon serve --role gateway) the resource scheduler's summed demand needs; an HPA on the gateway Deployment follows it",
           replicas,
         ),

@@ -75,4 +75,19 @@ describe("operon serve flags", () => {
       httpPort: 0,
     });
   });
+
+  it("bounds the desired gateway replica count (1 to 10 by default) and refuses bounds that cannot hold", async () => {
+    const repository = ["--model-repository", "models"];
+    expect(serveFlagsSchema.parse(await parsedFlags(repository))).toMatchObject({
+      schedulerMinGateways: 1,
+      schedulerMaxGateways: 10,
+    });
+    const flags = await parsedFlags([...repository, "--scheduler-min-gateways", "4", "--scheduler-max-gateways", "3"]);
+    expect(() => serveFlagsSchema.parse(flags)).toThrow(
+      /--scheduler-max-gateways must be at least --scheduler-min-gateways/,
+    );
+    await expect(parsedFlags([...repository, "--scheduler-min-gateways", "0"])).rejects.toThrow(
+      /--scheduler-min-gateways/,
+    );
+  });
 });
