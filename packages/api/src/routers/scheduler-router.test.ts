@@ -292,6 +292,8 @@ describe.each(testDatabaseBackends())("scheduler router and runner on $name", (b
       const decisions = await cluster.runOnce();
       // Per gateway: ceil(20 × 1.25 / 10) = 3 instances (the sum, 40 req/s, would ask each gateway for 5, capped at 4).
       expect(decisions).toMatchObject([{ model: "spread", action: "SCALE_UP", from: 1, to: 3, demandRps: 20 }]);
+      // Applied on the control plane's gateway, then each registered gateway is set to the same per-gateway count.
+      expect([own.calls, a.calls, b.calls]).toEqual([["scale spread 3"], ["scale spread 3"], ["scale spread 3"]]);
       // The cluster: 40 req/s need 5 instances, a gateway runs at most 4 of one model: 2 gateways.
       const status = await h.as("VIEWER").scheduler.status();
       expect(status.cluster).toEqual({

@@ -612,7 +612,13 @@ export class ResourceScheduler {
     for (const name of [...this.lastFitHold.keys()])
       if (!decisions.some((decision) => decision.model === name && decision.reason.startsWith(FIT_HOLD)))
         this.lastFitHold.delete(name);
-    for (const decision of decisions) await this.apply(decision, inputsOf(decision.model), now);
+    const applied = new Map<string, number>();
+    for (const decision of decisions) {
+      const changed = await this.apply(decision, inputsOf(decision.model), now);
+      if (changed && (decision.action === "SCALE_UP" || decision.action === "SCALE_DOWN"))
+        applied.set(decision.model, decision.to);
+    }
+    if (enabled) await this.alignGateways(others, states, applied);
     if (enabled)
       await this.decideReplicas(
         cluster,
@@ -627,9 +633,7 @@ export class ResourceScheduler {
   }
 
   /** Each registered gateway's statistics and workers; one that does not answer is logged and left out this period. */
-  private async readClusterGateways(): Promise<
-    Array<{ gatewayHost: string; stats: ModelStatistics[]; reading: GatewayReading; hostCpuCores: number | null }>
-  > {
+  private async readClusterGateways(): Promise<ClusterGatewayRead[]> {
     let gateways: ClusterGateway[];
     try {
       gateways = await this.clusterGateways();
@@ -649,11 +653,25 @@ export class ResourceScheduler {
             gateway.client.statistics(),
             gateway.client.workers().catch(() => undefined),
           ]);
+          // Its CPU instances per model (the most of any version, as for the control plane's gateway).
+          const perVersion = new Map<string, number>();
+          for (const worker of workers?.workers ?? [])
+            if (worker.kind !== "GPU") {
+              const key = `${worker.model}\u0000${worker.version}`;
+              perVersion.set(key, (perVersion.get(key) ?? 0) + 1);
+            }
+          const instances = new Map<string, number>();
+          for (const [key, count] of perVersion) {
+            const model = key.split("\u0000")[0]!;
+            instances.set(model, Math.max(instances.get(model) ?? 0, count));
+          }
           return {
             gatewayHost: host,
+            client: gateway.client,
             stats,
             reading: readingOf(host, now, stats, workers),
             hostCpuCores: workers?.hostCpuCores ?? null,
+            instances: workers === undefined ? undefined : instances,
           };
         } catch (error) {
           this.logger.warn(
@@ -665,6 +683,43 @@ export class ResourceScheduler {
       }),
     );
     return read.filter((entry) => entry !== undefined);
+  }
+
+  /**
+   * Instance counts are per gateway: each registered gateway is set to the count the control plane's gateway runs
+   * after this period (decided on the busiest gateway's demand, or pinned), so all gateways run alike. They serve
+   * one model store, so they differ only after a decision or a gateway's restart (its config's count). CPU models
+   * only (a GPU model's count depends on the host's GPUs), loaded here and served there. A gateway that refuses
+   * (its own --max-instances) is logged and asked again next period.
+   */
+  private async alignGateways(
+    others: readonly ClusterGatewayRead[],
+    states: readonly ModelState[],
+    applied: ReadonlyMap<string, number>,
+  ): Promise<void> {
+    const target = new Map<string, number>();
+    for (const state of states)
+      if (!state.parked && state.kind === "CPU" && state.instances > 0)
+        target.set(state.model, applied.get(state.model) ?? state.instances);
+    for (const gateway of others) {
+      if (gateway.instances === undefined) continue;
+      for (const [model, count] of target) {
+        const there = gateway.instances.get(model);
+        if (there === undefined || there === count) continue;
+        try {
+          await gateway.client.scaleModel(model, count);
+          this.logger.info(
+            { gateway: gateway.gatewayHost, model, from: there, to: count },
+            `resource scheduler: gateway ${gateway.gatewayHost} set to the per-gateway count of '${model}'`,
+          );
+        } catch (error) {
+          this.logger.warn(
+            { gateway: gateway.gatewayHost, model, to: count, err: (error as Error).message },
+            `resource scheduler: gateway ${gateway.gatewayHost} refused the per-gateway count of '${model}'`,
+          );
+        }
+      }
+    }
   }
 
   /** The period's desired gateway replica count (gateway-replicas.ts), stored and published. */
@@ -724,20 +779,21 @@ export class ResourceScheduler {
     for (const listener of this.replicaListeners) listener(replicas);
   }
 
-  private async apply(decision: SchedulerDecision, inputs: Record<string, unknown>, now: number): Promise<void> {
+  /** Applies one decision to the control plane's gateway and records it; true when it changed the gateway. */
+  private async apply(decision: SchedulerDecision, inputs: Record<string, unknown>, now: number): Promise<boolean> {
     if (decision.action === "HOLD") {
       // A hardware fit HOLD (a config problem) is recorded when its problem changes (lastFitHold), apart from budget HOLDs.
       if (decision.reason.startsWith(FIT_HOLD)) {
-        if (this.lastFitHold.get(decision.model) === decision.reason) return;
+        if (this.lastFitHold.get(decision.model) === decision.reason) return false;
         this.lastFitHold.set(decision.model, decision.reason);
         await this.record(decision, { applied: false, error: null, inputs });
-        return;
+        return false;
       }
       const key = `${decision.from}->${decision.to}`;
-      if (this.lastHold.get(decision.model) === key) return;
+      if (this.lastHold.get(decision.model) === key) return false;
       this.lastHold.set(decision.model, key);
       await this.record(decision, { applied: false, error: null, inputs });
-      return;
+      return false;
     }
     this.lastHold.delete(decision.model);
     let error: string | null = null;
@@ -757,6 +813,7 @@ export class ResourceScheduler {
       );
     }
     await this.record(decision, { applied: error === null, error, inputs });
+    return error === null && decision.action !== "UNLOAD";
   }
 
   private async record(
@@ -860,6 +917,17 @@ export class ResourceScheduler {
   private notePeak(model: string, now: number, rps: number): number {
     return notePeak(this.history, model, now, rps, this.policy.scaleDownCooldownMs);
   }
+}
+
+/** A registered gateway as one period read it. */
+interface ClusterGatewayRead {
+  gatewayHost: string;
+  client: GatewayClient;
+  stats: ModelStatistics[];
+  reading: GatewayReading;
+  hostCpuCores: number | null;
+  /** Its CPU instances per model; undefined when its workers could not be read. */
+  instances: Map<string, number> | undefined;
 }
 
 /** Keeps `model`'s demand of the last `windowMs` in `history`; returns its peak. */
