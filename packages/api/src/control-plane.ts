@@ -133,6 +133,8 @@ export class ControlPlane {
         gateway,
         { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays },
         resolved.logger,
+        // Every gateway's tenant counters, like the usage sampler's (issue 23).
+        () => clusterGateways(prisma, resolved.gateway.adminKey),
       ),
       datasets,
       batchJobs: new BatchJobs(
