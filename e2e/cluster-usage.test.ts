@@ -98,6 +98,8 @@ describe("usage per gateway host: one control plane and two gateways on one Post
 
   it("samples each gateway with the internal key and sums them in the usage and cost API", async () => {
     const session = await signedIn(controlPlane);
+    // Traffic shares on (a tenant group exists): every grant then names its tenant, and the gateways count per tenant.
+    await session.client.tenants.create.mutate({ name: "others", share: 1 });
     const { key } = await session.client.apiKeys.create.mutate({ name: "traffic", scopes: ["infer"] });
     // Both gateways are sampled (with the internal key: they require keys) before the traffic is sent.
     // add_sub has no traffic yet: its rows (zero requests) still name each gateway once its baseline was taken.
