@@ -8,7 +8,8 @@ import { sql, startTestCluster, type TestCluster } from "./support/test-cluster.
 // One control plane (a decision every second, 2 req/s per instance assumed, 2 instance slots per gateway) and two
 // gateways on one PostgreSQL; traffic goes to the gateways only, as a Kubernetes Service sends it. The scheduler
 // reads both with the internal key, shows each one's rate and their sum on its status (the Scheduler page), stores a
-// desired replica count sized for the sum, and the control plane's metrics endpoint exports it as a gauge.
+// desired replica count sized for the sum, and the control plane's metrics endpoint exports it as a gauge. The
+// workers page counts each gateway's instances and sums them.
 
 const ADD_SUB_BODY = JSON.stringify({
   inputs: [
@@ -121,4 +122,15 @@ describe("the resource scheduler over a cluster: inputs per gateway and summed, 
     // The gateways do not export it: only the control plane decides.
     expect(await gauge(gateways[0]!.metricsUrl, "operon_desired_gateway_replicas")).toBeUndefined();
   }, 120_000);
+
+  it("the workers page counts each gateway's instances (read with the internal key) and sums them with its own", async () => {
+    const { controlPlane, gateways } = cluster!;
+    const session = await signedIn(controlPlane);
+    const list = await session.client.workers.list.query();
+    const ports = gateways.map((gateway) => Number(new URL(gateway.httpUrl).port)).sort();
+    expect(list.gateways.map((gateway) => gateway.httpPort).sort()).toEqual(ports);
+    for (const gateway of list.gateways) expect(gateway.instances?.instances).toBeGreaterThan(0);
+    const others = list.gateways.reduce((sum, gateway) => sum + gateway.instances!.instances, 0);
+    expect(list.summed.instances).toBe(list.workers.length + others);
+  }, 30_000);
 });
