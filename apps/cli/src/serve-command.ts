@@ -37,13 +37,26 @@ export function serveCommand(): Command {
       "Serve a Triton-style model repository over KServe v2 HTTP and gRPC, with Prometheus metrics",
     ),
   ).action(async (raw: Record<string, unknown>, command: Command) => {
-    const flags = serveFlagsSchema.parse(raw);
+    const parsed = serveFlagsSchema.safeParse(raw);
+    // A flag the parsers let through but the schema refuses (a range, flags that must agree): its name and why.
+    if (!parsed.success) command.error(`error: ${flagProblems(parsed.error.issues)}`, { exitCode: 1 });
+    const flags = parsed.data;
     const cache = flags.cacheConfig;
     if (cache !== undefined && cache.settings.size === undefined) {
       command.error("error: --cache-config local needs a size: --cache-config local,size=<bytes>", { exitCode: 1 });
     }
     await runServe(flags);
   });
+}
+
+/** The schema's issues as the flags they are about: `--batch-window-ms: Too big: …`, or the message naming its flags. */
+export function flagProblems(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
+  return issues
+    .map((issue) => {
+      if (issue.message.startsWith("--") || typeof issue.path[0] !== "string") return issue.message;
+      return `--${issue.path[0].replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)}: ${issue.message}`;
+    })
+    .join("; ");
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
