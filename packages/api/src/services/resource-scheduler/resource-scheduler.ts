@@ -146,6 +146,8 @@ export class ResourceScheduler {
   /** The last hardware fit HOLD per model (its reason), forgotten in a period without one (the problem was fixed). */
   private readonly lastFitHold = new Map<string, string>();
   private parkedBefore = new Set<string>();
+  /** Instances added for batch jobs per model (rule 9 of scheduler-decisions.ts); forgotten once no job runs on it. */
+  private readonly batchAdded = new Map<string, number>();
   private lastView: SchedulerModelView[] = [];
   private lastOperators: OperatorCapacityView[] = [];
   /** Each gateway's last reading, by gatewayHost ("" for the control plane's own). */
@@ -517,6 +519,14 @@ export class ResourceScheduler {
         p99BudgetMs: this.options.p99BudgetMs,
       };
     });
+    const batchDemand = await this.batchDemand();
+    // A job's rows spread over the gateways (batch gateway lanes): the busiest gateway's part of them is taken as
+    // its part of the model's summed traffic (1 on one gateway), since its rate is what instance counts are sized on.
+    const busiestShare = (name: string): number => {
+      const demand = cluster.models.get(name);
+      return demand === undefined || demand.rps <= 0 ? 1 : demand.busiestRps / demand.rps;
+    };
+    for (const name of [...this.batchAdded.keys()]) if (!batchDemand.has(name)) this.batchAdded.delete(name);
     const states: ModelState[] = names.map((name) => {
       const seen = byModel.get(name);
       const viaOperators = stepDemand.get(name);
@@ -549,6 +559,14 @@ export class ResourceScheduler {
         minInstances: configured.get(name) ?? 1,
         queued: queued.get(name) ?? 0,
         ...(kind === "GPU" ? { gpuDevices: [...(seen?.devices ?? [])].sort((a, b) => a - b) } : {}),
+        ...(batchDemand.has(name)
+          ? {
+              batch: {
+                demandRps: Math.min(demandRps, batchDemand.get(name)! * busiestShare(name)),
+                addedInstances: this.batchAdded.get(name) ?? 0,
+              },
+            }
+          : {}),
         ...(viaOperators !== undefined && viaOperators.fromOperators.some((part) => part.rps > 0)
           ? {
               operatorDemand: {
@@ -779,6 +797,34 @@ export class ResourceScheduler {
     for (const listener of this.replicaListeners) listener(replicas);
   }
 
+  /**
+   * The request rate of the running batch jobs per model they target (their rows per second: one request a
+   * row), for rule 9. Operator jobs are left out: their steps' demand comes through the operators' own.
+   */
+  private async batchDemand(): Promise<Map<string, number>> {
+    const jobs = await this.prisma.batchJob.findMany({
+      where: { state: "RUNNING", targetKind: "MODEL" },
+      select: { targetName: true, rowsPerSec: true },
+    });
+    const demand = new Map<string, number>();
+    for (const job of jobs) demand.set(job.targetName, (demand.get(job.targetName) ?? 0) + (job.rowsPerSec ?? 0));
+    return demand;
+  }
+
+  /** Counts the instances added for a batch job, and those that went (given back, or any scale-down below them). */
+  private noteBatchInstances(decision: SchedulerDecision): void {
+    const added = this.batchAdded.get(decision.model) ?? 0;
+    if (decision.batch === "grow") this.batchAdded.set(decision.model, added + decision.to - decision.from);
+    else if (decision.to < decision.from)
+      this.batchAdded.set(
+        decision.model,
+        Math.max(
+          0,
+          Math.min(added - (decision.batch === "give-back" ? decision.from - decision.to : 0), decision.to - 1),
+        ),
+      );
+  }
+
   /** Applies one decision to the control plane's gateway and records it; true when it changed the gateway. */
   private async apply(decision: SchedulerDecision, inputs: Record<string, unknown>, now: number): Promise<boolean> {
     if (decision.action === "HOLD") {
@@ -804,6 +850,7 @@ export class ResourceScheduler {
       else await this.gateway.scaleModel(decision.model, decision.to);
       this.lastChange.set(decision.model, now);
       if (decision.action === "UNLOAD") this.parkedBefore.add(decision.model);
+      this.noteBatchInstances(decision);
     } catch (failure) {
       error = (failure as Error).message;
       this.refused.set(decision.model, now + REFUSED_RETRY_MS);
