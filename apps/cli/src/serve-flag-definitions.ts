@@ -420,6 +420,18 @@ export function addServeFlags(command: Command): Command {
         parsePositiveInt,
       )
       .option(
+        "--scheduler-min-gateways <n>",
+        'fewest gateways the scheduler\'s desired gateway replica count asks for (the operon_desired_gateway_replicas gauge an HPA follows; README "Deploy")',
+        parsePositiveInt,
+        RESOURCE_SCHEDULER_DEFAULTS.minGateways,
+      )
+      .option(
+        "--scheduler-max-gateways <n>",
+        "most gateways the scheduler's desired gateway replica count asks for",
+        parsePositiveInt,
+        RESOURCE_SCHEDULER_DEFAULTS.maxGateways,
+      )
+      .option(
         "--scheduler-default-capacity-rps <rps>",
         "requests/s one instance is assumed to serve when the model has no perf report (conservative)",
         parsePositiveNumber,
