@@ -8,6 +8,7 @@ import { parseStepParams, STEP_CATALOG } from "./step-catalog.js";
 import { StepPipeline } from "./step-pipeline.js";
 import { createStep, implementedSteps, type StepEnvironment } from "./step-runtime.js";
 import { StepInputError, type StepTensor } from "./step-tensor.js";
+import { bestIndices } from "./tensor-steps.js";
 
 /** Files for steps that read them (labels, tokenizer.json), from a temporary folder. */
 function folder(files: Record<string, string>): StepEnvironment {
@@ -171,6 +172,30 @@ describe("image steps", () => {
 });
 
 describe("tensor steps", () => {
+  it("picks the same top k as a full sort, ties, NaN and infinities included (random rows)", () => {
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+    const special = [Number.NaN, Infinity, -Infinity, 0.5];
+    for (let trial = 0; trial < 300; trial += 1) {
+      const n = 1 + Math.floor(next() * 40);
+      // Few distinct values, so that ties are common; now and then a special one.
+      const values = Float64Array.from({ length: n }, () =>
+        next() < 0.1 ? special[Math.floor(next() * 4)]! : Math.floor(next() * 6) / 4,
+      );
+      const score = (i: number) => (Number.isNaN(values[i]!) ? -Infinity : values[i]!);
+      const sorted = Array.from({ length: n }, (_, i) => i).sort((a, b) => score(b) - score(a) || a - b);
+      for (const k of [1, 2, 5, n]) {
+        if (k > n) continue;
+        expect(bestIndices(values, 0, n, k), `${Array.from(values)} k=${k}`).toEqual(sorted.slice(0, k));
+      }
+    }
+    // A row of a larger tensor (offset), and k above the insertion limit (the sort).
+    const big = Float64Array.from({ length: 300 }, (_, i) => (i * 7919) % 100);
+    const expected = Array.from({ length: 100 }, (_, i) => i).sort((a, b) => big[200 + b]! - big[200 + a]! || a - b);
+    expect(bestIndices(big, 200, 100, 3)).toEqual(expected.slice(0, 3));
+    expect(bestIndices(big, 200, 100, 80)).toEqual(expected.slice(0, 80));
+  });
+
   it("softmax, argmax, threshold, cast, reshape, concat and split", async () => {
     const x = f32([2, 2], [1, 2, 3, 3]);
     const soft = Array.from((await run("tensor.softmax", {}, { x })).y!.data as Float32Array);
