@@ -8,7 +8,8 @@ import { graphSummary } from "./graph-summary";
 import type { SpecGraph, SpecGraphEdge } from "@operon/operator-spec/spec-graph";
 import { edgeKey, type EdgeProblem } from "@operon/operator-spec/problem-subjects";
 import type { NodePorts } from "./graph-ports";
-import { GraphConnections } from "./graph-connections";
+import { ControlEdgeForms, type ControlEditing } from "./control-edge-forms";
+import { GraphConnections, nodeName } from "./graph-connections";
 import { mismatchLabel } from "./mismatch-label";
 import { OperatorNode, type OperatorFlowNode } from "./operator-node";
 import { CONTROL_IN, CONTROL_OUT, portHandleId, portOfHandle } from "./port-picking";
@@ -29,7 +30,9 @@ import { useRestoredPortFocus } from "./use-restored-port-focus";
  * With `editing` (the operator editor), ports connect: drag from an output
  * port onto an input port, or pick both with Enter (port-picking.ts); each
  * connection in the list below the graph can be removed. The edits go to
- * the spec (spec-connections.ts) and the graph is redrawn from it.
+ * the spec (spec-connections.ts) and the graph is redrawn from it. A
+ * route's branches and an exit's answers are added with the forms under
+ * the graph (control-edge-forms.tsx) and removed from the same list.
  */
 const NO_PROBLEMS: ReadonlySet<string> = new Set();
 const NO_EDGE_PROBLEMS: ReadonlyMap<string, EdgeProblem[]> = new Map();
@@ -39,10 +42,12 @@ const NODE_TYPES = { operator: OperatorNode };
 
 export type EditOutcome = { ok: true } | { ok: false; message: string };
 
-/** The editor's two edits on its spec; each says why when it could not be made. */
+/** The editor's edits on its spec; each says why when it could not be made. */
 export interface GraphEditing {
   connect(from: PortRef, to: PortRef): EditOutcome;
   disconnect(to: PortRef): EditOutcome;
+  /** Routes' branches and exits' answers (control-edge-forms.tsx). */
+  control?: ControlEditing | undefined;
 }
 
 /** The mismatches on one drawn edge (its source and target nodes). */
@@ -104,13 +109,23 @@ export function OperatorGraph({
     connect({ node: connection.source, port: fromPort }, { node: connection.target, port: toPort });
   };
   const remove = (edge: SpecGraphEdge): void => {
-    if (editing === undefined || edge.targetPort === undefined) return;
-    const outcome = editing.disconnect({ node: edge.target, port: edge.targetPort });
-    setStatus(
-      outcome.ok
-        ? `Removed the connection ${portText({ node: edge.source, port: edge.sourcePort ?? "" })} → ${portText({ node: edge.target, port: edge.targetPort })}.`
-        : `Not removed: ${outcome.message}.`,
-    );
+    if (editing === undefined) return;
+    const control = editing.control;
+    let outcome: EditOutcome;
+    let done: string;
+    if (edge.kind === "branch" && edge.branch !== undefined && control !== undefined) {
+      outcome = control.removeBranch(nodeName(edge.source), edge.branch, nodeName(edge.target));
+      done = `Removed the branch ${nodeName(edge.source)} → ${nodeName(edge.target)} (${edge.label}).`;
+    } else if (edge.kind === "answer" && control !== undefined) {
+      outcome = control.removeExitAnswer(nodeName(edge.source), nodeName(edge.target));
+      done = `Removed exit ${nodeName(edge.source)}'s answer for ${nodeName(edge.target)}.`;
+    } else if (edge.kind === "data" && edge.targetPort !== undefined) {
+      outcome = editing.disconnect({ node: edge.target, port: edge.targetPort });
+      done = `Removed the connection ${portText({ node: edge.source, port: edge.sourcePort ?? "" })} → ${portText({ node: edge.target, port: edge.targetPort })}.`;
+    } else {
+      return;
+    }
+    setStatus(outcome.ok ? done : `Not removed: ${outcome.message}.`);
   };
 
   const flow = (
@@ -161,6 +176,7 @@ export function OperatorGraph({
       ) : (
         <p className="chart-empty">Nothing to draw yet: the spec names no inputs, steps or outputs.</p>
       )}
+      {editing?.control !== undefined ? <ControlEdgeForms control={editing.control} onStatus={setStatus} /> : null}
       {editing !== undefined ? (
         <p className="graph-status" role="status">
           {status}
