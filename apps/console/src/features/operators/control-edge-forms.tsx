@@ -1,7 +1,7 @@
 "use client";
 
 import { useId, useState } from "react";
-import type { EditOutcome } from "./operator-graph";
+import type { EditOutcome } from "./spec-connections";
 import { type BranchKey, branchText, type ControlChoices } from "./spec-control-edges";
 
 /** The editor's branch and exit edits (spec-control-edges.ts), with the choices the spec offers now. */

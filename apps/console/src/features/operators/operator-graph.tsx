@@ -14,7 +14,7 @@ import { mismatchLabel } from "./mismatch-label";
 import { OperatorNode, type OperatorFlowNode } from "./operator-node";
 import { CONTROL_IN, CONTROL_OUT, portHandleId, portOfHandle } from "./port-picking";
 import { PortPickingProvider } from "./port-picking-provider";
-import { portMismatch, portText, type PortRef } from "./spec-connections";
+import { type EditOutcome, portMismatch, portText, type PortRef } from "./spec-connections";
 import { useRestoredPortFocus } from "./use-restored-port-focus";
 
 /**
@@ -39,8 +39,6 @@ const NO_EDGE_PROBLEMS: ReadonlyMap<string, EdgeProblem[]> = new Map();
 const NO_PORTS: ReadonlyMap<string, NodePorts> = new Map();
 const EMPTY_PORTS: NodePorts = { inputs: [], outputs: [] };
 const NODE_TYPES = { operator: OperatorNode };
-
-export type EditOutcome = { ok: true } | { ok: false; message: string };
 
 /** The editor's edits on its spec; each says why when it could not be made. */
 export interface GraphEditing {
