@@ -7,9 +7,9 @@
 //
 //   steps   the operon_steps model (packages/steps) as its worker runs it:
 //           StepPipelineModel.execute on one request, one step;
-//   native  the same arithmetic in C++ (bench/native/tensor-ops.cc, built
-//           here with g++ against Operon's libtritonserver.so) through the
-//           worker's NativeBackend, as a worker runs a native model: one
+//   native  the same arithmetic in C++ (Operon's operon_tensor_ops backend,
+//           native/backends/operon_tensor_ops) through the worker's
+//           NativeBackend, as a worker runs a native model: one
 //           TRITONBACKEND_ModelInstanceExecute, outputs into
 //           shared-memory-like room.
 //
@@ -20,14 +20,15 @@
 //    "Write a native backend"), so this is what a request that is only
 //    this step sees, one process crossing each.
 //
-// The decision this informs (README, "Built-in steps"): a numeric step in
-// the middle of a steps pipeline runs in the pipeline's worker for free;
-// moved to a native model it would add one more process crossing (b's
-// round trip less a's compute) to save the difference in a.
+// The decision this informs (README, "Numeric steps and the native backend
+// API"): a step whose a. gains runs its kernel inside the steps worker
+// (packages/worker/src/backends/steps-native-kernels.ts: no process
+// crossing); as a model of its own it would add a crossing (b) to save
+// the difference in a. "steps" here is always the TypeScript way (no
+// kernels are given to the model class), so a. keeps comparing the two.
 // Alone: `node bench/numeric-steps-native.mjs` after `npm run build`.
 // Env: OPERON_BENCH_ROUNDS (3), OPERON_BENCH_SECONDS (2).
-import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -150,24 +151,13 @@ function pbtxt(config, parameters) {
   ].join("\n");
 }
 
-function buildNative() {
-  const dir = join(ROOT, "bench", "tmp", "native");
-  mkdirSync(dir, { recursive: true });
-  const library = join(dir, "libtriton_operon_tensor_ops.so");
-  const libDir = join(ROOT, "native/build/tritonserver/lib");
-  // The flags native/scripts/build-tritonserver.mjs gives Operon's own backends.
-  const args = ["-std=c++17", "-O3", "-ffp-contract=off", "-fPIC", "-shared", "-fvisibility=hidden"];
-  args.push("-I", join(ROOT, "native/tritonserver/include"), "-I", join(ROOT, "native/tritonserver/src"));
-  args.push(
-    join(ROOT, "bench/native/tensor-ops.cc"),
-    `-L${libDir}`,
-    "-ltritonserver",
-    `-Wl,-rpath,${libDir}`,
-    "-o",
-    library,
+/** Operon's own build of the kernels (native/backends/operon_tensor_ops, built by `npm install` / `npm run build`). */
+async function nativeLibrary() {
+  const { tensorOpsLibrary } = await import(
+    pathToFileURL(join(ROOT, "packages/worker/dist/backends/steps-native-kernels.js")).href
   );
-  const built = spawnSync(process.env.CXX || "g++", args, { encoding: "utf8" });
-  if (built.status !== 0) throw new Error(`building tensor-ops.cc failed:\n${built.stderr}`);
+  const library = tensorOpsLibrary();
+  if (!existsSync(library)) throw new Error(`${library} is missing: run npm run build (it needs g++)`);
   return library;
 }
 
@@ -380,11 +370,7 @@ async function measureServed(library, { rounds, seconds }) {
       );
     }
   }
-  const operon = await startOperon(repository, [
-    "--control-plane=false",
-    "--backend-directory",
-    join(ROOT, "bench", "tmp", "backends"),
-  ]);
+  const operon = await startOperon(repository, ["--control-plane=false"]);
   const rows = [];
   try {
     for (const c of CASES) {
@@ -414,11 +400,7 @@ async function measureServed(library, { rounds, seconds }) {
 }
 
 export async function measureNumericSteps({ rounds = 3, seconds = 2 } = {}) {
-  const library = buildNative();
-  // The served side finds the library as Triton would: <backend-directory>/<name>/libtriton_<name>.so.
-  const backends = join(ROOT, "bench", "tmp", "backends", "operon_tensor_ops");
-  mkdirSync(backends, { recursive: true });
-  spawnSync("cp", [library, join(backends, "libtriton_operon_tensor_ops.so")]);
+  const library = await nativeLibrary();
   log("numeric steps: operon_steps worker vs native backend API");
   const inProcess = await measureInProcess(library, { rounds, seconds });
   const served = await measureServed(library, { rounds, seconds });

@@ -1,9 +1,11 @@
-// libtriton_operon_tensor_ops.so: three of the step library's numeric steps
+// operon_tensor_ops: three of the step library's numeric steps
 // (packages/steps/src/tensor-steps.ts, image-steps.ts) as a Triton C++
-// backend, built and measured by bench/numeric-steps-native.mjs only: the
-// native side of issue 21's question "do the numeric steps pay to run on the
-// native backend API?". Same arithmetic as the TypeScript steps (double
-// precision, then stored as FP32), so the bench can check the outputs agree.
+// backend. An operon_steps worker loads it in its own process for the steps
+// where that pays (packages/worker/src/backends/steps-native-kernels.ts:
+// image.normalize of 8-bit pixels); bench/numeric-steps-native.mjs measures
+// all three against the TypeScript steps. Same arithmetic as those steps
+// (double precision, then stored as FP32): the outputs are the same values.
+// It also serves as an ordinary native model (backend: "operon_tensor_ops").
 //
 // config parameter "op":
 //   softmax    x FP32 [N, n]        -> y FP32 [N, n]      (last axis)
@@ -193,6 +195,11 @@ TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model) {
   RETURN_IF_ERROR(TRITONBACKEND_ModelState(model, &p));
   delete static_cast<ModelState*>(p);
   return nullptr;
+}
+
+// A CPU backend: a KIND_GPU instance is refused, never run on the CPU instead.
+TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance* instance) {
+  return operon_backend::RefuseGpuInstance(instance, "operon_tensor_ops");
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance* instance,
