@@ -18,7 +18,10 @@
 // b. served: both as models of one server (HTTP binary, wrk c=1), p50 µs;
 //    both are worker processes (native backends always are: README,
 //    "Write a native backend"), so this is what a request that is only
-//    this step sees, one process crossing each.
+//    this step sees, one process crossing each. The served operon_steps
+//    model runs image.normalize through the worker's native kernel where
+//    it takes it (steps-native-kernels.ts), so b.'s normalize rows compare
+//    two native ways.
 //
 // The decision this informs (README, "Numeric steps and the native backend
 // API"): a step whose a. gains runs its kernel inside the steps worker
