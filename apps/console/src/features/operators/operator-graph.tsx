@@ -1,8 +1,19 @@
 "use client";
 
 import "@xyflow/react/dist/style.css";
-import { Background, Controls, MarkerType, ReactFlow, type Connection, type Edge } from "@xyflow/react";
-import { useId, useMemo, useRef, useState } from "react";
+import {
+  applyNodeChanges,
+  Background,
+  Controls,
+  MarkerType,
+  ReactFlow,
+  useNodesInitialized,
+  useReactFlow,
+  type Connection,
+  type Edge,
+  type NodeChange,
+} from "@xyflow/react";
+import { useEffect, useId, useMemo, useRef, useState } from "react";
 import { layoutGraph, NODE_WIDTH, nodeHeight } from "./graph-layout";
 import { graphSummary } from "./graph-summary";
 import type { SpecGraph, SpecGraphEdge } from "@operon/operator-spec/spec-graph";
@@ -79,12 +90,26 @@ export function OperatorGraph({
     [graph, ports, problemNodes, problemEdges],
   );
   const mismatched = graph.edges.filter((edge) => mismatchesOf(edge, problemEdges).length > 0).length;
-  // React Flow owns the nodes (defaultNodes): it keeps their measured sizes,
-  // and a node stays hidden until it is measured. Handing it new node objects
-  // on a re-render (as a controlled prop) dropped those sizes while the DOM
-  // did not resize, so nothing re-measured them and the graph stayed empty.
-  // Instead, any visible change remounts the view, which measures afresh and
-  // fits the new graph (and the focused port is focused again).
+  // Controlled nodes that keep what React Flow measured: it hides a node
+  // until it is measured and measures again only when the element resizes,
+  // so new node objects without their sizes (the spec changed, the DOM did
+  // not resize) would stay hidden. Each redraw takes the measured size of
+  // the node with the same id; a node that does change size is measured
+  // again by React Flow (onNodesChange). The view is never remounted, so
+  // the elements (and the keyboard's focus on a port) stay where they are.
+  const [flowNodes, setFlowNodes] = useState(nodes);
+  const [drawn, setDrawn] = useState(nodes);
+  if (drawn !== nodes) {
+    setDrawn(nodes);
+    setFlowNodes((current) => keepMeasured(nodes, current));
+  }
+  const onNodesChange = (changes: NodeChange<OperatorFlowNode>[]) =>
+    setFlowNodes((current) => applyNodeChanges(changes, current));
+  const layout = useMemo(
+    () => JSON.stringify(nodes.map((node) => [node.id, node.position.x, node.position.y])),
+    [nodes],
+  );
+  // What is visible: a port removed or renamed with the keyboard on it still needs its focus restored.
   const signature = useMemo(
     () =>
       JSON.stringify({
@@ -128,9 +153,9 @@ export function OperatorGraph({
 
   const flow = (
     <ReactFlow
-      key={signature}
-      defaultNodes={nodes}
-      defaultEdges={edges}
+      nodes={flowNodes}
+      edges={edges}
+      onNodesChange={onNodesChange}
       nodeTypes={NODE_TYPES}
       fitView
       fitViewOptions={{ padding: 0.1 }}
@@ -148,6 +173,7 @@ export function OperatorGraph({
     >
       <Background gap={16} />
       <Controls showInteractive={false} />
+      <FitWhenLaidOut layout={layout} />
     </ReactFlow>
   );
   return (
@@ -194,6 +220,25 @@ export function OperatorGraph({
       />
     </figure>
   );
+}
+
+/** The new nodes, each with the size React Flow measured for the node of the same id (if any). */
+function keepMeasured(next: OperatorFlowNode[], current: OperatorFlowNode[]): OperatorFlowNode[] {
+  const measured = new Map(current.map((node) => [node.id, node.measured]));
+  return next.map((node) => {
+    const size = measured.get(node.id);
+    return size === undefined ? node : { ...node, measured: size };
+  });
+}
+
+/** Fits the view to the graph once its nodes are measured, and again whenever the layout changes (fitView alone fits once). */
+function FitWhenLaidOut({ layout }: { layout: string }) {
+  const { fitView } = useReactFlow();
+  const measured = useNodesInitialized();
+  useEffect(() => {
+    if (measured) void fitView({ padding: 0.1 });
+  }, [layout, measured, fitView]);
+  return null;
 }
 
 /** "Connected A → first · INPUT0.", with the mismatch at once when the ports' types are known to disagree. */
