@@ -4,7 +4,7 @@ import { signedIn } from "./support/control-plane-server.js";
 import type { RunningOperon } from "./support/operon-process.js";
 import { sql, startTestCluster, type TestCluster } from "./support/test-cluster.js";
 
-// Issue 23: usage and costs per gateway host, and summed. One control plane and two gateways on one
+// Issue 23: usage, costs and tenant usage per gateway host, and summed. One control plane and two gateways on one
 // PostgreSQL; the gateways require API keys, so the control plane reads them only with its internal key,
 // which it stores (hash only) at start and every gateway reads from the database. Traffic sent to each
 // gateway shows in the usage rows per gateway and summed in the usage and cost API; a gateway killed
@@ -98,6 +98,8 @@ describe("usage per gateway host: one control plane and two gateways on one Post
 
   it("samples each gateway with the internal key and sums them in the usage and cost API", async () => {
     const session = await signedIn(controlPlane);
+    // Traffic shares on (a tenant group exists): every grant then names its tenant, and the gateways count per tenant.
+    await session.client.tenants.create.mutate({ name: "others", share: 1 });
     const { key } = await session.client.apiKeys.create.mutate({ name: "traffic", scopes: ["infer"] });
     // Both gateways are sampled (with the internal key: they require keys) before the traffic is sent.
     // add_sub has no traffic yet: its rows (zero requests) still name each gateway once its baseline was taken.
@@ -141,6 +143,23 @@ describe("usage per gateway host: one control plane and two gateways on one Post
     const costs = await session.client.metrics.costs.query(range);
     const addSub = [...costs.models, ...costs.unprofiled].find((entry) => entry.model === "add_sub");
     expect(addSub?.inferences).toBe(12);
+
+    // Tenants too: the key's tenant (its owner, `user:<id>`) per gateway, each read with its own previous reading,
+    // and summed in the tenants' usage.
+    const tenantRequests = (): Promise<Record<string, number>> =>
+      sql<{ gateway: string; requests: string }>(
+        url,
+        `SELECT coalesce("gatewayHost", 'own') AS gateway, sum("requests")::text AS requests
+         FROM "TenantUsageSample" WHERE "tenant" LIKE 'user:%' GROUP BY 1`,
+      ).then((rows) => Object.fromEntries(rows.map((row) => [row.gateway, Number(row.requests)])));
+    const byTenantGateway = await until(tenantRequests, (value) => value[a] === 5 && value[b] === 7, 15_000);
+    expect(byTenantGateway.own ?? 0).toBe(0);
+    const tenantUsage = await session.client.tenants.usage.query(range);
+    const summed = tenantUsage.points
+      .flatMap((point) => Object.entries(point.tenants))
+      .filter(([tenant]) => tenant.startsWith("user:"))
+      .reduce((sum, [, entry]) => sum + entry.requests, 0);
+    expect(summed).toBe(12);
   }, 90_000);
 
   it("keeps sampling the other gateway when one is killed", async () => {

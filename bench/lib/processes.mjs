@@ -87,11 +87,15 @@ export async function startOperon(repository, extraArgs = [], options = {}) {
   return { httpUrl: match[1], grpcAddress: match[2], apiUrl, pid: child.pid, stop: stopper(child) };
 }
 
-/** A baseline server of bench/baselines/ (its first line says `listening <port>`). */
-export async function startBaseline(script, args) {
-  const child = spawn(process.execPath, [join(ROOT, "bench/baselines", script), ...args], {
+/**
+ * A baseline server of bench/baselines/ (its first line says `listening <port>`); `options.nodeArgs` and
+ * `options.env` as for startOperon.
+ */
+export async function startBaseline(script, args, options = {}) {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(ROOT, "bench/baselines", script), ...args], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...options.env },
   });
   const match = await waitForLine(child, /listening (\d+)/, 30_000, script);
   return {

@@ -32,7 +32,7 @@ const MAPPING = `INPUT0=${COLUMNS.map((i) => `a${i}`).join(",")}\nINPUT1=${COLUM
 async function uploadDataset(page: Page, dir: string, name: string, content: string, query?: string): Promise<void> {
   const file = join(dir, `${name}.csv`);
   writeFileSync(file, content);
-  const form = page.getByRole("form", { name: "Upload a dataset" });
+  const form = page.getByRole("form", { name: "Add a dataset" });
   await form.getByLabel("Name", { exact: true }).fill(name);
   await form.getByLabel("File (.csv, .jsonl, .parquet)").setInputFiles(file);
   await form.getByLabel("Query (optional)").fill(query ?? "");
@@ -67,7 +67,7 @@ describe("console: batch jobs over an uploaded dataset", () => {
     await visible(heading(page, "Jobs"));
     const file = join(system.operon.dataDir, "vectors.csv");
     writeFileSync(file, csv(400));
-    const form = page.getByRole("form", { name: "Upload a dataset" });
+    const form = page.getByRole("form", { name: "Add a dataset" });
     await form.getByLabel("Name", { exact: true }).fill("vectors");
     await form.getByLabel("File (.csv, .jsonl, .parquet)").setInputFiles(file);
     await form.getByLabel("Query (optional)").fill("SELECT * FROM sourc");

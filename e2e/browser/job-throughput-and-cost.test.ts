@@ -49,7 +49,7 @@ describe("console: a job's throughput beside online traffic, and its cost", () =
       file,
       `id,text\n${Array.from({ length: ROWS }, (_, row) => `p-${row},phrase number ${row}`).join("\n")}\n`,
     );
-    const upload = page.getByRole("form", { name: "Upload a dataset" });
+    const upload = page.getByRole("form", { name: "Add a dataset" });
     await upload.getByLabel("Name", { exact: true }).fill("phrases");
     await upload.getByLabel("File (.csv, .jsonl, .parquet)").setInputFiles(file);
     await upload.getByLabel("Key columns (comma-separated, optional)").fill("id");

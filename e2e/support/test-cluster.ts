@@ -48,10 +48,13 @@ export async function startTestCluster(options: {
   prefix: string;
   /** Flags added to the control plane's. */
   controlPlaneArgs?: string[];
+  /** Adds models to the store (beside add_sub) before anything serves it. */
+  prepareStore?: (store: string) => void;
 }): Promise<TestCluster> {
   const name = `${options.prefix}_${randomBytes(5).toString("hex")}`;
   const store = mkdtempSync(join(tmpdir(), `${options.prefix}-store-`));
   cpSync(join(EXAMPLE_REPOSITORY, "add_sub"), join(store, "add_sub"), { recursive: true });
+  options.prepareStore?.(store);
   await sql(PG_ADMIN_URL, `CREATE DATABASE "${name}"`);
   const parsed = new URL(PG_ADMIN_URL);
   parsed.pathname = `/${name}`;

@@ -26,6 +26,9 @@ export class ControlPlaneThread {
   private exited = false;
   private usageTimer: PeriodicTask | undefined;
   private readonly exit: Promise<void>;
+  private replicasListener: ((replicas: number) => void) | undefined;
+  /** The last count the thread sent, for a listener set after it came. */
+  private lastReplicas: number | undefined;
 
   private constructor(
     options: ControlPlaneThreadOptions,
@@ -105,6 +108,12 @@ export class ControlPlaneThread {
     clearTimeout(timer);
   }
 
+  /** Called with the resource scheduler's desired gateway replica count, now if one came already. */
+  onDesiredGatewayReplicas(listener: (replicas: number) => void): void {
+    this.replicasListener = listener;
+    if (this.lastReplicas !== undefined) listener(this.lastReplicas);
+  }
+
   private send(message: ToControlPlane): void {
     if (!this.exited) this.worker.postMessage(message);
   }
@@ -122,6 +131,10 @@ export class ControlPlaneThread {
   private onMessage(message: FromControlPlane): void {
     if (message.type === "keys") this.onGrants(message.grants, message.everIssued);
     if (message.type === "failed") this.failure = new Error(message.message);
+    if (message.type === "desired-gateway-replicas") {
+      this.lastReplicas = message.replicas;
+      this.replicasListener?.(message.replicas);
+    }
     const waiter = this.waiters.get(message.type);
     if (waiter !== undefined) {
       this.waiters.delete(message.type);

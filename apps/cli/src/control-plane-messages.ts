@@ -60,5 +60,7 @@ export type FromControlPlane =
       appliedMigrations: number;
     }
   | { type: "started"; apiUrl: string; proxyToken: string; setupToken: string | undefined }
+  /** The resource scheduler's desired gateway replica count, for the gateway's metrics endpoint (a gauge). */
+  | { type: "desired-gateway-replicas"; replicas: number }
   | { type: "failed"; message: string }
   | { type: "stopped" };

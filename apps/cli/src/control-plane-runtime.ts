@@ -72,6 +72,8 @@ export async function startControlPlane(options: {
   secureCookies: boolean;
   apiAddress: string;
   apiPort: number;
+  /** The resource scheduler's desired gateway replica count: the stored one at start, then each period's. */
+  onDesiredGatewayReplicas?: (replicas: number) => void;
   logger: Logger;
 }): Promise<RunningControlPlane> {
   const { logger } = options;
@@ -107,7 +109,15 @@ export async function startControlPlane(options: {
     logger: logger.child({ component: "control-plane" }),
   });
   const apiKeys = controlPlane.services.apiKeys;
-  const unsubscribe = apiKeys.subscribe((grants) => options.onGrants([...grants], apiKeys.keysEverIssued()));
+  const unsubscribeKeys = apiKeys.subscribe((grants) => options.onGrants([...grants], apiKeys.keysEverIssued()));
+  const unsubscribeReplicas =
+    options.onDesiredGatewayReplicas === undefined
+      ? () => undefined
+      : controlPlane.services.resourceScheduler.onDesiredReplicas(options.onDesiredGatewayReplicas);
+  const unsubscribe = (): void => {
+    unsubscribeKeys();
+    unsubscribeReplicas();
+  };
   const recordKeyUsage = async (used: Map<string, number>): Promise<void> => {
     used.delete(options.internal.grant.id);
     if (used.size > 0)

@@ -65,6 +65,7 @@ async function start(): Promise<void> {
     secureCookies: options.secureCookies,
     apiAddress: options.apiAddress,
     apiPort: options.apiPort,
+    onDesiredGatewayReplicas: (replicas) => post({ type: "desired-gateway-replicas", replicas }),
     logger,
   });
   post({

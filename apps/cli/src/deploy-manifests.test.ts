@@ -17,6 +17,7 @@ import { createTestPostgresDatabase } from "@operon/db/testing/test-databases";
 import { serveCommand } from "./serve-command.js";
 import { flagEnvironmentVariable } from "./serve-flag-environment.js";
 import { serveFlagsSchema } from "./serve-flags.js";
+import { DESIRED_GATEWAY_REPLICAS_METRIC } from "@operon/api/resource-scheduler-defaults";
 
 // deploy/kubernetes, checked without a cluster: every object against the Kubernetes schemas
 // (kubernetes-models' validators, generated from the API's OpenAPI), every Kustomization's files
@@ -168,6 +169,10 @@ describe("deploy/kubernetes against the Kubernetes schemas", () => {
         } else if (manifest.rules !== undefined) {
           // The Prometheus adapter's rule file (not a Kubernetes object).
           expect(manifest.rules[0].name.as).toBe("operon_queue_time_per_request_us");
+        } else if (manifest.externalRules !== undefined) {
+          // The adapter's external rule: the gauge the control plane exports, under the name the HPA asks for.
+          expect(manifest.externalRules[0].seriesQuery).toContain(`${DESIRED_GATEWAY_REPLICAS_METRIC}{`);
+          expect(manifest.externalRules[0].name.as).toBe(DESIRED_GATEWAY_REPLICAS_METRIC);
         } else if (!(where.includes("/variants/") && manifest.kind !== "Kustomization")) {
           validate(manifest, where); // variants' patches are partial objects: validated merged, below
           validated++;
@@ -175,7 +180,7 @@ describe("deploy/kubernetes against the Kubernetes schemas", () => {
       }
     }
     expect(validated).toBe(12); // the base's 10 objects and the two ServingRuntimes
-    for (const variant of ["base", "variants/gpu", "variants/hpa-queue-time"]) {
+    for (const variant of ["base", "variants/gpu", "variants/hpa-queue-time", "variants/hpa-desired-replicas"]) {
       for (const manifest of build(join(KUBERNETES, variant))) validate(manifest, variant);
     }
   });
@@ -203,6 +208,29 @@ describe("deploy/kubernetes against the Kubernetes schemas", () => {
         pods: expect.objectContaining({ metric: { name: "operon_queue_time_per_request_us" } }),
       }),
     ]);
+  });
+
+  it("the desired-replicas variant follows the scheduler's gauge as it is (External metric, average value 1)", () => {
+    const objects = build(join(KUBERNETES, "variants/hpa-desired-replicas"));
+    const hpa = byName(objects, "HorizontalPodAutoscaler", "operon-gateway");
+    expect(hpa.spec.metrics).toEqual([
+      {
+        type: "External",
+        external: {
+          metric: { name: DESIRED_GATEWAY_REPLICAS_METRIC },
+          target: { type: "AverageValue", averageValue: "1" },
+        },
+      },
+    ]);
+    // It still scales the gateways, within the base's bounds.
+    expect(hpa.spec.scaleTargetRef).toMatchObject({ kind: "Deployment", name: "operon-gateway" });
+    expect(hpa.spec.minReplicas).toBeGreaterThanOrEqual(1);
+    // The control plane exports the gauge on its metrics port, which the ServiceMonitor scrapes (its Service names it).
+    const service = byName(objects, "Service", "operon-control-plane");
+    expect(service.spec.ports.map((port: Manifest) => port.name)).toContain("metrics");
+    const monitor = byName(objects, "ServiceMonitor", "operon");
+    expect(monitor.spec.endpoints).toContainEqual(expect.objectContaining({ port: "metrics", path: "/metrics" }));
+    expect(service.metadata.labels).toMatchObject(monitor.spec.selector.matchLabels);
   });
 });
 

@@ -24,6 +24,7 @@ import type { SharedState } from "./shared-state.js";
 import { serveFlagsSchema, type ServeFlags } from "./serve-flags.js";
 import { adminCreateCommand } from "./admin-create-hint.js";
 import { logFileOf } from "./log-file.js";
+import { DESIRED_GATEWAY_REPLICAS_METRIC } from "@operon/api/resource-scheduler-defaults";
 
 /**
  * `operon serve`: the command (its flags are serve-flag-definitions.ts) and
@@ -36,13 +37,26 @@ export function serveCommand(): Command {
       "Serve a Triton-style model repository over KServe v2 HTTP and gRPC, with Prometheus metrics",
     ),
   ).action(async (raw: Record<string, unknown>, command: Command) => {
-    const flags = serveFlagsSchema.parse(raw);
+    const parsed = serveFlagsSchema.safeParse(raw);
+    // A flag the parsers let through but the schema refuses (a range, flags that must agree): its name and why.
+    if (!parsed.success) command.error(`error: ${flagProblems(parsed.error.issues)}`, { exitCode: 1 });
+    const flags = parsed.data;
     const cache = flags.cacheConfig;
     if (cache !== undefined && cache.settings.size === undefined) {
       command.error("error: --cache-config local needs a size: --cache-config local,size=<bytes>", { exitCode: 1 });
     }
     await runServe(flags);
   });
+}
+
+/** The schema's issues as the flags they are about: `--batch-window-ms: Too big: …`, or the message naming its flags. */
+export function flagProblems(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
+  return issues
+    .map((issue) => {
+      if (issue.message.startsWith("--") || typeof issue.path[0] !== "string") return issue.message;
+      return `--${issue.path[0].replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)}: ${issue.message}`;
+    })
+    .join("; ");
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
@@ -109,6 +123,9 @@ async function runServe(flags: ServeFlags): Promise<void> {
       ? { httpMaxInflightBodyBytes: flags.httpMaxInflightBodyBytes }
       : {}),
     grpcInferMaxMessageBytes: flags.grpcInferMaxMessageBytes,
+    ...(flags.grpcMaxInflightMessageBytes !== undefined
+      ? { grpcMaxInflightMessageBytes: flags.grpcMaxInflightMessageBytes }
+      : {}),
     maxBytesElements: flags.maxBytesElements,
     httpBodyTimeoutSecs: flags.httpBodyTimeoutSecs,
     httpMinBodyBytesPerSec: flags.httpMinBodyBytesPerSec,
@@ -218,6 +235,8 @@ async function runServe(flags: ServeFlags): Promise<void> {
             ...(flags.schedulerGpuSlots !== undefined ? { gpuSlots: flags.schedulerGpuSlots } : {}),
             defaultCapacityRps: flags.schedulerDefaultCapacityRps,
             p99BudgetMs: flags.schedulerP99BudgetMs,
+            minGateways: flags.schedulerMinGateways,
+            maxGateways: flags.schedulerMaxGateways,
             maxInstancesPerModel: flags.maxInstancesPerModel,
             maxInstancesPerHost: flags.maxInstances,
           },
@@ -306,6 +325,15 @@ async function runServe(flags: ServeFlags): Promise<void> {
               : undefined,
         },
         () => ring.drainUsage(),
+      );
+      // The resource scheduler's desired gateway replicas, exported where Prometheus scrapes this pod (an HPA follows it).
+      const gauges = server;
+      controlPlane.onDesiredGatewayReplicas((replicas) =>
+        gauges.setGauge(
+          DESIRED_GATEWAY_REPLICAS_METRIC,
+          "Gateways (operon serve --role gateway) the resource scheduler's summed demand needs; an HPA on the gateway Deployment follows it",
+          replicas,
+        ),
       );
       // Model control through the gateway's own API goes to the audit log too (the console's own calls use the internal key and are audited by the API).
       const thread = controlPlane;

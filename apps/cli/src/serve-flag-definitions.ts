@@ -156,6 +156,11 @@ export function addServeFlags(command: Command): Command {
         GATEWAY_DEFAULTS.grpcInferMaxMessageBytes,
       )
       .option(
+        "--grpc-max-inflight-message-bytes <bytes>",
+        "ModelInfer / ModelStreamInfer message bytes held at once over all gRPC calls and streams; beyond it a new message gets RESOURCE_EXHAUSTED (default: 4 x --grpc-infer-max-message-bytes)",
+        parsePositiveInt,
+      )
+      .option(
         "--max-bytes-elements <n>",
         "most elements in one BYTES tensor (each becomes a JS value somewhere); beyond it the request is refused with 400 / INVALID_ARGUMENT",
         parsePositiveInt,
@@ -413,6 +418,18 @@ export function addServeFlags(command: Command): Command {
         "--scheduler-memory-budget-bytes <bytes>",
         "memory the models' instances may use together; default 75 % of the host's memory",
         parsePositiveInt,
+      )
+      .option(
+        "--scheduler-min-gateways <n>",
+        'fewest gateways the scheduler\'s desired gateway replica count asks for (the operon_desired_gateway_replicas gauge an HPA follows; README "Deploy")',
+        parsePositiveInt,
+        RESOURCE_SCHEDULER_DEFAULTS.minGateways,
+      )
+      .option(
+        "--scheduler-max-gateways <n>",
+        "most gateways the scheduler's desired gateway replica count asks for",
+        parsePositiveInt,
+        RESOURCE_SCHEDULER_DEFAULTS.maxGateways,
       )
       .option(
         "--scheduler-default-capacity-rps <rps>",

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { serveCommand } from "./serve-command.js";
+import { flagProblems, serveCommand } from "./serve-command.js";
 import { serveFlagsSchema } from "./serve-flags.js";
 
 /** The options commander hands `operon serve`'s action for these arguments (the action itself is replaced). */
@@ -74,5 +74,28 @@ describe("operon serve flags", () => {
       databaseUrl: "memory:",
       httpPort: 0,
     });
+  });
+
+  it("bounds the desired gateway replica count (1 to 10 by default) and refuses bounds that cannot hold", async () => {
+    const repository = ["--model-repository", "models"];
+    expect(serveFlagsSchema.parse(await parsedFlags(repository))).toMatchObject({
+      schedulerMinGateways: 1,
+      schedulerMaxGateways: 10,
+    });
+    const flags = await parsedFlags([
+      ...repository,
+      ...["--scheduler-min-gateways", "4", "--scheduler-max-gateways", "3", "--batch-window-ms", "99"],
+    ]);
+    const issues = serveFlagsSchema.safeParse(flags).error!.issues;
+    // As `operon serve` says it: each flag by name, not a stack trace of the schema's error.
+    expect(flagProblems(issues)).toBe(
+      "--batch-window-ms: Too small: expected number to be >=100; --scheduler-max-gateways must be at least --scheduler-min-gateways",
+    );
+    expect(() => serveFlagsSchema.parse(flags)).toThrow(
+      /--scheduler-max-gateways must be at least --scheduler-min-gateways/,
+    );
+    await expect(parsedFlags([...repository, "--scheduler-min-gateways", "0"])).rejects.toThrow(
+      /--scheduler-min-gateways/,
+    );
   });
 });

@@ -1,4 +1,5 @@
 import { readUserGrants } from "@operon/api/api-key-service";
+import { readBatchJobGrants } from "@operon/api/batch-job-key";
 import { readControlPlaneGrants } from "@operon/api/control-plane-key";
 import type { Database } from "@operon/db";
 import type { ApiKeyRing } from "@operon/gateway/auth/api-key-ring";
@@ -13,8 +14,9 @@ import type { SharedPart } from "./shared-state.js";
  */
 
 /**
- * The user keys' grants (valid, scopes cut to the owner's role) and the control plane's internal key
- * (control-plane-key.ts: the usage sampler and model control of the control plane) into the gateway's key ring.
+ * The user keys' grants (valid, scopes cut to the owner's role), the control plane's internal key
+ * (control-plane-key.ts: the usage sampler and model control of the control plane) and the running batch
+ * jobs' keys (batch/job-key.ts: a job spreads its rows over every gateway) into the gateway's key ring.
  */
 export function apiKeysPart(ring: ApiKeyRing): SharedPart {
   return {
@@ -22,8 +24,9 @@ export function apiKeysPart(ring: ApiKeyRing): SharedPart {
     what: "API keys",
     async refresh(db: Database) {
       const [read, controlPlane] = await Promise.all([readUserGrants(db.prisma), readControlPlaneGrants(db.prisma)]);
+      const jobs = await readBatchJobGrants(db.prisma, read.sharesOn);
       if (read.everIssued) ring.noteKeysEverIssued();
-      ring.replaceAll([...read.grants, ...controlPlane]);
+      ring.replaceAll([...read.grants, ...controlPlane, ...jobs]);
     },
   };
 }

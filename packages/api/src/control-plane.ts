@@ -115,7 +115,15 @@ export class ControlPlane {
         // The cluster's other gateways on this database, with the internal key every gateway accepts.
         () => clusterGateways(prisma, resolved.gateway.adminKey),
       ),
-      resourceScheduler: new ResourceScheduler(prisma, gateway, resolved.resourceScheduler, resolved.logger),
+      resourceScheduler: new ResourceScheduler(
+        prisma,
+        gateway,
+        resolved.resourceScheduler,
+        resolved.logger,
+        Date.now,
+        // Its inputs per gateway and summed (issue 23): the cluster's gateways, read with the internal key.
+        () => clusterGateways(prisma, resolved.gateway.adminKey),
+      ),
       models,
       uploads,
       setup: { token: needsSetup ? randomBytes(18).toString("base64url") : undefined },
@@ -125,6 +133,8 @@ export class ControlPlane {
         gateway,
         { intervalSecs: resolved.usageSampleIntervalSecs, retentionDays: resolved.usageRetentionDays },
         resolved.logger,
+        // Every gateway's tenant counters, like the usage sampler's (issue 23).
+        () => clusterGateways(prisma, resolved.gateway.adminKey),
       ),
       datasets,
       batchJobs: new BatchJobs(

@@ -29,5 +29,8 @@ describe("control plane options", () => {
   it("refuses values out of range", () => {
     expect(() => resolveControlPlaneOptions({ ...base, maxUploadBytes: 0 })).toThrow();
     expect(() => resolveControlPlaneOptions({ ...base, usageRetentionDays: -1 })).toThrow();
+    expect(() =>
+      resolveControlPlaneOptions({ ...base, resourceScheduler: { minGateways: 4, maxGateways: 3 } }),
+    ).toThrow(/--scheduler-max-gateways must be at least --scheduler-min-gateways/);
   });
 });

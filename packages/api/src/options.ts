@@ -132,6 +132,12 @@ const controlPlaneOptionsSchema = z.object({
       gpuSlots: z.number().int().positive().optional(),
       maxInstancesPerModel: z.number().int().positive().optional(),
       maxInstancesPerHost: z.number().int().positive().optional(),
+      minGateways: z.number().int().positive().default(RESOURCE_SCHEDULER_DEFAULTS.minGateways),
+      maxGateways: z.number().int().positive().default(RESOURCE_SCHEDULER_DEFAULTS.maxGateways),
+    })
+    .refine((scheduler) => scheduler.minGateways <= scheduler.maxGateways, {
+      error: "--scheduler-max-gateways must be at least --scheduler-min-gateways",
+      path: ["maxGateways"],
     })
     .default(() => ({ ...RESOURCE_SCHEDULER_DEFAULTS })),
 });

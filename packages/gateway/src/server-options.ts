@@ -89,6 +89,8 @@ const operonServerOptionsSchema = z.object({
   httpMaxBodyBytes: z.number().int().positive().default(GATEWAY_DEFAULTS.httpMaxBodyBytes),
   /** Request body bytes held at once over all HTTP requests; default max(4 × httpMaxBodyBytes, a model upload + httpMaxBodyBytes). */
   httpMaxInflightBodyBytes: z.number().int().positive().optional(),
+  /** ModelInfer / ModelStreamInfer bytes held at once over all gRPC calls (GrpcMessageBudget); default 4 × grpcInferMaxMessageBytes. */
+  grpcMaxInflightMessageBytes: z.number().int().positive().optional(),
   /** Elements one BYTES tensor may hold (INVALID_ARG beyond, naming --max-bytes-elements). */
   maxBytesElements: z.number().int().positive().default(GATEWAY_DEFAULTS.maxBytesElements),
   /** Slow bodies (frontends/http/slow-body-guard.ts): the longest pause, and the grace before the minimum rate applies. */

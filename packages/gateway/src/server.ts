@@ -61,6 +61,11 @@ export interface OperonServer {
    * shared model store changed (`operon serve --role gateway`).
    */
   syncRepository(): Promise<void>;
+  /**
+   * Sets a gauge this process's metrics endpoint exports for a part of Operon outside the gateway (the control
+   * plane's thread: operon_desired_gateway_replicas), created at its first value. Names must start with operon_.
+   */
+  setGauge(name: string, help: string, value: number): void;
 }
 
 export async function startOperonServer(given: OperonServerOptions): Promise<OperonServer> {
@@ -203,6 +208,9 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
         ...(options.grpcInferMaxMessageBytes !== undefined
           ? { maxInferMessageBytes: options.grpcInferMaxMessageBytes }
           : {}),
+        ...(options.grpcMaxInflightMessageBytes !== undefined
+          ? { maxInflightInferBytes: options.grpcMaxInflightMessageBytes }
+          : {}),
         logger,
         sharedMemory,
         logging,
@@ -268,6 +276,7 @@ export async function startOperonServer(given: OperonServerOptions): Promise<Ope
     stop,
     haltRestarts: () => manager.haltRestarts(),
     syncRepository: () => manager.pollOnce(),
+    setGauge: (name, help, value) => metrics.setGauge(name, help, value),
   };
 }
 

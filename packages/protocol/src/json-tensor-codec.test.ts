@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { DataType } from "./datatypes.js";
+import { type DataType, elementByteSize } from "./datatypes.js";
 import { OperonError } from "./errors.js";
 import { bufferToJsonData, bufferToJsonText, jsonDataToBuffer } from "./json-tensor-codec.js";
 import { encodeBytesElements } from "./tensor.js";
@@ -186,6 +186,39 @@ describe("bufferToJsonData", () => {
     expect(
       bufferToJsonData({ name: "s", datatype: "BYTES", shape: [2], data: encodeBytesElements(["é", "z"]) }),
     ).toEqual(["é", "z"]);
+  });
+
+  it("writes the same JSON text as JSON.stringify of the decoded values, for every numeric datatype", () => {
+    const floats = [0, -0, 1.5, -3.25, 1e-45, 3.4e38, 0.1, 1 / 3, 123456789, -(2 ** -20)];
+    const cases: Array<[DataType, ArrayBufferView]> = [
+      ["UINT8", new Uint8Array([0, 1, 255])],
+      ["INT8", new Int8Array([-128, 0, 127])],
+      ["INT16", new Int16Array([-32768, 7, 32767])],
+      ["UINT16", new Uint16Array([0, 65535])],
+      ["INT32", new Int32Array([-(2 ** 31), 0, 2 ** 31 - 1])],
+      ["UINT32", new Uint32Array([0, 2 ** 32 - 1])],
+      ["FP32", new Float32Array(floats)],
+      ["FP64", new Float64Array([...floats, Number.MAX_VALUE, Number.MIN_VALUE, 5e-324])],
+      ["INT64", new BigInt64Array([-(2n ** 63n), -1n, 0n, 2n ** 53n - 1n])],
+    ];
+    for (const [datatype, values] of cases) {
+      // At an odd offset too, as a slice of a request body arrives.
+      const bytes = Buffer.alloc(values.byteLength + 1);
+      Buffer.from(values.buffer, values.byteOffset, values.byteLength).copy(bytes, 1);
+      for (const data of [Buffer.from(bytes.subarray(1)), bytes.subarray(1)]) {
+        const tensor = { name: "t", datatype, shape: [data.length / elementByteSize(datatype)!], data };
+        const decoded = bufferToJsonData(tensor);
+        expect(bufferToJsonText(tensor), datatype).toBe(
+          datatype === "INT64" ? `[${decoded.join(",")}]` : JSON.stringify(decoded),
+        );
+      }
+    }
+  });
+
+  it("checks the element count on the JSON text path too", () => {
+    expect(
+      errorOf(() => bufferToJsonText({ name: "o", datatype: "INT32", shape: [3], data: Buffer.alloc(8) })).message,
+    ).toBe("tensor 'o': expected 3 elements for shape [3], got 2");
   });
 
   it("writes NaN as null in JSON text, which has no NaN", () => {

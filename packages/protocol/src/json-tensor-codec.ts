@@ -98,13 +98,7 @@ export function jsonDataToBuffer(name: string, datatype: DataType, shape: readon
  */
 export function bufferToJsonData(tensor: Tensor): unknown[] {
   const values = decodeElements(tensor);
-  const expected = elementCount(tensor.shape);
-  if (values.length !== expected) {
-    throw new OperonError(
-      "INVALID_ARG",
-      `tensor '${tensor.name}': expected ${expected} elements for shape [${tensor.shape.join(",")}], got ${values.length}`,
-    );
-  }
+  checkElementCount(tensor, values.length);
   return values;
 }
 
@@ -147,12 +141,76 @@ function decodeElements(tensor: Tensor): unknown[] {
  * their digits. NaN and infinities have no JSON form and become null.
  */
 export function bufferToJsonText(tensor: Tensor): string {
+  const numeric = numericView(tensor);
+  if (numeric !== undefined) {
+    checkElementCount(tensor, numeric.length);
+    // A typed array's join prints each element as JSON would (integers and bigints in full; finite floats in
+    // the shortest round-trip form, -0 as 0) without the array of numbers a generic encoder builds first.
+    if (!(numeric instanceof Float32Array || numeric instanceof Float64Array) || allFinite(numeric)) {
+      return `[${numeric.join(",")}]`;
+    }
+  }
   const values = bufferToJsonData(tensor);
   if (tensor.datatype === "INT64" || tensor.datatype === "UINT64") {
     // Both numbers and bigints print as plain decimal integers.
     return `[${values.join(",")}]`;
   }
   return JSON.stringify(values);
+}
+
+type PrintableArray =
+  | Uint8Array
+  | Int8Array
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | Float32Array
+  | Float64Array
+  | BigInt64Array
+  | BigUint64Array;
+
+/** The tensor's elements as a typed array for the datatypes whose elements print as they are; else undefined. */
+function numericView(tensor: Tensor): PrintableArray | undefined {
+  switch (tensor.datatype) {
+    case "UINT8":
+      return tensor.data;
+    case "INT8":
+      return viewAs(tensor, Int8Array);
+    case "INT16":
+      return viewAs(tensor, Int16Array);
+    case "UINT16":
+      return viewAs(tensor, Uint16Array);
+    case "INT32":
+      return viewAs(tensor, Int32Array);
+    case "UINT32":
+      return viewAs(tensor, Uint32Array);
+    case "FP32":
+      return viewAs(tensor, Float32Array);
+    case "FP64":
+      return viewAs(tensor, Float64Array);
+    case "INT64":
+      return viewAs(tensor, BigInt64Array);
+    case "UINT64":
+      return viewAs(tensor, BigUint64Array);
+    default:
+      return undefined;
+  }
+}
+
+function allFinite(values: Float32Array | Float64Array): boolean {
+  for (let i = 0; i < values.length; i++) if (!Number.isFinite(values[i])) return false;
+  return true;
+}
+
+function checkElementCount(tensor: Tensor, count: number): void {
+  const expected = elementCount(tensor.shape);
+  if (count !== expected) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `tensor '${tensor.name}': expected ${expected} elements for shape [${tensor.shape.join(",")}], got ${count}`,
+    );
+  }
 }
 
 function invalid(name: string, problem: string): OperonError {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { engineerProcedure, router } from "../trpc.js";
+import { adminProcedure, engineerProcedure, router } from "../trpc.js";
 
 /**
  * Datasets for batch jobs (services/batch/datasets.ts). Engineers upload
@@ -21,6 +21,12 @@ export const datasetsRouter = router({
   preview: engineerProcedure
     .input(z.object({ id: z.uuid(), limit: z.number().int().min(0).max(200).default(20) }))
     .query(({ ctx, input }) => ctx.services.datasets.preview(ctx.user, input.id, input.limit)),
+
+  /**
+   * For the dataset form (admins only): the names of the --batch-postgres connections, never their URLs,
+   * and the folders under --batch-data-root that server paths may name.
+   */
+  serverSources: adminProcedure.query(({ ctx }) => ctx.services.datasets.serverSources(ctx.user)),
 
   create: engineerProcedure
     .input(

@@ -25,7 +25,7 @@ class FakeGateway {
         name,
         version: "1",
         last_inference: count > 0 ? 1 : 0,
-        inference_stats: { success: { count }, fail: { count: 0 } },
+        inference_stats: { success: { count }, fail: { count: 0 }, queue: { count, ns: 0 } },
       } as unknown as ModelStatistics;
     });
   }
@@ -258,5 +258,72 @@ describe.each(testDatabaseBackends())("scheduler router and runner on $name", (b
     await scheduler.runOnce();
     const [load] = (await h.as("VIEWER").scheduler.decisions({ model: "quiet" })).decisions;
     expect(load).toMatchObject({ action: "LOAD", fromCount: 0, toCount: 1 });
+  });
+
+  it("reads every gateway of the cluster: instance counts from the busiest gateway, gateway replicas from the sum, kept across a restart", async () => {
+    // Two registered gateways beside the control plane's own (which gets no traffic here, as in Kubernetes).
+    const own = new FakeGateway();
+    const a = new FakeGateway();
+    const b = new FakeGateway();
+    // A model of its own: the earlier tests left perf reports and pins on busy and quiet.
+    for (const gateway of [own, a, b]) gateway.instances = new Map([["spread", 1]]);
+    // The earlier tests' periods decided a count already: start from none.
+    await db.prisma.gatewayReplicas.deleteMany();
+    let clock = 5_000_000;
+    const replicas: number[] = [];
+    const cluster = new ResourceScheduler(
+      db.prisma,
+      own as unknown as GatewayClient,
+      { ...RESOURCE_SCHEDULER_DEFAULTS, periodSecs: 0, defaultCapacityRps: 10, maxInstancesPerModel: 4, cpuSlots: 16 },
+      SILENT_LOGGER,
+      () => clock,
+      async () => [
+        { gatewayHost: "a:8000", client: a as unknown as GatewayClient },
+        { gatewayHost: "b:8000", client: b as unknown as GatewayClient },
+      ],
+    );
+    cluster.onDesiredReplicas((count) => replicas.push(count));
+    h.controlPlane.services.resourceScheduler = cluster;
+    try {
+      await cluster.runOnce(); // the baselines
+      clock += 10_000;
+      a.requests.set("spread", 200); // 20 req/s on each gateway
+      b.requests.set("spread", 200);
+      const decisions = await cluster.runOnce();
+      // Per gateway: ceil(20 × 1.25 / 10) = 3 instances (the sum, 40 req/s, would ask each gateway for 5, capped at 4).
+      expect(decisions).toMatchObject([{ model: "spread", action: "SCALE_UP", from: 1, to: 3, demandRps: 20 }]);
+      // Applied on the control plane's gateway, then each registered gateway is set to the same per-gateway count.
+      expect([own.calls, a.calls, b.calls]).toEqual([["scale spread 3"], ["scale spread 3"], ["scale spread 3"]]);
+      // The cluster: 40 req/s need 5 instances, a gateway runs at most 4 of one model: 2 gateways.
+      const status = await h.as("VIEWER").scheduler.status();
+      expect(status.cluster).toEqual({
+        gateways: [
+          { gatewayHost: null, requestsPerSecond: 0, queueTimeMs: null, busyCores: null },
+          { gatewayHost: "a:8000", requestsPerSecond: 20, queueTimeMs: 0, busyCores: null },
+          { gatewayHost: "b:8000", requestsPerSecond: 20, queueTimeMs: 0, busyCores: null },
+        ],
+        summed: { requestsPerSecond: 40, queueTimeMs: 0, busyCores: null },
+      });
+      expect(status.replicas).toMatchObject({ desired: 2, minGateways: 1, maxGateways: 10 });
+      expect(status.replicas!.reason).toMatch(/^2 gateways: spread needs 5 instances for 40\.0 req\/s/);
+      expect(replicas.at(-1)).toBe(2);
+      const audit = await h.as("ADMIN").audit.list({ action: "scheduler.replicas" });
+      expect(audit.events[0]).toMatchObject({ action: "scheduler.replicas", after: { replicas: 2 } });
+
+      // A restarted control plane exports the stored count at once, before its first decision.
+      const restarted = new ResourceScheduler(
+        db.prisma,
+        own as unknown as GatewayClient,
+        { ...RESOURCE_SCHEDULER_DEFAULTS, periodSecs: 0 },
+        SILENT_LOGGER,
+      );
+      const published = new Promise<number>((resolvePublished) => restarted.onDesiredReplicas(resolvePublished));
+      restarted.start();
+      expect(await published).toBe(2);
+      await restarted.stop();
+    } finally {
+      h.controlPlane.services.resourceScheduler = scheduler;
+      await cluster.stop();
+    }
   });
 });

@@ -116,9 +116,9 @@ describe.each(testDatabaseBackends())("tenants router on $name", (backend) => {
       ].join("\n");
     const start = Date.now();
     text = metrics(100, 50, 0);
-    expect(await sampler.sampleNow()).toEqual({ written: 0, baseline: true, skipped: null });
+    expect(await sampler.sampleNow()).toMatchObject({ written: 0, baseline: true, skipped: null });
     text = metrics(300, 150, 7);
-    expect(await sampler.sampleNow()).toEqual({ written: 2, baseline: false, skipped: null });
+    expect(await sampler.sampleNow()).toMatchObject({ written: 2, baseline: false, skipped: null });
     text = metrics(300, 150, 7);
     expect(await sampler.sampleNow()).toMatchObject({ written: 0 });
     const usage = await h
@@ -128,6 +128,71 @@ describe.each(testDatabaseBackends())("tenants router on $name", (backend) => {
     expect(usage.points).toHaveLength(1);
     expect(usage.points[0]!.tenants["gold"]).toEqual({ units: 200, requests: 100, throttled: 0, use: 2 / 3 });
     expect(usage.points[0]!.tenants["bronze"]).toEqual({ units: 100, requests: 50, throttled: 7, use: 1 / 3 });
+    await sampler.stop();
+  });
+
+  it("samples every gateway of the cluster apart and sums them: 5 + 7 requests give 12", async () => {
+    const counters = (requests: number) =>
+      `operon_tenant_units_total{tenant="team"} ${requests * 2}\noperon_tenant_requests_total{tenant="team"} ${requests}\noperon_tenant_share{tenant="team"} 1`;
+    const texts = new Map<string, string | Error>([
+      ["own", counters(0)],
+      ["a", counters(10)],
+      ["b", counters(100)],
+    ]);
+    const client = (name: string) =>
+      ({
+        metricsText: async () => {
+          const text = texts.get(name)!;
+          if (text instanceof Error) throw text;
+          return text;
+        },
+      }) as unknown as GatewayClient;
+    const sampler = new TenantUsageSampler(
+      db.prisma,
+      client("own"),
+      { intervalSecs: 0, retentionDays: 30 },
+      silent,
+      async () => [
+        { gatewayHost: "a:8000", client: client("a") },
+        { gatewayHost: "b:8000", client: client("b") },
+      ],
+    );
+    const start = Date.now();
+    expect(await sampler.sampleNow()).toMatchObject({ written: 0, baseline: true });
+    texts.set("a", counters(15)); // 5 more on one gateway
+    texts.set("b", counters(107)); // 7 more on the other
+    const second = await sampler.sampleNow();
+    expect(second.gateways).toEqual([
+      { gatewayHost: null, written: 0, baseline: false, skipped: null },
+      { gatewayHost: "a:8000", written: 1, baseline: false, skipped: null },
+      { gatewayHost: "b:8000", written: 1, baseline: false, skipped: null },
+    ]);
+    const rows = await db.prisma.tenantUsageSample.findMany({
+      where: { tenant: "team" },
+      orderBy: { gatewayHost: "asc" },
+    });
+    expect(rows.map((row) => [row.gatewayHost, row.requests, row.units])).toEqual([
+      ["a:8000", 5, 10],
+      ["b:8000", 7, 14],
+    ]);
+    const usage = await h
+      .as("ADMIN")
+      .tenants.usage({ from: new Date(start - 60_000), to: new Date(Date.now() + 60_000) });
+    const team = usage.points.map((point) => point.tenants["team"]?.requests ?? 0).reduce((a, b) => a + b, 0);
+    expect(team).toBe(12);
+    // One gateway down: it is skipped by name and keeps its reading; the other is sampled.
+    texts.set("a", new Error("connect ECONNREFUSED"));
+    texts.set("b", counters(110));
+    const third = await sampler.sampleNow();
+    expect(third.gateways[1]).toEqual({
+      gatewayHost: "a:8000",
+      written: 0,
+      baseline: false,
+      skipped: "connect ECONNREFUSED",
+    });
+    expect(third.gateways[2]).toMatchObject({ gatewayHost: "b:8000", written: 1 });
+    texts.set("a", counters(16)); // back: counted from its last reading (15), not a new baseline
+    expect((await sampler.sampleNow()).gateways[1]).toMatchObject({ written: 1, baseline: false });
     await sampler.stop();
   });
 });

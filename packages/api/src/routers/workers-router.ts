@@ -1,5 +1,6 @@
 import { connectedGateways } from "@operon/db";
 import { probeGatewayReadiness } from "../services/cluster/gateway-readiness.js";
+import { instanceSummary, readGatewayInstances, summedInstances } from "../services/cluster/gateway-instances.js";
 import { router, viewerProcedure } from "../trpc.js";
 
 /**
@@ -13,11 +14,24 @@ import { router, viewerProcedure } from "../trpc.js";
  * leaves the list as its connection closes. Each with its readiness as it
  * answers the control plane now (gateway-readiness.ts: asked at once, at most
  * a second each, so the list costs a second at worst; the gateways are the
- * database's sessions, so their number is bounded by its max_connections).
+ * database's sessions, so their number is bounded by its max_connections),
+ * and its backend instances (gateway-instances.ts: count and memory, null
+ * when it could not be asked). `summed`: the instances of this control
+ * plane's gateway and every other one together.
  */
 export const workersRouter = router({
   list: viewerProcedure.query(async ({ ctx }) => {
     const response = await ctx.services.gateway.workers();
+    const adminKey = ctx.services.options.gateway.adminKey;
+    const gateways = await Promise.all(
+      (await connectedGateways(ctx.services.prisma)).map(async (gateway) => {
+        const [readiness, instances] = await Promise.all([
+          probeGatewayReadiness(gateway),
+          readGatewayInstances(gateway, adminKey),
+        ]);
+        return { ...gateway, readiness, instances };
+      }),
+    );
     return {
       hostCpuCores: response.hostCpuCores,
       gateway: response.gateway,
@@ -39,12 +53,8 @@ export const workersRouter = router({
       })),
       /** --backend-isolation of the gateway; null from a gateway that does not say. */
       defaultIsolation: response.defaultIsolation ?? null,
-      gateways: await Promise.all(
-        (await connectedGateways(ctx.services.prisma)).map(async (gateway) => ({
-          ...gateway,
-          readiness: await probeGatewayReadiness(gateway),
-        })),
-      ),
+      gateways,
+      summed: summedInstances([instanceSummary(response), ...gateways.map((gateway) => gateway.instances)]),
       readAt: new Date(),
     };
   }),

@@ -54,6 +54,20 @@ export class GatewayMetrics {
   /** Prometheus text of native backends' custom metric families, per worker (see backendMetricsText). */
   private readonly backendMetricSources = new Set<() => Iterable<string>>();
 
+  /** Gauges set from outside the gateway (setGauge), by name. */
+  private readonly outsideGauges = new Map<string, Gauge>();
+
+  /** Sets an operon_* gauge created at its first value (the control plane's operon_desired_gateway_replicas). */
+  setGauge(name: string, help: string, value: number): void {
+    if (!/^operon_[a-z0-9_]+$/.test(name)) throw new RangeError(`'${name}' is not an operon_* metric name`);
+    let gauge = this.outsideGauges.get(name);
+    if (gauge === undefined) {
+      gauge = new Gauge({ name, help, registers: [this.registry] });
+      this.outsideGauges.set(name, gauge);
+    }
+    gauge.set(value);
+  }
+
   readonly requestSuccess = this.counter(
     "nv_inference_request_success",
     "Number of successful inference requests, all batch sizes",

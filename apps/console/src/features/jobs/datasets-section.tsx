@@ -1,21 +1,16 @@
 "use client";
 
-import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { type FormEvent, useState } from "react";
-import { FormAlert } from "@/components/form/form-alert";
-import { SubmitButton } from "@/components/form/submit-button";
-import { TextField } from "@/components/form/text-field";
-import { useFormProblem } from "@/components/form/use-form-problem";
+import { useQuery } from "@tanstack/react-query";
+import { useState } from "react";
 import { QueryView } from "@/components/states/query-view";
-import { fieldMessage, formMessage } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
+import { DatasetForm } from "./dataset-form";
 import { DatasetsTable, FirstRowsTable } from "./datasets-table";
 
-const FIELDS = ["name", "file.fileName", "file.contentBase64", "query", "keyColumns"];
-/** The API takes files up to 5 MiB here; larger ones go under --batch-data-root (admins). */
-const MAX_UPLOAD_BYTES = 5 * 1024 * 1024;
-
-/** Datasets: upload a CSV / JSONL / Parquet file with a query over it, list them, preview the first rows. */
+/**
+ * Datasets: upload a CSV / JSONL / Parquet file (admins also name a folder of images on the server or a
+ * PostgreSQL table) with a query over it, list them, preview the first rows.
+ */
 export function DatasetsSection() {
   const trpc = useTRPC();
   const datasets = useQuery(trpc.datasets.list.queryOptions());
@@ -29,7 +24,7 @@ export function DatasetsSection() {
         A dataset is a DuckDB SELECT over one file, which the query reads as <code>source</code>. Key columns are copied
         beside the outputs into a job&apos;s results.
       </p>
-      <UploadForm />
+      <DatasetForm />
       <QueryView
         query={datasets}
         loadingLabel="Loading datasets…"
@@ -74,99 +69,4 @@ function DatasetPreview({ id }: { id: string }) {
       </QueryView>
     </section>
   );
-}
-
-function UploadForm() {
-  const trpc = useTRPC();
-  const queryClient = useQueryClient();
-  const { problem, clear, fromError, atFields } = useFormProblem();
-  const [reading, setReading] = useState(false);
-  const create = useMutation(
-    trpc.datasets.create.mutationOptions({
-      onSuccess: async () => {
-        await queryClient.invalidateQueries({ queryKey: trpc.datasets.list.queryKey() });
-      },
-      onError: fromError,
-    }),
-  );
-
-  const submit = async (event: FormEvent<HTMLFormElement>) => {
-    event.preventDefault();
-    clear();
-    const formElement = event.currentTarget;
-    const form = new FormData(formElement);
-    const name = String(form.get("name") ?? "").trim();
-    const file = form.get("file");
-    const query = String(form.get("query") ?? "").trim();
-    const keys = String(form.get("keys") ?? "")
-      .split(",")
-      .map((key) => key.trim())
-      .filter(Boolean);
-    const errors = [
-      ...(name === "" ? [{ path: "name", message: "required" }] : []),
-      ...(!(file instanceof File) || file.size === 0 ? [{ path: "file.fileName", message: "choose a file" }] : []),
-      ...(file instanceof File && file.size > MAX_UPLOAD_BYTES
-        ? [{ path: "file.fileName", message: "at most 5 MiB here; larger files go on the server (admins)" }]
-        : []),
-    ];
-    if (errors.length > 0 || !(file instanceof File)) {
-      atFields(errors);
-      return;
-    }
-    setReading(true);
-    const contentBase64 = await base64Of(file).finally(() => setReading(false));
-    create.mutate(
-      {
-        name,
-        file: { kind: "upload", fileName: file.name, contentBase64 },
-        ...(query !== "" ? { query } : {}),
-        ...(keys.length > 0 ? { keyColumns: keys } : {}),
-      },
-      { onSuccess: () => formElement.reset() },
-    );
-  };
-
-  return (
-    <form onSubmit={(event) => void submit(event)} noValidate className="form form-grid" aria-label="Upload a dataset">
-      <TextField
-        label="Name"
-        name="name"
-        required
-        maxLength={100}
-        autoComplete="off"
-        error={fieldMessage(problem, "name")}
-      />
-      <div className="field">
-        <label htmlFor="dataset-file">File (.csv, .jsonl, .parquet)</label>
-        <input id="dataset-file" name="file" type="file" accept=".csv,.tsv,.jsonl,.ndjson,.json,.parquet" />
-        {fieldMessage(problem, "file.fileName") ? (
-          <p className="field-error">{fieldMessage(problem, "file.fileName")}</p>
-        ) : null}
-      </div>
-      <TextField
-        label="Query (optional)"
-        name="query"
-        placeholder="SELECT * FROM source"
-        autoComplete="off"
-        error={fieldMessage(problem, "query")}
-      />
-      <TextField
-        label="Key columns (comma-separated, optional)"
-        name="keys"
-        autoComplete="off"
-        error={fieldMessage(problem, "keyColumns.0")}
-      />
-      <FormAlert message={formMessage(problem, FIELDS)} />
-      <div className="form-actions">
-        <SubmitButton pending={create.isPending || reading} label="Upload dataset" pendingLabel="Uploading…" />
-      </div>
-    </form>
-  );
-}
-
-async function base64Of(file: File): Promise<string> {
-  const bytes = new Uint8Array(await file.arrayBuffer());
-  let binary = "";
-  for (let at = 0; at < bytes.length; at += 0x8000) binary += String.fromCharCode(...bytes.subarray(at, at + 0x8000));
-  return btoa(binary);
 }

@@ -1,7 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { controlText, parseMappingLines, timeLeft } from "./job-format";
+import { controlText, gatewaysText, parseMappingLines, timeLeft } from "./job-format";
 
 describe("job page formatting", () => {
+  it("says which gateways served a job's rows, and nothing for the control plane's gateway alone", () => {
+    expect(gatewaysText([])).toBe("");
+    expect(gatewaysText([{ gateway: "control-plane", rows: 30, concurrency: 2, away: false }])).toBe("");
+    expect(
+      gatewaysText([
+        { gateway: "node-a:8000", rows: 1200, concurrency: 6, away: false },
+        { gateway: "node-b:8000", rows: 980, concurrency: 0, away: true },
+        { gateway: "node-c:8000", rows: 4, concurrency: null, away: null },
+      ]),
+    ).toBe("node-a:8000 1,200 rows (6 in flight) · node-b:8000 980 rows (away) · node-c:8000 4 rows");
+  });
+
   it("says the time left", () => {
     expect(timeLeft(null)).toBe("–");
     expect(timeLeft(12.2)).toBe("13 s");

@@ -73,3 +73,26 @@ export function controlText(control: JobControlView): string {
       return "none of its requests finished in the last window";
   }
 }
+
+/** A gateway's share of a job, as jobs.list/get give it (concurrency and away only while the job runs). */
+export interface JobGatewayView {
+  gateway: string;
+  rows: number;
+  concurrency: number | null;
+  away: boolean | null;
+}
+
+/**
+ * Which gateways served the job's rows: "host-a:8000 1,200 rows (6 in flight) · host-b:8000 1,180 rows
+ * (away)". Empty for a job served by the control plane's own gateway alone (one host: nothing to tell).
+ */
+export function gatewaysText(gateways: readonly JobGatewayView[]): string {
+  if (gateways.length === 0 || (gateways.length === 1 && gateways[0]?.gateway === "control-plane")) return "";
+  return gateways
+    .map((gateway) => {
+      const name = gateway.gateway === "control-plane" ? "the control plane's gateway" : gateway.gateway;
+      const now = gateway.away ? " (away)" : gateway.concurrency !== null ? ` (${gateway.concurrency} in flight)` : "";
+      return `${name} ${gateway.rows.toLocaleString("en")} rows${now}`;
+    })
+    .join(" · ");
+}

@@ -4,7 +4,7 @@ import { DataTable, type DataColumn } from "@/components/data-table/data-table";
 import { TruncatedText } from "@/components/data-table/truncated-text";
 import type { RouterOutputs } from "@/lib/api-types";
 import { JobActions } from "./job-actions";
-import { controlText, timeLeft } from "./job-format";
+import { controlText, gatewaysText, timeLeft } from "./job-format";
 
 type Job = RouterOutputs["jobs"]["list"][number];
 type Failure = RouterOutputs["jobs"]["failures"][number];
@@ -102,6 +102,7 @@ function JobProgress({ job }: { job: Job }) {
         {job.state === "RUNNING" ? ` · ${job.concurrency} in flight` : ""}
       </div>
       {job.state === "RUNNING" && job.control ? <div className="small muted">{controlText(job.control)}</div> : null}
+      {gatewaysText(job.gateways) ? <div className="small muted">Gateways: {gatewaysText(job.gateways)}</div> : null}
     </>
   );
 }

@@ -11,6 +11,7 @@ import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
 import { CpuBudgetNote } from "./cpu-budget-note";
 import { DecisionsTable } from "./decisions-table";
+import { GatewayReplicasCard } from "./gateway-replicas-card";
 import { HardwareFitTable } from "./hardware-fit-table";
 import { SchedulerModelsTable } from "./scheduler-models-table";
 import { SchedulerSwitch } from "./scheduler-switch";
@@ -62,6 +63,7 @@ export function SchedulerPage() {
               </p>
               <CpuBudgetNote status={data} />
             </section>
+            <GatewayReplicasCard status={data} />
             <section className="card" aria-labelledby="scheduler-models-title">
               <h2 id="scheduler-models-title">Models</h2>
               {data.models.length === 0 ? (

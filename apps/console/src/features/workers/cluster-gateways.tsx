@@ -1,6 +1,7 @@
 import { DataTable, type DataColumn } from "@/components/data-table/data-table";
 import type { RouterOutputs } from "@/lib/api-types";
 import { formatDateTime } from "@/lib/format";
+import { formatBytes } from "@/lib/number-format";
 
 type ClusterGateway = RouterOutputs["workers"]["list"]["gateways"][number];
 
@@ -25,7 +26,8 @@ function GatewayState({ readiness }: { readiness: ClusterGateway["readiness"] })
 /**
  * The gateways started beside this control plane (`operon serve --role gateway`), as the database's
  * session list shows them: one that stops or dies leaves the list within a refresh. State is each one's
- * readiness endpoint as the control plane reached it (ready, not ready, unreachable, with the reason).
+ * readiness endpoint as the control plane reached it (ready, not ready, unreachable, with the reason);
+ * instances and their memory as its workers endpoint answered ("—" when it could not be asked).
  */
 export function ClusterGateways({ gateways }: { gateways: ClusterGateway[] }) {
   const columns: DataColumn<ClusterGateway>[] = [
@@ -38,6 +40,20 @@ export function ClusterGateways({ gateways }: { gateways: ClusterGateway[] }) {
     },
     { id: "address", header: "Address", sortValue: (g) => g.address ?? "", cell: (g) => g.address ?? "local socket" },
     { id: "port", header: "HTTP port", numeric: true, sortValue: (g) => g.httpPort, cell: (g) => g.httpPort },
+    {
+      id: "instances",
+      header: "Model instances",
+      numeric: true,
+      sortValue: (g) => g.instances?.instances ?? -1,
+      cell: (g) => (g.instances === null ? "—" : g.instances.instances),
+    },
+    {
+      id: "memory",
+      header: "Instance memory",
+      numeric: true,
+      sortValue: (g) => g.instances?.rssBytes ?? -1,
+      cell: (g) => formatBytes(g.instances?.rssBytes),
+    },
     {
       id: "since",
       header: "Connected since",

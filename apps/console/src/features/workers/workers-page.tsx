@@ -4,6 +4,7 @@ import { useQuery } from "@tanstack/react-query";
 import { PageHeader } from "@/components/page-header";
 import { EmptyState } from "@/components/states/empty-state";
 import { QueryView } from "@/components/states/query-view";
+import { formatBytes } from "@/lib/number-format";
 import { useTRPC } from "@/lib/trpc";
 import { useCpuRates } from "./cpu-rates";
 import { ClusterGateways } from "./cluster-gateways";
@@ -55,6 +56,10 @@ export function WorkersPage() {
                   </span>
                 </div>
                 <ClusterGateways gateways={list.gateways} />
+                <p className="muted small">
+                  With this control plane's gateway: {list.summed.instances} model instances
+                  {list.summed.rssBytes === null ? "" : `, ${formatBytes(list.summed.rssBytes)} of instance memory`}.
+                </p>
               </section>
             ) : null}
             <section className="card" aria-labelledby="workers-title">

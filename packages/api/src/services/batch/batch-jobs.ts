@@ -1,6 +1,6 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { BatchJob, BatchJobState, Prisma, PrismaClient } from "@operon/db";
+import { announceChange, type BatchJob, type BatchJobState, type Prisma, type PrismaClient } from "@operon/db";
 import type { Logger } from "@operon/protocol/logger";
 import { AppError, notFound } from "../../app-error.js";
 import type { ApiKeyService } from "../api-keys/api-key-service.js";
@@ -13,11 +13,12 @@ import { withConnection } from "./postgres-table.js";
 import type { Datasets } from "./datasets.js";
 import { inputMappingSchema, planInputs, type ColumnMapping, type TargetSignature } from "./input-mapping.js";
 import { JobFiles, ROW_COLUMN } from "./job-files.js";
+import { gatewayRowsSchema } from "./gateway-lanes.js";
 import { type BatchJobsOptions, JobExecution, type JobControl, type RunningJob } from "./job-execution.js";
 
 export type { BatchJobsOptions } from "./job-execution.js";
 import { parseRanges, removeRows, rowsIn } from "./row-ranges.js";
-import { queryJobCost, type JobCost } from "../costs/job-cost.js";
+import { queryJobCost, settleJobCosts, type JobCost } from "../costs/job-cost.js";
 import { queryJobThroughput, runWindowOf, type JobThroughput } from "./job-throughput.js";
 import { targetSignature, type JobTarget } from "./target-signature.js";
 
@@ -27,10 +28,12 @@ import { targetSignature, type JobTarget } from "./target-signature.js";
  * failed rows kept and retryable, results merged into Parquet.
  *
  * Each running job sends its requests with a key of its own, made when it
- * starts and kept in memory (ApiKeyService.setJobGrant): the gateway puts
- * them at the target's lowest priority level and, while traffic shares are
- * on, under the job's tenant `batch:<job id>`. The job's concurrency adapts
- * to the online p99 of its target (aimd.ts), so online traffic comes first.
+ * starts and kept in memory (its hash is stored for the cluster's gateways,
+ * job-key.ts): the gateways put them at the target's lowest priority level
+ * and, while traffic shares are on, under the job's tenant `batch:<job id>`.
+ * Its rows spread over every gateway of the cluster (gateway-lanes.ts); its
+ * concurrency on each adapts to that gateway's online p99 of its target
+ * (aimd.ts), so online traffic comes first.
  *
  * A restart resumes: jobs left RUNNING go back to QUEUED and run again from
  * their checkpoint. At most `maxRunning` jobs run at once, in creation order.
@@ -59,8 +62,13 @@ export interface JobView {
   failedRows: number;
   /** Requests in flight allowed now (live while running; 0 during a probe of online latency). */
   concurrency: number;
-  /** While running: why the job has that concurrency (aimd.ts); null otherwise. */
+  /** While running: why the job has that concurrency (aimd.ts; its first gateway's, see `gateways`); null otherwise. */
   control: JobControl | null;
+  /**
+   * The gateways that served the job's rows (rows with a result, as checkpointed) and, while it runs, each
+   * gateway it sends to now with its own concurrency (gateway-lanes.ts); most rows first.
+   */
+  gateways: JobGateway[];
   rowsPerSec: number | null;
   /** Seconds left at the current rate; null while unknown. */
   secondsLeft: number | null;
@@ -71,11 +79,26 @@ export interface JobView {
   finishedAt: Date | null;
 }
 
+export interface JobGateway {
+  /** `<host>:<http port>`, or `control-plane` for the control plane's own gateway. */
+  gateway: string;
+  rows: number;
+  /** While running: requests in flight allowed there now; null otherwise. */
+  concurrency: number | null;
+  /** While running: the gateway could not be reached; its rows go to the others until it answers again. */
+  away: boolean | null;
+  control: JobControl | null;
+}
+
+/** How often the control plane keeps what the jobs' settled samples cost (costs/job-cost.ts settleJobCosts). */
+const COST_SETTLE_MS = 60_000;
+
 export class BatchJobs {
   private readonly running = new Map<string, RunningJob>();
   private readonly execution: JobExecution;
   private stopped = false;
   private kicking: Promise<void> = Promise.resolve();
+  private settleTimer: NodeJS.Timeout | undefined;
   private readonly maxRunning: number;
   private readonly chunkRows: number;
 
@@ -102,14 +125,27 @@ export class BatchJobs {
 
   /** On start: jobs a stop or crash left RUNNING queue again (they resume from their checkpoint); then queued jobs start. */
   async start(): Promise<number> {
-    const { count } = await this.prisma.batchJob.updateMany({ where: { state: "RUNNING" }, data: { state: "QUEUED" } });
+    // Their keys died with the last process: the hashes go too (and the gateways are told), new ones come when they run.
+    const { count } = await this.prisma.batchJob.updateMany({
+      where: { state: "RUNNING" },
+      data: { state: "QUEUED", keyHash: null },
+    });
+    if (count > 0) await announceChange(this.prisma, "api-keys");
     this.kick();
+    // Jobs' costs are kept per sample once settled (costs/job-cost.ts); settle them before usage samples age.
+    this.settleTimer = setInterval(() => {
+      settleJobCosts(this.prisma).catch((error: unknown) =>
+        this.logger.warn({ err: (error as Error).message }, "batch jobs: could not settle the jobs' costs"),
+      );
+    }, COST_SETTLE_MS);
+    this.settleTimer.unref();
     return count;
   }
 
   /** Stops taking rows; running jobs checkpoint what finished and stay RUNNING in the database, so the next start resumes them. */
   async stop(): Promise<void> {
     this.stopped = true;
+    if (this.settleTimer !== undefined) clearInterval(this.settleTimer);
     for (const run of this.running.values()) run.stop = true;
     await Promise.all([...this.running.values()].map((run) => run.done));
   }
@@ -385,11 +421,27 @@ export class BatchJobs {
     return this.live(viewOf(row, row.dataset.name, row.owner?.email ?? null));
   }
 
-  /** A running job's concurrency as its controller has it now, not as of its last checkpoint. */
+  /** A running job's concurrency as its controllers have it now (one per gateway), not as of its last checkpoint. */
   private live(view: JobView): JobView {
-    const control = this.running.get(view.id)?.control;
-    if (control === undefined || view.state !== "RUNNING") return view;
-    return { ...view, concurrency: control.limit, control };
+    const lanes = this.running.get(view.id)?.lanes?.list();
+    if (lanes === undefined || lanes.length === 0 || view.state !== "RUNNING") return view;
+    const gateways = new Map(view.gateways.map((gateway) => [gateway.gateway, gateway]));
+    for (const lane of lanes)
+      gateways.set(lane.id, {
+        gateway: lane.id,
+        rows: gateways.get(lane.id)?.rows ?? 0,
+        concurrency: lane.away ? 0 : lane.limiter.limit,
+        away: lane.away,
+        control: lane.control ?? null,
+      });
+    const first = lanes.find((lane) => lane.control !== undefined)?.control;
+    const concurrency = lanes.reduce((sum, lane) => sum + (lane.away ? 0 : lane.limiter.limit), 0);
+    return {
+      ...view,
+      concurrency,
+      control: first !== undefined ? { ...first, limit: concurrency } : null,
+      gateways: [...gateways.values()].sort((a, b) => b.rows - a.rows || a.gateway.localeCompare(b.gateway)),
+    };
   }
 
   /** The key columns of failed rows (from the snapshot), so the console can name the rows. */
@@ -464,6 +516,11 @@ function viewOf(row: BatchJob, datasetName: string, ownerEmail: string | null): 
     failedRows: row.failedRows,
     concurrency: row.concurrency,
     control: null,
+    gateways: Object.entries(
+      parseJsonColumn(gatewayRowsSchema, row.gatewayRows, { table: "BatchJob", column: "gatewayRows", id: row.id }),
+    )
+      .map(([gateway, rows]) => ({ gateway, rows, concurrency: null, away: null, control: null }))
+      .sort((a, b) => b.rows - a.rows || a.gateway.localeCompare(b.gateway)),
     rowsPerSec: row.rowsPerSec,
     secondsLeft:
       left !== null && row.rowsPerSec !== null && row.rowsPerSec > 0 && row.state === "RUNNING"

@@ -190,6 +190,21 @@ export class Datasets {
     };
   }
 
+  /**
+   * What an admin may name in a server-side dataset (the console's dataset form): the --batch-postgres
+   * connections by name only (their URLs hold hosts, users and perhaps passwords: they never leave the
+   * server) and the folders --batch-data-root allows. Admins only (FORBIDDEN otherwise), as the datasets
+   * that name them are.
+   */
+  serverSources(who: Changer): { postgresConnections: string[]; dataRoots: string[] } {
+    if (who.role !== "ADMIN")
+      throw new AppError("FORBIDDEN", "only admins may make datasets of the server's folders or tables");
+    return {
+      postgresConnections: Object.keys(this.connections()).sort(),
+      dataRoots: [...this.storage.serverPathRoots],
+    };
+  }
+
   private connections(): Readonly<Record<string, string>> {
     return this.storage.postgresConnections ?? {};
   }

@@ -2,17 +2,17 @@ import { mkdir } from "node:fs/promises";
 import type { BatchJob, Prisma, PrismaClient } from "@operon/db";
 import { generateApiKey } from "@operon/protocol/api-keys";
 import type { Logger } from "@operon/protocol/logger";
-import { AppError } from "../../app-error.js";
 import type { ApiKeyService } from "../api-keys/api-key-service.js";
-import { GatewayClient, type GatewayClientOptions } from "../gateway/gateway-client.js";
+import { clusterGateways } from "../cluster/cluster-gateways.js";
+import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-client.js";
 import { parseJsonColumn } from "../json-column.js";
-import { AimdLimiter, type AimdReason } from "./aimd.js";
 import type { BatchStorageOptions } from "./datasets.js";
 import { inputMappingSchema, planInputs } from "./input-mapping.js";
 import { type JobFiles, outputColumnsOf } from "./job-files.js";
 import { JobRunner, type ChunkOutcome } from "./job-runner.js";
+import { GatewayLanes, LOCAL_GATEWAY, gatewayRowsSchema, type DiscoveredGateway } from "./gateway-lanes.js";
+import { batchJobGrant, storeJobKeyHash } from "./job-key.js";
 import { JobThroughputRecorder } from "./job-throughput-recorder.js";
-import { OnlineLatencyMonitor } from "./online-latency-monitor.js";
 import { withConnection } from "./postgres-table.js";
 import { imageBaseOf } from "./row-request.js";
 import { addRange, parseRanges, rowsIn } from "./row-ranges.js";
@@ -20,34 +20,29 @@ import { jobBudget, targetSignature, type JobTarget } from "./target-signature.j
 
 /**
  * Running one batch job: claim it, snapshot its dataset once, send its rows
- * through the gateway with a key of its own (job-runner.ts does the chunks),
- * commit each checkpoint, and merge the result when every row is done.
- * batch-jobs.ts decides which jobs run and answers for them; this module
- * only executes one.
+ * through the gateways with a key of its own (job-runner.ts does the chunks,
+ * gateway-lanes.ts spreads them over the cluster's gateways), commit each
+ * checkpoint with the rows each gateway served, and merge the result when
+ * every row is done. batch-jobs.ts decides which jobs run and answers for
+ * them; this module only executes one.
+ *
+ * Which gateways: every gateway of the cluster (`--role gateway` on this
+ * database, as the usage sampler finds them) that accepts the job's key and
+ * serves its target. The control plane's own gateway serves rows only when
+ * the cluster has no other: its event loop also serves the console and model
+ * control, and on a cluster the gateways are where capacity is.
  */
-
-/** A priority level below every model's lowest: the gateway caps it at the target's lowest level (key-priority.ts). */
-export const BATCH_PRIORITY_LEVEL = 1_000_000;
-export const JOB_GRANT_PREFIX = "batch-job:";
+export { BATCH_PRIORITY_LEVEL, JOB_GRANT_PREFIX } from "./job-key.js";
 
 /** A job being executed: set `stop` to make it checkpoint and return; `done` settles then. */
 export interface RunningJob {
   stop: boolean;
   done: Promise<void>;
-  /** The concurrency controller's latest window (aimd.ts): jobs.get shows it live, between checkpoints. */
-  control?: JobControl;
+  /** The job's gateways with their concurrency controllers' latest windows (aimd.ts): jobs.get shows them live. */
+  lanes?: GatewayLanes;
 }
 
-/** Why a running job has the concurrency it has now. */
-export interface JobControl {
-  limit: number;
-  reason: AimdReason;
-  /** Online p99 over the last span (ms); undefined with too little online traffic to judge. */
-  onlineP99Ms?: number | undefined;
-  onlineBudgetMs: number;
-  /** Online p99 without the job, from its last probe; undefined while none saw online traffic. */
-  baselineMs?: number | undefined;
-}
+export type { JobControl } from "./gateway-lanes.js";
 
 export interface BatchJobsOptions {
   storage: BatchStorageOptions;
@@ -64,6 +59,8 @@ export interface BatchJobsOptions {
   aimdWindowMs?: number | undefined;
   /** The interval of a job's throughput samples (ms, job-throughput-recorder.ts); default 5000. Tests shorten it. */
   throughputSampleMs?: number | undefined;
+  /** How often a running job lists the cluster's gateways again (ms, gateway-lanes.ts); default 5000. */
+  laneRefreshMs?: number | undefined;
 }
 
 export interface JobExecutionDeps {
@@ -84,7 +81,7 @@ export class JobExecution {
     const id = queued.id;
     const files = this.deps.filesOf(id);
     let sandbox: Awaited<ReturnType<JobFiles["open"]>> | undefined;
-    let monitor: OnlineLatencyMonitor | undefined;
+    let lanes: GatewayLanes | undefined;
     let throughput: JobThroughputRecorder | undefined;
     try {
       const claimed = await this.deps.prisma.batchJob.updateMany({
@@ -127,25 +124,22 @@ export class JobExecution {
         this.deps.options.budgetMs !== undefined
           ? { budgetMs: this.deps.options.budgetMs, source: "option" }
           : await jobBudget(this.deps.prisma, target);
-      const limiter = new AimdLimiter({
-        budgetMs: budget.budgetMs,
-        max: this.deps.options.maxConcurrency ?? 64,
-        initial: 2,
-      });
-      const key = await this.issueKey(id, target.name);
-      // The control plane's own client reads online latency: the job's key may only infer.
-      monitor = OnlineLatencyMonitor.start({
-        gateway: this.deps.gateway,
+      const key = await this.issueKey(id);
+      lanes = await GatewayLanes.start({
+        discover: () => this.discoverGateways(),
         target,
-        limiter,
+        jobKey: key,
+        limiter: { budgetMs: budget.budgetMs, max: this.deps.options.maxConcurrency ?? 64, initial: 2 },
         logger: this.deps.logger,
+        jobId: id,
         windowMs: this.deps.options.aimdWindowMs,
-        onDecision: (decision) => {
-          run.control = { ...decision, baselineMs: limiter.baselineMs };
-          this.deps.logger.debug?.({ job: id, ...run.control }, "batch job: concurrency window");
-        },
+        refreshMs: this.deps.options.laneRefreshMs,
       });
-      const gateway = new GatewayClient({ ...this.deps.options.gateway, adminKey: key });
+      run.lanes = lanes;
+      const jobLanes = lanes;
+      const gatewayRows = {
+        ...parseJsonColumn(gatewayRowsSchema, queued.gatewayRows, { table: "BatchJob", column: "gatewayRows", id }),
+      };
       const rate = new RateWindow();
       throughput = JobThroughputRecorder.start({
         prisma: this.deps.prisma,
@@ -162,13 +156,12 @@ export class JobExecution {
       const runner = new JobRunner({
         files,
         sandbox,
-        gateway,
+        lanes,
         target,
         planned,
         outputs,
         requestedOutputs: queued.outputs,
         images: { baseDir: imageBaseOf(dataset), roots: this.imageRootsOf(dataset) },
-        limiter,
         logger: this.deps.logger,
         chunkRows: this.deps.chunkRows,
         stopping: () => run.stop,
@@ -176,6 +169,8 @@ export class JobExecution {
         commit: async (outcome: ChunkOutcome) => {
           ranges = addRange(ranges, outcome.range[0], outcome.range[1]);
           rate.add(outcome.range[1] - outcome.range[0]);
+          for (const [gateway, rows] of Object.entries(outcome.servedBy))
+            gatewayRows[gateway] = (gatewayRows[gateway] ?? 0) + rows;
           await this.deps.prisma.$transaction(async (tx) => {
             // Rows of the chunk that succeeded leave the failures (a retry that worked); one that failed again counts an attempt more.
             await tx.batchJobFailure.deleteMany({
@@ -203,7 +198,8 @@ export class JobExecution {
                 doneRows: rowsIn(ranges),
                 failedRows,
                 parts: { push: outcome.part },
-                concurrency: limiter.limit,
+                gatewayRows,
+                concurrency: jobLanes.limit,
                 rowsPerSec: rate.perSecond(),
               },
             });
@@ -211,7 +207,7 @@ export class JobExecution {
         },
       });
       const complete = await runner.run(ranges, total);
-      await monitor.stop();
+      await lanes.stop();
       await throughput.stop();
       const now = await this.deps.prisma.batchJob.findUniqueOrThrow({ where: { id } });
       if (complete && now.state === "RUNNING") {
@@ -233,43 +229,39 @@ export class JobExecution {
         })
         .catch(() => undefined);
     } finally {
-      await monitor?.stop();
+      await lanes?.stop();
       await throughput?.stop();
       this.deps.apiKeys.setJobGrant(id, undefined);
+      await storeJobKeyHash(this.deps.prisma, id, undefined).catch((error: unknown) =>
+        this.deps.logger.warn({ job: id, err: (error as Error).message }, "batch job: could not clear its key's hash"),
+      );
       sandbox?.close();
     }
   }
 
-  /** The job's own key: lowest priority, its own tenant; resolves once the gateway accepts it. */
-  private async issueKey(jobId: string, targetName: string): Promise<string> {
+  /**
+   * The job's own key (lowest priority, its own tenant): its grant goes to the control plane's own gateway
+   * directly and, as a hash on the job, to the cluster's gateways (job-key.ts). Each gateway is used once it
+   * accepts the key (gateway-lanes.ts).
+   */
+  private async issueKey(jobId: string): Promise<string> {
     const generated = generateApiKey();
-    this.deps.apiKeys.setJobGrant(jobId, {
-      id: `${JOB_GRANT_PREFIX}${jobId}`,
-      hash: generated.hash,
-      scopes: ["infer"],
-      priorityLevel: BATCH_PRIORITY_LEVEL,
-      qpsQuota: null,
-      expiresAt: null,
-      internal: true,
-      batchJob: true,
-      tenant: { id: `batch:${jobId}`, share: 1, policy: "queue" },
-    });
-    // The grant reaches the gateway as a message: wait until it knows the key (401 until then).
-    const client = new GatewayClient({ ...this.deps.options.gateway, adminKey: generated.key });
-    const deadline = Date.now() + 15_000;
-    for (;;) {
-      try {
-        await client.modelMetadata(targetName);
-        return generated.key;
-      } catch (error) {
-        if (Date.now() > deadline)
-          throw new AppError(
-            "GATEWAY_UNAVAILABLE",
-            `the gateway did not accept the job's key: ${(error as Error).message}`,
-          );
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
+    this.deps.apiKeys.setJobGrant(jobId, batchJobGrant(jobId, generated.hash, true));
+    await storeJobKeyHash(this.deps.prisma, jobId, generated.hash);
+    return generated.key;
+  }
+
+  /** The cluster's gateways with an address, or the control plane's own when it has none (see the top of this file). */
+  private async discoverGateways(): Promise<DiscoveredGateway[]> {
+    const cluster = await clusterGateways(this.deps.prisma, this.deps.options.gateway.adminKey);
+    if (cluster.length > 0)
+      return cluster.map((gateway) => ({
+        id: gateway.gatewayHost ?? LOCAL_GATEWAY,
+        httpUrl: gateway.client.httpUrl,
+        reader: gateway.client,
+      }));
+    // The control plane's own client reads online latency: the job's key may only infer.
+    return [{ id: LOCAL_GATEWAY, httpUrl: this.deps.options.gateway.httpUrl, reader: this.deps.gateway }];
   }
 
   /**

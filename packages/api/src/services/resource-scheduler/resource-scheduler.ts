@@ -7,6 +7,10 @@ import type { Logger } from "@operon/protocol/logger";
 import { AppError } from "../../app-error.js";
 import { recordAudit, SYSTEM_ACTOR, type Actor } from "../audit/audit-log.js";
 import type { GatewayClient } from "../gateway/gateway-client.js";
+import type { ClusterGateway } from "../cluster/cluster-gateways.js";
+import { clusterDemand, gatewayDemand, readingOf, type ClusterDemand, type GatewayReading } from "./cluster-demand.js";
+import { decideReplicas, type ReplicaDecision, type ReplicaPolicy } from "./gateway-replicas.js";
+import { readDesiredReplicas, storeDesiredReplicas, type DesiredReplicasView } from "./desired-replicas.js";
 import {
   capacityOf,
   decide,
@@ -50,10 +54,19 @@ import {
  * transaction).
  *
  * Inputs, and why from there:
- * - demand: the gateway's statistics (GET /v2/models/stats), read each
+ * - demand: the gateways' statistics (GET /v2/models/stats), read each
  *   period: Δ(success + fail requests) / Δt per model, summed over versions.
  *   Fresher than the UsageSample rows (written every --usage-sample-secs,
- *   15 s by default) and the same counters they are made from.
+ *   15 s by default) and the same counters they are made from. Every gateway
+ *   is read: the control plane's own and each one registered on the database
+ *   (cluster-gateways.ts, with the internal key), each with its own previous
+ *   reading (cluster-demand.ts). Instance counts are per gateway: a model's
+ *   demand for them is its busiest gateway's rate, never the sum, so N
+ *   gateways do not each grow for N gateways' traffic (with one gateway,
+ *   that is its rate, as before). The sum, queue time per request and busy
+ *   worker CPU over all gateways size the desired gateway replica count
+ *   (gateway-replicas.ts), stored (desired-replicas.ts) and handed to
+ *   onDesiredReplicas (the operon_desired_gateway_replicas gauge).
  * - capacity: per-instance throughput at the p99 budget from the model's
  *   latest successful perf report (the best step whose p99 is within
  *   --scheduler-p99-budget-ms, divided by the instances the report says it
@@ -99,6 +112,9 @@ export interface ResourceSchedulerOptions {
   /** The gateway's --max-instances-per-model and --max-instances (it enforces them too). */
   maxInstancesPerModel?: number;
   maxInstancesPerHost?: number;
+  /** Bounds of the desired gateway replica count (--scheduler-min-gateways, --scheduler-max-gateways). */
+  minGateways?: number;
+  maxGateways?: number;
 }
 
 export { RESOURCE_SCHEDULER_DEFAULTS } from "./resource-scheduler-defaults.js";
@@ -110,7 +126,6 @@ const FIT_HOLD = "hardware fit: ";
 
 interface Baseline {
   at: number;
-  requests: Map<string, number>;
   /** Each operator's requests in flight and its completed calls per model at the sample. */
   operators: Map<string, OperatorSample>;
   /** Each model's instances at the sample (0 when parked). */
@@ -131,8 +146,17 @@ export class ResourceScheduler {
   /** The last hardware fit HOLD per model (its reason), forgotten in a period without one (the problem was fixed). */
   private readonly lastFitHold = new Map<string, string>();
   private parkedBefore = new Set<string>();
+  /** Instances added for batch jobs per model (rule 9 of scheduler-decisions.ts); forgotten once no job runs on it. */
+  private readonly batchAdded = new Map<string, number>();
   private lastView: SchedulerModelView[] = [];
   private lastOperators: OperatorCapacityView[] = [];
+  /** Each gateway's last reading, by gatewayHost ("" for the control plane's own). */
+  private readings = new Map<string, GatewayReading>();
+  private lastCluster: ClusterDemand | undefined;
+  /** Summed demand per model over the last scale-down cooldown (the replica count's scale-downs follow its peak). */
+  private readonly summedHistory = new Map<string, Array<{ at: number; rps: number }>>();
+  private readonly replicaListeners = new Set<(replicas: number) => void>();
+  private lastReplicas: number | undefined;
   readonly policy: SchedulerPolicy;
   /** The budget without the GPUs, which each period reads from the gateway (budget.gpuDevices). */
   budget: HostBudget;
@@ -143,6 +167,8 @@ export class ResourceScheduler {
     readonly options: ResourceSchedulerOptions,
     private readonly logger: Logger,
     private readonly clock: () => number = Date.now,
+    /** The cluster's other gateways (`--role gateway` on this database); none on one host. */
+    private readonly clusterGateways: () => Promise<ClusterGateway[]> = async () => [],
   ) {
     this.timer = new PeriodicTask(() => this.runOnce(), {
       intervalMs: options.periodSecs * 1000,
@@ -169,7 +195,39 @@ export class ResourceScheduler {
   }
 
   start(): void {
-    if (!this.stopped) this.timer.start();
+    if (this.stopped) return;
+    this.timer.start();
+    // The count a previous control plane decided, exported at once: a restart does not drop the gauge.
+    readDesiredReplicas(this.prisma)
+      .then((stored) => {
+        if (stored !== null) this.publishReplicas(stored.desired);
+      })
+      .catch((error: unknown) =>
+        this.logger.warn({ err: (error as Error).message }, "could not read the stored desired gateway replicas"),
+      );
+  }
+
+  /** Called with the desired gateway replica count: the stored one at start, then each period's. */
+  onDesiredReplicas(listener: (replicas: number) => void): () => void {
+    this.replicaListeners.add(listener);
+    // A listener that came after the stored count was read at start gets it now.
+    if (this.lastReplicas !== undefined) listener(this.lastReplicas);
+    return () => this.replicaListeners.delete(listener);
+  }
+
+  /** The rule's bounds and one gateway's room (gateway-replicas.ts); `coresPerGateway` from the gateways' workers. */
+  replicaPolicy(coresPerGateway: number): ReplicaPolicy {
+    return {
+      headroom: this.policy.headroom,
+      hysteresis: this.policy.hysteresis,
+      scaleDownCooldownMs: this.policy.scaleDownCooldownMs,
+      maxInstancesPerModel: this.policy.maxInstancesPerModel,
+      slotsPerGateway: this.options.cpuSlots ?? 2 * Math.max(1, coresPerGateway),
+      coresPerGateway,
+      minReplicas: this.options.minGateways ?? 1,
+      maxReplicas: this.options.maxGateways ?? 10,
+      p99BudgetMs: this.options.p99BudgetMs,
+    };
   }
 
   /** Stops the timer and waits for a run in progress. Idempotent. */
@@ -270,9 +328,19 @@ export class ResourceScheduler {
     models: SchedulerModelView[];
     operators: OperatorCapacityView[];
     pins: Array<{ model: string; count: number }>;
+    /** The desired gateway replica count as stored (a restarted control plane shows the kept one); null before the first. */
+    replicas: (DesiredReplicasView & { minGateways: number; maxGateways: number }) | null;
+    /** The last period's inputs per gateway and summed; null before a second period. */
+    cluster: ClusterInputsView | null;
   }> {
     const pins = await this.prisma.schedulerPin.findMany({ orderBy: { model: "asc" } });
+    const replicas = await readDesiredReplicas(this.prisma);
     return {
+      replicas:
+        replicas === null
+          ? null
+          : { ...replicas, minGateways: this.options.minGateways ?? 1, maxGateways: this.options.maxGateways ?? 10 },
+      cluster: this.lastCluster === undefined ? null : clusterInputsView(this.lastCluster),
       enabled: await this.isEnabled(),
       periodSecs: this.options.periodSecs,
       policy: this.policy,
@@ -325,28 +393,29 @@ export class ResourceScheduler {
       );
       return [];
     }
-    const requests = new Map<string, number>();
+    const others = await this.readClusterGateways();
     const lastUsed = new Map<string, number>();
-    for (const entry of stats) {
-      requests.set(
-        entry.name,
-        (requests.get(entry.name) ?? 0) + entry.inference_stats.success.count + entry.inference_stats.fail.count,
-      );
+    for (const entry of [stats, ...others.map((other) => other.stats)].flat()) {
       if (entry.last_inference > 0)
         lastUsed.set(entry.name, Math.max(lastUsed.get(entry.name) ?? 0, entry.last_inference));
     }
     const previous = this.baseline;
+    const readings = [readingOf(null, now, stats, workers), ...others.map((other) => other.reading)];
+    const cluster = clusterDemand(
+      readings.map((reading) => gatewayDemand(this.readings.get(reading.gatewayHost ?? ""), reading)),
+    );
+    // Gateways that left are forgotten: one back later starts with a baseline.
+    this.readings = new Map(readings.map((reading) => [reading.gatewayHost ?? "", reading]));
+    if (previous !== undefined) this.lastCluster = cluster;
     const operatorSamples = new Map<string, OperatorSample>(
       scaling.operators.map((entry) => [entry.operator, { inFlight: entry.inFlight, modelCalls: entry.modelCalls }]),
     );
     const interval = previous === undefined ? 0 : (now - previous.at) / 1000;
-    /** Requests completed per second over the period; a counter that went down (a reload) counts from 0. */
-    const rateOf = (name: string): number => {
-      const before = previous?.requests.get(name);
-      const after = requests.get(name);
-      const delta = after === undefined || before === undefined ? 0 : after >= before ? after - before : after;
-      return interval > 0 ? delta / interval : 0;
-    };
+    /**
+     * Requests completed per second over the period on the model's busiest gateway (cluster-demand.ts): instance
+     * counts are per gateway. A counter that went down (a reload) counts from 0.
+     */
+    const rateOf = (name: string): number => (previous === undefined ? 0 : (cluster.models.get(name)?.busiestRps ?? 0));
     const byModel = new Map<
       string,
       { versions: Map<string, number>; gpu: boolean; rss: number[]; devices: Set<number> }
@@ -419,7 +488,6 @@ export class ResourceScheduler {
     };
     this.baseline = {
       at: now,
-      requests,
       operators: operatorSamples,
       instances: new Map(names.map((name) => [name, instancesNow(name)])),
     };
@@ -451,6 +519,14 @@ export class ResourceScheduler {
         p99BudgetMs: this.options.p99BudgetMs,
       };
     });
+    const batchDemand = await this.batchDemand();
+    // A job's rows spread over the gateways (batch gateway lanes): the busiest gateway's part of them is taken as
+    // its part of the model's summed traffic (1 on one gateway), since its rate is what instance counts are sized on.
+    const busiestShare = (name: string): number => {
+      const demand = cluster.models.get(name);
+      return demand === undefined || demand.rps <= 0 ? 1 : demand.busiestRps / demand.rps;
+    };
+    for (const name of [...this.batchAdded.keys()]) if (!batchDemand.has(name)) this.batchAdded.delete(name);
     const states: ModelState[] = names.map((name) => {
       const seen = byModel.get(name);
       const viaOperators = stepDemand.get(name);
@@ -483,6 +559,14 @@ export class ResourceScheduler {
         minInstances: configured.get(name) ?? 1,
         queued: queued.get(name) ?? 0,
         ...(kind === "GPU" ? { gpuDevices: [...(seen?.devices ?? [])].sort((a, b) => a - b) } : {}),
+        ...(batchDemand.has(name)
+          ? {
+              batch: {
+                demandRps: Math.min(demandRps, batchDemand.get(name)! * busiestShare(name)),
+                addedInstances: this.batchAdded.get(name) ?? 0,
+              },
+            }
+          : {}),
         ...(viaOperators !== undefined && viaOperators.fromOperators.some((part) => part.rps > 0)
           ? {
               operatorDemand: {
@@ -546,24 +630,216 @@ export class ResourceScheduler {
     for (const name of [...this.lastFitHold.keys()])
       if (!decisions.some((decision) => decision.model === name && decision.reason.startsWith(FIT_HOLD)))
         this.lastFitHold.delete(name);
-    for (const decision of decisions) await this.apply(decision, inputsOf(decision.model), now);
+    const applied = new Map<string, number>();
+    for (const decision of decisions) {
+      const changed = await this.apply(decision, inputsOf(decision.model), now);
+      if (changed && (decision.action === "SCALE_UP" || decision.action === "SCALE_DOWN"))
+        applied.set(decision.model, decision.to);
+    }
+    if (enabled) await this.alignGateways(others, states, applied);
+    if (enabled)
+      await this.decideReplicas(
+        cluster,
+        others.length,
+        workers.hostCpuCores,
+        others,
+        perInstanceOf,
+        new Set(operators.map((o) => o.name)),
+        now,
+      );
     return decisions;
   }
 
-  private async apply(decision: SchedulerDecision, inputs: Record<string, unknown>, now: number): Promise<void> {
+  /** Each registered gateway's statistics and workers; one that does not answer is logged and left out this period. */
+  private async readClusterGateways(): Promise<ClusterGatewayRead[]> {
+    let gateways: ClusterGateway[];
+    try {
+      gateways = await this.clusterGateways();
+    } catch (error) {
+      this.logger.warn(
+        { err: (error as Error).message },
+        "resource scheduler: the cluster's gateways could not be listed; deciding on the control plane's gateway only",
+      );
+      return [];
+    }
+    const now = this.clock();
+    const read = await Promise.all(
+      gateways.map(async (gateway) => {
+        const host = gateway.gatewayHost ?? "";
+        try {
+          const [stats, workers] = await Promise.all([
+            gateway.client.statistics(),
+            gateway.client.workers().catch(() => undefined),
+          ]);
+          // Its CPU instances per model (the most of any version, as for the control plane's gateway).
+          const perVersion = new Map<string, number>();
+          for (const worker of workers?.workers ?? [])
+            if (worker.kind !== "GPU") {
+              const key = `${worker.model}\u0000${worker.version}`;
+              perVersion.set(key, (perVersion.get(key) ?? 0) + 1);
+            }
+          const instances = new Map<string, number>();
+          for (const [key, count] of perVersion) {
+            const model = key.split("\u0000")[0]!;
+            instances.set(model, Math.max(instances.get(model) ?? 0, count));
+          }
+          return {
+            gatewayHost: host,
+            client: gateway.client,
+            stats,
+            reading: readingOf(host, now, stats, workers),
+            hostCpuCores: workers?.hostCpuCores ?? null,
+            instances: workers === undefined ? undefined : instances,
+          };
+        } catch (error) {
+          this.logger.warn(
+            { gateway: host, err: (error as Error).message },
+            `resource scheduler: gateway ${host} could not be read; its demand is left out this period`,
+          );
+          return undefined;
+        }
+      }),
+    );
+    return read.filter((entry) => entry !== undefined);
+  }
+
+  /**
+   * Instance counts are per gateway: each registered gateway is set to the count the control plane's gateway runs
+   * after this period (decided on the busiest gateway's demand, or pinned), so all gateways run alike. They serve
+   * one model store, so they differ only after a decision or a gateway's restart (its config's count). CPU models
+   * only (a GPU model's count depends on the host's GPUs), loaded here and served there. A gateway that refuses
+   * (its own --max-instances) is logged and asked again next period.
+   */
+  private async alignGateways(
+    others: readonly ClusterGatewayRead[],
+    states: readonly ModelState[],
+    applied: ReadonlyMap<string, number>,
+  ): Promise<void> {
+    const target = new Map<string, number>();
+    for (const state of states)
+      if (!state.parked && state.kind === "CPU" && state.instances > 0)
+        target.set(state.model, applied.get(state.model) ?? state.instances);
+    for (const gateway of others) {
+      if (gateway.instances === undefined) continue;
+      for (const [model, count] of target) {
+        const there = gateway.instances.get(model);
+        if (there === undefined || there === count) continue;
+        try {
+          await gateway.client.scaleModel(model, count);
+          this.logger.info(
+            { gateway: gateway.gatewayHost, model, from: there, to: count },
+            `resource scheduler: gateway ${gateway.gatewayHost} set to the per-gateway count of '${model}'`,
+          );
+        } catch (error) {
+          this.logger.warn(
+            { gateway: gateway.gatewayHost, model, to: count, err: (error as Error).message },
+            `resource scheduler: gateway ${gateway.gatewayHost} refused the per-gateway count of '${model}'`,
+          );
+        }
+      }
+    }
+  }
+
+  /** The period's desired gateway replica count (gateway-replicas.ts), stored and published. */
+  private async decideReplicas(
+    cluster: ClusterDemand,
+    gateways: number,
+    ownCores: number,
+    others: ReadonlyArray<{ hostCpuCores: number | null }>,
+    perInstanceOf: (model: string) => { rps: number },
+    operators: ReadonlySet<string>,
+    now: number,
+  ): Promise<ReplicaDecision> {
+    // One gateway's cores: the smallest a registered gateway reports (they are alike), else this host's.
+    const cores = others
+      .map((other) => other.hostCpuCores)
+      .filter((value): value is number => value !== null && value > 0);
+    const policy = this.replicaPolicy(cores.length > 0 ? Math.min(...cores) : ownCores);
+    // Operators are left out: their step models' demand already counts their calls.
+    const models = [...cluster.models]
+      .filter(([model]) => !operators.has(model) && !isShadowModelName(model))
+      .map(([model, demand]) => ({
+        model,
+        demandRps: demand.rps,
+        peakDemandRps: notePeak(this.summedHistory, model, now, demand.rps, this.policy.scaleDownCooldownMs),
+        capacityRps: perInstanceOf(model).rps,
+      }));
+    const stored = await readDesiredReplicas(this.prisma);
+    const decision = decideReplicas(
+      {
+        models,
+        busyCores: cluster.busyCores,
+        queueTimeMs: cluster.queueTimeMs,
+        gateways,
+        previous: stored?.desired ?? null,
+        lastChangeAt: stored === null ? null : Date.parse(stored.changedAt),
+      },
+      policy,
+      now,
+    );
+    const { changed } = await storeDesiredReplicas(
+      this.prisma,
+      decision,
+      { ...clusterInputsView(cluster), models, needed: decision.needed, policy },
+      now,
+    );
+    if (changed)
+      this.logger.info(
+        { from: decision.from, to: decision.replicas },
+        `resource scheduler: desired gateway replicas ${decision.from ?? "unset"} -> ${decision.replicas}: ${decision.reason}`,
+      );
+    this.publishReplicas(decision.replicas);
+    return decision;
+  }
+
+  private publishReplicas(replicas: number): void {
+    this.lastReplicas = replicas;
+    for (const listener of this.replicaListeners) listener(replicas);
+  }
+
+  /**
+   * The request rate of the running batch jobs per model they target (their rows per second: one request a
+   * row), for rule 9. Operator jobs are left out: their steps' demand comes through the operators' own.
+   */
+  private async batchDemand(): Promise<Map<string, number>> {
+    const jobs = await this.prisma.batchJob.findMany({
+      where: { state: "RUNNING", targetKind: "MODEL" },
+      select: { targetName: true, rowsPerSec: true },
+    });
+    const demand = new Map<string, number>();
+    for (const job of jobs) demand.set(job.targetName, (demand.get(job.targetName) ?? 0) + (job.rowsPerSec ?? 0));
+    return demand;
+  }
+
+  /** Counts the instances added for a batch job, and those that went (given back, or any scale-down below them). */
+  private noteBatchInstances(decision: SchedulerDecision): void {
+    const added = this.batchAdded.get(decision.model) ?? 0;
+    if (decision.batch === "grow") this.batchAdded.set(decision.model, added + decision.to - decision.from);
+    else if (decision.to < decision.from)
+      this.batchAdded.set(
+        decision.model,
+        Math.max(
+          0,
+          Math.min(added - (decision.batch === "give-back" ? decision.from - decision.to : 0), decision.to - 1),
+        ),
+      );
+  }
+
+  /** Applies one decision to the control plane's gateway and records it; true when it changed the gateway. */
+  private async apply(decision: SchedulerDecision, inputs: Record<string, unknown>, now: number): Promise<boolean> {
     if (decision.action === "HOLD") {
       // A hardware fit HOLD (a config problem) is recorded when its problem changes (lastFitHold), apart from budget HOLDs.
       if (decision.reason.startsWith(FIT_HOLD)) {
-        if (this.lastFitHold.get(decision.model) === decision.reason) return;
+        if (this.lastFitHold.get(decision.model) === decision.reason) return false;
         this.lastFitHold.set(decision.model, decision.reason);
         await this.record(decision, { applied: false, error: null, inputs });
-        return;
+        return false;
       }
       const key = `${decision.from}->${decision.to}`;
-      if (this.lastHold.get(decision.model) === key) return;
+      if (this.lastHold.get(decision.model) === key) return false;
       this.lastHold.set(decision.model, key);
       await this.record(decision, { applied: false, error: null, inputs });
-      return;
+      return false;
     }
     this.lastHold.delete(decision.model);
     let error: string | null = null;
@@ -574,6 +850,7 @@ export class ResourceScheduler {
       else await this.gateway.scaleModel(decision.model, decision.to);
       this.lastChange.set(decision.model, now);
       if (decision.action === "UNLOAD") this.parkedBefore.add(decision.model);
+      this.noteBatchInstances(decision);
     } catch (failure) {
       error = (failure as Error).message;
       this.refused.set(decision.model, now + REFUSED_RETRY_MS);
@@ -583,6 +860,7 @@ export class ResourceScheduler {
       );
     }
     await this.record(decision, { applied: error === null, error, inputs });
+    return error === null && decision.action !== "UNLOAD";
   }
 
   private async record(
@@ -684,11 +962,61 @@ export class ResourceScheduler {
 
   /** Keeps the demand of the last scale-down cooldown; returns its peak. */
   private notePeak(model: string, now: number, rps: number): number {
-    const window = (this.history.get(model) ?? []).filter((entry) => now - entry.at < this.policy.scaleDownCooldownMs);
-    window.push({ at: now, rps });
-    this.history.set(model, window);
-    return Math.max(...window.map((entry) => entry.rps));
+    return notePeak(this.history, model, now, rps, this.policy.scaleDownCooldownMs);
   }
+}
+
+/** A registered gateway as one period read it. */
+interface ClusterGatewayRead {
+  gatewayHost: string;
+  client: GatewayClient;
+  stats: ModelStatistics[];
+  reading: GatewayReading;
+  hostCpuCores: number | null;
+  /** Its CPU instances per model; undefined when its workers could not be read. */
+  instances: Map<string, number> | undefined;
+}
+
+/** Keeps `model`'s demand of the last `windowMs` in `history`; returns its peak. */
+function notePeak(
+  history: Map<string, Array<{ at: number; rps: number }>>,
+  model: string,
+  now: number,
+  rps: number,
+  windowMs: number,
+): number {
+  const window = (history.get(model) ?? []).filter((entry) => now - entry.at < windowMs);
+  window.push({ at: now, rps });
+  history.set(model, window);
+  return Math.max(...window.map((entry) => entry.rps));
+}
+
+/** The scheduler's inputs per gateway and summed, as the console and the stored decision show them. */
+export interface ClusterInputsView {
+  gateways: Array<{
+    /** null: the control plane's own gateway. */
+    gatewayHost: string | null;
+    requestsPerSecond: number;
+    queueTimeMs: number | null;
+    busyCores: number | null;
+  }>;
+  summed: { requestsPerSecond: number; queueTimeMs: number | null; busyCores: number | null };
+}
+
+function clusterInputsView(cluster: ClusterDemand): ClusterInputsView {
+  return {
+    gateways: cluster.gateways.map((gateway) => ({
+      gatewayHost: gateway.gatewayHost,
+      requestsPerSecond: gateway.requestsPerSecond,
+      queueTimeMs: gateway.queueTimeMs,
+      busyCores: gateway.busyCores,
+    })),
+    summed: {
+      requestsPerSecond: cluster.requestsPerSecond,
+      queueTimeMs: cluster.queueTimeMs,
+      busyCores: cluster.busyCores,
+    },
+  };
 }
 
 function checkModelName(model: string): void {

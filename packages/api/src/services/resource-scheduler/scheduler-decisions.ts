@@ -50,6 +50,17 @@
  *    An allowed kind without any hardware profile, or a bad parameter, is a
  *    HOLD saying so.
  *
+ * 9. Batch jobs (issue 24): a model a running batch job sends to is sized on
+ *    its online demand (its demand less the job's requests); the job gets
+ *    instances only from idle room: after every other decision, a CPU model
+ *    whose job keeps its instances at least half busy grows by one instance a
+ *    period while CPU slots and memory are left (a scale-up cooldown after its
+ *    last change), and these instances are given back first: an online
+ *    scale-up short of room takes them back (SCALE_DOWN) before anything
+ *    else; online scale-downs never go below them while the job runs, nor
+ *    take instances the job keeps busy.
+ *    The runner counts the instances added for the job (`batch.addedInstances`).
+ *
  * Parked models (unloaded for memory) are not scaled: the gateway loads them
  * again when a request comes, and the next period sees them loaded.
  * Scheduler off: no decisions at all (counts stay where they are; pins too).
@@ -120,6 +131,11 @@ export interface ModelState {
   operatorDemand?: { operator: string; note: string; directRps: number };
   /** Set when the config names the kinds it may run on (operon_hardware_kinds): the hardware fit's inputs. */
   hardware?: HardwareFitInput;
+  /**
+   * Set while a batch job sends to the model: its requests per second (part of demandRps) and the instances the
+   * scheduler added for it (rule 9), which go back first when online demand needs the room.
+   */
+  batch?: { demandRps: number; addedInstances: number };
 }
 
 /** Instances one step of a model's count adds: one per GPU of a GPU model, else 1. */
@@ -169,6 +185,8 @@ export interface SchedulerDecision {
   operator?: string | null;
   /** MOVE: the kind it moves to (`to` instances of it). */
   kind?: "CPU" | "GPU";
+  /** Rule 9: an instance added for a batch job from idle room, or batch instances given back to online demand. */
+  batch?: "grow" | "give-back";
 }
 
 const MIB = 1024 * 1024;
@@ -252,10 +270,13 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
       continue;
     }
     const sinceChange = m.lastChangeAt === null ? Number.POSITIVE_INFINITY : now - m.lastChangeAt;
+    // Rule 9: sized on online demand; a batch job's queue is no saturation (it adapts to what it gets).
+    const online = onlineDemandOf(m);
     const saturated =
+      m.batch === undefined &&
       (m.queued ?? 0) >= m.instances &&
       (m.operatorDemand === undefined ? m.demandRps : m.operatorDemand.directRps) >= 0.5 * m.instances * rps;
-    const needed = Math.max(instancesFor(m.demandRps, rps, policy.headroom), saturated ? 2 * m.instances : 0);
+    const needed = Math.max(instancesFor(online, rps, policy.headroom), saturated ? 2 * m.instances : 0);
     if (needed > m.instances) {
       if (sinceChange < policy.scaleUpCooldownMs) continue;
       const to = cap(needed, step);
@@ -263,24 +284,26 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
       targets.set(m.model, {
         to,
         pinned: false,
-        reason: `${m.operatorDemand !== undefined ? `${m.operatorDemand.note}; ` : ""}${saturated ? `saturated (${m.queued} requests waiting): at least doubling; ` : ""}demand ${fmt(m.demandRps)} req/s + ${pct(policy.headroom)} headroom needs ${needed} × ${fmt(rps)} req/s${to < needed ? `; capped at ${to} by --max-instances-per-model` : to > needed ? `; ${to} on its ${step} GPUs (count is per GPU)` : ""}`,
+        reason: `${m.operatorDemand !== undefined ? `${m.operatorDemand.note}; ` : ""}${saturated ? `saturated (${m.queued} requests waiting): at least doubling; ` : ""}${m.batch !== undefined ? "online " : ""}demand ${fmt(online)} req/s + ${pct(policy.headroom)} headroom needs ${needed} × ${fmt(rps)} req/s${to < needed ? `; capped at ${to} by --max-instances-per-model` : to > needed ? `; ${to} on its ${step} GPUs (count is per GPU)` : ""}`,
       });
       continue;
     }
-    const peak = Math.max(m.demandRps, m.peakDemandRps ?? 0);
+    const peak = Math.max(online, (m.peakDemandRps ?? 0) - (m.batch?.demandRps ?? 0));
     const downTo =
       Math.ceil(
         Math.max(
           instancesFor(peak, rps, policy.headroom + policy.hysteresis),
           Math.ceil(m.instances / 2),
-          m.minInstances ?? 1,
+          (m.minInstances ?? 1) + (m.batch?.addedInstances ?? 0),
         ) / step,
       ) * step;
-    if (downTo < m.instances && sinceChange >= policy.scaleDownCooldownMs && (m.queued ?? 0) === 0) {
+    // Rule 9: instances a running job keeps busy are not taken from it for lack of online demand.
+    const jobBusy = m.batch !== undefined && m.demandRps >= 0.5 * m.instances * rps;
+    if (downTo < m.instances && !jobBusy && sinceChange >= policy.scaleDownCooldownMs && (m.queued ?? 0) === 0) {
       targets.set(m.model, {
         to: downTo,
         pinned: false,
-        reason: `${m.operatorDemand !== undefined ? `${m.operatorDemand.note}; ` : ""}demand ${fmt(m.demandRps)} req/s (peak ${fmt(peak)} in the last ${Math.round(policy.scaleDownCooldownMs / 1000)} s) fits ${downTo} × ${fmt(rps)} req/s with ${pct(policy.headroom + policy.hysteresis)} to spare (at most halving per step)`,
+        reason: `${m.operatorDemand !== undefined ? `${m.operatorDemand.note}; ` : ""}${m.batch !== undefined ? "online " : ""}demand ${fmt(online)} req/s (peak ${fmt(peak)} in the last ${Math.round(policy.scaleDownCooldownMs / 1000)} s) fits ${downTo} × ${fmt(rps)} req/s with ${pct(policy.headroom + policy.hysteresis)} to spare (at most halving per step)`,
       });
     }
   }
@@ -358,6 +381,8 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
         a.model.localeCompare(b.model),
     );
   const unloaded = new Set<string>();
+  // Rule 9's bookkeeping: batch instances left per model, and what this period took back (for the decisions' counts).
+  const batchAdded = new Map(live.map((m) => [m.model, m.batch?.addedInstances ?? 0]));
   for (const m of ups) {
     const target = targets.get(m.model)!;
     const want = target.to - m.instances;
@@ -380,6 +405,32 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
         : budget.cpuSlots - used.cpu;
     const slotsLeft = (): number =>
       Math.max(0, Math.floor(Math.min(typeSlotsLeft(), policy.maxInstancesPerHost - used.instances) / step) * step);
+    // Rule 9: instances added for batch jobs elsewhere go back first when this online scale-up lacks room.
+    const short = (): number =>
+      Math.max(
+        want - slotsLeft(),
+        Math.ceil((want * m.memoryPerInstanceBytes - (budget.memoryBytes - used.memory)) / m.memoryPerInstanceBytes),
+      );
+    for (const other of live) {
+      if (short() <= 0) break;
+      const added = batchAdded.get(other.model) ?? 0;
+      if (other.model === m.model || added <= 0 || m.kind !== other.kind || unloaded.has(other.model)) continue;
+      const back = Math.min(added, short());
+      // Its count now: after this period's decisions on it so far (a scale-down, an earlier give-back).
+      const from =
+        decisions.findLast((decision) => decision.model === other.model && decision.action !== "HOLD")?.to ??
+        other.instances;
+      batchAdded.set(other.model, added - back);
+      add(other, -back);
+      decisions.push({
+        ...base(other),
+        action: "SCALE_DOWN",
+        from,
+        to: from - back,
+        batch: "give-back",
+        reason: `gives back ${back} instance${back === 1 ? "" : "s"} added for its batch job: online demand of ${m.model} needs the room (${target.reason})`,
+      });
+    }
     let grant = Math.min(want, slotsLeft());
     let memoryShort = grant * m.memoryPerInstanceBytes - (budget.memoryBytes - used.memory);
     if (memoryShort > 0) {
@@ -431,7 +482,38 @@ export function decide(inputs: SchedulerInputs, now: number): SchedulerDecision[
       });
     }
   }
+
+  // Rule 9: batch jobs grow into the room every other decision left, one instance a model a period.
+  for (const m of live) {
+    if (m.batch === undefined || m.kind !== "CPU" || !m.scalable || m.pinned !== null || unloaded.has(m.model))
+      continue;
+    if (decisions.some((decision) => decision.model === m.model && decision.action !== "HOLD")) continue;
+    const sinceChange = m.lastChangeAt === null ? Number.POSITIVE_INFINITY : now - m.lastChangeAt;
+    const { rps } = capacityOf(m, policy);
+    // Only while the job keeps what it has busy: an instance it would not use is no idle capacity filled.
+    if (sinceChange < policy.scaleUpCooldownMs || m.demandRps < 0.5 * m.instances * rps) continue;
+    const roomLeft =
+      budget.cpuSlots - used.cpu >= 1 &&
+      policy.maxInstancesPerHost - used.instances >= 1 &&
+      m.instances + 1 <= policy.maxInstancesPerModel &&
+      budget.memoryBytes - used.memory >= m.memoryPerInstanceBytes;
+    if (!roomLeft) continue;
+    add(m, 1);
+    decisions.push({
+      ...base(m),
+      action: "SCALE_UP",
+      from: m.instances,
+      to: m.instances + 1,
+      batch: "grow",
+      reason: `a batch job sends ${fmt(m.batch.demandRps)} req/s and keeps its ${m.instances} instance${m.instances === 1 ? "" : "s"} busy; the host has CPU slots and memory idle: one more for the job (given back first when online demand needs the room)`,
+    });
+  }
   return decisions;
+}
+
+/** The requests online clients send: the model's demand less a running batch job's (rule 9). */
+function onlineDemandOf(m: ModelState): number {
+  return Math.max(0, m.demandRps - (m.batch?.demandRps ?? 0));
 }
 
 function pressure(m: ModelState, policy: SchedulerPolicy): number {

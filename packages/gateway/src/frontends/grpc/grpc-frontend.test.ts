@@ -712,6 +712,78 @@ describe("ModelStreamInfer", () => {
   });
 });
 
+describe("the message budget across calls and streams (--grpc-max-inflight-message-bytes)", () => {
+  const MiB = 1024 * 1024;
+  const bytes = (size: number) => ({
+    inputs: [{ name: "A", datatype: "UINT8", shape: [size] }],
+    raw_input_contents: [Buffer.alloc(size)],
+  });
+
+  it("refuses a message while others hold the budget, on ModelInfer and on a stream, and takes it once they are done", async () => {
+    const local = new FakeEngine();
+    const budgeted = await startGrpcFrontend(local, {
+      host: "127.0.0.1",
+      port: 0,
+      maxInferMessageBytes: 2 * MiB,
+      maxInflightInferBytes: 3 * MiB,
+    });
+    const { inference, health: localHealth } = await makeClients(budgeted.port);
+    try {
+      // A 1.75 MiB request the model holds: that much of the 3 MiB is taken while it runs.
+      const arrived = local.slowArrived();
+      let held: grpc.ClientUnaryCall | undefined;
+      const heldResult = new Promise<grpc.ServiceError>((resolve) => {
+        held = inference["ModelInfer"]({ model_name: "slow", ...bytes(1.75 * MiB) }, (error: grpc.ServiceError) =>
+          resolve(error),
+        );
+      });
+      await arrived;
+
+      const refused = await callError(inference, "ModelInfer", { model_name: "echo", ...bytes(1.5 * MiB) });
+      expect(refused.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+      expect(refused.details).toMatch(
+        /^the server holds \d+ bytes of gRPC inference messages already; this one's \d+ more would pass its limit of 3145728 \(--grpc-max-inflight-message-bytes\): retry shortly$/,
+      );
+      // What still fits is served.
+      const small = await call(inference, "ModelInfer", { model_name: "echo", ...bytes(512 * 1024) });
+      expect(small["outputs"][0]["shape"]).toEqual(["524288"]);
+
+      // On a stream: the over-budget message gets the error as its reply, and the stream goes on.
+      const stream = inference["ModelStreamInfer"]() as grpc.ClientDuplexStream<object, Reply>;
+      const replies: Reply[] = [];
+      const two = new Promise<void>((resolve) =>
+        stream.on("data", (reply: Reply) => {
+          replies.push(reply);
+          if (replies.length === 2) resolve();
+        }),
+      );
+      stream.write({ model_name: "echo", id: "big", ...bytes(1.5 * MiB) });
+      stream.write({ model_name: "echo", id: "small", ...bytes(1024) });
+      await two;
+      const byId = (id: string) => replies.find((reply) => reply["infer_response"]["id"] === id)!;
+      expect(byId("big")["error_message"]).toMatch(/--grpc-max-inflight-message-bytes/);
+      expect(byId("small")["error_message"]).toBe("");
+      stream.end();
+
+      // Once the held call ends, its bytes are given back: the refused size is served.
+      held!.cancel();
+      expect((await heldResult).code).toBe(grpc.status.CANCELLED);
+      await expect
+        .poll(
+          async () =>
+            (await call(inference, "ModelInfer", { model_name: "echo", ...bytes(1.5 * MiB) }).catch((e) => e))[
+              "outputs"
+            ]?.[0]?.["shape"],
+        )
+        .toEqual([String(1.5 * MiB)]);
+    } finally {
+      inference.close();
+      localHealth.close();
+      await budgeted.stop(100);
+    }
+  });
+});
+
 describe("extensions not offered", () => {
   it.each([
     "SystemSharedMemoryStatus",

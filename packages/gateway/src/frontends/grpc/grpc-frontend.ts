@@ -5,12 +5,13 @@ import type { AccessNeed, GatewayAccessPolicy, Principal } from "../../auth/acce
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import { checkShadowModelAccess } from "../../auth/shadow-model-access.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
-import { cancelSignalOf, authorizationOf, rejectRepositoryName, unary } from "./grpc-calls.js";
+import { type CallLog, cancelSignalOf, authorizationOf, rejectRepositoryName, unary } from "./grpc-calls.js";
 import type { Logger } from "@operon/protocol/logger";
 import { healthHandlers } from "./grpc-health.js";
 import { decodeLoadOptions, encodeInferResponse } from "./grpc-infer-codec.js";
 import { GrpcDeferredDecoding, type RawMessage } from "./grpc-deferred-decoding.js";
-import { GrpcInferDecoding, type RawInferMessage } from "./grpc-infer-decoding.js";
+import { DEFAULT_MAX_INFER_MESSAGE_BYTES, GrpcInferDecoding, type RawInferMessage } from "./grpc-infer-decoding.js";
+import { GrpcMessageBudget } from "./grpc-message-budget.js";
 import { DecodePool } from "../decode/decode-pool.js";
 import { streamInfer } from "./grpc-stream-infer.js";
 import {
@@ -46,6 +47,8 @@ export interface GrpcFrontendOptions {
   decodePool?: DecodePool;
   /** Largest ModelInfer / ModelStreamInfer message, bytes (default 64 MiB): RESOURCE_EXHAUSTED beyond. */
   maxInferMessageBytes?: number;
+  /** Their bytes held at once over all calls and streams (GrpcMessageBudget); default 4 × maxInferMessageBytes. */
+  maxInflightInferBytes?: number;
   /**
    * API key checks on the `authorization` metadata (auth/access-policy.ts);
    * undefined = every RPC open. Open: ServerLive, ServerReady,
@@ -74,7 +77,13 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
   const definition = await loadGrpcProtos(options.protoDir);
   const ownPool = options.decodePool === undefined;
   const decodePool = options.decodePool ?? new DecodePool();
-  const decoding = new GrpcInferDecoding(definition, decodePool, options.maxInferMessageBytes);
+  const maxInferMessageBytes = options.maxInferMessageBytes ?? DEFAULT_MAX_INFER_MESSAGE_BYTES;
+  const decoding = new GrpcInferDecoding(
+    definition,
+    decodePool,
+    maxInferMessageBytes,
+    new GrpcMessageBudget(options.maxInflightInferBytes ?? 4 * maxInferMessageBytes),
+  );
   const maxReceiveMessageLength = options.maxReceiveMessageLength ?? DEFAULT_MESSAGE_LIMIT;
   const deferred = new GrpcDeferredDecoding(definition, maxReceiveMessageLength);
   const server = new grpc.Server({
@@ -207,6 +216,39 @@ function inferenceHandlers(
     const response = await engine.infer(request);
     return encodeInferResponse(response, request.id);
   };
+  /** ModelInfer once its caller is authorized and its message counted against the budget. */
+  const modelInfer = async (
+    r: RawInferMessage,
+    call: grpc.ServerUnaryCall<RawInferMessage, unknown>,
+    log: CallLog,
+    principal: Principal | null,
+  ): Promise<object> => {
+    const request = await decoding.decode(r);
+    // Its failure line names Triton's id too; the instance's lines carry the request id.
+    if (request.id !== undefined) log.id = request.id;
+    request.logId = log.requestId;
+    checkShadowModelAccess(principal, request.modelName, "infer");
+    applyKeyPriority(engine, request, principal);
+    // The trace extension's one branch for an untraced call.
+    if (tracing?.tracer.enabled === true) {
+      const trace = tracing.tracer.start(request.modelName, traceCarrierOf(call.metadata), "grpc");
+      if (trace !== undefined) {
+        if (request.id !== undefined) trace.attributes({ "operon.request_id": request.id });
+        const endInfer = trace.engine(request);
+        try {
+          const answer = await inferOne(request, call, principal);
+          endInfer();
+          trace.end();
+          return answer;
+        } catch (error) {
+          endInfer();
+          trace.end(error);
+          throw error;
+        }
+      }
+    }
+    return inferOne(request, call, principal);
+  };
   return {
     ServerLive: open("ServerLive", () => ({ live: engine.isLive() })),
     ServerReady: open("ServerReady", () => ({ ready: engine.isReady() })),
@@ -219,31 +261,12 @@ function inferenceHandlers(
     ),
     ModelInfer: unary(logger, async (r: RawInferMessage, call, log) => {
       const principal = authorize(call, "infer");
-      const request = await decoding.decode(r);
-      // Its failure line names Triton's id too; the instance's lines carry the request id.
-      if (request.id !== undefined) log.id = request.id;
-      request.logId = log.requestId;
-      checkShadowModelAccess(principal, request.modelName, "infer");
-      applyKeyPriority(engine, request, principal);
-      // The trace extension's one branch for an untraced call.
-      if (tracing?.tracer.enabled === true) {
-        const trace = tracing.tracer.start(request.modelName, traceCarrierOf(call.metadata), "grpc");
-        if (trace !== undefined) {
-          if (request.id !== undefined) trace.attributes({ "operon.request_id": request.id });
-          const endInfer = trace.engine(request);
-          try {
-            const answer = await inferOne(request, call, principal);
-            endInfer();
-            trace.end();
-            return answer;
-          } catch (error) {
-            endInfer();
-            trace.end(error);
-            throw error;
-          }
-        }
+      const release = decoding.hold(r);
+      try {
+        return await modelInfer(r, call, log, principal);
+      } finally {
+        release();
       }
-      return inferOne(request, call, principal);
     }),
     ModelStreamInfer: streamInfer(engine, decoding, access, logger),
     ModelConfig: guarded("infer", "ModelConfig", (r: NameVersion) => ({

@@ -4,6 +4,7 @@ import { OperonError } from "@operon/protocol/errors";
 import type { InferRequest } from "@operon/protocol/inference";
 import { DECODE_OFF_LOOP_BYTES, type DecodePool } from "../decode/decode-pool.js";
 import { decodeGrpcInfer } from "../decode/decode-tasks.js";
+import { GrpcMessageBudget } from "./grpc-message-budget.js";
 import { INFERENCE_SERVICE, type WireInferRequest } from "./grpc-wire.js";
 
 /** Triton's HTTP body default, applied to a ModelInfer message too (other RPCs, model uploads, get grpc-js's receive limit). */
@@ -29,6 +30,7 @@ export class GrpcInferDecoding {
     definition: protoLoader.PackageDefinition,
     private readonly pool: DecodePool,
     private readonly maxMessageBytes: number = DEFAULT_MAX_INFER_MESSAGE_BYTES,
+    private readonly budget: GrpcMessageBudget = new GrpcMessageBudget(4 * maxMessageBytes),
   ) {
     const service = definition[INFERENCE_SERVICE] as unknown as Record<string, grpc.MethodDefinition<unknown, unknown>>;
     const unaryMethod = service["ModelInfer"]!;
@@ -38,6 +40,15 @@ export class GrpcInferDecoding {
     const raw = (bytes: Buffer): RawInferMessage => ({ raw: bytes });
     unaryMethod.requestDeserialize = raw;
     streamMethod.requestDeserialize = raw;
+  }
+
+  /**
+   * Counts the message against the bytes the frontend holds at once
+   * (GrpcMessageBudget; RESOURCE_EXHAUSTED over it) until the returned
+   * function is called, once its inference has answered.
+   */
+  hold(message: RawInferMessage): () => void {
+    return this.budget.hold(message.raw.length);
   }
 
   /**

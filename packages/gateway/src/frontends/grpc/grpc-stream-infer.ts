@@ -159,9 +159,19 @@ export function streamInfer(
     };
 
     call.on("data", (raw: RawInferMessage) => {
+      // Counted against the frontend's message budget until its responses are written (GrpcMessageBudget):
+      // a message over it gets RESOURCE_EXHAUSTED as its reply, and the stream stays open.
+      let release: () => void;
+      try {
+        release = decoding.hold(raw);
+      } catch (error) {
+        write(errorReply(peekInferRequestNames(raw.raw), error));
+        return;
+      }
       const controller = new AbortController();
       inFlight.add(controller);
       void runOne(raw, controller.signal).then(() => {
+        release();
         inFlight.delete(controller);
         finishIfIdle();
       });
