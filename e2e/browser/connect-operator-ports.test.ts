@@ -57,7 +57,7 @@ function port(page: Page, node: string, handle: string): Locator {
 const problemEdges = (page: Page) => page.locator(".operator-graph .react-flow__edge.graph-edge-problem");
 const graphStatus = (page: Page) => page.locator(".operator-graph").getByRole("status");
 
-/** The port's centre once the (re)drawn graph has stopped moving: the view remounts and fits after every edit. */
+/** The port's centre once the redrawn graph has stopped moving: the view fits itself again after every edit. */
 async function settledCentre(locator: Locator): Promise<{ x: number; y: number }> {
   await visible(locator);
   let last = "";
@@ -181,9 +181,15 @@ describe("console: connect an operator's ports in the graph", () => {
     expect(await output.evaluate((element) => getComputedStyle(element).outlineStyle)).toBe("solid");
     const y = port(page, "out:Y", "in:Y");
     await y.focus();
+    // The very elements of the graph outlive the edit: it is redrawn in place, not remounted (operator-graph.tsx).
+    const yElement = await y.elementHandle();
+    const outputElement = await output.elementHandle();
     await page.keyboard.press("Enter");
     await expect.poll(async () => (await specSteps(page))[1]!.outputs).toEqual({ OUTPUT0: "Y" });
     expect(await graphStatus(page).textContent()).toBe("Connected second · OUTPUT0 → Y.");
+    await visible(validation(page).getByText(/datatype INT32 does not match FP32/), 20_000);
+    expect(await yElement!.evaluate((element) => element.isConnected && element === document.activeElement)).toBe(true);
+    expect(await outputElement!.evaluate((element) => element.isConnected)).toBe(true);
     // The redrawn graph keeps the keyboard where it was.
     await expect
       .poll(() => page.evaluate(() => (document.activeElement as HTMLElement | null)?.dataset["handleid"]))

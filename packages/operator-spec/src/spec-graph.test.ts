@@ -67,6 +67,31 @@ describe("specGraph", () => {
     expect(graph.edges.filter((edge) => edge.kind === "answer").map((edge) => edge.label)).toEqual(["exit: x → y"]);
   });
 
+  it("says which branch of its route each branch edge is (the editor removes that one)", () => {
+    const graph = specGraph({
+      inputs: [{ name: "x", datatype: "FP32", dims: [1] }],
+      outputs: [],
+      steps: [
+        {
+          id: "pick",
+          kind: "route",
+          input: "x",
+          // An unreadable case still counts: indexes are the spec's.
+          cases: ["half-typed", { when: { lessThan: 0 }, next: ["a"] }, { when: { greaterThan: 1 }, next: ["a", "b"] }],
+          default: ["b"],
+        },
+        { id: "a", kind: "model", model: "m", inputs: {}, outputs: {} },
+        { id: "b", kind: "model", model: "m", inputs: {}, outputs: {} },
+      ],
+    });
+    expect(graph.edges.filter((edge) => edge.kind === "branch").map((edge) => [edge.target, edge.branch])).toEqual([
+      ["step:a", 1],
+      ["step:a", 2],
+      ["step:b", 2],
+      ["step:b", "default"],
+    ]);
+  });
+
   it("draws what it can of a half-written spec", () => {
     expect(
       specGraph({

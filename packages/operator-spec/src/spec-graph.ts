@@ -34,6 +34,8 @@ export interface SpecGraphEdge {
    */
   sourcePort?: string;
   targetPort?: string;
+  /** Branch edges only: which of the route's branches (a case's index, or its default) activates the target. */
+  branch?: number | "default";
 }
 
 export interface SpecGraph {
@@ -120,13 +122,21 @@ export function specGraph(spec: unknown): SpecGraph {
       if (typeof step["input"] === "string") reads(step["input"], id, "input", () => step["input"] as string);
     }
     if (step["kind"] === "route") {
-      const cases = Array.isArray(step["cases"]) ? step["cases"].filter(isObject) : [];
-      for (const entry of cases) {
+      // Indexed over all cases (not only the readable ones), so that `branch` is the case's index in the spec.
+      const cases = Array.isArray(step["cases"]) ? step["cases"] : [];
+      cases.forEach((entry, branch) => {
+        if (!isObject(entry)) return;
         for (const next of stringList(entry["next"]))
-          addEdge({ source: id, target: stepNodeId(next), label: conditionText(entry["when"]), kind: "branch" });
-      }
+          addEdge({
+            source: id,
+            target: stepNodeId(next),
+            label: conditionText(entry["when"]),
+            kind: "branch",
+            branch,
+          });
+      });
       for (const next of stringList(step["default"]))
-        addEdge({ source: id, target: stepNodeId(next), label: "default", kind: "branch" });
+        addEdge({ source: id, target: stepNodeId(next), label: "default", kind: "branch", branch: "default" });
     }
     if (step["kind"] === "exit") {
       for (const [output, tensor] of stringEntries(step["outputs"]))

@@ -14,6 +14,7 @@ import { StepPipeline } from "./step-pipeline.js";
 import {
   allocate,
   elementCount,
+  type NativeKernels,
   type NumericArray,
   type NumericDataType,
   StepInputError,
@@ -35,6 +36,14 @@ import {
  * naming the element, the step and the problem; the others are answered.
  */
 export const STEPS_FILE = "steps.json";
+
+/** Set once per worker process by the worker, before any model of this module loads (registry.ts). */
+let nativeKernels: NativeKernels | undefined;
+
+/** The worker's native kernels for the steps that use them (see NativeKernels); undefined: none. */
+export function useNativeKernels(kernels: NativeKernels | undefined): void {
+  nativeKernels = kernels;
+}
 
 interface ConfigTensor {
   name?: unknown;
@@ -89,7 +98,7 @@ export default class StepPipelineModel {
       this.pipeline = await StepPipeline.create(
         raw,
         { inputs: tensors(config.input), outputs: tensors(config.output) },
-        { readFile: (relative) => readModelFile(modelDir, args.modelVersion, relative) },
+        { readFile: (relative) => readModelFile(modelDir, args.modelVersion, relative), native: nativeKernels },
       );
     } catch (error) {
       if (error instanceof StepInputError)

@@ -136,6 +136,23 @@ export type StepRun = (inputs: Readonly<Record<string, StepTensor>>) => Promise<
 export interface StepEnvironment {
   /** A file of the model's folder (path relative to it, confined to it). */
   readFile(relativePath: string): Promise<Buffer>;
+  /** The worker's kernels on the native backend API, where it has them (absent: every step runs in TypeScript). */
+  native?: NativeKernels | undefined;
+}
+
+/** Normalizes 8-bit HWC pixels to FP32: (v·scale − mean[c]) / std[c], the values image.normalize computes. */
+export type NativeNormalize = (pixels: Uint8Array, shape: [number, number, number]) => Promise<Float32Array>;
+
+/**
+ * Numeric kernels a worker runs on the native backend API (Operon's
+ * operon_tensor_ops backend, loaded in the worker's own process: no process
+ * crossing), for the steps where that pays (bench/numeric-steps-native.mjs;
+ * README, "Numeric steps and the native backend API"). The worker provides
+ * them (@operon/worker's steps-native-kernels.ts); this package only asks.
+ */
+export interface NativeKernels {
+  /** A kernel for one image.normalize step's parameters; undefined when native backends are unavailable. */
+  normalize(params: { scale: number; mean: number[]; std: number[] }): Promise<NativeNormalize | undefined>;
 }
 
 // Each factory declares its own parameter type; the catalog's schema has checked the values.

@@ -8,6 +8,7 @@ import { parseStepParams, STEP_CATALOG } from "./step-catalog.js";
 import { StepPipeline } from "./step-pipeline.js";
 import { createStep, implementedSteps, type StepEnvironment } from "./step-runtime.js";
 import { StepInputError, type StepTensor } from "./step-tensor.js";
+import { bestIndices } from "./tensor-steps.js";
 
 /** Files for steps that read them (labels, tokenizer.json), from a temporary folder. */
 function folder(files: Record<string, string>): StepEnvironment {
@@ -88,6 +89,18 @@ describe("image steps", () => {
       /input 'image' is not a readable image \(10 bytes starting 47 49 46 38/,
     );
     await expect(run("image.decode", {}, { image: bytes(Buffer.alloc(0)) })).rejects.toThrow(/is empty \(0 bytes\)/);
+    // A real GIF (libvips reads it): refused by its format, not decoded.
+    const gif = await sharp(pixels, raw).gif().toBuffer();
+    await expect(run("image.decode", {}, { image: bytes(gif) })).rejects.toThrow(
+      "input 'image' is gif; image.decode reads PNG, JPEG and WebP",
+    );
+    // A PNG cut short: its header reads, its pixels do not.
+    const png = await sharp(Buffer.alloc(32 * 32 * 3, 9), { raw: { width: 32, height: 32, channels: 3 } })
+      .png({ compressionLevel: 0 })
+      .toBuffer();
+    await expect(run("image.decode", {}, { image: bytes(png.subarray(0, png.length - 200)) })).rejects.toThrow(
+      /^input 'image': corrupt png \(32x32\): /,
+    );
     const big = await sharp(Buffer.alloc(64 * 64 * 3), { raw: { width: 64, height: 64, channels: 3 } })
       .png()
       .toBuffer();
@@ -119,6 +132,20 @@ describe("image steps", () => {
     expect(Array.from(normalized.y!.data as Float32Array)).toEqual(
       [0, 51, 255, 255, 0, 102].map((v) => Math.fround((v / 255 - 0.5) / 0.5)),
     );
+    // 8-bit pixels take a table per channel, others the expression: the same FP32 values, in both layouts.
+    for (const layout of ["HWC", "CHW"] as const) {
+      const values = Array.from({ length: 4 * 5 * 3 }, (_, i) => (i * 37) % 256);
+      const params = { scale: 1 / 255, mean: [0.485, 0.456, 0.406], std: [0.229, 0.224, 0.225], layout };
+      const shape = layout === "HWC" ? [4, 5, 3] : [3, 4, 5];
+      const fromU8 = await run("image.normalize", params, { x: u8(shape, values) });
+      const fromF32 = await run("image.normalize", params, { x: f32(shape, values) });
+      const channel = (i: number) => (layout === "HWC" ? i % 3 : Math.floor(i / 20));
+      const expected = values.map((v, i) =>
+        Math.fround((v / 255 - params.mean[channel(i)]!) / params.std[channel(i)]!),
+      );
+      expect(Array.from(fromU8.y!.data as Float32Array), layout).toEqual(expected);
+      expect(Array.from(fromF32.y!.data as Float32Array), layout).toEqual(expected);
+    }
     const bgr = await run("image.swap-rb", {}, { x: pixel });
     expect(Array.from(bgr.y!.data as Uint8Array)).toEqual([255, 51, 0, 102, 0, 255]);
     const chw = await run("image.layout", { from: "HWC", to: "CHW" }, { x: pixel });
@@ -145,6 +172,30 @@ describe("image steps", () => {
 });
 
 describe("tensor steps", () => {
+  it("picks the same top k as a full sort, ties, NaN and infinities included (random rows)", () => {
+    let seed = 7;
+    const next = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+    const special = [Number.NaN, Infinity, -Infinity, 0.5];
+    for (let trial = 0; trial < 300; trial += 1) {
+      const n = 1 + Math.floor(next() * 40);
+      // Few distinct values, so that ties are common; now and then a special one.
+      const values = Float64Array.from({ length: n }, () =>
+        next() < 0.1 ? special[Math.floor(next() * 4)]! : Math.floor(next() * 6) / 4,
+      );
+      const score = (i: number) => (Number.isNaN(values[i]!) ? -Infinity : values[i]!);
+      const sorted = Array.from({ length: n }, (_, i) => i).sort((a, b) => score(b) - score(a) || a - b);
+      for (const k of [1, 2, 5, n]) {
+        if (k > n) continue;
+        expect(bestIndices(values, 0, n, k), `${Array.from(values)} k=${k}`).toEqual(sorted.slice(0, k));
+      }
+    }
+    // A row of a larger tensor (offset), and k above the insertion limit (the sort).
+    const big = Float64Array.from({ length: 300 }, (_, i) => (i * 7919) % 100);
+    const expected = Array.from({ length: 100 }, (_, i) => i).sort((a, b) => big[200 + b]! - big[200 + a]! || a - b);
+    expect(bestIndices(big, 200, 100, 3)).toEqual(expected.slice(0, 3));
+    expect(bestIndices(big, 200, 100, 80)).toEqual(expected.slice(0, 80));
+  });
+
   it("softmax, argmax, threshold, cast, reshape, concat and split", async () => {
     const x = f32([2, 2], [1, 2, 3, 3]);
     const soft = Array.from((await run("tensor.softmax", {}, { x })).y!.data as Float32Array);

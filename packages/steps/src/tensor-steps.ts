@@ -50,14 +50,19 @@ const softmax: StepFactory = (params: { axis: number }): StepRun => {
     const values = toNumbers(x, "input 'x'");
     const { outer, n, inner } = axisOf(x.shape, params.axis, "input 'x'");
     const out = new Float32Array(values.length);
+    // Each exp once, kept in double precision for the division (the same values as computing it twice).
+    const exps = new Float64Array(n);
     for (let o = 0; o < outer; o += 1) {
       for (let i = 0; i < inner; i += 1) {
-        const at = (k: number): number => (o * n + k) * inner + i;
+        const base = o * n * inner + i;
         let max = -Infinity;
-        for (let k = 0; k < n; k += 1) max = Math.max(max, values[at(k)]!);
+        for (let k = 0, at = base; k < n; k += 1, at += inner) max = Math.max(max, values[at]!);
         let sum = 0;
-        for (let k = 0; k < n; k += 1) sum += Math.exp(values[at(k)]! - max);
-        for (let k = 0; k < n; k += 1) out[at(k)] = Math.exp(values[at(k)]! - max) / sum;
+        for (let k = 0, at = base; k < n; k += 1, at += inner) {
+          exps[k] = Math.exp(values[at]! - max);
+          sum += exps[k]!;
+        }
+        for (let k = 0, at = base; k < n; k += 1, at += inner) out[at] = exps[k]! / sum;
       }
     }
     return { y: { datatype: "FP32", shape: [...x.shape], data: out } };
@@ -90,6 +95,43 @@ const argmax: StepFactory = (params: { axis: number }): StepRun => {
     return { index: { datatype: "INT64", shape, data: out } };
   };
 };
+
+/**
+ * The indices of the k best of values[offset .. offset + n), best first;
+ * ties (and -Infinity / NaN, which counts as -Infinity, against each other)
+ * keep the lower index first. One pass keeping the best k in order, O(n·k)
+ * at worst and about n comparisons when few values beat the k-th (a full
+ * sort of 32000 classes with a comparator took ~30 ms;
+ * bench/numeric-steps-native.mjs); a full sort above k = 64, where
+ * inserting costs more than sorting.
+ */
+export function bestIndices(values: Float64Array, offset: number, n: number, k: number): number[] {
+  const score = (index: number): number => {
+    const value = values[offset + index]!;
+    return Number.isNaN(value) ? -Infinity : value;
+  };
+  if (k > 64) {
+    return Array.from({ length: n }, (_, index) => index)
+      .sort((a, b) => score(b) - score(a) || a - b)
+      .slice(0, k);
+  }
+  const best: number[] = [];
+  const bestScores: number[] = [];
+  for (let index = 0; index < n; index += 1) {
+    const value = score(index);
+    // Indices come in increasing order, so an equal score never displaces one already kept.
+    if (best.length === k && !(value > bestScores[k - 1]!)) continue;
+    let at = best.length === k ? k - 1 : best.length;
+    while (at > 0 && value > bestScores[at - 1]!) {
+      best[at] = best[at - 1]!;
+      bestScores[at] = bestScores[at - 1]!;
+      at -= 1;
+    }
+    best[at] = index;
+    bestScores[at] = value;
+  }
+  return best;
+}
 
 function parseLabels(text: string): string[] {
   return text
@@ -133,14 +175,7 @@ const topk: StepFactory = async (params: { k: number; labels?: string }, env): P
     const indices = new BigInt64Array(rows * params.k);
     const names: Buffer[] = [];
     for (let row = 0; row < rows; row += 1) {
-      const scoreOf = (index: number): number => {
-        const value = values[row * classes + index]!;
-        return Number.isNaN(value) ? -Infinity : value;
-      };
-      // Best first; ties (and -Infinity / NaN against each other) keep the lower index first.
-      const best = Array.from({ length: classes }, (_, index) => index)
-        .sort((a, b) => scoreOf(b) - scoreOf(a) || a - b)
-        .slice(0, params.k);
+      const best = bestIndices(values, row * classes, classes, params.k);
       best.forEach((index, j) => {
         scores[row * params.k + j] = values[row * classes + index]!;
         indices[row * params.k + j] = BigInt(index);

@@ -41,7 +41,13 @@ export async function createBackend(name: string): Promise<Backend> {
       const { createTypeScriptBackend } = await import("./typescript-backend.js");
       backend = createTypeScriptBackend({
         backendName: "operon_steps",
-        loadModule: async () => (await import("@operon/steps/step-pipeline-model")) as Record<string, unknown>,
+        loadModule: async () => {
+          const module = await import("@operon/steps/step-pipeline-model");
+          // The numeric steps that pay on the native backend API run there, in this process (steps-native-kernels.ts).
+          const { createStepsNativeKernels } = await import("./steps-native-kernels.js");
+          module.useNativeKernels(createStepsNativeKernels());
+          return module as Record<string, unknown>;
+        },
       });
       break;
     }

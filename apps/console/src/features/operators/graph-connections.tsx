@@ -9,8 +9,8 @@ export const nodeName = (id: string): string => id.replace(/^\w+:/, "");
 /**
  * The graph's connections in words: for screen readers always, and in the
  * editor a visible list where each data connection has its Remove button
- * (the keyboard's way to remove what a drag made; a route's branches and an
- * exit's answers are edited in the spec).
+ * (the keyboard's way to remove what a drag made), and so does each route's
+ * branch and exit's answer (added with control-edge-forms.tsx).
  */
 export function GraphConnections({
   id,
@@ -53,11 +53,11 @@ export function GraphConnections({
                   {describe(edge)}
                   {mismatches.length > 0 ? ` ${mismatchLabel(mismatches)}` : ""}
                 </span>
-                {edge.kind === "data" && edge.targetPort !== undefined ? (
+                {removeLabel(edge) !== undefined ? (
                   <button
                     type="button"
                     className="button"
-                    aria-label={`Remove the connection ${portText({ node: edge.source, port: edge.sourcePort ?? "" })} → ${portText({ node: edge.target, port: edge.targetPort })}`}
+                    aria-label={removeLabel(edge)}
                     onClick={() => onRemove(edge)}
                   >
                     Remove
@@ -70,4 +70,17 @@ export function GraphConnections({
       )}
     </div>
   );
+}
+
+/** What a connection's Remove button says to assistive technology; undefined: nothing to remove. */
+function removeLabel(edge: SpecGraphEdge): string | undefined {
+  if (edge.kind === "data")
+    return edge.targetPort === undefined
+      ? undefined
+      : `Remove the connection ${portText({ node: edge.source, port: edge.sourcePort ?? "" })} → ${portText({ node: edge.target, port: edge.targetPort })}`;
+  if (edge.kind === "branch")
+    return edge.branch === undefined
+      ? undefined
+      : `Remove the branch ${nodeName(edge.source)} → ${nodeName(edge.target)} (${edge.label})`;
+  return `Remove exit ${nodeName(edge.source)}'s answer for ${nodeName(edge.target)}`;
 }

@@ -24,6 +24,7 @@ import { useSpecValidation } from "./use-spec-validation";
 import { useServedCatalog } from "./use-served-catalog";
 import { graphPorts } from "./graph-ports";
 import { connectPorts, disconnectPort, type SpecEdit } from "./spec-connections";
+import { addBranch, controlChoices, removeBranch, removeExitAnswer, setExitAnswer } from "./spec-control-edges";
 import { useModelSignatures } from "./use-model-signatures";
 import { SubmitButton } from "@/components/form/submit-button";
 
@@ -97,6 +98,13 @@ export function OperatorEditor({ mode, initial }: { mode: "create" | "update"; i
   const graphEditing: GraphEditing = {
     connect: (from, to) => editSpec((spec) => connectPorts(spec, from, to)),
     disconnect: (to) => editSpec((spec) => disconnectPort(spec, to)),
+    control: {
+      choices: controlChoices(lastGood),
+      addBranch: (route, branch, step) => editSpec((spec) => addBranch(spec, route, branch, step)),
+      removeBranch: (route, branch, step) => editSpec((spec) => removeBranch(spec, route, branch, step)),
+      setExitAnswer: (exit, output, tensor) => editSpec((spec) => setExitAnswer(spec, exit, output, tensor)),
+      removeExitAnswer: (exit, output) => editSpec((spec) => removeExitAnswer(spec, exit, output)),
+    },
   };
 
   const submit = (event: FormEvent<HTMLFormElement>) => {

@@ -1,19 +1,31 @@
 "use client";
 
 import "@xyflow/react/dist/style.css";
-import { Background, Controls, MarkerType, ReactFlow, type Connection, type Edge } from "@xyflow/react";
-import { useId, useMemo, useRef, useState } from "react";
+import {
+  applyNodeChanges,
+  Background,
+  Controls,
+  MarkerType,
+  ReactFlow,
+  useNodesInitialized,
+  useReactFlow,
+  type Connection,
+  type Edge,
+  type NodeChange,
+} from "@xyflow/react";
+import { useEffect, useId, useMemo, useRef, useState } from "react";
 import { layoutGraph, NODE_WIDTH, nodeHeight } from "./graph-layout";
 import { graphSummary } from "./graph-summary";
 import type { SpecGraph, SpecGraphEdge } from "@operon/operator-spec/spec-graph";
 import { edgeKey, type EdgeProblem } from "@operon/operator-spec/problem-subjects";
 import type { NodePorts } from "./graph-ports";
-import { GraphConnections } from "./graph-connections";
+import { ControlEdgeForms, type ControlEditing } from "./control-edge-forms";
+import { GraphConnections, nodeName } from "./graph-connections";
 import { mismatchLabel } from "./mismatch-label";
 import { OperatorNode, type OperatorFlowNode } from "./operator-node";
 import { CONTROL_IN, CONTROL_OUT, portHandleId, portOfHandle } from "./port-picking";
 import { PortPickingProvider } from "./port-picking-provider";
-import { portMismatch, portText, type PortRef } from "./spec-connections";
+import { type EditOutcome, portMismatch, portText, type PortRef } from "./spec-connections";
 import { useRestoredPortFocus } from "./use-restored-port-focus";
 
 /**
@@ -29,7 +41,9 @@ import { useRestoredPortFocus } from "./use-restored-port-focus";
  * With `editing` (the operator editor), ports connect: drag from an output
  * port onto an input port, or pick both with Enter (port-picking.ts); each
  * connection in the list below the graph can be removed. The edits go to
- * the spec (spec-connections.ts) and the graph is redrawn from it.
+ * the spec (spec-connections.ts) and the graph is redrawn from it. A
+ * route's branches and an exit's answers are added with the forms under
+ * the graph (control-edge-forms.tsx) and removed from the same list.
  */
 const NO_PROBLEMS: ReadonlySet<string> = new Set();
 const NO_EDGE_PROBLEMS: ReadonlyMap<string, EdgeProblem[]> = new Map();
@@ -37,12 +51,12 @@ const NO_PORTS: ReadonlyMap<string, NodePorts> = new Map();
 const EMPTY_PORTS: NodePorts = { inputs: [], outputs: [] };
 const NODE_TYPES = { operator: OperatorNode };
 
-export type EditOutcome = { ok: true } | { ok: false; message: string };
-
-/** The editor's two edits on its spec; each says why when it could not be made. */
+/** The editor's edits on its spec; each says why when it could not be made. */
 export interface GraphEditing {
   connect(from: PortRef, to: PortRef): EditOutcome;
   disconnect(to: PortRef): EditOutcome;
+  /** Routes' branches and exits' answers (control-edge-forms.tsx). */
+  control?: ControlEditing | undefined;
 }
 
 /** The mismatches on one drawn edge (its source and target nodes). */
@@ -76,12 +90,26 @@ export function OperatorGraph({
     [graph, ports, problemNodes, problemEdges],
   );
   const mismatched = graph.edges.filter((edge) => mismatchesOf(edge, problemEdges).length > 0).length;
-  // React Flow owns the nodes (defaultNodes): it keeps their measured sizes,
-  // and a node stays hidden until it is measured. Handing it new node objects
-  // on a re-render (as a controlled prop) dropped those sizes while the DOM
-  // did not resize, so nothing re-measured them and the graph stayed empty.
-  // Instead, any visible change remounts the view, which measures afresh and
-  // fits the new graph (and the focused port is focused again).
+  // Controlled nodes that keep what React Flow measured: it hides a node
+  // until it is measured and measures again only when the element resizes,
+  // so new node objects without their sizes (the spec changed, the DOM did
+  // not resize) would stay hidden. Each redraw takes the measured size of
+  // the node with the same id; a node that does change size is measured
+  // again by React Flow (onNodesChange). The view is never remounted, so
+  // the elements (and the keyboard's focus on a port) stay where they are.
+  const [flowNodes, setFlowNodes] = useState(nodes);
+  const [drawn, setDrawn] = useState(nodes);
+  if (drawn !== nodes) {
+    setDrawn(nodes);
+    setFlowNodes((current) => keepMeasured(nodes, current));
+  }
+  const onNodesChange = (changes: NodeChange<OperatorFlowNode>[]) =>
+    setFlowNodes((current) => applyNodeChanges(changes, current));
+  const layout = useMemo(
+    () => JSON.stringify(nodes.map((node) => [node.id, node.position.x, node.position.y])),
+    [nodes],
+  );
+  // What is visible: a port removed or renamed with the keyboard on it still needs its focus restored.
   const signature = useMemo(
     () =>
       JSON.stringify({
@@ -104,20 +132,30 @@ export function OperatorGraph({
     connect({ node: connection.source, port: fromPort }, { node: connection.target, port: toPort });
   };
   const remove = (edge: SpecGraphEdge): void => {
-    if (editing === undefined || edge.targetPort === undefined) return;
-    const outcome = editing.disconnect({ node: edge.target, port: edge.targetPort });
-    setStatus(
-      outcome.ok
-        ? `Removed the connection ${portText({ node: edge.source, port: edge.sourcePort ?? "" })} → ${portText({ node: edge.target, port: edge.targetPort })}.`
-        : `Not removed: ${outcome.message}.`,
-    );
+    if (editing === undefined) return;
+    const control = editing.control;
+    let outcome: EditOutcome;
+    let done: string;
+    if (edge.kind === "branch" && edge.branch !== undefined && control !== undefined) {
+      outcome = control.removeBranch(nodeName(edge.source), edge.branch, nodeName(edge.target));
+      done = `Removed the branch ${nodeName(edge.source)} → ${nodeName(edge.target)} (${edge.label}).`;
+    } else if (edge.kind === "answer" && control !== undefined) {
+      outcome = control.removeExitAnswer(nodeName(edge.source), nodeName(edge.target));
+      done = `Removed exit ${nodeName(edge.source)}'s answer for ${nodeName(edge.target)}.`;
+    } else if (edge.kind === "data" && edge.targetPort !== undefined) {
+      outcome = editing.disconnect({ node: edge.target, port: edge.targetPort });
+      done = `Removed the connection ${portText({ node: edge.source, port: edge.sourcePort ?? "" })} → ${portText({ node: edge.target, port: edge.targetPort })}.`;
+    } else {
+      return;
+    }
+    setStatus(outcome.ok ? done : `Not removed: ${outcome.message}.`);
   };
 
   const flow = (
     <ReactFlow
-      key={signature}
-      defaultNodes={nodes}
-      defaultEdges={edges}
+      nodes={flowNodes}
+      edges={edges}
+      onNodesChange={onNodesChange}
       nodeTypes={NODE_TYPES}
       fitView
       fitViewOptions={{ padding: 0.1 }}
@@ -135,6 +173,7 @@ export function OperatorGraph({
     >
       <Background gap={16} />
       <Controls showInteractive={false} />
+      <FitWhenLaidOut layout={layout} />
     </ReactFlow>
   );
   return (
@@ -161,6 +200,7 @@ export function OperatorGraph({
       ) : (
         <p className="chart-empty">Nothing to draw yet: the spec names no inputs, steps or outputs.</p>
       )}
+      {editing?.control !== undefined ? <ControlEdgeForms control={editing.control} onStatus={setStatus} /> : null}
       {editing !== undefined ? (
         <p className="graph-status" role="status">
           {status}
@@ -180,6 +220,25 @@ export function OperatorGraph({
       />
     </figure>
   );
+}
+
+/** The new nodes, each with the size React Flow measured for the node of the same id (if any). */
+function keepMeasured(next: OperatorFlowNode[], current: OperatorFlowNode[]): OperatorFlowNode[] {
+  const measured = new Map(current.map((node) => [node.id, node.measured]));
+  return next.map((node) => {
+    const size = measured.get(node.id);
+    return size === undefined ? node : { ...node, measured: size };
+  });
+}
+
+/** Fits the view to the graph once its nodes are measured, and again whenever the layout changes (fitView alone fits once). */
+function FitWhenLaidOut({ layout }: { layout: string }) {
+  const { fitView } = useReactFlow();
+  const measured = useNodesInitialized();
+  useEffect(() => {
+    if (measured) void fitView({ padding: 0.1 });
+  }, [layout, measured, fitView]);
+  return null;
 }
 
 /** "Connected A → first · INPUT0.", with the mismatch at once when the ports' types are known to disagree. */

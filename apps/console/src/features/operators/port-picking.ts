@@ -7,9 +7,8 @@ import type { PortRef } from "./spec-connections";
  * connect the two; Escape or activating the picked port again cancels.
  * Dragging from port to port does the same in one gesture.
  *
- * Shared with the nodes through context rather than node data: the graph
- * remounts whenever its node data changes (operator-graph.tsx), which would
- * drop the keyboard focus on every pick.
+ * Shared with the nodes through context rather than node data: a pick
+ * changes no node, so nothing in the graph is redrawn for it.
  */
 export interface PortPicking {
   /** The output port picked as the connection's start, if any. */

@@ -29,6 +29,9 @@ export interface PortRef {
 
 export type SpecEdit = { ok: true; spec: Record<string, unknown> } | { ok: false; message: string };
 
+/** What the graph editor learns of an edit it asked for: done, or why not. */
+export type EditOutcome = { ok: true } | { ok: false; message: string };
+
 type Json = Record<string, unknown>;
 
 export function connectPorts(spec: Record<string, unknown>, from: PortRef, to: PortRef): SpecEdit {

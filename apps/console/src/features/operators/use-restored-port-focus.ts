@@ -2,17 +2,18 @@
 
 import { useEffect, useRef, type FocusEvent, type RefObject } from "react";
 
-/** How many animation frames to wait for the remounted graph to draw its nodes (React Flow hides them until measured). */
+/** How many animation frames to wait for a redrawn node to show (React Flow hides a node until it is measured). */
 const FRAMES_TO_WAIT = 60;
 
 type Wanted = { node: string; handle: string };
 
 /**
- * Keeps the keyboard on the port it was on when the graph remounts (every
- * visible change does, operator-graph.tsx): a port connected with Enter
- * redraws the graph, and the focus would otherwise fall to the page's body.
- * Only when the focus was lost with the old graph: a user who has moved on
- * elsewhere keeps their focus. Returns the focus handlers for the canvas.
+ * Puts the keyboard back on the port it was on when a redraw took that
+ * port's element away (operator-graph.tsx keeps the graph's elements across
+ * redraws, so this is for a port whose node was drawn anew), rather than
+ * let the focus fall to the page's body. Only when the focus was lost with
+ * the element: a user who has moved on elsewhere keeps their focus. Returns
+ * the focus handlers for the canvas.
  */
 export function useRestoredPortFocus(
   canvas: RefObject<HTMLElement | null>,
