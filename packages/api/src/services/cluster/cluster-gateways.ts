@@ -1,4 +1,5 @@
 import { connectedGateways, type GatewaySession, type PrismaClient } from "@operon/db";
+import type { Logger } from "@operon/protocol/logger";
 import { GatewayClient } from "../gateway/gateway-client.js";
 
 /**
@@ -50,4 +51,27 @@ export async function clusterGateways(prisma: PrismaClient, adminKey: string | u
     });
   }
   return gateways;
+}
+
+/**
+ * What a sampler reads: the control plane's own gateway (gatewayHost null)
+ * and the cluster's others. When the others cannot be listed, the own one
+ * alone, said in a warning that names `what` is sampled.
+ */
+export async function gatewaysToSample(
+  own: GatewayClient,
+  listOthers: () => Promise<ClusterGateway[]>,
+  logger: Logger,
+  what: string,
+): Promise<ClusterGateway[]> {
+  let others: ClusterGateway[] = [];
+  try {
+    others = await listOthers();
+  } catch (error) {
+    logger.warn(
+      { err: error },
+      `${what} of the control plane's gateway only: the cluster's gateways could not be listed`,
+    );
+  }
+  return [{ gatewayHost: null, client: own }, ...others];
 }

@@ -1,6 +1,6 @@
 import type { Logger } from "@operon/protocol/logger";
 import type { PrismaClient } from "@operon/db";
-import type { ClusterGateway } from "../cluster/cluster-gateways.js";
+import { type ClusterGateway, gatewaysToSample } from "../cluster/cluster-gateways.js";
 import type { GatewayClient } from "../gateway/gateway-client.js";
 import { parsePrometheusText } from "../usage/prometheus-text.js";
 import { PeriodicTask } from "@operon/protocol/periodic-task";
@@ -96,16 +96,12 @@ export class TenantUsageSampler {
 
   private async sample(): Promise<TenantSampleResult> {
     const takenAt = Date.now();
-    let others: ClusterGateway[] = [];
-    try {
-      others = await this.clusterGateways();
-    } catch (error) {
-      this.logger.warn(
-        { err: error },
-        "tenant usage sample of the control plane's gateway only: the cluster's gateways could not be listed",
-      );
-    }
-    const gateways: ClusterGateway[] = [{ gatewayHost: null, client: this.gateway }, ...others];
+    const gateways = await gatewaysToSample(
+      this.gateway,
+      () => this.clusterGateways(),
+      this.logger,
+      "tenant usage sample",
+    );
     // All at the same moment: their rows share the interval's start, so the reader sums them per bucket.
     const readings = await Promise.all(gateways.map((gateway) => this.read(gateway)));
     const rows: Array<ReturnType<typeof intervalRows>[number] & { gatewayHost: string | null }> = [];

@@ -3,7 +3,7 @@ import type { ModelStatistics } from "@operon/protocol/inference";
 import type { Prisma, PrismaClient } from "@operon/db";
 import { recordAudit, SYSTEM_ACTOR } from "../audit/audit-log.js";
 import type { GatewayClient } from "../gateway/gateway-client.js";
-import type { ClusterGateway } from "../cluster/cluster-gateways.js";
+import { type ClusterGateway, gatewaysToSample } from "../cluster/cluster-gateways.js";
 import { COMPACT_AFTER_MS, compactUsageSamples, type CompactionResult } from "./usage-compaction.js";
 import { latencyQuantiles, modelVersionKey, parsePrometheusText, type LatencyQuantiles } from "./prometheus-text.js";
 import type { Logger } from "@operon/protocol/logger";
@@ -225,16 +225,7 @@ export class UsageSampler {
 
   private async sample(): Promise<UsageSampleResult> {
     const takenAt = Date.now();
-    let others: ClusterGateway[] = [];
-    try {
-      others = await this.clusterGateways();
-    } catch (error) {
-      this.logger.warn(
-        { err: error },
-        "usage sample of the control plane's gateway only: the cluster's gateways could not be listed",
-      );
-    }
-    const gateways: ClusterGateway[] = [{ gatewayHost: null, client: this.gateway }, ...others];
+    const gateways = await gatewaysToSample(this.gateway, () => this.clusterGateways(), this.logger, "usage sample");
     const readings = await Promise.all(gateways.map((gateway) => this.read(gateway, takenAt)));
     const profile = await this.prisma.hardwareProfile.findFirst({ where: { isDefault: true }, select: { id: true } });
 
