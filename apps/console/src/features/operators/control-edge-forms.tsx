@@ -85,16 +85,12 @@ export function ControlEdgeForms({
       {routes.length > 0 ? (
         <fieldset>
           <legend>Add a branch</legend>
-          <label>
-            Route
-            <select value={route?.id ?? ""} onChange={(event) => setRouteId(event.target.value)}>
-              {routes.map((entry) => (
-                <option key={entry.id} value={entry.id}>
-                  {entry.id}
-                </option>
-              ))}
-            </select>
-          </label>
+          <LabelledSelect
+            label="Route"
+            value={route?.id ?? ""}
+            options={routes.map((entry) => entry.id)}
+            onChange={setRouteId}
+          />
           <label>
             Branch
             <select value={branch} onChange={(event) => setBranchValue(event.target.value)}>
@@ -105,16 +101,7 @@ export function ControlEdgeForms({
               ))}
             </select>
           </label>
-          <label>
-            Runs step
-            <select value={target} onChange={(event) => setStepId(event.target.value)}>
-              {targets.map((step) => (
-                <option key={step} value={step}>
-                  {step}
-                </option>
-              ))}
-            </select>
-          </label>
+          <LabelledSelect label="Runs step" value={target} options={targets} onChange={setStepId} />
           <button type="button" className="button" onClick={addBranch} disabled={target === ""}>
             Add branch
           </button>
@@ -123,26 +110,8 @@ export function ControlEdgeForms({
       {exits.length > 0 ? (
         <fieldset>
           <legend>Set an exit's answer</legend>
-          <label>
-            Exit
-            <select value={exit} onChange={(event) => setExitId(event.target.value)}>
-              {exits.map((entry) => (
-                <option key={entry} value={entry}>
-                  {entry}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label>
-            Operator output
-            <select value={answered} onChange={(event) => setOutput(event.target.value)}>
-              {outputs.map((entry) => (
-                <option key={entry} value={entry}>
-                  {entry}
-                </option>
-              ))}
-            </select>
-          </label>
+          <LabelledSelect label="Exit" value={exit} options={exits} onChange={setExitId} />
+          <LabelledSelect label="Operator output" value={answered} options={outputs} onChange={setOutput} />
           <label>
             Answered with tensor
             <input
@@ -171,5 +140,31 @@ export function ControlEdgeForms({
         </fieldset>
       ) : null}
     </div>
+  );
+}
+
+/** A select of plain names inside its label (each option's text is its value). */
+function LabelledSelect({
+  label,
+  value,
+  options,
+  onChange,
+}: {
+  label: string;
+  value: string;
+  options: readonly string[];
+  onChange: (value: string) => void;
+}) {
+  return (
+    <label>
+      {label}
+      <select value={value} onChange={(event) => onChange(event.target.value)}>
+        {options.map((option) => (
+          <option key={option} value={option}>
+            {option}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }
