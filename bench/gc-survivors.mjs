@@ -77,19 +77,34 @@ child.kill("SIGKILL");
 const window = text.slice(marks.start, marks.stop);
 if (process.env.DUMP_GC) writeFileSync(process.env.DUMP_GC, window);
 const requests = result.requestsPerSec * Number(seconds);
-let scavenges = 0;
-let promoted = 0;
-let copied = 0;
-let marks2 = 0;
+// --trace-gc-nvp prints every isolate's collections ([pid:isolate] prefix): the instance threads, the decode pool
+// and the control plane have their own heaps. The gateway's event loop is the isolate that allocates the most.
+const byIsolate = new Map();
 for (const line of window.split("\n")) {
-  if (/gc=s\b/.test(line)) {
-    scavenges++;
-    promoted += Number(/promoted=(\d+)/.exec(line)?.[1] ?? 0);
-    copied += Number(/new_space_survived=(\d+)/.exec(line)?.[1] ?? 0);
-  } else if (/gc=(mc|mmc|ms)\b/.test(line)) marks2++;
+  const isolate = /^\[\d+:(0x[0-9a-f]+)\]/.exec(line)?.[1];
+  const kind = /\bgc=(\w+)/.exec(line)?.[1];
+  if (isolate === undefined || kind === undefined) continue;
+  let sums = byIsolate.get(isolate);
+  if (sums === undefined) byIsolate.set(isolate, (sums = { scavenges: 0, majors: 0, promoted: 0, survived: 0, allocated: 0 }));
+  const field = (name) => Number(new RegExp(`\\b${name}=(\\d+)`).exec(line)?.[1] ?? 0);
+  if (kind === "s") {
+    sums.scavenges++;
+    sums.promoted += field("promoted");
+    sums.survived += field("new_space_survived");
+    sums.allocated += field("allocated");
+  } else sums.majors++;
 }
+const main = [...byIsolate.values()].sort((a, b) => b.allocated - a.allocated)[0] ?? {
+  scavenges: 0,
+  majors: 0,
+  promoted: 0,
+  survived: 0,
+  allocated: 0,
+};
+const perRequest = (bytes) => `${(bytes / requests).toFixed(0)} B`;
 console.log(
-  `${baseline ? "minimal" : "operon"} ${kind} c${connections}: ${result.requestsPerSec.toFixed(0)} req/s; ` +
-    `${scavenges} scavenges, ${marks2} mark-compacts; per request: promoted ${(promoted / requests).toFixed(0)} B, ` +
-    `survived in new space ${(copied / requests).toFixed(0)} B; per scavenge: promoted ${(promoted / Math.max(scavenges, 1) / 1024).toFixed(0)} KB`,
+  `${baseline ? "minimal" : "operon"} ${kind} c${connections}: ${result.requestsPerSec.toFixed(0)} req/s; main thread: ` +
+    `${main.scavenges} scavenges, ${main.majors} major GCs; per request: allocated ${perRequest(main.allocated)}, ` +
+    `survived a scavenge ${perRequest(main.survived)}, promoted ${perRequest(main.promoted)} ` +
+    `(${((100 * main.promoted) / Math.max(main.allocated, 1)).toFixed(2)} % of allocation)`,
 );
