@@ -9,9 +9,20 @@
 // memory crashes here as it would on a GPU, instead of passing by accident.
 // Only the copies below translate it back.
 //
+// Each allocation is a memfd mapping, so CUDA IPC works across processes as
+// on a GPU: cuIpcGetMemHandle writes the exporter's pid and the memfd's
+// number, cuIpcOpenMemHandle in another process of the same user maps
+// /proc/<pid>/fd/<fd> (at another address, as CUDA may), and opening a
+// handle in the process that exported it is refused, as CUDA refuses it.
+//
 // Besides the driver API, the tests read what happened through
 // fake_cuda_counters / fake_cuda_dtoh_overlapping (resolved with dlsym).
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdint>
+#include <string>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -37,13 +48,26 @@ Context contexts[kDevices] = {{0}, {1}};
 struct Allocation {
   uint64_t size;
   int device;
+  int fd;         // the memfd (exported allocations) or -1 (opened through IPC)
+  bool imported;  // opened with cuIpcOpenMemHandle: closed with cuIpcCloseMemHandle, not freed
 };
+
+// What cuIpcGetMemHandle writes into the 64 opaque bytes.
+struct IpcHandle {
+  char magic[8];
+  int64_t pid;
+  int64_t fd;
+  uint64_t size;
+  int64_t device;
+};
+static_assert(sizeof(IpcHandle) <= 64, "fits CUipcMemHandle");
+constexpr char kMagic[8] = {'f', 'a', 'k', 'e', 'c', 'u', 'd', 'a'};
 
 struct State {
   std::mutex mutex;
   bool initialized = false;
   std::map<uint64_t, Allocation> allocations;  // by device address
-  uint64_t htod = 0, dtoh = 0, dtod = 0, allocs = 0, frees = 0;
+  uint64_t htod = 0, dtoh = 0, dtod = 0, allocs = 0, frees = 0, ipc_opens = 0, ipc_closes = 0;
   uint64_t allocated_bytes = 0;
   uint64_t memory_limit = UINT64_MAX;  // bytes per process, to test out-of-memory
   std::vector<std::pair<uint64_t, uint64_t>> dtoh_sources;  // device address, size
@@ -119,10 +143,17 @@ EXPORT int cuMemAlloc_v2(uint64_t* pointer, size_t size) {
   if (size == 0) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(state.mutex);
   if (state.allocated_bytes + size > state.memory_limit) return CUDA_ERROR_OUT_OF_MEMORY;
-  void* host = std::aligned_alloc(256, (size + 255) / 256 * 256);
-  if (host == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
+  const int fd = memfd_create("fake-cuda", MFD_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* host = ftruncate(fd, static_cast<off_t>(size)) == 0
+                   ? mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                   : MAP_FAILED;
+  if (host == MAP_FAILED) {
+    close(fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   const uint64_t address = reinterpret_cast<uint64_t>(host) | kDeviceBit;
-  state.allocations[address] = Allocation{size, current.back()->device};
+  state.allocations[address] = Allocation{size, current.back()->device, fd, false};
   state.allocated_bytes += size;
   state.allocs += 1;
   *pointer = address;
@@ -132,11 +163,72 @@ EXPORT int cuMemAlloc_v2(uint64_t* pointer, size_t size) {
 EXPORT int cuMemFree_v2(uint64_t pointer) {
   std::lock_guard<std::mutex> lock(state.mutex);
   auto it = state.allocations.find(pointer);
-  if (it == state.allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+  if (it == state.allocations.end() || it->second.imported) return CUDA_ERROR_INVALID_VALUE;
+  munmap(Host(pointer), it->second.size);
+  close(it->second.fd);
   state.allocated_bytes -= it->second.size;
   state.allocations.erase(it);
   state.frees += 1;
-  std::free(Host(pointer));
+  return CUDA_SUCCESS;
+}
+
+EXPORT int cuMemGetAddressRange_v2(uint64_t* base, size_t* size, uint64_t pointer) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  uint64_t start;
+  const Allocation* a = Find(pointer, 1, &start);
+  if (a == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (base != nullptr) *base = start;
+  if (size != nullptr) *size = a->size;
+  return CUDA_SUCCESS;
+}
+
+EXPORT int cuIpcGetMemHandle(void* handle, uint64_t pointer) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  auto it = state.allocations.find(pointer);  // CUDA wants the allocation's base
+  if (it == state.allocations.end() || it->second.imported) return CUDA_ERROR_INVALID_VALUE;
+  IpcHandle h{};
+  std::memcpy(h.magic, kMagic, sizeof kMagic);
+  h.pid = getpid();
+  h.fd = it->second.fd;
+  h.size = it->second.size;
+  h.device = it->second.device;
+  std::memset(handle, 0, 64);
+  std::memcpy(handle, &h, sizeof h);
+  return CUDA_SUCCESS;
+}
+
+struct OpaqueHandle {
+  char reserved[64];
+};
+
+EXPORT int cuIpcOpenMemHandle_v2(uint64_t* pointer, OpaqueHandle handle, unsigned int flags) {
+  (void)flags;
+  IpcHandle h;
+  std::memcpy(&h, handle.reserved, sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (current.empty()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (h.pid == getpid()) return CUDA_ERROR_INVALID_CONTEXT;  // CUDA refuses a handle in its own process
+  const std::string path = "/proc/" + std::to_string(h.pid) + "/fd/" + std::to_string(h.fd);
+  const int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return CUDA_ERROR_INVALID_VALUE;
+  void* host = mmap(nullptr, h.size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (host == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(state.mutex);
+  const uint64_t address = reinterpret_cast<uint64_t>(host) | kDeviceBit;
+  state.allocations[address] = Allocation{h.size, static_cast<int>(h.device), -1, true};
+  state.ipc_opens += 1;
+  *pointer = address;
+  return CUDA_SUCCESS;
+}
+
+EXPORT int cuIpcCloseMemHandle(uint64_t pointer) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  auto it = state.allocations.find(pointer);
+  if (it == state.allocations.end() || !it->second.imported) return CUDA_ERROR_INVALID_VALUE;
+  munmap(Host(pointer), it->second.size);
+  state.allocations.erase(it);
+  state.ipc_closes += 1;
   return CUDA_SUCCESS;
 }
 
@@ -187,13 +279,15 @@ EXPORT int cuGetErrorName(int error, const char** name) {
 // ---- For the tests (not part of CUDA's API) ----
 
 struct FakeCudaCounters {
-  uint64_t htod, dtoh, dtod, allocs, frees, live_allocations, live_bytes;
+  uint64_t htod, dtoh, dtod, allocs, frees, live_allocations, live_bytes, ipc_opens, ipc_closes;
 };
 
+// live_allocations counts this process's own allocations and the ones it opened through IPC.
 EXPORT void fake_cuda_counters(FakeCudaCounters* c) {
   std::lock_guard<std::mutex> lock(state.mutex);
-  *c = FakeCudaCounters{state.htod, state.dtoh, state.dtod, state.allocs, state.frees,
-                        static_cast<uint64_t>(state.allocations.size()), state.allocated_bytes};
+  *c = FakeCudaCounters{state.htod,       state.dtoh,          state.dtod,
+                        state.allocs,     state.frees,         static_cast<uint64_t>(state.allocations.size()),
+                        state.allocated_bytes, state.ipc_opens, state.ipc_closes};
 }
 
 // How many device-to-host copies read any byte of [address, address + size).

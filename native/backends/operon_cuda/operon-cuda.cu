@@ -365,9 +365,12 @@ TRITONSERVER_Error* Enqueue(const ModelState& m, InstanceState& st, Batch* b, si
     st.changed.wait(lock, [&] { return !s.busy; });
   }
   const size_t in_bytes = rows * in_row, out_bytes = rows * out_row;
-  RETURN_IF_ERROR(s.host_in.Reserve(in_bytes));
-  RETURN_IF_ERROR(s.host_out.Reserve(out_bytes));
-  RETURN_IF_ERROR(s.dev_in.Reserve(in_bytes));
+  // Staging buffers only for the sides in host memory.
+  if (!where.src_on_device) {
+    RETURN_IF_ERROR(s.host_in.Reserve(in_bytes));
+    RETURN_IF_ERROR(s.dev_in.Reserve(in_bytes));
+  }
+  if (!where.dst_on_device) RETURN_IF_ERROR(s.host_out.Reserve(out_bytes));
   RETURN_IF_ERROR(s.dev_out.Reserve(out_bytes));
   const void* dev_in = src;
   if (!where.src_on_device) {

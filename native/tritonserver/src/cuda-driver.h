@@ -29,6 +29,12 @@ using CUdeviceptr = unsigned long long;  // the driver's device address type (64
 
 constexpr CUresult CUDA_SUCCESS = 0;
 
+// CUipcMemHandle: an opaque 64-byte handle of a device allocation another process can open.
+struct CUipcMemHandle {
+  char reserved[64];
+};
+constexpr unsigned int CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1;
+
 struct Api {
   CUresult (*Init)(unsigned int) = nullptr;
   CUresult (*DeviceGetCount)(int*) = nullptr;
@@ -42,6 +48,10 @@ struct Api {
   CUresult (*MemcpyDtoH)(void*, CUdeviceptr, size_t) = nullptr;
   CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t) = nullptr;
   CUresult (*GetErrorName)(CUresult, const char**) = nullptr;
+  CUresult (*MemGetAddressRange)(CUdeviceptr*, size_t*, CUdeviceptr) = nullptr;
+  CUresult (*IpcGetMemHandle)(CUipcMemHandle*, CUdeviceptr) = nullptr;
+  CUresult (*IpcOpenMemHandle)(CUdeviceptr*, CUipcMemHandle, unsigned int) = nullptr;
+  CUresult (*IpcCloseMemHandle)(CUdeviceptr) = nullptr;
 };
 
 // The process's driver, loaded and cuInit'ed on first use. `error` is empty
@@ -91,6 +101,10 @@ inline const Driver& Get() {
     Resolve(handle, "cuMemcpyDtoH_v2", &a.MemcpyDtoH, &e);
     Resolve(handle, "cuMemcpyDtoD_v2", &a.MemcpyDtoD, &e);
     Resolve(handle, "cuGetErrorName", &a.GetErrorName, &e);
+    Resolve(handle, "cuMemGetAddressRange_v2", &a.MemGetAddressRange, &e);
+    Resolve(handle, "cuIpcGetMemHandle", &a.IpcGetMemHandle, &e);
+    Resolve(handle, "cuIpcOpenMemHandle_v2", &a.IpcOpenMemHandle, &e);
+    Resolve(handle, "cuIpcCloseMemHandle", &a.IpcCloseMemHandle, &e);
     if (!e.empty()) {
       e = driver.library + ": " + e;
       return;

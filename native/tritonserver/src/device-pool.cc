@@ -10,8 +10,17 @@
 // the driver refuses for lack of memory gives the cache back and tries once
 // more. Live regions are remembered, so a GPU input handed to
 // OperonHostExecute can be checked to lie inside one of them.
+//
+// Between processes (an operator's steps run in different workers), a region
+// is exported as a CUDA IPC handle (cuIpcGetMemHandle of the region, plus the
+// offset of the tensor in it) and imported by the consumer's worker, which
+// opens each region once (cuIpcOpenMemHandle) and keeps it open, since the
+// producer's pool reuses its regions request after request; imported regions
+// count as the pool's for the input checks.
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "cuda-driver.h"
 #include "internal.h"
@@ -32,6 +41,8 @@ struct DevicePool {
   std::mutex mutex;
   std::map<uintptr_t, Region> live;                 // by base address
   std::multimap<uint64_t, uintptr_t> cached;        // by size class
+  std::map<std::string, uintptr_t> imports;         // opened IPC handles (64 bytes) -> their mapping
+  std::map<uintptr_t, Region> imported;             // those mappings, by address
   uint64_t live_bytes = 0;
   uint64_t cached_bytes = 0;
 };
@@ -96,10 +107,13 @@ bool DeviceRegionHolds(int32_t device, const void* base, uint64_t byte_size) {
   DevicePool& pool = PoolOf(device);
   const auto p = reinterpret_cast<uintptr_t>(base);
   std::lock_guard<std::mutex> lock(pool.mutex);
-  auto it = pool.live.upper_bound(p);
-  if (it == pool.live.begin()) return false;
-  --it;
-  return p >= it->first && p + byte_size <= it->first + it->second.byte_size;
+  for (const auto* regions : {&pool.live, &pool.imported}) {
+    auto it = regions->upper_bound(p);
+    if (it == regions->begin()) continue;
+    --it;
+    if (p >= it->first && p + byte_size <= it->first + it->second.byte_size) return true;
+  }
+  return false;
 }
 
 }  // namespace operon
@@ -177,6 +191,92 @@ OPERON_HOST_EXPORT void OperonHostDevicePoolGetStatistics(int32_t device, Operon
   statistics->live_bytes = pool.live_bytes;
   statistics->cached_regions = pool.cached.size();
   statistics->cached_bytes = pool.cached_bytes;
+  statistics->imported_regions = pool.imported.size();
+}
+
+OPERON_HOST_EXPORT OperonHostError* OperonHostDeviceExport(int32_t device, const void* base,
+                                                           OperonHostDeviceIpcHandle* handle) {
+  const char* fn = "OperonHostDeviceExport";
+  if (OperonHostError* e = CheckDevice(fn, device)) return e;
+  if (handle == nullptr) return operon::HostError(OPERON_HOST_ERROR_INVALID_ARG, std::string(fn) + ": handle is NULL");
+  DevicePool& pool = PoolOf(device);
+  const auto p = reinterpret_cast<uintptr_t>(base);
+  uintptr_t region = 0;
+  {
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    auto it = pool.live.upper_bound(p);
+    if (it == pool.live.begin() || p >= std::prev(it)->first + std::prev(it)->second.byte_size)
+      return operon::HostError(OPERON_HOST_ERROR_INVALID_ARG, std::string(fn) + ": the address is not inside a region of GPU " +
+                                                                  std::to_string(device) + "'s own pool");
+    region = std::prev(it)->first;
+  }
+  cu::Scope scope(device);
+  if (!scope.error.empty()) return operon::HostError(OPERON_HOST_ERROR_UNAVAILABLE, std::string(fn) + ": " + scope.error);
+  cu::CUipcMemHandle h{};
+  cu::CUresult r = scope.api().IpcGetMemHandle(&h, static_cast<cu::CUdeviceptr>(region));
+  if (r != cu::CUDA_SUCCESS)
+    return operon::HostError(OPERON_HOST_ERROR_INTERNAL, std::string(fn) + ": " + cu::Describe("cuIpcGetMemHandle", r));
+  static_assert(sizeof(handle->handle) == sizeof(h.reserved), "CUipcMemHandle is 64 bytes");
+  std::memcpy(handle->handle, h.reserved, sizeof h.reserved);
+  handle->offset = p - region;
+  return nullptr;
+}
+
+OPERON_HOST_EXPORT OperonHostError* OperonHostDeviceImport(int32_t device, const OperonHostDeviceIpcHandle* handle,
+                                                           void** base) {
+  const char* fn = "OperonHostDeviceImport";
+  if (OperonHostError* e = CheckDevice(fn, device)) return e;
+  if (handle == nullptr || base == nullptr)
+    return operon::HostError(OPERON_HOST_ERROR_INVALID_ARG, std::string(fn) + ": handle or base is NULL");
+  DevicePool& pool = PoolOf(device);
+  const std::string key(reinterpret_cast<const char*>(handle->handle), sizeof handle->handle);
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  auto known = pool.imports.find(key);
+  uintptr_t mapping = 0;
+  if (known != pool.imports.end()) {
+    mapping = known->second;
+  } else {
+    cu::Scope scope(device);
+    if (!scope.error.empty()) return operon::HostError(OPERON_HOST_ERROR_UNAVAILABLE, std::string(fn) + ": " + scope.error);
+    cu::CUipcMemHandle h{};
+    std::memcpy(h.reserved, handle->handle, sizeof h.reserved);
+    cu::CUdeviceptr p = 0;
+    cu::CUresult r = scope.api().IpcOpenMemHandle(&p, h, cu::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    if (r != cu::CUDA_SUCCESS)
+      return operon::HostError(OPERON_HOST_ERROR_INVALID_ARG, std::string(fn) + ": GPU " + std::to_string(device) + ": " +
+                                                                  cu::Describe("cuIpcOpenMemHandle", r) +
+                                                                  " (a handle from another process, still alive, is needed)");
+    cu::CUdeviceptr start = 0;
+    size_t size = 0;
+    r = scope.api().MemGetAddressRange(&start, &size, p);
+    if (r != cu::CUDA_SUCCESS) {
+      scope.api().IpcCloseMemHandle(p);
+      return operon::HostError(OPERON_HOST_ERROR_INTERNAL, std::string(fn) + ": " + cu::Describe("cuMemGetAddressRange", r));
+    }
+    mapping = static_cast<uintptr_t>(p);
+    pool.imports[key] = mapping;
+    pool.imported[mapping] = Region{size, size};
+  }
+  if (handle->offset >= pool.imported[mapping].byte_size)
+    return operon::HostError(OPERON_HOST_ERROR_INVALID_ARG, std::string(fn) + ": offset " + std::to_string(handle->offset) +
+                                                                " is past the end of the exported region (" +
+                                                                std::to_string(pool.imported[mapping].byte_size) + " bytes)");
+  *base = reinterpret_cast<void*>(mapping + handle->offset);
+  return nullptr;
+}
+
+OPERON_HOST_EXPORT OperonHostError* OperonHostDeviceImportsClose(int32_t device) {
+  const char* fn = "OperonHostDeviceImportsClose";
+  if (OperonHostError* e = CheckDevice(fn, device)) return e;
+  DevicePool& pool = PoolOf(device);
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  if (pool.imports.empty()) return nullptr;
+  cu::Scope scope(device);
+  if (!scope.error.empty()) return operon::HostError(OPERON_HOST_ERROR_UNAVAILABLE, std::string(fn) + ": " + scope.error);
+  for (auto& [key, mapping] : pool.imports) scope.api().IpcCloseMemHandle(static_cast<cu::CUdeviceptr>(mapping));
+  pool.imports.clear();
+  pool.imported.clear();
+  return nullptr;
 }
 
 OPERON_HOST_EXPORT OperonHostError* OperonHostDevicePoolTrim(int32_t device) {

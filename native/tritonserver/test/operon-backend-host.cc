@@ -6,6 +6,8 @@
 //       <build-dir>/backends; prints one line per test and "N passed, M failed".
 //   operon-backend-host cuda-selftest <build-dir> [--cpu-only] | cuda-bench <build-dir>
 //       operon_cuda's suite and bench (cuda-selftest.cc).
+//   operon-backend-host ipc-consumer <build-dir> <handle-hex>
+//       The second process of selftest's CUDA IPC test (fake driver).
 //   operon-backend-host run --name N --library L --model-dir D --config JSON
 //       [--backend-config JSON] [--auto-complete] [--requests K] [--wait-ms T]
 //       [--input NAME:DTYPE:D1,D2:V1,V2,...]... [--input-file NAME:DTYPE:D1,D2:FILE]...
@@ -402,7 +404,7 @@ void TestGpuRefused() {
 // ---- Device-resident tensors, against the fake CUDA driver (test-fixtures/fake-cuda-driver.cc) ----
 
 struct FakeCudaCounters {
-  uint64_t htod, dtoh, dtod, allocs, frees, live_allocations, live_bytes;
+  uint64_t htod, dtoh, dtod, allocs, frees, live_allocations, live_bytes, ipc_opens, ipc_closes;
 };
 
 // The fake driver's test entry points, from the same library the pool and
@@ -629,6 +631,103 @@ void TestEnums() {
   TRITONSERVER_ErrorDelete(err);
 }
 
+std::string Hex(const void* data, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    const auto b = static_cast<const unsigned char*>(data)[i];
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+bool Unhex(const std::string& text, void* data, size_t n) {
+  if (text.size() != 2 * n) return false;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned value = 0;
+    if (std::sscanf(text.c_str() + 2 * i, "%2x", &value) != 1) return false;
+    static_cast<unsigned char*>(data)[i] = static_cast<unsigned char>(value);
+  }
+  return true;
+}
+
+// `ipc-consumer <build-dir> <handle-hex>`: the second process of the test below, as the consumer's worker would
+// be: imports the producer's region, runs step b of operon_gpu_identity on it in place, keeps b's output on the
+// device, copies that to host memory and prints what it saw.
+int IpcConsumer(const std::string& build, const std::string& hex) {
+  g_build = build;
+  setenv("OPERON_CUDA_DRIVER_LIB", FakeCudaPath().c_str(), 1);
+  const FakeCuda& fake = Fake();
+  OperonHostDeviceIpcHandle handle{};
+  EXPECT(Unhex(hex, &handle, sizeof handle), "a handle in hex");
+  void* base = nullptr;
+  std::string e = Take(OperonHostDeviceImport(0, &handle, &base));
+  EXPECT(e.empty() && base != nullptr, "import: " + e);
+  void* again = nullptr;
+  e = Take(OperonHostDeviceImport(0, &handle, &again));
+  EXPECT(e.empty() && again == base, "a second import of the region reuses its mapping: " + e);
+  Loaded b;
+  e = LoadGpu(b, "ipc_step_b", 0);
+  EXPECT(e.empty(), "load step b: " + e);
+  Tensor input{"INPUT0", "FP32", {1, 4}, {}, OPERON_HOST_MEMORY_GPU, 0, base, 16};
+  host::Response rb = RunStep(b, "b", input, 0);
+  const Tensor& y = rb.outputs.at(0);
+  std::vector<float> answer(4);
+  e = Take(OperonHostDeviceCopyToHost(0, answer.data(), y.device_base, y.device_bytes));
+  EXPECT(e.empty(), "copy the answer: " + e);
+  EXPECT(Take(OperonHostDeviceFree(0, y.device_base)).empty(), "free the answer's region");
+  std::printf("memory %s -> %s\n", ParamOf(rb, "input_memory").c_str(), ParamOf(rb, "output_memory").c_str());
+  std::printf("values %g,%g,%g,%g\n", answer[0], answer[1], answer[2], answer[3]);
+  std::printf("imported_dtoh %llu\n", static_cast<unsigned long long>(fake.dtoh_overlapping(reinterpret_cast<uint64_t>(base), 16)));
+  std::printf("imported_regions %llu\n", static_cast<unsigned long long>(Pool(0).imported_regions));
+  e = Take(OperonHostDeviceImportsClose(0));
+  EXPECT(e.empty(), "close the imports: " + e);
+  const FakeCudaCounters c = fake.Now();
+  std::printf("ipc_opens %llu ipc_closes %llu\n", static_cast<unsigned long long>(c.ipc_opens),
+              static_cast<unsigned long long>(c.ipc_closes));
+  return 0;
+}
+
+void TestDeviceTensorAcrossProcesses() {
+  const FakeCuda& fake = Fake();
+  Loaded a;
+  std::string e = LoadGpu(a, "ipc_step_a", 0);
+  EXPECT(e.empty(), "load step a: " + e);
+  const std::vector<float> values{0.5f, 8.f, -3.f, 7.25f};
+  host::Response ra = RunStep(a, "a", MakeTensor("x", "FP32", {1, 4}, values), 0);
+  Tensor intermediate = ra.outputs.at(0);
+  EXPECT(intermediate.memory_type == OPERON_HOST_MEMORY_GPU, "step a's output stayed on GPU 0");
+  OperonHostDeviceIpcHandle handle{};
+  e = Take(OperonHostDeviceExport(0, intermediate.device_base, &handle));
+  EXPECT(e.empty() && handle.offset == 0, "export: " + e);
+  // CUDA opens a handle only in another process.
+  void* own = nullptr;
+  EXPECT_CONTAINS(Take(OperonHostDeviceImport(0, &handle, &own)), "cuIpcOpenMemHandle failed: CUDA_ERROR_INVALID_CONTEXT");
+  char self[4096] = {};
+  EXPECT(readlink("/proc/self/exe", self, sizeof self - 1) > 0, "this program's path");
+  const std::string command =
+      "'" + std::string(self) + "' ipc-consumer '" + g_build + "' " + Hex(&handle, sizeof handle) + " 2>&1";
+  FILE* child = popen(command.c_str(), "r");
+  EXPECT(child != nullptr, "start the consumer process");
+  std::string out;
+  char line[512];
+  while (std::fgets(line, sizeof line, child) != nullptr) out += line;
+  const int status = pclose(child);
+  EXPECT(status == 0, "the consumer process succeeded: " + out);
+  EXPECT_CONTAINS(out, "memory GPU:0 -> GPU:0\n");
+  EXPECT_CONTAINS(out, "values 0.5,8,-3,7.25\n");
+  EXPECT_CONTAINS(out, "imported_dtoh 0\n");       // the consumer never copied the tensor to host memory
+  EXPECT_CONTAINS(out, "imported_regions 1\n");    // opened once, for both imports
+  EXPECT_CONTAINS(out, "ipc_opens 1 ipc_closes 1\n");
+  EXPECT(Take(OperonHostDeviceFree(0, intermediate.device_base)).empty(), "the producer frees its region after the consumer released");
+  EXPECT(fake.dtoh_overlapping(reinterpret_cast<uint64_t>(intermediate.device_base), intermediate.device_bytes) == 0,
+         "nor did the producer");
+  EXPECT_CONTAINS(Take(OperonHostDeviceExport(0, intermediate.device_base, &handle)),
+                  "the address is not inside a region of GPU 0's own pool");
+  Take(OperonHostDevicePoolTrim(0));
+}
+
 int SelfTest(const std::string& build) {
   g_build = build;
   // Device memory comes from the fake driver here, never from a real GPU's (the GPU suite is cuda-selftest).
@@ -653,6 +752,7 @@ int SelfTest(const std::string& build) {
       {"GPU instances reach the backend (operon_identity refuses them)", TestGpuRefused},
       {"an operator's intermediate tensor stays on the GPU between two GPU steps (fake driver)", TestDeviceTensorsBetweenSteps},
       {"device tensors: host-memory fallbacks, refused GPU inputs, the memory manager's GPU memory", TestDeviceTensorFallbacksAndRefusals},
+      {"a device tensor crosses processes through CUDA IPC (fake driver): opened once, read in place", TestDeviceTensorAcrossProcesses},
       {"crash_on_execute raises SIGSEGV", TestCrashIsASegfault},
   };
   int passed = 0, failed = 0;
@@ -896,6 +996,7 @@ int main(int argc, char** argv) {
       return CudaSelfTest(argv[2], argc == 4);
     if (cmd == "cuda-bench" && argc == 3) return CudaBench(argv[2]);
     if (cmd == "nvml-check" && argc == 3) return NvmlCheck(argv[2]);
+    if (cmd == "ipc-consumer" && argc == 4) return IpcConsumer(argv[2], argv[3]);
   } catch (const Failure& f) {
     std::fprintf(stderr, "operon-backend-host: %s\n", f.what.c_str());
     return 2;

@@ -392,12 +392,32 @@ typedef struct OperonHostDevicePoolStatistics {
   uint64_t live_bytes;      /* their size classes' bytes */
   uint64_t cached_regions;  /* freed, kept for reuse */
   uint64_t cached_bytes;
+  uint64_t imported_regions;  /* other processes' regions opened here (OperonHostDeviceImport) */
 } OperonHostDevicePoolStatistics;
 /* All zero for a GPU the pool never used. */
 OPERON_HOST_EXPORT void OperonHostDevicePoolGetStatistics(
     int32_t device, OperonHostDevicePoolStatistics* statistics);
-/* Frees the cached regions of GPU `device` back to the driver. */
+/* Frees the cached regions of GPU `device` back to the driver. A region
+ * another process has imported must not be trimmed while it reads it. */
 OPERON_HOST_EXPORT OperonHostError* OperonHostDevicePoolTrim(int32_t device);
+
+/* Between processes: CUDA IPC. Export gives the handle of the pool region
+ * holding `base` (cuIpcGetMemHandle) and the offset of `base` in it; Import,
+ * in another process, opens that region once (cuIpcOpenMemHandle; later
+ * imports of a handle of the same region reuse the mapping, since the
+ * producer's pool reuses its regions) and answers the address at the offset,
+ * which then passes the GPU-input checks as a pool region does. CUDA refuses
+ * to open a handle in the process that exported it. ImportsClose closes every
+ * region opened on GPU `device` (when the producing process went away). */
+typedef struct OperonHostDeviceIpcHandle {
+  uint8_t handle[64];  /* CUipcMemHandle of the region */
+  uint64_t offset;     /* of the exported address in the region */
+} OperonHostDeviceIpcHandle;
+OPERON_HOST_EXPORT OperonHostError* OperonHostDeviceExport(
+    int32_t device, const void* base, OperonHostDeviceIpcHandle* handle);
+OPERON_HOST_EXPORT OperonHostError* OperonHostDeviceImport(
+    int32_t device, const OperonHostDeviceIpcHandle* handle, void** base);
+OPERON_HOST_EXPORT OperonHostError* OperonHostDeviceImportsClose(int32_t device);
 
 /* ---- Pull statistics ------------------------------------------------------------- */
 
