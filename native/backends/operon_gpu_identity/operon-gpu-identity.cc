@@ -138,9 +138,11 @@ __attribute__((visibility("default"))) TRITONSERVER_Error* TRITONBACKEND_ModelIn
                                                      "; this backend runs on GPUs only: use instance_group { kind: KIND_GPU }");
   int32_t device = 0;
   RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceDeviceId(instance, &device));
-  cu::Scope scope(device);  // refuses here, at load, when the driver or the GPU is missing
+  // Refused here, at load, when the driver or the GPU is missing: a KIND_GPU instance that cannot run on
+  // this host is a config this host cannot serve (INVALID_ARG, as operon_cuda answers for a missing GPU).
+  cu::Scope scope(device);
   if (!scope.error.empty())
-    return Error(TRITONSERVER_ERROR_UNAVAILABLE, std::string("instance '") + name + "' on GPU " + std::to_string(device) + ": " + scope.error);
+    return Error(TRITONSERVER_ERROR_INVALID_ARG, std::string("instance '") + name + "' on GPU " + std::to_string(device) + ": " + scope.error);
   return TRITONBACKEND_ModelInstanceSetState(instance, new InstanceState{device});
 }
 
