@@ -115,7 +115,8 @@ export class AimdLimiter {
     this.min = options.min ?? 1;
     this.max = options.max ?? 64;
     this.decrease = options.decrease ?? 0.75;
-    if (!(this.decrease > 0 && this.decrease < 1)) throw new RangeError(`decrease must be in (0, 1), not ${this.decrease}`);
+    if (!(this.decrease > 0 && this.decrease < 1))
+      throw new RangeError(`decrease must be in (0, 1), not ${this.decrease}`);
     this.tolerance = options.onlineTolerance ?? 0.1;
     this.minOnline = options.minOnlineRequests ?? 20;
     this.onlineSpanWindows = Math.max(1, options.onlineSpanWindows ?? 3);
@@ -270,5 +271,7 @@ function percentile(values: readonly number[], q: number): number {
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+  return sorted.length % 2 === 1
+    ? (sorted[middle] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }

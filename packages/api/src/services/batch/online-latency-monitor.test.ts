@@ -61,7 +61,11 @@ describe("online latency monitor", () => {
   });
 
   it("reads a later probe after the job's requests in flight drained, within the gateway's 100 ms to 60 s", () => {
-    const limiter = (readWindows: number, probing: boolean, firstProbe: boolean) => ({ readWindows, probing, firstProbe });
+    const limiter = (readWindows: number, probing: boolean, firstProbe: boolean) => ({
+      readWindows,
+      probing,
+      firstProbe,
+    });
     expect(spanOf(limiter(2, true, false), 1000)).toBe(1600);
     expect(spanOf(limiter(2, true, false), 400)).toBe(400);
     expect(spanOf(limiter(10, true, true), 1000)).toBe(10_000);
