@@ -36,7 +36,8 @@
  * The first probe also reads `firstProbeSpanWindows` (10) windows of online
  * latency from before the job started, when nothing of the job's ran, so the
  * first baseline is of many requests. A median, unlike a mean, is not moved
- * by one probe that caught a burst. A p99 from a closed-loop perf report is
+ * by one probe that caught a burst; of an even count it is the lower middle
+ * one, so of two probes the quieter counts. A p99 from a closed-loop perf report is
  * no baseline: online p99 at half a model's capacity is already over twice
  * the report's p99 at concurrency 1, so a job held to that would never run.
  * Until a probe saw online traffic, the report's budget (`budgetMs`) stands in.
@@ -268,10 +269,8 @@ function percentile(values: readonly number[], q: number): number {
   return sorted[Math.max(0, Math.ceil(sorted.length * q) - 1)] ?? 0;
 }
 
+/** The median; of an even count, the lower middle one (of two probes, the quieter: an outlier is not averaged in). */
 function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[middle] as number)
-    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+  return sorted[Math.floor((sorted.length - 1) / 2)] as number;
 }
