@@ -230,7 +230,11 @@ export class RequestScheduler {
         done: false,
       };
       if (request.signal !== undefined) {
-        job.onAbort = () => this.cancel(job);
+        // A bound function, not `() => this.cancel(job)`: with the arrow, every request stayed reachable from
+        // old-generation memory after it finished and was promoted by the next scavenge (with everything it
+        // holds) until a full collection; ~1.5 KB per request through the engine alone, 0 with this or with
+        // V8's --no-allocation-site-pretenuring (bench/gc-survivors.mjs, ../frontends/live-list.ts).
+        job.onAbort = this.cancel.bind(this, job);
         request.signal.addEventListener("abort", job.onAbort, { once: true });
       }
       this.queueAt(request.level).push(job);
