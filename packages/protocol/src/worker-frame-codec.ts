@@ -25,6 +25,7 @@ const MESSAGE_TYPES: ReadonlySet<string> = new Set([
   "shutdown",
   "bls-response",
   "cancel",
+  "device-release",
   "ready",
   "loaded",
   "result",
@@ -72,6 +73,15 @@ export function encodeFrame(
     };
     const shmOffset = shmOffsets[i];
     if (shmOffset !== undefined) descriptor.shmOffset = shmOffset;
+    const device = tensor.device;
+    if (device !== undefined) {
+      descriptor.device = {
+        gpu: device.gpu,
+        handle: device.handle.toString("base64"),
+        byteLength: device.byteLength,
+        region: device.region,
+      };
+    }
     return descriptor;
   });
   const json = Buffer.from(JSON.stringify({ ...header, tensors: descriptors }), "utf8");
@@ -250,6 +260,19 @@ function parseFrame(frame: Buffer, sharedMemory: Buffer | undefined): DecodedFra
   let offset = PREFIX_BYTES + headerLength;
   for (const descriptor of descriptors as unknown[]) {
     const wire = checkDescriptor(descriptor);
+    if (wire.device !== undefined) {
+      // On a GPU: the frame carries none of its bytes (the encoder sends a device tensor's empty data).
+      const { gpu, handle, byteLength, region } = wire.device;
+      tensors.push({
+        name: wire.name,
+        datatype: wire.datatype,
+        shape: wire.shape,
+        data: Buffer.alloc(0),
+        device: { gpu, handle: Buffer.from(handle, "base64"), byteLength, region },
+      });
+      shmOffsets.push(undefined);
+      continue;
+    }
     if (wire.shmOffset !== undefined) {
       const shmEnd = wire.shmOffset + wire.byteLength;
       if (sharedMemory === undefined) {
@@ -290,6 +313,23 @@ function parseFrame(frame: Buffer, sharedMemory: Buffer | undefined): DecodedFra
   return { header: header as WorkerMessage, tensors, shmOffsets };
 }
 
+/** A device tensor's descriptor: non-negative integers, a base64 handle, and no bytes in the frame. */
+function isDeviceDescriptor(device: unknown, frameBytes: number): boolean {
+  const d = device as Partial<NonNullable<WireTensor["device"]>> | null;
+  return (
+    typeof d === "object" &&
+    d !== null &&
+    frameBytes === 0 &&
+    Number.isSafeInteger(d.gpu) &&
+    (d.gpu as number) >= 0 &&
+    Number.isSafeInteger(d.byteLength) &&
+    (d.byteLength as number) >= 0 &&
+    Number.isSafeInteger(d.region) &&
+    typeof d.handle === "string" &&
+    /^[A-Za-z0-9+/]*={0,2}$/.test(d.handle)
+  );
+}
+
 function checkDescriptor(value: unknown): WireTensor {
   const d = value as Partial<WireTensor> | null;
   if (
@@ -302,7 +342,8 @@ function checkDescriptor(value: unknown): WireTensor {
     !d.shape.every((dim) => Number.isSafeInteger(dim) && dim >= 0) ||
     !Number.isSafeInteger(d.byteLength) ||
     (d.byteLength as number) < 0 ||
-    (d.shmOffset !== undefined && (!Number.isSafeInteger(d.shmOffset) || d.shmOffset < 0))
+    (d.shmOffset !== undefined && (!Number.isSafeInteger(d.shmOffset) || d.shmOffset < 0)) ||
+    (d.device !== undefined && !isDeviceDescriptor(d.device, d.byteLength as number))
   ) {
     throw new OperonError("INTERNAL", `worker channel: malformed tensor descriptor ${JSON.stringify(value)}`);
   }

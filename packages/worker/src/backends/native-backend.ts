@@ -16,6 +16,7 @@ import type {
 import {
   type TritonBackendHandle,
   type TritonHostBinding,
+  type TritonHostDeviceInput,
   type TritonHostEvent,
   type TritonHostResponse,
   type TritonHostStatistics,
@@ -223,8 +224,11 @@ export class NativeBackend implements RequestBackend {
       return {
         token,
         id: request.id,
-        inputs: request.inputs,
+        inputs: request.inputs.map(hostInput),
         outputNames: request.outputNames,
+        ...(request.deviceOutputs !== undefined && request.deviceOutputs.length > 0
+          ? { deviceOutputs: [...request.deviceOutputs] }
+          : {}),
         parameters: Object.entries(request.parameters).map(([name, value]) => ({
           name,
           value,
@@ -252,6 +256,20 @@ export class NativeBackend implements RequestBackend {
     const instance = this.instance;
     if (binding === undefined || instance === undefined) return;
     for (const [token, live] of this.live) if (requests.includes(live.request)) binding.cancel(instance, token);
+  }
+
+  releaseDeviceOutputs(regions: number[]): void {
+    const binding = this.binding;
+    if (binding === undefined) return;
+    for (const region of regions) {
+      try {
+        binding.releaseDeviceOutput(region);
+      } catch (error) {
+        this.log("error", `backend '${this.backendName}': a GPU output could not be given back to the pool`, {
+          reason: (error as Error).message,
+        });
+      }
+    }
   }
 
   async finalize(): Promise<void> {
@@ -338,8 +356,12 @@ export class NativeBackend implements RequestBackend {
     }
     const outputs: Tensor[] = [];
     for (const output of payload.outputs) {
+      if (output.error !== undefined) {
+        this.dropOutputs(payload);
+        return { error: new OperonError("INTERNAL", `backend '${this.backendName}': ${output.error}`) };
+      }
       if (!isDataType(output.datatype)) {
-        for (const dropped of payload.outputs) this.host?.freeOutput?.(dropped.data);
+        this.dropOutputs(payload);
         return {
           error: new OperonError(
             "INTERNAL",
@@ -347,10 +369,29 @@ export class NativeBackend implements RequestBackend {
           ),
         };
       }
+      if (output.device !== undefined) {
+        const { gpu, handle, region } = output.device;
+        outputs.push({
+          name: output.name,
+          datatype: output.datatype,
+          shape: output.shape,
+          data: output.data,
+          device: { gpu, handle, byteLength: output.byteSize, region },
+        });
+        continue;
+      }
       const data = output.data.length === output.byteSize ? output.data : output.data.subarray(0, output.byteSize);
       outputs.push({ name: output.name, datatype: output.datatype, shape: output.shape, data });
     }
     return Object.keys(payload.parameters).length > 0 ? { outputs, parameters: payload.parameters } : { outputs };
+  }
+
+  /** A response that will not be sent: its outputs' shared memory and GPU regions go back. */
+  private dropOutputs(payload: TritonHostResponse): void {
+    for (const output of payload.outputs) {
+      if (output.device !== undefined) this.binding?.releaseDeviceOutput(output.device.region);
+      else this.host?.freeOutput?.(output.data);
+    }
   }
 
   /** Custom metric families are process-wide: the worker sends them on whenever they changed. */
@@ -421,6 +462,19 @@ function timingOf(statistics: TritonHostStatistics): ExecuteTiming {
     computeInputNs: statistics.computeInputNs,
     computeInferNs: statistics.computeInferNs,
     computeOutputNs: statistics.computeOutputNs,
+  };
+}
+
+/** A request input as the addon takes it: a GPU tensor by its IPC handle (imported there), any other by its bytes. */
+function hostInput(tensor: Tensor): Tensor | TritonHostDeviceInput {
+  const device = tensor.device;
+  if (device === undefined) return tensor;
+  return {
+    name: tensor.name,
+    datatype: tensor.datatype,
+    shape: tensor.shape,
+    data: tensor.data,
+    device: { gpu: device.gpu, handle: device.handle, byteLength: device.byteLength },
   };
 }
 
