@@ -273,7 +273,11 @@ class DagRun {
 
   /** Gives GPU tensors back to the workers holding them: those a step read (its request is done), or all. */
   private releaseDevice(tensors: Iterable<string>): void {
-    for (const name of tensors) this.board.get(name)?.device?.release?.();
+    for (const name of tensors) {
+      // Once each: a released tensor leaves the request's device set.
+      if (!this.onDevice!.delete(name)) continue;
+      this.board.get(name)?.device?.release?.();
+    }
   }
 
   /** Skips and starts every step it can until nothing changes; finishes when all steps are done or skipped. */
