@@ -147,6 +147,20 @@ async function infer(server: RunningOperon, model: string, input: string, data: 
   return body;
 }
 
+/** The device pool gauges of GPU 0 the workers published (operon_gpu_pool_*, summed over workers). */
+async function poolGauges(server: RunningOperon): Promise<{ live?: number; cached?: number; imported?: number }> {
+  const text = await (await fetch(server.metricsUrl)).text();
+  const value = (name: string): number | undefined => {
+    const match = new RegExp(`^${name}\\{gpu="0"\\} (\\S+)$`, "m").exec(text);
+    return match === null ? undefined : Number(match[1]);
+  };
+  return {
+    live: value("operon_gpu_pool_live_regions"),
+    cached: value("operon_gpu_pool_cached_regions"),
+    imported: value("operon_gpu_pool_imported_regions"),
+  };
+}
+
 async function load(server: RunningOperon, model: string): Promise<{ status: number; error?: string }> {
   const response = await fetch(`${server.httpUrl}/v2/repository/models/${model}/load`, { method: "POST", body: "{}" });
   const body = (await response.json().catch(() => ({}))) as { error?: string };
@@ -229,6 +243,15 @@ describe("GPU-aware native backend on a fake GPU host (fake CUDA driver)", () =>
     expect(changes.map((change) => change.allocs)).toEqual([0, 0]);
     expect(changes.map((change) => change.ipcOpens)).toEqual([0, 0]);
     expect(changes.find((change) => change.htod > 0)).toMatchObject({ htod: 3, dtoh: 0 });
+    // The workers' device pools of GPU 0 (summed over the workers): nothing handed out once the requests were
+    // answered, the intermediate's region cached for reuse in the producer, opened once in the consumer.
+    await expect
+      .poll(() => poolGauges(server!), { timeout: 5_000 })
+      .toEqual({
+        live: 0,
+        cached: 1,
+        imported: 1,
+      });
   });
 
   it("moves the tensor through host memory between steps on different GPUs", async () => {

@@ -16,6 +16,7 @@ import type {
 import {
   type TritonBackendHandle,
   type TritonHostBinding,
+  type TritonDevicePoolStatistics,
   type TritonHostDeviceInput,
   type TritonHostEvent,
   type TritonHostResponse,
@@ -101,6 +102,8 @@ export class NativeBackend implements RequestBackend {
   private host: BackendHost | undefined;
   private log: BackendLog = () => undefined;
   private lastMetrics = "";
+  /** The instance's GPU (KIND_GPU): its device pool's gauges go out with the custom metrics. */
+  private gpu: number | undefined;
   private nextToken = 1;
 
   async initialize(options: BackendInitOptions): Promise<void> {
@@ -143,6 +146,7 @@ export class NativeBackend implements RequestBackend {
       this.maxBatchSize = maxBatchSizeOf(completed);
       this.info = configIo(completed);
       const kind = KIND_CODES[options.instanceKind ?? "KIND_CPU"] ?? 1;
+      if (options.instanceKind === "KIND_GPU") this.gpu = options.deviceId ?? 0;
       this.instance = hostCall(
         `model '${modelName}': ${what} failed to initialize instance '${options.instanceName}'`,
         () =>
@@ -270,6 +274,7 @@ export class NativeBackend implements RequestBackend {
         });
       }
     }
+    this.publishMetrics();
   }
 
   async finalize(): Promise<void> {
@@ -401,6 +406,10 @@ export class NativeBackend implements RequestBackend {
     let text: string;
     try {
       text = binding.metricsText();
+      if (this.gpu !== undefined) {
+        if (text !== "" && !text.endsWith("\n")) text += "\n";
+        text += devicePoolMetrics(this.gpu, binding.devicePoolStatistics(this.gpu));
+      }
     } catch {
       return;
     }
@@ -408,6 +417,28 @@ export class NativeBackend implements RequestBackend {
     this.lastMetrics = text;
     this.host.publishMetrics(text);
   }
+}
+
+/**
+ * The worker's device pool of its GPU as Prometheus gauges. Summed over
+ * workers by the gateway (backend-metrics-text.ts), they say what the
+ * host's workers hold on each GPU: regions handed out (an operator's
+ * intermediates among them, until the next step is done), cached for
+ * reuse, and other workers' regions opened here.
+ */
+function devicePoolMetrics(gpu: number, pool: TritonDevicePoolStatistics): string {
+  const gauge = (name: string, help: string, value: number): string =>
+    `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name}{gpu="${gpu}"} ${value}\n`;
+  return (
+    gauge("operon_gpu_pool_live_regions", "Device pool regions handed out and not yet given back", pool.liveRegions) +
+    gauge("operon_gpu_pool_live_bytes", "Bytes of the device pool regions handed out", pool.liveBytes) +
+    gauge("operon_gpu_pool_cached_regions", "Device pool regions given back and kept for reuse", pool.cachedRegions) +
+    gauge(
+      "operon_gpu_pool_imported_regions",
+      "Other workers' device regions opened through CUDA IPC",
+      pool.importedRegions,
+    )
+  );
 }
 
 /** TRITONBACKEND_Initialize once per process per backend name; each model holds a reference. */
