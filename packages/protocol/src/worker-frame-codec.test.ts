@@ -193,7 +193,10 @@ describe("worker wire frames for tensors on a GPU", () => {
       device: { gpu: 1, handle, byteLength: 16, region: 7, release: () => undefined },
     };
     const bytes = join(
-      encodeFrame({ type: "execute", requestId: 7, deviceOutputs: ["OUTPUT0"] }, [device, tensor("x", "UINT8", [2], Buffer.from([5, 6]))]),
+      encodeFrame({ type: "execute", requestId: 7, deviceOutputs: ["OUTPUT0"] }, [
+        device,
+        tensor("x", "UINT8", [2], Buffer.from([5, 6])),
+      ]),
     );
     const [frame] = new FrameDecoder().push(bytes);
     expect(frame!.header).toMatchObject({ type: "execute", deviceOutputs: ["OUTPUT0"] });
