@@ -254,6 +254,31 @@ describe("GPU-aware native backend on a fake GPU host (fake CUDA driver)", () =>
       });
   });
 
+  it("serves again, from the restarted producer's new regions, after the producing worker was killed", async () => {
+    await infer(server!, "gpu_pipeline", "IN", [1, 2, 3, 4]);
+    const before = readCounters(counters);
+    const producers = [...before].filter(([, counts]) => counts.htod > 0 && counts.dtoh === 0);
+    expect(producers).toHaveLength(1);
+    const pid = Number(producers[0]![0].replace(".json", ""));
+    process.kill(pid, "SIGKILL");
+    // The pool restarts the worker; until then the step fails (UNAVAILABLE), never hangs.
+    const data = [4, 3, 2, 1];
+    let body: any;
+    for (let tries = 0; tries < 100 && body === undefined; tries++) {
+      const response = await fetch(`${server!.httpUrl}/v2/models/gpu_pipeline/infer`, {
+        method: "POST",
+        body: JSON.stringify({ inputs: [{ name: "IN", datatype: "FP32", shape: [1, 4], data }] }),
+      });
+      if (response.status === 200) body = await response.json();
+      else await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(body?.outputs[0].data).toEqual(data);
+    const changes = grewBy(before, readCounters(counters));
+    // A new producer process allocated a region; the consumer opened its handle (the dead worker's stays unused).
+    expect(changes.find((change) => change.htod > 0)).toMatchObject({ htod: 1, dtoh: 0, allocs: 1 });
+    expect(changes.find((change) => change.dtoh > 0)).toMatchObject({ dtoh: 1, ipcOpens: 1 });
+  });
+
   it("moves the tensor through host memory between steps on different GPUs", async () => {
     const data = [9, 8, 7, 6];
     const before = readCounters(counters);

@@ -243,8 +243,13 @@ export class NativeBackend implements RequestBackend {
     try {
       binding.execute(instance, batch);
     } catch (error) {
-      // Malformed input the addon refused before the backend saw anything.
-      const failure = new OperonError("INVALID_ARG", `backend '${this.backendName}': ${(error as Error).message}`);
+      // Malformed input the addon refused before the backend saw anything (INVALID_ARG), or a GPU input it could
+      // not open (the producing worker is gone: the library's kind, e.g. UNAVAILABLE).
+      const code = tritonErrorCodeOf(error);
+      const failure = new OperonError(
+        code === "INTERNAL" ? "INVALID_ARG" : (ERROR_KIND_OF_CODE[code] ?? "INVALID_ARG"),
+        `backend '${this.backendName}': ${(error as Error).message}`,
+      );
       for (const { token } of batch) this.finish(token, { error: failure });
       return;
     }
