@@ -85,7 +85,8 @@ for (const line of window.split("\n")) {
   const kind = /\bgc=(\w+)/.exec(line)?.[1];
   if (isolate === undefined || kind === undefined) continue;
   let sums = byIsolate.get(isolate);
-  if (sums === undefined) byIsolate.set(isolate, (sums = { scavenges: 0, majors: 0, promoted: 0, survived: 0, allocated: 0 }));
+  if (sums === undefined)
+    byIsolate.set(isolate, (sums = { scavenges: 0, majors: 0, promoted: 0, survived: 0, allocated: 0 }));
   const field = (name) => Number(new RegExp(`\\b${name}=(\\d+)`).exec(line)?.[1] ?? 0);
   if (kind === "s") {
     sums.scavenges++;

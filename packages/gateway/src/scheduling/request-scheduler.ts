@@ -283,6 +283,9 @@ export class RequestScheduler {
     }
     let wakeAt: bigint | undefined;
     while (this.queued > 0) {
+      // Every instance busy (the common case under load): a batch built now would be dropped, and the returning
+      // capacity calls schedule() again. Not building it saves a scan of the queue on every enqueue.
+      if (this.dispatcher.hasCapacity?.() === false) break;
       const decision = this.nextBatch(now);
       if (decision.kind === "wait") {
         // No instance free: the wait ends with capacity (onCapacity calls schedule()), so no timer spins meanwhile.
