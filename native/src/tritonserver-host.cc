@@ -793,10 +793,12 @@ Napi::Value Execute(const Napi::CallbackInfo& info) {
         int32_t gpu = ref.Get("gpu").As<Napi::Number>().Int32Value();
         void* imported = nullptr;
         if (OperonHostError* error = api.DeviceImport(gpu, &ipc, &imported)) {
+          // Only the gateway hands out handles, from a worker's own export: one that cannot be opened means the
+          // producing worker is gone (or its GPU failed), a server-side condition, not the client's mistake.
           std::string message = error->message != nullptr ? error->message : "import failed";
-          uint32_t code = error->code;
           api.ErrorDelete(error);
-          return ThrowMessage(env, code, std::string("input '") + name + "' on GPU " + std::to_string(gpu) + ": " + message);
+          return ThrowMessage(env, OPERON_HOST_ERROR_UNAVAILABLE,
+                              std::string("input '") + name + "' on GPU " + std::to_string(gpu) + " cannot be opened (has the worker that produced it exited?): " + message);
         }
         uint64_t byte_size = static_cast<uint64_t>(ref.Get("byteLength").As<Napi::Number>().Int64Value());
         s.buffers.push_back(OperonHostBuffer{imported, byte_size, OPERON_HOST_MEMORY_GPU, gpu});
