@@ -200,6 +200,7 @@ describe("worker wire frames for tensors on a GPU", () => {
     );
     const [frame] = new FrameDecoder().push(bytes);
     expect(frame!.header).toMatchObject({ type: "execute", deviceOutputs: ["OUTPUT0"] });
+    expect(frame!.device).toBe(true);
     expect(frame!.tensors[0]).toEqual({
       name: "mid",
       datatype: "FP32",
@@ -210,6 +211,7 @@ describe("worker wire frames for tensors on a GPU", () => {
     expect([...frame!.tensors[1]!.data]).toEqual([5, 6]);
     const [release] = new FrameDecoder().push(join(encodeFrame({ type: "device-release", regions: [7, 8] })));
     expect(release!.header).toEqual({ type: "device-release", regions: [7, 8] });
+    expect(release!.device).toBeUndefined();
   });
 
   it("rejects a device descriptor with bytes in the frame or malformed fields", () => {

@@ -45,6 +45,8 @@ export interface DecodedFrame {
    * (64-byte aligned; valid only until its space is handed back).
    */
   tensors: Tensor[];
+  /** True when a tensor is on a GPU (`device`): the receiver checks only then, so other frames cost nothing more. */
+  device?: true;
   /** Per tensor, its offset in the sender's shared-memory half; undefined = its bytes came in the frame. */
   shmOffsets: Array<number | undefined>;
 }
@@ -257,12 +259,14 @@ function parseFrame(frame: Buffer, sharedMemory: Buffer | undefined): DecodedFra
     throw new OperonError("INTERNAL", "worker channel: frame header 'tensors' is not a list");
   const tensors: Tensor[] = [];
   const shmOffsets: Array<number | undefined> = [];
+  let device = false;
   let offset = PREFIX_BYTES + headerLength;
   for (const descriptor of descriptors as unknown[]) {
     const wire = checkDescriptor(descriptor);
     if (wire.device !== undefined) {
       // On a GPU: the frame carries none of its bytes (the encoder sends a device tensor's empty data).
       const { gpu, handle, byteLength, region } = wire.device;
+      device = true;
       tensors.push({
         name: wire.name,
         datatype: wire.datatype,
@@ -310,7 +314,9 @@ function parseFrame(frame: Buffer, sharedMemory: Buffer | undefined): DecodedFra
       `worker channel: ${frame.length - offset} bytes after the last tensor of a frame`,
     );
   }
-  return { header: header as WorkerMessage, tensors, shmOffsets };
+  const decoded: DecodedFrame = { header: header as WorkerMessage, tensors, shmOffsets };
+  if (device) decoded.device = true;
+  return decoded;
 }
 
 /** A device tensor's descriptor: non-negative integers, a base64 handle, and no bytes in the frame. */

@@ -428,7 +428,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     for (const frame of frames) this.onFrame(frame);
   }
 
-  private onFrame({ header, tensors, shmOffsets }: DecodedFrame): void {
+  private onFrame({ header, tensors, shmOffsets, device }: DecodedFrame): void {
     if (header.type === "ready") {
       this.shm.onReady(header.shm);
       if (header.wireVersion !== WORKER_WIRE_VERSION) {
@@ -468,7 +468,8 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     // Out of shared memory before anything else, so the worker gets the space back whatever happens next.
     const outputs = this.shm.takeOutputs(tensors, shmOffsets);
     this.shm.scheduleReleaseFlush();
-    for (const output of outputs) if (output.device !== undefined) this.holdDeviceOutput(output.device);
+    if (device === true)
+      for (const output of outputs) if (output.device !== undefined) this.holdDeviceOutput(output.device);
     if (header.type === "bls-request") {
       void relayBlsRequest(
         {
