@@ -16,8 +16,15 @@
 // handle in the process that exported it is refused, as CUDA refuses it.
 //
 // Besides the driver API, the tests read what happened through
-// fake_cuda_counters / fake_cuda_dtoh_overlapping (resolved with dlsym).
+// fake_cuda_counters / fake_cuda_dtoh_overlapping (resolved with dlsym), or,
+// from another process (a test driving the real server, whose workers load
+// this library through OPERON_CUDA_DRIVER_LIB), in
+// <that library's folder>/fake-cuda-counters/<pid>.json: rewritten after
+// every counted call while that folder exists (the test copies the library
+// to a folder of its own and makes it; no variable of the server's
+// environment is needed, so the worker's allow-list stays as it is).
 #include <fcntl.h>
+#include <cstdio>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -86,6 +93,31 @@ const Allocation* Find(uint64_t address, uint64_t size, uint64_t* base) {
 }
 
 void* Host(uint64_t device_address) { return reinterpret_cast<void*>(device_address & ~kDeviceBit); }
+
+// Writes this process's counters to <library folder>/fake-cuda-counters/<pid>.json when that folder exists
+// (caller holds the mutex). Through a temporary file and rename, so a reader never sees half a file.
+void Publish() {
+  const char* library = std::getenv("OPERON_CUDA_DRIVER_LIB");
+  if (library == nullptr) return;
+  const std::string where(library);
+  const size_t slash = where.rfind('/');
+  if (slash == std::string::npos) return;
+  const std::string dir = where.substr(0, slash) + "/fake-cuda-counters";
+  if (access(dir.c_str(), W_OK) != 0) return;
+  const std::string path = dir + "/" + std::to_string(getpid()) + ".json";
+  const std::string temporary = path + ".tmp";
+  FILE* file = std::fopen(temporary.c_str(), "w");
+  if (file == nullptr) return;
+  std::fprintf(file,
+               "{\"htod\":%llu,\"dtoh\":%llu,\"dtod\":%llu,\"allocs\":%llu,\"frees\":%llu,\"liveAllocations\":%llu,"
+               "\"ipcOpens\":%llu,\"ipcCloses\":%llu}\n",
+               static_cast<unsigned long long>(state.htod), static_cast<unsigned long long>(state.dtoh),
+               static_cast<unsigned long long>(state.dtod), static_cast<unsigned long long>(state.allocs),
+               static_cast<unsigned long long>(state.frees), static_cast<unsigned long long>(state.allocations.size()),
+               static_cast<unsigned long long>(state.ipc_opens), static_cast<unsigned long long>(state.ipc_closes));
+  std::fclose(file);
+  std::rename(temporary.c_str(), path.c_str());
+}
 
 }  // namespace
 
@@ -156,6 +188,7 @@ EXPORT int cuMemAlloc_v2(uint64_t* pointer, size_t size) {
   state.allocations[address] = Allocation{size, current.back()->device, fd, false};
   state.allocated_bytes += size;
   state.allocs += 1;
+  Publish();
   *pointer = address;
   return CUDA_SUCCESS;
 }
@@ -169,6 +202,7 @@ EXPORT int cuMemFree_v2(uint64_t pointer) {
   state.allocated_bytes -= it->second.size;
   state.allocations.erase(it);
   state.frees += 1;
+  Publish();
   return CUDA_SUCCESS;
 }
 
@@ -218,6 +252,7 @@ EXPORT int cuIpcOpenMemHandle_v2(uint64_t* pointer, OpaqueHandle handle, unsigne
   const uint64_t address = reinterpret_cast<uint64_t>(host) | kDeviceBit;
   state.allocations[address] = Allocation{h.size, static_cast<int>(h.device), -1, true};
   state.ipc_opens += 1;
+  Publish();
   *pointer = address;
   return CUDA_SUCCESS;
 }
@@ -229,6 +264,7 @@ EXPORT int cuIpcCloseMemHandle(uint64_t pointer) {
   munmap(Host(pointer), it->second.size);
   state.allocations.erase(it);
   state.ipc_closes += 1;
+  Publish();
   return CUDA_SUCCESS;
 }
 
@@ -239,6 +275,7 @@ EXPORT int cuMemcpyHtoD_v2(uint64_t dst, const void* src, size_t size) {
   if (Find(dst, size, &base) == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::memcpy(Host(dst), src, size);
   state.htod += 1;
+  Publish();
   return CUDA_SUCCESS;
 }
 
@@ -250,6 +287,7 @@ EXPORT int cuMemcpyDtoH_v2(void* dst, uint64_t src, size_t size) {
   std::memcpy(dst, Host(src), size);
   state.dtoh += 1;
   state.dtoh_sources.emplace_back(src, size);
+  Publish();
   return CUDA_SUCCESS;
 }
 
@@ -260,6 +298,7 @@ EXPORT int cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t size) {
   if (Find(dst, size, &base) == nullptr || Find(src, size, &base) == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::memmove(Host(dst), Host(src), size);
   state.dtod += 1;
+  Publish();
   return CUDA_SUCCESS;
 }
 

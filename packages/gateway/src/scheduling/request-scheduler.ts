@@ -61,6 +61,8 @@ export interface RequestContext {
   parameters?: Record<string, string | number | boolean>;
   /** The client's cancellation, for backends that can stop a request they already run (native backends). */
   signal?: CancelSignal;
+  /** Outputs to keep in the instance's GPU memory (InferRequest.deviceOutputs). */
+  deviceOutputs?: string[];
 }
 
 /** One response of a streamed request (the same shape as WorkerProcess's StreamResponse). */
