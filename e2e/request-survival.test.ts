@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startOperon, tempRepository, workerProcesses, type RunningOperon } from "./support/operon-process.js";
 
 /**
@@ -122,8 +122,15 @@ parameters { key: "worker_memory_limit_mb" value: { string_value: "200" } }`,
     expect(await metric(server, 'operon_worker_recycles_total{model="leaky"')).toBeGreaterThanOrEqual(2);
     // A recycle is not a crash, and the worker serving now is a fresh process.
     expect(await metric(server, 'operon_worker_restarts_total{model="leaky"')).toBe(0);
-    const now = workerProcesses(server.pid).find((worker) => worker.instance.startsWith("leaky"))?.pid;
-    expect(now).toBeDefined();
+    // The last request may itself have triggered a recycle: its replacement is then still starting.
+    const now = await vi.waitFor(
+      () => {
+        const pid = workerProcesses(server.pid).find((worker) => worker.instance.startsWith("leaky"))?.pid;
+        if (pid === undefined) throw new Error("no 'leaky' worker process yet");
+        return pid;
+      },
+      { timeout: 15_000, interval: 50 },
+    );
     expect(now).not.toBe(first);
     expect(server.output()).toMatch(/over its memory cap; recycling it between requests/);
   });
