@@ -4,13 +4,10 @@
 // per request; a chain of dead old objects pointing at newer requests (nepotism) shows whole requests promoted.
 // Usage: node bench/gc-survivors.mjs [json|binary|grpc-none] [connections] [seconds]
 // Environment: ISOLATION, INSTANCES, OPERON_NODE_ARGS, BASELINE=1 (the minimal server instead).
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { addSubRequest, writeAddSubRepository } from "./lib/add-sub-load.mjs";
-import { ROOT } from "./lib/processes.mjs";
+import { startBaseline, startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
 const [kind = "json", connections = "16", seconds = "4"] = process.argv.slice(2);
@@ -28,41 +25,15 @@ if (process.env.QUEUE_DELAY_US !== undefined) {
 }
 const extra = (process.env.OPERON_NODE_ARGS ?? "").split(" ").filter((a) => a !== "");
 const baseline = process.env.BASELINE === "1";
-const args = baseline
-  ? [...extra, "--trace-gc-nvp", join(ROOT, "bench/baselines/minimal-http-ort-server.mjs"), onnx, "0"]
-  : [
-      ...extra,
-      "--trace-gc-nvp",
-      join(ROOT, "apps/cli/bin/operon.js"),
-      "serve",
-      "--model-repository",
-      repository,
-      "--http-port",
-      "0",
-      "--grpc-port",
-      "0",
-      "--metrics-port",
-      "0",
-      "--api-port",
-      "0",
-      "--console=false",
-      "--log-verbose",
-      "0",
-      "--data-dir",
-      mkdtempSync(join(tmpdir(), "operon-gc-data-")),
-    ];
-const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
 let text = "";
-let marks = { start: -1, stop: -1 };
-child.stdout.on("data", (chunk) => (text += chunk));
-child.stderr.on("data", (chunk) => (text += chunk));
-let url;
-for (let waited = 0; url === undefined; waited += 100) {
-  const match = /HTTP on (http:\/\/[^\s,]+)/.exec(text) ?? /listening (\d+)/.exec(text);
-  if (match) url = match[1].startsWith("http") ? match[1] : `http://127.0.0.1:${match[1]}`;
-  if (waited > 60_000) throw new Error(`server did not start:\n${text.slice(-2000)}`);
-  await sleep(100);
-}
+const onOutput = (chunk) => {
+  text += chunk;
+};
+const nodeArgs = [...extra, "--trace-gc-nvp"];
+const server = baseline
+  ? await startBaseline("minimal-http-ort-server.mjs", [onnx, "0"], { nodeArgs, onOutput })
+  : await startOperon(repository, ["--log-verbose", "0"], { nodeArgs, onOutput });
+const url = server.url ?? server.httpUrl;
 const { body: goodBody, headers } = addSubRequest(kind);
 // BODY_REPLACE=from=>to: a variant of the body (e.g. a wrong input name, refused by validation), to bisect the path.
 const [from, to] = (process.env.BODY_REPLACE ?? "=>").split("=>");
@@ -70,10 +41,10 @@ const body = from === "" ? goodBody : String(goodBody).replace(from, to);
 // URL_PATH: another endpoint under the same load (e.g. a missing model), to tell the frontend's share from the engine's.
 const request = wrkRequest(`${url}${process.env.URL_PATH ?? "/v2/models/add_sub/infer"}`, body, headers);
 await runWrk(request, { connections: Number(connections), seconds: 2 });
-marks.start = text.length;
+const marks = { start: text.length, stop: 0 };
 const result = await runWrk(request, { connections: Number(connections), seconds: Number(seconds) });
 marks.stop = text.length;
-child.kill("SIGKILL");
+await server.stop();
 const window = text.slice(marks.start, marks.stop);
 if (process.env.DUMP_GC) writeFileSync(process.env.DUMP_GC, window);
 const requests = result.requestsPerSec * Number(seconds);

@@ -31,6 +31,12 @@ function waitForLine(child, pattern, timeoutMs, what) {
   });
 }
 
+function forwardOutput(child, onOutput) {
+  if (onOutput === undefined) return;
+  child.stdout?.on("data", (chunk) => onOutput(chunk.toString()));
+  child.stderr?.on("data", (chunk) => onOutput(chunk.toString()));
+}
+
 function stopper(child) {
   return () =>
     new Promise((resolve) => {
@@ -44,7 +50,8 @@ function stopper(child) {
 /**
  * `operon serve` as a user starts it (control plane on its own thread, no console) on free ports and a fresh data dir;
  * logs discarded (only the banner is read). `options.env`: added to the environment; `options.api`: also wait for the
- * control plane API's address (apiUrl); `options.startTimeoutMs`: how long it may take to start (default 60 s).
+ * control plane API's address (apiUrl); `options.startTimeoutMs`: how long it may take to start (default 60 s);
+ * `options.onOutput`: called with each chunk of its stdout and stderr (e.g. a V8 trace's lines).
  */
 export async function startOperon(repository, extraArgs = [], options = {}) {
   const child = spawn(
@@ -73,6 +80,7 @@ export async function startOperon(repository, extraArgs = [], options = {}) {
     ],
     { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } },
   );
+  forwardOutput(child, options.onOutput);
   const api = options.api
     ? waitForLine(child, /Operon API on (\S+)\/api\/trpc/, options.startTimeoutMs ?? 60_000, "the control plane API")
     : null;
@@ -88,8 +96,8 @@ export async function startOperon(repository, extraArgs = [], options = {}) {
 }
 
 /**
- * A baseline server of bench/baselines/ (its first line says `listening <port>`); `options.nodeArgs` and
- * `options.env` as for startOperon.
+ * A baseline server of bench/baselines/ (its first line says `listening <port>`); `options.nodeArgs`,
+ * `options.env` and `options.onOutput` as for startOperon.
  */
 export async function startBaseline(script, args, options = {}) {
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(ROOT, "bench/baselines", script), ...args], {
@@ -97,6 +105,7 @@ export async function startBaseline(script, args, options = {}) {
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, ...options.env },
   });
+  forwardOutput(child, options.onOutput);
   const match = await waitForLine(child, /listening (\d+)/, 30_000, script);
   return {
     url: `http://127.0.0.1:${match[1]}`,
