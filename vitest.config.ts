@@ -34,6 +34,9 @@ export default defineConfig({
             ".ci/*.test.ts",
           ],
           exclude: [...shared.exclude, "e2e/browser/**"],
+          // One empty embedded database made for the run, copied by the tests that need one instead of
+          // each running PGlite's initdb again (packages/db/src/testing/embedded-template.ts).
+          globalSetup: ["packages/db/src/testing/embedded-template-setup.ts"],
           testTimeout: 30_000,
           hookTimeout: 60_000,
         },
