@@ -17,9 +17,13 @@ export const EMBEDDED_TEMPLATE_ENV = "OPERON_TEST_EMBEDDED_TEMPLATE";
  * Makes the template (an initialized, unmigrated cluster, opened and closed
  * by Operon's own openDatabase) and publishes it to the test processes
  * through the environment, which vitest hands to the workers it starts
- * afterwards. Returns the teardown that removes it.
+ * afterwards. Returns the teardown that removes it (nothing to remove when an
+ * earlier setup of the same run made it).
  */
 export async function provideEmbeddedTemplate(): Promise<() => void> {
+  // Several projects of one run list this setup; they run in the same process, so the first one's template serves all.
+  const existing = process.env[EMBEDDED_TEMPLATE_ENV];
+  if (existing && existsSync(existing)) return () => {};
   const root = mkdtempSync(join(tmpdir(), "operon-db-template-"));
   const template = join(root, "db");
   const db = await openDatabase({ url: `file:${template}` });
