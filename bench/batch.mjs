@@ -201,11 +201,23 @@ try {
   let control;
   let runningAt;
   let doneAt;
+  const jobStarted = performance.now();
+  /** The controller's windows as jobs.get showed them (a line each time one changed): where the job lost throughput. */
+  const timeline = [];
   const poll = (async () => {
     while (!["DONE", "FAILED", "CANCELLED"].includes(state.state)) {
       await new Promise((resolve) => setTimeout(resolve, 200));
-      state = await session.query("jobs.get", { id: job.id });
+      state = await session.query("jobs.get", { id: job.id, cost: false });
       if (state.control) control = state.control;
+      const line = [
+        state.concurrency,
+        state.control?.reason ?? "-",
+        state.control?.onlineP99Ms?.toFixed(1) ?? "-",
+        state.control?.onlineBudgetMs?.toFixed(1) ?? "-",
+        state.control?.baselineMs?.toFixed(1) ?? "-",
+      ].join(",");
+      if (timeline.at(-1)?.line !== line)
+        timeline.push({ at: (performance.now() - jobStarted) / 1000, rows: state.doneRows, line });
       if (runningAt === undefined && state.doneRows > 0) runningAt = { at: performance.now(), rows: state.doneRows };
     }
     doneAt = performance.now();
@@ -254,6 +266,18 @@ try {
       .join(" ")} (2 cores; other work shares the host).`,
   ];
   console.log(lines.join("\n"));
+  if (process.env.OPERON_BENCH_BATCH_TIMELINE) {
+    writeFileSync(
+      process.env.OPERON_BENCH_BATCH_TIMELINE,
+      `${["seconds,done_rows,concurrency,reason,online_p99_ms,online_budget_ms,baseline_ms", ...timeline.map((t) => `${t.at.toFixed(1)},${t.rows},${t.line}`)].join("\n")}\n`,
+    );
+    const reasons = {};
+    for (const t of timeline) {
+      const reason = t.line.split(",")[1];
+      reasons[reason] = (reasons[reason] ?? 0) + 1;
+    }
+    console.log(`controller windows seen, by reason: ${JSON.stringify(reasons)}`);
+  }
   mkdirSync(join(ROOT, "bench/results"), { recursive: true });
   writeFileSync(join(ROOT, "bench/results/batch.md"), `${lines.join("\n")}\n`);
 } finally {

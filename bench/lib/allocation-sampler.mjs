@@ -30,7 +30,8 @@ if (dir !== undefined) {
     await post("HeapProfiler.startSampling", {
       samplingInterval: 4096,
       includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true,
+      // OPERON_ALLOC_SURVIVORS=1: leave out what scavenges freed, so only what outlived one is counted (promotion).
+      includeObjectsCollectedByMinorGC: process.env.OPERON_ALLOC_SURVIVORS !== "1",
     });
     // Collections in the window, by kind: what the garbage costs (scavenges grow with bytes allocated).
     const collections = { minor: 0, major: 0, ms: 0 };

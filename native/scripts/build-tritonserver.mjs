@@ -10,6 +10,7 @@
 //   lib/libtritonserver.so                      Triton's backend API + Operon's host API
 //   backends/<name>/libtriton_<name>.so         each folder of native/backends/
 //   bin/operon-backend-host                     the C++ test host (selftest, cuda-selftest, run)
+//   test-fixtures/fake-cuda/libcuda.so.1        the fake CUDA driver of the C++ suite (device memory on the host)
 //   backends/<name>/UNAVAILABLE                 a backend that was not built: one line, the reason
 //                                               (a CUDA backend skipped without nvcc, or a compile error)
 //   UNAVAILABLE                                 only when the build could not run or failed:
@@ -156,9 +157,19 @@ for (const name of existsSync(backendsDir) ? readdirSync(backendsDir).sort() : [
       path.join(root, "tritonserver", "src"),
       "-Wl,-rpath,$ORIGIN/../../lib",
     ],
-    libs: [`-L${libDir}`, "-ltritonserver", "-lpthread"],
+    // -ldl: a backend may load the CUDA driver at run time (cuda-driver.h, operon_gpu_identity).
+    libs: [`-L${libDir}`, "-ltritonserver", "-lpthread", "-ldl"],
   });
 }
+// The fake CUDA driver (device memory on the host) the C++ suite points OPERON_CUDA_DRIVER_LIB at.
+targets.push({
+  name: "fake CUDA driver",
+  output: path.join(out, "test-fixtures", "fake-cuda", "libcuda.so.1"),
+  sources: [path.join(root, "test-fixtures", "fake-cuda-driver.cc")],
+  extra: [],
+  args: ["-shared"],
+  libs: [],
+});
 // The test host also carries operon_cuda's CPU references and refusal hints (plain C++) for cuda-selftest.
 const cudaDir = path.join(backendsDir, "operon_cuda");
 targets.push({

@@ -17,6 +17,22 @@
 //                                             this (the JS) thread
 //   cancel(instance, token)                   the client gave up: RequestIsCancelled says so
 //   metricsText(): string
+//   releaseDeviceOutput(region)              gives a GPU output's region back to the pool
+//   devicePoolStatistics(gpu): {...}         this process's pool of GPU `gpu`
+//   deviceImportsClose(gpu)                  closes the regions other processes exported
+//
+// Tensors on the GPU (an operator's intermediate between two KIND_GPU steps
+// on one GPU, planned by the gateway). A request's `deviceOutputs` names the
+// outputs the gateway wants kept on the device: when the backend asks for
+// one in GPU memory, `allocate` answers with a region of this process's pool
+// (OperonHostDeviceAllocate) instead of host memory, and the response
+// carries it as `device: {gpu, handle, region}`: `handle` the CUDA IPC
+// handle and offset (OperonHostDeviceIpcHandle, 72 bytes) another process
+// imports, `region` this addon's number for it, held until JS calls
+// releaseDeviceOutput (the consumer is done with it), and `data` empty. An
+// input with `device: {gpu, handle, byteLength}` is imported
+// (OperonHostDeviceImport) and handed to the backend as GPU memory, read in
+// place. A region that cannot be exported is copied to host memory instead.
 //
 // The library is not linked: its functions are looked up with dlsym, so the
 // addon builds without it and a missing library is a clear error at open().
@@ -72,6 +88,13 @@ struct HostApi {
   decltype(&OperonHostInstanceDestroy) InstanceDestroy = nullptr;
   decltype(&OperonHostExecute) Execute = nullptr;
   decltype(&OperonHostMetricsText) MetricsText = nullptr;
+  decltype(&OperonHostDeviceAllocate) DeviceAllocate = nullptr;
+  decltype(&OperonHostDeviceFree) DeviceFree = nullptr;
+  decltype(&OperonHostDeviceCopyToHost) DeviceCopyToHost = nullptr;
+  decltype(&OperonHostDeviceExport) DeviceExport = nullptr;
+  decltype(&OperonHostDeviceImport) DeviceImport = nullptr;
+  decltype(&OperonHostDeviceImportsClose) DeviceImportsClose = nullptr;
+  decltype(&OperonHostDevicePoolGetStatistics) DevicePoolGetStatistics = nullptr;
 };
 
 HostApi api;
@@ -153,14 +176,27 @@ void OnLog(void*, uint32_t level, const char* file, int line, const char* messag
 // ---- instances, requests, events ----
 
 struct Allocation {
-  // Room in the worker's shared-memory half, given by JS (the Buffer it returned), or process memory.
+  // Room in the worker's shared-memory half, given by JS (the Buffer it returned), process memory, or a
+  // region of GPU `device`'s pool (device_base).
   Napi::ObjectReference* shm = nullptr;
   void* memory = nullptr;
+  void* device_base = nullptr;
+  int32_t device = -1;
 };
+
+// GPU outputs handed to JS, by their number, until releaseDeviceOutput. JS thread only.
+struct DeviceRegion {
+  int32_t device;
+  void* base;
+};
+std::unordered_map<double, DeviceRegion> device_regions;
+double next_device_region = 1;
 
 struct RequestState {
   double token;
   std::atomic<bool> cancelled{false};
+  // Outputs the gateway wants kept on the GPU; set before Execute, read-only after (any thread).
+  std::vector<std::string> device_outputs;
   // JS thread only: the request ends once both arrived.
   bool released = false;
   bool final_seen = false;
@@ -231,6 +267,9 @@ void FreeAllocation(Allocation* allocation) {
     delete allocation->shm;
   }
   std::free(allocation->memory);
+  if (allocation->device_base != nullptr) {
+    if (OperonHostError* error = api.DeviceFree(allocation->device, allocation->device_base)) api.ErrorDelete(error);
+  }
   delete allocation;
 }
 
@@ -246,11 +285,36 @@ void Post(Instance* instance, Event* event) {
   }
 }
 
-OperonHostError* Allocate(void* user, void* /*request_user*/, const char* /*output_name*/, const char* /*datatype*/, const int64_t* /*shape*/,
-                          uint32_t /*dims_count*/, uint64_t byte_size, uint32_t /*preferred_memory_type*/, int64_t /*preferred_memory_type_id*/,
+bool WantsOnDevice(const RequestState* request, const char* output_name) {
+  if (request == nullptr || output_name == nullptr || request->device_outputs.empty()) return false;
+  for (const std::string& name : request->device_outputs)
+    if (name == output_name) return true;
+  return false;
+}
+
+OperonHostError* Allocate(void* user, void* request_user, const char* output_name, const char* /*datatype*/, const int64_t* /*shape*/,
+                          uint32_t /*dims_count*/, uint64_t byte_size, uint32_t preferred_memory_type, int64_t preferred_memory_type_id,
                           void** base, uint32_t* memory_type, int64_t* memory_type_id, void** allocation) {
   auto* instance = static_cast<Instance*>(user);
   auto* held = new Allocation();
+  // Kept on the GPU only where both sides want it: the backend asked for device memory, the gateway planned
+  // the tensor there. A pool that cannot serve it (out of memory) falls back to host memory, which Triton's
+  // contract allows: the tensor then travels as bytes.
+  if (preferred_memory_type == OPERON_HOST_MEMORY_GPU && byte_size > 0 && WantsOnDevice(static_cast<RequestState*>(request_user), output_name)) {
+    void* device_base = nullptr;
+    int32_t device = static_cast<int32_t>(preferred_memory_type_id);
+    OperonHostError* error = api.DeviceAllocate(device, byte_size, &device_base);
+    if (error == nullptr) {
+      held->device_base = device_base;
+      held->device = device;
+      *base = device_base;
+      *memory_type = OPERON_HOST_MEMORY_GPU;
+      *memory_type_id = device;
+      *allocation = held;
+      return nullptr;
+    }
+    api.ErrorDelete(error);
+  }
   *memory_type = OPERON_HOST_MEMORY_CPU;
   *memory_type_id = 0;
   if (std::this_thread::get_id() == js_thread && instance->in_execute && !instance->allocate.IsEmpty() && byte_size > 0) {
@@ -333,7 +397,41 @@ void OnStatistics(void* user, const OperonHostStatistics* statistics) {
 
 double Elapsed(uint64_t from, uint64_t to) { return to > from ? static_cast<double>(to - from) : 0; }
 
-Napi::Value OutputBuffer(Napi::Env env, OutputCopy& output) {
+// A GPU output: exported for another process (`tensor.device`, empty data) and held until
+// releaseDeviceOutput, or, when the export fails, copied to host memory and given back to the pool.
+Napi::Value DeviceOutput(Napi::Env env, OutputCopy& output, Napi::Object tensor) {
+  Allocation* allocation = output.allocation;
+  output.allocation = nullptr;
+  OperonHostDeviceIpcHandle handle{};
+  OperonHostError* error = api.DeviceExport(allocation->device, output.base, &handle);
+  if (error == nullptr) {
+    double region = next_device_region++;
+    int32_t gpu = allocation->device;
+    device_regions[region] = DeviceRegion{gpu, allocation->device_base};
+    allocation->device_base = nullptr;
+    delete allocation;
+    Napi::Object device = Napi::Object::New(env);
+    device.Set("gpu", Napi::Number::New(env, gpu));
+    device.Set("handle", Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(&handle), sizeof handle));
+    device.Set("region", Napi::Number::New(env, region));
+    tensor.Set("device", device);
+    return Napi::Buffer<uint8_t>::New(env, 0);
+  }
+  api.ErrorDelete(error);
+  Napi::Buffer<uint8_t> bytes = Napi::Buffer<uint8_t>::New(env, output.byte_size);
+  error = api.DeviceCopyToHost(allocation->device, bytes.Data(), output.base, output.byte_size);
+  FreeAllocation(allocation);
+  if (error != nullptr) {
+    // JS turns the response into an error: these bytes are not the output.
+    std::string message = error->message != nullptr ? error->message : "device copy failed";
+    api.ErrorDelete(error);
+    tensor.Set("error", Napi::String::New(env, "output '" + output.name + "' could not be read from the GPU: " + message));
+  }
+  return bytes;
+}
+
+Napi::Value OutputBuffer(Napi::Env env, OutputCopy& output, Napi::Object tensor) {
+  if (output.allocation != nullptr && output.allocation->device_base != nullptr) return DeviceOutput(env, output, tensor);
   Allocation* allocation = output.allocation;
   output.allocation = nullptr;
   if (allocation == nullptr) return Napi::Buffer<uint8_t>::Copy(env, static_cast<uint8_t*>(output.base), output.byte_size);
@@ -395,7 +493,7 @@ void DeliverEvent(Napi::Env env, Napi::Function fn, Instance* instance, Event* e
         for (size_t d = 0; d < output.shape.size(); ++d) shape.Set(d, Napi::Number::New(env, static_cast<double>(output.shape[d])));
         tensor.Set("shape", shape);
         tensor.Set("byteSize", Napi::Number::New(env, static_cast<double>(output.byte_size)));
-        tensor.Set("data", OutputBuffer(env, output));
+        tensor.Set("data", OutputBuffer(env, output, tensor));
         outputs.Set(i, tensor);
       }
       payload.Set("outputs", outputs);
@@ -492,6 +590,13 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
   Resolve(handle, "OperonHostInstanceDestroy", &next.InstanceDestroy, &missing);
   Resolve(handle, "OperonHostExecute", &next.Execute, &missing);
   Resolve(handle, "OperonHostMetricsText", &next.MetricsText, &missing);
+  Resolve(handle, "OperonHostDeviceAllocate", &next.DeviceAllocate, &missing);
+  Resolve(handle, "OperonHostDeviceFree", &next.DeviceFree, &missing);
+  Resolve(handle, "OperonHostDeviceCopyToHost", &next.DeviceCopyToHost, &missing);
+  Resolve(handle, "OperonHostDeviceExport", &next.DeviceExport, &missing);
+  Resolve(handle, "OperonHostDeviceImport", &next.DeviceImport, &missing);
+  Resolve(handle, "OperonHostDeviceImportsClose", &next.DeviceImportsClose, &missing);
+  Resolve(handle, "OperonHostDevicePoolGetStatistics", &next.DevicePoolGetStatistics, &missing);
   if (!missing.empty()) {
     dlclose(handle);
     return ThrowMessage(env, OPERON_HOST_ERROR_UNAVAILABLE, path + " is not Operon's libtritonserver.so (no " + missing + ")");
@@ -672,6 +777,34 @@ Napi::Value Execute(const Napi::CallbackInfo& info) {
       Napi::Array shape = input.Get("shape").As<Napi::Array>();
       s.shapes.emplace_back();
       for (uint32_t d = 0; d < shape.Length(); ++d) s.shapes.back().push_back(shape.Get(d).As<Napi::Number>().Int64Value());
+      Napi::Value device = input.Get("device");
+      if (device.IsObject()) {
+        // Another worker's GPU output: opened here (once per region) and read in place by the backend.
+        Napi::Object ref = device.As<Napi::Object>();
+        Napi::Value handle = ref.Get("handle");
+        if (!handle.IsBuffer() || handle.As<Napi::Buffer<uint8_t>>().Length() != sizeof(OperonHostDeviceIpcHandle) || !ref.Get("gpu").IsNumber() ||
+            !ref.Get("byteLength").IsNumber()) {
+          return ThrowMessage(env, OPERON_HOST_ERROR_INVALID_ARG,
+                              std::string("input '") + name + "': device needs gpu, byteLength and a " + std::to_string(sizeof(OperonHostDeviceIpcHandle)) +
+                                  "-byte handle");
+        }
+        OperonHostDeviceIpcHandle ipc;
+        std::memcpy(&ipc, handle.As<Napi::Buffer<uint8_t>>().Data(), sizeof ipc);
+        int32_t gpu = ref.Get("gpu").As<Napi::Number>().Int32Value();
+        void* imported = nullptr;
+        if (OperonHostError* error = api.DeviceImport(gpu, &ipc, &imported)) {
+          // Only the gateway hands out handles, from a worker's own export: one that cannot be opened means the
+          // producing worker is gone (or its GPU failed), a server-side condition, not the client's mistake.
+          std::string message = error->message != nullptr ? error->message : "import failed";
+          api.ErrorDelete(error);
+          return ThrowMessage(env, OPERON_HOST_ERROR_UNAVAILABLE,
+                              std::string("input '") + name + "' on GPU " + std::to_string(gpu) + " cannot be opened (has the worker that produced it exited?): " + message);
+        }
+        uint64_t byte_size = static_cast<uint64_t>(ref.Get("byteLength").As<Napi::Number>().Int64Value());
+        s.buffers.push_back(OperonHostBuffer{imported, byte_size, OPERON_HOST_MEMORY_GPU, gpu});
+        s.inputs.push_back(OperonHostInput{name, datatype, s.shapes.back().data(), static_cast<uint32_t>(s.shapes.back().size()), &s.buffers.back(), 1});
+        continue;
+      }
       Napi::Value data = input.Get("data");
       if (!data.IsBuffer()) return ThrowMessage(env, OPERON_HOST_ERROR_INVALID_ARG, std::string("input '") + name + "' has no data Buffer");
       Napi::Buffer<uint8_t> bytes = data.As<Napi::Buffer<uint8_t>>();
@@ -707,6 +840,10 @@ Napi::Value Execute(const Napi::CallbackInfo& info) {
     s.id = js.Has("id") ? js.Get("id").ToString().Utf8Value() : "";
     auto* state = new RequestState();
     state->token = js.Get("token").As<Napi::Number>().DoubleValue();
+    if (js.Has("deviceOutputs") && js.Get("deviceOutputs").IsArray()) {
+      Napi::Array names = js.Get("deviceOutputs").As<Napi::Array>();
+      for (uint32_t i = 0; i < names.Length(); ++i) state->device_outputs.push_back(names.Get(i).ToString());
+    }
     states.push_back(state);
     OperonHostRequest& request = requests[r];
     request.user = state;
@@ -761,6 +898,42 @@ Napi::Value MetricsText(const Napi::CallbackInfo& info) {
   return result;
 }
 
+Napi::Value ReleaseDeviceOutput(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!Opened(env)) return env.Undefined();
+  if (!info[0].IsNumber()) return ThrowMessage(env, OPERON_HOST_ERROR_INVALID_ARG, "releaseDeviceOutput(region)");
+  auto found = device_regions.find(info[0].As<Napi::Number>().DoubleValue());
+  if (found == device_regions.end()) return Napi::Boolean::New(env, false);
+  DeviceRegion region = found->second;
+  device_regions.erase(found);
+  if (OperonHostError* error = api.DeviceFree(region.device, region.base)) return ThrowHostError(env, error);
+  return Napi::Boolean::New(env, true);
+}
+
+Napi::Value DevicePoolStatistics(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!Opened(env)) return env.Undefined();
+  if (!info[0].IsNumber()) return ThrowMessage(env, OPERON_HOST_ERROR_INVALID_ARG, "devicePoolStatistics(gpu)");
+  OperonHostDevicePoolStatistics s{};
+  api.DevicePoolGetStatistics(info[0].As<Napi::Number>().Int32Value(), &s);
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("liveRegions", Napi::Number::New(env, static_cast<double>(s.live_regions)));
+  result.Set("liveBytes", Napi::Number::New(env, static_cast<double>(s.live_bytes)));
+  result.Set("cachedRegions", Napi::Number::New(env, static_cast<double>(s.cached_regions)));
+  result.Set("cachedBytes", Napi::Number::New(env, static_cast<double>(s.cached_bytes)));
+  result.Set("importedRegions", Napi::Number::New(env, static_cast<double>(s.imported_regions)));
+  result.Set("heldOutputs", Napi::Number::New(env, static_cast<double>(device_regions.size())));
+  return result;
+}
+
+Napi::Value DeviceImportsClose(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!Opened(env)) return env.Undefined();
+  if (!info[0].IsNumber()) return ThrowMessage(env, OPERON_HOST_ERROR_INVALID_ARG, "deviceImportsClose(gpu)");
+  if (OperonHostError* error = api.DeviceImportsClose(info[0].As<Napi::Number>().Int32Value())) return ThrowHostError(env, error);
+  return env.Undefined();
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("open", Napi::Function::New(env, Open));
   exports.Set("loadBackend", Napi::Function::New(env, LoadBackend));
@@ -774,6 +947,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("execute", Napi::Function::New(env, Execute));
   exports.Set("cancel", Napi::Function::New(env, Cancel));
   exports.Set("metricsText", Napi::Function::New(env, MetricsText));
+  exports.Set("releaseDeviceOutput", Napi::Function::New(env, ReleaseDeviceOutput));
+  exports.Set("devicePoolStatistics", Napi::Function::New(env, DevicePoolStatistics));
+  exports.Set("deviceImportsClose", Napi::Function::New(env, DeviceImportsClose));
   return exports;
 }
 

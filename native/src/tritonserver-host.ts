@@ -40,12 +40,39 @@ export interface TritonHostTensor {
   name: string;
   datatype: string;
   shape: number[];
+  /** Empty for a tensor on the GPU (`device`). */
   data: Buffer;
+}
+
+/** Size of OperonHostDeviceIpcHandle: CUDA's 64-byte IPC handle of a pool region and the tensor's offset in it. */
+export const DEVICE_IPC_HANDLE_BYTES = 72;
+
+/** An input in another worker's GPU memory: imported (CUDA IPC) and read in place by the backend. */
+export interface TritonHostDeviceInput extends TritonHostTensor {
+  device: { gpu: number; handle: Buffer; byteLength: number };
 }
 
 /** A response output: `data` may be longer than the output (room given by the host's allocate); its first byteSize bytes are the output. */
 export interface TritonHostOutput extends TritonHostTensor {
   byteSize: number;
+  /**
+   * The output stayed on the GPU (the request listed it in deviceOutputs and
+   * the backend asked for GPU memory): `data` is empty, `handle` is for the
+   * consuming process, and the region is this process's until releaseDeviceOutput(region).
+   */
+  device?: { gpu: number; handle: Buffer; region: number };
+  /** The output could not be read back from the GPU: the response must fail with this. */
+  error?: string;
+}
+
+/** This process's pool of one GPU (OperonHostDevicePoolStatistics), plus the GPU outputs JS still holds. */
+export interface TritonDevicePoolStatistics {
+  liveRegions: number;
+  liveBytes: number;
+  cachedRegions: number;
+  cachedBytes: number;
+  importedRegions: number;
+  heldOutputs: number;
 }
 
 export interface TritonHostResponse {
@@ -71,8 +98,10 @@ export interface TritonHostRequest {
   /** The host's number for the request; events carry it. */
   token: number;
   id: string;
-  inputs: TritonHostTensor[];
+  inputs: Array<TritonHostTensor | TritonHostDeviceInput>;
   outputNames: string[];
+  /** Outputs to keep on the GPU when the backend asks for GPU memory (see TritonHostOutput.device). */
+  deviceOutputs?: string[];
   parameters: Array<{ name: string; value: string | number | boolean; type?: "int" | "double" }>;
 }
 
@@ -118,6 +147,11 @@ export interface TritonHostBinding {
   execute(instance: TritonInstanceHandle, requests: TritonHostRequest[]): void;
   cancel(instance: TritonInstanceHandle, token: number): boolean;
   metricsText(): string;
+  /** Gives a GPU output's region back to the pool; false when it was not held. */
+  releaseDeviceOutput(region: number): boolean;
+  devicePoolStatistics(gpu: number): TritonDevicePoolStatistics;
+  /** Closes the regions other processes exported that this one opened on GPU `gpu`. */
+  deviceImportsClose(gpu: number): void;
 }
 
 interface RawBinding extends TritonHostBinding {

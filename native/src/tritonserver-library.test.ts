@@ -50,7 +50,7 @@ describe("libtritonserver.so (C++ test host)", () => {
     expect(failures).toEqual([]);
     const summary = /^(\d+) passed, (\d+) failed$/m.exec(stdout);
     expect(summary, stdout).not.toBeNull();
-    expect(Number(summary![1])).toBeGreaterThanOrEqual(17);
+    expect(Number(summary![1])).toBeGreaterThanOrEqual(20);
     expect(Number(summary![2])).toBe(0);
   });
 

@@ -24,13 +24,14 @@ export interface ControlPlaneThreadOptions {
   usageRetentionDays: number;
   /** --resource-scheduler and --scheduler-* flags. */
   resourceScheduler?: Partial<ResourceSchedulerOptions>;
-  /** --batch-data-root (empty: <data-dir>/datasets), --batch-postgres, --batch-budget-ms, --batch-window-ms and --batch-sample-ms. */
+  /** --batch-data-root (empty: <data-dir>/datasets), --batch-postgres, --batch-budget-ms, --batch-window-ms, --batch-sample-ms and --batch-lane-refresh-ms. */
   batch?: {
     serverPathRoots: string[];
     postgresConnections?: Record<string, string>;
     budgetMs?: number;
     windowMs?: number;
     sampleMs?: number;
+    laneRefreshMs?: number;
   };
   /** --secure-cookies */
   secureCookies: boolean;

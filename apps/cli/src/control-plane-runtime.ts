@@ -68,6 +68,7 @@ export async function startControlPlane(options: {
     budgetMs?: number;
     windowMs?: number;
     sampleMs?: number;
+    laneRefreshMs?: number;
   };
   secureCookies: boolean;
   apiAddress: string;
@@ -104,6 +105,7 @@ export async function startControlPlane(options: {
       ...(options.batch?.budgetMs !== undefined ? { budgetMs: options.batch.budgetMs } : {}),
       ...(options.batch?.windowMs !== undefined ? { windowMs: options.batch.windowMs } : {}),
       ...(options.batch?.sampleMs !== undefined ? { sampleMs: options.batch.sampleMs } : {}),
+      ...(options.batch?.laneRefreshMs !== undefined ? { laneRefreshMs: options.batch.laneRefreshMs } : {}),
     },
     secureCookies: options.secureCookies,
     logger: logger.child({ component: "control-plane" }),

@@ -221,6 +221,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
             ...(flags.batchBudgetMs !== undefined ? { budgetMs: flags.batchBudgetMs } : {}),
             ...(flags.batchWindowMs !== undefined ? { windowMs: flags.batchWindowMs } : {}),
             ...(flags.batchSampleMs !== undefined ? { sampleMs: flags.batchSampleMs } : {}),
+            ...(flags.batchLaneRefreshMs !== undefined ? { laneRefreshMs: flags.batchLaneRefreshMs } : {}),
           },
           resourceScheduler: {
             enabledByDefault: flags.resourceScheduler,

@@ -460,6 +460,11 @@ export function addServeFlags(command: Command): Command {
         parsePositiveInt,
       )
       .option(
+        "--batch-lane-refresh-ms <ms>",
+        "how often a running batch job lists the cluster's gateways again, to send rows to a new one and to try one marked away (1000 to 300000; default 5000)",
+        parsePositiveInt,
+      )
+      .option(
         "--batch-sample-ms <ms>",
         "the interval of a batch job's throughput samples: the Jobs page's chart and the job's cost (1000 to 60000; default 5000)",
         parsePositiveInt,

@@ -76,6 +76,17 @@ describe("operon serve flags", () => {
     });
   });
 
+  it("takes how often a batch job lists the gateways again, within 1 s to 5 min", async () => {
+    const repository = ["--model-repository", "models"];
+    expect(serveFlagsSchema.parse(await parsedFlags(repository)).batchLaneRefreshMs).toBeUndefined();
+    expect(
+      serveFlagsSchema.parse(await parsedFlags([...repository, "--batch-lane-refresh-ms", "2000"])).batchLaneRefreshMs,
+    ).toBe(2000);
+    const issues = serveFlagsSchema.safeParse(await parsedFlags([...repository, "--batch-lane-refresh-ms", "500"]))
+      .error!.issues;
+    expect(flagProblems(issues)).toBe("--batch-lane-refresh-ms: Too small: expected number to be >=1000");
+  });
+
   it("bounds the desired gateway replica count (1 to 10 by default) and refuses bounds that cannot hold", async () => {
     const repository = ["--model-repository", "models"];
     expect(serveFlagsSchema.parse(await parsedFlags(repository))).toMatchObject({

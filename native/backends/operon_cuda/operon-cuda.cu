@@ -135,7 +135,7 @@ struct Batch {
 // A chunk in flight: where its output goes once its stream is done.
 struct Chunk {
   size_t slot = 0;
-  void* dst = nullptr;
+  void* dst = nullptr;  // host memory the pinned output goes to; nullptr: the output went device to device
   size_t bytes = 0;
   Batch* batch = nullptr;
   size_t request = 0;
@@ -330,7 +330,7 @@ void CompletionLoop(InstanceState* st) {
     Slot& s = st->slots[c.slot];
     cudaError_t e = cudaStreamSynchronize(s.stream);
     if (e == cudaSuccess) {
-      std::memcpy(c.dst, s.host_out.p, c.bytes);
+      if (c.dst != nullptr) std::memcpy(c.dst, s.host_out.p, c.bytes);
       if (st->timing) {
         float ms = 0;
         if (cudaEventElapsedTime(&ms, s.start, s.stop) == cudaSuccess) c.batch->kernel_us[c.request] += ms * 1000.0;
@@ -346,10 +346,17 @@ void CompletionLoop(InstanceState* st) {
   }
 }
 
+// Where a request's input and output are: host memory (staged through pinned buffers) or this instance's GPU
+// (an operator's previous or next step keeps the tensor there: read in place, written device to device).
+struct Placement {
+  bool src_on_device = false;
+  bool dst_on_device = false;
+};
+
 // Enqueues one chunk of request `request` of batch `b`: `rows` rows of `in_row` bytes at src, `out_row` bytes each
 // to dst. Waits while the next stream's previous chunk is still in flight (its pinned buffers are in use).
 TRITONSERVER_Error* Enqueue(const ModelState& m, InstanceState& st, Batch* b, size_t request, const void* src, size_t rows,
-                            size_t in_row, void* dst, size_t out_row, int h, int w, int c) {
+                            size_t in_row, void* dst, size_t out_row, int h, int w, int c, Placement where) {
   const size_t index = st.next;
   Slot& s = st.slots[index];
   st.next = (st.next + 1) % st.slots.size();
@@ -358,16 +365,23 @@ TRITONSERVER_Error* Enqueue(const ModelState& m, InstanceState& st, Batch* b, si
     st.changed.wait(lock, [&] { return !s.busy; });
   }
   const size_t in_bytes = rows * in_row, out_bytes = rows * out_row;
-  RETURN_IF_ERROR(s.host_in.Reserve(in_bytes));
-  RETURN_IF_ERROR(s.host_out.Reserve(out_bytes));
-  RETURN_IF_ERROR(s.dev_in.Reserve(in_bytes));
+  // Staging buffers only for the sides in host memory.
+  if (!where.src_on_device) {
+    RETURN_IF_ERROR(s.host_in.Reserve(in_bytes));
+    RETURN_IF_ERROR(s.dev_in.Reserve(in_bytes));
+  }
+  if (!where.dst_on_device) RETURN_IF_ERROR(s.host_out.Reserve(out_bytes));
   RETURN_IF_ERROR(s.dev_out.Reserve(out_bytes));
-  std::memcpy(s.host_in.p, src, in_bytes);  // shared memory -> pinned (the copy engine reads only pinned memory at full speed)
-  CUDA_RETURN(cudaMemcpyAsync(s.dev_in.p, s.host_in.p, in_bytes, cudaMemcpyHostToDevice, s.stream));
+  const void* dev_in = src;
+  if (!where.src_on_device) {
+    std::memcpy(s.host_in.p, src, in_bytes);  // shared memory -> pinned (the copy engine reads only pinned memory at full speed)
+    CUDA_RETURN(cudaMemcpyAsync(s.dev_in.p, s.host_in.p, in_bytes, cudaMemcpyHostToDevice, s.stream));
+    dev_in = s.dev_in.p;
+  }
   const int n = static_cast<int>(rows);
   if (m.op == Operation::kPreprocess) {
     if (m.timing) CUDA_RETURN(cudaEventRecord(s.start, s.stream));
-    CUDA_RETURN(operon_cuda::LaunchPreprocess(static_cast<const uint8_t*>(s.dev_in.p), n, h, w, c, m.height, m.width,
+    CUDA_RETURN(operon_cuda::LaunchPreprocess(static_cast<const uint8_t*>(dev_in), n, h, w, c, m.height, m.width,
                                               static_cast<float*>(s.dev_out.p), s.stream));
   } else {
     const auto& dims = m.weights.dims;
@@ -378,9 +392,9 @@ TRITONSERVER_Error* Enqueue(const ModelState& m, InstanceState& st, Batch* b, si
     // Layer l writes hidden[l % 2]; FP16/BF16 input is converted into dev_b first (layer 0 reads it, writes dev_a),
     // FP32 input is read where it landed.
     void* hidden[2] = {s.dev_a.p, s.dev_b.p};
-    const void* cur = s.dev_in.p;
+    const void* cur = dev_in;
     if (m.dtype != DType::kFp32) {
-      CUDA_RETURN(operon_cuda::LaunchConvert(m.dtype, static_cast<const float*>(s.dev_in.p), s.dev_b.p, rows * dims[0], s.stream));
+      CUDA_RETURN(operon_cuda::LaunchConvert(m.dtype, static_cast<const float*>(dev_in), s.dev_b.p, rows * dims[0], s.stream));
       cur = s.dev_b.p;
     }
     if (m.timing) CUDA_RETURN(cudaEventRecord(s.start, s.stream));
@@ -394,30 +408,58 @@ TRITONSERVER_Error* Enqueue(const ModelState& m, InstanceState& st, Batch* b, si
     }
   }
   if (m.timing) CUDA_RETURN(cudaEventRecord(s.stop, s.stream));
-  CUDA_RETURN(cudaMemcpyAsync(s.host_out.p, s.dev_out.p, out_bytes, cudaMemcpyDeviceToHost, s.stream));
+  if (where.dst_on_device)
+    CUDA_RETURN(cudaMemcpyAsync(dst, s.dev_out.p, out_bytes, cudaMemcpyDeviceToDevice, s.stream));
+  else
+    CUDA_RETURN(cudaMemcpyAsync(s.host_out.p, s.dev_out.p, out_bytes, cudaMemcpyDeviceToHost, s.stream));
   {
     std::lock_guard<std::mutex> lock(st.mutex);
     s.busy = true;
     b->outstanding += 1;
-    st.chunks.push_back(Chunk{index, dst, out_bytes, b, request});
+    st.chunks.push_back(Chunk{index, where.dst_on_device ? nullptr : dst, out_bytes, b, request});
   }
   st.changed.notify_all();
   return nullptr;
 }
 
-// One contiguous host view of an input (its only buffer, or a gathered copy).
-TRITONSERVER_Error* InputBytes(TRITONBACKEND_Input* input, uint32_t buffers, std::vector<uint8_t>* gathered, const uint8_t** out) {
+// One contiguous view of an input: its only buffer (in host memory, or on this instance's GPU: *on_device), or a
+// gathered host copy of several host buffers.
+TRITONSERVER_Error* InputBytes(TRITONBACKEND_Input* input, uint32_t buffers, int device, std::vector<uint8_t>* gathered,
+                               const uint8_t** out, bool* on_device) {
+  *on_device = false;
   for (uint32_t b = 0; b < buffers; ++b) {
     const void* base;
     uint64_t bytes;
     TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
     int64_t id = 0;
     RETURN_IF_ERROR(TRITONBACKEND_InputBuffer(input, b, &base, &bytes, &type, &id));
-    if (type == TRITONSERVER_MEMORY_GPU) return Error(TRITONSERVER_ERROR_UNSUPPORTED, "GPU input buffers are not supported");
+    if (type == TRITONSERVER_MEMORY_GPU) {
+      if (id != device)
+        return Error(TRITONSERVER_ERROR_INVALID_ARG, "the input is on GPU " + std::to_string(id) + ", this instance runs on GPU " +
+                                                         std::to_string(device));
+      if (buffers != 1)
+        return Error(TRITONSERVER_ERROR_INVALID_ARG, "an input in GPU memory must be one buffer, got " + std::to_string(buffers));
+      *out = static_cast<const uint8_t*>(base);
+      *on_device = true;
+      return nullptr;
+    }
     if (buffers == 1) { *out = static_cast<const uint8_t*>(base); return nullptr; }
     gathered->insert(gathered->end(), static_cast<const uint8_t*>(base), static_cast<const uint8_t*>(base) + bytes);
   }
   *out = gathered->data();
+  return nullptr;
+}
+
+// The output's memory: asked for on this instance's GPU, where the host keeps it when the operator's next step
+// runs there too (Triton's contract lets the host answer with host memory instead, the usual case).
+TRITONSERVER_Error* OutputMemory(TRITONBACKEND_Output* output, int device, uint64_t bytes, void** buffer, bool* on_device) {
+  TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_GPU;
+  int64_t id = device;
+  RETURN_IF_ERROR(TRITONBACKEND_OutputBuffer(output, buffer, bytes, &type, &id));
+  if (type == TRITONSERVER_MEMORY_GPU && id != device)
+    return Error(TRITONSERVER_ERROR_INTERNAL, "the host gave output memory on GPU " + std::to_string(id) + ", this instance runs on GPU " +
+                                                  std::to_string(device));
+  *on_device = type == TRITONSERVER_MEMORY_GPU;
   return nullptr;
 }
 
@@ -446,17 +488,17 @@ TRITONSERVER_Error* Submit(const ModelState& m, InstanceState& st, Batch* b, siz
       return Error(TRITONSERVER_ERROR_INVALID_ARG, "input 'x' must be FP32 [N, " + std::to_string(d0) + "]");
     if (size != static_cast<uint64_t>(shape[0] * d0 * 4))
       return Error(TRITONSERVER_ERROR_INVALID_ARG, "input 'x' holds " + std::to_string(size) + " bytes, its shape needs " + std::to_string(shape[0] * d0 * 4));
-    RETURN_IF_ERROR(InputBytes(input, buffers, gathered, &data));
+    Placement where;
+    RETURN_IF_ERROR(InputBytes(input, buffers, st.device, gathered, &data, &where.src_on_device));
     const int64_t out_shape[2] = {shape[0], dl};
     TRITONBACKEND_Output* output;
     RETURN_IF_ERROR(TRITONBACKEND_ResponseOutput(response, &output, "y", TRITONSERVER_TYPE_FP32, out_shape, 2));
     void* buffer;
-    TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
-    int64_t id = 0;
-    RETURN_IF_ERROR(TRITONBACKEND_OutputBuffer(output, &buffer, shape[0] * dl * 4, &type, &id));
+    RETURN_IF_ERROR(OutputMemory(output, st.device, shape[0] * dl * 4, &buffer, &where.dst_on_device));
     for (int64_t r = 0; r < shape[0]; r += m.chunk) {
       size_t rows = static_cast<size_t>(std::min<int64_t>(m.chunk, shape[0] - r));
-      RETURN_IF_ERROR(Enqueue(m, st, b, i, data + r * d0 * 4, rows, d0 * 4, static_cast<uint8_t*>(buffer) + r * dl * 4, dl * 4, 0, 0, 0));
+      RETURN_IF_ERROR(Enqueue(m, st, b, i, data + r * d0 * 4, rows, d0 * 4, static_cast<uint8_t*>(buffer) + r * dl * 4, dl * 4, 0, 0, 0,
+                              where));
     }
     return nullptr;
   }
@@ -467,19 +509,18 @@ TRITONSERVER_Error* Submit(const ModelState& m, InstanceState& st, Batch* b, siz
   const int64_t n = shape[0], h = shape[1], w = shape[2], c = shape[3];
   if (static_cast<uint64_t>(n * h * w * c) != size)
     return Error(TRITONSERVER_ERROR_INVALID_ARG, "input 'pixels' holds " + std::to_string(size) + " bytes, its shape needs " + std::to_string(n * h * w * c));
-  RETURN_IF_ERROR(InputBytes(input, buffers, gathered, &data));
+  Placement where;
+  RETURN_IF_ERROR(InputBytes(input, buffers, st.device, gathered, &data, &where.src_on_device));
   const int64_t out_shape[4] = {n, 3, m.height, m.width};
   TRITONBACKEND_Output* output;
   RETURN_IF_ERROR(TRITONBACKEND_ResponseOutput(response, &output, "x", TRITONSERVER_TYPE_FP32, out_shape, 4));
   const size_t per_in = static_cast<size_t>(h * w * c), per_out = static_cast<size_t>(3) * m.height * m.width * 4;
   void* buffer;
-  TRITONSERVER_MemoryType type = TRITONSERVER_MEMORY_CPU;
-  int64_t id = 0;
-  RETURN_IF_ERROR(TRITONBACKEND_OutputBuffer(output, &buffer, n * per_out, &type, &id));
+  RETURN_IF_ERROR(OutputMemory(output, st.device, n * per_out, &buffer, &where.dst_on_device));
   for (int64_t k = 0; k < n; k += m.chunk) {
     size_t rows = static_cast<size_t>(std::min<int64_t>(m.chunk, n - k));
     RETURN_IF_ERROR(Enqueue(m, st, b, i, data + k * per_in, rows, per_in, static_cast<uint8_t*>(buffer) + k * per_out, per_out,
-                            static_cast<int>(h), static_cast<int>(w), static_cast<int>(c)));
+                            static_cast<int>(h), static_cast<int>(w), static_cast<int>(c), where));
   }
   return nullptr;
 }

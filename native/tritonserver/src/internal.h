@@ -58,6 +58,8 @@ OperonHostError* ToHostError(TRITONSERVER_Error* error);  // takes `error`
 OperonHostError* HostError(uint32_t code, const std::string& message);
 void Log(TRITONSERVER_LogLevel level, const char* file, int line, const std::string& message);
 uint64_t NowNs();
+// True when [base, base + byte_size) lies inside one live region of GPU `device`'s pool (device-pool.cc).
+bool DeviceRegionHolds(int32_t device, const void* base, uint64_t byte_size);
 
 }  // namespace operon
 

@@ -503,11 +503,18 @@ EXPORT TRITONSERVER_Error* TRITONBACKEND_MemoryManagerAllocate(TRITONBACKEND_Mem
                                                                const TRITONSERVER_MemoryType memory_type,
                                                                const int64_t memory_type_id,
                                                                const uint64_t byte_size) {
-  (void)memory_type_id;
   REQUIRE(manager, "TRITONBACKEND_MemoryManagerAllocate");
   REQUIRE(buffer, "TRITONBACKEND_MemoryManagerAllocate");
-  if (memory_type == TRITONSERVER_MEMORY_GPU)
-    return operon::Unsupported("TRITONBACKEND_MemoryManagerAllocate", "GPU memory is not available in this build (CPU and CPU_PINNED only)");
+  // GPU memory comes from the process's per-GPU pool (device-pool.cc); its
+  // errors (no driver, out of memory) keep their codes and messages.
+  if (memory_type == TRITONSERVER_MEMORY_GPU) {
+    OperonHostError* e = OperonHostDeviceAllocate(static_cast<int32_t>(memory_type_id), byte_size, buffer);
+    if (e == nullptr) return nullptr;
+    TRITONSERVER_Error* err = MakeError(static_cast<TRITONSERVER_Error_Code>(e->code),
+                                        std::string("TRITONBACKEND_MemoryManagerAllocate: ") + e->message);
+    OperonHostErrorDelete(e);
+    return err;
+  }
   if (memory_type != TRITONSERVER_MEMORY_CPU && memory_type != TRITONSERVER_MEMORY_CPU_PINNED)
     return MakeError(TRITONSERVER_ERROR_INVALID_ARG,
                      "TRITONBACKEND_MemoryManagerAllocate: unknown memory type " + std::to_string(memory_type));
@@ -523,10 +530,16 @@ EXPORT TRITONSERVER_Error* TRITONBACKEND_MemoryManagerAllocate(TRITONBACKEND_Mem
 
 EXPORT TRITONSERVER_Error* TRITONBACKEND_MemoryManagerFree(TRITONBACKEND_MemoryManager* manager, void* buffer,
                                                            const TRITONSERVER_MemoryType memory_type,
-                                                           const int64_t) {
+                                                           const int64_t memory_type_id) {
   REQUIRE(manager, "TRITONBACKEND_MemoryManagerFree");
-  if (memory_type == TRITONSERVER_MEMORY_GPU)
-    return operon::Unsupported("TRITONBACKEND_MemoryManagerFree", "GPU memory is not available in this build");
+  if (memory_type == TRITONSERVER_MEMORY_GPU) {
+    OperonHostError* e = OperonHostDeviceFree(static_cast<int32_t>(memory_type_id), buffer);
+    if (e == nullptr) return nullptr;
+    TRITONSERVER_Error* err = MakeError(static_cast<TRITONSERVER_Error_Code>(e->code),
+                                        std::string("TRITONBACKEND_MemoryManagerFree: ") + e->message);
+    OperonHostErrorDelete(e);
+    return err;
+  }
   std::free(buffer);
   return nullptr;
 }

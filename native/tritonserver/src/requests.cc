@@ -126,6 +126,30 @@ void BatchUnref(Batch* batch) {
 
 // ---- Host API: execute ----
 
+// A device-memory input goes only to a KIND_GPU instance on its GPU, and
+// must be a region of that GPU's pool: a backend would otherwise read a
+// device address as host memory, or another GPU's memory, and crash or
+// compute garbage far from the cause.
+static OperonHostError* CheckGpuInput(const TRITONBACKEND_ModelInstance* inst, const OperonHostInput& in,
+                               const OperonHostBuffer& buffer) {
+  if (buffer.memory_type != OPERON_HOST_MEMORY_GPU) return nullptr;
+  const std::string what = "OperonHostExecute: input '" + std::string(in.name) + "' is in GPU " +
+                           std::to_string(buffer.memory_type_id) + "'s memory, but instance '" + inst->name + "' ";
+  if (inst->kind != TRITONSERVER_INSTANCEGROUPKIND_GPU)
+    return HostError(OPERON_HOST_ERROR_INVALID_ARG, what + "is KIND_" +
+                                                        TRITONSERVER_InstanceGroupKindString(inst->kind) +
+                                                        ": copy it to host memory first");
+  if (buffer.memory_type_id != inst->device_id)
+    return HostError(OPERON_HOST_ERROR_INVALID_ARG,
+                     what + "runs on GPU " + std::to_string(inst->device_id) + ": copy it to host memory first");
+  if (!operon::DeviceRegionHolds(inst->device_id, buffer.base, buffer.byte_size))
+    return HostError(OPERON_HOST_ERROR_INVALID_ARG, "OperonHostExecute: input '" + std::string(in.name) + "': " +
+                                                        std::to_string(buffer.byte_size) +
+                                                        " bytes of GPU memory that are not inside one region of GPU " +
+                                                        std::to_string(inst->device_id) + "'s pool");
+  return nullptr;
+}
+
 EXPORT OperonHostError* OperonHostExecute(OperonHostInstance* instance, const OperonHostRequest* requests,
                                           uint32_t count) {
   if (instance == nullptr) return HostError(OPERON_HOST_ERROR_INVALID_ARG, "OperonHostExecute: instance is NULL");
@@ -148,9 +172,7 @@ EXPORT OperonHostError* OperonHostExecute(OperonHostInstance* instance, const Op
                                                             std::to_string(k) + " has no name or an unknown datatype '" +
                                                             (in.datatype ? in.datatype : "") + "'");
       for (uint32_t b = 0; b < in.buffer_count; ++b)
-        if (in.buffers[b].memory_type == OPERON_HOST_MEMORY_GPU)
-          return HostError(OPERON_HOST_ERROR_UNSUPPORTED, "OperonHostExecute: input '" + std::string(in.name) +
-                                                              "' is in GPU memory, which this build does not support");
+        if (OperonHostError* e = CheckGpuInput(inst, in, in.buffers[b])) return e;
     }
   }
   auto* batch = new Batch();
@@ -662,8 +684,9 @@ EXPORT TRITONSERVER_Error* TRITONBACKEND_OutputBuffer(TRITONBACKEND_Output* outp
     return MakeError(TRITONSERVER_ERROR_ALREADY_EXISTS,
                      std::string(fn) + ": output '" + output->name + "' already has a buffer");
   // GPU is only a preference in Triton's contract: the answer may be another
-  // memory type. Without a GPU, the host gets asked for host memory.
-  uint32_t preferred = *memory_type == TRITONSERVER_MEMORY_GPU ? OPERON_HOST_MEMORY_CPU : *memory_type;
+  // memory type. The host decides (it keeps an output on the device only when
+  // the next step of the operator runs on the same GPU).
+  uint32_t preferred = *memory_type;
   const OperonHostCallbacks& cb = output->context->instance->callbacks;
   void* base = nullptr;
   uint32_t got_type = OPERON_HOST_MEMORY_CPU;
@@ -681,9 +704,20 @@ EXPORT TRITONSERVER_Error* TRITONBACKEND_OutputBuffer(TRITONBACKEND_Output* outp
       OperonHostErrorDelete(e);
       return err;
     }
-    if (got_type == OPERON_HOST_MEMORY_GPU)
-      return MakeError(TRITONSERVER_ERROR_INTERNAL, std::string(fn) + ": the host answered with GPU memory for output '" +
-                                                        output->name + "', which this build does not support");
+    if (got_type == OPERON_HOST_MEMORY_GPU &&
+        (preferred != OPERON_HOST_MEMORY_GPU || got_id != *memory_type_id ||
+         !operon::DeviceRegionHolds(static_cast<int32_t>(got_id), base, buffer_byte_size))) {
+      // The memory is the host's, not the backend's: hand it back rather than leak it.
+      if (cb.release_allocation != nullptr) cb.release_allocation(cb.user, output->context->user, base, allocation);
+      return MakeError(TRITONSERVER_ERROR_INTERNAL,
+                       std::string(fn) + ": the host answered with GPU " + std::to_string(got_id) +
+                           " memory for output '" + output->name + "', which " +
+                           (preferred != OPERON_HOST_MEMORY_GPU
+                                ? std::string("the backend did not ask for")
+                                : got_id != *memory_type_id
+                                      ? "is not the GPU the backend asked for (" + std::to_string(*memory_type_id) + ")"
+                                      : std::string("is not a region of that GPU's pool")));
+    }
     if (base == nullptr && buffer_byte_size > 0)
       return MakeError(TRITONSERVER_ERROR_INTERNAL, std::string(fn) + ": the host gave no memory for output '" +
                                                         output->name + "'");

@@ -310,6 +310,71 @@ void TestBadRequestFailsAlone() {
   CHECK(!r[0].has_error && r[1].has_error && Has(r[1].error_message, "input 'x' must be FP32 [N, 8]"), r[1].error_message);
 }
 
+// One request through `l` whose outputs the host keeps on GPU `keep_on_device` (-1: host memory); its response.
+host::Response RunPlanned(Loaded& l, Tensor input, const std::string& output, int32_t keep_on_device) {
+  std::vector<RequestSpec> specs(1);
+  specs[0].inputs.push_back(std::move(input));
+  specs[0].requested_outputs = {output};
+  specs[0].record = l.session.NewRecord();
+  specs[0].record->keep_on_device = keep_on_device;
+  std::vector<OperonHostRequest> requests{specs[0].Build()};
+  std::string e = Take(OperonHostExecute(l.instance, requests.data(), 1));
+  CHECK(e.empty(), "execute: " + e);
+  CHECK(l.session.WaitAllDone(60000), "request not released/answered");
+  std::lock_guard<std::mutex> lock(l.session.mutex);
+  CHECK(specs[0].record->responses.size() == 1, "one response");
+  host::Response r = specs[0].record->responses[0];
+  l.session.records.clear();
+  CHECK(!r.has_error, r.error_message);
+  return r;
+}
+
+// preprocess -> MLP on one GPU, as an operator whose steps are both operon_cuda: the preprocessed tensor stays in
+// the library's device pool (the host asks for it there), the MLP reads it in place, and its answer is the reference.
+void TestDeviceTensorBetweenSteps() {
+  std::mt19937 rng(4);
+  const int n = 5, h = 32, w = 100;
+  auto pixels = RandomPixels(rng, static_cast<size_t>(n) * h * w * 3);
+  std::vector<float> x(static_cast<size_t>(n) * 3 * 48 * 192);
+  operon_cuda::PreprocessReference(pixels.data(), n, h, w, 3, 48, 192, x.data());
+  auto weights = operon_cuda::RandomMlp({3 * 48 * 192, 64, 10}, 6);
+  std::vector<float> ref(static_cast<size_t>(n) * 10);
+  operon_cuda::MlpReference(weights, Precision::kFp32, x.data(), n, ref.data());
+  Loaded pre, mlp;
+  Load(pre, "operon_cuda", TempDir(), "{\"name\":\"m\",\"backend\":\"operon_cuda\",\"max_batch_size\":0," +
+       Params({{"operation", "preprocess"}, {"chunk", "2"}}) + "}", OPERON_HOST_KIND_GPU, 0);
+  CHECK(pre.error.empty(), pre.error);
+  Load(mlp, "operon_cuda", MlpDir(weights), MlpConfig({{"precision", "fp32"}, {"chunk", "2"}}), OPERON_HOST_KIND_GPU, 0);
+  CHECK(mlp.error.empty(), mlp.error);
+  for (int32_t last_plan : {-1, 0}) {
+    host::Response a = RunPlanned(pre, MakeTensor<uint8_t>("pixels", "UINT8", {n, h, w, 3}, pixels), "x", 0);
+    Tensor between = a.outputs.at(0);
+    CHECK(between.memory_type == OPERON_HOST_MEMORY_GPU && between.device == 0, "the preprocessed tensor stayed on GPU 0");
+    std::vector<float> seen(x.size());
+    CHECK(Take(OperonHostDeviceCopyToHost(0, seen.data(), between.device_base, between.device_bytes)).empty() && seen == x,
+          "the device tensor == the preprocessing reference");
+    host::Response b = RunPlanned(mlp, between, "y", last_plan);
+    CHECK(Take(OperonHostDeviceFree(0, between.device_base)).empty(), "the intermediate region goes back to the pool");
+    const Tensor& y = b.outputs.at(0);
+    std::vector<float> got(ref.size());
+    if (last_plan < 0) {
+      CHECK(y.memory_type == OPERON_HOST_MEMORY_CPU, "host memory for the client");
+      got = Floats(y);
+    } else {
+      CHECK(y.memory_type == OPERON_HOST_MEMORY_GPU, "the MLP's output stayed on the device");
+      CHECK(Take(OperonHostDeviceCopyToHost(0, got.data(), y.device_base, y.device_bytes)).empty(), "copy the answer");
+      CHECK(Take(OperonHostDeviceFree(0, y.device_base)).empty(), "free the answer's region");
+    }
+    float worst = 0;
+    for (size_t k = 0; k < got.size(); ++k) worst = std::max(worst, std::fabs(got[k] - ref[k]) / (1.f + std::fabs(ref[k])));
+    CHECK(worst <= Tolerance(Precision::kFp32), "MLP on the device tensor: worst relative error " + std::to_string(worst));
+  }
+  OperonHostDevicePoolStatistics pool{};
+  OperonHostDevicePoolGetStatistics(0, &pool);
+  CHECK(pool.live_regions == 0, "every region back in the pool");
+  CHECK(Take(OperonHostDevicePoolTrim(0)).empty(), "trim the pool");
+}
+
 void TestMissingDeviceRefused() {
   Loaded l;
   Load(l, "operon_cuda", MlpDir(operon_cuda::RandomMlp({4, 4}, 1)), MlpConfig({}), OPERON_HOST_KIND_GPU, 99);
@@ -451,6 +516,8 @@ int CudaSelfTest(const std::string& build, bool cpu_only) {
     tests.push_back({"executions in flight at once (consecutive batches overlap) each get their own outputs", TestExecutionsInFlight});
     tests.push_back({"a bad request in a batch fails alone", TestBadRequestFailsAlone});
     tests.push_back({"a GPU the host lacks is refused", TestMissingDeviceRefused});
+    tests.push_back({"preprocess -> MLP with the intermediate tensor kept on the GPU (device pool, GPU inputs and outputs)",
+                     TestDeviceTensorBetweenSteps});
   }
   return RunTests(tests);
 }

@@ -19,12 +19,19 @@
 
 namespace host {
 
-// One tensor given to or received from a backend.
+// One tensor given to or received from a backend: its bytes in `data`, or,
+// when it stayed on a GPU (memory_type GPU), a region of that GPU's pool in
+// the library (device_base, device_bytes), which the host frees with
+// OperonHostDeviceFree once the step that reads it has released its request.
 struct Tensor {
   std::string name;
   std::string datatype;
   std::vector<int64_t> shape;
   std::vector<char> data;
+  uint32_t memory_type = OPERON_HOST_MEMORY_CPU;
+  int64_t device = 0;
+  void* device_base = nullptr;
+  uint64_t device_bytes = 0;
 };
 
 struct Response {
@@ -46,6 +53,10 @@ struct RequestRecord {
   bool final_seen = false;
   std::vector<Response> responses;
   int request_stats = 0;
+  // The host's plan for this request's outputs (what the gateway's operator
+  // planner decides): >= 0 keeps an output the backend asks to have on that
+  // GPU there (the next step runs on the same GPU); -1 gives host memory.
+  int32_t keep_on_device = -1;
 };
 
 class Session {
@@ -56,6 +67,7 @@ class Session {
   int batch_stats = 0;
   uint64_t batch_size_total = 0;
   int live_allocations = 0;
+  int device_allocations = 0;  // outputs given device memory (delivered or not)
 
   OperonHostCallbacks Callbacks() {
     OperonHostCallbacks cb{};
@@ -98,10 +110,30 @@ class Session {
   }
 
  private:
-  static OperonHostError* Allocate(void* user, void*, const char*, const char*, const int64_t*, uint32_t,
-                                   uint64_t byte_size, uint32_t, int64_t, void** base, uint32_t* memory_type,
-                                   int64_t* memory_type_id, void** allocation) {
+  // The allocation token of device memory (host memory's token is its base).
+  static void* DeviceToken() {
+    static char token;
+    return &token;
+  }
+
+  static OperonHostError* Allocate(void* user, void* request_user, const char*, const char*, const int64_t*, uint32_t,
+                                   uint64_t byte_size, uint32_t preferred_type, int64_t preferred_id, void** base,
+                                   uint32_t* memory_type, int64_t* memory_type_id, void** allocation) {
     auto* self = static_cast<Session*>(user);
+    auto* record = static_cast<RequestRecord*>(request_user);
+    // Device memory only when the backend asks for it on the GPU the plan keeps this request's outputs on.
+    if (preferred_type == OPERON_HOST_MEMORY_GPU && record != nullptr && record->keep_on_device >= 0 &&
+        preferred_id == record->keep_on_device) {
+      OperonHostError* e = OperonHostDeviceAllocate(record->keep_on_device, byte_size, base);
+      if (e != nullptr) return e;
+      *memory_type = OPERON_HOST_MEMORY_GPU;
+      *memory_type_id = record->keep_on_device;
+      *allocation = DeviceToken();
+      std::lock_guard<std::mutex> lock(self->mutex);
+      self->live_allocations += 1;
+      self->device_allocations += 1;
+      return nullptr;
+    }
     *base = std::malloc(byte_size == 0 ? 1 : byte_size);
     if (*base == nullptr) return OperonHostErrorNew(OPERON_HOST_ERROR_UNAVAILABLE, "test host: out of memory");
     *memory_type = OPERON_HOST_MEMORY_CPU;
@@ -112,9 +144,12 @@ class Session {
     return nullptr;
   }
 
-  static void ReleaseAllocation(void* user, void*, void* base, void*) {
+  static void ReleaseAllocation(void* user, void* request_user, void* base, void* allocation) {
     auto* self = static_cast<Session*>(user);
-    std::free(base);
+    if (allocation == DeviceToken())
+      OperonHostErrorDelete(OperonHostDeviceFree(static_cast<RequestRecord*>(request_user)->keep_on_device, base));
+    else
+      std::free(base);
     std::lock_guard<std::mutex> lock(self->mutex);
     self->live_allocations -= 1;
   }
@@ -129,9 +164,21 @@ class Session {
       t.name = o.name;
       t.datatype = o.datatype;
       t.shape.assign(o.shape, o.shape + o.dims_count);
-      t.data.assign(static_cast<const char*>(o.base), static_cast<const char*>(o.base) + o.byte_size);
+      if (o.memory_type == OPERON_HOST_MEMORY_GPU) {
+        // Stays on the device for the next step; an error response's outputs go straight back to the pool.
+        if (r->error != nullptr) {
+          OperonHostErrorDelete(OperonHostDeviceFree(static_cast<int32_t>(o.memory_type_id), o.base));
+        } else {
+          t.memory_type = OPERON_HOST_MEMORY_GPU;
+          t.device = o.memory_type_id;
+          t.device_base = o.base;
+          t.device_bytes = o.byte_size;
+        }
+      } else {
+        t.data.assign(static_cast<const char*>(o.base), static_cast<const char*>(o.base) + o.byte_size);
+        std::free(o.base);  // the host owns delivered memory
+      }
       copy.outputs.push_back(std::move(t));
-      std::free(o.base);  // the host owns delivered memory
     }
     for (uint32_t i = 0; i < r->parameter_count; ++i) {
       const OperonHostParameter& p = r->parameters[i];
@@ -205,7 +252,9 @@ struct RequestSpec {
     output_names.clear();
     buffers.reserve(inputs.size());
     for (const Tensor& t : inputs)
-      buffers.push_back(OperonHostBuffer{t.data.data(), t.data.size(), OPERON_HOST_MEMORY_CPU, 0});
+      buffers.push_back(t.memory_type == OPERON_HOST_MEMORY_GPU
+                            ? OperonHostBuffer{t.device_base, t.device_bytes, OPERON_HOST_MEMORY_GPU, t.device}
+                            : OperonHostBuffer{t.data.data(), t.data.size(), OPERON_HOST_MEMORY_CPU, 0});
     for (size_t i = 0; i < inputs.size(); ++i) {
       OperonHostInput in{};
       in.name = inputs[i].name.c_str();

@@ -6,6 +6,8 @@
 //       <build-dir>/backends; prints one line per test and "N passed, M failed".
 //   operon-backend-host cuda-selftest <build-dir> [--cpu-only] | cuda-bench <build-dir>
 //       operon_cuda's suite and bench (cuda-selftest.cc).
+//   operon-backend-host ipc-consumer <build-dir> <handle-hex>
+//       The second process of selftest's CUDA IPC test (fake driver).
 //   operon-backend-host run --name N --library L --model-dir D --config JSON
 //       [--backend-config JSON] [--auto-complete] [--requests K] [--wait-ms T]
 //       [--input NAME:DTYPE:D1,D2:V1,V2,...]... [--input-file NAME:DTYPE:D1,D2:FILE]...
@@ -14,6 +16,7 @@
 //       requests as one batch and prints the model config and each response
 //       (--dump-dir: each output's bytes to DIR/<request>-<response>-<name>.bin;
 //       --repeat: first times R executions of the batch).
+#include <dlfcn.h>
 #include <malloc.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -393,13 +396,214 @@ void TestGpuRefused() {
   // it (the function does not dereference the handle).
   TRITONBACKEND_BackendMemoryManager(reinterpret_cast<TRITONBACKEND_Backend*>(l.backend), &manager);
   void* p = nullptr;
-  TRITONSERVER_Error* err = TRITONBACKEND_MemoryManagerAllocate(manager, &p, TRITONSERVER_MEMORY_GPU, 0, 64);
-  EXPECT(err != nullptr && TRITONSERVER_ErrorCode(err) == TRITONSERVER_ERROR_UNSUPPORTED, "GPU allocation UNSUPPORTED");
-  EXPECT_CONTAINS(TRITONSERVER_ErrorMessage(err), "TRITONBACKEND_MemoryManagerAllocate");
-  TRITONSERVER_ErrorDelete(err);
-  err = TRITONBACKEND_MemoryManagerAllocate(manager, &p, TRITONSERVER_MEMORY_CPU_PINNED, 0, 64);
+  TRITONSERVER_Error* err = TRITONBACKEND_MemoryManagerAllocate(manager, &p, TRITONSERVER_MEMORY_CPU_PINNED, 0, 64);
   EXPECT(err == nullptr && p != nullptr, "CPU_PINNED allocation");
   TRITONBACKEND_MemoryManagerFree(manager, p, TRITONSERVER_MEMORY_CPU_PINNED, 0);
+}
+
+// ---- Device-resident tensors, against the fake CUDA driver (test-fixtures/fake-cuda-driver.cc) ----
+
+struct FakeCudaCounters {
+  uint64_t htod, dtoh, dtod, allocs, frees, live_allocations, live_bytes, ipc_opens, ipc_closes;
+};
+
+// The fake driver's test entry points, from the same library the pool and
+// operon_gpu_identity load (OPERON_CUDA_DRIVER_LIB, set by SelfTest).
+struct FakeCuda {
+  void (*counters)(FakeCudaCounters*) = nullptr;
+  uint64_t (*dtoh_overlapping)(uint64_t, uint64_t) = nullptr;
+  void (*set_memory_limit)(uint64_t) = nullptr;
+  FakeCudaCounters Now() const {
+    FakeCudaCounters c{};
+    counters(&c);
+    return c;
+  }
+};
+
+std::string FakeCudaPath() { return g_build + "/test-fixtures/fake-cuda/libcuda.so.1"; }
+
+const FakeCuda& Fake() {
+  static FakeCuda fake;
+  if (fake.counters == nullptr) {
+    void* handle = dlopen(FakeCudaPath().c_str(), RTLD_NOW | RTLD_LOCAL);
+    EXPECT(handle != nullptr, "the fake CUDA driver loads: " + std::string(dlerror()));
+    fake.counters = reinterpret_cast<void (*)(FakeCudaCounters*)>(dlsym(handle, "fake_cuda_counters"));
+    fake.dtoh_overlapping = reinterpret_cast<uint64_t (*)(uint64_t, uint64_t)>(dlsym(handle, "fake_cuda_dtoh_overlapping"));
+    fake.set_memory_limit = reinterpret_cast<void (*)(uint64_t)>(dlsym(handle, "fake_cuda_set_memory_limit"));
+    EXPECT(fake.counters && fake.dtoh_overlapping && fake.set_memory_limit, "the fake driver's test entry points");
+  }
+  return fake;
+}
+
+std::string GpuIdentityConfig(const std::string& name) {
+  return "{\"name\":\"" + name +
+         "\",\"backend\":\"operon_gpu_identity\",\"max_batch_size\":8,"
+         "\"input\":[{\"name\":\"INPUT0\",\"data_type\":\"TYPE_FP32\",\"dims\":[\"4\"]}],"
+         "\"output\":[{\"name\":\"OUTPUT0\",\"data_type\":\"TYPE_FP32\",\"dims\":[\"4\"]}]}";
+}
+
+// Loads operon_gpu_identity as a KIND_GPU instance on `device`; returns the error text.
+std::string LoadGpu(Loaded& l, const std::string& model_name, int32_t device,
+                    uint32_t kind = OPERON_HOST_KIND_GPU) {
+  std::string e = Take(
+      OperonHostBackendLoad("operon_gpu_identity", BackendPath("operon_gpu_identity").c_str(), "{}", &l.backend));
+  if (!e.empty()) return e;
+  e = Take(OperonHostModelCreate(l.backend, model_name.c_str(), 1, TempModelDir().c_str(),
+                                 GpuIdentityConfig(model_name).c_str(), 0, &l.model));
+  if (!e.empty()) return e;
+  OperonHostCallbacks cb = l.session.Callbacks();
+  return Take(OperonHostInstanceCreate(l.model, (model_name + "_0").c_str(), kind, device, &cb, &l.instance));
+}
+
+OperonHostDevicePoolStatistics Pool(int32_t device) {
+  OperonHostDevicePoolStatistics s{};
+  OperonHostDevicePoolGetStatistics(device, &s);
+  return s;
+}
+
+// Runs one request of one tensor through `l` with the plan `keep_on_device`; returns its only response.
+host::Response RunStep(Loaded& l, const std::string& id, Tensor input, int32_t keep_on_device) {
+  std::vector<RequestSpec> specs(1);
+  specs[0].id = id;
+  input.name = "INPUT0";
+  specs[0].inputs.push_back(std::move(input));
+  specs[0].requested_outputs = {"OUTPUT0"};
+  specs[0].record = l.session.NewRecord();
+  specs[0].record->keep_on_device = keep_on_device;
+  std::string e = Execute(l, specs);
+  EXPECT(e.empty(), id + ": execute: " + e);
+  EXPECT(l.session.WaitAllDone(5000), id + ": not released/answered");
+  // The consumer released the request: the planner may now give its inputs' device regions back.
+  const auto& rec = *specs[0].record;
+  EXPECT(rec.released && rec.responses.size() == 1, id + ": one response and a release");
+  EXPECT(!rec.responses[0].has_error, id + ": " + rec.responses[0].error_message);
+  return rec.responses[0];
+}
+
+void TestDeviceTensorsBetweenSteps() {
+  const FakeCuda& fake = Fake();
+  Loaded a, b;
+  std::string e = LoadGpu(a, "gpu_step_a", 0);
+  EXPECT(e.empty(), "load step a: " + e);
+  e = LoadGpu(b, "gpu_step_b", 0);
+  EXPECT(e.empty(), "load step b: " + e);
+  const std::vector<float> values{1.5f, -2.f, 3.25f, 4.f};
+  for (int round = 0; round < 2; ++round) {
+    const FakeCudaCounters before = fake.Now();
+    // Step a: the client's input is in host memory; the plan keeps a's output on GPU 0 (b runs there).
+    host::Response ra = RunStep(a, "a", MakeTensor("x", "FP32", {1, 4}, values), 0);
+    EXPECT(ParamOf(ra, "input_memory") == "CPU" && ParamOf(ra, "output_memory") == "GPU:0",
+           "step a read host memory and wrote GPU 0: " + ParamOf(ra, "input_memory") + " -> " + ParamOf(ra, "output_memory"));
+    Tensor intermediate = ra.outputs.at(0);
+    EXPECT(intermediate.memory_type == OPERON_HOST_MEMORY_GPU && intermediate.device == 0 && intermediate.data.empty(),
+           "the intermediate tensor is delivered as device memory, not bytes");
+    EXPECT(Pool(0).live_regions == 1, "one live region: the intermediate");
+    // Step b reads it where it is; its own output stays on the device too, for the host's final copy.
+    host::Response rb = RunStep(b, "b", intermediate, 0);
+    EXPECT(ParamOf(rb, "input_memory") == "GPU:0" && ParamOf(rb, "output_memory") == "GPU:0",
+           "step b read and wrote GPU 0: " + ParamOf(rb, "input_memory") + " -> " + ParamOf(rb, "output_memory"));
+    // b released its request: the intermediate region goes back to the pool.
+    e = Take(OperonHostDeviceFree(0, intermediate.device_base));
+    EXPECT(e.empty(), "free the intermediate: " + e);
+    // The client's answer: copied to host memory once, by the host.
+    const Tensor& last = rb.outputs.at(0);
+    std::vector<float> answer(4);
+    e = Take(OperonHostDeviceCopyToHost(0, answer.data(), last.device_base, last.device_bytes));
+    EXPECT(e.empty(), "copy the answer to host memory: " + e);
+    EXPECT(answer == values, "the answer equals the input after two device steps");
+    e = Take(OperonHostDeviceFree(0, last.device_base));
+    EXPECT(e.empty(), "free the answer's region: " + e);
+    const FakeCudaCounters after = fake.Now();
+    EXPECT(fake.dtoh_overlapping(reinterpret_cast<uint64_t>(intermediate.device_base), intermediate.device_bytes) == 0,
+           "the intermediate tensor was never copied to host memory");
+    EXPECT(after.htod - before.htod == 1 && after.dtod - before.dtod == 1 && after.dtoh - before.dtoh == 1,
+           "one copy in, one on the device, one out; got htod " + std::to_string(after.htod - before.htod) + ", dtod " +
+               std::to_string(after.dtod - before.dtod) + ", dtoh " + std::to_string(after.dtoh - before.dtoh));
+    EXPECT(Pool(0).live_regions == 0, "every region is back in the pool after the request");
+    // The second round reuses the pool's cached regions: no new driver allocation.
+    if (round == 1) EXPECT(after.allocs == before.allocs, "the pool reused its regions");
+  }
+  EXPECT(a.session.live_allocations == 0 && b.session.live_allocations == 0, "every output allocation was delivered");
+  EXPECT(Take(OperonHostDevicePoolTrim(0)).empty() && Pool(0).cached_regions == 0, "trim gives the cache back");
+  EXPECT(fake.Now().live_allocations == 0, "no device memory left with the driver");
+}
+
+void TestDeviceTensorFallbacksAndRefusals() {
+  const FakeCuda& fake = Fake();
+  const std::vector<float> values{1.f, 2.f, 3.f, 4.f};
+  Loaded a;
+  std::string e = LoadGpu(a, "gpu_fallback", 0);
+  EXPECT(e.empty(), "load: " + e);
+  // A CPU consumer, or one on another GPU: the plan gives host memory, which the backend copies to.
+  for (int32_t plan : {-1, 1}) {
+    host::Response r = RunStep(a, "fallback", MakeTensor("x", "FP32", {1, 4}, values), plan);
+    EXPECT(ParamOf(r, "output_memory") == "CPU", "host memory for plan " + std::to_string(plan) + ", got " + ParamOf(r, "output_memory"));
+    EXPECT(r.outputs.at(0).memory_type == OPERON_HOST_MEMORY_CPU && Floats(r.outputs.at(0)) == values, "the bytes in host memory");
+  }
+  EXPECT(Pool(0).live_regions == 0 && Pool(1).live_regions == 0, "no device memory taken for a host-memory plan");
+
+  void* region = nullptr;
+  e = Take(OperonHostDeviceAllocate(0, 16, &region));
+  EXPECT(e.empty() && region != nullptr, "allocate on GPU 0: " + e);
+  e = Take(OperonHostDeviceCopyFromHost(0, region, values.data(), 16));
+  EXPECT(e.empty(), "copy in: " + e);
+  Tensor on_gpu0{"INPUT0", "FP32", {1, 4}, {}, OPERON_HOST_MEMORY_GPU, 0, region, 16};
+  auto refused = [&](Loaded& l, Tensor t, const std::string& expected) {
+    std::vector<RequestSpec> specs(1);
+    specs[0].inputs.push_back(std::move(t));
+    specs[0].requested_outputs = {"OUTPUT0"};
+    specs[0].record = l.session.NewRecord();
+    uint32_t code = 0;
+    std::vector<OperonHostRequest> requests{specs[0].Build()};
+    std::string why = Take(OperonHostExecute(l.instance, requests.data(), 1), &code);
+    EXPECT(code == OPERON_HOST_ERROR_INVALID_ARG, "INVALID_ARG for: " + expected + " (got '" + why + "')");
+    EXPECT_CONTAINS(why, expected);
+    EXPECT(!specs[0].record->released && specs[0].record->responses.empty(), "refused before the backend saw it");
+  };
+  Loaded other;
+  e = LoadGpu(other, "gpu_other", 1);
+  EXPECT(e.empty(), "load on GPU 1: " + e);
+  refused(other, on_gpu0, "input 'INPUT0' is in GPU 0's memory, but instance 'gpu_other_0' runs on GPU 1: copy it to host memory first");
+  Loaded cpu;
+  e = Load(cpu, "cpu_consumer", IdentityConfig("cpu_consumer"));
+  EXPECT(e.empty(), "load the CPU consumer: " + e);
+  refused(cpu, on_gpu0, "input 'INPUT0' is in GPU 0's memory, but instance 'cpu_consumer_0' is KIND_CPU: copy it to host memory first");
+  Tensor outside = on_gpu0;
+  outside.device_base = static_cast<char*>(region) + 8;  // runs 8 bytes past the region's end
+  refused(a, outside, "16 bytes of GPU memory that are not inside one region of GPU 0's pool");
+  e = Take(OperonHostDeviceFree(0, region));
+  EXPECT(e.empty(), "free: " + e);
+  refused(a, on_gpu0, "not inside one region of GPU 0's pool");  // freed: no longer the pool's
+  EXPECT_CONTAINS(Take(OperonHostDeviceFree(0, region)), "OperonHostDeviceFree: no region of GPU 0's pool starts there");
+
+  // The backend runs on GPUs only, and a GPU the driver does not have is refused at load.
+  Loaded cpu_kind;
+  EXPECT_CONTAINS(LoadGpu(cpu_kind, "gpu_as_cpu", 0, OPERON_HOST_KIND_CPU),
+                  "instance 'gpu_as_cpu_0' is CPU; this backend runs on GPUs only: use instance_group { kind: KIND_GPU }");
+  Loaded missing;
+  EXPECT_CONTAINS(LoadGpu(missing, "gpu_missing", 5), "instance 'gpu_missing_0' on GPU 5: GPU 5: cuDeviceGet failed: CUDA_ERROR_INVALID_DEVICE");
+
+  // Triton's memory manager serves GPU memory from the same pool; out of memory is UNAVAILABLE, naming the driver's error.
+  TRITONBACKEND_MemoryManager* manager = nullptr;
+  TRITONBACKEND_BackendMemoryManager(reinterpret_cast<TRITONBACKEND_Backend*>(a.backend), &manager);
+  void* p = nullptr;
+  TRITONSERVER_Error* err = TRITONBACKEND_MemoryManagerAllocate(manager, &p, TRITONSERVER_MEMORY_GPU, 1, 64);
+  EXPECT(err == nullptr && p != nullptr && Pool(1).live_regions == 1, "GPU allocation from the memory manager");
+  err = TRITONBACKEND_MemoryManagerFree(manager, p, TRITONSERVER_MEMORY_GPU, 1);
+  EXPECT(err == nullptr && Pool(1).live_regions == 0, "GPU free through the memory manager");
+  fake.set_memory_limit(1 << 20);
+  err = TRITONBACKEND_MemoryManagerAllocate(manager, &p, TRITONSERVER_MEMORY_GPU, 1, 4 << 20);
+  fake.set_memory_limit(UINT64_MAX);
+  EXPECT(err != nullptr && TRITONSERVER_ErrorCode(err) == TRITONSERVER_ERROR_UNAVAILABLE, "out of device memory is UNAVAILABLE");
+  EXPECT_CONTAINS(TRITONSERVER_ErrorMessage(err), "4194304 bytes on GPU 1: cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY");
+  TRITONSERVER_ErrorDelete(err);
+  err = TRITONBACKEND_MemoryManagerAllocate(manager, &p, TRITONSERVER_MEMORY_GPU, 7, 64);
+  EXPECT(err != nullptr, "a GPU the driver does not have");
+  EXPECT_CONTAINS(TRITONSERVER_ErrorMessage(err), "GPU 7: cuDeviceGet failed: CUDA_ERROR_INVALID_DEVICE");
+  TRITONSERVER_ErrorDelete(err);
+  Take(OperonHostDevicePoolTrim(0));
+  Take(OperonHostDevicePoolTrim(1));
+  EXPECT(fake.Now().live_allocations == 0, "no device memory left with the driver");
 }
 
 void TestCrashIsASegfault() {
@@ -427,8 +631,107 @@ void TestEnums() {
   TRITONSERVER_ErrorDelete(err);
 }
 
+std::string Hex(const void* data, size_t n) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    const auto b = static_cast<const unsigned char*>(data)[i];
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+bool Unhex(const std::string& text, void* data, size_t n) {
+  if (text.size() != 2 * n) return false;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned value = 0;
+    if (std::sscanf(text.c_str() + 2 * i, "%2x", &value) != 1) return false;
+    static_cast<unsigned char*>(data)[i] = static_cast<unsigned char>(value);
+  }
+  return true;
+}
+
+// `ipc-consumer <build-dir> <handle-hex>`: the second process of the test below, as the consumer's worker would
+// be: imports the producer's region, runs step b of operon_gpu_identity on it in place, keeps b's output on the
+// device, copies that to host memory and prints what it saw.
+int IpcConsumer(const std::string& build, const std::string& hex) {
+  g_build = build;
+  setenv("OPERON_CUDA_DRIVER_LIB", FakeCudaPath().c_str(), 1);
+  const FakeCuda& fake = Fake();
+  OperonHostDeviceIpcHandle handle{};
+  EXPECT(Unhex(hex, &handle, sizeof handle), "a handle in hex");
+  void* base = nullptr;
+  std::string e = Take(OperonHostDeviceImport(0, &handle, &base));
+  EXPECT(e.empty() && base != nullptr, "import: " + e);
+  void* again = nullptr;
+  e = Take(OperonHostDeviceImport(0, &handle, &again));
+  EXPECT(e.empty() && again == base, "a second import of the region reuses its mapping: " + e);
+  Loaded b;
+  e = LoadGpu(b, "ipc_step_b", 0);
+  EXPECT(e.empty(), "load step b: " + e);
+  Tensor input{"INPUT0", "FP32", {1, 4}, {}, OPERON_HOST_MEMORY_GPU, 0, base, 16};
+  host::Response rb = RunStep(b, "b", input, 0);
+  const Tensor& y = rb.outputs.at(0);
+  std::vector<float> answer(4);
+  e = Take(OperonHostDeviceCopyToHost(0, answer.data(), y.device_base, y.device_bytes));
+  EXPECT(e.empty(), "copy the answer: " + e);
+  EXPECT(Take(OperonHostDeviceFree(0, y.device_base)).empty(), "free the answer's region");
+  std::printf("memory %s -> %s\n", ParamOf(rb, "input_memory").c_str(), ParamOf(rb, "output_memory").c_str());
+  std::printf("values %g,%g,%g,%g\n", answer[0], answer[1], answer[2], answer[3]);
+  std::printf("imported_dtoh %llu\n", static_cast<unsigned long long>(fake.dtoh_overlapping(reinterpret_cast<uint64_t>(base), 16)));
+  std::printf("imported_regions %llu\n", static_cast<unsigned long long>(Pool(0).imported_regions));
+  e = Take(OperonHostDeviceImportsClose(0));
+  EXPECT(e.empty(), "close the imports: " + e);
+  const FakeCudaCounters c = fake.Now();
+  std::printf("ipc_opens %llu ipc_closes %llu\n", static_cast<unsigned long long>(c.ipc_opens),
+              static_cast<unsigned long long>(c.ipc_closes));
+  return 0;
+}
+
+void TestDeviceTensorAcrossProcesses() {
+  const FakeCuda& fake = Fake();
+  Loaded a;
+  std::string e = LoadGpu(a, "ipc_step_a", 0);
+  EXPECT(e.empty(), "load step a: " + e);
+  const std::vector<float> values{0.5f, 8.f, -3.f, 7.25f};
+  host::Response ra = RunStep(a, "a", MakeTensor("x", "FP32", {1, 4}, values), 0);
+  Tensor intermediate = ra.outputs.at(0);
+  EXPECT(intermediate.memory_type == OPERON_HOST_MEMORY_GPU, "step a's output stayed on GPU 0");
+  OperonHostDeviceIpcHandle handle{};
+  e = Take(OperonHostDeviceExport(0, intermediate.device_base, &handle));
+  EXPECT(e.empty() && handle.offset == 0, "export: " + e);
+  // CUDA opens a handle only in another process.
+  void* own = nullptr;
+  EXPECT_CONTAINS(Take(OperonHostDeviceImport(0, &handle, &own)), "cuIpcOpenMemHandle failed: CUDA_ERROR_INVALID_CONTEXT");
+  char self[4096] = {};
+  EXPECT(readlink("/proc/self/exe", self, sizeof self - 1) > 0, "this program's path");
+  const std::string command =
+      "'" + std::string(self) + "' ipc-consumer '" + g_build + "' " + Hex(&handle, sizeof handle) + " 2>&1";
+  FILE* child = popen(command.c_str(), "r");
+  EXPECT(child != nullptr, "start the consumer process");
+  std::string out;
+  char line[512];
+  while (std::fgets(line, sizeof line, child) != nullptr) out += line;
+  const int status = pclose(child);
+  EXPECT(status == 0, "the consumer process succeeded: " + out);
+  EXPECT_CONTAINS(out, "memory GPU:0 -> GPU:0\n");
+  EXPECT_CONTAINS(out, "values 0.5,8,-3,7.25\n");
+  EXPECT_CONTAINS(out, "imported_dtoh 0\n");       // the consumer never copied the tensor to host memory
+  EXPECT_CONTAINS(out, "imported_regions 1\n");    // opened once, for both imports
+  EXPECT_CONTAINS(out, "ipc_opens 1 ipc_closes 1\n");
+  EXPECT(Take(OperonHostDeviceFree(0, intermediate.device_base)).empty(), "the producer frees its region after the consumer released");
+  EXPECT(fake.dtoh_overlapping(reinterpret_cast<uint64_t>(intermediate.device_base), intermediate.device_bytes) == 0,
+         "nor did the producer");
+  EXPECT_CONTAINS(Take(OperonHostDeviceExport(0, intermediate.device_base, &handle)),
+                  "the address is not inside a region of GPU 0's own pool");
+  Take(OperonHostDevicePoolTrim(0));
+}
+
 int SelfTest(const std::string& build) {
   g_build = build;
+  // Device memory comes from the fake driver here, never from a real GPU's (the GPU suite is cuda-selftest).
+  setenv("OPERON_CUDA_DRIVER_LIB", FakeCudaPath().c_str(), 1);
   OperonHostSetLogCallback(CaptureLog, nullptr, 0);
   std::vector<std::pair<std::string, std::function<void()>>> tests = {
       {"enum values and strings match Triton's", TestEnums},
@@ -446,7 +749,10 @@ int SelfTest(const std::string& build) {
       {"backend load is ref-counted; conflicts refused", TestRefcountAndConflicts},
       {"missing TRITONBACKEND_ModelInstanceExecute refused", TestMissingExecute},
       {"wrong API major refused naming both versions", TestWrongApiVersion},
-      {"GPU instances reach the backend (operon_identity refuses them); GPU memory is UNSUPPORTED", TestGpuRefused},
+      {"GPU instances reach the backend (operon_identity refuses them)", TestGpuRefused},
+      {"an operator's intermediate tensor stays on the GPU between two GPU steps (fake driver)", TestDeviceTensorsBetweenSteps},
+      {"device tensors: host-memory fallbacks, refused GPU inputs, the memory manager's GPU memory", TestDeviceTensorFallbacksAndRefusals},
+      {"a device tensor crosses processes through CUDA IPC (fake driver): opened once, read in place", TestDeviceTensorAcrossProcesses},
       {"crash_on_execute raises SIGSEGV", TestCrashIsASegfault},
   };
   int passed = 0, failed = 0;
@@ -690,6 +996,7 @@ int main(int argc, char** argv) {
       return CudaSelfTest(argv[2], argc == 4);
     if (cmd == "cuda-bench" && argc == 3) return CudaBench(argv[2]);
     if (cmd == "nvml-check" && argc == 3) return NvmlCheck(argv[2]);
+    if (cmd == "ipc-consumer" && argc == 4) return IpcConsumer(argv[2], argv[3]);
   } catch (const Failure& f) {
     std::fprintf(stderr, "operon-backend-host: %s\n", f.what.c_str());
     return 2;

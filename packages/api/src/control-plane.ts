@@ -150,6 +150,7 @@ export class ControlPlane {
           ...(resolved.batch.budgetMs !== undefined ? { budgetMs: resolved.batch.budgetMs } : {}),
           ...(resolved.batch.windowMs !== undefined ? { aimdWindowMs: resolved.batch.windowMs } : {}),
           ...(resolved.batch.sampleMs !== undefined ? { throughputSampleMs: resolved.batch.sampleMs } : {}),
+          ...(resolved.batch.laneRefreshMs !== undefined ? { laneRefreshMs: resolved.batch.laneRefreshMs } : {}),
         },
         resolved.logger,
       ),

@@ -54,6 +54,8 @@ export interface ControlPlaneOptions {
     windowMs?: number;
     /** The interval of a job's throughput samples (job-throughput-recorder.ts). */
     sampleMs?: number;
+    /** How often a running job lists the cluster's gateways again (gateway-lanes.ts). */
+    laneRefreshMs?: number;
   };
 }
 
@@ -113,6 +115,7 @@ const controlPlaneOptionsSchema = z.object({
       budgetMs: z.number().positive().optional(),
       windowMs: z.number().int().min(100).max(60_000).optional(),
       sampleMs: z.number().int().min(1000).max(60_000).optional(),
+      laneRefreshMs: z.number().int().min(1000).max(300_000).optional(),
     })
     .default({ serverPathRoots: [], postgresConnections: {}, maxRunning: 1, chunkRows: 256 }),
   resourceScheduler: z

@@ -90,6 +90,13 @@ export interface BackendRequest {
   /** Empty = every output. */
   readonly outputNames: string[];
   readonly parameters: WireParameters;
+  /**
+   * Outputs the gateway wants left in the instance's GPU memory (an
+   * operator's intermediate for a KIND_GPU step on the same GPU): a backend
+   * that can keeps them there and answers them with `device`; any other
+   * answers bytes as usual.
+   */
+  readonly deviceOutputs?: readonly string[];
   /** True once the client gave up on the request (the gateway's `cancel`); the backend may stop early, it still ends the request. */
   readonly cancelled: boolean;
   /**
@@ -172,6 +179,8 @@ export interface RequestBackend extends Backend {
   executeRequests(requests: BackendRequest[]): Promise<void>;
   /** Told when the client gave up on requests it holds (their `cancelled` turned true). Optional. */
   cancelRequests?(requests: BackendRequest[]): void;
+  /** Gives back GPU outputs (their `device.region`) the gateway is done with. */
+  releaseDeviceOutputs?(regions: number[]): void;
 }
 
 export function isRequestBackend(backend: Backend): backend is RequestBackend {

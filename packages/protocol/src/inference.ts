@@ -43,6 +43,14 @@ export interface InferRequest {
    * other request: one branch when tracing is off. Never from the wire.
    */
   onTimings?: (timings: RequestTimings) => void;
+  /**
+   * Set by the operator planner only (dag-executor.ts), never from the wire:
+   * outputs the step's instance should keep in its GPU memory for the next
+   * KIND_GPU step on the same GPU; set (maybe empty) on every step request
+   * that reads or writes a tensor on a GPU. Such a request bypasses the
+   * response cache (its inputs' bytes are not in the gateway).
+   */
+  deviceOutputs?: string[];
 }
 
 /** Where a request's time went in the engine: the durations its statistics record, and an operator's steps. */

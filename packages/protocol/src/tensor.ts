@@ -10,7 +10,29 @@ export interface Tensor {
   name: string;
   datatype: DataType;
   shape: number[];
+  /** Empty for a tensor kept in a worker's GPU memory (`device`). */
   data: Buffer;
+  /**
+   * Set only on an operator's intermediate tensor between two KIND_GPU steps
+   * on one GPU (the operator planner asks for it, dag-executor.ts): the bytes
+   * stay in the producing worker's GPU memory and the consumer's worker reads
+   * them there. Such a tensor never reaches batching, the response cache or
+   * a client.
+   */
+  device?: DeviceTensor;
+}
+
+/** Where a tensor kept on a GPU lies, for the worker that reads it (CUDA IPC). */
+export interface DeviceTensor {
+  /** The CUDA ordinal. */
+  gpu: number;
+  /** The region's CUDA IPC handle and the tensor's offset in it (OperonHostDeviceIpcHandle: 72 bytes). */
+  handle: Buffer;
+  byteLength: number;
+  /** The producing worker's number for its region, which it holds until the gateway releases it. */
+  region: number;
+  /** Gateway only: gives the region back to the producing worker (idempotent; a no-op once it exited). */
+  release?: () => void;
 }
 
 /** Request/response parameters (KServe v2 `parameters`, gRPC InferParameter). */
@@ -26,16 +48,19 @@ export type Parameters = Record<string, ParameterValue>;
 export function assertTensorByteSize(tensor: Tensor, maxBytesElements = Infinity): void {
   const count = elementCount(tensor.shape);
   const size = elementByteSize(tensor.datatype);
+  // A tensor on a GPU (an operator's intermediate): its size is the device's; its bytes cannot be walked here.
+  const byteLength = tensor.device === undefined ? tensor.data.length : tensor.device.byteLength;
   if (size !== undefined) {
     const expected = count * size;
-    if (tensor.data.length !== expected) {
+    if (byteLength !== expected) {
       throw new OperonError(
         "INVALID_ARG",
-        `input '${tensor.name}': expected ${expected} bytes for shape [${tensor.shape.join(",")}] of ${tensor.datatype}, got ${tensor.data.length}`,
+        `input '${tensor.name}': expected ${expected} bytes for shape [${tensor.shape.join(",")}] of ${tensor.datatype}, got ${byteLength}`,
       );
     }
     return;
   }
+  if (tensor.device !== undefined) return;
   // The shape says how many elements there are: refuse too many before walking them.
   if (count > maxBytesElements) throw tooManyBytesElements(tensor.name, count, maxBytesElements);
   const found = countBytesElementsUpTo(tensor.data, tensor.name, count);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Tensor } from "./tensor.js";
-import { allocateHandOff, packTensors, packTensorsReusing, unpackTensors } from "./thread-wire.js";
+import { TensorNames, allocateHandOff, packTensors, packTensorsReusing, unpackTensors } from "./thread-wire.js";
 
 const tensor = (name: string, bytes: number[]): Tensor => ({
   name,
@@ -108,5 +108,51 @@ describe("hand-off buffers", () => {
     expect(packTensors([{ name: "a", datatype: "UINT8", shape: [3], data: joined.subarray(3, 6) }]).buffer).not.toBe(
       joined.buffer,
     );
+  });
+});
+
+describe("TensorNames (the wire's numbers-only TensorLayout)", () => {
+  const names = new TensorNames(["INPUT0", "INPUT1", "MASK"]);
+  const fp32 = (name: string, shape: number[], values: number[]): Tensor => ({
+    name,
+    datatype: "FP32",
+    shape,
+    data: Buffer.from(new Float32Array(values).buffer),
+  });
+
+  it("round-trips tensors of declared names as numbers only, names and datatypes by index", () => {
+    const packed = packTensors([
+      fp32("INPUT1", [1, 2], [1.5, -2]),
+      { name: "MASK", datatype: "BOOL", shape: [3], data: Buffer.from([1, 0, 1]) },
+      fp32("INPUT0", [0, 4], []),
+    ]);
+    const layout = names.layoutOf(packed.tensors)!;
+    expect(layout.every((entry) => typeof entry === "number")).toBe(true);
+    const back = names.unpack(packed.buffer, layout);
+    expect(back.map((t) => [t.name, t.datatype, t.shape, [...t.data]])).toEqual([
+      ["INPUT1", "FP32", [1, 2], [...Buffer.from(new Float32Array([1.5, -2]).buffer)]],
+      ["MASK", "BOOL", [3], [1, 0, 1]],
+      ["INPUT0", "FP32", [0, 4], []],
+    ]);
+    expect(back[0]!.data.buffer).toBe(packed.buffer);
+  });
+
+  it("has no layout for a tensor outside the table: the message then carries the objects, which unpack too", () => {
+    const packed = packTensors([fp32("INPUT0", [1], [1]), fp32("EXTRA", [1], [2])]);
+    expect(names.layoutOf(packed.tensors)).toBeUndefined();
+    expect(names.unpack(packed.buffer, packed.tensors).map((t) => t.name)).toEqual(["INPUT0", "EXTRA"]);
+  });
+
+  it("selects outputs by index when all are declared, by name otherwise", () => {
+    expect(names.indexesOf(["MASK", "INPUT0"])).toEqual([2, 0]);
+    expect(names.namesOf([2, 0])).toEqual(["MASK", "INPUT0"]);
+    expect(names.indexesOf(["MASK", "nope"])).toBeUndefined();
+    expect(names.namesOf(["nope"])).toEqual(["nope"]);
+  });
+
+  it("refuses a layout that names an index outside the table or an unknown datatype", () => {
+    const buffer = new ArrayBuffer(8);
+    expect(() => names.unpack(buffer, [1, 7, 10, 1, 1, 0, 4])).toThrow(/name index 7 is outside the table of 3/);
+    expect(() => names.unpack(buffer, [1, 0, 99, 1, 1, 0, 4])).toThrow(/datatype index 99 is not a datatype/);
   });
 });

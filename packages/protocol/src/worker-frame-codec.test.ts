@@ -182,6 +182,59 @@ describe("worker wire frames", () => {
   });
 });
 
+describe("worker wire frames for tensors on a GPU", () => {
+  it("carries a device tensor by its handle, without bytes, and a device-release", () => {
+    const handle = Buffer.from(Array.from({ length: 72 }, (_, i) => i));
+    const device: Tensor = {
+      name: "mid",
+      datatype: "FP32",
+      shape: [1, 4],
+      data: Buffer.alloc(0),
+      device: { gpu: 1, handle, byteLength: 16, region: 7, release: () => undefined },
+    };
+    const bytes = join(
+      encodeFrame({ type: "execute", requestId: 7, deviceOutputs: ["OUTPUT0"] }, [
+        device,
+        tensor("x", "UINT8", [2], Buffer.from([5, 6])),
+      ]),
+    );
+    const [frame] = new FrameDecoder().push(bytes);
+    expect(frame!.header).toMatchObject({ type: "execute", deviceOutputs: ["OUTPUT0"] });
+    expect(frame!.device).toBe(true);
+    expect(frame!.tensors[0]).toEqual({
+      name: "mid",
+      datatype: "FP32",
+      shape: [1, 4],
+      data: Buffer.alloc(0),
+      device: { gpu: 1, handle, byteLength: 16, region: 7 },
+    });
+    expect([...frame!.tensors[1]!.data]).toEqual([5, 6]);
+    const [release] = new FrameDecoder().push(join(encodeFrame({ type: "device-release", regions: [7, 8] })));
+    expect(release!.header).toEqual({ type: "device-release", regions: [7, 8] });
+    expect(release!.device).toBeUndefined();
+  });
+
+  it("rejects a device descriptor with bytes in the frame or malformed fields", () => {
+    const frameOf = (descriptor: Record<string, unknown>, extra = Buffer.alloc(0)): Buffer => {
+      const header = Buffer.from(JSON.stringify({ type: "execute", requestId: 1, tensors: [descriptor] }));
+      const prefix = Buffer.alloc(8);
+      prefix.writeUInt32LE(4 + header.length + extra.length, 0);
+      prefix.writeUInt32LE(header.length, 4);
+      return Buffer.concat([prefix, header, extra]);
+    };
+    const base = { name: "x", datatype: "FP32", shape: [1] };
+    const device = { gpu: 0, handle: "AAAA", byteLength: 4, region: 1 };
+    expect(() => new FrameDecoder().push(frameOf({ ...base, byteLength: 0, device }))).not.toThrow();
+    for (const bad of [
+      frameOf({ ...base, byteLength: 4, device }, Buffer.alloc(4)),
+      frameOf({ ...base, byteLength: 0, device: { ...device, gpu: -1 } }),
+      frameOf({ ...base, byteLength: 0, device: { ...device, handle: "not base64!" } }),
+      frameOf({ ...base, byteLength: 0, device: { ...device, region: "1" } }),
+    ])
+      expect(() => new FrameDecoder().push(bad)).toThrow(/malformed tensor descriptor/);
+  });
+});
+
 describe("worker wire frames for decoupled responses and BLS", () => {
   const out = tensor("OUT", "BYTES", [2], Buffer.from([1, 0, 0, 0, 0x61, 2, 0, 0, 0, 0x62, 0x63]));
   const messages: Array<[WorkerMessage, Tensor[]]> = [

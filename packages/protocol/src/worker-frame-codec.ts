@@ -25,6 +25,7 @@ const MESSAGE_TYPES: ReadonlySet<string> = new Set([
   "shutdown",
   "bls-response",
   "cancel",
+  "device-release",
   "ready",
   "loaded",
   "result",
@@ -44,6 +45,8 @@ export interface DecodedFrame {
    * (64-byte aligned; valid only until its space is handed back).
    */
   tensors: Tensor[];
+  /** True when a tensor is on a GPU (`device`): the receiver checks only then, so other frames cost nothing more. */
+  device?: true;
   /** Per tensor, its offset in the sender's shared-memory half; undefined = its bytes came in the frame. */
   shmOffsets: Array<number | undefined>;
 }
@@ -72,6 +75,15 @@ export function encodeFrame(
     };
     const shmOffset = shmOffsets[i];
     if (shmOffset !== undefined) descriptor.shmOffset = shmOffset;
+    const device = tensor.device;
+    if (device !== undefined) {
+      descriptor.device = {
+        gpu: device.gpu,
+        handle: device.handle.toString("base64"),
+        byteLength: device.byteLength,
+        region: device.region,
+      };
+    }
     return descriptor;
   });
   const json = Buffer.from(JSON.stringify({ ...header, tensors: descriptors }), "utf8");
@@ -247,9 +259,24 @@ function parseFrame(frame: Buffer, sharedMemory: Buffer | undefined): DecodedFra
     throw new OperonError("INTERNAL", "worker channel: frame header 'tensors' is not a list");
   const tensors: Tensor[] = [];
   const shmOffsets: Array<number | undefined> = [];
+  let device = false;
   let offset = PREFIX_BYTES + headerLength;
   for (const descriptor of descriptors as unknown[]) {
     const wire = checkDescriptor(descriptor);
+    if (wire.device !== undefined) {
+      // On a GPU: the frame carries none of its bytes (the encoder sends a device tensor's empty data).
+      const { gpu, handle, byteLength, region } = wire.device;
+      device = true;
+      tensors.push({
+        name: wire.name,
+        datatype: wire.datatype,
+        shape: wire.shape,
+        data: Buffer.alloc(0),
+        device: { gpu, handle: Buffer.from(handle, "base64"), byteLength, region },
+      });
+      shmOffsets.push(undefined);
+      continue;
+    }
     if (wire.shmOffset !== undefined) {
       const shmEnd = wire.shmOffset + wire.byteLength;
       if (sharedMemory === undefined) {
@@ -287,7 +314,26 @@ function parseFrame(frame: Buffer, sharedMemory: Buffer | undefined): DecodedFra
       `worker channel: ${frame.length - offset} bytes after the last tensor of a frame`,
     );
   }
-  return { header: header as WorkerMessage, tensors, shmOffsets };
+  const decoded: DecodedFrame = { header: header as WorkerMessage, tensors, shmOffsets };
+  if (device) decoded.device = true;
+  return decoded;
+}
+
+/** A device tensor's descriptor: non-negative integers, a base64 handle, and no bytes in the frame. */
+function isDeviceDescriptor(device: unknown, frameBytes: number): boolean {
+  const d = device as Partial<NonNullable<WireTensor["device"]>> | null;
+  return (
+    typeof d === "object" &&
+    d !== null &&
+    frameBytes === 0 &&
+    Number.isSafeInteger(d.gpu) &&
+    (d.gpu as number) >= 0 &&
+    Number.isSafeInteger(d.byteLength) &&
+    (d.byteLength as number) >= 0 &&
+    Number.isSafeInteger(d.region) &&
+    typeof d.handle === "string" &&
+    /^[A-Za-z0-9+/]*={0,2}$/.test(d.handle)
+  );
 }
 
 function checkDescriptor(value: unknown): WireTensor {
@@ -302,7 +348,8 @@ function checkDescriptor(value: unknown): WireTensor {
     !d.shape.every((dim) => Number.isSafeInteger(dim) && dim >= 0) ||
     !Number.isSafeInteger(d.byteLength) ||
     (d.byteLength as number) < 0 ||
-    (d.shmOffset !== undefined && (!Number.isSafeInteger(d.shmOffset) || d.shmOffset < 0))
+    (d.shmOffset !== undefined && (!Number.isSafeInteger(d.shmOffset) || d.shmOffset < 0)) ||
+    (d.device !== undefined && !isDeviceDescriptor(d.device, d.byteLength as number))
   ) {
     throw new OperonError("INTERNAL", `worker channel: malformed tensor descriptor ${JSON.stringify(value)}`);
   }

@@ -57,6 +57,10 @@ import type { ErrorKind } from "./errors.js";
  * still gets its final frame) and `metrics` (the backend's custom metric
  * families as Prometheus text, sent by the worker after executes that
  * changed them; the gateway shows the latest on its metrics port).
+ * Also within version 1: `execute.deviceOutputs`, tensors with `device`
+ * (an operator's intermediate left in a worker's GPU memory, read by the
+ * next worker through CUDA IPC) and `device-release`; the gateway sends
+ * them only to native KIND_GPU instances of an operator it planned so.
  */
 /**
  * Tensors smaller than this travel inline in the frame even when shared
@@ -106,6 +110,12 @@ export interface WireTensor {
   byteLength: number;
   /** Present: the bytes are at this offset of the sender's shared-memory half, not in the frame. */
   shmOffset?: number;
+  /**
+   * Present: the tensor is in a worker's GPU memory (Tensor.device, without
+   * `release`; the handle in base64) and the frame carries none of its bytes
+   * (byteLength 0).
+   */
+  device?: { gpu: number; handle: string; byteLength: number; region: number };
 }
 
 /** Backend compute time of one execute, in nanoseconds (Triton's compute_input/infer/output). */
@@ -145,6 +155,18 @@ export interface ExecuteMessage {
   logIds?: string[];
   /** The request's parameters, for backends that show them to the model. */
   parameters?: WireParameters;
+  /**
+   * Outputs to keep in the instance's GPU memory when its backend asks for
+   * GPU memory (native backends): they come back with `device` instead of
+   * bytes, and the worker holds each region until a `device-release`.
+   */
+  deviceOutputs?: string[];
+}
+
+/** GPU outputs (their `device.region`) the gateway is done with: the worker gives them back to its pool. No reply. */
+export interface DeviceReleaseMessage {
+  type: "device-release";
+  regions: number[];
 }
 
 /** Output offsets in the worker's shared-memory half the gateway is done with. No reply. */
@@ -268,7 +290,8 @@ export type WorkerRequestMessage =
   | ReleaseMessage
   | ShutdownMessage
   | BlsResponseMessage
-  | CancelMessage;
+  | CancelMessage
+  | DeviceReleaseMessage;
 /** worker -> gateway. */
 export type WorkerReplyMessage =
   | ReadyMessage

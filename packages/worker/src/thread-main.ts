@@ -6,9 +6,9 @@ import {
   type ThreadExecuteMessage,
   type ThreadLoadMessage,
   THREAD_WIRE_VERSION,
+  TensorNames,
   type ToThreadMessage,
   packTensorsReusing,
-  unpackTensors,
 } from "@operon/protocol/thread-wire";
 import type { BackendLog } from "@operon/backend-api/backend";
 import type { InProcessBackend } from "@operon/protocol/thread-wire";
@@ -36,6 +36,9 @@ const log: BackendLog = (level, message, fields) =>
   post({ type: "log", level, message, ...(fields !== undefined ? { fields } : {}) });
 
 let backend: InProcessBackend | undefined;
+/** The backend's declared inputs and outputs, by position: the name tables of the wire's TensorLayouts. */
+let inputNames = new TensorNames([]);
+let outputNames = new TensorNames([]);
 let queue: Promise<void> = Promise.resolve();
 
 async function load(message: ThreadLoadMessage): Promise<void> {
@@ -47,6 +50,8 @@ async function load(message: ThreadLoadMessage): Promise<void> {
   }
   const { type: _type, wireVersion: _wireVersion, ...load } = message;
   backend = await loadInProcessBackend({ ...load, instanceName: message.instanceName || instanceName }, log);
+  inputNames = new TensorNames(backend.inputs.map((io) => io.name));
+  outputNames = new TensorNames(backend.outputs.map((io) => io.name));
   const tid = ownThreadId();
   post({ type: "loaded", inputs: backend.inputs, outputs: backend.outputs, ...(tid !== undefined ? { tid } : {}) });
 }
@@ -63,17 +68,19 @@ function ownThreadId(): number | undefined {
 
 async function execute(message: ThreadExecuteMessage): Promise<void> {
   if (backend === undefined) throw new OperonError("UNAVAILABLE", `instance '${instanceName}' has no model loaded`);
-  const inputs = unpackTensors(message.buffer, message.inputs);
-  const result = await backend.execute(inputs, message.outputNames);
+  const inputs = inputNames.unpack(message.buffer, message.inputs);
+  const selected = message.outputNames !== undefined ? outputNames.namesOf(message.outputNames) : undefined;
+  const result = await backend.execute(inputs, selected);
   // The message's buffer is ours now: the result goes back in it when it can (no allocation, or no copy at all).
   const packed = packTensorsReusing(message.buffer, result.outputs);
+  const { computeInputNs, computeInferNs, computeOutputNs } = result.timing;
   post(
     {
       type: "result",
       requestId: message.requestId,
       buffer: packed.buffer,
-      outputs: packed.tensors,
-      timing: result.timing,
+      outputs: outputNames.layoutOf(packed.tensors) ?? packed.tensors,
+      timing: [computeInputNs, computeInferNs, computeOutputNs],
     },
     [packed.buffer],
   );

@@ -159,6 +159,12 @@ export class WorkerServer {
         this.onCancel(frame.header.requestIds);
         continue;
       }
+      // GPU outputs the next step has read: back to the pool now, whatever is queued.
+      if (frame.header.type === "device-release") {
+        const backend = this.backend;
+        if (backend !== undefined && isRequestBackend(backend)) backend.releaseDeviceOutputs?.(frame.header.regions);
+        continue;
+      }
       if (frame.header.type === "execute" && frame.header.release !== undefined)
         this.shm.releaseOutputs(frame.header.release);
       this.queue.push(frame);
@@ -334,6 +340,7 @@ export class WorkerServer {
       inputs: frame.tensors,
       outputNames: header.outputNames ?? [],
       parameters: header.parameters ?? {},
+      ...(header.deviceOutputs !== undefined ? { deviceOutputs: header.deviceOutputs } : {}),
       get cancelled() {
         return live.cancelled;
       },

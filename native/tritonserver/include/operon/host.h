@@ -201,12 +201,16 @@ OPERON_HOST_EXPORT OperonHostError* OperonHostModelDestroy(
 
 /* ---- Instances and their callbacks ------------------------------------------------- */
 
-/* One buffer of contiguous memory. For inputs: host memory the library hands
- * to TRITONBACKEND_InputBuffer unchanged (no copy). */
+/* One buffer of contiguous memory. For inputs: memory the library hands to
+ * TRITONBACKEND_InputBuffer unchanged (no copy): host memory (CPU or
+ * CPU_PINNED), or device memory (GPU, `memory_type_id` = the CUDA ordinal),
+ * which must lie inside one region of that GPU's pool
+ * (OperonHostDeviceAllocate) and may only go to a KIND_GPU instance on the
+ * same GPU; anything else is refused before the backend sees the batch. */
 typedef struct OperonHostBuffer {
   const void* base;
   uint64_t byte_size;
-  uint32_t memory_type;    /* OPERON_HOST_MEMORY_CPU or _CPU_PINNED */
+  uint32_t memory_type;    /* OPERON_HOST_MEMORY_CPU, _CPU_PINNED or _GPU */
   int64_t memory_type_id;
 } OperonHostBuffer;
 
@@ -287,8 +291,13 @@ typedef struct OperonHostCallbacks {
   void* user;  /* given to every callback as its first argument */
 
   /* Gives the memory a response output is written into. The library asks
-   * with the backend's preferred memory type; the host answers with what it
-   * gives (CPU or CPU_PINNED host memory; GPU is refused by the library).
+   * with the backend's preferred memory type and id (GPU and the CUDA
+   * ordinal when the backend asks for device memory); the host answers with
+   * what it gives: CPU or CPU_PINNED host memory, or GPU memory of the pool
+   * (OperonHostDeviceAllocate, on the GPU the backend asked for: the library
+   * refuses another), which the host then owns and frees with
+   * OperonHostDeviceFree. Triton's contract lets a backend get another
+   * memory type than it preferred; it must copy accordingly.
    * `*allocation` is an opaque token the host gets back with the output.
    * Return NULL on success or an error (made with OperonHostErrorNew), which
    * the backend receives from TRITONBACKEND_OutputBuffer.
@@ -356,6 +365,59 @@ OPERON_HOST_EXPORT OperonHostError* OperonHostInstanceDestroy(
 OPERON_HOST_EXPORT OperonHostError* OperonHostExecute(
     OperonHostInstance* instance, const OperonHostRequest* requests,
     uint32_t count);
+
+/* ---- Device memory (outputs kept on a GPU between the steps of an operator) ----
+ *
+ * A per-GPU pool in this process, allocated through the CUDA driver loaded at
+ * run time (dlopen of libcuda.so.1, or of OPERON_CUDA_DRIVER_LIB), so the
+ * library has no CUDA link. Freed regions are cached for reuse; an
+ * allocation the driver refuses for lack of memory gives the cache back and
+ * tries again. Errors: UNAVAILABLE when the driver cannot be loaded or the
+ * GPU is out of memory (the message says which), INVALID_ARG for a device
+ * ordinal out of range or memory that is not the pool's. */
+OPERON_HOST_EXPORT OperonHostError* OperonHostDeviceAllocate(
+    int32_t device, uint64_t byte_size, void** base);
+/* Gives a region back to its GPU's pool (`base` as Allocate returned it). */
+OPERON_HOST_EXPORT OperonHostError* OperonHostDeviceFree(
+    int32_t device, void* base);
+/* Synchronous copies between host memory and a region of the pool (the
+ * device side must lie inside one live region). */
+OPERON_HOST_EXPORT OperonHostError* OperonHostDeviceCopyToHost(
+    int32_t device, void* dst, const void* src, uint64_t byte_size);
+OPERON_HOST_EXPORT OperonHostError* OperonHostDeviceCopyFromHost(
+    int32_t device, void* dst, const void* src, uint64_t byte_size);
+
+typedef struct OperonHostDevicePoolStatistics {
+  uint64_t live_regions;    /* allocated and not freed */
+  uint64_t live_bytes;      /* their size classes' bytes */
+  uint64_t cached_regions;  /* freed, kept for reuse */
+  uint64_t cached_bytes;
+  uint64_t imported_regions;  /* other processes' regions opened here (OperonHostDeviceImport) */
+} OperonHostDevicePoolStatistics;
+/* All zero for a GPU the pool never used. */
+OPERON_HOST_EXPORT void OperonHostDevicePoolGetStatistics(
+    int32_t device, OperonHostDevicePoolStatistics* statistics);
+/* Frees the cached regions of GPU `device` back to the driver. A region
+ * another process has imported must not be trimmed while it reads it. */
+OPERON_HOST_EXPORT OperonHostError* OperonHostDevicePoolTrim(int32_t device);
+
+/* Between processes: CUDA IPC. Export gives the handle of the pool region
+ * holding `base` (cuIpcGetMemHandle) and the offset of `base` in it; Import,
+ * in another process, opens that region once (cuIpcOpenMemHandle; later
+ * imports of a handle of the same region reuse the mapping, since the
+ * producer's pool reuses its regions) and answers the address at the offset,
+ * which then passes the GPU-input checks as a pool region does. CUDA refuses
+ * to open a handle in the process that exported it. ImportsClose closes every
+ * region opened on GPU `device` (when the producing process went away). */
+typedef struct OperonHostDeviceIpcHandle {
+  uint8_t handle[64];  /* CUipcMemHandle of the region */
+  uint64_t offset;     /* of the exported address in the region */
+} OperonHostDeviceIpcHandle;
+OPERON_HOST_EXPORT OperonHostError* OperonHostDeviceExport(
+    int32_t device, const void* base, OperonHostDeviceIpcHandle* handle);
+OPERON_HOST_EXPORT OperonHostError* OperonHostDeviceImport(
+    int32_t device, const OperonHostDeviceIpcHandle* handle, void** base);
+OPERON_HOST_EXPORT OperonHostError* OperonHostDeviceImportsClose(int32_t device);
 
 /* ---- Pull statistics ------------------------------------------------------------- */
 

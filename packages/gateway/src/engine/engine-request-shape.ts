@@ -47,6 +47,8 @@ export function scheduledRequestOf(
   if (request.id !== undefined && request.id !== "") context.id = request.id;
   if (request.logId !== undefined) context.logIds = [request.logId];
   if (parameters !== undefined) context.parameters = parameters;
+  if (request.deviceOutputs !== undefined && request.deviceOutputs.length > 0)
+    context.deviceOutputs = request.deviceOutputs;
   const scheduled: RunnerRequest = {
     inputs: validated.inputs,
     outputNames: validated.outputNames,

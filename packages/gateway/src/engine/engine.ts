@@ -75,7 +75,7 @@ export class Engine implements InferenceEngine {
   ) {
     // Operator steps (ensembles, registered DAGs) call models through this engine's own infer, in process:
     // the step model's validation, scheduler (batching), statistics and cache apply as for any request.
-    manager.setStepRunner((model, version, inputs, outputNames, signal, parameters) =>
+    manager.setStepRunner((model, version, inputs, outputNames, signal, parameters, deviceOutputs) =>
       this.infer({
         modelName: model,
         ...(version !== undefined ? { modelVersion: version } : {}),
@@ -87,6 +87,7 @@ export class Engine implements InferenceEngine {
         ...stepTenant(this.info.tenantShares),
         // The frontend drops the tag from callers who may not set it, so a step's copy of it can be trusted.
         ...(parameters?.[PERF_TRAFFIC_PARAMETER] === PERF_TRAFFIC_VALUE ? { trafficClass: "perf" as const } : {}),
+        ...(deviceOutputs !== undefined ? { deviceOutputs } : {}),
       }),
     );
     // Models' BLS calls (ctx.infer) are requests like any other: validation, scheduler (batching), statistics, cache.
@@ -296,7 +297,8 @@ export class Engine implements InferenceEngine {
     this.inFlight += 1;
     try {
       // Response cache (Triton): a hit answers without scheduling; a miss runs and inserts the response.
-      const cache = this.responseCacheFor(served);
+      // A step request of tensors on a GPU (the operator planner's) has no bytes to key or keep.
+      const cache = request.deviceOutputs === undefined ? this.responseCacheFor(served) : undefined;
       let cacheKey: string | undefined;
       let cacheMissNs = 0;
       if (cache !== undefined) {

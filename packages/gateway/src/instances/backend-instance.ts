@@ -97,6 +97,8 @@ export interface ExecuteRequestOptions {
   parameters?: WireParameters;
   /** The client's cancellation: once it fires, the backend is told (worker processes: a `cancel` frame). */
   signal?: CancelSignal;
+  /** Outputs to keep in the instance's GPU memory (an operator's planned intermediates; worker processes only). */
+  deviceOutputs?: string[];
 }
 
 export interface StreamRequestOptions extends ExecuteRequestOptions {

@@ -594,7 +594,8 @@ function workerOptions(context: RequestContext | undefined): ExecuteRequestOptio
     (context.id === undefined &&
       context.parameters === undefined &&
       context.signal === undefined &&
-      context.logIds === undefined)
+      context.logIds === undefined &&
+      context.deviceOutputs === undefined)
   )
     return undefined;
   return {
@@ -602,6 +603,7 @@ function workerOptions(context: RequestContext | undefined): ExecuteRequestOptio
     ...(context.logIds !== undefined ? { logIds: context.logIds } : {}),
     ...(context.parameters !== undefined ? { parameters: context.parameters } : {}),
     ...(context.signal !== undefined ? { signal: context.signal } : {}),
+    ...(context.deviceOutputs !== undefined ? { deviceOutputs: context.deviceOutputs } : {}),
   };
 }
 

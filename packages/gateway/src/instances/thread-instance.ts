@@ -7,9 +7,9 @@ import type { Tensor } from "@operon/protocol/tensor";
 import {
   type FromThreadMessage,
   THREAD_WIRE_VERSION,
+  TensorNames,
   type ToThreadMessage,
   packTensors,
-  unpackTensors,
 } from "@operon/protocol/thread-wire";
 import type { IoInfo } from "@operon/protocol/worker-wire";
 import { type BackendInstance, oneResponseStream } from "./backend-instance.js";
@@ -58,6 +58,9 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
     | { resolve(io: { inputs: IoInfo[]; outputs: IoInfo[] }): void; reject(error: OperonError): void }
     | undefined;
   private nextRequestId = 1;
+  /** The instance's declared inputs and outputs, by position: the name tables of the wire's TensorLayouts. */
+  private inputNames = new TensorNames([]);
+  private outputNames = new TensorNames([]);
   private expectedExit = false;
   private exited = false;
   private stopping: Promise<void> | undefined;
@@ -107,6 +110,11 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
     if (this.exited || this.stopping !== undefined) return Promise.reject(this.unavailable());
     const requestId = this.nextRequestId++;
     const packed = packTensors(inputs);
+    const described = this.inputNames.layoutOf(packed.tensors) ?? packed.tensors;
+    const selected =
+      outputNames !== undefined && outputNames.length > 0
+        ? (this.outputNames.indexesOf(outputNames) ?? outputNames)
+        : undefined;
     return new Promise<WorkerExecuteResult>((resolve, reject) => {
       this.pending.set(requestId, { resolve, reject, logIds: options?.logIds });
       this.send(
@@ -114,8 +122,8 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
           type: "execute",
           requestId,
           buffer: packed.buffer,
-          inputs: packed.tensors,
-          ...(outputNames !== undefined && outputNames.length > 0 ? { outputNames } : {}),
+          inputs: described,
+          ...(selected !== undefined ? { outputNames: selected } : {}),
         },
         [packed.buffer],
       );
@@ -164,7 +172,11 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
         const pending = this.pending.get(message.requestId);
         if (pending === undefined) return;
         this.pending.delete(message.requestId);
-        pending.resolve({ outputs: unpackTensors(message.buffer, message.outputs), timing: message.timing });
+        const [computeInputNs, computeInferNs, computeOutputNs] = message.timing;
+        pending.resolve({
+          outputs: this.outputNames.unpack(message.buffer, message.outputs),
+          timing: { computeInputNs, computeInferNs, computeOutputNs },
+        });
         return;
       }
       case "error": {
@@ -184,6 +196,8 @@ export class ThreadInstance extends EventEmitter implements BackendInstance {
         this.tid = message.tid;
         const loading = this.loading;
         this.loading = undefined;
+        this.inputNames = new TensorNames(message.inputs.map((io) => io.name));
+        this.outputNames = new TensorNames(message.outputs.map((io) => io.name));
         loading?.resolve({ inputs: message.inputs, outputs: message.outputs });
         return;
       }

@@ -16,6 +16,7 @@ describe("workerEnvironment", () => {
     OPERON_TRACE: "batcher",
     CUDA_VISIBLE_DEVICES: "2,3",
     CUDA_DEVICE_ORDER: "PCI_BUS_ID",
+    OPERON_CUDA_DRIVER_LIB: "/opt/fake/libcuda.so.1",
   };
 
   it("keeps only the allow-listed variables", () => {
@@ -30,6 +31,8 @@ describe("workerEnvironment", () => {
       // A worker's GPU ordinals mean what the gateway's mean (device 0 = the server's first visible GPU).
       CUDA_VISIBLE_DEVICES: "2,3",
       CUDA_DEVICE_ORDER: "PCI_BUS_ID",
+      // The driver the worker's device pool loads must be the gateway's choice too (the GPU system tests' fake).
+      OPERON_CUDA_DRIVER_LIB: "/opt/fake/libcuda.so.1",
     });
   });
 

@@ -34,10 +34,16 @@ const ALLOWED_PREFIXES = ["LC_"] as const;
 
 /**
  * Operon's variables a worker reads (the native addon's kill switch and
- * override, hot-path tracing). Every other OPERON_* variable stays with
- * the server: the admin password among them.
+ * override, hot-path tracing, the CUDA driver libtritonserver.so's device
+ * pool and GPU-aware backends load instead of libcuda.so.1). Every other
+ * OPERON_* variable stays with the server: the admin password among them.
  */
-export const WORKER_ENV_OPERON_ALLOWED = ["OPERON_NATIVE", "OPERON_NATIVE_PATH", "OPERON_TRACE"] as const;
+export const WORKER_ENV_OPERON_ALLOWED = [
+  "OPERON_NATIVE",
+  "OPERON_NATIVE_PATH",
+  "OPERON_TRACE",
+  "OPERON_CUDA_DRIVER_LIB",
+] as const;
 
 /** Who the worker runs as, when the server drops privileges for it (--worker-user). */
 export interface WorkerIdentity {

@@ -3,7 +3,7 @@ import { EventEmitter } from "node:events";
 import type net from "node:net";
 import { createInterface } from "node:readline";
 import { OperonError, asOperonError } from "@operon/protocol/errors";
-import type { Tensor } from "@operon/protocol/tensor";
+import type { DeviceTensor, Tensor } from "@operon/protocol/tensor";
 import type {
   BackendInstance,
   BlsRequest,
@@ -428,7 +428,7 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     for (const frame of frames) this.onFrame(frame);
   }
 
-  private onFrame({ header, tensors, shmOffsets }: DecodedFrame): void {
+  private onFrame({ header, tensors, shmOffsets, device }: DecodedFrame): void {
     if (header.type === "ready") {
       this.shm.onReady(header.shm);
       if (header.wireVersion !== WORKER_WIRE_VERSION) {
@@ -468,6 +468,8 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
     // Out of shared memory before anything else, so the worker gets the space back whatever happens next.
     const outputs = this.shm.takeOutputs(tensors, shmOffsets);
     this.shm.scheduleReleaseFlush();
+    if (device === true)
+      for (const output of outputs) if (output.device !== undefined) this.holdDeviceOutput(output.device);
     if (header.type === "bls-request") {
       void relayBlsRequest(
         {
@@ -537,6 +539,25 @@ export class WorkerProcess extends EventEmitter implements BackendInstance {
       });
     } else
       pending.reject(new OperonError("INTERNAL", `worker answered a ${pending.kind} request with '${header.type}'`));
+  }
+
+  /**
+   * A GPU output (an operator's intermediate): the worker holds its region
+   * until release() says the consuming step is done with it. Once the worker
+   * exited its pool is gone: release is a no-op then.
+   */
+  private holdDeviceOutput(device: DeviceTensor): void {
+    let held = true;
+    device.release = () => {
+      if (!held) return;
+      held = false;
+      if (this.state === "exited") return;
+      try {
+        this.send({ type: "device-release", regions: [device.region] });
+      } catch (error) {
+        this.log(`cannot give a GPU output back to the worker: ${asOperonError(error).message}`);
+      }
+    };
   }
 
   /** The worker's execute returned for these requests: tell the streams that asked (once each). */
@@ -670,6 +691,7 @@ function executeMessage(outputNames: string[] | undefined, options: ExecuteReque
     ...(options?.parameters !== undefined && Object.keys(options.parameters).length > 0
       ? { parameters: options.parameters }
       : {}),
+    ...(options?.deviceOutputs !== undefined ? { deviceOutputs: options.deviceOutputs } : {}),
   };
 }
 

@@ -12,6 +12,7 @@ import {
   type RouteStepSpec,
   type StepSpec,
 } from "@operon/operator-spec/operator-spec-schema";
+import { type DeviceEdge, type DeviceOf, planDeviceEdges, stillOnOneGpu } from "./device-edges.js";
 import { StepLimiter } from "./step-limiter.js";
 import { StepResilience, type StepAnswer, type StepAttempt, type StepResilienceHooks } from "./step-resilience.js";
 import { analyzeOperator, type OperatorGraph, type StepNode } from "@operon/operator-spec/operator-structure";
@@ -36,6 +37,14 @@ import { analyzeOperator, type OperatorGraph, type StepNode } from "@operon/oper
  *
  * A model step's retries, circuit breaker and fallback (when its spec has
  * them) run in step-resilience.ts: the step fails only once they gave up.
+ *
+ * Tensors on a GPU (device-edges.ts): between two adjacent steps whose
+ * models run on the same single GPU, the producer is asked to keep its
+ * output there (runModel's deviceOutputs) and the board holds a reference
+ * (Tensor.device, no bytes) that only the consumer reads. The producer's
+ * worker holds the region until the consumer's request is done (or the
+ * request settles without it): then the board releases it. Operator outputs
+ * are never kept on a GPU, so the client's answer is in host memory.
  */
 export type RunModel = (
   model: string,
@@ -44,6 +53,8 @@ export type RunModel = (
   outputNames: string[],
   signal: AbortSignal,
   parameters?: Parameters,
+  /** Set (maybe empty) only for a step that reads or writes a tensor on a GPU: outputs to keep there. */
+  deviceOutputs?: string[],
 ) => Promise<InferResponse>;
 
 export type StepStatus = "ok" | "failed" | "skipped" | "cancelled" | "not-started";
@@ -106,10 +117,14 @@ export interface DagExecutorOptions {
   onStepEnd?: (record: StepRecord) => void;
   /** Hooks for a model step's retries, fallbacks and breaker state changes (metrics). */
   resilienceHooks?: (stepId: string) => StepResilienceHooks;
+  /** Where step models' tensors may stay on a GPU; unset = never (every tensor in host memory). */
+  deviceOf?: DeviceOf;
 }
 
 export class DagExecutor {
   readonly graph: OperatorGraph;
+  /** Edges along which a tensor may stay on a GPU; empty for an operator of CPU steps. */
+  readonly deviceEdges: DeviceEdge[];
   private readonly limiters = new Map<string, StepLimiter>();
   private readonly resilience = new Map<string, StepResilience>();
   private active = 0;
@@ -119,6 +134,7 @@ export class DagExecutor {
     readonly options: DagExecutorOptions,
   ) {
     this.graph = analyzeOperator(spec);
+    this.deviceEdges = planDeviceEdges(spec, this.graph, options.deviceOf);
     for (const step of spec.steps) {
       if (step.kind !== "model") continue;
       this.limiters.set(step.id, new StepLimiter(step.maxInflight ?? spec.maxInflightPerStep ?? 0));
@@ -193,6 +209,8 @@ class DagRun {
   private running = 0;
   private capWaitMs = 0;
   private modelMs = 0;
+  /** This request's tensors kept on a GPU (board names); undefined when none (the common case). */
+  private onDevice: Set<string> | undefined;
   /** The request's signal fired: its reason when that is an OperonError (e.g. UNAVAILABLE at unload), else CANCELLED. */
   private readonly onClientAbort = (): void => {
     const reason: unknown = this.options.signal?.reason;
@@ -213,6 +231,7 @@ class DagRun {
       this.reject = reject;
     });
     for (const input of inputs) this.board.set(input.name, input);
+    if (executor.deviceEdges.length > 0 && options.keepStepOutputs !== true) this.planDevice();
     for (const input of this.spec.inputs) if (!this.board.has(input.name)) this.absent.add(input.name);
     for (const step of this.spec.steps) {
       this.state.set(step.id, "waiting");
@@ -233,6 +252,32 @@ class DagRun {
 
   private get spec(): OperatorSpec {
     return this.executor.spec;
+  }
+
+  /** The operator's device edges whose two models still share one GPU now. */
+  private planDevice(): void {
+    const deviceOf = this.executor.options.deviceOf!;
+    for (const edge of this.executor.deviceEdges)
+      if (stillOnOneGpu(edge, deviceOf)) (this.onDevice ??= new Set()).add(edge.tensor);
+  }
+
+  /** A step's outputs to keep on the GPU; undefined when it neither reads nor writes a tensor there. */
+  private deviceOutputsOf(step: ModelStepSpec): string[] | undefined {
+    const onDevice = this.onDevice;
+    if (onDevice === undefined) return undefined;
+    const kept = Object.entries(step.outputs)
+      .filter(([, tensor]) => onDevice.has(tensor))
+      .map(([output]) => output);
+    return kept.length > 0 || Object.values(step.inputs).some((tensor) => onDevice.has(tensor)) ? kept : undefined;
+  }
+
+  /** Gives GPU tensors back to the workers holding them: those a step read (its request is done), or all. */
+  private releaseDevice(tensors: Iterable<string>): void {
+    for (const name of tensors) {
+      // Once each: a released tensor leaves the request's device set.
+      if (!this.onDevice!.delete(name)) continue;
+      this.board.get(name)?.device?.release?.();
+    }
   }
 
   /** Skips and starts every step it can until nothing changes; finishes when all steps are done or skipped. */
@@ -353,6 +398,7 @@ class DagRun {
       if (tensor !== undefined) inputs.push(tensor.name === modelInput ? tensor : { ...tensor, name: modelInput });
     }
     const outputNames = Object.keys(step.outputs);
+    const deviceOutputs = this.deviceOutputsOf(step);
     const signal = this.controller.signal;
     const batchSize = (this.spec.maxBatchSize ?? 0) > 0 ? (inputs[0]?.shape[0] ?? 1) : 1;
     // One call of a model (the step's, or its fallback model), behind the step's in-flight cap.
@@ -368,6 +414,7 @@ class DagRun {
           outputNames,
           signal,
           this.options.parameters,
+          ...(deviceOutputs !== undefined ? [deviceOutputs] : []),
         );
       } finally {
         release();
@@ -390,6 +437,11 @@ class DagRun {
 
   private modelDone(step: ModelStepSpec, record: StepRecord, response: InferResponse): void {
     this.running -= 1;
+    if (this.onDevice !== undefined) {
+      // The step's request is done: what it read on a GPU goes back; outputs nobody will read go back too.
+      this.releaseDevice(Object.values(step.inputs));
+      if (this.settled) for (const output of response.outputs) output.device?.release?.();
+    }
     this.capWaitMs += record.startedAt! - record.readyAt!;
     this.modelMs += record.endedAt! - record.startedAt!;
     if (this.settled) {
@@ -421,6 +473,7 @@ class DagRun {
 
   private modelFailed(step: ModelStepSpec, record: StepRecord, error: unknown): void {
     this.running -= 1;
+    if (this.onDevice !== undefined) this.releaseDevice(Object.values(step.inputs));
     const ran = record.startedAt !== undefined;
     if (ran) {
       this.capWaitMs += record.startedAt! - record.readyAt!;
@@ -458,6 +511,7 @@ class DagRun {
   private settle(result: { outputs: Tensor[]; exitedBy?: string }): void {
     if (this.settled) return;
     this.settled = true;
+    if (this.onDevice !== undefined) this.releaseUnread();
     this.options.signal?.removeEventListener("abort", this.onClientAbort);
     // An early exit leaves steps running: cancel them (their results are not needed).
     if (this.running > 0)
@@ -471,9 +525,18 @@ class DagRun {
     });
   }
 
+  /** GPU tensors whose consumer will not run now (the request settled): back to their workers. Running consumers release their own. */
+  private releaseUnread(): void {
+    for (const name of this.onDevice!) {
+      const consumer = this.executor.deviceEdges.find((edge) => edge.tensor === name)?.consumer;
+      if (consumer === undefined || this.state.get(consumer.id) !== "running") this.releaseDevice([name]);
+    }
+  }
+
   private fail(error: OperonError): void {
     if (this.settled) return;
     this.settled = true;
+    if (this.onDevice !== undefined) this.releaseUnread();
     this.options.signal?.removeEventListener("abort", this.onClientAbort);
     this.controller.abort(error);
     this.reject(error);

@@ -51,6 +51,8 @@ export interface OperatorModelTable {
   assertExplicitMode(action: string, subject: string): void;
   /** The signature of the version that would serve a request now; undefined when none would. */
   signatureOf(model: string, version: string | undefined): ServedModelSignature | undefined;
+  /** The one GPU on which the version serving now may keep tensors for an operator's next step (device-placement.ts); undefined = none. */
+  deviceOf(model: string, version: string | undefined): number | undefined;
   /** Whether the name is taken by a model of the model repository (loaded or not, not a registered operator). */
   isModelName(name: string): Promise<boolean>;
   /** Whether an operator of this name is registered through the API. */
@@ -175,11 +177,12 @@ export class OperatorRegistry {
   private createRunner(spec: OperatorSpec): OperatorRunner {
     this.assertNoSelfCall(spec);
     return new OperatorRunner(spec, {
-      runModel: (model, version, inputs, outputNames, signal, parameters) => {
+      runModel: (model, version, inputs, outputNames, signal, parameters, deviceOutputs) => {
         if (this.stepRunner === undefined)
           throw new OperonError("INTERNAL", "operators cannot run: no engine is attached to the model manager");
-        return this.stepRunner(model, version, inputs, outputNames, signal, parameters);
+        return this.stepRunner(model, version, inputs, outputNames, signal, parameters, deviceOutputs);
       },
+      deviceOf: (model, version) => this.table.deviceOf(model, version),
       metrics: this.options.metrics,
     });
   }

@@ -7,6 +7,7 @@ import type { ScheduledResult } from "../scheduling/request-scheduler.js";
 import type { SchedulerPolicy } from "../scheduling/scheduler-policy.js";
 import type { RunnerRequest, VersionRunner } from "../scheduling/version-runner.js";
 import { DagExecutor, type RunModel, type StepRecord } from "./dag-executor.js";
+import type { DeviceOf } from "./device-edges.js";
 import type { StepResilienceHooks } from "./step-resilience.js";
 import type { BreakerState } from "./circuit-breaker.js";
 import type { OperatorSpec } from "@operon/operator-spec/operator-spec-schema";
@@ -27,6 +28,8 @@ import { stepOutputsJson } from "./step-outputs-json.js";
 export interface OperatorRunnerOptions {
   runModel: RunModel;
   metrics?: GatewayMetrics;
+  /** Where step models' tensors may stay on a GPU (dag-executor.ts); unset = never. */
+  deviceOf?: DeviceOf;
 }
 
 export class OperatorRunner implements VersionRunner {
@@ -99,7 +102,12 @@ export class OperatorRunner implements VersionRunner {
         this.callsByModel.set(model, (this.callsByModel.get(model) ?? 0) + 1);
       }
     };
-    this.executor = new DagExecutor(spec, { runModel, onStepEnd, resilienceHooks });
+    this.executor = new DagExecutor(spec, {
+      runModel,
+      onStepEnd,
+      resilienceHooks,
+      ...(options.deviceOf !== undefined ? { deviceOf: options.deviceOf } : {}),
+    });
   }
 
   /** An operator never dies by itself: a broken step model fails its requests, not the operator. */

@@ -22,6 +22,8 @@ export interface OperatorServingTableOptions {
   assertExplicitMode(action: string, subject: string): void;
   /** The signature of the version that would serve a request now (the manager's resolve); undefined when none would. */
   signatureOf(model: string, version: string | undefined): ServedModelSignature | undefined;
+  /** See OperatorModelTable.deviceOf. */
+  deviceOf(model: string, version: string | undefined): number | undefined;
   /** Whether the model repositories hold a folder of this name. */
   hasRepositoryFolder(name: string): Promise<boolean>;
 }
@@ -78,6 +80,7 @@ export function operatorServingTable(options: OperatorServingTableOptions): Oper
     isStopped: () => options.isStopped(),
     assertExplicitMode: (action, subject) => options.assertExplicitMode(action, subject),
     signatureOf: (model, version) => options.signatureOf(model, version),
+    deviceOf: (model, version) => options.deviceOf(model, version),
     isModelName: async (name) => {
       const existing = models.get(name);
       return (existing !== undefined && existing.registeredOperator === undefined) || options.hasRepositoryFolder(name);

@@ -16,6 +16,7 @@ import type { RunModel } from "../operators/dag-executor.js";
 import { ensembleStepModels, isEnsembleConfig } from "../operators/ensemble-operator.js";
 import { OperatorRegistry, type ServedOperator } from "../operators/operator-registry.js";
 import { operatorServingTable } from "../operators/operator-serving-table.js";
+import { deviceResidentGpu } from "./device-placement.js";
 import { ServedModels, type ServedVersion } from "../operators/served-models.js";
 import { ModelLifecycle } from "./model-lifecycle.js";
 import { ModelScaling, type ModelScalingState, type ScalingKind } from "./model-scaling.js";
@@ -101,6 +102,13 @@ export class ModelManager {
         signatureOf: (model, version) => {
           try {
             return this.resolve(model, version).signature;
+          } catch {
+            return undefined;
+          }
+        },
+        deviceOf: (model, version) => {
+          try {
+            return deviceResidentGpu(this.resolve(model, version).config);
           } catch {
             return undefined;
           }

@@ -239,7 +239,8 @@ export class SequenceBatcher {
         done: false,
       };
       if (request.signal !== undefined) {
-        job.onAbort = () => this.cancel(job);
+        // Bound, not an arrow: see RequestScheduler.enqueue (the arrow kept finished requests reachable).
+        job.onAbort = this.cancel.bind(this, job);
         request.signal.addEventListener("abort", job.onAbort, { once: true });
       }
       if (flags.end) sequence.endQueued = true;

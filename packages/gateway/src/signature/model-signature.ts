@@ -174,6 +174,7 @@ function toBackendTensor(
   batch: number | undefined,
 ): Tensor {
   const tensor: Tensor = { name: input.name, datatype: input.datatype, shape: input.shape, data: input.data };
+  if (input.device !== undefined) tensor.device = input.device;
   if (config.reshape === undefined) return tensor;
   const reshaped = resolveReshape(config.reshape, model.maxBatchSize > 0 ? input.shape.slice(1) : input.shape);
   return { ...tensor, shape: batch !== undefined ? [batch, ...reshaped] : reshaped };

@@ -16,6 +16,8 @@ import type {
 import {
   type TritonBackendHandle,
   type TritonHostBinding,
+  type TritonDevicePoolStatistics,
+  type TritonHostDeviceInput,
   type TritonHostEvent,
   type TritonHostResponse,
   type TritonHostStatistics,
@@ -100,6 +102,8 @@ export class NativeBackend implements RequestBackend {
   private host: BackendHost | undefined;
   private log: BackendLog = () => undefined;
   private lastMetrics = "";
+  /** The instance's GPU (KIND_GPU): its device pool's gauges go out with the custom metrics. */
+  private gpu: number | undefined;
   private nextToken = 1;
 
   async initialize(options: BackendInitOptions): Promise<void> {
@@ -142,6 +146,7 @@ export class NativeBackend implements RequestBackend {
       this.maxBatchSize = maxBatchSizeOf(completed);
       this.info = configIo(completed);
       const kind = KIND_CODES[options.instanceKind ?? "KIND_CPU"] ?? 1;
+      if (options.instanceKind === "KIND_GPU") this.gpu = options.deviceId ?? 0;
       this.instance = hostCall(
         `model '${modelName}': ${what} failed to initialize instance '${options.instanceName}'`,
         () =>
@@ -223,8 +228,11 @@ export class NativeBackend implements RequestBackend {
       return {
         token,
         id: request.id,
-        inputs: request.inputs,
+        inputs: request.inputs.map(hostInput),
         outputNames: request.outputNames,
+        ...(request.deviceOutputs !== undefined && request.deviceOutputs.length > 0
+          ? { deviceOutputs: [...request.deviceOutputs] }
+          : {}),
         parameters: Object.entries(request.parameters).map(([name, value]) => ({
           name,
           value,
@@ -235,8 +243,13 @@ export class NativeBackend implements RequestBackend {
     try {
       binding.execute(instance, batch);
     } catch (error) {
-      // Malformed input the addon refused before the backend saw anything.
-      const failure = new OperonError("INVALID_ARG", `backend '${this.backendName}': ${(error as Error).message}`);
+      // Malformed input the addon refused before the backend saw anything (INVALID_ARG), or a GPU input it could
+      // not open (the producing worker is gone: the library's kind, e.g. UNAVAILABLE).
+      const code = tritonErrorCodeOf(error);
+      const failure = new OperonError(
+        code === "INTERNAL" ? "INVALID_ARG" : (ERROR_KIND_OF_CODE[code] ?? "INVALID_ARG"),
+        `backend '${this.backendName}': ${(error as Error).message}`,
+      );
       for (const { token } of batch) this.finish(token, { error: failure });
       return;
     }
@@ -252,6 +265,21 @@ export class NativeBackend implements RequestBackend {
     const instance = this.instance;
     if (binding === undefined || instance === undefined) return;
     for (const [token, live] of this.live) if (requests.includes(live.request)) binding.cancel(instance, token);
+  }
+
+  releaseDeviceOutputs(regions: number[]): void {
+    const binding = this.binding;
+    if (binding === undefined) return;
+    for (const region of regions) {
+      try {
+        binding.releaseDeviceOutput(region);
+      } catch (error) {
+        this.log("error", `backend '${this.backendName}': a GPU output could not be given back to the pool`, {
+          reason: (error as Error).message,
+        });
+      }
+    }
+    this.publishMetrics();
   }
 
   async finalize(): Promise<void> {
@@ -338,8 +366,12 @@ export class NativeBackend implements RequestBackend {
     }
     const outputs: Tensor[] = [];
     for (const output of payload.outputs) {
+      if (output.error !== undefined) {
+        this.dropOutputs(payload);
+        return { error: new OperonError("INTERNAL", `backend '${this.backendName}': ${output.error}`) };
+      }
       if (!isDataType(output.datatype)) {
-        for (const dropped of payload.outputs) this.host?.freeOutput?.(dropped.data);
+        this.dropOutputs(payload);
         return {
           error: new OperonError(
             "INTERNAL",
@@ -347,10 +379,29 @@ export class NativeBackend implements RequestBackend {
           ),
         };
       }
+      if (output.device !== undefined) {
+        const { gpu, handle, region } = output.device;
+        outputs.push({
+          name: output.name,
+          datatype: output.datatype,
+          shape: output.shape,
+          data: output.data,
+          device: { gpu, handle, byteLength: output.byteSize, region },
+        });
+        continue;
+      }
       const data = output.data.length === output.byteSize ? output.data : output.data.subarray(0, output.byteSize);
       outputs.push({ name: output.name, datatype: output.datatype, shape: output.shape, data });
     }
     return Object.keys(payload.parameters).length > 0 ? { outputs, parameters: payload.parameters } : { outputs };
+  }
+
+  /** A response that will not be sent: its outputs' shared memory and GPU regions go back. */
+  private dropOutputs(payload: TritonHostResponse): void {
+    for (const output of payload.outputs) {
+      if (output.device !== undefined) this.binding?.releaseDeviceOutput(output.device.region);
+      else this.host?.freeOutput?.(output.data);
+    }
   }
 
   /** Custom metric families are process-wide: the worker sends them on whenever they changed. */
@@ -360,6 +411,10 @@ export class NativeBackend implements RequestBackend {
     let text: string;
     try {
       text = binding.metricsText();
+      if (this.gpu !== undefined) {
+        if (text !== "" && !text.endsWith("\n")) text += "\n";
+        text += devicePoolMetrics(this.gpu, binding.devicePoolStatistics(this.gpu));
+      }
     } catch {
       return;
     }
@@ -367,6 +422,28 @@ export class NativeBackend implements RequestBackend {
     this.lastMetrics = text;
     this.host.publishMetrics(text);
   }
+}
+
+/**
+ * The worker's device pool of its GPU as Prometheus gauges. Summed over
+ * workers by the gateway (backend-metrics-text.ts), they say what the
+ * host's workers hold on each GPU: regions handed out (an operator's
+ * intermediates among them, until the next step is done), cached for
+ * reuse, and other workers' regions opened here.
+ */
+function devicePoolMetrics(gpu: number, pool: TritonDevicePoolStatistics): string {
+  const gauge = (name: string, help: string, value: number): string =>
+    `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name}{gpu="${gpu}"} ${value}\n`;
+  return (
+    gauge("operon_gpu_pool_live_regions", "Device pool regions handed out and not yet given back", pool.liveRegions) +
+    gauge("operon_gpu_pool_live_bytes", "Bytes of the device pool regions handed out", pool.liveBytes) +
+    gauge("operon_gpu_pool_cached_regions", "Device pool regions given back and kept for reuse", pool.cachedRegions) +
+    gauge(
+      "operon_gpu_pool_imported_regions",
+      "Other workers' device regions opened through CUDA IPC",
+      pool.importedRegions,
+    )
+  );
 }
 
 /** TRITONBACKEND_Initialize once per process per backend name; each model holds a reference. */
@@ -421,6 +498,19 @@ function timingOf(statistics: TritonHostStatistics): ExecuteTiming {
     computeInputNs: statistics.computeInputNs,
     computeInferNs: statistics.computeInferNs,
     computeOutputNs: statistics.computeOutputNs,
+  };
+}
+
+/** A request input as the addon takes it: a GPU tensor by its IPC handle (imported there), any other by its bytes. */
+function hostInput(tensor: Tensor): Tensor | TritonHostDeviceInput {
+  const device = tensor.device;
+  if (device === undefined) return tensor;
+  return {
+    name: tensor.name,
+    datatype: tensor.datatype,
+    shape: tensor.shape,
+    data: tensor.data,
+    device: { gpu: device.gpu, handle: device.handle, byteLength: device.byteLength },
   };
 }
 

@@ -2,7 +2,9 @@
 
 import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
+import { useSignedInUser } from "@/components/shell/session-context";
 import { QueryView } from "@/components/states/query-view";
+import { hasRole } from "@/lib/roles";
 import { useTRPC } from "@/lib/trpc";
 import { DatasetForm } from "./dataset-form";
 import { DatasetsTable, FirstRowsTable } from "./datasets-table";
@@ -15,6 +17,8 @@ export function DatasetsSection() {
   const trpc = useTRPC();
   const datasets = useQuery(trpc.datasets.list.queryOptions());
   const [previewId, setPreviewId] = useState<string | null>(null);
+  // Admins also have the server's folders and tables (dataset-form.tsx): the empty state names every source they have.
+  const isAdmin = hasRole(useSignedInUser().role, "ADMIN");
   return (
     <section className="card" aria-labelledby="datasets-title">
       <div className="section-header">
@@ -29,7 +33,16 @@ export function DatasetsSection() {
         query={datasets}
         loadingLabel="Loading datasets…"
         isEmpty={(list) => list.length === 0}
-        empty={{ title: "No datasets yet", body: <p>Upload a file above.</p> }}
+        empty={{
+          title: "No datasets yet",
+          body: (
+            <p>
+              {isAdmin
+                ? "Make one above: upload a file, or name a folder of images or a PostgreSQL table on the server."
+                : "Upload a file above."}
+            </p>
+          ),
+        }}
       >
         {(list) => (
           <DatasetsTable

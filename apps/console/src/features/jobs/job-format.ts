@@ -66,7 +66,7 @@ export function controlText(control: JobControlView): string {
     case "job-over":
       return "backing off: the job's own requests are slower than its budget";
     case "hold":
-      return "holding after a back-off until online latency reflects it";
+      return `measuring online latency at this concurrency: ${online}`;
     case "within":
       return `growing: ${online}`;
     case "idle":

@@ -4,7 +4,7 @@ import { AimdLimiter, type AimdOptions, type OnlineSample } from "./aimd.js";
 /** `count` online requests over a 1 s span with this p99. */
 const online = (p99Ms: number | null, count = 100): OnlineSample => ({ spanMs: 1000, count, p99Ms });
 
-/** A limiter past its first probe, which measured an online p99 of `baselineMs` (budget: +10 %). */
+/** A limiter past its first probe, which measured an online p99 of `baselineMs` (budget: +10 %); every window is a step. */
 function probed(options: Partial<AimdOptions> & { baselineMs?: number } = {}): AimdLimiter {
   const limiter = new AimdLimiter({ budgetMs: 50, probeWindows: 1, onlineSpanWindows: 1, ...options });
   limiter.window(online(options.baselineMs ?? 20));
@@ -19,45 +19,74 @@ function window(limiter: AimdLimiter, jobMs: number, onlineSample: OnlineSample 
 
 describe("AIMD concurrency of a batch job, driven by online p99", () => {
   it("sends nothing until a probe has measured online latency without the job, then starts at its initial limit", () => {
-    const limiter = new AimdLimiter({ budgetMs: 50, initial: 3 });
+    const limiter = new AimdLimiter({ budgetMs: 50, initial: 3, firstProbeSpanWindows: 10 });
     expect(limiter.probing).toBe(true);
     expect(limiter.limit).toBe(0);
+    // The first probe reads the online history from before the job started, too.
+    expect(limiter.firstProbe).toBe(true);
+    expect(limiter.readWindows).toBe(10);
     expect(limiter.window(online(18)).reason).toBe("probe");
     expect(limiter.limit).toBe(0);
     const end = limiter.window(online(20));
     expect(end).toMatchObject({ reason: "baseline", limit: 3 });
+    expect(limiter.firstProbe).toBe(false);
     expect(limiter.baselineMs).toBe(20);
     expect(limiter.onlineBudgetMs).toBeCloseTo(22);
   });
 
-  it("adds one request in flight per window within the online budget and halves when online p99 rises over it", () => {
-    const limiter = probed({ initial: 2, max: 5 });
-    expect(window(limiter, 5, online(21)).reason).toBe("within");
-    expect(limiter.limit).toBe(3);
-    window(limiter, 5, online(21));
-    window(limiter, 5, online(21));
-    window(limiter, 5, online(21));
-    expect(limiter.limit).toBe(5);
-    // 23 ms is more than 10 % over 20 ms; the job's own latency (5 ms) is fine: online p99 decides.
+  it("holds one limit for a step of onlineSpanWindows windows and judges online p99 over that step only", () => {
+    const limiter = probed({ initial: 2, onlineSpanWindows: 3 });
+    // The read reaches back over the step so far, never into the limit before it.
+    expect(limiter.readWindows).toBe(1);
+    // A window over budget in the middle of a step decides nothing: one window's p99 is noise.
+    expect(window(limiter, 5, online(40))).toMatchObject({ reason: "hold", limit: 2 });
+    expect(limiter.readWindows).toBe(2);
+    expect(window(limiter, 5, online(21))).toMatchObject({ reason: "hold", limit: 2 });
+    expect(limiter.readWindows).toBe(3);
+    expect(window(limiter, 5, online(21))).toMatchObject({ reason: "within", limit: 3 });
+    // A new step at the new limit.
+    expect(limiter.readWindows).toBe(1);
+    window(limiter, 5, online(23));
+    window(limiter, 5, online(23));
     expect(window(limiter, 5, online(23))).toMatchObject({ reason: "online-over", limit: 2 });
-    window(limiter, 5, online(23));
-    expect(limiter.limit).toBe(1);
-    window(limiter, 5, online(23));
-    expect(limiter.limit).toBe(1);
   });
 
-  it("fills the valley when online traffic falls, and judges by its own p90 when there is none", () => {
+  it("adds one request in flight per step within the online budget and cuts by a quarter when online p99 is over it", () => {
+    const limiter = probed({ initial: 8, max: 10 });
+    expect(window(limiter, 5, online(21))).toMatchObject({ reason: "within", limit: 9 });
+    // 23 ms is more than 10 % over 20 ms; the job's own latency (5 ms) is fine: online p99 decides.
+    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "online-over", limit: 6 });
+    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "online-over", limit: 5 });
+  });
+
+  it("halves when online p99 is over its budget by the tolerance again (no noise), down to its minimum", () => {
+    const limiter = probed({ initial: 8 });
+    // Budget 22 ms; over 24.2 ms is far over.
+    expect(window(limiter, 5, online(25))).toMatchObject({ reason: "online-over", limit: 4 });
+    window(limiter, 5, online(60));
+    window(limiter, 5, online(60));
+    expect(window(limiter, 5, online(60))).toMatchObject({ reason: "online-over", limit: 1 });
+  });
+
+  it("lets its own requests wait behind online ones while online p99 is within budget; their p90 decides only without online traffic", () => {
+    const limiter = probed({ initial: 4, budgetMs: 50 });
+    // 80 ms at p90 is over the job's 50 ms, but online clients are fine: the job is queued at the lowest priority, as it should be.
+    expect(window(limiter, 80, online(21))).toMatchObject({ reason: "within", limit: 5 });
+    // A gateway that cannot say: the job's own p90 bounds its queue.
+    expect(window(limiter, 80, undefined)).toMatchObject({ reason: "job-over", limit: 3 });
+    // Too few online requests to judge (and so no baseline either): the same.
+    const sparse = probed({ initial: 4, budgetMs: 50, minOnlineRequests: 200 });
+    expect(sparse.baselineMs).toBeUndefined();
+    expect(window(sparse, 80, online(21))).toMatchObject({ reason: "job-over", limit: 3 });
+  });
+
+  it("fills the valley when online traffic stops; a probe then finds none and the baseline goes with it", () => {
     const limiter = probed({ initial: 4 });
-    window(limiter, 5, online(30));
-    expect(limiter.limit).toBe(2);
-    window(limiter, 5, online(15));
-    expect(window(limiter, 5, online(null, 0)).limit).toBe(4);
-    // Online traffic stopped: a probe finds none, and the baseline goes with it.
+    expect(window(limiter, 5, online(null, 0))).toMatchObject({ reason: "within", limit: 5 });
     expect(limiter.probing).toBe(true);
     limiter.window(online(null, 0));
     expect(limiter.baselineMs).toBeUndefined();
-    // No online traffic: the job's own p90 against its budget (50 ms) still bounds its queue.
-    expect(window(limiter, 80, online(null, 0))).toMatchObject({ reason: "job-over", limit: 2 });
+    expect(limiter.onlineBudgetMs).toBe(50);
   });
 
   it("ignores an online p99 of too few requests to mean anything", () => {
@@ -65,64 +94,79 @@ describe("AIMD concurrency of a batch job, driven by online p99", () => {
     expect(window(limiter, 5, online(500, 5))).toMatchObject({ reason: "within", limit: 3 });
   });
 
-  it("backs off when the gateway refuses a request as busy, however fast the others were", () => {
-    const limiter = probed({ initial: 8 });
+  it("does not grow in a step in which none of its requests finished", () => {
+    const limiter = probed({ initial: 2 });
+    expect(limiter.window(online(20))).toMatchObject({ reason: "idle", limit: 2 });
+  });
+
+  it("halves at once when the gateway refuses a request as busy, in the middle of a step too", () => {
+    const limiter = probed({ initial: 8, onlineSpanWindows: 3 });
     for (let i = 0; i < 7; i += 1) limiter.record(1);
     limiter.record(1, true);
     expect(limiter.window(online(10))).toMatchObject({ reason: "overloaded", limit: 4 });
+    // A new step starts at the new limit.
+    expect(limiter.readWindows).toBe(1);
   });
 
-  it("holds the limit after a cut while the online span still holds requests from before it", () => {
-    const limiter = probed({ initial: 8, onlineSpanWindows: 3 });
-    expect(window(limiter, 5, online(40)).limit).toBe(4);
-    expect(window(limiter, 5, online(40)).reason).toBe("hold");
-    expect(window(limiter, 5, online(40)).reason).toBe("hold");
-    expect(limiter.limit).toBe(4);
-    expect(window(limiter, 5, online(40)).reason).toBe("online-over");
-    expect(limiter.limit).toBe(2);
+  it("takes the median of the last probes at a similar rate as the baseline, so one probe that caught a burst does not move it", () => {
+    const limiter = probed({ initial: 2, probeEveryWindows: 1, baselineProbes: 3, baselineMs: 20 });
+    const probeWith = (p99: number) => {
+      window(limiter, 5, online(20));
+      expect(limiter.probing).toBe(true);
+      expect(limiter.window(online(p99)).reason).toBe("baseline");
+    };
+    // Of two probes, the quieter.
+    probeWith(22);
+    expect(limiter.baselineMs).toBe(20);
+    probeWith(60);
+    expect(limiter.baselineMs).toBe(22);
+    // Only the last three count: 22, 60, 21.
+    probeWith(21);
+    expect(limiter.baselineMs).toBe(22);
+    probeWith(19);
+    expect(limiter.baselineMs).toBe(21);
+    // The limit the job had before each probe came back (it grew once per step between them).
+    expect(limiter.limit).toBe(6);
   });
 
-  it("probes again every probeEveryWindows windows and averages the baseline with the last one at a similar rate", () => {
-    const limiter = probed({ initial: 2, probeEveryWindows: 3, baselineMs: 20 });
-    window(limiter, 5, online(20));
-    window(limiter, 5, online(20));
-    window(limiter, 5, online(20));
-    expect(limiter.probing).toBe(true);
-    expect(limiter.limit).toBe(0);
-    expect(limiter.window(online(30)).reason).toBe("baseline");
-    expect(limiter.baselineMs).toBe(25);
-    // The limit the job had before the probe comes back.
-    expect(limiter.limit).toBe(5);
-  });
-
-  it("probes again as soon as the online rate moved by half, and takes the new baseline whole", () => {
+  it("probes again as soon as the online rate moved by half, and drops the probes of the old rate", () => {
     const limiter = probed({ initial: 4, baselineMs: 20 });
     // Online traffic doubles: its p99 rises with it, the job backs off, then measures the new baseline.
     expect(window(limiter, 5, online(35, 200))).toMatchObject({ reason: "online-over", limit: 2 });
     expect(limiter.probing).toBe(true);
     expect(limiter.window(online(30, 200)).reason).toBe("baseline");
     expect(limiter.baselineMs).toBe(30);
-    expect(window(limiter, 5, online(31, 200)).reason).toBe("within");
-    expect(limiter.limit).toBe(3);
+    expect(window(limiter, 5, online(31, 200))).toMatchObject({ reason: "within", limit: 3 });
+  });
+
+  it("probes every probeEveryWindows windows", () => {
+    const limiter = probed({ initial: 2, probeEveryWindows: 3 });
+    window(limiter, 5, online(20));
+    window(limiter, 5, online(20));
+    expect(limiter.probing).toBe(false);
+    window(limiter, 5, online(20));
+    expect(limiter.probing).toBe(true);
+    expect(limiter.limit).toBe(0);
+    // Not the first probe: only its own windows are read.
+    expect(limiter.firstProbe).toBe(false);
+    expect(limiter.readWindows).toBe(1);
   });
 
   it("uses the perf report's budget for online p99 until a probe saw online traffic, and probes once it appears", () => {
-    const limiter = probed({ budgetMs: 50, initial: 4 });
-    // The first probe saw 100 requests; start one that saw none.
     const quiet = new AimdLimiter({ budgetMs: 50, probeWindows: 1, onlineSpanWindows: 1, initial: 4 });
     quiet.window(online(null, 0));
     expect(quiet.baselineMs).toBeUndefined();
     expect(quiet.onlineBudgetMs).toBe(50);
-    expect(window(quiet, 5, online(60))).toMatchObject({ reason: "online-over", limit: 2 });
+    expect(window(quiet, 5, online(52))).toMatchObject({ reason: "online-over", limit: 3 });
     expect(quiet.probing).toBe(true);
-    expect(limiter.probing).toBe(false);
   });
 
-  it("stays within min and max", () => {
+  it("stays within min and max, and refuses a decrease outside (0, 1)", () => {
     const limiter = probed({ initial: 1, min: 1, max: 2 });
     for (let i = 0; i < 5; i += 1) window(limiter, 5, online(20));
     expect(limiter.limit).toBe(2);
     for (let i = 0; i < 5; i += 1) window(limiter, 5, online(99));
     expect(limiter.limit).toBe(1);
+    expect(() => new AimdLimiter({ budgetMs: 50, decrease: 1 })).toThrow(/decrease must be in \(0, 1\)/);
   });
 });

@@ -4,40 +4,64 @@
  * the target see: the goal is that online p99 rises by at most
  * `onlineTolerance` (10 %) over the same online load without the job.
  *
- * Time is cut into windows (about a second each, online-latency-monitor.ts
- * calls `window` at the end of each with the online p99 the gateway saw).
- * A window whose online p99 is within the online budget, and whose own
- * requests' p90 is within the job's budget, allows one more request in
- * flight; one over either, or with a request refused as busy, cuts the
- * limit by `decrease`, and the limit then holds while the online span still
- * holds requests from before the cut.
+ * Why it is built this way: a p99 is a noisy statistic. At 170 online
+ * requests a second, the p99 of one second is about the second-worst
+ * request, and a controller that cuts whenever one window's p99 crosses a
+ * budget 10 % over the baseline cuts on noise (bench/batch.mjs: the job got
+ * 55 % of the idle capacity). So every judgement here is over many
+ * requests, and the limit moves in **steps**:
  *
- * The online budget is `(1 + onlineTolerance)` × the baseline: the online
- * p99 measured by a probe, a window or two in which the job sends nothing
- * (the limit is 0), at the start, every `probeEveryWindows` windows, and
- * as soon as the online rate moved by half or more since the last probe
- * (online load changed, so the baseline did too). A p99 from a closed-loop
- * perf report is no baseline: online p99 at half a model's capacity is
- * already over twice the report's p99 at concurrency 1 (bench/batch.mjs),
- * so a job held to that would never run. Until a probe saw online traffic,
- * the report's budget (`budgetMs`) stands in.
+ * - A step lasts `onlineSpanWindows` windows (3) at one limit. At its end
+ *   the online p99 over exactly those windows (the monitor reads the span
+ *   from the gateway) is compared with the online budget: within it, one
+ *   more request in flight; over it, the limit × `decrease` (0.75), or ×
+ *   0.5 when online p99 is over the budget by the tolerance again (about
+ *   twice the tolerance over the baseline: no noise, cut hard). A
+ *   reading that mixes two limits is never judged, so there is no overshoot
+ *   from a lagging span and no hold after a cut beyond the step itself.
+ * - A request the gateway refused as busy (429/503) halves the limit at the
+ *   end of the window it happened in, without waiting for the step.
+ * - The job's own requests' p90 against `budgetMs` only bounds its queue
+ *   when online latency cannot be judged (too few online requests, or a
+ *   gateway that cannot say): with online traffic, online p99 decides, and
+ *   a job request queued behind online ones (it runs at the lowest priority)
+ *   is doing what it should.
+ *
+ * The online budget is `(1 + onlineTolerance)` × the **baseline**: the
+ * median online p99 of the last `baselineProbes` (5) probes at a similar
+ * online rate. A probe is a window or two in which the job sends nothing
+ * (the limit is 0): at the start, every `probeEveryWindows` windows, and as
+ * soon as the online rate moved by half or more since the last probe (online
+ * load changed, so the baseline did too; the probes before it are dropped).
+ * The first probe also reads `firstProbeSpanWindows` (10) windows of online
+ * latency from before the job started, when nothing of the job's ran, so the
+ * first baseline is of many requests. A median, unlike a mean, is not moved
+ * by one probe that caught a burst; of an even count it is the lower middle
+ * one, so of two probes the quieter counts. A p99 from a closed-loop perf report is
+ * no baseline: online p99 at half a model's capacity is already over twice
+ * the report's p99 at concurrency 1, so a job held to that would never run.
+ * Until a probe saw online traffic, the report's budget (`budgetMs`) stands in.
  */
 export interface AimdOptions {
-  /** The latency (ms) the job's own requests may take at their p90 (from the perf report); also the online budget until a probe measured one. */
+  /** The latency (ms) the job's own requests may take at their p90 (from the perf report) while online latency cannot be judged; also the online budget until a probe measured one. */
   budgetMs: number;
   /** How far online p99 may rise over its baseline (0.1 = 10 %). */
   onlineTolerance?: number;
   /** Online requests a span needs for its p99 to count. Default 20. */
   minOnlineRequests?: number;
-  /** Windows the online p99 is measured over (sliding); a cut holds the limit this many windows minus one. Default 3. */
+  /** Windows of one step at one limit; online p99 is read over them. Default 3. */
   onlineSpanWindows?: number;
   /** Windows between probes. Default 60. */
   probeEveryWindows?: number;
   /** Windows a probe lasts (the first part drains the job's requests in flight). Default 2. */
   probeWindows?: number;
+  /** Probes (at a similar online rate) whose median p99 is the baseline. Default 5. */
+  baselineProbes?: number;
+  /** Windows the first probe reads (the job has sent nothing before it). Default 10. */
+  firstProbeSpanWindows?: number;
   min?: number;
   max?: number;
-  /** The multiplier on a backoff (0..1). Default 0.5. */
+  /** The multiplier on a back-off for online p99 or the job's own over budget (0..1). Default 0.75. */
   decrease?: number;
   /** The limit after the first probe. Default 1. */
   initial?: number;
@@ -51,6 +75,7 @@ export interface OnlineSample {
   p99Ms: number | null;
 }
 
+/** hold: in the middle of a step (the limit is being measured). */
 export type AimdReason = "probe" | "baseline" | "overloaded" | "online-over" | "job-over" | "within" | "hold" | "idle";
 
 export interface AimdDecision {
@@ -60,14 +85,22 @@ export interface AimdDecision {
   onlineBudgetMs: number;
 }
 
+interface Probe {
+  p99Ms: number;
+  perSec: number;
+}
+
 export class AimdLimiter {
   private limitValue: number;
   private samples: number[] = [];
   private overloaded = false;
   private probeLeft = 0;
+  private probesDone = 0;
   private windowsSinceProbe = 0;
-  private holdLeft = 0;
-  private baseline: { p99Ms: number; perSec: number } | undefined;
+  /** Windows of the current step so far (at the current limit). */
+  private stepWindows = 0;
+  /** The last probes at a similar online rate, oldest first; empty while none saw online traffic. */
+  private probes: Probe[] = [];
   readonly min: number;
   readonly max: number;
   readonly onlineSpanWindows: number;
@@ -76,16 +109,22 @@ export class AimdLimiter {
   private readonly tolerance: number;
   private readonly minOnline: number;
   private readonly probeEvery: number;
+  private readonly baselineProbes: number;
+  private readonly firstProbeSpan: number;
 
   constructor(private readonly options: AimdOptions) {
     this.min = options.min ?? 1;
     this.max = options.max ?? 64;
-    this.decrease = options.decrease ?? 0.5;
+    this.decrease = options.decrease ?? 0.75;
+    if (!(this.decrease > 0 && this.decrease < 1))
+      throw new RangeError(`decrease must be in (0, 1), not ${this.decrease}`);
     this.tolerance = options.onlineTolerance ?? 0.1;
     this.minOnline = options.minOnlineRequests ?? 20;
     this.onlineSpanWindows = Math.max(1, options.onlineSpanWindows ?? 3);
     this.probeEvery = options.probeEveryWindows ?? 60;
     this.probeWindows = Math.max(1, options.probeWindows ?? 2);
+    this.baselineProbes = Math.max(1, options.baselineProbes ?? 5);
+    this.firstProbeSpan = Math.max(this.probeWindows, options.firstProbeSpanWindows ?? 10);
     this.limitValue = clamp(options.initial ?? 1, this.min, this.max);
     // The first baseline is the online load before the job sends anything.
     this.probeLeft = this.probeWindows;
@@ -101,18 +140,34 @@ export class AimdLimiter {
     return this.probeLeft > 0;
   }
 
+  /** True during the first probe: the job has sent nothing yet, so the online history before it counts too. */
+  get firstProbe(): boolean {
+    return this.probing && this.probesDone === 0;
+  }
+
+  /**
+   * How many windows back the online latency read at the end of this window should reach: the step so far
+   * (a judgement is over the step's windows only), a probe's windows, or, for the first probe, the online
+   * history before the job started too.
+   */
+  get readWindows(): number {
+    if (this.probing) return this.firstProbe ? this.firstProbeSpan : this.probeWindows;
+    return Math.min(this.onlineSpanWindows, this.stepWindows + 1);
+  }
+
   get budgetMs(): number {
     return this.options.budgetMs;
   }
 
   /** Online p99 may reach this (ms) before the job backs off. */
   get onlineBudgetMs(): number {
-    return this.baseline === undefined ? this.options.budgetMs : this.baseline.p99Ms * (1 + this.tolerance);
+    const baseline = this.baselineMs;
+    return baseline === undefined ? this.options.budgetMs : baseline * (1 + this.tolerance);
   }
 
-  /** The online p99 (ms) of the last probe, or its average with the ones before; undefined before a probe saw online traffic. */
+  /** The median online p99 (ms) of the last probes at a similar rate; undefined before a probe saw online traffic. */
   get baselineMs(): number | undefined {
-    return this.baseline?.p99Ms;
+    return this.probes.length === 0 ? undefined : median(this.probes.map((probe) => probe.p99Ms));
   }
 
   /** A finished request of the job's: its latency (ms); `overloaded`: the gateway refused it as busy (429/503). */
@@ -121,56 +176,77 @@ export class AimdLimiter {
     if (overloaded) this.overloaded = true;
   }
 
-  /** The end of a window: `online` is the online latency over the last span (undefined: the gateway could not say). */
+  /** The end of a window: `online` is the online latency over the last `readWindows` windows (undefined: the gateway could not say). */
   window(online: OnlineSample | undefined): AimdDecision {
     const onlineP99 = online !== undefined && online.count >= this.minOnline ? (online.p99Ms ?? undefined) : undefined;
-    const samples = this.samples;
-    const overloaded = this.overloaded;
-    this.samples = [];
-    this.overloaded = false;
     if (this.probeLeft > 0) {
       this.probeLeft -= 1;
+      this.samples = [];
+      this.overloaded = false;
       if (this.probeLeft > 0) return this.decision("probe", onlineP99);
-      this.windowsSinceProbe = 0;
-      this.holdLeft = 0;
-      // No online traffic to speak of: no baseline (the report's budget stands in until traffic returns and is probed).
-      if (onlineP99 === undefined || online === undefined) this.baseline = undefined;
-      else {
-        const perSec = (online.count * 1000) / online.spanMs;
-        // Averaged with the last probe's at a similar rate: one probe's p99 is a short, noisy sample.
-        const similar = this.baseline !== undefined && withinFactor(perSec, this.baseline.perSec, 1.5);
-        this.baseline = {
-          p99Ms: similar && this.baseline !== undefined ? (this.baseline.p99Ms + onlineP99) / 2 : onlineP99,
-          perSec,
-        };
-      }
+      this.endProbe(online, onlineP99);
       return this.decision("baseline", onlineP99);
     }
     this.windowsSinceProbe += 1;
-    let reason: AimdReason;
-    if (overloaded) reason = "overloaded";
-    else if (this.holdLeft > 0) reason = "hold";
-    else if (onlineP99 !== undefined && onlineP99 > this.onlineBudgetMs) reason = "online-over";
-    else if (samples.length > 0 && percentile(samples, 0.9) > this.options.budgetMs) reason = "job-over";
-    else reason = samples.length > 0 ? "within" : "idle";
-    if (this.holdLeft > 0) this.holdLeft -= 1;
-    if (reason === "overloaded" || reason === "online-over" || reason === "job-over") {
-      this.limitValue = Math.max(this.min, this.limitValue * this.decrease);
-      this.holdLeft = this.onlineSpanWindows - 1;
-    } else if (reason === "within") this.limitValue = Math.min(this.max, this.limitValue + 1);
+    this.stepWindows += 1;
+    const reason = this.judge(onlineP99);
+    if (reason !== "hold") {
+      if (reason === "overloaded") this.cut(0.5);
+      else if (reason === "online-over") {
+        // Far over (twice the tolerance) is no noise: cut as hard as a busy gateway.
+        const far = onlineP99 !== undefined && onlineP99 > this.onlineBudgetMs * (1 + this.tolerance);
+        this.cut(far ? 0.5 : this.decrease);
+      } else if (reason === "job-over") this.cut(this.decrease);
+      else if (reason === "within") this.limitValue = Math.min(this.max, this.limitValue + 1);
+      this.stepWindows = 0;
+      this.samples = [];
+      this.overloaded = false;
+    }
     const decision = this.decision(reason, onlineP99);
     if (this.probeDue(online)) this.probeLeft = this.probeWindows;
     return decision;
   }
 
+  /** What this window decides: a busy gateway at once; otherwise nothing until the step is complete. */
+  private judge(onlineP99: number | undefined): AimdReason {
+    if (this.overloaded) return "overloaded";
+    if (this.stepWindows < this.onlineSpanWindows) return "hold";
+    if (onlineP99 !== undefined) {
+      if (onlineP99 > this.onlineBudgetMs) return "online-over";
+    } else if (this.samples.length > 0 && percentile(this.samples, 0.9) > this.options.budgetMs) return "job-over";
+    return this.samples.length > 0 ? "within" : "idle";
+  }
+
+  private cut(factor: number): void {
+    this.limitValue = Math.max(this.min, this.limitValue * factor);
+  }
+
+  private endProbe(online: OnlineSample | undefined, onlineP99: number | undefined): void {
+    this.probesDone += 1;
+    this.windowsSinceProbe = 0;
+    this.stepWindows = 0;
+    // No online traffic to speak of: no baseline (the report's budget stands in until traffic returns and is probed).
+    if (onlineP99 === undefined || online === undefined) {
+      this.probes = [];
+      return;
+    }
+    const probe = { p99Ms: onlineP99, perSec: (online.count * 1000) / online.spanMs };
+    const last = this.probes[this.probes.length - 1];
+    // Another rate is another baseline: the probes before it measured a different load.
+    if (last !== undefined && !withinFactor(probe.perSec, last.perSec, 1.5)) this.probes = [];
+    this.probes.push(probe);
+    if (this.probes.length > this.baselineProbes) this.probes.shift();
+  }
+
   /** Time to measure the baseline again: the period is over, or online load moved since the last one. */
   private probeDue(online: OnlineSample | undefined): boolean {
     if (this.probeEvery > 0 && this.windowsSinceProbe >= this.probeEvery) return true;
-    // Give a new rate a full span to settle before judging that it moved.
+    // Give a new rate a full step after the probe to settle before judging that it moved.
     if (online === undefined || this.windowsSinceProbe < this.onlineSpanWindows) return false;
     const perSec = (online.count * 1000) / online.spanMs;
-    if (this.baseline === undefined) return online.count >= this.minOnline;
-    return !withinFactor(perSec, this.baseline.perSec, 1.5);
+    const last = this.probes[this.probes.length - 1];
+    if (last === undefined) return online.count >= this.minOnline;
+    return !withinFactor(perSec, last.perSec, 1.5);
   }
 
   private decision(reason: AimdReason, onlineP99Ms: number | undefined): AimdDecision {
@@ -191,4 +267,10 @@ function withinFactor(a: number, b: number, factor: number): boolean {
 function percentile(values: readonly number[], q: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.max(0, Math.ceil(sorted.length * q) - 1)] ?? 0;
+}
+
+/** The median; of an even count, the lower middle one (of two probes, the quieter: an outlier is not averaged in). */
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)] as number;
 }

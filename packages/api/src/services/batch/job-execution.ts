@@ -14,6 +14,7 @@ import { GatewayLanes, LOCAL_GATEWAY, gatewayRowsSchema, type DiscoveredGateway 
 import { batchJobGrant, storeJobKeyHash } from "./job-key.js";
 import { JobThroughputRecorder } from "./job-throughput-recorder.js";
 import { withConnection } from "./postgres-table.js";
+import { rowsPerRequestFor } from "./row-batch.js";
 import { imageBaseOf } from "./row-request.js";
 import { addRange, parseRanges, rowsIn } from "./row-ranges.js";
 import { jobBudget, targetSignature, type JobTarget } from "./target-signature.js";
@@ -61,6 +62,8 @@ export interface BatchJobsOptions {
   throughputSampleMs?: number | undefined;
   /** How often a running job lists the cluster's gateways again (ms, gateway-lanes.ts); default 5000. */
   laneRefreshMs?: number | undefined;
+  /** Rows a job's request carries; default: half the model's max_batch_size (row-batch.ts), 1 for an operator. */
+  rowsPerRequest?: number | undefined;
 }
 
 export interface JobExecutionDeps {
@@ -164,6 +167,9 @@ export class JobExecution {
         images: { baseDir: imageBaseOf(dataset), roots: this.imageRootsOf(dataset) },
         logger: this.deps.logger,
         chunkRows: this.deps.chunkRows,
+        // An operator's steps batch as their models do; only a model's own max_batch_size says what a request may hold.
+        rowsPerRequest:
+          this.deps.options.rowsPerRequest ?? (target.kind === "MODEL" ? rowsPerRequestFor(signature.maxBatchSize) : 1),
         stopping: () => run.stop,
         onRowSettled: (sent) => recorder.rowSettled(sent),
         commit: async (outcome: ChunkOutcome) => {

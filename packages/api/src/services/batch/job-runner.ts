@@ -6,7 +6,8 @@ import type { GatewayLane } from "./gateway-lanes.js";
 import type { PlannedInput } from "./input-mapping.js";
 import { JobFiles, ROW_COLUMN, partName, type OutputColumn } from "./job-files.js";
 import { chunksOf, missingRanges, type RowRange } from "./row-ranges.js";
-import { RowError, rowRequest, type ImageAccess } from "./row-request.js";
+import { joinRequests, splitOutputs } from "./row-batch.js";
+import { RowError, rowRequest, type ImageAccess, type RowRequest } from "./row-request.js";
 
 /**
  * Runs one job's missing rows through the gateways, chunk by chunk, with at
@@ -58,6 +59,8 @@ export interface JobRunnerDeps {
   images: ImageAccess;
   logger: Logger;
   chunkRows: number;
+  /** Rows one request carries (row-batch.ts: more than 1 only where the target batches). Default 1. */
+  rowsPerRequest?: number;
   /** Stores a finished chunk (called one at a time, in completion order). */
   commit(outcome: ChunkOutcome): Promise<void>;
   /** True once the job should stop taking new rows. */
@@ -80,20 +83,35 @@ interface ChunkState {
 
 const RETRY_PAUSE_MS = 200;
 
+interface RowItem {
+  chunk: ChunkState;
+  row: Record<string, unknown>;
+}
+
+type RowOutcome =
+  | { kind: "ok"; values: Record<string, unknown>; sent: true }
+  | { kind: "failed"; error: string; sent: boolean }
+  | { kind: "away"; error: string }
+  | { kind: "dropped" };
+
 export class JobRunner {
   private inFlight = 0;
   private commitChain: Promise<void> = Promise.resolve();
   private commitError: unknown;
   private wake: (() => void) | undefined;
 
-  constructor(private readonly deps: JobRunnerDeps) {}
+  private readonly rowsPerRequest: number;
+
+  constructor(private readonly deps: JobRunnerDeps) {
+    this.rowsPerRequest = Math.max(1, Math.floor(deps.rowsPerRequest ?? 1));
+  }
 
   /** Runs until every missing row is checkpointed (true) or a stop (false). */
   async run(done: readonly RowRange[], totalRows: number): Promise<boolean> {
     const chunks = chunksOf(missingRanges(done, totalRows), this.deps.chunkRows);
     const open: ChunkState[] = [];
     /** Rows whose gateway went away mid-request: they go again, to another lane, before any new row. */
-    const resend: Array<{ chunk: ChunkState; row: Record<string, unknown> }> = [];
+    const resend: RowItem[] = [];
     let nextChunk = 0;
     while (this.commitError === undefined) {
       if (this.deps.stopping()) break;
@@ -104,8 +122,8 @@ export class JobRunner {
         open.push({ range, rows, next: 0, remaining: rows.length, results: [], failures: [], servedBy: {} });
         if (rows.length === 0) this.finishChunk(open, open[open.length - 1] as ChunkState);
       }
-      const chunk = resend[0]?.chunk ?? open.find((state) => state.next < state.rows.length);
-      if (chunk === undefined) {
+      const next = () => open.find((state) => state.next < state.rows.length);
+      if (resend.length === 0 && next() === undefined) {
         if (open.length === 0 && nextChunk >= chunks.length) break;
         if (open.every((state) => state.dropped === true) && this.inFlight === 0) break;
         await this.waitForSlot();
@@ -116,29 +134,32 @@ export class JobRunner {
         await this.waitForSlot();
         continue;
       }
-      const row =
-        resend.length > 0
-          ? (resend.shift() as { row: Record<string, unknown> }).row
-          : (chunk.rows[chunk.next++] as Record<string, unknown>);
+      // Rows to resend first, then the open chunks' next rows, up to one request's worth.
+      const items: RowItem[] = resend.splice(0, this.rowsPerRequest);
+      for (let chunk = next(); items.length < this.rowsPerRequest && chunk !== undefined; chunk = next())
+        items.push({ chunk, row: chunk.rows[chunk.next++] as Record<string, unknown> });
       this.inFlight += 1;
-      void this.runRow(row, lane).then((outcome) => {
+      void this.runRows(items, lane).then((outcomes) => {
         this.deps.lanes.release(lane);
         this.inFlight -= 1;
-        if (outcome.kind === "away") {
-          this.deps.lanes.markAway(lane, outcome.error);
-          resend.push({ chunk, row });
-          this.wake?.();
-          return;
+        for (const [i, outcome] of outcomes.entries()) {
+          const { chunk, row } = items[i] as RowItem;
+          if (outcome.kind === "away") {
+            resend.push({ chunk, row });
+            continue;
+          }
+          const index = Number(row[ROW_COLUMN]);
+          if (outcome.kind !== "dropped") this.deps.onRowSettled?.(outcome.sent);
+          if (outcome.kind === "ok") {
+            chunk.results.push({ [ROW_COLUMN]: index, ...outcome.values });
+            chunk.servedBy[lane.id] = (chunk.servedBy[lane.id] ?? 0) + 1;
+          } else if (outcome.kind === "failed") chunk.failures.push({ row: index, error: outcome.error });
+          else chunk.dropped = true;
+          chunk.remaining -= 1;
+          if (chunk.remaining === 0 && !chunk.dropped) this.finishChunk(open, chunk);
         }
-        const index = Number(row[ROW_COLUMN]);
-        if (outcome.kind !== "dropped") this.deps.onRowSettled?.(outcome.sent);
-        if (outcome.kind === "ok") {
-          chunk.results.push({ [ROW_COLUMN]: index, ...outcome.values });
-          chunk.servedBy[lane.id] = (chunk.servedBy[lane.id] ?? 0) + 1;
-        } else if (outcome.kind === "failed") chunk.failures.push({ row: index, error: outcome.error });
-        else chunk.dropped = true;
-        chunk.remaining -= 1;
-        if (chunk.remaining === 0 && !chunk.dropped) this.finishChunk(open, chunk);
+        const away = outcomes.find((outcome) => outcome.kind === "away");
+        if (away !== undefined) this.deps.lanes.markAway(lane, away.error);
         this.wake?.();
       });
     }
@@ -185,26 +206,77 @@ export class JobRunner {
   }
 
   /**
-   * One row on one lane: its result values, or its error; overloads are retried on the lane until a stop;
-   * "away": the lane's gateway could not be reached (the caller sends the row to another lane).
+   * Rows on one lane, in one request where they join (row-batch.ts): each row's outcome, in order. A row
+   * that cannot be read fails alone; rows whose joined request failed (not as busy, not away) go again one
+   * by one, so each gets its own result or its own error.
    */
-  private async runRow(
-    row: Record<string, unknown>,
+  private async runRows(items: readonly RowItem[], lane: GatewayLane): Promise<RowOutcome[]> {
+    const outcomes: RowOutcome[] = new Array(items.length);
+    const built: Array<{ at: number; request: RowRequest }> = [];
+    for (const [at, item] of items.entries()) {
+      try {
+        built.push({
+          at,
+          request: await rowRequest(this.deps.planned, item.row, this.deps.images, this.deps.requestedOutputs),
+        });
+      } catch (error) {
+        if (!(error instanceof RowError))
+          this.deps.logger.warn({ err: (error as Error).message }, "batch row could not be read");
+        outcomes[at] = { kind: "failed", error: error instanceof Error ? error.message : String(error), sent: false };
+      }
+    }
+    const joined = built.length > 1 ? joinRequests(built.map((entry) => entry.request)) : undefined;
+    if (joined !== undefined) {
+      const outcome = await this.send(joined, lane);
+      let values: Array<Record<string, unknown>> | undefined;
+      if (outcome.kind === "ok") {
+        try {
+          values = splitOutputs(outcome.body, this.deps.outputs, built.length);
+        } catch {
+          values = undefined;
+        }
+      }
+      if (values !== undefined || outcome.kind === "away" || outcome.kind === "dropped") {
+        for (const [i, entry] of built.entries())
+          outcomes[entry.at] =
+            values !== undefined
+              ? { kind: "ok", values: values[i] as Record<string, unknown>, sent: true }
+              : (outcome as RowOutcome);
+        return outcomes;
+      }
+    }
+    for (const [i, entry] of built.entries()) {
+      const outcome = await this.send(entry.request, lane);
+      if (outcome.kind === "away" || outcome.kind === "dropped") {
+        // The gateway is gone, or the job stops: the rest of the rows go the same way, unsent.
+        for (const rest of built.slice(i)) outcomes[rest.at] = outcome;
+        break;
+      }
+      outcomes[entry.at] =
+        outcome.kind === "ok"
+          ? {
+              kind: "ok",
+              values: splitOutputs(outcome.body, this.deps.outputs, 1)[0] as Record<string, unknown>,
+              sent: true,
+            }
+          : outcome;
+    }
+    return outcomes;
+  }
+
+  /**
+   * One request on one lane: its answer, or its error; overloads are retried on the lane until a stop;
+   * "away": the lane's gateway could not be reached (the caller sends the rows to another lane).
+   */
+  private async send(
+    request: RowRequest,
     lane: GatewayLane,
   ): Promise<
-    | { kind: "ok"; values: Record<string, unknown>; sent: true }
+    | { kind: "ok"; body: Record<string, unknown> }
     | { kind: "failed"; error: string; sent: boolean }
     | { kind: "away"; error: string }
     | { kind: "dropped" }
   > {
-    let request: Awaited<ReturnType<typeof rowRequest>>;
-    try {
-      request = await rowRequest(this.deps.planned, row, this.deps.images, this.deps.requestedOutputs);
-    } catch (error) {
-      if (!(error instanceof RowError))
-        this.deps.logger.warn({ err: (error as Error).message }, "batch row could not be read");
-      return { kind: "failed", error: error instanceof Error ? error.message : String(error), sent: false };
-    }
     const { name, version } = this.deps.target;
     for (;;) {
       const started = performance.now();
@@ -220,13 +292,13 @@ export class JobRunner {
         const overloaded = isOverload(error);
         lane.limiter.record(performance.now() - started, overloaded);
         if (!overloaded) return { kind: "failed", error: message, sent: error instanceof GatewayError };
-        // The row has no result yet; on a stop it is dropped with its chunk and runs after the resume.
+        // The rows have no result yet; on a stop they are dropped with their chunk and run after the resume.
         if (this.deps.stopping()) return { kind: "dropped" };
         await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS));
         continue;
       }
       lane.limiter.record(performance.now() - started);
-      return { kind: "ok", values: valuesOf(response.body, this.deps.outputs), sent: true };
+      return { kind: "ok", body: response.body };
     }
   }
 }
@@ -243,16 +315,4 @@ function isAway(error: unknown): boolean {
 /** The gateway was busy: 429 (a tenant over its share, a key's quota), 503. */
 function isOverload(error: unknown): boolean {
   return error instanceof GatewayError && (error.status === 429 || error.status === 503);
-}
-
-/** The outputs' values for the results: a scalar for one element, else the flat list. */
-function valuesOf(body: Record<string, unknown>, outputs: readonly OutputColumn[]): Record<string, unknown> {
-  const got = (body["outputs"] ?? []) as Array<{ name?: string; data?: unknown[] }>;
-  const values: Record<string, unknown> = {};
-  for (const output of outputs) {
-    const data = got.find((tensor) => tensor.name === output.name)?.data;
-    if (data === undefined) continue;
-    values[output.name] = output.type.endsWith("[]") ? data : (data[0] ?? null);
-  }
-  return values;
 }

@@ -2,7 +2,7 @@ import type { OnlineLatency } from "@operon/protocol/online-latency";
 import { describe, expect, it } from "vitest";
 import type { GatewayClient } from "../gateway/gateway-client.js";
 import { AimdLimiter, type AimdDecision } from "./aimd.js";
-import { OnlineLatencyMonitor, combine } from "./online-latency-monitor.js";
+import { OnlineLatencyMonitor, combine, spanOf } from "./online-latency-monitor.js";
 
 const entry = (version: string, count: number, p99Us: number | null): OnlineLatency => ({
   model_name: "m",
@@ -25,7 +25,7 @@ describe("online latency monitor", () => {
     expect(combine([entry("1", 0, null)], 3000)).toEqual({ spanMs: 3000, count: 0, p99Ms: null });
   });
 
-  it("feeds the limiter every window: the tail of a probe first, then the online span", async () => {
+  it("feeds the limiter every window: the first probe reads the history before the job too, then each step so far", async () => {
     const asked: number[] = [];
     const gateway = {
       onlineLatency: async (_name: string, _version: string | undefined, windowMs: number) => {
@@ -33,27 +33,45 @@ describe("online latency monitor", () => {
         return [entry("1", 50, 20_000)];
       },
     } as unknown as GatewayClient;
-    const limiter = new AimdLimiter({ budgetMs: 50, probeWindows: 2, onlineSpanWindows: 3, initial: 2 });
+    const limiter = new AimdLimiter({
+      budgetMs: 50,
+      probeWindows: 2,
+      onlineSpanWindows: 3,
+      firstProbeSpanWindows: 10,
+      initial: 2,
+    });
     const decisions: AimdDecision[] = [];
     const monitor = OnlineLatencyMonitor.start({
       gateway,
       target: { name: "m" },
       limiter,
       logger: silent,
-      windowMs: 1000 / 32,
+      windowMs: 50,
       onDecision: (decision) => decisions.push(decision),
     });
-    while (decisions.length < 3) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (decisions.length < 5) await new Promise((resolve) => setTimeout(resolve, 5));
     await monitor.stop();
-    expect(decisions.slice(0, 3).map((d) => d.reason)).toEqual(["probe", "baseline", "idle"]);
+    expect(decisions.slice(0, 5).map((d) => d.reason)).toEqual(["probe", "baseline", "hold", "hold", "idle"]);
     expect(limiter.baselineMs).toBe(20);
-    // A probe's two windows: after the drain (at least half a window); then three windows.
-    expect(asked[1]).toBeGreaterThanOrEqual(1000 / 64);
-    expect(asked[1]).toBeLessThan(2000 / 32);
-    expect(asked[2]).toBeCloseTo(3000 / 32);
+    // The first probe: ten windows back; then one, two, three windows of the step (at least the gateway's 100 ms).
+    expect(asked.slice(0, 5)).toEqual([500, 500, 100, 100, 150]);
     const after = decisions.length;
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, 150));
     expect(decisions.length).toBe(after);
+  });
+
+  it("reads a later probe after the job's requests in flight drained, within the gateway's 100 ms to 60 s", () => {
+    const limiter = (readWindows: number, probing: boolean, firstProbe: boolean) => ({
+      readWindows,
+      probing,
+      firstProbe,
+    });
+    expect(spanOf(limiter(2, true, false), 1000)).toBe(1600);
+    expect(spanOf(limiter(2, true, false), 400)).toBe(400);
+    expect(spanOf(limiter(10, true, true), 1000)).toBe(10_000);
+    expect(spanOf(limiter(3, false, false), 1000)).toBe(3000);
+    expect(spanOf(limiter(10, true, true), 10_000)).toBe(60_000);
+    expect(spanOf(limiter(1, false, false), 50)).toBe(100);
   });
 
   it("gives no sample when the gateway cannot say, warning once", async () => {

@@ -7,14 +7,17 @@ import type { AimdDecision, AimdLimiter, OnlineSample } from "./aimd.js";
  * Feeds a running job's AIMD limiter (aimd.ts) once per window with the
  * online p99 of its target, read from the gateway's online_latency
  * extension: the job's own requests are left out there (its key is a
- * batch job's), so this is what online clients saw. During a probe only
- * the tail of the probe is read, after the job's requests in flight have
- * drained. A gateway that cannot say (an older one, a call that failed)
+ * batch job's), so this is what online clients saw, over the windows the
+ * limiter judges (`spanOf`). During a later probe only the tail of the
+ * probe is read, after the job's requests in flight have drained. A gateway that cannot say (an older one, a call that failed)
  * gives no sample: the limiter then judges by the job's own latency alone.
  */
 export const DEFAULT_AIMD_WINDOW_MS = 1_000;
 /** How long a probe waits for the job's requests in flight to finish before online latency counts as "without the job". */
 const PROBE_DRAIN_MS = 400;
+/** The span online_latency takes (window_ms). */
+const MIN_SPAN_MS = 100;
+const MAX_SPAN_MS = 60_000;
 
 export interface OnlineLatencyMonitorOptions {
   gateway: GatewayClient;
@@ -63,10 +66,7 @@ export class OnlineLatencyMonitor {
         this.timer = setTimeout(resolve, windowMs);
       });
       if (this.stopped) return;
-      const spanMs = limiter.probing
-        ? Math.max(windowMs / 2, limiter.probeWindows * windowMs - PROBE_DRAIN_MS)
-        : limiter.onlineSpanWindows * windowMs;
-      const sample = await this.sample(spanMs);
+      const sample = await this.sample(spanOf(limiter, windowMs));
       if (this.stopped) return;
       const decision = limiter.window(sample);
       this.options.onDecision?.(decision);
@@ -87,6 +87,21 @@ export class OnlineLatencyMonitor {
       return undefined;
     }
   }
+}
+
+/**
+ * How far back the online latency read at the end of a window reaches: the windows the limiter asks for
+ * (aimd.ts `readWindows`), less the drain of the job's requests in flight during a later probe; the first
+ * probe reads the history from before the job sent anything, so it needs no drain. The gateway takes
+ * 100 ms to 60 s.
+ */
+export function spanOf(limiter: Pick<AimdLimiter, "probing" | "readWindows" | "firstProbe">, windowMs: number): number {
+  const windows = limiter.readWindows;
+  const spanMs =
+    limiter.probing && !limiter.firstProbe
+      ? Math.max(windowMs / 2, windows * windowMs - PROBE_DRAIN_MS)
+      : windows * windowMs;
+  return Math.min(MAX_SPAN_MS, Math.max(MIN_SPAN_MS, spanMs));
 }
 
 /** One sample over every served version: their counts added, the worst p99 (a job must not hurt any of them). */

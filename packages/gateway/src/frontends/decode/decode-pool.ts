@@ -23,6 +23,13 @@ export interface DecodePoolOptions {
   maxQueuedBodies?: number;
   /** Bytes of bodies waiting for a thread, at most (beyond: UNAVAILABLE at once). Default 512 MiB. */
   maxQueuedBytes?: number;
+  /** The thread's script; tests only (default the built decode-thread.js). */
+  threadEntry?: URL;
+}
+
+/** What a decode thread posts once its modules are loaded: a body's time limit runs from then, not from its start. */
+export interface DecodeThreadReady {
+  ready: true;
 }
 
 /** Bodies at least this large are decoded on the pool, not on the event loop. */
@@ -54,6 +61,8 @@ interface Slot {
   timer: NodeJS.Timeout | undefined;
   /** Why the thread is going away, once known (out of memory, over time). */
   failure: OperonError | undefined;
+  /** The thread has loaded its modules (DecodeThreadReady); a fresh thread's first body waits for it unclocked. */
+  ready: boolean;
 }
 
 /**
@@ -82,6 +91,7 @@ export class DecodePool {
   private queuedBytes = 0;
   private nextId = 1;
   private closed = false;
+  private readonly threadEntry: URL;
 
   constructor(options: DecodePoolOptions = {}) {
     this.slots = new Array(options.threads ?? DEFAULT_DECODE_THREADS).fill(undefined);
@@ -89,6 +99,7 @@ export class DecodePool {
     this.maxDecodeMs = options.maxDecodeMs ?? DEFAULT_MAX_DECODE_MS;
     this.maxQueuedBodies = options.maxQueuedBodies ?? DEFAULT_MAX_QUEUED_BODIES;
     this.maxQueuedBytes = options.maxQueuedBytes ?? DEFAULT_MAX_QUEUED_BYTES;
+    this.threadEntry = options.threadEntry ?? decodeThreadEntry();
   }
 
   /** Threads of the pool. */
@@ -179,16 +190,23 @@ export class DecodePool {
       const job = this.queue.shift()!;
       this.queuedBytes -= job.bytes;
       slot.busy = job;
-      slot.timer = setTimeout(() => {
-        slot.failure = new OperonError(
-          "INVALID_ARG",
-          `the request took longer than ${this.maxDecodeMs / 1000} s to decode, the decoder's limit per body; send a smaller or simpler request`,
-        );
-        void slot.worker.terminate();
-      }, this.maxDecodeMs);
-      slot.timer.unref();
+      // A thread still starting (a replacement after a kill, on a loaded host) gets the body now and the clock
+      // once it is ready: its start-up is not the body's time.
+      if (slot.ready) this.startClock(slot);
       slot.worker.postMessage({ id: job.id, task: job.task }, [job.transfer]);
     }
+  }
+
+  /** The busy body's time limit: past it, its thread is stopped and it alone fails. */
+  private startClock(slot: Slot): void {
+    slot.timer = setTimeout(() => {
+      slot.failure = new OperonError(
+        "INVALID_ARG",
+        `the request took longer than ${this.maxDecodeMs / 1000} s to decode, the decoder's limit per body; send a smaller or simpler request`,
+      );
+      void slot.worker.terminate();
+    }, this.maxDecodeMs);
+    slot.timer.unref();
   }
 
   /** A slot whose thread is idle or not started; undefined when every thread is busy. */
@@ -201,9 +219,12 @@ export class DecodePool {
   }
 
   private spawn(index: number): Slot {
-    const worker = new Worker(decodeThreadEntry(), { resourceLimits: { maxOldGenerationSizeMb: this.maxHeapMb } });
+    const worker = new Worker(this.threadEntry, {
+      resourceLimits: { maxOldGenerationSizeMb: this.maxHeapMb },
+      workerData: { maxHeapMb: this.maxHeapMb },
+    });
     worker.unref();
-    const slot: Slot = { worker, busy: undefined, timer: undefined, failure: undefined };
+    const slot: Slot = { worker, busy: undefined, timer: undefined, failure: undefined, ready: false };
     const finish = (): Job | undefined => {
       const job = slot.busy;
       slot.busy = undefined;
@@ -211,7 +232,12 @@ export class DecodePool {
       slot.timer = undefined;
       return job;
     };
-    worker.on("message", (reply: DecodeReply) => {
+    worker.on("message", (reply: DecodeReply | DecodeThreadReady) => {
+      if ("ready" in reply) {
+        slot.ready = true;
+        if (slot.busy !== undefined && slot.timer === undefined) this.startClock(slot);
+        return;
+      }
       if (slot.busy?.id !== reply.id) return;
       const job = finish()!;
       if (reply.ok) job.resolve(reply.result);

@@ -3,7 +3,7 @@ import type { InferRequest } from "@operon/protocol/inference";
 import { splitBinaryBody } from "@operon/protocol/binary-tensor-codec";
 import { type DecodedInferRequest, decodeInferJson, type InferTarget } from "../http/http-infer-request.js";
 import { parseJsonBody } from "../http/http-body-reader.js";
-import { assertJsonWithinBudget } from "../http/json-budget.js";
+import { DEFAULT_JSON_BUDGET, type JsonBudget, assertJsonWithinBudget } from "../http/json-budget.js";
 import { decodeInferRequest } from "../grpc/grpc-infer-codec.js";
 import type { WireInferRequest } from "../grpc/grpc-wire.js";
 import { assertInferMessageWithinBudget } from "./protobuf-budget.js";
@@ -25,18 +25,19 @@ export function decodeHttpInfer(
   body: Buffer,
   headerLength: number | undefined,
   target: InferTarget,
+  budget: JsonBudget = DEFAULT_JSON_BUDGET,
 ): DecodedInferRequest {
   if (headerLength === undefined) {
-    assertJsonWithinBudget(body);
+    assertJsonWithinBudget(body, budget);
     return decodeInferJson(parseJsonBody(body), undefined, target);
   }
   const { header, binary } = splitBinaryBody(body, headerLength);
-  assertJsonWithinBudget(header);
+  assertJsonWithinBudget(header, budget);
   return decodeInferJson(parseJsonBody(header), binary, target);
 }
 
-export function decodeJson(body: Buffer): unknown {
-  assertJsonWithinBudget(body);
+export function decodeJson(body: Buffer, budget: JsonBudget = DEFAULT_JSON_BUDGET): unknown {
+  assertJsonWithinBudget(body, budget);
   return parseJsonBody(body);
 }
 

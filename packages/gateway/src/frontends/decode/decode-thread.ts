@@ -1,10 +1,11 @@
-import { parentPort } from "node:worker_threads";
+import { parentPort, workerData } from "node:worker_threads";
 import * as grpc from "@grpc/grpc-js";
 import { asOperonError } from "@operon/protocol/errors";
 import { INFERENCE_SERVICE, loadGrpcProtos, type WireInferRequest } from "../grpc/grpc-wire.js";
 import { type DecodeTask, decodeGrpcInfer, decodeHttpInfer, decodeJson } from "./decode-tasks.js";
 import { packInferRequest } from "./packed-request.js";
-import type { DecodeReply } from "./decode-pool.js";
+import type { DecodeReply, DecodeThreadReady } from "./decode-pool.js";
+import { DEFAULT_JSON_BUDGET, HEAP_SHARE, type JsonBudget } from "../http/json-budget.js";
 
 /** A thread of the decode pool (decode-pool.ts): runs one task at a time, answers with its result or its error. */
 const port = parentPort;
@@ -20,6 +21,13 @@ function deserializer(): Promise<(message: Buffer) => WireInferRequest> {
   return grpcDeserialize;
 }
 
+// A body whose parse cannot fit this thread's heap is refused before parsing (JsonBudget.maxHeapBytes says why).
+const maxHeapMb = (workerData as { maxHeapMb?: number } | null)?.maxHeapMb;
+const budget: JsonBudget =
+  maxHeapMb === undefined
+    ? DEFAULT_JSON_BUDGET
+    : { ...DEFAULT_JSON_BUDGET, maxHeapBytes: maxHeapMb * 1024 * 1024 * HEAP_SHARE };
+
 const view = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
 port.on("message", async ({ id, task }: { id: number; task: DecodeTask }) => {
@@ -28,7 +36,7 @@ port.on("message", async ({ id, task }: { id: number; task: DecodeTask }) => {
   try {
     switch (task.kind) {
       case "http-infer": {
-        const decoded = decodeHttpInfer(view(task.body), task.headerLength, task.target);
+        const decoded = decodeHttpInfer(view(task.body), task.headerLength, task.target, budget);
         const packed = packInferRequest(decoded.request);
         reply = { id, ok: true, result: { kind: "infer", packed, binaryDataOutput: decoded.binaryDataOutput } };
         transfer = [packed.buffer];
@@ -41,7 +49,7 @@ port.on("message", async ({ id, task }: { id: number; task: DecodeTask }) => {
         break;
       }
       case "json":
-        reply = { id, ok: true, result: { kind: "json", value: decodeJson(view(task.body)) } };
+        reply = { id, ok: true, result: { kind: "json", value: decodeJson(view(task.body), budget) } };
         break;
     }
   } catch (error) {
@@ -50,3 +58,6 @@ port.on("message", async ({ id, task }: { id: number; task: DecodeTask }) => {
   }
   port.postMessage(reply, transfer);
 });
+
+// Loaded: the pool starts the clock of the body it gave this thread from now (decode-pool.ts, DecodeThreadReady).
+port.postMessage({ ready: true } satisfies DecodeThreadReady);

@@ -10,6 +10,7 @@ import { SlowBodyGuard, type SlowBodyLimits } from "./slow-body-guard.js";
 import { DEFAULT_MAX_BYTES_ELEMENTS } from "@operon/protocol/tensor";
 import type { RequestContext, RequestLife } from "./http-context.js";
 import { ClientClosedError } from "./http-errors.js";
+import { LiveList } from "../live-list.js";
 import { DecodePool } from "../decode/decode-pool.js";
 import { rawInputSpecFromEngine } from "./http-raw-input.js";
 import { reportOf, sendError } from "./http-respond.js";
@@ -146,7 +147,8 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
   // Requests in flight. On stop, those whose response has not started are
   // told to close their connection, so a drained keep-alive connection does
   // not hold the server open until the grace period ends.
-  const pending = new Set<ServerResponse>();
+  // Not a Set: one add and one delete per request (../live-list.ts says why).
+  const pending = new LiveList<ServerResponse>();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // A connection over the caps was answered 503 already; a request Node still parsed from it is dropped.
@@ -156,9 +158,9 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
     }
     if (closing) res.setHeader("Connection", "close");
     const life: RequestLife = { onClose: undefined };
-    pending.add(res);
+    const listed = pending.add(res);
     res.once("close", () => {
-      pending.delete(res);
+      pending.remove(listed);
       life.onClose?.();
     });
     const method = req.method ?? "GET";

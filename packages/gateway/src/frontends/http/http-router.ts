@@ -20,27 +20,31 @@ interface Route<H> {
 }
 
 export class Router<H> {
-  private readonly routes: Route<H>[] = [];
+  /** Routes by segment count, each list in the order added: a path is compared only with routes of its length. */
+  private readonly byLength = new Map<number, Route<H>[]>();
 
   add(method: string, pattern: string, handler: H): this {
-    this.routes.push({ method, segments: splitPath(pattern), handler });
+    const segments = splitPath(pattern);
+    let routes = this.byLength.get(segments.length);
+    if (routes === undefined) this.byLength.set(segments.length, (routes = []));
+    routes.push({ method, segments, handler });
     return this;
   }
 
   /** Throws INVALID_ARG when a path parameter is not valid percent-encoding. */
   match(method: string, pathname: string): RouteMatch<H> {
+    // Runs for every request: nothing is allocated for a route that does not match.
     const segments = splitPath(pathname);
-    const allowed = new Set<string>();
-    for (const route of this.routes) {
-      const raw = matchSegments(route.segments, segments);
-      if (raw === undefined) continue;
+    let allowed: Set<string> | undefined;
+    for (const route of this.byLength.get(segments.length) ?? []) {
+      if (!matchesSegments(route.segments, segments)) continue;
       if (route.method !== method) {
-        allowed.add(route.method);
+        (allowed ??= new Set()).add(route.method);
         continue;
       }
-      return { kind: "found", handler: route.handler, params: decodeParams(raw) };
+      return { kind: "found", handler: route.handler, params: decodeParams(route.segments, segments) };
     }
-    return allowed.size > 0 ? { kind: "method-not-allowed", allowed: [...allowed] } : { kind: "not-found" };
+    return allowed !== undefined ? { kind: "method-not-allowed", allowed: [...allowed] } : { kind: "not-found" };
   }
 }
 
@@ -48,27 +52,28 @@ function splitPath(path: string): string[] {
   return path.split("/").slice(1);
 }
 
-function matchSegments(pattern: readonly string[], path: readonly string[]): Record<string, string> | undefined {
-  if (pattern.length !== path.length) return undefined;
-  const params: Record<string, string> = {};
+/** Whether `path` fits the pattern of the same length: literals equal, parameters not empty. */
+function matchesSegments(pattern: readonly string[], path: readonly string[]): boolean {
   for (let i = 0; i < pattern.length; i++) {
     const expected = pattern[i]!;
     const actual = path[i]!;
-    if (expected.startsWith(":")) {
-      if (actual === "") return undefined;
-      params[expected.slice(1)] = actual;
-    } else if (expected !== actual) {
-      return undefined;
-    }
+    if (expected.charCodeAt(0) === COLON ? actual === "" : expected !== actual) return false;
   }
-  return params;
+  return true;
 }
 
-function decodeParams(raw: Record<string, string>): RouteParams {
+const COLON = 0x3a;
+
+/** The parameters of a matching path, percent-decoded. */
+function decodeParams(pattern: readonly string[], path: readonly string[]): RouteParams {
   const decoded: Record<string, string> = {};
-  for (const [name, value] of Object.entries(raw)) {
+  for (let i = 0; i < pattern.length; i++) {
+    const expected = pattern[i]!;
+    if (expected.charCodeAt(0) !== COLON) continue;
+    const name = expected.slice(1);
+    const value = path[i]!;
     try {
-      decoded[name] = decodeURIComponent(value);
+      decoded[name] = value.indexOf("%") === -1 ? value : decodeURIComponent(value);
     } catch (error) {
       throw new OperonError("INVALID_ARG", `malformed percent-encoding in the ${name} path segment '${value}'`, {
         cause: error,

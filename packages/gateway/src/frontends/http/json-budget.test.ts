@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { assertJsonWithinBudget } from "./json-budget.js";
+import { HEAP_SHARE, assertJsonWithinBudget, estimateParsedHeapBytes } from "./json-budget.js";
 
 const bytes = (text: string): Buffer => Buffer.from(text, "utf8");
 
@@ -38,5 +38,21 @@ describe("assertJsonWithinBudget", () => {
   it("does not count brackets inside strings, escaped quotes included", () => {
     const body = JSON.stringify({ id: `\\"${"{[".repeat(100)}`, inputs: [] });
     expect(() => assertJsonWithinBudget(bytes(body), { maxDepth: 3, maxContainers: 3 })).not.toThrow();
+  });
+
+  it("refuses, before parsing, a body whose parsed value would not fit maxHeapBytes, naming the memory", () => {
+    // 100,000 one-character strings: about 2 x (8 + 24 + 1) bytes each once parsed, some 6.3 MiB.
+    const body = bytes(JSON.stringify(Array.from({ length: 100_000 }, () => "a")));
+    expect(estimateParsedHeapBytes({ containers: 1, values: 100_000, strings: 100_000, stringBytes: 100_000 })).toBe(
+      2 * (8 * 100_000 + 24 * 100_000 + 100_000 + 64),
+    );
+    const tight = { maxDepth: 64, maxContainers: 1000, maxHeapBytes: 4 * 1024 * 1024 * HEAP_SHARE };
+    expect(() => assertJsonWithinBudget(body, tight)).toThrow(
+      /too large or too complex to decode within the decoder's 4 MiB of memory \(parsing it would take about 6 MiB\)/,
+    );
+    expect(() => assertJsonWithinBudget(body, { ...tight, maxHeapBytes: 8 * 1024 * 1024 })).not.toThrow();
+    // A numeric tensor of the same length needs far less (unboxed elements, no strings).
+    const numbers = bytes(JSON.stringify(Array.from({ length: 100_000 }, (_, i) => i)));
+    expect(() => assertJsonWithinBudget(numbers, tight)).not.toThrow();
   });
 });

@@ -13,11 +13,19 @@ export interface JsonBudget {
   maxDepth: number;
   /** Objects and arrays in the whole body. */
   maxContainers: number;
+  /**
+   * Heap the parsed value may take, by estimateParsedHeapBytes; undefined = no check. The decode pool's threads set
+   * it from their heap limit: a thread whose heap runs out inside JSON.parse does not always stop cleanly (Node's
+   * worker gets 16 MiB of grace to stop a parse that checks for termination only when it returns; beyond it the
+   * whole process aborts with "Reached heap limit"), so a body that cannot fit is refused before parsing.
+   */
+  maxHeapBytes?: number;
 }
 
 export const DEFAULT_JSON_BUDGET: JsonBudget = { maxDepth: 64, maxContainers: 1_000_000 };
 
 const QUOTE = 0x22;
+const COMMA = 0x2c;
 const BACKSLASH = 0x5c;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
@@ -28,16 +36,24 @@ const CLOSE_BRACKET = 0x5d;
 export function assertJsonWithinBudget(body: Uint8Array, budget: JsonBudget = DEFAULT_JSON_BUDGET): void {
   let depth = 0;
   let containers = 0;
+  let commas = 0;
+  let strings = 0;
+  let stringBytes = 0;
   const length = body.length;
   for (let i = 0; i < length; i += 1) {
     const byte = body[i]!;
     if (byte === QUOTE) {
       // Skip the string: up to the next quote not escaped by a backslash.
+      const start = i;
       for (i += 1; i < length; i += 1) {
         const inner = body[i]!;
         if (inner === BACKSLASH) i += 1;
         else if (inner === QUOTE) break;
       }
+      strings += 1;
+      stringBytes += i - start - 1;
+    } else if (byte === COMMA) {
+      commas += 1;
     } else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
       depth += 1;
       containers += 1;
@@ -57,4 +73,31 @@ export function assertJsonWithinBudget(body: Uint8Array, budget: JsonBudget = DE
       depth -= 1;
     }
   }
+  if (budget.maxHeapBytes === undefined) return;
+  const needed = estimateParsedHeapBytes({ containers, values: commas + containers + 1, strings, stringBytes });
+  if (needed > budget.maxHeapBytes) {
+    throw new OperonError(
+      "INVALID_ARG",
+      `the request is too large or too complex to decode within the decoder's ${mebibytes(budget.maxHeapBytes / HEAP_SHARE)} MiB of memory (parsing it would take about ${mebibytes(needed)} MiB); send tensors as binary data`,
+    );
+  }
 }
+
+/** The share of a thread's heap limit a parse may take (the rest: the thread's own code, the GC's working room). */
+export const HEAP_SHARE = 0.75;
+
+/**
+ * The V8 heap JSON.parse needs for a body with these counts, generously: 8 bytes per value (an array or
+ * object slot; numbers in arrays are unboxed doubles or small integers), 24 bytes plus the characters per
+ * string, 64 bytes per object or array, all doubled for the copies arrays make as they grow.
+ */
+export function estimateParsedHeapBytes(counts: {
+  containers: number;
+  values: number;
+  strings: number;
+  stringBytes: number;
+}): number {
+  return 2 * (8 * counts.values + 24 * counts.strings + counts.stringBytes + 64 * counts.containers);
+}
+
+const mebibytes = (bytes: number): number => Math.round(bytes / (1024 * 1024));

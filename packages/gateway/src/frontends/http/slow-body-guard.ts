@@ -1,3 +1,4 @@
+import { type LiveEntry, LiveList } from "../live-list.js";
 import { HttpStatusError } from "./http-errors.js";
 
 /**
@@ -29,12 +30,15 @@ interface Watched {
   lastAt: number;
   bytes: number;
   fail(error: HttpStatusError): void;
+  /** Its place in the guard's list. */
+  listed: LiveEntry<Watched> | undefined;
 }
 
 const SWEEP_MS = 1000;
 
 export class SlowBodyGuard {
-  private readonly watched = new Set<Watched>();
+  // Not a Set: one add and one delete per request (../live-list.ts says why).
+  private readonly watched = new LiveList<Watched>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(readonly limits: SlowBodyLimits) {}
@@ -42,8 +46,8 @@ export class SlowBodyGuard {
   /** Watches one body; `fail` is called once if it is too slow (then it is no longer watched). */
   watch(fail: (error: HttpStatusError) => void): BodyWatch {
     const now = Date.now();
-    const entry: Watched = { startedAt: now, lastAt: now, bytes: 0, fail };
-    this.watched.add(entry);
+    const entry: Watched = { startedAt: now, lastAt: now, bytes: 0, fail, listed: undefined };
+    entry.listed = this.watched.add(entry);
     if (this.timer === undefined) {
       this.timer = setInterval(() => this.sweep(), SWEEP_MS);
       this.timer.unref();
@@ -53,7 +57,7 @@ export class SlowBodyGuard {
         entry.bytes += bytes;
         entry.lastAt = Date.now();
       },
-      done: () => void this.watched.delete(entry),
+      done: () => this.watched.remove(entry.listed!),
     };
   }
 
@@ -74,7 +78,7 @@ export class SlowBodyGuard {
         problem = `the request body arrives at ${Math.round((entry.bytes * 1000) / elapsed)} bytes/s, below the minimum of ${minBytesPerSec} (--http-min-body-bytes-per-sec)`;
       }
       if (problem === undefined) continue;
-      this.watched.delete(entry);
+      this.watched.remove(entry.listed!);
       entry.fail(new HttpStatusError(408, `${problem}; the connection is closed`, { closeConnection: true }));
     }
     if (this.watched.size === 0 && this.timer !== undefined) {
