@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { seedEmbeddedDatabase } from "@operon/db/testing/embedded-template";
 
 /**
  * Starts the real `operon serve` (the built CLI, as a user runs it) on free
@@ -45,6 +46,12 @@ export async function startOperon(
   } = {},
 ): Promise<RunningOperon> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "operon-e2e-data-"));
+  // A control plane on the embedded database in a data folder made here starts from a copy of the run's
+  // empty cluster rather than PGlite's initdb (packages/db/src/testing/embedded-template.ts): the server
+  // still opens and migrates it as on a first start. Tests that bring their own folder start it truly fresh.
+  if (options.dataDir === undefined && usesEmbeddedControlPlane(args, options.env)) {
+    seedEmbeddedDatabase(join(dataDir, "db"));
+  }
   const child = spawn(
     process.execPath,
     // The control plane (database, API, console) is off unless a test asks for it: most system
@@ -160,6 +167,16 @@ export async function startOperon(
       return result.code;
     },
   };
+}
+
+/** Whether `operon serve <args>` opens the embedded database in <data-dir>/db (control plane on, no database URL). */
+function usesEmbeddedControlPlane(args: string[], env: Record<string, string> | undefined): boolean {
+  const controlPlane = args.some((arg) => arg === "--control-plane" || arg === "--control-plane=true");
+  const databaseUrl =
+    args.some((arg) => arg === "--database-url" || arg.startsWith("--database-url=")) ||
+    env?.DATABASE_URL !== undefined ||
+    env?.OPERON_DATABASE_URL !== undefined;
+  return controlPlane && !databaseUrl;
 }
 
 /** Runs the CLI to completion (for --help, bad flags, start-up failures). */

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { openDatabase, type Database } from "../database.js";
+import { seedEmbeddedDatabase } from "./embedded-template.js";
 
 // PostgreSQL is required, never skipped: the server that CI and this machine
 // run on 127.0.0.1:5432 (override with OPERON_TEST_POSTGRES_URL, pointing at a
@@ -26,6 +27,8 @@ export function embeddedBackend(): TestDatabaseBackend {
     name: "embedded",
     async setup() {
       dir = mkdtempSync(join(tmpdir(), "operon-db-"));
+      // A copy of the run's empty cluster, so the test pays for Operon's migrations, not PGlite's initdb.
+      seedEmbeddedDatabase(join(dir, "db"));
       return openDatabase({ url: `file:${join(dir, "db")}` });
     },
     async teardown() {
