@@ -171,7 +171,8 @@ export class JobExecution {
         rowsPerRequest:
           this.deps.options.rowsPerRequest ?? (target.kind === "MODEL" ? rowsPerRequestFor(signature.maxBatchSize) : 1),
         stopping: () => run.stop,
-        onRowSettled: (sent) => recorder.rowSettled(sent),
+        onRowSettled: () => recorder.rowSettled(),
+        onRequestAnswered: () => recorder.requestAnswered(),
         commit: async (outcome: ChunkOutcome) => {
           ranges = addRange(ranges, outcome.range[0], outcome.range[1]);
           rate.add(outcome.range[1] - outcome.range[0]);

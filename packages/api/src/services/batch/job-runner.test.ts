@@ -54,6 +54,7 @@ async function runJob(values: number[], rowsPerRequest: number) {
   const rows = values.map((a, index) => ({ _row: index, a, b: 10 }));
   const outcomes: ChunkOutcome[] = [];
   const results: Array<Record<string, unknown>> = [];
+  const counted = { rows: 0, requests: 0 };
   const files = {
     readRows: async (_sandbox: unknown, [start, end]: [number, number]) => rows.slice(start, end),
     writePart: async (_sandbox: unknown, _part: string, _outputs: unknown, chunk: Array<Record<string, unknown>>) => {
@@ -73,26 +74,36 @@ async function runJob(values: number[], rowsPerRequest: number) {
     chunkRows: 100,
     rowsPerRequest,
     stopping: () => false,
+    onRowSettled: () => {
+      counted.rows += 1;
+    },
+    onRequestAnswered: () => {
+      counted.requests += 1;
+    },
     commit: async (outcome) => {
       outcomes.push(outcome);
     },
   });
   expect(await runner.run([], values.length)).toBe(true);
-  return { requests, outcomes, results };
+  return { requests, outcomes, results, counted };
 }
 
 describe("a job's rows, several a request", () => {
   it("sends rowsPerRequest rows a request and gives each row its own result", async () => {
-    const { requests, results, outcomes } = await runJob([1, 2, 3, 4, 5], 2);
+    const { requests, results, outcomes, counted } = await runJob([1, 2, 3, 4, 5], 2);
     expect(requests).toEqual([[1, 2], [3, 4], [5]]);
+    // The cost model charges the job its share of the target's requests: three requests, not five.
+    expect(counted).toEqual({ rows: 5, requests: 3 });
     expect(results).toEqual([1, 2, 3, 4, 5].map((a, index) => ({ _row: index, Y: a + 10 })));
     expect(outcomes).toHaveLength(1);
     expect(outcomes[0]).toMatchObject({ succeeded: 5, failures: [], servedBy: { g: 5 } });
   });
 
   it("sends the rows of a joined request that failed one by one, so only the bad row fails, with its own error", async () => {
-    const { requests, results, outcomes } = await runJob([1, -2, 3, 4], 2);
+    const { requests, results, outcomes, counted } = await runJob([1, -2, 3, 4], 2);
     expect(requests).toEqual([[1, -2], [1], [-2], [3, 4]]);
+    // Every request the gateway answered counts, the failed joined one too (the target counts it as a failure).
+    expect(counted).toEqual({ rows: 4, requests: 4 });
     expect(results).toEqual([
       { _row: 0, Y: 11 },
       { _row: 2, Y: 13 },

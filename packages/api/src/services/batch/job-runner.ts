@@ -65,8 +65,14 @@ export interface JobRunnerDeps {
   commit(outcome: ChunkOutcome): Promise<void>;
   /** True once the job should stop taking new rows. */
   stopping(): boolean;
-  /** Each row that got a result or a failure; `sent`: the gateway answered a request for it (throughput, cost). */
-  onRowSettled?: (sent: boolean) => void;
+  /** Each row that got a result or a failure (throughput). */
+  onRowSettled?: () => void;
+  /**
+   * Each request the gateway answered (a result or an error; not a busy refusal that is retried): the job's
+   * share of its target's requests, which the cost model charges it for. Rows joined into one request
+   * (row-batch.ts) count one request, as the target's statistics count it.
+   */
+  onRequestAnswered?: () => void;
 }
 
 interface ChunkState {
@@ -149,7 +155,7 @@ export class JobRunner {
             continue;
           }
           const index = Number(row[ROW_COLUMN]);
-          if (outcome.kind !== "dropped") this.deps.onRowSettled?.(outcome.sent);
+          if (outcome.kind !== "dropped") this.deps.onRowSettled?.();
           if (outcome.kind === "ok") {
             chunk.results.push({ [ROW_COLUMN]: index, ...outcome.values });
             chunk.servedBy[lane.id] = (chunk.servedBy[lane.id] ?? 0) + 1;
@@ -291,13 +297,18 @@ export class JobRunner {
         if (isAway(error)) return { kind: "away", error: message };
         const overloaded = isOverload(error);
         lane.limiter.record(performance.now() - started, overloaded);
-        if (!overloaded) return { kind: "failed", error: message, sent: error instanceof GatewayError };
+        if (!overloaded) {
+          const sent = error instanceof GatewayError;
+          if (sent) this.deps.onRequestAnswered?.();
+          return { kind: "failed", error: message, sent };
+        }
         // The rows have no result yet; on a stop they are dropped with their chunk and run after the resume.
         if (this.deps.stopping()) return { kind: "dropped" };
         await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS));
         continue;
       }
       lane.limiter.record(performance.now() - started);
+      this.deps.onRequestAnswered?.();
       return { kind: "ok", body: response.body };
     }
   }

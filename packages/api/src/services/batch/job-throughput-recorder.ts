@@ -4,7 +4,7 @@ import type { Logger } from "@operon/protocol/logger";
 /**
  * Writes a running job's throughput as BatchJobSample rows, one per
  * interval: the rows that settled (a result or a failure) and the requests
- * the gateway answered for them. The Jobs page charts them beside the
+ * the gateway answered for them (rows joined into one request count one). The Jobs page charts them beside the
  * target's online traffic (job-throughput.ts), and the cost model charges
  * the job its share of the target's requests from them (costs/job-cost.ts).
  *
@@ -49,10 +49,14 @@ export class JobThroughputRecorder {
     );
   }
 
-  /** One row settled; `sent`: a request for it reached the gateway and was answered. */
-  rowSettled(sent: boolean): void {
+  /** One row settled (a result or a failure). */
+  rowSettled(): void {
     this.rows += 1;
-    if (sent) this.requests += 1;
+  }
+
+  /** The gateway answered one of the job's requests: one request, however many rows it carried. */
+  requestAnswered(): void {
+    this.requests += 1;
   }
 
   /** Writes the last interval and stops; idempotent. */
