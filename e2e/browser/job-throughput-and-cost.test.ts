@@ -16,9 +16,9 @@ import { useSignedInConsole } from "./support/signed-in-console.js";
 const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
 const PROFILE = "e2e job host";
 const ROWS = 3000;
-// tokenizer_ts batches (max_batch_size 8): a job sends it half a batch of rows a request (row-batch.ts), and the
-// cost model charges the job for its requests, as the model counts them.
-const ROWS_PER_REQUEST = 4;
+// A job sends one row a request by default (rows joined only when asked: job-execution.ts), and the cost model
+// charges it for its requests, as the model counts them.
+const ROWS_PER_REQUEST = 1;
 const JOB_REQUESTS = Math.ceil(ROWS / ROWS_PER_REQUEST);
 const CHART = "Job throughput and online traffic";
 
