@@ -18,7 +18,8 @@ function placement(worker: WorkerRow): string {
 
 /**
  * One row per model instance, named by its instance, with the model and version it serves under the name (the
- * instance name already holds the model's, so separate columns would only make the table too wide for a laptop).
+ * instance name already holds the model's, so separate columns would only make the table too wide for a laptop),
+ * and where it runs (CPU, GPU n) under its backend for the same reason.
  */
 export function WorkersTable({
   workers,
@@ -46,12 +47,18 @@ export function WorkersTable({
       ),
     },
     {
+      // The placement under the backend, not a column of its own: nine columns were 50 px wider than the card at
+      // 1,280 px, so the RSS column scrolled out of sight (e2e/browser/workers-table-fit).
       id: "backend",
-      header: "Backend",
+      header: "Backend (device)",
       sortValue: (worker) => worker.backend,
-      cell: (worker) => <TruncatedText text={worker.backend} size="short" />,
+      cell: (worker) => (
+        <>
+          <TruncatedText text={worker.backend} size="short" />
+          <span className="cell-note">{placement(worker)}</span>
+        </>
+      ),
     },
-    { id: "placement", header: "Kind / device", sortValue: placement, cell: placement },
     {
       id: "isolation",
       header: "Runs in (PID)",
