@@ -13,6 +13,7 @@ import { gpuShareOf } from "./gpu-share.js";
 import { userShareOf, usersPart } from "./user-share.js";
 import { withoutPerfTraffic } from "@operon/protocol/perf-traffic";
 import { operatorUsage, type OperatorCounters, type StepModelUsage } from "./operator-usage.js";
+import { isKeyRefusal, KeyRefusalLog } from "./key-refusal-log.js";
 
 /**
  * Samples the gateway's usage into UsageSample rows, one per served model
@@ -52,7 +53,10 @@ import { operatorUsage, type OperatorCounters, type StepModelUsage } from "./ope
  * calls made (operator-usage.ts), which the costs list beside the models but
  * never add to them.
  * A gateway that is down is logged and the sample skipped (the next one
- * covers the longer interval).
+ * covers the longer interval). A gateway that refuses the control plane's
+ * key (revoked by hand) is said once when it starts refusing, then as a
+ * reminder at most every 15 minutes, and once when it accepts the key again
+ * (key-refusal-log.ts), not on every sample.
  *
  * On a cluster (issue 23) every gateway is read in each sample: the control
  * plane's own (rows with gatewayHost null) and each `--role gateway` on the
@@ -145,6 +149,7 @@ export class UsageSampler {
   /** The last queued database work (a sample or the upkeep): they run one at a time, and stop() waits for it. */
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
+  private readonly refusals: KeyRefusalLog;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -153,7 +158,10 @@ export class UsageSampler {
     private readonly logger: Logger,
     /** The cluster's other gateways, listed again at each sample (clusterGateways); none on a single host. */
     private readonly clusterGateways: () => Promise<ClusterGateway[]> = () => Promise.resolve([]),
+    /** How often a lasting key refusal is said again (KeyRefusalLog); tests shorten it. */
+    refusalLog: { reminderMs?: number; now?: () => number } = {},
   ) {
+    this.refusals = new KeyRefusalLog(logger, refusalLog);
     this.timer = new PeriodicTask(
       async () => {
         await this.sampleNow().catch((error: unknown) => this.logger.error({ err: error }, "usage sample failed"));
@@ -293,10 +301,13 @@ export class UsageSampler {
       ]);
       stats = statistics;
       operators = new Set(served.map((operator) => operator.name));
+      this.refusals.accepted(`statistics of ${label}`);
     } catch (error) {
-      this.logger.warn(
-        { err: error, gateway: label },
+      this.readFailed(
+        `statistics of ${label}`,
+        label,
         `usage sample skipped for ${label}: the gateway could not be read${refusedHint(error)}`,
+        error,
       );
       return (error as Error).message;
     }
@@ -379,11 +390,15 @@ export class UsageSampler {
 
   private async readWorkers(client: GatewayClient, label: string): Promise<WorkersResponse | undefined> {
     try {
-      return await client.workers();
+      const workers = await client.workers();
+      this.refusals.accepted(`workers of ${label}`);
+      return workers;
     } catch (error) {
-      this.logger.warn(
-        { err: error, gateway: label },
+      this.readFailed(
+        `workers of ${label}`,
+        label,
         `usage sample without CPU and memory for ${label}: its workers could not be read${refusedHint(error)}`,
+        error,
       );
       return undefined;
     }
@@ -396,14 +411,26 @@ export class UsageSampler {
   ): Promise<Map<string, Readonly<Record<string, number>>> | undefined> {
     try {
       const { operators } = await client.scalingState();
+      this.refusals.accepted(`scaling state of ${label}`);
       return new Map(operators.map((entry) => [entry.operator, entry.modelCalls ?? {}]));
     } catch (error) {
-      this.logger.warn(
-        { err: error, gateway: label },
+      this.readFailed(
+        `scaling state of ${label}`,
+        label,
         `usage sample without operators for ${label}: its scaling state could not be read${refusedHint(error)}`,
+        error,
       );
       return undefined;
     }
+  }
+
+  /**
+   * A refused key is said when the refusal starts and then seldom (it fails every sample until the control
+   * plane restarts); any other failure, on every sample, as before.
+   */
+  private readFailed(source: string, label: string, message: string, error: unknown): void {
+    if (isKeyRefusal(error)) this.refusals.refused(source, message, error);
+    else this.logger.warn({ err: error, gateway: label }, message);
   }
 
   private async readQuantiles(client: GatewayClient, label: string): Promise<LatencyQuantiles> {
@@ -425,8 +452,7 @@ export class UsageSampler {
  * said in the log so a revoked key does not fail silently (control-plane-key.ts).
  */
 function refusedHint(error: unknown): string {
-  const status = (error as { status?: unknown }).status;
-  return status === 401 || status === 403
+  return isKeyRefusal(error)
     ? " (the gateway refused the control plane's internal key: it was revoked, or the gateway has not read it yet;" +
         " restarting the control plane makes a new one)"
     : "";
