@@ -161,3 +161,33 @@ describe("the worker's addon: a GPU output handed to another process (fake CUDA 
     }
   });
 });
+
+/** The child: one request asking for an output the backend does not answer, then its error and a second request. */
+const BAD_OUTPUT = `${SETUP}
+const request = (token, outputNames) => ({ token, id: "", outputNames, parameters: [],
+  inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 4], data: Buffer.from(Float32Array.from([1, 2, 3, 4]).buffer) }] });
+binding.execute(instance, [request(1, ["OTHER0"]), request(2, ["OUTPUT0"])]);
+const responses = events.filter((event) => event[0] === "response").map((event) => event[2]);
+process.stdout.write(JSON.stringify(responses.map((response) => ({ error: response.error?.message ?? null, outputs: response.outputs.length }))));
+`;
+
+describe("operon_gpu_identity's error responses (fake CUDA driver)", () => {
+  it("answers a bad request with its error and the next one normally: the error is freed once, by the host", async () => {
+    // Before the backends shared their request loop, operon_gpu_identity deleted the error it had handed to
+    // TRITONBACKEND_ResponseSend, which Operon's libtritonserver.so deletes: a double free on every bad request.
+    const child = spawn(process.execPath, ["--input-type=module", "-e", BAD_OUTPUT], {
+      env: { ...process.env, OPERON_CUDA_DRIVER_LIB: DRIVER, MALLOC_CHECK_: "3" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => (stdout += String(chunk)));
+    child.stderr.on("data", (chunk) => (stderr += String(chunk)));
+    const [code, signal] = (await once(child, "exit")) as [number | null, NodeJS.Signals | null];
+    expect({ code, signal, stderr }).toEqual({ code: 0, signal: null, stderr: "" });
+    expect(JSON.parse(stdout)).toEqual([
+      { error: expect.stringMatching(/unknown output 'OTHER0' \(OUTPUTn answers INPUTn\)/), outputs: 0 },
+      { error: null, outputs: 1 },
+    ]);
+  }, 30_000);
+});

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backend-execute.h"
 #include "cuda-driver.h"
 #include "triton/core/tritonbackend.h"
 
@@ -26,11 +27,6 @@ namespace {
 
 namespace cu = operon_cuda_driver;
 
-#define RETURN_IF_ERROR(expr)           \
-  do {                                  \
-    TRITONSERVER_Error* err__ = (expr); \
-    if (err__ != nullptr) return err__; \
-  } while (false)
 
 TRITONSERVER_Error* Error(TRITONSERVER_Error_Code code, const std::string& message) {
   return TRITONSERVER_ErrorNew(code, ("operon_gpu_identity: " + message).c_str());
@@ -148,30 +144,12 @@ __attribute__((visibility("default"))) TRITONSERVER_Error* TRITONBACKEND_ModelIn
 
 __attribute__((visibility("default"))) TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(
     TRITONBACKEND_ModelInstance* instance) {
-  void* p = nullptr;
-  RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceState(instance, &p));
-  delete static_cast<InstanceState*>(p);
-  return nullptr;
+  return operon_backend::DeleteInstanceState<InstanceState>(instance);
 }
 
 __attribute__((visibility("default"))) TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(
     TRITONBACKEND_ModelInstance* instance, TRITONBACKEND_Request** requests, const uint32_t count) {
-  void* p = nullptr;
-  RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceState(instance, &p));
-  const auto* st = static_cast<InstanceState*>(p);
-  for (uint32_t r = 0; r < count; ++r) {
-    TRITONBACKEND_Response* response = nullptr;
-    TRITONSERVER_Error* err = TRITONBACKEND_ResponseNew(&response, requests[r]);
-    if (err == nullptr) err = Answer(*st, requests[r], response);
-    if (response != nullptr) {
-      TRITONSERVER_Error* sent = TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, err);
-      if (sent != nullptr) TRITONSERVER_ErrorDelete(sent);
-    }
-    if (err != nullptr) TRITONSERVER_ErrorDelete(err);
-    TRITONSERVER_Error* released = TRITONBACKEND_RequestRelease(requests[r], TRITONSERVER_REQUEST_RELEASE_ALL);
-    if (released != nullptr) TRITONSERVER_ErrorDelete(released);
-  }
-  return nullptr;
+  return operon_backend::RespondWithInstanceState<InstanceState>(instance, requests, count, Answer);
 }
 
 }  // extern "C"

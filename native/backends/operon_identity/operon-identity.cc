@@ -27,17 +27,13 @@
 #include <thread>
 #include <vector>
 
+#include "backend-execute.h"
 #include "backend-model-config.h"
 #include "json-value.h"
 #include "triton/core/tritonbackend.h"
 
 namespace {
 
-#define RETURN_IF_ERROR(expr)              \
-  do {                                     \
-    TRITONSERVER_Error* err__ = (expr);    \
-    if (err__ != nullptr) return err__;    \
-  } while (false)
 
 TRITONSERVER_MetricFamily* g_family = nullptr;
 
@@ -251,13 +247,9 @@ TRITONSERVER_Error* TRITONBACKEND_Finalize(TRITONBACKEND_Backend*) {
 TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
   const char* name;
   RETURN_IF_ERROR(TRITONBACKEND_ModelName(model, &name));
-  std::string text;
-  RETURN_IF_ERROR(operon_backend::ModelConfigJson(model, &text));
-  TRITONSERVER_Error* err = nullptr;
   operon_json::Value config;
-  std::string parse_error;
-  if (!operon_json::Parse(text, &config, &parse_error))
-    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, ("operon_identity: bad model config: " + parse_error).c_str());
+  RETURN_IF_ERROR(operon_backend::ParsedModelConfig(model, "operon_identity", &config));
+  TRITONSERVER_Error* err = nullptr;
   if (const std::string* bad = operon_json::ConfigParameter(config, "reject_config"))
     return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG,
                                  ("operon_identity: model '" + std::string(name) +
@@ -316,9 +308,8 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model) {
-  void* p;
-  RETURN_IF_ERROR(TRITONBACKEND_ModelState(model, &p));
-  auto* state = static_cast<ModelState*>(p);
+  ModelState* state = nullptr;
+  RETURN_IF_ERROR(operon_backend::ModelStateOf(model, &state));
   if (state->executed != nullptr) TRITONSERVER_MetricDelete(state->executed);
   delete state;
   return nullptr;
@@ -326,19 +317,16 @@ TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model) {
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelInstance* instance) {
   RETURN_IF_ERROR(operon_backend::RefuseGpuInstance(instance, "operon_identity"));
-  TRITONBACKEND_Model* model;
-  RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceModel(instance, &model));
-  void* p;
-  RETURN_IF_ERROR(TRITONBACKEND_ModelState(model, &p));
+  ModelState* model = nullptr;
+  RETURN_IF_ERROR(operon_backend::ModelStateOf(instance, &model));
   auto* state = new InstanceState();
-  state->model = static_cast<ModelState*>(p);
+  state->model = model;
   return TRITONBACKEND_ModelInstanceSetState(instance, state);
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInstance* instance) {
-  void* p;
-  RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceState(instance, &p));
-  auto* state = static_cast<InstanceState*>(p);
+  InstanceState* state = nullptr;
+  RETURN_IF_ERROR(operon_backend::InstanceStateOf(instance, &state));
   std::vector<Sender> senders;
   {
     std::lock_guard<std::mutex> lock(state->mutex);
@@ -351,9 +339,8 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceFinalize(TRITONBACKEND_ModelInsta
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance* instance,
                                                        TRITONBACKEND_Request** requests, const uint32_t count) {
-  void* p;
-  RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceState(instance, &p));
-  auto* state = static_cast<InstanceState*>(p);
+  InstanceState* state = nullptr;
+  RETURN_IF_ERROR(operon_backend::InstanceStateOf(instance, &state));
   ModelState* model = state->model;
   if (model->crash_on_execute) std::raise(SIGSEGV);  // on purpose: the fault tests
   uint64_t exec_start = NowNs();

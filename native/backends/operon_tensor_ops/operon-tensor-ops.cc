@@ -24,17 +24,13 @@
 #include <string>
 #include <vector>
 
+#include "backend-execute.h"
 #include "backend-model-config.h"
 #include "json-value.h"
 #include "triton/core/tritonbackend.h"
 
 namespace {
 
-#define RETURN_IF_ERROR(expr)           \
-  do {                                  \
-    TRITONSERVER_Error* err__ = (expr); \
-    if (err__ != nullptr) return err__; \
-  } while (false)
 
 enum class Op { kSoftmax, kTopk, kNormalize };
 
@@ -171,11 +167,8 @@ TRITONSERVER_Error* ExecuteOne(const ModelState& m, TRITONBACKEND_Request* reque
 extern "C" {
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
-  std::string text;
-  RETURN_IF_ERROR(operon_backend::ModelConfigJson(model, &text));
   operon_json::Value config;
-  std::string why;
-  if (!operon_json::Parse(text, &config, &why)) return Error(TRITONSERVER_ERROR_INVALID_ARG, "bad model config: " + why);
+  RETURN_IF_ERROR(operon_backend::ParsedModelConfig(model, "operon_tensor_ops", &config));
   auto* state = new ModelState();
   const std::string* op = operon_json::ConfigParameter(config, "op");
   if (op == nullptr || (*op != "softmax" && *op != "topk" && *op != "normalize")) {
@@ -191,10 +184,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInitialize(TRITONBACKEND_Model* model) {
 }
 
 TRITONSERVER_Error* TRITONBACKEND_ModelFinalize(TRITONBACKEND_Model* model) {
-  void* p;
-  RETURN_IF_ERROR(TRITONBACKEND_ModelState(model, &p));
-  delete static_cast<ModelState*>(p);
-  return nullptr;
+  return operon_backend::DeleteModelState<ModelState>(model);
 }
 
 // A CPU backend: a KIND_GPU instance is refused, never run on the CPU instead.
@@ -204,23 +194,7 @@ TRITONSERVER_Error* TRITONBACKEND_ModelInstanceInitialize(TRITONBACKEND_ModelIns
 
 TRITONSERVER_Error* TRITONBACKEND_ModelInstanceExecute(TRITONBACKEND_ModelInstance* instance,
                                                        TRITONBACKEND_Request** requests, const uint32_t count) {
-  TRITONBACKEND_Model* model;
-  RETURN_IF_ERROR(TRITONBACKEND_ModelInstanceModel(instance, &model));
-  void* p;
-  RETURN_IF_ERROR(TRITONBACKEND_ModelState(model, &p));
-  const ModelState& m = *static_cast<ModelState*>(p);
-  for (uint32_t i = 0; i < count; ++i) {
-    TRITONBACKEND_Response* response;
-    TRITONSERVER_Error* err = TRITONBACKEND_ResponseNew(&response, requests[i]);
-    if (err == nullptr) {
-      TRITONSERVER_Error* result = ExecuteOne(m, requests[i], response);
-      err = TRITONBACKEND_ResponseSend(response, TRITONSERVER_RESPONSE_COMPLETE_FINAL, result);
-    }
-    if (err != nullptr) TRITONSERVER_ErrorDelete(err);
-    err = TRITONBACKEND_RequestRelease(requests[i], TRITONSERVER_REQUEST_RELEASE_ALL);
-    if (err != nullptr) TRITONSERVER_ErrorDelete(err);
-  }
-  return nullptr;
+  return operon_backend::RespondWithModelState<ModelState>(instance, requests, count, ExecuteOne);
 }
 
 }  // extern "C"

@@ -1,11 +1,13 @@
-// Operon's own backends (native/backends/*): the model's config as JSON text, the
-// way every one of them starts ModelInitialize, and the refusal of a KIND_GPU
-// instance by those that run on the CPU only. Private to this repository, like
-// json-value.h beside it; a backend written for Triton needs neither.
+// Operon's own backends (native/backends/*): the model's config as JSON text
+// (and parsed), the way every one of them starts ModelInitialize, and the
+// refusal of a KIND_GPU instance by those that run on the CPU only. Private to
+// this repository, like json-value.h beside it; a backend written for Triton
+// needs neither. Their Execute's per-request loop: backend-execute.h.
 #pragma once
 
 #include <string>
 
+#include "json-value.h"
 #include "triton/core/tritonbackend.h"
 
 namespace operon_backend {
@@ -21,6 +23,17 @@ inline TRITONSERVER_Error* ModelConfigJson(TRITONBACKEND_Model* model, std::stri
   if (err == nullptr) text->assign(json, size);
   TRITONSERVER_MessageDelete(message);
   return err;
+}
+
+/** The config of `model`, parsed into *config; INVALID_ARG "<backend>: bad model config: <why>" when it is not JSON. */
+inline TRITONSERVER_Error* ParsedModelConfig(TRITONBACKEND_Model* model, const char* backend, operon_json::Value* config) {
+  std::string text;
+  TRITONSERVER_Error* err = ModelConfigJson(model, &text);
+  if (err != nullptr) return err;
+  std::string why;
+  if (!operon_json::Parse(text, config, &why))
+    return TRITONSERVER_ErrorNew(TRITONSERVER_ERROR_INVALID_ARG, (std::string(backend) + ": bad model config: " + why).c_str());
+  return nullptr;
 }
 
 /**
