@@ -7,7 +7,10 @@ describe("perJobState", () => {
     const running = perJobState(options, "RUNNING");
     const done = perJobState(options, "DONE");
     // tRPC reads [path, { input }] from a key of two entries (three would be [prefix, path, args]).
-    expect(running.queryKey).toEqual([["jobs", "throughput"], { input: { id: "j1" }, type: "query", jobState: "RUNNING" }]);
+    expect(running.queryKey).toEqual([
+      ["jobs", "throughput"],
+      { input: { id: "j1" }, type: "query", jobState: "RUNNING" },
+    ]);
     expect(done.queryKey[1]).toMatchObject({ input: { id: "j1" }, jobState: "DONE" });
     expect(running).toMatchObject({ retry: 1, gcTime: 0 });
   });
