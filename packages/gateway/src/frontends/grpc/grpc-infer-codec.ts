@@ -97,11 +97,13 @@ function decodeInput(input: WireInput, raw: Buffer | undefined, parameters: Infe
   return withParameters({ name, datatype, shape, data }, parameters);
 }
 
+/** `target` is a fresh object of the caller's: set in place (a `{ ...target, parameters }` clone costs µs on Node 20). */
 function withParameters<T extends object>(
   target: T,
   parameters: InferParameters,
 ): T & { parameters?: InferParameters } {
-  return Object.keys(parameters).length > 0 ? { ...target, parameters } : target;
+  if (Object.keys(parameters).length > 0) (target as T & { parameters?: InferParameters }).parameters = parameters;
+  return target;
 }
 
 export function encodeInferResponse(response: InferResponse, requestId: string | undefined): object {

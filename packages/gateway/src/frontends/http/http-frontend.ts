@@ -13,7 +13,7 @@ import { ClientClosedError } from "./http-errors.js";
 import { LiveList } from "../live-list.js";
 import { DecodePool } from "../decode/decode-pool.js";
 import { rawInputSpecFromEngine } from "./http-raw-input.js";
-import { reportOf, sendError } from "./http-respond.js";
+import { reportOf, sendError, setRequestIdHeader } from "./http-respond.js";
 import { buildRouter, modelControlEventOf } from "./http-routes.js";
 import { logRequestFailure } from "../failure-log.js";
 import type { Logger } from "@operon/protocol/logger";
@@ -167,7 +167,7 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
     const path = pathOf(req.url);
     // Every request has an id for its log lines, returned to the client: the caller's X-Request-Id, or a new one.
     const requestId = requestIdOf(req.headers["x-request-id"]);
-    res.setHeader("X-Request-Id", requestId);
+    setRequestIdHeader(res, requestId);
     let context: RequestContext | undefined;
     try {
       const match = router.match(method, path);

@@ -3,7 +3,7 @@ import { OperonError } from "@operon/protocol/errors";
 import type { InferInput, InferRequest, InferResponse, ModelMetadata } from "@operon/protocol/inference";
 import { bufferToJsonText, jsonDataToBuffer } from "@operon/protocol/json-tensor-codec";
 import type { Parameters } from "@operon/protocol/tensor";
-import { checkReservedParameters, type InferTarget } from "./http-infer-request.js";
+import { checkReservedParameters, type InferTarget, inferRequestFor } from "./http-infer-request.js";
 import { expectObject, invalidField, kindOf, optionalParameters, optionalString } from "./http-json-fields.js";
 
 /**
@@ -49,7 +49,7 @@ export function decodeGenerateBody(
     inputs.push(generateInput(key, input.datatype, value, batched));
   }
   checkReservedParameters(parameters);
-  const request: InferRequest = { ...target, parameters, inputs };
+  const request = inferRequestFor(target, parameters, inputs);
   if (id !== undefined) request.id = id;
   return request;
 }

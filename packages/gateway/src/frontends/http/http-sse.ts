@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import { requestIdHeaderOf } from "./http-respond.js";
 
 /**
  * Server-sent events (text/event-stream) for the streaming endpoints,
@@ -55,7 +56,14 @@ export class EventStream {
       Connection: this.res.getHeader("Connection") === "close" ? "close" : "keep-alive",
       // Proxies such as nginx would otherwise buffer the events.
       "X-Accel-Buffering": "no",
+      ...requestIdHeaderField(this.res),
     });
     this.res.socket?.setNoDelay(true);
   }
+}
+
+/** The X-Request-Id field for an object of headers (http-respond.ts setRequestIdHeader). */
+function requestIdHeaderField(res: ServerResponse): { "X-Request-Id"?: string } {
+  const requestId = requestIdHeaderOf(res);
+  return requestId === undefined ? {} : { "X-Request-Id": requestId };
 }

@@ -35,6 +35,18 @@ describe("assertJsonWithinBudget", () => {
     );
   });
 
+  it("judges a Buffer by counting its openings and a plain Uint8Array by the scan, with the same verdicts", () => {
+    const deep = `${"[".repeat(4)}${"]".repeat(4)}`;
+    const budget = { maxDepth: 3, maxContainers: 10 };
+    for (const body of [bytes(deep), new Uint8Array(bytes(deep))]) {
+      expect(() => assertJsonWithinBudget(body, budget)).toThrow(/nested deeper than 3 levels/);
+    }
+    const flat = `{"a":[1],"b":"[[[["}`; // 6 openings counted, 2 real: the count is over 3, the scan accepts it
+    for (const body of [bytes(flat), new Uint8Array(bytes(flat)), bytes(`[[[]]]`)]) {
+      expect(() => assertJsonWithinBudget(body, budget)).not.toThrow();
+    }
+  });
+
   it("does not count brackets inside strings, escaped quotes included", () => {
     const body = JSON.stringify({ id: `\\"${"{[".repeat(100)}`, inputs: [] });
     expect(() => assertJsonWithinBudget(bytes(body), { maxDepth: 3, maxContainers: 3 })).not.toThrow();

@@ -34,6 +34,7 @@ const CLOSE_BRACKET = 0x5d;
 
 /** Throws INVALID_ARG naming the limit when the body's JSON would exceed the budget. Malformed JSON is left to the parser. */
 export function assertJsonWithinBudget(body: Uint8Array, budget: JsonBudget = DEFAULT_JSON_BUDGET): void {
+  if (budget.maxHeapBytes === undefined && fewOpenings(body, Math.min(budget.maxDepth, budget.maxContainers))) return;
   let depth = 0;
   let containers = 0;
   let commas = 0;
@@ -82,6 +83,26 @@ export function assertJsonWithinBudget(body: Uint8Array, budget: JsonBudget = DE
     );
   }
 }
+
+/**
+ * True when the body holds at most `limit` '[' and '{' bytes, strings included: then it has at most that many
+ * objects and arrays, nested at most that deep, and the byte-by-byte scan can be skipped. A KServe body of flat
+ * tensors has a handful (an MLP's 3.9 KB request: 5), found with Buffer#indexOf (memchr) in about 0.1 µs where the
+ * scan takes 8 µs on this machine's Node 20. Only for Buffers: a plain Uint8Array's indexOf is a slow JS builtin.
+ */
+function fewOpenings(body: Uint8Array, limit: number): boolean {
+  if (!Buffer.isBuffer(body)) return false;
+  let count = 0;
+  for (const opening of OPENINGS) {
+    for (let at = body.indexOf(opening); at !== -1; at = body.indexOf(opening, at + 1)) {
+      count += 1;
+      if (count > limit) return false;
+    }
+  }
+  return true;
+}
+
+const OPENINGS = [OPEN_BRACKET, OPEN_BRACE] as const;
 
 /** The share of a thread's heap limit a parse may take (the rest: the thread's own code, the GC's working room). */
 export const HEAP_SHARE = 0.75;
