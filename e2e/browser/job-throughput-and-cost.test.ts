@@ -33,12 +33,14 @@ async function inferTokenizer(httpUrl: string, key: string, text: string): Promi
 }
 
 describe("console: a job's throughput beside online traffic, and its cost", () => {
-  // Usage sampled every second; the job's throughput once a minute, so the job (a few seconds with rows joined)
-  // ends within its first sample period and all its rows are in the one sample written at its end: the case whose
-  // chart read 0 rows/s (the page kept the figures it read while the job ran; job-state-query.ts).
+  // Usage sampled every second; the job's throughput every 10 s, so the job (a few seconds with rows joined) ends
+  // within its first sample period and all its rows are in the one sample written at its end: the case whose chart
+  // read 0 rows/s (the page kept the figures it read while the job ran; job-state-query.ts). Not longer: a bucket
+  // is never shorter than the longest sample, and a sample of 16 s or more (a slow host) would make the chart's
+  // window one bucket.
   const system = useSignedInConsole({
     admin: ADMIN,
-    extraArgs: ["--usage-sample-secs", "1", "--batch-sample-ms", "60000"],
+    extraArgs: ["--usage-sample-secs", "1", "--batch-sample-ms", "10000"],
   });
 
   it("runs a job while online clients call its model, charts both and prices the job", async () => {
