@@ -64,7 +64,7 @@ export interface BatchJobsOptions {
   laneRefreshMs?: number | undefined;
   /**
    * Rows a job's request carries for a model that batches, unless the job asks its own (at most the model's
-   * max_batch_size); default: half its max_batch_size (rows-per-request.ts). An operator's request carries one.
+   * max_batch_size); default 1 (rows-per-request.ts). An operator's request carries one.
    */
   rowsPerRequest?: number | undefined;
 }

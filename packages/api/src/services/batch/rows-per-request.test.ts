@@ -6,8 +6,8 @@ const unbatched = { kind: "MODEL" as const, name: "simple", maxBatchSize: 0 };
 const operator = { kind: "OPERATOR" as const, name: "rank", maxBatchSize: 8 };
 
 describe("rows a job's request carries", () => {
-  it("is the job's own ask, else the server's default, else half the model's batch; at most the batch", () => {
-    expect(jobRowsPerRequest(tokenizer, undefined, undefined)).toBe(4);
+  it("is the job's own ask, else the server's default, else one row; at most the model's batch", () => {
+    expect(jobRowsPerRequest(tokenizer, undefined, undefined)).toBe(1);
     expect(jobRowsPerRequest(tokenizer, null, 2)).toBe(2);
     expect(jobRowsPerRequest(tokenizer, null, 32)).toBe(8);
     expect(jobRowsPerRequest(tokenizer, 1, 6)).toBe(1);
