@@ -113,6 +113,8 @@ describe("operon job run (real CLI, real server)", () => {
         "id",
         "--map",
         "X=second,first",
+        "--rows-per-request",
+        "1",
         "--no-wait",
         ...signIn(),
       ],
@@ -130,6 +132,7 @@ describe("operon job run (real CLI, real server)", () => {
     }
     expect(job).toMatchObject({ state: "DONE", totalRows: 294, doneRows: 294, failedRows: 0 });
     expect(job.mapping).toEqual([{ input: "X", kind: "tensor", columns: ["second", "first"] }]);
+    expect(job.rowsPerRequest).toBe(1);
   }, 120_000);
 
   it("exits 2 naming the problem on a bad request, and starts nothing", async () => {
@@ -153,6 +156,37 @@ describe("operon job run (real CLI, real server)", () => {
     const wrongKind = await runOperon(["job", "run", "--operator", "scorer", "--dataset", "cli-rows", ...signIn()]);
     expect(wrongKind.code).toBe(2);
     expect(wrongKind.stderr).toMatch(/'scorer' is a model; use --model/);
+    // scorer does not batch: one row a request is all it takes.
+    const joined = await runOperon([
+      "job",
+      "run",
+      "--model",
+      "scorer",
+      "--map",
+      "X=a,b",
+      "--rows-per-request",
+      "2",
+      "--dataset",
+      "cli-rows",
+      ...signIn(),
+    ]);
+    expect(joined.code).toBe(2);
+    expect(joined.stderr).toContain(
+      "operon job run: rows per request 2: model 'scorer' does not batch (max_batch_size 0); give 1",
+    );
+    const notANumber = await runOperon([
+      "job",
+      "run",
+      "--model",
+      "scorer",
+      "--rows-per-request",
+      "two",
+      "--dataset",
+      "cli-rows",
+      ...signIn(),
+    ]);
+    expect(notANumber.code).not.toBe(0);
+    expect(notANumber.stderr).toContain("'two' is not a whole number of rows >= 1");
     expect(await admin.client.jobs.list.query()).toHaveLength(before);
   }, 120_000);
 });

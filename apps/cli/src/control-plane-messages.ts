@@ -24,7 +24,7 @@ export interface ControlPlaneThreadOptions {
   usageRetentionDays: number;
   /** --resource-scheduler and --scheduler-* flags. */
   resourceScheduler?: Partial<ResourceSchedulerOptions>;
-  /** --batch-data-root (empty: <data-dir>/datasets), --batch-postgres, --batch-budget-ms, --batch-window-ms, --batch-sample-ms and --batch-lane-refresh-ms. */
+  /** --batch-data-root (empty: <data-dir>/datasets), --batch-postgres, --batch-budget-ms, --batch-window-ms, --batch-sample-ms, --batch-lane-refresh-ms and --batch-rows-per-request. */
   batch?: {
     serverPathRoots: string[];
     postgresConnections?: Record<string, string>;
@@ -32,6 +32,7 @@ export interface ControlPlaneThreadOptions {
     windowMs?: number;
     sampleMs?: number;
     laneRefreshMs?: number;
+    rowsPerRequest?: number;
   };
   /** --secure-cookies */
   secureCookies: boolean;

@@ -69,6 +69,7 @@ export async function startControlPlane(options: {
     windowMs?: number;
     sampleMs?: number;
     laneRefreshMs?: number;
+    rowsPerRequest?: number;
   };
   secureCookies: boolean;
   apiAddress: string;
@@ -106,6 +107,7 @@ export async function startControlPlane(options: {
       ...(options.batch?.windowMs !== undefined ? { windowMs: options.batch.windowMs } : {}),
       ...(options.batch?.sampleMs !== undefined ? { sampleMs: options.batch.sampleMs } : {}),
       ...(options.batch?.laneRefreshMs !== undefined ? { laneRefreshMs: options.batch.laneRefreshMs } : {}),
+      ...(options.batch?.rowsPerRequest !== undefined ? { rowsPerRequest: options.batch.rowsPerRequest } : {}),
     },
     secureCookies: options.secureCookies,
     logger: logger.child({ component: "control-plane" }),

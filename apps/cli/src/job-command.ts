@@ -45,6 +45,14 @@ export function parseMapping(value: string, previous: Mapping[] = []): Mapping[]
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
+/** A whole number of rows, at least 1; the server checks it against the target's max_batch_size. */
+export function parseRowsPerRequest(value: string): number {
+  const parsed = /^\s*[0-9]+\s*$/.test(value) ? Number(value) : Number.NaN;
+  if (!Number.isSafeInteger(parsed) || parsed < 1)
+    throw new InvalidArgumentError(`'${value}' is not a whole number of rows >= 1`);
+  return parsed;
+}
+
 export function jobCommand(): Command {
   const job = new Command("job").description("Batch jobs over datasets (a running operon serve's control plane)");
   job.addCommand(
@@ -62,6 +70,11 @@ export function jobCommand(): Command {
         parseMapping,
       )
       .option("--output <name>", "an output to keep (repeatable; default all)", collect)
+      .option(
+        "--rows-per-request <n>",
+        "rows one request carries, 1 to the model's max_batch_size (default: the server's --batch-rows-per-request, else 1; an operator takes 1)",
+        parseRowsPerRequest,
+      )
       .option("--api-url <url>", "the control plane API", process.env["OPERON_API_URL"] ?? "http://127.0.0.1:8003")
       .requiredOption("--email <email>", "your account")
       .option("--password-file <file>", "a file holding your password (else $OPERON_PASSWORD)")
@@ -83,6 +96,7 @@ interface RunFlags {
   key?: string[];
   map?: Mapping[];
   output?: string[];
+  rowsPerRequest?: number;
   apiUrl: string;
   email: string;
   passwordFile?: string;
@@ -114,6 +128,7 @@ async function runJob(flags: RunFlags): Promise<number> {
       },
       ...(flags.map !== undefined ? { mapping: flags.map } : {}),
       ...(flags.output !== undefined ? { outputs: flags.output } : {}),
+      ...(flags.rowsPerRequest !== undefined ? { rowsPerRequest: flags.rowsPerRequest } : {}),
     });
     process.stderr.write(`job ${created.id} queued\n`);
     if (!flags.wait) {

@@ -222,6 +222,7 @@ async function runServe(flags: ServeFlags): Promise<void> {
             ...(flags.batchWindowMs !== undefined ? { windowMs: flags.batchWindowMs } : {}),
             ...(flags.batchSampleMs !== undefined ? { sampleMs: flags.batchSampleMs } : {}),
             ...(flags.batchLaneRefreshMs !== undefined ? { laneRefreshMs: flags.batchLaneRefreshMs } : {}),
+            ...(flags.batchRowsPerRequest !== undefined ? { rowsPerRequest: flags.batchRowsPerRequest } : {}),
           },
           resourceScheduler: {
             enabledByDefault: flags.resourceScheduler,

@@ -465,6 +465,11 @@ export function addServeFlags(command: Command): Command {
         parsePositiveInt,
       )
       .option(
+        "--batch-rows-per-request <n>",
+        "rows a batch job joins into one request to a model that batches, unless the job asks its own (1 to 1024, at most the model's max_batch_size; default 1, one row a request; half the model's max_batch_size is what npm run bench:batch measures). Operators get one row a request",
+        parsePositiveInt,
+      )
+      .option(
         "--batch-sample-ms <ms>",
         "the interval of a batch job's throughput samples: the Jobs page's chart and the job's cost (1000 to 60000; default 5000)",
         parsePositiveInt,

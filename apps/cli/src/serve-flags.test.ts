@@ -87,6 +87,18 @@ describe("operon serve flags", () => {
     expect(flagProblems(issues)).toBe("--batch-lane-refresh-ms: Too small: expected number to be >=1000");
   });
 
+  it("takes the rows a batch job joins into a request, 1 to 1024, and refuses others by the flag's name", async () => {
+    const repository = ["--model-repository", "models"];
+    expect(serveFlagsSchema.parse(await parsedFlags(repository)).batchRowsPerRequest).toBeUndefined();
+    expect(
+      serveFlagsSchema.parse(await parsedFlags([...repository, "--batch-rows-per-request", "1"])).batchRowsPerRequest,
+    ).toBe(1);
+    const issues = serveFlagsSchema.safeParse(await parsedFlags([...repository, "--batch-rows-per-request", "2000"]))
+      .error!.issues;
+    expect(flagProblems(issues)).toBe("--batch-rows-per-request: Too big: expected number to be <=1024");
+    await expect(parsedFlags([...repository, "--batch-rows-per-request", "0"])).rejects.toThrow("greater than 0");
+  });
+
   it("bounds the desired gateway replica count (1 to 10 by default) and refuses bounds that cannot hold", async () => {
     const repository = ["--model-repository", "models"];
     expect(serveFlagsSchema.parse(await parsedFlags(repository))).toMatchObject({

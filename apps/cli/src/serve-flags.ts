@@ -110,6 +110,7 @@ export const serveFlagsSchema = z
     batchWindowMs: z.number().int().min(100).max(60_000).optional(),
     batchSampleMs: z.number().int().min(1000).max(60_000).optional(),
     batchLaneRefreshMs: z.number().int().min(1000).max(300_000).optional(),
+    batchRowsPerRequest: z.number().int().min(1).max(1024).optional(),
     parkedModelPolicy: z.enum(["wait", "retry-after"]),
     parkedModelWaitMs: count,
   })

@@ -151,6 +151,7 @@ export class ControlPlane {
           ...(resolved.batch.windowMs !== undefined ? { aimdWindowMs: resolved.batch.windowMs } : {}),
           ...(resolved.batch.sampleMs !== undefined ? { throughputSampleMs: resolved.batch.sampleMs } : {}),
           ...(resolved.batch.laneRefreshMs !== undefined ? { laneRefreshMs: resolved.batch.laneRefreshMs } : {}),
+          ...(resolved.batch.rowsPerRequest !== undefined ? { rowsPerRequest: resolved.batch.rowsPerRequest } : {}),
         },
         resolved.logger,
       ),

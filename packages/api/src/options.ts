@@ -56,6 +56,8 @@ export interface ControlPlaneOptions {
     sampleMs?: number;
     /** How often a running job lists the cluster's gateways again (gateway-lanes.ts). */
     laneRefreshMs?: number;
+    /** Rows a job's request carries for a model that batches, unless the job asks (rows-per-request.ts). */
+    rowsPerRequest?: number;
   };
 }
 
@@ -116,6 +118,7 @@ const controlPlaneOptionsSchema = z.object({
       windowMs: z.number().int().min(100).max(60_000).optional(),
       sampleMs: z.number().int().min(1000).max(60_000).optional(),
       laneRefreshMs: z.number().int().min(1000).max(300_000).optional(),
+      rowsPerRequest: z.number().int().min(1).max(1024).optional(),
     })
     .default({ serverPathRoots: [], postgresConnections: {}, maxRunning: 1, chunkRows: 256 }),
   resourceScheduler: z

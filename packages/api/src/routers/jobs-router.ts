@@ -32,6 +32,8 @@ export const jobsRouter = router({
         }),
         mapping: inputMappingSchema.optional(),
         outputs: z.array(z.string().min(1).max(128)).max(64).optional(),
+        /** Rows one request carries; checked against the target's max_batch_size (rows-per-request.ts). */
+        rowsPerRequest: z.number().int().min(1).optional(),
       }),
     )
     .mutation(({ ctx, input }) => ctx.services.batchJobs.create(ctx.actor, ctx.user, input)),

@@ -1,6 +1,6 @@
 "use client";
 
-import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useQuery } from "@tanstack/react-query";
 import { useState } from "react";
 import { SelectField } from "@/components/form/select-field";
 import { QueryView } from "@/components/states/query-view";
@@ -10,6 +10,7 @@ import { TimeSeriesChart } from "@/features/charts/time-series-chart";
 import type { RouterOutputs } from "@/lib/api-types";
 import { formatMoney, formatNumber } from "@/lib/number-format";
 import { useTRPC } from "@/lib/trpc";
+import { perJobState } from "./job-state-query";
 import { jobTargetLabel } from "./jobs-table";
 
 type Job = RouterOutputs["jobs"]["list"][number];
@@ -55,9 +56,8 @@ export function JobThroughputSection({ jobs }: { jobs: readonly Job[] }) {
           />
         </div>
       </div>
-      {/* Keyed by state too: a job that pauses, ends or resumes is read again at once. */}
-      <JobCostLine key={`cost-${id}-${job.state}`} id={id} live={isLive(job)} />
-      <JobThroughputChart key={`chart-${id}-${job.state}`} id={id} live={isLive(job)} />
+      <JobCostLine key={`cost-${id}`} id={id} state={job.state} live={isLive(job)} />
+      <JobThroughputChart key={`chart-${id}`} id={id} state={job.state} live={isLive(job)} />
     </section>
   );
 }
@@ -69,12 +69,11 @@ function isLive(job: Job): boolean {
   return ended !== null && Date.now() - new Date(ended).getTime() < SETTLE_MS;
 }
 
-function JobCostLine({ id, live }: { id: string; live: boolean }) {
+function JobCostLine({ id, state, live }: { id: string; state: string; live: boolean }) {
   const trpc = useTRPC();
   const job = useQuery({
-    ...trpc.jobs.get.queryOptions({ id }),
+    ...perJobState(trpc.jobs.get.queryOptions({ id }), state),
     refetchInterval: live ? REFRESH_MS : false,
-    placeholderData: keepPreviousData,
   });
   return (
     <QueryView query={job} loadingLabel="Loading the job's cost…">
@@ -101,12 +100,11 @@ function costText(cost: JobCost, target: string): string {
   return `Cost so far: ${total} — ${lines}${unsampled}.`;
 }
 
-function JobThroughputChart({ id, live }: { id: string; live: boolean }) {
+function JobThroughputChart({ id, state, live }: { id: string; state: string; live: boolean }) {
   const trpc = useTRPC();
   const series = useQuery({
-    ...trpc.jobs.throughput.queryOptions({ id }),
+    ...perJobState(trpc.jobs.throughput.queryOptions({ id }), state),
     refetchInterval: live ? REFRESH_MS : false,
-    placeholderData: keepPreviousData,
   });
   return (
     <QueryView query={series} loadingLabel="Loading the job's throughput…">

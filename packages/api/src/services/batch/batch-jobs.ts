@@ -20,6 +20,7 @@ export type { BatchJobsOptions } from "./job-execution.js";
 import { parseRanges, removeRows, rowsIn } from "./row-ranges.js";
 import { queryJobCost, settleJobCosts, type JobCost } from "../costs/job-cost.js";
 import { queryJobThroughput, runWindowOf, type JobThroughput } from "./job-throughput.js";
+import { checkRowsPerRequest } from "./rows-per-request.js";
 import { targetSignature, type JobTarget } from "./target-signature.js";
 
 /**
@@ -44,6 +45,8 @@ export interface CreateJobInput {
   /** Column → input mapping; omitted: suggested from the columns (suggestMapping). */
   mapping?: ColumnMapping[] | undefined;
   outputs?: string[] | undefined;
+  /** Rows one request carries (1 to the model's max_batch_size); omitted: the server's default (rows-per-request.ts). */
+  rowsPerRequest?: number | undefined;
 }
 
 export interface JobView {
@@ -55,6 +58,8 @@ export interface JobView {
   target: { kind: string; name: string; version: string | null };
   mapping: ColumnMapping[];
   outputs: string[];
+  /** Rows one request carries as the job asked; null: the server's default (rows-per-request.ts). */
+  rowsPerRequest: number | null;
   state: BatchJobState;
   error: string | null;
   totalRows: number | null;
@@ -176,6 +181,8 @@ export class BatchJobs {
           },
         );
     }
+    if (input.rowsPerRequest !== undefined)
+      checkRowsPerRequest(input.rowsPerRequest, { ...input.target, maxBatchSize: signature.maxBatchSize });
     const job = await this.prisma.$transaction(async (tx) => {
       const created = await tx.batchJob.create({
         data: {
@@ -186,6 +193,7 @@ export class BatchJobs {
           targetVersion: input.target.version ?? null,
           mapping: mapping as unknown as Prisma.InputJsonValue,
           outputs: input.outputs ?? [],
+          rowsPerRequest: input.rowsPerRequest ?? null,
         },
       });
       await recordAudit(tx, actor, {
@@ -509,6 +517,7 @@ function viewOf(row: BatchJob, datasetName: string, ownerEmail: string | null): 
     target: { kind: row.targetKind, name: row.targetName, version: row.targetVersion },
     mapping: parseJsonColumn(inputMappingSchema, row.mapping, { table: "BatchJob", column: "mapping", id: row.id }),
     outputs: row.outputs,
+    rowsPerRequest: row.rowsPerRequest,
     state: row.state,
     error: row.error,
     totalRows: row.totalRows,

@@ -15,6 +15,7 @@ import { batchJobGrant, storeJobKeyHash } from "./job-key.js";
 import { JobThroughputRecorder } from "./job-throughput-recorder.js";
 import { withConnection } from "./postgres-table.js";
 import { imageBaseOf } from "./row-request.js";
+import { jobRowsPerRequest } from "./rows-per-request.js";
 import { addRange, parseRanges, rowsIn } from "./row-ranges.js";
 import { jobBudget, targetSignature, type JobTarget } from "./target-signature.js";
 
@@ -61,7 +62,10 @@ export interface BatchJobsOptions {
   throughputSampleMs?: number | undefined;
   /** How often a running job lists the cluster's gateways again (ms, gateway-lanes.ts); default 5000. */
   laneRefreshMs?: number | undefined;
-  /** Rows a job's request carries; default: half the model's max_batch_size (row-batch.ts), 1 for an operator. */
+  /**
+   * Rows a job's request carries for a model that batches, unless the job asks its own (at most the model's
+   * max_batch_size); default 1 (rows-per-request.ts). An operator's request carries one.
+   */
   rowsPerRequest?: number | undefined;
 }
 
@@ -166,12 +170,11 @@ export class JobExecution {
         images: { baseDir: imageBaseOf(dataset), roots: this.imageRootsOf(dataset) },
         logger: this.deps.logger,
         chunkRows: this.deps.chunkRows,
-        // An operator's steps batch as their models do; only a model's own max_batch_size says what a request may hold.
-        // One row a request unless asked: with rows joined (rowsPerRequestFor), the console's throughput chart
-        // drew a fast job's rows/s as 0 in one clean-clone CI run (job-throughput-and-cost browser spec), not yet
-        // explained. bench/results/batch.md was measured with rows joined (row-batch.ts rowsPerRequestFor); the
-        // `rowsPerRequest` option turns it on (no flag yet).
-        rowsPerRequest: this.deps.options.rowsPerRequest ?? 1,
+        rowsPerRequest: jobRowsPerRequest(
+          { ...target, maxBatchSize: signature.maxBatchSize },
+          queued.rowsPerRequest,
+          this.deps.options.rowsPerRequest,
+        ),
         stopping: () => run.stop,
         onRowSettled: () => recorder.rowSettled(),
         onRequestAnswered: () => recorder.requestAnswered(),

@@ -12,8 +12,14 @@ import type { Logger } from "@operon/protocol/logger";
  * crash that drops an uncheckpointed chunk counts those rows again when they
  * rerun (they were computed twice, and cost twice). A write that fails is
  * logged and its counts carried into the next interval; it never fails the
- * job. An interval without rows writes nothing (a paused or idle job adds no
- * rows to the table); `stop` writes the last, partial interval.
+ * job. `stop` writes the last, partial interval.
+ *
+ * Every interval of the run is written, one without rows too: the chart
+ * divides a bucket's rows by the time its samples cover (job-throughput.ts),
+ * so a job that ran only part of a bucket (one that ends within a sample
+ * period, or starts in the middle of a bucket) shows the rate it ran at,
+ * and an idle stretch of a running job counts as time at 0 rows/s. A paused
+ * or stopped job has no recorder and writes nothing.
  */
 export const DEFAULT_THROUGHPUT_SAMPLE_MS = 5_000;
 
@@ -73,10 +79,7 @@ export class JobThroughputRecorder {
       const now = Date.now();
       const { rows, requests } = this;
       // The sample's key is (job, start): an interval shorter than a millisecond waits for the next.
-      if (rows === 0 || now <= this.intervalStart) {
-        if (rows === 0) this.intervalStart = now;
-        return;
-      }
+      if (now <= this.intervalStart) return;
       const at = new Date(this.intervalStart);
       try {
         await this.prisma.batchJobSample.create({

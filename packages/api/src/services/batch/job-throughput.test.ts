@@ -7,8 +7,8 @@ const at = (secs: number) => new Date(T0.getTime() + secs * 1000);
 describe("throughputSeries", () => {
   it("gives the job's rows/s and the target's requests/s less every job's", () => {
     const points = throughputSeries(T0, at(30), 10, [
-      { bucket: 0, jobRows: 500, allJobsRequests: 500, targetRequests: 800, targetCoveredSecs: 10 },
-      { bucket: 1, jobRows: 0, allJobsRequests: 200, targetRequests: 250, targetCoveredSecs: 10 },
+      { bucket: 0, jobRows: 500, jobCoveredSecs: 10, allJobsRequests: 500, targetRequests: 800, targetCoveredSecs: 10 },
+      { bucket: 1, jobRows: 0, jobCoveredSecs: 10, allJobsRequests: 200, targetRequests: 250, targetCoveredSecs: 10 },
     ]);
     expect(points.map((point) => [point.jobRowsPerSec, point.onlineRequestsPerSec])).toEqual([
       [50, 30], // 800 − 500 over 10 s
@@ -17,11 +17,21 @@ describe("throughputSeries", () => {
     ]);
   });
 
-  it("never shows online traffic below 0, and divides a last partial bucket by its own seconds", () => {
+  it("never shows online traffic below 0, and divides a last partial bucket by the seconds sampled", () => {
     const points = throughputSeries(T0, at(15), 10, [
-      { bucket: 1, jobRows: 100, allJobsRequests: 100, targetRequests: 90, targetCoveredSecs: 5 },
+      { bucket: 1, jobRows: 100, jobCoveredSecs: 5, allJobsRequests: 100, targetRequests: 90, targetCoveredSecs: 5 },
     ]);
     expect(points[1]).toEqual({ at: at(10), jobRowsPerSec: 20, onlineRequestsPerSec: 0 });
+  });
+
+  it("gives a job that ran within one sample period its rows over the seconds it ran, not over the bucket", () => {
+    // 3,000 rows in one 3 s sample (the job ended before the recorder's first interval did); its 3 s round up
+    // to a 5 s bucket. Over the bucket it would read 600 rows/s, 60 % of what it ran at.
+    const points = throughputSeries(T0, at(15), 5, [
+      { bucket: 2, jobRows: 3000, jobCoveredSecs: 3, allJobsRequests: 750, targetRequests: 900, targetCoveredSecs: 5 },
+    ]);
+    expect(points.map((point) => point.jobRowsPerSec)).toEqual([0, 0, 1000]);
+    expect(points[2]?.onlineRequestsPerSec).toBe(30);
   });
 });
 

@@ -5,9 +5,13 @@ import { defaultBucketSecs, MAX_SERIES_POINTS } from "../usage/usage-series.js";
  * A job's throughput over its run beside its target's online traffic: the
  * Jobs page's chart (issue 24).
  *
- * - Job rows/s: the job's throughput samples (job-throughput-recorder.ts)
- *   in each bucket, over the bucket's seconds within the run (a bucket the
- *   job sent nothing in is 0, not a gap).
+ * - Job rows/s: the rows of the job's throughput samples
+ *   (job-throughput-recorder.ts) in each bucket, over the time those samples
+ *   cover (the recorder writes every interval of a run, idle ones too). Not
+ *   over the bucket's seconds: a job that ran 3 s of a 5 s bucket (one that
+ *   ends within a sample period, whose one sample sets a bucket longer than
+ *   the run) ran at its rows over 3 s. A bucket without samples of the job
+ *   (before it started, while paused) is 0, not a gap.
  * - Online requests/s: the target's usage samples (UsageSample rows of the
  *   model, OperatorUsageSample rows of the operator; usage-sampler.ts) count
  *   every request the target answered, batch jobs' included; online is that
@@ -40,6 +44,8 @@ export interface JobThroughput {
 export interface ThroughputBucketTotals {
   bucket: number;
   jobRows: number;
+  /** The seconds this job's samples in the bucket cover. */
+  jobCoveredSecs: number;
   /** Requests of every batch job on the target in the bucket (this one's included). */
   allJobsRequests: number;
   /** The target's requests, and the seconds its usage samples cover (0: not sampled). */
@@ -68,13 +74,13 @@ export function throughputSeries(
   const byBucket = new Map(totals.map((entry) => [entry.bucket, entry]));
   return Array.from({ length: count }, (_, index) => {
     const start = from.getTime() + index * bucketMs;
-    const seconds = Math.max(0.001, (Math.min(start + bucketMs, to.getTime()) - start) / 1000);
     const entry = byBucket.get(index);
     const online =
       entry !== undefined && entry.targetCoveredSecs > 0
         ? Math.max(0, entry.targetRequests - entry.allJobsRequests) / entry.targetCoveredSecs
         : null;
-    return { at: new Date(start), jobRowsPerSec: (entry?.jobRows ?? 0) / seconds, onlineRequestsPerSec: online };
+    const job = entry !== undefined && entry.jobCoveredSecs > 0 ? entry.jobRows / entry.jobCoveredSecs : 0;
+    return { at: new Date(start), jobRowsPerSec: job, onlineRequestsPerSec: online };
   });
 }
 
@@ -115,9 +121,10 @@ export async function queryJobThroughput(prisma: PrismaClient, job: JobWindow): 
   const version = job.targetVersion === null ? null : Number(job.targetVersion);
   // Every job on the same target counts against online traffic: jobs on the model or on the operator by that name.
   const [jobRows, target] = await Promise.all([
-    prisma.$queryRaw<Array<{ bucket: number; rows: number; all_requests: number }>>`
+    prisma.$queryRaw<Array<{ bucket: number; rows: number; covered_ms: number; all_requests: number }>>`
       SELECT floor((extract(epoch FROM s."at") * 1000 - ${fromMs}::float8) / ${bucketMs}::float8)::int AS bucket,
         coalesce(sum(s."rows") FILTER (WHERE s."jobId" = ${job.id}), 0)::float8 AS rows,
+        coalesce(sum(s."intervalMs") FILTER (WHERE s."jobId" = ${job.id}), 0)::float8 AS covered_ms,
         sum(s."requests")::float8 AS all_requests
       FROM "BatchJobSample" s
       JOIN "BatchJob" j ON j."id" = s."jobId"
@@ -147,6 +154,7 @@ export async function queryJobThroughput(prisma: PrismaClient, job: JobWindow): 
     const found = totals.get(bucket) ?? {
       bucket,
       jobRows: 0,
+      jobCoveredSecs: 0,
       allJobsRequests: 0,
       targetRequests: 0,
       targetCoveredSecs: 0,
@@ -157,6 +165,7 @@ export async function queryJobThroughput(prisma: PrismaClient, job: JobWindow): 
   for (const row of jobRows) {
     const bucket = entry(Number(row.bucket));
     bucket.jobRows += Number(row.rows);
+    bucket.jobCoveredSecs += Number(row.covered_ms) / 1000;
     bucket.allJobsRequests += Number(row.all_requests);
   }
   for (const row of target) {
