@@ -66,11 +66,10 @@ export function decodeInferJson(json: unknown, binary: Buffer | undefined, targe
     throw new OperonError("INVALID_ARG", "the inference request body is empty; expected a JSON object");
   const body = expectObject(json, "request body");
   const id = optionalString(body["id"], "id");
-  const parameters = optionalParameters(body["parameters"], "parameters") ?? {};
-  checkReservedParameters(parameters);
-  const binaryDataOutput = optionalBoolean(parameters["binary_data_output"], "parameters.binary_data_output") ?? false;
-  // `delete` turns an object into a slow dictionary: only when there is something to delete.
-  if (parameters["binary_data_output"] !== undefined) delete parameters["binary_data_output"];
+  const given = optionalParameters(body["parameters"], "parameters") ?? {};
+  checkReservedParameters(given);
+  const binaryDataOutput = optionalBoolean(given["binary_data_output"], "parameters.binary_data_output") ?? false;
+  const parameters = withoutKey(given, "binary_data_output");
 
   const headers = decodeInputHeaders(body["inputs"]);
   const chunks = binaryChunks(headers, binary);
@@ -175,7 +174,7 @@ function decodeInputHeader(
       `must be a non-negative integer, got ${JSON.stringify(binaryDataSize)}`,
     );
   }
-  if (binaryDataSize !== undefined) delete parameters!["binary_data_size"];
+  const own = parameters === undefined ? undefined : withoutKey(parameters, "binary_data_size");
   const data = input["data"];
   if (binaryDataSize !== undefined && data !== undefined) {
     throw new OperonError(
@@ -197,10 +196,22 @@ function decodeInputHeader(
     name,
     datatype: datatypeText,
     shape,
-    parameters: parameters !== undefined && Object.keys(parameters).length > 0 ? parameters : undefined,
+    parameters: own !== undefined && Object.keys(own).length > 0 ? own : undefined,
     binaryDataSize: binaryDataSize as number | undefined,
     data,
   };
+}
+
+/**
+ * `parameters` less an HTTP-only key the frontend consumed (binary_data_output, binary_data_size): a fresh object
+ * when the key is there. Not `delete`: it turns the object into a slow dictionary, and the request's parameters are
+ * read on every step after this one.
+ */
+function withoutKey(parameters: Parameters, key: string): Parameters {
+  if (parameters[key] === undefined) return parameters;
+  const rest: Parameters = {};
+  for (const name in parameters) if (name !== key) rest[name] = parameters[name]!;
+  return rest;
 }
 
 function decodeShape(value: unknown, path: (field: string) => string): number[] {
