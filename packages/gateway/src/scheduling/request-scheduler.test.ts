@@ -147,7 +147,9 @@ function valueOf(tensor: Tensor): number {
   return tensor.data.readFloatLE(0);
 }
 
-const tick = () => new Promise((resolve) => setTimeout(resolve, 0));
+// A timer, then an immediate: the scheduler's end-of-turn pass (a setImmediate) queued before it has run. A bare
+// setTimeout(0) fired before that pass when the host was slow enough for 1 ms to pass first (a loaded run failed so).
+const tick = () => new Promise((resolve) => setTimeout(() => setImmediate(resolve), 0));
 
 describe("RequestScheduler", () => {
   it("batches requests that queued while every instance was busy, up to max_batch_size", async () => {
@@ -592,6 +594,60 @@ describe("queue delay at microsecond resolution", () => {
     expect(instances.executions).toHaveLength(2);
     instances.executions[1]!.complete();
     await second;
+  });
+
+  it("sends at once when every request its clients keep in flight is here: concurrency 1 pays no delay", async () => {
+    const clock = new FakeClock();
+    const instances = new ManualInstances(1);
+    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, {
+      describe: "model 'm'",
+      clock,
+    });
+    // One client, one request at a time. Until 16 have arrived there is no evidence: each waits out the delay.
+    for (let i = 0; i < 15; i++) {
+      const result = scheduler.enqueue(request(i));
+      clock.turn();
+      expect(instances.executions).toHaveLength(i);
+      clock.advance(105_000);
+      expect(instances.executions).toHaveLength(i + 1);
+      instances.executions[i]!.complete();
+      await result;
+    }
+    // From the 16th on, nothing can join a lone request before it is answered: each goes at the end of its turn.
+    for (let i = 15; i < 18; i++) {
+      const next = scheduler.enqueue(request(i));
+      clock.turn();
+      expect(instances.executions).toHaveLength(i + 1);
+      expect(instances.executions[i]!.inputs[0]!.shape).toEqual([1, 2]);
+      instances.executions[i]!.complete();
+      await next;
+    }
+  });
+
+  it("still waits while fewer requests are here than the clients have kept in flight", async () => {
+    const clock = new FakeClock();
+    const instances = new ManualInstances(1);
+    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, {
+      describe: "model 'm'",
+      clock,
+    });
+    // Two clients: pairs that arrive together and run as one batch.
+    for (let pair = 0; pair < 8; pair++) {
+      const both = [scheduler.enqueue(request(2 * pair)), scheduler.enqueue(request(2 * pair + 1))];
+      clock.advance(105_000);
+      instances.executions[pair]!.complete();
+      await Promise.all(both);
+    }
+    const first = scheduler.enqueue(request(100));
+    clock.turn();
+    expect(instances.executions).toHaveLength(8); // one of two is here: the other may still join
+    clock.advance(40_000);
+    const second = scheduler.enqueue(request(101));
+    clock.turn();
+    expect(instances.executions).toHaveLength(9); // both here: sent without waiting out the rest of the delay
+    expect(instances.executions[8]!.inputs[0]!.shape).toEqual([2, 2]);
+    instances.executions[8]!.complete();
+    await Promise.all([first, second]);
   });
 
   it("joins the requests that arrive within the delay into one batch", async () => {

@@ -4,6 +4,7 @@ import type { Parameters, Tensor } from "@operon/protocol/tensor";
 import type { ExecutionTiming } from "../observability/model-stats.js";
 import { batchShapeKey, joinBatch, splitBatch } from "./batch-tensors.js";
 import type { SchedulerPolicy } from "./scheduler-policy.js";
+import { ConcurrencyPeak } from "./concurrency-peak.js";
 import { DeadlineTimer, PROCESS_CLOCK, type TimerClock } from "./deadline-timer.js";
 
 /**
@@ -20,7 +21,10 @@ import { DeadlineTimer, PROCESS_CLOCK, type TimerClock } from "./deadline-timer.
  * Batches form only from requests with equal non-batch shapes, never exceed
  * max_batch_size, and go to the least-busy instance the dispatcher offers.
  * A batch waits for more requests while no preferred size is reached and the
- * oldest request has waited less than max_queue_delay_microseconds.
+ * oldest request has waited less than max_queue_delay_microseconds, unless
+ * recent traffic shows that every request its clients keep in flight is
+ * already queued or executing (ConcurrencyPeak): then none can join, and it
+ * goes at once.
  *
  * A streamed request (onResponse set: a decoupled model) is never batched
  * with another: it runs alone through the instance's runStream, its
@@ -171,6 +175,8 @@ export class RequestScheduler {
   private running = 0;
   private stopped = false;
   private readonly timer: DeadlineTimer;
+  /** What recent traffic says of a waiting batch's chances to grow (see ConcurrencyPeak). */
+  private readonly concurrency = new ConcurrencyPeak();
 
   constructor(
     private readonly policy: SchedulerPolicy,
@@ -262,6 +268,7 @@ export class RequestScheduler {
       if (job.deadline !== undefined) this.withDeadline += 1;
       if (this.policy.preserveOrdering) this.outstanding.push(job);
       this.queued += 1;
+      this.concurrency.noteArrival(this.queued + this.running, enqueuedAt);
       this.hooks.onQueueLength?.(this.queued);
       // Every instance busy and no queue timeout to watch: returning capacity schedules (onCapacity), so nothing
       // needs to run at the end of this turn.
@@ -349,6 +356,9 @@ export class RequestScheduler {
     if (preferred.length > 0 && total >= preferred[preferred.length - 1]!)
       return { kind: "send", jobs: trimToPreferred(jobs, preferred) };
     if (this.policy.maxQueueDelayNs === 0) return { kind: "send", jobs };
+    // Every request the clients have lately kept in flight is already here: none can join before one is answered.
+    if (this.concurrency.allHere(this.queued + this.running, now))
+      return { kind: "send", jobs: trimToPreferred(jobs, preferred) };
     const oldest = jobs.reduce((min, job) => (job.enqueuedAt < min ? job.enqueuedAt : min), head.enqueuedAt);
     const due = oldest + BigInt(this.policy.maxQueueDelayNs);
     if (now >= due) return { kind: "send", jobs: trimToPreferred(jobs, preferred) };
