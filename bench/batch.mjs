@@ -20,7 +20,7 @@
 // the spread says how far one phase's p99 can be trusted. The capacity the
 // online load leaves is the mean of both capacity phases, with the range.
 // OPERON_BENCH_BATCH_ROWS_PER_REQUEST sets the job's rows per request
-// (default 2, half the model's max_batch_size; the server's default is 1).
+// (default: the server's, half the model's max_batch_size: 2).
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -35,7 +35,7 @@ const WINDOW_SECS = 5;
 const ROWS_PER_REQUEST =
   process.env.OPERON_BENCH_BATCH_ROWS_PER_REQUEST !== undefined
     ? Number(process.env.OPERON_BENCH_BATCH_ROWS_PER_REQUEST)
-    : 2;
+    : undefined;
 const CAPACITY_CLIENTS = 32;
 const ADMIN = { email: "bench@example.com", password: "copper-meadow-violin-71" };
 
@@ -231,7 +231,7 @@ try {
     datasetId: dataset.id,
     target: { kind: "MODEL", name: "wait10" },
     mapping: [{ input: "X", kind: "tensor", columns: ["a", "b"] }],
-    rowsPerRequest: ROWS_PER_REQUEST,
+    ...(ROWS_PER_REQUEST !== undefined ? { rowsPerRequest: ROWS_PER_REQUEST } : {}),
   });
   let state = job;
   let control;
@@ -299,7 +299,7 @@ try {
   const lines = [
     "# Batch job in idle capacity (npm run bench:batch)",
     "",
-    `Model wait10 (10 ms per execution, timer; max_batch_size 4; 1 instance; priority levels 2). ${ROWS} rows, ${state.rowsPerRequest ?? "the server's default of"} rows a request; capacity ${capacityBefore.toFixed(0)} req/s before and ${capacityAfter.toFixed(0)} after (closed loop); online load ${rate.toFixed(0)} req/s open loop.`,
+    `Model wait10 (10 ms per execution, timer; max_batch_size 4; 1 instance; priority levels 2). ${ROWS} rows, ${state.rowsPerRequest ?? "2 (the server's default: half the model's max_batch_size)"} rows a request; capacity ${capacityBefore.toFixed(0)} req/s before and ${capacityAfter.toFixed(0)} after (closed loop); online load ${rate.toFixed(0)} req/s open loop.`,
     "",
     `| phase | online requests | failures | online req/s | p50 ms | p99 ms | p99 per ${WINDOW_SECS} s window, median [min–max] ms | load at start |`,
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",

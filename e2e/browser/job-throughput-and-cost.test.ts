@@ -16,9 +16,9 @@ import { useSignedInConsole } from "./support/signed-in-console.js";
 const ADMIN = { email: "admin@example.com", password: "a long enough passphrase" };
 const PROFILE = "e2e job host";
 const ROWS = 3000;
-// A job sends one row a request by default (rows joined only when asked: job-execution.ts), and the cost model
-// charges it for its requests, as the model counts them.
-const ROWS_PER_REQUEST = 1;
+// A job joins half its model's max_batch_size of rows into a request by default (tokenizer_ts batches 8: 4 rows;
+// rows-per-request.ts), and the cost model charges it for its requests, as the model counts them.
+const ROWS_PER_REQUEST = 4;
 const JOB_REQUESTS = Math.ceil(ROWS / ROWS_PER_REQUEST);
 const CHART = "Job throughput and online traffic";
 
@@ -111,6 +111,8 @@ describe("console: a job's throughput beside online traffic, and its cost", () =
     const jobLine = await seriesFigures(figure, "Job rows/s");
     expect(jobLine?.points).toBeGreaterThan(1);
     expect(jobLine!.highest).toBeGreaterThan(0);
+    // The chart ends where the job's last rows settled: its latest point is a rate, not the drain after it.
+    expect(jobLine!.latest).toBeGreaterThan(0);
     const onlineLine = await seriesFigures(figure, "Online requests/s");
     expect(onlineLine?.highest).toBeGreaterThan(0);
     const cost = await visible(section.getByLabel("Job cost", { exact: true }));

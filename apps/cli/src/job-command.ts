@@ -72,7 +72,7 @@ export function jobCommand(): Command {
       .option("--output <name>", "an output to keep (repeatable; default all)", collect)
       .option(
         "--rows-per-request <n>",
-        "rows one request carries, 1 to the model's max_batch_size (default: the server's --batch-rows-per-request, else 1; an operator takes 1)",
+        "rows one request carries, 1 to the model's max_batch_size (default: the server's --batch-rows-per-request, else half the model's max_batch_size, at most 8; an operator takes 1)",
         parseRowsPerRequest,
       )
       .option("--api-url <url>", "the control plane API", process.env["OPERON_API_URL"] ?? "http://127.0.0.1:8003")

@@ -466,7 +466,7 @@ export function addServeFlags(command: Command): Command {
       )
       .option(
         "--batch-rows-per-request <n>",
-        "rows a batch job joins into one request to a model that batches, unless the job asks its own (1 to 1024, at most the model's max_batch_size; default 1, one row a request; half the model's max_batch_size is what npm run bench:batch measures). Operators get one row a request",
+        "rows a batch job joins into one request to a model that batches, unless the job asks its own (1 to 1024, at most the model's max_batch_size; default half the model's max_batch_size, at most 8). Operators get one row a request",
         parsePositiveInt,
       )
       .option(

@@ -80,9 +80,14 @@ describe("AIMD concurrency of a batch job, driven by online p99", () => {
     expect(window(sparse, 80, online(21))).toMatchObject({ reason: "job-over", limit: 3 });
   });
 
-  it("fills the valley when online traffic stops; a probe then finds none and the baseline goes with it", () => {
+  it("fills the valley when online traffic stops; two probes then find none and the baseline goes with them", () => {
     const limiter = probed({ initial: 4 });
     expect(window(limiter, 5, online(null, 0))).toMatchObject({ reason: "within", limit: 5 });
+    expect(limiter.probing).toBe(true);
+    limiter.window(online(null, 0));
+    // One probe without traffic could be a lull: the baseline stands until the next confirms it.
+    expect(limiter.baselineMs).toBe(20);
+    window(limiter, 5, online(null, 0));
     expect(limiter.probing).toBe(true);
     limiter.window(online(null, 0));
     expect(limiter.baselineMs).toBeUndefined();
@@ -129,14 +134,79 @@ describe("AIMD concurrency of a batch job, driven by online p99", () => {
     expect(limiter.limit).toBe(6);
   });
 
-  it("probes again as soon as the online rate moved by half, and drops the probes of the old rate", () => {
+  it("probes again as soon as the online rate moved by half, and drops the old rate's probes once a second probe confirms the move", () => {
     const limiter = probed({ initial: 4, baselineMs: 20 });
     // Online traffic doubles: its p99 rises with it, the job backs off, then measures the new baseline.
     expect(window(limiter, 5, online(35, 200))).toMatchObject({ reason: "online-over", limit: 2 });
     expect(limiter.probing).toBe(true);
     expect(limiter.window(online(30, 200)).reason).toBe("baseline");
+    // One probe at the new rate is held aside: the old baseline stands meanwhile.
+    expect(limiter.baselineMs).toBe(20);
+    // The rate is still away from the baseline's, so the next probe is due a step later, and it confirms.
+    expect(window(limiter, 5, online(33, 200))).toMatchObject({ reason: "online-over", limit: 1 });
+    expect(limiter.probing).toBe(true);
+    expect(limiter.window(online(31, 200)).reason).toBe("baseline");
     expect(limiter.baselineMs).toBe(30);
-    expect(window(limiter, 5, online(31, 200))).toMatchObject({ reason: "within", limit: 3 });
+    expect(window(limiter, 5, online(32, 200))).toMatchObject({ reason: "within", limit: 2 });
+  });
+
+  it("keeps its baseline when one probe's rate is off (the job's queued online requests finishing together), and drops only on a confirmed move", () => {
+    const limiter = new AimdLimiter({
+      budgetMs: 50,
+      probeWindows: 1,
+      onlineSpanWindows: 1,
+      probeEveryWindows: 2,
+      baselineProbes: 5,
+      initial: 2,
+    });
+    const probeAt = (p99: number, count: number) => {
+      expect(limiter.probing).toBe(true);
+      expect(limiter.window(online(p99, count)).reason).toBe("baseline");
+    };
+    // Three probes at 130 online requests a second: the baseline is their median.
+    probeAt(30, 130);
+    for (const p99 of [31, 29]) {
+      window(limiter, 5, online(30, 130));
+      window(limiter, 5, online(30, 130));
+      probeAt(p99, 130);
+    }
+    expect(limiter.baselineMs).toBe(30);
+    // A probe that counted 200 a second with a lucky 24.9 ms p99: held aside, not the new baseline.
+    window(limiter, 5, online(30, 130));
+    window(limiter, 5, online(30, 130));
+    probeAt(24.9, 200);
+    expect(limiter.baselineMs).toBe(30);
+    expect(limiter.onlineBudgetMs).toBeCloseTo(33);
+    // The rate during the job is the baseline's: no early probe, and the job grows within the old budget.
+    const before = limiter.limit;
+    expect(window(limiter, 5, online(32, 130))).toMatchObject({ reason: "within", limit: before + 1 });
+    expect(limiter.probing).toBe(false);
+    // The next probe is back at 130 a second: the held one was noise, and is discarded.
+    window(limiter, 5, online(30, 130));
+    probeAt(30, 130);
+    expect(limiter.baselineMs).toBe(30);
+    // A move confirmed by two probes in a row drops the old probes.
+    window(limiter, 5, online(40, 260));
+    expect(limiter.probing).toBe(true);
+    probeAt(38, 260);
+    expect(limiter.baselineMs).toBe(30);
+    window(limiter, 5, online(40, 260));
+    probeAt(36, 250);
+    expect(limiter.baselineMs).toBe(36);
+  });
+
+  it("does not confirm a move with a probe at a third rate: that one is held aside in its place", () => {
+    const limiter = probed({ initial: 2, probeEveryWindows: 1, baselineMs: 20 });
+    const probeAt = (p99: number, count: number) => {
+      window(limiter, 5, online(20, 100));
+      expect(limiter.window(online(p99, count)).reason).toBe("baseline");
+    };
+    probeAt(15, 200);
+    probeAt(40, 400);
+    expect(limiter.baselineMs).toBe(20);
+    // 400 confirmed by 380: the baseline is theirs.
+    probeAt(44, 380);
+    expect(limiter.baselineMs).toBe(40);
   });
 
   it("probes every probeEveryWindows windows", () => {

@@ -31,8 +31,21 @@
  * median online p99 of the last `baselineProbes` (5) probes at a similar
  * online rate. A probe is a window or two in which the job sends nothing
  * (the limit is 0): at the start, every `probeEveryWindows` windows, and as
- * soon as the online rate moved by half or more since the last probe (online
- * load changed, so the baseline did too; the probes before it are dropped).
+ * soon as the online rate moved by half or more from the baseline's rate
+ * (online load changed, so the baseline did too).
+ *
+ * A probe at another rate does not drop the baseline on its own: it is held
+ * aside until the next probe **confirms** the move (its rate is within half
+ * of the held one's; the two then are the new baseline's first probes, and
+ * the old ones are dropped). A probe back at the baseline's rate discards
+ * it. Why: a probe's own rate is noisy too. When the job stops sending,
+ * online requests queued behind its requests finish together, so a probe
+ * may count more online requests per second than arrive; when each such
+ * probe dropped the others, the baseline was whatever one probe caught, and
+ * a lucky low one held a job at one request in flight for 40 s
+ * (bench:batch). While a move waits for its confirmation the old baseline
+ * stands (the next probe is due a step later, as long as the rate stays
+ * away from the baseline's).
  * The first probe also reads `firstProbeSpanWindows` (10) windows of online
  * latency from before the job started, when nothing of the job's ran, so the
  * first baseline is of many requests. A median, unlike a mean, is not moved
@@ -86,7 +99,8 @@ export interface AimdDecision {
 }
 
 interface Probe {
-  p99Ms: number;
+  /** null: too few online requests in the probe for a p99 (no online traffic to speak of). */
+  p99Ms: number | null;
   perSec: number;
 }
 
@@ -99,8 +113,12 @@ export class AimdLimiter {
   private windowsSinceProbe = 0;
   /** Windows of the current step so far (at the current limit). */
   private stepWindows = 0;
-  /** The last probes at a similar online rate, oldest first; empty while none saw online traffic. */
+  /** The baseline's probes: the last ones at a similar online rate, oldest first; empty while none saw online traffic. */
   private probes: Probe[] = [];
+  /** The online rate (requests/s) of the baseline's probes; undefined before a probe could read it. */
+  private baselineRate: number | undefined;
+  /** A probe at another rate than the baseline's, waiting for the next probe to confirm the move. */
+  private moved: Probe | undefined;
   readonly min: number;
   readonly max: number;
   readonly onlineSpanWindows: number;
@@ -167,7 +185,7 @@ export class AimdLimiter {
 
   /** The median online p99 (ms) of the last probes at a similar rate; undefined before a probe saw online traffic. */
   get baselineMs(): number | undefined {
-    return this.probes.length === 0 ? undefined : median(this.probes.map((probe) => probe.p99Ms));
+    return this.probes.length === 0 ? undefined : median(this.probes.map((probe) => probe.p99Ms as number));
   }
 
   /** A finished request of the job's: its latency (ms); `overloaded`: the gateway refused it as busy (429/503). */
@@ -225,17 +243,35 @@ export class AimdLimiter {
     this.probesDone += 1;
     this.windowsSinceProbe = 0;
     this.stepWindows = 0;
-    // No online traffic to speak of: no baseline (the report's budget stands in until traffic returns and is probed).
-    if (onlineP99 === undefined || online === undefined) {
-      this.probes = [];
+    // The gateway could not say: the probe measured nothing, and the baseline stays as it was.
+    if (online === undefined) return;
+    const probe: Probe = { p99Ms: onlineP99 ?? null, perSec: (online.count * 1000) / online.spanMs };
+    if (this.baselineRate === undefined || withinFactor(probe.perSec, this.baselineRate, 1.5)) {
+      // The baseline's rate (or the first reading of one): the probe joins it, and a move held aside was noise.
+      this.moved = undefined;
+      this.adopt([...this.probes, probe], probe.perSec);
       return;
     }
-    const probe = { p99Ms: onlineP99, perSec: (online.count * 1000) / online.spanMs };
-    const last = this.probes[this.probes.length - 1];
-    // Another rate is another baseline: the probes before it measured a different load.
-    if (last !== undefined && !withinFactor(probe.perSec, last.perSec, 1.5)) this.probes = [];
-    this.probes.push(probe);
-    if (this.probes.length > this.baselineProbes) this.probes.shift();
+    // No baseline to keep (no probe saw online traffic yet): nothing to protect, the rate is taken as it is.
+    if (this.probes.length === 0) {
+      this.moved = undefined;
+      this.adopt([probe], probe.perSec);
+      return;
+    }
+    const held = this.moved;
+    if (held !== undefined && withinFactor(probe.perSec, held.perSec, 1.5)) {
+      // Two probes in a row at the new rate: online load moved, and the old probes measured another load.
+      this.moved = undefined;
+      this.adopt([held, probe], probe.perSec);
+      return;
+    }
+    this.moved = probe;
+  }
+
+  /** The baseline's probes become `probes` (those that saw online traffic, the last `baselineProbes`), at `rate`. */
+  private adopt(probes: readonly Probe[], rate: number): void {
+    this.probes = probes.filter((probe) => probe.p99Ms !== null).slice(-this.baselineProbes);
+    this.baselineRate = rate;
   }
 
   /** Time to measure the baseline again: the period is over, or online load moved since the last one. */
@@ -244,9 +280,9 @@ export class AimdLimiter {
     // Give a new rate a full step after the probe to settle before judging that it moved.
     if (online === undefined || this.windowsSinceProbe < this.onlineSpanWindows) return false;
     const perSec = (online.count * 1000) / online.spanMs;
-    const last = this.probes[this.probes.length - 1];
-    if (last === undefined) return online.count >= this.minOnline;
-    return !withinFactor(perSec, last.perSec, 1.5);
+    if (this.baselineRate === undefined) return online.count >= this.minOnline;
+    // Against the baseline's rate, not a probe held aside: while the rate stays moved, the next probe confirms it.
+    return !withinFactor(perSec, this.baselineRate, 1.5);
   }
 
   private decision(reason: AimdReason, onlineP99Ms: number | undefined): AimdDecision {

@@ -19,7 +19,7 @@ import { type BatchJobsOptions, JobExecution, type JobControl, type RunningJob }
 export type { BatchJobsOptions } from "./job-execution.js";
 import { parseRanges, removeRows, rowsIn } from "./row-ranges.js";
 import { queryJobCost, settleJobCosts, type JobCost } from "../costs/job-cost.js";
-import { queryJobThroughput, runWindowOf, type JobThroughput } from "./job-throughput.js";
+import { lastWorkAt, queryJobThroughput, runWindowOf, type JobThroughput } from "./job-throughput.js";
 import { checkRowsPerRequest } from "./rows-per-request.js";
 import { targetSignature, type JobTarget } from "./target-signature.js";
 
@@ -231,7 +231,8 @@ export class BatchJobs {
   /** The job's rows/s over its run beside its target's online requests/s (job-throughput.ts); null before it started. */
   async throughput(who: Changer, id: string): Promise<JobThroughput | null> {
     const job = await this.visible(who, id);
-    const window = runWindowOf(job, new Date());
+    const lastWork = job.state === "RUNNING" ? null : await lastWorkAt(this.prisma, id);
+    const window = runWindowOf(job, new Date(), lastWork);
     return window === null ? null : queryJobThroughput(this.prisma, { ...job, ...window });
   }
 

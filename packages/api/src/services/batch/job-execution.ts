@@ -64,7 +64,8 @@ export interface BatchJobsOptions {
   laneRefreshMs?: number | undefined;
   /**
    * Rows a job's request carries for a model that batches, unless the job asks its own (at most the model's
-   * max_batch_size); default 1 (rows-per-request.ts). An operator's request carries one.
+   * max_batch_size); default half the model's max_batch_size, at most 8 (rows-per-request.ts). An operator's
+   * request carries one.
    */
   rowsPerRequest?: number | undefined;
 }

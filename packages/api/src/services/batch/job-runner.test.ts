@@ -112,7 +112,7 @@ describe("a job's rows, several a request", () => {
     expect(outcomes[0]?.failures).toEqual([{ row: 1, error: "a must not be negative" }]);
   });
 
-  it("sends one row a request by default", async () => {
+  it("sends one row a request when asked for one", async () => {
     const { requests } = await runJob([1, 2, 3], 1);
     expect(requests).toEqual([[1], [2], [3]]);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { jobBucketSecs, runWindowOf, throughputSeries } from "./job-throughput.js";
+import { jobBucketSecs, runWindowOf, type ThroughputBucketTotals, throughputSeries } from "./job-throughput.js";
 
 const T0 = new Date(Date.UTC(2026, 11, 5, 12, 0, 0));
 const at = (secs: number) => new Date(T0.getTime() + secs * 1000);
@@ -54,5 +54,75 @@ describe("runWindowOf", () => {
       to: at(300),
     });
     expect(runWindowOf({ ...job, startedAt: null }, at(400))).toBeNull();
+  });
+  it("ends a job that is not running with the bucket of its last rows, not after the drain and the result's merge", () => {
+    const done = { state: "DONE", startedAt: at(0), finishedAt: at(9.4), updatedAt: at(9.4) };
+    expect(runWindowOf(done, at(60), at(7.2))).toEqual({ from: at(-10), to: at(7.201) });
+    // Never later than the job's end, and at least a second of run.
+    expect(runWindowOf(done, at(60), at(12))).toEqual({ from: at(-10), to: at(9.4) });
+    expect(runWindowOf(done, at(60), at(0.2))).toEqual({ from: at(-10), to: at(1) });
+    // A running job's chart runs to now: its idle time is time at 0 rows/s.
+    expect(runWindowOf({ ...done, state: "RUNNING", finishedAt: null }, at(30), at(7.2))).toEqual({
+      from: at(-10),
+      to: at(30),
+    });
+  });
+});
+
+describe("a fast job's chart right after it ended", () => {
+  // The job of the job-throughput-and-cost browser spec with 4 rows a request: a 2 s probe (no rows), 3,000 rows
+  // in about 5 s, then the drain before the recorder's last sample (no rows) and the merge of the result before it
+  // is marked done. Samples every second, from 0.4 s after the start (the snapshot comes first): they straddle the
+  // 1 s buckets, which start 10 s before the job.
+  const samples = [
+    { at: 0.4, secs: 1, rows: 0 },
+    { at: 1.4, secs: 1, rows: 0 },
+    { at: 2.4, secs: 1, rows: 600 },
+    { at: 3.4, secs: 1, rows: 620 },
+    { at: 4.4, secs: 1, rows: 640 },
+    { at: 5.4, secs: 1, rows: 610 },
+    { at: 6.4, secs: 0.86, rows: 530 },
+    { at: 7.26, secs: 0.3, rows: 0 },
+  ];
+  const job = { state: "DONE", startedAt: at(0), finishedAt: at(8.66), updatedAt: at(8.66) };
+
+  /** The chart's series as jobs.throughput gives it: samples in the bucket their start falls in (the SQL's rule). */
+  function chart(window: { from: Date; to: Date }) {
+    const inWindow = samples.filter((sample) => at(sample.at) >= window.from && at(sample.at) < window.to);
+    const bucketSecs = jobBucketSecs(window.from, window.to, Math.max(...inWindow.map((s) => Math.ceil(s.secs))));
+    const totals = new Map<number, ThroughputBucketTotals>();
+    for (const sample of inWindow) {
+      const bucket = Math.floor((at(sample.at).getTime() - window.from.getTime()) / (bucketSecs * 1000));
+      const entry = totals.get(bucket) ?? {
+        bucket,
+        jobRows: 0,
+        jobCoveredSecs: 0,
+        allJobsRequests: 0,
+        targetRequests: 0,
+        targetCoveredSecs: 0,
+      };
+      entry.jobRows += sample.rows;
+      entry.jobCoveredSecs += sample.secs;
+      totals.set(bucket, entry);
+    }
+    return throughputSeries(window.from, window.to, bucketSecs, [...totals.values()]).map((p) => p.jobRowsPerSec);
+  }
+
+  it("ends on the job's last rows/s, not on 0", () => {
+    const lastRows = samples.filter((sample) => sample.rows > 0).at(-1)!;
+    const window = runWindowOf(job, at(60), at(lastRows.at))!;
+    const rates = chart(window);
+    expect(rates.at(-1)).toBeCloseTo(530 / 0.86);
+    expect(Math.max(...rates)).toBeGreaterThan(600);
+  });
+
+  it("read 0 rows/s as its latest point when the window ran to the job's end (the tail alone in a bucket)", () => {
+    expect(chart(runWindowOf(job, at(60))!).at(-1)).toBe(0);
+  });
+
+  it("would read 0 too if the window ended where the last rows settled: that sample's end is in the next bucket", () => {
+    const lastRows = samples.filter((sample) => sample.rows > 0).at(-1)!;
+    const settled = at(lastRows.at + lastRows.secs);
+    expect(chart({ from: at(-10), to: settled }).at(-1)).toBe(0);
   });
 });

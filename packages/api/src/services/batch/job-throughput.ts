@@ -99,16 +99,40 @@ export interface JobWindow {
  * while it runs, to its last change while it is paused, queued or failed),
  * with a tenth of it (at least 10 s) before the start, so the online traffic
  * the job started into shows. Null before the job first ran.
+ *
+ * A job that is not running ends with the bucket of its last rows: the
+ * window ends just past the start of its last throughput sample with rows
+ * (`lastWorkAt`), when that is before the job's end. Why: the time after
+ * its last rows (the requests in flight drained, the result merged, the
+ * recorder's last sample, of no rows) is no throughput, and alone in the
+ * window's last bucket, or in a bucket after the one its last sample
+ * started in, it read 0 rows/s as the chart's latest point right after the
+ * job ended, most often for a fast job (the tail is a large part of a short
+ * run).
  */
 export function runWindowOf(
   job: { state: string; startedAt: Date | null; finishedAt: Date | null; updatedAt: Date },
   now: Date,
+  lastWorkAt: Date | null = null,
 ): { from: Date; to: Date } | null {
   if (job.startedAt === null) return null;
-  const end = job.finishedAt ?? (job.state === "RUNNING" ? now : job.updatedAt);
+  const ended = job.finishedAt ?? (job.state === "RUNNING" ? now : job.updatedAt);
+  // Samples are in a bucket by their start: a millisecond past it, the last sample's bucket is the window's last.
+  const workEnd = lastWorkAt === null ? null : lastWorkAt.getTime() + 1;
+  const end = job.state !== "RUNNING" && workEnd !== null && workEnd < ended.getTime() ? new Date(workEnd) : ended;
   const to = new Date(Math.max(end.getTime(), job.startedAt.getTime() + 1000));
   const lead = Math.max(10_000, (to.getTime() - job.startedAt.getTime()) / 10);
   return { from: new Date(job.startedAt.getTime() - lead), to };
+}
+
+/** The start of the job's last throughput sample with rows (runWindowOf's `lastWorkAt`); null when none has any. */
+export async function lastWorkAt(prisma: PrismaClient, jobId: string): Promise<Date | null> {
+  const last = await prisma.batchJobSample.findFirst({
+    where: { jobId, rows: { gt: 0 } },
+    orderBy: { at: "desc" },
+    select: { at: true },
+  });
+  return last?.at ?? null;
 }
 
 /** The chart's series for one job over its run. */

@@ -1,5 +1,5 @@
 import type { OnlineLatency } from "@operon/protocol/online-latency";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { GatewayClient } from "../gateway/gateway-client.js";
 import { AimdLimiter, type AimdDecision } from "./aimd.js";
 import { OnlineLatencyMonitor, combine, spanOf } from "./online-latency-monitor.js";
@@ -16,6 +16,10 @@ const entry = (version: string, count: number, p99Us: number | null): OnlineLate
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 describe("online latency monitor", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it("adds the versions' counts and keeps the worst p99 (a job must not hurt any version)", () => {
     expect(combine([entry("1", 30, 12_000), entry("2", 10, 40_000), entry("3", 0, null)], 3000)).toEqual({
       spanMs: 3000,
@@ -97,5 +101,51 @@ describe("online latency monitor", () => {
     expect(limiter.baselineMs).toBeUndefined();
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/does not report online latency/);
+  });
+  it("keeps the job's baseline through a probe that counted a burst (fake clock, scripted online latency)", async () => {
+    vi.useFakeTimers();
+    // Online clients: 130 requests a second at a p99 of 30 ms, whether the job runs or not (the job stays within
+    // budget). Once, the job's requests drain during a probe and the online requests queued behind them finish
+    // together: that probe counts 200 a second, at a lucky 24.9 ms.
+    let probesRead = 0;
+    const gateway = {
+      onlineLatency: async (_name: string, _version: string | undefined, windowMs: number) => {
+        const burst = limiter.probing && !limiter.firstProbe && ++probesRead === 2;
+        const perSec = burst ? 200 : 130;
+        return [entry("1", Math.round((perSec * windowMs) / 1000), burst ? 24_900 : 30_000)];
+      },
+    } as unknown as GatewayClient;
+    const limiter = new AimdLimiter({
+      budgetMs: 50,
+      probeWindows: 2,
+      onlineSpanWindows: 3,
+      probeEveryWindows: 8,
+      initial: 2,
+    });
+    const decisions: AimdDecision[] = [];
+    const monitor = OnlineLatencyMonitor.start({
+      gateway,
+      target: { name: "m" },
+      limiter,
+      logger: silent,
+      windowMs: 1000,
+      onDecision: (decision) => {
+        decisions.push(decision);
+        // The job's requests of the next window: fast, and some finish every window it may send.
+        if (limiter.limit > 0) for (let i = 0; i < 10; i += 1) limiter.record(5);
+      },
+    });
+    for (let second = 0; second < 60; second += 1) await vi.advanceTimersByTimeAsync(1000);
+    await monitor.stop();
+    // Three later probes at least (two windows each), the burst the first of them.
+    expect(probesRead).toBeGreaterThanOrEqual(6);
+    expect(decisions[1]?.reason).toBe("baseline");
+    // The burst probe was held aside and discarded; the baseline stayed the 130 a second one's, and online p99
+    // (30 ms) stayed within its budget (33 ms): the job was never cut.
+    expect(limiter.baselineMs).toBe(30);
+    expect(decisions.map((decision) => decision.reason)).not.toContain("online-over");
+    const budgets = decisions.slice(1).map((decision) => decision.onlineBudgetMs);
+    expect(Math.max(...budgets)).toBeCloseTo(33);
+    expect(Math.min(...budgets)).toBeCloseTo(33);
   });
 });

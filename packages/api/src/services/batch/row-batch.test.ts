@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { joinRequests, rowsPerRequestFor, splitOutputs } from "./row-batch.js";
+import { joinRequests, splitOutputs } from "./row-batch.js";
 import type { RowRequest } from "./row-request.js";
 
 const tensorRow = (a: number, b: number, shape = [1, 2]): RowRequest => ({
@@ -22,13 +22,6 @@ const textRow = (text: string): RowRequest => ({
 });
 
 describe("several rows in one request", () => {
-  it("sends half the model's max_batch_size a request, so online requests still fit in each execution", () => {
-    expect(rowsPerRequestFor(0)).toBe(1);
-    expect(rowsPerRequestFor(1)).toBe(1);
-    expect(rowsPerRequestFor(4)).toBe(2);
-    expect(rowsPerRequestFor(9)).toBe(4);
-  });
-
   it("joins numeric rows along the batch dimension, in order", () => {
     const joined = joinRequests([tensorRow(1, 2), tensorRow(3, 4), tensorRow(5, 6)]);
     expect(joined?.header).toEqual({

@@ -4,21 +4,9 @@ import type { RowRequest } from "./row-request.js";
 /**
  * Several rows of a job in one inference request, where the target batches
  * (max_batch_size > 0): each row's request (batch 1) joined along the batch
- * dimension, and the answer's outputs split back per row.
- *
- * Why: each request costs the gateway's host CPU (HTTP, JSON, scheduling)
- * whatever its size, and on a small host the job's requests compete for it
- * with online ones; half as many requests for the same rows is half that
- * cost. Why half the model's max_batch_size and not all of it: the dynamic
- * batcher fills an execution in priority order and stops at the first
- * request that does not fit, so a job request as large as the batch could
- * never share an execution with an online request; one of half the batch
- * still fills the room online requests leave.
+ * dimension, and the answer's outputs split back per row. How many rows a
+ * request carries, and why, is rows-per-request.ts's.
  */
-export function rowsPerRequestFor(maxBatchSize: number): number {
-  return maxBatchSize > 1 ? Math.floor(maxBatchSize / 2) : 1;
-}
-
 /**
  * One request of `requests.length` rows; undefined when the rows' shapes differ past the batch dimension (a
  * list column of varying length), which the caller then sends one by one.

@@ -1,13 +1,24 @@
 import { describe, expect, it } from "vitest";
-import { checkRowsPerRequest, jobRowsPerRequest } from "./rows-per-request.js";
+import { checkRowsPerRequest, defaultRowsPerRequest, jobRowsPerRequest } from "./rows-per-request.js";
 
 const tokenizer = { kind: "MODEL" as const, name: "tokenizer_ts", maxBatchSize: 8 };
 const unbatched = { kind: "MODEL" as const, name: "simple", maxBatchSize: 0 };
 const operator = { kind: "OPERATOR" as const, name: "rank", maxBatchSize: 8 };
 
 describe("rows a job's request carries", () => {
-  it("is the job's own ask, else the server's default, else one row; at most the model's batch", () => {
-    expect(jobRowsPerRequest(tokenizer, undefined, undefined)).toBe(1);
+  it("is half the model's max_batch_size by default, 1 to 8, so online requests still fit in each execution", () => {
+    expect(defaultRowsPerRequest(0)).toBe(1);
+    expect(defaultRowsPerRequest(1)).toBe(1);
+    expect(defaultRowsPerRequest(2)).toBe(1);
+    expect(defaultRowsPerRequest(4)).toBe(2);
+    expect(defaultRowsPerRequest(9)).toBe(4);
+    expect(defaultRowsPerRequest(16)).toBe(8);
+    expect(defaultRowsPerRequest(256)).toBe(8);
+    expect(jobRowsPerRequest(tokenizer, undefined, undefined)).toBe(4);
+    expect(jobRowsPerRequest({ ...tokenizer, maxBatchSize: 64 }, null, undefined)).toBe(8);
+  });
+
+  it("is the job's own ask, else the server's default, else the default; at most the model's batch", () => {
     expect(jobRowsPerRequest(tokenizer, null, 2)).toBe(2);
     expect(jobRowsPerRequest(tokenizer, null, 32)).toBe(8);
     expect(jobRowsPerRequest(tokenizer, 1, 6)).toBe(1);

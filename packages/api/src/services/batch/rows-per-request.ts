@@ -7,14 +7,24 @@ import { AppError } from "../../app-error.js";
  * - A job may ask for a number (jobs.create's `rowsPerRequest`, `operon job run --rows-per-request`): 1 to its
  *   model's max_batch_size, checked when the job is created; 1 for an operator or a model that does not batch.
  * - Else the server's `--batch-rows-per-request`, at most the model's max_batch_size.
- * - Else one row a request. Half the model's max_batch_size (rowsPerRequestFor: a job request then still leaves
- *   room in each execution for online requests) is what bench:batch measures, but it is not the default yet: with
- *   it the job-throughput-and-cost browser spec reads a fast job's rows/s as 0 at its end in some runs, not yet
- *   explained (issue 24's closing note).
+ * - Else half the model's max_batch_size, at most 8 (`defaultRowsPerRequest`): 2 rows for a batch of 4, 4 for 8,
+ *   8 for 16 or more; one for a model that batches 2 or less.
+ *
+ * Why rows are joined by default: each request costs the gateway's host CPU (HTTP, JSON, scheduling) whatever
+ * its size, and on a small host the job's requests compete for it with online ones. Why half the batch, not all
+ * of it: the dynamic batcher fills an execution in priority order and stops at the first request that does not
+ * fit (request-scheduler.ts), so a job request as large as the batch never shares an execution with an online
+ * request, while one of half the batch fills the room online requests leave. Why at most 8: past 8 rows a
+ * request, the per-request cost is already an eighth or less of the per-row one, while a joined request that
+ * fails goes again row by row (up to that many extra requests) and the job's concurrency, counted in requests,
+ * moves in coarser steps.
  *
  * Operators get one row a request: their steps batch as their models do, and only a model's own
  * max_batch_size says what a request to it may hold.
  */
+/** The most rows a job joins into one request by default. */
+export const MAX_DEFAULT_ROWS_PER_REQUEST = 8;
+
 export interface RowsPerRequestTarget {
   kind: PerfTargetKind;
   name: string;
@@ -42,7 +52,12 @@ export function checkRowsPerRequest(asked: number, target: RowsPerRequestTarget)
   });
 }
 
-/** The rows a running job's request carries: its ask, else the server's default, else half the batch. */
+/** Rows a request carries when neither the job nor the server says: half the model's max_batch_size, 1 to 8. */
+export function defaultRowsPerRequest(maxBatchSize: number): number {
+  return Math.min(MAX_DEFAULT_ROWS_PER_REQUEST, Math.max(1, Math.floor(maxBatchSize / 2)));
+}
+
+/** The rows a running job's request carries: its ask, else the server's default, else half the batch (up to 8). */
 export function jobRowsPerRequest(
   target: RowsPerRequestTarget,
   asked: number | null | undefined,
@@ -52,5 +67,5 @@ export function jobRowsPerRequest(
   // The model served now may batch less than the one the job was checked against (another version loaded).
   if (asked !== null && asked !== undefined) return Math.min(asked, most);
   if (target.kind !== "MODEL") return 1;
-  return Math.min(serverDefault ?? 1, most);
+  return Math.min(serverDefault ?? defaultRowsPerRequest(target.maxBatchSize), most);
 }
