@@ -3,7 +3,8 @@
 // the wrk load of cpu-per-request.mjs, then prints the main thread's self time
 // by function (top N) and by package, as shares of the sampled time.
 // Usage: node bench/profile-request-path.mjs [json|binary] [connections] [seconds] [top]
-// Environment: ISOLATION=thread|inline|process, INSTANCES (default 2), PROFILE_DIR (default a temp dir).
+// Environment: ISOLATION=thread|inline|process, INSTANCES (default 2), PROFILE_DIR (default a temp dir),
+// PROFILE_OF=instance (the instance threads' profiles instead of the gateway thread's).
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,6 +15,8 @@ import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 const [kind = "json", connections = "16", seconds = "6", top = "40"] = process.argv.slice(2);
 const ISOLATION = process.env.ISOLATION ?? "";
 const INSTANCES = Number(process.env.INSTANCES ?? 2);
+// The gateway thread's profile holds the HTTP frontend; an instance thread's holds thread-main.
+const PROFILE_MARK = process.env.PROFILE_OF === "instance" ? "worker/dist/thread-main" : "frontends/http/http-frontend";
 const profileDir = process.env.PROFILE_DIR ?? mkdtempSync(join(tmpdir(), "operon-prof-"));
 
 const { repository } = writeAddSubRepository({
@@ -41,8 +44,8 @@ try {
 const profiles = readdirSync(profileDir)
   .filter((name) => name.endsWith(".cpuprofile") && !before.has(name))
   .map((name) => join(profileDir, name))
-  .filter((file) => readFileSync(file, "utf8").includes("frontends/http/http-frontend"));
-if (profiles.length === 0) throw new Error(`no .cpuprofile of the HTTP frontend written in ${profileDir}`);
+  .filter((file) => readFileSync(file, "utf8").includes(PROFILE_MARK));
+if (profiles.length === 0) throw new Error(`no .cpuprofile holding ${PROFILE_MARK} written in ${profileDir}`);
 for (const file of profiles.slice(0, Number(process.env.PROFILES ?? 1))) summarise(file);
 
 function summarise(file) {

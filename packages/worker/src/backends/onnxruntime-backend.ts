@@ -7,6 +7,7 @@ import { OperonError } from "@operon/protocol/errors";
 import { type Tensor, assertTensorByteSize, encodeBytesElements, forEachBytesElement } from "@operon/protocol/tensor";
 import type { InstanceKind, IoInfo } from "@operon/protocol/worker-wire";
 import { BACKEND_API_VERSION } from "@operon/backend-api/backend-api-version";
+import { openSyncSession, type SyncSession } from "./ort-sync-session.js";
 import {
   type Backend,
   type BackendExecuteResult,
@@ -44,13 +45,35 @@ const ORT_TO_DATATYPE: Readonly<Record<string, DataType>> = {
 
 const RUN_OPTIONS: ort.InferenceSession.RunOptions = { logSeverityLevel: 4 };
 
+/** A loaded model as execute() uses it: ort-sync-session's SyncSession, or the public API's behind the same shape. */
+type OrtSession = Omit<SyncSession, "run" | "release"> & {
+  run(
+    feeds: Record<string, ort.Tensor>,
+    fetches: readonly string[] | undefined,
+  ): Record<string, ort.Tensor> | Promise<ort.InferenceSession.ReturnType>;
+  release(): void | Promise<void>;
+};
+
+/** The public API's session (a GPU instance, or a binding ort-sync-session does not know). */
+function publicSession(session: ort.InferenceSession): OrtSession {
+  return {
+    inputMetadata: session.inputMetadata,
+    outputMetadata: session.outputMetadata,
+    outputNames: session.outputNames,
+    // The failure comes back to the caller; ORT need not also print it to stderr.
+    run: (feeds, fetches) =>
+      fetches === undefined ? session.run(feeds, RUN_OPTIONS) : session.run(feeds, [...fetches], RUN_OPTIONS),
+    release: () => session.release(),
+  };
+}
+
 export function datatypeOfOrtType(type: string): DataType | undefined {
   return ORT_TO_DATATYPE[type];
 }
 
 export class OnnxRuntimeBackend implements Backend {
   readonly apiVersion = BACKEND_API_VERSION;
-  private session: ort.InferenceSession | undefined;
+  private session: OrtSession | undefined;
   private info: BackendMetadata = { inputs: [], outputs: [] };
   private inputsByName = new Map<string, IoInfo>();
   private outputNameSet = new Set<string>();
@@ -69,7 +92,9 @@ export class OnnxRuntimeBackend implements Backend {
       logSeverityLevel: 3,
     };
     try {
-      this.session = await ort.InferenceSession.create(options.modelPath, sessionOptions);
+      // On CPU, the session runs synchronously (ort-sync-session.ts says why); CUDA keeps the public API.
+      const sync = gpu ? undefined : openSyncSession(options.modelPath, sessionOptions);
+      this.session = sync ?? publicSession(await ort.InferenceSession.create(options.modelPath, sessionOptions));
     } catch (error) {
       const message = oneLine(error instanceof Error ? error.message : String(error));
       if (gpu && /cuda|shared library|providers/i.test(message)) {
@@ -114,9 +139,8 @@ export class OnnxRuntimeBackend implements Backend {
     const inferStart = process.hrtime.bigint();
     let results: ort.InferenceSession.ReturnType;
     try {
-      // The failure comes back to the caller; ORT need not also print it to stderr.
-      results =
-        fetches === undefined ? await session.run(feeds, RUN_OPTIONS) : await session.run(feeds, fetches, RUN_OPTIONS);
+      const ran = session.run(feeds, fetches);
+      results = ran instanceof Promise ? await ran : ran;
     } catch (error) {
       throw new OperonError("INVALID_ARG", oneLine(error instanceof Error ? error.message : String(error)), {
         cause: error,

@@ -11,6 +11,16 @@ export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
 const PREALLOCATE_BYTES = 64 * 1024;
 
 /**
+ * Bytes of one body taken in one turn of the event loop; then its reading
+ * pauses until the next turn (setImmediate), so that other requests are
+ * served between. libuv reads up to 32 × 64 KiB from a socket in one go,
+ * and each fresh page of a large body's buffer costs a page fault: on a VM
+ * 2 MiB took 20-40 ms, which is what health probes waited for while 64 MiB
+ * bodies arrived (bench section 5).
+ */
+export const BODY_BYTES_PER_TURN = 256 * 1024;
+
+/**
  * Request bytes held at once by all bodies being read, inflated or decoded,
  * so many large bodies cannot together exhaust memory. Bytes are counted as
  * they arrive (and, for gzip/deflate bodies, as they inflate), never as
@@ -154,13 +164,20 @@ function collect(
     const whole =
       declared !== undefined && declared >= PREALLOCATE_BYTES ? Buffer.from(new ArrayBuffer(declared)) : undefined;
     let total = 0;
+    let turnBytes = 0;
+    let settled = false;
     const fail = (error: unknown): void => {
       cleanup();
       req.pause();
       reject(error);
     };
     const watch = guard?.watch(fail);
+    const nextTurn = (): void => {
+      turnBytes = 0;
+      if (!settled) req.resume();
+    };
     const cleanup = (): void => {
+      settled = true;
       watch?.done();
       req.off("data", onData);
       req.off("end", onEnd);
@@ -189,6 +206,11 @@ function collect(
       watch?.progress(chunk.length);
       if (whole !== undefined) whole.set(chunk, offset);
       else chunks.push(chunk);
+      turnBytes += chunk.length;
+      if (turnBytes >= BODY_BYTES_PER_TURN && total < (declared ?? Infinity)) {
+        req.pause();
+        setImmediate(nextTurn);
+      }
     };
     const onEnd = (): void => {
       cleanup();
