@@ -3,6 +3,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
+import { seedEmbeddedDatabase } from "@operon/db/testing/embedded-template";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiErrorOf, apiSession } from "./support/api-client.js";
 import { EXAMPLE_REPOSITORY, runOperon, startOperon, type RunningOperon } from "./support/operon-process.js";
@@ -323,6 +324,9 @@ describe("operon serve with the control plane", () => {
 describe("operon serve --require-api-key", () => {
   it("refuses inference without a key and serves it with one made by operon keys create", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "operon-cp-require-"));
+    // A copy of the run's empty embedded database, as startOperon gives every test: this test is not about a first
+    // start (the "operon serve with the control plane" tests are), and initdb took 7 to 50 s on the loaded host.
+    seedEmbeddedDatabase(join(dataDir, "db"));
     expect(
       (
         await runOperon([
@@ -356,6 +360,9 @@ describe("operon serve --require-api-key", () => {
 describe("model control beyond loopback", () => {
   it("refuses to start when model control would be open to the network", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "operon-cp-exposed-"));
+    // A copy of the run's empty embedded database, as startOperon gives every test: this test is not about a first
+    // start (the "operon serve with the control plane" tests are), and initdb took 7 to 50 s on the loaded host.
+    seedEmbeddedDatabase(join(dataDir, "db"));
     const result = await runOperon([
       "serve",
       "--model-repository",

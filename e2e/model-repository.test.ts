@@ -491,6 +491,10 @@ describe("models that fail to load", () => {
       "0",
       "--data-dir",
       dataDir,
+      // The control plane off, as startOperon starts every data-plane test: on (the CLI's default), it opened an
+      // embedded database and migrated it before the models loaded, 25 to 60 s of this test on the loaded 2-core
+      // host, 10 s without (the control plane's own start-up is tested in control-plane.test.ts).
+      "--control-plane=false",
     ]);
     const output = result.stdout + result.stderr;
     expect(result.code).not.toBe(0);

@@ -284,10 +284,12 @@ describe("operon perf", () => {
   });
 
   it("refuses a malformed -H and an out-of-range --percentile as usage errors", async () => {
-    const header = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "-H", "no colon here"]);
+    const [header, percentile] = await Promise.all([
+      runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "-H", "no colon here"]),
+      runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "--percentile", "100"]),
+    ]);
     expect(header.code).toBe(2);
     expect(header.stderr).toMatch(/expected 'Name: value'/);
-    const percentile = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "--percentile", "100"]);
     expect(percentile.code).toBe(2);
     expect(percentile.stderr).toMatch(/not a whole number from 1 to 99/);
   });
@@ -342,19 +344,25 @@ describe("operon perf", () => {
   });
 
   it("exits 2 with one line on bad flags", async () => {
-    for (const args of [
+    const badFlags = [
       ["--concurrency-range", "4:1"],
       ["--concurrency-range", "1:2", "--request-rate-range", "10"],
       ["--batch-size", "0"],
       ["--bogus"],
-    ]) {
-      const run = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, ...args]);
+    ];
+    // The runs are independent processes: started together, the test waits for the slowest start-up of the CLI
+    // (1 to 4 s each on the loaded 2-core host), not for the sum of five.
+    const [tooBig, ...runs] = await Promise.all([
+      runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "-b", "9"]),
+      ...badFlags.map((args) => runOperon(["perf", "-m", "add_sub", "-u", httpAddress, ...args])),
+    ]);
+    for (const [i, run] of runs.entries()) {
+      const args = badFlags[i]!;
       expect(run.code, args.join(" ")).toBe(2);
       expect(run.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
       expect(run.stderr).toMatch(/^error: /);
     }
-    const tooBig = await runOperon(["perf", "-m", "add_sub", "-u", httpAddress, "-b", "9"]);
-    expect(tooBig.code).toBe(2);
+    expect(tooBig!.code).toBe(2);
     expect(tooBig.stderr).toContain("--batch-size 9 exceeds the model's max_batch_size 8");
   });
 });

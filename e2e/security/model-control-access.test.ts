@@ -1,6 +1,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { seedEmbeddedDatabase } from "@operon/db/testing/embedded-template";
 import { afterAll, describe, expect, it } from "vitest";
 import { signedIn, startControlPlaneServer } from "../support/control-plane-server.js";
 import type { RunningOperon } from "../support/operon-process.js";
@@ -23,6 +24,9 @@ const load = (server: RunningOperon, key?: string): Promise<Response> =>
 
 describe("model control stays locked once keys exist", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "operon-sec-mc-"));
+  // A copy of the run's empty embedded database, as startOperon gives a folder it makes itself (initdb took 7 to 50 s
+  // on the loaded host); the restarts below reopen this folder.
+  seedEmbeddedDatabase(join(dataDir, "db"));
   let server: RunningOperon | undefined;
   afterAll(async () => {
     await server?.stop();
