@@ -28,7 +28,7 @@
 // Env: OPERON_BENCH_ROUNDS (default 3), OPERON_BENCH_SECONDS (per
 // measurement, default 3), OPERON_BENCH_SECTIONS (e.g. "1,5"; 8 = the step library, bench/step-library.mjs).
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import * as protoLoader from "@grpc/proto-loader";
@@ -40,6 +40,7 @@ import { measureStepLibrary, renderStepLibrarySection } from "./step-library.mjs
 import { measureTracingCost, renderTracingSection } from "./tracing-cost.mjs";
 import { measureTransport } from "./transport-roundtrip.mjs";
 import { ROOT, startBaseline, startOperon } from "./lib/processes.mjs";
+import { probeDuringAttack, STALL_ATTACKS, writeStallAttackFiles } from "./lib/stall-probe.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
 const ROUNDS = Number(process.env.OPERON_BENCH_ROUNDS ?? 3);
@@ -456,111 +457,19 @@ try {
   await operon.stop();
 }
 
-/**
- * While an attacker process sends the largest body the limits allow, again
- * and again, probe GET /v2/health/ready and a tiny add_sub inference every
- * 20 ms (each answer's latency), and sample the gateway's RSS.
- */
+/** Section 5 (bench/lib/stall-probe.mjs): each attack in turn, the gateway's probes during it. */
 async function measureStalls() {
-  const LIMIT = 64 * 1024 * 1024;
-  // JSON: numbers up to the body limit (a valid request of the wrong size: decoded in full, then refused).
-  const jsonFile = join(files, "largest.json");
-  {
-    const head = '{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,16],"data":[';
-    const count = Math.floor((LIMIT - head.length - 16) / 4);
-    writeFileSync(jsonFile, `${head}${"0.5,".repeat(count - 1)}0.5]}]}`);
-  }
-  const binaryFile = join(files, "largest.bin");
-  const binaryHeader = Buffer.from(
-    JSON.stringify({
-      inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], parameters: { binary_data_size: LIMIT - 4096 } }],
-    }),
-  );
-  writeFileSync(binaryFile, Buffer.concat([binaryHeader, Buffer.alloc(LIMIT - 4096)]));
-  const grpcFile = join(files, "largest-grpc.bin");
-  writeFileSync(
-    grpcFile,
-    serializeModelInfer({
-      model_name: "add_sub",
-      inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16] }],
-      raw_input_contents: [Buffer.alloc(LIMIT - 1024)],
-    }),
-  );
-  const tiny = jsonBody(ADD_SUB_INPUTS);
-  const attacks = [
-    {
-      name: "HTTP JSON, 64 MiB of numbers",
-      start: () => curlLoop(inferUrl("add_sub"), jsonFile, { "content-type": "application/json" }),
-    },
-    {
-      name: "HTTP binary, 64 MiB",
-      start: () =>
-        curlLoop(inferUrl("add_sub"), binaryFile, {
-          "content-type": "application/octet-stream",
-          "inference-header-content-length": String(binaryHeader.length),
-        }),
-    },
-    {
-      name: "gRPC ModelInfer, 64 MiB",
-      start: () =>
-        spawn(process.execPath, [join(ROOT, "bench/lib/grpc-load.mjs"), operon.grpcAddress, grpcFile, "1", "8"], {
-          stdio: "ignore",
-        }),
-    },
-  ];
+  const attackFiles = writeStallAttackFiles(files);
   const results = {};
-  for (const attack of attacks) {
-    const attacker = attack.start();
-    await sleep(500);
-    const health = [];
-    const infer = [];
-    let rssPeak = 0;
-    const end = Date.now() + 6000;
-    while (Date.now() < end) {
-      rssPeak = Math.max(rssPeak, rssOf(operon.pid));
-      let t = process.hrtime.bigint();
-      const ready = await fetch(`${operon.httpUrl}/v2/health/ready`);
-      health.push(Number(process.hrtime.bigint() - t) / 1e6);
-      if (ready.status !== 200) throw new Error(`not ready during ${attack.name}: ${ready.status}`);
-      t = process.hrtime.bigint();
-      const answer = await fetch(inferUrl("add_sub"), { method: "POST", body: tiny, headers: JSON_HEADERS });
-      infer.push(Number(process.hrtime.bigint() - t) / 1e6);
-      if (answer.status !== 200) throw new Error(`tiny inference failed during ${attack.name}: ${answer.status}`);
-      await sleep(20);
-    }
-    attacker.kill("SIGKILL");
-    const p = (list, q) => [...list].sort((a, b) => a - b)[Math.min(list.length - 1, Math.floor(q * list.length))];
-    results[attack.name] = {
-      probes: health.length,
-      healthP50Ms: p(health, 0.5),
-      healthP99Ms: p(health, 0.99),
-      healthMaxMs: Math.max(...health),
-      inferP50Ms: p(infer, 0.5),
-      inferP99Ms: p(infer, 0.99),
-      inferMaxMs: Math.max(...infer),
-      gatewayRssPeakMiB: rssPeak / 1024 / 1024,
-    };
+  for (const attack of STALL_ATTACKS) {
+    results[attack.name] = await probeDuringAttack(operon, attack.kind, attackFiles);
     log(
       `  ${attack.name}: health p99 ${results[attack.name].healthP99Ms.toFixed(1)} ms, tiny inference p99 ${results[attack.name].inferP99Ms.toFixed(1)} ms, RSS peak ${results[attack.name].gatewayRssPeakMiB.toFixed(0)} MiB`,
     );
-    await sleep(1000);
   }
   return results;
 }
 
-function curlLoop(url, file, headers) {
-  const headerArgs = Object.entries(headers).flatMap(([name, value]) => ["-H", `${name}: ${value}`]);
-  const script = `while true; do curl -s -o /dev/null -X POST ${headerArgs.map((arg) => `'${arg}'`).join(" ")} --data-binary @'${file}' '${url}'; done`;
-  return spawn("bash", ["-c", script], { stdio: "ignore", detached: true });
-}
-function rssOf(pid) {
-  try {
-    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return match ? Number(match[1]) * 1024 : 0;
-  } catch {
-    return 0;
-  }
-}
 // --------------------------------------------------------------- report --
 const stamp = report.startedAt.replace(/[:.]/g, "-");
 mkdirSync(join(ROOT, "bench/results"), { recursive: true });
