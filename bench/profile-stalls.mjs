@@ -6,17 +6,14 @@
 // threshold and prints, per stretch and summed over them, where the time went.
 // Usage: node bench/profile-stalls.mjs [grpc|binary|json] [seconds] [threshold ms]
 // Environment: OPERON_NODE_ARGS (node flags for Operon, space-separated).
-import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as protoLoader from "@grpc/proto-loader";
-import { PROTO_DIR } from "@operon/protocol/proto-dir";
 import { writeAddSubRepository } from "./lib/add-sub-load.mjs";
-import { ROOT, startOperon } from "./lib/processes.mjs";
+import { startOperon } from "./lib/processes.mjs";
+import { startStallAttack, stopStallAttack, writeStallAttackFiles } from "./lib/stall-probe.mjs";
 
 const [attack = "grpc", secondsText = "6", thresholdText = "20"] = process.argv.slice(2);
-const LIMIT = 64 * 1024 * 1024;
 const files = mkdtempSync(join(tmpdir(), "operon-stall-files-"));
 const profileDir = mkdtempSync(join(tmpdir(), "operon-stall-prof-"));
 const { repository } = writeAddSubRepository({ prefix: "operon-stall-repo-" });
@@ -28,7 +25,7 @@ const operon = await startOperon(repository, ["--load-model", "*", "--model-cont
     ...(process.env.OPERON_NODE_ARGS ?? "").split(" ").filter(Boolean),
   ],
 });
-const attacker = startAttack(attack);
+const attacker = startStallAttack(operon, attack, writeStallAttackFiles(files));
 const health = [];
 try {
   await sleep(500);
@@ -41,7 +38,7 @@ try {
     await sleep(20);
   }
 } finally {
-  attacker.kill("SIGKILL");
+  stopStallAttack(attacker);
   await operon.stop();
 }
 health.sort((a, b) => a - b);
@@ -55,55 +52,6 @@ const gateway = readdirSync(profileDir)
   .find((file) => readFileSync(file, "utf8").includes("frontends/http/http-frontend"));
 if (gateway === undefined) throw new Error(`no profile of the gateway thread in ${profileDir}`);
 stretches(JSON.parse(readFileSync(gateway, "utf8")), Number(thresholdText));
-
-function startAttack(kind) {
-  if (kind === "grpc") {
-    const file = join(files, "largest-grpc.bin");
-    writeFileSync(file, grpcMessage());
-    return spawn(process.execPath, [join(ROOT, "bench/lib/grpc-load.mjs"), operon.grpcAddress, file, "1", "8"], {
-      stdio: "ignore",
-    });
-  }
-  const file = join(files, `largest.${kind}`);
-  let headers;
-  if (kind === "binary") {
-    const header = Buffer.from(
-      JSON.stringify({
-        inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16], parameters: { binary_data_size: LIMIT - 4096 } }],
-      }),
-    );
-    writeFileSync(file, Buffer.concat([header, Buffer.alloc(LIMIT - 4096)]));
-    headers = [
-      "-H",
-      "content-type: application/octet-stream",
-      "-H",
-      `inference-header-content-length: ${header.length}`,
-    ];
-  } else {
-    const head = '{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,16],"data":[';
-    writeFileSync(file, `${head}${"0.5,".repeat(Math.floor((LIMIT - head.length - 16) / 4) - 1)}0.5]}]}`);
-    headers = ["-H", "content-type: application/json"];
-  }
-  const quoted = headers.map((arg) => `'${arg}'`).join(" ");
-  const script = `while true; do curl -s -o /dev/null -X POST ${quoted} --data-binary @'${file}' '${operon.httpUrl}/v2/models/add_sub/infer'; done`;
-  return spawn("bash", ["-c", script], { stdio: "ignore", detached: true });
-}
-
-function grpcMessage() {
-  // protoLoader's serializer, as bench section 5 builds its message.
-  const definition = protoLoader.loadSync(["grpc_service.proto"], {
-    keepCase: true,
-    longs: String,
-    defaults: true,
-    oneofs: true,
-    includeDirs: [PROTO_DIR],
-  });
-  return definition["inference.GRPCInferenceService"].ModelInfer.requestSerialize({
-    model_name: "add_sub",
-    inputs: [{ name: "INPUT0", datatype: "FP32", shape: [1, 16] }],
-    raw_input_contents: [Buffer.alloc(LIMIT - 1024)],
-  });
-}
 
 /** Busy stretches: consecutive samples without an idle one, longer than thresholdMs; where their time went. */
 function stretches(profile, thresholdMs) {

@@ -77,7 +77,8 @@ export function startStallAttack(operon, kind, files) {
   return spawn("bash", ["-c", script], { stdio: "ignore", detached: true });
 }
 
-function stopStallAttack(attacker) {
+/** Kills the attacker and what it started (curl under the bash loop). */
+export function stopStallAttack(attacker) {
   try {
     process.kill(-attacker.pid, "SIGKILL");
   } catch {
