@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { jobBucketSecs, runWindowOf, type ThroughputBucketTotals, throughputSeries } from "./job-throughput.js";
+import {
+  emptyBucketTotals,
+  jobBucketSecs,
+  runWindowOf,
+  type ThroughputBucketTotals,
+  throughputSeries,
+} from "./job-throughput.js";
 
 const T0 = new Date(Date.UTC(2026, 11, 5, 12, 0, 0));
 const at = (secs: number) => new Date(T0.getTime() + secs * 1000);
@@ -93,14 +99,7 @@ describe("a fast job's chart right after it ended", () => {
     const totals = new Map<number, ThroughputBucketTotals>();
     for (const sample of inWindow) {
       const bucket = Math.floor((at(sample.at).getTime() - window.from.getTime()) / (bucketSecs * 1000));
-      const entry = totals.get(bucket) ?? {
-        bucket,
-        jobRows: 0,
-        jobCoveredSecs: 0,
-        allJobsRequests: 0,
-        targetRequests: 0,
-        targetCoveredSecs: 0,
-      };
+      const entry = totals.get(bucket) ?? emptyBucketTotals(bucket);
       entry.jobRows += sample.rows;
       entry.jobCoveredSecs += sample.secs;
       totals.set(bucket, entry);

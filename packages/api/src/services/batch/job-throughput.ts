@@ -53,6 +53,11 @@ export interface ThroughputBucketTotals {
   targetCoveredSecs: number;
 }
 
+/** Bucket `bucket`'s totals before any sample is added. */
+export function emptyBucketTotals(bucket: number): ThroughputBucketTotals {
+  return { bucket, jobRows: 0, jobCoveredSecs: 0, allJobsRequests: 0, targetRequests: 0, targetCoveredSecs: 0 };
+}
+
 const NICE_BUCKETS = [1, 5, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 604800];
 
 /** The smallest round bucket of at least `minSecs` giving at most ~120 points over the range. */
@@ -175,14 +180,7 @@ export async function queryJobThroughput(prisma: PrismaClient, job: JobWindow): 
   ]);
   const totals = new Map<number, ThroughputBucketTotals>();
   const entry = (bucket: number) => {
-    const found = totals.get(bucket) ?? {
-      bucket,
-      jobRows: 0,
-      jobCoveredSecs: 0,
-      allJobsRequests: 0,
-      targetRequests: 0,
-      targetCoveredSecs: 0,
-    };
+    const found = totals.get(bucket) ?? emptyBucketTotals(bucket);
     totals.set(bucket, found);
     return found;
   };

@@ -15,6 +15,26 @@ const entry = (version: string, count: number, p99Us: number | null): OnlineLate
 
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
+/** The limiter settings of the stepping tests: 2 in flight after the first probe, steps of 3 windows. */
+const STEP_OPTIONS = { budgetMs: 50, probeWindows: 2, onlineSpanWindows: 3, initial: 2 };
+
+/** A monitor of model 'm' feeding `limiter`, every decision collected (then `afterDecision` runs). */
+function monitorOf(gateway: GatewayClient, limiter: AimdLimiter, windowMs: number, afterDecision?: () => void) {
+  const decisions: AimdDecision[] = [];
+  const monitor = OnlineLatencyMonitor.start({
+    gateway,
+    target: { name: "m" },
+    limiter,
+    logger: silent,
+    windowMs,
+    onDecision: (decision) => {
+      decisions.push(decision);
+      afterDecision?.();
+    },
+  });
+  return { decisions, monitor };
+}
+
 describe("online latency monitor", () => {
   afterEach(() => {
     vi.useRealTimers();
@@ -37,22 +57,8 @@ describe("online latency monitor", () => {
         return [entry("1", 50, 20_000)];
       },
     } as unknown as GatewayClient;
-    const limiter = new AimdLimiter({
-      budgetMs: 50,
-      probeWindows: 2,
-      onlineSpanWindows: 3,
-      firstProbeSpanWindows: 10,
-      initial: 2,
-    });
-    const decisions: AimdDecision[] = [];
-    const monitor = OnlineLatencyMonitor.start({
-      gateway,
-      target: { name: "m" },
-      limiter,
-      logger: silent,
-      windowMs: 50,
-      onDecision: (decision) => decisions.push(decision),
-    });
+    const limiter = new AimdLimiter({ ...STEP_OPTIONS, firstProbeSpanWindows: 10 });
+    const { decisions, monitor } = monitorOf(gateway, limiter, 50);
     while (decisions.length < 5) await new Promise((resolve) => setTimeout(resolve, 5));
     await monitor.stop();
     expect(decisions.slice(0, 5).map((d) => d.reason)).toEqual(["probe", "baseline", "hold", "hold", "idle"]);
@@ -115,25 +121,10 @@ describe("online latency monitor", () => {
         return [entry("1", Math.round((perSec * windowMs) / 1000), burst ? 24_900 : 30_000)];
       },
     } as unknown as GatewayClient;
-    const limiter = new AimdLimiter({
-      budgetMs: 50,
-      probeWindows: 2,
-      onlineSpanWindows: 3,
-      probeEveryWindows: 8,
-      initial: 2,
-    });
-    const decisions: AimdDecision[] = [];
-    const monitor = OnlineLatencyMonitor.start({
-      gateway,
-      target: { name: "m" },
-      limiter,
-      logger: silent,
-      windowMs: 1000,
-      onDecision: (decision) => {
-        decisions.push(decision);
-        // The job's requests of the next window: fast, and some finish every window it may send.
-        if (limiter.limit > 0) for (let i = 0; i < 10; i += 1) limiter.record(5);
-      },
+    const limiter = new AimdLimiter({ ...STEP_OPTIONS, probeEveryWindows: 8 });
+    const { decisions, monitor } = monitorOf(gateway, limiter, 1000, () => {
+      // The job's requests of the next window: fast, and some finish every window it may send.
+      if (limiter.limit > 0) for (let i = 0; i < 10; i += 1) limiter.record(5);
     });
     for (let second = 0; second < 60; second += 1) await vi.advanceTimersByTimeAsync(1000);
     await monitor.stop();
