@@ -532,13 +532,19 @@ describe("a batch that fails as a whole", () => {
 });
 
 describe("queue delay at microsecond resolution", () => {
-  it("sends a lone request once max_queue_delay_microseconds: 100 has passed, not a millisecond later", async () => {
+  /** One instance, max_queue_delay_microseconds: 100, time and turns in the test's hands. */
+  const delayed100us = () => {
     const clock = new FakeClock();
     const instances = new ManualInstances(1);
     const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, {
       describe: "model 'm'",
       clock,
     });
+    return { clock, instances, scheduler };
+  };
+
+  it("sends a lone request once max_queue_delay_microseconds: 100 has passed, not a millisecond later", async () => {
+    const { clock, instances, scheduler } = delayed100us();
     const result = scheduler.enqueue(request(1));
     expect(instances.executions).toHaveLength(0);
     clock.advance(90_000);
@@ -550,12 +556,7 @@ describe("queue delay at microsecond resolution", () => {
   });
 
   it("does not turn the event loop over waiting out a delay while every instance is busy; capacity sends the batch", async () => {
-    const clock = new FakeClock();
-    const instances = new ManualInstances(1);
-    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, {
-      describe: "model 'm'",
-      clock,
-    });
+    const { clock, instances, scheduler } = delayed100us();
     const first = scheduler.enqueue(request(1));
     clock.advance(105_000);
     expect(instances.executions).toHaveLength(1); // the only instance is now busy
@@ -577,12 +578,7 @@ describe("queue delay at microsecond resolution", () => {
   });
 
   it("waits out the rest of the delay when capacity comes back before it has passed", async () => {
-    const clock = new FakeClock();
-    const instances = new ManualInstances(1);
-    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, {
-      describe: "model 'm'",
-      clock,
-    });
+    const { clock, instances, scheduler } = delayed100us();
     const first = scheduler.enqueue(request(1));
     clock.advance(105_000);
     const second = scheduler.enqueue(request(2));
@@ -597,12 +593,7 @@ describe("queue delay at microsecond resolution", () => {
   });
 
   it("sends at once when every request its clients keep in flight is here: concurrency 1 pays no delay", async () => {
-    const clock = new FakeClock();
-    const instances = new ManualInstances(1);
-    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, {
-      describe: "model 'm'",
-      clock,
-    });
+    const { clock, instances, scheduler } = delayed100us();
     // One client, one request at a time. Until 16 have arrived there is no evidence: each waits out the delay.
     for (let i = 0; i < 15; i++) {
       const result = scheduler.enqueue(request(i));
@@ -625,12 +616,7 @@ describe("queue delay at microsecond resolution", () => {
   });
 
   it("still waits while fewer requests are here than the clients have kept in flight", async () => {
-    const clock = new FakeClock();
-    const instances = new ManualInstances(1);
-    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, {
-      describe: "model 'm'",
-      clock,
-    });
+    const { clock, instances, scheduler } = delayed100us();
     // Two clients: pairs that arrive together and run as one batch.
     for (let pair = 0; pair < 8; pair++) {
       const both = [scheduler.enqueue(request(2 * pair)), scheduler.enqueue(request(2 * pair + 1))];
@@ -651,12 +637,7 @@ describe("queue delay at microsecond resolution", () => {
   });
 
   it("joins the requests that arrive within the delay into one batch", async () => {
-    const clock = new FakeClock();
-    const instances = new ManualInstances(1);
-    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 100_000 }), instances, {
-      describe: "model 'm'",
-      clock,
-    });
+    const { clock, instances, scheduler } = delayed100us();
     const first = scheduler.enqueue(request(1));
     clock.advance(40_000);
     const second = scheduler.enqueue(request(2));
