@@ -7,7 +7,7 @@ import { OperonError } from "@operon/protocol/errors";
 import { type Tensor, assertTensorByteSize, encodeBytesElements, forEachBytesElement } from "@operon/protocol/tensor";
 import type { InstanceKind, IoInfo } from "@operon/protocol/worker-wire";
 import { BACKEND_API_VERSION } from "@operon/backend-api/backend-api-version";
-import { openSyncSession, type SyncSession } from "./ort-sync-session.js";
+import { openSyncSession, QUIET_RUN_OPTIONS, type SyncSession } from "./ort-sync-session.js";
 import {
   type Backend,
   type BackendExecuteResult,
@@ -43,8 +43,6 @@ const ORT_TO_DATATYPE: Readonly<Record<string, DataType>> = {
   string: "BYTES",
 };
 
-const RUN_OPTIONS: ort.InferenceSession.RunOptions = { logSeverityLevel: 4 };
-
 /** A loaded model as execute() uses it: ort-sync-session's SyncSession, or the public API's behind the same shape. */
 type OrtSession = Omit<SyncSession, "run" | "release"> & {
   run(
@@ -60,9 +58,10 @@ function publicSession(session: ort.InferenceSession): OrtSession {
     inputMetadata: session.inputMetadata,
     outputMetadata: session.outputMetadata,
     outputNames: session.outputNames,
-    // The failure comes back to the caller; ORT need not also print it to stderr.
     run: (feeds, fetches) =>
-      fetches === undefined ? session.run(feeds, RUN_OPTIONS) : session.run(feeds, [...fetches], RUN_OPTIONS),
+      fetches === undefined
+        ? session.run(feeds, QUIET_RUN_OPTIONS)
+        : session.run(feeds, [...fetches], QUIET_RUN_OPTIONS),
     release: () => session.release(),
   };
 }

@@ -74,8 +74,8 @@ const ONNX_TYPE_NAMES: Readonly<Record<number, ort.Tensor.Type>> = {
   13: "uint64",
 };
 
-/** The failure comes back to the caller; ORT need not also print it to stderr. */
-const RUN_OPTIONS: ort.InferenceSession.RunOptions = { logSeverityLevel: 4 };
+/** Every run's options: the failure comes back to the caller; ORT need not also print it to stderr. */
+export const QUIET_RUN_OPTIONS: ort.InferenceSession.RunOptions = { logSeverityLevel: 4 };
 
 let nativeBinding: NativeBinding | null | undefined;
 
@@ -135,7 +135,7 @@ export function openSyncSession(
         wanted = {};
         for (const name of fetches) wanted[name] = null;
       }
-      return native.run(feeds, wanted, RUN_OPTIONS);
+      return native.run(feeds, wanted, QUIET_RUN_OPTIONS);
     },
     release: () => native.dispose(),
   };
