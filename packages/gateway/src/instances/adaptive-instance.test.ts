@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { IoInfo } from "@operon/protocol/worker-wire";
+import type { LoopHold, LoopHoldClock } from "./loop-hold-clock.js";
 import { describe, expect, it } from "vitest";
 import { AdaptiveInstance, SlowExecutions, type AdaptiveInstanceOptions } from "./adaptive-instance.js";
 import type {
@@ -23,13 +24,16 @@ class FakeInstance extends EventEmitter implements BackendInstance {
   readonly batches: number[][] = [];
   stopped = false;
   failLoad = false;
+  holdClock: LoopHoldClock = "wall";
+  /** What the checked clock says of each execution. */
+  preempted = false;
   /** Each execution spins this long (ns of CPU): what the probe measures. */
   busyNs = 0;
 
   constructor(
     readonly isolation: InstanceIsolation,
     private readonly io: IoInfo[],
-    private readonly onDuration?: (ns: number) => void,
+    private readonly onDuration?: (hold: LoopHold, clock: LoopHoldClock) => void,
     public reportNs = () => 1_000,
   ) {
     super();
@@ -48,7 +52,10 @@ class FakeInstance extends EventEmitter implements BackendInstance {
       const used = process.cpuUsage(start);
       if ((used.user + used.system) * 1000 >= this.busyNs) break;
     }
-    this.onDuration?.(this.reportNs());
+    this.onDuration?.(
+      { ns: this.reportNs(), preempted: this.holdClock === "checked" ? this.preempted : undefined },
+      this.holdClock,
+    );
     return { outputs: inputs, timing: { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 } };
   }
 
@@ -163,8 +170,12 @@ describe("AdaptiveInstance", () => {
     const { instance, placed, started } = adaptive({ probeBudgetNs: 1e9 });
     await instance.load(LOAD);
     const inline = started.inline!;
-    // Two slow executions among fast ones: not yet (one preempted run must not move a tiny model).
+    expect(inline.holdClock).toBe("wall");
+    // A slow execution by the wall clock is a suspicion only: the next ones are timed by the checked clock.
     inline.reportNs = () => 2e6;
+    await instance.execute(ROW);
+    expect(inline.holdClock).toBe("checked");
+    // Two slow ones among fast ones: not yet (a page fault or a GC pause can lengthen one run).
     await instance.execute(ROW);
     await instance.execute(ROW);
     inline.reportNs = () => 20_000;
@@ -182,10 +193,29 @@ describe("AdaptiveInstance", () => {
     expect(started.thread!.batches).toEqual([[1]]);
   });
 
+  it("stays inline when the checked clock clears a suspicion (the OS preempted the gateway), back on the wall clock", async () => {
+    const { instance, started } = adaptive({ probeBudgetNs: 1e9 });
+    await instance.load(LOAD);
+    const inline = started.inline!;
+    inline.reportNs = () => 50e6;
+    await instance.execute(ROW);
+    expect(inline.holdClock).toBe("checked");
+    // Long executions the OS interrupted count for nothing; the others are fast.
+    inline.preempted = true;
+    for (let i = 0; i < 10; i += 1) await instance.execute(ROW);
+    inline.preempted = false;
+    inline.reportNs = () => 20_000;
+    for (let i = 0; i < 990; i += 1) await instance.execute(ROW);
+    expect(inline.holdClock).toBe("wall");
+    expect(instance.isolation).toBe("inline");
+    expect(started.thread).toBeUndefined();
+  });
+
   it("stays on the event loop, saying why, when the move fails while serving", async () => {
     const { instance, failures, started } = adaptive({ probeBudgetNs: 1e9, failThreadLoad: true });
     await instance.load(LOAD);
     started.inline!.reportNs = () => 50e6;
+    await instance.execute(ROW);
     await instance.execute(ROW);
     await until(() => failures.length > 0);
     expect(failures).toEqual(["thread load failed"]);

@@ -14,11 +14,20 @@ import {
   type WorkerLoadSpec,
 } from "./backend-instance.js";
 import { INLINE_PROBE_BUDGET_NS, measureExecutions, probeInputs } from "./inline-fit.js";
+import type { LoopHold, LoopHoldClock } from "./loop-hold-clock.js";
+
+/** An instance on the event loop whose executions' clock can be switched (InlineInstance). */
+export interface TimedInlineInstance extends BackendInstance {
+  holdClock: LoopHoldClock;
+}
+
+/** Executions timed by the checked clock after a wall-clock suspicion, before it goes back to the wall clock. */
+const CHECKED_EXECUTIONS = 1000;
 
 export interface AdaptiveInstanceOptions {
   instanceName: string;
-  /** Starts the instance on the gateway's event loop; `onDuration` hears every execution's time (ns). */
-  startInline(onDuration: (ns: number) => void): BackendInstance;
+  /** Starts the instance on the gateway's event loop; `onDuration` hears every execution's time and its clock. */
+  startInline(onDuration: (hold: LoopHold, clock: LoopHoldClock) => void): TimedInlineInstance;
   /** Starts the instance on a thread. */
   startThread(): BackendInstance;
   /** What a freshly loaded thread runs before it serves (the model's warmup samples); default nothing. */
@@ -42,7 +51,13 @@ export interface AdaptiveInstanceOptions {
  * costs under INLINE_PROBE_BUDGET_NS; otherwise it moves to a thread before
  * it serves. While it serves inline, executions that still run long
  * (SlowExecutions) move it to a thread: new batches go to the thread once
- * it is loaded and warm, the ones under way finish inline.
+ * it is loaded and warm, the ones under way finish inline. Executions are
+ * timed by the wall clock; one over SlowExecutionRule.slowNs only raises a
+ * suspicion: the next CHECKED_EXECUTIONS are timed by the checked clock
+ * (loop-hold-clock.ts), which tells the executions the OS interrupted (on a
+ * loaded host it preempts the gateway in the middle of a 30 µs run, which
+ * then reads as milliseconds), and only the uninterrupted ones count
+ * towards a move.
  *
  * To the pool it is one instance: one execution at a time, its `isolation`
  * where it runs now, its exit the current one's (a crash of the thread
@@ -60,12 +75,16 @@ export class AdaptiveInstance extends EventEmitter implements BackendInstance {
   /** Set once the instance serves inline: the probe's own runs are no verdict on its place. */
   private servingInline = false;
   private readonly slow: SlowExecutions;
+  private readonly inline: TimedInlineInstance;
+  /** Executions left to time by the CPU-bounded clock after a suspicion; 0: the wall clock. */
+  private checksLeft = 0;
 
   constructor(private readonly options: AdaptiveInstanceOptions) {
     super();
     this.instanceName = options.instanceName;
     this.slow = new SlowExecutions(options.slowExecution);
-    this.current = this.adopt(options.startInline((ns) => this.noteDuration(ns)));
+    this.inline = options.startInline((hold, clock) => this.noteDuration(hold, clock));
+    this.current = this.adopt(this.inline);
   }
 
   get isolation(): InstanceIsolation {
@@ -148,10 +167,19 @@ export class AdaptiveInstance extends EventEmitter implements BackendInstance {
     this.current.kill(signal);
   }
 
-  private noteDuration(ns: number): void {
-    if (!this.servingInline) return;
-    const reason = this.slow.note(ns);
-    if (reason !== undefined && this.moving === undefined && !this.stopped) void this.moveToThread(reason, false);
+  private noteDuration(hold: LoopHold, clock: LoopHoldClock): void {
+    if (!this.servingInline || this.moving !== undefined || this.stopped) return;
+    if (clock === "wall") {
+      if (hold.ns > this.slow.slowNs) {
+        this.checksLeft = CHECKED_EXECUTIONS;
+        this.inline.holdClock = "checked";
+      }
+      return;
+    }
+    // An interrupted execution says nothing of the model; without schedstat (preempted unknown), all count.
+    const reason = hold.preempted === true ? undefined : this.slow.note(hold.ns);
+    if (reason !== undefined) void this.moveToThread(reason, false);
+    else if (--this.checksLeft <= 0) this.inline.holdClock = "wall";
   }
 
   /**
@@ -208,15 +236,20 @@ export interface SlowExecutionRule {
 const DEFAULT_SLOW_EXECUTION: SlowExecutionRule = { slowNs: 1e6, count: 3, window: 1000, outrightNs: 10e6 };
 
 /**
- * When an inline instance should move to a thread: one execution that held the event loop over 10 ms, or
- * three over 1 ms among the last thousand. Not the first slow one: on a loaded 2-core host the OS may
- * preempt the gateway in the middle of a 30 µs run, and that one execution reads as long.
+ * When an inline instance should move to a thread, from executions the OS did not interrupt: one that
+ * held the event loop over 10 ms, or three over 1 ms among the last thousand (not the first one over 1 ms:
+ * a page fault or a GC pause can lengthen one run of a tiny model).
  */
 export class SlowExecutions {
   private readonly rule: SlowExecutionRule;
   /** One execution over this (ns) moves the instance at once. */
   get outrightNs(): number {
     return this.rule.outrightNs;
+  }
+
+  /** An execution over this (ns) is slow. */
+  get slowNs(): number {
+    return this.rule.slowNs;
   }
 
   private executions = 0;

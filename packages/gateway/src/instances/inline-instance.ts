@@ -6,7 +6,7 @@ import { logIdFields } from "@operon/protocol/logger";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { InProcessBackend, InProcessBackendModule } from "@operon/protocol/thread-wire";
 import type { IoInfo } from "@operon/protocol/worker-wire";
-import { startLoopHoldClock } from "./loop-hold-clock.js";
+import { type LoopHold, type LoopHoldClock, startLoopHoldClock } from "./loop-hold-clock.js";
 import {
   type BackendInstance,
   type BlsRequestHandler,
@@ -26,8 +26,11 @@ export interface InlineInstanceOptions {
   onLog?: (level: "debug" | "info" | "warn" | "error", message: string, fields: Record<string, unknown>) => void;
   /** An execution longer than this (ms) held the event loop too long: warned once per instance. Default 2 ms. */
   slowExecuteMs?: number;
-  /** Hears how long each execution held the event loop (ns, loop-hold-clock.ts): how an adaptive instance (adaptive-instance.ts) judges its place. */
-  onDuration?: (ns: number) => void;
+  /**
+   * Hears how long each execution held the event loop (ns), and by which clock (loop-hold-clock.ts; see
+   * `holdClock`): how an adaptive instance (adaptive-instance.ts) judges its place.
+   */
+  onDuration?: (hold: LoopHold, clock: LoopHoldClock) => void;
 }
 
 /** Above this an inline execution delays every other request the gateway serves by as much. */
@@ -61,6 +64,8 @@ export class InlineInstance extends EventEmitter implements BackendInstance {
   private stopped = false;
   private warnedSlow = false;
   private executeNs = 0;
+  /** The clock executions are timed by (loop-hold-clock.ts): "wall" unless an adaptive instance checks a suspicion. */
+  holdClock: LoopHoldClock = "wall";
   private readonly slowExecuteNs: number;
   /** The log ids of the execution running now: the backend's log lines carry them. */
   private currentLogIds: string[] | undefined;
@@ -101,7 +106,8 @@ export class InlineInstance extends EventEmitter implements BackendInstance {
     // Chained: one execution at a time, in the order asked, as on a thread.
     const run = this.tail.then(async () => {
       this.currentLogIds = options?.logIds;
-      const held = startLoopHoldClock();
+      const clock = this.holdClock;
+      const held = startLoopHoldClock(clock);
       try {
         return await backend.execute(inputs, outputNames);
       } catch (error) {
@@ -109,7 +115,7 @@ export class InlineInstance extends EventEmitter implements BackendInstance {
       } finally {
         this.currentLogIds = undefined;
         this.queued -= 1;
-        this.noteDuration(held());
+        this.noteDuration(held(), clock);
       }
     });
     this.tail = run.catch(() => undefined);
@@ -151,9 +157,10 @@ export class InlineInstance extends EventEmitter implements BackendInstance {
     this.emit("exit", info);
   }
 
-  private noteDuration(ns: number): void {
+  private noteDuration(hold: LoopHold, clock: LoopHoldClock): void {
+    const ns = hold.ns;
     this.executeNs += ns;
-    this.options.onDuration?.(ns);
+    this.options.onDuration?.(hold, clock);
     if (ns <= this.slowExecuteNs || this.warnedSlow) return;
     this.warnedSlow = true;
     this.onLog(

@@ -13,6 +13,7 @@ import { hostGpus, type GpuInventory } from "./gpu-inventory.js";
 import { placementOf, type InstancePlacement } from "./instance-placement.js";
 import { inlineCandidacy } from "./inline-fit.js";
 import { InlineInstance } from "./inline-instance.js";
+import type { LoopHold, LoopHoldClock } from "./loop-hold-clock.js";
 import { ThreadInstance } from "./thread-instance.js";
 import { type BlsRequest, WorkerProcess } from "./worker-process.js";
 import { runWarmup, type WarmupSample } from "./model-warmup.js";
@@ -156,7 +157,7 @@ export async function launchInstance(
       onLog: (level, message, fields) =>
         options.logger[level]({ ...fields, instance: instanceName, thread: true }, message),
     });
-  const startInline = (onDuration?: (ns: number) => void): BackendInstance =>
+  const startInline = (onDuration?: (hold: LoopHold, clock: LoopHoldClock) => void): InlineInstance =>
     InlineInstance.start({
       entry: join(dirname(options.workerEntry), "in-process-backend.js"),
       instanceName,

@@ -1,16 +1,63 @@
+import { openSync, readSync } from "node:fs";
+
 /**
- * How long a piece of work on the event loop held it, in ns: its wall time, but no more than the CPU time the
- * whole process used meanwhile. On a loaded host the OS preempts the gateway's thread in the middle of a run,
- * and the wall time then counts milliseconds in which other processes ran; the process's CPU time (every
- * thread of it) never counts those, and never reads less than this thread's own share. Node 20 has no
- * per-thread CPU clock; one getrusage call at each end costs under a microsecond.
+ * How long a piece of work on the event loop held it, in ns, by one of two clocks:
+ *
+ * - "wall": its wall time. Cheap (one hrtime read at each end), but on a loaded host the OS preempts the
+ *   gateway's thread in the middle of a run, and the wall time then counts milliseconds in which other
+ *   processes ran: a 30 µs run reads as 10 ms.
+ * - "checked": the wall time, and whether the thread was switched out during the span (`preempted`): a
+ *   reading of a span in which it never was is the time the work held the loop. The switch count is Linux's per-thread schedstat (its third field,
+ *   counted at every switch-in, exact; the CPU-time field beside it is updated only at scheduler ticks, too
+ *   coarse for microseconds, and the process's CPU time counts every other thread, busy exactly when the
+ *   host is). Dearer: a read of /proc at each end (a few µs, as much as a tiny model's run), so it is for
+ *   checking a suspicion the wall clock raised, or timing a probe, not for every execution. Where schedstat
+ *   cannot be read, `preempted` is undefined.
+ *
+ * The clock must be read on the thread whose loop it times: the gateway's main thread (inline instances and
+ * their probes run there).
  */
-export function startLoopHoldClock(): () => number {
+export type LoopHoldClock = "wall" | "checked";
+
+/** One span's reading: its wall time, and by the "checked" clock whether the thread left the CPU in it. */
+export interface LoopHold {
+  ns: number;
+  /** true: switched out (the wall time counts others' work too); false: it ran throughout; undefined: not known. */
+  preempted: boolean | undefined;
+}
+
+export function startLoopHoldClock(clock: LoopHoldClock): () => LoopHold {
+  const switches = clock === "checked" ? switchCounter() : undefined;
+  const switchesAtStart = switches?.();
   const wallStart = process.hrtime.bigint();
-  const cpuStart = process.cpuUsage();
   return () => {
-    const wallNs = Number(process.hrtime.bigint() - wallStart);
-    const cpu = process.cpuUsage(cpuStart);
-    return Math.min(wallNs, (cpu.user + cpu.system) * 1000);
+    const ns = Number(process.hrtime.bigint() - wallStart);
+    return { ns, preempted: switches === undefined ? undefined : switches() !== switchesAtStart };
   };
+}
+
+let counter: (() => number) | null | undefined;
+
+/** How often the calling thread was switched in so far; undefined where schedstat cannot be read. */
+function switchCounter(): (() => number) | undefined {
+  if (counter === undefined) counter = openSchedstat();
+  return counter ?? undefined;
+}
+
+function openSchedstat(): (() => number) | null {
+  try {
+    const fd = openSync("/proc/thread-self/schedstat", "r");
+    const buffer = Buffer.alloc(96);
+    // procfs regenerates the file on every read from offset 0: "<ns on cpu> <ns waiting> <switch-ins>".
+    const read = (): number =>
+      Number(
+        buffer
+          .toString("latin1", 0, readSync(fd, buffer, 0, buffer.length, 0))
+          .trim()
+          .split(" ")[2],
+      );
+    return Number.isFinite(read()) ? read : null;
+  } catch {
+    return null;
+  }
 }
