@@ -17,7 +17,11 @@ let gateway: TestGateway;
 
 beforeAll(async () => {
   // On threads (not "auto", which puts the tiny add_sub on the event loop): the thread rows are what this checks.
-  gateway = await startTestGateway({ modelRepositories: [EXAMPLES], loadModels: ["add_sub"], backendIsolation: "thread" });
+  gateway = await startTestGateway({
+    modelRepositories: [EXAMPLES],
+    loadModels: ["add_sub"],
+    backendIsolation: "thread",
+  });
 });
 afterAll(async () => {
   await gateway?.stop();
