@@ -24,9 +24,9 @@ const shared = {
   pool: "forks" as const,
 };
 
-// One empty embedded database made for the run, copied by the tests that need one instead of each
-// running PGlite's initdb again (packages/db/src/testing/embedded-template.ts).
-const EMBEDDED_TEMPLATE_SETUP = "packages/db/src/testing/embedded-template-setup.ts";
+// The template databases made for the run (an empty and a migrated embedded one, a migrated PostgreSQL one),
+// copied by the tests that need one instead of each running initdb and the migrations again.
+const DATABASE_TEMPLATES_SETUP = "packages/db/src/testing/database-templates-setup.ts";
 
 export default defineConfig({
   resolve: { conditions: ["source"] },
@@ -45,7 +45,7 @@ export default defineConfig({
             ".ci/*.test.ts",
           ],
           isolate: false,
-          globalSetup: [EMBEDDED_TEMPLATE_SETUP],
+          globalSetup: [DATABASE_TEMPLATES_SETUP],
           testTimeout: 30_000,
           hookTimeout: 60_000,
         },
@@ -57,7 +57,7 @@ export default defineConfig({
           name: "system",
           include: ["e2e/**/*.test.ts"],
           exclude: [...shared.exclude, "e2e/browser/**"],
-          globalSetup: [EMBEDDED_TEMPLATE_SETUP],
+          globalSetup: [DATABASE_TEMPLATES_SETUP],
           testTimeout: 30_000,
           hookTimeout: 60_000,
         },

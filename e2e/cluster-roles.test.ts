@@ -66,7 +66,8 @@ describe("--role: one control plane and two gateways on one PostgreSQL", () => {
   let gateways: RunningOperon[] = [];
 
   beforeAll(async () => {
-    cluster = await startTestCluster({ prefix: "operon_roles" });
+    // On an empty database: the one cluster whose control plane's first start migrates PostgreSQL.
+    cluster = await startTestCluster({ prefix: "operon_roles", migrated: false });
     ({ name, controlPlane, gateways } = cluster);
   }, 300_000);
 

@@ -324,9 +324,9 @@ describe("operon serve with the control plane", () => {
 describe("operon serve --require-api-key", () => {
   it("refuses inference without a key and serves it with one made by operon keys create", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "operon-cp-require-"));
-    // A copy of the run's empty embedded database, as startOperon gives every test: this test is not about a first
+    // A copy of the run's migrated embedded database, as startOperon gives every test: this test is not about a first
     // start (the "operon serve with the control plane" tests are), and initdb took 7 to 50 s on the loaded host.
-    seedEmbeddedDatabase(join(dataDir, "db"));
+    seedEmbeddedDatabase(join(dataDir, "db"), { migrated: true });
     expect(
       (
         await runOperon([
@@ -360,9 +360,9 @@ describe("operon serve --require-api-key", () => {
 describe("model control beyond loopback", () => {
   it("refuses to start when model control would be open to the network", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "operon-cp-exposed-"));
-    // A copy of the run's empty embedded database, as startOperon gives every test: this test is not about a first
+    // A copy of the run's migrated embedded database, as startOperon gives every test: this test is not about a first
     // start (the "operon serve with the control plane" tests are), and initdb took 7 to 50 s on the loaded host.
-    seedEmbeddedDatabase(join(dataDir, "db"));
+    seedEmbeddedDatabase(join(dataDir, "db"), { migrated: true });
     const result = await runOperon([
       "serve",
       "--model-repository",

@@ -24,9 +24,9 @@ const load = (server: RunningOperon, key?: string): Promise<Response> =>
 
 describe("model control stays locked once keys exist", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "operon-sec-mc-"));
-  // A copy of the run's empty embedded database, as startOperon gives a folder it makes itself (initdb took 7 to 50 s
+  // A copy of the run's migrated embedded database, as startOperon gives a folder it makes itself (initdb took 7 to 50 s
   // on the loaded host); the restarts below reopen this folder.
-  seedEmbeddedDatabase(join(dataDir, "db"));
+  seedEmbeddedDatabase(join(dataDir, "db"), { migrated: true });
   let server: RunningOperon | undefined;
   afterAll(async () => {
     await server?.stop();

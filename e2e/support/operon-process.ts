@@ -47,10 +47,11 @@ export async function startOperon(
 ): Promise<RunningOperon> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "operon-e2e-data-"));
   // A control plane on the embedded database in a data folder made here starts from a copy of the run's
-  // empty cluster rather than PGlite's initdb (packages/db/src/testing/embedded-template.ts): the server
-  // still opens and migrates it as on a first start. Tests that bring their own folder start it truly fresh.
+  // migrated cluster rather than PGlite's initdb and 26 migrations (packages/db/src/testing/embedded-template.ts):
+  // what a first start leaves; the server still opens it and checks its migrations, finding none to apply.
+  // Tests that bring their own folder (those about a first start) start it truly fresh.
   if (options.dataDir === undefined && usesEmbeddedControlPlane(args, options.env)) {
-    seedEmbeddedDatabase(join(dataDir, "db"));
+    seedEmbeddedDatabase(join(dataDir, "db"), { migrated: true });
   }
   const child = spawn(
     process.execPath,

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { cpSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createPostgresDatabase } from "@operon/db/testing/postgres-template";
 import pg from "pg";
 import { TEST_ADMIN } from "./control-plane-server.js";
 import { EXAMPLE_REPOSITORY, startOperon, type RunningOperon } from "./operon-process.js";
@@ -50,15 +51,18 @@ export async function startTestCluster(options: {
   controlPlaneArgs?: string[];
   /** Adds models to the store (beside add_sub) before anything serves it. */
   prepareStore?: (store: string) => void;
+  /**
+   * false: the database starts empty and the control plane's first start migrates it. By default it is a
+   * copy of the run's migrated template (packages/db/src/testing/postgres-template.ts), as the control plane
+   * leaves it after its first start, and that start only checks the migrations.
+   */
+  migrated?: boolean;
 }): Promise<TestCluster> {
   const name = `${options.prefix}_${randomBytes(5).toString("hex")}`;
   const store = mkdtempSync(join(tmpdir(), `${options.prefix}-store-`));
   cpSync(join(EXAMPLE_REPOSITORY, "add_sub"), join(store, "add_sub"), { recursive: true });
   options.prepareStore?.(store);
-  await sql(PG_ADMIN_URL, `CREATE DATABASE "${name}"`);
-  const parsed = new URL(PG_ADMIN_URL);
-  parsed.pathname = `/${name}`;
-  const url = parsed.toString();
+  const url = await createPostgresDatabase(PG_ADMIN_URL, name, { migrated: options.migrated ?? true });
   const served = ["--model-repository", store, "--model-control-mode", "explicit", "--load-model", "*"];
   const cluster: TestCluster = {
     name,

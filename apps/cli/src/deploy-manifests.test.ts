@@ -391,7 +391,7 @@ describe("deploy/kubernetes against what the server reads and serves", () => {
         environment[name] = name.endsWith("_PORT") ? "0" : moved(value);
       for (const name of secrets) {
         expect(name).toBe("OPERON_DATABASE_URL");
-        database ??= await createTestPostgresDatabase();
+        database ??= await createTestPostgresDatabase({ migrated: true });
         environment[name] = database.url;
       }
       const args = (container.args as string[]).map((arg) => {

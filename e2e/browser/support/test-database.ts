@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import pg from "pg";
+import { createPostgresDatabase, runAsAdmin } from "@operon/db/testing/postgres-template";
 
 /**
- * A fresh, empty PostgreSQL database for one browser-test system, dropped
+ * A fresh PostgreSQL database for one browser-test system, dropped
  * after it stops. The embedded database (`memory:`, PGlite) was the largest
  * part of a system's start-up on the 2-core machine: "control plane database
  * ready" 34.7 s after the spawn against 12.3 s with PostgreSQL (the first
@@ -19,35 +19,28 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-async function asAdmin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: TEST_POSTGRES_ADMIN_URL, connectionTimeoutMillis: 5000 });
-  try {
-    await client.connect();
-  } catch (error) {
-    throw new Error(
-      `the browser tests need PostgreSQL, unreachable at ${TEST_POSTGRES_ADMIN_URL} (${(error as Error).message}); start it (pg_ctlcluster <version> main start) or set OPERON_TEST_POSTGRES_URL`,
-      { cause: error },
-    );
-  }
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
+/**
+ * The database starts as a copy of the run's migrated template (made by the
+ * browser project's global setup, global-setup.ts): the server's start-up
+ * migrate() then finds nothing to apply instead of running 26 migrations on
+ * every system's start. First starts on an empty database are the system
+ * tests' subject (e2e/control-plane.test.ts, e2e/cluster-roles.test.ts).
+ */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `operon_browser_${randomBytes(6).toString("hex")}`;
-  await asAdmin(`CREATE DATABASE "${name}"`);
-  const url = new URL(TEST_POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
+  let url: string;
+  try {
+    url = await createPostgresDatabase(TEST_POSTGRES_ADMIN_URL, name, { migrated: true });
+  } catch (error) {
+    throw new Error(`the browser tests need PostgreSQL: ${(error as Error).message}`, { cause: error });
+  }
   let dropped = false;
   return {
-    url: url.toString(),
+    url,
     async drop() {
       if (dropped) return;
       dropped = true;
-      await asAdmin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await runAsAdmin(TEST_POSTGRES_ADMIN_URL, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     },
   };
 }

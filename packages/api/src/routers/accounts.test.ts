@@ -11,7 +11,7 @@ import {
   type ControlPlaneHarness,
 } from "../testing/control-plane-harness.js";
 
-describe.each(testDatabaseBackends())("accounts, API keys and audit on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("accounts, API keys and audit on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
 

@@ -30,7 +30,7 @@ output [
 instance_group [ { kind: KIND_CPU, count: 2 } ]
 `;
 
-describe.each(testDatabaseBackends())("config.pbtxt text on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("config.pbtxt text on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
   let gateway: TestGateway;

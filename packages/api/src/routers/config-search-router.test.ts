@@ -9,7 +9,7 @@ import { appCodeOf, createControlPlaneHarness, type ControlPlaneHarness } from "
 
 // Who may do what with config searches, bad input, and what a restart does
 // to a search it interrupted. Searches that measure run in e2e/config-search.test.ts.
-describe.each(testDatabaseBackends())("config search router on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("config search router on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
 

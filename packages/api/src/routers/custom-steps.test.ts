@@ -54,7 +54,7 @@ const TENSORS = {
   outputs: [{ name: "label", datatype: "BYTES" as const, dims: [2] }],
 };
 
-describe.each(testDatabaseBackends())("custom steps on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("custom steps on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
   let gateway: TestGateway;

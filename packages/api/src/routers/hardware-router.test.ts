@@ -4,7 +4,7 @@ import type { Database } from "@operon/db";
 import { testDatabaseBackends } from "@operon/db/testing/test-databases";
 import { appCodeOf, createControlPlaneHarness, type ControlPlaneHarness } from "../testing/control-plane-harness.js";
 
-describe.each(testDatabaseBackends())("hardware router on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("hardware router on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
 

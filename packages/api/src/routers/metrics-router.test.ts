@@ -85,7 +85,7 @@ function sequence(seed: number): () => number {
   };
 }
 
-describe.each(testDatabaseBackends())("usage sampler and metrics router on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("usage sampler and metrics router on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
 

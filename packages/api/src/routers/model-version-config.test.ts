@@ -17,7 +17,7 @@ const ADD_SUB = writeAddSubModel({ datatype: "FP32", shape: [-1, 16] });
 const OTHER = writeAddSubModel({ datatype: "FP32", shape: [-1, 8] });
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
-describe.each(testDatabaseBackends())("new versions on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("new versions on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
   let gateway: TestGateway;

@@ -58,7 +58,7 @@ const addSubInputs = [
   { name: "INPUT1", datatype: "FP32" as const, shape: [1, 16], data: ones },
 ];
 
-describe.each(testDatabaseBackends())("models on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("models on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
   let gateway: TestGateway;

@@ -117,7 +117,7 @@ afterAll(async () => {
   await gateway?.stop();
 });
 
-describe.each(testDatabaseBackends())("operators router on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("operators router on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
   // The gateway is shared by both database runs: names of their own keep them apart.

@@ -42,7 +42,7 @@ afterAll(async () => {
 
 const quick = { batchSize: 1, measurementIntervalMs: 150, maxTrials: 3, concurrency: { start: 1, end: 1, step: 1 } };
 
-describe.each(testDatabaseBackends())("perf inputs on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("perf inputs on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
 

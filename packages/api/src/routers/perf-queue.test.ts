@@ -63,7 +63,7 @@ async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, wha
   throw new Error(`timed out waiting for ${what}`);
 }
 
-describe.each(testDatabaseBackends())("perf queue on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("perf queue on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
   const progress = (id: string): Promise<PerfProgressView> => h.as("VIEWER").perf.progress({ id });

@@ -44,7 +44,7 @@ afterAll(async () => {
 
 const quick = { batchSize: 1, measurementIntervalMs: 150, maxTrials: 3 };
 
-describe.each(testDatabaseBackends())("perf router on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("perf router on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
 

@@ -69,7 +69,7 @@ class FakeGateway {
   }
 }
 
-describe.each(testDatabaseBackends())("scheduler router and runner on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("scheduler router and runner on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
   let gateway: FakeGateway;

@@ -53,7 +53,7 @@ async function classify(httpUrl: string, model: string, file: Buffer): Promise<{
   return { label: String(out("label")), score: Number(out("score")) };
 }
 
-describe.each(testDatabaseBackends())("step models on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("step models on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
   let gateway: TestGateway;

@@ -7,7 +7,7 @@ import type { GatewayClient } from "../services/gateway/gateway-client.js";
 
 const silent = { info() {}, warn() {}, error() {}, debug() {} } as never;
 
-describe.each(testDatabaseBackends())("tenants router on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("tenants router on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
 

@@ -27,7 +27,7 @@ afterAll(async () => {
   await gateway?.stop();
 });
 
-describe.each(testDatabaseBackends())("workers router on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("workers router on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
   let down: ControlPlane | undefined;

@@ -42,7 +42,7 @@ describe("parseJsonColumn", () => {
   });
 });
 
-describe.each(testDatabaseBackends())("JSON columns read through the API on $name", (backend) => {
+describe.each(testDatabaseBackends({ migrated: true }))("JSON columns read through the API on $name", (backend) => {
   let db: Database;
   let h: ControlPlaneHarness;
 

@@ -1,13 +1,17 @@
 // Test databases for suites that must run against both the embedded
-// database and a real PostgreSQL. Each backend gives a fresh, empty database
-// (not migrated) and removes it on teardown.
+// database and a real PostgreSQL. Each backend gives a fresh database of its
+// own and removes it on teardown: empty (not migrated) by default, for tests
+// of migrating; with `migrated: true`, for tests that migrate it anyway, a
+// copy of the run's migrated template (embedded-template.ts,
+// postgres-template.ts) where the run has one, so their migrate() is a check
+// that finds nothing to apply.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { openDatabase, type Database } from "../database.js";
 import { seedEmbeddedDatabase } from "./embedded-template.js";
+import { createPostgresDatabase, runAsAdmin } from "./postgres-template.js";
 
 // PostgreSQL is required, never skipped: the server that CI and this machine
 // run on 127.0.0.1:5432 (override with OPERON_TEST_POSTGRES_URL, pointing at a
@@ -21,14 +25,19 @@ export interface TestDatabaseBackend {
   teardown(): Promise<void>;
 }
 
-export function embeddedBackend(): TestDatabaseBackend {
+/** Whether a test database may start at the latest migration (see the top of this file). */
+export interface TestDatabaseOptions {
+  migrated?: boolean;
+}
+
+export function embeddedBackend(options: TestDatabaseOptions = {}): TestDatabaseBackend {
   let dir = "";
   return {
     name: "embedded",
     async setup() {
       dir = mkdtempSync(join(tmpdir(), "operon-db-"));
-      // A copy of the run's empty cluster, so the test pays for Operon's migrations, not PGlite's initdb.
-      seedEmbeddedDatabase(join(dir, "db"));
+      // A copy of a template cluster, so the test pays for what it tests, not for PGlite's initdb.
+      seedEmbeddedDatabase(join(dir, "db"), { migrated: options.migrated ?? false });
       return openDatabase({ url: `file:${join(dir, "db")}` });
     },
     async teardown() {
@@ -37,70 +46,38 @@ export function embeddedBackend(): TestDatabaseBackend {
   };
 }
 
-export function postgresBackend(): TestDatabaseBackend {
+export function postgresBackend(options: TestDatabaseOptions = {}): TestDatabaseBackend {
   const dbName = `operon_test_${randomBytes(6).toString("hex")}`;
-  const admin = async <T>(fn: (c: pg.Client) => Promise<T>): Promise<T> => {
-    const client = new pg.Client({ connectionString: TEST_POSTGRES_ADMIN_URL, connectionTimeoutMillis: 5000 });
-    try {
-      await client.connect();
-    } catch (err) {
-      throw new Error(
-        `PostgreSQL is required for the data layer tests and is unreachable at ${TEST_POSTGRES_ADMIN_URL} (${(err as Error).message}); ` +
-          `start it (pg_ctlcluster <version> main start) or set OPERON_TEST_POSTGRES_URL`,
-      );
-    }
-    try {
-      return await fn(client);
-    } finally {
-      await client.end();
-    }
-  };
   let created = false;
   return {
     name: "postgres",
     async setup() {
-      await admin((c) => c.query(`CREATE DATABASE "${dbName}"`));
+      const url = await createPostgresDatabase(TEST_POSTGRES_ADMIN_URL, dbName, {
+        migrated: options.migrated ?? false,
+      });
       created = true;
-      const url = new URL(TEST_POSTGRES_ADMIN_URL);
-      url.pathname = `/${dbName}`;
-      return openDatabase({ url: url.toString() });
+      return openDatabase({ url });
     },
     async teardown() {
-      if (created) await admin((c) => c.query(`DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`));
+      if (created) await runAsAdmin(TEST_POSTGRES_ADMIN_URL, `DROP DATABASE IF EXISTS "${dbName}" WITH (FORCE)`);
     },
   };
 }
 
 /** Both backends, for `describe.each(testDatabaseBackends())`. */
-export function testDatabaseBackends(): TestDatabaseBackend[] {
-  return [embeddedBackend(), postgresBackend()];
+export function testDatabaseBackends(options: TestDatabaseOptions = {}): TestDatabaseBackend[] {
+  return [embeddedBackend(options), postgresBackend(options)];
 }
 
 /**
- * A fresh, empty PostgreSQL database for tests that hand its URL to other
- * processes (`operon serve --database-url`); drop() removes it, connections
- * and all.
+ * A fresh PostgreSQL database for tests that hand its URL to other processes
+ * (`operon serve --database-url`); drop() removes it, connections and all.
+ * Empty unless `migrated: true` (see the top of this file).
  */
-export async function createTestPostgresDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createTestPostgresDatabase(
+  options: TestDatabaseOptions = {},
+): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `operon_test_${randomBytes(6).toString("hex")}`;
-  const admin = async (sql: string): Promise<void> => {
-    const client = new pg.Client({ connectionString: TEST_POSTGRES_ADMIN_URL, connectionTimeoutMillis: 5000 });
-    try {
-      await client.connect();
-    } catch (err) {
-      throw new Error(
-        `PostgreSQL is required and is unreachable at ${TEST_POSTGRES_ADMIN_URL} (${(err as Error).message}); ` +
-          `start it (pg_ctlcluster <version> main start) or set OPERON_TEST_POSTGRES_URL`,
-      );
-    }
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE DATABASE "${name}"`);
-  const url = new URL(TEST_POSTGRES_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return { url: url.toString(), drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
+  const url = await createPostgresDatabase(TEST_POSTGRES_ADMIN_URL, name, { migrated: options.migrated ?? false });
+  return { url, drop: () => runAsAdmin(TEST_POSTGRES_ADMIN_URL, `DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
 }

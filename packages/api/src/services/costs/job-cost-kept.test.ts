@@ -10,7 +10,7 @@ import { queryJobCost, settleJobCosts } from "./job-cost.js";
  * passed yet, or that a running job may still share a usage sample with, are computed on each read.
  */
 describe("a batch job's cost, kept once settled (real PostgreSQL)", () => {
-  const backend = postgresBackend();
+  const backend = postgresBackend({ migrated: true });
   let db: Database;
   // An old day: compaction merges samples older than a day.
   const T0 = Date.parse("2026-01-02T00:00:00Z");
