@@ -350,7 +350,10 @@ export class AimdLimiter {
  * request to a batch of 4 on one instance start at 4. Online requests go first in every execution (the job
  * runs at the lowest priority), so the queued ones cost online latency little; the steps correct it from there.
  */
-export function initialJobLimit(target: { maxBatchSize: number; instances?: number | undefined }, rowsPerRequest: number): number {
+export function initialJobLimit(
+  target: { maxBatchSize: number; instances?: number | undefined },
+  rowsPerRequest: number,
+): number {
   const perExecution = Math.max(1, Math.ceil(Math.max(1, target.maxBatchSize) / Math.max(1, rowsPerRequest)));
   return 2 * perExecution * Math.max(1, target.instances ?? 1);
 }
