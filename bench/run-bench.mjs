@@ -65,22 +65,24 @@ const ADD_SUB = model(
   writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }),
   "max_batch_size: 8\ninstance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }",
 );
-// The same model on the gateway's event loop (operon_isolation "inline": no thread hop; README "Execution modes").
-const INLINE = '\nparameters { key: "operon_isolation" value: { string_value: "inline" } }';
+// The models without operon_isolation are placed by --backend-isolation auto (the default): add_sub proves tiny
+// and runs on the gateway's event loop. The same models on threads (operon_isolation "thread", the placement
+// before "auto") show what the thread hop costs; README "Execution modes".
+const THREAD = '\nparameters { key: "operon_isolation" value: { string_value: "thread" } }';
 model(
-  "add_sub_inline",
+  "add_sub_thread",
   writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }),
-  `max_batch_size: 8\ninstance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${INLINE}`,
+  `max_batch_size: 8\ninstance_group [ { count: 2 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${THREAD}`,
 );
 model(
-  "add_sub_inline_nodelay",
+  "add_sub_thread_nodelay",
   writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }),
-  `max_batch_size: 8\ninstance_group [ { count: 1 } ]${INLINE}`,
+  `max_batch_size: 8\ninstance_group [ { count: 1 } ]${THREAD}`,
 );
 model(
-  "add_sub_inline_delay100",
+  "add_sub_thread_delay100",
   writeAddSubModel({ datatype: "FP32", shape: [-1, 16] }),
-  `max_batch_size: 8\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${INLINE}`,
+  `max_batch_size: 8\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${THREAD}`,
 );
 model(
   "add_sub_nodelay",
@@ -104,11 +106,10 @@ for (const [name, sizes] of [
     "max_batch_size: 64\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }",
   );
 }
-// A batch of 64 through 784-128-10 runs in tens of µs: small enough for the gateway's event loop.
 model(
-  "mlp_small_batched_inline",
+  "mlp_small_batched_thread",
   writeMlpModel({ sizes: [784, 128, 10] }),
-  `max_batch_size: 64\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${INLINE}`,
+  `max_batch_size: 64\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${THREAD}`,
 );
 model(
   "mobilenet",
@@ -249,7 +250,14 @@ const report = {
   sections: {},
 };
 
-const operon = await startOperon(repository);
+// Where --backend-isolation auto placed each instance, and why (the server logs it once per instance).
+const placements = {};
+const operon = await startOperon(repository, [], {
+  onOutput: (text) => {
+    for (const match of text.matchAll(/instance '([^']+)' runs on (the gateway's event loop|a thread): ([^"]+)"/g))
+      placements[match[1]] = `${match[2] === "a thread" ? "thread" : "event loop"}: ${match[3]}`;
+  },
+});
 log(`operon serving the bench repository at ${operon.httpUrl} / ${operon.grpcAddress}`);
 const inferUrl = (name) => `${operon.httpUrl}/v2/models/${name}/infer`;
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -264,13 +272,13 @@ try {
       const section = { model: "add_sub FP32 [1,16] x2 -> [1,16] x2", byConcurrency: {} };
       const c16 = await rounds([
         httpTarget("operon http json", inferUrl("add_sub"), json, JSON_HEADERS, 16),
-        httpTarget("operon http json, inline", inferUrl("add_sub_inline"), json, JSON_HEADERS, 16),
+        httpTarget("operon http json, thread", inferUrl("add_sub_thread"), json, JSON_HEADERS, 16),
         httpTarget("minimal http json", minimalHttp.url, json, JSON_HEADERS, 16),
         httpTarget("operon http binary", inferUrl("add_sub"), binary.body, binary.headers, 16),
-        httpTarget("operon http binary, inline", inferUrl("add_sub_inline"), binary.body, binary.headers, 16),
+        httpTarget("operon http binary, thread", inferUrl("add_sub_thread"), binary.body, binary.headers, 16),
         httpTarget("minimal http binary", minimalHttp.url, binary.body, binary.headers, 16),
         grpcTarget("operon grpc", operon.grpcAddress, grpcMessageFile("add_sub", ADD_SUB_INPUTS), 16),
-        grpcTarget("operon grpc, inline", operon.grpcAddress, grpcMessageFile("add_sub_inline", ADD_SUB_INPUTS), 16),
+        grpcTarget("operon grpc, thread", operon.grpcAddress, grpcMessageFile("add_sub_thread", ADD_SUB_INPUTS), 16),
         grpcTarget("minimal grpc", minimalGrpc.address, grpcMessageFile("add_sub", ADD_SUB_INPUTS), 16),
       ]);
       section.byConcurrency[16] = {
@@ -279,23 +287,23 @@ try {
         httpJsonVsMinimal: ratio(c16["operon http json"], c16["minimal http json"]),
         httpBinaryVsMinimal: ratio(c16["operon http binary"], c16["minimal http binary"]),
         grpcVsMinimal: ratio(c16["operon grpc"], c16["minimal grpc"]),
-        inlineHttpJsonVsMinimal: ratio(c16["operon http json, inline"], c16["minimal http json"]),
-        inlineHttpBinaryVsMinimal: ratio(c16["operon http binary, inline"], c16["minimal http binary"]),
-        inlineGrpcVsMinimal: ratio(c16["operon grpc, inline"], c16["minimal grpc"]),
+        threadHttpJsonVsMinimal: ratio(c16["operon http json, thread"], c16["minimal http json"]),
+        threadHttpBinaryVsMinimal: ratio(c16["operon http binary, thread"], c16["minimal http binary"]),
+        threadGrpcVsMinimal: ratio(c16["operon grpc, thread"], c16["minimal grpc"]),
       };
       const c1 = await rounds([
         httpTarget("operon http json, no queue delay", inferUrl("add_sub_nodelay"), json, JSON_HEADERS, 1),
         httpTarget("operon http json, 100 µs queue delay", inferUrl("add_sub_delay100"), json, JSON_HEADERS, 1),
         httpTarget(
-          "operon http json, inline, no queue delay",
-          inferUrl("add_sub_inline_nodelay"),
+          "operon http json, thread, no queue delay",
+          inferUrl("add_sub_thread_nodelay"),
           json,
           JSON_HEADERS,
           1,
         ),
         httpTarget(
-          "operon http json, inline, 100 µs queue delay",
-          inferUrl("add_sub_inline_delay100"),
+          "operon http json, thread, 100 µs queue delay",
+          inferUrl("add_sub_thread_delay100"),
           json,
           JSON_HEADERS,
           1,
@@ -317,8 +325,8 @@ try {
         addedP50UsHttpBinary: difference(c1["operon http binary, no queue delay"], c1["minimal http binary"], "p50Us"),
         addedP50UsGrpc: difference(c1["operon grpc, no queue delay"], c1["minimal grpc"], "p50Us"),
         p50VsMinimalHttpJson: ratio(c1["operon http json, no queue delay"], c1["minimal http json"], "p50Us"),
-        p50VsMinimalHttpJsonInline: ratio(
-          c1["operon http json, inline, no queue delay"],
+        p50VsMinimalHttpJsonThread: ratio(
+          c1["operon http json, thread, no queue delay"],
           c1["minimal http json"],
           "p50Us",
         ),
@@ -328,9 +336,9 @@ try {
           c1["operon http json, no queue delay"],
           "p50Us",
         ),
-        queueDelay100UsCostP50Inline: difference(
-          c1["operon http json, inline, 100 µs queue delay"],
-          c1["operon http json, inline, no queue delay"],
+        queueDelay100UsCostP50Thread: difference(
+          c1["operon http json, thread, 100 µs queue delay"],
+          c1["operon http json, thread, no queue delay"],
           "p50Us",
         ),
       };
@@ -348,7 +356,7 @@ try {
       const body = jsonBody(MLP_INPUTS);
       const small = await rounds([
         httpTarget("operon, dynamic batching", inferUrl("mlp_small_batched"), body, JSON_HEADERS, 64),
-        httpTarget("operon, dynamic batching, inline", inferUrl("mlp_small_batched_inline"), body, JSON_HEADERS, 64),
+        httpTarget("operon, dynamic batching, thread", inferUrl("mlp_small_batched_thread"), body, JSON_HEADERS, 64),
         httpTarget("operon, no batching", inferUrl("mlp_small_unbatched"), body, JSON_HEADERS, 64),
         httpTarget("I/O ceiling (decode + encode, no inference)", ceiling.url, body, JSON_HEADERS, 64),
       ]);
@@ -365,8 +373,8 @@ try {
             small["operon, dynamic batching"],
             small["I/O ceiling (decode + encode, no inference)"],
           ),
-          batchedInlineVsIoCeiling: ratio(
-            small["operon, dynamic batching, inline"],
+          batchedThreadVsIoCeiling: ratio(
+            small["operon, dynamic batching, thread"],
             small["I/O ceiling (decode + encode, no inference)"],
           ),
         },
@@ -454,6 +462,7 @@ try {
     report.sections.tracing = await measureTracingCost({ rounds: ROUNDS, seconds: SECONDS });
   }
 } finally {
+  report.placements = placements;
   await operon.stop();
 }
 
@@ -495,6 +504,14 @@ function renderMarkdown(r) {
     `Each figure is the median of ${r.settings.rounds} interleaved rounds of ${r.settings.secondsPerMeasurement} s (range in parentheses); ratios are taken per round between targets measured back to back. Load comes from other processes on the same machine (wrk for HTTP, a grpc-js client for gRPC), so the servers and the load share its cores.`,
     "",
   ];
+  if (r.placements && Object.keys(r.placements).length > 0) {
+    lines.push(
+      'Where --backend-isolation auto (the default) placed the instances the probe judged (the others, on threads without a probe, are not listed; operon_isolation "thread" models are placed as asked):',
+      "",
+      ...Object.entries(r.placements).map(([instance, where]) => `- ${instance}: ${where}`),
+      "",
+    );
+  }
   const table = (targets) => {
     lines.push("| target | req/s | p50 µs | p99 µs |", "|---|---|---|---|");
     for (const [name, t] of Object.entries(targets))
@@ -512,9 +529,9 @@ function renderMarkdown(r) {
     table(o.byConcurrency[16].targets);
     lines.push(
       `- Operon / minimal server throughput: HTTP JSON **${s(o.byConcurrency[16].httpJsonVsMinimal, 2)}**, HTTP binary **${s(o.byConcurrency[16].httpBinaryVsMinimal, 2)}**, gRPC **${s(o.byConcurrency[16].grpcVsMinimal, 2)}** (goal ≥ 1.0)`,
-      ...(o.byConcurrency[16].inlineHttpJsonVsMinimal
+      ...(o.byConcurrency[16].threadHttpJsonVsMinimal
         ? [
-            `- the same model inline (operon_isolation "inline"): HTTP JSON **${s(o.byConcurrency[16].inlineHttpJsonVsMinimal, 2)}**, HTTP binary **${s(o.byConcurrency[16].inlineHttpBinaryVsMinimal, 2)}**, gRPC **${s(o.byConcurrency[16].inlineGrpcVsMinimal, 2)}**`,
+            `- the same model on threads (operon_isolation "thread"): HTTP JSON **${s(o.byConcurrency[16].threadHttpJsonVsMinimal, 2)}**, HTTP binary **${s(o.byConcurrency[16].threadHttpBinaryVsMinimal, 2)}**, gRPC **${s(o.byConcurrency[16].threadGrpcVsMinimal, 2)}**`,
           ]
         : []),
       "",
@@ -526,10 +543,10 @@ function renderMarkdown(r) {
       `- added p50 over the minimal server, no queue delay: HTTP JSON **${s(o.byConcurrency[1].addedP50UsHttpJson)} µs**, HTTP binary **${s(o.byConcurrency[1].addedP50UsHttpBinary)} µs** (goal ≤ 100), gRPC **${s(o.byConcurrency[1].addedP50UsGrpc)} µs** (goal ≤ 150)`,
       ...(o.byConcurrency[1].p50VsMinimalHttpJson
         ? [
-            `- p50 / the minimal server's, no queue delay: HTTP JSON **${s(o.byConcurrency[1].p50VsMinimalHttpJson, 2)}**, inline **${s(o.byConcurrency[1].p50VsMinimalHttpJsonInline, 2)}**, gRPC **${s(o.byConcurrency[1].p50VsMinimalGrpc, 2)}** (goal ≤ 1.3)`,
+            `- p50 / the minimal server's, no queue delay: HTTP JSON **${s(o.byConcurrency[1].p50VsMinimalHttpJson, 2)}**, on threads **${s(o.byConcurrency[1].p50VsMinimalHttpJsonThread, 2)}**, gRPC **${s(o.byConcurrency[1].p50VsMinimalGrpc, 2)}** (goal ≤ 1.3)`,
           ]
         : []),
-      `- p50 with max_queue_delay_microseconds: 100 minus p50 without: **${s(o.byConcurrency[1].queueDelay100UsCostP50)} µs**${o.byConcurrency[1].queueDelay100UsCostP50Inline ? `, inline **${s(o.byConcurrency[1].queueDelay100UsCostP50Inline)} µs**` : ""} (goal ≤ 150)`,
+      `- p50 with max_queue_delay_microseconds: 100 minus p50 without: **${s(o.byConcurrency[1].queueDelay100UsCostP50)} µs**${o.byConcurrency[1].queueDelay100UsCostP50Thread ? `, on threads **${s(o.byConcurrency[1].queueDelay100UsCostP50Thread)} µs**` : ""} (goal ≤ 150)`,
       "",
     );
   }
@@ -543,7 +560,7 @@ function renderMarkdown(r) {
     );
     table(b.small.targets);
     lines.push(
-      `- batched / I/O ceiling: **${s(b.small.batchedVsIoCeiling, 2)}**${b.small.batchedInlineVsIoCeiling ? `, inline **${s(b.small.batchedInlineVsIoCeiling, 2)}**` : ""} (goal ≥ 0.8); batched / unbatched: ${s(b.small.batchedVsUnbatched, 2)}`,
+      `- batched / I/O ceiling: **${s(b.small.batchedVsIoCeiling, 2)}**${b.small.batchedThreadVsIoCeiling ? `, on a thread **${s(b.small.batchedThreadVsIoCeiling, 2)}**` : ""} (goal ≥ 0.8); batched / unbatched: ${s(b.small.batchedVsUnbatched, 2)}`,
       "",
       `### ${b.large.model}`,
       "",

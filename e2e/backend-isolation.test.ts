@@ -1,6 +1,7 @@
 import { appendFileSync, cpSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeAddSubModel } from "@operon/testing/onnx-model-writer";
 import { ADD_SUB_CONFIG, addSubModel, writeModel } from "./support/model-fixtures.js";
 import {
   EXAMPLE_REPOSITORY,
@@ -11,8 +12,9 @@ import {
 } from "./support/operon-process.js";
 
 /**
- * Execution modes (README "Execution modes"): ONNX Runtime instances run on
- * threads of the gateway process by default, TypeScript models always in
+ * Execution modes (README "Execution modes"): by default ("auto") a tiny
+ * ONNX Runtime model on the CPU runs on the gateway's event loop and any
+ * other on threads of the gateway process, TypeScript models always in
  * worker processes, and a model's config parameter `operon_isolation`
  * overrides the server's --backend-isolation for its instances.
  */
@@ -57,7 +59,15 @@ describe("execution modes", () => {
   beforeAll(async () => {
     const repository = tempRepository();
     writeModel(repository, "on_threads", addSubModel(), {
-      config: ADD_SUB_CONFIG("on_threads", "instance_group [ { count: 2 } ]"),
+      config: ADD_SUB_CONFIG("on_threads", `instance_group [ { count: 2 } ]\n${ISOLATION("thread")}`),
+    });
+    // Unasked: add_sub proves tiny (its largest batch runs in microseconds), so it runs on the event loop.
+    writeModel(repository, "tiny_auto", addSubModel(), {
+      config: ADD_SUB_CONFIG("tiny_auto", "instance_group [ { count: 2 } ]"),
+    });
+    // Unasked, but any request's size is unknown (a dynamic dimension besides the batch): on threads.
+    writeModel(repository, "open_shape", writeAddSubModel({ datatype: "FP32", shape: [-1, -1] }), {
+      config: ADD_SUB_CONFIG("open_shape").replaceAll("dims: [ 16 ]", "dims: [ -1 ]"),
     });
     writeModel(repository, "in_process", addSubModel(), { config: ADD_SUB_CONFIG("in_process", ISOLATION("process")) });
     writeModel(repository, "on_loop", addSubModel(), {
@@ -73,7 +83,31 @@ describe("execution modes", () => {
     await server?.stop();
   });
 
-  it("runs ONNX Runtime instances on threads of the gateway by default, and answers through them", async () => {
+  it("runs a tiny ONNX Runtime model on the event loop unasked, and one whose requests' size is unknown on threads", async () => {
+    const rows = (await workers(server)).filter((row) => row.model === "tiny_auto" || row.model === "open_shape");
+    expect(rows.map((row) => [row.instance, row.isolation, row.pid, row.state])).toEqual([
+      ["open_shape_0", "thread", server.pid, "READY"],
+      ["tiny_auto_0_0", "inline", server.pid, "READY"],
+      ["tiny_auto_0_1", "inline", server.pid, "READY"],
+    ]);
+    // The log says where each went and why.
+    expect(server.output()).toMatch(
+      /instance 'tiny_auto_0_0' runs on the gateway's event loop: a batch of 8 runs in \d+ µs/,
+    );
+    expect(server.output()).toMatch(
+      /instance 'open_shape_0' runs on a thread: the largest request it can be sent is unknown: input 'INPUT0' has a dynamic dimension \(axis 1\)/,
+    );
+    const replies = await Promise.all(Array.from({ length: 20 }, () => inferAddSub(server, "tiny_auto")));
+    for (const reply of replies) {
+      expect(reply.status).toBe(200);
+      expect(reply.body.outputs![0]!.data).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
+    }
+    expect((await inferAddSub(server, "open_shape")).body.outputs![1]!.data).toEqual(
+      Array.from({ length: 16 }, (_, i) => i - 1),
+    );
+  });
+
+  it("runs ONNX Runtime instances on threads of the gateway when asked, and answers through them", async () => {
     const rows = (await workers(server)).filter((row) => row.model === "on_threads");
     expect(rows.map((row) => [row.instance, row.isolation, row.pid, row.state])).toEqual([
       ["on_threads_0_0", "thread", server.pid, "READY"],
@@ -100,10 +134,10 @@ describe("execution modes", () => {
 
   it('runs a model on the gateway\'s event loop when its config asks for operon_isolation "inline", batched, with the same answers', async () => {
     const rows = (await workers(server)).filter((row) => row.model === "on_loop");
-    // No thread and no process of its own: its CPU and memory are the gateway's (reported as the gateway's).
-    expect(rows.map((row) => [row.instance, row.isolation, row.pid, row.state, row.cpuSeconds])).toEqual([
-      ["on_loop_0_0", "inline", server.pid, "READY", null],
-      ["on_loop_0_1", "inline", server.pid, "READY", null],
+    // No thread and no process of its own: its memory is the gateway's; its CPU, the time its executions took there.
+    expect(rows.map((row) => [row.instance, row.isolation, row.pid, row.state, typeof row.cpuSeconds])).toEqual([
+      ["on_loop_0_0", "inline", server.pid, "READY", "number"],
+      ["on_loop_0_1", "inline", server.pid, "READY", "number"],
     ]);
     expect(workerProcesses(server.pid).filter((worker) => worker.instance.startsWith("on_loop"))).toEqual([]);
     const replies = await Promise.all(Array.from({ length: 40 }, () => inferAddSub(server, "on_loop")));
@@ -118,6 +152,8 @@ describe("execution modes", () => {
     };
     expect(stats.model_stats[0]!.inference_count).toBe(40);
     expect(stats.model_stats[0]!.execution_count).toBeLessThan(40);
+    const busy = (await workers(server)).filter((row) => row.model === "on_loop");
+    expect(busy.reduce((total, row) => total + row.cpuSeconds!, 0)).toBeGreaterThan(0);
     // A bad request is refused with the model's own error, the server goes on serving.
     const bad = await fetch(`${server.httpUrl}/v2/models/on_loop/infer`, {
       method: "POST",
@@ -161,7 +197,7 @@ describe("operon_isolation values a model cannot have", () => {
       const bogus = await fetch(`${server.httpUrl}/v2/repository/models/bogus/load`, { method: "POST" });
       expect(bogus.status).toBe(400);
       expect(((await bogus.json()) as { error: string }).error).toMatch(
-        /operon_isolation must be "thread", "process" or "inline", got "fiber"/,
+        /operon_isolation must be "auto", "thread", "process" or "inline", got "fiber"/,
       );
       const typescript = await fetch(`${server.httpUrl}/v2/repository/models/tokenizer_ts/load`, { method: "POST" });
       expect(typescript.status).toBe(400);

@@ -22,7 +22,7 @@ const TEXT_DIRECTION_STEPS = ["text_direction_preprocess", "text_direction_class
 interface GatewayWorker {
   model: string;
   instance: string;
-  isolation: "thread" | "process";
+  isolation: "thread" | "process" | "inline";
   pid: number | null;
 }
 
@@ -30,7 +30,7 @@ describe("console: workers, hardware profiles and costs", () => {
   // Usage sampled every second, so the traffic before the first profile is stored within the test.
   const system = useSignedInConsole({ admin: ADMIN, extraArgs: ["--usage-sample-secs", "1"] });
 
-  it("lists where each model instance runs: ONNX Runtime on gateway threads, TypeScript models in the processes the OS reports", async () => {
+  it("lists where each model instance runs: a tiny ONNX model on the event loop, larger ones on gateway threads, TypeScript models in the processes the OS reports", async () => {
     const { page } = system.session;
     const api = await signedInApiSession(system.operon, ADMIN);
     // The workers view names processes and models: it needs the admin scope (issue 28 item 14).
@@ -40,12 +40,15 @@ describe("console: workers, hardware profiles and costs", () => {
     });
     expect(response.status).toBe(200);
     const all = ((await response.json()) as { workers: GatewayWorker[] }).workers;
-    // add_sub's config asks for two CPU instances: threads of the gateway (the default for ONNX Runtime).
-    const threads = all.filter((worker) => worker.model === "add_sub");
-    expect(threads.map((worker) => [worker.isolation, worker.pid])).toEqual([
-      ["thread", system.operon.pid],
-      ["thread", system.operon.pid],
+    // add_sub's config asks for two CPU instances; it proves tiny, so both run on the gateway's event loop
+    // (--backend-isolation auto, the default). The text direction classifier (a CNN) is no such model: threads.
+    const inline = all.filter((worker) => worker.model === "add_sub");
+    expect(inline.map((worker) => [worker.isolation, worker.pid])).toEqual([
+      ["inline", system.operon.pid],
+      ["inline", system.operon.pid],
     ]);
+    const threads = all.filter((worker) => worker.isolation === "thread");
+    expect(threads.map((worker) => worker.model)).toContain("text_direction_classifier");
     // The TypeScript models: worker processes, the very ones running under the server.
     const processes = all.filter((worker) => worker.isolation === "process");
     expect(processes.length).toBeGreaterThan(0);
@@ -59,18 +62,21 @@ describe("console: workers, hardware profiles and costs", () => {
     const main = page.getByRole("main");
     expect(await main.textContent()).not.toContain("in its own worker process");
     const plural = (count: number, one: string, many: string) => `${count} ${count === 1 ? one : many}`;
-    const threadCount = all.length - processes.length;
     await visible(
       main.getByText(
-        `${plural(all.length, "instance", "instances")}: ${plural(processes.length, "in a worker process", "in worker processes")}, ${plural(threadCount, "on a gateway thread", "on gateway threads")}`,
+        `${plural(all.length, "instance", "instances")}: ${plural(processes.length, "in a worker process", "in worker processes")}, ${plural(threads.length, "on a gateway thread", "on gateway threads")}, ${inline.length} on the gateway's event loop`,
       ),
     );
-    for (const worker of [...threads, processes[0]!]) {
+    const runsIn = (worker: GatewayWorker) =>
+      worker.isolation === "thread"
+        ? `gateway thread (${worker.pid})`
+        : worker.isolation === "inline"
+          ? `gateway event loop (${worker.pid})`
+          : `process ${worker.pid}`;
+    for (const worker of [...inline, threads[0]!, processes[0]!]) {
       const row = await visible(table.getByRole("row", { name: new RegExp(`\\b${worker.instance}\\b`) }));
       const cells = await row.getByRole("cell").allTextContents();
-      expect(cells).toContain(
-        worker.isolation === "thread" ? `gateway thread (${worker.pid})` : `process ${worker.pid}`,
-      );
+      expect(cells).toContain(runsIn(worker));
       expect(cells).toContain("Ready");
     }
     const gateway = await page.getByRole("region", { name: "Gateway process" }).textContent();

@@ -51,7 +51,7 @@ export const serveFlagsSchema = z
     decodeMaxHeapMb: positive,
     decodeTimeoutSecs: positive,
     metricsRequireKey: z.boolean(),
-    backendIsolation: z.enum(["thread", "process"]),
+    backendIsolation: z.enum(["auto", "thread", "process"]),
     /** --cache-config gathered over its uses (parseCacheConfig); absent = no cache. */
     cacheConfig: z.object({ cache: z.literal("local"), settings: z.object({ size: positive.optional() }) }).optional(),
     defaultMaxBatchSize: count,

@@ -33,7 +33,7 @@ export const GATEWAY_DEFAULTS = {
   /** Triton's --http-max-input-size default. */
   httpMaxBodyBytes: 64 * 1024 * 1024,
   grpcInferMaxMessageBytes: 64 * 1024 * 1024,
-  backendIsolation: "thread",
+  backendIsolation: "auto",
   /** Memory cap of each backend worker process, MiB; 0 = none (a model's worker_memory_limit_mb parameter wins). */
   workerMemoryLimitMb: 0,
   /** Memory of each sandboxed worker (custom steps), MiB: resident cap, and half of it as its V8 heap. */
@@ -114,10 +114,12 @@ const operonServerOptionsSchema = z.object({
   grpcInferMaxMessageBytes: z.number().int().positive().default(GATEWAY_DEFAULTS.grpcInferMaxMessageBytes),
   /**
    * Where instances of trusted native backends (onnxruntime, echo) run
-   * unless a model's config says otherwise (`operon_isolation`): "thread"
-   * (default) or "process". User code (typescript backend) always runs in processes.
+   * unless a model's config says otherwise (`operon_isolation`): "auto"
+   * (default: on the gateway's event loop for an ONNX Runtime model on the
+   * CPU that proves tiny, instances/inline-fit.ts; on a thread otherwise),
+   * "thread" or "process". User code (typescript backend) always runs in processes.
    */
-  backendIsolation: z.enum(["thread", "process"]).default(GATEWAY_DEFAULTS.backendIsolation),
+  backendIsolation: z.enum(["auto", "thread", "process"]).default(GATEWAY_DEFAULTS.backendIsolation),
   defaultMaxBatchSize: count.default(GATEWAY_DEFAULTS.defaultMaxBatchSize),
   /** Memory cap of each worker process, MiB (0 = none): a worker over it is recycled between requests (instances/worker-memory-cap.ts). */
   workerMemoryLimitMb: count.default(GATEWAY_DEFAULTS.workerMemoryLimitMb),

@@ -5,7 +5,14 @@ import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
 import { afterAll, describe, expect, it } from "vitest";
 import { OperonError } from "@operon/protocol/errors";
-import { readOnnxSignatureBytes, readOnnxSignatureFile, type ByteSource, readOnnxSignature } from "./onnx-signature.js";
+import {
+  type ByteSource,
+  readOnnxOperators,
+  readOnnxOperatorsFile,
+  readOnnxSignature,
+  readOnnxSignatureBytes,
+  readOnnxSignatureFile,
+} from "./onnx-signature.js";
 
 const REPO = fileURLToPath(new URL("../../../", import.meta.url));
 const ADD_SUB = join(REPO, "examples/model_repository/add_sub/1/model.onnx");
@@ -213,5 +220,57 @@ describe("readOnnxSignature", () => {
       /graph output #0 cannot be decoded as a ValueInfoProto/,
     );
     expect(await failure(Buffer.from([0x3a, 0x02, 0x62, 0x00]))).toMatch(/graph output #0 has no name/);
+  });
+});
+
+describe("readOnnxOperators", () => {
+  it("lists the main graph's operators once each, sorted", async () => {
+    expect(await readOnnxOperatorsFile(ADD_SUB)).toEqual(["Add", "Sub"]);
+    const cls = await readOnnxOperatorsFile(OCR_CLS);
+    expect(cls).toContain("Conv");
+    expect(new Set(cls).size).toBe(cls.length);
+    expect([...cls].sort()).toEqual(cls);
+  });
+
+  it("names a node's domain when it is not the default one", async () => {
+    const w = protobuf.Writer.create();
+    w.uint32((7 << 3) | 2).fork(); // graph
+    for (const [opType, domain] of [
+      ["FusedMatMul", "com.microsoft"],
+      ["Relu", "ai.onnx"],
+      ["Relu", ""],
+    ] as const) {
+      w.uint32((1 << 3) | 2).fork();
+      w.uint32((4 << 3) | 2).string(opType);
+      if (domain !== "") w.uint32((7 << 3) | 2).string(domain);
+      w.ldelim();
+    }
+    w.ldelim();
+    const bytes = w.finish();
+    const source: ByteSource = { size: bytes.length, read: async (at, length) => bytes.subarray(at, at + length) };
+    expect(await readOnnxOperators(source, "m.onnx")).toEqual(["Relu", "com.microsoft:FusedMatMul"]);
+  });
+
+  it("lists the control-flow parents, not the operators of their bodies", async () => {
+    // Silero VAD's graph is built around If nodes with sub-graphs.
+    const silero = await readOnnxOperatorsFile(SILERO);
+    expect(silero).toContain("If");
+  });
+
+  it("refuses a node without an op_type, and a file without a graph", async () => {
+    const w = protobuf.Writer.create();
+    w.uint32((7 << 3) | 2).fork();
+    w.uint32((1 << 3) | 2).fork();
+    w.uint32((3 << 3) | 2).string("nameless");
+    w.ldelim().ldelim();
+    const bytes = w.finish();
+    const source: ByteSource = { size: bytes.length, read: async (at, length) => bytes.subarray(at, at + length) };
+    await expect(readOnnxOperators(source, "m.onnx")).rejects.toThrow(
+      /m\.onnx: not a valid ONNX model: a node of the graph has no op_type/,
+    );
+    const empty: ByteSource = { size: 2, read: async () => new Uint8Array([0x08, 0x01]) };
+    await expect(readOnnxOperators(empty, "e.onnx")).rejects.toThrow(
+      /e\.onnx: not a valid ONNX model: it has no graph/,
+    );
   });
 });

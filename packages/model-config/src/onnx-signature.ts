@@ -135,26 +135,28 @@ const ELEM_TYPES: Readonly<Record<number, { ort: string; datatype?: DataType }>>
 };
 
 /** The signature of the ONNX model in a file. */
-export async function readOnnxSignatureFile(path: string, source: string = path): Promise<OnnxSignature> {
+export function readOnnxSignatureFile(path: string, source: string = path): Promise<OnnxSignature> {
+  return withFileSource(path, source, (input) => readOnnxSignature(input, source));
+}
+
+/** Runs `read` over the file at `path` as a ByteSource, and closes it after. */
+async function withFileSource<T>(path: string, source: string, read: (input: ByteSource) => Promise<T>): Promise<T> {
   const handle = await open(path, "r");
   try {
     const { size } = await handle.stat();
-    return await readOnnxSignature(
-      {
-        size,
-        async read(position, length) {
-          const bytes = Buffer.alloc(length);
-          let done = 0;
-          while (done < length) {
-            const { bytesRead } = await handle.read(bytes, done, length - done, position + done);
-            if (bytesRead === 0) throw new OperonError("INVALID_ARG", `${source}: the file shrank while it was read`);
-            done += bytesRead;
-          }
-          return bytes;
-        },
+    return await read({
+      size,
+      async read(position, length) {
+        const bytes = Buffer.alloc(length);
+        let done = 0;
+        while (done < length) {
+          const { bytesRead } = await handle.read(bytes, done, length - done, position + done);
+          if (bytesRead === 0) throw new OperonError("INVALID_ARG", `${source}: the file shrank while it was read`);
+          done += bytesRead;
+        }
+        return bytes;
       },
-      source,
-    );
+    });
   } finally {
     await handle.close();
   }
@@ -229,6 +231,47 @@ export async function readOnnxSignature(input: ByteSource, source: string): Prom
     inputs: declaredInputs.filter((info) => !initializers.has(info.name)),
     outputs: await decode(outputs, "output"),
   };
+}
+
+/**
+ * The operators of an ONNX model's main graph, each once, as "op_type" for the default ONNX domain or
+ * "domain:op_type" for others (e.g. "com.microsoft:FusedMatMul"), sorted. Operators inside sub-graphs
+ * (the bodies of If, Loop, Scan) are not listed: their parents are. The weights are skipped, as for the
+ * signature. What the gateway's placement reads to tell a model whose cost follows from its input shapes
+ * from one whose cost depends on the data (instances/inline-eligibility.ts).
+ */
+export function readOnnxOperatorsFile(path: string, source: string = path): Promise<string[]> {
+  return withFileSource(path, source, (input) => readOnnxOperators(input, source));
+}
+
+// onnx.proto's field numbers: GraphProto.node, NodeProto.op_type and NodeProto.domain.
+const GRAPH_NODE_FIELD = 1;
+const NODE_OP_TYPE_FIELD = 4;
+const NODE_DOMAIN_FIELD = 7;
+
+export async function readOnnxOperators(input: ByteSource, source: string): Promise<string[]> {
+  const s = onnxSchema();
+  const wire = new WireReader(input, source);
+  if (input.size === 0) throw wire.invalid("the file is empty", 0);
+  let graph: Span | undefined;
+  await wire.fields({ start: 0, end: input.size }, "ModelProto", async (field) => {
+    if (field.id === fieldId(s.model, "graph")) graph = wire.expectBytes(field, "ModelProto.graph");
+  });
+  if (graph === undefined)
+    throw wire.invalid(`it has no graph (ModelProto field ${fieldId(s.model, "graph")})`, input.size);
+  const operators = new Set<string>();
+  await wire.fields(graph, "GraphProto", async (field) => {
+    if (field.id !== GRAPH_NODE_FIELD) return;
+    let opType = "";
+    let domain = "";
+    await wire.fields(wire.expectBytes(field, "GraphProto.node"), "NodeProto", async (inner) => {
+      if (inner.id === NODE_OP_TYPE_FIELD) opType = await wire.text(wire.expectBytes(inner, "NodeProto.op_type"));
+      else if (inner.id === NODE_DOMAIN_FIELD) domain = await wire.text(wire.expectBytes(inner, "NodeProto.domain"));
+    });
+    if (opType === "") throw wire.invalid("a node of the graph has no op_type", field.at);
+    operators.add(domain === "" || domain === "ai.onnx" ? opType : `${domain}:${opType}`);
+  });
+  return [...operators].sort();
 }
 
 /** A byte range [start, end) of the source. */
@@ -341,6 +384,11 @@ class WireReader {
         field.at,
       );
     return field.value;
+  }
+
+  /** A string field's value (UTF-8). */
+  async text(span: Span): Promise<string> {
+    return Buffer.from(await this.bytes(span.start, span.end - span.start)).toString("utf8");
   }
 
   /** TensorProto.name, skipping the tensor's data. */

@@ -28,8 +28,9 @@ const workerInstanceInfoSchema = z.object({
    * "thread": a thread of the gateway process (pid is the gateway's, tid the
    * thread's; cpuSeconds is the thread's own, its memory is the gateway's, so
    * rssBytes is null); "process": a worker process of its own; "inline": the
-   * gateway's event loop itself (pid is the gateway's; its CPU and memory are the
-   * gateway's, so cpuSeconds and rssBytes are null).
+   * gateway's event loop itself (pid is the gateway's; cpuSeconds is the time its
+   * executions held the event loop, part of the gateway's CPU time; its memory is
+   * the gateway's, so rssBytes is null).
    */
   isolation: z.enum(["thread", "process", "inline"]),
   /** Linux thread id of a thread instance; absent for processes and elsewhere. */
@@ -77,7 +78,7 @@ export const workersResponseSchema = z.object({
    * Where this gateway runs ONNX Runtime (and echo) instances whose config names no
    * `operon_isolation` (--backend-isolation). Absent from older gateways: read as unknown.
    */
-  defaultIsolation: z.enum(["thread", "process"]).optional(),
+  defaultIsolation: z.enum(["auto", "thread", "process"]).optional(),
 });
 /** What the gateway sends and the control plane reads (gpus always present once parsed). */
 export type WorkersResponse = z.infer<typeof workersResponseSchema>;

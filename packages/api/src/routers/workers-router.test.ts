@@ -16,7 +16,8 @@ const EXAMPLES = fileURLToPath(new URL("../../../../examples/model_repository", 
 let gateway: TestGateway;
 
 beforeAll(async () => {
-  gateway = await startTestGateway({ modelRepositories: [EXAMPLES], loadModels: ["add_sub"] });
+  // On threads (not "auto", which puts the tiny add_sub on the event loop): the thread rows are what this checks.
+  gateway = await startTestGateway({ modelRepositories: [EXAMPLES], loadModels: ["add_sub"], backendIsolation: "thread" });
 });
 afterAll(async () => {
   await gateway?.stop();

@@ -70,7 +70,7 @@ export class Engine implements InferenceEngine {
       /** The host's GPU readings (observability/gpu-metrics.ts); unset = none (no NVML). */
       gpus?: (() => GpuInfo[]) | undefined;
       /** --backend-isolation, reported with the workers so the console says where a new model's instances will run. */
-      defaultIsolation?: "thread" | "process" | undefined;
+      defaultIsolation?: "auto" | "thread" | "process" | undefined;
     },
   ) {
     // Operator steps (ensembles, registered DAGs) call models through this engine's own infer, in process:

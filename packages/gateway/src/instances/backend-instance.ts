@@ -44,6 +44,8 @@ export interface BackendInstance extends EventEmitter {
   readonly tid?: number | undefined;
   /** Requests sent and not yet answered. */
   readonly inFlight: number;
+  /** Inline instances: seconds their executions held the gateway's event loop (their CPU time, within the gateway's). */
+  readonly executeSeconds?: number | undefined;
   onBlsRequest: BlsRequestHandler | undefined;
   /**
    * Runs fn with the instance's writes held back and sent together after it

@@ -6,6 +6,7 @@ import { logIdFields } from "@operon/protocol/logger";
 import type { Tensor } from "@operon/protocol/tensor";
 import type { InProcessBackend, InProcessBackendModule } from "@operon/protocol/thread-wire";
 import type { IoInfo } from "@operon/protocol/worker-wire";
+import { startLoopHoldClock } from "./loop-hold-clock.js";
 import {
   type BackendInstance,
   type BlsRequestHandler,
@@ -25,6 +26,8 @@ export interface InlineInstanceOptions {
   onLog?: (level: "debug" | "info" | "warn" | "error", message: string, fields: Record<string, unknown>) => void;
   /** An execution longer than this (ms) held the event loop too long: warned once per instance. Default 2 ms. */
   slowExecuteMs?: number;
+  /** Hears how long each execution held the event loop (ns, loop-hold-clock.ts): how an adaptive instance (adaptive-instance.ts) judges its place. */
+  onDuration?: (ns: number) => void;
 }
 
 /** Above this an inline execution delays every other request the gateway serves by as much. */
@@ -57,6 +60,7 @@ export class InlineInstance extends EventEmitter implements BackendInstance {
   private tail: Promise<unknown> = Promise.resolve();
   private stopped = false;
   private warnedSlow = false;
+  private executeNs = 0;
   private readonly slowExecuteNs: number;
   /** The log ids of the execution running now: the backend's log lines carry them. */
   private currentLogIds: string[] | undefined;
@@ -73,6 +77,11 @@ export class InlineInstance extends EventEmitter implements BackendInstance {
 
   get inFlight(): number {
     return this.queued;
+  }
+
+  /** Seconds the executions so far held the event loop. */
+  get executeSeconds(): number {
+    return this.executeNs / 1e9;
   }
 
   async load(spec: WorkerLoadSpec): Promise<{ inputs: IoInfo[]; outputs: IoInfo[] }> {
@@ -92,7 +101,7 @@ export class InlineInstance extends EventEmitter implements BackendInstance {
     // Chained: one execution at a time, in the order asked, as on a thread.
     const run = this.tail.then(async () => {
       this.currentLogIds = options?.logIds;
-      const started = process.hrtime.bigint();
+      const held = startLoopHoldClock();
       try {
         return await backend.execute(inputs, outputNames);
       } catch (error) {
@@ -100,7 +109,7 @@ export class InlineInstance extends EventEmitter implements BackendInstance {
       } finally {
         this.currentLogIds = undefined;
         this.queued -= 1;
-        this.noteDuration(Number(process.hrtime.bigint() - started));
+        this.noteDuration(held());
       }
     });
     this.tail = run.catch(() => undefined);
@@ -143,6 +152,8 @@ export class InlineInstance extends EventEmitter implements BackendInstance {
   }
 
   private noteDuration(ns: number): void {
+    this.executeNs += ns;
+    this.options.onDuration?.(ns);
     if (ns <= this.slowExecuteNs || this.warnedSlow) return;
     this.warnedSlow = true;
     this.onLog(

@@ -7,9 +7,11 @@ import type { Logger } from "../observability/logger.js";
 import type { GatewayMetrics } from "../observability/metrics.js";
 import { realpathSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { AdaptiveInstance } from "./adaptive-instance.js";
 import { type BackendInstance, type InstanceIsolation, THREAD_CAPABLE_BACKENDS } from "./backend-instance.js";
 import { hostGpus, type GpuInventory } from "./gpu-inventory.js";
 import { placementOf, type InstancePlacement } from "./instance-placement.js";
+import { inlineCandidacy } from "./inline-fit.js";
 import { InlineInstance } from "./inline-instance.js";
 import { ThreadInstance } from "./thread-instance.js";
 import { type BlsRequest, WorkerProcess } from "./worker-process.js";
@@ -59,10 +61,12 @@ export interface ModelInstancesOptions {
   threadEntry?: string;
   /**
    * Where instances of thread-capable backends (onnxruntime, echo) run
-   * unless their config says otherwise (parameter `operon_isolation`:
-   * "thread" | "process"); default "thread". User code always runs in processes.
+   * unless their config says otherwise (parameter `operon_isolation`):
+   * "auto" (the default: inline for a model that proves tiny, else a
+   * thread; adaptive-instance.ts), "thread" or "process". User code always
+   * runs in processes.
    */
-  defaultIsolation?: InstanceIsolation;
+  defaultIsolation?: IsolationChoice;
   /** The account worker processes run as (--worker-user); default the server's own. */
   workerIdentity?: WorkerIdentity;
   logger: Logger;
@@ -92,23 +96,28 @@ export type InstanceBlsHandler = (call: BlsRequest, depth: number) => Promise<{ 
 export { ISOLATION_PARAMETER };
 
 /**
+ * Where a model's instances are asked to run: an InstanceIsolation, or "auto": on the gateway's event loop
+ * when the model proves tiny (inline-fit.ts), on a thread otherwise (AdaptiveInstance decides, per instance).
+ */
+export type IsolationChoice = InstanceIsolation | "auto";
+
+const ISOLATION_CHOICES: readonly string[] = ["auto", "thread", "process", "inline"];
+
+/**
  * Where the instances of a model run: the config's `operon_isolation`
  * parameter, else the server default for thread-capable backends; user
  * code (any other backend) always in processes. Throws INVALID_ARG for an
  * unknown value or a thread asked for a backend that cannot have one.
  */
-export function isolationOf(
-  spec: InstanceLaunchSpec,
-  defaultIsolation: InstanceIsolation = "thread",
-): InstanceIsolation {
+export function isolationOf(spec: InstanceLaunchSpec, defaultIsolation: IsolationChoice = "auto"): IsolationChoice {
   const parameters = spec.config["parameters"] as Record<string, { string_value?: string }> | undefined;
   const asked = spec.parameters?.[ISOLATION_PARAMETER] ?? parameters?.[ISOLATION_PARAMETER]?.string_value;
   const threadCapable = THREAD_CAPABLE_BACKENDS.has(spec.backend);
   if (asked === undefined || asked === "") return threadCapable ? defaultIsolation : "process";
-  if (asked !== "thread" && asked !== "process" && asked !== "inline") {
+  if (!ISOLATION_CHOICES.includes(asked)) {
     throw new OperonError(
       "INVALID_ARG",
-      `model '${spec.model}': parameter ${ISOLATION_PARAMETER} must be "thread", "process" or "inline", got "${asked}"`,
+      `model '${spec.model}': parameter ${ISOLATION_PARAMETER} must be "auto", "thread", "process" or "inline", got "${asked}"`,
     );
   }
   if (asked !== "process" && !threadCapable) {
@@ -117,7 +126,7 @@ export function isolationOf(
       `model '${spec.model}': backend '${spec.backend}' runs user code, which always runs in a worker process (${ISOLATION_PARAMETER} "${asked}" is for ${[...THREAD_CAPABLE_BACKENDS].join(", ")})`,
     );
   }
-  return asked;
+  return asked as IsolationChoice;
 }
 
 /**
@@ -137,22 +146,56 @@ export async function launchInstance(
   const gpus = options.gpus ?? hostGpus();
   const placement = placementOf(spec.model, spec.config, instanceName, gpus.count);
   assertPlaceable(spec, placement, gpus);
+  // "auto": a candidate for the event loop proves it fits once loaded (AdaptiveInstance); any other model gets a thread.
+  const unfit = isolation === "auto" ? await inlineCandidacy(spec.backend, spec.modelPath, placement) : undefined;
+  if (unfit !== undefined) options.logger.debug({ instance: instanceName, reason: unfit }, "instance runs on a thread");
+  const startThread = (): BackendInstance =>
+    ThreadInstance.start({
+      entry: options.threadEntry ?? join(dirname(options.workerEntry), "thread-main.js"),
+      instanceName,
+      onLog: (level, message, fields) =>
+        options.logger[level]({ ...fields, instance: instanceName, thread: true }, message),
+    });
+  const startInline = (onDuration?: (ns: number) => void): BackendInstance =>
+    InlineInstance.start({
+      entry: join(dirname(options.workerEntry), "in-process-backend.js"),
+      instanceName,
+      onLog: (level, message, fields) =>
+        options.logger[level]({ ...fields, instance: instanceName, inline: true }, message),
+      // An adaptive instance moves itself to a thread instead of warning.
+      ...(onDuration !== undefined ? { onDuration, slowExecuteMs: Number.POSITIVE_INFINITY } : {}),
+    });
   const worker: BackendInstance =
-    isolation === "thread"
-      ? ThreadInstance.start({
-          entry: options.threadEntry ?? join(dirname(options.workerEntry), "thread-main.js"),
-          instanceName,
-          onLog: (level, message, fields) =>
-            options.logger[level]({ ...fields, instance: instanceName, thread: true }, message),
-        })
-      : isolation === "inline"
-        ? InlineInstance.start({
-            entry: join(dirname(options.workerEntry), "in-process-backend.js"),
+    isolation === "auto"
+      ? unfit !== undefined
+        ? startThread()
+        : new AdaptiveInstance({
             instanceName,
-            onLog: (level, message, fields) =>
-              options.logger[level]({ ...fields, instance: instanceName, inline: true }, message),
+            startInline,
+            startThread,
+            prepareThread: async (thread) => {
+              if (spec.warmup !== undefined && spec.warmup.length > 0)
+                await runWarmup(thread, spec.model, instanceName, spec.warmup);
+            },
+            maxBatchSize: Number(spec.config["max_batch_size"] ?? 0),
+            onPlaced: (where, reason) =>
+              options.logger.info(
+                { instance: instanceName, isolation: where, reason },
+                where === "inline"
+                  ? `instance '${instanceName}' runs on the gateway's event loop: ${reason}`
+                  : `instance '${instanceName}' runs on a thread: ${reason}`,
+              ),
+            onMoveFailed: (error) =>
+              options.logger.error(
+                { instance: instanceName, err: error },
+                `instance '${instanceName}' could not move to a thread and stays on the event loop: ${error.message}`,
+              ),
           })
-        : await spawnWorker(spec, instanceName, options);
+      : isolation === "thread"
+        ? startThread()
+        : isolation === "inline"
+          ? startInline()
+          : await spawnWorker(spec, instanceName, options);
   try {
     const load = {
       backend: spec.backend,

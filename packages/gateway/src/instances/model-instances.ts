@@ -14,7 +14,7 @@ import {
 import { schedulerPolicyFromConfig, type SchedulerPolicy } from "../scheduling/scheduler-policy.js";
 import { SequenceBatcher, type SequenceDispatcher, type SequenceRequest } from "../scheduling/sequence-batcher.js";
 import { sequenceFlagsOf, sequencePolicyFromConfig } from "../scheduling/sequence-policy.js";
-import type { BackendInstance } from "./backend-instance.js";
+import type { BackendInstance, InstanceIsolation } from "./backend-instance.js";
 import { hostGpus } from "./gpu-inventory.js";
 import { placementOf } from "./instance-placement.js";
 import { DEFAULT_SANDBOX_LIMITS, isSandboxed } from "./worker-sandbox.js";
@@ -35,7 +35,10 @@ export {
 } from "./instance-launch.js";
 
 /** What the pool tells of one instance (GET /v2/operon/workers adds model, version and process usage). */
-export type InstanceWorkerInfo = Omit<WorkerInstanceInfo, "model" | "version" | "cpuSeconds" | "rssBytes">;
+/** What the pool says of an instance; usage (CPU, memory) is read by the workers report, which gets an inline instance's from `executeSeconds`. */
+export type InstanceWorkerInfo = Omit<WorkerInstanceInfo, "model" | "version" | "cpuSeconds" | "rssBytes"> & {
+  executeSeconds?: number;
+};
 
 /**
  * The backend instances of one model version, each in its own worker
@@ -356,15 +359,24 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
         backend: this.spec.backend,
         kind: placement.kind === "KIND_GPU" ? "GPU" : "CPU",
         device: placement.device,
-        isolation: worker?.isolation ?? isolationOf(this.spec, this.options.defaultIsolation),
+        isolation: worker?.isolation ?? this.askedIsolation(),
         pid: worker?.pid ?? null,
         ...(worker?.tid !== undefined ? { tid: worker.tid } : {}),
+        ...(worker?.isolation === "inline" && worker.executeSeconds !== undefined
+          ? { executeSeconds: worker.executeSeconds }
+          : {}),
         state: worker !== undefined ? "READY" : instance.gaveUp ? "FAILED" : "RESTARTING",
         inFlight: instance.inFlight,
         restarts: instance.restarts,
         startedAt: worker !== undefined ? new Date(worker.startedAt).toISOString() : null,
       };
     });
+  }
+
+  /** Where an instance not running now would run: "auto" shows as a thread, where one that does not fit goes. */
+  private askedIsolation(): InstanceIsolation {
+    const asked = isolationOf(this.spec, this.options.defaultIsolation);
+    return asked === "auto" ? "thread" : asked;
   }
 
   /** Hands a request to the scheduler; see RequestScheduler for the ownership rule. */

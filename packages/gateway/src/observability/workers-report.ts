@@ -6,7 +6,10 @@ import { readProcessUsage, readThreadUsage } from "./process-usage.js";
 export interface VersionWorkers {
   model: string;
   version: string;
-  instances: Array<Omit<WorkerInstanceInfo, "model" | "version" | "cpuSeconds" | "rssBytes">>;
+  /** `executeSeconds`: an inline instance's time on the event loop, reported as its cpuSeconds. */
+  instances: Array<
+    Omit<WorkerInstanceInfo, "model" | "version" | "cpuSeconds" | "rssBytes"> & { executeSeconds?: number }
+  >;
 }
 
 /**
@@ -17,16 +20,19 @@ export interface VersionWorkers {
 export async function workersReport(
   versions: readonly VersionWorkers[],
   gpus: GpuInfo[],
-  defaultIsolation?: "thread" | "process",
+  defaultIsolation?: "auto" | "thread" | "process",
 ): Promise<WorkersResponse> {
   const workers: WorkerInstanceInfo[] = [];
   for (const { model, version, instances } of versions) {
-    for (const instance of instances) workers.push({ model, version, ...instance, cpuSeconds: null, rssBytes: null });
+    for (const { executeSeconds, ...instance } of instances) {
+      const cpuSeconds = instance.isolation === "inline" ? (executeSeconds ?? null) : null;
+      workers.push({ model, version, ...instance, cpuSeconds, rssBytes: null });
+    }
   }
   // Read together: a worker's procfs read takes a few microseconds, and none waits on another.
   await Promise.all(
     workers.map(async (worker) => {
-      // An inline instance's CPU and memory are the gateway's own (reported below), not its own.
+      // An inline instance's memory is the gateway's own (reported below); its CPU, the time its executions took.
       if (worker.pid === null || worker.isolation === "inline") return;
       if (worker.isolation === "thread") {
         if (worker.tid !== undefined) Object.assign(worker, await readThreadUsage(worker.pid, worker.tid));

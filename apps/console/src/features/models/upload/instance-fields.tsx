@@ -21,7 +21,7 @@ export function InstanceFields({
   onChange: (draft: ConfigDraft) => void;
   reporter: (key: string) => (message: string | undefined) => void;
   /** The gateway's --backend-isolation; null while unknown. */
-  defaultIsolation: "thread" | "process" | null;
+  defaultIsolation: "auto" | "thread" | "process" | null;
 }) {
   const group = instanceGroupOf(draft);
   const kinds = INSTANCE_KINDS.some((kind) => kind.value === group.kind)

@@ -11,6 +11,9 @@ describe("instancePlacementHint", () => {
     expect(instancePlacementHint({ backend: "onnxruntime" }, "process")).toMatch(
       /^Each instance is an ONNX Runtime session in a worker process of its own \(this server's --backend-isolation process\)/,
     );
+    expect(instancePlacementHint({ backend: "onnxruntime" }, "auto")).toMatch(
+      /^Each instance runs on the gateway's event loop if the model proves tiny .*, else on a thread of the gateway process \(this server's --backend-isolation auto\)/,
+    );
   });
 
   it("follows the config's own operon_isolation over the server's default", () => {

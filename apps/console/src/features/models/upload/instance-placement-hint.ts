@@ -9,7 +9,10 @@ const IN_GATEWAY_BACKENDS = new Set(["onnxruntime", "echo"]);
  * null while unknown), as the gateway decides it (instance-launch.ts isolationOf). User code
  * always runs in worker processes. Never claims a place it does not know (issue 27, item 7).
  */
-export function instancePlacementHint(draft: ConfigDraft, defaultIsolation: "thread" | "process" | null): string {
+export function instancePlacementHint(
+  draft: ConfigDraft,
+  defaultIsolation: "auto" | "thread" | "process" | null,
+): string {
   const workers = "The Workers page shows where each one runs.";
   const backend = typeof draft["backend"] === "string" ? draft["backend"] : "onnxruntime";
   if (!IN_GATEWAY_BACKENDS.has(backend)) {
@@ -19,6 +22,8 @@ export function instancePlacementHint(draft: ConfigDraft, defaultIsolation: "thr
   const isolation = asked ?? defaultIsolation;
   const why = asked !== undefined ? "this config's operon_isolation" : `this server's --backend-isolation ${isolation}`;
   switch (isolation) {
+    case "auto":
+      return `Each instance runs on the gateway's event loop if the model proves tiny (its largest batch runs in under 250 µs), else on a thread of the gateway process (${why}). ${workers}`;
     case "thread":
       return `Each instance is an ONNX Runtime session on a thread of the gateway process (${why}). ${workers}`;
     case "process":
