@@ -223,6 +223,8 @@ describe("batch jobs (real server)", () => {
       mapping: [{ input: "X", kind: "tensor", columns: ["a", "b"] }],
     });
     const done = await waitForJob(engineer, job.id, (j) => j.state === "DONE");
+    // The job did not ask: jobs.get says what the server's default gave it (the scorer does not batch: 1).
+    expect(done).toMatchObject({ rowsPerRequest: 1, rowsPerRequestDefault: true });
     const unexpected = (await engineer.client.jobs.failures.query({ id: job.id })).filter(
       (f) => !/NULL|thirteen/.test(f.error),
     );

@@ -99,6 +99,15 @@ describe("console: batch jobs over an uploaded dataset", () => {
     const a = COLUMNS.map((i) => `a${i}`).join(",");
     const b = COLUMNS.map((i) => `b${i}`).join(",");
     await form.getByLabel("Column mapping (one a line; empty: suggested)").fill(`INPUT0=${a}\nINPUT1=${b}`);
+    // Rows per request: the form refuses what is no whole number; the API refuses more than add_sub batches (8).
+    const rows = form.getByLabel("Rows per request (optional)");
+    await rows.fill("2.5");
+    await form.getByRole("button", { name: "Start job" }).click();
+    await visible(form.getByText("a whole number of rows, 1 or more"));
+    await rows.fill("9");
+    await form.getByRole("button", { name: "Start job" }).click();
+    await visible(form.getByText("1 to 8: the model's max_batch_size is 8"));
+    await rows.fill("4");
     await form.getByRole("button", { name: "Start job" }).click();
     const job = await visible(page.getByRole("row", { name: /job model add_sub on vectors/ }));
     await visible(job.getByText("done"), 120_000);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { controlText, gatewaysText, parseMappingLines, timeLeft } from "./job-format";
+import { controlText, gatewaysText, parseMappingLines, parseRowsPerRequest, timeLeft } from "./job-format";
 
 describe("job page formatting", () => {
   it("says which gateways served a job's rows, and nothing for the control plane's gateway alone", () => {
@@ -32,6 +32,16 @@ describe("job page formatting", () => {
     expect(parseMappingLines("X a b").problem).toBe("line 1: write INPUT=col1,col2 or INPUT=text:column");
   });
 
+  it("reads the optional rows per request: empty is the server's default, else a whole number in range", () => {
+    expect(parseRowsPerRequest("  ")).toEqual({});
+    expect(parseRowsPerRequest(" 3 ", 4)).toEqual({ value: 3 });
+    expect(parseRowsPerRequest("2")).toEqual({ value: 2 });
+    expect(parseRowsPerRequest("2.5", 4).problem).toBe("a whole number of rows, 1 to 4");
+    expect(parseRowsPerRequest("-1").problem).toBe("a whole number of rows, 1 or more");
+    expect(parseRowsPerRequest("0").problem).toBe("0 rows: give 1 or more");
+    expect(parseRowsPerRequest("8", 4).problem).toBe("8 rows: give 1 to 4 (the model's max_batch_size)");
+  });
+
   it("says why a running job has the requests in flight it has", () => {
     const control = { limit: 4, onlineP99Ms: 12.34, onlineBudgetMs: 14, baselineMs: 12.7 };
     expect(controlText({ ...control, reason: "within" })).toBe("growing: online p99 12.3 ms of its 14 ms budget");
@@ -43,5 +53,9 @@ describe("job page formatting", () => {
       "growing: online p99 — of its 14 ms budget",
     );
     expect(controlText({ ...control, reason: "overloaded" })).toBe("backing off: the gateway refused requests as busy");
+    expect(controlText({ ...control, reason: "clear" })).toBe("growing fast: online p99 12.3 ms of its 14 ms budget");
+    expect(controlText({ ...control, reason: "over-once", onlineP99Ms: 15 })).toBe(
+      "holding: online p99 15 ms of its 14 ms budget (once; a second time backs off)",
+    );
   });
 });

@@ -37,10 +37,35 @@ export function parseMappingLines(text: string): { mapping: MappingLine[]; probl
   return { mapping };
 }
 
+/**
+ * Parses the optional rows-per-request box: empty is the server's default (undefined); else a whole number from 1
+ * to `most` (the model's max_batch_size, when the form knows it; the API checks it against the model either way).
+ */
+export function parseRowsPerRequest(text: string, most?: number): { value?: number; problem?: string } {
+  const trimmed = text.trim();
+  if (trimmed === "") return {};
+  const range = most !== undefined ? `1 to ${most}` : "1 or more";
+  if (!/^\d+$/.test(trimmed)) return { problem: `a whole number of rows, ${range}` };
+  const value = Number(trimmed);
+  if (value < 1 || (most !== undefined && value > most))
+    return { problem: `${value} rows: give ${range}${most !== undefined ? " (the model's max_batch_size)" : ""}` };
+  return { value };
+}
+
 /** A running job's controller state, as jobs.list/get give it (null or absent when not running). */
 export interface JobControlView {
   limit: number;
-  reason: "probe" | "baseline" | "overloaded" | "online-over" | "job-over" | "within" | "hold" | "idle";
+  reason:
+    | "probe"
+    | "baseline"
+    | "overloaded"
+    | "online-over"
+    | "over-once"
+    | "job-over"
+    | "within"
+    | "clear"
+    | "hold"
+    | "idle";
   onlineP99Ms?: number | undefined;
   onlineBudgetMs: number;
   baselineMs?: number | undefined;
@@ -63,12 +88,16 @@ export function controlText(control: JobControlView): string {
       return "backing off: the gateway refused requests as busy";
     case "online-over":
       return `backing off: ${online}`;
+    case "over-once":
+      return `holding: ${online} (once; a second time backs off)`;
     case "job-over":
       return "backing off: the job's own requests are slower than its budget";
     case "hold":
       return `measuring online latency at this concurrency: ${online}`;
     case "within":
       return `growing: ${online}`;
+    case "clear":
+      return `growing fast: ${online}`;
     case "idle":
       return "none of its requests finished in the last window";
   }

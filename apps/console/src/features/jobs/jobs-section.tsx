@@ -10,12 +10,12 @@ import { useFormProblem } from "@/components/form/use-form-problem";
 import { QueryView } from "@/components/states/query-view";
 import { fieldMessage, formMessage } from "@/lib/api-problem";
 import { useTRPC } from "@/lib/trpc";
-import { parseMappingLines } from "./job-format";
+import { parseMappingLines, parseRowsPerRequest } from "./job-format";
 import { JobThroughputSection } from "./job-throughput-section";
 import { FailedRowsTable, JobsTable } from "./jobs-table";
 
 const REFRESH_MS = 1_000;
-const FIELDS = ["datasetId", "target.kind", "target.name", "mapping", "outputs"];
+const FIELDS = ["datasetId", "target.kind", "target.name", "mapping", "outputs", "rowsPerRequest"];
 
 /**
  * Jobs: start one, follow its progress (rows/s, time left), pause, resume, cancel, retry failed rows, download
@@ -88,10 +88,13 @@ function StartJobForm() {
     const kind = String(form.get("kind")) === "OPERATOR" ? ("OPERATOR" as const) : ("MODEL" as const);
     const name = String(form.get("target") ?? "").trim();
     const parsed = parseMappingLines(String(form.get("mapping") ?? ""));
+    // The range's top is the model's max_batch_size: the API checks it against the model served and names it.
+    const rows = parseRowsPerRequest(String(form.get("rowsPerRequest") ?? ""));
     const errors = [
       ...(datasetId === "" ? [{ path: "datasetId", message: "upload a dataset first" }] : []),
       ...(name === "" ? [{ path: "target.name", message: "required" }] : []),
       ...(parsed.problem !== undefined ? [{ path: "mapping", message: parsed.problem }] : []),
+      ...(rows.problem !== undefined ? [{ path: "rowsPerRequest", message: rows.problem }] : []),
     ];
     if (errors.length > 0) {
       atFields(errors);
@@ -101,6 +104,7 @@ function StartJobForm() {
       datasetId,
       target: { kind, name },
       ...(parsed.mapping.length > 0 ? { mapping: parsed.mapping } : {}),
+      ...(rows.value !== undefined ? { rowsPerRequest: rows.value } : {}),
     });
   };
   const options = (datasets.data ?? []).map((dataset) => ({ value: dataset.id, label: dataset.name }));
@@ -133,6 +137,15 @@ function StartJobForm() {
         <textarea id="job-mapping" name="mapping" rows={2} placeholder={"X=a,b\nTEXT=text:review"} />
         {fieldMessage(problem, "mapping") ? <p className="field-error">{fieldMessage(problem, "mapping")}</p> : null}
       </div>
+      <TextField
+        label="Rows per request (optional)"
+        name="rowsPerRequest"
+        inputMode="numeric"
+        autoComplete="off"
+        placeholder="server default"
+        hint="1 to the model's max_batch_size; empty: the server's default (half the batch)"
+        error={fieldMessage(problem, "rowsPerRequest")}
+      />
       <FormAlert message={formMessage(problem, FIELDS)} />
       <div className="form-actions">
         <SubmitButton pending={create.isPending} label="Start job" pendingLabel="Checking the mapping…" />

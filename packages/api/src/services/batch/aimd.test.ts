@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AimdLimiter, type AimdOptions, type OnlineSample } from "./aimd.js";
+import { AimdLimiter, initialJobLimit, type AimdOptions, type OnlineSample } from "./aimd.js";
 
 /** `count` online requests over a 1 s span with this p99. */
 const online = (p99Ms: number | null, count = 100): OnlineSample => ({ spanMs: 1000, count, p99Ms });
@@ -43,29 +43,77 @@ describe("AIMD concurrency of a batch job, driven by online p99", () => {
     expect(limiter.readWindows).toBe(2);
     expect(window(limiter, 5, online(21))).toMatchObject({ reason: "hold", limit: 2 });
     expect(limiter.readWindows).toBe(3);
-    expect(window(limiter, 5, online(21))).toMatchObject({ reason: "within", limit: 3 });
+    expect(window(limiter, 5, online(21.5))).toMatchObject({ reason: "within", limit: 3 });
     // A new step at the new limit.
     expect(limiter.readWindows).toBe(1);
     window(limiter, 5, online(23));
     window(limiter, 5, online(23));
-    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "online-over", limit: 2 });
+    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "over-once", limit: 3 });
   });
 
-  it("adds one request in flight per step within the online budget and cuts by a quarter when online p99 is over it", () => {
+  it("adds one request in flight per step within the online budget and cuts by a quarter when a second step in a row is over it", () => {
     const limiter = probed({ initial: 8, max: 10 });
-    expect(window(limiter, 5, online(21))).toMatchObject({ reason: "within", limit: 9 });
+    // 21.5 ms: within the 22 ms budget, but more than half the tolerance over the 20 ms baseline.
+    expect(window(limiter, 5, online(21.5))).toMatchObject({ reason: "within", limit: 9 });
     // 23 ms is more than 10 % over 20 ms; the job's own latency (5 ms) is fine: online p99 decides.
+    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "over-once", limit: 9 });
     expect(window(limiter, 5, online(23))).toMatchObject({ reason: "online-over", limit: 6 });
+    // Each cut needs its own two steps over in a row: the first after a cut holds.
+    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "over-once", limit: 6 });
     expect(window(limiter, 5, online(23))).toMatchObject({ reason: "online-over", limit: 5 });
   });
 
-  it("halves when online p99 is over its budget by the tolerance again (no noise), down to its minimum", () => {
+  it("does not cut on one step just over the budget: the limit holds, and a step within it after forgets it", () => {
+    const limiter = probed({ initial: 8, max: 20 });
+    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "over-once", limit: 8 });
+    expect(window(limiter, 5, online(21.5))).toMatchObject({ reason: "within", limit: 9 });
+    // Over again after a step within it: a first over once more, not a confirmed one.
+    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "over-once", limit: 9 });
+    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "online-over", limit: 6 });
+  });
+
+  it("grows by half while online p99 is clearly within budget and its own requests' p90 within budgetMs, by one otherwise", () => {
+    const limiter = probed({ initial: 4, max: 64, budgetMs: 50 });
+    // 21 ms: half the tolerance over the 20 ms baseline, at most.
+    expect(window(limiter, 5, online(21))).toMatchObject({ reason: "clear", limit: 6 });
+    expect(window(limiter, 5, online(18))).toMatchObject({ reason: "clear", limit: 9 });
+    // Its own requests queue (p90 80 ms over 50 ms): more of them would only wait, so one more.
+    expect(window(limiter, 80, online(18))).toMatchObject({ reason: "within", limit: 10 });
+    // At least one more at a small limit, and never past max.
+    const small = probed({ initial: 1, max: 3 });
+    expect(window(small, 5, online(20))).toMatchObject({ reason: "clear", limit: 2 });
+    expect(window(small, 5, online(20))).toMatchObject({ reason: "clear", limit: 3 });
+    expect(window(small, 5, online(20))).toMatchObject({ reason: "clear", limit: 3 });
+    expect(() => new AimdLimiter({ budgetMs: 50, growth: 1 })).toThrow(/growth must be over 1/);
+  });
+
+  it("forgets a step over the budget at a probe: the first step after it is a first over again", () => {
+    const limiter = probed({ initial: 8, probeEveryWindows: 2 });
+    window(limiter, 5, online(21.5));
+    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "over-once", limit: 9 });
+    expect(limiter.probing).toBe(true);
+    limiter.window(online(20));
+    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "over-once", limit: 9 });
+  });
+
+  it("starts a job at two executions' worth of its requests per instance", () => {
+    // A batch of 4, 2 rows a request, one instance: 2 requests fill an execution.
+    expect(initialJobLimit({ maxBatchSize: 4, instances: 1 }, 2)).toBe(4);
+    expect(initialJobLimit({ maxBatchSize: 8, instances: 2 }, 3)).toBe(12);
+    // A model that does not batch, or a config that does not say how many instances: one.
+    expect(initialJobLimit({ maxBatchSize: 0 }, 1)).toBe(2);
+  });
+
+  it("holds on one step far over its budget too (a stall of the host), and halves when a second step confirms it", () => {
     const limiter = probed({ initial: 8 });
     // Budget 22 ms; over 24.2 ms is far over.
+    expect(window(limiter, 5, online(60))).toMatchObject({ reason: "over-once", limit: 8 });
     expect(window(limiter, 5, online(25))).toMatchObject({ reason: "online-over", limit: 4 });
-    window(limiter, 5, online(60));
-    window(limiter, 5, online(60));
-    expect(window(limiter, 5, online(60))).toMatchObject({ reason: "online-over", limit: 1 });
+    // Confirmed but only just over: a quarter.
+    expect(window(limiter, 5, online(60))).toMatchObject({ reason: "over-once", limit: 4 });
+    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "online-over", limit: 3 });
+    for (let i = 0; i < 6; i += 1) window(limiter, 5, online(60));
+    expect(limiter.limit).toBe(1);
   });
 
   it("lets its own requests wait behind online ones while online p99 is within budget; their p90 decides only without online traffic", () => {
@@ -130,24 +178,24 @@ describe("AIMD concurrency of a batch job, driven by online p99", () => {
     expect(limiter.baselineMs).toBe(22);
     probeWith(19);
     expect(limiter.baselineMs).toBe(21);
-    // The limit the job had before each probe came back (it grew once per step between them).
-    expect(limiter.limit).toBe(6);
+    // The limit the job had before each probe came back (it grew by half once per step between them: 2, 3, 4.5, 6.75, 10.1).
+    expect(limiter.limit).toBe(10);
   });
 
   it("probes again as soon as the online rate moved by half, and drops the old rate's probes once a second probe confirms the move", () => {
     const limiter = probed({ initial: 4, baselineMs: 20 });
-    // Online traffic doubles: its p99 rises with it, the job backs off, then measures the new baseline.
-    expect(window(limiter, 5, online(35, 200))).toMatchObject({ reason: "online-over", limit: 2 });
+    // Online traffic doubles: its p99 rises with it (one step over: held), and the job measures the new baseline.
+    expect(window(limiter, 5, online(35, 200))).toMatchObject({ reason: "over-once", limit: 4 });
     expect(limiter.probing).toBe(true);
     expect(limiter.window(online(30, 200)).reason).toBe("baseline");
     // One probe at the new rate is held aside: the old baseline stands meanwhile.
     expect(limiter.baselineMs).toBe(20);
     // The rate is still away from the baseline's, so the next probe is due a step later, and it confirms.
-    expect(window(limiter, 5, online(33, 200))).toMatchObject({ reason: "online-over", limit: 1 });
+    expect(window(limiter, 5, online(33, 200))).toMatchObject({ reason: "over-once", limit: 4 });
     expect(limiter.probing).toBe(true);
     expect(limiter.window(online(31, 200)).reason).toBe("baseline");
     expect(limiter.baselineMs).toBe(30);
-    expect(window(limiter, 5, online(32, 200))).toMatchObject({ reason: "within", limit: 2 });
+    expect(window(limiter, 5, online(32, 200))).toMatchObject({ reason: "within", limit: 5 });
   });
 
   it("keeps its baseline when one probe's rate is off (the job's queued online requests finishing together), and drops only on a confirmed move", () => {
@@ -227,7 +275,8 @@ describe("AIMD concurrency of a batch job, driven by online p99", () => {
     quiet.window(online(null, 0));
     expect(quiet.baselineMs).toBeUndefined();
     expect(quiet.onlineBudgetMs).toBe(50);
-    expect(window(quiet, 5, online(52))).toMatchObject({ reason: "online-over", limit: 3 });
+    // Over the report's 50 ms (a first step over it: held), and online traffic is there now: a probe.
+    expect(window(quiet, 5, online(52))).toMatchObject({ reason: "over-once", limit: 4 });
     expect(quiet.probing).toBe(true);
   });
 

@@ -13,12 +13,34 @@
  *
  * - A step lasts `onlineSpanWindows` windows (3) at one limit. At its end
  *   the online p99 over exactly those windows (the monitor reads the span
- *   from the gateway) is compared with the online budget: within it, one
- *   more request in flight; over it, the limit × `decrease` (0.75), or ×
- *   0.5 when online p99 is over the budget by the tolerance again (about
- *   twice the tolerance over the baseline: no noise, cut hard). A
- *   reading that mixes two limits is never judged, so there is no overshoot
- *   from a lagging span and no hold after a cut beyond the step itself.
+ *   from the gateway) is compared with the online budget. A reading that
+ *   mixes two limits is never judged, so there is no overshoot from a
+ *   lagging span and no hold after a cut beyond the step itself.
+ * - Within the budget: one more request in flight; **clearly** within it
+ *   (online p99 at most half the tolerance over the baseline) while the
+ *   job's own requests' p90 is within `budgetMs`, the limit × `growth`
+ *   (1.5, at least one more). Why: a job request waits at the lowest
+ *   priority, so the ones queued behind an execution cost online requests
+ *   little, and one request more per step took a job half its run to reach
+ *   the few in flight that put one of its requests into every execution
+ *   (bench:batch: 2 in flight at the median, 71 % of the idle capacity).
+ *   The job's own p90 ends the fast growth once its requests queue rather
+ *   than execute: more of them would only wait (and a probe would have to
+ *   drain them), so from there it grows by one.
+ * - Over the budget: a cut only when the step before was over it too
+ *   (**confirmed**): the limit × `decrease` (0.75), or × 0.5 when this step
+ *   is over the budget by the tolerance again (about twice the tolerance
+ *   over the baseline: cut hard). A first step over it holds the limit for
+ *   another step (`over-once`), and so does the first step over it after a
+ *   cut: each cut needs its own two steps in a row. Why: a step's p99 is
+ *   that of a few hundred requests, and on a shared host a stall of a few
+ *   seconds puts one step in a few over the budget, far over too, with the
+ *   job doing nothing different; when each over cut, and a step over after
+ *   a cut counted as confirmed, such stalls held a job at one request in
+ *   flight (bench:batch: over and within alternating step by step, 63 % of
+ *   the idle capacity). A job that does raise online p99 keeps it over step
+ *   after step, and is cut every second step; a busy gateway (below) and a
+ *   move of the online rate (a probe) act at once either way.
  * - A request the gateway refused as busy (429/503) halves the limit at the
  *   end of the window it happened in, without waiting for the step.
  * - The job's own requests' p90 against `budgetMs` only bounds its queue
@@ -76,7 +98,9 @@ export interface AimdOptions {
   max?: number;
   /** The multiplier on a back-off for online p99 or the job's own over budget (0..1). Default 0.75. */
   decrease?: number;
-  /** The limit after the first probe. Default 1. */
+  /** The multiplier on a step clearly within the online budget (> 1; at least one request more). Default 1.5. */
+  growth?: number;
+  /** The limit after the first probe (job-execution.ts: from the model's batch size). Default 1. */
   initial?: number;
 }
 
@@ -88,8 +112,21 @@ export interface OnlineSample {
   p99Ms: number | null;
 }
 
-/** hold: in the middle of a step (the limit is being measured). */
-export type AimdReason = "probe" | "baseline" | "overloaded" | "online-over" | "job-over" | "within" | "hold" | "idle";
+/**
+ * hold: in the middle of a step (the limit is being measured); over-once: a step over the online budget that is
+ * not the second in a row since the last cut (the limit holds); clear: a step clearly within it (the limit grows by `growth`).
+ */
+export type AimdReason =
+  | "probe"
+  | "baseline"
+  | "overloaded"
+  | "online-over"
+  | "over-once"
+  | "job-over"
+  | "within"
+  | "clear"
+  | "hold"
+  | "idle";
 
 export interface AimdDecision {
   limit: number;
@@ -119,11 +156,14 @@ export class AimdLimiter {
   private baselineRate: number | undefined;
   /** A probe at another rate than the baseline's, waiting for the next probe to confirm the move. */
   private moved: Probe | undefined;
+  /** The last judged step was over the online budget and did not cut (a second one in a row is confirmed). */
+  private lastStepOver = false;
   readonly min: number;
   readonly max: number;
   readonly onlineSpanWindows: number;
   readonly probeWindows: number;
   private readonly decrease: number;
+  private readonly growth: number;
   private readonly tolerance: number;
   private readonly minOnline: number;
   private readonly probeEvery: number;
@@ -136,6 +176,8 @@ export class AimdLimiter {
     this.decrease = options.decrease ?? 0.75;
     if (!(this.decrease > 0 && this.decrease < 1))
       throw new RangeError(`decrease must be in (0, 1), not ${this.decrease}`);
+    this.growth = options.growth ?? 1.5;
+    if (!(this.growth > 1)) throw new RangeError(`growth must be over 1, not ${this.growth}`);
     this.tolerance = options.onlineTolerance ?? 0.1;
     this.minOnline = options.minOnlineRequests ?? 20;
     this.onlineSpanWindows = Math.max(1, options.onlineSpanWindows ?? 3);
@@ -211,11 +253,15 @@ export class AimdLimiter {
     if (reason !== "hold") {
       if (reason === "overloaded") this.cut(0.5);
       else if (reason === "online-over") {
-        // Far over (twice the tolerance) is no noise: cut as hard as a busy gateway.
+        // Confirmed and far over (twice the tolerance): cut as hard as a busy gateway.
         const far = onlineP99 !== undefined && onlineP99 > this.onlineBudgetMs * (1 + this.tolerance);
         this.cut(far ? 0.5 : this.decrease);
       } else if (reason === "job-over") this.cut(this.decrease);
       else if (reason === "within") this.limitValue = Math.min(this.max, this.limitValue + 1);
+      else if (reason === "clear")
+        this.limitValue = Math.min(this.max, Math.max(this.limitValue + 1, this.limitValue * this.growth));
+      // Only a step over that did not cut waits for its confirmation; a busy gateway is no reading of online p99.
+      if (reason !== "overloaded") this.lastStepOver = reason === "over-once";
       this.stepWindows = 0;
       this.samples = [];
       this.overloaded = false;
@@ -229,9 +275,13 @@ export class AimdLimiter {
   private judge(onlineP99: number | undefined): AimdReason {
     if (this.overloaded) return "overloaded";
     if (this.stepWindows < this.onlineSpanWindows) return "hold";
+    const jobWithin = this.samples.length > 0 && percentile(this.samples, 0.9) <= this.options.budgetMs;
     if (onlineP99 !== undefined) {
-      if (onlineP99 > this.onlineBudgetMs) return "online-over";
-    } else if (this.samples.length > 0 && percentile(this.samples, 0.9) > this.options.budgetMs) return "job-over";
+      const budget = this.onlineBudgetMs;
+      if (onlineP99 > budget) return this.lastStepOver ? "online-over" : "over-once";
+      const baseline = this.baselineMs;
+      if (jobWithin && baseline !== undefined && onlineP99 <= baseline * (1 + this.tolerance / 2)) return "clear";
+    } else if (this.samples.length > 0 && !jobWithin) return "job-over";
     return this.samples.length > 0 ? "within" : "idle";
   }
 
@@ -243,6 +293,8 @@ export class AimdLimiter {
     this.probesDone += 1;
     this.windowsSinceProbe = 0;
     this.stepWindows = 0;
+    // A probe is no step at the limit: the next step's over is a first one again (the baseline may have moved).
+    this.lastStepOver = false;
     // The gateway could not say: the probe measured nothing, and the baseline stays as it was.
     if (online === undefined) return;
     const probe: Probe = { p99Ms: onlineP99 ?? null, perSec: (online.count * 1000) / online.spanMs };
@@ -288,6 +340,22 @@ export class AimdLimiter {
   private decision(reason: AimdReason, onlineP99Ms: number | undefined): AimdDecision {
     return { limit: this.limit, reason, onlineP99Ms, onlineBudgetMs: this.onlineBudgetMs };
   }
+}
+
+/**
+ * The limit a job starts at after its first probe: two executions' worth of its requests per instance (one
+ * request set executing, one queued for the next execution), so its requests are in nearly every execution
+ * from the start instead of after a dozen steps of growth. An execution holds max_batch_size rows (one, for a
+ * model that does not batch), i.e. ceil(maxBatchSize / rowsPerRequest) of the job's requests; 2 rows a
+ * request to a batch of 4 on one instance start at 4. Online requests go first in every execution (the job
+ * runs at the lowest priority), so the queued ones cost online latency little; the steps correct it from there.
+ */
+export function initialJobLimit(
+  target: { maxBatchSize: number; instances?: number | undefined },
+  rowsPerRequest: number,
+): number {
+  const perExecution = Math.max(1, Math.ceil(Math.max(1, target.maxBatchSize) / Math.max(1, rowsPerRequest)));
+  return 2 * perExecution * Math.max(1, target.instances ?? 1);
 }
 
 function clamp(value: number, min: number, max: number): number {

@@ -58,8 +58,14 @@ export interface JobView {
   target: { kind: string; name: string; version: string | null };
   mapping: ColumnMapping[];
   outputs: string[];
-  /** Rows one request carries as the job asked; null: the server's default (rows-per-request.ts). */
+  /**
+   * Rows one request carries: the job's ask, else the server's default (rows-per-request.ts) as the job's run
+   * in this server uses or last used it; null: the default, and the job has not run since the server started
+   * (the default depends on the model served when it runs).
+   */
   rowsPerRequest: number | null;
+  /** True when the job did not ask: `rowsPerRequest` is the server's default. */
+  rowsPerRequestDefault: boolean;
   state: BatchJobState;
   error: string | null;
   totalRows: number | null;
@@ -100,6 +106,8 @@ const COST_SETTLE_MS = 60_000;
 
 export class BatchJobs {
   private readonly running = new Map<string, RunningJob>();
+  /** The rows per request of each job's last run in this process that used the server's default (jobs.get). */
+  private readonly defaultRowsPerRequest = new Map<string, number>();
   private readonly execution: JobExecution;
   private stopped = false;
   private kicking: Promise<void> = Promise.resolve();
@@ -345,6 +353,7 @@ export class BatchJobs {
       await tx.batchJob.delete({ where: { id } });
       await recordAudit(tx, actor, { action: "batchJob.delete", targetType: "BatchJob", targetId: id, before: job });
     });
+    this.defaultRowsPerRequest.delete(id);
     await rm(this.filesOf(id).dir, { recursive: true, force: true });
   }
 
@@ -371,6 +380,8 @@ export class BatchJobs {
           this.running.set(job.id, run);
           run.done = this.execution.run(job, run).finally(() => {
             this.running.delete(job.id);
+            if (job.rowsPerRequest === null && run.rowsPerRequest !== undefined)
+              this.defaultRowsPerRequest.set(job.id, run.rowsPerRequest);
             this.kick();
           });
         }
@@ -431,7 +442,8 @@ export class BatchJobs {
   }
 
   /** A running job's concurrency as its controllers have it now (one per gateway), not as of its last checkpoint. */
-  private live(view: JobView): JobView {
+  private live(stored: JobView): JobView {
+    const view = this.withRowsPerRequest(stored);
     const lanes = this.running.get(view.id)?.lanes?.list();
     if (lanes === undefined || lanes.length === 0 || view.state !== "RUNNING") return view;
     const gateways = new Map(view.gateways.map((gateway) => [gateway.gateway, gateway]));
@@ -451,6 +463,13 @@ export class BatchJobs {
       control: first !== undefined ? { ...first, limit: concurrency } : null,
       gateways: [...gateways.values()].sort((a, b) => b.rows - a.rows || a.gateway.localeCompare(b.gateway)),
     };
+  }
+
+  /** A job on the server's default shows the rows per request its run uses (or last used), not null. */
+  private withRowsPerRequest(view: JobView): JobView {
+    if (!view.rowsPerRequestDefault) return view;
+    const used = this.running.get(view.id)?.rowsPerRequest ?? this.defaultRowsPerRequest.get(view.id);
+    return used === undefined ? view : { ...view, rowsPerRequest: used };
   }
 
   /** The key columns of failed rows (from the snapshot), so the console can name the rows. */
@@ -519,6 +538,7 @@ function viewOf(row: BatchJob, datasetName: string, ownerEmail: string | null): 
     mapping: parseJsonColumn(inputMappingSchema, row.mapping, { table: "BatchJob", column: "mapping", id: row.id }),
     outputs: row.outputs,
     rowsPerRequest: row.rowsPerRequest,
+    rowsPerRequestDefault: row.rowsPerRequest === null,
     state: row.state,
     error: row.error,
     totalRows: row.totalRows,

@@ -34,6 +34,8 @@ export interface TargetSignature {
   outputs: TensorSpec[];
   /** 0: the shapes carry no batch dimension. */
   maxBatchSize: number;
+  /** Instances serving it (instance_group counts of the served config); undefined: the config did not say. */
+  instances?: number | undefined;
 }
 
 /** What a checked mapping sends for one input: the per-row shape, with the batch dimension when the target batches. */

@@ -6,6 +6,7 @@ import type { ApiKeyService } from "../api-keys/api-key-service.js";
 import { clusterGateways } from "../cluster/cluster-gateways.js";
 import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-client.js";
 import { parseJsonColumn } from "../json-column.js";
+import { initialJobLimit } from "./aimd.js";
 import type { BatchStorageOptions } from "./datasets.js";
 import { inputMappingSchema, planInputs } from "./input-mapping.js";
 import { type JobFiles, outputColumnsOf } from "./job-files.js";
@@ -41,6 +42,8 @@ export interface RunningJob {
   done: Promise<void>;
   /** The job's gateways with their concurrency controllers' latest windows (aimd.ts): jobs.get shows them live. */
   lanes?: GatewayLanes;
+  /** The rows one of its requests carries (rows-per-request.ts), once the run knows its target: jobs.get shows it. */
+  rowsPerRequest?: number;
 }
 
 export type { JobControl } from "./gateway-lanes.js";
@@ -132,11 +135,22 @@ export class JobExecution {
           ? { budgetMs: this.deps.options.budgetMs, source: "option" }
           : await jobBudget(this.deps.prisma, target);
       const key = await this.issueKey(id);
+      const rowsPerRequest = jobRowsPerRequest(
+        { ...target, maxBatchSize: signature.maxBatchSize },
+        queued.rowsPerRequest,
+        this.deps.options.rowsPerRequest,
+      );
+      run.rowsPerRequest = rowsPerRequest;
+      const maxConcurrency = this.deps.options.maxConcurrency ?? 64;
       lanes = await GatewayLanes.start({
         discover: () => this.discoverGateways(),
         target,
         jobKey: key,
-        limiter: { budgetMs: budget.budgetMs, max: this.deps.options.maxConcurrency ?? 64, initial: 2 },
+        limiter: {
+          budgetMs: budget.budgetMs,
+          max: maxConcurrency,
+          initial: Math.min(maxConcurrency, initialJobLimit(signature, rowsPerRequest)),
+        },
         logger: this.deps.logger,
         jobId: id,
         windowMs: this.deps.options.aimdWindowMs,
@@ -171,11 +185,7 @@ export class JobExecution {
         images: { baseDir: imageBaseOf(dataset), roots: this.imageRootsOf(dataset) },
         logger: this.deps.logger,
         chunkRows: this.deps.chunkRows,
-        rowsPerRequest: jobRowsPerRequest(
-          { ...target, maxBatchSize: signature.maxBatchSize },
-          queued.rowsPerRequest,
-          this.deps.options.rowsPerRequest,
-        ),
+        rowsPerRequest,
         stopping: () => run.stop,
         onRowSettled: () => recorder.rowSettled(),
         onRequestAnswered: () => recorder.requestAnswered(),

@@ -12,7 +12,11 @@ import type { Logger } from "@operon/protocol/logger";
  * crash that drops an uncheckpointed chunk counts those rows again when they
  * rerun (they were computed twice, and cost twice). A write that fails is
  * logged and its counts carried into the next interval; it never fails the
- * job. `stop` writes the last, partial interval.
+ * job. `stop` writes the last, partial interval; as no interval follows it
+ * to carry its counts, that write is tried `finalAttempts` times (3),
+ * `retryMs` apart (doubling), before its rows are given up (and logged as
+ * lost): a database that blipped as the job ended must not take the job's
+ * last seconds off its chart and its cost.
  *
  * Every interval of the run is written, one without rows too: the chart
  * divides a bucket's rows by the time its samples cover (job-throughput.ts),
@@ -22,6 +26,8 @@ import type { Logger } from "@operon/protocol/logger";
  * or stopped job has no recorder and writes nothing.
  */
 export const DEFAULT_THROUGHPUT_SAMPLE_MS = 5_000;
+const DEFAULT_FINAL_ATTEMPTS = 3;
+const DEFAULT_RETRY_MS = 250;
 
 export class JobThroughputRecorder {
   private rows = 0;
@@ -36,6 +42,8 @@ export class JobThroughputRecorder {
     private readonly jobId: string,
     private readonly logger: Logger,
     sampleMs: number,
+    private readonly finalAttempts: number,
+    private readonly retryMs: number,
   ) {
     this.timer = setInterval(() => void this.flush(), sampleMs);
     this.timer.unref();
@@ -46,12 +54,18 @@ export class JobThroughputRecorder {
     jobId: string;
     logger: Logger;
     sampleMs?: number;
+    /** Tries of the last interval's write. Default 3. */
+    finalAttempts?: number;
+    /** The wait before the last write's second try (ms; doubling after). Default 250. */
+    retryMs?: number;
   }): JobThroughputRecorder {
     return new JobThroughputRecorder(
       options.prisma,
       options.jobId,
       options.logger,
       options.sampleMs ?? DEFAULT_THROUGHPUT_SAMPLE_MS,
+      Math.max(1, options.finalAttempts ?? DEFAULT_FINAL_ATTEMPTS),
+      options.retryMs ?? DEFAULT_RETRY_MS,
     );
   }
 
@@ -76,25 +90,43 @@ export class JobThroughputRecorder {
   private flush(final = false): Promise<void> {
     if (this.stopped && !final) return this.writing;
     this.writing = this.writing.then(async () => {
-      const now = Date.now();
-      const { rows, requests } = this;
-      // The sample's key is (job, start): an interval shorter than a millisecond waits for the next.
-      if (now <= this.intervalStart) return;
-      const at = new Date(this.intervalStart);
-      try {
-        await this.prisma.batchJobSample.create({
-          data: { jobId: this.jobId, at, intervalMs: now - this.intervalStart, rows, requests },
-        });
-        this.rows -= rows;
-        this.requests -= requests;
-        this.intervalStart = now;
-      } catch (error) {
-        this.logger.warn(
-          { job: this.jobId, err: (error as Error).message },
-          "batch job: a throughput sample was not written; its rows count in the next",
-        );
+      for (let attempt = 1; ; attempt += 1) {
+        const written = await this.write();
+        if (written === true || !final) return;
+        if (attempt >= this.finalAttempts) {
+          this.logger.warn(
+            { job: this.jobId, err: written.message, rows: this.rows, requests: this.requests, attempts: attempt },
+            "batch job: the last throughput sample was not written; its rows are not charted",
+          );
+          return;
+        }
+        await new Promise((resolve) => setTimeout(resolve, this.retryMs * 2 ** (attempt - 1)));
       }
     });
     return this.writing;
+  }
+
+  /** Writes the interval up to now: true when written (or nothing to write yet), else the error (the counts stay). */
+  private async write(): Promise<true | Error> {
+    const now = Date.now();
+    const { rows, requests } = this;
+    // The sample's key is (job, start): an interval shorter than a millisecond waits for the next.
+    if (now <= this.intervalStart) return true;
+    const at = new Date(this.intervalStart);
+    try {
+      await this.prisma.batchJobSample.create({
+        data: { jobId: this.jobId, at, intervalMs: now - this.intervalStart, rows, requests },
+      });
+      this.rows -= rows;
+      this.requests -= requests;
+      this.intervalStart = now;
+      return true;
+    } catch (error) {
+      this.logger.warn(
+        { job: this.jobId, err: (error as Error).message },
+        "batch job: a throughput sample was not written; its rows count in the next",
+      );
+      return error as Error;
+    }
   }
 }

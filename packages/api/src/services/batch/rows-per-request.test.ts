@@ -47,4 +47,22 @@ describe("rows a job's request carries", () => {
     expect(() => checkRowsPerRequest(1, operator)).not.toThrow();
     expect(() => checkRowsPerRequest(2, operator)).toThrow("operator 'rank' takes one row a request");
   });
+
+  it("gives the field its own message with the range and why it ends there (a form shows it under the field)", () => {
+    const fieldOf = (asked: number, target: Parameters<typeof checkRowsPerRequest>[1]) => {
+      try {
+        checkRowsPerRequest(asked, target);
+      } catch (error) {
+        return (error as { fieldErrors?: unknown }).fieldErrors;
+      }
+      return undefined;
+    };
+    expect(fieldOf(9, tokenizer)).toEqual([
+      { path: "rowsPerRequest", message: "1 to 8: the model's max_batch_size is 8" },
+    ]);
+    expect(fieldOf(2, unbatched)).toEqual([{ path: "rowsPerRequest", message: "1: the model does not batch" }]);
+    expect(fieldOf(2, operator)).toEqual([
+      { path: "rowsPerRequest", message: "1: an operator takes one row a request" },
+    ]);
+  });
 });

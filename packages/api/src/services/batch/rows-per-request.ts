@@ -48,8 +48,15 @@ export function checkRowsPerRequest(asked: number, target: RowsPerRequestTarget)
         ? `model '${target.name}' batches at most ${target.maxBatchSize} rows (max_batch_size); give 1 to ${most}`
         : `model '${target.name}' does not batch (max_batch_size 0); give 1`;
   throw new AppError("VALIDATION_FAILED", `rows per request ${asked}: ${what}`, {
-    fieldErrors: [{ path: "rowsPerRequest", message: `1 to ${most}` }],
+    // The field's own message (a form shows it under the field): the range and why it ends there.
+    fieldErrors: [{ path: "rowsPerRequest", message: fieldMessage(target, most) }],
   });
+}
+
+function fieldMessage(target: RowsPerRequestTarget, most: number): string {
+  if (target.kind === "OPERATOR") return "1: an operator takes one row a request";
+  if (target.maxBatchSize > 0) return `1 to ${most}: the model's max_batch_size is ${target.maxBatchSize}`;
+  return "1: the model does not batch";
 }
 
 /** Rows a request carries when neither the job nor the server says: half the model's max_batch_size, 1 to 8. */

@@ -44,7 +44,14 @@ export async function targetSignature(gateway: GatewayClient, target: JobTarget)
     inputs: tensorsOf(metadata["inputs"]),
     outputs: tensorsOf(metadata["outputs"]),
     maxBatchSize: Number(config["max_batch_size"] ?? 0) || 0,
+    instances: instancesOf(config["instance_group"]),
   };
+}
+
+/** The instances an instance_group list runs (a group without a count is one); undefined without a list. */
+export function instancesOf(groups: unknown): number | undefined {
+  if (!Array.isArray(groups) || groups.length === 0) return undefined;
+  return groups.reduce((sum: number, group: { count?: unknown }) => sum + (Number(group?.count ?? 1) || 1), 0);
 }
 
 function tensorsOf(value: unknown): TensorSpec[] {
