@@ -252,7 +252,9 @@ const report = {
 
 // Where --backend-isolation auto placed each instance, and why (the server logs it once per instance).
 const placements = {};
-const operon = await startOperon(repository, [], {
+// The resource scheduler off: it would change the instance counts each section names (and load instances
+// while a round runs) as the load moves between models; the bench measures the configs as written.
+const operon = await startOperon(repository, ["--resource-scheduler", "false"], {
   onOutput: (text) => {
     for (const match of text.matchAll(/instance '([^']+)' runs on (the gateway's event loop|a thread): ([^"]+)"/g))
       placements[match[1]] = `${match[2] === "a thread" ? "thread" : "event loop"}: ${match[3]}`;
