@@ -165,9 +165,10 @@ describe("batch job priority under online load (real server)", () => {
   }, 120_000);
 
   it("backs off while an online client runs and fills the valley when it stops", async () => {
+    // Its ceiling (aimd.ts jobLimitCeiling): four executions' worth, 4 requests for a model of batch 1.
     const grown = await jobUntil(
       "the job to grow without online traffic",
-      (view) => view.concurrency >= 6 && view.control?.reason === "within",
+      (view) => view.concurrency >= 4 && (view.control?.reason === "within" || view.control?.reason === "clear"),
     );
 
     // Two online clients, one request after the other each: enough requests a span for online p99 to count.
@@ -197,7 +198,7 @@ describe("batch job priority under online load (real server)", () => {
 
     // The client stopped: the job fills the valley again.
     const refilled = await jobUntil("the job to grow again", (view) => view.concurrency >= 4);
-    expect(refilled.control?.reason).toBe("within");
+    expect(["within", "clear"]).toContain(refilled.control?.reason);
     expect(existsSync(holdPath)).toBe(false);
   }, 180_000);
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AimdLimiter, initialJobLimit, type AimdOptions, type OnlineSample } from "./aimd.js";
+import { AimdLimiter, initialJobLimit, jobLimitCeiling, type AimdOptions, type OnlineSample } from "./aimd.js";
 
 /** `count` online requests over a 1 s span with this p99. */
 const online = (p99Ms: number | null, count = 100): OnlineSample => ({ spanMs: 1000, count, p99Ms });
@@ -102,6 +102,15 @@ describe("AIMD concurrency of a batch job, driven by online p99", () => {
     expect(initialJobLimit({ maxBatchSize: 8, instances: 2 }, 3)).toBe(12);
     // A model that does not batch, or a config that does not say how many instances: one.
     expect(initialJobLimit({ maxBatchSize: 0 }, 1)).toBe(2);
+  });
+
+  it("caps a job at four executions' worth of its requests per instance, where a cut still empties executions", () => {
+    expect(jobLimitCeiling({ maxBatchSize: 4, instances: 1 }, 2)).toBe(8);
+    expect(jobLimitCeiling({ maxBatchSize: 8, instances: 2 }, 3)).toBe(24);
+    // Growing clearly within budget stops at the ceiling.
+    const limiter = probed({ initial: 6, max: jobLimitCeiling({ maxBatchSize: 4, instances: 1 }, 2) });
+    expect(window(limiter, 5, online(20))).toMatchObject({ reason: "clear", limit: 8 });
+    expect(window(limiter, 5, online(20))).toMatchObject({ reason: "clear", limit: 8 });
   });
 
   it("holds on one step far over its budget too (a stall of the host), and halves when a second step confirms it", () => {

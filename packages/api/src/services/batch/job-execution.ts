@@ -6,7 +6,7 @@ import type { ApiKeyService } from "../api-keys/api-key-service.js";
 import { clusterGateways } from "../cluster/cluster-gateways.js";
 import type { GatewayClient, GatewayClientOptions } from "../gateway/gateway-client.js";
 import { parseJsonColumn } from "../json-column.js";
-import { initialJobLimit } from "./aimd.js";
+import { initialJobLimit, jobLimitCeiling } from "./aimd.js";
 import type { BatchStorageOptions } from "./datasets.js";
 import { inputMappingSchema, planInputs } from "./input-mapping.js";
 import { type JobFiles, outputColumnsOf } from "./job-files.js";
@@ -148,7 +148,7 @@ export class JobExecution {
         jobKey: key,
         limiter: {
           budgetMs: budget.budgetMs,
-          max: maxConcurrency,
+          max: Math.min(maxConcurrency, jobLimitCeiling(signature, rowsPerRequest)),
           initial: Math.min(maxConcurrency, initialJobLimit(signature, rowsPerRequest)),
         },
         logger: this.deps.logger,
