@@ -5,7 +5,6 @@ import {
   type BlsRequestHandler,
   type ExecuteRequestOptions,
   type InstanceIsolation,
-  oneResponseStream,
   type StreamRequestOptions,
   type StreamResponse,
   type WorkerExecuteResult,
@@ -146,14 +145,13 @@ export class AdaptiveInstance extends EventEmitter implements BackendInstance {
     return this.current.execute(inputs, outputNames, options);
   }
 
-  /** Never decoupled (ONNX Runtime): the one execution's result as the one response. */
   executeStream(
     inputs: Tensor[],
     outputNames: string[] | undefined,
     onResponse: (response: StreamResponse) => void,
     options?: StreamRequestOptions,
   ): Promise<void> {
-    return oneResponseStream(this.execute(inputs, outputNames, options), onResponse);
+    return this.current.executeStream(inputs, outputNames, onResponse, options);
   }
 
   async stop(timeoutMs?: number): Promise<void> {
