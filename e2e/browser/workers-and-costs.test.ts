@@ -71,7 +71,7 @@ describe("console: workers, hardware profiles and costs", () => {
       worker.isolation === "thread"
         ? `gateway thread (${worker.pid})`
         : worker.isolation === "inline"
-          ? `gateway event loop (${worker.pid})`
+          ? `event loop (${worker.pid})`
           : `process ${worker.pid}`;
     for (const worker of [...inline, threads[0]!, processes[0]!]) {
       const row = await visible(table.getByRole("row", { name: new RegExp(`\\b${worker.instance}\\b`) }));

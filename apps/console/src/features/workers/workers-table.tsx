@@ -63,11 +63,13 @@ export function WorkersTable({
       id: "isolation",
       header: "Runs in (PID)",
       sortValue: (worker) => worker.isolation,
+      // "event loop", not "gateway event loop": the column must fit a laptop's table (workers-table-fit.test.ts)
+      // now that tiny models run there by default; the page's count line says whose loop it is.
       cell: (worker) =>
         worker.isolation === "thread"
           ? `gateway thread (${worker.pid ?? "—"})`
           : worker.isolation === "inline"
-            ? `gateway event loop (${worker.pid ?? "—"})`
+            ? `event loop (${worker.pid ?? "—"})`
             : `process ${worker.pid ?? "—"}`,
       nowrap: true,
     },
