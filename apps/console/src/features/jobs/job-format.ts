@@ -1,5 +1,6 @@
 // Relative imports only: unit-tested outside Next.
 import { formatMs } from "../../lib/number-format";
+import type { RouterOutputs } from "../../lib/api-types";
 
 /** "1 h 4 min", "3 min 20 s", "12 s": time left at the job's rate; "–" when unknown. */
 export function timeLeft(seconds: number | null): string {
@@ -52,24 +53,8 @@ export function parseRowsPerRequest(text: string, most?: number): { value?: numb
   return { value };
 }
 
-/** A running job's controller state, as jobs.list/get give it (null or absent when not running). */
-export interface JobControlView {
-  limit: number;
-  reason:
-    | "probe"
-    | "baseline"
-    | "overloaded"
-    | "online-over"
-    | "over-once"
-    | "job-over"
-    | "within"
-    | "clear"
-    | "hold"
-    | "idle";
-  onlineP99Ms?: number | undefined;
-  onlineBudgetMs: number;
-  baselineMs?: number | undefined;
-}
+/** A running job's controller state, as jobs.get gives it (null when not running): the API's own type (aimd.ts). */
+export type JobControlView = NonNullable<RouterOutputs["jobs"]["get"]["control"]>;
 
 /**
  * Why a running job has the requests in flight it has, in words: its
