@@ -49,11 +49,12 @@ describe("suggestConfig", () => {
 });
 
 describe("prepareConfig", () => {
-  it("refuses an inline instance (the gateway's event loop) and takes thread or process", () => {
+  it("refuses an inline instance (the gateway's event loop) and takes auto, thread or process", () => {
     const asking = (value: string) => ({ parameters: { operon_isolation: { string_value: value } } });
     const errors = fieldErrorsOf(() => prepareConfig("m", asking("inline"), new Map([[1, BATCHING]])));
     expect(errors).toEqual([{ path: "parameters.operon_isolation", message: expect.stringMatching(/event loop/) }]);
-    for (const value of ["thread", "process"])
+    // "auto" puts a model on the event loop only after the gateway bounded and measured its cost (inline-fit.ts).
+    for (const value of ["auto", "thread", "process"])
       expect(prepareConfig("m", asking(value), new Map([[1, BATCHING]])).config.parameters).toEqual(
         asking(value).parameters,
       );
