@@ -1,0 +1,140 @@
+#!/usr/bin/env node
+// Where a request's CPU goes on the server's main thread, native code and the kernel included, for Operon and
+// the minimal node:http+ORT server side by side: Linux `perf record -g` on each server's main thread under the
+// same wrk load, the servers run with --perf-basic-prof-only-functions so JIT frames have names. Prints µs per
+// request by layer (inclusive: a sample counts for every layer on its stack) and the top JS frames.
+//
+// Why beside profile-request-path.mjs: V8's own profiler marks the I/O poll phase "(idle)", so at low
+// concurrency it misses a third of the thread's CPU (reads, llhttp, the kernel's TCP work); /proc's CPU time
+// has it all but cannot say where. perf sees both.
+//
+// Usage: node bench/perf-request-path.mjs [json|binary] [connections] [seconds] [top]
+// Environment: QUEUE_DELAY_US (add_sub's max_queue_delay_microseconds, default 0 here), ISOLATION, INSTANCES.
+// Needs `perf` (Debian: linux-perf) and permission to record another process (root, or perf_event_paranoid <= 1).
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { addSubRequest, writeAddSubRepository } from "./lib/add-sub-load.mjs";
+import { startBaseline, startOperon } from "./lib/processes.mjs";
+import { runWrk, wrkRequest } from "./lib/wrk.mjs";
+
+const [kind = "json", connections = "1", seconds = "4", top = "25"] = process.argv.slice(2);
+const SAMPLE_HZ = 2000;
+const NODE_ARGS = ["--perf-basic-prof-only-functions"];
+
+/** Layers of a request, each a frame that marks it (a sample counts for a layer when the frame is on its stack). */
+const LAYERS = [
+  ["I/O poll phase: read, HTTP parse, handler up to its first wait", (frame) => frame === "uv__io_poll"],
+  ["check phase: setImmediate callbacks and what they resolve", (frame) => frame === "uv__run_check"],
+  ["socket write (writev, kernel TCP)", (frame) => frame === "__GI___writev" || frame === "__libc_write"],
+  ["socket read", (frame) => frame === "uv__read"],
+  ["llhttp parser", (frame) => frame === "llhttp__internal_execute"],
+  ["ONNX Runtime run", (frame) => frame === "InferenceSessionWrap::Run"],
+  ["JSON.parse", (frame) => frame === "v8::internal::Builtin_JsonParse"],
+  ["garbage collection", (frame) => frame.includes("Scavenger") || frame.includes("MarkCompact")],
+  ["kernel, all", (frame) => frame.startsWith("[k]")],
+];
+
+const repositoryOptions = {
+  queueDelayUs: Number(process.env.QUEUE_DELAY_US ?? 0),
+  instances: Number(process.env.INSTANCES ?? 2),
+  isolation: process.env.ISOLATION ?? "",
+  prefix: "operon-perf-path-",
+};
+const { repository, onnx } = writeAddSubRepository(repositoryOptions);
+const { body, headers } = addSubRequest(kind);
+const dataDir = mkdtempSync(join(tmpdir(), "operon-perf-data-"));
+
+const results = [];
+for (const target of ["operon", "minimal"]) results.push(await measure(target));
+for (const result of results) {
+  console.log(
+    `\n${result.target}: ${result.requestsPerSec.toFixed(0)} req/s, p50 ${result.p50Us} µs; ` +
+      `main thread busy ${result.cpuPerRequestUs.toFixed(1)} µs a request (${result.samples} samples)`,
+  );
+}
+console.log(`\nµs a request on the main thread, by layer (inclusive)\n`);
+console.log(`| layer | ${results.map((r) => r.target).join(" | ")} |`);
+console.log(`| --- | ${results.map(() => "---:").join(" | ")} |`);
+for (const [name] of LAYERS) {
+  console.log(`| ${name} | ${results.map((r) => r.layers.get(name).toFixed(1)).join(" | ")} |`);
+}
+for (const result of results) {
+  console.log(`\n${result.target}: JS frames, µs a request (inclusive)`);
+  for (const [frame, us] of result.jsFrames.slice(0, Number(top))) console.log(`  ${us.toFixed(1).padStart(6)}  ${frame}`);
+}
+
+async function measure(target) {
+  const server =
+    target === "operon"
+      ? await startOperon(repository, ["--load-model", "*", "--model-control-mode", "explicit"], {
+          nodeArgs: NODE_ARGS,
+        })
+      : await startBaseline("minimal-http-ort-server.mjs", [onnx, "0"], { nodeArgs: NODE_ARGS });
+  const url = `${server.httpUrl ?? server.url}/v2/models/add_sub/infer`;
+  const dataFile = join(dataDir, `${target}.data`);
+  try {
+    const request = wrkRequest(url, body, headers);
+    await runWrk(request, { connections: Number(connections), seconds: 2 });
+    // The main thread's id is the process id.
+    const perf = spawn(
+      "perf",
+      ["record", "-q", "-o", dataFile, "-t", String(server.pid), "-F", String(SAMPLE_HZ), "-g", "--", "sleep", seconds],
+      { stdio: ["ignore", "ignore", "inherit"] },
+    );
+    const exited = new Promise((resolve) => perf.on("exit", resolve));
+    const load = await runWrk(request, { connections: Number(connections), seconds: Number(seconds) });
+    const code = await exited;
+    if (code !== 0) throw new Error(`perf record exited ${code}`);
+    return { target, ...load, ...summarise(dataFile, load.requestsPerSec * Number(seconds)) };
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Reads perf's samples (one stack each) and turns sample counts into µs a request. */
+function summarise(dataFile, requests) {
+  const script = spawnSync("perf", ["script", "-i", dataFile, "-F", "ip,sym"], {
+    encoding: "utf8",
+    maxBuffer: 1 << 30,
+  });
+  if (script.status !== 0) throw new Error(`perf script failed: ${script.stderr}`);
+  const stacks = parseStacks(script.stdout);
+  const usPerSample = 1e6 / SAMPLE_HZ / requests;
+  const layers = new Map(LAYERS.map(([name]) => [name, 0]));
+  const js = new Map();
+  for (const stack of stacks) {
+    for (const [name, marks] of LAYERS) if (stack.some(marks)) layers.set(name, layers.get(name) + usPerSample);
+    for (const frame of new Set(stack.filter((f) => f.startsWith("JS:")))) {
+      const key = frame.replace(/file:\/\/\/.*?\/(packages|bench|apps)\//, "$1/");
+      js.set(key, (js.get(key) ?? 0) + usPerSample);
+    }
+  }
+  return {
+    samples: stacks.length,
+    cpuPerRequestUs: stacks.length * usPerSample,
+    layers,
+    jsFrames: [...js].sort((a, b) => b[1] - a[1]),
+  };
+}
+
+/** perf script's text: a blank line between samples, one "ip symbol" line per frame (leaf first); kernel frames marked [k]. */
+function parseStacks(text) {
+  const stacks = [];
+  let current = [];
+  for (const line of text.split("\n")) {
+    const trimmed = line.trim();
+    if (trimmed === "") {
+      if (current.length > 0) stacks.push(current);
+      current = [];
+      continue;
+    }
+    const space = trimmed.indexOf(" ");
+    const ip = space === -1 ? trimmed : trimmed.slice(0, space);
+    const symbol = space === -1 ? "" : trimmed.slice(space + 1);
+    current.push(ip.startsWith("ffff") ? `[k]${symbol}` : symbol);
+  }
+  if (current.length > 0) stacks.push(current);
+  return stacks;
+}
