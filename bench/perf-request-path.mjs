@@ -62,7 +62,8 @@ for (const [name] of LAYERS) {
 }
 for (const result of results) {
   console.log(`\n${result.target}: JS frames, µs a request (inclusive)`);
-  for (const [frame, us] of result.jsFrames.slice(0, Number(top))) console.log(`  ${us.toFixed(1).padStart(6)}  ${frame}`);
+  for (const [frame, us] of result.jsFrames.slice(0, Number(top)))
+    console.log(`  ${us.toFixed(1).padStart(6)}  ${frame}`);
 }
 
 async function measure(target) {
