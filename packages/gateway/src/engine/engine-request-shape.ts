@@ -58,6 +58,8 @@ export function scheduledRequestOf(
     parameters: request.parameters,
     context,
   };
+  // A batch job's request (auth/key-priority.ts): rides along in the executions online requests start.
+  if (request.trafficClass === "batch") scheduled.background = true;
   if (request.signal !== undefined) {
     context.signal = request.signal;
     scheduled.signal = request.signal;

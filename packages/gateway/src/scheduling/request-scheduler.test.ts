@@ -648,3 +648,101 @@ describe("queue delay at microsecond resolution", () => {
     await Promise.all([first, second]);
   });
 });
+
+describe("batch jobs' requests (background) ride along in online executions", () => {
+  const MS = 1_000_000;
+  /**
+   * One instance, batches of 4, time in the test's hands; by default two priority levels with a job's requests
+   * at the lowest (`levels: false`: a model without levels, every request at level 0).
+   */
+  const withJobs = ({ levels = true } = {}) => {
+    const clock = new FakeClock();
+    const instances = new ManualInstances(1);
+    const scheduler = new RequestScheduler(
+      policy({ maxBatchSize: 4, priorityLevels: levels ? 2 : 0, defaultPriorityLevel: levels ? 1 : 0 }),
+      instances,
+      { describe: "model 'm'", clock },
+    );
+    const online = (value: number) => scheduler.enqueue(request(value, { level: levels ? 1 : 0 }));
+    const job = (value: number, width = 2) =>
+      scheduler.enqueue(request(value, { level: levels ? 2 : 0, background: true, width }));
+    return { clock, instances, online, job };
+  };
+  const rows = (tensor: Tensor) =>
+    Array.from(new Float32Array(tensor.data.buffer, tensor.data.byteOffset, tensor.data.length / 4));
+
+  /** An online request executed for 10 ms: the scheduler's measure of an execution, and the last online arrival at 0. */
+  async function tenMillisecondExecution(context: ReturnType<typeof withJobs>): Promise<void> {
+    const first = context.online(1);
+    context.clock.turn();
+    expect(context.instances.executions).toHaveLength(1);
+    context.clock.advance(10 * MS);
+    context.instances.executions[0]!.complete();
+    await first;
+  }
+
+  it("starts no execution of a job's requests alone while online requests keep arriving; they fill the online ones", async () => {
+    const context = withJobs();
+    const { clock, instances, online, job } = context;
+    await tenMillisecondExecution(context);
+    // A job's request 10 ms after the last online one, within twice an execution's time of it: it waits.
+    const riding = job(7);
+    clock.turn();
+    clock.advance(5 * MS);
+    expect(instances.executions).toHaveLength(1);
+    // The next online request starts an execution, and the job's request fills a row of it, after it.
+    const second = online(2);
+    clock.turn();
+    expect(instances.executions).toHaveLength(2);
+    expect(rows(instances.executions[1]!.inputs[0]!)).toEqual([2, 2, 7, 7]);
+    instances.executions[1]!.complete();
+    await Promise.all([second, riding]);
+  });
+
+  it("takes an execution of its own once no online request came for twice the recent execution time (a valley)", async () => {
+    const context = withJobs();
+    const { clock, instances, job } = context;
+    await tenMillisecondExecution(context);
+    const alone = job(7); // 10 ms after the online request
+    clock.turn();
+    clock.advance(9 * MS); // 19 ms after it: not yet
+    expect(instances.executions).toHaveLength(1);
+    clock.advance(2 * MS); // 21 ms: past 2 x 10 ms
+    expect(instances.executions).toHaveLength(2);
+    expect(rows(instances.executions[1]!.inputs[0]!)).toEqual([7, 7]);
+    instances.executions[1]!.complete();
+    await alone;
+  });
+
+  it("runs a job's requests at once with no online traffic, or before any execution was timed", async () => {
+    const { clock, instances, job } = withJobs();
+    const result = job(7);
+    clock.turn();
+    expect(instances.executions).toHaveLength(1);
+    instances.executions[0]!.complete();
+    await result;
+  });
+
+  it("puts an online request ahead of a job's earlier request at the same level (a model without priority levels)", async () => {
+    const context = withJobs({ levels: false });
+    const { clock, instances, online, job } = context;
+    await tenMillisecondExecution(context);
+    // A job's request of another shape queued first, then an online one: the online one goes first.
+    const held = job(7, 3);
+    const second = online(2);
+    clock.turn();
+    expect(instances.executions).toHaveLength(2);
+    expect(rows(instances.executions[1]!.inputs[0]!)).toEqual([2, 2]);
+    clock.advance(10 * MS);
+    instances.executions[1]!.complete();
+    await second;
+    // The job's request waits for its valley (20 ms after that online request, at 10 ms), then runs.
+    clock.advance(9 * MS);
+    expect(instances.executions).toHaveLength(2);
+    clock.advance(2 * MS);
+    expect(instances.executions).toHaveLength(3);
+    expect(rows(instances.executions[2]!.inputs[0]!)).toEqual([7, 7, 7]);
+    instances.executions[2]!.complete();
+    await held;
+  });
+});

@@ -32,6 +32,9 @@ import { DeadlineTimer, PROCESS_CLOCK, type TimerClock } from "./deadline-timer.
  * no outputs) after the final one. Queueing, priorities, queue timeouts and
  * cancellation before it runs are the same as for any request.
  */
+/** A batch-job-only batch waits for this many recent execution times without another request (backgroundWait). */
+const BACKGROUND_VALLEY_EXECUTIONS = 2;
+
 export interface ScheduledRequest {
   inputs: Tensor[];
   outputNames: string[] | undefined;
@@ -46,6 +49,11 @@ export interface ScheduledRequest {
   context?: RequestContext;
   /** Set for a streamed request: receives every response, the last one with final: true. */
   onResponse?: (response: StreamedResponse) => void;
+  /**
+   * A batch job's request (traffic class "batch"): it rides along in executions other requests start, and starts
+   * one of its own only when no other request arrived lately (see RequestScheduler's background rule).
+   */
+  background?: boolean;
 }
 
 /**
@@ -177,6 +185,10 @@ export class RequestScheduler {
   private readonly timer: DeadlineTimer;
   /** What recent traffic says of a waiting batch's chances to grow (see ConcurrencyPeak). */
   private readonly concurrency = new ConcurrencyPeak();
+  /** When the last request that is not background arrived (clock ns); undefined before one did. */
+  private lastForegroundArrival: bigint | undefined;
+  /** A moving average of an execution's wall time (ns), 0 before one finished: the background rule's yardstick. */
+  private executionNs = 0;
 
   constructor(
     private readonly policy: SchedulerPolicy,
@@ -242,6 +254,7 @@ export class RequestScheduler {
       );
     }
     const enqueuedAt = this.clock.now();
+    if (request.background !== true) this.lastForegroundArrival = enqueuedAt;
     return new Promise<ScheduledResult>((resolve, reject) => {
       const job: Job = {
         request,
@@ -332,10 +345,12 @@ export class RequestScheduler {
 
   /** Picks the next batch in priority order, or says how long to wait for a fuller one. */
   private nextBatch(now: bigint): { kind: "send"; jobs: Job[] } | { kind: "wait"; until: bigint } {
-    const order = this.allQueued();
+    const order = foregroundFirst(this.allQueued());
     const head = order[0]!;
-    if (!this.policy.batching || head.request.onResponse !== undefined || head.solo)
-      return { kind: "send", jobs: [head] };
+    if (!this.policy.batching || head.request.onResponse !== undefined || head.solo) {
+      const backgroundWait = this.backgroundWait([head], now);
+      return backgroundWait !== undefined ? { kind: "wait", until: backgroundWait } : { kind: "send", jobs: [head] };
+    }
     const max = this.policy.maxBatchSize;
     const jobs: Job[] = [];
     let total = 0;
@@ -351,6 +366,8 @@ export class RequestScheduler {
       total += job.request.batchSize;
     }
     if (jobs.length === 0) return { kind: "send", jobs: [head] }; // a single request is never larger than max (validated)
+    const backgroundWait = this.backgroundWait(jobs, now);
+    if (backgroundWait !== undefined) return { kind: "wait", until: backgroundWait };
     const preferred = this.policy.preferredBatchSizes;
     if (total >= max) return { kind: "send", jobs };
     if (preferred.length > 0 && total >= preferred[preferred.length - 1]!)
@@ -363,6 +380,31 @@ export class RequestScheduler {
     const due = oldest + BigInt(this.policy.maxQueueDelayNs);
     if (now >= due) return { kind: "send", jobs: trimToPreferred(jobs, preferred) };
     return { kind: "wait", until: due };
+  }
+
+  /**
+   * The background rule: a batch of batch-job requests only (`background`) may not start an execution while
+   * other requests are arriving. An execution cannot be interrupted, so an online request that arrives while a
+   * job's rows run waits for them (up to a whole execution); and for arrivals at random, the time since the
+   * last one says nothing of when the next comes. So while online requests keep coming, a job's requests only
+   * fill the rows left free in the executions online requests start (they are queued at the lowest priority,
+   * so those come first), and the job takes an execution of its own only once no other request arrived for
+   * twice the recent execution time: a valley, not a gap between two online requests. Returns when the batch
+   * may start, or undefined when it may start now (it holds a request that is not background, no execution
+   * has been timed yet, or the valley is there).
+   */
+  private backgroundWait(jobs: readonly Job[], now: bigint): bigint | undefined {
+    const lastForeground = this.lastForegroundArrival;
+    if (lastForeground === undefined || this.executionNs === 0) return undefined;
+    for (const job of jobs) if (job.request.background !== true) return undefined;
+    const until = lastForeground + BigInt(Math.round(BACKGROUND_VALLEY_EXECUTIONS * this.executionNs));
+    return now < until ? until : undefined;
+  }
+
+  /** One execution took `ns` (wall): the moving average the background rule measures valleys by. */
+  private noteExecutionTime(ns: bigint): void {
+    const sample = Number(ns);
+    this.executionNs = this.executionNs === 0 ? sample : this.executionNs + (sample - this.executionNs) / 8;
   }
 
   private dispatch(instance: ReservedInstance, jobs: Job[]): void {
@@ -394,8 +436,10 @@ export class RequestScheduler {
       for (const job of jobs) this.finish(job, { ok: false, error });
       return;
     }
+    const began = this.clock.now();
     instance.run(inputs, outputNames, executionContext(jobs)).then(
       ({ outputs, timing, parameters }) => {
+        this.noteExecutionTime(this.clock.now() - began);
         this.setRunning(this.running - jobs.length);
         this.hooks.onExecution?.(executedBatchSize, timing);
         let parts: Tensor[][];
@@ -729,4 +773,17 @@ function batchWideFailure(settled: ReadonlyArray<PromiseSettledResult<unknown>>)
 
 function cancelledError(): OperonError {
   return new OperonError("CANCELLED", "request was cancelled by the client before it ran");
+}
+
+/**
+ * The queue in service order with the first request that is not background ahead of the background ones before
+ * it: at one priority level (a model without levels, or a client at the lowest), an online request goes before
+ * the batch job's requests that arrived earlier, rather than behind a batch that the background rule holds. The
+ * queue itself (no copy) when its head is not background, the common case.
+ */
+function foregroundFirst(order: Job[]): Job[] {
+  if (order[0]?.request.background !== true) return order;
+  const at = order.findIndex((job) => job.request.background !== true);
+  if (at === -1) return order;
+  return [order[at]!, ...order.slice(0, at), ...order.slice(at + 1)];
 }
