@@ -714,6 +714,20 @@ describe("batch jobs' requests (background) ride along in online executions", ()
     await alone;
   });
 
+  it("does not hold a job's requests back for a model whose executions take under a millisecond", async () => {
+    const { clock, instances, online, job } = withJobs();
+    const first = online(1);
+    clock.turn();
+    clock.advance(500_000); // 0.5 ms
+    instances.executions[0]!.complete();
+    await first;
+    const result = job(7);
+    clock.turn();
+    expect(instances.executions).toHaveLength(2);
+    instances.executions[1]!.complete();
+    await result;
+  });
+
   it("runs a job's requests at once with no online traffic, or before any execution was timed", async () => {
     const { clock, instances, job } = withJobs();
     const result = job(7);

@@ -34,6 +34,11 @@ import { DeadlineTimer, PROCESS_CLOCK, type TimerClock } from "./deadline-timer.
  */
 /** A batch-job-only batch waits for this many recent execution times without another request (backgroundWait). */
 const BACKGROUND_VALLEY_EXECUTIONS = 2;
+/**
+ * Executions shorter than this (ns) hold a job's batch back for nothing: an online request that arrives during one
+ * waits less than a millisecond, and a valley that short would be waited out by spinning on event-loop turns.
+ */
+const BACKGROUND_RULE_MIN_EXECUTION_NS = 1_000_000;
 
 export interface ScheduledRequest {
   inputs: Tensor[];
@@ -391,11 +396,11 @@ export class RequestScheduler {
    * so those come first), and the job takes an execution of its own only once no other request arrived for
    * twice the recent execution time: a valley, not a gap between two online requests. Returns when the batch
    * may start, or undefined when it may start now (it holds a request that is not background, no execution
-   * has been timed yet, or the valley is there).
+   * has been timed yet or executions take under BACKGROUND_RULE_MIN_EXECUTION_NS, or the valley is there).
    */
   private backgroundWait(jobs: readonly Job[], now: bigint): bigint | undefined {
     const lastForeground = this.lastForegroundArrival;
-    if (lastForeground === undefined || this.executionNs === 0) return undefined;
+    if (lastForeground === undefined || this.executionNs < BACKGROUND_RULE_MIN_EXECUTION_NS) return undefined;
     for (const job of jobs) if (job.request.background !== true) return undefined;
     const until = lastForeground + BigInt(Math.round(BACKGROUND_VALLEY_EXECUTIONS * this.executionNs));
     return now < until ? until : undefined;
