@@ -42,7 +42,8 @@ try {
     ];
     const results = Object.fromEntries(targets.map((t) => [t.name, []]));
     for (let round = 1; round <= ROUNDS; round += 1) {
-      for (const target of targets) {
+      // Each round starts one target later: no target always runs first after the previous one's load.
+      for (const target of targets.map((_, i) => targets[(i + round - 1) % targets.length])) {
         const cpuBefore = cpuUs(target.pid);
         const result = await runGrpcLoad(target.address, target.file, concurrency, SECONDS);
         // grpc-load warms up for a second before its measured seconds, at about the same rate.
@@ -63,7 +64,13 @@ try {
       if (name === "minimal") continue;
       const per = (f) => list.map((r, i) => f(r, results.minimal[i]));
       console.log(
-        `           / minimal: req/s ${spread(per((a, b) => a.requestsPerSec / b.requestsPerSec), 2)}  p50 ${spread(per((a, b) => a.p50Us / b.p50Us), 2)}  added p50 µs ${spread(per((a, b) => a.p50Us - b.p50Us))}`,
+        `           / minimal: req/s ${spread(
+          per((a, b) => a.requestsPerSec / b.requestsPerSec),
+          2,
+        )}  p50 ${spread(
+          per((a, b) => a.p50Us / b.p50Us),
+          2,
+        )}  added p50 µs ${spread(per((a, b) => a.p50Us - b.p50Us))}`,
       );
     }
   }

@@ -47,4 +47,5 @@ const profiles = readdirSync(profileDir)
   .map((name) => join(profileDir, name))
   .filter((file) => readFileSync(file, "utf8").includes(PROFILE_MARK));
 if (profiles.length === 0) throw new Error(`no .cpuprofile holding ${PROFILE_MARK} written in ${profileDir}`);
-for (const file of profiles.slice(0, Number(process.env.PROFILES ?? 1))) summariseCpuProfile(file, { top: Number(top) });
+for (const file of profiles.slice(0, Number(process.env.PROFILES ?? 1)))
+  summariseCpuProfile(file, { top: Number(top) });

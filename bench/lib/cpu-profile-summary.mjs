@@ -59,11 +59,14 @@ export function summariseCpuProfile(file, { top = 40, windowUs, requests } = {})
   console.log(`busy (not idle): ${share(total - idle)}`);
   console.log(`\n${file}: ${(total / 1e6).toFixed(2)} s sampled${requests ? `, ${requests} requests` : ""}`);
   console.log("by package:");
-  for (const [pkg, us] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`  ${share(us)}  ${pkg}`);
+  for (const [pkg, us] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 20))
+    console.log(`  ${share(us)}  ${pkg}`);
   console.log("by function (self):");
-  for (const [key, us] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${share(us)}  ${key}`);
+  for (const [key, us] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, top))
+    console.log(`  ${share(us)}  ${key}`);
   console.log("by function (inclusive, JavaScript frames):");
-  for (const [key, us] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`  ${share(us)}  ${key}`);
+  for (const [key, us] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top))
+    console.log(`  ${share(us)}  ${key}`);
 }
 
 function packageOf(url) {
