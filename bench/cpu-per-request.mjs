@@ -4,6 +4,7 @@
 // figure that machine noise moves least, used to judge request-path changes.
 // Usage: node bench/cpu-per-request.mjs [json|binary] [connections] [seconds]
 // Environment: ISOLATION=thread|inline|process (default: the server's), INSTANCES (default 2), ROUNDS (default 2),
+// QUEUE_DELAY_US (add_sub's max_queue_delay_microseconds, default 100),
 // BY_THREAD=1 (each thread's share, from /proc/<pid>/task), OPERON_NODE_ARGS (node flags for Operon, space-separated).
 import { readdirSync, readFileSync } from "node:fs";
 import { addSubRequest, writeAddSubRepository } from "./lib/add-sub-load.mjs";

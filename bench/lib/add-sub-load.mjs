@@ -8,10 +8,15 @@ import { writeAddSubModel } from "@operon/testing/onnx-model-writer";
 
 /**
  * A model repository with add_sub (2 instances by default, a 100 µs queue
- * delay); `isolation` sets operon_isolation when given. Returns the
+ * delay; `queueDelayUs` another, 0 for none); `isolation` sets operon_isolation when given. Returns the
  * repository and its model file (for the minimal servers).
  */
-export function writeAddSubRepository({ isolation = "", instances = 2, prefix = "operon-add-sub-" } = {}) {
+export function writeAddSubRepository({
+  isolation = "",
+  instances = 2,
+  prefix = "operon-add-sub-",
+  queueDelayUs = Number(process.env.QUEUE_DELAY_US ?? 100),
+} = {}) {
   const repository = mkdtempSync(join(tmpdir(), prefix));
   mkdirSync(join(repository, "add_sub", "1"), { recursive: true });
   const onnx = join(repository, "add_sub", "1", "model.onnx");
@@ -21,7 +26,7 @@ export function writeAddSubRepository({ isolation = "", instances = 2, prefix = 
     : "";
   writeFileSync(
     join(repository, "add_sub", "config.pbtxt"),
-    `name: "add_sub"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninstance_group [ { count: ${instances} } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${parameters}`,
+    `name: "add_sub"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninstance_group [ { count: ${instances} } ]\ndynamic_batching { max_queue_delay_microseconds: ${queueDelayUs} }${parameters}`,
   );
   return { repository, onnx };
 }

@@ -45,6 +45,9 @@ describe("job page formatting", () => {
   it("says why a running job has the requests in flight it has", () => {
     const control = { limit: 4, onlineP99Ms: 12.34, onlineBudgetMs: 14, baselineMs: 12.7 };
     expect(controlText({ ...control, reason: "within" })).toBe("growing: online p99 12.3 ms of its 14 ms budget");
+    expect(controlText({ ...control, reason: "steady" })).toBe(
+      "holding at its set point: online p99 12.3 ms of its 14 ms budget",
+    );
     expect(controlText({ ...control, reason: "online-over", onlineP99Ms: 19 })).toBe(
       "backing off: online p99 19 ms of its 14 ms budget",
     );

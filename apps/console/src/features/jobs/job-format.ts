@@ -81,6 +81,8 @@ export function controlText(control: JobControlView): string {
       return `measuring online latency at this concurrency: ${online}`;
     case "within":
       return `growing: ${online}`;
+    case "steady":
+      return `holding at its set point: ${online}`;
     case "clear":
       return `growing fast: ${online}`;
     case "idle":

@@ -43,7 +43,7 @@ describe("AIMD concurrency of a batch job, driven by online p99", () => {
     expect(limiter.readWindows).toBe(2);
     expect(window(limiter, 5, online(21))).toMatchObject({ reason: "hold", limit: 2 });
     expect(limiter.readWindows).toBe(3);
-    expect(window(limiter, 5, online(21.5))).toMatchObject({ reason: "within", limit: 3 });
+    expect(window(limiter, 5, online(21))).toMatchObject({ reason: "clear", limit: 3 });
     // A new step at the new limit.
     expect(limiter.readWindows).toBe(1);
     window(limiter, 5, online(23));
@@ -51,10 +51,11 @@ describe("AIMD concurrency of a batch job, driven by online p99", () => {
     expect(window(limiter, 5, online(23))).toMatchObject({ reason: "over-once", limit: 3 });
   });
 
-  it("adds one request in flight per step within the online budget and cuts by a quarter when a second step in a row is over it", () => {
-    const limiter = probed({ initial: 8, max: 10 });
+  it("holds its limit within the online budget but not clearly within it (the set point), and cuts by a quarter when a second step in a row is over it", () => {
+    const limiter = probed({ initial: 9, max: 10 });
     // 21.5 ms: within the 22 ms budget, but more than half the tolerance over the 20 ms baseline.
-    expect(window(limiter, 5, online(21.5))).toMatchObject({ reason: "within", limit: 9 });
+    expect(window(limiter, 5, online(21.5))).toMatchObject({ reason: "steady", limit: 9 });
+    expect(window(limiter, 5, online(21.9))).toMatchObject({ reason: "steady", limit: 9 });
     // 23 ms is more than 10 % over 20 ms; the job's own latency (5 ms) is fine: online p99 decides.
     expect(window(limiter, 5, online(23))).toMatchObject({ reason: "over-once", limit: 9 });
     expect(window(limiter, 5, online(23))).toMatchObject({ reason: "online-over", limit: 6 });
@@ -64,9 +65,9 @@ describe("AIMD concurrency of a batch job, driven by online p99", () => {
   });
 
   it("does not cut on one step just over the budget: the limit holds, and a step within it after forgets it", () => {
-    const limiter = probed({ initial: 8, max: 20 });
-    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "over-once", limit: 8 });
-    expect(window(limiter, 5, online(21.5))).toMatchObject({ reason: "within", limit: 9 });
+    const limiter = probed({ initial: 9, max: 20 });
+    expect(window(limiter, 5, online(23))).toMatchObject({ reason: "over-once", limit: 9 });
+    expect(window(limiter, 5, online(21.5))).toMatchObject({ reason: "steady", limit: 9 });
     // Over again after a step within it: a first over once more, not a confirmed one.
     expect(window(limiter, 5, online(23))).toMatchObject({ reason: "over-once", limit: 9 });
     expect(window(limiter, 5, online(23))).toMatchObject({ reason: "online-over", limit: 6 });
@@ -88,7 +89,7 @@ describe("AIMD concurrency of a batch job, driven by online p99", () => {
   });
 
   it("forgets a step over the budget at a probe: the first step after it is a first over again", () => {
-    const limiter = probed({ initial: 8, probeEveryWindows: 2 });
+    const limiter = probed({ initial: 9, probeEveryWindows: 2 });
     window(limiter, 5, online(21.5));
     expect(window(limiter, 5, online(23))).toMatchObject({ reason: "over-once", limit: 9 });
     expect(limiter.probing).toBe(true);
@@ -204,7 +205,8 @@ describe("AIMD concurrency of a batch job, driven by online p99", () => {
     expect(limiter.probing).toBe(true);
     expect(limiter.window(online(31, 200)).reason).toBe("baseline");
     expect(limiter.baselineMs).toBe(30);
-    expect(window(limiter, 5, online(32, 200))).toMatchObject({ reason: "within", limit: 5 });
+    expect(window(limiter, 5, online(32, 200))).toMatchObject({ reason: "steady", limit: 4 });
+    expect(window(limiter, 5, online(31, 200))).toMatchObject({ reason: "clear", limit: 6 });
   });
 
   it("keeps its baseline when one probe's rate is off (the job's queued online requests finishing together), and drops only on a confirmed move", () => {
@@ -234,9 +236,9 @@ describe("AIMD concurrency of a batch job, driven by online p99", () => {
     probeAt(24.9, 200);
     expect(limiter.baselineMs).toBe(30);
     expect(limiter.onlineBudgetMs).toBeCloseTo(33);
-    // The rate during the job is the baseline's: no early probe, and the job grows within the old budget.
+    // The rate during the job is the baseline's: no early probe, and the job holds within the old budget.
     const before = limiter.limit;
-    expect(window(limiter, 5, online(32, 130))).toMatchObject({ reason: "within", limit: before + 1 });
+    expect(window(limiter, 5, online(32, 130))).toMatchObject({ reason: "steady", limit: before });
     expect(limiter.probing).toBe(false);
     // The next probe is back at 130 a second: the held one was noise, and is discarded.
     window(limiter, 5, online(30, 130));
