@@ -9,6 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { addSubRequest, writeAddSubRepository } from "./lib/add-sub-load.mjs";
+import { summariseCpuProfile } from "./lib/cpu-profile-summary.mjs";
 import { startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
@@ -46,61 +47,5 @@ const profiles = readdirSync(profileDir)
   .map((name) => join(profileDir, name))
   .filter((file) => readFileSync(file, "utf8").includes(PROFILE_MARK));
 if (profiles.length === 0) throw new Error(`no .cpuprofile holding ${PROFILE_MARK} written in ${profileDir}`);
-for (const file of profiles.slice(0, Number(process.env.PROFILES ?? 1))) summarise(file);
-
-function summarise(file) {
-  const profile = JSON.parse(readFileSync(file, "utf8"));
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const selfSamples = new Map();
-  for (const id of profile.samples) selfSamples.set(id, (selfSamples.get(id) ?? 0) + 1);
-  const total = profile.samples.length;
-  const byFunction = new Map();
-  const byPackage = new Map();
-  for (const [id, count] of selfSamples) {
-    const frame = byId.get(id).callFrame;
-    const where = frame.url.replace(/^file:\/\//, "").replace(/.*\/(packages|apps|node_modules)\//, "$1/");
-    const key = `${frame.functionName || "(anonymous)"} ${where}:${frame.lineNumber + 1}`;
-    byFunction.set(key, (byFunction.get(key) ?? 0) + count);
-    const pkg = packageOf(frame.url);
-    byPackage.set(pkg, (byPackage.get(pkg) ?? 0) + count);
-  }
-  // Inclusive: each sample counts once for every distinct function on its stack.
-  const parentOf = new Map();
-  for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
-  const inclusive = new Map();
-  for (const [id, count] of selfSamples) {
-    const seen = new Set();
-    for (let at = id; at !== undefined; at = parentOf.get(at)) {
-      const frame = byId.get(at).callFrame;
-      if (frame.url === "") continue;
-      const key = `${frame.functionName || "(anonymous)"} ${frame.url.replace(/.*\/(packages|apps|node_modules)\//, "$1/")}:${frame.lineNumber + 1}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      inclusive.set(key, (inclusive.get(key) ?? 0) + count);
-    }
-  }
-  const idle = [...selfSamples]
-    .filter(([id]) => byId.get(id).callFrame.functionName === "(idle)")
-    .reduce((sum, [, n]) => sum + n, 0);
-  const share = (count) => `${((100 * count) / total).toFixed(1).padStart(5)} %`;
-  console.log(`busy (not idle): ${share(total - idle)}`);
-  console.log(`\n${file}: ${total} samples`);
-  console.log("by package:");
-  for (const [pkg, count] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 20))
-    console.log(`  ${share(count)}  ${pkg}`);
-  console.log("by function (self):");
-  for (const [key, count] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, Number(top)))
-    console.log(`  ${share(count)}  ${key}`);
-  console.log("by function (inclusive, Operon's code and node: core):");
-  for (const [key, count] of [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, Number(top)))
-    console.log(`  ${share(count)}  ${key}`);
-}
-
-function packageOf(url) {
-  if (url === "") return "(native / VM)";
-  if (url.startsWith("node:")) return "node: core";
-  const match = /\/(packages|apps)\/([^/]+)\/(?:dist|src)\/(.*?)\/?[^/]*$/.exec(url);
-  if (match) return `${match[1]}/${match[2]}/${match[3]}`;
-  const modules = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-  return modules ? `node_modules/${modules[1]}` : url;
-}
+for (const file of profiles.slice(0, Number(process.env.PROFILES ?? 1)))
+  summariseCpuProfile(file, { top: Number(top) });

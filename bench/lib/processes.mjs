@@ -51,7 +51,8 @@ function stopper(child) {
  * `operon serve` as a user starts it (control plane on its own thread, no console) on free ports and a fresh data dir;
  * logs discarded (only the banner is read). `options.env`: added to the environment; `options.api`: also wait for the
  * control plane API's address (apiUrl); `options.startTimeoutMs`: how long it may take to start (default 60 s);
- * `options.onOutput`: called with each chunk of its stdout and stderr (e.g. a V8 trace's lines).
+ * `options.onOutput`: called with each chunk of its stdout and stderr (e.g. a V8 trace's lines); `options.root`: another
+ * built checkout whose operon to start (an A/B against this one's).
  */
 export async function startOperon(repository, extraArgs = [], options = {}) {
   const child = spawn(
@@ -59,7 +60,7 @@ export async function startOperon(repository, extraArgs = [], options = {}) {
     [
       // e.g. ["--cpu-prof", "--cpu-prof-dir=..."] to profile the server under a bench's load
       ...(options.nodeArgs ?? []),
-      join(ROOT, "apps/cli/bin/operon.js"),
+      join(options.root ?? ROOT, "apps/cli/bin/operon.js"),
       "serve",
       "--model-repository",
       repository,

@@ -98,16 +98,41 @@ function metadataText(metadata: grpc.Metadata): string | undefined {
   return typeof value === "string" ? value : undefined;
 }
 
-/** The request's signal: aborted when the client cancels the call (a Cancellation: cheaper per call than an AbortController). */
-export function cancelSignalOf(call: {
+/** A unary call's cancellation, as its request sees it (watchCancel). */
+export interface CallCancel {
+  /** The request's signal: aborted when the client cancels the call before it is answered. */
+  signal: CancelSignal;
+  /** The call is answered (or failed): a 'cancelled' event from now on is no cancel of its request. */
+  answered(): void;
+}
+
+/**
+ * Watches the call for the client's cancel (a Cancellation: cheaper per
+ * call than an AbortController). grpc-js emits 'cancelled' when a call's
+ * stream closes, answered or not, so every call hears it once it is over:
+ * answered() makes that a no-op rather than an abort building a CANCELLED
+ * error with its stack for a request that is already done.
+ */
+export function watchCancel(call: {
   cancelled: boolean;
-  once(event: "cancelled", listener: () => void): unknown;
-}): CancelSignal {
+  on(event: "cancelled", listener: () => void): unknown;
+}): CallCancel {
   const cancellation = new Cancellation();
-  const abort = () => cancellation.abort(cancelledError());
-  if (call.cancelled) abort();
-  else call.once("cancelled", abort);
-  return cancellation.signal;
+  if (call.cancelled) {
+    cancellation.abort(cancelledError());
+    return { signal: cancellation.signal, answered: () => undefined };
+  }
+  let live = true;
+  // grpc-js emits 'cancelled' at most once per call (its notifyOnCancel), so `on` needs no once-wrapper.
+  call.on("cancelled", () => {
+    if (live) cancellation.abort(cancelledError());
+  });
+  return {
+    signal: cancellation.signal,
+    answered: () => {
+      live = false;
+    },
+  };
 }
 
 export function cancelledError(): OperonError {

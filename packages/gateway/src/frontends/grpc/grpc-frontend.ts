@@ -5,7 +5,7 @@ import type { AccessNeed, GatewayAccessPolicy, Principal } from "../../auth/acce
 import { applyKeyPriority } from "../../auth/key-priority.js";
 import { checkShadowModelAccess } from "../../auth/shadow-model-access.js";
 import type { InferenceEngine } from "../../engine/engine-api.js";
-import { type CallLog, cancelSignalOf, authorizationOf, rejectRepositoryName, unary } from "./grpc-calls.js";
+import { type CallLog, authorizationOf, rejectRepositoryName, unary, watchCancel } from "./grpc-calls.js";
 import type { Logger } from "@operon/protocol/logger";
 import { healthHandlers } from "./grpc-health.js";
 import { decodeLoadOptions, encodeInferResponse } from "./grpc-infer-codec.js";
@@ -203,18 +203,24 @@ function inferenceHandlers(
         throw new OperonError("UNSUPPORTED", "this server does not offer the 'system_shared_memory' extension");
       }
       const use = await sharedMemory.resolve(request, principal?.keyId ?? null);
+      const cancel = watchCancel(call);
       try {
-        request.signal = cancelSignalOf(call);
+        request.signal = cancel.signal;
         const response = await engine.infer(request);
         return encodeInferResponse(await sharedMemory.writeOutputs(use, response), request.id);
       } finally {
+        cancel.answered();
         sharedMemory.release(use);
       }
     }
     // The decoded request is this call's own object: the signal goes on it in place, no copy per call.
-    request.signal = cancelSignalOf(call);
-    const response = await engine.infer(request);
-    return encodeInferResponse(response, request.id);
+    const cancel = watchCancel(call);
+    request.signal = cancel.signal;
+    try {
+      return encodeInferResponse(await engine.infer(request), request.id);
+    } finally {
+      cancel.answered();
+    }
   };
   /** ModelInfer once its caller is authorized and its message counted against the budget. */
   const modelInfer = async (
