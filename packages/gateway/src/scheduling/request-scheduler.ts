@@ -520,7 +520,9 @@ export class RequestScheduler {
       outputNames: job.request.outputNames,
       ...(job.request.context !== undefined ? { context: job.request.context } : {}),
     }));
+    const began = this.clock.now();
     void instance.runRequests(requests).then((settled) => {
+      this.noteExecutionTime(this.clock.now() - began);
       this.setRunning(this.running - jobs.length);
       const wholeBatch = batchWideFailure(settled);
       if (wholeBatch !== undefined && this.retrySplit(jobs, wholeBatch)) return;
