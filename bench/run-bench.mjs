@@ -27,12 +27,9 @@
 //
 // Env: OPERON_BENCH_ROUNDS (default 3), OPERON_BENCH_SECONDS (per
 // measurement, default 3), OPERON_BENCH_SECTIONS (e.g. "1,5"; 8 = the step library, bench/step-library.mjs).
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import * as protoLoader from "@grpc/proto-loader";
-import { PROTO_DIR } from "@operon/protocol/proto-dir";
 import { writeAddSubModel, writeMlpModel } from "@operon/testing/onnx-model-writer";
 import { measureNativeBackends, renderNativeSection } from "./native-backends.mjs";
 import { measureWarmup, renderWarmupSection } from "./model-warmup.mjs";
@@ -42,6 +39,7 @@ import { measureTransport } from "./transport-roundtrip.mjs";
 import { ROOT, startBaseline, startOperon } from "./lib/processes.mjs";
 import { probeDuringAttack, STALL_ATTACKS, writeStallAttackFiles } from "./lib/stall-probe.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
+import { runGrpcLoad, writeGrpcMessageFile } from "./lib/grpc-bench.mjs";
 
 const ROUNDS = Number(process.env.OPERON_BENCH_ROUNDS ?? 3);
 const SECONDS = Number(process.env.OPERON_BENCH_SECONDS ?? 3);
@@ -139,23 +137,8 @@ function binaryBody(inputs) {
     headers: { "content-type": "application/octet-stream", "inference-header-content-length": String(header.length) },
   };
 }
-const definition = await protoLoader.load(["grpc_service.proto"], {
-  keepCase: true,
-  longs: String,
-  defaults: true,
-  oneofs: true,
-  includeDirs: [PROTO_DIR],
-});
-const serializeModelInfer = definition["inference.GRPCInferenceService"].ModelInfer.requestSerialize;
 function grpcMessageFile(model, inputs) {
-  const message = serializeModelInfer({
-    model_name: model,
-    inputs: inputs.map(({ name, shape }) => ({ name, datatype: "FP32", shape })),
-    raw_input_contents: inputs.map(({ data }) => Buffer.from(new Float32Array(data).buffer)),
-  });
-  const file = join(files, `${model}-${Math.random().toString(36).slice(2)}.bin`);
-  writeFileSync(file, message);
-  return file;
+  return writeGrpcMessageFile(join(files, `${model}-${Math.random().toString(36).slice(2)}.bin`), model, inputs);
 }
 const ADD_SUB_INPUTS = [
   { name: "INPUT0", shape: [1, 16], data: f32(16, 1) },
@@ -165,28 +148,9 @@ const MLP_INPUTS = [{ name: "input", shape: [1, 784], data: f32(784, 0.25) }];
 const MOBILENET_INPUTS = [{ name: "x", shape: [1, 3, 48, 192], data: f32(3 * 48 * 192, 0.1) }];
 
 // ------------------------------------------------------------- measuring --
-function grpcLoad(address, file, concurrency, seconds) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      [join(ROOT, "bench/lib/grpc-load.mjs"), address, file, String(concurrency), String(seconds)],
-      { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"] },
-    );
-    let out = "";
-    child.stdout.on("data", (chunk) => (out += chunk));
-    child.on("exit", (code) => {
-      if (code !== 0) return reject(new Error(`grpc-load exited ${code}`));
-      const raw = JSON.parse(out.trim().split("\n").pop());
-      resolve({
-        requestsPerSec: raw.requests / raw.seconds,
-        itemsPerSec: raw.requests / raw.seconds,
-        p50Us: raw.p50Us,
-        p99Us: raw.p99Us,
-        errors: raw.errors,
-        firstError: raw.firstError,
-      });
-    });
-  });
+async function grpcLoad(address, file, concurrency, seconds) {
+  const { requestsPerSec, p50Us, p99Us, errors, firstError } = await runGrpcLoad(address, file, concurrency, seconds);
+  return { requestsPerSec, itemsPerSec: requestsPerSec, p50Us, p99Us, errors, firstError };
 }
 
 /** A measurable target: HTTP through wrk, gRPC through grpc-load. */
