@@ -7,6 +7,14 @@ import type { SchedulerPolicy } from "./scheduler-policy.js";
 import { ConcurrencyPeak } from "./concurrency-peak.js";
 import { DeadlineTimer, PROCESS_CLOCK, type TimerClock } from "./deadline-timer.js";
 
+/** A batch-job-only batch waits for this many recent execution times without another request (backgroundWait). */
+const BACKGROUND_VALLEY_EXECUTIONS = 2;
+/**
+ * Executions shorter than this (ns) hold a job's batch back for nothing: an online request that arrives during one
+ * waits less than a millisecond, and a valley that short would be waited out by spinning on event-loop turns.
+ */
+const BACKGROUND_RULE_MIN_EXECUTION_NS = 1_000_000;
+
 /**
  * The scheduler in front of a model version's instances: Triton's dynamic
  * batcher when the policy batches, its default scheduler (one request per
@@ -31,15 +39,11 @@ import { DeadlineTimer, PROCESS_CLOCK, type TimerClock } from "./deadline-timer.
  * responses go to onResponse as they come, and its promise resolves (with
  * no outputs) after the final one. Queueing, priorities, queue timeouts and
  * cancellation before it runs are the same as for any request.
+ *
+ * A batch job's requests (`background`) ride along: they fill the rows the
+ * executions of other requests leave free, and a batch of theirs alone
+ * waits for a valley in the other traffic (backgroundWait).
  */
-/** A batch-job-only batch waits for this many recent execution times without another request (backgroundWait). */
-const BACKGROUND_VALLEY_EXECUTIONS = 2;
-/**
- * Executions shorter than this (ns) hold a job's batch back for nothing: an online request that arrives during one
- * waits less than a millisecond, and a valley that short would be waited out by spinning on event-loop turns.
- */
-const BACKGROUND_RULE_MIN_EXECUTION_NS = 1_000_000;
-
 export interface ScheduledRequest {
   inputs: Tensor[];
   outputNames: string[] | undefined;
