@@ -25,9 +25,10 @@
  *   half its readings are over it; the set point is the band between half
  *   the tolerance and the tolerance (bench:batch with one more per step
  *   within the budget: online p99 +9.9 % in one run, +30.7 % in the next
- *   on a busier host; with the band +7.0 %, README "Batch jobs"). Why: a job request waits at the lowest
- *   priority, so the ones queued behind an execution cost online requests
- *   little, and one request more per step took a job half its run to reach
+ *   on a busier host; with the band +7.0 %, README "Batch jobs"). And why
+ *   growth by half: a job request waits at the lowest priority, so the
+ *   ones queued behind an execution cost online requests little, and one
+ *   request more per step took a job half its run to reach
  *   the few in flight that put one of its requests into every execution
  *   (bench:batch: 2 in flight at the median, 71 % of the idle capacity).
  *   The job's own p90 ends the fast growth once its requests queue rather
