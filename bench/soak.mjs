@@ -12,8 +12,7 @@ import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
-import { PROTO_DIR } from "@operon/protocol/proto-dir";
+import { definition } from "./lib/grpc-bench.mjs";
 import { ROOT, startOperon } from "./lib/processes.mjs";
 
 const MINUTES = Number(process.env.OPERON_SOAK_MINUTES ?? 10);
@@ -28,13 +27,6 @@ const server = await startOperon(join(ROOT, "examples/model_repository"), [
 ]);
 log(`soak: ${MINUTES} min against ${server.httpUrl} / ${server.grpcAddress} (pid ${server.pid})`);
 
-const definition = await protoLoader.load(["grpc_service.proto"], {
-  keepCase: true,
-  longs: String,
-  defaults: true,
-  oneofs: true,
-  includeDirs: [PROTO_DIR],
-});
 const service = grpc.loadPackageDefinition(definition).inference.GRPCInferenceService;
 const grpcClient = new service(server.grpcAddress, grpc.credentials.createInsecure());
 

@@ -7,7 +7,8 @@ import { PROTO_DIR } from "@operon/protocol/proto-dir";
 import { join } from "node:path";
 import { ROOT } from "./processes.mjs";
 
-const definition = await protoLoader.load(["grpc_service.proto"], {
+/** KServe's grpc_service.proto as proto-loader reads it for the bench clients (keepCase, 64-bit integers as strings). */
+export const definition = await protoLoader.load(["grpc_service.proto"], {
   keepCase: true,
   longs: String,
   defaults: true,
