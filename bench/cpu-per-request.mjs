@@ -5,7 +5,8 @@
 // Usage: node bench/cpu-per-request.mjs [json|binary] [connections] [seconds]
 // Environment: ISOLATION=thread|inline|process (default: the server's), INSTANCES (default 2), ROUNDS (default 2),
 // QUEUE_DELAY_US (add_sub's max_queue_delay_microseconds, default 100),
-// BY_THREAD=1 (each thread's share, from /proc/<pid>/task), OPERON_NODE_ARGS (node flags for Operon, space-separated).
+// BY_THREAD=1 (each thread's share, from /proc/<pid>/task), OPERON_NODE_ARGS (node flags for Operon, space-separated),
+// OPERON_BASE_ROOT=<another built checkout> (its operon measured in the same rounds too: an A/B of a change).
 import { readdirSync, readFileSync } from "node:fs";
 import { addSubRequest, writeAddSubRepository } from "./lib/add-sub-load.mjs";
 import { startBaseline, startOperon } from "./lib/processes.mjs";
@@ -60,7 +61,7 @@ async function measure(label, url, pid) {
     `${label.padEnd(10)} ${result.requestsPerSec.toFixed(0).padStart(6)} req/s  p50 ${String(result.p50Us).padStart(5)} µs  CPU ${(cpu / requests).toFixed(1).padStart(6)} µs/req  errors ${result.errors}`,
   );
   if (threadsBefore !== undefined) printThreads(threadsBefore, threadCpuUs(pid), requests);
-  return result.requestsPerSec;
+  return { requestsPerSec: result.requestsPerSec, cpuPerRequest: cpu / requests };
 }
 
 /** BY_THREAD=1: the CPU per request of each thread that used at least 1 µs/req, busiest first. */
@@ -77,14 +78,30 @@ function printThreads(before, after, requests) {
 
 const nodeArgs = (process.env.OPERON_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "");
 const operon = await startOperon(repository, ["--load-model", "*", "--model-control-mode", "explicit"], { nodeArgs });
+const baseRoot = process.env.OPERON_BASE_ROOT;
+const base =
+  baseRoot === undefined
+    ? undefined
+    : await startOperon(repository, ["--load-model", "*", "--model-control-mode", "explicit"], {
+        nodeArgs,
+        root: baseRoot,
+      });
 const minimal = await startBaseline("minimal-http-ort-server.mjs", [onnx]);
 try {
   for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
     const a = await measure("operon", operon.httpUrl, operon.pid);
     const b = await measure("minimal", minimal.url, minimal.pid);
-    console.log(`ratio ${(a / b).toFixed(2)}`);
+    if (base === undefined) {
+      console.log(`ratio ${(a.requestsPerSec / b.requestsPerSec).toFixed(2)}`);
+      continue;
+    }
+    const c = await measure("base", base.httpUrl, base.pid);
+    console.log(
+      `ratio ${(a.requestsPerSec / b.requestsPerSec).toFixed(2)}, base ${(c.requestsPerSec / b.requestsPerSec).toFixed(2)}; CPU per request operon/base ${(a.cpuPerRequest / c.cpuPerRequest).toFixed(3)}`,
+    );
   }
 } finally {
   await operon.stop();
+  await base?.stop();
   await minimal.stop();
 }

@@ -172,8 +172,21 @@ export class Engine implements InferenceEngine {
     }
   }
 
-  async infer(request: InferRequest): Promise<InferResponse> {
-    const prepared = this.prepareServed(request, "one response") ?? (await this.prepare(request, "one response"));
+  /**
+   * Not an async function: for a model that is served now (every request but the first after a park) the promise
+   * returned is runForOneResponse's own, where an async wrapper returning it would add three turns of the
+   * microtask queue to every request (two to adopt the inner promise, one to settle its own).
+   */
+  infer(request: InferRequest): Promise<InferResponse> {
+    let prepared: PreparedRequest | undefined;
+    try {
+      prepared = this.prepareServed(request, "one response");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (prepared === undefined) {
+      return this.prepare(request, "one response").then((loaded) => this.runForOneResponse(request, loaded));
+    }
     return this.runForOneResponse(request, prepared);
   }
 

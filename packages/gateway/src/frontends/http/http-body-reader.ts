@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createGunzip, createInflate } from "node:zlib";
 import { OperonError } from "@operon/protocol/errors";
 import { ClientClosedError, HttpStatusError } from "./http-errors.js";
+import type { RequestLife } from "./http-context.js";
 import type { SlowBodyGuard } from "./slow-body-guard.js";
 
 /** Triton's --http-max-input-size default (64 MiB). */
@@ -121,6 +122,7 @@ export function readBody(
   res: ServerResponse,
   maxBytes: number,
   reading: BodyReading = {},
+  life?: RequestLife,
 ): Promise<Buffer> {
   let raw: Promise<Buffer>;
   let lease: BodyBytesLease | undefined;
@@ -131,7 +133,9 @@ export function readBody(
       lease = reading.budget.open();
       // Refuse at once what clearly cannot fit now, but hold nothing for bytes not yet sent.
       if (declared !== undefined) lease.fits(declared);
-      res.once("close", lease.release);
+      // Released when the response closes: by the request's one close listener when it has one (`life`).
+      if (life !== undefined) life.releaseBody = lease.release;
+      else res.once("close", lease.release);
     }
     if (req.headers.expect?.toLowerCase() === "100-continue" && !res.headersSent) res.writeContinue();
     raw = collect(req, maxBytes, declared, lease, reading.slowBodies);

@@ -29,11 +29,14 @@ export interface RequestContext {
 
 /**
  * One `close` listener per request, not one per concern: it takes the
- * response out of the pending set and tells the request's client watch
+ * response out of the pending set, gives the body's bytes back to the
+ * in-flight budget (readBody), and tells the request's client watch
  * (clientGone), if one is set, that the connection closed.
  */
 export interface RequestLife {
   onClose: (() => void) | undefined;
+  /** Set by readBody: returns the body's bytes to the in-flight budget (idempotent). */
+  releaseBody: (() => void) | undefined;
 }
 
 export type Handler = (context: RequestContext) => void | Promise<void>;

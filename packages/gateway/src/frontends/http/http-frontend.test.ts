@@ -1085,6 +1085,28 @@ describe("body limit", () => {
     );
     expect(res.headers.connection).toBe("close");
   });
+
+  it("gives each infer body back to the in-flight budget when its response closes, answered or failed", async () => {
+    // A budget that holds one body at a time: a body not given back would refuse every later request with 503.
+    const body = JSON.stringify(ADD_REQUEST);
+    const own = await startHttpFrontend(engine, {
+      host: "127.0.0.1",
+      port: 0,
+      logger,
+      maxInflightBodyBytes: Buffer.byteLength(body) + 8,
+    });
+    try {
+      const post = (model: string): Promise<Response> =>
+        fetch(`http://127.0.0.1:${own.port}/v2/models/${model}/infer`, { method: "POST", body });
+      for (let i = 0; i < 5; i++) expect((await post("add")).status).toBe(200);
+      // Failures too: an unknown model (the engine throws) and a failing one.
+      expect((await post("nope")).status).toBe(404);
+      expect((await post("fail")).status).not.toBe(503);
+      expect((await post("add")).status).toBe(200);
+    } finally {
+      await own.stop(100);
+    }
+  });
 });
 
 describe("client abort", () => {

@@ -157,10 +157,12 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
       return;
     }
     if (closing) res.setHeader("Connection", "close");
-    const life: RequestLife = { onClose: undefined };
+    const life: RequestLife = { onClose: undefined, releaseBody: undefined };
     const listed = pending.add(res);
-    res.once("close", () => {
+    // `on`, not `once`: a response closes once, and once() wraps every listener in a closure and a state object.
+    res.on("close", () => {
       pending.remove(listed);
+      life.releaseBody?.();
       life.onClose?.();
     });
     const method = req.method ?? "GET";

@@ -14,11 +14,11 @@ import { type DecodedInferRequest, decodeInferBody } from "./http-infer-request.
  */
 export async function readInferRequest(
   options: RouterOptions,
-  { req, res, params }: RequestContext,
+  { req, res, params, life }: RequestContext,
 ): Promise<DecodedInferRequest> {
   const modelName = params["model"]!;
   const modelVersion = params["version"];
-  const body = await readBody(req, res, options.maxBodyBytes, options.reading);
+  const body = await readBody(req, res, options.maxBodyBytes, options.reading, life);
   const header = req.headers[INFERENCE_HEADER_CONTENT_LENGTH];
   const headerLength = parseInferenceHeaderLength(Array.isArray(header) ? header[0] : header);
   const target = modelVersion === undefined ? { modelName } : { modelName, modelVersion };
