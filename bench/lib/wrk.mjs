@@ -46,7 +46,9 @@ export function runWrk(request, { connections, seconds }) {
         requestsPerSec: raw.requests / (raw.durationUs / 1e6),
         itemsPerSec: raw.requests / (raw.durationUs / 1e6),
         p50Us: raw.p50Us,
-        p99Us: raw.p99Us, meanUs: raw.meanUs, p90Us: raw.p90Us,
+        p99Us: raw.p99Us,
+        meanUs: raw.meanUs,
+        p90Us: raw.p90Us,
         errors,
         firstError: errors > 0 ? JSON.stringify(raw) : undefined,
       });
