@@ -52,9 +52,12 @@ function stopper(child) {
  * logs discarded (only the banner is read). `options.env`: added to the environment; `options.api`: also wait for the
  * control plane API's address (apiUrl); `options.startTimeoutMs`: how long it may take to start (default 60 s);
  * `options.onOutput`: called with each chunk of its stdout and stderr (e.g. a V8 trace's lines); `options.root`: another
- * built checkout whose operon to start (an A/B against this one's).
+ * built checkout whose operon to start (an A/B against this one's). The resource scheduler is off unless extraArgs
+ * name --resource-scheduler: it adds and moves instances under load, so a measurement would include its moves (a
+ * MobileNet run with it on grew threads mid-round, 2026-12-06).
  */
 export async function startOperon(repository, extraArgs = [], options = {}) {
+  const schedulerArgs = extraArgs.includes("--resource-scheduler") ? [] : ["--resource-scheduler", "false"];
   const child = spawn(
     process.execPath,
     [
@@ -77,6 +80,7 @@ export async function startOperon(repository, extraArgs = [], options = {}) {
       "--console=false",
       "--data-dir",
       mkdtempSync(join(tmpdir(), "operon-bench-data-")),
+      ...schedulerArgs,
       ...extraArgs,
     ],
     { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } },
