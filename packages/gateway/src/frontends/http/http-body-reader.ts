@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createGunzip, createInflate } from "node:zlib";
 import { OperonError } from "@operon/protocol/errors";
 import { ClientClosedError, HttpStatusError } from "./http-errors.js";
-import type { RequestLife } from "./http-context.js";
 import type { SlowBodyGuard } from "./slow-body-guard.js";
 
 /** Triton's --http-max-input-size default (64 MiB). */
@@ -106,6 +105,11 @@ export function declaredLength(req: IncomingMessage): number | undefined {
   return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
 }
 
+/** Where a request's one close listener finds the release of its body's budget (http-context.ts RequestLife). */
+export interface BodyRelease {
+  releaseBody: (() => void) | undefined;
+}
+
 /**
  * Reads the whole request body, refusing more than maxBytes: a declared
  * Content-Length over the limit is refused before a byte is read, a chunked
@@ -122,7 +126,7 @@ export function readBody(
   res: ServerResponse,
   maxBytes: number,
   reading: BodyReading = {},
-  life?: RequestLife,
+  life?: BodyRelease,
 ): Promise<Buffer> {
   let raw: Promise<Buffer>;
   let lease: BodyBytesLease | undefined;

@@ -6,7 +6,7 @@ import type { DecodePool } from "../decode/decode-pool.js";
 import type { SystemSharedMemory } from "../shared-memory/system-shared-memory.js";
 import type { LoggingControl } from "../log-settings-api.js";
 import type { RequestTracer, TraceControl } from "../tracing-api.js";
-import type { BodyReading } from "./http-body-reader.js";
+import type { BodyReading, BodyRelease } from "./http-body-reader.js";
 import type { RouteParams } from "./http-router.js";
 
 /** What the HTTP frontend's routes and handlers share: one request's context and the router's options. */
@@ -33,10 +33,8 @@ export interface RequestContext {
  * in-flight budget (readBody), and tells the request's client watch
  * (clientGone), if one is set, that the connection closed.
  */
-export interface RequestLife {
+export interface RequestLife extends BodyRelease {
   onClose: (() => void) | undefined;
-  /** Set by readBody: returns the body's bytes to the in-flight budget (idempotent). */
-  releaseBody: (() => void) | undefined;
 }
 
 export type Handler = (context: RequestContext) => void | Promise<void>;
