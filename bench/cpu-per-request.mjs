@@ -77,15 +77,11 @@ function printThreads(before, after, requests) {
 }
 
 const nodeArgs = (process.env.OPERON_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "");
-const operon = await startOperon(repository, ["--load-model", "*", "--model-control-mode", "explicit"], { nodeArgs });
+const operonArgs = ["--load-model", "*", "--model-control-mode", "explicit"];
+const operon = await startOperon(repository, operonArgs, { nodeArgs });
 const baseRoot = process.env.OPERON_BASE_ROOT;
 const base =
-  baseRoot === undefined
-    ? undefined
-    : await startOperon(repository, ["--load-model", "*", "--model-control-mode", "explicit"], {
-        nodeArgs,
-        root: baseRoot,
-      });
+  baseRoot === undefined ? undefined : await startOperon(repository, operonArgs, { nodeArgs, root: baseRoot });
 const minimal = await startBaseline("minimal-http-ort-server.mjs", [onnx]);
 try {
   for (let round = 0; round < Number(process.env.ROUNDS ?? 2); round++) {
