@@ -25,6 +25,7 @@ class FakeInstance extends EventEmitter implements BackendInstance {
   stopped = false;
   failLoad = false;
   holdClock: LoopHoldClock = "wall";
+  holdCheckOverNs = 0;
   /** What the checked clock says of each execution. */
   preempted = false;
   /** Each execution spins this long (ns of CPU): what the probe measures. */
@@ -52,10 +53,10 @@ class FakeInstance extends EventEmitter implements BackendInstance {
       const used = process.cpuUsage(start);
       if ((used.user + used.system) * 1000 >= this.busyNs) break;
     }
-    this.onDuration?.(
-      { ns: this.reportNs(), preempted: this.holdClock === "checked" ? this.preempted : undefined },
-      this.holdClock,
-    );
+    // As the real clock: whether the OS interrupted it is read only for executions over holdCheckOverNs.
+    const ns = this.reportNs();
+    const checked = this.holdClock === "checked" && ns > this.holdCheckOverNs;
+    this.onDuration?.({ ns, preempted: checked ? this.preempted : undefined }, this.holdClock);
     return { outputs: inputs, timing: { computeInputNs: 0, computeInferNs: 0, computeOutputNs: 0 } };
   }
 
@@ -171,6 +172,8 @@ describe("AdaptiveInstance", () => {
     await instance.load(LOAD);
     const inline = started.inline!;
     expect(inline.holdClock).toBe("wall");
+    // The checked clock answers only for executions that could count as slow (one /proc read, not two, for the rest).
+    expect(inline.holdCheckOverNs).toBe(1e6);
     // A slow execution by the wall clock is a suspicion only: the next ones are timed by the checked clock.
     inline.reportNs = () => 2e6;
     await instance.execute(ROW);

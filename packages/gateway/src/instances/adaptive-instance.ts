@@ -18,6 +18,8 @@ import type { LoopHold, LoopHoldClock } from "./loop-hold-clock.js";
 /** An instance on the event loop whose executions' clock can be switched (InlineInstance). */
 export interface TimedInlineInstance extends BackendInstance {
   holdClock: LoopHoldClock;
+  /** Executions at most this long (ns) need no answer to whether the OS interrupted them. */
+  holdCheckOverNs: number;
 }
 
 /** Executions timed by the checked clock after a wall-clock suspicion, before it goes back to the wall clock. */
@@ -83,6 +85,8 @@ export class AdaptiveInstance extends EventEmitter implements BackendInstance {
     this.instanceName = options.instanceName;
     this.slow = new SlowExecutions(options.slowExecution);
     this.inline = options.startInline((hold, clock) => this.noteDuration(hold, clock));
+    // Only a slow execution's interruption matters (noteDuration): the checked clock need not ask for the others.
+    this.inline.holdCheckOverNs = this.slow.slowNs;
     this.current = this.adopt(this.inline);
   }
 
@@ -261,9 +265,9 @@ export class SlowExecutions {
   /** One execution's time; returns why the instance should move, or undefined. */
   note(ns: number): string | undefined {
     this.executions += 1;
+    if (ns <= this.rule.slowNs) return undefined;
     const ms = (ns / 1e6).toFixed(1);
     if (ns > this.rule.outrightNs) return `an execution held the gateway's event loop for ${ms} ms`;
-    if (ns <= this.rule.slowNs) return undefined;
     this.recent.push(this.executions);
     while (this.recent.length > 0 && this.recent[0]! <= this.executions - this.rule.window) this.recent.shift();
     if (this.recent.length < this.rule.count) return undefined;

@@ -66,6 +66,8 @@ export class InlineInstance extends EventEmitter implements BackendInstance {
   private executeNs = 0;
   /** The clock executions are timed by (loop-hold-clock.ts): "wall" unless an adaptive instance checks a suspicion. */
   holdClock: LoopHoldClock = "wall";
+  /** The "checked" clock tells whether the OS interrupted only executions longer than this (ns; loop-hold-clock.ts). */
+  holdCheckOverNs = 0;
   private readonly slowExecuteNs: number;
   /** The log ids of the execution running now: the backend's log lines carry them. */
   private currentLogIds: string[] | undefined;
@@ -107,7 +109,7 @@ export class InlineInstance extends EventEmitter implements BackendInstance {
     const run = this.tail.then(async () => {
       this.currentLogIds = options?.logIds;
       const clock = this.holdClock;
-      const held = startLoopHoldClock(clock);
+      const held = startLoopHoldClock(clock, this.holdCheckOverNs);
       try {
         return await backend.execute(inputs, outputNames);
       } catch (error) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { startLoopHoldClock } from "./loop-hold-clock.js";
+import { startLoopHoldClock, thirdField } from "./loop-hold-clock.js";
 
 const sleep = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 
@@ -25,11 +25,36 @@ describe("startLoopHoldClock", () => {
     expect(stop()).toMatchObject({ preempted: true });
   });
 
+  it("does not ask whether a span no longer than checkOverNs was interrupted, and does for a longer one", () => {
+    const short = startLoopHoldClock("checked", 10e9);
+    sleep(20);
+    expect(short()).toMatchObject({ preempted: undefined });
+    const long = startLoopHoldClock("checked", 1e6);
+    sleep(20);
+    expect(long()).toMatchObject({ preempted: true });
+  });
+
   it('counts that span whole by the "wall" clock', () => {
     const stop = startLoopHoldClock("wall");
     sleep(50);
     const hold = stop();
     expect(hold.ns).toBeGreaterThanOrEqual(49e6);
     expect(hold.preempted).toBeUndefined();
+  });
+});
+
+describe("thirdField", () => {
+  const bytes = (text: string) => Buffer.from(text, "latin1");
+  it("reads schedstat's switch count, the third field, from the bytes", () => {
+    const line = bytes("123456789 98765 4242\n");
+    expect(thirdField(line, line.length)).toBe(4242);
+    // Only the bytes read count: a shorter read of the same buffer ends the number early.
+    expect(thirdField(line, line.length - 3)).toBe(42);
+  });
+  it("is NaN when there is no third field or it is not a number", () => {
+    const two = bytes("1 2");
+    expect(thirdField(two, two.length)).toBeNaN();
+    const word = bytes("1 2 x");
+    expect(thirdField(word, word.length)).toBeNaN();
   });
 });

@@ -40,4 +40,35 @@ describe("Router", () => {
       "malformed percent-encoding in the model path segment 'bad%zz'",
     );
   });
+
+  it("answers a path it matched before from memory, the same match, its params frozen", () => {
+    const own = new Router<string>().add("POST", "/v2/models/:model/infer", "infer");
+    const first = own.match("POST", "/v2/models/m1/infer");
+    const again = own.match("POST", "/v2/models/m1/infer");
+    expect(again).toBe(first);
+    expect(Object.isFrozen(again.kind === "found" && again.params)).toBe(true);
+    // Another method or path is its own match; a route added later is seen.
+    expect(own.match("GET", "/v2/models/m1/infer")).toEqual({ kind: "method-not-allowed", allowed: ["POST"] });
+    own.add("GET", "/v2/models/:model/infer", "infer by GET");
+    expect(own.match("GET", "/v2/models/m1/infer")).toMatchObject({ kind: "found", handler: "infer by GET" });
+    expect(own.match("POST", "/v2/models/m2/infer")).toMatchObject({ params: { model: "m2" } });
+  });
+
+  it("stays correct past its memory's bounds: endless distinct paths, and very long ones", () => {
+    const own = new Router<string>().add("POST", "/v2/models/:model/infer", "infer");
+    let most = 0;
+    for (let i = 0; i < 10_000; i += 1) {
+      expect(own.match("POST", `/v2/models/m${i}/infer`)).toMatchObject({ params: { model: `m${i}` } });
+      most = Math.max(most, own.rememberedPaths);
+    }
+    expect(most).toBe(4096);
+    const before = own.rememberedPaths;
+    const long = "x".repeat(10_000);
+    expect(own.match("POST", `/v2/models/${long}/infer`)).toMatchObject({ params: { model: long } });
+    expect(own.rememberedPaths).toBe(before);
+    // A path no route has is never remembered.
+    own.match("POST", "/nowhere");
+    expect(own.rememberedPaths).toBe(before);
+    expect(own.match("POST", "/v2/models/m1/infer")).toMatchObject({ params: { model: "m1" } });
+  });
 });
