@@ -8,7 +8,8 @@
 // concurrency it misses a third of the thread's CPU (reads, llhttp, the kernel's TCP work); /proc's CPU time
 // has it all but cannot say where. perf sees both.
 //
-// Usage: node bench/perf-request-path.mjs [json|binary] [connections] [seconds] [top]
+// Usage: node bench/perf-request-path.mjs [json|binary|grpc] [connections] [seconds] [top]
+// (grpc: ModelInfer from bench/lib/grpc-load.mjs against Operon and the minimal grpc-js+ORT server.)
 // Environment: QUEUE_DELAY_US (add_sub's max_queue_delay_microseconds, default 0 here), ISOLATION, INSTANCES.
 // Needs `perf` (Debian: linux-perf) and permission to record another process (root, or perf_event_paranoid <= 1).
 import { spawn, spawnSync } from "node:child_process";
@@ -16,6 +17,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { addSubRequest, writeAddSubRepository } from "./lib/add-sub-load.mjs";
+import { runGrpcLoad, writeGrpcMessageFile } from "./lib/grpc-bench.mjs";
 import { startBaseline, startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
@@ -43,8 +45,10 @@ const repositoryOptions = {
   prefix: "operon-perf-path-",
 };
 const { repository, onnx } = writeAddSubRepository(repositoryOptions);
-const { body, headers } = addSubRequest(kind);
+const GRPC = kind === "grpc";
+const { body, headers } = addSubRequest(GRPC ? "json" : kind);
 const dataDir = mkdtempSync(join(tmpdir(), "operon-perf-data-"));
+const grpcMessage = GRPC ? writeGrpcMessageFile(join(dataDir, "add_sub.bin"), "add_sub") : undefined;
 
 const results = [];
 for (const target of ["operon", "minimal"]) results.push(await measure(target));
@@ -65,33 +69,52 @@ for (const result of results) {
   for (const [frame, us] of result.jsFrames.slice(0, Number(top)))
     console.log(`  ${us.toFixed(1).padStart(6)}  ${frame}`);
 }
+for (const result of results) {
+  console.log(`\n${result.target}: JS frames, µs a request (self, with the native and kernel work each called)`);
+  for (const [frame, us] of result.jsSelfFrames.slice(0, Number(top)))
+    console.log(`  ${us.toFixed(1).padStart(6)}  ${frame}`);
+}
 
 async function measure(target) {
+  const baseline = GRPC ? "minimal-grpc-ort-server.mjs" : "minimal-http-ort-server.mjs";
   const server =
     target === "operon"
       ? await startOperon(repository, ["--load-model", "*", "--model-control-mode", "explicit"], {
           nodeArgs: NODE_ARGS,
         })
-      : await startBaseline("minimal-http-ort-server.mjs", [onnx, "0"], { nodeArgs: NODE_ARGS });
-  const url = `${server.httpUrl ?? server.url}/v2/models/add_sub/infer`;
+      : await startBaseline(baseline, [onnx, "0"], { nodeArgs: NODE_ARGS });
   const dataFile = join(dataDir, `${target}.data`);
   try {
-    const request = wrkRequest(url, body, headers);
-    await runWrk(request, { connections: Number(connections), seconds: 2 });
+    const load = GRPC ? grpcLoad(server.grpcAddress ?? server.address) : httpLoad(server);
+    await load(2);
     // The main thread's id is the process id.
-    const perf = spawn(
-      "perf",
-      ["record", "-q", "-o", dataFile, "-t", String(server.pid), "-F", String(SAMPLE_HZ), "-g", "--", "sleep", seconds],
-      { stdio: ["ignore", "ignore", "inherit"] },
-    );
+    const perfArgs = ["record", "-q", "-o", dataFile, "-t", String(server.pid), "-F", String(SAMPLE_HZ), "-g"];
+    const record = () =>
+      spawn("perf", [...perfArgs, "--", "sleep", seconds], { stdio: ["ignore", "ignore", "inherit"] });
+    // grpc-load warms up for a second of its own before the seconds it measures: perf starts with them.
+    const measured = load(Number(seconds));
+    if (GRPC) await new Promise((resolve) => setTimeout(resolve, 1100));
+    const perf = record();
     const exited = new Promise((resolve) => perf.on("exit", resolve));
-    const load = await runWrk(request, { connections: Number(connections), seconds: Number(seconds) });
+    const result = await measured;
     const code = await exited;
     if (code !== 0) throw new Error(`perf record exited ${code}`);
-    return { target, ...load, ...summarise(dataFile, load.requestsPerSec * Number(seconds)) };
+    return { target, ...result, ...summarise(dataFile, result.requestsPerSec * Number(seconds)) };
   } finally {
     await server.stop();
   }
+}
+
+function httpLoad(server) {
+  const request = wrkRequest(`${server.httpUrl ?? server.url}/v2/models/add_sub/infer`, body, headers);
+  return (secondsToRun) => runWrk(request, { connections: Number(connections), seconds: secondsToRun });
+}
+
+function grpcLoad(address) {
+  return async (secondsToRun) => {
+    const result = await runGrpcLoad(address, grpcMessage, Number(connections), secondsToRun);
+    return { ...result, p50Us: Math.round(result.p50Us) };
+  };
 }
 
 /** Reads perf's samples (one stack each) and turns sample counts into µs a request. */
@@ -105,7 +128,14 @@ function summarise(dataFile, requests) {
   const usPerSample = 1e6 / SAMPLE_HZ / requests;
   const layers = new Map(LAYERS.map(([name]) => [name, 0]));
   const js = new Map();
+  const jsSelf = new Map();
   for (const stack of stacks) {
+    // Self: the innermost JS frame, with the native code and kernel work it called.
+    const innermost = stack.find((f) => f.startsWith("JS:"));
+    if (innermost !== undefined) {
+      const key = innermost.replace(/file:\/\/\/.*?\/(packages|bench|apps)\//, "$1/");
+      jsSelf.set(key, (jsSelf.get(key) ?? 0) + usPerSample);
+    }
     for (const [name, marks] of LAYERS) if (stack.some(marks)) layers.set(name, layers.get(name) + usPerSample);
     for (const frame of new Set(stack.filter((f) => f.startsWith("JS:")))) {
       const key = frame.replace(/file:\/\/\/.*?\/(packages|bench|apps)\//, "$1/");
@@ -117,6 +147,7 @@ function summarise(dataFile, requests) {
     cpuPerRequestUs: stacks.length * usPerSample,
     layers,
     jsFrames: [...js].sort((a, b) => b[1] - a[1]),
+    jsSelfFrames: [...jsSelf].sort((a, b) => b[1] - a[1]),
   };
 }
 
