@@ -7,6 +7,7 @@ import { DEFAULT_JSON_BUDGET, type JsonBudget, assertJsonWithinBudget } from "..
 import { decodeInferRequest } from "../grpc/grpc-infer-codec.js";
 import type { WireInferRequest } from "../grpc/grpc-wire.js";
 import { assertInferMessageWithinBudget } from "./protobuf-budget.js";
+import { decodePlainModelInfer } from "./plain-model-infer.js";
 
 /**
  * The decoding work the frontends hand to the decode pool when a body is
@@ -42,6 +43,16 @@ export function decodeJson(body: Buffer, budget: JsonBudget = DEFAULT_JSON_BUDGE
 }
 
 export function decodeGrpcInfer(
+  message: Buffer,
+  deserialize: (message: Buffer) => WireInferRequest,
+  allowReserved: readonly string[] = [],
+): InferRequest {
+  // The common message, read from its bytes; anything else (parameters, contents, errors) the generic way.
+  return decodePlainModelInfer(message) ?? decodeGrpcInferGenerically(message, deserialize, allowReserved);
+}
+
+/** Any ModelInferRequest: budget checked on its bytes, decoded by protobufjs, then converted (decodeInferRequest). */
+export function decodeGrpcInferGenerically(
   message: Buffer,
   deserialize: (message: Buffer) => WireInferRequest,
   allowReserved: readonly string[] = [],
