@@ -8,7 +8,8 @@ import type { InferenceEngine } from "../../engine/engine-api.js";
 import { type CallLog, authorizationOf, rejectRepositoryName, unary, watchCancel } from "./grpc-calls.js";
 import type { Logger } from "@operon/protocol/logger";
 import { healthHandlers } from "./grpc-health.js";
-import { decodeLoadOptions, encodeInferResponse } from "./grpc-infer-codec.js";
+import { decodeLoadOptions } from "./grpc-infer-codec.js";
+import { encodeModelInferAnswer, servePreEncodedResponses } from "./plain-model-infer-response.js";
 import { GrpcDeferredDecoding, type RawMessage } from "./grpc-deferred-decoding.js";
 import { DEFAULT_MAX_INFER_MESSAGE_BYTES, GrpcInferDecoding, type RawInferMessage } from "./grpc-infer-decoding.js";
 import { GrpcMessageBudget } from "./grpc-message-budget.js";
@@ -86,6 +87,7 @@ export async function startGrpcFrontend(engine: InferenceEngine, options: GrpcFr
   );
   const maxReceiveMessageLength = options.maxReceiveMessageLength ?? DEFAULT_MESSAGE_LIMIT;
   const deferred = new GrpcDeferredDecoding(definition, maxReceiveMessageLength);
+  servePreEncodedResponses(definition);
   const server = new grpc.Server({
     "grpc.max_receive_message_length": maxReceiveMessageLength,
     "grpc.max_send_message_length": options.maxSendMessageLength ?? DEFAULT_MESSAGE_LIMIT,
@@ -207,7 +209,7 @@ function inferenceHandlers(
       try {
         request.signal = cancel.signal;
         const response = await engine.infer(request);
-        return encodeInferResponse(await sharedMemory.writeOutputs(use, response), request.id);
+        return encodeModelInferAnswer(await sharedMemory.writeOutputs(use, response), request.id);
       } finally {
         cancel.answered();
         sharedMemory.release(use);
@@ -217,7 +219,7 @@ function inferenceHandlers(
     const cancel = watchCancel(call);
     request.signal = cancel.signal;
     try {
-      return encodeInferResponse(await engine.infer(request), request.id);
+      return encodeModelInferAnswer(await engine.infer(request), request.id);
     } finally {
       cancel.answered();
     }
