@@ -540,8 +540,11 @@ export class ModelInstances implements InstanceDispatcher, SequenceDispatcher {
 
   /** Records the BLS depth of a request the instance's worker now holds; returns its removal. */
   private hold(instance: PoolInstance, context: RequestContext | undefined): () => void {
+    const depth = context?.blsDepth ?? 0;
+    // serveBls takes the deepest held depth, at least 0: an execution at depth 0 need not be held (most are).
+    if (depth === 0) return NOTHING_HELD;
     const token = this.nextHold++;
-    instance.depths.set(token, context?.blsDepth ?? 0);
+    instance.depths.set(token, depth);
     return () => void instance.depths.delete(token);
   }
 
@@ -610,14 +613,17 @@ function workerOptions(context: RequestContext | undefined): ExecuteRequestOptio
       context.deviceOutputs === undefined)
   )
     return undefined;
-  return {
-    ...(context.id !== undefined ? { id: context.id } : {}),
-    ...(context.logIds !== undefined ? { logIds: context.logIds } : {}),
-    ...(context.parameters !== undefined ? { parameters: context.parameters } : {}),
-    ...(context.signal !== undefined ? { signal: context.signal } : {}),
-    ...(context.deviceOutputs !== undefined ? { deviceOutputs: context.deviceOutputs } : {}),
-  };
+  // Set one by one, not spread from conditional objects: this runs for every execution, and each spread is a copy.
+  const options: ExecuteRequestOptions = {};
+  if (context.id !== undefined) options.id = context.id;
+  if (context.logIds !== undefined) options.logIds = context.logIds;
+  if (context.parameters !== undefined) options.parameters = context.parameters;
+  if (context.signal !== undefined) options.signal = context.signal;
+  if (context.deviceOutputs !== undefined) options.deviceOutputs = context.deviceOutputs;
+  return options;
 }
+
+const NOTHING_HELD = (): void => undefined;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
