@@ -740,11 +740,10 @@ function trimToPreferred(jobs: Job[], preferred: readonly number[]): Job[] {
 
 /** Outputs to compute for a batch: undefined (all) when any request wants all. */
 function unionOutputs(jobs: Job[]): string[] | undefined {
+  // Most requests want every output: nothing is allocated for them.
+  for (const job of jobs) if (job.request.outputNames === undefined) return undefined;
   const names = new Set<string>();
-  for (const job of jobs) {
-    if (job.request.outputNames === undefined) return undefined;
-    for (const name of job.request.outputNames) names.add(name);
-  }
+  for (const job of jobs) for (const name of job.request.outputNames!) names.add(name);
   return [...names];
 }
 

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { createGunzip, createInflate } from "node:zlib";
 import { OperonError } from "@operon/protocol/errors";
 import { ClientClosedError, HttpStatusError } from "./http-errors.js";
-import type { SlowBodyGuard } from "./slow-body-guard.js";
+import type { BodyWatch, SlowBodyGuard, SlowBodyTarget } from "./slow-body-guard.js";
 
 /** Triton's --http-max-input-size default (64 MiB). */
 export const DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024;
@@ -168,76 +168,128 @@ function collect(
   guard: SlowBodyGuard | undefined,
 ): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const whole =
-      declared !== undefined && declared >= PREALLOCATE_BYTES ? Buffer.from(new ArrayBuffer(declared)) : undefined;
-    let total = 0;
-    let turnBytes = 0;
-    let settled = false;
-    const fail = (error: unknown): void => {
-      cleanup();
-      req.pause();
-      reject(error);
-    };
-    const watch = guard?.watch(fail);
-    const nextTurn = (): void => {
-      turnBytes = 0;
-      if (!settled) req.resume();
-    };
-    const cleanup = (): void => {
-      settled = true;
-      watch?.done();
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onError);
-      req.off("close", onClose);
-    };
-    const onData = (chunk: Buffer): void => {
-      const offset = total;
-      total += chunk.length;
-      if (total > maxBytes || (whole !== undefined && total > whole.length)) {
-        fail(
-          total > maxBytes
-            ? bodyTooLarge(total, maxBytes, true)
-            : new HttpStatusError(400, `request body is longer than its Content-Length of ${declared} bytes`, {
-                closeConnection: true,
-              }),
-        );
-        return;
-      }
-      try {
-        lease?.add(chunk.length);
-      } catch (error) {
-        fail(error);
-        return;
-      }
-      watch?.progress(chunk.length);
-      if (whole !== undefined) whole.set(chunk, offset);
-      else chunks.push(chunk);
-      turnBytes += chunk.length;
-      if (turnBytes >= BODY_BYTES_PER_TURN && total < (declared ?? Infinity)) {
-        req.pause();
-        setImmediate(nextTurn);
-      }
-    };
-    const onEnd = (): void => {
-      cleanup();
-      if (whole !== undefined) resolve(total === whole.length ? whole : whole.subarray(0, total));
-      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
-    };
-    const onError = (): void => {
-      cleanup();
-      reject(new ClientClosedError("client closed the connection while sending the request body"));
-    };
-    const onClose = (): void => {
-      if (req.complete) return;
-      onError();
-    };
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("error", onError);
-    req.on("close", onClose);
+    const carrying = req as CarryingBody;
+    if (carrying[BODY] !== undefined) throw new Error("the request body is being read already");
+    const body = new BodyCollection(req, maxBytes, declared, lease, resolve, reject);
+    carrying[BODY] = body;
+    body.watch = guard?.watch(body);
+    req.on("data", onBodyData);
+    req.on("end", onBodyEnd);
+    req.on("error", onBodyError);
+    req.on("close", onBodyClose);
   });
+}
+
+/** Where a request being read keeps its BodyCollection, for the listeners below. */
+const BODY = Symbol("operon.body");
+type CarryingBody = IncomingMessage & { [BODY]?: BodyCollection };
+
+// The listeners are module functions, not closures: `this` is the request, which holds its collection. Every
+// request with a body runs them; one object per body replaces a closure per listener and per helper.
+function onBodyData(this: IncomingMessage, chunk: Buffer): void {
+  (this as CarryingBody)[BODY]?.data(chunk);
+}
+function onBodyEnd(this: IncomingMessage): void {
+  (this as CarryingBody)[BODY]?.end();
+}
+function onBodyError(this: IncomingMessage): void {
+  (this as CarryingBody)[BODY]?.clientClosed();
+}
+function onBodyClose(this: IncomingMessage): void {
+  if (!this.complete) (this as CarryingBody)[BODY]?.clientClosed();
+}
+function resumeBody(body: BodyCollection): void {
+  body.nextTurn();
+}
+
+/** One body being read: what its listeners share, and how it settles (once). */
+class BodyCollection implements SlowBodyTarget {
+  watch: BodyWatch | undefined;
+  private readonly chunks: Buffer[] = [];
+  private readonly whole: Buffer | undefined;
+  private total = 0;
+  private turnBytes = 0;
+  private settled = false;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly maxBytes: number,
+    private readonly declared: number | undefined,
+    private readonly lease: BodyBytesLease | undefined,
+    private readonly resolve: (body: Buffer) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    this.whole =
+      declared !== undefined && declared >= PREALLOCATE_BYTES ? Buffer.from(new ArrayBuffer(declared)) : undefined;
+  }
+
+  data(chunk: Buffer): void {
+    const offset = this.total;
+    this.total += chunk.length;
+    const { whole, maxBytes } = this;
+    if (this.total > maxBytes || (whole !== undefined && this.total > whole.length)) {
+      this.fail(
+        this.total > maxBytes
+          ? bodyTooLarge(this.total, maxBytes, true)
+          : new HttpStatusError(400, `request body is longer than its Content-Length of ${this.declared} bytes`, {
+              closeConnection: true,
+            }),
+      );
+      return;
+    }
+    try {
+      this.lease?.add(chunk.length);
+    } catch (error) {
+      this.fail(error);
+      return;
+    }
+    this.watch?.progress(chunk.length);
+    if (whole !== undefined) whole.set(chunk, offset);
+    else this.chunks.push(chunk);
+    this.turnBytes += chunk.length;
+    if (this.turnBytes >= BODY_BYTES_PER_TURN && this.total < (this.declared ?? Infinity)) {
+      this.req.pause();
+      setImmediate(resumeBody, this);
+    }
+  }
+
+  end(): void {
+    this.cleanup();
+    const { whole, chunks, total } = this;
+    if (whole !== undefined) this.resolve(total === whole.length ? whole : whole.subarray(0, total));
+    else this.resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total));
+  }
+
+  clientClosed(): void {
+    this.cleanup();
+    this.reject(new ClientClosedError("client closed the connection while sending the request body"));
+  }
+
+  failSlowBody(error: HttpStatusError): void {
+    this.fail(error);
+  }
+
+  nextTurn(): void {
+    this.turnBytes = 0;
+    if (!this.settled) this.req.resume();
+  }
+
+  private fail(error: unknown): void {
+    this.cleanup();
+    this.req.pause();
+    this.reject(error);
+  }
+
+  private cleanup(): void {
+    this.settled = true;
+    this.watch?.done();
+    const req = this.req;
+    (req as CarryingBody)[BODY] = undefined;
+    req.off("data", onBodyData);
+    req.off("end", onBodyEnd);
+    req.off("error", onBodyError);
+    req.off("close", onBodyClose);
+  }
 }
 
 /**

@@ -25,13 +25,35 @@ export interface BodyWatch {
   done(): void;
 }
 
-interface Watched {
-  startedAt: number;
+/** What a watched body is told when it is too slow (once; then it is no longer watched). */
+export interface SlowBodyTarget {
+  failSlowBody(error: HttpStatusError): void;
+}
+
+/** One watched body: its own BodyWatch (no closures per body: this runs for every request with a body). */
+class Watched implements BodyWatch {
+  readonly startedAt: number;
   lastAt: number;
-  bytes: number;
-  fail(error: HttpStatusError): void;
+  bytes = 0;
   /** Its place in the guard's list. */
-  listed: LiveEntry<Watched> | undefined;
+  readonly listed: LiveEntry<Watched>;
+
+  constructor(
+    private readonly list: LiveList<Watched>,
+    readonly target: SlowBodyTarget,
+  ) {
+    this.startedAt = this.lastAt = Date.now();
+    this.listed = list.add(this);
+  }
+
+  progress(bytes: number): void {
+    this.bytes += bytes;
+    this.lastAt = Date.now();
+  }
+
+  done(): void {
+    this.list.remove(this.listed);
+  }
 }
 
 const SWEEP_MS = 1000;
@@ -43,22 +65,14 @@ export class SlowBodyGuard {
 
   constructor(readonly limits: SlowBodyLimits) {}
 
-  /** Watches one body; `fail` is called once if it is too slow (then it is no longer watched). */
-  watch(fail: (error: HttpStatusError) => void): BodyWatch {
-    const now = Date.now();
-    const entry: Watched = { startedAt: now, lastAt: now, bytes: 0, fail, listed: undefined };
-    entry.listed = this.watched.add(entry);
+  /** Watches one body; its target is told once if it is too slow (then it is no longer watched). */
+  watch(target: SlowBodyTarget): BodyWatch {
+    const entry = new Watched(this.watched, target);
     if (this.timer === undefined) {
       this.timer = setInterval(() => this.sweep(), SWEEP_MS);
       this.timer.unref();
     }
-    return {
-      progress: (bytes) => {
-        entry.bytes += bytes;
-        entry.lastAt = Date.now();
-      },
-      done: () => this.watched.remove(entry.listed!),
-    };
+    return entry;
   }
 
   /** Bodies being watched (for tests). */
@@ -78,8 +92,10 @@ export class SlowBodyGuard {
         problem = `the request body arrives at ${Math.round((entry.bytes * 1000) / elapsed)} bytes/s, below the minimum of ${minBytesPerSec} (--http-min-body-bytes-per-sec)`;
       }
       if (problem === undefined) continue;
-      this.watched.remove(entry.listed!);
-      entry.fail(new HttpStatusError(408, `${problem}; the connection is closed`, { closeConnection: true }));
+      entry.done();
+      entry.target.failSlowBody(
+        new HttpStatusError(408, `${problem}; the connection is closed`, { closeConnection: true }),
+      );
     }
     if (this.watched.size === 0 && this.timer !== undefined) {
       clearInterval(this.timer);
