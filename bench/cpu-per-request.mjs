@@ -8,19 +8,15 @@
 // BY_THREAD=1 (each thread's share, from /proc/<pid>/task), OPERON_NODE_ARGS (node flags for Operon, space-separated),
 // OPERON_BASE_ROOT=<another built checkout> (its operon measured in the same rounds too: an A/B of a change).
 import { readdirSync, readFileSync } from "node:fs";
+import { cpuUsOfStatLine, processCpuUs } from "./lib/process-cpu.mjs";
 import { addSubRequest, writeAddSubRepository } from "./lib/add-sub-load.mjs";
 import { startBaseline, startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
 
 const [kind = "json", connections = "16", seconds = "4"] = process.argv.slice(2);
-const TICK_US = 1e6 / 100; // USER_HZ
 const ISOLATION = process.env.ISOLATION ?? "";
 const INSTANCES = Number(process.env.INSTANCES ?? 2);
 const BY_THREAD = process.env.BY_THREAD === "1";
-
-function cpuUs(pid) {
-  return cpuFields(readFileSync(`/proc/${pid}/stat`, "utf8"));
-}
 
 const { repository, onnx } = writeAddSubRepository({
   isolation: ISOLATION,
@@ -36,7 +32,7 @@ function threadCpuUs(pid) {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
       const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      threads.set(tid, { name, cpu: cpuFields(stat) });
+      threads.set(tid, { name, cpu: cpuUsOfStatLine(stat) });
     } catch {
       // The thread ended between the listing and the read.
     }
@@ -44,18 +40,13 @@ function threadCpuUs(pid) {
   return threads;
 }
 
-function cpuFields(stat) {
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * TICK_US;
-}
-
 async function measure(label, url, pid) {
   const request = wrkRequest(`${url}/v2/models/add_sub/infer`, body, headers);
   await runWrk(request, { connections: Number(connections), seconds: 1 });
-  const before = cpuUs(pid);
+  const before = processCpuUs(pid);
   const threadsBefore = BY_THREAD ? threadCpuUs(pid) : undefined;
   const result = await runWrk(request, { connections: Number(connections), seconds: Number(seconds) });
-  const cpu = cpuUs(pid) - before;
+  const cpu = processCpuUs(pid) - before;
   const requests = result.requestsPerSec * Number(seconds);
   console.log(
     `${label.padEnd(10)} ${result.requestsPerSec.toFixed(0).padStart(6)} req/s  p50 ${String(result.p50Us).padStart(5)} µs  CPU ${(cpu / requests).toFixed(1).padStart(6)} µs/req  errors ${result.errors}`,

@@ -8,7 +8,8 @@
 // and the server's CPU per request (all its threads, from /proc: the figure
 // machine noise moves least).
 // Usage: node bench/grpc-overhead.mjs [rounds=3] [seconds=3]
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
+import { processCpuUs } from "./lib/process-cpu.mjs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writeAddSubGrpcRepository } from "./lib/add-sub-grpc-repository.mjs";
@@ -44,10 +45,11 @@ try {
     for (let round = 1; round <= ROUNDS; round += 1) {
       // Each round starts one target later: no target always runs first after the previous one's load.
       for (const target of targets.map((_, i) => targets[(i + round - 1) % targets.length])) {
-        const cpuBefore = cpuUs(target.pid);
+        const cpuBefore = processCpuUs(target.pid);
         const result = await runGrpcLoad(target.address, target.file, concurrency, SECONDS);
         // grpc-load warms up for a second before its measured seconds, at about the same rate.
-        result.cpuUsPerRequest = (cpuUs(target.pid) - cpuBefore) / (result.requestsPerSec * (result.seconds + 1));
+        result.cpuUsPerRequest =
+          (processCpuUs(target.pid) - cpuBefore) / (result.requestsPerSec * (result.seconds + 1));
         if (result.errors > 0) throw new Error(`${target.name}: ${result.errors} errors, first: ${result.firstError}`);
         results[target.name].push(result);
         log(
@@ -76,13 +78,6 @@ try {
   }
 } finally {
   for (const server of servers) await server.stop();
-}
-
-/** CPU time of every thread of the process so far, µs (/proc/<pid>/stat utime + stime, in USER_HZ ticks). */
-function cpuUs(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * (1e6 / 100);
 }
 
 function spread(values, digits = 0) {

@@ -36,6 +36,7 @@ import { measureWarmup, renderWarmupSection } from "./model-warmup.mjs";
 import { measureStepLibrary, renderStepLibrarySection } from "./step-library.mjs";
 import { measureTracingCost, renderTracingSection } from "./tracing-cost.mjs";
 import { measureTransport } from "./transport-roundtrip.mjs";
+import { processCpuUs } from "./lib/process-cpu.mjs";
 import { ROOT, startBaseline, startOperon } from "./lib/processes.mjs";
 import { probeDuringAttack, STALL_ATTACKS, writeStallAttackFiles } from "./lib/stall-probe.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
@@ -153,14 +154,18 @@ async function grpcLoad(address, file, concurrency, seconds) {
   return { requestsPerSec, itemsPerSec: requestsPerSec, p50Us, p99Us, errors, firstError };
 }
 
-/** A measurable target: HTTP through wrk, gRPC through grpc-load. */
-const httpTarget = (name, url, body, headers, concurrency) => {
+/**
+ * A measurable target: HTTP through wrk, gRPC through grpc-load. With the server's pid, a round also reads the
+ * CPU time its process used (all threads) and reports it per request (cpuUsPerRequest).
+ */
+const httpTarget = (name, url, body, headers, concurrency, pid) => {
   const request = wrkRequest(url, body, headers);
-  return { name, concurrency, run: async (seconds) => runWrk(request, { connections: concurrency, seconds }) };
+  return { name, concurrency, pid, run: async (seconds) => runWrk(request, { connections: concurrency, seconds }) };
 };
-const grpcTarget = (name, address, file, concurrency) => ({
+const grpcTarget = (name, address, file, concurrency, pid) => ({
   name,
   concurrency,
+  pid,
   run: (seconds) => grpcLoad(address, file, concurrency, seconds),
 });
 
@@ -170,11 +175,14 @@ async function rounds(targets) {
   for (let round = 1; round <= ROUNDS; round += 1) {
     for (const target of targets) {
       if (target.name.includes("http")) await target.run(1); // gRPC warms up inside grpc-load
+      const cpuBefore = target.pid === undefined ? 0 : processCpuUs(target.pid);
       const result = await target.run(SECONDS);
       if (result.errors > 0) throw new Error(`${target.name}: ${result.errors} errors, first: ${result.firstError}`);
+      if (target.pid !== undefined)
+        result.cpuUsPerRequest = (processCpuUs(target.pid) - cpuBefore) / (result.requestsPerSec * SECONDS);
       results[target.name].push(result);
       log(
-        `  round ${round} ${target.name.padEnd(40)} c=${String(target.concurrency).padStart(2)} ${result.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${String(Math.round(result.p50Us)).padStart(6)} µs  p99 ${String(Math.round(result.p99Us)).padStart(6)} µs`,
+        `  round ${round} ${target.name.padEnd(40)} c=${String(target.concurrency).padStart(2)} ${result.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${String(Math.round(result.p50Us)).padStart(6)} µs  p99 ${String(Math.round(result.p99Us)).padStart(6)} µs${result.cpuUsPerRequest === undefined ? "" : `  CPU ${result.cpuUsPerRequest.toFixed(0).padStart(4)} µs/req`}`,
       );
     }
   }
@@ -193,6 +201,7 @@ function summarize(list) {
     requestsPerSec: spreadOf(pick("requestsPerSec")),
     p50Us: spreadOf(pick("p50Us")),
     p99Us: spreadOf(pick("p99Us")),
+    ...(list[0]?.cpuUsPerRequest === undefined ? {} : { cpuUsPerRequest: spreadOf(pick("cpuUsPerRequest")) }),
     rounds: list.length,
   };
 }
@@ -237,15 +246,34 @@ try {
       const binary = binaryBody(ADD_SUB_INPUTS);
       const section = { model: "add_sub FP32 [1,16] x2 -> [1,16] x2", byConcurrency: {} };
       const c16 = await rounds([
-        httpTarget("operon http json", inferUrl("add_sub"), json, JSON_HEADERS, 16),
-        httpTarget("operon http json, thread", inferUrl("add_sub_thread"), json, JSON_HEADERS, 16),
-        httpTarget("minimal http json", minimalHttp.url, json, JSON_HEADERS, 16),
-        httpTarget("operon http binary", inferUrl("add_sub"), binary.body, binary.headers, 16),
-        httpTarget("operon http binary, thread", inferUrl("add_sub_thread"), binary.body, binary.headers, 16),
-        httpTarget("minimal http binary", minimalHttp.url, binary.body, binary.headers, 16),
-        grpcTarget("operon grpc", operon.grpcAddress, grpcMessageFile("add_sub", ADD_SUB_INPUTS), 16),
-        grpcTarget("operon grpc, thread", operon.grpcAddress, grpcMessageFile("add_sub_thread", ADD_SUB_INPUTS), 16),
-        grpcTarget("minimal grpc", minimalGrpc.address, grpcMessageFile("add_sub", ADD_SUB_INPUTS), 16),
+        httpTarget("operon http json", inferUrl("add_sub"), json, JSON_HEADERS, 16, operon.pid),
+        httpTarget("operon http json, thread", inferUrl("add_sub_thread"), json, JSON_HEADERS, 16, operon.pid),
+        httpTarget("minimal http json", minimalHttp.url, json, JSON_HEADERS, 16, minimalHttp.pid),
+        httpTarget("operon http binary", inferUrl("add_sub"), binary.body, binary.headers, 16, operon.pid),
+        httpTarget(
+          "operon http binary, thread",
+          inferUrl("add_sub_thread"),
+          binary.body,
+          binary.headers,
+          16,
+          operon.pid,
+        ),
+        httpTarget("minimal http binary", minimalHttp.url, binary.body, binary.headers, 16, minimalHttp.pid),
+        grpcTarget("operon grpc", operon.grpcAddress, grpcMessageFile("add_sub", ADD_SUB_INPUTS), 16, operon.pid),
+        grpcTarget(
+          "operon grpc, thread",
+          operon.grpcAddress,
+          grpcMessageFile("add_sub_thread", ADD_SUB_INPUTS),
+          16,
+          operon.pid,
+        ),
+        grpcTarget(
+          "minimal grpc",
+          minimalGrpc.address,
+          grpcMessageFile("add_sub", ADD_SUB_INPUTS),
+          16,
+          minimalGrpc.pid,
+        ),
       ]);
       section.byConcurrency[16] = {
         operonModel: "add_sub: dynamic_batching { max_queue_delay_microseconds: 100 }, 2 instances",
@@ -256,6 +284,11 @@ try {
         threadHttpJsonVsMinimal: ratio(c16["operon http json, thread"], c16["minimal http json"]),
         threadHttpBinaryVsMinimal: ratio(c16["operon http binary, thread"], c16["minimal http binary"]),
         threadGrpcVsMinimal: ratio(c16["operon grpc, thread"], c16["minimal grpc"]),
+        cpuPerRequestVsMinimal: {
+          httpJson: ratio(c16["operon http json"], c16["minimal http json"], "cpuUsPerRequest"),
+          httpBinary: ratio(c16["operon http binary"], c16["minimal http binary"], "cpuUsPerRequest"),
+          grpc: ratio(c16["operon grpc"], c16["minimal grpc"], "cpuUsPerRequest"),
+        },
       };
       const c1 = await rounds([
         httpTarget("operon http json, no queue delay", inferUrl("add_sub_nodelay"), json, JSON_HEADERS, 1),
@@ -361,8 +394,8 @@ try {
     try {
       const binary = binaryBody(MOBILENET_INPUTS);
       const results = await rounds([
-        httpTarget("operon http binary", inferUrl("mobilenet"), binary.body, binary.headers, 8),
-        httpTarget("minimal http binary", minimal.url, binary.body, binary.headers, 8),
+        httpTarget("operon http binary", inferUrl("mobilenet"), binary.body, binary.headers, 8, operon.pid),
+        httpTarget("minimal http binary", minimal.url, binary.body, binary.headers, 8, minimal.pid),
       ]);
       report.sections.cnn = {
         model: "MobileNetV3 (PP-OCR cls) [1,3,48,192]",
@@ -479,9 +512,15 @@ function renderMarkdown(r) {
     );
   }
   const table = (targets) => {
-    lines.push("| target | req/s | p50 µs | p99 µs |", "|---|---|---|---|");
+    const withCpu = Object.values(targets).some((t) => t.cpuUsPerRequest !== undefined);
+    lines.push(
+      `| target | req/s | p50 µs | p99 µs |${withCpu ? " server CPU µs / request |" : ""}`,
+      `|---|---|---|---|${withCpu ? "---|" : ""}`,
+    );
     for (const [name, t] of Object.entries(targets))
-      lines.push(`| ${name} | ${s(t.requestsPerSec)} | ${s(t.p50Us)} | ${s(t.p99Us)} |`);
+      lines.push(
+        `| ${name} | ${s(t.requestsPerSec)} | ${s(t.p50Us)} | ${s(t.p99Us)} |${withCpu ? ` ${t.cpuUsPerRequest ? s(t.cpuUsPerRequest, 1) : "–"} |` : ""}`,
+      );
     lines.push("");
   };
   if (r.sections.overhead) {
@@ -495,6 +534,11 @@ function renderMarkdown(r) {
     table(o.byConcurrency[16].targets);
     lines.push(
       `- Operon / minimal server throughput: HTTP JSON **${s(o.byConcurrency[16].httpJsonVsMinimal, 2)}**, HTTP binary **${s(o.byConcurrency[16].httpBinaryVsMinimal, 2)}**, gRPC **${s(o.byConcurrency[16].grpcVsMinimal, 2)}** (goal ≥ 1.0)`,
+      ...(o.byConcurrency[16].cpuPerRequestVsMinimal
+        ? [
+            `- server CPU per request (all its threads, /proc) / the minimal server's: HTTP JSON **${s(o.byConcurrency[16].cpuPerRequestVsMinimal.httpJson, 2)}**, HTTP binary **${s(o.byConcurrency[16].cpuPerRequestVsMinimal.httpBinary, 2)}**, gRPC **${s(o.byConcurrency[16].cpuPerRequestVsMinimal.grpc, 2)}** (goal ≤ 1.2)`,
+          ]
+        : []),
       ...(o.byConcurrency[16].threadHttpJsonVsMinimal
         ? [
             `- the same model on threads (operon_isolation "thread"): HTTP JSON **${s(o.byConcurrency[16].threadHttpJsonVsMinimal, 2)}**, HTTP binary **${s(o.byConcurrency[16].threadHttpBinaryVsMinimal, 2)}**, gRPC **${s(o.byConcurrency[16].threadGrpcVsMinimal, 2)}**`,

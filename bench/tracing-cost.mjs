@@ -20,7 +20,8 @@
 // Env as run-bench: OPERON_BENCH_ROUNDS (3), OPERON_BENCH_SECONDS (3).
 // Run alone, it also writes bench/results/tracing-cost.md (with the host's
 // load average before and after), leaving latest.md to full runs.
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { processCpuUs } from "./lib/process-cpu.mjs";
 import http from "node:http";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -36,13 +37,6 @@ const median = (values) => {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 const spread = (values) => ({ median: median(values), min: Math.min(...values), max: Math.max(...values) });
-
-/** CPU time (user + system, µs) a process has used so far, all its threads. */
-function cpuUs(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * (1e6 / 100); // USER_HZ ticks
-}
 
 function writeRepository() {
   const repository = mkdtempSync(join(tmpdir(), "operon-bench-trace-"));
@@ -131,9 +125,9 @@ export async function measureTracingCost({ rounds = 3, seconds = 3 } = {}) {
         if (target.level !== undefined) await traceLevel(target.url, target.level);
         const request = wrkRequest(`${target.url}/v2/models/add_sub/infer`, body, headers);
         await runWrk(request, { connections: 16, seconds: 1 });
-        const cpuBefore = cpuUs(target.pid);
+        const cpuBefore = processCpuUs(target.pid);
         const result = await runWrk(request, { connections: 16, seconds });
-        result.cpuUsPerRequest = (cpuUs(target.pid) - cpuBefore) / (result.requestsPerSec * seconds);
+        result.cpuUsPerRequest = (processCpuUs(target.pid) - cpuBefore) / (result.requestsPerSec * seconds);
         if (result.errors > 0) throw new Error(`${target.name}: ${result.errors} errors, first: ${result.firstError}`);
         results[target.name].push(result);
         log(
