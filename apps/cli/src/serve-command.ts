@@ -24,6 +24,7 @@ import type { SharedState } from "./shared-state.js";
 import { serveFlagsSchema, type ServeFlags } from "./serve-flags.js";
 import { adminCreateCommand } from "./admin-create-hint.js";
 import { logFileOf } from "./log-file.js";
+import { tuneServingHeap } from "./serving-heap.js";
 import { DESIRED_GATEWAY_REPLICAS_METRIC } from "@operon/api/resource-scheduler-defaults";
 
 /**
@@ -60,6 +61,8 @@ export function flagProblems(issues: ReadonlyArray<{ path: PropertyKey[]; messag
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
+  // Before anything is loaded: full collections paced for a server whose requests are ArrayBuffers (serving-heap.ts).
+  tuneServingHeap();
   const logFile = logFileOf(flags.logFile, process.stdout.isTTY === true, flags.dataDir);
   const logger = createLogger({ verbose: flags.logVerbose, file: logFile });
   let workerIdentity: ReturnType<typeof resolveWorkerUser> | undefined;
