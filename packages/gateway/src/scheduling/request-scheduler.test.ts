@@ -636,6 +636,41 @@ describe("queue delay at microsecond resolution", () => {
     await Promise.all([first, second]);
   });
 
+  it("costs no event-loop turn when an instance comes back to an empty queue", async () => {
+    const { clock, instances, scheduler } = delayed100us();
+    const only = scheduler.enqueue(request(1));
+    clock.advance(105_000);
+    instances.executions[0]!.complete();
+    await only;
+    expect(clock.pendingImmediates).toBe(0);
+    // With a request waiting, the returning instance takes it at the end of the turn.
+    const first = scheduler.enqueue(request(2));
+    clock.advance(105_000);
+    const second = scheduler.enqueue(request(3));
+    instances.executions[1]!.complete();
+    await first;
+    expect(clock.pendingImmediates).toBe(1);
+    clock.advance(105_000);
+    expect(instances.executions).toHaveLength(3);
+    instances.executions[2]!.complete();
+    await second;
+  });
+
+  it("without a queue delay, still gathers what one turn brings when the clients keep several in flight", async () => {
+    const clock = new FakeClock();
+    const instances = new ManualInstances(1);
+    const scheduler = new RequestScheduler(policy({ maxQueueDelayNs: 0 }), instances, { describe: "model 'm'", clock });
+    // Two clients: pairs read in one turn run as one batch.
+    for (let pair = 0; pair < 8; pair++) {
+      const both = [scheduler.enqueue(request(2 * pair)), scheduler.enqueue(request(2 * pair + 1))];
+      expect(instances.executions).toHaveLength(pair); // the first of a pair does not go alone before the turn ends
+      clock.turn();
+      expect(instances.executions[pair]!.inputs[0]!.shape).toEqual([2, 2]);
+      instances.executions[pair]!.complete();
+      await Promise.all(both);
+    }
+  });
+
   it("joins the requests that arrive within the delay into one batch", async () => {
     const { clock, instances, scheduler } = delayed100us();
     const first = scheduler.enqueue(request(1));

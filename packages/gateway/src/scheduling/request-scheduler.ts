@@ -218,7 +218,10 @@ export class RequestScheduler {
   ) {
     this.clock = hooks.clock ?? PROCESS_CLOCK;
     this.timer = new DeadlineTimer(() => this.schedule(), this.clock);
-    dispatcher.onCapacity(() => this.scheduleThisTurn());
+    // Returning capacity matters only to requests queued (an empty queue's pass would do nothing but cost a turn).
+    dispatcher.onCapacity(() => {
+      if (this.queued > 0) this.scheduleThisTurn();
+    });
   }
 
   /** True while a scheduling pass is due at the end of this event-loop turn. */
