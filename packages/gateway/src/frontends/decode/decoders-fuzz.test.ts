@@ -1,7 +1,7 @@
-import type * as grpc from "@grpc/grpc-js";
 import { httpStatusOf, isOperonError } from "@operon/protocol/errors";
 import { beforeAll, describe, expect, it } from "vitest";
-import { INFERENCE_SERVICE, loadGrpcProtos, type WireInferRequest } from "../grpc/grpc-wire.js";
+import type { WireInferRequest } from "../grpc/grpc-wire.js";
+import { loadModelInferCodecs } from "../grpc/testing/model-infer-codecs.js";
 import { decodeGrpcInfer, decodeHttpInfer } from "./decode-tasks.js";
 import { mutateBytes, seededRandom } from "@operon/testing/seeded-fuzz";
 
@@ -123,12 +123,7 @@ describe("decoder fuzz (seeded)", () => {
     let serialize: (message: object) => Buffer;
     let deserialize: (message: Buffer) => WireInferRequest;
     beforeAll(async () => {
-      const definition = await loadGrpcProtos();
-      const method = (
-        definition[INFERENCE_SERVICE] as unknown as Record<string, grpc.MethodDefinition<object, unknown>>
-      )["ModelInfer"]!;
-      serialize = method.requestSerialize as (message: object) => Buffer;
-      deserialize = method.requestDeserialize as (message: Buffer) => WireInferRequest;
+      ({ serializeRequest: serialize, deserializeRequest: deserialize } = await loadModelInferCodecs());
     });
 
     it("2000 byte-level mutations of a valid message", () => {

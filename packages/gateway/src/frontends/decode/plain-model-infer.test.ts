@@ -1,7 +1,7 @@
-import type * as grpc from "@grpc/grpc-js";
 import { mutateBytes, seededRandom } from "@operon/testing/seeded-fuzz";
 import { beforeAll, describe, expect, it } from "vitest";
-import { INFERENCE_SERVICE, loadGrpcProtos, type WireInferRequest } from "../grpc/grpc-wire.js";
+import type { WireInferRequest } from "../grpc/grpc-wire.js";
+import { loadModelInferCodecs } from "../grpc/testing/model-infer-codecs.js";
 import { decodeGrpcInferGenerically } from "./decode-tasks.js";
 import { decodePlainModelInfer } from "./plain-model-infer.js";
 
@@ -38,12 +38,7 @@ describe("decodePlainModelInfer", () => {
   let serialize: (message: object) => Buffer;
   let deserialize: (message: Buffer) => WireInferRequest;
   beforeAll(async () => {
-    const definition = await loadGrpcProtos();
-    const method = (definition[INFERENCE_SERVICE] as unknown as Record<string, grpc.MethodDefinition<object, unknown>>)[
-      "ModelInfer"
-    ]!;
-    serialize = method.requestSerialize as (message: object) => Buffer;
-    deserialize = method.requestDeserialize as (message: Buffer) => WireInferRequest;
+    ({ serializeRequest: serialize, deserializeRequest: deserialize } = await loadModelInferCodecs());
   });
 
   it("reads what Triton's clients send for a plain inference, exactly as the generic decoder does", () => {

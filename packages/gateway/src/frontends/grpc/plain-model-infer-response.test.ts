@@ -1,9 +1,8 @@
-import type * as grpc from "@grpc/grpc-js";
 import type { InferResponse } from "@operon/protocol/inference";
 import { beforeAll, describe, expect, it } from "vitest";
 import { encodeInferResponse } from "./grpc-infer-codec.js";
-import { INFERENCE_SERVICE, loadGrpcProtos } from "./grpc-wire.js";
 import { encodePlainModelInferResponse } from "./plain-model-infer-response.js";
+import { loadModelInferCodecs } from "./testing/model-infer-codecs.js";
 
 const f32 = (...values: number[]) => Buffer.from(new Float32Array(values).buffer);
 
@@ -11,12 +10,7 @@ describe("encodePlainModelInferResponse", () => {
   let serialize: (message: object) => Buffer;
   let deserialize: (message: Buffer) => object;
   beforeAll(async () => {
-    const definition = await loadGrpcProtos();
-    const method = (definition[INFERENCE_SERVICE] as unknown as Record<string, grpc.MethodDefinition<unknown, object>>)[
-      "ModelInfer"
-    ]!;
-    serialize = method.responseSerialize as (message: object) => Buffer;
-    deserialize = method.responseDeserialize as (message: Buffer) => object;
+    ({ serializeResponse: serialize, deserializeResponse: deserialize } = await loadModelInferCodecs());
   });
 
   /** What a client decodes from the generic encoding (protobufjs) of the same response. */
