@@ -30,7 +30,7 @@ describe("console: workers, hardware profiles and costs", () => {
   // Usage sampled every second, so the traffic before the first profile is stored within the test.
   const system = useSignedInConsole({ admin: ADMIN, extraArgs: ["--usage-sample-secs", "1"] });
 
-  it("lists where each model instance runs: a tiny ONNX model on the event loop, larger ones on gateway threads, TypeScript models in the processes the OS reports", async () => {
+  it("lists where each model instance runs: a tiny ONNX model in the gateway's own process, larger ones on gateway threads, TypeScript models in the processes the OS reports", async () => {
     const { page } = system.session;
     const api = await signedInApiSession(system.operon, ADMIN);
     // The workers view names processes and models: it needs the admin scope (issue 28 item 14).
@@ -40,13 +40,14 @@ describe("console: workers, hardware profiles and costs", () => {
     });
     expect(response.status).toBe(200);
     const all = ((await response.json()) as { workers: GatewayWorker[] }).workers;
-    // add_sub's config asks for two CPU instances; it proves tiny, so both run on the gateway's event loop
-    // (--backend-isolation auto, the default). The text direction classifier (a CNN) is no such model: threads.
-    const inline = all.filter((worker) => worker.model === "add_sub");
-    expect(inline.map((worker) => [worker.isolation, worker.pid])).toEqual([
-      ["inline", system.operon.pid],
-      ["inline", system.operon.pid],
-    ]);
+    // add_sub's config asks for two CPU instances. It proves tiny, so --backend-isolation auto (the default) keeps
+    // both in the gateway's own process: on its event loop, unless the probe or a run of slow executions measured on
+    // this busy host moved one to a gateway thread (placement is by measured time, so the test does not fix which).
+    // The text direction classifier (a CNN) is no tiny model: threads.
+    const addSub = all.filter((worker) => worker.model === "add_sub");
+    expect(addSub.map((worker) => worker.pid)).toEqual([system.operon.pid, system.operon.pid]);
+    for (const worker of addSub) expect(["inline", "thread"]).toContain(worker.isolation);
+    const inline = all.filter((worker) => worker.isolation === "inline");
     const threads = all.filter((worker) => worker.isolation === "thread");
     expect(threads.map((worker) => worker.model)).toContain("text_direction_classifier");
     // The TypeScript models: worker processes, the very ones running under the server.
@@ -73,7 +74,7 @@ describe("console: workers, hardware profiles and costs", () => {
         : worker.isolation === "inline"
           ? `event loop (${worker.pid})`
           : `process ${worker.pid}`;
-    for (const worker of [...inline, threads[0]!, processes[0]!]) {
+    for (const worker of [...addSub, threads[0]!, processes[0]!]) {
       const row = await visible(table.getByRole("row", { name: new RegExp(`\\b${worker.instance}\\b`) }));
       const cells = await row.getByRole("cell").allTextContents();
       expect(cells).toContain(runsIn(worker));
