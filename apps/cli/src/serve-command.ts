@@ -61,7 +61,7 @@ export function flagProblems(issues: ReadonlyArray<{ path: PropertyKey[]; messag
 }
 
 async function runServe(flags: ServeFlags): Promise<void> {
-  // Before anything is loaded: full collections paced for a server whose requests are ArrayBuffers (serving-heap.ts).
+  // Before the server starts: full collections paced for a server whose requests are ArrayBuffers (serving-heap.ts).
   tuneServingHeap();
   const logFile = logFileOf(flags.logFile, process.stdout.isTTY === true, flags.dataDir);
   const logger = createLogger({ verbose: flags.logVerbose, file: logFile });
