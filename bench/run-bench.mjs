@@ -166,6 +166,8 @@ const grpcTarget = (name, address, file, concurrency, pid) => ({
   name,
   concurrency,
   pid,
+  // grpc-load warms up for a second, at about the measured rate, inside the window the CPU is read over.
+  warmupInsideSeconds: 1,
   run: (seconds) => grpcLoad(address, file, concurrency, seconds),
 });
 
@@ -179,7 +181,9 @@ async function rounds(targets) {
       const result = await target.run(SECONDS);
       if (result.errors > 0) throw new Error(`${target.name}: ${result.errors} errors, first: ${result.firstError}`);
       if (target.pid !== undefined)
-        result.cpuUsPerRequest = (processCpuUs(target.pid) - cpuBefore) / (result.requestsPerSec * SECONDS);
+        result.cpuUsPerRequest =
+          (processCpuUs(target.pid) - cpuBefore) /
+          (result.requestsPerSec * (SECONDS + (target.warmupInsideSeconds ?? 0)));
       results[target.name].push(result);
       log(
         `  round ${round} ${target.name.padEnd(40)} c=${String(target.concurrency).padStart(2)} ${result.requestsPerSec.toFixed(0).padStart(7)} req/s  p50 ${String(Math.round(result.p50Us)).padStart(6)} µs  p99 ${String(Math.round(result.p99Us)).padStart(6)} µs${result.cpuUsPerRequest === undefined ? "" : `  CPU ${result.cpuUsPerRequest.toFixed(0).padStart(4)} µs/req`}`,
