@@ -25,14 +25,24 @@ const { repository, onnx } = writeAddSubRepository({
 });
 const { body, headers } = addSubRequest(kind);
 
-/** CPU µs of each thread of the process, by thread id, with the thread's name (comm). */
+/** Voluntary context switches (the thread slept, so something had to wake it) in a /proc/.../status text. */
+function voluntarySwitches(status) {
+  return Number(/voluntary_ctxt_switches:\s+(\d+)/.exec(status)?.[1] ?? 0);
+}
+
+/**
+ * CPU µs and voluntary context switches of each thread of the process, by thread id, with the thread's name
+ * (comm). A wake-up per request is what costs latency at concurrency 1 on a VM: each is a cross-core
+ * interrupt when the waker runs on another core.
+ */
 function threadCpuUs(pid) {
   const threads = new Map();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
       const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
-      threads.set(tid, { name, cpu: cpuUsOfStatLine(stat) });
+      const switches = voluntarySwitches(readFileSync(`/proc/${pid}/task/${tid}/status`, "utf8"));
+      threads.set(tid, { name, cpu: cpuUsOfStatLine(stat), switches });
     } catch {
       // The thread ended between the listing and the read.
     }
@@ -55,15 +65,21 @@ async function measure(label, url, pid) {
   return { requestsPerSec: result.requestsPerSec, cpuPerRequest: cpu / requests };
 }
 
-/** BY_THREAD=1: the CPU per request of each thread that used at least 1 µs/req, busiest first. */
+/**
+ * BY_THREAD=1: the CPU and wake-ups per request of each thread that used at least 1 µs/req or woke at least
+ * once per 100 requests, busiest first.
+ */
 function printThreads(before, after, requests) {
   const rows = [];
-  for (const [tid, { name, cpu }] of after) {
+  for (const [tid, { name, cpu, switches }] of after) {
     const used = (cpu - (before.get(tid)?.cpu ?? 0)) / requests;
-    if (used >= 1) rows.push({ tid, name, used });
+    const wakes = (switches - (before.get(tid)?.switches ?? 0)) / requests;
+    if (used >= 1 || wakes >= 0.01) rows.push({ tid, name, used, wakes });
   }
   for (const row of rows.sort((a, b) => b.used - a.used)) {
-    console.log(`    thread ${row.tid.padStart(7)} ${row.name.padEnd(16)} ${row.used.toFixed(1).padStart(6)} µs/req`);
+    console.log(
+      `    thread ${row.tid.padStart(7)} ${row.name.padEnd(16)} ${row.used.toFixed(1).padStart(6)} µs/req  ${row.wakes.toFixed(2).padStart(5)} wake-ups/req`,
+    );
   }
 }
 

@@ -1,7 +1,14 @@
 import { OperonError } from "@operon/protocol/errors";
 import type { InferRequest } from "@operon/protocol/inference";
 import { splitBinaryBody } from "@operon/protocol/binary-tensor-codec";
-import { type DecodedInferRequest, decodeInferJson, type InferTarget } from "../http/http-infer-request.js";
+import {
+  assembleInferRequest,
+  type DecodedInferRequest,
+  decodeInferHeader,
+  decodeInferJson,
+  type InferTarget,
+} from "../http/http-infer-request.js";
+import type { BinaryHeaderMemo } from "../http/binary-header-memo.js";
 import { parseJsonBody } from "../http/http-body-reader.js";
 import { DEFAULT_JSON_BUDGET, type JsonBudget, assertJsonWithinBudget } from "../http/json-budget.js";
 import { decodeInferRequest } from "../grpc/grpc-infer-codec.js";
@@ -22,19 +29,25 @@ export type DecodeTask =
   /** A serialized gRPC ModelInferRequest; `allowReserved`: triton_ parameters the frontend reads itself. */
   | { kind: "grpc-infer"; message: Uint8Array; allowReserved?: readonly string[] };
 
+/** `memo`: binary requests whose JSON header repeats the last one their model got skip its parsing (binary-header-memo.ts). */
 export function decodeHttpInfer(
   body: Buffer,
   headerLength: number | undefined,
   target: InferTarget,
   budget: JsonBudget = DEFAULT_JSON_BUDGET,
+  memo?: BinaryHeaderMemo,
 ): DecodedInferRequest {
   if (headerLength === undefined) {
     assertJsonWithinBudget(body, budget);
     return decodeInferJson(parseJsonBody(body), undefined, target);
   }
   const { header, binary } = splitBinaryBody(body, headerLength);
+  const known = memo?.lookup(target.modelName, header);
+  if (known !== undefined) return assembleInferRequest(known, binary, target, true);
   assertJsonWithinBudget(header, budget);
-  return decodeInferJson(parseJsonBody(header), binary, target);
+  const decoded = decodeInferHeader(parseJsonBody(header));
+  const shared = memo?.remember(target.modelName, header, decoded) === true;
+  return assembleInferRequest(decoded, binary, target, shared);
 }
 
 export function decodeJson(body: Buffer, budget: JsonBudget = DEFAULT_JSON_BUDGET): unknown {

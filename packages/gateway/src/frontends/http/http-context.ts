@@ -3,6 +3,7 @@ import type { RawInputSpec } from "@operon/protocol/binary-tensor-codec";
 import type { Logger } from "@operon/protocol/logger";
 import type { AccessNeed, Principal } from "../../auth/access-policy.js";
 import type { DecodePool } from "../decode/decode-pool.js";
+import type { BinaryHeaderMemo } from "./binary-header-memo.js";
 import type { SystemSharedMemory } from "../shared-memory/system-shared-memory.js";
 import type { LoggingControl } from "../log-settings-api.js";
 import type { RequestTracer, TraceControl } from "../tracing-api.js";
@@ -49,6 +50,8 @@ export interface Route {
 
 export interface RouterOptions {
   decodePool: DecodePool;
+  /** The last JSON header of each model's binary requests, decoded (binary-header-memo.ts). */
+  binaryHeaders: BinaryHeaderMemo;
   reading: BodyReading;
   maxBytesElements: number;
   maxBodyBytes: number;

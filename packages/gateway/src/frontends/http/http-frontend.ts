@@ -13,6 +13,7 @@ import { ClientClosedError } from "./http-errors.js";
 import { LiveList } from "../live-list.js";
 import { DecodePool } from "../decode/decode-pool.js";
 import { rawInputSpecFromEngine } from "./http-raw-input.js";
+import { BinaryHeaderMemo } from "./binary-header-memo.js";
 import { reportOf, sendError, setRequestIdHeader } from "./http-respond.js";
 import { buildRouter, modelControlEventOf } from "./http-routes.js";
 import { logRequestFailure } from "../failure-log.js";
@@ -135,6 +136,7 @@ export async function startHttpFrontend(engine: InferenceEngine, options: HttpFr
     rawInputShape,
     logger,
     decodePool,
+    binaryHeaders: new BinaryHeaderMemo(),
     reading,
     maxBytesElements,
     sharedMemory: options.sharedMemory,

@@ -62,6 +62,26 @@ export async function decodeInferBody(
 
 /** `binary` is the data after the JSON header, or undefined when the body is all JSON. */
 export function decodeInferJson(json: unknown, binary: Buffer | undefined, target: InferTarget): DecodedInferRequest {
+  return assembleInferRequest(decodeInferHeader(json), binary, target, false);
+}
+
+/**
+ * What an /infer body's JSON says, checked, before any tensor data is attached: everything of the request that
+ * its JSON alone decides. Immutable once made: a BinaryHeaderMemo may hand the same one to many requests.
+ */
+export interface DecodedInferHeader {
+  readonly id: string | undefined;
+  /** The request parameters as sent, binary_data_output included. */
+  readonly given: Parameters;
+  readonly binaryDataOutput: boolean;
+  readonly inputs: readonly InputHeader[];
+  readonly outputs: readonly RequestedOutput[] | undefined;
+  /** True when some input or output names a shared-memory region. */
+  readonly sharedMemory: boolean;
+}
+
+/** Checks an /infer body's parsed JSON (every field, every rule) without reading any tensor data. */
+export function decodeInferHeader(json: unknown): DecodedInferHeader {
   if (json === undefined)
     throw new OperonError("INVALID_ARG", "the inference request body is empty; expected a JSON object");
   const body = expectObject(json, "request body");
@@ -69,27 +89,47 @@ export function decodeInferJson(json: unknown, binary: Buffer | undefined, targe
   const given = optionalParameters(body["parameters"], "parameters") ?? {};
   checkReservedParameters(given);
   const binaryDataOutput = optionalBoolean(given["binary_data_output"], "parameters.binary_data_output") ?? false;
-  const parameters = withoutKey(given, "binary_data_output");
-
-  const headers = decodeInputHeaders(body["inputs"]);
-  const chunks = binaryChunks(headers, binary);
-  let sharedMemory = false;
-  const inputs = headers.map((header, i) => {
-    // No data and no binary chunk: the input names a shared-memory region (checked above); the frontend reads it.
-    if (header.data === undefined && chunks[i] === undefined) {
-      sharedMemory = true;
-      return sharedMemoryInput(header);
-    }
-    return toInferInput(header, chunks[i]);
-  });
+  const inputs = decodeInputHeaders(body["inputs"]);
   const outputs = decodeRequestedOutputs(body["outputs"]);
-  if (outputs?.some((output) => output.parameters?.["shared_memory_region"] !== undefined)) sharedMemory = true;
+  const sharedMemory =
+    inputs.some((input) => input.data === undefined && input.binaryDataSize === undefined) ||
+    outputs?.some((output) => output.parameters?.["shared_memory_region"] !== undefined) === true;
+  return { id, given, binaryDataOutput, inputs, outputs, sharedMemory };
+}
 
+/**
+ * The engine's request from a decoded header and the binary data after it (undefined for an all-JSON body).
+ * `shared`: the header serves other requests too (BinaryHeaderMemo), so every object the engine or a later step
+ * may change (parameters, shapes, requested outputs) is this request's own copy.
+ */
+export function assembleInferRequest(
+  header: DecodedInferHeader,
+  binary: Buffer | undefined,
+  target: InferTarget,
+  shared: boolean,
+): DecodedInferRequest {
+  const given = withoutKey(header.given, "binary_data_output");
+  const parameters = shared && given === header.given ? { ...given } : given;
+  const chunks = binaryChunks(header.inputs, binary);
+  const inputs: InferInput[] = [];
+  for (let i = 0; i < header.inputs.length; i++) {
+    const input = header.inputs[i]!;
+    // No data and no binary chunk: the input names a shared-memory region (checked above); the frontend reads it.
+    if (input.data === undefined && chunks[i] === undefined) inputs.push(sharedMemoryInput(input));
+    else inputs.push(toInferInput(input, chunks[i], shared));
+  }
   const request = inferRequestFor(target, parameters, inputs);
-  if (sharedMemory) request.sharedMemory = true;
-  if (id !== undefined) request.id = id;
-  if (outputs !== undefined) request.outputs = outputs;
-  return { request, binaryDataOutput };
+  if (header.sharedMemory) request.sharedMemory = true;
+  if (header.id !== undefined) request.id = header.id;
+  if (header.outputs !== undefined)
+    request.outputs = shared ? header.outputs.map(copyOutput) : (header.outputs as RequestedOutput[]);
+  return { request, binaryDataOutput: header.binaryDataOutput };
+}
+
+function copyOutput(output: RequestedOutput): RequestedOutput {
+  return output.parameters === undefined
+    ? { name: output.name }
+    : { name: output.name, parameters: { ...output.parameters } };
 }
 
 /**
@@ -105,7 +145,7 @@ export function inferRequestFor(target: InferTarget, parameters: Parameters, inp
 /** The parameter rules shared with gRPC (../request-parameters.ts). */
 export { checkReservedParameters };
 
-interface InputHeader {
+export interface InputHeader {
   name: string;
   datatype: DataType;
   shape: number[];
@@ -253,13 +293,15 @@ function binaryChunks(headers: readonly InputHeader[], binary: Buffer | undefine
   return assignBinaryChunks(headers, binary);
 }
 
-function toInferInput(header: InputHeader, chunk: Buffer | undefined): InferInput {
-  const { name, datatype, shape } = header;
+/** `shared`: the header serves other requests too, so the shape and parameters are copied (assembleInferRequest). */
+function toInferInput(header: InputHeader, chunk: Buffer | undefined, shared: boolean): InferInput {
+  const { name, datatype } = header;
+  const shape = shared ? header.shape.slice() : header.shape;
   const data = chunk ?? jsonDataToBuffer(name, datatype, shape, header.data);
   const input: InferInput = { name, datatype, shape, data };
   // O(1) for fixed-size types; BYTES would need a walk over every element, left to the engine.
   if (chunk !== undefined && elementByteSize(datatype) !== undefined) assertTensorByteSize(input);
-  if (header.parameters !== undefined) input.parameters = header.parameters;
+  if (header.parameters !== undefined) input.parameters = shared ? { ...header.parameters } : header.parameters;
   return input;
 }
 

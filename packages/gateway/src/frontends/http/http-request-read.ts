@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { INFERENCE_HEADER_CONTENT_LENGTH, parseInferenceHeaderLength } from "@operon/protocol/binary-tensor-codec";
 import { DECODE_OFF_LOOP_BYTES } from "../decode/decode-pool.js";
 import { decodeHttpInfer, decodeJson } from "../decode/decode-tasks.js";
+import { DEFAULT_JSON_BUDGET } from "./json-budget.js";
 import { readBody } from "./http-body-reader.js";
 import type { RequestContext, RouterOptions } from "./http-context.js";
 import { type DecodedInferRequest, decodeInferBody } from "./http-infer-request.js";
@@ -34,7 +35,9 @@ export async function readInferRequest(
   // sliced into views, never parsed. So a large binary body with a small header (an image) is decoded here; a
   // hop to the decode pool and back would cost it more than the decoding (MobileNet ran at 0.55x for it).
   const jsonBytes = headerLength === undefined ? body.length : headerLength;
-  if (jsonBytes < DECODE_OFF_LOOP_BYTES) return decodeHttpInfer(body, headerLength, target);
+  if (jsonBytes < DECODE_OFF_LOOP_BYTES) {
+    return decodeHttpInfer(body, headerLength, target, DEFAULT_JSON_BUDGET, options.binaryHeaders);
+  }
   return options.decodePool.decodeInfer({ kind: "http-infer", body, headerLength, target }, true);
 }
 
