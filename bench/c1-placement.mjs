@@ -75,7 +75,10 @@ try {
       // wrk inherits this process's mask.
       pin(process.pid, cores?.client ?? everyCore);
       const row = [];
-      for (const target of targets) {
+      // Each round starts with another target: the first one measured after the threads moved ran a little
+      // slower in every round when the order was fixed.
+      const order = targets.map((_, i) => targets[(i + round) % targets.length]);
+      for (const target of order) {
         const request = wrkRequest(`${target.url}/v2/models/add_sub/infer`, body, headers);
         await runWrk(request, { connections: 1, seconds: 1 });
         const before = mainThreadCpuUs(target.pid);
