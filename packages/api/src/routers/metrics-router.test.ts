@@ -1,4 +1,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -66,14 +68,25 @@ async function traffic(count: number, failing = 0): Promise<void> {
   }
 }
 
-function capturingLogger(): Logger & { warnings: string[] } {
+function capturingLogger(): Logger & { warnings: string[]; infos: string[] } {
   const warnings: string[] = [];
+  const infos: string[] = [];
   return {
     warnings,
-    info: () => {},
+    infos,
+    info: (obj, msg) => void infos.push(msg ?? String(obj)),
     warn: (obj, msg) => void warnings.push(msg ?? String(obj)),
     error: (obj, msg) => void warnings.push(msg ?? String(obj)),
   };
+}
+
+/** Resolves once `condition` holds, checked every 50 ms; fails after 15 s. */
+async function until(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error("the condition did not come true within 15 s");
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** A small deterministic generator, so the synthetic samples vary without being random between runs. */
@@ -230,22 +243,44 @@ describe.each(testDatabaseBackends({ migrated: true }))("usage sampler and metri
     expect(await db.prisma.usageSample.count()).toBe(before);
     expect(logger.warnings.join("\n")).toMatch(/usage sample skipped/);
 
-    // The background timer keeps going through failures, and stops cleanly.
+    // The background timer keeps going through failures, says a lasting one once (not every second), says when
+    // it is over, and stops cleanly. The stand-in gateway fails every read until `up`, then answers the
+    // statistics and operator lists (empty) and fails the rest.
+    let up = false;
+    const standIn = createServer((req, res) => {
+      const answer =
+        up && req.url === "/v2/models/stats"
+          ? { model_stats: [] }
+          : up && req.url === "/v2/operators"
+            ? { operators: [] }
+            : undefined;
+      res.writeHead(answer === undefined ? 503 : 200, { "content-type": "application/json" });
+      res.end(JSON.stringify(answer ?? { error: "not yet" }));
+    });
+    await new Promise<void>((resolve) => standIn.listen(0, "127.0.0.1", resolve));
     const dir = mkdtempSync(join(tmpdir(), "operon-sampler-"));
     const timed = capturingLogger();
     const controlPlane = await ControlPlane.create({
       db,
-      gateway: { httpUrl: "http://127.0.0.1:9", timeoutMs: 500 },
+      gateway: { httpUrl: `http://127.0.0.1:${(standIn.address() as AddressInfo).port}`, timeoutMs: 500 },
       modelStoreDir: join(dir, "models"),
       uploadStagingDir: join(dir, "staging"),
       usageSampleIntervalSecs: 1,
       logger: timed,
     });
     try {
-      await new Promise((resolve) => setTimeout(resolve, 1600));
-      expect(timed.warnings.filter((warning) => /usage sample skipped/.test(warning)).length).toBeGreaterThanOrEqual(2);
+      const skipped = (): string[] => timed.warnings.filter((warning) => /usage sample skipped/.test(warning));
+      await until(() => skipped().length > 0);
+      // Two more samples fail meanwhile (one a second): still the one line.
+      await new Promise((resolve) => setTimeout(resolve, 2200));
+      expect(skipped()).toHaveLength(1);
+      up = true;
+      await until(() =>
+        timed.infos.includes("the gateway can be read again (statistics of the control plane's gateway)"),
+      );
     } finally {
       await controlPlane.stop();
+      standIn.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -1,3 +1,4 @@
+import type { Logger } from "@operon/protocol/logger";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "@operon/db";
 import { testDatabaseBackends } from "@operon/db/testing/test-databases";
@@ -147,11 +148,17 @@ describe.each(testDatabaseBackends({ migrated: true }))("tenants router on $name
           return text;
         },
       }) as unknown as GatewayClient;
+    const lines: Array<[level: string, message: string]> = [];
+    const recording: Logger = {
+      info: (_fields, message) => void lines.push(["info", message ?? ""]),
+      warn: (_fields, message) => void lines.push(["warn", message ?? ""]),
+      error: (_fields, message) => void lines.push(["error", message ?? ""]),
+    };
     const sampler = new TenantUsageSampler(
       db.prisma,
       client("own"),
       { intervalSecs: 0, retentionDays: 30 },
-      silent,
+      recording,
       async () => [
         { gatewayHost: "a:8000", client: client("a") },
         { gatewayHost: "b:8000", client: client("b") },
@@ -191,8 +198,13 @@ describe.each(testDatabaseBackends({ migrated: true }))("tenants router on $name
       skipped: "connect ECONNREFUSED",
     });
     expect(third.gateways[2]).toMatchObject({ gatewayHost: "b:8000", written: 1 });
+    await sampler.sampleNow(); // still down: not said again
     texts.set("a", counters(16)); // back: counted from its last reading (15), not a new baseline
     expect((await sampler.sampleNow()).gateways[1]).toMatchObject({ written: 1, baseline: false });
+    expect(lines).toEqual([
+      ["warn", "tenant usage sample skipped for a:8000: its metrics could not be read"],
+      ["info", "the gateway can be read again (metrics of a:8000)"],
+    ]);
     await sampler.stop();
   });
 });

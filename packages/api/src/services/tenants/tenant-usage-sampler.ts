@@ -1,4 +1,5 @@
 import type { Logger } from "@operon/protocol/logger";
+import { GatewayOutageLog } from "../usage/lasting-failure-log.js";
 import type { PrismaClient } from "@operon/db";
 import { type ClusterGateway, gatewaysToSample } from "../cluster/cluster-gateways.js";
 import type { GatewayClient } from "../gateway/gateway-client.js";
@@ -61,6 +62,9 @@ export class TenantUsageSampler {
   private lastUpkeepAt = Number.NEGATIVE_INFINITY;
   private stopped = false;
 
+  /** Gateways whose metrics cannot be read, said once and not on every sample. */
+  private readonly outages: GatewayOutageLog;
+
   constructor(
     private readonly prisma: PrismaClient,
     private readonly gateway: GatewayClient,
@@ -69,6 +73,7 @@ export class TenantUsageSampler {
     /** The cluster's other gateways (`--role gateway` on this database); none on one host. */
     private readonly clusterGateways: () => Promise<ClusterGateway[]> = async () => [],
   ) {
+    this.outages = new GatewayOutageLog(logger);
     this.timer = new PeriodicTask(() => this.sampleNow(), {
       intervalMs: schedule.intervalSecs * 1000,
       runAtStart: true,
@@ -151,13 +156,13 @@ export class TenantUsageSampler {
   private async read(gateway: ClusterGateway): Promise<Map<string, TenantCounters> | string> {
     const label = gateway.gatewayHost ?? "the control plane's gateway";
     let text: string | undefined;
+    const source = `metrics of ${label}`;
     try {
       text = await gateway.client.metricsText();
+      this.outages.succeeded(source);
     } catch (error) {
-      this.logger.warn(
-        { err: error, gateway: label },
-        `tenant usage sample skipped for ${label}: its metrics could not be read`,
-      );
+      // Said when it starts, then seldom, and when it is over: not on every sample (lasting-failure-log.ts).
+      this.outages.failed(source, `tenant usage sample skipped for ${label}: its metrics could not be read`, error);
       return (error as Error).message;
     }
     if (text === undefined) return `${label}: its metrics are off`;

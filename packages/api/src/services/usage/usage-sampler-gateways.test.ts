@@ -44,11 +44,13 @@ async function traffic(gateway: TestGateway, count: number): Promise<void> {
   }
 }
 
-function capturingLogger(): Logger & { warnings: string[] } {
+function capturingLogger(): Logger & { warnings: string[]; infos: string[] } {
   const warnings: string[] = [];
+  const infos: string[] = [];
   return {
     warnings,
-    info: () => {},
+    infos,
+    info: (_obj, msg) => void infos.push(msg ?? ""),
     warn: (_obj, msg) => void warnings.push(msg ?? ""),
     error: (_obj, msg) => void warnings.push(msg ?? ""),
   };
@@ -156,6 +158,25 @@ describe.each(backends)("usage sampler over a cluster's gateways on $name", (bac
     expect(logger.warnings.join("\n")).toMatch(/usage sample skipped for gateway-b:8000/);
     const latest = await db.prisma.usageSample.findMany({ where: { at: partial.at! } });
     expect(latest.map((row) => [row.gatewayHost, row.requests])).toEqual([[null, 2]]);
+
+    // Still down for two more samples: said once when it began, not once a sample (lasting-failure-log.ts).
+    await sampler.sampleNow();
+    await sampler.sampleNow();
+    const skippedLines = logger.warnings.filter((line) => line.startsWith("usage sample skipped for gateway-b:8000"));
+    expect(skippedLines).toHaveLength(1);
+    // Back (answering again under its name): said once, and sampled again.
+    listed = [
+      {
+        gatewayHost: "gateway-b:8000",
+        client: new GatewayClient({ httpUrl: other.httpUrl, metricsUrl: other.metricsUrl, timeoutMs: 2000 }),
+      },
+    ];
+    const back = await sampler.sampleNow();
+    expect(back.gateways.find((gateway) => gateway.gatewayHost === "gateway-b:8000")?.skipped).toBeNull();
+    await sampler.sampleNow();
+    expect(logger.infos.filter((line) => line.startsWith("the gateway can be read again"))).toEqual([
+      "the gateway can be read again (statistics of gateway-b:8000)",
+    ]);
   });
 
   it("compacts each gateway's samples apart", async () => {

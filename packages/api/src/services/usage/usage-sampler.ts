@@ -13,7 +13,7 @@ import { gpuShareOf } from "./gpu-share.js";
 import { userShareOf, usersPart } from "./user-share.js";
 import { withoutPerfTraffic } from "@operon/protocol/perf-traffic";
 import { operatorUsage, type OperatorCounters, type StepModelUsage } from "./operator-usage.js";
-import { isKeyRefusal, KeyRefusalLog } from "./key-refusal-log.js";
+import { GatewayOutageLog, isKeyRefusal, KeyRefusalLog } from "./lasting-failure-log.js";
 
 /**
  * Samples the gateway's usage into UsageSample rows, one per served model
@@ -52,11 +52,11 @@ import { isKeyRefusal, KeyRefusalLog } from "./key-refusal-log.js";
  * instead: its requests and the share of its step models' CPU and GPU its
  * calls made (operator-usage.ts), which the costs list beside the models but
  * never add to them.
- * A gateway that is down is logged and the sample skipped (the next one
- * covers the longer interval). A gateway that refuses the control plane's
- * key (revoked by hand) is said once when it starts refusing, then as a
- * reminder at most every 15 minutes, and once when it accepts the key again
- * (key-refusal-log.ts), not on every sample.
+ * A gateway that is down has its sample skipped (the next one covers the
+ * longer interval). That, and a gateway refusing the control plane's key
+ * (revoked by hand), is said once when it starts, then as a reminder at most
+ * every 15 minutes with the count of failed reads, and once when it is over
+ * (lasting-failure-log.ts), not on every sample.
  *
  * On a cluster (issue 23) every gateway is read in each sample: the control
  * plane's own (rows with gatewayHost null) and each `--role gateway` on the
@@ -150,6 +150,7 @@ export class UsageSampler {
   private running: Promise<unknown> = Promise.resolve();
   private stopped = false;
   private readonly refusals: KeyRefusalLog;
+  private readonly outages: GatewayOutageLog;
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -158,10 +159,11 @@ export class UsageSampler {
     private readonly logger: Logger,
     /** The cluster's other gateways, listed again at each sample (clusterGateways); none on a single host. */
     private readonly clusterGateways: () => Promise<ClusterGateway[]> = () => Promise.resolve([]),
-    /** How often a lasting key refusal is said again (KeyRefusalLog); tests shorten it. */
+    /** How often a lasting key refusal or outage is said again (lasting-failure-log.ts); tests shorten it. */
     refusalLog: { reminderMs?: number; now?: () => number } = {},
   ) {
     this.refusals = new KeyRefusalLog(logger, refusalLog);
+    this.outages = new GatewayOutageLog(logger, refusalLog);
     this.timer = new PeriodicTask(
       async () => {
         await this.sampleNow().catch((error: unknown) => this.logger.error({ err: error }, "usage sample failed"));
@@ -301,11 +303,10 @@ export class UsageSampler {
       ]);
       stats = statistics;
       operators = new Set(served.map((operator) => operator.name));
-      this.refusals.accepted(`statistics of ${label}`);
+      this.readSucceeded(`statistics of ${label}`);
     } catch (error) {
       this.readFailed(
         `statistics of ${label}`,
-        label,
         `usage sample skipped for ${label}: the gateway could not be read${refusedHint(error)}`,
         error,
       );
@@ -391,12 +392,11 @@ export class UsageSampler {
   private async readWorkers(client: GatewayClient, label: string): Promise<WorkersResponse | undefined> {
     try {
       const workers = await client.workers();
-      this.refusals.accepted(`workers of ${label}`);
+      this.readSucceeded(`workers of ${label}`);
       return workers;
     } catch (error) {
       this.readFailed(
         `workers of ${label}`,
-        label,
         `usage sample without CPU and memory for ${label}: its workers could not be read${refusedHint(error)}`,
         error,
       );
@@ -411,12 +411,11 @@ export class UsageSampler {
   ): Promise<Map<string, Readonly<Record<string, number>>> | undefined> {
     try {
       const { operators } = await client.scalingState();
-      this.refusals.accepted(`scaling state of ${label}`);
+      this.readSucceeded(`scaling state of ${label}`);
       return new Map(operators.map((entry) => [entry.operator, entry.modelCalls ?? {}]));
     } catch (error) {
       this.readFailed(
         `scaling state of ${label}`,
-        label,
         `usage sample without operators for ${label}: its scaling state could not be read${refusedHint(error)}`,
         error,
       );
@@ -425,22 +424,29 @@ export class UsageSampler {
   }
 
   /**
-   * A refused key is said when the refusal starts and then seldom (it fails every sample until the control
-   * plane restarts); any other failure, on every sample, as before.
+   * A refused key, or a gateway that cannot be read, is said when it starts and then seldom (it fails every
+   * sample until someone acts), and once when it is over (lasting-failure-log.ts).
    */
-  private readFailed(source: string, label: string, message: string, error: unknown): void {
+  private readFailed(source: string, message: string, error: unknown): void {
     if (isKeyRefusal(error)) this.refusals.refused(source, message, error);
-    else this.logger.warn({ err: error, gateway: label }, message);
+    else this.outages.failed(source, message, error);
+  }
+
+  private readSucceeded(source: string): void {
+    this.refusals.accepted(source);
+    this.outages.succeeded(source);
   }
 
   private async readQuantiles(client: GatewayClient, label: string): Promise<LatencyQuantiles> {
     try {
       const text = await client.metricsText();
+      this.readSucceeded(`metrics of ${label}`);
       return text === undefined ? new Map() : latencyQuantiles(parsePrometheusText(text));
     } catch (error) {
-      this.logger.warn(
-        { err: error, gateway: label },
+      this.readFailed(
+        `metrics of ${label}`,
         `usage sample without latency quantiles for ${label}: its metrics could not be read`,
+        error,
       );
       return new Map();
     }

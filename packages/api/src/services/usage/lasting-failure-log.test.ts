@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Logger } from "@operon/protocol/logger";
-import { isKeyRefusal, KeyRefusalLog } from "./key-refusal-log.js";
+import { GatewayOutageLog, isKeyRefusal, KeyRefusalLog } from "./lasting-failure-log.js";
 
 interface Line {
   level: "info" | "warn" | "error";
@@ -87,5 +87,31 @@ describe("KeyRefusalLog", () => {
       "b refused",
       "the gateway accepts the control plane's key again (workers of a)",
     ]);
+  });
+});
+
+describe("GatewayOutageLog", () => {
+  const DOWN = new Error("gateway-b:8000 is not reachable: connect ECONNREFUSED");
+
+  it("says an outage once, reminds with the count of failed reads, and says once that it is over", () => {
+    const logger = capturingLogger();
+    let now = 0;
+    const log = new GatewayOutageLog(logger, { reminderMs: 60_000, now: () => now });
+    for (let sample = 0; sample < 5; sample += 1) {
+      log.failed("statistics of gw", "usage sample skipped for gw", DOWN);
+      now += 15_000;
+    }
+    log.failed("statistics of gw", "usage sample skipped for gw", DOWN);
+    log.succeeded("statistics of gw");
+    log.succeeded("statistics of gw");
+    expect(logger.lines.map((line) => [line.level, line.msg])).toEqual([
+      ["warn", "usage sample skipped for gw"],
+      ["warn", "usage sample skipped for gw (still failing: 4 reads since the last line about it)"],
+      ["info", "the gateway can be read again (statistics of gw)"],
+    ]);
+    expect(logger.lines[1]!.fields).toMatchObject({
+      failingSince: new Date(0).toISOString(),
+      failedReadsSinceLastLine: 4,
+    });
   });
 });
