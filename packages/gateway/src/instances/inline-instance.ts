@@ -33,8 +33,6 @@ export interface InlineInstanceOptions {
   onDuration?: (hold: LoopHold, clock: LoopHoldClock) => void;
 }
 
-function ignore(): void {}
-
 /** Above this an inline execution delays every other request the gateway serves by as much. */
 const DEFAULT_SLOW_EXECUTE_MS = 2;
 
@@ -106,35 +104,24 @@ export class InlineInstance extends EventEmitter implements BackendInstance {
   execute(inputs: Tensor[], outputNames?: string[], options?: ExecuteRequestOptions): Promise<WorkerExecuteResult> {
     if (this.stopped || this.backend === undefined) return Promise.reject(this.unavailable());
     const backend = this.backend;
-    const idle = this.queued === 0;
     this.queued += 1;
-    // One execution at a time, in the order asked, as on a thread: chained after the one before, or, when none
-    // is queued or running (every request at concurrency 1), started now without the chain's two promise turns.
-    const run = idle
-      ? this.run(backend, inputs, outputNames, options)
-      : this.tail.then(() => this.run(backend, inputs, outputNames, options));
-    this.tail = run.catch(ignore);
+    // Chained: one execution at a time, in the order asked, as on a thread.
+    const run = this.tail.then(async () => {
+      this.currentLogIds = options?.logIds;
+      const clock = this.holdClock;
+      const held = startLoopHoldClock(clock, this.holdCheckOverNs);
+      try {
+        return await backend.execute(inputs, outputNames);
+      } catch (error) {
+        throw asOperonError(error);
+      } finally {
+        this.currentLogIds = undefined;
+        this.queued -= 1;
+        this.noteDuration(held(), clock);
+      }
+    });
+    this.tail = run.catch(() => undefined);
     return run;
-  }
-
-  private async run(
-    backend: InProcessBackend,
-    inputs: Tensor[],
-    outputNames: string[] | undefined,
-    options: ExecuteRequestOptions | undefined,
-  ): Promise<WorkerExecuteResult> {
-    this.currentLogIds = options?.logIds;
-    const clock = this.holdClock;
-    const held = startLoopHoldClock(clock, this.holdCheckOverNs);
-    try {
-      return await backend.execute(inputs, outputNames);
-    } catch (error) {
-      throw asOperonError(error);
-    } finally {
-      this.currentLogIds = undefined;
-      this.queued -= 1;
-      this.noteDuration(held(), clock);
-    }
   }
 
   /** Inline backends are never decoupled: the one response, final. */
