@@ -4,7 +4,7 @@
 // each measured in the same rounds under each placement.
 //
 // Why: at concurrency 1 a request is a ping-pong between wrk and the server's main thread, and on this VM where
-// those two run decides the latency more than the server's code does. Measured 2026-12-07 (2 vCPUs, AMD EPYC):
+// those two run decides the latency more than the server's code does. Measured 2026-12-07 (2 vCPUs, Intel Xeon):
 //   - "same": wrk and every thread of the servers on core 0. No thread waits on another core, so the p50 is
 //     about the CPU the request path costs on both sides: Operon 82-95 µs, minimal 54-63 µs (1.5x).
 //   - "apart": the servers on core 1, wrk on core 0. Every request wakes a halted vCPU twice, and the server's
