@@ -36,7 +36,10 @@ export class BinaryHeaderMemo {
       const oldest = this.entries.keys().next().value;
       if (oldest !== undefined) this.entries.delete(oldest);
     }
-    this.entries.set(model, { bytes: Buffer.from(bytes), header });
+    // Its own memory, not a slice of Buffer's shared 8 KiB pool: a kept header holds nothing else alive.
+    const copy = Buffer.allocUnsafeSlow(bytes.length);
+    bytes.copy(copy);
+    this.entries.set(model, { bytes: copy, header });
     return true;
   }
 
