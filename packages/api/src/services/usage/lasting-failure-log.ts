@@ -1,10 +1,10 @@
 import type { Logger } from "@operon/protocol/logger";
 
 /** How often a failure that lasts is said again (a reminder, not a line per sample). */
-export const REFUSAL_REMINDER_MS = 15 * 60_000;
+export const FAILURE_REMINDER_MS = 15 * 60_000;
 
-export interface KeyRefusalLogOptions {
-  /** Minimum time between two lines about the same lasting failure; default REFUSAL_REMINDER_MS. */
+export interface LastingFailureLogOptions {
+  /** Minimum time between two lines about the same lasting failure; default FAILURE_REMINDER_MS. */
   reminderMs?: number;
   /** Clock, epoch milliseconds (tests pass their own). */
   now?: () => number;
@@ -54,9 +54,9 @@ export class LastingFailureLog {
   constructor(
     private readonly logger: Logger,
     private readonly wording: FailureWording,
-    options: KeyRefusalLogOptions = {},
+    options: LastingFailureLogOptions = {},
   ) {
-    this.reminderMs = options.reminderMs ?? REFUSAL_REMINDER_MS;
+    this.reminderMs = options.reminderMs ?? FAILURE_REMINDER_MS;
     this.now = options.now ?? Date.now;
   }
 
@@ -102,7 +102,7 @@ export class LastingFailureLog {
  * control plane restarts), and once when the key is accepted again.
  */
 export class KeyRefusalLog extends LastingFailureLog {
-  constructor(logger: Logger, options: KeyRefusalLogOptions = {}) {
+  constructor(logger: Logger, options: LastingFailureLogOptions = {}) {
     super(
       logger,
       {
@@ -126,7 +126,7 @@ export class KeyRefusalLog extends LastingFailureLog {
 
 /** A gateway that cannot be read (down, unreachable, failing): said when it starts, seldom, and when it is over. */
 export class GatewayOutageLog extends LastingFailureLog {
-  constructor(logger: Logger, options: KeyRefusalLogOptions = {}) {
+  constructor(logger: Logger, options: LastingFailureLogOptions = {}) {
     super(
       logger,
       {
