@@ -56,6 +56,8 @@ const grpcMessage = GRPC ? writeGrpcMessageFile(join(dataDir, "add_sub.bin"), "a
 
 const results = [];
 for (const target of ["operon", "minimal"]) results.push(await measure(target));
+// perf's recordings stay for `perf report -i` on a closer question.
+console.log(`perf data: ${dataDir}/{operon,minimal}.data`);
 for (const result of results) {
   console.log(
     `\n${result.target}: ${result.requestsPerSec.toFixed(0)} req/s, p50 ${result.p50Us} µs; ` +
