@@ -17,7 +17,8 @@
 //
 // Usage: node bench/c1-placement.mjs [json|binary] [rounds] [seconds]
 // Environment: PLACEMENTS (comma-separated, default "same,apart,free"), ISOLATION (add_sub's operon_isolation,
-// default inline), OPERON_BASE_ROOT (another built checkout, measured as "base"). Needs taskset (util-linux).
+// default inline), OPERON_BASE_ROOT (another built checkout, measured as "base"), DEFAULT_SCHEDULER=1 (add_sub
+// without dynamic_batching and with one instance, as run-bench's add_sub_nodelay). Needs taskset (util-linux).
 import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { addSubRequest, writeAddSubRepository } from "./lib/add-sub-load.mjs";
@@ -34,7 +35,9 @@ for (const placement of PLACEMENTS) {
 
 const { repository, onnx } = writeAddSubRepository({
   isolation: process.env.ISOLATION ?? "inline",
-  queueDelayUs: 0,
+  // null: no dynamic_batching (Triton's default scheduler).
+  queueDelayUs: process.env.DEFAULT_SCHEDULER === "1" ? null : 0,
+  ...(process.env.DEFAULT_SCHEDULER === "1" ? { instances: 1 } : {}),
   prefix: "operon-c1-placement-",
 });
 const { body, headers } = addSubRequest(kind);

@@ -8,7 +8,8 @@ import { writeAddSubModel } from "@operon/testing/onnx-model-writer";
 
 /**
  * A model repository with add_sub (2 instances by default, a 100 µs queue
- * delay; `queueDelayUs` another, 0 for none); `isolation` sets operon_isolation when given. Returns the
+ * delay; `queueDelayUs` another, 0 for none; `queueDelayUs: null`: no dynamic_batching at all, Triton's default
+ * scheduler, as run-bench's add_sub_nodelay); `isolation` sets operon_isolation when given. Returns the
  * repository and its model file (for the minimal servers).
  */
 export function writeAddSubRepository({
@@ -26,7 +27,7 @@ export function writeAddSubRepository({
     : "";
   writeFileSync(
     join(repository, "add_sub", "config.pbtxt"),
-    `name: "add_sub"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninstance_group [ { count: ${instances} } ]\ndynamic_batching { max_queue_delay_microseconds: ${queueDelayUs} }${parameters}`,
+    `name: "add_sub"\nbackend: "onnxruntime"\nmax_batch_size: 8\ninstance_group [ { count: ${instances} } ]${queueDelayUs === null ? "" : `\ndynamic_batching { max_queue_delay_microseconds: ${queueDelayUs} }`}${parameters}`,
   );
   return { repository, onnx };
 }
