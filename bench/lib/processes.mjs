@@ -92,12 +92,19 @@ export async function startOperon(repository, extraArgs = [], options = {}) {
   api?.catch(() => undefined); // awaited below; not unhandled while the banner is awaited
   const match = await waitForLine(
     child,
-    /HTTP on (http:\/\/[^\s,]+), gRPC on ([^\s,]+)/,
+    /HTTP on (http:\/\/[^\s,]+), gRPC on ([^\s,]+)(?:, metrics on (\S+))?/,
     options.startTimeoutMs ?? 60_000,
     "operon serve",
   );
   const apiUrl = api === null ? undefined : (await api)[1];
-  return { httpUrl: match[1], grpcAddress: match[2], apiUrl, pid: child.pid, stop: stopper(child) };
+  return {
+    httpUrl: match[1],
+    grpcAddress: match[2],
+    metricsUrl: match[3],
+    apiUrl,
+    pid: child.pid,
+    stop: stopper(child),
+  };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { cpus, freemem, totalmem } from "node:os";
-import { Counter, Gauge, Registry, Summary, collectDefaultMetrics } from "prom-client";
-import { LatencyReservoir, type LatencySeries } from "./latency-reservoir.js";
+import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
+import { LatencySummaries } from "./latency-summaries.js";
 import { PeriodicTask } from "@operon/protocol/periodic-task";
 import { mergeBackendMetrics } from "./backend-metrics-text.js";
 
@@ -26,18 +26,10 @@ export interface GatewayMetricsOptions {
    * Triton's latency summaries (nv_inference_*_summary_us). Triton makes them
    * opt-in (--metrics-config summary_latencies=true); Operon exports them by
    * default, since p50/p99 per model is what people look for first, and the
-   * cost is one quantile sketch per model version. false = not exported.
+   * cost is a few numbers written per request (latency-summaries.ts). false = not exported.
    */
   latencySummaries?: boolean;
 }
-
-/**
- * Quantiles over a sliding window of 30-60 s (2 buckets rotating every 30 s),
- * so they follow the current load. prom-client adds every observation to
- * every bucket's sketch: 2 buckets instead of 6 took two thirds of the
- * summaries' cost off each request (they were 4 % of the gateway's CPU).
- */
-const SUMMARY_SETTINGS = { percentiles: [0.5, 0.9, 0.95, 0.99], maxAgeSeconds: 60, ageBuckets: 2 } as const;
 
 /** A source of counter increments flushed at scrape time (ModelVersionStats). */
 export interface ScrapeTimeCounters {
@@ -48,7 +40,6 @@ export interface ScrapeTimeCounters {
 
 export class GatewayMetrics {
   readonly registry = new Registry();
-  private readonly latencies = new LatencyReservoir();
   private readonly counterSources = new Set<ScrapeTimeCounters>();
   private readonly scrapeHooks = new Set<() => void>();
   /** Prometheus text of native backends' custom metric families, per worker (see backendMetricsText). */
@@ -214,36 +205,31 @@ export class GatewayMetrics {
   });
   private lastCpuTimes = readCpuTimes();
   private readonly cpuTimer: PeriodicTask;
-  /** Undefined when latency summaries are off. */
-  private readonly summaries:
-    | {
-        request: Summary<"model" | "version">;
-        queue: Summary<"model" | "version">;
-        computeInfer: Summary<"model" | "version">;
-      }
-    | undefined;
+  /** Triton's latency summaries; undefined when they are off. */
+  private readonly summaries: LatencySummaries | undefined;
 
   constructor(options: GatewayMetricsOptions = {}) {
-    this.summaries =
-      options.latencySummaries === false
-        ? undefined
-        : {
-            request: this.summary(
-              "request",
-              "nv_inference_request_summary_us",
-              "Summary of inference request duration in microseconds (includes cached requests)",
-            ),
-            queue: this.summary(
-              "queue",
-              "nv_inference_queue_summary_us",
-              "Summary of inference queuing duration in microseconds (includes cached requests)",
-            ),
-            computeInfer: this.summary(
-              "computeInfer",
-              "nv_inference_compute_infer_summary_us",
-              "Summary of compute inference duration in microseconds (does not include cached requests)",
-            ),
-          };
+    this.summaries = options.latencySummaries === false ? undefined : new LatencySummaries();
+    if (this.summaries !== undefined) {
+      const families = [
+        {
+          series: "request",
+          name: "nv_inference_request_summary_us",
+          help: "Summary of inference request duration in microseconds (includes cached requests)",
+        },
+        {
+          series: "queue",
+          name: "nv_inference_queue_summary_us",
+          help: "Summary of inference queuing duration in microseconds (includes cached requests)",
+        },
+        {
+          series: "computeInfer",
+          name: "nv_inference_compute_infer_summary_us",
+          help: "Summary of compute inference duration in microseconds (does not include cached requests)",
+        },
+      ] as const;
+      for (const family of families) this.summaries.register(this.registry, family);
+    }
     collectDefaultMetrics({ register: this.registry, prefix: "operon_gateway_" });
     this.sampleCpu();
     this.cpuTimer = new PeriodicTask(() => this.sampleCpu(), {
@@ -261,14 +247,12 @@ export class GatewayMetrics {
   /**
    * One successful request in the latency summaries (the durations its
    * statistics recorded). A version's summary series appear with its first
-   * request: prom-client cannot export a labelled summary before an
-   * observation. They go with the version's other series on unload.
+   * request, and go with the version's other series on unload.
    */
   observeLatency(labels: { model: string; version: string }, latency: RequestLatency): void {
     if (this.summaries === undefined) return;
-    const { model, version } = labels;
-    // Recorded now, summarized at scrape time (LatencyReservoir): nothing of the sketches' cost is on the request path.
-    this.latencies.record(model, version, latency);
+    // Recorded now, summarized at scrape time (latency-summaries.ts).
+    this.summaries.record(labels.model, labels.version, latency);
   }
 
   /**
@@ -312,9 +296,7 @@ export class GatewayMetrics {
     for (const source of this.counterSources)
       if (source.model === model && source.version === version) this.counterSources.delete(source);
     for (const metric of [...this.inferenceCounters(), ...this.cacheCounters()]) metric.remove({ model, version });
-    if (this.summaries !== undefined)
-      for (const summary of Object.values(this.summaries)) summary.remove({ model, version });
-    this.latencies.forget(model, version);
+    this.summaries?.forget(model, version);
     for (const reason of FAILURE_REASONS) this.requestFailure.remove({ model, version, reason });
     this.pendingRequests.remove({ model, version });
     this.executingRequests.remove({ model, version });
@@ -352,21 +334,6 @@ export class GatewayMetrics {
   /** The response-cache counters of a model version. */
   cacheCounters(): Array<Counter<"model" | "version">> {
     return [this.cacheHits, this.cacheMisses, this.cacheHitDurationUs, this.cacheMissDurationUs];
-  }
-
-  private summary(series: LatencySeries, name: string, help: string): Summary<"model" | "version"> {
-    const latencies = this.latencies;
-    return new Summary({
-      name,
-      help,
-      labelNames: ["model", "version"] as const,
-      registers: [this.registry],
-      ...SUMMARY_SETTINGS,
-      percentiles: [...SUMMARY_SETTINGS.percentiles],
-      collect() {
-        latencies.drain(series, (labels, value) => this.observe(labels, value));
-      },
-    });
   }
 
   private scrapedGauge(name: string, help: string): Gauge<"model" | "version"> {
