@@ -70,6 +70,18 @@ describe("LatencySummaries", () => {
     expect(idle["count"]).toBe(20);
   });
 
+  it("still tells the window's edge after a year of uptime (times are kept as 32-bit seconds)", () => {
+    const clock = steppedClock();
+    const summaries = new LatencySummaries({ windowMs: 60_000, now: clock.now });
+    clock.advance(365 * 24 * 3600 * 1000);
+    summaries.record("m", "1", latency(7_000));
+    clock.advance(50_000);
+    summaries.record("m", "1", latency(300));
+    expect(byQuantile(summaries.collect(REQUEST))["0.99"]).toBe(7_000);
+    clock.advance(15_000);
+    expect(byQuantile(summaries.collect(REQUEST))["0.99"]).toBe(300);
+  });
+
   it("gives a version a series only once it has a latency of it, and drops it on forget", () => {
     const summaries = new LatencySummaries();
     summaries.record("cached", "1", latency(10, true));
