@@ -22,7 +22,7 @@ import http from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { addSubRequest, writeAddSubRepository } from "./lib/add-sub-load.mjs";
-import { ROOT } from "./lib/processes.mjs";
+import { ROOT, operonServeArgs } from "./lib/processes.mjs";
 
 const [measuredText = "2000", warmText = "12000", topText = "40"] = process.argv.slice(2);
 const MEASURED = Number(measuredText);
@@ -39,28 +39,8 @@ const { repository, onnx } = writeAddSubRepository({
 const { body, headers } = addSubRequest("json");
 const outDir = mkdtempSync(join(tmpdir(), "operon-callgrind-"));
 
-const operonArgs = (root) => [
-  join(root, "apps/cli/bin/operon.js"),
-  "serve",
-  "--model-repository",
-  repository,
-  "--http-port",
-  "0",
-  "--grpc-port",
-  "0",
-  "--metrics-port",
-  "0",
-  "--api-port",
-  "0",
-  "--console=false",
-  "--data-dir",
-  mkdtempSync(join(tmpdir(), "operon-instructions-data-")),
-  "--resource-scheduler",
-  "false",
-  // No usage sampler: its scrapes come by the clock, and under Valgrind a second holds ~60x fewer requests.
-  "--usage-sample-secs",
-  "0",
-];
+// No usage sampler: its scrapes come by the clock, and under Valgrind a second holds ~60x fewer requests.
+const operonArgs = (root) => operonServeArgs(repository, ["--usage-sample-secs", "0"], root);
 const ALL_TARGETS = [
   { name: "operon", args: operonArgs(ROOT), ready: /HTTP on http:\/\/[^:]+:(\d+)/ },
   ...(BASE_ROOT ? [{ name: "base", args: operonArgs(BASE_ROOT), ready: /HTTP on http:\/\/[^:]+:(\d+)/ }] : []),

@@ -57,31 +57,12 @@ function stopper(child) {
  * MobileNet run with it on grew threads mid-round, 2026-12-06).
  */
 export async function startOperon(repository, extraArgs = [], options = {}) {
-  const schedulerArgs = extraArgs.includes("--resource-scheduler") ? [] : ["--resource-scheduler", "false"];
   const child = spawn(
     process.execPath,
     [
       // e.g. ["--cpu-prof", "--cpu-prof-dir=..."] to profile the server under a bench's load
       ...(options.nodeArgs ?? []),
-      join(options.root ?? ROOT, "apps/cli/bin/operon.js"),
-      "serve",
-      "--model-repository",
-      repository,
-      "--http-port",
-      "0",
-      "--grpc-port",
-      "0",
-      "--metrics-port",
-      "0",
-      "--exit-timeout-secs",
-      "2",
-      "--api-port",
-      "0",
-      "--console=false",
-      "--data-dir",
-      mkdtempSync(join(tmpdir(), "operon-bench-data-")),
-      ...schedulerArgs,
-      ...extraArgs,
+      ...operonServeArgs(repository, extraArgs, options.root),
     ],
     { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } },
   );
@@ -105,6 +86,36 @@ export async function startOperon(repository, extraArgs = [], options = {}) {
     pid: child.pid,
     stop: stopper(child),
   };
+}
+
+/**
+ * The script and arguments of `operon serve` as the benches start it (after node's own flags): `repository`, every
+ * port chosen by the OS, the control plane without the console, a fresh data folder, the resource scheduler off
+ * unless `extraArgs` name it (see startOperon), then `extraArgs`; `root` is the checkout (default this one).
+ */
+export function operonServeArgs(repository, extraArgs = [], root = ROOT) {
+  const schedulerArgs = extraArgs.includes("--resource-scheduler") ? [] : ["--resource-scheduler", "false"];
+  return [
+    join(root, "apps/cli/bin/operon.js"),
+    "serve",
+    "--model-repository",
+    repository,
+    "--http-port",
+    "0",
+    "--grpc-port",
+    "0",
+    "--metrics-port",
+    "0",
+    "--exit-timeout-secs",
+    "2",
+    "--api-port",
+    "0",
+    "--console=false",
+    "--data-dir",
+    mkdtempSync(join(tmpdir(), "operon-bench-data-")),
+    ...schedulerArgs,
+    ...extraArgs,
+  ];
 }
 
 /**
