@@ -26,7 +26,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiSession } from "../apps/cli/dist/api-session.js";
-import { ROOT } from "./lib/processes.mjs";
+import { ROOT, operonServeArgs } from "./lib/processes.mjs";
 
 const ROWS = Number(process.env.OPERON_BENCH_BATCH_ROWS ?? 20_000);
 const CAPACITY_SECS = Number(process.env.OPERON_BENCH_BATCH_CAPACITY_SECS ?? 8);
@@ -74,28 +74,7 @@ dynamic_batching { max_queue_delay_microseconds: 500 priority_levels: 2 default_
 async function startServer(repository) {
   const child = spawn(
     process.execPath,
-    [
-      join(ROOT, "apps/cli/bin/operon.js"),
-      "serve",
-      "--model-repository",
-      repository,
-      "--http-port",
-      "0",
-      "--grpc-port",
-      "0",
-      "--metrics-port",
-      "0",
-      "--api-port",
-      "0",
-      "--console=false",
-      "--usage-sample-secs",
-      "0",
-      "--resource-scheduler=false",
-      "--admin-email",
-      ADMIN.email,
-      "--data-dir",
-      mkdtempSync(join(tmpdir(), "operon-bench-data-")),
-    ],
+    operonServeArgs(repository, ["--usage-sample-secs", "0", "--admin-email", ADMIN.email]),
     { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, OPERON_ADMIN_PASSWORD: ADMIN.password } },
   );
   let output = "";
